@@ -1,0 +1,39 @@
+# The two commands of the README: `make demo` and `make check`.
+# Everything else is plumbing around Meson (build/) and the dependency script.
+BUILD ?= build
+MESON_OPTS ?=
+
+.PHONY: all deps deps-test build demo check check-asan bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+deps-test:
+	@scripts/deps.sh --test
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+check: deps-test $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+	@scripts/check.sh $(BUILD)
+
+# the same suite under AddressSanitizer and UndefinedBehaviorSanitizer
+check-asan: deps-test
+	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/check.sh build-asan
+
+bench: build
+	@bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan

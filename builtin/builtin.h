@@ -1,0 +1,15 @@
+/* The commands of tally. To add one: write builtin/<name>.c with
+ * int cmd_<name>(int argc, char **argv), declare it here, add it to the table in
+ * tally.c and to builtin_sources in meson.build, document it in docs/cli.md and
+ * README.md, and give it tests under tests/. */
+#ifndef TALLY_BUILTIN_H
+#define TALLY_BUILTIN_H
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+
+/* Shared by commands: prints the usage error for cmd and returns 2. */
+int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

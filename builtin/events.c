@@ -1,0 +1,34 @@
+/* tally events: the event list and what this machine can sample (ophelp's role). */
+#define _GNU_SOURCE
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin/builtin.h"
+#include "tally/collect.h"
+#include "tally/util.h"
+
+int cmd_events(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: tally events\n\nLists every event: name, type, whether this machine can sample it, and what it counts.\n");
+		return 0;
+	}
+	if (argc > 1)
+		return tally_usage_error("events", "unexpected argument '%s'", argv[1]);
+	printf("%-24s %-9s %-12s %s\n", "event", "type", "status", "description");
+	bool any_hw_missing = false;
+	for (size_t i = 0; i < tally_event_table_len; i++) {
+		const struct tally_event_desc *e = &tally_event_table[i];
+		bool ok = tally_event_probe(e) == 0;
+		if (!ok && e->type == PERF_TYPE_HARDWARE)
+			any_hw_missing = true;
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s%s", e->name, e->alias ? "|" : "", e->alias ? e->alias : "");
+		printf("%-24s %-9s %-12s %s\n", name, e->type == PERF_TYPE_HARDWARE ? "hardware" : "software",
+		       ok ? "available" : "unavailable", e->desc);
+	}
+	if (any_hw_missing)
+		printf("\nhardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock\n");
+	return 0;
+}

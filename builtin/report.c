@@ -1,0 +1,487 @@
+/* tally report: the per-image summary (iprof), per-function breakdown
+ * (iprof -f, opreport --symbols), filters and JSON. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin/builtin.h"
+#include "tally/db.h"
+#include "tally/symbols.h"
+#include "tally/util.h"
+
+static const char report_usage[] =
+	"usage: tally report [options]\n"
+	"\n"
+	"  -i, --input DIR          database (default tally.db)\n"
+	"  -f, --symbols            functions within each image\n"
+	"      --exclude-dependent  only the profiled programs' own executables\n"
+	"      --image NAME         only this image (file name or full path)\n"
+	"      --pid PID            only this process (needs a --per-pid database)\n"
+	"      --comm NAME          only processes with this name (needs --per-pid)\n"
+	"      --event NAME         only this event\n"
+	"      --top N              at most N rows per table\n"
+	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
+	"      --json               JSON output (docs/report-json.md)\n";
+
+enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH };
+
+static const struct option report_opts[] = {
+	{ "input", required_argument, NULL, 'i' },
+	{ "symbols", no_argument, NULL, 'f' },
+	{ "exclude-dependent", no_argument, NULL, OPT_EXCL },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "image-path", required_argument, NULL, OPT_IMGPATH },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct ropts {
+	const char *input;
+	bool symbols, excl, json;
+	const char *image, *comm, *event;
+	int pid;
+	uint64_t top;
+	const char **image_path;
+	size_t nimage_path;
+};
+
+/* A row of a table: an image (with pid when per-pid) or a function within one. */
+struct row {
+	uint32_t image;
+	int32_t pid;
+	char *label;
+	uint64_t addr;
+	bool has_addr;
+	uint64_t samples;
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	int c = strcmp(x->label, y->label);
+	if (c)
+		return c;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static bool image_matches(const struct tally_db_image *im, const char *want)
+{
+	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
+}
+
+static bool entry_selected(const struct tally_db *db, const struct ropts *o, const struct tally_db_entry *en)
+{
+	const struct tally_db_image *im = &db->images[en->image];
+	if (o->excl && strcmp(im->kind, "exec"))
+		return false;
+	if (o->image && !image_matches(im, o->image))
+		return false;
+	if (o->pid && en->pid != o->pid)
+		return false;
+	if (o->comm) {
+		const char *c = tally_db_comm(db, en->pid);
+		if (!c || strcmp(c, o->comm))
+			return false;
+	}
+	return true;
+}
+
+static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
+{
+	strbuf_addf(sb, "%7.2f%%", total ? 100.0 * (double)n / (double)total : 0.0);
+}
+
+static char *image_label(const struct tally_db *db, uint32_t image, int pid)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, db->images[image].name);
+	if (pid && db->per_pid)
+		strbuf_addf(&sb, " [%d]", pid);
+	return strbuf_detach(&sb);
+}
+
+/* Function rows of one image (and pid) for one event, sorted. */
+static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+				 uint32_t image, int32_t pid, size_t *nrows)
+{
+	struct row *rows = NULL;
+	size_t n = 0, cap = 0;
+	struct tally_hidx idx = { 0 };
+	bool raw = tally_resolver_mismatch(res, image);
+	for (size_t i = 0; i < db->nentries; i++) {
+		const struct tally_db_entry *en = &db->entries[i];
+		if (en->image != image || en->pid != pid || !entry_selected(db, o, en))
+			continue;
+		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!c)
+			continue;
+		const struct tally_sym *sym = raw ? NULL : tally_resolve(res, image, en->offset);
+		char buf[64];
+		const char *label;
+		uint64_t addr = 0;
+		bool has_addr = false;
+		if (sym) {
+			label = sym->name;
+			addr = sym->addr;
+			has_addr = true;
+		} else if (raw) {
+			/* a changed file: raw offsets are the only honest answer */
+			snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", en->offset);
+			label = buf;
+			addr = en->offset;
+			has_addr = true;
+		} else {
+			label = "[unknown]";
+		}
+		uint64_t h = tally_hash_bytes(label, strlen(label), addr);
+		struct row key = { .label = (char *)label, .addr = addr };
+		struct ctx { struct row *rows; } cx = { rows };
+		(void)cx;
+		uint32_t j = TALLY_HIDX_NONE;
+		/* equality on label and address: two local functions may share a name */
+		for (size_t probe = 0; idx.mask && probe <= idx.mask; probe++) {
+			const struct tally_hslot *sl = &idx.slots[(h + probe) & idx.mask];
+			if (!sl->idx1)
+				break;
+			const struct row *r = &rows[sl->idx1 - 1];
+			if (sl->hash == h && r->addr == key.addr && !strcmp(r->label, key.label)) {
+				j = sl->idx1 - 1;
+				break;
+			}
+		}
+		if (j == TALLY_HIDX_NONE) {
+			GROW(rows, cap, n + 1);
+			rows[n] = (struct row){ image, pid, xstrdup(label), addr, has_addr, 0 };
+			tally_hidx_put(&idx, h, (uint32_t)n);
+			j = (uint32_t)n++;
+		}
+		rows[j].samples += c;
+	}
+	tally_hidx_release(&idx);
+	qsort(rows, n, sizeof(*rows), cmp_row);
+	*nrows = n;
+	return rows;
+}
+
+static void free_rows(struct row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].label);
+	free(rows);
+}
+
+/* Image rows for one event, sorted; *total gets the selected samples. */
+static struct row *image_rows(const struct tally_db *db, const struct ropts *o, int ev, size_t *nrows, uint64_t *total)
+{
+	struct row *rows = NULL;
+	size_t n = 0, cap = 0;
+	*total = 0;
+	for (size_t i = 0; i < db->nentries; i++) {
+		const struct tally_db_entry *en = &db->entries[i];
+		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!c || !entry_selected(db, o, en))
+			continue;
+		*total += c;
+		size_t j;
+		for (j = 0; j < n; j++)
+			if (rows[j].image == en->image && rows[j].pid == en->pid)
+				break;
+		if (j == n) {
+			GROW(rows, cap, n + 1);
+			rows[n++] = (struct row){ en->image, en->pid, image_label(db, en->image, en->pid), 0, false, 0 };
+		}
+		rows[j].samples += c;
+	}
+	qsort(rows, n, sizeof(*rows), cmp_row);
+	*nrows = n;
+	return rows;
+}
+
+static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
+{
+	const char *target = tally_meta_get(&db->session, "command");
+	const char *samp = tally_meta_get(&db->session, "sampling");
+	const char *rnd = tally_meta_get(&db->session, "randomized");
+	const char *dur = tally_meta_get(&db->session, "duration");
+	const char *start = tally_meta_get(&db->session, "start-time");
+	strbuf_addf(out, "# %s: %s", db->path, target ? target : tally_meta_get(&db->session, "target"));
+	if (start)
+		strbuf_addf(out, ", %s", start);
+	if (dur)
+		strbuf_addf(out, ", %s s", dur);
+	strbuf_addf(out, "\n# event: %s, %s%s\n", db->events[ev], samp ? samp : "?",
+		    rnd && !strcmp(rnd, "yes") ? " (randomized)" : "");
+}
+
+static void lost_line(const struct tally_db *db, struct strbuf *out)
+{
+	uint64_t all = 0;
+	for (int e = 0; e < db->nevents; e++)
+		all += db->samples[e];
+	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
+		    all + db->lost ? 100.0 * (double)db->lost / (double)(all + db->lost) : 0.0, db->throttled);
+}
+
+static void warn_images(const struct tally_db *db, struct tally_resolver *res, const struct row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (size_t k = 0; k < i; k++)
+			dup = dup || rows[k].image == rows[i].image;
+		if (dup)
+			continue;
+		if (tally_resolver_mismatch(res, rows[i].image))
+			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
+		else if (tally_verbose && tally_resolver_note(res, rows[i].image))
+			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
+	}
+}
+
+static void text_event(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+		       struct strbuf *out)
+{
+	size_t n;
+	uint64_t total;
+	struct row *rows = image_rows(db, o, ev, &n, &total);
+	print_header(db, ev, out);
+	if (o->symbols)
+		warn_images(db, res, rows, n);
+	if (!o->symbols) {
+		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
+		uint64_t cum = 0;
+		for (size_t i = 0; i < n && (!o->top || i < o->top); i++) {
+			cum += rows[i].samples;
+			strbuf_addf(out, "%9" PRIu64 " ", rows[i].samples);
+			pct(out, rows[i].samples, total);
+			strbuf_addch(out, ' ');
+			pct(out, cum, total);
+			strbuf_addf(out, "  %s\n", rows[i].label);
+		}
+		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", total, "");
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct tally_db_image *im = &db->images[rows[i].image];
+			size_t nf;
+			struct row *fr = function_rows(db, res, o, ev, rows[i].image, rows[i].pid, &nf);
+			strbuf_addf(out, "\n%s%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name,
+				    rows[i].pid && db->per_pid ? "" : "", rows[i].samples,
+				    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
+			if (rows[i].pid && db->per_pid)
+				strbuf_addf(out, "pid %d (%s)\n", rows[i].pid,
+					    tally_db_comm(db, rows[i].pid) ? tally_db_comm(db, rows[i].pid) : "?");
+			strbuf_addf(out, "%9s %8s %8s  %18s  %s\n", "samples", "%", "cum%", "addr", "function");
+			uint64_t cum = 0;
+			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
+				cum += fr[k].samples;
+				strbuf_addf(out, "%9" PRIu64 " ", fr[k].samples);
+				pct(out, fr[k].samples, rows[i].samples);
+				strbuf_addch(out, ' ');
+				pct(out, cum, rows[i].samples);
+				if (fr[k].has_addr)
+					strbuf_addf(out, "  0x%016" PRIx64 "  %s\n", fr[k].addr, fr[k].label);
+				else
+					strbuf_addf(out, "  %18s  %s\n", "-", fr[k].label);
+			}
+			strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", rows[i].samples, "");
+			free_rows(fr, nf);
+		}
+	}
+	free_rows(rows, n);
+}
+
+static void json_event(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+		       struct strbuf *out)
+{
+	size_t n;
+	uint64_t total;
+	struct row *rows = image_rows(db, o, ev, &n, &total);
+	if (o->symbols)
+		warn_images(db, res, rows, n);
+	strbuf_addstr(out, "{\"name\":");
+	strbuf_add_json_str(out, db->events[ev]);
+	strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"images\":[", total);
+	for (size_t i = 0; i < n && (!o->top || i < o->top); i++) {
+		const struct tally_db_image *im = &db->images[rows[i].image];
+		strbuf_addstr(out, i ? ",{" : "{");
+		strbuf_addstr(out, "\"name\":");
+		strbuf_add_json_str(out, im->name);
+		strbuf_addstr(out, ",\"path\":");
+		strbuf_add_json_str(out, im->path);
+		strbuf_addstr(out, ",\"id\":");
+		strbuf_add_json_str(out, im->id);
+		strbuf_addstr(out, ",\"id_kind\":");
+		strbuf_add_json_str(out, im->id_kind);
+		strbuf_addstr(out, ",\"kind\":");
+		strbuf_add_json_str(out, im->kind);
+		if (rows[i].pid)
+			strbuf_addf(out, ",\"pid\":%d", rows[i].pid);
+		else
+			strbuf_addstr(out, ",\"pid\":null");
+		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f", rows[i].samples,
+			    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
+		if (tally_resolver_mismatch(res, rows[i].image) || (o->symbols && tally_resolver_note(res, rows[i].image))) {
+			strbuf_addstr(out, ",\"note\":");
+			strbuf_add_json_str(out, tally_resolver_note(res, rows[i].image));
+		}
+		if (o->symbols) {
+			size_t nf;
+			struct row *fr = function_rows(db, res, o, ev, rows[i].image, rows[i].pid, &nf);
+			strbuf_addstr(out, ",\"functions\":[");
+			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
+				strbuf_addstr(out, k ? ",{\"name\":" : "{\"name\":");
+				strbuf_add_json_str(out, fr[k].label);
+				if (fr[k].has_addr)
+					strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", fr[k].addr);
+				else
+					strbuf_addstr(out, ",\"addr\":null");
+				strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"percent_of_total\":%.4f}",
+					    fr[k].samples, 100.0 * (double)fr[k].samples / (double)rows[i].samples,
+					    total ? 100.0 * (double)fr[k].samples / (double)total : 0.0);
+			}
+			strbuf_addstr(out, "]");
+			free_rows(fr, nf);
+		}
+		strbuf_addstr(out, "}");
+	}
+	strbuf_addstr(out, "]}");
+	free_rows(rows, n);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct ropts o;
+	memset(&o, 0, sizeof(o));
+	o.input = "tally.db";
+	size_t aimage_path = 0;
+	optind = 1;
+	opterr = 0;
+	int opt;
+	uint64_t v;
+	while ((opt = getopt_long(argc, argv, "i:fh", report_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i': o.input = optarg; break;
+		case 'f': o.symbols = true; break;
+		case OPT_EXCL: o.excl = true; break;
+		case OPT_IMAGE: o.image = optarg; break;
+		case OPT_PID:
+			if (tally_parse_u64(optarg, "--pid", 1, 0x7fffffff, &v))
+				return tally_usage_error("report", "%s", tally_errmsg());
+			o.pid = (int)v;
+			break;
+		case OPT_COMM: o.comm = optarg; break;
+		case OPT_EVENT: o.event = optarg; break;
+		case OPT_TOP:
+			if (tally_parse_u64(optarg, "--top", 1, UINT32_MAX, &o.top))
+				return tally_usage_error("report", "%s", tally_errmsg());
+			break;
+		case OPT_JSON: o.json = true; break;
+		case OPT_IMGPATH:
+			GROW(o.image_path, aimage_path, o.nimage_path + 2);
+			o.image_path[o.nimage_path++] = optarg;
+			o.image_path[o.nimage_path] = NULL;
+			break;
+		case 'h': fputs(report_usage, stdout); return 0;
+		default:
+			if (optopt && optopt < 256)
+				return tally_usage_error("report", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
+			return tally_usage_error("report", "unknown option or missing value '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		free(o.image_path);
+		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
+	}
+	struct tally_db db;
+	if (tally_db_open(&db, o.input)) {
+		tally_error("%s", tally_errmsg());
+		free(o.image_path);
+		return 1;
+	}
+	int ret = 0;
+	if ((o.pid || o.comm) && !db.per_pid) {
+		tally_error("'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
+			    o.input, o.pid ? "--pid" : "--comm");
+		ret = 1;
+		goto out;
+	}
+	int ev_only = -1;
+	if (o.event) {
+		ev_only = tally_db_event(&db, o.event);
+		if (ev_only < 0) {
+			struct strbuf names = STRBUF_INIT;
+			for (int e = 0; e < db.nevents; e++)
+				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
+			tally_error("event '%s' is not in '%s' (it has: %s)", o.event, o.input, names.buf);
+			strbuf_release(&names);
+			ret = 1;
+			goto out;
+		}
+	}
+	if (o.pid) {
+		bool found = false;
+		for (size_t i = 0; i < db.nentries && !found; i++)
+			found = db.entries[i].pid == o.pid;
+		if (!found)
+			tally_warn("no samples for pid %d in '%s'", o.pid, o.input);
+	}
+	struct tally_resolver_opts ro = { .image_path = o.image_path };
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, &ro);
+	struct strbuf out = STRBUF_INIT;
+	if (o.json) {
+		strbuf_addstr(&out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");
+		strbuf_add_json_str(&out, o.input);
+		strbuf_addstr(&out, ",\"session\":{");
+		for (size_t i = 0; i < db.session.n; i++) {
+			if (i)
+				strbuf_addch(&out, ',');
+			strbuf_add_json_str(&out, db.session.kv[i].key);
+			strbuf_addch(&out, ':');
+			strbuf_add_json_str(&out, db.session.kv[i].value);
+		}
+		strbuf_addf(&out, "},\"lost\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"events\":[", db.lost, db.throttled);
+		bool first = true;
+		for (int e = 0; e < db.nevents; e++) {
+			if (ev_only >= 0 && e != ev_only)
+				continue;
+			if (!first)
+				strbuf_addch(&out, ',');
+			first = false;
+			json_event(&db, res, &o, e, &out);
+		}
+		strbuf_addstr(&out, "]}\n");
+	} else {
+		bool first = true;
+		for (int e = 0; e < db.nevents; e++) {
+			if (ev_only >= 0 && e != ev_only)
+				continue;
+			if (!first)
+				strbuf_addch(&out, '\n');
+			first = false;
+			text_event(&db, res, &o, e, &out);
+		}
+		lost_line(&db, &out);
+	}
+	fwrite(out.buf, 1, out.len, stdout);
+	if (fflush(stdout) != 0) {
+		tally_error("cannot write the report: %s", strerror(errno));
+		ret = 1;
+	}
+	strbuf_release(&out);
+	tally_resolver_free(res);
+out:
+	tally_db_release(&db);
+	free(o.image_path);
+	return ret;
+}

@@ -1,0 +1,145 @@
+/* Record-time aggregation: each process's mappings, the image registry, interned
+ * frames (image, offset) and stacks, and the counts per (stack, pid, event).
+ * Per sample: a hash lookup or two and an increment; nothing is symbolized here. */
+#ifndef TALLY_AGG_H
+#define TALLY_AGG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "tally/collect.h"
+#include "tally/util.h"
+
+enum tally_image_kind {
+	TALLY_IMG_FILE,   /* a mapped file: executable or library */
+	TALLY_IMG_KERNEL, /* kernel and modules: offsets are kernel addresses */
+	TALLY_IMG_NOMAP,  /* executable memory backed by no file: offsets are addresses */
+	TALLY_IMG_JIT,    /* anonymous memory named by /tmp/perf-PID.map: offsets are addresses */
+	TALLY_IMG_VDSO,   /* the kernel's vDSO */
+};
+
+struct tally_image {
+	enum tally_image_kind kind;
+	char *path;        /* as the process saw it ("" for nomap) */
+	uint8_t build_id[20];
+	uint8_t build_id_len; /* 0 when the kernel did not give one */
+	uint32_t maj, min;
+	uint64_t ino, ino_gen;
+	int pid;           /* JIT: its process; files: a process that mapped it (for /proc/PID/root) */
+	char *jit_map;     /* JIT: the map's contents, copied while the process lived */
+	size_t jit_map_len;
+};
+
+struct tally_map {
+	uint64_t start, end, pgoff;
+	uint32_t image; /* TALLY_MAP_ANON for anonymous executable memory */
+};
+#define TALLY_MAP_ANON UINT32_MAX
+
+struct tally_proc {
+	int pid;
+	char comm[16];
+	char *exe;           /* path of the executable, from the first exec mapping seen */
+	struct tally_map *maps;
+	size_t nmaps, amaps;
+	size_t last;         /* index of the last map hit: samples cluster */
+	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
+	uint32_t jit_image;
+	uint32_t nomap_image;
+	int dead;            /* 0 alive; counts collection rounds since its exit */
+	bool sampled;
+};
+
+/* A process that had samples: kept for the database's task list after it exits. */
+struct tally_task {
+	int pid;
+	char comm[16];
+	char *exe;
+};
+
+struct tally_frame {
+	uint32_t image;
+	uint64_t offset;
+};
+
+struct tally_stack {
+	uint32_t first; /* index into agg.stack_frames */
+	uint32_t len;   /* leaf first */
+};
+
+struct tally_count_row {
+	uint32_t stack;
+	int32_t pid;    /* 0 unless per-pid */
+};
+
+struct tally_agg {
+	int nevents;
+	bool per_pid;
+	bool lazy_procfs; /* read /proc/PID/maps for processes first seen in a sample */
+	bool kernel_samples;
+
+	struct tally_image *images;
+	size_t nimages, aimages;
+	struct tally_hidx image_idx;
+	uint32_t kernel_image;
+
+	struct tally_frame *frames;
+	size_t nframes, aframes;
+	struct tally_hidx frame_idx;
+
+	uint32_t *stack_frames;
+	size_t nstack_frames, astack_frames;
+	struct tally_stack *stacks;
+	size_t nstacks, astacks;
+	struct tally_hidx stack_idx;
+
+	struct tally_count_row *rows;
+	size_t nrows, arows;
+	uint64_t *counts; /* nrows * nevents */
+	size_t acounts;
+	struct tally_hidx row_idx;
+
+	struct tally_proc **procs;
+	size_t nprocs, aprocs;
+	struct tally_hidx proc_idx;
+	struct tally_proc *last_proc;
+	struct tally_task *tasks;
+	size_t ntasks, atasks;
+
+	uint64_t *samples; /* per event */
+	uint64_t lost, throttled, unthrottled;
+	uint64_t max_depth_truncated;
+	uint32_t jit_untrusted;
+
+	uint32_t scratch_frames[512];
+};
+
+/* Lifecycle: init a struct you own, release frees everything inside. */
+void tally_agg_init(struct tally_agg *a, int nevents, bool per_pid, bool lazy_procfs);
+void tally_agg_release(struct tally_agg *a);
+
+/* Feeds one record from the collector. */
+void tally_agg_record(struct tally_agg *a, const struct tally_rec *rec);
+/* Frees processes that exited before the previous call (their records are all in). */
+void tally_agg_collect_dead(struct tally_agg *a);
+/* Moves the sampled live processes into the task list (call once, before writing). */
+void tally_agg_tasks(struct tally_agg *a);
+/* Reads /proc/PID/maps and comm for a process that was running before recording. */
+int tally_agg_load_procfs(struct tally_agg *a, int pid);
+/* Copies the JIT maps of processes still alive (call before writing). */
+void tally_agg_snapshot_jit(struct tally_agg *a);
+
+/* Lookups used by the writer and by tests. */
+uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key);
+struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create);
+uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
+uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);
+/* Adds n to the count of (stack, pid, event). */
+void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n);
+/* Adds a mapping to a process, replacing what it overlaps. */
+void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image);
+/* The map containing addr, or NULL. */
+const struct tally_map *tally_proc_find_map(struct tally_proc *p, uint64_t addr);
+
+#endif

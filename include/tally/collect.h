@@ -1,0 +1,86 @@
+/* Sampling through perf_event_open: the event table, opening one event per CPU
+ * (and per thread for attached processes), the mmap ring buffers, and handing
+ * the records to the caller in time order. No symbolization, no I/O besides the
+ * kernel interface. */
+#ifndef TALLY_COLLECT_H
+#define TALLY_COLLECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tally_event_desc {
+	const char *name;
+	const char *alias; /* another accepted name, or NULL */
+	uint32_t type;     /* PERF_TYPE_* */
+	uint64_t config;
+	bool time_based;   /* period counts nanoseconds: -F becomes a period we can randomize */
+	const char *desc;
+};
+
+extern const struct tally_event_desc tally_event_table[];
+extern const size_t tally_event_table_len;
+
+/* The event called name (or alias), or NULL. */
+const struct tally_event_desc *tally_event_find(const char *name);
+/* 0 when this machine can sample the event, else -errno with tally_seterr saying why
+ * (hardware events without a PMU name cpu-clock as the alternative). */
+int tally_event_probe(const struct tally_event_desc *ev);
+
+enum tally_target { TALLY_TARGET_CHILD, TALLY_TARGET_PIDS, TALLY_TARGET_SYSTEM };
+
+struct tally_collect_opts {
+	const struct tally_event_desc **events;
+	int nevents;
+	uint64_t freq;   /* samples per second, or 0 when period is set */
+	uint64_t period; /* events per sample, or 0 */
+	bool randomize;
+	bool callchain;  /* PERF_SAMPLE_CALLCHAIN */
+	enum tally_target target;
+	const pid_t *pids; /* TARGET_CHILD: one pid (not yet exec'd); TARGET_PIDS: processes */
+	size_t npids;
+	const bool *cpus;  /* which CPUs, ncpus entries */
+	int ncpus;
+	size_t ring_pages; /* data pages per ring buffer, a power of two (0 = default) */
+	int wake_fd;       /* polled with the rings so a signal can end a wait; -1 for none */
+};
+
+/* A record as the caller sees it. For samples the parsed fields are set; for the
+ * others raw points at the kernel record (struct perf_event_header first). */
+struct tally_rec {
+	const struct perf_event_header *raw;
+	uint32_t type;
+	uint16_t misc;
+	int event;        /* index into opts.events for samples, -1 otherwise */
+	uint32_t pid, tid, cpu;
+	uint64_t time;
+	uint64_t ip, period;
+	uint64_t nr;      /* callchain length */
+	const uint64_t *chain;
+};
+
+struct tally_collector;
+typedef void (*tally_rec_fn)(void *ctx, const struct tally_rec *rec);
+
+/* Opens every event fd and ring buffer. *out is owned by the caller (tally_collector_free).
+ * Returns 0 or -errno with tally_seterr naming the event and the fix (privilege:
+ * perf_event_paranoid / CAP_PERFMON; rate: perf_event_max_sample_rate). */
+int tally_collector_open(struct tally_collector **out, const struct tally_collect_opts *opts);
+/* Enables the events (TARGET_CHILD events enable themselves at exec). */
+int tally_collector_enable(struct tally_collector *c);
+int tally_collector_disable(struct tally_collector *c);
+/* Waits up to timeout_ms for data, then reads every ring, sorts the records by
+ * time and calls fn for each. Redraws randomized periods. Returns the number of
+ * records, or -errno. -EINTR is returned as 0. */
+int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx);
+/* Observed sample periods (for the session metadata and the randomization test). */
+void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
+			     uint64_t *max, double *mean);
+/* The period the randomizer centres on for an event (0 when the kernel adapts it). */
+uint64_t tally_collector_mean_period(const struct tally_collector *c, int event);
+void tally_collector_free(struct tally_collector *c);
+
+/* The kernel.perf_event_paranoid setting, or 2 when unreadable. */
+int tally_perf_paranoid(void);
+
+#endif

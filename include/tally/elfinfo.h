@@ -1,0 +1,43 @@
+/* Facts about an ELF file and the running kernel, read with elfutils: build-id,
+ * content hash, executable or library; kernel symbols and modules. */
+#ifndef TALLY_ELFINFO_H
+#define TALLY_ELFINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tally_elf_info {
+	uint8_t build_id[64];
+	size_t build_id_len;
+	uint64_t hash;      /* XXH64 of the whole file */
+	bool have_hash;
+	bool is_elf;
+	bool is_exec;       /* ET_EXEC, or ET_DYN with an interpreter */
+};
+
+/* Reads path. want_hash: hash the file when it has no build-id (or always when 2).
+ * 0 or -errno with tally_seterr. */
+int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out);
+/* Hex of a build-id into buf (2*len+1 bytes). */
+void tally_hex(const uint8_t *p, size_t len, char *buf);
+
+struct tally_ksym {
+	uint64_t addr, size;
+	char type;
+	char *name;
+	char *module; /* NULL for the core kernel */
+};
+
+/* Loads from a kallsyms-format file (path NULL: /proc/kallsyms) the symbols
+ * containing the given addresses (sorted or not). *out is sorted by address and
+ * owned by the caller (tally_ksyms_free). 0 or -errno. */
+int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs,
+			  struct tally_ksym **out, size_t *n);
+void tally_ksyms_free(struct tally_ksym *s, size_t n);
+/* The symbol containing addr in a sorted table, or NULL. */
+const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr);
+/* The running kernel's build-id from /sys/kernel/notes (hex), or "" when unknown. */
+void tally_kernel_build_id(char *buf, size_t n);
+
+#endif

@@ -1,0 +1,37 @@
+/* Report-time symbolization: (image, offset) to function, through elfutils
+ * libdwfl for files (symbol tables, separate debug info by build-id), the
+ * database's kernel.syms for the kernel and its copied maps for JIT code.
+ * Each image is opened lazily, once, and verified against the recorded id. */
+#ifndef TALLY_SYMBOLS_H
+#define TALLY_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/db.h"
+
+struct tally_sym {
+	uint64_t addr; /* as the image's symbol table says (link-time address) */
+	uint64_t size;
+	const char *name;
+};
+
+struct tally_resolver_opts {
+	const char **image_path; /* extra directories to look for images in (NULL-terminated) */
+};
+
+struct tally_resolver;
+
+/* *out is owned by the caller (tally_resolver_free). */
+int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, const struct tally_resolver_opts *o);
+void tally_resolver_free(struct tally_resolver *r);
+
+/* The function containing offset in db image `image`, or NULL (no symbol, or the
+ * image could not be opened or verified: see tally_resolver_note). */
+const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, uint64_t offset);
+/* Why an image has no symbols (a one-line note), or NULL when it has them. */
+const char *tally_resolver_note(struct tally_resolver *r, uint32_t image);
+/* True when the image's file differs from what was recorded (build-id mismatch). */
+bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
+
+#endif

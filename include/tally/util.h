@@ -1,0 +1,110 @@
+/* Small utilities shared by all of tally: allocation that cannot fail silently,
+ * the error-message buffer the core fills for the builtins to print, a growable
+ * string buffer, a hash index, and number/list parsers. */
+#ifndef TALLY_UTIL_H
+#define TALLY_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Allocation: on failure print one line and exit(1) (there is no useful recovery). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Grow *p (of *alloc elements of size sz) to hold at least want elements. */
+void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
+#define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
+
+/* The core's error channel: a function that fails calls tally_seterr() with a
+ * one-line message (lowercase, the thing in quotes, the fix in parentheses) and
+ * returns a negative errno-style code; the builtin prints tally_errmsg(). */
+int tally_seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *tally_errmsg(void);
+
+/* Builtins only: print "tally: msg" to stderr. die() also exits with status 1 (or 2 for usage). */
+void tally_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tally_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void tally_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int tally_verbose;
+void tally_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Growable string buffer (git's strbuf): buf is always NUL-terminated. */
+struct strbuf {
+	char *buf;
+	size_t len, alloc;
+};
+#define STRBUF_INIT { NULL, 0, 0 }
+void strbuf_init(struct strbuf *sb);
+void strbuf_release(struct strbuf *sb);
+void strbuf_reset(struct strbuf *sb);
+void strbuf_grow(struct strbuf *sb, size_t extra);
+void strbuf_add(struct strbuf *sb, const void *data, size_t n);
+void strbuf_addstr(struct strbuf *sb, const char *s);
+void strbuf_addch(struct strbuf *sb, char c);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+/* JSON string literal with quotes and escapes. */
+void strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* Caller owns the returned string; sb is reset. */
+char *strbuf_detach(struct strbuf *sb);
+/* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set). */
+int strbuf_read_file(struct strbuf *sb, const char *path, size_t max);
+
+/* Hash index: maps 64-bit hashes to item indices kept in the caller's own array;
+ * the caller supplies equality. One type serves every table in tally. */
+struct tally_hidx {
+	struct tally_hslot *slots;
+	size_t mask; /* capacity - 1, capacity a power of two; 0 when empty */
+	size_t count;
+};
+struct tally_hslot {
+	uint64_t hash;
+	uint32_t idx1; /* index + 1; 0 = empty */
+};
+typedef bool (*tally_hidx_eq)(const void *ctx, uint32_t idx, const void *key);
+#define TALLY_HIDX_NONE UINT32_MAX
+/* The index of the item equal to key, or TALLY_HIDX_NONE. */
+uint32_t tally_hidx_get(const struct tally_hidx *h, uint64_t hash, const void *key,
+			tally_hidx_eq eq, const void *ctx);
+/* Add idx under hash (the caller has checked it is absent). */
+void tally_hidx_put(struct tally_hidx *h, uint64_t hash, uint32_t idx);
+void tally_hidx_release(struct tally_hidx *h);
+
+uint64_t tally_hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t tally_hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Parsers: 0 on success, -EINVAL with tally_seterr naming what (an option name) on failure. */
+int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out);
+/* Decimal seconds, or a number with suffix ms, s, m, h, d. */
+int tally_parse_duration(const char *s, const char *what, double *seconds);
+/* "0,2-3" or "all" into a bitmap of ncpus bits (bool array). */
+int tally_parse_cpulist(const char *s, int ncpus, bool *set);
+/* "1,2,3" into an array of positive ints (caller frees *out). */
+int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n);
+
+/* Write data to path atomically: a temporary in the same directory, fsync, rename. */
+int tally_write_file_atomic(const char *path, const void *data, size_t len);
+/* rm -rf, for directories tally made itself. */
+int tally_remove_tree(const char *path);
+/* Monotonic and wall clock helpers. */
+double tally_now_mono(void);
+double tally_now_wall(void);
+void tally_format_utc(double wall, char *buf, size_t n); /* 2026-11-21T13:07:00Z */
+/* Basename without allocation. */
+const char *tally_basename(const char *path);
+
+#endif

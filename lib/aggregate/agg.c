@@ -1,0 +1,686 @@
+/* Record-time aggregation (see agg.h): the hot path of tally record. */
+#define _GNU_SOURCE
+#include "tally/agg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* x86-64 kernel addresses live in the upper half; cpumode says so too, but a
+ * callchain entry carries no cpumode of its own */
+#define KERNEL_START 0xffff800000000000ULL
+
+void tally_agg_init(struct tally_agg *a, int nevents, bool per_pid, bool lazy_procfs)
+{
+	memset(a, 0, sizeof(*a));
+	a->nevents = nevents;
+	a->per_pid = per_pid;
+	a->lazy_procfs = lazy_procfs;
+	a->samples = xcalloc((size_t)nevents, sizeof(uint64_t));
+	struct tally_image k = { .kind = TALLY_IMG_KERNEL, .path = (char *)"[kernel]" };
+	a->kernel_image = tally_agg_image(a, &k);
+}
+
+static void proc_free(struct tally_proc *p)
+{
+	if (!p)
+		return;
+	free(p->maps);
+	free(p->exe);
+	free(p);
+}
+
+void tally_agg_release(struct tally_agg *a)
+{
+	for (size_t i = 0; i < a->nimages; i++) {
+		free(a->images[i].path);
+		free(a->images[i].jit_map);
+	}
+	free(a->images);
+	tally_hidx_release(&a->image_idx);
+	free(a->frames);
+	tally_hidx_release(&a->frame_idx);
+	free(a->stack_frames);
+	free(a->stacks);
+	tally_hidx_release(&a->stack_idx);
+	free(a->rows);
+	free(a->counts);
+	tally_hidx_release(&a->row_idx);
+	for (size_t i = 0; i < a->nprocs; i++)
+		proc_free(a->procs[i]);
+	free(a->procs);
+	for (size_t i = 0; i < a->ntasks; i++)
+		free(a->tasks[i].exe);
+	free(a->tasks);
+	tally_hidx_release(&a->proc_idx);
+	free(a->samples);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ---- images ---- */
+
+static uint64_t image_hash(const struct tally_image *k)
+{
+	uint64_t h = tally_hash_bytes(k->path, strlen(k->path), (uint64_t)k->kind);
+	if (k->build_id_len)
+		h = tally_hash_bytes(k->build_id, k->build_id_len, h);
+	else
+		h = tally_hash_u64(h ^ k->ino ^ ((uint64_t)k->maj << 40) ^ ((uint64_t)k->min << 20) ^ k->ino_gen);
+	return tally_hash_u64(h ^ (uint64_t)(k->kind == TALLY_IMG_JIT || k->kind == TALLY_IMG_NOMAP ? k->pid : 0));
+}
+
+static bool image_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_agg *a = ctx;
+	const struct tally_image *x = &a->images[idx], *k = key;
+	if (x->kind != k->kind || strcmp(x->path, k->path))
+		return false;
+	if ((x->kind == TALLY_IMG_JIT || x->kind == TALLY_IMG_NOMAP) && x->pid != k->pid)
+		return false;
+	if (x->build_id_len != k->build_id_len)
+		return false;
+	if (k->build_id_len)
+		return !memcmp(x->build_id, k->build_id, k->build_id_len);
+	return x->maj == k->maj && x->min == k->min && x->ino == k->ino && x->ino_gen == k->ino_gen;
+}
+
+uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
+{
+	uint64_t h = image_hash(key);
+	uint32_t i = tally_hidx_get(&a->image_idx, h, key, image_eq, a);
+	if (i != TALLY_HIDX_NONE)
+		return i;
+	GROW(a->images, a->aimages, a->nimages + 1);
+	struct tally_image *im = &a->images[a->nimages];
+	*im = *key;
+	im->path = xstrdup(key->path);
+	im->jit_map = NULL;
+	im->jit_map_len = 0;
+	tally_hidx_put(&a->image_idx, h, (uint32_t)a->nimages);
+	return (uint32_t)a->nimages++;
+}
+
+/* ---- processes ---- */
+
+static bool proc_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_agg *a = ctx;
+	return a->procs[idx]->pid == *(const int *)key;
+}
+
+static struct tally_proc *proc_lookup(struct tally_agg *a, int pid)
+{
+	if (a->last_proc && a->last_proc->pid == pid)
+		return a->last_proc;
+	uint32_t i = tally_hidx_get(&a->proc_idx, tally_hash_u64((uint64_t)pid), &pid, proc_eq, a);
+	return i == TALLY_HIDX_NONE ? NULL : (a->last_proc = a->procs[i]);
+}
+
+struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create)
+{
+	struct tally_proc *p = proc_lookup(a, pid);
+	if (p || !create)
+		return p;
+	p = xcalloc(1, sizeof(*p));
+	p->pid = pid;
+	p->jit_image = TALLY_HIDX_NONE;
+	p->nomap_image = TALLY_HIDX_NONE;
+	GROW(a->procs, a->aprocs, a->nprocs + 1);
+	a->procs[a->nprocs] = p;
+	tally_hidx_put(&a->proc_idx, tally_hash_u64((uint64_t)pid), (uint32_t)a->nprocs);
+	a->nprocs++;
+	a->last_proc = p;
+	return p;
+}
+
+static void rebuild_proc_idx(struct tally_agg *a)
+{
+	tally_hidx_release(&a->proc_idx);
+	for (size_t i = 0; i < a->nprocs; i++)
+		tally_hidx_put(&a->proc_idx, tally_hash_u64((uint64_t)a->procs[i]->pid), (uint32_t)i);
+	a->last_proc = NULL;
+}
+
+static void remember_task(struct tally_agg *a, const struct tally_proc *p)
+{
+	GROW(a->tasks, a->atasks, a->ntasks + 1);
+	struct tally_task *t = &a->tasks[a->ntasks++];
+	t->pid = p->pid;
+	memcpy(t->comm, p->comm, sizeof(t->comm));
+	t->exe = p->exe ? xstrdup(p->exe) : NULL;
+}
+
+void tally_agg_collect_dead(struct tally_agg *a)
+{
+	/* a process that exited two rounds ago has had all its records delivered */
+	size_t j = 0;
+	bool changed = false;
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct tally_proc *p = a->procs[i];
+		if (p->dead && ++p->dead > 2) {
+			if (p->sampled)
+				remember_task(a, p);
+			proc_free(p);
+			changed = true;
+			continue;
+		}
+		a->procs[j++] = p;
+	}
+	a->nprocs = j;
+	if (changed)
+		rebuild_proc_idx(a);
+}
+
+void tally_agg_tasks(struct tally_agg *a)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i]->sampled) {
+			remember_task(a, a->procs[i]);
+			a->procs[i]->sampled = false;
+		}
+}
+
+/* ---- maps ---- */
+
+void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image)
+{
+	if (end <= start)
+		return;
+	/* cut whatever the new mapping overlaps, keeping the parts outside it */
+	struct tally_map extra = { 0, 0, 0, 0 };
+	bool have_extra = false;
+	size_t j = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct tally_map m = p->maps[i];
+		if (m.end <= start || m.start >= end) {
+			p->maps[j++] = m;
+			continue;
+		}
+		if (m.start < start && m.end > end) {
+			extra = m;
+			extra.pgoff += end - m.start;
+			extra.start = end;
+			have_extra = true;
+			m.end = start;
+			p->maps[j++] = m;
+		} else if (m.start < start) {
+			m.end = start;
+			p->maps[j++] = m;
+		} else if (m.end > end) {
+			m.pgoff += end - m.start;
+			m.start = end;
+			p->maps[j++] = m;
+		}
+	}
+	p->nmaps = j;
+	GROW(p->maps, p->amaps, p->nmaps + 2);
+	/* insert sorted */
+	struct tally_map nm = { start, end, pgoff, image };
+	size_t pos = p->nmaps;
+	while (pos > 0 && p->maps[pos - 1].start > start)
+		pos--;
+	memmove(&p->maps[pos + 1], &p->maps[pos], (p->nmaps - pos) * sizeof(nm));
+	p->maps[pos] = nm;
+	p->nmaps++;
+	if (have_extra) {
+		pos = p->nmaps;
+		while (pos > 0 && p->maps[pos - 1].start > extra.start)
+			pos--;
+		memmove(&p->maps[pos + 1], &p->maps[pos], (p->nmaps - pos) * sizeof(nm));
+		p->maps[pos] = extra;
+		p->nmaps++;
+	}
+	p->last = 0;
+}
+
+const struct tally_map *tally_proc_find_map(struct tally_proc *p, uint64_t addr)
+{
+	if (p->last < p->nmaps) {
+		const struct tally_map *m = &p->maps[p->last];
+		if (addr >= m->start && addr < m->end)
+			return m;
+	}
+	size_t lo = 0, hi = p->nmaps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct tally_map *m = &p->maps[mid];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else {
+			p->last = mid;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+static bool is_anon_name(const char *name)
+{
+	return !*name || !strcmp(name, "//anon") || !strncmp(name, "[anon", 5) || !strncmp(name, "/memfd:", 7) ||
+	       !strcmp(name, "[heap]") || !strncmp(name, "[stack", 6);
+}
+
+static uint32_t file_image(struct tally_agg *a, int pid, const char *name, const uint8_t *bid, uint8_t bid_len,
+			   uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen)
+{
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = !strcmp(name, "[vdso]") ? TALLY_IMG_VDSO : TALLY_IMG_FILE;
+	k.path = (char *)name;
+	if (bid_len) {
+		if (bid_len > 20)
+			bid_len = 20;
+		memcpy(k.build_id, bid, bid_len);
+		k.build_id_len = bid_len;
+	} else if (k.kind == TALLY_IMG_FILE) {
+		k.maj = maj;
+		k.min = min;
+		k.ino = ino;
+		k.ino_gen = ino_gen;
+	}
+	k.pid = pid;
+	uint32_t i = tally_agg_image(a, &k);
+	/* keep a live pid for opening the file through /proc/PID/root later */
+	a->images[i].pid = pid;
+	return i;
+}
+
+static void on_mmap2(struct tally_agg *a, const struct tally_rec *r)
+{
+	const struct perf_record_mmap2 {
+		struct perf_event_header h;
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		union {
+			struct { uint32_t maj, min; uint64_t ino, ino_generation; } f;
+			struct { uint8_t size, res1; uint16_t res2; uint8_t id[20]; } b;
+		} u;
+		uint32_t prot, flags;
+		char filename[];
+	} *m = (const void *)r->raw;
+	if (r->raw->size < sizeof(*m) + 1)
+		return;
+	if (!(m->prot & 4 /* PROT_EXEC */))
+		return;
+	struct tally_proc *p = tally_agg_proc(a, (int)m->pid, true);
+	size_t maxlen = r->raw->size - sizeof(*m);
+	char name[4096];
+	size_t nl = strnlen(m->filename, maxlen < sizeof(name) - 1 ? maxlen : sizeof(name) - 1);
+	memcpy(name, m->filename, nl);
+	name[nl] = '\0';
+	uint32_t img;
+	if (is_anon_name(name))
+		img = TALLY_MAP_ANON;
+	else if (r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+		img = file_image(a, p->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
+	else
+		img = file_image(a, p->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
+	if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/')
+		p->exe = xstrdup(name);
+	tally_proc_add_map(p, m->addr, m->addr + m->len, m->pgoff, img);
+}
+
+static void on_comm(struct tally_agg *a, const struct tally_rec *r)
+{
+	const struct {
+		struct perf_event_header h;
+		uint32_t pid, tid;
+		char comm[];
+	} *c = (const void *)r->raw;
+	if (r->raw->size < sizeof(*c) + 1)
+		return;
+	struct tally_proc *p = tally_agg_proc(a, (int)c->pid, true);
+	if (c->pid == c->tid || (r->misc & PERF_RECORD_MISC_COMM_EXEC)) {
+		size_t n = strnlen(c->comm, r->raw->size - sizeof(*c));
+		if (n > sizeof(p->comm) - 1)
+			n = sizeof(p->comm) - 1;
+		memcpy(p->comm, c->comm, n);
+		p->comm[n] = '\0';
+	}
+	if (r->misc & PERF_RECORD_MISC_COMM_EXEC) {
+		/* a new program: the old address space is gone */
+		p->nmaps = 0;
+		free(p->exe);
+		p->exe = NULL;
+		p->jit = 0;
+		p->jit_image = TALLY_HIDX_NONE;
+		p->nomap_image = TALLY_HIDX_NONE;
+	}
+}
+
+static void on_fork(struct tally_agg *a, const struct tally_rec *r)
+{
+	const struct {
+		struct perf_event_header h;
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} *f = (const void *)r->raw;
+	if (r->raw->size < sizeof(*f) || f->pid == f->ppid)
+		return; /* a new thread shares its process's maps */
+	struct tally_proc *parent = tally_agg_proc(a, (int)f->ppid, false);
+	struct tally_proc *child = tally_agg_proc(a, (int)f->pid, true);
+	if (parent && parent != child) {
+		/* a fork copies the address space */
+		child->nmaps = 0;
+		GROW(child->maps, child->amaps, parent->nmaps);
+		memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
+		child->nmaps = parent->nmaps;
+		memcpy(child->comm, parent->comm, sizeof(child->comm));
+		if (parent->exe && !child->exe)
+			child->exe = xstrdup(parent->exe);
+	}
+}
+
+static void snapshot_jit(struct tally_agg *a, struct tally_proc *p)
+{
+	if (p->jit != 1 || p->jit_image == TALLY_HIDX_NONE)
+		return;
+	struct tally_image *im = &a->images[p->jit_image];
+	struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, im->path, 256u << 20) == 0) {
+		free(im->jit_map);
+		im->jit_map_len = sb.len;
+		im->jit_map = strbuf_detach(&sb);
+	}
+	strbuf_release(&sb);
+}
+
+static void on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
+{
+	const struct {
+		struct perf_event_header h;
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} *f = (const void *)r->raw;
+	if (r->raw->size < sizeof(*f) || f->pid != f->tid)
+		return;
+	struct tally_proc *p = tally_agg_proc(a, (int)f->pid, false);
+	if (p) {
+		snapshot_jit(a, p);
+		p->dead = 1;
+	}
+}
+
+void tally_agg_snapshot_jit(struct tally_agg *a)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (!a->procs[i]->dead)
+			snapshot_jit(a, a->procs[i]);
+}
+
+/* Decides once per process whether /tmp/perf-PID.map may name its anonymous code:
+ * only a map owned by the process's own user is trusted. */
+static void check_jit(struct tally_agg *a, struct tally_proc *p)
+{
+	char mp[64], pp[32];
+	struct stat ms, ps;
+	snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
+	snprintf(pp, sizeof(pp), "/proc/%d", p->pid);
+	p->jit = -1;
+	if (stat(mp, &ms) < 0 || !S_ISREG(ms.st_mode))
+		return;
+	if (stat(pp, &ps) < 0 || ps.st_uid != ms.st_uid) {
+		a->jit_untrusted++;
+		return;
+	}
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_JIT;
+	k.path = mp;
+	k.pid = p->pid;
+	p->jit_image = tally_agg_image(a, &k);
+	p->jit = 1;
+}
+
+static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off)
+{
+	if (kernel || ip >= KERNEL_START) {
+		*off = ip;
+		a->kernel_samples = true;
+		return a->kernel_image;
+	}
+	const struct tally_map *m = p ? tally_proc_find_map(p, ip) : NULL;
+	if (m && m->image != TALLY_MAP_ANON) {
+		*off = ip - m->start + m->pgoff;
+		return m->image;
+	}
+	*off = ip;
+	if (p) {
+		if (p->jit == 0)
+			check_jit(a, p);
+		if (p->jit == 1)
+			return p->jit_image;
+		if (p->nomap_image == TALLY_HIDX_NONE) {
+			struct tally_image k;
+			memset(&k, 0, sizeof(k));
+			k.kind = TALLY_IMG_NOMAP;
+			k.path = (char *)"";
+			k.pid = a->per_pid ? p->pid : 0;
+			p->nomap_image = tally_agg_image(a, &k);
+		}
+		return p->nomap_image;
+	}
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_NOMAP;
+	k.path = (char *)"";
+	return tally_agg_image(a, &k);
+}
+
+/* ---- frames, stacks, counts ---- */
+
+static bool frame_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_agg *a = ctx;
+	const struct tally_frame *f = &a->frames[idx], *k = key;
+	return f->image == k->image && f->offset == k->offset;
+}
+
+uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset)
+{
+	struct tally_frame k = { image, offset };
+	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 48) ^ image);
+	uint32_t i = tally_hidx_get(&a->frame_idx, h, &k, frame_eq, a);
+	if (i != TALLY_HIDX_NONE)
+		return i;
+	GROW(a->frames, a->aframes, a->nframes + 1);
+	a->frames[a->nframes] = k;
+	tally_hidx_put(&a->frame_idx, h, (uint32_t)a->nframes);
+	return (uint32_t)a->nframes++;
+}
+
+struct stack_key {
+	const uint32_t *f;
+	uint32_t len;
+};
+
+static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_agg *a = ctx;
+	const struct stack_key *k = key;
+	const struct tally_stack *s = &a->stacks[idx];
+	return s->len == k->len && !memcmp(&a->stack_frames[s->first], k->f, k->len * sizeof(uint32_t));
+}
+
+uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len)
+{
+	struct stack_key k = { frames, len };
+	uint64_t h = tally_hash_bytes(frames, len * sizeof(uint32_t), len);
+	uint32_t i = tally_hidx_get(&a->stack_idx, h, &k, stack_eq, a);
+	if (i != TALLY_HIDX_NONE)
+		return i;
+	GROW(a->stack_frames, a->astack_frames, a->nstack_frames + len);
+	memcpy(&a->stack_frames[a->nstack_frames], frames, len * sizeof(uint32_t));
+	GROW(a->stacks, a->astacks, a->nstacks + 1);
+	a->stacks[a->nstacks] = (struct tally_stack){ (uint32_t)a->nstack_frames, len };
+	a->nstack_frames += len;
+	tally_hidx_put(&a->stack_idx, h, (uint32_t)a->nstacks);
+	return (uint32_t)a->nstacks++;
+}
+
+struct row_key {
+	uint32_t stack;
+	int32_t pid;
+};
+
+static bool row_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_agg *a = ctx;
+	const struct row_key *k = key;
+	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid;
+}
+
+void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n)
+{
+	struct row_key k = { stack, pid };
+	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid);
+	uint32_t i = tally_hidx_get(&a->row_idx, h, &k, row_eq, a);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(a->rows, a->arows, a->nrows + 1);
+		a->rows[a->nrows] = (struct tally_count_row){ stack, pid };
+		size_t want = (a->nrows + 1) * (size_t)a->nevents;
+		if (want > a->acounts) {
+			size_t old = a->acounts;
+			GROW(a->counts, a->acounts, want);
+			memset(a->counts + old, 0, (a->acounts - old) * sizeof(uint64_t));
+		}
+		tally_hidx_put(&a->row_idx, h, (uint32_t)a->nrows);
+		i = (uint32_t)a->nrows++;
+	}
+	a->counts[(size_t)i * (size_t)a->nevents + (size_t)event] += n;
+}
+
+static void on_sample(struct tally_agg *a, const struct tally_rec *r)
+{
+	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	struct tally_proc *p = NULL;
+	if (r->pid != 0 && r->pid != UINT32_MAX) {
+		p = proc_lookup(a, (int)r->pid);
+		if (!p && a->lazy_procfs)
+			tally_agg_load_procfs(a, (int)r->pid); /* best effort: it may be gone */
+		if (!p)
+			p = tally_agg_proc(a, (int)r->pid, true);
+		p->sampled = true;
+	}
+	uint32_t *fr = a->scratch_frames;
+	uint32_t n = 0;
+	uint64_t off;
+	if (!r->nr) {
+		uint32_t img = resolve(a, p, r->ip, kernel, &off);
+		fr[n++] = tally_agg_frame(a, img, off);
+	} else {
+		bool in_kernel = kernel;
+		for (uint64_t i = 0; i < r->nr; i++) {
+			uint64_t ip = r->chain[i];
+			if (ip >= PERF_CONTEXT_MAX) {
+				if (ip == PERF_CONTEXT_KERNEL)
+					in_kernel = true;
+				else if (ip == PERF_CONTEXT_USER)
+					in_kernel = false;
+				continue;
+			}
+			if (n == ARRAY_SIZE(a->scratch_frames)) {
+				a->max_depth_truncated++;
+				break;
+			}
+			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
+			fr[n++] = tally_agg_frame(a, img, off);
+		}
+		if (!n) {
+			uint32_t img = resolve(a, p, r->ip, kernel, &off);
+			fr[n++] = tally_agg_frame(a, img, off);
+		}
+	}
+	uint32_t st = tally_agg_stack(a, fr, n);
+	tally_agg_count(a, st, a->per_pid ? (int)r->pid : 0, r->event, 1);
+	a->samples[r->event]++;
+}
+
+void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
+{
+	switch (r->type) {
+	case PERF_RECORD_SAMPLE:
+		if (r->event >= 0 && r->event < a->nevents)
+			on_sample(a, r);
+		break;
+	case PERF_RECORD_MMAP2:
+		on_mmap2(a, r);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(a, r);
+		break;
+	case PERF_RECORD_FORK:
+		on_fork(a, r);
+		break;
+	case PERF_RECORD_EXIT:
+		on_exit_rec(a, r);
+		break;
+	case PERF_RECORD_LOST:
+		if (r->raw->size >= sizeof(*r->raw) + 16)
+			a->lost += ((const uint64_t *)(r->raw + 1))[1];
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (r->raw->size >= sizeof(*r->raw) + 8)
+			a->lost += ((const uint64_t *)(r->raw + 1))[0];
+		break;
+	case PERF_RECORD_THROTTLE:
+		a->throttled++;
+		break;
+	case PERF_RECORD_UNTHROTTLE:
+		a->unthrottled++;
+		break;
+	default:
+		break;
+	}
+}
+
+int tally_agg_load_procfs(struct tally_agg *a, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
+	struct tally_proc *p = tally_agg_proc(a, pid, true);
+	char line[4608];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
+			   &pos) < 7)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = '\0';
+		uint32_t img;
+		if (is_anon_name(name) || (!ino && name[0] != '['))
+			img = TALLY_MAP_ANON;
+		else if (name[0] == '[' && strcmp(name, "[vdso]"))
+			continue; /* [vsyscall] and friends */
+		else
+			img = file_image(a, pid, name, NULL, 0, maj, min, ino, 0);
+		if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/')
+			p->exe = xstrdup(name);
+		tally_proc_add_map(p, start, end, pgoff, img);
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(p->comm, sizeof(p->comm), f))
+			p->comm[strcspn(p->comm, "\n")] = '\0';
+		fclose(f);
+	}
+	return 0;
+}

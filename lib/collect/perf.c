@@ -1,0 +1,545 @@
+/* perf_event_open plumbing: event table, per-CPU ring buffers, time-ordered
+ * delivery of records, and period randomization (see docs/sampling.md). */
+#define _GNU_SOURCE
+#include "tally/collect.h"
+#include "tally/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SW(n, a, c, t, d) { n, a, PERF_TYPE_SOFTWARE, c, t, d }
+#define HW(n, a, c, d) { n, a, PERF_TYPE_HARDWARE, c, false, d }
+
+const struct tally_event_desc tally_event_table[] = {
+	SW("cpu-clock", NULL, PERF_COUNT_SW_CPU_CLOCK, true, "CPU time, from a high-resolution timer per CPU (the default)"),
+	SW("task-clock", NULL, PERF_COUNT_SW_TASK_CLOCK, true, "CPU time of the profiled tasks only"),
+	SW("page-faults", "faults", PERF_COUNT_SW_PAGE_FAULTS, false, "page faults, minor and major"),
+	SW("minor-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MIN, false, "page faults served without I/O"),
+	SW("major-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MAJ, false, "page faults that needed I/O"),
+	SW("context-switches", "cs", PERF_COUNT_SW_CONTEXT_SWITCHES, false, "context switches"),
+	SW("cpu-migrations", "migrations", PERF_COUNT_SW_CPU_MIGRATIONS, false, "moves of a task to another CPU"),
+	SW("alignment-faults", NULL, PERF_COUNT_SW_ALIGNMENT_FAULTS, false, "unaligned accesses fixed up by the kernel"),
+	SW("emulation-faults", NULL, PERF_COUNT_SW_EMULATION_FAULTS, false, "instructions emulated by the kernel"),
+	HW("cycles", "cpu-cycles", PERF_COUNT_HW_CPU_CYCLES, "CPU cycles (hardware PMU)"),
+	HW("instructions", NULL, PERF_COUNT_HW_INSTRUCTIONS, "instructions retired (hardware PMU)"),
+	HW("cache-references", NULL, PERF_COUNT_HW_CACHE_REFERENCES, "last-level cache accesses (hardware PMU)"),
+	HW("cache-misses", NULL, PERF_COUNT_HW_CACHE_MISSES, "last-level cache misses (hardware PMU)"),
+	HW("branches", "branch-instructions", PERF_COUNT_HW_BRANCH_INSTRUCTIONS, "branch instructions retired (hardware PMU)"),
+	HW("branch-misses", NULL, PERF_COUNT_HW_BRANCH_MISSES, "mispredicted branches (hardware PMU)"),
+	HW("bus-cycles", NULL, PERF_COUNT_HW_BUS_CYCLES, "bus cycles (hardware PMU)"),
+	HW("stalled-cycles-frontend", NULL, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "cycles stalled in the front end (hardware PMU)"),
+	HW("stalled-cycles-backend", NULL, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "cycles stalled in the back end (hardware PMU)"),
+	HW("ref-cycles", NULL, PERF_COUNT_HW_REF_CPU_CYCLES, "reference cycles, unaffected by frequency scaling (hardware PMU)"),
+};
+const size_t tally_event_table_len = ARRAY_SIZE(tally_event_table);
+
+const struct tally_event_desc *tally_event_find(const char *name)
+{
+	for (size_t i = 0; i < tally_event_table_len; i++) {
+		const struct tally_event_desc *e = &tally_event_table[i];
+		if (!strcmp(e->name, name) || (e->alias && !strcmp(e->alias, name)))
+			return e;
+	}
+	return NULL;
+}
+
+static long sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+int tally_perf_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = 2;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 2;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool exclude_kernel_needed(void)
+{
+	/* like perf: unprivileged users at paranoid >= 2 may only sample user space */
+	return geteuid() != 0 && tally_perf_paranoid() >= 2;
+}
+
+static int open_error(const struct tally_event_desc *ev, int e, const char *where)
+{
+	if (ev->type == PERF_TYPE_HARDWARE && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV || e == EINVAL))
+		return tally_seterr(-e, "cannot sample event '%s': this machine has no hardware PMU for it (use -e cpu-clock, or see 'tally events')",
+				    ev->name);
+	if (e == EACCES || e == EPERM)
+		return tally_seterr(-e, "permission denied opening event '%s' %s: kernel.perf_event_paranoid is %d (run as root, grant CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=-1')",
+				    ev->name, where, tally_perf_paranoid());
+	if (e == ESRCH)
+		return tally_seterr(-e, "cannot attach to %s: no such process", where);
+	if (e == EMFILE)
+		return tally_seterr(-e, "cannot open event '%s' %s: too many open files (raise 'ulimit -n')", ev->name, where);
+	return tally_seterr(-e, "cannot open event '%s' %s: %s", ev->name, where, strerror(e));
+}
+
+int tally_event_probe(const struct tally_event_desc *ev)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = ev->type;
+	a.config = ev->config;
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	long fd = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return open_error(ev, errno, "for this process");
+	close((int)fd);
+	return 0;
+}
+
+struct ring {
+	int fd;     /* the fd whose buffer this is */
+	void *base; /* metadata page, then data */
+	size_t size;
+	int cpu;
+};
+
+struct evfd {
+	int fd;
+	int event;
+	uint64_t id;
+};
+
+struct period_stats {
+	uint64_t min, max, n;
+	double sum;
+};
+
+struct tally_collector {
+	struct tally_collect_opts o;
+	struct evfd *fds;
+	size_t nfds, afds;
+	struct ring *rings;
+	size_t nrings, arings;
+	struct tally_hidx ids; /* sample id -> fds index */
+	uint64_t *mean_period; /* per event, 0 when in freq mode */
+	struct period_stats *ps;
+	size_t pagesz, data_size;
+	char *stage;
+	size_t stage_len, stage_alloc;
+	struct recref { uint64_t time; size_t off; } *refs;
+	size_t nrefs, arefs;
+	uint64_t rng;
+	size_t sample_trailer; /* bytes of sample_id at the end of non-sample records */
+};
+
+static bool id_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_collector *c = ctx;
+	return c->fds[idx].id == *(const uint64_t *)key;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* xorshift64*: enough for drawing periods, cheap and without global state */
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
+{
+	/* uniform in [mean - mean/8, mean + mean/8]: mean unchanged, phase decorrelated */
+	uint64_t span = mean / 4;
+	if (span < 2)
+		return mean;
+	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
+}
+
+static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int ev, bool sideband)
+{
+	const struct tally_event_desc *d = c->o.events[ev];
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = d->type;
+	a->config = d->config;
+	if (c->mean_period[ev]) {
+		a->sample_period = c->o.randomize ? draw_period(c, c->mean_period[ev]) : c->mean_period[ev];
+	} else {
+		a->freq = 1;
+		a->sample_freq = c->o.freq;
+	}
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	if (c->o.callchain)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	a->sample_id_all = 1;
+	a->disabled = 1;
+	a->exclude_kernel = exclude_kernel_needed();
+	a->exclude_hv = 1;
+	a->exclude_callchain_user = 0;
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
+	if (c->o.target != TALLY_TARGET_SYSTEM)
+		a->inherit = 1;
+	if (c->o.target == TALLY_TARGET_CHILD)
+		a->enable_on_exec = 1;
+	if (sideband) {
+		a->mmap = 1;
+		a->mmap2 = 1;
+		a->comm = 1;
+		a->comm_exec = 1;
+		a->task = 1;
+		a->build_id = 1;
+	}
+}
+
+static int add_ring(struct tally_collector *c, int fd, int cpu)
+{
+	size_t len = c->pagesz + c->data_size;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		if (e == EPERM || e == ENOMEM)
+			return tally_seterr(-e, "cannot map a %zu KiB ring buffer: %s (raise kernel.perf_event_mlock_kb or 'ulimit -l')",
+					    len / 1024, strerror(e));
+		return tally_seterr(-e, "cannot map a ring buffer: %s", strerror(e));
+	}
+	GROW(c->rings, c->arings, c->nrings + 1);
+	c->rings[c->nrings++] = (struct ring){ .fd = fd, .base = m, .size = len, .cpu = cpu };
+	return 0;
+}
+
+/* Opens the events of one (pid, cpu) pair; the first fd on a CPU owns that CPU's ring. */
+static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_for_cpu)
+{
+	for (int ev = 0; ev < c->o.nevents; ev++) {
+		struct perf_event_attr a;
+		bool first = *ring_fd_for_cpu < 0 && ev == 0;
+		/* side-band records come once per (task, cpu) from the first event */
+		setup_attr(c, &a, ev, ev == 0);
+		long fd = sys_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			char where[64];
+			if (c->o.target == TALLY_TARGET_SYSTEM)
+				snprintf(where, sizeof(where), "on CPU %d", cpu);
+			else
+				snprintf(where, sizeof(where), "for pid %d", (int)pid);
+			if (e == ESRCH) {
+				/* a thread of an attached process went away while we enumerated */
+				if (c->o.target == TALLY_TARGET_PIDS && c->nfds)
+					return 0;
+			}
+			return open_error(c->o.events[ev], e, where);
+		}
+		GROW(c->fds, c->afds, c->nfds + 1);
+		struct evfd *f = &c->fds[c->nfds];
+		f->fd = (int)fd;
+		f->event = ev;
+		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
+			int e = errno;
+			close(f->fd);
+			return tally_seterr(-e, "cannot read the id of event '%s': %s", c->o.events[ev]->name, strerror(e));
+		}
+		c->nfds++;
+		tally_hidx_put(&c->ids, tally_hash_u64(f->id), (uint32_t)(c->nfds - 1));
+		if (first) {
+			int r = add_ring(c, f->fd, cpu);
+			if (r)
+				return r;
+			*ring_fd_for_cpu = f->fd;
+		} else if (ioctl(f->fd, PERF_EVENT_IOC_SET_OUTPUT, *ring_fd_for_cpu) < 0) {
+			return tally_seterr(-errno, "cannot share a ring buffer: %s", strerror(errno));
+		}
+	}
+	return 0;
+}
+
+static int list_threads(pid_t pid, pid_t **out, size_t *n)
+{
+	char path[64];
+	size_t cap = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return tally_seterr(-ESRCH, "cannot attach to pid %d: no such process", (int)pid);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name);
+		if (tid <= 0)
+			continue;
+		GROW(*out, cap, *n + 1);
+		(*out)[(*n)++] = tid;
+	}
+	closedir(d);
+	return 0;
+}
+
+int tally_collector_open(struct tally_collector **out, const struct tally_collect_opts *opts)
+{
+	struct tally_collector *c = xcalloc(1, sizeof(*c));
+	int ret = 0;
+	int *ring_of_cpu = NULL;
+	c->o = *opts;
+	c->pagesz = (size_t)sysconf(_SC_PAGESIZE);
+	c->data_size = (opts->ring_pages ? opts->ring_pages : 128) * c->pagesz;
+	c->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(tally_now_wall() * 1e9);
+	if (!c->rng)
+		c->rng = 1;
+	c->mean_period = xcalloc((size_t)opts->nevents, sizeof(uint64_t));
+	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
+	for (int ev = 0; ev < opts->nevents; ev++) {
+		c->ps[ev].min = UINT64_MAX;
+		if (opts->period)
+			c->mean_period[ev] = opts->period;
+		else if (opts->events[ev]->time_based)
+			c->mean_period[ev] = 1000000000ULL / opts->freq;
+	}
+	/* trailer of non-sample records: pid/tid, time, cpu, identifier */
+	c->sample_trailer = 32;
+
+	ring_of_cpu = xmalloc((size_t)opts->ncpus * sizeof(int));
+	for (int i = 0; i < opts->ncpus; i++)
+		ring_of_cpu[i] = -1;
+
+	for (int cpu = 0; cpu < opts->ncpus; cpu++) {
+		if (!opts->cpus[cpu])
+			continue;
+		if (opts->target == TALLY_TARGET_SYSTEM) {
+			ret = open_one(c, -1, cpu, &ring_of_cpu[cpu]);
+		} else if (opts->target == TALLY_TARGET_CHILD) {
+			ret = open_one(c, opts->pids[0], cpu, &ring_of_cpu[cpu]);
+		} else {
+			for (size_t p = 0; p < opts->npids && !ret; p++) {
+				pid_t *tids;
+				size_t ntids;
+				ret = list_threads(opts->pids[p], &tids, &ntids);
+				for (size_t t = 0; t < ntids && !ret; t++)
+					ret = open_one(c, tids[t], cpu, &ring_of_cpu[cpu]);
+				free(tids);
+			}
+		}
+		if (ret)
+			goto fail;
+	}
+	free(ring_of_cpu);
+	*out = c;
+	return 0;
+fail:
+	free(ring_of_cpu);
+	tally_collector_free(c);
+	return ret;
+}
+
+static int ioctl_all(struct tally_collector *c, unsigned long req)
+{
+	for (size_t i = 0; i < c->nfds; i++)
+		if (ioctl(c->fds[i].fd, req, 0) < 0)
+			return tally_seterr(-errno, "cannot control event '%s': %s",
+					    c->o.events[c->fds[i].event]->name, strerror(errno));
+	return 0;
+}
+
+int tally_collector_enable(struct tally_collector *c)
+{
+	if (c->o.target == TALLY_TARGET_CHILD)
+		return 0;
+	return ioctl_all(c, PERF_EVENT_IOC_ENABLE);
+}
+
+int tally_collector_disable(struct tally_collector *c)
+{
+	return ioctl_all(c, PERF_EVENT_IOC_DISABLE);
+}
+
+static void redraw_periods(struct tally_collector *c)
+{
+	for (size_t i = 0; i < c->nfds; i++) {
+		uint64_t mean = c->mean_period[c->fds[i].event];
+		if (!mean)
+			continue;
+		uint64_t p = draw_period(c, mean);
+		/* a task that exited leaves its fd behind: ESRCH is expected and harmless */
+		(void)ioctl(c->fds[i].fd, PERF_EVENT_IOC_PERIOD, &p);
+	}
+}
+
+/* Copies everything new in a ring into the staging buffer and frees the ring space. */
+static void read_ring(struct tally_collector *c, struct ring *r)
+{
+	struct perf_event_mmap_page *meta = r->base;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+	if (head == tail)
+		return;
+	size_t len = (size_t)(head - tail);
+	const char *data = (const char *)r->base + c->pagesz;
+	GROW(c->stage, c->stage_alloc, c->stage_len + len);
+	size_t start = (size_t)(tail % c->data_size);
+	size_t first = len < c->data_size - start ? len : c->data_size - start;
+	memcpy(c->stage + c->stage_len, data + start, first);
+	if (len > first)
+		memcpy(c->stage + c->stage_len + first, data, len - first);
+	c->stage_len += len;
+	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct recref *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
+{
+	struct tally_rec r;
+	memset(&r, 0, sizeof(r));
+	r.raw = h;
+	r.type = h->type;
+	r.misc = h->misc;
+	r.event = -1;
+	const uint64_t *p = (const uint64_t *)(h + 1);
+	const uint64_t *end = (const uint64_t *)((const char *)h + h->size);
+	if (h->type == PERF_RECORD_SAMPLE) {
+		if (end - p < 6)
+			return;
+		uint64_t id = p[0];
+		uint32_t fi = tally_hidx_get(&c->ids, tally_hash_u64(id), &id, id_eq, c);
+		if (fi == TALLY_HIDX_NONE)
+			return;
+		r.event = c->fds[fi].event;
+		r.ip = p[1];
+		r.pid = (uint32_t)p[2];
+		r.tid = (uint32_t)(p[2] >> 32);
+		r.time = p[3];
+		r.cpu = (uint32_t)p[4];
+		r.period = p[5];
+		p += 6;
+		if (c->o.callchain && p < end) {
+			uint64_t nr = *p++;
+			if (nr > (uint64_t)(end - p))
+				nr = (uint64_t)(end - p);
+			r.nr = nr;
+			r.chain = p;
+		}
+		struct period_stats *s = &c->ps[r.event];
+		if (r.period < s->min)
+			s->min = r.period;
+		if (r.period > s->max)
+			s->max = r.period;
+		s->n++;
+		s->sum += (double)r.period;
+	} else if ((size_t)h->size >= sizeof(*h) + c->sample_trailer) {
+		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->sample_trailer);
+		r.pid = (uint32_t)t[0];
+		r.tid = (uint32_t)(t[0] >> 32);
+		r.time = t[1];
+		r.cpu = (uint32_t)t[2];
+	}
+	fn(ctx, &r);
+}
+
+int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
+{
+	struct pollfd *pfd = xcalloc(c->nrings + 1, sizeof(*pfd));
+	size_t n = 0;
+	for (size_t i = 0; i < c->nrings; i++) {
+		pfd[n].fd = c->rings[i].fd;
+		pfd[n++].events = POLLIN;
+	}
+	if (c->o.wake_fd >= 0) {
+		pfd[n].fd = c->o.wake_fd;
+		pfd[n++].events = POLLIN;
+	}
+	if (timeout_ms > 0) {
+		int r = poll(pfd, n, timeout_ms);
+		/* a ring whose tasks all exited reports POLLHUP at once: wait out the interval
+		 * instead of spinning, unless the caller's fd woke us */
+		bool hup_only = r > 0;
+		for (size_t i = 0; i < n && r > 0; i++)
+			if (pfd[i].revents & POLLIN)
+				hup_only = false;
+		if (hup_only) {
+			struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
+			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, timeout_ms);
+		}
+	}
+	free(pfd);
+
+	if (c->o.randomize)
+		redraw_periods(c);
+
+	c->stage_len = 0;
+	for (size_t i = 0; i < c->nrings; i++)
+		read_ring(c, &c->rings[i]);
+	c->nrefs = 0;
+	for (size_t off = 0; off + sizeof(struct perf_event_header) <= c->stage_len;) {
+		const struct perf_event_header *h = (const void *)(c->stage + off);
+		if (h->size < sizeof(*h) || off + h->size > c->stage_len)
+			break; /* cannot happen with a sane kernel; never read past what we copied */
+		uint64_t t = 0;
+		if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 32)
+			t = ((const uint64_t *)(h + 1))[3];
+		else if (h->size >= sizeof(*h) + c->sample_trailer)
+			t = *(const uint64_t *)((const char *)h + h->size - c->sample_trailer + 8);
+		GROW(c->refs, c->arefs, c->nrefs + 1);
+		c->refs[c->nrefs++] = (struct recref){ t, off };
+		off += h->size;
+	}
+	/* records from different CPUs interleave in time: a fork on one CPU must be seen
+	 * before the child's first sample on another */
+	qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
+	for (size_t i = 0; i < c->nrefs; i++)
+		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
+	return (int)c->nrefs;
+}
+
+void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
+			     uint64_t *max, double *mean)
+{
+	const struct period_stats *s = &c->ps[event];
+	*min = s->n ? s->min : 0;
+	*max = s->n ? s->max : 0;
+	*mean = s->n ? s->sum / (double)s->n : 0;
+}
+
+uint64_t tally_collector_mean_period(const struct tally_collector *c, int event)
+{
+	return c->mean_period[event];
+}
+
+void tally_collector_free(struct tally_collector *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nrings; i++)
+		munmap(c->rings[i].base, c->rings[i].size);
+	for (size_t i = 0; i < c->nfds; i++)
+		close(c->fds[i].fd);
+	free(c->rings);
+	free(c->fds);
+	tally_hidx_release(&c->ids);
+	free(c->mean_period);
+	free(c->ps);
+	free(c->stage);
+	free(c->refs);
+	free(c);
+}

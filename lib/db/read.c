@@ -1,0 +1,554 @@
+/* Reading a profile database: every file is validated line by line, and any
+ * damage is reported with the file, the line and what to do. */
+#define _GNU_SOURCE
+#include "tally/db.h"
+#include "tally/util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DAMAGED "the database is damaged: record it again"
+
+int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value)
+{
+	const char *colon = strchr(line, ':');
+	const char *k = line;
+	if (!colon || colon == line)
+		goto bad;
+	for (const char *c = k; c < colon; c++)
+		if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.'))
+			goto bad;
+	const char *v = colon + 1;
+	if (*v == ' ')
+		v++;
+	else if (*v)
+		goto bad;
+	*key = xstrndup(k, (size_t)(colon - k));
+	*value = xstrdup(v);
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%.40s' (%s)", what, lineno, line, DAMAGED);
+}
+
+static bool parse_hex(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int n = 0;
+	while (isxdigit((unsigned char)*s)) {
+		if (n == 16)
+			return false;
+		int d = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
+		v = (v << 4) | (uint64_t)d;
+		s++;
+		n++;
+	}
+	if (!n)
+		return false;
+	*p = s;
+	*out = v;
+	return true;
+}
+
+static bool parse_dec(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int n = 0;
+	while (isdigit((unsigned char)*s)) {
+		uint64_t d = (uint64_t)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+		s++;
+		n++;
+	}
+	if (!n)
+		return false;
+	*p = s;
+	*out = v;
+	return true;
+}
+
+int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
+			  uint64_t *counts)
+{
+	const char *p = line;
+	if (!parse_hex(&p, offset))
+		goto bad;
+	for (int e = 0; e < nevents; e++) {
+		if (*p != ' ')
+			goto bad;
+		p++;
+		if (!parse_dec(&p, &counts[e]))
+			goto bad;
+	}
+	if (*p)
+		goto bad;
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%.40s' (%s)", what,
+			    lineno, nevents, nevents == 1 ? "" : "s", line, DAMAGED);
+}
+
+/* Splits a file's text into lines in place; *next is set past the line. */
+static char *next_line(char **cur)
+{
+	char *s = *cur;
+	if (!s || !*s)
+		return NULL;
+	char *nl = strchr(s, '\n');
+	if (nl) {
+		*nl = '\0';
+		*cur = nl + 1;
+	} else {
+		*cur = s + strlen(s);
+	}
+	return s;
+}
+
+static int read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
+{
+	strbuf_reset(path);
+	strbuf_addf(path, "%s/%s", dir, name);
+	strbuf_reset(sb);
+	int r = strbuf_read_file(sb, path->buf, 0);
+	if (r == -ENOENT && optional)
+		return 1;
+	if (r)
+		return r;
+	if (sb->len && sb->buf[sb->len - 1] != '\n')
+		return tally_seterr(-EINVAL, "'%s' ends in the middle of a line (%s)", path->buf, DAMAGED);
+	if (memchr(sb->buf, '\0', sb->len))
+		return tally_seterr(-EINVAL, "'%s' contains binary data (%s)", path->buf, DAMAGED);
+	return 0;
+}
+
+static char **split_list(const char *s, int *n)
+{
+	char **out = NULL;
+	size_t cap = 0;
+	*n = 0;
+	const char *p = s;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		GROW(out, cap, (size_t)*n + 1);
+		out[(*n)++] = xstrndup(p, len);
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return out;
+}
+
+static int parse_counts_list(const char *s, int n, uint64_t *out)
+{
+	const char *p = s;
+	for (int i = 0; i < n; i++) {
+		if (i) {
+			if (*p != ',')
+				return -1;
+			p++;
+		}
+		if (!parse_dec(&p, &out[i]))
+			return -1;
+	}
+	return *p ? -1 : 0;
+}
+
+static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "session", path, true);
+	if (r == 1) {
+		struct stat st;
+		if (stat(db->path, &st) < 0)
+			return tally_seterr(-ENOENT, "no database at '%s' (record one with 'tally record -o %s -- COMMAND')",
+					    db->path, db->path);
+		if (!S_ISDIR(st.st_mode))
+			return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
+		return tally_seterr(-EINVAL, "'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
+				    db->path, db->path);
+	}
+	if (r)
+		return r;
+	char *cur = sb->buf;
+	char *line;
+	size_t ln = 0;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *k, *v;
+		if ((r = tally_parse_header_line(line, path->buf, ln, &k, &v)))
+			return r;
+		GROW(db->session.kv, db->session.alloc, db->session.n + 1);
+		db->session.kv[db->session.n++] = (struct tally_kv){ k, v };
+	}
+	const char *fv = tally_meta_get(&db->session, "format-version");
+	if (!fv)
+		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", path->buf, DAMAGED);
+	if (strcmp(fv, "1"))
+		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
+				    path->buf, fv, TALLY_FORMAT_VERSION);
+	const char *ev = tally_meta_get(&db->session, "events");
+	if (!ev || !*ev)
+		return tally_seterr(-EINVAL, "'%s' names no events (%s)", path->buf, DAMAGED);
+	db->events = split_list(ev, &db->nevents);
+	db->samples = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	const char *s = tally_meta_get(&db->session, "samples");
+	if (!s || parse_counts_list(s, db->nevents, db->samples))
+		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)", path->buf, DAMAGED);
+	const char *l = tally_meta_get(&db->session, "lost");
+	const char *t = tally_meta_get(&db->session, "throttled");
+	if ((l && parse_counts_list(l, 1, &db->lost)) || (t && parse_counts_list(t, 1, &db->throttled)))
+		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", path->buf, DAMAGED);
+	const char *pp = tally_meta_get(&db->session, "per-pid");
+	db->per_pid = pp && !strcmp(pp, "yes");
+	const char *cg = tally_meta_get(&db->session, "call-graph");
+	db->has_stacks = cg && strcmp(cg, "none");
+	return 0;
+}
+
+static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "images", path, false);
+	if (r)
+		return r;
+	size_t cap = 0;
+	char *cur = sb->buf, *line;
+	size_t ln = 0;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *f[7];
+		int nf = 0;
+		char *save = NULL;
+		/* the path (last field) may itself contain tabs: split six times only */
+		char *p = line;
+		while (nf < 6) {
+			char *tab = strchr(p, '\t');
+			if (!tab)
+				break;
+			*tab = '\0';
+			f[nf++] = p;
+			p = tab + 1;
+		}
+		f[nf++] = p;
+		(void)save;
+		char *end;
+		unsigned long idx = nf == 7 ? strtoul(f[0], &end, 10) : 0;
+		if (nf != 7 || *end || idx != db->nimages)
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'index kind id id-kind pid name path' in order (%s)",
+					    path->buf, ln, DAMAGED);
+		GROW(db->images, cap, db->nimages + 1);
+		struct tally_db_image *im = &db->images[db->nimages++];
+		im->kind = xstrdup(f[1]);
+		im->id = xstrdup(f[2]);
+		im->id_kind = xstrdup(f[3]);
+		im->pid = atoi(f[4]);
+		im->name = xstrdup(f[5]);
+		im->path = xstrdup(f[6]);
+	}
+	return 0;
+}
+
+static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, name, path, false);
+	if (r)
+		return r;
+	char *cur = sb->buf, *line;
+	size_t ln = 0;
+	struct tally_meta h = { 0 };
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line)
+			break;
+		char *k, *v;
+		if ((r = tally_parse_header_line(line, path->buf, ln, &k, &v)))
+			goto out;
+		GROW(h.kv, h.alloc, h.n + 1);
+		h.kv[h.n++] = (struct tally_kv){ k, v };
+	}
+	const char *fv = tally_meta_get(&h, "format-version");
+	const char *ix = tally_meta_get(&h, "index");
+	const char *pidv = tally_meta_get(&h, "pid");
+	const char *smp = tally_meta_get(&h, "samples");
+	if (!fv || strcmp(fv, "1")) {
+		r = tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
+				 path->buf, fv ? fv : "(none)", TALLY_FORMAT_VERSION);
+		goto out;
+	}
+	char *end = NULL;
+	unsigned long idx = ix ? strtoul(ix, &end, 10) : 0;
+	if (!ix || *end || idx >= db->nimages) {
+		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", path->buf, DAMAGED);
+		goto out;
+	}
+	int pid = pidv ? atoi(pidv) : 0;
+	uint64_t *want = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *got = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	if (!smp || parse_counts_list(smp, db->nevents, want)) {
+		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", path->buf, DAMAGED);
+		goto out2;
+	}
+	while ((line = next_line(&cur))) {
+		ln++;
+		uint64_t off;
+		if ((r = tally_parse_prof_line(line, path->buf, ln, db->nevents, &off, c)))
+			goto out2;
+		GROW(db->entries, db->aentries, db->nentries + 1);
+		db->entries[db->nentries] = (struct tally_db_entry){ (uint32_t)idx, pid, off };
+		GROW(db->counts, db->acounts, (db->nentries + 1) * (size_t)db->nevents);
+		for (int e = 0; e < db->nevents; e++) {
+			db->counts[db->nentries * (size_t)db->nevents + (size_t)e] = c[e];
+			got[e] += c[e];
+		}
+		db->nentries++;
+	}
+	for (int e = 0; e < db->nevents; e++)
+		if (got[e] != want[e]) {
+			r = tally_seterr(-EINVAL, "'%s': its lines add up to %" PRIu64 " samples but its header says %" PRIu64
+						  " (the file is truncated or damaged: record again)",
+					 path->buf, got[e], want[e]);
+			break;
+		}
+out2:
+	free(want);
+	free(got);
+	free(c);
+out:
+	tally_meta_release(&h);
+	return r;
+}
+
+static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "stacks", path, true);
+	if (r == 1)
+		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
+						     db->path, DAMAGED)
+				      : 0;
+	if (r)
+		return r;
+	char *cur = sb->buf, *line;
+	size_t ln = 0;
+	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *sp = strchr(line, ' ');
+		if (!sp)
+			goto bad;
+		*sp = '\0';
+		if (parse_counts_list(line, db->nevents, c))
+			goto bad;
+		const char *p = sp + 1;
+		uint64_t pid;
+		if (!parse_dec(&p, &pid))
+			goto bad;
+		struct tally_db_stack st = { (uint32_t)db->nframes, 0, (int32_t)pid };
+		while (*p == ' ') {
+			p++;
+			uint64_t img, off;
+			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages)
+				goto bad;
+			GROW(db->frames, db->aframes, db->nframes + 1);
+			db->frames[db->nframes++] = (struct tally_frame){ (uint32_t)img, off };
+			st.len++;
+		}
+		if (*p || !st.len)
+			goto bad;
+		GROW(db->stacks, db->astacks, db->nstacks + 1);
+		db->stacks[db->nstacks] = st;
+		GROW(db->stack_counts, db->astack_counts, (db->nstacks + 1) * (size_t)db->nevents);
+		memcpy(&db->stack_counts[db->nstacks * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
+		db->nstacks++;
+	}
+	free(c);
+	return 0;
+bad:
+	free(c);
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", path->buf, ln, DAMAGED);
+}
+
+static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "kernel.syms", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	size_t cap = 0;
+	char *cur = sb->buf, *line;
+	size_t ln = 0;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		const char *p = line;
+		uint64_t addr, size;
+		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
+		    !p[2])
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", path->buf,
+					    ln, DAMAGED);
+		char type = *p;
+		const char *name = p + 2;
+		const char *mod = strstr(name, " [");
+		GROW(db->ksyms, cap, db->nksyms + 1);
+		struct tally_ksym *k = &db->ksyms[db->nksyms++];
+		k->addr = addr;
+		k->size = size;
+		k->type = type;
+		k->name = mod ? xstrndup(name, (size_t)(mod - name)) : xstrdup(name);
+		k->module = mod ? xstrndup(mod + 2, strcspn(mod + 2, "]")) : NULL;
+	}
+	for (size_t i = 1; i < db->nksyms; i++)
+		if (db->ksyms[i].addr < db->ksyms[i - 1].addr)
+			return tally_seterr(-EINVAL, "'%s': symbols are not sorted by address (%s)", path->buf, DAMAGED);
+	return 0;
+}
+
+static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "tasks", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	size_t cap = 0;
+	char *cur = sb->buf, *line;
+	while ((line = next_line(&cur))) {
+		if (!*line || line[0] == '#')
+			continue;
+		char *t1 = strchr(line, '\t');
+		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+		if (!t2)
+			continue;
+		*t1 = *t2 = '\0';
+		GROW(db->tasks, cap, db->ntasks + 1);
+		db->tasks[db->ntasks++] = (struct tally_db_task){ atoi(line), xstrdup(t1 + 1), xstrdup(t2 + 1) };
+	}
+	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tally_db_open(struct tally_db *db, const char *path)
+{
+	memset(db, 0, sizeof(*db));
+	db->path = xstrdup(path);
+	struct strbuf sb = STRBUF_INIT, p = STRBUF_INIT;
+	char **names = NULL;
+	size_t nnames = 0, anames = 0;
+	int r = load_session(db, &sb, &p);
+	if (!r)
+		r = load_images(db, &sb, &p);
+	if (!r) {
+		DIR *d = opendir(path);
+		if (!d) {
+			r = tally_seterr(-errno, "cannot read database '%s': %s", path, strerror(errno));
+		} else {
+			struct dirent *de;
+			while ((de = readdir(d))) {
+				size_t l = strlen(de->d_name);
+				if (l > 5 && !strcmp(de->d_name + l - 5, ".prof") && de->d_name[0] != '.') {
+					GROW(names, anames, nnames + 1);
+					names[nnames++] = xstrdup(de->d_name);
+				}
+			}
+			closedir(d);
+			qsort(names, nnames, sizeof(*names), cmp_name);
+		}
+	}
+	for (size_t i = 0; !r && i < nnames; i++)
+		r = load_prof(db, names[i], &sb, &p);
+	if (!r)
+		r = load_stacks(db, &sb, &p);
+	if (!r)
+		r = load_ksyms(db, &sb, &p);
+	if (!r)
+		r = load_tasks(db, &sb, &p);
+	if (!r) {
+		/* the .prof files must account for every sample the session counted */
+		for (int e = 0; e < db->nevents && !r; e++) {
+			uint64_t sum = 0;
+			for (size_t i = 0; i < db->nentries; i++)
+				sum += db->counts[i * (size_t)db->nevents + (size_t)e];
+			if (sum != db->samples[e])
+				r = tally_seterr(-EINVAL, "'%s': the .prof files hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+							  " (a profile file is missing or damaged: record again)",
+						 path, sum, db->events[e], db->samples[e]);
+		}
+	}
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	strbuf_release(&sb);
+	strbuf_release(&p);
+	if (r) {
+		char keep[1024];
+		snprintf(keep, sizeof(keep), "%s", tally_errmsg());
+		tally_db_release(db);
+		tally_seterr(r, "%s", keep);
+	}
+	return r;
+}
+
+void tally_db_release(struct tally_db *db)
+{
+	free(db->path);
+	tally_meta_release(&db->session);
+	for (int i = 0; i < db->nevents; i++)
+		free(db->events[i]);
+	free(db->events);
+	free(db->samples);
+	for (size_t i = 0; i < db->nimages; i++) {
+		free(db->images[i].name);
+		free(db->images[i].path);
+		free(db->images[i].id);
+		free(db->images[i].id_kind);
+		free(db->images[i].kind);
+	}
+	free(db->images);
+	free(db->entries);
+	free(db->counts);
+	free(db->frames);
+	free(db->stacks);
+	free(db->stack_counts);
+	tally_ksyms_free(db->ksyms, db->nksyms);
+	for (size_t i = 0; i < db->ntasks; i++) {
+		free(db->tasks[i].comm);
+		free(db->tasks[i].exe);
+	}
+	free(db->tasks);
+	memset(db, 0, sizeof(*db));
+}
+
+int tally_db_event(const struct tally_db *db, const char *name)
+{
+	for (int i = 0; i < db->nevents; i++)
+		if (!strcmp(db->events[i], name))
+			return i;
+	return -1;
+}
+
+const char *tally_db_comm(const struct tally_db *db, int pid)
+{
+	for (size_t i = db->ntasks; i-- > 0;)
+		if (db->tasks[i].pid == pid)
+			return db->tasks[i].comm;
+	return NULL;
+}

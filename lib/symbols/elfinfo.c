@@ -1,0 +1,247 @@
+/* ELF identity (build-id, content hash, kind) and kernel symbol snapshots. */
+#define _GNU_SOURCE
+#include "tally/elfinfo.h"
+#include "tally/util.h"
+
+#include <elf.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+void tally_hex(const uint8_t *p, size_t len, char *buf)
+{
+	static const char hx[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		buf[2 * i] = hx[p[i] >> 4];
+		buf[2 * i + 1] = hx[p[i] & 15];
+	}
+	buf[2 * len] = '\0';
+}
+
+static int hash_fd(int fd, uint64_t *out)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size == 0) {
+		*out = XXH64(NULL, 0, 0);
+		return 0;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	*out = XXH64(m, (size_t)st.st_size, 0);
+	munmap(m, (size_t)st.st_size);
+	return 0;
+}
+
+int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF) {
+		GElf_Ehdr eh;
+		out->is_elf = gelf_getehdr(e, &eh) != NULL;
+		if (out->is_elf) {
+			bool interp = false;
+			size_t nph = 0;
+			elf_getphdrnum(e, &nph);
+			for (size_t i = 0; i < nph; i++) {
+				GElf_Phdr ph;
+				if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+					interp = true;
+			}
+			out->is_exec = eh.e_type == ET_EXEC || (eh.e_type == ET_DYN && interp);
+		}
+		const void *bid = NULL;
+		ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
+		if (n > 0 && (size_t)n <= sizeof(out->build_id)) {
+			memcpy(out->build_id, bid, (size_t)n);
+			out->build_id_len = (size_t)n;
+		}
+	}
+	if (e)
+		elf_end(e);
+	int ret = 0;
+	if (want_hash == 2 || (want_hash && !out->build_id_len)) {
+		ret = hash_fd(fd, &out->hash);
+		out->have_hash = ret == 0;
+		if (ret)
+			tally_seterr(ret, "cannot read '%s': %s", path, strerror(-ret));
+	}
+	close(fd);
+	return ret;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct tally_ksym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* prefer global (upper-case) names for aliases at one address */
+	return (x->type >= 'a') - (y->type >= 'a');
+}
+
+void tally_ksyms_free(struct tally_ksym *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(s[i].name);
+		free(s[i].module);
+	}
+	free(s);
+}
+
+const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct tally_ksym *k = &s[lo - 1];
+	return addr < k->addr + (k->size ? k->size : 1) ? k : NULL;
+}
+
+int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs, struct tally_ksym **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!path)
+		path = "/proc/kallsyms";
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
+	/* every text symbol, compactly: names are only kept for the ones we need */
+	struct raw { uint64_t addr; long name_off; char type; } *all = NULL;
+	size_t nall = 0, aall = 0;
+	struct strbuf names = STRBUF_INIT;
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		unsigned long long addr = strtoull(line, &end, 16);
+		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
+			continue;
+		char type = end[1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		char *name = end + 3;
+		name[strcspn(name, "\n")] = '\0';
+		GROW(all, aall, nall + 1);
+		all[nall].addr = addr;
+		all[nall].type = type;
+		all[nall].name_off = (long)names.len;
+		strbuf_addstr(&names, name);
+		strbuf_addch(&names, '\0');
+		nall++;
+	}
+	fclose(f);
+	bool zero = true;
+	for (size_t i = 0; i < nall && zero; i++)
+		zero = all[i].addr == 0;
+	if (nall && zero) {
+		free(all);
+		strbuf_release(&names);
+		return tally_seterr(-EPERM, "kernel symbol addresses in '%s' are hidden (kernel.kptr_restrict; record as root)", path);
+	}
+	/* sort by address; a symbol ends where the next starts */
+	struct tally_ksym *tmp = xcalloc(nall, sizeof(*tmp));
+	for (size_t i = 0; i < nall; i++) {
+		tmp[i].addr = all[i].addr;
+		tmp[i].type = all[i].type;
+		tmp[i].name = (char *)(intptr_t)all[i].name_off; /* offset until chosen */
+	}
+	free(all);
+	qsort(tmp, nall, sizeof(*tmp), cmp_ksym);
+	/* collapse aliases: keep the first (preferred) name at each address */
+	size_t u = 0;
+	for (size_t i = 0; i < nall; i++)
+		if (!u || tmp[u - 1].addr != tmp[i].addr)
+			tmp[u++] = tmp[i];
+	for (size_t i = 0; i + 1 < u; i++)
+		tmp[i].size = tmp[i + 1].addr - tmp[i].addr;
+	if (u)
+		tmp[u - 1].size = 4096;
+	uint64_t *sorted = xmalloc((naddrs ? naddrs : 1) * sizeof(uint64_t));
+	memcpy(sorted, addrs, naddrs * sizeof(uint64_t));
+	qsort(sorted, naddrs, sizeof(uint64_t), cmp_u64);
+	size_t cap = 0;
+	const struct tally_ksym *prev = NULL;
+	for (size_t i = 0; i < naddrs; i++) {
+		const struct tally_ksym *k = tally_ksym_find(tmp, u, sorted[i]);
+		if (!k || k == prev)
+			continue;
+		prev = k;
+		GROW(*out, cap, *n + 1);
+		struct tally_ksym *o = &(*out)[(*n)++];
+		*o = *k;
+		const char *nm = names.buf + (intptr_t)k->name;
+		const char *mod = strchr(nm, '\t');
+		if (mod) {
+			o->name = xstrndup(nm, (size_t)(mod - nm));
+			mod++;
+			while (*mod == ' ' || *mod == '[')
+				mod++;
+			o->module = xstrndup(mod, strcspn(mod, "]"));
+		} else {
+			o->name = xstrdup(nm);
+			o->module = NULL;
+		}
+	}
+	free(sorted);
+	free(tmp);
+	strbuf_release(&names);
+	return 0;
+}
+
+void tally_kernel_build_id(char *buf, size_t n)
+{
+	buf[0] = '\0';
+	FILE *f = fopen("/sys/kernel/notes", "re");
+	if (!f)
+		return;
+	unsigned char d[4096];
+	size_t len = fread(d, 1, sizeof(d), f);
+	fclose(f);
+	size_t off = 0;
+	while (off + 12 <= len) {
+		uint32_t namesz, descsz, type;
+		memcpy(&namesz, d + off, 4);
+		memcpy(&descsz, d + off + 4, 4);
+		memcpy(&type, d + off + 8, 4);
+		size_t name_off = off + 12;
+		size_t desc_off = name_off + ((namesz + 3) & ~3u);
+		size_t next = desc_off + ((descsz + 3) & ~3u);
+		if (next > len || next <= off)
+			break;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(d + name_off, "GNU", 4) && descsz * 2 + 1 <= n &&
+		    descsz <= 64) {
+			tally_hex(d + desc_off, descsz, buf);
+			return;
+		}
+		off = next;
+	}
+}

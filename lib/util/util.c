@@ -1,0 +1,555 @@
+/* Allocation, error reporting, parsers, atomic files and clocks used across tally. */
+#define _GNU_SOURCE
+#include "tally/util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int tally_verbose;
+static char errbuf[1024];
+
+static _Noreturn void oom(size_t n)
+{
+	fprintf(stderr, "tally: out of memory allocating %zu bytes\n", n);
+	exit(1);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		oom(strlen(s));
+	return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = strndup(s, n);
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void tally_grow(void **p, size_t *alloc, size_t want, size_t sz)
+{
+	if (want <= *alloc)
+		return;
+	size_t n = *alloc ? *alloc * 2 : 16;
+	while (n < want)
+		n *= 2;
+	*p = xrealloc(*p, n * sz);
+	*alloc = n;
+}
+
+int tally_seterr(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return code < 0 ? code : -code;
+}
+
+const char *tally_errmsg(void)
+{
+	return errbuf[0] ? errbuf : "unknown error";
+}
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[2048];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	/* errors are one line by contract */
+	for (char *c = line; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	fprintf(stderr, "tally: %s%s\n", prefix, line);
+}
+
+void tally_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+}
+
+void tally_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void tally_die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void tally_info(const char *fmt, ...)
+{
+	if (!tally_verbose)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("tally: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ---- strbuf ---- */
+
+void strbuf_init(struct strbuf *sb)
+{
+	sb->buf = NULL;
+	sb->len = sb->alloc = 0;
+}
+
+void strbuf_release(struct strbuf *sb)
+{
+	free(sb->buf);
+	strbuf_init(sb);
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->buf)
+		sb->buf[0] = '\0';
+}
+
+void strbuf_grow(struct strbuf *sb, size_t extra)
+{
+	size_t want = sb->len + extra + 1;
+	if (want > sb->alloc) {
+		size_t n = sb->alloc ? sb->alloc : 64;
+		while (n < want)
+			n *= 2;
+		sb->buf = xrealloc(sb->buf, n);
+		sb->alloc = n;
+	}
+}
+
+void strbuf_add(struct strbuf *sb, const void *data, size_t n)
+{
+	strbuf_grow(sb, n);
+	memcpy(sb->buf + sb->len, data, n);
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
+
+void strbuf_addstr(struct strbuf *sb, const char *s)
+{
+	strbuf_add(sb, s, strlen(s));
+}
+
+void strbuf_addch(struct strbuf *sb, char c)
+{
+	strbuf_add(sb, &c, 1);
+}
+
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	va_list cp;
+	va_copy(cp, ap);
+	strbuf_grow(sb, 64);
+	int n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sb->alloc - sb->len) {
+		strbuf_grow(sb, (size_t)n);
+		vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, ap);
+	}
+	sb->len += (size_t)n;
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(sb, fmt, ap);
+	va_end(ap);
+}
+
+void strbuf_add_json_str(struct strbuf *sb, const char *s)
+{
+	strbuf_addch(sb, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': strbuf_addstr(sb, "\\\""); break;
+		case '\\': strbuf_addstr(sb, "\\\\"); break;
+		case '\n': strbuf_addstr(sb, "\\n"); break;
+		case '\t': strbuf_addstr(sb, "\\t"); break;
+		case '\r': strbuf_addstr(sb, "\\r"); break;
+		default:
+			if (*p < 0x20)
+				strbuf_addf(sb, "\\u%04x", *p);
+			else
+				strbuf_addch(sb, (char)*p);
+		}
+	}
+	strbuf_addch(sb, '"');
+}
+
+char *strbuf_detach(struct strbuf *sb)
+{
+	char *r = sb->buf ? sb->buf : xstrdup("");
+	strbuf_init(sb);
+	return r;
+}
+
+int strbuf_read_file(struct strbuf *sb, const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
+	for (;;) {
+		strbuf_grow(sb, 65536);
+		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			return tally_seterr(-e, "cannot read '%s': %s", path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		sb->len += (size_t)n;
+		sb->buf[sb->len] = '\0';
+		if (max && sb->len > max) {
+			close(fd);
+			return tally_seterr(-EFBIG, "'%s' is larger than %zu bytes", path, max);
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- hash index ---- */
+
+uint32_t tally_hidx_get(const struct tally_hidx *h, uint64_t hash, const void *key,
+			tally_hidx_eq eq, const void *ctx)
+{
+	if (!h->mask)
+		return TALLY_HIDX_NONE;
+	for (size_t i = hash & h->mask;; i = (i + 1) & h->mask) {
+		const struct tally_hslot *s = &h->slots[i];
+		if (!s->idx1)
+			return TALLY_HIDX_NONE;
+		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
+			return s->idx1 - 1;
+	}
+}
+
+static void hidx_insert(struct tally_hslot *slots, size_t mask, uint64_t hash, uint32_t idx1)
+{
+	size_t i = hash & mask;
+	while (slots[i].idx1)
+		i = (i + 1) & mask;
+	slots[i].hash = hash;
+	slots[i].idx1 = idx1;
+}
+
+void tally_hidx_put(struct tally_hidx *h, uint64_t hash, uint32_t idx)
+{
+	/* keep the load below 1/2: probes stay short on the record hot path */
+	if ((h->count + 1) * 2 > h->mask + 1 || !h->mask) {
+		size_t cap = h->mask ? (h->mask + 1) * 2 : 64;
+		struct tally_hslot *ns = xcalloc(cap, sizeof(*ns));
+		for (size_t i = 0; h->mask && i <= h->mask; i++)
+			if (h->slots[i].idx1)
+				hidx_insert(ns, cap - 1, h->slots[i].hash, h->slots[i].idx1);
+		free(h->slots);
+		h->slots = ns;
+		h->mask = cap - 1;
+	}
+	hidx_insert(h->slots, h->mask, hash, idx + 1);
+	h->count++;
+}
+
+void tally_hidx_release(struct tally_hidx *h)
+{
+	free(h->slots);
+	h->slots = NULL;
+	h->mask = h->count = 0;
+}
+
+uint64_t tally_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *c = p;
+	uint64_t h = seed ^ 0x9e3779b97f4a7c15ULL;
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, c, 8);
+		h = tally_hash_u64(h ^ w);
+		c += 8;
+		n -= 8;
+	}
+	uint64_t w = 0;
+	memcpy(&w, c, n);
+	return tally_hash_u64(h ^ w ^ ((uint64_t)n << 56));
+}
+
+/* ---- parsers ---- */
+
+int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		goto bad;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		goto bad;
+	if (v < min || v > max)
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be between %llu and %llu", what, s,
+				    (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a whole number", what, s ? s : "");
+}
+
+int tally_parse_duration(const char *s, const char *what, double *seconds)
+{
+	char *end;
+	if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '.'))
+		goto bad;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || !isfinite(v) || v < 0)
+		goto bad;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		;
+	else if (!strcmp(end, "ms"))
+		v /= 1000;
+	else if (!strcmp(end, "m"))
+		v *= 60;
+	else if (!strcmp(end, "h"))
+		v *= 3600;
+	else if (!strcmp(end, "d"))
+		v *= 86400;
+	else
+		goto bad;
+	if (v <= 0)
+		goto bad;
+	*seconds = v;
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a positive duration such as 1.5, 30s, 5m or 2h",
+			    what, s ? s : "");
+}
+
+int tally_parse_cpulist(const char *s, int ncpus, bool *set)
+{
+	memset(set, 0, (size_t)ncpus * sizeof(*set));
+	if (!strcmp(s, "all")) {
+		for (int i = 0; i < ncpus; i++)
+			set[i] = true;
+		return 0;
+	}
+	const char *p = s;
+	if (!*p)
+		goto bad;
+	while (*p) {
+		char *end;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		long a = strtol(p, &end, 10), b = a;
+		p = end;
+		if (*p == '-') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				goto bad;
+			b = strtol(p, &end, 10);
+			p = end;
+		}
+		if (a > b)
+			goto bad;
+		if (b >= ncpus)
+			return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %ld does not exist (this machine has CPUs 0-%d)",
+					    s, b, ncpus - 1);
+		for (long i = a; i <= b; i++)
+			set[i] = true;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			goto bad;
+	}
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "invalid CPU list '%s': expected numbers and ranges such as 0,2-3", s);
+}
+
+int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n)
+{
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	const char *p = s;
+	if (!*p)
+		goto bad;
+	while (*p) {
+		char *end;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || v <= 0 || v > INT_MAX)
+			goto bad;
+		GROW(*out, cap, *n + 1);
+		(*out)[(*n)++] = (int)v;
+		p = end;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			goto bad;
+	}
+	return 0;
+bad:
+	free(*out);
+	*out = NULL;
+	*n = 0;
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected positive numbers separated by commas", what, s);
+}
+
+/* ---- files ---- */
+
+int tally_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	strbuf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		strbuf_release(&tmp);
+		return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t n = write(fd, p, left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	if (rename(tmp.buf, path) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	strbuf_release(&tmp);
+	return 0;
+fail:;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp.buf);
+	strbuf_release(&tmp);
+	return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
+}
+
+int tally_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? -errno : 0;
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int ret = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct strbuf sub = STRBUF_INIT;
+		strbuf_addf(&sub, "%s/%s", path, de->d_name);
+		int r = tally_remove_tree(sub.buf);
+		if (r && !ret)
+			ret = r;
+		strbuf_release(&sub);
+	}
+	closedir(d);
+	if (rmdir(path) < 0 && !ret)
+		ret = -errno;
+	return ret;
+}
+
+double tally_now_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double tally_now_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void tally_format_utc(double wall, char *buf, size_t n)
+{
+	time_t t = (time_t)wall;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *tally_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}

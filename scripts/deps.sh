@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tally needs to build (and, with --test, to test),
+# only those missing. Used by `make`, `make demo` and `make check`.
+set -euo pipefail
+build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libcapstone-dev
+            libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libxxhash-dev libcmocka-dev)
+test_pkgs=(python3 linux-perf util-linux)
+want=("${build_pkgs[@]}")
+[ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "tally: installing missing packages: ${missing[*]}"
+SUDO=
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
