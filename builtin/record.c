@@ -497,7 +497,19 @@ int cmd_record(int argc, char **argv)
 		tally_meta_set(&s, "sampling", "period %" PRIu64, period);
 	else
 		tally_meta_set(&s, "sampling", "frequency %" PRIu64, freq);
-	tally_meta_set(&s, "randomized", "%s", randomize ? "yes" : "no");
+	{
+		/* only a fixed mean period can be randomized: -F on a counting event lets the kernel adapt it */
+		struct strbuf rz = STRBUF_INIT, pk = STRBUF_INIT;
+		for (int e = 0; e < nev; e++) {
+			bool fixed = tally_collector_mean_period(col, e) != 0;
+			strbuf_addf(&rz, "%s%s", e ? "," : "", randomize && fixed ? "yes" : "no");
+			strbuf_addf(&pk, "%s%s", e ? "," : "", fixed ? "fixed" : "adaptive");
+		}
+		tally_meta_set(&s, "randomized", "%s", rz.buf);
+		tally_meta_set(&s, "period-kind", "%s", pk.buf);
+		strbuf_release(&rz);
+		strbuf_release(&pk);
+	}
 	{
 		struct strbuf pm = STRBUF_INIT, pmin = STRBUF_INIT, pmax = STRBUF_INIT;
 		for (int e = 0; e < nev; e++) {

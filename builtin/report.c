@@ -208,6 +208,19 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 	return rows;
 }
 
+/* Whether item i of a comma-separated list equals want. */
+static bool list_item_is(const char *list, int i, const char *want)
+{
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	size_t n = strlen(want);
+	return p && !strncmp(p, want, n) && (p[n] == ',' || !p[n]);
+}
+
 static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
 {
 	const char *target = tally_meta_get(&db->session, "command");
@@ -220,8 +233,13 @@ static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
 		strbuf_addf(out, ", %s s", dur);
-	strbuf_addf(out, "\n# event: %s, %s%s\n", db->events[ev], samp ? samp : "?",
-		    rnd && !strcmp(rnd, "yes") ? " (randomized)" : "");
+	const char *kind = tally_meta_get(&db->session, "period-kind");
+	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
+	if (list_item_is(rnd, ev, "yes"))
+		strbuf_addstr(out, " (randomized)");
+	else if (list_item_is(kind, ev, "adaptive"))
+		strbuf_addstr(out, " (period adapted by the kernel)");
+	strbuf_addch(out, '\n');
 }
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)

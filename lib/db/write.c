@@ -123,6 +123,8 @@ static char *sanitize_name(const char *path)
 		if (!strncmp(c, " (deleted)", 10))
 			break;
 		unsigned char ch = (unsigned char)*c;
+		if (ch == '[' || ch == ']')
+			continue; /* [vdso] is vdso on disk: no glob characters in file names */
 		strbuf_addch(&sb, (ch <= ' ' || ch == '/' || ch == 0x7f) ? '_' : (char)ch);
 	}
 	if (!sb.len)
@@ -405,7 +407,9 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 		int pid = s.cells[i].pid ? s.cells[i].pid : d->pid;
 		strbuf_reset(&sb);
 		struct strbuf fname = STRBUF_INIT;
-		strbuf_addf(&fname, "%s-%s", d->name, d->id);
+		char *fn = sanitize_name(d->name);
+		strbuf_addf(&fname, "%s-%s", fn, d->id);
+		free(fn);
 		if (pid)
 			strbuf_addf(&fname, "-%d", pid);
 		strbuf_addstr(&fname, ".prof");

@@ -18,8 +18,16 @@ struct phdr {
 	uint64_t off, filesz, vaddr;
 };
 
+struct section {
+	uint64_t start, end;
+	char *label; /* "[.plt]" */
+};
+
 struct imgsyms {
 	int state; /* 0 not loaded, 1 loaded */
+	struct section *secs; /* executable sections, for code outside any symbol */
+	size_t nsecs;
+	struct tally_sym secsym;
 	bool mismatch;
 	char *note;
 	struct tally_sym *syms;
@@ -61,11 +69,12 @@ void tally_resolver_free(struct tally_resolver *r)
 	for (size_t i = 0; i < r->db->nimages; i++) {
 		struct imgsyms *s = &r->im[i];
 		free(s->note);
-		for (size_t k = 0; s->names && k < s->nsyms; k++)
-			; /* names point into s->names */
 		free(s->syms);
 		free(s->names);
 		free(s->ph);
+		for (size_t k = 0; k < s->nsecs; k++)
+			free(s->secs[k].label);
+		free(s->secs);
 		if (s->dwfl)
 			dwfl_end(s->dwfl);
 	}
@@ -104,8 +113,14 @@ static void finish_syms(struct imgsyms *s)
 			s->syms[u++] = s->syms[i];
 	s->nsyms = u;
 	for (size_t i = 0; i + 1 < u; i++)
-		if (!s->syms[i].size)
-			s->syms[i].size = s->syms[i + 1].addr - s->syms[i].addr;
+		if (!s->syms[i].size) {
+			uint64_t end = s->syms[i + 1].addr;
+			for (size_t k = 0; k < s->nsecs; k++)
+				if (s->syms[i].addr >= s->secs[k].start && s->syms[i].addr < s->secs[k].end &&
+				    s->secs[k].end < end)
+					end = s->secs[k].end;
+			s->syms[i].size = end - s->syms[i].addr;
+		}
 }
 
 static bool hex_eq_bytes(const char *hex, const unsigned char *b, int n)
@@ -192,6 +207,22 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 			GElf_Phdr ph;
 			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
 				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+		}
+	}
+	/* executable sections: a zero-size symbol ends with its section, and code in
+	 * no symbol (PLT stubs) is named after its section */
+	size_t shstrndx, scap = 0;
+	if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_type != SHT_PROGBITS)
+				continue;
+			const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+			struct strbuf lb = STRBUF_INIT;
+			strbuf_addf(&lb, "[%s]", nm ? nm : "?");
+			GROW(s->secs, scap, s->nsecs + 1);
+			s->secs[s->nsecs++] = (struct section){ sh.sh_addr, sh.sh_addr + sh.sh_size, strbuf_detach(&lb) };
 		}
 	}
 	int n = dwfl_module_getsymtab(mod);
@@ -342,7 +373,16 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 		if (!found)
 			return NULL;
 	}
-	return lookup(s, addr);
+	const struct tally_sym *y = lookup(s, addr);
+	if (y)
+		return y;
+	for (size_t i = 0; i < s->nsecs; i++)
+		if (addr >= s->secs[i].start && addr < s->secs[i].end) {
+			/* e.g. [.plt]: honest about where, without inventing a function */
+			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label };
+			return &s->secsym;
+		}
+	return NULL;
 }
 
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make demo`: profile the bundled demo workload and show its reports.
+set -euo pipefail
+build=${1:-build}
+tally="$build/tally"
+db="$build/demo.db"
+echo "== tally record -o $db --force -- $build/tally-demo"
+"$tally" record -o "$db" --force -F 2999 -- "$build/tally-demo"
+echo
+echo "== tally report -i $db"
+"$tally" report -i "$db"
+echo
+echo "== tally report -i $db --symbols --top 5"
+"$tally" report -i "$db" --symbols --top 5
+echo
+echo "Next: 'tally events' lists what this machine can sample; docs/cli.md has every option."
