@@ -16,7 +16,6 @@ int cmd_events(int argc, char **argv)
 	}
 	if (argc > 1)
 		return tally_usage_error("events", "unexpected argument '%s'", argv[1]);
-	printf("%-24s %-9s %-12s %s\n", "event", "type", "status", "description");
 	bool any_hw_missing = false;
 	for (size_t i = 0; i < tally_event_table_len; i++) {
 		const struct tally_event_desc *e = &tally_event_table[i];
@@ -29,6 +28,6 @@ int cmd_events(int argc, char **argv)
 		       ok ? "available" : "unavailable", e->desc);
 	}
 	if (any_hw_missing)
-		printf("\nhardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock\n");
+		fprintf(stderr, "tally: hardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock\n");
 	return 0;
 }

@@ -651,6 +651,12 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid)
 		return tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 	struct tally_proc *p = tally_agg_proc(a, pid, true);
 	char line[4608];
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	ssize_t ln = readlink(path, line, sizeof(line) - 1);
+	if (ln > 0 && !p->exe) {
+		line[ln] = '\0';
+		p->exe = xstrdup(line);
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff, ino;
 		unsigned maj, min;

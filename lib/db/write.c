@@ -151,7 +151,8 @@ static void identify_file(const struct tally_image *im, struct dbimg *d)
 		path = clean;
 	}
 	int r = tally_elf_info(path, 1, &info);
-	d->kind = xstrdup(r == 0 && info.is_exec ? "exec" : "lib");
+	/* set by the caller from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
+	d->kind = NULL;
 	if (im->build_id_len) {
 		/* the kernel read it at mmap time: authoritative even if the file changed since */
 		tally_hex(im->build_id, im->build_id_len, hex);
@@ -201,6 +202,13 @@ static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const cha
 		d->name = sanitize_name(im->path);
 		d->path = xstrdup(im->path);
 		identify_file(im, d);
+		d->kind = xstrdup("lib");
+		for (size_t t = 0; t < a->ntasks; t++)
+			if (a->tasks[t].exe && !strcmp(a->tasks[t].exe, im->path)) {
+				free(d->kind);
+				d->kind = xstrdup("exec");
+				break;
+			}
 		break;
 	case TALLY_IMG_KERNEL:
 		d->name = xstrdup("kernel");
