@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "builtin/builtin.h"
+#include "tally/callgraph.h"
 #include "tally/db.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
@@ -25,9 +26,17 @@ static const char report_usage[] =
 	"      --event NAME         only this event\n"
 	"      --top N              at most N rows per table\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
-	"      --json               JSON output (docs/report-json.md)\n";
+	"      --json               JSON output (docs/report-json.md)\n"
+	"call graphs (databases recorded with -g):\n"
+	"      --children           per function: inclusive %%, self %%, name (sorted by inclusive)\n"
+	"      --callgraph          per function: its callers above, its callees below\n"
+	"      --tree               top-down call tree\n"
+	"      --callers SYM        the tree of SYM's callers\n"
+	"      --callees SYM        the tree of SYM's callees\n"
+	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n";
 
-enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH };
+enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
+       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
 
 static const struct option report_opts[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -40,6 +49,12 @@ static const struct option report_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "image-path", required_argument, NULL, OPT_IMGPATH },
+	{ "children", no_argument, NULL, OPT_CHILDREN },
+	{ "callgraph", no_argument, NULL, OPT_CALLGRAPH },
+	{ "tree", no_argument, NULL, OPT_TREE },
+	{ "callers", required_argument, NULL, OPT_CALLERS },
+	{ "callees", required_argument, NULL, OPT_CALLEES },
+	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -52,6 +67,10 @@ struct ropts {
 	uint64_t top;
 	const char **image_path;
 	size_t nimage_path;
+	bool children, callgraph, tree;
+	const char *callers, *callees;
+	double plimit;
+	bool plimit_set;
 };
 
 /* A row of a table: an image (with pid when per-pid) or a function within one. */
@@ -376,6 +395,237 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 	free_rows(rows, n);
 }
 
+/* ---- call graphs ---- */
+
+static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
+{
+	const struct ropts *o = ctx;
+	if (o->pid && pid != o->pid)
+		return false;
+	if (o->comm) {
+		const char *c = tally_db_comm(db, pid);
+		if (!c || strcmp(c, o->comm))
+			return false;
+	}
+	return true;
+}
+
+static double pc(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+static int cmp_incl(const void *a, const void *b, void *ctx)
+{
+	const struct tally_cg *cg = ctx;
+	const struct tally_cg_func *x = &cg->funcs[*(const uint32_t *)a], *y = &cg->funcs[*(const uint32_t *)b];
+	if (x->incl != y->incl)
+		return x->incl > y->incl ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool json)
+{
+	const struct tally_cg_func *fn = &cg->funcs[f];
+	if (json) {
+		strbuf_addstr(out, "\"name\":");
+		strbuf_add_json_str(out, fn->name);
+		strbuf_addstr(out, ",\"image\":");
+		strbuf_add_json_str(out, db->images[fn->image].name);
+	} else {
+		strbuf_addf(out, "%s  [%s]", fn->name, db->images[fn->image].name);
+	}
+}
+
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, bool json)
+{
+	uint32_t sf[5];
+	uint64_t sc[5];
+	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	if (json) {
+		strbuf_addf(out, ",\"unwind\":{\"samples\":%" PRIu64 ",\"rooted\":%" PRIu64 ",\"rooted_percent\":%.4f,\"truncated\":%" PRIu64 ",\"stops\":[",
+			    cg->total, cg->rooted, pc(cg->rooted, cg->total), cg->truncated);
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addstr(out, i ? ",{" : "{");
+			fname(out, db, cg, sf[i], true);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", sc[i], pc(sc[i], cg->total));
+		}
+		strbuf_addstr(out, "]}");
+		return;
+	}
+	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->rooted, cg->total), cg->total);
+	if (cg->rooted < cg->total) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+		if (cg->truncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+		strbuf_addstr(out, ", outermost frame:");
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
+			fname(out, db, cg, sf[i], false);
+		}
+	}
+	strbuf_addch(out, '\n');
+}
+
+static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, bool json)
+{
+	const struct tally_cg_node *nd = &nodes[at];
+	/* children by count */
+	uint32_t *kids = xmalloc((nd->nkids + 1) * sizeof(uint32_t));
+	size_t nk = 0;
+	for (size_t i = 0; i < nd->nkids; i++)
+		if (pc(nodes[nd->kids[i]].count, base) >= limit)
+			kids[nk++] = nd->kids[i];
+	for (size_t i = 1; i < nk; i++)
+		for (size_t j = i; j > 0 && nodes[kids[j]].count > nodes[kids[j - 1]].count; j--) {
+			uint32_t t = kids[j];
+			kids[j] = kids[j - 1];
+			kids[j - 1] = t;
+		}
+	if (json) {
+		if (at) {
+			strbuf_addstr(out, "{");
+			fname(out, db, cg, nd->func, true);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"children\":[", nd->count, pc(nd->count, base));
+		}
+		for (size_t i = 0; i < nk; i++) {
+			if (i)
+				strbuf_addch(out, ',');
+			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, json);
+		}
+		if (at)
+			strbuf_addstr(out, "]}");
+	} else {
+		if (at) {
+			strbuf_addf(out, "%*s%7.2f%% %9" PRIu64 "  ", depth * 2, "", pc(nd->count, base), nd->count);
+			fname(out, db, cg, nd->func, false);
+			strbuf_addch(out, '\n');
+		}
+		for (size_t i = 0; i < nk; i++)
+			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, json);
+	}
+	free(kids);
+}
+
+static void cg_event(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+		     struct strbuf *out, bool json)
+{
+	struct tally_cg cg;
+	tally_cg_build(&cg, db, res, ev, keep_pid, o);
+	uint32_t *order = xmalloc((cg.nfuncs + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < cg.nfuncs; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, cg.nfuncs, sizeof(uint32_t), cmp_incl, &cg);
+	const char *focus_name = o->callers ? o->callers : o->callees;
+	long focus = -1;
+	if (focus_name) {
+		focus = tally_cg_find(&cg, focus_name);
+		if (focus < 0)
+			tally_warn("no function '%s' in the stacks of event '%s'", focus_name, db->events[ev]);
+	}
+	if (json) {
+		strbuf_addstr(out, "{\"name\":");
+		strbuf_add_json_str(out, db->events[ev]);
+		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"functions\":[", cg.total);
+	} else {
+		print_header(db, ev, out);
+	}
+	if (o->children || o->callgraph || json) {
+		if (!json && o->children)
+			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", "samples", "function  [image]");
+		size_t shown = 0;
+		for (size_t k = 0; k < cg.nfuncs; k++) {
+			const struct tally_cg_func *f = &cg.funcs[order[k]];
+			if ((o->top && shown >= o->top) || pc(f->incl, cg.total) < o->plimit)
+				break;
+			if (json) {
+				strbuf_addstr(out, shown ? ",{" : "{");
+				fname(out, db, &cg, order[k], true);
+				strbuf_addf(out, ",\"self\":%" PRIu64 ",\"inclusive\":%" PRIu64 ",\"self_percent\":%.4f,\"inclusive_percent\":%.4f",
+					    f->self, f->incl, pc(f->self, cg.total), pc(f->incl, cg.total));
+				for (int dir = 0; dir < 2; dir++) {
+					strbuf_addstr(out, dir ? ",\"callees\":[" : ",\"callers\":[");
+					bool first = true;
+					for (size_t a = 0; a < cg.narcs; a++) {
+						const struct tally_cg_arc *arc = &cg.arcs[a];
+						uint32_t other = dir ? arc->callee : arc->caller;
+						if ((dir ? arc->caller : arc->callee) != order[k])
+							continue;
+						strbuf_addstr(out, first ? "{" : ",{");
+						first = false;
+						fname(out, db, &cg, other, true);
+						strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", arc->count, pc(arc->count, f->incl));
+					}
+					strbuf_addstr(out, "]");
+				}
+				strbuf_addstr(out, "}");
+			} else if (o->children) {
+				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg.total), pc(f->self, cg.total), f->incl);
+				fname(out, db, &cg, order[k], false);
+				strbuf_addch(out, '\n');
+			} else {
+				strbuf_addstr(out, "--------------------------------------------------------------------------\n");
+				for (int dir = 0; dir < 2; dir++) {
+					/* callers above, callees below, each by count */
+					if (dir == 1) {
+						strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg.total), f->self,
+							    pc(f->self, cg.total));
+						fname(out, db, &cg, order[k], false);
+						strbuf_addch(out, '\n');
+					}
+					size_t na = 0;
+					uint32_t *arcs = xmalloc((cg.narcs + 1) * sizeof(uint32_t));
+					for (size_t a = 0; a < cg.narcs; a++)
+						if ((dir ? cg.arcs[a].caller : cg.arcs[a].callee) == order[k])
+							arcs[na++] = (uint32_t)a;
+					for (size_t i = 1; i < na; i++)
+						for (size_t j = i; j > 0 && cg.arcs[arcs[j]].count > cg.arcs[arcs[j - 1]].count; j--) {
+							uint32_t t = arcs[j];
+							arcs[j] = arcs[j - 1];
+							arcs[j - 1] = t;
+						}
+					for (size_t i = 0; i < na; i++) {
+						const struct tally_cg_arc *arc = &cg.arcs[arcs[i]];
+						strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
+						fname(out, db, &cg, dir ? arc->callee : arc->caller, false);
+						strbuf_addch(out, '\n');
+					}
+					free(arcs);
+				}
+			}
+			shown++;
+		}
+		if (json)
+			strbuf_addstr(out, "]");
+	}
+	if (o->tree || focus_name) {
+		size_t nn = 0;
+		struct tally_cg_node *nodes = focus_name && focus < 0 ? NULL : tally_cg_tree(&cg, focus, o->callers != NULL, &nn);
+		uint64_t base = nodes ? nodes[0].count : 0;
+		if (json) {
+			strbuf_addstr(out, ",\"tree\":[");
+			if (nodes)
+				tree_print(db, &cg, nodes, 0, 0, base, o->plimit, out, true);
+			strbuf_addstr(out, "]");
+		} else if (nodes) {
+			if (focus_name)
+				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
+					    o->callers ? "callers" : "callees", focus_name, base);
+			tree_print(db, &cg, nodes, 0, 0, base, o->plimit, out, false);
+		}
+		tally_cg_tree_free(nodes, nn);
+	}
+	unwind_line(db, &cg, out, json);
+	if (json)
+		strbuf_addstr(out, "}");
+	free(order);
+	tally_cg_release(&cg);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct ropts o;
@@ -409,6 +659,19 @@ int cmd_report(int argc, char **argv)
 			o.image_path[o.nimage_path++] = optarg;
 			o.image_path[o.nimage_path] = NULL;
 			break;
+		case OPT_CHILDREN: o.children = true; break;
+		case OPT_CALLGRAPH: o.callgraph = true; break;
+		case OPT_TREE: o.tree = true; break;
+		case OPT_CALLERS: o.callers = optarg; break;
+		case OPT_CALLEES: o.callees = optarg; break;
+		case OPT_PLIMIT: {
+			char *end;
+			o.plimit = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.plimit >= 0 && o.plimit <= 100))
+				return tally_usage_error("report", "invalid --percent-limit '%s': expected a percentage from 0 to 100", optarg);
+			o.plimit_set = true;
+			break;
+		}
 		case 'h': fputs(report_usage, stdout); return 0;
 		default:
 			if (optopt && optopt < 256)
@@ -453,6 +716,19 @@ int cmd_report(int argc, char **argv)
 		if (!found)
 			tally_warn("no samples for pid %d in '%s'", o.pid, o.input);
 	}
+	bool cgmode = o.children || o.callgraph || o.tree || o.callers || o.callees;
+	if (cgmode && (int)o.symbols + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers + !!o.callees > 1) {
+		tally_error("give one of --symbols, --children, --callgraph, --tree, --callers, --callees");
+		ret = 2;
+		goto out;
+	}
+	if (cgmode && !db.has_stacks) {
+		tally_error("'%s' has no call stacks (record with -g or --call-graph to get them)", o.input);
+		ret = 1;
+		goto out;
+	}
+	if (!o.plimit_set)
+		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
 	struct tally_resolver_opts ro = { .image_path = o.image_path };
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);
@@ -476,7 +752,10 @@ int cmd_report(int argc, char **argv)
 			if (!first)
 				strbuf_addch(&out, ',');
 			first = false;
-			json_event(&db, res, &o, e, &out);
+			if (cgmode)
+				cg_event(&db, res, &o, e, &out, true);
+			else
+				json_event(&db, res, &o, e, &out);
 		}
 		strbuf_addstr(&out, "]}\n");
 	} else {
@@ -487,7 +766,10 @@ int cmd_report(int argc, char **argv)
 			if (!first)
 				strbuf_addch(&out, '\n');
 			first = false;
-			text_event(&db, res, &o, e, &out);
+			if (cgmode)
+				cg_event(&db, res, &o, e, &out, false);
+			else
+				text_event(&db, res, &o, e, &out);
 		}
 		lost_line(&db, &out);
 	}

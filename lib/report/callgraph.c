@@ -1,0 +1,274 @@
+/* Report-time call graphs (see callgraph.h). */
+#define _GNU_SOURCE
+#include "tally/callgraph.h"
+#include "tally/util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const root_names[] = {
+	/* user space: the main thread and thread starts */
+	"_start", "__libc_start_main", "__libc_start_call_main", "start_thread", "__clone", "__clone3", "clone",
+	"clone3", "thread_start",
+	/* the kernel's own threads and idle loops */
+	"ret_from_fork", "ret_from_fork_asm", "secondary_startup_64", "secondary_startup_64_no_verify",
+	"common_startup_64", "x86_64_start_kernel", "start_kernel", "rest_init", "kthread",
+};
+
+static bool is_root_name(const char *n)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(root_names); i++)
+		if (!strcmp(n, root_names[i]))
+			return true;
+	return false;
+}
+
+struct fkey {
+	uint32_t image;
+	const char *name;
+	uint64_t addr;
+};
+
+static bool func_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_cg *cg = ctx;
+	const struct fkey *k = key;
+	const struct tally_cg_func *f = &cg->funcs[idx];
+	return f->image == k->image && f->addr == k->addr && !strcmp(f->name, k->name);
+}
+
+static uint32_t intern_func(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res,
+			    const struct tally_frame *fr, bool leaf)
+{
+	/* callers' frames are return addresses: look up the call instruction */
+	uint64_t off = fr->offset - (leaf || !fr->offset ? 0 : 1);
+	bool raw = tally_resolver_mismatch(res, fr->image);
+	const struct tally_sym *s = raw ? NULL : tally_resolve(res, fr->image, off);
+	char buf[64];
+	struct fkey k = { fr->image, "[unknown]", 0 };
+	bool has_addr = false;
+	if (s) {
+		k.name = s->name;
+		k.addr = s->addr;
+		has_addr = true;
+	} else if (raw) {
+		snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", fr->offset);
+		k.name = buf;
+		k.addr = fr->offset;
+		has_addr = true;
+	}
+	(void)db;
+	uint64_t h = tally_hash_bytes(k.name, strlen(k.name), k.addr ^ ((uint64_t)k.image << 32));
+	uint32_t i = tally_hidx_get(&cg->func_idx, h, &k, func_eq, cg);
+	if (i != TALLY_HIDX_NONE)
+		return i;
+	GROW(cg->funcs, cg->afuncs, cg->nfuncs + 1);
+	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k.image, xstrdup(k.name), k.addr, has_addr, 0, 0,
+							is_root_name(k.name) };
+	tally_hidx_put(&cg->func_idx, h, (uint32_t)cg->nfuncs);
+	return (uint32_t)cg->nfuncs++;
+}
+
+static bool arc_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_cg *cg = ctx;
+	const uint32_t *k = key;
+	return cg->arcs[idx].caller == k[0] && cg->arcs[idx].callee == k[1];
+}
+
+static uint32_t arc_id(struct tally_cg *cg, uint32_t caller, uint32_t callee)
+{
+	uint32_t k[2] = { caller, callee };
+	uint64_t h = tally_hash_u64(((uint64_t)caller << 32) | callee);
+	uint32_t i = tally_hidx_get(&cg->arc_idx, h, k, arc_eq, cg);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(cg->arcs, cg->aarcs, cg->narcs + 1);
+		cg->arcs[cg->narcs] = (struct tally_cg_arc){ caller, callee, 0 };
+		tally_hidx_put(&cg->arc_idx, h, (uint32_t)cg->narcs);
+		i = (uint32_t)cg->narcs++;
+	}
+	return i;
+}
+
+void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
+		    bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx)
+{
+	memset(cg, 0, sizeof(*cg));
+	uint32_t *seen = NULL, *arcmark = NULL; /* the stack (1-based) that last counted each */
+	size_t aseen = 0, aarcmark = 0;
+	uint64_t depth_limit = 127;
+	const char *mx = tally_meta_get(&db->session, "max-stack");
+	if (mx)
+		depth_limit = strtoull(mx, NULL, 10);
+	for (size_t s = 0; s < db->nstacks; s++) {
+		const struct tally_db_stack *st = &db->stacks[s];
+		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
+		if (!c || (keep && !keep(db, st->pid, ctx)))
+			continue;
+		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c };
+		for (uint32_t f = 0; f < st->len; f++) {
+			uint32_t fn = intern_func(cg, db, res, &db->frames[st->first + f], f == 0);
+			/* consecutive frames in one function (inlined-away recursion, or a
+			 * kernel sample whose user part starts in the same function) are one */
+			if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)
+				continue;
+			GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + 1);
+			cg->funcs_of[cg->nfuncs_of++] = fn;
+			cs.len++;
+		}
+		GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
+		cg->stacks[cg->nstacks++] = cs;
+		cg->total += c;
+		const uint32_t *fs = &cg->funcs_of[cs.first];
+		cg->funcs[fs[0]].self += c;
+		if (cg->funcs[fs[cs.len - 1]].root)
+			cg->rooted += c;
+		else if (st->len >= depth_limit)
+			cg->truncated += c;
+		/* marks per function and per arc: recursion counts once per stack, in linear time */
+		if (aseen < cg->nfuncs) {
+			size_t old = aseen;
+			GROW(seen, aseen, cg->nfuncs);
+			memset(seen + old, 0, (aseen - old) * sizeof(*seen));
+		}
+		uint32_t mark = (uint32_t)cg->nstacks;
+		for (uint32_t i = 0; i < cs.len; i++) {
+			if (seen[fs[i]] != mark) {
+				seen[fs[i]] = mark;
+				cg->funcs[fs[i]].incl += c;
+			}
+			if (i + 1 < cs.len) {
+				uint32_t a = arc_id(cg, fs[i + 1], fs[i]);
+				if (aarcmark < cg->narcs) {
+					size_t old = aarcmark;
+					GROW(arcmark, aarcmark, cg->narcs);
+					memset(arcmark + old, 0, (aarcmark - old) * sizeof(*arcmark));
+				}
+				if (arcmark[a] != mark) {
+					arcmark[a] = mark;
+					cg->arcs[a].count += c;
+				}
+			}
+		}
+	}
+	free(arcmark);
+	free(seen);
+}
+
+void tally_cg_release(struct tally_cg *cg)
+{
+	for (size_t i = 0; i < cg->nfuncs; i++)
+		free(cg->funcs[i].name);
+	free(cg->funcs);
+	free(cg->funcs_of);
+	free(cg->stacks);
+	free(cg->arcs);
+	tally_hidx_release(&cg->func_idx);
+	tally_hidx_release(&cg->arc_idx);
+	memset(cg, 0, sizeof(*cg));
+}
+
+long tally_cg_find(const struct tally_cg *cg, const char *name)
+{
+	long best = -1;
+	for (size_t i = 0; i < cg->nfuncs; i++)
+		if (!strcmp(cg->funcs[i].name, name) && (best < 0 || cg->funcs[i].incl > cg->funcs[best].incl))
+			best = (long)i;
+	return best;
+}
+
+static uint32_t child_of(struct tally_cg_node **nodes, size_t *n, size_t *alloc, uint32_t parent, uint32_t func)
+{
+	struct tally_cg_node *p = &(*nodes)[parent];
+	for (size_t i = 0; i < p->nkids; i++)
+		if ((*nodes)[p->kids[i]].func == func)
+			return p->kids[i];
+	GROW(*nodes, *alloc, *n + 1);
+	p = &(*nodes)[parent];
+	uint32_t id = (uint32_t)*n;
+	(*nodes)[*n] = (struct tally_cg_node){ func, parent, 0, NULL, 0, 0 };
+	(*n)++;
+	GROW(p->kids, p->akids, p->nkids + 1);
+	p->kids[p->nkids++] = id;
+	return id;
+}
+
+struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool invert, size_t *nnodes)
+{
+	struct tally_cg_node *nodes = NULL;
+	size_t n = 0, alloc = 0;
+	GROW(nodes, alloc, 1);
+	nodes[n++] = (struct tally_cg_node){ UINT32_MAX, UINT32_MAX, 0, NULL, 0, 0 };
+	for (size_t s = 0; s < cg->nstacks; s++) {
+		const struct tally_cg_stack *st = &cg->stacks[s];
+		const uint32_t *fs = &cg->funcs_of[st->first];
+		long start = (long)st->len - 1, end = -1, step = -1; /* root to leaf */
+		if (focus >= 0) {
+			long at = -1;
+			if (invert) {
+				/* callers: from the innermost occurrence up to the root */
+				for (long i = 0; i < (long)st->len && at < 0; i++)
+					if (fs[i] == (uint32_t)focus)
+						at = i;
+				if (at < 0)
+					continue;
+				start = at;
+				end = (long)st->len;
+				step = 1;
+			} else {
+				/* callees: from the outermost occurrence down to the leaf */
+				for (long i = (long)st->len - 1; i >= 0 && at < 0; i--)
+					if (fs[i] == (uint32_t)focus)
+						at = i;
+				if (at < 0)
+					continue;
+				start = at;
+			}
+		}
+		nodes[0].count += st->count;
+		uint32_t cur = 0;
+		for (long i = start; i != end; i += step) {
+			cur = child_of(&nodes, &n, &alloc, cur, fs[i]);
+			nodes[cur].count += st->count;
+		}
+	}
+	*nnodes = n;
+	return nodes;
+}
+
+void tally_cg_tree_free(struct tally_cg_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(nodes[i].kids);
+	free(nodes);
+}
+
+size_t tally_cg_stops(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, size_t max)
+{
+	uint64_t *per = xcalloc(cg->nfuncs + 1, sizeof(uint64_t));
+	for (size_t s = 0; s < cg->nstacks; s++) {
+		const struct tally_cg_stack *st = &cg->stacks[s];
+		uint32_t outer = cg->funcs_of[st->first + st->len - 1];
+		if (!cg->funcs[outer].root)
+			per[outer] += st->count;
+	}
+	size_t n = 0;
+	for (size_t k = 0; k < max; k++) {
+		uint64_t best = 0;
+		size_t bi = 0;
+		for (size_t i = 0; i < cg->nfuncs; i++)
+			if (per[i] > best) {
+				best = per[i];
+				bi = i;
+			}
+		if (!best)
+			break;
+		funcs[n] = (uint32_t)bi;
+		counts[n++] = best;
+		per[bi] = 0;
+	}
+	free(per);
+	return n;
+}
