@@ -34,7 +34,9 @@ static const char record_usage[] =
 	"      --duration SECS    stop after this long (also 500ms, 2m, ...)\n"
 	"      --per-pid          a separate profile per process\n"
 	"  -g                     record call chains (same as --call-graph fp)\n"
-	"      --call-graph MODE  fp: frame pointers and kernel chains\n"
+	"      --call-graph MODE  fp: frame pointers and kernel chains;\n"
+	"                         dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
+	"                         the binaries' CFI while recording\n"
 	"  -v, --verbose          say what it is doing\n";
 
 enum { OPT_FORCE = 256, OPT_NORAND, OPT_DURATION, OPT_PERPID, OPT_CALLGRAPH };
@@ -151,6 +153,7 @@ int cmd_record(int argc, char **argv)
 	const char *out = "tally.db";
 	bool force = false, randomize = true, all = false, per_pid = false, callchain = false;
 	uint64_t freq = 0, period = 0;
+	uint32_t stack_user = 0;
 	const char *events_arg = "cpu-clock", *cpu_arg = NULL, *pid_arg = NULL;
 	double duration = 0;
 	int ncpus = ncpus_configured();
@@ -183,9 +186,20 @@ int cmd_record(int argc, char **argv)
 		case OPT_PERPID: per_pid = true; break;
 		case 'g': callchain = true; break;
 		case OPT_CALLGRAPH:
-			if (strcmp(optarg, "fp"))
-				return tally_usage_error("record", "unknown call-graph mode '%s' (known: fp)", optarg);
-			callchain = true;
+			if (!strcmp(optarg, "fp")) {
+				callchain = true;
+			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
+				callchain = true;
+				stack_user = 16384;
+				if (optarg[5] == ',') {
+					uint64_t sz;
+					if (tally_parse_u64(optarg + 6, "dwarf stack size", 64, 65528, &sz))
+						return tally_usage_error("record", "%s", tally_errmsg());
+					stack_user = (uint32_t)(sz & ~7ULL);
+				}
+			} else {
+				return tally_usage_error("record", "unknown call-graph mode '%s' (known: fp, dwarf[,SIZE])", optarg);
+			}
 			break;
 		case 'v': tally_verbose = 1; break;
 		case 'h': fputs(record_usage, stdout); return 0;
@@ -349,6 +363,7 @@ int cmd_record(int argc, char **argv)
 	co.period = period;
 	co.randomize = randomize;
 	co.callchain = callchain;
+	co.stack_user = stack_user;
 	co.cpus = cpus;
 	co.ncpus = ncpus;
 	co.wake_fd = wake_pipe[0];
@@ -384,6 +399,7 @@ int cmd_record(int argc, char **argv)
 	}
 	struct tally_agg agg;
 	tally_agg_init(&agg, nev, per_pid, co.target == TALLY_TARGET_SYSTEM);
+	agg.dwarf = stack_user != 0;
 	if (co.target == TALLY_TARGET_PIDS)
 		for (size_t i = 0; i < npids; i++)
 			tally_agg_load_procfs(&agg, pids[i]);
@@ -528,7 +544,21 @@ int cmd_record(int argc, char **argv)
 		strbuf_release(&pmax);
 	}
 	tally_meta_set(&s, "per-pid", "%s", per_pid ? "yes" : "no");
-	tally_meta_set(&s, "call-graph", "%s", callchain ? "fp" : "none");
+	if (stack_user) {
+		tally_meta_set(&s, "call-graph", "dwarf");
+		tally_meta_set(&s, "stack-size", "%u", stack_user);
+		tally_meta_set(&s, "dwarf-unwinds", "%" PRIu64, agg.uw_samples);
+		tally_meta_set(&s, "dwarf-stopped-early", "%" PRIu64, agg.uw_short);
+		tally_meta_set(&s, "dwarf-joined-fp", "%" PRIu64, agg.uw_joined);
+	} else {
+		tally_meta_set(&s, "call-graph", "%s", callchain ? "fp" : "none");
+	}
+	if (callchain) {
+		struct strbuf ms = STRBUF_INIT;
+		if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
+			tally_meta_set(&s, "max-stack", "%d", atoi(ms.buf));
+		strbuf_release(&ms);
+	}
 	char ts[32];
 	tally_format_utc(wall_start, ts, sizeof(ts));
 	tally_meta_set(&s, "start-time", "%s", ts);

@@ -48,6 +48,7 @@ struct tally_proc {
 	uint32_t jit_image;
 	uint32_t nomap_image;
 	int dead;            /* 0 alive; counts collection rounds since its exit */
+	void *uw;            /* DWARF unwinding state (unwind.h), or NULL */
 	bool sampled;
 };
 
@@ -78,6 +79,7 @@ struct tally_agg {
 	bool per_pid;
 	bool lazy_procfs; /* read /proc/PID/maps for processes first seen in a sample */
 	bool kernel_samples;
+	bool dwarf;        /* unwind user stacks from the copied stack and registers */
 
 	struct tally_image *images;
 	size_t nimages, aimages;
@@ -111,8 +113,10 @@ struct tally_agg {
 	uint64_t lost, throttled, unthrottled;
 	uint64_t max_depth_truncated;
 	uint32_t jit_untrusted;
+	uint64_t uw_samples, uw_short, uw_joined; /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
 	uint32_t scratch_frames[512];
+	uint64_t scratch_pcs[512];
 };
 
 /* Lifecycle: init a struct you own, release frees everything inside. */

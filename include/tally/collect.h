@@ -36,6 +36,7 @@ struct tally_collect_opts {
 	uint64_t period; /* events per sample, or 0 */
 	bool randomize;
 	bool callchain;  /* PERF_SAMPLE_CALLCHAIN */
+	uint32_t stack_user; /* bytes of user stack to copy per sample (DWARF unwinding), 0 for none */
 	enum tally_target target;
 	const pid_t *pids; /* TARGET_CHILD: one pid (not yet exec'd); TARGET_PIDS: processes */
 	size_t npids;
@@ -57,6 +58,10 @@ struct tally_rec {
 	uint64_t ip, period;
 	uint64_t nr;      /* callchain length */
 	const uint64_t *chain;
+	const uint64_t *regs; /* user registers (tally_unwind_regs_mask order), or NULL */
+	uint64_t nregs;
+	const uint8_t *stack; /* user stack copy from the sampled SP */
+	uint64_t stack_len;
 };
 
 struct tally_collector;

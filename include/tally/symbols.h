@@ -14,6 +14,7 @@ struct tally_sym {
 	uint64_t addr; /* as the image's symbol table says (link-time address) */
 	uint64_t size;
 	const char *name;
+	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local */
 };
 
 struct tally_resolver_opts {

@@ -1,6 +1,7 @@
 /* Record-time aggregation (see agg.h): the hot path of tally record. */
 #define _GNU_SOURCE
 #include "tally/agg.h"
+#include "tally/unwind.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +32,7 @@ static void proc_free(struct tally_proc *p)
 {
 	if (!p)
 		return;
+	tally_unwind_proc_release(p);
 	free(p->maps);
 	free(p->exe);
 	free(p);
@@ -348,6 +350,7 @@ static void on_comm(struct tally_agg *a, const struct tally_rec *r)
 	if (r->misc & PERF_RECORD_MISC_COMM_EXEC) {
 		/* a new program: the old address space is gone */
 		p->nmaps = 0;
+		tally_unwind_proc_release(p);
 		free(p->exe);
 		p->exe = NULL;
 		p->jit = 0;
@@ -578,6 +581,7 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 		fr[n++] = tally_agg_frame(a, img, off);
 	} else {
 		bool in_kernel = kernel;
+		size_t user_at = SIZE_MAX; /* index in fr where user frames begin */
 		for (uint64_t i = 0; i < r->nr; i++) {
 			uint64_t ip = r->chain[i];
 			if (ip >= PERF_CONTEXT_MAX) {
@@ -591,8 +595,44 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				a->max_depth_truncated++;
 				break;
 			}
+			if (!in_kernel && user_at == SIZE_MAX)
+				user_at = n;
 			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
+		}
+		if (a->dwarf && r->regs && p) {
+			/* the user part from DWARF CFI; the frame-pointer chain only extends it */
+			const char *why;
+			size_t room = ARRAY_SIZE(a->scratch_pcs);
+			size_t nu = tally_unwind_sample(a, p, r->regs, r->nregs, r->stack, r->stack_len, a->scratch_pcs, room, &why);
+			a->uw_samples++;
+			size_t kn = user_at == SIZE_MAX ? n : user_at;
+			uint32_t fpu[ARRAY_SIZE(a->scratch_frames)];
+			size_t nfp = n - kn;
+			memcpy(fpu, fr + kn, nfp * sizeof(uint32_t));
+			n = kn;
+			for (size_t i = 0; i < nu && n < ARRAY_SIZE(a->scratch_frames); i++) {
+				uint32_t img = resolve(a, p, a->scratch_pcs[i], false, &off);
+				fr[n++] = tally_agg_frame(a, img, off);
+			}
+			if (why) {
+				a->uw_short++;
+				/* join: where the fp chain passes the last DWARF frame, take what it has beyond */
+				size_t j = SIZE_MAX;
+				for (size_t k = 0; nu && k < nfp && j == SIZE_MAX; k++)
+					if (fpu[k] == fr[n - 1])
+						j = k;
+				if (j != SIZE_MAX && j + 1 < nfp) {
+					for (size_t k = j + 1; k < nfp && n < ARRAY_SIZE(a->scratch_frames); k++)
+						fr[n++] = fpu[k];
+					a->uw_joined++;
+				} else if (nu <= 1 && nfp > 1) {
+					n = kn;
+					for (size_t k = 0; k < nfp; k++)
+						fr[n++] = fpu[k];
+					a->uw_joined++;
+				}
+			}
 		}
 		if (!n) {
 			uint32_t img = resolve(a, p, r->ip, kernel, &off);

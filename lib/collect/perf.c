@@ -2,6 +2,7 @@
  * delivery of records, and period randomization (see docs/sampling.md). */
 #define _GNU_SOURCE
 #include "tally/collect.h"
+#include "tally/unwind.h"
 #include "tally/util.h"
 
 #include <dirent.h>
@@ -186,6 +187,11 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (c->o.callchain)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (c->o.stack_user) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = tally_unwind_regs_mask();
+		a->sample_stack_user = c->o.stack_user;
+	}
 	a->sample_id_all = 1;
 	a->disabled = 1;
 	a->exclude_kernel = exclude_kernel_needed();
@@ -298,7 +304,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	int *ring_of_cpu = NULL;
 	c->o = *opts;
 	c->pagesz = (size_t)sysconf(_SC_PAGESIZE);
-	c->data_size = (opts->ring_pages ? opts->ring_pages : 128) * c->pagesz;
+	c->data_size = (opts->ring_pages ? opts->ring_pages : (opts->stack_user ? 512 : 128)) * c->pagesz;
 	c->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(tally_now_wall() * 1e9);
 	if (!c->rng)
 		c->rng = 1;
@@ -439,6 +445,30 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 				nr = (uint64_t)(end - p);
 			r.nr = nr;
 			r.chain = p;
+			p += nr;
+		}
+		if (c->o.stack_user && p < end) {
+			uint64_t abi = *p++;
+			if (abi) {
+				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
+				if (n <= (uint64_t)(end - p)) {
+					r.regs = p;
+					r.nregs = n;
+					p += n;
+				} else {
+					p = end;
+				}
+			}
+			if (p < end) {
+				uint64_t size = *p++;
+				/* the copy, then the size actually filled (dyn_size) */
+				if (size && size / 8 + 1 <= (uint64_t)(end - p)) {
+					const uint8_t *data = (const uint8_t *)p;
+					uint64_t dyn = p[size / 8];
+					r.stack = data;
+					r.stack_len = dyn < size ? dyn : size;
+				}
+			}
 		}
 		struct period_stats *s = &c->ps[r.event];
 		if (r.period < s->min)

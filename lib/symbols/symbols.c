@@ -100,7 +100,11 @@ static int cmp_sym(const void *a, const void *b)
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	/* larger first: the enclosing function wins over a zero-size label */
-	return x->size > y->size ? -1 : x->size < y->size;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	if (x->prio != y->prio)
+		return x->prio - y->prio;
+	return (int)strlen(x->name) - (int)strlen(y->name);
 }
 
 /* Sorted, aliases collapsed, zero sizes extended to the next symbol. */
@@ -241,7 +245,9 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 			continue;
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
-		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name };
+		int b = GELF_ST_BIND(sym.st_info);
+		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name,
+							  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
 	}
 	if (!s->nsyms)
 		set_note(s, "'%s' has no function symbols (install its debug package, or see --image-path)", path);
@@ -272,7 +278,7 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 			continue;
 		}
 		GROW(s->syms, cap, s->nsyms + 1);
-		s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1 };
+		s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 	}
 	if (bad)
 		set_note(s, "the JIT map of pid %d had %zu malformed lines (skipped)", di->pid, bad);
@@ -297,7 +303,7 @@ static void load_kernel(struct tally_resolver *r, struct imgsyms *s)
 	}
 	s->names = strbuf_detach(&names);
 	for (size_t i = 0; i < db->nksyms; i++)
-		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size, s->names + offs[i] };
+		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size, s->names + offs[i], 0 };
 	s->nsyms = db->nksyms;
 	free(offs);
 	if (!s->nsyms) {
@@ -379,7 +385,7 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	for (size_t i = 0; i < s->nsecs; i++)
 		if (addr >= s->secs[i].start && addr < s->secs[i].end) {
 			/* e.g. [.plt]: honest about where, without inventing a function */
-			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label };
+			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label, 0 };
 			return &s->secsym;
 		}
 	return NULL;

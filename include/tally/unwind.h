@@ -1,0 +1,27 @@
+/* Record-time DWARF unwinding of user stacks (PERF_SAMPLE_STACK_USER and
+ * PERF_SAMPLE_REGS_USER) with elfutils libdwfl, from .eh_frame / .debug_frame.
+ * One Dwfl per address space, its modules reported once, so the CFI of each
+ * module is parsed once per process instead of once per sample. Raw stack copies
+ * never leave this function. */
+#ifndef TALLY_UNWIND_H
+#define TALLY_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/agg.h"
+
+/* The registers asked of the kernel: every x86-64 general register the CFI may use. */
+uint64_t tally_unwind_regs_mask(void);
+
+/* Unwinds one sample of process p. regs are as the kernel gives them for the
+ * mask above (nregs values), stack is the copy starting at the sampled SP.
+ * Fills pcs (leaf first: the sampled IP, then return addresses) and returns how
+ * many; *why is set to a static reason when the unwind stopped short, else NULL. */
+size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
+			   const uint8_t *stack, size_t stack_len, uint64_t *pcs, size_t max, const char **why);
+
+/* Frees the per-process unwinding state (called when the process goes, or execs). */
+void tally_unwind_proc_release(struct tally_proc *p);
+
+#endif
