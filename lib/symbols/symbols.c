@@ -28,6 +28,8 @@ struct imgsyms {
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
+	char **owned; /* names we had to copy (version suffixes cut) */
+	size_t nowned, aowned;
 	bool mismatch;
 	char *note;
 	struct tally_sym *syms;
@@ -75,6 +77,9 @@ void tally_resolver_free(struct tally_resolver *r)
 		for (size_t k = 0; k < s->nsecs; k++)
 			free(s->secs[k].label);
 		free(s->secs);
+		for (size_t k = 0; k < s->nowned; k++)
+			free(s->owned[k]);
+		free(s->owned);
 		if (s->dwfl)
 			dwfl_end(s->dwfl);
 	}
@@ -246,6 +251,13 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
 		int b = GELF_ST_BIND(sym.st_info);
+		const char *at = strchr(name, '@');
+		if (at && at != name) {
+			/* memcpy@@GLIBC_2.14 is memcpy to the reader */
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = xstrndup(name, (size_t)(at - name));
+			name = s->owned[s->nowned - 1];
+		}
 		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name,
 							  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
 	}
