@@ -565,6 +565,8 @@ int cmd_record(int argc, char **argv)
 	tally_format_utc(wall_start + (mono_stop - mono_start), ts, sizeof(ts));
 	tally_meta_set(&s, "stop-time", "%s", ts);
 	tally_meta_set(&s, "duration", "%.3f", mono_stop - mono_start);
+	if (agg.jit_untrusted)
+		tally_meta_set(&s, "jit-untrusted", "%u", agg.jit_untrusted);
 	if (child.pid > 0)
 		tally_meta_set(&s, "exit-status", "%d",
 			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));

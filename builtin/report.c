@@ -278,7 +278,7 @@ static void warn_images(const struct tally_db *db, struct tally_resolver *res, c
 			dup = dup || rows[k].image == rows[i].image;
 		if (dup)
 			continue;
-		if (tally_resolver_mismatch(res, rows[i].image))
+		if (tally_resolver_loud(res, rows[i].image))
 			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
 		else if (tally_verbose && tally_resolver_note(res, rows[i].image))
 			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
@@ -729,6 +729,9 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!o.plimit_set)
 		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
+	if (tally_meta_get(&db.session, "jit-untrusted"))
+		tally_warn("%s process(es) had a /tmp/perf-PID.map owned by another user: not trusted, their code counts as nomap",
+			   tally_meta_get(&db.session, "jit-untrusted"));
 	struct tally_resolver_opts ro = { .image_path = o.image_path };
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);

@@ -31,6 +31,7 @@ struct imgsyms {
 	char **owned; /* names we had to copy (version suffixes cut) */
 	size_t nowned, aowned;
 	bool mismatch;
+	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;
 	struct tally_sym *syms;
 	size_t nsyms;
@@ -292,8 +293,10 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 		GROW(s->syms, cap, s->nsyms + 1);
 		s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 	}
-	if (bad)
-		set_note(s, "the JIT map of pid %d had %zu malformed lines (skipped)", di->pid, bad);
+	if (bad) {
+		set_note(s, "the JIT map of pid %d had %zu malformed line%s (skipped)", di->pid, bad, bad == 1 ? "" : "s");
+		s->loud = true;
+	}
 	finish_syms(s);
 out:
 	strbuf_release(&p);
@@ -410,6 +413,15 @@ const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
 	if (!r->im[image].state)
 		load(r, image);
 	return r->im[image].note;
+}
+
+bool tally_resolver_loud(struct tally_resolver *r, uint32_t image)
+{
+	if (image >= r->db->nimages)
+		return false;
+	if (!r->im[image].state)
+		load(r, image);
+	return r->im[image].mismatch || r->im[image].loud;
 }
 
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image)
