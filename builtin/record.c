@@ -536,6 +536,14 @@ int cmd_record(int argc, char **argv)
 			strbuf_addf(&pmin, "%s%" PRIu64, e ? "," : "", mn);
 			strbuf_addf(&pmax, "%s%" PRIu64, e ? "," : "", mx);
 		}
+		struct strbuf iv = STRBUF_INIT;
+		for (int e = 0; e < nev; e++) {
+			uint64_t a10, a50, a90;
+			tally_collector_intervals(col, e, &a10, &a50, &a90);
+			strbuf_addf(&iv, "%s%" PRIu64 "/%" PRIu64 "/%" PRIu64, e ? "," : "", a10, a50, a90);
+		}
+		tally_meta_set(&s, "interval-p10-p50-p90", "%s", iv.buf);
+		strbuf_release(&iv);
 		tally_meta_set(&s, "period-mean", "%s", pm.buf);
 		tally_meta_set(&s, "period-min", "%s", pmin.buf);
 		tally_meta_set(&s, "period-max", "%s", pmax.buf);

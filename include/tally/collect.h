@@ -81,6 +81,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 /* Observed sample periods (for the session metadata and the randomization test). */
 void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
 			     uint64_t *max, double *mean);
+/* For time-based events: percentiles (ns) of the intervals between consecutive
+ * samples of one thread on one CPU, i.e. the periods the timer really used.
+ * Returns how many intervals were kept (0: none measured). */
+size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90);
 /* The period the randomizer centres on for an event (0 when the kernel adapts it). */
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event);
 void tally_collector_free(struct tally_collector *c);

@@ -51,6 +51,10 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* JSON string literal with quotes and escapes. */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* Text fields of the database: backslash, newline, tab and CR become \\ \n \t \r. */
+void strbuf_add_escaped(struct strbuf *sb, const char *s);
+/* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
+void tally_unescape(char *s);
 /* Caller owns the returned string; sb is reset. */
 char *strbuf_detach(struct strbuf *sb);
 /* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set). */

@@ -124,6 +124,16 @@ struct evfd {
 struct period_stats {
 	uint64_t min, max, n;
 	double sum;
+	/* intervals between consecutive samples of one thread on one CPU: what the
+	 * timer really did (the sample's period field keeps the opening value) */
+	uint64_t ivals[4096];
+	size_t nivals;
+	uint64_t seen_ivals;
+};
+
+struct last_sample {
+	uint64_t time;
+	uint32_t tid;
 };
 
 struct tally_collector {
@@ -135,6 +145,7 @@ struct tally_collector {
 	struct tally_hidx ids; /* sample id -> fds index */
 	uint64_t *mean_period; /* per event, 0 when in freq mode */
 	struct period_stats *ps;
+	struct last_sample *last; /* per (cpu, event) */
 	size_t pagesz, data_size;
 	char *stage;
 	size_t stage_len, stage_alloc;
@@ -310,6 +321,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		c->rng = 1;
 	c->mean_period = xcalloc((size_t)opts->nevents, sizeof(uint64_t));
 	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
+	c->last = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(*c->last));
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		c->ps[ev].min = UINT64_MAX;
 		if (opts->period)
@@ -477,6 +489,24 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			s->max = r.period;
 		s->n++;
 		s->sum += (double)r.period;
+		uint64_t mean = c->mean_period[r.event];
+		if (mean && c->o.events[r.event]->time_based && r.cpu < (uint32_t)c->o.ncpus) {
+			struct last_sample *l = &c->last[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event];
+			uint64_t d = r.time - l->time;
+			/* only back-to-back samples of a running thread: no sleeps, no migrations */
+			if (l->time && l->tid == r.tid && r.time > l->time && d < mean * 3 / 2) {
+				s->seen_ivals++;
+				if (s->nivals < ARRAY_SIZE(s->ivals))
+					s->ivals[s->nivals++] = d;
+				else {
+					uint64_t j = rng_next(&c->rng) % s->seen_ivals;
+					if (j < ARRAY_SIZE(s->ivals))
+						s->ivals[j] = d;
+				}
+			}
+			l->time = r.time;
+			l->tid = r.tid;
+		}
 	} else if ((size_t)h->size >= sizeof(*h) + c->sample_trailer) {
 		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->sample_trailer);
 		r.pid = (uint32_t)t[0];
@@ -551,6 +581,25 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
 	*mean = s->n ? s->sum / (double)s->n : 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90)
+{
+	struct period_stats *s = &c->ps[event];
+	*p10 = *p50 = *p90 = 0;
+	if (!s->nivals)
+		return 0;
+	qsort(s->ivals, s->nivals, sizeof(uint64_t), cmp_u64);
+	*p10 = s->ivals[s->nivals / 10];
+	*p50 = s->ivals[s->nivals / 2];
+	*p90 = s->ivals[s->nivals * 9 / 10];
+	return s->nivals;
+}
+
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event)
 {
 	return c->mean_period[event];
@@ -569,6 +618,7 @@ void tally_collector_free(struct tally_collector *c)
 	tally_hidx_release(&c->ids);
 	free(c->mean_period);
 	free(c->ps);
+	free(c->last);
 	free(c->stage);
 	free(c->refs);
 	free(c);

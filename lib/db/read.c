@@ -31,6 +31,7 @@ int tally_parse_header_line(const char *line, const char *what, size_t lineno, c
 		goto bad;
 	*key = xstrndup(k, (size_t)(colon - k));
 	*value = xstrdup(v);
+	tally_unescape(*value);
 	return 0;
 bad:
 	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%.40s' (%s)", what, lineno, line, DAMAGED);
@@ -164,6 +165,9 @@ static int parse_counts_list(const char *s, int n, uint64_t *out)
 
 static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
+	struct stat dst;
+	if (stat(db->path, &dst) == 0 && !S_ISDIR(dst.st_mode))
+		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
 	int r = read_text(sb, db->path, "session", path, true);
 	if (r == 1) {
 		struct stat st;
@@ -253,6 +257,8 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		im->id = xstrdup(f[2]);
 		im->id_kind = xstrdup(f[3]);
 		im->pid = atoi(f[4]);
+		tally_unescape(f[5]);
+		tally_unescape(f[6]);
 		im->name = xstrdup(f[5]);
 		im->path = xstrdup(f[6]);
 	}
@@ -435,6 +441,8 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 		if (!t2)
 			continue;
 		*t1 = *t2 = '\0';
+		tally_unescape(t1 + 1);
+		tally_unescape(t2 + 1);
 		GROW(db->tasks, cap, db->ntasks + 1);
 		db->tasks[db->ntasks++] = (struct tally_db_task){ atoi(line), xstrdup(t1 + 1), xstrdup(t2 + 1) };
 	}

@@ -25,9 +25,6 @@ void tally_meta_set(struct tally_meta *m, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	for (char *c = sb.buf; c && *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
 	for (size_t i = 0; i < m->n; i++)
 		if (!strcmp(m->kv[i].key, key)) {
 			free(m->kv[i].value);
@@ -60,8 +57,11 @@ void tally_meta_release(struct tally_meta *m)
 
 static void meta_format(struct strbuf *sb, const struct tally_meta *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		strbuf_addf(sb, "%s: %s\n", m->kv[i].key, m->kv[i].value);
+	for (size_t i = 0; i < m->n; i++) {
+		strbuf_addf(sb, "%s: ", m->kv[i].key);
+		strbuf_add_escaped(sb, m->kv[i].value);
+		strbuf_addch(sb, '\n');
+	}
 }
 
 static char *parent_dir(const char *path)
@@ -421,14 +421,27 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 		if (pid)
 			strbuf_addf(&fname, "-%d", pid);
 		strbuf_addstr(&fname, ".prof");
-		strbuf_addf(&sb, "format-version: %d\nimage: %s\npath: %s\nimage-id: %s\nid-kind: %s\nkind: %s\nindex: %u\n",
-			    TALLY_FORMAT_VERSION, d->name, d->path, d->id, d->id_kind, d->kind, s.cells[i].image);
-		if (s.cells[i].pid)
-			strbuf_addf(&sb, "pid: %d\ncomm: %s\n", s.cells[i].pid, task_comm(a, s.cells[i].pid));
-		strbuf_addf(&sb, "events: %s\nsamples:", tally_meta_get(session, "events"));
+		struct tally_meta h = { 0 };
+		tally_meta_set(&h, "format-version", "%d", TALLY_FORMAT_VERSION);
+		tally_meta_set(&h, "image", "%s", d->name);
+		tally_meta_set(&h, "path", "%s", d->path);
+		tally_meta_set(&h, "image-id", "%s", d->id);
+		tally_meta_set(&h, "id-kind", "%s", d->id_kind);
+		tally_meta_set(&h, "kind", "%s", d->kind);
+		tally_meta_set(&h, "index", "%u", s.cells[i].image);
+		if (s.cells[i].pid) {
+			tally_meta_set(&h, "pid", "%d", s.cells[i].pid);
+			tally_meta_set(&h, "comm", "%s", task_comm(a, s.cells[i].pid));
+		}
+		tally_meta_set(&h, "events", "%s", tally_meta_get(session, "events"));
+		struct strbuf tl = STRBUF_INIT;
 		for (int e = 0; e < ne; e++)
-			strbuf_addf(&sb, "%s%" PRIu64, e ? "," : " ", tot[e]);
-		strbuf_addstr(&sb, "\n\n");
+			strbuf_addf(&tl, "%s%" PRIu64, e ? "," : "", tot[e]);
+		tally_meta_set(&h, "samples", "%s", tl.buf);
+		strbuf_release(&tl);
+		meta_format(&sb, &h);
+		tally_meta_release(&h);
+		strbuf_addch(&sb, '\n');
 		for (size_t k = i; k < j; k++) {
 			strbuf_addf(&sb, "%" PRIx64, s.cells[k].offset);
 			for (int e = 0; e < ne; e++)
@@ -530,15 +543,24 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 	/* 7. image registry and task list */
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# index\tkind\timage-id\tid-kind\tpid\tname\tpath\n");
-	for (size_t i = 0; i < ndimg; i++)
-		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t%s\t%s\n", i, dimg[i].kind, dimg[i].id, dimg[i].id_kind, dimg[i].pid,
-			    dimg[i].name, dimg[i].path);
+	for (size_t i = 0; i < ndimg; i++) {
+		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t", i, dimg[i].kind, dimg[i].id, dimg[i].id_kind, dimg[i].pid);
+		strbuf_add_escaped(&sb, dimg[i].name);
+		strbuf_addch(&sb, '\t');
+		strbuf_add_escaped(&sb, dimg[i].path);
+		strbuf_addch(&sb, '\n');
+	}
 	if ((ret = write_in(dir, "images", &sb)))
 		goto out;
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# pid\tcomm\texe\n");
-	for (size_t i = 0; i < a->ntasks; i++)
-		strbuf_addf(&sb, "%d\t%s\t%s\n", a->tasks[i].pid, a->tasks[i].comm, a->tasks[i].exe ? a->tasks[i].exe : "");
+	for (size_t i = 0; i < a->ntasks; i++) {
+		strbuf_addf(&sb, "%d\t", a->tasks[i].pid);
+		strbuf_add_escaped(&sb, a->tasks[i].comm);
+		strbuf_addch(&sb, '\t');
+		strbuf_add_escaped(&sb, a->tasks[i].exe ? a->tasks[i].exe : "");
+		strbuf_addch(&sb, '\n');
+	}
 	if ((ret = write_in(dir, "tasks", &sb)))
 		goto out;
 

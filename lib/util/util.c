@@ -232,6 +232,37 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 	strbuf_addch(sb, '"');
 }
 
+void strbuf_add_escaped(struct strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '\\': strbuf_addstr(sb, "\\\\"); break;
+		case '\n': strbuf_addstr(sb, "\\n"); break;
+		case '\t': strbuf_addstr(sb, "\\t"); break;
+		case '\r': strbuf_addstr(sb, "\\r"); break;
+		default: strbuf_addch(sb, *s);
+		}
+	}
+}
+
+void tally_unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (*r == '\\' && r[1]) {
+			char c = r[1];
+			char o = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == '\\' ? '\\' : 0;
+			if (o) {
+				*w++ = o;
+				r++;
+				continue;
+			}
+		}
+		*w++ = *r;
+	}
+	*w = '\0';
+}
+
 char *strbuf_detach(struct strbuf *sb)
 {
 	char *r = sb->buf ? sb->buf : xstrdup("");

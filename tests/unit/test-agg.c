@@ -1,0 +1,1009 @@
+/* Unit tests for lib/aggregate: process mappings, the image registry, frame and
+ * stack interning, counts, and synthetic perf records fed through
+ * tally_agg_record the way the collector would hand them over. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+
+#include "tally/agg.h"
+
+/* ---- building kernel records (layouts from linux/perf_event.h) ---- */
+
+/* Every record lives in an 8-byte aligned buffer, as in the ring. */
+struct recbuf {
+	union {
+		struct perf_event_header h;
+		uint64_t align;
+		unsigned char bytes[4096 + 128];
+	} u;
+	struct tally_rec rec;
+};
+
+/* PERF_RECORD_MMAP2 as documented in perf_event.h (sample_id omitted). */
+struct mmap2_body {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	union {
+		struct {
+			uint32_t maj, min;
+			uint64_t ino, ino_generation;
+		} f;
+		struct {
+			uint8_t build_id_size, reserved1;
+			uint16_t reserved2;
+			uint8_t build_id[20];
+		} b;
+	} u;
+	uint32_t prot, flags;
+	char filename[];
+};
+
+static const struct tally_rec *mk_mmap2(struct recbuf *b, uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
+				       uint32_t prot, const char *name, const uint8_t *build_id, uint8_t bid_len,
+				       uint64_t ino)
+{
+	memset(b, 0, sizeof(*b));
+	struct mmap2_body *m = (struct mmap2_body *)(&b->u.h + 1);
+	m->pid = m->tid = pid;
+	m->addr = addr;
+	m->len = len;
+	m->pgoff = pgoff;
+	m->prot = prot;
+	m->flags = MAP_PRIVATE;
+	uint16_t misc = PERF_RECORD_MISC_USER;
+	if (build_id) {
+		misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+		m->u.b.build_id_size = bid_len;
+		memcpy(m->u.b.build_id, build_id, bid_len);
+	} else {
+		m->u.f.maj = 8;
+		m->u.f.min = 1;
+		m->u.f.ino = ino;
+		m->u.f.ino_generation = 0;
+	}
+	size_t nl = strlen(name) + 1;
+	memcpy(m->filename, name, nl);
+	size_t size = sizeof(b->u.h) + sizeof(*m) + ((nl + 7) & ~(size_t)7);
+	b->u.h.type = PERF_RECORD_MMAP2;
+	b->u.h.misc = misc;
+	b->u.h.size = (uint16_t)size;
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_MMAP2, .misc = misc, .event = -1,
+				     .pid = pid, .tid = pid };
+	return &b->rec;
+}
+
+static const struct tally_rec *mk_comm(struct recbuf *b, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+{
+	memset(b, 0, sizeof(*b));
+	uint32_t *ids = (uint32_t *)(&b->u.h + 1);
+	ids[0] = pid;
+	ids[1] = tid;
+	char *c = (char *)(ids + 2);
+	size_t nl = strlen(comm) + 1;
+	memcpy(c, comm, nl);
+	uint16_t misc = PERF_RECORD_MISC_USER | (exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
+	b->u.h.type = PERF_RECORD_COMM;
+	b->u.h.misc = misc;
+	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 8 + ((nl + 7) & ~(size_t)7));
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_COMM, .misc = misc, .event = -1, .pid = pid,
+				     .tid = tid };
+	return &b->rec;
+}
+
+/* FORK and EXIT share a layout: pid, ppid, tid, ptid, time. */
+static const struct tally_rec *mk_task(struct recbuf *b, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid,
+				      uint32_t ptid)
+{
+	memset(b, 0, sizeof(*b));
+	uint32_t *f = (uint32_t *)(&b->u.h + 1);
+	f[0] = pid;
+	f[1] = ppid;
+	f[2] = tid;
+	f[3] = ptid;
+	b->u.h.type = type;
+	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 16 + 8);
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = type, .event = -1, .pid = pid, .tid = tid };
+	return &b->rec;
+}
+
+static const struct tally_rec *mk_lost(struct recbuf *b, uint64_t n)
+{
+	memset(b, 0, sizeof(*b));
+	uint64_t *p = (uint64_t *)(&b->u.h + 1);
+	p[0] = 1234; /* id */
+	p[1] = n;
+	b->u.h.type = PERF_RECORD_LOST;
+	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 16);
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_LOST, .event = -1 };
+	return &b->rec;
+}
+
+static const struct tally_rec *mk_lost_samples(struct recbuf *b, uint64_t n)
+{
+	memset(b, 0, sizeof(*b));
+	uint64_t *p = (uint64_t *)(&b->u.h + 1);
+	p[0] = n;
+	b->u.h.type = PERF_RECORD_LOST_SAMPLES;
+	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 8);
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_LOST_SAMPLES, .event = -1 };
+	return &b->rec;
+}
+
+static const struct tally_rec *mk_sample(struct recbuf *b, uint32_t pid, uint64_t ip, bool kernel, int event,
+					const uint64_t *chain, uint64_t nr)
+{
+	memset(b, 0, sizeof(*b));
+	uint16_t misc = kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER;
+	b->u.h.type = PERF_RECORD_SAMPLE;
+	b->u.h.misc = misc;
+	b->u.h.size = sizeof(b->u.h);
+	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_SAMPLE, .misc = misc, .event = event,
+				     .pid = pid, .tid = pid, .cpu = 0, .time = 1, .ip = ip, .period = 1,
+				     .nr = nr, .chain = chain };
+	return &b->rec;
+}
+
+#define PROT_RX (PROT_READ | PROT_EXEC)
+#define KADDR 0xffffffff81000010ULL
+
+/* The single frame of the stack counted in row r. */
+static const struct tally_frame *row_leaf(const struct tally_agg *a, size_t r)
+{
+	assert_true(r < a->nrows);
+	const struct tally_stack *st = &a->stacks[a->rows[r].stack];
+	assert_true(st->len >= 1);
+	return &a->frames[a->stack_frames[st->first]];
+}
+
+/* The count of the row whose stack is exactly [image:offset], pid, event. */
+static uint64_t count_of(const struct tally_agg *a, uint32_t image, uint64_t offset, int pid, int event)
+{
+	uint64_t sum = 0;
+	for (size_t r = 0; r < a->nrows; r++) {
+		const struct tally_stack *st = &a->stacks[a->rows[r].stack];
+		const struct tally_frame *f = &a->frames[a->stack_frames[st->first]];
+		if (st->len == 1 && f->image == image && f->offset == offset && a->rows[r].pid == pid)
+			sum += a->counts[r * (size_t)a->nevents + (size_t)event];
+	}
+	return sum;
+}
+
+/* ---- maps ---- */
+
+static void check_map(const struct tally_map *m, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image)
+{
+	if (m->start != start || m->end != end || m->pgoff != pgoff || m->image != image)
+		fail_msg("map [%#llx,%#llx) pgoff %#llx image %u, want [%#llx,%#llx) pgoff %#llx image %u",
+			 (unsigned long long)m->start, (unsigned long long)m->end, (unsigned long long)m->pgoff,
+			 m->image, (unsigned long long)start, (unsigned long long)end, (unsigned long long)pgoff, image);
+}
+
+static void check_sorted(const struct tally_proc *p)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		assert_true(p->maps[i].start < p->maps[i].end);
+		if (i)
+			assert_true(p->maps[i - 1].end <= p->maps[i].start);
+	}
+}
+
+static void test_agg__map_add_disjoint_sorted(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_proc *p = tally_agg_proc(&a, 7, true);
+	/* inserted out of order: kept sorted */
+	tally_proc_add_map(p, 0x5000, 0x6000, 0x0, 3);
+	tally_proc_add_map(p, 0x1000, 0x2000, 0x10, 1);
+	tally_proc_add_map(p, 0x3000, 0x4000, 0x20, 2);
+	tally_proc_add_map(p, 0x2000, 0x3000, 0x30, 4); /* adjacent on both sides: no overlap */
+	assert_int_equal(p->nmaps, 4);
+	check_sorted(p);
+	check_map(&p->maps[0], 0x1000, 0x2000, 0x10, 1);
+	check_map(&p->maps[1], 0x2000, 0x3000, 0x30, 4);
+	check_map(&p->maps[2], 0x3000, 0x4000, 0x20, 2);
+	check_map(&p->maps[3], 0x5000, 0x6000, 0x0, 3);
+	/* an empty or inverted range is ignored */
+	tally_proc_add_map(p, 0x8000, 0x8000, 0, 9);
+	tally_proc_add_map(p, 0x9000, 0x8000, 0, 9);
+	assert_int_equal(p->nmaps, 4);
+	tally_agg_release(&a);
+}
+
+static void test_agg__map_split_middle(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_proc *p = tally_agg_proc(&a, 7, true);
+	tally_proc_add_map(p, 0x10000, 0x20000, 0x1000, 1);
+	tally_proc_add_map(p, 0x14000, 0x15000, 0x0, 2);
+	assert_int_equal(p->nmaps, 3);
+	check_sorted(p);
+	check_map(&p->maps[0], 0x10000, 0x14000, 0x1000, 1);
+	check_map(&p->maps[1], 0x14000, 0x15000, 0x0, 2);
+	/* the tail keeps mapping the same file bytes it did before */
+	check_map(&p->maps[2], 0x15000, 0x20000, 0x1000 + 0x5000, 1);
+	tally_agg_release(&a);
+}
+
+static void test_agg__map_trim_ends(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_proc *p = tally_agg_proc(&a, 7, true);
+	/* new map over the end of an old one */
+	tally_proc_add_map(p, 0x1000, 0x3000, 0x0, 1);
+	tally_proc_add_map(p, 0x2000, 0x4000, 0x500, 2);
+	assert_int_equal(p->nmaps, 2);
+	check_map(&p->maps[0], 0x1000, 0x2000, 0x0, 1);
+	check_map(&p->maps[1], 0x2000, 0x4000, 0x500, 2);
+
+	/* new map over the start of an old one: the rest moves its pgoff */
+	struct tally_proc *q = tally_agg_proc(&a, 8, true);
+	tally_proc_add_map(q, 0x2000, 0x4000, 0x10000, 1);
+	tally_proc_add_map(q, 0x1000, 0x3000, 0x0, 2);
+	assert_int_equal(q->nmaps, 2);
+	check_map(&q->maps[0], 0x1000, 0x3000, 0x0, 2);
+	check_map(&q->maps[1], 0x3000, 0x4000, 0x11000, 1);
+
+	/* new map bridging two old ones, trimming the end of one and the start of the other */
+	struct tally_proc *r = tally_agg_proc(&a, 9, true);
+	tally_proc_add_map(r, 0x1000, 0x3000, 0x0, 1);
+	tally_proc_add_map(r, 0x3000, 0x6000, 0x0, 2);
+	tally_proc_add_map(r, 0x2000, 0x4000, 0x0, 3);
+	assert_int_equal(r->nmaps, 3);
+	check_map(&r->maps[0], 0x1000, 0x2000, 0x0, 1);
+	check_map(&r->maps[1], 0x2000, 0x4000, 0x0, 3);
+	check_map(&r->maps[2], 0x4000, 0x6000, 0x1000, 2);
+	tally_agg_release(&a);
+}
+
+static void test_agg__map_replace(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_proc *p = tally_agg_proc(&a, 7, true);
+	tally_proc_add_map(p, 0x1000, 0x2000, 0x0, 1);
+	tally_proc_add_map(p, 0x1000, 0x2000, 0x3000, 2);
+	assert_int_equal(p->nmaps, 1);
+	check_map(&p->maps[0], 0x1000, 0x2000, 0x3000, 2);
+
+	/* one new map swallowing several old ones, keeping those outside */
+	tally_proc_add_map(p, 0x2000, 0x3000, 0x0, 3);
+	tally_proc_add_map(p, 0x3000, 0x4000, 0x0, 4);
+	tally_proc_add_map(p, 0x5000, 0x6000, 0x0, 5);
+	tally_proc_add_map(p, 0x8000, 0x9000, 0x0, 6);
+	tally_proc_add_map(p, 0x1000, 0x7000, 0x0, 7);
+	assert_int_equal(p->nmaps, 2);
+	check_map(&p->maps[0], 0x1000, 0x7000, 0x0, 7);
+	check_map(&p->maps[1], 0x8000, 0x9000, 0x0, 6);
+	tally_agg_release(&a);
+}
+
+static void test_agg__map_find(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_proc *p = tally_agg_proc(&a, 7, true);
+	assert_null(tally_proc_find_map(p, 0x1000)); /* no maps at all */
+	/* 100 maps with gaps, inserted in a scrambled order */
+	for (uint64_t k = 0; k < 100; k++) {
+		uint64_t i = (k * 37) % 100;
+		tally_proc_add_map(p, 0x100000 + i * 0x2000, 0x100000 + i * 0x2000 + 0x1000, i, (uint32_t)i);
+	}
+	assert_int_equal(p->nmaps, 100);
+	check_sorted(p);
+	for (uint64_t i = 0; i < 100; i++) {
+		uint64_t s = 0x100000 + i * 0x2000;
+		const struct tally_map *m = tally_proc_find_map(p, s);
+		assert_non_null(m);
+		assert_int_equal(m->image, i);
+		m = tally_proc_find_map(p, s + 0xfff);
+		assert_non_null(m);
+		assert_int_equal(m->image, i);
+		assert_null(tally_proc_find_map(p, s + 0x1000)); /* end is exclusive: a gap */
+		assert_null(tally_proc_find_map(p, s - 1));
+	}
+	assert_null(tally_proc_find_map(p, 0));
+	assert_null(tally_proc_find_map(p, UINT64_MAX));
+	/* the last-hit cache must not answer for an address it does not contain */
+	const struct tally_map *m = tally_proc_find_map(p, 0x100000 + 50 * 0x2000);
+	assert_int_equal(m->image, 50);
+	m = tally_proc_find_map(p, 0x100000 + 51 * 0x2000 + 5);
+	assert_int_equal(m->image, 51);
+	/* a change to the maps invalidates the cache */
+	tally_proc_add_map(p, 0x100000 + 51 * 0x2000, 0x100000 + 51 * 0x2000 + 0x1000, 0, 999);
+	m = tally_proc_find_map(p, 0x100000 + 51 * 0x2000 + 5);
+	assert_int_equal(m->image, 999);
+	tally_agg_release(&a);
+}
+
+/* ---- registry and interning ---- */
+
+static void test_agg__init(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 3, true, false);
+	assert_int_equal(a.nevents, 3);
+	assert_true(a.per_pid);
+	assert_int_equal(a.nimages, 1);
+	assert_int_equal(a.images[a.kernel_image].kind, TALLY_IMG_KERNEL);
+	for (int e = 0; e < 3; e++)
+		assert_int_equal(a.samples[e], 0);
+	assert_int_equal(a.nrows, 0);
+	tally_agg_release(&a);
+	tally_agg_release(&a); /* released twice: harmless */
+}
+
+static void test_agg__image_dedupe(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	uint8_t id1[20], id2[20];
+	for (int i = 0; i < 20; i++) {
+		id1[i] = (uint8_t)i;
+		id2[i] = (uint8_t)(i + 1);
+	}
+	char path[] = "/usr/bin/thing";
+	struct tally_image k = { .kind = TALLY_IMG_FILE, .path = path, .build_id_len = 20 };
+	memcpy(k.build_id, id1, 20);
+	uint32_t i1 = tally_agg_image(&a, &k);
+	assert_int_not_equal(i1, a.kernel_image);
+	/* the registry copies the path */
+	path[1] = 'X';
+	assert_string_equal(a.images[i1].path, "/usr/bin/thing");
+	path[1] = 'u';
+	struct tally_image k2 = k;
+	char path2[] = "/usr/bin/thing";
+	k2.path = path2;
+	assert_int_equal(tally_agg_image(&a, &k2), i1);
+	/* another build-id: another image */
+	memcpy(k2.build_id, id2, 20);
+	uint32_t i2 = tally_agg_image(&a, &k2);
+	assert_int_not_equal(i2, i1);
+	assert_int_equal(tally_agg_image(&a, &k2), i2);
+	/* a shorter build-id prefix is another id too */
+	k2.build_id_len = 8;
+	memcpy(k2.build_id, id1, 8);
+	uint32_t i3 = tally_agg_image(&a, &k2);
+	assert_int_not_equal(i3, i1);
+	/* same build-id, other path: another image */
+	char path3[] = "/usr/bin/other";
+	k.path = path3;
+	uint32_t i4 = tally_agg_image(&a, &k);
+	assert_true(i4 != i1 && i4 != i2 && i4 != i3);
+	assert_int_equal(a.nimages, 5);
+	tally_agg_release(&a);
+}
+
+static void test_agg__image_no_build_id(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_image k = { .kind = TALLY_IMG_FILE, .path = (char *)"/lib/x.so", .maj = 8, .min = 1, .ino = 42 };
+	uint32_t i1 = tally_agg_image(&a, &k);
+	assert_int_equal(tally_agg_image(&a, &k), i1);
+	k.ino = 43; /* the file was replaced */
+	uint32_t i2 = tally_agg_image(&a, &k);
+	assert_int_not_equal(i1, i2);
+	k.ino = 42;
+	k.ino_gen = 1;
+	assert_int_not_equal(tally_agg_image(&a, &k), i1);
+	k.ino_gen = 0;
+	k.min = 2;
+	assert_int_not_equal(tally_agg_image(&a, &k), i1);
+	/* the pid a file was seen in does not split it */
+	k.min = 1;
+	k.pid = 999;
+	assert_int_equal(tally_agg_image(&a, &k), i1);
+	tally_agg_release(&a);
+}
+
+static void test_agg__image_nomap_per_pid(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_image k = { .kind = TALLY_IMG_NOMAP, .path = (char *)"", .pid = 10 };
+	uint32_t n10 = tally_agg_image(&a, &k);
+	k.pid = 11;
+	uint32_t n11 = tally_agg_image(&a, &k);
+	assert_int_not_equal(n10, n11);
+	k.pid = 10;
+	assert_int_equal(tally_agg_image(&a, &k), n10);
+	/* kinds are distinct even with equal paths */
+	struct tally_image j = { .kind = TALLY_IMG_JIT, .path = (char *)"", .pid = 10 };
+	assert_int_not_equal(tally_agg_image(&a, &j), n10);
+	tally_agg_release(&a);
+}
+
+static void test_agg__frame_stack_interning(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t f1 = tally_agg_frame(&a, 1, 0x10);
+	uint32_t f2 = tally_agg_frame(&a, 1, 0x20);
+	uint32_t f3 = tally_agg_frame(&a, 2, 0x10);
+	assert_int_equal(tally_agg_frame(&a, 1, 0x10), f1);
+	assert_true(f1 != f2 && f1 != f3 && f2 != f3);
+	assert_int_equal(a.nframes, 3);
+	assert_int_equal(a.frames[f3].image, 2);
+	assert_int_equal(a.frames[f3].offset, 0x10);
+
+	uint32_t s_a[] = { f1, f2, f3 };
+	uint32_t s_b[] = { f1, f2, f3 };
+	uint32_t s_c[] = { f1, f2 };
+	uint32_t s_d[] = { f2, f1, f3 };
+	uint32_t st1 = tally_agg_stack(&a, s_a, 3);
+	assert_int_equal(tally_agg_stack(&a, s_b, 3), st1);
+	uint32_t st2 = tally_agg_stack(&a, s_c, 2);
+	assert_int_not_equal(st2, st1);
+	uint32_t st3 = tally_agg_stack(&a, s_d, 3);
+	assert_true(st3 != st1 && st3 != st2);
+	assert_int_equal(tally_agg_stack(&a, s_c, 2), st2);
+	assert_int_equal(a.nstacks, 3);
+	assert_int_equal(a.stacks[st1].len, 3);
+	assert_memory_equal(&a.stack_frames[a.stacks[st1].first], s_a, sizeof(s_a));
+	assert_memory_equal(&a.stack_frames[a.stacks[st2].first], s_c, sizeof(s_c));
+	assert_memory_equal(&a.stack_frames[a.stacks[st3].first], s_d, sizeof(s_d));
+
+	/* many of each, through several table resizes */
+	for (uint32_t i = 0; i < 5000; i++)
+		assert_int_equal(tally_agg_frame(&a, i % 7, 0x1000 + i), 3 + i);
+	for (uint32_t i = 0; i < 5000; i++)
+		assert_int_equal(tally_agg_frame(&a, i % 7, 0x1000 + i), 3 + i);
+	for (uint32_t i = 0; i < 3000; i++) {
+		uint32_t fr[4] = { i, i + 1, i + 2, i + 3 };
+		assert_int_equal(tally_agg_stack(&a, fr, 4), 3 + i);
+	}
+	for (uint32_t i = 0; i < 3000; i++) {
+		uint32_t fr[4] = { i, i + 1, i + 2, i + 3 };
+		assert_int_equal(tally_agg_stack(&a, fr, 4), 3 + i);
+	}
+	/* earlier stacks survived the reallocation of stack_frames */
+	assert_int_equal(tally_agg_stack(&a, s_a, 3), st1);
+	assert_memory_equal(&a.stack_frames[a.stacks[st1].first], s_a, sizeof(s_a));
+	tally_agg_release(&a);
+}
+
+static void test_agg__count(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 2, true, false);
+	uint32_t f = tally_agg_frame(&a, 0, 0x1);
+	uint32_t g = tally_agg_frame(&a, 0, 0x2);
+	uint32_t s1 = tally_agg_stack(&a, &f, 1);
+	uint32_t s2 = tally_agg_stack(&a, &g, 1);
+	tally_agg_count(&a, s1, 100, 0, 1);
+	tally_agg_count(&a, s1, 100, 0, 2);
+	tally_agg_count(&a, s1, 100, 1, 5);
+	tally_agg_count(&a, s1, 200, 0, 7);
+	tally_agg_count(&a, s2, 100, 1, 11);
+	assert_int_equal(a.nrows, 3);
+	for (size_t r = 0; r < a.nrows; r++) {
+		const uint64_t *c = &a.counts[r * 2];
+		if (a.rows[r].stack == s1 && a.rows[r].pid == 100) {
+			assert_int_equal(c[0], 3);
+			assert_int_equal(c[1], 5);
+		} else if (a.rows[r].stack == s1 && a.rows[r].pid == 200) {
+			assert_int_equal(c[0], 7);
+			assert_int_equal(c[1], 0);
+		} else if (a.rows[r].stack == s2 && a.rows[r].pid == 100) {
+			assert_int_equal(c[0], 0);
+			assert_int_equal(c[1], 11);
+		} else {
+			fail_msg("unexpected row stack %u pid %d", a.rows[r].stack, a.rows[r].pid);
+		}
+	}
+	/* many rows: counts stay zeroed for new rows after the arrays grow */
+	for (uint32_t i = 0; i < 2000; i++) {
+		uint32_t fr = tally_agg_frame(&a, 1, i);
+		uint32_t st = tally_agg_stack(&a, &fr, 1);
+		tally_agg_count(&a, st, 1, (int)(i % 2), i + 1);
+	}
+	assert_int_equal(a.nrows, 2003);
+	uint64_t tot[2] = { 0, 0 };
+	for (size_t r = 0; r < a.nrows; r++) {
+		tot[0] += a.counts[r * 2];
+		tot[1] += a.counts[r * 2 + 1];
+	}
+	/* sum over i of (i+1): odd i+1 for even i go to event 0 */
+	uint64_t want0 = 0, want1 = 0;
+	for (uint32_t i = 0; i < 2000; i++)
+		if (i % 2)
+			want1 += i + 1;
+		else
+			want0 += i + 1;
+	assert_int_equal(tot[0], want0 + 3 + 7);
+	assert_int_equal(tot[1], want1 + 5 + 11);
+	tally_agg_release(&a);
+}
+
+static void test_agg__proc_lookup(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	assert_null(tally_agg_proc(&a, 5, false));
+	struct tally_proc *p5 = tally_agg_proc(&a, 5, true);
+	assert_non_null(p5);
+	assert_int_equal(p5->pid, 5);
+	assert_ptr_equal(tally_agg_proc(&a, 5, true), p5);
+	for (int pid = 1000; pid < 3000; pid++)
+		tally_agg_proc(&a, pid, true);
+	assert_int_equal(a.nprocs, 2001);
+	assert_ptr_equal(tally_agg_proc(&a, 5, false), p5);
+	for (int pid = 1000; pid < 3000; pid++)
+		assert_int_equal(tally_agg_proc(&a, pid, false)->pid, pid);
+	assert_null(tally_agg_proc(&a, 3000, false));
+	tally_agg_release(&a);
+}
+
+/* ---- records ---- */
+
+static void test_agg__record_mmap2_sample(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_non_null(p);
+	assert_int_equal(p->nmaps, 1);
+	assert_string_equal(p->exe, "/bin/true");
+
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.samples[0], 1);
+	assert_int_equal(a.nrows, 1);
+	const struct tally_frame *f = row_leaf(&a, 0);
+	const uint32_t img = f->image;
+	assert_int_equal(a.stacks[a.rows[0].stack].len, 1);
+	assert_int_equal(a.images[img].kind, TALLY_IMG_FILE);
+	assert_string_equal(a.images[img].path, "/bin/true");
+	assert_int_equal(a.images[img].ino, 77);
+	assert_int_equal(f->offset, 0x1010);
+	assert_int_equal(a.counts[0], 1);
+	assert_int_equal(a.rows[0].pid, 0); /* not per-pid */
+	assert_true(p->sampled);
+
+	/* the same place again: the same row, counted twice */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.nrows, 1);
+	assert_int_equal(a.counts[0], 2);
+	/* the last byte of the mapping */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x401fff, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, img, 0x2fff, 0, 0), 1);
+	assert_int_equal(a.samples[0], 3);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_mmap2_ignored(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	/* not executable: not a code mapping */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x600000, 0x1000, 0, PROT_READ | PROT_WRITE, "/bin/true", NULL, 0, 1));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_true(!p || p->nmaps == 0);
+	assert_int_equal(a.nimages, 1);
+	/* a record too short to hold a file name is ignored, not read past */
+	const struct tally_rec *r = mk_mmap2(&b, 101, 0x400000, 0x1000, 0, PROT_RX, "/bin/true", NULL, 0, 1);
+	b.u.h.size = (uint16_t)(sizeof(b.u.h) + sizeof(struct mmap2_body));
+	tally_agg_record(&a, r);
+	p = tally_agg_proc(&a, 101, false);
+	assert_true(!p || p->nmaps == 0);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_mmap2_build_id(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	uint8_t id[20];
+	for (int i = 0; i < 20; i++)
+		id[i] = (uint8_t)(0xa0 + i);
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x7f0000000000, 0x10000, 0x2000, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	/* the same file in another process: one image */
+	tally_agg_record(&a, mk_mmap2(&b, 200, 0x7f1000000000, 0x10000, 0x2000, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	assert_int_equal(a.nimages, 2);
+	const struct tally_image *im = &a.images[1];
+	assert_int_equal(im->kind, TALLY_IMG_FILE);
+	assert_int_equal(im->build_id_len, 20);
+	assert_memory_equal(im->build_id, id, 20);
+	tally_agg_record(&a, mk_sample(&b, 200, 0x7f1000000100, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, 1, 0x2100, 0, 0), 1);
+	/* a rebuilt library with the same path: another image */
+	id[0] ^= 0xff;
+	tally_agg_record(&a, mk_mmap2(&b, 300, 0x7f2000000000, 0x10000, 0, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	assert_int_equal(a.nimages, 3);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_anon_and_vdso(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x10000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x20000, 0x1000, 0, PROT_RX, "[vdso]", NULL, 0, 0));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_int_equal(p->nmaps, 2);
+	assert_int_equal(p->maps[0].image, TALLY_MAP_ANON);
+	assert_int_equal(a.images[p->maps[1].image].kind, TALLY_IMG_VDSO);
+	assert_null(p->exe); /* neither names an executable */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x20040, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, p->maps[1].image, 0x40, 0, 0), 1);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_fork_copies_maps(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "parent", false));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 101, 100, 101, 100));
+	struct tally_proc *c = tally_agg_proc(&a, 101, false);
+	assert_non_null(c);
+	assert_int_equal(c->nmaps, 1);
+	assert_string_equal(c->comm, "parent");
+	assert_string_equal(c->exe, "/bin/true");
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0));
+	const struct tally_frame *f = row_leaf(&a, 0);
+	assert_string_equal(a.images[f->image].path, "/bin/true");
+	assert_int_equal(f->offset, 0x1010);
+
+	/* the child's maps are its own: a change in the parent does not leak into it */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_string_equal(a.images[p->maps[0].image].path, "/bin/false");
+	c = tally_agg_proc(&a, 101, false);
+	assert_string_equal(a.images[c->maps[0].image].path, "/bin/true");
+
+	/* a new thread (pid == ppid) creates no process */
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 100, 100, 150, 100));
+	assert_null(tally_agg_proc(&a, 150, false));
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_fork_parent_without_maps(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	/* the parent is known (by its comm) but has no mappings yet */
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "sh", false));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 101, 100, 101, 100));
+	struct tally_proc *c = tally_agg_proc(&a, 101, false);
+	assert_non_null(c);
+	assert_int_equal(c->nmaps, 0);
+	assert_string_equal(c->comm, "sh");
+	/* an unknown parent: the child exists, empty */
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 301, 300, 301, 300));
+	c = tally_agg_proc(&a, 301, false);
+	assert_non_null(c);
+	assert_int_equal(c->nmaps, 0);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_comm_exec_clears_maps(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	/* a plain comm change (prctl) keeps the maps */
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "renamed", false));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_int_equal(p->nmaps, 1);
+	assert_string_equal(p->comm, "renamed");
+	/* a thread's comm does not rename the process */
+	tally_agg_record(&a, mk_comm(&b, 100, 105, "worker", false));
+	assert_string_equal(p->comm, "renamed");
+	/* exec: a new program, the old maps are gone */
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "a-very-long-command-name", true));
+	p = tally_agg_proc(&a, 100, false);
+	assert_int_equal(p->nmaps, 0);
+	assert_null(p->exe);
+	assert_string_equal(p->comm, "a-very-long-com"); /* 15 characters, like the kernel */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	const struct tally_frame *f = row_leaf(&a, 0);
+	assert_int_equal(a.images[f->image].kind, TALLY_IMG_NOMAP);
+	assert_int_equal(f->offset, 0x400010);
+	/* the new program's mapping is used from then on */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x1000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
+	assert_string_equal(p->exe, "/bin/false");
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.nrows, 2);
+	f = row_leaf(&a, 1);
+	assert_string_equal(a.images[f->image].path, "/bin/false");
+	assert_int_equal(f->offset, 0x10);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_kernel_sample(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	assert_false(a.kernel_samples);
+	tally_agg_record(&a, mk_sample(&b, 100, KADDR, true, 0, NULL, 0));
+	const struct tally_frame *f = row_leaf(&a, 0);
+	assert_int_equal(f->image, a.kernel_image);
+	assert_int_equal(f->offset, KADDR);
+	assert_true(a.kernel_samples);
+	/* kernel mode even at an address a user mapping covers */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, true, 0, NULL, 0));
+	assert_int_equal(count_of(&a, a.kernel_image, 0x400010, 0, 0), 1);
+	/* the idle task (pid 0) in the kernel */
+	tally_agg_record(&a, mk_sample(&b, 0, KADDR, true, 0, NULL, 0));
+	assert_int_equal(count_of(&a, a.kernel_image, KADDR, 0, 0), 2);
+	assert_int_equal(a.samples[0], 3);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_nomap_sample(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x900000, false, 0, NULL, 0));
+	const struct tally_frame *f = row_leaf(&a, 0);
+	const uint32_t nomap = f->image;
+	assert_int_equal(a.images[nomap].kind, TALLY_IMG_NOMAP);
+	assert_int_equal(f->offset, 0x900000);
+	/* a sample from a process never seen before: nomap too (no procfs lookups) */
+	tally_agg_record(&a, mk_sample(&b, 4000000, 0x123456, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, nomap, 0x123456, 0, 0), 1);
+	assert_int_equal(a.images[nomap].pid, 0); /* not per-pid: one shared nomap image */
+	/* anonymous executable memory (no JIT map) */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x10000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x10010, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, nomap, 0x10010, 0, 0), 1);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_per_pid(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 2, true, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 101, 100, 101, 100));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 1, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 1, NULL, 0));
+	uint32_t img = row_leaf(&a, 0)->image;
+	assert_int_equal(a.nrows, 2);
+	assert_int_equal(count_of(&a, img, 0x1010, 100, 0), 1);
+	assert_int_equal(count_of(&a, img, 0x1010, 100, 1), 0);
+	assert_int_equal(count_of(&a, img, 0x1010, 101, 0), 1);
+	assert_int_equal(count_of(&a, img, 0x1010, 101, 1), 2);
+	assert_int_equal(a.samples[0], 2);
+	assert_int_equal(a.samples[1], 2);
+	/* per-pid nomap images are per process */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x900000, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 101, 0x900000, false, 0, NULL, 0));
+	struct tally_proc *p100 = tally_agg_proc(&a, 100, false), *p101 = tally_agg_proc(&a, 101, false);
+	assert_int_not_equal(p100->nomap_image, p101->nomap_image);
+	assert_int_equal(a.images[p100->nomap_image].pid, 100);
+	assert_int_equal(a.images[p101->nomap_image].pid, 101);
+	/* an event index out of range is dropped, not counted anywhere */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 2, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, -1, NULL, 0));
+	assert_int_equal(a.samples[0] + a.samples[1], 6);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_callchain(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	uint64_t chain[] = { PERF_CONTEXT_KERNEL, KADDR, KADDR + 0x100, PERF_CONTEXT_USER, 0x400010, 0x400200 };
+	tally_agg_record(&a, mk_sample(&b, 100, KADDR, true, 0, chain, ARRAY_SIZE(chain)));
+	assert_int_equal(a.nrows, 1);
+	const struct tally_stack *st = &a.stacks[a.rows[0].stack];
+	assert_int_equal(st->len, 4); /* context markers are not frames */
+	const struct tally_frame *fr[4];
+	for (int i = 0; i < 4; i++)
+		fr[i] = &a.frames[a.stack_frames[st->first + (uint32_t)i]];
+	assert_int_equal(fr[0]->image, a.kernel_image);
+	assert_int_equal(fr[0]->offset, KADDR);
+	assert_int_equal(fr[1]->image, a.kernel_image);
+	assert_int_equal(fr[1]->offset, KADDR + 0x100);
+	assert_string_equal(a.images[fr[2]->image].path, "/bin/true");
+	assert_int_equal(fr[2]->offset, 0x1010);
+	assert_int_equal(fr[3]->image, fr[2]->image);
+	assert_int_equal(fr[3]->offset, 0x1200);
+	const uint32_t true_img = fr[2]->image;
+	/* the same chain again: the same interned stack */
+	tally_agg_record(&a, mk_sample(&b, 100, KADDR, true, 0, chain, ARRAY_SIZE(chain)));
+	assert_int_equal(a.nrows, 1);
+	assert_int_equal(a.nstacks, 1);
+	assert_int_equal(a.counts[0], 2);
+	/* a chain of only markers falls back to the sample ip */
+	uint64_t only[] = { PERF_CONTEXT_USER };
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400020, false, 0, only, 1));
+	assert_int_equal(count_of(&a, true_img, 0x1020, 0, 0), 1);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_deep_callchain(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x100000, 0, PROT_RX, "/bin/true", NULL, 0, 77));
+	enum { DEPTH = 600 };
+	uint64_t *chain = calloc(DEPTH + 1, sizeof(uint64_t));
+	chain[0] = PERF_CONTEXT_USER;
+	for (int i = 1; i <= DEPTH; i++)
+		chain[i] = 0x400000 + (uint64_t)i * 16;
+	tally_agg_record(&a, mk_sample(&b, 100, chain[1], false, 0, chain, DEPTH + 1));
+	assert_int_equal(a.nrows, 1);
+	assert_int_equal(a.stacks[a.rows[0].stack].len, ARRAY_SIZE(a.scratch_frames));
+	assert_int_equal(a.max_depth_truncated, 1);
+	assert_int_equal(a.samples[0], 1);
+	free(chain);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_lost_throttle(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_lost(&b, 17));
+	tally_agg_record(&a, mk_lost(&b, 3));
+	assert_int_equal(a.lost, 20);
+	tally_agg_record(&a, mk_lost_samples(&b, 5));
+	assert_int_equal(a.lost, 25);
+	/* a truncated LOST record adds nothing */
+	const struct tally_rec *r = mk_lost(&b, 1000);
+	b.u.h.size = sizeof(b.u.h) + 8;
+	tally_agg_record(&a, r);
+	assert_int_equal(a.lost, 25);
+	struct perf_event_header h = { .type = PERF_RECORD_THROTTLE, .misc = 0, .size = sizeof(h) + 24 };
+	struct tally_rec t = { .raw = &h, .type = PERF_RECORD_THROTTLE, .event = -1 };
+	tally_agg_record(&a, &t);
+	tally_agg_record(&a, &t);
+	h.type = PERF_RECORD_UNTHROTTLE;
+	t.type = PERF_RECORD_UNTHROTTLE;
+	tally_agg_record(&a, &t);
+	assert_int_equal(a.throttled, 2);
+	assert_int_equal(a.unthrottled, 1);
+	assert_int_equal(a.nrows, 0);
+	assert_int_equal(a.samples[0], 0);
+	tally_agg_release(&a);
+}
+
+static void test_agg__record_exit_and_tasks(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "worker", true));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_comm(&b, 200, 200, "idle", true)); /* never sampled */
+	tally_agg_record(&a, mk_comm(&b, 300, 300, "alive", true));
+	tally_agg_record(&a, mk_sample(&b, 300, 0x1000, false, 0, NULL, 0));
+	/* a thread's exit does not end the process */
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 100, 1, 101, 1));
+	tally_agg_collect_dead(&a);
+	tally_agg_collect_dead(&a);
+	tally_agg_collect_dead(&a);
+	assert_non_null(tally_agg_proc(&a, 100, false));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 100, 1, 100, 1));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 200, 1, 200, 1));
+	/* records of the exiting process may still be in flight: kept one more round */
+	tally_agg_collect_dead(&a);
+	assert_non_null(tally_agg_proc(&a, 100, false));
+	tally_agg_collect_dead(&a);
+	assert_null(tally_agg_proc(&a, 100, false));
+	assert_null(tally_agg_proc(&a, 200, false));
+	assert_non_null(tally_agg_proc(&a, 300, false));
+	assert_int_equal(a.ntasks, 1); /* only sampled processes are remembered */
+	assert_int_equal(a.tasks[0].pid, 100);
+	assert_string_equal(a.tasks[0].comm, "worker");
+	assert_string_equal(a.tasks[0].exe, "/bin/true");
+	tally_agg_tasks(&a);
+	assert_int_equal(a.ntasks, 2);
+	assert_int_equal(a.tasks[1].pid, 300);
+	assert_string_equal(a.tasks[1].comm, "alive");
+	assert_null(a.tasks[1].exe);
+	tally_agg_release(&a);
+}
+
+static void test_agg__load_procfs_self(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	int pid = (int)getpid();
+	assert_int_equal(tally_agg_load_procfs(&a, pid), 0);
+	struct tally_proc *p = tally_agg_proc(&a, pid, false);
+	assert_non_null(p);
+	assert_true(p->nmaps >= 2);
+	check_sorted(p);
+	assert_non_null(p->exe);
+	assert_str_has(p->exe, "test-agg");
+	assert_str_has(p->comm, "test-agg");
+	/* this very function's code is in a mapping of our executable */
+	const struct tally_map *m = tally_proc_find_map(p, (uint64_t)(uintptr_t)&test_agg__load_procfs_self);
+	assert_non_null(m);
+	assert_int_not_equal(m->image, TALLY_MAP_ANON);
+	assert_str_has(a.images[m->image].path, "test-agg");
+	/* a process that does not exist */
+	assert_true(tally_agg_load_procfs(&a, 0x3fffffff) < 0);
+	assert_errmsg_has("/proc/1073741823/maps");
+	tally_agg_release(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_agg__map_add_disjoint_sorted),
+		cmocka_unit_test(test_agg__map_split_middle),
+		cmocka_unit_test(test_agg__map_trim_ends),
+		cmocka_unit_test(test_agg__map_replace),
+		cmocka_unit_test(test_agg__map_find),
+		cmocka_unit_test(test_agg__init),
+		cmocka_unit_test(test_agg__image_dedupe),
+		cmocka_unit_test(test_agg__image_no_build_id),
+		cmocka_unit_test(test_agg__image_nomap_per_pid),
+		cmocka_unit_test(test_agg__frame_stack_interning),
+		cmocka_unit_test(test_agg__count),
+		cmocka_unit_test(test_agg__proc_lookup),
+		cmocka_unit_test(test_agg__record_mmap2_sample),
+		cmocka_unit_test(test_agg__record_mmap2_ignored),
+		cmocka_unit_test(test_agg__record_mmap2_build_id),
+		cmocka_unit_test(test_agg__record_anon_and_vdso),
+		cmocka_unit_test(test_agg__record_fork_copies_maps),
+		cmocka_unit_test(test_agg__record_fork_parent_without_maps),
+		cmocka_unit_test(test_agg__record_comm_exec_clears_maps),
+		cmocka_unit_test(test_agg__record_kernel_sample),
+		cmocka_unit_test(test_agg__record_nomap_sample),
+		cmocka_unit_test(test_agg__record_per_pid),
+		cmocka_unit_test(test_agg__record_callchain),
+		cmocka_unit_test(test_agg__record_deep_callchain),
+		cmocka_unit_test(test_agg__record_lost_throttle),
+		cmocka_unit_test(test_agg__record_exit_and_tasks),
+		cmocka_unit_test(test_agg__load_procfs_self),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

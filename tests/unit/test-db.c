@@ -1,0 +1,1035 @@
+/* Unit tests for lib/db: the line parsers, a write/read round trip of a
+ * hand-built aggregate, the refusal and replacement rules of the writer, and
+ * the reader's diagnosis of damaged databases (file and line named). */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+
+#include "tally/agg.h"
+#include "tally/db.h"
+#include "tally/elfinfo.h"
+
+/* ---- tally_parse_header_line ---- */
+
+static void test_db__header_line_good(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line, *key, *value;
+	} ok[] = {
+		{ "format-version: 1", "format-version", "1" },
+		{ "key:", "key", "" },
+		{ "key: ", "key", "" },
+		{ "a.b-c_D9: x: y", "a.b-c_D9", "x: y" },
+		{ "path: /usr/lib/x86_64-linux-gnu/libc.so.6", "path", "/usr/lib/x86_64-linux-gnu/libc.so.6" },
+		{ "k:  two spaces", "k", " two spaces" },
+		{ "samples: 1,2,3", "samples", "1,2,3" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+		char *k = NULL, *v = NULL;
+		int r = tally_parse_header_line(ok[i].line, "f", 1, &k, &v);
+		if (r)
+			fail_msg("'%s' rejected: %s", ok[i].line, tally_errmsg());
+		assert_string_equal(k, ok[i].key);
+		assert_string_equal(v, ok[i].value);
+		free(k);
+		free(v);
+	}
+}
+
+static void test_db__header_line_bad(void **state)
+{
+	(void)state;
+	const char *bad[] = { "", "novalue", ": value", "key:value", "bad key: v", "key\t: v", "k=v: x", "\xc3\xa9: v", NULL };
+	for (int i = 0; bad[i]; i++) {
+		char *k = (char *)"unset", *v = (char *)"unset";
+		int r = tally_parse_header_line(bad[i], "/db/x.prof", 12, &k, &v);
+		if (r != -EINVAL)
+			fail_msg("header line '%s' returned %d, want -EINVAL", bad[i], r);
+		assert_errmsg_has("'/db/x.prof'");
+		assert_errmsg_has("line 12");
+		/* nothing allocated on failure */
+		assert_string_equal(k, "unset");
+		assert_string_equal(v, "unset");
+	}
+}
+
+/* ---- tally_parse_prof_line ---- */
+
+static void test_db__prof_line_good(void **state)
+{
+	(void)state;
+	uint64_t off = 0, c[3] = { 0, 0, 0 };
+	assert_int_equal(tally_parse_prof_line("1010 5", "f", 1, 1, &off, c), 0);
+	assert_int_equal(off, 0x1010);
+	assert_int_equal(c[0], 5);
+	assert_int_equal(tally_parse_prof_line("0 0", "f", 1, 1, &off, c), 0);
+	assert_int_equal(off, 0);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(tally_parse_prof_line("ffffffffffffffff 18446744073709551615", "f", 1, 1, &off, c), 0);
+	assert_int_equal(off, UINT64_MAX);
+	assert_int_equal(c[0], UINT64_MAX);
+	assert_int_equal(tally_parse_prof_line("ABCdef 7", "f", 1, 1, &off, c), 0);
+	assert_int_equal(off, 0xabcdef);
+	assert_int_equal(tally_parse_prof_line("0000000000000010 1", "f", 1, 1, &off, c), 0); /* 16 digits */
+	assert_int_equal(off, 0x10);
+	assert_int_equal(tally_parse_prof_line("7f 1 0 300", "f", 1, 3, &off, c), 0);
+	assert_int_equal(off, 0x7f);
+	assert_int_equal(c[0], 1);
+	assert_int_equal(c[1], 0);
+	assert_int_equal(c[2], 300);
+}
+
+static void test_db__prof_line_bad(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *line;
+		int nevents;
+	} bad[] = {
+		{ "1010", 1 },                        /* missing count */
+		{ "1010 ", 1 },                       /* missing count after the space */
+		{ "1010 5 6", 1 },                    /* extra column */
+		{ "xyz 5", 1 },                       /* non-hex offset */
+		{ "10g0 5", 1 },                      /* non-hex inside the offset */
+		{ "10000000000000000 1", 1 },         /* 17 hex digits */
+		{ "10 18446744073709551616", 1 },     /* count beyond uint64 */
+		{ "10 99999999999999999999999", 1 },  /* far beyond */
+		{ "10 1", 2 },                        /* one count, two events */
+		{ "10 1 2 3", 2 },                    /* three counts, two events */
+		{ "10 5 ", 1 },                       /* trailing space */
+		{ " 10 5", 1 },                       /* leading space */
+		{ "10  5", 1 },                       /* two spaces */
+		{ "10\t5", 1 },                       /* tab */
+		{ "", 1 },                            /* empty line */
+		{ "-1 5", 1 },
+		{ "10 -5", 1 },
+		{ "10 +5", 1 },
+		{ "0x10 5", 1 },
+		{ "10 5\r", 1 },                      /* CRLF damage */
+		{ "10 5.0", 1 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		uint64_t off = 0, c[3] = { 0, 0, 0 };
+		int r = tally_parse_prof_line(bad[i].line, "/db/libc.so.6-abc.prof", 42, bad[i].nevents, &off, c);
+		if (r != -EINVAL)
+			fail_msg("prof line '%s' (%d events) returned %d, want -EINVAL", bad[i].line, bad[i].nevents, r);
+		assert_errmsg_has("'/db/libc.so.6-abc.prof'");
+		assert_errmsg_has("line 42");
+	}
+}
+
+/* ---- building and writing an aggregate ---- */
+
+struct fixture {
+	char *tmp;  /* a scratch directory */
+	char *db;   /* tmp/db */
+	char true_id[160];
+	char *extra; /* one more path a test wants freed whatever happens */
+};
+
+/* setup/teardown: teardown runs even when an assertion fails, so a failing
+ * test leaves neither its directory nor a leak behind. */
+static int fx_setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	if (!fx)
+		return -1;
+	fx->tmp = unit_tmpdir();
+	fx->db = unit_path(fx->tmp, "db");
+	struct tally_elf_info info;
+	if (tally_elf_info("/bin/true", 1, &info) || !info.build_id_len) {
+		fprintf(stderr, "/bin/true has no build-id: %s\n", tally_errmsg());
+		return -1;
+	}
+	tally_hex(info.build_id, info.build_id_len, fx->true_id);
+	*state = fx;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fixture *fx = *state;
+	int r = tally_remove_tree(fx->tmp);
+	free(fx->extra);
+	free(fx->db);
+	free(fx->tmp);
+	free(fx);
+	return r;
+}
+
+static void session_init(struct tally_meta *m, const char *events, const char *cg, bool per_pid)
+{
+	memset(m, 0, sizeof(*m));
+	tally_meta_set(m, "format-version", "%d", TALLY_FORMAT_VERSION);
+	tally_meta_set(m, "events", "%s", events);
+	tally_meta_set(m, "call-graph", "%s", cg);
+	tally_meta_set(m, "per-pid", "%s", per_pid ? "yes" : "no");
+}
+
+static uint32_t file_image(struct tally_agg *a, const char *path)
+{
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_FILE;
+	k.path = (char *)path;
+	return tally_agg_image(a, &k);
+}
+
+static uint32_t nomap_image(struct tally_agg *a, int pid)
+{
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_NOMAP;
+	k.path = (char *)"";
+	k.pid = pid;
+	return tally_agg_image(a, &k);
+}
+
+/* Counts n for event e on a stack, keeping a->samples consistent the way
+ * on_sample does (tally_agg_count alone does not count samples). */
+static void add(struct tally_agg *a, const uint32_t *frames, uint32_t len, int pid, int e, uint64_t n)
+{
+	uint32_t st = tally_agg_stack(a, frames, len);
+	tally_agg_count(a, st, pid, e, n);
+	a->samples[e] += n;
+}
+
+/* The standard aggregate of the round-trip tests:
+ *   /bin/true+0x1010: 5 (alone) + 4 (called from 0x2000) = 9 self
+ *   /bin/true+0x2000: 3 self
+ *   nomap+0x7f0000001000: 2 self
+ * With two events, event 1 gets 10 on /bin/true+0x2000. */
+static void build_std(struct tally_agg *a, int nevents)
+{
+	tally_agg_init(a, nevents, false, false);
+	uint32_t t = file_image(a, "/bin/true");
+	uint32_t nm = nomap_image(a, 0);
+	uint32_t f1 = tally_agg_frame(a, t, 0x1010);
+	uint32_t f2 = tally_agg_frame(a, t, 0x2000);
+	uint32_t f3 = tally_agg_frame(a, nm, 0x7f0000001000);
+	uint32_t s1[] = { f1 }, s2[] = { f1, f2 }, s3[] = { f2 }, s4[] = { f3 };
+	add(a, s1, 1, 0, 0, 5);
+	add(a, s2, 2, 0, 0, 4);
+	add(a, s3, 1, 0, 0, 3);
+	add(a, s4, 1, 0, 0, 2);
+	if (nevents > 1)
+		add(a, s3, 1, 0, 1, 10);
+	a->lost = 7;
+	/* a sampled process whose executable is /bin/true: that makes it "exec" */
+	struct tally_proc *p = tally_agg_proc(a, 100, true);
+	strcpy(p->comm, "true");
+	p->exe = xstrdup("/bin/true");
+	p->sampled = true;
+	tally_agg_tasks(a);
+}
+
+static int db_image_by_kind(const struct tally_db *db, const char *kind)
+{
+	int found = -1;
+	for (size_t i = 0; i < db->nimages; i++)
+		if (!strcmp(db->images[i].kind, kind)) {
+			assert_int_equal(found, -1); /* exactly one */
+			found = (int)i;
+		}
+	return found;
+}
+
+static uint64_t db_count(const struct tally_db *db, int image, int pid, uint64_t offset, int e)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < db->nentries; i++)
+		if ((int)db->entries[i].image == image && db->entries[i].pid == pid && db->entries[i].offset == offset)
+			sum += db->counts[i * (size_t)db->nevents + (size_t)e];
+	return sum;
+}
+
+/* The name of the only file in dir starting with prefix (malloc'd), or NULL. */
+static char *find_file(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	char *found = NULL;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			assert_null(found);
+			found = unit_path(dir, de->d_name);
+		}
+	closedir(d);
+	return found;
+}
+
+static size_t dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void write_std(struct fixture *fx, int nevents, const char *cg)
+{
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, nevents);
+	session_init(&m, nevents > 1 ? "cpu-clock,page-faults" : "cpu-clock", cg, false);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	if (r)
+		fail_msg("tally_db_write: %s", tally_errmsg());
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* ---- round trips ---- */
+
+static void test_db__roundtrip(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	/* nothing left over next to the database */
+	assert_int_equal(dir_entries(fx->tmp), 1);
+
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_string_equal(db.path, fx->db);
+	assert_int_equal(db.nevents, 1);
+	assert_string_equal(db.events[0], "cpu-clock");
+	assert_int_equal(tally_db_event(&db, "cpu-clock"), 0);
+	assert_int_equal(tally_db_event(&db, "page-faults"), -1);
+	assert_int_equal(db.samples[0], 14);
+	assert_int_equal(db.lost, 7);
+	assert_false(db.per_pid);
+	assert_false(db.has_stacks);
+	assert_int_equal(db.nstacks, 0);
+	assert_string_equal(tally_meta_get(&db.session, "format-version"), "1");
+	assert_string_equal(tally_meta_get(&db.session, "images"), "2");
+
+	/* the kernel image had no samples: only two images */
+	assert_int_equal(db.nimages, 2);
+	int t = db_image_by_kind(&db, "exec");
+	int nm = db_image_by_kind(&db, "nomap");
+	assert_true(t >= 0 && nm >= 0);
+	assert_string_equal(db.images[t].name, "true");
+	assert_string_equal(db.images[t].path, "/bin/true");
+	assert_string_equal(db.images[t].id_kind, "build-id");
+	assert_string_equal(db.images[t].id, fx->true_id);
+	assert_string_equal(db.images[nm].name, "nomap");
+	assert_string_equal(db.images[nm].path, "");
+	assert_string_equal(db.images[nm].id_kind, "none");
+	assert_int_equal(db.ntasks, 1);
+	assert_string_equal(tally_db_comm(&db, 100), "true");
+	assert_string_equal(db.tasks[0].exe, "/bin/true");
+
+	/* self counts: the leaf of each stack */
+	assert_int_equal(db.nentries, 3);
+	assert_int_equal(db_count(&db, t, 0, 0x1010, 0), 9);
+	assert_int_equal(db_count(&db, t, 0, 0x2000, 0), 3);
+	assert_int_equal(db_count(&db, nm, 0, 0x7f0000001000, 0), 2);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < db.nentries; i++)
+		sum += db.counts[i];
+	assert_int_equal(sum, db.samples[0]);
+
+	/* the files are named by image and id */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/true-%s.prof", fx->db, fx->true_id);
+	assert_true(unit_exists(sb.buf));
+	char *prof = unit_read(sb.buf, NULL);
+	assert_str_has(prof, "\nsamples: 12\n");
+	assert_str_has(prof, "\nkind: exec\n");
+	free(prof);
+	strbuf_release(&sb);
+	tally_db_release(&db);
+	tally_db_release(&db); /* twice: harmless */
+}
+
+static void test_db__roundtrip_two_events_stacks(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 2, "fp");
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_int_equal(db.nevents, 2);
+	assert_string_equal(db.events[1], "page-faults");
+	assert_int_equal(tally_db_event(&db, "page-faults"), 1);
+	assert_int_equal(db.samples[0], 14);
+	assert_int_equal(db.samples[1], 10);
+	int t = db_image_by_kind(&db, "exec");
+	int nm = db_image_by_kind(&db, "nomap");
+	assert_int_equal(db_count(&db, t, 0, 0x1010, 0), 9);
+	assert_int_equal(db_count(&db, t, 0, 0x1010, 1), 0);
+	assert_int_equal(db_count(&db, t, 0, 0x2000, 0), 3);
+	assert_int_equal(db_count(&db, t, 0, 0x2000, 1), 10);
+	assert_int_equal(db_count(&db, nm, 0, 0x7f0000001000, 0), 2);
+
+	/* the stacks: four distinct ones, totals per event preserved */
+	assert_true(db.has_stacks);
+	assert_int_equal(db.nstacks, 4);
+	uint64_t tot[2] = { 0, 0 };
+	bool saw_pair = false;
+	for (size_t s = 0; s < db.nstacks; s++) {
+		const struct tally_db_stack *st = &db.stacks[s];
+		tot[0] += db.stack_counts[s * 2];
+		tot[1] += db.stack_counts[s * 2 + 1];
+		assert_int_equal(st->pid, 0);
+		for (uint32_t i = 0; i < st->len; i++)
+			assert_true(db.frames[st->first + i].image < db.nimages);
+		if (st->len == 2) {
+			const struct tally_frame *leaf = &db.frames[st->first], *caller = &db.frames[st->first + 1];
+			assert_int_equal(leaf->image, t);
+			assert_int_equal(leaf->offset, 0x1010);
+			assert_int_equal(caller->image, t);
+			assert_int_equal(caller->offset, 0x2000);
+			assert_int_equal(db.stack_counts[s * 2], 4);
+			saw_pair = true;
+		}
+	}
+	assert_true(saw_pair);
+	assert_int_equal(tot[0], 14);
+	assert_int_equal(tot[1], 10);
+	tally_db_release(&db);
+}
+
+static void test_db__roundtrip_per_pid(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, true, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x1010);
+	add(&a, &f, 1, 100, 0, 6);
+	add(&a, &f, 1, 200, 0, 4);
+	struct tally_proc *p = tally_agg_proc(&a, 100, true);
+	strcpy(p->comm, "hundred");
+	p->exe = xstrdup("/bin/true");
+	p->sampled = true;
+	p = tally_agg_proc(&a, 200, true);
+	strcpy(p->comm, "two-hundred");
+	p->sampled = true;
+	tally_agg_tasks(&a);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", true);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+
+	/* one file per (image, pid) */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/true-%s-100.prof", fx->db, fx->true_id);
+	char *prof = unit_read(sb.buf, NULL);
+	assert_non_null(prof);
+	assert_str_has(prof, "\npid: 100\n");
+	assert_str_has(prof, "\ncomm: hundred\n");
+	free(prof);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "%s/true-%s-200.prof", fx->db, fx->true_id);
+	assert_true(unit_exists(sb.buf));
+	strbuf_release(&sb);
+
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_true(db.per_pid);
+	assert_int_equal(db.nimages, 1);
+	assert_int_equal(db.nentries, 2);
+	assert_int_equal(db_count(&db, 0, 100, 0x1010, 0), 6);
+	assert_int_equal(db_count(&db, 0, 200, 0x1010, 0), 4);
+	assert_int_equal(db.samples[0], 10);
+	assert_int_equal(db.ntasks, 2);
+	assert_string_equal(tally_db_comm(&db, 100), "hundred");
+	assert_string_equal(tally_db_comm(&db, 200), "two-hundred");
+	assert_null(tally_db_comm(&db, 300));
+	for (size_t i = 0; i < db.ntasks; i++)
+		if (db.tasks[i].pid == 100)
+			assert_string_equal(db.tasks[i].exe, "/bin/true");
+	tally_db_release(&db);
+}
+
+static void test_db__roundtrip_empty(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_int_equal(db.nimages, 0);
+	assert_int_equal(db.nentries, 0);
+	assert_int_equal(db.samples[0], 0);
+	tally_db_release(&db);
+}
+
+/* The address of some kernel text symbol, or 0 when /proc/kallsyms hides them. */
+static uint64_t some_kernel_text(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return 0;
+	char line[512];
+	uint64_t found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type;
+		if (sscanf(line, "%llx %c", &addr, &type) == 2 && addr && (type == 'T' || type == 't') &&
+		    !strchr(line, '\t'))
+			found = addr;
+	}
+	fclose(f);
+	return found;
+}
+
+static void test_db__roundtrip_kernel(void **state)
+{
+	struct fixture *fx = *state;
+	uint64_t k = some_kernel_text();
+	if (!k) {
+		fprintf(stderr, "skip: kernel addresses are hidden in /proc/kallsyms\n");
+		skip();
+	}
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t kf = tally_agg_frame(&a, a.kernel_image, k);
+	add(&a, &kf, 1, 0, 0, 3);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	int ki = db_image_by_kind(&db, "kernel");
+	assert_true(ki >= 0);
+	assert_string_equal(db.images[ki].name, "kernel");
+	assert_int_equal(db_count(&db, ki, 0, k, 0), 3);
+	/* the symbol the sample needs was snapshotted */
+	assert_true(db.nksyms >= 1);
+	const struct tally_ksym *s = tally_ksym_find(db.ksyms, db.nksyms, k);
+	assert_non_null(s);
+	assert_int_equal(s->addr, k);
+	assert_true(s->size > 0);
+	char *mods = unit_path(fx->db, "modules");
+	assert_true(unit_exists(mods));
+	free(mods);
+	tally_db_release(&db);
+}
+
+/* Files deleted or replaced since they were mapped, JIT code and the vDSO:
+ * each identified and copied the way the format says. */
+static void test_db__roundtrip_special_images(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	/* the kernel's name for a mapped file that was deleted: the same file when
+	 * it is back, so identified through the path without the suffix */
+	uint32_t del = file_image(&a, "/bin/true (deleted)");
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_JIT;
+	k.path = (char *)"/tmp/perf-4242.map";
+	k.pid = 4242;
+	uint32_t jit = tally_agg_image(&a, &k);
+	static const char jit_map[] = "7f0000001000 40 jitted_function\n";
+	a.images[jit].jit_map = xstrdup(jit_map);
+	a.images[jit].jit_map_len = strlen(jit_map);
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_VDSO;
+	k.path = (char *)"[vdso]";
+	uint32_t vdso = tally_agg_image(&a, &k);
+	uint32_t f1 = tally_agg_frame(&a, del, 0x1010);
+	uint32_t f2 = tally_agg_frame(&a, jit, 0x7f0000001010);
+	uint32_t f3 = tally_agg_frame(&a, vdso, 0x800);
+	add(&a, &f1, 1, 0, 0, 1);
+	add(&a, &f2, 1, 0, 0, 2);
+	add(&a, &f3, 1, 0, 0, 3);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_int_equal(db.nimages, 3);
+	int d = db_image_by_kind(&db, "lib");
+	assert_true(d >= 0);
+	assert_string_equal(db.images[d].name, "true");
+	assert_string_equal(db.images[d].id_kind, "build-id");
+	assert_string_equal(db.images[d].id, fx->true_id);
+	assert_int_equal(db_count(&db, d, 0, 0x1010, 0), 1);
+
+	int j = db_image_by_kind(&db, "jit");
+	assert_true(j >= 0);
+	assert_int_equal(db.images[j].pid, 4242);
+	assert_string_equal(db.images[j].id_kind, "xxh64");
+	/* not per-pid: entries carry pid 0, the image carries its process */
+	assert_int_equal(db_count(&db, j, 0, 0x7f0000001010, 0), 2);
+	/* the map is copied into the database: the process and its /tmp file are gone later */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/jit/perf-4242-%s.map", fx->db, db.images[j].id);
+	char *copy = unit_read(sb.buf, NULL);
+	if (!copy)
+		fail_msg("no JIT map copy at '%s'", sb.buf);
+	assert_string_equal(copy, jit_map);
+	free(copy);
+
+	int v = db_image_by_kind(&db, "vdso");
+	assert_true(v >= 0);
+	assert_int_equal(db_count(&db, v, 0, 0x800, 0), 3);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "%s/vdso.so", fx->db);
+	struct tally_elf_info info;
+	assert_int_equal(tally_elf_info(sb.buf, 2, &info), 0);
+	assert_true(info.is_elf);
+	char hex[32];
+	snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
+	assert_string_equal(db.images[v].id, hex); /* the id is the hash of the copy */
+	strbuf_release(&sb);
+	tally_db_release(&db);
+}
+
+/* ---- writer rules ---- */
+
+static void test_db__write_refuses_existing(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	struct tally_agg a;
+	struct tally_meta m;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x4242);
+	add(&a, &f, 1, 0, 0, 1);
+	session_init(&m, "cpu-clock", "none", false);
+
+	int r = tally_db_write(fx->db, false, &a, &m);
+	assert_int_equal(r, -EEXIST);
+	assert_errmsg_has(fx->db);
+	assert_errmsg_has("--force");
+	/* the old database is intact */
+	struct tally_db db;
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+
+	/* with force: replaced, and no staging or old directory left behind */
+	r = tally_db_write(fx->db, true, &a, &m);
+	if (r)
+		fail_msg("forced write: %s", tally_errmsg());
+	assert_int_equal(dir_entries(fx->tmp), 1);
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	assert_int_equal(db.samples[0], 1);
+	assert_int_equal(db.nentries, 1);
+	assert_int_equal(db.entries[0].offset, 0x4242);
+	assert_int_equal(db.nimages, 1);
+	/* no task ran /bin/true this time: it is only a library-like file */
+	assert_string_equal(db.images[0].kind, "lib");
+	assert_string_equal(db.images[0].id, fx->true_id);
+	assert_int_equal(db.ntasks, 0);
+	tally_db_release(&db);
+	/* the files of the old database are gone, not merged */
+	char *nomap = find_file(fx->db, "nomap-");
+	assert_null(nomap);
+
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+static void test_db__write_target_checks(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	struct tally_meta m;
+	tally_agg_init(&a, 1, false, false);
+	session_init(&m, "cpu-clock", "none", false);
+
+	/* force never replaces a directory that is not a database */
+	char *other = unit_path(fx->tmp, "notadb");
+	assert_int_equal(mkdir(other, 0755), 0);
+	char *keep = unit_path(other, "keep");
+	unit_write_str(keep, "x");
+	assert_true(tally_db_write(other, true, &a, &m) < 0);
+	assert_errmsg_has(other);
+	assert_true(unit_exists(keep));
+	/* nor a file */
+	assert_true(tally_db_write(keep, true, &a, &m) < 0);
+	assert_errmsg_has(keep);
+	/* a parent that does not exist */
+	char *deep = unit_path(fx->tmp, "missing/db");
+	assert_true(tally_db_write(deep, false, &a, &m) < 0);
+	assert_errmsg_has(deep);
+	assert_false(unit_exists(deep));
+	/* an empty path */
+	assert_true(tally_db_check_target("", false) < 0);
+	/* a fresh path in an existing directory is fine */
+	assert_int_equal(tally_db_check_target(fx->db, false), 0);
+	assert_int_equal(dir_entries(fx->tmp), 1); /* only notadb */
+
+	free(deep);
+	free(keep);
+	free(other);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* A file path with a newline (legal on Linux, and reported as-is by the
+ * kernel's MMAP2 record) must not make the database unreadable. */
+static void test_db__roundtrip_path_with_newline(void **state)
+{
+	struct fixture *fx = *state;
+	char *odd = fx->extra = unit_path(fx->tmp, "odd\nname");
+	size_t len = 0;
+	char *bytes = unit_read("/bin/true", &len);
+	unit_write(odd, bytes, len);
+	free(bytes);
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t t = file_image(&a, odd);
+	uint32_t f = tally_agg_frame(&a, t, 0x1010);
+	add(&a, &f, 1, 0, 0, 5);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("database with a newline in an image path is unreadable: %s", tally_errmsg());
+	assert_int_equal(db.nimages, 1);
+	assert_int_equal(db.samples[0], 5);
+	assert_int_equal(db_count(&db, 0, 0, 0x1010, 0), 5);
+	tally_db_release(&db);
+}
+
+/* A process may name itself anything (prctl PR_SET_NAME), newlines included:
+ * that must not make a per-pid database unreadable. */
+static void test_db__roundtrip_comm_with_newline(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, true, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x1010);
+	add(&a, &f, 1, 100, 0, 5);
+	struct tally_proc *p = tally_agg_proc(&a, 100, true);
+	strcpy(p->comm, "evil\nname\tx");
+	p->sampled = true;
+	tally_agg_tasks(&a);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "none", true);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("database with a newline in a comm is unreadable: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 5);
+	assert_int_equal(db.ntasks, 1);
+	assert_int_equal(db.tasks[0].pid, 100);
+	tally_db_release(&db);
+}
+
+/* ---- damaged databases ---- */
+
+/* Opens a database expected to be damaged: fails, db is left released, and the
+ * message names `what`. */
+static void expect_open_fails(const char *path, const char *what)
+{
+	struct tally_db db;
+	memset(&db, 0xab, sizeof(db));
+	int r = tally_db_open(&db, path);
+	if (r >= 0) {
+		tally_db_release(&db);
+		fail_msg("tally_db_open('%s') succeeded, expected an error naming '%s'", path, what);
+	}
+	assert_errmsg_has(what);
+	assert_null(db.path);
+	assert_int_equal(db.nentries, 0);
+	assert_null(db.images);
+}
+
+static void test_db__open_missing(void **state)
+{
+	struct fixture *fx = *state;
+	expect_open_fails(fx->db, fx->db);
+	assert_errmsg_has("tally record");
+}
+
+static void test_db__open_not_a_db(void **state)
+{
+	struct fixture *fx = *state;
+	/* a directory without a session */
+	assert_int_equal(mkdir(fx->db, 0755), 0);
+	expect_open_fails(fx->db, fx->db);
+	assert_errmsg_has("session");
+	/* a file */
+	char *file = unit_path(fx->tmp, "file");
+	unit_write_str(file, "format-version: 1\n");
+	expect_open_fails(file, file);
+	assert_errmsg_has("not a tally database");
+	free(file);
+}
+
+static void test_db__open_future_version(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	unit_write_str(session, "format-version: 999\nevents: cpu-clock\ncall-graph: none\nper-pid: no\nsamples: 14\n");
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("999");
+	/* no version at all */
+	unit_write_str(session, "events: cpu-clock\ncall-graph: none\nper-pid: no\nsamples: 14\n");
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("format-version");
+	/* a damaged session line */
+	unit_write_str(session, "format-version: 1\nevents cpu-clock\nsamples: 14\n");
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("line 2");
+	/* samples must have one count per event */
+	unit_write_str(session, "format-version: 1\nevents: cpu-clock\nsamples: 14,3\n");
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("samples");
+	free(session);
+}
+
+/* Path of the /bin/true .prof of the standard database, and its text. */
+static char *std_prof(struct fixture *fx, char **text)
+{
+	char *p = find_file(fx->db, "true-");
+	assert_non_null(p);
+	*text = unit_read(p, NULL);
+	assert_non_null(*text);
+	return p;
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void test_db__open_prof_garbage_line(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *text;
+	char *prof = std_prof(fx, &text);
+	size_t lines = count_lines(text);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, text);
+	strbuf_addstr(&sb, "this is not a profile line\n");
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	char want[64];
+	snprintf(want, sizeof(want), "line %zu", lines + 1);
+	assert_errmsg_has(want);
+	strbuf_release(&sb);
+	free(text);
+	free(prof);
+}
+
+static void test_db__open_prof_truncated(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *text;
+	char *prof = std_prof(fx, &text);
+	size_t len = strlen(text);
+	/* cut in the middle of the last line, as a crash mid-write would */
+	assert_true(len > 4);
+	unit_write(prof, text, len - 3);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("middle of a line");
+	free(text);
+	free(prof);
+}
+
+static void test_db__open_prof_sum_mismatch(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *text;
+	char *prof = std_prof(fx, &text);
+	/* the header says 12; claim 13 */
+	char *s = strstr(text, "\nsamples: 12\n");
+	assert_non_null(s);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, text, (size_t)(s - text));
+	strbuf_addstr(&sb, "\nsamples: 13\n");
+	strbuf_addstr(&sb, s + strlen("\nsamples: 12\n"));
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("12");
+	assert_errmsg_has("13");
+	strbuf_release(&sb);
+	free(text);
+	free(prof);
+}
+
+static void test_db__open_prof_bad_header(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *text;
+	char *prof = std_prof(fx, &text);
+	/* an index naming no image */
+	char *s = strstr(text, "\nindex: ");
+	assert_non_null(s);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, text, (size_t)(s - text));
+	strbuf_addstr(&sb, "\nindex: 99");
+	strbuf_addstr(&sb, strchr(s + 1, '\n'));
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("index");
+	/* another format version */
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "format-version: 2\n%s", strchr(text, '\n') + 1);
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("format-version");
+	/* binary data */
+	strbuf_reset(&sb);
+	strbuf_add(&sb, text, strlen(text));
+	strbuf_add(&sb, "0\0 1\n", 5);
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	strbuf_release(&sb);
+	free(text);
+	free(prof);
+}
+
+static void test_db__open_missing_prof(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	/* the session counted 14 samples; without the nomap file only 12 remain */
+	char *nomap = find_file(fx->db, "nomap-");
+	assert_non_null(nomap);
+	assert_int_equal(unlink(nomap), 0);
+	expect_open_fails(fx->db, fx->db);
+	assert_errmsg_has("14");
+	assert_errmsg_has("12");
+	free(nomap);
+}
+
+static void test_db__open_damaged_images_stacks(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "fp");
+	char *images = unit_path(fx->db, "images");
+	char *text = unit_read(images, NULL);
+	/* the image registry is required */
+	assert_int_equal(unlink(images), 0);
+	expect_open_fails(fx->db, images);
+	/* out of order indices */
+	unit_write_str(images, "1\texec\tab\tbuild-id\t0\ttrue\t/bin/true\n");
+	expect_open_fails(fx->db, images);
+	assert_errmsg_has("line 1");
+	unit_write_str(images, text);
+	struct tally_db db;
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	tally_db_release(&db);
+
+	/* call graphs were recorded: the stacks file is required and checked */
+	char *stacks = unit_path(fx->db, "stacks");
+	char *st = unit_read(stacks, NULL);
+	assert_int_equal(unlink(stacks), 0);
+	expect_open_fails(fx->db, stacks);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, st);
+	strbuf_addstr(&sb, "1 0 99:10\n"); /* image 99 does not exist */
+	unit_write(stacks, sb.buf, sb.len);
+	expect_open_fails(fx->db, stacks);
+	char want[32];
+	snprintf(want, sizeof(want), "line %zu", count_lines(st) + 1);
+	assert_errmsg_has(want);
+	strbuf_release(&sb);
+	free(st);
+	free(stacks);
+	free(text);
+	free(images);
+}
+
+/* ---- metadata ---- */
+
+static void test_db__meta(void **state)
+{
+	(void)state;
+	struct tally_meta m = { 0 };
+	assert_null(tally_meta_get(&m, "x"));
+	tally_meta_set(&m, "a", "%d", 1);
+	tally_meta_set(&m, "b", "%s", "two");
+	tally_meta_set(&m, "a", "%s", "replaced");
+	assert_int_equal(m.n, 2);
+	assert_string_equal(m.kv[0].key, "a"); /* order kept, value replaced in place */
+	assert_string_equal(tally_meta_get(&m, "a"), "replaced");
+	assert_string_equal(tally_meta_get(&m, "b"), "two");
+	/* a value may hold any character: the file format escapes it (docs/format.md) */
+	tally_meta_set(&m, "c", "%s", "x\ny\rz");
+	assert_string_equal(tally_meta_get(&m, "c"), "x\ny\rz"); /* kept whole: the writer escapes it */
+	tally_meta_set(&m, "empty", "%s", "");
+	assert_string_equal(tally_meta_get(&m, "empty"), "");
+	tally_meta_release(&m);
+	assert_int_equal(m.n, 0);
+	assert_null(m.kv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_db__header_line_good),
+		cmocka_unit_test(test_db__header_line_bad),
+		cmocka_unit_test(test_db__prof_line_good),
+		cmocka_unit_test(test_db__prof_line_bad),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_special_images, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__write_refuses_existing, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_missing, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_not_a_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_future_version, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_garbage_line, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_truncated, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_sum_mismatch, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_bad_header, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test(test_db__meta),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

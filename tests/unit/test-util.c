@@ -1,0 +1,747 @@
+/* Unit tests for lib/util: strbuf, the hash index, the option parsers, atomic
+ * file writes and tree removal. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+
+/* ---- strbuf ---- */
+
+static void test_util__strbuf_init_empty(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	assert_null(sb.buf);
+	assert_int_equal(sb.len, 0);
+	strbuf_reset(&sb); /* on a never-grown buffer: must not touch NULL */
+	assert_int_equal(sb.len, 0);
+	char *s = strbuf_detach(&sb);
+	assert_non_null(s);
+	assert_string_equal(s, "");
+	free(s);
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_add(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, "abc", 3);
+	strbuf_addstr(&sb, "def");
+	strbuf_addch(&sb, 'g');
+	strbuf_add(&sb, "h\0i", 3); /* binary data: len counts the NUL */
+	assert_int_equal(sb.len, 10);
+	assert_memory_equal(sb.buf, "abcdefgh\0i", 10);
+	assert_int_equal(sb.buf[10], '\0');
+	assert_true(sb.alloc > sb.len);
+	strbuf_reset(&sb);
+	assert_int_equal(sb.len, 0);
+	assert_string_equal(sb.buf, "");
+	strbuf_addstr(&sb, "x");
+	assert_string_equal(sb.buf, "x");
+	strbuf_release(&sb);
+	assert_null(sb.buf);
+	assert_int_equal(sb.len, 0);
+	assert_int_equal(sb.alloc, 0);
+}
+
+static void test_util__strbuf_add_grows(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	char expect[10001];
+	for (int i = 0; i < 10000; i++) {
+		strbuf_addch(&sb, (char)('a' + i % 26));
+		expect[i] = (char)('a' + i % 26);
+	}
+	expect[10000] = '\0';
+	assert_int_equal(sb.len, 10000);
+	assert_string_equal(sb.buf, expect);
+	assert_true(sb.alloc >= 10001);
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_addf(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%d-%s", 42, "x");
+	assert_string_equal(sb.buf, "42-x");
+	assert_int_equal(sb.len, 4);
+	strbuf_addf(&sb, "%s", "");
+	assert_int_equal(sb.len, 4);
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_addf_growth(void **state)
+{
+	(void)state;
+	/* longer than the initial allocation, appended to existing content, so the
+	 * second vsnprintf pass (after growing) must produce the whole text */
+	char big[1000];
+	memset(big, 'q', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "start:");
+	strbuf_addf(&sb, "[%s|%d]", big, 7);
+	assert_int_equal(sb.len, 6 + 1 + 999 + 3);
+	assert_int_equal(strlen(sb.buf), sb.len);
+	assert_memory_equal(sb.buf, "start:[", 7);
+	assert_memory_equal(sb.buf + 7, big, 999);
+	assert_string_equal(sb.buf + 7 + 999, "|7]");
+	/* many small appends across several doublings */
+	strbuf_reset(&sb);
+	for (int i = 0; i < 2000; i++)
+		strbuf_addf(&sb, "%04d,", i);
+	assert_int_equal(sb.len, 2000 * 5);
+	assert_memory_equal(sb.buf, "0000,0001,", 10);
+	assert_string_equal(sb.buf + 1999 * 5, "1999,");
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_json(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_json_str(&sb, "plain");
+	assert_string_equal(sb.buf, "\"plain\"");
+	strbuf_reset(&sb);
+	strbuf_add_json_str(&sb, "a\"b\\c");
+	assert_string_equal(sb.buf, "\"a\\\"b\\\\c\"");
+	strbuf_reset(&sb);
+	strbuf_add_json_str(&sb, "l1\nl2\tt\rr");
+	assert_string_equal(sb.buf, "\"l1\\nl2\\tt\\rr\"");
+	strbuf_reset(&sb);
+	strbuf_add_json_str(&sb, "\x01\x1f\x7f");
+	assert_string_equal(sb.buf, "\"\\u0001\\u001f\x7f\"");
+	strbuf_reset(&sb);
+	strbuf_add_json_str(&sb, "");
+	assert_string_equal(sb.buf, "\"\"");
+	strbuf_reset(&sb);
+	/* UTF-8 passes through unchanged */
+	strbuf_add_json_str(&sb, "caf\xc3\xa9");
+	assert_string_equal(sb.buf, "\"caf\xc3\xa9\"");
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_detach(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "owned");
+	char *s = strbuf_detach(&sb);
+	assert_string_equal(s, "owned");
+	assert_null(sb.buf);
+	assert_int_equal(sb.len, 0);
+	assert_int_equal(sb.alloc, 0);
+	/* the buffer is reusable and independent of the detached string */
+	strbuf_addstr(&sb, "again");
+	assert_string_equal(sb.buf, "again");
+	assert_string_equal(s, "owned");
+	free(s);
+	strbuf_release(&sb);
+}
+
+static void test_util__strbuf_read_file(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *p = unit_path(dir, "f");
+	char data[100000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('0' + i % 10);
+	unit_write(p, data, sizeof(data));
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "pre:");
+	assert_int_equal(strbuf_read_file(&sb, p, 0), 0);
+	assert_int_equal(sb.len, 4 + sizeof(data));
+	assert_memory_equal(sb.buf, "pre:", 4);
+	assert_memory_equal(sb.buf + 4, data, sizeof(data));
+	assert_int_equal(sb.buf[sb.len], '\0');
+	strbuf_reset(&sb);
+	assert_true(strbuf_read_file(&sb, p, 1000) < 0);
+	assert_errmsg_has(p);
+	strbuf_reset(&sb);
+	char *missing = unit_path(dir, "missing");
+	assert_int_equal(strbuf_read_file(&sb, missing, 0), -ENOENT);
+	assert_errmsg_has(missing);
+	strbuf_release(&sb);
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(missing);
+	free(p);
+	free(dir);
+}
+
+/* ---- hash index ---- */
+
+struct items {
+	uint64_t *keys;
+	size_t n;
+	int eq_calls;
+};
+
+static bool items_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	struct items *it = (struct items *)ctx;
+	it->eq_calls++;
+	assert_true(idx < it->n);
+	return it->keys[idx] == *(const uint64_t *)key;
+}
+
+static void test_util__hidx_empty(void **state)
+{
+	(void)state;
+	struct tally_hidx h = { 0 };
+	struct items it = { NULL, 0, 0 };
+	uint64_t k = 5;
+	assert_int_equal(tally_hidx_get(&h, 123, &k, items_eq, &it), TALLY_HIDX_NONE);
+	assert_int_equal(it.eq_calls, 0);
+	tally_hidx_release(&h);
+	tally_hidx_release(&h); /* twice is harmless */
+}
+
+static void test_util__hidx_many(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	struct items it = { calloc(N, sizeof(uint64_t)), 0, 0 };
+	struct tally_hidx h = { 0 };
+	size_t resizes = 0, last_mask = 0;
+	for (size_t i = 0; i < N; i++) {
+		uint64_t key = i * 7919 + 3;
+		uint64_t hash = tally_hash_u64(key);
+		assert_int_equal(tally_hidx_get(&h, hash, &key, items_eq, &it), TALLY_HIDX_NONE);
+		it.keys[it.n] = key;
+		tally_hidx_put(&h, hash, (uint32_t)it.n);
+		it.n++;
+		if (h.mask != last_mask) {
+			resizes++;
+			last_mask = h.mask;
+		}
+		assert_int_equal(h.count, it.n);
+		/* capacity stays a power of two with the load at most 1/2 */
+		assert_int_equal((h.mask + 1) & h.mask, 0);
+		assert_true(h.count * 2 <= h.mask + 1);
+	}
+	assert_true(resizes >= 5);
+	for (size_t i = 0; i < N; i++) {
+		uint64_t key = i * 7919 + 3;
+		assert_int_equal(tally_hidx_get(&h, tally_hash_u64(key), &key, items_eq, &it), i);
+	}
+	for (uint64_t key = 1; key < 3000; key += 7919) {
+		/* not of the form i*7919+3 */
+		uint64_t k = key + 1;
+		assert_int_equal(tally_hidx_get(&h, tally_hash_u64(k), &k, items_eq, &it), TALLY_HIDX_NONE);
+	}
+	uint64_t absent = 5;
+	assert_int_equal(tally_hidx_get(&h, tally_hash_u64(absent), &absent, items_eq, &it), TALLY_HIDX_NONE);
+	tally_hidx_release(&h);
+	assert_int_equal(h.mask, 0);
+	assert_int_equal(h.count, 0);
+	assert_null(h.slots);
+	free(it.keys);
+}
+
+static void test_util__hidx_collisions(void **state)
+{
+	(void)state;
+	/* every key under one hash: only the eq callback tells them apart. The hash
+	 * is all ones so probing starts at the last slot and must wrap around. */
+	enum { N = 300 };
+	struct items it = { calloc(N, sizeof(uint64_t)), 0, 0 };
+	struct tally_hidx h = { 0 };
+	const uint64_t H = UINT64_MAX;
+	for (size_t i = 0; i < N; i++) {
+		it.keys[i] = 1000 + i;
+		tally_hidx_put(&h, H, (uint32_t)i);
+		it.n++;
+	}
+	for (size_t i = 0; i < N; i++) {
+		uint64_t k = 1000 + i;
+		assert_int_equal(tally_hidx_get(&h, H, &k, items_eq, &it), i);
+	}
+	uint64_t missing = 999;
+	assert_int_equal(tally_hidx_get(&h, H, &missing, items_eq, &it), TALLY_HIDX_NONE);
+	/* same key under a different hash is not found: the hash is part of the key */
+	uint64_t k0 = 1000;
+	it.eq_calls = 0;
+	assert_int_equal(tally_hidx_get(&h, 0x1234, &k0, items_eq, &it), TALLY_HIDX_NONE);
+	tally_hidx_release(&h);
+	free(it.keys);
+}
+
+static void test_util__hash_bytes(void **state)
+{
+	(void)state;
+	const char a[] = "abcdefghijklmnopq";
+	/* deterministic, sensitive to content, length and seed */
+	assert_int_equal(tally_hash_bytes(a, 17, 1), tally_hash_bytes(a, 17, 1));
+	assert_true(tally_hash_bytes(a, 17, 1) != tally_hash_bytes(a, 17, 2));
+	assert_true(tally_hash_bytes(a, 16, 1) != tally_hash_bytes(a, 17, 1));
+	assert_true(tally_hash_bytes(a, 3, 0) != tally_hash_bytes("abd", 3, 0));
+	/* a trailing NUL byte is not the same as a shorter input */
+	assert_true(tally_hash_bytes("ab\0", 3, 0) != tally_hash_bytes("ab", 2, 0));
+	assert_true(tally_hash_u64(1) != tally_hash_u64(2));
+}
+
+/* ---- tally_parse_u64 ---- */
+
+static void test_util__parse_u64_good(void **state)
+{
+	(void)state;
+	uint64_t v = 0;
+	assert_int_equal(tally_parse_u64("0", "n", 0, 10, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(tally_parse_u64("10", "n", 0, 10, &v), 0);
+	assert_int_equal(v, 10);
+	assert_int_equal(tally_parse_u64("5", "n", 5, 5, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(tally_parse_u64("007", "n", 0, 10, &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(tally_parse_u64("18446744073709551615", "n", 0, UINT64_MAX, &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+}
+
+static void test_util__parse_u64_bounds(void **state)
+{
+	(void)state;
+	uint64_t v = 77;
+	assert_int_equal(tally_parse_u64("11", "--freq", 1, 10, &v), -EINVAL);
+	assert_int_equal(v, 77); /* untouched on failure */
+	assert_errmsg_has("--freq");
+	assert_errmsg_has("'11'");
+	assert_errmsg_has("between 1 and 10");
+	assert_int_equal(tally_parse_u64("0", "--freq", 1, 10, &v), -EINVAL);
+	assert_errmsg_has("between 1 and 10");
+	assert_int_equal(v, 77);
+}
+
+static void test_util__parse_u64_garbage(void **state)
+{
+	(void)state;
+	const char *bad[] = { "", "abc", "-1", "+1", " 1", "1 ", "1x", "0x10", "1.5", "1e3", "--", NULL };
+	for (int i = 0; bad[i]; i++) {
+		uint64_t v = 77;
+		int r = tally_parse_u64(bad[i], "--count", 0, UINT64_MAX, &v);
+		if (r != -EINVAL)
+			fail_msg("tally_parse_u64('%s') returned %d, want -EINVAL", bad[i], r);
+		assert_int_equal(v, 77);
+		assert_errmsg_has("--count");
+	}
+	uint64_t v = 0;
+	assert_int_equal(tally_parse_u64(NULL, "--count", 0, 10, &v), -EINVAL);
+}
+
+static void test_util__parse_u64_overflow(void **state)
+{
+	(void)state;
+	uint64_t v = 77;
+	assert_int_equal(tally_parse_u64("18446744073709551616", "n", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tally_parse_u64("99999999999999999999999", "n", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(v, 77);
+	assert_errmsg_has("99999999999999999999999");
+}
+
+/* ---- tally_parse_duration ---- */
+
+static void test_util__parse_duration_good(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		double want;
+	} ok[] = {
+		{ "1.5", 1.5 }, { "30", 30 },     { "30s", 30 },    { "5m", 300 },   { "2h", 7200 },
+		{ "500ms", 0.5 }, { "1d", 86400 }, { ".25", 0.25 }, { "0.001", 0.001 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+		double d = -1;
+		int r = tally_parse_duration(ok[i].s, "--duration", &d);
+		if (r != 0)
+			fail_msg("tally_parse_duration('%s') failed: %s", ok[i].s, tally_errmsg());
+		if (fabs(d - ok[i].want) > 1e-9 * ok[i].want)
+			fail_msg("tally_parse_duration('%s') = %g, want %g", ok[i].s, d, ok[i].want);
+	}
+}
+
+static void test_util__parse_duration_bad(void **state)
+{
+	(void)state;
+	const char *bad[] = { "-1", "0", "0s", "0ms", "abc", "5x", "", "5 s", "5ss", "5sm", "s", "ms", "inf", "nan",
+			      "1e400", ".", "-0.5", " 5", NULL };
+	for (int i = 0; bad[i]; i++) {
+		double d = 42;
+		int r = tally_parse_duration(bad[i], "--duration", &d);
+		if (r != -EINVAL)
+			fail_msg("tally_parse_duration('%s') returned %d (%g), want -EINVAL", bad[i], r, d);
+		if (d != 42)
+			fail_msg("tally_parse_duration('%s') wrote %g on failure", bad[i], d);
+		assert_errmsg_has("--duration");
+	}
+	double d;
+	assert_int_equal(tally_parse_duration(NULL, "--duration", &d), -EINVAL);
+}
+
+/* ---- tally_parse_cpulist ---- */
+
+static void test_util__parse_cpulist_good(void **state)
+{
+	(void)state;
+	bool set[8];
+	memset(set, 1, sizeof(set));
+	assert_int_equal(tally_parse_cpulist("0,2-3", 4, set), 0);
+	assert_true(set[0]);
+	assert_false(set[1]);
+	assert_true(set[2]);
+	assert_true(set[3]);
+	assert_true(set[4]); /* beyond ncpus: not touched */
+
+	assert_int_equal(tally_parse_cpulist("all", 8, set), 0);
+	for (int i = 0; i < 8; i++)
+		assert_true(set[i]);
+
+	assert_int_equal(tally_parse_cpulist("5", 8, set), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(set[i], i == 5);
+
+	assert_int_equal(tally_parse_cpulist("1-1,7,3-4", 8, set), 0);
+	bool want[8] = { false, true, false, true, true, false, false, true };
+	assert_memory_equal(set, want, sizeof(want));
+
+	/* overlapping ranges are a union */
+	assert_int_equal(tally_parse_cpulist("0-2,1-3", 8, set), 0);
+	bool want2[8] = { true, true, true, true, false, false, false, false };
+	assert_memory_equal(set, want2, sizeof(want2));
+}
+
+static void test_util__parse_cpulist_out_of_range(void **state)
+{
+	(void)state;
+	bool set[4];
+	assert_int_equal(tally_parse_cpulist("4", 4, set), -EINVAL);
+	assert_errmsg_has("'4'");
+	assert_errmsg_has("CPU 4 does not exist");
+	assert_errmsg_has("0-3");
+	assert_int_equal(tally_parse_cpulist("0,2-9", 4, set), -EINVAL);
+	assert_errmsg_has("CPU 9");
+	assert_int_equal(tally_parse_cpulist("99999999999999999999999", 4, set), -EINVAL);
+}
+
+static void test_util__parse_cpulist_bad(void **state)
+{
+	(void)state;
+	const char *bad[] = { "3-1", "a", "", "1-", "-1", "1,,2", "1;2", "1-2-3", " 1", "1 ", "all,1", "ALL", NULL };
+	for (int i = 0; bad[i]; i++) {
+		bool set[8];
+		int r = tally_parse_cpulist(bad[i], 8, set);
+		if (r != -EINVAL)
+			fail_msg("tally_parse_cpulist('%s') returned %d, want -EINVAL", bad[i], r);
+		assert_errmsg_has("invalid CPU list");
+	}
+}
+
+/* ---- tally_parse_intlist ---- */
+
+static void test_util__parse_intlist_good(void **state)
+{
+	(void)state;
+	int *v = NULL;
+	size_t n = 0;
+	assert_int_equal(tally_parse_intlist("1,2,3", "--pid", &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(v[0], 1);
+	assert_int_equal(v[1], 2);
+	assert_int_equal(v[2], 3);
+	free(v);
+
+	assert_int_equal(tally_parse_intlist("2147483647", "--pid", &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0], INT_MAX);
+	free(v);
+
+	/* more than the initial growth step */
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 1; i <= 100; i++)
+		strbuf_addf(&sb, "%s%d", i > 1 ? "," : "", i * 10);
+	assert_int_equal(tally_parse_intlist(sb.buf, "--pid", &v, &n), 0);
+	assert_int_equal(n, 100);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(v[i], (i + 1) * 10);
+	free(v);
+	strbuf_release(&sb);
+}
+
+static void test_util__parse_intlist_bad(void **state)
+{
+	(void)state;
+	const char *bad[] = { "", "0", "-1", "1,0", "a", "1,a", "1,,2", "2147483648", "99999999999999999999", "1 2",
+			      " 1", "1.5", NULL };
+	for (int i = 0; bad[i]; i++) {
+		int dummy = 0;
+		int *v = &dummy; /* must be reset to NULL */
+		size_t n = 99;
+		int r = tally_parse_intlist(bad[i], "--pid", &v, &n);
+		if (r != -EINVAL)
+			fail_msg("tally_parse_intlist('%s') returned %d, want -EINVAL", bad[i], r);
+		assert_null(v);
+		assert_int_equal(n, 0);
+		assert_errmsg_has("--pid");
+	}
+}
+
+/* ---- atomic writes and tree removal ---- */
+
+static size_t count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void test_util__write_file_atomic(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *p = unit_path(dir, "out.txt");
+	assert_int_equal(tally_write_file_atomic(p, "hello\n", 6), 0);
+	size_t len;
+	char *got = unit_read(p, &len);
+	assert_non_null(got);
+	assert_int_equal(len, 6);
+	assert_string_equal(got, "hello\n");
+	free(got);
+	assert_int_equal(count_entries(dir), 1); /* no temporary left behind */
+
+	/* replacing: the new content, still one file */
+	char big[200000];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 31);
+	assert_int_equal(tally_write_file_atomic(p, big, sizeof(big)), 0);
+	got = unit_read(p, &len);
+	assert_int_equal(len, sizeof(big));
+	assert_memory_equal(got, big, sizeof(big));
+	free(got);
+	assert_int_equal(count_entries(dir), 1);
+
+	/* empty content */
+	assert_int_equal(tally_write_file_atomic(p, "", 0), 0);
+	got = unit_read(p, &len);
+	assert_int_equal(len, 0);
+	free(got);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(p);
+	free(dir);
+}
+
+static void test_util__write_file_atomic_fails(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+
+	/* a directory that does not exist */
+	char *p = unit_path(dir, "nodir/out.txt");
+	int r = tally_write_file_atomic(p, "x", 1);
+	assert_true(r < 0);
+	assert_errmsg_has(p);
+	free(p);
+
+	/* the parent is a regular file */
+	char *file = unit_path(dir, "plain");
+	unit_write_str(file, "x");
+	p = unit_path(dir, "plain/out.txt");
+	r = tally_write_file_atomic(p, "x", 1);
+	assert_true(r < 0);
+	assert_errmsg_has(p);
+	free(p);
+
+	/* the target is a directory: the rename fails and the temporary is removed */
+	char *sub = unit_path(dir, "sub");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	char *inner = unit_path(sub, "keep");
+	unit_write_str(inner, "keep");
+	r = tally_write_file_atomic(sub, "x", 1);
+	assert_true(r < 0);
+	assert_errmsg_has(sub);
+	assert_int_equal(count_entries(dir), 2); /* plain and sub only */
+	assert_true(unit_exists(inner));
+
+	/* an unwritable directory (root ignores permissions: skip that part then) */
+	if (geteuid() != 0) {
+		char *ro = unit_path(dir, "ro");
+		assert_int_equal(mkdir(ro, 0555), 0);
+		p = unit_path(ro, "out.txt");
+		r = tally_write_file_atomic(p, "x", 1);
+		assert_true(r < 0);
+		assert_errmsg_has(p);
+		assert_int_equal(count_entries(ro), 0);
+		chmod(ro, 0755);
+		free(p);
+		free(ro);
+	} else {
+		/* /proc accepts no new files even from root */
+		r = tally_write_file_atomic("/proc/tally-unit-test", "x", 1);
+		assert_true(r < 0);
+		assert_errmsg_has("/proc/tally-unit-test");
+	}
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(inner);
+	free(sub);
+	free(file);
+	free(dir);
+}
+
+static void test_util__remove_tree(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *outside = unit_tmpdir();
+	char *precious = unit_path(outside, "precious");
+	unit_write_str(precious, "do not delete");
+
+	char *a = unit_path(dir, "a");
+	char *ab = unit_path(dir, "a/b");
+	char *abc = unit_path(dir, "a/b/c");
+	assert_int_equal(mkdir(a, 0755), 0);
+	assert_int_equal(mkdir(ab, 0755), 0);
+	assert_int_equal(mkdir(abc, 0755), 0);
+	for (int i = 0; i < 50; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "a/b/f%d", i);
+		char *f = unit_path(dir, name);
+		unit_write_str(f, "x");
+		free(f);
+	}
+	char *f1 = unit_path(dir, ".hidden");
+	unit_write_str(f1, "x");
+	/* a symlink to a directory outside: the link goes, the target stays */
+	char *link = unit_path(dir, "a/link");
+	assert_int_equal(symlink(outside, link), 0);
+	char *dangling = unit_path(dir, "dangling");
+	assert_int_equal(symlink("/nonexistent/tally", dangling), 0);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	assert_false(unit_exists(dir));
+	assert_true(unit_exists(precious));
+
+	/* a missing path is not an error; a single file is removed */
+	assert_int_equal(tally_remove_tree(dir), 0);
+	assert_int_equal(tally_remove_tree(precious), 0);
+	assert_false(unit_exists(precious));
+	assert_int_equal(tally_remove_tree(outside), 0);
+	assert_false(unit_exists(outside));
+
+	free(dangling);
+	free(link);
+	free(f1);
+	free(abc);
+	free(ab);
+	free(a);
+	free(precious);
+	free(outside);
+	free(dir);
+}
+
+/* ---- small helpers ---- */
+
+static void test_util__basename(void **state)
+{
+	(void)state;
+	assert_string_equal(tally_basename("/usr/lib/libc.so.6"), "libc.so.6");
+	assert_string_equal(tally_basename("libc.so.6"), "libc.so.6");
+	assert_string_equal(tally_basename("/dir/"), "");
+	assert_string_equal(tally_basename(""), "");
+}
+
+static void test_util__seterr(void **state)
+{
+	(void)state;
+	assert_int_equal(tally_seterr(EINVAL, "x %d", 1), -EINVAL);
+	assert_string_equal(tally_errmsg(), "x 1");
+	assert_int_equal(tally_seterr(-ENOENT, "cannot open '%s'", "f"), -ENOENT);
+	assert_string_equal(tally_errmsg(), "cannot open 'f'");
+	/* truncated to the buffer, never overflowing it */
+	char big[4000];
+	memset(big, 'e', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tally_seterr(EIO, "%s", big);
+	assert_true(strlen(tally_errmsg()) < sizeof(big) - 1);
+	assert_true(strlen(tally_errmsg()) > 100);
+}
+
+static void test_util__grow(void **state)
+{
+	(void)state;
+	int *v = NULL;
+	size_t alloc = 0;
+	for (size_t i = 0; i < 1000; i++) {
+		GROW(v, alloc, i + 1);
+		assert_true(alloc >= i + 1);
+		v[i] = (int)i;
+	}
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(v[i], i);
+	size_t before = alloc;
+	GROW(v, alloc, 3); /* never shrinks */
+	assert_int_equal(alloc, before);
+	free(v);
+}
+
+static void test_util__format_utc(void **state)
+{
+	(void)state;
+	char buf[32];
+	tally_format_utc(0, buf, sizeof(buf));
+	assert_string_equal(buf, "1970-01-01T00:00:00Z");
+	tally_format_utc(1795266420.9, buf, sizeof(buf));
+	assert_string_equal(buf, "2026-11-21T13:07:00Z");
+	double a = tally_now_mono(), b = tally_now_mono();
+	assert_true(b >= a);
+	assert_true(tally_now_wall() > 1.6e9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_util__strbuf_init_empty),
+		cmocka_unit_test(test_util__strbuf_add),
+		cmocka_unit_test(test_util__strbuf_add_grows),
+		cmocka_unit_test(test_util__strbuf_addf),
+		cmocka_unit_test(test_util__strbuf_addf_growth),
+		cmocka_unit_test(test_util__strbuf_json),
+		cmocka_unit_test(test_util__strbuf_detach),
+		cmocka_unit_test(test_util__strbuf_read_file),
+		cmocka_unit_test(test_util__hidx_empty),
+		cmocka_unit_test(test_util__hidx_many),
+		cmocka_unit_test(test_util__hidx_collisions),
+		cmocka_unit_test(test_util__hash_bytes),
+		cmocka_unit_test(test_util__parse_u64_good),
+		cmocka_unit_test(test_util__parse_u64_bounds),
+		cmocka_unit_test(test_util__parse_u64_garbage),
+		cmocka_unit_test(test_util__parse_u64_overflow),
+		cmocka_unit_test(test_util__parse_duration_good),
+		cmocka_unit_test(test_util__parse_duration_bad),
+		cmocka_unit_test(test_util__parse_cpulist_good),
+		cmocka_unit_test(test_util__parse_cpulist_out_of_range),
+		cmocka_unit_test(test_util__parse_cpulist_bad),
+		cmocka_unit_test(test_util__parse_intlist_good),
+		cmocka_unit_test(test_util__parse_intlist_bad),
+		cmocka_unit_test(test_util__write_file_atomic),
+		cmocka_unit_test(test_util__write_file_atomic_fails),
+		cmocka_unit_test(test_util__remove_tree),
+		cmocka_unit_test(test_util__basename),
+		cmocka_unit_test(test_util__seterr),
+		cmocka_unit_test(test_util__grow),
+		cmocka_unit_test(test_util__format_utc),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
