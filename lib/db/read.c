@@ -124,8 +124,13 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 		return 1;
 	if (r)
 		return r;
-	if (sb->len && sb->buf[sb->len - 1] != '\n')
-		return tally_seterr(-EINVAL, "'%s' ends in the middle of a line (%s)", path->buf, DAMAGED);
+	if (sb->len && sb->buf[sb->len - 1] != '\n') {
+		size_t lines = 1;
+		for (size_t i = 0; i < sb->len; i++)
+			lines += sb->buf[i] == '\n';
+		return tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", path->buf, lines,
+				    DAMAGED);
+	}
 	if (memchr(sb->buf, '\0', sb->len))
 		return tally_seterr(-EINVAL, "'%s' contains binary data (%s)", path->buf, DAMAGED);
 	return 0;
