@@ -867,7 +867,7 @@ static void test_db__open_prof_truncated(void **state)
 	assert_true(len > 4);
 	unit_write(prof, text, len - 3);
 	expect_open_fails(fx->db, prof);
-	assert_errmsg_has("middle of a line");
+	assert_errmsg_has("middle of the line");
 	free(text);
 	free(prof);
 }

@@ -1,0 +1,555 @@
+# Shared helpers for tally's end-to-end tests (tests/e2e/tNNNN-<cmd>-<what>.sh).
+#
+# A test sources this file, which puts it in a fresh temporary directory
+# ($TMP, removed on exit, background processes killed) under `set -euo
+# pipefail`.  Exit codes follow meson: 0 pass, 1 fail, 77 skip; the reason is
+# printed on stdout.
+#
+# The environment gives TALLY (the binary under test), WORKLOADS (the built
+# tests/workloads) and SRCDIR (the source tree).  Workloads print their
+# measured split as `truth NAME PERCENT`; tests compare tally's numbers with it.
+
+set -euo pipefail
+
+: "${TALLY:?TALLY must name the tally binary}"
+: "${WORKLOADS:?WORKLOADS must name the built tests/workloads directory}"
+: "${SRCDIR:?SRCDIR must name the source tree}"
+
+TEST_NAME=$(basename "$0" .sh)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tally-$TEST_NAME.XXXXXX")
+BG_PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${BG_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	cd /
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+cd "$TMP"
+
+# fail MSG...: report a failure and exit 1.
+# On stderr, so a failure inside $(...) is still seen.
+fail() {
+	echo "FAIL: $TEST_NAME: $*" >&2
+	exit 1
+}
+
+# skip REASON...: report why the test cannot run here and exit 77.
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# note MSG...: progress for the test log.
+note() {
+	echo "ok: $*"
+}
+
+# track_pid PID: kill PID when the test exits.
+track_pid() {
+	BG_PIDS+=("$1")
+}
+
+# tally_ok ARGS...: run tally, which must exit 0.  Its stdout (with the
+# profiled command's output, e.g. truth lines) goes to $TMP/out, its stderr
+# to $TMP/err.
+tally_ok() {
+	local rc=0
+	"$TALLY" "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	if ((rc != 0)); then
+		fail "'tally $*' exited $rc (expected 0); stderr: $(head -c 2000 "$TMP/err")"
+	fi
+	return 0
+}
+
+# expect_fail_with REGEX CMD...: CMD must exit non-zero with exactly one line
+# on stderr, matching the extended REGEX.  Sets LAST_RC and LAST_ERR.
+LAST_RC=0
+LAST_ERR=
+expect_fail_with() {
+	local regex=$1 lines
+	shift
+	LAST_RC=0
+	"$@" >"$TMP/fail.out" 2>"$TMP/fail.err" </dev/null || LAST_RC=$?
+	LAST_ERR=$(cat "$TMP/fail.err")
+	if ((LAST_RC == 0)); then
+		fail "'$*' exited 0, expected an error matching /$regex/; stderr: $LAST_ERR"
+	fi
+	if ((LAST_RC > 128 && LAST_RC <= 128 + 64)); then
+		fail "'$*' exited $LAST_RC (killed by signal $((LAST_RC - 128))?), expected a clean error exit; stderr: $LAST_ERR"
+	fi
+	lines=$(awk 'END { print NR }' "$TMP/fail.err")
+	if [[ $lines != 1 ]]; then
+		fail "'$*' wrote $lines lines on stderr, expected exactly 1 matching /$regex/: $(head -c 2000 "$TMP/fail.err")"
+	fi
+	if ! grep -Eq -- "$regex" "$TMP/fail.err"; then
+		fail "'$*': stderr '$LAST_ERR' does not match /$regex/"
+	fi
+	note "'$*' -> exit $LAST_RC: $LAST_ERR"
+}
+
+# fcmp A OP B: floating-point comparison (OP is < <= > >= ==).
+fcmp() {
+	awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+		if (op == "<") r = a < b; else if (op == "<=") r = a <= b
+		else if (op == ">") r = a > b; else if (op == ">=") r = a >= b
+		else if (op == "==") r = a == b; else r = 0
+		exit !r }'
+}
+
+# between VALUE LOW HIGH: LOW <= VALUE <= HIGH (decimals allowed).
+between() {
+	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v == v + 0 && lo <= v && v <= hi) }'
+}
+
+# near ACTUAL EXPECTED TOLERANCE [WHAT]: |ACTUAL - EXPECTED| <= TOLERANCE,
+# for percentages (the tolerance is in percentage points).
+near() {
+	local what=${4:-value}
+	if ! awk -v a="$1" -v e="$2" -v t="$3" \
+		'BEGIN { d = a - e; if (d < 0) d = -d; exit !(a == a + 0 && d <= t) }'; then
+		fail "$what: tally says $1, expected $2 +/- $3"
+	fi
+	note "$what: tally $1, expected $2 +/- $3"
+}
+
+# truth NAME [FILE]: the percentage a workload printed as `truth NAME P`
+# (first such line of FILE, default $TMP/out).
+truth() {
+	local v
+	v=$(awk -v n="$1" '$1 == "truth" && $2 == n { print $3; exit }' "${2:-$TMP/out}")
+	[[ -n $v ]] || fail "the workload printed no 'truth $1' line in ${2:-$TMP/out}: $(head -c 1000 "${2:-$TMP/out}")"
+	echo "$v"
+}
+
+# workload_pid [FILE]: the pid the workload printed first (`pid N`).
+workload_pid() {
+	local v
+	v=$(awk '$1 == "pid" { print $2; exit }' "${1:-$TMP/out}")
+	[[ -n $v ]] || fail "the workload printed no 'pid N' line in ${1:-$TMP/out}"
+	echo "$v"
+}
+
+# wait_for_line FILE REGEX [SECONDS]: wait until FILE has a line matching REGEX.
+wait_for_line() {
+	local i
+	for ((i = 0; i < ${3:-10} * 20; i++)); do
+		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "timed out waiting for /$2/ in $1"
+}
+
+# db_size DIR: total size in bytes of the regular files under DIR.
+db_size() {
+	find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# have_hw_pmu: true when the machine can count hardware events (cycles).
+have_hw_pmu() {
+	local out
+	if command -v perf >/dev/null 2>&1; then
+		out=$(perf stat -x, -e cycles true 2>&1) || return 1
+		if grep -Eq '<not (supported|counted)>' <<<"$out"; then
+			return 1
+		fi
+		return 0
+	fi
+	[[ -d /sys/bus/event_source/devices/cpu || -d /sys/bus/event_source/devices/cpu_core ]]
+}
+
+# report_json OUT ARGS...: `tally report --json ARGS...` into the file OUT
+# (stderr into OUT.err); fails unless tally exits 0 with valid JSON.
+report_json() {
+	local out=$1 rc=0
+	shift
+	"$TALLY" report --json "$@" >"$out" 2>"$out.err" || rc=$?
+	((rc == 0)) || fail "'tally report --json $*' exited $rc; stderr: $(head -c 2000 "$out.err")"
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$out" 2>"$TMP/json.err" ||
+		fail "'tally report --json $*' printed invalid JSON: $(head -c 300 "$TMP/json.err"); output: $(head -c 1000 "$out")"
+}
+
+# report_text OUT ARGS...: `tally report ARGS...` into OUT (stderr OUT.err).
+report_text() {
+	local out=$1 rc=0
+	shift
+	"$TALLY" report "$@" >"$out" 2>"$out.err" || rc=$?
+	((rc == 0)) || fail "'tally report $*' exited $rc; stderr: $(head -c 2000 "$out.err")"
+}
+
+# tjson FILE QUERY ARGS...: numbers and names from a `tally report --json`
+# file.  EVENT is an event name or '-' (any); IMAGE is a file name, a full
+# path or '-'.
+#   total [EVENT]                  total samples
+#   image NAME [EVENT]             samples of image NAME
+#   func NAME [IMAGE [EVENT]]      samples of function NAME
+#   images [EVENT]                 image names (file names) with samples, one a line
+#   funcs [IMAGE [EVENT]]          function names with samples, one a line
+#   events                         event names, one a line
+#   shares image|func NAME...      each NAME's percent of the NAMEs together
+#                                  (`NAME PERCENT SAMPLES` lines; fails if all are 0)
+#
+# The schema is docs/report-json.md's: events[] (name, samples) holding
+# images[] (name, path, samples) holding functions[] (name, samples).  The
+# reader walks the tree by meaning rather than by fixed paths: an image is an
+# object in an "images" list (or one with a string "image"), a function one
+# in a "functions"/"symbols" list (or with "function"/"symbol"), an event one
+# in "events" (or with "event"); counts are "samples" (or "count"), an
+# event's total its "samples" (or a "total").
+TALLY_JSON_PY='
+import json, os, sys
+
+IMG_KEYS = ("image", "image_name", "dso", "module")
+FN_KEYS = ("function", "symbol", "func", "sym")
+EV_KEYS = ("event", "event_name")
+CNT_KEYS = ("samples", "count", "hits")
+IMG_LISTS = ("images", "dsos", "modules")
+FN_LISTS = ("functions", "symbols", "funcs")
+EV_LISTS = ("events",)
+
+def isnum(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+def first(d, keys, test):
+    for k in keys:
+        if k in d and test(d[k]):
+            return d[k]
+    return None
+
+def isstr(v):
+    return isinstance(v, str)
+
+rows = []      # dicts: kind, name, image, path, event, count
+totals = {}    # event (None: whole report) -> total
+
+def walk(node, pkey, ctx):
+    if isinstance(node, list):
+        for x in node:
+            walk(x, pkey, ctx)
+        return
+    if not isinstance(node, dict):
+        return
+    ctx = dict(ctx)
+    ev = first(node, EV_KEYS, isstr)
+    if ev is None and pkey in EV_LISTS and isstr(node.get("name")):
+        ev = node["name"]
+    fn = first(node, FN_KEYS, isstr)
+    if fn is None and pkey in FN_LISTS and isstr(node.get("name")):
+        fn = node["name"]
+    img = first(node, IMG_KEYS, isstr)
+    if img is None and pkey in IMG_LISTS:
+        img = first(node, ("name", "path", "file"), isstr)
+    if ev is not None:
+        ctx["event"] = ev
+    if img is not None:
+        ctx["image"] = img
+        ctx["path"] = node.get("path") if isstr(node.get("path")) else None
+    cnt = first(node, CNT_KEYS, isnum)
+    if fn is not None:
+        if cnt is not None:
+            rows.append(dict(kind="func", name=fn, image=ctx.get("image"),
+                             path=ctx.get("path"), event=ctx.get("event"), count=cnt))
+    elif img is not None:
+        if cnt is not None:
+            rows.append(dict(kind="image", name=img, image=img, path=ctx.get("path"),
+                             event=ctx.get("event"), count=cnt))
+    else:
+        t = first(node, ("total", "total_samples"), lambda v: isnum(v) or isinstance(v, dict))
+        if isinstance(t, dict):
+            t = first(t, CNT_KEYS, isnum)
+        if t is None and ev is not None:
+            t = cnt
+        if t is not None and ctx.get("event") not in totals:
+            totals[ctx.get("event")] = t
+    for k, v in node.items():
+        if isinstance(v, (dict, list)):
+            walk(v, k, ctx)
+
+def img_match(q, r):
+    if q in (None, "-"):
+        return True
+    cands = [r.get("image"), r.get("path")]
+    for c in cands:
+        if c and (q == c or q == os.path.basename(c)):
+            return True
+    return False
+
+def select(kind, event):
+    rs = [r for r in rows if r["kind"] == kind]
+    if event not in (None, "-"):
+        return [r for r in rs if r["event"] == event]
+    # without an event filter prefer the rows outside any per-event section,
+    # so one set of numbers is not counted twice
+    plain = [r for r in rs if r["event"] is None]
+    return plain if plain else rs
+
+def image_rows(event):
+    rs = select("image", event)
+    return rs if rs else select("func", event)
+
+def die(msg):
+    sys.stderr.write("tjson: " + msg + "\n")
+    sys.exit(2)
+
+def main():
+    path, q, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    with open(path) as f:
+        walk(json.load(f), None, {})
+    arg = lambda i: args[i] if len(args) > i else "-"
+    if q == "total":
+        ev = arg(0)
+        if ev != "-" and ev in totals:
+            print(totals[ev]); return
+        if ev == "-" and None in totals:
+            print(totals[None]); return
+        if ev == "-" and totals:
+            print(sum(totals.values())); return
+        print(sum(r["count"] for r in image_rows(ev)))
+    elif q == "image":
+        print(sum(r["count"] for r in image_rows(arg(1)) if img_match(args[0], r)))
+    elif q == "func":
+        print(sum(r["count"] for r in select("func", arg(2))
+                  if r["name"] == args[0] and img_match(arg(1), r)))
+    elif q == "images":
+        seen = {}
+        for r in image_rows(arg(0)):
+            n = os.path.basename(r["image"] or "?")
+            seen[n] = seen.get(n, 0) + r["count"]
+        for n in sorted(seen):
+            if seen[n] > 0:
+                print(n)
+    elif q == "funcs":
+        seen = {}
+        for r in select("func", arg(1)):
+            if img_match(arg(0), r):
+                seen[r["name"]] = seen.get(r["name"], 0) + r["count"]
+        for n in sorted(seen):
+            if seen[n] > 0:
+                print(n)
+    elif q == "events":
+        evs = set(r["event"] for r in rows if r["event"] is not None)
+        evs |= set(e for e in totals if e is not None)
+        for e in sorted(evs):
+            print(e)
+    elif q == "shares":
+        kind, names = args[0], args[1:]
+        if kind == "image":
+            counts = [sum(r["count"] for r in image_rows("-") if img_match(n, r)) for n in names]
+        else:
+            counts = [sum(r["count"] for r in select("func", "-") if r["name"] == n) for n in names]
+        tot = sum(counts)
+        if tot <= 0:
+            die("none of %s has samples in %s" % (" ".join(names), path))
+        for n, c in zip(names, counts):
+            print("%s %.2f %d" % (n, 100.0 * c / tot, c))
+    else:
+        die("unknown query " + q)
+
+main()
+'
+tjson() {
+	python3 -c "$TALLY_JSON_PY" "$@" || fail "cannot read '$1' as a tally JSON report (tjson $*)"
+}
+
+# check_shares KIND JSON TRUTHFILE TOLERANCE NAME...: each NAME's share of the
+# NAMEs together in the report JSON must be within TOLERANCE points of the
+# workload's `truth NAME` in TRUTHFILE.
+check_shares() {
+	local kind=$1 json=$2 truthfile=$3 tol=$4 name share count t
+	shift 4
+	local shares
+	shares=$(tjson "$json" shares "$kind" "$@")
+	for name in "$@"; do
+		read -r _ share count < <(awk -v n="$name" '$1 == n' <<<"$shares")
+		t=$(truth "$name" "$truthfile")
+		near "$share" "$t" "$tol" "$kind $name share ($count samples)"
+	done
+}
+
+# ttext FILE check image|symbols [--top N] [--no-total]: check the layout of a
+# text report: tables under a header `samples  %  cum%  image` (or `... addr
+# function`), rows `SAMPLES PCT% CUM% NAME` sorted by samples with cum% the
+# running sum of %, for the image table a `Total` line equal to the sum of
+# the rows (unless --top/--no-total) and every row's % = samples/Total, at
+# most N rows per table with --top N, and a line starting with `lost:`.
+# ttext FILE names: `SAMPLES NAME` for every row of every table (for symbol
+# tables NAME is the function, after the address column).
+# ttext FILE total: the number on the first `Total` line (empty if none).
+TALLY_TEXT_PY='
+import re, sys
+
+HDR = re.compile(r"^\s*samples\s+%\s+cum%\s+(.*\S)\s*$")
+ROW = re.compile(r"^\s*(\d+)\s+(\d+(?:\.\d+)?)%?\s+(\d+(?:\.\d+)?)%?\s+(\S.*?)\s*$")
+TOTAL = re.compile(r"^\s*Total\b\D*(\d+)|^\s*(\d+)\b.*\bTotal\b")
+
+def parse(path):
+    tables, cur, lost = [], None, []
+    for no, line in enumerate(open(path, errors="replace"), 1):
+        line = line.rstrip("\n")
+        if line.startswith("lost:"):
+            lost.append(line)
+        m = HDR.match(line)
+        if m:
+            cur = dict(cols=m.group(1).split(), rows=[], total=None, line=no)
+            tables.append(cur)
+            continue
+        if cur is None:
+            continue
+        t = TOTAL.match(line)
+        if t:
+            cur["total"] = int(t.group(1) or t.group(2))
+            cur = None
+            continue
+        r = ROW.match(line)
+        if r:
+            name = r.group(4)
+            if cur["cols"][-2:] == ["addr", "function"]:
+                parts = name.split(None, 1)
+                name = parts[1] if len(parts) == 2 else ""
+            cur["rows"].append(dict(n=int(r.group(1)), pct=float(r.group(2)),
+                                    cum=float(r.group(3)), name=name, line=no))
+            continue
+        cur = None
+    return tables, lost
+
+def main():
+    path, q = sys.argv[1], sys.argv[2]
+    tables, lost = parse(path)
+    if q == "total":
+        ts = [t["total"] for t in tables if t["total"] is not None]
+        print(ts[0] if ts else "")
+        return
+    if q == "names":
+        for t in tables:
+            for r in t["rows"]:
+                print(r["n"], r["name"])
+        return
+    kind, opts = sys.argv[3], sys.argv[4:]
+    top = int(opts[opts.index("--top") + 1]) if "--top" in opts else None
+    want = ["image"] if kind == "image" else ["addr", "function"]
+    errs = []
+    mine = [t for t in tables if t["cols"] == want]
+    if not mine:
+        errs.append("no table with the header `samples  %%  cum%%  %s` (headers seen: %s)"
+                    % ("  ".join(want), ["  ".join(t["cols"]) for t in tables] or "none"))
+    for t in mine:
+        rows = t["rows"]
+        where = "table at line %d" % t["line"]
+        if not rows:
+            errs.append(where + ": no rows")
+            continue
+        if top is not None and len(rows) > top:
+            errs.append("%s: %d rows, more than --top %d" % (where, len(rows), top))
+        run = 0.0
+        for a, b in zip(rows, rows[1:]):
+            if b["n"] > a["n"]:
+                errs.append("%s: line %d (%d samples) sorts after line %d (%d samples)"
+                            % (where, b["line"], b["n"], a["line"], a["n"]))
+        for r in rows:
+            run += r["pct"]
+            if abs(r["cum"] - run) > 0.15 + 0.01 * len(rows):
+                errs.append("%s line %d: cum%% %.2f is not the running sum of %% (%.2f)"
+                            % (where, r["line"], r["cum"], run))
+        if kind == "image" and top is None and "--no-total" not in opts:
+            s = sum(r["n"] for r in rows)
+            if t["total"] is None:
+                errs.append(where + ": no `Total` line after the rows")
+            elif t["total"] != s:
+                errs.append("%s: Total says %d but the rows add up to %d" % (where, t["total"], s))
+        if kind == "image" and t["total"]:
+            for r in rows:
+                exp = 100.0 * r["n"] / t["total"]
+                if abs(r["pct"] - exp) > 0.06:
+                    errs.append("%s line %d: %% is %.2f, samples/Total gives %.2f"
+                                % (where, r["line"], r["pct"], exp))
+    if not lost:
+        errs.append("no line starting with `lost:`")
+    if errs:
+        print("; ".join(errs[:8]))
+        sys.exit(1)
+
+main()
+'
+ttext() {
+	local msg rc=0
+	msg=$(python3 -c "$TALLY_TEXT_PY" "$@") || rc=$?
+	if ((rc != 0)); then
+		fail "text report $1 ($2 ${3:-}): $msg; report: $(head -c 1500 "$1")"
+	fi
+	[[ -z $msg ]] || echo "$msg"
+}
+
+# prof_files DB: the profile files of a database, one a line.
+prof_files() {
+	find "$1" -type f -name '*-*.prof' | sort
+}
+
+# prof_sum FILE...: check the layout of .prof files (`key: value` header
+# lines first, then `HEXOFFSET COUNT...` lines, one count per event; a
+# `samples:` header, when present, must equal the file's counts) and print
+# the sum of all the counts.
+prof_sum() {
+	python3 - "$@" <<'EOF' || fail "bad .prof layout (see above)"
+import re, sys
+KV = re.compile(r"^([A-Za-z0-9_.-]+):( .*)?$")
+DATA = re.compile(r"^(?:0x)?[0-9a-fA-F]+( +[0-9]+)+$")
+total = 0
+for path in sys.argv[1:]:
+    headers = {}
+    in_header = True
+    mine = 0
+    for no, line in enumerate(open(path, errors="replace"), 1):
+        line = line.rstrip("\n")
+        m = KV.match(line) if in_header else None
+        if m:
+            headers[m.group(1)] = (m.group(2) or "").strip()
+            continue
+        in_header = False
+        if line == "":
+            continue
+        if not DATA.match(line):
+            print("%s line %d: expected `HEXOFFSET COUNT`, got %r" % (path, no, line))
+            sys.exit(1)
+        mine += sum(int(c) for c in line.split()[1:])
+    if not headers:
+        print("%s: no `key: value` header lines at the top" % path)
+        sys.exit(1)
+    want = headers.get("samples", "")
+    if re.fullmatch(r"[0-9]+(,[0-9]+)*", want) and sum(int(c) for c in want.split(",")) != mine:
+        print("%s: header says samples: %s but the counts add up to %d" % (path, want, mine))
+        sys.exit(1)
+    total += mine
+print(total)
+EOF
+}
+
+# session_key DB KEY: the value of `KEY: value` in DB/session.
+session_key() {
+	[[ -f $1/session ]] || fail "database $1 has no 'session' file (files: $(ls "$1" | head -20 | tr '\n' ' '))"
+	awk -v k="$2:" '$1 == k { sub(/^[^:]*:[ \t]*/, ""); print; exit }' "$1/session"
+}
+
+# info_val KEY [FILE]: the word after KEY on the workload's first `info` line
+# that has it (e.g. `info rounds 900 cpu_ms 1000.3`).
+info_val() {
+	local v
+	v=$(awk -v k="$1" '$1 == "info" { for (i = 2; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "${2:-$TMP/out}")
+	[[ -n $v ]] || fail "the workload printed no 'info ... $1 N' in ${2:-$TMP/out}"
+	echo "$v"
+}
+
+# has_line WORD LIST: LIST (newline-separated) has the line WORD.
+has_line() {
+	grep -qxF -- "$1" <<<"$2"
+}
+
+# alive PID: PID is running (neither gone nor a zombie waiting for us).
+alive() {
+	local st
+	st=$(sed -E 's/^.*\) (.).*$/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $st && $st != Z && $st != X ]]
+}

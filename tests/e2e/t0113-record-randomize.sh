@@ -1,0 +1,38 @@
+#!/bin/bash
+# sample periods: --no-randomize -c N keeps the period at N (the kernel reports
+# period-min == period-max == N, and the measured intervals between samples stay
+# within a few percent of N); by default the intervals the timer really used
+# (session interval-p10-p50-p90) spread around N by about +-10% while the mean
+# stays N, so -c N still gives about one sample per N ns of CPU time.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+P=100000
+for mode in fixed random; do
+	opt=()
+	[[ $mode == fixed ]] && opt=(--no-randomize)
+	tally_ok record "${opt[@]}" -c $P -o $mode -- "$WORKLOADS/split_funcs" 300
+	cpu_ms=$(info_val cpu_ms)
+	min=$(session_key $mode period-min)
+	max=$(session_key $mode period-max)
+	iv=$(session_key $mode interval-p10-p50-p90)
+	[[ $iv =~ ^([0-9]+)/([0-9]+)/([0-9]+)$ ]] ||
+		fail "$mode: interval-p10-p50-p90 is '$iv', expected P10/P50/P90; session: $(head -c 1000 $mode/session)"
+	p10=${BASH_REMATCH[1]} p50=${BASH_REMATCH[2]} p90=${BASH_REMATCH[3]}
+	spread=$(awk -v a=$p10 -v b=$p90 -v p=$P 'BEGIN { printf "%.1f", 100 * (b - a) / p }')
+	# the median interval is the mean period whether randomized or not
+	between "$p50" $((P * 95 / 100)) $((P * 105 / 100)) || fail "$mode: median interval $p50 ns, expected about $P"
+	if [[ $mode == fixed ]]; then
+		((min == P && max == P)) || fail "--no-randomize -c $P: period-min $min, period-max $max, expected both $P"
+		awk -v s=$spread 'BEGIN { exit !(s < 6) }' ||
+			fail "--no-randomize: intervals p10..p90 $p10..$p90 spread ${spread}% of the period, expected under 6%"
+	else
+		awk -v s=$spread 'BEGIN { exit !(s > 12) }' ||
+			fail "randomized: intervals p10..p90 $p10..$p90 spread only ${spread}% of the period, expected over 12% (uniform +-12.5% gives ~20%)"
+	fi
+	report_json $mode.json -i $mode
+	total=$(tjson $mode.json total)
+	expect=$(awk -v ms="$cpu_ms" -v p=$P 'BEGIN { printf "%d", ms * 1e6 / p }')
+	between "$total" "$(awk -v e="$expect" 'BEGIN { print 0.75 * e }')" "$(awk -v e="$expect" 'BEGIN { print 1.25 * e + 50 }')" ||
+		fail "$mode -c $P: $total samples over ${cpu_ms} ms of CPU time, expected about $expect"
+	note "$mode: intervals p10/p50/p90 $p10/$p50/$p90 ns (spread ${spread}%), $total samples (expected ~$expect)"
+done

@@ -1,0 +1,29 @@
+#!/bin/bash
+# record and the command line reject bad input with one line on stderr, a
+# non-zero exit and no database left behind.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+W="$WORKLOADS/exitcode"
+
+bad() {
+	local regex=$1
+	shift
+	expect_fail_with "$regex" "$TALLY" "$@"
+	[[ ! -e db ]] || fail "'tally $*' was refused but created the database 'db'"
+}
+
+bad "^tally: .*nosuchcommand" nosuchcommand
+bad "^tally: .*--bogus-option" record --bogus-option -o db -- "$W" 0
+bad "^tally: .*--bogus-option" report --bogus-option -i db
+bad "^tally: .*\<0\>" record -F 0 -o db -- "$W" 0
+bad "^tally: .*abc" record -F abc -o db -- "$W" 0
+bad "^tally: .*\<0\>" record -c 0 -o db -- "$W" 0
+bad "^tally: .*nosuchevent.*tally events|^tally: .*tally events.*nosuchevent" \
+	record -e nosuchevent -o db -- "$W" 0
+bad "^tally: .*999" record -a -C 999 --duration 0.2 -o db
+bad "^tally: .*-1" record -a --duration -1 -o db
+bad "^tally: .*xyz" record -a --duration xyz -o db
+bad "^tally: .*999999999" record -p 999999999 --duration 0.2 -o db
+bad "^tally: .*(-a|-p)" record -o db
+bad "^tally: .*/proc/nope/db" record -o /proc/nope/db -- "$W" 0
+[[ ! -e /proc/nope ]] || fail "/proc/nope exists"
