@@ -130,6 +130,12 @@ static char *image_label(const struct tally_db *db, uint32_t image, int pid)
 	return strbuf_detach(&sb);
 }
 
+static bool row_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct row *r = &(*(struct row *const *)ctx)[idx], *k = key;
+	return r->addr == k->addr && !strcmp(r->label, k->label);
+}
+
 /* Function rows of one image (and pid) for one event, sorted. */
 static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
 				 uint32_t image, int32_t pid, size_t *nrows)
@@ -164,21 +170,9 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 			label = "[unknown]";
 		}
 		uint64_t h = tally_hash_bytes(label, strlen(label), addr);
-		struct row key = { .label = (char *)label, .addr = addr };
-		struct ctx { struct row *rows; } cx = { rows };
-		(void)cx;
-		uint32_t j = TALLY_HIDX_NONE;
 		/* equality on label and address: two local functions may share a name */
-		for (size_t probe = 0; idx.mask && probe <= idx.mask; probe++) {
-			const struct tally_hslot *sl = &idx.slots[(h + probe) & idx.mask];
-			if (!sl->idx1)
-				break;
-			const struct row *r = &rows[sl->idx1 - 1];
-			if (sl->hash == h && r->addr == key.addr && !strcmp(r->label, key.label)) {
-				j = sl->idx1 - 1;
-				break;
-			}
-		}
+		struct row key = { .label = (char *)label, .addr = addr };
+		uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, &rows);
 		if (j == TALLY_HIDX_NONE) {
 			GROW(rows, cap, n + 1);
 			rows[n] = (struct row){ image, pid, xstrdup(label), addr, has_addr, 0 };
