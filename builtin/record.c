@@ -158,6 +158,11 @@ int cmd_record(int argc, char **argv)
 	double duration = 0;
 	int ncpus = ncpus_configured();
 	int ret = 1;
+	bool *cpus = NULL;
+	int *pids = NULL;
+	size_t npids = 0;
+	pid_t *tpids = NULL;
+	struct strbuf evnames = STRBUF_INIT;
 
 	optind = 1;
 	opterr = 0;
@@ -227,7 +232,6 @@ int cmd_record(int argc, char **argv)
 	/* events */
 	const struct tally_event_desc *evs[16];
 	int nev = 0;
-	struct strbuf evnames = STRBUF_INIT;
 	{
 		char *list = xstrdup(events_arg), *save = NULL;
 		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -235,30 +239,36 @@ int cmd_record(int argc, char **argv)
 			if (!e) {
 				tally_error("unknown event '%s' (see 'tally events' for the list)", t);
 				free(list);
-				return 2;
+				ret = 2;
+				goto out_early;
 			}
 			for (int i = 0; i < nev; i++)
 				if (evs[i] == e) {
 					tally_error("event '%s' is given twice", t);
 					free(list);
-					return 2;
+					ret = 2;
+					goto out_early;
 				}
 			if (nev == (int)ARRAY_SIZE(evs)) {
 				tally_error("too many events (at most %zu)", ARRAY_SIZE(evs));
 				free(list);
-				return 2;
+				ret = 2;
+				goto out_early;
 			}
 			if (tally_event_probe(e)) {
 				tally_error("%s", tally_errmsg());
 				free(list);
-				return 1;
+				ret = 1;
+				goto out_early;
 			}
 			evs[nev++] = e;
 			strbuf_addf(&evnames, "%s%s", evnames.len ? "," : "", e->name);
 		}
 		free(list);
-		if (!nev)
-			return tally_usage_error("record", "no event given to -e");
+		if (!nev) {
+			ret = tally_usage_error("record", "no event given to -e");
+			goto out_early;
+		}
 	}
 	/* rate: the kernel caps sampling frequency */
 	{
@@ -272,15 +282,16 @@ int cmd_record(int argc, char **argv)
 		if (freq && maxrate && freq > maxrate) {
 			tally_error("-F %" PRIu64 " is above kernel.perf_event_max_sample_rate (%llu) (use a lower -F, or raise the sysctl)",
 				    freq, maxrate);
-			return 2;
+			ret = 2;
+			goto out_early;
 		}
 	}
 
-	bool *cpus = xcalloc((size_t)ncpus, sizeof(bool));
+	cpus = xcalloc((size_t)ncpus, sizeof(bool));
 	if (cpu_arg) {
 		if (tally_parse_cpulist(cpu_arg, ncpus, cpus)) {
-			free(cpus);
-			return tally_usage_error("record", "%s", tally_errmsg());
+			ret = tally_usage_error("record", "%s", tally_errmsg());
+			goto out_early;
 		}
 	} else {
 		for (int i = 0; i < ncpus; i++)
@@ -298,9 +309,9 @@ int cmd_record(int argc, char **argv)
 					if (cpu_arg && cpus[i] && !online[i]) {
 						tally_error("CPU %d is offline (choose online CPUs with -C)", i);
 						free(online);
-						free(cpus);
 						strbuf_release(&on);
-						return 2;
+						ret = 2;
+						goto out_early;
 					}
 					cpus[i] = cpus[i] && online[i];
 					any = any || cpus[i];
@@ -313,26 +324,22 @@ int cmd_record(int argc, char **argv)
 		}
 		strbuf_release(&on);
 	}
-	int *pids = NULL;
-	size_t npids = 0;
 	if (pid_arg) {
 		if (tally_parse_intlist(pid_arg, "pid list -p", &pids, &npids)) {
-			free(cpus);
-			return tally_usage_error("record", "%s", tally_errmsg());
+			ret = tally_usage_error("record", "%s", tally_errmsg());
+			goto out_early;
 		}
 		for (size_t i = 0; i < npids; i++)
 			if (kill(pids[i], 0) < 0 && errno == ESRCH) {
 				tally_error("cannot attach to pid %d: no such process", pids[i]);
-				free(cpus);
-				free(pids);
-				return 1;
+				ret = 1;
+				goto out_early;
 			}
 	}
 	if (tally_db_check_target(out, force)) {
 		tally_error("%s", tally_errmsg());
-		free(cpus);
-		free(pids);
-		return 1;
+		ret = 1;
+		goto out_early;
 	}
 
 	/* signals: a self-pipe wakes the poll loop */
@@ -354,7 +361,6 @@ int cmd_record(int argc, char **argv)
 	}
 
 	struct child child = { -1, -1, -1 };
-	pid_t *tpids = NULL;
 	struct tally_collect_opts co;
 	memset(&co, 0, sizeof(co));
 	co.events = evs;

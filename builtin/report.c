@@ -182,7 +182,7 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 		rows[j].samples += c;
 	}
 	tally_hidx_release(&idx);
-	qsort(rows, n, sizeof(*rows), cmp_row);
+	tally_qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
 	return rows;
 }
@@ -216,7 +216,7 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 		}
 		rows[j].samples += c;
 	}
-	qsort(rows, n, sizeof(*rows), cmp_row);
+	tally_qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
 	return rows;
 }

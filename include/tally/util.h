@@ -100,6 +100,9 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set);
 /* "1,2,3" into an array of positive ints (caller frees *out). */
 int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n);
 
+/* qsort that accepts an empty (NULL) array, which qsort itself does not. */
+void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* Write data to path atomically: a temporary in the same directory, fsync, rename. */
 int tally_write_file_atomic(const char *path, const void *data, size_t len);
 /* rm -rf, for directories tally made itself. */

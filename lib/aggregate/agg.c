@@ -373,8 +373,10 @@ static void on_fork(struct tally_agg *a, const struct tally_rec *r)
 	if (parent && parent != child) {
 		/* a fork copies the address space */
 		child->nmaps = 0;
-		GROW(child->maps, child->amaps, parent->nmaps);
-		memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
+		if (parent->nmaps) {
+			GROW(child->maps, child->amaps, parent->nmaps);
+			memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
+		}
 		child->nmaps = parent->nmaps;
 		memcpy(child->comm, parent->comm, sizeof(child->comm));
 		if (parent->exe && !child->exe)

@@ -566,7 +566,7 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	/* records from different CPUs interleave in time: a fork on one CPU must be seen
 	 * before the child's first sample on another */
-	qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
+	tally_qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
 	for (size_t i = 0; i < c->nrefs; i++)
 		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
 	return (int)c->nrefs;
@@ -593,7 +593,7 @@ size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t 
 	*p10 = *p50 = *p90 = 0;
 	if (!s->nivals)
 		return 0;
-	qsort(s->ivals, s->nivals, sizeof(uint64_t), cmp_u64);
+	tally_qsort(s->ivals, s->nivals, sizeof(uint64_t), cmp_u64);
 	*p10 = s->ivals[s->nivals / 10];
 	*p50 = s->ivals[s->nivals / 2];
 	*p90 = s->ivals[s->nivals * 9 / 10];

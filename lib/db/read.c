@@ -483,7 +483,7 @@ int tally_db_open(struct tally_db *db, const char *path)
 				}
 			}
 			closedir(d);
-			qsort(names, nnames, sizeof(*names), cmp_name);
+			tally_qsort(names, nnames, sizeof(*names), cmp_name);
 		}
 	}
 	for (size_t i = 0; !r && i < nnames; i++)

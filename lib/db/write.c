@@ -400,7 +400,7 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 			GROW(kaddrs, ak, nk + 1);
 			kaddrs[nk++] = a->frames[f].offset;
 		}
-	qsort(s.cells, s.n, sizeof(*s.cells), cmp_cell);
+	tally_qsort(s.cells, s.n, sizeof(*s.cells), cmp_cell);
 
 	/* 3. one .prof per (image, pid) */
 	for (size_t i = 0; i < s.n;) {

@@ -175,7 +175,7 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 		tmp[i].name = (char *)(intptr_t)all[i].name_off; /* offset until chosen */
 	}
 	free(all);
-	qsort(tmp, nall, sizeof(*tmp), cmp_ksym);
+	tally_qsort(tmp, nall, sizeof(*tmp), cmp_ksym);
 	/* collapse aliases: keep the first (preferred) name at each address */
 	size_t u = 0;
 	for (size_t i = 0; i < nall; i++)
@@ -187,7 +187,7 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 		tmp[u - 1].size = 4096;
 	uint64_t *sorted = xmalloc((naddrs ? naddrs : 1) * sizeof(uint64_t));
 	memcpy(sorted, addrs, naddrs * sizeof(uint64_t));
-	qsort(sorted, naddrs, sizeof(uint64_t), cmp_u64);
+	tally_qsort(sorted, naddrs, sizeof(uint64_t), cmp_u64);
 	size_t cap = 0;
 	const struct tally_ksym *prev = NULL;
 	for (size_t i = 0; i < naddrs; i++) {

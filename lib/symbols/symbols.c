@@ -116,7 +116,7 @@ static int cmp_sym(const void *a, const void *b)
 /* Sorted, aliases collapsed, zero sizes extended to the next symbol. */
 static void finish_syms(struct imgsyms *s)
 {
-	qsort(s->syms, s->nsyms, sizeof(*s->syms), cmp_sym);
+	tally_qsort(s->syms, s->nsyms, sizeof(*s->syms), cmp_sym);
 	size_t u = 0;
 	for (size_t i = 0; i < s->nsyms; i++)
 		if (!u || s->syms[u - 1].addr != s->syms[i].addr)

@@ -172,6 +172,11 @@ void strbuf_grow(struct strbuf *sb, size_t extra)
 
 void strbuf_add(struct strbuf *sb, const void *data, size_t n)
 {
+	if (!n) {
+		strbuf_grow(sb, 0);
+		sb->buf[sb->len] = '\0';
+		return;
+	}
 	strbuf_grow(sb, n);
 	memcpy(sb->buf + sb->len, data, n);
 	sb->len += n;
@@ -484,6 +489,12 @@ bad:
 	*out = NULL;
 	*n = 0;
 	return tally_seterr(-EINVAL, "invalid %s '%s': expected positive numbers separated by commas", what, s);
+}
+
+void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
 }
 
 /* ---- files ---- */
