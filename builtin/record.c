@@ -449,7 +449,7 @@ int cmd_record(int argc, char **argv)
 	}
 	tally_info("recording into '%s'", out);
 
-	const int tick_ms = randomize ? 10 : 100;
+	const int tick_ms = randomize ? 50 : 100;
 	for (;;) {
 		int n = tally_collector_poll(col, tick_ms, on_record, &agg);
 		if (n < 0) {
@@ -567,7 +567,10 @@ int cmd_record(int argc, char **argv)
 	} else {
 		tally_meta_set(&s, "call-graph", "%s", callchain ? "fp" : "none");
 	}
-	if (callchain) {
+	if (stack_user) {
+		/* the DWARF unwinder's own depth limit (user frames) */
+		tally_meta_set(&s, "max-stack", "%zu", ARRAY_SIZE(agg.scratch_pcs));
+	} else if (callchain) {
 		struct strbuf ms = STRBUF_INIT;
 		if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
 			tally_meta_set(&s, "max-stack", "%d", atoi(ms.buf));

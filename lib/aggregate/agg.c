@@ -619,11 +619,23 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 			}
 			if (why) {
 				a->uw_short++;
-				/* join: where the fp chain passes the last DWARF frame, take what it has beyond */
+				/* join: the fp chain starts at the same sampled ip, so where it agrees
+				 * with the last DWARF frame at the same depth it can continue it; a
+				 * match elsewhere counts only if the address is unique in the chain
+				 * (recursion repeats return addresses) */
 				size_t j = SIZE_MAX;
-				for (size_t k = 0; nu && k < nfp && j == SIZE_MAX; k++)
-					if (fpu[k] == fr[n - 1])
-						j = k;
+				if (nu && nu - 1 < nfp && fpu[nu - 1] == fr[n - 1]) {
+					j = nu - 1;
+				} else if (nu) {
+					size_t hits = 0;
+					for (size_t k = 0; k < nfp; k++)
+						if (fpu[k] == fr[n - 1]) {
+							j = k;
+							hits++;
+						}
+					if (hits != 1)
+						j = SIZE_MAX;
+				}
 				if (j != SIZE_MAX && j + 1 < nfp) {
 					for (size_t k = j + 1; k < nfp && n < ARRAY_SIZE(a->scratch_frames); k++)
 						fr[n++] = fpu[k];

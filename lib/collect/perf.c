@@ -5,6 +5,7 @@
 #include "tally/unwind.h"
 #include "tally/util.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -149,8 +150,11 @@ struct tally_collector {
 	size_t pagesz, data_size;
 	char *stage;
 	size_t stage_len, stage_alloc;
-	struct recref { uint64_t time; size_t off; } *refs;
-	size_t nrefs, arefs;
+	struct recref { uint64_t time; size_t off; } *refs, *tmp;
+	size_t nrefs, arefs, atmp;
+	size_t *runs; /* start of each ring's records in refs: each run is in time order */
+	size_t nruns, aruns;
+	double last_redraw;
 	uint64_t rng;
 	size_t sample_trailer; /* bytes of sample_id at the end of non-sample records */
 };
@@ -426,6 +430,39 @@ static int cmp_ref(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Merges the per-ring runs of refs (each already in time order) pairwise: O(n log rings). */
+static void merge_runs(struct tally_collector *c)
+{
+	size_t k = c->nruns;
+	if (k < 2 || c->nrefs < 2)
+		return;
+	GROW(c->tmp, c->atmp, c->nrefs);
+	GROW(c->runs, c->aruns, k + 1);
+	c->runs[k] = c->nrefs;
+	while (k > 1) {
+		size_t nk = 0;
+		for (size_t r = 0; r < k; r += 2) {
+			size_t a = c->runs[r], mid = c->runs[r + 1 <= k ? r + 1 : k], end = r + 2 <= k ? c->runs[r + 2] : mid;
+			size_t i = a, j = mid, o = a;
+			while (i < mid && j < end)
+				c->tmp[o++] = cmp_ref(&c->refs[j], &c->refs[i]) < 0 ? c->refs[j++] : c->refs[i++];
+			while (i < mid)
+				c->tmp[o++] = c->refs[i++];
+			while (j < end)
+				c->tmp[o++] = c->refs[j++];
+			c->runs[nk++] = a;
+		}
+		c->runs[nk] = c->nrefs;
+		struct recref *t = c->refs;
+		c->refs = c->tmp;
+		c->tmp = t;
+		size_t ta = c->arefs;
+		c->arefs = c->atmp;
+		c->atmp = ta;
+		k = nk;
+	}
+}
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -544,14 +581,28 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	free(pfd);
 
-	if (c->o.randomize)
+	/* a new period costs an IPI per event fd: 20 times a second is plenty to break
+	 * any lock-step between the program and the sampling */
+	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.05) {
 		redraw_periods(c);
+		c->last_redraw = tally_now_mono();
+	}
 
 	c->stage_len = 0;
-	for (size_t i = 0; i < c->nrings; i++)
+	c->nruns = 0;
+	for (size_t i = 0; i < c->nrings; i++) {
+		size_t before = c->stage_len;
 		read_ring(c, &c->rings[i]);
+		if (c->stage_len > before) {
+			GROW(c->runs, c->aruns, c->nruns + 1);
+			c->runs[c->nruns++] = before; /* a byte offset for now */
+		}
+	}
 	c->nrefs = 0;
+	size_t run = 0;
 	for (size_t off = 0; off + sizeof(struct perf_event_header) <= c->stage_len;) {
+		if (run < c->nruns && c->runs[run] == off)
+			c->runs[run++] = c->nrefs; /* now an index into refs */
 		const struct perf_event_header *h = (const void *)(c->stage + off);
 		if (h->size < sizeof(*h) || off + h->size > c->stage_len)
 			break; /* cannot happen with a sane kernel; never read past what we copied */
@@ -566,7 +617,22 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	/* records from different CPUs interleave in time: a fork on one CPU must be seen
 	 * before the child's first sample on another */
-	tally_qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
+	merge_runs(c);
+	/* within one ring, side-band records can carry a time slightly before the sample
+	 * written ahead of them: nearly sorted, so insertion finishes the job cheaply */
+	for (size_t i = 1; i < c->nrefs; i++) {
+		struct recref x = c->refs[i];
+		size_t j = i;
+		while (j > 0 && cmp_ref(&c->refs[j - 1], &x) > 0) {
+			c->refs[j] = c->refs[j - 1];
+			j--;
+		}
+		c->refs[j] = x;
+	}
+#ifndef NDEBUG
+	for (size_t i = 1; i < c->nrefs; i++)
+		assert(cmp_ref(&c->refs[i - 1], &c->refs[i]) <= 0);
+#endif
 	for (size_t i = 0; i < c->nrefs; i++)
 		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
 	return (int)c->nrefs;
@@ -621,5 +687,7 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->last);
 	free(c->stage);
 	free(c->refs);
+	free(c->tmp);
+	free(c->runs);
 	free(c);
 }

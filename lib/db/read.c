@@ -386,6 +386,16 @@ static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		db->nstacks++;
 	}
 	free(c);
+	/* every sample has a stack: the counts must add up to the session's */
+	for (int e = 0; e < db->nevents; e++) {
+		uint64_t sum = 0;
+		for (size_t i = 0; i < db->nstacks; i++)
+			sum += db->stack_counts[i * (size_t)db->nevents + (size_t)e];
+		if (sum != db->samples[e])
+			return tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+						     " (the file is truncated or damaged: record again)",
+					    path->buf, sum, db->events[e], db->samples[e]);
+	}
 	return 0;
 bad:
 	free(c);

@@ -239,7 +239,9 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 		pcs[0] = c.regs[PERF_REG_X86_IP];
 		c.n = 1;
 	}
-	if (r != 0) {
+	/* libdwfl ends an unwind normally when it cannot read a return address from
+	 * the copy: that is a short stack too */
+	if (r != 0 || c.stack_miss) {
 		if (c.n >= max)
 			*why = "depth limit";
 		else if (c.stack_miss)

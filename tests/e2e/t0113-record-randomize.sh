@@ -10,7 +10,7 @@ P=100000
 for mode in fixed random; do
 	opt=()
 	[[ $mode == fixed ]] && opt=(--no-randomize)
-	tally_ok record "${opt[@]}" -c $P -o $mode -- "$WORKLOADS/split_funcs" 300
+	tally_ok record "${opt[@]}" -c $P -o $mode -- "$WORKLOADS/split_funcs" 1000
 	cpu_ms=$(info_val cpu_ms)
 	min=$(session_key $mode period-min)
 	max=$(session_key $mode period-max)
@@ -19,15 +19,18 @@ for mode in fixed random; do
 		fail "$mode: interval-p10-p50-p90 is '$iv', expected P10/P50/P90; session: $(head -c 1000 $mode/session)"
 	p10=${BASH_REMATCH[1]} p50=${BASH_REMATCH[2]} p90=${BASH_REMATCH[3]}
 	spread=$(awk -v a=$p10 -v b=$p90 -v p=$P 'BEGIN { printf "%.1f", 100 * (b - a) / p }')
-	# the median interval is the mean period whether randomized or not
-	between "$p50" $((P * 95 / 100)) $((P * 105 / 100)) || fail "$mode: median interval $p50 ns, expected about $P"
+	# the median interval is the mean period whether randomized or not (randomized:
+	# about 20 draws a second, so the median of those draws wanders a little)
+	tol=5
+	[[ $mode == random ]] && tol=8
+	between "$p50" $((P * (100 - tol) / 100)) $((P * (100 + tol) / 100)) || fail "$mode: median interval $p50 ns, expected $P +-$tol%"
 	if [[ $mode == fixed ]]; then
 		((min == P && max == P)) || fail "--no-randomize -c $P: period-min $min, period-max $max, expected both $P"
 		awk -v s=$spread 'BEGIN { exit !(s < 6) }' ||
 			fail "--no-randomize: intervals p10..p90 $p10..$p90 spread ${spread}% of the period, expected under 6%"
 	else
-		awk -v s=$spread 'BEGIN { exit !(s > 12) }' ||
-			fail "randomized: intervals p10..p90 $p10..$p90 spread only ${spread}% of the period, expected over 12% (uniform +-12.5% gives ~20%)"
+		awk -v s=$spread 'BEGIN { exit !(s > 10) }' ||
+			fail "randomized: intervals p10..p90 $p10..$p90 spread only ${spread}% of the period, expected over 10% (a new period every 50 ms, uniform +-12.5%, gives ~20%)"
 	fi
 	report_json $mode.json -i $mode
 	total=$(tjson $mode.json total)

@@ -1,0 +1,72 @@
+#!/bin/bash
+# call-graph input errors are one line on stderr and a non-zero exit: unknown
+# --call-graph modes and DWARF stack sizes that are not numbers or out of
+# range (64..65528; the bounds themselves are accepted); call-graph reports of
+# a database recorded without -g (telling to record with -g); a `stacks` file
+# with a garbage line or an image index out of range (naming the file and the
+# line); --callers/--callees of a function that is not there does not crash.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+W=$WORKLOADS/callsplit_fp
+for mode in nope "" fp,123 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
+	expect_fail_with "^tally: .*(call-graph|stack size|dwarf)" "$TALLY" record --call-graph "$mode" -o "bad.db" -- "$W" 10
+	[[ ! -e bad.db ]] || fail "--call-graph '$mode' was refused but left a database behind"
+done
+
+# the bounds are accepted
+for size in 64 65528; do
+	tally_ok record --call-graph "dwarf,$size" -F 500 -o "ok$size" -- "$W" 50
+	[[ $(session_key "ok$size" stack-size) == "$size" ]] || fail "--call-graph dwarf,$size: session stack-size is '$(session_key "ok$size" stack-size)'"
+done
+note "dwarf,64 and dwarf,65528 accepted"
+
+# call-graph reports need stacks
+tally_ok record -F 2000 -o plain -- "$W" 100
+for q in --children --callgraph --tree "--callers leaf" "--callees main"; do
+	read -ra o <<<"$q"
+	expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}"
+	expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}" --json
+done
+
+# a damaged stacks file
+tally_ok record -g -F 2000 -o good -- "$W" 200
+[[ -s good/stacks ]] || fail "record -g wrote no 'stacks' file"
+report_text good.txt -i good --tree
+# the 1-based number of the first stack line (after the comment)
+first=$(awk '!/^#/ && NF { print NR; exit }' good/stacks)
+[[ -n $first ]] || fail "good/stacks has no stack lines: $(head -c 500 good/stacks)"
+
+cp -a good garbage.db
+sed -i "${first}a this is not a stack line" garbage.db/stacks
+line=$((first + 1))
+expect_fail_with "garbage\.db/stacks.*\<$line\>|\<$line\>.*garbage\.db/stacks" "$TALLY" report -i garbage.db --tree
+
+nimages=$(grep -vc '^#' good/images)
+cp -a good index.db
+# the first frame of the first stack: an image index past the registry
+sed -i -E "${first}s/^([0-9,]+ [0-9]+) [0-9]+:/\\1 $((nimages + 5)):/" index.db/stacks
+grep -Eq "^[0-9,]+ [0-9]+ $((nimages + 5)):" <(sed -n "${first}p" index.db/stacks) ||
+	fail "could not change the image index in line $first of index.db/stacks: $(sed -n "${first}p" index.db/stacks)"
+expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --tree
+expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --children --json
+
+cp -a good noframes.db
+sed -i -E "${first}s/^([0-9,]+ [0-9]+) .*/\\1/" noframes.db/stacks
+expect_fail_with "noframes\.db/stacks.*\<$first\>|\<$first\>.*noframes\.db/stacks" "$TALLY" report -i noframes.db --tree
+
+# a function that is not in the stacks: no crash; a warning (exit 0) or an error, one line either way
+for q in --callers --callees; do
+	for json in "" --json; do
+		rc=0
+		"$TALLY" report -i good $q NOSUCH $json >nosuch.out 2>nosuch.err || rc=$?
+		((rc == 0 || (rc > 0 && rc < 128))) || fail "'tally report $q NOSUCH $json' exited $rc (crashed?); stderr: $(head -c 500 nosuch.err)"
+		lines=$(awk 'END { print NR }' nosuch.err)
+		[[ $lines == 1 ]] || fail "'tally report $q NOSUCH $json' wrote $lines lines on stderr, expected one: $(head -c 500 nosuch.err)"
+		grep -q NOSUCH nosuch.err || fail "'tally report $q NOSUCH $json': stderr does not name NOSUCH: $(cat nosuch.err)"
+		if ((rc == 0)) && [[ -n $json ]]; then
+			python3 -c 'import json, sys; json.load(open(sys.argv[1]))' nosuch.out ||
+				fail "'tally report $q NOSUCH --json' exited 0 with invalid JSON: $(head -c 500 nosuch.out)"
+		fi
+		note "$q NOSUCH $json: exit $rc, $(cat nosuch.err)"
+	done
+done

@@ -1,0 +1,62 @@
+#!/bin/bash
+# a --call-graph dwarf database grows with the distinct stacks, not with the
+# recording time: callsplit_nofp for T and 3T gives about three times the
+# samples in databases of about the same size, tiny (no raw stack copies are
+# written: 16 KiB a sample would be megabytes), text only, and its `stacks`
+# file has the documented layout with counts that add up to the samples.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+T=300
+tally_ok record --call-graph dwarf -F 2000 -o short -- "$WORKLOADS/callsplit_nofp" $T
+tally_ok record --call-graph dwarf -F 2000 -o long -- "$WORKLOADS/callsplit_nofp" $((3 * T))
+
+s1=$(session_key short samples)
+s3=$(session_key long samples)
+between "$(awk -v a="$s1" -v b="$s3" 'BEGIN { print b / a }')" 2.4 3.6 ||
+	fail "samples: $s1 for ${T} ms and $s3 for $((3 * T)) ms, expected about 3 times as many"
+b1=$(db_size short)
+b3=$(db_size long)
+lim=$(awk -v a="$b1" 'BEGIN { printf "%d", 0.3 * a + 2048 }')
+d=$((b3 - b1))
+((d < 0)) && d=$((-d))
+((d <= lim)) || fail "database size: $b1 bytes for $s1 samples, $b3 bytes for $s3 samples; expected about the same (within $lim bytes)"
+note "database size: $b1 bytes ($s1 samples) vs $b3 bytes ($s3 samples)"
+
+for db in short long; do
+	b=$(db_size $db)
+	((b < 200 * 1024)) || fail "$db: the database is $b bytes, expected under 200 KiB (raw stack copies must not be written): $(find $db -type f -printf '%s %p\n' | sort -rn | head -5 | tr '\n' ' ')"
+	while IFS= read -r f; do
+		[[ $f == */vdso.so ]] && continue
+		if LC_ALL=C grep -qP '\x00' "$f"; then
+			fail "$db: $f holds binary data"
+		fi
+	done < <(find "$db" -type f)
+	msg=$(python3 - "$db" <<'EOF'
+import re, sys
+db = sys.argv[1]
+session = dict(l.rstrip("\n").split(": ", 1) for l in open(db + "/session") if ": " in l)
+nimages = sum(1 for l in open(db + "/images") if l.strip() and not l.startswith("#"))
+LINE = re.compile(r"^(\d+) (\d+)((?: \d+:[0-9a-f]+)+)$")
+total, n, keys = 0, 0, set()
+for no, l in enumerate(open(db + "/stacks"), 1):
+    l = l.rstrip("\n")
+    if not l or l.startswith("#"):
+        continue
+    m = LINE.match(l)
+    if not m:
+        sys.exit("%s/stacks line %d: %r is not `COUNT PID IMAGE:OFFSET...`" % (db, no, l))
+    frames = m.group(3).split()
+    if any(int(f.split(":")[0]) >= nimages for f in frames):
+        sys.exit("%s/stacks line %d: an image index past the %d images" % (db, no, nimages))
+    if (m.group(2), m.group(3)) in keys:
+        sys.exit("%s/stacks line %d: the same stack twice (stacks are interned)" % (db, no))
+    keys.add((m.group(2), m.group(3)))
+    total += int(m.group(1))
+    n += 1
+if total != int(session["samples"]):
+    sys.exit("%s/stacks: the counts add up to %d, the session counted %s samples" % (db, total, session["samples"]))
+print("%s: %d distinct stacks for %d samples" % (db, n, total))
+EOF
+	) || fail "$msg"
+	note "$msg"
+done
