@@ -534,6 +534,42 @@ static void test_db__roundtrip_kernel(void **state)
 	tally_db_release(&db);
 }
 
+/* An image that only ever appears as a caller (no self samples) is still an
+ * image of the database: the stacks name it. */
+static void test_db__roundtrip_caller_only_image(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t nm = nomap_image(&a, 0);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t fr[] = { tally_agg_frame(&a, nm, 0x5000), tally_agg_frame(&a, t, 0x1234) };
+	add(&a, fr, 2, 0, 0, 8);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "fp", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	struct tally_db db;
+	int r = tally_db_open(&db, fx->db);
+	if (r)
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_int_equal(db.nimages, 2);
+	int ti = db_image_by_kind(&db, "lib");
+	int ni = db_image_by_kind(&db, "nomap");
+	assert_true(ti >= 0 && ni >= 0);
+	assert_string_equal(db.images[ti].path, "/bin/true");
+	assert_int_equal(db.nentries, 1); /* self samples: the leaf only */
+	assert_int_equal(db_count(&db, ni, 0, 0x5000, 0), 8);
+	assert_int_equal(db.nstacks, 1);
+	assert_int_equal(db.stacks[0].len, 2);
+	assert_int_equal(db.frames[db.stacks[0].first].image, ni);
+	assert_int_equal(db.frames[db.stacks[0].first + 1].image, ti);
+	assert_int_equal(db.frames[db.stacks[0].first + 1].offset, 0x1234);
+	assert_int_equal(db.stack_counts[0], 8);
+	tally_db_release(&db);
+}
+
 /* Files deleted or replaced since they were mapped, JIT code and the vDSO:
  * each identified and copied the way the format says. */
 static void test_db__roundtrip_special_images(void **state)
@@ -722,6 +758,10 @@ static void test_db__roundtrip_path_with_newline(void **state)
 	assert_int_equal(db.nimages, 1);
 	assert_int_equal(db.samples[0], 5);
 	assert_int_equal(db_count(&db, 0, 0, 0x1010, 0), 5);
+	/* read back as it was, and still identified by its build-id */
+	assert_string_equal(db.images[0].path, odd);
+	assert_string_equal(db.images[0].id, fx->true_id);
+	assert_null(strchr(db.images[0].name, '\n'));
 	tally_db_release(&db);
 }
 
@@ -751,6 +791,8 @@ static void test_db__roundtrip_comm_with_newline(void **state)
 	assert_int_equal(db.samples[0], 5);
 	assert_int_equal(db.ntasks, 1);
 	assert_int_equal(db.tasks[0].pid, 100);
+	assert_string_equal(tally_db_comm(&db, 100), "evil\nname\tx");
+	assert_int_equal(db_count(&db, 0, 100, 0x1010, 0), 5);
 	tally_db_release(&db);
 }
 
@@ -1015,6 +1057,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_caller_only_image, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_special_images, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__write_refuses_existing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),

@@ -126,6 +126,56 @@ static void test_util__strbuf_json(void **state)
 	strbuf_release(&sb);
 }
 
+static void test_util__strbuf_escape(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_escaped(&sb, "a\\b\nc\td\re \"q\"");
+	assert_string_equal(sb.buf, "a\\\\b\\nc\\td\\re \"q\"");
+	strbuf_reset(&sb);
+	strbuf_add_escaped(&sb, "");
+	assert_int_equal(sb.len, 0);
+	strbuf_release(&sb);
+
+	char u1[] = "a\\b\\nc\\td\\re";
+	tally_unescape(u1);
+	assert_string_equal(u1, "a\\b\nc\td\re");
+	/* unknown escapes and a trailing backslash are kept */
+	char u2[] = "\\x\\0end\\";
+	tally_unescape(u2);
+	assert_string_equal(u2, "\\x\\0end\\");
+	char u3[] = "";
+	tally_unescape(u3);
+	assert_string_equal(u3, "");
+}
+
+static void test_util__strbuf_escape_roundtrip(void **state)
+{
+	(void)state;
+	/* every string over an alphabet of the troublesome characters survives
+	 * escape + unescape, and the escaped form has no line or field breaks */
+	static const char alpha[] = { '\\', 'n', 't', 'r', '\n', '\t', '\r', 'a' };
+	char s[7], *copy;
+	uint32_t seed = 12345;
+	for (int iter = 0; iter < 20000; iter++) {
+		int len = iter % 7;
+		for (int i = 0; i < len; i++) {
+			seed = seed * 1103515245u + 12345u;
+			s[i] = alpha[(seed >> 16) % sizeof(alpha)];
+		}
+		s[len] = '\0';
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_add_escaped(&sb, s);
+		copy = strbuf_detach(&sb);
+		if (strpbrk(copy, "\n\t\r"))
+			fail_msg("escaped form of a %d-byte string still has a break", len);
+		tally_unescape(copy);
+		if (strcmp(copy, s))
+			fail_msg("escape round trip changed a %d-byte string", len);
+		free(copy);
+	}
+}
+
 static void test_util__strbuf_detach(void **state)
 {
 	(void)state;
@@ -284,6 +334,25 @@ static void test_util__hash_bytes(void **state)
 	/* a trailing NUL byte is not the same as a shorter input */
 	assert_true(tally_hash_bytes("ab\0", 3, 0) != tally_hash_bytes("ab", 2, 0));
 	assert_true(tally_hash_u64(1) != tally_hash_u64(2));
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_util__qsort(void **state)
+{
+	(void)state;
+	tally_qsort(NULL, 0, sizeof(int), cmp_int); /* no array at all: fine */
+	int one[] = { 5 };
+	tally_qsort(one, 1, sizeof(int), cmp_int);
+	assert_int_equal(one[0], 5);
+	int v[] = { 9, -3, 7, 0, 7, 2 };
+	tally_qsort(v, ARRAY_SIZE(v), sizeof(int), cmp_int);
+	int want[] = { -3, 0, 2, 7, 7, 9 };
+	assert_memory_equal(v, want, sizeof(want));
 }
 
 /* ---- tally_parse_u64 ---- */
@@ -718,12 +787,15 @@ int main(void)
 		cmocka_unit_test(test_util__strbuf_addf),
 		cmocka_unit_test(test_util__strbuf_addf_growth),
 		cmocka_unit_test(test_util__strbuf_json),
+		cmocka_unit_test(test_util__strbuf_escape),
+		cmocka_unit_test(test_util__strbuf_escape_roundtrip),
 		cmocka_unit_test(test_util__strbuf_detach),
 		cmocka_unit_test(test_util__strbuf_read_file),
 		cmocka_unit_test(test_util__hidx_empty),
 		cmocka_unit_test(test_util__hidx_many),
 		cmocka_unit_test(test_util__hidx_collisions),
 		cmocka_unit_test(test_util__hash_bytes),
+		cmocka_unit_test(test_util__qsort),
 		cmocka_unit_test(test_util__parse_u64_good),
 		cmocka_unit_test(test_util__parse_u64_bounds),
 		cmocka_unit_test(test_util__parse_u64_garbage),
