@@ -370,6 +370,8 @@ static void on_fork(struct tally_agg *a, const struct tally_rec *r)
 		return; /* a new thread shares its process's maps */
 	struct tally_proc *parent = tally_agg_proc(a, (int)f->ppid, false);
 	struct tally_proc *child = tally_agg_proc(a, (int)f->pid, true);
+	/* a reused pid is a new process, whatever the old one's state */
+	child->dead = 0;
 	if (parent && parent != child) {
 		/* a fork copies the address space */
 		child->nmaps = 0;

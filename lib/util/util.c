@@ -393,8 +393,16 @@ int tally_parse_duration(const char *s, const char *what, double *seconds)
 	char *end;
 	if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '.'))
 		goto bad;
+	/* plain decimals only: strtod would also take 0x10 and 1e3 */
+	for (const char *c = s; *c && !isalpha((unsigned char)*c) && *c != '-'; c++)
+		if (!isdigit((unsigned char)*c) && *c != '.')
+			goto bad;
+	if (strpbrk(s, "xXeE") && strcspn(s, "xXeE") < strspn(s, "0123456789."))
+		goto bad;
 	errno = 0;
 	double v = strtod(s, &end);
+	if (end > s + strspn(s, "0123456789."))
+		goto bad;
 	if (errno || !isfinite(v) || v < 0)
 		goto bad;
 	if (!strcmp(end, "") || !strcmp(end, "s"))
@@ -449,7 +457,7 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 					    s, b, ncpus - 1);
 		for (long i = a; i <= b; i++)
 			set[i] = true;
-		if (*p == ',')
+		if (*p == ',' && p[1])
 			p++;
 		else if (*p)
 			goto bad;
@@ -478,7 +486,7 @@ int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n)
 		GROW(*out, cap, *n + 1);
 		(*out)[(*n)++] = (int)v;
 		p = end;
-		if (*p == ',')
+		if (*p == ',' && p[1])
 			p++;
 		else if (*p)
 			goto bad;
