@@ -37,9 +37,10 @@ static const char record_usage[] =
 	"      --call-graph MODE  fp: frame pointers and kernel chains;\n"
 	"                         dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
 	"                         the binaries' CFI while recording\n"
+	"      --build-id-mmap    take build-ids from the kernel at mmap time (see docs/sampling.md)\n"
 	"  -v, --verbose          say what it is doing\n";
 
-enum { OPT_FORCE = 256, OPT_NORAND, OPT_DURATION, OPT_PERPID, OPT_CALLGRAPH };
+enum { OPT_FORCE = 256, OPT_NORAND, OPT_DURATION, OPT_PERPID, OPT_CALLGRAPH, OPT_BUILDID_MMAP };
 
 static const struct option record_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -54,6 +55,7 @@ static const struct option record_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "per-pid", no_argument, NULL, OPT_PERPID },
 	{ "call-graph", required_argument, NULL, OPT_CALLGRAPH },
+	{ "build-id-mmap", no_argument, NULL, OPT_BUILDID_MMAP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -151,6 +153,7 @@ static int spawn_stopped(char **argv, struct child *c)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "tally.db";
+	bool build_id_mmap = false;
 	bool force = false, randomize = true, all = false, per_pid = false, callchain = false;
 	uint64_t freq = 0, period = 0;
 	uint32_t stack_user = 0;
@@ -206,6 +209,7 @@ int cmd_record(int argc, char **argv)
 				return tally_usage_error("record", "unknown call-graph mode '%s' (known: fp, dwarf[,SIZE])", optarg);
 			}
 			break;
+		case OPT_BUILDID_MMAP: build_id_mmap = true; break;
 		case 'v': tally_verbose = 1; break;
 		case 'h': fputs(record_usage, stdout); return 0;
 		case '?':
@@ -370,6 +374,7 @@ int cmd_record(int argc, char **argv)
 	co.randomize = randomize;
 	co.callchain = callchain;
 	co.stack_user = stack_user;
+	co.build_id_mmap = build_id_mmap;
 	co.cpus = cpus;
 	co.ncpus = ncpus;
 	co.wake_fd = wake_pipe[0];

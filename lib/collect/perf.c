@@ -224,7 +224,9 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		a->comm = 1;
 		a->comm_exec = 1;
 		a->task = 1;
-		a->build_id = 1;
+		/* off by default: the kernel leaks the record's build-id flag to every other
+		 * listener of the same mmap, which makes a concurrent perf misread it */
+		a->build_id = c->o.build_id_mmap;
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <elf.h>
@@ -151,6 +152,15 @@ static void identify_file(const struct tally_image *im, struct dbimg *d)
 		path = clean;
 	}
 	int r = tally_elf_info(path, 1, &info);
+	/* without a build-id from the kernel, the file must still be the one that was
+	 * mapped: same device and inode (the kernel gave them in MMAP2 or /proc maps) */
+	bool replaced = false;
+	struct stat st;
+	if (!im->build_id_len && im->ino && stat(path, &st) == 0 &&
+	    (st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min))
+		replaced = true;
+	if (!im->build_id_len && im->ino && r != 0)
+		replaced = true;
 	/* set by the caller from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
 	d->kind = NULL;
 	if (im->build_id_len) {
@@ -159,6 +169,9 @@ static void identify_file(const struct tally_image *im, struct dbimg *d)
 		d->id = xstrdup(hex);
 		d->id_kind = xstrdup("build-id");
 		/* a file replaced since keeps the recorded id: the report then refuses the new file */
+	} else if (replaced) {
+		d->id = xstrdup("00000000");
+		d->id_kind = xstrdup("replaced");
 	} else if (r == 0 && info.build_id_len) {
 		tally_hex(info.build_id, info.build_id_len, hex);
 		d->id = xstrdup(hex);

@@ -346,6 +346,10 @@ static void load(struct tally_resolver *r, uint32_t image)
 		else
 			set_note(s, "no copy of the vDSO in the database");
 		strbuf_release(&p);
+	} else if (!strcmp(di->id_kind, "replaced")) {
+		s->mismatch = true;
+		set_note(s, "'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
+			 di->path);
 	} else {
 		char *path = find_file(r, di);
 		if (!path)
