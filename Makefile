@@ -34,6 +34,7 @@ check-asan: deps-test
 
 bench: build
 	@bench/run.sh $(BUILD)
+	@bench/callgraph.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan
