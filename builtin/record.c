@@ -569,6 +569,8 @@ int cmd_record(int argc, char **argv)
 		tally_meta_set(&s, "dwarf-unwinds", "%" PRIu64, agg.uw_samples);
 		tally_meta_set(&s, "dwarf-stopped-early", "%" PRIu64, agg.uw_short);
 		tally_meta_set(&s, "dwarf-joined-fp", "%" PRIu64, agg.uw_joined);
+		tally_meta_set(&s, "dwarf-stop-reasons", "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64
+			       ", depth limit %" PRIu64, agg.uw_why_stack, agg.uw_why_cfi, agg.uw_why_depth);
 	} else {
 		tally_meta_set(&s, "call-graph", "%s", callchain ? "fp" : "none");
 	}

@@ -446,7 +446,13 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 			fname(out, db, cg, sf[i], true);
 			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", sc[i], pc(sc[i], cg->total));
 		}
-		strbuf_addstr(out, "]}");
+		strbuf_addstr(out, "]");
+		const char *jw = tally_meta_get(&db->session, "dwarf-stop-reasons");
+		if (jw) {
+			strbuf_addstr(out, ",\"dwarf_stop_reasons\":");
+			strbuf_add_json_str(out, jw);
+		}
+		strbuf_addstr(out, "}");
 		return;
 	}
 	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
@@ -460,6 +466,9 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
 			fname(out, db, cg, sf[i], false);
 		}
+		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
+		if (why)
+			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
 	}
 	strbuf_addch(out, '\n');
 }

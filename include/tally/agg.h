@@ -113,7 +113,8 @@ struct tally_agg {
 	uint64_t lost, throttled, unthrottled;
 	uint64_t max_depth_truncated;
 	uint32_t jit_untrusted;
-	uint64_t uw_samples, uw_short, uw_joined; /* DWARF unwinds, those that stopped early, those the fp chain extended */
+	uint64_t uw_samples, uw_short, uw_joined;
+	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];

@@ -621,6 +621,12 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 			}
 			if (why) {
 				a->uw_short++;
+				if (!strcmp(why, "stack copy too small"))
+					a->uw_why_stack++;
+				else if (!strcmp(why, "depth limit"))
+					a->uw_why_depth++;
+				else
+					a->uw_why_cfi++;
 				/* join: the fp chain starts at the same sampled ip, so where it agrees
 				 * with the last DWARF frame at the same depth it can continue it; a
 				 * match elsewhere counts only if the address is unique in the chain

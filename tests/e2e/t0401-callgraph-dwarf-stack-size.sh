@@ -85,3 +85,8 @@ print("\n".join("ok: " + n for n in notes))
 EOF
 ) || fail "$msg"
 echo "$msg"
+
+# and it says why: the copy was too small, not missing CFI
+grep -Eq '^unwind: .*DWARF unwinds stopped early by cause: stack copy too small [1-9][0-9]*,' small.txt ||
+	fail "64-byte copy: the unwind line does not blame the stack copy size: $(grep '^unwind:' small.txt)"
+note "64-byte copy: cause given: $(grep -o 'stack copy too small [0-9]*' small.txt)"
