@@ -262,19 +262,6 @@ static char *find_file(const char *dir, const char *prefix)
 	return found;
 }
 
-static size_t dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	size_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 static void write_std(struct fixture *fx, int nevents, const char *cg)
 {
 	struct tally_agg a;
@@ -295,7 +282,7 @@ static void test_db__roundtrip(void **state)
 	struct fixture *fx = *state;
 	write_std(fx, 1, "none");
 	/* nothing left over next to the database */
-	assert_int_equal(dir_entries(fx->tmp), 1);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
 
 	struct tally_db db;
 	int r = tally_db_open(&db, fx->db);
@@ -675,7 +662,7 @@ static void test_db__write_refuses_existing(void **state)
 	r = tally_db_write(fx->db, true, &a, &m);
 	if (r)
 		fail_msg("forced write: %s", tally_errmsg());
-	assert_int_equal(dir_entries(fx->tmp), 1);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
 	assert_int_equal(tally_db_open(&db, fx->db), 0);
 	assert_int_equal(db.samples[0], 1);
 	assert_int_equal(db.nentries, 1);
@@ -722,7 +709,7 @@ static void test_db__write_target_checks(void **state)
 	assert_true(tally_db_check_target("", false) < 0);
 	/* a fresh path in an existing directory is fine */
 	assert_int_equal(tally_db_check_target(fx->db, false), 0);
-	assert_int_equal(dir_entries(fx->tmp), 1); /* only notadb */
+	assert_int_equal(unit_dir_entries(fx->tmp), 1); /* only notadb */
 
 	free(deep);
 	free(keep);
@@ -870,6 +857,30 @@ static char *std_prof(struct fixture *fx, char **text)
 	return p;
 }
 
+/* Writes the standard .prof with the line starting at `from` (a header line such
+ * as "\nsamples: ") replaced by `line`, and expects the database to be refused
+ * naming that file and each of the words; then puts the original back. */
+static void spoil_std_prof(struct fixture *fx, const char *from, const char *line, const char *w1, const char *w2)
+{
+	char *text;
+	char *prof = std_prof(fx, &text);
+	char *s = strstr(text, from);
+	assert_non_null(s);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, text, (size_t)(s - text));
+	strbuf_addf(&sb, "\n%s", line);
+	strbuf_addstr(&sb, strchr(s + 1, '\n'));
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has(w1);
+	if (w2)
+		assert_errmsg_has(w2);
+	unit_write_str(prof, text);
+	strbuf_release(&sb);
+	free(text);
+	free(prof);
+}
+
 static size_t count_lines(const char *s)
 {
 	size_t n = 0;
@@ -918,42 +929,20 @@ static void test_db__open_prof_sum_mismatch(void **state)
 {
 	struct fixture *fx = *state;
 	write_std(fx, 1, "none");
-	char *text;
-	char *prof = std_prof(fx, &text);
-	/* the header says 12; claim 13 */
-	char *s = strstr(text, "\nsamples: 12\n");
-	assert_non_null(s);
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_add(&sb, text, (size_t)(s - text));
-	strbuf_addstr(&sb, "\nsamples: 13\n");
-	strbuf_addstr(&sb, s + strlen("\nsamples: 12\n"));
-	unit_write(prof, sb.buf, sb.len);
-	expect_open_fails(fx->db, prof);
-	assert_errmsg_has("12");
-	assert_errmsg_has("13");
-	strbuf_release(&sb);
-	free(text);
-	free(prof);
+	/* the lines add up to 12; the header claims 13 */
+	spoil_std_prof(fx, "\nsamples: 12\n", "samples: 13", "12", "13");
 }
 
 static void test_db__open_prof_bad_header(void **state)
 {
 	struct fixture *fx = *state;
 	write_std(fx, 1, "none");
+	/* an index naming no image */
+	spoil_std_prof(fx, "\nindex: ", "index: 99", "index", NULL);
+	/* another format version */
 	char *text;
 	char *prof = std_prof(fx, &text);
-	/* an index naming no image */
-	char *s = strstr(text, "\nindex: ");
-	assert_non_null(s);
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_add(&sb, text, (size_t)(s - text));
-	strbuf_addstr(&sb, "\nindex: 99");
-	strbuf_addstr(&sb, strchr(s + 1, '\n'));
-	unit_write(prof, sb.buf, sb.len);
-	expect_open_fails(fx->db, prof);
-	assert_errmsg_has("index");
-	/* another format version */
-	strbuf_reset(&sb);
 	strbuf_addf(&sb, "format-version: 2\n%s", strchr(text, '\n') + 1);
 	unit_write(prof, sb.buf, sb.len);
 	expect_open_fails(fx->db, prof);

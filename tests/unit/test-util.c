@@ -562,19 +562,6 @@ static void test_util__parse_intlist_bad(void **state)
 
 /* ---- atomic writes and tree removal ---- */
 
-static size_t count_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	size_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 static void test_util__write_file_atomic(void **state)
 {
 	(void)state;
@@ -587,7 +574,7 @@ static void test_util__write_file_atomic(void **state)
 	assert_int_equal(len, 6);
 	assert_string_equal(got, "hello\n");
 	free(got);
-	assert_int_equal(count_entries(dir), 1); /* no temporary left behind */
+	assert_int_equal(unit_dir_entries(dir), 1); /* no temporary left behind */
 
 	/* replacing: the new content, still one file */
 	char big[200000];
@@ -598,7 +585,7 @@ static void test_util__write_file_atomic(void **state)
 	assert_int_equal(len, sizeof(big));
 	assert_memory_equal(got, big, sizeof(big));
 	free(got);
-	assert_int_equal(count_entries(dir), 1);
+	assert_int_equal(unit_dir_entries(dir), 1);
 
 	/* empty content */
 	assert_int_equal(tally_write_file_atomic(p, "", 0), 0);
@@ -640,7 +627,7 @@ static void test_util__write_file_atomic_fails(void **state)
 	r = tally_write_file_atomic(sub, "x", 1);
 	assert_true(r < 0);
 	assert_errmsg_has(sub);
-	assert_int_equal(count_entries(dir), 2); /* plain and sub only */
+	assert_int_equal(unit_dir_entries(dir), 2); /* plain and sub only */
 	assert_true(unit_exists(inner));
 
 	/* an unwritable directory (root ignores permissions: skip that part then) */
@@ -651,7 +638,7 @@ static void test_util__write_file_atomic_fails(void **state)
 		r = tally_write_file_atomic(p, "x", 1);
 		assert_true(r < 0);
 		assert_errmsg_has(p);
-		assert_int_equal(count_entries(ro), 0);
+		assert_int_equal(unit_dir_entries(ro), 0);
 		chmod(ro, 0755);
 		free(p);
 		free(ro);

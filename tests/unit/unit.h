@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,6 +109,20 @@ static inline char *unit_read(const char *path, size_t *len)
 	if (len)
 		*len = n;
 	return b;
+}
+
+/* Entries of a directory other than . and .. (no temporary may be left behind). */
+static inline size_t unit_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
 }
 
 static inline bool unit_exists(const char *path)
