@@ -1,5 +1,6 @@
-/* Facts about an ELF file and the running kernel, read with elfutils: build-id,
- * content hash, executable or library; kernel symbols and modules. */
+/* Facts about an ELF file and the running kernel, read with elfutils: build-id
+ * and content hash; kernel symbols and modules. (Whether an image is a program's
+ * executable comes from the task list, not the file: libc.so.6 is runnable too.) */
 #ifndef TALLY_ELFINFO_H
 #define TALLY_ELFINFO_H
 
@@ -13,7 +14,6 @@ struct tally_elf_info {
 	uint64_t hash;      /* XXH64 of the whole file */
 	bool have_hash;
 	bool is_elf;
-	bool is_exec;       /* ET_EXEC, or ET_DYN with an interpreter */
 };
 
 /* Reads path. want_hash: hash the file when it has no build-id (or always when 2).

@@ -105,10 +105,6 @@ int tally_db_check_target(const char *path, bool force)
 
 /* ---- image identity ---- */
 
-struct outimg {
-	uint32_t canon; /* db index of the canonical image, UINT32_MAX when unused */
-};
-
 struct dbimg {
 	char *name, *path, *id, *id_kind, *kind;
 	int pid;
@@ -332,12 +328,6 @@ static int cmp_cell(const void *a, const void *b)
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 static int write_in(const char *dir, const char *name, const struct strbuf *sb)
@@ -599,7 +589,6 @@ out:
 	tally_hidx_release(&s.idx);
 	free(kaddrs);
 	strbuf_release(&sb);
-	(void)cmp_u64;
 	return ret;
 }
 

@@ -39,7 +39,7 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 	return f->image == k->image && f->addr == k->addr && !strcmp(f->name, k->name);
 }
 
-static uint32_t intern_func(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res,
+static uint32_t intern_func(struct tally_cg *cg, struct tally_resolver *res,
 			    const struct tally_frame *fr, bool leaf)
 {
 	/* callers' frames are return addresses: look up the call instruction */
@@ -59,7 +59,6 @@ static uint32_t intern_func(struct tally_cg *cg, const struct tally_db *db, stru
 		k.addr = fr->offset;
 		has_addr = true;
 	}
-	(void)db;
 	uint64_t h = tally_hash_bytes(k.name, strlen(k.name), k.addr ^ ((uint64_t)k.image << 32));
 	uint32_t i = tally_hidx_get(&cg->func_idx, h, &k, func_eq, cg);
 	if (i != TALLY_HIDX_NONE)
@@ -109,7 +108,7 @@ void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally
 			continue;
 		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c };
 		for (uint32_t f = 0; f < st->len; f++) {
-			uint32_t fn = intern_func(cg, db, res, &db->frames[st->first + f], f == 0);
+			uint32_t fn = intern_func(cg, res, &db->frames[st->first + f], f == 0);
 			/* consecutive frames in one function (inlined-away recursion, or a
 			 * kernel sample whose user part starts in the same function) are one */
 			if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)

@@ -55,17 +55,6 @@ int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
 	if (e && elf_kind(e) == ELF_K_ELF) {
 		GElf_Ehdr eh;
 		out->is_elf = gelf_getehdr(e, &eh) != NULL;
-		if (out->is_elf) {
-			bool interp = false;
-			size_t nph = 0;
-			elf_getphdrnum(e, &nph);
-			for (size_t i = 0; i < nph; i++) {
-				GElf_Phdr ph;
-				if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
-					interp = true;
-			}
-			out->is_exec = eh.e_type == ET_EXEC || (eh.e_type == ET_DYN && interp);
-		}
 		const void *bid = NULL;
 		ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
 		if (n > 0 && (size_t)n <= sizeof(out->build_id)) {
