@@ -77,6 +77,7 @@ struct ropts {
 struct row {
 	uint32_t image;
 	int32_t pid;
+	size_t prof; /* image rows: the profile (db->profs) */
 	char *label;
 	uint64_t addr;
 	bool has_addr;
@@ -99,7 +100,7 @@ static bool image_matches(const struct tally_db_image *im, const char *want)
 	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
 }
 
-static bool entry_selected(const struct tally_db *db, const struct ropts *o, const struct tally_db_entry *en)
+static bool prof_selected(const struct tally_db *db, const struct ropts *o, const struct tally_db_prof *en)
 {
 	const struct tally_db_image *im = &db->images[en->image];
 	if (o->excl && strcmp(im->kind, "exec"))
@@ -137,17 +138,17 @@ static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 /* Function rows of one image (and pid) for one event, sorted. */
-static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
-				 uint32_t image, int32_t pid, size_t *nrows)
+static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, int ev,
+				 const struct tally_db_prof *pf, size_t *nrows)
 {
 	struct row *rows = NULL;
 	size_t n = 0, cap = 0;
 	struct tally_hidx idx = { 0 };
+	uint32_t image = pf->image;
+	int32_t pid = pf->pid;
 	bool raw = tally_resolver_mismatch(res, image);
-	for (size_t i = 0; i < db->nentries; i++) {
+	for (size_t i = pf->first; i < pf->end; i++) {
 		const struct tally_db_entry *en = &db->entries[i];
-		if (en->image != image || en->pid != pid || !entry_selected(db, o, en))
-			continue;
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 		if (!c)
 			continue;
@@ -175,7 +176,7 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 		uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, &rows);
 		if (j == TALLY_HIDX_NONE) {
 			GROW(rows, cap, n + 1);
-			rows[n] = (struct row){ image, pid, xstrdup(label), addr, has_addr, 0 };
+			rows[n] = (struct row){ image, pid, 0, xstrdup(label), addr, has_addr, 0 };
 			tally_hidx_put(&idx, h, (uint32_t)n);
 			j = (uint32_t)n++;
 		}
@@ -194,27 +195,25 @@ static void free_rows(struct row *rows, size_t n)
 	free(rows);
 }
 
-/* Image rows for one event, sorted; *total gets the selected samples. */
+/* Image rows for one event (one per selected profile), sorted; *total gets the
+ * selected samples. */
 static struct row *image_rows(const struct tally_db *db, const struct ropts *o, int ev, size_t *nrows, uint64_t *total)
 {
 	struct row *rows = NULL;
 	size_t n = 0, cap = 0;
 	*total = 0;
-	for (size_t i = 0; i < db->nentries; i++) {
-		const struct tally_db_entry *en = &db->entries[i];
-		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
-		if (!c || !entry_selected(db, o, en))
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!prof_selected(db, o, pf))
+			continue;
+		uint64_t c = 0;
+		for (size_t i = pf->first; i < pf->end; i++)
+			c += db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!c)
 			continue;
 		*total += c;
-		size_t j;
-		for (j = 0; j < n; j++)
-			if (rows[j].image == en->image && rows[j].pid == en->pid)
-				break;
-		if (j == n) {
-			GROW(rows, cap, n + 1);
-			rows[n++] = (struct row){ en->image, en->pid, image_label(db, en->image, en->pid), 0, false, 0 };
-		}
-		rows[j].samples += c;
+		GROW(rows, cap, n + 1);
+		rows[n++] = (struct row){ pf->image, pf->pid, p, image_label(db, pf->image, pf->pid), 0, false, c };
 	}
 	tally_qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
@@ -304,9 +303,9 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 		for (size_t i = 0; i < n; i++) {
 			const struct tally_db_image *im = &db->images[rows[i].image];
 			size_t nf;
-			struct row *fr = function_rows(db, res, o, ev, rows[i].image, rows[i].pid, &nf);
-			strbuf_addf(out, "\n%s%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name,
-				    rows[i].pid && db->per_pid ? "" : "", rows[i].samples,
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
+			strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name,
+				    rows[i].samples,
 				    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
 			if (rows[i].pid && db->per_pid)
 				strbuf_addf(out, "pid %d (%s)\n", rows[i].pid,
@@ -367,7 +366,7 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 		}
 		if (o->symbols) {
 			size_t nf;
-			struct row *fr = function_rows(db, res, o, ev, rows[i].image, rows[i].pid, &nf);
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
 			strbuf_addstr(out, ",\"functions\":[");
 			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
 				strbuf_addstr(out, k ? ",{\"name\":" : "{\"name\":");

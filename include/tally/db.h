@@ -48,6 +48,13 @@ struct tally_db_entry {
 	uint64_t offset;
 };
 
+/* One .prof file: its entries are entries[first..end), all of one image and pid. */
+struct tally_db_prof {
+	uint32_t image;
+	int32_t pid;
+	size_t first, end;
+};
+
 struct tally_db_stack {
 	uint32_t first, len; /* into frames, leaf first */
 	int32_t pid;
@@ -75,6 +82,8 @@ struct tally_db {
 	size_t nentries, aentries;
 	uint64_t *counts; /* nentries * nevents */
 	size_t acounts;
+	struct tally_db_prof *profs; /* one per (image, pid): no two files share one */
+	size_t nprofs, aprofs;
 
 	struct tally_frame *frames; /* image is a db image index */
 	size_t nframes, aframes;

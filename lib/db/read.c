@@ -238,7 +238,6 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 			continue;
 		char *f[7];
 		int nf = 0;
-		char *save = NULL;
 		/* the path (last field) may itself contain tabs: split six times only */
 		char *p = line;
 		while (nf < 6) {
@@ -250,7 +249,6 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 			p = tab + 1;
 		}
 		f[nf++] = p;
-		(void)save;
 		char *end;
 		unsigned long idx = nf == 7 ? strtoul(f[0], &end, 10) : 0;
 		if (nf != 7 || *end || idx != db->nimages)
@@ -311,6 +309,8 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", path->buf, DAMAGED);
 		goto out2;
 	}
+	GROW(db->profs, db->aprofs, db->nprofs + 1);
+	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries };
 	while ((line = next_line(&cur))) {
 		ln++;
 		uint64_t off;
@@ -325,6 +325,14 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 		}
 		db->nentries++;
 	}
+	db->profs[db->nprofs].end = db->nentries;
+	for (size_t k = 0; k < db->nprofs && !r; k++)
+		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid)
+			r = tally_seterr(-EINVAL, "'%s' profiles image %lu%s again: another .prof file already does (%s)",
+					 path->buf, idx, pid ? " for the same pid" : "", DAMAGED);
+	if (r)
+		goto out2;
+	db->nprofs++;
 	for (int e = 0; e < db->nevents; e++)
 		if (got[e] != want[e]) {
 			r = tally_seterr(-EINVAL, "'%s': its lines add up to %" PRIu64 " samples but its header says %" PRIu64
@@ -548,6 +556,7 @@ void tally_db_release(struct tally_db *db)
 	free(db->images);
 	free(db->entries);
 	free(db->counts);
+	free(db->profs);
 	free(db->frames);
 	free(db->stacks);
 	free(db->stack_counts);

@@ -958,6 +958,22 @@ static void test_db__open_prof_bad_header(void **state)
 	free(prof);
 }
 
+static void test_db__open_duplicate_prof(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	/* a second file for the same image would be counted twice: refused, not summed */
+	char *text;
+	char *prof = std_prof(fx, &text);
+	char *copy = unit_path(fx->db, "true-copy.prof");
+	unit_write_str(copy, text);
+	expect_open_fails(fx->db, copy);
+	assert_errmsg_has("again");
+	free(copy);
+	free(text);
+	free(prof);
+}
+
 static void test_db__open_missing_prof(void **state)
 {
 	struct fixture *fx = *state;
@@ -1059,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_prof_truncated, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_prof_sum_mismatch, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_prof_bad_header, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
