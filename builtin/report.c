@@ -263,18 +263,16 @@ static void lost_line(const struct tally_db *db, struct strbuf *out)
 		    all + db->lost ? 100.0 * (double)db->lost / (double)(all + db->lost) : 0.0, db->throttled);
 }
 
-static void warn_images(const struct tally_db *db, struct tally_resolver *res, const struct row *rows, size_t n)
+/* One warning per image the report symbolized whose file is wrong or damaged
+ * (every note with -v): whatever the view, and once, not once per event. */
+static void warn_images(const struct tally_db *db, struct tally_resolver *res)
 {
-	for (size_t i = 0; i < n; i++) {
-		bool dup = false;
-		for (size_t k = 0; k < i; k++)
-			dup = dup || rows[k].image == rows[i].image;
-		if (dup)
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		if (!tally_resolver_loaded(res, i))
 			continue;
-		if (tally_resolver_loud(res, rows[i].image))
-			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
-		else if (tally_verbose && tally_resolver_note(res, rows[i].image))
-			tally_warn("image '%s': %s", db->images[rows[i].image].name, tally_resolver_note(res, rows[i].image));
+		const char *note = tally_resolver_note(res, i);
+		if (note && (tally_resolver_loud(res, i) || tally_verbose))
+			tally_warn("image '%s': %s", db->images[i].name, note);
 	}
 }
 
@@ -285,8 +283,6 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 	uint64_t total;
 	struct row *rows = image_rows(db, o, ev, &n, &total);
 	print_header(db, ev, out);
-	if (o->symbols)
-		warn_images(db, res, rows, n);
 	if (!o->symbols) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
 		uint64_t cum = 0;
@@ -336,8 +332,6 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 	size_t n;
 	uint64_t total;
 	struct row *rows = image_rows(db, o, ev, &n, &total);
-	if (o->symbols)
-		warn_images(db, res, rows, n);
 	strbuf_addstr(out, "{\"name\":");
 	strbuf_add_json_str(out, db->events[ev]);
 	strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"images\":[", total);
@@ -778,6 +772,7 @@ int cmd_report(int argc, char **argv)
 		}
 		lost_line(&db, &out);
 	}
+	warn_images(&db, res);
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the report: %s", strerror(errno));

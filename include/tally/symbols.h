@@ -32,6 +32,8 @@ void tally_resolver_free(struct tally_resolver *r);
 const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, uint64_t offset);
 /* Why an image has no symbols (a one-line note), or NULL when it has them. */
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image);
+/* True when the report has opened (or tried to open) the image's symbols. */
+bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image);
 /* True when the note is a warning for every report (damaged input, changed file). */
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image);
 /* True when the image's file differs from what was recorded (build-id mismatch). */

@@ -419,6 +419,11 @@ const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
 	return r->im[image].note;
 }
 
+bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image)
+{
+	return image < r->db->nimages && r->im[image].state;
+}
+
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image)
 {
 	if (image >= r->db->nimages)

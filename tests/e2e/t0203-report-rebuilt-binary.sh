@@ -34,6 +34,7 @@ write_prog old_name_fn
 id1=$(build_id)
 [[ -n $id1 ]] || skip "cc does not give binaries a GNU build-id here"
 tally_ok record -F 2000 -o db -- ./prog
+tally_ok record -g -F 2000 -o cgdb -- ./prog
 report_json before.json -i db --symbols
 n=$(tjson before.json func old_name_fn)
 ((n > 0)) || fail "before the rebuild: no samples in old_name_fn; functions: $(tjson before.json funcs | head -20 | tr '\n' ' ')"
@@ -50,3 +51,12 @@ for f in after.json after.txt; do
 		fail "report ($f) after the rebuild has no warning mentioning the build-id on stderr or in the report; stderr: $(head -c 1000 $f.err)"
 done
 note "rebuilt program: new_name_fn not shown, build-id warned about: $(grep -Eih 'build[- ]?id' after.txt.err after.txt | head -1)"
+
+# the call-graph views symbolize too: same refusal, same warning, once
+for view in --children --tree; do
+	"$TALLY" report -i cgdb $view > cg.txt 2> cg.err || fail "report -i cgdb $view failed: $(head -c 500 cg.err)"
+	! grep -q new_name_fn cg.txt || fail "report $view names new_name_fn from the rebuilt file: $(grep new_name_fn cg.txt | head -3)"
+	n=$(grep -Eic 'build[- ]?id' cg.err || true)
+	((n == 1)) || fail "report $view after the rebuild: expected one build-id warning on stderr, got $n: $(head -c 800 cg.err)"
+done
+note "call-graph views: new_name_fn not shown, one build-id warning each"
