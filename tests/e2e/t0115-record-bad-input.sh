@@ -27,3 +27,20 @@ bad "^tally: .*999999999" record -p 999999999 --duration 0.2 -o db
 bad "^tally: .*(-a|-p)" record -o db
 bad "^tally: .*/proc/nope/db" record -o /proc/nope/db -- "$W" 0
 [[ ! -e /proc/nope ]] || fail "/proc/nope exists"
+bad "^tally: .*-F.*-c|^tally: .*-c.*-F" record -F 999 -c 1000 -o db -- "$W" 0
+bad "^tally: .*no event" record -e , -o db -- "$W" 0
+bad "^tally: .*twice" record -e cpu-clock,cpu-clock -o db -- "$W" 0
+bad "^tally: .*(COMMAND|-a|-p).*not several|^tally: .*cannot be combined" record -a -p 1 -o db
+bad "^tally: .*COMMAND.*-a|^tally: .*not several" record -a -o db -- "$W" 0
+maxrate=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+if ((maxrate < 1000000)); then
+	bad "^tally: .*perf_event_max_sample_rate" record -F $((maxrate + 1)) -o db -- "$W" 0
+fi
+
+# report's own refusals, on a real database
+tally_ok record -o good -- "$W" 0
+bad "^tally: .*--percent-limit.*abc" report -i good --percent-limit abc
+bad "^tally: .*--percent-limit.*101" report -i good --percent-limit 101
+bad "^tally: .*give one of" report -i good --symbols --children
+bad "^tally: .*unexpected argument 'extra'" report -i good extra
+bad "^tally: .*events.*unexpected argument|^tally: .*unexpected argument" events extra
