@@ -78,7 +78,6 @@ struct tally_agg {
 	int nevents;
 	bool per_pid;
 	bool lazy_procfs; /* read /proc/PID/maps for processes first seen in a sample */
-	bool kernel_samples;
 	bool dwarf;        /* unwind user stacks from the copied stack and registers */
 
 	struct tally_image *images;
@@ -110,8 +109,7 @@ struct tally_agg {
 	size_t ntasks, atasks;
 
 	uint64_t *samples; /* per event */
-	uint64_t lost, throttled, unthrottled;
-	uint64_t max_depth_truncated;
+	uint64_t lost, throttled;
 	uint32_t jit_untrusted;
 	uint64_t uw_samples, uw_short, uw_joined;
 	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */

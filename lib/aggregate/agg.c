@@ -451,7 +451,6 @@ static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, 
 {
 	if (kernel || ip >= KERNEL_START) {
 		*off = ip;
-		a->kernel_samples = true;
 		return a->kernel_image;
 	}
 	const struct tally_map *m = p ? tally_proc_find_map(p, ip) : NULL;
@@ -595,10 +594,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 					in_kernel = false;
 				continue;
 			}
-			if (n == ARRAY_SIZE(a->scratch_frames)) {
-				a->max_depth_truncated++;
-				break;
-			}
+			if (n == ARRAY_SIZE(a->scratch_frames))
+				break; /* kept as far as it goes: reports count it as stopped early */
 			if (!in_kernel && user_at == SIZE_MAX)
 				user_at = n;
 			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
@@ -695,9 +692,6 @@ void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
 		break;
 	case PERF_RECORD_THROTTLE:
 		a->throttled++;
-		break;
-	case PERF_RECORD_UNTHROTTLE:
-		a->unthrottled++;
 		break;
 	default:
 		break;
