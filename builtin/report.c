@@ -11,6 +11,7 @@
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
 #include "tally/db.h"
+#include "tally/select.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -19,11 +20,7 @@ static const char report_usage[] =
 	"\n"
 	"  -i, --input DIR          database (default tally.db)\n"
 	"  -f, --symbols            functions within each image\n"
-	"      --exclude-dependent  only the profiled programs' own executables\n"
-	"      --image NAME         only this image (file name or full path)\n"
-	"      --pid PID            only this process (needs a --per-pid database)\n"
-	"      --comm NAME          only processes with this name (needs --per-pid)\n"
-	"      --event NAME         only this event\n"
+	TALLY_SELECT_USAGE
 	"      --top N              at most N rows per table\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --json               JSON output (docs/report-json.md)\n"
@@ -35,17 +32,13 @@ static const char report_usage[] =
 	"      --callees SYM        the tree of SYM's callees\n"
 	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n";
 
-enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
+enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
        OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
 
 static const struct option report_opts[] = {
 	{ "input", required_argument, NULL, 'i' },
 	{ "symbols", no_argument, NULL, 'f' },
-	{ "exclude-dependent", no_argument, NULL, OPT_EXCL },
-	{ "image", required_argument, NULL, OPT_IMAGE },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "event", required_argument, NULL, OPT_EVENT },
+	TALLY_SELECT_OPTIONS,
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "image-path", required_argument, NULL, OPT_IMGPATH },
@@ -61,9 +54,8 @@ static const struct option report_opts[] = {
 
 struct ropts {
 	const char *input;
-	bool symbols, excl, json;
-	const char *image, *comm, *event;
-	int pid;
+	struct tally_select sel;
+	bool symbols, json;
 	uint64_t top;
 	const char **image_path;
 	size_t nimage_path;
@@ -93,28 +85,6 @@ static int cmp_row(const void *a, const void *b)
 	if (c)
 		return c;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-static bool image_matches(const struct tally_db_image *im, const char *want)
-{
-	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
-}
-
-static bool prof_selected(const struct tally_db *db, const struct ropts *o, const struct tally_db_prof *en)
-{
-	const struct tally_db_image *im = &db->images[en->image];
-	if (o->excl && strcmp(im->kind, "exec"))
-		return false;
-	if (o->image && !image_matches(im, o->image))
-		return false;
-	if (o->pid && en->pid != o->pid)
-		return false;
-	if (o->comm) {
-		const char *c = tally_db_comm(db, en->pid);
-		if (!c || strcmp(c, o->comm))
-			return false;
-	}
-	return true;
 }
 
 static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
@@ -204,7 +174,7 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 	*total = 0;
 	for (size_t p = 0; p < db->nprofs; p++) {
 		const struct tally_db_prof *pf = &db->profs[p];
-		if (!prof_selected(db, o, pf))
+		if (!tally_select_prof(&o->sel, db, pf))
 			continue;
 		uint64_t c = 0;
 		for (size_t i = pf->first; i < pf->end; i++)
@@ -387,14 +357,7 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
 {
 	const struct ropts *o = ctx;
-	if (o->pid && pid != o->pid)
-		return false;
-	if (o->comm) {
-		const char *c = tally_db_comm(db, pid);
-		if (!c || strcmp(c, o->comm))
-			return false;
-	}
-	return true;
+	return tally_select_pid(&o->sel, db, pid);
 }
 
 static double pc(uint64_t n, uint64_t d)
@@ -627,24 +590,16 @@ int cmd_report(int argc, char **argv)
 	struct ropts o;
 	memset(&o, 0, sizeof(o));
 	o.input = "tally.db";
+	tally_select_init(&o.sel);
+	int sr;
 	size_t aimage_path = 0;
 	optind = 1;
 	opterr = 0;
 	int opt;
-	uint64_t v;
 	while ((opt = getopt_long(argc, argv, "i:fh", report_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o.input = optarg; break;
 		case 'f': o.symbols = true; break;
-		case OPT_EXCL: o.excl = true; break;
-		case OPT_IMAGE: o.image = optarg; break;
-		case OPT_PID:
-			if (tally_parse_u64(optarg, "--pid", 1, 0x7fffffff, &v))
-				return tally_usage_error("report", "%s", tally_errmsg());
-			o.pid = (int)v;
-			break;
-		case OPT_COMM: o.comm = optarg; break;
-		case OPT_EVENT: o.event = optarg; break;
 		case OPT_TOP:
 			if (tally_parse_u64(optarg, "--top", 1, UINT32_MAX, &o.top))
 				return tally_usage_error("report", "%s", tally_errmsg());
@@ -670,6 +625,11 @@ int cmd_report(int argc, char **argv)
 		}
 		case 'h': fputs(report_usage, stdout); return 0;
 		default:
+			sr = tally_select_getopt(&o.sel, opt, optarg);
+			if (sr < 0)
+				return tally_usage_error("report", "%s", tally_errmsg());
+			if (sr > 0)
+				break;
 			if (optopt && optopt < 256)
 				return tally_usage_error("report", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
 			return tally_usage_error("report", "unknown option or missing value '%s'", argv[optind - 1]);
@@ -686,32 +646,12 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	int ret = 0;
-	if ((o.pid || o.comm) && !db.per_pid) {
-		tally_error("'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
-			    o.input, o.pid ? "--pid" : "--comm");
+	if (tally_select_check(&o.sel, &db, o.input)) {
+		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
 	}
-	int ev_only = -1;
-	if (o.event) {
-		ev_only = tally_db_event(&db, o.event);
-		if (ev_only < 0) {
-			struct strbuf names = STRBUF_INIT;
-			for (int e = 0; e < db.nevents; e++)
-				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
-			tally_error("event '%s' is not in '%s' (it has: %s)", o.event, o.input, names.buf);
-			strbuf_release(&names);
-			ret = 1;
-			goto out;
-		}
-	}
-	if (o.pid) {
-		bool found = false;
-		for (size_t i = 0; i < db.nentries && !found; i++)
-			found = db.entries[i].pid == o.pid;
-		if (!found)
-			tally_warn("no samples for pid %d in '%s'", o.pid, o.input);
-	}
+	int ev_only = o.sel.ev_only;
 	bool cgmode = o.children || o.callgraph || o.tree || o.callers || o.callees;
 	if (cgmode && (int)o.symbols + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers + !!o.callees > 1) {
 		tally_error("give one of --symbols, --children, --callgraph, --tree, --callers, --callees");
