@@ -11,6 +11,8 @@
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
 #include "tally/db.h"
+#include "tally/flame.h"
+#include "tally/html.h"
 #include "tally/select.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
@@ -24,16 +26,18 @@ static const char report_usage[] =
 	"      --top N              at most N rows per table\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --json               JSON output (docs/report-json.md)\n"
+	"      --html FILE          the whole report as one self-contained HTML page (docs/html.md)\n"
 	"call graphs (databases recorded with -g):\n"
 	"      --children           per function: inclusive %%, self %%, name (sorted by inclusive)\n"
 	"      --callgraph          per function: its callers above, its callees below\n"
 	"      --tree               top-down call tree\n"
 	"      --callers SYM        the tree of SYM's callers\n"
 	"      --callees SYM        the tree of SYM's callees\n"
-	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n";
+	"      --percent-limit P    leave out tree nodes under P%% (default 0.5); with --html, fold\n"
+	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n";
 
 enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
-       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
+       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_HTML };
 
 static const struct option report_opts[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -48,6 +52,7 @@ static const struct option report_opts[] = {
 	{ "callers", required_argument, NULL, OPT_CALLERS },
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
+	{ "html", required_argument, NULL, OPT_HTML },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -63,6 +68,7 @@ struct ropts {
 	const char *callers, *callees;
 	double plimit;
 	bool plimit_set;
+	const char *html;
 };
 
 /* A row of a table: an image (with pid when per-pid) or a function within one. */
@@ -623,6 +629,7 @@ int cmd_report(int argc, char **argv)
 			o.plimit_set = true;
 			break;
 		}
+		case OPT_HTML: o.html = optarg; break;
 		case 'h': fputs(report_usage, stdout); return 0;
 		default:
 			sr = tally_select_getopt(&o.sel, opt, optarg);
@@ -638,6 +645,16 @@ int cmd_report(int argc, char **argv)
 	if (optind < argc) {
 		free(o.image_path);
 		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
+	}
+	bool cgview = o.children || o.callgraph || o.tree || o.callers || o.callees;
+	if (o.html && (o.json || o.symbols || cgview)) {
+		free(o.image_path);
+		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols and the call-graph views");
+	}
+	if (o.html && tally_html_check_target(o.html)) {
+		tally_error("%s", tally_errmsg());
+		free(o.image_path);
+		return 1;
 	}
 	struct tally_db db;
 	if (tally_db_open(&db, o.input)) {
@@ -671,6 +688,17 @@ int cmd_report(int argc, char **argv)
 	struct tally_resolver_opts ro = { .image_path = o.image_path };
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);
+	if (o.html) {
+		struct tally_html_opts ho = { o.input, &o.sel, o.plimit_set ? o.plimit : TALLY_FLAME_DEFAULT_LIMIT,
+					      TALLY_HTML_ANNOTATE, o.top };
+		if (tally_html_write(o.html, &db, res, &ho)) {
+			tally_error("%s", tally_errmsg());
+			ret = 1;
+		}
+		warn_images(&db, res);
+		tally_resolver_free(res);
+		goto out;
+	}
 	struct strbuf out = STRBUF_INIT;
 	if (o.json) {
 		strbuf_addstr(&out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");

@@ -1,0 +1,592 @@
+/* The HTML report (see html.h): static markup for everything (tables,
+ * flame graphs as inline SVG) so the page shows without its scripts, and two
+ * small inline scripts for sorting, zoom and search. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tally/callgraph.h"
+#include "tally/flame.h"
+#include "tally/html.h"
+#include "tally/source.h"
+
+extern const char tally_report_css[], tally_report_js[];
+
+static double pc(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+static void esc(struct strbuf *out, const char *s)
+{
+	tally_strbuf_add_xml(out, s ? s : "");
+}
+
+/* A numeric cell: the sort key in data-v, the text shown. */
+static void num_cell(struct strbuf *out, const char *cls, uint64_t v)
+{
+	strbuf_addf(out, "<td class=\"n %s\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", cls, v, v);
+}
+
+static void pct_cell(struct strbuf *out, const char *cls, uint64_t v, uint64_t total, bool bar)
+{
+	double p = pc(v, total);
+	strbuf_addf(out, "<td class=\"n %s\" data-v=\"%.4f\">", cls, p);
+	if (bar)
+		strbuf_addf(out, "<span class=\"bar\" style=\"width:%.0fpx\"></span>", p * 0.6 + 0.5);
+	strbuf_addf(out, "%.2f%%</td>", p);
+}
+
+/* ---- per-event rows ---- */
+
+struct frow {
+	uint32_t image;
+	const char *name; /* owned by the resolver, the cg, or names */
+	uint64_t addr;
+	bool has_addr;
+	uint64_t self, incl;
+	bool has_incl;
+	long func; /* the tally_cg function, or -1 */
+};
+
+static int cmp_frow(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	uint64_t kx = x->has_incl ? x->incl : x->self, ky = y->has_incl ? y->incl : y->self;
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool frow_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct frow *r = &(*(struct frow *const *)ctx)[idx], *k = key;
+	return r->image == k->image && r->addr == k->addr && !strcmp(r->name, k->name);
+}
+
+/* Functions of the selected profiles for one event, from the flat profiles
+ * (self samples only). Names of raw offsets go into *names. */
+static struct frow *flat_functions(const struct tally_db *db, struct tally_resolver *res, const struct tally_select *sel,
+				   int ev, size_t *nrows, uint64_t *total, char ***names, size_t *nnames)
+{
+	struct frow *rows = NULL;
+	size_t n = 0, cap = 0, anames = 0;
+	struct tally_hidx idx = { 0 };
+	*total = 0;
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_prof(sel, db, pf))
+			continue;
+		bool raw = tally_resolver_mismatch(res, pf->image);
+		for (size_t i = pf->first; i < pf->end; i++) {
+			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+			if (!c)
+				continue;
+			*total += c;
+			const struct tally_sym *sym = raw ? NULL : tally_resolve(res, pf->image, db->entries[i].offset);
+			struct frow key = { pf->image, "[unknown]", 0, false, 0, 0, false, -1 };
+			char buf[64];
+			if (sym) {
+				key.name = sym->name;
+				key.addr = sym->addr;
+				key.has_addr = true;
+			} else if (raw) {
+				snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", db->entries[i].offset);
+				key.name = buf;
+				key.addr = db->entries[i].offset;
+				key.has_addr = true;
+			}
+			uint64_t h = tally_hash_bytes(key.name, strlen(key.name), key.addr ^ ((uint64_t)key.image << 32));
+			uint32_t j = tally_hidx_get(&idx, h, &key, frow_eq, &rows);
+			if (j == TALLY_HIDX_NONE) {
+				if (key.name == buf) {
+					GROW(*names, anames, *nnames + 1);
+					key.name = (*names)[(*nnames)++] = xstrdup(buf);
+				}
+				GROW(rows, cap, n + 1);
+				rows[n] = key;
+				tally_hidx_put(&idx, h, (uint32_t)n);
+				j = (uint32_t)n++;
+			}
+			rows[j].self += c;
+		}
+	}
+	tally_hidx_release(&idx);
+	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
+	*nrows = n;
+	return rows;
+}
+
+/* Functions of the call graph (self and inclusive), those of the selected
+ * images only. */
+static struct frow *cg_functions(const struct tally_db *db, const struct tally_cg *cg, const struct tally_select *sel,
+				 size_t *nrows)
+{
+	struct frow *rows = xcalloc(cg->nfuncs + 1, sizeof(*rows));
+	size_t n = 0;
+	for (size_t i = 0; i < cg->nfuncs; i++) {
+		const struct tally_cg_func *f = &cg->funcs[i];
+		const struct tally_db_image *im = &db->images[f->image];
+		if ((sel->image && !tally_select_image_matches(im, sel->image)) || (sel->excl && strcmp(im->kind, "exec")))
+			continue;
+		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr, f->self, f->incl, true, (long)i };
+	}
+	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
+	*nrows = n;
+	return rows;
+}
+
+static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
+{
+	return tally_select_pid(ctx, db, pid);
+}
+
+/* ---- sections ---- */
+
+static const char *meta(const struct tally_db *db, const char *key)
+{
+	return tally_meta_get(&db->session, key);
+}
+
+/* Item i of a comma-separated list, into buf. */
+static const char *list_item(const char *list, int i, char *buf, size_t n)
+{
+	if (!list)
+		return NULL;
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return NULL;
+	size_t len = strcspn(p, ",");
+	snprintf(buf, n, "%.*s", (int)len, p);
+	return buf;
+}
+
+static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_select *sel, int ev,
+			uint64_t *total_out)
+{
+	uint64_t total = 0;
+	size_t n = 0;
+	uint64_t *count = xcalloc(db->nprofs + 1, sizeof(uint64_t));
+	uint32_t *order = xcalloc(db->nprofs + 1, sizeof(uint32_t));
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_prof(sel, db, pf))
+			continue;
+		for (size_t i = pf->first; i < pf->end; i++)
+			count[p] += db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!count[p])
+			continue;
+		total += count[p];
+		order[n++] = (uint32_t)p;
+	}
+	/* by samples, then name: few rows, insertion sort */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			uint32_t a = order[j - 1], b = order[j];
+			int c = count[a] != count[b] ? (count[a] < count[b] ? 1 : -1)
+						   : strcmp(db->images[db->profs[a].image].name, db->images[db->profs[b].image].name);
+			if (c <= 0)
+				break;
+			order[j - 1] = b;
+			order[j] = a;
+		}
+	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
+	if (db->per_pid)
+		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
+	strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">samples</th><th data-t=\"n\" class=\"n\">%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct tally_db_prof *pf = &db->profs[order[k]];
+		const struct tally_db_image *im = &db->images[pf->image];
+		strbuf_addstr(out, "<tr><td class=\"img\">");
+		esc(out, im->name);
+		strbuf_addstr(out, "</td>");
+		if (db->per_pid) {
+			num_cell(out, "pid", (uint64_t)pf->pid);
+			strbuf_addstr(out, "<td>");
+			esc(out, tally_db_comm(db, pf->pid));
+			strbuf_addstr(out, "</td>");
+		}
+		num_cell(out, "samples", count[order[k]]);
+		pct_cell(out, "pct", count[order[k]], total, true);
+		strbuf_addstr(out, "<td>");
+		esc(out, im->kind);
+		strbuf_addstr(out, "</td><td class=\"fn\">");
+		esc(out, im->path);
+		strbuf_addstr(out, "</td><td class=\"fn\" title=\"");
+		esc(out, im->id_kind);
+		strbuf_addstr(out, "\">");
+		esc(out, im->id);
+		strbuf_addstr(out, "</td></tr>\n");
+	}
+	strbuf_addf(out, "</tbody><tfoot><tr><th>total</th>%s<th class=\"n\">%" PRIu64 "</th><th class=\"n\">100.00%%</th><th colspan=\"3\"></th></tr></tfoot></table>\n",
+		    db->per_pid ? "<th></th><th></th>" : "", total);
+	free(order);
+	free(count);
+	*total_out = total;
+}
+
+static void function_table(struct strbuf *out, const struct tally_db *db, const struct frow *rows, size_t n,
+			   uint64_t total, bool incl, double limit, uint64_t max_rows)
+{
+	size_t shown = 0, under = 0;
+	strbuf_addstr(out, "<div class=\"scroll\"><table class=\"sortable functions\"><thead><tr><th data-t=\"s\">function</th><th data-t=\"s\">image</th>"
+			   "<th data-t=\"n\" class=\"n\">self</th><th data-t=\"n\" class=\"n\">self %</th>");
+	if (incl)
+		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">inclusive</th><th data-t=\"n\" class=\"n\">inclusive %</th>");
+	strbuf_addstr(out, "</tr></thead><tbody>\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct frow *r = &rows[i];
+		if (pc(r->self, total) < limit && (!incl || pc(r->incl, total) < limit)) {
+			under++;
+			continue;
+		}
+		if (shown >= max_rows) {
+			under++;
+			continue;
+		}
+		shown++;
+		strbuf_addstr(out, "<tr><td class=\"fn\"");
+		if (r->has_addr)
+			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
+		strbuf_addstr(out, ">");
+		esc(out, r->name);
+		strbuf_addstr(out, "</td><td class=\"img\">");
+		esc(out, db->images[r->image].name);
+		strbuf_addstr(out, "</td>");
+		num_cell(out, "self", r->self);
+		pct_cell(out, "selfp", r->self, total, !incl);
+		if (incl) {
+			num_cell(out, "incl", r->incl);
+			pct_cell(out, "inclp", r->incl, total, true);
+		}
+		strbuf_addstr(out, "</tr>\n");
+	}
+	strbuf_addstr(out, "</tbody></table></div>\n");
+	if (under)
+		strbuf_addf(out, "<p class=\"note\">%zu more function%s under %g%% (or past the first %" PRIu64 " rows) not listed.</p>\n",
+			    under, under == 1 ? "" : "s", limit, max_rows);
+}
+
+static void flame_section(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, int ev,
+			  const struct tally_html_opts *o, bool invert)
+{
+	struct tally_flame fl;
+	tally_flame_build(&fl, cg, invert, o->percent_limit);
+	char id[32];
+	snprintf(id, sizeof(id), "%s-%d", invert ? "callers" : "flame", ev);
+	strbuf_addf(out, "<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n",
+		    id);
+	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
+	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
+	strbuf_addf(&sub, "%" PRIu64 " samples; click a frame to zoom", cg->total);
+	if (fl.folded_frames)
+		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0 };
+	strbuf_addstr(out, "<div class=\"graph\">\n");
+	tally_flame_svg(out, &fl, cg, db, &so);
+	strbuf_addstr(out, "</div>\n");
+	strbuf_release(&title);
+	strbuf_release(&sub);
+	tally_flame_release(&fl);
+}
+
+static void unwind_figures(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg)
+{
+	uint32_t sf[5];
+	uint64_t sc[5];
+	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->rooted, cg->total), cg->total);
+	if (cg->rooted < cg->total) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+		if (cg->truncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+	}
+	strbuf_addstr(out, ".</p>\n");
+	if (ns) {
+		strbuf_addstr(out, "<table class=\"stops\"><thead><tr><th>outermost frame of the stacks that stopped early</th><th>image</th><th class=\"n\">samples</th><th class=\"n\">%</th></tr></thead><tbody>\n");
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addstr(out, "<tr><td class=\"fn\">");
+			esc(out, cg->funcs[sf[i]].name);
+			strbuf_addstr(out, "</td><td>");
+			esc(out, db->images[cg->funcs[sf[i]].image].name);
+			strbuf_addstr(out, "</td>");
+			num_cell(out, "samples", sc[i]);
+			pct_cell(out, "pct", sc[i], cg->total, false);
+			strbuf_addstr(out, "</tr>\n");
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	const char *why = meta(db, "dwarf-stop-reasons");
+	if (why) {
+		strbuf_addstr(out, "<p class=\"note\">DWARF unwinds stopped early, by cause (whole recording): ");
+		esc(out, why);
+		strbuf_addstr(out, "</p>\n");
+	}
+}
+
+static void source_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			   const struct tally_html_opts *o, int ev, const struct frow *rows, size_t n, uint64_t total)
+{
+	unsigned done = 0;
+	for (size_t i = 0; i < n && done < o->annotate; i++) {
+		const struct frow *r = &rows[i];
+		if (!r->self || !r->has_addr)
+			continue;
+		struct tally_source src;
+		if (tally_source_build(&src, db, res, o->sel, ev, r->image, r->addr, r->name))
+			continue;
+		done++;
+		strbuf_addstr(out, "<h4 class=\"annotated\">");
+		esc(out, r->name);
+		strbuf_addstr(out, " <small>[");
+		esc(out, db->images[r->image].name);
+		strbuf_addf(out, "]: %" PRIu64 " self samples, %.2f%%", r->self, pc(r->self, total));
+		if (src.file) {
+			strbuf_addstr(out, "; ");
+			esc(out, src.file);
+		}
+		strbuf_addstr(out, "</small></h4>\n");
+		if (src.note) {
+			strbuf_addstr(out, "<p class=\"note\">");
+			esc(out, src.note);
+			strbuf_addstr(out, "</p>\n");
+		}
+		if (src.nlines) {
+			strbuf_addstr(out, "<table class=\"src\"><tbody>\n");
+			uint32_t prev = 0;
+			for (size_t k = 0; k < src.nlines; k++) {
+				const struct tally_source_line *l = &src.lines[k];
+				if (prev && l->line > prev + 1)
+					strbuf_addstr(out, "<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
+				prev = l->line;
+				strbuf_addf(out, "<tr%s><td class=\"ln\">%u</td>", l->samples ? " class=\"hot\"" : "", l->line);
+				if (l->samples)
+					strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>", l->samples,
+						    l->samples, pc(l->samples, src.samples));
+				else
+					strbuf_addstr(out, "<td class=\"n\"></td>");
+				strbuf_addstr(out, "<td class=\"code\">");
+				esc(out, l->text ? l->text : "");
+				strbuf_addstr(out, "</td></tr>\n");
+			}
+			strbuf_addstr(out, "</tbody></table>\n");
+		}
+		tally_source_release(&src);
+	}
+	if (!done)
+		strbuf_addstr(out, "<p class=\"note\">No function with samples has line information (build with -g, or install the debug package).</p>\n");
+}
+
+static void event_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			  const struct tally_html_opts *o, int ev)
+{
+	char buf[64];
+	strbuf_addf(out, "<section class=\"event\" id=\"event-%d\">\n<h2>Event ", ev);
+	esc(out, db->events[ev]);
+	strbuf_addstr(out, "</h2>\n<p class=\"note\">");
+	esc(out, meta(db, "sampling"));
+	if (list_item(meta(db, "randomized"), ev, buf, sizeof(buf)) && !strcmp(buf, "yes"))
+		strbuf_addstr(out, ", randomized period");
+	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) && !strcmp(buf, "adaptive"))
+		strbuf_addstr(out, ", period adapted by the kernel");
+	strbuf_addstr(out, "</p>\n");
+
+	uint64_t total;
+	strbuf_addstr(out, "<h3>Images</h3>\n");
+	image_table(out, db, o->sel, ev, &total);
+
+	struct tally_cg cg;
+	bool stacks = db->has_stacks;
+	size_t nrows;
+	uint64_t ftotal;
+	struct frow *rows;
+	char **names = NULL;
+	size_t nnames = 0;
+	memset(&cg, 0, sizeof(cg));
+	if (stacks) {
+		tally_cg_build(&cg, db, res, ev, keep_pid, o->sel);
+		rows = cg_functions(db, &cg, o->sel, &nrows);
+		ftotal = cg.total;
+	} else {
+		rows = flat_functions(db, res, o->sel, ev, &nrows, &ftotal, &names, &nnames);
+	}
+	strbuf_addstr(out, "<h3>Functions</h3>\n");
+	if (stacks)
+		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort.</p>\n");
+	else
+		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
+	function_table(out, db, rows, nrows, ftotal, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS);
+
+	strbuf_addstr(out, "<h3>Flame graph</h3>\n");
+	if (stacks && cg.total) {
+		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; its callees stand on it. Click to zoom, search to highlight. <span class=\"legend\">"
+				   "<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
+				   "<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
+				   "<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
+		flame_section(out, db, &cg, ev, o, false);
+		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
+		flame_section(out, db, &cg, ev, o, true);
+		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
+		unwind_figures(out, db, &cg);
+	} else if (stacks) {
+		strbuf_addstr(out, "<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
+	} else {
+		strbuf_addstr(out, "<p class=\"note nostacks\">This database has no call stacks, so there is no flame graph and no callers' graph: record with <code>-g</code> or <code>--call-graph dwarf</code> to get them.</p>\n");
+	}
+
+	strbuf_addstr(out, "<h3>Annotated source</h3>\n");
+	if (o->annotate) {
+		/* the hottest by self samples */
+		struct frow *hot = xmalloc((nrows + 1) * sizeof(*hot));
+		memcpy(hot, rows, nrows * sizeof(*hot));
+		for (size_t i = 0; i < nrows; i++)
+			hot[i].has_incl = false;
+		tally_qsort(hot, nrows, sizeof(*hot), cmp_frow);
+		source_section(out, db, res, o, ev, hot, nrows, ftotal);
+		free(hot);
+	}
+	strbuf_addstr(out, "</section>\n");
+	free(rows);
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	tally_cg_release(&cg);
+}
+
+static void session_section(struct strbuf *out, const struct tally_db *db)
+{
+	uint64_t all = 0;
+	for (int e = 0; e < db->nevents; e++)
+		all += db->samples[e];
+	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
+	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> samples (%.2f%%), throttled: <b>%" PRIu64 "</b> times.</p>\n",
+		    db->lost, pc(db->lost, all + db->lost), db->throttled);
+	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
+	esc(out, db->path);
+	strbuf_addstr(out, "</dd>\n");
+	for (size_t i = 0; i < db->session.n; i++) {
+		strbuf_addstr(out, "<dt>");
+		esc(out, db->session.kv[i].key);
+		strbuf_addstr(out, "</dt><dd>");
+		esc(out, db->session.kv[i].value);
+		strbuf_addstr(out, "</dd>\n");
+	}
+	strbuf_addstr(out, "</dl>\n</section>\n");
+}
+
+void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_html_opts *o)
+{
+	const char *what = meta(db, "command");
+	if (!what)
+		what = meta(db, "target");
+	strbuf_addstr(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+			   /* nothing may come from anywhere: the page is the whole report */
+			   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+			   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"tally " TALLY_VERSION "\">\n<title>tally: ");
+	esc(out, what);
+	strbuf_addstr(out, "</title>\n<style>\n");
+	strbuf_addstr(out, tally_report_css);
+	strbuf_addstr(out, "</style>\n</head><body>\n<header><h1>tally: ");
+	esc(out, what);
+	strbuf_addstr(out, "</h1><div class=\"sub\">");
+	esc(out, o->input ? o->input : db->path);
+	const char *start = meta(db, "start-time"), *dur = meta(db, "duration"), *host = meta(db, "host");
+	if (host) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, host);
+	}
+	if (start) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, start);
+	}
+	if (dur) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, dur);
+		strbuf_addstr(out, " s");
+	}
+	const char *cgm = meta(db, "call-graph");
+	strbuf_addstr(out, " &middot; call graphs: ");
+	esc(out, cgm ? cgm : "none");
+	strbuf_addstr(out, "</div></header>\n<nav>");
+	for (int e = 0; e < db->nevents; e++) {
+		if (!tally_select_event(o->sel, e))
+			continue;
+		strbuf_addf(out, "<a href=\"#event-%d\">", e);
+		esc(out, db->events[e]);
+		strbuf_addstr(out, "</a>");
+	}
+	strbuf_addstr(out, "<a href=\"#session\">session</a></nav>\n<main>\n");
+	const struct tally_select *s = o->sel;
+	if (s->image || s->pid || s->comm || s->excl) {
+		strbuf_addstr(out, "<p class=\"note selection\">Selection:");
+		if (s->image) {
+			strbuf_addstr(out, " image ");
+			esc(out, s->image);
+		}
+		if (s->pid)
+			strbuf_addf(out, " pid %d", s->pid);
+		if (s->comm) {
+			strbuf_addstr(out, " command ");
+			esc(out, s->comm);
+		}
+		if (s->excl)
+			strbuf_addstr(out, " the programs' own executables only");
+		if (db->has_stacks && (s->image || s->excl))
+			strbuf_addstr(out, " (the flame graphs show whole stacks; the image selection applies to the tables)");
+		strbuf_addstr(out, "</p>\n");
+	}
+	if (db->lost)
+		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " samples were lost while recording (see the session below).</p>\n", db->lost);
+	for (int e = 0; e < db->nevents; e++)
+		if (tally_select_event(o->sel, e))
+			event_section(out, db, res, o, e);
+	session_section(out, db);
+	strbuf_addstr(out, "</main>\n<script>\n");
+	strbuf_addstr(out, tally_flame_js);
+	strbuf_addstr(out, "</script>\n<script>\n");
+	strbuf_addstr(out, tally_report_js);
+	strbuf_addstr(out, "</script>\n</body></html>\n");
+}
+
+int tally_html_check_target(const char *path)
+{
+	struct stat st;
+	if (!*path)
+		return tally_seterr(-EINVAL, "no file name for the HTML report");
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return tally_seterr(-EISDIR, "cannot write '%s': it is a directory (name a file)", path);
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+	int r = 0;
+	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
+		r = tally_seterr(-ENOENT, "cannot write '%s': no directory '%s'", path, d);
+	else if (access(d, W_OK | X_OK) != 0)
+		r = tally_seterr(-EACCES, "cannot write '%s': directory '%s' is not writable", path, d);
+	free(dir);
+	return r;
+}
+
+int tally_html_write(const char *path, const struct tally_db *db, struct tally_resolver *res,
+		     const struct tally_html_opts *o)
+{
+	struct strbuf out = STRBUF_INIT;
+	tally_html_report(&out, db, res, o);
+	int r = tally_write_file_atomic(path, out.buf, out.len);
+	strbuf_release(&out);
+	return r;
+}
