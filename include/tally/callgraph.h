@@ -22,6 +22,7 @@ struct tally_cg_func {
 struct tally_cg_stack {
 	uint32_t first, len; /* into funcs_of, leaf first */
 	uint64_t count;
+	uint32_t src; /* the database stack (db->stacks) it comes from */
 };
 
 struct tally_cg_arc {

@@ -106,7 +106,7 @@ void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally
 		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
 		if (!c || (keep && !keep(db, st->pid, ctx)))
 			continue;
-		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c };
+		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
 		for (uint32_t f = 0; f < st->len; f++) {
 			uint32_t fn = intern_func(cg, res, &db->frames[st->first + f], f == 0);
 			/* consecutive frames in one function (inlined-away recursion, or a
