@@ -34,6 +34,7 @@ struct format {
 static const struct format formats[] = {
 	{ "folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,
 	  "folded stacks for flamegraph.pl, inferno, speedscope" },
+	{ "svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)" },
 };
 
 static const char export_usage[] =

@@ -44,6 +44,7 @@ void tally_export_out_release(struct tally_export_out *out);
 typedef int (*tally_export_fn)(const struct tally_export *x, struct tally_export_out *out);
 
 int tally_export_folded(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
 
 /* Applies the selection to db in place: the counts (flat and stack) of
  * unselected profiles and processes become zero. A stack is selected when its

@@ -16,13 +16,16 @@ struct tally_html_opts {
 	const struct tally_select *sel; /* checked (tally_select_check) against db */
 	double percent_limit;           /* flame frames and table rows under it fold or drop */
 	unsigned annotate;              /* how many of the hottest functions get their source (0: none) */
-	uint64_t max_rows;              /* rows per function table (0: TALLY_HTML_MAX_ROWS) */
+	uint64_t max_rows;              /* function table: the top N by inclusive and by self (0: TALLY_HTML_MAX_ROWS) */
 };
 
 /* The default number of functions whose source the report annotates. */
 #define TALLY_HTML_ANNOTATE 5
-/* At most this many rows in a function table (the page states what it left out). */
-#define TALLY_HTML_MAX_ROWS 2000
+/* ... among those with at least this percentage of the event's samples. */
+#define TALLY_HTML_ANNOTATE_MIN 1.0
+/* A function table has the top this many by inclusive samples and the top
+ * this many by self samples (the page states what it left out). */
+#define TALLY_HTML_MAX_ROWS 500
 
 /* Appends the page to out. */
 void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
@@ -33,9 +36,11 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
  * checking before the work. */
 int tally_html_check_target(const char *path);
 
-/* Builds the page and writes it to path atomically (never a partial file).
- * 0, or -errno with tally_seterr naming the file. */
-int tally_html_write(const char *path, const struct tally_db *db, struct tally_resolver *res,
+/* Applies the selection to db (tally_export_select: a stack is kept when its
+ * process and its leaf's image are selected), builds the page and writes it
+ * to path atomically (never a partial file). 0, or -errno with tally_seterr
+ * naming the file. */
+int tally_html_write(const char *path, struct tally_db *db, struct tally_resolver *res,
 		     const struct tally_html_opts *o);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/export.h"
 #include "tally/flame.h"
 
 /* ---- markup text ---- */
@@ -206,7 +207,7 @@ void tally_flame_release(struct tally_flame *fl)
 
 /* ---- SVG ---- */
 
-enum { FRAME_H = 16, TOP = 66, BOTTOM = 34, PAD = 10, CHAR_W = 7 };
+enum { FRAME_H = 16, TOP = 66, BOTTOM = 44, PAD = 10, CHAR_W = 7, SVG_WIDTH = 1200 };
 
 static uint64_t mix(const char *s, uint64_t seed)
 {
@@ -289,7 +290,7 @@ static const char svg_style[] =
 void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const struct tally_cg *cg,
 		     const struct tally_db *db, const struct tally_flame_svg_opts *o)
 {
-	unsigned width = o->width ? o->width : 1200;
+	unsigned width = o->width ? o->width : SVG_WIDTH;
 	unsigned height = TOP + (fl->max_depth + 1) * FRAME_H + BOTTOM;
 	double scale = fl->total ? (double)(width - 2 * PAD) / (double)fl->total : 0;
 	if (o->standalone)
@@ -337,9 +338,13 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			strbuf_addstr(&name, "other");
 		} else {
 			const struct tally_cg_func *fn = &cg->funcs[f->func];
-			strbuf_addstr(&name, fn->name);
 			kind = db->images[fn->image].kind;
 			image = db->images[fn->image].name;
+			/* as in folded stacks: code with no symbol is named by its image */
+			if (!strcmp(fn->name, "[unknown]"))
+				strbuf_addf(&name, "[%s]", image);
+			else
+				strbuf_addstr(&name, fn->name);
 		}
 		strbuf_addf(out, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"><title>", f->x,
 			    f->count, f->depth);
@@ -378,4 +383,38 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		strbuf_addstr(out, "]]></script>\n");
 	}
 	strbuf_addstr(out, "</svg>\n");
+}
+
+/* ---- tally export --format svg ---- */
+
+int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
+{
+	const struct tally_db *db = x->db;
+	int ev = x->events[0];
+	struct tally_cg cg;
+	tally_cg_build(&cg, db, x->res, ev, NULL, NULL);
+	/* as flamegraph.pl's --minwidth 0.1 (pixels): what could not be seen folds */
+	double limit = x->percent_limit, floor = 100.0 / (SVG_WIDTH * 10.0);
+	if (limit < floor)
+		limit = floor;
+	struct tally_flame fl;
+	tally_flame_build(&fl, &cg, false, limit);
+	const char *what = tally_meta_get(&db->session, "command");
+	if (!what)
+		what = tally_meta_get(&db->session, "target");
+	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
+	strbuf_addf(&title, "Flame graph: %s", what ? what : x->input);
+	strbuf_addf(&sub, "%s, %" PRIu64 " samples", db->events[ev], cg.total);
+	const char *start = tally_meta_get(&db->session, "start-time");
+	if (start)
+		strbuf_addf(&sub, ", %s", start);
+	if (fl.folded_frames)
+		strbuf_addf(&sub, "; %u frames under %.2g%% folded into \"other\"", fl.folded_frames, limit);
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true, SVG_WIDTH };
+	tally_flame_svg(tally_export_out_file(out, ""), &fl, &cg, db, &so);
+	strbuf_release(&title);
+	strbuf_release(&sub);
+	tally_flame_release(&fl);
+	tally_cg_release(&cg);
+	return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tally/callgraph.h"
+#include "tally/export.h"
 #include "tally/flame.h"
 #include "tally/html.h"
 #include "tally/source.h"
@@ -124,18 +125,14 @@ static struct frow *flat_functions(const struct tally_db *db, struct tally_resol
 	return rows;
 }
 
-/* Functions of the call graph (self and inclusive), those of the selected
- * images only. */
-static struct frow *cg_functions(const struct tally_db *db, const struct tally_cg *cg, const struct tally_select *sel,
-				 size_t *nrows)
+/* Functions of the call graph (self and inclusive): every function on the
+ * selected stacks. */
+static struct frow *cg_functions(const struct tally_cg *cg, size_t *nrows)
 {
 	struct frow *rows = xcalloc(cg->nfuncs + 1, sizeof(*rows));
 	size_t n = 0;
 	for (size_t i = 0; i < cg->nfuncs; i++) {
 		const struct tally_cg_func *f = &cg->funcs[i];
-		const struct tally_db_image *im = &db->images[f->image];
-		if ((sel->image && !tally_select_image_matches(im, sel->image)) || (sel->excl && strcmp(im->kind, "exec")))
-			continue;
 		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr, f->self, f->incl, true, (long)i };
 	}
 	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
@@ -237,10 +234,34 @@ static void image_table(struct strbuf *out, const struct tally_db *db, const str
 	*total_out = total;
 }
 
+static int cmp_frow_self(const void *a, const void *b)
+{
+	const struct frow *x = *(const struct frow *const *)a, *y = *(const struct frow *const *)b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* rows (sorted by inclusive samples, or self without stacks): those of the
+ * top max_rows by inclusive and the top max_rows by self, among those of at
+ * least limit %, so that sorting the page's table either way shows the top. */
 static void function_table(struct strbuf *out, const struct tally_db *db, const struct frow *rows, size_t n,
 			   uint64_t total, bool incl, double limit, uint64_t max_rows)
 {
-	size_t shown = 0, under = 0;
+	bool *show = xcalloc(n + 1, sizeof(bool));
+	const struct frow **byself = xmalloc((n + 1) * sizeof(*byself));
+	for (size_t i = 0; i < n; i++)
+		byself[i] = &rows[i];
+	tally_qsort(byself, n, sizeof(*byself), cmp_frow_self);
+	for (size_t i = 0, k = 0; i < n && k < max_rows; i++)
+		if (pc(rows[i].has_incl ? rows[i].incl : rows[i].self, total) >= limit) {
+			show[i] = true;
+			k++;
+		}
+	for (size_t i = 0; i < n && i < max_rows && pc(byself[i]->self, total) >= limit; i++)
+		show[byself[i] - rows] = true;
+	free(byself);
+	size_t under = 0;
 	strbuf_addstr(out, "<div class=\"scroll\"><table class=\"sortable functions\"><thead><tr><th data-t=\"s\">function</th><th data-t=\"s\">image</th>"
 			   "<th data-t=\"n\" class=\"n\">self</th><th data-t=\"n\" class=\"n\">self %</th>");
 	if (incl)
@@ -248,15 +269,10 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 	strbuf_addstr(out, "</tr></thead><tbody>\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct frow *r = &rows[i];
-		if (pc(r->self, total) < limit && (!incl || pc(r->incl, total) < limit)) {
+		if (!show[i]) {
 			under++;
 			continue;
 		}
-		if (shown >= max_rows) {
-			under++;
-			continue;
-		}
-		shown++;
 		strbuf_addstr(out, "<tr><td class=\"fn\"");
 		if (r->has_addr)
 			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
@@ -275,8 +291,9 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 	}
 	strbuf_addstr(out, "</tbody></table></div>\n");
 	if (under)
-		strbuf_addf(out, "<p class=\"note\">%zu more function%s under %g%% (or past the first %" PRIu64 " rows) not listed.</p>\n",
-			    under, under == 1 ? "" : "s", limit, max_rows);
+		strbuf_addf(out, "<p class=\"note\">%zu more function%s not listed: under %g%%, or past the first %" PRIu64 " by %s.</p>\n",
+			    under, under == 1 ? "" : "s", limit, max_rows, incl ? "inclusive and by self samples" : "samples");
+	free(show);
 }
 
 static void flame_section(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, int ev,
@@ -343,7 +360,10 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 	unsigned done = 0;
 	for (size_t i = 0; i < n && done < o->annotate; i++) {
 		const struct frow *r = &rows[i];
-		if (!r->self || !r->has_addr)
+		/* the hottest: sorted by self samples, so the rest are colder */
+		if (pc(r->self, total) < TALLY_HTML_ANNOTATE_MIN)
+			break;
+		if (!r->has_addr)
 			continue;
 		struct tally_source src;
 		if (tally_source_build(&src, db, res, o->sel, ev, r->image, r->addr, r->name))
@@ -387,7 +407,8 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 		tally_source_release(&src);
 	}
 	if (!done)
-		strbuf_addstr(out, "<p class=\"note\">No function with samples has line information (build with -g, or install the debug package).</p>\n");
+		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has line information (build with -g, or install the debug package).</p>\n",
+			    TALLY_HTML_ANNOTATE_MIN);
 }
 
 static void event_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
@@ -407,6 +428,8 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	uint64_t total;
 	strbuf_addstr(out, "<h3>Images</h3>\n");
 	image_table(out, db, o->sel, ev, &total);
+	if (!total)
+		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
 
 	struct tally_cg cg;
 	bool stacks = db->has_stacks;
@@ -418,7 +441,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	memset(&cg, 0, sizeof(cg));
 	if (stacks) {
 		tally_cg_build(&cg, db, res, ev, keep_pid, o->sel);
-		rows = cg_functions(db, &cg, o->sel, &nrows);
+		rows = cg_functions(&cg, &nrows);
 		ftotal = cg.total;
 	} else {
 		rows = flat_functions(db, res, o->sel, ev, &nrows, &ftotal, &names, &nnames);
@@ -546,7 +569,7 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		if (s->excl)
 			strbuf_addstr(out, " the programs' own executables only");
 		if (db->has_stacks && (s->image || s->excl))
-			strbuf_addstr(out, " (the flame graphs show whole stacks; the image selection applies to the tables)");
+			strbuf_addstr(out, " (stacks are kept when the function they were sampled in is in the selected images, and show all their callers)");
 		strbuf_addstr(out, "</p>\n");
 	}
 	if (db->lost)
@@ -581,10 +604,11 @@ int tally_html_check_target(const char *path)
 	return r;
 }
 
-int tally_html_write(const char *path, const struct tally_db *db, struct tally_resolver *res,
+int tally_html_write(const char *path, struct tally_db *db, struct tally_resolver *res,
 		     const struct tally_html_opts *o)
 {
 	struct strbuf out = STRBUF_INIT;
+	tally_export_select(db, o->sel);
 	tally_html_report(&out, db, res, o);
 	int r = tally_write_file_atomic(path, out.buf, out.len);
 	strbuf_release(&out);

@@ -166,17 +166,19 @@ int tally_source_build(struct tally_source *src, const struct tally_db *db, stru
 		strbuf_addf(&m, "source file '%s' is not readable here: per-line samples without the text", best);
 		src->note = strbuf_detach(&m);
 	}
-	/* context: the whole span when short, else a few lines around each */
+	/* context: the whole span when short, else a few lines around each;
+	 * none without the text (empty numbered lines say nothing) */
 	size_t nsampled = src->nlines;
-	if (hi - lo <= WHOLE_SPAN) {
+	if (!lines) {
+	} else if (hi - lo <= WHOLE_SPAN) {
 		for (uint32_t l = lo > CONTEXT ? lo - CONTEXT : 1; l <= hi + CONTEXT; l++)
-			if (!lines || l <= nl)
+			if (l <= nl)
 				add_line(src, l, 0);
 	} else {
 		for (size_t k = 0; k < nsampled; k++) {
 			uint32_t c = src->lines[k].line;
 			for (uint32_t l = c > CONTEXT ? c - CONTEXT : 1; l <= c + CONTEXT; l++)
-				if (!lines || l <= nl)
+				if (l <= nl)
 					add_line(src, l, 0);
 		}
 	}

@@ -148,6 +148,28 @@ class Browser:
     def call(self, method, params=None):
         return self._call(method, params, self.session)
 
+    def send(self, method, params=None):
+        """Sends without waiting for the answer (for input that opens a
+        dialog, whose answer comes only once the dialog is closed)."""
+        self.mid += 1
+        m = {"id": self.mid, "method": method, "params": params or {}, "sessionId": self.session}
+        os.write(self.wfd, json.dumps(m).encode() + b"\0")
+        return self.mid
+
+    def answer_prompt(self, text, timeout=None):
+        """Waits for a prompt() (or alert/confirm) and answers it with text;
+        returns the dialog's message."""
+        d = self.wait_event("Page.javascriptDialogOpening", timeout)
+        self.call("Page.handleJavaScriptDialog", {"accept": True, "promptText": text})
+        return d.get("message")
+
+    def click_async(self, x, y):
+        for t in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": t, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def hover(self, x, y):
+        self.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+
     def wait_event(self, method, timeout=None):
         for i, m in enumerate(self._events):
             if m.get("method") == method:
@@ -179,9 +201,14 @@ class Browser:
         for t in ("mouseMoved", "mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", {"type": t, "x": x, "y": y, "button": "left", "clickCount": 1})
 
-    def screenshot(self, path, full=True):
+    def screenshot(self, path, full=True, clip=None):
+        """The page (full: all of it, else the viewport; clip: x, y, w, h of
+        the page) as a PNG file."""
         p = {"format": "png"}
-        if full:
+        if clip:
+            p["clip"] = {"x": clip[0], "y": clip[1], "width": clip[2], "height": clip[3], "scale": 1}
+            p["captureBeyondViewport"] = True
+        elif full:
             m = self.call("Page.getLayoutMetrics")
             size = m.get("cssContentSize") or m["contentSize"]
             p["clip"] = {"x": 0, "y": 0, "width": min(size["width"], 4000), "height": min(size["height"], 8000),
@@ -191,3 +218,78 @@ class Browser:
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
         return path
+
+
+def png_pixels(path):
+    """(width, height, rows) of an 8-bit RGB or RGBA PNG (what Chromium's
+    screenshots are); rows is a list of bytes objects of width * channels."""
+    import struct
+    import zlib
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("%s is not a PNG file" % path)
+    pos, idat, w = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or ctype not in (2, 6) or interlace:
+                raise ValueError("%s: only 8-bit RGB(A) non-interlaced PNGs are read here" % path)
+            ch = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+    raw = zlib.decompress(idat)
+    stride = w * ch
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - ch] if i >= ch else 0
+            b = prev[i]
+            c = prev[i - ch] if i >= ch else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, ch, rows
+
+
+def count_pixels(path, pred, step=2):
+    """How many pixels (sampling every step-th in each direction) satisfy pred(r, g, b)."""
+    w, h, ch, rows = png_pixels(path)
+    n = 0
+    for y in range(0, h, step):
+        row = rows[y]
+        for x in range(0, w, step):
+            i = x * ch
+            if pred(row[i], row[i + 1], row[i + 2]):
+                n += 1
+    return n
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["check"]:
+        # whether the tests can run: a chromium that starts and answers
+        tmp = tempfile.mkdtemp(prefix="tally-browser-check-")
+        try:
+            with Browser(tmp) as b:
+                b.open("about:blank")
+            print(find_chromium())
+        except (BrowserError, OSError) as e:
+            print("headless chromium does not work here: %s" % e)
+            sys.exit(1)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        sys.exit("usage: browser.py check")
