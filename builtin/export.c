@@ -21,6 +21,7 @@ enum {
 	FMT_STACKS = 1,   /* needs call stacks (record with -g) */
 	FMT_ONE_EVENT = 2, /* one event: --event, else the first recorded */
 	FMT_TEXT = 4,     /* text: may go to stdout with -o - */
+	FMT_IMAGE = 8,    /* of one image (--image): its stacks are not selected by leaf image */
 };
 
 struct format {
@@ -32,6 +33,11 @@ struct format {
 };
 
 static const struct format formats[] = {
+	{ "pprof", 0, "tally.pb.gz", tally_export_pprof, "gzipped profile.proto for go tool pprof" },
+	{ "callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,
+	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)" },
+	{ "gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,
+	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)" },
 	{ "folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,
 	  "folded stacks for flamegraph.pl, inferno, speedscope" },
 };
@@ -46,6 +52,7 @@ static const char export_usage[] =
 	"      --percent-limit P    cut stacks under P%% of the samples to an [other] frame (default 0)\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --comm-root          folded: the process's command name as the root frame\n"
+	"      --per-process        callgrind: one file per process, FILE.PID (needs --per-pid)\n"
 	"formats (default output file):\n";
 
 enum { OPT_FORMAT = 256, OPT_PLIMIT, OPT_IMGPATH, OPT_COMM_ROOT, OPT_PER_PROCESS };
@@ -184,6 +191,11 @@ int cmd_export(int argc, char **argv)
 		tally_error("--per-process is for --format callgrind only");
 		return 2;
 	}
+	if (x.per_process && !strcmp(output, "-")) {
+		free(image_path);
+		tally_error("--per-process writes one file per process: give -o PREFIX, not stdout");
+		return 2;
+	}
 	if (x.comm_root && strcmp(fmt->name, "folded")) {
 		free(image_path);
 		tally_error("--comm-root is for --format folded only");
@@ -210,7 +222,7 @@ int cmd_export(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	tally_export_select(&db, &sel);
+	tally_export_select(&db, &sel, !(fmt->flags & FMT_IMAGE));
 	for (int e = 0; e < db.nevents; e++) {
 		if (!tally_select_event(&sel, e))
 			continue;

@@ -38,5 +38,10 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image);
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image);
 /* True when the image's file differs from what was recorded (build-id mismatch). */
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
+/* The link-time address (as the image's symbol table and DWARF have it) of a
+ * file offset in db image `image`: through the loadable segments for files;
+ * kernel, JIT and nomap offsets are addresses already. -1 when the file is
+ * missing or differs from the recorded one, or the offset is in no segment. */
+int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 #endif
