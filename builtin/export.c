@@ -211,6 +211,17 @@ int cmd_export(int argc, char **argv)
 	struct tally_resolver *res = NULL;
 	struct tally_export_out out = { 0 };
 	int *events = xmalloc((size_t)(db.nevents + 1) * sizeof(int));
+	if (sel.pid && db.per_pid) {
+		/* one line: the empty selection is the error (report only warns) */
+		bool found = false;
+		for (size_t i = 0; i < db.nentries && !found; i++)
+			found = db.entries[i].pid == sel.pid;
+		if (!found) {
+			tally_error("nothing to export: '%s' has no samples in the selection (none of pid %d)", input, sel.pid);
+			ret = 1;
+			goto out;
+		}
+	}
 	if (tally_select_check(&sel, &db, input)) {
 		tally_error("%s", tally_errmsg());
 		ret = 1;
@@ -256,7 +267,7 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].data.len;
 		if (out.n == 1)
-			fprintf(stderr, "tally: wrote '%s' (%s, %" PRIu64 " bytes)\n", output, fmt->name, n);
+			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes)\n", output, out.files[0].suffix, fmt->name, n);
 		else
 			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
 	}
