@@ -21,6 +21,7 @@ enum {
 	FMT_STACKS = 1,   /* needs call stacks (record with -g) */
 	FMT_ONE_EVENT = 2, /* one event: --event, else the first recorded */
 	FMT_TEXT = 4,     /* text: may go to stdout with -o - */
+	FMT_IMAGE = 8,    /* of one image (--image): its stacks are not selected by leaf image */
 };
 
 struct format {
@@ -32,6 +33,11 @@ struct format {
 };
 
 static const struct format formats[] = {
+	{ "pprof", 0, "tally.pb.gz", tally_export_pprof, "gzipped profile.proto for go tool pprof" },
+	{ "callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,
+	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)" },
+	{ "gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,
+	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)" },
 	{ "folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,
 	  "folded stacks for flamegraph.pl, inferno, speedscope" },
 	{ "svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)" },
@@ -47,6 +53,7 @@ static const char export_usage[] =
 	"      --percent-limit P    cut stacks under P%% of the samples to an [other] frame (default 0)\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --comm-root          folded: the process's command name as the root frame\n"
+	"      --per-process        callgrind: one file per process, FILE.PID (needs --per-pid)\n"
 	"formats (default output file):\n";
 
 enum { OPT_FORMAT = 256, OPT_PLIMIT, OPT_IMGPATH, OPT_COMM_ROOT, OPT_PER_PROCESS };
@@ -185,6 +192,11 @@ int cmd_export(int argc, char **argv)
 		tally_error("--per-process is for --format callgrind only");
 		return 2;
 	}
+	if (x.per_process && !strcmp(output, "-")) {
+		free(image_path);
+		tally_error("--per-process writes one file per process: give -o PREFIX, not stdout");
+		return 2;
+	}
 	if (x.comm_root && strcmp(fmt->name, "folded")) {
 		free(image_path);
 		tally_error("--comm-root is for --format folded only");
@@ -200,6 +212,17 @@ int cmd_export(int argc, char **argv)
 	struct tally_resolver *res = NULL;
 	struct tally_export_out out = { 0 };
 	int *events = xmalloc((size_t)(db.nevents + 1) * sizeof(int));
+	if (sel.pid && db.per_pid) {
+		/* one line: the empty selection is the error (report only warns) */
+		bool found = false;
+		for (size_t i = 0; i < db.nentries && !found; i++)
+			found = db.entries[i].pid == sel.pid;
+		if (!found) {
+			tally_error("nothing to export: '%s' has no samples in the selection (none of pid %d)", input, sel.pid);
+			ret = 1;
+			goto out;
+		}
+	}
 	if (tally_select_check(&sel, &db, input)) {
 		tally_error("%s", tally_errmsg());
 		ret = 1;
@@ -211,7 +234,7 @@ int cmd_export(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	tally_export_select(&db, &sel);
+	tally_export_select(&db, &sel, !(fmt->flags & FMT_IMAGE));
 	for (int e = 0; e < db.nevents; e++) {
 		if (!tally_select_event(&sel, e))
 			continue;
@@ -245,7 +268,7 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].data.len;
 		if (out.n == 1)
-			fprintf(stderr, "tally: wrote '%s' (%s, %" PRIu64 " bytes)\n", output, fmt->name, n);
+			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes)\n", output, out.files[0].suffix, fmt->name, n);
 		else
 			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
 	}

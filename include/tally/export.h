@@ -44,13 +44,16 @@ void tally_export_out_release(struct tally_export_out *out);
 typedef int (*tally_export_fn)(const struct tally_export *x, struct tally_export_out *out);
 
 int tally_export_folded(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_pprof(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
 
 /* Applies the selection to db in place: the counts (flat and stack) of
- * unselected profiles and processes become zero. A stack is selected when its
- * process is (--pid, --comm) and its leaf's image is (--image,
- * --exclude-dependent), as a flat profile is. */
-void tally_export_select(struct tally_db *db, const struct tally_select *sel);
+ * unselected profiles, processes and events become zero. A stack is selected
+ * when its process is (--pid, --comm) and, with stacks_by_image, its leaf's
+ * image is (--image, --exclude-dependent), as a flat profile is. */
+void tally_export_select(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image);
 /* Samples of one event after the selection: flat, and in stacks. */
 uint64_t tally_export_total(const struct tally_db *db, int event, bool stacks);
 
@@ -70,5 +73,14 @@ void tally_export_trim_min(const struct tally_export *x, const uint64_t *totals,
 /* A function name fit for a one-line format: control characters become '?',
  * and each character of `bad` becomes '_'. */
 void tally_export_add_name(struct strbuf *sb, const char *name, const char *bad);
+
+/* The name other tools know an image by: its path for files, [kernel.kallsyms],
+ * [vdso], [jit], [nomap]. Written into sb (reset first); returns sb->buf. */
+const char *tally_export_image_name(const struct tally_db_image *im, struct strbuf *sb);
+/* Whether the image is a file (exec, lib, vdso): offsets are file offsets. */
+bool tally_export_is_file(const struct tally_db_image *im);
+/* The link-time address of (image, offset), or the offset itself when the file
+ * cannot be read (see tally_resolver_addr). */
+uint64_t tally_export_addr(struct tally_resolver *res, uint32_t image, uint64_t offset);
 
 #endif

@@ -39,6 +39,11 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image);
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image);
 /* True when the image's file differs from what was recorded (build-id mismatch). */
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
+/* The link-time address (as the image's symbol table and DWARF have it) of a
+ * file offset in db image `image`: through the loadable segments for files;
+ * kernel, JIT and nomap offsets are addresses already. -1 when the file is
+ * missing or differs from the recorded one, or the offset is in no segment. */
+int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 /* The libdwfl module of db image `image` (a file-backed image, the vDSO copy,
  * or the kernel when --vmlinux gave a matching one), loaded and verified against
@@ -49,10 +54,5 @@ bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
  * be NULL) gets the module's load bias: module address = link-time address + bias.
  * The module belongs to the resolver and lives until tally_resolver_free. */
 Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out);
-/* The link-time address (as the image's ELF headers and DWARF use) of a file
- * offset of db image `image` (for kernel, JIT and nomap images the offset is
- * already an address). 0 or -1 when the offset is in no loadable segment or the
- * image has no verified file. */
-int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 #endif

@@ -25,7 +25,7 @@ void tally_export_out_release(struct tally_export_out *out)
 	memset(out, 0, sizeof(*out));
 }
 
-void tally_export_select(struct tally_db *db, const struct tally_select *sel)
+void tally_export_select(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image)
 {
 	size_t ne = (size_t)db->nevents;
 	for (size_t p = 0; p < db->nprofs; p++) {
@@ -39,7 +39,7 @@ void tally_export_select(struct tally_db *db, const struct tally_select *sel)
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
 		bool keep = tally_select_pid(sel, db, st->pid);
-		if (keep && st->len) {
+		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
 			struct tally_db_prof pf = { db->frames[st->first].image, db->per_pid ? st->pid : 0, 0, 0 };
 			keep = tally_select_prof(sel, db, &pf);
@@ -155,4 +155,29 @@ void tally_export_add_name(struct strbuf *sb, const char *name, const char *bad)
 		else
 			strbuf_addch(sb, (char)c);
 	}
+}
+
+const char *tally_export_image_name(const struct tally_db_image *im, struct strbuf *sb)
+{
+	strbuf_reset(sb);
+	if (!strcmp(im->kind, "kernel"))
+		strbuf_addstr(sb, "[kernel.kallsyms]");
+	else if (!strcmp(im->kind, "vdso"))
+		strbuf_addstr(sb, "[vdso]");
+	else if (im->path[0] && (!strcmp(im->kind, "exec") || !strcmp(im->kind, "lib")))
+		strbuf_addstr(sb, im->path);
+	else
+		strbuf_addf(sb, "[%s]", im->name);
+	return sb->buf;
+}
+
+bool tally_export_is_file(const struct tally_db_image *im)
+{
+	return strcmp(im->kind, "kernel") && strcmp(im->kind, "jit") && strcmp(im->kind, "nomap");
+}
+
+uint64_t tally_export_addr(struct tally_resolver *res, uint32_t image, uint64_t offset)
+{
+	uint64_t addr;
+	return tally_resolver_addr(res, image, offset, &addr) < 0 ? offset : addr;
 }

@@ -608,7 +608,7 @@ int tally_html_write(const char *path, struct tally_db *db, struct tally_resolve
 		     const struct tally_html_opts *o)
 {
 	struct strbuf out = STRBUF_INIT;
-	tally_export_select(db, o->sel);
+	tally_export_select(db, o->sel, true);
 	tally_html_report(&out, db, res, o);
 	int r = tally_write_file_atomic(path, out.buf, out.len);
 	strbuf_release(&out);

@@ -362,6 +362,17 @@ static void load(struct tally_resolver *r, uint32_t image)
 	}
 }
 
+/* A file offset becomes a link-time address through the loadable segments. */
+static bool offset_to_addr(const struct imgsyms *s, uint64_t offset, uint64_t *addr)
+{
+	for (size_t i = 0; i < s->nph; i++)
+		if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
+			*addr = offset - s->ph[i].off + s->ph[i].vaddr;
+			return true;
+		}
+	return false;
+}
+
 static const struct tally_sym *lookup(const struct imgsyms *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->nsyms;
@@ -388,18 +399,8 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	if (!s->nsyms)
 		return NULL;
 	uint64_t addr = offset;
-	if (s->dwfl) {
-		/* a file offset becomes a link-time address through the loadable segments */
-		bool found = false;
-		for (size_t i = 0; i < s->nph; i++)
-			if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
-				addr = offset - s->ph[i].off + s->ph[i].vaddr;
-				found = true;
-				break;
-			}
-		if (!found)
-			return NULL;
-	}
+	if (s->dwfl && !offset_to_addr(s, offset, &addr))
+		return NULL;
 	const struct tally_sym *y = lookup(s, addr);
 	if (y)
 		return y;
@@ -470,12 +471,7 @@ int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offse
 		*addr = offset;
 		return 0;
 	}
-	if (!s->mod || s->mismatch)
+	if (!s->dwfl || s->mismatch)
 		return -1;
-	for (size_t i = 0; i < s->nph; i++)
-		if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
-			*addr = offset - s->ph[i].off + s->ph[i].vaddr;
-			return 0;
-		}
-	return -1;
+	return offset_to_addr(s, offset, addr) ? 0 : -1;
 }
