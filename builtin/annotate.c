@@ -227,6 +227,14 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 		strbuf_addstr(out, "}");
 	}
 	strbuf_addstr(out, "]");
+	if (!f->ninsns) {
+		/* no code to show: where in the function the samples were */
+		strbuf_addstr(out, ",\"addresses\":[");
+		for (size_t i = 0; i < f->npts; i++)
+			strbuf_addf(out, "%s{\"addr\":\"0x%" PRIx64 "\",\"samples\":%" PRIu64 ",\"percent\":%.4f}", i ? "," : "",
+				    f->pt_addr[i], f->pt_samples[i], pc(f->pt_samples[i], f->samples));
+		strbuf_addstr(out, "]");
+	}
 	if (want_asm) {
 		strbuf_addstr(out, ",\"instructions\":[");
 		for (size_t i = 0; i < f->ninsns; i++) {
