@@ -365,7 +365,7 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 	}
 }
 
-static void annotate_jit(struct builder *b, const struct tally_db *db, struct tally_resolver *res, struct cand *c)
+static void annotate_jit(struct builder *b, struct tally_resolver *res, struct cand *c)
 {
 	struct tally_annot_func *f = b->f;
 	uint32_t mach = 0;
@@ -376,7 +376,6 @@ static void annotate_jit(struct builder *b, const struct tally_db *db, struct ta
 		set_note(&f->code_note, "%s", why ? why : "named by a perf map, which has no copy of the code (a jitdump has it)");
 		return;
 	}
-	(void)db;
 	/* the jitdump's files: resolver strings, looked up through its line API */
 	for (size_t i = 0; i < jf->nlines; i++) {
 		const char *file;
@@ -444,7 +443,7 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 		f->pt_samples[i] = c->pts[i].n;
 	}
 	if (!strcmp(db->images[c->image].kind, "jit"))
-		annotate_jit(&b, db, res, c);
+		annotate_jit(&b, res, c);
 	else
 		annotate_dwarf(&b, db, res, c);
 	for (size_t i = 0; i < c->npts; i++) {
