@@ -5,6 +5,7 @@
 #ifndef TALLY_SYMBOLS_H
 #define TALLY_SYMBOLS_H
 
+#include <elfutils/libdwfl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -43,5 +44,25 @@ bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
  * kernel, JIT and nomap offsets are addresses already. -1 when the file is
  * missing or differs from the recorded one, or the offset is in no segment. */
 int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
+
+/* The libdwfl module of db image `image` (a file-backed image, the vDSO copy,
+ * or the kernel when --vmlinux gave a matching one), loaded and verified against
+ * the recorded id as for tally_resolve, with its separate debug info searched as
+ * the report searches it (docs/symbols.md) when dwarf_getdwarf/dwfl_module_getdwarf
+ * asks for it. NULL when the image has no such module (JIT, nomap, kernel.syms
+ * only, not found, or a different file: see tally_resolver_note). *bias_out (may
+ * be NULL) gets the module's load bias: module address = link-time address + bias.
+ * The module belongs to the resolver and lives until tally_resolver_free. */
+Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out);
+
+struct tally_jit_func;
+/* JIT images: the jitdump function (name, code bytes, line table; jitdump.h)
+ * containing addr, or NULL (no jitdump, or a perf map named it). *elf_mach (may
+ * be NULL) gets the ELF machine of its code. It belongs to the resolver. */
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
+						     uint32_t *elf_mach);
+/* JIT images: the source line of addr from the jitdump's debug info records.
+ * 0, or -1 when the dump gave no line for it. *file belongs to the resolver. */
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line);
 
 #endif
