@@ -9,6 +9,12 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
+
+struct tally_db;
+/* Shared by report and annotate: the recording's warnings about JIT maps and
+ * jitdumps (untrusted, damaged), one line each. */
+void tally_warn_jit(const struct tally_db *db);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -50,7 +50,7 @@ static const char export_usage[] =
 	"  -o, --output FILE        where to write (default per format, below; - for stdout: text formats)\n"
 	"      --format FORMAT      one of the formats below\n"
 	TALLY_SELECT_USAGE
-	"      --percent-limit P    cut stacks under P%% of the samples to an [other] frame (default 0)\n"
+	"      --percent-limit P    cut stacks under P% of the samples to an [other] frame (default 0)\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --comm-root          folded: the process's command name as the root frame\n"
 	"      --per-process        callgrind: one file per process, FILE.PID (needs --per-pid)\n"

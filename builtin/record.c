@@ -591,6 +591,13 @@ int cmd_record(int argc, char **argv)
 	tally_meta_set(&s, "duration", "%.3f", mono_stop - mono_start);
 	if (agg.jit_untrusted)
 		tally_meta_set(&s, "jit-untrusted", "%u", agg.jit_untrusted);
+	for (size_t i = 0; i < agg.njit_warnings; i++) {
+		/* the report repeats them: the database is where users look later */
+		char key[48];
+		snprintf(key, sizeof(key), "jit-warning-%zu", i + 1);
+		tally_meta_set(&s, key, "%s", agg.jit_warnings[i]);
+		tally_warn("%s", agg.jit_warnings[i]);
+	}
 	if (child.pid > 0)
 		tally_meta_set(&s, "exit-status", "%d",
 			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));

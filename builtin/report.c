@@ -358,6 +358,17 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 	free_rows(rows, n);
 }
 
+void tally_warn_jit(const struct tally_db *db)
+{
+	const char *u = tally_meta_get(&db->session, "jit-untrusted");
+	if (u)
+		tally_warn("%s JIT map(s) or jitdump(s) belonged to another user than their process's: not trusted, that code counts as nomap",
+			   u);
+	for (size_t i = 0; i < db->session.n; i++)
+		if (!strncmp(db->session.kv[i].key, "jit-warning-", 12))
+			tally_warn("%s", db->session.kv[i].value);
+}
+
 /* ---- call graphs ---- */
 
 static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
@@ -682,9 +693,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!o.plimit_set)
 		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
-	if (tally_meta_get(&db.session, "jit-untrusted"))
-		tally_warn("%s process(es) had a /tmp/perf-PID.map owned by another user: not trusted, their code counts as nomap",
-			   tally_meta_get(&db.session, "jit-untrusted"));
+	tally_warn_jit(&db);
 	struct tally_resolver_opts ro = { .image_path = o.image_path };
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);

@@ -83,4 +83,19 @@ bool tally_export_is_file(const struct tally_db_image *im);
  * cannot be read (see tally_resolver_addr). */
 uint64_t tally_export_addr(struct tally_resolver *res, uint32_t image, uint64_t offset);
 
+/* The command names of the database's processes, looked up by pid in
+ * O(log n) (as tally_db_comm, the last task of a pid wins). */
+struct tally_export_comm {
+	int pid;
+	size_t order;
+	const char *comm; /* the database's */
+};
+struct tally_export_comms {
+	struct tally_export_comm *v;
+	size_t n;
+};
+void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db *db);
+const char *tally_export_comm(const struct tally_export_comms *c, int pid);
+void tally_export_comms_release(struct tally_export_comms *c);
+
 #endif

@@ -55,4 +55,14 @@ int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offse
  * The module belongs to the resolver and lives until tally_resolver_free. */
 Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out);
 
+struct tally_jit_func;
+/* JIT images: the jitdump function (name, code bytes, line table; jitdump.h)
+ * containing addr, or NULL (no jitdump, or a perf map named it). *elf_mach (may
+ * be NULL) gets the ELF machine of its code. It belongs to the resolver. */
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
+						     uint32_t *elf_mach);
+/* JIT images: the source line of addr from the jitdump's debug info records.
+ * 0, or -1 when the dump gave no line for it. *file belongs to the resolver. */
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line);
+
 #endif

@@ -110,6 +110,8 @@ struct dbimg {
 	int pid;
 	const char *jit_map;
 	size_t jit_map_len;
+	const char *jd_text; /* the jitdump copy */
+	size_t jd_text_len;
 };
 
 static char *sanitize_name(const char *path)
@@ -237,13 +239,18 @@ static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const cha
 	case TALLY_IMG_JIT:
 		d->name = xstrdup("jit");
 		d->path = xstrdup(im->path);
-		snprintf(hex, sizeof(hex), "%016" PRIx64, XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
+		/* the copies' contents identify the image: a map alone hashes as it always did */
+		snprintf(hex, sizeof(hex), "%016" PRIx64,
+			 im->jd_text ? XXH64(im->jd_text, im->jd_text_len, XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0))
+				     : XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
 		d->id = xstrdup(hex);
 		d->id_kind = xstrdup("xxh64");
 		d->kind = xstrdup("jit");
 		d->pid = im->pid;
 		d->jit_map = im->jit_map;
 		d->jit_map_len = im->jit_map_len;
+		d->jd_text = im->jd_text;
+		d->jd_text_len = im->jd_text_len;
 		break;
 	case TALLY_IMG_VDSO: {
 		const void *p;
@@ -515,8 +522,18 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 			goto out;
 	}
 
-	/* 6. JIT maps and the vDSO, copied: they do not outlive the machine or the process */
+	/* 6. JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process */
 	for (size_t i = 0; i < ndimg; i++) {
+		if (!strcmp(dimg[i].kind, "jit") && dimg[i].jd_text) {
+			struct strbuf jp = STRBUF_INIT;
+			strbuf_addf(&jp, "%s/jit", dir);
+			mkdir(jp.buf, 0755);
+			strbuf_addf(&jp, "/jitdump-%d-%s.txt", dimg[i].pid, dimg[i].id);
+			ret = tally_write_file_atomic(jp.buf, dimg[i].jd_text, dimg[i].jd_text_len);
+			strbuf_release(&jp);
+			if (ret)
+				goto out;
+		}
 		if (!strcmp(dimg[i].kind, "jit") && dimg[i].jit_map) {
 			struct strbuf jp = STRBUF_INIT, jc = STRBUF_INIT;
 			strbuf_addf(&jp, "%s/jit", dir);

@@ -181,3 +181,40 @@ uint64_t tally_export_addr(struct tally_resolver *res, uint32_t image, uint64_t 
 	uint64_t addr;
 	return tally_resolver_addr(res, image, offset, &addr) < 0 ? offset : addr;
 }
+
+static int cmp_comm(const void *a, const void *b)
+{
+	const struct tally_export_comm *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db *db)
+{
+	c->v = xcalloc(db->ntasks + 1, sizeof(*c->v));
+	c->n = db->ntasks;
+	for (size_t i = 0; i < db->ntasks; i++)
+		c->v[i] = (struct tally_export_comm){ db->tasks[i].pid, i, db->tasks[i].comm };
+	tally_qsort(c->v, c->n, sizeof(*c->v), cmp_comm);
+}
+
+const char *tally_export_comm(const struct tally_export_comms *c, int pid)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->v[mid].pid <= pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the last task of that pid, as tally_db_comm */
+	return lo && c->v[lo - 1].pid == pid ? c->v[lo - 1].comm : NULL;
+}
+
+void tally_export_comms_release(struct tally_export_comms *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}

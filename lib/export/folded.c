@@ -47,10 +47,11 @@ static int cmp_line(const void *a, const void *b)
 
 /* The root frame of --comm-root: the process's command name with a per-pid
  * database, else the executable the stack runs in. */
-static void root_label(const struct tally_db *db, const struct tally_db_stack *st, struct strbuf *sb)
+static void root_label(const struct tally_db *db, const struct tally_export_comms *comms,
+		       const struct tally_db_stack *st, struct strbuf *sb)
 {
 	if (db->per_pid && st->pid) {
-		const char *c = tally_db_comm(db, st->pid);
+		const char *c = tally_export_comm(comms, st->pid);
 		if (c)
 			tally_export_add_name(sb, c, ";");
 		else
@@ -93,6 +94,8 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 	struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
 	char **roots = xcalloc(cg.nstacks + 1, sizeof(char *));
 	struct lines labels = { 0 };
+	struct tally_export_comms comms;
+	tally_export_comms_init(&comms, db);
 	uint64_t *counts = xmalloc((cg.nstacks + 1) * sizeof(uint64_t));
 	for (size_t s = 0; s < cg.nstacks; s++) {
 		const struct tally_cg_stack *cs = &cg.stacks[s];
@@ -101,7 +104,7 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 		GROW(keys, akeys, nkeys + cs->len + 1);
 		if (x->comm_root) {
 			struct strbuf sb = STRBUF_INIT;
-			root_label(db, &db->stacks[cs->src], &sb);
+			root_label(db, &comms, &db->stacks[cs->src], &sb);
 			add_line(&labels, sb.buf, 0);
 			uint32_t li = tally_hidx_get(&labels.idx, tally_hash_bytes(sb.buf, sb.len, 0), sb.buf, line_eq, &labels);
 			keys[nkeys++] = (1ULL << 40) + li;
@@ -142,6 +145,7 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 	}
 	free(lines.v);
 	tally_hidx_release(&lines.idx);
+	tally_export_comms_release(&comms);
 	for (size_t i = 0; i < labels.n; i++)
 		free(labels.v[i].text);
 	free(labels.v);

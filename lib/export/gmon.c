@@ -236,7 +236,15 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 			}
 		}
 	}
+	/* --percent-limit: arcs under P% of the image's samples are left out (the
+	 * histogram stays whole: it is the flat profile) */
+	uint64_t image_total = 0;
+	for (size_t k = 0; k < db->nentries; k++)
+		if (db->entries[k].image == image)
+			image_total += db->counts[k * dbne + (size_t)ev];
 	for (size_t i = 0; i < narcs; i++) {
+		if (x->percent_limit > 0 && (double)arcs[i].count * 100.0 < x->percent_limit * (double)image_total)
+			continue;
 		strbuf_addch(o, TAG_CG_ARC);
 		put_addr(o, arcs[i].from);
 		put_addr(o, arcs[i].self);

@@ -489,6 +489,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 
 	/* samples */
 	int64_t key_pid = str_id(&p.str, "pid"), key_comm = str_id(&p.str, "comm");
+	struct tally_export_comms comms;
+	tally_export_comms_init(&comms, db);
 	PSample *ps = xcalloc(o.n + 1, sizeof(PSample));
 	PSample **psp = xcalloc(o.n + 1, sizeof(PSample *));
 	PLabel *pl = xcalloc(o.n * 2 + 1, sizeof(PLabel));
@@ -515,7 +517,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			plp[nl] = &pl[nl];
 			nl++;
 			ps[k].n_label = 1;
-			const char *comm = tally_db_comm(db, q->pid);
+			const char *comm = tally_export_comm(&comms, q->pid);
 			if (comm) {
 				perftools__profiles__label__init(&pl[nl]);
 				pl[nl].key = key_comm;
@@ -529,6 +531,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 	prof.n_sample = o.n;
 	prof.sample = psp;
+	tally_export_comms_release(&comms);
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
 	 * program's executable (the one with the most samples) goes first */

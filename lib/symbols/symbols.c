@@ -1,5 +1,6 @@
 /* Symbolization at report time (see symbols.h). */
 #define _GNU_SOURCE
+#include "tally/jitdump.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -41,6 +42,7 @@ struct imgsyms {
 	Dwfl *dwfl;
 	Dwfl_Module *mod; /* verified against the recorded id */
 	uint64_t bias;
+	struct tally_jitdump *jd; /* JIT: the database's copy of the process's jitdump */
 };
 
 struct tally_resolver {
@@ -84,6 +86,8 @@ void tally_resolver_free(struct tally_resolver *r)
 		free(s->owned);
 		if (s->dwfl)
 			dwfl_end(s->dwfl);
+		tally_jitdump_release(s->jd);
+		free(s->jd);
 	}
 	free(r->im);
 	free(r);
@@ -272,35 +276,55 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
-	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", r->db->path, di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0)) {
-		set_note(s, "no copy of the JIT map '%s' in the database", di->path);
-		goto out;
-	}
 	size_t cap = 0, bad = 0;
-	s->names = strbuf_detach(&sb);
-	char *save = NULL;
-	for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *e1, *e2;
-		unsigned long long start = strtoull(l, &e1, 16);
-		if (e1 == l || *e1 != ' ') {
-			bad++;
-			continue;
+	bool have_map = false, have_dump = false;
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", r->db->path, di->pid, di->id);
+	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+		have_map = true;
+		s->names = strbuf_detach(&sb);
+		char *save = NULL;
+		for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			char *e1, *e2;
+			unsigned long long start = strtoull(l, &e1, 16);
+			if (e1 == l || *e1 != ' ') {
+				bad++;
+				continue;
+			}
+			unsigned long long size = strtoull(e1 + 1, &e2, 16);
+			if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
+				bad++;
+				continue;
+			}
+			GROW(s->syms, cap, s->nsyms + 1);
+			s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 		}
-		unsigned long long size = strtoull(e1 + 1, &e2, 16);
-		if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
-			bad++;
-			continue;
-		}
-		GROW(s->syms, cap, s->nsyms + 1);
-		s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 	}
+	strbuf_reset(&p);
+	strbuf_reset(&sb);
+	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", r->db->path, di->pid, di->id);
+	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+		have_dump = true;
+		s->jd = xcalloc(1, sizeof(*s->jd));
+		if (tally_jitdump_read_copy(s->jd, sb.buf, p.buf)) {
+			set_note(s, "%s", tally_errmsg());
+			s->loud = true;
+			free(s->jd);
+			s->jd = NULL;
+		} else {
+			for (size_t i = 0; i < s->jd->nfuncs; i++) {
+				/* a perf map entry at the same address (listed first) wins */
+				GROW(s->syms, cap, s->nsyms + 1);
+				s->syms[s->nsyms++] = (struct tally_sym){ s->jd->funcs[i].addr, s->jd->funcs[i].size, s->jd->funcs[i].name, 1 };
+			}
+		}
+	}
+	if (!have_map && !have_dump)
+		set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		set_note(s, "the JIT map of pid %d had %zu malformed line%s (skipped)", di->pid, bad, bad == 1 ? "" : "s");
 		s->loud = true;
 	}
 	finish_syms(s);
-out:
 	strbuf_release(&p);
 	strbuf_release(&sb);
 }
@@ -471,7 +495,33 @@ int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offse
 		*addr = offset;
 		return 0;
 	}
-	if (!s->dwfl || s->mismatch)
+	if (!s->mod || s->mismatch)
 		return -1;
 	return offset_to_addr(s, offset, addr) ? 0 : -1;
+}
+
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
+						     uint32_t *elf_mach)
+{
+	if (image >= r->db->nimages || strcmp(r->db->images[image].kind, "jit"))
+		return NULL;
+	struct imgsyms *s = &r->im[image];
+	if (!s->state)
+		load(r, image);
+	if (!s->jd)
+		return NULL;
+	if (elf_mach)
+		*elf_mach = s->jd->elf_mach;
+	return tally_jitdump_find(s->jd, addr);
+}
+
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line)
+{
+	const struct tally_jit_func *f = tally_resolver_jit_func(r, image, addr, NULL);
+	const struct tally_jit_line *l = f ? tally_jitdump_line(f, addr) : NULL;
+	if (!l || !l->line)
+		return -1;
+	*file = r->im[image].jd->files[l->file];
+	*line = l->line;
+	return 0;
 }

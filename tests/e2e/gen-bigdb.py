@@ -3,7 +3,7 @@
 (docs/format.md, format version 1) with STACKS distinct call stacks over
 FUNCTIONS functions (default 5000) of one JIT image whose perf map names them,
 so that reports resolve every frame without any binary.  For tests and
-benchmarks of large profiles (tests/e2e/t0563, bench/html.sh).
+benchmarks of large profiles (tests/e2e/t0653, bench/html.sh).
 
 The stacks form a tree: a common root (_start, run_loop, dispatch), then
 one branch per base-16 digit of the stack's number, then a tail of 0 to 9

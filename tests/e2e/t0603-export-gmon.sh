@@ -82,3 +82,11 @@ expect_fail_with "^tally: nothing to export" "$TALLY" export -i img.db --format 
 [[ ! -e none.gmon ]] || fail "a refused gmon export left none.gmon"
 expect_fail_with "^tally: .*kernel.*(gprof|file)" "$TALLY" export -i img.db --format gmon --image kernel -o k.gmon
 [[ ! -e k.gmon ]] || fail "a refused gmon export left k.gmon"
+
+# --percent-limit leaves out the arcs under P% (caller_b's quarter under 40%); the histogram stays
+tally_ok export -i cs.db --format gmon --percent-limit 40 -o cut.gmon
+gprof -b "$C" cut.gmon >cut.txt 2>/dev/null || fail "gprof -b on the --percent-limit 40 gmon.out failed"
+grep -Eq '^ +[0-9.]+ +[0-9.]+ +[0-9]+/[0-9]+ +caller_a \[' cut.txt || fail "--percent-limit 40 dropped caller_a's arc (75%)"
+! grep -Eq '^ +[0-9.]+ +[0-9.]+ +[0-9]+/[0-9]+ +caller_b \[' cut.txt || fail "--percent-limit 40 kept caller_b's arc (25%)"
+cmp <(gprof -b -p "$C" cs.gmon 2>/dev/null | awk '$NF == "leaf" { print $1, $3 }') <(gprof -b -p "$C" cut.gmon 2>/dev/null | awk '$NF == "leaf" { print $1, $3 }') ||
+	fail "--percent-limit changed the flat profile of leaf"
