@@ -14,7 +14,7 @@
 #include "tally/export.h"
 #include "tally/flame.h"
 #include "tally/html.h"
-#include "tally/source.h"
+#include "tally/annotate.h"
 
 extern const char tally_report_css[], tally_report_js[];
 
@@ -354,60 +354,154 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 	}
 }
 
+/* The source of one function (tally annotate's model): the lines of its
+ * extent in its file with their samples (or, when the extent is long, a few
+ * lines around each sampled one), then samples at lines of other files
+ * (inlined code), or per instruction when there are no lines. */
+enum { WHOLE_SPAN = 120, CONTEXT = 2 };
+
+static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t total, const char *text)
+{
+	strbuf_addf(out, "<tr%s><td class=\"ln\">%u</td>", n ? " class=\"hot\"" : "", line);
+	if (n)
+		strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>", n, n, pc(n, total));
+	else
+		strbuf_addstr(out, "<td class=\"n\"></td>");
+	strbuf_addstr(out, "<td class=\"code\">");
+	esc(out, text);
+	strbuf_addstr(out, "</td></tr>\n");
+}
+
+static void annotated_function(struct strbuf *out, const struct tally_db *db, const struct tally_annot_func *f,
+			       uint64_t total)
+{
+	const struct tally_db_image *im = &db->images[f->image];
+	strbuf_addstr(out, "<h4 class=\"annotated\">");
+	esc(out, f->name);
+	strbuf_addstr(out, " <small>[");
+	esc(out, im->name);
+	strbuf_addf(out, "]: %" PRIu64 " samples, %.2f%%", f->samples, pc(f->samples, total));
+	char *text = NULL, **lines = NULL, *found = NULL;
+	size_t nl = 0;
+	bool have = f->main_file != TALLY_ANNOT_NONE &&
+		    tally_annot_source(f->files[f->main_file], NULL, &text, &lines, &nl, &found) == 0;
+	if (have) {
+		strbuf_addstr(out, "; ");
+		esc(out, found);
+	}
+	strbuf_addstr(out, "</small></h4>\n");
+	if (f->line_note) {
+		strbuf_addstr(out, "<p class=\"note\">No source lines: ");
+		esc(out, f->line_note);
+		strbuf_addstr(out, ".</p>\n");
+	} else if (!have) {
+		strbuf_addstr(out, "<p class=\"note\">Source file ");
+		esc(out, f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
+		strbuf_addstr(out, " is not readable here: samples per line without the text (<code>tally annotate --source-dir</code> finds moved sources).</p>\n");
+	}
+	bool *shown = xcalloc(f->nlines + 1, sizeof(bool));
+	if (have) {
+		uint32_t lo = f->first_line ? f->first_line : UINT32_MAX, hi = f->last_line;
+		for (size_t k = 0; k < f->nlines; k++)
+			if (f->lines[k].file == f->main_file && f->lines[k].samples) {
+				if (f->lines[k].line < lo)
+					lo = f->lines[k].line;
+				if (f->lines[k].line > hi)
+					hi = f->lines[k].line;
+			}
+		if (hi > nl)
+			hi = (uint32_t)nl;
+		strbuf_addstr(out, "<table class=\"src\"><tbody>\n");
+		uint32_t prev = 0;
+		for (uint32_t ln = lo ? lo : 1; ln <= hi; ln++) {
+			bool near = hi - lo <= WHOLE_SPAN;
+			for (uint32_t d = 0; !near && d <= 2 * CONTEXT; d++) {
+				uint32_t k = ln + CONTEXT >= d ? tally_annot_line_find(f, f->main_file, ln + CONTEXT - d) : TALLY_ANNOT_NONE;
+				near = k != TALLY_ANNOT_NONE && f->lines[k].samples;
+			}
+			if (!near)
+				continue;
+			if (prev && ln > prev + 1)
+				strbuf_addstr(out, "<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
+			prev = ln;
+			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
+			if (k != TALLY_ANNOT_NONE)
+				shown[k] = true;
+			source_row(out, ln, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples, lines[ln - 1]);
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	/* sampled lines not listed above: other files (inlined code), or all of them without the text */
+	bool head = false;
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct tally_annot_line *l = &f->lines[k];
+		if (!l->samples || shown[k])
+			continue;
+		if (!head) {
+			strbuf_addf(out, "%s<table class=\"src lines\"><tbody>\n",
+				    have ? "<p class=\"note\">Samples at lines of other files (inlined code):</p>\n" : "");
+			head = true;
+		}
+		strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
+			    l->line, l->samples, l->samples, pc(l->samples, f->samples));
+		esc(out, f->files[l->file]);
+		strbuf_addstr(out, "</td></tr>\n");
+	}
+	if (head)
+		strbuf_addstr(out, "</tbody></table>\n");
+	free(shown);
+	if (f->line_note && f->ninsns) {
+		/* no lines: the instructions that have samples */
+		strbuf_addstr(out, "<table class=\"src asm\"><tbody>\n");
+		for (size_t i = 0; i < f->ninsns; i++) {
+			const struct tally_annot_insn *in = &f->insns[i];
+			if (!in->samples)
+				continue;
+			strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%" PRIx64 "</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
+				    in->addr, in->samples, in->samples, pc(in->samples, f->samples));
+			esc(out, in->text);
+			strbuf_addstr(out, "</td></tr>\n");
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	if (f->no_line && !f->line_note)
+		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " samples (%.2f%%) at addresses without line information.</p>\n",
+			    f->no_line, pc(f->no_line, f->samples));
+	free(text);
+	free(lines);
+	free(found);
+}
+
+/* The hottest functions by self samples, through tally annotate's model
+ * (lib/report/annotate.c): DWARF lines through the resolver, jitdump lines
+ * for JIT code. */
 static void source_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 			   const struct tally_html_opts *o, int ev, const struct frow *rows, size_t n, uint64_t total)
 {
 	unsigned done = 0;
 	for (size_t i = 0; i < n && done < o->annotate; i++) {
 		const struct frow *r = &rows[i];
-		/* the hottest: sorted by self samples, so the rest are colder */
+		/* sorted by self samples, so the rest are colder */
 		if (pc(r->self, total) < TALLY_HTML_ANNOTATE_MIN)
 			break;
 		if (!r->has_addr)
 			continue;
-		struct tally_source src;
-		if (tally_source_build(&src, db, res, o->sel, ev, r->image, r->addr, r->name))
+		const struct tally_db_image *im = &db->images[r->image];
+		struct tally_annotate_opts ao = { r->name, im->path[0] ? im->path : im->name, ev };
+		struct tally_annot_func *fs = NULL;
+		size_t nf = 0;
+		if (tally_annotate(db, res, &ao, &fs, &nf))
 			continue;
-		done++;
-		strbuf_addstr(out, "<h4 class=\"annotated\">");
-		esc(out, r->name);
-		strbuf_addstr(out, " <small>[");
-		esc(out, db->images[r->image].name);
-		strbuf_addf(out, "]: %" PRIu64 " self samples, %.2f%%", r->self, pc(r->self, total));
-		if (src.file) {
-			strbuf_addstr(out, "; ");
-			esc(out, src.file);
-		}
-		strbuf_addstr(out, "</small></h4>\n");
-		if (src.note) {
-			strbuf_addstr(out, "<p class=\"note\">");
-			esc(out, src.note);
-			strbuf_addstr(out, "</p>\n");
-		}
-		if (src.nlines) {
-			strbuf_addstr(out, "<table class=\"src\"><tbody>\n");
-			uint32_t prev = 0;
-			for (size_t k = 0; k < src.nlines; k++) {
-				const struct tally_source_line *l = &src.lines[k];
-				if (prev && l->line > prev + 1)
-					strbuf_addstr(out, "<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
-				prev = l->line;
-				strbuf_addf(out, "<tr%s><td class=\"ln\">%u</td>", l->samples ? " class=\"hot\"" : "", l->line);
-				if (l->samples)
-					strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>", l->samples,
-						    l->samples, pc(l->samples, src.samples));
-				else
-					strbuf_addstr(out, "<td class=\"n\"></td>");
-				strbuf_addstr(out, "<td class=\"code\">");
-				esc(out, l->text ? l->text : "");
-				strbuf_addstr(out, "</td></tr>\n");
+		for (size_t k = 0; k < nf; k++)
+			if (fs[k].image == r->image && fs[k].addr == r->addr && (!fs[k].line_note || fs[k].ninsns)) {
+				annotated_function(out, db, &fs[k], total);
+				done++;
+				break;
 			}
-			strbuf_addstr(out, "</tbody></table>\n");
-		}
-		tally_source_release(&src);
+		tally_annotate_free(fs, nf);
 	}
 	if (!done)
-		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has line information (build with -g, or install the debug package).</p>\n",
+		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has source lines or code to show (build with -g, or install the debug package).</p>\n",
 			    TALLY_HTML_ANNOTATE_MIN);
 }
 
