@@ -5,6 +5,7 @@
 #ifndef TALLY_SYMBOLS_H
 #define TALLY_SYMBOLS_H
 
+#include <elfutils/libdwfl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,5 +39,20 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image);
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image);
 /* True when the image's file differs from what was recorded (build-id mismatch). */
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
+
+/* The libdwfl module of db image `image` (a file-backed image, the vDSO copy,
+ * or the kernel when --vmlinux gave a matching one), loaded and verified against
+ * the recorded id as for tally_resolve, with its separate debug info searched as
+ * the report searches it (docs/symbols.md) when dwarf_getdwarf/dwfl_module_getdwarf
+ * asks for it. NULL when the image has no such module (JIT, nomap, kernel.syms
+ * only, not found, or a different file: see tally_resolver_note). *bias_out (may
+ * be NULL) gets the module's load bias: module address = link-time address + bias.
+ * The module belongs to the resolver and lives until tally_resolver_free. */
+Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out);
+/* The link-time address (as the image's ELF headers and DWARF use) of a file
+ * offset of db image `image` (for kernel, JIT and nomap images the offset is
+ * already an address). 0 or -1 when the offset is in no loadable segment or the
+ * image has no verified file. */
+int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 #endif

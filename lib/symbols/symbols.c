@@ -39,6 +39,7 @@ struct imgsyms {
 	struct phdr *ph;
 	size_t nph;
 	Dwfl *dwfl;
+	Dwfl_Module *mod; /* verified against the recorded id */
 	uint64_t bias;
 };
 
@@ -210,6 +211,7 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 	GElf_Addr bias = 0;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
 	s->bias = bias;
+	s->mod = mod;
 	size_t nph = 0;
 	if (elf && elf_getphdrnum(elf, &nph) == 0) {
 		s->ph = xcalloc(nph + 1, sizeof(*s->ph));
@@ -440,4 +442,40 @@ bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image)
 	if (!r->im[image].state)
 		load(r, image);
 	return r->im[image].mismatch;
+}
+
+Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out)
+{
+	if (image >= r->db->nimages)
+		return NULL;
+	struct imgsyms *s = &r->im[image];
+	if (!s->state)
+		load(r, image);
+	if (!s->mod || s->mismatch)
+		return NULL;
+	if (bias_out)
+		*bias_out = s->bias;
+	return s->mod;
+}
+
+int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr)
+{
+	if (image >= r->db->nimages)
+		return -1;
+	struct imgsyms *s = &r->im[image];
+	if (!s->state)
+		load(r, image);
+	const char *kind = r->db->images[image].kind;
+	if (!strcmp(kind, "kernel") || !strcmp(kind, "jit") || !strcmp(kind, "nomap")) {
+		*addr = offset;
+		return 0;
+	}
+	if (!s->mod || s->mismatch)
+		return -1;
+	for (size_t i = 0; i < s->nph; i++)
+		if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
+			*addr = offset - s->ph[i].off + s->ph[i].vaddr;
+			return 0;
+		}
+	return -1;
 }
