@@ -22,6 +22,7 @@ static const struct cmd commands[] = {
 	{ "record", cmd_record, "profile a command, processes or the whole system into a database" },
 	{ "report", cmd_report, "where the time went: per image, per function" },
 	{ "events", cmd_events, "list the events this machine can sample" },
+	{ "scan", cmd_scan, "map image signatures to files, for reports of stripped systems (iscan)" },
 };
 
 static void usage(FILE *f)
@@ -61,6 +62,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(commands[i].name, name))
 			return commands[i].fn(argc - 1, argv + 1);
-	tally_error("unknown command '%s' (commands: record, report, events; see 'tally --help')", name);
+	tally_error("unknown command '%s' (commands: record, report, events, scan; see 'tally --help')", name);
 	return 2;
 }
