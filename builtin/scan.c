@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,11 +56,18 @@ int cmd_scan(int argc, char **argv)
 		}
 	}
 	const char **dirs = NULL;
-	size_t n = 0, a = 0;
+	char **real = NULL;
+	size_t n = 0, a = 0, nreal = 0, areal = 0;
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++) {
+			/* absolute paths: the map is read from anywhere */
+			char *rp = realpath(argv[i], NULL);
 			GROW(dirs, a, n + 1);
-			dirs[n++] = argv[i];
+			dirs[n++] = rp ? rp : argv[i];
+			if (rp) {
+				GROW(real, areal, nreal + 1);
+				real[nreal++] = rp;
+			}
 		}
 	} else {
 		for (size_t i = 0; tally_scan_default_dirs[i]; i++) {
@@ -74,6 +82,9 @@ int cmd_scan(int argc, char **argv)
 	struct tally_scan_stats st;
 	int ret = tally_scan(dirs, n, &out, &st, scan_warn, &quiet);
 	free(dirs);
+	for (size_t i = 0; i < nreal; i++)
+		free(real[i]);
+	free(real);
 	if (ret) {
 		tally_error("%s", tally_errmsg());
 		strbuf_release(&out);
