@@ -53,9 +53,12 @@ struct imgsyms {
 	char *file;        /* the file the module was made from */
 	char *debug_file;  /* the separate debug file libdwfl was given, if any */
 	int dwarf_state;   /* 0 not asked, 1 found, -1 none */
+	bool debug_searched; /* the search for a debug file ran and found none */
 	Dwarf *dw;
 	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
 	uint64_t kdelta;   /* --vmlinux: running kernel address - vmlinux address */
+	size_t dwarf_missing; /* addresses in no compile unit (damaged or partial DWARF) */
+	char *dwarf_err;
 	uint32_t image;
 	struct tally_resolver *r;
 };
@@ -135,6 +138,7 @@ void tally_resolver_free(struct tally_resolver *r)
 		strbuf_release(&s->log);
 		free(s->file);
 		free(s->debug_file);
+		free(s->dwarf_err);
 		if (s->dwfl)
 			dwfl_end(s->dwfl);
 	}
@@ -205,9 +209,63 @@ static void finish_syms(struct imgsyms *s)
 
 /* ---- identity checks ---- */
 
-/* The candidate's id in hex ("none" without one). Returns 1 when it is the
- * recorded file, 0 when it is another file, -1 when it cannot be read as ELF;
- * *why says which (for the log). */
+/* Whether the file's headers promise more than it holds (truncated, or a
+ * damaged header): such a file is never used, libdwfl would read past it. */
+static bool elf_damaged(const char *path, struct strbuf *why)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		strbuf_addf(why, ", but cannot be read: %s", strerror(errno));
+		return true;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	bool bad = false;
+	if (!e || !gelf_getehdr(e, &eh)) {
+		strbuf_addf(why, ", but damaged ELF header (%s)", elf_errmsg(-1));
+		bad = true;
+		goto out;
+	}
+	if (eh.e_shoff && (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)) {
+		strbuf_addf(why, ", but truncated: its section headers end past its %" PRIu64 " bytes", size);
+		bad = true;
+		goto out;
+	}
+	size_t nph = 0;
+	if (elf_getphdrnum(e, &nph) == 0)
+		for (size_t i = 0; i < nph && !bad; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
+				strbuf_addf(why, ", but truncated: segment %zu ends past its %" PRIu64 " bytes", i, size);
+				bad = true;
+			}
+		}
+	Elf_Scn *scn = NULL;
+	while (!bad && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh)) {
+			strbuf_addf(why, ", but damaged section header (%s)", elf_errmsg(-1));
+			bad = true;
+		} else if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
+			strbuf_addf(why, ", but truncated: section %zu ends past its %" PRIu64 " bytes", elf_ndxscn(scn), size);
+			bad = true;
+		}
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return bad;
+}
+
+/* Returns 1 when path is the recorded file, 0 when it is another file, -1 when
+ * it cannot be read as ELF, -2 when it is the recorded file but truncated or
+ * damaged; *why says which (for the log). */
 static int check_file(const struct tally_db_image *di, const char *path, struct strbuf *why)
 {
 	struct tally_elf_info info;
@@ -233,6 +291,10 @@ static int check_file(const struct tally_db_image *di, const char *path, struct 
 			return 0;
 		}
 		strbuf_addf(why, "build-id %s matches", hex);
+		if (elf_damaged(path, why)) {
+			strbuf_addstr(why, ": skipped");
+			return -2;
+		}
 		return 1;
 	}
 	if (hash) {
@@ -242,9 +304,18 @@ static int check_file(const struct tally_db_image *di, const char *path, struct 
 			return 0;
 		}
 		strbuf_addf(why, "content hash %s matches", hex);
+		if (elf_damaged(path, why)) {
+			strbuf_addstr(why, ": skipped");
+			return -2;
+		}
 		return 1;
 	}
-	strbuf_addstr(why, "no id was recorded, so it cannot be verified: used as it is");
+	strbuf_addstr(why, "no id was recorded, so it cannot be verified");
+	if (elf_damaged(path, why)) {
+		strbuf_addstr(why, ": skipped");
+		return -2;
+	}
+	strbuf_addstr(why, ": used as it is");
 	return 1;
 }
 
@@ -560,7 +631,10 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 	if (!strcmp(di->kind, "kernel"))
 		return -1; /* vmlinux is given whole */
 	char *p = NULL;
+	if (s->debug_searched)
+		return -1; /* libdwfl asks again for DWARF after the symbol table: the answer is the same */
 	int fd = open_debug(s->r, s, di, file_name, debuglink_file, debuglink_crc, &p);
+	s->debug_searched = fd < 0;
 	if (fd >= 0) {
 		free(s->debug_file);
 		s->debug_file = xstrdup(p);
@@ -580,7 +654,8 @@ static char *strip_deleted(const char *path)
 /* The image file: --image-path, then --mapfile, then the recorded path; the
  * first that is the recorded file. *mismatch when one was found but was
  * another file. Logged. */
-static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch)
+static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch,
+		       struct strbuf *damaged)
 {
 	struct cand *c = NULL;
 	size_t n = 0, a = 0;
@@ -609,6 +684,8 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 		logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
 		if (ok == 0)
 			*mismatch = true;
+		if (ok == -2 && !damaged->len)
+			strbuf_addf(damaged, "'%s' %s", c[i].path, why.buf);
 		if (ok == 1)
 			found = xstrdup(c[i].path);
 	}
@@ -645,7 +722,7 @@ static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, c
 	return mod;
 }
 
-static void load_tables(struct imgsyms *s, const char *path)
+static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 {
 	Dwfl_Module *mod = s->mod;
 	GElf_Addr bias = 0;
@@ -655,11 +732,27 @@ static void load_tables(struct imgsyms *s, const char *path)
 	size_t nph = 0;
 	if (elf && elf_getphdrnum(elf, &nph) == 0) {
 		s->ph = xcalloc(nph + 1, sizeof(*s->ph));
+		uint64_t base = UINT64_MAX;
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < base)
+				base = ph.p_vaddr;
 		}
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (!debug_only)
+				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			else if (ph.p_flags & PF_X)
+				/* a debug file keeps the addresses, not the binary's file offsets:
+				 * code segments sit at their address from the first load (the
+				 * linkers' usual layout) */
+				s->ph[s->nph++] = (struct phdr){ ph.p_vaddr - base, ph.p_memsz, ph.p_vaddr };
+		}
+		if (debug_only)
+			logf_(s, "file offsets of code taken as address - 0x%" PRIx64 " (the debug file has no file offsets of the binary)",
+			      base == UINT64_MAX ? 0 : base);
 	}
 	/* executable sections: a zero-size symbol ends with its section, and code in
 	 * no symbol (PLT stubs) is named after its section */
@@ -738,16 +831,18 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 		return;
 	free(s->file);
 	s->file = xstrdup(path);
-	load_tables(s, path);
+	load_tables(s, path, false);
 }
 
 static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	bool mismatch = false;
-	char *path = find_file(r, s, di, &mismatch);
+	struct strbuf damaged = STRBUF_INIT;
+	char *path = find_file(r, s, di, &mismatch, &damaged);
 	if (path) {
 		load_dwfl(r, s, di, path, false);
 		free(path);
+		strbuf_release(&damaged);
 		return;
 	}
 	/* no image file: its debug file (found by build-id) has the symbols and
@@ -764,12 +859,20 @@ static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct 
 		if (s->mod) {
 			s->file = xstrdup(dpath);
 			s->debug_file = xstrdup(dpath);
-			load_tables(s, dpath);
+			load_tables(s, dpath, true);
 		}
 		free(dpath);
+		if (damaged.len && !s->nsyms) {
+			set_note(s, "%s", damaged.buf);
+			s->loud = true;
+		}
+		strbuf_release(&damaged);
 		return;
 	}
-	if (mismatch) {
+	if (damaged.len) {
+		set_note(s, "%s (and no debug file was found)", damaged.buf);
+		s->loud = true;
+	} else if (mismatch) {
 		s->mismatch = true;
 		s->loud = true;
 		set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
@@ -777,6 +880,7 @@ static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct 
 	} else {
 		set_note(s, "'%s' is not on this machine (copy it here, or point --image-path or --mapfile at it)", di->path);
 	}
+	strbuf_release(&damaged);
 }
 
 static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
@@ -1121,6 +1225,7 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 		dw = get_dwarf(s);
 	if (dw) {
 		Dwarf_Addr modaddr = addr + s->bias, cubias = 0;
+		dwfl_errno(); /* clear */
 		Dwarf_Die *cu = dwfl_module_addrdie(s->mod, modaddr, &cubias);
 		if (cu) {
 			Dwarf_Addr pc = modaddr - cubias;
@@ -1149,6 +1254,15 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 				outer = dwarf_diename(&chain[0]);
 			if (outer || file)
 				push_frame(r, outer, file, line, false, outer_addr);
+		} else if (sym) {
+			/* code the symbol table knows but no compile unit covers: DWARF that is
+			 * damaged, or partial (code built without -g) */
+			int e = dwfl_errno();
+			if (!s->dwarf_missing++ || (e && !strcmp(s->dwarf_err, "no compile unit covers it"))) {
+				free(s->dwarf_err);
+				const char *m = e ? dwfl_errmsg(e) : NULL;
+				s->dwarf_err = xstrdup(m && !strstr(m, "out of range") ? m : "no compile unit covers it");
+			}
 		}
 	}
 	if (r->nframes == first && outer)
@@ -1190,6 +1304,12 @@ bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image)
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
 {
 	struct imgsyms *s = get(r, image);
+	if (s && !s->note && s->dwarf_missing && s->dwarf_err && strcmp(s->dwarf_err, "no compile unit covers it")) {
+		/* damaged DWARF is worth a warning; code built without -g is not */
+		set_note(s, "its DWARF is damaged (%s): source lines and inlines skipped for %zu address%s", s->dwarf_err,
+			 s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es");
+		s->loud = true;
+	}
 	return s ? s->note : NULL;
 }
 
@@ -1200,6 +1320,7 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image)
 
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image)
 {
+	tally_resolver_note(r, image);
 	struct imgsyms *s = get(r, image);
 	return s && (s->mismatch || s->loud);
 }
@@ -1259,6 +1380,9 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	if (s->mod)
 		strbuf_addf(out, "  lines and inlines: %s\n",
 			    s->dw ? "from DWARF" : "none: no .debug_info in the image or any debug file found above");
+	if (s->dwarf_missing)
+		strbuf_addf(out, "  lines and inlines: %zu sampled address%s in named functions had no DWARF (%s): built without -g, or damaged debug info\n",
+			    s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es", s->dwarf_err);
 }
 
 Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out)
