@@ -878,7 +878,8 @@ static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct 
 		set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
 			 di->path, di->id_kind, di->id);
 	} else {
-		set_note(s, "'%s' is not on this machine (copy it here, or point --image-path or --mapfile at it)", di->path);
+		set_note(s, "'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)", di->path,
+			 di->foreign_ns ? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)" : "");
 	}
 	strbuf_release(&damaged);
 }
@@ -1044,6 +1045,11 @@ static void load(struct tally_resolver *r, uint32_t image)
 			set_note(s, "no copy of the vDSO in the database");
 		}
 		strbuf_release(&p);
+	} else if (!strcmp(di->id_kind, "unreachable")) {
+		s->mismatch = true;
+		logf_(s, "mapped inside another mount namespace by a process that exited before its file could be read through /proc/PID/root: which file ran is unknown");
+		set_note(s, "'%s' was mapped inside a container by a process that exited before tally could read it: not symbolized",
+			 di->path);
 	} else if (!strcmp(di->id_kind, "replaced")) {
 		s->mismatch = true;
 		logf_(s, "the file at '%s' was replaced or deleted while it was mapped, so which file ran is unknown", di->path);
@@ -1340,6 +1346,8 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	if (s->mod && !s->mismatch)
 		get_dwarf(s);
 	strbuf_addf(out, "  recorded: %s '%s', %s %s\n", di->kind, di->path, di->id_kind, di->id);
+	if (di->foreign_ns)
+		strbuf_addstr(out, "  mapped inside another mount namespace (a container): the path is the container's; give --image-path with the container's root directory, --mapfile or --debug-dir to find the file\n");
 	strbuf_add(out, s->log.buf ? s->log.buf : "", s->log.len);
 	if (s->mod && !s->mismatch) {
 		GElf_Addr b;
