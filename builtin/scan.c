@@ -22,11 +22,13 @@ static const char scan_usage[] =
 	"/usr/lib /usr/bin /usr/sbin /usr/libexec /lib /bin /sbin /opt, those that exist).\n"
 	"\n"
 	"  -o, --output FILE   write the map to FILE (default: standard output)\n"
-	"  -q, --quiet         no note per skipped file or directory loop\n";
+	"  -q, --quiet         no note per skipped file or directory loop\n"
+	"  -v, --verbose       end with the counts of files, images, loops and skips\n";
 
 static const struct option scan_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -44,10 +46,11 @@ int cmd_scan(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "o:qh", scan_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "o:qvh", scan_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': output = optarg; break;
 		case 'q': quiet = true; break;
+		case 'v': tally_verbose = 1; break;
 		case 'h': fputs(scan_usage, stdout); return 0;
 		default:
 			if (optopt && optopt < 256)
