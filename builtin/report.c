@@ -953,6 +953,7 @@ int cmd_report(int argc, char **argv)
 		.debuginfod = o.debuginfod,
 		.debuginfod_timeout = o.dfd_timeout,
 		.no_inline = o.no_inline,
+		.lines = o.lines || o.explain,
 	};
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);

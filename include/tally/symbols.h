@@ -32,6 +32,7 @@ struct tally_resolver_opts {
 	bool debuginfod;         /* --debuginfod: ask DEBUGINFOD_URLS for missing debug info */
 	double debuginfod_timeout; /* seconds per image (0: the default, 10) */
 	bool no_inline;          /* frames are functions only, inlined code counts for its caller */
+	bool lines;              /* source lines wanted: with no_inline, DWARF is read only then */
 };
 
 /* One frame of the code at an address: innermost first, the last is the

@@ -7,6 +7,7 @@
 #include "tally/imgmap.h"
 #include "tally/util.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/debuginfod.h>
@@ -83,7 +84,17 @@ struct tally_resolver {
 	struct tally_srcframe *frames;
 	size_t nframes, aframes;
 	debuginfod_client *dfd;
+	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
+	void *dfd_lib;
+	debuginfod_client *(*dfd_begin)(void);
+	int (*dfd_find)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*dfd_set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	void (*dfd_set_user_data)(debuginfod_client *, void *);
+	void *(*dfd_get_user_data)(debuginfod_client *);
+	void (*dfd_end)(debuginfod_client *);
 };
+
+static struct tally_resolver *dfd_resolver; /* for the progress callback's lookups */
 
 static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
 		       Elf **elfp)
@@ -146,7 +157,9 @@ void tally_resolver_free(struct tally_resolver *r)
 	free(r->frames);
 	tally_hidx_release(&r->fc_idx);
 	if (r->dfd)
-		debuginfod_end(r->dfd);
+		r->dfd_end(r->dfd);
+	if (r->dfd_lib)
+		dlclose(r->dfd_lib);
 	free(r->im);
 	free(r);
 }
@@ -491,7 +504,7 @@ struct dfd_deadline {
 static int dfd_progress(debuginfod_client *c, long a, long b)
 {
 	(void)a, (void)b;
-	const struct dfd_deadline *d = debuginfod_get_user_data(c);
+	const struct dfd_deadline *d = dfd_resolver ? dfd_resolver->dfd_get_user_data(c) : NULL;
 	/* non-zero cancels the download: the report never waits longer than the limit */
 	return d && tally_now_mono() > d->until;
 }
@@ -510,18 +523,38 @@ static int try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const str
 		logf_(s, "debuginfod: not asked (DEBUGINFOD_URLS is empty)");
 		return -1;
 	}
+	if (!r->dfd_lib) {
+		r->dfd_lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!r->dfd_lib) {
+			logf_(s, "debuginfod: cannot load libdebuginfod.so.1: %s (install libdebuginfod1)", dlerror());
+			return -1;
+		}
+		*(void **)&r->dfd_begin = dlsym(r->dfd_lib, "debuginfod_begin");
+		*(void **)&r->dfd_find = dlsym(r->dfd_lib, "debuginfod_find_debuginfo");
+		*(void **)&r->dfd_set_progressfn = dlsym(r->dfd_lib, "debuginfod_set_progressfn");
+		*(void **)&r->dfd_set_user_data = dlsym(r->dfd_lib, "debuginfod_set_user_data");
+		*(void **)&r->dfd_get_user_data = dlsym(r->dfd_lib, "debuginfod_get_user_data");
+		*(void **)&r->dfd_end = dlsym(r->dfd_lib, "debuginfod_end");
+		if (!r->dfd_begin || !r->dfd_find || !r->dfd_set_progressfn || !r->dfd_set_user_data ||
+		    !r->dfd_get_user_data || !r->dfd_end) {
+			logf_(s, "debuginfod: libdebuginfod.so.1 lacks a function tally needs");
+			dlclose(r->dfd_lib);
+			r->dfd_lib = NULL;
+			return -1;
+		}
+	}
 	if (!r->dfd) {
 		char t[32];
 		/* the library's own limits, then ours in the progress callback */
 		snprintf(t, sizeof(t), "%d", (int)(r->o.debuginfod_timeout + 0.999));
 		setenv("DEBUGINFOD_TIMEOUT", t, 0);
 		setenv("DEBUGINFOD_MAXTIME", t, 0);
-		r->dfd = debuginfod_begin();
+		r->dfd = r->dfd_begin();
 		if (!r->dfd) {
 			logf_(s, "debuginfod: the client could not start");
 			return -1;
 		}
-		debuginfod_set_progressfn(r->dfd, dfd_progress);
+		r->dfd_set_progressfn(r->dfd, dfd_progress);
 	}
 	unsigned char id[64];
 	size_t len = strlen(di->id) / 2;
@@ -534,11 +567,13 @@ static int try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const str
 		id[i] = (unsigned char)v;
 	}
 	struct dfd_deadline d = { tally_now_mono() + r->o.debuginfod_timeout };
-	debuginfod_set_user_data(r->dfd, &d);
+	r->dfd_set_user_data(r->dfd, &d);
+	dfd_resolver = r;
 	char *p = NULL;
 	double t0 = tally_now_mono();
-	int fd = debuginfod_find_debuginfo(r->dfd, id, (int)len, &p);
-	debuginfod_set_user_data(r->dfd, NULL);
+	int fd = r->dfd_find(r->dfd, id, (int)len, &p);
+	r->dfd_set_user_data(r->dfd, NULL);
+	dfd_resolver = NULL;
 	if (fd < 0) {
 		logf_(s, "debuginfod (%s): %s after %.1f s", urls,
 		      tally_now_mono() - t0 >= r->o.debuginfod_timeout ? "gave up at the time limit" : strerror(-fd),
@@ -1227,7 +1262,9 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 	size_t first = r->nframes;
 	uint64_t addr;
 	Dwarf *dw = NULL;
-	if (is_file_kind(di) ? offset_to_addr(s, off, &addr) : (addr = off - s->kdelta, s->mod != NULL))
+	/* DWARF is for inlines and lines: a --symbols --no-inline report never reads it */
+	bool want = !r->o.no_inline || r->o.lines;
+	if (want && (is_file_kind(di) ? offset_to_addr(s, off, &addr) : (addr = off - s->kdelta, s->mod != NULL)))
 		dw = get_dwarf(s);
 	if (dw) {
 		Dwarf_Addr modaddr = addr + s->bias, cubias = 0;
