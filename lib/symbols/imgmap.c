@@ -69,6 +69,10 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 	m->file = xstrdup(path);
 	char *cur = sb.buf;
 	size_t ln = 0;
+	if (!sb.len) {
+		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", path);
+		goto fail;
+	}
 	while (cur && *cur) {
 		char *line = cur, *nl = strchr(cur, '\n');
 		if (nl) {
