@@ -256,6 +256,7 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 					    path->buf, ln, DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
 		struct tally_db_image *im = &db->images[db->nimages++];
+		memset(im, 0, sizeof(*im));
 		im->kind = xstrdup(f[1]);
 		im->id = xstrdup(f[2]);
 		im->id_kind = xstrdup(f[3]);
