@@ -1406,6 +1406,25 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	if (!strcmp(di->kind, "kernel")) {
 		strbuf_addf(out, "  functions: %s\n", s->nsyms ? "named from kernel.syms" : "not named: the database has no kernel symbols");
 		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" : "none (give --vmlinux with the running kernel's image)");
+		/* modules: named by kernel.syms with the module in brackets */
+		struct strbuf mods = STRBUF_INIT;
+		size_t nm = 0;
+		for (size_t i = 0; i < r->db->nksyms; i++) {
+			const char *m = r->db->ksyms[i].module;
+			if (!m)
+				continue;
+			bool seen = false;
+			for (size_t k = 0; k < i && !seen; k++)
+				seen = r->db->ksyms[k].module && !strcmp(r->db->ksyms[k].module, m);
+			if (!seen)
+				strbuf_addf(&mods, "%s%s", nm++ ? ", " : "", m);
+		}
+		if (nm)
+			strbuf_addf(out, "  modules with samples: %s (named from kernel.syms; %s%s%s)\n", mods.buf,
+				    r->o.modules_dir ? r->o.modules_dir : "/lib/modules",
+				    r->o.modules_dir && access(r->o.modules_dir, F_OK) == 0 ? " is here" : " is not on this machine",
+				    ", module source lines are not looked up");
+		strbuf_release(&mods);
 		return;
 	}
 	if (s->mismatch) {
