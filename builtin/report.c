@@ -1001,7 +1001,8 @@ int cmd_report(int argc, char **argv)
 		lost_line(&db, &out);
 	}
 	warn_images(&db, res);
-	fwrite(out.buf, 1, out.len, stdout);
+	if (out.len)
+		fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the report: %s", strerror(errno));
 		ret = 1;

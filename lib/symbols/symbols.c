@@ -158,8 +158,8 @@ void tally_resolver_free(struct tally_resolver *r)
 	tally_hidx_release(&r->fc_idx);
 	if (r->dfd)
 		r->dfd_end(r->dfd);
-	if (r->dfd_lib)
-		dlclose(r->dfd_lib);
+	/* libdebuginfod stays loaded: libcurl and its TLS library keep global state
+	 * that unloading would turn into leaks (and a second resolver reuses it) */
 	free(r->im);
 	free(r);
 }
