@@ -319,7 +319,10 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 			if (rows[i].pid && db->per_pid)
 				strbuf_addf(out, "pid %d (%s)\n", rows[i].pid,
 					    tally_db_comm(db, rows[i].pid) ? tally_db_comm(db, rows[i].pid) : "?");
-			if (o->lines && !tally_resolver_has_dwarf(res, rows[i].image))
+			bool any_line = false;
+			for (size_t k = 0; k < nf && !any_line; k++)
+				any_line = fr[k].file != NULL;
+			if (o->lines && !any_line && !tally_resolver_has_dwarf(res, rows[i].image))
 				strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
 			int w = 18;
 			struct strbuf loc = STRBUF_INIT;

@@ -1333,6 +1333,13 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 			}
 		}
 	}
+	if (r->nframes == first && outer && s->jd) {
+		/* JIT code: the jitdump's line records */
+		const char *file;
+		unsigned line;
+		if (!tally_resolver_jit_line(r, image, off, &file, &line))
+			push_frame(r, outer, file, (int)line, false, outer_addr);
+	}
 	if (r->nframes == first && outer)
 		push_frame(r, outer, NULL, 0, false, outer_addr);
 }
