@@ -85,6 +85,10 @@ struct tally_resolver {
 	struct tally_hidx fc_idx;
 	struct tally_srcframe *frames;
 	size_t nframes, aframes;
+	/* source file names made absolute (the CU's comp_dir joined), interned */
+	char **paths;
+	size_t npaths, apaths;
+	struct tally_hidx path_idx;
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
 	void *dfd_lib;
@@ -160,6 +164,10 @@ void tally_resolver_free(struct tally_resolver *r)
 	free(r->fc);
 	free(r->frames);
 	tally_hidx_release(&r->fc_idx);
+	for (size_t i = 0; i < r->npaths; i++)
+		free(r->paths[i]);
+	free(r->paths);
+	tally_hidx_release(&r->path_idx);
 	if (r->dfd)
 		r->dfd_end(r->dfd);
 	/* libdebuginfod stays loaded: libcurl and its TLS library keep global state
@@ -1274,6 +1282,62 @@ static void push_frame(struct tally_resolver *r, const char *name, const char *f
 	r->frames[r->nframes++] = (struct tally_srcframe){ name, file, line, inl, addr };
 }
 
+static bool path_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_resolver *r = ctx;
+	return !strcmp(r->paths[idx], key);
+}
+
+/* A line table's file name as an absolute path: a relative name is joined to the
+ * CU's DW_AT_comp_dir, and "." and "dir/.." are folded (as the compiler wrote
+ * them, without looking at the file system). Interned: lives with the resolver. */
+static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const char *file)
+{
+	if (!file)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	Dwarf_Attribute at;
+	const char *dir = file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	if (dir)
+		strbuf_addf(&sb, "%s/", dir);
+	strbuf_addstr(&sb, file);
+	/* fold components in place: out only ever moves back to a '/' it wrote */
+	char *start = sb.buf + (sb.buf[0] == '/'), *in = start, *out = start;
+	while (*in) {
+		char *end = strchrnul(in, '/');
+		size_t n = (size_t)(end - in);
+		bool dotdot = n == 2 && in[0] == '.' && in[1] == '.';
+		char *last = out; /* the start of the last component written */
+		if (out > start)
+			for (last = out - 1; last > start && last[-1] != '/'; last--)
+				;
+		if (n == 0 || (n == 1 && in[0] == '.')) {
+			/* nothing */
+		} else if (dotdot && out > start && strncmp(last, "../", 3)) {
+			out = last;
+		} else {
+			memmove(out, in, n);
+			out += n;
+			*out++ = '/';
+		}
+		in = *end ? end + 1 : end;
+	}
+	if (out > start && out[-1] == '/')
+		out--;
+	*out = '\0';
+	sb.len = (size_t)(out - sb.buf);
+	uint64_t h = tally_hash_bytes(sb.buf, strlen(sb.buf), 0);
+	uint32_t i = tally_hidx_get(&r->path_idx, h, sb.buf, path_eq, r);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(r->paths, r->apaths, r->npaths + 1);
+		r->paths[r->npaths] = strbuf_detach(&sb);
+		tally_hidx_put(&r->path_idx, h, (uint32_t)r->npaths);
+		i = (uint32_t)r->npaths++;
+	}
+	strbuf_release(&sb);
+	return r->paths[i];
+}
+
 static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret)
 {
 	struct imgsyms *s = get(r, image);
@@ -1301,7 +1365,7 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 			int line = 0;
 			Dwarf_Line *l = dwarf_getsrc_die(cu, pc);
 			if (l) {
-				file = dwarf_linesrc(l, NULL, NULL);
+				file = abs_srcpath(r, cu, dwarf_linesrc(l, NULL, NULL));
 				dwarf_lineno(l, &line);
 			}
 			Dwarf_Die chain[32];
@@ -1316,7 +1380,7 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
 					key = dwarf_dieoffset(&origin);
 				push_frame(r, dwarf_diename(&chain[i]), file, line, true, key);
-				file = call_file(cu, &chain[i], &line);
+				file = abs_srcpath(r, cu, call_file(cu, &chain[i], &line));
 			}
 			if (!outer && n)
 				outer = dwarf_diename(&chain[0]);
