@@ -36,6 +36,7 @@ bench: build
 	@bench/run.sh $(BUILD)
 	@bench/callgraph.sh $(BUILD)
 	@bench/annotate.sh $(BUILD)
+	@bench/symbols.sh $(BUILD)
 	@bench/html.sh $(BUILD)
 
 clean:

@@ -24,6 +24,7 @@ static const struct cmd commands[] = {
 	{ "annotate", cmd_annotate, "one function's source and instructions with their samples" },
 	{ "events", cmd_events, "list the events this machine can sample" },
 	{ "export", cmd_export, "write a profile for pprof, KCachegrind, gprof or flame graphs" },
+	{ "scan", cmd_scan, "map image signatures to files, for reports of stripped systems (iscan)" },
 };
 
 static void usage(FILE *f)
@@ -63,6 +64,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(commands[i].name, name))
 			return commands[i].fn(argc - 1, argv + 1);
-	tally_error("unknown command '%s' (commands: record, report, annotate, events, export; see 'tally --help')", name);
+	tally_error("unknown command '%s' (commands: record, report, annotate, events, export, scan; see 'tally --help')", name);
 	return 2;
 }

@@ -15,6 +15,7 @@ struct tally_db;
 /* Shared by report and annotate: the recording's warnings about JIT maps and
  * jitdumps (untrusted, damaged), one line each. */
 void tally_warn_jit(const struct tally_db *db);
+int cmd_scan(int argc, char **argv);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -462,6 +462,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		drain_wake();
+		tally_agg_identify_new(&agg);
 		tally_agg_collect_dead(&agg);
 		if (child.pid > 0 && got_term && !child_done)
 			kill(child.pid, SIGTERM);
@@ -493,6 +494,7 @@ int cmd_record(int argc, char **argv)
 	}
 	tally_collector_disable(col);
 	tally_collector_poll(col, 0, on_record, &agg);
+	tally_agg_identify_new(&agg);
 	double mono_stop = tally_now_mono();
 	tally_agg_snapshot_jit(&agg);
 	tally_agg_tasks(&agg);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
@@ -14,6 +15,7 @@
 #include "tally/flame.h"
 #include "tally/html.h"
 #include "tally/select.h"
+#include "tally/imgmap.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -21,10 +23,19 @@ static const char report_usage[] =
 	"usage: tally report [options]\n"
 	"\n"
 	"  -i, --input DIR          database (default tally.db)\n"
-	"  -f, --symbols            functions within each image\n"
+	"  -f, --symbols            functions within each image (inlined functions as their own rows)\n"
+	"  -l, --lines              source lines within each image (file:line, function)\n"
+	"      --no-inline          count inlined code for the function it was inlined into\n"
+	"      --explain [IMAGE]    where tally looked for each image and its debug info, and why\n"
+	"                           its functions and lines are or are not named\n"
 	TALLY_SELECT_USAGE
 	"      --top N              at most N rows per table\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
+	"      --debug-dir DIR      look for debug files under DIR first (repeatable; DIR/.build-id/..)\n"
+	"      --mapfile FILE       find images and debug files by signature ('tally scan -o FILE')\n"
+	"      --vmlinux FILE       the kernel image, for kernel source lines (build-id checked)\n"
+	"      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS (opt-in)\n"
+	"      --debuginfod-timeout SECS  at most this long per image (default 10)\n"
 	"      --json               JSON output (docs/report-json.md)\n"
 	"      --html FILE          the whole report as one self-contained HTML page (docs/html.md)\n"
 	"call graphs (databases recorded with -g):\n"
@@ -37,11 +48,20 @@ static const char report_usage[] =
 	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n";
 
 enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
-       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_HTML };
+       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_NOINLINE, OPT_EXPLAIN, OPT_DEBUGDIR,
+       OPT_MAPFILE, OPT_VMLINUX, OPT_DEBUGINFOD, OPT_DFDTIMEOUT, OPT_HTML };
 
 static const struct option report_opts[] = {
 	{ "input", required_argument, NULL, 'i' },
 	{ "symbols", no_argument, NULL, 'f' },
+	{ "lines", no_argument, NULL, 'l' },
+	{ "no-inline", no_argument, NULL, OPT_NOINLINE },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUGDIR },
+	{ "mapfile", required_argument, NULL, OPT_MAPFILE },
+	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
+	{ "debuginfod-timeout", required_argument, NULL, OPT_DFDTIMEOUT },
 	TALLY_SELECT_OPTIONS,
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -68,6 +88,12 @@ struct ropts {
 	const char *callers, *callees;
 	double plimit;
 	bool plimit_set;
+	bool lines, no_inline, explain, debuginfod;
+	const char *explain_image;
+	const char **debug_dirs;
+	size_t ndebug_dirs;
+	const char *mapfile, *vmlinux;
+	double dfd_timeout;
 	const char *html;
 };
 
@@ -80,6 +106,9 @@ struct row {
 	uint64_t addr;
 	bool has_addr;
 	uint64_t samples;
+	bool inlined;
+	const char *file; /* line rows */
+	int line;
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -90,6 +119,14 @@ static int cmp_row(const void *a, const void *b)
 	int c = strcmp(x->label, y->label);
 	if (c)
 		return c;
+	if (x->file != y->file) {
+		if (!x->file || !y->file)
+			return x->file ? -1 : 1;
+		if ((c = strcmp(x->file, y->file)))
+			return c;
+	}
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
@@ -110,12 +147,15 @@ static char *image_label(const struct tally_db *db, uint32_t image, int pid)
 static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct row *r = &(*(struct row *const *)ctx)[idx], *k = key;
-	return r->addr == k->addr && !strcmp(r->label, k->label);
+	return r->addr == k->addr && r->inlined == k->inlined && r->line == k->line && !strcmp(r->label, k->label) &&
+	       (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
 }
 
-/* Function rows of one image (and pid) for one event, sorted. */
+/* Function rows (or, with lines, file:line rows) of one image (and pid) for one
+ * event, sorted. A location's samples go to its innermost frame: an inlined
+ * function when DWARF has one there. */
 static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, int ev,
-				 const struct tally_db_prof *pf, size_t *nrows)
+				 const struct tally_db_prof *pf, bool lines, size_t *nrows)
 {
 	struct row *rows = NULL;
 	size_t n = 0, cap = 0;
@@ -128,31 +168,34 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 		if (!c)
 			continue;
-		const struct tally_sym *sym = raw ? NULL : tally_resolve(res, image, en->offset);
+		const struct tally_srcframe *fr = NULL;
+		size_t nfr = raw ? 0 : tally_resolve_frames(res, image, en->offset, false, &fr);
 		char buf[64];
-		const char *label;
-		uint64_t addr = 0;
-		bool has_addr = false;
-		if (sym) {
-			label = sym->name;
-			addr = sym->addr;
-			has_addr = true;
+		struct row key = { .label = "[unknown]" };
+		if (nfr && fr[0].name) {
+			key.label = (char *)fr[0].name;
+			key.addr = fr[0].addr;
+			key.has_addr = !fr[0].inlined;
+			key.inlined = fr[0].inlined;
 		} else if (raw) {
 			/* a changed file: raw offsets are the only honest answer */
 			snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", en->offset);
-			label = buf;
-			addr = en->offset;
-			has_addr = true;
-		} else {
-			label = "[unknown]";
+			key.label = buf;
+			key.addr = en->offset;
+			key.has_addr = true;
 		}
-		uint64_t h = tally_hash_bytes(label, strlen(label), addr);
+		if (lines && nfr) {
+			key.file = fr[0].file;
+			key.line = fr[0].line;
+		}
+		uint64_t h = tally_hash_bytes(key.label, strlen(key.label), key.addr ^ (uint64_t)key.line ^ ((uint64_t)key.inlined << 62));
+		if (key.file)
+			h = tally_hash_bytes(key.file, strlen(key.file), h);
 		/* equality on label and address: two local functions may share a name */
-		struct row key = { .label = (char *)label, .addr = addr };
 		uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, &rows);
 		if (j == TALLY_HIDX_NONE) {
 			GROW(rows, cap, n + 1);
-			rows[n] = (struct row){ image, pid, 0, xstrdup(label), addr, has_addr, 0 };
+			rows[n] = (struct row){ image, pid, 0, xstrdup(key.label), key.addr, key.has_addr, 0, key.inlined, key.file, key.line };
 			tally_hidx_put(&idx, h, (uint32_t)n);
 			j = (uint32_t)n++;
 		}
@@ -189,7 +232,7 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 			continue;
 		*total += c;
 		GROW(rows, cap, n + 1);
-		rows[n++] = (struct row){ pf->image, pf->pid, p, image_label(db, pf->image, pf->pid), 0, false, c };
+		rows[n++] = (struct row){ pf->image, pf->pid, p, image_label(db, pf->image, pf->pid), 0, false, c, false, NULL, 0 };
 	}
 	tally_qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
@@ -259,7 +302,7 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 	uint64_t total;
 	struct row *rows = image_rows(db, o, ev, &n, &total);
 	print_header(db, ev, out);
-	if (!o->symbols) {
+	if (!o->symbols && !o->lines) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
 		uint64_t cum = 0;
 		for (size_t i = 0; i < n && (!o->top || i < o->top); i++) {
@@ -275,14 +318,28 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 		for (size_t i = 0; i < n; i++) {
 			const struct tally_db_image *im = &db->images[rows[i].image];
 			size_t nf;
-			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], o->lines, &nf);
 			strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name,
 				    rows[i].samples,
 				    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
 			if (rows[i].pid && db->per_pid)
 				strbuf_addf(out, "pid %d (%s)\n", rows[i].pid,
 					    tally_db_comm(db, rows[i].pid) ? tally_db_comm(db, rows[i].pid) : "?");
-			strbuf_addf(out, "%9s %8s %8s  %18s  %s\n", "samples", "%", "cum%", "addr", "function");
+			bool any_line = false;
+			for (size_t k = 0; k < nf && !any_line; k++)
+				any_line = fr[k].file != NULL;
+			if (o->lines && !any_line && !tally_resolver_has_dwarf(res, rows[i].image))
+				strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
+			int w = 18;
+			struct strbuf loc = STRBUF_INIT;
+			if (o->lines)
+				for (size_t k = 0; k < nf && (!o->top || k < o->top); k++)
+					if (fr[k].file) {
+						int len = (int)strlen(tally_basename(fr[k].file)) + 1 + snprintf(NULL, 0, "%d", fr[k].line);
+						if (len > w)
+							w = len > 48 ? 48 : len;
+					}
+			strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
 			uint64_t cum = 0;
 			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
 				cum += fr[k].samples;
@@ -290,11 +347,18 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 				pct(out, fr[k].samples, rows[i].samples);
 				strbuf_addch(out, ' ');
 				pct(out, cum, rows[i].samples);
-				if (fr[k].has_addr)
-					strbuf_addf(out, "  0x%016" PRIx64 "  %s\n", fr[k].addr, fr[k].label);
+				strbuf_reset(&loc);
+				if (o->lines && fr[k].file)
+					strbuf_addf(&loc, "%s:%d", tally_basename(fr[k].file), fr[k].line);
+				else if (o->lines)
+					strbuf_addstr(&loc, "-");
+				else if (fr[k].has_addr)
+					strbuf_addf(&loc, "0x%016" PRIx64, fr[k].addr);
 				else
-					strbuf_addf(out, "  %18s  %s\n", "-", fr[k].label);
+					strbuf_addstr(&loc, "-");
+				strbuf_addf(out, "  %*s  %s%s\n", o->lines ? -w : w, loc.buf, fr[k].label, fr[k].inlined ? " (inlined)" : "");
 			}
+			strbuf_release(&loc);
 			strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", rows[i].samples, "");
 			free_rows(fr, nf);
 		}
@@ -330,21 +394,44 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 			strbuf_addstr(out, ",\"pid\":null");
 		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f", rows[i].samples,
 			    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
-		if (tally_resolver_mismatch(res, rows[i].image) || (o->symbols && tally_resolver_note(res, rows[i].image))) {
+		bool fn = o->symbols || o->lines;
+		if (tally_resolver_mismatch(res, rows[i].image) || (fn && tally_resolver_note(res, rows[i].image))) {
 			strbuf_addstr(out, ",\"note\":");
 			strbuf_add_json_str(out, tally_resolver_note(res, rows[i].image));
 		}
-		if (o->symbols) {
+		if (fn) {
 			size_t nf;
-			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
-			strbuf_addstr(out, ",\"functions\":[");
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], o->lines, &nf);
+			if (o->lines)
+				strbuf_addf(out, ",\"debug_info\":%s,\"lines\":[",
+					    tally_resolver_has_dwarf(res, rows[i].image) ? "true" : "false");
+			else
+				strbuf_addstr(out, ",\"functions\":[");
 			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
-				strbuf_addstr(out, k ? ",{\"name\":" : "{\"name\":");
+				strbuf_addstr(out, k ? ",{" : "{");
+				if (o->lines) {
+					strbuf_addstr(out, "\"file\":");
+					if (fr[k].file)
+						strbuf_add_json_str(out, fr[k].file);
+					else
+						strbuf_addstr(out, "null");
+					if (fr[k].file && fr[k].line)
+						strbuf_addf(out, ",\"line\":%d", fr[k].line);
+					else
+						strbuf_addstr(out, ",\"line\":null");
+					strbuf_addstr(out, ",\"function\":");
+				} else {
+					strbuf_addstr(out, "\"name\":");
+				}
 				strbuf_add_json_str(out, fr[k].label);
-				if (fr[k].has_addr)
-					strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", fr[k].addr);
-				else
-					strbuf_addstr(out, ",\"addr\":null");
+				if (fr[k].inlined)
+					strbuf_addstr(out, ",\"inlined\":true");
+				if (!o->lines) {
+					if (fr[k].has_addr)
+						strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", fr[k].addr);
+					else
+						strbuf_addstr(out, ",\"addr\":null");
+				}
 				strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"percent_of_total\":%.4f}",
 					    fr[k].samples, 100.0 * (double)fr[k].samples / (double)rows[i].samples,
 					    total ? 100.0 * (double)fr[k].samples / (double)total : 0.0);
@@ -401,8 +488,10 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
 		strbuf_add_json_str(out, fn->name);
 		strbuf_addstr(out, ",\"image\":");
 		strbuf_add_json_str(out, db->images[fn->image].name);
+		if (fn->inlined)
+			strbuf_addstr(out, ",\"inlined\":true");
 	} else {
-		strbuf_addf(out, "%s  [%s]", fn->name, db->images[fn->image].name);
+		strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 	}
 }
 
@@ -602,6 +691,87 @@ static void cg_event(const struct tally_db *db, struct tally_resolver *res, cons
 	tally_cg_release(&cg);
 }
 
+/* --explain: per image with samples (or the one named), where tally looked for
+ * it and its debug info, what it found, and how many samples got names. */
+static int explain(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+		   struct strbuf *out)
+{
+	bool any = false;
+	if (o->json)
+		strbuf_addstr(out, "{\"format\":\"tally-explain\",\"version\":1,\"images\":[");
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *im = &db->images[i];
+		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
+			continue;
+		uint64_t total = 0, named = 0, lined = 0;
+		bool selected = false;
+		for (size_t p = 0; p < db->nprofs; p++) {
+			const struct tally_db_prof *pf = &db->profs[p];
+			if (pf->image != i || !tally_select_prof(&o->sel, db, pf))
+				continue;
+			selected = true;
+			for (size_t e = pf->first; e < pf->end; e++) {
+				uint64_t c = db->counts[e * (size_t)db->nevents + (size_t)ev];
+				if (!c)
+					continue;
+				total += c;
+				const struct tally_srcframe *fr;
+				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
+				if (n && fr[n - 1].name)
+					named += c;
+				if (n && fr[0].file)
+					lined += c;
+			}
+		}
+		if (!selected || (!total && !o->explain_image))
+			continue;
+		struct strbuf tx = STRBUF_INIT;
+		tally_resolver_explain(res, i, &tx);
+		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
+			    db->events[ev], total, named, total ? 100.0 * (double)named / (double)total : 0.0, lined,
+			    total ? 100.0 * (double)lined / (double)total : 0.0);
+		if (o->json) {
+			strbuf_addstr(out, any ? ",{\"name\":" : "{\"name\":");
+			strbuf_add_json_str(out, im->name);
+			strbuf_addstr(out, ",\"path\":");
+			strbuf_add_json_str(out, im->path);
+			strbuf_addstr(out, ",\"id\":");
+			strbuf_add_json_str(out, im->id);
+			strbuf_addstr(out, ",\"id_kind\":");
+			strbuf_add_json_str(out, im->id_kind);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"named\":%" PRIu64 ",\"with_line\":%" PRIu64 ",\"explain\":[",
+				    total, named, lined);
+			bool first = true;
+			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
+				nl = strchr(l, '\n');
+				if (!nl)
+					break;
+				*nl = '\0';
+				if (!first)
+					strbuf_addch(out, ',');
+				first = false;
+				strbuf_add_json_str(out, l + 2);
+			}
+			strbuf_addstr(out, "]}");
+		} else {
+			strbuf_addf(out, "%simage %s\n%s", any ? "\n" : "", im->name, tx.buf);
+		}
+		strbuf_release(&tx);
+		any = true;
+	}
+	if (o->json)
+		strbuf_addstr(out, "]}\n");
+	if (!any && o->explain_image) {
+		struct strbuf names = STRBUF_INIT;
+		for (size_t i = 0; i < db->nimages && i < 20; i++)
+			strbuf_addf(&names, "%s%s", i ? ", " : "", db->images[i].name);
+		tally_error("no image '%s' in '%s' (it has: %s)", o->explain_image, db->path, names.buf);
+		strbuf_release(&names);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct ropts o;
@@ -609,14 +779,33 @@ int cmd_report(int argc, char **argv)
 	o.input = "tally.db";
 	tally_select_init(&o.sel);
 	int sr;
-	size_t aimage_path = 0;
+	size_t aimage_path = 0, adebug = 0;
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "i:fh", report_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "i:flh", report_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': o.input = optarg; break;
 		case 'f': o.symbols = true; break;
+		case 'l': o.lines = true; break;
+		case OPT_NOINLINE: o.no_inline = true; break;
+		case OPT_EXPLAIN: o.explain = true; break;
+		case OPT_DEBUGDIR:
+			GROW(o.debug_dirs, adebug, o.ndebug_dirs + 2);
+			o.debug_dirs[o.ndebug_dirs++] = optarg;
+			o.debug_dirs[o.ndebug_dirs] = NULL;
+			break;
+		case OPT_MAPFILE: o.mapfile = optarg; break;
+		case OPT_VMLINUX: o.vmlinux = optarg; break;
+		case OPT_DEBUGINFOD: o.debuginfod = true; break;
+		case OPT_DFDTIMEOUT:
+			if (tally_parse_duration(optarg, "--debuginfod-timeout", &o.dfd_timeout) || o.dfd_timeout <= 0 ||
+			    o.dfd_timeout > 3600) {
+				free(o.image_path);
+				free(o.debug_dirs);
+				return tally_usage_error("report", "invalid --debuginfod-timeout '%s': expected seconds from 0.1 to 3600", optarg);
+			}
+			break;
 		case OPT_TOP:
 			if (tally_parse_u64(optarg, "--top", 1, UINT32_MAX, &o.top))
 				return tally_usage_error("report", "%s", tally_errmsg());
@@ -653,20 +842,47 @@ int cmd_report(int argc, char **argv)
 			return tally_usage_error("report", "unknown option or missing value '%s'", argv[optind - 1]);
 		}
 	}
+	if (o.explain && optind < argc)
+		o.explain_image = argv[optind++];
 	if (optind < argc) {
 		free(o.image_path);
+		free(o.debug_dirs);
 		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
 	}
 	bool cgview = o.children || o.callgraph || o.tree || o.callers || o.callees;
-	if (o.html && (o.json || o.symbols || cgview)) {
+	if (o.html && (o.json || o.symbols || o.lines || o.explain || cgview)) {
 		free(o.image_path);
-		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols and the call-graph views");
+		free(o.debug_dirs);
+		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	}
 	if (o.html && tally_html_check_target(o.html)) {
 		tally_error("%s", tally_errmsg());
 		free(o.image_path);
+		free(o.debug_dirs);
 		return 1;
 	}
+	struct tally_imgmap map;
+	bool have_map = false;
+	if (o.mapfile) {
+		if (tally_imgmap_load(&map, o.mapfile)) {
+			tally_error("%s", tally_errmsg());
+			free(o.image_path);
+			free(o.debug_dirs);
+			return 1;
+		}
+		have_map = true;
+	}
+	if (o.vmlinux && access(o.vmlinux, R_OK) != 0) {
+		tally_error("cannot read --vmlinux '%s': %s", o.vmlinux, strerror(errno));
+		if (have_map)
+			tally_imgmap_release(&map);
+		free(o.image_path);
+		free(o.debug_dirs);
+		return 1;
+	}
+	for (size_t i = 0; i < o.ndebug_dirs; i++)
+		if (access(o.debug_dirs[i], X_OK) != 0)
+			tally_warn("--debug-dir '%s': %s (searched anyway)", o.debug_dirs[i], strerror(errno));
 	struct tally_db db;
 	if (tally_db_open(&db, o.input)) {
 		tally_error("%s", tally_errmsg());
@@ -681,8 +897,9 @@ int cmd_report(int argc, char **argv)
 	}
 	int ev_only = o.sel.ev_only;
 	bool cgmode = o.children || o.callgraph || o.tree || o.callers || o.callees;
-	if (cgmode && (int)o.symbols + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers + !!o.callees > 1) {
-		tally_error("give one of --symbols, --children, --callgraph, --tree, --callers, --callees");
+	if ((int)o.symbols + (int)o.lines + (int)o.explain + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers +
+		    !!o.callees > 1) {
+		tally_error("give one of --symbols, --lines, --explain, --children, --callgraph, --tree, --callers, --callees");
 		ret = 2;
 		goto out;
 	}
@@ -694,7 +911,21 @@ int cmd_report(int argc, char **argv)
 	if (!o.plimit_set)
 		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
 	tally_warn_jit(&db);
-	struct tally_resolver_opts ro = { .image_path = o.image_path };
+	struct strbuf modules = STRBUF_INIT;
+	const char *rel = tally_meta_get(&db.session, "kernel-release");
+	if (rel)
+		strbuf_addf(&modules, "/lib/modules/%s", rel);
+	struct tally_resolver_opts ro = {
+		.image_path = o.image_path,
+		.debug_dirs = o.debug_dirs,
+		.map = have_map ? &map : NULL,
+		.vmlinux = o.vmlinux,
+		.modules_dir = rel ? modules.buf : NULL,
+		.debuginfod = o.debuginfod,
+		.debuginfod_timeout = o.dfd_timeout,
+		.no_inline = o.no_inline,
+		.lines = o.lines || o.explain,
+	};
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);
 	if (o.html) {
@@ -705,11 +936,14 @@ int cmd_report(int argc, char **argv)
 			ret = 1;
 		}
 		warn_images(&db, res);
+		strbuf_release(&modules);
 		tally_resolver_free(res);
 		goto out;
 	}
 	struct strbuf out = STRBUF_INIT;
-	if (o.json) {
+	if (o.explain) {
+		ret = explain(&db, res, &o, ev_only >= 0 ? ev_only : 0, &out);
+	} else if (o.json) {
 		strbuf_addstr(&out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");
 		strbuf_add_json_str(&out, o.input);
 		strbuf_addstr(&out, ",\"session\":{");
@@ -750,15 +984,20 @@ int cmd_report(int argc, char **argv)
 		lost_line(&db, &out);
 	}
 	warn_images(&db, res);
-	fwrite(out.buf, 1, out.len, stdout);
+	if (out.len)
+		fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the report: %s", strerror(errno));
 		ret = 1;
 	}
 	strbuf_release(&out);
+	strbuf_release(&modules);
 	tally_resolver_free(res);
 out:
 	tally_db_release(&db);
+	if (have_map)
+		tally_imgmap_release(&map);
 	free(o.image_path);
+	free(o.debug_dirs);
 	return ret;
 }

@@ -34,6 +34,14 @@ struct tally_image {
 	char *jd_source;   /* JIT: the jitdump file as the process named it */
 	char *jd_text;     /* JIT: the database's copy of jd (tally_agg_snapshot_jit) */
 	size_t jd_text_len;
+	/* files mapped by a process in another mount namespace (a container): the
+	 * path is the process's own, so the file is identified while the process
+	 * lives, through /proc/PID/root (tally_agg_identify_new) */
+	bool foreign_ns;
+	int8_t early;          /* 1 identified while the process lived, -1 could not be, 0 not tried */
+	uint8_t early_id[20];
+	uint8_t early_id_len;  /* 0: early_hash is the id */
+	uint64_t early_hash;
 };
 
 struct tally_map {
@@ -91,6 +99,7 @@ struct tally_agg {
 	size_t nimages, aimages;
 	struct tally_hidx image_idx;
 	uint32_t kernel_image;
+	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
 
 	struct tally_frame *frames;
 	size_t nframes, aframes;
@@ -139,6 +148,10 @@ void tally_agg_collect_dead(struct tally_agg *a);
 void tally_agg_tasks(struct tally_agg *a);
 /* Reads /proc/PID/maps and comm for a process that was running before recording. */
 int tally_agg_load_procfs(struct tally_agg *a, int pid);
+/* Identifies the files newly mapped by processes in another mount namespace
+ * through /proc/PID/root while the processes live (call between collection
+ * rounds: file I/O, once per new image, never per sample). */
+void tally_agg_identify_new(struct tally_agg *a);
 /* Copies the JIT maps and jitdumps of processes still alive, then settles the
  * JIT images (call before writing): samples in anonymous memory that no map or
  * dump names move to nomap, and each jitdump keeps only the functions with

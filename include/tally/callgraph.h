@@ -17,6 +17,7 @@ struct tally_cg_func {
 	bool has_addr;
 	uint64_t self, incl;
 	bool root;      /* a process root: _start, thread start, kernel entry */
+	bool inlined;   /* code inlined into its caller (from DWARF); addr is then an id, not an address */
 };
 
 struct tally_cg_stack {

@@ -40,6 +40,7 @@ struct tally_db_image {
 	char *id_kind; /* build-id | xxh64 | none */
 	char *kind;    /* exec | lib | kernel | nomap | jit | vdso */
 	int pid;       /* JIT and per-pid nomap: the process */
+	bool foreign_ns; /* mapped inside another mount namespace: path is the container's (file mntns) */
 };
 
 struct tally_db_entry {

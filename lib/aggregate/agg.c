@@ -1,6 +1,7 @@
 /* Record-time aggregation (see agg.h): the hot path of tally record. */
 #define _GNU_SOURCE
 #include "tally/agg.h"
+#include "tally/elfinfo.h"
 #include "tally/unwind.h"
 
 #include <ctype.h>
@@ -10,6 +11,8 @@
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1012,4 +1015,62 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid)
 		fclose(f);
 	}
 	return 0;
+}
+
+/* ---- containers: files seen through another mount namespace ---- */
+
+static bool same_mnt_ns(int pid, bool *known)
+{
+	static struct stat self;
+	static bool have_self;
+	char p[64];
+	struct stat st;
+	*known = false;
+	if (!have_self) {
+		if (stat("/proc/self/ns/mnt", &self) != 0)
+			return true;
+		have_self = true;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", pid);
+	if (stat(p, &st) != 0)
+		return true;
+	*known = true;
+	return st.st_ino == self.st_ino && st.st_dev == self.st_dev;
+}
+
+void tally_agg_identify_new(struct tally_agg *a)
+{
+	for (; a->images_checked < a->nimages; a->images_checked++) {
+		struct tally_image *im = &a->images[a->images_checked];
+		if (im->kind != TALLY_IMG_FILE || im->pid <= 0 || im->path[0] != '/')
+			continue;
+		bool known;
+		if (same_mnt_ns(im->pid, &known) || !known)
+			continue;
+		im->foreign_ns = true;
+		if (im->build_id_len)
+			continue; /* the kernel gave its build-id: nothing to read */
+		struct strbuf p = STRBUF_INIT;
+		const char *del = strstr(im->path, " (deleted)");
+		strbuf_addf(&p, "/proc/%d/root", im->pid);
+		strbuf_add(&p, im->path, del ? (size_t)(del - im->path) : strlen(im->path));
+		struct stat st;
+		struct tally_elf_info info;
+		im->early = -1;
+		/* the file the process mapped, not whatever has its name now */
+		if (stat(p.buf, &st) == 0 && (!im->ino || (st.st_ino == im->ino && major(st.st_dev) == im->maj &&
+							   minor(st.st_dev) == im->min)) &&
+		    tally_elf_info(p.buf, 1, &info) == 0) {
+			if (info.build_id_len) {
+				size_t n = info.build_id_len > 20 ? 20 : info.build_id_len;
+				memcpy(im->early_id, info.build_id, n);
+				im->early_id_len = (uint8_t)n;
+				im->early = 1;
+			} else if (info.have_hash) {
+				im->early_hash = info.hash;
+				im->early = 1;
+			}
+		}
+		strbuf_release(&p);
+	}
 }

@@ -108,6 +108,7 @@ int tally_db_check_target(const char *path, bool force)
 struct dbimg {
 	char *name, *path, *id, *id_kind, *kind;
 	int pid;
+	bool foreign_ns;
 	const char *jit_map;
 	size_t jit_map_len;
 	const char *jd_text; /* the jitdump copy */
@@ -137,11 +138,14 @@ static void identify_file(const struct tally_image *im, struct dbimg *d)
 	char hex[160];
 	struct strbuf p = STRBUF_INIT;
 	const char *path = im->path;
+	bool via_root = false;
 	/* a process in another mount namespace sees its own files: use its root while it lives */
 	if (im->pid > 0) {
 		strbuf_addf(&p, "/proc/%d/root%s", im->pid, im->path);
-		if (access(p.buf, R_OK) == 0)
+		if (access(p.buf, R_OK) == 0) {
 			path = p.buf;
+			via_root = true;
+		}
 	}
 	char *clean = NULL;
 	const char *del = strstr(path, " (deleted)");
@@ -161,7 +165,24 @@ static void identify_file(const struct tally_image *im, struct dbimg *d)
 		replaced = true;
 	/* set by the caller from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
 	d->kind = NULL;
-	if (im->build_id_len) {
+	d->foreign_ns = im->foreign_ns;
+	if (im->early == 1 && !im->build_id_len) {
+		/* read through /proc/PID/root while the process (in a container) lived */
+		if (im->early_id_len) {
+			tally_hex(im->early_id, im->early_id_len, hex);
+			d->id = xstrdup(hex);
+			d->id_kind = xstrdup("build-id");
+		} else {
+			snprintf(hex, sizeof(hex), "%016" PRIx64, im->early_hash);
+			d->id = xstrdup(hex);
+			d->id_kind = xstrdup("xxh64");
+		}
+	} else if (im->foreign_ns && !im->build_id_len && !via_root) {
+		/* its own root is gone and this machine's file at that path may be
+		 * another: unknown, never symbolized */
+		d->id = xstrdup("00000000");
+		d->id_kind = xstrdup("unreachable");
+	} else if (im->build_id_len) {
 		/* the kernel read it at mmap time: authoritative even if the file changed since */
 		tally_hex(im->build_id, im->build_id_len, hex);
 		d->id = xstrdup(hex);
@@ -571,6 +592,13 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 		strbuf_addch(&sb, '\n');
 	}
 	if ((ret = write_in(dir, "images", &sb)))
+		goto out;
+	/* images mapped inside another mount namespace: their paths are the container's */
+	strbuf_reset(&sb);
+	for (size_t i = 0; i < ndimg; i++)
+		if (dimg[i].foreign_ns)
+			strbuf_addf(&sb, "%s%zu\n", sb.len ? "" : "# index of an image mapped in another mount namespace\n", i);
+	if (sb.len && (ret = write_in(dir, "mntns", &sb)))
 		goto out;
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# pid\tcomm\texe\n");

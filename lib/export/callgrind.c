@@ -80,8 +80,8 @@ static bool frame_eq(const void *ctx, uint32_t idx, const void *key)
 	return a->image == b->image && a->offset == b->offset;
 }
 
-/* The function and position of the code at (image, offset): today from the
- * symbol table (no source line); lines come from here once the resolver has them. */
+/* The function and position of the code at (image, offset): the function the
+ * symbol table names, with its source file and line when debug info has them. */
 static uint32_t frame_id(struct cg *g, uint32_t image, uint64_t offset)
 {
 	struct cframe k = { .image = image, .offset = offset };
@@ -94,7 +94,13 @@ static uint32_t frame_id(struct cg *g, uint32_t image, uint64_t offset)
 	k.addr = tally_export_addr(res, image, offset);
 	const struct tally_sym *s = tally_resolver_mismatch(res, image) ? NULL : tally_resolve(res, image, offset);
 	if (s) {
-		k.func = func_id(g, image, s->name, s->addr, NULL);
+		/* the function's own file and line (for inlined code: the line of the
+		 * outermost call site), from the resolver's inline chain */
+		const struct tally_srcframe *sf;
+		size_t n = tally_resolve_frames(res, image, offset, false, &sf);
+		const struct tally_srcframe *outer = n && !sf[n - 1].inlined ? &sf[n - 1] : NULL;
+		k.func = func_id(g, image, s->name, s->addr, outer ? outer->file : NULL);
+		k.line = outer ? outer->line : 0;
 	} else {
 		/* one function per image for what no symbol names, as folded's [IMAGE] */
 		struct strbuf sb = STRBUF_INIT;

@@ -331,6 +331,7 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		double x = PAD + (double)f->x * scale, w = (double)f->count * scale;
 		unsigned y = fl->inverted ? TOP + f->depth * FRAME_H : height - BOTTOM - (f->depth + 1) * FRAME_H;
 		const char *kind = "other", *image = NULL;
+		bool inlined = false;
 		strbuf_reset(&name);
 		if (f->func == TALLY_FLAME_ALL) {
 			strbuf_addf(&name, "all");
@@ -340,6 +341,7 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			const struct tally_cg_func *fn = &cg->funcs[f->func];
 			kind = db->images[fn->image].kind;
 			image = db->images[fn->image].name;
+			inlined = fn->inlined;
 			/* as in folded stacks: code with no symbol is named by its image */
 			if (!strcmp(fn->name, "[unknown]"))
 				strbuf_addf(&name, "[%s]", image);
@@ -352,6 +354,8 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		if (image) {
 			strbuf_addstr(out, "\nin ");
 			tally_strbuf_add_xml(out, image);
+			if (inlined)
+				strbuf_addstr(out, " (inlined)");
 		}
 		strbuf_addf(out, "\n%" PRIu64 " samples, %.2f%%", f->count, pct(f->count, fl->total));
 		if (f->func == TALLY_FLAME_ALL) {

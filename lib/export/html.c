@@ -53,6 +53,7 @@ struct frow {
 	uint64_t self, incl;
 	bool has_incl;
 	long func; /* the tally_cg function, or -1 */
+	bool inlined;
 };
 
 static int cmp_frow(const void *a, const void *b)
@@ -92,7 +93,7 @@ static struct frow *flat_functions(const struct tally_db *db, struct tally_resol
 				continue;
 			*total += c;
 			const struct tally_sym *sym = raw ? NULL : tally_resolve(res, pf->image, db->entries[i].offset);
-			struct frow key = { pf->image, "[unknown]", 0, false, 0, 0, false, -1 };
+			struct frow key = { pf->image, "[unknown]", 0, false, 0, 0, false, -1, false };
 			char buf[64];
 			if (sym) {
 				key.name = sym->name;
@@ -133,7 +134,9 @@ static struct frow *cg_functions(const struct tally_cg *cg, size_t *nrows)
 	size_t n = 0;
 	for (size_t i = 0; i < cg->nfuncs; i++) {
 		const struct tally_cg_func *f = &cg->funcs[i];
-		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr, f->self, f->incl, true, (long)i };
+		/* an inlined function's addr is an id: nothing to annotate by address */
+		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr && !f->inlined, f->self, f->incl, true, (long)i,
+					   f->inlined };
 	}
 	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
 	*nrows = n;
@@ -273,7 +276,7 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 			under++;
 			continue;
 		}
-		strbuf_addstr(out, "<tr><td class=\"fn\"");
+		strbuf_addstr(out, r->inlined ? "<tr><td class=\"fn inlined\"" : "<tr><td class=\"fn\"");
 		if (r->has_addr)
 			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
 		strbuf_addstr(out, ">");

@@ -153,18 +153,20 @@ static bool loc_eq(const void *ctx, uint32_t idx, const void *key)
 	return a->image == b->image && a->offset == b->offset;
 }
 
-/* The code at (image, offset), innermost frame first: today the function the
- * symbol table names (no file, no line); source lines and inline chains come
- * from here too once the resolver gives them. 0 frames when nothing is known. */
+/* The code at (image, offset), innermost frame first: the inline chain with
+ * source files and lines when debug info has them, else the function the symbol
+ * table names. 0 frames when nothing is known. */
 static size_t location_frames(struct tally_resolver *res, uint32_t image, uint64_t offset, struct frame *out)
 {
 	if (tally_resolver_mismatch(res, image))
 		return 0;
-	const struct tally_sym *s = tally_resolve(res, image, offset);
-	if (!s)
-		return 0;
-	out[0] = (struct frame){ s->name, NULL, 0, s->addr };
-	return 1;
+	/* the inline chain with source lines (innermost first, as pprof's Location.line) */
+	const struct tally_srcframe *sf;
+	size_t n = tally_resolve_frames(res, image, offset, false, &sf), k = 0;
+	for (size_t i = 0; i < n && k < 64; i++)
+		if (sf[i].name)
+			out[k++] = (struct frame){ sf[i].name, sf[i].file, sf[i].line, sf[i].addr };
+	return k;
 }
 
 static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)

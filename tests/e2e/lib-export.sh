@@ -1,4 +1,4 @@
-# Helpers for the export tests (t05NN-export-*.sh), sourced after lib.sh: the
+# Helpers for the export tests (t06NN-export-*.sh), sourced after lib.sh: the
 # real tools that read each format, run offline and inside $TMP.
 
 # need_tool CMD PACKAGE: skip (loudly) when CMD is missing.

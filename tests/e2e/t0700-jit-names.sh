@@ -68,3 +68,9 @@ grep -Eq '^ +[0-9]+ +[0-9.]+% +12  while \(--n\);$' s.txt || fail "annotate --so
 "$TALLY" annotate -i db jit_alpha >p.txt 2>p.err || fail "annotate jit_alpha failed: $(cat p.err)"
 grep -q "perf map" p.txt || fail "annotate jit_alpha does not say a perf map has no code: $(cat p.txt)"
 note "annotate: jit_beta lines and instructions, jit_alpha by address"
+
+# report --lines: the jitdump's line records name jit_beta's loop lines
+"$TALLY" report -i db --lines >l.txt 2>l.err || fail "report --lines failed: $(cat l.err)"
+grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9.]+% +jitbeta\.src:1[12] +jit_beta$' l.txt ||
+	fail "report --lines has no jitbeta.src:11/12 row for jit_beta: $(cat l.txt)"
+note "report --lines: jit_beta at $(grep -Eo 'jitbeta\.src:[0-9]+' l.txt | head -1)"

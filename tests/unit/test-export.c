@@ -95,9 +95,9 @@ static void memdb_init(struct tally_db *db)
 	db->has_stacks = true;
 	db->nimages = 1;
 	db->images = xcalloc(1, sizeof(*db->images));
-	db->images[0] = (struct tally_db_image){ xstrdup("prog"), xstrdup("/nonexistent/tally-unit/prog"),
-						 xstrdup("00112233445566778899aabbccddeeff00112233"), xstrdup("build-id"),
-						 xstrdup("exec"), 0 };
+	db->images[0] = (struct tally_db_image){ .name = xstrdup("prog"), .path = xstrdup("/nonexistent/tally-unit/prog"),
+						 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
+						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
 	/* frames: 0 work+0x10, 1 main ret 0x101, 2 inner 0x20, 3 work ret 0x15, 4 other 0x30 */
 	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1015, 0x1030 };
 	db->nframes = 5;
