@@ -1,7 +1,7 @@
 #!/bin/bash
 # tally report --html refusals, each one line on stderr with no file left
 # behind (and an existing page untouched): a missing directory, a directory as
-# the file, an empty name, a missing value, --json or a call-graph view
+# the file, an empty name, a missing value, --json, --lines or a call-graph view
 # alongside, a damaged database, a selection the database cannot serve.  An
 # empty profile still gets a page that says it has no samples.
 . "$SRCDIR/tests/e2e/lib.sh"
@@ -15,11 +15,12 @@ expect_fail_with "^tally: cannot write 'adir': it is a directory \(name a file\)
 [[ -z $(ls adir) ]] || fail "a refused report wrote into adir: $(ls adir)"
 expect_fail_with "^tally: no file name for the HTML report$" "$TALLY" report -i cs.db --html ''
 expect_fail_with "^tally: unknown option or missing value '--html'" "$TALLY" report -i cs.db --html
-expect_fail_with "^tally: --html makes the whole report: leave out --json, --symbols and the call-graph views" \
+expect_fail_with "^tally: --html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views" \
 	"$TALLY" report -i cs.db --html r.html --json
 ((LAST_RC == 2)) || fail "--html with --json exited $LAST_RC, expected 2 (usage)"
 expect_fail_with "^tally: --html makes the whole report" "$TALLY" report -i cs.db --html r.html --children
 expect_fail_with "^tally: --html makes the whole report" "$TALLY" report -i cs.db --html r.html --callers leaf
+expect_fail_with "^tally: --html makes the whole report" "$TALLY" report -i cs.db --html r.html --lines
 expect_fail_with "^tally: invalid --percent-limit 'lots'" "$TALLY" report -i cs.db --html r.html --percent-limit lots
 [[ ! -e r.html ]] || fail "a refused report left r.html"
 
