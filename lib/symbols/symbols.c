@@ -1305,6 +1305,7 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 	char *start = sb.buf + (sb.buf[0] == '/'), *in = start, *out = start;
 	while (*in) {
 		char *end = strchrnul(in, '/');
+		bool more = *end != '\0'; /* (the '/' written below may land on the NUL) */
 		size_t n = (size_t)(end - in);
 		bool dotdot = n == 2 && in[0] == '.' && in[1] == '.';
 		char *last = out; /* the start of the last component written */
@@ -1320,7 +1321,7 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 			out += n;
 			*out++ = '/';
 		}
-		in = *end ? end + 1 : end;
+		in = more ? end + 1 : end;
 	}
 	if (out > start && out[-1] == '/')
 		out--;
