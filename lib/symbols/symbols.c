@@ -1321,7 +1321,9 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 			out += n;
 			*out++ = '/';
 		}
-		in = more ? end + 1 : end;
+		if (!more)
+			break;
+		in = end + 1;
 	}
 	if (out > start && out[-1] == '/')
 		out--;
