@@ -30,7 +30,7 @@ int tally_event_probe(const struct tally_event_desc *ev);
 enum tally_target { TALLY_TARGET_CHILD, TALLY_TARGET_PIDS, TALLY_TARGET_SYSTEM };
 
 struct tally_collect_opts {
-	const struct tally_event_desc **events;
+	const struct tally_event_desc *const *events;
 	int nevents;
 	uint64_t freq;   /* samples per second, or 0 when period is set */
 	uint64_t period; /* events per sample, or 0 */
