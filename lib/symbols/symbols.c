@@ -270,7 +270,7 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
-	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", r->db->path, di->pid, di->id);
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
 	if (strbuf_read_file(&sb, p.buf, 0)) {
 		set_note(s, "no copy of the JIT map '%s' in the database", di->path);
 		goto out;
@@ -340,7 +340,7 @@ static void load(struct tally_resolver *r, uint32_t image)
 		set_note(s, "code outside any file, and no JIT map named it");
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
-		strbuf_addf(&p, "%s/vdso.so", r->db->path);
+		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
 		if (access(p.buf, R_OK) == 0)
 			load_dwfl(r, s, di, p.buf);
 		else
