@@ -22,6 +22,8 @@ static const struct cmd commands[] = {
 	{ "record", cmd_record, "profile a command, processes or the whole system into a database" },
 	{ "report", cmd_report, "where the time went: per image, per function" },
 	{ "events", cmd_events, "list the events this machine can sample" },
+	{ "daemon", cmd_daemon, "profile the whole system without end, into epochs (tally ctl steers it)" },
+	{ "ctl", cmd_ctl, "control a running daemon: start, stop, flush, epoch, status, cpus, drain" },
 };
 
 static void usage(FILE *f)
@@ -61,6 +63,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(commands[i].name, name))
 			return commands[i].fn(argc - 1, argv + 1);
-	tally_error("unknown command '%s' (commands: record, report, events; see 'tally --help')", name);
+	tally_error("unknown command '%s' (commands: record, report, events, daemon, ctl; see 'tally --help')", name);
 	return 2;
 }

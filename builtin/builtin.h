@@ -8,6 +8,8 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

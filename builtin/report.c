@@ -11,6 +11,7 @@
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
 #include "tally/db.h"
+#include "tally/epoch.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -33,7 +34,8 @@ static const char report_usage[] =
 	"      --tree               top-down call tree\n"
 	"      --callers SYM        the tree of SYM's callers\n"
 	"      --callees SYM        the tree of SYM's callees\n"
-	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n";
+	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n"
+	TALLY_DB_SELECT_USAGE;
 
 enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
        OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
@@ -55,6 +57,7 @@ static const struct option report_opts[] = {
 	{ "callers", required_argument, NULL, OPT_CALLERS },
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
+	TALLY_DB_SELECT_LONGOPTS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -632,7 +635,15 @@ int cmd_report(int argc, char **argv)
 	opterr = 0;
 	int opt;
 	uint64_t v;
+	struct tally_db_select sel = { 0 };
 	while ((opt = getopt_long(argc, argv, "i:fh", report_opts, NULL)) != -1) {
+		int sr = tally_db_select_opt(&sel, opt, optarg);
+		if (sr < 0) {
+			free(o.image_path);
+			return tally_usage_error("report", "%s", tally_errmsg());
+		}
+		if (sr)
+			continue;
 		switch (opt) {
 		case 'i': o.input = optarg; break;
 		case 'f': o.symbols = true; break;
@@ -680,7 +691,7 @@ int cmd_report(int argc, char **argv)
 		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
 	}
 	struct tally_db db;
-	if (tally_db_open(&db, o.input)) {
+	if (tally_db_open_select(&db, o.input, &sel)) {
 		tally_error("%s", tally_errmsg());
 		free(o.image_path);
 		return 1;

@@ -74,11 +74,10 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 			end++;
 		if (*end)
 			continue;
-		time_t t = timegm(&tm);
-		struct tm chk;
-		gmtime_r(&t, &chk);
-		if (chk.tm_mday != tm.tm_mday || chk.tm_mon != tm.tm_mon)
-			goto bad; /* 2026-02-30 */
+		struct tm asked = tm;
+		time_t t = timegm(&tm); /* normalizes tm: 2026-02-30 becomes March 2 */
+		if (asked.tm_mday != tm.tm_mday || asked.tm_mon != tm.tm_mon || asked.tm_hour != tm.tm_hour)
+			goto bad;
 		*out = (double)t;
 		return 0;
 	}
