@@ -92,6 +92,8 @@ struct daemon {
 	/* configuration */
 	char *db, *sock, *pidfile, *pidfile_extra, *logpath;
 	bool foreground;
+	bool created_db; /* made by this start: removed again if the start fails */
+	bool started;
 	double flush_interval, epoch_every, keep, ctl_timeout;
 	uint64_t max_memory, max_db_size, min_free;
 	struct tally_sampling smp;
@@ -972,6 +974,7 @@ static int prepare_db(struct daemon *d, const char *arg)
 			return tally_seterr(-errno, "cannot use '%s': %s", arg, strerror(errno));
 		if (mkdir(arg, 0700) < 0)
 			return tally_seterr(-errno, "cannot create '%s': %s", arg, strerror(errno));
+		d->created_db = true;
 	} else {
 		if (!S_ISDIR(st.st_mode))
 			return tally_seterr(-ENOTDIR, "'%s' exists and is not a directory (choose another --db)", arg);
@@ -1105,6 +1108,8 @@ static void cleanup(struct daemon *d)
 		unlink(d->pidfile_extra);
 	if (d->log && d->log != stderr)
 		fclose(d->log);
+	if (d->created_db && !d->started && d->db)
+		tally_remove_tree(d->db); /* a start that failed leaves nothing behind */
 	tally_sampling_release(&d->smp);
 	free(d->db);
 	free(d->sock);
@@ -1156,7 +1161,7 @@ int cmd_daemon(int argc, char **argv)
 		case OPT_KEEP: dur = &d->keep; what = "--keep"; break;
 		case OPT_CTL_TIMEOUT: dur = &d->ctl_timeout; what = "--ctl-timeout"; break;
 		case OPT_MAXMEM:
-			if (tally_parse_size(optarg, "--max-memory", 4ull << 20, &d->max_memory)) {
+			if (tally_parse_size(optarg, "--max-memory", 16ull << 20, &d->max_memory)) {
 				ret = tally_usage_error("daemon", "%s", tally_errmsg());
 				goto out;
 			}
@@ -1354,6 +1359,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	if (d->keep > 0)
 		tally_epochs_prune(d->db, d->keep, d->wall_start, KEEP_NEWEST, d->epoch);
+	d->started = true;
 	if (ready >= 0) {
 		dprintf(ready, "OK\n");
 		close(ready);

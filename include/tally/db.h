@@ -124,16 +124,13 @@ const char *tally_db_comm(const struct tally_db *db, int pid);
 
 /* ---- building a database in memory: the writer, merges of epochs, drains ---- */
 
-/* Kernel symbols already looked up, kept between writes by a long-running
- * writer so that /proc/kallsyms is read only for addresses never seen before
- * (and again when the module list changes). Zero-initialize; release frees. */
+/* The kernel's symbols kept between writes by a long-running writer, so that
+ * /proc/kallsyms is read once (and again when the module list changes), not at
+ * every write. Zero-initialize; release frees. */
 struct tally_ksym_cache {
-	struct tally_ksym *syms; /* sorted by address */
-	size_t nsyms, asyms;
-	uint64_t *nosym;         /* addresses known to be in no text symbol, sorted */
-	size_t nnosym, anosym;
-	char *modules;           /* /proc/modules when they were read */
-	uint64_t reads;          /* how many times /proc/kallsyms was read */
+	struct tally_kallsyms *table; /* every text symbol, read once */
+	char *modules;                /* /proc/modules when it was read */
+	uint64_t reads;               /* how many times /proc/kallsyms was read */
 };
 void tally_ksym_cache_release(struct tally_ksym_cache *kc);
 

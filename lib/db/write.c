@@ -227,31 +227,13 @@ static void db_image_release(struct tally_db_image *d)
 
 void tally_ksym_cache_release(struct tally_ksym_cache *kc)
 {
-	tally_ksyms_free(kc->syms, kc->nsyms);
-	free(kc->nosym);
+	tally_kallsyms_free(kc->table);
 	free(kc->modules);
 	memset(kc, 0, sizeof(*kc));
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_ksym_addr(const void *a, const void *b)
-{
-	const struct tally_ksym *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static bool in_sorted(const uint64_t *v, size_t n, uint64_t x)
-{
-	return bsearch(&x, v, n, sizeof(uint64_t), cmp_u64) != NULL;
-}
-
-/* The symbols containing addrs into the builder: from the cache, reading
- * /proc/kallsyms only for addresses it cannot place. */
+/* The symbols containing addrs into the builder: from the cached table when
+ * there is one (read again when the modules changed), else from /proc/kallsyms. */
 static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *kc, uint64_t *addrs, size_t n,
 			  const char *modules)
 {
@@ -266,54 +248,25 @@ static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *k
 		tally_ksyms_free(ks, nks);
 		return 0;
 	}
-	/* loading or unloading a module moves symbols: start over */
-	if (!kc->modules || !modules || strcmp(kc->modules, modules)) {
-		tally_ksyms_free(kc->syms, kc->nsyms);
-		free(kc->nosym);
+	/* loading or unloading a module moves symbols: read them again */
+	if (!kc->table || !kc->modules || !modules || strcmp(kc->modules, modules)) {
+		tally_kallsyms_free(kc->table);
+		kc->table = NULL;
 		free(kc->modules);
-		kc->syms = NULL;
-		kc->nosym = NULL;
-		kc->nsyms = kc->asyms = kc->nnosym = kc->anosym = 0;
+		kc->modules = NULL;
+		int r = tally_kallsyms_open(NULL, &kc->table);
+		kc->reads++;
+		if (r)
+			return r;
 		kc->modules = modules ? xstrdup(modules) : NULL;
 	}
-	uint64_t *miss = NULL;
-	size_t nmiss = 0, amiss = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!tally_ksym_find(kc->syms, kc->nsyms, addrs[i]) && !in_sorted(kc->nosym, kc->nnosym, addrs[i])) {
-			GROW(miss, amiss, nmiss + 1);
-			miss[nmiss++] = addrs[i];
-		}
-	if (nmiss) {
-		struct tally_ksym *ks = NULL;
-		size_t nks = 0;
-		int r = tally_kallsyms_needed(NULL, miss, nmiss, &ks, &nks);
-		kc->reads++;
-		if (r) {
-			free(miss);
-			return r;
-		}
-		GROW(kc->syms, kc->asyms, kc->nsyms + nks);
-		for (size_t i = 0; i < nks; i++)
-			if (!tally_ksym_find(kc->syms, kc->nsyms, ks[i].addr))
-				kc->syms[kc->nsyms++] = ks[i];
-			else {
-				free(ks[i].name);
-				free(ks[i].module);
-			}
-		free(ks);
-		tally_qsort(kc->syms, kc->nsyms, sizeof(*kc->syms), cmp_ksym_addr);
-		for (size_t i = 0; i < nmiss; i++)
-			if (!tally_ksym_find(kc->syms, kc->nsyms, miss[i])) {
-				GROW(kc->nosym, kc->anosym, kc->nnosym + 1);
-				kc->nosym[kc->nnosym++] = miss[i];
-			}
-		tally_qsort(kc->nosym, kc->nnosym, sizeof(uint64_t), cmp_u64);
-	}
-	free(miss);
 	for (size_t i = 0; i < n; i++) {
-		const struct tally_ksym *k = tally_ksym_find(kc->syms, kc->nsyms, addrs[i]);
-		if (k)
-			tally_db_builder_ksym(b, k);
+		struct tally_ksym k;
+		if (tally_kallsyms_lookup(kc->table, addrs[i], &k)) {
+			tally_db_builder_ksym(b, &k);
+			free(k.name);
+			free(k.module);
+		}
 	}
 	return 0;
 }
