@@ -296,8 +296,10 @@ static int room_for(struct daemon *d, const char *what, uint64_t bytes, uint64_t
 	return 0;
 }
 
-/* Merges delta into the database directory at path (created when missing). */
-static int merge_into(struct daemon *d, const char *path, const char *what, const struct tally_db *delta)
+/* Merges delta (delta_bytes on disk) into the database directory at path
+ * (created when missing). */
+static int merge_into(struct daemon *d, const char *path, const char *what, const struct tally_db *delta,
+		      size_t delta_bytes)
 {
 	struct tally_db old, merged;
 	struct stat st;
@@ -320,8 +322,9 @@ static int merge_into(struct daemon *d, const char *path, const char *what, cons
 		tally_db_builder_add(b, &old);
 	tally_db_builder_add(b, delta);
 	tally_db_builder_finish(b, &merged);
+	/* the merge is at most the old files plus the new ones: no need to format it twice */
 	uint64_t old_bytes = have ? dir_bytes(path) : 0;
-	r = room_for(d, what, tally_db_bytes(&merged), old_bytes);
+	r = room_for(d, what, old_bytes + delta_bytes, old_bytes);
 	if (!r)
 		r = tally_db_save(&merged, path, true);
 	tally_db_release(&merged);
@@ -371,10 +374,11 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	char *ep = in_db(d, d->epoch), *dr = in_db(d, DRAIN_DIR);
 	struct strbuf what = STRBUF_INIT;
 	strbuf_addf(&what, "epoch %s", d->epoch);
-	r = merge_into(d, ep, what.buf, &delta);
+	size_t delta_bytes = tally_db_bytes(&delta);
+	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
 	if (!r) {
 		d->db_bytes = dir_bytes(d->db);
-		if (merge_into(d, dr, "the drain's samples", &delta))
+		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
 			dlog(d, "the drain stream misses %" PRIu64 " samples: %s", n, tally_errmsg());
 	}
 	strbuf_release(&what);

@@ -483,6 +483,35 @@ static int image_aux(const struct tally_db *db, uint32_t i, const char *rel, str
 	return 1;
 }
 
+/* Numbers for the big files, without printf (a flush formats hundreds of thousands). */
+static void add_dec(struct strbuf *sb, uint64_t v)
+{
+	char b[24];
+	int n = 0;
+	do {
+		b[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	strbuf_grow(sb, (size_t)n);
+	while (n)
+		sb->buf[sb->len++] = b[--n];
+	sb->buf[sb->len] = '\0';
+}
+
+static void add_hex(struct strbuf *sb, uint64_t v)
+{
+	char b[16];
+	int n = 0;
+	do {
+		b[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	strbuf_grow(sb, (size_t)n);
+	while (n)
+		sb->buf[sb->len++] = b[--n];
+	sb->buf[sb->len] = '\0';
+}
+
 static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	char *const *names = ctx;
@@ -552,9 +581,11 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		tally_meta_release(&h);
 		strbuf_addch(&sb, '\n');
 		for (size_t i = pf->first; i < pf->end; i++) {
-			strbuf_addf(&sb, "%" PRIx64, db->entries[i].offset);
-			for (size_t e = 0; e < ne; e++)
-				strbuf_addf(&sb, " %" PRIu64, db->counts[i * ne + e]);
+			add_hex(&sb, db->entries[i].offset);
+			for (size_t e = 0; e < ne; e++) {
+				strbuf_addch(&sb, ' ');
+				add_dec(&sb, db->counts[i * ne + e]);
+			}
 			strbuf_addch(&sb, '\n');
 		}
 		if ((ret = k->put(k, name.buf, sb.buf, sb.len)))
@@ -567,12 +598,19 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		strbuf_addstr(&sb, "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
 		for (size_t s = 0; s < db->nstacks; s++) {
 			const struct tally_db_stack *st = &db->stacks[s];
-			for (size_t e = 0; e < ne; e++)
-				strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", db->stack_counts[s * ne + e]);
-			strbuf_addf(&sb, " %d", st->pid);
+			for (size_t e = 0; e < ne; e++) {
+				if (e)
+					strbuf_addch(&sb, ',');
+				add_dec(&sb, db->stack_counts[s * ne + e]);
+			}
+			strbuf_addch(&sb, ' ');
+			add_dec(&sb, (uint64_t)(st->pid > 0 ? st->pid : 0));
 			for (uint32_t f = 0; f < st->len; f++) {
 				const struct tally_frame *fr = &db->frames[st->first + f];
-				strbuf_addf(&sb, " %u:%" PRIx64, fr->image, fr->offset);
+				strbuf_addch(&sb, ' ');
+				add_dec(&sb, fr->image);
+				strbuf_addch(&sb, ':');
+				add_hex(&sb, fr->offset);
 			}
 			strbuf_addch(&sb, '\n');
 		}

@@ -56,3 +56,19 @@ db_total() {
 	report_json "$TMP/total.json" -i "$db" "$@"
 	tjson "$TMP/total.json" total
 }
+
+# start_load: keeps both CPUs busy until the test ends: one burning process per
+# CPU and a loop that starts short-lived processes (new mappings, forks, exits),
+# all at the lowest priority so that the test itself and the daemon still run.
+start_load() {
+	local burn i
+	burn=$(uniq_copy sleeper)
+	for ((i = 0; i < $(nproc); i++)); do
+		nice -n 19 "$burn" 0 burn >/dev/null 2>&1 &
+		track_pid $!
+	done
+	local churn
+	churn=$(uniq_copy split_funcs)
+	(while :; do nice -n 19 "$churn" 20 >/dev/null; done) &
+	track_pid $!
+}
