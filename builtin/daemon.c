@@ -29,6 +29,7 @@
 #include "tally/collect.h"
 #include "tally/ctl.h"
 #include "tally/db.h"
+#include "tally/elfinfo.h"
 #include "tally/epoch.h"
 #include "tally/sampling.h"
 #include "tally/util.h"
@@ -169,6 +170,7 @@ static void dlog(struct daemon *d, const char *fmt, ...)
 
 /* ---- sizes and memory ---- */
 
+/* Disk space a directory takes, like du: allocated blocks of files and directories. */
 static uint64_t dir_bytes(const char *path)
 {
 	uint64_t sum = 0;
@@ -183,10 +185,9 @@ static uint64_t dir_bytes(const char *path)
 		strbuf_addf(&p, "%s/%s", path, de->d_name);
 		struct stat st;
 		if (lstat(p.buf, &st) == 0) {
+			sum += (uint64_t)st.st_blocks * 512;
 			if (S_ISDIR(st.st_mode))
 				sum += dir_bytes(p.buf);
-			else if (S_ISREG(st.st_mode))
-				sum += (uint64_t)st.st_size;
 		}
 		strbuf_release(&p);
 	}
@@ -194,14 +195,16 @@ static uint64_t dir_bytes(const char *path)
 	return sum;
 }
 
+
+
 /* The heap the daemon has in use (glibc's count; the aggregate's own estimate
  * where that is not available, as under a sanitizer). */
 static uint64_t memory_used(const struct daemon *d)
 {
 	struct mallinfo2 mi = mallinfo2();
 	uint64_t heap = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
-	uint64_t agg = tally_agg_memory(&d->agg);
-	return heap > agg ? heap : agg;
+	uint64_t own = tally_agg_memory(&d->agg) + tally_kallsyms_bytes(d->kc.table);
+	return heap > own ? heap : own;
 }
 
 static uint64_t rss_bytes(void)
@@ -268,10 +271,11 @@ static void session_for(struct daemon *d, struct tally_meta *s, double now)
 	tally_meta_set(s, "daemon-pid", "%d", (int)getpid());
 }
 
-/* Free space and --max-db-size allow a database of `bytes` replacing `old`. */
-static int room_for(struct daemon *d, const char *what, uint64_t bytes, uint64_t old)
+/* Free space and --max-db-size allow a database of `bytes` (on disk) replacing
+ * `old`; after is whether the new copy is already written (and so counted as
+ * used space, not free). */
+static int room_for(struct daemon *d, const char *what, uint64_t bytes, uint64_t old, bool after)
 {
-	uint64_t grow = bytes > old ? bytes - old : 0;
 	if (d->max_db_size && d->db_bytes - (old < d->db_bytes ? old : d->db_bytes) + bytes > d->max_db_size) {
 		char a[32], b[32];
 		tally_format_size(d->db_bytes - (old < d->db_bytes ? old : d->db_bytes) + bytes, a, sizeof(a));
@@ -283,7 +287,7 @@ static int room_for(struct daemon *d, const char *what, uint64_t bytes, uint64_t
 	if (statvfs(d->db, &vs) == 0) {
 		uint64_t avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
 		/* the new copy is written before the old one goes */
-		if (avail < bytes + d->min_free) {
+		if (avail < (after ? 0 : bytes) + d->min_free) {
 			char a[32], b[32], c[32];
 			tally_format_size(avail, a, sizeof(a));
 			tally_format_size(bytes, b, sizeof(b));
@@ -292,8 +296,20 @@ static int room_for(struct daemon *d, const char *what, uint64_t bytes, uint64_t
 					    a, d->db, what, b, c);
 		}
 	}
-	(void)grow;
 	return 0;
+}
+
+struct room_check {
+	struct daemon *d;
+	const char *what;
+	uint64_t old;
+};
+
+/* tally_db_save's check: what the new copy really takes on disk. */
+static int check_room(void *ctx, const char *staging)
+{
+	struct room_check *rc = ctx;
+	return room_for(rc->d, rc->what, dir_bytes(staging), rc->old, true);
 }
 
 /* Merges delta (delta_bytes on disk) into the database directory at path
@@ -322,11 +338,13 @@ static int merge_into(struct daemon *d, const char *path, const char *what, cons
 		tally_db_builder_add(b, &old);
 	tally_db_builder_add(b, delta);
 	tally_db_builder_finish(b, &merged);
-	/* the merge is at most the old files plus the new ones: no need to format it twice */
+	/* the merge is at most the old files plus the new ones: enough to see whether it
+	 * can be written at all; what it takes is checked before it is published */
 	uint64_t old_bytes = have ? dir_bytes(path) : 0;
-	r = room_for(d, what, old_bytes + delta_bytes, old_bytes);
+	struct room_check rc = { d, what, old_bytes };
+	r = room_for(d, what, old_bytes + delta_bytes, old_bytes, false);
 	if (!r)
-		r = tally_db_save(&merged, path, true);
+		r = tally_db_save_checked(&merged, path, true, check_room, &rc);
 	tally_db_release(&merged);
 	if (have)
 		tally_db_release(&old);
@@ -374,7 +392,7 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	char *ep = in_db(d, d->epoch), *dr = in_db(d, DRAIN_DIR);
 	struct strbuf what = STRBUF_INIT;
 	strbuf_addf(&what, "epoch %s", d->epoch);
-	size_t delta_bytes = tally_db_bytes(&delta);
+	size_t delta_bytes = tally_db_bytes(&delta, NULL);
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
 	if (!r) {
 		d->db_bytes = dir_bytes(d->db);
@@ -395,6 +413,8 @@ out:
 	d->samples_total += n;
 	d->lost_total += d->agg.lost;
 	tally_agg_reset(&d->agg);
+	/* the merge's memory goes back to the system, not only to malloc */
+	malloc_trim(0);
 	d->delta_start = now;
 	d->db_bytes = dir_bytes(d->db);
 	d->flushes++;
@@ -431,10 +451,9 @@ static int begin_epoch(struct daemon *d, double now)
 	int r = tally_db_from_agg(&db, &empty, &s, NULL);
 	tally_meta_release(&s);
 	tally_agg_release(&empty);
+	struct room_check rc = { d, "a new epoch", 0 };
 	if (!r)
-		r = room_for(d, "a new epoch", tally_db_bytes(&db), 0);
-	if (!r)
-		r = tally_db_save(&db, path, false);
+		r = tally_db_save_checked(&db, path, false, check_room, &rc);
 	tally_db_release(&db);
 	free(path);
 	if (r && old) {

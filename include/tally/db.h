@@ -174,10 +174,16 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
  * swapped in with one rename): replace allows an existing database there (never
  * anything else). 0 or -errno with tally_seterr (ENOSPC and EDQUOT say so). */
 int tally_db_save(const struct tally_db *db, const char *path, bool replace);
+/* The same, calling check(ctx, staging) once every file is written and before
+ * anything is published: a non-zero return (a -errno with tally_seterr) drops
+ * the new copy and is returned. For limits on what is really on disk. */
+int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
+			  int (*check)(void *ctx, const char *staging), void *ctx);
 /* db as one self-contained file (docs/format.md, "bundle"), appended to out. */
 int tally_db_bundle(const struct tally_db *db, struct strbuf *out);
-/* Bytes the files of db would take (what tally_db_save writes, roughly). */
-size_t tally_db_bytes(const struct tally_db *db);
+/* Bytes the files of db hold (what tally_db_save writes); *files (may be NULL)
+ * gets how many files that is. */
+size_t tally_db_bytes(const struct tally_db *db, size_t *files);
 
 /* Parsing helpers, exposed for the unit tests and fuzzers. Each returns 0 or
  * -EINVAL with tally_seterr naming what (file) and line. */

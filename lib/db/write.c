@@ -699,10 +699,12 @@ out:
 	return ret;
 }
 
-size_t tally_db_bytes(const struct tally_db *db)
+size_t tally_db_bytes(const struct tally_db *db, size_t *files)
 {
 	struct sink k = { .put = put_bundle };
 	save_to(db, &k);
+	if (files)
+		*files = k.files;
 	return k.bytes;
 }
 
@@ -727,6 +729,12 @@ static void fsync_dir(const char *path)
 
 int tally_db_save(const struct tally_db *db, const char *path, bool replace)
 {
+	return tally_db_save_checked(db, path, replace, NULL, NULL);
+}
+
+int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
+			  int (*check)(void *ctx, const char *staging), void *ctx)
+{
 	int ret = tally_db_check_target(path, replace);
 	if (ret)
 		return ret;
@@ -743,6 +751,8 @@ int tally_db_save(const struct tally_db *db, const char *path, bool replace)
 	}
 	struct sink k = { .put = put_dir, .dir = stage.buf };
 	ret = save_to(db, &k);
+	if (!ret && check)
+		ret = check(ctx, stage.buf);
 	if (ret)
 		goto fail;
 	/* every file on disk before the directory is published (one call for all) */
