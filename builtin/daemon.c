@@ -83,6 +83,7 @@ static const struct option daemon_opts[] = {
 struct client {
 	int fd;
 	uid_t uid;
+	bool refused; /* not the owner: its request is read, then refused */
 	struct strbuf in, out;
 	size_t out_off;
 	double deadline; /* monotonic */
@@ -850,6 +851,12 @@ static void client_read(struct daemon *d, struct client *c)
 		client_reply(d, c, false, m);
 		return;
 	}
+	if (c->refused) {
+		char m[128];
+		snprintf(m, sizeof(m), "permission denied: this daemon belongs to uid %d", (int)geteuid());
+		client_reply(d, c, false, m);
+		return;
+	}
 	char *line = xstrndup(c->in.buf, len);
 	if (len && line[len - 1] == '\r')
 		line[len - 1] = '\0';
@@ -872,19 +879,14 @@ static void accept_clients(struct daemon *d)
 			return;
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid()) {
-			/* the socket's mode keeps others out; this is the second lock */
-			char m[160];
-			snprintf(m, sizeof(m), "permission denied: this daemon belongs to uid %d", (int)geteuid());
-			struct strbuf f = STRBUF_INIT;
-			tally_ctl_frame(&f, false, m, strlen(m));
-			if (send(fd, f.buf, f.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-				/* it will see the connection closed */
-			}
-			strbuf_release(&f);
+		bool refused = false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+			cr.uid = (uid_t)-1;
+		if (cr.uid != geteuid()) {
+			/* the socket's mode keeps others out; this is the second lock: whatever
+			 * it asks is read (so the refusal reaches it) and refused */
+			refused = true;
 			dlog(d, "ctl: refused a connection from uid %d (not the owner)", (int)cr.uid);
-			close(fd);
-			continue;
 		}
 		struct client *c = NULL;
 		for (int i = 0; i < MAX_CLIENTS && !c; i++)
@@ -904,6 +906,7 @@ static void accept_clients(struct daemon *d)
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
 		c->uid = cr.uid;
+		c->refused = refused;
 		c->deadline = tally_now_mono() + d->ctl_timeout;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

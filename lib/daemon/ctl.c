@@ -185,6 +185,7 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 	struct strbuf req = STRBUF_INIT;
 	strbuf_addf(&req, "%s\n", request);
 	size_t off = 0;
+	int send_err = 0;
 	while (off < req.len) {
 		ssize_t n = send(fd, req.buf + off, req.len - off, MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -195,7 +196,8 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			continue;
 		}
 		if (n < 0) {
-			ret = tally_seterr(-errno, "cannot send to '%s': %s", path, strerror(errno));
+			/* the daemon may have answered and closed already (a refusal): read it */
+			send_err = errno;
 			break;
 		}
 		off += (size_t)n;
@@ -245,8 +247,12 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			}
 		}
 	}
-	if (!ret && (want == SIZE_MAX || in.len < hdr + want))
-		ret = tally_seterr(-EPROTO, "the daemon at '%s' closed the connection before its whole answer (see its log)", path);
+	if (!ret && (want == SIZE_MAX || in.len < hdr + want)) {
+		if (send_err)
+			ret = tally_seterr(-send_err, "cannot send to '%s': %s", path, strerror(send_err));
+		else
+			ret = tally_seterr(-EPROTO, "the daemon at '%s' closed the connection before its whole answer (see its log)", path);
+	}
 	if (!ret)
 		strbuf_add(body, in.buf + hdr, want);
 	strbuf_release(&in);
