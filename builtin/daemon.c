@@ -117,6 +117,12 @@ struct daemon {
 	char *write_error;           /* NULL while writing works */
 	uint64_t samples_total, lost_total, dropped, cleared;
 	uint64_t flushes, early_flushes, drains;
+	/* the drain stream: kept (DIR/drain, merged at every flush) only once a
+	 * client has drained, from this daemon or an earlier one; before that the
+	 * first drain is made from the epochs this daemon began */
+	bool draining;
+	char **my_epochs;
+	size_t nmy_epochs, amy_epochs;
 	double last_flush_ms, last_flush_wall;
 	uint64_t db_bytes;
 	bool memory_warned;
@@ -395,7 +401,7 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	strbuf_addf(&what, "epoch %s", d->epoch);
 	size_t delta_bytes = tally_db_bytes(&delta, NULL);
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
-	if (!r) {
+	if (!r && d->draining) {
 		d->db_bytes = dir_bytes(d->db);
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
 			dlog(d, "the drain stream misses %" PRIu64 " samples: %s", n, tally_errmsg());
@@ -471,6 +477,8 @@ static int begin_epoch(struct daemon *d, double now)
 		return r;
 	}
 	free(old);
+	GROW(d->my_epochs, d->amy_epochs, d->nmy_epochs + 1);
+	d->my_epochs[d->nmy_epochs++] = xstrdup(name);
 	d->epoch_start = now;
 	d->db_bytes = dir_bytes(d->db);
 	d->next_epoch = tally_now_mono() + d->epoch_every;
@@ -659,7 +667,32 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 	char *dr = in_db(d, DRAIN_DIR);
 	struct tally_db db;
 	struct stat st;
-	if (stat(dr, &st) == 0) {
+	if (!d->draining) {
+		/* the first drain: everything this daemon wrote, from its epochs (those
+		 * --keep has not deleted); from now on a pile of flushes is kept */
+		const char *names[TALLY_SAMPLING_MAX_EVENTS];
+		for (int e = 0; e < d->smp.nev; e++)
+			names[e] = d->smp.evs[e]->name;
+		struct tally_db_builder *b =
+			tally_db_builder_new(d->smp.nev, (char *const *)names, d->smp.per_pid, d->smp.callchain);
+		r = 0;
+		for (size_t i = 0; i < d->nmy_epochs && !r; i++) {
+			char *p = in_db(d, d->my_epochs[i]);
+			struct tally_db one;
+			if (stat(p, &st) == 0) {
+				r = tally_db_open_dir(&one, p);
+				if (!r) {
+					tally_db_builder_add(b, &one);
+					tally_db_release(&one);
+				}
+			}
+			free(p);
+		}
+		if (r)
+			tally_db_builder_free(b);
+		else
+			tally_db_builder_finish(b, &db);
+	} else if (stat(dr, &st) == 0) {
 		r = tally_db_open_dir(&db, dr);
 	} else {
 		/* nothing since the last drain: an empty profile all the same */
@@ -689,6 +722,7 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 			tally_remove_tree(gone.buf);
 		strbuf_release(&gone);
 		d->drains++;
+		d->draining = true;
 		d->db_bytes = dir_bytes(d->db);
 	}
 	free(dr);
@@ -1144,6 +1178,9 @@ static void cleanup(struct daemon *d)
 	free(d->logpath);
 	free(d->epoch);
 	free(d->write_error);
+	for (size_t i = 0; i < d->nmy_epochs; i++)
+		free(d->my_epochs[i]);
+	free(d->my_epochs);
 }
 
 int cmd_daemon(int argc, char **argv)
@@ -1267,6 +1304,13 @@ int cmd_daemon(int argc, char **argv)
 	d->log = stderr;
 	d->logpath = in_db(d, "daemon.log");
 	recover(d);
+	{
+		/* an earlier daemon's clients drained: carry on with their pile */
+		char *dr = in_db(d, DRAIN_DIR);
+		struct stat st;
+		d->draining = stat(dr, &st) == 0;
+		free(dr);
+	}
 	if (make_socket(d)) {
 		tally_error("%s", tally_errmsg());
 		goto out;
