@@ -35,6 +35,7 @@ check-asan: deps-test
 bench: build
 	@bench/run.sh $(BUILD)
 	@bench/callgraph.sh $(BUILD)
+	@bench/daemon.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan
