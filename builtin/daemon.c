@@ -373,6 +373,43 @@ static void set_write_error(struct daemon *d, const char *msg)
 	d->write_error = xstrdup(msg);
 }
 
+/* The epochs this daemon began, for its first drain (not needed once it drains). */
+static void remember_epoch(struct daemon *d, const char *name)
+{
+	if (d->draining)
+		return;
+	GROW(d->my_epochs, d->amy_epochs, d->nmy_epochs + 1);
+	d->my_epochs[d->nmy_epochs++] = xstrdup(name);
+}
+
+static void forget_epochs(struct daemon *d, bool all)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < d->nmy_epochs; i++) {
+		char *p = in_db(d, d->my_epochs[i]);
+		struct stat st;
+		if (!all && stat(p, &st) == 0)
+			d->my_epochs[j++] = d->my_epochs[i];
+		else
+			free(d->my_epochs[i]);
+		free(p);
+	}
+	d->nmy_epochs = j;
+}
+
+/* --keep: delete old epochs, and forget them */
+static void prune(struct daemon *d, double now)
+{
+	if (d->keep <= 0)
+		return;
+	int k = tally_epochs_prune(d->db, d->keep, now, KEEP_NEWEST, d->epoch);
+	if (k > 0) {
+		dlog(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
+		d->db_bytes = dir_bytes(d->db);
+		forget_epochs(d, false);
+	}
+}
+
 /* Writes what is in memory into the current epoch (and the drain's pile).
  * 0 (msg says what), or -errno: then writing stops until a flush succeeds. */
 static int flush(struct daemon *d, const char *why, struct strbuf *msg)
@@ -431,13 +468,7 @@ out:
 		strbuf_addf(msg, "flushed %" PRIu64 " samples into epoch %s (%.0f ms)", n, d->epoch, d->last_flush_ms);
 	if (tally_verbose)
 		dlog(d, "flush (%s): %" PRIu64 " samples into epoch %s in %.0f ms", why, n, d->epoch, d->last_flush_ms);
-	if (d->keep > 0) {
-		int k = tally_epochs_prune(d->db, d->keep, now, KEEP_NEWEST, d->epoch);
-		if (k > 0) {
-			dlog(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
-			d->db_bytes = dir_bytes(d->db);
-		}
-	}
+	prune(d, now);
 	return 0;
 }
 
@@ -471,23 +502,19 @@ static int begin_epoch(struct daemon *d, double now)
 	}
 	if (r) {
 		/* at start: collect all the same, and write when there is room again */
+		remember_epoch(d, name);
 		d->epoch_start = now;
 		d->next_epoch = tally_now_mono() + d->epoch_every;
 		set_write_error(d, tally_errmsg());
 		return r;
 	}
 	free(old);
-	GROW(d->my_epochs, d->amy_epochs, d->nmy_epochs + 1);
-	d->my_epochs[d->nmy_epochs++] = xstrdup(name);
+	remember_epoch(d, name);
 	d->epoch_start = now;
 	d->db_bytes = dir_bytes(d->db);
 	d->next_epoch = tally_now_mono() + d->epoch_every;
 	dlog(d, "epoch %s begins", name);
-	if (d->keep > 0) {
-		int k = tally_epochs_prune(d->db, d->keep, now, KEEP_NEWEST, d->epoch);
-		if (k > 0)
-			dlog(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
-	}
+	prune(d, now);
 	return 0;
 }
 
@@ -723,6 +750,7 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 		strbuf_release(&gone);
 		d->drains++;
 		d->draining = true;
+		forget_epochs(d, true);
 		d->db_bytes = dir_bytes(d->db);
 	}
 	free(dr);
@@ -891,15 +919,14 @@ static void client_read(struct daemon *d, struct client *c)
 		client_reply(d, c, false, m);
 		return;
 	}
-	char *line = xstrndup(c->in.buf, len);
-	if (len && line[len - 1] == '\r')
-		line[len - 1] = '\0';
 	if (memchr(c->in.buf, '\0', len)) {
 		/* NUL bytes: garbage, whatever follows them */
 		client_reply(d, c, false, TALLY_CTL_USAGE);
-		free(line);
 		return;
 	}
+	if (len && c->in.buf[len - 1] == '\r')
+		len--;
+	char *line = xstrndup(c->in.buf, len);
 	execute(d, line, c->uid, &c->out);
 	free(line);
 	client_reply(d, c, true, NULL);
@@ -1427,8 +1454,7 @@ int cmd_daemon(int argc, char **argv)
 		else
 			tally_warn("%s (collecting all the same; writing is retried every flush)", tally_errmsg());
 	}
-	if (d->keep > 0)
-		tally_epochs_prune(d->db, d->keep, d->wall_start, KEEP_NEWEST, d->epoch);
+	prune(d, d->wall_start);
 	d->started = true;
 	if (ready >= 0) {
 		dprintf(ready, "OK\n");

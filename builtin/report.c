@@ -248,6 +248,9 @@ static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
 		strbuf_addf(out, ", %s s", dur);
+	const char *epochs = tally_meta_get(&db->session, "epochs");
+	if (epochs)
+		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
 	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
 	if (list_item_is(rnd, ev, "yes"))

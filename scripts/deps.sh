@@ -4,7 +4,7 @@
 set -euo pipefail
 # what the code uses today: add a library here in the commit that starts using it
 build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libxxhash-dev libcmocka-dev)
-test_pkgs=(python3 linux-perf util-linux)
+test_pkgs=(python3 linux-perf util-linux binutils)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 missing=()

@@ -17,7 +17,12 @@ DAEMON_PID=
 start_daemon() {
 	local db=$1 rc=0
 	shift
-	"$TALLY" daemon --db "$db" "$@" >"$TMP/daemon.out" 2>"$TMP/daemon.err" || rc=$?
+	sanitizer_logs
+	# a detached daemon's stderr is /dev/null: under the sanitizers (make
+	# check-asan) their reports go to files that sanitizer_logs checks
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$TMP/sanitizer" \
+		UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$TMP/sanitizer" \
+		"$TALLY" daemon --db "$db" "$@" >"$TMP/daemon.out" 2>"$TMP/daemon.err" || rc=$?
 	((rc == 0)) || fail "'tally daemon --db $db $*' exited $rc: $(head -c 2000 "$TMP/daemon.err")"
 	[[ -s $db/daemon.pid ]] || fail "the daemon wrote no pid file '$db/daemon.pid'"
 	DAEMON_PID=$(cat "$db/daemon.pid")
@@ -43,10 +48,22 @@ stop_daemon() {
 	local i
 	kill -TERM "$1" 2>/dev/null || true
 	for ((i = 0; i < 400; i++)); do
-		alive "$1" || return 0
+		if ! alive "$1"; then
+			sanitizer_logs
+			return 0
+		fi
 		sleep 0.05
 	done
 	fail "the daemon (pid $1) did not exit within 20 s of SIGTERM"
+}
+
+# sanitizer_logs: fails when a detached daemon wrote a sanitizer report.
+sanitizer_logs() {
+	local f
+	for f in "$TMP"/sanitizer.*; do
+		[[ -e $f ]] || continue
+		fail "the daemon's sanitizer report ($f): $(head -c 3000 "$f")"
+	done
 }
 
 # db_total DB [ARGS...]: total samples of `tally report -i DB ARGS...` (must succeed).
