@@ -29,10 +29,13 @@ note "10 kills: the database stayed readable and grew to $prev samples ($grew ru
 
 # what the killed daemons left (staging copies) is cleared by the next one
 start_daemon db --flush-interval 50ms
+# (a copy named after the new daemon's own pid is its flush in progress)
+left=$(find db -maxdepth 1 -name '.*' ! -name . ! -name "*-$DAEMON_PID" | wc -l)
+((left == 0)) || fail "a new daemon left the killed ones' half-written copies in place: $(find db -maxdepth 1 -name '.*' ! -name .)"
 ctl --db db flush
-left=$(find db -maxdepth 1 -name '.*' ! -name . | wc -l)
-((left == 0)) || fail "a new daemon left half-written copies in place: $(find db -maxdepth 1 -name '.*' ! -name .)"
 stop_daemon "$DAEMON_PID"
+left=$(find db -maxdepth 1 -name '.*' ! -name . | wc -l)
+((left == 0)) || fail "a daemon stopped cleanly left copies behind: $(find db -maxdepth 1 -name '.*' ! -name .)"
 t=$(db_total db)
 ((t >= prev)) || fail "after a clean stop the database shrank from $prev to $t samples"
 report_json cg.json -i db --children
