@@ -9,7 +9,7 @@
 
 wl=$(uniq_copy split_funcs)
 name=$(basename "$wl")
-start_daemon db --flush-interval 60s -F 999
+start_daemon db --flush-interval 60s -F 4000
 grep -q "daemon pid $DAEMON_PID" "$TMP/daemon.err" || fail "the daemon's start line names no pid: $(cat "$TMP/daemon.err")"
 [[ $(stat -c %a db) == 700 ]] || fail "the database directory is mode $(stat -c %a db), expected 700"
 [[ -S db/ctl.sock ]] || fail "no socket db/ctl.sock"
@@ -19,7 +19,7 @@ ctl --db db status
 [[ $(status_val state) == running ]] || fail "status: state is '$(status_val state)'; status: $(cat "$TMP/ctl.out")"
 [[ $(status_val pid) == "$DAEMON_PID" ]] || fail "status: pid '$(status_val pid)', the pid file says $DAEMON_PID"
 [[ $(status_val events) == cpu-clock ]] || fail "status: events '$(status_val events)'"
-grep -Eq '^sampling: frequency 999 Hz' "$TMP/ctl.out" || fail "status: no 'sampling: frequency 999 Hz'; $(cat "$TMP/ctl.out")"
+grep -Eq '^sampling: frequency 4000 Hz' "$TMP/ctl.out" || fail "status: no 'sampling: frequency 4000 Hz'; $(cat "$TMP/ctl.out")"
 grep -Eq '^cpu 0: on' "$TMP/ctl.out" || fail "status: no 'cpu 0: on'; $(cat "$TMP/ctl.out")"
 for k in samples lost memory db-size epoch uptime writing; do
 	[[ -n $(status_val $k) ]] || fail "status has no '$k:' line: $(cat "$TMP/ctl.out")"

@@ -9,8 +9,8 @@ a=$(uniq_copy split_funcs)
 b="$TMP/later_$$"
 cp "$a" "$b"
 # no flush of its own during the test: every flush is one the test asked for
-start_daemon db --flush-interval 1h
-"$a" 500 >a.out
+start_daemon db --flush-interval 1h -F 4000
+"$a" 800 >a.out
 ctl --db db drain -o d1
 [[ -s d1 ]] || fail "drain -o d1 wrote nothing"
 [[ ! -s $TMP/ctl.out ]] || fail "drain -o printed on stdout: $(head -c 200 "$TMP/ctl.out")"
