@@ -244,10 +244,12 @@ static char *in_db(const struct daemon *d, const char *name)
 	return strbuf_detach(&sb);
 }
 
-static void session_for(struct daemon *d, struct tally_meta *s, double now)
+/* The session of a database made from a (the daemon's aggregate, or an empty
+ * one: its counters are summed when epochs merge). */
+static void session_for(struct daemon *d, const struct tally_agg *a, struct tally_meta *s, double now)
 {
 	memset(s, 0, sizeof(*s));
-	tally_sampling_session(&d->smp, d->col, &d->agg, "system", NULL, s);
+	tally_sampling_session(&d->smp, d->col, a, "system", NULL, s);
 	struct strbuf rates = STRBUF_INIT;
 	bool differ = false;
 	for (int c = 0; c < d->smp.ncpus; c++) {
@@ -427,7 +429,7 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	tally_agg_snapshot_jit(&d->agg);
 	tally_agg_tasks(&d->agg);
 	struct tally_meta s;
-	session_for(d, &s, now);
+	session_for(d, &d->agg, &s, now);
 	struct tally_db delta;
 	int r = tally_db_from_agg(&delta, &d->agg, &s, &d->kc);
 	tally_meta_release(&s);
@@ -484,7 +486,7 @@ static int begin_epoch(struct daemon *d, double now)
 	struct tally_agg empty;
 	tally_agg_init(&empty, d->smp.nev, d->smp.per_pid, true);
 	struct tally_meta s;
-	session_for(d, &s, now);
+	session_for(d, &empty, &s, now);
 	struct tally_db db;
 	int r = tally_db_from_agg(&db, &empty, &s, NULL);
 	tally_meta_release(&s);
@@ -727,7 +729,7 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 		tally_agg_init(&empty, d->smp.nev, d->smp.per_pid, true);
 		struct tally_meta s;
 		double now = tally_now_wall();
-		session_for(d, &s, now);
+		session_for(d, &empty, &s, now);
 		char ts[32];
 		tally_format_utc(now, ts, sizeof(ts));
 		tally_meta_set(&s, "start-time", "%s", ts);
