@@ -35,6 +35,9 @@ check-asan: deps-test
 bench: build
 	@bench/run.sh $(BUILD)
 	@bench/callgraph.sh $(BUILD)
+	@bench/annotate.sh $(BUILD)
+	@bench/symbols.sh $(BUILD)
+	@bench/html.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
 
 clean:

@@ -21,7 +21,10 @@ struct cmd {
 static const struct cmd commands[] = {
 	{ "record", cmd_record, "profile a command, processes or the whole system into a database" },
 	{ "report", cmd_report, "where the time went: per image, per function" },
+	{ "annotate", cmd_annotate, "one function's source and instructions with their samples" },
 	{ "events", cmd_events, "list the events this machine can sample" },
+	{ "export", cmd_export, "write a profile for pprof, KCachegrind, gprof or flame graphs" },
+	{ "scan", cmd_scan, "map image signatures to files, for reports of stripped systems (iscan)" },
 	{ "daemon", cmd_daemon, "profile the whole system without end, into epochs (tally ctl steers it)" },
 	{ "ctl", cmd_ctl, "control a running daemon: start, stop, flush, epoch, status, cpus, drain" },
 };
@@ -63,6 +66,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(commands[i].name, name))
 			return commands[i].fn(argc - 1, argv + 1);
-	tally_error("unknown command '%s' (commands: record, report, events, daemon, ctl; see 'tally --help')", name);
+	tally_error("unknown command '%s' (commands: record, report, annotate, events, export, scan, daemon, ctl; see 'tally --help')", name);
 	return 2;
 }

@@ -8,6 +8,14 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
+
+struct tally_db;
+/* Shared by report and annotate: the recording's warnings about JIT maps and
+ * jitdumps (untrusted, damaged), one line each. */
+void tally_warn_jit(const struct tally_db *db);
+int cmd_scan(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 

@@ -428,6 +428,8 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	}
 	tally_agg_snapshot_jit(&d->agg);
 	tally_agg_tasks(&d->agg);
+	for (size_t i = 0; i < d->agg.njit_warnings; i++)
+		dlog(d, "%s", d->agg.jit_warnings[i]);
 	struct tally_meta s;
 	session_for(d, &d->agg, &s, now);
 	struct tally_db delta;

@@ -319,6 +319,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		drain_wake();
+		tally_agg_identify_new(&agg);
 		tally_agg_collect_dead(&agg);
 		if (child.pid > 0 && got_term && !child_done)
 			kill(child.pid, SIGTERM);
@@ -350,6 +351,7 @@ int cmd_record(int argc, char **argv)
 	}
 	tally_collector_disable(col);
 	tally_collector_poll(col, 0, on_record, &agg);
+	tally_agg_identify_new(&agg);
 	double mono_stop = tally_now_mono();
 	tally_agg_snapshot_jit(&agg);
 	tally_agg_tasks(&agg);
@@ -376,6 +378,8 @@ int cmd_record(int argc, char **argv)
 	tally_format_utc(wall_start + (mono_stop - mono_start), ts, sizeof(ts));
 	tally_meta_set(&s, "stop-time", "%s", ts);
 	tally_meta_set(&s, "duration", "%.3f", mono_stop - mono_start);
+	for (size_t i = 0; i < agg.njit_warnings; i++)
+		tally_warn("%s", agg.jit_warnings[i]); /* in the session too (jit-warning-N) */
 	if (child.pid > 0)
 		tally_meta_set(&s, "exit-status", "%d",
 			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));

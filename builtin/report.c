@@ -7,11 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
 #include "tally/db.h"
 #include "tally/epoch.h"
+#include "tally/flame.h"
+#include "tally/html.h"
+#include "tally/select.h"
+#include "tally/imgmap.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -19,35 +24,47 @@ static const char report_usage[] =
 	"usage: tally report [options]\n"
 	"\n"
 	"  -i, --input DIR          database (default tally.db)\n"
-	"  -f, --symbols            functions within each image\n"
-	"      --exclude-dependent  only the profiled programs' own executables\n"
-	"      --image NAME         only this image (file name or full path)\n"
-	"      --pid PID            only this process (needs a --per-pid database)\n"
-	"      --comm NAME          only processes with this name (needs --per-pid)\n"
-	"      --event NAME         only this event\n"
+	"  -f, --symbols            functions within each image (inlined functions as their own rows)\n"
+	"  -l, --lines              source lines within each image (file:line, function)\n"
+	"      --no-inline          count inlined code for the function it was inlined into\n"
+	"      --explain [IMAGE]    where tally looked for each image and its debug info, and why\n"
+	"                           its functions and lines are or are not named\n"
+	TALLY_SELECT_USAGE
 	"      --top N              at most N rows per table\n"
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
+	"      --debug-dir DIR      look for debug files under DIR first (repeatable; DIR/.build-id/..)\n"
+	"      --mapfile FILE       find images and debug files by signature ('tally scan -o FILE')\n"
+	"      --vmlinux FILE       the kernel image, for kernel source lines (build-id checked)\n"
+	"      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS (opt-in)\n"
+	"      --debuginfod-timeout SECS  at most this long per image (default 10)\n"
 	"      --json               JSON output (docs/report-json.md)\n"
+	"      --html FILE          the whole report as one self-contained HTML page (docs/html.md)\n"
 	"call graphs (databases recorded with -g):\n"
 	"      --children           per function: inclusive %%, self %%, name (sorted by inclusive)\n"
 	"      --callgraph          per function: its callers above, its callees below\n"
 	"      --tree               top-down call tree\n"
 	"      --callers SYM        the tree of SYM's callers\n"
 	"      --callees SYM        the tree of SYM's callees\n"
-	"      --percent-limit P    leave out tree nodes under P%% (default 0.5)\n"
+	"      --percent-limit P    leave out tree nodes under P%% (default 0.5); with --html, fold\n"
+	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n"
 	TALLY_DB_SELECT_USAGE;
 
-enum { OPT_EXCL = 256, OPT_IMAGE, OPT_PID, OPT_COMM, OPT_EVENT, OPT_TOP, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
-       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
+enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
+       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_NOINLINE, OPT_EXPLAIN, OPT_DEBUGDIR,
+       OPT_MAPFILE, OPT_VMLINUX, OPT_DEBUGINFOD, OPT_DFDTIMEOUT, OPT_HTML };
 
 static const struct option report_opts[] = {
 	{ "input", required_argument, NULL, 'i' },
 	{ "symbols", no_argument, NULL, 'f' },
-	{ "exclude-dependent", no_argument, NULL, OPT_EXCL },
-	{ "image", required_argument, NULL, OPT_IMAGE },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "lines", no_argument, NULL, 'l' },
+	{ "no-inline", no_argument, NULL, OPT_NOINLINE },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUGDIR },
+	{ "mapfile", required_argument, NULL, OPT_MAPFILE },
+	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
+	{ "debuginfod-timeout", required_argument, NULL, OPT_DFDTIMEOUT },
+	TALLY_SELECT_OPTIONS,
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "image-path", required_argument, NULL, OPT_IMGPATH },
@@ -57,6 +74,7 @@ static const struct option report_opts[] = {
 	{ "callers", required_argument, NULL, OPT_CALLERS },
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
+	{ "html", required_argument, NULL, OPT_HTML },
 	TALLY_DB_SELECT_LONGOPTS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -64,9 +82,8 @@ static const struct option report_opts[] = {
 
 struct ropts {
 	const char *input;
-	bool symbols, excl, json;
-	const char *image, *comm, *event;
-	int pid;
+	struct tally_select sel;
+	bool symbols, json;
 	uint64_t top;
 	const char **image_path;
 	size_t nimage_path;
@@ -74,6 +91,13 @@ struct ropts {
 	const char *callers, *callees;
 	double plimit;
 	bool plimit_set;
+	bool lines, no_inline, explain, debuginfod;
+	const char *explain_image;
+	const char **debug_dirs;
+	size_t ndebug_dirs;
+	const char *mapfile, *vmlinux;
+	double dfd_timeout;
+	const char *html;
 };
 
 /* A row of a table: an image (with pid when per-pid) or a function within one. */
@@ -85,6 +109,9 @@ struct row {
 	uint64_t addr;
 	bool has_addr;
 	uint64_t samples;
+	bool inlined;
+	const char *file; /* line rows */
+	int line;
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -95,29 +122,15 @@ static int cmp_row(const void *a, const void *b)
 	int c = strcmp(x->label, y->label);
 	if (c)
 		return c;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-static bool image_matches(const struct tally_db_image *im, const char *want)
-{
-	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
-}
-
-static bool prof_selected(const struct tally_db *db, const struct ropts *o, const struct tally_db_prof *en)
-{
-	const struct tally_db_image *im = &db->images[en->image];
-	if (o->excl && strcmp(im->kind, "exec"))
-		return false;
-	if (o->image && !image_matches(im, o->image))
-		return false;
-	if (o->pid && en->pid != o->pid)
-		return false;
-	if (o->comm) {
-		const char *c = tally_db_comm(db, en->pid);
-		if (!c || strcmp(c, o->comm))
-			return false;
+	if (x->file != y->file) {
+		if (!x->file || !y->file)
+			return x->file ? -1 : 1;
+		if ((c = strcmp(x->file, y->file)))
+			return c;
 	}
-	return true;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
@@ -137,12 +150,15 @@ static char *image_label(const struct tally_db *db, uint32_t image, int pid)
 static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct row *r = &(*(struct row *const *)ctx)[idx], *k = key;
-	return r->addr == k->addr && !strcmp(r->label, k->label);
+	return r->addr == k->addr && r->inlined == k->inlined && r->line == k->line && !strcmp(r->label, k->label) &&
+	       (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
 }
 
-/* Function rows of one image (and pid) for one event, sorted. */
+/* Function rows (or, with lines, file:line rows) of one image (and pid) for one
+ * event, sorted. A location's samples go to its innermost frame: an inlined
+ * function when DWARF has one there. */
 static struct row *function_rows(const struct tally_db *db, struct tally_resolver *res, int ev,
-				 const struct tally_db_prof *pf, size_t *nrows)
+				 const struct tally_db_prof *pf, bool lines, size_t *nrows)
 {
 	struct row *rows = NULL;
 	size_t n = 0, cap = 0;
@@ -155,31 +171,34 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 		if (!c)
 			continue;
-		const struct tally_sym *sym = raw ? NULL : tally_resolve(res, image, en->offset);
+		const struct tally_srcframe *fr = NULL;
+		size_t nfr = raw ? 0 : tally_resolve_frames(res, image, en->offset, false, &fr);
 		char buf[64];
-		const char *label;
-		uint64_t addr = 0;
-		bool has_addr = false;
-		if (sym) {
-			label = sym->name;
-			addr = sym->addr;
-			has_addr = true;
+		struct row key = { .label = "[unknown]" };
+		if (nfr && fr[0].name) {
+			key.label = (char *)fr[0].name;
+			key.addr = fr[0].addr;
+			key.has_addr = !fr[0].inlined;
+			key.inlined = fr[0].inlined;
 		} else if (raw) {
 			/* a changed file: raw offsets are the only honest answer */
 			snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", en->offset);
-			label = buf;
-			addr = en->offset;
-			has_addr = true;
-		} else {
-			label = "[unknown]";
+			key.label = buf;
+			key.addr = en->offset;
+			key.has_addr = true;
 		}
-		uint64_t h = tally_hash_bytes(label, strlen(label), addr);
+		if (lines && nfr) {
+			key.file = fr[0].file;
+			key.line = fr[0].line;
+		}
+		uint64_t h = tally_hash_bytes(key.label, strlen(key.label), key.addr ^ (uint64_t)key.line ^ ((uint64_t)key.inlined << 62));
+		if (key.file)
+			h = tally_hash_bytes(key.file, strlen(key.file), h);
 		/* equality on label and address: two local functions may share a name */
-		struct row key = { .label = (char *)label, .addr = addr };
 		uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, &rows);
 		if (j == TALLY_HIDX_NONE) {
 			GROW(rows, cap, n + 1);
-			rows[n] = (struct row){ image, pid, 0, xstrdup(label), addr, has_addr, 0 };
+			rows[n] = (struct row){ image, pid, 0, xstrdup(key.label), key.addr, key.has_addr, 0, key.inlined, key.file, key.line };
 			tally_hidx_put(&idx, h, (uint32_t)n);
 			j = (uint32_t)n++;
 		}
@@ -207,7 +226,7 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 	*total = 0;
 	for (size_t p = 0; p < db->nprofs; p++) {
 		const struct tally_db_prof *pf = &db->profs[p];
-		if (!prof_selected(db, o, pf))
+		if (!tally_select_prof(&o->sel, db, pf))
 			continue;
 		uint64_t c = 0;
 		for (size_t i = pf->first; i < pf->end; i++)
@@ -216,7 +235,7 @@ static struct row *image_rows(const struct tally_db *db, const struct ropts *o, 
 			continue;
 		*total += c;
 		GROW(rows, cap, n + 1);
-		rows[n++] = (struct row){ pf->image, pf->pid, p, image_label(db, pf->image, pf->pid), 0, false, c };
+		rows[n++] = (struct row){ pf->image, pf->pid, p, image_label(db, pf->image, pf->pid), 0, false, c, false, NULL, 0 };
 	}
 	tally_qsort(rows, n, sizeof(*rows), cmp_row);
 	*nrows = n;
@@ -289,7 +308,7 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 	uint64_t total;
 	struct row *rows = image_rows(db, o, ev, &n, &total);
 	print_header(db, ev, out);
-	if (!o->symbols) {
+	if (!o->symbols && !o->lines) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
 		uint64_t cum = 0;
 		for (size_t i = 0; i < n && (!o->top || i < o->top); i++) {
@@ -305,14 +324,28 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 		for (size_t i = 0; i < n; i++) {
 			const struct tally_db_image *im = &db->images[rows[i].image];
 			size_t nf;
-			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], o->lines, &nf);
 			strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name,
 				    rows[i].samples,
 				    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
 			if (rows[i].pid && db->per_pid)
 				strbuf_addf(out, "pid %d (%s)\n", rows[i].pid,
 					    tally_db_comm(db, rows[i].pid) ? tally_db_comm(db, rows[i].pid) : "?");
-			strbuf_addf(out, "%9s %8s %8s  %18s  %s\n", "samples", "%", "cum%", "addr", "function");
+			bool any_line = false;
+			for (size_t k = 0; k < nf && !any_line; k++)
+				any_line = fr[k].file != NULL;
+			if (o->lines && !any_line && !tally_resolver_has_dwarf(res, rows[i].image))
+				strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
+			int w = 18;
+			struct strbuf loc = STRBUF_INIT;
+			if (o->lines)
+				for (size_t k = 0; k < nf && (!o->top || k < o->top); k++)
+					if (fr[k].file) {
+						int len = (int)strlen(tally_basename(fr[k].file)) + 1 + snprintf(NULL, 0, "%d", fr[k].line);
+						if (len > w)
+							w = len > 48 ? 48 : len;
+					}
+			strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
 			uint64_t cum = 0;
 			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
 				cum += fr[k].samples;
@@ -320,11 +353,18 @@ static void text_event(const struct tally_db *db, struct tally_resolver *res, co
 				pct(out, fr[k].samples, rows[i].samples);
 				strbuf_addch(out, ' ');
 				pct(out, cum, rows[i].samples);
-				if (fr[k].has_addr)
-					strbuf_addf(out, "  0x%016" PRIx64 "  %s\n", fr[k].addr, fr[k].label);
+				strbuf_reset(&loc);
+				if (o->lines && fr[k].file)
+					strbuf_addf(&loc, "%s:%d", tally_basename(fr[k].file), fr[k].line);
+				else if (o->lines)
+					strbuf_addstr(&loc, "-");
+				else if (fr[k].has_addr)
+					strbuf_addf(&loc, "0x%016" PRIx64, fr[k].addr);
 				else
-					strbuf_addf(out, "  %18s  %s\n", "-", fr[k].label);
+					strbuf_addstr(&loc, "-");
+				strbuf_addf(out, "  %*s  %s%s\n", o->lines ? -w : w, loc.buf, fr[k].label, fr[k].inlined ? " (inlined)" : "");
 			}
+			strbuf_release(&loc);
 			strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", rows[i].samples, "");
 			free_rows(fr, nf);
 		}
@@ -360,21 +400,44 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 			strbuf_addstr(out, ",\"pid\":null");
 		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f", rows[i].samples,
 			    total ? 100.0 * (double)rows[i].samples / (double)total : 0.0);
-		if (tally_resolver_mismatch(res, rows[i].image) || (o->symbols && tally_resolver_note(res, rows[i].image))) {
+		bool fn = o->symbols || o->lines;
+		if (tally_resolver_mismatch(res, rows[i].image) || (fn && tally_resolver_note(res, rows[i].image))) {
 			strbuf_addstr(out, ",\"note\":");
 			strbuf_add_json_str(out, tally_resolver_note(res, rows[i].image));
 		}
-		if (o->symbols) {
+		if (fn) {
 			size_t nf;
-			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], &nf);
-			strbuf_addstr(out, ",\"functions\":[");
+			struct row *fr = function_rows(db, res, ev, &db->profs[rows[i].prof], o->lines, &nf);
+			if (o->lines)
+				strbuf_addf(out, ",\"debug_info\":%s,\"lines\":[",
+					    tally_resolver_has_dwarf(res, rows[i].image) ? "true" : "false");
+			else
+				strbuf_addstr(out, ",\"functions\":[");
 			for (size_t k = 0; k < nf && (!o->top || k < o->top); k++) {
-				strbuf_addstr(out, k ? ",{\"name\":" : "{\"name\":");
+				strbuf_addstr(out, k ? ",{" : "{");
+				if (o->lines) {
+					strbuf_addstr(out, "\"file\":");
+					if (fr[k].file)
+						strbuf_add_json_str(out, fr[k].file);
+					else
+						strbuf_addstr(out, "null");
+					if (fr[k].file && fr[k].line)
+						strbuf_addf(out, ",\"line\":%d", fr[k].line);
+					else
+						strbuf_addstr(out, ",\"line\":null");
+					strbuf_addstr(out, ",\"function\":");
+				} else {
+					strbuf_addstr(out, "\"name\":");
+				}
 				strbuf_add_json_str(out, fr[k].label);
-				if (fr[k].has_addr)
-					strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", fr[k].addr);
-				else
-					strbuf_addstr(out, ",\"addr\":null");
+				if (fr[k].inlined)
+					strbuf_addstr(out, ",\"inlined\":true");
+				if (!o->lines) {
+					if (fr[k].has_addr)
+						strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", fr[k].addr);
+					else
+						strbuf_addstr(out, ",\"addr\":null");
+				}
 				strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"percent_of_total\":%.4f}",
 					    fr[k].samples, 100.0 * (double)fr[k].samples / (double)rows[i].samples,
 					    total ? 100.0 * (double)fr[k].samples / (double)total : 0.0);
@@ -388,19 +451,23 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 	free_rows(rows, n);
 }
 
+void tally_warn_jit(const struct tally_db *db)
+{
+	const char *u = tally_meta_get(&db->session, "jit-untrusted");
+	if (u)
+		tally_warn("%s JIT map(s) or jitdump(s) belonged to another user than their process's: not trusted, that code counts as nomap",
+			   u);
+	for (size_t i = 0; i < db->session.n; i++)
+		if (!strncmp(db->session.kv[i].key, "jit-warning-", 12))
+			tally_warn("%s", db->session.kv[i].value);
+}
+
 /* ---- call graphs ---- */
 
 static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
 {
 	const struct ropts *o = ctx;
-	if (o->pid && pid != o->pid)
-		return false;
-	if (o->comm) {
-		const char *c = tally_db_comm(db, pid);
-		if (!c || strcmp(c, o->comm))
-			return false;
-	}
-	return true;
+	return tally_select_pid(&o->sel, db, pid);
 }
 
 static double pc(uint64_t n, uint64_t d)
@@ -427,8 +494,10 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
 		strbuf_add_json_str(out, fn->name);
 		strbuf_addstr(out, ",\"image\":");
 		strbuf_add_json_str(out, db->images[fn->image].name);
+		if (fn->inlined)
+			strbuf_addstr(out, ",\"inlined\":true");
 	} else {
-		strbuf_addf(out, "%s  [%s]", fn->name, db->images[fn->image].name);
+		strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 	}
 }
 
@@ -628,37 +697,129 @@ static void cg_event(const struct tally_db *db, struct tally_resolver *res, cons
 	tally_cg_release(&cg);
 }
 
+/* --explain: per image with samples (or the one named), where tally looked for
+ * it and its debug info, what it found, and how many samples got names. */
+static int explain(const struct tally_db *db, struct tally_resolver *res, const struct ropts *o, int ev,
+		   struct strbuf *out)
+{
+	bool any = false;
+	if (o->json)
+		strbuf_addstr(out, "{\"format\":\"tally-explain\",\"version\":1,\"images\":[");
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *im = &db->images[i];
+		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
+			continue;
+		uint64_t total = 0, named = 0, lined = 0;
+		bool selected = false;
+		for (size_t p = 0; p < db->nprofs; p++) {
+			const struct tally_db_prof *pf = &db->profs[p];
+			if (pf->image != i || !tally_select_prof(&o->sel, db, pf))
+				continue;
+			selected = true;
+			for (size_t e = pf->first; e < pf->end; e++) {
+				uint64_t c = db->counts[e * (size_t)db->nevents + (size_t)ev];
+				if (!c)
+					continue;
+				total += c;
+				const struct tally_srcframe *fr;
+				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
+				if (n && fr[n - 1].name)
+					named += c;
+				if (n && fr[0].file)
+					lined += c;
+			}
+		}
+		if (!selected || (!total && !o->explain_image))
+			continue;
+		struct strbuf tx = STRBUF_INIT;
+		tally_resolver_explain(res, i, &tx);
+		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
+			    db->events[ev], total, named, total ? 100.0 * (double)named / (double)total : 0.0, lined,
+			    total ? 100.0 * (double)lined / (double)total : 0.0);
+		if (o->json) {
+			strbuf_addstr(out, any ? ",{\"name\":" : "{\"name\":");
+			strbuf_add_json_str(out, im->name);
+			strbuf_addstr(out, ",\"path\":");
+			strbuf_add_json_str(out, im->path);
+			strbuf_addstr(out, ",\"id\":");
+			strbuf_add_json_str(out, im->id);
+			strbuf_addstr(out, ",\"id_kind\":");
+			strbuf_add_json_str(out, im->id_kind);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"named\":%" PRIu64 ",\"with_line\":%" PRIu64 ",\"explain\":[",
+				    total, named, lined);
+			bool first = true;
+			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
+				nl = strchr(l, '\n');
+				if (!nl)
+					break;
+				*nl = '\0';
+				if (!first)
+					strbuf_addch(out, ',');
+				first = false;
+				strbuf_add_json_str(out, l + 2);
+			}
+			strbuf_addstr(out, "]}");
+		} else {
+			strbuf_addf(out, "%simage %s\n%s", any ? "\n" : "", im->name, tx.buf);
+		}
+		strbuf_release(&tx);
+		any = true;
+	}
+	if (o->json)
+		strbuf_addstr(out, "]}\n");
+	if (!any && o->explain_image) {
+		struct strbuf names = STRBUF_INIT;
+		for (size_t i = 0; i < db->nimages && i < 20; i++)
+			strbuf_addf(&names, "%s%s", i ? ", " : "", db->images[i].name);
+		tally_error("no image '%s' in '%s' (it has: %s)", o->explain_image, db->path, names.buf);
+		strbuf_release(&names);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct ropts o;
 	memset(&o, 0, sizeof(o));
 	o.input = "tally.db";
-	size_t aimage_path = 0;
+	tally_select_init(&o.sel);
+	int sr;
+	size_t aimage_path = 0, adebug = 0;
 	optind = 1;
 	opterr = 0;
 	int opt;
-	uint64_t v;
 	struct tally_db_select sel = { 0 };
-	while ((opt = getopt_long(argc, argv, "i:fh", report_opts, NULL)) != -1) {
-		int sr = tally_db_select_opt(&sel, opt, optarg);
-		if (sr < 0) {
+	while ((opt = getopt_long(argc, argv, "i:flh", report_opts, NULL)) != -1) {
+		int es = tally_db_select_opt(&sel, opt, optarg);
+		if (es < 0) {
 			free(o.image_path);
 			return tally_usage_error("report", "%s", tally_errmsg());
 		}
-		if (sr)
+		if (es)
 			continue;
 		switch (opt) {
 		case 'i': o.input = optarg; break;
 		case 'f': o.symbols = true; break;
-		case OPT_EXCL: o.excl = true; break;
-		case OPT_IMAGE: o.image = optarg; break;
-		case OPT_PID:
-			if (tally_parse_u64(optarg, "--pid", 1, 0x7fffffff, &v))
-				return tally_usage_error("report", "%s", tally_errmsg());
-			o.pid = (int)v;
+		case 'l': o.lines = true; break;
+		case OPT_NOINLINE: o.no_inline = true; break;
+		case OPT_EXPLAIN: o.explain = true; break;
+		case OPT_DEBUGDIR:
+			GROW(o.debug_dirs, adebug, o.ndebug_dirs + 2);
+			o.debug_dirs[o.ndebug_dirs++] = optarg;
+			o.debug_dirs[o.ndebug_dirs] = NULL;
 			break;
-		case OPT_COMM: o.comm = optarg; break;
-		case OPT_EVENT: o.event = optarg; break;
+		case OPT_MAPFILE: o.mapfile = optarg; break;
+		case OPT_VMLINUX: o.vmlinux = optarg; break;
+		case OPT_DEBUGINFOD: o.debuginfod = true; break;
+		case OPT_DFDTIMEOUT:
+			if (tally_parse_duration(optarg, "--debuginfod-timeout", &o.dfd_timeout) || o.dfd_timeout <= 0 ||
+			    o.dfd_timeout > 3600) {
+				free(o.image_path);
+				free(o.debug_dirs);
+				return tally_usage_error("report", "invalid --debuginfod-timeout '%s': expected seconds from 0.1 to 3600", optarg);
+			}
+			break;
 		case OPT_TOP:
 			if (tally_parse_u64(optarg, "--top", 1, UINT32_MAX, &o.top))
 				return tally_usage_error("report", "%s", tally_errmsg());
@@ -682,17 +843,60 @@ int cmd_report(int argc, char **argv)
 			o.plimit_set = true;
 			break;
 		}
+		case OPT_HTML: o.html = optarg; break;
 		case 'h': fputs(report_usage, stdout); return 0;
 		default:
+			sr = tally_select_getopt(&o.sel, opt, optarg);
+			if (sr < 0)
+				return tally_usage_error("report", "%s", tally_errmsg());
+			if (sr > 0)
+				break;
 			if (optopt && optopt < 256)
 				return tally_usage_error("report", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
 			return tally_usage_error("report", "unknown option or missing value '%s'", argv[optind - 1]);
 		}
 	}
+	if (o.explain && optind < argc)
+		o.explain_image = argv[optind++];
 	if (optind < argc) {
 		free(o.image_path);
+		free(o.debug_dirs);
 		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
 	}
+	bool cgview = o.children || o.callgraph || o.tree || o.callers || o.callees;
+	if (o.html && (o.json || o.symbols || o.lines || o.explain || cgview)) {
+		free(o.image_path);
+		free(o.debug_dirs);
+		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
+	}
+	if (o.html && tally_html_check_target(o.html)) {
+		tally_error("%s", tally_errmsg());
+		free(o.image_path);
+		free(o.debug_dirs);
+		return 1;
+	}
+	struct tally_imgmap map;
+	bool have_map = false;
+	if (o.mapfile) {
+		if (tally_imgmap_load(&map, o.mapfile)) {
+			tally_error("%s", tally_errmsg());
+			free(o.image_path);
+			free(o.debug_dirs);
+			return 1;
+		}
+		have_map = true;
+	}
+	if (o.vmlinux && access(o.vmlinux, R_OK) != 0) {
+		tally_error("cannot read --vmlinux '%s': %s", o.vmlinux, strerror(errno));
+		if (have_map)
+			tally_imgmap_release(&map);
+		free(o.image_path);
+		free(o.debug_dirs);
+		return 1;
+	}
+	for (size_t i = 0; i < o.ndebug_dirs; i++)
+		if (access(o.debug_dirs[i], X_OK) != 0)
+			tally_warn("--debug-dir '%s': %s (searched anyway)", o.debug_dirs[i], strerror(errno));
 	struct tally_db db;
 	if (tally_db_open_select(&db, o.input, &sel)) {
 		tally_error("%s", tally_errmsg());
@@ -700,35 +904,16 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	int ret = 0;
-	if ((o.pid || o.comm) && !db.per_pid) {
-		tally_error("'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
-			    o.input, o.pid ? "--pid" : "--comm");
+	if (tally_select_check(&o.sel, &db, o.input)) {
+		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
 	}
-	int ev_only = -1;
-	if (o.event) {
-		ev_only = tally_db_event(&db, o.event);
-		if (ev_only < 0) {
-			struct strbuf names = STRBUF_INIT;
-			for (int e = 0; e < db.nevents; e++)
-				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
-			tally_error("event '%s' is not in '%s' (it has: %s)", o.event, o.input, names.buf);
-			strbuf_release(&names);
-			ret = 1;
-			goto out;
-		}
-	}
-	if (o.pid) {
-		bool found = false;
-		for (size_t i = 0; i < db.nentries && !found; i++)
-			found = db.entries[i].pid == o.pid;
-		if (!found)
-			tally_warn("no samples for pid %d in '%s'", o.pid, o.input);
-	}
+	int ev_only = o.sel.ev_only;
 	bool cgmode = o.children || o.callgraph || o.tree || o.callers || o.callees;
-	if (cgmode && (int)o.symbols + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers + !!o.callees > 1) {
-		tally_error("give one of --symbols, --children, --callgraph, --tree, --callers, --callees");
+	if ((int)o.symbols + (int)o.lines + (int)o.explain + (int)o.children + (int)o.callgraph + (int)o.tree + !!o.callers +
+		    !!o.callees > 1) {
+		tally_error("give one of --symbols, --lines, --explain, --children, --callgraph, --tree, --callers, --callees");
 		ret = 2;
 		goto out;
 	}
@@ -739,14 +924,40 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!o.plimit_set)
 		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
-	if (tally_meta_get(&db.session, "jit-untrusted"))
-		tally_warn("%s process(es) had a /tmp/perf-PID.map owned by another user: not trusted, their code counts as nomap",
-			   tally_meta_get(&db.session, "jit-untrusted"));
-	struct tally_resolver_opts ro = { .image_path = o.image_path };
+	tally_warn_jit(&db);
+	struct strbuf modules = STRBUF_INIT;
+	const char *rel = tally_meta_get(&db.session, "kernel-release");
+	if (rel)
+		strbuf_addf(&modules, "/lib/modules/%s", rel);
+	struct tally_resolver_opts ro = {
+		.image_path = o.image_path,
+		.debug_dirs = o.debug_dirs,
+		.map = have_map ? &map : NULL,
+		.vmlinux = o.vmlinux,
+		.modules_dir = rel ? modules.buf : NULL,
+		.debuginfod = o.debuginfod,
+		.debuginfod_timeout = o.dfd_timeout,
+		.no_inline = o.no_inline,
+		.lines = o.lines || o.explain,
+	};
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);
+	if (o.html) {
+		struct tally_html_opts ho = { o.input, &o.sel, o.plimit_set ? o.plimit : TALLY_FLAME_DEFAULT_LIMIT,
+					      TALLY_HTML_ANNOTATE, o.top };
+		if (tally_html_write(o.html, &db, res, &ho)) {
+			tally_error("%s", tally_errmsg());
+			ret = 1;
+		}
+		warn_images(&db, res);
+		strbuf_release(&modules);
+		tally_resolver_free(res);
+		goto out;
+	}
 	struct strbuf out = STRBUF_INIT;
-	if (o.json) {
+	if (o.explain) {
+		ret = explain(&db, res, &o, ev_only >= 0 ? ev_only : 0, &out);
+	} else if (o.json) {
 		strbuf_addstr(&out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");
 		strbuf_add_json_str(&out, o.input);
 		strbuf_addstr(&out, ",\"session\":{");
@@ -787,15 +998,20 @@ int cmd_report(int argc, char **argv)
 		lost_line(&db, &out);
 	}
 	warn_images(&db, res);
-	fwrite(out.buf, 1, out.len, stdout);
+	if (out.len)
+		fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the report: %s", strerror(errno));
 		ret = 1;
 	}
 	strbuf_release(&out);
+	strbuf_release(&modules);
 	tally_resolver_free(res);
 out:
 	tally_db_release(&db);
+	if (have_map)
+		tally_imgmap_release(&map);
 	free(o.image_path);
+	free(o.debug_dirs);
 	return ret;
 }

@@ -9,13 +9,14 @@
 #include <stddef.h>
 
 #include "tally/collect.h"
+#include "tally/jitdump.h"
 #include "tally/util.h"
 
 enum tally_image_kind {
 	TALLY_IMG_FILE,   /* a mapped file: executable or library */
 	TALLY_IMG_KERNEL, /* kernel and modules: offsets are kernel addresses */
 	TALLY_IMG_NOMAP,  /* executable memory backed by no file: offsets are addresses */
-	TALLY_IMG_JIT,    /* anonymous memory named by /tmp/perf-PID.map: offsets are addresses */
+	TALLY_IMG_JIT,    /* anonymous memory named by /tmp/perf-PID.map or a jitdump: offsets are addresses */
 	TALLY_IMG_VDSO,   /* the kernel's vDSO */
 };
 
@@ -30,6 +31,18 @@ struct tally_image {
 	char *jit_map;     /* JIT: the map's contents, copied while the process lived */
 	size_t jit_map_len;
 	char *id, *id_kind; /* files: identity decided early by tally_agg_identify (NULL: not yet) */
+	struct tally_jitdump *jd; /* JIT: the process's jitdump, parsed while it lived */
+	char *jd_source;   /* JIT: the jitdump file as the process named it */
+	char *jd_text;     /* JIT: the database's copy of jd (tally_agg_snapshot_jit) */
+	size_t jd_text_len;
+	/* files mapped by a process in another mount namespace (a container): the
+	 * path is the process's own, so the file is identified while the process
+	 * lives, through /proc/PID/root (tally_agg_identify_new) */
+	bool foreign_ns;
+	int8_t early;          /* 1 identified while the process lived, -1 could not be, 0 not tried */
+	uint8_t early_id[20];
+	uint8_t early_id_len;  /* 0: early_hash is the id */
+	uint64_t early_hash;
 };
 
 struct tally_map {
@@ -46,7 +59,9 @@ struct tally_proc {
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
 	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
-	uint32_t jit_image;
+	char *jitdump;       /* a trusted jit-PID.dump the process mapped, as it named it, or NULL */
+	int jitdump_fd;      /* with jitdump: the file, opened while the process lived */
+	uint32_t jit_image;  /* the JIT image of a trusted perf map or jitdump */
 	uint32_t nomap_image;
 	int dead;            /* 0 alive; counts collection rounds since its exit */
 	void *uw;            /* DWARF unwinding state (unwind.h), or NULL */
@@ -86,6 +101,7 @@ struct tally_agg {
 	size_t nidentified; /* images[0..nidentified) went through tally_agg_identify */
 	struct tally_hidx image_idx;
 	uint32_t kernel_image;
+	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
 
 	struct tally_frame *frames;
 	size_t nframes, aframes;
@@ -113,6 +129,8 @@ struct tally_agg {
 	uint64_t *samples; /* per event */
 	uint64_t lost, throttled;
 	uint32_t jit_untrusted;
+	char **jit_warnings; /* jitdumps that were damaged or unusable: one line each */
+	size_t njit_warnings, ajit_warnings;
 	uint64_t uw_samples, uw_short, uw_joined;
 	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
@@ -132,7 +150,14 @@ void tally_agg_collect_dead(struct tally_agg *a);
 void tally_agg_tasks(struct tally_agg *a);
 /* Reads /proc/PID/maps and comm for a process that was running before recording. */
 int tally_agg_load_procfs(struct tally_agg *a, int pid);
-/* Copies the JIT maps of processes still alive (call before writing). */
+/* Identifies the files newly mapped by processes in another mount namespace
+ * through /proc/PID/root while the processes live (call between collection
+ * rounds: file I/O, once per new image, never per sample). */
+void tally_agg_identify_new(struct tally_agg *a);
+/* Copies the JIT maps and jitdumps of processes still alive, then settles the
+ * JIT images (call before writing): samples in anonymous memory that no map or
+ * dump names move to nomap, and each jitdump keeps only the functions with
+ * samples, in the text form the database stores (jd_text). */
 void tally_agg_snapshot_jit(struct tally_agg *a);
 
 /* Decides the identity (build-id, content hash, or replaced) of every file image

@@ -17,11 +17,13 @@ struct tally_cg_func {
 	bool has_addr;
 	uint64_t self, incl;
 	bool root;      /* a process root: _start, thread start, kernel entry */
+	bool inlined;   /* code inlined into its caller (from DWARF); addr is then an id, not an address */
 };
 
 struct tally_cg_stack {
 	uint32_t first, len; /* into funcs_of, leaf first */
 	uint64_t count;
+	uint32_t src; /* the database stack (db->stacks) it comes from */
 };
 
 struct tally_cg_arc {

@@ -37,14 +37,18 @@ struct tally_db_image {
 	char *name;    /* file name for reports: libc.so.6, kernel, nomap, jit */
 	char *path;
 	char *id;      /* build-id or content hash (hex) */
-	char *id_kind; /* build-id | xxh64 | none | replaced */
+	char *id_kind; /* build-id | xxh64 | none | replaced | unreachable */
 	char *kind;    /* exec | lib | kernel | nomap | jit | vdso */
 	int pid;       /* JIT and per-pid nomap: the process */
-	/* the copy the database keeps of a JIT map or of the vDSO: in memory (aux),
-	 * or in the directory dir (NULL: the database's own, see tally_db_image_dir) */
+	/* the copies the database keeps of a JIT map (or of the vDSO) and of a
+	 * jitdump: in memory (aux, jd_text), or in the directory dir (NULL: the
+	 * database's own, see tally_db_image_dir) */
 	char *aux;
 	size_t aux_len;
+	char *jd_text;
+	size_t jd_text_len;
 	char *dir;
+	bool foreign_ns; /* mapped inside another mount namespace: path is the container's (file mntns) */
 };
 
 struct tally_db_entry {

@@ -5,10 +5,14 @@
 #include "tally/unwind.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,6 +41,9 @@ static void proc_free(struct tally_proc *p)
 	tally_unwind_proc_release(p);
 	free(p->maps);
 	free(p->exe);
+	if (p->jitdump)
+		close(p->jitdump_fd);
+	free(p->jitdump);
 	free(p);
 }
 
@@ -47,6 +54,10 @@ void tally_agg_release(struct tally_agg *a)
 		free(a->images[i].jit_map);
 		free(a->images[i].id);
 		free(a->images[i].id_kind);
+		tally_jitdump_release(a->images[i].jd);
+		free(a->images[i].jd);
+		free(a->images[i].jd_source);
+		free(a->images[i].jd_text);
 	}
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
@@ -66,6 +77,9 @@ void tally_agg_release(struct tally_agg *a)
 	free(a->tasks);
 	tally_hidx_release(&a->proc_idx);
 	free(a->samples);
+	for (size_t i = 0; i < a->njit_warnings; i++)
+		free(a->jit_warnings[i]);
+	free(a->jit_warnings);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -109,6 +123,10 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 	im->jit_map = NULL;
 	im->jit_map_len = 0;
 	im->id = im->id_kind = NULL;
+	im->jd = NULL;
+	im->jd_source = NULL;
+	im->jd_text = NULL;
+	im->jd_text_len = 0;
 	tally_hidx_put(&a->image_idx, h, (uint32_t)a->nimages);
 	return (uint32_t)a->nimages++;
 }
@@ -275,6 +293,9 @@ static bool is_anon_name(const char *name)
 	       !strcmp(name, "[heap]") || !strncmp(name, "[stack", 6);
 }
 
+static bool is_jitdump_name(const char *path, int pid);
+static void check_jitdump(struct tally_agg *a, struct tally_proc *p, const char *name);
+
 static uint32_t file_image(struct tally_agg *a, int pid, const char *name, const uint8_t *bid, uint8_t bid_len,
 			   uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen)
 {
@@ -323,6 +344,11 @@ static void on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	size_t nl = strnlen(m->filename, maxlen < sizeof(name) - 1 ? maxlen : sizeof(name) - 1);
 	memcpy(name, m->filename, nl);
 	name[nl] = '\0';
+	if (is_jitdump_name(name, p->pid)) {
+		/* the runtime's marker: the dump names its code; nothing runs in this mapping */
+		check_jitdump(a, p, name);
+		return;
+	}
 	uint32_t img;
 	if (is_anon_name(name))
 		img = TALLY_MAP_ANON;
@@ -359,6 +385,10 @@ static void on_comm(struct tally_agg *a, const struct tally_rec *r)
 		free(p->exe);
 		p->exe = NULL;
 		p->jit = 0;
+		if (p->jitdump)
+			close(p->jitdump_fd);
+		free(p->jitdump);
+		p->jitdump = NULL;
 		p->jit_image = TALLY_HIDX_NONE;
 		p->nomap_image = TALLY_HIDX_NONE;
 	}
@@ -391,16 +421,85 @@ static void on_fork(struct tally_agg *a, const struct tally_rec *r)
 	}
 }
 
+static void jit_warn(struct tally_agg *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jit_warn(struct tally_agg *a, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < a->njit_warnings; i++)
+		if (!strcmp(a->jit_warnings[i], sb.buf)) {
+			strbuf_release(&sb);
+			return;
+		}
+	GROW(a->jit_warnings, a->ajit_warnings, a->njit_warnings + 1);
+	a->jit_warnings[a->njit_warnings++] = strbuf_detach(&sb);
+}
+
+/* The whole file from its start (the runtime keeps appending to it). */
+static int read_fd(struct strbuf *sb, int fd, size_t max)
+{
+	strbuf_reset(sb);
+	off_t at = 0;
+	for (;;) {
+		strbuf_grow(sb, 65536);
+		ssize_t n = pread(fd, sb->buf + sb->len, sb->alloc - sb->len - 1, at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		sb->len += (size_t)n;
+		at += n;
+		if (sb->len > max) {
+			errno = EFBIG;
+			return -EFBIG;
+		}
+	}
+	sb->buf[sb->len] = '\0';
+	return 0;
+}
+
 static void snapshot_jit(struct tally_agg *a, struct tally_proc *p)
 {
-	if (p->jit != 1 || p->jit_image == TALLY_HIDX_NONE)
+	if (p->jit_image == TALLY_HIDX_NONE)
 		return;
 	struct tally_image *im = &a->images[p->jit_image];
 	struct strbuf sb = STRBUF_INIT;
-	if (strbuf_read_file(&sb, im->path, 256u << 20) == 0) {
-		free(im->jit_map);
-		im->jit_map_len = sb.len;
-		im->jit_map = strbuf_detach(&sb);
+	if (p->jit == 1) {
+		char mp[64];
+		snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
+		if (strbuf_read_file(&sb, mp, 256u << 20) == 0) {
+			free(im->jit_map);
+			im->jit_map_len = sb.len;
+			im->jit_map = strbuf_detach(&sb);
+		}
+		strbuf_reset(&sb);
+	}
+	if (p->jitdump) {
+		if (read_fd(&sb, p->jitdump_fd, 1u << 30) == 0) {
+			struct tally_jitdump *jd = xcalloc(1, sizeof(*jd));
+			if (tally_jitdump_parse(jd, sb.buf, sb.len)) {
+				jit_warn(a, "jitdump '%s' of pid %d: %s: not used (its code counts as nomap)", p->jitdump, p->pid,
+					 tally_errmsg());
+				tally_jitdump_release(jd);
+				free(jd);
+			} else {
+				if (jd->warning)
+					jit_warn(a, "jitdump '%s' of pid %d: %s", p->jitdump, p->pid, jd->warning);
+				tally_jitdump_release(im->jd);
+				free(im->jd);
+				im->jd = jd;
+				free(im->jd_source);
+				im->jd_source = xstrdup(p->jitdump);
+			}
+		} else {
+			jit_warn(a, "jitdump '%s' of pid %d: cannot read it: %s (its code counts as nomap)", p->jitdump, p->pid,
+				 strerror(errno));
+		}
 	}
 	strbuf_release(&sb);
 }
@@ -421,34 +520,200 @@ static void on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
 	}
 }
 
+struct jrange {
+	uint64_t start, end;
+};
+
+static int cmp_jrange(const void *x, const void *y)
+{
+	const struct jrange *a = x, *b = y;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The address ranges a perf map names ("START SIZE NAME" lines, hex), sorted. */
+static struct jrange *map_ranges(const char *map, size_t len, size_t *n)
+{
+	struct jrange *r = NULL;
+	size_t cap = 0;
+	*n = 0;
+	const char *p = map, *end = map + len;
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char line[128];
+		size_t l = (size_t)((nl ? nl : end) - p);
+		if (l > sizeof(line) - 1)
+			l = sizeof(line) - 1;
+		memcpy(line, p, l);
+		line[l] = '\0';
+		char *e1, *e2;
+		unsigned long long start = strtoull(line, &e1, 16), size;
+		if (e1 != line && *e1 == ' ' && (size = strtoull(e1 + 1, &e2, 16), e2 != e1 + 1 && *e2 == ' ' && e2[1])) {
+			GROW(r, cap, *n + 1);
+			r[(*n)++] = (struct jrange){ start, start + (size ? size : 1) };
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	tally_qsort(r, *n, sizeof(*r), cmp_jrange);
+	return r;
+}
+
+static bool in_ranges(const struct jrange *r, size_t n, uint64_t addr)
+{
+	/* ranges may overlap (code reused): look back from the last start <= addr */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && lo - i <= 64;)
+		if (addr < r[i].end)
+			return true;
+	return false;
+}
+
+/* Samples in anonymous memory that neither the perf map nor the jitdump names
+ * are nomap, as if the process had neither; the jitdump keeps what has samples. */
+static void settle_jit(struct tally_agg *a)
+{
+	bool moved = false;
+	for (size_t i = 0; i < a->nimages; i++) {
+		struct tally_image *im = &a->images[i];
+		if (im->kind != TALLY_IMG_JIT)
+			continue;
+		size_t nr = 0;
+		struct jrange *r = im->jit_map ? map_ranges(im->jit_map, im->jit_map_len, &nr) : NULL;
+		uint32_t nomap = TALLY_HIDX_NONE;
+		if (im->jd)
+			for (size_t k = 0; k < im->jd->nfuncs; k++)
+				im->jd->funcs[k].keep = false;
+		for (size_t f = 0; f < a->nframes; f++) {
+			if (a->frames[f].image != i)
+				continue;
+			uint64_t addr = a->frames[f].offset;
+			struct tally_jit_func *jf = im->jd ? tally_jitdump_find(im->jd, addr) : NULL;
+			if (jf)
+				jf->keep = true;
+			if (jf || in_ranges(r, nr, addr))
+				continue;
+			if (nomap == TALLY_HIDX_NONE) {
+				struct tally_image k;
+				memset(&k, 0, sizeof(k));
+				k.kind = TALLY_IMG_NOMAP;
+				k.path = (char *)"";
+				k.pid = a->per_pid ? im->pid : 0;
+				nomap = tally_agg_image(a, &k);
+				im = &a->images[i]; /* the registry may have moved */
+			}
+			a->frames[f].image = nomap;
+			moved = true;
+		}
+		free(r);
+		free(im->jd_text);
+		im->jd_text = NULL;
+		im->jd_text_len = 0;
+		if (im->jd) {
+			struct strbuf sb = STRBUF_INIT;
+			tally_jitdump_format(im->jd, false, im->jd_source ? im->jd_source : im->path, &sb);
+			im->jd_text_len = sb.len;
+			im->jd_text = strbuf_detach(&sb);
+		}
+	}
+	if (moved) {
+		/* frames changed keys: index them again (two may now be equal: both stay) */
+		tally_hidx_release(&a->frame_idx);
+		for (size_t f = 0; f < a->nframes; f++) {
+			const struct tally_frame *fr = &a->frames[f];
+			uint64_t h = tally_hash_u64(fr->offset ^ ((uint64_t)fr->image << 48) ^ fr->image);
+			tally_hidx_put(&a->frame_idx, h, (uint32_t)f);
+		}
+	}
+}
+
 void tally_agg_snapshot_jit(struct tally_agg *a)
 {
 	for (size_t i = 0; i < a->nprocs; i++)
 		if (!a->procs[i]->dead)
 			snapshot_jit(a, a->procs[i]);
+	settle_jit(a);
+}
+
+static bool is_jitdump_name(const char *path, int pid)
+{
+	/* jit-PID.dump, PID the process's own (a runtime names it so) */
+	const char *b = tally_basename(path);
+	char want[48];
+	snprintf(want, sizeof(want), "jit-%d.dump", pid);
+	return !strcmp(b, want);
+}
+
+static bool owned_by_process(struct tally_agg *a, int pid, const char *path)
+{
+	char pp[32];
+	struct stat ms, ps;
+	snprintf(pp, sizeof(pp), "/proc/%d", pid);
+	if (stat(path, &ms) < 0 || !S_ISREG(ms.st_mode))
+		return false;
+	if (stat(pp, &ps) < 0 || ps.st_uid != ms.st_uid) {
+		a->jit_untrusted++;
+		return false;
+	}
+	return true;
+}
+
+static uint32_t jit_image(struct tally_agg *a, struct tally_proc *p, const char *path)
+{
+	if (p->jit_image != TALLY_HIDX_NONE)
+		return p->jit_image;
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_JIT;
+	k.path = (char *)path;
+	k.pid = p->pid;
+	p->jit_image = tally_agg_image(a, &k);
+	return p->jit_image;
+}
+
+/* A jitdump is trusted, as a perf map is, only when the process's own user owns
+ * it; it is read when the process exits or recording ends. */
+static void check_jitdump(struct tally_agg *a, struct tally_proc *p, const char *name)
+{
+	if (p->jitdump)
+		return;
+	struct strbuf rp = STRBUF_INIT;
+	/* the process's own view of its files (another mount namespace) while it lives */
+	strbuf_addf(&rp, "/proc/%d/root%s", p->pid, name);
+	if (name[0] != '/' || access(rp.buf, R_OK) != 0) {
+		strbuf_reset(&rp);
+		strbuf_addstr(&rp, name);
+	}
+	if (owned_by_process(a, p->pid, rp.buf)) {
+		/* kept open: the dump is read when the process has exited, or was removed */
+		int fd = open(rp.buf, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			p->jitdump_fd = fd;
+			p->jitdump = xstrdup(name);
+			jit_image(a, p, name);
+		} else {
+			jit_warn(a, "jitdump '%s' of pid %d: cannot open it: %s (its code counts as nomap)", name, p->pid,
+				 strerror(errno));
+		}
+	}
+	strbuf_release(&rp);
 }
 
 /* Decides once per process whether /tmp/perf-PID.map may name its anonymous code:
  * only a map owned by the process's own user is trusted. */
 static void check_jit(struct tally_agg *a, struct tally_proc *p)
 {
-	char mp[64], pp[32];
-	struct stat ms, ps;
+	char mp[64];
 	snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
-	snprintf(pp, sizeof(pp), "/proc/%d", p->pid);
 	p->jit = -1;
-	if (stat(mp, &ms) < 0 || !S_ISREG(ms.st_mode))
+	if (!owned_by_process(a, p->pid, mp))
 		return;
-	if (stat(pp, &ps) < 0 || ps.st_uid != ms.st_uid) {
-		a->jit_untrusted++;
-		return;
-	}
-	struct tally_image k;
-	memset(&k, 0, sizeof(k));
-	k.kind = TALLY_IMG_JIT;
-	k.path = mp;
-	k.pid = p->pid;
-	p->jit_image = tally_agg_image(a, &k);
+	jit_image(a, p, mp);
 	p->jit = 1;
 }
 
@@ -467,7 +732,7 @@ static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, 
 	if (p) {
 		if (p->jit == 0)
 			check_jit(a, p);
-		if (p->jit == 1)
+		if (p->jit_image != TALLY_HIDX_NONE)
 			return p->jit_image;
 		if (p->nomap_image == TALLY_HIDX_NONE) {
 			struct tally_image k;
@@ -731,6 +996,10 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid)
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
+		if (is_jitdump_name(name, pid)) {
+			check_jitdump(a, p, name);
+			continue;
+		}
 		uint32_t img;
 		if (is_anon_name(name) || (!ino && name[0] != '['))
 			img = TALLY_MAP_ANON;
@@ -767,14 +1036,30 @@ void tally_image_identify(struct tally_image *im)
 		im->id_kind = xstrdup("build-id");
 		return;
 	}
+	if (im->early == 1) {
+		/* read through /proc/PID/root while the process (in a container) lived */
+		if (im->early_id_len) {
+			tally_hex(im->early_id, im->early_id_len, hex);
+			im->id = xstrdup(hex);
+			im->id_kind = xstrdup("build-id");
+		} else {
+			snprintf(hex, sizeof(hex), "%016" PRIx64, im->early_hash);
+			im->id = xstrdup(hex);
+			im->id_kind = xstrdup("xxh64");
+		}
+		return;
+	}
 	struct tally_elf_info info;
 	struct strbuf p = STRBUF_INIT;
 	const char *path = im->path;
+	bool via_root = false;
 	/* a process in another mount namespace sees its own files: use its root while it lives */
 	if (im->pid > 0) {
 		strbuf_addf(&p, "/proc/%d/root%s", im->pid, im->path);
-		if (access(p.buf, R_OK) == 0)
+		if (access(p.buf, R_OK) == 0) {
 			path = p.buf;
+			via_root = true;
+		}
 	}
 	char *clean = NULL;
 	const char *del = strstr(path, " (deleted)");
@@ -792,7 +1077,12 @@ void tally_image_identify(struct tally_image *im)
 		replaced = true;
 	if (im->ino && r != 0)
 		replaced = true;
-	if (replaced) {
+	if (im->foreign_ns && !via_root) {
+		/* its own root is gone and this machine's file at that path may be
+		 * another: unknown, never symbolized */
+		im->id = xstrdup("00000000");
+		im->id_kind = xstrdup("unreachable");
+	} else if (replaced) {
 		im->id = xstrdup("00000000");
 		im->id_kind = xstrdup("replaced");
 	} else if (r == 0 && info.build_id_len) {
@@ -813,6 +1103,7 @@ void tally_image_identify(struct tally_image *im)
 
 void tally_agg_identify(struct tally_agg *a)
 {
+	tally_agg_identify_new(a); /* containers' files first: through the process's root */
 	for (size_t i = a->nidentified; i < a->nimages; i++)
 		tally_image_identify(&a->images[i]);
 	a->nidentified = a->nimages;
@@ -858,6 +1149,9 @@ void tally_agg_reset(struct tally_agg *a)
 	memset(a->samples, 0, (size_t)a->nevents * sizeof(uint64_t));
 	a->lost = a->throttled = 0;
 	a->jit_untrusted = 0;
+	for (size_t i = 0; i < a->njit_warnings; i++)
+		free(a->jit_warnings[i]);
+	a->njit_warnings = 0;
 	a->uw_samples = a->uw_short = a->uw_joined = 0;
 	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
 	for (size_t i = 0; i < a->nprocs; i++)
@@ -885,14 +1179,20 @@ void tally_agg_reset(struct tally_agg *a)
 			free(a->images[i].jit_map);
 			free(a->images[i].id);
 			free(a->images[i].id_kind);
+			tally_jitdump_release(a->images[i].jd);
+			free(a->images[i].jd);
+			free(a->images[i].jd_source);
+			free(a->images[i].jd_text);
 			map[i] = TALLY_HIDX_NONE;
 			continue;
 		}
 		map[i] = (uint32_t)n;
 		a->images[n++] = a->images[i];
 	}
+	bool all_checked = a->images_checked == a->nimages;
 	a->nimages = n;
 	a->nidentified = all_identified ? n : 0; /* identification skips images already done */
+	a->images_checked = all_checked ? n : 0;
 	tally_hidx_release(&a->image_idx);
 	for (size_t i = 0; i < n; i++)
 		tally_hidx_put(&a->image_idx, image_hash(&a->images[i]), (uint32_t)i);
@@ -919,7 +1219,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	m += a->aimages * sizeof(struct tally_image);
 	for (size_t i = 0; i < a->nimages; i++) {
 		const struct tally_image *im = &a->images[i];
-		m += strlen(im->path) + 1 + im->jit_map_len;
+		m += strlen(im->path) + 1 + im->jit_map_len + im->jd_text_len;
 		if (im->id)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
@@ -936,4 +1236,62 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	for (size_t i = 0; i < a->ntasks; i++)
 		m += a->tasks[i].exe ? strlen(a->tasks[i].exe) + 1 : 0;
 	return m;
+}
+
+/* ---- containers: files seen through another mount namespace ---- */
+
+static bool same_mnt_ns(int pid, bool *known)
+{
+	static struct stat self;
+	static bool have_self;
+	char p[64];
+	struct stat st;
+	*known = false;
+	if (!have_self) {
+		if (stat("/proc/self/ns/mnt", &self) != 0)
+			return true;
+		have_self = true;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/ns/mnt", pid);
+	if (stat(p, &st) != 0)
+		return true;
+	*known = true;
+	return st.st_ino == self.st_ino && st.st_dev == self.st_dev;
+}
+
+void tally_agg_identify_new(struct tally_agg *a)
+{
+	for (; a->images_checked < a->nimages; a->images_checked++) {
+		struct tally_image *im = &a->images[a->images_checked];
+		if (im->kind != TALLY_IMG_FILE || im->pid <= 0 || im->path[0] != '/')
+			continue;
+		bool known;
+		if (same_mnt_ns(im->pid, &known) || !known)
+			continue;
+		im->foreign_ns = true;
+		if (im->build_id_len)
+			continue; /* the kernel gave its build-id: nothing to read */
+		struct strbuf p = STRBUF_INIT;
+		const char *del = strstr(im->path, " (deleted)");
+		strbuf_addf(&p, "/proc/%d/root", im->pid);
+		strbuf_add(&p, im->path, del ? (size_t)(del - im->path) : strlen(im->path));
+		struct stat st;
+		struct tally_elf_info info;
+		im->early = -1;
+		/* the file the process mapped, not whatever has its name now */
+		if (stat(p.buf, &st) == 0 && (!im->ino || (st.st_ino == im->ino && major(st.st_dev) == im->maj &&
+							   minor(st.st_dev) == im->min)) &&
+		    tally_elf_info(p.buf, 1, &info) == 0) {
+			if (info.build_id_len) {
+				size_t n = info.build_id_len > 20 ? 20 : info.build_id_len;
+				memcpy(im->early_id, info.build_id, n);
+				im->early_id_len = (uint8_t)n;
+				im->early = 1;
+			} else if (info.have_hash) {
+				im->early_hash = info.hash;
+				im->early = 1;
+			}
+		}
+		strbuf_release(&p);
+	}
 }

@@ -288,4 +288,10 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	}
 	if (a->jit_untrusted)
 		tally_meta_set(m, "jit-untrusted", "%u", a->jit_untrusted);
+	for (size_t i = 0; i < a->njit_warnings; i++) {
+		/* the report repeats them: the database is where users look later */
+		char key[48];
+		snprintf(key, sizeof(key), "jit-warning-%zu", i + 1);
+		tally_meta_set(m, key, "%s", a->jit_warnings[i]);
+	}
 }

@@ -85,7 +85,18 @@ static void image_free(struct tally_db_image *im)
 	free(im->id_kind);
 	free(im->kind);
 	free(im->aux);
+	free(im->jd_text);
 	free(im->dir);
+}
+
+static char *copy_bytes(const char *p, size_t n)
+{
+	if (!p)
+		return NULL;
+	char *c = xmalloc(n + 1);
+	memcpy(c, p, n);
+	c[n] = '\0';
+	return c;
 }
 
 void tally_db_builder_free(struct tally_db_builder *b)
@@ -161,18 +172,18 @@ uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_d
 			free(x->kind);
 			x->kind = xstrdup("exec");
 		}
-		/* the newest copy of a JIT map or vDSO wins */
-		if (im->aux || im->dir) {
+		/* the newest copies of a JIT map, jitdump or vDSO win */
+		if (im->aux || im->jd_text || im->dir) {
 			free(x->aux);
+			free(x->jd_text);
 			free(x->dir);
-			x->aux = im->aux ? xmalloc(im->aux_len + 1) : NULL;
-			if (im->aux) {
-				memcpy(x->aux, im->aux, im->aux_len);
-				x->aux[im->aux_len] = '\0';
-			}
+			x->aux = copy_bytes(im->aux, im->aux_len);
 			x->aux_len = im->aux ? im->aux_len : 0;
+			x->jd_text = copy_bytes(im->jd_text, im->jd_text_len);
+			x->jd_text_len = im->jd_text ? im->jd_text_len : 0;
 			x->dir = im->dir ? xstrdup(im->dir) : NULL;
 		}
+		x->foreign_ns = x->foreign_ns || im->foreign_ns;
 		return i;
 	}
 	GROW(b->images, b->aimages, b->nimages + 1);
@@ -184,12 +195,11 @@ uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_d
 	x->id_kind = xstrdup(im->id_kind);
 	x->kind = xstrdup(im->kind);
 	x->pid = im->pid;
-	if (im->aux) {
-		x->aux = xmalloc(im->aux_len + 1);
-		memcpy(x->aux, im->aux, im->aux_len);
-		x->aux[im->aux_len] = '\0';
-		x->aux_len = im->aux_len;
-	}
+	x->foreign_ns = im->foreign_ns;
+	x->aux = copy_bytes(im->aux, im->aux_len);
+	x->aux_len = im->aux ? im->aux_len : 0;
+	x->jd_text = copy_bytes(im->jd_text, im->jd_text_len);
+	x->jd_text_len = im->jd_text ? im->jd_text_len : 0;
 	x->dir = im->dir ? xstrdup(im->dir) : NULL;
 	tally_hidx_put(&b->image_idx, h, (uint32_t)b->nimages);
 	return (uint32_t)b->nimages++;
@@ -413,7 +423,7 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	for (size_t i = 0; i < src->nimages; i++) {
 		struct tally_db_image im = src->images[i];
 		/* its copied files stay where they are until written again */
-		if (!im.aux && !im.dir && (!strcmp(im.kind, "jit") || !strcmp(im.kind, "vdso")))
+		if (!im.aux && !im.jd_text && !im.dir && (!strcmp(im.kind, "jit") || !strcmp(im.kind, "vdso")))
 			im.dir = (char *)tally_db_image_dir(src, (uint32_t)i);
 		img[i] = tally_db_builder_image(b, &im);
 	}

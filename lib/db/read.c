@@ -473,6 +473,30 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	return 0;
 }
 
+/* Optional: the images mapped inside another mount namespace. */
+static int load_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "mntns", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	char *cur = sb->buf, *line;
+	size_t ln = 0;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *end;
+		unsigned long i = strtoul(line, &end, 10);
+		if (*end || end == line || i >= db->nimages)
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected an image index below %zu (%s)", path->buf, ln,
+					    db->nimages, DAMAGED);
+		db->images[i].foreign_ns = true;
+	}
+	return 0;
+}
+
 static int cmp_name(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -526,6 +550,8 @@ int tally_db_open_dir(struct tally_db *db, const char *path)
 		r = load_tasks(db, &sb, &p);
 	if (!r)
 		r = load_modules(db, &sb, &p);
+	if (!r)
+		r = load_mntns(db, &sb, &p);
 	if (!r) {
 		/* the .prof files must account for every sample the session counted */
 		for (int e = 0; e < db->nevents && !r; e++) {
@@ -567,6 +593,7 @@ void tally_db_release(struct tally_db *db)
 		free(db->images[i].id_kind);
 		free(db->images[i].kind);
 		free(db->images[i].aux);
+		free(db->images[i].jd_text);
 		free(db->images[i].dir);
 	}
 	free(db->images);

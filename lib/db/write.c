@@ -153,6 +153,7 @@ static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, 
 		tally_image_identify(im);
 		d->id = xstrdup(im->id);
 		d->id_kind = xstrdup(im->id_kind);
+		d->foreign_ns = im->foreign_ns;
 		/* from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
 		d->kind = xstrdup("lib");
 		for (size_t t = 0; t < a->ntasks; t++)
@@ -180,7 +181,10 @@ static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, 
 	case TALLY_IMG_JIT:
 		d->name = xstrdup("jit");
 		d->path = xstrdup(im->path);
-		snprintf(hex, sizeof(hex), "%016" PRIx64, XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
+		/* the copies' contents identify the image: a map alone hashes as it always did */
+		snprintf(hex, sizeof(hex), "%016" PRIx64,
+			 im->jd_text ? XXH64(im->jd_text, im->jd_text_len, XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0))
+				     : XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
 		d->id = xstrdup(hex);
 		d->id_kind = xstrdup("xxh64");
 		d->kind = xstrdup("jit");
@@ -190,6 +194,12 @@ static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, 
 			memcpy(d->aux, im->jit_map, im->jit_map_len);
 			d->aux[im->jit_map_len] = '\0';
 			d->aux_len = im->jit_map_len;
+		}
+		if (im->jd_text) {
+			d->jd_text = xmalloc(im->jd_text_len + 1);
+			memcpy(d->jd_text, im->jd_text, im->jd_text_len);
+			d->jd_text[im->jd_text_len] = '\0';
+			d->jd_text_len = im->jd_text_len;
 		}
 		break;
 	case TALLY_IMG_VDSO: {
@@ -222,6 +232,7 @@ static void db_image_release(struct tally_db_image *d)
 	free(d->id_kind);
 	free(d->kind);
 	free(d->aux);
+	free(d->jd_text);
 	free(d->dir);
 }
 
@@ -461,16 +472,19 @@ static const char *task_comm(const struct tally_db *db, int pid)
 	return c ? c : "";
 }
 
-/* The copied file of image i: its content in memory, or read from its directory. */
-static int image_aux(const struct tally_db *db, uint32_t i, const char *rel, struct strbuf *sb, const char **data,
-		     size_t *len)
+/* A copied file of image i: its content in memory (mem, n), or read from its
+ * directory. 1 when there is one. */
+static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, size_t n, const char *rel,
+		     struct strbuf *sb, const char **data, size_t *len)
 {
 	const struct tally_db_image *im = &db->images[i];
-	if (im->aux) {
-		*data = im->aux;
-		*len = im->aux_len;
+	if (mem) {
+		*data = mem;
+		*len = n;
 		return 1;
 	}
+	if (im->aux || im->jd_text)
+		return 0; /* the image's copies are in memory, and this one is not among them */
 	struct strbuf p = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
 	strbuf_reset(sb);
@@ -638,7 +652,7 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	if (db->modules && (ret = k->put(k, "modules", db->modules, strlen(db->modules))))
 		goto out;
 
-	/* JIT maps and the vDSO, copied: they do not outlive the machine or the process */
+	/* JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process */
 	bool vdso_done = false;
 	for (size_t i = 0; i < db->nimages; i++) {
 		const struct tally_db_image *im = &db->images[i];
@@ -646,12 +660,17 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		size_t len;
 		if (!strcmp(im->kind, "jit")) {
 			strbuf_reset(&name);
+			strbuf_addf(&name, "jit/jitdump-%d-%s.txt", im->pid, im->id);
+			if (image_aux(db, (uint32_t)i, im->jd_text, im->jd_text_len, name.buf, &aux, &data, &len) &&
+			    (ret = k->put(k, name.buf, data, len)))
+				goto out;
+			strbuf_reset(&name);
 			strbuf_addf(&name, "jit/perf-%d-%s.map", im->pid, im->id);
-			if (image_aux(db, (uint32_t)i, name.buf, &aux, &data, &len) &&
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, name.buf, &aux, &data, &len) &&
 			    (ret = k->put(k, name.buf, data, len)))
 				goto out;
 		} else if (!strcmp(im->kind, "vdso") && !vdso_done) {
-			if (image_aux(db, (uint32_t)i, "vdso.so", &aux, &data, &len)) {
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, "vdso.so", &aux, &data, &len)) {
 				vdso_done = true;
 				if ((ret = k->put(k, "vdso.so", data, len)))
 					goto out;
@@ -671,6 +690,13 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		strbuf_addch(&sb, '\n');
 	}
 	if ((ret = k->put(k, "images", sb.buf, sb.len)))
+		goto out;
+	/* images mapped inside another mount namespace: their paths are the container's */
+	strbuf_reset(&sb);
+	for (size_t i = 0; i < db->nimages; i++)
+		if (db->images[i].foreign_ns)
+			strbuf_addf(&sb, "%s%zu\n", sb.len ? "" : "# index of an image mapped in another mount namespace\n", i);
+	if (sb.len && (ret = k->put(k, "mntns", sb.buf, sb.len)))
 		goto out;
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# pid\tcomm\texe\n");

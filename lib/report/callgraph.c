@@ -29,6 +29,7 @@ struct fkey {
 	uint32_t image;
 	const char *name;
 	uint64_t addr;
+	bool inlined;
 };
 
 static bool func_eq(const void *ctx, uint32_t idx, const void *key)
@@ -36,38 +37,52 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_cg *cg = ctx;
 	const struct fkey *k = key;
 	const struct tally_cg_func *f = &cg->funcs[idx];
-	return f->image == k->image && f->addr == k->addr && !strcmp(f->name, k->name);
+	return f->image == k->image && f->addr == k->addr && f->inlined == k->inlined && !strcmp(f->name, k->name);
 }
 
-static uint32_t intern_func(struct tally_cg *cg, struct tally_resolver *res,
-			    const struct tally_frame *fr, bool leaf)
+static uint32_t intern_key(struct tally_cg *cg, const struct fkey *k, bool has_addr)
 {
-	/* callers' frames are return addresses: look up the call instruction */
-	uint64_t off = fr->offset - (leaf || !fr->offset ? 0 : 1);
-	bool raw = tally_resolver_mismatch(res, fr->image);
-	const struct tally_sym *s = raw ? NULL : tally_resolve(res, fr->image, off);
-	char buf[64];
-	struct fkey k = { fr->image, "[unknown]", 0 };
-	bool has_addr = false;
-	if (s) {
-		k.name = s->name;
-		k.addr = s->addr;
-		has_addr = true;
-	} else if (raw) {
-		snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", fr->offset);
-		k.name = buf;
-		k.addr = fr->offset;
-		has_addr = true;
-	}
-	uint64_t h = tally_hash_bytes(k.name, strlen(k.name), k.addr ^ ((uint64_t)k.image << 32));
-	uint32_t i = tally_hidx_get(&cg->func_idx, h, &k, func_eq, cg);
+	uint64_t h = tally_hash_bytes(k->name, strlen(k->name), k->addr ^ ((uint64_t)k->image << 32) ^ (uint64_t)k->inlined);
+	uint32_t i = tally_hidx_get(&cg->func_idx, h, k, func_eq, cg);
 	if (i != TALLY_HIDX_NONE)
 		return i;
 	GROW(cg->funcs, cg->afuncs, cg->nfuncs + 1);
-	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k.image, xstrdup(k.name), k.addr, has_addr, 0, 0,
-							is_root_name(k.name) };
+	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k->image, xstrdup(k->name), k->addr, has_addr, 0, 0,
+							!k->inlined && is_root_name(k->name), k->inlined };
 	tally_hidx_put(&cg->func_idx, h, (uint32_t)cg->nfuncs);
 	return (uint32_t)cg->nfuncs++;
+}
+
+/* The functions of one frame, innermost first: its inlined functions (when
+ * DWARF has them), then the function itself. Returns how many (at most max). */
+static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
+			   uint32_t *out, size_t max)
+{
+	/* callers' frames are return addresses: the resolver looks up the call instruction */
+	bool raw = tally_resolver_mismatch(res, fr->image);
+	char buf[64];
+	if (raw) {
+		snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", fr->offset);
+		struct fkey k = { fr->image, buf, fr->offset, false };
+		out[0] = intern_key(cg, &k, true);
+		return 1;
+	}
+	const struct tally_srcframe *sf;
+	size_t n = tally_resolve_frames(res, fr->image, fr->offset, !leaf, &sf);
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < max; i++) {
+		if (!sf[i].name && sf[i].inlined)
+			continue;
+		struct fkey key = { fr->image, sf[i].name ? sf[i].name : "[unknown]", sf[i].name ? sf[i].addr : 0, sf[i].inlined };
+		out[k++] = intern_key(cg, &key, sf[i].name && !sf[i].inlined);
+		if (!sf[i].inlined)
+			break;
+	}
+	if (!k) {
+		struct fkey key = { fr->image, "[unknown]", 0, false };
+		out[k++] = intern_key(cg, &key, false);
+	}
+	return k;
 }
 
 static bool arc_eq(const void *ctx, uint32_t idx, const void *key)
@@ -106,16 +121,20 @@ void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally
 		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
 		if (!c || (keep && !keep(db, st->pid, ctx)))
 			continue;
-		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c };
+		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
 		for (uint32_t f = 0; f < st->len; f++) {
-			uint32_t fn = intern_func(cg, res, &db->frames[st->first + f], f == 0);
-			/* consecutive frames in one function (inlined-away recursion, or a
-			 * kernel sample whose user part starts in the same function) are one */
-			if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)
-				continue;
-			GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + 1);
-			cg->funcs_of[cg->nfuncs_of++] = fn;
-			cs.len++;
+			uint32_t fns[32];
+			size_t nfn = intern_frame(cg, res, &db->frames[st->first + f], f == 0, fns, ARRAY_SIZE(fns));
+			for (size_t j = 0; j < nfn; j++) {
+				uint32_t fn = fns[j];
+				/* consecutive frames in one function (inlined-away recursion, or a
+				 * kernel sample whose user part starts in the same function) are one */
+				if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)
+					continue;
+				GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + 1);
+				cg->funcs_of[cg->nfuncs_of++] = fn;
+				cs.len++;
+			}
 		}
 		GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
 		cg->stacks[cg->nstacks++] = cs;

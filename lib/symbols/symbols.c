@@ -1,9 +1,18 @@
-/* Symbolization at report time (see symbols.h). */
+/* Symbolization at report time (see symbols.h; the search order is in
+ * docs/symbols.md). Every file is checked against the id recorded for the image
+ * before it is used, and every file looked at is written to the image's log for
+ * --explain. */
 #define _GNU_SOURCE
+#include "tally/jitdump.h"
 #include "tally/symbols.h"
+#include "tally/imgmap.h"
 #include "tally/util.h"
 
+#include <dlfcn.h>
+#include <dwarf.h>
 #include <elf.h>
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct phdr {
@@ -39,7 +49,28 @@ struct imgsyms {
 	struct phdr *ph;
 	size_t nph;
 	Dwfl *dwfl;
+	Dwfl_Module *mod; /* verified against the recorded id */
 	uint64_t bias;
+	struct tally_jitdump *jd; /* JIT: the database's copy of the process's jitdump */
+	struct strbuf log; /* for --explain: where we looked and what we found */
+	char *file;        /* the file the module was made from */
+	char *debug_file;  /* the separate debug file libdwfl was given, if any */
+	int dwarf_state;   /* 0 not asked, 1 found, -1 none */
+	bool debug_searched; /* the search for a debug file ran and found none */
+	Dwarf *dw;
+	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
+	uint64_t kdelta;   /* --vmlinux: running kernel address - vmlinux address */
+	size_t dwarf_missing; /* addresses in no compile unit (damaged or partial DWARF) */
+	char *dwarf_err;
+	uint32_t image;
+	struct tally_resolver *r;
+};
+
+struct fcache {
+	uint32_t image;
+	bool ret;
+	uint64_t offset;
+	uint32_t first, n;
 };
 
 struct tally_resolver {
@@ -48,7 +79,39 @@ struct tally_resolver {
 	struct imgsyms *im;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
+	/* resolved frames, once per (image, offset, ret) */
+	struct fcache *fc;
+	size_t nfc, afc;
+	struct tally_hidx fc_idx;
+	struct tally_srcframe *frames;
+	size_t nframes, aframes;
+	/* source file names made absolute (the CU's comp_dir joined), interned */
+	char **paths;
+	size_t npaths, apaths;
+	struct tally_hidx path_idx;
+	debuginfod_client *dfd;
+	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
+	void *dfd_lib;
+	debuginfod_client *(*dfd_begin)(void);
+	int (*dfd_find)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*dfd_set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	void (*dfd_set_user_data)(debuginfod_client *, void *);
+	void *(*dfd_get_user_data)(debuginfod_client *);
+	void (*dfd_end)(debuginfod_client *);
 };
+
+static struct tally_resolver *dfd_resolver; /* for the progress callback's lookups */
+
+static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
+		       Elf **elfp)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
+	return -1;
+}
+
+static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			     const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			     char **debuginfo_file_name);
 
 int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, const struct tally_resolver_opts *o)
 {
@@ -56,9 +119,17 @@ int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, c
 	r->db = db;
 	if (o)
 		r->o = *o;
+	if (r->o.debuginfod_timeout <= 0)
+		r->o.debuginfod_timeout = 10;
 	r->im = xcalloc(db->nimages + 1, sizeof(*r->im));
-	r->cb.find_elf = dwfl_build_id_find_elf;
-	r->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	for (size_t i = 0; i < db->nimages; i++) {
+		r->im[i].image = (uint32_t)i;
+		r->im[i].r = r;
+	}
+	/* our own callbacks: the search order is ours (docs/symbols.md), every
+	 * candidate is verified, and nothing goes to the network unless asked */
+	r->cb.find_elf = no_find_elf;
+	r->cb.find_debuginfo = find_debuginfo_cb;
 	r->cb.section_address = dwfl_offline_section_address;
 	r->cb.debuginfo_path = &r->debuginfo_path;
 	*out = r;
@@ -81,9 +152,26 @@ void tally_resolver_free(struct tally_resolver *r)
 		for (size_t k = 0; k < s->nowned; k++)
 			free(s->owned[k]);
 		free(s->owned);
+		strbuf_release(&s->log);
+		free(s->file);
+		free(s->debug_file);
+		free(s->dwarf_err);
 		if (s->dwfl)
 			dwfl_end(s->dwfl);
+		tally_jitdump_release(s->jd);
+		free(s->jd);
 	}
+	free(r->fc);
+	free(r->frames);
+	tally_hidx_release(&r->fc_idx);
+	for (size_t i = 0; i < r->npaths; i++)
+		free(r->paths[i]);
+	free(r->paths);
+	tally_hidx_release(&r->path_idx);
+	if (r->dfd)
+		r->dfd_end(r->dfd);
+	/* libdebuginfod stays loaded: libcurl and its TLS library keep global state
+	 * that unloading would turn into leaks (and a second resolver reuses it) */
 	free(r->im);
 	free(r);
 }
@@ -98,6 +186,17 @@ static void set_note(struct imgsyms *s, const char *fmt, ...)
 	va_end(ap);
 	free(s->note);
 	s->note = strbuf_detach(&sb);
+}
+
+static void logf_(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct imgsyms *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_addstr(&s->log, "  ");
+	strbuf_vaddf(&s->log, fmt, ap);
+	strbuf_addch(&s->log, '\n');
+	va_end(ap);
 }
 
 static int cmp_sym(const void *a, const void *b)
@@ -133,91 +232,574 @@ static void finish_syms(struct imgsyms *s)
 		}
 }
 
-static bool hex_eq_bytes(const char *hex, const unsigned char *b, int n)
-{
-	char buf[160];
-	if (n <= 0 || n * 2 + 1 > (int)sizeof(buf))
-		return false;
-	tally_hex(b, (size_t)n, buf);
-	return !strcmp(buf, hex);
-}
+/* ---- identity checks ---- */
 
-static char *find_file(struct tally_resolver *r, const struct tally_db_image *di)
+/* Whether the file's headers promise more than it holds (truncated, or a
+ * damaged header): such a file is never used, libdwfl would read past it. */
+static bool elf_damaged(const char *path, struct strbuf *why)
 {
-	struct strbuf sb = STRBUF_INIT;
-	const char *del = strstr(di->path, " (deleted)");
-	char *p = del ? xstrndup(di->path, (size_t)(del - di->path)) : xstrdup(di->path);
-	for (size_t i = 0; r->o.image_path && r->o.image_path[i]; i++) {
-		/* opreport's --image-path: the file by name under each directory */
-		strbuf_reset(&sb);
-		strbuf_addf(&sb, "%s/%s", r->o.image_path[i], tally_basename(p));
-		if (access(sb.buf, R_OK) == 0) {
-			free(p);
-			return strbuf_detach(&sb);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		strbuf_addf(why, ", but cannot be read: %s", strerror(errno));
+		return true;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	bool bad = false;
+	if (!e || !gelf_getehdr(e, &eh)) {
+		strbuf_addf(why, ", but damaged ELF header (%s)", elf_errmsg(-1));
+		bad = true;
+		goto out;
+	}
+	if (eh.e_shoff && (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)) {
+		strbuf_addf(why, ", but truncated: its section headers end past its %" PRIu64 " bytes", size);
+		bad = true;
+		goto out;
+	}
+	size_t nph = 0;
+	if (elf_getphdrnum(e, &nph) == 0)
+		for (size_t i = 0; i < nph && !bad; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
+				strbuf_addf(why, ", but truncated: segment %zu ends past its %" PRIu64 " bytes", i, size);
+				bad = true;
+			}
 		}
-		strbuf_reset(&sb);
-		strbuf_addf(&sb, "%s%s", r->o.image_path[i], p);
-		if (access(sb.buf, R_OK) == 0) {
-			free(p);
-			return strbuf_detach(&sb);
+	Elf_Scn *scn = NULL;
+	while (!bad && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh)) {
+			strbuf_addf(why, ", but damaged section header (%s)", elf_errmsg(-1));
+			bad = true;
+		} else if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
+			strbuf_addf(why, ", but truncated: section %zu ends past its %" PRIu64 " bytes", elf_ndxscn(scn), size);
+			bad = true;
 		}
 	}
-	strbuf_release(&sb);
-	if (access(p, R_OK) == 0)
-		return p;
-	free(p);
-	return NULL;
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return bad;
 }
 
-static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path)
+/* Returns 1 when path is the recorded file, 0 when it is another file, -1 when
+ * it cannot be read as ELF, -2 when it is the recorded file but truncated or
+ * damaged; *why says which (for the log). */
+static int check_file(const struct tally_db_image *di, const char *path, struct strbuf *why)
 {
+	struct tally_elf_info info;
+	bool hash = !strcmp(di->id_kind, "xxh64");
+	strbuf_reset(why);
+	if (tally_elf_info(path, hash ? 2 : 0, &info)) {
+		strbuf_addf(why, "%s", tally_errmsg());
+		return -1;
+	}
+	if (!info.is_elf) {
+		strbuf_addstr(why, "not an ELF file (or a damaged one)");
+		return -1;
+	}
+	char hex[160];
+	if (!strcmp(di->id_kind, "build-id")) {
+		if (!info.build_id_len) {
+			strbuf_addf(why, "has no build-id, the profile recorded %s: not used", di->id);
+			return 0;
+		}
+		tally_hex(info.build_id, info.build_id_len, hex);
+		if (strcmp(hex, di->id)) {
+			strbuf_addf(why, "has build-id %s, the profile recorded %s: another file, not used", hex, di->id);
+			return 0;
+		}
+		strbuf_addf(why, "build-id %s matches", hex);
+		if (elf_damaged(path, why)) {
+			strbuf_addstr(why, ": skipped");
+			return -2;
+		}
+		return 1;
+	}
+	if (hash) {
+		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
+		if (!info.have_hash || strcmp(hex, di->id)) {
+			strbuf_addf(why, "content hash %s, the profile recorded %s: another file, not used", hex, di->id);
+			return 0;
+		}
+		strbuf_addf(why, "content hash %s matches", hex);
+		if (elf_damaged(path, why)) {
+			strbuf_addstr(why, ": skipped");
+			return -2;
+		}
+		return 1;
+	}
+	strbuf_addstr(why, "no id was recorded, so it cannot be verified");
+	if (elf_damaged(path, why)) {
+		strbuf_addstr(why, ": skipped");
+		return -2;
+	}
+	strbuf_addstr(why, ": used as it is");
+	return 1;
+}
+
+static uint32_t crc32_file(int fd, bool *ok)
+{
+	static uint32_t table[256];
+	if (!table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	uint32_t crc = 0xffffffffu;
+	unsigned char buf[65536];
+	ssize_t n;
+	*ok = true;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+	if (n < 0)
+		*ok = false;
+	lseek(fd, 0, SEEK_SET);
+	return crc ^ 0xffffffffu;
+}
+
+/* Which of the sections that matter an ELF file has, as text. */
+static void describe_sections(Elf *elf, struct strbuf *out)
+{
+	static const char *const want[] = { ".symtab", ".dynsym", ".debug_info", ".debug_line", ".eh_frame",
+					    ".debug_frame", ".gnu_debuglink", ".gnu_debugdata" };
+	bool have[ARRAY_SIZE(want)] = { false };
+	bool nobits_text = false;
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+		strbuf_addstr(out, "no section headers");
+		return;
+	}
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!nm)
+			continue;
+		if (!strcmp(nm, ".text") && sh.sh_type == SHT_NOBITS)
+			nobits_text = true;
+		for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+			if (!strcmp(nm, want[i]) || (!strncmp(want[i], ".debug_", 7) && !strncmp(nm, ".zdebug_", 8) &&
+						     !strcmp(nm + 8, want[i] + 7)))
+				have[i] = have[i] || sh.sh_type != SHT_NOBITS;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		strbuf_addf(out, "%s%s %s", i ? ", " : "", want[i], have[i] ? "yes" : "no");
+	strbuf_addf(out, "; CFI %s", have[4] && have[5] ? ".eh_frame and .debug_frame" : have[4] ? ".eh_frame" : have[5] ? ".debug_frame" : "none");
+	if (nobits_text)
+		strbuf_addstr(out, "; code sections are empty (a separate debug file)");
+}
+
+static bool elf_has_section(Elf *elf, const char *name)
+{
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && (nm = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(nm, name))
+			return true;
+	}
+	return false;
+}
+
+/* ---- where debug files may be (docs/symbols.md) ---- */
+
+struct cand {
+	char *path;
+	const char *why;
+	bool debuglink; /* verify by CRC when the image has no build-id */
+};
+
+static void add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static void add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*c)[i].path, sb.buf)) {
+			strbuf_release(&sb);
+			return;
+		}
+	GROW(*c, *a, *n + 1);
+	(*c)[(*n)++] = (struct cand){ strbuf_detach(&sb), why, dl };
+}
+
+static char *dirname_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	if (!sl)
+		return xstrdup(".");
+	if (sl == path)
+		return xstrdup("");
+	return xstrndup(path, (size_t)(sl - path));
+}
+
+/* Candidates in order: per --debug-dir the build-id tree, then the binary's own
+ * path and its debuglink under it; the system's build-id tree; the debuglink
+ * next to the binary, in .debug/ and under /usr/lib/debug; the --mapfile
+ * entries with this build-id. */
+static void debug_cands(struct tally_resolver *r, const struct tally_db_image *di, const char *main_path,
+			const char *debuglink, struct cand **c, size_t *n)
+{
+	size_t a = 0;
+	bool bid = !strcmp(di->id_kind, "build-id") && strlen(di->id) > 2;
+	const char *orig = di->path;
+	char *odir = dirname_of(orig);
+	char *mdir = main_path ? dirname_of(main_path) : NULL;
+	for (size_t i = 0; r->o.debug_dirs && r->o.debug_dirs[i]; i++) {
+		const char *d = r->o.debug_dirs[i];
+		if (bid)
+			add_cand(c, n, &a, "--debug-dir build-id", false, "%s/.build-id/%.2s/%s.debug", d, di->id, di->id + 2);
+		if (orig[0] == '/') {
+			add_cand(c, n, &a, "--debug-dir with the binary's path", false, "%s%s", d, orig);
+			add_cand(c, n, &a, "--debug-dir with the binary's path", false, "%s%s.debug", d, orig);
+		}
+		if (debuglink && orig[0] == '/')
+			add_cand(c, n, &a, "--debug-dir with the binary's directory and its debuglink", true, "%s%s/%s", d, odir,
+				 debuglink);
+	}
+	if (bid)
+		add_cand(c, n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
+			 di->id + 2);
+	if (debuglink) {
+		const char *dirs[2] = { mdir, odir };
+		for (int k = 0; k < 2; k++) {
+			if (!dirs[k] || (k == 1 && mdir && !strcmp(mdir, odir)))
+				continue;
+			add_cand(c, n, &a, ".gnu_debuglink next to the binary", true, "%s/%s", dirs[k], debuglink);
+			add_cand(c, n, &a, ".gnu_debuglink in .debug/", true, "%s/.debug/%s", dirs[k], debuglink);
+			if (dirs[k][0] == '/' || !dirs[k][0])
+				add_cand(c, n, &a, ".gnu_debuglink under /usr/lib/debug", true, "/usr/lib/debug%s/%s", dirs[k],
+					 debuglink);
+		}
+	}
+	if (bid && r->o.map) {
+		size_t first, m = tally_imgmap_find(r->o.map, di->id, &first);
+		for (size_t i = 0; i < m; i++)
+			if (r->o.map->e[first + i].flags & (TALLY_IMGMAP_DEBUG | TALLY_IMGMAP_SYMTAB))
+				add_cand(c, n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
+	}
+	free(odir);
+	free(mdir);
+}
+
+static void free_cands(struct cand *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(c[i].path);
+	free(c);
+}
+
+struct dfd_deadline {
+	double until;
+};
+
+static int dfd_progress(debuginfod_client *c, long a, long b)
+{
+	(void)a, (void)b;
+	const struct dfd_deadline *d = dfd_resolver ? dfd_resolver->dfd_get_user_data(c) : NULL;
+	/* non-zero cancels the download: the report never waits longer than the limit */
+	return d && tally_now_mono() > d->until;
+}
+
+/* The debug file from DEBUGINFOD_URLS, or -1. Logged. */
+static int try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, char **path)
+{
+	if (!r->o.debuginfod)
+		return -1;
+	if (strcmp(di->id_kind, "build-id")) {
+		logf_(s, "debuginfod: not asked (no build-id recorded)");
+		return -1;
+	}
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!urls || !*urls) {
+		logf_(s, "debuginfod: not asked (DEBUGINFOD_URLS is empty)");
+		return -1;
+	}
+	if (!r->dfd_lib) {
+		r->dfd_lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+		if (!r->dfd_lib) {
+			logf_(s, "debuginfod: cannot load libdebuginfod.so.1: %s (install libdebuginfod1)", dlerror());
+			return -1;
+		}
+		*(void **)&r->dfd_begin = dlsym(r->dfd_lib, "debuginfod_begin");
+		*(void **)&r->dfd_find = dlsym(r->dfd_lib, "debuginfod_find_debuginfo");
+		*(void **)&r->dfd_set_progressfn = dlsym(r->dfd_lib, "debuginfod_set_progressfn");
+		*(void **)&r->dfd_set_user_data = dlsym(r->dfd_lib, "debuginfod_set_user_data");
+		*(void **)&r->dfd_get_user_data = dlsym(r->dfd_lib, "debuginfod_get_user_data");
+		*(void **)&r->dfd_end = dlsym(r->dfd_lib, "debuginfod_end");
+		if (!r->dfd_begin || !r->dfd_find || !r->dfd_set_progressfn || !r->dfd_set_user_data ||
+		    !r->dfd_get_user_data || !r->dfd_end) {
+			logf_(s, "debuginfod: libdebuginfod.so.1 lacks a function tally needs");
+			dlclose(r->dfd_lib);
+			r->dfd_lib = NULL;
+			return -1;
+		}
+	}
+	if (!r->dfd) {
+		char t[32];
+		/* the library's own limits, then ours in the progress callback */
+		snprintf(t, sizeof(t), "%d", (int)(r->o.debuginfod_timeout + 0.999));
+		setenv("DEBUGINFOD_TIMEOUT", t, 0);
+		setenv("DEBUGINFOD_MAXTIME", t, 0);
+		r->dfd = r->dfd_begin();
+		if (!r->dfd) {
+			logf_(s, "debuginfod: the client could not start");
+			return -1;
+		}
+		r->dfd_set_progressfn(r->dfd, dfd_progress);
+	}
+	unsigned char id[64];
+	size_t len = strlen(di->id) / 2;
+	if (len > sizeof(id))
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned v;
+		if (sscanf(di->id + 2 * i, "%2x", &v) != 1)
+			return -1;
+		id[i] = (unsigned char)v;
+	}
+	struct dfd_deadline d = { tally_now_mono() + r->o.debuginfod_timeout };
+	r->dfd_set_user_data(r->dfd, &d);
+	dfd_resolver = r;
+	char *p = NULL;
+	double t0 = tally_now_mono();
+	int fd = r->dfd_find(r->dfd, id, (int)len, &p);
+	r->dfd_set_user_data(r->dfd, NULL);
+	dfd_resolver = NULL;
+	if (fd < 0) {
+		logf_(s, "debuginfod (%s): %s after %.1f s", urls,
+		      tally_now_mono() - t0 >= r->o.debuginfod_timeout ? "gave up at the time limit" : strerror(-fd),
+		      tally_now_mono() - t0);
+		free(p);
+		return -1;
+	}
+	*path = p;
+	return fd;
+}
+
+/* Opens the first candidate that is this image's debug file; logs every one. */
+static int open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		      const char *main_path, const char *debuglink, GElf_Word crc, char **out_path)
+{
+	struct cand *c = NULL;
+	size_t n = 0;
+	struct strbuf why = STRBUF_INIT;
+	int ret = -1;
+	debug_cands(r, di, main_path, debuglink, &c, &n);
+	for (size_t i = 0; i < n && ret < 0; i++) {
+		if (main_path && !strcmp(c[i].path, main_path))
+			continue;
+		if (access(c[i].path, F_OK) != 0) {
+			logf_(s, "debug file '%s' (%s): not there", c[i].path, c[i].why);
+			continue;
+		}
+		int ok;
+		if (c[i].debuglink && strcmp(di->id_kind, "build-id")) {
+			/* no build-id to compare: the debuglink's CRC says whether it belongs */
+			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			bool rd = fd >= 0;
+			uint32_t got = rd ? crc32_file(fd, &rd) : 0;
+			if (fd >= 0)
+				close(fd);
+			ok = !rd ? -1 : got == crc ? 1 : 0;
+			strbuf_reset(&why);
+			strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
+					"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
+		} else {
+			ok = check_file(di, c[i].path, &why);
+		}
+		bool useful = false;
+		if (ok == 1) {
+			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+			useful = e && (elf_has_section(e, ".debug_info") || elf_has_section(e, ".symtab"));
+			if (e)
+				elf_end(e);
+			if (fd >= 0)
+				close(fd);
+		}
+		logf_(s, "debug file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
+		      ok == 1 ? (useful ? ": used" : ", but it has neither .debug_info nor .symtab: not used") : "");
+		if (ok == 1 && useful) {
+			ret = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			if (ret >= 0)
+				*out_path = xstrdup(c[i].path);
+		}
+	}
+	if (ret < 0) {
+		char *p = NULL;
+		ret = try_debuginfod(r, s, di, &p);
+		if (ret >= 0) {
+			int ok = check_file(di, p, &why);
+			logf_(s, "debug file '%s' (debuginfod): %s%s", p, why.buf, ok == 1 ? ": used" : "");
+			if (ok == 1) {
+				*out_path = p;
+			} else {
+				close(ret);
+				ret = -1;
+				free(p);
+			}
+		}
+	}
+	strbuf_release(&why);
+	free_cands(c, n);
+	return ret;
+}
+
+static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			     const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			     char **debuginfo_file_name)
+{
+	(void)mod, (void)modname, (void)base;
+	struct imgsyms *s = *userdata;
+	if (!s)
+		return -1;
+	const struct tally_db_image *di = &s->r->db->images[s->image];
+	if (!strcmp(di->kind, "kernel"))
+		return -1; /* vmlinux is given whole */
+	char *p = NULL;
+	if (s->debug_searched)
+		return -1; /* libdwfl asks again for DWARF after the symbol table: the answer is the same */
+	int fd = open_debug(s->r, s, di, file_name, debuglink_file, debuglink_crc, &p);
+	s->debug_searched = fd < 0;
+	if (fd >= 0) {
+		free(s->debug_file);
+		s->debug_file = xstrdup(p);
+		*debuginfo_file_name = p;
+	}
+	return fd;
+}
+
+/* ---- loading an image ---- */
+
+static char *strip_deleted(const char *path)
+{
+	const char *del = strstr(path, " (deleted)");
+	return del ? xstrndup(path, (size_t)(del - path)) : xstrdup(path);
+}
+
+/* The image file: --image-path, then --mapfile, then the recorded path; the
+ * first that is the recorded file. *mismatch when one was found but was
+ * another file. Logged. */
+static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch,
+		       struct strbuf *damaged)
+{
+	struct cand *c = NULL;
+	size_t n = 0, a = 0;
+	char *p = strip_deleted(di->path);
+	for (size_t i = 0; r->o.image_path && r->o.image_path[i]; i++) {
+		/* opreport's --image-path: the file by name under each directory, then by its whole path */
+		add_cand(&c, &n, &a, "--image-path", false, "%s/%s", r->o.image_path[i], tally_basename(p));
+		if (p[0] == '/')
+			add_cand(&c, &n, &a, "--image-path with the recorded path", false, "%s%s", r->o.image_path[i], p);
+	}
+	if (r->o.map && strcmp(di->id_kind, "none")) {
+		size_t first, m = tally_imgmap_find(r->o.map, di->id, &first);
+		for (size_t i = 0; i < m; i++)
+			add_cand(&c, &n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
+	}
+	add_cand(&c, &n, &a, "recorded path", false, "%s", p);
+	free(p);
+	char *found = NULL;
+	struct strbuf why = STRBUF_INIT;
+	for (size_t i = 0; i < n && !found; i++) {
+		if (access(c[i].path, F_OK) != 0) {
+			logf_(s, "image file '%s' (%s): not there", c[i].path, c[i].why);
+			continue;
+		}
+		int ok = check_file(di, c[i].path, &why);
+		logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		if (ok == 0)
+			*mismatch = true;
+		if (ok == -2 && !damaged->len)
+			strbuf_addf(damaged, "'%s' %s", c[i].path, why.buf);
+		if (ok == 1)
+			found = xstrdup(c[i].path);
+	}
+	strbuf_release(&why);
+	free_cands(c, n);
+	return found;
+}
+
+/* Reports path to a fresh Dwfl as the image's module; NULL with a note on failure. */
+static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+				  const char *path)
+{
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
 	s->dwfl = dwfl_begin(&r->cb);
 	if (!s->dwfl) {
 		set_note(s, "libdwfl: %s", dwfl_errmsg(-1));
-		return;
+		return NULL;
 	}
 	dwfl_report_begin(s->dwfl);
 	Dwfl_Module *mod = dwfl_report_offline(s->dwfl, di->name, path, -1);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (!mod) {
-		set_note(s, "'%s' is not a readable ELF file: %s", path, dwfl_errmsg(-1));
-		return;
+		logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
+		set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path, dwfl_errmsg(-1));
+		s->loud = true;
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return NULL;
 	}
-	/* never symbolize with a file other than the one that ran */
-	if (!strcmp(di->id_kind, "build-id")) {
-		const unsigned char *bits;
-		GElf_Addr vaddr;
-		int n = dwfl_module_build_id(mod, &bits, &vaddr);
-		if (!hex_eq_bytes(di->id, bits, n)) {
-			char found[160] = "none";
-			if (n > 0 && n < 64)
-				tally_hex(bits, (size_t)n, found);
-			s->mismatch = true;
-			set_note(s, "'%s' has build-id %s but the profile recorded %s: not symbolized (find the original with --image-path)",
-				 path, found, di->id);
-			return;
-		}
-	} else if (!strcmp(di->id_kind, "xxh64")) {
-		struct tally_elf_info info;
-		char hex[32];
-		if (tally_elf_info(path, 2, &info) || (snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash), strcmp(hex, di->id))) {
-			s->mismatch = true;
-			set_note(s, "'%s' differs from the recorded file (content hash %s): not symbolized (find the original with --image-path)",
-				 path, di->id);
-			return;
-		}
-	}
+	void **ud;
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	*ud = s;
+	return mod;
+}
+
+static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
+{
+	Dwfl_Module *mod = s->mod;
 	GElf_Addr bias = 0;
 	Elf *elf = dwfl_module_getelf(mod, &bias);
 	s->bias = bias;
+	s->have_symtab = elf_has_section(elf, ".symtab");
 	size_t nph = 0;
 	if (elf && elf_getphdrnum(elf, &nph) == 0) {
 		s->ph = xcalloc(nph + 1, sizeof(*s->ph));
+		uint64_t base = UINT64_MAX;
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
-				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < base)
+				base = ph.p_vaddr;
 		}
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (!debug_only)
+				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			else if (ph.p_flags & PF_X)
+				/* a debug file keeps the addresses, not the binary's file offsets:
+				 * code segments sit at their address from the first load (the
+				 * linkers' usual layout) */
+				s->ph[s->nph++] = (struct phdr){ ph.p_vaddr - base, ph.p_memsz, ph.p_vaddr };
+		}
+		if (debug_only)
+			logf_(s, "file offsets of code taken as address - 0x%" PRIx64 " (the debug file has no file offsets of the binary)",
+			      base == UINT64_MAX ? 0 : base);
 	}
 	/* executable sections: a zero-size symbol ends with its section, and code in
 	 * no symbol (PLT stubs) is named after its section */
@@ -226,7 +808,8 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 		Elf_Scn *scn = NULL;
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
-			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) || sh.sh_type != SHT_PROGBITS)
+			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+			    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_NOBITS))
 				continue;
 			const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
 			struct strbuf lb = STRBUF_INIT;
@@ -235,6 +818,8 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 			s->secs[s->nsecs++] = (struct section){ sh.sh_addr, sh.sh_addr + sh.sh_size, strbuf_detach(&lb) };
 		}
 	}
+	/* libdwfl takes .symtab from the file, else from its debug file (the search
+	 * below runs then), else .gnu_debugdata, else .dynsym */
 	int n = dwfl_module_getsymtab(mod);
 	size_t cap = 0;
 	for (int i = 0; i < n; i++) {
@@ -249,6 +834,8 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 		int t = GELF_ST_TYPE(sym.st_info);
 		if (t != STT_FUNC && t != STT_GNU_IFUNC)
 			continue;
+		if (selfe != elf && elf_has_section(selfe, ".symtab"))
+			s->have_symtab = true;
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
 		int b = GELF_ST_BIND(sym.st_info);
@@ -262,48 +849,219 @@ static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct 
 		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name,
 							  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
 	}
+	if (n < 0)
+		logf_(s, "symbol table: %s", dwfl_errmsg(-1));
 	if (!s->nsyms)
-		set_note(s, "'%s' has no function symbols (install its debug package, or see --image-path)", path);
+		set_note(s, "'%s' has no function symbols (install its debug package, give --debug-dir, or see --explain)",
+			 path);
 	finish_syms(s);
+}
+
+static void load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path,
+		      bool verify)
+{
+	struct strbuf why = STRBUF_INIT;
+	if (verify) {
+		int ok = check_file(di, path, &why);
+		logf_(s, "image file '%s': %s%s", path, why.buf, ok == 1 ? ": used" : "");
+		if (ok != 1) {
+			s->mismatch = ok == 0;
+			set_note(s, "'%s' %s", path, why.buf);
+			s->loud = true;
+			strbuf_release(&why);
+			return;
+		}
+	}
+	strbuf_release(&why);
+	s->mod = report_module(r, s, di, path);
+	if (!s->mod)
+		return;
+	free(s->file);
+	s->file = xstrdup(path);
+	load_tables(s, path, false);
+}
+
+static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+{
+	bool mismatch = false;
+	struct strbuf damaged = STRBUF_INIT;
+	char *path = find_file(r, s, di, &mismatch, &damaged);
+	if (path) {
+		load_dwfl(r, s, di, path, false);
+		free(path);
+		strbuf_release(&damaged);
+		return;
+	}
+	/* no image file: its debug file (found by build-id) has the symbols and
+	 * DWARF, and its program headers still map file offsets to addresses */
+	char *dpath = NULL;
+	int fd = -1;
+	if (!strcmp(di->id_kind, "build-id")) {
+		logf_(s, "no image file: looking for its debug file instead");
+		fd = open_debug(r, s, di, NULL, NULL, 0, &dpath);
+	}
+	if (fd >= 0) {
+		close(fd);
+		s->mod = report_module(r, s, di, dpath);
+		if (s->mod) {
+			s->file = xstrdup(dpath);
+			s->debug_file = xstrdup(dpath);
+			load_tables(s, dpath, true);
+		}
+		free(dpath);
+		if (damaged.len && !s->nsyms) {
+			set_note(s, "%s", damaged.buf);
+			s->loud = true;
+		}
+		strbuf_release(&damaged);
+		return;
+	}
+	if (damaged.len) {
+		set_note(s, "%s (and no debug file was found)", damaged.buf);
+		s->loud = true;
+	} else if (mismatch) {
+		s->mismatch = true;
+		s->loud = true;
+		set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
+			 di->path, di->id_kind, di->id);
+	} else {
+		set_note(s, "'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)", di->path,
+			 di->foreign_ns ? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)" : "");
+	}
+	strbuf_release(&damaged);
 }
 
 static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
-	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0)) {
-		set_note(s, "no copy of the JIT map '%s' in the database", di->path);
-		goto out;
-	}
 	size_t cap = 0, bad = 0;
-	s->names = strbuf_detach(&sb);
-	char *save = NULL;
-	for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *e1, *e2;
-		unsigned long long start = strtoull(l, &e1, 16);
-		if (e1 == l || *e1 != ' ') {
-			bad++;
-			continue;
+	bool have_map = false, have_dump = false;
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+		logf_(s, "JIT map copied at record time: '%s'", p.buf);
+		have_map = true;
+		s->names = strbuf_detach(&sb);
+		char *save = NULL;
+		for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			char *e1, *e2;
+			unsigned long long start = strtoull(l, &e1, 16);
+			if (e1 == l || *e1 != ' ') {
+				bad++;
+				continue;
+			}
+			unsigned long long size = strtoull(e1 + 1, &e2, 16);
+			if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
+				bad++;
+				continue;
+			}
+			GROW(s->syms, cap, s->nsyms + 1);
+			s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 		}
-		unsigned long long size = strtoull(e1 + 1, &e2, 16);
-		if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
-			bad++;
-			continue;
-		}
-		GROW(s->syms, cap, s->nsyms + 1);
-		s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
 	}
+	strbuf_reset(&p);
+	strbuf_reset(&sb);
+	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+		logf_(s, "jitdump copied at record time: '%s'", p.buf);
+		have_dump = true;
+		s->jd = xcalloc(1, sizeof(*s->jd));
+		if (tally_jitdump_read_copy(s->jd, sb.buf, p.buf)) {
+			set_note(s, "%s", tally_errmsg());
+			s->loud = true;
+			free(s->jd);
+			s->jd = NULL;
+		} else {
+			for (size_t i = 0; i < s->jd->nfuncs; i++) {
+				/* a perf map entry at the same address (listed first) wins */
+				GROW(s->syms, cap, s->nsyms + 1);
+				s->syms[s->nsyms++] = (struct tally_sym){ s->jd->funcs[i].addr, s->jd->funcs[i].size, s->jd->funcs[i].name, 1 };
+			}
+		}
+	}
+	if (!have_map && !have_dump)
+		set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		set_note(s, "the JIT map of pid %d had %zu malformed line%s (skipped)", di->pid, bad, bad == 1 ? "" : "s");
 		s->loud = true;
 	}
 	finish_syms(s);
-out:
 	strbuf_release(&p);
 	strbuf_release(&sb);
 }
 
-static void load_kernel(struct tally_resolver *r, struct imgsyms *s)
+static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_db *db = ctx;
+	return !strcmp(db->ksyms[idx].name, key);
+}
+
+/* --vmlinux: verified against the recorded kernel build-id, then placed where
+ * the recorded kernel.syms say the running kernel was (KASLR). */
+static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+{
+	const char *path = r->o.vmlinux;
+	struct strbuf why = STRBUF_INIT;
+	int ok = check_file(di, path, &why);
+	logf_(s, "--vmlinux '%s': %s%s", path, why.buf, ok == 1 ? "" : " (kernel functions still come from kernel.syms)");
+	if (ok != 1) {
+		set_note(s, "--vmlinux '%s' %s", path, why.buf);
+		s->loud = true;
+		strbuf_release(&why);
+		return;
+	}
+	strbuf_release(&why);
+	Dwfl_Module *mod = report_module(r, s, di, path);
+	if (!mod)
+		return;
+	GElf_Addr bias = 0;
+	dwfl_module_getelf(mod, &bias);
+	/* the offset between the recorded addresses and vmlinux's: from symbols both know */
+	int n = dwfl_module_getsymtab(mod);
+	struct tally_hidx idx = { 0 };
+	const struct tally_db *db = r->db;
+	for (size_t i = 0; i < db->nksyms; i++) {
+		const char *nm = db->ksyms[i].name;
+		uint64_t h = tally_hash_bytes(nm, strlen(nm), 0);
+		if (!db->ksyms[i].module && tally_hidx_get(&idx, h, nm, ksym_eq, db) == TALLY_HIDX_NONE)
+			tally_hidx_put(&idx, h, (uint32_t)i);
+	}
+	uint64_t delta = 0;
+	size_t agree = 0, disagree = 0;
+	for (int i = 0; i < n && agree < 16; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *selfe;
+		Dwarf_Addr sbias;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &selfe, &sbias);
+		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+			continue;
+		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(name, strlen(name), 0), name, ksym_eq, db);
+		if (k == TALLY_HIDX_NONE)
+			continue;
+		uint64_t d = db->ksyms[k].addr - (addr - bias);
+		if (!agree && !disagree)
+			delta = d;
+		if (d == delta)
+			agree++;
+		else
+			disagree++;
+	}
+	tally_hidx_release(&idx);
+	if (!agree || disagree > agree) {
+		logf_(s, "--vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return;
+	}
+	s->kdelta = delta;
+	s->mod = mod;
+	s->bias = bias;
+	s->file = xstrdup(path);
+	logf_(s, "--vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
+}
+
+static void load_kernel(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	const struct tally_db *db = r->db;
 	s->syms = xcalloc(db->nksyms + 1, sizeof(*s->syms));
@@ -321,10 +1079,16 @@ static void load_kernel(struct tally_resolver *r, struct imgsyms *s)
 		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size, s->names + offs[i], 0 };
 	s->nsyms = db->nksyms;
 	free(offs);
+	logf_(s, "kernel.syms in the database: %zu symbols (those the samples needed, read from /proc/kallsyms while recording)",
+	      db->nksyms);
 	if (!s->nsyms) {
 		const char *why = tally_meta_get(&db->session, "kernel-symbols");
 		set_note(s, "the database has no kernel symbols%s%s", why ? ": " : "", why ? why : "");
 	}
+	if (r->o.vmlinux)
+		load_vmlinux(r, s, di);
+	else
+		logf_(s, "no --vmlinux: kernel functions from kernel.syms, no kernel source lines");
 }
 
 static void load(struct tally_resolver *r, uint32_t image)
@@ -333,30 +1097,34 @@ static void load(struct tally_resolver *r, uint32_t image)
 	const struct tally_db_image *di = &r->db->images[image];
 	s->state = 1;
 	if (!strcmp(di->kind, "kernel")) {
-		load_kernel(r, s);
+		load_kernel(r, s, di);
 	} else if (!strcmp(di->kind, "jit")) {
 		load_jit(r, s, di);
 	} else if (!strcmp(di->kind, "nomap")) {
 		set_note(s, "code outside any file, and no JIT map named it");
+		logf_(s, "executable memory backed by no file (and no JIT map named it): nothing to look up");
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
-		if (access(p.buf, R_OK) == 0)
-			load_dwfl(r, s, di, p.buf);
-		else
+		if (access(p.buf, R_OK) == 0) {
+			load_dwfl(r, s, di, p.buf, !strcmp(di->id_kind, "build-id"));
+		} else {
+			logf_(s, "vDSO copy '%s': not there", p.buf);
 			set_note(s, "no copy of the vDSO in the database");
+		}
 		strbuf_release(&p);
+	} else if (!strcmp(di->id_kind, "unreachable")) {
+		s->mismatch = true;
+		logf_(s, "mapped inside another mount namespace by a process that exited before its file could be read through /proc/PID/root: which file ran is unknown");
+		set_note(s, "'%s' was mapped inside a container by a process that exited before tally could read it: not symbolized",
+			 di->path);
 	} else if (!strcmp(di->id_kind, "replaced")) {
 		s->mismatch = true;
+		logf_(s, "the file at '%s' was replaced or deleted while it was mapped, so which file ran is unknown", di->path);
 		set_note(s, "'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
 			 di->path);
 	} else {
-		char *path = find_file(r, di);
-		if (!path)
-			set_note(s, "'%s' is not on this machine (copy it here, or point --image-path at it)", di->path);
-		else
-			load_dwfl(r, s, di, path);
-		free(path);
+		load_file(r, s, di);
 	}
 }
 
@@ -376,28 +1144,40 @@ static const struct tally_sym *lookup(const struct imgsyms *s, uint64_t addr)
 	return addr < y->addr + (y->size ? y->size : 1) ? y : NULL;
 }
 
-const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, uint64_t offset)
+/* A file offset as a link-time address through the loadable segments. */
+static bool offset_to_addr(const struct imgsyms *s, uint64_t offset, uint64_t *addr)
+{
+	for (size_t i = 0; i < s->nph; i++)
+		if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
+			*addr = offset - s->ph[i].off + s->ph[i].vaddr;
+			return true;
+		}
+	return false;
+}
+
+static bool is_file_kind(const struct tally_db_image *di)
+{
+	return strcmp(di->kind, "kernel") && strcmp(di->kind, "jit") && strcmp(di->kind, "nomap");
+}
+
+static struct imgsyms *get(struct tally_resolver *r, uint32_t image)
 {
 	if (image >= r->db->nimages)
 		return NULL;
 	struct imgsyms *s = &r->im[image];
 	if (!s->state)
 		load(r, image);
-	if (!s->nsyms)
+	return s;
+}
+
+const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, uint64_t offset)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s || !s->nsyms)
 		return NULL;
 	uint64_t addr = offset;
-	if (s->dwfl) {
-		/* a file offset becomes a link-time address through the loadable segments */
-		bool found = false;
-		for (size_t i = 0; i < s->nph; i++)
-			if (offset >= s->ph[i].off && offset < s->ph[i].off + s->ph[i].filesz) {
-				addr = offset - s->ph[i].off + s->ph[i].vaddr;
-				found = true;
-				break;
-			}
-		if (!found)
-			return NULL;
-	}
+	if (is_file_kind(&r->db->images[image]) && !offset_to_addr(s, offset, &addr))
+		return NULL;
 	const struct tally_sym *y = lookup(s, addr);
 	if (y)
 		return y;
@@ -410,13 +1190,269 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	return NULL;
 }
 
+/* ---- DWARF: lines and inline chains ---- */
+
+static Dwarf *get_dwarf(struct imgsyms *s)
+{
+	if (s->dwarf_state)
+		return s->dw;
+	s->dwarf_state = -1;
+	if (!s->mod)
+		return NULL;
+	Dwarf_Addr b;
+	s->dw = dwfl_module_getdwarf(s->mod, &b);
+	if (s->dw) {
+		s->dwarf_state = 1;
+		const char *dbg = NULL, *mainf = NULL;
+		dwfl_module_info(s->mod, NULL, NULL, NULL, NULL, NULL, &mainf, &dbg);
+		logf_(s, "DWARF (lines, inlines): from '%s'", dbg ? dbg : mainf ? mainf : s->file);
+	} else {
+		int e = dwfl_errno();
+		logf_(s, "DWARF (lines, inlines): none: %s", e ? dwfl_errmsg(e) : "no debug info found");
+	}
+	return s->dw;
+}
+
+static bool has_pc_attr(Dwarf_Die *d)
+{
+	return dwarf_hasattr(d, DW_AT_low_pc) || dwarf_hasattr(d, DW_AT_ranges) || dwarf_hasattr(d, DW_AT_entry_pc);
+}
+
+/* The DIEs of the subprogram containing pc and the inlined subroutines within
+ * it that contain pc, outermost first. Returns how many (at most max). */
+static int scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int max, int n, int depth)
+{
+	Dwarf_Die child;
+	if (depth > 64 || dwarf_child(parent, &child) != 0)
+		return n;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+			if (dwarf_haspc(&child, pc) == 1) {
+				if (n < max)
+					chain[n++] = child;
+				return scope_chain(&child, pc, chain, max, n, depth + 1);
+			}
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			if (!has_pc_attr(&child) || dwarf_haspc(&child, pc) == 1) {
+				int m = scope_chain(&child, pc, chain, max, n, depth + 1);
+				if (m > n || has_pc_attr(&child))
+					return m;
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_module: {
+			int m = scope_chain(&child, pc, chain, max, n, depth + 1);
+			if (m > n)
+				return m;
+			break;
+		}
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die, int *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &v) == 0)
+		*line = (int)v;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &v) != 0 || dwarf_getsrcfiles(cu, &files, &nfiles) != 0 ||
+	    v >= nfiles)
+		return NULL;
+	return dwarf_filesrc(files, v, NULL, NULL);
+}
+
+static void push_frame(struct tally_resolver *r, const char *name, const char *file, int line, bool inl, uint64_t addr)
+{
+	GROW(r->frames, r->aframes, r->nframes + 1);
+	r->frames[r->nframes++] = (struct tally_srcframe){ name, file, line, inl, addr };
+}
+
+static bool path_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_resolver *r = ctx;
+	return !strcmp(r->paths[idx], key);
+}
+
+/* A line table's file name as an absolute path: a relative name is joined to the
+ * CU's DW_AT_comp_dir, and "." and "dir/.." are folded (as the compiler wrote
+ * them, without looking at the file system). Interned: lives with the resolver. */
+static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const char *file)
+{
+	if (!file)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	Dwarf_Attribute at;
+	const char *dir = file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	if (dir)
+		strbuf_addf(&sb, "%s/", dir);
+	strbuf_addstr(&sb, file);
+	/* fold components in place: out only ever moves back to a '/' it wrote */
+	char *start = sb.buf + (sb.buf[0] == '/'), *in = start, *out = start;
+	while (*in) {
+		char *end = strchrnul(in, '/');
+		bool more = *end != '\0'; /* (the '/' written below may land on the NUL) */
+		size_t n = (size_t)(end - in);
+		bool dotdot = n == 2 && in[0] == '.' && in[1] == '.';
+		char *last = out; /* the start of the last component written */
+		if (out > start)
+			for (last = out - 1; last > start && last[-1] != '/'; last--)
+				;
+		if (n == 0 || (n == 1 && in[0] == '.')) {
+			/* nothing */
+		} else if (dotdot && out > start && strncmp(last, "../", 3)) {
+			out = last;
+		} else {
+			memmove(out, in, n);
+			out += n;
+			*out++ = '/';
+		}
+		if (!more)
+			break;
+		in = end + 1;
+	}
+	if (out > start && out[-1] == '/')
+		out--;
+	*out = '\0';
+	sb.len = (size_t)(out - sb.buf);
+	uint64_t h = tally_hash_bytes(sb.buf, strlen(sb.buf), 0);
+	uint32_t i = tally_hidx_get(&r->path_idx, h, sb.buf, path_eq, r);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(r->paths, r->apaths, r->npaths + 1);
+		r->paths[r->npaths] = strbuf_detach(&sb);
+		tally_hidx_put(&r->path_idx, h, (uint32_t)r->npaths);
+		i = (uint32_t)r->npaths++;
+	}
+	strbuf_release(&sb);
+	return r->paths[i];
+}
+
+static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s || s->mismatch)
+		return;
+	const struct tally_db_image *di = &r->db->images[image];
+	uint64_t off = offset - (ret && offset ? 1 : 0);
+	const struct tally_sym *sym = tally_resolve(r, image, off);
+	const char *outer = sym ? sym->name : NULL;
+	uint64_t outer_addr = sym ? sym->addr : 0;
+	size_t first = r->nframes;
+	uint64_t addr;
+	Dwarf *dw = NULL;
+	/* DWARF is for inlines and lines: a --symbols --no-inline report never reads it */
+	bool want = !r->o.no_inline || r->o.lines;
+	if (want && (is_file_kind(di) ? offset_to_addr(s, off, &addr) : (addr = off - s->kdelta, s->mod != NULL)))
+		dw = get_dwarf(s);
+	if (dw) {
+		Dwarf_Addr modaddr = addr + s->bias, cubias = 0;
+		dwfl_errno(); /* clear */
+		Dwarf_Die *cu = dwfl_module_addrdie(s->mod, modaddr, &cubias);
+		if (cu) {
+			Dwarf_Addr pc = modaddr - cubias;
+			const char *file = NULL;
+			int line = 0;
+			Dwarf_Line *l = dwarf_getsrc_die(cu, pc);
+			if (l) {
+				file = abs_srcpath(r, cu, dwarf_linesrc(l, NULL, NULL));
+				dwarf_lineno(l, &line);
+			}
+			Dwarf_Die chain[32];
+			int n = scope_chain(cu, pc, chain, 32, 0, 0);
+			if (r->o.no_inline)
+				n = n ? 1 : 0;
+			/* innermost first: each inlined frame's location, then its call site in the next */
+			for (int i = n - 1; i >= 1; i--) {
+				Dwarf_Attribute a;
+				Dwarf_Die origin;
+				uint64_t key = dwarf_dieoffset(&chain[i]);
+				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+					key = dwarf_dieoffset(&origin);
+				push_frame(r, dwarf_diename(&chain[i]), file, line, true, key);
+				file = abs_srcpath(r, cu, call_file(cu, &chain[i], &line));
+			}
+			if (!outer && n)
+				outer = dwarf_diename(&chain[0]);
+			if (outer || file)
+				push_frame(r, outer, file, line, false, outer_addr);
+		} else if (sym) {
+			/* code the symbol table knows but no compile unit covers: DWARF that is
+			 * damaged, or partial (code built without -g) */
+			int e = dwfl_errno();
+			if (!s->dwarf_missing++ || (e && !strcmp(s->dwarf_err, "no compile unit covers it"))) {
+				free(s->dwarf_err);
+				const char *m = e ? dwfl_errmsg(e) : NULL;
+				s->dwarf_err = xstrdup(m && !strstr(m, "out of range") ? m : "no compile unit covers it");
+			}
+		}
+	}
+	if (r->nframes == first && outer && s->jd) {
+		/* JIT code: the jitdump's line records */
+		const char *file;
+		unsigned line;
+		if (!tally_resolver_jit_line(r, image, off, &file, &line))
+			push_frame(r, outer, file, (int)line, false, outer_addr);
+	}
+	if (r->nframes == first && outer)
+		push_frame(r, outer, NULL, 0, false, outer_addr);
+}
+
+static bool fc_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_resolver *r = ctx;
+	const struct fcache *k = key, *c = &r->fc[idx];
+	return c->image == k->image && c->offset == k->offset && c->ret == k->ret;
+}
+
+size_t tally_resolve_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret,
+			    const struct tally_srcframe **out)
+{
+	struct fcache k = { image, ret, offset, 0, 0 };
+	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)ret << 63));
+	uint32_t i = tally_hidx_get(&r->fc_idx, h, &k, fc_eq, r);
+	if (i == TALLY_HIDX_NONE) {
+		k.first = (uint32_t)r->nframes;
+		compute_frames(r, image, offset, ret);
+		k.n = (uint32_t)(r->nframes - k.first);
+		GROW(r->fc, r->afc, r->nfc + 1);
+		r->fc[r->nfc] = k;
+		tally_hidx_put(&r->fc_idx, h, (uint32_t)r->nfc);
+		i = (uint32_t)r->nfc++;
+	}
+	*out = r->fc[i].n ? &r->frames[r->fc[i].first] : NULL;
+	return r->fc[i].n;
+}
+
+bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image)
+{
+	struct imgsyms *s = get(r, image);
+	return s && !s->mismatch && get_dwarf(s) != NULL;
+}
+
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
 {
-	if (image >= r->db->nimages)
-		return NULL;
-	if (!r->im[image].state)
-		load(r, image);
-	return r->im[image].note;
+	struct imgsyms *s = get(r, image);
+	if (s && !s->note && s->dwarf_missing && s->dwarf_err && strcmp(s->dwarf_err, "no compile unit covers it")) {
+		/* damaged DWARF is worth a warning; code built without -g is not */
+		set_note(s, "its DWARF is damaged (%s): source lines and inlines skipped for %zu address%s", s->dwarf_err,
+			 s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es");
+		s->loud = true;
+	}
+	return s ? s->note : NULL;
 }
 
 bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image)
@@ -426,18 +1462,139 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image)
 
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image)
 {
-	if (image >= r->db->nimages)
-		return false;
-	if (!r->im[image].state)
-		load(r, image);
-	return r->im[image].mismatch || r->im[image].loud;
+	tally_resolver_note(r, image);
+	struct imgsyms *s = get(r, image);
+	return s && (s->mismatch || s->loud);
 }
 
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image)
 {
-	if (image >= r->db->nimages)
-		return false;
-	if (!r->im[image].state)
+	struct imgsyms *s = get(r, image);
+	return s && s->mismatch;
+}
+
+void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct strbuf *out)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s)
+		return;
+	const struct tally_db_image *di = &r->db->images[image];
+	if (s->mod && !s->mismatch)
+		get_dwarf(s);
+	strbuf_addf(out, "  recorded: %s '%s', %s %s\n", di->kind, di->path, di->id_kind, di->id);
+	if (di->foreign_ns)
+		strbuf_addstr(out, "  mapped inside another mount namespace (a container): the path is the container's; give --image-path with the container's root directory, --mapfile or --debug-dir to find the file\n");
+	strbuf_add(out, s->log.buf ? s->log.buf : "", s->log.len);
+	if (s->mod && !s->mismatch) {
+		GElf_Addr b;
+		Elf *elf = dwfl_module_getelf(s->mod, &b);
+		strbuf_addf(out, "  sections of '%s': ", s->file);
+		describe_sections(elf, out);
+		strbuf_addch(out, '\n');
+		Dwarf_Addr db;
+		Dwarf *dw = s->dw ? s->dw : NULL;
+		Elf *delf = dw ? dwarf_getelf(dw) : NULL;
+		(void)db;
+		if (delf && delf != elf) {
+			strbuf_addf(out, "  sections of the debug file '%s': ", s->debug_file ? s->debug_file : "?");
+			describe_sections(delf, out);
+			strbuf_addch(out, '\n');
+		}
+	}
+	/* the verdict */
+	if (!strcmp(di->kind, "kernel")) {
+		strbuf_addf(out, "  functions: %s\n", s->nsyms ? "named from kernel.syms" : "not named: the database has no kernel symbols");
+		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" : "none (give --vmlinux with the running kernel's image)");
+		/* modules: named by kernel.syms with the module in brackets */
+		struct strbuf mods = STRBUF_INIT;
+		size_t nm = 0;
+		for (size_t i = 0; i < r->db->nksyms; i++) {
+			const char *m = r->db->ksyms[i].module;
+			if (!m)
+				continue;
+			bool seen = false;
+			for (size_t k = 0; k < i && !seen; k++)
+				seen = r->db->ksyms[k].module && !strcmp(r->db->ksyms[k].module, m);
+			if (!seen)
+				strbuf_addf(&mods, "%s%s", nm++ ? ", " : "", m);
+		}
+		if (nm)
+			strbuf_addf(out, "  modules with samples: %s (named from kernel.syms; %s%s%s)\n", mods.buf,
+				    r->o.modules_dir ? r->o.modules_dir : "/lib/modules",
+				    r->o.modules_dir && access(r->o.modules_dir, F_OK) == 0 ? " is here" : " is not on this machine",
+				    ", module source lines are not looked up");
+		strbuf_release(&mods);
+		return;
+	}
+	if (s->mismatch) {
+		strbuf_addstr(out, "  functions: not named: no file with the recorded id was found, and a file with another id is never used (raw offsets are shown)\n");
+		return;
+	}
+	if (!s->nsyms) {
+		strbuf_addf(out, "  functions: not named: %s\n", s->note ? s->note : "no symbols");
+	} else if (!strcmp(di->kind, "jit")) {
+		strbuf_addf(out, "  functions: named from the JIT map (%zu entries)\n", s->nsyms);
+	} else if (s->have_symtab) {
+		strbuf_addf(out, "  functions: named from .symtab (%zu functions)\n", s->nsyms);
+	} else {
+		strbuf_addf(out, "  functions: only the exported ones, from .dynsym (%zu functions); local functions are [unknown] (install its debug package, or give --debug-dir or --mapfile)\n",
+			    s->nsyms);
+	}
+	if (s->mod)
+		strbuf_addf(out, "  lines and inlines: %s\n",
+			    s->dw ? "from DWARF" : "none: no .debug_info in the image or any debug file found above");
+	if (s->dwarf_missing)
+		strbuf_addf(out, "  lines and inlines: %zu sampled address%s in named functions had no DWARF (%s): built without -g, or damaged debug info\n",
+			    s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es", s->dwarf_err);
+}
+
+Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s || !s->mod || s->mismatch)
+		return NULL;
+	if (bias_out)
+		*bias_out = s->bias;
+	return s->mod;
+}
+
+int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s)
+		return -1;
+	const struct tally_db_image *di = &r->db->images[image];
+	if (!is_file_kind(di)) {
+		*addr = offset - s->kdelta;
+		return 0;
+	}
+	if (!s->mod || s->mismatch)
+		return -1;
+	return offset_to_addr(s, offset, addr) ? 0 : -1;
+}
+
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
+						     uint32_t *elf_mach)
+{
+	if (image >= r->db->nimages || strcmp(r->db->images[image].kind, "jit"))
+		return NULL;
+	struct imgsyms *s = &r->im[image];
+	if (!s->state)
 		load(r, image);
-	return r->im[image].mismatch;
+	if (!s->jd)
+		return NULL;
+	if (elf_mach)
+		*elf_mach = s->jd->elf_mach;
+	return tally_jitdump_find(s->jd, addr);
+}
+
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line)
+{
+	const struct tally_jit_func *f = tally_resolver_jit_func(r, image, addr, NULL);
+	const struct tally_jit_line *l = f ? tally_jitdump_line(f, addr) : NULL;
+	if (!l || !l->line)
+		return -1;
+	*file = r->im[image].jd->files[l->file];
+	*line = l->line;
+	return 0;
 }

@@ -10,6 +10,8 @@
 #include "tally/agg.h"
 #include "tally/db.h"
 #include "tally/elfinfo.h"
+#include "tally/jitdump.h"
+#include "tally/symbols.h"
 
 /* ---- tally_parse_header_line ---- */
 
@@ -634,6 +636,98 @@ static void test_db__roundtrip_special_images(void **state)
 	tally_db_release(&db);
 }
 
+
+/* A JIT image named by a perf map and a jitdump: samples neither names go to
+ * nomap (stacks included), the database keeps the dump's sampled functions with
+ * their lines and code, and the resolver gives names and lines from the copies. */
+static void test_db__jit_settle(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_image k;
+	memset(&k, 0, sizeof(k));
+	k.kind = TALLY_IMG_JIT;
+	k.path = (char *)"/tmp/jit-4242.dump";
+	k.pid = 4242;
+	uint32_t jit = tally_agg_image(&a, &k);
+	static const char jit_map[] = "7f0000001000 40 from_map\n";
+	a.images[jit].jit_map = xstrdup(jit_map);
+	a.images[jit].jit_map_len = strlen(jit_map);
+	char *dump = xstrdup("source: /tmp/jit-4242.dump\nelf-mach: 62\npid: 4242\n\n"
+			     "func 7f0000002000 4 7 from_dump\nline 7f0000002000 3 0 f.js\nline 7f0000002002 4 0 f.js\ncode 4889f8c3\n"
+			     "func 7f0000003000 4 8 never_ran\ncode 4889f8c3\n");
+	a.images[jit].jd = xcalloc(1, sizeof(struct tally_jitdump));
+	assert_int_equal(tally_jitdump_read_copy(a.images[jit].jd, dump, "dump"), 0);
+	free(dump);
+	a.images[jit].jd_source = xstrdup("/tmp/jit-4242.dump");
+	uint32_t fr[2];
+	fr[0] = tally_agg_frame(&a, jit, 0x7f0000001010);
+	add(&a, fr, 1, 0, 0, 5);
+	fr[0] = tally_agg_frame(&a, jit, 0x7f0000002003);
+	add(&a, fr, 1, 0, 0, 6);
+	fr[0] = tally_agg_frame(&a, jit, 0x7f0000009000); /* named by neither */
+	fr[1] = tally_agg_frame(&a, jit, 0x7f0000001020);
+	add(&a, fr, 2, 0, 0, 7);
+	tally_agg_snapshot_jit(&a);
+	/* the frame index follows the move: the same key finds the same frame */
+	uint32_t nomap_img = a.frames[fr[0]].image;
+	assert_int_not_equal(nomap_img, jit);
+	assert_int_equal(a.images[nomap_img].kind, TALLY_IMG_NOMAP);
+	assert_int_equal(tally_agg_frame(&a, nomap_img, 0x7f0000009000), fr[0]);
+	struct tally_meta m;
+	session_init(&m, "cpu-clock", "fp", false);
+	assert_int_equal(tally_db_write(fx->db, false, &a, &m), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	int j = db_image_by_kind(&db, "jit"), n = db_image_by_kind(&db, "nomap");
+	assert_true(j >= 0 && n >= 0);
+	assert_int_equal(db_count(&db, j, 0, 0x7f0000001010, 0), 5);
+	assert_int_equal(db_count(&db, j, 0, 0x7f0000002003, 0), 6);
+	assert_int_equal(db_count(&db, n, 0, 0x7f0000009000, 0), 7);
+	bool seen = false;
+	for (size_t i = 0; i < db.nstacks; i++)
+		if (db.stacks[i].len == 2) {
+			assert_int_equal(db.frames[db.stacks[i].first].image, n);
+			assert_int_equal(db.frames[db.stacks[i].first + 1].image, j);
+			seen = true;
+		}
+	assert_true(seen);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/jit/jitdump-4242-%s.txt", fx->db, db.images[j].id);
+	char *copy = unit_read(sb.buf, NULL);
+	if (!copy)
+		fail_msg("no jitdump copy at '%s'", sb.buf);
+	assert_str_has(copy, "func 7f0000002000 4 7 from_dump\n");
+	assert_str_has(copy, "code 4889f8c3\n");
+	assert_null(strstr(copy, "never_ran"));
+	free(copy);
+	strbuf_release(&sb);
+
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	assert_string_equal(tally_resolve(res, (uint32_t)j, 0x7f0000001010)->name, "from_map");
+	assert_string_equal(tally_resolve(res, (uint32_t)j, 0x7f0000002003)->name, "from_dump");
+	const char *file;
+	unsigned line;
+	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000002003, &file, &line), 0);
+	assert_string_equal(file, "f.js");
+	assert_int_equal(line, 4);
+	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000001010, &file, &line), -1);
+	uint32_t mach = 0;
+	const struct tally_jit_func *jf = tally_resolver_jit_func(res, (uint32_t)j, 0x7f0000002001, &mach);
+	assert_non_null(jf);
+	assert_int_equal(mach, 62);
+	assert_int_equal(jf->code[3], 0xc3);
+	assert_null(tally_resolver_note(res, (uint32_t)j));
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
 /* ---- writer rules ---- */
 
 static void test_db__write_refuses_existing(void **state)
@@ -1064,6 +1158,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_caller_only_image, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_special_images, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__jit_settle, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__write_refuses_existing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),

@@ -1,0 +1,395 @@
+/* tally annotate (opannotate): one function's source with samples per line,
+ * and with --asm its instructions with samples and the lines they come from. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin/builtin.h"
+#include "tally/annotate.h"
+#include "tally/db.h"
+#include "tally/symbols.h"
+#include "tally/util.h"
+
+static const char annotate_usage[] =
+	"usage: tally annotate [options] SYMBOL\n"
+	"\n"
+	"  -i, --input DIR          database (default tally.db)\n"
+	"      --asm                interleave the disassembly: samples per instruction\n"
+	"      --image NAME         the image (file name or path) when SYMBOL is in several\n"
+	"      --event NAME         this event (default: the database's first)\n"
+	"      --source-dir DIR     look for source files under DIR too (repeatable); OLD=NEW\n"
+	"                           replaces a leading OLD of the recorded path with NEW\n"
+	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
+	"      --json               JSON output (docs/cli.md)\n";
+
+enum { OPT_ASM = 256, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_IMGPATH, OPT_JSON };
+
+static const struct option annotate_opts[] = {
+	{ "input", required_argument, NULL, 'i' },
+	{ "asm", no_argument, NULL, OPT_ASM },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "source-dir", required_argument, NULL, OPT_SRCDIR },
+	{ "image-path", required_argument, NULL, OPT_IMGPATH },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One source file of a function: its text when found. */
+struct src {
+	bool tried;
+	char *text, *found;
+	char **lines;
+	size_t nlines;
+};
+
+struct ctx {
+	const char **source_dirs;
+	struct src *srcs;
+	const struct tally_annot_func *f;
+};
+
+static struct src *source(struct ctx *c, uint32_t file)
+{
+	if (file == TALLY_ANNOT_NONE || file >= c->f->nfiles)
+		return NULL;
+	struct src *s = &c->srcs[file];
+	if (!s->tried) {
+		s->tried = true;
+		tally_annot_source(c->f->files[file], c->source_dirs, &s->text, &s->lines, &s->nlines, &s->found);
+	}
+	return s->found ? s : NULL;
+}
+
+static const char *line_text(struct ctx *c, uint32_t file, uint32_t line)
+{
+	struct src *s = source(c, file);
+	return s && line >= 1 && line <= s->nlines ? s->lines[line - 1] : NULL;
+}
+
+static double pc(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+static void count_cols(struct strbuf *out, uint64_t n, uint64_t total)
+{
+	if (n)
+		strbuf_addf(out, "%9" PRIu64 " %7.2f%%", n, pc(n, total));
+	else
+		strbuf_addf(out, "%9s %8s", "", "");
+}
+
+static void text_asm(struct ctx *c, struct strbuf *out)
+{
+	const struct tally_annot_func *f = c->f;
+	strbuf_addf(out, "%9s %8s  %-16s  %s\n", "samples", "%", "address", "instruction  (source lines above their code)");
+	uint32_t last = TALLY_ANNOT_NONE - 1;
+	for (size_t i = 0; i < f->ninsns; i++) {
+		const struct tally_annot_insn *in = &f->insns[i];
+		if (in->src != last) {
+			last = in->src;
+			if (in->src != TALLY_ANNOT_NONE) {
+				const struct tally_annot_line *l = &f->lines[in->src];
+				const char *t = line_text(c, l->file, l->line);
+				strbuf_addf(out, "%18s  %s:%" PRIu32 "%s%s\n", "", tally_basename(f->files[l->file]), l->line, t ? "  " : "",
+					    t ? t : "");
+			} else {
+				strbuf_addf(out, "%18s  (no line information)\n", "");
+			}
+		}
+		count_cols(out, in->samples, f->samples);
+		strbuf_addf(out, "  %16" PRIx64 "  %s\n", in->addr, in->text);
+	}
+}
+
+static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool want_asm, struct strbuf *out)
+{
+	const struct tally_annot_func *f = c->f;
+	const struct tally_db_image *im = &db->images[f->image];
+	strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
+		    im->path[0] ? im->path : im->name, f->addr, f->size);
+	strbuf_addf(out, "# %s: %" PRIu64 " samples, %.2f%% of the image's, %.2f%% of all\n", db->events[ev], f->samples,
+		    pc(f->samples, f->image_samples), pc(f->samples, db->samples[ev]));
+	struct src *main = source(c, f->main_file);
+	bool show_asm = want_asm;
+	if (f->line_note) {
+		strbuf_addf(out, "# no source lines: %s\n", f->line_note);
+		show_asm = true;
+	} else if (!main) {
+		strbuf_addf(out, "# source '%s' not found (point --source-dir at its tree); samples per line, then the disassembly\n",
+			    f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
+		show_asm = true;
+	} else {
+		strbuf_addf(out, "# source: %s\n", main->found);
+	}
+	if (main && !want_asm) {
+		strbuf_addf(out, "%9s %8s  %5s  %s\n", "samples", "%", "line", "source");
+		uint32_t lo = f->first_line ? f->first_line : 1, hi = f->last_line;
+		if (hi > main->nlines)
+			hi = (uint32_t)main->nlines;
+		for (uint32_t ln = lo; ln <= hi; ln++) {
+			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
+			count_cols(out, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples);
+			strbuf_addf(out, "  %5" PRIu32 "  %s\n", ln, main->lines[ln - 1]);
+		}
+	}
+	/* lines with samples the listing above did not show */
+	bool head = false;
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct tally_annot_line *l = &f->lines[k];
+		if (!l->samples)
+			continue;
+		if (main && !want_asm && l->file == f->main_file && l->line >= f->first_line && l->line <= f->last_line &&
+		    l->line <= main->nlines)
+			continue;
+		if (!head) {
+			strbuf_addf(out, "%s%9s %8s  %s\n", main && !want_asm ? "# samples in other files (inlined code):\n" : "",
+				    "samples", "%", "file:line");
+			head = true;
+		}
+		count_cols(out, l->samples, f->samples);
+		strbuf_addf(out, "  %s:%" PRIu32 "\n", f->files[l->file], l->line);
+	}
+	if (f->no_line && !f->line_note)
+		strbuf_addf(out, "# %" PRIu64 " samples (%.2f%%) at addresses without line information\n", f->no_line,
+			    pc(f->no_line, f->samples));
+	if (!show_asm)
+		return;
+	if (f->code_note || !f->ninsns) {
+		strbuf_addf(out, "# no disassembly: %s; samples per address:\n", f->code_note ? f->code_note : "no code");
+		strbuf_addf(out, "%9s %8s  %s\n", "samples", "%", "address");
+		for (size_t i = 0; i < f->npts; i++) {
+			count_cols(out, f->pt_samples[i], f->samples);
+			strbuf_addf(out, "  %" PRIx64 "\n", f->pt_addr[i]);
+		}
+		return;
+	}
+	text_asm(c, out);
+}
+
+static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, struct strbuf *out)
+{
+	const struct tally_annot_func *f = c->f;
+	const struct tally_db_image *im = &db->images[f->image];
+	strbuf_addstr(out, "{\"name\":");
+	strbuf_add_json_str(out, f->name);
+	strbuf_addstr(out, ",\"image\":");
+	strbuf_add_json_str(out, im->name);
+	strbuf_addstr(out, ",\"path\":");
+	strbuf_add_json_str(out, im->path);
+	strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"percent_of_image\":%.4f",
+		    f->addr, f->size, f->samples, pc(f->samples, f->image_samples));
+	struct src *main = source(c, f->main_file);
+	strbuf_addstr(out, ",\"source\":");
+	if (f->main_file != TALLY_ANNOT_NONE) {
+		strbuf_addstr(out, "{\"file\":");
+		strbuf_add_json_str(out, f->files[f->main_file]);
+		strbuf_addstr(out, ",\"found\":");
+		if (main)
+			strbuf_add_json_str(out, main->found);
+		else
+			strbuf_addstr(out, "null");
+		strbuf_addf(out, ",\"first_line\":%" PRIu32 ",\"last_line\":%" PRIu32 "}", f->first_line, f->last_line);
+	} else {
+		strbuf_addstr(out, "null");
+	}
+	strbuf_addf(out, ",\"no_line_samples\":%" PRIu64, f->no_line);
+	if (f->line_note) {
+		strbuf_addstr(out, ",\"line_note\":");
+		strbuf_add_json_str(out, f->line_note);
+	}
+	if (f->code_note) {
+		strbuf_addstr(out, ",\"code_note\":");
+		strbuf_add_json_str(out, f->code_note);
+	}
+	strbuf_addstr(out, ",\"lines\":[");
+	bool first = true;
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct tally_annot_line *l = &f->lines[k];
+		if (!l->samples)
+			continue;
+		strbuf_addstr(out, first ? "{\"file\":" : ",{\"file\":");
+		first = false;
+		strbuf_add_json_str(out, f->files[l->file]);
+		strbuf_addf(out, ",\"line\":%" PRIu32 ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"text\":", l->line, l->samples,
+			    pc(l->samples, f->samples));
+		const char *t = line_text(c, l->file, l->line);
+		if (t)
+			strbuf_add_json_str(out, t);
+		else
+			strbuf_addstr(out, "null");
+		strbuf_addstr(out, "}");
+	}
+	strbuf_addstr(out, "]");
+	if (!f->ninsns) {
+		/* no code to show: where in the function the samples were */
+		strbuf_addstr(out, ",\"addresses\":[");
+		for (size_t i = 0; i < f->npts; i++)
+			strbuf_addf(out, "%s{\"addr\":\"0x%" PRIx64 "\",\"samples\":%" PRIu64 ",\"percent\":%.4f}", i ? "," : "",
+				    f->pt_addr[i], f->pt_samples[i], pc(f->pt_samples[i], f->samples));
+		strbuf_addstr(out, "]");
+	}
+	if (want_asm) {
+		strbuf_addstr(out, ",\"instructions\":[");
+		for (size_t i = 0; i < f->ninsns; i++) {
+			const struct tally_annot_insn *in = &f->insns[i];
+			strbuf_addf(out, "%s{\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu32 ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"asm\":",
+				    i ? "," : "", in->addr, in->size, in->samples, pc(in->samples, f->samples));
+			strbuf_add_json_str(out, in->text);
+			if (in->src != TALLY_ANNOT_NONE) {
+				strbuf_addstr(out, ",\"file\":");
+				strbuf_add_json_str(out, f->files[f->lines[in->src].file]);
+				strbuf_addf(out, ",\"line\":%" PRIu32 "}", f->lines[in->src].line);
+			} else {
+				strbuf_addstr(out, ",\"file\":null,\"line\":null}");
+			}
+		}
+		strbuf_addstr(out, "]");
+	}
+	strbuf_addstr(out, "}");
+}
+
+static void release_srcs(struct ctx *c)
+{
+	for (size_t i = 0; c->f && i < c->f->nfiles; i++) {
+		free(c->srcs[i].text);
+		free(c->srcs[i].found);
+		free(c->srcs[i].lines);
+	}
+	free(c->srcs);
+	c->srcs = NULL;
+}
+
+int cmd_annotate(int argc, char **argv)
+{
+	const char *input = "tally.db", *image = NULL, *event = NULL;
+	bool want_asm = false, json = false;
+	const char **srcdirs = NULL, **imgpath = NULL;
+	size_t nsrc = 0, asrc = 0, nimg = 0, aimg = 0;
+	optind = 1;
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "i:h", annotate_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i': input = optarg; break;
+		case OPT_ASM: want_asm = true; break;
+		case OPT_IMAGE: image = optarg; break;
+		case OPT_EVENT: event = optarg; break;
+		case OPT_SRCDIR:
+			GROW(srcdirs, asrc, nsrc + 2);
+			srcdirs[nsrc++] = optarg;
+			srcdirs[nsrc] = NULL;
+			break;
+		case OPT_IMGPATH:
+			GROW(imgpath, aimg, nimg + 2);
+			imgpath[nimg++] = optarg;
+			imgpath[nimg] = NULL;
+			break;
+		case OPT_JSON: json = true; break;
+		case 'h':
+			fputs(annotate_usage, stdout);
+			free(srcdirs);
+			free(imgpath);
+			return 0;
+		default:
+			free(srcdirs);
+			free(imgpath);
+			if (optopt && optopt < 256)
+				return tally_usage_error("annotate", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
+			return tally_usage_error("annotate", "unknown option or missing value '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc || argc - optind > 1) {
+		free(srcdirs);
+		free(imgpath);
+		if (optind >= argc)
+			return tally_usage_error("annotate", "name a function to annotate, as 'tally report --symbols' lists them");
+		return tally_usage_error("annotate", "unexpected argument '%s': annotate takes one function", argv[optind + 1]);
+	}
+	const char *symbol = argv[optind];
+	struct tally_db db;
+	if (tally_db_open(&db, input)) {
+		tally_error("%s", tally_errmsg());
+		free(srcdirs);
+		free(imgpath);
+		return 1;
+	}
+	int ret = 0;
+	int ev = 0;
+	if (event) {
+		ev = tally_db_event(&db, event);
+		if (ev < 0) {
+			struct strbuf names = STRBUF_INIT;
+			for (int e = 0; e < db.nevents; e++)
+				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
+			tally_error("event '%s' is not in '%s' (it has: %s)", event, input, names.buf);
+			strbuf_release(&names);
+			tally_db_release(&db);
+			free(srcdirs);
+			free(imgpath);
+			return 1;
+		}
+	}
+	struct tally_resolver_opts ro = { .image_path = imgpath };
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, &ro);
+	struct tally_annotate_opts ao = { symbol, image, ev };
+	struct tally_annot_func *funcs = NULL;
+	size_t nf = 0;
+	if (tally_annotate(&db, res, &ao, &funcs, &nf)) {
+		tally_error("%s", tally_errmsg());
+		ret = 1;
+		goto out;
+	}
+	tally_warn_jit(&db);
+	struct strbuf out = STRBUF_INIT;
+	if (json) {
+		strbuf_addstr(&out, "{\"format\":\"tally-annotate\",\"version\":1,\"database\":");
+		strbuf_add_json_str(&out, input);
+		strbuf_addstr(&out, ",\"event\":");
+		strbuf_add_json_str(&out, db.events[ev]);
+		strbuf_addstr(&out, ",\"functions\":[");
+	}
+	for (size_t i = 0; i < nf; i++) {
+		struct ctx c = { srcdirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)), &funcs[i] };
+		if (json) {
+			if (i)
+				strbuf_addch(&out, ',');
+			json_func(&c, &db, want_asm, &out);
+		} else {
+			if (i)
+				strbuf_addch(&out, '\n');
+			text_func(&c, &db, ev, want_asm, &out);
+		}
+		release_srcs(&c);
+	}
+	if (json)
+		strbuf_addstr(&out, "]}\n");
+	/* damaged or changed images the annotation read */
+	for (uint32_t i = 0; i < db.nimages; i++) {
+		if (!tally_resolver_loaded(res, i))
+			continue;
+		const char *note = tally_resolver_note(res, i);
+		if (note && (tally_resolver_loud(res, i) || tally_verbose))
+			tally_warn("image '%s': %s", db.images[i].name, note);
+	}
+	fwrite(out.buf, 1, out.len, stdout);
+	if (fflush(stdout) != 0) {
+		tally_error("cannot write the annotation: %s", strerror(errno));
+		ret = 1;
+	}
+	strbuf_release(&out);
+	tally_annotate_free(funcs, nf);
+out:
+	tally_resolver_free(res);
+	tally_db_release(&db);
+	free(srcdirs);
+	free(imgpath);
+	return ret;
+}

@@ -1,0 +1,101 @@
+/* Exports of a database to the formats other tools read: pprof, callgrind,
+ * gmon.out, folded stacks (docs/export.md). A writer fills one or more output
+ * buffers; the builtin writes them to files atomically, so a failed export
+ * never leaves a partial file. */
+#ifndef TALLY_EXPORT_H
+#define TALLY_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/db.h"
+#include "tally/select.h"
+#include "tally/symbols.h"
+#include "tally/util.h"
+
+/* What a writer exports. The database has the selection applied already
+ * (tally_export_select): unselected samples count zero. */
+struct tally_export {
+	const struct tally_db *db;
+	struct tally_resolver *res;
+	const char *input;    /* the database path, for messages */
+	const int *events;    /* the events to export (indices); one for one-event formats */
+	int nevents;
+	double percent_limit; /* stacks (or locations) under this % of an event are cut to [other] */
+	bool comm_root;       /* folded: the command name as the root frame */
+	bool per_process;     /* callgrind: one file per process */
+	const char *image;    /* gmon: the image asked for (--image), or NULL for the main program */
+};
+
+/* One output file: the -o path plus suffix ("" for the main file). */
+struct tally_export_file {
+	char *suffix;
+	struct strbuf data;
+};
+struct tally_export_out {
+	struct tally_export_file *files;
+	size_t n, alloc;
+};
+/* A new output buffer; it belongs to out. */
+struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);
+void tally_export_out_release(struct tally_export_out *out);
+
+/* A writer: 0, or -1 with tally_seterr (one line naming what is missing). */
+typedef int (*tally_export_fn)(const struct tally_export *x, struct tally_export_out *out);
+
+int tally_export_folded(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_pprof(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
+int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
+
+/* Applies the selection to db in place: the counts (flat and stack) of
+ * unselected profiles, processes and events become zero. A stack is selected
+ * when its process is (--pid, --comm) and, with stacks_by_image, its leaf's
+ * image is (--image, --exclude-dependent), as a flat profile is. */
+void tally_export_select(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image);
+/* Samples of one event after the selection: flat, and in stacks. */
+uint64_t tally_export_total(const struct tally_db *db, int event, bool stacks);
+
+/* The --percent-limit cut, shared by the writers: stacks are given as keys
+ * (root first) with counts (nevents per stack); in the prefix tree of all the
+ * stacks a node is kept when, for some event, it holds at least min[event]
+ * samples. keep[i] gets the length of stack i's kept prefix (== its length
+ * when nothing is cut). */
+struct tally_trim_stack {
+	uint32_t first, len; /* into keys */
+};
+void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n, const uint64_t *counts,
+		       int nevents, const uint64_t *min, uint32_t *keep);
+/* min[] for a percent limit: ceil(total * pct / 100) per event (0 for pct 0). */
+void tally_export_trim_min(const struct tally_export *x, const uint64_t *totals, uint64_t *min);
+
+/* A function name fit for a one-line format: control characters become '?',
+ * and each character of `bad` becomes '_'. */
+void tally_export_add_name(struct strbuf *sb, const char *name, const char *bad);
+
+/* The name other tools know an image by: its path for files, [kernel.kallsyms],
+ * [vdso], [jit], [nomap]. Written into sb (reset first); returns sb->buf. */
+const char *tally_export_image_name(const struct tally_db_image *im, struct strbuf *sb);
+/* Whether the image is a file (exec, lib, vdso): offsets are file offsets. */
+bool tally_export_is_file(const struct tally_db_image *im);
+/* The link-time address of (image, offset), or the offset itself when the file
+ * cannot be read (see tally_resolver_addr). */
+uint64_t tally_export_addr(struct tally_resolver *res, uint32_t image, uint64_t offset);
+
+/* The command names of the database's processes, looked up by pid in
+ * O(log n) (as tally_db_comm, the last task of a pid wins). */
+struct tally_export_comm {
+	int pid;
+	size_t order;
+	const char *comm; /* the database's */
+};
+struct tally_export_comms {
+	struct tally_export_comm *v;
+	size_t n;
+};
+void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db *db);
+const char *tally_export_comm(const struct tally_export_comms *c, int pid);
+void tally_export_comms_release(struct tally_export_comms *c);
+
+#endif

@@ -1,0 +1,424 @@
+/* Flame graphs (see flame.h): the tree of one event's stacks, folded under a
+ * percent limit, and its SVG. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/export.h"
+#include "tally/flame.h"
+
+/* ---- markup text ---- */
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, beyond U+10FFFF, and XML's two non-characters */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    cp == 0xfffe || cp == 0xffff)
+		return 0;
+	return n;
+}
+
+void tally_strbuf_add_xml(struct strbuf *sb, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		switch (*p) {
+		case '&': strbuf_addstr(sb, "&amp;"); p++; continue;
+		case '<': strbuf_addstr(sb, "&lt;"); p++; continue;
+		case '>': strbuf_addstr(sb, "&gt;"); p++; continue;
+		case '"': strbuf_addstr(sb, "&quot;"); p++; continue;
+		case '\'': strbuf_addstr(sb, "&#39;"); p++; continue;
+		default: break;
+		}
+		if (*p < 0x20 && *p != '\t' && *p != '\n') {
+			p++;
+			continue;
+		}
+		size_t n = utf8_len(p);
+		if (!n) {
+			strbuf_addstr(sb, "\xef\xbf\xbd");
+			p++;
+			continue;
+		}
+		strbuf_add(sb, p, n);
+		p += n;
+	}
+}
+
+/* ---- the tree ---- */
+
+struct build {
+	const struct tally_cg *cg;
+	struct tally_flame *fl;
+	uint32_t *order;   /* stacks, sorted by their frames from the graph's bottom */
+	uint64_t *prefix;  /* prefix[k]: samples of order[0..k) */
+	uint32_t *rank;    /* per function: its place in name order */
+	double min_count;  /* frames with fewer samples fold */
+};
+
+/* Function at level d (0 = the bottom level of the graph) of stack s. */
+static inline uint32_t level_func(const struct tally_cg *cg, bool inv, uint32_t s, uint32_t d)
+{
+	const struct tally_cg_stack *st = &cg->stacks[s];
+	return cg->funcs_of[st->first + (inv ? d : st->len - 1 - d)];
+}
+
+static int cmp_func_name(const void *a, const void *b, void *ctx)
+{
+	const struct tally_cg *cg = ctx;
+	const struct tally_cg_func *x = &cg->funcs[*(const uint32_t *)a], *y = &cg->funcs[*(const uint32_t *)b];
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	if (x->image != y->image)
+		return x->image < y->image ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return 0;
+}
+
+static int cmp_stack(const void *a, const void *b, void *ctx)
+{
+	const struct build *B = ctx;
+	const struct tally_cg *cg = B->cg;
+	bool inv = B->fl->inverted;
+	uint32_t s = *(const uint32_t *)a, t = *(const uint32_t *)b;
+	uint32_t ls = cg->stacks[s].len, lt = cg->stacks[t].len;
+	for (uint32_t d = 0; d < ls && d < lt; d++) {
+		uint32_t rs = B->rank[level_func(cg, inv, s, d)], rt = B->rank[level_func(cg, inv, t, d)];
+		if (rs != rt)
+			return rs < rt ? -1 : 1;
+	}
+	/* a stack that ends sorts before the stacks that go on */
+	return ls < lt ? -1 : ls > lt;
+}
+
+static size_t push(struct tally_flame *fl, struct tally_flame_frame f)
+{
+	GROW(fl->frames, fl->aframes, fl->nframes + 1);
+	fl->frames[fl->nframes] = f;
+	if (f.depth > fl->max_depth)
+		fl->max_depth = f.depth;
+	return fl->nframes++;
+}
+
+/* The frames above frame `at` (depth d), from the stacks order[i..j) that go
+ * through it: the stacks that end at it are its self samples, the others
+ * group by their function at level d. */
+static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t d)
+{
+	const struct tally_cg *cg = B->cg;
+	struct tally_flame *fl = B->fl;
+	bool inv = fl->inverted;
+	size_t k = i;
+	while (k < j && cg->stacks[B->order[k]].len == d)
+		k++;
+	fl->frames[at].self = B->prefix[k] - B->prefix[i];
+	uint64_t x = fl->frames[at].x, other = 0;
+	uint32_t nother = 0;
+	while (k < j) {
+		uint32_t f = level_func(cg, inv, B->order[k], d);
+		size_t e = k + 1;
+		while (e < j && level_func(cg, inv, B->order[e], d) == f)
+			e++;
+		uint64_t c = B->prefix[e] - B->prefix[k];
+		if ((double)c < B->min_count) {
+			other += c;
+			nother++;
+		} else {
+			size_t me = push(fl, (struct tally_flame_frame){ f, d + 1, x, c, 0, 0 });
+			x += c;
+			grow_above(B, me, k, e, d + 1);
+		}
+		k = e;
+	}
+	if (other) {
+		push(fl, (struct tally_flame_frame){ TALLY_FLAME_OTHER, d + 1, x, other, other, nother });
+		fl->folded_samples += other;
+		fl->folded_frames += nother;
+	}
+}
+
+void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert, double percent_limit)
+{
+	memset(fl, 0, sizeof(*fl));
+	fl->inverted = invert;
+	fl->limit = percent_limit;
+	fl->total = cg->total;
+	struct build B = { .cg = cg, .fl = fl };
+	B.min_count = percent_limit / 100.0 * (double)cg->total;
+	/* names in order, so that siblings come out sorted and a graph looks the
+	 * same from one profile to the next */
+	uint32_t *byname = xmalloc((cg->nfuncs + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < cg->nfuncs; i++)
+		byname[i] = (uint32_t)i;
+	if (cg->nfuncs)
+		qsort_r(byname, cg->nfuncs, sizeof(uint32_t), cmp_func_name, (void *)cg);
+	B.rank = xmalloc((cg->nfuncs + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < cg->nfuncs; i++)
+		B.rank[byname[i]] = (uint32_t)i;
+	free(byname);
+	B.order = xmalloc((cg->nstacks + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < cg->nstacks; i++)
+		B.order[i] = (uint32_t)i;
+	if (cg->nstacks)
+		qsort_r(B.order, cg->nstacks, sizeof(uint32_t), cmp_stack, &B);
+	B.prefix = xmalloc((cg->nstacks + 1) * sizeof(uint64_t));
+	B.prefix[0] = 0;
+	for (size_t i = 0; i < cg->nstacks; i++)
+		B.prefix[i + 1] = B.prefix[i] + cg->stacks[B.order[i]].count;
+	push(fl, (struct tally_flame_frame){ TALLY_FLAME_ALL, 0, 0, cg->total, 0, 0 });
+	grow_above(&B, 0, 0, cg->nstacks, 0);
+	free(B.prefix);
+	free(B.order);
+	free(B.rank);
+}
+
+void tally_flame_release(struct tally_flame *fl)
+{
+	free(fl->frames);
+	memset(fl, 0, sizeof(*fl));
+}
+
+/* ---- SVG ---- */
+
+enum { FRAME_H = 16, TOP = 66, BOTTOM = 44, PAD = 10, CHAR_W = 7, SVG_WIDTH = 1200 };
+
+static uint64_t mix(const char *s, uint64_t seed)
+{
+	return tally_hash_u64(tally_hash_bytes(s, strlen(s), seed));
+}
+
+/* A colour per function name, in a range per kind of image: the program
+ * red to orange, libraries yellow, the kernel blue, JIT code green, the rest
+ * grey. The same name gets the same colour in every graph. */
+static void frame_fill(struct strbuf *out, const char *name, const char *kind)
+{
+	uint64_t h = mix(name, 0x7a11);
+	double a = (double)(h & 0xff) / 255.0, b = (double)((h >> 8) & 0xff) / 255.0,
+	       c = (double)((h >> 16) & 0xff) / 255.0;
+	int r, g, bl;
+	if (!strcmp(kind, "exec")) {
+		r = 205 + (int)(50 * a);
+		g = 60 + (int)(130 * b);
+		bl = (int)(50 * c);
+	} else if (!strcmp(kind, "lib")) {
+		r = 200 + (int)(45 * a);
+		g = 175 + (int)(55 * b);
+		bl = 40 + (int)(45 * c);
+	} else if (!strcmp(kind, "kernel")) {
+		r = 90 + (int)(60 * a);
+		g = 150 + (int)(55 * b);
+		bl = 215 + (int)(40 * c);
+	} else if (!strcmp(kind, "jit")) {
+		r = 70 + (int)(60 * a);
+		g = 185 + (int)(55 * b);
+		bl = 70 + (int)(45 * c);
+	} else {
+		r = g = bl = 165 + (int)(50 * a);
+	}
+	strbuf_addf(out, "rgb(%d,%d,%d)", r, g, bl);
+}
+
+static double pct(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+/* The visible label of a frame w pixels wide: the name, or as much of it as
+ * fits followed by "..", or nothing. The script redoes this on zoom. */
+static void add_label(struct strbuf *out, const char *name, double w)
+{
+	long fit = (long)((w - 6) / CHAR_W);
+	size_t n = strlen(name);
+	if (fit < 3)
+		return;
+	if ((size_t)fit >= n) {
+		tally_strbuf_add_xml(out, name);
+		return;
+	}
+	/* cut on a character boundary */
+	size_t cut = (size_t)fit - 2;
+	while (cut > 0 && ((unsigned char)name[cut] & 0xc0) == 0x80)
+		cut--;
+	char *t = xstrndup(name, cut);
+	tally_strbuf_add_xml(out, t);
+	free(t);
+	strbuf_addstr(out, "..");
+}
+
+static const char svg_style[] =
+	"svg.tally-flame{font-family:\"DejaVu Sans\",Verdana,Arial,sans-serif;font-size:12px;background:#fff}\n"
+	".tally-flame .bg{fill:#f8f8f4}\n"
+	".tally-flame .title{font-size:17px;fill:#000}\n"
+	".tally-flame .sub{fill:#555}\n"
+	".tally-flame .btn{fill:#2255aa;cursor:pointer}\n"
+	".tally-flame .btn:hover{text-decoration:underline}\n"
+	".tally-flame .hide{display:none}\n"
+	".tally-flame .f{cursor:pointer}\n"
+	".tally-flame .f rect{stroke:#f8f8f4;stroke-width:0.5}\n"
+	".tally-flame .f:hover rect{stroke:#000;stroke-width:1}\n"
+	".tally-flame .f text{fill:#000;pointer-events:none}\n"
+	".tally-flame .f.dim{opacity:0.55}\n"
+	".tally-flame .f.match rect{fill:rgb(225,60,225)}\n";
+
+void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const struct tally_cg *cg,
+		     const struct tally_db *db, const struct tally_flame_svg_opts *o)
+{
+	unsigned width = o->width ? o->width : SVG_WIDTH;
+	unsigned height = TOP + (fl->max_depth + 1) * FRAME_H + BOTTOM;
+	double scale = fl->total ? (double)(width - 2 * PAD) / (double)fl->total : 0;
+	if (o->standalone)
+		strbuf_addstr(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+	strbuf_addf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"tally-flame\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\"",
+		    width, height, width, height);
+	if (o->id) {
+		strbuf_addstr(out, " id=\"");
+		tally_strbuf_add_xml(out, o->id);
+		strbuf_addch(out, '"');
+	}
+	strbuf_addf(out, " data-total=\"%" PRIu64 "\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\">\n",
+		    fl->total, fl->inverted, width, PAD, CHAR_W);
+	strbuf_addstr(out, "<style>\n");
+	strbuf_addstr(out, svg_style);
+	strbuf_addstr(out, "</style>\n");
+	strbuf_addf(out, "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%u\" height=\"%u\"/>\n", width, height);
+	strbuf_addf(out, "<text class=\"title\" x=\"%u\" y=\"24\" text-anchor=\"middle\">", width / 2);
+	tally_strbuf_add_xml(out, o->title ? o->title : "Flame graph");
+	strbuf_addstr(out, "</text>\n");
+	if (o->subtitle) {
+		strbuf_addf(out, "<text class=\"sub\" x=\"%u\" y=\"44\" text-anchor=\"middle\">", width / 2);
+		tally_strbuf_add_xml(out, o->subtitle);
+		strbuf_addstr(out, "</text>\n");
+	}
+	strbuf_addf(out, "<text class=\"btn reset hide\" x=\"%d\" y=\"24\">Reset zoom</text>\n", PAD);
+	strbuf_addf(out, "<text class=\"btn search\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n", width - PAD);
+	strbuf_addf(out, "<text class=\"btn clear hide\" x=\"%u\" y=\"44\" text-anchor=\"end\">Clear search</text>\n", width - PAD);
+	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"%u\"> </text>\n", PAD, height - 12);
+	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n", width - PAD, height - 12);
+	if (o->standalone)
+		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other</text>\n",
+			    PAD, height - 26);
+	strbuf_addstr(out, "<g class=\"frames\">\n");
+	struct strbuf name = STRBUF_INIT;
+	for (size_t i = 0; i < fl->nframes; i++) {
+		const struct tally_flame_frame *f = &fl->frames[i];
+		double x = PAD + (double)f->x * scale, w = (double)f->count * scale;
+		unsigned y = fl->inverted ? TOP + f->depth * FRAME_H : height - BOTTOM - (f->depth + 1) * FRAME_H;
+		const char *kind = "other", *image = NULL;
+		bool inlined = false;
+		strbuf_reset(&name);
+		if (f->func == TALLY_FLAME_ALL) {
+			strbuf_addf(&name, "all");
+		} else if (f->func == TALLY_FLAME_OTHER) {
+			strbuf_addstr(&name, "other");
+		} else {
+			const struct tally_cg_func *fn = &cg->funcs[f->func];
+			kind = db->images[fn->image].kind;
+			image = db->images[fn->image].name;
+			inlined = fn->inlined;
+			/* as in folded stacks: code with no symbol is named by its image */
+			if (!strcmp(fn->name, "[unknown]"))
+				strbuf_addf(&name, "[%s]", image);
+			else
+				strbuf_addstr(&name, fn->name);
+		}
+		strbuf_addf(out, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"><title>", f->x,
+			    f->count, f->depth);
+		tally_strbuf_add_xml(out, name.buf);
+		if (image) {
+			strbuf_addstr(out, "\nin ");
+			tally_strbuf_add_xml(out, image);
+			if (inlined)
+				strbuf_addstr(out, " (inlined)");
+		}
+		strbuf_addf(out, "\n%" PRIu64 " samples, %.2f%%", f->count, pct(f->count, fl->total));
+		if (f->func == TALLY_FLAME_ALL) {
+			strbuf_addstr(out, " of ");
+			tally_strbuf_add_xml(out, o->event ? o->event : "the event");
+		} else if (f->func == TALLY_FLAME_OTHER) {
+			strbuf_addf(out, "; %u %s under %g%% each, folded", f->folded, f->folded == 1 ? "frame" : "frames",
+				    fl->limit);
+		} else if (f->self) {
+			strbuf_addf(out, "; self %" PRIu64 ", %.2f%%", f->self, pct(f->self, fl->total));
+		}
+		strbuf_addf(out, "</title><rect x=\"%.1f\" y=\"%u\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"", x, y, w,
+			    FRAME_H - 1);
+		if (f->func == TALLY_FLAME_ALL)
+			strbuf_addstr(out, "rgb(215,215,205)");
+		else if (f->func == TALLY_FLAME_OTHER)
+			strbuf_addstr(out, "rgb(200,200,200)");
+		else
+			frame_fill(out, name.buf, kind);
+		strbuf_addf(out, "\"/><text x=\"%.1f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
+		add_label(out, name.buf, w);
+		strbuf_addstr(out, "</text></g>\n");
+	}
+	strbuf_release(&name);
+	strbuf_addstr(out, "</g>\n");
+	if (o->standalone) {
+		strbuf_addstr(out, "<script type=\"text/ecmascript\"><![CDATA[\n");
+		strbuf_addstr(out, tally_flame_js);
+		strbuf_addstr(out, "]]></script>\n");
+	}
+	strbuf_addstr(out, "</svg>\n");
+}
+
+/* ---- tally export --format svg ---- */
+
+int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
+{
+	const struct tally_db *db = x->db;
+	int ev = x->events[0];
+	struct tally_cg cg;
+	tally_cg_build(&cg, db, x->res, ev, NULL, NULL);
+	/* as flamegraph.pl's --minwidth 0.1 (pixels): what could not be seen folds */
+	double limit = x->percent_limit, floor = 100.0 / (SVG_WIDTH * 10.0);
+	if (limit < floor)
+		limit = floor;
+	struct tally_flame fl;
+	tally_flame_build(&fl, &cg, false, limit);
+	const char *what = tally_meta_get(&db->session, "command");
+	if (!what)
+		what = tally_meta_get(&db->session, "target");
+	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
+	strbuf_addf(&title, "Flame graph: %s", what ? what : x->input);
+	strbuf_addf(&sub, "%s, %" PRIu64 " samples", db->events[ev], cg.total);
+	const char *start = tally_meta_get(&db->session, "start-time");
+	if (start)
+		strbuf_addf(&sub, ", %s", start);
+	if (fl.folded_frames)
+		strbuf_addf(&sub, "; %u frames under %.2g%% folded into \"other\"", fl.folded_frames, limit);
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true, SVG_WIDTH };
+	tally_flame_svg(tally_export_out_file(out, ""), &fl, &cg, db, &so);
+	strbuf_release(&title);
+	strbuf_release(&sub);
+	tally_flame_release(&fl);
+	tally_cg_release(&cg);
+	return 0;
+}

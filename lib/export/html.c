@@ -1,0 +1,713 @@
+/* The HTML report (see html.h): static markup for everything (tables,
+ * flame graphs as inline SVG) so the page shows without its scripts, and two
+ * small inline scripts for sorting, zoom and search. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tally/callgraph.h"
+#include "tally/export.h"
+#include "tally/flame.h"
+#include "tally/html.h"
+#include "tally/annotate.h"
+
+extern const char tally_report_css[], tally_report_js[];
+
+static double pc(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+static void esc(struct strbuf *out, const char *s)
+{
+	tally_strbuf_add_xml(out, s ? s : "");
+}
+
+/* A numeric cell: the sort key in data-v, the text shown. */
+static void num_cell(struct strbuf *out, const char *cls, uint64_t v)
+{
+	strbuf_addf(out, "<td class=\"n %s\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", cls, v, v);
+}
+
+static void pct_cell(struct strbuf *out, const char *cls, uint64_t v, uint64_t total, bool bar)
+{
+	double p = pc(v, total);
+	strbuf_addf(out, "<td class=\"n %s\" data-v=\"%.4f\">", cls, p);
+	if (bar)
+		strbuf_addf(out, "<span class=\"bar\" style=\"width:%.0fpx\"></span>", p * 0.6 + 0.5);
+	strbuf_addf(out, "%.2f%%</td>", p);
+}
+
+/* ---- per-event rows ---- */
+
+struct frow {
+	uint32_t image;
+	const char *name; /* owned by the resolver, the cg, or names */
+	uint64_t addr;
+	bool has_addr;
+	uint64_t self, incl;
+	bool has_incl;
+	long func; /* the tally_cg function, or -1 */
+	bool inlined;
+};
+
+static int cmp_frow(const void *a, const void *b)
+{
+	const struct frow *x = a, *y = b;
+	uint64_t kx = x->has_incl ? x->incl : x->self, ky = y->has_incl ? y->incl : y->self;
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool frow_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct frow *r = &(*(struct frow *const *)ctx)[idx], *k = key;
+	return r->image == k->image && r->addr == k->addr && !strcmp(r->name, k->name);
+}
+
+/* Functions of the selected profiles for one event, from the flat profiles
+ * (self samples only). Names of raw offsets go into *names. */
+static struct frow *flat_functions(const struct tally_db *db, struct tally_resolver *res, const struct tally_select *sel,
+				   int ev, size_t *nrows, uint64_t *total, char ***names, size_t *nnames)
+{
+	struct frow *rows = NULL;
+	size_t n = 0, cap = 0, anames = 0;
+	struct tally_hidx idx = { 0 };
+	*total = 0;
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_prof(sel, db, pf))
+			continue;
+		bool raw = tally_resolver_mismatch(res, pf->image);
+		for (size_t i = pf->first; i < pf->end; i++) {
+			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+			if (!c)
+				continue;
+			*total += c;
+			const struct tally_sym *sym = raw ? NULL : tally_resolve(res, pf->image, db->entries[i].offset);
+			struct frow key = { pf->image, "[unknown]", 0, false, 0, 0, false, -1, false };
+			char buf[64];
+			if (sym) {
+				key.name = sym->name;
+				key.addr = sym->addr;
+				key.has_addr = true;
+			} else if (raw) {
+				snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", db->entries[i].offset);
+				key.name = buf;
+				key.addr = db->entries[i].offset;
+				key.has_addr = true;
+			}
+			uint64_t h = tally_hash_bytes(key.name, strlen(key.name), key.addr ^ ((uint64_t)key.image << 32));
+			uint32_t j = tally_hidx_get(&idx, h, &key, frow_eq, &rows);
+			if (j == TALLY_HIDX_NONE) {
+				if (key.name == buf) {
+					GROW(*names, anames, *nnames + 1);
+					key.name = (*names)[(*nnames)++] = xstrdup(buf);
+				}
+				GROW(rows, cap, n + 1);
+				rows[n] = key;
+				tally_hidx_put(&idx, h, (uint32_t)n);
+				j = (uint32_t)n++;
+			}
+			rows[j].self += c;
+		}
+	}
+	tally_hidx_release(&idx);
+	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
+	*nrows = n;
+	return rows;
+}
+
+/* Functions of the call graph (self and inclusive): every function on the
+ * selected stacks. */
+static struct frow *cg_functions(const struct tally_cg *cg, size_t *nrows)
+{
+	struct frow *rows = xcalloc(cg->nfuncs + 1, sizeof(*rows));
+	size_t n = 0;
+	for (size_t i = 0; i < cg->nfuncs; i++) {
+		const struct tally_cg_func *f = &cg->funcs[i];
+		/* an inlined function's addr is an id: nothing to annotate by address */
+		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr && !f->inlined, f->self, f->incl, true, (long)i,
+					   f->inlined };
+	}
+	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
+	*nrows = n;
+	return rows;
+}
+
+static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
+{
+	return tally_select_pid(ctx, db, pid);
+}
+
+/* ---- sections ---- */
+
+static const char *meta(const struct tally_db *db, const char *key)
+{
+	return tally_meta_get(&db->session, key);
+}
+
+/* Item i of a comma-separated list, into buf. */
+static const char *list_item(const char *list, int i, char *buf, size_t n)
+{
+	if (!list)
+		return NULL;
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return NULL;
+	size_t len = strcspn(p, ",");
+	snprintf(buf, n, "%.*s", (int)len, p);
+	return buf;
+}
+
+static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_select *sel, int ev,
+			uint64_t *total_out)
+{
+	uint64_t total = 0;
+	size_t n = 0;
+	uint64_t *count = xcalloc(db->nprofs + 1, sizeof(uint64_t));
+	uint32_t *order = xcalloc(db->nprofs + 1, sizeof(uint32_t));
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_prof(sel, db, pf))
+			continue;
+		for (size_t i = pf->first; i < pf->end; i++)
+			count[p] += db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!count[p])
+			continue;
+		total += count[p];
+		order[n++] = (uint32_t)p;
+	}
+	/* by samples, then name: few rows, insertion sort */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			uint32_t a = order[j - 1], b = order[j];
+			int c = count[a] != count[b] ? (count[a] < count[b] ? 1 : -1)
+						   : strcmp(db->images[db->profs[a].image].name, db->images[db->profs[b].image].name);
+			if (c <= 0)
+				break;
+			order[j - 1] = b;
+			order[j] = a;
+		}
+	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
+	if (db->per_pid)
+		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
+	strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">samples</th><th data-t=\"n\" class=\"n\">%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct tally_db_prof *pf = &db->profs[order[k]];
+		const struct tally_db_image *im = &db->images[pf->image];
+		strbuf_addstr(out, "<tr><td class=\"img\">");
+		esc(out, im->name);
+		strbuf_addstr(out, "</td>");
+		if (db->per_pid) {
+			num_cell(out, "pid", (uint64_t)pf->pid);
+			strbuf_addstr(out, "<td>");
+			esc(out, tally_db_comm(db, pf->pid));
+			strbuf_addstr(out, "</td>");
+		}
+		num_cell(out, "samples", count[order[k]]);
+		pct_cell(out, "pct", count[order[k]], total, true);
+		strbuf_addstr(out, "<td>");
+		esc(out, im->kind);
+		strbuf_addstr(out, "</td><td class=\"fn\">");
+		esc(out, im->path);
+		strbuf_addstr(out, "</td><td class=\"fn\" title=\"");
+		esc(out, im->id_kind);
+		strbuf_addstr(out, "\">");
+		esc(out, im->id);
+		strbuf_addstr(out, "</td></tr>\n");
+	}
+	strbuf_addf(out, "</tbody><tfoot><tr><th>total</th>%s<th class=\"n\">%" PRIu64 "</th><th class=\"n\">100.00%%</th><th colspan=\"3\"></th></tr></tfoot></table>\n",
+		    db->per_pid ? "<th></th><th></th>" : "", total);
+	free(order);
+	free(count);
+	*total_out = total;
+}
+
+static int cmp_frow_self(const void *a, const void *b)
+{
+	const struct frow *x = *(const struct frow *const *)a, *y = *(const struct frow *const *)b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* rows (sorted by inclusive samples, or self without stacks): those of the
+ * top max_rows by inclusive and the top max_rows by self, among those of at
+ * least limit %, so that sorting the page's table either way shows the top. */
+static void function_table(struct strbuf *out, const struct tally_db *db, const struct frow *rows, size_t n,
+			   uint64_t total, bool incl, double limit, uint64_t max_rows)
+{
+	bool *show = xcalloc(n + 1, sizeof(bool));
+	const struct frow **byself = xmalloc((n + 1) * sizeof(*byself));
+	for (size_t i = 0; i < n; i++)
+		byself[i] = &rows[i];
+	tally_qsort(byself, n, sizeof(*byself), cmp_frow_self);
+	for (size_t i = 0, k = 0; i < n && k < max_rows; i++)
+		if (pc(rows[i].has_incl ? rows[i].incl : rows[i].self, total) >= limit) {
+			show[i] = true;
+			k++;
+		}
+	for (size_t i = 0; i < n && i < max_rows && pc(byself[i]->self, total) >= limit; i++)
+		show[byself[i] - rows] = true;
+	free(byself);
+	size_t under = 0;
+	strbuf_addstr(out, "<div class=\"scroll\"><table class=\"sortable functions\"><thead><tr><th data-t=\"s\">function</th><th data-t=\"s\">image</th>"
+			   "<th data-t=\"n\" class=\"n\">self</th><th data-t=\"n\" class=\"n\">self %</th>");
+	if (incl)
+		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">inclusive</th><th data-t=\"n\" class=\"n\">inclusive %</th>");
+	strbuf_addstr(out, "</tr></thead><tbody>\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct frow *r = &rows[i];
+		if (!show[i]) {
+			under++;
+			continue;
+		}
+		strbuf_addstr(out, r->inlined ? "<tr><td class=\"fn inlined\"" : "<tr><td class=\"fn\"");
+		if (r->has_addr)
+			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
+		strbuf_addstr(out, ">");
+		esc(out, r->name);
+		strbuf_addstr(out, "</td><td class=\"img\">");
+		esc(out, db->images[r->image].name);
+		strbuf_addstr(out, "</td>");
+		num_cell(out, "self", r->self);
+		pct_cell(out, "selfp", r->self, total, !incl);
+		if (incl) {
+			num_cell(out, "incl", r->incl);
+			pct_cell(out, "inclp", r->incl, total, true);
+		}
+		strbuf_addstr(out, "</tr>\n");
+	}
+	strbuf_addstr(out, "</tbody></table></div>\n");
+	if (under)
+		strbuf_addf(out, "<p class=\"note\">%zu more function%s not listed: under %g%%, or past the first %" PRIu64 " by %s.</p>\n",
+			    under, under == 1 ? "" : "s", limit, max_rows, incl ? "inclusive and by self samples" : "samples");
+	free(show);
+}
+
+static void flame_section(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, int ev,
+			  const struct tally_html_opts *o, bool invert)
+{
+	struct tally_flame fl;
+	tally_flame_build(&fl, cg, invert, o->percent_limit);
+	char id[32];
+	snprintf(id, sizeof(id), "%s-%d", invert ? "callers" : "flame", ev);
+	strbuf_addf(out, "<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n",
+		    id);
+	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
+	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
+	strbuf_addf(&sub, "%" PRIu64 " samples; click a frame to zoom", cg->total);
+	if (fl.folded_frames)
+		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0 };
+	strbuf_addstr(out, "<div class=\"graph\">\n");
+	tally_flame_svg(out, &fl, cg, db, &so);
+	strbuf_addstr(out, "</div>\n");
+	strbuf_release(&title);
+	strbuf_release(&sub);
+	tally_flame_release(&fl);
+}
+
+static void unwind_figures(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg)
+{
+	uint32_t sf[5];
+	uint64_t sc[5];
+	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->rooted, cg->total), cg->total);
+	if (cg->rooted < cg->total) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+		if (cg->truncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+	}
+	strbuf_addstr(out, ".</p>\n");
+	if (ns) {
+		strbuf_addstr(out, "<table class=\"stops\"><thead><tr><th>outermost frame of the stacks that stopped early</th><th>image</th><th class=\"n\">samples</th><th class=\"n\">%</th></tr></thead><tbody>\n");
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addstr(out, "<tr><td class=\"fn\">");
+			esc(out, cg->funcs[sf[i]].name);
+			strbuf_addstr(out, "</td><td>");
+			esc(out, db->images[cg->funcs[sf[i]].image].name);
+			strbuf_addstr(out, "</td>");
+			num_cell(out, "samples", sc[i]);
+			pct_cell(out, "pct", sc[i], cg->total, false);
+			strbuf_addstr(out, "</tr>\n");
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	const char *why = meta(db, "dwarf-stop-reasons");
+	if (why) {
+		strbuf_addstr(out, "<p class=\"note\">DWARF unwinds stopped early, by cause (whole recording): ");
+		esc(out, why);
+		strbuf_addstr(out, "</p>\n");
+	}
+}
+
+/* The source of one function (tally annotate's model): the lines of its
+ * extent in its file with their samples (or, when the extent is long, a few
+ * lines around each sampled one), then samples at lines of other files
+ * (inlined code), or per instruction when there are no lines. */
+enum { WHOLE_SPAN = 120, CONTEXT = 2 };
+
+static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t total, const char *text)
+{
+	strbuf_addf(out, "<tr%s><td class=\"ln\">%u</td>", n ? " class=\"hot\"" : "", line);
+	if (n)
+		strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>", n, n, pc(n, total));
+	else
+		strbuf_addstr(out, "<td class=\"n\"></td>");
+	strbuf_addstr(out, "<td class=\"code\">");
+	esc(out, text);
+	strbuf_addstr(out, "</td></tr>\n");
+}
+
+static void annotated_function(struct strbuf *out, const struct tally_db *db, const struct tally_annot_func *f,
+			       uint64_t total)
+{
+	const struct tally_db_image *im = &db->images[f->image];
+	strbuf_addstr(out, "<h4 class=\"annotated\">");
+	esc(out, f->name);
+	strbuf_addstr(out, " <small>[");
+	esc(out, im->name);
+	strbuf_addf(out, "]: %" PRIu64 " samples, %.2f%%", f->samples, pc(f->samples, total));
+	char *text = NULL, **lines = NULL, *found = NULL;
+	size_t nl = 0;
+	bool have = f->main_file != TALLY_ANNOT_NONE &&
+		    tally_annot_source(f->files[f->main_file], NULL, &text, &lines, &nl, &found) == 0;
+	if (have) {
+		strbuf_addstr(out, "; ");
+		esc(out, found);
+	}
+	strbuf_addstr(out, "</small></h4>\n");
+	if (f->line_note) {
+		strbuf_addstr(out, "<p class=\"note\">No source lines: ");
+		esc(out, f->line_note);
+		strbuf_addstr(out, ".</p>\n");
+	} else if (!have) {
+		strbuf_addstr(out, "<p class=\"note\">Source file ");
+		esc(out, f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
+		strbuf_addstr(out, " is not readable here: samples per line without the text (<code>tally annotate --source-dir</code> finds moved sources).</p>\n");
+	}
+	bool *shown = xcalloc(f->nlines + 1, sizeof(bool));
+	if (have) {
+		uint32_t lo = f->first_line ? f->first_line : UINT32_MAX, hi = f->last_line;
+		for (size_t k = 0; k < f->nlines; k++)
+			if (f->lines[k].file == f->main_file && f->lines[k].samples) {
+				if (f->lines[k].line < lo)
+					lo = f->lines[k].line;
+				if (f->lines[k].line > hi)
+					hi = f->lines[k].line;
+			}
+		if (hi > nl)
+			hi = (uint32_t)nl;
+		strbuf_addstr(out, "<table class=\"src\"><tbody>\n");
+		uint32_t prev = 0;
+		for (uint32_t ln = lo ? lo : 1; ln <= hi; ln++) {
+			bool near = hi - lo <= WHOLE_SPAN;
+			for (uint32_t d = 0; !near && d <= 2 * CONTEXT; d++) {
+				uint32_t k = ln + CONTEXT >= d ? tally_annot_line_find(f, f->main_file, ln + CONTEXT - d) : TALLY_ANNOT_NONE;
+				near = k != TALLY_ANNOT_NONE && f->lines[k].samples;
+			}
+			if (!near)
+				continue;
+			if (prev && ln > prev + 1)
+				strbuf_addstr(out, "<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
+			prev = ln;
+			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
+			if (k != TALLY_ANNOT_NONE)
+				shown[k] = true;
+			source_row(out, ln, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples, lines[ln - 1]);
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	/* sampled lines not listed above: other files (inlined code), or all of them without the text */
+	bool head = false;
+	for (size_t k = 0; k < f->nlines; k++) {
+		const struct tally_annot_line *l = &f->lines[k];
+		if (!l->samples || shown[k])
+			continue;
+		if (!head) {
+			strbuf_addf(out, "%s<table class=\"src lines\"><tbody>\n",
+				    have ? "<p class=\"note\">Samples at lines of other files (inlined code):</p>\n" : "");
+			head = true;
+		}
+		strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
+			    l->line, l->samples, l->samples, pc(l->samples, f->samples));
+		esc(out, f->files[l->file]);
+		strbuf_addstr(out, "</td></tr>\n");
+	}
+	if (head)
+		strbuf_addstr(out, "</tbody></table>\n");
+	free(shown);
+	if (f->line_note && f->ninsns) {
+		/* no lines: the instructions that have samples */
+		strbuf_addstr(out, "<table class=\"src asm\"><tbody>\n");
+		for (size_t i = 0; i < f->ninsns; i++) {
+			const struct tally_annot_insn *in = &f->insns[i];
+			if (!in->samples)
+				continue;
+			strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%" PRIx64 "</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
+				    in->addr, in->samples, in->samples, pc(in->samples, f->samples));
+			esc(out, in->text);
+			strbuf_addstr(out, "</td></tr>\n");
+		}
+		strbuf_addstr(out, "</tbody></table>\n");
+	}
+	if (f->no_line && !f->line_note)
+		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " samples (%.2f%%) at addresses without line information.</p>\n",
+			    f->no_line, pc(f->no_line, f->samples));
+	free(text);
+	free(lines);
+	free(found);
+}
+
+/* The hottest functions by self samples, through tally annotate's model
+ * (lib/report/annotate.c): DWARF lines through the resolver, jitdump lines
+ * for JIT code. */
+static void source_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			   const struct tally_html_opts *o, int ev, const struct frow *rows, size_t n, uint64_t total)
+{
+	unsigned done = 0;
+	for (size_t i = 0; i < n && done < o->annotate; i++) {
+		const struct frow *r = &rows[i];
+		/* sorted by self samples, so the rest are colder */
+		if (pc(r->self, total) < TALLY_HTML_ANNOTATE_MIN)
+			break;
+		if (!r->has_addr)
+			continue;
+		const struct tally_db_image *im = &db->images[r->image];
+		struct tally_annotate_opts ao = { r->name, im->path[0] ? im->path : im->name, ev };
+		struct tally_annot_func *fs = NULL;
+		size_t nf = 0;
+		if (tally_annotate(db, res, &ao, &fs, &nf))
+			continue;
+		for (size_t k = 0; k < nf; k++)
+			if (fs[k].image == r->image && fs[k].addr == r->addr && (!fs[k].line_note || fs[k].ninsns)) {
+				annotated_function(out, db, &fs[k], total);
+				done++;
+				break;
+			}
+		tally_annotate_free(fs, nf);
+	}
+	if (!done)
+		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has source lines or code to show (build with -g, or install the debug package).</p>\n",
+			    TALLY_HTML_ANNOTATE_MIN);
+}
+
+static void event_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			  const struct tally_html_opts *o, int ev)
+{
+	char buf[64];
+	strbuf_addf(out, "<section class=\"event\" id=\"event-%d\">\n<h2>Event ", ev);
+	esc(out, db->events[ev]);
+	strbuf_addstr(out, "</h2>\n<p class=\"note\">");
+	esc(out, meta(db, "sampling"));
+	if (list_item(meta(db, "randomized"), ev, buf, sizeof(buf)) && !strcmp(buf, "yes"))
+		strbuf_addstr(out, ", randomized period");
+	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) && !strcmp(buf, "adaptive"))
+		strbuf_addstr(out, ", period adapted by the kernel");
+	strbuf_addstr(out, "</p>\n");
+
+	uint64_t total;
+	strbuf_addstr(out, "<h3>Images</h3>\n");
+	image_table(out, db, o->sel, ev, &total);
+	if (!total)
+		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
+
+	struct tally_cg cg;
+	bool stacks = db->has_stacks;
+	size_t nrows;
+	uint64_t ftotal;
+	struct frow *rows;
+	char **names = NULL;
+	size_t nnames = 0;
+	memset(&cg, 0, sizeof(cg));
+	if (stacks) {
+		tally_cg_build(&cg, db, res, ev, keep_pid, o->sel);
+		rows = cg_functions(&cg, &nrows);
+		ftotal = cg.total;
+	} else {
+		rows = flat_functions(db, res, o->sel, ev, &nrows, &ftotal, &names, &nnames);
+	}
+	strbuf_addstr(out, "<h3>Functions</h3>\n");
+	if (stacks)
+		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort.</p>\n");
+	else
+		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
+	function_table(out, db, rows, nrows, ftotal, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS);
+
+	strbuf_addstr(out, "<h3>Flame graph</h3>\n");
+	if (stacks && cg.total) {
+		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; its callees stand on it. Click to zoom, search to highlight. <span class=\"legend\">"
+				   "<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
+				   "<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
+				   "<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
+		flame_section(out, db, &cg, ev, o, false);
+		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
+		flame_section(out, db, &cg, ev, o, true);
+		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
+		unwind_figures(out, db, &cg);
+	} else if (stacks) {
+		strbuf_addstr(out, "<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
+	} else {
+		strbuf_addstr(out, "<p class=\"note nostacks\">This database has no call stacks, so there is no flame graph and no callers' graph: record with <code>-g</code> or <code>--call-graph dwarf</code> to get them.</p>\n");
+	}
+
+	strbuf_addstr(out, "<h3>Annotated source</h3>\n");
+	if (o->annotate) {
+		/* the hottest by self samples */
+		struct frow *hot = xmalloc((nrows + 1) * sizeof(*hot));
+		memcpy(hot, rows, nrows * sizeof(*hot));
+		for (size_t i = 0; i < nrows; i++)
+			hot[i].has_incl = false;
+		tally_qsort(hot, nrows, sizeof(*hot), cmp_frow);
+		source_section(out, db, res, o, ev, hot, nrows, ftotal);
+		free(hot);
+	}
+	strbuf_addstr(out, "</section>\n");
+	free(rows);
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	tally_cg_release(&cg);
+}
+
+static void session_section(struct strbuf *out, const struct tally_db *db)
+{
+	uint64_t all = 0;
+	for (int e = 0; e < db->nevents; e++)
+		all += db->samples[e];
+	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
+	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> samples (%.2f%%), throttled: <b>%" PRIu64 "</b> times.</p>\n",
+		    db->lost, pc(db->lost, all + db->lost), db->throttled);
+	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
+	esc(out, db->path);
+	strbuf_addstr(out, "</dd>\n");
+	for (size_t i = 0; i < db->session.n; i++) {
+		strbuf_addstr(out, "<dt>");
+		esc(out, db->session.kv[i].key);
+		strbuf_addstr(out, "</dt><dd>");
+		esc(out, db->session.kv[i].value);
+		strbuf_addstr(out, "</dd>\n");
+	}
+	strbuf_addstr(out, "</dl>\n</section>\n");
+}
+
+void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_html_opts *o)
+{
+	const char *what = meta(db, "command");
+	if (!what)
+		what = meta(db, "target");
+	strbuf_addstr(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+			   /* nothing may come from anywhere: the page is the whole report */
+			   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+			   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"tally " TALLY_VERSION "\">\n<title>tally: ");
+	esc(out, what);
+	strbuf_addstr(out, "</title>\n<style>\n");
+	strbuf_addstr(out, tally_report_css);
+	strbuf_addstr(out, "</style>\n</head><body>\n<header><h1>tally: ");
+	esc(out, what);
+	strbuf_addstr(out, "</h1><div class=\"sub\">");
+	esc(out, o->input ? o->input : db->path);
+	const char *start = meta(db, "start-time"), *dur = meta(db, "duration"), *host = meta(db, "host");
+	if (host) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, host);
+	}
+	if (start) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, start);
+	}
+	if (dur) {
+		strbuf_addstr(out, " &middot; ");
+		esc(out, dur);
+		strbuf_addstr(out, " s");
+	}
+	const char *cgm = meta(db, "call-graph");
+	strbuf_addstr(out, " &middot; call graphs: ");
+	esc(out, cgm ? cgm : "none");
+	strbuf_addstr(out, "</div></header>\n<nav>");
+	for (int e = 0; e < db->nevents; e++) {
+		if (!tally_select_event(o->sel, e))
+			continue;
+		strbuf_addf(out, "<a href=\"#event-%d\">", e);
+		esc(out, db->events[e]);
+		strbuf_addstr(out, "</a>");
+	}
+	strbuf_addstr(out, "<a href=\"#session\">session</a></nav>\n<main>\n");
+	const struct tally_select *s = o->sel;
+	if (s->image || s->pid || s->comm || s->excl) {
+		strbuf_addstr(out, "<p class=\"note selection\">Selection:");
+		if (s->image) {
+			strbuf_addstr(out, " image ");
+			esc(out, s->image);
+		}
+		if (s->pid)
+			strbuf_addf(out, " pid %d", s->pid);
+		if (s->comm) {
+			strbuf_addstr(out, " command ");
+			esc(out, s->comm);
+		}
+		if (s->excl)
+			strbuf_addstr(out, " the programs' own executables only");
+		if (db->has_stacks && (s->image || s->excl))
+			strbuf_addstr(out, " (stacks are kept when the function they were sampled in is in the selected images, and show all their callers)");
+		strbuf_addstr(out, "</p>\n");
+	}
+	if (db->lost)
+		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " samples were lost while recording (see the session below).</p>\n", db->lost);
+	for (int e = 0; e < db->nevents; e++)
+		if (tally_select_event(o->sel, e))
+			event_section(out, db, res, o, e);
+	session_section(out, db);
+	strbuf_addstr(out, "</main>\n<script>\n");
+	strbuf_addstr(out, tally_flame_js);
+	strbuf_addstr(out, "</script>\n<script>\n");
+	strbuf_addstr(out, tally_report_js);
+	strbuf_addstr(out, "</script>\n</body></html>\n");
+}
+
+int tally_html_check_target(const char *path)
+{
+	struct stat st;
+	if (!*path)
+		return tally_seterr(-EINVAL, "no file name for the HTML report");
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return tally_seterr(-EISDIR, "cannot write '%s': it is a directory (name a file)", path);
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+	int r = 0;
+	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
+		r = tally_seterr(-ENOENT, "cannot write '%s': no directory '%s'", path, d);
+	else if (access(d, W_OK | X_OK) != 0)
+		r = tally_seterr(-EACCES, "cannot write '%s': directory '%s' is not writable", path, d);
+	free(dir);
+	return r;
+}
+
+int tally_html_write(const char *path, struct tally_db *db, struct tally_resolver *res,
+		     const struct tally_html_opts *o)
+{
+	struct strbuf out = STRBUF_INIT;
+	tally_export_select(db, o->sel, true);
+	tally_html_report(&out, db, res, o);
+	int r = tally_write_file_atomic(path, out.buf, out.len);
+	strbuf_release(&out);
+	return r;
+}

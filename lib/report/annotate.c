@@ -1,0 +1,654 @@
+/* Annotation of one function (see annotate.h): its sampled addresses from the
+ * database, their source lines from DWARF or a jitdump, its instructions from
+ * capstone. Works on link-time addresses, as objdump and the line table do. */
+#define _GNU_SOURCE
+#include "tally/annotate.h"
+#include "tally/jitdump.h"
+#include "tally/util.h"
+
+#include <capstone/capstone.h>
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODE_LIMIT (4u << 20) /* bytes of one function we disassemble at most */
+
+struct pt {
+	uint64_t addr, n;
+};
+
+struct cand {
+	uint32_t image;
+	const char *name;
+	uint64_t addr, size, samples;
+	struct pt *pts;
+	size_t npts, apts;
+};
+
+static bool image_matches(const struct tally_db_image *im, const char *want)
+{
+	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
+}
+
+static int cmp_pt(const void *a, const void *b)
+{
+	const struct pt *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* ---- building one function ---- */
+
+struct builder {
+	struct tally_annot_func *f;
+	struct tally_hidx idx; /* (file, line) -> lines */
+	size_t alines, afiles, ainsns;
+	uint32_t *ins_file, *ins_line; /* per instruction, before lines are sorted */
+	const char *comp_dir; /* the CU's compilation directory: relative file names are under it */
+};
+
+/* a/b/../c/./d as a/c/d: the path the compiler meant, without asking the file system */
+static void normalize(char *p)
+{
+	char *out = p, *in = p;
+	bool abs = *p == '/';
+	char **segs = NULL;
+	size_t ns = 0, as = 0;
+	while (*in) {
+		while (*in == '/')
+			in++;
+		if (!*in)
+			break;
+		char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		if (*in)
+			*in++ = '\0';
+		if (!strcmp(seg, "."))
+			continue;
+		if (!strcmp(seg, "..") && ns && strcmp(segs[ns - 1], "..")) {
+			ns--;
+			continue;
+		}
+		GROW(segs, as, ns + 1);
+		segs[ns++] = seg;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	if (abs)
+		strbuf_addch(&sb, '/');
+	for (size_t i = 0; i < ns; i++)
+		strbuf_addf(&sb, "%s%s", i ? "/" : "", segs[i]);
+	memcpy(out, sb.buf ? sb.buf : "", sb.len + 1);
+	strbuf_release(&sb);
+	free(segs);
+}
+
+static uint32_t intern_file(struct builder *b, const char *name)
+{
+	struct tally_annot_func *f = b->f;
+	struct strbuf full = STRBUF_INIT;
+	if (name[0] != '/' && b->comp_dir)
+		strbuf_addf(&full, "%s/", b->comp_dir);
+	strbuf_addstr(&full, name);
+	if (b->comp_dir)
+		normalize(full.buf);
+	for (size_t i = 0; i < f->nfiles; i++)
+		if (!strcmp(f->files[i], full.buf)) {
+			strbuf_release(&full);
+			return (uint32_t)i;
+		}
+	GROW(f->files, b->afiles, f->nfiles + 1);
+	f->files[f->nfiles] = xstrdup(full.buf);
+	strbuf_release(&full);
+	return (uint32_t)f->nfiles++;
+}
+
+struct line_key {
+	uint32_t file, line;
+};
+
+static bool line_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_annot_func *f = ctx;
+	const struct line_key *k = key;
+	return f->lines[idx].file == k->file && f->lines[idx].line == k->line;
+}
+
+static void add_line(struct builder *b, uint32_t file, uint32_t line, uint64_t n)
+{
+	struct tally_annot_func *f = b->f;
+	struct line_key k = { file, line };
+	uint64_t h = tally_hash_u64(((uint64_t)file << 32) | line);
+	uint32_t i = tally_hidx_get(&b->idx, h, &k, line_eq, f);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(f->lines, b->alines, f->nlines + 1);
+		f->lines[f->nlines] = (struct tally_annot_line){ file, line, 0 };
+		tally_hidx_put(&b->idx, h, (uint32_t)f->nlines);
+		i = (uint32_t)f->nlines++;
+	}
+	f->lines[i].samples += n;
+	if (file == f->main_file && line) {
+		if (!f->first_line || line < f->first_line)
+			f->first_line = line;
+		if (line > f->last_line)
+			f->last_line = line;
+	}
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	const struct tally_annot_line *x = a, *y = b;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, uint32_t line)
+{
+	size_t lo = 0, hi = f->nlines;
+	struct tally_annot_line k = { file, line, 0 };
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = cmp_line(&f->lines[mid], &k);
+		if (!c)
+			return (uint32_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return TALLY_ANNOT_NONE;
+}
+
+static void set_note(char **note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_note(char **note, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	free(*note);
+	*note = strbuf_detach(&sb);
+}
+
+static bool cs_machine(uint32_t mach, cs_arch *arch, cs_mode *mode, bool big)
+{
+	switch (mach) {
+	case EM_X86_64: *arch = CS_ARCH_X86; *mode = CS_MODE_64; return true;
+	case EM_386: *arch = CS_ARCH_X86; *mode = CS_MODE_32; return true;
+	case EM_AARCH64: *arch = CS_ARCH_ARM64; *mode = CS_MODE_ARM; break;
+	case EM_ARM: *arch = CS_ARCH_ARM; *mode = CS_MODE_ARM; break;
+	case EM_PPC64: *arch = CS_ARCH_PPC; *mode = CS_MODE_64; break;
+	case EM_S390: *arch = CS_ARCH_SYSZ; *mode = CS_MODE_BIG_ENDIAN; return true;
+	default: return false;
+	}
+	if (big)
+		*mode = (cs_mode)(*mode | CS_MODE_BIG_ENDIAN);
+	return true;
+}
+
+/* Every instruction of code (loaded at base); bytes capstone cannot decode
+ * become one-byte "(bad)" entries and decoding resumes after them. */
+static void disassemble(struct builder *b, const unsigned char *code, size_t len, uint64_t base, uint32_t mach, bool big)
+{
+	struct tally_annot_func *f = b->f;
+	cs_arch arch;
+	cs_mode mode;
+	csh h;
+	if (!cs_machine(mach, &arch, &mode, big)) {
+		set_note(&f->code_note, "no disassembler for ELF machine %" PRIu32, mach);
+		return;
+	}
+	if (cs_open(arch, mode, &h) != CS_ERR_OK) {
+		set_note(&f->code_note, "capstone cannot open ELF machine %" PRIu32, mach);
+		return;
+	}
+	if (len > CODE_LIMIT) {
+		set_note(&f->code_note, "only the first %u bytes of %zu are disassembled", CODE_LIMIT, len);
+		len = CODE_LIMIT;
+	}
+	size_t off = 0;
+	while (off < len) {
+		cs_insn *ins = NULL;
+		size_t cnt = cs_disasm(h, code + off, len - off, base + off, 0, &ins);
+		for (size_t i = 0; i < cnt; i++) {
+			GROW(f->insns, b->ainsns, f->ninsns + 1);
+			struct strbuf t = STRBUF_INIT;
+			strbuf_addstr(&t, ins[i].mnemonic);
+			if (ins[i].op_str[0])
+				strbuf_addf(&t, " %s", ins[i].op_str);
+			f->insns[f->ninsns++] = (struct tally_annot_insn){ ins[i].address, ins[i].size, 0, strbuf_detach(&t),
+									   TALLY_ANNOT_NONE };
+			off += ins[i].size;
+		}
+		if (cnt)
+			cs_free(ins, cnt);
+		if (off < len) {
+			GROW(f->insns, b->ainsns, f->ninsns + 1);
+			f->insns[f->ninsns++] = (struct tally_annot_insn){ base + off, 1, 0, xstrdup("(bad)"), TALLY_ANNOT_NONE };
+			off++;
+		}
+	}
+	cs_close(&h);
+}
+
+/* The instruction containing addr, or NULL. */
+static struct tally_annot_insn *insn_at(struct tally_annot_func *f, uint64_t addr)
+{
+	size_t lo = 0, hi = f->ninsns;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (f->insns[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	struct tally_annot_insn *in = &f->insns[lo - 1];
+	return addr < in->addr + in->size ? in : NULL;
+}
+
+/* The code bytes of [addr, addr + size) from the section of the ELF file that holds them. */
+static const unsigned char *elf_code(Elf *elf, uint64_t addr, uint64_t size, size_t *len)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		if (addr < sh.sh_addr || addr >= sh.sh_addr + sh.sh_size)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		uint64_t off = addr - sh.sh_addr;
+		if (!d || !d->d_buf || off >= d->d_size)
+			return NULL;
+		*len = (size_t)(size < d->d_size - off ? size : d->d_size - off);
+		return (const unsigned char *)d->d_buf + off;
+	}
+	return NULL;
+}
+
+static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct tally_resolver *res, struct cand *c)
+{
+	struct tally_annot_func *f = b->f;
+	const struct tally_db_image *di = &db->images[c->image];
+	GElf_Addr bias = 0;
+	Dwfl_Module *mod = tally_resolver_module(res, c->image, &bias);
+	if (!mod) {
+		const char *why = tally_resolver_note(res, c->image);
+		if (!strcmp(di->kind, "kernel"))
+			why = "kernel functions are named from the database's kernel.syms, which has no code or line table";
+		set_note(&f->line_note, "%s", why ? why : "its file was not found");
+		set_note(&f->code_note, "%s", why ? why : "its file was not found");
+		return;
+	}
+	/* lines: the function's own rows of its CU's line table */
+	Dwarf_Addr dbias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, c->addr + bias, &dbias);
+	if (!cu) {
+		set_note(&f->line_note, "'%s' has no DWARF line table for it (build with -g, or install its debug package)", di->path);
+	} else {
+		Dwarf_Addr lo = c->addr + bias - dbias, hi = lo + c->size;
+		Dwarf_Attribute at;
+		b->comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+		Dwarf_Die *scopes = NULL;
+		int ns = dwarf_getscopes(cu, lo, &scopes);
+		for (int i = ns - 1; i >= 0; i--)
+			if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+				const char *df = dwarf_decl_file(&scopes[i]);
+				int dl = 0;
+				if (df) {
+					f->main_file = intern_file(b, df);
+					if (dwarf_decl_line(&scopes[i], &dl) == 0 && dl > 0)
+						f->first_line = f->last_line = (uint32_t)dl;
+				}
+				break;
+			}
+		free(scopes);
+		Dwarf_Lines *lines;
+		size_t nl = 0;
+		if (dwarf_getsrclines(cu, &lines, &nl) == 0) {
+			for (size_t i = 0; i < nl; i++) {
+				Dwarf_Line *l = dwarf_onesrcline(lines, i);
+				Dwarf_Addr la;
+				int ln;
+				const char *file;
+				if (!l || dwarf_lineaddr(l, &la) || la < lo || la >= hi || dwarf_lineno(l, &ln) || ln <= 0 ||
+				    !(file = dwarf_linesrc(l, NULL, NULL)))
+					continue;
+				if (f->main_file == TALLY_ANNOT_NONE)
+					f->main_file = intern_file(b, file);
+				add_line(b, intern_file(b, file), (uint32_t)ln, 0);
+			}
+		}
+		if (!f->nlines)
+			set_note(&f->line_note, "'%s' has no line table rows for it", di->path);
+	}
+	/* code */
+	GElf_Addr ebias;
+	Elf *elf = dwfl_module_getelf(mod, &ebias);
+	GElf_Ehdr eh;
+	size_t len = 0;
+	const unsigned char *code = elf ? elf_code(elf, c->addr, c->size, &len) : NULL;
+	if (!code || !len || !gelf_getehdr(elf, &eh))
+		set_note(&f->code_note, "'%s' has no code bytes for it (a damaged or stripped-of-code file)", di->path);
+	else
+		disassemble(b, code, len, c->addr, eh.e_machine, eh.e_ident[EI_DATA] == ELFDATA2MSB);
+	/* where each sampled address and each instruction comes from */
+	for (size_t i = 0; i < c->npts; i++) {
+		Dwfl_Line *dl = cu ? dwfl_module_getsrc(mod, c->pts[i].addr + bias) : NULL;
+		int ln = 0;
+		const char *file = dl ? dwfl_lineinfo(dl, NULL, &ln, NULL, NULL, NULL) : NULL;
+		if (file && ln > 0)
+			add_line(b, intern_file(b, file), (uint32_t)ln, c->pts[i].n);
+		else
+			f->no_line += c->pts[i].n;
+	}
+	b->ins_file = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
+	b->ins_line = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < f->ninsns; i++) {
+		Dwfl_Line *dl = cu ? dwfl_module_getsrc(mod, f->insns[i].addr + bias) : NULL;
+		int ln = 0;
+		const char *file = dl ? dwfl_lineinfo(dl, NULL, &ln, NULL, NULL, NULL) : NULL;
+		b->ins_file[i] = file && ln > 0 ? intern_file(b, file) : TALLY_ANNOT_NONE;
+		b->ins_line[i] = file && ln > 0 ? (uint32_t)ln : 0;
+		if (file && ln > 0)
+			add_line(b, b->ins_file[i], (uint32_t)ln, 0);
+	}
+}
+
+static void annotate_jit(struct builder *b, struct tally_resolver *res, struct cand *c)
+{
+	struct tally_annot_func *f = b->f;
+	uint32_t mach = 0;
+	const struct tally_jit_func *jf = tally_resolver_jit_func(res, c->image, c->addr, &mach);
+	if (!jf) {
+		const char *why = tally_resolver_note(res, c->image);
+		set_note(&f->line_note, "%s", why ? why : "named by a perf map, which has no line records (a jitdump has them)");
+		set_note(&f->code_note, "%s", why ? why : "named by a perf map, which has no copy of the code (a jitdump has it)");
+		return;
+	}
+	/* the jitdump's files: resolver strings, looked up through its line API */
+	for (size_t i = 0; i < jf->nlines; i++) {
+		const char *file;
+		unsigned ln;
+		if (tally_resolver_jit_line(res, c->image, jf->lines[i].addr, &file, &ln) == 0) {
+			uint32_t fi = intern_file(b, file);
+			if (f->main_file == TALLY_ANNOT_NONE)
+				f->main_file = fi;
+			add_line(b, fi, ln, 0);
+		}
+	}
+	if (!f->nlines)
+		set_note(&f->line_note, "the jitdump has no line records for it");
+	if (jf->code && jf->size)
+		disassemble(b, jf->code, (size_t)jf->size, jf->addr, mach, false);
+	else
+		set_note(&f->code_note, "the jitdump has no code bytes for it");
+	for (size_t i = 0; i < c->npts; i++) {
+		const char *file;
+		unsigned ln;
+		if (tally_resolver_jit_line(res, c->image, c->pts[i].addr, &file, &ln) == 0)
+			add_line(b, intern_file(b, file), ln, c->pts[i].n);
+		else
+			f->no_line += c->pts[i].n;
+	}
+	b->ins_file = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
+	b->ins_line = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < f->ninsns; i++) {
+		const char *file;
+		unsigned ln;
+		bool ok = tally_resolver_jit_line(res, c->image, f->insns[i].addr, &file, &ln) == 0;
+		b->ins_file[i] = ok ? intern_file(b, file) : TALLY_ANNOT_NONE;
+		b->ins_line[i] = ok ? ln : 0;
+	}
+}
+
+static void annotate_one(const struct tally_db *db, struct tally_resolver *res, struct cand *c, uint64_t image_samples,
+			 struct tally_annot_func *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->image = c->image;
+	f->name = xstrdup(c->name);
+	f->addr = c->addr;
+	f->size = c->size;
+	f->samples = c->samples;
+	f->image_samples = image_samples;
+	f->main_file = TALLY_ANNOT_NONE;
+	struct builder b;
+	memset(&b, 0, sizeof(b));
+	b.f = f;
+	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
+	size_t u = 0;
+	for (size_t i = 0; i < c->npts; i++) {
+		if (u && c->pts[u - 1].addr == c->pts[i].addr)
+			c->pts[u - 1].n += c->pts[i].n;
+		else
+			c->pts[u++] = c->pts[i];
+	}
+	c->npts = u;
+	f->npts = u;
+	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < u; i++) {
+		f->pt_addr[i] = c->pts[i].addr;
+		f->pt_samples[i] = c->pts[i].n;
+	}
+	if (!strcmp(db->images[c->image].kind, "jit"))
+		annotate_jit(&b, res, c);
+	else
+		annotate_dwarf(&b, db, res, c);
+	for (size_t i = 0; i < c->npts; i++) {
+		struct tally_annot_insn *in = insn_at(f, c->pts[i].addr);
+		if (in)
+			in->samples += c->pts[i].n;
+	}
+	tally_qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
+	for (size_t i = 0; i < f->ninsns; i++)
+		if (b.ins_file && b.ins_file[i] != TALLY_ANNOT_NONE)
+			f->insns[i].src = tally_annot_line_find(f, b.ins_file[i], b.ins_line[i]);
+	free(b.ins_file);
+	free(b.ins_line);
+	tally_hidx_release(&b.idx);
+}
+
+/* ---- finding the function ---- */
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct tally_annot_func *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const struct tally_annotate_opts *o,
+		   struct tally_annot_func **out, size_t *n)
+{
+	struct cand *cands = NULL;
+	size_t nc = 0, ac = 0;
+	uint64_t *img_samples = xcalloc(db->nimages + 1, sizeof(uint64_t));
+	bool image_seen = false;
+	int ret = 0;
+	*out = NULL;
+	*n = 0;
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (o->image && !image_matches(&db->images[pf->image], o->image))
+			continue;
+		image_seen = true;
+		for (size_t i = pf->first; i < pf->end; i++) {
+			uint64_t cnt = db->counts[i * (size_t)db->nevents + (size_t)o->event];
+			if (!cnt)
+				continue;
+			img_samples[pf->image] += cnt;
+			const struct tally_sym *sym = tally_resolve(res, pf->image, db->entries[i].offset);
+			if (!sym || strcmp(sym->name, o->symbol))
+				continue;
+			uint64_t la;
+			if (tally_resolver_addr(res, pf->image, db->entries[i].offset, &la))
+				continue;
+			struct cand *c = NULL;
+			for (size_t k = 0; k < nc && !c; k++)
+				if (cands[k].image == pf->image && cands[k].addr == sym->addr)
+					c = &cands[k];
+			if (!c) {
+				GROW(cands, ac, nc + 1);
+				c = &cands[nc++];
+				*c = (struct cand){ pf->image, sym->name, sym->addr, sym->size, 0, NULL, 0, 0 };
+			}
+			c->samples += cnt;
+			GROW(c->pts, c->apts, c->npts + 1);
+			c->pts[c->npts++] = (struct pt){ la, cnt };
+		}
+	}
+	if (o->image && !image_seen) {
+		ret = tally_seterr(-ENOENT, "no image '%s' with samples in '%s' (see 'tally report -i %s')", o->image, db->path,
+				   db->path);
+		goto out;
+	}
+	if (!nc) {
+		const char *why = NULL;
+		for (size_t p = 0; o->image && p < db->nprofs && !why; p++)
+			if (image_matches(&db->images[db->profs[p].image], o->image))
+				why = tally_resolver_note(res, db->profs[p].image);
+		if (why)
+			/* the image could not be read: that is the answer, not the name */
+			ret = tally_seterr(-ENOENT, "no function '%s' in image '%s' of '%s': %s", o->symbol, o->image, db->path, why);
+		else if (o->image)
+			ret = tally_seterr(-ENOENT, "no function '%s' with %s samples in image '%s' of '%s' (see 'tally report -i %s --symbols --image %s')",
+					   o->symbol, db->events[o->event], o->image, db->path, db->path, o->image);
+		else
+			ret = tally_seterr(-ENOENT, "no function '%s' with %s samples in '%s' (see 'tally report -i %s --symbols')",
+					   o->symbol, db->events[o->event], db->path, db->path);
+		goto out;
+	}
+	bool several = false;
+	for (size_t k = 1; k < nc; k++)
+		several = several || cands[k].image != cands[0].image;
+	if (several) {
+		/* name images by file name, or by path where two share one */
+		struct strbuf sb = STRBUF_INIT;
+		uint32_t *seen = xmalloc(nc * sizeof(uint32_t));
+		size_t ns = 0;
+		for (size_t k = 0; k < nc; k++) {
+			bool dup = false;
+			for (size_t j = 0; j < ns; j++)
+				dup = dup || seen[j] == cands[k].image;
+			if (dup)
+				continue;
+			seen[ns++] = cands[k].image;
+			const struct tally_db_image *im = &db->images[cands[k].image];
+			bool clash = false;
+			for (size_t j = 0; j < nc; j++)
+				clash = clash || (cands[j].image != cands[k].image && !strcmp(db->images[cands[j].image].name, im->name));
+			strbuf_addf(&sb, "%s%s", ns > 1 ? ", " : "", clash && im->path[0] ? im->path : im->name);
+		}
+		free(seen);
+		ret = tally_seterr(-EINVAL, "function '%s' is in several images: %s (choose one with --image NAME)", o->symbol, sb.buf);
+		strbuf_release(&sb);
+		goto out;
+	}
+	*out = xcalloc(nc, sizeof(**out));
+	for (size_t k = 0; k < nc; k++)
+		annotate_one(db, res, &cands[k], img_samples[cands[k].image], &(*out)[k]);
+	tally_qsort(*out, nc, sizeof(**out), cmp_func);
+	*n = nc;
+out:
+	for (size_t k = 0; k < nc; k++)
+		free(cands[k].pts);
+	free(cands);
+	free(img_samples);
+	return ret;
+}
+
+void tally_annotate_free(struct tally_annot_func *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(f[i].name);
+		for (size_t k = 0; k < f[i].nfiles; k++)
+			free(f[i].files[k]);
+		free(f[i].files);
+		free(f[i].lines);
+		for (size_t k = 0; k < f[i].ninsns; k++)
+			free(f[i].insns[k].text);
+		free(f[i].insns);
+		free(f[i].pt_addr);
+		free(f[i].pt_samples);
+		free(f[i].line_note);
+		free(f[i].code_note);
+	}
+	free(f);
+}
+
+/* ---- source files ---- */
+
+static int try_source(const char *path, char **text, char ***lines, size_t *nlines, char **found)
+{
+	struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, path, 64u << 20)) {
+		strbuf_release(&sb);
+		return -ENOENT;
+	}
+	char **ls = NULL;
+	size_t n = 0, cap = 0;
+	char *p = sb.buf;
+	while (p && *p) {
+		char *nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		size_t l = strlen(p);
+		if (l && p[l - 1] == '\r')
+			p[l - 1] = '\0';
+		GROW(ls, cap, n + 1);
+		ls[n++] = p;
+		p = nl ? nl + 1 : NULL;
+	}
+	*text = strbuf_detach(&sb);
+	if (!*text)
+		*text = xstrdup("");
+	*lines = ls;
+	*nlines = n;
+	*found = xstrdup(path);
+	return 0;
+}
+
+int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines, size_t *nlines, char **found)
+{
+	if (try_source(file, text, lines, nlines, found) == 0)
+		return 0;
+	struct strbuf sb = STRBUF_INIT;
+	int r = -ENOENT;
+	for (size_t i = 0; dirs && dirs[i] && r; i++) {
+		const char *eq = strchr(dirs[i], '=');
+		if (eq) {
+			size_t ol = (size_t)(eq - dirs[i]);
+			if (ol && !strncmp(file, dirs[i], ol)) {
+				strbuf_reset(&sb);
+				strbuf_addf(&sb, "%s%s", eq + 1, file + ol);
+				r = try_source(sb.buf, text, lines, nlines, found);
+			}
+			continue;
+		}
+		/* the path under DIR, then ever shorter tails of it */
+		for (const char *t = file; t && r; t = strchr(t, '/')) {
+			while (*t == '/')
+				t++;
+			if (!*t)
+				break;
+			strbuf_reset(&sb);
+			strbuf_addf(&sb, "%s/%s", dirs[i], t);
+			r = try_source(sb.buf, text, lines, nlines, found);
+		}
+	}
+	strbuf_release(&sb);
+	return r;
+}

@@ -1,0 +1,83 @@
+/* The filters shared by report and export (include/tally/select.h). */
+#include <getopt.h>
+#include <string.h>
+
+#include "tally/select.h"
+#include "tally/util.h"
+
+void tally_select_init(struct tally_select *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->ev_only = -1;
+}
+
+int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
+{
+	uint64_t v;
+	switch (opt) {
+	case TALLY_OPT_SEL_IMAGE: s->image = arg; return 1;
+	case TALLY_OPT_SEL_PID:
+		if (tally_parse_u64(arg, "--pid", 1, 0x7fffffff, &v))
+			return -1;
+		s->pid = (int)v;
+		return 1;
+	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
+	case TALLY_OPT_SEL_EVENT: s->event = arg; return 1;
+	case TALLY_OPT_SEL_EXCL: s->excl = true; return 1;
+	default: return 0;
+	}
+}
+
+int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input)
+{
+	if ((s->pid || s->comm) && !db->per_pid)
+		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
+				    input, s->pid ? "--pid" : "--comm");
+	s->ev_only = -1;
+	if (s->event) {
+		s->ev_only = tally_db_event(db, s->event);
+		if (s->ev_only < 0) {
+			struct strbuf names = STRBUF_INIT;
+			for (int e = 0; e < db->nevents; e++)
+				strbuf_addf(&names, "%s%s", e ? ", " : "", db->events[e]);
+			tally_seterr(-1, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
+			strbuf_release(&names);
+			return -1;
+		}
+	}
+	if (s->pid) {
+		bool found = false;
+		for (size_t i = 0; i < db->nentries && !found; i++)
+			found = db->entries[i].pid == s->pid;
+		if (!found)
+			tally_warn("no samples for pid %d in '%s'", s->pid, input);
+	}
+	return 0;
+}
+
+bool tally_select_image_matches(const struct tally_db_image *im, const char *want)
+{
+	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
+}
+
+bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, int pid)
+{
+	if (s->pid && pid != s->pid)
+		return false;
+	if (s->comm) {
+		const char *c = tally_db_comm(db, pid);
+		if (!c || strcmp(c, s->comm))
+			return false;
+	}
+	return true;
+}
+
+bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf)
+{
+	const struct tally_db_image *im = &db->images[pf->image];
+	if (s->excl && strcmp(im->kind, "exec"))
+		return false;
+	if (s->image && !tally_select_image_matches(im, s->image))
+		return false;
+	return tally_select_pid(s, db, pf->pid);
+}

@@ -1,0 +1,75 @@
+#!/bin/bash
+# export --format folded: one `root;...;leaf COUNT` line per distinct stack,
+# the counts adding up to the report's sample total; caller_a and caller_b of
+# callsplit split leaf's samples as the workload measured; --comm-root puts
+# the command name first; --percent-limit cuts small paths to [other] with the
+# total unchanged; the selection (--pid, --comm, --image, --event) applies;
+# `-o -` writes to stdout and the default file is tally.folded.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-export.sh"
+
+tally_ok record -g --per-pid -e cpu-clock,page-faults -F 2000 -o cs.db -- "$WORKLOADS/callsplit_fp" 400
+cp out cs.truth
+pid=$(workload_pid cs.truth)
+report_json cs.json -i cs.db
+total=$(json_total cs.json cpu-clock)
+pf_total=$(json_total cs.json page-faults)
+
+# the default output file, the first event
+tally_ok export -i cs.db --format folded
+[[ -s tally.folded ]] || fail "export --format folded wrote no tally.folded"
+grep -q "wrote 'tally.folded'" err || fail "export did not say what it wrote: $(cat err)"
+
+check_lines() { # FILE: every line is `frames COUNT`, no empty frame
+	awk '{ if ($NF !~ /^[0-9]+$/ || NF < 2) { print "line " NR ": " $0; exit 1 }
+	       n = split(substr($0, 1, length($0) - length($NF) - 1), f, ";")
+	       for (i = 1; i <= n; i++) if (f[i] == "") { print "line " NR " has an empty frame: " $0; exit 1 } }' "$1" ||
+		fail "$1 is not in the folded format: $(awk '{ if ($NF !~ /^[0-9]+$/) { print; exit } }' "$1")"
+}
+sum() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+check_lines tally.folded
+[[ $(sum tally.folded) == "$total" ]] || fail "folded counts add up to $(sum tally.folded), the report says $total samples"
+note "folded: $(wc -l <tally.folded) stacks, $(sum tally.folded) samples = report total"
+# no duplicate stacks
+[[ $(awk '{ $NF = ""; print }' tally.folded | sort | uniq -d | wc -l) == 0 ]] || fail "tally.folded repeats a stack"
+
+# the split through caller_a and caller_b
+a=$(awk '/(^|;)caller_a;(.*;)?leaf( |;)/ { s += $NF } END { print s + 0 }' tally.folded)
+b=$(awk '/(^|;)caller_b;(.*;)?leaf( |;)/ { s += $NF } END { print s + 0 }' tally.folded)
+near "$(share "$a" "$b")" "$(truth caller_a cs.truth)" 5 "folded: caller_a's share of leaf's stacks"
+grep -Eq '^(.*;)?main;caller_a;leaf [0-9]+$' tally.folded || fail "no stack main;caller_a;leaf in tally.folded"
+
+# stdout, and the second event
+"$TALLY" export -i cs.db --format folded --event page-faults -o - >pf.folded 2>pf.err || fail "export -o - failed: $(cat pf.err)"
+check_lines pf.folded
+[[ $(sum pf.folded) == "$pf_total" ]] || fail "--event page-faults: folded counts add up to $(sum pf.folded), the report says $pf_total"
+
+# --comm-root: the command name is every stack's root
+tally_ok export -i cs.db --format folded --comm-root -o comm.folded
+bad=$(grep -cv '^callsplit_fp;' comm.folded || true)
+[[ $bad == 0 ]] || fail "--comm-root: $bad lines do not start with callsplit_fp;: $(grep -v '^callsplit_fp;' comm.folded | head -3)"
+[[ $(sum comm.folded) == "$total" ]] || fail "--comm-root: the counts add up to $(sum comm.folded), not $total"
+
+# --percent-limit: small paths become [other], nothing is lost
+tally_ok export -i cs.db --format folded --percent-limit 10 -o cut.folded
+check_lines cut.folded
+[[ $(sum cut.folded) == "$total" ]] || fail "--percent-limit 10: the counts add up to $(sum cut.folded), not $total"
+awk -v t="$total" '{ n = split(substr($0, 1, length($0) - length($NF) - 1), f, ";")
+	if (f[n] != "[other]" && $NF * 100 < 10 * t) { print; exit 1 } }' cut.folded ||
+	fail "--percent-limit 10: a stack under 10% was kept whole: $(awk -v t="$total" '{ if ($NF * 100 < 10 * t && $0 !~ /\[other\] [0-9]+$/) { print; exit } }' cut.folded)"
+(($(wc -l <cut.folded) <= $(wc -l <tally.folded))) || fail "--percent-limit 10 gave more lines than no limit"
+a2=$(awk '/(^|;)caller_a;leaf( |;)/ { s += $NF } END { print s + 0 }' cut.folded)
+b2=$(awk '/(^|;)caller_b;leaf( |;)/ { s += $NF } END { print s + 0 }' cut.folded)
+near "$(share "$a2" "$b2")" "$(truth caller_a cs.truth)" 5 "folded --percent-limit 10: caller_a's share"
+
+# the selection
+tally_ok export -i cs.db --format folded --pid "$pid" -o pid.folded
+[[ $(sum pid.folded) == "$total" ]] || fail "--pid $pid (the workload): $(sum pid.folded) samples, expected all $total"
+tally_ok export -i cs.db --format folded --comm callsplit_fp -o comm2.folded
+[[ $(sum comm2.folded) == "$total" ]] || fail "--comm callsplit_fp: $(sum comm2.folded) samples, expected all $total"
+report_json img.json -i cs.db --image callsplit_fp
+tally_ok export -i cs.db --format folded --image callsplit_fp -o img.folded
+[[ $(sum img.folded) == "$(json_total img.json cpu-clock)" ]] ||
+	fail "--image callsplit_fp: $(sum img.folded) samples, the report of that image says $(json_total img.json cpu-clock)"
+expect_fail_with "^tally: nothing to export.*cs\.db" "$TALLY" export -i cs.db --format folded --comm nosuchcommand -o none.folded
+[[ ! -e none.folded ]] || fail "an empty export left none.folded behind"

@@ -1,0 +1,299 @@
+/* Unit tests for lib/export: the --percent-limit cut, names for line formats,
+ * the selection applied to a database, and a pprof profile decoded back with
+ * protobuf-c from a database built in memory. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "tally/export.h"
+
+typedef Perftools__Profiles__Profile PProfile_t;
+
+/* ---- the cut ---- */
+
+static void test_export__trim_cuts_small_paths(void **state)
+{
+	(void)state;
+	/* A;B;C 90, A;B;D 5, A;E 5 */
+	const uint64_t keys[] = { 1, 2, 3, 1, 2, 4, 1, 5 };
+	const struct tally_trim_stack st[] = { { 0, 3 }, { 3, 3 }, { 6, 2 } };
+	const uint64_t counts[] = { 90, 5, 5 };
+	uint32_t keep[3];
+	uint64_t min = 10;
+	tally_export_trim(keys, st, 3, counts, 1, &min, keep);
+	assert_int_equal(keep[0], 3); /* whole */
+	assert_int_equal(keep[1], 2); /* A;B (95) kept, D (5) cut */
+	assert_int_equal(keep[2], 1); /* A kept, E cut */
+	min = 0;
+	tally_export_trim(keys, st, 3, counts, 1, &min, keep);
+	assert_int_equal(keep[0], 3);
+	assert_int_equal(keep[1], 3);
+	assert_int_equal(keep[2], 2);
+	min = 101; /* even the root is too small */
+	tally_export_trim(keys, st, 3, counts, 1, &min, keep);
+	assert_int_equal(keep[0], 0);
+	assert_int_equal(keep[2], 0);
+}
+
+static void test_export__trim_any_event_keeps(void **state)
+{
+	(void)state;
+	/* two events: A;B big in event 0, A;C big only in event 1 */
+	const uint64_t keys[] = { 1, 2, 1, 3 };
+	const struct tally_trim_stack st[] = { { 0, 2 }, { 2, 2 } };
+	const uint64_t counts[] = { 100, 0, 1, 50 };
+	const uint64_t min[] = { 10, 10 };
+	uint32_t keep[2];
+	tally_export_trim(keys, st, 2, counts, 2, min, keep);
+	assert_int_equal(keep[0], 2);
+	assert_int_equal(keep[1], 2);
+}
+
+static void test_export__trim_min_rounds_up(void **state)
+{
+	(void)state;
+	int ev[] = { 0, 1 };
+	struct tally_export x = { .events = ev, .nevents = 2, .percent_limit = 0.5 };
+	uint64_t totals[] = { 1001, 0 }, min[2];
+	tally_export_trim_min(&x, totals, min);
+	assert_int_equal(min[0], 6); /* 5.005 rounds up */
+	assert_int_equal(min[1], 0);
+	x.percent_limit = 0;
+	tally_export_trim_min(&x, totals, min);
+	assert_int_equal(min[0], 0);
+}
+
+static void test_export__add_name(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	tally_export_add_name(&sb, "a;b\nc\td e", ";");
+	assert_string_equal(sb.buf, "a_b?c?d e");
+	strbuf_release(&sb);
+}
+
+/* ---- a database in memory ---- */
+
+/* One image (a file that is not on this machine), two processes, three
+ * stacks: main;work 60 (pid 10), main;work;inner 30 (pid 10), main;other 10
+ * (pid 20); per-pid, one event. */
+static void memdb_init(struct tally_db *db)
+{
+	memset(db, 0, sizeof(*db));
+	db->path = xstrdup("mem.db");
+	tally_meta_set(&db->session, "period-mean", "1000000");
+	tally_meta_set(&db->session, "duration", "1.5");
+	tally_meta_set(&db->session, "start-time", "2026-01-02T03:04:05Z");
+	db->nevents = 1;
+	db->events = xcalloc(1, sizeof(char *));
+	db->events[0] = xstrdup("cpu-clock");
+	db->samples = xcalloc(1, sizeof(uint64_t));
+	db->samples[0] = 100;
+	db->per_pid = true;
+	db->has_stacks = true;
+	db->nimages = 1;
+	db->images = xcalloc(1, sizeof(*db->images));
+	db->images[0] = (struct tally_db_image){ .name = xstrdup("prog"), .path = xstrdup("/nonexistent/tally-unit/prog"),
+						 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
+						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
+	/* frames: 0 work+0x10, 1 main ret 0x101, 2 inner 0x20, 3 work ret 0x15, 4 other 0x30 */
+	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1015, 0x1030 };
+	db->nframes = 5;
+	db->frames = xcalloc(5, sizeof(*db->frames));
+	for (size_t i = 0; i < 5; i++)
+		db->frames[i] = (struct tally_frame){ 0, offs[i] };
+	static const uint32_t order[] = { 0, 1, 2, 3, 1, 4, 1 };
+	struct tally_frame *fr = xcalloc(7, sizeof(*fr));
+	for (size_t i = 0; i < 7; i++)
+		fr[i] = db->frames[order[i]];
+	free(db->frames);
+	db->frames = fr;
+	db->nframes = 7;
+	db->nstacks = 3;
+	db->stacks = xcalloc(3, sizeof(*db->stacks));
+	db->stacks[0] = (struct tally_db_stack){ 0, 2, 10 };
+	db->stacks[1] = (struct tally_db_stack){ 2, 3, 10 };
+	db->stacks[2] = (struct tally_db_stack){ 5, 2, 20 };
+	db->stack_counts = xcalloc(3, sizeof(uint64_t));
+	db->stack_counts[0] = 60;
+	db->stack_counts[1] = 30;
+	db->stack_counts[2] = 10;
+	/* the flat profile: the leaves */
+	db->nentries = 3;
+	db->entries = xcalloc(3, sizeof(*db->entries));
+	db->entries[0] = (struct tally_db_entry){ 0, 10, 0x1010 };
+	db->entries[1] = (struct tally_db_entry){ 0, 10, 0x1020 };
+	db->entries[2] = (struct tally_db_entry){ 0, 20, 0x1030 };
+	db->counts = xcalloc(3, sizeof(uint64_t));
+	db->counts[0] = 60;
+	db->counts[1] = 30;
+	db->counts[2] = 10;
+	db->nprofs = 2;
+	db->profs = xcalloc(2, sizeof(*db->profs));
+	db->profs[0] = (struct tally_db_prof){ 0, 10, 0, 2 };
+	db->profs[1] = (struct tally_db_prof){ 0, 20, 2, 3 };
+	db->ntasks = 2;
+	db->tasks = xcalloc(2, sizeof(*db->tasks));
+	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"), xstrdup("/nonexistent/tally-unit/prog") };
+	db->tasks[1] = (struct tally_db_task){ 20, xstrdup("twenty"), xstrdup("/nonexistent/tally-unit/prog") };
+}
+
+static void test_export__select_zeroes(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	struct tally_select sel;
+	tally_select_init(&sel);
+	sel.comm = "twenty";
+	assert_int_equal(tally_select_check(&sel, &db, "mem.db"), 0);
+	tally_export_select(&db, &sel, true);
+	assert_int_equal(tally_export_total(&db, 0, false), 10);
+	assert_int_equal(tally_export_total(&db, 0, true), 10);
+	assert_int_equal(db.stack_counts[2], 10);
+	tally_db_release(&db);
+}
+
+static PProfile_t *unpack(const struct strbuf *gz)
+{
+	uint8_t *raw = xmalloc(1 << 20);
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	z.next_in = (Bytef *)gz->buf;
+	z.avail_in = (uInt)gz->len;
+	z.next_out = raw;
+	z.avail_out = 1 << 20;
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t n = (1 << 20) - z.avail_out;
+	inflateEnd(&z);
+	PProfile_t *p = perftools__profiles__profile__unpack(NULL, n, raw);
+	free(raw);
+	assert_non_null(p);
+	return p;
+}
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
+{
+	assert_true(i >= 0 && (size_t)i < p->n_string_table);
+	return p->string_table[i];
+}
+
+static void test_export__pprof_roundtrip(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	assert_int_equal(out.n, 1);
+	PProfile_t *p = unpack(&out.files[0].data);
+	assert_string_equal(pstr(p, 0), "");
+	/* samples and cpu nanoseconds */
+	assert_int_equal(p->n_sample_type, 2);
+	assert_string_equal(pstr(p, p->sample_type[0]->type), "samples");
+	assert_string_equal(pstr(p, p->sample_type[1]->type), "cpu");
+	assert_string_equal(pstr(p, p->sample_type[1]->unit), "nanoseconds");
+	assert_int_equal(p->period, 1000000);
+	assert_int_equal(p->duration_nanos, 1500000000);
+	assert_int_equal(p->time_nanos, 1767323045LL * 1000000000LL);
+	assert_int_equal(p->n_sample, 3);
+	int64_t sum = 0, ns = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		Perftools__Profiles__Sample *s = p->sample[i];
+		assert_int_equal(s->n_value, 2);
+		sum += s->value[0];
+		ns += s->value[1];
+		assert_int_equal(s->value[1], s->value[0] * 1000000);
+		/* labels: pid and comm */
+		assert_int_equal(s->n_label, 2);
+		assert_string_equal(pstr(p, s->label[0]->key), "pid");
+		assert_string_equal(pstr(p, s->label[1]->key), "comm");
+		assert_string_equal(pstr(p, s->label[1]->str), s->label[0]->num == 10 ? "ten" : "twenty");
+		/* leaf first: the leaf's address is its offset (no file here), callers' are return address - 1 */
+		assert_true(s->n_location_id >= 2);
+		Perftools__Profiles__Location *leaf = p->location[s->location_id[0] - 1];
+		assert_int_equal(leaf->id, s->location_id[0]);
+		Perftools__Profiles__Location *root = p->location[s->location_id[s->n_location_id - 1] - 1];
+		assert_int_equal(root->address, 0x1100);
+		if (s->value[0] == 60)
+			assert_int_equal(leaf->address, 0x1010);
+	}
+	assert_int_equal(sum, 100);
+	assert_int_equal(ns, 100000000);
+	/* one mapping, the program, with its build-id, holding every address */
+	assert_int_equal(p->n_mapping, 1);
+	assert_string_equal(pstr(p, p->mapping[0]->filename), "/nonexistent/tally-unit/prog");
+	assert_string_equal(pstr(p, p->mapping[0]->build_id), "00112233445566778899aabbccddeeff00112233");
+	for (size_t i = 0; i < p->n_location; i++) {
+		assert_int_equal(p->location[i]->mapping_id, 1);
+		assert_true(p->location[i]->address >= p->mapping[0]->memory_start);
+		assert_true(p->location[i]->address < p->mapping[0]->memory_limit);
+		/* the file offset of an address, by the mapping, is the recorded offset */
+		assert_int_equal(p->location[i]->address - p->mapping[0]->memory_start + p->mapping[0]->file_offset,
+				 p->location[i]->address);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+
+	/* --percent-limit 20: main;other (10) and inner (30 of 100 stays) */
+	x.percent_limit = 20;
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	p = unpack(&out.files[0].data);
+	sum = 0;
+	bool other = false;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		sum += p->sample[i]->value[0];
+		Perftools__Profiles__Location *leaf = p->location[p->sample[i]->location_id[0] - 1];
+		if (leaf->n_line && !strcmp(pstr(p, p->function[leaf->line[0]->function_id - 1]->name), "[other]")) {
+			other = true;
+			assert_int_equal(p->sample[i]->value[0], 10);
+			assert_int_equal(p->sample[i]->n_location_id, 2); /* [other] under main */
+		}
+	}
+	assert_int_equal(sum, 100);
+	assert_true(other);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
+static void test_export__folded_lines(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1, .comm_root = true };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_folded(&x, &out), 0);
+	/* no symbols for a file that is not here: [prog] frames, one function per
+	 * image, its consecutive frames one; the comm as root */
+	assert_string_equal(out.files[0].data.buf, "ten;[prog] 90\ntwenty;[prog] 10\n");
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_export__trim_cuts_small_paths),
+		cmocka_unit_test(test_export__trim_any_event_keeps),
+		cmocka_unit_test(test_export__trim_min_rounds_up),
+		cmocka_unit_test(test_export__add_name),
+		cmocka_unit_test(test_export__select_zeroes),
+		cmocka_unit_test(test_export__pprof_roundtrip),
+		cmocka_unit_test(test_export__folded_lines),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
