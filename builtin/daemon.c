@@ -202,6 +202,23 @@ static uint64_t dir_bytes(const char *path)
 	return sum;
 }
 
+/* What --max-db-size counts: the database directory without its log (which its
+ * rotation bounds, and which must go on when writing has stopped). */
+static uint64_t db_bytes(const struct daemon *d)
+{
+	uint64_t sum = dir_bytes(d->db);
+	const char *logs[] = { "daemon.log", "daemon.log.1" };
+	for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/%s", d->db, logs[i]);
+		struct stat st;
+		if (lstat(p.buf, &st) == 0 && (uint64_t)st.st_blocks * 512 <= sum)
+			sum -= (uint64_t)st.st_blocks * 512;
+		strbuf_release(&p);
+	}
+	return sum;
+}
+
 
 
 /* The heap the daemon has in use (glibc's count; the aggregate's own estimate
@@ -407,7 +424,7 @@ static void prune(struct daemon *d, double now)
 	int k = tally_epochs_prune(d->db, d->keep, now, KEEP_NEWEST, d->epoch);
 	if (k > 0) {
 		dlog(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
-		d->db_bytes = dir_bytes(d->db);
+		d->db_bytes = db_bytes(d);
 		forget_epochs(d, false);
 	}
 }
@@ -443,7 +460,7 @@ static int flush(struct daemon *d, const char *why, struct strbuf *msg)
 	size_t delta_bytes = tally_db_bytes(&delta, NULL);
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
 	if (!r && d->draining) {
-		d->db_bytes = dir_bytes(d->db);
+		d->db_bytes = db_bytes(d);
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
 			dlog(d, "the drain stream misses %" PRIu64 " samples: %s", n, tally_errmsg());
 	}
@@ -464,7 +481,7 @@ out:
 	/* the merge's memory goes back to the system, not only to malloc */
 	malloc_trim(0);
 	d->delta_start = now;
-	d->db_bytes = dir_bytes(d->db);
+	d->db_bytes = db_bytes(d);
 	d->flushes++;
 	d->last_flush_ms = (tally_now_mono() - t0) * 1000;
 	d->last_flush_wall = now;
@@ -515,7 +532,7 @@ static int begin_epoch(struct daemon *d, double now)
 	free(old);
 	remember_epoch(d, name);
 	d->epoch_start = now;
-	d->db_bytes = dir_bytes(d->db);
+	d->db_bytes = db_bytes(d);
 	d->next_epoch = tally_now_mono() + d->epoch_every;
 	dlog(d, "epoch %s begins", name);
 	prune(d, now);
@@ -755,7 +772,7 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 		d->drains++;
 		d->draining = true;
 		forget_epochs(d, true);
-		d->db_bytes = dir_bytes(d->db);
+		d->db_bytes = db_bytes(d);
 	}
 	free(dr);
 	return r;
@@ -1451,7 +1468,7 @@ int cmd_daemon(int argc, char **argv)
 	d->agg.dwarf = d->smp.stack_user != 0;
 	d->wall_start = tally_now_wall();
 	d->mono_start = tally_now_mono();
-	d->db_bytes = dir_bytes(d->db);
+	d->db_bytes = db_bytes(d);
 	if (begin_epoch(d, d->wall_start)) {
 		if (ready >= 0)
 			dprintf(ready, "W %s (collecting all the same; writing is retried every flush)\n", tally_errmsg());
