@@ -25,6 +25,8 @@ static const struct cmd commands[] = {
 	{ "events", cmd_events, "list the events this machine can sample" },
 	{ "export", cmd_export, "write a profile for pprof, KCachegrind, gprof or flame graphs" },
 	{ "scan", cmd_scan, "map image signatures to files, for reports of stripped systems (iscan)" },
+	{ "daemon", cmd_daemon, "profile the whole system without end, into epochs (tally ctl steers it)" },
+	{ "ctl", cmd_ctl, "control a running daemon: start, stop, flush, epoch, status, cpus, drain" },
 };
 
 static void usage(FILE *f)
@@ -64,6 +66,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(commands[i].name, name))
 			return commands[i].fn(argc - 1, argv + 1);
-	tally_error("unknown command '%s' (commands: record, report, annotate, events, export, scan; see 'tally --help')", name);
+	tally_error("unknown command '%s' (commands: record, report, annotate, events, export, scan, daemon, ctl; see 'tally --help')", name);
 	return 2;
 }

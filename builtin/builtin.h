@@ -16,6 +16,8 @@ struct tally_db;
  * jitdumps (untrusted, damaged), one line each. */
 void tally_warn_jit(const struct tally_db *db);
 int cmd_scan(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

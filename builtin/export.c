@@ -12,6 +12,7 @@
 
 #include "builtin/builtin.h"
 #include "tally/db.h"
+#include "tally/epoch.h"
 #include "tally/export.h"
 #include "tally/select.h"
 #include "tally/symbols.h"
@@ -54,6 +55,7 @@ static const char export_usage[] =
 	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
 	"      --comm-root          folded: the process's command name as the root frame\n"
 	"      --per-process        callgrind: one file per process, FILE.PID (needs --per-pid)\n"
+	TALLY_DB_SELECT_USAGE
 	"formats (default output file):\n";
 
 enum { OPT_FORMAT = 256, OPT_PLIMIT, OPT_IMGPATH, OPT_COMM_ROOT, OPT_PER_PROCESS };
@@ -67,6 +69,7 @@ static const struct option export_opts[] = {
 	{ "image-path", required_argument, NULL, OPT_IMGPATH },
 	{ "comm-root", no_argument, NULL, OPT_COMM_ROOT },
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+	TALLY_DB_SELECT_LONGOPTS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -126,7 +129,15 @@ int cmd_export(int argc, char **argv)
 	int ret = 0, sr, opt;
 	optind = 1;
 	opterr = 0;
+	struct tally_db_select epochs = { 0 };
 	while ((opt = getopt_long(argc, argv, "i:o:h", export_opts, NULL)) != -1) {
+		int es = tally_db_select_opt(&epochs, opt, optarg);
+		if (es < 0) {
+			free(image_path);
+			return tally_usage_error("export", "%s", tally_errmsg());
+		}
+		if (es)
+			continue;
 		switch (opt) {
 		case 'i': input = optarg; break;
 		case 'o': output = optarg; break;
@@ -204,7 +215,7 @@ int cmd_export(int argc, char **argv)
 	}
 
 	struct tally_db db;
-	if (tally_db_open(&db, input)) {
+	if (tally_db_open_select(&db, input, &epochs)) {
 		tally_error("%s", tally_errmsg());
 		free(image_path);
 		return 1;

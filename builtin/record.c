@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "tally/agg.h"
 #include "tally/collect.h"
 #include "tally/db.h"
+#include "tally/sampling.h"
 #include "tally/util.h"
 
 static const char record_usage[] =
@@ -24,38 +24,21 @@ static const char record_usage[] =
 	"\n"
 	"  -o, --output DIR       database directory (default tally.db)\n"
 	"      --force            replace an existing database\n"
-	"  -F, --freq HZ          samples per second (default 999)\n"
-	"  -c, --period N         one sample every N events (instead of -F)\n"
-	"      --no-randomize     keep the sampling period fixed\n"
-	"  -e, --event LIST       events, comma-separated (default cpu-clock; see 'tally events')\n"
 	"  -a, --all-cpus         the whole system, kernel included\n"
-	"  -C, --cpu LIST         only these CPUs (e.g. 0,2-3)\n"
 	"  -p, --pid LIST         attach to running processes\n"
 	"      --duration SECS    stop after this long (also 500ms, 2m, ...)\n"
-	"      --per-pid          a separate profile per process\n"
-	"  -g                     record call chains (same as --call-graph fp)\n"
-	"      --call-graph MODE  fp: frame pointers and kernel chains;\n"
-	"                         dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
-	"                         the binaries' CFI while recording\n"
-	"      --build-id-mmap    take build-ids from the kernel at mmap time (see docs/sampling.md)\n"
+	TALLY_SAMPLING_USAGE
 	"  -v, --verbose          say what it is doing\n";
 
-enum { OPT_FORCE = 256, OPT_NORAND, OPT_DURATION, OPT_PERPID, OPT_CALLGRAPH, OPT_BUILDID_MMAP };
+enum { OPT_FORCE = 256, OPT_DURATION };
 
 static const struct option record_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "period", required_argument, NULL, 'c' },
-	{ "no-randomize", no_argument, NULL, OPT_NORAND },
-	{ "event", required_argument, NULL, 'e' },
 	{ "all-cpus", no_argument, NULL, 'a' },
-	{ "cpu", required_argument, NULL, 'C' },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "per-pid", no_argument, NULL, OPT_PERPID },
-	{ "call-graph", required_argument, NULL, OPT_CALLGRAPH },
-	{ "build-id-mmap", no_argument, NULL, OPT_BUILDID_MMAP },
+	TALLY_SAMPLING_LONGOPTS,
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -90,27 +73,6 @@ static void drain_wake(void)
 static void on_record(void *ctx, const struct tally_rec *rec)
 {
 	tally_agg_record(ctx, rec);
-}
-
-static int ncpus_configured(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_CONF);
-	return n > 0 ? (int)n : 1;
-}
-
-static void cpus_string(const bool *set, int n, struct strbuf *sb)
-{
-	for (int i = 0; i < n; i++) {
-		if (!set[i])
-			continue;
-		int j = i;
-		while (j + 1 < n && set[j + 1])
-			j++;
-		strbuf_addf(sb, "%s%d", sb->len ? "," : "", i);
-		if (j > i)
-			strbuf_addf(sb, "-%d", j);
-		i = j;
-	}
 }
 
 struct child {
@@ -153,181 +115,85 @@ static int spawn_stopped(char **argv, struct child *c)
 int cmd_record(int argc, char **argv)
 {
 	const char *out = "tally.db";
-	bool build_id_mmap = false;
-	bool force = false, randomize = true, all = false, per_pid = false, callchain = false;
-	uint64_t freq = 0, period = 0;
-	uint32_t stack_user = 0;
-	const char *events_arg = "cpu-clock", *cpu_arg = NULL, *pid_arg = NULL;
+	bool force = false, all = false;
+	const char *pid_arg = NULL;
 	double duration = 0;
-	int ncpus = ncpus_configured();
 	int ret = 1;
-	bool *cpus = NULL;
 	int *pids = NULL;
 	size_t npids = 0;
 	pid_t *tpids = NULL;
-	struct strbuf evnames = STRBUF_INIT;
+	struct tally_sampling smp;
+	tally_sampling_init(&smp);
 
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+o:F:c:e:aC:p:gvh", record_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+o:ap:vh" TALLY_SAMPLING_SHORTOPTS, record_opts, NULL)) != -1) {
+		int r = tally_sampling_opt(&smp, opt, optarg);
+		if (r < 0) {
+			ret = tally_usage_error("record", "%s", tally_errmsg());
+			goto out_early;
+		}
+		if (r)
+			continue;
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case OPT_FORCE: force = true; break;
-		case 'F':
-			if (tally_parse_u64(optarg, "frequency -F", 1, 1000000, &freq))
-				return tally_usage_error("record", "%s", tally_errmsg());
-			break;
-		case 'c':
-			if (tally_parse_u64(optarg, "period -c", 1, UINT64_MAX >> 2, &period))
-				return tally_usage_error("record", "%s", tally_errmsg());
-			break;
-		case OPT_NORAND: randomize = false; break;
-		case 'e': events_arg = optarg; break;
 		case 'a': all = true; break;
-		case 'C': cpu_arg = optarg; break;
 		case 'p': pid_arg = optarg; break;
 		case OPT_DURATION:
-			if (tally_parse_duration(optarg, "--duration", &duration))
-				return tally_usage_error("record", "%s", tally_errmsg());
-			break;
-		case OPT_PERPID: per_pid = true; break;
-		case 'g': callchain = true; break;
-		case OPT_CALLGRAPH:
-			if (!strcmp(optarg, "fp")) {
-				callchain = true;
-			} else if (!strncmp(optarg, "dwarf", 5) && (!optarg[5] || optarg[5] == ',')) {
-				callchain = true;
-				stack_user = 16384;
-				if (optarg[5] == ',') {
-					uint64_t sz;
-					if (tally_parse_u64(optarg + 6, "dwarf stack size", 64, 65528, &sz))
-						return tally_usage_error("record", "%s", tally_errmsg());
-					stack_user = (uint32_t)(sz & ~7ULL);
-				}
-			} else {
-				return tally_usage_error("record", "unknown call-graph mode '%s' (known: fp, dwarf[,SIZE])", optarg);
+			if (tally_parse_duration(optarg, "--duration", &duration)) {
+				ret = tally_usage_error("record", "%s", tally_errmsg());
+				goto out_early;
 			}
 			break;
-		case OPT_BUILDID_MMAP: build_id_mmap = true; break;
 		case 'v': tally_verbose = 1; break;
-		case 'h': fputs(record_usage, stdout); return 0;
+		case 'h':
+			fputs(record_usage, stdout);
+			ret = 0;
+			goto out_early;
 		case '?':
 		default:
 			if (optopt && optopt < 256)
-				return tally_usage_error("record", "option '-%c' %s", optopt,
-							 strchr("oFcepC", optopt) ? "needs a value" : "is unknown");
-			return tally_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+				ret = tally_usage_error("record", "option '-%c' %s", optopt,
+							strchr("op" TALLY_SAMPLING_SHORTARGS, optopt) ? "needs a value" : "is unknown");
+			else
+				ret = tally_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+			goto out_early;
 		}
 	}
 	char **cmd = argv + optind;
 	int ncmd = argc - optind;
-	if (freq && period)
-		return tally_usage_error("record", "-F and -c both set the sampling rate: give one");
-	if (!freq && !period)
-		freq = 999;
-	if (ncmd && (all || pid_arg))
-		return tally_usage_error("record", "give a COMMAND, or -a, or -p, not several");
-	if (all && pid_arg)
-		return tally_usage_error("record", "-a and -p cannot be combined");
-	if (!ncmd && !all && !pid_arg)
-		return tally_usage_error("record", "nothing to profile: give a COMMAND (after --), -a or -p PID");
-
-	/* events */
-	const struct tally_event_desc *evs[16];
-	int nev = 0;
+	if (smp.freq && smp.period) {
+		ret = tally_usage_error("record", "-F and -c both set the sampling rate: give one");
+		goto out_early;
+	}
+	if (ncmd && (all || pid_arg)) {
+		ret = tally_usage_error("record", "give a COMMAND, or -a, or -p, not several");
+		goto out_early;
+	}
+	if (all && pid_arg) {
+		ret = tally_usage_error("record", "-a and -p cannot be combined");
+		goto out_early;
+	}
+	if (!ncmd && !all && !pid_arg) {
+		ret = tally_usage_error("record", "nothing to profile: give a COMMAND (after --), -a or -p PID");
+		goto out_early;
+	}
 	{
-		char *list = xstrdup(events_arg), *save = NULL;
-		for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-			const struct tally_event_desc *e = tally_event_find(t);
-			if (!e) {
-				tally_error("unknown event '%s' (see 'tally events' for the list)", t);
-				free(list);
-				ret = 2;
-				goto out_early;
-			}
-			for (int i = 0; i < nev; i++)
-				if (evs[i] == e) {
-					tally_error("event '%s' is given twice", t);
-					free(list);
-					ret = 2;
-					goto out_early;
-				}
-			if (nev == (int)ARRAY_SIZE(evs)) {
-				tally_error("too many events (at most %zu)", ARRAY_SIZE(evs));
-				free(list);
-				ret = 2;
-				goto out_early;
-			}
-			if (tally_event_probe(e)) {
-				tally_error("%s", tally_errmsg());
-				free(list);
-				ret = 1;
-				goto out_early;
-			}
-			evs[nev++] = e;
-			strbuf_addf(&evnames, "%s%s", evnames.len ? "," : "", e->name);
-		}
-		free(list);
-		if (!nev) {
-			ret = tally_usage_error("record", "no event given to -e");
+		int r = tally_sampling_resolve(&smp);
+		if (r) {
+			tally_error("%s", tally_errmsg());
+			ret = r == -EINVAL ? 2 : 1;
 			goto out_early;
 		}
 	}
-	/* rate: the kernel caps sampling frequency */
-	{
-		FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
-		unsigned long long maxrate = 0;
-		if (f) {
-			if (fscanf(f, "%llu", &maxrate) != 1)
-				maxrate = 0;
-			fclose(f);
-		}
-		if (freq && maxrate && freq > maxrate) {
-			tally_error("-F %" PRIu64 " is above kernel.perf_event_max_sample_rate (%llu) (use a lower -F, or raise the sysctl)",
-				    freq, maxrate);
-			ret = 2;
-			goto out_early;
-		}
-	}
-
-	cpus = xcalloc((size_t)ncpus, sizeof(bool));
-	if (cpu_arg) {
-		if (tally_parse_cpulist(cpu_arg, ncpus, cpus)) {
-			ret = tally_usage_error("record", "%s", tally_errmsg());
-			goto out_early;
-		}
-	} else {
-		for (int i = 0; i < ncpus; i++)
-			cpus[i] = true;
-	}
-	/* offline CPUs cannot be sampled: keep the online ones */
-	{
-		struct strbuf on = STRBUF_INIT;
-		if (strbuf_read_file(&on, "/sys/devices/system/cpu/online", 0) == 0) {
-			on.buf[strcspn(on.buf, "\n")] = '\0';
-			bool *online = xcalloc((size_t)ncpus, sizeof(bool));
-			if (tally_parse_cpulist(on.buf, ncpus, online) == 0) {
-				bool any = false;
-				for (int i = 0; i < ncpus; i++) {
-					if (cpu_arg && cpus[i] && !online[i]) {
-						tally_error("CPU %d is offline (choose online CPUs with -C)", i);
-						free(online);
-						strbuf_release(&on);
-						ret = 2;
-						goto out_early;
-					}
-					cpus[i] = cpus[i] && online[i];
-					any = any || cpus[i];
-				}
-				if (!any)
-					for (int i = 0; i < ncpus; i++)
-						cpus[i] = online[i];
-			}
-			free(online);
-		}
-		strbuf_release(&on);
-	}
+	int nev = smp.nev;
+	const struct tally_event_desc *const *evs = smp.evs;
+	bool *cpus = smp.cpus;
+	int ncpus = smp.ncpus;
+	uint64_t freq = smp.freq;
+	bool randomize = smp.randomize;
 	if (pid_arg) {
 		if (tally_parse_intlist(pid_arg, "pid list -p", &pids, &npids)) {
 			ret = tally_usage_error("record", "%s", tally_errmsg());
@@ -367,16 +233,7 @@ int cmd_record(int argc, char **argv)
 	struct child child = { -1, -1, -1 };
 	struct tally_collect_opts co;
 	memset(&co, 0, sizeof(co));
-	co.events = evs;
-	co.nevents = nev;
-	co.freq = period ? 0 : freq;
-	co.period = period;
-	co.randomize = randomize;
-	co.callchain = callchain;
-	co.stack_user = stack_user;
-	co.build_id_mmap = build_id_mmap;
-	co.cpus = cpus;
-	co.ncpus = ncpus;
+	tally_sampling_collect_opts(&smp, &co);
 	co.wake_fd = wake_pipe[0];
 	if (ncmd) {
 		if (spawn_stopped(cmd, &child)) {
@@ -409,14 +266,14 @@ int cmd_record(int argc, char **argv)
 		goto out_early;
 	}
 	struct tally_agg agg;
-	tally_agg_init(&agg, nev, per_pid, co.target == TALLY_TARGET_SYSTEM);
-	agg.dwarf = stack_user != 0;
+	tally_agg_init(&agg, nev, smp.per_pid, co.target == TALLY_TARGET_SYSTEM);
+	agg.dwarf = smp.stack_user != 0;
 	if (co.target == TALLY_TARGET_PIDS)
 		for (size_t i = 0; i < npids; i++)
 			tally_agg_load_procfs(&agg, pids[i]);
 
 	struct strbuf cpustr = STRBUF_INIT;
-	cpus_string(cpus, ncpus, &cpustr);
+	tally_cpus_string(cpus, ncpus, &cpustr);
 	for (int e = 0; e < nev; e++) {
 		uint64_t mp = tally_collector_mean_period(col, e);
 		if (mp)
@@ -501,89 +358,19 @@ int cmd_record(int argc, char **argv)
 
 	/* session metadata */
 	struct tally_meta s = { 0 };
-	struct utsname un;
-	uname(&un);
-	tally_meta_set(&s, "format-version", "%d", TALLY_FORMAT_VERSION);
-	tally_meta_set(&s, "tool", "tally %s", TALLY_VERSION);
-	tally_meta_set(&s, "host", "%s", un.nodename);
-	tally_meta_set(&s, "kernel-release", "%s", un.release);
-	tally_meta_set(&s, "arch", "%s", un.machine);
-	if (ncmd) {
-		struct strbuf cl = STRBUF_INIT;
+	{
+		struct strbuf cl = STRBUF_INIT, tg = STRBUF_INIT;
 		for (int i = 0; i < ncmd; i++)
 			strbuf_addf(&cl, "%s%s", i ? " " : "", cmd[i]);
-		tally_meta_set(&s, "target", "command");
-		tally_meta_set(&s, "command", "%s", cl.buf);
+		if (ncmd)
+			strbuf_addstr(&tg, "command");
+		else if (pid_arg)
+			strbuf_addf(&tg, "pids %s", pid_arg);
+		else
+			strbuf_addstr(&tg, "system");
+		tally_sampling_session(&smp, col, &agg, tg.buf, ncmd ? cl.buf : NULL, &s);
 		strbuf_release(&cl);
-	} else if (pid_arg) {
-		tally_meta_set(&s, "target", "pids %s", pid_arg);
-	} else {
-		tally_meta_set(&s, "target", "system");
-	}
-	tally_meta_set(&s, "cpus", "%s", cpustr.buf);
-	tally_meta_set(&s, "events", "%s", evnames.buf);
-	if (period)
-		tally_meta_set(&s, "sampling", "period %" PRIu64, period);
-	else
-		tally_meta_set(&s, "sampling", "frequency %" PRIu64, freq);
-	{
-		/* only a fixed mean period can be randomized: -F on a counting event lets the kernel adapt it */
-		struct strbuf rz = STRBUF_INIT, pk = STRBUF_INIT;
-		for (int e = 0; e < nev; e++) {
-			bool fixed = tally_collector_mean_period(col, e) != 0;
-			strbuf_addf(&rz, "%s%s", e ? "," : "", randomize && fixed ? "yes" : "no");
-			strbuf_addf(&pk, "%s%s", e ? "," : "", fixed ? "fixed" : "adaptive");
-		}
-		tally_meta_set(&s, "randomized", "%s", rz.buf);
-		tally_meta_set(&s, "period-kind", "%s", pk.buf);
-		strbuf_release(&rz);
-		strbuf_release(&pk);
-	}
-	{
-		struct strbuf pm = STRBUF_INIT, pmin = STRBUF_INIT, pmax = STRBUF_INIT;
-		for (int e = 0; e < nev; e++) {
-			uint64_t mn, mx;
-			double mean;
-			tally_collector_periods(col, e, &mn, &mx, &mean);
-			strbuf_addf(&pm, "%s%.0f", e ? "," : "", mean);
-			strbuf_addf(&pmin, "%s%" PRIu64, e ? "," : "", mn);
-			strbuf_addf(&pmax, "%s%" PRIu64, e ? "," : "", mx);
-		}
-		struct strbuf iv = STRBUF_INIT;
-		for (int e = 0; e < nev; e++) {
-			uint64_t a10, a50, a90;
-			tally_collector_intervals(col, e, &a10, &a50, &a90);
-			strbuf_addf(&iv, "%s%" PRIu64 "/%" PRIu64 "/%" PRIu64, e ? "," : "", a10, a50, a90);
-		}
-		tally_meta_set(&s, "interval-p10-p50-p90", "%s", iv.buf);
-		strbuf_release(&iv);
-		tally_meta_set(&s, "period-mean", "%s", pm.buf);
-		tally_meta_set(&s, "period-min", "%s", pmin.buf);
-		tally_meta_set(&s, "period-max", "%s", pmax.buf);
-		strbuf_release(&pm);
-		strbuf_release(&pmin);
-		strbuf_release(&pmax);
-	}
-	tally_meta_set(&s, "per-pid", "%s", per_pid ? "yes" : "no");
-	if (stack_user) {
-		tally_meta_set(&s, "call-graph", "dwarf");
-		tally_meta_set(&s, "stack-size", "%u", stack_user);
-		tally_meta_set(&s, "dwarf-unwinds", "%" PRIu64, agg.uw_samples);
-		tally_meta_set(&s, "dwarf-stopped-early", "%" PRIu64, agg.uw_short);
-		tally_meta_set(&s, "dwarf-joined-fp", "%" PRIu64, agg.uw_joined);
-		tally_meta_set(&s, "dwarf-stop-reasons", "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64
-			       ", depth limit %" PRIu64, agg.uw_why_stack, agg.uw_why_cfi, agg.uw_why_depth);
-	} else {
-		tally_meta_set(&s, "call-graph", "%s", callchain ? "fp" : "none");
-	}
-	if (stack_user) {
-		/* the DWARF unwinder's own depth limit (user frames) */
-		tally_meta_set(&s, "max-stack", "%zu", ARRAY_SIZE(agg.scratch_pcs));
-	} else if (callchain) {
-		struct strbuf ms = STRBUF_INIT;
-		if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
-			tally_meta_set(&s, "max-stack", "%d", atoi(ms.buf));
-		strbuf_release(&ms);
+		strbuf_release(&tg);
 	}
 	char ts[32];
 	tally_format_utc(wall_start, ts, sizeof(ts));
@@ -591,15 +378,8 @@ int cmd_record(int argc, char **argv)
 	tally_format_utc(wall_start + (mono_stop - mono_start), ts, sizeof(ts));
 	tally_meta_set(&s, "stop-time", "%s", ts);
 	tally_meta_set(&s, "duration", "%.3f", mono_stop - mono_start);
-	if (agg.jit_untrusted)
-		tally_meta_set(&s, "jit-untrusted", "%u", agg.jit_untrusted);
-	for (size_t i = 0; i < agg.njit_warnings; i++) {
-		/* the report repeats them: the database is where users look later */
-		char key[48];
-		snprintf(key, sizeof(key), "jit-warning-%zu", i + 1);
-		tally_meta_set(&s, key, "%s", agg.jit_warnings[i]);
-		tally_warn("%s", agg.jit_warnings[i]);
-	}
+	for (size_t i = 0; i < agg.njit_warnings; i++)
+		tally_warn("%s", agg.jit_warnings[i]); /* in the session too (jit-warning-N) */
 	if (child.pid > 0)
 		tally_meta_set(&s, "exit-status", "%d",
 			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
@@ -637,8 +417,7 @@ out_col:
 	tally_collector_free(col);
 out_early:
 	free(tpids);
-	free(cpus);
 	free(pids);
-	strbuf_release(&evnames);
+	tally_sampling_release(&smp);
 	return ret;
 }

@@ -12,6 +12,7 @@
 #include "builtin/builtin.h"
 #include "tally/callgraph.h"
 #include "tally/db.h"
+#include "tally/epoch.h"
 #include "tally/flame.h"
 #include "tally/html.h"
 #include "tally/select.h"
@@ -45,7 +46,8 @@ static const char report_usage[] =
 	"      --callers SYM        the tree of SYM's callers\n"
 	"      --callees SYM        the tree of SYM's callees\n"
 	"      --percent-limit P    leave out tree nodes under P%% (default 0.5); with --html, fold\n"
-	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n";
+	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n"
+	TALLY_DB_SELECT_USAGE;
 
 enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
        OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_NOINLINE, OPT_EXPLAIN, OPT_DEBUGDIR,
@@ -73,6 +75,7 @@ static const struct option report_opts[] = {
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
 	{ "html", required_argument, NULL, OPT_HTML },
+	TALLY_DB_SELECT_LONGOPTS,
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -264,6 +267,9 @@ static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
 		strbuf_addf(out, ", %s s", dur);
+	const char *epochs = tally_meta_get(&db->session, "epochs");
+	if (epochs)
+		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
 	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
 	if (list_item_is(rnd, ev, "yes"))
@@ -783,7 +789,15 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
+	struct tally_db_select sel = { 0 };
 	while ((opt = getopt_long(argc, argv, "i:flh", report_opts, NULL)) != -1) {
+		int es = tally_db_select_opt(&sel, opt, optarg);
+		if (es < 0) {
+			free(o.image_path);
+			return tally_usage_error("report", "%s", tally_errmsg());
+		}
+		if (es)
+			continue;
 		switch (opt) {
 		case 'i': o.input = optarg; break;
 		case 'f': o.symbols = true; break;
@@ -884,7 +898,7 @@ int cmd_report(int argc, char **argv)
 		if (access(o.debug_dirs[i], X_OK) != 0)
 			tally_warn("--debug-dir '%s': %s (searched anyway)", o.debug_dirs[i], strerror(errno));
 	struct tally_db db;
-	if (tally_db_open(&db, o.input)) {
+	if (tally_db_open_select(&db, o.input, &sel)) {
 		tally_error("%s", tally_errmsg());
 		free(o.image_path);
 		return 1;

@@ -30,6 +30,7 @@ struct tally_image {
 	int pid;           /* JIT: its process; files: a process that mapped it (for /proc/PID/root) */
 	char *jit_map;     /* JIT: the map's contents, copied while the process lived */
 	size_t jit_map_len;
+	char *id, *id_kind; /* files: identity decided early by tally_agg_identify (NULL: not yet) */
 	struct tally_jitdump *jd; /* JIT: the process's jitdump, parsed while it lived */
 	char *jd_source;   /* JIT: the jitdump file as the process named it */
 	char *jd_text;     /* JIT: the database's copy of jd (tally_agg_snapshot_jit) */
@@ -97,6 +98,7 @@ struct tally_agg {
 
 	struct tally_image *images;
 	size_t nimages, aimages;
+	size_t nidentified; /* images[0..nidentified) went through tally_agg_identify */
 	struct tally_hidx image_idx;
 	uint32_t kernel_image;
 	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
@@ -157,6 +159,24 @@ void tally_agg_identify_new(struct tally_agg *a);
  * dump names move to nomap, and each jitdump keeps only the functions with
  * samples, in the text form the database stores (jd_text). */
 void tally_agg_snapshot_jit(struct tally_agg *a);
+
+/* Decides the identity (build-id, content hash, or replaced) of every file image
+ * mapped since the last call, while the processes that mapped it most likely still
+ * run and the file is still the one mapped (docs/daemon.md): what a long-running
+ * collector does so short-lived programs and deleted files keep their images.
+ * The writer identifies the rest when it writes. */
+void tally_agg_identify(struct tally_agg *a);
+/* The same for one image (a no-op when done or not a file). */
+void tally_image_identify(struct tally_image *im);
+
+/* After the aggregate has been written (a daemon flush): drops the counts, stacks,
+ * frames, task list and counters, and the images no live process maps any more
+ * (their indices change); keeps the processes and their mappings. */
+void tally_agg_reset(struct tally_agg *a);
+/* Frees the DWARF unwinding state of every process (rebuilt when next needed). */
+void tally_agg_release_unwind(struct tally_agg *a);
+/* Bytes the aggregate holds (its own arrays, tables and strings; not libdw's). */
+size_t tally_agg_memory(const struct tally_agg *a);
 
 /* Lookups used by the writer and by tests. */
 uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key);

@@ -30,7 +30,7 @@ int tally_event_probe(const struct tally_event_desc *ev);
 enum tally_target { TALLY_TARGET_CHILD, TALLY_TARGET_PIDS, TALLY_TARGET_SYSTEM };
 
 struct tally_collect_opts {
-	const struct tally_event_desc **events;
+	const struct tally_event_desc *const *events;
 	int nevents;
 	uint64_t freq;   /* samples per second, or 0 when period is set */
 	uint64_t period; /* events per sample, or 0 */
@@ -45,6 +45,8 @@ struct tally_collect_opts {
 	int ncpus;
 	size_t ring_pages; /* data pages per ring buffer, a power of two (0 = default) */
 	int wake_fd;       /* polled with the rings so a signal can end a wait; -1 for none */
+	bool sideband_dummy; /* side-band records (mmap, comm, fork, exit) from a dummy event per CPU
+			      * that stays on while sampling is paused or a CPU is switched off */
 };
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -75,6 +77,26 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 /* Enables the events (TARGET_CHILD events enable themselves at exec). */
 int tally_collector_enable(struct tally_collector *c);
 int tally_collector_disable(struct tally_collector *c);
+/* Collection on or off (sampling events only: with sideband_dummy processes stay
+ * followed); applied now if enabled, else at tally_collector_enable. */
+int tally_collector_pause(struct tally_collector *c, bool paused);
+bool tally_collector_paused(const struct tally_collector *c);
+/* Sampling on one CPU on or off (a CPU of opts.cpus). */
+int tally_collector_cpu_set(struct tally_collector *c, int cpu, bool on);
+/* A new rate for one CPU, for every event: freq (Hz) or period (events; ns for
+ * time-based events), one of them 0. A fixed-period counting event takes only a
+ * period, a kernel-adapted one only a frequency: -EINVAL with tally_seterr, and
+ * nothing changed. */
+int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, uint64_t period);
+struct tally_cpu_state {
+	bool opened;   /* in opts.cpus */
+	bool on;       /* tally_collector_cpu_set */
+	bool sampling; /* opened, on, enabled and not paused */
+	uint64_t freq; /* the frequency asked (0 when set by a period) */
+	uint64_t period; /* the mean period of the first event there (0 in kernel-adapted frequency mode) */
+};
+void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct tally_cpu_state *st);
+
 /* Waits up to timeout_ms for data, then reads every ring, sorts the records by
  * time and calls fn for each. Redraws randomized periods. Returns the number of
  * records, or -errno. -EINTR is returned as 0. */

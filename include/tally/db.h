@@ -37,9 +37,17 @@ struct tally_db_image {
 	char *name;    /* file name for reports: libc.so.6, kernel, nomap, jit */
 	char *path;
 	char *id;      /* build-id or content hash (hex) */
-	char *id_kind; /* build-id | xxh64 | none */
+	char *id_kind; /* build-id | xxh64 | none | replaced | unreachable */
 	char *kind;    /* exec | lib | kernel | nomap | jit | vdso */
 	int pid;       /* JIT and per-pid nomap: the process */
+	/* the copies the database keeps of a JIT map (or of the vDSO) and of a
+	 * jitdump: in memory (aux, jd_text), or in the directory dir (NULL: the
+	 * database's own, see tally_db_image_dir) */
+	char *aux;
+	size_t aux_len;
+	char *jd_text;
+	size_t jd_text_len;
+	char *dir;
 	bool foreign_ns; /* mapped inside another mount namespace: path is the container's (file mntns) */
 };
 
@@ -97,16 +105,89 @@ struct tally_db {
 	size_t nksyms;
 	struct tally_db_task *tasks;
 	size_t ntasks;
+
+	char *modules;  /* the 'modules' file, or NULL */
+	char *tmpdir;   /* a bundle's files, unpacked for this reader (removed on release) */
+	size_t nepochs; /* a daemon database: how many epochs were merged (0: not one) */
 };
 
-/* Reads a whole database. On error db is released and tally_seterr names the
- * file (and line) and the fix. */
+/* Reads a whole database: a directory written by tally record, a daemon's
+ * directory of epochs (all of them merged: tally_db_open_select in epoch.h
+ * chooses), or a bundle file (tally ctl drain). On error db is released and
+ * tally_seterr names the file (and line) and the fix. */
 int tally_db_open(struct tally_db *db, const char *path);
+/* The same for a plain database directory only. */
+int tally_db_open_dir(struct tally_db *db, const char *path);
+/* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
+const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
 void tally_db_release(struct tally_db *db);
 /* Index of an event by name, or -1. */
 int tally_db_event(const struct tally_db *db, const char *name);
 /* The comm of a pid from the task list, or NULL. */
 const char *tally_db_comm(const struct tally_db *db, int pid);
+
+/* ---- building a database in memory: the writer, merges of epochs, drains ---- */
+
+/* The kernel's symbols kept between writes by a long-running writer, so that
+ * /proc/kallsyms is read once (and again when the module list changes), not at
+ * every write. Zero-initialize; release frees. */
+struct tally_ksym_cache {
+	struct tally_kallsyms *table; /* every text symbol, read once */
+	char *modules;                /* /proc/modules when it was read */
+	uint64_t reads;               /* how many times /proc/kallsyms was read */
+};
+void tally_ksym_cache_release(struct tally_ksym_cache *kc);
+
+struct tally_db_builder;
+/* A new, empty database in the making with these events (count columns, in
+ * this order), per-pid or not, with call stacks or not. The caller owns it:
+ * tally_db_builder_finish or _free. */
+struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid, bool stacks);
+void tally_db_builder_free(struct tally_db_builder *b);
+/* The session keys the result starts from (copied; the counts are set at finish). */
+void tally_db_builder_session(struct tally_db_builder *b, const struct tally_meta *session);
+/* An image: the index of the equal one already there (same kind, id, path and
+ * pid; exec and lib count as one kind), else a copy. */
+uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_db_image *im);
+/* Adds counts (one per event) to (image, pid, offset); pid 0 unless per-pid. */
+void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid, uint64_t offset,
+			    const uint64_t *counts);
+/* Adds counts to a stack (frames' images are builder indices, leaf first). */
+void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
+			    const uint64_t *counts);
+void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k);
+void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe);
+void tally_db_builder_counters(struct tally_db_builder *b, uint64_t lost, uint64_t throttled);
+/* The module list (the 'modules' file's text; copied). */
+void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);
+/* Adds a whole database: images, counts (events matched by name; one the builder
+ * lacks is left out), stacks (a database without them adds one-frame stacks of
+ * its leaves), kernel symbols, tasks, lost and throttled counts, and its session
+ * (times span both, durations add up, the rest as the newest said). */
+void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src);
+/* The database built (out is overwritten); frees b. */
+void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
+
+/* The database an aggregate makes, in memory: images identified, self counts per
+ * (image, pid, offset), stacks, the kernel symbols the samples need (through kc
+ * when not NULL), the module list, tasks, JIT maps and the vDSO copied, and the
+ * session (the caller's keys; counts set here). 0 or -errno. */
+int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
+		      struct tally_ksym_cache *kc);
+/* Writes db as the directory path, atomically (a staging directory, synced, then
+ * swapped in with one rename): replace allows an existing database there (never
+ * anything else). 0 or -errno with tally_seterr (ENOSPC and EDQUOT say so). */
+int tally_db_save(const struct tally_db *db, const char *path, bool replace);
+/* The same, calling check(ctx, staging) once every file is written and before
+ * anything is published: a non-zero return (a -errno with tally_seterr) drops
+ * the new copy and is returned. For limits on what is really on disk. */
+int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
+			  int (*check)(void *ctx, const char *staging), void *ctx);
+/* db as one self-contained file (docs/format.md, "bundle"), appended to out. */
+int tally_db_bundle(const struct tally_db *db, struct strbuf *out);
+/* Bytes the files of db hold (what tally_db_save writes); *files (may be NULL)
+ * gets how many files that is. */
+size_t tally_db_bytes(const struct tally_db *db, size_t *files);
 
 /* Parsing helpers, exposed for the unit tests and fuzzers. Each returns 0 or
  * -EINVAL with tally_seterr naming what (file) and line. */

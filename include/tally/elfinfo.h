@@ -35,6 +35,17 @@ struct tally_ksym {
 int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs,
 			  struct tally_ksym **out, size_t *n);
 void tally_ksyms_free(struct tally_ksym *s, size_t n);
+
+/* All the kernel's text symbols from a kallsyms-format file (NULL: /proc/kallsyms),
+ * kept compactly for a long-running writer that looks them up again and again.
+ * *out is the caller's (tally_kallsyms_free). 0 or -errno with tally_seterr. */
+struct tally_kallsyms;
+int tally_kallsyms_open(const char *path, struct tally_kallsyms **out);
+void tally_kallsyms_free(struct tally_kallsyms *t);
+/* The symbol containing addr into *out (name and module allocated: free them), or false. */
+bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out);
+/* Bytes the table holds. */
+size_t tally_kallsyms_bytes(const struct tally_kallsyms *t);
 /* The symbol containing addr in a sorted table, or NULL. */
 const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr);
 /* The running kernel's build-id from /sys/kernel/notes (hex), or "" when unknown. */

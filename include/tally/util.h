@@ -95,6 +95,11 @@ static inline uint64_t tally_hash_u64(uint64_t x)
 int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out);
 /* Decimal seconds, or a number with suffix ms, s, m, h, d. */
 int tally_parse_duration(const char *s, const char *what, double *seconds);
+/* A size in bytes: digits with an optional suffix k, M, G or T (powers of 1024;
+ * "KiB", "MB" and the like too), at least min. */
+int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out);
+/* A size for people: "1.5 MiB". */
+void tally_format_size(uint64_t bytes, char *buf, size_t n);
 /* "0,2-3" or "all" into a bitmap of ncpus bits (bool array). */
 int tally_parse_cpulist(const char *s, int ncpus, bool *set);
 /* "1,2,3" into an array of positive ints (caller frees *out). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* x86-64 kernel addresses live in the upper half; cpumode says so too, but a
@@ -51,6 +52,8 @@ void tally_agg_release(struct tally_agg *a)
 	for (size_t i = 0; i < a->nimages; i++) {
 		free(a->images[i].path);
 		free(a->images[i].jit_map);
+		free(a->images[i].id);
+		free(a->images[i].id_kind);
 		tally_jitdump_release(a->images[i].jd);
 		free(a->images[i].jd);
 		free(a->images[i].jd_source);
@@ -119,6 +122,7 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 	im->path = xstrdup(key->path);
 	im->jit_map = NULL;
 	im->jit_map_len = 0;
+	im->id = im->id_kind = NULL;
 	im->jd = NULL;
 	im->jd_source = NULL;
 	im->jd_text = NULL;
@@ -925,7 +929,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 		}
 	}
 	uint32_t st = tally_agg_stack(a, fr, n);
-	tally_agg_count(a, st, a->per_pid ? (int)r->pid : 0, r->event, 1);
+	/* the kernel reports pid -1 for a task it can no longer name (exiting): no process */
+	tally_agg_count(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1);
 	a->samples[r->event]++;
 }
 
@@ -1015,6 +1020,222 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid)
 		fclose(f);
 	}
 	return 0;
+}
+
+/* ---- identity, reset and size (the daemon's needs) ---- */
+
+void tally_image_identify(struct tally_image *im)
+{
+	if (im->id || im->kind != TALLY_IMG_FILE)
+		return;
+	char hex[160];
+	if (im->build_id_len) {
+		/* the kernel read it at mmap time: authoritative even if the file changed since */
+		tally_hex(im->build_id, im->build_id_len, hex);
+		im->id = xstrdup(hex);
+		im->id_kind = xstrdup("build-id");
+		return;
+	}
+	if (im->early == 1) {
+		/* read through /proc/PID/root while the process (in a container) lived */
+		if (im->early_id_len) {
+			tally_hex(im->early_id, im->early_id_len, hex);
+			im->id = xstrdup(hex);
+			im->id_kind = xstrdup("build-id");
+		} else {
+			snprintf(hex, sizeof(hex), "%016" PRIx64, im->early_hash);
+			im->id = xstrdup(hex);
+			im->id_kind = xstrdup("xxh64");
+		}
+		return;
+	}
+	struct tally_elf_info info;
+	struct strbuf p = STRBUF_INIT;
+	const char *path = im->path;
+	bool via_root = false;
+	/* a process in another mount namespace sees its own files: use its root while it lives */
+	if (im->pid > 0) {
+		strbuf_addf(&p, "/proc/%d/root%s", im->pid, im->path);
+		if (access(p.buf, R_OK) == 0) {
+			path = p.buf;
+			via_root = true;
+		}
+	}
+	char *clean = NULL;
+	const char *del = strstr(path, " (deleted)");
+	if (del) {
+		clean = xstrndup(path, (size_t)(del - path));
+		path = clean;
+	}
+	int r = tally_elf_info(path, 1, &info);
+	/* without a build-id from the kernel, the file must still be the one that was
+	 * mapped: same device and inode (the kernel gave them in MMAP2 or /proc maps) */
+	bool replaced = false;
+	struct stat st;
+	if (im->ino && stat(path, &st) == 0 &&
+	    (st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min))
+		replaced = true;
+	if (im->ino && r != 0)
+		replaced = true;
+	if (im->foreign_ns && !via_root) {
+		/* its own root is gone and this machine's file at that path may be
+		 * another: unknown, never symbolized */
+		im->id = xstrdup("00000000");
+		im->id_kind = xstrdup("unreachable");
+	} else if (replaced) {
+		im->id = xstrdup("00000000");
+		im->id_kind = xstrdup("replaced");
+	} else if (r == 0 && info.build_id_len) {
+		tally_hex(info.build_id, info.build_id_len, hex);
+		im->id = xstrdup(hex);
+		im->id_kind = xstrdup("build-id");
+	} else if (r == 0 && info.have_hash) {
+		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
+		im->id = xstrdup(hex);
+		im->id_kind = xstrdup("xxh64");
+	} else {
+		im->id = xstrdup("00000000");
+		im->id_kind = xstrdup("none");
+	}
+	free(clean);
+	strbuf_release(&p);
+}
+
+void tally_agg_identify(struct tally_agg *a)
+{
+	tally_agg_identify_new(a); /* containers' files first: through the process's root */
+	for (size_t i = a->nidentified; i < a->nimages; i++)
+		tally_image_identify(&a->images[i]);
+	a->nidentified = a->nimages;
+}
+
+void tally_agg_release_unwind(struct tally_agg *a)
+{
+	for (size_t i = 0; i < a->nprocs; i++)
+		tally_unwind_proc_release(a->procs[i]);
+}
+
+static uint32_t remap_image(const uint32_t *map, uint32_t i)
+{
+	return i == TALLY_MAP_ANON || i == TALLY_HIDX_NONE ? i : map[i];
+}
+
+void tally_agg_reset(struct tally_agg *a)
+{
+	/* the counts and what only they referenced: freed, so memory goes back */
+	free(a->frames);
+	a->frames = NULL;
+	a->nframes = a->aframes = 0;
+	tally_hidx_release(&a->frame_idx);
+	free(a->stack_frames);
+	a->stack_frames = NULL;
+	a->nstack_frames = a->astack_frames = 0;
+	free(a->stacks);
+	a->stacks = NULL;
+	a->nstacks = a->astacks = 0;
+	tally_hidx_release(&a->stack_idx);
+	free(a->rows);
+	a->rows = NULL;
+	a->nrows = a->arows = 0;
+	free(a->counts);
+	a->counts = NULL;
+	a->acounts = 0;
+	tally_hidx_release(&a->row_idx);
+	for (size_t i = 0; i < a->ntasks; i++)
+		free(a->tasks[i].exe);
+	free(a->tasks);
+	a->tasks = NULL;
+	a->ntasks = a->atasks = 0;
+	memset(a->samples, 0, (size_t)a->nevents * sizeof(uint64_t));
+	a->lost = a->throttled = 0;
+	a->jit_untrusted = 0;
+	for (size_t i = 0; i < a->njit_warnings; i++)
+		free(a->jit_warnings[i]);
+	a->njit_warnings = 0;
+	a->uw_samples = a->uw_short = a->uw_joined = 0;
+	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
+	for (size_t i = 0; i < a->nprocs; i++)
+		a->procs[i]->sampled = false;
+
+	/* images: the kernel and what some process still maps */
+	bool *keep = xcalloc(a->nimages + 1, sizeof(bool));
+	keep[a->kernel_image] = true;
+	for (size_t i = 0; i < a->nprocs; i++) {
+		const struct tally_proc *p = a->procs[i];
+		for (size_t m = 0; m < p->nmaps; m++)
+			if (p->maps[m].image != TALLY_MAP_ANON)
+				keep[p->maps[m].image] = true;
+		if (p->jit_image != TALLY_HIDX_NONE)
+			keep[p->jit_image] = true;
+		if (p->nomap_image != TALLY_HIDX_NONE)
+			keep[p->nomap_image] = true;
+	}
+	uint32_t *map = xmalloc((a->nimages + 1) * sizeof(uint32_t));
+	size_t n = 0;
+	bool all_identified = a->nidentified == a->nimages;
+	for (size_t i = 0; i < a->nimages; i++) {
+		if (!keep[i]) {
+			free(a->images[i].path);
+			free(a->images[i].jit_map);
+			free(a->images[i].id);
+			free(a->images[i].id_kind);
+			tally_jitdump_release(a->images[i].jd);
+			free(a->images[i].jd);
+			free(a->images[i].jd_source);
+			free(a->images[i].jd_text);
+			map[i] = TALLY_HIDX_NONE;
+			continue;
+		}
+		map[i] = (uint32_t)n;
+		a->images[n++] = a->images[i];
+	}
+	bool all_checked = a->images_checked == a->nimages;
+	a->nimages = n;
+	a->nidentified = all_identified ? n : 0; /* identification skips images already done */
+	a->images_checked = all_checked ? n : 0;
+	tally_hidx_release(&a->image_idx);
+	for (size_t i = 0; i < n; i++)
+		tally_hidx_put(&a->image_idx, image_hash(&a->images[i]), (uint32_t)i);
+	a->kernel_image = map[a->kernel_image];
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct tally_proc *p = a->procs[i];
+		for (size_t m = 0; m < p->nmaps; m++)
+			p->maps[m].image = remap_image(map, p->maps[m].image);
+		p->jit_image = remap_image(map, p->jit_image);
+		p->nomap_image = remap_image(map, p->nomap_image);
+	}
+	free(map);
+	free(keep);
+}
+
+static size_t hidx_bytes(const struct tally_hidx *h)
+{
+	return h->mask ? (h->mask + 1) * sizeof(struct tally_hslot) : 0;
+}
+
+size_t tally_agg_memory(const struct tally_agg *a)
+{
+	size_t m = sizeof(*a) + (size_t)a->nevents * sizeof(uint64_t);
+	m += a->aimages * sizeof(struct tally_image);
+	for (size_t i = 0; i < a->nimages; i++) {
+		const struct tally_image *im = &a->images[i];
+		m += strlen(im->path) + 1 + im->jit_map_len + im->jd_text_len;
+		if (im->id)
+			m += strlen(im->id) + strlen(im->id_kind) + 2;
+	}
+	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
+	     a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
+	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
+	m += a->aprocs * sizeof(*a->procs);
+	for (size_t i = 0; i < a->nprocs; i++) {
+		const struct tally_proc *p = a->procs[i];
+		m += sizeof(*p) + p->amaps * sizeof(*p->maps) + (p->exe ? strlen(p->exe) + 1 : 0);
+	}
+	m += a->atasks * sizeof(*a->tasks);
+	for (size_t i = 0; i < a->ntasks; i++)
+		m += a->tasks[i].exe ? strlen(a->tasks[i].exe) + 1 : 0;
+	return m;
 }
 
 /* ---- containers: files seen through another mount namespace ---- */

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdio.h>
@@ -118,7 +119,8 @@ struct ring {
 
 struct evfd {
 	int fd;
-	int event;
+	int event; /* -1: the side-band (dummy) event */
+	int cpu;
 	uint64_t id;
 };
 
@@ -145,6 +147,11 @@ struct tally_collector {
 	size_t nrings, arings;
 	struct tally_hidx ids; /* sample id -> fds index */
 	uint64_t *mean_period; /* per event, 0 when in freq mode */
+	uint64_t *mean_cpu;    /* per (cpu, event): the period now asked of that CPU (0: freq mode) */
+	uint64_t *freq_cpu;    /* per cpu: the frequency of freq-mode events there */
+	bool *cpu_on;          /* per cpu: sampling wanted there (tally_collector_cpu_set) */
+	bool paused;           /* tally_collector_pause */
+	bool enabled;          /* tally_collector_enable was called */
 	struct period_stats *ps;
 	struct last_sample *last; /* per (cpu, event) */
 	size_t pagesz, data_size;
@@ -185,24 +192,32 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
 	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
 }
 
+/* ev < 0: the side-band event of opts.sideband_dummy, which never samples */
 static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int ev, bool sideband)
 {
-	const struct tally_event_desc *d = c->o.events[ev];
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
-	a->type = d->type;
-	a->config = d->config;
-	if (c->mean_period[ev]) {
-		a->sample_period = c->o.randomize ? draw_period(c, c->mean_period[ev]) : c->mean_period[ev];
+	if (ev < 0) {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_DUMMY;
+		a->sample_period = 1;
 	} else {
-		a->freq = 1;
-		a->sample_freq = c->o.freq;
+		const struct tally_event_desc *d = c->o.events[ev];
+		a->type = d->type;
+		a->config = d->config;
+		if (c->mean_period[ev]) {
+			a->sample_period = c->o.randomize ? draw_period(c, c->mean_period[ev]) : c->mean_period[ev];
+		} else {
+			a->freq = 1;
+			a->sample_freq = c->o.freq;
+		}
 	}
+	/* the same layout for every event of a ring: the records' sample_id trailer is parsed blind */
 	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
-	if (c->o.callchain)
+	if (c->o.callchain && ev >= 0)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-	if (c->o.stack_user) {
+	if (c->o.stack_user && ev >= 0) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = tally_unwind_regs_mask();
 		a->sample_stack_user = c->o.stack_user;
@@ -246,14 +261,21 @@ static int add_ring(struct tally_collector *c, int fd, int cpu)
 	return 0;
 }
 
+static const struct tally_event_desc dummy_desc = {
+	"dummy", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, false, "side-band records only"
+};
+
 /* Opens the events of one (pid, cpu) pair; the first fd on a CPU owns that CPU's ring. */
 static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_for_cpu)
 {
-	for (int ev = 0; ev < c->o.nevents; ev++) {
+	/* with sideband_dummy a dummy event carries the side-band records and owns the
+	 * ring, so sampling can be switched off on a CPU while processes stay followed */
+	for (int ev = c->o.sideband_dummy ? -1 : 0; ev < c->o.nevents; ev++) {
 		struct perf_event_attr a;
-		bool first = *ring_fd_for_cpu < 0 && ev == 0;
+		bool first = *ring_fd_for_cpu < 0;
+		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
 		/* side-band records come once per (task, cpu) from the first event */
-		setup_attr(c, &a, ev, ev == 0);
+		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
 		long fd = sys_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
@@ -267,16 +289,17 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 				if (c->o.target == TALLY_TARGET_PIDS && c->nfds)
 					return 0;
 			}
-			return open_error(c->o.events[ev], e, where);
+			return open_error(d, e, where);
 		}
 		GROW(c->fds, c->afds, c->nfds + 1);
 		struct evfd *f = &c->fds[c->nfds];
 		f->fd = (int)fd;
 		f->event = ev;
+		f->cpu = cpu;
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
-			return tally_seterr(-e, "cannot read the id of event '%s': %s", c->o.events[ev]->name, strerror(e));
+			return tally_seterr(-e, "cannot read the id of event '%s': %s", d->name, strerror(e));
 		}
 		c->nfds++;
 		tally_hidx_put(&c->ids, tally_hash_u64(f->id), (uint32_t)(c->nfds - 1));
@@ -326,6 +349,9 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	if (!c->rng)
 		c->rng = 1;
 	c->mean_period = xcalloc((size_t)opts->nevents, sizeof(uint64_t));
+	c->mean_cpu = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(uint64_t));
+	c->freq_cpu = xcalloc((size_t)opts->ncpus, sizeof(uint64_t));
+	c->cpu_on = xcalloc((size_t)opts->ncpus, sizeof(bool));
 	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
 	c->last = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(*c->last));
 	for (int ev = 0; ev < opts->nevents; ev++) {
@@ -334,6 +360,12 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 			c->mean_period[ev] = opts->period;
 		else if (opts->events[ev]->time_based)
 			c->mean_period[ev] = 1000000000ULL / opts->freq;
+	}
+	for (int cpu = 0; cpu < opts->ncpus; cpu++) {
+		c->cpu_on[cpu] = opts->cpus[cpu];
+		c->freq_cpu[cpu] = opts->freq;
+		for (int ev = 0; ev < opts->nevents; ev++)
+			c->mean_cpu[(size_t)cpu * (size_t)opts->nevents + (size_t)ev] = c->mean_period[ev];
 	}
 	/* trailer of non-sample records: pid/tid, time, cpu, identifier */
 	c->sample_trailer = 32;
@@ -371,31 +403,134 @@ fail:
 	return ret;
 }
 
-static int ioctl_all(struct tally_collector *c, unsigned long req)
+static const char *fd_event_name(const struct tally_collector *c, const struct evfd *f)
 {
-	for (size_t i = 0; i < c->nfds; i++)
-		if (ioctl(c->fds[i].fd, req, 0) < 0)
-			return tally_seterr(-errno, "cannot control event '%s': %s",
-					    c->o.events[c->fds[i].event]->name, strerror(errno));
+	return f->event < 0 ? dummy_desc.name : c->o.events[f->event]->name;
+}
+
+/* Whether an fd should count now: the side-band event always, a sampling event
+ * when its CPU is on and collection is not paused. */
+static bool fd_wanted(const struct tally_collector *c, const struct evfd *f)
+{
+	if (f->event < 0)
+		return true;
+	return !c->paused && f->cpu >= 0 && f->cpu < c->o.ncpus && c->cpu_on[f->cpu];
+}
+
+/* Applies fd_wanted to every fd (cpu < 0) or to those of one CPU. */
+static int apply_enable(struct tally_collector *c, int cpu)
+{
+	for (size_t i = 0; i < c->nfds; i++) {
+		struct evfd *f = &c->fds[i];
+		if (cpu >= 0 && f->cpu != cpu)
+			continue;
+		unsigned long req = fd_wanted(c, f) ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE;
+		/* a task that exited leaves its fd behind: ESRCH is harmless */
+		if (ioctl(f->fd, req, 0) < 0 && errno != ESRCH)
+			return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, f), strerror(errno));
+	}
 	return 0;
 }
 
 int tally_collector_enable(struct tally_collector *c)
 {
+	c->enabled = true;
 	if (c->o.target == TALLY_TARGET_CHILD)
 		return 0;
-	return ioctl_all(c, PERF_EVENT_IOC_ENABLE);
+	return apply_enable(c, -1);
 }
 
 int tally_collector_disable(struct tally_collector *c)
 {
-	return ioctl_all(c, PERF_EVENT_IOC_DISABLE);
+	c->enabled = false;
+	for (size_t i = 0; i < c->nfds; i++)
+		if (ioctl(c->fds[i].fd, PERF_EVENT_IOC_DISABLE, 0) < 0 && errno != ESRCH)
+			return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, &c->fds[i]),
+					    strerror(errno));
+	return 0;
+}
+
+int tally_collector_pause(struct tally_collector *c, bool paused)
+{
+	c->paused = paused;
+	return c->enabled ? apply_enable(c, -1) : 0;
+}
+
+bool tally_collector_paused(const struct tally_collector *c)
+{
+	return c->paused;
+}
+
+int tally_collector_cpu_set(struct tally_collector *c, int cpu, bool on)
+{
+	if (cpu < 0 || cpu >= c->o.ncpus || !c->o.cpus[cpu])
+		return tally_seterr(-EINVAL, "CPU %d is not sampled by this collector", cpu);
+	c->cpu_on[cpu] = on;
+	return c->enabled ? apply_enable(c, cpu) : 0;
+}
+
+int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, uint64_t period)
+{
+	if (cpu < 0 || cpu >= c->o.ncpus || !c->o.cpus[cpu])
+		return tally_seterr(-EINVAL, "CPU %d is not sampled by this collector", cpu);
+	if (!freq == !period)
+		return tally_seterr(-EINVAL, "give a frequency or a period");
+	int ne = c->o.nevents;
+	/* check every event first: a change applies to all of them or to none */
+	for (int ev = 0; ev < ne; ev++) {
+		const struct tally_event_desc *d = c->o.events[ev];
+		if (d->time_based)
+			continue;
+		if (c->mean_period[ev] && freq)
+			return tally_seterr(-EINVAL, "event '%s' samples every %" PRIu64 " events here: give a period, not a frequency",
+					    d->name, c->mean_period[ev]);
+		if (!c->mean_period[ev] && period)
+			return tally_seterr(-EINVAL, "event '%s' samples at a frequency here (the kernel adapts its period): give a frequency, not a period",
+					    d->name);
+	}
+	for (int ev = 0; ev < ne; ev++) {
+		uint64_t *mean = &c->mean_cpu[(size_t)cpu * (size_t)ne + (size_t)ev];
+		if (c->o.events[ev]->time_based)
+			*mean = period ? period : 1000000000ULL / freq;
+		else if (c->mean_period[ev])
+			*mean = period;
+		for (size_t i = 0; i < c->nfds; i++) {
+			struct evfd *f = &c->fds[i];
+			if (f->cpu != cpu || f->event != ev)
+				continue;
+			/* for a freq-mode event the kernel takes the value as the new frequency */
+			uint64_t v = *mean ? (c->o.randomize ? draw_period(c, *mean) : *mean) : freq;
+			if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &v) < 0 && errno != ESRCH)
+				return tally_seterr(-errno, "cannot change the rate of event '%s' on CPU %d: %s",
+						    c->o.events[ev]->name, cpu, strerror(errno));
+		}
+		if (c->o.events[ev]->time_based || c->mean_period[ev]) {
+			/* the interval statistics restart at the new period */
+			c->last[(size_t)cpu * (size_t)ne + (size_t)ev].time = 0;
+		}
+	}
+	c->freq_cpu[cpu] = freq; /* 0: given as a period */
+	return 0;
+}
+
+void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct tally_cpu_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (cpu < 0 || cpu >= c->o.ncpus)
+		return;
+	st->opened = c->o.cpus[cpu];
+	st->on = c->cpu_on[cpu];
+	st->sampling = st->opened && st->on && !c->paused && c->enabled;
+	st->freq = c->freq_cpu[cpu];
+	st->period = c->o.nevents ? c->mean_cpu[(size_t)cpu * (size_t)c->o.nevents] : 0;
 }
 
 static void redraw_periods(struct tally_collector *c)
 {
 	for (size_t i = 0; i < c->nfds; i++) {
-		uint64_t mean = c->mean_period[c->fds[i].event];
+		if (c->fds[i].event < 0)
+			continue;
+		uint64_t mean = c->mean_cpu[(size_t)c->fds[i].cpu * (size_t)c->o.nevents + (size_t)c->fds[i].event];
 		if (!mean)
 			continue;
 		uint64_t p = draw_period(c, mean);
@@ -483,6 +618,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		if (fi == TALLY_HIDX_NONE)
 			return;
 		r.event = c->fds[fi].event;
+		if (r.event < 0)
+			return;
 		r.ip = p[1];
 		r.pid = (uint32_t)p[2];
 		r.tid = (uint32_t)(p[2] >> 32);
@@ -528,8 +665,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			s->max = r.period;
 		s->n++;
 		s->sum += (double)r.period;
-		uint64_t mean = c->mean_period[r.event];
-		if (mean && c->o.events[r.event]->time_based && r.cpu < (uint32_t)c->o.ncpus) {
+		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
+		if (mean && c->o.events[r.event]->time_based) {
 			struct last_sample *l = &c->last[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event];
 			uint64_t d = r.time - l->time;
 			/* only back-to-back samples of a running thread: no sleeps, no migrations */
@@ -685,6 +822,9 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->fds);
 	tally_hidx_release(&c->ids);
 	free(c->mean_period);
+	free(c->mean_cpu);
+	free(c->freq_cpu);
+	free(c->cpu_on);
 	free(c->ps);
 	free(c->last);
 	free(c->stage);

@@ -502,7 +502,18 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int tally_db_open(struct tally_db *db, const char *path)
+static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "modules", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	db->modules = strbuf_detach(sb);
+	return 0;
+}
+
+int tally_db_open_dir(struct tally_db *db, const char *path)
 {
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);
@@ -537,6 +548,8 @@ int tally_db_open(struct tally_db *db, const char *path)
 		r = load_ksyms(db, &sb, &p);
 	if (!r)
 		r = load_tasks(db, &sb, &p);
+	if (!r)
+		r = load_modules(db, &sb, &p);
 	if (!r)
 		r = load_mntns(db, &sb, &p);
 	if (!r) {
@@ -579,6 +592,9 @@ void tally_db_release(struct tally_db *db)
 		free(db->images[i].id);
 		free(db->images[i].id_kind);
 		free(db->images[i].kind);
+		free(db->images[i].aux);
+		free(db->images[i].jd_text);
+		free(db->images[i].dir);
 	}
 	free(db->images);
 	free(db->entries);
@@ -593,7 +609,18 @@ void tally_db_release(struct tally_db *db)
 		free(db->tasks[i].exe);
 	}
 	free(db->tasks);
+	free(db->modules);
+	if (db->tmpdir)
+		tally_remove_tree(db->tmpdir);
+	free(db->tmpdir);
 	memset(db, 0, sizeof(*db));
+}
+
+const char *tally_db_image_dir(const struct tally_db *db, uint32_t image)
+{
+	if (image < db->nimages && db->images[image].dir)
+		return db->images[image].dir;
+	return db->tmpdir ? db->tmpdir : db->path;
 }
 
 int tally_db_event(const struct tally_db *db, const char *name)

@@ -18,6 +18,8 @@
 #include <xxhash.h>
 #include <elf.h>
 #include <link.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 
 void tally_meta_set(struct tally_meta *m, const char *key, const char *fmt, ...)
 {
@@ -103,17 +105,7 @@ int tally_db_check_target(const char *path, bool force)
 	return ret;
 }
 
-/* ---- image identity ---- */
-
-struct dbimg {
-	char *name, *path, *id, *id_kind, *kind;
-	int pid;
-	bool foreign_ns;
-	const char *jit_map;
-	size_t jit_map_len;
-	const char *jd_text; /* the jitdump copy */
-	size_t jd_text_len;
-};
+/* ---- from an aggregate ---- */
 
 static char *sanitize_name(const char *path)
 {
@@ -132,81 +124,6 @@ static char *sanitize_name(const char *path)
 	return strbuf_detach(&sb);
 }
 
-static void identify_file(const struct tally_image *im, struct dbimg *d)
-{
-	struct tally_elf_info info;
-	char hex[160];
-	struct strbuf p = STRBUF_INIT;
-	const char *path = im->path;
-	bool via_root = false;
-	/* a process in another mount namespace sees its own files: use its root while it lives */
-	if (im->pid > 0) {
-		strbuf_addf(&p, "/proc/%d/root%s", im->pid, im->path);
-		if (access(p.buf, R_OK) == 0) {
-			path = p.buf;
-			via_root = true;
-		}
-	}
-	char *clean = NULL;
-	const char *del = strstr(path, " (deleted)");
-	if (del) {
-		clean = xstrndup(path, (size_t)(del - path));
-		path = clean;
-	}
-	int r = tally_elf_info(path, 1, &info);
-	/* without a build-id from the kernel, the file must still be the one that was
-	 * mapped: same device and inode (the kernel gave them in MMAP2 or /proc maps) */
-	bool replaced = false;
-	struct stat st;
-	if (!im->build_id_len && im->ino && stat(path, &st) == 0 &&
-	    (st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min))
-		replaced = true;
-	if (!im->build_id_len && im->ino && r != 0)
-		replaced = true;
-	/* set by the caller from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
-	d->kind = NULL;
-	d->foreign_ns = im->foreign_ns;
-	if (im->early == 1 && !im->build_id_len) {
-		/* read through /proc/PID/root while the process (in a container) lived */
-		if (im->early_id_len) {
-			tally_hex(im->early_id, im->early_id_len, hex);
-			d->id = xstrdup(hex);
-			d->id_kind = xstrdup("build-id");
-		} else {
-			snprintf(hex, sizeof(hex), "%016" PRIx64, im->early_hash);
-			d->id = xstrdup(hex);
-			d->id_kind = xstrdup("xxh64");
-		}
-	} else if (im->foreign_ns && !im->build_id_len && !via_root) {
-		/* its own root is gone and this machine's file at that path may be
-		 * another: unknown, never symbolized */
-		d->id = xstrdup("00000000");
-		d->id_kind = xstrdup("unreachable");
-	} else if (im->build_id_len) {
-		/* the kernel read it at mmap time: authoritative even if the file changed since */
-		tally_hex(im->build_id, im->build_id_len, hex);
-		d->id = xstrdup(hex);
-		d->id_kind = xstrdup("build-id");
-		/* a file replaced since keeps the recorded id: the report then refuses the new file */
-	} else if (replaced) {
-		d->id = xstrdup("00000000");
-		d->id_kind = xstrdup("replaced");
-	} else if (r == 0 && info.build_id_len) {
-		tally_hex(info.build_id, info.build_id_len, hex);
-		d->id = xstrdup(hex);
-		d->id_kind = xstrdup("build-id");
-	} else if (r == 0 && info.have_hash) {
-		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
-		d->id = xstrdup(hex);
-		d->id_kind = xstrdup("xxh64");
-	} else {
-		d->id = xstrdup("00000000");
-		d->id_kind = xstrdup("none");
-	}
-	free(clean);
-	strbuf_release(&p);
-}
-
 /* The vDSO is the same for every process of this kernel: ours serves for all. */
 static int vdso_bytes(const void **p, size_t *len)
 {
@@ -223,17 +140,21 @@ static int vdso_bytes(const void **p, size_t *len)
 	return 0;
 }
 
-static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const char *kernel_id)
+/* The database's description of aggregate image i (strings borrowed or in *own). */
+static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, const char *kernel_id)
 {
-	const struct tally_image *im = &a->images[i];
+	struct tally_image *im = &a->images[i];
 	char hex[32];
 	memset(d, 0, sizeof(*d));
-	d->pid = 0;
 	switch (im->kind) {
 	case TALLY_IMG_FILE:
 		d->name = sanitize_name(im->path);
 		d->path = xstrdup(im->path);
-		identify_file(im, d);
+		tally_image_identify(im);
+		d->id = xstrdup(im->id);
+		d->id_kind = xstrdup(im->id_kind);
+		d->foreign_ns = im->foreign_ns;
+		/* from the task list: libc.so.6 is runnable too, so the ELF type cannot tell */
 		d->kind = xstrdup("lib");
 		for (size_t t = 0; t < a->ntasks; t++)
 			if (a->tasks[t].exe && !strcmp(a->tasks[t].exe, im->path)) {
@@ -268,10 +189,18 @@ static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const cha
 		d->id_kind = xstrdup("xxh64");
 		d->kind = xstrdup("jit");
 		d->pid = im->pid;
-		d->jit_map = im->jit_map;
-		d->jit_map_len = im->jit_map_len;
-		d->jd_text = im->jd_text;
-		d->jd_text_len = im->jd_text_len;
+		if (im->jit_map) {
+			d->aux = xmalloc(im->jit_map_len + 1);
+			memcpy(d->aux, im->jit_map, im->jit_map_len);
+			d->aux[im->jit_map_len] = '\0';
+			d->aux_len = im->jit_map_len;
+		}
+		if (im->jd_text) {
+			d->jd_text = xmalloc(im->jd_text_len + 1);
+			memcpy(d->jd_text, im->jd_text, im->jd_text_len);
+			d->jd_text[im->jd_text_len] = '\0';
+			d->jd_text_len = im->jd_text_len;
+		}
 		break;
 	case TALLY_IMG_VDSO: {
 		const void *p;
@@ -282,6 +211,9 @@ static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const cha
 			snprintf(hex, sizeof(hex), "%016" PRIx64, XXH64(p, len, 0));
 			d->id = xstrdup(hex);
 			d->id_kind = xstrdup("xxh64");
+			d->aux = xmalloc(len + 1);
+			memcpy(d->aux, p, len);
+			d->aux_len = len;
 		} else {
 			d->id = xstrdup("00000000");
 			d->id_kind = xstrdup("none");
@@ -292,98 +224,109 @@ static void identify(struct tally_agg *a, uint32_t i, struct dbimg *d, const cha
 	}
 }
 
-static void dbimg_release(struct dbimg *d)
+static void db_image_release(struct tally_db_image *d)
 {
 	free(d->name);
 	free(d->path);
 	free(d->id);
 	free(d->id_kind);
 	free(d->kind);
+	free(d->aux);
+	free(d->jd_text);
+	free(d->dir);
 }
 
-/* ---- per-file sums ---- */
-
-struct cell {
-	uint32_t image; /* db index */
-	int32_t pid;
-	uint64_t offset;
-	uint32_t row; /* into sums */
-};
-
-struct sums {
-	struct cell *cells;
-	size_t n, alloc;
-	uint64_t *counts;
-	size_t acounts;
-	struct tally_hidx idx;
-	int nevents;
-};
-
-static bool cell_eq(const void *ctx, uint32_t idx, const void *key)
+void tally_ksym_cache_release(struct tally_ksym_cache *kc)
 {
-	const struct sums *s = ctx;
-	const struct cell *c = &s->cells[idx], *k = key;
-	return c->image == k->image && c->pid == k->pid && c->offset == k->offset;
+	tally_kallsyms_free(kc->table);
+	free(kc->modules);
+	memset(kc, 0, sizeof(*kc));
 }
 
-static void sums_add(struct sums *s, uint32_t image, int32_t pid, uint64_t offset, const uint64_t *counts)
+/* The symbols containing addrs into the builder: from the cached table when
+ * there is one (read again when the modules changed), else from /proc/kallsyms. */
+static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *kc, uint64_t *addrs, size_t n,
+			  const char *modules)
 {
-	struct cell k = { image, pid, offset, 0 };
-	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)pid << 8));
-	uint32_t i = tally_hidx_get(&s->idx, h, &k, cell_eq, s);
-	if (i == TALLY_HIDX_NONE) {
-		GROW(s->cells, s->alloc, s->n + 1);
-		k.row = (uint32_t)s->n;
-		s->cells[s->n] = k;
-		size_t want = (s->n + 1) * (size_t)s->nevents;
-		if (want > s->acounts) {
-			size_t old = s->acounts;
-			GROW(s->counts, s->acounts, want);
-			memset(s->counts + old, 0, (s->acounts - old) * sizeof(uint64_t));
-		}
-		tally_hidx_put(&s->idx, h, (uint32_t)s->n);
-		i = (uint32_t)s->n++;
+	if (!kc) {
+		struct tally_ksym *ks = NULL;
+		size_t nks = 0;
+		int r = tally_kallsyms_needed(NULL, addrs, n, &ks, &nks);
+		if (r)
+			return r;
+		for (size_t i = 0; i < nks; i++)
+			tally_db_builder_ksym(b, &ks[i]);
+		tally_ksyms_free(ks, nks);
+		return 0;
 	}
-	for (int e = 0; e < s->nevents; e++)
-		s->counts[(size_t)i * (size_t)s->nevents + (size_t)e] += counts[e];
+	/* loading or unloading a module moves symbols: read them again */
+	if (!kc->table || !kc->modules || !modules || strcmp(kc->modules, modules)) {
+		tally_kallsyms_free(kc->table);
+		kc->table = NULL;
+		free(kc->modules);
+		kc->modules = NULL;
+		int r = tally_kallsyms_open(NULL, &kc->table);
+		kc->reads++;
+		if (r)
+			return r;
+		kc->modules = modules ? xstrdup(modules) : NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct tally_ksym k;
+		if (tally_kallsyms_lookup(kc->table, addrs[i], &k)) {
+			tally_db_builder_ksym(b, &k);
+			free(k.name);
+			free(k.module);
+		}
+	}
+	return 0;
 }
 
-static int cmp_cell(const void *a, const void *b)
+static char *read_modules(void)
 {
-	const struct cell *x = a, *y = b;
-	if (x->image != y->image)
-		return x->image < y->image ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	struct strbuf mods = STRBUF_INIT, out = STRBUF_INIT;
+	strbuf_addstr(&out, "# name size address\n");
+	if (strbuf_read_file(&mods, "/proc/modules", 0) == 0) {
+		char *save = NULL;
+		for (char *l = strtok_r(mods.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			char name[128], addr[32];
+			unsigned long size;
+			if (sscanf(l, "%127s %lu %*s %*s %*s %31s", name, &size, addr) == 3)
+				strbuf_addf(&out, "%s %lu %s\n", name, size, addr);
+		}
+	}
+	strbuf_release(&mods);
+	return strbuf_detach(&out);
 }
 
-static int write_in(const char *dir, const char *name, const struct strbuf *sb)
+int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
+		      struct tally_ksym_cache *kc)
 {
-	struct strbuf p = STRBUF_INIT;
-	strbuf_addf(&p, "%s/%s", dir, name);
-	int r = tally_write_file_atomic(p.buf, sb->buf ? sb->buf : "", sb->len);
-	strbuf_release(&p);
-	return r;
-}
-
-static const char *task_comm(const struct tally_agg *a, int pid)
-{
-	for (size_t i = a->ntasks; i-- > 0;)
-		if (a->tasks[i].pid == pid)
-			return a->tasks[i].comm;
-	return "";
-}
-
-static int write_contents(const char *dir, struct tally_agg *a, struct tally_meta *session)
-{
-	int ret = 0;
 	int ne = a->nevents;
+	const char *evs = tally_meta_get(session, "events");
+	char **names = xcalloc((size_t)ne + 1, sizeof(char *));
+	{
+		const char *p = evs ? evs : "";
+		for (int e = 0; e < ne; e++) {
+			size_t l = strcspn(p, ",");
+			names[e] = l ? xstrndup(p, l) : xstrdup("?");
+			p += l;
+			if (*p == ',')
+				p++;
+		}
+	}
+	const char *cg = tally_meta_get(session, "call-graph");
+	bool stacks = cg && strcmp(cg, "none");
+	struct tally_db_builder *b = tally_db_builder_new(ne, names, a->per_pid, stacks);
+	for (int e = 0; e < ne; e++)
+		free(names[e]);
+	free(names);
+	tally_db_builder_session(b, session);
+
 	char kernel_id[160];
 	tally_kernel_build_id(kernel_id, sizeof(kernel_id));
-	struct strbuf sb = STRBUF_INIT;
 
-	/* 1. which images have samples, and their canonical db index */
+	/* which images have samples, and their index in the database */
 	bool *used = xcalloc(a->nimages + 1, sizeof(bool));
 	for (size_t r = 0; r < a->nrows; r++) {
 		const struct tally_stack *st = &a->stacks[a->rows[r].stack];
@@ -391,67 +334,243 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 			used[a->frames[a->stack_frames[st->first + f]].image] = true;
 	}
 	uint32_t *canon = xmalloc((a->nimages + 1) * sizeof(uint32_t));
-	struct dbimg *dimg = NULL;
-	size_t ndimg = 0, adimg = 0;
 	for (size_t i = 0; i < a->nimages; i++) {
 		canon[i] = UINT32_MAX;
 		if (!used[i])
 			continue;
-		struct dbimg d;
+		struct tally_db_image d;
 		identify(a, (uint32_t)i, &d, kernel_id);
 		/* the same file reached through two keys (kernel build-id, /proc maps) is one image */
-		for (size_t j = 0; j < ndimg; j++)
-			if (!strcmp(dimg[j].kind, d.kind) && !strcmp(dimg[j].id, d.id) && !strcmp(dimg[j].path, d.path) &&
-			    dimg[j].pid == d.pid) {
-				canon[i] = (uint32_t)j;
-				break;
-			}
-		if (canon[i] != UINT32_MAX) {
-			dbimg_release(&d);
-			continue;
-		}
-		GROW(dimg, adimg, ndimg + 1);
-		dimg[ndimg] = d;
-		canon[i] = (uint32_t)ndimg++;
+		canon[i] = tally_db_builder_image(b, &d);
+		db_image_release(&d);
 	}
 
-	/* 2. self counts per (image, pid, offset): the leaf of each stack */
-	struct sums s;
-	memset(&s, 0, sizeof(s));
-	s.nevents = ne;
-	uint64_t *kaddrs = NULL;
-	size_t nk = 0, ak = 0;
+	/* self counts per (image, pid, offset): the leaf of each stack; the stacks */
+	struct tally_frame *fr = NULL;
+	size_t afr = 0;
 	for (size_t r = 0; r < a->nrows; r++) {
 		const struct tally_stack *st = &a->stacks[a->rows[r].stack];
 		const struct tally_frame *leaf = &a->frames[a->stack_frames[st->first]];
-		sums_add(&s, canon[leaf->image], a->rows[r].pid, leaf->offset, &a->counts[r * (size_t)ne]);
+		const uint64_t *c = &a->counts[r * (size_t)ne];
+		tally_db_builder_entry(b, canon[leaf->image], a->rows[r].pid, leaf->offset, c);
+		if (stacks) {
+			GROW(fr, afr, st->len);
+			for (uint32_t f = 0; f < st->len; f++) {
+				const struct tally_frame *x = &a->frames[a->stack_frames[st->first + f]];
+				fr[f] = (struct tally_frame){ canon[x->image], x->offset };
+			}
+			tally_db_builder_stack(b, a->rows[r].pid, fr, st->len, c);
+		}
 	}
-	for (size_t f = 0; f < a->nframes; f++)
-		if (a->frames[f].image == a->kernel_image && used[a->kernel_image]) {
-			GROW(kaddrs, ak, nk + 1);
-			kaddrs[nk++] = a->frames[f].offset;
-		}
-	tally_qsort(s.cells, s.n, sizeof(*s.cells), cmp_cell);
+	free(fr);
 
-	/* 3. one .prof per (image, pid) */
-	for (size_t i = 0; i < s.n;) {
-		size_t j = i;
-		uint64_t *tot = xcalloc((size_t)ne, sizeof(uint64_t));
-		while (j < s.n && s.cells[j].image == s.cells[i].image && s.cells[j].pid == s.cells[i].pid) {
-			for (int e = 0; e < ne; e++)
-				tot[e] += s.counts[(size_t)s.cells[j].row * (size_t)ne + (size_t)e];
-			j++;
+	/* kernel symbols that the samples need, and the module list */
+	uint64_t *kaddrs = NULL;
+	size_t nk = 0, ak = 0;
+	if (a->kernel_image < a->nimages && used[a->kernel_image])
+		for (size_t f = 0; f < a->nframes; f++)
+			if (a->frames[f].image == a->kernel_image) {
+				GROW(kaddrs, ak, nk + 1);
+				kaddrs[nk++] = a->frames[f].offset;
+			}
+	struct tally_meta extra = { 0 };
+	if (nk) {
+		char *mods = read_modules();
+		if (kernel_symbols(b, kc, kaddrs, nk, mods))
+			tally_meta_set(&extra, "kernel-symbols", "unavailable: %s", tally_errmsg());
+		tally_db_builder_modules(b, mods);
+		free(mods);
+	}
+	free(kaddrs);
+
+	for (size_t t = 0; t < a->ntasks; t++)
+		tally_db_builder_task(b, a->tasks[t].pid, a->tasks[t].comm, a->tasks[t].exe);
+	tally_db_builder_counters(b, a->lost, a->throttled);
+	if (extra.n)
+		tally_db_builder_session(b, &extra);
+	tally_meta_release(&extra);
+	free(canon);
+	free(used);
+	tally_db_builder_finish(b, out);
+	return 0;
+}
+
+/* ---- writing a database out: a directory, or a bundle ---- */
+
+/* Where the files go: put(name, data, len) for each. */
+struct sink {
+	int (*put)(struct sink *s, const char *name, const void *data, size_t len);
+	const char *dir;     /* directory sinks */
+	struct strbuf *out;  /* bundle sinks */
+	size_t files, bytes;
+	bool made_jit;
+};
+
+static int put_dir(struct sink *s, const char *name, const void *data, size_t len)
+{
+	struct strbuf p = STRBUF_INIT;
+	if (!strncmp(name, "jit/", 4) && !s->made_jit) {
+		strbuf_addf(&p, "%s/jit", s->dir);
+		if (mkdir(p.buf, 0755) < 0 && errno != EEXIST) {
+			int e = errno;
+			int r = tally_seterr(-e, "cannot create '%s': %s", p.buf, strerror(e));
+			strbuf_release(&p);
+			return r;
 		}
-		const struct dbimg *d = &dimg[s.cells[i].image];
-		int pid = s.cells[i].pid ? s.cells[i].pid : d->pid;
-		strbuf_reset(&sb);
-		struct strbuf fname = STRBUF_INIT;
+		s->made_jit = true;
+		strbuf_reset(&p);
+	}
+	strbuf_addf(&p, "%s/%s", s->dir, name);
+	/* a private staging directory: no temporary names needed, and the whole
+	 * directory is synced once before it is published */
+	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int e = 0;
+	if (fd < 0) {
+		e = errno;
+	} else {
+		const char *d = data;
+		size_t left = len;
+		while (left) {
+			ssize_t n = write(fd, d, left);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				e = errno;
+				break;
+			}
+			d += n;
+			left -= (size_t)n;
+		}
+		if (close(fd) < 0 && !e)
+			e = errno;
+	}
+	int r = 0;
+	if (e)
+		r = tally_seterr(-e, "cannot write '%s': %s%s", p.buf, strerror(e),
+				 e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+	strbuf_release(&p);
+	s->files++;
+	s->bytes += len;
+	return r;
+}
+
+static int put_bundle(struct sink *s, const char *name, const void *data, size_t len)
+{
+	if (s->out) {
+		strbuf_addf(s->out, "file: %zu %s\n", len, name);
+		strbuf_add(s->out, data, len);
+		strbuf_addch(s->out, '\n');
+	}
+	s->files++;
+	s->bytes += len;
+	return 0;
+}
+
+static const char *task_comm(const struct tally_db *db, int pid)
+{
+	const char *c = tally_db_comm(db, pid);
+	return c ? c : "";
+}
+
+/* A copied file of image i: its content in memory (mem, n), or read from its
+ * directory. 1 when there is one. */
+static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, size_t n, const char *rel,
+		     struct strbuf *sb, const char **data, size_t *len)
+{
+	const struct tally_db_image *im = &db->images[i];
+	if (mem) {
+		*data = mem;
+		*len = n;
+		return 1;
+	}
+	if (im->aux || im->jd_text)
+		return 0; /* the image's copies are in memory, and this one is not among them */
+	struct strbuf p = STRBUF_INIT;
+	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
+	strbuf_reset(sb);
+	int r = strbuf_read_file(sb, p.buf, 0);
+	strbuf_release(&p);
+	if (r)
+		return 0; /* none was kept: the reader says so when it needs it */
+	*data = sb->buf ? sb->buf : "";
+	*len = sb->len;
+	return 1;
+}
+
+/* Numbers for the big files, without printf (a flush formats hundreds of thousands). */
+static void add_dec(struct strbuf *sb, uint64_t v)
+{
+	char b[24];
+	int n = 0;
+	do {
+		b[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	strbuf_grow(sb, (size_t)n);
+	while (n)
+		sb->buf[sb->len++] = b[--n];
+	sb->buf[sb->len] = '\0';
+}
+
+static void add_hex(struct strbuf *sb, uint64_t v)
+{
+	char b[16];
+	int n = 0;
+	do {
+		b[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	strbuf_grow(sb, (size_t)n);
+	while (n)
+		sb->buf[sb->len++] = b[--n];
+	sb->buf[sb->len] = '\0';
+}
+
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	char *const *names = ctx;
+	return !strcmp(names[idx], key);
+}
+
+static int save_to(const struct tally_db *db, struct sink *k)
+{
+	int ret = 0;
+	size_t ne = (size_t)db->nevents;
+	struct strbuf sb = STRBUF_INIT, name = STRBUF_INIT, aux = STRBUF_INIT;
+	struct tally_hidx names = { 0 };
+	char **used_names = NULL;
+	size_t nused = 0, aused = 0;
+
+	/* one .prof per (image, pid) */
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		const struct tally_db_image *d = &db->images[pf->image];
+		int pid = pf->pid ? pf->pid : d->pid;
+		uint64_t *tot = xcalloc(ne + 1, sizeof(uint64_t));
+		for (size_t i = pf->first; i < pf->end; i++)
+			for (size_t e = 0; e < ne; e++)
+				tot[e] += db->counts[i * ne + e];
+		strbuf_reset(&name);
 		char *fn = sanitize_name(d->name);
-		strbuf_addf(&fname, "%s-%s", fn, d->id);
+		strbuf_addf(&name, "%s-%s", fn, d->id);
 		free(fn);
 		if (pid)
-			strbuf_addf(&fname, "-%d", pid);
-		strbuf_addstr(&fname, ".prof");
+			strbuf_addf(&name, "-%d", pid);
+		/* two images may share a name and id (unidentified files with one file
+		 * name): a suffix keeps their profiles apart */
+		size_t base = name.len;
+		for (int n = 2;; n++) {
+			strbuf_addstr(&name, ".prof");
+			if (tally_hidx_get(&names, tally_hash_bytes(name.buf, name.len, 0), name.buf, name_eq, used_names) ==
+			    TALLY_HIDX_NONE)
+				break;
+			name.len = base;
+			name.buf[base] = '\0';
+			strbuf_addf(&name, ".%d", n);
+		}
+		GROW(used_names, aused, nused + 1);
+		used_names[nused] = xstrdup(name.buf);
+		tally_hidx_put(&names, tally_hash_bytes(name.buf, name.len, 0), (uint32_t)nused++);
 		struct tally_meta h = { 0 };
 		tally_meta_set(&h, "format-version", "%d", TALLY_FORMAT_VERSION);
 		tally_meta_set(&h, "image", "%s", d->name);
@@ -459,182 +578,170 @@ static int write_contents(const char *dir, struct tally_agg *a, struct tally_met
 		tally_meta_set(&h, "image-id", "%s", d->id);
 		tally_meta_set(&h, "id-kind", "%s", d->id_kind);
 		tally_meta_set(&h, "kind", "%s", d->kind);
-		tally_meta_set(&h, "index", "%u", s.cells[i].image);
-		if (s.cells[i].pid) {
-			tally_meta_set(&h, "pid", "%d", s.cells[i].pid);
-			tally_meta_set(&h, "comm", "%s", task_comm(a, s.cells[i].pid));
+		tally_meta_set(&h, "index", "%u", pf->image);
+		if (pf->pid) {
+			tally_meta_set(&h, "pid", "%d", pf->pid);
+			tally_meta_set(&h, "comm", "%s", task_comm(db, pf->pid));
 		}
-		tally_meta_set(&h, "events", "%s", tally_meta_get(session, "events"));
+		tally_meta_set(&h, "events", "%s", tally_meta_get(&db->session, "events"));
 		struct strbuf tl = STRBUF_INIT;
-		for (int e = 0; e < ne; e++)
+		for (size_t e = 0; e < ne; e++)
 			strbuf_addf(&tl, "%s%" PRIu64, e ? "," : "", tot[e]);
 		tally_meta_set(&h, "samples", "%s", tl.buf);
 		strbuf_release(&tl);
+		free(tot);
+		strbuf_reset(&sb);
 		meta_format(&sb, &h);
 		tally_meta_release(&h);
 		strbuf_addch(&sb, '\n');
-		for (size_t k = i; k < j; k++) {
-			strbuf_addf(&sb, "%" PRIx64, s.cells[k].offset);
-			for (int e = 0; e < ne; e++)
-				strbuf_addf(&sb, " %" PRIu64, s.counts[(size_t)s.cells[k].row * (size_t)ne + (size_t)e]);
+		for (size_t i = pf->first; i < pf->end; i++) {
+			add_hex(&sb, db->entries[i].offset);
+			for (size_t e = 0; e < ne; e++) {
+				strbuf_addch(&sb, ' ');
+				add_dec(&sb, db->counts[i * ne + e]);
+			}
 			strbuf_addch(&sb, '\n');
 		}
-		free(tot);
-		ret = write_in(dir, fname.buf, &sb);
-		strbuf_release(&fname);
-		if (ret)
+		if ((ret = k->put(k, name.buf, sb.buf, sb.len)))
 			goto out;
-		i = j;
 	}
 
-	/* 4. stacks, when call chains were recorded */
-	const char *cg = tally_meta_get(session, "call-graph");
-	if (cg && strcmp(cg, "none")) {
+	/* stacks, when call chains were recorded */
+	if (db->has_stacks) {
 		strbuf_reset(&sb);
 		strbuf_addstr(&sb, "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
-		for (size_t r = 0; r < a->nrows; r++) {
-			const struct tally_stack *st = &a->stacks[a->rows[r].stack];
-			for (int e = 0; e < ne; e++)
-				strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", a->counts[r * (size_t)ne + (size_t)e]);
-			strbuf_addf(&sb, " %d", a->rows[r].pid);
+		for (size_t s = 0; s < db->nstacks; s++) {
+			const struct tally_db_stack *st = &db->stacks[s];
+			for (size_t e = 0; e < ne; e++) {
+				if (e)
+					strbuf_addch(&sb, ',');
+				add_dec(&sb, db->stack_counts[s * ne + e]);
+			}
+			strbuf_addch(&sb, ' ');
+			add_dec(&sb, (uint64_t)(st->pid > 0 ? st->pid : 0));
 			for (uint32_t f = 0; f < st->len; f++) {
-				const struct tally_frame *fr = &a->frames[a->stack_frames[st->first + f]];
-				strbuf_addf(&sb, " %u:%" PRIx64, canon[fr->image], fr->offset);
+				const struct tally_frame *fr = &db->frames[st->first + f];
+				strbuf_addch(&sb, ' ');
+				add_dec(&sb, fr->image);
+				strbuf_addch(&sb, ':');
+				add_hex(&sb, fr->offset);
 			}
 			strbuf_addch(&sb, '\n');
 		}
-		if ((ret = write_in(dir, "stacks", &sb)))
+		if ((ret = k->put(k, "stacks", sb.buf, sb.len)))
 			goto out;
 	}
 
-	/* 5. kernel symbols that the samples need, and the module list */
-	if (nk) {
-		struct tally_ksym *ks = NULL;
-		size_t nks = 0;
+	/* kernel symbols and the module list */
+	bool kernel = false;
+	for (size_t i = 0; i < db->nimages; i++)
+		kernel = kernel || !strcmp(db->images[i].kind, "kernel");
+	if (kernel || db->nksyms) {
 		strbuf_reset(&sb);
 		strbuf_addstr(&sb, "# address size type name [module]\n");
-		if (tally_kallsyms_needed(NULL, kaddrs, nk, &ks, &nks) == 0) {
-			for (size_t i = 0; i < nks; i++) {
-				strbuf_addf(&sb, "%" PRIx64 " %" PRIx64 " %c %s", ks[i].addr, ks[i].size, ks[i].type, ks[i].name);
-				if (ks[i].module)
-					strbuf_addf(&sb, " [%s]", ks[i].module);
-				strbuf_addch(&sb, '\n');
-			}
-			tally_ksyms_free(ks, nks);
-		} else {
-			tally_meta_set(session, "kernel-symbols", "unavailable: %s", tally_errmsg());
+		for (size_t i = 0; i < db->nksyms; i++) {
+			const struct tally_ksym *ks = &db->ksyms[i];
+			strbuf_addf(&sb, "%" PRIx64 " %" PRIx64 " %c %s", ks->addr, ks->size, ks->type, ks->name);
+			if (ks->module)
+				strbuf_addf(&sb, " [%s]", ks->module);
+			strbuf_addch(&sb, '\n');
 		}
-		if ((ret = write_in(dir, "kernel.syms", &sb)))
-			goto out;
-		struct strbuf mods = STRBUF_INIT;
-		strbuf_reset(&sb);
-		strbuf_addstr(&sb, "# name size address\n");
-		if (strbuf_read_file(&mods, "/proc/modules", 0) == 0) {
-			char *save = NULL;
-			for (char *l = strtok_r(mods.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-				char name[128], addr[32];
-				unsigned long size;
-				if (sscanf(l, "%127s %lu %*s %*s %*s %31s", name, &size, addr) == 3)
-					strbuf_addf(&sb, "%s %lu %s\n", name, size, addr);
-			}
-		}
-		strbuf_release(&mods);
-		if ((ret = write_in(dir, "modules", &sb)))
+		if ((ret = k->put(k, "kernel.syms", sb.buf, sb.len)))
 			goto out;
 	}
+	if (db->modules && (ret = k->put(k, "modules", db->modules, strlen(db->modules))))
+		goto out;
 
-	/* 6. JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process */
-	for (size_t i = 0; i < ndimg; i++) {
-		if (!strcmp(dimg[i].kind, "jit") && dimg[i].jd_text) {
-			struct strbuf jp = STRBUF_INIT;
-			strbuf_addf(&jp, "%s/jit", dir);
-			mkdir(jp.buf, 0755);
-			strbuf_addf(&jp, "/jitdump-%d-%s.txt", dimg[i].pid, dimg[i].id);
-			ret = tally_write_file_atomic(jp.buf, dimg[i].jd_text, dimg[i].jd_text_len);
-			strbuf_release(&jp);
-			if (ret)
+	/* JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process */
+	bool vdso_done = false;
+	for (size_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *im = &db->images[i];
+		const char *data;
+		size_t len;
+		if (!strcmp(im->kind, "jit")) {
+			strbuf_reset(&name);
+			strbuf_addf(&name, "jit/jitdump-%d-%s.txt", im->pid, im->id);
+			if (image_aux(db, (uint32_t)i, im->jd_text, im->jd_text_len, name.buf, &aux, &data, &len) &&
+			    (ret = k->put(k, name.buf, data, len)))
 				goto out;
-		}
-		if (!strcmp(dimg[i].kind, "jit") && dimg[i].jit_map) {
-			struct strbuf jp = STRBUF_INIT, jc = STRBUF_INIT;
-			strbuf_addf(&jp, "%s/jit", dir);
-			mkdir(jp.buf, 0755);
-			strbuf_addf(&jp, "/perf-%d-%s.map", dimg[i].pid, dimg[i].id);
-			strbuf_add(&jc, dimg[i].jit_map, dimg[i].jit_map_len);
-			ret = tally_write_file_atomic(jp.buf, jc.buf ? jc.buf : "", jc.len);
-			strbuf_release(&jp);
-			strbuf_release(&jc);
-			if (ret)
+			strbuf_reset(&name);
+			strbuf_addf(&name, "jit/perf-%d-%s.map", im->pid, im->id);
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, name.buf, &aux, &data, &len) &&
+			    (ret = k->put(k, name.buf, data, len)))
 				goto out;
-		}
-		if (!strcmp(dimg[i].kind, "vdso")) {
-			const void *p;
-			size_t len;
-			if (vdso_bytes(&p, &len) == 0) {
-				struct strbuf v = STRBUF_INIT;
-				strbuf_add(&v, p, len);
-				ret = write_in(dir, "vdso.so", &v);
-				strbuf_release(&v);
-				if (ret)
+		} else if (!strcmp(im->kind, "vdso") && !vdso_done) {
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, "vdso.so", &aux, &data, &len)) {
+				vdso_done = true;
+				if ((ret = k->put(k, "vdso.so", data, len)))
 					goto out;
 			}
 		}
 	}
 
-	/* 7. image registry and task list */
+	/* image registry and task list */
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# index\tkind\timage-id\tid-kind\tpid\tname\tpath\n");
-	for (size_t i = 0; i < ndimg; i++) {
-		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t", i, dimg[i].kind, dimg[i].id, dimg[i].id_kind, dimg[i].pid);
-		strbuf_add_escaped(&sb, dimg[i].name);
+	for (size_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *im = &db->images[i];
+		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t", i, im->kind, im->id, im->id_kind, im->pid);
+		strbuf_add_escaped(&sb, im->name);
 		strbuf_addch(&sb, '\t');
-		strbuf_add_escaped(&sb, dimg[i].path);
+		strbuf_add_escaped(&sb, im->path);
 		strbuf_addch(&sb, '\n');
 	}
-	if ((ret = write_in(dir, "images", &sb)))
+	if ((ret = k->put(k, "images", sb.buf, sb.len)))
 		goto out;
 	/* images mapped inside another mount namespace: their paths are the container's */
 	strbuf_reset(&sb);
-	for (size_t i = 0; i < ndimg; i++)
-		if (dimg[i].foreign_ns)
+	for (size_t i = 0; i < db->nimages; i++)
+		if (db->images[i].foreign_ns)
 			strbuf_addf(&sb, "%s%zu\n", sb.len ? "" : "# index of an image mapped in another mount namespace\n", i);
-	if (sb.len && (ret = write_in(dir, "mntns", &sb)))
+	if (sb.len && (ret = k->put(k, "mntns", sb.buf, sb.len)))
 		goto out;
 	strbuf_reset(&sb);
 	strbuf_addstr(&sb, "# pid\tcomm\texe\n");
-	for (size_t i = 0; i < a->ntasks; i++) {
-		strbuf_addf(&sb, "%d\t", a->tasks[i].pid);
-		strbuf_add_escaped(&sb, a->tasks[i].comm);
+	for (size_t i = 0; i < db->ntasks; i++) {
+		strbuf_addf(&sb, "%d\t", db->tasks[i].pid);
+		strbuf_add_escaped(&sb, db->tasks[i].comm);
 		strbuf_addch(&sb, '\t');
-		strbuf_add_escaped(&sb, a->tasks[i].exe ? a->tasks[i].exe : "");
+		strbuf_add_escaped(&sb, db->tasks[i].exe ? db->tasks[i].exe : "");
 		strbuf_addch(&sb, '\n');
 	}
-	if ((ret = write_in(dir, "tasks", &sb)))
+	if ((ret = k->put(k, "tasks", sb.buf, sb.len)))
 		goto out;
 
-	/* 8. the session last: its presence marks a complete database */
+	/* the session last: its presence marks a complete database */
 	strbuf_reset(&sb);
-	for (int e = 0; e < ne; e++)
-		strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", a->samples[e]);
-	tally_meta_set(session, "samples", "%s", sb.buf ? sb.buf : "0");
-	tally_meta_set(session, "lost", "%" PRIu64, a->lost);
-	tally_meta_set(session, "throttled", "%" PRIu64, a->throttled);
-	tally_meta_set(session, "images", "%zu", ndimg);
-	strbuf_reset(&sb);
-	meta_format(&sb, session);
-	ret = write_in(dir, "session", &sb);
+	meta_format(&sb, &db->session);
+	ret = k->put(k, "session", sb.buf, sb.len);
 out:
-	for (size_t i = 0; i < ndimg; i++)
-		dbimg_release(&dimg[i]);
-	free(dimg);
-	free(canon);
-	free(used);
-	free(s.cells);
-	free(s.counts);
-	tally_hidx_release(&s.idx);
-	free(kaddrs);
+	for (size_t i = 0; i < nused; i++)
+		free(used_names[i]);
+	free(used_names);
+	tally_hidx_release(&names);
 	strbuf_release(&sb);
+	strbuf_release(&name);
+	strbuf_release(&aux);
 	return ret;
+}
+
+size_t tally_db_bytes(const struct tally_db *db, size_t *files)
+{
+	struct sink k = { .put = put_bundle };
+	save_to(db, &k);
+	if (files)
+		*files = k.files;
+	return k.bytes;
+}
+
+int tally_db_bundle(const struct tally_db *db, struct strbuf *out)
+{
+	struct sink k = { .put = put_bundle, .out = out };
+	strbuf_addf(out, "tally-bundle: %d\n", TALLY_FORMAT_VERSION);
+	int r = save_to(db, &k);
+	if (!r)
+		strbuf_addf(out, "end: %zu files\n", k.files);
+	return r;
 }
 
 static void fsync_dir(const char *path)
@@ -646,9 +753,15 @@ static void fsync_dir(const char *path)
 	}
 }
 
-int tally_db_write(const char *path, bool force, struct tally_agg *a, struct tally_meta *session)
+int tally_db_save(const struct tally_db *db, const char *path, bool replace)
 {
-	int ret = tally_db_check_target(path, force);
+	return tally_db_save_checked(db, path, replace, NULL, NULL);
+}
+
+int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
+			  int (*check)(void *ctx, const char *staging), void *ctx)
+{
+	int ret = tally_db_check_target(path, replace);
 	if (ret)
 		return ret;
 	char *parent = parent_dir(path);
@@ -657,27 +770,54 @@ int tally_db_write(const char *path, bool force, struct tally_agg *a, struct tal
 	strbuf_addf(&old, "%s/.%s.old-%d", parent, tally_basename(path), (int)getpid());
 	tally_remove_tree(stage.buf);
 	if (mkdir(stage.buf, 0755) < 0) {
-		ret = tally_seterr(-errno, "cannot create database '%s': %s", path, strerror(errno));
+		int e = errno;
+		ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
+				   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 		goto out;
 	}
-	ret = write_contents(stage.buf, a, session);
+	struct sink k = { .put = put_dir, .dir = stage.buf };
+	ret = save_to(db, &k);
+	if (!ret && check)
+		ret = check(ctx, stage.buf);
 	if (ret)
 		goto fail;
-	fsync_dir(stage.buf);
+	/* every file on disk before the directory is published (one call for all) */
+	int dfd = open(stage.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (syncfs(dfd) < 0 && errno == EIO) {
+			ret = tally_seterr(-EIO, "cannot write database '%s': %s", path, strerror(EIO));
+			close(dfd);
+			goto fail;
+		}
+		close(dfd);
+	}
 	struct stat st;
-	bool replace = stat(path, &st) == 0;
-	if (replace && rename(path, old.buf) < 0) {
-		ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
-		goto fail;
+	bool exists = stat(path, &st) == 0;
+	if (exists) {
+		/* one atomic swap: a reader or a crash sees the old or the new, never neither */
+		if (renameat2(AT_FDCWD, stage.buf, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+			fsync_dir(parent);
+			tally_remove_tree(stage.buf); /* now the old one */
+			goto out;
+		}
+		if (errno != EINVAL && errno != ENOSYS) {
+			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		/* a filesystem without RENAME_EXCHANGE: move the old one aside first */
+		if (rename(path, old.buf) < 0) {
+			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
+			goto fail;
+		}
 	}
 	if (rename(stage.buf, path) < 0) {
 		ret = tally_seterr(-errno, "cannot create database '%s': %s", path, strerror(errno));
-		if (replace)
+		if (exists)
 			rename(old.buf, path);
 		goto fail;
 	}
 	fsync_dir(parent);
-	if (replace)
+	if (exists)
 		tally_remove_tree(old.buf);
 	goto out;
 fail:
@@ -686,5 +826,22 @@ out:
 	free(parent);
 	strbuf_release(&stage);
 	strbuf_release(&old);
+	return ret;
+}
+
+int tally_db_write(const char *path, bool force, struct tally_agg *a, struct tally_meta *session)
+{
+	int ret = tally_db_check_target(path, force);
+	if (ret)
+		return ret;
+	struct tally_db db;
+	ret = tally_db_from_agg(&db, a, session, NULL);
+	if (!ret) {
+		ret = tally_db_save(&db, path, force);
+		/* the caller's session gets what was written (samples, lost, kernel-symbols) */
+		for (size_t i = 0; i < db.session.n; i++)
+			tally_meta_set(session, db.session.kv[i].key, "%s", db.session.kv[i].value);
+	}
+	tally_db_release(&db);
 	return ret;
 }

@@ -81,14 +81,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_ksym(const void *a, const void *b)
-{
-	const struct tally_ksym *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	/* prefer global (upper-case) names for aliases at one address */
-	return (x->type >= 'a') - (y->type >= 'a');
-}
 
 void tally_ksyms_free(struct tally_ksym *s, size_t n)
 {
@@ -115,19 +107,56 @@ const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, u
 	return addr < k->addr + (k->size ? k->size : 1) ? k : NULL;
 }
 
-int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs, struct tally_ksym **out, size_t *n)
+struct tally_kallsyms {
+	uint64_t *addr;    /* sorted; a symbol ends where the next begins */
+	uint32_t *name;    /* offsets into names: "name" or "name\t[module]" */
+	char *type;
+	size_t n;
+	struct strbuf names;
+};
+
+void tally_kallsyms_free(struct tally_kallsyms *t)
+{
+	if (!t)
+		return;
+	free(t->addr);
+	free(t->name);
+	free(t->type);
+	strbuf_release(&t->names);
+	free(t);
+}
+
+struct raw_ksym {
+	uint64_t addr;
+	uint32_t name_off;
+	char type;
+};
+
+static int cmp_raw_ksym(const void *a, const void *b)
+{
+	const struct raw_ksym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* prefer global (upper-case) names for aliases at one address, then the file's order */
+	int g = (x->type >= 'a') - (y->type >= 'a');
+	if (g)
+		return g;
+	return x->name_off < y->name_off ? -1 : x->name_off > y->name_off;
+}
+
+int tally_kallsyms_open(const char *path, struct tally_kallsyms **out)
 {
 	*out = NULL;
-	*n = 0;
 	if (!path)
 		path = "/proc/kallsyms";
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
-	/* every text symbol, compactly: names are only kept for the ones we need */
-	struct raw { uint64_t addr; long name_off; char type; } *all = NULL;
+	/* /proc reports a 1 KiB block size: read it in large pieces, not 100,000 small ones */
+	setvbuf(f, NULL, _IOFBF, 1 << 17);
+	struct tally_kallsyms *t = xcalloc(1, sizeof(*t));
+	struct raw_ksym *all = NULL;
 	size_t nall = 0, aall = 0;
-	struct strbuf names = STRBUF_INIT;
 	char line[1024];
 	while (fgets(line, sizeof(line), f)) {
 		char *end;
@@ -142,9 +171,9 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 		GROW(all, aall, nall + 1);
 		all[nall].addr = addr;
 		all[nall].type = type;
-		all[nall].name_off = (long)names.len;
-		strbuf_addstr(&names, name);
-		strbuf_addch(&names, '\0');
+		all[nall].name_off = (uint32_t)t->names.len;
+		strbuf_addstr(&t->names, name);
+		strbuf_addch(&t->names, '\0');
 		nall++;
 	}
 	fclose(f);
@@ -153,56 +182,96 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 		zero = all[i].addr == 0;
 	if (nall && zero) {
 		free(all);
-		strbuf_release(&names);
+		tally_kallsyms_free(t);
 		return tally_seterr(-EPERM, "kernel symbol addresses in '%s' are hidden (kernel.kptr_restrict; record as root)", path);
 	}
-	/* sort by address; a symbol ends where the next starts */
-	struct tally_ksym *tmp = xcalloc(nall, sizeof(*tmp));
+	tally_qsort(all, nall, sizeof(*all), cmp_raw_ksym);
+	t->addr = xmalloc((nall + 1) * sizeof(uint64_t));
+	t->name = xmalloc((nall + 1) * sizeof(uint32_t));
+	t->type = xmalloc(nall + 1);
+	/* collapse aliases: keep the first (preferred) name at each address */
 	for (size_t i = 0; i < nall; i++) {
-		tmp[i].addr = all[i].addr;
-		tmp[i].type = all[i].type;
-		tmp[i].name = (char *)(intptr_t)all[i].name_off; /* offset until chosen */
+		if (t->n && t->addr[t->n - 1] == all[i].addr)
+			continue;
+		t->addr[t->n] = all[i].addr;
+		t->name[t->n] = all[i].name_off;
+		t->type[t->n] = all[i].type;
+		t->n++;
 	}
 	free(all);
-	tally_qsort(tmp, nall, sizeof(*tmp), cmp_ksym);
-	/* collapse aliases: keep the first (preferred) name at each address */
-	size_t u = 0;
-	for (size_t i = 0; i < nall; i++)
-		if (!u || tmp[u - 1].addr != tmp[i].addr)
-			tmp[u++] = tmp[i];
-	for (size_t i = 0; i + 1 < u; i++)
-		tmp[i].size = tmp[i + 1].addr - tmp[i].addr;
-	if (u)
-		tmp[u - 1].size = 4096;
+	*out = t;
+	return 0;
+}
+
+size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
+{
+	return t ? t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc : 0;
+}
+
+bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->addr[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return false;
+	size_t i = lo - 1;
+	uint64_t size = i + 1 < t->n ? t->addr[i + 1] - t->addr[i] : 4096;
+	if (addr >= t->addr[i] + (size ? size : 1))
+		return false;
+	out->addr = t->addr[i];
+	out->size = size;
+	out->type = t->type[i];
+	const char *nm = t->names.buf + t->name[i];
+	const char *mod = strchr(nm, '\t');
+	if (mod) {
+		out->name = xstrndup(nm, (size_t)(mod - nm));
+		mod++;
+		while (*mod == ' ' || *mod == '[')
+			mod++;
+		out->module = xstrndup(mod, strcspn(mod, "]"));
+	} else {
+		out->name = xstrdup(nm);
+		out->module = NULL;
+	}
+	return true;
+}
+
+int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs, struct tally_ksym **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct tally_kallsyms *t;
+	int r = tally_kallsyms_open(path, &t);
+	if (r)
+		return r;
 	uint64_t *sorted = xmalloc((naddrs ? naddrs : 1) * sizeof(uint64_t));
 	memcpy(sorted, addrs, naddrs * sizeof(uint64_t));
 	tally_qsort(sorted, naddrs, sizeof(uint64_t), cmp_u64);
 	size_t cap = 0;
-	const struct tally_ksym *prev = NULL;
+	uint64_t prev = 0;
+	bool have_prev = false;
 	for (size_t i = 0; i < naddrs; i++) {
-		const struct tally_ksym *k = tally_ksym_find(tmp, u, sorted[i]);
-		if (!k || k == prev)
+		struct tally_ksym k;
+		if (!tally_kallsyms_lookup(t, sorted[i], &k))
 			continue;
-		prev = k;
-		GROW(*out, cap, *n + 1);
-		struct tally_ksym *o = &(*out)[(*n)++];
-		*o = *k;
-		const char *nm = names.buf + (intptr_t)k->name;
-		const char *mod = strchr(nm, '\t');
-		if (mod) {
-			o->name = xstrndup(nm, (size_t)(mod - nm));
-			mod++;
-			while (*mod == ' ' || *mod == '[')
-				mod++;
-			o->module = xstrndup(mod, strcspn(mod, "]"));
-		} else {
-			o->name = xstrdup(nm);
-			o->module = NULL;
+		if (have_prev && k.addr == prev) {
+			free(k.name);
+			free(k.module);
+			continue;
 		}
+		prev = k.addr;
+		have_prev = true;
+		GROW(*out, cap, *n + 1);
+		(*out)[(*n)++] = k;
 	}
 	free(sorted);
-	free(tmp);
-	strbuf_release(&names);
+	tally_kallsyms_free(t);
 	return 0;
 }
 

@@ -936,7 +936,7 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
-	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", r->db->path, di->pid, di->id);
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
 	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
 		logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
@@ -960,7 +960,7 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	}
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
-	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", r->db->path, di->pid, di->id);
+	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
 	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
 		logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
@@ -1105,7 +1105,7 @@ static void load(struct tally_resolver *r, uint32_t image)
 		logf_(s, "executable memory backed by no file (and no JIT map named it): nothing to look up");
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
-		strbuf_addf(&p, "%s/vdso.so", r->db->path);
+		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
 		if (access(p.buf, R_OK) == 0) {
 			load_dwfl(r, s, di, p.buf, !strcmp(di->id_kind, "build-id"));
 		} else {

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -77,10 +78,13 @@ void tally_grow(void **p, size_t *alloc, size_t want, size_t sz)
 
 int tally_seterr(int code, const char *fmt, ...)
 {
+	/* through a copy: the old message may be one of the arguments */
+	char tmp[sizeof(errbuf)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
+	memcpy(errbuf, tmp, sizeof(errbuf));
 	return code < 0 ? code : -code;
 }
 
@@ -602,4 +606,60 @@ const char *tally_basename(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
+}
+
+int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out)
+{
+	const char *p = s;
+	uint64_t v = 0;
+	if (!s || !isdigit((unsigned char)*p))
+		goto bad;
+	while (isdigit((unsigned char)*p)) {
+		uint64_t d = (uint64_t)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			goto bad;
+		v = v * 10 + d;
+		p++;
+	}
+	int shift = 0;
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 't': case 'T': shift = 40; p++; break;
+	default: break;
+	}
+	if (shift && *p == 'i')
+		p++;
+	if (*p == 'B' || (*p == 'b' && !shift))
+		p++;
+	if (*p)
+		goto bad;
+	if (shift && v > (UINT64_MAX >> shift))
+		goto bad;
+	v <<= shift;
+	if (v < min) {
+		char m[32];
+		tally_format_size(min, m, sizeof(m));
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be at least %s", what, s, m);
+	}
+	*out = v;
+	return 0;
+bad:
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a size such as 512k, 64M or 2G", what, s ? s : "");
+}
+
+void tally_format_size(uint64_t bytes, char *buf, size_t n)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(unit)) {
+		v /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, n, "%" PRIu64 " B", bytes);
+	else
+		snprintf(buf, n, "%.1f %s", v, unit[u]);
 }

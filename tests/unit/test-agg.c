@@ -6,6 +6,8 @@
 
 #include <linux/perf_event.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "tally/agg.h"
 
@@ -945,6 +947,94 @@ static void test_agg__record_exit_and_tasks(void **state)
 	tally_agg_release(&a);
 }
 
+/* After a daemon's flush: counts, stacks, tasks and counters go, images only a
+ * dead process mapped go (indices change), live processes keep resolving. */
+static void test_agg__reset_after_flush(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	/* 100 maps /bin/true and lives; 200 maps /bin/sh and exits */
+	tally_agg_record(&a, mk_mmap2(&b, 200, 0x500000, 0x1000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_sample(&b, 200, 0x500010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 0, KADDR, true, 0, NULL, 0));
+	tally_agg_record(&a, mk_lost(&b, 3));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 200, 1, 200, 1));
+	tally_agg_collect_dead(&a);
+	tally_agg_collect_dead(&a);
+	assert_null(tally_agg_proc(&a, 200, false));
+	assert_int_equal(a.ntasks, 1);
+	assert_int_equal(a.nimages, 3); /* kernel, /bin/sh, /bin/true */
+	size_t before = tally_agg_memory(&a);
+	assert_true(before > sizeof(a));
+
+	tally_agg_reset(&a);
+	assert_int_equal(a.nrows, 0);
+	assert_int_equal(a.nstacks, 0);
+	assert_int_equal(a.nframes, 0);
+	assert_int_equal(a.ntasks, 0);
+	assert_int_equal(a.samples[0], 0);
+	assert_int_equal(a.lost, 0);
+	assert_true(tally_agg_memory(&a) < before);
+	/* /bin/sh is gone, the kernel and /bin/true stay, at new indices */
+	assert_int_equal(a.nimages, 2);
+	assert_int_equal(a.images[a.kernel_image].kind, TALLY_IMG_KERNEL);
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_non_null(p);
+	assert_false(p->sampled);
+	assert_int_equal(p->nmaps, 1);
+	assert_true(p->maps[0].image < a.nimages);
+	assert_string_equal(a.images[p->maps[0].image].path, "/bin/true");
+	/* and a new sample resolves through the remapped mapping */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	const struct tally_frame *f = row_leaf(&a, 0);
+	assert_string_equal(a.images[f->image].path, "/bin/true");
+	assert_int_equal(f->offset, 0x1010);
+	assert_int_equal(a.counts[0], 1);
+	/* the same file mapped again is found, not added */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x600000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	assert_int_equal(a.nimages, 2);
+	tally_agg_release(&a);
+}
+
+/* Early identity: a file image gets its id when it is identified, not later. */
+static void test_agg__identify_early(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	struct stat st;
+	assert_int_equal(stat("/bin/true", &st), 0);
+	/* the real device and inode: the file is the one mapped */
+	struct mmap2_body *m;
+	const struct tally_rec *r = mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/true", NULL, 0, st.st_ino);
+	m = (struct mmap2_body *)(&b.u.h + 1);
+	m->u.f.maj = major(st.st_dev);
+	m->u.f.min = minor(st.st_dev);
+	tally_agg_record(&a, r);
+	/* and one whose inode does not match: replaced since it was mapped */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x800000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 1));
+	tally_agg_identify(&a);
+	assert_int_equal(a.nidentified, a.nimages);
+	for (size_t i = 0; i < a.nimages; i++) {
+		const struct tally_image *im = &a.images[i];
+		if (im->kind != TALLY_IMG_FILE) {
+			assert_null(im->id);
+			continue;
+		}
+		assert_non_null(im->id);
+		if (!strcmp(im->path, "/bin/true"))
+			assert_string_equal(im->id_kind, "build-id");
+		else
+			assert_string_equal(im->id_kind, "replaced");
+	}
+	tally_agg_release(&a);
+}
+
 static void test_agg__load_procfs_self(void **state)
 {
 	(void)state;
@@ -999,6 +1089,8 @@ int main(void)
 		cmocka_unit_test(test_agg__record_deep_callchain),
 		cmocka_unit_test(test_agg__record_lost_throttle),
 		cmocka_unit_test(test_agg__record_exit_and_tasks),
+		cmocka_unit_test(test_agg__reset_after_flush),
+		cmocka_unit_test(test_agg__identify_early),
 		cmocka_unit_test(test_agg__load_procfs_self),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,127 @@
+/* tally ctl: one command to a running tally daemon over its socket
+ * (Akaros' kprof control file, as a command). The request is checked here
+ * with the daemon's own parser before anything is sent. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builtin/builtin.h"
+#include "tally/ctl.h"
+#include "tally/util.h"
+
+static const char ctl_usage[] =
+	"usage: tally ctl [--db DIR | --socket PATH] [--timeout D] COMMAND [ARGS]\n"
+	"\n"
+	"      --db DIR        the daemon's database (its socket is DIR/ctl.sock; default tally.db)\n"
+	"      --socket PATH   the daemon's socket\n"
+	"      --timeout D     give up after D without an answer (default 60s)\n"
+	"\n"
+	"commands:\n"
+	"  start                collection on\n"
+	"  stop                 collection off (the event timers keep their settings)\n"
+	"  clear                drop what is in memory, not yet flushed\n"
+	"  startclr             clear, then start\n"
+	"  flush                write what is in memory into the current epoch now\n"
+	"  epoch                flush, then begin a new epoch\n"
+	"  status               state, events and rates, CPUs, samples, memory, database, epoch\n"
+	"  cpus LIST|all on|off [freq HZ|period N]\n"
+	"                       sampling on or off on some CPUs, at a new rate\n"
+	"  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
+	"                       'tally report -i FILE' reads it\n";
+
+enum { OPT_SOCKET = 256, OPT_TIMEOUT };
+
+static const struct option ctl_opts[] = {
+	{ "db", required_argument, NULL, 'd' },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int cmd_ctl(int argc, char **argv)
+{
+	const char *db = "tally.db", *sock = NULL, *outfile = NULL;
+	double timeout = 60;
+	optind = 1;
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "+d:h", ctl_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'd': db = optarg; break;
+		case OPT_SOCKET: sock = optarg; break;
+		case OPT_TIMEOUT:
+			if (tally_parse_duration(optarg, "--timeout", &timeout))
+				return tally_usage_error("ctl", "%s", tally_errmsg());
+			break;
+		case 'h': fputs(ctl_usage, stdout); return 0;
+		default:
+			if (optopt && optopt < 256)
+				return tally_usage_error("ctl", "option '-%c' %s", optopt, optopt == 'd' ? "needs a value" : "is unknown");
+			return tally_usage_error("ctl", "unknown option or missing value '%s'", argv[optind - 1]);
+		}
+	}
+	char **words = argv + optind;
+	int nwords = argc - optind;
+	/* drain's -o is the client's business: the daemon sends the profile here */
+	if (nwords >= 1 && !strcmp(words[0], "drain")) {
+		if (nwords == 3 && !strcmp(words[1], "-o") && *words[2]) {
+			outfile = words[2];
+			nwords = 1;
+		} else if (nwords != 1) {
+			tally_error("usage: drain [-o FILE]");
+			return 2;
+		}
+	}
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	struct tally_ctl_req q;
+	if (tally_ctl_parse(nwords, words, n > 0 ? (int)n : 1, &q)) {
+		tally_error("%s", tally_errmsg());
+		return 2;
+	}
+	tally_ctl_req_release(&q);
+	if (q.op == TALLY_CTL_DRAIN && !outfile && isatty(1)) {
+		tally_error("drain writes a profile, not text: redirect stdout to a file or give -o FILE");
+		return 2;
+	}
+	struct strbuf path = STRBUF_INIT, line = STRBUF_INIT, body = STRBUF_INIT;
+	if (sock)
+		strbuf_addstr(&path, sock);
+	else
+		strbuf_addf(&path, "%s/%s", db, TALLY_CTL_SOCKET_NAME);
+	for (int i = 0; i < nwords; i++)
+		strbuf_addf(&line, "%s%s", i ? " " : "", words[i]);
+	bool ok = false;
+	int ret = 0;
+	if (tally_ctl_call(path.buf, line.buf, timeout, &ok, &body)) {
+		tally_error("%s", tally_errmsg());
+		ret = 1;
+	} else if (!ok) {
+		/* the daemon's message, on one line */
+		for (size_t i = 0; i < body.len; i++)
+			if (body.buf[i] == '\n')
+				body.buf[i] = ' ';
+		tally_error("%.*s", (int)body.len, body.buf ? body.buf : "");
+		ret = 1;
+	} else if (outfile) {
+		if (tally_write_file_atomic(outfile, body.buf ? body.buf : "", body.len)) {
+			tally_error("%s", tally_errmsg());
+			ret = 1;
+		}
+	} else if (body.len && fwrite(body.buf, 1, body.len, stdout) != body.len) {
+		tally_error("cannot write the answer: %s", strerror(errno));
+		ret = 1;
+	}
+	if (!ret && fflush(stdout) != 0) {
+		tally_error("cannot write the answer: %s", strerror(errno));
+		ret = 1;
+	}
+	strbuf_release(&path);
+	strbuf_release(&line);
+	strbuf_release(&body);
+	return ret;
+}

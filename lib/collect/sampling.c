@@ -1,0 +1,297 @@
+/* The sampling options of tally record and tally daemon (see sampling.h). */
+#define _GNU_SOURCE
+#include "tally/sampling.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+void tally_sampling_init(struct tally_sampling *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->events_arg = "cpu-clock";
+	s->randomize = true;
+	strbuf_init(&s->evnames);
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	s->ncpus = n > 0 ? (int)n : 1;
+}
+
+void tally_sampling_release(struct tally_sampling *s)
+{
+	strbuf_release(&s->evnames);
+	free(s->cpus);
+	s->cpus = NULL;
+}
+
+int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'F':
+		return tally_parse_u64(arg, "frequency -F", 1, 1000000, &s->freq) ? -EINVAL : 1;
+	case 'c':
+		return tally_parse_u64(arg, "period -c", 1, UINT64_MAX >> 2, &s->period) ? -EINVAL : 1;
+	case TALLY_OPT_NORAND:
+		s->randomize = false;
+		return 1;
+	case 'e':
+		s->events_arg = arg;
+		return 1;
+	case 'C':
+		s->cpu_arg = arg;
+		return 1;
+	case TALLY_OPT_PERPID:
+		s->per_pid = true;
+		return 1;
+	case 'g':
+		s->callchain = true;
+		return 1;
+	case TALLY_OPT_CALLGRAPH:
+		if (!strcmp(arg, "fp")) {
+			s->callchain = true;
+			s->stack_user = 0;
+		} else if (!strncmp(arg, "dwarf", 5) && (!arg[5] || arg[5] == ',')) {
+			s->callchain = true;
+			s->stack_user = 16384;
+			if (arg[5] == ',') {
+				uint64_t sz;
+				if (tally_parse_u64(arg + 6, "dwarf stack size", 64, 65528, &sz))
+					return -EINVAL;
+				s->stack_user = (uint32_t)(sz & ~7ULL);
+			}
+		} else {
+			return tally_seterr(-EINVAL, "unknown call-graph mode '%s' (known: fp, dwarf[,SIZE])", arg);
+		}
+		return 1;
+	case TALLY_OPT_BUILDID_MMAP:
+		s->build_id_mmap = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+uint64_t tally_max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned long long maxrate = 0;
+	if (f) {
+		if (fscanf(f, "%llu", &maxrate) != 1)
+			maxrate = 0;
+		fclose(f);
+	}
+	return maxrate;
+}
+
+static int resolve_events(struct tally_sampling *s)
+{
+	int ret = 0;
+	char *list = xstrdup(s->events_arg), *save = NULL;
+	s->nev = 0;
+	strbuf_reset(&s->evnames);
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		const struct tally_event_desc *e = tally_event_find(t);
+		if (!e) {
+			ret = tally_seterr(-EINVAL, "unknown event '%s' (see 'tally events' for the list)", t);
+			goto out;
+		}
+		for (int i = 0; i < s->nev; i++)
+			if (s->evs[i] == e) {
+				ret = tally_seterr(-EINVAL, "event '%s' is given twice", t);
+				goto out;
+			}
+		if (s->nev == TALLY_SAMPLING_MAX_EVENTS) {
+			ret = tally_seterr(-EINVAL, "too many events (at most %d)", TALLY_SAMPLING_MAX_EVENTS);
+			goto out;
+		}
+		int r = tally_event_probe(e);
+		if (r) {
+			ret = r == -EINVAL ? -EIO : r; /* the machine's answer, not a usage mistake */
+			goto out;
+		}
+		s->evs[s->nev++] = e;
+		strbuf_addf(&s->evnames, "%s%s", s->evnames.len ? "," : "", e->name);
+	}
+	if (!s->nev)
+		ret = tally_seterr(-EINVAL, "no event given to -e");
+out:
+	free(list);
+	return ret;
+}
+
+static int resolve_cpus(struct tally_sampling *s)
+{
+	int ncpus = s->ncpus;
+	free(s->cpus);
+	s->cpus = xcalloc((size_t)ncpus, sizeof(bool));
+	if (s->cpu_arg) {
+		if (tally_parse_cpulist(s->cpu_arg, ncpus, s->cpus))
+			return -EINVAL;
+	} else {
+		for (int i = 0; i < ncpus; i++)
+			s->cpus[i] = true;
+	}
+	/* offline CPUs cannot be sampled: keep the online ones */
+	int ret = 0;
+	struct strbuf on = STRBUF_INIT;
+	if (strbuf_read_file(&on, "/sys/devices/system/cpu/online", 0) == 0) {
+		on.buf[strcspn(on.buf, "\n")] = '\0';
+		bool *online = xcalloc((size_t)ncpus, sizeof(bool));
+		if (tally_parse_cpulist(on.buf, ncpus, online) == 0) {
+			bool any = false;
+			for (int i = 0; i < ncpus && !ret; i++) {
+				if (s->cpu_arg && s->cpus[i] && !online[i]) {
+					ret = tally_seterr(-EINVAL, "CPU %d is offline (choose online CPUs with -C)", i);
+					break;
+				}
+				s->cpus[i] = s->cpus[i] && online[i];
+				any = any || s->cpus[i];
+			}
+			if (!any && !ret)
+				for (int i = 0; i < ncpus; i++)
+					s->cpus[i] = online[i];
+		}
+		free(online);
+	}
+	strbuf_release(&on);
+	return ret;
+}
+
+int tally_sampling_resolve(struct tally_sampling *s)
+{
+	if (s->freq && s->period)
+		return tally_seterr(-EINVAL, "-F and -c both set the sampling rate: give one");
+	if (!s->freq && !s->period)
+		s->freq = 999;
+	int r = resolve_events(s);
+	if (r)
+		return r;
+	/* the kernel caps sampling frequency */
+	uint64_t maxrate = tally_max_sample_rate();
+	if (s->freq && maxrate && s->freq > maxrate)
+		return tally_seterr(-EINVAL, "-F %" PRIu64 " is above kernel.perf_event_max_sample_rate (%" PRIu64 ") (use a lower -F, or raise the sysctl)",
+				    s->freq, maxrate);
+	return resolve_cpus(s);
+}
+
+void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_collect_opts *co)
+{
+	co->events = s->evs;
+	co->nevents = s->nev;
+	co->freq = s->period ? 0 : s->freq;
+	co->period = s->period;
+	co->randomize = s->randomize;
+	co->callchain = s->callchain;
+	co->stack_user = s->stack_user;
+	co->build_id_mmap = s->build_id_mmap;
+	co->cpus = s->cpus;
+	co->ncpus = s->ncpus;
+}
+
+void tally_cpus_string(const bool *set, int n, struct strbuf *sb)
+{
+	bool first = true;
+	for (int i = 0; i < n; i++) {
+		if (!set[i])
+			continue;
+		int j = i;
+		while (j + 1 < n && set[j + 1])
+			j++;
+		strbuf_addf(sb, "%s%d", first ? "" : ",", i);
+		first = false;
+		if (j > i)
+			strbuf_addf(sb, "-%d", j);
+		i = j;
+	}
+}
+
+void tally_sampling_session(const struct tally_sampling *s, struct tally_collector *col,
+			    const struct tally_agg *a, const char *target, const char *command,
+			    struct tally_meta *m)
+{
+	struct utsname un;
+	uname(&un);
+	tally_meta_set(m, "format-version", "%d", TALLY_FORMAT_VERSION);
+	tally_meta_set(m, "tool", "tally %s", TALLY_VERSION);
+	tally_meta_set(m, "host", "%s", un.nodename);
+	tally_meta_set(m, "kernel-release", "%s", un.release);
+	tally_meta_set(m, "arch", "%s", un.machine);
+	tally_meta_set(m, "target", "%s", target);
+	if (command)
+		tally_meta_set(m, "command", "%s", command);
+	struct strbuf cs = STRBUF_INIT;
+	tally_cpus_string(s->cpus, s->ncpus, &cs);
+	tally_meta_set(m, "cpus", "%s", cs.buf ? cs.buf : "");
+	strbuf_release(&cs);
+	tally_meta_set(m, "events", "%s", s->evnames.buf);
+	if (s->period)
+		tally_meta_set(m, "sampling", "period %" PRIu64, s->period);
+	else
+		tally_meta_set(m, "sampling", "frequency %" PRIu64, s->freq);
+	{
+		/* only a fixed mean period can be randomized: -F on a counting event lets the kernel adapt it */
+		struct strbuf rz = STRBUF_INIT, pk = STRBUF_INIT;
+		for (int e = 0; e < s->nev; e++) {
+			bool fixed = tally_collector_mean_period(col, e) != 0;
+			strbuf_addf(&rz, "%s%s", e ? "," : "", s->randomize && fixed ? "yes" : "no");
+			strbuf_addf(&pk, "%s%s", e ? "," : "", fixed ? "fixed" : "adaptive");
+		}
+		tally_meta_set(m, "randomized", "%s", rz.buf);
+		tally_meta_set(m, "period-kind", "%s", pk.buf);
+		strbuf_release(&rz);
+		strbuf_release(&pk);
+	}
+	{
+		struct strbuf pm = STRBUF_INIT, pmin = STRBUF_INIT, pmax = STRBUF_INIT, iv = STRBUF_INIT;
+		for (int e = 0; e < s->nev; e++) {
+			uint64_t mn, mx;
+			double mean;
+			tally_collector_periods(col, e, &mn, &mx, &mean);
+			strbuf_addf(&pm, "%s%.0f", e ? "," : "", mean);
+			strbuf_addf(&pmin, "%s%" PRIu64, e ? "," : "", mn);
+			strbuf_addf(&pmax, "%s%" PRIu64, e ? "," : "", mx);
+			uint64_t a10, a50, a90;
+			tally_collector_intervals(col, e, &a10, &a50, &a90);
+			strbuf_addf(&iv, "%s%" PRIu64 "/%" PRIu64 "/%" PRIu64, e ? "," : "", a10, a50, a90);
+		}
+		tally_meta_set(m, "period-mean", "%s", pm.buf);
+		tally_meta_set(m, "period-min", "%s", pmin.buf);
+		tally_meta_set(m, "period-max", "%s", pmax.buf);
+		tally_meta_set(m, "interval-p10-p50-p90", "%s", iv.buf);
+		strbuf_release(&pm);
+		strbuf_release(&pmin);
+		strbuf_release(&pmax);
+		strbuf_release(&iv);
+	}
+	tally_meta_set(m, "per-pid", "%s", s->per_pid ? "yes" : "no");
+	if (s->stack_user) {
+		tally_meta_set(m, "call-graph", "dwarf");
+		tally_meta_set(m, "stack-size", "%u", s->stack_user);
+		tally_meta_set(m, "dwarf-unwinds", "%" PRIu64, a->uw_samples);
+		tally_meta_set(m, "dwarf-stopped-early", "%" PRIu64, a->uw_short);
+		tally_meta_set(m, "dwarf-joined-fp", "%" PRIu64, a->uw_joined);
+		tally_meta_set(m, "dwarf-stop-reasons", "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64
+			       ", depth limit %" PRIu64, a->uw_why_stack, a->uw_why_cfi, a->uw_why_depth);
+		/* the DWARF unwinder's own depth limit (user frames) */
+		tally_meta_set(m, "max-stack", "%zu", ARRAY_SIZE(a->scratch_pcs));
+	} else {
+		tally_meta_set(m, "call-graph", "%s", s->callchain ? "fp" : "none");
+		if (s->callchain) {
+			struct strbuf ms = STRBUF_INIT;
+			if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
+				tally_meta_set(m, "max-stack", "%d", atoi(ms.buf));
+			strbuf_release(&ms);
+		}
+	}
+	if (a->jit_untrusted)
+		tally_meta_set(m, "jit-untrusted", "%u", a->jit_untrusted);
+	for (size_t i = 0; i < a->njit_warnings; i++) {
+		/* the report repeats them: the database is where users look later */
+		char key[48];
+		snprintf(key, sizeof(key), "jit-warning-%zu", i + 1);
+		tally_meta_set(m, key, "%s", a->jit_warnings[i]);
+	}
+}

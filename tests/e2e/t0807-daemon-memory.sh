@@ -1,0 +1,35 @@
+#!/bin/bash
+# --max-memory: near the bound the daemon flushes early instead of growing
+# (call graphs, 20 kHz and many short processes make
+# the aggregate grow fast): early flushes happen, the memory in use stays
+# under the bound, and what was flushed early is in the database.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/daemon.sh"
+
+max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+((max >= 20000)) || skip "kernel.perf_event_max_sample_rate is $max, below the 20 kHz this test needs"
+expect_fail_with "^tally: invalid --max-memory '1M': must be at least 16.0 MiB" "$TALLY" daemon --db bad --max-memory 1M
+start_load
+start_daemon db --max-memory 16M --flush-interval 1h -g -F 20000
+# the first flush reads the kernel's symbols: part of the memory from then on
+ctl --db db flush
+for ((i = 0; i < 150; i++)); do
+	ctl --db db status
+	early=$(status_val flush | sed -n 's/.*(\([0-9]*\) early for memory).*/\1/p')
+	((early > 0)) && break
+	sleep 0.1
+done
+((early > 0)) || fail "no early flush in 15 s with --max-memory 16M: $(status_val memory); $(status_val flush)"
+grep -q "flushed early: memory reached" db/daemon.log || fail "the log does not say why it flushed early"
+# under the bound from then on
+for ((i = 0; i < 10; i++)); do
+	ctl --db db status
+	used=$(status_val memory | awk '{ v = $1; u = $2; if (u == "KiB") v /= 1024; else if (u == "B") v /= 1048576; else if (u == "GiB") v *= 1024; print v }')
+	fcmp "$used" "<" 16 || fail "memory in use is $(status_val memory)"
+	sleep 0.2
+done
+note "with --max-memory 16M: $(status_val memory); $(status_val flush)"
+stop_daemon "$DAEMON_PID"
+t=$(db_total db)
+((t > 0)) || fail "the database is empty"
+note "database: $t samples"
