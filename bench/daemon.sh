@@ -179,15 +179,17 @@ for i in $(seq 1 12); do
 	sleep "$step"
 	[ -n "$dpid" ] || break
 	rss=$(awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$dpid/status" 2>/dev/null || echo 0)
-	db=$(du -s -B1 "$tmp/steady.db" | cut -f1)
-	cur=$(ls -d "$tmp/steady.db"/[0-9]* 2>/dev/null | sort -t- -k1,1 -k2,2n | tail -1)
-	ep=$(du -s -B1 "$cur" | cut -f1)
+	# the daemon prunes and swaps epochs meanwhile: a path may vanish between ls and du
+	db=$(du -s -B1 "$tmp/steady.db" 2>/dev/null | cut -f1 || true)
+	cur=$(ls -d "$tmp/steady.db"/[0-9]* 2>/dev/null | sort -t- -k1,1 -k2,2n | tail -1 || true)
+	ep=$( { [ -n "$cur" ] && du -s -B1 "$cur" 2>/dev/null; } | cut -f1 || true)
+	db=${db:-0} ep=${ep:-0}
 	echo "tally $((i * step)) $rss $db $ep" >>"$series"
 done
 [ -n "$dpid" ] && stop_tally
 stop_forever
 epochs=$(ls "$tmp/steady.db" | grep -E '^[0-9]{12}' | sort -t- -k1,1 -k2,2n || true)
-ep_sizes=$(for e in $epochs; do du -s -B1 "$tmp/steady.db/$e" | cut -f1; done | tr '\n' ' ')
+ep_sizes=$(for e in $epochs; do du -s -B1 "$tmp/steady.db/$e" 2>/dev/null | cut -f1 || true; done | tr '\n' ' ')
 log "steady run: perf record -a -F 999 for $steady s"
 forever
 start_perf 999 "$tmp/steady.data" || true
