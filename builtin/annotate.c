@@ -282,14 +282,10 @@ int cmd_annotate(int argc, char **argv)
 		case OPT_IMAGE: image = optarg; break;
 		case OPT_EVENT: event = optarg; break;
 		case OPT_SRCDIR:
-			GROW(srcdirs, asrc, nsrc + 2);
-			srcdirs[nsrc++] = optarg;
-			srcdirs[nsrc] = NULL;
+			STRLIST_PUSH(srcdirs, nsrc, asrc, optarg);
 			break;
 		case OPT_IMGPATH:
-			GROW(imgpath, aimg, nimg + 2);
-			imgpath[nimg++] = optarg;
-			imgpath[nimg] = NULL;
+			STRLIST_PUSH(imgpath, nimg, aimg, optarg);
 			break;
 		case OPT_JSON: json = true; break;
 		case 'h':

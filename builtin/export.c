@@ -152,9 +152,7 @@ int cmd_export(int argc, char **argv)
 			break;
 		}
 		case OPT_IMGPATH:
-			GROW(image_path, aimage_path, nimage_path + 2);
-			image_path[nimage_path++] = optarg;
-			image_path[nimage_path] = NULL;
+			STRLIST_PUSH(image_path, nimage_path, aimage_path, optarg);
 			break;
 		case OPT_COMM_ROOT: x.comm_root = true; break;
 		case OPT_PER_PROCESS: x.per_process = true; break;

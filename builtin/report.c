@@ -805,9 +805,7 @@ int cmd_report(int argc, char **argv)
 		case OPT_NOINLINE: o.no_inline = true; break;
 		case OPT_EXPLAIN: o.explain = true; break;
 		case OPT_DEBUGDIR:
-			GROW(o.debug_dirs, adebug, o.ndebug_dirs + 2);
-			o.debug_dirs[o.ndebug_dirs++] = optarg;
-			o.debug_dirs[o.ndebug_dirs] = NULL;
+			STRLIST_PUSH(o.debug_dirs, o.ndebug_dirs, adebug, optarg);
 			break;
 		case OPT_MAPFILE: o.mapfile = optarg; break;
 		case OPT_VMLINUX: o.vmlinux = optarg; break;
@@ -826,9 +824,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_JSON: o.json = true; break;
 		case OPT_IMGPATH:
-			GROW(o.image_path, aimage_path, o.nimage_path + 2);
-			o.image_path[o.nimage_path++] = optarg;
-			o.image_path[o.nimage_path] = NULL;
+			STRLIST_PUSH(o.image_path, o.nimage_path, aimage_path, optarg);
 			break;
 		case OPT_CHILDREN: o.children = true; break;
 		case OPT_CALLGRAPH: o.callgraph = true; break;

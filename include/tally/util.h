@@ -20,6 +20,13 @@ char *xstrndup(const char *s, size_t n);
 /* Grow *p (of *alloc elements of size sz) to hold at least want elements. */
 void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
 #define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
+/* Appends s to a NULL-terminated list of n strings (repeatable options). */
+#define STRLIST_PUSH(list, n, alloc, s)                                        \
+	do {                                                                   \
+		GROW(list, alloc, (n) + 2);                                    \
+		(list)[(n)++] = (s);                                           \
+		(list)[(n)] = NULL;                                            \
+	} while (0)
 
 /* The core's error channel: a function that fails calls tally_seterr() with a
  * one-line message (lowercase, the thing in quotes, the fix in parentheses) and
