@@ -133,6 +133,19 @@ static int cmp_row(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* "name", "path", "id" and "id_kind" of an image, the fields every JSON view names it by. */
+static void json_image_id(struct strbuf *out, const struct tally_db_image *im)
+{
+	strbuf_addstr(out, "\"name\":");
+	strbuf_add_json_str(out, im->name);
+	strbuf_addstr(out, ",\"path\":");
+	strbuf_add_json_str(out, im->path);
+	strbuf_addstr(out, ",\"id\":");
+	strbuf_add_json_str(out, im->id);
+	strbuf_addstr(out, ",\"id_kind\":");
+	strbuf_add_json_str(out, im->id_kind);
+}
+
 static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
 {
 	strbuf_addf(sb, "%7.2f%%", total ? 100.0 * (double)n / (double)total : 0.0);
@@ -165,31 +178,17 @@ static struct row *function_rows(const struct tally_db *db, struct tally_resolve
 	struct tally_hidx idx = { 0 };
 	uint32_t image = pf->image;
 	int32_t pid = pf->pid;
-	bool raw = tally_resolver_mismatch(res, image);
 	for (size_t i = pf->first; i < pf->end; i++) {
 		const struct tally_db_entry *en = &db->entries[i];
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 		if (!c)
 			continue;
-		const struct tally_srcframe *fr = NULL;
-		size_t nfr = raw ? 0 : tally_resolve_frames(res, image, en->offset, false, &fr);
-		char buf[64];
-		struct row key = { .label = "[unknown]" };
-		if (nfr && fr[0].name) {
-			key.label = (char *)fr[0].name;
-			key.addr = fr[0].addr;
-			key.has_addr = !fr[0].inlined;
-			key.inlined = fr[0].inlined;
-		} else if (raw) {
-			/* a changed file: raw offsets are the only honest answer */
-			snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", en->offset);
-			key.label = buf;
-			key.addr = en->offset;
-			key.has_addr = true;
-		}
-		if (lines && nfr) {
-			key.file = fr[0].file;
-			key.line = fr[0].line;
+		struct tally_leaf lf;
+		tally_resolve_leaf(res, image, en->offset, &lf);
+		struct row key = { .label = (char *)lf.name, .addr = lf.addr, .has_addr = lf.has_addr, .inlined = lf.inlined };
+		if (lines) {
+			key.file = lf.file;
+			key.line = lf.line;
 		}
 		uint64_t h = tally_hash_bytes(key.label, strlen(key.label), key.addr ^ (uint64_t)key.line ^ ((uint64_t)key.inlined << 62));
 		if (key.file)
@@ -384,14 +383,7 @@ static void json_event(const struct tally_db *db, struct tally_resolver *res, co
 	for (size_t i = 0; i < n && (!o->top || i < o->top); i++) {
 		const struct tally_db_image *im = &db->images[rows[i].image];
 		strbuf_addstr(out, i ? ",{" : "{");
-		strbuf_addstr(out, "\"name\":");
-		strbuf_add_json_str(out, im->name);
-		strbuf_addstr(out, ",\"path\":");
-		strbuf_add_json_str(out, im->path);
-		strbuf_addstr(out, ",\"id\":");
-		strbuf_add_json_str(out, im->id);
-		strbuf_addstr(out, ",\"id_kind\":");
-		strbuf_add_json_str(out, im->id_kind);
+		json_image_id(out, im);
 		strbuf_addstr(out, ",\"kind\":");
 		strbuf_add_json_str(out, im->kind);
 		if (rows[i].pid)
@@ -737,14 +729,8 @@ static int explain(const struct tally_db *db, struct tally_resolver *res, const 
 			    db->events[ev], total, named, total ? 100.0 * (double)named / (double)total : 0.0, lined,
 			    total ? 100.0 * (double)lined / (double)total : 0.0);
 		if (o->json) {
-			strbuf_addstr(out, any ? ",{\"name\":" : "{\"name\":");
-			strbuf_add_json_str(out, im->name);
-			strbuf_addstr(out, ",\"path\":");
-			strbuf_add_json_str(out, im->path);
-			strbuf_addstr(out, ",\"id\":");
-			strbuf_add_json_str(out, im->id);
-			strbuf_addstr(out, ",\"id_kind\":");
-			strbuf_add_json_str(out, im->id_kind);
+			strbuf_addstr(out, any ? ",{" : "{");
+			json_image_id(out, im);
 			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"named\":%" PRIu64 ",\"with_line\":%" PRIu64 ",\"explain\":[",
 				    total, named, lined);
 			bool first = true;

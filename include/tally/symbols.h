@@ -61,6 +61,20 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
  * nothing is known. Cached: each (image, offset, ret) is resolved once. */
 size_t tally_resolve_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret,
 			    const struct tally_srcframe **out);
+/* The code at (image, offset) as the flat views (report --symbols and --lines,
+ * the HTML report's table without stacks) count it: the innermost frame, an
+ * inlined function when DWARF has one there; "[offset 0x...]" (in buf) for a
+ * file that differs from the recorded one, "[unknown]" when nothing names it.
+ * has_addr: addr is the function's own address (not an inline id). */
+struct tally_leaf {
+	const char *name;
+	uint64_t addr;
+	bool has_addr, inlined;
+	const char *file; /* NULL when unknown */
+	int line;
+	char buf[40];
+};
+void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset, struct tally_leaf *out);
 /* Why an image has no symbols (a one-line note), or NULL when it has them. */
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image);
 /* True when the report has opened (or tried to open) the image's symbols. */

@@ -70,7 +70,7 @@ static int cmp_frow(const void *a, const void *b)
 static bool frow_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct frow *r = &(*(struct frow *const *)ctx)[idx], *k = key;
-	return r->image == k->image && r->addr == k->addr && !strcmp(r->name, k->name);
+	return r->image == k->image && r->addr == k->addr && r->inlined == k->inlined && !strcmp(r->name, k->name);
 }
 
 /* Functions of the selected profiles for one event, from the flat profiles
@@ -86,31 +86,21 @@ static struct frow *flat_functions(const struct tally_db *db, struct tally_resol
 		const struct tally_db_prof *pf = &db->profs[p];
 		if (!tally_select_prof(sel, db, pf))
 			continue;
-		bool raw = tally_resolver_mismatch(res, pf->image);
 		for (size_t i = pf->first; i < pf->end; i++) {
 			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 			if (!c)
 				continue;
 			*total += c;
-			const struct tally_sym *sym = raw ? NULL : tally_resolve(res, pf->image, db->entries[i].offset);
-			struct frow key = { pf->image, "[unknown]", 0, false, 0, 0, false, -1, false };
-			char buf[64];
-			if (sym) {
-				key.name = sym->name;
-				key.addr = sym->addr;
-				key.has_addr = true;
-			} else if (raw) {
-				snprintf(buf, sizeof(buf), "[offset 0x%" PRIx64 "]", db->entries[i].offset);
-				key.name = buf;
-				key.addr = db->entries[i].offset;
-				key.has_addr = true;
-			}
+			/* as report --symbols counts it: the innermost (maybe inlined) function */
+			struct tally_leaf lf;
+			tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
+			struct frow key = { pf->image, lf.name, lf.addr, lf.has_addr, 0, 0, false, -1, lf.inlined };
 			uint64_t h = tally_hash_bytes(key.name, strlen(key.name), key.addr ^ ((uint64_t)key.image << 32));
 			uint32_t j = tally_hidx_get(&idx, h, &key, frow_eq, &rows);
 			if (j == TALLY_HIDX_NONE) {
-				if (key.name == buf) {
+				if (key.name == lf.buf) {
 					GROW(*names, anames, *nnames + 1);
-					key.name = (*names)[(*nnames)++] = xstrdup(buf);
+					key.name = (*names)[(*nnames)++] = xstrdup(lf.buf);
 				}
 				GROW(rows, cap, n + 1);
 				rows[n] = key;

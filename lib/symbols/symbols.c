@@ -1437,6 +1437,31 @@ size_t tally_resolve_frames(struct tally_resolver *r, uint32_t image, uint64_t o
 	return r->fc[i].n;
 }
 
+void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset, struct tally_leaf *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->name = "[unknown]";
+	if (tally_resolver_mismatch(r, image)) {
+		/* a changed file: raw offsets are the only honest answer */
+		snprintf(out->buf, sizeof(out->buf), "[offset 0x%" PRIx64 "]", offset);
+		out->name = out->buf;
+		out->addr = offset;
+		out->has_addr = true;
+		return;
+	}
+	const struct tally_srcframe *fr;
+	if (!tally_resolve_frames(r, image, offset, false, &fr))
+		return;
+	if (fr[0].name) {
+		out->name = fr[0].name;
+		out->addr = fr[0].addr;
+		out->has_addr = !fr[0].inlined;
+		out->inlined = fr[0].inlined;
+	}
+	out->file = fr[0].file;
+	out->line = fr[0].line;
+}
+
 bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image)
 {
 	struct imgsyms *s = get(r, image);

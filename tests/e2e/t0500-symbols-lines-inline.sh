@@ -93,3 +93,16 @@ report_text callers.txt -i db --callers leaf_mix
 awk '/leaf_mix \(inlined\)/ { a = NR } /mid_mix \(inlined\)/ && a && NR > a { b = NR } /hot_loop/ && b && NR > b { c = NR } END { exit !c }' callers.txt ||
 	fail "--callers leaf_mix is not leaf_mix > mid_mix > hot_loop: $(head -c 1200 callers.txt)"
 note "inline chain in the call graph: leaf_mix <- mid_mix <- hot_loop"
+
+# without stacks, the HTML report's function table counts as --symbols does:
+# leaf_mix and mid_mix are rows of their own, marked inlined, with the same samples
+tally_ok record -F 2000 -o flat.db -- "$W" 600
+report_text flat-sym.txt -i flat.db --symbols
+"$TALLY" report -i flat.db --html flat.html 2>html.err || fail "report --html failed: $(cat html.err)"
+for fn in leaf_mix mid_mix; do
+	want=$(awk -v f="$fn" '$NF == "(inlined)" && $(NF - 1) == f { print $1; exit }' flat-sym.txt)
+	[[ -n $want ]] || fail "--symbols without stacks has no inlined $fn row: $(cat flat-sym.txt)"
+	grep -Eq "<td class=\"fn inlined\"[^>]*>$fn</td><td class=\"img\">inline_chain</td><td class=\"n self\"[^>]*>$want<" flat.html ||
+		fail "the HTML table has no inlined $fn row with --symbols' $want samples: $(grep -o "<tr><td class=\"fn[^\n]*$fn[^\n]*</tr>" flat.html | head -3)"
+done
+note "HTML without stacks: inlined rows as in --symbols"
