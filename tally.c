@@ -1,6 +1,7 @@
 /* tally: command table and dispatch (like git.c and perf.c). */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,15 @@ int tally_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	tally_error("%s (see 'tally %s --help')", msg, cmd);
 	return 2;
+}
+
+int tally_getopt_error(const char *cmd, const char *shortopts, char **argv)
+{
+	if (optopt && optopt < 256) {
+		const char *c = strchr(shortopts + (shortopts[0] == '+'), optopt);
+		return tally_usage_error(cmd, "option '-%c' %s", optopt, c && c[1] == ':' ? "needs a value" : "is unknown");
+	}
+	return tally_usage_error(cmd, "unknown option or missing value '%s'", argv[optind - 1]);
 }
 
 int main(int argc, char **argv)

@@ -275,7 +275,8 @@ int cmd_annotate(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "i:h", annotate_opts, NULL)) != -1) {
+	static const char shortopts[] = "i:h";
+	while ((opt = getopt_long(argc, argv, shortopts, annotate_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i': input = optarg; break;
 		case OPT_ASM: want_asm = true; break;
@@ -296,9 +297,7 @@ int cmd_annotate(int argc, char **argv)
 		default:
 			free(srcdirs);
 			free(imgpath);
-			if (optopt && optopt < 256)
-				return tally_usage_error("annotate", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
-			return tally_usage_error("annotate", "unknown option or missing value '%s'", argv[optind - 1]);
+			return tally_getopt_error("annotate", shortopts, argv);
 		}
 	}
 	if (optind >= argc || argc - optind > 1) {

@@ -21,5 +21,8 @@ int cmd_ctl(int argc, char **argv);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* After getopt_long returned '?': the usage error for the option it refused
+ * (an unknown one, or one missing its value, told apart by shortopts), 2. */
+int tally_getopt_error(const char *cmd, const char *shortopts, char **argv);
 
 #endif

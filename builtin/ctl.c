@@ -50,7 +50,8 @@ int cmd_ctl(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+d:h", ctl_opts, NULL)) != -1) {
+	static const char shortopts[] = "+d:h";
+	while ((opt = getopt_long(argc, argv, shortopts, ctl_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': db = optarg; break;
 		case OPT_SOCKET: sock = optarg; break;
@@ -60,9 +61,7 @@ int cmd_ctl(int argc, char **argv)
 			break;
 		case 'h': fputs(ctl_usage, stdout); return 0;
 		default:
-			if (optopt && optopt < 256)
-				return tally_usage_error("ctl", "option '-%c' %s", optopt, optopt == 'd' ? "needs a value" : "is unknown");
-			return tally_usage_error("ctl", "unknown option or missing value '%s'", argv[optind - 1]);
+			return tally_getopt_error("ctl", shortopts, argv);
 		}
 	}
 	char **words = argv + optind;

@@ -1249,7 +1249,8 @@ int cmd_daemon(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+d:vh" TALLY_SAMPLING_SHORTOPTS, daemon_opts, NULL)) != -1) {
+	static const char shortopts[] = "+d:vh" TALLY_SAMPLING_SHORTOPTS;
+	while ((opt = getopt_long(argc, argv, shortopts, daemon_opts, NULL)) != -1) {
 		int r = tally_sampling_opt(&d->smp, opt, optarg);
 		if (r < 0) {
 			ret = tally_usage_error("daemon", "%s", tally_errmsg());
@@ -1295,11 +1296,7 @@ int cmd_daemon(int argc, char **argv)
 			ret = 0;
 			goto out;
 		default:
-			if (optopt && optopt < 256)
-				ret = tally_usage_error("daemon", "option '-%c' %s", optopt,
-							strchr("d" TALLY_SAMPLING_SHORTARGS, optopt) ? "needs a value" : "is unknown");
-			else
-				ret = tally_usage_error("daemon", "unknown option or missing value '%s'", argv[optind - 1]);
+			ret = tally_getopt_error("daemon", shortopts, argv);
 			goto out;
 		}
 		if (dur && tally_parse_duration(optarg, what, dur)) {

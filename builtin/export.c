@@ -130,7 +130,8 @@ int cmd_export(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	struct tally_db_select epochs = { 0 };
-	while ((opt = getopt_long(argc, argv, "i:o:h", export_opts, NULL)) != -1) {
+	static const char shortopts[] = "i:o:h";
+	while ((opt = getopt_long(argc, argv, shortopts, export_opts, NULL)) != -1) {
 		int es = tally_db_select_opt(&epochs, opt, optarg);
 		if (es < 0) {
 			free(image_path);
@@ -164,10 +165,7 @@ int cmd_export(int argc, char **argv)
 			free(image_path);
 			if (sr < 0)
 				return tally_usage_error("export", "%s", tally_errmsg());
-			if (optopt && optopt < 256)
-				return tally_usage_error("export", "option '-%c' %s", optopt,
-							 strchr("io", optopt) ? "needs a value" : "is unknown");
-			return tally_usage_error("export", "unknown option or missing value '%s'", argv[optind - 1]);
+			return tally_getopt_error("export", shortopts, argv);
 		}
 	}
 	if (optind < argc) {

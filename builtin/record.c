@@ -128,7 +128,8 @@ int cmd_record(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+o:ap:vh" TALLY_SAMPLING_SHORTOPTS, record_opts, NULL)) != -1) {
+	static const char shortopts[] = "+o:ap:vh" TALLY_SAMPLING_SHORTOPTS;
+	while ((opt = getopt_long(argc, argv, shortopts, record_opts, NULL)) != -1) {
 		int r = tally_sampling_opt(&smp, opt, optarg);
 		if (r < 0) {
 			ret = tally_usage_error("record", "%s", tally_errmsg());
@@ -154,11 +155,7 @@ int cmd_record(int argc, char **argv)
 			goto out_early;
 		case '?':
 		default:
-			if (optopt && optopt < 256)
-				ret = tally_usage_error("record", "option '-%c' %s", optopt,
-							strchr("op" TALLY_SAMPLING_SHORTARGS, optopt) ? "needs a value" : "is unknown");
-			else
-				ret = tally_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+			ret = tally_getopt_error("record", shortopts, argv);
 			goto out_early;
 		}
 	}

@@ -776,7 +776,8 @@ int cmd_report(int argc, char **argv)
 	opterr = 0;
 	int opt;
 	struct tally_db_select sel = { 0 };
-	while ((opt = getopt_long(argc, argv, "i:flh", report_opts, NULL)) != -1) {
+	static const char shortopts[] = "i:flh";
+	while ((opt = getopt_long(argc, argv, shortopts, report_opts, NULL)) != -1) {
 		int es = tally_db_select_opt(&sel, opt, optarg);
 		if (es < 0) {
 			free(o.image_path);
@@ -833,9 +834,7 @@ int cmd_report(int argc, char **argv)
 				return tally_usage_error("report", "%s", tally_errmsg());
 			if (sr > 0)
 				break;
-			if (optopt && optopt < 256)
-				return tally_usage_error("report", "option '-%c' %s", optopt, optopt == 'i' ? "needs a value" : "is unknown");
-			return tally_usage_error("report", "unknown option or missing value '%s'", argv[optind - 1]);
+			return tally_getopt_error("report", shortopts, argv);
 		}
 	}
 	if (o.explain && optind < argc)

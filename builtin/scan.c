@@ -46,16 +46,15 @@ int cmd_scan(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "o:qvh", scan_opts, NULL)) != -1) {
+	static const char shortopts[] = "o:qvh";
+	while ((opt = getopt_long(argc, argv, shortopts, scan_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': output = optarg; break;
 		case 'q': quiet = true; break;
 		case 'v': tally_verbose = 1; break;
 		case 'h': fputs(scan_usage, stdout); return 0;
 		default:
-			if (optopt && optopt < 256)
-				return tally_usage_error("scan", "option '-%c' %s", optopt, optopt == 'o' ? "needs a value" : "is unknown");
-			return tally_usage_error("scan", "unknown option or missing value '%s'", argv[optind - 1]);
+			return tally_getopt_error("scan", shortopts, argv);
 		}
 	}
 	const char **dirs = NULL;

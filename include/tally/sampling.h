@@ -34,8 +34,6 @@ enum {
 	{ "build-id-mmap", no_argument, NULL, TALLY_OPT_BUILDID_MMAP }
 /* Their short forms, for the getopt string. */
 #define TALLY_SAMPLING_SHORTOPTS "F:c:e:C:g"
-/* The short options that take a value (for "needs a value" messages). */
-#define TALLY_SAMPLING_SHORTARGS "FceC"
 
 /* The help text of these options. */
 #define TALLY_SAMPLING_USAGE                                                                        \

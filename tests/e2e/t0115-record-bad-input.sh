@@ -44,3 +44,12 @@ bad "^tally: .*--percent-limit.*101" report -i good --percent-limit 101
 bad "^tally: .*give one of" report -i good --symbols --children
 bad "^tally: .*unexpected argument 'extra'" report -i good extra
 bad "^tally: .*events.*unexpected argument|^tally: .*unexpected argument" events extra
+
+# every command names a refused option the same way (tally_getopt_error)
+for cmd in record report annotate export scan daemon ctl; do
+	expect_fail_with "^tally: option '-Z' is unknown \(see 'tally $cmd --help'\)$" "$TALLY" $cmd -Z
+	expect_fail_with "^tally: unknown option or missing value '--no-such-option' \(see 'tally $cmd --help'\)$" "$TALLY" $cmd --no-such-option
+done
+for cv in record:o report:i annotate:i export:o scan:o daemon:d ctl:d; do
+	expect_fail_with "^tally: option '-${cv#*:}' needs a value \(see 'tally ${cv%:*} --help'\)$" "$TALLY" "${cv%:*}" "-${cv#*:}"
+done
