@@ -455,20 +455,25 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 		return 0;
 	if (r)
 		return r;
-	size_t cap = 0;
+	size_t cap = 0, ln = 0;
 	char *cur = sb->buf, *line;
 	while ((line = next_line(&cur))) {
+		ln++;
 		if (!*line || line[0] == '#')
 			continue;
 		char *t1 = strchr(line, '\t');
 		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-		if (!t2)
-			continue;
+		char *end;
+		long pid = strtol(line, &end, 10);
+		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
+		if (!t2 || end != t1 || end == line || pid <= 0 || pid > 0x7fffffff || strchr(t2 + 1, '\t'))
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'PID<tab>COMM<tab>EXE' (%s)", path->buf, ln,
+					    DAMAGED);
 		*t1 = *t2 = '\0';
 		tally_unescape(t1 + 1);
 		tally_unescape(t2 + 1);
 		GROW(db->tasks, cap, db->ntasks + 1);
-		db->tasks[db->ntasks++] = (struct tally_db_task){ atoi(line), xstrdup(t1 + 1), xstrdup(t2 + 1) };
+		db->tasks[db->ntasks++] = (struct tally_db_task){ (int)pid, xstrdup(t1 + 1), xstrdup(t2 + 1) };
 	}
 	return 0;
 }

@@ -62,3 +62,13 @@ sed -i 's/^format-version:.*/format-version: 999/' v999.db/session
 expect_fail_with "999" "$TALLY" report -i v999.db
 
 expect_fail_with "^tally: .*abc" "$TALLY" report -i good --top abc
+
+# a damaged task list (it names the processes) is refused with its file and line
+cp -a good tasks.db
+[ -s tasks.db/tasks ] || fail "good/tasks is empty: nothing to damage"
+printf 'x12\tcomm\t/bin/exe\n' >>tasks.db/tasks
+n=$(wc -l <tasks.db/tasks)
+expect_fail_with "^tally: 'tasks\.db/tasks' line $n: expected 'PID<tab>COMM<tab>EXE'" "$TALLY" report -i tasks.db
+cp good/tasks tasks.db/tasks
+printf '12\tno-exe-field\n' >>tasks.db/tasks
+expect_fail_with "^tally: 'tasks\.db/tasks' line $n: expected" "$TALLY" report -i tasks.db
