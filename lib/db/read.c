@@ -224,6 +224,18 @@ static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 	return 0;
 }
 
+/* A process id field: 0 (no process) to INT_MAX, the whole string. */
+static bool parse_pid(const char *s, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < 0 || v > 0x7fffffff)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
 static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, "images", path, false);
@@ -251,7 +263,8 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		f[nf++] = p;
 		char *end;
 		unsigned long idx = nf == 7 ? strtoul(f[0], &end, 10) : 0;
-		if (nf != 7 || *end || idx != db->nimages)
+		int pid = 0;
+		if (nf != 7 || *end || idx != db->nimages || !parse_pid(f[4], &pid))
 			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'index kind id id-kind pid name path' in order (%s)",
 					    path->buf, ln, DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
@@ -260,7 +273,7 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		im->kind = xstrdup(f[1]);
 		im->id = xstrdup(f[2]);
 		im->id_kind = xstrdup(f[3]);
-		im->pid = atoi(f[4]);
+		im->pid = pid;
 		tally_unescape(f[5]);
 		tally_unescape(f[6]);
 		im->name = xstrdup(f[5]);
@@ -302,7 +315,11 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", path->buf, DAMAGED);
 		goto out;
 	}
-	int pid = pidv ? atoi(pidv) : 0;
+	int pid = 0;
+	if (pidv && !parse_pid(pidv, &pid)) {
+		r = tally_seterr(-EINVAL, "'%s': header 'pid' is not a process id: '%s' (%s)", path->buf, pidv, DAMAGED);
+		goto out;
+	}
 	uint64_t *want = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *got = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));

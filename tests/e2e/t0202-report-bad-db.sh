@@ -72,3 +72,14 @@ expect_fail_with "^tally: 'tasks\.db/tasks' line $n: expected 'PID<tab>COMM<tab>
 cp good/tasks tasks.db/tasks
 printf '12\tno-exe-field\n' >>tasks.db/tasks
 expect_fail_with "^tally: 'tasks\.db/tasks' line $n: expected" "$TALLY" report -i tasks.db
+
+# a process id that is not one, in images or in a .prof header, is refused (it was read as 0)
+cp -a good ipid.db
+awk -F'\t' 'BEGIN { OFS = "\t" } $1 == "1" { $5 = "12x" } { print }' good/images >ipid.db/images
+grep -qP '^1\t[^\t]*\t[^\t]*\t[^\t]*\t12x\t' ipid.db/images || fail "could not damage image 1's pid: $(head -3 good/images)"
+ln=$(grep -n -P '^1\t' ipid.db/images | cut -d: -f1)
+expect_fail_with "^tally: 'ipid\.db/images' line $ln: expected 'index kind id id-kind pid name path'" "$TALLY" report -i ipid.db
+cp -a good ppid.db
+sed -i 's/^pid:.*/pid: -5/;t;s/^index: \(.*\)/index: \1\npid: -5/' "ppid.db/$victim"
+grep -q '^pid: -5$' "ppid.db/$victim" || fail "could not set a bad pid header in $victim"
+expect_fail_with "header 'pid' is not a process id: '-5'" "$TALLY" report -i ppid.db
