@@ -202,11 +202,18 @@ static uint64_t dir_bytes(const char *path)
 	return sum;
 }
 
+/* A directory's disk usage as du counts it: its own blocks and its contents'. */
+static uint64_t tree_bytes(const char *path)
+{
+	struct stat st;
+	return (lstat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0) + dir_bytes(path);
+}
+
 /* What --max-db-size counts: the database directory without its log (which its
  * rotation bounds, and which must go on when writing has stopped). */
 static uint64_t db_bytes(const struct daemon *d)
 {
-	uint64_t sum = dir_bytes(d->db);
+	uint64_t sum = tree_bytes(d->db);
 	const char *logs[] = { "daemon.log", "daemon.log.1" };
 	for (size_t i = 0; i < ARRAY_SIZE(logs); i++) {
 		struct strbuf p = STRBUF_INIT;
@@ -335,7 +342,7 @@ struct room_check {
 static int check_room(void *ctx, const char *staging)
 {
 	struct room_check *rc = ctx;
-	return room_for(rc->d, rc->what, dir_bytes(staging), rc->old, true);
+	return room_for(rc->d, rc->what, tree_bytes(staging), rc->old, true);
 }
 
 /* Merges delta (delta_bytes on disk) into the database directory at path
@@ -366,7 +373,7 @@ static int merge_into(struct daemon *d, const char *path, const char *what, cons
 	tally_db_builder_finish(b, &merged);
 	/* the merge is at most the old files plus the new ones: enough to see whether it
 	 * can be written at all; what it takes is checked before it is published */
-	uint64_t old_bytes = have ? dir_bytes(path) : 0;
+	uint64_t old_bytes = have ? tree_bytes(path) : 0;
 	struct room_check rc = { d, what, old_bytes };
 	r = room_for(d, what, old_bytes + delta_bytes, old_bytes, false);
 	if (!r)
