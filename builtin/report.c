@@ -31,7 +31,7 @@ static const char report_usage[] =
 	"                           its functions and lines are or are not named\n"
 	TALLY_SELECT_USAGE
 	"      --top N              at most N rows per table\n"
-	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
+	"      --image-path DIR     look for images and modules' .ko files under DIR too (repeatable)\n"
 	"      --debug-dir DIR      look for debug files under DIR first (repeatable; DIR/.build-id/..)\n"
 	"      --mapfile FILE       find images and debug files by signature ('tally scan -o FILE')\n"
 	"      --vmlinux FILE       the kernel image, for kernel source lines (build-id checked)\n"
@@ -261,7 +261,9 @@ static void print_header(const struct tally_db *db, int ev, struct strbuf *out)
 	const char *rnd = tally_meta_get(&db->session, "randomized");
 	const char *dur = tally_meta_get(&db->session, "duration");
 	const char *start = tally_meta_get(&db->session, "start-time");
-	strbuf_addf(out, "# %s: %s", db->path, target ? target : tally_meta_get(&db->session, "target"));
+	if (!target)
+		target = tally_meta_get(&db->session, "target");
+	strbuf_addf(out, "# %s: %s", db->path, target ? target : "(what ran was not recorded)");
 	if (start)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
@@ -906,16 +908,11 @@ int cmd_report(int argc, char **argv)
 	if (!o.plimit_set)
 		o.plimit = (o.tree || o.callers || o.callees) ? 0.5 : 0;
 	tally_warn_jit(&db);
-	struct strbuf modules = STRBUF_INIT;
-	const char *rel = tally_meta_get(&db.session, "kernel-release");
-	if (rel)
-		strbuf_addf(&modules, "/lib/modules/%s", rel);
 	struct tally_resolver_opts ro = {
 		.image_path = o.image_path,
 		.debug_dirs = o.debug_dirs,
 		.map = have_map ? &map : NULL,
 		.vmlinux = o.vmlinux,
-		.modules_dir = rel ? modules.buf : NULL,
 		.debuginfod = o.debuginfod,
 		.debuginfod_timeout = o.dfd_timeout,
 		.no_inline = o.no_inline,
@@ -931,7 +928,6 @@ int cmd_report(int argc, char **argv)
 			ret = 1;
 		}
 		warn_images(&db, res);
-		strbuf_release(&modules);
 		tally_resolver_free(res);
 		goto out;
 	}
@@ -986,7 +982,6 @@ int cmd_report(int argc, char **argv)
 		ret = 1;
 	}
 	strbuf_release(&out);
-	strbuf_release(&modules);
 	tally_resolver_free(res);
 out:
 	tally_db_release(&db);

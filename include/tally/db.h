@@ -74,6 +74,13 @@ struct tally_db_task {
 	char *comm, *exe;
 };
 
+/* A kernel module loaded while recording (the 'modules' file). */
+struct tally_db_module {
+	char *name;
+	uint64_t size, addr;
+	char *build_id; /* hex, or NULL when it was not known */
+};
+
 struct tally_db {
 	char *path;
 	struct tally_meta session;
@@ -107,6 +114,8 @@ struct tally_db {
 	size_t ntasks;
 
 	char *modules;  /* the 'modules' file, or NULL */
+	struct tally_db_module *mods; /* ... read */
+	size_t nmods;
 	char *tmpdir;   /* a bundle's files, unpacked for this reader (removed on release) */
 	size_t nepochs; /* a daemon database: how many epochs were merged (0: not one) */
 };
@@ -167,6 +176,8 @@ void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src);
 /* The database built (out is overwritten); frees b. */
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
+/* Parses the 'modules' file's text into db->mods; what names it in errors. */
+int tally_db_parse_modules(struct tally_db *db, const char *text, const char *what);
 
 /* The database an aggregate makes, in memory: images identified, self counts per
  * (image, pid, offset), stacks, the kernel symbols the samples need (through kc

@@ -50,5 +50,9 @@ size_t tally_kallsyms_bytes(const struct tally_kallsyms *t);
 const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr);
 /* The running kernel's build-id from /sys/kernel/notes (hex), or "" when unknown. */
 void tally_kernel_build_id(char *buf, size_t n);
+/* The GNU build-id (hex) in a file of raw ELF notes, as the kernel gives them in
+ * /sys/kernel/notes and /sys/module/NAME/notes/.note.gnu.build-id; "" when the
+ * file is missing, damaged or has none (or buf, n bytes, is too small). */
+void tally_notes_build_id(const char *path, char *buf, size_t n);
 
 #endif

@@ -524,12 +524,49 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The 'modules' file's lines, 'name size address [build-id]' (the build-id since
+ * tally 0.1: '-' when unknown), into db->mods. */
+int tally_db_parse_modules(struct tally_db *db, const char *text, const char *what)
+{
+	size_t ln = 0, cap = 0;
+	struct strbuf copy = STRBUF_INIT;
+	strbuf_addstr(&copy, text);
+	char *cur = copy.buf, *line;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char name[128], addr[32], id[160], extra[2];
+		unsigned long long size;
+		char *end;
+		int n = sscanf(line, "%127s %llu %31s %159s %1s", name, &size, addr, id, extra);
+		bool ok = n == 3 || n == 4;
+		errno = 0;
+		uint64_t a = ok ? strtoull(addr, &end, 16) : 0;
+		ok = ok && !errno && *end == '\0' && end != addr;
+		for (const char *c = n == 4 && strcmp(id, "-") ? id : ""; ok && *c; c++)
+			ok = strchr("0123456789abcdef", *c) != NULL;
+		if (!ok) {
+			strbuf_release(&copy);
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)", what,
+					    ln, DAMAGED);
+		}
+		GROW(db->mods, cap, db->nmods + 1);
+		db->mods[db->nmods++] = (struct tally_db_module){ xstrdup(name), size, a,
+								  n == 4 && strcmp(id, "-") ? xstrdup(id) : NULL };
+	}
+	strbuf_release(&copy);
+	return 0;
+}
+
 static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, "modules", path, true);
 	if (r == 1)
 		return 0;
 	if (r)
+		return r;
+	if ((r = tally_db_parse_modules(db, sb->buf, path->buf)))
 		return r;
 	db->modules = strbuf_detach(sb);
 	return 0;
@@ -632,6 +669,11 @@ void tally_db_release(struct tally_db *db)
 	}
 	free(db->tasks);
 	free(db->modules);
+	for (size_t i = 0; i < db->nmods; i++) {
+		free(db->mods[i].name);
+		free(db->mods[i].build_id);
+	}
+	free(db->mods);
 	if (db->tmpdir)
 		tally_remove_tree(db->tmpdir);
 	free(db->tmpdir);

@@ -282,19 +282,26 @@ static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *k
 	return 0;
 }
 
+/* The loaded modules, each with its build-id from sysfs (so a report can tell
+ * its .ko from another build of the same module). */
 static char *read_modules(void)
 {
-	struct strbuf mods = STRBUF_INIT, out = STRBUF_INIT;
-	strbuf_addstr(&out, "# name size address\n");
+	struct strbuf mods = STRBUF_INIT, out = STRBUF_INIT, notes = STRBUF_INIT;
+	strbuf_addstr(&out, "# name size address build-id\n");
 	if (strbuf_read_file(&mods, "/proc/modules", 0) == 0) {
 		char *save = NULL;
 		for (char *l = strtok_r(mods.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			char name[128], addr[32];
+			char name[128], addr[32], id[160];
 			unsigned long size;
-			if (sscanf(l, "%127s %lu %*s %*s %*s %31s", name, &size, addr) == 3)
-				strbuf_addf(&out, "%s %lu %s\n", name, size, addr);
+			if (sscanf(l, "%127s %lu %*s %*s %*s %31s", name, &size, addr) != 3)
+				continue;
+			strbuf_reset(&notes);
+			strbuf_addf(&notes, "/sys/module/%s/notes/.note.gnu.build-id", name);
+			tally_notes_build_id(notes.buf, id, sizeof(id));
+			strbuf_addf(&out, "%s %lu %s %s\n", name, size, addr, id[0] ? id : "-");
 		}
 	}
+	strbuf_release(&notes);
 	strbuf_release(&mods);
 	return strbuf_detach(&out);
 }

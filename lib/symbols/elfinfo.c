@@ -277,8 +277,13 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 
 void tally_kernel_build_id(char *buf, size_t n)
 {
+	tally_notes_build_id("/sys/kernel/notes", buf, n);
+}
+
+void tally_notes_build_id(const char *path, char *buf, size_t n)
+{
 	buf[0] = '\0';
-	FILE *f = fopen("/sys/kernel/notes", "re");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
 	unsigned char d[4096];

@@ -19,10 +19,12 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 struct phdr {
 	uint64_t off, filesz, vaddr;
@@ -64,6 +66,30 @@ struct imgsyms {
 	char *dwarf_err;
 	uint32_t image;
 	struct tally_resolver *r;
+	const struct tally_db_image *di; /* a kernel module's own identity; NULL: r->db->images[image] */
+	/* the kernel: its modules, and where each kernel.syms symbol of a module is in its .ko */
+	struct kmod *kmods;
+	size_t nkmods;
+	uint32_t *ksym_kmod;  /* per symbol: index into kmods, or UINT32_MAX */
+	uint64_t *ksym_delta; /* recorded address - the .ko's address (libdwfl's layout) */
+	bool *ksym_placed;
+};
+
+/* A kernel module with samples: its .ko, found under --image-path or
+ * /lib/modules/RELEASE, verified and placed by the recorded symbols. */
+struct kmod {
+	char *name;               /* as kernel.syms names it */
+	struct tally_db_image img; /* what the debug search needs: the .ko's path, the recorded build-id */
+	struct imgsyms sub;        /* the .ko's Dwfl and DWARF; its log is the module's for --explain */
+	void *mem;                 /* a .ko.zst, decompressed: libdwfl reads it in place */
+	int state;                 /* 0 not looked for, 1 placed, -1 not usable */
+	size_t nplaced, nsyms;
+};
+
+/* A .ko file under one of the directories searched for modules. */
+struct kofile {
+	char *norm; /* the module's name as the kernel writes it ('-' as '_'), no extension */
+	char *path;
 };
 
 struct fcache {
@@ -89,6 +115,11 @@ struct tally_resolver {
 	char **paths;
 	size_t npaths, apaths;
 	struct tally_hidx path_idx;
+	/* .ko files under --image-path, /lib/modules/RELEASE and its debug tree */
+	struct kofile *ko;
+	size_t nko;
+	bool ko_walked;
+	char *modules_dir;
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
 	void *dfd_lib;
@@ -116,6 +147,7 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, const struct tally_resolver_opts *o)
 {
 	struct tally_resolver *r = xcalloc(1, sizeof(*r));
+	elf_version(EV_CURRENT);
 	r->db = db;
 	if (o)
 		r->o = *o;
@@ -132,35 +164,63 @@ int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, c
 	r->cb.find_debuginfo = find_debuginfo_cb;
 	r->cb.section_address = dwfl_offline_section_address;
 	r->cb.debuginfo_path = &r->debuginfo_path;
+	const char *rel = tally_meta_get(&db->session, "kernel-release");
+	if (r->o.modules_dir)
+		r->modules_dir = xstrdup(r->o.modules_dir);
+	else if (rel && *rel && !strchr(rel, '/')) {
+		struct strbuf md = STRBUF_INIT;
+		strbuf_addf(&md, "/lib/modules/%s", rel);
+		r->modules_dir = strbuf_detach(&md);
+	}
 	*out = r;
 	return 0;
+}
+
+static void imgsyms_release(struct imgsyms *s)
+{
+	free(s->note);
+	free(s->syms);
+	free(s->names);
+	free(s->ph);
+	for (size_t k = 0; k < s->nsecs; k++)
+		free(s->secs[k].label);
+	free(s->secs);
+	for (size_t k = 0; k < s->nowned; k++)
+		free(s->owned[k]);
+	free(s->owned);
+	strbuf_release(&s->log);
+	free(s->file);
+	free(s->debug_file);
+	free(s->dwarf_err);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	tally_jitdump_release(s->jd);
+	free(s->jd);
+	for (size_t k = 0; k < s->nkmods; k++) {
+		struct kmod *km = &s->kmods[k];
+		imgsyms_release(&km->sub);
+		free(km->mem);
+		free(km->name);
+		free(km->img.path);
+	}
+	free(s->kmods);
+	free(s->ksym_kmod);
+	free(s->ksym_delta);
+	free(s->ksym_placed);
 }
 
 void tally_resolver_free(struct tally_resolver *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->db->nimages; i++) {
-		struct imgsyms *s = &r->im[i];
-		free(s->note);
-		free(s->syms);
-		free(s->names);
-		free(s->ph);
-		for (size_t k = 0; k < s->nsecs; k++)
-			free(s->secs[k].label);
-		free(s->secs);
-		for (size_t k = 0; k < s->nowned; k++)
-			free(s->owned[k]);
-		free(s->owned);
-		strbuf_release(&s->log);
-		free(s->file);
-		free(s->debug_file);
-		free(s->dwarf_err);
-		if (s->dwfl)
-			dwfl_end(s->dwfl);
-		tally_jitdump_release(s->jd);
-		free(s->jd);
+	for (size_t i = 0; i < r->db->nimages; i++)
+		imgsyms_release(&r->im[i]);
+	for (size_t i = 0; i < r->nko; i++) {
+		free(r->ko[i].norm);
+		free(r->ko[i].path);
 	}
+	free(r->ko);
+	free(r->modules_dir);
 	free(r->fc);
 	free(r->frames);
 	tally_hidx_release(&r->fc_idx);
@@ -674,7 +734,7 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 	struct imgsyms *s = *userdata;
 	if (!s)
 		return -1;
-	const struct tally_db_image *di = &s->r->db->images[s->image];
+	const struct tally_db_image *di = s->di ? s->di : &s->r->db->images[s->image];
 	if (!strcmp(di->kind, "kernel"))
 		return -1; /* vmlinux is given whole */
 	char *p = NULL;
@@ -742,8 +802,8 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 }
 
 /* Reports path to a fresh Dwfl as the image's module; NULL with a note on failure. */
-static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
-				  const char *path)
+static Dwfl_Module *report_module_mem(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+				      const char *path, void *mem, size_t len)
 {
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
@@ -753,7 +813,8 @@ static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, c
 		return NULL;
 	}
 	dwfl_report_begin(s->dwfl);
-	Dwfl_Module *mod = dwfl_report_offline(s->dwfl, di->name, path, -1);
+	Dwfl_Module *mod = mem ? dwfl_report_offline_memory(s->dwfl, di->name, path, mem, len)
+			       : dwfl_report_offline(s->dwfl, di->name, path, -1);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (!mod) {
 		logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
@@ -767,6 +828,12 @@ static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, c
 	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 	*ud = s;
 	return mod;
+}
+
+static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+				  const char *path)
+{
+	return report_module_mem(r, s, di, path, NULL, 0);
 }
 
 static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
@@ -1061,6 +1128,445 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	logf_(s, "--vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
 }
 
+/* ---- kernel modules ---- */
+
+/* The module name of a .ko file name (ext4.ko.xz: ext4), '-' written '_' as the
+ * kernel does; NULL when it is not a module file. */
+static char *ko_norm(const char *file)
+{
+	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.gz", ".ko.zst", ".ko.bz2" };
+	size_t n = strlen(file);
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t e = strlen(ext[i]);
+		if (n > e && !strcmp(file + n - e, ext[i])) {
+			char *m = xstrndup(file, n - e);
+			for (char *c = m; *c; c++)
+				if (*c == '-')
+					*c = '_';
+			return m;
+		}
+	}
+	return NULL;
+}
+
+/* Every .ko under dir, depth first in name order; symlinked directories are not
+ * followed (no loops), files may be symlinks. */
+static void ko_walk(struct tally_resolver *r, const char *dir, int depth, size_t *cap)
+{
+	struct dirent **ents = NULL;
+	int n = depth > 12 ? -1 : scandir(dir, &ents, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *nm = ents[i]->d_name;
+		if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) {
+			free(ents[i]);
+			continue;
+		}
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/%s", dir, nm);
+		struct stat st;
+		char *norm;
+		if (lstat(p.buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+			ko_walk(r, p.buf, depth + 1, cap);
+		} else if ((norm = ko_norm(nm))) {
+			if (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode)) {
+				GROW(r->ko, *cap, r->nko + 1);
+				r->ko[r->nko++] = (struct kofile){ norm, strbuf_detach(&p) };
+			} else {
+				free(norm);
+			}
+		}
+		strbuf_release(&p);
+		free(ents[i]);
+	}
+	free(ents);
+}
+
+/* Where module files are looked for, in order: each --image-path (opreport's
+ * role for modules), /lib/modules/RELEASE of the recording, and its debug tree. */
+static size_t ko_roots(struct tally_resolver *r, const char **roots, char **own, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; r->o.image_path && r->o.image_path[i] && n + 2 < max; i++)
+		roots[n++] = r->o.image_path[i];
+	*own = NULL;
+	if (r->modules_dir) {
+		roots[n++] = r->modules_dir;
+		struct strbuf d = STRBUF_INIT;
+		strbuf_addf(&d, "/usr/lib/debug%s", r->modules_dir);
+		*own = strbuf_detach(&d);
+		roots[n++] = *own;
+	}
+	return n;
+}
+
+static void ko_index(struct tally_resolver *r)
+{
+	if (r->ko_walked)
+		return;
+	r->ko_walked = true;
+	const char *roots[64];
+	char *own;
+	size_t n = ko_roots(r, roots, &own, 64), cap = 0;
+	for (size_t i = 0; i < n; i++)
+		ko_walk(r, roots[i], 0, &cap);
+	free(own);
+}
+
+/* A .ko.zst into memory (libdwfl reads .xz, .gz and .bz2 itself); NULL with why. */
+static void *zstd_file(const char *path, size_t *len, struct strbuf *why)
+{
+	struct strbuf in = STRBUF_INIT;
+	if (strbuf_read_file(&in, path, 1u << 30)) {
+		strbuf_addstr(why, tally_errmsg());
+		return NULL;
+	}
+	ZSTD_DStream *z = ZSTD_createDStream();
+	size_t cap = in.len * 4 + 4096, used = 0;
+	char *out = xmalloc(cap);
+	ZSTD_inBuffer ib = { in.buf, in.len, 0 };
+	size_t rc = z ? ZSTD_initDStream(z) : 0;
+	bool bad = !z || ZSTD_isError(rc);
+	while (!bad && ib.pos < ib.size) {
+		if (cap - used < 65536) {
+			if (cap > (1u << 30)) {
+				bad = true;
+				strbuf_addstr(why, "decompresses to over 1 GiB: not a module");
+				break;
+			}
+			cap *= 2;
+			out = xrealloc(out, cap);
+		}
+		ZSTD_outBuffer ob = { out + used, cap - used, 0 };
+		rc = ZSTD_decompressStream(z, &ob, &ib);
+		used += ob.pos;
+		if (ZSTD_isError(rc)) {
+			bad = true;
+			strbuf_addf(why, "zstd: %s", ZSTD_getErrorName(rc));
+		} else if (!ob.pos && ib.pos < ib.size && rc == 0) {
+			break;
+		}
+	}
+	if (!bad && rc != 0) {
+		bad = true;
+		strbuf_addstr(why, "zstd: the file ends inside a frame (truncated)");
+	}
+	ZSTD_freeDStream(z);
+	strbuf_release(&in);
+	if (bad) {
+		if (!why->len)
+			strbuf_addstr(why, "zstd: cannot decompress");
+		free(out);
+		return NULL;
+	}
+	*len = used;
+	return out;
+}
+
+/* The release a module was built for, from its .modinfo vermagic; NULL when
+ * it has none. Allocated. */
+static char *ko_vermagic(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(nm, ".modinfo"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return NULL;
+		const char *p = d->d_buf, *end = p + d->d_size;
+		while (p < end) {
+			size_t l = strnlen(p, (size_t)(end - p));
+			if (l > 9 && !strncmp(p, "vermagic=", 9))
+				return xstrndup(p + 9, strcspn(p + 9, " "));
+			p += l + 1;
+		}
+	}
+	return NULL;
+}
+
+struct kosym {
+	const char *name;
+	uint64_t addr, size;
+	uint32_t shndx;
+	int count;
+};
+
+static bool kosym_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct kosym *k = ctx;
+	return !strcmp(k[idx].name, key);
+}
+
+/* Places the module's kernel.syms symbols in the .ko: each by its name, every
+ * symbol of a section at the same distance, no recorded symbol shorter than
+ * the .ko's. Returns how many were placed; 0 with why when the file does not
+ * fit the recording (another build). */
+static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t k, Dwfl_Module *mod,
+			 struct strbuf *why)
+{
+	const struct tally_db *db = r->db;
+	int n = dwfl_module_getsymtab(mod);
+	struct kosym *t = xcalloc(n > 0 ? (size_t)n + 1 : 1, sizeof(*t));
+	size_t nt = 0;
+	struct tally_hidx idx = { 0 };
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *selfe;
+		Dwarf_Addr sbias;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &selfe, &sbias);
+		if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || shndx == SHN_UNDEF)
+			continue;
+		uint64_t h = tally_hash_bytes(name, strlen(name), 0);
+		uint32_t j = tally_hidx_get(&idx, h, name, kosym_eq, t);
+		if (j != TALLY_HIDX_NONE) {
+			t[j].count++;
+			continue;
+		}
+		t[nt] = (struct kosym){ name, addr, sym.st_size, shndx, 1 };
+		tally_hidx_put(&idx, h, (uint32_t)nt++);
+	}
+	/* per section: the distance its first placed symbol gave */
+	uint32_t *sec = NULL;
+	uint64_t *sec_delta = NULL;
+	size_t nsec = 0, asec = 0, placed = 0, unknown = 0, ambiguous = 0;
+	bool ok = true;
+	for (size_t i = 0; i < db->nksyms && ok; i++) {
+		if (ks->ksym_kmod[i] != k)
+			continue;
+		const struct tally_ksym *y = &db->ksyms[i];
+		uint32_t j = tally_hidx_get(&idx, tally_hash_bytes(y->name, strlen(y->name), 0), y->name, kosym_eq, t);
+		if (j == TALLY_HIDX_NONE) {
+			unknown++;
+			continue;
+		}
+		if (t[j].count > 1) {
+			ambiguous++;
+			continue;
+		}
+		if (y->size && t[j].size > y->size) {
+			strbuf_addf(why, "'%s' is %" PRIu64 " bytes in it but %" PRIu64 " when recorded", y->name, t[j].size,
+				    y->size);
+			ok = false;
+			break;
+		}
+		uint64_t d = y->addr - t[j].addr;
+		size_t s;
+		for (s = 0; s < nsec && sec[s] != t[j].shndx; s++)
+			;
+		if (s == nsec) {
+			GROW(sec, asec, nsec + 1);
+			sec_delta = xrealloc(sec_delta, asec * sizeof(*sec_delta));
+			sec[nsec] = t[j].shndx;
+			sec_delta[nsec++] = d;
+		} else if (sec_delta[s] != d) {
+			strbuf_addf(why, "'%s' is not where the other recorded functions of its section put it", y->name);
+			ok = false;
+			break;
+		}
+		ks->ksym_delta[i] = d;
+		ks->ksym_placed[i] = true;
+		placed++;
+	}
+	if (ok && !placed)
+		strbuf_addf(why, "none of the %zu recorded function%s of the module is in it", unknown + ambiguous,
+			    unknown + ambiguous == 1 ? "" : "s");
+	else if (ok && (unknown || ambiguous))
+		strbuf_addf(why, "%zu recorded function%s placed (%zu not in it, %zu named twice in it)", placed,
+			    placed == 1 ? "" : "s", unknown, ambiguous);
+	else if (ok)
+		strbuf_addf(why, "all %zu recorded function%s placed", placed, placed == 1 ? "" : "s");
+	if (!ok || !placed) {
+		for (size_t i = 0; i < db->nksyms; i++)
+			if (ks->ksym_kmod[i] == k)
+				ks->ksym_placed[i] = false;
+		placed = 0;
+	}
+	free(sec);
+	free(sec_delta);
+	free(t);
+	tally_hidx_release(&idx);
+	return placed;
+}
+
+/* Finds, verifies and places module k's .ko: the first file with its name that
+ * has the recorded build-id (or, when none was recorded, the recording's
+ * kernel release and a consistent layout). Logged in the module's own log. */
+static void kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
+{
+	struct kmod *km = &ks->kmods[k];
+	struct imgsyms *s = &km->sub;
+	const struct tally_db *db = r->db;
+	km->state = -1;
+	ko_index(r);
+	const char *roots[64];
+	char *own;
+	size_t nroots = ko_roots(r, roots, &own, 64);
+	struct strbuf rs = STRBUF_INIT;
+	for (size_t i = 0; i < nroots; i++)
+		strbuf_addf(&rs, "%s'%s'%s", i ? ", " : "", roots[i], access(roots[i], F_OK) ? " (not there)" : "");
+	free(own);
+	logf_(s, "looked for %s.ko (.xz, .gz, .zst, .bz2; '-' or '_') under %s", km->name, nroots ? rs.buf : "nothing (the recording names no kernel release)");
+	strbuf_release(&rs);
+	const char *rel = tally_meta_get(&db->session, "kernel-release");
+	const char *want = km->img.id_kind[0] == 'b' ? km->img.id : NULL;
+	if (!want)
+		logf_(s, "no build-id was recorded for it: a file is used when it was built for kernel %s and its functions fit the recorded ones",
+		      rel ? rel : "(unknown)");
+	size_t tried = 0;
+	for (size_t f = 0; f < r->nko && km->state < 0; f++) {
+		if (strcmp(r->ko[f].norm, km->name))
+			continue;
+		const char *path = r->ko[f].path;
+		struct strbuf why = STRBUF_INIT;
+		tried++;
+		size_t plen = strlen(path);
+		bool zst = plen > 4 && !strcmp(path + plen - 4, ".zst");
+		bool plain = plen > 3 && !strcmp(path + plen - 3, ".ko");
+		void *mem = NULL;
+		size_t len = 0;
+		if (zst && !(mem = zstd_file(path, &len, &why))) {
+			logf_(s, "'%s': %s: not used", path, why.buf);
+			strbuf_release(&why);
+			continue;
+		}
+		if (plain && elf_damaged(path, &why)) {
+			logf_(s, "'%s': %s: not used", path, why.buf + (strncmp(why.buf, ", but ", 6) ? 0 : 6));
+			strbuf_release(&why);
+			continue;
+		}
+		free(km->img.path);
+		km->img.path = xstrdup(path);
+		s->debug_searched = false;
+		Dwfl_Module *mod = report_module_mem(r, s, &km->img, path, mem, len);
+		if (!mod) {
+			free(mem);
+			logf_(s, "'%s': not a readable module", path);
+			strbuf_release(&why);
+			continue;
+		}
+		const unsigned char *bits;
+		GElf_Addr vaddr;
+		int nb = dwfl_module_build_id(mod, &bits, &vaddr);
+		char hex[160] = "";
+		if (nb > 0 && nb < 64)
+			tally_hex(bits, (size_t)nb, hex);
+		GElf_Addr bias;
+		char *vm = ko_vermagic(dwfl_module_getelf(mod, &bias));
+		bool fits = false;
+		if (want && strcmp(hex, want)) {
+			strbuf_addf(&why, "has build-id %s, the recording has %s: another build, not used", hex[0] ? hex : "(none)",
+				    want);
+		} else if (!want && vm && rel && strcmp(vm, rel)) {
+			strbuf_addf(&why, "built for kernel %s, the recording ran %s: not used", vm, rel);
+		} else {
+			if (want)
+				strbuf_addf(&why, "build-id %s matches; ", hex);
+			else
+				strbuf_addf(&why, "built for kernel %s; ", vm ? vm : "(not said: no vermagic)");
+			struct strbuf pw = STRBUF_INIT;
+			km->nplaced = kmod_place(r, ks, k, mod, &pw);
+			fits = km->nplaced > 0;
+			strbuf_addf(&why, "%s%s", pw.buf, fits ? ": used" : ": not used");
+			strbuf_release(&pw);
+		}
+		free(vm);
+		logf_(s, "'%s': %s", path, why.buf);
+		strbuf_release(&why);
+		if (fits) {
+			km->state = 1;
+			km->mem = mem;
+			s->mod = mod;
+			s->bias = 0; /* addresses below are libdwfl's own (ET_REL: its layout) */
+			free(s->file);
+			s->file = xstrdup(path);
+		} else {
+			dwfl_end(s->dwfl);
+			s->dwfl = NULL;
+			free(mem);
+		}
+	}
+	if (!tried)
+		logf_(s, "no file named so: functions from kernel.syms, no source lines");
+	else if (km->state < 0) {
+		/* a file was there but is not the module that ran: say so in every report */
+		struct strbuf n = STRBUF_INIT;
+		strbuf_addf(&n, "%s%smodule %s: no file found fits the recording (%zu tried): its functions are named from kernel.syms, without source lines (see --explain kernel)",
+			    ks->note ? ks->note : "", ks->note ? "; " : "", km->name, tried);
+		free(ks->note);
+		ks->note = strbuf_detach(&n);
+		ks->loud = true;
+	}
+}
+
+/* The kernel's modules with samples, each kernel.syms symbol tied to its module. */
+static void kmods_init(struct tally_resolver *r, struct imgsyms *s)
+{
+	const struct tally_db *db = r->db;
+	s->ksym_kmod = xcalloc(db->nksyms + 1, sizeof(*s->ksym_kmod));
+	s->ksym_delta = xcalloc(db->nksyms + 1, sizeof(*s->ksym_delta));
+	s->ksym_placed = xcalloc(db->nksyms + 1, sizeof(*s->ksym_placed));
+	size_t cap = 0;
+	for (size_t i = 0; i < db->nksyms; i++) {
+		const char *m = db->ksyms[i].module;
+		s->ksym_kmod[i] = UINT32_MAX;
+		if (!m)
+			continue;
+		uint32_t k;
+		for (k = 0; k < s->nkmods && strcmp(s->kmods[k].name, m); k++)
+			;
+		if (k == s->nkmods) {
+			GROW(s->kmods, cap, s->nkmods + 1);
+			struct kmod *km = &s->kmods[s->nkmods++];
+			memset(km, 0, sizeof(*km));
+			km->name = xstrdup(m);
+			const struct tally_db_module *rec = NULL;
+			for (size_t j = 0; j < db->nmods && !rec; j++)
+				if (!strcmp(db->mods[j].name, m))
+					rec = &db->mods[j];
+			km->img = (struct tally_db_image){ .name = km->name, .path = xstrdup(m),
+							   .id = rec && rec->build_id ? rec->build_id : (char *)"",
+							   .id_kind = rec && rec->build_id ? (char *)"build-id" : (char *)"none",
+							   .kind = (char *)"kmod" };
+		}
+		s->ksym_kmod[i] = k;
+	}
+	/* the subs point at their own identity (stable now: kmods is not grown again) */
+	for (size_t k = 0; k < s->nkmods; k++) {
+		s->kmods[k].sub.r = r;
+		s->kmods[k].sub.image = s->image;
+		s->kmods[k].sub.di = &s->kmods[k].img;
+		s->kmods[k].sub.state = 1;
+	}
+}
+
+/* For a kernel address in a module's function: the module's .ko (loaded on
+ * first use) and the address in it; NULL when there is none to use. */
+static struct imgsyms *kmod_at(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *sym, uint64_t addr,
+			       uint64_t *koaddr, const char **modname)
+{
+	if (!sym || !s->ksym_kmod || sym < s->syms || sym >= s->syms + s->nsyms)
+		return NULL;
+	size_t i = (size_t)(sym - s->syms);
+	uint32_t k = s->ksym_kmod[i];
+	if (k == UINT32_MAX)
+		return NULL;
+	struct kmod *km = &s->kmods[k];
+	*modname = km->name;
+	if (!km->state)
+		kmod_load(r, s, k);
+	if (km->state != 1 || !s->ksym_placed[i])
+		return NULL;
+	*koaddr = addr - s->ksym_delta[i];
+	return &km->sub;
+}
+
 static void load_kernel(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	const struct tally_db *db = r->db;
@@ -1079,6 +1585,7 @@ static void load_kernel(struct tally_resolver *r, struct imgsyms *s, const struc
 		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size, s->names + offs[i], 0 };
 	s->nsyms = db->nksyms;
 	free(offs);
+	kmods_init(r, s);
 	logf_(s, "kernel.syms in the database: %zu symbols (those the samples needed, read from /proc/kallsyms while recording)",
 	      db->nksyms);
 	if (!s->nsyms) {
@@ -1288,6 +1795,21 @@ static bool path_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(r->paths[idx], key);
 }
 
+/* sb's text, kept once for the resolver's life; sb is released. */
+static const char *intern(struct tally_resolver *r, struct strbuf *sb)
+{
+	uint64_t h = tally_hash_bytes(sb->buf, strlen(sb->buf), 0);
+	uint32_t i = tally_hidx_get(&r->path_idx, h, sb->buf, path_eq, r);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(r->paths, r->apaths, r->npaths + 1);
+		r->paths[r->npaths] = strbuf_detach(sb);
+		tally_hidx_put(&r->path_idx, h, (uint32_t)r->npaths);
+		i = (uint32_t)r->npaths++;
+	}
+	strbuf_release(sb);
+	return r->paths[i];
+}
+
 /* A line table's file name as an absolute path: a relative name is joined to the
  * CU's DW_AT_comp_dir, and "." and "dir/.." are folded (as the compiler wrote
  * them, without looking at the file system). Interned: lives with the resolver. */
@@ -1329,16 +1851,18 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 		out--;
 	*out = '\0';
 	sb.len = (size_t)(out - sb.buf);
-	uint64_t h = tally_hash_bytes(sb.buf, strlen(sb.buf), 0);
-	uint32_t i = tally_hidx_get(&r->path_idx, h, sb.buf, path_eq, r);
-	if (i == TALLY_HIDX_NONE) {
-		GROW(r->paths, r->apaths, r->npaths + 1);
-		r->paths[r->npaths] = strbuf_detach(&sb);
-		tally_hidx_put(&r->path_idx, h, (uint32_t)r->npaths);
-		i = (uint32_t)r->npaths++;
-	}
-	strbuf_release(&sb);
-	return r->paths[i];
+	return intern(r, &sb);
+}
+
+/* name with the module it is in, " [mod]" as kernel.syms writes it; interned */
+static const char *in_module(struct tally_resolver *r, const char *name, const char *mod)
+{
+	if (!name || !mod)
+		return name;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s [%s]", name, mod);
+	const char *out = intern(r, &sb);
+	return out;
 }
 
 static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret)
@@ -1352,16 +1876,32 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 	const char *outer = sym ? sym->name : NULL;
 	uint64_t outer_addr = sym ? sym->addr : 0;
 	size_t first = r->nframes;
-	uint64_t addr;
+	uint64_t addr = 0;
 	Dwarf *dw = NULL;
+	/* where the DWARF is: the image's own file, or for the kernel, --vmlinux or a module's .ko */
+	struct imgsyms *d = s;
+	const char *modname = NULL;
 	/* DWARF is for inlines and lines: a --symbols --no-inline report never reads it */
 	bool want = !r->o.no_inline || r->o.lines;
-	if (want && (is_file_kind(di) ? offset_to_addr(s, off, &addr) : (addr = off - s->kdelta, s->mod != NULL)))
+	if (want && is_file_kind(di)) {
+		if (offset_to_addr(s, off, &addr))
+			dw = get_dwarf(s);
+	} else if (want && !strcmp(di->kind, "kernel")) {
+		struct imgsyms *m = kmod_at(r, s, sym, off, &addr, &modname);
+		if (m)
+			d = m;
+		else if (!modname && s->mod)
+			addr = off - s->kdelta;
+		if (d->mod && (m || !modname))
+			dw = get_dwarf(d);
+	} else if (want && s->mod) {
+		addr = off - s->kdelta;
 		dw = get_dwarf(s);
+	}
 	if (dw) {
-		Dwarf_Addr modaddr = addr + s->bias, cubias = 0;
+		Dwarf_Addr modaddr = addr + d->bias, cubias = 0;
 		dwfl_errno(); /* clear */
-		Dwarf_Die *cu = dwfl_module_addrdie(s->mod, modaddr, &cubias);
+		Dwarf_Die *cu = dwfl_module_addrdie(d->mod, modaddr, &cubias);
 		if (cu) {
 			Dwarf_Addr pc = modaddr - cubias;
 			const char *file = NULL;
@@ -1382,21 +1922,21 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 				uint64_t key = dwarf_dieoffset(&chain[i]);
 				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
 					key = dwarf_dieoffset(&origin);
-				push_frame(r, dwarf_diename(&chain[i]), file, line, true, key);
+				push_frame(r, in_module(r, dwarf_diename(&chain[i]), modname), file, line, true, key);
 				file = abs_srcpath(r, cu, call_file(cu, &chain[i], &line));
 			}
 			if (!outer && n)
-				outer = dwarf_diename(&chain[0]);
+				outer = in_module(r, dwarf_diename(&chain[0]), modname);
 			if (outer || file)
 				push_frame(r, outer, file, line, false, outer_addr);
 		} else if (sym) {
 			/* code the symbol table knows but no compile unit covers: DWARF that is
 			 * damaged, or partial (code built without -g) */
 			int e = dwfl_errno();
-			if (!s->dwarf_missing++ || (e && !strcmp(s->dwarf_err, "no compile unit covers it"))) {
-				free(s->dwarf_err);
+			if (!d->dwarf_missing++ || (e && !strcmp(d->dwarf_err, "no compile unit covers it"))) {
+				free(d->dwarf_err);
 				const char *m = e ? dwfl_errmsg(e) : NULL;
-				s->dwarf_err = xstrdup(m && !strstr(m, "out of range") ? m : "no compile unit covers it");
+				d->dwarf_err = xstrdup(m && !strstr(m, "out of range") ? m : "no compile unit covers it");
 			}
 		}
 	}
@@ -1465,7 +2005,13 @@ void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offse
 bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image)
 {
 	struct imgsyms *s = get(r, image);
-	return s && !s->mismatch && get_dwarf(s) != NULL;
+	if (!s || s->mismatch)
+		return false;
+	/* the kernel: --vmlinux, or a module's .ko that was used */
+	for (size_t k = 0; k < s->nkmods; k++)
+		if (s->kmods[k].state == 1 && get_dwarf(&s->kmods[k].sub))
+			return true;
+	return get_dwarf(s) != NULL;
 }
 
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
@@ -1530,25 +2076,27 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	if (!strcmp(di->kind, "kernel")) {
 		strbuf_addf(out, "  functions: %s\n", s->nsyms ? "named from kernel.syms" : "not named: the database has no kernel symbols");
 		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" : "none (give --vmlinux with the running kernel's image)");
-		/* modules: named by kernel.syms with the module in brackets */
-		struct strbuf mods = STRBUF_INIT;
-		size_t nm = 0;
-		for (size_t i = 0; i < r->db->nksyms; i++) {
-			const char *m = r->db->ksyms[i].module;
-			if (!m)
-				continue;
-			bool seen = false;
-			for (size_t k = 0; k < i && !seen; k++)
-				seen = r->db->ksyms[k].module && !strcmp(r->db->ksyms[k].module, m);
-			if (!seen)
-				strbuf_addf(&mods, "%s%s", nm++ ? ", " : "", m);
+		/* modules: named by kernel.syms with the module in brackets; lines from their .ko */
+		for (size_t k = 0; k < s->nkmods; k++) {
+			struct kmod *km = &s->kmods[k];
+			if (!km->state)
+				kmod_load(r, s, (uint32_t)k);
+			struct imgsyms *m = &km->sub;
+			if (m->mod)
+				get_dwarf(m);
+			strbuf_addf(out, "  module %s: recorded %s%s\n", km->name, km->img.id_kind[0] == 'b' ? "build-id " : "",
+				    km->img.id_kind[0] == 'b' ? km->img.id : "without a build-id");
+			/* the module's own log, indented under it */
+			for (const char *p = m->log.buf ? m->log.buf : ""; *p;) {
+				size_t l = strcspn(p, "\n");
+				strbuf_addf(out, "  %.*s\n", (int)l, p);
+				p += l + (p[l] == '\n');
+			}
+			strbuf_addf(out, "    %s: functions from kernel.syms; lines: %s\n", km->name,
+				    km->state == 1 && m->dw ? "from its .ko's DWARF" :
+				    km->state == 1 ? "none (its .ko has no DWARF: install the kernel's debug package or give --debug-dir)" :
+						     "none (no .ko of this build: give --image-path DIR with the module files)");
 		}
-		if (nm)
-			strbuf_addf(out, "  modules with samples: %s (named from kernel.syms; %s%s%s)\n", mods.buf,
-				    r->o.modules_dir ? r->o.modules_dir : "/lib/modules",
-				    r->o.modules_dir && access(r->o.modules_dir, F_OK) == 0 ? " is here" : " is not on this machine",
-				    ", module source lines are not looked up");
-		strbuf_release(&mods);
 		return;
 	}
 	if (s->mismatch) {

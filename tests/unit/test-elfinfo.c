@@ -405,6 +405,76 @@ static void test_elfinfo__kernel_build_id(void **state)
 	assert_string_equal(small, "");
 }
 
+/* one ELF note: namesz, descsz, type, name and desc padded to 4 */
+static size_t put_note(unsigned char *p, const char *name, uint32_t type, const unsigned char *desc, uint32_t descsz)
+{
+	uint32_t namesz = (uint32_t)strlen(name) + 1;
+	memcpy(p, &namesz, 4);
+	memcpy(p + 4, &descsz, 4);
+	memcpy(p + 8, &type, 4);
+	size_t o = 12;
+	memset(p + o, 0, (namesz + 3) & ~3u);
+	memcpy(p + o, name, namesz);
+	o += (namesz + 3) & ~3u;
+	memset(p + o, 0, (descsz + 3) & ~3u);
+	memcpy(p + o, desc, descsz);
+	return o + ((descsz + 3) & ~3u);
+}
+
+/* A module's /sys/module/NAME/notes/.note.gnu.build-id, as the kernel gives it:
+ * raw notes, the build-id found after other notes, never from a damaged one. */
+static void test_elfinfo__notes_build_id(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *path = unit_path(dir, "note");
+	unsigned char id[20], buf[256];
+	for (int i = 0; i < 20; i++)
+		id[i] = (unsigned char)(0xa0 + i);
+	char want[41];
+	tally_hex(id, sizeof(id), want);
+	char out[160];
+
+	/* a Linux note first, then the GNU build-id */
+	size_t n = put_note(buf, "Linux", 1, (const unsigned char *)"\1\2\3\4", 4);
+	n += put_note(buf + n, "GNU", NT_GNU_BUILD_ID, id, sizeof(id));
+	unit_write(path, buf, n);
+	tally_notes_build_id(path, out, sizeof(out));
+	assert_string_equal(out, want);
+
+	/* a GNU note of another type is not a build-id */
+	n = put_note(buf, "GNU", NT_GNU_ABI_TAG, id, 16);
+	unit_write(path, buf, n);
+	tally_notes_build_id(path, out, sizeof(out));
+	assert_string_equal(out, "");
+
+	/* cut inside the id: nothing rather than half an id */
+	n = put_note(buf, "GNU", NT_GNU_BUILD_ID, id, sizeof(id));
+	unit_write(path, buf, n - 8);
+	tally_notes_build_id(path, out, sizeof(out));
+	assert_string_equal(out, "");
+
+	/* a descsz that runs past the file */
+	uint32_t huge = 0xfffffff0u;
+	memcpy(buf + 4, &huge, 4);
+	unit_write(path, buf, n);
+	tally_notes_build_id(path, out, sizeof(out));
+	assert_string_equal(out, "");
+
+	/* missing file, and a buffer too small */
+	n = put_note(buf, "GNU", NT_GNU_BUILD_ID, id, sizeof(id));
+	unit_write(path, buf, n);
+	char small[20];
+	tally_notes_build_id(path, small, sizeof(small));
+	assert_string_equal(small, "");
+	unlink(path);
+	tally_notes_build_id(path, out, sizeof(out));
+	assert_string_equal(out, "");
+	rmdir(dir);
+	free(path);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_elfinfo__kallsyms_hidden),
 		cmocka_unit_test(test_elfinfo__kallsyms_missing),
 		cmocka_unit_test(test_elfinfo__kallsyms_real),
+		cmocka_unit_test(test_elfinfo__notes_build_id),
 		cmocka_unit_test(test_elfinfo__ksym_find),
 		cmocka_unit_test(test_elfinfo__kernel_build_id),
 	};
