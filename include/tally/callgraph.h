@@ -39,6 +39,13 @@ struct tally_cg_node {
 	size_t nkids, akids;
 };
 
+struct tally_cg_frame {
+	uint32_t image;
+	bool leaf;
+	uint64_t offset;
+	uint32_t first, n; /* into fc_funcs */
+};
+
 struct tally_cg {
 	struct tally_cg_func *funcs;
 	size_t nfuncs, afuncs;
@@ -52,6 +59,12 @@ struct tally_cg {
 	uint64_t rooted; /* samples whose stack reached a root */
 	uint64_t truncated; /* samples whose stack ended at the recording depth limit */
 	struct tally_hidx func_idx, arc_idx;
+	/* the functions of each distinct (image, offset, leaf) frame, interned once */
+	struct tally_cg_frame *fcache;
+	size_t nfcache, afcache;
+	uint32_t *fc_funcs;
+	size_t nfc_funcs, afc_funcs;
+	struct tally_hidx fc_idx;
 };
 
 /* Builds the model for one event; keep(db, pid) selects stacks by process (NULL: all). */

@@ -85,6 +85,37 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
 	return k;
 }
 
+static bool fcache_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_cg *cg = ctx;
+	const struct tally_cg_frame *a = &cg->fcache[idx], *b = key;
+	return a->offset == b->offset && a->image == b->image && a->leaf == b->leaf;
+}
+
+/* intern_frame, once per distinct frame: a stack's frames repeat across stacks */
+static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
+			  const uint32_t **out)
+{
+	struct tally_cg_frame k = { fr->image, leaf, fr->offset, 0, 0 };
+	uint64_t h = tally_hash_u64(fr->offset ^ ((uint64_t)fr->image << 40) ^ ((uint64_t)leaf << 63));
+	uint32_t i = tally_hidx_get(&cg->fc_idx, h, &k, fcache_eq, cg);
+	if (i == TALLY_HIDX_NONE) {
+		uint32_t fns[32];
+		size_t n = intern_frame(cg, res, fr, leaf, fns, ARRAY_SIZE(fns));
+		GROW(cg->fc_funcs, cg->afc_funcs, cg->nfc_funcs + n);
+		memcpy(cg->fc_funcs + cg->nfc_funcs, fns, n * sizeof(*fns));
+		k.first = (uint32_t)cg->nfc_funcs;
+		k.n = (uint32_t)n;
+		cg->nfc_funcs += n;
+		GROW(cg->fcache, cg->afcache, cg->nfcache + 1);
+		cg->fcache[cg->nfcache] = k;
+		tally_hidx_put(&cg->fc_idx, h, (uint32_t)cg->nfcache);
+		i = (uint32_t)cg->nfcache++;
+	}
+	*out = cg->fc_funcs + cg->fcache[i].first;
+	return cg->fcache[i].n;
+}
+
 static bool arc_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_cg *cg = ctx;
@@ -123,8 +154,8 @@ void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally
 			continue;
 		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
 		for (uint32_t f = 0; f < st->len; f++) {
-			uint32_t fns[32];
-			size_t nfn = intern_frame(cg, res, &db->frames[st->first + f], f == 0, fns, ARRAY_SIZE(fns));
+			const uint32_t *fns;
+			size_t nfn = frame_funcs(cg, res, &db->frames[st->first + f], f == 0, &fns);
 			for (size_t j = 0; j < nfn; j++) {
 				uint32_t fn = fns[j];
 				/* consecutive frames in one function (inlined-away recursion, or a
@@ -185,6 +216,9 @@ void tally_cg_release(struct tally_cg *cg)
 	free(cg->arcs);
 	tally_hidx_release(&cg->func_idx);
 	tally_hidx_release(&cg->arc_idx);
+	free(cg->fcache);
+	free(cg->fc_funcs);
+	tally_hidx_release(&cg->fc_idx);
 	memset(cg, 0, sizeof(*cg));
 }
 
