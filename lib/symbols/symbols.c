@@ -1062,6 +1062,12 @@ static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(db->ksyms[idx].name, key);
 }
 
+static int cmp_delta(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* --vmlinux: verified against the recorded kernel build-id, then placed where
  * the recorded kernel.syms say the running kernel was (KASLR). */
 static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
@@ -1082,7 +1088,10 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 		return;
 	GElf_Addr bias = 0;
 	dwfl_module_getelf(mod, &bias);
-	/* the offset between the recorded addresses and vmlinux's: from symbols both know */
+	/* the offset between the recorded addresses and vmlinux's: the one most of
+	 * the symbols both know agree on. kernel.syms keeps one address per name
+	 * and a kernel has many static functions whose name another file uses too:
+	 * each other copy gives a wrong offset, whichever comes first in .symtab. */
 	int n = dwfl_module_getsymtab(mod);
 	struct tally_hidx idx = { 0 };
 	const struct tally_db *db = r->db;
@@ -1092,9 +1101,9 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 		if (!db->ksyms[i].module && tally_hidx_get(&idx, h, nm, ksym_eq, db) == TALLY_HIDX_NONE)
 			tally_hidx_put(&idx, h, (uint32_t)i);
 	}
-	uint64_t delta = 0;
-	size_t agree = 0, disagree = 0;
-	for (int i = 0; i < n && agree < 16; i++) {
+	uint64_t *ds = NULL;
+	size_t nd = 0, ad = 0;
+	for (int i = 0; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
@@ -1106,17 +1115,30 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(name, strlen(name), 0), name, ksym_eq, db);
 		if (k == TALLY_HIDX_NONE)
 			continue;
-		uint64_t d = db->ksyms[k].addr - (addr - bias);
-		if (!agree && !disagree)
-			delta = d;
-		if (d == delta)
-			agree++;
-		else
-			disagree++;
+		GROW(ds, ad, nd + 1);
+		ds[nd++] = db->ksyms[k].addr - (addr - bias);
 	}
 	tally_hidx_release(&idx);
-	if (!agree || disagree > agree) {
+	tally_qsort(ds, nd, sizeof(*ds), cmp_delta);
+	uint64_t delta = 0;
+	size_t agree = 0, runner_up = 0;
+	for (size_t i = 0, j; i < nd; i = j) {
+		for (j = i; j < nd && ds[j] == ds[i]; j++)
+			;
+		if (j - i > agree) {
+			runner_up = agree;
+			agree = j - i;
+			delta = ds[i];
+		} else if (j - i > runner_up) {
+			runner_up = j - i;
+		}
+	}
+	free(ds);
+	if (!agree || runner_up >= agree) {
 		logf_(s, "--vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
+		set_note(s, "--vmlinux '%s': its symbols are at no consistent offset from the recorded kernel.syms: no kernel source lines",
+			 path);
+		s->loud = true;
 		dwfl_end(s->dwfl);
 		s->dwfl = NULL;
 		return;
@@ -1126,6 +1148,9 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	s->bias = bias;
 	s->file = xstrdup(path);
 	logf_(s, "--vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
+	if (nd > agree)
+		logf_(s, "--vmlinux: %zu other symbol%s of the same names (static functions that another file names alike) at other offsets: not used",
+		      nd - agree, nd - agree == 1 ? "" : "s");
 }
 
 /* ---- kernel modules ---- */
