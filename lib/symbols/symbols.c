@@ -2100,7 +2100,9 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	/* the verdict */
 	if (!strcmp(di->kind, "kernel")) {
 		strbuf_addf(out, "  functions: %s\n", s->nsyms ? "named from kernel.syms" : "not named: the database has no kernel symbols");
-		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" : "none (give --vmlinux with the running kernel's image)");
+		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" :
+				 r->o.vmlinux ? "none (the --vmlinux given was not used, see above)" :
+						"none (give --vmlinux with the running kernel's image)");
 		/* modules: named by kernel.syms with the module in brackets; lines from their .ko */
 		for (size_t k = 0; k < s->nkmods; k++) {
 			struct kmod *km = &s->kmods[k];

@@ -287,6 +287,8 @@ report_text bad-ex.txt -i dbx --explain kernel --vmlinux vmlinux
 grep -q "no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used" bad-ex.txt ||
 	fail "--explain kernel does not say the --vmlinux is at no consistent offset: $(cat bad-ex.txt)"
 if grep -q "placed at" bad-ex.txt; then fail "--explain kernel places a vmlinux at no consistent offset: $(cat bad-ex.txt)"; fi
+grep -q "lines: none (the --vmlinux given was not used" bad-ex.txt ||
+	fail "--explain kernel's verdict does not say the given --vmlinux was not used: $(cat bad-ex.txt)"
 note "kernel.syms at no consistent offset: no lines; --explain: $(grep -o 'no symbol of it.*' bad-ex.txt)"
 
 # 6. a sample in a static function whose name the vmlinux has twice, the copy
