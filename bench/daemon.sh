@@ -122,17 +122,28 @@ workload() {
 # ---- 1. slowdown ----------------------------------------------------------------
 for r in $(seq 1 "$runs"); do
 	for hz in 99 999; do
-		log "run $r/$runs at $hz Hz: unprofiled, tally daemon, perf record -a"
+		log "run $r/$runs at $hz Hz: unprofiled, tally daemon (randomized and not), perf record -a"
 		workload "none.$hz"
-		if start_tally "$hz" "$tmp/sd.db" --flush-interval 60s; then
-			sleep 1
-			workload "tally.$hz"
-			stop_tally
-		fi
-		if start_perf "$hz" "$tmp/sd.data"; then
-			workload "perf.$hz"
-			stop_perf
-		fi
+		# the profilers' order turns each run, so that no one always goes last
+		order=(tally norand perf)
+		for ((k = 0; k < r % 3; k++)); do order=("${order[@]:1}" "${order[0]}"); done
+		for who in "${order[@]}"; do
+			case $who in
+			tally | norand)
+				extra=()
+				[ "$who" = norand ] && extra=(--no-randomize)
+				if start_tally "$hz" "$tmp/sd.db" --flush-interval 60s "${extra[@]}"; then
+					sleep 1
+					workload "$who.$hz"
+					stop_tally
+				fi ;;
+			perf)
+				if start_perf "$hz" "$tmp/sd.data"; then
+					workload "perf.$hz"
+					stop_perf
+				fi ;;
+			esac
+		done
 	done
 done
 pct() { [ -n "$1" ] && [ -n "$2" ] && awk -v m="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", (m / b - 1) * 100 }' || echo n/a; }
@@ -149,7 +160,10 @@ for hz in 99 999; do
 	fi
 	printf '| slowdown at %s Hz per CPU, target CPU time (median of %s) | %s | %s | %s | %s |\n' \
 		"$hz" "$runs" "$(pct "$t" "$b")" "$(pct "$p" "$b")" "$goal, ≤ perf's" "$res" >>"$rows"
-	log "raw $hz Hz cpu ms: none $(tr '\n' ' ' <"$tmp/none.$hz.cpu") tally $(tr '\n' ' ' <"$tmp/tally.$hz.cpu" 2>/dev/null) perf $(tr '\n' ' ' <"$tmp/perf.$hz.cpu" 2>/dev/null)"
+	n=$(median "$tmp/norand.$hz.cpu")
+	printf '| slowdown at %s Hz per CPU, tally daemon --no-randomize (median of %s) | %s | | | info: the cost of the randomized period |\n' \
+		"$hz" "$runs" "$(pct "$n" "$b")" >>"$rows"
+	log "raw $hz Hz cpu ms: none $(tr '\n' ' ' <"$tmp/none.$hz.cpu") tally $(tr '\n' ' ' <"$tmp/tally.$hz.cpu" 2>/dev/null) norand $(tr '\n' ' ' <"$tmp/norand.$hz.cpu" 2>/dev/null) perf $(tr '\n' ' ' <"$tmp/perf.$hz.cpu" 2>/dev/null)"
 done
 
 # ---- 2. steady run: memory and growth ---------------------------------------------

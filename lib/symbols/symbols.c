@@ -1070,19 +1070,20 @@ static int cmp_delta(const void *a, const void *b)
 
 /* --vmlinux: verified against the recorded kernel build-id, then placed where
  * the recorded kernel.syms say the running kernel was (KASLR). */
-static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path)
 {
-	const char *path = r->o.vmlinux;
-	struct strbuf why = STRBUF_INIT;
-	int ok = check_file(di, path, &why);
-	logf_(s, "--vmlinux '%s': %s%s", path, why.buf, ok == 1 ? "" : " (kernel functions still come from kernel.syms)");
-	if (ok != 1) {
-		set_note(s, "--vmlinux '%s' %s", path, why.buf);
-		s->loud = true;
+	if (path == r->o.vmlinux) {
+		struct strbuf why = STRBUF_INIT;
+		int ok = check_file(di, path, &why);
+		logf_(s, "--vmlinux '%s': %s%s", path, why.buf, ok == 1 ? "" : " (kernel functions still come from kernel.syms)");
+		if (ok != 1) {
+			set_note(s, "--vmlinux '%s' %s", path, why.buf);
+			s->loud = true;
+			strbuf_release(&why);
+			return;
+		}
 		strbuf_release(&why);
-		return;
 	}
-	strbuf_release(&why);
 	Dwfl_Module *mod = report_module(r, s, di, path);
 	if (!mod)
 		return;
@@ -1135,7 +1136,7 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	}
 	free(ds);
 	if (!agree || runner_up >= agree) {
-		logf_(s, "--vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
+		logf_(s, "vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
 		set_note(s, "--vmlinux '%s': its symbols are at no consistent offset from the recorded kernel.syms: no kernel source lines",
 			 path);
 		s->loud = true;
@@ -1147,9 +1148,9 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	s->mod = mod;
 	s->bias = bias;
 	s->file = xstrdup(path);
-	logf_(s, "--vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
+	logf_(s, "vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
 	if (nd > agree)
-		logf_(s, "--vmlinux: %zu other symbol%s of the same names (static functions that another file names alike) at other offsets: not used",
+		logf_(s, "vmlinux: %zu other symbol%s of the same names (static functions that another file names alike) at other offsets: not used",
 		      nd - agree, nd - agree == 1 ? "" : "s");
 }
 
@@ -1592,6 +1593,51 @@ static struct imgsyms *kmod_at(struct tally_resolver *r, struct imgsyms *s, cons
 	return &km->sub;
 }
 
+/* No --vmlinux: the places where distributions and kernel builds leave the
+ * running kernel's image (perf looks in the same ones), used only when its
+ * build-id is the recorded kernel's. */
+static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+{
+	const char *rel = tally_meta_get(&r->db->session, "kernel-release");
+	struct cand *c = NULL;
+	size_t n = 0, a = 0;
+	bool bid = !strcmp(di->id_kind, "build-id") && strlen(di->id) > 2;
+	for (size_t i = 0; bid && r->o.debug_dirs && r->o.debug_dirs[i]; i++)
+		add_cand(&c, &n, &a, "--debug-dir build-id", false, "%s/.build-id/%.2s/%s.debug", r->o.debug_dirs[i], di->id,
+			 di->id + 2);
+	if (bid)
+		add_cand(&c, &n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
+			 di->id + 2);
+	if (rel && *rel && !strchr(rel, '/')) {
+		static const char *const fmts[] = { "/usr/lib/debug/boot/vmlinux-%s", "/usr/lib/debug/lib/modules/%s/vmlinux",
+						    "/boot/vmlinux-%s", "/lib/modules/%s/build/vmlinux",
+						    "/usr/lib/debug/boot/vmlinux-%s.debug" };
+		for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+			struct strbuf p = STRBUF_INIT;
+			strbuf_addf(&p, fmts[i], rel);
+			add_cand(&c, &n, &a, "the usual place", false, "%s", p.buf);
+			strbuf_release(&p);
+		}
+	}
+	struct strbuf why = STRBUF_INIT;
+	const char *found = NULL;
+	for (size_t i = 0; i < n && !found; i++) {
+		if (access(c[i].path, F_OK) != 0)
+			continue; /* the usual places are usually empty: only files there are logged */
+		int ok = check_file(di, c[i].path, &why);
+		logf_(s, "vmlinux '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		if (ok == 1)
+			found = c[i].path;
+	}
+	strbuf_release(&why);
+	if (found)
+		load_vmlinux(r, s, di, found);
+	else
+		logf_(s, "no --vmlinux, and no image of the recorded kernel in %zu usual places (/usr/lib/debug/boot/vmlinux-RELEASE, /boot/vmlinux-RELEASE, ...): kernel functions from kernel.syms, no kernel source lines",
+		      n);
+	free_cands(c, n);
+}
+
 static void load_kernel(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	const struct tally_db *db = r->db;
@@ -1618,9 +1664,9 @@ static void load_kernel(struct tally_resolver *r, struct imgsyms *s, const struc
 		set_note(s, "the database has no kernel symbols%s%s", why ? ": " : "", why ? why : "");
 	}
 	if (r->o.vmlinux)
-		load_vmlinux(r, s, di);
+		load_vmlinux(r, s, di, r->o.vmlinux);
 	else
-		logf_(s, "no --vmlinux: kernel functions from kernel.syms, no kernel source lines");
+		find_vmlinux(r, s, di);
 }
 
 static void load(struct tally_resolver *r, uint32_t image)
@@ -2100,7 +2146,8 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	/* the verdict */
 	if (!strcmp(di->kind, "kernel")) {
 		strbuf_addf(out, "  functions: %s\n", s->nsyms ? "named from kernel.syms" : "not named: the database has no kernel symbols");
-		strbuf_addf(out, "  lines: %s\n", s->dw ? "from --vmlinux" :
+		strbuf_addf(out, "  lines: %s%s%s\n", s->dw && !r->o.vmlinux ? "from '" : "", s->dw && !r->o.vmlinux ? s->file : "",
+			    s->dw && !r->o.vmlinux ? "' (found by its build-id)" : s->dw ? "from --vmlinux" :
 				 r->o.vmlinux ? "none (the --vmlinux given was not used, see above)" :
 						"none (give --vmlinux with the running kernel's image)");
 		/* modules: named by kernel.syms with the module in brackets; lines from their .ko */

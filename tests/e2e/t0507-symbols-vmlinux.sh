@@ -305,3 +305,38 @@ grep -q "1 other symbol of the same names .* at other offsets: not used" dup-ex.
 	fail "--explain kernel does not say the other tk_dup was not used: $(cat dup-ex.txt)"
 [[ ! -s dup.json.err ]] || fail "--lines --vmlinux, a sampled name twice in vmlinux, warned: $(cat dup.json.err)"
 note "a sampled static name twice in vmlinux: $(tr '\t\n' ' ;' <dbd.lines)"
+
+# 7. no --vmlinux, but the kernel's image where it is looked for by default: under
+# a --debug-dir's build-id tree, and (as root) /usr/lib/debug/boot/vmlinux-RELEASE,
+# where Debian's kernel debug package puts it; the same lines as with --vmlinux
+mkdir -p "dbg/.build-id/${BID:0:2}"
+cp vmlinux "dbg/.build-id/${BID:0:2}/${BID:2}.debug"
+report_json auto.json -i db --lines --debug-dir dbg
+check_lines auto.json db.lines
+report_text auto-ex.txt -i db --explain kernel --debug-dir dbg
+grep -q "lines: from 'dbg/.build-id/${BID:0:2}/${BID:2}.debug' (found by its build-id)" auto-ex.txt ||
+	fail "--explain kernel does not say the lines come from the vmlinux found under --debug-dir: $(cat auto-ex.txt)"
+# another kernel's image in the same place is looked at, never used
+cp vmlinux other-vmlinux && objcopy --remove-section .note.gnu.build-id other-vmlinux 2>/dev/null &&
+	cp other-vmlinux "dbg/.build-id/${BID:0:2}/${BID:2}.debug" &&
+	{
+		report_json auto-other.json -i db --lines --debug-dir dbg
+		grep -q '"file":"' auto-other.json && fail "lines from a vmlinux without the recorded build-id: $(head -c 600 auto-other.json)"
+		true
+	}
+boot=/usr/lib/debug/boot/vmlinux-6.1.0-t0507
+made=
+[[ -d /usr/lib/debug/boot ]] || made=1
+if [[ $(id -u) = 0 && ! -e $boot ]] && mkdir -p /usr/lib/debug/boot 2>/dev/null; then
+	trap 'rm -f "$boot"; { [[ -z $made ]] || rmdir /usr/lib/debug/boot 2>/dev/null; }; cleanup' EXIT
+	cp vmlinux "$boot"
+	report_json boot.json -i db --lines
+	check_lines boot.json db.lines
+	rm -f "$boot"
+	[[ -z $made ]] || rmdir /usr/lib/debug/boot 2>/dev/null || true
+	trap cleanup EXIT
+	note "the vmlinux at $boot found without --vmlinux"
+else
+	note "SKIPPED PART: not root, or $boot exists: the default /usr/lib/debug/boot place is not tried"
+fi
+note "no --vmlinux: the kernel image found by build-id under --debug-dir gives the same lines"

@@ -163,7 +163,7 @@ if [[ $(id -u) = 0 && -w /lib || -w /lib/modules ]]; then
 	report_json d.json -i db --lines
 	check_lines d.json "--lines with the .ko in /lib/modules/$REL"
 	rm -rf "/lib/modules/$REL"
-	[[ -n $made_lib_modules ]] && rmdir /lib/modules 2>/dev/null
+	[[ -z $made_lib_modules ]] || rmdir /lib/modules 2>/dev/null || true
 	trap cleanup EXIT
 else
 	note "SKIPPED PART: /lib/modules is not writable here, the default module directory is not tried"
