@@ -836,6 +836,25 @@ static Dwfl_Module *report_module(struct tally_resolver *r, struct imgsyms *s, c
 	return report_module_mem(r, s, di, path, NULL, 0);
 }
 
+/* A symbol of a libdwfl module: addr is libdwfl's (the bias included), shndx the
+ * section index resolved, elf the file it came from. */
+struct fsym {
+	GElf_Sym sym;
+	GElf_Addr addr;
+	GElf_Word shndx;
+	Elf *elf;
+	const char *name;
+};
+
+/* Symbol i of mod, when it is a defined function (or ifunc) with a name. */
+static bool func_sym(Dwfl_Module *mod, int i, struct fsym *f)
+{
+	Dwarf_Addr sbias;
+	f->name = dwfl_module_getsym_info(mod, i, &f->sym, &f->addr, &f->shndx, &f->elf, &sbias);
+	int t = f->name ? GELF_ST_TYPE(f->sym.st_info) : STT_NOTYPE;
+	return f->name && *f->name && f->sym.st_shndx != SHN_UNDEF && (t == STT_FUNC || t == STT_GNU_IFUNC);
+}
+
 static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 {
 	Dwfl_Module *mod = s->mod;
@@ -890,18 +909,13 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 	int n = dwfl_module_getsymtab(mod);
 	size_t cap = 0;
 	for (int i = 0; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *selfe;
-		Dwarf_Addr sbias;
-		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &selfe, &sbias);
-		if (!name || !*name || sym.st_shndx == SHN_UNDEF)
+		struct fsym f;
+		if (!func_sym(mod, i, &f))
 			continue;
-		int t = GELF_ST_TYPE(sym.st_info);
-		if (t != STT_FUNC && t != STT_GNU_IFUNC)
-			continue;
-		if (selfe != elf && elf_has_section(selfe, ".symtab"))
+		const char *name = f.name;
+		GElf_Sym sym = f.sym;
+		GElf_Addr addr = f.addr;
+		if (f.elf != elf && elf_has_section(f.elf, ".symtab"))
 			s->have_symtab = true;
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
@@ -1105,19 +1119,14 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	uint64_t *ds = NULL;
 	size_t nd = 0, ad = 0;
 	for (int i = 0; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *selfe;
-		Dwarf_Addr sbias;
-		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &selfe, &sbias);
-		if (!name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+		struct fsym f;
+		if (!func_sym(mod, i, &f) || !f.sym.st_value)
 			continue;
-		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(name, strlen(name), 0), name, ksym_eq, db);
+		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(f.name, strlen(f.name), 0), f.name, ksym_eq, db);
 		if (k == TALLY_HIDX_NONE)
 			continue;
 		GROW(ds, ad, nd + 1);
-		ds[nd++] = db->ksyms[k].addr - (addr - bias);
+		ds[nd++] = db->ksyms[k].addr - (f.addr - bias);
 	}
 	tally_hidx_release(&idx);
 	tally_qsort(ds, nd, sizeof(*ds), cmp_delta);
@@ -1341,21 +1350,16 @@ static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t 
 	size_t nt = 0;
 	struct tally_hidx idx = { 0 };
 	for (int i = 0; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *selfe;
-		Dwarf_Addr sbias;
-		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &selfe, &sbias);
-		if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || shndx == SHN_UNDEF)
+		struct fsym f;
+		if (!func_sym(mod, i, &f))
 			continue;
-		uint64_t h = tally_hash_bytes(name, strlen(name), 0);
-		uint32_t j = tally_hidx_get(&idx, h, name, kosym_eq, t);
+		uint64_t h = tally_hash_bytes(f.name, strlen(f.name), 0);
+		uint32_t j = tally_hidx_get(&idx, h, f.name, kosym_eq, t);
 		if (j != TALLY_HIDX_NONE) {
 			t[j].count++;
 			continue;
 		}
-		t[nt] = (struct kosym){ name, addr, sym.st_size, shndx, 1 };
+		t[nt] = (struct kosym){ f.name, f.addr, f.sym.st_size, f.shndx, 1 };
 		tally_hidx_put(&idx, h, (uint32_t)nt++);
 	}
 	/* per section: the distance its first placed symbol gave */

@@ -43,7 +43,7 @@ grep -q '^<!DOCTYPE html>' r.html || fail "r.html was not replaced by the report
 grep -q '</html>' r.html || fail "r.html does not end with </html>"
 
 # an empty profile: a page that says so
-tally_ok record -g -o empty.db -- true
+tally_ok record -g -F 1 -o empty.db -- true   # one sample a second: none in the millisecond true runs
 [[ $(session_key empty.db samples) == 0 ]] || skip "'true' got $(session_key empty.db samples) samples here; the empty case needs 0"
 tally_ok report -i empty.db --html empty.html
 grep -q 'class="warn nosamples"' empty.html || fail "the page of an empty profile does not say it has no samples"
