@@ -83,7 +83,6 @@ struct kmod {
 	struct imgsyms sub;        /* the .ko's Dwfl and DWARF; its log is the module's for --explain */
 	void *mem;                 /* a .ko.zst, decompressed: libdwfl reads it in place */
 	int state;                 /* 0 not looked for, 1 placed, -1 not usable */
-	size_t nplaced, nsyms;
 };
 
 /* A .ko file under one of the directories searched for modules. */
@@ -119,6 +118,7 @@ struct tally_resolver {
 	struct kofile *ko;
 	size_t nko;
 	bool ko_walked;
+	struct strbuf ko_note; /* a search that stopped early, for --explain */
 	char *modules_dir;
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
@@ -220,6 +220,7 @@ void tally_resolver_free(struct tally_resolver *r)
 		free(r->ko[i].path);
 	}
 	free(r->ko);
+	strbuf_release(&r->ko_note);
 	free(r->modules_dir);
 	free(r->fc);
 	free(r->frames);
@@ -1171,7 +1172,7 @@ static char *ko_norm(const char *file)
 {
 	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.gz", ".ko.zst", ".ko.bz2" };
 	size_t n = strlen(file);
-	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ext); i++) {
 		size_t e = strlen(ext[i]);
 		if (n > e && !strcmp(file + n - e, ext[i])) {
 			char *m = xstrndup(file, n - e);
@@ -1185,31 +1186,34 @@ static char *ko_norm(const char *file)
 }
 
 /* Every .ko under dir, depth first in name order; symlinked directories are not
- * followed (no loops), files may be symlinks. */
-static void ko_walk(struct tally_resolver *r, const char *dir, int depth, size_t *cap)
+ * followed (no loops), files may be symlinks. At most *left entries are looked
+ * at (a container's root given as --image-path can hold a whole system). */
+static void ko_walk(struct tally_resolver *r, const char *dir, int depth, size_t *cap, size_t *left)
 {
 	struct dirent **ents = NULL;
-	int n = depth > 12 ? -1 : scandir(dir, &ents, NULL, alphasort);
+	int n = depth > 12 || !*left ? -1 : scandir(dir, &ents, NULL, alphasort);
 	for (int i = 0; i < n; i++) {
 		const char *nm = ents[i]->d_name;
-		if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) {
-			free(ents[i]);
-			continue;
-		}
+		unsigned char t = ents[i]->d_type;
 		struct strbuf p = STRBUF_INIT;
-		strbuf_addf(&p, "%s/%s", dir, nm);
 		struct stat st;
-		char *norm;
-		if (lstat(p.buf, &st) == 0 && S_ISDIR(st.st_mode)) {
-			ko_walk(r, p.buf, depth + 1, cap);
-		} else if ((norm = ko_norm(nm))) {
-			if (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode)) {
-				GROW(r->ko, *cap, r->nko + 1);
-				r->ko[r->nko++] = (struct kofile){ norm, strbuf_detach(&p) };
-			} else {
-				free(norm);
-			}
+		char *norm = NULL;
+		if ((nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) || !*left)
+			goto next;
+		--*left;
+		strbuf_addf(&p, "%s/%s", dir, nm);
+		if (t == DT_UNKNOWN && lstat(p.buf, &st) == 0)
+			t = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+		if (t == DT_DIR)
+			ko_walk(r, p.buf, depth + 1, cap, left);
+		else if ((t == DT_REG || t == DT_LNK) && (norm = ko_norm(nm)) &&
+			 (t == DT_REG || (stat(p.buf, &st) == 0 && S_ISREG(st.st_mode)))) {
+			GROW(r->ko, *cap, r->nko + 1);
+			r->ko[r->nko++] = (struct kofile){ norm, strbuf_detach(&p) };
+			norm = NULL;
 		}
+	next:
+		free(norm);
 		strbuf_release(&p);
 		free(ents[i]);
 	}
@@ -1234,6 +1238,8 @@ static size_t ko_roots(struct tally_resolver *r, const char **roots, char **own,
 	return n;
 }
 
+#define KO_WALK_MAX 200000
+
 static void ko_index(struct tally_resolver *r)
 {
 	if (r->ko_walked)
@@ -1242,8 +1248,12 @@ static void ko_index(struct tally_resolver *r)
 	const char *roots[64];
 	char *own;
 	size_t n = ko_roots(r, roots, &own, 64), cap = 0;
-	for (size_t i = 0; i < n; i++)
-		ko_walk(r, roots[i], 0, &cap);
+	for (size_t i = 0; i < n; i++) {
+		size_t left = KO_WALK_MAX;
+		ko_walk(r, roots[i], 0, &cap, &left);
+		if (!left)
+			strbuf_addf(&r->ko_note, "the search under '%s' stopped after %d entries; ", roots[i], KO_WALK_MAX);
+	}
 	free(own);
 }
 
@@ -1443,9 +1453,11 @@ static void kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 		strbuf_addf(&rs, "%s'%s'%s", i ? ", " : "", roots[i], access(roots[i], F_OK) ? " (not there)" : "");
 	free(own);
 	logf_(s, "looked for %s.ko (.xz, .gz, .zst, .bz2; '-' or '_') under %s", km->name, nroots ? rs.buf : "nothing (the recording names no kernel release)");
+	if (r->ko_note.len)
+		logf_(s, "%s(give the directory that holds the modules)", r->ko_note.buf);
 	strbuf_release(&rs);
 	const char *rel = tally_meta_get(&db->session, "kernel-release");
-	const char *want = km->img.id_kind[0] == 'b' ? km->img.id : NULL;
+	const char *want = !strcmp(km->img.id_kind, "build-id") ? km->img.id : NULL;
 	if (!want)
 		logf_(s, "no build-id was recorded for it: a file is used when it was built for kernel %s and its functions fit the recorded ones",
 		      rel ? rel : "(unknown)");
@@ -1501,8 +1513,7 @@ static void kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 			else
 				strbuf_addf(&why, "built for kernel %s; ", vm ? vm : "(not said: no vermagic)");
 			struct strbuf pw = STRBUF_INIT;
-			km->nplaced = kmod_place(r, ks, k, mod, &pw);
-			fits = km->nplaced > 0;
+			fits = kmod_place(r, ks, k, mod, &pw) > 0;
 			strbuf_addf(&why, "%s%s", pw.buf, fits ? ": used" : ": not used");
 			strbuf_release(&pw);
 		}
@@ -1936,8 +1947,7 @@ static const char *in_module(struct tally_resolver *r, const char *name, const c
 		return name;
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s [%s]", name, mod);
-	const char *out = intern(r, &sb);
-	return out;
+	return intern(r, &sb);
 }
 
 static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret)
@@ -1962,16 +1972,15 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 		if (offset_to_addr(s, off, &addr))
 			dw = get_dwarf(s);
 	} else if (want && !strcmp(di->kind, "kernel")) {
+		/* a module's code: its .ko, never vmlinux */
 		struct imgsyms *m = kmod_at(r, s, sym, off, &addr, &modname);
-		if (m)
+		if (m) {
 			d = m;
-		else if (!modname && s->mod)
+			dw = get_dwarf(m);
+		} else if (!modname && s->mod) {
 			addr = off - s->kdelta;
-		if (d->mod && (m || !modname))
-			dw = get_dwarf(d);
-	} else if (want && s->mod) {
-		addr = off - s->kdelta;
-		dw = get_dwarf(s);
+			dw = get_dwarf(s);
+		}
 	}
 	if (dw) {
 		Dwarf_Addr modaddr = addr + d->bias, cubias = 0;
@@ -2162,8 +2171,9 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 			struct imgsyms *m = &km->sub;
 			if (m->mod)
 				get_dwarf(m);
-			strbuf_addf(out, "  module %s: recorded %s%s\n", km->name, km->img.id_kind[0] == 'b' ? "build-id " : "",
-				    km->img.id_kind[0] == 'b' ? km->img.id : "without a build-id");
+			bool bid = !strcmp(km->img.id_kind, "build-id");
+			strbuf_addf(out, "  module %s: recorded %s%s\n", km->name, bid ? "build-id " : "",
+				    bid ? km->img.id : "without a build-id");
 			/* the module's own log, indented under it */
 			for (const char *p = m->log.buf ? m->log.buf : ""; *p;) {
 				size_t l = strcspn(p, "\n");

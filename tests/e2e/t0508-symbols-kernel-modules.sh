@@ -116,6 +116,13 @@ cp src/tallymod.ko mods/kernel/drivers/misc/
 report_json l.json -i db --lines --image-path mods
 check_lines l.json "--lines with the .ko under --image-path (a subdirectory)"
 
+# the .ko as a symlink, beside a symlinked directory that loops: found, and the walk ends
+mkdir -p lmods/extra
+ln -s "$PWD/src/tallymod.ko" lmods/extra/tallymod.ko
+ln -s .. lmods/extra/loop
+report_json ll.json -i db --lines --image-path lmods
+check_lines ll.json "--lines with the .ko a symlink beside a directory loop"
+
 # without it: named from kernel.syms, no lines, and --explain says where it looked
 report_json n.json -i db --lines
 python3 - n.json <<'PY' || fail "without the .ko: $(head -c 800 n.json)"
