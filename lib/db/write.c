@@ -418,7 +418,7 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	struct strbuf p = STRBUF_INIT;
 	if (!strncmp(name, "jit/", 4) && !s->made_jit) {
 		strbuf_addf(&p, "%s/jit", s->dir);
-		if (mkdir(p.buf, 0755) < 0 && errno != EEXIST) {
+		if (mkdir(p.buf, 0700) < 0 && errno != EEXIST) {
 			int e = errno;
 			int r = tally_seterr(-e, "cannot create '%s': %s", p.buf, strerror(e));
 			strbuf_release(&p);
@@ -429,8 +429,8 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	}
 	strbuf_addf(&p, "%s/%s", s->dir, name);
 	/* a private staging directory: no temporary names needed, and the whole
-	 * directory is synced once before it is published */
-	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	 * directory is synced once before it is published; profiles are private */
+	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int e = 0;
 	if (fd < 0) {
 		e = errno;
@@ -776,7 +776,7 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	strbuf_addf(&stage, "%s/.%s.tmp-%d", parent, tally_basename(path), (int)getpid());
 	strbuf_addf(&old, "%s/.%s.old-%d", parent, tally_basename(path), (int)getpid());
 	tally_remove_tree(stage.buf);
-	if (mkdir(stage.buf, 0755) < 0) {
+	if (mkdir(stage.buf, 0700) < 0) {
 		int e = errno;
 		ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
 				   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");

@@ -1120,6 +1120,45 @@ static void test_db__open_damaged_images_stacks(void **state)
 	free(images);
 }
 
+/* A database is private: its directory 0700, its files 0600, whatever the umask. */
+static void test_db__save_modes(void **state)
+{
+	struct fixture *fx = *state;
+	mode_t um = umask(0);
+	struct tally_agg a;
+	struct tally_meta m;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x4242);
+	add(&a, &f, 1, 0, 0, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	umask(um);
+	if (r)
+		fail_msg("write: %s", tally_errmsg());
+	struct stat st;
+	assert_int_equal(stat(fx->db, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	DIR *d = opendir(fx->db);
+	assert_non_null(d);
+	struct dirent *de;
+	size_t files = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *p = unit_path(fx->db, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		if ((st.st_mode & 07777) != (S_ISDIR(st.st_mode) ? 0700 : 0600))
+			fail_msg("'%s' has mode %o", p, st.st_mode & 07777);
+		free(p);
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 3);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
 /* ---- metadata ---- */
 
 static void test_db__meta(void **state)
@@ -1173,6 +1212,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_modes, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
