@@ -12,6 +12,10 @@
 #include "tally/elfinfo.h"
 
 #define TALLY_FORMAT_VERSION 1
+/* The largest file of a database (or bundle) a reader takes: about 40 times
+ * the 'stacks' file of a million distinct call stacks. Database files are read only when
+ * they are regular files (never through a symbolic link, a FIFO or a device). */
+#define TALLY_DB_FILE_MAX ((uint64_t)4 << 30)
 
 /* Ordered key: value metadata (the session file, .prof headers). */
 struct tally_kv {

@@ -143,7 +143,7 @@ static void session_times(const char *dbdir, double *start, double *stop)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dbdir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			double *into = !strncmp(l, "start-time: ", 12) ? start : !strncmp(l, "stop-time: ", 11) ? stop : NULL;
@@ -176,7 +176,8 @@ int tally_epochs_list(const char *dir, struct tally_epoch **out, size_t *n)
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/%s", dir, de->d_name);
 		struct stat st;
-		if (stat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		/* a link is not an epoch (the daemon makes none): it would lead out of the database */
+		if (lstat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			strbuf_release(&p);
 			continue;
 		}
@@ -430,9 +431,13 @@ static void rename_in_error(int r, const char *tmp, const char *path)
 static int open_bundle(struct tally_db *db, const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
-	int r = strbuf_read_file(&sb, path, 0);
-	if (r)
+	/* the name the user gave may be a link; what it leads to must be a file */
+	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
+	if (r) {
+		strbuf_release(&sb);
+		memset(db, 0, sizeof(*db));
 		return r;
+	}
 	if (sb.len < 13 || strncmp(sb.buf, "tally-bundle:", 13)) {
 		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
@@ -519,7 +524,7 @@ static void epoch_session(const char *dir, struct tally_meta *m)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		size_t ln = 0;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {

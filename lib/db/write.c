@@ -495,7 +495,7 @@ static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, siz
 	struct strbuf p = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
 	strbuf_reset(sb);
-	int r = strbuf_read_file(sb, p.buf, 0);
+	int r = tally_read_regular(sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX);
 	strbuf_release(&p);
 	if (r)
 		return 0; /* none was kept: the reader says so when it needs it */

@@ -1120,6 +1120,61 @@ static void test_db__open_damaged_images_stacks(void **state)
 	free(images);
 }
 
+/* ---- files that are not what a database holds ---- */
+
+/* A session that is a FIFO (a plain open would wait for a writer forever), a
+ * link to /dev/zero (read until memory runs out) or a link to a secret file
+ * (its first bytes quoted in the error): each is refused at once, naming the
+ * file and what it is, never quoting the secret. */
+static void test_db__open_not_regular(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	char *keep = unit_path(fx->tmp, "session.keep");
+	assert_int_equal(rename(session, keep), 0);
+	char *secret = unit_path(fx->tmp, "secret");
+	unit_write_str(secret, "root:SECRET-HASH-abcdef:19000:0:99999:7:::\n");
+
+	double t0 = tally_now_mono();
+	assert_int_equal(mkfifo(session, 0600), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_errmsg_has("record it again");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink("/dev/zero", session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link, not a regular file");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink(secret, session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link");
+	if (strstr(tally_errmsg(), "SECRET"))
+		fail_msg("the error quotes the linked file: %s", tally_errmsg());
+	assert_int_equal(unlink(session), 0);
+	assert_true(tally_now_mono() - t0 < 5.0);
+
+	/* a .prof file as a link: the same */
+	assert_int_equal(rename(keep, session), 0);
+	char *text;
+	char *prof = std_prof(fx, &text);
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(symlink(secret, prof), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a symbolic link");
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(mkfifo(prof, 0600), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a FIFO");
+	free(text);
+	free(prof);
+	free(secret);
+	free(keep);
+	free(session);
+}
+
 /* A database is private: its directory 0700, its files 0600, whatever the umask. */
 static void test_db__save_modes(void **state)
 {
@@ -1212,6 +1267,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_not_regular, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__save_modes, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};
