@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tally/epoch.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -241,14 +242,8 @@ int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min
 			continue;
 		if (e[i].stop >= now - keep)
 			continue;
-		/* out of readers' sight first, then removed */
-		struct strbuf gone = STRBUF_INIT;
-		strbuf_addf(&gone, "%s/.%s.gone-%d", dir, e[i].name, (int)getpid());
-		if (rename(e[i].path, gone.buf) == 0) {
-			tally_remove_tree(gone.buf);
+		if (tally_db_remove(e[i].path) == 0)
 			removed++;
-		}
-		strbuf_release(&gone);
 	}
 	tally_epochs_free(e, n);
 	return removed;
@@ -466,7 +461,7 @@ static int open_bundle(struct tally_db *db, const char *path)
 	r = unpack_bundle(path, sb.buf, sb.len, tmpl.buf);
 	strbuf_release(&sb);
 	if (!r) {
-		r = tally_db_open_dir(db, tmpl.buf);
+		r = tally_db_read_dir(db, tmpl.buf);
 		if (r)
 			rename_in_error(r, tmpl.buf, path);
 	}
@@ -500,7 +495,7 @@ static int open_epoch(struct tally_db *db, const char *path)
 			memset(db, 0, sizeof(*db));
 			return errno == ENOENT ? 1 : tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 		}
-		int r = tally_db_open_dir(db, path);
+		int r = tally_db_read_dir(db, path);
 		bool moved = stat(path, &b) < 0 || !same_dir(&a, &b);
 		if (!moved)
 			return r;
@@ -670,6 +665,8 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	struct stat st;
 	if (!tally_db_select_active(sel))
 		sel = NULL;
+	/* what a killed writer left: beside the database, and in a daemon's directory */
+	tally_db_recover(path, NULL);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
 		return open_daemon(db, path, sel);
 	if (sel && sel->epoch) {
@@ -680,7 +677,7 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		r = open_bundle(db, path);
 	else
-		r = tally_db_open_dir(db, path);
+		r = tally_db_read_dir(db, path);
 	if (r || !sel)
 		return r;
 	/* one recording: selected whole or not at all */

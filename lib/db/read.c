@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -581,6 +582,12 @@ static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 }
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
+{
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir(db, path);
+}
+
+int tally_db_read_dir(struct tally_db *db, const char *path)
 {
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);
