@@ -83,13 +83,29 @@ bool tally_db_temp_parse(const char *name, enum tally_db_temp *kind, char **targ
 }
 
 /* Whether the process that made a temporary may still be at work on it. This
- * process is not (a save never runs inside another); a pid that another
- * namespace reuses is told apart by the staging directory's lock. */
+ * process is not (a save never runs inside another); a killed writer whose
+ * parent has not reaped it yet (a zombie: kill(pid, 0) still finds it) is
+ * not; a pid that another namespace reuses is told apart by the staging
+ * directory's lock. */
 static bool owner_alive(int pid)
 {
 	if (pid == (int)getpid())
 		return false;
-	return kill(pid, 0) == 0 || errno == EPERM;
+	if (kill(pid, 0) < 0 && errno != EPERM)
+		return false;
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* no /proc: the pid alone says */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' (a comm may hold one) */
+	const char *rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 /* Whether a staging directory is locked by its writer (tally_db_save holds

@@ -1326,6 +1326,29 @@ static void test_db__recover_stale_stage(void **state)
 	free(stage);
 }
 
+/* A writer killed but not reaped yet (a zombie: kill(pid, 0) still finds it)
+ * is gone: its staging copy is removed. */
+static void test_db__recover_zombie_writer(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	pid_t z = fork();
+	assert_true(z >= 0);
+	if (!z)
+		_exit(0);
+	/* exited, not reaped */
+	siginfo_t si;
+	assert_int_equal(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(kill(z, 0), 0);
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, (int)z);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 1);
+	assert_false(unit_exists(stage));
+	assert_int_equal(waitpid(z, NULL, 0), z);
+	free(stage);
+}
+
 /* A writer at work: its staging copy and its old copy stay, whether its pid
  * is running, or (in another pid namespace, where the pid means nothing
  * here) it holds the staging directory's lock. */
@@ -1617,6 +1640,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_not_regular, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__temp_names),
 		cmocka_unit_test_setup_teardown(test_db__recover_stale_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_zombie_writer, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__recover_live_stage, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__recover_old_without_db, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__recover_old_with_db, fx_setup, fx_teardown),
