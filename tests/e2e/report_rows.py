@@ -7,11 +7,13 @@ a test can check that the three list the same rows with the same counts.
 
     images:    name, pid (None without --per-pid), samples
     functions: image (name), name, addr ("0x..." or None), samples
+    lines:     image, file (base name, or None), line, function, samples
     children:  image, name, self, incl        (self: samples; text gives a
                percentage, which text_children turns back into samples)
 """
 import html.parser
 import json
+import os
 import re
 
 
@@ -45,10 +47,10 @@ def text_images(path):
     return ev
 
 
-def text_functions(path, json_images):
-    """--symbols: the sections of one event are the image rows in order; the
-    JSON's image rows (same order) name them (a title is the image's path,
-    or its name when it has none)."""
+def _sections(path, json_images, row_re, make):
+    """The image sections of --symbols or --lines: the sections of one event
+    are the image rows in order; the JSON's image rows (same order) name them
+    (a title is the image's path, or its name when it has none)."""
     ev = {}
     for name, lines in _events_text(path):
         sections, cur = [], None
@@ -58,10 +60,9 @@ def text_functions(path, json_images):
                 cur = dict(title=m.group(1), samples=int(m.group(2)), rows=[])
                 sections.append(cur)
                 continue
-            m = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(0x[0-9a-f]+|-)  (.*?)( \(inlined\))?$", l)
+            m = re.match(row_re, l)
             if m and cur is not None:
-                cur["rows"].append((m.group(3), None if m.group(2) == "-" else "0x%x" % int(m.group(2), 16),
-                                    int(m.group(1))))
+                cur["rows"].append(m)
         imgs = json_images[name]
         if len(imgs) != len(sections):
             raise ValueError("event %s: %d image sections in the text, %d images in the JSON" %
@@ -71,10 +72,27 @@ def text_functions(path, json_images):
             if s["title"] not in (im["path"], im["name"]) or s["samples"] != im["samples"]:
                 raise ValueError("event %s: text section %r (%d samples) is not JSON image %r (%d)" %
                                  (name, s["title"], s["samples"], im["name"], im["samples"]))
-            for fn, addr, n in s["rows"]:
-                rows.append(dict(image=im["name"], pid=im["pid"], name=fn, addr=addr, samples=n))
+            rows += [make(im, m) for m in s["rows"]]
         ev[name] = rows
     return ev
+
+
+def text_lines(path, json_images):
+    """--lines: `samples % cum% file:line function`, "-" without a line."""
+    def make(im, m):
+        loc = m.group(2)
+        f, _, ln = loc.rpartition(":") if loc != "-" else (None, None, None)
+        return dict(image=im["name"], file=f, line=int(ln) if ln else None, function=m.group(3),
+                    samples=int(m.group(1)))
+    return _sections(path, json_images, r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%  (\S+)\s+(\S.*?)( \(inlined\))?$", make)
+
+
+def text_functions(path, json_images):
+    """--symbols: `samples % cum% addr function`, "-" without an address."""
+    def make(im, m):
+        addr = None if m.group(2) == "-" else "0x%x" % int(m.group(2), 16)
+        return dict(image=im["name"], pid=im["pid"], name=m.group(3), addr=addr, samples=int(m.group(1)))
+    return _sections(path, json_images, r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(0x[0-9a-f]+|-)  (.*?)( \(inlined\))?$", make)
 
 
 def text_children(path):
@@ -109,6 +127,13 @@ def json_images(doc):
 def json_functions(doc):
     return {e["name"]: [dict(image=i["name"], pid=i["pid"], name=f["name"], addr=f["addr"], samples=f["samples"])
                         for i in e["images"] for f in i["functions"]]
+            for e in doc["events"]}
+
+
+def json_lines(doc):
+    return {e["name"]: [dict(image=i["name"], file=os.path.basename(l["file"]) if l["file"] else None, line=l["line"],
+                             function=l["function"], samples=l["samples"])
+                        for i in e["images"] for l in i["lines"]]
             for e in doc["events"]}
 
 

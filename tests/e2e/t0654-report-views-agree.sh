@@ -2,7 +2,7 @@
 # The text, the JSON and the HTML page of a report list the same rows with
 # the same counts (one view model, lib/report/view.c, renders all three):
 # images (per process with --per-pid), functions (--symbols; the HTML table
-# without stacks), and with stacks the call-graph functions (--children; the
+# without stacks), source lines (--lines; text and JSON), and with stacks the call-graph functions (--children; the
 # HTML table's self and inclusive), on workloads with a known split, which
 # all three give.  The call-graph views select stacks by --image as the page
 # does (they ignored it).  Every early return of `tally report` frees what it
@@ -10,7 +10,8 @@
 . "$SRCDIR/tests/e2e/lib.sh"
 
 # agree KIND TEXT JSON HTML: the three renderings of one database list the
-# same rows (KIND: images, functions, children, functions-per-pid).
+# same rows (KIND: images, functions, children, functions-per-pid; lines:
+# text and JSON only, the page has no line table).
 agree() {
 	python3 - "$@" <<'EOF' || fail "$1: the renderings disagree (above)"
 import os, sys
@@ -27,7 +28,14 @@ def same(what, a, b):
 
 for ev in sorted(tables):
     h = tables[ev]
-    if kind == "images":
+    if kind == "lines":
+        t = rr.text_lines(text, rr.json_images(doc))[ev]
+        j = rr.json_lines(doc)[ev]
+        same(ev + ": line rows, text vs JSON", t, j)
+        if not any(r["file"] for r in t):
+            errs.append(ev + ": no row has a source line: the test proves nothing")
+        n = len(t)
+    elif kind == "images":
         t = rr.text_images(text)[ev]
         j = [dict(name=r["name"], pid=r["pid"], samples=r["samples"]) for r in rr.json_images(doc)[ev]]
         same(ev + ": image rows, text vs JSON", t, j)
@@ -59,7 +67,7 @@ for ev in sorted(tables):
              [(r["image"], r["name"], r["incl"], r["self"]) for r in h["functions"]])
         n = len(t)
     if not errs:
-        print("ok: %s, event %s: %d rows alike in text, JSON and HTML" % (kind, ev, n))
+        print("ok: %s, event %s: %d rows alike in text, JSON%s" % (kind, ev, n, "" if kind == "lines" else " and HTML"))
 if not tables:
     errs.append("no event section in the page")
 if errs:
@@ -86,6 +94,9 @@ report_json flat-f.json -i flat.db --symbols
 html_page flat.db
 agree images flat.txt flat.json flat.db.html
 agree functions flat-f.txt flat-f.json flat.db.html
+report_text flat-l.txt -i flat.db --lines
+report_json flat-l.json -i flat.db --lines
+agree lines flat-l.txt flat-l.json flat.db.html
 python3 - flat.db.html flat.truth <<'EOF' || fail "the page's function table against the workload's split (above)"
 import os, sys
 sys.path.insert(0, os.path.join(os.environ["SRCDIR"], "tests/e2e"))
