@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "tally/db.h"
+#include "tally/options.h"
 
 /* The marker file of a daemon's database directory. */
 #define TALLY_DAEMON_MARKER "tally-daemon"
@@ -76,5 +77,9 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 /* "2h" (that long before now), "202611211307", "2026-11-21", "2026-11-21T13:07",
  * "2026-11-21 13:07:30Z": seconds since 1970, UTC. 0 or -EINVAL with tally_seterr. */
 int tally_parse_time(const char *s, const char *what, double now, double *out);
+
+/* --epoch, --since, --until as an option group (options.h), for a struct
+ * tally_db_select context. */
+extern const struct tally_optgroup tally_db_select_group;
 
 #endif

@@ -12,6 +12,7 @@
 #include "tally/agg.h"
 #include "tally/collect.h"
 #include "tally/db.h"
+#include "tally/options.h"
 #include "tally/util.h"
 
 /* getopt_long values of the long-only options (clear of other commands' own). */
@@ -98,5 +99,9 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 
 /* The kernel's perf_event_max_sample_rate, or 0 when unreadable. */
 uint64_t tally_max_sample_rate(void);
+
+/* The sampling options as an option group (options.h), for a struct
+ * tally_sampling context. */
+extern const struct tally_optgroup tally_sampling_group;
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "tally/db.h"
+#include "tally/options.h"
 
 struct tally_select {
 	const char *image, *comm, *event;
@@ -59,5 +60,9 @@ static inline bool tally_select_event(const struct tally_select *s, int ev)
 {
 	return s->ev_only < 0 || ev == s->ev_only;
 }
+
+/* --image, --pid, --comm, --event, --exclude-dependent as an option group
+ * (options.h), for a struct tally_select context. */
+extern const struct tally_optgroup tally_select_group;
 
 #endif
