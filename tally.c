@@ -30,7 +30,7 @@ struct cmd {
 
 static const struct cmd commands[] = {
 	{ "record", cmd_record, &record_cmdopts, NULL },
-	{ "report", cmd_report, NULL, "where the time went: per image, per function, per line, call graphs" },
+	{ "report", cmd_report, &report_cmdopts, NULL },
 	{ "annotate", cmd_annotate, &annotate_cmdopts, NULL },
 	{ "events", cmd_events, &events_cmdopts, NULL },
 	{ "export", cmd_export, &export_cmdopts, NULL },
@@ -197,17 +197,9 @@ int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc
 	return -1;
 }
 
-void tally_print_warnings(const struct strbuf *w)
-{
-	for (const char *p = w->buf; p && *p;) {
-		size_t l = strcspn(p, "\n");
-		tally_warn("%.*s", (int)l, p);
-		p += l + (p[l] == '\n');
-	}
-}
-
 int main(int argc, char **argv)
 {
+	tally_print_init();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

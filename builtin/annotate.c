@@ -10,6 +10,7 @@
 #include "builtin/builtin.h"
 #include "tally/annotate.h"
 #include "tally/db.h"
+#include "tally/report.h"
 #include "tally/symbols.h"
 #include "tally/symopts.h"
 #include "tally/util.h"
@@ -307,12 +308,14 @@ int cmd_annotate(int argc, char **argv)
 	}
 	const char *symbol = argv[first];
 	struct tally_resolver_opts ro = { 0 };
-	if (tally_symopts_prepare(&so, &ro)) {
+	struct tally_warnings sw = TALLY_WARNINGS_INIT;
+	if (tally_symopts_prepare(&so, &ro, &sw)) {
+		tally_warnings_release(&sw);
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
 	}
-	tally_print_warnings(&so.warnings);
+	tally_print_warnings(&sw);
 	if (tally_db_open(&db, input)) {
 		tally_error("%s", tally_errmsg());
 		ret = 1;
@@ -366,13 +369,9 @@ int cmd_annotate(int argc, char **argv)
 	if (json)
 		strbuf_addstr(&out, "]}\n");
 	/* damaged or changed images the annotation read */
-	for (uint32_t i = 0; i < db.nimages; i++) {
-		if (!tally_resolver_loaded(res, i))
-			continue;
-		const char *note = tally_resolver_note(res, i);
-		if (note && (tally_resolver_loud(res, i) || tally_verbose))
-			tally_warn("image '%s': %s", db.images[i].name, note);
-	}
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	tally_report_image_warnings(&db, res, tally_verbose, &w);
+	tally_print_warnings(&w);
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the annotation: %s", strerror(errno));

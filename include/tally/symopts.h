@@ -22,9 +22,6 @@ struct tally_symopts {
 	double debuginfod_timeout;
 	struct tally_imgmap map;
 	bool have_map;
-	/* after tally_symopts_prepare: what the user may want to know, one line each
-	 * (a --debug-dir that cannot be read is searched anyway) */
-	struct strbuf warnings;
 };
 
 void tally_symopts_init(struct tally_symopts *s);
@@ -34,9 +31,10 @@ void tally_symopts_release(struct tally_symopts *s);
 extern const struct tally_optgroup tally_symopts_group;
 
 /* Loads the --mapfile and checks --vmlinux, then fills ro's symbol-search
- * fields (ro->lines is the caller's). 0, or a negative errno with tally_seterr
- * naming the file. The resolver options point into s: keep s until the
- * resolver is freed. */
-int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro);
+ * fields (ro->lines is the caller's); a --debug-dir that cannot be read is
+ * searched anyway, with a warning in w. 0, or a negative errno with
+ * tally_seterr naming the file. The resolver options point into s: keep s
+ * until the resolver is freed. */
+int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro, struct tally_warnings *w);
 
 #endif

@@ -12,7 +12,6 @@ enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DF
 void tally_symopts_init(struct tally_symopts *s)
 {
 	memset(s, 0, sizeof(*s));
-	strbuf_init(&s->warnings);
 }
 
 void tally_symopts_release(struct tally_symopts *s)
@@ -21,7 +20,6 @@ void tally_symopts_release(struct tally_symopts *s)
 	free(s->debug_dirs);
 	if (s->have_map)
 		tally_imgmap_release(&s->map);
-	strbuf_release(&s->warnings);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -61,7 +59,7 @@ static const struct tally_option symopts_options[] = {
 
 const struct tally_optgroup tally_symopts_group = { "symbol search", symopts_options, symopts_handle };
 
-int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro)
+int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro, struct tally_warnings *w)
 {
 	if (s->mapfile && !s->have_map) {
 		if (tally_imgmap_load(&s->map, s->mapfile))
@@ -70,10 +68,9 @@ int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *r
 	}
 	if (s->vmlinux && access(s->vmlinux, R_OK) != 0)
 		return tally_seterr(-errno, "cannot read --vmlinux '%s': %s", s->vmlinux, strerror(errno));
-	strbuf_reset(&s->warnings);
 	for (size_t i = 0; i < s->ndebug_dirs; i++)
 		if (access(s->debug_dirs[i], X_OK) != 0)
-			strbuf_addf(&s->warnings, "--debug-dir '%s': %s (searched anyway)\n", s->debug_dirs[i], strerror(errno));
+			tally_warnings_add(w, "--debug-dir '%s': %s (searched anyway)", s->debug_dirs[i], strerror(errno));
 	ro->image_path = s->image_path;
 	ro->debug_dirs = s->debug_dirs;
 	ro->map = s->have_map ? &s->map : NULL;

@@ -201,13 +201,16 @@ static void test_options__shared_groups(void **state)
 	int first;
 	assert_int_equal(tally_opts_parse(&sym, ctx, 8, argv, &first), 0);
 	struct tally_resolver_opts ro = { 0 };
-	assert_int_equal(tally_symopts_prepare(&so, &ro), 0);
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	assert_int_equal(tally_symopts_prepare(&so, &ro, &w), 0);
 	assert_string_equal(ro.image_path[0], "/a");
 	assert_string_equal(ro.image_path[1], "/b");
 	assert_null(ro.image_path[2]);
 	assert_string_equal(ro.debug_dirs[0], "/nonexistent-dbg");
 	assert_true(ro.no_inline);
-	assert_str_has(so.warnings.buf, "--debug-dir '/nonexistent-dbg'");
+	assert_int_equal(w.n, 1);
+	assert_str_has(w.v[0], "--debug-dir '/nonexistent-dbg'");
+	tally_warnings_release(&w);
 	tally_symopts_release(&so);
 	tally_symopts_init(&so);
 	char *bad[] = { "x", "--debuginfod-timeout", "1e400", NULL };
