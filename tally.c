@@ -7,7 +7,6 @@
  * builtin_sources (and the name to man_cmds) in meson.build, give it a section
  * in docs/cli.md (a test checks) and tests under tests/. */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,18 +24,17 @@ struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const struct tally_cmdopts *opts;
-	const char *summary; /* FIXME(options): until every command has its table */
 };
 
 static const struct cmd commands[] = {
-	{ "record", cmd_record, &record_cmdopts, NULL },
-	{ "report", cmd_report, &report_cmdopts, NULL },
-	{ "annotate", cmd_annotate, &annotate_cmdopts, NULL },
-	{ "events", cmd_events, &events_cmdopts, NULL },
-	{ "export", cmd_export, &export_cmdopts, NULL },
-	{ "scan", cmd_scan, &scan_cmdopts, NULL },
-	{ "daemon", cmd_daemon, NULL, "profile the whole system without end, into epochs (tally ctl steers it)" },
-	{ "ctl", cmd_ctl, &ctl_cmdopts, NULL },
+	{ "record", cmd_record, &record_cmdopts },
+	{ "report", cmd_report, &report_cmdopts },
+	{ "annotate", cmd_annotate, &annotate_cmdopts },
+	{ "events", cmd_events, &events_cmdopts },
+	{ "export", cmd_export, &export_cmdopts },
+	{ "scan", cmd_scan, &scan_cmdopts },
+	{ "daemon", cmd_daemon, &daemon_cmdopts },
+	{ "ctl", cmd_ctl, &ctl_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)
@@ -47,16 +45,11 @@ static const struct cmd *find_cmd(const char *name)
 	return NULL;
 }
 
-static const char *summary(const struct cmd *c)
-{
-	return c->opts ? c->opts->summary : c->summary;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tally <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, summary(&commands[i]));
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].opts->summary);
 	fprintf(f, "\n'tally help <command>' (or 'tally <command> --help') shows a command's options;\n"
 		   "'man tally-<command>' and docs/cli.md have them all.\n");
 }
@@ -86,7 +79,7 @@ static void main_man(struct strbuf *out)
 			 ".SH SYNOPSIS\n.B tally\n<command> [options]\n.SH COMMANDS\n",
 		    TALLY_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		strbuf_addf(out, ".TP\n.BR tally\\-%s (1)\n%s\n", commands[i].name, summary(&commands[i]));
+		strbuf_addf(out, ".TP\n.BR tally\\-%s (1)\n%s\n", commands[i].name, commands[i].opts->summary);
 	strbuf_addstr(out, ".SH SEE ALSO\n.BR perf (1)\n");
 }
 
@@ -101,8 +94,6 @@ static void completion(struct strbuf *out)
 		strbuf_addf(out, "%s%s", i ? " " : "", commands[i].name);
 	strbuf_addstr(out, " help\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase ${COMP_WORDS[1]} in\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
-		if (!commands[i].opts)
-			continue;
 		struct strbuf w = STRBUF_INIT, v = STRBUF_INIT;
 		tally_opts_words(commands[i].opts, &w);
 		for (char *save = NULL, *t = strtok_r(w.buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
@@ -149,13 +140,6 @@ static int cmd_help(int argc, char **argv)
 		unknown_cmd(argv[1 + man]);
 		return 2;
 	}
-	if (!c->opts) {
-		if (man)
-			return 0;
-		char help_arg[] = "--help";
-		char *hv[] = { argv[1], help_arg, NULL };
-		return c->fn(2, hv);
-	}
 	if (man)
 		tally_opts_man(c->opts, TALLY_VERSION, &sb);
 	else
@@ -172,16 +156,6 @@ int tally_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	tally_error("%s (see 'tally %s --help')", msg, cmd);
 	return 2;
-}
-
-/* FIXME(options): report and daemon still use getopt_long directly */
-int tally_getopt_error(const char *cmd, const char *shortopts, char **argv)
-{
-	if (optopt && optopt < 256) {
-		const char *c = strchr(shortopts + (shortopts[0] == '+'), optopt);
-		return tally_usage_error(cmd, "option '-%c' %s", optopt, c && c[1] == ':' ? "needs a value" : "is unknown");
-	}
-	return tally_usage_error(cmd, "unknown option or missing value '%s'", argv[optind - 1]);
 }
 
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first)

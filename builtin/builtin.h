@@ -39,8 +39,7 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
  * else the exit status to return at once (0 after printing --help, 2 after a
  * usage error). *first: the first operand. */
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
-int tally_getopt_error(const char *cmd, const char *shortopts, char **argv);
 
-extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, ctl_cmdopts;
+extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts;
 
 #endif

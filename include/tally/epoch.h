@@ -46,20 +46,10 @@ struct tally_db_select {
 	double since, until; /* seconds since 1970 (UTC) */
 };
 
-/* getopt_long values and table entries of --epoch, --since and --until (needs <getopt.h>). */
+/* The codes of --epoch, --since and --until in tally_db_select_group. */
 enum { TALLY_OPT_EPOCH = 0x2100, TALLY_OPT_SINCE, TALLY_OPT_UNTIL };
-#define TALLY_DB_SELECT_LONGOPTS                                       \
-	{ "epoch", required_argument, NULL, TALLY_OPT_EPOCH },         \
-	{ "since", required_argument, NULL, TALLY_OPT_SINCE },         \
-	{ "until", required_argument, NULL, TALLY_OPT_UNTIL }
-#define TALLY_DB_SELECT_USAGE                                                                        \
-	"daemon databases (all epochs merged unless one of these selects):\n"                       \
-	"      --epoch NAME         only this epoch (a name such as 202611211307)\n"                 \
-	"      --since WHEN         epochs with samples after WHEN: a duration ago (2h, 30m)\n"     \
-	"                           or a UTC time (2026-11-21T13:07, 202611211307)\n"                \
-	"      --until WHEN         epochs that began before WHEN (same forms)\n"
 
-/* Handles one option of a command's getopt_long loop: 1 when opt was --epoch,
+/* Handles one option of tally_db_select_group: 1 when opt was --epoch,
  * --since or --until (taken), 0 when it is not one of them, -EINVAL with
  * tally_seterr when its value is bad or --epoch meets --since/--until. */
 int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg);

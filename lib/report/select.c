@@ -1,5 +1,4 @@
 /* The filters shared by report and export (include/tally/select.h). */
-#include <getopt.h>
 #include <errno.h>
 #include <string.h>
 
