@@ -711,3 +711,20 @@ int tally_db_open(struct tally_db *db, const char *path)
 {
 	return tally_db_open_select(db, path, NULL);
 }
+
+static int db_select_handle(void *ctx, int code, const char *arg)
+{
+	int r = tally_db_select_opt(ctx, code, arg);
+	return r < 0 ? r : 0;
+}
+
+static const struct tally_option db_select_options[] = {
+	{ 0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH },
+	{ 0, "since", TALLY_ARG_REQUIRED, "WHEN",
+	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE },
+	{ 0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL },
+	TALLY_OPTION_END,
+};
+
+const struct tally_optgroup tally_db_select_group = { "daemon databases (all epochs merged unless one of these selects)",
+						      db_select_options, db_select_handle };
