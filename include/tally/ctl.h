@@ -12,6 +12,11 @@
 
 /* The longest request, newline included. */
 #define TALLY_CTL_MAX_REQUEST 4096
+/* The longest reply body a client takes: an ok reply (a drain's bundle: 4 GiB)
+ * and an error's one-line message. A header announcing more is refused before
+ * anything is allocated; the daemon refuses to send a larger drain. */
+#define TALLY_CTL_MAX_REPLY (4ULL << 30)
+#define TALLY_CTL_MAX_ERROR 65536ULL
 /* The answer to anything that is not a command. */
 #define TALLY_CTL_USAGE "usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain"
 #define TALLY_CTL_CPUS_USAGE "usage: cpus LIST|all on|off [freq HZ|period N]"
@@ -54,7 +59,9 @@ void tally_ctl_frame(struct strbuf *out, bool ok, const char *body, size_t len);
 
 /* The client side: connects to the socket, sends the request line, reads the
  * whole reply (at most timeout seconds without progress). *ok tells the kind;
- * body gets its bytes. 0 or -errno with tally_seterr saying what to do. */
+ * body gets its bytes. 0 or -errno with tally_seterr saying what to do: a
+ * reply that is not one or is longer than its bound is -EPROTO, memory
+ * running short -ENOMEM (never an exit). */
 int tally_ctl_call(const char *socket_path, const char *request, double timeout, bool *ok, struct strbuf *body);
 
 #endif

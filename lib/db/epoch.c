@@ -86,9 +86,10 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 		*out = now - d;
 		return 0;
 	}
-bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration before now (30m, 2h, 1d) or a UTC time (2026-11-21T13:07, 202611211307)",
-			    what, s ? s : "");
+bad:;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration before now (30m, 2h, 1d; at most %.0fd) or a UTC time (2026-11-21T13:07, 202611211307)",
+			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
 static void format_when(double t, char *buf, size_t n)

@@ -6,6 +6,10 @@
 #include "unit.h"
 
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "tally/agg.h"
@@ -540,6 +544,95 @@ static void test_epoch__ctl_parse(void **state)
 	strbuf_release(&sb);
 }
 
+/* ---- the client's reading of a reply ---- */
+
+/* A peer on a fresh socket in dir that answers any connection with reply
+ * (len bytes) and then keeps the connection open; returns its pid. */
+static pid_t fake_daemon(const char *sock, const char *reply, size_t len)
+{
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	struct sockaddr_un sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		for (;;) {
+			int c = accept(ls, NULL, NULL);
+			if (c < 0)
+				_exit(1);
+			char req[256];
+			if (read(c, req, sizeof(req)) < 0)
+				_exit(1);
+			if (write(c, reply, len) != (ssize_t)len)
+				_exit(1);
+			/* stays open: the client must decide from what it got */
+		}
+	}
+	close(ls);
+	return pid;
+}
+
+static void test_epoch__ctl_reply_bounded(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *sock = unit_path(tmp, "s");
+	static const struct {
+		const char *reply;
+		int want;
+		const char *msg;
+	} cases[] = {
+		/* a length near 2^64 wrapped hdr + want, and the buffer's doubling spun forever */
+		{ "ok 18446744073709551615\n", -EPROTO, "announced a reply of 18446744073709551615 bytes" },
+		{ "ok 18446744073709551000\nabc", -EPROTO, "more than the 4294967296" },
+		{ "ok 99999999999999999999999\n", -EPROTO, "announced a reply" },
+		{ "ok 4294967297\n", -EPROTO, "announced a reply" },
+		{ "error 65537\n", -EPROTO, "an error reply may hold" },
+	};
+	alarm(60); /* the hang this guards against: fail rather than spin */
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		unlink(sock);
+		pid_t pid = fake_daemon(sock, cases[i].reply, strlen(cases[i].reply));
+		bool ok = true;
+		struct strbuf body = STRBUF_INIT;
+		double t0 = tally_now_mono();
+		int r = tally_ctl_call(sock, "status", 5, &ok, &body);
+		double took = tally_now_mono() - t0;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (r != cases[i].want)
+			fail_msg("reply '%s': %d (%s), want %d", cases[i].reply, r, r ? tally_errmsg() : "ok", cases[i].want);
+		assert_errmsg_has(cases[i].msg);
+		assert_errmsg_has(sock);
+		assert_true(took < 2); /* refused at the header, not after the timeout */
+		assert_int_equal(body.len, 0);
+		strbuf_release(&body);
+	}
+	/* what is in bounds still works */
+	unlink(sock);
+	pid_t pid = fake_daemon(sock, "ok 5\nhello", 10);
+	bool ok = false;
+	struct strbuf body = STRBUF_INIT;
+	assert_int_equal(tally_ctl_call(sock, "status", 5, &ok, &body), 0);
+	assert_true(ok);
+	assert_int_equal(body.len, 5);
+	assert_memory_equal(body.buf, "hello", 5);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	strbuf_release(&body);
+	alarm(0);
+	unlink(sock);
+	rmdir(tmp);
+	free(sock);
+	free(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_epoch__bundle),
 		cmocka_unit_test(test_epoch__select),
 		cmocka_unit_test(test_epoch__ctl_parse),
+		cmocka_unit_test(test_epoch__ctl_reply_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
