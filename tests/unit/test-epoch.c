@@ -403,6 +403,105 @@ static void test_epoch__bundle(void **state)
 
 /* ---- selection ---- */
 
+static int count_files(void *ctx, const char *name, const char *data, size_t len)
+{
+	(void)name;
+	(void)data;
+	(void)len;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+static void test_epoch__bundle_damaged_header(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	/* exactly 'tally-bundle:': the version was read into a buffer sscanf never filled */
+	char *p = write_bundle(tmp, "short.bundle", "tally-bundle:", 13);
+	struct tally_db d;
+	memset(&d, 0xab, sizeof(d));
+	assert_true(tally_db_open(&d, p) < 0);
+	char want[512];
+	snprintf(want, sizeof(want), "'%s' is a damaged bundle: its first line names no format-version (drain it again)", p);
+	assert_string_equal(tally_errmsg(), want);
+	assert_null(d.path);
+	free(p);
+	p = write_bundle(tmp, "blank.bundle", "tally-bundle:   \nend: 0 files\n", 30);
+	assert_true(tally_db_open(&d, p) < 0);
+	assert_errmsg_has("names no format-version");
+	free(p);
+	/* the version as written, escaped */
+	p = write_bundle(tmp, "esc.bundle", "tally-bundle: \x1b[2J9\n", 20);
+	assert_true(tally_db_open(&d, p) < 0);
+	assert_errmsg_has("format-version \\x1b[2J9, and this tally reads version 1");
+	free(p);
+
+	/* the (buffer, length) parser: bytes with no NUL after them, no file system */
+	char *pa = unit_path(tmp, "a");
+	make_db(pa, 0x30, 9, "2026-11-21T13:00:00Z", "2026-11-21T13:01:00Z");
+	struct tally_db a;
+	assert_int_equal(tally_db_open(&a, pa), 0);
+	struct strbuf sb = STRBUF_INIT;
+	assert_int_equal(tally_db_bundle(&a, &sb), 0);
+	size_t nf = 0;
+	tally_db_bytes(&a, &nf);
+	char *exact = malloc(sb.len);
+	assert_non_null(exact);
+	memcpy(exact, sb.buf, sb.len);
+	size_t seen = 0;
+	assert_int_equal(tally_bundle_parse(exact, sb.len, "mem", count_files, &seen), 0);
+	assert_int_equal(seen, nf);
+	/* every prefix is refused, none read past its end */
+	for (size_t cut = 0; cut < sb.len; cut++) {
+		int r = tally_bundle_parse(exact, cut, "mem", NULL, NULL);
+		if (r != -EINVAL && r != -ENOTDIR)
+			fail_msg("a bundle cut at byte %zu: %d", cut, r);
+	}
+	free(exact);
+	const char dup[] = "tally-bundle: 1\nfile: 1 tasks\nx\nfile: 1 tasks\ny\nend: 2 files\n";
+	assert_int_equal(tally_bundle_parse(dup, sizeof(dup) - 1, "mem", NULL, NULL), -EINVAL);
+	assert_errmsg_has("holds the file 'tasks' twice");
+	const char nul[] = "tally-bundle: 1\nfile: 1 ta\0ks\nx\nend: 1 files\n";
+	assert_int_equal(tally_bundle_parse(nul, sizeof(nul) - 1, "mem", NULL, NULL), -EINVAL);
+	const char huge[] = "tally-bundle: 1\nfile: 99999999999999999999999 tasks\nx\nend: 1 files\n";
+	assert_int_equal(tally_bundle_parse(huge, sizeof(huge) - 1, "mem", NULL, NULL), -EINVAL);
+	/* the database from memory */
+	struct tally_db m;
+	assert_int_equal(tally_db_open_bundle_buf(&m, sb.buf, sb.len, "drained"), 0);
+	assert_string_equal(m.path, "drained");
+	assert_int_equal(m.samples[0], 9);
+	tally_db_release(&m);
+	strbuf_release(&sb);
+	tally_db_release(&a);
+	tally_remove_tree(tmp);
+	free(pa);
+	free(tmp);
+}
+
+static void test_epoch__merge_overflow(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *dir = daemon_dir(tmp);
+	/* each epoch adds up; merged, 2^63 + 2^63 wrapped to 0 */
+	add_epoch(dir, "202611211300", 0x10, 1ull << 63, "2026-11-21T13:00:00Z", "2026-11-21T13:59:00Z");
+	add_epoch(dir, "202611211400", 0x10, 1ull << 63, "2026-11-21T14:00:00Z", "2026-11-21T14:59:00Z");
+	struct tally_db db;
+	memset(&db, 0xab, sizeof(db));
+	assert_int_equal(tally_db_open(&db, dir), -EINVAL);
+	assert_errmsg_has("its epochs together hold more than 18446744073709551615 'cpu-clock' samples");
+	assert_errmsg_has(dir);
+	/* one at a time they read */
+	struct tally_db_select sel = { 0 };
+	assert_int_equal(tally_db_select_opt(&sel, TALLY_OPT_EPOCH, "202611211400"), 1);
+	assert_int_equal(tally_db_open_select(&db, dir, &sel), 0);
+	assert_true(db.samples[0] == 1ull << 63);
+	tally_db_release(&db);
+	tally_remove_tree(tmp);
+	free(dir);
+	free(tmp);
+}
+
 static void test_epoch__select(void **state)
 {
 	(void)state;
@@ -643,6 +742,8 @@ int main(void)
 		cmocka_unit_test(test_epoch__prune),
 		cmocka_unit_test(test_epoch__merge),
 		cmocka_unit_test(test_epoch__bundle),
+		cmocka_unit_test(test_epoch__bundle_damaged_header),
+		cmocka_unit_test(test_epoch__merge_overflow),
 		cmocka_unit_test(test_epoch__select),
 		cmocka_unit_test(test_epoch__ctl_parse),
 		cmocka_unit_test(test_epoch__ctl_reply_bounded),
