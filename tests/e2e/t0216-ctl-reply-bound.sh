@@ -2,7 +2,8 @@
 # tally ctl does not trust the length a reply announces: a peer on the socket
 # answering 'ok N' with N near 2^64 made 'hdr + N' wrap and the buffer's
 # doubling loop spin at 100% CPU forever (--timeout did not help).  Such a
-# reply is refused at once with one line; a reply within bounds still works.
+# reply is refused at once with one line; an error message is printed with
+# its control bytes escaped; a reply within bounds still works.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 command -v python3 >/dev/null || skip "python3 is needed for the fake daemon"
@@ -43,6 +44,11 @@ for reply in 'ok 18446744073709551615\n' 'ok 18446744073709551000\nabc' 'ok 9999
 	took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 	fcmp "$took" "<" 1.5 || fail "reply '$reply' took $took s to refuse: it waited instead of refusing the header"
 done
+
+# an error's message is printed on one line with its control bytes escaped
+fake "$TMP/esc" 'error 10\n\x1b]0;owned\x07'
+expect_fail_with '^tally: \\x1b\]0;owned\\x07$' "$TALLY" ctl --socket "$TMP/esc" --timeout 2 status
+LC_ALL=C grep -q '[^[:print:]]' "$TMP/fail.err" && fail "raw bytes from the socket on stderr: $(od -c "$TMP/fail.err" | head -3)"
 
 # within bounds: the body is printed as sent
 fake "$TMP/good" 'ok 9\nstate: x\n'

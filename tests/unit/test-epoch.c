@@ -713,6 +713,44 @@ static void test_epoch__ctl_reply_bounded(void **state)
 		assert_int_equal(body.len, 0);
 		strbuf_release(&body);
 	}
+	/* the header parser alone, over exact-size buffers */
+	static const struct {
+		const char *in;
+		int want;
+		bool ok;
+		size_t hdr, len;
+	} hs[] = {
+		{ "ok 5\nhello", 0, true, 5, 5 },
+		{ "error 0\n", 0, false, 8, 0 },
+		{ "ok 4294967296\n", 0, true, 14, 4294967296ull },
+		{ "ok 12", 1, false, 0, 0 },      /* not whole yet */
+		{ "", 1, false, 0, 0 },
+		{ "ok \n", -EPROTO, false, 0, 0 },
+		{ "ok -1\n", -EPROTO, false, 0, 0 },
+		{ "ok 1 \n", -EPROTO, false, 0, 0 },
+		{ "yes 1\n", -EPROTO, false, 0, 0 },
+		{ "ok 4294967297\n", -EPROTO, false, 0, 0 },
+		{ "error 65537\n", -EPROTO, false, 0, 0 },
+		{ "ok 18446744073709551616\n", -EPROTO, false, 0, 0 },
+		{ "ok 00000000000000000000000000000000000000000000000000000000000001\n", -EPROTO, false, 0, 0 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(hs); i++) {
+		size_t n = strlen(hs[i].in);
+		char *b = malloc(n ? n : 1);
+		assert_non_null(b);
+		memcpy(b, hs[i].in, n);
+		bool hok = !hs[i].ok;
+		size_t hdr = 77, blen = 77;
+		int r = tally_ctl_reply_header(b, n, "peer", &hok, &hdr, &blen);
+		if (r != hs[i].want)
+			fail_msg("header '%s': %d, want %d", hs[i].in, r, hs[i].want);
+		if (!r) {
+			assert_int_equal(hok, hs[i].ok);
+			assert_int_equal(hdr, hs[i].hdr);
+			assert_int_equal(blen, hs[i].len);
+		}
+		free(b);
+	}
 	/* what is in bounds still works */
 	unlink(sock);
 	pid_t pid = fake_daemon(sock, "ok 5\nhello", 10);
