@@ -256,9 +256,11 @@ int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg)
 	double now = tally_now_wall();
 	switch (opt) {
 	case TALLY_OPT_EPOCH:
-		if (!tally_epoch_name_ok(arg))
+		if (!tally_epoch_name_ok(arg)) {
+			char q[TALLY_EXCERPT_SIZE];
 			return tally_seterr(-EINVAL, "invalid --epoch '%s': an epoch is named YYYYMMDDHHMM[-N] (see 'tally ctl status' or the database directory)",
-					    arg);
+					    tally_excerpt(q, arg));
+		}
 		sel->epoch = arg;
 		break;
 	case TALLY_OPT_SINCE:

@@ -320,8 +320,8 @@ static bool item_event(const char *s, size_t n)
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
-			return false;
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false; /* printable ASCII: names are printed and matched as they are */
 	return true;
 }
 

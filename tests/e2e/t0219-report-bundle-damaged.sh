@@ -20,7 +20,9 @@ expect_fail_with "^tally: 'esc\.bundle' is a bundle of format-version \\\\x1b\]0
 	"$TALLY" report -i esc.bundle
 LC_ALL=C grep -q '[^[:print:]]' "$TMP/fail.err" && fail "raw bytes in the error: $(od -c "$TMP/fail.err" | head -3)"
 
-if command -v valgrind >/dev/null 2>&1; then
+if grep -qa -e __asan_init -e __msan_init "$TALLY"; then
+	note "a sanitizer build (valgrind cannot run it): the exact text was checked without valgrind"
+elif command -v valgrind >/dev/null 2>&1; then
 	rc=0
 	valgrind -q --error-exitcode=99 --log-file="$TMP/vg.log" "$TALLY" report -i short.bundle 2>"$TMP/vg.err" || rc=$?
 	((rc != 99)) || fail "valgrind found errors: $(head -c 2000 "$TMP/vg.log")"
