@@ -11,15 +11,18 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Allocation: on failure print one line and exit(1) (there is no useful recovery).
- * Sizes that do not fit in memory at all (a count times an element size past
- * PTRDIFF_MAX) are failures too, never a wrapped-around small allocation. */
+/* Allocation that does not fail: on failure the handler the program set
+ * (tally_set_oom_handler; tally's prints one line and exits 1) runs, and
+ * without one the process aborts (there is no useful recovery). Sizes that do
+ * not fit in memory at all (a count times an element size past PTRDIFF_MAX)
+ * are failures too, never a wrapped-around small allocation. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Grow *p (of *alloc elements of size sz) to hold at least want elements. */
+void tally_set_oom_handler(void (*fn)(size_t n));
 void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
 /* The same without exiting: 0, -EOVERFLOW when want elements of sz bytes are
  * more than an object may hold, -ENOMEM when memory is short; *p and *alloc
@@ -40,15 +43,21 @@ int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz) __attribute_
 int tally_seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *tally_errmsg(void);
 
-/* Builtins only: print "tally: msg" to stderr. die() also exits with status 1 (or 2 for usage). */
-void tally_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void tally_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn void tally_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-extern int tally_verbose;
-void tally_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Warnings the core hands back to its caller, one line each, in order (the
+ * core never prints: the builtins print them, builtin/print.c). A function
+ * that may warn takes a struct tally_warnings * (NULL: the caller does not
+ * want them). */
+struct tally_warnings {
+	char **v;
+	size_t n, alloc;
+};
+#define TALLY_WARNINGS_INIT { NULL, 0, 0 }
+void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tally_warnings_release(struct tally_warnings *w);
 
 /* Growable string buffer (git's strbuf): buf is always NUL-terminated. The
- * appenders cannot fail (memory exhaustion ends the program, as xmalloc);
+ * appenders cannot fail (memory exhaustion is the OOM handler's, as for
+ * xmalloc);
  * strbuf_grow, for sizes that come from outside, returns its failure. */
 struct strbuf {
 	char *buf;
