@@ -444,7 +444,8 @@ static int read_fd(struct strbuf *sb, int fd, size_t max)
 	strbuf_reset(sb);
 	off_t at = 0;
 	for (;;) {
-		strbuf_grow(sb, 65536);
+		if (strbuf_grow(sb, 65536))
+			return -ENOMEM;
 		ssize_t n = pread(fd, sb->buf + sb->len, sb->alloc - sb->len - 1, at);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -58,6 +58,78 @@ static bool is_hex(const char *s)
 	return true;
 }
 
+int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, const char *what)
+{
+	memset(m, 0, sizeof(*m));
+	m->file = xstrdup(what);
+	int ret = 0;
+	size_t ln = 0;
+	const char *cur = buf, *end = buf + len;
+	struct strbuf line = STRBUF_INIT;
+	if (!len) {
+		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", what);
+		goto fail;
+	}
+	while (cur < end) {
+		const char *nl = memchr(cur, '\n', (size_t)(end - cur));
+		size_t n = nl ? (size_t)(nl - cur) : (size_t)(end - cur);
+		ln++;
+		/* a NUL would end the line early and hide the rest: binary data, as the database reader says */
+		if (memchr(cur, '\0', n)) {
+			ret = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (the map is damaged: run 'tally scan' again)",
+					   what, ln);
+			goto fail;
+		}
+		strbuf_reset(&line);
+		strbuf_add(&line, cur, n);
+		cur = nl ? nl + 1 : end;
+		if (ln == 1 && strcmp(line.buf, MAP_HEADER)) {
+			ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
+					   what, MAP_HEADER);
+			goto fail;
+		}
+		if (!line.len || line.buf[0] == '#')
+			continue;
+		char *f[4];
+		int nf = 0;
+		char *p = line.buf;
+		for (; nf < 3; nf++) {
+			f[nf] = p;
+			char *t = strchr(p, '\t');
+			if (!t)
+				break;
+			*t = '\0';
+			p = t + 1;
+		}
+		if (nf != 3) {
+			ret = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH' (the map is damaged: run 'tally scan' again)",
+					   what, ln);
+			goto fail;
+		}
+		f[3] = p;
+		if ((strcmp(f[0], "build-id") && strcmp(f[0], "xxh64")) || !is_hex(f[1]) || !*f[3]) {
+			ret = tally_seterr(-EINVAL, "'%s' line %zu: bad id kind, id or path (the map is damaged: run 'tally scan' again)",
+					   what, ln);
+			goto fail;
+		}
+		unsigned flags = 0;
+		if (strchr(f[2], 's'))
+			flags |= TALLY_IMGMAP_SYMTAB;
+		if (strchr(f[2], 'd'))
+			flags |= TALLY_IMGMAP_DEBUG;
+		tally_unescape(f[3]);
+		GROW(m->e, m->alloc, m->n + 1);
+		m->e[m->n++] = (struct tally_imgmap_entry){ xstrdup(f[0]), xstrdup(f[1]), flags, xstrdup(f[3]) };
+	}
+	strbuf_release(&line);
+	tally_qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
+	return 0;
+fail:
+	strbuf_release(&line);
+	tally_imgmap_release(m);
+	return ret;
+}
+
 int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 {
 	memset(m, 0, sizeof(*m));
@@ -73,66 +145,8 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 		strbuf_release(&sb);
 		return tally_seterr(ret, "cannot read map file: %s (write one with 'tally scan -o %s')", tally_errmsg(), path);
 	}
-	m->file = xstrdup(path);
-	char *cur = sb.buf;
-	size_t ln = 0;
-	if (!sb.len) {
-		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", path);
-		goto fail;
-	}
-	while (cur && *cur) {
-		char *line = cur, *nl = strchr(cur, '\n');
-		if (nl) {
-			*nl = '\0';
-			cur = nl + 1;
-		} else {
-			cur = NULL;
-		}
-		ln++;
-		if (ln == 1 && strcmp(line, MAP_HEADER)) {
-			ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
-					   path, MAP_HEADER);
-			goto fail;
-		}
-		if (!*line || line[0] == '#')
-			continue;
-		char *f[4];
-		int nf = 0;
-		char *p = line;
-		for (; nf < 3; nf++) {
-			f[nf] = p;
-			char *t = strchr(p, '\t');
-			if (!t)
-				break;
-			*t = '\0';
-			p = t + 1;
-		}
-		if (nf != 3) {
-			ret = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH' (the map is damaged: run 'tally scan' again)",
-					   path, ln);
-			goto fail;
-		}
-		f[3] = p;
-		if ((strcmp(f[0], "build-id") && strcmp(f[0], "xxh64")) || !is_hex(f[1]) || !*f[3]) {
-			ret = tally_seterr(-EINVAL, "'%s' line %zu: bad id kind, id or path (the map is damaged: run 'tally scan' again)",
-					   path, ln);
-			goto fail;
-		}
-		unsigned flags = 0;
-		if (strchr(f[2], 's'))
-			flags |= TALLY_IMGMAP_SYMTAB;
-		if (strchr(f[2], 'd'))
-			flags |= TALLY_IMGMAP_DEBUG;
-		tally_unescape(f[3]);
-		GROW(m->e, m->alloc, m->n + 1);
-		m->e[m->n++] = (struct tally_imgmap_entry){ xstrdup(f[0]), xstrdup(f[1]), flags, xstrdup(f[3]) };
-	}
+	ret = tally_imgmap_parse(m, sb.buf ? sb.buf : "", sb.len, path);
 	strbuf_release(&sb);
-	tally_qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
-	return 0;
-fail:
-	strbuf_release(&sb);
-	tally_imgmap_release(m);
 	return ret;
 }
 

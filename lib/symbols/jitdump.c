@@ -352,12 +352,15 @@ void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *
 		}
 		if (f->code && f->size) {
 			strbuf_addstr(out, "code ");
-			strbuf_grow(out, f->size * 2 + 1);
-			for (uint64_t b = 0; b < f->size; b++) {
-				out->buf[out->len++] = hx[f->code[b] >> 4];
-				out->buf[out->len++] = hx[f->code[b] & 15];
+			for (uint64_t b = 0; b < f->size;) {
+				char chunk[512];
+				size_t k = 0;
+				for (; k < sizeof(chunk) && b < f->size; b++) {
+					chunk[k++] = hx[f->code[b] >> 4];
+					chunk[k++] = hx[f->code[b] & 15];
+				}
+				strbuf_add(out, chunk, k);
 			}
-			out->buf[out->len] = '\0';
 			strbuf_addch(out, '\n');
 		}
 	}
