@@ -530,7 +530,7 @@ static void snapshot_jit(struct tally_agg *a, struct tally_proc *p)
 		if (read_fd(&sb, p->jit_map_fd, budget, &more) == 0) {
 			if (more) {
 				/* whole lines only */
-				char *nl = memrchr(sb.buf, '\n', sb.len);
+				char *nl = sb.len ? memrchr(sb.buf, '\n', sb.len) : NULL;
 				sb.len = nl ? (size_t)(nl - sb.buf) + 1 : 0;
 				sb.buf[sb.len] = '\0';
 				jit_warn(a, "perf map '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are used",
@@ -729,7 +729,13 @@ static int open_jit_file(struct tally_agg *a, struct tally_proc *p, const char *
 				 strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+	if (fstat(fd, st) < 0) {
+		jit_warn(a, "%s '%s' of pid %d: cannot stat it: %s (its code counts as nomap)", what, name, p->pid,
+			 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
 		jit_warn(a, "%s '%s' of pid %d is %s, not a regular file: not used (its code counts as nomap)", what, name, p->pid,
 			 file_kind(st));
 		close(fd);
