@@ -41,6 +41,7 @@ read -r rc0 rss0 < <(rss_run plain record -F 1000 -o plain.db -- "$WORKLOADS/jit
 grep -q '^skip:' plain.out && skip "$(grep '^skip:' plain.out)"
 ((rc0 == 0)) || fail "record of jitwork (plain dump) exited $rc0: $(head -c 1000 plain.err)"
 read -r rc1 rss1 < <(rss_run big record -F 1000 -o big.db -- "$WORKLOADS/jitwork" 400 "$TMP/dumps" bigmove $size $moves)
+rm -f "/tmp/perf-$(workload_pid plain.out).map" "/tmp/perf-$(workload_pid big.out).map"
 ((rc1 == 0)) || fail "record of jitwork (a dump of $moves moves of a $size-byte function) exited $rc1: $(head -c 1000 big.err)"
 pid=$(workload_pid big.out)
 dump=$TMP/dumps/jit-$pid.dump
@@ -73,6 +74,7 @@ ctl --db d.db flush
 h0=$(hwm)
 "$WORKLOADS/jitwork" 300 "$TMP/dumps" bigmove $size $moves >dw.out 2>&1 || fail "jitwork failed: $(cat dw.out)"
 dpid=$(workload_pid dw.out)
+rm -f "/tmp/perf-$dpid.map"
 sleep 0.3
 ctl --db d.db flush
 alive "$DAEMON_PID" || fail "the daemon died on the dump of pid $dpid: $(tail -5 d.db/daemon.log)"
