@@ -24,8 +24,9 @@
 #define TALLY_DAEMON_LOG_NAME "daemon.log"
 /* Control connections served at once (docs/daemon.md: the limits). */
 #define TALLY_DAEMON_MAX_CLIENTS 16
-/* New connections taken per round: one accepted stays until the next round. */
-#define TALLY_DAEMON_ACCEPT_PER_ROUND (TALLY_DAEMON_MAX_CLIENTS / 2)
+/* Seconds a new control connection keeps its slot whatever comes after it:
+ * the time its client has to send the request (docs/daemon.md). */
+#define TALLY_DAEMON_CTL_GRACE 0.05
 /* --keep never deletes the newest epochs. */
 #define TALLY_DAEMON_KEEP_NEWEST 3
 
@@ -104,10 +105,11 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 
 /* Takes a connected control socket (accepted, or one end of a socketpair) as
  * a client of uid: refused at once unless uid is the owner's or root's; when
- * every slot is taken the connection that has waited longest for its request
- * to complete is evicted (told `busy`), and when every slot is answering the
- * new one is told `busy`. fd becomes the daemon's (closed by it). 0 when it
- * got a slot, -EPERM (refused), -EBUSY (no slot) or -errno. */
+ * every slot is taken, the oldest connection still short of its request and
+ * older than TALLY_DAEMON_CTL_GRACE is evicted (told `busy`); when there is
+ * none, the new one is told `busy`. Its request is read (and run) at once if
+ * it is there. fd becomes the daemon's (closed by it). 0 when it got a slot,
+ * -EPERM (refused), -EBUSY (no slot) or -errno. */
 int tally_daemon_add_client(struct tally_daemon *d, int fd, uid_t uid);
 /* Control connections held now. */
 int tally_daemon_clients(const struct tally_daemon *d);

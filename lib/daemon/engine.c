@@ -359,6 +359,9 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 {
 	if (timeout_ms < 0)
 		timeout_ms = d->smp->randomize ? 50 : 100;
+	int due = tally_dmn_ctl_due_ms(d);
+	if (due >= 0 && due < timeout_ms)
+		timeout_ms = due;
 	if (d->rec) {
 		if (tally_recording_step(d->rec, timeout_ms) < 0)
 			tally_dmn_log(d, "%s", tally_errmsg());

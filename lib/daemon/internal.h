@@ -26,8 +26,8 @@ struct client {
 	struct strbuf in, out;
 	size_t out_off;
 	double deadline; /* monotonic: the whole request by then, each part of the reply */
+	double since;    /* monotonic: accepted */
 	uint64_t serial; /* accept order: the oldest is evicted first */
-	uint64_t round;  /* the round it was accepted in */
 	bool replying;
 };
 
@@ -51,7 +51,11 @@ struct tally_daemon {
 	struct tally_agg *agg;
 	struct tally_ksym_cache kc;
 	struct client clients[TALLY_DAEMON_MAX_CLIENTS];
-	uint64_t round, serial;
+	uint64_t serial;
+	/* no slot could be freed: new connections wait in the kernel's backlog
+	 * (the socket is not watched) until a slot frees or this time */
+	bool listen_paused;
+	double listen_resume;
 
 	/* the control server's figures (status) */
 	uint64_t ctl_served, ctl_evicted, ctl_busy, ctl_refused, ctl_dropped;
@@ -96,6 +100,8 @@ void tally_dmn_set_write_error(struct tally_daemon *d, const char *msg);
 
 /* server.c: the control server */
 int tally_dmn_listen(struct tally_daemon *d);
+/* Milliseconds until the control server needs a round (-1: no need). */
+int tally_dmn_ctl_due_ms(const struct tally_daemon *d);
 void tally_dmn_close_clients(struct tally_daemon *d);
 
 #endif

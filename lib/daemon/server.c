@@ -241,6 +241,33 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 
 /* ---- connections ---- */
 
+static void listen_resume(struct tally_daemon *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->listenfd };
+	if (d->listen_paused && epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listenfd, &ev) == 0)
+		d->listen_paused = false;
+}
+
+/* Connections are waiting and no slot can take one before `until`: leave
+ * them in the kernel's backlog (first come, first served) and stop watching
+ * the socket until then, so that the loop does not spin. */
+static void listen_pause(struct tally_daemon *d, double until)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &d->listenfd };
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->listenfd, &ev) == 0) {
+		d->listen_paused = true;
+		d->listen_resume = until;
+	}
+}
+
+int tally_dmn_ctl_due_ms(const struct tally_daemon *d)
+{
+	if (!d->listen_paused)
+		return -1;
+	double left = d->listen_resume - tally_now_mono();
+	return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
 static void client_close(struct tally_daemon *d, struct client *c)
 {
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -249,6 +276,7 @@ static void client_close(struct tally_daemon *d, struct client *c)
 	strbuf_release(&c->out);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+	listen_resume(d); /* a slot is free */
 }
 
 /* A short answer to a connection that gets no slot (refused, busy, evicted),
@@ -381,6 +409,31 @@ static void refuse(struct tally_daemon *d, int fd, uid_t uid)
 
 static const char busy_msg[] = "busy: too many control connections at once (try again)";
 
+/* A free slot, or the connection to evict for a new one: the oldest still
+ * short of its request and past its grace. NULL when there is none; then
+ * *until (may be NULL) is when one will be. */
+static struct client *room(struct tally_daemon *d, double now, double *until)
+{
+	struct client *victim = NULL;
+	double soonest = now + d->ctl_timeout;
+	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++) {
+		struct client *k = &d->clients[i];
+		if (k->fd < 0)
+			return k;
+		if (k->replying)
+			continue;
+		if (now - k->since < TALLY_DAEMON_CTL_GRACE) {
+			if (k->since + TALLY_DAEMON_CTL_GRACE < soonest)
+				soonest = k->since + TALLY_DAEMON_CTL_GRACE;
+		} else if (!victim || k->serial < victim->serial) {
+			victim = k;
+		}
+	}
+	if (!victim && until)
+		*until = soonest;
+	return victim;
+}
+
 int tally_daemon_add_client(struct tally_daemon *d, int fd, uid_t uid)
 {
 	if (uid != geteuid() && uid != 0) {
@@ -389,38 +442,29 @@ int tally_daemon_add_client(struct tally_daemon *d, int fd, uid_t uid)
 		refuse(d, fd, uid);
 		return -EPERM;
 	}
-	struct client *c = NULL, *victim = NULL;
-	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS && !c; i++) {
-		struct client *k = &d->clients[i];
-		if (k->fd < 0)
-			c = k;
-		else if (!k->replying && k->round < d->round && (!victim || k->serial < victim->serial))
-			victim = k;
-	}
-	if (!c && victim) {
-		/* full: the connection that has waited longest for its request to be
-		 * complete makes room (stallers cannot hold the slots) */
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, victim->fd, NULL);
-		answer_and_close(victim->fd, busy_msg);
-		strbuf_release(&victim->in);
-		strbuf_release(&victim->out);
-		memset(victim, 0, sizeof(*victim));
-		victim->fd = -1;
-		d->ctl_evicted++;
-		c = victim;
-	}
+	double now = tally_now_mono();
+	struct client *c = room(d, now, NULL);
 	if (!c) {
-		/* every slot is answering a request */
+		/* every slot is new or answering a request */
 		answer_and_close(fd, busy_msg);
 		d->ctl_busy++;
 		return -EBUSY;
 	}
+	if (c->fd >= 0) {
+		/* full: the connection that has waited longest for its request to be
+		 * complete makes room (stallers cannot hold the slots) */
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		answer_and_close(c->fd, busy_msg);
+		strbuf_release(&c->in);
+		strbuf_release(&c->out);
+		d->ctl_evicted++;
+	}
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->uid = uid;
-	c->deadline = tally_now_mono() + d->ctl_timeout;
+	c->since = now;
+	c->deadline = now + d->ctl_timeout;
 	c->serial = ++d->serial;
-	c->round = d->round;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		int e = errno;
@@ -443,8 +487,12 @@ int tally_daemon_clients(const struct tally_daemon *d)
 
 static void accept_clients(struct tally_daemon *d)
 {
-	/* a few a round, so one accepted is never evicted before its next round */
-	for (int i = 0; i < TALLY_DAEMON_ACCEPT_PER_ROUND; i++) {
+	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++) {
+		double until;
+		if (!room(d, tally_now_mono(), &until)) {
+			listen_pause(d, until);
+			return;
+		}
 		int fd = accept4(d->listenfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
@@ -458,7 +506,8 @@ static void accept_clients(struct tally_daemon *d)
 
 void tally_daemon_serve(struct tally_daemon *d)
 {
-	d->round++;
+	if (d->listen_paused && tally_now_mono() >= d->listen_resume)
+		listen_resume(d);
 	struct epoll_event evs[TALLY_DAEMON_MAX_CLIENTS + 2];
 	int n = epoll_wait(d->epfd, evs, (int)ARRAY_SIZE(evs), 0);
 	bool listen_ready = false;

@@ -674,10 +674,9 @@ static void test_daemon__ctl_stallers_evicted(void **state)
 			say(sv[1], "sta"); /* half a request */
 		assert_int_equal(tally_daemon_add_client(fx->d, sv[0], geteuid()), 0);
 		silent[i] = sv[1];
-		if (i == TALLY_DAEMON_MAX_CLIENTS / 2 - 1)
-			tally_daemon_serve(fx->d); /* a later round for the rest */
 	}
 	assert_int_equal(tally_daemon_clients(fx->d), TALLY_DAEMON_MAX_CLIENTS);
+	usleep((useconds_t)(TALLY_DAEMON_CTL_GRACE * 1e6) + 20000);
 	tally_daemon_serve(fx->d);
 	/* the owner gets through: the oldest staller makes room */
 	int sv[2];
@@ -712,12 +711,12 @@ static void test_daemon__ctl_stallers_evicted(void **state)
 		close(silent[i]);
 }
 
-static void test_daemon__ctl_not_evicted_in_its_round(void **state)
+static void test_daemon__ctl_grace_for_new(void **state)
 {
 	struct fixture *fx = *state;
 	start(fx);
-	/* sixteen accepted in the same round: none of them can be evicted in it, so
-	 * a seventeenth is told busy (the daemon accepts fewer a round) */
+	/* sixteen new connections: none can be evicted before its client had the
+	 * time to send its request, so a seventeenth is told busy */
 	int cl[TALLY_DAEMON_MAX_CLIENTS];
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++) {
 		int sv[2];
@@ -735,6 +734,20 @@ static void test_daemon__ctl_not_evicted_in_its_round(void **state)
 	free(got);
 	close(sv[1]);
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++)
+		assert_false(heard(cl[i]));
+	/* past their grace the oldest makes room */
+	usleep((useconds_t)(TALLY_DAEMON_CTL_GRACE * 1e6) + 20000);
+	pair(sv);
+	say(sv[1], "status\n");
+	assert_int_equal(tally_daemon_add_client(fx->d, sv[0], geteuid()), 0);
+	got = hear(sv[1]);
+	assert_true(!strncmp(got, "ok ", 3));
+	free(got);
+	close(sv[1]);
+	got = hear(cl[0]);
+	assert_str_has(got, "busy");
+	free(got);
+	for (int i = 1; i < TALLY_DAEMON_MAX_CLIENTS; i++)
 		assert_false(heard(cl[i]));
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++)
 		close(cl[i]);
@@ -788,7 +801,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_bad_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_not_owner_refused_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_stallers_evicted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__ctl_not_evicted_in_its_round, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__ctl_grace_for_new, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_deadline_whole_request, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
