@@ -59,38 +59,6 @@ static const struct option daemon_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-#define LOG_MAX (1u << 20)
-
-/* The log: DIR/daemon.log (or stderr in the foreground), one old copy kept. */
-struct daemon_log {
-	FILE *f;
-	char *path;
-	bool rotate;
-};
-
-static void log_line(void *ctx, const char *line)
-{
-	struct daemon_log *lg = ctx;
-	if (!lg->f)
-		return;
-	if (lg->rotate && ftell(lg->f) > (long)LOG_MAX) {
-		/* one old log is kept: the log never grows without bound */
-		struct strbuf old = STRBUF_INIT;
-		strbuf_addf(&old, "%s.1", lg->path);
-		rename(lg->path, old.buf);
-		strbuf_release(&old);
-		FILE *f = fopen(lg->path, "ae");
-		if (f) {
-			fclose(lg->f);
-			lg->f = f;
-		}
-	}
-	char ts[32];
-	tally_format_utc(tally_now_wall(), ts, sizeof(ts));
-	fprintf(lg->f, "%s tally daemon[%d]: %s\n", ts, (int)getpid(), line);
-	fflush(lg->f);
-}
-
 static struct tally_daemon *the_daemon; /* for the signal handler */
 static volatile sig_atomic_t got_term, got_hup;
 
@@ -134,14 +102,16 @@ static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct
 
 /* Detaches: the parent waits for the child's word; the child gets a new
  * session, its log file and /dev/null, and returns the pipe to report on. */
-static int detach(struct daemon_log *lg, const char *cpus, struct tally_daemon *d, int *ready)
+static int detach(struct tally_daemon_logfile *lg, const char *logpath, const char *cpus, struct tally_daemon *d,
+		  int *ready)
 {
-	FILE *lf = fopen(lg->path, "ae");
 	int pp[2];
-	if (!lf || pipe2(pp, O_CLOEXEC) < 0) {
-		tally_error("cannot open the log '%s': %s", lg->path, strerror(errno));
-		if (lf)
-			fclose(lf);
+	if (tally_daemon_logfile_open(lg, logpath)) {
+		tally_error("%s", tally_errmsg());
+		return -1;
+	}
+	if (pipe2(pp, O_CLOEXEC) < 0) {
+		tally_error("cannot create a pipe: %s", strerror(errno));
 		return -1;
 	}
 	fflush(stdout);
@@ -149,20 +119,17 @@ static int detach(struct daemon_log *lg, const char *cpus, struct tally_daemon *
 	pid_t pid = fork();
 	if (pid < 0) {
 		tally_error("cannot fork: %s", strerror(errno));
-		fclose(lf);
 		close(pp[0]);
 		close(pp[1]);
 		return -1;
 	}
 	if (pid > 0) {
 		close(pp[1]);
-		wait_for_start(pid, pp[0], cpus, d, lg->path);
+		wait_for_start(pid, pp[0], cpus, d, logpath);
 	}
 	close(pp[0]);
 	*ready = pp[1];
 	setsid();
-	lg->f = lf;
-	lg->rotate = true;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
@@ -182,7 +149,9 @@ int cmd_daemon(int argc, char **argv)
 	tally_daemon_opts_init(&o);
 	struct tally_sampling smp;
 	tally_sampling_init(&smp);
-	struct daemon_log lg = { NULL, NULL, false };
+	struct tally_daemon_logfile lg;
+	tally_daemon_logfile_init(&lg, stderr); /* until it detaches */
+	char *logpath = NULL;
 	struct tally_daemon *d = NULL;
 	struct strbuf cpus = STRBUF_INIT;
 	const char *db_arg = "tally.db", *sock_arg = NULL;
@@ -265,12 +234,10 @@ int cmd_daemon(int argc, char **argv)
 		}
 	}
 
-	/* until it detaches, the daemon logs to stderr */
-	lg.f = stderr;
 	o.db = db_arg;
 	o.socket = sock_arg;
 	o.smp = &smp;
-	o.log = log_line;
+	o.log = tally_daemon_logfile_line;
 	o.log_ctx = &lg;
 	if (tally_daemon_new(&d, &o)) {
 		tally_error("%s", tally_errmsg());
@@ -279,7 +246,7 @@ int cmd_daemon(int argc, char **argv)
 	{
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/%s", tally_daemon_db(d), TALLY_DAEMON_LOG_NAME);
-		lg.path = strbuf_detach(&p);
+		logpath = strbuf_detach(&p);
 	}
 	the_daemon = d;
 	struct sigaction sa;
@@ -295,16 +262,13 @@ int cmd_daemon(int argc, char **argv)
 	tally_cpus_string(smp.cpus, smp.ncpus, &cpus);
 	/* the rings of perf events are not inherited by a fork: detach first, and
 	 * have the daemon say over a pipe whether it could start */
-	if (!foreground && detach(&lg, cpus.buf, d, &ready))
+	if (!foreground && detach(&lg, logpath, cpus.buf, d, &ready))
 		goto out;
 	char *warning = NULL;
 	if (tally_daemon_start(d, &warning)) {
 		if (ready >= 0) {
 			dprintf(ready, "E %s\n", tally_errmsg());
-			struct strbuf m = STRBUF_INIT;
-			strbuf_addf(&m, "cannot start: %s", tally_errmsg());
-			log_line(&lg, m.buf);
-			strbuf_release(&m);
+			tally_daemon_logfile_printf(&lg, "cannot start: %s", tally_errmsg());
 		} else {
 			tally_error("%s", tally_errmsg());
 		}
@@ -322,36 +286,21 @@ int cmd_daemon(int argc, char **argv)
 		close(ready);
 		ready = -1;
 	}
-	{
-		struct strbuf m = STRBUF_INIT;
-		strbuf_addf(&m, "started: events %s, CPUs %s, database %s, socket %s", smp.evnames.buf, cpus.buf,
-			    tally_daemon_db(d), tally_daemon_socket(d));
-		log_line(&lg, m.buf);
-		strbuf_release(&m);
-	}
+	tally_daemon_logfile_printf(&lg, "started: events %s, CPUs %s, database %s, socket %s", smp.evnames.buf, cpus.buf,
+				    tally_daemon_db(d), tally_daemon_socket(d));
 	while (!got_term) {
 		tally_daemon_step(d, -1);
 		if (got_hup) {
 			got_hup = 0;
-			if (lg.rotate) {
-				FILE *lf = fopen(lg.path, "ae");
-				if (lf) {
-					fclose(lg.f);
-					lg.f = lf;
-				}
-			}
+			tally_daemon_logfile_reopen(&lg);
 			tally_daemon_flush(d, "SIGHUP", NULL);
 		}
 	}
 	{
-		struct strbuf m = STRBUF_INIT, line = STRBUF_INIT;
-		if (tally_daemon_stop(d, &m))
-			strbuf_addf(&line, "stopping with %s", m.buf);
-		else
-			strbuf_addf(&line, "stopped (%s)", m.buf);
-		log_line(&lg, line.buf);
+		struct strbuf m = STRBUF_INIT;
+		int r = tally_daemon_stop(d, &m);
+		tally_daemon_logfile_printf(&lg, r ? "stopping with %s" : "stopped (%s)", m.buf);
 		strbuf_release(&m);
-		strbuf_release(&line);
 	}
 	ret = 0;
 out:
@@ -359,9 +308,8 @@ out:
 	tally_daemon_free(d);
 	if (ready >= 0)
 		close(ready);
-	if (lg.f && lg.f != stderr)
-		fclose(lg.f);
-	free(lg.path);
+	tally_daemon_logfile_release(&lg);
+	free(logpath);
 	strbuf_release(&cpus);
 	tally_sampling_release(&smp);
 	return ret;

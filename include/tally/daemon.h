@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "tally/agg.h"
@@ -52,6 +53,25 @@ struct tally_daemon_opts {
 };
 
 struct tally_daemon;
+
+/* A log writer for the daemon (tally_daemon_logfile_line is a
+ * tally_daemon_log_fn): `TIME tally daemon[PID]: line`, to a stream (not
+ * closed here), or once opened to a file rotated at 1 MiB (one old copy,
+ * PATH.1). */
+struct tally_daemon_logfile {
+	FILE *f;
+	char *path; /* NULL: a stream */
+};
+void tally_daemon_logfile_init(struct tally_daemon_logfile *lg, FILE *stream);
+/* From now on to the file at path (appended). 0 or -errno with tally_seterr. */
+int tally_daemon_logfile_open(struct tally_daemon_logfile *lg, const char *path);
+/* Opens the file again (after someone else rotated it: SIGHUP). */
+void tally_daemon_logfile_reopen(struct tally_daemon_logfile *lg);
+void tally_daemon_logfile_line(void *ctx, const char *line);
+void tally_daemon_logfile_printf(struct tally_daemon_logfile *lg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Closes the file (not a stream). */
+void tally_daemon_logfile_release(struct tally_daemon_logfile *lg);
 
 /* The defaults of the options (sizes, intervals); db and smp are left NULL. */
 void tally_daemon_opts_init(struct tally_daemon_opts *o);
