@@ -220,11 +220,6 @@ int cmd_daemon(int argc, char **argv)
 					argv[optind]);
 		goto out;
 	}
-	if (optind < argc) {
-		ret = tally_usage_error("daemon", "unexpected argument '%s' (the daemon profiles the whole system; -C chooses CPUs)",
-					argv[optind]);
-		goto out;
-	}
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
@@ -299,7 +294,7 @@ int cmd_daemon(int argc, char **argv)
 	{
 		struct strbuf m = STRBUF_INIT;
 		int r = tally_daemon_stop(d, &m);
-		tally_daemon_logfile_printf(&lg, r ? "stopping with %s" : "stopped (%s)", m.buf);
+		tally_daemon_logfile_printf(&lg, r ? "stopping with %s" : "stopped (%s)", m.buf ? m.buf : "");
 		strbuf_release(&m);
 	}
 	ret = 0;
