@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,45 +17,63 @@
 #include "tally/sampling.h"
 #include "tally/util.h"
 
-static const char daemon_usage[] =
-	"usage: tally daemon [options]\n"
-	"\n"
-	"  -d, --db DIR             the database directory (default tally.db): epochs, socket, pid file, log\n"
-	"      --socket PATH        the control socket (default DIR/ctl.sock)\n"
-	"      --pid-file PATH      also write the daemon's pid there (DIR/daemon.pid always)\n"
-	"      --foreground         stay attached and log to stderr (default: detach, log to DIR/daemon.log)\n"
-	"      --flush-interval D   merge what is in memory into the database every D (default 60s)\n"
-	"      --epoch-every D      start a new epoch every D (default: only on 'tally ctl epoch')\n"
-	"      --keep D             delete epochs whose last flush is older than D (the newest 3 stay)\n"
-	"      --max-memory SIZE    flush early before the daemon's memory reaches SIZE (default 128M)\n"
-	"      --max-db-size SIZE   stop writing (and say so) rather than grow the directory past SIZE\n"
-	"      --min-free SIZE      stop writing rather than leave less than SIZE free on its filesystem (default 64M)\n"
-	"      --ctl-timeout D      drop a control connection idle for D (default 5s)\n"
-	TALLY_SAMPLING_USAGE
-	"  -v, --verbose            log more\n"
-	"durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n";
-
-enum {
-	OPT_SOCKET = 256, OPT_PIDFILE, OPT_FOREGROUND, OPT_FLUSH, OPT_EPOCH_EVERY, OPT_KEEP, OPT_MAXMEM, OPT_MAXDB,
-	OPT_MINFREE, OPT_CTL_TIMEOUT,
+/* The daemon's own options, as given; cmd_daemon hands them to the engine. */
+struct dopts {
+	const char *db, *sock, *pidfile;
+	bool foreground;
+	double flush_interval, epoch_every, keep, ctl_timeout;
+	uint64_t max_memory, max_db_size, min_free;
 };
 
-static const struct option daemon_opts[] = {
-	{ "db", required_argument, NULL, 'd' },
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "pid-file", required_argument, NULL, OPT_PIDFILE },
-	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
-	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
-	{ "epoch-every", required_argument, NULL, OPT_EPOCH_EVERY },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "max-memory", required_argument, NULL, OPT_MAXMEM },
-	{ "max-db-size", required_argument, NULL, OPT_MAXDB },
-	{ "min-free", required_argument, NULL, OPT_MINFREE },
-	{ "ctl-timeout", required_argument, NULL, OPT_CTL_TIMEOUT },
-	TALLY_SAMPLING_LONGOPTS,
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+enum {
+	OPT_DB = 1, OPT_SOCKET, OPT_PIDFILE, OPT_FOREGROUND, OPT_FLUSH, OPT_EPOCH_EVERY, OPT_KEEP, OPT_MAXMEM, OPT_MAXDB,
+	OPT_MINFREE, OPT_CTL_TIMEOUT, OPT_VERBOSE,
+};
+
+static int daemon_handle(void *ctx, int code, const char *arg)
+{
+	struct dopts *o = ctx;
+	switch (code) {
+	case OPT_DB: o->db = arg; break;
+	case OPT_SOCKET: o->sock = arg; break;
+	case OPT_PIDFILE: o->pidfile = arg; break;
+	case OPT_FOREGROUND: o->foreground = true; break;
+	case OPT_FLUSH: return tally_parse_duration(arg, "--flush-interval", &o->flush_interval);
+	case OPT_EPOCH_EVERY: return tally_parse_duration(arg, "--epoch-every", &o->epoch_every);
+	case OPT_KEEP: return tally_parse_duration(arg, "--keep", &o->keep);
+	case OPT_CTL_TIMEOUT: return tally_parse_duration(arg, "--ctl-timeout", &o->ctl_timeout);
+	case OPT_MAXMEM: return tally_parse_size(arg, "--max-memory", 16ull << 20, &o->max_memory);
+	case OPT_MAXDB: return tally_parse_size(arg, "--max-db-size", 4096, &o->max_db_size);
+	case OPT_MINFREE: return tally_parse_size(arg, "--min-free", 0, &o->min_free);
+	case OPT_VERBOSE: tally_verbose = 1; break;
+	}
+	return 0;
+}
+
+static const struct tally_option daemon_options[] = {
+	{ 'd', "db", TALLY_ARG_REQUIRED, "DIR", "the database directory (default tally.db): epochs, socket, pid file, log", OPT_DB },
+	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the control socket (default DIR/ctl.sock)", OPT_SOCKET },
+	{ 0, "pid-file", TALLY_ARG_REQUIRED, "PATH", "also write the daemon's pid there (DIR/daemon.pid always)", OPT_PIDFILE },
+	{ 0, "foreground", TALLY_ARG_NONE, NULL, "stay attached and log to stderr (default: detach, log to DIR/daemon.log)", OPT_FOREGROUND },
+	{ 0, "flush-interval", TALLY_ARG_REQUIRED, "D", "merge what is in memory into the database every D (default 60s)", OPT_FLUSH },
+	{ 0, "epoch-every", TALLY_ARG_REQUIRED, "D", "start a new epoch every D (default: only on 'tally ctl epoch')", OPT_EPOCH_EVERY },
+	{ 0, "keep", TALLY_ARG_REQUIRED, "D", "delete epochs whose last flush is older than D (the newest 3 stay)", OPT_KEEP },
+	{ 0, "max-memory", TALLY_ARG_REQUIRED, "SIZE", "flush early before the daemon's memory reaches SIZE (default 128M)", OPT_MAXMEM },
+	{ 0, "max-db-size", TALLY_ARG_REQUIRED, "SIZE", "stop writing (and say so) rather than grow the directory past SIZE", OPT_MAXDB },
+	{ 0, "min-free", TALLY_ARG_REQUIRED, "SIZE", "stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
+	  OPT_MINFREE },
+	{ 0, "ctl-timeout", TALLY_ARG_REQUIRED, "D", "drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)", OPT_CTL_TIMEOUT },
+	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup daemon_group = { NULL, daemon_options, daemon_handle };
+
+const struct tally_cmdopts daemon_cmdopts = {
+	.name = "daemon",
+	.summary = "profile the whole system without end, into epochs (profd; tally ctl steers it)",
+	.usage = "[options]",
+	.footer = "durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n",
+	.groups = { &daemon_group, &tally_sampling_group },
 };
 
 static struct tally_daemon *the_daemon; /* for the signal handler */
@@ -154,72 +171,31 @@ int cmd_daemon(int argc, char **argv)
 	char *logpath = NULL;
 	struct tally_daemon *d = NULL;
 	struct strbuf cpus = STRBUF_INIT;
-	const char *db_arg = "tally.db", *sock_arg = NULL;
-	bool foreground = false;
 	int ret = 1, ready = -1;
 
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "+d:vh" TALLY_SAMPLING_SHORTOPTS;
-	while ((opt = getopt_long(argc, argv, shortopts, daemon_opts, NULL)) != -1) {
-		int r = tally_sampling_opt(&smp, opt, optarg);
-		if (r < 0) {
-			ret = tally_usage_error("daemon", "%s", tally_errmsg());
-			goto out;
-		}
-		if (r)
-			continue;
-		double *dur = NULL;
-		const char *what = NULL;
-		switch (opt) {
-		case 'd': db_arg = optarg; break;
-		case OPT_SOCKET: sock_arg = optarg; break;
-		case OPT_PIDFILE:
-			o.pidfile_extra = optarg;
-			break;
-		case OPT_FOREGROUND: foreground = true; break;
-		case OPT_FLUSH: dur = &o.flush_interval; what = "--flush-interval"; break;
-		case OPT_EPOCH_EVERY: dur = &o.epoch_every; what = "--epoch-every"; break;
-		case OPT_KEEP: dur = &o.keep; what = "--keep"; break;
-		case OPT_CTL_TIMEOUT: dur = &o.ctl_timeout; what = "--ctl-timeout"; break;
-		case OPT_MAXMEM:
-			if (tally_parse_size(optarg, "--max-memory", 16ull << 20, &o.max_memory)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case OPT_MAXDB:
-			if (tally_parse_size(optarg, "--max-db-size", 4096, &o.max_db_size)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case OPT_MINFREE:
-			if (tally_parse_size(optarg, "--min-free", 0, &o.min_free)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case 'v': tally_verbose = 1; o.verbose = true; break;
-		case 'h':
-			fputs(daemon_usage, stdout);
-			ret = 0;
-			goto out;
-		default:
-			ret = tally_getopt_error("daemon", shortopts, argv);
-			goto out;
-		}
-		if (dur && tally_parse_duration(optarg, what, dur)) {
-			ret = tally_usage_error("daemon", "%s", tally_errmsg());
-			goto out;
-		}
-	}
-	if (optind < argc) {
+	struct dopts dop = { .db = "tally.db", .flush_interval = o.flush_interval, .ctl_timeout = o.ctl_timeout,
+			     .max_memory = o.max_memory, .min_free = o.min_free };
+	void *ctx[] = { &dop, &smp };
+	int first;
+	ret = tally_cmd_options(&daemon_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0)
+		goto out;
+	ret = 1;
+	if (first < argc) {
 		ret = tally_usage_error("daemon", "unexpected argument '%s' (the daemon profiles the whole system; -C chooses CPUs)",
-					argv[optind]);
+					argv[first]);
 		goto out;
 	}
+	bool foreground = dop.foreground;
+	o.pidfile_extra = dop.pidfile;
+	o.flush_interval = dop.flush_interval;
+	o.epoch_every = dop.epoch_every;
+	o.keep = dop.keep;
+	o.ctl_timeout = dop.ctl_timeout;
+	o.max_memory = dop.max_memory;
+	o.max_db_size = dop.max_db_size;
+	o.min_free = dop.min_free;
+	o.verbose = tally_verbose != 0;
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
@@ -229,8 +205,8 @@ int cmd_daemon(int argc, char **argv)
 		}
 	}
 
-	o.db = db_arg;
-	o.socket = sock_arg;
+	o.db = dop.db;
+	o.socket = dop.sock;
 	o.smp = &smp;
 	o.log = tally_daemon_logfile_line;
 	o.log_ctx = &lg;

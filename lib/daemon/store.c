@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/daemon/internal.h"
+#include "tally/ctl.h"
 #include "tally/epoch.h"
 
 /* Disk space a directory takes, like du: allocated blocks of files and directories. */
@@ -458,6 +459,10 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 		tally_meta_set(&db.session, "target", "system (drained from tally daemon pid %d)", (int)getpid());
 		r = tally_db_bundle(&db, out);
 		tally_db_release(&db);
+		/* more than a client takes: refused, and kept for the next drain */
+		if (!r && out->len > TALLY_CTL_MAX_REPLY)
+			r = tally_seterr(-EMSGSIZE, "cannot drain: the profile takes %zu bytes, more than the %llu a reply may hold (read the epochs with 'tally report -i %s')",
+					 out->len, TALLY_CTL_MAX_REPLY, d->db);
 	}
 	if (!r) {
 		/* forgotten by the drain stream: the next drain starts after this one */
