@@ -410,10 +410,9 @@ static int add_file(struct tally_archive_plan *p, const char *name, enum tally_a
 			free(m->note);
 			struct strbuf n = STRBUF_INIT;
 			char a[32], b[32];
-			tally_format_size(ss.data, a, sizeof(a));
+			tally_format_size(ss.size, a, sizeof(a));
 			tally_format_size(m->src_size, b, sizeof(b));
-			strbuf_addf(&n, "%s; %zu of %zu compile units kept, %s of data instead of %s", note, ss.kept, ss.units,
-				    a, b);
+			strbuf_addf(&n, "%s; %zu of %zu compile units kept: %s instead of %s", note, ss.kept, ss.units, a, b);
 			m->note = strbuf_detach(&n);
 		} else if (k != -ENOTSUP) {
 			return k;
@@ -769,7 +768,7 @@ static int tar_out(void *ctx, const void *p, size_t n)
 	return k < 0 || (size_t)k != n ? tar_err(t) : 0;
 }
 
-static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t mtime, const char *sparse_src)
+static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t mtime)
 {
 	struct archive_entry *e = archive_entry_new();
 	archive_entry_set_pathname(e, name);
@@ -777,25 +776,6 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
 	archive_entry_set_perm(e, 0644);
 	archive_entry_set_size(e, (la_int64_t)size);
 	archive_entry_set_mtime(e, mtime, 0);
-	if (sparse_src) {
-		/* the holes of a stripped copy stay holes in the tar (pax sparse entries) */
-		int fd = open(sparse_src, O_RDONLY | O_CLOEXEC);
-		off_t pos = 0, end = (off_t)size;
-		while (fd >= 0 && pos < end) {
-			off_t d = lseek(fd, pos, SEEK_DATA);
-			if (d < 0)
-				break;
-			off_t h = lseek(fd, d, SEEK_HOLE);
-			if (h < 0)
-				h = end;
-			archive_entry_sparse_add_entry(e, d, h - d);
-			pos = h;
-		}
-		if (fd >= 0)
-			close(fd);
-		if (archive_entry_sparse_count(e) == 0 || size == 0)
-			archive_entry_sparse_clear(e);
-	}
 	int r = archive_write_header(t->a, e) != ARCHIVE_OK ? tar_err(t) : 0;
 	archive_entry_free(e);
 	return r;
@@ -850,14 +830,14 @@ static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, con
 	time_t now = (time_t)tally_now_wall();
 	struct strbuf man = STRBUF_INIT;
 	tally_manifest_format(w->p->m, w->p->n, &man);
-	r = tar_entry(&t, TALLY_ARCHIVE_MANIFEST, man.len, now, NULL);
+	r = tar_entry(&t, TALLY_ARCHIVE_MANIFEST, man.len, now);
 	if (!r)
 		r = tar_out(&t, man.buf, man.len);
 	strbuf_release(&man);
 	for (size_t i = 0; !r && i < w->p->n; i++) {
 		struct tally_archive_member *m = &w->p->m[i];
 		unsigned char again[16];
-		r = tar_entry(&t, m->name, m->size, now, m->tmp);
+		r = tar_entry(&t, m->name, m->size, now);
 		if (!r)
 			r = read_member(w, m, tar_out, &t, again);
 		if (!r && memcmp(again, m->sum, 16))
