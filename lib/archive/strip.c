@@ -4,8 +4,8 @@
  * to the line and string tables), so nothing moves: a unit not needed keeps
  * its place and length and becomes an empty compile unit (its header and one
  * DIE whose abbreviation is appended to .debug_abbrev, then zeros), and the
- * new .debug_info is written zlib-compressed (SHF_COMPRESSED), so the zeros
- * take no room. Allocated sections and the program headers keep their file
+ * new .debug_info and .debug_abbrev are written zlib-compressed
+ * (SHF_COMPRESSED), so the zeros take no room. Allocated sections and the program headers keep their file
  * offsets (the recorded offsets are file offsets); the other sections are
  * copied as they are (compressed or not) after them, the section headers
  * last. Sections reports never read become SHT_NOBITS. */
@@ -264,6 +264,23 @@ static bool build_info(const unsigned char *d, uint64_t size, const struct unit 
 	return ok;
 }
 
+/* The new .debug_abbrev: the old one and the empty unit's table, compressed. */
+static bool build_abbrev(const void *d, size_t size, uint64_t align, struct strbuf *out)
+{
+	Elf64_Chdr ch = { ELFCOMPRESS_ZLIB, 0, size + sizeof(empty_abbrev), align ? align : 1 };
+	strbuf_add(out, &ch, sizeof(ch));
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit(&z, Z_DEFAULT_COMPRESSION) != Z_OK)
+		return false;
+	bool ok = true;
+	for (size_t o = 0; o < size && ok; o += 1u << 30)
+		ok = deflate_some(&z, (const char *)d + o, size - o < (1u << 30) ? size - o : (1u << 30), out, Z_NO_FLUSH);
+	ok = ok && deflate_some(&z, empty_abbrev, sizeof(empty_abbrev), out, Z_FINISH);
+	deflateEnd(&z);
+	return ok;
+}
+
 static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, const char *src, bool *named)
 {
 	char *buf = xmalloc(1 << 20);
@@ -296,7 +313,8 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 	size_t nunits = 0;
 	struct outsec *os = NULL;
 	struct walk w = { 0 };
-	struct strbuf zinfo = STRBUF_INIT;
+	struct strbuf zinfo = STRBUF_INIT, zabbrev = STRBUF_INIT;
+	size_t iabbrev = 0;
 	int ret = -ENOTSUP;
 	bool named = false; /* the error is set already */
 	Elf64_Ehdr *eh = elf ? elf64_getehdr(elf) : NULL;
@@ -358,10 +376,8 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 				os[i].special = 1;
 			} else {
 				abbrev = d;
+				iabbrev = i;
 				os[i].special = 2;
-				sh->sh_flags &= ~(uint64_t)SHF_COMPRESSED;
-				sh->sh_size = d->d_size + sizeof(empty_abbrev);
-				sh->sh_addralign = 1;
 			}
 		}
 	}
@@ -394,9 +410,17 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_info of '%s'", src);
 		goto out;
 	}
+	uint64_t aalign = gelf_getshdr(elf_getscn(elf, iabbrev), &ish) ? ish.sh_addralign : 1;
+	if (!build_abbrev(abbrev->d_buf, abbrev->d_size, aalign, &zabbrev)) {
+		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_abbrev of '%s'", src);
+		goto out;
+	}
 	os[iinfo].sh.sh_flags |= SHF_COMPRESSED;
 	os[iinfo].sh.sh_size = zinfo.len;
 	os[iinfo].sh.sh_addralign = 8;
+	os[iabbrev].sh.sh_flags |= SHF_COMPRESSED;
+	os[iabbrev].sh.sh_size = zabbrev.len;
+	os[iabbrev].sh.sh_addralign = 8;
 
 	/* the layout: the allocated part as it is, then the other sections, then the headers */
 	uint64_t pos = prefix;
@@ -427,9 +451,7 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 		if ((s->sh.sh_flags & SHF_ALLOC) || s->sh.sh_type == SHT_NOBITS || s->sh.sh_type == SHT_NULL)
 			continue;
 		if (s->special == 2) {
-			ret = pwrite_all(fd, abbrev->d_buf, abbrev->d_size, s->sh.sh_offset);
-			if (!ret)
-				ret = pwrite_all(fd, empty_abbrev, sizeof(empty_abbrev), s->sh.sh_offset + abbrev->d_size);
+			ret = pwrite_all(fd, zabbrev.buf, zabbrev.len, s->sh.sh_offset);
 		} else if (s->special == 1) {
 			ret = pwrite_all(fd, zinfo.buf, zinfo.len, s->sh.sh_offset);
 		} else {
@@ -444,6 +466,7 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 		ret = tally_seterr(ret, "cannot write the stripped copy of '%s': %s", src, strerror(-ret));
 out:
 	strbuf_release(&zinfo);
+	strbuf_release(&zabbrev);
 	free(w.queue);
 	free(units);
 	free(os);
