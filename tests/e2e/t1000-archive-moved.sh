@@ -2,7 +2,8 @@
 # tally archive, then the archive moved to another directory, the recorded
 # binary replaced by another program and then removed: report --symbols,
 # --lines and --children and annotate --asm read from the archive (a
-# directory with and without 'archive:', .tar, .tar.gz, .tar.zst) give the
+# directory with and without 'archive:', .tar, .tar.gz, .tar.zst, and a
+# tarball of the directory made with tar) give the
 # same rows as the database gave before, while the database itself, which
 # looks at the recorded path, no longer can. Reading a tarball leaves nothing
 # in TMPDIR.
@@ -34,11 +35,13 @@ for out in dir out.tar out.tar.gz out.tar.zst; do
 done
 [[ -f arch/dir/MANIFEST && -d arch/dir/db && -d arch/dir/images ]] || fail "the directory archive lacks MANIFEST, db/ or images/: $(ls arch/dir)"
 mv arch moved
+# a tarball made by hand from the directory (MANIFEST not first) reads too
+tar czf moved/hand.tar.gz -C moved/dir .
 
 check_all() { # check_all WHEN: every archive form gives the reference rows
 	local in w
 	mkdir -p tmpdir
-	for in in archive:moved/dir moved/dir moved/out.tar moved/out.tar.gz moved/out.tar.zst; do
+	for in in archive:moved/dir moved/dir moved/out.tar moved/out.tar.gz moved/out.tar.zst moved/hand.tar.gz; do
 		for w in --symbols --lines --children annotate; do
 			TMPDIR=$TMP/tmpdir rows "$w" "$in" >got.txt || fail "$1: '$w' from '$in' failed: $(cat rows.err)"
 			diff "ref$w.txt" got.txt >/dev/null ||
@@ -46,7 +49,7 @@ check_all() { # check_all WHEN: every archive form gives the reference rows
 			[[ -z $(ls -A tmpdir) ]] || fail "$1: reading '$in' left $(ls -A tmpdir) in TMPDIR"
 		done
 	done
-	note "$1: --symbols, --lines, --children and annotate from 5 archive forms equal the database's before"
+	note "$1: --symbols, --lines, --children and annotate from 6 archive forms equal the database's before"
 }
 
 # another program at the recorded path: the archive still has the one that ran
