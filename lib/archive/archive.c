@@ -82,10 +82,10 @@ static void add_safe_name(struct strbuf *out, const char *name)
 		unsigned char ch = (unsigned char)*c;
 		strbuf_addch(out, isalnum(ch) || ch == '.' || ch == '_' || ch == '+' || ch == '-' ? (char)ch : '_');
 	}
-	if (out->len == start || out->buf[start] == '.')
-		strbuf_addch(out, '_'); /* never '.', '..' or a hidden name */
+	if (out->len == start)
+		strbuf_addch(out, '_');
 	if (out->buf[start] == '.')
-		out->buf[start] = '_';
+		out->buf[start] = '_'; /* never '.', '..' or a hidden name */
 }
 
 void tally_archive_image_member(const struct tally_db_image *di, struct strbuf *out)
