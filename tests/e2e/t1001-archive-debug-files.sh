@@ -47,7 +47,17 @@ awk -v m="debug/.build-id/${bid:0:2}/${bid:2}.debug" '$2 == "debug" && $3 == m' 
 grep -Eq '^debug [0-9]+ [0-9a-f]{32} images/[0-9a-f]+/nobid.debug$' a2/MANIFEST ||
 	fail "the archive of the build-id-less binary has no images/ID/nobid.debug: $(cat a2/MANIFEST)"
 tally_ok archive -i db -o nodebug.tar --debug-dir dbg --no-debug
-mkdir elsewhere && mv a1.tar.zst a2 nodebug.tar elsewhere/
+# a debug file an earlier --debuginfod report left in libdebuginfod's cache
+# goes in by itself (no network is asked: DEBUGINFOD_URLS is empty)
+mkdir -p "dfd/$bid"
+cp "dbg/.build-id/${bid:0:2}/${bid:2}.debug" "dfd/$bid/debuginfo"
+DEBUGINFOD_CACHE_PATH=$TMP/dfd DEBUGINFOD_URLS= tally_ok archive -i db -o cached.tar.zst
+tar tf cached.tar.zst | grep -qx "debug/.build-id/${bid:0:2}/${bid:2}.debug" ||
+	fail "the debuginfod cache's debug file is not in the archive: $(tar tf cached.tar.zst)"
+tally_ok archive -i db --list
+! grep -q "dfd/$bid" out || fail "--list without the cache named it: $(cat out)"
+rm -rf dfd
+mkdir elsewhere && mv a1.tar.zst a2 nodebug.tar cached.tar.zst elsewhere/
 rm -rf bin dbg
 
 diff ref1.txt <(rows elsewhere/a1.tar.zst --lines) >/dev/null ||
@@ -56,7 +66,9 @@ diff ref1s.txt <(rows elsewhere/a1.tar.zst --symbols) >/dev/null ||
 	fail "build-id debug file: --symbols from the archive differ: $(diff ref1s.txt <(rows elsewhere/a1.tar.zst --symbols) | head)"
 diff ref2.txt <(rows archive:elsewhere/a2 --lines) >/dev/null ||
 	fail "debuglink debug file: --lines from the archive differ: $(diff ref2.txt <(rows archive:elsewhere/a2 --lines) | head)"
-note "stripped binaries: lines and functions from the archived debug files, originals gone"
+diff ref1.txt <(rows elsewhere/cached.tar.zst --lines) >/dev/null ||
+	fail "debuginfod cache: --lines from the archive differ: $(diff ref1.txt <(rows elsewhere/cached.tar.zst --lines) | head)"
+note "stripped binaries: lines and functions from the archived debug files (--debug-dir, debuglink, debuginfod's cache), originals gone"
 
 rows elsewhere/nodebug.tar --lines >nd.txt
 ! grep -q 'leaf_mix' nd.txt || fail "--no-debug: the archive still names leaf_mix: $(cat nd.txt)"
