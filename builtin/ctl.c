@@ -104,11 +104,14 @@ int cmd_ctl(int argc, char **argv)
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 	} else if (!ok) {
-		/* the daemon's message, on one line */
+		/* the daemon's message, on one line, and never raw bytes from the socket */
 		for (size_t i = 0; i < body.len; i++)
 			if (body.buf[i] == '\n')
 				body.buf[i] = ' ';
-		tally_error("%.*s", (int)body.len, body.buf ? body.buf : "");
+		struct strbuf msg = STRBUF_INIT;
+		strbuf_add_excerpt(&msg, body.buf ? body.buf : "", body.len, body.len);
+		tally_error("%s", msg.buf ? msg.buf : "");
+		strbuf_release(&msg);
 		ret = 1;
 	} else if (outfile) {
 		if (tally_write_file_atomic(outfile, body.buf ? body.buf : "", body.len)) {

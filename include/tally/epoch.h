@@ -64,6 +64,19 @@ bool tally_db_select_active(const struct tally_db_select *sel);
  * tally_seterr (an empty selection names the range and what there is). */
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
 
+/* ---- bundles (docs/format.md) ---- */
+
+/* Checks a bundle's bytes (buf, len) whole, calling file(ctx, name, data, len)
+ * for each file in it when file is not NULL (a non-zero return stops and is
+ * returned). what names the bundle in errors. 0, -ENOTDIR when it is not a
+ * bundle at all, or -EINVAL with tally_seterr (version, entry, name, count). */
+int tally_bundle_parse(const char *buf, size_t len, const char *what,
+		       int (*file)(void *ctx, const char *name, const char *data, size_t len), void *ctx);
+/* Opens the bundle in buf as a database (unpacked into a private temporary
+ * directory, removed by tally_db_release); what names it (db->path, errors).
+ * tally_db_open reads a bundle file with this. 0 or -errno with tally_seterr. */
+int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, const char *what);
+
 /* "2h" (that long before now), "202611211307", "2026-11-21", "2026-11-21T13:07",
  * "2026-11-21 13:07:30Z": seconds since 1970, UTC. 0 or -EINVAL with tally_seterr. */
 int tally_parse_time(const char *s, const char *what, double now, double *out);

@@ -220,7 +220,8 @@ static bool deflate_some(z_stream *z, const void *p, size_t n, struct strbuf *ou
 	z->next_in = (Bytef *)(uintptr_t)p;
 	z->avail_in = (uInt)n;
 	do {
-		strbuf_grow(out, 65536);
+		if (strbuf_grow(out, 65536))
+			return false;
 		z->next_out = (Bytef *)out->buf + out->len;
 		z->avail_out = 65536;
 		int k = deflate(z, flush);
