@@ -580,7 +580,8 @@ static void cg_event(const struct tally_db *db, struct tally_resolver *res, cons
 		     struct strbuf *out, bool json)
 {
 	struct tally_cg cg;
-	tally_cg_build(&cg, db, res, ev, keep_pid, o);
+	/* arcs only for the views that show them */
+	tally_cg_build_flags(&cg, db, res, ev, keep_pid, o, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
 	uint32_t *order = xmalloc((cg.nfuncs + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < cg.nfuncs; i++)
 		order[i] = (uint32_t)i;
@@ -881,7 +882,8 @@ int cmd_report(int argc, char **argv)
 		if (access(o.debug_dirs[i], X_OK) != 0)
 			tally_warn("--debug-dir '%s': %s (searched anyway)", o.debug_dirs[i], strerror(errno));
 	struct tally_db db;
-	if (tally_db_open_select(&db, o.input, &sel)) {
+	/* the stacks are read only for the views that need them */
+	if (tally_db_open_flags(&db, o.input, &sel, TALLY_DB_STACKS_LATER)) {
 		tally_error("%s", tally_errmsg());
 		free(o.image_path);
 		return 1;
@@ -902,6 +904,11 @@ int cmd_report(int argc, char **argv)
 	}
 	if (cgmode && !db.has_stacks) {
 		tally_error("'%s' has no call stacks (record with -g or --call-graph to get them)", o.input);
+		ret = 1;
+		goto out;
+	}
+	if ((cgmode || o.html) && tally_db_load_stacks(&db)) {
+		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
 	}

@@ -72,6 +72,9 @@ bool tally_db_select_active(const struct tally_db_select *sel);
  * Reading an epoch the daemon replaces meanwhile is retried. 0 or -errno with
  * tally_seterr (an empty selection names the range and what there is). */
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
+/* The same with flags (TALLY_DB_STACKS_LATER: the stacks are read by
+ * tally_db_load_stacks; a bundle's are read at once). */
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags);
 
 /* "2h" (that long before now), "202611211307", "2026-11-21", "2026-11-21T13:07",
  * "2026-11-21 13:07:30Z": seconds since 1970, UTC. 0 or -EINVAL with tally_seterr. */

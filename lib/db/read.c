@@ -1,6 +1,7 @@
 /* Reading a profile database: every file is validated line by line, and any
  * damage is reported with the file, the line and what to do. */
 #define _GNU_SOURCE
+#include "stacks.h"
 #include "tally/db.h"
 #include "tally/util.h"
 
@@ -367,67 +368,6 @@ out:
 	return r;
 }
 
-static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "stacks", path, true);
-	if (r == 1)
-		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-						     db->path, DAMAGED)
-				      : 0;
-	if (r)
-		return r;
-	char *cur = sb->buf, *line;
-	size_t ln = 0;
-	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	while ((line = next_line(&cur))) {
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
-		char *sp = strchr(line, ' ');
-		if (!sp)
-			goto bad;
-		*sp = '\0';
-		if (parse_counts_list(line, db->nevents, c))
-			goto bad;
-		const char *p = sp + 1;
-		uint64_t pid;
-		if (!parse_dec(&p, &pid))
-			goto bad;
-		struct tally_db_stack st = { (uint32_t)db->nframes, 0, (int32_t)pid };
-		while (*p == ' ') {
-			p++;
-			uint64_t img, off;
-			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages)
-				goto bad;
-			GROW(db->frames, db->aframes, db->nframes + 1);
-			db->frames[db->nframes++] = (struct tally_frame){ (uint32_t)img, off };
-			st.len++;
-		}
-		if (*p || !st.len)
-			goto bad;
-		GROW(db->stacks, db->astacks, db->nstacks + 1);
-		db->stacks[db->nstacks] = st;
-		GROW(db->stack_counts, db->astack_counts, (db->nstacks + 1) * (size_t)db->nevents);
-		memcpy(&db->stack_counts[db->nstacks * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
-		db->nstacks++;
-	}
-	free(c);
-	/* every sample has a stack: the counts must add up to the session's */
-	for (int e = 0; e < db->nevents; e++) {
-		uint64_t sum = 0;
-		for (size_t i = 0; i < db->nstacks; i++)
-			sum += db->stack_counts[i * (size_t)db->nevents + (size_t)e];
-		if (sum != db->samples[e])
-			return tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						     " (the file is truncated or damaged: record again)",
-					    path->buf, sum, db->events[e], db->samples[e]);
-	}
-	return 0;
-bad:
-	free(c);
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", path->buf, ln, DAMAGED);
-}
-
 static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, "kernel.syms", path, true);
@@ -574,6 +514,11 @@ static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
 {
+	return tally_db_open_dir_flags(db, path, 0);
+}
+
+int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags)
+{
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);
 	struct strbuf sb = STRBUF_INIT, p = STRBUF_INIT;
@@ -602,7 +547,7 @@ int tally_db_open_dir(struct tally_db *db, const char *path)
 	for (size_t i = 0; !r && i < nnames; i++)
 		r = load_prof(db, names[i], &sb, &p);
 	if (!r)
-		r = load_stacks(db, &sb, &p);
+		r = tally_stacks_open(db, flags); /* lib/db/stacks.c */
 	if (!r)
 		r = load_ksyms(db, &sb, &p);
 	if (!r)
@@ -659,9 +604,11 @@ void tally_db_release(struct tally_db *db)
 	free(db->entries);
 	free(db->counts);
 	free(db->profs);
-	free(db->frames);
+	free(db->frame_tab);
+	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	tally_lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {
 		free(db->tasks[i].comm);

@@ -527,7 +527,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	size_t nnames = 0;
 	memset(&cg, 0, sizeof(cg));
 	if (stacks) {
-		tally_cg_build(&cg, db, res, ev, keep_pid, o->sel);
+		tally_cg_build_flags(&cg, db, res, ev, keep_pid, o->sel, TALLY_CG_NO_ARCS);
 		rows = cg_functions(&cg, &nrows);
 		ftotal = cg.total;
 	} else {

@@ -374,9 +374,9 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 		tot[1] += db.stack_counts[s * 2 + 1];
 		assert_int_equal(st->pid, 0);
 		for (uint32_t i = 0; i < st->len; i++)
-			assert_true(db.frames[st->first + i].image < db.nimages);
+			assert_true(tally_db_frame(&db, st, i)->image < db.nimages);
 		if (st->len == 2) {
-			const struct tally_frame *leaf = &db.frames[st->first], *caller = &db.frames[st->first + 1];
+			const struct tally_frame *leaf = tally_db_frame(&db, st, 0), *caller = tally_db_frame(&db, st, 1);
 			assert_int_equal(leaf->image, t);
 			assert_int_equal(leaf->offset, 0x1010);
 			assert_int_equal(caller->image, t);
@@ -552,9 +552,9 @@ static void test_db__roundtrip_caller_only_image(void **state)
 	assert_int_equal(db_count(&db, ni, 0, 0x5000, 0), 8);
 	assert_int_equal(db.nstacks, 1);
 	assert_int_equal(db.stacks[0].len, 2);
-	assert_int_equal(db.frames[db.stacks[0].first].image, ni);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].image, ti);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].offset, 0x1234);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 0)->image, ni);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->image, ti);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->offset, 0x1234);
 	assert_int_equal(db.stack_counts[0], 8);
 	tally_db_release(&db);
 }
@@ -692,8 +692,8 @@ static void test_db__jit_settle(void **state)
 	bool seen = false;
 	for (size_t i = 0; i < db.nstacks; i++)
 		if (db.stacks[i].len == 2) {
-			assert_int_equal(db.frames[db.stacks[i].first].image, n);
-			assert_int_equal(db.frames[db.stacks[i].first + 1].image, j);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 0)->image, n);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 1)->image, j);
 			seen = true;
 		}
 	assert_true(seen);
