@@ -65,6 +65,7 @@ struct tally_cg {
 	uint32_t *fc_funcs;
 	size_t nfc_funcs, afc_funcs;
 	uint32_t *fc_of; /* per database frame, as a leaf and as a caller: its function, or fcache entry (callgraph.c) */
+	struct tally_cg_name_slot *name_cache; /* while building */
 };
 
 /* Builds the model for one event; keep(db, pid) selects stacks by process (NULL: all).

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DAMAGED "the database is damaged: record it again"
@@ -43,7 +44,7 @@ static void frame_rehash(struct stackset *s, size_t cap)
 
 #define RECENT 8192 /* 128 KiB */
 
-uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offset)
+static inline uint32_t frame_number(struct stackset *s, uint32_t image, uint64_t offset)
 {
 	uint64_t h = frame_hash(image, offset);
 	struct frame_slot *r = s->recent ? &s->recent[(h >> 40) & (RECENT - 1)] : NULL;
@@ -71,6 +72,11 @@ uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offse
 	s->fslot[k] = (struct frame_slot){ offset, image, (uint32_t)++s->nframe_tab };
 	*r = s->fslot[k];
 	return (uint32_t)s->nframe_tab - 1;
+}
+
+uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offset)
+{
+	return frame_number(s, image, offset);
 }
 
 static uint64_t stack_hash(int32_t pid, const uint32_t *f, uint32_t n)
@@ -111,12 +117,15 @@ void tally_stackset_add(struct stackset *s, int32_t pid, const uint32_t *frames,
 			}
 		}
 	}
-	GROW(s->stack_frames, s->astack_frames, s->nstack_frames + n);
+	if (s->nstack_frames + n > s->astack_frames)
+		GROW(s->stack_frames, s->astack_frames, s->nstack_frames + n);
 	memcpy(&s->stack_frames[s->nstack_frames], frames, n * sizeof(*frames));
-	GROW(s->stacks, s->astacks, s->nstacks + 1);
+	if (s->nstacks == s->astacks)
+		GROW(s->stacks, s->astacks, s->nstacks + 1);
 	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid };
 	s->nstack_frames += n;
-	GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
+	if ((s->nstacks + 1) * ne > s->acounts)
+		GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
 	memcpy(&s->counts[s->nstacks * ne], counts, ne * sizeof(*counts));
 	s->nstacks++;
 	if (s->dedup)
@@ -211,7 +220,8 @@ static inline bool dec(const char **p, uint64_t *out)
 	if ((d = (unsigned)(unsigned char)*s - '0') > 9)
 		return false;
 	do {
-		if (v > (UINT64_MAX - d) / 10)
+		/* UINT64_MAX is 18446744073709551615 */
+		if (v >= 1844674407370955161ULL && (v > 1844674407370955161ULL || d > 5))
 			return false;
 		v = v * 10 + d;
 		s++;
@@ -221,22 +231,19 @@ static inline bool dec(const char **p, uint64_t *out)
 	return true;
 }
 
-static inline int hexval(unsigned char c)
-{
-	if ((unsigned)(c - '0') < 10)
-		return c - '0';
-	c |= 0x20;
-	if ((unsigned)(c - 'a') < 6)
-		return c - 'a' + 10;
-	return -1;
-}
+/* hex digit values; 0 for '0' and for anything that is not a digit */
+static const signed char hexval[256] = {
+	['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7, ['8'] = 8, ['9'] = 9,
+	['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+	['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
 
 static inline bool hex(const char **p, uint64_t *out)
 {
-	const char *s = *p;
+	const unsigned char *s = (const unsigned char *)*p;
 	uint64_t v = 0;
 	int n = 0, d;
-	while ((d = hexval((unsigned char)*s)) >= 0) {
+	while ((d = hexval[*s]) || *s == '0') {
 		if (n == 16)
 			return false;
 		v = (v << 4) | (uint64_t)d;
@@ -245,7 +252,7 @@ static inline bool hex(const char **p, uint64_t *out)
 	}
 	if (!n)
 		return false;
-	*p = s;
+	*p = (const char *)s;
 	*out = v;
 	return true;
 }
@@ -253,6 +260,7 @@ static inline bool hex(const char **p, uint64_t *out)
 struct sparser {
 	struct stackset *s;
 	const struct stacks_map *m;
+	bool skip;          /* in a line too long to be a stack: up to its end */
 	size_t ln;          /* lines so far */
 	size_t bad;         /* the first line that is not a stack, 0: none */
 	bool nul;           /* a NUL byte: binary data */
@@ -291,7 +299,8 @@ static bool parse_line(struct sparser *P, const char *line)
 		uint64_t img, off;
 		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages)
 			return false;
-		GROW(P->fr, P->afr, (size_t)n + 1);
+		if (n == P->afr)
+			GROW(P->fr, P->afr, (size_t)n + 1);
 		P->fr[n] = (struct tally_frame){ m->img ? m->img[img] : (uint32_t)img, off };
 		if (!n && P->s->fslot)
 			__builtin_prefetch(&P->s->fslot[frame_hash(P->fr[0].image, off) & P->s->fmask]);
@@ -299,9 +308,10 @@ static bool parse_line(struct sparser *P, const char *line)
 	}
 	if (*p || !n)
 		return false;
-	GROW(P->ids, P->aids, (size_t)n);
+	if (n > P->aids)
+		GROW(P->ids, P->aids, (size_t)n);
 	for (uint32_t i = n; i-- > 0;)
-		P->ids[i] = tally_stackset_frame(P->s, P->fr[i].image, P->fr[i].offset);
+		P->ids[i] = frame_number(P->s, P->fr[i].image, P->fr[i].offset);
 	int32_t spid = (int32_t)pid;
 	if (m->merged)
 		spid = m->per_pid && spid > 0 ? spid : 0;
@@ -326,8 +336,9 @@ static size_t parse_lines(struct sparser *P, char *buf, size_t len)
 	while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
 		*nl = '\0';
 		P->ln++;
-		if (!P->bad && !P->nul && !parse_line(P, p))
+		if (!P->bad && !P->nul && !P->skip && !parse_line(P, p))
 			P->bad = P->ln;
+		P->skip = false;
 		p = nl + 1;
 	}
 	return (size_t)(p - buf);
@@ -370,6 +381,8 @@ static int parser_finish(struct sparser *P, const char *what, size_t partial)
 	return r;
 }
 
+#define LONGEST (64u << 20)
+
 int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const struct stacks_map *m)
 {
 	struct sparser P;
@@ -378,7 +391,14 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 	char *buf = xmalloc(cap + 1);
 	int r = 0;
 	for (;;) {
-		if (have == cap) {
+		if (have == cap && cap >= LONGEST) {
+			/* no stack is that long (127 frames is the usual limit, 65535 the
+			 * kernel's): the line is not one, and is not kept in memory */
+			if (!P.bad)
+				P.bad = P.ln + 1;
+			P.skip = true;
+			have = 0;
+		} else if (have == cap) {
 			cap *= 2; /* a line longer than the buffer */
 			buf = xrealloc(buf, cap + 1);
 		}
@@ -391,8 +411,18 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		}
 		if (n == 0)
 			break;
-		if (!P.nul && memchr(buf + have, '\0', (size_t)n))
+		if (!P.nul && memchr(buf + have, '\0', (size_t)n)) {
 			P.nul = true;
+			/* binary data, and no line to count for a last one cut short:
+			 * the rest need not be read */
+			struct stat st;
+			char last;
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+			    pread(fd, &last, 1, st.st_size - 1) == 1 && last == '\n') {
+				have = 0;
+				break;
+			}
+		}
 		have += (size_t)n;
 		/* what is left is the start of a line that goes on in the next read */
 		size_t used = parse_lines(&P, buf, have);
@@ -400,7 +430,7 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		have -= used;
 	}
 	free(buf);
-	int f = parser_finish(&P, what, r ? 0 : have);
+	int f = parser_finish(&P, what, r ? 0 : have + P.skip);
 	return r ? r : f;
 }
 

@@ -18,7 +18,8 @@
 
 struct names {
 	char **v;
-	size_t n, alloc;
+	size_t *len;
+	size_t n, alloc, alen;
 	struct tally_hidx idx;
 };
 
@@ -33,7 +34,9 @@ static uint32_t name_id(struct names *t, const char *s)
 	uint32_t i = tally_hidx_get(&t->idx, h, s, name_eq, t);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(t->v, t->alloc, t->n + 1);
+		GROW(t->len, t->alen, t->n + 1);
 		t->v[t->n] = xstrdup(s);
+		t->len[t->n] = strlen(s);
 		tally_hidx_put(&t->idx, h, (uint32_t)t->n);
 		i = (uint32_t)t->n++;
 	}
@@ -127,12 +130,29 @@ static inline uint32_t element(const struct fold *F, uint32_t s, uint32_t d)
 
 static void emit(struct fold *F, uint32_t depth, uint64_t count)
 {
+	const struct names *t = F->names;
+	size_t n = 24;
+	for (uint32_t i = 0; i < depth; i++)
+		n += t->len[F->path[i]] + 1;
+	strbuf_grow(F->o, n);
+	char *p = F->o->buf + F->o->len;
 	for (uint32_t i = 0; i < depth; i++) {
 		if (i)
-			strbuf_addch(F->o, ';');
-		strbuf_addstr(F->o, F->names->v[F->path[i]]);
+			*p++ = ';';
+		memcpy(p, t->v[F->path[i]], t->len[F->path[i]]);
+		p += t->len[F->path[i]];
 	}
-	strbuf_addf(F->o, " %" PRIu64 "\n", count);
+	char digits[24];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + count % 10);
+	while ((count /= 10));
+	*p++ = ' ';
+	while (k)
+		*p++ = digits[--k];
+	*p++ = '\n';
+	*p = '\0';
+	F->o->len = (size_t)(p - F->o->buf);
 	int r = tally_export_out_flush(F->out, F->o);
 	if (r && !F->err)
 		F->err = r;
@@ -315,6 +335,7 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 	for (size_t i = 0; i < names.n; i++)
 		free(names.v[i]);
 	free(names.v);
+	free(names.len);
 	tally_hidx_release(&names.idx);
 	tally_cg_release(&cg);
 	return F.err;

@@ -53,6 +53,28 @@ static uint32_t intern_key(struct tally_cg *cg, const struct fkey *k, bool has_a
 	return (uint32_t)cg->nfuncs++;
 }
 
+/* intern_key for a name the resolver owns, whose address stays: a small
+ * cache by address, in front of hashing and comparing the name's text */
+struct tally_cg_name_slot {
+	const char *name;
+	uint64_t addr;
+	uint32_t image;
+	uint32_t fn;
+	bool inlined;
+};
+#define NAME_SLOTS 4096
+
+static uint32_t intern_resolved(struct tally_cg *cg, const struct fkey *k, bool has_addr)
+{
+	uint64_t h = tally_hash_u64((uintptr_t)k->name ^ k->addr ^ ((uint64_t)k->image << 40) ^ k->inlined);
+	struct tally_cg_name_slot *sl = &cg->name_cache[h & (NAME_SLOTS - 1)];
+	if (sl->name == k->name && sl->addr == k->addr && sl->image == k->image && sl->inlined == k->inlined)
+		return sl->fn;
+	uint32_t fn = intern_key(cg, k, has_addr);
+	*sl = (struct tally_cg_name_slot){ k->name, k->addr, k->image, fn, k->inlined };
+	return fn;
+}
+
 /* The functions of one frame, innermost first: its inlined functions (when
  * DWARF has them), then the function itself. Returns how many (at most max). */
 static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
@@ -74,7 +96,7 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
 		if (!sf[i].name && sf[i].inlined)
 			continue;
 		struct fkey key = { fr->image, sf[i].name ? sf[i].name : "[unknown]", sf[i].name ? sf[i].addr : 0, sf[i].inlined };
-		out[k++] = intern_key(cg, &key, sf[i].name && !sf[i].inlined);
+		out[k++] = intern_resolved(cg, &key, sf[i].name && !sf[i].inlined);
 		if (!sf[i].inlined)
 			break;
 	}
@@ -158,6 +180,7 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 	if (mx)
 		depth_limit = strtoull(mx, NULL, 10);
 	cg->fc_of = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
+	cg->name_cache = xcalloc(NAME_SLOTS, sizeof(*cg->name_cache));
 	/* one function a frame is the rule (inlines add more): room for that */
 	GROW(cg->funcs_of, cg->afuncs_of, db->nstack_frames + 1);
 	for (size_t s = 0; s < db->nstacks; s++) {
@@ -171,7 +194,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			const uint32_t *fns;
 			uint32_t one;
 			size_t nfn = frame_funcs(cg, res, db, ids[f], f == 0, &fns, &one);
-			GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + nfn);
+			if (cg->nfuncs_of + nfn > cg->afuncs_of)
+				GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + nfn);
 			for (size_t j = 0; j < nfn; j++) {
 				uint32_t fn = fns[j];
 				/* consecutive frames in one function (inlined-away recursion, or a
@@ -182,7 +206,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 				cs.len++;
 			}
 		}
-		GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
+		if (cg->nstacks == cg->astacks)
+			GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
 		cg->stacks[cg->nstacks++] = cs;
 		cg->total += c;
 		const uint32_t *fs = &cg->funcs_of[cs.first];
@@ -205,6 +230,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			}
 	}
 	free(seen);
+	free(cg->name_cache);
+	cg->name_cache = NULL;
 	if (!(flags & TALLY_CG_NO_ARCS))
 		tally_cg_arcs(cg);
 }
