@@ -7,23 +7,25 @@
 # of about as many samples, each a distinct stack (bench/stackwork.c recorded
 # with perf record -g), at the sizes where that takes reasonable time.
 #   bench/scale.sh [BUILD_DIR] [--sizes N,N,...] [--runs N] [--before TALLY]
-#                  [--perf-sizes N,...] [--dbdir DIR] [--write-doc]
+#                  [--before-max N] [--perf-sizes N,...] [--dbdir DIR] [--write-doc]
 # --before TALLY measures another tally binary too (an older build), in a column
-# of its own; --dbdir keeps the generated databases there (and reuses them);
-# --write-doc rewrites the Scale results in docs/performance.md.
+# of its own, on the sizes up to --before-max (default 1000000: an old build
+# needs gigabytes beyond); --dbdir keeps the generated databases there (and
+# reuses them); --write-doc rewrites the Scale results in docs/performance.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
-sizes=100000,1000000,4000000 perf_sizes=100000 runs=3 before="" dbdir="" write_doc=0
+sizes=100000,1000000,4000000 perf_sizes=100000 runs=3 before="" before_max=1000000 dbdir="" write_doc=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes=$2; shift 2 ;;
 	--perf-sizes) perf_sizes=$2; shift 2 ;;
 	--runs) runs=$2; shift 2 ;;
 	--before) before=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
+	--before-max) before_max=$2; shift 2 ;;
 	--dbdir) dbdir=$2; shift 2 ;;
 	--write-doc) write_doc=1; shift ;;
-	*) echo "usage: bench/scale.sh [BUILD_DIR] [--sizes N,...] [--runs N] [--before TALLY] [--perf-sizes N,...] [--dbdir DIR] [--write-doc]" >&2; exit 2 ;;
+	*) echo "usage: bench/scale.sh [BUILD_DIR] [--sizes N,...] [--runs N] [--before TALLY] [--before-max N] [--perf-sizes N,...] [--dbdir DIR] [--write-doc]" >&2; exit 2 ;;
 	esac
 done
 tally=$(cd "$build" && pwd)/tally
@@ -77,7 +79,7 @@ for n in ${sizes//,/ }; do
 	mb=$(du -sm "$db" | awk '{ print $1 }')
 	echo "db $n $mb $(awk '/^samples:/ { print $2 }' "$db/session")" >>"$tmp/rows"
 	views "$tally" "$db" "after $n"
-	[ -z "$before" ] || views "$before" "$db" "before $n"
+	[ -z "$before" ] || ((n > before_max)) || views "$before" "$db" "before $n"
 done
 
 # perf report on perf.data files of about as many samples, each a distinct stack
@@ -119,7 +121,7 @@ load1=$(load)
 			for (j = 1; j <= m; j++) {
 				view = v[j]
 				printf "| %s | %s | `%s` | %s | %s |", first ? commas(n) : "", first ? size[n] : "", view, w["after " n " " view], r["after " n " " view]
-				if (before != "") printf " %s | %s |", w["before " n " " view], r["before " n " " view]
+				if (before != "") printf " %s | %s |", ("before " n " " view) in w ? w["before " n " " view] : "", ("before " n " " view) in r ? r["before " n " " view] : ""
 				printf "\n"; first = 0
 			}
 		}

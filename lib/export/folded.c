@@ -190,6 +190,13 @@ static void lines(struct fold *F, size_t i, size_t j, uint32_t d)
 	struct group gbuf[16], *g = gbuf;
 	size_t ng = 0, ag = ARRAY_SIZE(gbuf);
 	for (size_t k = i; k < j; k++) {
+		if (k + 8 < j) {
+			/* the stacks' functions are all over memory: fetched ahead */
+			const struct tally_cg_stack *ahead = &cg->stacks[F->order[k + 8]];
+			uint32_t e = d - (F->label ? 1 : 0);
+			if (e < ahead->len)
+				__builtin_prefetch(&cg->funcs_of[ahead->first + ahead->len - 1 - e]);
+		}
 		uint32_t s = F->order[k];
 		uint32_t name = element(F, s, d);
 		bool end = d + 1 == F->nel[s];

@@ -62,7 +62,7 @@ struct tally_cg_name_slot {
 	uint32_t fn;
 	bool inlined;
 };
-#define NAME_SLOTS 4096
+#define NAME_SLOTS 16384
 
 static uint32_t intern_resolved(struct tally_cg *cg, const struct fkey *k, bool has_addr)
 {
@@ -173,8 +173,12 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx, unsigned flags)
 {
 	memset(cg, 0, sizeof(*cg));
-	uint32_t *seen = NULL; /* the stack (1-based) that last counted each function */
-	size_t aseen = 0;
+	/* per function, in arrays of their own (the functions' records are larger
+	 * than the cache these sums run in): the stack (1-based) that last counted
+	 * it, and its inclusive samples */
+	uint32_t *seen = NULL;
+	uint64_t *incl = NULL;
+	size_t aseen = 0, aincl = 0;
 	uint64_t depth_limit = 127;
 	const char *mx = tally_meta_get(&db->session, "max-stack");
 	if (mx)
@@ -190,6 +194,9 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			continue;
 		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
 		const uint32_t *ids = &db->stack_frames[st->first];
+		/* a leaf is seldom met twice: its entry is fetched a few stacks ahead */
+		if (s + 4 < db->nstacks)
+			__builtin_prefetch(&cg->fc_of[(size_t)db->stack_frames[db->stacks[s + 4].first] * 2]);
 		for (uint32_t f = 0; f < st->len; f++) {
 			const uint32_t *fns;
 			uint32_t one;
@@ -221,14 +228,20 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			size_t old = aseen;
 			GROW(seen, aseen, cg->nfuncs);
 			memset(seen + old, 0, (aseen - old) * sizeof(*seen));
+			old = aincl;
+			GROW(incl, aincl, cg->nfuncs);
+			memset(incl + old, 0, (aincl - old) * sizeof(*incl));
 		}
 		uint32_t mark = (uint32_t)cg->nstacks;
 		for (uint32_t i = 0; i < cs.len; i++)
 			if (seen[fs[i]] != mark) {
 				seen[fs[i]] = mark;
-				cg->funcs[fs[i]].incl += c;
+				incl[fs[i]] += c;
 			}
 	}
+	for (size_t f = 0; f < cg->nfuncs && incl; f++)
+		cg->funcs[f].incl = incl[f];
+	free(incl);
 	free(seen);
 	free(cg->name_cache);
 	cg->name_cache = NULL;
