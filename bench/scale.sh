@@ -3,7 +3,9 @@
 # stacks (tests/e2e/gen-bigdb.py, as a daemon running for weeks collects them):
 # wall time and peak RSS (/usr/bin/time -v) of `report` (per image),
 # `--symbols`, `--children`, `--html`, `export --format pprof`, `folded` and
-# `svg`, the median of RUNS runs each; beside them `perf report` on a perf.data
+# `svg`, the median of RUNS runs each, with their CPU time (user and system: what
+# the load of other processes on the machine changes least); beside them `perf
+# report` on a perf.data
 # of about as many samples, each a distinct stack (bench/stackwork.c recorded
 # with perf record -g), at the sizes where that takes reasonable time.
 #   bench/scale.sh [BUILD_DIR] [--sizes N,N,...] [--runs N] [--before TALLY]
@@ -39,20 +41,21 @@ if [ -z "$dbdir" ]; then dbdir=$tmp; else mkdir -p "$dbdir"; fi
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 load() { awk '{ print $1 }' /proc/loadavg; }
 
-# run TAG CMD...: RUNS times; appends "TAG wall_s rss_mb" (medians) to $tmp/rows
+# run TAG CMD...: RUNS times; appends "TAG wall_s rss_mb cpu_s" (medians) to $tmp/rows
 run() {
 	local tag=$1; shift
-	: >"$tmp/w"; : >"$tmp/m"
+	: >"$tmp/w"; : >"$tmp/m"; : >"$tmp/c"
 	for _ in $(seq "$runs"); do
 		if ! /usr/bin/time -v -o "$tmp/tv" "$@" >/dev/null 2>"$tmp/err"; then
 			echo "bench: failed: $*" >&2; sed 's/^/bench:   /' "$tmp/err" >&2
-			echo "$tag - -" >>"$tmp/rows"; return
+			echo "$tag - - -" >>"$tmp/rows"; return
 		fi
 		awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/tv" >>"$tmp/w"
 		awk -F': ' '/Maximum resident set size/ { print $2 / 1024 }' "$tmp/tv" >>"$tmp/m"
+		awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$tmp/tv" >>"$tmp/c"
 	done
-	echo "$tag $(median <"$tmp/w" | awk '{ printf "%.2f", $1 }') $(median <"$tmp/m" | awk '{ printf "%.0f", $1 }')" >>"$tmp/rows"
-	echo "bench: raw $tag wall $(tr '\n' ' ' <"$tmp/w")rss_mb $(tr '\n' ' ' <"$tmp/m")" >&2
+	echo "$tag $(median <"$tmp/w" | awk '{ printf "%.2f", $1 }') $(median <"$tmp/m" | awk '{ printf "%.0f", $1 }') $(median <"$tmp/c" | awk '{ printf "%.2f", $1 }')" >>"$tmp/rows"
+	echo "bench: raw $tag wall $(tr '\n' ' ' <"$tmp/w")cpu $(tr '\n' ' ' <"$tmp/c")rss_mb $(tr '\n' ' ' <"$tmp/m")" >&2
 }
 
 views() { # views BINARY DB LABEL
@@ -76,7 +79,7 @@ for n in ${sizes//,/ }; do
 		echo "bench: generating $db ($n stacks)" >&2
 		python3 "$here/../tests/e2e/gen-bigdb.py" "$db" "$n" >/dev/null
 	fi
-	mb=$(du -sm "$db" | awk '{ print $1 }')
+	mb=$(du -smL "$db" | awk '{ print $1 }')
 	echo "db $n $mb $(awk '/^samples:/ { print $2 }' "$db/session")" >>"$tmp/rows"
 	views "$tally" "$db" "after $n"
 	[ -z "$before" ] || ((n > before_max)) || views "$before" "$db" "before $n"
@@ -104,24 +107,25 @@ load1=$(load)
 # the table
 {
 	printf 'Scale: median of %s runs each; load average %s before, %s after (2 CPUs)\n\n' "$runs" "$load0" "$load1"
-	printf '| stacks | database | view | wall (s) | peak RSS (MB) |'
-	[ -z "$before" ] || printf ' before: wall (s) | before: RSS (MB) |'
-	printf '\n|---|---|---|---|---|'
-	[ -z "$before" ] || printf -- '---|---|'
+	printf '| stacks | database | view | wall (s) | CPU (s) | peak RSS (MB) |'
+	[ -z "$before" ] || printf ' before: wall (s) | CPU (s) | RSS (MB) |'
+	printf '\n|---|---|---|---|---|---|'
+	[ -z "$before" ] || printf -- '---|---|---|'
 	printf '\n'
 	awk -v before="$before" '
 	function commas(n,   s) { s = n ""; while (s ~ /[0-9][0-9][0-9][0-9]/) sub(/[0-9][0-9][0-9]($|,)/, ",&", s); return s }
 	$1 == "db" { n = $2; size[n] = $3 " MB, " $4 " samples"; ns[++k] = n; next }
 	$1 == "pdb" { pn = $2; psize[pn] = $3 " MB perf.data, " $4 " samples"; pns[++pk] = pn; next }
-	$1 == "perf" { w[$1 " " $2 " " $3] = $4; r[$1 " " $2 " " $3] = $5; next }
-	{ key = $1 " " $2 " " $3; w[key] = $4; r[key] = $5; if ($1 == "after" && !(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[$2] = order[$2] " " $3 } }
+	$1 == "perf" { w[$1 " " $2 " " $3] = $4; r[$1 " " $2 " " $3] = $5; c[$1 " " $2 " " $3] = $6; next }
+	{ key = $1 " " $2 " " $3; w[key] = $4; r[key] = $5; c[key] = $6; if ($1 == "after" && !(($2 " " $3) in seen)) { seen[$2 " " $3] = 1; order[$2] = order[$2] " " $3 } }
 	END {
 		for (i = 1; i <= k; i++) {
 			n = ns[i]; m = split(order[n], v, " "); first = 1
 			for (j = 1; j <= m; j++) {
 				view = v[j]
-				printf "| %s | %s | `%s` | %s | %s |", first ? commas(n) : "", first ? size[n] : "", view, w["after " n " " view], r["after " n " " view]
-				if (before != "") printf " %s | %s |", ("before " n " " view) in w ? w["before " n " " view] : "", ("before " n " " view) in r ? r["before " n " " view] : ""
+				a = "after " n " " view; b = "before " n " " view
+				printf "| %s | %s | `%s` | %s | %s | %s |", first ? commas(n) : "", first ? size[n] : "", view, w[a], c[a], r[a]
+				if (before != "") printf " %s | %s | %s |", (b in w) ? w[b] : "", (b in c) ? c[b] : "", (b in r) ? r[b] : ""
 				printf "\n"; first = 0
 			}
 		}
@@ -129,13 +133,14 @@ load1=$(load)
 			n = pns[i]
 			for (j = 1; j <= 2; j++) {
 				view = j == 1 ? "--no-children" : "--children"
-				printf "| %s | %s | `perf report %s` | %s | %s |", j == 1 ? commas(n) : "", j == 1 ? psize[n] : "", view, w["perf " n " " view], r["perf " n " " view]
-				if (before != "") printf " | |"
+				a = "perf " n " " view
+				printf "| %s | %s | `perf report %s` | %s | %s | %s |", j == 1 ? commas(n) : "", j == 1 ? psize[n] : "", view, w[a], c[a], r[a]
+				if (before != "") printf " | | |"
 				printf "\n"
 			}
 		}
 	}' "$tmp/rows"
-	((perf_ok)) || printf '\n(perf report left out: perf is not installed, or recording failed)\n'
+	((perf_ok)) || printf '\n(perf report left out: no --perf-sizes, no perf, or its recording failed)\n'
 } >"$tmp/table"
 cat "$tmp/table"
 
