@@ -38,6 +38,7 @@ bench: build
 	@bench/annotate.sh $(BUILD)
 	@bench/symbols.sh $(BUILD)
 	@bench/html.sh $(BUILD)
+	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
 	@bench/scale.sh $(BUILD)
 

@@ -41,6 +41,7 @@ struct tally_export_out {
 	 * -errno with tally_seterr. The caller still writes what is left in data. */
 	int (*put)(void *ctx, size_t file, const void *data, size_t len);
 	void *ctx;
+	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);

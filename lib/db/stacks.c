@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,9 +262,11 @@ struct sparser {
 	struct stackset *s;
 	const struct stacks_map *m;
 	bool skip;          /* in a line too long to be a stack: up to its end */
+	const char *what;
 	size_t ln;          /* lines so far */
-	size_t bad;         /* the first line that is not a stack, 0: none */
-	bool nul;           /* a NUL byte: binary data */
+	int bad;            /* the first line that is not a stack: its error (msg), 0: none */
+	char msg[512];
+	size_t nul;         /* the line of a NUL byte (binary data), 0: none */
 	uint64_t *sum;      /* per column of the file */
 	uint64_t *c;        /* the line's counts, per column */
 	uint64_t *mc;       /* ... per event of s */
@@ -273,7 +276,25 @@ struct sparser {
 	size_t afr;
 };
 
-/* One line (NUL-terminated in place of its newline); false when it is not a stack. */
+/* The first error of a line, kept until the whole file is known to be text. */
+static bool line_error(struct sparser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool line_error(struct sparser *P, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(P->msg, sizeof(P->msg), fmt, ap);
+	va_end(ap);
+	P->bad = -EINVAL;
+	return false;
+}
+
+static bool not_a_stack(struct sparser *P)
+{
+	return line_error(P, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", P->what, P->ln, DAMAGED);
+}
+
+/* One line (NUL-terminated in place of its newline); false when it is not a
+ * stack (P->bad and P->msg say why). */
 static bool parse_line(struct sparser *P, const char *line)
 {
 	const struct stacks_map *m = P->m;
@@ -282,23 +303,26 @@ static bool parse_line(struct sparser *P, const char *line)
 	const char *p = line;
 	for (int e = 0; e < m->nevents; e++) {
 		if (e && *p++ != ',')
-			return false;
+			return not_a_stack(P);
 		if (!dec(&p, &P->c[e]))
-			return false;
+			return not_a_stack(P);
 	}
 	if (*p++ != ' ')
-		return false;
+		return not_a_stack(P);
 	uint64_t pid;
 	if (!dec(&p, &pid))
-		return false;
+		return not_a_stack(P);
+	if (pid > INT32_MAX)
+		return line_error(P, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", P->what, P->ln,
+				  pid, INT32_MAX, DAMAGED);
 	/* the frames first, the index then: the leaf, the one frame seldom seen
 	 * before, is fetched from memory while the others are read */
 	uint32_t n = 0;
 	while (*p == ' ') {
 		p++;
 		uint64_t img, off;
-		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages)
-			return false;
+		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages || n == UINT32_MAX)
+			return not_a_stack(P);
 		if (n == P->afr)
 			GROW(P->fr, P->afr, (size_t)n + 1);
 		P->fr[n] = (struct tally_frame){ m->img ? m->img[img] : (uint32_t)img, off };
@@ -306,8 +330,12 @@ static bool parse_line(struct sparser *P, const char *line)
 			__builtin_prefetch(&P->s->fslot[frame_hash(P->fr[0].image, off) & P->s->fmask]);
 		n++;
 	}
-	if (*p || !n)
-		return false;
+	if (*p || !n || P->s->nstack_frames + n > UINT32_MAX)
+		return not_a_stack(P);
+	for (int e = 0; e < m->nevents; e++)
+		if (P->c[e] > UINT64_MAX - P->sum[e])
+			return line_error(P, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", P->what, P->ln,
+					  UINT64_MAX, DAMAGED);
 	if (n > P->aids)
 		GROW(P->ids, P->aids, (size_t)n);
 	for (uint32_t i = n; i-- > 0;)
@@ -336,37 +364,42 @@ static size_t parse_lines(struct sparser *P, char *buf, size_t len)
 	while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
 		*nl = '\0';
 		P->ln++;
-		if (!P->bad && !P->nul && !P->skip && !parse_line(P, p))
-			P->bad = P->ln;
+		if (!P->bad && !P->m->none && !P->skip)
+			parse_line(P, p);
 		P->skip = false;
 		p = nl + 1;
 	}
 	return (size_t)(p - buf);
 }
 
-static void parser_init(struct sparser *P, struct stackset *s, const struct stacks_map *m)
+static void parser_init(struct sparser *P, struct stackset *s, const struct stacks_map *m, const char *what)
 {
 	memset(P, 0, sizeof(*P));
 	P->s = s;
 	P->m = m;
+	P->what = what;
 	P->sum = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
 	P->c = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
 	P->mc = xcalloc((size_t)s->nevents + 1, sizeof(uint64_t));
 }
 
-/* The checks in the order read.c makes them of every file: a last line
- * without its newline (partial bytes left), binary data, a bad line; then the
- * sums. */
-static int parser_finish(struct sparser *P, const char *what, size_t partial)
+/* The checks in the order read.c makes them of every file: binary data, a
+ * last line without its newline (partial bytes left); then a stacks file where
+ * the session says there are none; then the first bad line, and the sums. */
+static int parser_finish(struct sparser *P, size_t partial)
 {
 	int r = 0;
-	if (partial)
+	const char *what = P->what;
+	if (P->nul)
+		r = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (%s)", what, P->nul, DAMAGED);
+	else if (partial)
 		r = tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", what, P->ln + 1,
 				 DAMAGED);
-	else if (P->nul)
-		r = tally_seterr(-EINVAL, "'%s' contains binary data (%s)", what, DAMAGED);
+	else if (P->m->none)
+		r = tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
+				 DAMAGED);
 	else if (P->bad)
-		r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", what, P->bad, DAMAGED);
+		r = tally_seterr(P->bad, "%s", P->msg);
 	/* every sample has a stack: the counts must add up to the session's */
 	for (int e = 0; e < P->m->nevents && !r; e++)
 		if (P->sum[e] != P->m->samples[e])
@@ -381,12 +414,24 @@ static int parser_finish(struct sparser *P, const char *what, size_t partial)
 	return r;
 }
 
+/* The line of the first NUL byte of buf[0..n), lines before counted in ln;
+ * 0 when there is none. */
+static size_t nul_line(const char *buf, size_t n, size_t ln)
+{
+	const char *nul = memchr(buf, '\0', n);
+	if (!nul)
+		return 0;
+	for (const char *c = buf; (c = memchr(c, '\n', (size_t)(nul - c))); c++)
+		ln++;
+	return ln + 1;
+}
+
 #define LONGEST (64u << 20)
 
 int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const struct stacks_map *m)
 {
 	struct sparser P;
-	parser_init(&P, s, m);
+	parser_init(&P, s, m, what);
 	size_t cap = 1 << 20, have = 0;
 	char *buf = xmalloc(cap + 1);
 	int r = 0;
@@ -394,8 +439,11 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		if (have == cap && cap >= LONGEST) {
 			/* no stack is that long (127 frames is the usual limit, 65535 the
 			 * kernel's): the line is not one, and is not kept in memory */
-			if (!P.bad)
-				P.bad = P.ln + 1;
+			if (!P.bad) {
+				P.ln++;
+				not_a_stack(&P);
+				P.ln--;
+			}
 			P.skip = true;
 			have = 0;
 		} else if (have == cap) {
@@ -411,17 +459,11 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		}
 		if (n == 0)
 			break;
-		if (!P.nul && memchr(buf + have, '\0', (size_t)n)) {
-			P.nul = true;
-			/* binary data, and no line to count for a last one cut short:
-			 * the rest need not be read */
-			struct stat st;
-			char last;
-			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-			    pread(fd, &last, 1, st.st_size - 1) == 1 && last == '\n') {
-				have = 0;
-				break;
-			}
+		/* binary data: said before anything else, so the rest need not be read
+		 * (what is in the buffer before the new bytes holds no newline) */
+		if ((P.nul = nul_line(buf + have, (size_t)n, P.ln))) {
+			have = 0;
+			break;
 		}
 		have += (size_t)n;
 		/* what is left is the start of a line that goes on in the next read */
@@ -430,23 +472,25 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		have -= used;
 	}
 	free(buf);
-	int f = parser_finish(&P, what, r ? 0 : have + P.skip);
+	int f = parser_finish(&P, r ? 0 : have + P.skip);
 	return r ? r : f;
 }
 
-int tally_parse_stacks(struct tally_db *db, const char *text, size_t len, const char *what)
+int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, const char *what)
 {
 	struct stackset s = { .nevents = db->nevents };
 	tally_stackset_from_db(&s, db);
-	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false };
+	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks };
 	struct sparser P;
-	parser_init(&P, &s, &m);
-	char *copy = xmalloc(len + 1);
-	memcpy(copy, text, len);
-	P.nul = memchr(copy, '\0', len) != NULL;
-	size_t used = parse_lines(&P, copy, len);
-	free(copy);
-	int r = parser_finish(&P, what, len - used);
+	parser_init(&P, &s, &m, what);
+	size_t used = len;
+	if (!(P.nul = nul_line(text, len, 0))) {
+		char *copy = xmalloc(len + 1);
+		memcpy(copy, text, len);
+		used = parse_lines(&P, copy, len);
+		free(copy);
+	}
+	int r = parser_finish(&P, len - used);
 	tally_stackset_to_db(&s, db);
 	return r;
 }
@@ -525,6 +569,7 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	p->samples = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
 	memcpy(p->samples, db->samples, (size_t)db->nevents * sizeof(uint64_t));
 	p->nimages = db->nimages;
+	p->none = !db->has_stacks;
 	if (!(flags & TALLY_DB_STACKS_LATER))
 		r = tally_db_load_stacks(db);
 	return r;
@@ -580,6 +625,7 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 			p->img[k] = img[q->img ? q->img[k] : k];
 		p->merged = true;
 		p->per_pid = q->merged ? q->per_pid && per_pid : per_pid;
+		p->none = q->none;
 	}
 }
 
@@ -614,7 +660,7 @@ int tally_db_load_stacks(struct tally_db *db)
 		if (p->err) {
 			r = tally_seterr(p->err, "%s", p->msg);
 		} else if (p->what) {
-			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged, p->per_pid };
+			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged, p->per_pid, p->none };
 			r = tally_stacks_read_fd(&s, p->fd, p->what, &m);
 		} else {
 			uint32_t *ids = NULL;

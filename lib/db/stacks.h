@@ -61,6 +61,7 @@ struct stacks_map {
 	const uint32_t *img;
 	bool merged;  /* pids as a merge has them: per_pid ? (pid > 0 ? pid : 0) : 0 */
 	bool per_pid;
+	bool none;    /* the session says 'call-graph: none': the file must not be there */
 };
 
 /* Reads the stacks file fd (named what in messages) into s: every line
@@ -81,7 +82,7 @@ struct lazy_part {
 	int *col;     /* NULL: identity */
 	size_t nimages;
 	uint32_t *img; /* NULL: identity */
-	bool merged, per_pid;
+	bool merged, per_pid, none;
 	/* no file (what NULL): stacks held in memory, in the merge's images and
 	 * events, as the builder would have added them */
 	struct tally_frame *mframes;

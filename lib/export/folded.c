@@ -6,6 +6,7 @@
  * stacks are grouped level by level on those ranks, which orders them as their
  * text would; the text is written once, as it goes out. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,8 @@ static uint32_t name_id(struct names *t, const char *s)
 }
 
 /* The root frame of --comm-root: the process's command name with a per-pid
- * database, else the executable the stack runs in. */
+ * database (a process without one, not in the task list or with an empty
+ * name, is [pid N]), else the executable the stack runs in. */
 static void root_label(const struct tally_db *db, const struct tally_export_comms *comms,
 		       const struct tally_db_stack *st, struct strbuf *sb)
 {
@@ -134,7 +136,11 @@ static void emit(struct fold *F, uint32_t depth, uint64_t count)
 	size_t n = 24;
 	for (uint32_t i = 0; i < depth; i++)
 		n += t->len[F->path[i]] + 1;
-	strbuf_grow(F->o, n);
+	if (strbuf_grow(F->o, n)) {
+		if (!F->err)
+			F->err = tally_seterr(-ENOMEM, "no memory for a line of folded stacks (%zu bytes)", n);
+		return;
+	}
 	char *p = F->o->buf + F->o->len;
 	for (uint32_t i = 0; i < depth; i++) {
 		if (i)

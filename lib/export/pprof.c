@@ -356,7 +356,11 @@ struct zout {
 static void zrun(struct zout *zo, int flush)
 {
 	do {
-		strbuf_grow(zo->out, 1 << 16);
+		if (strbuf_grow(zo->out, 1 << 16)) {
+			zo->err = tally_seterr(-ENOMEM, "zlib: no memory for the compressed pprof profile (%zu bytes so far)",
+					       zo->out->len);
+			return;
+		}
 		size_t room = zo->out->alloc - zo->out->len - 1;
 		zo->z.next_out = (Bytef *)zo->out->buf + zo->out->len;
 		zo->z.avail_out = (uInt)room;

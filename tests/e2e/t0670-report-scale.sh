@@ -29,7 +29,7 @@ same out summary.want || fail "the summary changed when the stacks became zeros:
 tally_ok report -i zero.db --symbols --top 20
 same out symbols.want || fail "--symbols changed when the stacks became zeros"
 note "256 MB of zeros as stacks: the summary and --symbols are unchanged"
-expect_fail_with "zero\.db/stacks' contains binary data" "$TALLY" report -i zero.db --children
+expect_fail_with "zero\.db/stacks' line 1: binary data" "$TALLY" report -i zero.db --children
 
 cp -r big.db text.db
 printf '# count[,count...] pid frames (image-index:hex-offset, leaf first)\nthis is not a stack line\n' >text.db/stacks
