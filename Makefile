@@ -41,6 +41,7 @@ bench: build
 	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
 	@bench/daemon-cpu.sh $(BUILD)
+	@bench/scale.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -342,9 +342,9 @@ static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r
 {
 	uint64_t *a = NULL;
 	size_t na = 0, cap = 0;
-	for (size_t i = 0; i < db->nentries + db->nframes; i++) {
-		uint32_t im = i < db->nentries ? db->entries[i].image : db->frames[i - db->nentries].image;
-		uint64_t off = i < db->nentries ? db->entries[i].offset : db->frames[i - db->nentries].offset;
+	for (size_t i = 0; i < db->nentries + db->nframe_tab; i++) {
+		uint32_t im = i < db->nentries ? db->entries[i].image : db->frame_tab[i - db->nentries].image;
+		uint64_t off = i < db->nentries ? db->entries[i].offset : db->frame_tab[i - db->nentries].offset;
 		uint64_t addr;
 		if (im != image || tally_resolver_addr(r, image, off, &addr))
 			continue;

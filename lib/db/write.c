@@ -539,6 +539,8 @@ static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 
 static int save_to(const struct tally_db *db, struct sink *k)
 {
+	if (db->lazy) /* a database opened with TALLY_DB_STACKS_LATER: never write it without them */
+		return tally_seterr(-EINVAL, "'%s': its stacks were not read (tally_db_load_stacks)", db->path);
 	int ret = 0;
 	size_t ne = (size_t)db->nevents;
 	struct strbuf sb = STRBUF_INIT, name = STRBUF_INIT, aux = STRBUF_INIT;
@@ -625,7 +627,7 @@ static int save_to(const struct tally_db *db, struct sink *k)
 			strbuf_addch(&sb, ' ');
 			add_dec(&sb, (uint64_t)(st->pid > 0 ? st->pid : 0));
 			for (uint32_t f = 0; f < st->len; f++) {
-				const struct tally_frame *fr = &db->frames[st->first + f];
+				const struct tally_frame *fr = tally_db_frame(db, st, f);
 				strbuf_addch(&sb, ' ');
 				add_dec(&sb, fr->image);
 				strbuf_addch(&sb, ':');

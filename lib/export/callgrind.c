@@ -243,7 +243,7 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 			const struct tally_db_stack *s = &db->stacks[k];
 			GROW(fr, afr, nfr + s->len + 1);
 			for (uint32_t f = s->len; f-- > 0;) {
-				const struct tally_frame *q = &db->frames[s->first + f];
+				const struct tally_frame *q = tally_db_frame(db, s, f);
 				uint64_t off = q->offset - (f == 0 || !q->offset ? 0 : 1);
 				fr[nfr++] = frame_id(&g, q->image, off);
 			}

@@ -11,8 +11,23 @@ struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *s
 	GROW(out->files, out->alloc, out->n + 1);
 	struct tally_export_file *f = &out->files[out->n++];
 	f->suffix = xstrdup(suffix);
+	f->put = 0;
 	strbuf_init(&f->data);
 	return &f->data;
+}
+
+int tally_export_out_flush(struct tally_export_out *out, struct strbuf *sb)
+{
+	if (!out->put || sb->len < (1u << 20))
+		return 0;
+	for (size_t i = 0; i < out->n; i++)
+		if (&out->files[i].data == sb) {
+			int r = out->put(out->ctx, i, sb->buf, sb->len);
+			out->files[i].put += sb->len;
+			strbuf_reset(sb);
+			return r;
+		}
+	return 0;
 }
 
 void tally_export_out_release(struct tally_export_out *out)
@@ -42,7 +57,7 @@ void tally_export_select(struct tally_db *db, const struct tally_select *sel, bo
 		bool keep = tally_select_pid(sel, db, st->pid);
 		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { db->frames[st->first].image, db->per_pid ? st->pid : 0, 0, 0 };
+			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image, db->per_pid ? st->pid : 0, 0, 0 };
 			keep = tally_select_prof(sel, db, &pf);
 		}
 		for (size_t e = 0; e < ne; e++)

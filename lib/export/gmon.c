@@ -223,7 +223,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (!c)
 			continue;
 		for (uint32_t f = 0; f + 1 < st->len; f++) {
-			const struct tally_frame *callee = &db->frames[st->first + f], *caller = &db->frames[st->first + f + 1];
+			const struct tally_frame *callee = tally_db_frame(db, st, f), *caller = tally_db_frame(db, st, f + 1);
 			if (callee->image != image || caller->image != image || !caller->offset)
 				continue;
 			uint64_t coff = callee->offset - (f == 0 || !callee->offset ? 0 : 1);

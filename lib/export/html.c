@@ -422,7 +422,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	memset(&v, 0, sizeof(v));
 	memset(&flat, 0, sizeof(flat));
 	if (stacks) {
-		tally_view_cg_build(&v, db, res, o->sel, ev);
+		tally_view_cg_build_flags(&v, db, res, o->sel, ev, TALLY_CG_NO_ARCS); /* the page shows no arcs */
 		rows = &v.funcs;
 	} else {
 		tally_view_functions(&flat, db, res, ev, images.v, images.n, false);
