@@ -90,6 +90,7 @@ SUBTEST_N=0
 SUBTEST_PASSED=0
 SUBTEST_FAILED=()
 SUBTEST_SKIPPED=()
+SUBTEST_WHY=()
 subtest() {
 	local name=$1 rc why
 	shift
@@ -120,6 +121,7 @@ subtest() {
 		;;
 	77)
 		SUBTEST_SKIPPED+=("$name: ${why:-no reason given}")
+		SUBTEST_WHY+=("${why:-no reason given}")
 		echo "SKIP $SUBTEST_N - $name: ${why:-no reason given}"
 		;;
 	*)
@@ -158,6 +160,7 @@ subtest_summary() {
 	local rc=$1 s
 	if ((rc == 77)); then
 		SUBTEST_SKIPPED+=("(the rest of the file): skipped at the top level")
+		SUBTEST_WHY+=("skipped at the top level")
 	elif ((rc != 0)); then
 		SUBTEST_FAILED+=("(the top level): exited $rc")
 	fi
@@ -170,7 +173,7 @@ subtest_summary() {
 	done
 	((${#SUBTEST_FAILED[@]} == 0)) || return 1
 	if ((SUBTEST_PASSED == 0)); then
-		echo "SKIP: every subtest skipped: $(printf '%s; ' "${SUBTEST_SKIPPED[@]}" | sed 's/; $//')"
+		echo "SKIP: all ${#SUBTEST_SKIPPED[@]} subtests skipped: $(printf '%s\n' "${SUBTEST_WHY[@]}" | awk '!seen[$0]++ { printf "%s%s", (n++ ? "; " : ""), $0 }')"
 		return 77
 	fi
 	return 0
@@ -279,6 +282,23 @@ wait_for_line() {
 # db_size DIR: total size in bytes of the regular files under DIR.
 db_size() {
 	find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# need_tool CMD PACKAGE: skip (inside a subtest: that subtest) when CMD is
+# missing.  TALLY_HIDE_TOOLS=CMD,... makes a test see those as missing (to
+# try its skips).
+need_tool() {
+	if [[ ,${TALLY_HIDE_TOOLS:-}, == *,"$1",* ]] || ! command -v "$1" >/dev/null 2>&1; then
+		skip "$1 is not installed (Debian package $2; scripts/deps.sh --test installs it)"
+	fi
+}
+
+# need_browser: skip (inside a subtest: that subtest) unless tests/e2e/browser.py
+# can drive a headless Chromium (TALLY_HIDE_TOOLS=chromium: as if it could not).
+need_browser() {
+	local msg
+	[[ ,${TALLY_HIDE_TOOLS:-}, != *,chromium,* ]] || skip "chromium is hidden by TALLY_HIDE_TOOLS (scripts/deps.sh --test installs Debian's chromium)"
+	msg=$(python3 "$SRCDIR/tests/e2e/browser.py" check) || skip "$msg (scripts/deps.sh --test installs Debian's chromium)"
 }
 
 # have_hw_pmu: true when the machine can count hardware events (cycles).

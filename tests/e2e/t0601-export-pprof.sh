@@ -5,9 +5,9 @@
 # mean period; -raw's samples add up, the main program's mapping carries its
 # build-id and every location of leaf lies in leaf's symbol (nm) and in its
 # mapping; -traces shows main -> caller_a -> leaf; -list caller_a agrees with
-# -top and puts all of it on the source line that calls leaf; the pid and comm labels are the workload's; a database without stacks
-# exports its flat profile, one sample type per event; --percent-limit keeps
-# the total.
+# -top and puts all of it on the source line that calls leaf; the pid and
+# comm labels are the workload's; a database without stacks exports its flat
+# profile, one sample type per event; --percent-limit keeps the total.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-export.sh"
 
