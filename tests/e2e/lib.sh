@@ -47,6 +47,9 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+# killed (a meson timeout, ^C): still clean up
+trap 'exit 143' TERM
+trap 'exit 130' INT
 cd "$TMP"
 
 # fail MSG...: report a failure and exit 1 (inside a subtest: that subtest
@@ -107,6 +110,8 @@ subtest() {
 		BG_PIDS=()
 		EXIT_HOOKS=()
 		trap subtest_end EXIT
+		trap 'exit 143' TERM
+		trap 'exit 130' INT
 		set -E
 		trap 'subtest_err "$BASH_COMMAND" "$LINENO" "$?"' ERR
 		"$@"
