@@ -319,7 +319,7 @@ static int gzip_into(struct strbuf *out, const uint8_t *data, size_t len)
 	z_stream z;
 	memset(&z, 0, sizeof(z));
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return tally_seterr(-1, "zlib: cannot start compressing the pprof profile");
+		return tally_seterr(-EIO, "zlib: cannot start compressing the pprof profile");
 	size_t bound = deflateBound(&z, len);
 	if (strbuf_grow(out, bound)) {
 		deflateEnd(&z);
@@ -333,7 +333,7 @@ static int gzip_into(struct strbuf *out, const uint8_t *data, size_t len)
 	size_t n = bound - z.avail_out;
 	deflateEnd(&z);
 	if (r != Z_STREAM_END)
-		return tally_seterr(-1, "zlib: cannot compress the pprof profile (%d)", r);
+		return tally_seterr(-EIO, "zlib: cannot compress the pprof profile (%d)", r);
 	out->len += n;
 	out->buf[out->len] = '\0';
 	return 0;

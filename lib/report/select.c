@@ -31,7 +31,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w)
 {
 	if ((s->pid || s->comm) && !db->per_pid)
-		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
+		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
 				    input, s->pid ? "--pid" : "--comm");
 	s->ev_only = -1;
 	if (s->event) {
@@ -40,9 +40,9 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 			struct strbuf names = STRBUF_INIT;
 			for (int e = 0; e < db->nevents; e++)
 				strbuf_addf(&names, "%s%s", e ? ", " : "", db->events[e]);
-			tally_seterr(-1, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
+			tally_seterr(-EINVAL, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
 			strbuf_release(&names);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if (s->pid) {
