@@ -93,8 +93,9 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	size_t dbne = (size_t)db->nevents;
 	int ev = x->events[0];
 	uint32_t image;
-	if (pick_image(x, &image) < 0)
-		return -1;
+	int pr = pick_image(x, &image);
+	if (pr < 0)
+		return pr;
 	/* gprof needs link-time addresses, which need the image's file */
 	bool placed = false;
 	for (size_t k = 0; k < db->nentries && !placed; k++) {

@@ -14,11 +14,12 @@ void tally_select_init(struct tally_select *s)
 int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 {
 	uint64_t v;
+	int r;
 	switch (opt) {
 	case TALLY_OPT_SEL_IMAGE: s->image = arg; return 1;
 	case TALLY_OPT_SEL_PID:
-		if (tally_parse_u64(arg, "--pid", 1, 0x7fffffff, &v))
-			return -1;
+		if ((r = tally_parse_u64(arg, "--pid", 1, 0x7fffffff, &v)) < 0)
+			return r;
 		s->pid = (int)v;
 		return 1;
 	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
@@ -85,7 +86,7 @@ bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, 
 static int select_handle(void *ctx, int code, const char *arg)
 {
 	int r = tally_select_getopt(ctx, code, arg);
-	return r < 0 ? -EINVAL : 0;
+	return r < 0 ? r : 0;
 }
 
 static const struct tally_option select_options[] = {
