@@ -40,6 +40,7 @@ bench: build
 	@bench/html.sh $(BUILD)
 	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
+	@bench/daemon-cpu.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

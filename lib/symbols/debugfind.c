@@ -94,6 +94,7 @@ void sym_free_cands(struct cand *c, size_t n)
 	free(c);
 }
 
+/* Opens the first candidate that is this image's debug file; logs every one. */
 int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
 		   const char *main_path, const char *debuglink, GElf_Word crc, char **out_path)
 {
@@ -112,21 +113,24 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 		int ok;
 		if (c[i].debuglink && strcmp(di->id_kind, "build-id")) {
 			/* no build-id to compare: the debuglink's CRC says whether it belongs */
-			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			bool rd = fd >= 0;
 			uint32_t got = rd ? sym_crc32_file(fd, &rd) : 0;
-			if (fd >= 0)
+			strbuf_reset(&why);
+			if (fd < 0)
+				strbuf_addstr(&why, tally_errmsg());
+			else
 				close(fd);
 			ok = !rd ? -1 : got == crc ? 1 : 0;
-			strbuf_reset(&why);
-			strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
-					"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
+			if (fd >= 0)
+				strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
+						"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
 		} else {
 			ok = sym_check_file(di, c[i].path, &why);
 		}
 		bool useful = false;
 		if (ok == 1) {
-			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 			useful = e && (sym_elf_has_section(e, ".debug_info") || sym_elf_has_section(e, ".symtab"));
 			if (e)
@@ -137,7 +141,7 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 		sym_logf_(s, "debug file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
 		      ok == 1 ? (useful ? ": used" : ", but it has neither .debug_info nor .symtab: not used") : "");
 		if (ok == 1 && useful) {
-			ret = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			ret = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			if (ret >= 0)
 				*out_path = xstrdup(c[i].path);
 		}

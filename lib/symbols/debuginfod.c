@@ -92,5 +92,3 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 	*path = p;
 	return fd;
 }
-
-/* Opens the first candidate that is this image's debug file; logs every one. */

@@ -95,6 +95,9 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 		      nd - agree, nd - agree == 1 ? "" : "s");
 }
 
+/* No --vmlinux: the places where distributions and kernel builds leave the
+ * running kernel's image (perf looks in the same ones), used only when its
+ * build-id is the recorded kernel's. */
 static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	const char *rel = tally_meta_get(&r->db->session, "kernel-release");

@@ -102,7 +102,7 @@ static void ko_index(struct tally_resolver *r)
 static void *zstd_file(const char *path, size_t *len, struct strbuf *why)
 {
 	struct strbuf in = STRBUF_INIT;
-	if (strbuf_read_file(&in, path, 1u << 30)) {
+	if (tally_read_regular(&in, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 1u << 30)) {
 		strbuf_addstr(why, tally_errmsg());
 		return NULL;
 	}
@@ -448,7 +448,3 @@ struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s, const s
 	*koaddr = addr - s->ksym_delta[i];
 	return &km->sub;
 }
-
-/* No --vmlinux: the places where distributions and kernel builds leave the
- * running kernel's image (perf looks in the same ones), used only when its
- * build-id is the recorded kernel's. */

@@ -179,11 +179,17 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
-		if (access(p.buf, R_OK) == 0) {
+		/* a file of the database: never through a link */
+		int fd = tally_open_regular(AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX, NULL);
+		if (fd >= 0) {
+			close(fd);
 			sym_load_dwfl(r, s, di, p.buf, !strcmp(di->id_kind, "build-id"));
-		} else {
+		} else if (fd == -ENOENT) {
 			sym_logf_(s, "vDSO copy '%s': not there", p.buf);
 			sym_set_note(s, "no copy of the vDSO in the database");
+		} else {
+			sym_logf_(s, "vDSO copy: %s", tally_errmsg());
+			sym_set_note(s, "%s: not used", tally_errmsg());
 		}
 		strbuf_release(&p);
 	} else if (!strcmp(di->id_kind, "unreachable")) {

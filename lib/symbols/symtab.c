@@ -54,6 +54,10 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			*mismatch = true;
 		if (ok == -2 && !damaged->len)
 			strbuf_addf(damaged, "'%s' %s", c[i].path, why.buf);
+		struct stat st;
+		/* a FIFO, a device or a directory where the file was: said, not "not there" */
+		if (ok == -1 && !damaged->len && stat(c[i].path, &st) == 0 && !S_ISREG(st.st_mode))
+			strbuf_addstr(damaged, why.buf);
 		if (ok == 1)
 			found = xstrdup(c[i].path);
 	}
@@ -73,10 +77,23 @@ Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, 
 		sym_set_note(s, "libdwfl: %s", dwfl_errmsg(-1));
 		return NULL;
 	}
+	/* opened here, not by libdwfl: a file swapped for a FIFO since it was
+	 * checked must not hang the report */
+	int fd = -1;
+	if (!mem && (fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL)) < 0) {
+		sym_logf_(s, "%s", tally_errmsg());
+		sym_set_note(s, "%s (skipped)", tally_errmsg());
+		s->loud = true;
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return NULL;
+	}
 	dwfl_report_begin(s->dwfl);
 	Dwfl_Module *mod = mem ? dwfl_report_offline_memory(s->dwfl, di->name, path, mem, len)
-			       : dwfl_report_offline(s->dwfl, di->name, path, -1);
+			       : dwfl_report_offline(s->dwfl, di->name, path, fd);
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!mod && fd >= 0)
+		close(fd); /* libdwfl keeps it only on success */
 	if (!mod) {
 		sym_logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
 		sym_set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path, dwfl_errmsg(-1));
@@ -274,7 +291,7 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
 	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		sym_logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
 		struct tally_perfmap_sym *ms;
@@ -291,7 +308,7 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
 	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		sym_logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
 		s->jd = xcalloc(1, sizeof(*s->jd));

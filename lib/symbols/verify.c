@@ -9,12 +9,10 @@
  * damaged header): such a file is never used, libdwfl would read past it. */
 bool sym_elf_damaged(const char *path, struct strbuf *why)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		if (fd >= 0)
-			close(fd);
-		strbuf_addf(why, ", but cannot be read: %s", strerror(errno));
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, &st);
+	if (fd < 0) {
+		strbuf_addf(why, ", but cannot be read: %s", tally_errmsg());
 		return true;
 	}
 	uint64_t size = (uint64_t)st.st_size;
