@@ -127,6 +127,15 @@ struct tally_db {
 int tally_db_open(struct tally_db *db, const char *path);
 /* The same for a plain database directory only. */
 int tally_db_open_dir(struct tally_db *db, const char *path);
+/* Parses the text of one file of a database into db, as tally_db_open_dir does
+ * once it has read the file (which is a thin wrapper around this): name is
+ * "session", "images", a "NAME.prof", "stacks", "kernel.syms", "tasks", "modules"
+ * or "mntns", and each needs what the earlier ones of that list put in db (a
+ * zeroed db to start; db->path, when set, prefixes name in errors). The checks
+ * across files (the .prof files against the session's counts) are
+ * tally_db_open_dir's. For the fuzzers and tests. 0 or -EINVAL with
+ * tally_seterr naming the file and line; release db in both cases. */
+int tally_db_parse_file(struct tally_db *db, const char *name, const void *buf, size_t len);
 /* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
 const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
 void tally_db_release(struct tally_db *db);

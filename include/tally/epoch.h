@@ -73,6 +73,13 @@ bool tally_db_select_active(const struct tally_db_select *sel);
  * tally_seterr (an empty selection names the range and what there is). */
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
 
+/* A bundle's bytes (read from path, which names it in errors; buf[len] is a
+ * NUL, as in a strbuf), opened as
+ * tally_db_open opens a bundle file (which reads the file and calls this):
+ * unpacked into a new directory under $TMPDIR (else /tmp), removed by
+ * tally_db_release. 0 or -errno with tally_seterr. */
+int tally_db_open_bundle(struct tally_db *db, const char *path, const char *buf, size_t len);
+
 /* "2h" (that long before now), "202611211307", "2026-11-21", "2026-11-21T13:07",
  * "2026-11-21 13:07:30Z": seconds since 1970, UTC. 0 or -EINVAL with tally_seterr. */
 int tally_parse_time(const char *s, const char *what, double now, double *out);

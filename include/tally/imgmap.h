@@ -31,6 +31,9 @@ struct tally_imgmap {
 
 /* Reads a map file. 0, or -errno with tally_seterr naming the file and line. */
 int tally_imgmap_load(struct tally_imgmap *m, const char *path);
+/* The same for a map's bytes (read from path, which names it in errors):
+ * tally_imgmap_load reads the file and calls this. */
+int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf, size_t len);
 void tally_imgmap_release(struct tally_imgmap *m);
 /* The entries with this id: returns how many, *first their index. */
 size_t tally_imgmap_find(const struct tally_imgmap *m, const char *id, size_t *first);

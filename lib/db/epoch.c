@@ -431,10 +431,22 @@ static int open_bundle(struct tally_db *db, const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
 	int r = strbuf_read_file(&sb, path, 0);
-	if (r)
-		return r;
+	if (!r)
+		r = tally_db_open_bundle(db, path, sb.buf, sb.len);
+	else
+		memset(db, 0, sizeof(*db));
+	strbuf_release(&sb);
+	return r;
+}
+
+int tally_db_open_bundle(struct tally_db *db, const char *path, const char *buf, size_t len)
+{
+	const struct {
+		const char *buf;
+		size_t len;
+	} sb = { buf, len };
+	int r;
 	if (sb.len < 13 || strncmp(sb.buf, "tally-bundle:", 13)) {
-		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
 		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain')",
 				    path);
@@ -442,7 +454,6 @@ static int open_bundle(struct tally_db *db, const char *path)
 	if (strncmp(sb.buf, "tally-bundle: 1\n", 16)) {
 		char v[32];
 		sscanf(sb.buf + 13, " %31[^\n]", v);
-		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
 		return tally_seterr(-EINVAL, "'%s' is a bundle of format-version %s, and this tally reads version %d (use a newer tally)",
 				    path, v, TALLY_FORMAT_VERSION);
@@ -454,12 +465,10 @@ static int open_bundle(struct tally_db *db, const char *path)
 		r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s", path,
 				 td && *td ? td : "/tmp", strerror(errno));
 		strbuf_release(&tmpl);
-		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
 		return r;
 	}
 	r = unpack_bundle(path, sb.buf, sb.len, tmpl.buf);
-	strbuf_release(&sb);
 	if (!r) {
 		r = tally_db_open_dir(db, tmpl.buf);
 		if (r)

@@ -114,6 +114,12 @@ static char *next_line(char **cur)
 	return s;
 }
 
+/* Each file's parser, after its loader read the text into sb (path names it). */
+typedef int parse_fn(struct tally_db *db, struct strbuf *sb, struct strbuf *path);
+static parse_fn parse_session, parse_images, parse_prof, parse_stacks, parse_ksyms, parse_tasks, parse_mntns,
+	parse_modules;
+static int check_text(const struct strbuf *sb, const struct strbuf *path);
+
 static int read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
 {
 	strbuf_reset(path);
@@ -124,6 +130,12 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 		return 1;
 	if (r)
 		return r;
+	return check_text(sb, path);
+}
+
+/* A file's bytes as the parsers take them: whole lines of text, no NUL. */
+static int check_text(const struct strbuf *sb, const struct strbuf *path)
+{
 	if (sb->len && sb->buf[sb->len - 1] != '\n') {
 		size_t lines = 1;
 		for (size_t i = 0; i < sb->len; i++)
@@ -184,8 +196,12 @@ static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 		return tally_seterr(-EINVAL, "'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
 				    db->path, db->path);
 	}
-	if (r)
-		return r;
+	return r ? r : parse_session(db, sb, path);
+}
+
+static int parse_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r;
 	char *cur = sb->buf;
 	char *line;
 	size_t ln = 0;
@@ -239,8 +255,11 @@ static bool parse_pid(const char *s, int *out)
 static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, "images", path, false);
-	if (r)
-		return r;
+	return r ? r : parse_images(db, sb, path);
+}
+
+static int parse_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
 	size_t cap = 0;
 	char *cur = sb->buf, *line;
 	size_t ln = 0;
@@ -285,8 +304,12 @@ static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, name, path, false);
-	if (r)
-		return r;
+	return r ? r : parse_prof(db, sb, path);
+}
+
+static int parse_prof(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r;
 	char *cur = sb->buf, *line;
 	size_t ln = 0;
 	struct tally_meta h = { 0 };
@@ -374,8 +397,11 @@ static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
 						     db->path, DAMAGED)
 				      : 0;
-	if (r)
-		return r;
+	return r ? r : parse_stacks(db, sb, path);
+}
+
+static int parse_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
 	char *cur = sb->buf, *line;
 	size_t ln = 0;
 	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
@@ -433,8 +459,11 @@ static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	int r = read_text(sb, db->path, "kernel.syms", path, true);
 	if (r == 1)
 		return 0;
-	if (r)
-		return r;
+	return r ? r : parse_ksyms(db, sb, path);
+}
+
+static int parse_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
 	size_t cap = 0;
 	char *cur = sb->buf, *line;
 	size_t ln = 0;
@@ -470,8 +499,11 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	int r = read_text(sb, db->path, "tasks", path, true);
 	if (r == 1)
 		return 0;
-	if (r)
-		return r;
+	return r ? r : parse_tasks(db, sb, path);
+}
+
+static int parse_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
 	size_t cap = 0, ln = 0;
 	char *cur = sb->buf, *line;
 	while ((line = next_line(&cur))) {
@@ -501,8 +533,11 @@ static int load_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	int r = read_text(sb, db->path, "mntns", path, true);
 	if (r == 1)
 		return 0;
-	if (r)
-		return r;
+	return r ? r : parse_mntns(db, sb, path);
+}
+
+static int parse_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
 	char *cur = sb->buf, *line;
 	size_t ln = 0;
 	while ((line = next_line(&cur))) {
@@ -564,12 +599,48 @@ static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 	int r = read_text(sb, db->path, "modules", path, true);
 	if (r == 1)
 		return 0;
-	if (r)
-		return r;
+	return r ? r : parse_modules(db, sb, path);
+}
+
+static int parse_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r;
 	if ((r = tally_db_parse_modules(db, sb->buf, path->buf)))
 		return r;
 	db->modules = strbuf_detach(sb);
 	return 0;
+}
+
+int tally_db_parse_file(struct tally_db *db, const char *name, const void *buf, size_t len)
+{
+	static const struct {
+		const char *name;
+		parse_fn *parse;
+	} files[] = {
+		{ "session", parse_session },	{ "images", parse_images }, { "stacks", parse_stacks },
+		{ "kernel.syms", parse_ksyms }, { "tasks", parse_tasks },   { "modules", parse_modules },
+		{ "mntns", parse_mntns },
+	};
+	parse_fn *parse = NULL;
+	size_t l = strlen(name);
+	if (l > 5 && !strcmp(name + l - 5, ".prof"))
+		parse = parse_prof;
+	for (size_t i = 0; i < ARRAY_SIZE(files) && !parse; i++)
+		if (!strcmp(name, files[i].name))
+			parse = files[i].parse;
+	if (!parse)
+		return tally_seterr(-EINVAL, "'%s' is not a file of a tally database", name);
+	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
+	strbuf_add(&sb, buf, len);
+	if (db->path)
+		strbuf_addf(&path, "%s/", db->path);
+	strbuf_addstr(&path, name);
+	int r = check_text(&sb, &path);
+	if (!r)
+		r = parse(db, &sb, &path);
+	strbuf_release(&sb);
+	strbuf_release(&path);
+	return r;
 }
 
 int tally_db_open_dir(struct tally_db *db, const char *path)

@@ -66,6 +66,17 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 	if (ret)
 		return tally_seterr(ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')", path,
 				    strerror(-ret), path);
+	ret = tally_imgmap_parse(m, path, sb.buf, sb.len);
+	strbuf_release(&sb);
+	return ret;
+}
+
+int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf, size_t len)
+{
+	memset(m, 0, sizeof(*m));
+	struct strbuf sb = STRBUF_INIT;
+	int ret;
+	strbuf_add(&sb, buf, len);
 	m->file = xstrdup(path);
 	char *cur = sb.buf;
 	size_t ln = 0;

@@ -391,6 +391,80 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 	tally_db_release(&db);
 }
 
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* tally_db_parse_file: each file's bytes, in the reader's order, give what
+ * tally_db_open_dir gives from the directory; bytes that are not whole lines
+ * of text are refused as a file on disk is. */
+static void test_db__parse_file(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 2, "fp");
+	struct tally_db disk, mem;
+	if (tally_db_open_dir(&disk, fx->db))
+		fail_msg("tally_db_open_dir: %s", tally_errmsg());
+	memset(&mem, 0, sizeof(mem));
+	char *names[64];
+	size_t n = 0;
+	DIR *d = opendir(fx->db);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".prof") && n < 60)
+			names[n++] = xstrdup(de->d_name);
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_cstr);
+	const char *order[] = { "session", "images", NULL, "stacks", "kernel.syms", "tasks", "modules" };
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
+		for (size_t k = 0; !order[i] && k < n; k++) {
+			char *p = unit_path(fx->db, names[k]);
+			size_t len;
+			char *text = unit_read(p, &len);
+			if (tally_db_parse_file(&mem, names[k], text, len))
+				fail_msg("%s: %s", names[k], tally_errmsg());
+			free(text);
+			free(p);
+		}
+		if (!order[i])
+			continue;
+		char *p = unit_path(fx->db, order[i]);
+		if (unit_exists(p)) {
+			size_t len;
+			char *text = unit_read(p, &len);
+			if (tally_db_parse_file(&mem, order[i], text, len))
+				fail_msg("%s: %s", order[i], tally_errmsg());
+			free(text);
+		}
+		free(p);
+	}
+	assert_int_equal(mem.nevents, disk.nevents);
+	assert_int_equal(mem.samples[1], disk.samples[1]);
+	assert_int_equal(mem.nimages, disk.nimages);
+	assert_int_equal(mem.nprofs, disk.nprofs);
+	assert_int_equal(mem.nentries, disk.nentries);
+	assert_memory_equal(mem.counts, disk.counts, disk.nentries * 2 * sizeof(uint64_t));
+	assert_int_equal(mem.nstacks, disk.nstacks);
+	assert_memory_equal(mem.stack_counts, disk.stack_counts, disk.nstacks * 2 * sizeof(uint64_t));
+	assert_int_equal(mem.ntasks, disk.ntasks);
+	assert_int_equal(mem.nksyms, disk.nksyms);
+	tally_db_release(&mem);
+	tally_db_release(&disk);
+	for (size_t k = 0; k < n; k++)
+		free(names[k]);
+
+	memset(&mem, 0, sizeof(mem));
+	assert_int_equal(tally_db_parse_file(&mem, "tasks", "1\tx\t/x", 8), -EINVAL);
+	assert_errmsg_has("'tasks' line 1: the file ends in the middle of the line");
+	assert_int_equal(tally_db_parse_file(&mem, "tasks", "1\tx\0\t/x\n", 8), -EINVAL);
+	assert_errmsg_has("'tasks' contains binary data");
+	assert_int_equal(tally_db_parse_file(&mem, "daemon.log", "x\n", 2), -EINVAL);
+	assert_errmsg_has("'daemon.log' is not a file of a tally database");
+	tally_db_release(&mem);
+}
+
 static void test_db__roundtrip_per_pid(void **state)
 {
 	struct fixture *fx = *state;
@@ -1153,6 +1227,7 @@ int main(void)
 		cmocka_unit_test(test_db__prof_line_bad),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__parse_file, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),

@@ -326,6 +326,17 @@ static void test_epoch__bundle(void **state)
 	size_t nf = 0;
 	assert_true(tally_db_bytes(&a, &nf) > 0);
 	assert_true(nf >= 3); /* a .prof, images, tasks, session at least */
+	/* its bytes, as read from a file */
+	struct tally_db m;
+	if (tally_db_open_bundle(&m, "mem.bundle", sb.buf, sb.len))
+		fail_msg("bundle bytes do not read back: %s", tally_errmsg());
+	assert_string_equal(m.path, "mem.bundle");
+	assert_int_equal(count_at(&m, "lib", 0x30, 0), 9);
+	tally_db_release(&m);
+	char *cut = xstrndup(sb.buf, sb.len - 20);
+	assert_true(tally_db_open_bundle(&m, "mem.bundle", cut, sb.len - 20) < 0);
+	assert_errmsg_has("'mem.bundle' is a damaged bundle");
+	free(cut);
 	char *pb = write_bundle(tmp, "x.bundle", sb.buf, sb.len);
 	struct tally_db b;
 	if (tally_db_open(&b, pb))

@@ -42,6 +42,27 @@ static void test_imgmap__load_find(void **state)
 	free(d);
 }
 
+/* tally_imgmap_parse: a map's bytes, named by the caller in errors. */
+static void test_imgmap__parse(void **state)
+{
+	(void)state;
+	static const char text[] = "# tally image map, format 1\nbuild-id\tbb\ts\t/sym/b\nxxh64\t00aa\td\t/d\n";
+	struct tally_imgmap m;
+	assert_int_equal(tally_imgmap_parse(&m, "mem.map", text, sizeof(text) - 1), 0);
+	assert_int_equal(m.n, 2);
+	assert_string_equal(m.file, "mem.map");
+	size_t first;
+	assert_int_equal(tally_imgmap_find(&m, "bb", &first), 1);
+	assert_string_equal(m.e[first].path, "/sym/b");
+	tally_imgmap_release(&m);
+	/* only the bytes given: the rest of the string is not read */
+	assert_int_equal(tally_imgmap_parse(&m, "mem.map", text, 28), 0);
+	assert_int_equal(m.n, 0);
+	tally_imgmap_release(&m);
+	assert_int_equal(tally_imgmap_parse(&m, "mem.map", "garbage\n", 8), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "'mem.map' is not a tally image map"));
+}
+
 static void test_imgmap__damaged(void **state)
 {
 	(void)state;
@@ -127,6 +148,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_imgmap__load_find),
+		cmocka_unit_test(test_imgmap__parse),
 		cmocka_unit_test(test_imgmap__damaged),
 		cmocka_unit_test(test_imgmap__scan_loop),
 	};
