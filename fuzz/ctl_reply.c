@@ -1,0 +1,121 @@
+/* A daemon's reply as the client takes it: tally_ctl_call against a fake
+ * daemon (a thread on a Unix socket in memory) that reads the request line,
+ * answers with the input's bytes and closes. Oracles: the call ends (no hang:
+ * libFuzzer's -timeout), and when it succeeds the reply was 'ok N' or
+ * 'error N', a newline and at least N bytes, and the body is exactly those N
+ * bytes; when it fails, the error is one line. */
+#include "fuzz.h"
+
+#include "tally/ctl.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static char sock_path[600];
+static int listen_fd = -1;
+static const uint8_t *reply;
+static size_t reply_len;
+static sem_t served; /* the server is done with reply: the input may go */
+
+static void *server(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* the request line, then the answer, then the end */
+		char buf[256];
+		size_t got = 0;
+		for (;;) {
+			ssize_t n = recv(fd, buf, sizeof(buf), 0);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			if (memchr(buf, '\n', (size_t)n) || got > 8192)
+				break;
+		}
+		size_t off = 0;
+		while (off < reply_len) {
+			ssize_t n = send(fd, reply + off, reply_len - off, MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+		close(fd);
+		sem_post(&served);
+	}
+	return NULL;
+}
+
+static void start_server(void)
+{
+	snprintf(sock_path, sizeof(sock_path), "%s/ctl.sock", fuzz_dir());
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock_path) >= sizeof(sa.sun_path))
+		abort();
+	strcpy(sa.sun_path, sock_path);
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(listen_fd, 4) < 0)
+		abort();
+	sem_init(&served, 0, 0);
+	pthread_t t;
+	if (pthread_create(&t, NULL, server, NULL))
+		abort();
+	pthread_detach(t);
+}
+
+/* A header whose length is far more than any reply (issue 17, item 6). */
+static bool huge_length(const uint8_t *data, size_t size)
+{
+	const uint8_t *sp = memchr(data, ' ', size < 16 ? size : 16);
+	if (!sp)
+		return false;
+	size_t digits = 0;
+	while (sp + 1 + digits < data + size && sp[1 + digits] >= '0' && sp[1 + digits] <= '9')
+		digits++;
+	return digits > 9;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (listen_fd < 0)
+		start_server();
+	if (fuzz_known("i6") && huge_length(data, size))
+		return 0;
+	reply = data;
+	reply_len = size;
+	bool ok = false;
+	struct strbuf body = STRBUF_INIT;
+	int r = tally_ctl_call(sock_path, "status", 5, &ok, &body);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	FUZZ_CHECK(sem_timedwait(&served, &until) == 0, "the fake daemon was never asked");
+	if (r) {
+		fuzz_check_errmsg();
+		strbuf_release(&body);
+		return 0;
+	}
+	const uint8_t *nl = memchr(data, '\n', size);
+	FUZZ_CHECK(nl, "a reply without a header line was accepted");
+	size_t hdr = (size_t)(nl - data) + 1;
+	bool isok = size >= 3 && !memcmp(data, "ok ", 3), iserr = size >= 6 && !memcmp(data, "error ", 6);
+	FUZZ_CHECK(isok || iserr, "a reply that is neither 'ok N' nor 'error N' was accepted");
+	FUZZ_CHECK(ok == isok, "an '%s' reply taken as %s", isok ? "ok" : "error", ok ? "ok" : "error");
+	char num[32] = "";
+	const uint8_t *d = data + (isok ? 3 : 6);
+	size_t nd = (size_t)(nl - d);
+	FUZZ_CHECK(nd > 0 && nd < sizeof(num), "a length of %zu characters was accepted", nd);
+	memcpy(num, d, nd);
+	FUZZ_CHECK(strspn(num, "0123456789") == nd, "the length '%s' was accepted", num);
+	unsigned long long want = strtoull(num, NULL, 10);
+	FUZZ_CHECK(body.len == want && want <= size - hdr && !memcmp(body.buf, data + hdr, body.len),
+		   "reply 'LEN %s': a body of %zu bytes, the reply had %zu after its header", num, body.len, size - hdr);
+	strbuf_release(&body);
+	return 0;
+}
