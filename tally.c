@@ -60,6 +60,7 @@ int tally_getopt_error(const char *cmd, const char *shortopts, char **argv)
 
 int main(int argc, char **argv)
 {
+	tally_print_init();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -11,6 +11,7 @@
 #include "builtin/builtin.h"
 #include "tally/annotate.h"
 #include "tally/db.h"
+#include "tally/report.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
 
@@ -367,13 +368,9 @@ int cmd_annotate(int argc, char **argv)
 	if (json)
 		strbuf_addstr(&out, "]}\n");
 	/* damaged or changed images the annotation read */
-	for (uint32_t i = 0; i < db.nimages; i++) {
-		if (!tally_resolver_loaded(res, i))
-			continue;
-		const char *note = tally_resolver_note(res, i);
-		if (note && (tally_resolver_loud(res, i) || tally_verbose))
-			tally_warn("image '%s': %s", db.images[i].name, note);
-	}
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	tally_report_image_warnings(&db, res, tally_verbose, &w);
+	tally_print_warnings(&w);
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the annotation: %s", strerror(errno));

@@ -14,6 +14,7 @@
 #include "tally/db.h"
 #include "tally/epoch.h"
 #include "tally/export.h"
+#include "tally/report.h"
 #include "tally/select.h"
 #include "tally/symbols.h"
 #include "tally/util.h"
@@ -218,6 +219,7 @@ int cmd_export(int argc, char **argv)
 	}
 	struct tally_resolver *res = NULL;
 	struct tally_export_out out = { 0 };
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	int *events = xmalloc((size_t)(db.nevents + 1) * sizeof(int));
 	if (sel.pid && db.per_pid) {
 		/* one line: the empty selection is the error (report only warns) */
@@ -230,7 +232,9 @@ int cmd_export(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (tally_select_check(&sel, &db, input)) {
+	int sc = tally_select_check(&sel, &db, input, &w);
+	tally_print_warnings(&w);
+	if (sc) {
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
@@ -265,7 +269,9 @@ int cmd_export(int argc, char **argv)
 	struct tally_resolver_opts ro = { .image_path = image_path };
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
-	if (fmt->write(&x, &out) < 0 || write_outputs(output, &out) < 0) {
+	int wr = fmt->write(&x, &out);
+	tally_print_warnings(&out.warnings);
+	if (wr < 0 || write_outputs(output, &out) < 0) {
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
@@ -280,11 +286,8 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
 	}
 	/* the same warnings as report: an image whose file is wrong or damaged */
-	for (uint32_t i = 0; i < db.nimages; i++) {
-		const char *note = tally_resolver_loaded(res, i) ? tally_resolver_note(res, i) : NULL;
-		if (note && (tally_resolver_loud(res, i) || tally_verbose))
-			tally_warn("image '%s': %s", db.images[i].name, note);
-	}
+	tally_report_image_warnings(&db, res, tally_verbose, &w);
+	tally_print_warnings(&w);
 out:
 	tally_export_out_release(&out);
 	tally_resolver_free(res);

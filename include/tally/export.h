@@ -35,6 +35,7 @@ struct tally_export_file {
 struct tally_export_out {
 	struct tally_export_file *files;
 	size_t n, alloc;
+	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);

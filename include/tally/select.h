@@ -46,8 +46,8 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg);
 /* Checks the selection against an open database (per-pid filters need a
  * --per-pid recording; the event must exist) and sets ev_only. -1 with
  * tally_seterr naming the database and the fix; warnings (a pid with no
- * samples) go to stderr. */
-int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input);
+ * samples) are added to w (may be NULL). */
+int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w);
 
 bool tally_select_image_matches(const struct tally_db_image *im, const char *want);
 /* Whether one profile (image, pid) is selected. */

@@ -11,13 +11,16 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Allocation: on failure print one line and exit(1) (there is no useful recovery). */
+/* Allocation that does not fail: on failure the handler the program set
+ * (tally_set_oom_handler; tally's prints one line and exits 1) runs, and
+ * without one the process aborts (there is no useful recovery). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Grow *p (of *alloc elements of size sz) to hold at least want elements. */
+void tally_set_oom_handler(void (*fn)(size_t n));
 void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
 #define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
 /* Appends s to a NULL-terminated list of n strings (repeatable options). */
@@ -34,12 +37,17 @@ void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
 int tally_seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *tally_errmsg(void);
 
-/* Builtins only: print "tally: msg" to stderr. die() also exits with status 1 (or 2 for usage). */
-void tally_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void tally_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn void tally_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-extern int tally_verbose;
-void tally_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Warnings the core hands back to its caller, one line each, in order (the
+ * core never prints: the builtins print them, builtin/print.c). A function
+ * that may warn takes a struct tally_warnings * (NULL: the caller does not
+ * want them). */
+struct tally_warnings {
+	char **v;
+	size_t n, alloc;
+};
+#define TALLY_WARNINGS_INIT { NULL, 0, 0 }
+void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tally_warnings_release(struct tally_warnings *w);
 
 /* Growable string buffer (git's strbuf): buf is always NUL-terminated. */
 struct strbuf {

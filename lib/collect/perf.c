@@ -5,7 +5,6 @@
 #include "tally/unwind.h"
 #include "tally/util.h"
 
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -768,10 +767,6 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		}
 		c->refs[j] = x;
 	}
-#ifndef NDEBUG
-	for (size_t i = 1; i < c->nrefs; i++)
-		assert(cmp_ref(&c->refs[i - 1], &c->refs[i]) <= 0);
-#endif
 	for (size_t i = 0; i < c->nrefs; i++)
 		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
 	return (int)c->nrefs;

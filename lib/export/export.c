@@ -22,6 +22,7 @@ void tally_export_out_release(struct tally_export_out *out)
 		strbuf_release(&out->files[i].data);
 	}
 	free(out->files);
+	tally_warnings_release(&out->warnings);
 	memset(out, 0, sizeof(*out));
 }
 

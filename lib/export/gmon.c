@@ -129,8 +129,9 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 			hi = fh;
 	}
 	if (unplaced)
-		tally_warn("%" PRIu64 " samples of '%s' are outside its loadable segments: not in the gmon.out histogram",
-			   unplaced, db->images[image].name);
+		tally_warnings_add(&out->warnings,
+				   "%" PRIu64 " samples of '%s' are outside its loadable segments: not in the gmon.out histogram",
+				   unplaced, db->images[image].name);
 	uint64_t bin = 2;
 	while ((hi - lo + bin - 1) / bin > HIST_MAX_BINS)
 		bin *= 2;

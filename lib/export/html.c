@@ -15,6 +15,7 @@
 #include "tally/flame.h"
 #include "tally/html.h"
 #include "tally/annotate.h"
+#include "tally/view.h"
 
 extern const char tally_report_css[], tally_report_js[];
 
@@ -43,101 +44,6 @@ static void pct_cell(struct strbuf *out, const char *cls, uint64_t v, uint64_t t
 	strbuf_addf(out, "%.2f%%</td>", p);
 }
 
-/* ---- per-event rows ---- */
-
-struct frow {
-	uint32_t image;
-	const char *name; /* owned by the resolver, the cg, or names */
-	uint64_t addr;
-	bool has_addr;
-	uint64_t self, incl;
-	bool has_incl;
-	long func; /* the tally_cg function, or -1 */
-	bool inlined;
-};
-
-static int cmp_frow(const void *a, const void *b)
-{
-	const struct frow *x = a, *y = b;
-	uint64_t kx = x->has_incl ? x->incl : x->self, ky = y->has_incl ? y->incl : y->self;
-	if (kx != ky)
-		return kx > ky ? -1 : 1;
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static bool frow_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct frow *r = &(*(struct frow *const *)ctx)[idx], *k = key;
-	return r->image == k->image && r->addr == k->addr && r->inlined == k->inlined && !strcmp(r->name, k->name);
-}
-
-/* Functions of the selected profiles for one event, from the flat profiles
- * (self samples only). Names of raw offsets go into *names. */
-static struct frow *flat_functions(const struct tally_db *db, struct tally_resolver *res, const struct tally_select *sel,
-				   int ev, size_t *nrows, uint64_t *total, char ***names, size_t *nnames)
-{
-	struct frow *rows = NULL;
-	size_t n = 0, cap = 0, anames = 0;
-	struct tally_hidx idx = { 0 };
-	*total = 0;
-	for (size_t p = 0; p < db->nprofs; p++) {
-		const struct tally_db_prof *pf = &db->profs[p];
-		if (!tally_select_prof(sel, db, pf))
-			continue;
-		for (size_t i = pf->first; i < pf->end; i++) {
-			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
-			if (!c)
-				continue;
-			*total += c;
-			/* as report --symbols counts it: the innermost (maybe inlined) function */
-			struct tally_leaf lf;
-			tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
-			struct frow key = { pf->image, lf.name, lf.addr, lf.has_addr, 0, 0, false, -1, lf.inlined };
-			uint64_t h = tally_hash_bytes(key.name, strlen(key.name), key.addr ^ ((uint64_t)key.image << 32));
-			uint32_t j = tally_hidx_get(&idx, h, &key, frow_eq, &rows);
-			if (j == TALLY_HIDX_NONE) {
-				if (key.name == lf.buf) {
-					GROW(*names, anames, *nnames + 1);
-					key.name = (*names)[(*nnames)++] = xstrdup(lf.buf);
-				}
-				GROW(rows, cap, n + 1);
-				rows[n] = key;
-				tally_hidx_put(&idx, h, (uint32_t)n);
-				j = (uint32_t)n++;
-			}
-			rows[j].self += c;
-		}
-	}
-	tally_hidx_release(&idx);
-	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
-	*nrows = n;
-	return rows;
-}
-
-/* Functions of the call graph (self and inclusive): every function on the
- * selected stacks. */
-static struct frow *cg_functions(const struct tally_cg *cg, size_t *nrows)
-{
-	struct frow *rows = xcalloc(cg->nfuncs + 1, sizeof(*rows));
-	size_t n = 0;
-	for (size_t i = 0; i < cg->nfuncs; i++) {
-		const struct tally_cg_func *f = &cg->funcs[i];
-		/* an inlined function's addr is an id: nothing to annotate by address */
-		rows[n++] = (struct frow){ f->image, f->name, f->addr, f->has_addr && !f->inlined, f->self, f->incl, true, (long)i,
-					   f->inlined };
-	}
-	tally_qsort(rows, n, sizeof(*rows), cmp_frow);
-	*nrows = n;
-	return rows;
-}
-
-static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
-{
-	return tally_select_pid(ctx, db, pid);
-}
-
 /* ---- sections ---- */
 
 static const char *meta(const struct tally_db *db, const char *key)
@@ -163,53 +69,27 @@ static const char *list_item(const char *list, int i, char *buf, size_t n)
 	return buf;
 }
 
-static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_select *sel, int ev,
-			uint64_t *total_out)
+/* The image rows of the view model (the report's summary). */
+static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t)
 {
-	uint64_t total = 0;
-	size_t n = 0;
-	uint64_t *count = xcalloc(db->nprofs + 1, sizeof(uint64_t));
-	uint32_t *order = xcalloc(db->nprofs + 1, sizeof(uint32_t));
-	for (size_t p = 0; p < db->nprofs; p++) {
-		const struct tally_db_prof *pf = &db->profs[p];
-		if (!tally_select_prof(sel, db, pf))
-			continue;
-		for (size_t i = pf->first; i < pf->end; i++)
-			count[p] += db->counts[i * (size_t)db->nevents + (size_t)ev];
-		if (!count[p])
-			continue;
-		total += count[p];
-		order[n++] = (uint32_t)p;
-	}
-	/* by samples, then name: few rows, insertion sort */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0; j--) {
-			uint32_t a = order[j - 1], b = order[j];
-			int c = count[a] != count[b] ? (count[a] < count[b] ? 1 : -1)
-						   : strcmp(db->images[db->profs[a].image].name, db->images[db->profs[b].image].name);
-			if (c <= 0)
-				break;
-			order[j - 1] = b;
-			order[j] = a;
-		}
 	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
 	if (db->per_pid)
 		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
 	strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">samples</th><th data-t=\"n\" class=\"n\">%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n");
-	for (size_t k = 0; k < n; k++) {
-		const struct tally_db_prof *pf = &db->profs[order[k]];
-		const struct tally_db_image *im = &db->images[pf->image];
+	for (size_t k = 0; k < t->n; k++) {
+		const struct tally_view_row *r = &t->v[k];
+		const struct tally_db_image *im = &db->images[r->image];
 		strbuf_addstr(out, "<tr><td class=\"img\">");
 		esc(out, im->name);
 		strbuf_addstr(out, "</td>");
 		if (db->per_pid) {
-			num_cell(out, "pid", (uint64_t)pf->pid);
+			num_cell(out, "pid", (uint64_t)r->pid);
 			strbuf_addstr(out, "<td>");
-			esc(out, tally_db_comm(db, pf->pid));
+			esc(out, tally_db_comm(db, r->pid));
 			strbuf_addstr(out, "</td>");
 		}
-		num_cell(out, "samples", count[order[k]]);
-		pct_cell(out, "pct", count[order[k]], total, true);
+		num_cell(out, "samples", r->samples);
+		pct_cell(out, "pct", r->samples, t->total, true);
 		strbuf_addstr(out, "<td>");
 		esc(out, im->kind);
 		strbuf_addstr(out, "</td><td class=\"fn\">");
@@ -221,37 +101,49 @@ static void image_table(struct strbuf *out, const struct tally_db *db, const str
 		strbuf_addstr(out, "</td></tr>\n");
 	}
 	strbuf_addf(out, "</tbody><tfoot><tr><th>total</th>%s<th class=\"n\">%" PRIu64 "</th><th class=\"n\">100.00%%</th><th colspan=\"3\"></th></tr></tfoot></table>\n",
-		    db->per_pid ? "<th></th><th></th>" : "", total);
-	free(order);
-	free(count);
-	*total_out = total;
+		    db->per_pid ? "<th></th><th></th>" : "", t->total);
 }
 
-static int cmp_frow_self(const void *a, const void *b)
+/* By self samples, then name; the table's order among equals. */
+static int cmp_by_self(const void *a, const void *b)
 {
-	const struct frow *x = *(const struct frow *const *)a, *y = *(const struct frow *const *)b;
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return strcmp(x->name, y->name);
+	const struct tally_view_row *x = *(const struct tally_view_row *const *)a, *y = *(const struct tally_view_row *const *)b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x < y ? -1 : x > y;
 }
 
-/* rows (sorted by inclusive samples, or self without stacks): those of the
- * top max_rows by inclusive and the top max_rows by self, among those of at
- * least limit %, so that sorting the page's table either way shows the top. */
-static void function_table(struct strbuf *out, const struct tally_db *db, const struct frow *rows, size_t n,
-			   uint64_t total, bool incl, double limit, uint64_t max_rows)
+/* The rows of t by self samples (an array of pointers the caller frees). */
+static const struct tally_view_row **by_self(const struct tally_view_rows *t)
 {
+	const struct tally_view_row **v = xmalloc((t->n + 1) * sizeof(*v));
+	for (size_t i = 0; i < t->n; i++)
+		v[i] = &t->v[i];
+	tally_qsort(v, t->n, sizeof(*v), cmp_by_self);
+	return v;
+}
+
+/* The function rows of the view model (sorted by inclusive samples, or self
+ * without stacks): those of the top max_rows by inclusive and the top
+ * max_rows by self, among those of at least limit %, so that sorting the
+ * page's table either way shows the top. */
+static void function_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t, bool incl,
+			   double limit, uint64_t max_rows)
+{
+	const struct tally_view_row *rows = t->v;
+	size_t n = t->n;
+	uint64_t total = t->total;
 	bool *show = xcalloc(n + 1, sizeof(bool));
-	const struct frow **byself = xmalloc((n + 1) * sizeof(*byself));
-	for (size_t i = 0; i < n; i++)
-		byself[i] = &rows[i];
-	tally_qsort(byself, n, sizeof(*byself), cmp_frow_self);
+	const struct tally_view_row **byself = by_self(t);
 	for (size_t i = 0, k = 0; i < n && k < max_rows; i++)
-		if (pc(rows[i].has_incl ? rows[i].incl : rows[i].self, total) >= limit) {
+		if (pc(incl ? rows[i].incl : rows[i].samples, total) >= limit) {
 			show[i] = true;
 			k++;
 		}
-	for (size_t i = 0; i < n && i < max_rows && pc(byself[i]->self, total) >= limit; i++)
+	for (size_t i = 0; i < n && i < max_rows && pc(byself[i]->samples, total) >= limit; i++)
 		show[byself[i] - rows] = true;
 	free(byself);
 	size_t under = 0;
@@ -261,7 +153,7 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">inclusive</th><th data-t=\"n\" class=\"n\">inclusive %</th>");
 	strbuf_addstr(out, "</tr></thead><tbody>\n");
 	for (size_t i = 0; i < n; i++) {
-		const struct frow *r = &rows[i];
+		const struct tally_view_row *r = &rows[i];
 		if (!show[i]) {
 			under++;
 			continue;
@@ -274,8 +166,8 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 		strbuf_addstr(out, "</td><td class=\"img\">");
 		esc(out, db->images[r->image].name);
 		strbuf_addstr(out, "</td>");
-		num_cell(out, "self", r->self);
-		pct_cell(out, "selfp", r->self, total, !incl);
+		num_cell(out, "self", r->samples);
+		pct_cell(out, "selfp", r->samples, total, !incl);
 		if (incl) {
 			num_cell(out, "incl", r->incl);
 			pct_cell(out, "inclp", r->incl, total, true);
@@ -469,13 +361,15 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
  * (lib/report/annotate.c): DWARF lines through the resolver, jitdump lines
  * for JIT code. */
 static void source_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-			   const struct tally_html_opts *o, int ev, const struct frow *rows, size_t n, uint64_t total)
+			   const struct tally_html_opts *o, int ev, const struct tally_view_rows *t)
 {
 	unsigned done = 0;
-	for (size_t i = 0; i < n && done < o->annotate; i++) {
-		const struct frow *r = &rows[i];
-		/* sorted by self samples, so the rest are colder */
-		if (pc(r->self, total) < TALLY_HTML_ANNOTATE_MIN)
+	uint64_t total = t->total;
+	const struct tally_view_row **hot = by_self(t);
+	for (size_t i = 0; i < t->n && done < o->annotate; i++) {
+		const struct tally_view_row *r = hot[i];
+		/* by self samples, so the rest are colder */
+		if (pc(r->samples, total) < TALLY_HTML_ANNOTATE_MIN)
 			break;
 		if (!r->has_addr)
 			continue;
@@ -493,6 +387,7 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 			}
 		tally_annotate_free(fs, nf);
 	}
+	free(hot);
 	if (!done)
 		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has source lines or code to show (build with -g, or install the debug package).</p>\n",
 			    TALLY_HTML_ANNOTATE_MIN);
@@ -512,45 +407,46 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 		strbuf_addstr(out, ", period adapted by the kernel");
 	strbuf_addstr(out, "</p>\n");
 
-	uint64_t total;
+	/* the view model's rows, as the report lists them */
+	struct tally_view_rows images;
+	tally_view_images(&images, db, o->sel, ev);
 	strbuf_addstr(out, "<h3>Images</h3>\n");
-	image_table(out, db, o->sel, ev, &total);
-	if (!total)
+	image_table(out, db, &images);
+	if (!images.total)
 		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
 
-	struct tally_cg cg;
+	struct tally_view_cg v;
+	struct tally_view_rows flat;
+	const struct tally_view_rows *rows;
 	bool stacks = db->has_stacks;
-	size_t nrows;
-	uint64_t ftotal;
-	struct frow *rows;
-	char **names = NULL;
-	size_t nnames = 0;
-	memset(&cg, 0, sizeof(cg));
+	memset(&v, 0, sizeof(v));
+	memset(&flat, 0, sizeof(flat));
 	if (stacks) {
-		tally_cg_build(&cg, db, res, ev, keep_pid, o->sel);
-		rows = cg_functions(&cg, &nrows);
-		ftotal = cg.total;
+		tally_view_cg_build(&v, db, res, o->sel, ev);
+		rows = &v.funcs;
 	} else {
-		rows = flat_functions(db, res, o->sel, ev, &nrows, &ftotal, &names, &nnames);
+		tally_view_functions(&flat, db, res, ev, images.v, images.n, false);
+		rows = &flat;
 	}
+	const struct tally_cg *cg = &v.cg;
 	strbuf_addstr(out, "<h3>Functions</h3>\n");
 	if (stacks)
 		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort.</p>\n");
 	else
 		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
-	function_table(out, db, rows, nrows, ftotal, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS);
+	function_table(out, db, rows, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS);
 
 	strbuf_addstr(out, "<h3>Flame graph</h3>\n");
-	if (stacks && cg.total) {
+	if (stacks && cg->total) {
 		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; its callees stand on it. Click to zoom, search to highlight. <span class=\"legend\">"
 				   "<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
 				   "<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
 				   "<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
-		flame_section(out, db, &cg, ev, o, false);
+		flame_section(out, db, cg, ev, o, false);
 		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
-		flame_section(out, db, &cg, ev, o, true);
+		flame_section(out, db, cg, ev, o, true);
 		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
-		unwind_figures(out, db, &cg);
+		unwind_figures(out, db, cg);
 	} else if (stacks) {
 		strbuf_addstr(out, "<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
 	} else {
@@ -558,22 +454,12 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	}
 
 	strbuf_addstr(out, "<h3>Annotated source</h3>\n");
-	if (o->annotate) {
-		/* the hottest by self samples */
-		struct frow *hot = xmalloc((nrows + 1) * sizeof(*hot));
-		memcpy(hot, rows, nrows * sizeof(*hot));
-		for (size_t i = 0; i < nrows; i++)
-			hot[i].has_incl = false;
-		tally_qsort(hot, nrows, sizeof(*hot), cmp_frow);
-		source_section(out, db, res, o, ev, hot, nrows, ftotal);
-		free(hot);
-	}
+	if (o->annotate)
+		source_section(out, db, res, o, ev, rows);
 	strbuf_addstr(out, "</section>\n");
-	free(rows);
-	for (size_t i = 0; i < nnames; i++)
-		free(names[i]);
-	free(names);
-	tally_cg_release(&cg);
+	tally_view_rows_release(&flat);
+	tally_view_rows_release(&images);
+	tally_view_cg_release(&v);
 }
 
 static void session_section(struct strbuf *out, const struct tally_db *db)
@@ -695,7 +581,7 @@ int tally_html_write(const char *path, struct tally_db *db, struct tally_resolve
 		     const struct tally_html_opts *o)
 {
 	struct strbuf out = STRBUF_INIT;
-	tally_export_select(db, o->sel, true);
+	tally_view_select(db, o->sel);
 	tally_html_report(&out, db, res, o);
 	int r = tally_write_file_atomic(path, out.buf, out.len);
 	strbuf_release(&out);

@@ -28,7 +28,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	}
 }
 
-int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input)
+int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w)
 {
 	if ((s->pid || s->comm) && !db->per_pid)
 		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
@@ -50,7 +50,7 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 		for (size_t i = 0; i < db->nentries && !found; i++)
 			found = db->entries[i].pid == s->pid;
 		if (!found)
-			tally_warn("no samples for pid %d in '%s'", s->pid, input);
+			tally_warnings_add(w, "no samples for pid %d in '%s'", s->pid, input);
 	}
 	return 0;
 }

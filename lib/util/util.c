@@ -16,13 +16,21 @@
 #include <time.h>
 #include <unistd.h>
 
-int tally_verbose;
 static char errbuf[1024];
+static void (*oom_handler)(size_t n);
 
+void tally_set_oom_handler(void (*fn)(size_t n))
+{
+	oom_handler = fn;
+}
+
+/* The core never prints or exits: the program's handler does (tally.c sets
+ * one that says so and exits 1); without one, there is no way on. */
 static _Noreturn void oom(size_t n)
 {
-	fprintf(stderr, "tally: out of memory allocating %zu bytes\n", n);
-	exit(1);
+	if (oom_handler)
+		oom_handler(n);
+	abort();
 }
 
 void *xmalloc(size_t n)
@@ -93,52 +101,32 @@ const char *tally_errmsg(void)
 	return errbuf[0] ? errbuf : "unknown error";
 }
 
-static void vreport(const char *prefix, const char *fmt, va_list ap)
+void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...)
 {
-	char line[2048];
-	vsnprintf(line, sizeof(line), fmt, ap);
-	/* errors are one line by contract */
-	for (char *c = line; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	fprintf(stderr, "tally: %s%s\n", prefix, line);
-}
-
-void tally_error(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport("", fmt, ap);
-	va_end(ap);
-}
-
-void tally_warn(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport("warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void tally_die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vreport("", fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
-void tally_info(const char *fmt, ...)
-{
-	if (!tally_verbose)
+	if (!w)
 		return;
+	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("tally: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
+	/* one line each, by contract */
+	for (size_t i = 0; i < sb.len; i++)
+		if (sb.buf[i] == '\n')
+			sb.buf[i] = ' ';
+	GROW(w->v, w->alloc, w->n + 1);
+	w->v[w->n++] = strbuf_detach(&sb);
+}
+
+void tally_warnings_release(struct tally_warnings *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = w->alloc = 0;
 }
 
 /* ---- strbuf ---- */

@@ -148,7 +148,7 @@ static void test_export__select_zeroes(void **state)
 	struct tally_select sel;
 	tally_select_init(&sel);
 	sel.comm = "twenty";
-	assert_int_equal(tally_select_check(&sel, &db, "mem.db"), 0);
+	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
 	tally_export_select(&db, &sel, true);
 	assert_int_equal(tally_export_total(&db, 0, false), 10);
 	assert_int_equal(tally_export_total(&db, 0, true), 10);

@@ -1,0 +1,99 @@
+/* The report's view model: the rows every rendering of a report lists, built
+ * in one place from a database, a resolver and a selection. The text and JSON
+ * renderers (tally/report.h) and the HTML page (tally/html.h) take their rows
+ * from here, so the three list the same rows with the same counts:
+ *
+ *   image rows      one per selected profile (image, and process with
+ *                   --per-pid) with samples of the event
+ *   function rows   the flat profiles of some image rows, one per function
+ *                   (the innermost frame: an inlined function when DWARF has
+ *                   one), or with lines one per (file, line, function)
+ *   call-graph rows one per function on the selected stacks, self and
+ *                   inclusive, with its callers and callees; trees top-down
+ *                   or around one function (tally/callgraph.h builds them)
+ */
+#ifndef TALLY_VIEW_H
+#define TALLY_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/callgraph.h"
+#include "tally/db.h"
+#include "tally/select.h"
+#include "tally/symbols.h"
+
+struct tally_view_row {
+	uint32_t image;   /* db->images */
+	int32_t pid;      /* the process of a --per-pid profile, else 0 */
+	size_t prof;      /* image rows: the profile (db->profs) */
+	const char *name; /* image rows: the image's name, with " [PID]" per process; else the function */
+	uint64_t addr;    /* the function's link-time address when has_addr */
+	bool has_addr;    /* false for [unknown], raw offsets and inlined functions (their addr is an id) */
+	bool inlined;     /* an inlined function (from DWARF) */
+	const char *file; /* line rows: the source file, NULL where the code has no line */
+	int line;
+	uint64_t samples; /* the row's samples (self samples for functions) */
+	uint64_t incl;    /* call-graph rows: samples with the function anywhere on the stack */
+	uint32_t func;    /* call-graph rows: the function (cg.funcs) */
+	size_t seq;       /* the order the row was found in: the last tie-break of every sort */
+};
+
+/* A table of rows, sorted. The names belong to the table, the resolver or
+ * the call graph the rows came from; the table lives no longer than those. */
+struct tally_view_rows {
+	struct tally_view_row *v;
+	size_t n, alloc;
+	uint64_t total; /* the samples of all the rows (self samples for call graphs) */
+	char **owned;
+	size_t nowned, aowned;
+};
+void tally_view_rows_release(struct tally_view_rows *t);
+
+/* Image rows of event ev: one per profile that sel selects and that has
+ * samples of ev, by samples (then name, then pid). t->total gets the
+ * event's selected samples. */
+void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev);
+
+/* Function rows (lines: file:line rows) of event ev in the profiles of the
+ * image rows images[0..nimages): one per (image, function, address, inlined
+ * [, file, line]) summed over those profiles, by samples (then function,
+ * file, line, image, address). `tally report --symbols` takes one image row
+ * at a time, the HTML report's table without stacks all of them at once. */
+void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db, struct tally_resolver *res, int ev,
+			  const struct tally_view_row *images, size_t nimages, bool lines);
+
+/* Applies the selection to db in place for the call-graph views: a stack
+ * counts when its process is selected and the function it was sampled in
+ * is in a selected image (as `tally export` selects stacks); flat counts
+ * and events outside the selection become zero (tally_export_select). */
+void tally_view_select(struct tally_db *db, const struct tally_select *sel);
+
+/* The call-graph view of one event: the model of tally/callgraph.h over the
+ * stacks of the processes sel selects (db selected by tally_view_select),
+ * and its functions as rows by inclusive samples (then self, then name). */
+struct tally_view_cg {
+	struct tally_cg cg;
+	struct tally_view_rows funcs; /* every function; .func indexes cg.funcs */
+	/* the arcs of each function, in arc order: callers of f at
+	 * in[in_first[f] .. in_first[f + 1]), callees at out[out_first[f] ..) */
+	uint32_t *in, *in_first, *out, *out_first;
+};
+void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
+			 const struct tally_select *sel, int ev);
+void tally_view_cg_release(struct tally_view_cg *v);
+/* The arcs (indices into v->cg.arcs) that call function f (callees: that f
+ * calls), in the order the model found them; *n gets how many. */
+const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees, size_t *n);
+
+/* The children of tree node `at` (tally_cg_tree) that hold at least limit
+ * percent of base, by count: a new array the caller frees; *n gets its length. */
+uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base, double limit, size_t *n);
+
+/* A percentage, 0 of nothing. */
+static inline double tally_view_pct(uint64_t n, uint64_t d)
+{
+	return d ? 100.0 * (double)n / (double)d : 0.0;
+}
+
+#endif

@@ -1,0 +1,598 @@
+/* The report's text and JSON renderers (see report.h): the per-image summary
+ * (iprof), functions and lines per image (iprof -f, opreport --symbols and
+ * --debug-info), the call-graph views and --explain, from the view model's
+ * rows (view.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/report.h"
+#include "tally/view.h"
+
+#define pc tally_view_pct
+
+bool tally_report_is_cg(const struct tally_report_opts *o)
+{
+	return o->children || o->callgraph || o->tree || o->callers || o->callees;
+}
+
+/* "name", "path", "id" and "id_kind" of an image, the fields every JSON view names it by. */
+static void json_image_id(struct strbuf *out, const struct tally_db_image *im)
+{
+	strbuf_addstr(out, "\"name\":");
+	strbuf_add_json_str(out, im->name);
+	strbuf_addstr(out, ",\"path\":");
+	strbuf_add_json_str(out, im->path);
+	strbuf_addstr(out, ",\"id\":");
+	strbuf_add_json_str(out, im->id);
+	strbuf_addstr(out, ",\"id_kind\":");
+	strbuf_add_json_str(out, im->id_kind);
+}
+
+static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
+{
+	strbuf_addf(sb, "%7.2f%%", pc(n, total));
+}
+
+static bool shown(const struct tally_report_opts *o, size_t i)
+{
+	return !o->top || i < o->top;
+}
+
+/* Whether item i of a comma-separated list equals want. */
+static bool list_item_is(const char *list, int i, const char *want)
+{
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	size_t n = strlen(want);
+	return p && !strncmp(p, want, n) && (p[n] == ',' || !p[n]);
+}
+
+static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
+{
+	const char *target = tally_meta_get(&db->session, "command");
+	const char *samp = tally_meta_get(&db->session, "sampling");
+	const char *rnd = tally_meta_get(&db->session, "randomized");
+	const char *dur = tally_meta_get(&db->session, "duration");
+	const char *start = tally_meta_get(&db->session, "start-time");
+	if (!target)
+		target = tally_meta_get(&db->session, "target");
+	strbuf_addf(out, "# %s: %s", db->path, target ? target : "(what ran was not recorded)");
+	if (start)
+		strbuf_addf(out, ", %s", start);
+	if (dur)
+		strbuf_addf(out, ", %s s", dur);
+	const char *epochs = tally_meta_get(&db->session, "epochs");
+	if (epochs)
+		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
+	const char *kind = tally_meta_get(&db->session, "period-kind");
+	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
+	if (list_item_is(rnd, ev, "yes"))
+		strbuf_addstr(out, " (randomized)");
+	else if (list_item_is(kind, ev, "adaptive"))
+		strbuf_addstr(out, " (period adapted by the kernel)");
+	strbuf_addch(out, '\n');
+}
+
+static void lost_line(const struct tally_db *db, struct strbuf *out)
+{
+	uint64_t all = 0;
+	for (int e = 0; e < db->nevents; e++)
+		all += db->samples[e];
+	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
+		    pc(db->lost, all + db->lost), db->throttled);
+}
+
+/* ---- the flat views: images, functions, lines ---- */
+
+static void text_functions(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
+{
+	const struct tally_db_image *im = &db->images[img->image];
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
+	strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name, img->samples,
+		    pc(img->samples, total));
+	if (img->pid && db->per_pid)
+		strbuf_addf(out, "pid %d (%s)\n", img->pid, tally_db_comm(db, img->pid) ? tally_db_comm(db, img->pid) : "?");
+	bool any_line = false;
+	for (size_t k = 0; k < fr.n && !any_line; k++)
+		any_line = fr.v[k].file != NULL;
+	if (o->lines && !any_line && !tally_resolver_has_dwarf(res, img->image))
+		strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
+	int w = 18;
+	if (o->lines)
+		for (size_t k = 0; k < fr.n && shown(o, k); k++)
+			if (fr.v[k].file) {
+				int len = (int)strlen(tally_basename(fr.v[k].file)) + 1 + snprintf(NULL, 0, "%d", fr.v[k].line);
+				if (len > w)
+					w = len > 48 ? 48 : len;
+			}
+	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
+	struct strbuf loc = STRBUF_INIT;
+	uint64_t cum = 0;
+	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		cum += r->samples;
+		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		pct(out, r->samples, img->samples);
+		strbuf_addch(out, ' ');
+		pct(out, cum, img->samples);
+		strbuf_reset(&loc);
+		if (o->lines && r->file)
+			strbuf_addf(&loc, "%s:%d", tally_basename(r->file), r->line);
+		else if (o->lines)
+			strbuf_addstr(&loc, "-");
+		else if (r->has_addr)
+			strbuf_addf(&loc, "0x%016" PRIx64, r->addr);
+		else
+			strbuf_addstr(&loc, "-");
+		strbuf_addf(out, "  %*s  %s%s\n", o->lines ? -w : w, loc.buf, r->name, r->inlined ? " (inlined)" : "");
+	}
+	strbuf_release(&loc);
+	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", img->samples, "");
+	tally_view_rows_release(&fr);
+}
+
+static void text_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_report_opts *o, int ev)
+{
+	struct tally_view_rows t;
+	tally_view_images(&t, db, o->sel, ev);
+	text_header(db, ev, out);
+	if (!o->symbols && !o->lines) {
+		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
+		uint64_t cum = 0;
+		for (size_t i = 0; i < t.n && shown(o, i); i++) {
+			cum += t.v[i].samples;
+			strbuf_addf(out, "%9" PRIu64 " ", t.v[i].samples);
+			pct(out, t.v[i].samples, t.total);
+			strbuf_addch(out, ' ');
+			pct(out, cum, t.total);
+			strbuf_addf(out, "  %s\n", t.v[i].name);
+		}
+		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t.total, "");
+	} else {
+		for (size_t i = 0; i < t.n; i++)
+			text_functions(out, db, res, o, ev, &t.v[i], t.total);
+	}
+	tally_view_rows_release(&t);
+}
+
+static void json_functions(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
+{
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
+	if (o->lines)
+		strbuf_addf(out, ",\"debug_info\":%s,\"lines\":[", tally_resolver_has_dwarf(res, img->image) ? "true" : "false");
+	else
+		strbuf_addstr(out, ",\"functions\":[");
+	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		strbuf_addstr(out, k ? ",{" : "{");
+		if (o->lines) {
+			strbuf_addstr(out, "\"file\":");
+			if (r->file)
+				strbuf_add_json_str(out, r->file);
+			else
+				strbuf_addstr(out, "null");
+			if (r->file && r->line)
+				strbuf_addf(out, ",\"line\":%d", r->line);
+			else
+				strbuf_addstr(out, ",\"line\":null");
+			strbuf_addstr(out, ",\"function\":");
+		} else {
+			strbuf_addstr(out, "\"name\":");
+		}
+		strbuf_add_json_str(out, r->name);
+		if (r->inlined)
+			strbuf_addstr(out, ",\"inlined\":true");
+		if (!o->lines) {
+			if (r->has_addr)
+				strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", r->addr);
+			else
+				strbuf_addstr(out, ",\"addr\":null");
+		}
+		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"percent_of_total\":%.4f}", r->samples,
+			    pc(r->samples, img->samples), pc(r->samples, total));
+	}
+	strbuf_addstr(out, "]");
+	tally_view_rows_release(&fr);
+}
+
+static void json_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_report_opts *o, int ev)
+{
+	struct tally_view_rows t;
+	tally_view_images(&t, db, o->sel, ev);
+	strbuf_addstr(out, "{\"name\":");
+	strbuf_add_json_str(out, db->events[ev]);
+	strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"images\":[", t.total);
+	bool fn = o->symbols || o->lines;
+	for (size_t i = 0; i < t.n && shown(o, i); i++) {
+		const struct tally_view_row *r = &t.v[i];
+		const struct tally_db_image *im = &db->images[r->image];
+		strbuf_addstr(out, i ? ",{" : "{");
+		json_image_id(out, im);
+		strbuf_addstr(out, ",\"kind\":");
+		strbuf_add_json_str(out, im->kind);
+		if (r->pid)
+			strbuf_addf(out, ",\"pid\":%d", r->pid);
+		else
+			strbuf_addstr(out, ",\"pid\":null");
+		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f", r->samples, pc(r->samples, t.total));
+		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image))) {
+			strbuf_addstr(out, ",\"note\":");
+			strbuf_add_json_str(out, tally_resolver_note(res, r->image));
+		}
+		if (fn)
+			json_functions(out, db, res, o, ev, r, t.total);
+		strbuf_addstr(out, "}");
+	}
+	strbuf_addstr(out, "]}");
+	tally_view_rows_release(&t);
+}
+
+/* ---- call graphs ---- */
+
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool json)
+{
+	const struct tally_cg_func *fn = &cg->funcs[f];
+	if (json) {
+		strbuf_addstr(out, "\"name\":");
+		strbuf_add_json_str(out, fn->name);
+		strbuf_addstr(out, ",\"image\":");
+		strbuf_add_json_str(out, db->images[fn->image].name);
+		if (fn->inlined)
+			strbuf_addstr(out, ",\"inlined\":true");
+	} else {
+		strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
+	}
+}
+
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, bool json)
+{
+	uint32_t sf[5];
+	uint64_t sc[5];
+	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	if (json) {
+		strbuf_addf(out, ",\"unwind\":{\"samples\":%" PRIu64 ",\"rooted\":%" PRIu64 ",\"rooted_percent\":%.4f,\"truncated\":%" PRIu64 ",\"stops\":[",
+			    cg->total, cg->rooted, pc(cg->rooted, cg->total), cg->truncated);
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addstr(out, i ? ",{" : "{");
+			fname(out, db, cg, sf[i], true);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", sc[i], pc(sc[i], cg->total));
+		}
+		strbuf_addstr(out, "]");
+		const char *jw = tally_meta_get(&db->session, "dwarf-stop-reasons");
+		if (jw) {
+			strbuf_addstr(out, ",\"dwarf_stop_reasons\":");
+			strbuf_add_json_str(out, jw);
+		}
+		strbuf_addstr(out, "}");
+		return;
+	}
+	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->rooted, cg->total), cg->total);
+	if (cg->rooted < cg->total) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+		if (cg->truncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+		strbuf_addstr(out, ", outermost frame:");
+		for (size_t i = 0; i < ns; i++) {
+			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
+			fname(out, db, cg, sf[i], false);
+		}
+		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
+		if (why)
+			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
+	}
+	strbuf_addch(out, '\n');
+}
+
+static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, bool json)
+{
+	const struct tally_cg_node *nd = &nodes[at];
+	size_t nk;
+	uint32_t *kids = tally_view_tree_kids(nodes, at, base, limit, &nk);
+	if (json) {
+		if (at) {
+			strbuf_addstr(out, "{");
+			fname(out, db, cg, nd->func, true);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"children\":[", nd->count, pc(nd->count, base));
+		}
+		for (size_t i = 0; i < nk; i++) {
+			if (i)
+				strbuf_addch(out, ',');
+			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, json);
+		}
+		if (at)
+			strbuf_addstr(out, "]}");
+	} else {
+		if (at) {
+			strbuf_addf(out, "%*s%7.2f%% %9" PRIu64 "  ", depth * 2, "", pc(nd->count, base), nd->count);
+			fname(out, db, cg, nd->func, false);
+			strbuf_addch(out, '\n');
+		}
+		for (size_t i = 0; i < nk; i++)
+			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, json);
+	}
+	free(kids);
+}
+
+static int cmp_arc_count(const void *a, const void *b, void *ctx)
+{
+	const struct tally_cg_arc *arcs = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (arcs[x].count != arcs[y].count)
+		return arcs[x].count > arcs[y].count ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* --callgraph, one function: callers above, callees below, each by count. */
+static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
+				 const struct tally_view_row *f)
+{
+	const struct tally_cg *cg = &v->cg;
+	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
+	for (int dir = 0; dir < 2; dir++) {
+		if (dir == 1) {
+			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
+				    pc(f->samples, cg->total));
+			fname(out, db, cg, f->func, false);
+			strbuf_addch(out, '\n');
+		}
+		size_t na;
+		const uint32_t *group = tally_view_cg_arcs(v, f->func, dir, &na);
+		uint32_t *arcs = xmalloc((na + 1) * sizeof(uint32_t));
+		memcpy(arcs, group, na * sizeof(uint32_t));
+		qsort_r(arcs, na, sizeof(uint32_t), cmp_arc_count, cg->arcs);
+		for (size_t i = 0; i < na; i++) {
+			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
+			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
+			fname(out, db, cg, dir ? arc->callee : arc->caller, false);
+			strbuf_addch(out, '\n');
+		}
+		free(arcs);
+	}
+}
+
+static void json_cg_function(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
+			     const struct tally_view_row *f)
+{
+	const struct tally_cg *cg = &v->cg;
+	fname(out, db, cg, f->func, true);
+	strbuf_addf(out, ",\"self\":%" PRIu64 ",\"inclusive\":%" PRIu64 ",\"self_percent\":%.4f,\"inclusive_percent\":%.4f",
+		    f->samples, f->incl, pc(f->samples, cg->total), pc(f->incl, cg->total));
+	for (int dir = 0; dir < 2; dir++) {
+		strbuf_addstr(out, dir ? ",\"callees\":[" : ",\"callers\":[");
+		size_t na;
+		const uint32_t *arcs = tally_view_cg_arcs(v, f->func, dir, &na);
+		for (size_t i = 0; i < na; i++) {
+			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
+			strbuf_addstr(out, i ? ",{" : "{");
+			fname(out, db, cg, dir ? arc->callee : arc->caller, true);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", arc->count, pc(arc->count, f->incl));
+		}
+		strbuf_addstr(out, "]");
+	}
+}
+
+static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		     const struct tally_report_opts *o, int ev, bool json, struct tally_warnings *w)
+{
+	struct tally_view_cg v;
+	tally_view_cg_build(&v, db, res, o->sel, ev);
+	const struct tally_cg *cg = &v.cg;
+	const char *focus_name = o->callers ? o->callers : o->callees;
+	long focus = -1;
+	if (focus_name) {
+		focus = tally_cg_find(cg, focus_name);
+		if (focus < 0)
+			tally_warnings_add(w, "no function '%s' in the stacks of event '%s'", focus_name, db->events[ev]);
+	}
+	if (json) {
+		strbuf_addstr(out, "{\"name\":");
+		strbuf_add_json_str(out, db->events[ev]);
+		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"functions\":[", cg->total);
+	} else {
+		text_header(db, ev, out);
+	}
+	if (o->children || o->callgraph || json) {
+		if (!json && o->children)
+			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", "samples", "function  [image]");
+		for (size_t k = 0; k < v.funcs.n; k++) {
+			const struct tally_view_row *f = &v.funcs.v[k];
+			if (!shown(o, k) || pc(f->incl, cg->total) < o->percent_limit)
+				break;
+			if (json) {
+				strbuf_addstr(out, k ? ",{" : "{");
+				json_cg_function(out, db, &v, f);
+				strbuf_addstr(out, "}");
+			} else if (o->children) {
+				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
+				fname(out, db, cg, f->func, false);
+				strbuf_addch(out, '\n');
+			} else {
+				text_callgraph_entry(out, db, &v, f);
+			}
+		}
+		if (json)
+			strbuf_addstr(out, "]");
+	}
+	if (o->tree || focus_name) {
+		size_t nn = 0;
+		struct tally_cg_node *nodes = focus_name && focus < 0 ? NULL : tally_cg_tree(cg, focus, o->callers != NULL, &nn);
+		uint64_t base = nodes ? nodes[0].count : 0;
+		if (json) {
+			strbuf_addstr(out, ",\"tree\":[");
+			if (nodes)
+				tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, true);
+			strbuf_addstr(out, "]");
+		} else if (nodes) {
+			if (focus_name)
+				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
+					    o->callers ? "callers" : "callees", focus_name, base);
+			tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, false);
+		}
+		tally_cg_tree_free(nodes, nn);
+	}
+	unwind_line(db, cg, out, json);
+	if (json)
+		strbuf_addstr(out, "}");
+	tally_view_cg_release(&v);
+}
+
+/* ---- the report ---- */
+
+void tally_report_text(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_report_opts *o, struct tally_warnings *w)
+{
+	bool cg = tally_report_is_cg(o), first = true;
+	for (int e = 0; e < db->nevents; e++) {
+		if (!tally_select_event(o->sel, e))
+			continue;
+		if (!first)
+			strbuf_addch(out, '\n');
+		first = false;
+		if (cg)
+			cg_event(out, db, res, o, e, false, w);
+		else
+			text_event(out, db, res, o, e);
+	}
+	lost_line(db, out);
+}
+
+void tally_report_json(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_report_opts *o, struct tally_warnings *w)
+{
+	strbuf_addstr(out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");
+	strbuf_add_json_str(out, o->input);
+	strbuf_addstr(out, ",\"session\":{");
+	for (size_t i = 0; i < db->session.n; i++) {
+		if (i)
+			strbuf_addch(out, ',');
+		strbuf_add_json_str(out, db->session.kv[i].key);
+		strbuf_addch(out, ':');
+		strbuf_add_json_str(out, db->session.kv[i].value);
+	}
+	strbuf_addf(out, "},\"lost\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"events\":[", db->lost, db->throttled);
+	bool cg = tally_report_is_cg(o), first = true;
+	for (int e = 0; e < db->nevents; e++) {
+		if (!tally_select_event(o->sel, e))
+			continue;
+		if (!first)
+			strbuf_addch(out, ',');
+		first = false;
+		if (cg)
+			cg_event(out, db, res, o, e, true, w);
+		else
+			json_event(out, db, res, o, e);
+	}
+	strbuf_addstr(out, "]}\n");
+}
+
+int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+			 const struct tally_report_opts *o, int ev, bool json)
+{
+	bool any = false;
+	if (json)
+		strbuf_addstr(out, "{\"format\":\"tally-explain\",\"version\":1,\"images\":[");
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *im = &db->images[i];
+		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
+			continue;
+		uint64_t total = 0, named = 0, lined = 0;
+		bool selected = false;
+		for (size_t p = 0; p < db->nprofs; p++) {
+			const struct tally_db_prof *pf = &db->profs[p];
+			if (pf->image != i || !tally_select_prof(o->sel, db, pf))
+				continue;
+			selected = true;
+			for (size_t e = pf->first; e < pf->end; e++) {
+				uint64_t c = db->counts[e * (size_t)db->nevents + (size_t)ev];
+				if (!c)
+					continue;
+				total += c;
+				const struct tally_srcframe *fr;
+				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
+				if (n && fr[n - 1].name)
+					named += c;
+				if (n && fr[0].file)
+					lined += c;
+			}
+		}
+		if (!selected || (!total && !o->explain_image))
+			continue;
+		struct strbuf tx = STRBUF_INIT;
+		tally_resolver_explain(res, i, &tx);
+		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
+			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
+		if (json) {
+			strbuf_addstr(out, any ? ",{" : "{");
+			json_image_id(out, im);
+			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"named\":%" PRIu64 ",\"with_line\":%" PRIu64 ",\"explain\":[",
+				    total, named, lined);
+			bool first = true;
+			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
+				nl = strchr(l, '\n');
+				if (!nl)
+					break;
+				*nl = '\0';
+				if (!first)
+					strbuf_addch(out, ',');
+				first = false;
+				strbuf_add_json_str(out, l + 2);
+			}
+			strbuf_addstr(out, "]}");
+		} else {
+			strbuf_addf(out, "%simage %s\n%s", any ? "\n" : "", im->name, tx.buf);
+		}
+		strbuf_release(&tx);
+		any = true;
+	}
+	if (json)
+		strbuf_addstr(out, "]}\n");
+	if (!any && o->explain_image) {
+		struct strbuf names = STRBUF_INIT;
+		for (size_t i = 0; i < db->nimages && i < 20; i++)
+			strbuf_addf(&names, "%s%s", i ? ", " : "", db->images[i].name);
+		int r = db->nimages ? tally_seterr(-ENOENT, "no image '%s' in '%s' (it has: %s)", o->explain_image, db->path, names.buf)
+				    : tally_seterr(-ENOENT, "no image '%s' in '%s' (it has no samples)", o->explain_image, db->path);
+		strbuf_release(&names);
+		return r;
+	}
+	return 0;
+}
+
+void tally_report_image_warnings(const struct tally_db *db, struct tally_resolver *res, bool all,
+				 struct tally_warnings *w)
+{
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		if (!tally_resolver_loaded(res, i))
+			continue;
+		const char *note = tally_resolver_note(res, i);
+		if (note && (all || tally_resolver_loud(res, i)))
+			tally_warnings_add(w, "image '%s': %s", db->images[i].name, note);
+	}
+}
+
+void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings *w)
+{
+	const char *u = tally_meta_get(&db->session, "jit-untrusted");
+	if (u)
+		tally_warnings_add(w, "%s JIT map(s) or jitdump(s) belonged to another user than their process's: not trusted, that code counts as nomap",
+				   u);
+	for (size_t i = 0; i < db->session.n; i++)
+		if (!strncmp(db->session.kv[i].key, "jit-warning-", 12))
+			tally_warnings_add(w, "%s", db->session.kv[i].value);
+}

@@ -1,0 +1,246 @@
+/* The report's view model (see view.h): image, function, line and call-graph
+ * rows, built once for every rendering (text, JSON, HTML). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/export.h"
+#include "tally/view.h"
+
+void tally_view_rows_release(struct tally_view_rows *t)
+{
+	for (size_t i = 0; i < t->nowned; i++)
+		free(t->owned[i]);
+	free(t->owned);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+static const char *own(struct tally_view_rows *t, char *s)
+{
+	GROW(t->owned, t->aowned, t->nowned + 1);
+	return t->owned[t->nowned++] = s;
+}
+
+static struct tally_view_row *add_row(struct tally_view_rows *t)
+{
+	GROW(t->v, t->alloc, t->n + 1);
+	struct tally_view_row *r = &t->v[t->n];
+	memset(r, 0, sizeof(*r));
+	r->seq = t->n++;
+	return r;
+}
+
+/* By samples, then name, file (rows without one last), line and pid; the
+ * order found breaks the remaining ties. */
+static int cmp_row(const void *a, const void *b)
+{
+	const struct tally_view_row *x = a, *y = b;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	if (x->file != y->file) {
+		if (!x->file || !y->file)
+			return x->file ? -1 : 1;
+		if ((c = strcmp(x->file, y->file)))
+			return c;
+	}
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev)
+{
+	memset(t, 0, sizeof(*t));
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_prof(sel, db, pf))
+			continue;
+		uint64_t c = 0;
+		for (size_t i = pf->first; i < pf->end; i++)
+			c += db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!c)
+			continue;
+		t->total += c;
+		struct tally_view_row *r = add_row(t);
+		const struct tally_db_image *im = &db->images[pf->image];
+		r->image = pf->image;
+		r->pid = pf->pid;
+		r->prof = p;
+		if (pf->pid && db->per_pid) {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "%s [%d]", im->name, pf->pid);
+			r->name = own(t, strbuf_detach(&sb));
+		} else {
+			r->name = im->name;
+		}
+		r->samples = c;
+	}
+	tally_qsort(t->v, t->n, sizeof(*t->v), cmp_row);
+}
+
+static bool row_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_view_row *r = &((const struct tally_view_rows *)ctx)->v[idx], *k = key;
+	return r->image == k->image && r->addr == k->addr && r->inlined == k->inlined && r->line == k->line &&
+	       !strcmp(r->name, k->name) && (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
+}
+
+void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db, struct tally_resolver *res, int ev,
+			  const struct tally_view_row *images, size_t nimages, bool lines)
+{
+	memset(t, 0, sizeof(*t));
+	struct tally_hidx idx = { 0 };
+	for (size_t m = 0; m < nimages; m++) {
+		const struct tally_db_prof *pf = &db->profs[images[m].prof];
+		for (size_t i = pf->first; i < pf->end; i++) {
+			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+			if (!c)
+				continue;
+			t->total += c;
+			struct tally_leaf lf;
+			tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
+			struct tally_view_row key = { .image = pf->image, .name = lf.name, .addr = lf.addr,
+						      .has_addr = lf.has_addr, .inlined = lf.inlined };
+			if (lines) {
+				key.file = lf.file;
+				key.line = lf.line;
+			}
+			/* equality on name and address: two local functions may share a name */
+			uint64_t h = tally_hash_bytes(key.name, strlen(key.name),
+						      key.addr ^ ((uint64_t)key.image << 32) ^ (uint64_t)key.line ^
+							      ((uint64_t)key.inlined << 62));
+			if (key.file)
+				h = tally_hash_bytes(key.file, strlen(key.file), h);
+			uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, t);
+			if (j == TALLY_HIDX_NONE) {
+				struct tally_view_row *r = add_row(t);
+				size_t seq = r->seq;
+				*r = key;
+				r->seq = seq;
+				r->pid = nimages == 1 ? pf->pid : 0;
+				/* a raw offset's name is in lf.buf, which does not outlive this loop */
+				if (key.name == lf.buf)
+					r->name = own(t, xstrdup(lf.buf));
+				tally_hidx_put(&idx, h, (uint32_t)seq);
+				j = (uint32_t)seq;
+			}
+			t->v[j].samples += c;
+		}
+	}
+	tally_hidx_release(&idx);
+	tally_qsort(t->v, t->n, sizeof(*t->v), cmp_row);
+}
+
+void tally_view_select(struct tally_db *db, const struct tally_select *sel)
+{
+	tally_export_select(db, sel, true);
+}
+
+static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)
+{
+	return tally_select_pid(ctx, db, pid);
+}
+
+/* By inclusive samples, then self, then name; the order found breaks the
+ * remaining ties. */
+static int cmp_incl(const void *a, const void *b)
+{
+	const struct tally_view_row *x = a, *y = b;
+	if (x->incl != y->incl)
+		return x->incl > y->incl ? -1 : 1;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Arcs grouped by one end, in arc order within a group (a counting sort). */
+static void group_arcs(const struct tally_cg *cg, bool by_caller, uint32_t **list, uint32_t **first)
+{
+	uint32_t *f = xcalloc(cg->nfuncs + 2, sizeof(uint32_t));
+	uint32_t *l = xmalloc((cg->narcs + 1) * sizeof(uint32_t));
+	for (size_t a = 0; a < cg->narcs; a++)
+		f[(by_caller ? cg->arcs[a].caller : cg->arcs[a].callee) + 1]++;
+	for (size_t i = 0; i < cg->nfuncs; i++)
+		f[i + 1] += f[i];
+	uint32_t *at = xmalloc((cg->nfuncs + 1) * sizeof(uint32_t));
+	memcpy(at, f, cg->nfuncs * sizeof(uint32_t));
+	for (size_t a = 0; a < cg->narcs; a++)
+		l[at[by_caller ? cg->arcs[a].caller : cg->arcs[a].callee]++] = (uint32_t)a;
+	free(at);
+	*list = l;
+	*first = f;
+}
+
+void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
+			 const struct tally_select *sel, int ev)
+{
+	memset(v, 0, sizeof(*v));
+	tally_cg_build(&v->cg, db, res, ev, keep_pid, sel);
+	const struct tally_cg *cg = &v->cg;
+	struct tally_view_rows *t = &v->funcs;
+	t->total = cg->total;
+	for (size_t i = 0; i < cg->nfuncs; i++) {
+		const struct tally_cg_func *f = &cg->funcs[i];
+		struct tally_view_row *r = add_row(t);
+		r->image = f->image;
+		r->name = f->name;
+		r->addr = f->addr;
+		r->has_addr = f->has_addr && !f->inlined;
+		r->inlined = f->inlined;
+		r->samples = f->self;
+		r->incl = f->incl;
+		r->func = (uint32_t)i;
+	}
+	tally_qsort(t->v, t->n, sizeof(*t->v), cmp_incl);
+	group_arcs(cg, false, &v->in, &v->in_first);
+	group_arcs(cg, true, &v->out, &v->out_first);
+}
+
+void tally_view_cg_release(struct tally_view_cg *v)
+{
+	tally_view_rows_release(&v->funcs);
+	free(v->in);
+	free(v->in_first);
+	free(v->out);
+	free(v->out_first);
+	tally_cg_release(&v->cg);
+	memset(v, 0, sizeof(*v));
+}
+
+const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees, size_t *n)
+{
+	const uint32_t *first = callees ? v->out_first : v->in_first;
+	*n = first[f + 1] - first[f];
+	return (callees ? v->out : v->in) + first[f];
+}
+
+static int cmp_kid(const void *a, const void *b, void *ctx)
+{
+	const struct tally_cg_node *nodes = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (nodes[x].count != nodes[y].count)
+		return nodes[x].count > nodes[y].count ? -1 : 1;
+	return x < y ? -1 : x > y; /* the model's order among equals */
+}
+
+uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base, double limit, size_t *n)
+{
+	const struct tally_cg_node *nd = &nodes[at];
+	uint32_t *kids = xmalloc((nd->nkids + 1) * sizeof(uint32_t));
+	size_t nk = 0;
+	for (size_t i = 0; i < nd->nkids; i++)
+		if (tally_view_pct(nodes[nd->kids[i]].count, base) >= limit)
+			kids[nk++] = nd->kids[i];
+	qsort_r(kids, nk, sizeof(*kids), cmp_kid, (void *)nodes);
+	*n = nk;
+	return kids;
+}
