@@ -6,7 +6,7 @@ MESON_OPTS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 5
 
-.PHONY: all deps deps-test build demo check check-asan fuzz fuzz-smoke fuzz-crashes bench clean
+.PHONY: all deps deps-test build demo check check-asan fuzz fuzz-smoke bench clean
 
 all: build
 
@@ -41,13 +41,9 @@ fuzz: deps-test
 		-Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C $(FUZZ_BUILD) fuzz
 
-# every target over its corpus (fuzz/corpus/), then FUZZ_SECONDS of fuzzing each
+# every target over its corpus (fuzz/corpus/) and fuzz/regress/, then FUZZ_SECONDS of fuzzing each
 fuzz-smoke: fuzz
 	@fuzz/smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
-
-# the inputs of fuzz/crashes/ (what the campaigns found): which still fail
-fuzz-crashes: fuzz
-	@fuzz/crashes.sh $(FUZZ_BUILD)
 
 bench: build
 	@bench/run.sh $(BUILD)

@@ -2,7 +2,6 @@
  * and with --asm its instructions with samples and the lines they come from. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,32 +12,49 @@
 #include "tally/db.h"
 #include "tally/report.h"
 #include "tally/symbols.h"
+#include "tally/symopts.h"
 #include "tally/util.h"
 
-static const char annotate_usage[] =
-	"usage: tally annotate [options] SYMBOL\n"
-	"\n"
-	"  -i, --input DIR          database (default tally.db)\n"
-	"      --asm                interleave the disassembly: samples per instruction\n"
-	"      --image NAME         the image (file name or path) when SYMBOL is in several\n"
-	"      --event NAME         this event (default: the database's first)\n"
-	"      --source-dir DIR     look for source files under DIR too (repeatable); OLD=NEW\n"
-	"                           replaces a leading OLD of the recorded path with NEW\n"
-	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
-	"      --json               JSON output (docs/cli.md)\n";
+struct annopts {
+	const char *input, *image, *event;
+	bool want_asm, json;
+	const char **srcdirs;
+	size_t nsrc, asrc;
+};
 
-enum { OPT_ASM = 256, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_IMGPATH, OPT_JSON };
+enum { OPT_INPUT = 1, OPT_ASM, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_JSON };
 
-static const struct option annotate_opts[] = {
-	{ "input", required_argument, NULL, 'i' },
-	{ "asm", no_argument, NULL, OPT_ASM },
-	{ "image", required_argument, NULL, OPT_IMAGE },
-	{ "event", required_argument, NULL, OPT_EVENT },
-	{ "source-dir", required_argument, NULL, OPT_SRCDIR },
-	{ "image-path", required_argument, NULL, OPT_IMGPATH },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static int annotate_handle(void *ctx, int code, const char *arg)
+{
+	struct annopts *o = ctx;
+	switch (code) {
+	case OPT_INPUT: o->input = arg; break;
+	case OPT_ASM: o->want_asm = true; break;
+	case OPT_IMAGE: o->image = arg; break;
+	case OPT_EVENT: o->event = arg; break;
+	case OPT_SRCDIR: STRLIST_PUSH(o->srcdirs, o->nsrc, o->asrc, arg); break;
+	case OPT_JSON: o->json = true; break;
+	}
+	return 0;
+}
+
+static const struct tally_option annotate_options[] = {
+	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
+	{ 0, "asm", TALLY_ARG_NONE, NULL, "interleave the disassembly: samples per instruction", OPT_ASM },
+	{ 0, "image", TALLY_ARG_REQUIRED, "NAME", "the image (file name or path) when SYMBOL is in several", OPT_IMAGE },
+	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "this event (default: the database's first)", OPT_EVENT },
+	{ 0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
+	  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW", OPT_SRCDIR },
+	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/cli.md)", OPT_JSON },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup annotate_group = { NULL, annotate_options, annotate_handle };
+
+const struct tally_cmdopts annotate_cmdopts = {
+	.name = "annotate",
+	.summary = "one function's source and instructions with their samples (opannotate)",
+	.usage = "[options] SYMBOL",
+	.groups = { &annotate_group, &tally_symopts_group },
 };
 
 /* One source file of a function: its text when found. */
@@ -269,54 +285,43 @@ static void release_srcs(struct ctx *c)
 
 int cmd_annotate(int argc, char **argv)
 {
-	const char *input = "tally.db", *image = NULL, *event = NULL;
-	bool want_asm = false, json = false;
-	const char **srcdirs = NULL, **imgpath = NULL;
-	size_t nsrc = 0, asrc = 0, nimg = 0, aimg = 0;
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "i:h";
-	while ((opt = getopt_long(argc, argv, shortopts, annotate_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'i': input = optarg; break;
-		case OPT_ASM: want_asm = true; break;
-		case OPT_IMAGE: image = optarg; break;
-		case OPT_EVENT: event = optarg; break;
-		case OPT_SRCDIR:
-			STRLIST_PUSH(srcdirs, nsrc, asrc, optarg);
-			break;
-		case OPT_IMGPATH:
-			STRLIST_PUSH(imgpath, nimg, aimg, optarg);
-			break;
-		case OPT_JSON: json = true; break;
-		case 'h':
-			fputs(annotate_usage, stdout);
-			free(srcdirs);
-			free(imgpath);
-			return 0;
-		default:
-			free(srcdirs);
-			free(imgpath);
-			return tally_getopt_error("annotate", shortopts, argv);
-		}
-	}
-	if (optind >= argc || argc - optind > 1) {
-		free(srcdirs);
-		free(imgpath);
-		if (optind >= argc)
-			return tally_usage_error("annotate", "name a function to annotate, as 'tally report --symbols' lists them");
-		return tally_usage_error("annotate", "unexpected argument '%s': annotate takes one function", argv[optind + 1]);
-	}
-	const char *symbol = argv[optind];
+	struct annopts o = { .input = "tally.db" };
+	struct tally_symopts so;
+	tally_symopts_init(&so);
+	void *ctx[] = { &o, &so };
+	struct tally_resolver *res = NULL;
 	struct tally_db db;
+	bool have_db = false;
+	int first, ret = tally_cmd_options(&annotate_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0)
+		goto out;
+	ret = 0;
+	const char *input = o.input, *image = o.image, *event = o.event;
+	bool want_asm = o.want_asm, json = o.json;
+	const char **srcdirs = o.srcdirs;
+	if (first >= argc || argc - first > 1) {
+		if (first >= argc)
+			ret = tally_usage_error("annotate", "name a function to annotate, as 'tally report --symbols' lists them");
+		else
+			ret = tally_usage_error("annotate", "unexpected argument '%s': annotate takes one function", argv[first + 1]);
+		goto out;
+	}
+	const char *symbol = argv[first];
+	struct tally_resolver_opts ro = { 0 };
+	struct tally_warnings sw = TALLY_WARNINGS_INIT;
+	if (tally_symopts_prepare(&so, &ro, &sw)) {
+		tally_warnings_release(&sw);
+		tally_error("%s", tally_errmsg());
+		ret = 1;
+		goto out;
+	}
+	tally_print_warnings(&sw);
 	if (tally_db_open(&db, input)) {
 		tally_error("%s", tally_errmsg());
-		free(srcdirs);
-		free(imgpath);
-		return 1;
+		ret = 1;
+		goto out;
 	}
-	int ret = 0;
+	have_db = true;
 	int ev = 0;
 	if (event) {
 		ev = tally_db_event(&db, event);
@@ -326,14 +331,10 @@ int cmd_annotate(int argc, char **argv)
 				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
 			tally_error("event '%s' is not in '%s' (it has: %s)", event, input, names.buf);
 			strbuf_release(&names);
-			tally_db_release(&db);
-			free(srcdirs);
-			free(imgpath);
-			return 1;
+			ret = 1;
+			goto out;
 		}
 	}
-	struct tally_resolver_opts ro = { .image_path = imgpath };
-	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, &ro);
 	struct tally_annotate_opts ao = { symbol, image, ev };
 	struct tally_annot_func *funcs = NULL;
@@ -380,8 +381,9 @@ int cmd_annotate(int argc, char **argv)
 	tally_annotate_free(funcs, nf);
 out:
 	tally_resolver_free(res);
-	tally_db_release(&db);
-	free(srcdirs);
-	free(imgpath);
+	if (have_db)
+		tally_db_release(&db);
+	free(o.srcdirs);
+	tally_symopts_release(&so);
 	return ret;
 }

@@ -1,9 +1,10 @@
-/* The commands of tally. To add one: write builtin/<name>.c with
- * int cmd_<name>(int argc, char **argv), declare it here, add it to the table in
- * tally.c and to builtin_sources in meson.build, document it in docs/cli.md and
- * README.md, and give it tests under tests/. */
+/* The commands of tally: each is int cmd_<name>(int argc, char **argv) with its
+ * option table <name>_cmdopts (the steps to add one are at the top of tally.c). */
 #ifndef TALLY_BUILTIN_H
 #define TALLY_BUILTIN_H
+
+#include "tally/options.h"
+#include "tally/util.h"
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -34,8 +35,11 @@ void tally_warn_jit(const struct tally_db *db);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* After getopt_long returned '?': the usage error for the option it refused
- * (an unknown one, or one missing its value, told apart by shortopts), 2. */
-int tally_getopt_error(const char *cmd, const char *shortopts, char **argv);
+/* Parses a command's options with its table (tally_opts_parse): -1 to go on,
+ * else the exit status to return at once (0 after printing --help, 2 after a
+ * usage error). *first: the first operand. */
+int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
+
+extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts;
 
 #endif

@@ -3,7 +3,6 @@
  * with the daemon's own parser before anything is sent. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,59 +12,64 @@
 #include "tally/ctl.h"
 #include "tally/util.h"
 
-static const char ctl_usage[] =
-	"usage: tally ctl [--db DIR | --socket PATH] [--timeout D] COMMAND [ARGS]\n"
-	"\n"
-	"      --db DIR        the daemon's database (its socket is DIR/ctl.sock; default tally.db)\n"
-	"      --socket PATH   the daemon's socket\n"
-	"      --timeout D     give up after D without an answer (default 60s)\n"
-	"\n"
-	"commands:\n"
-	"  start                collection on\n"
-	"  stop                 collection off (the event timers keep their settings)\n"
-	"  clear                drop what is in memory, not yet flushed\n"
-	"  startclr             clear, then start\n"
-	"  flush                write what is in memory into the current epoch now\n"
-	"  epoch                flush, then begin a new epoch\n"
-	"  status               state, events and rates, CPUs, samples, memory, database, epoch\n"
-	"  cpus LIST|all on|off [freq HZ|period N]\n"
-	"                       sampling on or off on some CPUs, at a new rate\n"
-	"  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
-	"                       'tally report -i FILE' reads it\n";
+struct ctlopts {
+	const char *db, *sock;
+	double timeout;
+};
 
-enum { OPT_SOCKET = 256, OPT_TIMEOUT };
+enum { OPT_DB = 1, OPT_SOCKET, OPT_TIMEOUT };
 
-static const struct option ctl_opts[] = {
-	{ "db", required_argument, NULL, 'd' },
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static int ctl_handle(void *ctx, int code, const char *arg)
+{
+	struct ctlopts *o = ctx;
+	switch (code) {
+	case OPT_DB: o->db = arg; break;
+	case OPT_SOCKET: o->sock = arg; break;
+	case OPT_TIMEOUT: return tally_parse_duration(arg, "--timeout", &o->timeout);
+	}
+	return 0;
+}
+
+static const struct tally_option ctl_options[] = {
+	{ 'd', "db", TALLY_ARG_REQUIRED, "DIR", "the daemon's database (its socket is DIR/ctl.sock; default tally.db)", OPT_DB },
+	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's socket", OPT_SOCKET },
+	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "give up after D without an answer (default 60s)", OPT_TIMEOUT },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup ctl_group = { NULL, ctl_options, ctl_handle };
+
+const struct tally_cmdopts ctl_cmdopts = {
+	.name = "ctl",
+	.summary = "control a running daemon: collection, flushes, epochs, status, per-CPU timers, drains",
+	.usage = "[--db DIR | --socket PATH] [--timeout D] COMMAND [ARGS]",
+	.stop_at_nonopt = true,
+	.footer = "commands:\n"
+		  "  start                collection on\n"
+		  "  stop                 collection off (the event timers keep their settings)\n"
+		  "  clear                drop what is in memory, not yet flushed\n"
+		  "  startclr             clear, then start\n"
+		  "  flush                write what is in memory into the current epoch now\n"
+		  "  epoch                flush, then begin a new epoch\n"
+		  "  status               state, events and rates, CPUs, samples, memory, database, epoch\n"
+		  "  cpus LIST|all on|off [freq HZ|period N]\n"
+		  "                       sampling on or off on some CPUs, at a new rate\n"
+		  "  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
+		  "                       'tally report -i FILE' reads it\n",
+	.groups = { &ctl_group },
 };
 
 int cmd_ctl(int argc, char **argv)
 {
-	const char *db = "tally.db", *sock = NULL, *outfile = NULL;
-	double timeout = 60;
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "+d:h";
-	while ((opt = getopt_long(argc, argv, shortopts, ctl_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'd': db = optarg; break;
-		case OPT_SOCKET: sock = optarg; break;
-		case OPT_TIMEOUT:
-			if (tally_parse_duration(optarg, "--timeout", &timeout))
-				return tally_usage_error("ctl", "%s", tally_errmsg());
-			break;
-		case 'h': fputs(ctl_usage, stdout); return 0;
-		default:
-			return tally_getopt_error("ctl", shortopts, argv);
-		}
-	}
-	char **words = argv + optind;
-	int nwords = argc - optind;
+	struct ctlopts o = { "tally.db", NULL, 60 };
+	void *ctx[] = { &o };
+	const char *outfile = NULL;
+	int first, r = tally_cmd_options(&ctl_cmdopts, ctx, argc, argv, &first);
+	if (r >= 0)
+		return r;
+	const char *db = o.db, *sock = o.sock;
+	double timeout = o.timeout;
+	char **words = argv + first;
+	int nwords = argc - first;
 	/* drain's -o is the client's business: the daemon sends the profile here */
 	if (nwords >= 1 && !strcmp(words[0], "drain")) {
 		if (nwords == 3 && !strcmp(words[1], "-o") && *words[2]) {
@@ -100,11 +104,14 @@ int cmd_ctl(int argc, char **argv)
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 	} else if (!ok) {
-		/* the daemon's message, on one line */
+		/* the daemon's message, on one line, and never raw bytes from the socket */
 		for (size_t i = 0; i < body.len; i++)
 			if (body.buf[i] == '\n')
 				body.buf[i] = ' ';
-		tally_error("%.*s", (int)body.len, body.buf ? body.buf : "");
+		struct strbuf msg = STRBUF_INIT;
+		strbuf_add_excerpt(&msg, body.buf ? body.buf : "", body.len, body.len);
+		tally_error("%s", msg.buf ? msg.buf : "");
+		strbuf_release(&msg);
 		ret = 1;
 	} else if (outfile) {
 		if (tally_write_file_atomic(outfile, body.buf ? body.buf : "", body.len)) {

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
@@ -34,45 +33,63 @@
 #include "tally/sampling.h"
 #include "tally/util.h"
 
-static const char daemon_usage[] =
-	"usage: tally daemon [options]\n"
-	"\n"
-	"  -d, --db DIR             the database directory (default tally.db): epochs, socket, pid file, log\n"
-	"      --socket PATH        the control socket (default DIR/ctl.sock)\n"
-	"      --pid-file PATH      also write the daemon's pid there (DIR/daemon.pid always)\n"
-	"      --foreground         stay attached and log to stderr (default: detach, log to DIR/daemon.log)\n"
-	"      --flush-interval D   merge what is in memory into the database every D (default 60s)\n"
-	"      --epoch-every D      start a new epoch every D (default: only on 'tally ctl epoch')\n"
-	"      --keep D             delete epochs whose last flush is older than D (the newest 3 stay)\n"
-	"      --max-memory SIZE    flush early before the daemon's memory reaches SIZE (default 128M)\n"
-	"      --max-db-size SIZE   stop writing (and say so) rather than grow the directory past SIZE\n"
-	"      --min-free SIZE      stop writing rather than leave less than SIZE free on its filesystem (default 64M)\n"
-	"      --ctl-timeout D      drop a control connection idle for D (default 5s)\n"
-	TALLY_SAMPLING_USAGE
-	"  -v, --verbose            log more\n"
-	"durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n";
-
-enum {
-	OPT_SOCKET = 256, OPT_PIDFILE, OPT_FOREGROUND, OPT_FLUSH, OPT_EPOCH_EVERY, OPT_KEEP, OPT_MAXMEM, OPT_MAXDB,
-	OPT_MINFREE, OPT_CTL_TIMEOUT,
+/* The daemon's own options, as given; cmd_daemon copies them into its state. */
+struct dopts {
+	const char *db, *sock, *pidfile;
+	bool foreground;
+	double flush_interval, epoch_every, keep, ctl_timeout;
+	uint64_t max_memory, max_db_size, min_free;
 };
 
-static const struct option daemon_opts[] = {
-	{ "db", required_argument, NULL, 'd' },
-	{ "socket", required_argument, NULL, OPT_SOCKET },
-	{ "pid-file", required_argument, NULL, OPT_PIDFILE },
-	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
-	{ "flush-interval", required_argument, NULL, OPT_FLUSH },
-	{ "epoch-every", required_argument, NULL, OPT_EPOCH_EVERY },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "max-memory", required_argument, NULL, OPT_MAXMEM },
-	{ "max-db-size", required_argument, NULL, OPT_MAXDB },
-	{ "min-free", required_argument, NULL, OPT_MINFREE },
-	{ "ctl-timeout", required_argument, NULL, OPT_CTL_TIMEOUT },
-	TALLY_SAMPLING_LONGOPTS,
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+enum {
+	OPT_DB = 1, OPT_SOCKET, OPT_PIDFILE, OPT_FOREGROUND, OPT_FLUSH, OPT_EPOCH_EVERY, OPT_KEEP, OPT_MAXMEM, OPT_MAXDB,
+	OPT_MINFREE, OPT_CTL_TIMEOUT, OPT_VERBOSE,
+};
+
+static int daemon_handle(void *ctx, int code, const char *arg)
+{
+	struct dopts *o = ctx;
+	switch (code) {
+	case OPT_DB: o->db = arg; break;
+	case OPT_SOCKET: o->sock = arg; break;
+	case OPT_PIDFILE: o->pidfile = arg; break;
+	case OPT_FOREGROUND: o->foreground = true; break;
+	case OPT_FLUSH: return tally_parse_duration(arg, "--flush-interval", &o->flush_interval);
+	case OPT_EPOCH_EVERY: return tally_parse_duration(arg, "--epoch-every", &o->epoch_every);
+	case OPT_KEEP: return tally_parse_duration(arg, "--keep", &o->keep);
+	case OPT_CTL_TIMEOUT: return tally_parse_duration(arg, "--ctl-timeout", &o->ctl_timeout);
+	case OPT_MAXMEM: return tally_parse_size(arg, "--max-memory", 16ull << 20, &o->max_memory);
+	case OPT_MAXDB: return tally_parse_size(arg, "--max-db-size", 4096, &o->max_db_size);
+	case OPT_MINFREE: return tally_parse_size(arg, "--min-free", 0, &o->min_free);
+	case OPT_VERBOSE: tally_verbose = 1; break;
+	}
+	return 0;
+}
+
+static const struct tally_option daemon_options[] = {
+	{ 'd', "db", TALLY_ARG_REQUIRED, "DIR", "the database directory (default tally.db): epochs, socket, pid file, log", OPT_DB },
+	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the control socket (default DIR/ctl.sock)", OPT_SOCKET },
+	{ 0, "pid-file", TALLY_ARG_REQUIRED, "PATH", "also write the daemon's pid there (DIR/daemon.pid always)", OPT_PIDFILE },
+	{ 0, "foreground", TALLY_ARG_NONE, NULL, "stay attached and log to stderr (default: detach, log to DIR/daemon.log)", OPT_FOREGROUND },
+	{ 0, "flush-interval", TALLY_ARG_REQUIRED, "D", "merge what is in memory into the database every D (default 60s)", OPT_FLUSH },
+	{ 0, "epoch-every", TALLY_ARG_REQUIRED, "D", "start a new epoch every D (default: only on 'tally ctl epoch')", OPT_EPOCH_EVERY },
+	{ 0, "keep", TALLY_ARG_REQUIRED, "D", "delete epochs whose last flush is older than D (the newest 3 stay)", OPT_KEEP },
+	{ 0, "max-memory", TALLY_ARG_REQUIRED, "SIZE", "flush early before the daemon's memory reaches SIZE (default 128M)", OPT_MAXMEM },
+	{ 0, "max-db-size", TALLY_ARG_REQUIRED, "SIZE", "stop writing (and say so) rather than grow the directory past SIZE", OPT_MAXDB },
+	{ 0, "min-free", TALLY_ARG_REQUIRED, "SIZE", "stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
+	  OPT_MINFREE },
+	{ 0, "ctl-timeout", TALLY_ARG_REQUIRED, "D", "drop a control connection idle for D (default 5s)", OPT_CTL_TIMEOUT },
+	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup daemon_group = { NULL, daemon_options, daemon_handle };
+
+const struct tally_cmdopts daemon_cmdopts = {
+	.name = "daemon",
+	.summary = "profile the whole system without end, into epochs (profd; tally ctl steers it)",
+	.usage = "[options]",
+	.footer = "durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n",
+	.groups = { &daemon_group, &tally_sampling_group },
 };
 
 #define MAX_CLIENTS 16
@@ -768,6 +785,10 @@ static int do_drain(struct daemon *d, struct strbuf *out)
 		tally_meta_set(&db.session, "target", "system (drained from tally daemon pid %d)", (int)getpid());
 		r = tally_db_bundle(&db, out);
 		tally_db_release(&db);
+		/* more than a client takes: refused, and kept for the next drain */
+		if (!r && out->len > TALLY_CTL_MAX_REPLY)
+			r = tally_seterr(-EMSGSIZE, "cannot drain: the profile takes %zu bytes, more than the %llu a reply may hold (read the epochs with 'tally report -i %s')",
+					 out->len, TALLY_CTL_MAX_REPLY, d->db);
 	}
 	if (!r) {
 		/* forgotten by the drain stream: the next drain starts after this one */
@@ -1250,72 +1271,30 @@ int cmd_daemon(int argc, char **argv)
 	d->max_memory = 128ull << 20;
 	d->min_free = 64ull << 20;
 	tally_sampling_init(&d->smp);
-	const char *db_arg = "tally.db", *sock_arg = NULL;
 	int ret = 1;
-
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "+d:vh" TALLY_SAMPLING_SHORTOPTS;
-	while ((opt = getopt_long(argc, argv, shortopts, daemon_opts, NULL)) != -1) {
-		int r = tally_sampling_opt(&d->smp, opt, optarg);
-		if (r < 0) {
-			ret = tally_usage_error("daemon", "%s", tally_errmsg());
-			goto out;
-		}
-		if (r)
-			continue;
-		double *dur = NULL;
-		const char *what = NULL;
-		switch (opt) {
-		case 'd': db_arg = optarg; break;
-		case OPT_SOCKET: sock_arg = optarg; break;
-		case OPT_PIDFILE:
-			free(d->pidfile_extra);
-			d->pidfile_extra = xstrdup(optarg);
-			break;
-		case OPT_FOREGROUND: d->foreground = true; break;
-		case OPT_FLUSH: dur = &d->flush_interval; what = "--flush-interval"; break;
-		case OPT_EPOCH_EVERY: dur = &d->epoch_every; what = "--epoch-every"; break;
-		case OPT_KEEP: dur = &d->keep; what = "--keep"; break;
-		case OPT_CTL_TIMEOUT: dur = &d->ctl_timeout; what = "--ctl-timeout"; break;
-		case OPT_MAXMEM:
-			if (tally_parse_size(optarg, "--max-memory", 16ull << 20, &d->max_memory)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case OPT_MAXDB:
-			if (tally_parse_size(optarg, "--max-db-size", 4096, &d->max_db_size)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case OPT_MINFREE:
-			if (tally_parse_size(optarg, "--min-free", 0, &d->min_free)) {
-				ret = tally_usage_error("daemon", "%s", tally_errmsg());
-				goto out;
-			}
-			break;
-		case 'v': tally_verbose = 1; break;
-		case 'h':
-			fputs(daemon_usage, stdout);
-			ret = 0;
-			goto out;
-		default:
-			ret = tally_getopt_error("daemon", shortopts, argv);
-			goto out;
-		}
-		if (dur && tally_parse_duration(optarg, what, dur)) {
-			ret = tally_usage_error("daemon", "%s", tally_errmsg());
-			goto out;
-		}
-	}
-	if (optind < argc) {
+	struct dopts o = { .db = "tally.db", .flush_interval = d->flush_interval, .ctl_timeout = d->ctl_timeout,
+			   .max_memory = d->max_memory, .min_free = d->min_free };
+	void *ctx[] = { &o, &d->smp };
+	int first;
+	ret = tally_cmd_options(&daemon_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0)
+		goto out;
+	ret = 1;
+	if (first < argc) {
 		ret = tally_usage_error("daemon", "unexpected argument '%s' (the daemon profiles the whole system; -C chooses CPUs)",
-					argv[optind]);
+					argv[first]);
 		goto out;
 	}
+	const char *db_arg = o.db, *sock_arg = o.sock;
+	d->pidfile_extra = o.pidfile ? xstrdup(o.pidfile) : NULL;
+	d->foreground = o.foreground;
+	d->flush_interval = o.flush_interval;
+	d->epoch_every = o.epoch_every;
+	d->keep = o.keep;
+	d->ctl_timeout = o.ctl_timeout;
+	d->max_memory = o.max_memory;
+	d->max_db_size = o.max_db_size;
+	d->min_free = o.min_free;
 	{
 		int r = tally_sampling_resolve(&d->smp);
 		if (r) {

@@ -8,14 +8,24 @@
 #include "tally/collect.h"
 #include "tally/util.h"
 
+static const struct tally_option events_options[] = { TALLY_OPTION_END };
+static const struct tally_optgroup events_group = { NULL, events_options, NULL };
+
+const struct tally_cmdopts events_cmdopts = {
+	.name = "events",
+	.summary = "list the events this machine can sample (ophelp)",
+	.usage = "",
+	.footer = "Lists every event: name, type, whether this machine can sample it, and what it counts.\n",
+	.groups = { &events_group },
+};
+
 int cmd_events(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: tally events\n\nLists every event: name, type, whether this machine can sample it, and what it counts.\n");
-		return 0;
-	}
-	if (argc > 1)
-		return tally_usage_error("events", "unexpected argument '%s'", argv[1]);
+	int first, r = tally_cmd_options(&events_cmdopts, NULL, argc, argv, &first);
+	if (r >= 0)
+		return r;
+	if (first < argc)
+		return tally_usage_error("events", "unexpected argument '%s'", argv[first]);
 	bool any_hw_missing = false;
 	for (size_t i = 0; i < tally_event_table_len; i++) {
 		const struct tally_event_desc *e = &tally_event_table[i];

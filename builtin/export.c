@@ -3,7 +3,6 @@
  * the formats table below, document it in docs/export.md and docs/cli.md. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "tally/report.h"
 #include "tally/select.h"
 #include "tally/symbols.h"
+#include "tally/symopts.h"
 #include "tally/util.h"
 
 enum {
@@ -34,53 +34,67 @@ struct format {
 	const char *help;
 };
 
-static const struct format formats[] = {
-	{ "pprof", 0, "tally.pb.gz", tally_export_pprof, "gzipped profile.proto for go tool pprof" },
-	{ "callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,
-	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)" },
-	{ "gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,
-	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)" },
-	{ "folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,
-	  "folded stacks for flamegraph.pl, inferno, speedscope" },
-	{ "svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)" },
+/* name, flags, default output, writer, help: the formats table and the help's list */
+#define EXPORT_FORMATS(X)                                                                                              \
+	X("pprof", 0, "tally.pb.gz", tally_export_pprof, "gzipped profile.proto for go tool pprof")                     \
+	X("callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,                                          \
+	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)")                                       \
+	X("gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,                                             \
+	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)")                              \
+	X("folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,                          \
+	  "folded stacks for flamegraph.pl, inferno, speedscope")                                                        \
+	X("svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)")
+
+#define FORMAT_ROW(name, flags, out, fn, help) { name, flags, out, fn, help },
+#define FORMAT_HELP(name, flags, out, fn, help) "  " name ": " help " (" out ")\n"
+
+static const struct format formats[] = { EXPORT_FORMATS(FORMAT_ROW) };
+
+struct expopts {
+	const char *input, *output, *fmtname;
+	struct tally_export x;
 };
 
-static const char export_usage[] =
-	"usage: tally export [options] --format FORMAT\n"
-	"\n"
-	"  -i, --input DIR          database (default tally.db)\n"
-	"  -o, --output FILE        where to write (default per format, below; - for stdout: text formats)\n"
-	"      --format FORMAT      one of the formats below\n"
-	TALLY_SELECT_USAGE
-	"      --percent-limit P    cut stacks under P% of the samples to an [other] frame (default 0)\n"
-	"      --image-path DIR     look for the images under DIR too (repeatable)\n"
-	"      --comm-root          folded: the process's command name as the root frame\n"
-	"      --per-process        callgrind: one file per process, FILE.PID (needs --per-pid)\n"
-	TALLY_DB_SELECT_USAGE
-	"formats (default output file):\n";
+enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_PLIMIT, OPT_COMM_ROOT, OPT_PER_PROCESS };
 
-enum { OPT_FORMAT = 256, OPT_PLIMIT, OPT_IMGPATH, OPT_COMM_ROOT, OPT_PER_PROCESS };
-
-static const struct option export_opts[] = {
-	{ "input", required_argument, NULL, 'i' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	TALLY_SELECT_OPTIONS,
-	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
-	{ "image-path", required_argument, NULL, OPT_IMGPATH },
-	{ "comm-root", no_argument, NULL, OPT_COMM_ROOT },
-	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
-	TALLY_DB_SELECT_LONGOPTS,
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static void usage(void)
+static int export_handle(void *ctx, int code, const char *arg)
 {
-	fputs(export_usage, stdout);
-	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
-		printf("  %-10s %s (%s)\n", formats[i].name, formats[i].help, formats[i].default_output);
+	struct expopts *o = ctx;
+	switch (code) {
+	case OPT_INPUT: o->input = arg; break;
+	case OPT_OUTPUT: o->output = arg; break;
+	case OPT_FORMAT: o->fmtname = arg; break;
+	case OPT_PLIMIT: {
+		char *end;
+		o->x.percent_limit = strtod(arg, &end);
+		if (end == arg || *end || !(o->x.percent_limit >= 0 && o->x.percent_limit <= 100))
+			return tally_seterr(-EINVAL, "invalid --percent-limit '%s': expected a percentage from 0 to 100", arg);
+		break;
+	}
+	case OPT_COMM_ROOT: o->x.comm_root = true; break;
+	case OPT_PER_PROCESS: o->x.per_process = true; break;
+	}
+	return 0;
 }
+
+static const struct tally_option export_options[] = {
+	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
+	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT },
+	{ 0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT },
+	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT },
+	{ 0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT },
+	{ 0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup export_group = { NULL, export_options, export_handle };
+
+const struct tally_cmdopts export_cmdopts = {
+	.name = "export",
+	.summary = "write a profile for pprof, KCachegrind, gprof or flame graphs",
+	.usage = "[options] --format FORMAT",
+	.footer = "formats (default output file):\n" EXPORT_FORMATS(FORMAT_HELP),
+	.groups = { &export_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
+};
 
 static char *format_names(void)
 {
@@ -121,57 +135,24 @@ static int write_outputs(const char *output, const struct tally_export_out *out)
 
 int cmd_export(int argc, char **argv)
 {
-	const char *input = "tally.db", *output = NULL, *fmtname = NULL;
+	struct expopts o = { .input = "tally.db" };
 	struct tally_select sel;
 	tally_select_init(&sel);
-	struct tally_export x = { 0 };
-	const char **image_path = NULL;
-	size_t nimage_path = 0, aimage_path = 0;
-	int ret = 0, sr, opt;
-	optind = 1;
-	opterr = 0;
+	struct tally_symopts so;
+	tally_symopts_init(&so);
 	struct tally_db_select epochs = { 0 };
-	static const char shortopts[] = "i:o:h";
-	while ((opt = getopt_long(argc, argv, shortopts, export_opts, NULL)) != -1) {
-		int es = tally_db_select_opt(&epochs, opt, optarg);
-		if (es < 0) {
-			free(image_path);
-			return tally_usage_error("export", "%s", tally_errmsg());
-		}
-		if (es)
-			continue;
-		switch (opt) {
-		case 'i': input = optarg; break;
-		case 'o': output = optarg; break;
-		case OPT_FORMAT: fmtname = optarg; break;
-		case OPT_PLIMIT: {
-			char *end;
-			x.percent_limit = strtod(optarg, &end);
-			if (end == optarg || *end || !(x.percent_limit >= 0 && x.percent_limit <= 100)) {
-				free(image_path);
-				return tally_usage_error("export", "invalid --percent-limit '%s': expected a percentage from 0 to 100", optarg);
-			}
-			break;
-		}
-		case OPT_IMGPATH:
-			STRLIST_PUSH(image_path, nimage_path, aimage_path, optarg);
-			break;
-		case OPT_COMM_ROOT: x.comm_root = true; break;
-		case OPT_PER_PROCESS: x.per_process = true; break;
-		case 'h': usage(); free(image_path); return 0;
-		default:
-			sr = tally_select_getopt(&sel, opt, optarg);
-			if (sr > 0)
-				break;
-			free(image_path);
-			if (sr < 0)
-				return tally_usage_error("export", "%s", tally_errmsg());
-			return tally_getopt_error("export", shortopts, argv);
-		}
+	void *ctx[] = { &o, &sel, &so, &epochs };
+	int first, ret = tally_cmd_options(&export_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0) {
+		tally_symopts_release(&so);
+		return ret;
 	}
-	if (optind < argc) {
-		free(image_path);
-		return tally_usage_error("export", "unexpected argument '%s'", argv[optind]);
+	ret = 0;
+	const char *input = o.input, *output = o.output, *fmtname = o.fmtname;
+	struct tally_export x = o.x;
+	if (first < argc) {
+		tally_symopts_release(&so);
+		return tally_usage_error("export", "unexpected argument '%s'", argv[first]);
 	}
 	char *names = format_names();
 	const struct format *fmt = NULL;
@@ -184,29 +165,29 @@ int cmd_export(int argc, char **argv)
 		else
 			tally_error("give --format (known formats: %s)", names);
 		free(names);
-		free(image_path);
+		tally_symopts_release(&so);
 		return 2;
 	}
 	free(names);
 	if (!output)
 		output = fmt->default_output;
 	if (!strcmp(output, "-") && !(fmt->flags & FMT_TEXT)) {
-		free(image_path);
+		tally_symopts_release(&so);
 		tally_error("the %s format is binary: give -o FILE, not stdout", fmt->name);
 		return 2;
 	}
 	if (x.per_process && strcmp(fmt->name, "callgrind")) {
-		free(image_path);
+		tally_symopts_release(&so);
 		tally_error("--per-process is for --format callgrind only");
 		return 2;
 	}
 	if (x.per_process && !strcmp(output, "-")) {
-		free(image_path);
+		tally_symopts_release(&so);
 		tally_error("--per-process writes one file per process: give -o PREFIX, not stdout");
 		return 2;
 	}
 	if (x.comm_root && strcmp(fmt->name, "folded")) {
-		free(image_path);
+		tally_symopts_release(&so);
 		tally_error("--comm-root is for --format folded only");
 		return 2;
 	}
@@ -214,7 +195,7 @@ int cmd_export(int argc, char **argv)
 	struct tally_db db;
 	if (tally_db_open_select(&db, input, &epochs)) {
 		tally_error("%s", tally_errmsg());
-		free(image_path);
+		tally_symopts_release(&so);
 		return 1;
 	}
 	struct tally_resolver *res = NULL;
@@ -266,7 +247,15 @@ int cmd_export(int argc, char **argv)
 	x.input = input;
 	x.events = events;
 	x.image = sel.image;
-	struct tally_resolver_opts ro = { .image_path = image_path };
+	struct tally_resolver_opts ro = { 0 };
+	struct tally_warnings sw = TALLY_WARNINGS_INIT;
+	if (tally_symopts_prepare(&so, &ro, &sw)) {
+		tally_warnings_release(&sw);
+		tally_error("%s", tally_errmsg());
+		ret = 1;
+		goto out;
+	}
+	tally_print_warnings(&sw);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
 	int wr = fmt->write(&x, &out);
@@ -293,6 +282,6 @@ out:
 	tally_resolver_free(res);
 	free(events);
 	tally_db_release(&db);
-	free(image_path);
+	tally_symopts_release(&so);
 	return ret;
 }

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,29 +18,45 @@
 #include "tally/sampling.h"
 #include "tally/util.h"
 
-static const char record_usage[] =
-	"usage: tally record [options] [--] [COMMAND [ARGS...]]\n"
-	"\n"
-	"  -o, --output DIR       database directory (default tally.db)\n"
-	"      --force            replace an existing database\n"
-	"  -a, --all-cpus         the whole system, kernel included\n"
-	"  -p, --pid LIST         attach to running processes\n"
-	"      --duration SECS    stop after this long (also 500ms, 2m, ...)\n"
-	TALLY_SAMPLING_USAGE
-	"  -v, --verbose          say what it is doing\n";
+struct recopts {
+	const char *out, *pid_arg;
+	bool force, all;
+	double duration;
+};
 
-enum { OPT_FORCE = 256, OPT_DURATION };
+enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_ALL, OPT_PID, OPT_DURATION, OPT_VERBOSE };
 
-static const struct option record_opts[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "all-cpus", no_argument, NULL, 'a' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "duration", required_argument, NULL, OPT_DURATION },
-	TALLY_SAMPLING_LONGOPTS,
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static int record_handle(void *ctx, int code, const char *arg)
+{
+	struct recopts *o = ctx;
+	switch (code) {
+	case OPT_OUTPUT: o->out = arg; break;
+	case OPT_FORCE: o->force = true; break;
+	case OPT_ALL: o->all = true; break;
+	case OPT_PID: o->pid_arg = arg; break;
+	case OPT_DURATION: return tally_parse_duration(arg, "--duration", &o->duration);
+	case OPT_VERBOSE: tally_verbose = 1; break;
+	}
+	return 0;
+}
+
+static const struct tally_option record_options[] = {
+	{ 'o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT },
+	{ 0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE },
+	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL },
+	{ 'p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID },
+	{ 0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION },
+	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup record_group = { NULL, record_options, record_handle };
+
+const struct tally_cmdopts record_cmdopts = {
+	.name = "record",
+	.summary = "profile a command, processes or the whole system into a database",
+	.usage = "[options] [--] [COMMAND [ARGS...]]",
+	.stop_at_nonopt = true,
+	.groups = { &record_group, &tally_sampling_group },
 };
 
 static int wake_pipe[2] = { -1, -1 };
@@ -114,10 +129,7 @@ static int spawn_stopped(char **argv, struct child *c)
 
 int cmd_record(int argc, char **argv)
 {
-	const char *out = "tally.db";
-	bool force = false, all = false;
-	const char *pid_arg = NULL;
-	double duration = 0;
+	struct recopts o = { .out = "tally.db" };
 	int ret = 1;
 	int *pids = NULL;
 	size_t npids = 0;
@@ -125,42 +137,17 @@ int cmd_record(int argc, char **argv)
 	struct tally_sampling smp;
 	tally_sampling_init(&smp);
 
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "+o:ap:vh" TALLY_SAMPLING_SHORTOPTS;
-	while ((opt = getopt_long(argc, argv, shortopts, record_opts, NULL)) != -1) {
-		int r = tally_sampling_opt(&smp, opt, optarg);
-		if (r < 0) {
-			ret = tally_usage_error("record", "%s", tally_errmsg());
-			goto out_early;
-		}
-		if (r)
-			continue;
-		switch (opt) {
-		case 'o': out = optarg; break;
-		case OPT_FORCE: force = true; break;
-		case 'a': all = true; break;
-		case 'p': pid_arg = optarg; break;
-		case OPT_DURATION:
-			if (tally_parse_duration(optarg, "--duration", &duration)) {
-				ret = tally_usage_error("record", "%s", tally_errmsg());
-				goto out_early;
-			}
-			break;
-		case 'v': tally_verbose = 1; break;
-		case 'h':
-			fputs(record_usage, stdout);
-			ret = 0;
-			goto out_early;
-		case '?':
-		default:
-			ret = tally_getopt_error("record", shortopts, argv);
-			goto out_early;
-		}
-	}
-	char **cmd = argv + optind;
-	int ncmd = argc - optind;
+	void *ctx[] = { &o, &smp };
+	int first;
+	ret = tally_cmd_options(&record_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0)
+		goto out_early;
+	ret = 1;
+	const char *out = o.out, *pid_arg = o.pid_arg;
+	bool force = o.force, all = o.all;
+	double duration = o.duration;
+	char **cmd = argv + first;
+	int ncmd = argc - first;
 	if (smp.freq && smp.period) {
 		ret = tally_usage_error("record", "-F and -c both set the sampling rate: give one");
 		goto out_early;

@@ -2,7 +2,6 @@
  * the text and JSON renderers) or lib/export/html.c (--html). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,155 +17,98 @@
 #include "tally/report.h"
 #include "tally/select.h"
 #include "tally/symbols.h"
+#include "tally/symopts.h"
 #include "tally/util.h"
 #include "tally/view.h"
-
-static const char report_usage[] =
-	"usage: tally report [options]\n"
-	"\n"
-	"  -i, --input DIR          database (default tally.db)\n"
-	"  -f, --symbols            functions within each image (inlined functions as their own rows)\n"
-	"  -l, --lines              source lines within each image (file:line, function)\n"
-	"      --no-inline          count inlined code for the function it was inlined into\n"
-	"      --explain [IMAGE]    where tally looked for each image and its debug info, and why\n"
-	"                           its functions and lines are or are not named\n"
-	TALLY_SELECT_USAGE
-	"      --top N              at most N rows per table\n"
-	"      --image-path DIR     look for images and modules' .ko files under DIR too (repeatable)\n"
-	"      --debug-dir DIR      look for debug files under DIR first (repeatable; DIR/.build-id/..)\n"
-	"      --mapfile FILE       find images and debug files by signature ('tally scan -o FILE')\n"
-	"      --vmlinux FILE       the kernel image, for kernel source lines (build-id checked)\n"
-	"      --debuginfod         fetch missing debug info from DEBUGINFOD_URLS (opt-in)\n"
-	"      --debuginfod-timeout SECS  at most this long per image (default 10)\n"
-	"      --json               JSON output (docs/report-json.md)\n"
-	"      --html FILE          the whole report as one self-contained HTML page (docs/html.md)\n"
-	"call graphs (databases recorded with -g):\n"
-	"      --children           per function: inclusive %%, self %%, name (sorted by inclusive)\n"
-	"      --callgraph          per function: its callers above, its callees below\n"
-	"      --tree               top-down call tree\n"
-	"      --callers SYM        the tree of SYM's callers\n"
-	"      --callees SYM        the tree of SYM's callees\n"
-	"      --percent-limit P    leave out tree nodes under P%% (default 0.5); with --html, fold\n"
-	"                           flame-graph frames and drop table rows under P%% (default 0.1)\n"
-	TALLY_DB_SELECT_USAGE;
-
-enum { OPT_TOP = 256, OPT_JSON, OPT_IMGPATH, OPT_CHILDREN,
-       OPT_CALLGRAPH, OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_NOINLINE, OPT_EXPLAIN, OPT_DEBUGDIR,
-       OPT_MAPFILE, OPT_VMLINUX, OPT_DEBUGINFOD, OPT_DFDTIMEOUT, OPT_HTML };
-
-static const struct option report_opts[] = {
-	{ "input", required_argument, NULL, 'i' },
-	{ "symbols", no_argument, NULL, 'f' },
-	{ "lines", no_argument, NULL, 'l' },
-	{ "no-inline", no_argument, NULL, OPT_NOINLINE },
-	{ "explain", no_argument, NULL, OPT_EXPLAIN },
-	{ "debug-dir", required_argument, NULL, OPT_DEBUGDIR },
-	{ "mapfile", required_argument, NULL, OPT_MAPFILE },
-	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
-	{ "debuginfod", no_argument, NULL, OPT_DEBUGINFOD },
-	{ "debuginfod-timeout", required_argument, NULL, OPT_DFDTIMEOUT },
-	TALLY_SELECT_OPTIONS,
-	{ "top", required_argument, NULL, OPT_TOP },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "image-path", required_argument, NULL, OPT_IMGPATH },
-	{ "children", no_argument, NULL, OPT_CHILDREN },
-	{ "callgraph", no_argument, NULL, OPT_CALLGRAPH },
-	{ "tree", no_argument, NULL, OPT_TREE },
-	{ "callers", required_argument, NULL, OPT_CALLERS },
-	{ "callees", required_argument, NULL, OPT_CALLEES },
-	{ "percent-limit", required_argument, NULL, OPT_PLIMIT },
-	{ "html", required_argument, NULL, OPT_HTML },
-	TALLY_DB_SELECT_LONGOPTS,
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
 
 struct ropts {
 	const char *input;
 	struct tally_select sel;
 	struct tally_report_opts r;
 	bool json;
-	const char **image_path;
-	size_t nimage_path;
 	bool plimit_set;
-	bool no_inline, explain, debuginfod;
-	const char **debug_dirs;
-	size_t ndebug_dirs;
-	const char *mapfile, *vmlinux;
-	double dfd_timeout;
+	bool explain;
 	const char *html;
 };
 
-/* The options into o: 0, or the exit status of a usage error (printed). */
-static int parse_options(struct ropts *o, struct tally_db_select *dbsel, int argc, char **argv)
+enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
+
+static int report_handle(void *ctx, int code, const char *arg)
 {
-	size_t aimage_path = 0, adebug = 0;
-	optind = 1;
-	opterr = 0;
-	int opt, sr;
-	static const char shortopts[] = "i:flh";
-	while ((opt = getopt_long(argc, argv, shortopts, report_opts, NULL)) != -1) {
-		int es = tally_db_select_opt(dbsel, opt, optarg);
-		if (es < 0)
-			return tally_usage_error("report", "%s", tally_errmsg());
-		if (es)
-			continue;
-		switch (opt) {
-		case 'i': o->input = optarg; break;
-		case 'f': o->r.symbols = true; break;
-		case 'l': o->r.lines = true; break;
-		case OPT_NOINLINE: o->no_inline = true; break;
-		case OPT_EXPLAIN: o->explain = true; break;
-		case OPT_DEBUGDIR:
-			STRLIST_PUSH(o->debug_dirs, o->ndebug_dirs, adebug, optarg);
-			break;
-		case OPT_MAPFILE: o->mapfile = optarg; break;
-		case OPT_VMLINUX: o->vmlinux = optarg; break;
-		case OPT_DEBUGINFOD: o->debuginfod = true; break;
-		case OPT_DFDTIMEOUT:
-			if (tally_parse_duration(optarg, "--debuginfod-timeout", &o->dfd_timeout) || o->dfd_timeout <= 0 ||
-			    o->dfd_timeout > 3600)
-				return tally_usage_error("report", "invalid --debuginfod-timeout '%s': expected seconds from 0.1 to 3600", optarg);
-			break;
-		case OPT_TOP:
-			if (tally_parse_u64(optarg, "--top", 1, UINT32_MAX, &o->r.top))
-				return tally_usage_error("report", "%s", tally_errmsg());
-			break;
-		case OPT_JSON: o->json = true; break;
-		case OPT_IMGPATH:
-			STRLIST_PUSH(o->image_path, o->nimage_path, aimage_path, optarg);
-			break;
-		case OPT_CHILDREN: o->r.children = true; break;
-		case OPT_CALLGRAPH: o->r.callgraph = true; break;
-		case OPT_TREE: o->r.tree = true; break;
-		case OPT_CALLERS: o->r.callers = optarg; break;
-		case OPT_CALLEES: o->r.callees = optarg; break;
-		case OPT_PLIMIT: {
-			char *end;
-			o->r.percent_limit = strtod(optarg, &end);
-			if (end == optarg || *end || !(o->r.percent_limit >= 0 && o->r.percent_limit <= 100))
-				return tally_usage_error("report", "invalid --percent-limit '%s': expected a percentage from 0 to 100", optarg);
-			o->plimit_set = true;
-			break;
-		}
-		case OPT_HTML: o->html = optarg; break;
-		case 'h': fputs(report_usage, stdout); return -1;
-		default:
-			sr = tally_select_getopt(&o->sel, opt, optarg);
-			if (sr < 0)
-				return tally_usage_error("report", "%s", tally_errmsg());
-			if (sr > 0)
-				break;
-			return tally_getopt_error("report", shortopts, argv);
-		}
+	struct ropts *o = ctx;
+	switch (code) {
+	case OPT_INPUT: o->input = arg; break;
+	case OPT_SYMBOLS: o->r.symbols = true; break;
+	case OPT_LINES: o->r.lines = true; break;
+	case OPT_EXPLAIN: o->explain = true; break;
+	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
+	case OPT_JSON: o->json = true; break;
+	case OPT_HTML: o->html = arg; break;
+	case OPT_CHILDREN: o->r.children = true; break;
+	case OPT_CALLGRAPH: o->r.callgraph = true; break;
+	case OPT_TREE: o->r.tree = true; break;
+	case OPT_CALLERS: o->r.callers = arg; break;
+	case OPT_CALLEES: o->r.callees = arg; break;
+	case OPT_PLIMIT: {
+		char *end;
+		o->r.percent_limit = strtod(arg, &end);
+		if (end == arg || *end || !(o->r.percent_limit >= 0 && o->r.percent_limit <= 100))
+			return tally_seterr(-EINVAL, "invalid --percent-limit '%s': expected a percentage from 0 to 100", arg);
+		o->plimit_set = true;
+		break;
 	}
-	if (o->explain && optind < argc)
-		o->r.explain_image = argv[optind++];
-	if (optind < argc)
-		return tally_usage_error("report", "unexpected argument '%s'", argv[optind]);
+	}
+	return 0;
+}
+
+static const struct tally_option report_options[] = {
+	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
+	{ 'f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS },
+	{ 'l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES },
+	{ 0, "explain", TALLY_ARG_NONE, NULL,
+	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
+	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
+	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
+	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
+	TALLY_OPTION_END,
+};
+
+static const struct tally_option report_cg_options[] = {
+	{ 0, "children", TALLY_ARG_NONE, NULL, "per function: inclusive %, self %, name (sorted by inclusive)", OPT_CHILDREN },
+	{ 0, "callgraph", TALLY_ARG_NONE, NULL, "per function: its callers above, its callees below", OPT_CALLGRAPH },
+	{ 0, "tree", TALLY_ARG_NONE, NULL, "top-down call tree", OPT_TREE },
+	{ 0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS },
+	{ 0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES },
+	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P",
+	  "leave out tree nodes under P% (default 0.5); with --html, fold\nflame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
+	TALLY_OPTION_END,
+};
+
+static const struct tally_optgroup report_group = { NULL, report_options, report_handle };
+static const struct tally_optgroup report_cg_group = { "call graphs (databases recorded with -g)", report_cg_options, report_handle };
+
+const struct tally_cmdopts report_cmdopts = {
+	.name = "report",
+	.summary = "where the time went: per image, per function, per line, call graphs (iprof, opreport)",
+	.usage = "[options] [IMAGE]",
+	.groups = { &report_group, &report_cg_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
+};
+
+/* The options into o: -1 to go on, else the exit status (0 after --help). */
+static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally_db_select *dbsel, int argc, char **argv)
+{
+	void *ctx[] = { o, o, &o->sel, so, dbsel };
+	int first, r = tally_cmd_options(&report_cmdopts, ctx, argc, argv, &first);
+	if (r >= 0)
+		return r;
+	if (o->explain && first < argc)
+		o->r.explain_image = argv[first++];
+	if (first < argc)
+		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
-	return 0;
+	return -1;
 }
 
 /* Writes the page, or the report (text, JSON or --explain) to stdout: 0 or 1. */
@@ -216,36 +158,28 @@ int cmd_report(int argc, char **argv)
 	tally_select_init(&o.sel);
 	o.r.sel = &o.sel;
 	struct tally_db_select dbsel = { 0 };
-	struct tally_imgmap map;
-	bool have_map = false, have_db = false;
+	struct tally_symopts so;
+	tally_symopts_init(&so);
+	bool have_db = false;
 	struct tally_db db;
 	struct tally_resolver *res = NULL;
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	int ret = parse_options(&o, &dbsel, argc, argv);
-	if (ret) {
-		ret = ret < 0 ? 0 : ret; /* --help */
+	int ret = parse_options(&o, &so, &dbsel, argc, argv);
+	if (ret >= 0)
 		goto out;
-	}
 	o.r.input = o.input;
 	ret = 1;
 	if (o.html && tally_html_check_target(o.html)) {
 		tally_error("%s", tally_errmsg());
 		goto out;
 	}
-	if (o.mapfile) {
-		if (tally_imgmap_load(&map, o.mapfile)) {
-			tally_error("%s", tally_errmsg());
-			goto out;
-		}
-		have_map = true;
-	}
-	if (o.vmlinux && access(o.vmlinux, R_OK) != 0) {
-		tally_error("cannot read --vmlinux '%s': %s", o.vmlinux, strerror(errno));
+	struct tally_resolver_opts ro = { 0 };
+	int sp = tally_symopts_prepare(&so, &ro, &w);
+	tally_print_warnings(&w);
+	if (sp) {
+		tally_error("%s", tally_errmsg());
 		goto out;
 	}
-	for (size_t i = 0; i < o.ndebug_dirs; i++)
-		if (access(o.debug_dirs[i], X_OK) != 0)
-			tally_warn("--debug-dir '%s': %s (searched anyway)", o.debug_dirs[i], strerror(errno));
 	if (tally_db_open_select(&db, o.input, &dbsel)) {
 		tally_error("%s", tally_errmsg());
 		goto out;
@@ -273,25 +207,13 @@ int cmd_report(int argc, char **argv)
 	if (cgmode)
 		tally_view_select(&db, &o.sel);
 	tally_warn_jit(&db);
-	struct tally_resolver_opts ro = {
-		.image_path = o.image_path,
-		.debug_dirs = o.debug_dirs,
-		.map = have_map ? &map : NULL,
-		.vmlinux = o.vmlinux,
-		.debuginfod = o.debuginfod,
-		.debuginfod_timeout = o.dfd_timeout,
-		.no_inline = o.no_inline,
-		.lines = o.r.lines || o.explain,
-	};
+	ro.lines = o.r.lines || o.explain;
 	tally_resolver_new(&res, &db, &ro);
 	ret = render(&o, &db, res);
 out:
 	tally_resolver_free(res);
 	if (have_db)
 		tally_db_release(&db);
-	if (have_map)
-		tally_imgmap_release(&map);
-	free(o.image_path);
-	free(o.debug_dirs);
+	tally_symopts_release(&so);
 	return ret;
 }

@@ -3,7 +3,6 @@
  * find unstripped copies of images recorded on a stripped system. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -14,23 +13,38 @@
 #include "tally/imgmap.h"
 #include "tally/util.h"
 
-static const char scan_usage[] =
-	"usage: tally scan [options] [DIR...]\n"
-	"\n"
-	"Writes a map from image signature (build-id, else content hash) to the ELF\n"
-	"files under each DIR (default: /usr/lib/debug /usr/local/lib /usr/local/bin\n"
-	"/usr/lib /usr/bin /usr/sbin /usr/libexec /lib /bin /sbin /opt, those that exist).\n"
-	"\n"
-	"  -o, --output FILE   write the map to FILE (default: standard output)\n"
-	"  -q, --quiet         no note per skipped file or directory loop\n"
-	"  -v, --verbose       end with the counts of files, images, loops and skips\n";
+struct scanopts {
+	const char *output;
+	bool quiet;
+};
 
-static const struct option scan_opts[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+static int scan_handle(void *ctx, int code, const char *arg)
+{
+	struct scanopts *o = ctx;
+	switch (code) {
+	case 'o': o->output = arg; break;
+	case 'q': o->quiet = true; break;
+	case 'v': tally_verbose = 1; break;
+	}
+	return 0;
+}
+
+static const struct tally_option scan_options[] = {
+	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "write the map to FILE (default: standard output)", 'o' },
+	{ 'q', "quiet", TALLY_ARG_NONE, NULL, "no note per skipped file or directory loop", 'q' },
+	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "end with the counts of files, images, loops and skips", 'v' },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup scan_group = { NULL, scan_options, scan_handle };
+
+const struct tally_cmdopts scan_cmdopts = {
+	.name = "scan",
+	.summary = "map image signatures to files, for reports of stripped systems (iscan)",
+	.usage = "[options] [DIR...]",
+	.footer = "Writes a map from image signature (build-id, else content hash) to the ELF\n"
+		  "files under each DIR (default: /usr/lib/debug /usr/local/lib /usr/local/bin\n"
+		  "/usr/lib /usr/bin /usr/sbin /usr/libexec /lib /bin /sbin /opt, those that exist).\n",
+	.groups = { &scan_group },
 };
 
 static void scan_warn(const char *msg, void *ctx)
@@ -41,27 +55,18 @@ static void scan_warn(const char *msg, void *ctx)
 
 int cmd_scan(int argc, char **argv)
 {
-	const char *output = NULL;
-	bool quiet = false;
-	optind = 1;
-	opterr = 0;
-	int opt;
-	static const char shortopts[] = "o:qvh";
-	while ((opt = getopt_long(argc, argv, shortopts, scan_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o': output = optarg; break;
-		case 'q': quiet = true; break;
-		case 'v': tally_verbose = 1; break;
-		case 'h': fputs(scan_usage, stdout); return 0;
-		default:
-			return tally_getopt_error("scan", shortopts, argv);
-		}
-	}
+	struct scanopts so = { 0 };
+	void *ctx[] = { &so };
+	int first, r = tally_cmd_options(&scan_cmdopts, ctx, argc, argv, &first);
+	if (r >= 0)
+		return r;
+	const char *output = so.output;
+	bool quiet = so.quiet;
 	const char **dirs = NULL;
 	char **real = NULL;
 	size_t n = 0, a = 0, nreal = 0, areal = 0;
-	if (optind < argc) {
-		for (int i = optind; i < argc; i++) {
+	if (first < argc) {
+		for (int i = first; i < argc; i++) {
 			/* absolute paths: the map is read from anywhere */
 			char *rp = realpath(argv[i], NULL);
 			GROW(dirs, a, n + 1);

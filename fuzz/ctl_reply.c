@@ -1,9 +1,11 @@
-/* A daemon's reply as the client takes it: tally_ctl_call against a fake
- * daemon (a thread on a Unix socket in memory) that reads the request line,
- * answers with the input's bytes and closes. Oracles: the call ends (no hang:
- * libFuzzer's -timeout), and when it succeeds the reply was 'ok N' or
- * 'error N', a newline and at least N bytes, and the body is exactly those N
- * bytes; when it fails, the error is one line. */
+/* A daemon's reply as the client takes it: its header through
+ * tally_ctl_reply_header, then the whole exchange, tally_ctl_call against a
+ * fake daemon (a thread on a Unix socket in memory) that reads the request
+ * line, answers with the input's bytes and closes. Oracles: the call ends (no
+ * hang: libFuzzer's -timeout); when it succeeds the reply was 'ok N' or
+ * 'error N', a newline and at least N bytes, the body is exactly those N bytes,
+ * and the header parser agrees; a header the parser takes, followed by its
+ * whole body, is a call that succeeds; when it fails, the error is one line. */
 #include "fuzz.h"
 
 #include "tally/ctl.h"
@@ -89,6 +91,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	reply = data;
 	reply_len = size;
+	bool hok = false;
+	size_t hdr_len = 0, body_len = 0;
+	int h = tally_ctl_reply_header((const char *)data, size, "reply", &hok, &hdr_len, &body_len);
+	FUZZ_CHECK(h == 0 || h == 1 || h == -EPROTO, "tally_ctl_reply_header returned %d", h);
+	if (h == 0)
+		FUZZ_CHECK(hdr_len > 0 && hdr_len <= size && data[hdr_len - 1] == '\n', "a header of %zu bytes", hdr_len);
 	bool ok = false;
 	struct strbuf body = STRBUF_INIT;
 	int r = tally_ctl_call(sock_path, "status", 5, &ok, &body);
@@ -98,9 +106,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(sem_timedwait(&served, &until) == 0, "the fake daemon was never asked");
 	if (r) {
 		fuzz_check_errmsg();
+		FUZZ_CHECK(h != 0 || body_len > size - hdr_len, "a reply whose header parses, with its whole body, failed: %s",
+			   tally_errmsg());
 		strbuf_release(&body);
 		return 0;
 	}
+	FUZZ_CHECK(h == 0 && hok == ok && body_len == body.len, "the call took a reply the header parser does not (%d)", h);
 	const uint8_t *nl = memchr(data, '\n', size);
 	FUZZ_CHECK(nl, "a reply without a header line was accepted");
 	size_t hdr = (size_t)(nl - data) + 1;

@@ -1,4 +1,4 @@
-/* One file of a database (docs/format.md) through tally_db_parse_file, the
+/* One file of a database (docs/format.md) through its tally_db_parse_*, the
  * parser tally_db_open_dir runs on each file it reads. Built once per file
  * kind: DB_FILE is "session", "images", "x.prof", "stacks", "kernel.syms",
  * "tasks", "modules" or "mntns". The files a kind needs parsed before it (the
@@ -18,6 +18,24 @@
 #endif
 
 #define NIMAGES 64
+
+/* The parser of a file kind, by its name. */
+static int parse_file(struct tally_db *db, const char *name, const void *buf, size_t len)
+{
+	static const struct {
+		const char *name;
+		int (*parse)(struct tally_db *, const char *, size_t, const char *);
+	} kinds[] = {
+		{ "session", tally_db_parse_session },	{ "images", tally_db_parse_images }, { "x.prof", tally_db_parse_prof },
+		{ "stacks", tally_db_parse_stacks },	{ "kernel.syms", tally_db_parse_ksyms },
+		{ "tasks", tally_db_parse_tasks },	{ "modules", tally_db_parse_modules },
+		{ "mntns", tally_db_parse_mntns },
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kinds[i].name, name))
+			return kinds[i].parse(db, buf, len, name);
+	abort();
+}
 
 /* How many count columns the input's first counts have: the 'samples:' header
  * of a .prof, the first line of a stacks file (1 when it says nothing). */
@@ -53,7 +71,7 @@ static void prerequisites(struct tally_db *db, int nevents)
 	for (int e = 0; e < nevents; e++)
 		strbuf_addf(&sb, "%s0", e ? "," : "");
 	strbuf_addstr(&sb, "\ncall-graph: fp\nper-pid: yes\n");
-	int r = tally_db_parse_file(db, "session", sb.buf, sb.len);
+	int r = parse_file(db, "session", sb.buf, sb.len);
 	FUZZ_CHECK(r == 0, "the harness's session: %s", tally_errmsg());
 	strbuf_reset(&sb);
 	if (!strcmp(DB_FILE, "images")) {
@@ -62,7 +80,7 @@ static void prerequisites(struct tally_db *db, int nevents)
 	}
 	for (int i = 0; i < NIMAGES; i++)
 		strbuf_addf(&sb, "%d\texec\t%016x\tbuild-id\t0\timage%d\t/usr/bin/image%d\n", i, i, i, i);
-	r = tally_db_parse_file(db, "images", sb.buf, sb.len);
+	r = parse_file(db, "images", sb.buf, sb.len);
 	FUZZ_CHECK(r == 0, "the harness's images: %s", tally_errmsg());
 	strbuf_release(&sb);
 }
@@ -149,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     strcmp(DB_FILE, "modules");
 	if (needs)
 		start_from(&db, input_events(text));
-	int r = tally_db_parse_file(&db, DB_FILE, data, size);
+	int r = parse_file(&db, DB_FILE, data, size);
 	if (r) {
 		fuzz_check_errmsg();
 	} else if (!strcmp(DB_FILE, "session")) {
@@ -171,7 +189,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < db.ntasks; i++)
 			FUZZ_CHECK(db.tasks[i].pid > 0 && db.tasks[i].comm && db.tasks[i].exe, "task %zu", i);
 	} else if (!strcmp(DB_FILE, "modules")) {
-		FUZZ_CHECK(db.modules, "the module list was not kept");
 		for (size_t i = 0; i < db.nmods; i++)
 			FUZZ_CHECK(db.mods[i].name && *db.mods[i].name, "module %zu", i);
 	}

@@ -3,8 +3,8 @@
  * Oracles: the functions are sorted and do not overlap, each line table is
  * sorted and lies where lookups find it; and the round trip: the text tally
  * writes from the parsed dump (tally_jitdump_format) it reads back
- * (tally_jitdump_read_copy) to the same functions, names, line tables and
- * code, and writes again byte for byte the same. */
+ * (tally_jitdump_read_buf) to the same functions, names, line tables and
+ * code, without a warning, and writes again byte for byte the same. */
 #include "fuzz.h"
 
 #include "tally/jitdump.h"
@@ -83,19 +83,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	struct strbuf t1 = STRBUF_INIT, t2 = STRBUF_INIT;
 	tally_jitdump_format(&jd, true, "/tmp/jit-1.dump", &t1);
-	char *copy = xstrdup(t1.buf);
 	struct tally_jitdump back;
-	r = tally_jitdump_read_copy(&back, copy, "jitdump-1-x.txt");
-	if (r)
+	r = tally_jitdump_read_buf(&back, t1.buf, t1.len, "jitdump-1-x.txt");
+	if (r || back.warning)
 		fprintf(stderr, "the copy tally wrote:\n%.4000s\n", t1.buf);
-	FUZZ_CHECK(r == 0, "tally cannot read back the copy it wrote of a dump it accepted: %s", tally_errmsg());
+	FUZZ_CHECK(r == 0 && !back.warning, "tally cannot read back the copy it wrote of a dump it accepted: %s",
+		   r ? tally_errmsg() : back.warning);
 	check_sorted(&back, "copy");
 	check_same(&jd, &back);
 	tally_jitdump_format(&back, true, "/tmp/jit-1.dump", &t2);
 	FUZZ_CHECK(t1.len == t2.len && !memcmp(t1.buf, t2.buf, t1.len), "the copy written again differs");
 	tally_jitdump_release(&back);
 	tally_jitdump_release(&jd);
-	free(copy);
 	strbuf_release(&t1);
 	strbuf_release(&t2);
 	return 0;

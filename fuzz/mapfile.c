@@ -11,7 +11,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tally_imgmap m;
-	int r = tally_imgmap_parse(&m, "fuzz.map", (const char *)data, size);
+	int r = tally_imgmap_parse(&m, (const char *)data, size, "fuzz.map");
 	if (r) {
 		fuzz_check_errmsg();
 		return 0;

@@ -1,9 +1,12 @@
-/* A perf map (/tmp/perf-PID.map: 'START SIZE NAME' lines, hex), as the
+/* A perf map (/tmp/perf-PID.map: 'START SIZE NAME' lines, hex): first through
+ * tally_perfmap_parse, the parser of the recorder and the report, then as the
  * database keeps its copy (jit/perf-PID-ID.map) and the report reads it: the
  * input is written there in a database in memory with one JIT image, and the
  * resolver names addresses with it (tally_resolve, tally_resolve_leaf, the
- * --explain text). Oracles: the function found for an address contains it;
- * every address gets a name or none, without a crash; notes are one line. */
+ * --explain text). Oracles: each entry parsed is a range that does not wrap
+ * with a name inside the buffer, not empty, without a newline or NUL; the
+ * function found for an address contains it; every address gets a name or
+ * none, without a crash; notes are one line. */
 #include "fuzz.h"
 
 #include "tally/db.h"
@@ -27,8 +30,26 @@ static void probe(struct tally_resolver *r, uint64_t addr)
 	FUZZ_CHECK(leaf.name, "no name, not even '[unknown]', for 0x%" PRIx64, addr);
 }
 
+static void parse(const uint8_t *data, size_t size)
+{
+	struct tally_perfmap_sym *ps = NULL;
+	size_t n = 0, bad = 0;
+	int r = tally_perfmap_parse((const char *)data, size, &ps, &n, &bad);
+	FUZZ_CHECK(r == 0, "tally_perfmap_parse returned %d", r);
+	for (size_t i = 0; i < n; i++) {
+		const struct tally_perfmap_sym *y = &ps[i];
+		FUZZ_CHECK(y->start + y->size >= y->start, "entry %zu wraps: 0x%" PRIx64 "+0x%" PRIx64, i, y->start, y->size);
+		FUZZ_CHECK(y->name_len > 0 && y->name <= size && y->name_len <= size - y->name, "entry %zu: name at %zu+%zu of %zu",
+			   i, y->name, y->name_len, size);
+		FUZZ_CHECK(!memchr(data + y->name, '\n', y->name_len) && !memchr(data + y->name, '\0', y->name_len),
+			   "entry %zu: a name with a newline or NUL", i);
+	}
+	free(ps);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	parse(data, size);
 	char dir[512], jit[600];
 	snprintf(dir, sizeof(dir), "%s/db", fuzz_dir());
 	snprintf(jit, sizeof(jit), "%s/jit", dir);

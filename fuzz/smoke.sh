@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make fuzz-smoke: every fuzz target over its checked-in corpus, then a few
-# seconds of fuzzing from it (docs/fuzzing.md). Exits non-zero when any target
+# make fuzz-smoke: every fuzz target over its checked-in corpus and the inputs
+# that once failed it (fuzz/regress/TARGET/), then a few seconds of fuzzing
+# from them (docs/fuzzing.md). Exits non-zero when any target
 # crashes, leaks, hangs or fails an oracle; the input that did is kept under
 # the work directory named in the message (and libFuzzer prints how to rerun it).
 #
@@ -22,9 +23,11 @@ for t in "${targets[@]}"; do
 	corpus=fuzz/corpus/$name
 	[ -d "$corpus" ] || { echo "fuzz-smoke: $name has no corpus '$corpus'" >&2; failed+=("$name"); continue; }
 	mkdir -p "$W/$name/new" "$W/$name/crash"
+	regress=
+	[ -d "fuzz/regress/$name" ] && regress=fuzz/regress/$name
 	# a fixed seed: the same mutations on every run of the same tree
 	"$t" -seed=1 -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
-		-artifact_prefix="$W/$name/crash/" "$W/$name/new" "$corpus" >"$W/$name.log" 2>&1
+		-artifact_prefix="$W/$name/crash/" "$W/$name/new" "$corpus" $regress >"$W/$name.log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$W/$name.log")
 	cov=$(grep -o 'cov: [0-9]*' "$W/$name.log" | tail -1)

@@ -12,6 +12,11 @@
 
 /* The longest request, newline included. */
 #define TALLY_CTL_MAX_REQUEST 4096
+/* The longest reply body a client takes: an ok reply (a drain's bundle: 4 GiB)
+ * and an error's one-line message. A header announcing more is refused before
+ * anything is allocated; the daemon refuses to send a larger drain. */
+#define TALLY_CTL_MAX_REPLY (4ULL << 30)
+#define TALLY_CTL_MAX_ERROR 65536ULL
 /* The answer to anything that is not a command. */
 #define TALLY_CTL_USAGE "usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain"
 #define TALLY_CTL_CPUS_USAGE "usage: cpus LIST|all on|off [freq HZ|period N]"
@@ -52,9 +57,18 @@ void tally_ctl_req_release(struct tally_ctl_req *req);
 /* A reply: "ok LEN\n" or "error LEN\n", then LEN bytes of body. */
 void tally_ctl_frame(struct strbuf *out, bool ok, const char *body, size_t len);
 
+/* A reply's header line at the start of buf (len bytes, need not be
+ * NUL-terminated): 0 with *ok (ok or error), *hdr (the header's length, its
+ * newline included) and *body_len (at most TALLY_CTL_MAX_REPLY, or
+ * TALLY_CTL_MAX_ERROR for an error) set; 1 when the line is not whole yet;
+ * -EPROTO with tally_seterr naming what when it is not a reply's header. */
+int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr, size_t *body_len);
+
 /* The client side: connects to the socket, sends the request line, reads the
  * whole reply (at most timeout seconds without progress). *ok tells the kind;
- * body gets its bytes. 0 or -errno with tally_seterr saying what to do. */
+ * body gets its bytes. 0 or -errno with tally_seterr saying what to do: a
+ * reply that is not one or is longer than its bound is -EPROTO, memory
+ * running short -ENOMEM (never an exit). */
 int tally_ctl_call(const char *socket_path, const char *request, double timeout, bool *ok, struct strbuf *body);
 
 #endif

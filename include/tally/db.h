@@ -127,15 +127,6 @@ struct tally_db {
 int tally_db_open(struct tally_db *db, const char *path);
 /* The same for a plain database directory only. */
 int tally_db_open_dir(struct tally_db *db, const char *path);
-/* Parses the text of one file of a database into db, as tally_db_open_dir does
- * once it has read the file (which is a thin wrapper around this): name is
- * "session", "images", a "NAME.prof", "stacks", "kernel.syms", "tasks", "modules"
- * or "mntns", and each needs what the earlier ones of that list put in db (a
- * zeroed db to start; db->path, when set, prefixes name in errors). The checks
- * across files (the .prof files against the session's counts) are
- * tally_db_open_dir's. For the fuzzers and tests. 0 or -EINVAL with
- * tally_seterr naming the file and line; release db in both cases. */
-int tally_db_parse_file(struct tally_db *db, const char *name, const void *buf, size_t len);
 /* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
 const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
 void tally_db_release(struct tally_db *db);
@@ -185,8 +176,6 @@ void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src);
 /* The database built (out is overwritten); frees b. */
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
-/* Parses the 'modules' file's text into db->mods; what names it in errors. */
-int tally_db_parse_modules(struct tally_db *db, const char *text, const char *what);
 
 /* The database an aggregate makes, in memory: images identified, self counts per
  * (image, pid, offset), stacks, the kernel symbols the samples need (through kc
@@ -214,5 +203,29 @@ size_t tally_db_bytes(const struct tally_db *db, size_t *files);
 int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value);
 int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
 			  uint64_t *counts);
+
+/* The parsers of a database's files, each over one file's bytes (buf, len:
+ * anything, read only; a NUL byte or a last line without its newline is
+ * refused), what naming the file in errors. tally_db_open_dir reads each file
+ * and calls these, in this order, on a zeroed db: session (events, counts,
+ * every value tally reads checked), images, each .prof, stacks (refused when
+ * the session says call-graph none), kernel.syms, tasks, modules, mntns; then
+ * tally_db_check_totals. 0 or -EINVAL with tally_seterr naming what and the
+ * line; db stays consistent either way (tally_db_release frees it). */
+int tally_db_parse_session(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_prof(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_stacks(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_ksyms(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_tasks(struct tally_db *db, const char *buf, size_t len, const char *what);
+/* The 'modules' file into db->mods (db->modules, the text kept, is the caller's). */
+int tally_db_parse_modules(struct tally_db *db, const char *buf, size_t len, const char *what);
+int tally_db_parse_mntns(struct tally_db *db, const char *buf, size_t len, const char *what);
+/* Whether the .prof files' counts add up (without passing 2^64) to the
+ * session's samples of each event. 0 or -EINVAL with tally_seterr naming what. */
+int tally_db_check_totals(const struct tally_db *db, const char *what);
+/* A session time, "2026-11-21T13:07:00Z" exactly (a real date and time), as
+ * seconds since 1970 into *out (may be NULL). */
+bool tally_db_utc_time(const char *s, double *out);
 
 #endif

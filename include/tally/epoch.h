@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "tally/db.h"
+#include "tally/options.h"
 
 /* The marker file of a daemon's database directory. */
 #define TALLY_DAEMON_MARKER "tally-daemon"
@@ -45,20 +46,10 @@ struct tally_db_select {
 	double since, until; /* seconds since 1970 (UTC) */
 };
 
-/* getopt_long values and table entries of --epoch, --since and --until (needs <getopt.h>). */
+/* The codes of --epoch, --since and --until in tally_db_select_group. */
 enum { TALLY_OPT_EPOCH = 0x2100, TALLY_OPT_SINCE, TALLY_OPT_UNTIL };
-#define TALLY_DB_SELECT_LONGOPTS                                       \
-	{ "epoch", required_argument, NULL, TALLY_OPT_EPOCH },         \
-	{ "since", required_argument, NULL, TALLY_OPT_SINCE },         \
-	{ "until", required_argument, NULL, TALLY_OPT_UNTIL }
-#define TALLY_DB_SELECT_USAGE                                                                        \
-	"daemon databases (all epochs merged unless one of these selects):\n"                       \
-	"      --epoch NAME         only this epoch (a name such as 202611211307)\n"                 \
-	"      --since WHEN         epochs with samples after WHEN: a duration ago (2h, 30m)\n"     \
-	"                           or a UTC time (2026-11-21T13:07, 202611211307)\n"                \
-	"      --until WHEN         epochs that began before WHEN (same forms)\n"
 
-/* Handles one option of a command's getopt_long loop: 1 when opt was --epoch,
+/* Handles one option of tally_db_select_group: 1 when opt was --epoch,
  * --since or --until (taken), 0 when it is not one of them, -EINVAL with
  * tally_seterr when its value is bad or --epoch meets --since/--until. */
 int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg);
@@ -73,15 +64,25 @@ bool tally_db_select_active(const struct tally_db_select *sel);
  * tally_seterr (an empty selection names the range and what there is). */
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
 
-/* A bundle's bytes (read from path, which names it in errors; buf[len] is a
- * NUL, as in a strbuf), opened as
- * tally_db_open opens a bundle file (which reads the file and calls this):
- * unpacked into a new directory under $TMPDIR (else /tmp), removed by
- * tally_db_release. 0 or -errno with tally_seterr. */
-int tally_db_open_bundle(struct tally_db *db, const char *path, const char *buf, size_t len);
+/* ---- bundles (docs/format.md) ---- */
+
+/* Checks a bundle's bytes (buf, len) whole, calling file(ctx, name, data, len)
+ * for each file in it when file is not NULL (a non-zero return stops and is
+ * returned). what names the bundle in errors. 0, -ENOTDIR when it is not a
+ * bundle at all, or -EINVAL with tally_seterr (version, entry, name, count). */
+int tally_bundle_parse(const char *buf, size_t len, const char *what,
+		       int (*file)(void *ctx, const char *name, const char *data, size_t len), void *ctx);
+/* Opens the bundle in buf as a database (unpacked into a private temporary
+ * directory, removed by tally_db_release); what names it (db->path, errors).
+ * tally_db_open reads a bundle file with this. 0 or -errno with tally_seterr. */
+int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, const char *what);
 
 /* "2h" (that long before now), "202611211307", "2026-11-21", "2026-11-21T13:07",
  * "2026-11-21 13:07:30Z": seconds since 1970, UTC. 0 or -EINVAL with tally_seterr. */
 int tally_parse_time(const char *s, const char *what, double now, double *out);
+
+/* --epoch, --since, --until as an option group (options.h), for a struct
+ * tally_db_select context. */
+extern const struct tally_optgroup tally_db_select_group;
 
 #endif

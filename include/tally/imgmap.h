@@ -29,11 +29,13 @@ struct tally_imgmap {
 	size_t n, alloc;
 };
 
-/* Reads a map file. 0, or -errno with tally_seterr naming the file and line. */
+/* Reads a map file (tally_imgmap_parse over its bytes). 0, or -errno with
+ * tally_seterr naming the file and line. */
 int tally_imgmap_load(struct tally_imgmap *m, const char *path);
-/* The same for a map's bytes (read from path, which names it in errors):
- * tally_imgmap_load reads the file and calls this. */
-int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf, size_t len);
+/* Parses a map's bytes (buf, len: anything; a NUL byte is refused as binary
+ * data) into m; what names it (m->file, errors). 0 or -EINVAL with tally_seterr
+ * naming what and the line; m is released on failure. */
+int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, const char *what);
 void tally_imgmap_release(struct tally_imgmap *m);
 /* The entries with this id: returns how many, *first their index. */
 size_t tally_imgmap_find(const struct tally_imgmap *m, const char *id, size_t *first);

@@ -12,42 +12,16 @@
 #include "tally/agg.h"
 #include "tally/collect.h"
 #include "tally/db.h"
+#include "tally/options.h"
 #include "tally/util.h"
 
-/* getopt_long values of the long-only options (clear of other commands' own). */
+/* The codes of the long-only options in tally_sampling_group. */
 enum {
 	TALLY_OPT_NORAND = 0x2000,
 	TALLY_OPT_PERPID,
 	TALLY_OPT_CALLGRAPH,
 	TALLY_OPT_BUILDID_MMAP,
 };
-
-/* Entries for a command's struct option table (needs <getopt.h>). */
-#define TALLY_SAMPLING_LONGOPTS                                                   \
-	{ "freq", required_argument, NULL, 'F' },                                 \
-	{ "period", required_argument, NULL, 'c' },                               \
-	{ "no-randomize", no_argument, NULL, TALLY_OPT_NORAND },                  \
-	{ "event", required_argument, NULL, 'e' },                                \
-	{ "cpu", required_argument, NULL, 'C' },                                  \
-	{ "per-pid", no_argument, NULL, TALLY_OPT_PERPID },                       \
-	{ "call-graph", required_argument, NULL, TALLY_OPT_CALLGRAPH },           \
-	{ "build-id-mmap", no_argument, NULL, TALLY_OPT_BUILDID_MMAP }
-/* Their short forms, for the getopt string. */
-#define TALLY_SAMPLING_SHORTOPTS "F:c:e:C:g"
-
-/* The help text of these options. */
-#define TALLY_SAMPLING_USAGE                                                                        \
-	"  -F, --freq HZ          samples per second (default 999)\n"                               \
-	"  -c, --period N         one sample every N events (instead of -F)\n"                      \
-	"      --no-randomize     keep the sampling period fixed\n"                                 \
-	"  -e, --event LIST       events, comma-separated (default cpu-clock; see 'tally events')\n" \
-	"  -C, --cpu LIST         only these CPUs (e.g. 0,2-3)\n"                                   \
-	"      --per-pid          a separate profile per process\n"                                 \
-	"  -g                     record call chains (same as --call-graph fp)\n"                   \
-	"      --call-graph MODE  fp: frame pointers and kernel chains;\n"                          \
-	"                         dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n" \
-	"                         the binaries' CFI while recording\n"                              \
-	"      --build-id-mmap    take build-ids from the kernel at mmap time (see docs/sampling.md)\n"
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
 
@@ -98,5 +72,9 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 
 /* The kernel's perf_event_max_sample_rate, or 0 when unreadable. */
 uint64_t tally_max_sample_rate(void);
+
+/* The sampling options as an option group (options.h), for a struct
+ * tally_sampling context. */
+extern const struct tally_optgroup tally_sampling_group;
 
 #endif

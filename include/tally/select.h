@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "tally/db.h"
+#include "tally/options.h"
 
 struct tally_select {
 	const char *image, *comm, *event;
@@ -15,8 +16,7 @@ struct tally_select {
 	int ev_only; /* after tally_select_check: the --event index, or -1 for all */
 };
 
-/* getopt_long codes of the shared options: put TALLY_SELECT_OPTIONS in the
- * command's option table and pass every code to tally_select_getopt. */
+/* The codes of the options in tally_select_group. */
 enum {
 	TALLY_OPT_SEL_IMAGE = 0x1000,
 	TALLY_OPT_SEL_PID,
@@ -24,20 +24,6 @@ enum {
 	TALLY_OPT_SEL_EVENT,
 	TALLY_OPT_SEL_EXCL,
 };
-#define TALLY_SELECT_OPTIONS                                                   \
-	{ "image", required_argument, NULL, TALLY_OPT_SEL_IMAGE },             \
-	{ "pid", required_argument, NULL, TALLY_OPT_SEL_PID },                 \
-	{ "comm", required_argument, NULL, TALLY_OPT_SEL_COMM },               \
-	{ "event", required_argument, NULL, TALLY_OPT_SEL_EVENT },             \
-	{ "exclude-dependent", no_argument, NULL, TALLY_OPT_SEL_EXCL }
-
-/* The usage lines of the shared options. */
-#define TALLY_SELECT_USAGE                                                                      \
-	"      --exclude-dependent  only the profiled programs' own executables\n"                 \
-	"      --image NAME         only this image (file name or full path)\n"                    \
-	"      --pid PID            only this process (needs a --per-pid database)\n"              \
-	"      --comm NAME          only processes with this name (needs --per-pid)\n"             \
-	"      --event NAME         only this event\n"
 
 void tally_select_init(struct tally_select *s);
 /* 1 when opt was a selection option (taken), 0 when it is not one, -1 with
@@ -59,5 +45,9 @@ static inline bool tally_select_event(const struct tally_select *s, int ev)
 {
 	return s->ev_only < 0 || ev == s->ev_only;
 }
+
+/* --image, --pid, --comm, --event, --exclude-dependent as an option group
+ * (options.h), for a struct tally_select context. */
+extern const struct tally_optgroup tally_select_group;
 
 #endif

@@ -13,7 +13,9 @@
 
 /* Allocation that does not fail: on failure the handler the program set
  * (tally_set_oom_handler; tally's prints one line and exits 1) runs, and
- * without one the process aborts (there is no useful recovery). */
+ * without one the process aborts (there is no useful recovery). Sizes that do
+ * not fit in memory at all (a count times an element size past PTRDIFF_MAX)
+ * are failures too, never a wrapped-around small allocation. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
@@ -22,6 +24,10 @@ char *xstrndup(const char *s, size_t n);
 /* Grow *p (of *alloc elements of size sz) to hold at least want elements. */
 void tally_set_oom_handler(void (*fn)(size_t n));
 void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
+/* The same without exiting: 0, -EOVERFLOW when want elements of sz bytes are
+ * more than an object may hold, -ENOMEM when memory is short; *p and *alloc
+ * are unchanged on failure. */
+int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz) __attribute__((warn_unused_result));
 #define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
 /* Appends s to a NULL-terminated list of n strings (repeatable options). */
 #define STRLIST_PUSH(list, n, alloc, s)                                        \
@@ -49,7 +55,10 @@ struct tally_warnings {
 void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tally_warnings_release(struct tally_warnings *w);
 
-/* Growable string buffer (git's strbuf): buf is always NUL-terminated. */
+/* Growable string buffer (git's strbuf): buf is always NUL-terminated. The
+ * appenders cannot fail (memory exhaustion is the OOM handler's, as for
+ * xmalloc);
+ * strbuf_grow, for sizes that come from outside, returns its failure. */
 struct strbuf {
 	char *buf;
 	size_t len, alloc;
@@ -58,7 +67,10 @@ struct strbuf {
 void strbuf_init(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
-void strbuf_grow(struct strbuf *sb, size_t extra);
+/* Room for extra more bytes (and the NUL): 0, -EOVERFLOW when len + extra does
+ * not fit in an object, -ENOMEM when memory is short; sb is unchanged on
+ * failure. Never exits. */
+int strbuf_grow(struct strbuf *sb, size_t extra) __attribute__((warn_unused_result));
 void strbuf_add(struct strbuf *sb, const void *data, size_t n);
 void strbuf_addstr(struct strbuf *sb, const char *s);
 void strbuf_addch(struct strbuf *sb, char c);
@@ -68,6 +80,18 @@ void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
 /* Text fields of the database: backslash, newline, tab and CR become \\ \n \t \r. */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
+/* len bytes of s as they may be quoted in an error message: at most max bytes
+ * of s (then "..."), with control characters, DEL, backslash and bytes that
+ * are not UTF-8 escaped (\n \t \r \\ \xNN), so that damaged input never
+ * reaches a terminal raw. */
+void strbuf_add_excerpt(struct strbuf *sb, const char *s, size_t len, size_t max);
+/* The same into out (TALLY_EXCERPT_SIZE bytes), at most TALLY_EXCERPT_MAX bytes
+ * of a NUL-terminated s (NULL: ""); returns out. For tally_seterr arguments:
+ *   char q[TALLY_EXCERPT_SIZE];
+ *   tally_seterr(-EINVAL, "... got '%s'", tally_excerpt(q, line)); */
+#define TALLY_EXCERPT_MAX 40
+#define TALLY_EXCERPT_SIZE (TALLY_EXCERPT_MAX * 4 + 4)
+const char *tally_excerpt(char *out, const char *s);
 /* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
 void tally_unescape(char *s);
 /* Caller owns the returned string; sb is reset. */
@@ -106,18 +130,22 @@ static inline uint64_t tally_hash_u64(uint64_t x)
 	return x;
 }
 
-/* Parsers: 0 on success, -EINVAL with tally_seterr naming what (an option name) on failure. */
+/* Parsers: 0 on success, -EINVAL with tally_seterr naming what (an option name)
+ * and the range allowed on failure; *out is untouched then. */
 int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out);
-/* Decimal seconds, or a number with suffix ms, s, m, h, d. */
+/* Decimal seconds, or a number with suffix ms, s, m, h, d: more than 0, at most
+ * TALLY_DURATION_MAX seconds (100 years; never infinite). */
+#define TALLY_DURATION_MAX (36525.0 * 86400)
 int tally_parse_duration(const char *s, const char *what, double *seconds);
 /* A size in bytes: digits with an optional suffix k, M, G or T (powers of 1024;
- * "KiB", "MB" and the like too), at least min. */
+ * "KiB", "MB" and the like too), from min to TALLY_SIZE_MAX. */
+#define TALLY_SIZE_MAX (UINT64_C(1) << 60)
 int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out);
 /* A size for people: "1.5 MiB". */
 void tally_format_size(uint64_t bytes, char *buf, size_t n);
 /* "0,2-3" or "all" into a bitmap of ncpus bits (bool array). */
 int tally_parse_cpulist(const char *s, int ncpus, bool *set);
-/* "1,2,3" into an array of positive ints (caller frees *out). */
+/* "1,2,3" into an array of ints from 1 to INT_MAX (caller frees *out). */
 int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n);
 
 /* qsort that accepts an empty (NULL) array, which qsort itself does not. */

@@ -295,3 +295,29 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		tally_meta_set(m, key, "%s", a->jit_warnings[i]);
 	}
 }
+
+static int sampling_handle(void *ctx, int code, const char *arg)
+{
+	int r = tally_sampling_opt(ctx, code, arg);
+	return r < 0 ? r : 0;
+}
+
+static const struct tally_option sampling_options[] = {
+	{ 'F', "freq", TALLY_ARG_REQUIRED, "HZ", "samples per second (default 999)", 'F' },
+	{ 'c', "period", TALLY_ARG_REQUIRED, "N", "one sample every N events (instead of -F)", 'c' },
+	{ 0, "no-randomize", TALLY_ARG_NONE, NULL, "keep the sampling period fixed", TALLY_OPT_NORAND },
+	{ 'e', "event", TALLY_ARG_REQUIRED, "LIST", "events, comma-separated (default cpu-clock; see 'tally events')", 'e' },
+	{ 'C', "cpu", TALLY_ARG_REQUIRED, "LIST", "only these CPUs (e.g. 0,2-3)", 'C' },
+	{ 0, "per-pid", TALLY_ARG_NONE, NULL, "a separate profile per process", TALLY_OPT_PERPID },
+	{ 'g', NULL, TALLY_ARG_NONE, NULL, "record call chains (same as --call-graph fp)", 'g' },
+	{ 0, "call-graph", TALLY_ARG_REQUIRED, "MODE",
+	  "fp: frame pointers and kernel chains;\n"
+	  "dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
+	  "the binaries' CFI while recording",
+	  TALLY_OPT_CALLGRAPH },
+	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
+	  TALLY_OPT_BUILDID_MMAP },
+	TALLY_OPTION_END,
+};
+
+const struct tally_optgroup tally_sampling_group = { "sampling", sampling_options, sampling_handle };

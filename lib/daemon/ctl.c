@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,15 +124,59 @@ void tally_ctl_frame(struct strbuf *out, bool ok, const char *body, size_t len)
 	strbuf_add(out, body, len);
 }
 
-/* Waits for fd to be ready for events, at most timeout seconds. */
+int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr, size_t *body_len)
+{
+	const char *nl = memchr(buf, '\n', len > 64 ? 64 : len);
+	if (!nl)
+		return len > 64 ? tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what)
+				: 1;
+	bool isok = (size_t)(nl - buf) > 3 && !memcmp(buf, "ok ", 3);
+	bool iserr = (size_t)(nl - buf) > 6 && !memcmp(buf, "error ", 6);
+	const char *num = isok ? buf + 3 : buf + 6;
+	if (!isok && !iserr)
+		return tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what);
+	uint64_t l = 0;
+	bool huge = false;
+	for (const char *d = num; d < nl; d++) {
+		if (!isdigit((unsigned char)*d))
+			return tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what);
+		if (l > (UINT64_MAX - 9) / 10)
+			huge = true;
+		else
+			l = l * 10 + (uint64_t)(*d - '0');
+	}
+	unsigned long long max = isok ? TALLY_CTL_MAX_REPLY : TALLY_CTL_MAX_ERROR;
+	if (huge || l > max) {
+		/* the number as sent (digits only, checked above) */
+		int nd = (int)(nl - num) > 40 ? 40 : (int)(nl - num);
+		return tally_seterr(-EPROTO, "'%s' announced a reply of %.*s%s bytes, more than the %llu a%s reply may hold: it is not a tally daemon's reply",
+				    what, nd, num, nl - num > 40 ? "..." : "", max, isok ? "" : "n error");
+	}
+	*ok = isok;
+	*hdr = (size_t)(nl - buf) + 1;
+	*body_len = (size_t)l;
+	return 0;
+}
+
+/* Waits for fd to be ready for events, at most timeout seconds (any length:
+ * poll's milliseconds are an int, so a long wait is several polls). */
 static int wait_fd(int fd, short events, double timeout)
 {
 	struct pollfd p = { .fd = fd, .events = events };
-	int ms = timeout > 0 ? (int)(timeout * 1000) : -1;
+	double deadline = tally_now_mono() + (timeout > 0 ? timeout : 0);
 	for (;;) {
+		int ms = -1;
+		if (timeout > 0) {
+			double left = (deadline - tally_now_mono()) * 1000;
+			if (left <= 0)
+				return 0;
+			ms = left >= INT_MAX ? INT_MAX : (int)left + 1;
+		}
 		int r = poll(&p, 1, ms);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r == 0 && timeout > 0)
+			continue; /* the deadline decides */
 		return r;
 	}
 }
@@ -205,7 +250,7 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 	strbuf_release(&req);
 	if (ret)
 		goto out;
-	/* the reply: a header line, then exactly LEN bytes */
+	/* the reply: a header line, then exactly LEN bytes (LEN bounded: it comes from the peer) */
 	struct strbuf in = STRBUF_INIT;
 	bool closed = false;
 	size_t want = SIZE_MAX, hdr = 0;
@@ -215,8 +260,16 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			ret = tally_seterr(-ETIMEDOUT, "the daemon at '%s' did not answer within %.0f s", path, timeout);
 			break;
 		}
-		strbuf_grow(&in, 65536);
-		ssize_t n = recv(fd, in.buf + in.len, 65536, 0);
+		/* no more than the rest of the reply, so that a reply never grows past its bound */
+		size_t room = want == SIZE_MAX ? 65536 : hdr + want - in.len;
+		if (room > 65536)
+			room = 65536;
+		int g = strbuf_grow(&in, room);
+		if (g) {
+			ret = tally_seterr(g, "cannot read the answer of '%s': %s", path, strerror(-g));
+			break;
+		}
+		ssize_t n = recv(fd, in.buf + in.len, room, 0);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (n < 0) {
@@ -228,23 +281,13 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 		in.len += (size_t)n;
 		in.buf[in.len] = '\0';
 		if (want == SIZE_MAX) {
-			char *nl = memchr(in.buf, '\n', in.len);
-			if (nl) {
-				char *end;
-				bool isok = !strncmp(in.buf, "ok ", 3), iserr = !strncmp(in.buf, "error ", 6);
-				const char *num = isok ? in.buf + 3 : in.buf + 6;
-				unsigned long long l = (isok || iserr) && isdigit((unsigned char)*num) ? strtoull(num, &end, 10) : 0;
-				if ((!isok && !iserr) || !isdigit((unsigned char)*num) || end != nl) {
-					ret = tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", path);
-					break;
-				}
-				*ok = isok;
-				want = (size_t)l;
-				hdr = (size_t)(nl - in.buf) + 1;
-			} else if (in.len > 64) {
-				ret = tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", path);
+			int h = tally_ctl_reply_header(in.buf, in.len, path, ok, &hdr, &want);
+			if (h < 0) {
+				ret = h;
 				break;
 			}
+			if (h == 1)
+				want = SIZE_MAX; /* not yet whole */
 		}
 	}
 	if (!ret && (want == SIZE_MAX || in.len < hdr + want)) {

@@ -563,7 +563,7 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	out->modules = b->modules;
 	b->modules = NULL;
 	if (out->modules)
-		(void)tally_db_parse_modules(out, out->modules, "modules"); /* our own text, or read (and checked) before */
+		(void)tally_db_parse_modules(out, out->modules, strlen(out->modules), "modules"); /* our own text, or read (and checked) before */
 
 	/* the session: the caller's (or the merged) keys, the counts from the data */
 	out->session = b->session;

@@ -86,9 +86,10 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 		*out = now - d;
 		return 0;
 	}
-bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration before now (30m, 2h, 1d) or a UTC time (2026-11-21T13:07, 202611211307)",
-			    what, s ? s : "");
+bad:;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration before now (30m, 2h, 1d; at most %.0fd) or a UTC time (2026-11-21T13:07, 202611211307)",
+			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
 static void format_when(double t, char *buf, size_t n)
@@ -147,14 +148,9 @@ static void session_times(const char *dbdir, double *start, double *stop)
 		char *save = NULL;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			double *into = !strncmp(l, "start-time: ", 12) ? start : !strncmp(l, "stop-time: ", 11) ? stop : NULL;
-			if (!into)
-				continue;
-			struct tm tm;
-			memset(&tm, 0, sizeof(tm));
-			const char *v = strchr(l, ' ') + 1;
-			const char *end = strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm);
-			if (end && !*end)
-				*into = (double)timegm(&tm);
+			double t;
+			if (into && tally_db_utc_time(strchr(l, ' ') + 1, &t))
+				*into = t; /* a damaged time is refused when the epoch is read */
 		}
 	}
 	strbuf_release(&p);
@@ -260,9 +256,11 @@ int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg)
 	double now = tally_now_wall();
 	switch (opt) {
 	case TALLY_OPT_EPOCH:
-		if (!tally_epoch_name_ok(arg))
+		if (!tally_epoch_name_ok(arg)) {
+			char q[TALLY_EXCERPT_SIZE];
 			return tally_seterr(-EINVAL, "invalid --epoch '%s': an epoch is named YYYYMMDDHHMM[-N] (see 'tally ctl status' or the database directory)",
-					    arg);
+					    tally_excerpt(q, arg));
+		}
 		sel->epoch = arg;
 		break;
 	case TALLY_OPT_SINCE:
@@ -329,80 +327,142 @@ static bool bundle_name_ok(const char *n)
 	return true;
 }
 
-/* Unpacks the bundle text into dir. 0 or -EINVAL with tally_seterr naming path. */
-static int unpack_bundle(const char *path, const char *text, size_t len, const char *dir)
+struct bundle_names {
+	char **v;
+	size_t n, alloc;
+	struct tally_hidx idx;
+};
+
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	const char *p = text, *end = text + len;
-	const char *nl = memchr(p, '\n', (size_t)(end - p));
-	if (!nl)
-		goto damaged;
+	return !strcmp(((const struct bundle_names *)ctx)->v[idx], key);
+}
+
+int tally_bundle_parse(const char *buf, size_t len, const char *what,
+		       int (*file)(void *ctx, const char *name, const char *data, size_t len), void *ctx)
+{
+	const char *p = buf, *end = buf + len;
+	char q[TALLY_EXCERPT_SIZE];
+	if (len < 13 || strncmp(buf, "tally-bundle:", 13))
+		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain')",
+				    what);
+	const char *nl = memchr(p, '\n', len);
+	if (!nl || strncmp(buf, "tally-bundle: 1\n", 16)) {
+		/* the version as written, never more than its line (which may be all there is) */
+		const char *v = buf + 13, *ve = nl ? nl : end;
+		while (v < ve && *v == ' ')
+			v++;
+		if (v == ve)
+			return tally_seterr(-EINVAL, "'%s' is a damaged bundle: its first line names no format-version (drain it again)",
+					    what);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_add_excerpt(&sb, v, (size_t)(ve - v), TALLY_EXCERPT_MAX);
+		tally_seterr(-EINVAL, "'%s' is a bundle of format-version %s, and this tally reads version %d (use a newer tally)",
+			     what, sb.buf, TALLY_FORMAT_VERSION);
+		strbuf_release(&sb);
+		return -EINVAL;
+	}
 	p = nl + 1;
+	struct bundle_names seen = { 0 };
 	size_t files = 0;
-	bool made_jit = false;
+	int r = 0;
 	for (;;) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			goto damaged;
-		if (!strncmp(p, "end: ", 5)) {
-			char *e2;
-			unsigned long long want = strtoull(p + 5, &e2, 10);
-			if (strncmp(e2, " files\n", 7) || e2 + 7 != end || want != files)
+		if ((size_t)(end - p) >= 5 && !strncmp(p, "end: ", 5)) {
+			const char *d = p + 5;
+			uint64_t want = 0;
+			bool digits = d < nl && isdigit((unsigned char)*d);
+			for (; d < nl && isdigit((unsigned char)*d) && want <= (UINT64_MAX - 9) / 10; d++)
+				want = want * 10 + (uint64_t)(*d - '0');
+			if (!digits || (size_t)(end - d) != 7 || strncmp(d, " files\n", 7) || want != files)
 				goto damaged;
-			return 0;
+			goto out;
 		}
-		if (strncmp(p, "file: ", 6))
+		if ((size_t)(nl - p) < 8 || strncmp(p, "file: ", 6) || !isdigit((unsigned char)p[6]))
 			goto damaged;
-		char *e2;
-		errno = 0;
-		unsigned long long flen = strtoull(p + 6, &e2, 10);
-		if (errno || e2 == p + 6 || *e2 != ' ' || !isdigit((unsigned char)p[6]))
+		const char *d = p + 6;
+		uint64_t flen = 0;
+		for (; d < nl && isdigit((unsigned char)*d); d++) {
+			if (flen > (UINT64_MAX - 9) / 10)
+				goto damaged;
+			flen = flen * 10 + (uint64_t)(*d - '0');
+		}
+		if (d >= nl || *d != ' ' || memchr(d + 1, '\0', (size_t)(nl - d - 1)))
 			goto damaged;
-		char *name = xstrndup(e2 + 1, (size_t)(nl - e2 - 1));
+		char *name = xstrndup(d + 1, (size_t)(nl - d - 1));
 		const char *data = nl + 1;
-		if (!bundle_name_ok(name) || flen > (unsigned long long)(end - data) || (size_t)(end - data) - flen < 1 ||
+		if (!bundle_name_ok(name) || flen > (uint64_t)(end - data) || (uint64_t)(end - data) - flen < 1 ||
 		    data[flen] != '\n') {
 			free(name);
 			goto damaged;
 		}
-		struct strbuf fp = STRBUF_INIT;
-		if (!strncmp(name, "jit/", 4) && !made_jit) {
-			strbuf_addf(&fp, "%s/jit", dir);
-			mkdir(fp.buf, 0700);
-			made_jit = true;
-			strbuf_reset(&fp);
+		uint64_t h = tally_hash_bytes(name, strlen(name), 0);
+		if (tally_hidx_get(&seen.idx, h, name, name_eq, &seen) != TALLY_HIDX_NONE) {
+			r = tally_seterr(-EINVAL, "'%s' holds the file '%s' twice (the bundle is damaged: drain it again)", what,
+					 tally_excerpt(q, name));
+			free(name);
+			goto out;
 		}
-		strbuf_addf(&fp, "%s/%s", dir, name);
-		int fd = open(fp.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		int r = 0;
-		if (fd < 0) {
-			r = errno == EEXIST ? tally_seterr(-EINVAL, "'%s' holds the file '%s' twice (the bundle is damaged: drain it again)", path, name)
-					    : tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", path, dir, strerror(errno));
-		} else {
-			size_t left = (size_t)flen;
-			const char *d = data;
-			while (left && !r) {
-				ssize_t w = write(fd, d, left);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0)
-					r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", path, dir, strerror(errno));
-				else {
-					d += w;
-					left -= (size_t)w;
-				}
-			}
-			close(fd);
-		}
-		strbuf_release(&fp);
-		free(name);
-		if (r)
-			return r;
+		GROW(seen.v, seen.alloc, seen.n + 1);
+		seen.v[seen.n] = name;
+		tally_hidx_put(&seen.idx, h, (uint32_t)seen.n++);
+		if (file && (r = file(ctx, name, data, (size_t)flen)))
+			goto out;
 		files++;
 		p = data + flen + 1;
 	}
 damaged:
-	return tally_seterr(-EINVAL, "'%s' is a damaged bundle: bad or missing entry at byte %zu (drain it again)", path,
-			    (size_t)(p - text));
+	r = tally_seterr(-EINVAL, "'%s' is a damaged bundle: bad or missing entry at byte %zu (drain it again)", what,
+			 (size_t)(p - buf));
+out:
+	for (size_t i = 0; i < seen.n; i++)
+		free(seen.v[i]);
+	free(seen.v);
+	tally_hidx_release(&seen.idx);
+	return r;
+}
+
+struct unpack {
+	const char *what, *dir;
+	bool made_jit;
+};
+
+/* Writes one file of a bundle into the unpacking directory. */
+static int unpack_file(void *ctx, const char *name, const char *data, size_t len)
+{
+	struct unpack *u = ctx;
+	struct strbuf fp = STRBUF_INIT;
+	if (!strncmp(name, "jit/", 4) && !u->made_jit) {
+		strbuf_addf(&fp, "%s/jit", u->dir);
+		mkdir(fp.buf, 0700);
+		u->made_jit = true;
+		strbuf_reset(&fp);
+	}
+	strbuf_addf(&fp, "%s/%s", u->dir, name);
+	int fd = open(fp.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int r = 0;
+	if (fd < 0) {
+		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
+	} else {
+		size_t left = len;
+		const char *d = data;
+		while (left && !r) {
+			ssize_t w = write(fd, d, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
+			else {
+				d += w;
+				left -= (size_t)w;
+			}
+		}
+		close(fd);
+	}
+	strbuf_release(&fp);
+	return r;
 }
 
 /* The error message with the unpacked directory's name replaced by the bundle's. */
@@ -427,52 +487,28 @@ static void rename_in_error(int r, const char *tmp, const char *path)
 	strbuf_release(&sb);
 }
 
-static int open_bundle(struct tally_db *db, const char *path)
+int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	struct strbuf sb = STRBUF_INIT;
-	int r = strbuf_read_file(&sb, path, 0);
-	if (!r)
-		r = tally_db_open_bundle(db, path, sb.buf, sb.len);
-	else
-		memset(db, 0, sizeof(*db));
-	strbuf_release(&sb);
-	return r;
-}
-
-int tally_db_open_bundle(struct tally_db *db, const char *path, const char *buf, size_t len)
-{
-	const struct {
-		const char *buf;
-		size_t len;
-	} sb = { buf, len };
-	int r;
-	if (sb.len < 13 || strncmp(sb.buf, "tally-bundle:", 13)) {
-		memset(db, 0, sizeof(*db));
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain')",
-				    path);
-	}
-	if (strncmp(sb.buf, "tally-bundle: 1\n", 16)) {
-		char v[32];
-		sscanf(sb.buf + 13, " %31[^\n]", v);
-		memset(db, 0, sizeof(*db));
-		return tally_seterr(-EINVAL, "'%s' is a bundle of format-version %s, and this tally reads version %d (use a newer tally)",
-				    path, v, TALLY_FORMAT_VERSION);
-	}
+	memset(db, 0, sizeof(*db));
+	/* checked whole before anything is written */
+	int r = tally_bundle_parse(buf, len, what, NULL, NULL);
+	if (r)
+		return r;
 	const char *td = getenv("TMPDIR");
 	struct strbuf tmpl = STRBUF_INIT;
 	strbuf_addf(&tmpl, "%s/tally-bundle.XXXXXX", td && *td ? td : "/tmp");
 	if (!mkdtemp(tmpl.buf)) {
-		r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s", path,
+		r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s", what,
 				 td && *td ? td : "/tmp", strerror(errno));
 		strbuf_release(&tmpl);
-		memset(db, 0, sizeof(*db));
 		return r;
 	}
-	r = unpack_bundle(path, sb.buf, sb.len, tmpl.buf);
+	struct unpack u = { what, tmpl.buf, false };
+	r = tally_bundle_parse(buf, len, what, unpack_file, &u);
 	if (!r) {
 		r = tally_db_open_dir(db, tmpl.buf);
 		if (r)
-			rename_in_error(r, tmpl.buf, path);
+			rename_in_error(r, tmpl.buf, what);
 	}
 	if (r) {
 		tally_remove_tree(tmpl.buf);
@@ -481,9 +517,23 @@ int tally_db_open_bundle(struct tally_db *db, const char *path, const char *buf,
 		return r;
 	}
 	free(db->path);
-	db->path = xstrdup(path);
+	db->path = xstrdup(what);
 	db->tmpdir = strbuf_detach(&tmpl);
 	return 0;
+}
+
+static int open_bundle(struct tally_db *db, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int r = strbuf_read_file(&sb, path, 0);
+	if (r) {
+		strbuf_release(&sb);
+		memset(db, 0, sizeof(*db));
+		return r;
+	}
+	r = tally_db_open_bundle_buf(db, sb.buf ? sb.buf : "", sb.len, path);
+	strbuf_release(&sb);
+	return r;
 }
 
 /* ---- opening ---- */
@@ -542,6 +592,62 @@ static void epoch_session(const char *dir, struct tally_meta *m)
 	}
 	strbuf_release(&p);
 	strbuf_release(&sb);
+}
+
+/* What a merge of epochs adds up, so far: every count the builder sums. */
+struct merge_sums {
+	char **events;
+	size_t nev;
+	uint64_t *samples; /* per event of events */
+	uint64_t other[9]; /* lost, throttled, the summed session keys, the stop reasons */
+};
+
+static void merge_sums_release(struct merge_sums *m)
+{
+	for (size_t e = 0; e < m->nev; e++)
+		free(m->events[e]);
+	free(m->events);
+	free(m->samples);
+}
+
+static bool add_fits(uint64_t *sum, uint64_t v)
+{
+	if (v > UINT64_MAX - *sum)
+		return false;
+	*sum += v;
+	return true;
+}
+
+/* Adds one epoch's counts to m: -EINVAL with tally_seterr when a sum of the
+ * merge would pass 2^64 (each epoch adds up; together they would wrap). */
+static int merge_fits(struct merge_sums *m, const struct tally_db *one, const char *path)
+{
+	static const char *const keys[] = { "dwarf-unwinds", "dwarf-stopped-early", "dwarf-joined-fp", "jit-untrusted" };
+	const char *what = NULL;
+	for (int e = 0; e < one->nevents && !what; e++)
+		for (size_t k = 0; k < m->nev; k++)
+			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->samples[k], one->samples[e]))
+				what = one->events[e];
+	uint64_t v[9] = { one->lost, one->throttled, 0 };
+	for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+		const char *s = tally_meta_get(&one->session, keys[k]);
+		v[2 + k] = s ? strtoull(s, NULL, 10) : 0; /* checked by the reader */
+	}
+	const char *why = tally_meta_get(&one->session, "dwarf-stop-reasons");
+	unsigned long long w[3] = { 0, 0, 0 };
+	if (why)
+		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
+			     &w[2]);
+	for (int i = 0; i < 3; i++)
+		v[6 + i] = w[i];
+	if (what)
+		return tally_seterr(-EINVAL, "'%s': its epochs together hold more than %" PRIu64 " '%s' samples (an epoch is damaged: read them one by one with --epoch)",
+				    path, UINT64_MAX, what);
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+		if (!add_fits(&m->other[i], v[i]))
+			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
+					    path, UINT64_MAX);
+	return 0;
 }
 
 static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel)
@@ -639,9 +745,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 		events[nev++] = xstrdup("cpu-clock");
 	}
 	struct tally_db_builder *b = tally_db_builder_new((int)nev, events, per_pid, stacks);
-	for (size_t e = 0; e < nev; e++)
-		free(events[e]);
-	free(events);
+	struct merge_sums sums = { events, nev, xcalloc(nev, sizeof(uint64_t)), { 0 } };
 	size_t used = 0;
 	for (size_t k = 0; k < np; k++) {
 		struct tally_db one;
@@ -650,14 +754,18 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 			r = 0; /* pruned meanwhile: it is not there any more */
 			continue;
 		}
+		if (!r && (r = merge_fits(&sums, &one, path)))
+			tally_db_release(&one);
 		if (r) {
 			tally_db_builder_free(b);
+			merge_sums_release(&sums);
 			goto out;
 		}
 		tally_db_builder_add(b, &one);
 		tally_db_release(&one);
 		used++;
 	}
+	merge_sums_release(&sums);
 	tally_db_builder_finish(b, db);
 	free(db->path);
 	db->path = xstrdup(path);
@@ -689,15 +797,10 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 		return r;
 	/* one recording: selected whole or not at all */
 	double start = -1, stop = -1;
-	struct tm tm;
-	const char *v = tally_meta_get(&db->session, "start-time");
-	memset(&tm, 0, sizeof(tm));
-	if (v && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		start = (double)timegm(&tm);
-	v = tally_meta_get(&db->session, "stop-time");
-	memset(&tm, 0, sizeof(tm));
-	if (v && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		stop = (double)timegm(&tm);
+	if (!tally_db_utc_time(tally_meta_get(&db->session, "start-time"), &start))
+		start = -1;
+	if (!tally_db_utc_time(tally_meta_get(&db->session, "stop-time"), &stop))
+		stop = -1;
 	if (stop < start)
 		stop = start;
 	if (start >= 0 && in_range(sel, start, stop))
@@ -720,3 +823,20 @@ int tally_db_open(struct tally_db *db, const char *path)
 {
 	return tally_db_open_select(db, path, NULL);
 }
+
+static int db_select_handle(void *ctx, int code, const char *arg)
+{
+	int r = tally_db_select_opt(ctx, code, arg);
+	return r < 0 ? r : 0;
+}
+
+static const struct tally_option db_select_options[] = {
+	{ 0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH },
+	{ 0, "since", TALLY_ARG_REQUIRED, "WHEN",
+	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE },
+	{ 0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL },
+	TALLY_OPTION_END,
+};
+
+const struct tally_optgroup tally_db_select_group = { "daemon databases (all epochs merged unless one of these selects)",
+						      db_select_options, db_select_handle };

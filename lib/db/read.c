@@ -8,10 +8,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DAMAGED "the database is damaged: record it again"
 
@@ -33,8 +35,10 @@ int tally_parse_header_line(const char *line, const char *what, size_t lineno, c
 	*value = xstrdup(v);
 	tally_unescape(*value);
 	return 0;
-bad:
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%.40s' (%s)", what, lineno, line, DAMAGED);
+bad:;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%s' (%s)", what, lineno,
+			    tally_excerpt(q, line), DAMAGED);
 }
 
 static bool parse_hex(const char **p, uint64_t *out)
@@ -93,9 +97,10 @@ int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int
 	if (*p)
 		goto bad;
 	return 0;
-bad:
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%.40s' (%s)", what,
-			    lineno, nevents, nevents == 1 ? "" : "s", line, DAMAGED);
+bad:;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%s' (%s)", what,
+			    lineno, nevents, nevents == 1 ? "" : "s", tally_excerpt(q, line), DAMAGED);
 }
 
 /* Splits a file's text into lines in place; *next is set past the line. */
@@ -114,12 +119,6 @@ static char *next_line(char **cur)
 	return s;
 }
 
-/* Each file's parser, after its loader read the text into sb (path names it). */
-typedef int parse_fn(struct tally_db *db, struct strbuf *sb, struct strbuf *path);
-static parse_fn parse_session, parse_images, parse_prof, parse_stacks, parse_ksyms, parse_tasks, parse_mntns,
-	parse_modules;
-static int check_text(const struct strbuf *sb, const struct strbuf *path);
-
 static int read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
 {
 	strbuf_reset(path);
@@ -130,12 +129,6 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 		return 1;
 	if (r)
 		return r;
-	return check_text(sb, path);
-}
-
-/* A file's bytes as the parsers take them: whole lines of text, no NUL. */
-static int check_text(const struct strbuf *sb, const struct strbuf *path)
-{
 	if (sb->len && sb->buf[sb->len - 1] != '\n') {
 		size_t lines = 1;
 		for (size_t i = 0; i < sb->len; i++)
@@ -180,6 +173,280 @@ static int parse_counts_list(const char *s, int n, uint64_t *out)
 	return *p ? -1 : 0;
 }
 
+/* ---- the text of one file ---- */
+
+/* A file's text must be lines: no NUL byte (binary data), a newline at the end. */
+static int check_text(const char *buf, size_t len, const char *what)
+{
+	const char *nul = memchr(buf, '\0', len);
+	const char *upto = nul ? nul : buf + len;
+	size_t lines = 1;
+	for (const char *c = buf; (c = memchr(c, '\n', (size_t)(upto - c))); c++)
+		lines++;
+	if (nul)
+		return tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (%s)", what, lines, DAMAGED);
+	if (len && buf[len - 1] != '\n')
+		return tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", what, lines,
+				    DAMAGED);
+	return 0;
+}
+
+typedef int (*parse_fn)(struct tally_db *db, char *text, const char *what);
+
+/* fn over text that is checked first; text (NUL-terminated) is split in place. */
+static int parse_text(struct tally_db *db, char *text, size_t len, const char *what, parse_fn fn)
+{
+	int r = check_text(text, len, what);
+	return r ? r : fn(db, text, what);
+}
+
+/* fn over a copy of buf: the public entry points take any bytes, read-only. */
+static int parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, parse_fn fn)
+{
+	int r = check_text(buf, len, what);
+	if (r)
+		return r;
+	char *copy = xmalloc(len + 1);
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	r = fn(db, copy, what);
+	free(copy);
+	return r;
+}
+
+/* ---- values ---- */
+
+/* A whole decimal number that fits in 64 bits. */
+static bool whole_u64(const char *s, uint64_t *out)
+{
+	const char *p = s;
+	return parse_dec(&p, out) && !*p;
+}
+
+/* A process id: 0 (no process) to INT_MAX, the whole string. */
+static bool parse_pid(const char *s, int *out)
+{
+	uint64_t v;
+	if (!whole_u64(s, &v) || v > INT32_MAX)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+/* A plain decimal (digits, optionally a point and digits) with a finite value. */
+static bool plain_decimal(const char *s, size_t n, double *out)
+{
+	size_t d = 0, i = 0;
+	while (i < n && isdigit((unsigned char)s[i]))
+		i++, d++;
+	if (i < n && s[i] == '.')
+		for (i++; i < n && isdigit((unsigned char)s[i]); i++)
+			d++;
+	if (!d || i != n || n > 64)
+		return false;
+	char b[65];
+	memcpy(b, s, n);
+	b[n] = '\0';
+	double v = strtod(b, NULL);
+	if (!isfinite(v))
+		return false;
+	if (out)
+		*out = v;
+	return true;
+}
+
+bool tally_db_utc_time(const char *s, double *out)
+{
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	if (!s || strlen(s) != 20)
+		return false;
+	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return false;
+	/* strptime takes 2026-02-30 and 24:00:61: the time must give the text back */
+	time_t t = timegm(&tm);
+	struct tm chk;
+	char back[32];
+	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &chk) ||
+	    strcmp(back, s))
+		return false;
+	if (out)
+		*out = (double)t;
+	return true;
+}
+
+/* Items of a comma-separated list, each checked by ok (a pointer and length). */
+static bool each_item(const char *v, bool (*ok)(const char *s, size_t n))
+{
+	for (const char *p = v;;) {
+		size_t n = strcspn(p, ",");
+		if (!ok(p, n))
+			return false;
+		if (!p[n])
+			return true;
+		p += n + 1;
+	}
+}
+
+/* A sample period: the kernel's are 64-bit, tally asks for at most 2^62 (-c). */
+static bool item_period(const char *s, size_t n)
+{
+	double v;
+	return plain_decimal(s, n, &v) && v <= (double)(UINT64_MAX >> 2);
+}
+
+static bool item_u64(const char *s, size_t n)
+{
+	char b[24];
+	uint64_t v;
+	if (!n || n >= sizeof(b))
+		return false;
+	memcpy(b, s, n);
+	b[n] = '\0';
+	return whole_u64(b, &v);
+}
+
+static bool item_intervals(const char *s, size_t n)
+{
+	const char *a = memchr(s, '/', n);
+	const char *b = a ? memchr(a + 1, '/', (size_t)(s + n - a - 1)) : NULL;
+	return a && b && item_u64(s, (size_t)(a - s)) && item_u64(a + 1, (size_t)(b - a - 1)) &&
+	       item_u64(b + 1, (size_t)(s + n - b - 1));
+}
+
+static bool item_event(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false; /* printable ASCII: names are printed and matched as they are */
+	return true;
+}
+
+/* Whether a session value that tally reads as a number, a time or a choice
+ * is one; *want says what it should be when it is not. */
+static bool session_value_ok(const char *k, const char *v, const char **want)
+{
+	static const char *const counters[] = { "lost", "throttled", "dwarf-unwinds", "dwarf-stopped-early",
+						"dwarf-joined-fp", "jit-untrusted", "max-stack", "stack-size", "images" };
+	uint64_t u;
+	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
+		if (!strcmp(k, counters[i])) {
+			*want = "a count (a whole number below 2^64)";
+			return whole_u64(v, &u);
+		}
+	if (!strcmp(k, "start-time") || !strcmp(k, "stop-time")) {
+		*want = "a UTC time such as 2026-11-21T13:07:00Z";
+		return tally_db_utc_time(v, NULL);
+	}
+	if (!strcmp(k, "duration")) {
+		double d;
+		*want = "seconds, a decimal number of at most 100 years";
+		return plain_decimal(v, strlen(v), &d) && d <= TALLY_DURATION_MAX;
+	}
+	if (!strcmp(k, "period-mean") || !strcmp(k, "period-min") || !strcmp(k, "period-max")) {
+		*want = "decimal numbers up to 2^62 separated by commas";
+		return each_item(v, item_period);
+	}
+	if (!strcmp(k, "interval-p10-p50-p90")) {
+		*want = "A/B/C counts separated by commas";
+		return each_item(v, item_intervals);
+	}
+	if (!strcmp(k, "events")) {
+		*want = "event names separated by commas";
+		return each_item(v, item_event);
+	}
+	if (!strcmp(k, "per-pid")) {
+		*want = "yes or no";
+		return !strcmp(v, "yes") || !strcmp(v, "no");
+	}
+	if (!strcmp(k, "call-graph")) {
+		*want = "none, fp or dwarf";
+		return !strcmp(v, "none") || !strcmp(v, "fp") || !strcmp(v, "dwarf");
+	}
+	if (!strcmp(k, "dwarf-stop-reasons")) {
+		unsigned long long a, b, c;
+		int n = -1;
+		*want = "'stack copy too small N, no CFI or unreadable frame N, depth limit N'";
+		return sscanf(v, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu%n", &a, &b, &c,
+			      &n) == 3 &&
+		       n == (int)strlen(v) && !strchr(v, '-');
+	}
+	if (!strcmp(k, "daemon-pid")) {
+		int pid;
+		*want = "a process id";
+		return parse_pid(v, &pid) && pid > 0;
+	}
+	return true;
+}
+
+/* ---- session ---- */
+
+static int parse_session(struct tally_db *db, char *text, const char *what)
+{
+	char *cur = text;
+	char *line;
+	size_t ln = 0;
+	int r;
+	char q[TALLY_EXCERPT_SIZE];
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *k, *v;
+		if ((r = tally_parse_header_line(line, what, ln, &k, &v)))
+			return r;
+		const char *want = NULL;
+		if (tally_meta_get(&db->session, k))
+			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is given twice (%s)", what, ln, k, DAMAGED);
+		else if (!session_value_ok(k, v, &want))
+			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' must be %s, not '%s' (%s)", what, ln, k, want,
+					 tally_excerpt(q, v), DAMAGED);
+		if (r) {
+			free(k);
+			free(v);
+			return r;
+		}
+		GROW(db->session.kv, db->session.alloc, db->session.n + 1);
+		db->session.kv[db->session.n++] = (struct tally_kv){ k, v };
+	}
+	const char *fv = tally_meta_get(&db->session, "format-version");
+	if (!fv)
+		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
+	if (strcmp(fv, "1"))
+		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
+				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION);
+	const char *ev = tally_meta_get(&db->session, "events");
+	if (!ev || !*ev)
+		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
+	db->events = split_list(ev, &db->nevents);
+	for (int i = 0; i < db->nevents; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(db->events[i], db->events[j]))
+				return tally_seterr(-EINVAL, "'%s': event '%s' is named twice in 'events' (%s)", what,
+						    tally_excerpt(q, db->events[i]), DAMAGED);
+	db->samples = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	const char *s = tally_meta_get(&db->session, "samples");
+	if (!s || parse_counts_list(s, db->nevents, db->samples))
+		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)", what, DAMAGED);
+	const char *l = tally_meta_get(&db->session, "lost");
+	const char *t = tally_meta_get(&db->session, "throttled");
+	if ((l && parse_counts_list(l, 1, &db->lost)) || (t && parse_counts_list(t, 1, &db->throttled)))
+		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", what, DAMAGED);
+	const char *pp = tally_meta_get(&db->session, "per-pid");
+	db->per_pid = pp && !strcmp(pp, "yes");
+	const char *cg = tally_meta_get(&db->session, "call-graph");
+	db->has_stacks = cg && strcmp(cg, "none");
+	return 0;
+}
+
+int tally_db_parse_session(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	return parse_copy(db, buf, len, what, parse_session);
+}
+
 static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	struct stat dst;
@@ -196,72 +463,81 @@ static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 		return tally_seterr(-EINVAL, "'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
 				    db->path, db->path);
 	}
-	return r ? r : parse_session(db, sb, path);
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_session);
 }
 
-static int parse_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r;
-	char *cur = sb->buf;
-	char *line;
-	size_t ln = 0;
-	while ((line = next_line(&cur))) {
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
-		char *k, *v;
-		if ((r = tally_parse_header_line(line, path->buf, ln, &k, &v)))
-			return r;
-		GROW(db->session.kv, db->session.alloc, db->session.n + 1);
-		db->session.kv[db->session.n++] = (struct tally_kv){ k, v };
-	}
-	const char *fv = tally_meta_get(&db->session, "format-version");
-	if (!fv)
-		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", path->buf, DAMAGED);
-	if (strcmp(fv, "1"))
-		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
-				    path->buf, fv, TALLY_FORMAT_VERSION);
-	const char *ev = tally_meta_get(&db->session, "events");
-	if (!ev || !*ev)
-		return tally_seterr(-EINVAL, "'%s' names no events (%s)", path->buf, DAMAGED);
-	db->events = split_list(ev, &db->nevents);
-	db->samples = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	const char *s = tally_meta_get(&db->session, "samples");
-	if (!s || parse_counts_list(s, db->nevents, db->samples))
-		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)", path->buf, DAMAGED);
-	const char *l = tally_meta_get(&db->session, "lost");
-	const char *t = tally_meta_get(&db->session, "throttled");
-	if ((l && parse_counts_list(l, 1, &db->lost)) || (t && parse_counts_list(t, 1, &db->throttled)))
-		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", path->buf, DAMAGED);
-	const char *pp = tally_meta_get(&db->session, "per-pid");
-	db->per_pid = pp && !strcmp(pp, "yes");
-	const char *cg = tally_meta_get(&db->session, "call-graph");
-	db->has_stacks = cg && strcmp(cg, "none");
-	return 0;
-}
+/* ---- images ---- */
 
-/* A process id field: 0 (no process) to INT_MAX, the whole string. */
-static bool parse_pid(const char *s, int *out)
+static bool lower_hex(const char *s, size_t min, size_t max)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < 0 || v > 0x7fffffff)
+	size_t n = strlen(s);
+	if (n < min || n > max)
 		return false;
-	*out = (int)v;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
 	return true;
 }
 
-static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+static bool printable(const char *s)
 {
-	int r = read_text(sb, db->path, "images", path, false);
-	return r ? r : parse_images(db, sb, path);
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || *s == 0x7f)
+			return false;
+	return true;
 }
 
-static int parse_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+/* What is wrong with an image line's fields (NULL: nothing), as the writer
+ * makes them (docs/format.md): the id goes into file names, the kind decides
+ * how the image is read. */
+static const char *image_problem(const struct tally_db_image *im)
+{
+	static const char *const kinds[] = { "exec", "lib", "kernel", "nomap", "jit", "vdso" };
+	bool kind_ok = false;
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		kind_ok = kind_ok || !strcmp(im->kind, kinds[i]);
+	if (!kind_ok)
+		return "its kind is none of exec, lib, kernel, nomap, jit, vdso";
+	const char *ik = im->id_kind;
+	if (!strcmp(ik, "build-id")) {
+		if (!lower_hex(im->id, 2, 128) || strlen(im->id) % 2)
+			return "its build-id is not lowercase hex digits (2 to 128, an even number)";
+	} else if (!strcmp(ik, "xxh64")) {
+		if (!lower_hex(im->id, 16, 16))
+			return "its xxh64 id is not 16 lowercase hex digits";
+	} else if (!strcmp(ik, "none") || !strcmp(ik, "replaced") || !strcmp(ik, "unreachable")) {
+		if (strcmp(im->id, "00000000"))
+			return "an image without an id has the id 00000000";
+	} else {
+		return "its id kind is none of build-id, xxh64, none, replaced, unreachable";
+	}
+	if (!*im->name || strchr(im->name, '/') || !printable(im->name))
+		return "its name is empty or holds a '/' or a control character";
+	bool file = !strcmp(im->kind, "exec") || !strcmp(im->kind, "lib");
+	bool per_process = !strcmp(im->kind, "jit") || !strcmp(im->kind, "nomap");
+	if (!per_process && im->pid)
+		return "only jit and nomap images belong to a process (pid 0 otherwise)";
+	if (!strcmp(im->kind, "jit") && (!im->pid || strcmp(im->name, "jit") || strcmp(ik, "xxh64")))
+		return "a jit image is named 'jit', has an xxh64 id and its process's pid";
+	if (!strcmp(im->kind, "kernel") &&
+	    (strcmp(im->name, "kernel") || strcmp(im->path, "[kernel]") || (strcmp(ik, "build-id") && strcmp(ik, "none"))))
+		return "the kernel image is named 'kernel', with path '[kernel]' and a build-id or none";
+	if (!strcmp(im->kind, "nomap") && (strcmp(im->name, "nomap") || *im->path || strcmp(ik, "none")))
+		return "a nomap image is named 'nomap', with no path and no id";
+	if (!strcmp(im->kind, "vdso") &&
+	    (strcmp(im->name, "[vdso]") || strcmp(im->path, "[vdso]") || (strcmp(ik, "xxh64") && strcmp(ik, "none"))))
+		return "the vdso image is named '[vdso]', with path '[vdso]' and an xxh64 id or none";
+	if (file && (!strcmp(im->name, "kernel") && !strcmp(im->path, "[kernel]")))
+		return "the kernel is an image of kind 'kernel'";
+	return NULL;
+}
+
+static int parse_images(struct tally_db *db, char *text, const char *what)
 {
 	size_t cap = 0;
-	char *cur = sb->buf, *line;
+	char *cur = text, *line;
 	size_t ln = 0;
 	while ((line = next_line(&cur))) {
 		ln++;
@@ -280,12 +556,11 @@ static int parse_images(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 			p = tab + 1;
 		}
 		f[nf++] = p;
-		char *end;
-		unsigned long idx = nf == 7 ? strtoul(f[0], &end, 10) : 0;
+		uint64_t idx = 0;
 		int pid = 0;
-		if (nf != 7 || *end || idx != db->nimages || !parse_pid(f[4], &pid))
+		if (nf != 7 || !whole_u64(f[0], &idx) || idx != db->nimages || !parse_pid(f[4], &pid))
 			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'index kind id id-kind pid name path' in order (%s)",
-					    path->buf, ln, DAMAGED);
+					    what, ln, DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
 		struct tally_db_image *im = &db->images[db->nimages++];
 		memset(im, 0, sizeof(*im));
@@ -297,28 +572,56 @@ static int parse_images(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 		tally_unescape(f[6]);
 		im->name = xstrdup(f[5]);
 		im->path = xstrdup(f[6]);
+		const char *why = image_problem(im);
+		if (why)
+			return tally_seterr(-EINVAL, "'%s' line %zu: image %zu: %s (%s)", what, ln, db->nimages - 1, why, DAMAGED);
 	}
 	return 0;
 }
 
-static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, struct strbuf *path)
+int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	int r = read_text(sb, db->path, name, path, false);
-	return r ? r : parse_prof(db, sb, path);
+	return parse_copy(db, buf, len, what, parse_images);
 }
 
-static int parse_prof(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
-	int r;
-	char *cur = sb->buf, *line;
+	int r = read_text(sb, db->path, "images", path, false);
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_images);
+}
+
+/* ---- profiles ---- */
+
+/* sum[e] += c[e] for every event, or false (sum unchanged) when one would pass 2^64. */
+static bool add_counts(uint64_t *sum, const uint64_t *c, int n)
+{
+	for (int e = 0; e < n; e++)
+		if (c[e] > UINT64_MAX - sum[e])
+			return false;
+	for (int e = 0; e < n; e++)
+		sum[e] += c[e];
+	return true;
+}
+
+static int parse_prof(struct tally_db *db, char *text, const char *what)
+{
+	char *cur = text, *line;
 	size_t ln = 0;
+	int r = 0;
 	struct tally_meta h = { 0 };
+	char q[TALLY_EXCERPT_SIZE];
+	if (!db->nevents) {
+		r = tally_seterr(-EINVAL, "'%s': a profile read before the session (%s)", what, DAMAGED);
+		goto out;
+	}
 	while ((line = next_line(&cur))) {
 		ln++;
 		if (!*line)
 			break;
 		char *k, *v;
-		if ((r = tally_parse_header_line(line, path->buf, ln, &k, &v)))
+		if ((r = tally_parse_header_line(line, what, ln, &k, &v)))
 			goto out;
 		GROW(h.kv, h.alloc, h.n + 1);
 		h.kv[h.n++] = (struct tally_kv){ k, v };
@@ -329,25 +632,25 @@ static int parse_prof(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	const char *smp = tally_meta_get(&h, "samples");
 	if (!fv || strcmp(fv, "1")) {
 		r = tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
-				 path->buf, fv ? fv : "(none)", TALLY_FORMAT_VERSION);
+				 what, fv ? tally_excerpt(q, fv) : "(none)", TALLY_FORMAT_VERSION);
 		goto out;
 	}
-	char *end = NULL;
-	unsigned long idx = ix ? strtoul(ix, &end, 10) : 0;
-	if (!ix || *end || idx >= db->nimages) {
-		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", path->buf, DAMAGED);
+	uint64_t idx = 0;
+	if (!ix || !whole_u64(ix, &idx) || idx >= db->nimages) {
+		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", what, DAMAGED);
 		goto out;
 	}
 	int pid = 0;
 	if (pidv && !parse_pid(pidv, &pid)) {
-		r = tally_seterr(-EINVAL, "'%s': header 'pid' is not a process id: '%s' (%s)", path->buf, pidv, DAMAGED);
+		r = tally_seterr(-EINVAL, "'%s': header 'pid' is not a process id: '%s' (one from 0 to %d; %s)", what,
+				 tally_excerpt(q, pidv), INT32_MAX, DAMAGED);
 		goto out;
 	}
 	uint64_t *want = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *got = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	if (!smp || parse_counts_list(smp, db->nevents, want)) {
-		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", path->buf, DAMAGED);
+		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", what, DAMAGED);
 		goto out2;
 	}
 	GROW(db->profs, db->aprofs, db->nprofs + 1);
@@ -355,32 +658,39 @@ static int parse_prof(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	while ((line = next_line(&cur))) {
 		ln++;
 		uint64_t off;
-		if ((r = tally_parse_prof_line(line, path->buf, ln, db->nevents, &off, c)))
-			goto out2;
+		if ((r = tally_parse_prof_line(line, what, ln, db->nevents, &off, c)))
+			goto undo;
+		/* counts that wrap would add up to anything: refused where the sum passes 2^64 */
+		if (!add_counts(got, c, db->nevents)) {
+			r = tally_seterr(-EINVAL, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", what, ln, UINT64_MAX,
+					 DAMAGED);
+			goto undo;
+		}
 		GROW(db->entries, db->aentries, db->nentries + 1);
 		db->entries[db->nentries] = (struct tally_db_entry){ (uint32_t)idx, pid, off };
 		GROW(db->counts, db->acounts, (db->nentries + 1) * (size_t)db->nevents);
-		for (int e = 0; e < db->nevents; e++) {
-			db->counts[db->nentries * (size_t)db->nevents + (size_t)e] = c[e];
-			got[e] += c[e];
-		}
+		memcpy(&db->counts[db->nentries * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
 		db->nentries++;
 	}
 	db->profs[db->nprofs].end = db->nentries;
 	for (size_t k = 0; k < db->nprofs && !r; k++)
 		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid)
-			r = tally_seterr(-EINVAL, "'%s' profiles image %lu%s again: another .prof file already does (%s)",
-					 path->buf, idx, pid ? " for the same pid" : "", DAMAGED);
+			r = tally_seterr(-EINVAL, "'%s' profiles image %" PRIu64 "%s again: another .prof file already does (%s)",
+					 what, idx, pid ? " for the same pid" : "", DAMAGED);
 	if (r)
-		goto out2;
-	db->nprofs++;
+		goto undo;
 	for (int e = 0; e < db->nevents; e++)
 		if (got[e] != want[e]) {
 			r = tally_seterr(-EINVAL, "'%s': its lines add up to %" PRIu64 " samples but its header says %" PRIu64
 						  " (the file is truncated or damaged: record again)",
-					 path->buf, got[e], want[e]);
-			break;
+					 what, got[e], want[e]);
+			goto undo;
 		}
+	db->nprofs++;
+	goto out2;
+undo:
+	/* a refused profile leaves nothing behind */
+	db->nentries = db->profs[db->nprofs].first;
 out2:
 	free(want);
 	free(got);
@@ -390,21 +700,31 @@ out:
 	return r;
 }
 
-static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+int tally_db_parse_prof(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	int r = read_text(sb, db->path, "stacks", path, true);
-	if (r == 1)
-		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-						     db->path, DAMAGED)
-				      : 0;
-	return r ? r : parse_stacks(db, sb, path);
+	return parse_copy(db, buf, len, what, parse_prof);
 }
 
-static int parse_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, struct strbuf *path)
 {
-	char *cur = sb->buf, *line;
+	int r = read_text(sb, db->path, name, path, false);
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_prof);
+}
+
+/* ---- stacks ---- */
+
+static int parse_stacks(struct tally_db *db, char *text, const char *what)
+{
+	if (!db->has_stacks)
+		return tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
+				    DAMAGED);
+	char *cur = text, *line;
 	size_t ln = 0;
+	int r = 0;
 	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *sum = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	while ((line = next_line(&cur))) {
 		ln++;
 		if (!*line || line[0] == '#')
@@ -419,53 +739,79 @@ static int parse_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 		uint64_t pid;
 		if (!parse_dec(&p, &pid))
 			goto bad;
+		if (pid > INT32_MAX) {
+			r = tally_seterr(-EINVAL, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", what, ln,
+					 pid, INT32_MAX, DAMAGED);
+			goto out;
+		}
 		struct tally_db_stack st = { (uint32_t)db->nframes, 0, (int32_t)pid };
+		size_t first = db->nframes;
 		while (*p == ' ') {
 			p++;
 			uint64_t img, off;
-			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages)
+			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages ||
+			    st.len == UINT32_MAX) {
+				db->nframes = first;
 				goto bad;
+			}
 			GROW(db->frames, db->aframes, db->nframes + 1);
 			db->frames[db->nframes++] = (struct tally_frame){ (uint32_t)img, off };
 			st.len++;
 		}
-		if (*p || !st.len)
+		if (*p || !st.len || first > UINT32_MAX) {
+			db->nframes = first;
 			goto bad;
+		}
+		if (!add_counts(sum, c, db->nevents)) {
+			db->nframes = first;
+			r = tally_seterr(-EINVAL, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", what, ln, UINT64_MAX,
+					 DAMAGED);
+			goto out;
+		}
 		GROW(db->stacks, db->astacks, db->nstacks + 1);
 		db->stacks[db->nstacks] = st;
 		GROW(db->stack_counts, db->astack_counts, (db->nstacks + 1) * (size_t)db->nevents);
 		memcpy(&db->stack_counts[db->nstacks * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
 		db->nstacks++;
 	}
-	free(c);
 	/* every sample has a stack: the counts must add up to the session's */
-	for (int e = 0; e < db->nevents; e++) {
-		uint64_t sum = 0;
-		for (size_t i = 0; i < db->nstacks; i++)
-			sum += db->stack_counts[i * (size_t)db->nevents + (size_t)e];
-		if (sum != db->samples[e])
-			return tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						     " (the file is truncated or damaged: record again)",
-					    path->buf, sum, db->events[e], db->samples[e]);
-	}
-	return 0;
+	for (int e = 0; e < db->nevents && !r; e++)
+		if (sum[e] != db->samples[e])
+			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+						  " (the file is truncated or damaged: record again)",
+					 what, sum[e], db->events[e], db->samples[e]);
+	goto out;
 bad:
+	r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", what, ln, DAMAGED);
+out:
 	free(c);
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", path->buf, ln, DAMAGED);
+	free(sum);
+	return r;
 }
 
-static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+int tally_db_parse_stacks(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	int r = read_text(sb, db->path, "kernel.syms", path, true);
+	return parse_copy(db, buf, len, what, parse_stacks);
+}
+
+static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "stacks", path, true);
 	if (r == 1)
-		return 0;
-	return r ? r : parse_ksyms(db, sb, path);
+		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
+						     db->path, DAMAGED)
+				      : 0;
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_stacks);
 }
 
-static int parse_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+/* ---- kernel symbols, tasks, mount namespaces ---- */
+
+static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 {
-	size_t cap = 0;
-	char *cur = sb->buf, *line;
+	size_t cap = db->nksyms;
+	char *cur = text, *line;
 	size_t ln = 0;
 	while ((line = next_line(&cur))) {
 		ln++;
@@ -475,7 +821,7 @@ static int parse_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 		uint64_t addr, size;
 		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
 		    !p[2])
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", path->buf,
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", what,
 					    ln, DAMAGED);
 		char type = *p;
 		const char *name = p + 2;
@@ -490,8 +836,53 @@ static int parse_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 	}
 	for (size_t i = 1; i < db->nksyms; i++)
 		if (db->ksyms[i].addr < db->ksyms[i - 1].addr)
-			return tally_seterr(-EINVAL, "'%s': symbols are not sorted by address (%s)", path->buf, DAMAGED);
+			return tally_seterr(-EINVAL, "'%s': symbols are not sorted by address (%s)", what, DAMAGED);
 	return 0;
+}
+
+int tally_db_parse_ksyms(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	return parse_copy(db, buf, len, what, parse_ksyms);
+}
+
+static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "kernel.syms", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_ksyms);
+}
+
+static int parse_tasks(struct tally_db *db, char *text, const char *what)
+{
+	size_t cap = db->ntasks, ln = 0;
+	char *cur = text, *line;
+	while ((line = next_line(&cur))) {
+		ln++;
+		if (!*line || line[0] == '#')
+			continue;
+		char *t1 = strchr(line, '\t');
+		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+		int pid = 0;
+		if (t1)
+			*t1 = '\0';
+		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
+		if (!t2 || !parse_pid(line, &pid) || !pid || strchr(t2 + 1, '\t'))
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'PID<tab>COMM<tab>EXE' (%s)", what, ln, DAMAGED);
+		*t2 = '\0';
+		tally_unescape(t1 + 1);
+		tally_unescape(t2 + 1);
+		GROW(db->tasks, cap, db->ntasks + 1);
+		db->tasks[db->ntasks++] = (struct tally_db_task){ pid, xstrdup(t1 + 1), xstrdup(t2 + 1) };
+	}
+	return 0;
+}
+
+int tally_db_parse_tasks(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	return parse_copy(db, buf, len, what, parse_tasks);
 }
 
 static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
@@ -499,59 +890,42 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 	int r = read_text(sb, db->path, "tasks", path, true);
 	if (r == 1)
 		return 0;
-	return r ? r : parse_tasks(db, sb, path);
-}
-
-static int parse_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	size_t cap = 0, ln = 0;
-	char *cur = sb->buf, *line;
-	while ((line = next_line(&cur))) {
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
-		char *t1 = strchr(line, '\t');
-		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-		char *end;
-		long pid = strtol(line, &end, 10);
-		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
-		if (!t2 || end != t1 || end == line || pid <= 0 || pid > 0x7fffffff || strchr(t2 + 1, '\t'))
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'PID<tab>COMM<tab>EXE' (%s)", path->buf, ln,
-					    DAMAGED);
-		*t1 = *t2 = '\0';
-		tally_unescape(t1 + 1);
-		tally_unescape(t2 + 1);
-		GROW(db->tasks, cap, db->ntasks + 1);
-		db->tasks[db->ntasks++] = (struct tally_db_task){ (int)pid, xstrdup(t1 + 1), xstrdup(t2 + 1) };
-	}
-	return 0;
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_tasks);
 }
 
 /* Optional: the images mapped inside another mount namespace. */
-static int load_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+static int parse_mntns(struct tally_db *db, char *text, const char *what)
 {
-	int r = read_text(sb, db->path, "mntns", path, true);
-	if (r == 1)
-		return 0;
-	return r ? r : parse_mntns(db, sb, path);
-}
-
-static int parse_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	char *cur = sb->buf, *line;
+	char *cur = text, *line;
 	size_t ln = 0;
 	while ((line = next_line(&cur))) {
 		ln++;
 		if (!*line || line[0] == '#')
 			continue;
-		char *end;
-		unsigned long i = strtoul(line, &end, 10);
-		if (*end || end == line || i >= db->nimages)
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected an image index below %zu (%s)", path->buf, ln,
+		uint64_t i;
+		if (!whole_u64(line, &i) || i >= db->nimages)
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected an image index below %zu (%s)", what, ln,
 					    db->nimages, DAMAGED);
 		db->images[i].foreign_ns = true;
 	}
 	return 0;
+}
+
+int tally_db_parse_mntns(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	return parse_copy(db, buf, len, what, parse_mntns);
+}
+
+static int load_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "mntns", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	return parse_text(db, sb->buf, sb->len, path->buf, parse_mntns);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -559,14 +933,14 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* ---- modules ---- */
+
 /* The 'modules' file's lines, 'name size address [build-id]' (the build-id since
  * tally 0.1: '-' when unknown), into db->mods. */
-int tally_db_parse_modules(struct tally_db *db, const char *text, const char *what)
+static int parse_modules(struct tally_db *db, char *text, const char *what)
 {
-	size_t ln = 0, cap = 0;
-	struct strbuf copy = STRBUF_INIT;
-	strbuf_addstr(&copy, text);
-	char *cur = copy.buf, *line;
+	size_t ln = 0, cap = db->nmods;
+	char *cur = text, *line;
 	while ((line = next_line(&cur))) {
 		ln++;
 		if (!*line || line[0] == '#')
@@ -581,17 +955,19 @@ int tally_db_parse_modules(struct tally_db *db, const char *text, const char *wh
 		ok = ok && !errno && *end == '\0' && end != addr;
 		for (const char *c = n == 4 && strcmp(id, "-") ? id : ""; ok && *c; c++)
 			ok = strchr("0123456789abcdef", *c) != NULL;
-		if (!ok) {
-			strbuf_release(&copy);
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)", what,
-					    ln, DAMAGED);
-		}
+		if (!ok)
+			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)", what, ln,
+					    DAMAGED);
 		GROW(db->mods, cap, db->nmods + 1);
 		db->mods[db->nmods++] = (struct tally_db_module){ xstrdup(name), size, a,
 								  n == 4 && strcmp(id, "-") ? xstrdup(id) : NULL };
 	}
-	strbuf_release(&copy);
 	return 0;
+}
+
+int tally_db_parse_modules(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	return parse_copy(db, buf, len, what, parse_modules);
 }
 
 static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
@@ -599,48 +975,33 @@ static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 	int r = read_text(sb, db->path, "modules", path, true);
 	if (r == 1)
 		return 0;
-	return r ? r : parse_modules(db, sb, path);
-}
-
-static int parse_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r;
-	if ((r = tally_db_parse_modules(db, sb->buf, path->buf)))
+	if (r)
+		return r;
+	/* parsed on a copy: the text is kept as it was (written back with the database) */
+	if ((r = tally_db_parse_modules(db, sb->buf, sb->len, path->buf)))
 		return r;
 	db->modules = strbuf_detach(sb);
 	return 0;
 }
 
-int tally_db_parse_file(struct tally_db *db, const char *name, const void *buf, size_t len)
+int tally_db_check_totals(const struct tally_db *db, const char *what)
 {
-	static const struct {
-		const char *name;
-		parse_fn *parse;
-	} files[] = {
-		{ "session", parse_session },	{ "images", parse_images }, { "stacks", parse_stacks },
-		{ "kernel.syms", parse_ksyms }, { "tasks", parse_tasks },   { "modules", parse_modules },
-		{ "mntns", parse_mntns },
-	};
-	parse_fn *parse = NULL;
-	size_t l = strlen(name);
-	if (l > 5 && !strcmp(name + l - 5, ".prof"))
-		parse = parse_prof;
-	for (size_t i = 0; i < ARRAY_SIZE(files) && !parse; i++)
-		if (!strcmp(name, files[i].name))
-			parse = files[i].parse;
-	if (!parse)
-		return tally_seterr(-EINVAL, "'%s' is not a file of a tally database", name);
-	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
-	strbuf_add(&sb, buf, len);
-	if (db->path)
-		strbuf_addf(&path, "%s/", db->path);
-	strbuf_addstr(&path, name);
-	int r = check_text(&sb, &path);
-	if (!r)
-		r = parse(db, &sb, &path);
-	strbuf_release(&sb);
-	strbuf_release(&path);
-	return r;
+	/* the .prof files must account for every sample the session counted */
+	for (int e = 0; e < db->nevents; e++) {
+		uint64_t sum = 0;
+		for (size_t i = 0; i < db->nentries; i++) {
+			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)e];
+			if (c > UINT64_MAX - sum)
+				return tally_seterr(-EINVAL, "'%s': the .prof files hold more than %" PRIu64 " '%s' samples together (a profile file is damaged: record again)",
+						    what, UINT64_MAX, db->events[e]);
+			sum += c;
+		}
+		if (sum != db->samples[e])
+			return tally_seterr(-EINVAL, "'%s': the .prof files hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+						     " (a profile file is missing or damaged: record again)",
+					    what, sum, db->events[e], db->samples[e]);
+	}
+	return 0;
 }
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
@@ -682,18 +1043,8 @@ int tally_db_open_dir(struct tally_db *db, const char *path)
 		r = load_modules(db, &sb, &p);
 	if (!r)
 		r = load_mntns(db, &sb, &p);
-	if (!r) {
-		/* the .prof files must account for every sample the session counted */
-		for (int e = 0; e < db->nevents && !r; e++) {
-			uint64_t sum = 0;
-			for (size_t i = 0; i < db->nentries; i++)
-				sum += db->counts[i * (size_t)db->nevents + (size_t)e];
-			if (sum != db->samples[e])
-				r = tally_seterr(-EINVAL, "'%s': the .prof files hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-							  " (a profile file is missing or damaged: record again)",
-						 path, sum, db->events[e], db->samples[e]);
-		}
-	}
+	if (!r)
+		r = tally_db_check_totals(db, path);
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);

@@ -508,29 +508,23 @@ static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, siz
 static void add_dec(struct strbuf *sb, uint64_t v)
 {
 	char b[24];
-	int n = 0;
+	size_t n = sizeof(b);
 	do {
-		b[n++] = (char)('0' + v % 10);
+		b[--n] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	strbuf_grow(sb, (size_t)n);
-	while (n)
-		sb->buf[sb->len++] = b[--n];
-	sb->buf[sb->len] = '\0';
+	strbuf_add(sb, b + n, sizeof(b) - n);
 }
 
 static void add_hex(struct strbuf *sb, uint64_t v)
 {
 	char b[16];
-	int n = 0;
+	size_t n = sizeof(b);
 	do {
-		b[n++] = "0123456789abcdef"[v & 15];
+		b[--n] = "0123456789abcdef"[v & 15];
 		v >>= 4;
 	} while (v);
-	strbuf_grow(sb, (size_t)n);
-	while (n)
-		sb->buf[sb->len++] = b[--n];
-	sb->buf[sb->len] = '\0';
+	strbuf_add(sb, b + n, sizeof(b) - n);
 }
 
 static bool name_eq(const void *ctx, uint32_t idx, const void *key)

@@ -46,13 +46,14 @@ static int cmp_line(const void *a, const void *b)
 }
 
 /* The root frame of --comm-root: the process's command name with a per-pid
- * database, else the executable the stack runs in. */
+ * database (a process without one, not in the task list or with an empty
+ * name, is [pid N]), else the executable the stack runs in. */
 static void root_label(const struct tally_db *db, const struct tally_export_comms *comms,
 		       const struct tally_db_stack *st, struct strbuf *sb)
 {
 	if (db->per_pid && st->pid) {
 		const char *c = tally_export_comm(comms, st->pid);
-		if (c)
+		if (c && *c)
 			tally_export_add_name(sb, c, ";");
 		else
 			strbuf_addf(sb, "[pid %d]", st->pid);
@@ -105,10 +106,11 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 		if (x->comm_root) {
 			struct strbuf sb = STRBUF_INIT;
 			root_label(db, &comms, &db->stacks[cs->src], &sb);
-			add_line(&labels, sb.buf, 0);
-			uint32_t li = tally_hidx_get(&labels.idx, tally_hash_bytes(sb.buf, sb.len, 0), sb.buf, line_eq, &labels);
+			roots[s] = strbuf_detach(&sb); /* never NULL, even when nothing was added */
+			add_line(&labels, roots[s], 0);
+			uint32_t li = tally_hidx_get(&labels.idx, tally_hash_bytes(roots[s], strlen(roots[s]), 0), roots[s],
+						     line_eq, &labels);
 			keys[nkeys++] = (1ULL << 40) + li;
-			roots[s] = strbuf_detach(&sb);
 		}
 		for (uint32_t i = cs->len; i-- > 0;)
 			keys[nkeys++] = cg.funcs_of[cs->first + i];

@@ -4,6 +4,7 @@
  * from the stacks, the call arcs between its functions. docs/export.md. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 enum { TAG_TIME_HIST = 0, TAG_CG_ARC = 1 };
 #define HIST_MAX_BINS (1u << 20)
 #define BIN_COUNT_MAX 65535u /* bins are 16-bit: larger counts take more records */
+#define HIST_MAX_BYTES (256u << 20) /* all the records of the histogram (docs/export.md) */
 
 static void put_u32(struct strbuf *o, uint32_t v)
 {
@@ -165,10 +167,23 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	if (pm)
 		mean = strtod(pm, NULL);
 	uint32_t rate = 1;
-	if (timed && mean > 0)
-		rate = (uint32_t)(1e9 / mean + 0.5);
+	if (timed && mean > 0 && isfinite(mean)) {
+		double hz = 1e9 / mean + 0.5;
+		rate = hz >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)hz;
+	}
 	if (!rate)
 		rate = 1;
+
+	/* a bin holding more than 65535 samples repeats the whole range: bounded,
+	 * so that no count (however it came) makes the file grow without end */
+	uint64_t records = maxbin / BIN_COUNT_MAX + (maxbin % BIN_COUNT_MAX != 0);
+	uint64_t rec_bytes = 1 + 2 * sizeof(void *) + 4 + 4 + 15 + 1 + (uint64_t)nbins * 2;
+	if (records > HIST_MAX_BYTES / rec_bytes) {
+		free(hist);
+		return tally_seterr(-1, "a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
+					" bytes (a bin holds %" PRIu64 " samples, 65535 a record), more than %u MiB (use --format pprof or callgrind)",
+				    db->images[image].name, records, rec_bytes, maxbin, HIST_MAX_BYTES >> 20);
+	}
 
 	struct strbuf *o = tally_export_out_file(out, "");
 	strbuf_add(o, "gmon", 4);

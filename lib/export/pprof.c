@@ -2,6 +2,7 @@
  * serialized with protobuf-c), what `go tool pprof` and the services that ingest
  * pprof read. docs/export.md says what every field holds. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,7 +321,10 @@ static int gzip_into(struct strbuf *out, const uint8_t *data, size_t len)
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return tally_seterr(-1, "zlib: cannot start compressing the pprof profile");
 	size_t bound = deflateBound(&z, len);
-	strbuf_grow(out, bound + 1);
+	if (strbuf_grow(out, bound)) {
+		deflateEnd(&z);
+		return tally_seterr(-ENOMEM, "zlib: no memory for the compressed pprof profile (%zu bytes)", bound);
+	}
 	z.next_in = (Bytef *)data;
 	z.avail_in = (uInt)len;
 	z.next_out = (Bytef *)out->buf + out->len;

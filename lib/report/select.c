@@ -1,5 +1,5 @@
 /* The filters shared by report and export (include/tally/select.h). */
-#include <getopt.h>
+#include <errno.h>
 #include <string.h>
 
 #include "tally/select.h"
@@ -81,3 +81,20 @@ bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, 
 		return false;
 	return tally_select_pid(s, db, pf->pid);
 }
+
+static int select_handle(void *ctx, int code, const char *arg)
+{
+	int r = tally_select_getopt(ctx, code, arg);
+	return r < 0 ? -EINVAL : 0;
+}
+
+static const struct tally_option select_options[] = {
+	{ 0, "exclude-dependent", TALLY_ARG_NONE, NULL, "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL },
+	{ 0, "image", TALLY_ARG_REQUIRED, "NAME", "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE },
+	{ 0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID },
+	{ 0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this name (needs --per-pid)", TALLY_OPT_SEL_COMM },
+	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
+	TALLY_OPTION_END,
+};
+
+const struct tally_optgroup tally_select_group = { "selection", select_options, select_handle };

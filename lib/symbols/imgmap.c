@@ -58,51 +58,41 @@ static bool is_hex(const char *s)
 	return true;
 }
 
-int tally_imgmap_load(struct tally_imgmap *m, const char *path)
+int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, const char *what)
 {
 	memset(m, 0, sizeof(*m));
-	struct strbuf sb = STRBUF_INIT;
-	int ret = strbuf_read_file(&sb, path, 0);
-	if (ret)
-		return tally_seterr(ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')", path,
-				    strerror(-ret), path);
-	ret = tally_imgmap_parse(m, path, sb.buf, sb.len);
-	strbuf_release(&sb);
-	return ret;
-}
-
-int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf, size_t len)
-{
-	memset(m, 0, sizeof(*m));
-	struct strbuf sb = STRBUF_INIT;
-	int ret;
-	strbuf_add(&sb, buf, len);
-	m->file = xstrdup(path);
-	char *cur = sb.buf;
+	m->file = xstrdup(what);
+	int ret = 0;
 	size_t ln = 0;
-	if (!sb.len) {
-		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", path);
+	const char *cur = buf, *end = buf + len;
+	struct strbuf line = STRBUF_INIT;
+	if (!len) {
+		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", what);
 		goto fail;
 	}
-	while (cur && *cur) {
-		char *line = cur, *nl = strchr(cur, '\n');
-		if (nl) {
-			*nl = '\0';
-			cur = nl + 1;
-		} else {
-			cur = NULL;
-		}
+	while (cur < end) {
+		const char *nl = memchr(cur, '\n', (size_t)(end - cur));
+		size_t n = nl ? (size_t)(nl - cur) : (size_t)(end - cur);
 		ln++;
-		if (ln == 1 && strcmp(line, MAP_HEADER)) {
-			ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
-					   path, MAP_HEADER);
+		/* a NUL would end the line early and hide the rest: binary data, as the database reader says */
+		if (memchr(cur, '\0', n)) {
+			ret = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (the map is damaged: run 'tally scan' again)",
+					   what, ln);
 			goto fail;
 		}
-		if (!*line || line[0] == '#')
+		strbuf_reset(&line);
+		strbuf_add(&line, cur, n);
+		cur = nl ? nl + 1 : end;
+		if (ln == 1 && strcmp(line.buf, MAP_HEADER)) {
+			ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
+					   what, MAP_HEADER);
+			goto fail;
+		}
+		if (!line.len || line.buf[0] == '#')
 			continue;
 		char *f[4];
 		int nf = 0;
-		char *p = line;
+		char *p = line.buf;
 		for (; nf < 3; nf++) {
 			f[nf] = p;
 			char *t = strchr(p, '\t');
@@ -113,13 +103,13 @@ int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf
 		}
 		if (nf != 3) {
 			ret = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH' (the map is damaged: run 'tally scan' again)",
-					   path, ln);
+					   what, ln);
 			goto fail;
 		}
 		f[3] = p;
 		if ((strcmp(f[0], "build-id") && strcmp(f[0], "xxh64")) || !is_hex(f[1]) || !*f[3]) {
 			ret = tally_seterr(-EINVAL, "'%s' line %zu: bad id kind, id or path (the map is damaged: run 'tally scan' again)",
-					   path, ln);
+					   what, ln);
 			goto fail;
 		}
 		unsigned flags = 0;
@@ -131,12 +121,27 @@ int tally_imgmap_parse(struct tally_imgmap *m, const char *path, const char *buf
 		GROW(m->e, m->alloc, m->n + 1);
 		m->e[m->n++] = (struct tally_imgmap_entry){ xstrdup(f[0]), xstrdup(f[1]), flags, xstrdup(f[3]) };
 	}
-	strbuf_release(&sb);
+	strbuf_release(&line);
 	tally_qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
 	return 0;
 fail:
-	strbuf_release(&sb);
+	strbuf_release(&line);
 	tally_imgmap_release(m);
+	return ret;
+}
+
+int tally_imgmap_load(struct tally_imgmap *m, const char *path)
+{
+	memset(m, 0, sizeof(*m));
+	struct strbuf sb = STRBUF_INIT;
+	int ret = strbuf_read_file(&sb, path, 0);
+	if (ret) {
+		strbuf_release(&sb);
+		return tally_seterr(ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')", path,
+				    strerror(-ret), path);
+	}
+	ret = tally_imgmap_parse(m, sb.buf ? sb.buf : "", sb.len, path);
+	strbuf_release(&sb);
 	return ret;
 }
 

@@ -1022,23 +1022,16 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
 		logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
+		struct tally_perfmap_sym *ms;
+		size_t nms;
+		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
 		s->names = strbuf_detach(&sb);
-		char *save = NULL;
-		for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			char *e1, *e2;
-			unsigned long long start = strtoull(l, &e1, 16);
-			if (e1 == l || *e1 != ' ') {
-				bad++;
-				continue;
-			}
-			unsigned long long size = strtoull(e1 + 1, &e2, 16);
-			if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
-				bad++;
-				continue;
-			}
-			GROW(s->syms, cap, s->nsyms + 1);
-			s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
+		GROW(s->syms, cap, s->nsyms + nms);
+		for (size_t i = 0; i < nms; i++) {
+			s->names[ms[i].name + ms[i].name_len] = '\0'; /* its newline, or the end */
+			s->syms[s->nsyms++] = (struct tally_sym){ ms[i].start, ms[i].size, s->names + ms[i].name, 0 };
 		}
+		free(ms);
 	}
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
@@ -1047,12 +1040,16 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 		logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
 		s->jd = xcalloc(1, sizeof(*s->jd));
-		if (tally_jitdump_read_copy(s->jd, sb.buf, p.buf)) {
+		if (tally_jitdump_read_buf(s->jd, sb.buf, sb.len, p.buf)) {
 			set_note(s, "%s", tally_errmsg());
 			s->loud = true;
 			free(s->jd);
 			s->jd = NULL;
 		} else {
+			if (s->jd->warning) {
+				set_note(s, "%s", s->jd->warning);
+				s->loud = true;
+			}
 			for (size_t i = 0; i < s->jd->nfuncs; i++) {
 				/* a perf map entry at the same address (listed first) wins */
 				GROW(s->syms, cap, s->nsyms + 1);
@@ -1063,7 +1060,9 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	if (!have_map && !have_dump)
 		set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
-		set_note(s, "the JIT map of pid %d had %zu malformed line%s (skipped)", di->pid, bad, bad == 1 ? "" : "s");
+		/* after the jitdump copy's own note, if it has one */
+		set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
 		s->loud = true;
 	}
 	finish_syms(s);

@@ -73,15 +73,38 @@ char *xstrndup(const char *s, size_t n)
 	return p;
 }
 
-void tally_grow(void **p, size_t *alloc, size_t want, size_t sz)
+/* The capacity to grow to: doubling from have (min when empty) until want,
+ * want itself when doubling would pass max. 0 when want is over max. */
+static size_t grown_size(size_t have, size_t want, size_t min, size_t max)
+{
+	if (want > max)
+		return 0;
+	size_t n = have ? have : min;
+	while (n < want)
+		n = n > max / 2 ? want : n * 2;
+	return n;
+}
+
+int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz)
 {
 	if (want <= *alloc)
-		return;
-	size_t n = *alloc ? *alloc * 2 : 16;
-	while (n < want)
-		n *= 2;
-	*p = xrealloc(*p, n * sz);
+		return 0;
+	/* no object may be larger than PTRDIFF_MAX bytes (malloc refuses them) */
+	size_t n = grown_size(*alloc, want, 16, sz ? PTRDIFF_MAX / sz : PTRDIFF_MAX);
+	if (!n)
+		return -EOVERFLOW;
+	void *q = realloc(*p, n * (sz ? sz : 1));
+	if (!q)
+		return -ENOMEM;
+	*p = q;
 	*alloc = n;
+	return 0;
+}
+
+void tally_grow(void **p, size_t *alloc, size_t want, size_t sz)
+{
+	if (want > *alloc && tally_grow_try(p, alloc, want, sz))
+		oom(want > SIZE_MAX / (sz ? sz : 1) ? SIZE_MAX : want * (sz ? sz : 1));
 }
 
 int tally_seterr(int code, const char *fmt, ...)
@@ -150,26 +173,40 @@ void strbuf_reset(struct strbuf *sb)
 		sb->buf[0] = '\0';
 }
 
-void strbuf_grow(struct strbuf *sb, size_t extra)
+int strbuf_grow(struct strbuf *sb, size_t extra)
 {
+	if (extra > SIZE_MAX - 1 - sb->len)
+		return -EOVERFLOW;
 	size_t want = sb->len + extra + 1;
-	if (want > sb->alloc) {
-		size_t n = sb->alloc ? sb->alloc : 64;
-		while (n < want)
-			n *= 2;
-		sb->buf = xrealloc(sb->buf, n);
-		sb->alloc = n;
-	}
+	if (want <= sb->alloc)
+		return 0;
+	size_t n = grown_size(sb->alloc, want, 64, PTRDIFF_MAX);
+	if (!n)
+		return -EOVERFLOW;
+	char *p = realloc(sb->buf, n);
+	if (!p)
+		return -ENOMEM;
+	sb->buf = p;
+	sb->alloc = n;
+	return 0;
+}
+
+/* The appenders cannot fail: like xmalloc, they end the program when memory
+ * (or the address space) is exhausted, rather than lose text. */
+static void must_grow(struct strbuf *sb, size_t extra)
+{
+	if (strbuf_grow(sb, extra))
+		oom(extra > SIZE_MAX - 1 - sb->len ? SIZE_MAX : sb->len + extra + 1);
 }
 
 void strbuf_add(struct strbuf *sb, const void *data, size_t n)
 {
 	if (!n) {
-		strbuf_grow(sb, 0);
+		must_grow(sb, 0);
 		sb->buf[sb->len] = '\0';
 		return;
 	}
-	strbuf_grow(sb, n);
+	must_grow(sb, n);
 	memcpy(sb->buf + sb->len, data, n);
 	sb->len += n;
 	sb->buf[sb->len] = '\0';
@@ -189,13 +226,13 @@ void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
 {
 	va_list cp;
 	va_copy(cp, ap);
-	strbuf_grow(sb, 64);
+	must_grow(sb, 64);
 	int n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, cp);
 	va_end(cp);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sb->alloc - sb->len) {
-		strbuf_grow(sb, (size_t)n);
+		must_grow(sb, (size_t)n);
 		vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, ap);
 	}
 	sb->len += (size_t)n;
@@ -242,6 +279,99 @@ void strbuf_add_escaped(struct strbuf *sb, const char *s)
 	}
 }
 
+/* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is not
+ * one (overlong forms, surrogates and code points past U+10FFFF included), and
+ * 0 for the C1 controls U+0080..U+009F, which terminals obey as escapes. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (c == 0xc2)
+		lo = 0xa0; /* U+0080..U+009F */
+	else if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* Escapes s[0..len) (at most max bytes of it) into out, which has room for
+ * max * 4 + 4 bytes: returns the length written. */
+static size_t excerpt(char *out, const char *s, size_t len, size_t max)
+{
+	static const char hx[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, o = 0;
+	while (i < len) {
+		unsigned char c = p[i];
+		size_t u = c >= 0x80 ? utf8_len(p + i, len - i) : 0;
+		size_t take = u ? u : 1;
+		if (i + take > max)
+			break;
+		if (u) {
+			memcpy(out + o, p + i, u);
+			o += u;
+		} else if (c >= 0x20 && c < 0x7f && c != '\\') {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '\\';
+			switch (c) {
+			case '\\': out[o++] = '\\'; break;
+			case '\n': out[o++] = 'n'; break;
+			case '\t': out[o++] = 't'; break;
+			case '\r': out[o++] = 'r'; break;
+			default:
+				out[o++] = 'x';
+				out[o++] = hx[c >> 4];
+				out[o++] = hx[c & 15];
+			}
+		}
+		i += take;
+	}
+	if (i < len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+void strbuf_add_excerpt(struct strbuf *sb, const char *s, size_t len, size_t max)
+{
+	if (max > (SIZE_MAX - 4) / 4)
+		max = (SIZE_MAX - 4) / 4;
+	if (max > len)
+		max = len;
+	must_grow(sb, max * 4 + 4);
+	sb->len += excerpt(sb->buf + sb->len, s, len, max);
+}
+
+const char *tally_excerpt(char *out, const char *s)
+{
+	if (!s)
+		s = "";
+	excerpt(out, s, strnlen(s, TALLY_EXCERPT_MAX + 1), TALLY_EXCERPT_MAX);
+	return out;
+}
+
 void tally_unescape(char *s)
 {
 	char *w = s;
@@ -273,7 +403,10 @@ int strbuf_read_file(struct strbuf *sb, const char *path, size_t max)
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
 	for (;;) {
-		strbuf_grow(sb, 65536);
+		if (strbuf_grow(sb, 65536)) {
+			close(fd);
+			return tally_seterr(-ENOMEM, "cannot read '%s': out of memory", path);
+		}
 		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -364,20 +497,22 @@ uint64_t tally_hash_bytes(const void *p, size_t n, uint64_t seed)
 
 int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
+	char q[TALLY_EXCERPT_SIZE];
 	char *end;
 	if (!s || !*s || !isdigit((unsigned char)*s))
 		goto bad;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (*end)
 		goto bad;
-	if (v < min || v > max)
-		return tally_seterr(-EINVAL, "invalid %s '%s': must be between %llu and %llu", what, s,
+	if (errno || v < min || v > max)
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be between %llu and %llu", what, tally_excerpt(q, s),
 				    (unsigned long long)min, (unsigned long long)max);
 	*out = v;
 	return 0;
 bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a whole number", what, s ? s : "");
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a whole number from %llu to %llu", what,
+			    tally_excerpt(q, s), (unsigned long long)min, (unsigned long long)max);
 }
 
 int tally_parse_duration(const char *s, const char *what, double *seconds)
@@ -395,7 +530,7 @@ int tally_parse_duration(const char *s, const char *what, double *seconds)
 	double v = strtod(s, &end);
 	if (end > s + strspn(s, "0123456789."))
 		goto bad;
-	if (errno || !isfinite(v) || v < 0)
+	if (!isfinite(v) || v < 0)
 		goto bad;
 	if (!strcmp(end, "") || !strcmp(end, "s"))
 		;
@@ -409,13 +544,15 @@ int tally_parse_duration(const char *s, const char *what, double *seconds)
 		v *= 86400;
 	else
 		goto bad;
-	if (v <= 0)
+	/* after the unit: 1e308 days is finite text but no finite time */
+	if (!(v > 0 && v <= TALLY_DURATION_MAX))
 		goto bad;
 	*seconds = v;
 	return 0;
-bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a positive duration such as 1.5, 30s, 5m or 2h",
-			    what, s ? s : "");
+bad:;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration such as 1.5, 30s, 5m or 2h, more than 0 and at most %.0fd (100 years)",
+			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
 int tally_parse_cpulist(const char *s, int ncpus, bool *set)
@@ -426,6 +563,7 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 			set[i] = true;
 		return 0;
 	}
+	char q[TALLY_EXCERPT_SIZE];
 	const char *p = s;
 	if (!*p)
 		goto bad;
@@ -433,20 +571,30 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 		char *end;
 		if (!isdigit((unsigned char)*p))
 			goto bad;
+		const char *na = p, *nb = p;
+		errno = 0;
 		long a = strtol(p, &end, 10), b = a;
+		bool huge = errno == ERANGE;
 		p = end;
 		if (*p == '-') {
 			p++;
 			if (!isdigit((unsigned char)*p))
 				goto bad;
+			nb = p;
+			errno = 0;
 			b = strtol(p, &end, 10);
+			huge = huge || errno == ERANGE;
 			p = end;
 		}
-		if (a > b)
+		if (a > b && !huge)
 			goto bad;
-		if (b >= ncpus)
-			return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %ld does not exist (this machine has CPUs 0-%d)",
-					    s, b, ncpus - 1);
+		if (huge || b >= ncpus) {
+			/* the number as written: strtol's LONG_MAX is not what was asked */
+			const char *n = a >= ncpus ? na : nb;
+			return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %.*s does not exist (this machine has CPUs 0-%d)",
+					    tally_excerpt(q, s), (int)strspn(n, "0123456789") > 24 ? 24 : (int)strspn(n, "0123456789"),
+					    n, ncpus - 1);
+		}
 		for (long i = a; i <= b; i++)
 			set[i] = true;
 		if (*p == ',' && p[1])
@@ -456,7 +604,8 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 	}
 	return 0;
 bad:
-	return tally_seterr(-EINVAL, "invalid CPU list '%s': expected numbers and ranges such as 0,2-3", s);
+	return tally_seterr(-EINVAL, "invalid CPU list '%s': expected numbers and ranges such as 0,2-3 (CPUs 0-%d)",
+			    tally_excerpt(q, s), ncpus - 1);
 }
 
 int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n)
@@ -488,7 +637,9 @@ bad:
 	free(*out);
 	*out = NULL;
 	*n = 0;
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected positive numbers separated by commas", what, s);
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected numbers from 1 to %d separated by commas", what,
+			    tally_excerpt(q, s), INT_MAX);
 }
 
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
@@ -584,9 +735,17 @@ double tally_now_wall(void)
 
 void tally_format_utc(double wall, char *buf, size_t n)
 {
-	time_t t = (time_t)wall;
 	struct tm tm;
-	gmtime_r(&t, &tm);
+	/* years 0 to 9999 only: a time_t cast of anything else is undefined or unprintable */
+	if (!(wall >= -62167219200.0 && wall < 253402300800.0)) {
+		snprintf(buf, n, "(no valid time)");
+		return;
+	}
+	time_t t = (time_t)wall;
+	if (!gmtime_r(&t, &tm)) {
+		snprintf(buf, n, "(no valid time)");
+		return;
+	}
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
@@ -598,15 +757,18 @@ const char *tally_basename(const char *path)
 
 int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out)
 {
+	char q[TALLY_EXCERPT_SIZE];
 	const char *p = s;
 	uint64_t v = 0;
+	bool huge = false;
 	if (!s || !isdigit((unsigned char)*p))
 		goto bad;
 	while (isdigit((unsigned char)*p)) {
 		uint64_t d = (uint64_t)(*p - '0');
 		if (v > (UINT64_MAX - d) / 10)
-			goto bad;
-		v = v * 10 + d;
+			huge = true;
+		else
+			v = v * 10 + d;
 		p++;
 	}
 	int shift = 0;
@@ -623,23 +785,25 @@ int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *ou
 		p++;
 	if (*p)
 		goto bad;
-	if (shift && v > (UINT64_MAX >> shift))
-		goto bad;
-	v <<= shift;
-	if (v < min) {
-		char m[32];
+	if (huge || v > (TALLY_SIZE_MAX >> shift))
+		huge = true;
+	else
+		v <<= shift;
+	if (huge || v < min) {
+		char m[32], x[32];
 		tally_format_size(min, m, sizeof(m));
-		return tally_seterr(-EINVAL, "invalid %s '%s': must be at least %s", what, s, m);
+		tally_format_size(TALLY_SIZE_MAX, x, sizeof(x));
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be at least %s and at most %s", what, tally_excerpt(q, s), m, x);
 	}
 	*out = v;
 	return 0;
 bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a size such as 512k, 64M or 2G", what, s ? s : "");
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a size such as 512k, 64M or 2G", what, tally_excerpt(q, s));
 }
 
 void tally_format_size(uint64_t bytes, char *buf, size_t n)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = (double)bytes;
 	size_t u = 0;
 	while (v >= 1024 && u + 1 < ARRAY_SIZE(unit)) {

@@ -29,6 +29,9 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
+# a test killed by its timeout (SIGTERM) or ^C still kills what it started
+trap 'exit 143' TERM
+trap 'exit 130' INT
 cd "$TMP"
 
 # fail MSG...: report a failure and exit 1.

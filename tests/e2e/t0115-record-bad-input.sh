@@ -45,11 +45,17 @@ bad "^tally: .*give one of" report -i good --symbols --children
 bad "^tally: .*unexpected argument 'extra'" report -i good extra
 bad "^tally: .*events.*unexpected argument|^tally: .*unexpected argument" events extra
 
-# every command names a refused option the same way (tally_getopt_error)
-for cmd in record report annotate export scan daemon ctl; do
+# every command names a refused option the same way (one option parser)
+for cmd in $("$TALLY" --list-cmds); do
 	expect_fail_with "^tally: option '-Z' is unknown \(see 'tally $cmd --help'\)$" "$TALLY" $cmd -Z
-	expect_fail_with "^tally: unknown option or missing value '--no-such-option' \(see 'tally $cmd --help'\)$" "$TALLY" $cmd --no-such-option
+	expect_fail_with "^tally: option '--no-such-option' is unknown \(see 'tally $cmd --help'\)$" "$TALLY" $cmd --no-such-option
 done
+# a long option without its value says so (it used to be 'unknown option or missing value')
+for cv in record:output report:top annotate:input export:format scan:output daemon:db ctl:timeout; do
+	expect_fail_with "^tally: option '--${cv#*:}' needs a value \(see 'tally ${cv%:*} --help'\)$" "$TALLY" "${cv%:*}" "--${cv#*:}"
+done
+expect_fail_with "^tally: option '--no-randomize' takes no value \(see 'tally record --help'\)$" "$TALLY" record --no-randomize=1 -- true
+expect_fail_with "^tally: option '--s' is ambiguous \(--symbols, --since\) \(see 'tally report --help'\)$" "$TALLY" report --s
 for cv in record:o report:i annotate:i export:o scan:o daemon:d ctl:d; do
 	expect_fail_with "^tally: option '-${cv#*:}' needs a value \(see 'tally ${cv%:*} --help'\)$" "$TALLY" "${cv%:*}" "-${cv#*:}"
 done

@@ -14,7 +14,7 @@ mkdir adir
 expect_fail_with "^tally: cannot write 'adir': it is a directory \(name a file\)$" "$TALLY" report -i cs.db --html adir
 [[ -z $(ls adir) ]] || fail "a refused report wrote into adir: $(ls adir)"
 expect_fail_with "^tally: no file name for the HTML report$" "$TALLY" report -i cs.db --html ''
-expect_fail_with "^tally: unknown option or missing value '--html'" "$TALLY" report -i cs.db --html
+expect_fail_with "^tally: option '--html' needs a value" "$TALLY" report -i cs.db --html
 expect_fail_with "^tally: --html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views" \
 	"$TALLY" report -i cs.db --html r.html --json
 ((LAST_RC == 2)) || fail "--html with --json exited $LAST_RC, expected 2 (usage)"

@@ -172,7 +172,7 @@ expect_fail_with "invalid --percent-limit" "$TALLY" report -i flat.db --percent-
 expect_fail_with "invalid --debuginfod-timeout" "$TALLY" report -i flat.db --debuginfod-timeout 0 "${keep[@]}"
 expect_fail_with "--pid" "$TALLY" report -i flat.db --pid 0 "${keep[@]}"
 expect_fail_with "--since" "$TALLY" report -i flat.db --since junk "${keep[@]}"
-expect_fail_with "unknown option" "$TALLY" report -i flat.db --bogus "${keep[@]}"
+expect_fail_with "option .--bogus. is unknown" "$TALLY" report -i flat.db --bogus "${keep[@]}"
 expect_fail_with "unexpected argument 'extra'" "$TALLY" report -i flat.db extra "${keep[@]}"
 expect_fail_with "--html makes the whole report" "$TALLY" report -i flat.db --html x.html --json "${keep[@]}"
 expect_fail_with "cannot write 'nodir/x.html'" "$TALLY" report -i flat.db --html nodir/x.html --mapfile m.map "${keep[@]}"

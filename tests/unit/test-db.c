@@ -391,80 +391,6 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 	tally_db_release(&db);
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* tally_db_parse_file: each file's bytes, in the reader's order, give what
- * tally_db_open_dir gives from the directory; bytes that are not whole lines
- * of text are refused as a file on disk is. */
-static void test_db__parse_file(void **state)
-{
-	struct fixture *fx = *state;
-	write_std(fx, 2, "fp");
-	struct tally_db disk, mem;
-	if (tally_db_open_dir(&disk, fx->db))
-		fail_msg("tally_db_open_dir: %s", tally_errmsg());
-	memset(&mem, 0, sizeof(mem));
-	char *names[64];
-	size_t n = 0;
-	DIR *d = opendir(fx->db);
-	assert_non_null(d);
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strstr(de->d_name, ".prof") && n < 60)
-			names[n++] = xstrdup(de->d_name);
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_cstr);
-	const char *order[] = { "session", "images", NULL, "stacks", "kernel.syms", "tasks", "modules" };
-	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
-		for (size_t k = 0; !order[i] && k < n; k++) {
-			char *p = unit_path(fx->db, names[k]);
-			size_t len;
-			char *text = unit_read(p, &len);
-			if (tally_db_parse_file(&mem, names[k], text, len))
-				fail_msg("%s: %s", names[k], tally_errmsg());
-			free(text);
-			free(p);
-		}
-		if (!order[i])
-			continue;
-		char *p = unit_path(fx->db, order[i]);
-		if (unit_exists(p)) {
-			size_t len;
-			char *text = unit_read(p, &len);
-			if (tally_db_parse_file(&mem, order[i], text, len))
-				fail_msg("%s: %s", order[i], tally_errmsg());
-			free(text);
-		}
-		free(p);
-	}
-	assert_int_equal(mem.nevents, disk.nevents);
-	assert_int_equal(mem.samples[1], disk.samples[1]);
-	assert_int_equal(mem.nimages, disk.nimages);
-	assert_int_equal(mem.nprofs, disk.nprofs);
-	assert_int_equal(mem.nentries, disk.nentries);
-	assert_memory_equal(mem.counts, disk.counts, disk.nentries * 2 * sizeof(uint64_t));
-	assert_int_equal(mem.nstacks, disk.nstacks);
-	assert_memory_equal(mem.stack_counts, disk.stack_counts, disk.nstacks * 2 * sizeof(uint64_t));
-	assert_int_equal(mem.ntasks, disk.ntasks);
-	assert_int_equal(mem.nksyms, disk.nksyms);
-	tally_db_release(&mem);
-	tally_db_release(&disk);
-	for (size_t k = 0; k < n; k++)
-		free(names[k]);
-
-	memset(&mem, 0, sizeof(mem));
-	assert_int_equal(tally_db_parse_file(&mem, "tasks", "1\tx\t/x", 8), -EINVAL);
-	assert_errmsg_has("'tasks' line 1: the file ends in the middle of the line");
-	assert_int_equal(tally_db_parse_file(&mem, "tasks", "1\tx\0\t/x\n", 8), -EINVAL);
-	assert_errmsg_has("'tasks' contains binary data");
-	assert_int_equal(tally_db_parse_file(&mem, "daemon.log", "x\n", 2), -EINVAL);
-	assert_errmsg_has("'daemon.log' is not a file of a tally database");
-	tally_db_release(&mem);
-}
-
 static void test_db__roundtrip_per_pid(void **state)
 {
 	struct fixture *fx = *state;
@@ -1194,6 +1120,338 @@ static void test_db__open_damaged_images_stacks(void **state)
 	free(images);
 }
 
+/* ---- damage that used to be accepted ---- */
+
+/* text with the first occurrence of from replaced by to (malloc'd). */
+static char *replaced(const char *text, const char *from, const char *to)
+{
+	const char *s = strstr(text, from);
+	if (!s)
+		fail_msg("'%s' not found in '%s'", from, text);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, text, (size_t)(s - text));
+	strbuf_addstr(&sb, to);
+	strbuf_addstr(&sb, s + strlen(from));
+	return strbuf_detach(&sb);
+}
+
+/* The 1-based number of the line of text that starts with prefix. */
+static size_t line_of(const char *text, const char *prefix)
+{
+	size_t ln = 1;
+	for (const char *p = text; *p; ln++) {
+		if (!strncmp(p, prefix, strlen(prefix)))
+			return ln;
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+	fail_msg("no line starting with '%s'", prefix);
+	return 0;
+}
+
+static void assert_errmsg_line(size_t ln)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "line %zu", ln);
+	assert_errmsg_has(want);
+}
+
+static void test_db__open_counts_wrap(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *text;
+	char *prof = std_prof(fx, &text);
+	/* 2^64-1 and 13 wrap to the 12 the header says (and the session's 14 still holds) */
+	char *a = replaced(text, "\n1010 9\n", "\n1010 18446744073709551615\n");
+	char *b = replaced(a, "\n2000 3\n", "\n2000 13\n");
+	unit_write_str(prof, b);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("add up past 18446744073709551615");
+	assert_errmsg_line(line_of(b, "2000 "));
+	unit_write_str(prof, text);
+	free(a);
+	free(b);
+
+	/* each file adds up, but together the files wrap around to the session's count */
+	a = replaced(text, "\nsamples: 12\n", "\nsamples: 18446744073709551615\n");
+	b = replaced(a, "\n1010 9\n", "\n1010 18446744073709551612\n");
+	unit_write_str(prof, b);
+	char *session = unit_path(fx->db, "session");
+	char *st = unit_read(session, NULL);
+	char *st2 = replaced(st, "\nsamples: 14\n", "\nsamples: 1\n"); /* 2^64 - 1 + 2 */
+	unit_write_str(session, st2);
+	expect_open_fails(fx->db, fx->db);
+	assert_errmsg_has("more than 18446744073709551615 'cpu-clock' samples together");
+	free(a);
+	free(b);
+	free(st);
+	free(st2);
+	free(session);
+	free(text);
+	free(prof);
+}
+
+/* The standard database's index of /bin/true in 'images'. */
+static int true_index(struct fixture *fx)
+{
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("the standard database does not open: %s", tally_errmsg());
+	int i = db_image_by_kind(&db, "exec");
+	tally_db_release(&db);
+	assert_true(i >= 0);
+	return i;
+}
+
+static void test_db__open_stacks_damage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "fp");
+	int t = true_index(fx);
+	char *stacks = unit_path(fx->db, "stacks");
+	char buf[256];
+	/* counts that wrap to the session's 14 */
+	snprintf(buf, sizeof(buf), "# damaged\n18446744073709551615 0 %d:1010\n15 0 %d:2000\n", t, t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, stacks);
+	assert_errmsg_has("add up past");
+	assert_errmsg_line(3);
+	/* a pid past int: it was read as -1 */
+	snprintf(buf, sizeof(buf), "14 4294967295 %d:1010\n", t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, stacks);
+	assert_errmsg_has("pid 4294967295");
+	assert_errmsg_line(1);
+	snprintf(buf, sizeof(buf), "14 2147483648 %d:1010\n", t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, stacks);
+	assert_errmsg_has("pid 2147483648");
+	free(stacks);
+}
+
+static void test_db__open_stacks_without_call_graph(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int t = true_index(fx);
+	/* a stacks file the session does not announce: it was read, then dropped at the next write */
+	char *stacks = unit_path(fx->db, "stacks");
+	char buf[128];
+	snprintf(buf, sizeof(buf), "14 0 %d:1010\n", t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, stacks);
+	assert_errmsg_has("call-graph: none");
+	free(stacks);
+}
+
+static void test_db__open_images_damage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *images = unit_path(fx->db, "images");
+	char *text = unit_read(images, NULL);
+	char prefix[16];
+	snprintf(prefix, sizeof(prefix), "%d\texec\t", true_index(fx));
+	size_t ln = line_of(text, prefix);
+	char good[512], bad[512];
+	/* the line as written, to vary one field at a time */
+	const char *s = strstr(text, prefix);
+	snprintf(good, sizeof(good), "%.*s", (int)(strchr(s, '\n') - s + 1), s);
+	static const struct {
+		const char *from, *to, *why;
+	} cases[] = {
+		{ "\texec\t", "\tkernel\t", "kernel" },          /* the kernel's kind on an executable */
+		{ "\texec\t", "\tweird\t", "kind" },
+		{ "\tbuild-id\t", "\tsha1\t", "id kind" },
+		{ "\tbuild-id\t0\t", "\tbuild-id\t4242\t", "pid" }, /* a process on a file image */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *line = replaced(good, cases[i].from, cases[i].to);
+		char *all = replaced(text, good, line);
+		unit_write_str(images, all);
+		expect_open_fails(fx->db, images);
+		assert_errmsg_line(ln);
+		assert_errmsg_has(cases[i].why);
+		free(line);
+		free(all);
+	}
+	/* ids go into file names: a control character, a slash, or not hex */
+	const char *ids[] = { "ab\x11" "cd", "ab/cd", "../../etc", "ABCD", "abc", "" };
+	for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
+		char from[200];
+		snprintf(from, sizeof(from), "\t%s\t", fx->true_id);
+		snprintf(bad, sizeof(bad), "\t%s\t", ids[i]);
+		char *line = replaced(good, from, bad);
+		char *all = replaced(text, good, line);
+		unit_write_str(images, all);
+		expect_open_fails(fx->db, images);
+		assert_errmsg_line(ln);
+		assert_errmsg_has("build-id");
+		if (strchr(tally_errmsg(), 0x11))
+			fail_msg("raw control character in '%s'", tally_errmsg());
+		free(line);
+		free(all);
+	}
+	unit_write_str(images, text);
+	free(text);
+	free(images);
+}
+
+static void test_db__open_session_values(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	char *text = unit_read(session, NULL);
+	char big[420];
+	strcpy(big, "period-mean: 1");
+	memset(big + 14, '0', 400);
+	big[414] = '\0';
+	const char *lines[] = {
+		"start-time: 9999-99-99T99:99:99Z", "stop-time: 2026-02-30T12:00:00Z", "start-time: 2026-11-21 13:07:00",
+		"period-mean: 1e400", big, "period-min: 12,-3", "duration: inf", "duration: 1e9", "duration: 4000000000",
+		"dwarf-unwinds: -1", "jit-untrusted: 18446744073709551616", "call-graph: sometimes", "per-pid: maybe",
+		"interval-p10-p50-p90: 1/2", "dwarf-stop-reasons: stack copy too small 1, no CFI or unreadable frame 2",
+		"lost: 3", /* given twice: the session has one */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s%s\n", text, lines[i]);
+		unit_write(session, sb.buf, sb.len);
+		expect_open_fails(fx->db, session);
+		assert_errmsg_line(count_lines(text) + 1);
+		char key[32];
+		snprintf(key, sizeof(key), "'%.*s'", (int)strcspn(lines[i], ":"), lines[i]);
+		assert_errmsg_has(key);
+		strbuf_release(&sb);
+	}
+	/* what tally writes is accepted */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%sstart-time: 2026-11-21T13:07:00Z\nstop-time: 2026-11-21T13:07:02Z\nduration: 2.004\n"
+		    "period-mean: 1001123\nperiod-min: 876002\nperiod-max: 1126120\ninterval-p10-p50-p90: 911040/983481/1104164\n"
+		    "dwarf-stop-reasons: stack copy too small 0, no CFI or unreadable frame 1, depth limit 0\n",
+		    text);
+	unit_write(session, sb.buf, sb.len);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("a good session was refused: %s", tally_errmsg());
+	tally_db_release(&db);
+	strbuf_release(&sb);
+	free(text);
+	free(session);
+}
+
+static void test_db__error_quotes_escaped(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	char *text = unit_read(session, NULL);
+	struct strbuf sb = STRBUF_INIT;
+	/* a terminal title and screen-clearing sequence, and a byte that is not UTF-8 */
+	strbuf_addf(&sb, "%s\x1b]0;owned\x07\x1b[2J\xff\n", text);
+	unit_write(session, sb.buf, sb.len);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("got '\\x1b]0;owned\\x07\\x1b[2J\\xff'");
+	for (const char *c = tally_errmsg(); *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			fail_msg("raw byte 0x%02x in '%s'", (unsigned char)*c, tally_errmsg());
+	/* a .prof line, the same way */
+	char *prof_text;
+	char *prof = std_prof(fx, &prof_text);
+	unit_write_str(session, text);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "%s1 \x1b[31m\n", prof_text);
+	unit_write(prof, sb.buf, sb.len);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("got '1 \\x1b[31m'");
+	strbuf_release(&sb);
+	free(prof_text);
+	free(prof);
+	free(text);
+	free(session);
+}
+
+/* A copy of a file's bytes in a buffer of exactly that size: no NUL after it,
+ * so that a parser reading past len is caught (ASan). */
+static char *exact(const char *dir, const char *name, size_t *len)
+{
+	char *p = unit_path(dir, name);
+	char *t = unit_read(p, len);
+	assert_non_null(t);
+	char *b = malloc(*len ? *len : 1);
+	assert_non_null(b);
+	memcpy(b, t, *len);
+	free(t);
+	free(p);
+	return b;
+}
+
+static void test_db__parse_buffers(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "fp");
+	struct tally_db want;
+	assert_int_equal(tally_db_open(&want, fx->db), 0);
+	/* the whole database from memory, through the entry points the fuzzers use */
+	struct tally_db db;
+	memset(&db, 0, sizeof(db));
+	size_t len;
+	char *b = exact(fx->db, "session", &len);
+	assert_int_equal(tally_db_parse_session(&db, b, len, "session"), 0);
+	free(b);
+	b = exact(fx->db, "images", &len);
+	assert_int_equal(tally_db_parse_images(&db, b, len, "images"), 0);
+	free(b);
+	DIR *d = opendir(fx->db);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".prof")) {
+			b = exact(fx->db, de->d_name, &len);
+			if (tally_db_parse_prof(&db, b, len, de->d_name))
+				fail_msg("%s", tally_errmsg());
+			free(b);
+		}
+	closedir(d);
+	b = exact(fx->db, "stacks", &len);
+	assert_int_equal(tally_db_parse_stacks(&db, b, len, "stacks"), 0);
+	free(b);
+	b = exact(fx->db, "tasks", &len);
+	assert_int_equal(tally_db_parse_tasks(&db, b, len, "tasks"), 0);
+	free(b);
+	assert_int_equal(tally_db_check_totals(&db, "mem"), 0);
+	assert_int_equal(db.nimages, want.nimages);
+	assert_int_equal(db.nentries, want.nentries);
+	assert_int_equal(db.nstacks, want.nstacks);
+	assert_int_equal(db.ntasks, want.ntasks);
+	assert_int_equal(db.samples[0], 14);
+	/* a profile refused halfway leaves nothing of itself */
+	size_t before = db.nentries;
+	const char bad[] = "format-version: 1\nindex: 0\nsamples: 5\n\n10 5\n20 x\n";
+	assert_int_equal(tally_db_parse_prof(&db, bad, sizeof(bad) - 1, "bad.prof"), -EINVAL);
+	assert_errmsg_has("'bad.prof' line 6");
+	assert_int_equal(db.nentries, before);
+	tally_db_release(&db);
+	tally_db_release(&want);
+
+	/* binary data and an unfinished last line, with their line, from every entry point */
+	int (*const parsers[])(struct tally_db *, const char *, size_t, const char *) = {
+		tally_db_parse_session, tally_db_parse_images, tally_db_parse_prof,  tally_db_parse_stacks,
+		tally_db_parse_ksyms,   tally_db_parse_tasks,  tally_db_parse_modules, tally_db_parse_mntns,
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(parsers); i++) {
+		memset(&db, 0, sizeof(db));
+		assert_int_equal(parsers[i](&db, "# a\n# b\nx\0y\n", 12, "f"), -EINVAL);
+		assert_errmsg_has("'f' line 3: binary data");
+		assert_int_equal(parsers[i](&db, "# a\n# b", 7, "f"), -EINVAL);
+		assert_errmsg_has("'f' line 2: the file ends in the middle of the line");
+		tally_db_release(&db);
+	}
+}
+
 /* ---- metadata ---- */
 
 static void test_db__meta(void **state)
@@ -1227,7 +1485,6 @@ int main(void)
 		cmocka_unit_test(test_db__prof_line_bad),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__parse_file, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),
@@ -1248,6 +1505,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_counts_wrap, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_stacks_damage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_stacks_without_call_graph, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_images_damage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_session_values, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__error_quotes_escaped, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__parse_buffers, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

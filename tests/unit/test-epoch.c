@@ -6,6 +6,10 @@
 #include "unit.h"
 
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "tally/agg.h"
@@ -326,17 +330,6 @@ static void test_epoch__bundle(void **state)
 	size_t nf = 0;
 	assert_true(tally_db_bytes(&a, &nf) > 0);
 	assert_true(nf >= 3); /* a .prof, images, tasks, session at least */
-	/* its bytes, as read from a file */
-	struct tally_db m;
-	if (tally_db_open_bundle(&m, "mem.bundle", sb.buf, sb.len))
-		fail_msg("bundle bytes do not read back: %s", tally_errmsg());
-	assert_string_equal(m.path, "mem.bundle");
-	assert_int_equal(count_at(&m, "lib", 0x30, 0), 9);
-	tally_db_release(&m);
-	char *cut = xstrndup(sb.buf, sb.len - 20);
-	assert_true(tally_db_open_bundle(&m, "mem.bundle", cut, sb.len - 20) < 0);
-	assert_errmsg_has("'mem.bundle' is a damaged bundle");
-	free(cut);
 	char *pb = write_bundle(tmp, "x.bundle", sb.buf, sb.len);
 	struct tally_db b;
 	if (tally_db_open(&b, pb))
@@ -409,6 +402,105 @@ static void test_epoch__bundle(void **state)
 }
 
 /* ---- selection ---- */
+
+static int count_files(void *ctx, const char *name, const char *data, size_t len)
+{
+	(void)name;
+	(void)data;
+	(void)len;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+static void test_epoch__bundle_damaged_header(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	/* exactly 'tally-bundle:': the version was read into a buffer sscanf never filled */
+	char *p = write_bundle(tmp, "short.bundle", "tally-bundle:", 13);
+	struct tally_db d;
+	memset(&d, 0xab, sizeof(d));
+	assert_true(tally_db_open(&d, p) < 0);
+	char want[512];
+	snprintf(want, sizeof(want), "'%s' is a damaged bundle: its first line names no format-version (drain it again)", p);
+	assert_string_equal(tally_errmsg(), want);
+	assert_null(d.path);
+	free(p);
+	p = write_bundle(tmp, "blank.bundle", "tally-bundle:   \nend: 0 files\n", 30);
+	assert_true(tally_db_open(&d, p) < 0);
+	assert_errmsg_has("names no format-version");
+	free(p);
+	/* the version as written, escaped */
+	p = write_bundle(tmp, "esc.bundle", "tally-bundle: \x1b[2J9\n", 20);
+	assert_true(tally_db_open(&d, p) < 0);
+	assert_errmsg_has("format-version \\x1b[2J9, and this tally reads version 1");
+	free(p);
+
+	/* the (buffer, length) parser: bytes with no NUL after them, no file system */
+	char *pa = unit_path(tmp, "a");
+	make_db(pa, 0x30, 9, "2026-11-21T13:00:00Z", "2026-11-21T13:01:00Z");
+	struct tally_db a;
+	assert_int_equal(tally_db_open(&a, pa), 0);
+	struct strbuf sb = STRBUF_INIT;
+	assert_int_equal(tally_db_bundle(&a, &sb), 0);
+	size_t nf = 0;
+	tally_db_bytes(&a, &nf);
+	char *exact = malloc(sb.len);
+	assert_non_null(exact);
+	memcpy(exact, sb.buf, sb.len);
+	size_t seen = 0;
+	assert_int_equal(tally_bundle_parse(exact, sb.len, "mem", count_files, &seen), 0);
+	assert_int_equal(seen, nf);
+	/* every prefix is refused, none read past its end */
+	for (size_t cut = 0; cut < sb.len; cut++) {
+		int r = tally_bundle_parse(exact, cut, "mem", NULL, NULL);
+		if (r != -EINVAL && r != -ENOTDIR)
+			fail_msg("a bundle cut at byte %zu: %d", cut, r);
+	}
+	free(exact);
+	const char dup[] = "tally-bundle: 1\nfile: 1 tasks\nx\nfile: 1 tasks\ny\nend: 2 files\n";
+	assert_int_equal(tally_bundle_parse(dup, sizeof(dup) - 1, "mem", NULL, NULL), -EINVAL);
+	assert_errmsg_has("holds the file 'tasks' twice");
+	const char nul[] = "tally-bundle: 1\nfile: 1 ta\0ks\nx\nend: 1 files\n";
+	assert_int_equal(tally_bundle_parse(nul, sizeof(nul) - 1, "mem", NULL, NULL), -EINVAL);
+	const char huge[] = "tally-bundle: 1\nfile: 99999999999999999999999 tasks\nx\nend: 1 files\n";
+	assert_int_equal(tally_bundle_parse(huge, sizeof(huge) - 1, "mem", NULL, NULL), -EINVAL);
+	/* the database from memory */
+	struct tally_db m;
+	assert_int_equal(tally_db_open_bundle_buf(&m, sb.buf, sb.len, "drained"), 0);
+	assert_string_equal(m.path, "drained");
+	assert_int_equal(m.samples[0], 9);
+	tally_db_release(&m);
+	strbuf_release(&sb);
+	tally_db_release(&a);
+	tally_remove_tree(tmp);
+	free(pa);
+	free(tmp);
+}
+
+static void test_epoch__merge_overflow(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *dir = daemon_dir(tmp);
+	/* each epoch adds up; merged, 2^63 + 2^63 wrapped to 0 */
+	add_epoch(dir, "202611211300", 0x10, 1ull << 63, "2026-11-21T13:00:00Z", "2026-11-21T13:59:00Z");
+	add_epoch(dir, "202611211400", 0x10, 1ull << 63, "2026-11-21T14:00:00Z", "2026-11-21T14:59:00Z");
+	struct tally_db db;
+	memset(&db, 0xab, sizeof(db));
+	assert_int_equal(tally_db_open(&db, dir), -EINVAL);
+	assert_errmsg_has("its epochs together hold more than 18446744073709551615 'cpu-clock' samples");
+	assert_errmsg_has(dir);
+	/* one at a time they read */
+	struct tally_db_select sel = { 0 };
+	assert_int_equal(tally_db_select_opt(&sel, TALLY_OPT_EPOCH, "202611211400"), 1);
+	assert_int_equal(tally_db_open_select(&db, dir, &sel), 0);
+	assert_true(db.samples[0] == 1ull << 63);
+	tally_db_release(&db);
+	tally_remove_tree(tmp);
+	free(dir);
+	free(tmp);
+}
 
 static void test_epoch__select(void **state)
 {
@@ -551,6 +643,133 @@ static void test_epoch__ctl_parse(void **state)
 	strbuf_release(&sb);
 }
 
+/* ---- the client's reading of a reply ---- */
+
+/* A peer on a fresh socket in dir that answers any connection with reply
+ * (len bytes) and then keeps the connection open; returns its pid. */
+static pid_t fake_daemon(const char *sock, const char *reply, size_t len)
+{
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	struct sockaddr_un sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		for (;;) {
+			int c = accept(ls, NULL, NULL);
+			if (c < 0)
+				_exit(1);
+			char req[256];
+			if (read(c, req, sizeof(req)) < 0)
+				_exit(1);
+			if (write(c, reply, len) != (ssize_t)len)
+				_exit(1);
+			/* stays open: the client must decide from what it got */
+		}
+	}
+	close(ls);
+	return pid;
+}
+
+static void test_epoch__ctl_reply_bounded(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *sock = unit_path(tmp, "s");
+	static const struct {
+		const char *reply;
+		int want;
+		const char *msg;
+	} cases[] = {
+		/* a length near 2^64 wrapped hdr + want, and the buffer's doubling spun forever */
+		{ "ok 18446744073709551615\n", -EPROTO, "announced a reply of 18446744073709551615 bytes" },
+		{ "ok 18446744073709551000\nabc", -EPROTO, "more than the 4294967296" },
+		{ "ok 99999999999999999999999\n", -EPROTO, "announced a reply" },
+		{ "ok 4294967297\n", -EPROTO, "announced a reply" },
+		{ "error 65537\n", -EPROTO, "an error reply may hold" },
+	};
+	alarm(60); /* the hang this guards against: fail rather than spin */
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		unlink(sock);
+		pid_t pid = fake_daemon(sock, cases[i].reply, strlen(cases[i].reply));
+		bool ok = true;
+		struct strbuf body = STRBUF_INIT;
+		double t0 = tally_now_mono();
+		int r = tally_ctl_call(sock, "status", 5, &ok, &body);
+		double took = tally_now_mono() - t0;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (r != cases[i].want)
+			fail_msg("reply '%s': %d (%s), want %d", cases[i].reply, r, r ? tally_errmsg() : "ok", cases[i].want);
+		assert_errmsg_has(cases[i].msg);
+		assert_errmsg_has(sock);
+		assert_true(took < 2); /* refused at the header, not after the timeout */
+		assert_int_equal(body.len, 0);
+		strbuf_release(&body);
+	}
+	/* the header parser alone, over exact-size buffers */
+	static const struct {
+		const char *in;
+		int want;
+		bool ok;
+		size_t hdr, len;
+	} hs[] = {
+		{ "ok 5\nhello", 0, true, 5, 5 },
+		{ "error 0\n", 0, false, 8, 0 },
+		{ "ok 4294967296\n", 0, true, 14, 4294967296ull },
+		{ "ok 12", 1, false, 0, 0 },      /* not whole yet */
+		{ "", 1, false, 0, 0 },
+		{ "ok \n", -EPROTO, false, 0, 0 },
+		{ "ok -1\n", -EPROTO, false, 0, 0 },
+		{ "ok 1 \n", -EPROTO, false, 0, 0 },
+		{ "yes 1\n", -EPROTO, false, 0, 0 },
+		{ "ok 4294967297\n", -EPROTO, false, 0, 0 },
+		{ "error 65537\n", -EPROTO, false, 0, 0 },
+		{ "ok 18446744073709551616\n", -EPROTO, false, 0, 0 },
+		{ "ok 00000000000000000000000000000000000000000000000000000000000001\n", -EPROTO, false, 0, 0 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(hs); i++) {
+		size_t n = strlen(hs[i].in);
+		char *b = malloc(n ? n : 1);
+		assert_non_null(b);
+		memcpy(b, hs[i].in, n);
+		bool hok = !hs[i].ok;
+		size_t hdr = 77, blen = 77;
+		int r = tally_ctl_reply_header(b, n, "peer", &hok, &hdr, &blen);
+		if (r != hs[i].want)
+			fail_msg("header '%s': %d, want %d", hs[i].in, r, hs[i].want);
+		if (!r) {
+			assert_int_equal(hok, hs[i].ok);
+			assert_int_equal(hdr, hs[i].hdr);
+			assert_int_equal(blen, hs[i].len);
+		}
+		free(b);
+	}
+	/* what is in bounds still works */
+	unlink(sock);
+	pid_t pid = fake_daemon(sock, "ok 5\nhello", 10);
+	bool ok = false;
+	struct strbuf body = STRBUF_INIT;
+	assert_int_equal(tally_ctl_call(sock, "status", 5, &ok, &body), 0);
+	assert_true(ok);
+	assert_int_equal(body.len, 5);
+	assert_memory_equal(body.buf, "hello", 5);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	strbuf_release(&body);
+	alarm(0);
+	unlink(sock);
+	rmdir(tmp);
+	free(sock);
+	free(tmp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,8 +780,11 @@ int main(void)
 		cmocka_unit_test(test_epoch__prune),
 		cmocka_unit_test(test_epoch__merge),
 		cmocka_unit_test(test_epoch__bundle),
+		cmocka_unit_test(test_epoch__bundle_damaged_header),
+		cmocka_unit_test(test_epoch__merge_overflow),
 		cmocka_unit_test(test_epoch__select),
 		cmocka_unit_test(test_epoch__ctl_parse),
+		cmocka_unit_test(test_epoch__ctl_reply_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

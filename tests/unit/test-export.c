@@ -284,6 +284,28 @@ static void test_export__folded_lines(void **state)
 	tally_db_release(&db);
 }
 
+static void test_export__folded_empty_comm(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	/* a sampled process with an empty command name (seen in a daemon's epoch):
+	 * the root label was left NULL and dereferenced */
+	free(db.tasks[0].comm);
+	db.tasks[0].comm = xstrdup("");
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1, .comm_root = true };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_folded(&x, &out), 0);
+	/* named as a process missing from the task list is */
+	assert_string_equal(out.files[0].data.buf, "[pid 10];[prog] 90\ntwenty;[prog] 10\n");
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_export__select_zeroes),
 		cmocka_unit_test(test_export__pprof_roundtrip),
 		cmocka_unit_test(test_export__folded_lines),
+		cmocka_unit_test(test_export__folded_empty_comm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,27 +42,6 @@ static void test_imgmap__load_find(void **state)
 	free(d);
 }
 
-/* tally_imgmap_parse: a map's bytes, named by the caller in errors. */
-static void test_imgmap__parse(void **state)
-{
-	(void)state;
-	static const char text[] = "# tally image map, format 1\nbuild-id\tbb\ts\t/sym/b\nxxh64\t00aa\td\t/d\n";
-	struct tally_imgmap m;
-	assert_int_equal(tally_imgmap_parse(&m, "mem.map", text, sizeof(text) - 1), 0);
-	assert_int_equal(m.n, 2);
-	assert_string_equal(m.file, "mem.map");
-	size_t first;
-	assert_int_equal(tally_imgmap_find(&m, "bb", &first), 1);
-	assert_string_equal(m.e[first].path, "/sym/b");
-	tally_imgmap_release(&m);
-	/* only the bytes given: the rest of the string is not read */
-	assert_int_equal(tally_imgmap_parse(&m, "mem.map", text, 28), 0);
-	assert_int_equal(m.n, 0);
-	tally_imgmap_release(&m);
-	assert_int_equal(tally_imgmap_parse(&m, "mem.map", "garbage\n", 8), -EINVAL);
-	assert_non_null(strstr(tally_errmsg(), "'mem.map' is not a tally image map"));
-}
-
 static void test_imgmap__damaged(void **state)
 {
 	(void)state;
@@ -88,6 +67,50 @@ static void test_imgmap__damaged(void **state)
 	unlink(p);
 	assert_int_equal(tally_imgmap_load(&m, p), -ENOENT);
 	assert_errmsg_has("cannot read map file");
+	rmdir(d);
+	free(p);
+	free(d);
+}
+
+static void test_imgmap__binary(void **state)
+{
+	(void)state;
+	/* a NUL inside a well-formed line: the lines after it were silently dropped
+	 * and the map "loaded" */
+	static const char text[] = "# tally image map, format 1\n"
+				   "build-id\taa\td\t/a\n"
+				   "build-id\tbb\td\t/b\0hidden\n"
+				   "build-id\tcc\td\t/c\n";
+	char *d = unit_tmpdir(), *p = unit_path(d, "map");
+	unit_write(p, text, sizeof(text) - 1);
+	struct tally_imgmap m;
+	assert_int_equal(tally_imgmap_load(&m, p), -EINVAL);
+	char want[600];
+	snprintf(want, sizeof(want), "'%s' line 3: binary data", p);
+	assert_errmsg_has(want);
+	assert_null(m.e);
+	assert_int_equal(m.n, 0);
+	/* the (buffer, length) parser, over bytes with no NUL after them */
+	static const char good[] = "# tally image map, format 1\nbuild-id\taa\td\t/a\nxxh64\t0011223344556677\t-\t/b";
+	char *exact = malloc(sizeof(good) - 1);
+	assert_non_null(exact);
+	memcpy(exact, good, sizeof(good) - 1);
+	assert_int_equal(tally_imgmap_parse(&m, exact, sizeof(good) - 1, "mem.map"), 0);
+	assert_int_equal(m.n, 2);
+	assert_string_equal(m.file, "mem.map");
+	size_t first;
+	assert_int_equal(tally_imgmap_find(&m, "0011223344556677", &first), 1);
+	assert_string_equal(m.e[first].path, "/b");
+	tally_imgmap_release(&m);
+	for (size_t cut = 0; cut < sizeof(good) - 1; cut++) {
+		int r = tally_imgmap_parse(&m, exact, cut, "mem.map");
+		if (!r)
+			tally_imgmap_release(&m);
+	}
+	free(exact);
+	assert_int_equal(tally_imgmap_parse(&m, text, sizeof(text) - 1, "mem.map"), -EINVAL);
+	assert_errmsg_has("'mem.map' line 3: binary data");
+	unlink(p);
 	rmdir(d);
 	free(p);
 	free(d);
@@ -148,8 +171,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_imgmap__load_find),
-		cmocka_unit_test(test_imgmap__parse),
 		cmocka_unit_test(test_imgmap__damaged),
+		cmocka_unit_test(test_imgmap__binary),
 		cmocka_unit_test(test_imgmap__scan_loop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -413,6 +413,110 @@ static void test_util__parse_u64_overflow(void **state)
 	assert_errmsg_has("99999999999999999999999");
 }
 
+static void test_util__parse_u64_says_range(void **state)
+{
+	(void)state;
+	uint64_t v = 77;
+	/* whatever is wrong, the error says what is allowed */
+	assert_int_equal(tally_parse_u64("12x", "--freq", 1, 1000000, &v), -EINVAL);
+	assert_errmsg_has("from 1 to 1000000");
+	assert_int_equal(tally_parse_u64("99999999999999999999999", "--freq", 1, 1000000, &v), -EINVAL);
+	assert_errmsg_has("between 1 and 1000000");
+	assert_int_equal(v, 77);
+}
+
+/* ---- growth that cannot be satisfied ---- */
+
+static void test_util__strbuf_grow_overflow(void **state)
+{
+	(void)state;
+	alarm(10); /* the doubling loop used to wrap to 0 and spin: a hang is a failure */
+	struct strbuf sb = STRBUF_INIT;
+	assert_int_equal(strbuf_grow(&sb, SIZE_MAX), -EOVERFLOW);
+	assert_null(sb.buf);
+	strbuf_addstr(&sb, "abc");
+	size_t alloc = sb.alloc;
+	char *buf = sb.buf;
+	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 10), -EOVERFLOW); /* len + extra + 1 near SIZE_MAX */
+	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 3), -EOVERFLOW);   /* len + extra + 1 wraps to 0 */
+	assert_int_equal(strbuf_grow(&sb, (size_t)PTRDIFF_MAX), -EOVERFLOW); /* more than an object may hold */
+	/* untouched on failure */
+	assert_ptr_equal(sb.buf, buf);
+	assert_int_equal(sb.alloc, alloc);
+	assert_int_equal(sb.len, 3);
+	assert_string_equal(sb.buf, "abc");
+	/* and a growth that fits still works */
+	assert_int_equal(strbuf_grow(&sb, 100000), 0);
+	assert_true(sb.alloc >= 100004);
+	assert_string_equal(sb.buf, "abc");
+	strbuf_release(&sb);
+	alarm(0);
+}
+
+static void test_util__grow_try_overflow(void **state)
+{
+	(void)state;
+	alarm(10);
+	uint64_t *v = NULL;
+	size_t alloc = 0;
+	assert_int_equal(tally_grow_try((void **)&v, &alloc, 10, sizeof(*v)), 0);
+	assert_true(alloc >= 10);
+	uint64_t *keep = v;
+	size_t before = alloc;
+	/* want * size past SIZE_MAX (it used to wrap to a small allocation) */
+	assert_int_equal(tally_grow_try((void **)&v, &alloc, SIZE_MAX / 4, sizeof(*v)), -EOVERFLOW);
+	assert_int_equal(tally_grow_try((void **)&v, &alloc, SIZE_MAX, sizeof(*v)), -EOVERFLOW);
+	assert_int_equal(tally_grow_try((void **)&v, &alloc, SIZE_MAX, 1), -EOVERFLOW);
+	assert_ptr_equal(v, keep);
+	assert_int_equal(alloc, before);
+	free(v);
+	alarm(0);
+}
+
+/* ---- quoting damaged input ---- */
+
+static void test_util__excerpt(void **state)
+{
+	(void)state;
+	char q[TALLY_EXCERPT_SIZE];
+	assert_string_equal(tally_excerpt(q, "plain text: 1,2"), "plain text: 1,2");
+	assert_string_equal(tally_excerpt(q, NULL), "");
+	/* a terminal escape sequence and other controls are written out, never sent raw */
+	assert_string_equal(tally_excerpt(q, "\x1b]0;owned\x07\x1b[2J"), "\\x1b]0;owned\\x07\\x1b[2J");
+	assert_string_equal(tally_excerpt(q, "a\tb\nc\rd\\e\x7f"), "a\\tb\\nc\\rd\\\\e\\x7f");
+	/* UTF-8 stays readable; bytes that are not UTF-8 are escaped, and so are C1 controls */
+	assert_string_equal(tally_excerpt(q, "caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+	assert_string_equal(tally_excerpt(q, "\xff\xc3(\xc0\xaf"), "\\xff\\xc3(\\xc0\\xaf");
+	assert_string_equal(tally_excerpt(q, "\xc2\x9b" "31m"), "\\xc2\\x9b31m"); /* CSI as U+009B */
+	assert_string_equal(tally_excerpt(q, "\xed\xa0\x80"), "\\xed\\xa0\\x80");    /* a surrogate */
+	assert_string_equal(tally_excerpt(q, "\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80"); /* past U+10FFFF */
+	/* at most 40 bytes of the input, marked as cut, never cut inside a character */
+	char in[100];
+	memset(in, 'x', sizeof(in) - 1);
+	in[99] = '\0';
+	tally_excerpt(q, in);
+	assert_int_equal(strlen(q), 43);
+	assert_string_equal(q + 40, "...");
+	memset(in, 'x', 39);
+	memcpy(in + 39, "\xc3\xa9tail", 7);
+	tally_excerpt(q, in);
+	assert_string_equal(q + 39, "...");
+	/* the worst case fits the buffer: 40 bytes, each escaped to four */
+	memset(in, 1, 99);
+	tally_excerpt(q, in);
+	assert_int_equal(strlen(q), 40 * 4 + 3);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_excerpt(&sb, "a\0b", 3, 10);
+	assert_string_equal(sb.buf, "a\\x00b");
+	strbuf_release(&sb);
+	/* the value parsers quote what they were given the same way */
+	uint64_t v;
+	assert_int_equal(tally_parse_u64("\x1b[31m7", "--count", 0, 9, &v), -EINVAL);
+	assert_errmsg_has("'\\x1b[31m7'");
+	if (strchr(tally_errmsg(), 0x1b))
+		fail_msg("raw escape in '%s'", tally_errmsg());
+}
+
 /* ---- tally_parse_duration ---- */
 
 static void test_util__parse_duration_good(void **state)
@@ -451,6 +555,53 @@ static void test_util__parse_duration_bad(void **state)
 	}
 	double d;
 	assert_int_equal(tally_parse_duration(NULL, "--duration", &d), -EINVAL);
+}
+
+static void test_util__parse_duration_infinite(void **state)
+{
+	(void)state;
+	/* 1e308 is finite text; as days it is not a finite time */
+	char big[400];
+	big[0] = '1';
+	memset(big + 1, '0', 308);
+	strcpy(big + 309, "d");
+	double d = 42;
+	assert_int_equal(tally_parse_duration(big, "--keep", &d), -EINVAL);
+	assert_true(d == 42);
+	assert_errmsg_has("--keep");
+	assert_errmsg_has("at most 36525d");
+	strcpy(big + 309, "h");
+	assert_int_equal(tally_parse_duration(big, "--keep", &d), -EINVAL);
+	strcpy(big + 309, "");
+	assert_int_equal(tally_parse_duration(big, "--keep", &d), -EINVAL);
+	/* the bound itself, and just past it */
+	assert_int_equal(tally_parse_duration("36525d", "--keep", &d), 0);
+	assert_true(d == TALLY_DURATION_MAX);
+	assert_int_equal(tally_parse_duration("36525.5d", "--keep", &d), -EINVAL);
+	assert_int_equal(tally_parse_duration("876601h", "--keep", &d), -EINVAL);
+	/* a 400-digit number overflows strtod itself */
+	memset(big, '9', 399);
+	big[399] = '\0';
+	assert_int_equal(tally_parse_duration(big, "--keep", &d), -EINVAL);
+	assert_errmsg_has("...'"); /* quoted, cut */
+}
+
+static void test_util__parse_size_range(void **state)
+{
+	(void)state;
+	uint64_t v = 77;
+	assert_int_equal(tally_parse_size("1024T", "--max-db-size", 0, &v), 0);
+	assert_int_equal(v, 1ull << 50);
+	assert_int_equal(tally_parse_size("1048576T", "--max-db-size", 0, &v), 0);
+	assert_int_equal(v, TALLY_SIZE_MAX);
+	const char *big[] = { "1048577T", "99999999999999999999", "18446744073709551615", "16777216TiB", NULL };
+	for (int i = 0; big[i]; i++) {
+		v = 77;
+		if (tally_parse_size(big[i], "--max-db-size", 4096, &v) != -EINVAL)
+			fail_msg("'%s' was accepted as a size", big[i]);
+		assert_int_equal(v, 77);
+		assert_errmsg_has("at least 4.0 KiB and at most 1.0 EiB");
+	}
 }
 
 /* ---- tally_parse_cpulist ---- */
@@ -495,7 +646,12 @@ static void test_util__parse_cpulist_out_of_range(void **state)
 	assert_errmsg_has("0-3");
 	assert_int_equal(tally_parse_cpulist("0,2-9", 4, set), -EINVAL);
 	assert_errmsg_has("CPU 9");
+	/* a number past long: the CPU named as written, never strtol's LONG_MAX */
 	assert_int_equal(tally_parse_cpulist("99999999999999999999999", 4, set), -EINVAL);
+	assert_errmsg_has("CPU 99999999999999999999999 does not exist");
+	assert_errmsg_has("0-3");
+	assert_int_equal(tally_parse_cpulist("1-99999999999999999999999", 4, set), -EINVAL);
+	assert_errmsg_has("CPU 99999999999999999999999 does not exist");
 }
 
 static void test_util__parse_cpulist_bad(void **state)
@@ -557,6 +713,7 @@ static void test_util__parse_intlist_bad(void **state)
 		assert_null(v);
 		assert_int_equal(n, 0);
 		assert_errmsg_has("--pid");
+		assert_errmsg_has("from 1 to 2147483647");
 	}
 }
 
@@ -765,6 +922,23 @@ static void test_util__format_utc(void **state)
 	assert_true(tally_now_wall() > 1.6e9);
 }
 
+static void test_util__format_utc_out_of_range(void **state)
+{
+	(void)state;
+	/* no time_t cast of what time_t cannot hold (undefined), no garbage */
+	char buf[32];
+	const double bad[] = { INFINITY, -INFINITY, NAN, 1e300, -1e300, 253402300800.0, -62167219201.0 };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		memset(buf, 'z', sizeof(buf));
+		tally_format_utc(bad[i], buf, sizeof(buf));
+		assert_string_equal(buf, "(no valid time)");
+	}
+	tally_format_utc(253402300799.0, buf, sizeof(buf));
+	assert_string_equal(buf, "9999-12-31T23:59:59Z");
+	tally_format_utc(-86400, buf, sizeof(buf));
+	assert_string_equal(buf, "1969-12-31T00:00:00Z");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -787,8 +961,14 @@ int main(void)
 		cmocka_unit_test(test_util__parse_u64_bounds),
 		cmocka_unit_test(test_util__parse_u64_garbage),
 		cmocka_unit_test(test_util__parse_u64_overflow),
+		cmocka_unit_test(test_util__parse_u64_says_range),
+		cmocka_unit_test(test_util__strbuf_grow_overflow),
+		cmocka_unit_test(test_util__grow_try_overflow),
+		cmocka_unit_test(test_util__excerpt),
 		cmocka_unit_test(test_util__parse_duration_good),
 		cmocka_unit_test(test_util__parse_duration_bad),
+		cmocka_unit_test(test_util__parse_duration_infinite),
+		cmocka_unit_test(test_util__parse_size_range),
 		cmocka_unit_test(test_util__parse_cpulist_good),
 		cmocka_unit_test(test_util__parse_cpulist_out_of_range),
 		cmocka_unit_test(test_util__parse_cpulist_bad),
@@ -801,6 +981,7 @@ int main(void)
 		cmocka_unit_test(test_util__seterr),
 		cmocka_unit_test(test_util__grow),
 		cmocka_unit_test(test_util__format_utc),
+		cmocka_unit_test(test_util__format_utc_out_of_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

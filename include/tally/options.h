@@ -1,0 +1,75 @@
+/* One option table per command, built from shared groups: the parser (over
+ * getopt_long), the --help text, the man page and the shell completion all
+ * come from the same tables, so a command's options cannot differ from what
+ * its help, its man page and docs/cli.md say.
+ *
+ * A command lists its groups (its own options first, then shared ones such as
+ * sampling, selection or symbol search); each group has a handler that takes
+ * the group's codes for the context the command passes beside it. */
+#ifndef TALLY_OPTIONS_H
+#define TALLY_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "tally/util.h"
+
+enum tally_opt_arg {
+	TALLY_ARG_NONE,
+	TALLY_ARG_REQUIRED,
+	TALLY_ARG_OPTIONAL, /* --explain[=IMAGE]: the value only with '=' */
+};
+
+struct tally_option {
+	int short_name;        /* 'F', or 0 */
+	const char *long_name; /* "freq", or NULL */
+	enum tally_opt_arg arg;
+	const char *argname;   /* the value's name in the help ("HZ"), NULL without a value */
+	const char *help;      /* the help text; '\n' starts a continuation line */
+	int code;              /* handed to the group's handler */
+};
+
+#define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0 }
+
+struct tally_optgroup {
+	const char *title; /* a heading in the help, NULL for the command's own options */
+	const struct tally_option *opts; /* ends with TALLY_OPTION_END */
+	/* Takes one option of the group: 0 taken, a negative errno with tally_seterr
+	 * naming the option and the expected value when the value is bad. */
+	int (*handle)(void *ctx, int code, const char *arg);
+};
+
+#define TALLY_MAX_OPTGROUPS 8
+
+struct tally_cmdopts {
+	const char *name;    /* "record" */
+	const char *summary; /* one line for 'tally --help' and the man page's NAME */
+	const char *usage;   /* "[options] [--] [COMMAND [ARGS...]]": after "tally NAME " */
+	const char *footer;  /* text after the options in --help (may be NULL) */
+	bool stop_at_nonopt; /* options end at the first operand (record's COMMAND) */
+	const struct tally_optgroup *groups[TALLY_MAX_OPTGROUPS + 1]; /* NULL-terminated */
+};
+
+/* Parses argv (argv[0] is the command's name) with cmd's tables, handing each
+ * option to its group's handler with ctxs[g] (the context for groups[g]).
+ * *first gets the index of the first operand. Returns 0, TALLY_OPTS_HELP when
+ * -h/--help was given (print tally_opts_help, exit 0), or a negative errno with
+ * tally_seterr saying which option was unknown, lacks its value or had a bad one. */
+#define TALLY_OPTS_HELP 1
+int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv, int *first);
+
+/* The --help text of a command (usage, options by group, footer). */
+void tally_opts_help(const struct tally_cmdopts *cmd, struct strbuf *out);
+/* The command's man page, in roff (man(7)). */
+void tally_opts_man(const struct tally_cmdopts *cmd, const char *version, struct strbuf *out);
+/* Every option spelling of a command ("-F --freq ..."), space-separated: for
+ * shell completion. */
+void tally_opts_words(const struct tally_cmdopts *cmd, struct strbuf *out);
+/* Whether the option named by word ("--freq", "-F") takes a value. */
+bool tally_opts_takes_value(const struct tally_cmdopts *cmd, const char *word);
+
+/* Checks a command's tables: every option has a help text, no spelling is used
+ * twice, codes are unique within a group. 0, or -EINVAL with tally_seterr
+ * naming the first problem (the unit tests run it over every command). */
+int tally_opts_check(const struct tally_cmdopts *cmd);
+
+#endif
