@@ -118,13 +118,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool isok = size >= 3 && !memcmp(data, "ok ", 3), iserr = size >= 6 && !memcmp(data, "error ", 6);
 	FUZZ_CHECK(isok || iserr, "a reply that is neither 'ok N' nor 'error N' was accepted");
 	FUZZ_CHECK(ok == isok, "an '%s' reply taken as %s", isok ? "ok" : "error", ok ? "ok" : "error");
-	char num[32] = "";
+	/* the length: digits (leading zeros allowed), a value that fits */
 	const uint8_t *d = data + (isok ? 3 : 6);
 	size_t nd = (size_t)(nl - d);
-	FUZZ_CHECK(nd > 0 && nd < sizeof(num), "a length of %zu characters was accepted", nd);
-	memcpy(num, d, nd);
-	FUZZ_CHECK(strspn(num, "0123456789") == nd, "the length '%s' was accepted", num);
-	unsigned long long want = strtoull(num, NULL, 10);
+	FUZZ_CHECK(nd > 0, "an empty length was accepted");
+	uint64_t want = 0;
+	for (size_t i = 0; i < nd; i++) {
+		FUZZ_CHECK(d[i] >= '0' && d[i] <= '9', "a length with '%c' was accepted", d[i]);
+		FUZZ_CHECK(!__builtin_mul_overflow(want, 10, &want) && !__builtin_add_overflow(want, (uint64_t)(d[i] - '0'), &want),
+			   "a length beyond 2^64 was accepted");
+	}
+	char num[24];
+	snprintf(num, sizeof(num), "%" PRIu64, want);
 	FUZZ_CHECK(body.len == want && want <= size - hdr && !memcmp(body.buf, data + hdr, body.len),
 		   "reply 'LEN %s': a body of %zu bytes, the reply had %zu after its header", num, body.len, size - hdr);
 	strbuf_release(&body);
