@@ -51,7 +51,9 @@ bench: build
 	@bench/annotate.sh $(BUILD)
 	@bench/symbols.sh $(BUILD)
 	@bench/html.sh $(BUILD)
+	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
+	@bench/daemon-cpu.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

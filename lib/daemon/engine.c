@@ -48,14 +48,17 @@ void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...)
 
 /* ---- memory ---- */
 
-/* The heap the daemon has in use (glibc's count; the aggregate's own estimate
- * where that is not available, as under a sanitizer). */
+/* The heap the daemon has in use: glibc's count, which costs a walk of the
+ * allocator's bins; where that is not available (a sanitizer's allocator
+ * answers 0), the aggregate's own estimate, which walks every image, process
+ * and task and so is not taken every round when glibc can answer. */
 uint64_t tally_dmn_memory_used(const struct tally_daemon *d)
 {
 	struct mallinfo2 mi = mallinfo2();
 	uint64_t heap = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
-	uint64_t own = (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
-	return heap > own ? heap : own;
+	if (heap)
+		return heap;
+	return (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
 }
 
 uint64_t tally_dmn_agg_samples(const struct tally_daemon *d)
