@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the seed corpora fuzz/corpus/TARGET/ from real recordings made
 # with tally itself on the workloads of tests/workloads (docs/fuzzing.md):
-# databases (plain, per-pid with stacks, two events, DWARF stacks, JIT code),
-# a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
+# databases (plain, per-pid with stacks, two events, DWARF stacks, JIT code)
+# and archives of them, a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
 # and damaged), a 'tally scan' map, the control protocol's requests and the
 # daemon's real replies, and the value forms the docs give. Each target's seeds
 # are then minimized with libFuzzer's -merge=1 (only inputs that add coverage
@@ -66,6 +66,10 @@ for d in "${dbs[@]}"; do
 	seedf jitcopy "$d"/jit/jitdump-*.txt
 	seedf perfmap "$d"/jit/perf-*.map
 done
+# archives of some of them: their MANIFEST
+"$TALLY" archive -i plain.db -o plain.arch >/dev/null 2>&1 && seedf manifest plain.arch/MANIFEST
+"$TALLY" archive -i kernel.db -o kernel.arch --no-debug >/dev/null 2>&1 && seedf manifest kernel.arch/MANIFEST
+"$TALLY" archive -i jit.db -o jit.arch >/dev/null 2>&1 && seedf manifest jit.arch/MANIFEST
 # no recording here runs inside another mount namespace: the form of the file
 printf '0\n' | seed db-mntns one
 printf '1\n3\n' | seed db-mntns two
