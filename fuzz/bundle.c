@@ -53,7 +53,7 @@ static char **canon(const struct tally_db *db, size_t *n)
 			const struct tally_db_stack *st = &db->stacks[i - db->nentries];
 			strbuf_addf(&sb, "stack pid %" PRId32, st->pid);
 			for (uint32_t k = 0; k < st->len; k++) {
-				const struct tally_frame *f = &db->frames[st->first + k];
+				const struct tally_frame *f = tally_db_frame(db, st, k);
 				strbuf_addf(&sb, " %s:%" PRIx64, db->images[f->image].id, f->offset);
 			}
 			c = &db->stack_counts[(i - db->nentries) * (size_t)db->nevents];

@@ -114,10 +114,13 @@ static void check_stacks(const struct tally_db *db)
 	for (size_t i = 0; i < db->nstacks; i++) {
 		const struct tally_db_stack *s = &db->stacks[i];
 		FUZZ_CHECK(fuzz_known("i5") || s->pid >= 0, "stack %zu has pid %" PRId32, i, s->pid);
-		FUZZ_CHECK(s->len > 0 && s->first + s->len <= db->nframes, "stack %zu out of the frames", i);
-		for (uint32_t k = 0; k < s->len; k++)
-			FUZZ_CHECK(db->frames[s->first + k].image < db->nimages, "a frame names image %" PRIu32,
-				   db->frames[s->first + k].image);
+		FUZZ_CHECK(s->len > 0 && s->first + s->len <= db->nstack_frames, "stack %zu out of the frames", i);
+		for (uint32_t k = 0; k < s->len; k++) {
+			FUZZ_CHECK(db->stack_frames[s->first + k] < db->nframe_tab, "stack %zu names frame %" PRIu32, i,
+				   db->stack_frames[s->first + k]);
+			FUZZ_CHECK(tally_db_frame(db, s, k)->image < db->nimages, "a frame names image %" PRIu32,
+				   tally_db_frame(db, s, k)->image);
+		}
 	}
 }
 
@@ -153,7 +156,8 @@ static void release_own(struct tally_db *db)
 	free(db->entries);
 	free(db->counts);
 	free(db->profs);
-	free(db->frames);
+	free(db->frame_tab);
+	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
 }
