@@ -98,6 +98,10 @@ void tally_unescape(char *s);
 char *strbuf_detach(struct strbuf *sb);
 /* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set). */
 int strbuf_read_file(struct strbuf *sb, const char *path, size_t max);
+/* Append everything fd holds until end of file (retrying EINTR) to sb: 0,
+ * -errno of the failed read, -ENOMEM, or -EFBIG once more than max bytes
+ * (0 = no limit) were read. Sets no message (the caller knows the name). */
+int tally_read_fd(struct strbuf *sb, int fd, size_t max);
 
 /* Hash index: maps 64-bit hashes to item indices kept in the caller's own array;
  * the caller supplies equality. One type serves every table in tally. */
@@ -161,5 +165,12 @@ double tally_now_wall(void);
 void tally_format_utc(double wall, char *buf, size_t n); /* 2026-11-21T13:07:00Z */
 /* Basename without allocation. */
 const char *tally_basename(const char *path);
+/* The directory holding path, newly allocated, as POSIX dirname(3) defines
+ * it: "/x" -> "/", "x" -> ".", "/" -> "/", "a/b/" -> "a", "a//b" -> "a",
+ * "" -> ".". */
+char *tally_dirname(const char *path);
+/* Write all n bytes to fd, retrying short writes and EINTR: 0 or -errno
+ * (-EIO when write returns 0). Sets no message. */
+int tally_write_all(int fd, const void *p, size_t n);
 
 #endif

@@ -397,34 +397,40 @@ char *strbuf_detach(struct strbuf *sb)
 	return r;
 }
 
+int tally_read_fd(struct strbuf *sb, int fd, size_t max)
+{
+	size_t start = sb->len;
+	for (;;) {
+		if (strbuf_grow(sb, 65536))
+			return -ENOMEM;
+		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		sb->len += (size_t)n;
+		sb->buf[sb->len] = '\0';
+		if (max && sb->len - start > max)
+			return -EFBIG;
+	}
+}
+
 int strbuf_read_file(struct strbuf *sb, const char *path, size_t max)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
-	for (;;) {
-		if (strbuf_grow(sb, 65536)) {
-			close(fd);
-			return tally_seterr(-ENOMEM, "cannot read '%s': out of memory", path);
-		}
-		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			close(fd);
-			return tally_seterr(-e, "cannot read '%s': %s", path, strerror(e));
-		}
-		if (n == 0)
-			break;
-		sb->len += (size_t)n;
-		sb->buf[sb->len] = '\0';
-		if (max && sb->len > max) {
-			close(fd);
-			return tally_seterr(-EFBIG, "'%s' is larger than %zu bytes", path, max);
-		}
-	}
+	int r = tally_read_fd(sb, fd, max);
 	close(fd);
+	if (r == -ENOMEM)
+		return tally_seterr(r, "cannot read '%s': out of memory", path);
+	if (r == -EFBIG)
+		return tally_seterr(r, "'%s' is larger than %zu bytes", path, max);
+	if (r)
+		return tally_seterr(r, "cannot read '%s': %s", path, strerror(-r));
 	return 0;
 }
 
@@ -660,17 +666,10 @@ int tally_write_file_atomic(const char *path, const void *data, size_t len)
 		strbuf_release(&tmp);
 		return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
 	}
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		p += n;
-		left -= (size_t)n;
+	int w = tally_write_all(fd, data, len);
+	if (w) {
+		errno = -w;
+		goto fail;
 	}
 	if (fsync(fd) < 0 || close(fd) < 0) {
 		fd = -1;
@@ -753,6 +752,35 @@ const char *tally_basename(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
+}
+
+char *tally_dirname(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/') /* trailing slashes */
+		n--;
+	while (n && path[n - 1] != '/') /* the last component */
+		n--;
+	if (!n)
+		return xstrdup(".");
+	while (n > 1 && path[n - 1] == '/') /* the slashes before it */
+		n--;
+	return xstrndup(path, n);
+}
+
+int tally_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }
 
 int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out)
