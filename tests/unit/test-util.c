@@ -1047,6 +1047,62 @@ static void test_util__read_fd_limit(void **state)
 	strbuf_release(&sb);
 }
 
+/* ---- binary search ---- */
+
+static bool int_below(const void *ctx, size_t i)
+{
+	const int *k = ctx; /* k[0] the key, k + 1 the array */
+	return k[1 + i] < k[0];
+}
+
+static bool index_below(const void *ctx, size_t i)
+{
+	return i < *(const size_t *)ctx;
+}
+
+static void test_util__partition(void **state)
+{
+	(void)state;
+	/* key, then the sorted array: lower bounds of every key from 0 to 10 */
+	int a[] = { 0, 1, 3, 3, 3, 5, 8, 9 };
+	size_t n = ARRAY_SIZE(a) - 1;
+	for (int key = 0; key <= 10; key++) {
+		a[0] = key;
+		size_t want = 0;
+		while (want < n && a[1 + want] < key)
+			want++;
+		assert_int_equal(tally_partition(n, int_below, a), want);
+	}
+	assert_int_equal(tally_partition(0, int_below, a), 0);
+	a[0] = 3;
+	assert_int_equal(tally_partition(n, int_below, a), 1); /* the first of equal keys */
+	/* huge n: the middle is computed without overflow */
+	size_t limit = SIZE_MAX - 5;
+	assert_true(tally_partition(SIZE_MAX, index_below, &limit) == limit);
+}
+
+struct addr_item {
+	char tag;
+	uint64_t addr;
+	uint32_t size;
+};
+
+static void test_util__upper_u64(void **state)
+{
+	(void)state;
+	struct addr_item v[] = { { 'a', 0x10, 1 }, { 'b', 0x20, 1 }, { 'c', 0x20, 1 }, { 'd', UINT64_MAX - 1, 1 } };
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0xf), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x10), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x1f), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x20), 3); /* past every equal one */
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX - 2), 3);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX), 4);
+	assert_int_equal(TALLY_UPPER_U64(v, 0, addr, UINT64_MAX), 0);
+	uint64_t plain[] = { 1, 2, 4, 8 };
+	assert_int_equal(tally_upper_u64(plain, 4, sizeof(*plain), 0, 5), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1087,6 +1143,8 @@ int main(void)
 		cmocka_unit_test(test_util__remove_tree),
 		cmocka_unit_test(test_util__basename),
 		cmocka_unit_test(test_util__dirname),
+		cmocka_unit_test(test_util__partition),
+		cmocka_unit_test(test_util__upper_u64),
 		cmocka_unit_test(test_util__write_all_read_fd),
 		cmocka_unit_test(test_util__write_all_errors),
 		cmocka_unit_test(test_util__read_fd_limit),
