@@ -564,21 +564,6 @@ static int write_err(const char *path, int e)
 	return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t k = write(fd, c, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		c += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Creates the directories above name under dirfd. */
 int tally_ar_mkparents(int dirfd, const char *name)
 {
@@ -703,7 +688,7 @@ struct fdout {
 static int fd_out(void *ctx, const void *p, size_t n)
 {
 	struct fdout *o = ctx;
-	int r = write_all(o->fd, p, n);
+	int r = tally_write_all(o->fd, p, n);
 	return r ? write_err(o->path, -r) : 0;
 }
 
@@ -738,7 +723,7 @@ static int write_dir(struct writer *w, const char *staging)
 		struct strbuf man = STRBUF_INIT;
 		tally_manifest_format(w->p->m, w->p->n, &man);
 		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, man.buf, man.len) || close(fd) < 0)
+		if (fd < 0 || tally_write_all(fd, man.buf, man.len) || close(fd) < 0)
 			r = write_err(w->path, errno ? errno : EIO);
 		strbuf_release(&man);
 	}

@@ -443,19 +443,9 @@ static int unpack_file(void *ctx, const char *name, const char *data, size_t len
 	if (fd < 0) {
 		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
 	} else {
-		size_t left = len;
-		const char *d = data;
-		while (left && !r) {
-			ssize_t w = write(fd, d, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
-			else {
-				d += w;
-				left -= (size_t)w;
-			}
-		}
+		int w = tally_write_all(fd, data, len);
+		if (w)
+			r = tally_seterr(w, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(-w));
 		close(fd);
 	}
 	strbuf_release(&fp);

@@ -215,16 +215,21 @@ void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db
 	tally_qsort(c->v, c->n, sizeof(*c->v), cmp_comm);
 }
 
+struct comm_key {
+	const struct tally_export_comms *c;
+	int pid;
+};
+
+static bool pid_upto(const void *ctx, size_t i)
+{
+	const struct comm_key *k = ctx;
+	return k->c->v[i].pid <= k->pid;
+}
+
 const char *tally_export_comm(const struct tally_export_comms *c, int pid)
 {
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->v[mid].pid <= pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct comm_key k = { c, pid };
+	size_t lo = tally_partition(c->n, pid_upto, &k);
 	/* the last task of that pid, as tally_db_comm */
 	return lo && c->v[lo - 1].pid == pid ? c->v[lo - 1].comm : NULL;
 }
