@@ -229,7 +229,8 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 		for (int k = 0; ok && k < 16; k++) {
 			int a = hexval(f[2][2 * k]), b = hexval(f[2][2 * k + 1]);
 			ok = a >= 0 && b >= 0;
-			e.sum[k] = (unsigned char)(a << 4 | b);
+			if (ok) /* a negative digit shifted is undefined (found by fuzz-manifest) */
+				e.sum[k] = (unsigned char)(a << 4 | b);
 		}
 		if (!ok) {
 			r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ROLE SIZE XXH3-128 NAME' (%s)", what, lineno, DAMAGED_ARCHIVE);
