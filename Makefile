@@ -40,6 +40,7 @@ bench: build
 	@bench/html.sh $(BUILD)
 	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
+	@bench/daemon-cpu.sh $(BUILD)
 	@bench/scale.sh $(BUILD)
 
 clean:

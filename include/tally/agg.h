@@ -108,6 +108,10 @@ struct tally_agg {
 	struct tally_frame *frames;
 	size_t nframes, aframes;
 	struct tally_hidx frame_idx;
+	/* per frame: its one-frame stack + 1, 0 until made (a sample without a call
+	 * chain then costs one hash lookup, not two) */
+	uint32_t *frame_stack1;
+	size_t aframe_stack1;
 
 	uint32_t *stack_frames;
 	size_t nstack_frames, astack_frames;

@@ -65,6 +65,7 @@ void tally_agg_release(struct tally_agg *a)
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
 	free(a->frames);
+	free(a->frame_stack1);
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	free(a->stacks);
@@ -860,7 +861,9 @@ uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset)
 	if (i != TALLY_HIDX_NONE)
 		return i;
 	GROW(a->frames, a->aframes, a->nframes + 1);
+	GROW(a->frame_stack1, a->aframe_stack1, a->nframes + 1);
 	a->frames[a->nframes] = k;
+	a->frame_stack1[a->nframes] = 0;
 	tally_hidx_put(&a->frame_idx, h, (uint32_t)a->nframes);
 	return (uint32_t)a->nframes++;
 }
@@ -1020,7 +1023,14 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 			fr[n++] = tally_agg_frame(a, img, off);
 		}
 	}
-	uint32_t st = tally_agg_stack(a, fr, n);
+	uint32_t st;
+	if (n == 1) {
+		if (!a->frame_stack1[fr[0]])
+			a->frame_stack1[fr[0]] = tally_agg_stack(a, fr, 1) + 1;
+		st = a->frame_stack1[fr[0]] - 1;
+	} else {
+		st = tally_agg_stack(a, fr, n);
+	}
 	/* the kernel reports pid -1 for a task it can no longer name (exiting): no process */
 	tally_agg_count(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1);
 	a->samples[r->event]++;
@@ -1218,6 +1228,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->frames);
 	a->frames = NULL;
 	a->nframes = a->aframes = 0;
+	free(a->frame_stack1);
+	a->frame_stack1 = NULL;
+	a->aframe_stack1 = 0;
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	a->stack_frames = NULL;
@@ -1319,7 +1332,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);

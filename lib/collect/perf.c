@@ -719,9 +719,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	free(pfd);
 
-	/* a new period costs an IPI per event fd: 20 times a second is plenty to break
-	 * any lock-step between the program and the sampling */
-	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.05) {
+	/* a new period costs an IPI per event fd (the daemon's largest cost after the
+	 * samples themselves): 5 times a second is plenty to break any lock-step
+	 * between the program and the sampling */
+	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.2) {
 		redraw_periods(c);
 		c->last_redraw = tally_now_mono();
 	}

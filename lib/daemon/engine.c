@@ -48,14 +48,17 @@ void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...)
 
 /* ---- memory ---- */
 
-/* The heap the daemon has in use (glibc's count; the aggregate's own estimate
- * where that is not available, as under a sanitizer). */
+/* The heap the daemon has in use: glibc's count, which costs a walk of the
+ * allocator's bins; where that is not available (a sanitizer's allocator
+ * answers 0), the aggregate's own estimate, which walks every image, process
+ * and task and so is not taken every round when glibc can answer. */
 uint64_t tally_dmn_memory_used(const struct tally_daemon *d)
 {
 	struct mallinfo2 mi = mallinfo2();
 	uint64_t heap = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
-	uint64_t own = (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
-	return heap > own ? heap : own;
+	if (heap)
+		return heap;
+	return (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
 }
 
 uint64_t tally_dmn_agg_samples(const struct tally_daemon *d)
@@ -189,7 +192,8 @@ static void write_pid(struct tally_daemon *d, pid_t pid)
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 	if (ftruncate(d->lockfd, 0) < 0 || pwrite(d->lockfd, buf, (size_t)n, 0) != n)
 		tally_dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
-	if (d->pidfile_extra && tally_write_file_atomic(d->pidfile_extra, buf, (size_t)n))
+	/* a pid is no profile: readable by others, as pid files are */
+	if (d->pidfile_extra && tally_write_file_atomic_mode(d->pidfile_extra, buf, (size_t)n, 0644))
 		tally_dmn_log(d, "%s", tally_errmsg());
 }
 
