@@ -8,7 +8,7 @@
  * temporaries were recovered already (a daemon's epochs) or that no other
  * writer knows (an unpacked bundle). */
 int tally_db_read_dir(struct tally_db *db, const char *path);
-/* The same with tally_db_open_dir_flags' flags (TALLY_DB_STACKS_LATER). */
+/* The same with tally_db_open_dir_flags' flags (no recovery). */
 int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flags);
 
 #endif

@@ -925,7 +925,8 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
 {
-	return tally_db_open_dir_flags(db, path, 0);
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir_flags(db, path, 0);
 }
 
 int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags)

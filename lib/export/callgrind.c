@@ -3,6 +3,7 @@
  * source lines when known), inclusive cost through calls= lines built from the
  * stacks; one file for everything, or one per process. docs/export.md. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,7 +407,7 @@ int tally_export_callgrind(const struct tally_export *x, struct tally_export_out
 		return 0;
 	}
 	if (!db->per_pid)
-		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
+		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
 				    x->input);
 	/* the processes with samples of the exported events */
 	size_t dbne = (size_t)db->nevents;
