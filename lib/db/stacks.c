@@ -433,6 +433,7 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 	struct sparser P;
 	parser_init(&P, s, m, what);
 	size_t cap = 1 << 20, have = 0;
+	uint64_t total = 0;
 	char *buf = xmalloc(cap + 1);
 	int r = 0;
 	for (;;) {
@@ -459,6 +460,12 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		}
 		if (n == 0)
 			break;
+		if ((total += (uint64_t)n) > TALLY_DB_FILE_MAX) {
+			char mx[32];
+			tally_format_size(TALLY_DB_FILE_MAX, mx, sizeof(mx));
+			r = tally_seterr(-EFBIG, "'%s' is larger than %s (%s)", what, mx, DAMAGED);
+			break;
+		}
 		/* binary data: said before anything else, so the rest need not be read
 		 * (what is in the buffer before the new bytes holds no newline) */
 		if ((P.nul = nul_line(buf + have, (size_t)n, P.ln))) {
@@ -549,19 +556,27 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 {
 	struct strbuf path = STRBUF_INIT;
 	strbuf_addf(&path, "%s/stacks", db->path);
-	int fd = open(path.buf, O_RDONLY | O_CLOEXEC);
-	int r = 0, e = errno;
-	if (fd < 0 && e == ENOENT && !db->has_stacks) {
+	/* as read.c reads every file: never through a link, never a FIFO or a device */
+	int fd = tally_open_regular(AT_FDCWD, path.buf, 0, TALLY_DB_FILE_MAX, NULL);
+	int r = 0;
+	if (fd == -ENOENT && !db->has_stacks) {
 		strbuf_release(&path);
 		return 0; /* no stacks, none expected */
 	}
 	struct lazy_part *p = new_part(&db->lazy);
-	p->fd = fd;
+	p->fd = fd < 0 ? -1 : fd;
 	p->what = strbuf_detach(&path);
 	if (fd < 0) {
-		p->err = e == ENOENT ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-						    db->path, DAMAGED)
-				     : tally_seterr(-e, "cannot open '%s': %s", p->what, strerror(e));
+		if (fd == -ENOENT)
+			p->err = tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
+					      db->path, DAMAGED);
+		else if (fd == -ELOOP || fd == -EINVAL || fd == -EISDIR)
+			p->err = tally_seterr(fd, "%s (a database holds only the regular files tally wrote: record it again)",
+					      tally_errmsg());
+		else if (fd == -EFBIG)
+			p->err = tally_seterr(fd, "%s (%s)", tally_errmsg(), DAMAGED);
+		else
+			p->err = fd;
 		p->msg = xstrdup(tally_errmsg());
 	}
 	p->nevents = db->nevents;
