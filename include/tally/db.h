@@ -12,6 +12,10 @@
 #include "tally/elfinfo.h"
 
 #define TALLY_FORMAT_VERSION 1
+/* The largest file of a database (or bundle) a reader takes: about 40 times
+ * the 'stacks' file of a million distinct call stacks. Database files are read only when
+ * they are regular files (never through a symbolic link, a FIFO or a device). */
+#define TALLY_DB_FILE_MAX ((uint64_t)4 << 30)
 
 /* Ordered key: value metadata (the session file, .prof headers). */
 struct tally_kv {
@@ -27,7 +31,45 @@ void tally_meta_set(struct tally_meta *m, const char *key, const char *fmt, ...)
 const char *tally_meta_get(const struct tally_meta *m, const char *key);
 void tally_meta_release(struct tally_meta *m);
 
-/* Fails with a one-line error when path exists (and !force) or its parent is not writable. */
+/* ---- the temporaries next to a database, and their recovery ----
+ * While lib/db writes or removes the database DIR/NAME it keeps, next to it:
+ *   DIR/.NAME.tmp-PID   the staging copy of a save (locked with flock while it is
+ *                       written; after the swap, the old copy being removed)
+ *   DIR/.NAME.old-PID   the old database moved aside (a filesystem without
+ *                       RENAME_EXCHANGE), until the new one is in place
+ *   DIR/.NAME.gone-PID  a database being removed, out of readers' sight first
+ * where PID is the writer's. Readers skip every dot-name; these names are made
+ * and recognized by the functions below only. */
+enum tally_db_temp { TALLY_DB_STAGE, TALLY_DB_OLD, TALLY_DB_GONE };
+/* The path of path's temporary of that kind for pid (caller frees). */
+char *tally_db_temp_path(const char *path, enum tally_db_temp kind, int pid);
+/* Whether a directory entry's name is such a temporary: its kind, its
+ * database's name (*target, the caller's; target may be NULL) and pid. */
+bool tally_db_temp_parse(const char *name, enum tally_db_temp *kind, char **target, int *pid);
+
+struct tally_db_recovery {
+	size_t removed;  /* stale staging, old and half-removed copies deleted */
+	size_t restored; /* databases put back from .old-PID (theirs was missing) */
+	size_t kept;     /* temporaries of writers still at work */
+};
+/* Clears what a killed writer left beside path (and, when path is a daemon's
+ * directory, beside its epochs and drain): a temporary whose writer is gone is
+ * removed, except that an .old-PID copy is renamed back when the database
+ * itself is missing. A writer is gone when its pid is not running (this process
+ * counts as gone: it is not saving) and, for a staging directory, nobody holds
+ * its lock: a live writer's temporaries are never touched. Only directories
+ * owned by this user are touched. Every open (tally_db_open*) and every save
+ * (tally_db_save*, tally_db_check_target) runs it first; failures are left for
+ * the next run. *rv (may be NULL) gets what was done. 0, or the first -errno
+ * of a removal that failed. */
+int tally_db_recover(const char *path, struct tally_db_recovery *rv);
+/* Removes the database (or daemon drain, epoch) directory at path: renamed out
+ * of readers' sight (.NAME.gone-PID), then deleted. 0 or -errno with tally_seterr. */
+int tally_db_remove(const char *path);
+
+/* Fails with a one-line error when path exists (and !force) or its parent is
+ * not writable (after tally_db_recover: a database a killed writer moved aside
+ * counts as existing). */
 int tally_db_check_target(const char *path, bool force);
 /* Writes the aggregate and the session metadata (the caller's keys; counts are
  * added here) as a database at path, atomically. */
@@ -65,7 +107,7 @@ struct tally_db_prof {
 };
 
 struct tally_db_stack {
-	uint32_t first, len; /* into frames, leaf first */
+	uint32_t first, len; /* into stack_frames, leaf first */
 	int32_t pid;
 };
 
@@ -101,12 +143,17 @@ struct tally_db {
 	struct tally_db_prof *profs; /* one per (image, pid): no two files share one */
 	size_t nprofs, aprofs;
 
-	struct tally_frame *frames; /* image is a db image index */
-	size_t nframes, aframes;
+	/* call stacks: each distinct frame once (image is a db image index), and
+	 * the stacks as runs of frame numbers; read with tally_db_frame */
+	struct tally_frame *frame_tab;
+	size_t nframe_tab, aframe_tab;
+	uint32_t *stack_frames; /* indices into frame_tab, leaf first */
+	size_t nstack_frames, astack_frames;
 	struct tally_db_stack *stacks;
 	size_t nstacks, astacks;
 	uint64_t *stack_counts; /* nstacks * nevents */
 	size_t astack_counts;
+	struct tally_db_lazy *lazy; /* stacks not read yet (TALLY_DB_STACKS_LATER), or NULL */
 
 	struct tally_ksym *ksyms;
 	size_t nksyms;
@@ -129,6 +176,24 @@ struct tally_db {
 int tally_db_open(struct tally_db *db, const char *path);
 /* The same for a plain database directory only. */
 int tally_db_open_dir(struct tally_db *db, const char *path);
+
+/* Open flag: leave the stacks file unread (it is opened, not read) until
+ * tally_db_load_stacks asks for it, so that what needs no stacks (the per-image
+ * summary, functions, lines) costs nothing for them; until then nstacks is 0. */
+#define TALLY_DB_STACKS_LATER 1u
+int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags);
+/* Reads the stacks that TALLY_DB_STACKS_LATER left unread: at once 0 when
+ * there is nothing left to read. A damaged or missing stacks file is the error
+ * an open without the flag would have given (file, line, fix; again at every
+ * call), and db stays usable without stacks. 0 or -errno with tally_seterr. */
+int tally_db_load_stacks(struct tally_db *db);
+
+/* Frame k (0: the leaf) of a stack of db. */
+static inline const struct tally_frame *tally_db_frame(const struct tally_db *db, const struct tally_db_stack *st,
+						       uint32_t k)
+{
+	return &db->frame_tab[db->stack_frames[st->first + k]];
+}
 /* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
 const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
 void tally_db_release(struct tally_db *db);

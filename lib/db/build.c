@@ -2,6 +2,7 @@
  * report feeds it a daemon's epochs, the daemon feeds it an epoch and what it
  * aggregated since the last flush. Equal keys add up; nothing is kept twice. */
 #define _GNU_SOURCE
+#include "stacks.h"
 #include "tally/db.h"
 #include "tally/util.h"
 
@@ -15,11 +16,6 @@ struct bcell {
 	uint32_t image;
 	int32_t pid;
 	uint64_t offset;
-};
-
-struct bstack {
-	uint32_t first, len; /* into frames */
-	int32_t pid;
 };
 
 struct tally_db_builder {
@@ -42,13 +38,8 @@ struct tally_db_builder {
 	size_t accounts;
 	struct tally_hidx cell_idx;
 
-	struct tally_frame *frames;
-	size_t nframes, aframes;
-	struct bstack *bstacks;
-	size_t nstacks, astacks;
-	uint64_t *scounts;
-	size_t ascounts;
-	struct tally_hidx stack_idx;
+	struct stackset ss;           /* the stacks, equal ones summed */
+	struct tally_db_lazy *lazy;   /* stacks of the sources left unread, added after ss's */
 
 	struct tally_ksym *ksyms;
 	size_t nksyms, aksyms;
@@ -74,6 +65,8 @@ struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, 
 		b->events[e] = xstrdup(events[e]);
 	b->per_pid = per_pid;
 	b->stacks = stacks;
+	b->ss.nevents = nevents;
+	b->ss.dedup = true;
 	return b;
 }
 
@@ -114,10 +107,8 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->cells);
 	free(b->ccounts);
 	tally_hidx_release(&b->cell_idx);
-	free(b->frames);
-	free(b->bstacks);
-	free(b->scounts);
-	tally_hidx_release(&b->stack_idx);
+	tally_stackset_release(&b->ss);
+	tally_lazy_free(b->lazy);
 	tally_ksyms_free(b->ksyms, b->nksyms);
 	tally_hidx_release(&b->ksym_idx);
 	for (size_t i = 0; i < b->ntasks; i++) {
@@ -237,53 +228,23 @@ void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t 
 		b->ccounts[i * ne + e] += counts[e];
 }
 
-struct stack_key {
-	int32_t pid;
-	const struct tally_frame *f;
-	uint32_t n;
-};
-
-static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct tally_db_builder *b = ctx;
-	const struct bstack *s = &b->bstacks[idx];
-	const struct stack_key *k = key;
-	if (s->pid != k->pid || s->len != k->n)
-		return false;
-	for (uint32_t i = 0; i < k->n; i++)
-		if (b->frames[s->first + i].image != k->f[i].image || b->frames[s->first + i].offset != k->f[i].offset)
-			return false;
-	return true;
-}
-
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
 			    const uint64_t *counts)
 {
 	if (!b->stacks || !n)
 		return;
-	struct stack_key k = { b->per_pid && pid > 0 ? pid : 0, frames, n };
-	uint64_t h = tally_hash_u64((uint64_t)(uint32_t)k.pid ^ ((uint64_t)n << 32));
-	for (uint32_t i = 0; i < n; i++)
-		h = tally_hash_u64(h ^ frames[i].offset ^ ((uint64_t)frames[i].image << 48));
-	uint32_t i = tally_hidx_get(&b->stack_idx, h, &k, stack_eq, b);
-	size_t ne = (size_t)b->nevents;
-	if (i == TALLY_HIDX_NONE) {
-		GROW(b->frames, b->aframes, b->nframes + n);
-		memcpy(&b->frames[b->nframes], frames, n * sizeof(*frames));
-		GROW(b->bstacks, b->astacks, b->nstacks + 1);
-		b->bstacks[b->nstacks] = (struct bstack){ (uint32_t)b->nframes, n, k.pid };
-		b->nframes += n;
-		size_t want = (b->nstacks + 1) * ne;
-		if (want > b->ascounts) {
-			size_t old = b->ascounts;
-			GROW(b->scounts, b->ascounts, want);
-			memset(b->scounts + old, 0, (b->ascounts - old) * sizeof(uint64_t));
-		}
-		tally_hidx_put(&b->stack_idx, h, (uint32_t)b->nstacks);
-		i = (uint32_t)b->nstacks++;
+	pid = b->per_pid && pid > 0 ? pid : 0;
+	if (b->lazy) {
+		/* after the stacks left unread, in order */
+		tally_lazy_stack(&b->lazy, pid, frames, n, counts, b->nevents);
+		return;
 	}
-	for (size_t e = 0; e < ne; e++)
-		b->scounts[i * ne + e] += counts[e];
+	uint32_t buf[64], *ids = n <= ARRAY_SIZE(buf) ? buf : xmalloc(n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = tally_stackset_frame(&b->ss, frames[i].image, frames[i].offset);
+	tally_stackset_add(&b->ss, pid, ids, n, counts);
+	if (ids != buf)
+		free(ids);
 }
 
 static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
@@ -441,16 +402,17 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			tally_db_builder_stack(b, en->pid, &f, 1, c);
 		}
 	}
-	if (b->stacks && src->has_stacks) {
+	if (b->stacks && src->has_stacks && src->lazy) {
+		/* read when the result's are (tally_db_load_stacks) */
+		tally_lazy_take(&b->lazy, src, img, col, b->nevents, b->per_pid);
+	} else if (b->stacks && src->has_stacks) {
 		struct tally_frame *fr = NULL;
 		size_t afr = 0;
 		for (size_t s = 0; s < src->nstacks; s++) {
 			const struct tally_db_stack *st = &src->stacks[s];
 			GROW(fr, afr, st->len);
-			for (uint32_t k = 0; k < st->len; k++) {
-				fr[k].image = img[src->frames[st->first + k].image];
-				fr[k].offset = src->frames[st->first + k].offset;
-			}
+			for (uint32_t k = 0; k < st->len; k++)
+				fr[k] = (struct tally_frame){ img[tally_db_frame(src, st, k)->image], tally_db_frame(src, st, k)->offset };
 			memset(c, 0, ne * sizeof(uint64_t));
 			for (int e = 0; e < src->nevents; e++)
 				if (col[e] >= 0)
@@ -539,17 +501,11 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	}
 	free(order);
 
-	out->frames = b->frames;
-	out->nframes = b->nframes;
-	out->aframes = b->aframes;
-	b->frames = NULL;
-	out->stacks = xmalloc((b->nstacks + 1) * sizeof(*out->stacks));
-	for (size_t i = 0; i < b->nstacks; i++)
-		out->stacks[i] = (struct tally_db_stack){ b->bstacks[i].first, b->bstacks[i].len, b->bstacks[i].pid };
-	out->nstacks = out->astacks = b->nstacks;
-	out->stack_counts = b->scounts;
-	out->astack_counts = b->ascounts;
-	b->scounts = NULL;
+	tally_stackset_to_db(&b->ss, out);
+	if (b->lazy)
+		b->lazy->dedup = true;
+	out->lazy = b->lazy;
+	b->lazy = NULL;
 
 	tally_qsort(b->ksyms, b->nksyms, sizeof(*b->ksyms), cmp_ksym);
 	out->ksyms = b->ksyms;

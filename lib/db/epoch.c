@@ -5,6 +5,7 @@
 #include "tally/epoch.h"
 #include "tally/archive.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -145,7 +146,7 @@ static void session_times(const char *dbdir, double *start, double *stop)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dbdir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			double *into = !strncmp(l, "start-time: ", 12) ? start : !strncmp(l, "stop-time: ", 11) ? stop : NULL;
@@ -173,7 +174,8 @@ int tally_epochs_list(const char *dir, struct tally_epoch **out, size_t *n)
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/%s", dir, de->d_name);
 		struct stat st;
-		if (stat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		/* a link is not an epoch (the daemon makes none): it would lead out of the database */
+		if (lstat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			strbuf_release(&p);
 			continue;
 		}
@@ -237,14 +239,8 @@ int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min
 			continue;
 		if (e[i].stop >= now - keep)
 			continue;
-		/* out of readers' sight first, then removed */
-		struct strbuf gone = STRBUF_INIT;
-		strbuf_addf(&gone, "%s/.%s.gone-%d", dir, e[i].name, (int)getpid());
-		if (rename(e[i].path, gone.buf) == 0) {
-			tally_remove_tree(gone.buf);
+		if (tally_db_remove(e[i].path) == 0)
 			removed++;
-		}
-		strbuf_release(&gone);
 	}
 	tally_epochs_free(e, n);
 	return removed;
@@ -447,19 +443,9 @@ static int unpack_file(void *ctx, const char *name, const char *data, size_t len
 	if (fd < 0) {
 		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
 	} else {
-		size_t left = len;
-		const char *d = data;
-		while (left && !r) {
-			ssize_t w = write(fd, d, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
-			else {
-				d += w;
-				left -= (size_t)w;
-			}
-		}
+		int w = tally_write_all(fd, data, len);
+		if (w)
+			r = tally_seterr(w, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(-w));
 		close(fd);
 	}
 	strbuf_release(&fp);
@@ -507,7 +493,7 @@ int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, c
 	struct unpack u = { what, tmpl.buf, false };
 	r = tally_bundle_parse(buf, len, what, unpack_file, &u);
 	if (!r) {
-		r = tally_db_open_dir(db, tmpl.buf);
+		r = tally_db_read_dir(db, tmpl.buf);
 		if (r)
 			rename_in_error(r, tmpl.buf, what);
 	}
@@ -526,7 +512,8 @@ int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, c
 static int open_bundle(struct tally_db *db, const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
-	int r = strbuf_read_file(&sb, path, 0);
+	/* the name the user gave may be a link; what it leads to must be a file */
+	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
 	if (r) {
 		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
@@ -547,7 +534,7 @@ static bool same_dir(const struct stat *a, const struct stat *b)
 
 /* An epoch the daemon may be replacing while we read: read it again when the
  * directory changed under us. 1 when the epoch no longer exists (pruned). */
-static int open_epoch(struct tally_db *db, const char *path)
+static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 {
 	for (int attempt = 0;; attempt++) {
 		struct stat a, b;
@@ -555,7 +542,7 @@ static int open_epoch(struct tally_db *db, const char *path)
 			memset(db, 0, sizeof(*db));
 			return errno == ENOENT ? 1 : tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 		}
-		int r = tally_db_open_dir(db, path);
+		int r = tally_db_read_dir_flags(db, path, flags);
 		bool moved = stat(path, &b) < 0 || !same_dir(&a, &b);
 		if (!moved)
 			return r;
@@ -579,7 +566,7 @@ static void epoch_session(const char *dir, struct tally_meta *m)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		size_t ln = 0;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -651,7 +638,7 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 	return 0;
 }
 
-static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel)
+static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
 {
 	struct tally_epoch *ep;
 	size_t n;
@@ -699,7 +686,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 	}
 	if (np == 1) {
 		for (;;) {
-			r = open_epoch(db, ep[pick[0]].path);
+			r = open_epoch(db, ep[pick[0]].path, flags);
 			if (r != 1)
 				break;
 			r = tally_seterr(-ENOENT, "epoch '%s' of '%s' was deleted while it was read (--keep): run again",
@@ -750,7 +737,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 	size_t used = 0;
 	for (size_t k = 0; k < np; k++) {
 		struct tally_db one;
-		r = open_epoch(&one, ep[pick[k]].path);
+		r = open_epoch(&one, ep[pick[k]].path, flags);
 		if (r == 1) {
 			r = 0; /* pruned meanwhile: it is not there any more */
 			continue;
@@ -780,12 +767,19 @@ out:
 
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel)
 {
+	return tally_db_open_flags(db, path, sel, 0);
+}
+
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
+{
 	struct stat st;
 	if (!tally_db_select_active(sel))
 		sel = NULL;
+	/* what a killed writer left: beside the database, and in a daemon's directory */
+	tally_db_recover(path, NULL);
 	bool archive = tally_archive_is(path);
 	if (!archive && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
-		return open_daemon(db, path, sel);
+		return open_daemon(db, path, sel, flags);
 	if (sel && sel->epoch) {
 		memset(db, 0, sizeof(*db));
 		return tally_seterr(-EINVAL, "--epoch: '%s' is not a daemon database, it has no epochs (written by 'tally daemon')", path);
@@ -796,7 +790,7 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		r = open_bundle(db, path);
 	else
-		r = tally_db_open_dir(db, path);
+		r = tally_db_read_dir_flags(db, path, flags);
 	if (r || !sel)
 		return r;
 	/* one recording: selected whole or not at all */

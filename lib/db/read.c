@@ -1,12 +1,15 @@
 /* Reading a profile database: every file is validated line by line, and any
  * damage is reported with the file, the line and what to do. */
 #define _GNU_SOURCE
+#include "stacks.h"
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -124,9 +127,15 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 	strbuf_reset(path);
 	strbuf_addf(path, "%s/%s", dir, name);
 	strbuf_reset(sb);
-	int r = strbuf_read_file(sb, path->buf, 0);
+	/* never through a link (out of the database), never a FIFO or a device */
+	int r = tally_read_regular(sb, AT_FDCWD, path->buf, 0, TALLY_DB_FILE_MAX);
 	if (r == -ENOENT && optional)
 		return 1;
+	if (r == -ELOOP || r == -EINVAL || r == -EISDIR)
+		return tally_seterr(r, "%s (a database holds only the regular files tally wrote: record it again)",
+				    tally_errmsg());
+	if (r == -EFBIG)
+		return tally_seterr(r, "%s (%s)", tally_errmsg(), DAMAGED);
 	if (r)
 		return r;
 	if (sb->len && sb->buf[sb->len - 1] != '\n') {
@@ -451,7 +460,8 @@ static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 {
 	struct stat dst;
 	if (stat(db->path, &dst) == 0 && !S_ISDIR(dst.st_mode))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
+		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is %s, not a directory", db->path,
+				    S_ISREG(dst.st_mode) ? "a file" : tally_file_kind(dst.st_mode));
 	int r = read_text(sb, db->path, "session", path, true);
 	if (r == 1) {
 		struct stat st;
@@ -713,98 +723,7 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 	return parse_text(db, sb->buf, sb->len, path->buf, parse_prof);
 }
 
-/* ---- stacks ---- */
-
-static int parse_stacks(struct tally_db *db, char *text, const char *what)
-{
-	if (!db->has_stacks)
-		return tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
-				    DAMAGED);
-	char *cur = text, *line;
-	size_t ln = 0;
-	int r = 0;
-	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	uint64_t *sum = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	while ((line = next_line(&cur))) {
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
-		char *sp = strchr(line, ' ');
-		if (!sp)
-			goto bad;
-		*sp = '\0';
-		if (parse_counts_list(line, db->nevents, c))
-			goto bad;
-		const char *p = sp + 1;
-		uint64_t pid;
-		if (!parse_dec(&p, &pid))
-			goto bad;
-		if (pid > INT32_MAX) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", what, ln,
-					 pid, INT32_MAX, DAMAGED);
-			goto out;
-		}
-		struct tally_db_stack st = { (uint32_t)db->nframes, 0, (int32_t)pid };
-		size_t first = db->nframes;
-		while (*p == ' ') {
-			p++;
-			uint64_t img, off;
-			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages ||
-			    st.len == UINT32_MAX) {
-				db->nframes = first;
-				goto bad;
-			}
-			GROW(db->frames, db->aframes, db->nframes + 1);
-			db->frames[db->nframes++] = (struct tally_frame){ (uint32_t)img, off };
-			st.len++;
-		}
-		if (*p || !st.len || first > UINT32_MAX) {
-			db->nframes = first;
-			goto bad;
-		}
-		if (!add_counts(sum, c, db->nevents)) {
-			db->nframes = first;
-			r = tally_seterr(-EINVAL, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", what, ln, UINT64_MAX,
-					 DAMAGED);
-			goto out;
-		}
-		GROW(db->stacks, db->astacks, db->nstacks + 1);
-		db->stacks[db->nstacks] = st;
-		GROW(db->stack_counts, db->astack_counts, (db->nstacks + 1) * (size_t)db->nevents);
-		memcpy(&db->stack_counts[db->nstacks * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
-		db->nstacks++;
-	}
-	/* every sample has a stack: the counts must add up to the session's */
-	for (int e = 0; e < db->nevents && !r; e++)
-		if (sum[e] != db->samples[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, sum[e], db->events[e], db->samples[e]);
-	goto out;
-bad:
-	r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", what, ln, DAMAGED);
-out:
-	free(c);
-	free(sum);
-	return r;
-}
-
-int tally_db_parse_stacks(struct tally_db *db, const char *buf, size_t len, const char *what)
-{
-	return parse_copy(db, buf, len, what, parse_stacks);
-}
-
-static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "stacks", path, true);
-	if (r == 1)
-		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-						     db->path, DAMAGED)
-				      : 0;
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_stacks);
-}
+/* ---- stacks: lib/db/stacks.c ---- */
 
 /* ---- kernel symbols, tasks, mount namespaces ---- */
 
@@ -1006,6 +925,23 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
 {
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir_flags(db, path, 0);
+}
+
+int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags)
+{
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir_flags(db, path, flags);
+}
+
+int tally_db_read_dir(struct tally_db *db, const char *path)
+{
+	return tally_db_read_dir_flags(db, path, 0);
+}
+
+int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flags)
+{
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);
 	struct strbuf sb = STRBUF_INIT, p = STRBUF_INIT;
@@ -1034,7 +970,7 @@ int tally_db_open_dir(struct tally_db *db, const char *path)
 	for (size_t i = 0; !r && i < nnames; i++)
 		r = load_prof(db, names[i], &sb, &p);
 	if (!r)
-		r = load_stacks(db, &sb, &p);
+		r = tally_stacks_open(db, flags); /* lib/db/stacks.c */
 	if (!r)
 		r = load_ksyms(db, &sb, &p);
 	if (!r)
@@ -1081,9 +1017,11 @@ void tally_db_release(struct tally_db *db)
 	free(db->entries);
 	free(db->counts);
 	free(db->profs);
-	free(db->frames);
+	free(db->frame_tab);
+	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	tally_lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {
 		free(db->tasks[i].comm);

@@ -47,9 +47,17 @@ static int hash_fd(int fd, uint64_t *out)
 int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
 	if (fd < 0)
-		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
+		return fd;
+	int ret = tally_elf_info_fd(fd, path, want_hash, out);
+	close(fd);
+	return ret;
+}
+
+int tally_elf_info_fd(int fd, const char *path, int want_hash, struct tally_elf_info *out)
+{
+	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e && elf_kind(e) == ELF_K_ELF) {
@@ -71,7 +79,6 @@ int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
 		if (ret)
 			tally_seterr(ret, "cannot read '%s': %s", path, strerror(-ret));
 	}
-	close(fd);
 	return ret;
 }
 
@@ -93,14 +100,7 @@ void tally_ksyms_free(struct tally_ksym *s, size_t n)
 
 const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(s, n, addr, addr);
 	if (!lo)
 		return NULL;
 	const struct tally_ksym *k = &s[lo - 1];
@@ -210,14 +210,7 @@ size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
 
 bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->addr[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = tally_upper_u64(t->addr, t->n, sizeof(*t->addr), 0, addr);
 	if (!lo)
 		return false;
 	size_t i = lo - 1;

@@ -6,6 +6,10 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "tally/agg.h"
 #include "tally/db.h"
@@ -277,6 +281,20 @@ static void write_std(struct fixture *fx, int nevents, const char *cg)
 	tally_agg_release(&a);
 }
 
+/* The standard database written again over fx->db (force). */
+static void write_std_force(struct fixture *fx)
+{
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	int r = tally_db_write(fx->db, true, &a, &m);
+	if (r)
+		fail_msg("tally_db_write --force: %s", tally_errmsg());
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
 /* ---- round trips ---- */
 
 static void test_db__roundtrip(void **state)
@@ -374,9 +392,9 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 		tot[1] += db.stack_counts[s * 2 + 1];
 		assert_int_equal(st->pid, 0);
 		for (uint32_t i = 0; i < st->len; i++)
-			assert_true(db.frames[st->first + i].image < db.nimages);
+			assert_true(tally_db_frame(&db, st, i)->image < db.nimages);
 		if (st->len == 2) {
-			const struct tally_frame *leaf = &db.frames[st->first], *caller = &db.frames[st->first + 1];
+			const struct tally_frame *leaf = tally_db_frame(&db, st, 0), *caller = tally_db_frame(&db, st, 1);
 			assert_int_equal(leaf->image, t);
 			assert_int_equal(leaf->offset, 0x1010);
 			assert_int_equal(caller->image, t);
@@ -552,9 +570,9 @@ static void test_db__roundtrip_caller_only_image(void **state)
 	assert_int_equal(db_count(&db, ni, 0, 0x5000, 0), 8);
 	assert_int_equal(db.nstacks, 1);
 	assert_int_equal(db.stacks[0].len, 2);
-	assert_int_equal(db.frames[db.stacks[0].first].image, ni);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].image, ti);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].offset, 0x1234);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 0)->image, ni);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->image, ti);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->offset, 0x1234);
 	assert_int_equal(db.stack_counts[0], 8);
 	tally_db_release(&db);
 }
@@ -692,8 +710,8 @@ static void test_db__jit_settle(void **state)
 	bool seen = false;
 	for (size_t i = 0; i < db.nstacks; i++)
 		if (db.stacks[i].len == 2) {
-			assert_int_equal(db.frames[db.stacks[i].first].image, n);
-			assert_int_equal(db.frames[db.stacks[i].first + 1].image, j);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 0)->image, n);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 1)->image, j);
 			seen = true;
 		}
 	assert_true(seen);
@@ -1120,6 +1138,179 @@ static void test_db__open_damaged_images_stacks(void **state)
 	free(images);
 }
 
+/* ---- stacks read later ---- */
+
+/* a and b hold the same stacks, in the same order */
+static void assert_same_stacks(const struct tally_db *a, const struct tally_db *b)
+{
+	assert_int_equal(a->nstacks, b->nstacks);
+	assert_int_equal(a->nevents, b->nevents);
+	for (size_t s = 0; s < a->nstacks; s++) {
+		const struct tally_db_stack *x = &a->stacks[s], *y = &b->stacks[s];
+		assert_int_equal(x->len, y->len);
+		assert_int_equal(x->pid, y->pid);
+		for (uint32_t f = 0; f < x->len; f++) {
+			assert_int_equal(tally_db_frame(a, x, f)->image, tally_db_frame(b, y, f)->image);
+			assert_int_equal(tally_db_frame(a, x, f)->offset, tally_db_frame(b, y, f)->offset);
+		}
+		for (int e = 0; e < a->nevents; e++)
+			assert_int_equal(a->stack_counts[s * (size_t)a->nevents + (size_t)e],
+					 b->stack_counts[s * (size_t)b->nevents + (size_t)e]);
+	}
+}
+
+static void test_db__stacks_later(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 2, "fp");
+	struct tally_db eager, db;
+	assert_int_equal(tally_db_open(&eager, fx->db), 0);
+	assert_null(eager.lazy);
+	assert_int_equal(eager.nstacks, 4);
+
+	/* opened, not read: the flat profile is there, the stacks come when asked */
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_non_null(db.lazy);
+	assert_int_equal(db.nstacks, 0);
+	assert_int_equal(db.nentries, eager.nentries);
+	assert_int_equal(tally_db_load_stacks(&db), 0);
+	assert_null(db.lazy);
+	assert_same_stacks(&db, &eager);
+	assert_int_equal(tally_db_load_stacks(&db), 0); /* nothing left to read */
+	assert_int_equal(db.nstacks, 4);
+	tally_db_release(&db);
+
+	/* damaged after the open, in place: the load says where, at every call,
+	 * and what needs no stacks is still there */
+	char *stacks = unit_path(fx->db, "stacks");
+	char *text = unit_read(stacks, NULL);
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	unit_write_str(stacks, "# stacks\nthis is not a stack\n");
+	assert_int_not_equal(tally_db_load_stacks(&db), 0);
+	assert_errmsg_has("stacks' line 2: expected 'COUNT PID IMAGE:OFFSET");
+	tally_seterr(-EINVAL, "something else");
+	assert_int_not_equal(tally_db_load_stacks(&db), 0);
+	assert_errmsg_has("stacks' line 2");
+	assert_int_equal(db.nstacks, 0);
+	int t = db_image_by_kind(&db, "exec");
+	assert_int_equal(db_count(&db, t, 0, 0x1010, 0), 9);
+	tally_db_release(&db);
+
+	/* a missing file: the open works, the load fails as an eager open does */
+	assert_int_equal(unlink(stacks), 0);
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_int_equal(tally_db_load_stacks(&db), -ENOENT);
+	assert_errmsg_has("is missing though the session recorded call graphs");
+	tally_db_release(&db);
+	unit_write_str(stacks, text);
+
+	/* a database that was never loaded is not written without its stacks */
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	char *copy = unit_path(fx->tmp, "copy");
+	assert_int_not_equal(tally_db_save(&db, copy, false), 0);
+	assert_errmsg_has("stacks were not read");
+	tally_db_release(&db);
+	tally_db_release(&eager);
+	free(copy);
+	free(text);
+	free(stacks);
+}
+
+/* A database in memory for tally_parse_stacks: two events, two images. */
+static void parse_db(struct tally_db *db, uint64_t a, uint64_t b)
+{
+	memset(db, 0, sizeof(*db));
+	db->nevents = 2;
+	db->events = xcalloc(2, sizeof(char *));
+	db->events[0] = xstrdup("cpu-clock");
+	db->events[1] = xstrdup("page-faults");
+	db->samples = xcalloc(2, sizeof(uint64_t));
+	db->samples[0] = a;
+	db->samples[1] = b;
+	db->nimages = 2;
+	db->images = xcalloc(2, sizeof(*db->images));
+	db->has_stacks = true;
+}
+
+static void expect_stacks_bad(const char *text, size_t len, const char *msg)
+{
+	struct tally_db db;
+	parse_db(&db, 3, 1);
+	if (tally_db_parse_stacks(&db, text, len, "st") == 0)
+		fail_msg("'%.*s' was taken as stacks", (int)len, text);
+	assert_errmsg_has(msg);
+	tally_db_release(&db);
+}
+
+static void test_db__parse_stacks(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	parse_db(&db, 7, 1);
+	static const char good[] = "# count[,count...] pid frames\n3,1 0 0:10 1:20\n\n2,0 7 1:FF 1:20\n2,0 0 0:10\n";
+	assert_int_equal(tally_db_parse_stacks(&db, good, strlen(good), "st"), 0);
+	assert_int_equal(db.nstacks, 3);
+	assert_int_equal(db.nstack_frames, 5);
+	assert_int_equal(db.nframe_tab, 3); /* each distinct frame once */
+	assert_int_equal(db.stacks[1].pid, 7);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 0)->offset, 0xff);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 1)->image, 1);
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0), tally_db_frame(&db, &db.stacks[2], 0));
+	assert_int_equal(db.stack_counts[0], 3);
+	assert_int_equal(db.stack_counts[1], 1);
+	tally_db_release(&db);
+
+	expect_stacks_bad("3,1 0 0:10", 10, "'st' line 1: the file ends in the middle of the line");
+	expect_stacks_bad("3,1 0 0:10\n\0\n", 13, "'st' line 2: binary data (a NUL byte) in a text file");
+	expect_stacks_bad("3,1 0 0:10\n3,1 0 0:1x\n", 22, "'st' line 2: expected 'COUNT PID IMAGE:OFFSET");
+	static const char *const bad[] = {
+		"3,1 0 2:10\n",                     /* no image 2 */
+		"3 0 0:10\n",                       /* one count for two events */
+		"3,1 0\n",                          /* no frame */
+		"3,1 0 0:10000000000000000\n",      /* 17 hex digits */
+		"18446744073709551616,1 0 0:10\n",  /* past 64 bits */
+		"3,1 0 0:10 \n",
+		"3,1 x 0:10\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		expect_stacks_bad(bad[i], strlen(bad[i]), "'st' line 1: expected 'COUNT PID IMAGE:OFFSET");
+	expect_stacks_bad("2,1 0 0:10\n", 11, "'st': its stacks hold 2 'cpu-clock' samples but the session counted 3");
+}
+
+/* Lines across the reader's buffer (1 MiB): a file read later holds what the
+ * same text parsed whole holds. */
+static void test_db__stacks_later_long_file(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "fp");
+	struct tally_db db;
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
+	uint64_t total = db.samples[0]; /* the stacks must hold the session's samples */
+	for (unsigned i = 0; sb.len < (3u << 20); i++) {
+		strbuf_addf(&sb, "%" PRIu64 " 0", i ? 0 : total);
+		for (unsigned f = 0; f < 3 + i % 17; f++)
+			strbuf_addf(&sb, " 0:%x", 0x1000 + (i * 7919u + f * 104729u) % 5000);
+		strbuf_addch(&sb, '\n');
+	}
+	char *stacks = unit_path(fx->db, "stacks");
+	unit_write(stacks, sb.buf, sb.len);
+	if (tally_db_load_stacks(&db))
+		fail_msg("%s", tally_errmsg());
+	struct tally_db whole;
+	parse_db(&whole, total, 0);
+	free(whole.events[1]);
+	whole.nevents = 1;
+	assert_int_equal(tally_db_parse_stacks(&whole, sb.buf, sb.len, "whole"), 0);
+	assert_true(db.nstacks > 20000);
+	assert_same_stacks(&db, &whole);
+	tally_db_release(&whole);
+	tally_db_release(&db);
+	strbuf_release(&sb);
+	free(stacks);
+}
+
 /* ---- damage that used to be accepted ---- */
 
 /* text with the first occurrence of from replaced by to (malloc'd). */
@@ -1452,6 +1643,452 @@ static void test_db__parse_buffers(void **state)
 	}
 }
 
+/* ---- files that are not what a database holds ---- */
+
+/* A session that is a FIFO (a plain open would wait for a writer forever), a
+ * link to /dev/zero (read until memory runs out) or a link to a secret file
+ * (its first bytes quoted in the error): each is refused at once, naming the
+ * file and what it is, never quoting the secret. */
+static void test_db__open_not_regular(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	char *keep = unit_path(fx->tmp, "session.keep");
+	assert_int_equal(rename(session, keep), 0);
+	char *secret = unit_path(fx->tmp, "secret");
+	unit_write_str(secret, "root:SECRET-HASH-abcdef:19000:0:99999:7:::\n");
+
+	double t0 = tally_now_mono();
+	assert_int_equal(mkfifo(session, 0600), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_errmsg_has("record it again");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink("/dev/zero", session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link, not a regular file");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink(secret, session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link");
+	if (strstr(tally_errmsg(), "SECRET"))
+		fail_msg("the error quotes the linked file: %s", tally_errmsg());
+	assert_int_equal(unlink(session), 0);
+	assert_true(tally_now_mono() - t0 < 5.0);
+
+	/* a .prof file as a link: the same */
+	assert_int_equal(rename(keep, session), 0);
+	char *text;
+	char *prof = std_prof(fx, &text);
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(symlink(secret, prof), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a symbolic link");
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(mkfifo(prof, 0600), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a FIFO");
+	free(text);
+	free(prof);
+	free(secret);
+	free(keep);
+	free(session);
+}
+
+/* ---- temporaries and their recovery ---- */
+
+/* A pid that ran and is gone (a child that exited and was reaped). */
+static int dead_pid(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (!p)
+		_exit(0);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	return (int)p;
+}
+
+/* A child that lives until stop_child. */
+static pid_t live_child(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (!p) {
+		for (;;)
+			pause();
+	}
+	return p;
+}
+
+static void stop_child(pid_t p)
+{
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+/* fx->tmp/.NAME.KIND-PID as a directory holding one file (a half-written copy). */
+static char *make_temp(struct fixture *fx, const char *name, enum tally_db_temp kind, int pid)
+{
+	char *db = unit_path(fx->tmp, name);
+	char *t = tally_db_temp_path(db, kind, pid);
+	free(db);
+	assert_int_equal(mkdir(t, 0700), 0);
+	char *f = unit_path(t, "half.prof");
+	unit_write_str(f, "format-version: 1\n");
+	free(f);
+	return t;
+}
+
+static void test_db__temp_names(void **state)
+{
+	(void)state;
+	char *t = tally_db_temp_path("a/b/my.db", TALLY_DB_STAGE, 12);
+	assert_string_equal(t, "a/b/.my.db.tmp-12");
+	free(t);
+	t = tally_db_temp_path("my.db/", TALLY_DB_OLD, 7);
+	assert_string_equal(t, "./.my.db.old-7");
+	free(t);
+	t = tally_db_temp_path("/x", TALLY_DB_GONE, 99);
+	assert_string_equal(t, "//.x.gone-99");
+	free(t);
+	static const struct {
+		const char *name, *target;
+		enum tally_db_temp kind;
+		int pid;
+	} good[] = {
+		{ ".my.db.tmp-12", "my.db", TALLY_DB_STAGE, 12 },
+		{ ".202611211307-2.old-4242", "202611211307-2", TALLY_DB_OLD, 4242 },
+		{ ".drain.gone-1", "drain", TALLY_DB_GONE, 1 },
+		{ ".a.tmp-1", "a", TALLY_DB_STAGE, 1 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		enum tally_db_temp k;
+		char *target = NULL;
+		int pid = 0;
+		if (!tally_db_temp_parse(good[i].name, &k, &target, &pid))
+			fail_msg("'%s' not taken for a temporary", good[i].name);
+		assert_string_equal(target, good[i].target);
+		assert_int_equal(k, good[i].kind);
+		assert_int_equal(pid, good[i].pid);
+		free(target);
+	}
+	const char *bad[] = { "db", ".db", ".db.tmp-", ".db.tmp-0", ".db.tmp-12x", "..tmp-1", "db.tmp-12", ".db.tmp.12",
+			      ".db.new-12", ".tmp-12", ".db.tmp-1234567890", ".db.damaged-12", NULL };
+	for (int i = 0; bad[i]; i++) {
+		enum tally_db_temp k;
+		int pid;
+		if (tally_db_temp_parse(bad[i], &k, NULL, &pid))
+			fail_msg("'%s' taken for a temporary", bad[i]);
+	}
+}
+
+/* A killed writer's staging copy (and a half-removed database) are removed by
+ * the next open; the database itself is untouched. */
+static void test_db__recover_stale_stage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	char *gone = make_temp(fx, "db", TALLY_DB_GONE, dead);
+	/* another database's temporaries are not this one's business */
+	char *other = make_temp(fx, "other", TALLY_DB_STAGE, dead);
+	assert_int_equal(unit_dir_entries(fx->tmp), 4);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_false(unit_exists(stage));
+	assert_false(unit_exists(gone));
+	assert_true(unit_exists(other));
+
+	/* the same through tally_db_recover, which says what it did */
+	char *stage2 = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	/* this process is not saving: its own pid's leftovers are stale too */
+	char *mine = make_temp(fx, "db", TALLY_DB_STAGE, (int)getpid());
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_int_equal(rv.restored, 0);
+	assert_int_equal(rv.kept, 0);
+	assert_false(unit_exists(stage2));
+	assert_false(unit_exists(mine));
+	assert_int_equal(unit_dir_entries(fx->tmp), 2); /* db and other's */
+	/* a save recovers too */
+	char *stage3 = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	write_std_force(fx);
+	assert_false(unit_exists(stage3));
+	assert_int_equal(unit_dir_entries(fx->tmp), 2);
+	free(stage3);
+	free(mine);
+	free(stage2);
+	free(other);
+	free(gone);
+	free(stage);
+}
+
+/* A writer killed but not reaped yet (a zombie: kill(pid, 0) still finds it)
+ * is gone: its staging copy is removed. */
+static void test_db__recover_zombie_writer(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	pid_t z = fork();
+	assert_true(z >= 0);
+	if (!z)
+		_exit(0);
+	/* exited, not reaped */
+	siginfo_t si;
+	assert_int_equal(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(kill(z, 0), 0);
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, (int)z);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 1);
+	assert_false(unit_exists(stage));
+	assert_int_equal(waitpid(z, NULL, 0), z);
+	free(stage);
+}
+
+/* A writer at work: its staging copy and its old copy stay, whether its pid
+ * is running, or (in another pid namespace, where the pid means nothing
+ * here) it holds the staging directory's lock. */
+static void test_db__recover_live_stage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	pid_t live = live_child();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, (int)live);
+	char *old = make_temp(fx, "db", TALLY_DB_OLD, (int)live);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	tally_db_release(&db);
+	assert_true(unit_exists(stage));
+	assert_true(unit_exists(old));
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.kept, 2);
+	assert_int_equal(rv.removed, 0);
+	/* once it is gone, they go */
+	stop_child(live);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_false(unit_exists(stage));
+	assert_false(unit_exists(old));
+
+	/* a dead pid, but the lock is held: kept, with the old copy of that pid */
+	int dead = dead_pid();
+	char *lstage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	char *lold = make_temp(fx, "db", TALLY_DB_OLD, dead);
+	int fd = open(lstage, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.kept, 2);
+	assert_true(unit_exists(lstage));
+	assert_true(unit_exists(lold));
+	close(fd);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+	free(lold);
+	free(lstage);
+	free(old);
+	free(stage);
+}
+
+/* A replacement cut between its two renames: the database is missing and its
+ * old copy is .db.old-PID. The next open puts it back (and drops the staging
+ * copy); with the database there, the old copy is only removed. */
+static void test_db__recover_old_without_db(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *old = tally_db_temp_path(fx->db, TALLY_DB_OLD, dead);
+	assert_int_equal(rename(fx->db, old), 0);
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open after a cut replacement: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_false(unit_exists(old));
+	assert_false(unit_exists(stage));
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+
+	/* through tally_db_recover: counted as restored */
+	assert_int_equal(rename(fx->db, old), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.restored, 1);
+	assert_int_equal(rv.removed, 0);
+	assert_true(unit_exists(fx->db));
+	assert_false(unit_exists(old));
+
+	/* and before a save: the old database counts as existing (--force needed) */
+	assert_int_equal(rename(fx->db, old), 0);
+	assert_int_equal(tally_db_check_target(fx->db, false), -EEXIST);
+	assert_true(unit_exists(fx->db));
+	free(stage);
+	free(old);
+}
+
+static void test_db__recover_old_with_db(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *old = make_temp(fx, "db", TALLY_DB_OLD, dead);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 1);
+	assert_int_equal(rv.restored, 0);
+	assert_false(unit_exists(old));
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+	free(old);
+}
+
+/* Inside a daemon's directory: its epochs' and drain's temporaries. */
+static void test_db__recover_daemon_dir(void **state)
+{
+	struct fixture *fx = *state;
+	/* fx->db as a daemon directory with one epoch, written by tally_db_save */
+	assert_int_equal(mkdir(fx->db, 0700), 0);
+	char *marker = unit_path(fx->db, "tally-daemon");
+	unit_write_str(marker, "format-version: 1\nlayout: epochs\n");
+	char *epoch = unit_path(fx->db, "202601010000");
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	if (tally_db_write(epoch, false, &a, &m))
+		fail_msg("write: %s", tally_errmsg());
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	int dead = dead_pid();
+	char *old = tally_db_temp_path(epoch, TALLY_DB_OLD, dead);
+	assert_int_equal(rename(epoch, old), 0);
+	char *stage = tally_db_temp_path(epoch, TALLY_DB_STAGE, dead);
+	assert_int_equal(mkdir(stage, 0700), 0);
+	char *drain = unit_path(fx->db, "drain");
+	char *gone = tally_db_temp_path(drain, TALLY_DB_GONE, dead);
+	assert_int_equal(mkdir(gone, 0700), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.restored, 1);
+	assert_int_equal(rv.removed, 2);
+	assert_true(unit_exists(epoch));
+	assert_int_equal(unit_dir_entries(fx->db), 2); /* the marker and the epoch */
+	/* a reader of the daemon's directory recovers the same way */
+	assert_int_equal(rename(epoch, old), 0);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_int_equal(unit_dir_entries(fx->db), 2);
+	free(gone);
+	free(drain);
+	free(stage);
+	free(old);
+	free(epoch);
+	free(marker);
+}
+
+/* Another user's directory with a temporary's name is never touched. */
+static void test_db__recover_other_owner(void **state)
+{
+	struct fixture *fx = *state;
+	if (geteuid() != 0)
+		skip();
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	assert_int_equal(chown(stage, 65534, 65534), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed + rv.kept + rv.restored, 0);
+	assert_true(unit_exists(stage));
+	free(stage);
+}
+
+/* A write that fails (here: a file size limit, as a full disk would) names the
+ * database, not the hidden staging directory, and leaves nothing behind. */
+static void test_db__save_error_names_db(void **state)
+{
+	struct fixture *fx = *state;
+	struct rlimit old, small = { 64, 64 };
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small.rlim_max = old.rlim_max;
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, prev);
+	assert_int_equal(r, -EFBIG);
+	assert_errmsg_has(fx->db);
+	assert_errmsg_has("cannot write database");
+	if (strstr(tally_errmsg(), ".tmp-"))
+		fail_msg("the error names the staging directory: %s", tally_errmsg());
+	assert_int_equal(unit_dir_entries(fx->tmp), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* A database is private: its directory 0700, its files 0600, whatever the umask. */
+static void test_db__save_modes(void **state)
+{
+	struct fixture *fx = *state;
+	mode_t um = umask(0);
+	struct tally_agg a;
+	struct tally_meta m;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x4242);
+	add(&a, &f, 1, 0, 0, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	umask(um);
+	if (r)
+		fail_msg("write: %s", tally_errmsg());
+	struct stat st;
+	assert_int_equal(stat(fx->db, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	DIR *d = opendir(fx->db);
+	assert_non_null(d);
+	struct dirent *de;
+	size_t files = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *p = unit_path(fx->db, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		if ((st.st_mode & 07777) != (S_ISDIR(st.st_mode) ? 0700 : 0600))
+			fail_msg("'%s' has mode %o", p, st.st_mode & 07777);
+		free(p);
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 3);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
 /* ---- metadata ---- */
 
 static void test_db__meta(void **state)
@@ -1495,6 +2132,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later, fx_setup, fx_teardown),
+		cmocka_unit_test(test_db__parse_stacks),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later_long_file, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_not_a_db, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_future_version, fx_setup, fx_teardown),
@@ -1512,6 +2152,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_session_values, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__error_quotes_escaped, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__parse_buffers, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_not_regular, fx_setup, fx_teardown),
+		cmocka_unit_test(test_db__temp_names),
+		cmocka_unit_test_setup_teardown(test_db__recover_stale_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_zombie_writer, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_live_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_without_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_with_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_daemon_dir, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_other_owner, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_error_names_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_modes, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

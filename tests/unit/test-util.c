@@ -1,11 +1,15 @@
 /* Unit tests for lib/util: strbuf, the hash index, the option parsers, atomic
- * file writes and tree removal. */
+ * file writes, tree removal, dirname, write-all and read-fd. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- strbuf ---- */
 
@@ -813,6 +817,185 @@ static void test_util__write_file_atomic_fails(void **state)
 	free(dir);
 }
 
+/* Symbolic links planted where the old writer put its temporary (PATH.tmp.PID
+ * for this pid and the next 200) and at the new pattern's fixed part: the
+ * write goes to the file asked, the link targets stay as they were, and the
+ * links are left alone. */
+static void test_util__write_file_atomic_planted_links(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *victim = unit_path(dir, "victim");
+	unit_write_str(victim, "precious\n");
+	assert_int_equal(chmod(victim, 0644), 0);
+	char *out = unit_path(dir, "out");
+	char name[4096];
+	int me = (int)getpid();
+	for (int pid = me; pid <= me + 200; pid++) {
+		snprintf(name, sizeof(name), "%s.tmp.%d", out, pid);
+		assert_int_equal(symlink(victim, name), 0);
+	}
+	snprintf(name, sizeof(name), "%s.tmp-XXXXXX", out);
+	assert_int_equal(symlink(victim, name), 0);
+	size_t before = unit_dir_entries(dir);
+
+	assert_int_equal(tally_write_file_atomic(out, "profile\n", 8), 0);
+	size_t len;
+	char *got = unit_read(victim, &len);
+	assert_string_equal(got, "precious\n");
+	free(got);
+	got = unit_read(out, &len);
+	assert_string_equal(got, "profile\n");
+	free(got);
+	struct stat st;
+	assert_int_equal(lstat(out, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* a profile is private: 0600 whatever the umask */
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(lstat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	/* the new file and nothing else: no temporary left, no link removed */
+	assert_int_equal(unit_dir_entries(dir), before + 1);
+
+	/* a link at the output path itself is replaced, not followed */
+	char *linked = unit_path(dir, "linked");
+	assert_int_equal(symlink(victim, linked), 0);
+	assert_int_equal(tally_write_file_atomic(linked, "new\n", 4), 0);
+	got = unit_read(victim, &len);
+	assert_string_equal(got, "precious\n");
+	free(got);
+	assert_int_equal(lstat(linked, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(linked);
+	free(out);
+	free(victim);
+	free(dir);
+}
+
+/* Modes: 0600 for a new file whatever the umask; a file of ours that is
+ * replaced keeps the mode its owner gave it; another mode (a pid file's 0644)
+ * is taken with the umask applied. */
+static void test_util__write_file_atomic_modes(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *p = unit_path(dir, "out");
+	mode_t old = umask(0);
+	struct stat st;
+	assert_int_equal(tally_write_file_atomic(p, "a", 1), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(tally_write_file_atomic(p, "b", 1), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	char *pidf = unit_path(dir, "pid");
+	umask(022);
+	assert_int_equal(tally_write_file_atomic_mode(pidf, "1\n", 2, 0666), 0);
+	assert_int_equal(stat(pidf, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(old);
+	assert_int_equal(unit_dir_entries(dir), 2);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(pidf);
+	free(p);
+	free(dir);
+}
+
+/* Opening what another user may have put there: each kind of non-file is
+ * refused at once (a FIFO with no writer would block a plain open forever),
+ * with a message naming the path and what it is. */
+static void test_util__open_regular(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *file = unit_path(dir, "file");
+	unit_write_str(file, "0123456789");
+	char *fifo = unit_path(dir, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	char *link = unit_path(dir, "link");
+	assert_int_equal(symlink(file, link), 0);
+	char *zero = unit_path(dir, "zero");
+	assert_int_equal(symlink("/dev/zero", zero), 0);
+	char *lfifo = unit_path(dir, "lfifo");
+	assert_int_equal(symlink(fifo, lfifo), 0);
+	char *sub = unit_path(dir, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+
+	struct stat st;
+	int fd = tally_open_regular(AT_FDCWD, file, 0, 0, &st);
+	assert_true(fd >= 0);
+	assert_int_equal(st.st_size, 10);
+	/* the descriptor blocks as usual: O_NONBLOCK was for the open only */
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+
+	double t0 = tally_now_mono();
+	assert_int_equal(tally_open_regular(AT_FDCWD, fifo, 0, 0, NULL), -EINVAL);
+	assert_errmsg_has(fifo);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_int_equal(tally_open_regular(AT_FDCWD, lfifo, TALLY_OPEN_FOLLOW, 0, NULL), -EINVAL);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_true(tally_now_mono() - t0 < 1.0);
+
+	assert_int_equal(tally_open_regular(AT_FDCWD, link, 0, 0, NULL), -ELOOP);
+	assert_errmsg_has(link);
+	assert_errmsg_has("is a symbolic link, not a regular file");
+	fd = tally_open_regular(AT_FDCWD, link, TALLY_OPEN_FOLLOW, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tally_open_regular(AT_FDCWD, zero, 0, 0, NULL), -ELOOP);
+	assert_int_equal(tally_open_regular(AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 0, NULL), -EINVAL);
+	assert_errmsg_has("is a character device, not a regular file");
+	assert_int_equal(tally_open_regular(AT_FDCWD, sub, 0, 0, NULL), -EISDIR);
+	assert_errmsg_has("is a directory, not a regular file");
+	char *missing = unit_path(dir, "missing");
+	assert_int_equal(tally_open_regular(AT_FDCWD, missing, 0, 0, NULL), -ENOENT);
+	assert_errmsg_has(missing);
+	assert_int_equal(tally_open_regular(AT_FDCWD, file, 0, 9, NULL), -EFBIG);
+	assert_errmsg_has(file);
+	fd = tally_open_regular(AT_FDCWD, file, 0, 10, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	/* relative to a directory */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	fd = tally_open_regular(dfd, "file", 0, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tally_open_regular(dfd, "fifo", 0, 0, NULL), -EINVAL);
+	assert_errmsg_has("'fifo' is a FIFO");
+	close(dfd);
+
+	/* the whole file, appended; bounded */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "pre:");
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, link, TALLY_OPEN_FOLLOW, 0), 0);
+	assert_string_equal(sb.buf, "pre:0123456789");
+	assert_int_equal(sb.len, 14);
+	strbuf_reset(&sb);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, file, 0, 5), -EFBIG);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 1 << 20), -EINVAL);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, fifo, 0, 0), -EINVAL);
+	strbuf_release(&sb);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(missing);
+	free(sub);
+	free(lfifo);
+	free(zero);
+	free(link);
+	free(fifo);
+	free(file);
+	free(dir);
+}
+
 static void test_util__remove_tree(void **state)
 {
 	(void)state;
@@ -939,6 +1122,166 @@ static void test_util__format_utc_out_of_range(void **state)
 	assert_string_equal(buf, "1969-12-31T00:00:00Z");
 }
 
+/* ---- dirname, write-all, read-fd ---- */
+
+static void check_dirname(const char *path, const char *want)
+{
+	char *d = tally_dirname(path);
+	assert_string_equal(d, want);
+	free(d);
+}
+
+static void test_util__dirname(void **state)
+{
+	(void)state;
+	check_dirname("/x", "/");
+	check_dirname("x", ".");
+	check_dirname("/", "/");
+	check_dirname("//", "/");
+	check_dirname("a/b/", "a");
+	check_dirname("a//b", "a");
+	check_dirname("/a/b/c", "/a/b");
+	check_dirname("a/", ".");
+	check_dirname("", ".");
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* a pipe holds 64 KiB by default: 1 MiB through it needs many reads, and the
+ * writer, interrupted by a timer every millisecond (no SA_RESTART) while the
+ * reader waits, sees short writes and EINTR that it must carry on from */
+static void test_util__write_all_read_fd(void **state)
+{
+	(void)state;
+	size_t n = 1 << 20;
+	unsigned char *data = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)(i * 7 + (i >> 9));
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		struct sigaction sa = { .sa_handler = on_alarm };
+		sigaction(SIGALRM, &sa, NULL);
+		struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		_exit(tally_write_all(fds[1], data, n) == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	usleep(50000);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "head:");
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 0), 0);
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(sb.len, 5 + n);
+	assert_memory_equal(sb.buf, "head:", 5);
+	assert_memory_equal(sb.buf + 5, data, n);
+	assert_int_equal(sb.buf[sb.len], '\0');
+	strbuf_release(&sb);
+	free(data);
+}
+
+static void test_util__write_all_errors(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	close(fds[0]);
+	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(tally_write_all(fds[1], "x", 1), -EPIPE);
+	signal(SIGPIPE, old);
+	close(fds[1]);
+	assert_int_equal(tally_write_all(-1, "x", 1), -EBADF);
+	assert_int_equal(tally_write_all(-1, "x", 0), 0); /* nothing to write */
+}
+
+static void test_util__read_fd_limit(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(tally_write_all(fds[1], "0123456789", 10), 0);
+	close(fds[1]);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "prefix"); /* the limit counts what is read, not what was there */
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 9), -EFBIG);
+	close(fds[0]);
+	strbuf_reset(&sb);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(tally_write_all(fds[1], "0123456789", 10), 0);
+	close(fds[1]);
+	strbuf_addstr(&sb, "prefix");
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 10), 0);
+	assert_string_equal(sb.buf, "prefix0123456789");
+	close(fds[0]);
+	assert_int_equal(tally_read_fd(&sb, -1, "fd -1", 0), -EBADF);
+	strbuf_release(&sb);
+}
+
+/* ---- binary search ---- */
+
+static bool int_below(const void *ctx, size_t i)
+{
+	const int *k = ctx; /* k[0] the key, k + 1 the array */
+	return k[1 + i] < k[0];
+}
+
+static bool index_below(const void *ctx, size_t i)
+{
+	return i < *(const size_t *)ctx;
+}
+
+static void test_util__partition(void **state)
+{
+	(void)state;
+	/* key, then the sorted array: lower bounds of every key from 0 to 10 */
+	int a[] = { 0, 1, 3, 3, 3, 5, 8, 9 };
+	size_t n = ARRAY_SIZE(a) - 1;
+	for (int key = 0; key <= 10; key++) {
+		a[0] = key;
+		size_t want = 0;
+		while (want < n && a[1 + want] < key)
+			want++;
+		assert_int_equal(tally_partition(n, int_below, a), want);
+	}
+	assert_int_equal(tally_partition(0, int_below, a), 0);
+	a[0] = 3;
+	assert_int_equal(tally_partition(n, int_below, a), 1); /* the first of equal keys */
+	/* huge n: the middle is computed without overflow */
+	size_t limit = SIZE_MAX - 5;
+	assert_true(tally_partition(SIZE_MAX, index_below, &limit) == limit);
+}
+
+struct addr_item {
+	char tag;
+	uint64_t addr;
+	uint32_t size;
+};
+
+static void test_util__upper_u64(void **state)
+{
+	(void)state;
+	struct addr_item v[] = { { 'a', 0x10, 1 }, { 'b', 0x20, 1 }, { 'c', 0x20, 1 }, { 'd', UINT64_MAX - 1, 1 } };
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0xf), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x10), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x1f), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x20), 3); /* past every equal one */
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX - 2), 3);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX), 4);
+	assert_int_equal(TALLY_UPPER_U64(v, 0, addr, UINT64_MAX), 0);
+	uint64_t plain[] = { 1, 2, 4, 8 };
+	assert_int_equal(tally_upper_u64(plain, 4, sizeof(*plain), 0, 5), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -976,8 +1319,17 @@ int main(void)
 		cmocka_unit_test(test_util__parse_intlist_bad),
 		cmocka_unit_test(test_util__write_file_atomic),
 		cmocka_unit_test(test_util__write_file_atomic_fails),
+		cmocka_unit_test(test_util__write_file_atomic_planted_links),
+		cmocka_unit_test(test_util__write_file_atomic_modes),
+		cmocka_unit_test(test_util__open_regular),
 		cmocka_unit_test(test_util__remove_tree),
 		cmocka_unit_test(test_util__basename),
+		cmocka_unit_test(test_util__dirname),
+		cmocka_unit_test(test_util__partition),
+		cmocka_unit_test(test_util__upper_u64),
+		cmocka_unit_test(test_util__write_all_read_fd),
+		cmocka_unit_test(test_util__write_all_errors),
+		cmocka_unit_test(test_util__read_fd_limit),
 		cmocka_unit_test(test_util__seterr),
 		cmocka_unit_test(test_util__grow),
 		cmocka_unit_test(test_util__format_utc),
