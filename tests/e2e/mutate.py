@@ -5,8 +5,8 @@
 
 Copies the real database DB (recorded by the test) many times, damages each
 copy in one way, and runs every reading command over it: report (plain,
---symbols, --lines, --children, --json), annotate FUNC --asm and every export
-format.  The damage: truncations, flipped bytes, huge, negative and
+--symbols, --lines, --children, --tree, --json), annotate FUNC --asm and every
+export format.  The damage: truncations, flipped bytes, huge, negative and
 out-of-range numbers, counts that wrap 2^64 and still add up, duplicated and
 10 MB lines, NUL bytes, invalid UTF-8, names with `../`, emptied fields,
 symlinks (to a file outside the database, to /dev/zero, to a directory,
@@ -477,19 +477,31 @@ def a_call_graph_none(db, f):
 
 
 def a_bigstack(db, f):
-    """a stack of 10 MB of frames: two callers of the leaf, one after the
-    other, over and over (a recursion 500,000 calls deep)"""
+    """a stack of 10 MB of frames: two callers of the leaf in different images
+    (so surely different functions), one after the other, over and over (a
+    recursion 500,000 calls deep), in the stack with the most samples (so
+    that no --percent-limit leaves it out)"""
     p = os.path.join(db, f)
     ls = lines_of(rd(p))
-    idx = [i for i, l in enumerate(ls) if re.match(rb"[0-9,]+ [0-9]+ ", l) and len(l.split(b" ")) >= 5]
-    if not idx:
+    best = None
+    weight = lambda l: sum(int(c) for c in l.split(b" ")[0].split(b","))
+    for i, l in enumerate(ls):
+        if not re.match(rb"[0-9,]+ [0-9]+ ", l):
+            continue
+        callers = l.split(b" ")[3:]
+        for x in callers:
+            y = next((y for y in callers if y.split(b":")[0] != x.split(b":")[0]), None)
+            if y and (best is None or weight(l) > weight(ls[best[0]])):
+                best = (i, x, y)
+            if y:
+                break
+    if best is None:
         return None
-    i = max(idx, key=lambda i: (len(ls[i].split(b" ")), -i))
+    i, x, y = best
     fs = ls[i].split(b" ")
-    pair = fs[3:5]
-    ls[i] = b" ".join(fs[:3] + pair * (BIG // (len(pair[0]) + len(pair[1]) + 2)) + fs[5:])
+    ls[i] = b" ".join(fs[:3] + [x, y] * (BIG // (len(x) + len(y) + 2)) + fs[3:])
     wr(p, b"\n".join(ls))
-    return "line %d: frames %s and %s repeated to 10 MB" % (i + 1, pair[0].decode(), pair[1].decode())
+    return "line %d: frames %s and %s repeated to 10 MB" % (i + 1, x.decode(), y.decode())
 
 
 def aimed(db):
@@ -787,6 +799,7 @@ def commands(db, func, per_pid, out):
         ("report --lines", ["report", "-i", db, "--lines"], None, None),
         ("report --children", ["report", "-i", db, "--children"], None, None),
         ("report --children --json", ["report", "-i", db, "--children", "--json"], None, check_children_json),
+        ("report --tree", ["report", "-i", db, "--tree"], None, None),
         ("annotate --asm", ["annotate", "-i", db, func, "--asm"], None, None),
         ("export pprof", ["export", "-i", db, "--format", "pprof", "-o", out + ".pb.gz"], out + ".pb.gz", check_pprof),
         ("export callgrind", ["export", "-i", db, "--format", "callgrind", "-o", out + ".cg"], out + ".cg", check_callgrind),

@@ -5,8 +5,8 @@
 # many ways (tests/e2e/mutate.py: truncations, flipped bytes, huge, negative
 # and 2^64-wrapping numbers, duplicated and 10 MB lines, NUL bytes, invalid
 # UTF-8, names with ../, symlinks, FIFOs and directories in place of files),
-# and report (plain, --symbols, --lines, --children, --json), annotate and
-# every export format read each copy: no crash, no sanitizer report, no hang
+# and report (plain, --symbols, --lines, --children, --tree, --json),
+# annotate and every export format read each copy: no crash, no sanitizer report, no hang
 # (CPU or blocked), no unbounded memory, and never an exit 0 with totals that
 # do not add up or a share over 100%.  Seeded: the same plan every run
 # (TALLY_MUTATE_SEED, TALLY_MUTATE_COUNT random mutants per database;
@@ -25,20 +25,10 @@ COUNT=${TALLY_MUTATE_COUNT:-8}
 # with the fix that makes it pass (issue 17 names the defects: the item is
 # in the comment).
 cat >known-failures <<'EOF'
-# mutation      file     command        problem    what (issue 17's item)
-wrap            *.prof   *              totals     # 5: counts that wrap 2^64 "add up" to the header
-wrap            *.prof   export_gmon    memory     # 5: gmon.out's histogram from a wrapped count
-wrap            stacks   *              totals     # 5: the same in the stacks
-session:lost    session  report*        totals     # 5: lost 2^64-1 wraps the lost share (a share of 6e18%)
-session:events  session  *              totals     # 13: a session naming one event twice is accepted
-emptycomm       tasks    export_folded  crash|sanitizer  # 11: folded --comm-root of a process with an empty comm (UBSan: a NULL to strlen)
-fifo            *        *              hang       # 4: a FIFO in place of a database file blocks in open()
-pathfifo        images   *              hang       # 4: an image's recorded path that is now a FIFO
-symlink-zero    *        *              memory     # 4: a symlink to /dev/zero is read until memory runs out
-dotdot          images   *              secret     # 13, 4: a JIT image id with '/' leads out of jit/
-jitoverlap      jit/*    *              hang       # 8: quadratic JIT finishing (100,000 overlapping entries)
-bigline         stacks   export_svg     crash|sanitizer  # (new) a stack 500,000 frames deep overflows the flame graph's recursion (report --tree and --html too)
-*               *        *              json-utf8  # (issue 11, item 7) --json prints names' invalid UTF-8 as it is
+# mutation      file     command        problem          what (issue 17's item)
+session:lost    session  report*        totals           # 5: lost 2^64-1 wraps samples + lost in the lost line's share (a share of 6e18%)
+bigline         stacks   report_--tree  crash|sanitizer|memory  # (new) a stack 500,000 frames deep: the --tree printer recurses (stack overflow) and indents each level (out of memory)
+*               *        *              json-utf8        # (issue 11, item 7) --json prints a name's invalid UTF-8 as it is
 EOF
 
 mutate() {
