@@ -80,11 +80,8 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
-	uint64_t all = 0;
-	for (int e = 0; e < db->nevents; e++)
-		all += db->samples[e];
 	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
-		    pc(db->lost, all + db->lost), db->throttled);
+		    tally_view_lost_pct(db), db->throttled);
 }
 
 /* ---- the flat views: images, functions, lines ---- */
