@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static char errbuf[1024];
+/* per thread: a job drives its hosts from threads of its own */
+static _Thread_local char errbuf[1024];
 static void (*oom_handler)(size_t n);
 
 void tally_set_oom_handler(void (*fn)(size_t n))
