@@ -1,0 +1,651 @@
+/* A job (tally_job_new, tally_job_run; job.h): the control file read and its
+ * profilers found before anything runs, every profiler set up and
+ * initialized before any test, then each run: the test's iterations
+ * (unprofiled, then one profiled; or every one profiled with 'profilers only
+ * on'), the active profilers started in the order added and stopped in
+ * reverse around each profiled iteration, reported, and the results written
+ * under RESULTS/TAG/ with a job-wide status.json rewritten after every test,
+ * so that an interrupted job leaves whole results. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* How long a test has to end after SIGINT (^C) or SIGTERM (time out) before
+ * the next signal. */
+#define TEST_GRACE 2.0
+
+struct loaded {
+	struct tally_profiler *p; /* NULL for steps that add none */
+	bool setup_ran;
+	const char *setup; /* for status.json */
+};
+
+struct tally_job {
+	struct tally_job_opts o;
+	struct tally_job_control ctl;
+	struct tally_profiler_env env;
+	char *state_dir;
+	char *results;
+	struct loaded *profs; /* one per step */
+	int intr[2];
+	volatile sig_atomic_t interrupted;
+	unsigned failed, ntests;
+	struct strbuf tests; /* status.json's test entries, comma-separated */
+	const char *status;  /* job status: RUNNING, GOOD, FAIL, INTERRUPTED, ERROR */
+	char *error;
+	double started;
+	bool ran;
+};
+
+static void progress(struct tally_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct tally_job *j, const char *fmt, ...)
+{
+	if (!j->o.progress)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	j->o.progress(j->o.progress_ctx, sb.buf);
+	strbuf_release(&sb);
+}
+
+void tally_job_interrupt(struct tally_job *j)
+{
+	if (!j)
+		return;
+	int e = errno;
+	j->interrupted = 1;
+	ssize_t w = write(j->intr[1], "x", 1);
+	(void)w;
+	errno = e;
+}
+
+unsigned tally_job_failed(const struct tally_job *j)
+{
+	return j->failed;
+}
+
+unsigned tally_job_tests(const struct tally_job *j)
+{
+	return j->ntests;
+}
+
+const char *tally_job_results(const struct tally_job *j)
+{
+	return j->results;
+}
+
+void tally_job_free(struct tally_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->ctl.n && j->profs; i++)
+		tally_profiler_free(j->profs[i].p);
+	free(j->profs);
+	tally_job_control_release(&j->ctl);
+	tally_job_argv_free(j->env.path);
+	free(j->state_dir);
+	free(j->results);
+	free(j->error);
+	strbuf_release(&j->tests);
+	if (j->intr[0] >= 0)
+		close(j->intr[0]);
+	if (j->intr[1] >= 0)
+		close(j->intr[1]);
+	free(j);
+}
+
+/* "'PATH' line N: " before the message just set. */
+static int at_line(struct tally_job *j, unsigned line, int r)
+{
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(r, "'%s' line %u: %s", tally_excerpt(q, j->ctl.path), line, msg);
+}
+
+/* cmd's files are named after its command: cmd-vmstat */
+static char *base_label(const struct tally_job_step *s)
+{
+	if (strcmp(s->name, "cmd") || !s->args[0])
+		return xstrdup(s->name);
+	char **w = NULL;
+	const char *cmd = s->args[0];
+	if (!s->args[1] && !tally_job_split(s->args[0], &w, NULL) && w[0])
+		cmd = w[0];
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "cmd-");
+	for (const char *p = tally_basename(cmd); *p; p++)
+		strbuf_addch(&sb, (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+					  *p == '.'
+				  ? *p
+				  : '_');
+	tally_job_argv_free(w);
+	return strbuf_detach(&sb);
+}
+
+static bool label_taken(const struct tally_job *j, size_t upto, const char *label)
+{
+	for (size_t i = 0; i < upto; i++)
+		if (j->profs[i].p && !strcmp(tally_profiler_label(j->profs[i].p), label))
+			return true;
+	return false;
+}
+
+static char *default_results(const char *control)
+{
+	const char *b = tally_basename(control);
+	const char *dot = strrchr(b, '.');
+	size_t len = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "results/");
+	if (!len)
+		strbuf_addstr(&sb, "job");
+	else
+		strbuf_add(&sb, b, len);
+	return strbuf_detach(&sb);
+}
+
+int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
+{
+	struct tally_job *j = xcalloc(1, sizeof(*j));
+	j->o = *o;
+	j->intr[0] = j->intr[1] = -1;
+	j->status = "RUNNING";
+	int ret = tally_job_control_read(&j->ctl, o->control);
+	if (ret)
+		goto fail;
+	tally_profilers_path(o->profilers_path, &j->env.path);
+	j->state_dir = o->state_dir ? xstrdup(o->state_dir) : tally_profilers_state_dir();
+	j->env.state_dir = j->state_dir;
+	j->profs = xcalloc(j->ctl.n, sizeof(*j->profs));
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		const struct tally_job_step *s = &j->ctl.steps[i];
+		if (s->cmd != TALLY_JOB_ADD)
+			continue;
+		ret = tally_profiler_find(&j->profs[i].p, s->name, s->args, &j->env);
+		if (ret) {
+			ret = at_line(j, s->line, ret);
+			goto fail;
+		}
+		char *base = base_label(s);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addstr(&sb, base);
+		for (unsigned k = 2; label_taken(j, i, sb.buf); k++) {
+			strbuf_reset(&sb);
+			strbuf_addf(&sb, "%s.%u", base, k);
+		}
+		tally_profiler_set_label(j->profs[i].p, sb.buf);
+		strbuf_release(&sb);
+		free(base);
+	}
+	j->results = o->results ? xstrdup(o->results) : default_results(o->control);
+	{
+		char *parent = tally_dirname(j->results);
+		ret = job_mkdirs(parent, 0755);
+		free(parent);
+		if (ret)
+			goto fail;
+		if (mkdir(j->results, 0755) < 0) {
+			int e = errno;
+			char q[TALLY_EXCERPT_SIZE];
+			if (e == EEXIST)
+				ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
+						   tally_excerpt(q, j->results));
+			else
+				ret = tally_seterr(-e, "cannot make the results directory '%s': %s", tally_excerpt(q, j->results), strerror(e));
+			goto fail;
+		}
+	}
+	/* the control file beside its results */
+	{
+		struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
+		tally_read_regular(&sb, AT_FDCWD, o->control, TALLY_OPEN_FOLLOW, 1 << 20);
+		strbuf_addf(&path, "%s/control", j->results);
+		ret = tally_write_file_atomic_mode(path.buf, sb.buf ? sb.buf : "", sb.len, 0644);
+		strbuf_release(&sb);
+		strbuf_release(&path);
+		if (ret)
+			goto fail;
+	}
+	if (pipe2(j->intr, O_CLOEXEC | O_NONBLOCK) < 0) {
+		ret = tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
+		goto fail;
+	}
+	j->started = tally_now_wall();
+	*out = j;
+	return 0;
+fail:
+	tally_job_free(j);
+	*out = NULL;
+	return ret;
+}
+
+/* ---- status.json ---- */
+
+static void json_argv(struct strbuf *sb, char *const *argv)
+{
+	strbuf_addch(sb, '[');
+	for (size_t i = 0; argv && argv[i]; i++) {
+		if (i)
+			strbuf_addstr(sb, ", ");
+		strbuf_add_json_str(sb, argv[i]);
+	}
+	strbuf_addch(sb, ']');
+}
+
+static int write_status_json(struct tally_job *j)
+{
+	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
+	char when[64], now[64];
+	tally_format_utc(j->started, when, sizeof(when));
+	tally_format_utc(tally_now_wall(), now, sizeof(now));
+	strbuf_addstr(&sb, "{\n  \"control\": ");
+	strbuf_add_json_str(&sb, j->ctl.path);
+	strbuf_addstr(&sb, ",\n  \"results\": ");
+	strbuf_add_json_str(&sb, j->results);
+	strbuf_addf(&sb, ",\n  \"status\": \"%s\",\n  \"started\": \"%s\",\n  \"updated\": \"%s\",\n  \"tests_run\": %u,\n  \"tests_failed\": %u",
+		    j->status, when, now, j->ntests, j->failed);
+	if (j->error) {
+		strbuf_addstr(&sb, ",\n  \"error\": ");
+		strbuf_add_json_str(&sb, j->error);
+	}
+	strbuf_addstr(&sb, ",\n  \"profilers\": [");
+	bool first = true;
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		struct tally_profiler *p = j->profs[i].p;
+		if (!p)
+			continue;
+		strbuf_addf(&sb, "%s\n    {\"name\": ", first ? "" : ",");
+		first = false;
+		strbuf_add_json_str(&sb, tally_profiler_name(p));
+		strbuf_addstr(&sb, ", \"label\": ");
+		strbuf_add_json_str(&sb, tally_profiler_label(p));
+		strbuf_addf(&sb, ", \"line\": %u, \"args\": ", j->ctl.steps[i].line);
+		json_argv(&sb, j->ctl.steps[i].args);
+		strbuf_addstr(&sb, ", \"where\": ");
+		strbuf_add_json_str(&sb, tally_profiler_where(p));
+		strbuf_addstr(&sb, ", \"version\": ");
+		if (p->version)
+			strbuf_add_json_str(&sb, p->version);
+		else
+			strbuf_addstr(&sb, "null");
+		strbuf_addstr(&sb, ", \"setup\": ");
+		strbuf_add_json_str(&sb, j->profs[i].setup ? j->profs[i].setup : "not loaded");
+		strbuf_addch(&sb, '}');
+	}
+	strbuf_addstr(&sb, first ? "]" : "\n  ]");
+	strbuf_addstr(&sb, ",\n  \"tests\": [");
+	if (j->tests.len)
+		strbuf_add(&sb, j->tests.buf, j->tests.len);
+	strbuf_addstr(&sb, j->tests.len ? "\n  ]\n}\n" : "]\n}\n");
+	strbuf_addf(&path, "%s/status.json", j->results);
+	int r = tally_write_file_atomic_mode(path.buf, sb.buf, sb.len, 0644);
+	strbuf_release(&sb);
+	strbuf_release(&path);
+	return r;
+}
+
+/* ---- tests ---- */
+
+static int sleeptest(void *arg)
+{
+	double secs = *(const double *)arg;
+	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+struct iter {
+	unsigned n;
+	bool profiled;
+	int exit_code;
+	double time;
+	char *reason; /* NULL: it passed */
+};
+
+/* The errors of one test's profilers, for its status and status.json. */
+struct proferrs {
+	struct strbuf text; /* "; "-separated */
+	struct strbuf json; /* entries */
+};
+
+static void proferr(struct proferrs *pe, const struct tally_profiler *p, const char *step, const char *msg)
+{
+	strbuf_addf(&pe->text, "%s%s", pe->text.len ? "; " : "", msg);
+	strbuf_addf(&pe->json, "%s{\"profiler\": ", pe->json.len ? ", " : "");
+	strbuf_add_json_str(&pe->json, tally_profiler_label(p));
+	strbuf_addf(&pe->json, ", \"step\": \"%s\", \"message\": ", step);
+	strbuf_add_json_str(&pe->json, msg);
+	strbuf_addch(&pe->json, '}');
+}
+
+/* One iteration: the test started (waiting for its go), the profilers started,
+ * the test let go and waited for, the profilers stopped and reported. */
+static void run_iteration(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact,
+			  const char *profdir, int outfd, struct iter *it, struct proferrs *pe)
+{
+	int go[2] = { -1, -1 };
+	double secs = 0;
+	if (!s->command && s->args[1] && strcmp(s->args[1], "0"))
+		tally_parse_duration(s->args[1], "sleeptest", &secs);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		it->reason = xstrdup("cannot make a pipe");
+		it->exit_code = -1;
+		return;
+	}
+	struct job_spawn sp = { .argv = s->args, .out_fd = outfd, .err_fd = outfd, .go_fd = go[0], .fd3 = -1, .fd4 = -1 };
+	if (!s->command) {
+		sp.fn = sleeptest;
+		sp.arg = &secs;
+	}
+	pid_t pid;
+	int pidfd = -1, errp = -1;
+	if (job_spawn(&sp, &pid, &pidfd, &errp)) {
+		it->reason = xstrdup(tally_errmsg());
+		it->exit_code = -1;
+		close(go[0]);
+		close(go[1]);
+		return;
+	}
+	close(go[0]);
+	bool *started = xcalloc(nact + 1, sizeof(bool));
+	struct tally_profiler_run run = { profdir, s->tag, it->n, pid };
+	if (it->profiled)
+		for (size_t i = 0; i < nact; i++) {
+			if (tally_profiler_start(act[i], &run))
+				proferr(pe, act[i], "start", tally_errmsg());
+			else
+				started[i] = true;
+		}
+	double t0 = tally_now_mono();
+	ssize_t w = write(go[1], "g", 1);
+	(void)w;
+	close(go[1]);
+	int ee = job_exec_error(errp);
+	if (ee) {
+		struct strbuf sb = STRBUF_INIT;
+		char q[TALLY_EXCERPT_SIZE];
+		strbuf_addf(&sb, "cannot run '%s': %s", tally_excerpt(q, s->args[0]), strerror(-ee));
+		it->reason = strbuf_detach(&sb);
+		dprintf(outfd, "tally: %s\n", it->reason);
+	}
+	int st = 0;
+	int r = job_wait(pid, pidfd, s->timeout > 0 ? s->timeout : -1, j->intr[0], &st);
+	if (r == 0) {
+		job_end(pid, pidfd, true, SIGTERM, TEST_GRACE, &st);
+		if (!it->reason) {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "timed out after %g s", s->timeout);
+			it->reason = strbuf_detach(&sb);
+		}
+	} else if (r < 0) {
+		job_end(pid, pidfd, true, SIGINT, TEST_GRACE, &st);
+		if (!it->reason)
+			it->reason = xstrdup("interrupted");
+	}
+	it->time = tally_now_mono() - t0;
+	kill(-pid, SIGKILL); /* what the test left in its group */
+	if (pidfd >= 0)
+		close(pidfd);
+	it->exit_code = job_exit_code(st);
+	if (!it->reason && st) {
+		struct strbuf sb = STRBUF_INIT;
+		job_describe_status(st, &sb);
+		it->reason = strbuf_detach(&sb);
+	}
+	if (it->profiled) {
+		bool *stopped = xcalloc(nact + 1, sizeof(bool));
+		for (size_t i = nact; i-- > 0;)
+			if (started[i]) {
+				if (tally_profiler_stop(act[i], &run))
+					proferr(pe, act[i], "stop", tally_errmsg());
+				else
+					stopped[i] = true;
+			}
+		for (size_t i = 0; i < nact; i++)
+			if (stopped[i] && tally_profiler_report(act[i], &run))
+				proferr(pe, act[i], "report", tally_errmsg());
+		free(stopped);
+	}
+	free(started);
+	/* nothing of the test or of a plugin outlives the iteration */
+	job_sweep(1.0);
+}
+
+static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
+{
+	struct strbuf dir = STRBUF_INIT, path = STRBUF_INIT, prof = STRBUF_INIT, st = STRBUF_INIT;
+	struct proferrs pe = { STRBUF_INIT, STRBUF_INIT };
+	struct iter *its = NULL;
+	size_t nits = 0;
+	int ret = 0, outfd = -1;
+	strbuf_addf(&dir, "%s/%s", j->results, s->tag);
+	if (mkdir(dir.buf, 0755) < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, dir.buf), strerror(errno));
+		goto out;
+	}
+	strbuf_addf(&path, "%s/output", dir.buf);
+	outfd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (outfd < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot create '%s': %s", tally_excerpt(q, path.buf), strerror(errno));
+		goto out;
+	}
+	unsigned total = s->iterations + (nact && !only ? 1 : 0);
+	if (nact) {
+		strbuf_addf(&prof, "%s/profiling", dir.buf);
+		if (mkdir(prof.buf, 0755) < 0) {
+			char q[TALLY_EXCERPT_SIZE];
+			ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
+			goto out;
+		}
+	}
+	progress(j, "START %s", s->tag);
+	its = xcalloc(total, sizeof(*its));
+	bool failed = false;
+	for (unsigned k = 1; k <= total && !failed && !j->interrupted; k++) {
+		struct iter *it = &its[nits++];
+		it->n = k;
+		it->profiled = nact && (only || k == total);
+		struct strbuf pd = STRBUF_INIT;
+		if (it->profiled) {
+			strbuf_addstr(&pd, prof.buf);
+			if (only && total > 1) {
+				strbuf_addf(&pd, "/iteration.%u", k);
+				if (mkdir(pd.buf, 0755) < 0) {
+					char q[TALLY_EXCERPT_SIZE];
+					ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, pd.buf), strerror(errno));
+					strbuf_release(&pd);
+					nits--;
+					goto out;
+				}
+			}
+		}
+		run_iteration(j, s, act, nact, pd.buf, outfd, it, &pe);
+		strbuf_release(&pd);
+		failed = it->reason != NULL;
+	}
+	double time = 0;
+	for (size_t i = 0; i < nits; i++)
+		time += its[i].time;
+	const char *reason = NULL;
+	int code = 0;
+	for (size_t i = 0; i < nits; i++)
+		if (its[i].reason) {
+			reason = its[i].reason;
+			code = its[i].exit_code;
+			break;
+		}
+	if (!reason && j->interrupted && nits < total)
+		reason = "interrupted";
+	bool good = !reason;
+	j->ntests++;
+	if (!good)
+		j->failed++;
+	strbuf_addf(&st, "%s exit %d time %.3f s", good ? "GOOD" : "FAIL", code, time);
+	if (reason)
+		strbuf_addf(&st, " (%s)", reason);
+	strbuf_addch(&st, '\n');
+	if (nact)
+		strbuf_addf(&st, "profiling %s%s%s\n", pe.text.len ? "incomplete" : "complete", pe.text.len ? ": " : "",
+			    pe.text.len ? pe.text.buf : "");
+	strbuf_reset(&path);
+	strbuf_addf(&path, "%s/status", dir.buf);
+	ret = tally_write_file_atomic_mode(path.buf, st.buf, st.len, 0644);
+	progress(j, "%s %s %.3f s%s%s%s", good ? "GOOD " : "FAIL ", s->tag, time, reason ? " (" : "", reason ? reason : "",
+		 reason ? ")" : "");
+	if (pe.text.len)
+		progress(j, "      %s: profiling incomplete: %s", s->tag, pe.text.buf);
+
+	/* status.json's entry */
+	struct strbuf *t = &j->tests;
+	strbuf_addstr(t, t->len ? ",\n    {" : "\n    {");
+	strbuf_addstr(t, "\"tag\": ");
+	strbuf_add_json_str(t, s->tag);
+	strbuf_addf(t, ", \"line\": %u, \"%s\": ", s->line, s->command ? "command" : "test");
+	json_argv(t, s->args);
+	strbuf_addf(t, ", \"status\": \"%s\", \"exit\": %d, \"time\": %.6f, \"reason\": ", good ? "GOOD" : "FAIL", code, time);
+	if (reason)
+		strbuf_add_json_str(t, reason);
+	else
+		strbuf_addstr(t, "null");
+	if (s->timeout > 0)
+		strbuf_addf(t, ", \"timeout\": %g", s->timeout);
+	strbuf_addstr(t, ", \"iterations\": [");
+	for (size_t i = 0; i < nits; i++)
+		strbuf_addf(t, "%s{\"n\": %u, \"profiled\": %s, \"exit\": %d, \"time\": %.6f}", i ? ", " : "", its[i].n,
+			    its[i].profiled ? "true" : "false", its[i].exit_code, its[i].time);
+	strbuf_addstr(t, "], \"profilers\": [");
+	for (size_t i = 0; i < nact; i++) {
+		if (i)
+			strbuf_addstr(t, ", ");
+		strbuf_add_json_str(t, tally_profiler_label(act[i]));
+	}
+	strbuf_addf(t, "], \"profiling\": \"%s\", \"profiler_errors\": [%s]}",
+		    !nact ? "none" : pe.text.len ? "incomplete" : "complete", pe.json.len ? pe.json.buf : "");
+out:
+	if (outfd >= 0)
+		close(outfd);
+	for (size_t i = 0; i < nits; i++)
+		free(its[i].reason);
+	free(its);
+	strbuf_release(&dir);
+	strbuf_release(&path);
+	strbuf_release(&prof);
+	strbuf_release(&st);
+	strbuf_release(&pe.text);
+	strbuf_release(&pe.json);
+	return ret;
+}
+
+/* Every profiler set up (once per plugin per job) and initialized. */
+static int load(struct tally_job *j)
+{
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		struct tally_profiler *p = j->profs[i].p;
+		if (!p)
+			continue;
+		unsigned line = j->ctl.steps[i].line;
+		if (!tally_profiler_version(p))
+			return at_line(j, line, -EIO);
+		bool done = false;
+		for (size_t k = 0; k < i; k++)
+			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup) {
+				done = true;
+				j->profs[i].setup = j->profs[k].setup;
+			}
+		if (!done) {
+			bool ran = false;
+			int r = tally_profiler_setup(p, &j->env, j->intr[0], &ran);
+			if (r)
+				return at_line(j, line, r);
+			j->profs[i].setup_ran = ran;
+			j->profs[i].setup = p->bi ? "built-in" : ran ? "ran" : "current";
+			if (ran)
+				progress(j, "SETUP %s %s (%s)", tally_profiler_name(p), tally_profiler_version(p), tally_profiler_where(p));
+		}
+		int r = tally_profiler_initialize(p, &j->env, j->intr[0]);
+		if (r)
+			return at_line(j, line, r);
+		if (j->interrupted)
+			return tally_seterr(-EINTR, "interrupted");
+	}
+	return 0;
+}
+
+int tally_job_run(struct tally_job *j)
+{
+	if (j->ran)
+		return tally_seterr(-EINVAL, "this job has run already");
+	j->ran = true;
+	job_sweep(0); /* a subreaper from here on: what a test leaves is ours to end */
+	int ret = load(j);
+	if (ret) {
+		j->status = j->interrupted ? "INTERRUPTED" : "ERROR";
+		j->error = xstrdup(tally_errmsg());
+		write_status_json(j);
+		tally_seterr(ret, "%s", j->error);
+		return ret;
+	}
+	write_status_json(j);
+	struct tally_profiler **act = xcalloc(j->ctl.n + 1, sizeof(*act));
+	size_t nact = 0;
+	bool only = false;
+	for (size_t i = 0; i < j->ctl.n && !j->interrupted && !ret; i++) {
+		const struct tally_job_step *s = &j->ctl.steps[i];
+		switch (s->cmd) {
+		case TALLY_JOB_ADD:
+			act[nact++] = j->profs[i].p;
+			break;
+		case TALLY_JOB_DELETE: {
+			size_t k = 0;
+			for (size_t a = 0; a < nact; a++)
+				if (strcmp(tally_profiler_name(act[a]), s->name))
+					act[k++] = act[a];
+			nact = k;
+			break;
+		}
+		case TALLY_JOB_ONLY:
+			only = s->only;
+			break;
+		case TALLY_JOB_RUN:
+			ret = run_test(j, s, act, nact, only);
+			if (!ret)
+				ret = write_status_json(j);
+			break;
+		}
+	}
+	free(act);
+	if (ret) {
+		j->status = "ERROR";
+		j->error = xstrdup(tally_errmsg());
+	} else {
+		j->status = j->interrupted ? "INTERRUPTED" : j->failed ? "FAIL" : "GOOD";
+	}
+	int w = write_status_json(j);
+	if (ret) {
+		tally_seterr(ret, "%s", j->error);
+		return ret;
+	}
+	if (w)
+		return w;
+	job_sweep(1.0);
+	if (j->interrupted)
+		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'", j->results);
+	return 0;
+}
