@@ -287,12 +287,22 @@ struct child_prof {
 	char **argv;  /* cmd: the command */
 	pid_t pid;
 	int pidfd;
+	int ctlfd, ackfd; /* perf's control FIFOs, held open while it runs */
 	char *log;
 };
 
 /* How long a command has to end after SIGINT, then after SIGTERM. */
 #define CMD_GRACE 2.0
 #define PERF_GRACE 10.0
+
+static void close_fifos(struct child_prof *c)
+{
+	if (c->ctlfd >= 0)
+		close(c->ctlfd);
+	if (c->ackfd >= 0)
+		close(c->ackfd);
+	c->ctlfd = c->ackfd = -1;
+}
 
 static void child_release(struct tally_profiler *p)
 {
@@ -303,6 +313,7 @@ static void child_release(struct tally_profiler *p)
 		job_end(c->pid, c->pidfd, true, SIGKILL, 0, NULL);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	close_fifos(c);
 	tally_job_argv_free(c->argv);
 	free(c->log);
 	free(c);
@@ -315,6 +326,7 @@ static struct child_prof *child_state(struct tally_profiler *p)
 	struct child_prof *c = xcalloc(1, sizeof(*c));
 	c->pid = -1;
 	c->pidfd = -1;
+	c->ctlfd = c->ackfd = -1;
 	p->state = c;
 	return c;
 }
@@ -352,6 +364,7 @@ static int child_stop(struct child_prof *c, int sig, double grace, const char *w
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	c->pidfd = -1;
+	close_fifos(c);
 	bool ok = WIFEXITED(st) ? (!need_zero || WEXITSTATUS(st) == 0) : WTERMSIG(st) == sig;
 	if (died_before || !ok) {
 		struct strbuf how = STRBUF_INIT;
@@ -470,53 +483,80 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	struct child_prof *c = p->state;
 	free(c->log);
 	c->log = NULL;
-	struct strbuf name = STRBUF_INIT, data = STRBUF_INIT;
+	struct strbuf name = STRBUF_INIT, data = STRBUF_INIT, ctl = STRBUF_INIT, ack = STRBUF_INIT, spec = STRBUF_INIT;
 	strbuf_addf(&name, "%s.log", p->label);
 	int fd = open_log(r->profdir, name.buf, &c->log);
 	strbuf_release(&name);
 	if (fd < 0)
 		return fd;
-	/* started disabled, enabled through its control descriptor and its ack
-	 * waited for: perf samples before the test begins */
-	int ctl[2], ack[2];
-	if (pipe2(ctl, O_CLOEXEC) < 0) {
+	/* started disabled, enabled through its control FIFO and its ack waited
+	 * for: perf samples before the test begins (perf 6.1 mishandles pipes
+	 * given as --control fd:) */
+	char dir[] = "/tmp/tally-perf-XXXXXX";
+	int ret = 0;
+	if (!mkdtemp(dir)) {
 		close(fd);
-		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
+		return tally_seterr(-errno, "cannot make a directory in /tmp: %s", strerror(errno));
 	}
-	if (pipe2(ack, O_CLOEXEC) < 0) {
-		close(fd);
-		close(ctl[0]);
-		close(ctl[1]);
-		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
-	}
+	strbuf_addf(&ctl, "%s/ctl", dir);
+	strbuf_addf(&ack, "%s/ack", dir);
+	strbuf_addf(&spec, "fifo:%s,%s", ctl.buf, ack.buf);
 	strbuf_addf(&data, "%s/%s.data", r->profdir, p->label);
 	char **argv = NULL;
 	size_t n = 0, alloc = 0;
-	const char *fixed[] = { "perf", "record", "-a", "-D", "-1", "--control", "fd:3,4", "-o", data.buf };
+	if (mkfifo(ctl.buf, 0600) < 0 || mkfifo(ack.buf, 0600) < 0) {
+		ret = tally_seterr(-errno, "cannot make a FIFO in '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	/* read-write: opening never blocks, and never sees a hang-up */
+	c->ctlfd = open(ctl.buf, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	c->ackfd = open(ack.buf, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (c->ctlfd < 0 || c->ackfd < 0) {
+		ret = tally_seterr(-errno, "cannot open a FIFO in '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	const char *fixed[] = { "perf", "record", "-a", "-D", "-1", "--control", spec.buf, "-o", data.buf };
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
 		STRLIST_PUSH(argv, n, alloc, xstrdup(fixed[i]));
 	for (char **a = p->args; *a; a++)
 		STRLIST_PUSH(argv, n, alloc, xstrdup(*a));
-	struct job_spawn s = { .argv = argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = ctl[0], .fd4 = ack[1] };
-	int ret = job_spawn(&s, &c->pid, &c->pidfd, NULL);
+	struct job_spawn s = { .argv = argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = -1, .fd4 = -1 };
+	ret = job_spawn(&s, &c->pid, &c->pidfd, NULL);
+	if (ret) {
+		c->pid = -1;
+		goto out;
+	}
+	ssize_t w = write(c->ctlfd, "enable\n", 7);
+	char buf[16] = { 0 };
+	double end = tally_now_mono() + 10;
+	bool acked = false;
+	while (w == 7 && !acked && tally_now_mono() < end) {
+		struct pollfd pf[2] = { { .fd = c->ackfd, .events = POLLIN }, { .fd = c->pidfd, .events = POLLIN } };
+		if (poll(pf, c->pidfd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN) {
+			ssize_t k = read(c->ackfd, buf, sizeof(buf) - 1);
+			acked = k > 0 && !strncmp(buf, "ack", 3);
+			break;
+		}
+		if (c->pidfd >= 0 && (pf[1].revents & POLLIN))
+			break;
+	}
+	if (!acked) {
+		child_stop(c, SIGKILL, 0, "perf", false);
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-EIO, "perf record did not start (see '%s')", tally_excerpt(q, c->log));
+	}
+out:
 	close(fd);
-	close(ctl[0]);
-	close(ack[1]);
+	unlink(ctl.buf);
+	unlink(ack.buf);
+	rmdir(dir);
 	tally_job_argv_free(argv);
 	strbuf_release(&data);
-	if (!ret) {
-		ssize_t w = write(ctl[1], "enable\n", 7);
-		char buf[16] = { 0 };
-		struct pollfd pf = { .fd = ack[0], .events = POLLIN };
-		if (w != 7 || poll(&pf, 1, 10000) <= 0 || read(ack[0], buf, sizeof(buf) - 1) <= 0 || strncmp(buf, "ack", 3)) {
-			child_stop(c, SIGKILL, 0, "perf", false);
-			ret = tally_seterr(-EIO, "perf record did not start (see %s)", c->log);
-		}
-	} else {
-		c->pid = -1;
-	}
-	close(ctl[1]);
-	close(ack[0]);
+	strbuf_release(&ctl);
+	strbuf_release(&ack);
+	strbuf_release(&spec);
 	return ret;
 }
 

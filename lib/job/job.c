@@ -447,23 +447,23 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 		goto out;
 	}
 	unsigned total = s->iterations + (nact && !only ? 1 : 0);
-	if (nact) {
-		strbuf_addf(&prof, "%s/profiling", dir.buf);
-		if (mkdir(prof.buf, 0755) < 0) {
-			char q[TALLY_EXCERPT_SIZE];
-			ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
-			goto out;
-		}
-	}
+	strbuf_addf(&prof, "%s/profiling", dir.buf);
 	progress(j, "START %s", s->tag);
 	its = xcalloc(total, sizeof(*its));
-	bool failed = false;
+	bool failed = false, profiled_any = false;
 	for (unsigned k = 1; k <= total && !failed && !j->interrupted; k++) {
 		struct iter *it = &its[nits++];
 		it->n = k;
 		it->profiled = nact && (only || k == total);
 		struct strbuf pd = STRBUF_INIT;
 		if (it->profiled) {
+			if (!profiled_any && mkdir(prof.buf, 0755) < 0) {
+				char q[TALLY_EXCERPT_SIZE];
+				ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
+				nits--;
+				goto out;
+			}
+			profiled_any = true;
 			strbuf_addstr(&pd, prof.buf);
 			if (only && total > 1) {
 				strbuf_addf(&pd, "/iteration.%u", k);
@@ -501,9 +501,11 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	if (reason)
 		strbuf_addf(&st, " (%s)", reason);
 	strbuf_addch(&st, '\n');
-	if (nact)
-		strbuf_addf(&st, "profiling %s%s%s\n", pe.text.len ? "incomplete" : "complete", pe.text.len ? ": " : "",
-			    pe.text.len ? pe.text.buf : "");
+	const char *profiling = !nact ? "none" : !profiled_any ? "not run" : pe.text.len ? "incomplete" : "complete";
+	if (nact && !profiled_any)
+		strbuf_addstr(&st, "profiling not run: the test failed before its profiled iteration\n");
+	else if (nact)
+		strbuf_addf(&st, "profiling %s%s%s\n", profiling, pe.text.len ? ": " : "", pe.text.len ? pe.text.buf : "");
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/status", dir.buf);
 	ret = tally_write_file_atomic_mode(path.buf, st.buf, st.len, 0644);
@@ -536,8 +538,7 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 			strbuf_addstr(t, ", ");
 		strbuf_add_json_str(t, tally_profiler_label(act[i]));
 	}
-	strbuf_addf(t, "], \"profiling\": \"%s\", \"profiler_errors\": [%s]}",
-		    !nact ? "none" : pe.text.len ? "incomplete" : "complete", pe.json.len ? pe.json.buf : "");
+	strbuf_addf(t, "], \"profiling\": \"%s\", \"profiler_errors\": [%s]}", profiling, pe.json.len ? pe.json.buf : "");
 out:
 	if (outfd >= 0)
 		close(outfd);

@@ -69,8 +69,10 @@ static void child_setup(const struct job_spawn *s, int errfd)
 	for (int fd = keep; fd < 1024; fd++)
 		if (fd != e)
 			close(fd);
-	if (s->fn)
+	if (s->fn) {
+		close(e); /* no exec to close it: the parent would wait for the end */
 		_exit(s->fn(s->arg));
+	}
 	if (strchr(s->argv[0], '/'))
 		execve(s->argv[0], s->argv, s->envp ? s->envp : environ);
 	else if (s->envp) {
