@@ -314,8 +314,7 @@ int tally_job_control_read(struct tally_job_control *c, const char *path)
 	if (r) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-		char q[TALLY_EXCERPT_SIZE];
-		tally_seterr(r, "cannot read the control file '%s': %s", tally_excerpt(q, path), msg);
+		tally_seterr(r, "%s (the control file)", msg);
 		strbuf_release(&sb);
 		c->path = xstrdup(path);
 		return r;
