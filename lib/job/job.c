@@ -36,6 +36,7 @@ struct tally_job {
 	struct tally_profiler_env env;
 	char *state_dir;
 	char *results;
+	char *absresults; /* what the profilers are given: they may change directory */
 	struct loaded *profs; /* one per step */
 	int intr[2];
 	volatile sig_atomic_t interrupted;
@@ -98,6 +99,7 @@ void tally_job_free(struct tally_job *j)
 	tally_job_argv_free(j->env.path);
 	free(j->state_dir);
 	free(j->results);
+	free(j->absresults);
 	free(j->error);
 	strbuf_release(&j->tests);
 	if (j->intr[0] >= 0)
@@ -169,6 +171,15 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		goto fail;
 	tally_profilers_path(o->profilers_path, &j->env.path);
 	j->state_dir = o->state_dir ? xstrdup(o->state_dir) : tally_profilers_state_dir();
+	if (j->state_dir[0] != '/') {
+		/* TALLY_SRCDIR must hold wherever a plugin runs */
+		char *cwd = getcwd(NULL, 0);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s/%s", cwd ? cwd : ".", j->state_dir);
+		free(cwd);
+		free(j->state_dir);
+		j->state_dir = strbuf_detach(&sb);
+	}
 	j->env.state_dir = j->state_dir;
 	j->profs = xcalloc(j->ctl.n, sizeof(*j->profs));
 	for (size_t i = 0; i < j->ctl.n; i++) {
@@ -208,6 +219,12 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 				ret = tally_seterr(-e, "cannot make the results directory '%s': %s", tally_excerpt(q, j->results), strerror(e));
 			goto fail;
 		}
+	}
+	j->absresults = realpath(j->results, NULL);
+	if (!j->absresults) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot resolve '%s': %s", tally_excerpt(q, j->results), strerror(errno));
+		goto fail;
 	}
 	/* the control file beside its results */
 	{
@@ -433,7 +450,7 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	struct iter *its = NULL;
 	size_t nits = 0;
 	int ret = 0, outfd = -1;
-	strbuf_addf(&dir, "%s/%s", j->results, s->tag);
+	strbuf_addf(&dir, "%s/%s", j->absresults, s->tag);
 	if (mkdir(dir.buf, 0755) < 0) {
 		char q[TALLY_EXCERPT_SIZE];
 		ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, dir.buf), strerror(errno));
