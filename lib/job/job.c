@@ -252,6 +252,37 @@ fail:
 
 /* ---- status.json ---- */
 
+/* path replaced atomically by data (a temporary beside it, renamed), without
+ * the fsync of tally_write_file_atomic: an interrupted job leaves the old file
+ * or the new one, and the per-test writes stay off the test's critical path
+ * (a sync costs milliseconds here); the job's last status.json is synced. */
+static int write_status_file(const char *path, const char *data, size_t len, bool sync)
+{
+	if (sync)
+		return tally_write_file_atomic_mode(path, data, len, 0644);
+	struct strbuf tmp = STRBUF_INIT;
+	strbuf_addf(&tmp, "%s.tmp-XXXXXX", path);
+	int fd = mkostemp(tmp.buf, O_CLOEXEC);
+	int ret = 0;
+	if (fd < 0 || fchmod(fd, 0644) < 0 || tally_write_all(fd, data, len) < 0) {
+		int e = errno;
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-e, "cannot write '%s': %s", tally_excerpt(q, path), strerror(e));
+	}
+	if (fd >= 0 && close(fd) < 0 && !ret) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+	}
+	if (!ret && rename(tmp.buf, path) < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+	}
+	if (ret && fd >= 0)
+		unlink(tmp.buf);
+	strbuf_release(&tmp);
+	return ret;
+}
+
 static void json_argv(struct strbuf *sb, char *const *argv)
 {
 	strbuf_addch(sb, '[');
@@ -263,7 +294,7 @@ static void json_argv(struct strbuf *sb, char *const *argv)
 	strbuf_addch(sb, ']');
 }
 
-static int write_status_json(struct tally_job *j)
+static int write_status_json(struct tally_job *j, bool sync)
 {
 	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
 	char when[64], now[64];
@@ -309,7 +340,7 @@ static int write_status_json(struct tally_job *j)
 		strbuf_add(&sb, j->tests.buf, j->tests.len);
 	strbuf_addstr(&sb, j->tests.len ? "\n  ]\n}\n" : "]\n}\n");
 	strbuf_addf(&path, "%s/status.json", j->results);
-	int r = tally_write_file_atomic_mode(path.buf, sb.buf, sb.len, 0644);
+	int r = write_status_file(path.buf, sb.buf, sb.len, sync);
 	strbuf_release(&sb);
 	strbuf_release(&path);
 	return r;
@@ -338,6 +369,7 @@ struct iter {
 struct proferrs {
 	struct strbuf text; /* "; "-separated */
 	struct strbuf json; /* entries */
+	double (*secs)[3];  /* per active profiler: seconds in start, stop, report */
 };
 
 static void proferr(struct proferrs *pe, const struct tally_profiler *p, const char *step, const char *msg)
@@ -383,10 +415,12 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	struct tally_profiler_run run = { profdir, s->tag, it->n, pid };
 	if (it->profiled)
 		for (size_t i = 0; i < nact; i++) {
+			double t = tally_now_mono();
 			if (tally_profiler_start(act[i], &run))
 				proferr(pe, act[i], "start", tally_errmsg());
 			else
 				started[i] = true;
+			pe->secs[i][0] += tally_now_mono() - t;
 		}
 	double t0 = tally_now_mono();
 	ssize_t w = write(go[1], "g", 1);
@@ -428,14 +462,20 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		bool *stopped = xcalloc(nact + 1, sizeof(bool));
 		for (size_t i = nact; i-- > 0;)
 			if (started[i]) {
+				double t = tally_now_mono();
 				if (tally_profiler_stop(act[i], &run))
 					proferr(pe, act[i], "stop", tally_errmsg());
 				else
 					stopped[i] = true;
+				pe->secs[i][1] += tally_now_mono() - t;
 			}
 		for (size_t i = 0; i < nact; i++)
-			if (stopped[i] && tally_profiler_report(act[i], &run))
-				proferr(pe, act[i], "report", tally_errmsg());
+			if (stopped[i]) {
+				double t = tally_now_mono();
+				if (tally_profiler_report(act[i], &run))
+					proferr(pe, act[i], "report", tally_errmsg());
+				pe->secs[i][2] += tally_now_mono() - t;
+			}
 		free(stopped);
 	}
 	free(started);
@@ -446,7 +486,7 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
 {
 	struct strbuf dir = STRBUF_INIT, path = STRBUF_INIT, prof = STRBUF_INIT, st = STRBUF_INIT;
-	struct proferrs pe = { STRBUF_INIT, STRBUF_INIT };
+	struct proferrs pe = { STRBUF_INIT, STRBUF_INIT, xcalloc(nact + 1, sizeof(double[3])) };
 	struct iter *its = NULL;
 	size_t nits = 0;
 	int ret = 0, outfd = -1;
@@ -525,7 +565,7 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 		strbuf_addf(&st, "profiling %s%s%s\n", profiling, pe.text.len ? ": " : "", pe.text.len ? pe.text.buf : "");
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/status", dir.buf);
-	ret = tally_write_file_atomic_mode(path.buf, st.buf, st.len, 0644);
+	ret = write_status_file(path.buf, st.buf, st.len, false);
 	progress(j, "%s %s %.3f s%s%s%s", good ? "GOOD " : "FAIL ", s->tag, time, reason ? " (" : "", reason ? reason : "",
 		 reason ? ")" : "");
 	if (pe.text.len)
@@ -551,9 +591,9 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 			    its[i].profiled ? "true" : "false", its[i].exit_code, its[i].time);
 	strbuf_addstr(t, "], \"profilers\": [");
 	for (size_t i = 0; i < nact; i++) {
-		if (i)
-			strbuf_addstr(t, ", ");
+		strbuf_addstr(t, i ? ", {\"label\": " : "{\"label\": ");
 		strbuf_add_json_str(t, tally_profiler_label(act[i]));
+		strbuf_addf(t, ", \"start\": %.6f, \"stop\": %.6f, \"report\": %.6f}", pe.secs[i][0], pe.secs[i][1], pe.secs[i][2]);
 	}
 	strbuf_addf(t, "], \"profiling\": \"%s\", \"profiler_errors\": [%s]}", profiling, pe.json.len ? pe.json.buf : "");
 out:
@@ -568,6 +608,7 @@ out:
 	strbuf_release(&st);
 	strbuf_release(&pe.text);
 	strbuf_release(&pe.json);
+	free(pe.secs);
 	return ret;
 }
 
@@ -616,11 +657,11 @@ int tally_job_run(struct tally_job *j)
 	if (ret) {
 		j->status = j->interrupted ? "INTERRUPTED" : "ERROR";
 		j->error = xstrdup(tally_errmsg());
-		write_status_json(j);
+		write_status_json(j, true);
 		tally_seterr(ret, "%s", j->error);
 		return ret;
 	}
-	write_status_json(j);
+	write_status_json(j, false);
 	struct tally_profiler **act = xcalloc(j->ctl.n + 1, sizeof(*act));
 	size_t nact = 0;
 	bool only = false;
@@ -644,7 +685,7 @@ int tally_job_run(struct tally_job *j)
 		case TALLY_JOB_RUN:
 			ret = run_test(j, s, act, nact, only);
 			if (!ret)
-				ret = write_status_json(j);
+				ret = write_status_json(j, false);
 			break;
 		}
 	}
@@ -655,7 +696,7 @@ int tally_job_run(struct tally_job *j)
 	} else {
 		j->status = j->interrupted ? "INTERRUPTED" : j->failed ? "FAIL" : "GOOD";
 	}
-	int w = write_status_json(j);
+	int w = write_status_json(j, true);
 	if (ret) {
 		tally_seterr(ret, "%s", j->error);
 		return ret;

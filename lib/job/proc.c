@@ -65,10 +65,11 @@ static void child_setup(const struct job_spawn *s, int errfd)
 	if (f4 >= 0)
 		dup2(f4, 4);
 	/* nothing else of the parent's reaches the child */
-	int keep = f4 >= 0 ? 5 : f3 >= 0 ? 4 : 3;
-	for (int fd = keep; fd < 1024; fd++)
-		if (fd != e)
-			close(fd);
+	unsigned keep = f4 >= 0 ? 5 : f3 >= 0 ? 4 : 3;
+	if (close_range(keep, (unsigned)e - 1, 0) < 0 || close_range((unsigned)e + 1, ~0U, 0) < 0)
+		for (int fd = (int)keep; fd < 1024; fd++)
+			if (fd != e)
+				close(fd);
 	if (s->fn) {
 		close(e); /* no exec to close it: the parent would wait for the end */
 		_exit(s->fn(s->arg));
