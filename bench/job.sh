@@ -78,28 +78,27 @@ for r in $(seq "$runs"); do job c.one; echo "$W" >>one; done
 one=$(median <one)
 printf '%-52s %10.2f\n' "  a whole job of one sleeptest 0 (tally's start too)" "$one"
 
-# 2. the tally profiler
-: >alone; : >rec
-for r in $(seq "$runs"); do
-	wall "$work" "$ms" >>alone
-	rm -rf rec.db
-	wall "$tally" record -F "$hz" -o rec.db -- "$work" "$ms" >>rec
-done
+# 2. the tally profiler: rounds of the workload alone, under tally record and
+# in a job of one profiled test, interleaved so that the machine's load
+# weighs on each alike
 {
 	echo "profilers add tally -F $hz"
 	echo "profilers only on"
-	for i in $(seq "$ntests"); do echo "run -- $work $ms"; done
+	echo "run -- $work $ms"
 } >c.tally
-: >it; : >st; : >sp; : >rp; : >per
-for r in $(seq "$runs"); do
+: >alone; : >rec; : >it; : >st; : >sp; : >rp; : >per
+for r in $(seq "$((runs * 2))"); do
+	wall "$work" "$ms" >>alone
+	rm -rf rec.db
+	wall "$tally" record -F "$hz" -o rec.db -- "$work" "$ms" >>rec
 	job c.tally
 	w=$W
-	js $RES/status.json "sum(t['time'] for t in s['tests']) / len(s['tests'])" >>it
-	js $RES/status.json "sum(t['profilers'][0]['start'] for t in s['tests']) / len(s['tests'])" >>st
-	js $RES/status.json "sum(t['profilers'][0]['stop'] for t in s['tests']) / len(s['tests'])" >>sp
-	js $RES/status.json "sum(t['profilers'][0]['report'] for t in s['tests']) / len(s['tests'])" >>rp
+	js $RES/status.json "s['tests'][0]['time']" >>it
+	js $RES/status.json "s['tests'][0]['profilers'][0]['start']" >>st
+	js $RES/status.json "s['tests'][0]['profilers'][0]['stop']" >>sp
+	js $RES/status.json "s['tests'][0]['profilers'][0]['report']" >>rp
 	other=$(js $RES/status.json "sum(t['time'] + sum(p['start'] + p['stop'] + p['report'] for p in t['profilers']) for t in s['tests'])")
-	awk -v w="$w" -v o="$other" -v n="$ntests" 'BEGIN { printf "%.3f\n", (w - o) / n }' >>per
+	awk -v w="$w" -v o="$other" 'BEGIN { printf "%.3f\n", w - o }' >>per
 done
 printf '%-52s %10s\n' "tally profiler around split_funcs $ms" "ms"
 printf '%-52s %10.2f\n' "  split_funcs alone" "$(median <alone)"
@@ -109,5 +108,5 @@ printf '%-52s %10.2f\n' "  job: tally start (recorder opened, attached)" "$(medi
 printf '%-52s %10.2f\n' "  job: tally stop (finish, database written)" "$(median <sp)"
 printf '%-52s %10.2f\n' "  job: iteration + start + stop (vs tally record)" "$(paste it st sp | awk '{ print $1 + $2 + $3 }' | median)"
 printf '%-52s %10.2f\n' "  job: tally report (text, call graph, HTML)" "$(median <rp)"
-printf '%-52s %10.2f\n' "  harness per test (wall - iterations - steps) / tests" "$(median <per)"
+printf '%-52s %10.2f\n' "  the rest of the job (wall - iteration - steps)" "$(median <per)"
 [ ! -s err.log ] || { echo "# stderr of the runs:"; head -5 err.log; }
