@@ -5,7 +5,8 @@
 #  2. the tally profiler around tests/workloads/split_funcs MS: the profiled
 #     iteration's wall time against the same workload under `tally record`
 #     (and alone), the profiler's own start, stop and report times (from
-#     status.json), and what is left: the harness's own time per test.
+#     status.json), and what is left: the harness's own time per test;
+#  3. the same around `sleep 0.5`, whose time the machine's load moves less.
 #   bench/job.sh [BUILD_DIR] [--ms MS] [--hz HZ] [--tests N] [--runs R]
 set -euo pipefail
 build=${1:-build}; shift || true
@@ -107,6 +108,29 @@ printf '%-52s %10.2f\n' "  job: the profiled iteration" "$(median <it)"
 printf '%-52s %10.2f\n' "  job: tally start (recorder opened, attached)" "$(median <st)"
 printf '%-52s %10.2f\n' "  job: tally stop (finish, database written)" "$(median <sp)"
 printf '%-52s %10.2f\n' "  job: iteration + start + stop (vs tally record)" "$(paste it st sp | awk '{ print $1 + $2 + $3 }' | median)"
+printf '%-52s %10.2f\n' "  job - tally record, paired per round (median)" "$(paste it st sp rec | awk '{ print $1 + $2 + $3 - $4 }' | median)"
 printf '%-52s %10.2f\n' "  job: tally report (text, call graph, HTML)" "$(median <rp)"
 printf '%-52s %10.2f\n' "  the rest of the job (wall - iteration - steps)" "$(median <per)"
-[ ! -s err.log ] || { echo "# stderr of the runs:"; head -5 err.log; }
+
+# 3. the same around 'sleep 0.5', whose wall time the machine's load barely
+# moves: what tally adds in each form, with little noise
+{
+	echo "profilers add tally -F $hz"
+	echo "profilers only on"
+	echo "run -- sleep 0.5"
+} >c.sleep
+: >salone; : >srec; : >sjob
+for r in $(seq "$((runs * 2))"); do
+	wall sleep 0.5 >>salone
+	rm -rf rec.db
+	wall "$tally" record -F "$hz" -o rec.db -- sleep 0.5 >>srec
+	job c.sleep
+	js $RES/status.json "s['tests'][0]['time'] + s['tests'][0]['profilers'][0]['start'] + s['tests'][0]['profilers'][0]['stop']" >>sjob
+done
+printf '%-52s %10s\n' "around 'sleep 0.5'" "ms"
+printf '%-52s %10.2f\n' "  sleep 0.5 alone" "$(median <salone)"
+printf '%-52s %10.2f\n' "  tally record -- sleep 0.5 (whole command)" "$(median <srec)"
+printf '%-52s %10.2f\n' "  job: iteration + tally start + stop" "$(median <sjob)"
+printf '%-52s %10.2f\n' "  job - tally record, paired per round (median)" "$(paste sjob srec | awk '{ print $1 - $2 }' | median)"
+grep -v "^tally: wrote '" err.log >err2.log || true
+[ ! -s err2.log ] || { echo "# stderr of the runs:"; head -5 err2.log; }

@@ -114,6 +114,25 @@ static int tally_initialize(struct tally_profiler *p)
 		r = tally_seterr(-EINVAL, "-F and -c both set the sampling rate: give one");
 	if (!r)
 		r = tally_sampling_resolve(&t->smp);
+	if (!r) {
+		/* can it sample here at all (privilege, -a as a user)? A recording
+		 * opened and closed at once on this process (or the system) says so
+		 * now, before any test runs */
+		struct tally_recording_opts ro;
+		tally_recording_opts_init(&ro);
+		ro.smp = &t->smp;
+		int self = (int)getpid();
+		if (t->all) {
+			ro.target = TALLY_TARGET_SYSTEM;
+		} else {
+			ro.target = TALLY_TARGET_PIDS;
+			ro.pids = &self;
+			ro.npids = 1;
+		}
+		struct tally_recording *probe = NULL;
+		r = tally_recording_new(&probe, &ro);
+		tally_recording_free(probe);
+	}
 	return r;
 }
 
