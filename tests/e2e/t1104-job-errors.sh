@@ -125,7 +125,26 @@ incomplete() {
 	done
 }
 
+cannot_sample() {
+	# the tally profiler's initialize finds out that sampling is refused
+	# here (an unprivileged user, -a, perf_event_paranoid): before any test
+	local paranoid grp
+	paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+	((paranoid >= 1)) || skip "perf_event_paranoid is $paranoid: unprivileged users may profile the whole system here"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	id nobody >/dev/null 2>&1 || skip "there is no user 'nobody'"
+	grp=$(id -gn nobody)
+	chmod 711 "$TMP"
+	mkdir -m 1777 pub
+	cd pub
+	printf 'profilers add tally -a\nrun -- touch %s/pub/ran\n' "$TMP" >p.ctl
+	expect_fail_with "^tally: 'p.ctl' line 1: profiler 'tally' failed at initialize: .*(perf_event_paranoid|CAP_PERFMON)" \
+		env TALLY_STATE_DIR="$TMP/pub/state" setpriv --reuid=nobody --regid="$grp" --clear-groups "$TALLY" job run p.ctl
+	[[ ! -e ran ]] || fail "the test ran although sampling is refused"
+}
+
 subtest "control-file errors name the file and line" control_errors
 subtest "an unknown profiler names the path searched" unknown_profiler
 subtest "setup or initialize failing stops the job before any test" before_any_test
 subtest "a profiler failing at start, stop or report: profiling incomplete, the rest kept" incomplete
+subtest "tally cannot sample here: stopped at initialize" cannot_sample
