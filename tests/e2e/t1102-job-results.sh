@@ -84,7 +84,7 @@ default_place() {
 
 timeout() {
 	cat >to.ctl <<EOF
-run --timeout 300ms -- sleep 30
+run --timeout 300ms -- sleep 30.1102
 run sleeptest 0
 EOF
 	local t0 t1
@@ -95,7 +95,7 @@ EOF
 	fcmp "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "<" 5 || fail "the 300 ms time limit did not end 'sleep 30' soon"
 	head -n 1 results/to/sleep/status | grep -q '^FAIL .*(timed out after 0.3 s)' || fail "status: $(cat results/to/sleep/status)"
 	[[ $(sjson results/to/status.json "s['tests'][1]['status']") == GOOD ]] || fail "the next test did not run after a time-out"
-	no_leftovers "sleep 30"
+	no_leftovers "^sleep 30\.1102$"
 }
 
 subtest "layout, tags, GOOD and FAIL, exit status 1" layout

@@ -13,7 +13,7 @@ cat >plugins/leaky/profiler <<'EOF'
 #!/bin/sh
 case $1 in
 version) echo 1 ;;
-start) sleep 1000 >/dev/null 2>&1 </dev/null & echo started >"$TALLY_PROFDIR/leaky.txt" ;;
+start) sleep 1000.1105 >/dev/null 2>&1 </dev/null & echo started >"$TALLY_PROFDIR/leaky.txt" ;;
 esac
 exit 0
 EOF
@@ -30,7 +30,7 @@ profilers add tally -F 500
 profilers add cmd $TMP/ticker
 profilers add leaky
 profilers only on
-run --tag long -- sh -c 'echo started; sleep 998 & sleep 999'
+run --tag long -- sh -c 'echo started; sleep 998.1105 & sleep 999.1105'
 run --tag never sleeptest 0
 EOF
 	"$TALLY" job run --profilers-path "$TMP/plugins" int.ctl >int.out 2>int.err &
@@ -53,9 +53,9 @@ EOF
 	[[ $(sjson results/int/status.json "s['status']") == INTERRUPTED ]] || fail "status.json: $(sjson results/int/status.json "s['status']")"
 	[[ $(sjson results/int/status.json "len(s['tests'])") == 1 && ! -e results/int/never ]] || fail "a test after ^C ran"
 	"$TALLY" report -i $d/profiling/tally.db >/dev/null 2>rep.err || fail "the database after ^C does not read: $(cat rep.err)"
-	no_leftovers "sleep 999"
-	no_leftovers "sleep 998"
-	no_leftovers "sleep 1000"
+	no_leftovers "^sleep 999\.1105$"
+	no_leftovers "^sleep 998\.1105$"
+	no_leftovers "^sleep 1000\.1105$"
 	no_leftovers "$TMP/ticker"
 }
 
@@ -65,8 +65,8 @@ profilers add tally -F 500
 profilers add cmd $TMP/ticker
 profilers add leaky
 profilers only on
-run --tag fails -- sh -c 'sleep 997 & exit 3'
-run --tag slow --timeout 300ms -- sleep 996
+run --tag fails -- sh -c 'sleep 997.1105 & exit 3'
+run --tag slow --timeout 300ms -- sleep 996.1105
 EOF
 	job_rc ft.ctl --profilers-path "$TMP/plugins"
 	((JOB_RC == 1)) || fail "failed tests: job exited $JOB_RC"
@@ -80,9 +80,9 @@ EOF
 	done
 	head -n 1 results/ft/fails/status | grep -q '^FAIL exit 3 ' || fail "fails: $(cat results/ft/fails/status)"
 	head -n 1 results/ft/slow/status | grep -q '(timed out after 0.3 s)' || fail "slow: $(cat results/ft/slow/status)"
-	no_leftovers "sleep 997"
-	no_leftovers "sleep 996"
-	no_leftovers "sleep 1000"
+	no_leftovers "^sleep 997\.1105$"
+	no_leftovers "^sleep 996\.1105$"
+	no_leftovers "^sleep 1000\.1105$"
 	no_leftovers "$TMP/ticker"
 }
 
