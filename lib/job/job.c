@@ -19,10 +19,57 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tally/json.h"
 
 /* How long a test has to end after SIGINT (^C) or SIGTERM (time out) before
  * the next signal. */
 #define TEST_GRACE 2.0
+
+struct iter {
+	unsigned n;
+	bool profiled;
+	int exit_code;
+	double time;
+	char *reason; /* NULL: it passed */
+};
+
+struct perr {
+	char *label, *step, *msg;
+};
+
+/* One test as status.json tells it. */
+struct test_rec {
+	const struct tally_job_step *s;
+	bool good;
+	int code;
+	double time;
+	const char *reason; /* one of its's, or NULL */
+	const char *profiling;
+	struct iter *its;
+	size_t nits;
+	char **labels;     /* the active profilers */
+	double (*secs)[3]; /* per profiler: seconds in start, stop, report */
+	size_t nact;
+	struct perr *errs;
+	size_t nerrs, aerrs;
+	struct strbuf errtext; /* the errors, "; "-separated, for its status */
+};
+
+static void test_rec_release(struct test_rec *t)
+{
+	for (size_t i = 0; i < t->nits; i++)
+		free(t->its[i].reason);
+	free(t->its);
+	tally_job_argv_free(t->labels);
+	free(t->secs);
+	for (size_t i = 0; i < t->nerrs; i++) {
+		free(t->errs[i].label);
+		free(t->errs[i].step);
+		free(t->errs[i].msg);
+	}
+	free(t->errs);
+	strbuf_release(&t->errtext);
+}
 
 struct loaded {
 	struct tally_profiler *p; /* NULL for steps that add none */
@@ -41,7 +88,8 @@ struct tally_job {
 	int intr[2];
 	volatile sig_atomic_t interrupted;
 	unsigned failed, ntests;
-	struct strbuf tests; /* status.json's test entries, comma-separated */
+	struct test_rec *recs; /* the tests run, for status.json */
+	size_t nrecs, arecs;
 	const char *status;  /* job status: RUNNING, GOOD, FAIL, INTERRUPTED, ERROR */
 	char *error;
 	double started;
@@ -101,7 +149,9 @@ void tally_job_free(struct tally_job *j)
 	free(j->results);
 	free(j->absresults);
 	free(j->error);
-	strbuf_release(&j->tests);
+	for (size_t i = 0; i < j->nrecs; i++)
+		test_rec_release(&j->recs[i]);
+	free(j->recs);
 	if (j->intr[0] >= 0)
 		close(j->intr[0]);
 	if (j->intr[1] >= 0)
@@ -283,15 +333,57 @@ static int write_status_file(const char *path, const char *data, size_t len, boo
 	return ret;
 }
 
-static void json_argv(struct strbuf *sb, char *const *argv)
+static void json_argv(struct tally_json *js, const char *key, char *const *argv)
 {
-	strbuf_addch(sb, '[');
-	for (size_t i = 0; argv && argv[i]; i++) {
-		if (i)
-			strbuf_addstr(sb, ", ");
-		strbuf_add_json_str(sb, argv[i]);
+	tally_json_karr(js, key);
+	for (size_t i = 0; argv && argv[i]; i++)
+		tally_json_str(js, argv[i]);
+	tally_json_end(js);
+}
+
+static void json_test(struct tally_json *js, const struct test_rec *t)
+{
+	tally_json_obj(js);
+	tally_json_kstr(js, "tag", t->s->tag);
+	tally_json_ku64(js, "line", t->s->line);
+	json_argv(js, t->s->command ? "command" : "test", t->s->args);
+	tally_json_kstr(js, "status", t->good ? "GOOD" : "FAIL");
+	tally_json_ki64(js, "exit", t->code);
+	tally_json_knum(js, "time", t->time, 6);
+	tally_json_kstr(js, "reason", t->reason);
+	if (t->s->timeout > 0)
+		tally_json_knum(js, "timeout", t->s->timeout, 3);
+	tally_json_karr(js, "iterations");
+	for (size_t i = 0; i < t->nits; i++) {
+		tally_json_obj(js);
+		tally_json_ku64(js, "n", t->its[i].n);
+		tally_json_kbool(js, "profiled", t->its[i].profiled);
+		tally_json_ki64(js, "exit", t->its[i].exit_code);
+		tally_json_knum(js, "time", t->its[i].time, 6);
+		tally_json_end(js);
 	}
-	strbuf_addch(sb, ']');
+	tally_json_end(js);
+	tally_json_karr(js, "profilers");
+	for (size_t i = 0; i < t->nact; i++) {
+		tally_json_obj(js);
+		tally_json_kstr(js, "label", t->labels[i]);
+		tally_json_knum(js, "start", t->secs[i][0], 6);
+		tally_json_knum(js, "stop", t->secs[i][1], 6);
+		tally_json_knum(js, "report", t->secs[i][2], 6);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+	tally_json_kstr(js, "profiling", t->profiling);
+	tally_json_karr(js, "profiler_errors");
+	for (size_t i = 0; i < t->nerrs; i++) {
+		tally_json_obj(js);
+		tally_json_kstr(js, "profiler", t->errs[i].label);
+		tally_json_kstr(js, "step", t->errs[i].step);
+		tally_json_kstr(js, "message", t->errs[i].msg);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+	tally_json_end(js);
 }
 
 static int write_status_json(struct tally_job *j, bool sync)
@@ -300,45 +392,40 @@ static int write_status_json(struct tally_job *j, bool sync)
 	char when[64], now[64];
 	tally_format_utc(j->started, when, sizeof(when));
 	tally_format_utc(tally_now_wall(), now, sizeof(now));
-	strbuf_addstr(&sb, "{\n  \"control\": ");
-	strbuf_add_json_str(&sb, j->ctl.path);
-	strbuf_addstr(&sb, ",\n  \"results\": ");
-	strbuf_add_json_str(&sb, j->results);
-	strbuf_addf(&sb, ",\n  \"status\": \"%s\",\n  \"started\": \"%s\",\n  \"updated\": \"%s\",\n  \"tests_run\": %u,\n  \"tests_failed\": %u",
-		    j->status, when, now, j->ntests, j->failed);
-	if (j->error) {
-		strbuf_addstr(&sb, ",\n  \"error\": ");
-		strbuf_add_json_str(&sb, j->error);
-	}
-	strbuf_addstr(&sb, ",\n  \"profilers\": [");
-	bool first = true;
+	struct tally_json js;
+	tally_json_init(&js, &sb);
+	tally_json_obj(&js);
+	tally_json_kstr(&js, "control", j->ctl.path);
+	tally_json_kstr(&js, "results", j->results);
+	tally_json_kstr(&js, "status", j->status);
+	tally_json_kstr(&js, "started", when);
+	tally_json_kstr(&js, "updated", now);
+	tally_json_ku64(&js, "tests_run", j->ntests);
+	tally_json_ku64(&js, "tests_failed", j->failed);
+	if (j->error)
+		tally_json_kstr(&js, "error", j->error);
+	tally_json_karr(&js, "profilers");
 	for (size_t i = 0; i < j->ctl.n; i++) {
 		struct tally_profiler *p = j->profs[i].p;
 		if (!p)
 			continue;
-		strbuf_addf(&sb, "%s\n    {\"name\": ", first ? "" : ",");
-		first = false;
-		strbuf_add_json_str(&sb, tally_profiler_name(p));
-		strbuf_addstr(&sb, ", \"label\": ");
-		strbuf_add_json_str(&sb, tally_profiler_label(p));
-		strbuf_addf(&sb, ", \"line\": %u, \"args\": ", j->ctl.steps[i].line);
-		json_argv(&sb, j->ctl.steps[i].args);
-		strbuf_addstr(&sb, ", \"where\": ");
-		strbuf_add_json_str(&sb, tally_profiler_where(p));
-		strbuf_addstr(&sb, ", \"version\": ");
-		if (p->version)
-			strbuf_add_json_str(&sb, p->version);
-		else
-			strbuf_addstr(&sb, "null");
-		strbuf_addstr(&sb, ", \"setup\": ");
-		strbuf_add_json_str(&sb, j->profs[i].setup ? j->profs[i].setup : "not loaded");
-		strbuf_addch(&sb, '}');
+		tally_json_obj(&js);
+		tally_json_kstr(&js, "name", tally_profiler_name(p));
+		tally_json_kstr(&js, "label", tally_profiler_label(p));
+		tally_json_ku64(&js, "line", j->ctl.steps[i].line);
+		json_argv(&js, "args", j->ctl.steps[i].args);
+		tally_json_kstr(&js, "where", tally_profiler_where(p));
+		tally_json_kstr(&js, "version", p->version);
+		tally_json_kstr(&js, "setup", j->profs[i].setup ? j->profs[i].setup : "not loaded");
+		tally_json_end(&js);
 	}
-	strbuf_addstr(&sb, first ? "]" : "\n  ]");
-	strbuf_addstr(&sb, ",\n  \"tests\": [");
-	if (j->tests.len)
-		strbuf_add(&sb, j->tests.buf, j->tests.len);
-	strbuf_addstr(&sb, j->tests.len ? "\n  ]\n}\n" : "]\n}\n");
+	tally_json_end(&js);
+	tally_json_karr(&js, "tests");
+	for (size_t i = 0; i < j->nrecs; i++)
+		json_test(&js, &j->recs[i]);
+	tally_json_end(&js);
+	tally_json_end(&js);
+	strbuf_addch(&sb, '\n');
 	strbuf_addf(&path, "%s/status.json", j->results);
 	int r = write_status_file(path.buf, sb.buf, sb.len, sync);
 	strbuf_release(&sb);
@@ -357,35 +444,17 @@ static int sleeptest(void *arg)
 	return 0;
 }
 
-struct iter {
-	unsigned n;
-	bool profiled;
-	int exit_code;
-	double time;
-	char *reason; /* NULL: it passed */
-};
-
-/* The errors of one test's profilers, for its status and status.json. */
-struct proferrs {
-	struct strbuf text; /* "; "-separated */
-	struct strbuf json; /* entries */
-	double (*secs)[3];  /* per active profiler: seconds in start, stop, report */
-};
-
-static void proferr(struct proferrs *pe, const struct tally_profiler *p, const char *step, const char *msg)
+static void proferr(struct test_rec *t, const struct tally_profiler *p, const char *step, const char *msg)
 {
-	strbuf_addf(&pe->text, "%s%s", pe->text.len ? "; " : "", msg);
-	strbuf_addf(&pe->json, "%s{\"profiler\": ", pe->json.len ? ", " : "");
-	strbuf_add_json_str(&pe->json, tally_profiler_label(p));
-	strbuf_addf(&pe->json, ", \"step\": \"%s\", \"message\": ", step);
-	strbuf_add_json_str(&pe->json, msg);
-	strbuf_addch(&pe->json, '}');
+	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
+	GROW(t->errs, t->aerrs, t->nerrs + 1);
+	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg) };
 }
 
 /* One iteration: the test started (waiting for its go), the profilers started,
  * the test let go and waited for, the profilers stopped and reported. */
 static void run_iteration(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact,
-			  const char *profdir, int outfd, struct iter *it, struct proferrs *pe)
+			  const char *profdir, int outfd, struct iter *it, struct test_rec *pe)
 {
 	int go[2] = { -1, -1 };
 	double secs = 0;
@@ -486,9 +555,6 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
 {
 	struct strbuf dir = STRBUF_INIT, path = STRBUF_INIT, prof = STRBUF_INIT, st = STRBUF_INIT;
-	struct proferrs pe = { STRBUF_INIT, STRBUF_INIT, xcalloc(nact + 1, sizeof(double[3])) };
-	struct iter *its = NULL;
-	size_t nits = 0;
 	int ret = 0, outfd = -1;
 	strbuf_addf(&dir, "%s/%s", j->absresults, s->tag);
 	if (mkdir(dir.buf, 0755) < 0) {
@@ -503,13 +569,23 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 		ret = tally_seterr(-errno, "cannot create '%s': %s", tally_excerpt(q, path.buf), strerror(errno));
 		goto out;
 	}
+	/* the record status.json tells, kept by the job from here on */
+	GROW(j->recs, j->arecs, j->nrecs + 1);
+	struct test_rec *t = &j->recs[j->nrecs++];
+	memset(t, 0, sizeof(*t));
+	t->s = s;
+	t->nact = nact;
+	t->secs = xcalloc(nact + 1, sizeof(double[3]));
+	t->labels = xcalloc(nact + 1, sizeof(char *));
+	for (size_t i = 0; i < nact; i++)
+		t->labels[i] = xstrdup(tally_profiler_label(act[i]));
 	unsigned total = s->iterations + (nact && !only ? 1 : 0);
+	t->its = xcalloc(total, sizeof(*t->its));
 	strbuf_addf(&prof, "%s/profiling", dir.buf);
 	progress(j, "START %s", s->tag);
-	its = xcalloc(total, sizeof(*its));
 	bool failed = false, profiled_any = false;
 	for (unsigned k = 1; k <= total && !failed && !j->interrupted; k++) {
-		struct iter *it = &its[nits++];
+		struct iter *it = &t->its[t->nits];
 		it->n = k;
 		it->profiled = nact && (only || k == total);
 		struct strbuf pd = STRBUF_INIT;
@@ -517,8 +593,7 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 			if (!profiled_any && mkdir(prof.buf, 0755) < 0) {
 				char q[TALLY_EXCERPT_SIZE];
 				ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
-				nits--;
-				goto out;
+				break;
 			}
 			profiled_any = true;
 			strbuf_addstr(&pd, prof.buf);
@@ -528,87 +603,53 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 					char q[TALLY_EXCERPT_SIZE];
 					ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, pd.buf), strerror(errno));
 					strbuf_release(&pd);
-					nits--;
-					goto out;
+					break;
 				}
 			}
 		}
-		run_iteration(j, s, act, nact, pd.buf, outfd, it, &pe);
+		t->nits++;
+		run_iteration(j, s, act, nact, pd.buf, outfd, it, t);
 		strbuf_release(&pd);
 		failed = it->reason != NULL;
 	}
-	double time = 0;
-	for (size_t i = 0; i < nits; i++)
-		time += its[i].time;
-	const char *reason = NULL;
-	int code = 0;
-	for (size_t i = 0; i < nits; i++)
-		if (its[i].reason) {
-			reason = its[i].reason;
-			code = its[i].exit_code;
-			break;
+	for (size_t i = 0; i < t->nits; i++)
+		t->time += t->its[i].time;
+	for (size_t i = 0; i < t->nits && !t->reason; i++)
+		if (t->its[i].reason) {
+			t->reason = t->its[i].reason;
+			t->code = t->its[i].exit_code;
 		}
-	if (!reason && j->interrupted && nits < total)
-		reason = "interrupted";
-	bool good = !reason;
+	if (!t->reason && (ret || (j->interrupted && t->nits < total)))
+		t->reason = ret ? "the results could not be written" : "interrupted";
+	t->good = !t->reason;
 	j->ntests++;
-	if (!good)
+	if (!t->good)
 		j->failed++;
-	strbuf_addf(&st, "%s exit %d time %.3f s", good ? "GOOD" : "FAIL", code, time);
-	if (reason)
-		strbuf_addf(&st, " (%s)", reason);
+	strbuf_addf(&st, "%s exit %d time %.3f s", t->good ? "GOOD" : "FAIL", t->code, t->time);
+	if (t->reason)
+		strbuf_addf(&st, " (%s)", t->reason);
 	strbuf_addch(&st, '\n');
-	const char *profiling = !nact ? "none" : !profiled_any ? "not run" : pe.text.len ? "incomplete" : "complete";
+	t->profiling = !nact ? "none" : !profiled_any ? "not run" : t->errtext.len ? "incomplete" : "complete";
 	if (nact && !profiled_any)
 		strbuf_addstr(&st, "profiling not run: the test failed before its profiled iteration\n");
 	else if (nact)
-		strbuf_addf(&st, "profiling %s%s%s\n", profiling, pe.text.len ? ": " : "", pe.text.len ? pe.text.buf : "");
+		strbuf_addf(&st, "profiling %s%s%s\n", t->profiling, t->errtext.len ? ": " : "", t->errtext.len ? t->errtext.buf : "");
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/status", dir.buf);
-	ret = write_status_file(path.buf, st.buf, st.len, false);
-	progress(j, "%s %s %.3f s%s%s%s", good ? "GOOD " : "FAIL ", s->tag, time, reason ? " (" : "", reason ? reason : "",
-		 reason ? ")" : "");
-	if (pe.text.len)
-		progress(j, "      %s: profiling incomplete: %s", s->tag, pe.text.buf);
-
-	/* status.json's entry */
-	struct strbuf *t = &j->tests;
-	strbuf_addstr(t, t->len ? ",\n    {" : "\n    {");
-	strbuf_addstr(t, "\"tag\": ");
-	strbuf_add_json_str(t, s->tag);
-	strbuf_addf(t, ", \"line\": %u, \"%s\": ", s->line, s->command ? "command" : "test");
-	json_argv(t, s->args);
-	strbuf_addf(t, ", \"status\": \"%s\", \"exit\": %d, \"time\": %.6f, \"reason\": ", good ? "GOOD" : "FAIL", code, time);
-	if (reason)
-		strbuf_add_json_str(t, reason);
-	else
-		strbuf_addstr(t, "null");
-	if (s->timeout > 0)
-		strbuf_addf(t, ", \"timeout\": %g", s->timeout);
-	strbuf_addstr(t, ", \"iterations\": [");
-	for (size_t i = 0; i < nits; i++)
-		strbuf_addf(t, "%s{\"n\": %u, \"profiled\": %s, \"exit\": %d, \"time\": %.6f}", i ? ", " : "", its[i].n,
-			    its[i].profiled ? "true" : "false", its[i].exit_code, its[i].time);
-	strbuf_addstr(t, "], \"profilers\": [");
-	for (size_t i = 0; i < nact; i++) {
-		strbuf_addstr(t, i ? ", {\"label\": " : "{\"label\": ");
-		strbuf_add_json_str(t, tally_profiler_label(act[i]));
-		strbuf_addf(t, ", \"start\": %.6f, \"stop\": %.6f, \"report\": %.6f}", pe.secs[i][0], pe.secs[i][1], pe.secs[i][2]);
-	}
-	strbuf_addf(t, "], \"profiling\": \"%s\", \"profiler_errors\": [%s]}", profiling, pe.json.len ? pe.json.buf : "");
+	int w = write_status_file(path.buf, st.buf, st.len, false);
+	if (!ret)
+		ret = w;
+	progress(j, "%s %s %.3f s%s%s%s", t->good ? "GOOD " : "FAIL ", s->tag, t->time, t->reason ? " (" : "",
+		 t->reason ? t->reason : "", t->reason ? ")" : "");
+	if (t->errtext.len)
+		progress(j, "      %s: profiling incomplete: %s", s->tag, t->errtext.buf);
 out:
 	if (outfd >= 0)
 		close(outfd);
-	for (size_t i = 0; i < nits; i++)
-		free(its[i].reason);
-	free(its);
 	strbuf_release(&dir);
 	strbuf_release(&path);
 	strbuf_release(&prof);
 	strbuf_release(&st);
-	strbuf_release(&pe.text);
-	strbuf_release(&pe.json);
-	free(pe.secs);
 	return ret;
 }
 

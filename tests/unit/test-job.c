@@ -267,9 +267,9 @@ static void test_job__run_api(void **state)
 	free(got);
 	char *js = unit_path(results, "status.json");
 	got = unit_read(js, NULL);
-	assert_str_has(got, "\"status\": \"FAIL\"");
-	assert_str_has(got, "\"setup\": \"ran\"");
-	assert_str_has(got, "\"version\": \"3\"");
+	assert_str_has(got, "\"status\":\"FAIL\"");
+	assert_str_has(got, "\"setup\":\"ran\"");
+	assert_str_has(got, "\"version\":\"3\"");
 	free(got);
 
 	/* the same results again: refused, untouched */
