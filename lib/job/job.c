@@ -238,7 +238,8 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 			continue;
 		ret = tally_profiler_find(&j->profs[i].p, s->name, s->args, &j->env);
 		if (ret) {
-			ret = at_line(j, s->line, ret);
+			/* the control file's mistake, as a bad command is (exit 2) */
+			ret = at_line(j, s->line, -EINVAL);
 			goto fail;
 		}
 		char *base = base_label(s);

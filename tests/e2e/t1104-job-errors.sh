@@ -58,6 +58,7 @@ unknown_profiler() {
 	printf 'profilers add nosuch\nrun sleeptest 0\n' >u.ctl
 	expect_fail_with "^tally: 'u.ctl' line 1: unknown profiler 'nosuch': not built in \(tally, cmd, perf\) and no nosuch/profiler in $TMP/a:$TMP/b:/usr/lib/tally/profilers" \
 		"$TALLY" job run --profilers-path "$TMP/a:$TMP/b" u.ctl
+	((LAST_RC == 2)) || fail "an unknown profiler exited $LAST_RC, expected 2 (a control-file error)"
 	[[ ! -e results/u ]] || fail "results made for an unknown profiler"
 }
 
