@@ -16,6 +16,7 @@ int cmd_scan(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_job(int argc, char **argv);
 /* tally job hosts (builtin/job-hosts.c): argv[0] is "hosts" */
 int cmd_job_hosts(int argc, char **argv);
 
@@ -44,6 +45,6 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	archive_cmdopts, job_hosts_cmdopts;
+	archive_cmdopts, job_cmdopts, job_hosts_cmdopts;
 
 #endif
