@@ -9,13 +9,18 @@
 
 #include "builtin/builtin.h"
 #include "tally/job.h"
+#include "tally/remote.h"
 #include "tally/util.h"
 
 struct jobopts {
 	const char *results, *path, *state;
+	char **hosts;
+	size_t nhosts, ahosts;
+	const char *root;
+	double host_timeout;
 };
 
-enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE };
+enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE, OPT_HOST, OPT_ROOT, OPT_HOST_TIMEOUT };
 
 static int job_handle(void *ctx, int code, const char *arg)
 {
@@ -25,6 +30,18 @@ static int job_handle(void *ctx, int code, const char *arg)
 	case OPT_PATH: o->path = arg; break;
 	case OPT_STATE: o->state = arg; break;
 	case OPT_VERBOSE: tally_verbose = 1; break;
+	case OPT_HOST:
+		if (!arg[0])
+			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
+		GROW(o->hosts, o->ahosts, o->nhosts + 1);
+		o->hosts[o->nhosts++] = (char *)arg;
+		break;
+	case OPT_ROOT:
+		if (arg[0] != '/')
+			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
+		o->root = arg;
+		break;
+	case OPT_HOST_TIMEOUT: return tally_parse_duration(arg, "--host-timeout", &o->host_timeout);
 	}
 	return 0;
 }
@@ -38,6 +55,11 @@ static const struct tally_option job_options[] = {
 	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
 	  OPT_STATE },
 	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
+	{ 0, "host", TALLY_ARG_REQUIRED, "HOST",
+	  "run: the profilers run on HOST (as ssh takes it; repeatable), their\nresults in profiling/HOST/ (docs/remote.md)", OPT_HOST },
+	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR", "run: where tally lives on the hosts (default " TALLY_REMOTE_ROOT ")", OPT_ROOT },
+	{ 0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
+	  OPT_HOST_TIMEOUT },
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup job_group = { NULL, job_options, job_handle };
@@ -86,6 +108,10 @@ static int job_run(const struct jobopts *o, const char *control)
 	jo.profilers_path = o->path;
 	jo.state_dir = o->state;
 	jo.progress = show;
+	jo.hosts = o->hosts;
+	jo.nhosts = o->nhosts;
+	jo.remote_root = o->root;
+	jo.host_timeout = o->host_timeout;
 	struct tally_job *j;
 	int r = tally_job_new(&j, &jo);
 	if (r) {
@@ -150,11 +176,49 @@ static int job_profilers(const struct jobopts *o)
 	return fflush(stdout) ? 1 : 0;
 }
 
+/* tally job agent start DIR (the profilers, one a line, on stdin) |
+ * tally job agent ctl DIR WORDS...: exit 0 ok, 1 an error answer, 3 no agent. */
+static int job_agent(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "start") && argc == 3) {
+		struct strbuf in = STRBUF_INIT, ready = STRBUF_INIT;
+		if (tally_read_fd(&in, 0, "the profilers", 1 << 20)) {
+			tally_error("%s", tally_errmsg());
+			return 1;
+		}
+		int r = tally_job_agent_start(argv[2], in.buf ? in.buf : "", &ready);
+		if (r)
+			tally_error("%s", tally_errmsg());
+		else
+			printf("%s\n", ready.buf);
+		strbuf_release(&in);
+		strbuf_release(&ready);
+		return r ? 1 : 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "ctl")) {
+		struct strbuf a = STRBUF_INIT;
+		int r = tally_job_agent_ctl(argv[2], argv + 3, &a);
+		if (r) {
+			tally_error("%s", tally_errmsg());
+			strbuf_release(&a);
+			return r == -ENOTCONN ? 3 : 1;
+		}
+		printf("%s\n", a.buf);
+		int ok = !strncmp(a.buf, "ok", 2);
+		strbuf_release(&a);
+		return ok ? 0 : 1;
+	}
+	return tally_usage_error("job", "the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST");
+}
+
 int cmd_job(int argc, char **argv)
 {
 	/* job hosts has options of its own (builtin/job-hosts.c) */
 	if (argc > 1 && !strcmp(argv[1], "hosts"))
 		return cmd_job_hosts(argc - 1, argv + 1);
+	/* the agent on a remote host, run over ssh by a job (docs/remote.md) */
+	if (argc > 1 && !strcmp(argv[1], "agent"))
+		return job_agent(argc - 1, argv + 1);
 	struct jobopts o = { 0 };
 	void *ctx[] = { &o };
 	int first, r = tally_cmd_options(&job_cmdopts, ctx, argc, argv, &first);
@@ -168,7 +232,9 @@ int cmd_job(int argc, char **argv)
 		if (nops != 2)
 			return tally_usage_error("job", nops < 2 ? "'job run' needs a control file" : "'job run' takes one control file, got '%s' too",
 						 nops > 2 ? ops[2] : "");
-		return job_run(&o, ops[1]);
+		int jr = job_run(&o, ops[1]);
+		free(o.hosts);
+		return jr;
 	}
 	if (!strcmp(ops[0], "profilers")) {
 		if (nops != 1)

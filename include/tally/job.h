@@ -147,6 +147,12 @@ void tally_profiler_infos_free(struct tally_profiler_info *v, size_t n);
 
 struct tally_job_opts {
 	const char *control;      /* the control file */
+	/* Remote hosts (--host, docs/remote.md): the profilers run on each, through
+	 * an agent there, and their results come back to profiling/HOST/; none: here. */
+	char *const *hosts;
+	size_t nhosts;
+	const char *remote_root;  /* NULL: TALLY_REMOTE_ROOT */
+	double host_timeout;      /* how long a host that went away may take to come back (0: 60 s) */
 	const char *results;      /* NULL: ./results/JOBNAME (the control file's name without extension) */
 	const char *profilers_path; /* --profilers-path (colon-separated), may be NULL */
 	const char *state_dir;    /* NULL: tally_profilers_state_dir() */
@@ -178,5 +184,16 @@ unsigned tally_job_tests(const struct tally_job *j);
 /* The results directory. */
 const char *tally_job_results(const struct tally_job *j);
 void tally_job_free(struct tally_job *j);
+
+/* ---- the agent on a remote host (lib/job/agent.c, docs/remote.md) ---- */
+
+/* Sets up and initializes the profilers (one a line: NAME [ARGS...]) in the
+ * private directory dir, then detaches an agent that answers on dir/agent.sock;
+ * *ready gets "ready PID BOOTID". 0, or -errno with tally_seterr (a profiler's
+ * setup or initialize failed: its message). */
+int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf *ready);
+/* One request to the agent of dir; its answer ("ok ...", "error ...") in
+ * answer. -ENOTCONN when no agent answers there. */
+int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answer);
 
 #endif

@@ -84,4 +84,27 @@ struct tally_profiler {
 
 extern const struct job_builtin job_builtin_tally, job_builtin_cmd, job_builtin_perf;
 
+/* ---- remote hosts (hosts.c, docs/remote.md) ---- */
+
+struct job_hosts;
+/* The hosts of a job: profilers is what their agents run (one a line: NAME
+ * [ARGS...], in the order of the control file's adds), labels their names for
+ * warnings; limit: seconds a host that went away may take to come back. */
+int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
+		  const char *profilers, const char *labels);
+/* tally installed where it is missing and an agent started on every host, all
+ * at once; an error names every host that failed (no test may run then). */
+int job_hosts_begin(struct job_hosts *hs);
+/* The profilers of indices ("0,2", "-": none) started on every host, all at
+ * once, waited for; what failed into errs, what happened (a host rebooted,
+ * its agent restarted) into notes. */
+void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const char *indices, struct strbuf *errs,
+		     struct strbuf *notes);
+/* Stopped and reported on every host, the results pulled into profdir/HOST/. */
+void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs, struct strbuf *notes);
+/* How many hosts are lost. */
+size_t job_hosts_lost(const struct job_hosts *hs);
+/* Every agent told to quit and its directory removed. */
+void job_hosts_free(struct job_hosts *hs);
+
 #endif

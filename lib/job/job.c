@@ -7,6 +7,7 @@
  * under RESULTS/TAG/ with a job-wide status.json rewritten after every test,
  * so that an interrupted job leaves whole results. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tally/remote.h"
 #include "tally/json.h"
 
 /* How long a test has to end after SIGINT (^C) or SIGTERM (time out) before
@@ -94,6 +96,7 @@ struct tally_job {
 	char *error;
 	double started;
 	bool ran;
+	struct job_hosts *hosts; /* NULL: the profilers run here */
 };
 
 static void progress(struct tally_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -138,6 +141,10 @@ const char *tally_job_results(const struct tally_job *j)
 
 void tally_job_free(struct tally_job *j)
 {
+	if (j && j->hosts) {
+		job_hosts_free(j->hosts);
+		j->hosts = NULL;
+	}
 	if (!j)
 		return;
 	for (size_t i = 0; i < j->ctl.n && j->profs; i++)
@@ -291,6 +298,35 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 	if (pipe2(j->intr, O_CLOEXEC | O_NONBLOCK) < 0) {
 		ret = tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
 		goto fail;
+	}
+	if (o->nhosts) {
+		/* the profilers run on the hosts, each through its agent: they are
+		 * given there as the control file gives them */
+		struct strbuf prof = STRBUF_INIT, labels = STRBUF_INIT, q = STRBUF_INIT;
+		for (size_t i = 0; i < j->ctl.n; i++) {
+			const struct tally_job_step *st = &j->ctl.steps[i];
+			if (st->cmd != TALLY_JOB_ADD)
+				continue;
+			tally_sh_quote(&prof, st->name);
+			for (size_t a = 0; st->args && st->args[a]; a++) {
+				strbuf_addch(&prof, ' ');
+				tally_sh_quote(&prof, st->args[a]);
+			}
+			strbuf_addch(&prof, '\n');
+			strbuf_addf(&labels, "%s%s", labels.len ? ", " : "", tally_profiler_label(j->profs[i].p));
+		}
+		const char *base = tally_basename(o->control);
+		strbuf_add(&q, base, strcspn(base, "."));
+		for (size_t i = 0; i < q.len; i++)
+			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
+				q.buf[i] = '_';
+		ret = job_hosts_new(&j->hosts, o->hosts, o->nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
+				    prof.buf ? prof.buf : "", labels.buf ? labels.buf : "");
+		strbuf_release(&prof);
+		strbuf_release(&labels);
+		strbuf_release(&q);
+		if (ret)
+			goto fail;
 	}
 	j->started = tally_now_wall();
 	*out = j;
@@ -452,6 +488,14 @@ static void proferr(struct test_rec *t, const struct tally_profiler *p, const ch
 	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg) };
 }
 
+/* What the hosts said of an iteration: its profiling is incomplete. */
+static void hosterr(struct test_rec *t, const char *step, const char *msg)
+{
+	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
+	GROW(t->errs, t->aerrs, t->nerrs + 1);
+	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg) };
+}
+
 /* One iteration: the test started (waiting for its go), the profilers started,
  * the test let go and waited for, the profilers stopped and reported. */
 static void run_iteration(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact,
@@ -483,7 +527,24 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	close(go[0]);
 	bool *started = xcalloc(nact + 1, sizeof(bool));
 	struct tally_profiler_run run = { profdir, s->tag, it->n, pid };
-	if (it->profiled)
+	struct strbuf herrs = STRBUF_INIT, hnotes = STRBUF_INIT;
+	if (it->profiled && j->hosts) {
+		/* every host recording before the test begins: a barrier */
+		struct strbuf idx = STRBUF_INIT;
+		for (size_t i = 0; i < nact; i++) {
+			size_t k = 0;
+			for (size_t a = 0; a < j->ctl.n; a++) {
+				if (j->ctl.steps[a].cmd != TALLY_JOB_ADD)
+					continue;
+				if (j->profs[a].p == act[i])
+					strbuf_addf(&idx, "%s%zu", idx.len ? "," : "", k);
+				k++;
+			}
+		}
+		job_hosts_start(j->hosts, s->tag, it->n, idx.len ? idx.buf : "-", &herrs, &hnotes);
+		strbuf_release(&idx);
+	}
+	if (it->profiled && !j->hosts)
 		for (size_t i = 0; i < nact; i++) {
 			double t = tally_now_mono();
 			if (tally_profiler_start(act[i], &run))
@@ -528,7 +589,16 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		job_describe_status(st, &sb);
 		it->reason = strbuf_detach(&sb);
 	}
-	if (it->profiled) {
+	if (it->profiled && j->hosts) {
+		job_hosts_stop(j->hosts, profdir, &herrs, &hnotes);
+		if (hnotes.len)
+			hosterr(pe, "hosts", hnotes.buf);
+		if (herrs.len)
+			hosterr(pe, "hosts", herrs.buf);
+		if (hnotes.len || herrs.len)
+			progress(j, "      %s: %s%s%s", s->tag, hnotes.len ? hnotes.buf : "", hnotes.len && herrs.len ? "; " : "",
+				 herrs.buf ? herrs.buf : "");
+	} else if (it->profiled) {
 		bool *stopped = xcalloc(nact + 1, sizeof(bool));
 		for (size_t i = nact; i-- > 0;)
 			if (started[i]) {
@@ -549,6 +619,8 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		free(stopped);
 	}
 	free(started);
+	strbuf_release(&herrs);
+	strbuf_release(&hnotes);
 	/* nothing of the test or of a plugin outlives the iteration */
 	job_sweep(1.0);
 }
@@ -657,6 +729,11 @@ out:
 /* Every profiler set up (once per plugin per job) and initialized. */
 static int load(struct tally_job *j)
 {
+	if (j->hosts) {
+		/* set up and initialized on the hosts, by their agents */
+		progress(j, "HOSTS installing tally and starting the agents");
+		return job_hosts_begin(j->hosts);
+	}
 	for (size_t i = 0; i < j->ctl.n; i++) {
 		struct tally_profiler *p = j->profs[i].p;
 		if (!p)
