@@ -5,6 +5,7 @@
 #include "tally/db.h"
 #include "tally/util.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +16,20 @@ struct bcell {
 	uint32_t image;
 	int32_t pid;
 	uint64_t offset;
+	uint32_t label;
 };
 
 struct bstack {
 	uint32_t first, len; /* into frames */
 	int32_t pid;
+	uint32_t label;
+};
+
+/* Strings kept once (module lines, session keys that vary). */
+struct bstrs {
+	char **v;
+	size_t n, alloc;
+	struct tally_hidx idx;
 };
 
 struct tally_db_builder {
@@ -60,6 +70,19 @@ struct tally_db_builder {
 
 	uint64_t lost, throttled;
 	char *modules;
+
+	/* label sets: id 0 is the empty set, id i is labels[i - 1] */
+	struct tally_labelset *labels;
+	size_t nlabels, alabels;
+	struct tally_hidx label_idx;
+	struct tally_labelset source; /* added to the sets of the databases added next */
+
+	/* tally_db_builder_canonical: the result does not depend on the order */
+	bool canonical;
+	struct bstrs module_lines; /* the union of the module lists */
+	struct bstrs varies;       /* session keys whose values differ between the parts */
+	uint64_t duration_ms;
+	uint64_t *totals;          /* per event: the samples of the databases added */
 };
 
 /* Counters of the session that a merge adds up (the stop reasons are three). */
@@ -74,7 +97,47 @@ struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, 
 		b->events[e] = xstrdup(events[e]);
 	b->per_pid = per_pid;
 	b->stacks = stacks;
+	b->totals = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
 	return b;
+}
+
+void tally_db_builder_canonical(struct tally_db_builder *b)
+{
+	b->canonical = true;
+}
+
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !strcmp(((const struct bstrs *)ctx)->v[idx], key);
+}
+
+static bool strs_has(const struct bstrs *t, const char *s)
+{
+	return tally_hidx_get(&t->idx, tally_hash_bytes(s, strlen(s), 3), s, str_eq, t) != TALLY_HIDX_NONE;
+}
+
+static void strs_add(struct bstrs *t, const char *s)
+{
+	uint64_t h = tally_hash_bytes(s, strlen(s), 3);
+	if (tally_hidx_get(&t->idx, h, s, str_eq, t) != TALLY_HIDX_NONE)
+		return;
+	GROW(t->v, t->alloc, t->n + 1);
+	t->v[t->n] = xstrdup(s);
+	tally_hidx_put(&t->idx, h, (uint32_t)t->n++);
+}
+
+static void strs_release(struct bstrs *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+	tally_hidx_release(&t->idx);
+	memset(t, 0, sizeof(*t));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static void image_free(struct tally_db_image *im)
@@ -127,6 +190,14 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->tasks);
 	tally_hidx_release(&b->task_idx);
 	free(b->modules);
+	for (size_t i = 0; i < b->nlabels; i++)
+		tally_labelset_release(&b->labels[i]);
+	free(b->labels);
+	tally_hidx_release(&b->label_idx);
+	tally_labelset_release(&b->source);
+	strs_release(&b->module_lines);
+	strs_release(&b->varies);
+	free(b->totals);
 	free(b);
 }
 
@@ -207,18 +278,54 @@ uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_d
 
 /* ---- counts ---- */
 
+/* ---- labels ---- */
+
+static bool label_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !tally_labelset_cmp(&((const struct tally_db_builder *)ctx)->labels[idx], key);
+}
+
+uint32_t tally_db_builder_label(struct tally_db_builder *b, const struct tally_labelset *set)
+{
+	if (!set || !set->n)
+		return 0;
+	uint64_t h = tally_labelset_hash(set);
+	uint32_t i = tally_hidx_get(&b->label_idx, h, set, label_eq, b);
+	if (i != TALLY_HIDX_NONE)
+		return i + 1;
+	GROW(b->labels, b->alabels, b->nlabels + 1);
+	tally_labelset_copy(&b->labels[b->nlabels], set);
+	tally_hidx_put(&b->label_idx, h, (uint32_t)b->nlabels);
+	return (uint32_t)++b->nlabels;
+}
+
+void tally_db_builder_source(struct tally_db_builder *b, const struct tally_labelset *set)
+{
+	tally_labelset_release(&b->source);
+	tally_labelset_copy(&b->source, set);
+}
+
+/* ---- counts ---- */
+
 static bool cell_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_db_builder *b = ctx;
 	const struct bcell *c = &b->cells[idx], *k = key;
-	return c->image == k->image && c->pid == k->pid && c->offset == k->offset;
+	return c->image == k->image && c->pid == k->pid && c->offset == k->offset && c->label == k->label;
 }
 
 void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid, uint64_t offset,
 			    const uint64_t *counts)
 {
-	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset };
-	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8));
+	tally_db_builder_entry_label(b, image, pid, 0, offset, counts);
+}
+
+void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
+				  uint64_t offset, const uint64_t *counts)
+{
+	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset, label };
+	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8) ^
+				    ((uint64_t)label << 20));
 	uint32_t i = tally_hidx_get(&b->cell_idx, h, &k, cell_eq, b);
 	size_t ne = (size_t)b->nevents;
 	if (i == TALLY_HIDX_NONE) {
@@ -239,6 +346,7 @@ void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t 
 
 struct stack_key {
 	int32_t pid;
+	uint32_t label;
 	const struct tally_frame *f;
 	uint32_t n;
 };
@@ -248,7 +356,7 @@ static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_db_builder *b = ctx;
 	const struct bstack *s = &b->bstacks[idx];
 	const struct stack_key *k = key;
-	if (s->pid != k->pid || s->len != k->n)
+	if (s->pid != k->pid || s->len != k->n || s->label != k->label)
 		return false;
 	for (uint32_t i = 0; i < k->n; i++)
 		if (b->frames[s->first + i].image != k->f[i].image || b->frames[s->first + i].offset != k->f[i].offset)
@@ -259,10 +367,16 @@ static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
 			    const uint64_t *counts)
 {
+	tally_db_builder_stack_label(b, pid, 0, frames, n, counts);
+}
+
+void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
+				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts)
+{
 	if (!b->stacks || !n)
 		return;
-	struct stack_key k = { b->per_pid && pid > 0 ? pid : 0, frames, n };
-	uint64_t h = tally_hash_u64((uint64_t)(uint32_t)k.pid ^ ((uint64_t)n << 32));
+	struct stack_key k = { b->per_pid && pid > 0 ? pid : 0, label, frames, n };
+	uint64_t h = tally_hash_u64((uint64_t)(uint32_t)k.pid ^ ((uint64_t)n << 32) ^ ((uint64_t)label << 44));
 	for (uint32_t i = 0; i < n; i++)
 		h = tally_hash_u64(h ^ frames[i].offset ^ ((uint64_t)frames[i].image << 48));
 	uint32_t i = tally_hidx_get(&b->stack_idx, h, &k, stack_eq, b);
@@ -271,7 +385,7 @@ void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struc
 		GROW(b->frames, b->aframes, b->nframes + n);
 		memcpy(&b->frames[b->nframes], frames, n * sizeof(*frames));
 		GROW(b->bstacks, b->astacks, b->nstacks + 1);
-		b->bstacks[b->nstacks] = (struct bstack){ (uint32_t)b->nframes, n, k.pid };
+		b->bstacks[b->nstacks] = (struct bstack){ (uint32_t)b->nframes, n, k.pid, label };
 		b->nframes += n;
 		size_t want = (b->nstacks + 1) * ne;
 		if (want > b->ascounts) {
@@ -292,11 +406,32 @@ static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
 	return b->ksyms[idx].addr == *(const uint64_t *)key;
 }
 
+static bool ksym_before(const struct tally_ksym *a, const struct tally_ksym *b)
+{
+	int c = strcmp(a->name, b->name);
+	if (!c)
+		c = strcmp(a->module ? a->module : "", b->module ? b->module : "");
+	if (!c)
+		c = a->size != b->size ? (a->size < b->size ? -1 : 1) : a->type - b->type;
+	return c < 0;
+}
+
 void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k)
 {
 	uint64_t h = tally_hash_u64(k->addr);
-	if (tally_hidx_get(&b->ksym_idx, h, &k->addr, ksym_eq, b) != TALLY_HIDX_NONE)
+	uint32_t i = tally_hidx_get(&b->ksym_idx, h, &k->addr, ksym_eq, b);
+	if (i != TALLY_HIDX_NONE) {
+		/* two kernels may name one address differently: the same one wins whatever the order */
+		struct tally_ksym *x = &b->ksyms[i];
+		if (b->canonical && ksym_before(k, x)) {
+			free(x->name);
+			free(x->module);
+			*x = *k;
+			x->name = xstrdup(k->name);
+			x->module = k->module ? xstrdup(k->module) : NULL;
+		}
 		return;
+	}
 	GROW(b->ksyms, b->aksyms, b->nksyms + 1);
 	struct tally_ksym *x = &b->ksyms[b->nksyms];
 	*x = *k;
@@ -332,6 +467,22 @@ void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm
 
 void tally_db_builder_modules(struct tally_db_builder *b, const char *modules)
 {
+	if (b->canonical && modules) {
+		/* the union of the lists, sorted at the end */
+		const char *p = modules;
+		while (*p) {
+			size_t l = strcspn(p, "\n");
+			if (l && *p != '#') {
+				char *line = xstrndup(p, l);
+				strs_add(&b->module_lines, line);
+				free(line);
+			}
+			p += l;
+			if (*p)
+				p++;
+		}
+		return;
+	}
 	free(b->modules);
 	b->modules = modules ? xstrdup(modules) : NULL;
 }
@@ -357,11 +508,78 @@ static double parse_utc(const char *s)
 	return (double)timegm(&tm);
 }
 
+/* A duration in seconds ("2.004") as whole milliseconds: sums of them do not
+ * depend on the order they are added in. */
+static uint64_t duration_ms(const char *d)
+{
+	double v = d ? strtod(d, NULL) : 0;
+	return v > 0 ? (uint64_t)(v * 1000.0 + 0.5) : 0;
+}
+
+/* The session keys the result computes, spans or sums rather than copies. */
+static bool computed_key(const char *k)
+{
+	static const char *const keys[] = { "format-version", "events", "samples", "lost", "throttled", "images",
+					    "per-pid", "call-graph", "start-time", "stop-time", "duration",
+					    "dwarf-stop-reasons", "varies" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(k, keys[i]))
+			return true;
+	for (size_t i = 0; i < ARRAY_SIZE(summed_keys); i++)
+		if (!strcmp(k, summed_keys[i]))
+			return true;
+	return false;
+}
+
+/* A key stops being copied once two parts disagree on it (its name goes to
+ * 'varies'); so a key is in the result when every part that has it agrees,
+ * whatever the order and grouping of the merges. */
+static void canonical_keys(struct tally_db_builder *b, const struct tally_meta *m)
+{
+	const char *v = tally_meta_get(m, "varies");
+	for (const char *p = v ? v : ""; *p;) {
+		size_t l = strcspn(p, ",");
+		if (l) {
+			char *k = xstrndup(p, l);
+			strs_add(&b->varies, k);
+			free(k);
+		}
+		p += l;
+		if (*p)
+			p++;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const char *k = m->kv[i].key;
+		if (computed_key(k) || strs_has(&b->varies, k))
+			continue;
+		const char *have = tally_meta_get(&b->session, k);
+		if (!have)
+			tally_meta_set(&b->session, k, "%s", m->kv[i].value);
+		else if (strcmp(have, m->kv[i].value))
+			strs_add(&b->varies, k);
+	}
+	/* the keys that vary leave the session */
+	size_t w = 0;
+	for (size_t i = 0; i < b->session.n; i++) {
+		if (!computed_key(b->session.kv[i].key) && strs_has(&b->varies, b->session.kv[i].key)) {
+			free(b->session.kv[i].key);
+			free(b->session.kv[i].value);
+			continue;
+		}
+		b->session.kv[w++] = b->session.kv[i];
+	}
+	b->session.n = w;
+}
+
 static void merge_session(struct tally_db_builder *b, const struct tally_meta *m)
 {
-	/* the newest database's values, then what spans or sums over all of them */
-	for (size_t i = 0; i < m->n; i++)
-		tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
+	/* the newest database's values (canonical: those all agree on), then
+	 * what spans or sums over all of them */
+	if (b->canonical)
+		canonical_keys(b, m);
+	else
+		for (size_t i = 0; i < m->n; i++)
+			tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
 	double st = parse_utc(tally_meta_get(m, "start-time"));
 	double sp = parse_utc(tally_meta_get(m, "stop-time"));
 	if (st >= 0 && (!b->have_start || st < b->start)) {
@@ -373,8 +591,10 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		b->have_stop = true;
 	}
 	const char *d = tally_meta_get(m, "duration");
-	if (d)
+	if (d) {
 		b->duration += strtod(d, NULL);
+		b->duration_ms += duration_ms(d);
+	}
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
 		const char *v = tally_meta_get(m, summed_keys[k]);
 		if (v)
@@ -398,15 +618,73 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		tally_format_utc(b->stop, ts, sizeof(ts));
 		tally_meta_set(&b->session, "stop-time", "%s", ts);
 	}
-	if (d)
+	if (d && b->canonical)
+		tally_meta_set(&b->session, "duration", "%" PRIu64 ".%03" PRIu64, b->duration_ms / 1000,
+			       b->duration_ms % 1000);
+	else if (d)
 		tally_meta_set(&b->session, "duration", "%.3f", b->duration);
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++)
-		if (tally_meta_get(&b->session, summed_keys[k]))
+		if (tally_meta_get(m, summed_keys[k]) || tally_meta_get(&b->session, summed_keys[k]))
 			tally_meta_set(&b->session, summed_keys[k], "%" PRIu64, b->sums[k]);
-	if (tally_meta_get(&b->session, "dwarf-stop-reasons"))
+	if (why || tally_meta_get(&b->session, "dwarf-stop-reasons"))
 		tally_meta_set(&b->session, "dwarf-stop-reasons",
 			       "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
 			       b->sums[4], b->sums[5], b->sums[6]);
+}
+
+static bool add_fits(uint64_t sum, uint64_t v)
+{
+	return v <= UINT64_MAX - sum;
+}
+
+int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what)
+{
+	for (int e = 0; e < src->nevents; e++)
+		for (int k = 0; k < b->nevents; k++)
+			if (!strcmp(src->events[e], b->events[k]) && !add_fits(b->totals[k], src->samples[e]))
+				return tally_seterr(-EOVERFLOW, "'%s': its '%s' samples and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+						    what, src->events[e], UINT64_MAX);
+	uint64_t v[ARRAY_SIZE(b->sums)] = { 0 };
+	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
+		const char *s = tally_meta_get(&src->session, summed_keys[k]);
+		v[k] = s ? strtoull(s, NULL, 10) : 0; /* checked by the reader */
+	}
+	const char *why = tally_meta_get(&src->session, "dwarf-stop-reasons");
+	unsigned long long w[3] = { 0, 0, 0 };
+	if (why)
+		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
+			     &w[2]);
+	for (int i = 0; i < 3; i++)
+		v[4 + i] = w[i];
+	bool fits = add_fits(b->lost, src->lost) && add_fits(b->throttled, src->throttled);
+	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
+		fits = fits && add_fits(b->sums[k], v[k]);
+	if (!fits)
+		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+				    what, UINT64_MAX);
+	uint64_t d = duration_ms(tally_meta_get(&src->session, "duration"));
+	if (!add_fits(b->duration_ms, d) || b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))
+		return tally_seterr(-EOVERFLOW, "'%s': its duration and those merged before it add up past %.0f days, more than a database may hold (merge fewer databases at once)",
+				    what, TALLY_DURATION_MAX / 86400);
+	return 0;
+}
+
+/* The builder's id of src's label set l (with the source's labels), made
+ * the first time it is asked for; lab caches them. */
+static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *src, uint32_t *lab, uint32_t l)
+{
+	if (l > src->nlabels)
+		l = 0;
+	if (lab[l] == TALLY_HIDX_NONE) {
+		struct tally_labelset set;
+		tally_labelset_copy(&set, tally_db_labelset(src, l));
+		for (size_t k = 0; k < b->source.n; k++)
+			if (!tally_labelset_get(&set, b->source.v[k].key))
+				tally_labelset_set(&set, b->source.v[k].key, b->source.v[k].value);
+		lab[l] = tally_db_builder_label(b, &set);
+		tally_labelset_release(&set);
+	}
+	return lab[l];
 }
 
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src)
@@ -418,6 +696,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		for (int k = 0; k < b->nevents; k++)
 			if (!strcmp(src->events[e], b->events[k]))
 				col[e] = k;
+		if (col[e] >= 0)
+			b->totals[col[e]] += src->samples[e];
 	}
 	uint32_t *img = xmalloc((src->nimages + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < src->nimages; i++) {
@@ -427,6 +707,21 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			im.dir = (char *)tally_db_image_dir(src, (uint32_t)i);
 		img[i] = tally_db_builder_image(b, &im);
 	}
+	/* its label sets (those in use: an unused one would be a set of the
+	 * result), with the source's labels for the keys a set lacks */
+	uint32_t *lab = xmalloc((src->nlabels + 1) * sizeof(uint32_t));
+	for (size_t l = 0; l <= src->nlabels; l++)
+		lab[l] = TALLY_HIDX_NONE;
+	/* an entry's label set is its profile's */
+	uint32_t *elab = xmalloc((src->nentries + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < src->nentries; i++)
+		elab[i] = TALLY_HIDX_NONE;
+	for (size_t p = 0; p < src->nprofs; p++)
+		for (size_t i = src->profs[p].first; i < src->profs[p].end && i < src->nentries; i++)
+			elab[i] = source_label(b, src, lab, src->profs[p].label);
+	for (size_t i = 0; i < src->nentries; i++)
+		if (elab[i] == TALLY_HIDX_NONE)
+			elab[i] = source_label(b, src, lab, 0);
 	uint64_t *c = xcalloc(ne + 1, sizeof(uint64_t));
 	for (size_t i = 0; i < src->nentries; i++) {
 		const struct tally_db_entry *en = &src->entries[i];
@@ -434,13 +729,14 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		for (int e = 0; e < src->nevents; e++)
 			if (col[e] >= 0)
 				c[col[e]] = src->counts[i * (size_t)src->nevents + (size_t)e];
-		tally_db_builder_entry(b, img[en->image], en->pid, en->offset, c);
+		tally_db_builder_entry_label(b, img[en->image], en->pid, elab[i], en->offset, c);
 		if (b->stacks && !src->has_stacks) {
 			/* every sample needs a stack: its leaf alone says what is known */
 			struct tally_frame f = { img[en->image], en->offset };
-			tally_db_builder_stack(b, en->pid, &f, 1, c);
+			tally_db_builder_stack_label(b, en->pid, elab[i], &f, 1, c);
 		}
 	}
+	free(elab);
 	if (b->stacks && src->has_stacks) {
 		struct tally_frame *fr = NULL;
 		size_t afr = 0;
@@ -455,7 +751,7 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			for (int e = 0; e < src->nevents; e++)
 				if (col[e] >= 0)
 					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
-			tally_db_builder_stack(b, st->pid, fr, st->len, c);
+			tally_db_builder_stack_label(b, st->pid, source_label(b, src, lab, st->label), fr, st->len, c);
 		}
 		free(fr);
 	}
@@ -465,13 +761,12 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		tally_db_builder_task(b, src->tasks[i].pid, src->tasks[i].comm, src->tasks[i].exe);
 	b->lost += src->lost;
 	b->throttled += src->throttled;
-	if (src->modules) {
-		free(b->modules);
-		b->modules = xstrdup(src->modules);
-	}
+	if (src->modules)
+		tally_db_builder_modules(b, src->modules);
 	merge_session(b, &src->session);
 	b->sources = true;
 	free(c);
+	free(lab);
 	free(img);
 	free(col);
 }
@@ -487,7 +782,176 @@ static int cmp_cell(const void *x, const void *y)
 		return a->image < b->image ? -1 : 1;
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
+	if (a->label != b->label)
+		return a->label < b->label ? -1 : 1;
 	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* ---- the canonical order: the same result whatever the order of the adds ---- */
+
+static int cmp_image(const void *x, const void *y)
+{
+	const struct tally_db_image *a = &sort_ctx->images[*(const uint32_t *)x],
+				    *b = &sort_ctx->images[*(const uint32_t *)y];
+	int c = strcmp(kind_class(a->kind), kind_class(b->kind));
+	if (!c)
+		c = strcmp(a->id, b->id);
+	if (!c)
+		c = strcmp(a->path, b->path);
+	if (!c && a->pid != b->pid)
+		c = a->pid < b->pid ? -1 : 1;
+	if (!c)
+		c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->kind, b->kind);
+}
+
+static int cmp_label(const void *x, const void *y)
+{
+	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x], &sort_ctx->labels[*(const uint32_t *)y]);
+}
+
+static int cmp_stack(const void *x, const void *y)
+{
+	const struct bstack *a = &sort_ctx->bstacks[*(const uint32_t *)x], *b = &sort_ctx->bstacks[*(const uint32_t *)y];
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->label != b->label)
+		return a->label < b->label ? -1 : 1;
+	for (uint32_t i = 0; i < a->len && i < b->len; i++) {
+		const struct tally_frame *f = &sort_ctx->frames[a->first + i], *g = &sort_ctx->frames[b->first + i];
+		if (f->image != g->image)
+			return f->image < g->image ? -1 : 1;
+		if (f->offset != g->offset)
+			return f->offset < g->offset ? -1 : 1;
+	}
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int cmp_task(const void *x, const void *y)
+{
+	const struct tally_db_task *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	int c = strcmp(a->comm, b->comm);
+	return c ? c : strcmp(a->exe, b->exe);
+}
+
+/* The rank of a session key in the written file: the order of docs/format.md,
+ * then the others by name. */
+static int key_rank(const char *k)
+{
+	static const char *const order[] = {
+		"format-version", "tool", "host", "kernel-release", "arch", "target", "command", "cpus", "events",
+		"sampling", "randomized", "period-kind", "period-mean", "period-min", "period-max",
+		"interval-p10-p50-p90", "per-pid", "call-graph", "max-stack", "stack-size", "dwarf-unwinds",
+		"dwarf-stopped-early", "dwarf-joined-fp", "dwarf-stop-reasons", "start-time", "stop-time", "duration",
+		"exit-status", "samples", "lost", "throttled", "images", "kernel-symbols", "jit-untrusted", "epoch",
+		"epochs", "daemon-pid", "cpu-sampling", "varies",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
+		if (!strcmp(k, order[i]))
+			return (int)i;
+	return (int)ARRAY_SIZE(order);
+}
+
+static int cmp_kv(const void *x, const void *y)
+{
+	const struct tally_kv *a = x, *b = y;
+	int ra = key_rank(a->key), rb = key_rank(b->key);
+	return ra != rb ? (ra < rb ? -1 : 1) : strcmp(a->key, b->key);
+}
+
+/* Images, label sets and stacks in an order of their own (not the order they
+ * came in), the indices that name them renumbered. */
+static void canonicalize(struct tally_db_builder *b)
+{
+	size_t n = b->nimages > b->nlabels ? b->nimages : b->nlabels;
+	if (b->nstacks > n)
+		n = b->nstacks;
+	uint32_t *order = xmalloc((n + 1) * sizeof(uint32_t));
+	uint32_t *newi = xmalloc((n + 2) * sizeof(uint32_t));
+	sort_ctx = b;
+
+	for (size_t i = 0; i < b->nimages; i++)
+		order[i] = (uint32_t)i;
+	tally_qsort(order, b->nimages, sizeof(uint32_t), cmp_image);
+	struct tally_db_image *images = xmalloc((b->nimages + 1) * sizeof(*images));
+	for (size_t i = 0; i < b->nimages; i++) {
+		images[i] = b->images[order[i]];
+		newi[order[i]] = (uint32_t)i;
+	}
+	free(b->images);
+	b->images = images;
+	b->aimages = b->nimages;
+	for (size_t i = 0; i < b->ncells; i++)
+		b->cells[i].image = newi[b->cells[i].image];
+	for (size_t i = 0; i < b->nframes; i++)
+		b->frames[i].image = newi[b->frames[i].image];
+
+	for (size_t i = 0; i < b->nlabels; i++)
+		order[i] = (uint32_t)i;
+	tally_qsort(order, b->nlabels, sizeof(uint32_t), cmp_label);
+	struct tally_labelset *labels = xmalloc((b->nlabels + 1) * sizeof(*labels));
+	newi[0] = 0;
+	for (size_t i = 0; i < b->nlabels; i++) {
+		labels[i] = b->labels[order[i]];
+		newi[order[i] + 1] = (uint32_t)i + 1;
+	}
+	free(b->labels);
+	b->labels = labels;
+	b->alabels = b->nlabels;
+	for (size_t i = 0; i < b->ncells; i++)
+		b->cells[i].label = newi[b->cells[i].label];
+	for (size_t i = 0; i < b->nstacks; i++)
+		b->bstacks[i].label = newi[b->bstacks[i].label];
+
+	for (size_t i = 0; i < b->nstacks; i++)
+		order[i] = (uint32_t)i;
+	tally_qsort(order, b->nstacks, sizeof(uint32_t), cmp_stack);
+	size_t ne = (size_t)b->nevents;
+	struct tally_frame *frames = xmalloc((b->nframes + 1) * sizeof(*frames));
+	struct bstack *stacks = xmalloc((b->nstacks + 1) * sizeof(*stacks));
+	uint64_t *counts = xmalloc((b->nstacks * ne + 1) * sizeof(uint64_t));
+	size_t nf = 0;
+	for (size_t i = 0; i < b->nstacks; i++) {
+		const struct bstack *st = &b->bstacks[order[i]];
+		memcpy(&frames[nf], &b->frames[st->first], st->len * sizeof(*frames));
+		stacks[i] = (struct bstack){ (uint32_t)nf, st->len, st->pid, st->label };
+		memcpy(&counts[i * ne], &b->scounts[(size_t)order[i] * ne], ne * sizeof(uint64_t));
+		nf += st->len;
+	}
+	free(b->frames);
+	free(b->bstacks);
+	free(b->scounts);
+	b->frames = frames;
+	b->aframes = b->nframes + 1;
+	b->nframes = nf;
+	b->bstacks = stacks;
+	b->astacks = b->nstacks + 1;
+	b->scounts = counts;
+	b->ascounts = b->nstacks * ne + 1;
+
+	tally_qsort(b->tasks, b->ntasks, sizeof(*b->tasks), cmp_task);
+	if (b->module_lines.n) {
+		tally_qsort(b->module_lines.v, b->module_lines.n, sizeof(char *), cmp_str);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addstr(&sb, "# name size address build-id\n");
+		for (size_t i = 0; i < b->module_lines.n; i++)
+			strbuf_addf(&sb, "%s\n", b->module_lines.v[i]);
+		free(b->modules);
+		b->modules = strbuf_detach(&sb);
+	}
+	if (b->varies.n) {
+		tally_qsort(b->varies.v, b->varies.n, sizeof(char *), cmp_str);
+		struct strbuf sb = STRBUF_INIT;
+		for (size_t i = 0; i < b->varies.n; i++)
+			strbuf_addf(&sb, "%s%s", i ? "," : "", b->varies.v[i]);
+		tally_meta_set(&b->session, "varies", "%s", sb.buf);
+		strbuf_release(&sb);
+	}
+	sort_ctx = NULL;
+	free(order);
+	free(newi);
 }
 
 static int cmp_ksym(const void *x, const void *y)
@@ -499,6 +963,8 @@ static int cmp_ksym(const void *x, const void *y)
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 {
 	size_t ne = (size_t)b->nevents;
+	if (b->canonical)
+		canonicalize(b);
 	memset(out, 0, sizeof(*out));
 	out->path = xstrdup("");
 	out->nevents = b->nevents;
@@ -531,9 +997,10 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * ne], ne * sizeof(uint64_t));
 		for (size_t e = 0; e < ne; e++)
 			out->samples[e] += out->counts[i * ne + e];
-		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid) {
+		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid ||
+		    c->label != out->profs[out->nprofs - 1].label) {
 			GROW(out->profs, out->aprofs, out->nprofs + 1);
-			out->profs[out->nprofs++] = (struct tally_db_prof){ c->image, c->pid, i, i };
+			out->profs[out->nprofs++] = (struct tally_db_prof){ c->image, c->pid, i, i, c->label };
 		}
 		out->profs[out->nprofs - 1].end = i + 1;
 	}
@@ -545,7 +1012,8 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	b->frames = NULL;
 	out->stacks = xmalloc((b->nstacks + 1) * sizeof(*out->stacks));
 	for (size_t i = 0; i < b->nstacks; i++)
-		out->stacks[i] = (struct tally_db_stack){ b->bstacks[i].first, b->bstacks[i].len, b->bstacks[i].pid };
+		out->stacks[i] = (struct tally_db_stack){ b->bstacks[i].first, b->bstacks[i].len, b->bstacks[i].pid,
+							  b->bstacks[i].label };
 	out->nstacks = out->astacks = b->nstacks;
 	out->stack_counts = b->scounts;
 	out->astack_counts = b->ascounts;
@@ -562,6 +1030,10 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	b->ntasks = 0;
 	out->modules = b->modules;
 	b->modules = NULL;
+	out->labels = b->labels;
+	out->nlabels = b->nlabels;
+	b->labels = NULL;
+	b->nlabels = 0;
 	if (out->modules)
 		(void)tally_db_parse_modules(out, out->modules, strlen(out->modules), "modules"); /* our own text, or read (and checked) before */
 
@@ -569,8 +1041,7 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	out->session = b->session;
 	memset(&b->session, 0, sizeof(b->session));
 	struct tally_meta *m = &out->session;
-	if (!tally_meta_get(m, "format-version"))
-		tally_meta_set(m, "format-version", "%d", TALLY_FORMAT_VERSION);
+	tally_meta_set(m, "format-version", "%d", out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(&sb, "%s%s", e ? "," : "", out->events[e]);
@@ -589,5 +1060,42 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 		tally_meta_set(m, "call-graph", "none");
 	else if (!cg || !strcmp(cg, "none"))
 		tally_meta_set(m, "call-graph", "fp");
+	if (b->canonical)
+		tally_qsort(m->kv, m->n, sizeof(*m->kv), cmp_kv);
 	tally_db_builder_free(b);
+}
+
+/* ---- a database's copied files, in memory ---- */
+
+static void read_copy(const struct tally_db *db, uint32_t i, const char *rel, char **data, size_t *len)
+{
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
+	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+		*len = sb.len;
+		*data = strbuf_detach(&sb);
+	}
+	strbuf_release(&p);
+	strbuf_release(&sb);
+}
+
+void tally_db_keep_copies(struct tally_db *db)
+{
+	struct strbuf rel = STRBUF_INIT;
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		struct tally_db_image *im = &db->images[i];
+		if (im->aux || im->jd_text)
+			continue;
+		if (!strcmp(im->kind, "jit")) {
+			strbuf_reset(&rel);
+			strbuf_addf(&rel, "jit/perf-%d-%s.map", im->pid, im->id);
+			read_copy(db, i, rel.buf, &im->aux, &im->aux_len);
+			strbuf_reset(&rel);
+			strbuf_addf(&rel, "jit/jitdump-%d-%s.txt", im->pid, im->id);
+			read_copy(db, i, rel.buf, &im->jd_text, &im->jd_text_len);
+		} else if (!strcmp(im->kind, "vdso")) {
+			read_copy(db, i, "vdso.so", &im->aux, &im->aux_len);
+		}
+	}
+	strbuf_release(&rel);
 }
