@@ -251,7 +251,7 @@ static int check_alike(const struct input *a, const struct input *b)
 			tally_error("cannot merge '%s' with '%s': event '%s' was sampled at %s there and at %s here (merge databases sampled alike, or report them apart)",
 				    b->path, a->path, b->events[e], a->sampling, b->sampling);
 		else if (bad == 2)
-			tally_error("cannot merge '%s' with '%s': event '%s' has a %s period there and a %s period here (merge databases sampled alike, or report them apart)",
+			tally_error("cannot merge '%s' with '%s': event '%s' has a period that is %s there and %s here (merge databases sampled alike, or report them apart)",
 				    b->path, a->path, b->events[e], ka, kb);
 		free(ka);
 		free(kb);
