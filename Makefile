@@ -39,6 +39,7 @@ bench: build
 	@bench/symbols.sh $(BUILD)
 	@bench/html.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
+	@bench/merge.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

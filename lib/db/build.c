@@ -810,13 +810,25 @@ static int cmp_label(const void *x, const void *y)
 	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x], &sort_ctx->labels[*(const uint32_t *)y]);
 }
 
+/* A stack's place in the canonical order: its pid, label set and a hash of
+ * its frames (cheap to compare), its frames where two hashes are equal. */
+struct stack_order {
+	uint32_t stack;
+	int32_t pid;
+	uint32_t label;
+	uint64_t hash;
+};
+
 static int cmp_stack(const void *x, const void *y)
 {
-	const struct bstack *a = &sort_ctx->bstacks[*(const uint32_t *)x], *b = &sort_ctx->bstacks[*(const uint32_t *)y];
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->label != b->label)
-		return a->label < b->label ? -1 : 1;
+	const struct stack_order *p = x, *q = y;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
+	if (p->label != q->label)
+		return p->label < q->label ? -1 : 1;
+	if (p->hash != q->hash)
+		return p->hash < q->hash ? -1 : 1;
+	const struct bstack *a = &sort_ctx->bstacks[p->stack], *b = &sort_ctx->bstacks[q->stack];
 	for (uint32_t i = 0; i < a->len && i < b->len; i++) {
 		const struct tally_frame *f = &sort_ctx->frames[a->first + i], *g = &sort_ctx->frames[b->first + i];
 		if (f->image != g->image)
@@ -905,9 +917,18 @@ static void canonicalize(struct tally_db_builder *b)
 	for (size_t i = 0; i < b->nstacks; i++)
 		b->bstacks[i].label = newi[b->bstacks[i].label];
 
+	struct stack_order *so = xmalloc((b->nstacks + 1) * sizeof(*so));
+	for (size_t i = 0; i < b->nstacks; i++) {
+		const struct bstack *st = &b->bstacks[i];
+		uint64_t h = st->len;
+		for (uint32_t k = 0; k < st->len; k++)
+			h = tally_hash_u64(h ^ b->frames[st->first + k].offset ^ ((uint64_t)b->frames[st->first + k].image << 48));
+		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label, h };
+	}
+	tally_qsort(so, b->nstacks, sizeof(*so), cmp_stack);
 	for (size_t i = 0; i < b->nstacks; i++)
-		order[i] = (uint32_t)i;
-	tally_qsort(order, b->nstacks, sizeof(uint32_t), cmp_stack);
+		order[i] = so[i].stack;
+	free(so);
 	size_t ne = (size_t)b->nevents;
 	struct tally_frame *frames = xmalloc((b->nframes + 1) * sizeof(*frames));
 	struct bstack *stacks = xmalloc((b->nstacks + 1) * sizeof(*stacks));

@@ -49,7 +49,8 @@ static bool parse_hex(const char **p, uint64_t *out)
 	while (isxdigit((unsigned char)*s)) {
 		if (n == 16)
 			return false;
-		int d = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
+		/* no tolower() call per digit: the stacks file is mostly hex digits */
+		int d = *s <= '9' ? *s - '0' : (*s | 0x20) - 'a' + 10;
 		v = (v << 4) | (uint64_t)d;
 		s++;
 		n++;
