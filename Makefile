@@ -38,8 +38,10 @@ bench: build
 	@bench/annotate.sh $(BUILD)
 	@bench/symbols.sh $(BUILD)
 	@bench/html.sh $(BUILD)
+	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
 	@bench/merge.sh $(BUILD)
+	@bench/daemon-cpu.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

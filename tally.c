@@ -37,6 +37,7 @@ static const struct cmd commands[] = {
 	{ "scan", cmd_scan, &scan_cmdopts },
 	{ "daemon", cmd_daemon, &daemon_cmdopts },
 	{ "ctl", cmd_ctl, &ctl_cmdopts },
+	{ "archive", cmd_archive, &archive_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)

@@ -99,9 +99,10 @@ const struct tally_cmdopts diff_cmdopts = {
 	.summary = "what changed between two profiles, per function, line or call path (perf diff)",
 	.usage = "[options] BASE NEW",
 	.footer = "BASE and NEW are databases (a daemon's too: --epoch, --since, --until select\n"
-		  "in both), bundles or merges; the selection options apply to both. Functions are\n"
-		  "matched by image and function name, so a rebuilt program diffs cleanly.\n"
-		  "Exit status: 0, 1 on an error, 2 on a usage error, 3 when --fail-above is passed.\n",
+		  "in both), bundles, archives or merges; the selection options apply to both.\n"
+		  "Functions are matched by image and function name, so a rebuilt program diffs\n"
+		  "cleanly. Exit status: 0, 1 on an error, 2 on a usage error, 3 when --fail-above\n"
+		  "is passed.\n",
 	.groups = { &diff_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
 };
 

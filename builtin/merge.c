@@ -83,11 +83,11 @@ const struct tally_cmdopts merge_cmdopts = {
 	.summary = "sum databases, epochs and drains of several runs and hosts into one",
 	.usage = "-o DIR [options] [--label KEY=VALUE] INPUT...",
 	.footer = "inputs: databases, daemon databases (their epochs, or those --epoch, --since and\n"
-		  "--until select), bundles from 'tally ctl drain'. The samples of each input keep\n"
-		  "labels (host, run) that reports and exports select with --label and report\n"
-		  "groups with --by-label. Inputs with different events are kept apart (one event\n"
-		  "column each); the same event sampled differently (rate, period kind) or\n"
-		  "different call-graph modes are refused.\n",
+		  "--until select), bundles from 'tally ctl drain', archives from 'tally archive'.\n"
+		  "The samples of each input keep labels (host, run) that reports and exports\n"
+		  "select with --label and report groups with --by-label. Inputs with different\n"
+		  "events are kept apart (one event column each); the same event sampled\n"
+		  "differently (rate, period kind) or different call-graph modes are refused.\n",
 	.stop_at_nonopt = true,
 	.groups = { &merge_group, &tally_db_select_group },
 };

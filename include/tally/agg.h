@@ -59,8 +59,10 @@ struct tally_proc {
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
 	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
+	int jit_map_fd;      /* with jit 1: the perf map, opened when it was checked, read from then on */
+	uint64_t jit_map_dev, jit_map_ino; /* with jit 1: which file that is */
 	char *jitdump;       /* a trusted jit-PID.dump the process mapped, as it named it, or NULL */
-	int jitdump_fd;      /* with jitdump: the file, opened while the process lived */
+	int jitdump_fd;      /* with jitdump: the file, opened (and checked) while the process lived */
 	uint32_t jit_image;  /* the JIT image of a trusted perf map or jitdump */
 	uint32_t nomap_image;
 	int dead;            /* 0 alive; counts collection rounds since its exit */
@@ -106,6 +108,10 @@ struct tally_agg {
 	struct tally_frame *frames;
 	size_t nframes, aframes;
 	struct tally_hidx frame_idx;
+	/* per frame: its one-frame stack + 1, 0 until made (a sample without a call
+	 * chain then costs one hash lookup, not two) */
+	uint32_t *frame_stack1;
+	size_t aframe_stack1;
 
 	uint32_t *stack_frames;
 	size_t nstack_frames, astack_frames;
@@ -129,14 +135,21 @@ struct tally_agg {
 	uint64_t *samples; /* per event */
 	uint64_t lost, throttled;
 	uint32_t jit_untrusted;
-	char **jit_warnings; /* jitdumps that were damaged or unusable: one line each */
+	char **jit_warnings; /* JIT files that were damaged, unusable or refused: one line each, at most 32 */
 	size_t njit_warnings, ajit_warnings;
+	uint64_t jit_warnings_more; /* those past the 32nd line, counted by its last line */
+	size_t jit_budget;   /* what one process's JIT sources may cost (TALLY_JIT_BUDGET) */
 	uint64_t uw_samples, uw_short, uw_joined;
 	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];
 };
+
+/* What one process's JIT sources may cost by default (docs/symbols.md): the copy
+ * of its perf map, its jitdump as read and what is parsed from that, together.
+ * What would pass it is dropped and said in a JIT warning. */
+#define TALLY_JIT_BUDGET ((size_t)256 << 20)
 
 /* Lifecycle: init a struct you own, release frees everything inside. */
 void tally_agg_init(struct tally_agg *a, int nevents, bool per_pid, bool lazy_procfs);
@@ -154,7 +167,8 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid);
  * through /proc/PID/root while the processes live (call between collection
  * rounds: file I/O, once per new image, never per sample). */
 void tally_agg_identify_new(struct tally_agg *a);
-/* Copies the JIT maps and jitdumps of processes still alive, then settles the
+/* Copies the JIT maps and jitdumps of processes still alive (from the descriptors
+ * opened when each file was checked, never again by name), then settles the
  * JIT images (call before writing): samples in anonymous memory that no map or
  * dump names move to nomap, and each jitdump keeps only the functions with
  * samples, in the text form the database stores (jd_text). */

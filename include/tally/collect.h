@@ -101,7 +101,9 @@ void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct 
  * time and calls fn for each. Redraws randomized periods. Returns the number of
  * records, or -errno. -EINTR is returned as 0. */
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx);
-/* Observed sample periods (for the session metadata and the randomization test). */
+/* Observed sample periods (for the session metadata and the randomization test).
+ * This and the next two accept a NULL collector (nothing sampled: zeros), for
+ * the session of an aggregate fed without one. */
 void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
 			     uint64_t *max, double *mean);
 /* For time-based events: percentiles (ns) of the intervals between consecutive

@@ -138,7 +138,9 @@ struct tally_db {
 	/* label sets: id 0 is the empty set, ids 1..nlabels are labels[id - 1] */
 	struct tally_labelset *labels;
 	size_t nlabels;
-	char *tmpdir;   /* a bundle's files, unpacked for this reader (removed on release) */
+	char *tmpdir;   /* a bundle's files, or an archive, unpacked for this reader (removed on release) */
+	char *files;    /* where the database's files are when not at path: an archive's db/ */
+	char *archive;  /* read from an archive (archive.h): its root, where the resolver looks (only) */
 	size_t nepochs; /* a daemon database: how many epochs were merged (0: not one) */
 };
 

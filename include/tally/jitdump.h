@@ -1,8 +1,11 @@
 /* JIT code described by perf's jitdump files (jit-PID.dump, the format of
- * tools/perf/Documentation/jitdump-specification.txt in the Linux tree): the
- * recorder parses the runtime's file, and the database keeps a plain-text copy
- * of the functions that had samples (names, line tables, machine code; see
- * docs/format.md), which the report and annotate read back. */
+ * tools/perf/Documentation/jitdump-specification.txt in the Linux tree) and by
+ * perf maps (/tmp/perf-PID.map): the recorder parses the runtime's files, and
+ * the database keeps a plain-text copy of the jitdump's functions that had
+ * samples (names, line tables, machine code; see docs/format.md), which the
+ * report and annotate read back. Every parser here takes a buffer and its
+ * length, holds no file open and trusts nothing in the bytes: the files are
+ * written by the profiled user, and the recorder may run as root. */
 #ifndef TALLY_JITDUMP_H
 #define TALLY_JITDUMP_H
 
@@ -17,15 +20,16 @@ struct tally_jit_line {
 	uint64_t addr;
 	uint32_t line, discrim;
 	uint32_t file; /* index into tally_jitdump.files */
+	uint32_t seq;  /* the order the entries came in: of entries at one address, the last wins */
 };
 
 struct tally_jit_func {
 	uint64_t addr, size;
 	uint64_t index;  /* the runtime's code_index */
 	uint64_t order;  /* load order: where code overlaps, the last loaded names it */
-	char *name;
+	char *name;      /* never empty */
 	unsigned char *code; /* size bytes, or NULL when the dump had none */
-	struct tally_jit_line *lines; /* sorted by addr */
+	struct tally_jit_line *lines; /* sorted by addr, each inside [addr, addr + size) */
 	size_t nlines;
 	bool keep; /* the recorder's mark: samples fell in it */
 };
@@ -33,22 +37,39 @@ struct tally_jit_func {
 struct tally_jitdump {
 	uint32_t elf_mach; /* ELF e_machine of the code (62: x86-64) */
 	uint32_t pid;
-	struct tally_jit_func *funcs; /* after tally_jitdump_parse: sorted by addr, non-overlapping */
+	struct tally_jit_func *funcs; /* after parsing: sorted by addr, non-overlapping */
 	size_t nfuncs, afuncs;
-	char **files;
+	char **files;      /* never empty */
 	size_t nfiles, afiles;
 	struct tally_hidx file_idx;
 	uint64_t next_order;
-	/* damage after a good header: what was wrong and where; what came before is kept */
+	/* what the functions and file names cost (their entries, names, code, line
+	 * tables; not allocator slack), and the most they were allowed (0: no limit) */
+	size_t bytes, budget;
+	/* records dropped because they would have passed the budget */
+	uint64_t dropped, dropped_moves;
+	/* damage after a good header, or records dropped: what and where; what came
+	 * before is kept (one line, for a warning) */
 	char *warning;
 };
 
-/* Parses the bytes of a jitdump file into *jd (zeroed first). Returns -EINVAL
- * with tally_seterr when nothing in it can be used (bad magic, unknown version,
- * bad header); a damaged or truncated record later in the file ends the parse
- * with jd->warning set, keeping the functions before it. Release with
- * tally_jitdump_release in both cases. */
+/* What a jitdump of len bytes may cost once parsed: four times its size plus
+ * 1 MiB (docs/symbols.md). A dump's records cost about what they take in the
+ * file, except JIT_CODE_MOVE, which copies the function it moves: this bounds
+ * a dump of many moves of one big function. */
+size_t tally_jitdump_budget(size_t len);
+
+/* Parses the bytes of a jitdump file into *jd (zeroed first), at most
+ * tally_jitdump_budget(len) of functions. Returns -EINVAL with tally_seterr
+ * when nothing in it can be used (bad magic, unknown version, bad header); a
+ * damaged or truncated record later in the file ends the parse or is skipped,
+ * with jd->warning set, keeping the functions before it; so are records past
+ * the budget, counted in jd->dropped. A JIT_CODE_LOAD with an empty name is a
+ * damaged record; line entries outside their function or with an empty file
+ * name are not kept. Release with tally_jitdump_release in every case. */
 int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len);
+/* The same with another budget (bytes; 0 means none). */
+int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t len, size_t budget);
 void tally_jitdump_release(struct tally_jitdump *jd);
 
 /* The function containing addr, or NULL. */
@@ -57,10 +78,41 @@ struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64
 const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, uint64_t addr);
 
 /* The database's text copy (docs/format.md): the functions with keep set (all
- * when all is true), each with its lines and code. source names the dump file. */
+ * when all is true), each with its lines and code. source names the dump file.
+ * Names and file names are escaped (tally_jit_escape), so whatever a parsed
+ * dump holds reads back the same through tally_jitdump_read_buf. */
 void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source, struct strbuf *out);
-/* Reads a text copy (text is modified). -EINVAL with tally_seterr naming what
- * and the line when it is damaged. */
-int tally_jitdump_read_copy(struct tally_jitdump *jd, char *text, const char *what);
+/* Reads a text copy of len bytes (NUL bytes allowed: a line holding one is
+ * damaged) into *jd (zeroed first). A damaged line costs what depends on it
+ * only: a bad 'func' line its function, a bad 'line' line its function's line
+ * table, a bad 'code' line its code, any other bad line itself; jd->warning
+ * then says where the first was and what was wrong with it, naming the copy by
+ * what. Returns 0 (release jd in any case). */
+int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t len, const char *what);
+/* tally_jitdump_read_buf over a NUL-terminated text. */
+int tally_jitdump_read_copy(struct tally_jitdump *jd, const char *text, const char *what);
+
+/* Names and file names in the copy: a backslash, newline, tab and CR become
+ * \\ \n \t \r, and any other control byte, and every byte that is not part of
+ * valid UTF-8 (or that encodes a C1 control), becomes \xHH; the rest, spaces
+ * included, is kept. tally_jit_unescape undoes it in place and also reads what
+ * older versions wrote (which escaped only the first four); an unknown escape
+ * is kept as it is, and \x00 too (a C string cannot hold it). */
+void tally_jit_escape(struct strbuf *sb, const char *s);
+void tally_jit_unescape(char *s);
+
+/* ---- perf maps: "START SIZE NAME" lines, START and SIZE hex ---- */
+
+struct tally_perfmap_sym {
+	uint64_t start, size;
+	size_t name, name_len; /* the name: offset and length in the buffer */
+};
+
+/* Parses a perf map of len bytes. *syms gets the entries in file order
+ * (caller frees; NULL when none), *nsyms their number, *bad the number of
+ * malformed lines (not 'START SIZE NAME': hex numbers of at most 16 digits,
+ * an optional 0x, separated by spaces or tabs, a name that is not empty, a
+ * range that does not wrap, no NUL byte). Empty lines are ignored. Returns 0. */
+int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad);
 
 #endif

@@ -116,15 +116,21 @@ bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image);
  * a newline, appended to out (docs/symbols.md). Loads the image and its DWARF. */
 void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct strbuf *out);
 
-/* The libdwfl module of db image `image` (a file-backed image, the vDSO copy,
- * or the kernel when --vmlinux gave a matching one), loaded and verified against
- * the recorded id as for tally_resolve, with its separate debug info searched as
- * the report searches it (docs/symbols.md) when dwarf_getdwarf/dwfl_module_getdwarf
- * asks for it. NULL when the image has no such module (JIT, nomap, kernel.syms
- * only, not found, or a different file: see tally_resolver_note). *bias_out (may
- * be NULL) gets the module's load bias: module address = link-time address + bias.
- * The module belongs to the resolver and lives until tally_resolver_free. */
-Dwfl_Module *tally_resolver_module(struct tally_resolver *r, uint32_t image, GElf_Addr *bias_out);
+/* The files the resolver uses for db image `image`, each verified against the
+ * recorded id (loading the image, its DWARF and, for the kernel, the modules
+ * with samples): the image file and its separate debug file; for the kernel
+ * its image (vmlinux) and each module's .ko and debug file. At most max into
+ * out; the paths belong to the resolver. None for JIT, nomap and the vDSO
+ * (the database holds copies of them) nor for an image whose file differs. */
+enum tally_rfile_role { TALLY_RFILE_IMAGE, TALLY_RFILE_DEBUG, TALLY_RFILE_VMLINUX, TALLY_RFILE_MODULE, TALLY_RFILE_MODULE_DEBUG };
+struct tally_resolver_file {
+	const char *path;
+	enum tally_rfile_role role;
+	const char *module;        /* modules: the name */
+	const char *id_kind, *id;  /* what it was verified against (a module's own build-id) */
+};
+size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tally_resolver_file *out, size_t max);
+
 /* The link-time address (as the image's ELF headers and DWARF use; add the
  * bias for libdwfl) of a file offset of db image `image`. For JIT and nomap
  * images the offset is already an address; for the kernel it is the running

@@ -30,6 +30,7 @@ void tally_agg_init(struct tally_agg *a, int nevents, bool per_pid, bool lazy_pr
 	a->per_pid = per_pid;
 	a->lazy_procfs = lazy_procfs;
 	a->samples = xcalloc((size_t)nevents, sizeof(uint64_t));
+	a->jit_budget = TALLY_JIT_BUDGET;
 	struct tally_image k = { .kind = TALLY_IMG_KERNEL, .path = (char *)"[kernel]" };
 	a->kernel_image = tally_agg_image(a, &k);
 }
@@ -41,6 +42,8 @@ static void proc_free(struct tally_proc *p)
 	tally_unwind_proc_release(p);
 	free(p->maps);
 	free(p->exe);
+	if (p->jit == 1)
+		close(p->jit_map_fd);
 	if (p->jitdump)
 		close(p->jitdump_fd);
 	free(p->jitdump);
@@ -62,6 +65,7 @@ void tally_agg_release(struct tally_agg *a)
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
 	free(a->frames);
+	free(a->frame_stack1);
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	free(a->stacks);
@@ -154,6 +158,8 @@ struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create)
 		return p;
 	p = xcalloc(1, sizeof(*p));
 	p->pid = pid;
+	p->jit_map_fd = -1;
+	p->jitdump_fd = -1;
 	p->jit_image = TALLY_HIDX_NONE;
 	p->nomap_image = TALLY_HIDX_NONE;
 	GROW(a->procs, a->aprocs, a->nprocs + 1);
@@ -384,6 +390,9 @@ static void on_comm(struct tally_agg *a, const struct tally_rec *r)
 		tally_unwind_proc_release(p);
 		free(p->exe);
 		p->exe = NULL;
+		if (p->jit == 1)
+			close(p->jit_map_fd);
+		p->jit_map_fd = -1;
 		p->jit = 0;
 		if (p->jitdump)
 			close(p->jitdump_fd);
@@ -421,6 +430,8 @@ static void on_fork(struct tally_agg *a, const struct tally_rec *r)
 	}
 }
 
+#define JIT_WARN_MAX 32
+
 static void jit_warn(struct tally_agg *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void jit_warn(struct tally_agg *a, const char *fmt, ...)
 {
@@ -429,24 +440,45 @@ static void jit_warn(struct tally_agg *a, const char *fmt, ...)
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	for (size_t i = 0; i < a->njit_warnings; i++)
+	size_t listed = a->njit_warnings < JIT_WARN_MAX ? a->njit_warnings : JIT_WARN_MAX - 1;
+	for (size_t i = 0; i < listed; i++)
 		if (!strcmp(a->jit_warnings[i], sb.buf)) {
 			strbuf_release(&sb);
 			return;
 		}
-	GROW(a->jit_warnings, a->ajit_warnings, a->njit_warnings + 1);
-	a->jit_warnings[a->njit_warnings++] = strbuf_detach(&sb);
+	if (a->njit_warnings < JIT_WARN_MAX - 1) {
+		GROW(a->jit_warnings, a->ajit_warnings, a->njit_warnings + 1);
+		a->jit_warnings[a->njit_warnings++] = strbuf_detach(&sb);
+		return;
+	}
+	/* many processes (a hostile user's, perhaps): the session stays small */
+	strbuf_reset(&sb);
+	a->jit_warnings_more++;
+	strbuf_addf(&sb, "%" PRIu64 " more JIT warning%s not listed (only the first %d are)", a->jit_warnings_more,
+		    a->jit_warnings_more == 1 ? "" : "s", JIT_WARN_MAX - 1);
+	if (a->njit_warnings == JIT_WARN_MAX) {
+		free(a->jit_warnings[JIT_WARN_MAX - 1]);
+	} else {
+		GROW(a->jit_warnings, a->ajit_warnings, a->njit_warnings + 1);
+		a->njit_warnings++;
+	}
+	a->jit_warnings[JIT_WARN_MAX - 1] = strbuf_detach(&sb);
 }
 
-/* The whole file from its start (the runtime keeps appending to it). */
-static int read_fd(struct strbuf *sb, int fd, size_t max)
+/* The file from its start (the runtime keeps appending to it), at most max bytes;
+ * *more says whether it had more. */
+static int read_fd(struct strbuf *sb, int fd, size_t max, bool *more)
 {
 	strbuf_reset(sb);
+	*more = false;
 	off_t at = 0;
-	for (;;) {
+	while (sb->len < max) {
 		if (strbuf_grow(sb, 65536))
 			return -ENOMEM;
-		ssize_t n = pread(fd, sb->buf + sb->len, sb->alloc - sb->len - 1, at);
+		size_t want = sb->alloc - sb->len - 1;
+		if (want > max - sb->len)
+			want = max - sb->len;
+		ssize_t n = pread(fd, sb->buf + sb->len, want, at);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -455,13 +487,31 @@ static int read_fd(struct strbuf *sb, int fd, size_t max)
 			break;
 		sb->len += (size_t)n;
 		at += n;
-		if (sb->len > max) {
-			errno = EFBIG;
-			return -EFBIG;
-		}
 	}
-	sb->buf[sb->len] = '\0';
+	if (sb->len == max) {
+		char c;
+		ssize_t n;
+		while ((n = pread(fd, &c, 1, at)) < 0 && errno == EINTR)
+			;
+		*more = n > 0;
+	}
+	if (sb->buf)
+		sb->buf[sb->len] = '\0';
 	return 0;
+}
+
+/* "a FIFO": what a file that is not the one expected is, for warnings. */
+static const char *file_kind(const struct stat *st)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFLNK: return "a symbolic link";
+	case S_IFIFO: return "a FIFO";
+	case S_IFDIR: return "a directory";
+	case S_IFCHR: case S_IFBLK: return "a device";
+	case S_IFSOCK: return "a socket";
+	case S_IFREG: return "another file";
+	default: return "something else";
+	}
 }
 
 static void snapshot_jit(struct tally_agg *a, struct tally_proc *p)
@@ -470,20 +520,47 @@ static void snapshot_jit(struct tally_agg *a, struct tally_proc *p)
 		return;
 	struct tally_image *im = &a->images[p->jit_image];
 	struct strbuf sb = STRBUF_INIT;
+	size_t budget = a->jit_budget, used = 0;
+	char bs[32];
+	tally_format_size(budget, bs, sizeof(bs));
+	bool more;
 	if (p->jit == 1) {
+		/* from the descriptor opened when it was checked: never by its name again,
+		 * which its owner may have pointed anywhere since */
 		char mp[64];
 		snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
-		if (strbuf_read_file(&sb, mp, 256u << 20) == 0) {
+		if (read_fd(&sb, p->jit_map_fd, budget, &more) == 0) {
+			if (more) {
+				/* whole lines only */
+				char *nl = sb.len ? memrchr(sb.buf, '\n', sb.len) : NULL;
+				sb.len = nl ? (size_t)(nl - sb.buf) + 1 : 0;
+				sb.buf[sb.len] = '\0';
+				jit_warn(a, "perf map '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are used",
+					 mp, p->pid, bs, sb.len);
+			}
+			used = sb.len;
 			free(im->jit_map);
 			im->jit_map_len = sb.len;
 			im->jit_map = strbuf_detach(&sb);
+		} else {
+			jit_warn(a, "perf map '%s' of pid %d: cannot read it: %s", mp, p->pid, strerror(errno));
 		}
+		struct stat st;
+		if (lstat(mp, &st) == 0 && ((uint64_t)st.st_dev != p->jit_map_dev || (uint64_t)st.st_ino != p->jit_map_ino))
+			jit_warn(a, "perf map '%s' of pid %d was replaced by %s after tally opened it: the copy is of the file tally opened (docs/symbols.md)",
+				 mp, p->pid, file_kind(&st));
 		strbuf_reset(&sb);
 	}
 	if (p->jitdump) {
-		if (read_fd(&sb, p->jitdump_fd, 1u << 30) == 0) {
+		size_t room = budget - used;
+		if (read_fd(&sb, p->jitdump_fd, room, &more) == 0) {
+			if (more)
+				jit_warn(a, "jitdump '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are read",
+					 p->jitdump, p->pid, bs, sb.len);
+			/* what parsing may cost: in proportion to the dump, within the budget */
+			size_t pb = tally_jitdump_budget(sb.len), left = room - sb.len;
 			struct tally_jitdump *jd = xcalloc(1, sizeof(*jd));
-			if (tally_jitdump_parse(jd, sb.buf, sb.len)) {
+			if (tally_jitdump_parse_budget(jd, sb.buf, sb.len, pb < left ? pb : left ? left : 1)) {
 				jit_warn(a, "jitdump '%s' of pid %d: %s: not used (its code counts as nomap)", p->jitdump, p->pid,
 					 tally_errmsg());
 				tally_jitdump_release(jd);
@@ -531,29 +608,16 @@ static int cmp_jrange(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* The address ranges a perf map names ("START SIZE NAME" lines, hex), sorted. */
+/* The address ranges a perf map names, sorted. */
 static struct jrange *map_ranges(const char *map, size_t len, size_t *n)
 {
-	struct jrange *r = NULL;
-	size_t cap = 0;
-	*n = 0;
-	const char *p = map, *end = map + len;
-	while (p && p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		char line[128];
-		size_t l = (size_t)((nl ? nl : end) - p);
-		if (l > sizeof(line) - 1)
-			l = sizeof(line) - 1;
-		memcpy(line, p, l);
-		line[l] = '\0';
-		char *e1, *e2;
-		unsigned long long start = strtoull(line, &e1, 16), size;
-		if (e1 != line && *e1 == ' ' && (size = strtoull(e1 + 1, &e2, 16), e2 != e1 + 1 && *e2 == ' ' && e2[1])) {
-			GROW(r, cap, *n + 1);
-			r[(*n)++] = (struct jrange){ start, start + (size ? size : 1) };
-		}
-		p = nl ? nl + 1 : NULL;
-	}
+	struct tally_perfmap_sym *syms;
+	size_t bad;
+	tally_perfmap_parse(map, len, &syms, n, &bad);
+	struct jrange *r = *n ? xmalloc(*n * sizeof(*r)) : NULL;
+	for (size_t i = 0; i < *n; i++)
+		r[i] = (struct jrange){ syms[i].start, syms[i].start + (syms[i].size ? syms[i].size : 1) };
+	free(syms);
 	tally_qsort(r, *n, sizeof(*r), cmp_jrange);
 	return r;
 }
@@ -650,18 +714,44 @@ static bool is_jitdump_name(const char *path, int pid)
 	return !strcmp(b, want);
 }
 
-static bool owned_by_process(struct tally_agg *a, int pid, const char *path)
+/* Opens a JIT file of process p once, as it is checked: not through a symbolic
+ * link, without blocking (a FIFO), and only a regular file owned by the process's
+ * own user (another user could otherwise name its code, and the recorder may be
+ * root). The descriptor, or -1 with a warning or the untrusted count saying why
+ * (nothing when there is no such file). */
+static int open_jit_file(struct tally_agg *a, struct tally_proc *p, const char *path, const char *what, const char *name,
+			 struct stat *st)
 {
-	char pp[32];
-	struct stat ms, ps;
-	snprintf(pp, sizeof(pp), "/proc/%d", pid);
-	if (stat(path, &ms) < 0 || !S_ISREG(ms.st_mode))
-		return false;
-	if (stat(pp, &ps) < 0 || ps.st_uid != ms.st_uid) {
-		a->jit_untrusted++;
-		return false;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			jit_warn(a, "%s '%s' of pid %d is a symbolic link: not used (its code counts as nomap)", what, name, p->pid);
+		else if (errno != ENOENT && errno != ENOTDIR)
+			jit_warn(a, "%s '%s' of pid %d: cannot open it: %s (its code counts as nomap)", what, name, p->pid,
+				 strerror(errno));
+		return -1;
 	}
-	return true;
+	if (fstat(fd, st) < 0) {
+		jit_warn(a, "%s '%s' of pid %d: cannot stat it: %s (its code counts as nomap)", what, name, p->pid,
+			 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		jit_warn(a, "%s '%s' of pid %d is %s, not a regular file: not used (its code counts as nomap)", what, name, p->pid,
+			 file_kind(st));
+		close(fd);
+		return -1;
+	}
+	char pp[32];
+	struct stat ps;
+	snprintf(pp, sizeof(pp), "/proc/%d", p->pid);
+	if (stat(pp, &ps) < 0 || ps.st_uid != st->st_uid) {
+		a->jit_untrusted++;
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static uint32_t jit_image(struct tally_agg *a, struct tally_proc *p, const char *path)
@@ -690,30 +780,32 @@ static void check_jitdump(struct tally_agg *a, struct tally_proc *p, const char 
 		strbuf_reset(&rp);
 		strbuf_addstr(&rp, name);
 	}
-	if (owned_by_process(a, p->pid, rp.buf)) {
-		/* kept open: the dump is read when the process has exited, or was removed */
-		int fd = open(rp.buf, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			p->jitdump_fd = fd;
-			p->jitdump = xstrdup(name);
-			jit_image(a, p, name);
-		} else {
-			jit_warn(a, "jitdump '%s' of pid %d: cannot open it: %s (its code counts as nomap)", name, p->pid,
-				 strerror(errno));
-		}
+	/* kept open: the dump is read from it when the process has exited, or was removed */
+	struct stat st;
+	int fd = open_jit_file(a, p, rp.buf, "jitdump", name, &st);
+	if (fd >= 0) {
+		p->jitdump_fd = fd;
+		p->jitdump = xstrdup(name);
+		jit_image(a, p, name);
 	}
 	strbuf_release(&rp);
 }
 
 /* Decides once per process whether /tmp/perf-PID.map may name its anonymous code:
- * only a map owned by the process's own user is trusted. */
+ * only a map owned by the process's own user is trusted, and it is kept open from
+ * then on (snapshot_jit reads it). */
 static void check_jit(struct tally_agg *a, struct tally_proc *p)
 {
 	char mp[64];
 	snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
 	p->jit = -1;
-	if (!owned_by_process(a, p->pid, mp))
+	struct stat st;
+	int fd = open_jit_file(a, p, mp, "perf map", mp, &st);
+	if (fd < 0)
 		return;
+	p->jit_map_fd = fd;
+	p->jit_map_dev = (uint64_t)st.st_dev;
+	p->jit_map_ino = (uint64_t)st.st_ino;
 	jit_image(a, p, mp);
 	p->jit = 1;
 }
@@ -769,7 +861,9 @@ uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset)
 	if (i != TALLY_HIDX_NONE)
 		return i;
 	GROW(a->frames, a->aframes, a->nframes + 1);
+	GROW(a->frame_stack1, a->aframe_stack1, a->nframes + 1);
 	a->frames[a->nframes] = k;
+	a->frame_stack1[a->nframes] = 0;
 	tally_hidx_put(&a->frame_idx, h, (uint32_t)a->nframes);
 	return (uint32_t)a->nframes++;
 }
@@ -929,7 +1023,14 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 			fr[n++] = tally_agg_frame(a, img, off);
 		}
 	}
-	uint32_t st = tally_agg_stack(a, fr, n);
+	uint32_t st;
+	if (n == 1) {
+		if (!a->frame_stack1[fr[0]])
+			a->frame_stack1[fr[0]] = tally_agg_stack(a, fr, 1) + 1;
+		st = a->frame_stack1[fr[0]] - 1;
+	} else {
+		st = tally_agg_stack(a, fr, n);
+	}
 	/* the kernel reports pid -1 for a task it can no longer name (exiting): no process */
 	tally_agg_count(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1);
 	a->samples[r->event]++;
@@ -1127,6 +1228,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->frames);
 	a->frames = NULL;
 	a->nframes = a->aframes = 0;
+	free(a->frame_stack1);
+	a->frame_stack1 = NULL;
+	a->aframe_stack1 = 0;
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	a->stack_frames = NULL;
@@ -1153,6 +1257,7 @@ void tally_agg_reset(struct tally_agg *a)
 	for (size_t i = 0; i < a->njit_warnings; i++)
 		free(a->jit_warnings[i]);
 	a->njit_warnings = 0;
+	a->jit_warnings_more = 0;
 	a->uw_samples = a->uw_short = a->uw_joined = 0;
 	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
 	for (size_t i = 0; i < a->nprocs; i++)
@@ -1221,11 +1326,13 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	for (size_t i = 0; i < a->nimages; i++) {
 		const struct tally_image *im = &a->images[i];
 		m += strlen(im->path) + 1 + im->jit_map_len + im->jd_text_len;
+		if (im->jd) /* kept until written: counted, so --max-memory sees it */
+			m += sizeof(*im->jd) + im->jd->bytes;
 		if (im->id)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);

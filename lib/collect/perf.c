@@ -719,9 +719,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	free(pfd);
 
-	/* a new period costs an IPI per event fd: 20 times a second is plenty to break
-	 * any lock-step between the program and the sampling */
-	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.05) {
+	/* a new period costs an IPI per event fd (the daemon's largest cost after the
+	 * samples themselves): 5 times a second is plenty to break any lock-step
+	 * between the program and the sampling */
+	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.2) {
 		redraw_periods(c);
 		c->last_redraw = tally_now_mono();
 	}
@@ -775,6 +776,11 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
 			     uint64_t *max, double *mean)
 {
+	if (!c) {
+		*min = *max = 0;
+		*mean = 0;
+		return;
+	}
 	const struct period_stats *s = &c->ps[event];
 	*min = s->n ? s->min : 0;
 	*max = s->n ? s->max : 0;
@@ -789,8 +795,10 @@ static int cmp_u64(const void *a, const void *b)
 
 size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90)
 {
-	struct period_stats *s = &c->ps[event];
 	*p10 = *p50 = *p90 = 0;
+	if (!c)
+		return 0;
+	struct period_stats *s = &c->ps[event];
 	if (!s->nivals)
 		return 0;
 	tally_qsort(s->ivals, s->nivals, sizeof(uint64_t), cmp_u64);
@@ -802,7 +810,7 @@ size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t 
 
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event)
 {
-	return c->mean_period[event];
+	return c ? c->mean_period[event] : 0;
 }
 
 void tally_collector_free(struct tally_collector *c)

@@ -205,18 +205,22 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot create a socket: %s", strerror(errno));
 	int ret = 0;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		if (e == EAGAIN || e == EINPROGRESS) {
-			/* the daemon's backlog is full: wait for room */
-			if (wait_fd(fd, POLLOUT, timeout) <= 0) {
+	double give_up = tally_now_mono() + (timeout > 0 ? timeout : 1e9);
+	for (unsigned attempt = 0;; attempt++) {
+		int e = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? errno : 0;
+		if (e == EISCONN)
+			e = 0;
+		if (e == EINTR)
+			continue;
+		if (e == EAGAIN || e == EINPROGRESS || e == EALREADY) {
+			/* the daemon's backlog is full (a Unix socket says so at once and
+			 * never tells when there is room): try again, at uneven intervals */
+			if (tally_now_mono() >= give_up) {
 				ret = tally_seterr(-ETIMEDOUT, "the daemon at '%s' did not accept the connection within %.0f s", path, timeout);
 				goto out;
 			}
-			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EISCONN)
-				e = errno;
-			else
-				e = 0;
+			usleep(1000 * (2 + attempt % 7));
+			continue;
 		}
 		if (e == ECONNREFUSED)
 			ret = tally_seterr(-e, "no daemon listens on '%s' (it is not running: start it with 'tally daemon')", path);
@@ -226,6 +230,7 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			ret = tally_seterr(-e, "cannot connect to '%s': %s", path, strerror(e));
 		if (ret)
 			goto out;
+		break;
 	}
 	struct strbuf req = STRBUF_INIT;
 	strbuf_addf(&req, "%s\n", request);

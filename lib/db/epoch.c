@@ -3,6 +3,7 @@
  * every reading command shares (see epoch.h). */
 #define _GNU_SOURCE
 #include "tally/epoch.h"
+#include "tally/archive.h"
 #include "tally/util.h"
 
 #include <ctype.h>
@@ -344,7 +345,7 @@ int tally_bundle_parse(const char *buf, size_t len, const char *what,
 	const char *p = buf, *end = buf + len;
 	char q[TALLY_EXCERPT_SIZE];
 	if (len < 13 || strncmp(buf, "tally-bundle:", 13))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain')",
+		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain', nor an archive from 'tally archive')",
 				    what);
 	const char *nl = memchr(p, '\n', len);
 	if (!nl || strncmp(buf, "tally-bundle: 1\n", 16)) {
@@ -782,14 +783,17 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	struct stat st;
 	if (!tally_db_select_active(sel))
 		sel = NULL;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
+	bool archive = tally_archive_is(path);
+	if (!archive && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
 		return open_daemon(db, path, sel);
 	if (sel && sel->epoch) {
 		memset(db, 0, sizeof(*db));
 		return tally_seterr(-EINVAL, "--epoch: '%s' is not a daemon database, it has no epochs (written by 'tally daemon')", path);
 	}
 	int r;
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+	if (archive)
+		r = tally_archive_open(db, path);
+	else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		r = open_bundle(db, path);
 	else
 		r = tally_db_open_dir(db, path);

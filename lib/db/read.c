@@ -1155,6 +1155,8 @@ void tally_db_release(struct tally_db *db)
 	if (db->tmpdir)
 		tally_remove_tree(db->tmpdir);
 	free(db->tmpdir);
+	free(db->files);
+	free(db->archive);
 	memset(db, 0, sizeof(*db));
 }
 
@@ -1162,7 +1164,7 @@ const char *tally_db_image_dir(const struct tally_db *db, uint32_t image)
 {
 	if (image < db->nimages && db->images[image].dir)
 		return db->images[image].dir;
-	return db->tmpdir ? db->tmpdir : db->path;
+	return db->files ? db->files : db->tmpdir ? db->tmpdir : db->path;
 }
 
 int tally_db_event(const struct tally_db *db, const char *name)

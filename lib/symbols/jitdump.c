@@ -1,6 +1,8 @@
-/* perf's jitdump format, read at record time, and the database's text copy of
- * it, read at report time (see jitdump.h). The dump is written by a runtime
- * we do not trust to be well formed: every length is checked against the file. */
+/* perf's jitdump format, read at record time, the database's text copy of it,
+ * read at report time, and perf maps (see jitdump.h). The files are written by
+ * a runtime we do not trust to be well formed, nor to be harmless: every length
+ * is checked against the file, and what one dump may make us allocate is
+ * bounded (tally_jitdump_budget). */
 #define _GNU_SOURCE
 #include "tally/jitdump.h"
 
@@ -17,6 +19,7 @@
 #define JITDUMP_HEADER 40 /* magic, version, total_size, elf_mach, pad1, pid, timestamp, flags */
 #define JITREC_HEADER 16  /* id, total_size, timestamp */
 #define CODE_MAX (256u << 20)
+#define MIB ((size_t)1 << 20)
 
 enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1, JIT_CODE_DEBUG_INFO = 2, JIT_CODE_CLOSE = 3, JIT_CODE_UNWINDING_INFO = 4 };
 
@@ -32,6 +35,38 @@ static uint64_t get64(const unsigned char *p, bool swap)
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return swap ? __builtin_bswap64(v) : v;
+}
+
+/* One past the last byte of f (a function of size 0 still covers its address);
+ * UINT64_MAX where that would wrap. */
+static uint64_t func_end(const struct tally_jit_func *f)
+{
+	uint64_t n = f->size ? f->size : 1;
+	return f->addr > UINT64_MAX - n ? UINT64_MAX : f->addr + n;
+}
+
+static size_t func_cost(size_t name_len, uint64_t code_size, size_t nlines)
+{
+	return sizeof(struct tally_jit_func) + name_len + 1 + (size_t)code_size + nlines * sizeof(struct tally_jit_line);
+}
+
+static size_t func_bytes(const struct tally_jit_func *f)
+{
+	return func_cost(strlen(f->name), f->code ? f->size : 0, f->nlines);
+}
+
+/* Counts cost against the budget: false (and nothing counted) when it would pass it. */
+static bool charge(struct tally_jitdump *jd, size_t cost)
+{
+	if (jd->budget && (jd->bytes > jd->budget || cost > jd->budget - jd->bytes))
+		return false;
+	jd->bytes += cost;
+	return true;
+}
+
+size_t tally_jitdump_budget(size_t len)
+{
+	return len > (SIZE_MAX - MIB) / 4 ? SIZE_MAX : 4 * len + MIB;
 }
 
 static void func_free(struct tally_jit_func *f)
@@ -62,14 +97,19 @@ static bool file_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(jd->files[idx], key);
 }
 
-static uint32_t intern_file(struct tally_jitdump *jd, const char *name)
+/* The index of file name (n bytes, no NUL among them), added when new; UINT32_MAX
+ * when adding it would pass the budget. */
+static uint32_t intern_file(struct tally_jitdump *jd, const char *name, size_t n)
 {
-	uint64_t h = tally_hash_bytes(name, strlen(name), 0);
-	uint32_t i = tally_hidx_get(&jd->file_idx, h, name, file_eq, jd);
-	if (i != TALLY_HIDX_NONE)
-		return i;
+	char *s = xstrndup(name, n);
+	uint64_t h = tally_hash_bytes(s, n, 0);
+	uint32_t i = tally_hidx_get(&jd->file_idx, h, s, file_eq, jd);
+	if (i != TALLY_HIDX_NONE || !charge(jd, n + 1 + sizeof(char *))) {
+		free(s);
+		return i == TALLY_HIDX_NONE ? UINT32_MAX : i;
+	}
 	GROW(jd->files, jd->afiles, jd->nfiles + 1);
-	jd->files[jd->nfiles] = xstrdup(name);
+	jd->files[jd->nfiles] = s;
 	tally_hidx_put(&jd->file_idx, h, (uint32_t)jd->nfiles);
 	return (uint32_t)jd->nfiles++;
 }
@@ -83,10 +123,19 @@ static struct tally_jit_func *add_func(struct tally_jitdump *jd)
 	return f;
 }
 
+/* By address, then in the order they came (a stable sort: the copy keeps it). */
 static int cmp_line(const void *a, const void *b)
 {
 	const struct tally_jit_line *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* addr + size (a function of size 0 still covers its address) does not wrap. */
+static bool range_ok(uint64_t addr, uint64_t size)
+{
+	return addr <= UINT64_MAX - (size ? size : 1);
 }
 
 static int cmp_func(const void *a, const void *b)
@@ -97,21 +146,90 @@ static int cmp_func(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* A binary heap of function indices ordered by load order: the newest on top
+ * (sign > 0) or the oldest (sign < 0). */
+struct oheap {
+	uint32_t *v;
+	size_t n;
+	int sign;
+	const struct tally_jit_func *f;
+};
+
+static bool oh_above(const struct oheap *h, uint32_t a, uint32_t b)
+{
+	uint64_t x = h->f[a].order, y = h->f[b].order;
+	return h->sign > 0 ? x > y : x < y;
+}
+
+static void oh_push(struct oheap *h, uint32_t i)
+{
+	size_t k = h->n++;
+	h->v[k] = i;
+	while (k && oh_above(h, h->v[k], h->v[(k - 1) / 2])) {
+		uint32_t t = h->v[k];
+		h->v[k] = h->v[(k - 1) / 2];
+		h->v[(k - 1) / 2] = t;
+		k = (k - 1) / 2;
+	}
+}
+
+static void oh_pop(struct oheap *h)
+{
+	h->v[0] = h->v[--h->n];
+	size_t k = 0;
+	for (;;) {
+		size_t l = 2 * k + 1, r = l + 1, m = k;
+		if (l < h->n && oh_above(h, h->v[l], h->v[m]))
+			m = l;
+		if (r < h->n && oh_above(h, h->v[r], h->v[m]))
+			m = r;
+		if (m == k)
+			break;
+		uint32_t t = h->v[k];
+		h->v[k] = h->v[m];
+		h->v[m] = t;
+		k = m;
+	}
+}
+
 /* Sorted by address; where two functions overlap (the runtime reused the memory),
- * the one loaded last names it and the other is dropped. */
+ * the one loaded last names it and the other is dropped, whether or not something
+ * newer drops that one in turn. One sweep in address order, O(n log n): the
+ * functions that started earlier and still cover the current address are kept in
+ * two heaps, newest and oldest on top, so the current function is dropped when the
+ * newest of them is newer, and drops those of them older than itself. */
 static void finish(struct tally_jitdump *jd)
 {
-	tally_qsort(jd->funcs, jd->nfuncs, sizeof(*jd->funcs), cmp_func);
-	bool *drop = xcalloc(jd->nfuncs + 1, sizeof(bool));
-	for (size_t i = 0; i < jd->nfuncs; i++) {
-		struct tally_jit_func *a = &jd->funcs[i];
-		uint64_t end = a->addr + (a->size ? a->size : 1);
-		for (size_t j = i + 1; j < jd->nfuncs && jd->funcs[j].addr < end; j++)
-			drop[jd->funcs[j].order < a->order ? j : i] = true;
+	size_t n = jd->nfuncs;
+	tally_qsort(jd->funcs, n, sizeof(*jd->funcs), cmp_func);
+	bool *drop = xcalloc(n + 1, sizeof(bool));
+	struct oheap newest = { xmalloc((n + 1) * sizeof(uint32_t)), 0, 1, jd->funcs };
+	struct oheap oldest = { xmalloc((n + 1) * sizeof(uint32_t)), 0, -1, jd->funcs };
+	for (size_t g = 0; g < n; g++) {
+		const struct tally_jit_func *cur = &jd->funcs[g];
+		while (newest.n && func_end(&jd->funcs[newest.v[0]]) <= cur->addr)
+			oh_pop(&newest);
+		if (newest.n && jd->funcs[newest.v[0]].order > cur->order)
+			drop[g] = true;
+		while (oldest.n) {
+			uint32_t t = oldest.v[0];
+			if (func_end(&jd->funcs[t]) > cur->addr) {
+				if (jd->funcs[t].order > cur->order)
+					break;
+				drop[t] = true;
+			}
+			oh_pop(&oldest);
+		}
+		oh_push(&newest, (uint32_t)g);
+		oh_push(&oldest, (uint32_t)g);
 	}
+	free(newest.v);
+	free(oldest.v);
 	size_t u = 0;
-	for (size_t i = 0; i < jd->nfuncs; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (drop[i]) {
+			size_t b = func_bytes(&jd->funcs[i]);
+			jd->bytes -= b < jd->bytes ? b : jd->bytes;
 			func_free(&jd->funcs[i]);
 			continue;
 		}
@@ -143,15 +261,18 @@ static void warn_once(struct tally_jitdump *jd, const char *fmt, ...)
 }
 
 /* JIT_CODE_DEBUG_INFO: code_addr, nr_entry, then entries of addr, line, discrim
- * and a NUL-terminated file name. False when the entries overrun the record. */
-static bool parse_debug(struct tally_jitdump *jd, const unsigned char *p, size_t len, bool swap, struct pending_debug *pd)
+ * and a NUL-terminated file name. 0 when parsed, -1 when the entries overrun the
+ * record, -2 when their file names would pass the budget. Entries with an empty
+ * file name are not kept (a runtime wrote garbage there). */
+static int parse_debug(struct tally_jitdump *jd, const unsigned char *p, size_t len, bool swap, struct pending_debug *pd)
 {
 	if (len < 16)
-		return false;
+		return -1;
 	uint64_t code_addr = get64(p, swap), nr = get64(p + 8, swap);
 	size_t off = 16;
 	struct tally_jit_line *lines = NULL;
 	size_t n = 0, cap = 0;
+	int r = -1;
 	for (uint64_t i = 0; i < nr; i++) {
 		if (len - off < 17)
 			goto bad;
@@ -161,21 +282,113 @@ static bool parse_debug(struct tally_jitdump *jd, const unsigned char *p, size_t
 		size_t nl = strnlen(name, len - off - 16);
 		if (nl == len - off - 16)
 			goto bad;
-		GROW(lines, cap, n + 1);
-		lines[n++] = (struct tally_jit_line){ addr, line, discrim, intern_file(jd, name) };
 		off += 16 + nl + 1;
+		if (!nl)
+			continue;
+		uint32_t file = intern_file(jd, name, nl);
+		if (file == UINT32_MAX) {
+			r = -2;
+			goto bad;
+		}
+		GROW(lines, cap, n + 1);
+		lines[n] = (struct tally_jit_line){ addr, line, discrim, file, (uint32_t)n };
+		n++;
 	}
 	free(pd->lines);
 	*pd = (struct pending_debug){ code_addr, lines, n, true };
-	return true;
+	return 0;
 bad:
 	free(lines);
-	return false;
+	return r;
+}
+
+/* The pending line table, if it is f's: its entries inside f move to f. */
+static void take_lines(struct tally_jit_func *f, struct pending_debug *pd)
+{
+	if (!pd->valid || pd->code_addr != f->addr)
+		return;
+	uint64_t end = func_end(f);
+	size_t k = 0;
+	for (size_t i = 0; i < pd->n; i++)
+		if (pd->lines[i].addr >= f->addr && pd->lines[i].addr < end)
+			pd->lines[k++] = pd->lines[i];
+	if (k) {
+		f->lines = pd->lines;
+		f->nlines = k;
+	} else {
+		free(pd->lines);
+	}
+	*pd = (struct pending_debug){ 0, NULL, 0, false };
+}
+
+/* The newest function per (code index, address), for JIT_CODE_MOVE: a hash index
+ * over distinct keys, each key's newest function in latest[]. */
+struct move_idx {
+	struct tally_hidx h;
+	uint64_t *addr, *index;
+	size_t *latest;
+	size_t n, a_addr, a_index, a_latest;
+};
+
+struct move_key {
+	uint64_t addr, index;
+};
+
+static bool move_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct move_idx *m = ctx;
+	const struct move_key *k = key;
+	return m->addr[idx] == k->addr && m->index[idx] == k->index;
+}
+
+static uint64_t move_hash(uint64_t addr, uint64_t index)
+{
+	return tally_hash_u64(addr ^ tally_hash_u64(index));
+}
+
+static void move_note(struct move_idx *m, uint64_t addr, uint64_t index, size_t func)
+{
+	struct move_key k = { addr, index };
+	uint64_t h = move_hash(addr, index);
+	uint32_t i = tally_hidx_get(&m->h, h, &k, move_eq, m);
+	if (i != TALLY_HIDX_NONE) {
+		m->latest[i] = func;
+		return;
+	}
+	GROW(m->addr, m->a_addr, m->n + 1);
+	GROW(m->index, m->a_index, m->n + 1);
+	GROW(m->latest, m->a_latest, m->n + 1);
+	m->addr[m->n] = addr;
+	m->index[m->n] = index;
+	m->latest[m->n] = func;
+	tally_hidx_put(&m->h, h, (uint32_t)m->n);
+	m->n++;
+}
+
+static size_t move_find(const struct move_idx *m, uint64_t addr, uint64_t index)
+{
+	struct move_key k = { addr, index };
+	uint32_t i = tally_hidx_get(&m->h, move_hash(addr, index), &k, move_eq, m);
+	return i == TALLY_HIDX_NONE ? SIZE_MAX : m->latest[i];
+}
+
+static void move_release(struct move_idx *m)
+{
+	tally_hidx_release(&m->h);
+	free(m->addr);
+	free(m->index);
+	free(m->latest);
 }
 
 int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len)
 {
+	return tally_jitdump_parse_budget(jd, buf, len, tally_jitdump_budget(len));
+}
+
+int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t len, size_t budget)
+{
 	memset(jd, 0, sizeof(*jd));
+	jd->budget = budget;
 	const unsigned char *p = buf;
 	if (len < JITDUMP_HEADER)
 		return tally_seterr(-EINVAL, "%zu bytes, too short for a jitdump header", len);
@@ -195,6 +408,8 @@ int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len)
 	jd->elf_mach = get32(p + 12, swap);
 	jd->pid = get32(p + 20, swap);
 	struct pending_debug pd = { 0, NULL, 0, false };
+	struct move_idx mi;
+	memset(&mi, 0, sizeof(mi));
 	size_t off = hsize, damaged = 0, first_bad = 0;
 	while (off < len) {
 		if (len - off < JITREC_HEADER) {
@@ -222,23 +437,33 @@ int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len)
 				uint64_t code_addr = get64(r + 16, swap), code_size = get64(r + 24, swap), index = get64(r + 32, swap);
 				const char *name = (const char *)r + 40;
 				size_t nl = strnlen(name, rl - 40);
-				if (nl == rl - 40 || code_size > rl - 40 - nl - 1 || code_size > CODE_MAX ||
-				    code_addr + code_size < code_addr) {
+				if (!nl || nl == rl - 40 || code_size > rl - 40 - nl - 1 || code_size > CODE_MAX ||
+				    !range_ok(code_addr, code_size)) {
 					ok = false;
 				} else {
-					struct tally_jit_func *f = add_func(jd);
-					f->addr = code_addr;
-					f->size = code_size;
-					f->index = index;
-					f->name = xstrndup(name, nl);
-					if (code_size) {
-						f->code = xmalloc(code_size);
-						memcpy(f->code, name + nl + 1, code_size);
-					}
-					if (pd.valid && pd.code_addr == code_addr) {
-						f->lines = pd.lines;
-						f->nlines = pd.n;
-						pd = (struct pending_debug){ 0, NULL, 0, false };
+					struct tally_jit_func tmp = { .addr = code_addr, .size = code_size };
+					size_t nlines = 0;
+					if (pd.valid && pd.code_addr == code_addr)
+						for (size_t i = 0; i < pd.n; i++)
+							nlines += pd.lines[i].addr >= code_addr && pd.lines[i].addr < func_end(&tmp);
+					if (!charge(jd, func_cost(nl, code_size, nlines))) {
+						jd->dropped++;
+						if (pd.valid && pd.code_addr == code_addr) {
+							free(pd.lines);
+							pd = (struct pending_debug){ 0, NULL, 0, false };
+						}
+					} else {
+						struct tally_jit_func *f = add_func(jd);
+						f->addr = code_addr;
+						f->size = code_size;
+						f->index = index;
+						f->name = xstrndup(name, nl);
+						if (code_size) {
+							f->code = xmalloc(code_size);
+							memcpy(f->code, name + nl + 1, code_size);
+						}
+						take_lines(f, &pd);
+						move_note(&mi, code_addr, index, jd->nfuncs - 1);
 					}
 				}
 			}
@@ -247,37 +472,43 @@ int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len)
 				ok = false;
 			} else {
 				uint64_t old_addr = get64(r + 16, swap), new_addr = get64(r + 24, swap), index = get64(r + 40, swap);
-				struct tally_jit_func *src = NULL;
-				for (size_t i = jd->nfuncs; i-- > 0;)
-					if (jd->funcs[i].index == index && jd->funcs[i].addr == old_addr) {
-						src = &jd->funcs[i];
-						break;
-					}
-				if (src) {
-					/* the code may have run at both places: keep both */
-					size_t si = (size_t)(src - jd->funcs);
-					struct tally_jit_func *f = add_func(jd);
-					src = &jd->funcs[si];
-					f->addr = new_addr;
-					f->size = src->size;
-					f->index = index;
-					f->name = xstrdup(src->name);
-					if (src->code) {
-						f->code = xmalloc(src->size);
-						memcpy(f->code, src->code, src->size);
-					}
-					if (src->nlines) {
-						f->lines = xmalloc(src->nlines * sizeof(*f->lines));
-						f->nlines = src->nlines;
-						for (size_t k = 0; k < src->nlines; k++) {
-							f->lines[k] = src->lines[k];
-							f->lines[k].addr = src->lines[k].addr - old_addr + new_addr;
+				size_t si = move_find(&mi, old_addr, index);
+				if (si != SIZE_MAX) {
+					const struct tally_jit_func *src = &jd->funcs[si];
+					if (!range_ok(new_addr, src->size)) {
+						ok = false;
+					} else if (!charge(jd, func_bytes(src))) {
+						jd->dropped++;
+						jd->dropped_moves++;
+					} else {
+						/* the code may have run at both places: keep both */
+						struct tally_jit_func *f = add_func(jd);
+						src = &jd->funcs[si];
+						f->addr = new_addr;
+						f->size = src->size;
+						f->index = index;
+						f->name = xstrdup(src->name);
+						if (src->code) {
+							f->code = xmalloc(src->size);
+							memcpy(f->code, src->code, src->size);
 						}
+						if (src->nlines) {
+							f->lines = xmalloc(src->nlines * sizeof(*f->lines));
+							f->nlines = src->nlines;
+							for (size_t k = 0; k < src->nlines; k++) {
+								f->lines[k] = src->lines[k];
+								f->lines[k].addr = src->lines[k].addr - old_addr + new_addr;
+							}
+						}
+						move_note(&mi, new_addr, index, jd->nfuncs - 1);
 					}
 				}
 			}
 		} else if (id == JIT_CODE_DEBUG_INFO) {
-			ok = parse_debug(jd, r, rl, swap, &pd);
+			int d = parse_debug(jd, r, rl, swap, &pd);
+			ok = d != -1;
+			if (d == -2)
+				jd->dropped++;
 		} else if (id == JIT_CODE_CLOSE) {
 			break;
 		}
@@ -287,9 +518,18 @@ int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len)
 		off += rsize;
 	}
 	free(pd.lines);
-	if (damaged) {
+	move_release(&mi);
+	if (damaged || jd->dropped) {
 		struct strbuf sb = STRBUF_INIT;
-		strbuf_addf(&sb, "%zu damaged record%s skipped (the first at byte %zu)", damaged, damaged == 1 ? "" : "s", first_bad);
+		if (damaged)
+			strbuf_addf(&sb, "%zu damaged record%s skipped (the first at byte %zu)", damaged, damaged == 1 ? "" : "s",
+				    first_bad);
+		if (jd->dropped) {
+			char b[32];
+			tally_format_size(jd->budget, b, sizeof(b));
+			strbuf_addf(&sb, "%s%" PRIu64 " record%s dropped (%" PRIu64 " JIT_CODE_MOVE): they would have taken the dump past its memory budget of %s (docs/symbols.md)",
+				    sb.len ? "; " : "", jd->dropped, jd->dropped == 1 ? "" : "s", jd->dropped_moves, b);
+		}
 		if (jd->warning)
 			strbuf_addf(&sb, "; %s", jd->warning);
 		free(jd->warning);
@@ -312,7 +552,7 @@ struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64
 	if (!lo)
 		return NULL;
 	struct tally_jit_func *f = &jd->funcs[lo - 1];
-	return addr < f->addr + (f->size ? f->size : 1) ? f : NULL;
+	return addr < func_end(f) ? f : NULL;
 }
 
 const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, uint64_t addr)
@@ -328,13 +568,102 @@ const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, 
 	return lo ? &f->lines[lo - 1] : NULL;
 }
 
+/* ---- escaping names and file names ---- */
+
+/* The length of the UTF-8 sequence at p when it is valid and encodes a printable
+ * character (not a C1 control), else 0. A NUL ends every sequence. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n;
+	uint32_t cp;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if (cp < 0xa0 || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+void tally_jit_escape(struct strbuf *sb, const char *s)
+{
+	static const char hx[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+			strbuf_addch(sb, '\\');
+			strbuf_addch(sb, c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+			p++;
+		} else if (c >= 0x20 && c < 0x7f) {
+			strbuf_addch(sb, (char)c);
+			p++;
+		} else {
+			size_t n = c >= 0x80 ? utf8_seq(p) : 0;
+			if (n) {
+				strbuf_add(sb, p, n);
+				p += n;
+			} else {
+				char e[4] = { '\\', 'x', hx[c >> 4], hx[c & 15] };
+				strbuf_add(sb, e, 4);
+				p++;
+			}
+		}
+	}
+}
+
+static int hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+void tally_jit_unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (*r == '\\' && r[1]) {
+			char c = r[1];
+			char o = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == '\\' ? '\\' : 0;
+			if (o) {
+				*w++ = o;
+				r++;
+				continue;
+			}
+			int hi, lo;
+			if (c == 'x' && (hi = hexval((unsigned char)r[2])) >= 0 && (lo = hexval((unsigned char)r[3])) >= 0 &&
+			    (hi | lo)) {
+				*w++ = (char)(hi << 4 | lo);
+				r += 3;
+				continue;
+			}
+		}
+		*w++ = *r;
+	}
+	*w = '\0';
+}
+
 /* ---- the database's text copy ---- */
 
 void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source, struct strbuf *out)
 {
 	strbuf_addstr(out, "# tally's copy of a jitdump: func ADDR SIZE INDEX NAME, then its line and code lines (docs/format.md)\n");
 	strbuf_addstr(out, "source: ");
-	strbuf_add_escaped(out, source);
+	tally_jit_escape(out, source);
 	strbuf_addf(out, "\nelf-mach: %" PRIu32 "\npid: %" PRIu32 "\n\n", jd->elf_mach, jd->pid);
 	static const char hx[] = "0123456789abcdef";
 	for (size_t i = 0; i < jd->nfuncs; i++) {
@@ -342,12 +671,12 @@ void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *
 		if (!all && !f->keep)
 			continue;
 		strbuf_addf(out, "func %" PRIx64 " %" PRIx64 " %" PRIu64 " ", f->addr, f->size, f->index);
-		strbuf_add_escaped(out, f->name);
+		tally_jit_escape(out, f->name);
 		strbuf_addch(out, '\n');
 		for (size_t k = 0; k < f->nlines; k++) {
 			strbuf_addf(out, "line %" PRIx64 " %" PRIu32 " %" PRIu32 " ", f->lines[k].addr, f->lines[k].line,
 				    f->lines[k].discrim);
-			strbuf_add_escaped(out, jd->files[f->lines[k].file]);
+			tally_jit_escape(out, jd->files[f->lines[k].file]);
 			strbuf_addch(out, '\n');
 		}
 		if (f->code && f->size) {
@@ -394,83 +723,227 @@ static bool dec_field(char **p, uint64_t *v, uint64_t max)
 	return true;
 }
 
-static int hexval(int c)
+/* The first damaged line of a copy, and how many there were. */
+struct damage {
+	size_t n, first;
+	char *why;
+};
+
+static void damaged(struct damage *d, size_t ln, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void damaged(struct damage *d, size_t ln, const char *fmt, ...)
 {
-	return isdigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+	if (!d->n++) {
+		struct strbuf sb = STRBUF_INIT;
+		va_list ap;
+		va_start(ap, fmt);
+		strbuf_vaddf(&sb, fmt, ap);
+		va_end(ap);
+		d->first = ln;
+		d->why = strbuf_detach(&sb);
+	}
 }
 
-int tally_jitdump_read_copy(struct tally_jitdump *jd, char *text, const char *what)
+int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t len, const char *what)
 {
 	memset(jd, 0, sizeof(*jd));
-	char *cur = text;
-	size_t ln = 0;
+	struct strbuf lb = STRBUF_INIT;
+	struct damage dmg = { 0, 0, NULL };
+	size_t ln = 0, at = 0, lcap = 0;
 	bool header = true;
-	struct tally_jit_func *f = NULL;
-	size_t lcap = 0;
-	while (*cur) {
-		char *l = cur, *nl = strchr(cur, '\n');
-		if (nl) {
-			*nl = '\0';
-			cur = nl + 1;
-		} else {
-			cur += strlen(cur);
-		}
+	size_t cur = SIZE_MAX; /* the function the next line and code lines belong to */
+	bool skipping = false; /* its func line was damaged: they go with it */
+	bool lines_bad = false; /* its line table was damaged: dropped */
+	while (at < len) {
+		const char *s = text + at, *nl = memchr(s, '\n', len - at);
+		size_t n = nl ? (size_t)(nl - s) : len - at;
+		at += n + (nl ? 1 : 0);
 		ln++;
-		if (l[0] == '#')
-			continue;
-		if (!*l) {
+		bool nul = memchr(s, '\0', n) != NULL;
+		strbuf_reset(&lb);
+		strbuf_add(&lb, s, n);
+		char *l = lb.buf;
+		if (!n) {
 			header = false;
 			continue;
 		}
+		if (l[0] == '#')
+			continue;
 		if (header && strncmp(l, "func ", 5)) {
 			uint64_t v;
 			char *c;
-			if (!strncmp(l, "elf-mach: ", 10) && (c = l + 10, dec_field(&c, &v, UINT32_MAX)))
+			if (nul)
+				damaged(&dmg, ln, "a header line holds a NUL byte");
+			else if (!strncmp(l, "elf-mach: ", 10) && (c = l + 10, dec_field(&c, &v, UINT32_MAX)))
 				jd->elf_mach = (uint32_t)v;
 			else if (!strncmp(l, "pid: ", 5) && (c = l + 5, dec_field(&c, &v, UINT32_MAX)))
 				jd->pid = (uint32_t)v;
 			else if (strncmp(l, "source: ", 8))
-				goto bad;
+				damaged(&dmg, ln, "expected a header line 'source: FILE', 'elf-mach: N' or 'pid: N' before the first 'func' line");
 			continue;
 		}
 		header = false;
 		char *p = l + 5;
 		uint64_t a, b, c;
 		if (!strncmp(l, "func ", 5)) {
-			if (!hex_field(&p, &a) || !hex_field(&p, &b) || !dec_field(&p, &c, UINT64_MAX) || !*p || b > CODE_MAX)
-				goto bad;
-			f = add_func(jd);
-			f->addr = a;
-			f->size = b;
-			f->index = c;
-			tally_unescape(p);
-			f->name = xstrdup(p);
+			cur = SIZE_MAX;
+			skipping = true;
+			lines_bad = false;
 			lcap = 0;
-		} else if (!strncmp(l, "line ", 5) && f) {
-			if (!hex_field(&p, &a) || !dec_field(&p, &b, UINT32_MAX) || !dec_field(&p, &c, UINT32_MAX) || !*p)
-				goto bad;
-			tally_unescape(p);
-			GROW(f->lines, lcap, f->nlines + 1);
-			f->lines[f->nlines++] = (struct tally_jit_line){ a, (uint32_t)b, (uint32_t)c, intern_file(jd, p) };
-		} else if (!strncmp(l, "code ", 5) && f && !f->code) {
-			size_t n = strlen(p);
-			if (n != f->size * 2)
-				goto bad;
-			f->code = xmalloc(f->size + 1);
-			for (size_t k = 0; k < f->size; k++) {
-				int hi = hexval((unsigned char)p[2 * k]), lo = hexval((unsigned char)p[2 * k + 1]);
-				if (hi < 0 || lo < 0)
-					goto bad;
-				f->code[k] = (unsigned char)(hi << 4 | lo);
+			if (nul) {
+				damaged(&dmg, ln, "a 'func' line holds a NUL byte: its function is skipped");
+			} else if (!hex_field(&p, &a) || !hex_field(&p, &b) || !dec_field(&p, &c, UINT64_MAX) || !*p) {
+				damaged(&dmg, ln, "expected 'func ADDR SIZE INDEX NAME' (hex, hex, decimal, a name): its function is skipped");
+			} else if (b > CODE_MAX || !range_ok(a, b)) {
+				damaged(&dmg, ln, "size 0x%" PRIx64 " at 0x%" PRIx64 " is over 256 MiB or past the end of the address space: its function is skipped",
+					b, a);
+			} else {
+				tally_jit_unescape(p);
+				struct tally_jit_func *f = add_func(jd);
+				f->addr = a;
+				f->size = b;
+				f->index = c;
+				f->name = xstrdup(p);
+				jd->bytes += func_cost(strlen(p), 0, 0);
+				cur = jd->nfuncs - 1;
+				skipping = false;
 			}
+		} else if (!strncmp(l, "line ", 5)) {
+			if (skipping || lines_bad)
+				continue;
+			if (cur == SIZE_MAX) {
+				damaged(&dmg, ln, "a 'line' line before any 'func' line");
+				continue;
+			}
+			struct tally_jit_func *f = &jd->funcs[cur];
+			if (nul || !hex_field(&p, &a) || !dec_field(&p, &b, UINT32_MAX) || !dec_field(&p, &c, UINT32_MAX)) {
+				damaged(&dmg, ln, "expected 'line ADDR LINE DISCRIM FILE' (hex, decimal, decimal, a file name): the line table of the function at 0x%" PRIx64 " is dropped",
+					f->addr);
+				jd->bytes -= f->nlines * sizeof(*f->lines);
+				free(f->lines);
+				f->lines = NULL;
+				f->nlines = 0;
+				lines_bad = true;
+				continue;
+			}
+			/* as the recorder keeps them: inside the function, with a file name */
+			if (!*p || a < f->addr || a >= func_end(f))
+				continue;
+			tally_jit_unescape(p);
+			uint32_t file = intern_file(jd, p, strlen(p));
+			GROW(f->lines, lcap, f->nlines + 1);
+			f->lines[f->nlines] = (struct tally_jit_line){ a, (uint32_t)b, (uint32_t)c, file, (uint32_t)f->nlines };
+			f->nlines++;
+			jd->bytes += sizeof(*f->lines);
+		} else if (!strncmp(l, "code ", 5)) {
+			if (skipping)
+				continue;
+			if (cur == SIZE_MAX) {
+				damaged(&dmg, ln, "a 'code' line before any 'func' line");
+				continue;
+			}
+			struct tally_jit_func *f = &jd->funcs[cur];
+			size_t nd = n - 5;
+			if (f->code) {
+				damaged(&dmg, ln, "a second 'code' line for the function at 0x%" PRIx64 " (the first is kept)", f->addr);
+				continue;
+			}
+			if (nul || nd != f->size * 2) {
+				damaged(&dmg, ln, "the code of the function at 0x%" PRIx64 " has %zu hex digits, its size 0x%" PRIx64 " needs %" PRIu64 ": its code is dropped",
+					f->addr, nd, f->size, f->size * 2);
+				continue;
+			}
+			unsigned char *code = xmalloc(f->size + 1);
+			bool ok = true;
+			for (size_t k = 0; k < f->size && ok; k++) {
+				int hi = hexval((unsigned char)p[2 * k]), lo = hexval((unsigned char)p[2 * k + 1]);
+				ok = hi >= 0 && lo >= 0;
+				if (ok)
+					code[k] = (unsigned char)(hi << 4 | lo);
+			}
+			if (!ok) {
+				free(code);
+				damaged(&dmg, ln, "the code of the function at 0x%" PRIx64 " is not hex digits: its code is dropped", f->addr);
+				continue;
+			}
+			f->code = code;
+			jd->bytes += f->size;
 		} else {
-			goto bad;
+			damaged(&dmg, ln, "expected 'func ADDR SIZE INDEX NAME', 'line ADDR LINE DISCRIM FILE' or 'code HEX'");
 		}
 	}
+	strbuf_release(&lb);
 	finish(jd);
+	if (dmg.n) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "'%s' line %zu: %s (", what, dmg.first, dmg.why);
+		if (dmg.n > 1)
+			strbuf_addf(&sb, "%zu damaged lines in all; ", dmg.n);
+		strbuf_addstr(&sb, "the rest of the copy is used; record again for a whole one)");
+		jd->warning = strbuf_detach(&sb);
+		free(dmg.why);
+	}
 	return 0;
-bad:
-	tally_jitdump_release(jd);
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'func ADDR SIZE INDEX NAME', 'line ADDR LINE DISCRIM FILE' or 'code HEX' (the database is damaged: record it again)",
-			    what, ln);
+}
+
+int tally_jitdump_read_copy(struct tally_jitdump *jd, const char *text, const char *what)
+{
+	return tally_jitdump_read_buf(jd, text, strlen(text), what);
+}
+
+/* ---- perf maps ---- */
+
+static bool map_hex(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	uint64_t x = 0;
+	const char *d = s;
+	for (; s < end && hexval((unsigned char)*s) >= 0; s++) {
+		if (x >> 60)
+			return false; /* more than 64 bits */
+		x = x << 4 | (uint64_t)hexval((unsigned char)*s);
+	}
+	if (s == d)
+		return false;
+	*v = x;
+	*p = s;
+	return true;
+}
+
+static bool map_sep(const char **p, const char *end)
+{
+	const char *s = *p;
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == *p)
+		return false;
+	*p = s;
+	return true;
+}
+
+int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad)
+{
+	struct tally_perfmap_sym *r = NULL;
+	size_t n = 0, cap = 0, nbad = 0, at = 0;
+	while (at < len) {
+		const char *s = buf + at, *nl = memchr(s, '\n', len - at);
+		const char *end = nl ? nl : buf + len;
+		at = (size_t)(end - buf) + (nl ? 1 : 0);
+		if (s == end)
+			continue;
+		const char *p = s;
+		uint64_t start, size;
+		if (memchr(s, '\0', (size_t)(end - s)) || !map_hex(&p, end, &start) || !map_sep(&p, end) ||
+		    !map_hex(&p, end, &size) || !map_sep(&p, end) || p == end || start > UINT64_MAX - (size ? size : 1)) {
+			nbad++;
+			continue;
+		}
+		GROW(r, cap, n + 1);
+		r[n++] = (struct tally_perfmap_sym){ start, size, (size_t)(p - buf), (size_t)(end - p) };
+	}
+	*syms = r;
+	*nsyms = n;
+	*bad = nbad;
+	return 0;
 }

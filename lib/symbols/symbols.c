@@ -3,6 +3,7 @@
  * before it is used, and every file looked at is written to the image's log for
  * --explain. */
 #define _GNU_SOURCE
+#include "tally/archive.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
 #include "tally/imgmap.h"
@@ -120,6 +121,7 @@ struct tally_resolver {
 	bool ko_walked;
 	struct strbuf ko_note; /* a search that stopped early, for --explain */
 	char *modules_dir;
+	const char *archive; /* reading an archive: its root, the only place files come from (besides the options) */
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
 	void *dfd_lib;
@@ -149,6 +151,7 @@ int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, c
 	struct tally_resolver *r = xcalloc(1, sizeof(*r));
 	elf_version(EV_CURRENT);
 	r->db = db;
+	r->archive = db->archive;
 	if (o)
 		r->o = *o;
 	if (r->o.debuginfod_timeout <= 0)
@@ -165,7 +168,12 @@ int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, c
 	r->cb.section_address = dwfl_offline_section_address;
 	r->cb.debuginfo_path = &r->debuginfo_path;
 	const char *rel = tally_meta_get(&db->session, "kernel-release");
-	if (r->o.modules_dir)
+	if (r->archive) {
+		/* the archive's own modules, never this machine's /lib/modules */
+		struct strbuf md = STRBUF_INIT;
+		strbuf_addf(&md, "%s/kernel/modules", r->archive);
+		r->modules_dir = strbuf_detach(&md);
+	} else if (r->o.modules_dir)
 		r->modules_dir = xstrdup(r->o.modules_dir);
 	else if (rel && *rel && !strchr(rel, '/')) {
 		struct strbuf md = STRBUF_INIT;
@@ -538,7 +546,10 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 			add_cand(c, n, &a, "--debug-dir with the binary's directory and its debuglink", true, "%s%s/%s", d, odir,
 				 debuglink);
 	}
-	if (bid)
+	if (bid && r->archive)
+		add_cand(c, n, &a, "the archive's build-id directory", false, "%s/debug/.build-id/%.2s/%s.debug", r->archive,
+			 di->id, di->id + 2);
+	else if (bid)
 		add_cand(c, n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
 			 di->id + 2);
 	if (debuglink) {
@@ -546,9 +557,13 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 		for (int k = 0; k < 2; k++) {
 			if (!dirs[k] || (k == 1 && mdir && !strcmp(mdir, odir)))
 				continue;
+			/* an archive's debuglink files sit next to its copy of the image, and
+			 * nothing outside it is looked at */
+			if (r->archive && (k == 1 || !main_path))
+				continue;
 			add_cand(c, n, &a, ".gnu_debuglink next to the binary", true, "%s/%s", dirs[k], debuglink);
 			add_cand(c, n, &a, ".gnu_debuglink in .debug/", true, "%s/.debug/%s", dirs[k], debuglink);
-			if (dirs[k][0] == '/' || !dirs[k][0])
+			if ((dirs[k][0] == '/' || !dirs[k][0]) && !r->archive)
 				add_cand(c, n, &a, ".gnu_debuglink under /usr/lib/debug", true, "/usr/lib/debug%s/%s", dirs[k],
 					 debuglink);
 		}
@@ -779,7 +794,15 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 		for (size_t i = 0; i < m; i++)
 			add_cand(&c, &n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
 	}
-	add_cand(&c, &n, &a, "recorded path", false, "%s", p);
+	if (r->archive) {
+		/* never the file that has the recorded path on this machine */
+		struct strbuf m = STRBUF_INIT;
+		tally_archive_image_member(di, &m);
+		add_cand(&c, &n, &a, "in the archive", false, "%s/%s", r->archive, m.buf);
+		strbuf_release(&m);
+	} else {
+		add_cand(&c, &n, &a, "recorded path", false, "%s", p);
+	}
 	free(p);
 	char *found = NULL;
 	struct strbuf why = STRBUF_INIT;
@@ -1006,6 +1029,9 @@ static void load_file(struct tally_resolver *r, struct imgsyms *s, const struct 
 		s->loud = true;
 		set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
 			 di->path, di->id_kind, di->id);
+	} else if (r->archive) {
+		set_note(s, "'%s' is not in the archive (it was archived with --exclude-dependent, or its file was not found when archiving)",
+			 di->path);
 	} else {
 		set_note(s, "'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)", di->path,
 			 di->foreign_ns ? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)" : "");
@@ -1022,23 +1048,16 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
 		logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
+		struct tally_perfmap_sym *ms;
+		size_t nms;
+		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
 		s->names = strbuf_detach(&sb);
-		char *save = NULL;
-		for (char *l = strtok_r(s->names, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			char *e1, *e2;
-			unsigned long long start = strtoull(l, &e1, 16);
-			if (e1 == l || *e1 != ' ') {
-				bad++;
-				continue;
-			}
-			unsigned long long size = strtoull(e1 + 1, &e2, 16);
-			if (e2 == e1 + 1 || *e2 != ' ' || !e2[1]) {
-				bad++;
-				continue;
-			}
-			GROW(s->syms, cap, s->nsyms + 1);
-			s->syms[s->nsyms++] = (struct tally_sym){ start, size, e2 + 1, 0 };
+		GROW(s->syms, cap, s->nsyms + nms);
+		for (size_t i = 0; i < nms; i++) {
+			s->names[ms[i].name + ms[i].name_len] = '\0'; /* its newline, or the end */
+			s->syms[s->nsyms++] = (struct tally_sym){ ms[i].start, ms[i].size, s->names + ms[i].name, 0 };
 		}
+		free(ms);
 	}
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
@@ -1047,12 +1066,16 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 		logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
 		s->jd = xcalloc(1, sizeof(*s->jd));
-		if (tally_jitdump_read_copy(s->jd, sb.buf, p.buf)) {
+		if (tally_jitdump_read_buf(s->jd, sb.buf, sb.len, p.buf)) {
 			set_note(s, "%s", tally_errmsg());
 			s->loud = true;
 			free(s->jd);
 			s->jd = NULL;
 		} else {
+			if (s->jd->warning) {
+				set_note(s, "%s", s->jd->warning);
+				s->loud = true;
+			}
 			for (size_t i = 0; i < s->jd->nfuncs; i++) {
 				/* a perf map entry at the same address (listed first) wins */
 				GROW(s->syms, cap, s->nsyms + 1);
@@ -1063,7 +1086,9 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	if (!have_map && !have_dump)
 		set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
-		set_note(s, "the JIT map of pid %d had %zu malformed line%s (skipped)", di->pid, bad, bad == 1 ? "" : "s");
+		/* after the jitdump copy's own note, if it has one */
+		set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
 		s->loud = true;
 	}
 	finish_syms(s);
@@ -1228,7 +1253,9 @@ static size_t ko_roots(struct tally_resolver *r, const char **roots, char **own,
 	for (size_t i = 0; r->o.image_path && r->o.image_path[i] && n + 2 < max; i++)
 		roots[n++] = r->o.image_path[i];
 	*own = NULL;
-	if (r->modules_dir) {
+	if (r->modules_dir && r->archive) {
+		roots[n++] = r->modules_dir;
+	} else if (r->modules_dir) {
 		roots[n++] = r->modules_dir;
 		struct strbuf d = STRBUF_INIT;
 		strbuf_addf(&d, "/usr/lib/debug%s", r->modules_dir);
@@ -1620,10 +1647,12 @@ static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	for (size_t i = 0; bid && r->o.debug_dirs && r->o.debug_dirs[i]; i++)
 		add_cand(&c, &n, &a, "--debug-dir build-id", false, "%s/.build-id/%.2s/%s.debug", r->o.debug_dirs[i], di->id,
 			 di->id + 2);
-	if (bid)
+	if (r->archive)
+		add_cand(&c, &n, &a, "in the archive", false, "%s/kernel/vmlinux", r->archive);
+	else if (bid)
 		add_cand(&c, &n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
 			 di->id + 2);
-	if (rel && *rel && !strchr(rel, '/')) {
+	if (rel && *rel && !strchr(rel, '/') && !r->archive) {
 		static const char *const fmts[] = { "/usr/lib/debug/boot/vmlinux-%s", "/usr/lib/debug/lib/modules/%s/vmlinux",
 						    "/boot/vmlinux-%s", "/lib/modules/%s/build/vmlinux",
 						    "/usr/lib/debug/boot/vmlinux-%s.debug" };
@@ -2258,4 +2287,48 @@ int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t a
 	*file = r->im[image].jd->files[l->file];
 	*line = l->line;
 	return 0;
+}
+
+static size_t add_rfile(struct tally_resolver_file *out, size_t n, size_t max, const char *path,
+			enum tally_rfile_role role, const char *module, const struct tally_db_image *di)
+{
+	if (!path || n >= max)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(out[i].path, path))
+			return n;
+	out[n] = (struct tally_resolver_file){ path, role, module, di->id_kind, di->id };
+	return n + 1;
+}
+
+size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tally_resolver_file *out, size_t max)
+{
+	struct imgsyms *s = get(r, image);
+	if (!s || s->mismatch)
+		return 0;
+	const struct tally_db_image *di = &r->db->images[image];
+	size_t n = 0;
+	if (!strcmp(di->kind, "kernel")) {
+		if (s->mod)
+			n = add_rfile(out, n, max, s->file, TALLY_RFILE_VMLINUX, NULL, di);
+		for (size_t k = 0; k < s->nkmods; k++) {
+			struct kmod *km = &s->kmods[k];
+			if (!km->state)
+				kmod_load(r, s, (uint32_t)k);
+			if (km->state != 1)
+				continue;
+			get_dwarf(&km->sub);
+			n = add_rfile(out, n, max, km->sub.file, TALLY_RFILE_MODULE, km->name, &km->img);
+			n = add_rfile(out, n, max, km->sub.debug_file, TALLY_RFILE_MODULE_DEBUG, km->name, &km->img);
+		}
+		return n;
+	}
+	if (!is_file_kind(di) || !strcmp(di->kind, "vdso") || !s->mod)
+		return 0; /* JIT maps, jitdumps and the vDSO are copies inside the database */
+	get_dwarf(s);
+	/* with no image file found, its debug file was loaded in its place */
+	if (!s->file || !s->debug_file || strcmp(s->file, s->debug_file))
+		n = add_rfile(out, n, max, s->file, TALLY_RFILE_IMAGE, NULL, di);
+	n = add_rfile(out, n, max, s->debug_file, TALLY_RFILE_DEBUG, NULL, di);
+	return n;
 }

@@ -30,7 +30,7 @@ for mode in fixed random; do
 			fail "--no-randomize: intervals p10..p90 $p10..$p90 spread ${spread}% of the period, expected under 6%"
 	else
 		awk -v s=$spread 'BEGIN { exit !(s > 10) }' ||
-			fail "randomized: intervals p10..p90 $p10..$p90 spread only ${spread}% of the period, expected over 10% (a new period every 50 ms, uniform +-12.5%, gives ~20%)"
+			fail "randomized: intervals p10..p90 $p10..$p90 spread only ${spread}% of the period, expected over 10% (a new period every 200 ms, uniform +-12.5%, gives ~20%)"
 	fi
 	report_json $mode.json -i $mode
 	total=$(tjson $mode.json total)

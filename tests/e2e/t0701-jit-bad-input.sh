@@ -75,13 +75,31 @@ else
 	note "not root: cannot hand files to another user, the untrusted case is not run"
 fi
 
-# --- a damaged copy in the database: that image is unnamed, the rest goes on
+# --- a damaged copy in the database: a damaged line costs what depends on it,
+# the rest goes on, and the warning says which line and what was wrong
 run_jitwork ok
 copy=$(ls ok.db/jit/jitdump-*.txt)
+cp "$copy" copy.orig
 sed -i 's/^code \(.*\)$/code \1zz/' "$copy"
 report_json dmg.json -i ok.db --symbols
-warned "report, damaged jitdump copy" dmg.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: expected .* \(the database is damaged: record it again\)$"
+warned "report, damaged code line" dmg.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: the code of the function at 0x[0-9a-f]+ has 36 hex digits, its size 0x11 needs 34: its code is dropped \(the rest of the copy is used; record again for a whole one\)$"
 a=$(tjson dmg.json func jit_alpha)
 ((a > 0)) || fail "damaged jitdump copy: jit_alpha (from the map copy) is gone too"
 b=$(tjson dmg.json func jit_beta)
-((b == 0)) || fail "damaged jitdump copy: jit_beta still named ($b samples)"
+((b > 0)) || fail "a damaged code line cost jit_beta its name too"
+# its lines are still there, its code is not
+"$TALLY" annotate -i ok.db jit_beta --asm --json >dmg.a.json 2>dmg.a.err || fail "annotate jit_beta failed: $(cat dmg.a.err)"
+python3 - dmg.a.json <<'EOF' || fail "annotate jit_beta with a damaged code line: $(head -c 1500 dmg.a.json)"
+import json, sys
+f = json.load(open(sys.argv[1]))["functions"][0]
+assert not f.get("instructions"), "instructions from a dropped code line: %s" % f.get("instructions")
+assert any(l["file"] == "jitbeta.src" and l["samples"] for l in f["lines"]), f["lines"]
+EOF
+# a damaged func line: that function is unnamed, the other stays
+sed 's/^func \([0-9a-f]*\) 11 /func \1 zz /' copy.orig >"$copy"
+report_json dmgf.json -i ok.db --symbols
+warned "report, damaged func line" dmgf.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: expected 'func ADDR SIZE INDEX NAME' .*: its function is skipped \(the rest of the copy is used; record again for a whole one\)$"
+a=$(tjson dmgf.json func jit_alpha)
+((a > 0)) || fail "damaged func line: jit_alpha (from the map copy) is gone too"
+b=$(tjson dmgf.json func jit_beta)
+((b == 0)) || fail "damaged func line: jit_beta still named ($b samples)"

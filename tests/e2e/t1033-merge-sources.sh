@@ -1,7 +1,8 @@
 #!/bin/bash
 # tally merge takes every kind of input reports read: a daemon's database
 # (its epochs merged, or those --epoch selects), a bundle from `tally ctl
-# drain` (here written by hand in its documented format), and a database
+# drain` (here written by hand in its documented format), an archive from
+# `tally archive`, and a database
 # whose JIT code is named by copies of its perf map and jitdump: the merge
 # keeps those copies (read before the bundle's unpacked files go away), so
 # JIT functions keep their names; the inputs' samples add up under their run
@@ -58,6 +59,12 @@ for f in jit_alpha jit_beta; do
 	[[ $(tjson mj.json func "$f") == "$n" ]] || fail "$f: $(tjson mj.json func "$f") samples in the merge (run=j.bundle), $n in j.db"
 done
 note "JIT functions named from the merged copies: jit_alpha $(tjson mj.json func jit_alpha), jit_beta $(tjson mj.json func jit_beta)"
+
+# an archive (tally archive) is an input like the others
+tally_ok archive -i a.db -o a.arch
+tally_ok merge -o ar.db archive:a.arch c.db
+[[ $(s ar.db) == $(($(s a.db) + $(s c.db))) ]] || fail "ar.db has $(s ar.db) samples, a + c $(s a.db) + $(s c.db)"
+grep -qP '\trun=archive:a\.arch$' ar.db/labels || fail "no label set of the archive: $(cat ar.db/labels)"
 
 # --epoch selects the daemon's epochs
 tally_ok merge -o e.db --epoch 202611211400 dd

@@ -5,10 +5,11 @@ err, warn, error, syslog, ...), to one that ends the process (exit, _exit,
 quick_exit), or to tally's printers (builtin/print.c: tally_warn,
 tally_error, tally_die, tally_info).  The core returns codes, sets its
 error message (tally_seterr) and hands warnings back (struct
-tally_warnings); only builtin/ prints.  Two exceptions, each in one object:
+tally_warnings); only builtin/ prints.  Three exceptions, each in one object:
 abort() in lib/util/util.c, where allocation fails with no out-of-memory
-handler set (tally.c sets one), and the assertions protoc-c generates in
-profile.pb-c.c.
+handler set (tally.c sets one), the assertions protoc-c generates in
+profile.pb-c.c, and _exit() in lib/record/record.c, in the child it forks to
+run the recorded command when its exec fails (never in the caller).
 
     core-silent.py LIBTALLY.a
 """
@@ -27,6 +28,7 @@ FORBIDDEN = {
 ALLOWED = {
     ("abort", "lib_util_util.c.o"),
     ("__assert_fail", "profile.pb-c.c.o"),
+    ("_exit", "lib_record_record.c.o"),
 }
 
 

@@ -1060,6 +1060,296 @@ static void test_agg__load_procfs_self(void **state)
 	tally_agg_release(&a);
 }
 
+/* ---- JIT files: opened once as they are checked, read from what was opened ---- */
+
+#define ANON 0x7f0000000000ULL
+
+/* This test process as a JIT runtime: anonymous code at ANON. */
+static void jit_setup(struct tally_agg *a, struct recbuf *b, int pid)
+{
+	tally_agg_init(a, 1, false, false);
+	tally_agg_record(a, mk_mmap2(b, (uint32_t)pid, ANON, 0x10000, 0, PROT_RX, "//anon", NULL, 0, 0));
+}
+
+/* A sample in the anonymous code: the first one checks the perf map. */
+static void jit_sample(struct tally_agg *a, struct recbuf *b, int pid)
+{
+	tally_agg_record(a, mk_sample(b, (uint32_t)pid, ANON + 0x1010, false, 0, NULL, 0));
+}
+
+static const char *jit_warning(const struct tally_agg *a, const char *needle)
+{
+	for (size_t i = 0; i < a->njit_warnings; i++)
+		if (strstr(a->jit_warnings[i], needle))
+			return a->jit_warnings[i];
+	return NULL;
+}
+
+#define assert_jit_warning(a, needle)                                                                     \
+	do {                                                                                              \
+		if (!jit_warning((a), (needle)))                                                          \
+			fail_msg("no JIT warning says '%s' (%zu warnings, the first: %s)", (needle),      \
+				 (a)->njit_warnings, (a)->njit_warnings ? (a)->jit_warnings[0] : "none"); \
+	} while (0)
+
+/* The owner of a JIT process points its perf map's name at another file (a
+ * root-only one) or a FIFO after the recorder checked it: the copy is still
+ * the map that was checked, nothing blocks, and a warning says so. */
+static void test_agg__jit_map_swapped_after_check(void **state)
+{
+	(void)state;
+	int pid = (int)getpid();
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", pid);
+	char *dir = unit_tmpdir(), *secret = unit_path(dir, "secret");
+	unit_write_str(secret, "7f0000001000 40 secret_name\n");
+	assert_int_equal(chmod(secret, 0600), 0);
+	for (int mode = 0; mode < 3; mode++) {
+		unlink(map);
+		unit_write_str(map, "7f0000001000 40 good_name\n");
+		struct tally_agg a;
+		struct recbuf b;
+		jit_setup(&a, &b, pid);
+		jit_sample(&a, &b, pid);
+		struct tally_proc *p = tally_agg_proc(&a, pid, false);
+		assert_int_equal(p->jit, 1);
+		assert_int_equal(unlink(map), 0);
+		if (mode == 0)
+			assert_int_equal(symlink(secret, map), 0);
+		else if (mode == 1)
+			assert_int_equal(mkfifo(map, 0600), 0);
+		else
+			unit_write_str(map, "7f0000001000 40 other_name\n");
+		/* an open by name would block on the FIFO for ever */
+		alarm(20);
+		tally_agg_snapshot_jit(&a);
+		alarm(0);
+		const struct tally_image *im = &a.images[p->jit_image];
+		assert_non_null(im->jit_map);
+		assert_string_equal(im->jit_map, "7f0000001000 40 good_name\n");
+		assert_jit_warning(&a, mode == 0 ? "was replaced by a symbolic link after tally opened it"
+					   : mode == 1 ? "was replaced by a FIFO after tally opened it"
+						       : "was replaced by another file after tally opened it");
+		assert_str_has(a.jit_warnings[0], map);
+		tally_agg_release(&a);
+	}
+	/* removed (a runtime may clean up as it exits): the copy, and nothing to say */
+	unlink(map);
+	unit_write_str(map, "7f0000001000 40 good_name\n");
+	struct tally_agg a;
+	struct recbuf b;
+	jit_setup(&a, &b, pid);
+	jit_sample(&a, &b, pid);
+	unlink(map);
+	tally_agg_snapshot_jit(&a);
+	assert_string_equal(a.images[tally_agg_proc(&a, pid, false)->jit_image].jit_map, "7f0000001000 40 good_name\n");
+	assert_int_equal(a.njit_warnings, 0);
+	tally_agg_release(&a);
+	unlink(secret);
+	rmdir(dir);
+	free(secret);
+	free(dir);
+}
+
+/* A perf map that is a symbolic link or a FIFO when it is checked is not used,
+ * and a warning says why; the check does not block. */
+static void test_agg__jit_map_not_regular(void **state)
+{
+	(void)state;
+	int pid = (int)getpid();
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", pid);
+	char *dir = unit_tmpdir(), *target = unit_path(dir, "target");
+	unit_write_str(target, "7f0000001000 40 via_link\n");
+	for (int mode = 0; mode < 2; mode++) {
+		unlink(map);
+		if (mode == 0)
+			assert_int_equal(symlink(target, map), 0);
+		else
+			assert_int_equal(mkfifo(map, 0600), 0);
+		struct tally_agg a;
+		struct recbuf b;
+		jit_setup(&a, &b, pid);
+		alarm(20);
+		jit_sample(&a, &b, pid);
+		tally_agg_snapshot_jit(&a);
+		alarm(0);
+		struct tally_proc *p = tally_agg_proc(&a, pid, false);
+		assert_int_equal(p->jit, -1);
+		assert_int_equal(p->jit_image, TALLY_HIDX_NONE);
+		char want[192];
+		snprintf(want, sizeof(want), "perf map '%s' of pid %d is %s", map, pid,
+			 mode == 0 ? "a symbolic link: not used" : "a FIFO, not a regular file: not used");
+		assert_jit_warning(&a, want);
+		for (size_t i = 0; i < a.nimages; i++)
+			assert_null(a.images[i].jit_map);
+		tally_agg_release(&a);
+	}
+	unlink(map);
+	unlink(target);
+	rmdir(dir);
+	free(target);
+	free(dir);
+}
+
+/* A jitdump header and one JIT_CODE_LOAD of 4 bytes named name, at addr. */
+static size_t mini_dump(unsigned char *buf, int pid, uint64_t addr, const char *name)
+{
+	size_t n = 0, nl = strlen(name) + 1;
+	uint32_t h[6] = { 0x4A695444u, 1, 40, 62, 0, (uint32_t)pid };
+	memcpy(buf, h, 24);
+	memset(buf + 24, 0, 16);
+	n = 40;
+	uint32_t rh[2] = { 0, (uint32_t)(16 + 40 + nl + 4) };
+	memcpy(buf + n, rh, 8);
+	memset(buf + n + 8, 0, 8);
+	n += 16;
+	uint32_t ids[2] = { (uint32_t)pid, (uint32_t)pid };
+	uint64_t f[4] = { addr, addr, 4, 1 };
+	memcpy(buf + n, ids, 8);
+	memcpy(buf + n + 8, f, 32);
+	n += 40;
+	memcpy(buf + n, name, nl);
+	n += nl;
+	memset(buf + n, 0x90, 4);
+	return n + 4;
+}
+
+/* A jitdump is opened as its mapping is seen, the same way: a symbolic link or
+ * a FIFO is refused with a warning, a regular file is read from the descriptor
+ * however its name changes later. */
+static void test_agg__jit_dump_checked_once(void **state)
+{
+	(void)state;
+	int pid = (int)getpid();
+	char *dir = unit_tmpdir(), *target = unit_path(dir, "target"), name[64];
+	snprintf(name, sizeof(name), "jit-%d.dump", pid);
+	char *dump = unit_path(dir, name);
+	unsigned char buf[256];
+	unit_write(target, buf, mini_dump(buf, pid, ANON + 0x1000, "via_link"));
+	for (int mode = 0; mode < 3; mode++) {
+		unlink(dump);
+		if (mode == 0)
+			assert_int_equal(symlink(target, dump), 0);
+		else if (mode == 1)
+			assert_int_equal(mkfifo(dump, 0600), 0);
+		else
+			unit_write(dump, buf, mini_dump(buf, pid, ANON + 0x1000, "checked"));
+		struct tally_agg a;
+		struct recbuf b;
+		jit_setup(&a, &b, pid);
+		alarm(20);
+		tally_agg_record(&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX, dump, NULL, 0, 1));
+		jit_sample(&a, &b, pid);
+		if (mode == 2) {
+			/* its name now leads to the other file */
+			assert_int_equal(unlink(dump), 0);
+			assert_int_equal(symlink(target, dump), 0);
+		}
+		tally_agg_snapshot_jit(&a);
+		alarm(0);
+		struct tally_proc *p = tally_agg_proc(&a, pid, false);
+		if (mode < 2) {
+			assert_null(p->jitdump);
+			char want[160];
+			snprintf(want, sizeof(want), "jitdump '%s' of pid %d is %s", dump, pid,
+				 mode == 0 ? "a symbolic link: not used" : "a FIFO, not a regular file: not used");
+			assert_jit_warning(&a, want);
+			for (size_t i = 0; i < a.nimages; i++)
+				assert_null(a.images[i].jd);
+		} else {
+			assert_non_null(p->jitdump);
+			const struct tally_image *im = &a.images[p->jit_image];
+			assert_non_null(im->jd);
+			assert_int_equal(im->jd->nfuncs, 1);
+			assert_string_equal(im->jd->funcs[0].name, "checked");
+			assert_int_equal(a.njit_warnings, 0);
+		}
+		tally_agg_release(&a);
+	}
+	unlink(dump);
+	unlink(target);
+	rmdir(dir);
+	free(dump);
+	free(target);
+	free(dir);
+}
+
+/* What one process's JIT sources may cost: a perf map past the budget keeps its
+ * whole lines within it, the jitdump gets what is left, and warnings say so. */
+static void test_agg__jit_budget(void **state)
+{
+	(void)state;
+	int pid = (int)getpid();
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", pid);
+	char *dir = unit_tmpdir(), name[64];
+	snprintf(name, sizeof(name), "jit-%d.dump", pid);
+	char *dump = unit_path(dir, name);
+	struct strbuf m = STRBUF_INIT;
+	for (int i = 0; i < 100; i++)
+		strbuf_addf(&m, "%llx 10 function_number_%03d\n", (unsigned long long)(ANON + 0x100 * (unsigned)i), i);
+	unlink(map);
+	unit_write_str(map, m.buf);
+	unsigned char buf[256];
+	unit_write(dump, buf, mini_dump(buf, pid, ANON + 0x20000, "in_the_dump"));
+	struct tally_agg a;
+	struct recbuf b;
+	jit_setup(&a, &b, pid);
+	a.jit_budget = 1000;
+	tally_agg_record(&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX, dump, NULL, 0, 1));
+	jit_sample(&a, &b, pid);
+	tally_agg_snapshot_jit(&a);
+	const struct tally_image *im = &a.images[tally_agg_proc(&a, pid, false)->jit_image];
+	size_t line = strlen("7f0000000000 10 function_number_000\n");
+	assert_int_equal(im->jit_map_len, 1000 / line * line);
+	assert_memory_equal(im->jit_map, m.buf, im->jit_map_len);
+	char want[192];
+	snprintf(want, sizeof(want), "perf map '%s' of pid %d is larger than the per-process JIT budget of", map, pid);
+	assert_jit_warning(&a, want);
+	assert_jit_warning(&a, "only its first 972 bytes are used");
+	/* nothing left for the dump: 28 bytes of it, not even its header */
+	assert_null(im->jd);
+	assert_jit_warning(&a, "is larger than the per-process JIT budget of 1000 B: only its first 28 bytes are read");
+	assert_jit_warning(&a, "28 bytes, too short for a jitdump header: not used");
+	tally_agg_release(&a);
+	unlink(map);
+	unlink(dump);
+	rmdir(dir);
+	free(dump);
+	free(dir);
+	strbuf_release(&m);
+}
+
+/* Refusals of many processes' files (a user who makes many) fill the session
+ * with no more than 32 lines, the last counting the rest. */
+static void test_agg__jit_warnings_bounded(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	struct recbuf b;
+	tally_agg_init(&a, 1, false, false);
+	char *dir = unit_tmpdir(), *target = unit_path(dir, "t");
+	unit_write_str(target, "1 1 x\n");
+	enum { N = 40, BASE = 2000000000 }; /* pids no process has */
+	for (int i = 0; i < N; i++) {
+		char map[64];
+		snprintf(map, sizeof(map), "/tmp/perf-%d.map", BASE + i);
+		unlink(map);
+		assert_int_equal(symlink(target, map), 0);
+		tally_agg_record(&a, mk_sample(&b, (uint32_t)(BASE + i), ANON, false, 0, NULL, 0));
+		unlink(map);
+	}
+	assert_int_equal(a.njit_warnings, 32);
+	assert_str_has(a.jit_warnings[30], "perf-2000000030.map");
+	assert_string_equal(a.jit_warnings[31], "9 more JIT warnings not listed (only the first 31 are)");
+	tally_agg_release(&a);
+	unlink(target);
+	rmdir(dir);
+	free(target);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1092,6 +1382,11 @@ int main(void)
 		cmocka_unit_test(test_agg__reset_after_flush),
 		cmocka_unit_test(test_agg__identify_early),
 		cmocka_unit_test(test_agg__load_procfs_self),
+		cmocka_unit_test(test_agg__jit_map_swapped_after_check),
+		cmocka_unit_test(test_agg__jit_map_not_regular),
+		cmocka_unit_test(test_agg__jit_dump_checked_once),
+		cmocka_unit_test(test_agg__jit_budget),
+		cmocka_unit_test(test_agg__jit_warnings_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,10 +4,18 @@
  * the other in a jitdump (DIR/jit-PID.dump, perf's format, with line records),
  * and splits its CPU time between them.
  *
- *   jitwork [MS] [DIR] [MODE]
+ *   jitwork [MS] [DIR] [MODE [ARGS]]
  *     MODE ok (default), or a damaged jitdump: badmagic, badversion, truncated
  *     (a last record cut short), or foreign (both files handed to another user,
- *     so a profiler must not trust them)
+ *     so a profiler must not trust them), or hostile:
+ *     bigmove SIZE N  the jitdump also loads a function of SIZE bytes of code
+ *                     and moves it N times (each move would copy its code)
+ *     swaplink FILE   no jitdump; after MS of work prints `ready`, waits for
+ *                     SIGUSR1, then replaces its perf map by a symbolic link to
+ *                     FILE and exits (a profiler that reads the map by name
+ *                     after checking it reads FILE)
+ *     swapfifo        the same with a FIFO in place of the map (an open by
+ *                     name blocks)
  *
  * jit_beta's line records say it comes from "jitbeta.src": line 10 sets up,
  * lines 11 and 12 are the loop (where its time goes), line 13 returns.
@@ -17,6 +25,8 @@
 #include "workload.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -71,6 +81,52 @@ static void record(int fd, uint32_t id, const struct buf *payload, uint32_t clai
 	put(&r, payload->b, payload->n);
 	wr(fd, &r);
 }
+
+/* A function of size bytes of code (int3s) that never runs, at an address no
+ * code has, then n JIT_CODE_MOVE records of it, each from where it was loaded
+ * (so a reader looks for that one every time) to a place of its own. */
+static void write_bigmove(int fd, uint64_t size, uint64_t n)
+{
+	const uint64_t at = 0x100000000000ull;
+	struct buf p = { .n = 0 };
+	put32(&p, (uint32_t)getpid());
+	put32(&p, (uint32_t)getpid());
+	put64(&p, at);
+	put64(&p, at);
+	put64(&p, size);
+	put64(&p, 3);
+	put(&p, "jit_big", 8);
+	struct buf r = { .n = 0 };
+	put32(&r, 0);
+	put32(&r, (uint32_t)(16 + p.n + size));
+	put64(&r, now_ns());
+	put(&r, p.b, p.n);
+	wr(fd, &r);
+	unsigned char *code = malloc(size);
+	if (!code) {
+		perror("malloc");
+		exit(1);
+	}
+	memset(code, 0xcc, size);
+	if (write(fd, code, size) != (ssize_t)size) {
+		perror("write jitdump");
+		exit(1);
+	}
+	free(code);
+	for (uint64_t i = 0; i < n; i++) {
+		p.n = 0;
+		put32(&p, (uint32_t)getpid());
+		put32(&p, (uint32_t)getpid());
+		put64(&p, at + (i + 1) * size);
+		put64(&p, at);
+		put64(&p, at + (i + 1) * size);
+		put64(&p, size);
+		put64(&p, 3);
+		record(fd, 1, &p, 0);
+	}
+}
+
+static uint64_t big_size, big_moves;
 
 static void write_jitdump(const char *dir, const char *mode, unsigned char *beta, unsigned char *unused)
 {
@@ -133,6 +189,8 @@ static void write_jitdump(const char *dir, const char *mode, unsigned char *beta
 	put(&p, "jit_beta", 9);
 	put(&p, beta_code, sizeof(beta_code));
 	record(fd, 0, &p, 0);
+	if (!strcmp(mode, "bigmove"))
+		write_bigmove(fd, big_size, big_moves);
 	if (!strcmp(mode, "truncated")) {
 		/* a load record that claims more bytes than the file holds */
 		p.n = 0;
@@ -152,10 +210,24 @@ int main(int argc, char **argv)
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
 	const char *mode = argc > 3 ? argv[3] : "ok";
 	if (strcmp(mode, "ok") && strcmp(mode, "badmagic") && strcmp(mode, "badversion") && strcmp(mode, "truncated") &&
-	    strcmp(mode, "foreign")) {
+	    strcmp(mode, "foreign") && strcmp(mode, "bigmove") && strcmp(mode, "swaplink") && strcmp(mode, "swapfifo")) {
 		fprintf(stderr, "jitwork: unknown mode '%s'\n", mode);
 		return 2;
 	}
+	bool swap = !strncmp(mode, "swap", 4);
+	if ((!strcmp(mode, "bigmove") && argc != 6) || (!strcmp(mode, "swaplink") && argc != 5)) {
+		fprintf(stderr, "jitwork: mode '%s' needs %s\n", mode, argc < 5 ? "its arguments" : "fewer arguments");
+		return 2;
+	}
+	if (!strcmp(mode, "bigmove")) {
+		big_size = strtoull(argv[4], NULL, 0);
+		big_moves = strtoull(argv[5], NULL, 0);
+	}
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (swap)
+		sigprocmask(SIG_BLOCK, &usr1, NULL); /* taken by sigwait below */
 	long pg = sysconf(_SC_PAGESIZE);
 	/* written while writable, then executable: never both at once */
 	unsigned char *mem = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -184,7 +256,8 @@ int main(int argc, char **argv)
 		perror("chown");
 		return 1;
 	}
-	write_jitdump(dir, mode, beta, unused);
+	if (!swap)
+		write_jitdump(dir, mode, beta, unused);
 	wl_print_pid();
 	printf("info alpha 0x%lx beta 0x%lx\n", (unsigned long)(uintptr_t)alpha, (unsigned long)(uintptr_t)beta);
 	fflush(stdout);
@@ -201,6 +274,18 @@ int main(int argc, char **argv)
 	}
 	wl_truth("jit_alpha", a_ms, a_ms + b_ms);
 	wl_truth("jit_beta", b_ms, a_ms + b_ms);
+	if (swap) {
+		/* the profiler has seen the map (the test makes sure) when the signal comes */
+		printf("ready\n");
+		fflush(stdout);
+		int sig;
+		sigwait(&usr1, &sig);
+		if (unlink(path) < 0 || (!strcmp(mode, "swaplink") ? symlink(argv[4], path) : mkfifo(path, 0600)) < 0) {
+			perror(path);
+			return 1;
+		}
+		printf("swapped\n");
+	}
 	return 0;
 }
 

@@ -1,0 +1,182 @@
+/* tally archive: a database and every file its reports need, as one directory
+ * or tarball to analyse anywhere (oparchive, perf archive); --list says what
+ * would go in. The work is lib/archive. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builtin/builtin.h"
+#include "tally/archive.h"
+#include "tally/db.h"
+#include "tally/epoch.h"
+#include "tally/symbols.h"
+#include "tally/symopts.h"
+#include "tally/util.h"
+
+struct aropts {
+	const char *input, *output;
+	bool list;
+	struct tally_archive_opts a;
+};
+
+enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_LIST, OPT_NO_DEBUG, OPT_STRIP, OPT_EXCLUDE_DEP };
+
+static int archive_handle(void *ctx, int code, const char *arg)
+{
+	struct aropts *o = ctx;
+	switch (code) {
+	case OPT_INPUT: o->input = arg; break;
+	case OPT_OUTPUT: o->output = arg; break;
+	case OPT_LIST: o->list = true; break;
+	case OPT_NO_DEBUG: o->a.no_debug = true; break;
+	case OPT_STRIP: o->a.strip = true; break;
+	case OPT_EXCLUDE_DEP: o->a.exclude_dependent = true; break;
+	}
+	return 0;
+}
+
+static const struct tally_option archive_options[] = {
+	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
+	{ 'o', "output", TALLY_ARG_REQUIRED, "OUT",
+	  "the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist", OPT_OUTPUT },
+	{ 'l', "list", TALLY_ARG_NONE, NULL, "list what would go in, with sizes, and write nothing", OPT_LIST },
+	{ 0, "no-debug", TALLY_ARG_NONE, NULL,
+	  "leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)", OPT_NO_DEBUG },
+	{ 0, "strip-debug-to-sampled", TALLY_ARG_NONE, NULL,
+	  "keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)", OPT_STRIP },
+	{ 'x', "exclude-dependent", TALLY_ARG_NONE, NULL, "only the programs' own executables: no libraries, no kernel files", OPT_EXCLUDE_DEP },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup archive_group = { NULL, archive_options, archive_handle };
+
+const struct tally_cmdopts archive_cmdopts = {
+	.name = "archive",
+	.summary = "a profile and the files its reports need, to analyse anywhere (oparchive, perf archive)",
+	.usage = "[options] -o OUT | --list",
+	.footer = "read it with any command: tally report -i archive:OUT (or -i OUT.tar.zst)\n"
+		  "the symbol-search options say where to find the files to put in\n",
+	.groups = { &archive_group, &tally_symopts_group, &tally_db_select_group },
+};
+
+static void list(const struct tally_archive_plan *p, const char *input)
+{
+	char sz[32];
+	tally_format_size(p->total, sz, sizeof(sz));
+	printf("# tally archive of '%s': %zu files, %" PRIu64 " bytes (%s) before compression\n", input, p->n, p->total, sz);
+	printf("%12s  %-7s  %-60s  %s\n", "bytes", "role", "member", "from");
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tally_archive_member *m = &p->m[i];
+		printf("%12" PRIu64 "  %-7s  %-60s  %s", m->size, tally_archive_role_name(m->role), m->name,
+		       m->src ? m->src : input);
+		if (m->role != TALLY_AR_DB)
+			printf(" (%s)", m->note);
+		putchar('\n');
+	}
+	printf("%12" PRIu64 "  total\n", p->total);
+}
+
+static bool progress_shown;
+
+static void progress(void *ctx, uint64_t done, uint64_t total, const char *member)
+{
+	(void)ctx;
+	char a[32], b[32];
+	tally_format_size(done, a, sizeof(a));
+	tally_format_size(total, b, sizeof(b));
+	fprintf(stderr, "\rtally: archiving %3.0f%% (%s of %s) %-50.50s", total ? 100.0 * (double)done / (double)total : 100.0, a,
+		b, member);
+	fflush(stderr);
+	progress_shown = true;
+}
+
+int cmd_archive(int argc, char **argv)
+{
+	struct aropts o;
+	memset(&o, 0, sizeof(o));
+	o.input = "tally.db";
+	struct tally_symopts so;
+	tally_symopts_init(&so);
+	struct tally_db_select dbsel = { 0 };
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	struct tally_resolver *res = NULL;
+	struct tally_archive_plan plan = { 0 };
+	bool have_db = false, have_plan = false;
+	struct tally_db db;
+	void *ctx[] = { &o, &so, &dbsel };
+	int first, ret = tally_cmd_options(&archive_cmdopts, ctx, argc, argv, &first);
+	if (ret >= 0)
+		goto out;
+	ret = 2;
+	if (first < argc) {
+		tally_usage_error("archive", "unexpected argument '%s'", argv[first]);
+		goto out;
+	}
+	if (!o.list == !o.output) {
+		tally_usage_error("archive", o.list ? "--list writes nothing: leave out -o" : "give -o OUT (the archive to create) or --list");
+		goto out;
+	}
+	if (o.a.no_debug && o.a.strip) {
+		tally_usage_error("archive", "--no-debug leaves debug files out: --strip-debug-to-sampled has nothing to strip");
+		goto out;
+	}
+	ret = 1;
+	if (o.output && !access(o.output, F_OK)) {
+		tally_error("'%s' already exists (remove it, or choose another name)", o.output);
+		goto out;
+	}
+	struct tally_resolver_opts ro = { 0 };
+	int sp = tally_symopts_prepare(&so, &ro, &w);
+	tally_print_warnings(&w);
+	if (sp) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
+	if (tally_db_open_select(&db, o.input, &dbsel)) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
+	have_db = true;
+	ro.lines = true; /* the debug files that give lines are wanted */
+	tally_resolver_new(&res, &db, &ro);
+	int pr = tally_archive_plan(&plan, &db, res, &o.a, &w);
+	tally_print_warnings(&w);
+	if (pr) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
+	have_plan = true;
+	if (o.list) {
+		list(&plan, o.input);
+		ret = fflush(stdout) ? 1 : 0;
+		if (ret)
+			tally_error("cannot write the list: %s", strerror(errno));
+		goto out;
+	}
+	double t0 = tally_now_mono();
+	int wr = tally_archive_write(&plan, o.output, isatty(STDERR_FILENO) ? progress : NULL, NULL);
+	if (progress_shown)
+		fprintf(stderr, "\r%-100s\r", "");
+	if (wr) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
+	char a[32];
+	tally_format_size(plan.total, a, sizeof(a));
+	fprintf(stderr, "tally: wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')\n",
+		o.output, plan.n + 1, a, tally_now_mono() - t0, tally_archive_kind_of(o.output) == TALLY_ARCHIVE_DIR ? "archive:" : "",
+		o.output);
+	ret = 0;
+out:
+	if (have_plan)
+		tally_archive_plan_release(&plan);
+	tally_resolver_free(res);
+	if (have_db)
+		tally_db_release(&db);
+	tally_symopts_release(&so);
+	tally_warnings_release(&w);
+	return ret;
+}

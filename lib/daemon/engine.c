@@ -1,0 +1,437 @@
+/* The daemon's engine (include/tally/daemon.h, docs/daemon.md): its database
+ * directory, lock and socket set up, its recording started, and its rounds:
+ * records in, control connections served, memory watched, flushes and epochs
+ * when their time comes. The database side is store.c, the control server
+ * server.c. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/daemon/internal.h"
+#include "tally/ctl.h"
+#include "tally/elfinfo.h"
+#include "tally/epoch.h"
+
+void tally_daemon_opts_init(struct tally_daemon_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->flush_interval = 60;
+	o->ctl_timeout = 5;
+	o->max_memory = 128ull << 20;
+	o->min_free = 64ull << 20;
+}
+
+void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...)
+{
+	if (!d->log)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	d->log(d->log_ctx, sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+}
+
+/* ---- memory ---- */
+
+/* The heap the daemon has in use: glibc's count, which costs a walk of the
+ * allocator's bins; where that is not available (a sanitizer's allocator
+ * answers 0), the aggregate's own estimate, which walks every image, process
+ * and task and so is not taken every round when glibc can answer. */
+uint64_t tally_dmn_memory_used(const struct tally_daemon *d)
+{
+	struct mallinfo2 mi = mallinfo2();
+	uint64_t heap = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+	if (heap)
+		return heap;
+	return (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
+}
+
+uint64_t tally_dmn_agg_samples(const struct tally_daemon *d)
+{
+	uint64_t n = 0;
+	if (d->agg)
+		for (int e = 0; e < d->agg->nevents; e++)
+			n += d->agg->samples[e];
+	return n;
+}
+
+void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state *st)
+{
+	if (d->col)
+		tally_collector_cpu_state(d->col, cpu, st);
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+/* Near the memory bound: flush early (memory goes back), or drop what cannot be written. */
+static void watch_memory(struct tally_daemon *d)
+{
+	double now = tally_now_mono();
+	uint64_t used = tally_dmn_memory_used(d);
+	if (used < d->max_memory / 4 * 3)
+		return;
+	if (tally_dmn_agg_samples(d) && now - d->last_early >= 1.0) {
+		d->last_early = now;
+		if (!d->write_error && tally_daemon_flush(d, "memory", NULL) == 0) {
+			d->early_flushes++;
+			tally_dmn_log(d, "flushed early: memory reached %.0f%% of --max-memory", 100.0 * (double)used / (double)d->max_memory);
+		} else if (used >= d->max_memory / 10 * 9) {
+			uint64_t n = tally_dmn_agg_samples(d);
+			d->samples_total += n;
+			d->lost_total += d->agg->lost;
+			d->dropped += n;
+			tally_agg_reset(d->agg);
+			d->delta_start = tally_now_wall();
+			tally_dmn_log(d, "dropped %" PRIu64 " samples: writing is stopped and memory is at --max-memory", n);
+		}
+		tally_agg_release_unwind(d->agg);
+		used = tally_dmn_memory_used(d);
+	}
+	if (used >= d->max_memory && !d->memory_warned) {
+		char a[32], b[32];
+		tally_format_size(used, a, sizeof(a));
+		tally_format_size(d->max_memory, b, sizeof(b));
+		tally_dmn_log(d, "memory is %s even after a flush, above --max-memory %s: the processes it follows need more (raise the limit)",
+			      a, b);
+		d->memory_warned = true;
+	}
+}
+
+/* ---- setup ---- */
+
+/* The database directory: created, or an existing daemon database; private. */
+static int prepare_db(struct tally_daemon *d, const char *arg)
+{
+	struct stat st;
+	if (!arg || !*arg)
+		return tally_seterr(-EINVAL, "empty database path (name one with --db DIR)");
+	if (stat(arg, &st) < 0) {
+		if (errno != ENOENT)
+			return tally_seterr(-errno, "cannot use '%s': %s", arg, strerror(errno));
+		if (mkdir(arg, 0700) < 0)
+			return tally_seterr(-errno, "cannot create '%s': %s", arg, strerror(errno));
+		d->created_db = true;
+	} else {
+		if (!S_ISDIR(st.st_mode))
+			return tally_seterr(-ENOTDIR, "'%s' exists and is not a directory (choose another --db)", arg);
+		if (st.st_uid != geteuid())
+			return tally_seterr(-EPERM, "'%s' belongs to uid %d, not to you (choose another --db)", arg, (int)st.st_uid);
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/session", arg);
+		bool recorded = access(p.buf, F_OK) == 0;
+		strbuf_reset(&p);
+		strbuf_addf(&p, "%s/%s", arg, TALLY_DAEMON_MARKER);
+		bool ours = access(p.buf, F_OK) == 0;
+		strbuf_release(&p);
+		if (recorded)
+			return tally_seterr(-EEXIST, "'%s' is a database written by 'tally record' (choose another --db)", arg);
+		if (!ours) {
+			DIR *dir = opendir(arg);
+			bool empty = true;
+			struct dirent *de;
+			while (dir && (de = readdir(dir)))
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+					empty = false;
+			if (dir)
+				closedir(dir);
+			if (!empty)
+				return tally_seterr(-EEXIST, "'%s' is not empty and not a daemon database (choose another --db)", arg);
+		}
+	}
+	/* other users may not read the profiles */
+	if (chmod(arg, 0700) < 0)
+		return tally_seterr(-errno, "cannot make '%s' private: %s", arg, strerror(errno));
+	char *abs = realpath(arg, NULL);
+	if (!abs)
+		return tally_seterr(-errno, "cannot resolve '%s': %s", arg, strerror(errno));
+	d->db = abs;
+	return 0;
+}
+
+/* One daemon per database: the pid file is also the lock. */
+static int take_lock(struct tally_daemon *d)
+{
+	d->pidfile = tally_dmn_path(d, "daemon.pid");
+	int fd = open(d->pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot open '%s': %s", d->pidfile, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		char buf[32] = "";
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return tally_seterr(-EBUSY, "database '%s' is in use by tally daemon pid %s (one daemon per database: stop it with 'kill %s', or use another --db)",
+					    d->db, *buf ? buf : "?", *buf ? buf : "PID");
+		return tally_seterr(-e, "cannot lock '%s': %s", d->pidfile, strerror(e));
+	}
+	d->lockfd = fd;
+	return 0;
+}
+
+static void write_pid(struct tally_daemon *d, pid_t pid)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	if (ftruncate(d->lockfd, 0) < 0 || pwrite(d->lockfd, buf, (size_t)n, 0) != n)
+		tally_dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
+	if (d->pidfile_extra && tally_write_file_atomic(d->pidfile_extra, buf, (size_t)n))
+		tally_dmn_log(d, "%s", tally_errmsg());
+}
+
+/* The marker that makes the directory a daemon database. */
+static int write_marker(struct tally_daemon *d)
+{
+	static const char marker[] = "format-version: 1\nlayout: epochs\n";
+	char *m = tally_dmn_path(d, TALLY_DAEMON_MARKER);
+	struct stat st;
+	int r = 0;
+	if (stat(m, &st) < 0)
+		r = tally_write_file_atomic(m, marker, strlen(marker));
+	free(m);
+	return r;
+}
+
+static int event_loop(struct tally_daemon *d)
+{
+	if (pipe2(d->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		d->wake[0] = d->wake[1] = -1;
+		return tally_seterr(-errno, "cannot set up the event loop: %s", strerror(errno));
+	}
+	if ((d->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return tally_seterr(-errno, "cannot set up the event loop: %s", strerror(errno));
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->listenfd };
+	struct epoll_event wv = { .events = EPOLLIN, .data.ptr = &d->wake[0] };
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listenfd, &ev) < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wake[0], &wv) < 0)
+		return tally_seterr(-errno, "cannot set up the event loop: %s", strerror(errno));
+	return 0;
+}
+
+int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *o)
+{
+	*out = NULL;
+	if (!o->smp || !o->smp->nev)
+		return tally_seterr(-EINVAL, "no sampling settings for the daemon (resolve them first)");
+	struct tally_daemon *d = xcalloc(1, sizeof(*d));
+	d->lockfd = d->listenfd = d->epfd = -1;
+	d->wake[0] = d->wake[1] = -1;
+	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++)
+		d->clients[i].fd = -1;
+	d->smp = o->smp;
+	d->flush_interval = o->flush_interval;
+	d->epoch_every = o->epoch_every;
+	d->keep = o->keep;
+	d->ctl_timeout = o->ctl_timeout;
+	d->max_memory = o->max_memory;
+	d->max_db_size = o->max_db_size;
+	d->min_free = o->min_free;
+	d->verbose = o->verbose;
+	d->log = o->log;
+	d->log_ctx = o->log_ctx;
+	if (o->pidfile_extra)
+		d->pidfile_extra = xstrdup(o->pidfile_extra);
+	int r = prepare_db(d, o->db);
+	if (!r)
+		r = take_lock(d);
+	if (r)
+		goto fail;
+	if (o->socket) {
+		d->sock = xstrdup(o->socket);
+	} else {
+		d->sock = tally_dmn_path(d, TALLY_CTL_SOCKET_NAME);
+	}
+	if (*d->sock != '/') {
+		char *cwd = getcwd(NULL, 0);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s/%s", cwd ? cwd : ".", d->sock);
+		free(cwd);
+		free(d->sock);
+		d->sock = strbuf_detach(&sb);
+	}
+	r = write_marker(d);
+	if (r)
+		goto fail;
+	tally_dmn_recover(d);
+	{
+		/* an earlier daemon's clients drained: carry on with their pile */
+		char *dr = tally_dmn_path(d, DRAIN_DIR);
+		struct stat st;
+		d->draining = stat(dr, &st) == 0;
+		free(dr);
+	}
+	r = tally_dmn_listen(d);
+	if (!r)
+		r = event_loop(d);
+	if (r)
+		goto fail;
+	*out = d;
+	return 0;
+fail:
+	tally_daemon_free(d);
+	return r;
+}
+
+const char *tally_daemon_db(const struct tally_daemon *d)
+{
+	return d->db;
+}
+
+const char *tally_daemon_socket(const struct tally_daemon *d)
+{
+	return d->sock;
+}
+
+int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col, char **warning)
+{
+	if (warning)
+		*warning = NULL;
+	if (d->started || d->agg)
+		return tally_seterr(-EINVAL, "the daemon was started already");
+	if (agg->nevents != d->smp->nev)
+		return tally_seterr(-EINVAL, "the aggregate counts %d events, the sampling settings %d", agg->nevents, d->smp->nev);
+	d->agg = agg;
+	d->col = col;
+	d->wall_start = tally_now_wall();
+	d->mono_start = tally_now_mono();
+	d->db_bytes = tally_dmn_db_bytes(d);
+	if (tally_dmn_begin_epoch(d, d->wall_start) && warning) {
+		struct strbuf w = STRBUF_INIT;
+		strbuf_addf(&w, "%s (collecting all the same; writing is retried every flush)", tally_errmsg());
+		*warning = strbuf_detach(&w);
+	}
+	tally_dmn_prune(d, d->wall_start);
+	d->started = true;
+	d->next_flush = tally_now_mono() + d->flush_interval;
+	d->next_epoch = tally_now_mono() + d->epoch_every;
+	return 0;
+}
+
+int tally_daemon_start(struct tally_daemon *d, char **warning)
+{
+	if (warning)
+		*warning = NULL;
+	if (d->started || d->rec)
+		return tally_seterr(-EINVAL, "the daemon was started already");
+	write_pid(d, getpid());
+	struct tally_recording_opts ro;
+	tally_recording_opts_init(&ro);
+	ro.smp = d->smp;
+	ro.target = TALLY_TARGET_SYSTEM;
+	ro.sideband_dummy = true;
+	ro.identify_early = true;
+	ro.wake_fd = d->epfd; /* the socket and the wake pipe end a wait too */
+	int r = tally_recording_new(&d->rec, &ro);
+	if (!r)
+		r = tally_recording_start(d->rec);
+	if (r) {
+		tally_recording_free(d->rec);
+		d->rec = NULL;
+		return r;
+	}
+	return tally_daemon_begin(d, tally_recording_agg(d->rec), tally_recording_collector(d->rec), warning);
+}
+
+void tally_daemon_wake(struct tally_daemon *d)
+{
+	int e = errno;
+	char c = 0;
+	if (d->wake[1] >= 0 && write(d->wake[1], &c, 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
+	errno = e;
+}
+
+void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
+{
+	if (timeout_ms < 0)
+		timeout_ms = d->smp->randomize ? 50 : 100;
+	int due = tally_dmn_ctl_due_ms(d);
+	if (due >= 0 && due < timeout_ms)
+		timeout_ms = due;
+	if (d->rec) {
+		if (tally_recording_step(d->rec, timeout_ms) < 0)
+			tally_dmn_log(d, "%s", tally_errmsg());
+	} else {
+		struct pollfd p = { .fd = d->epfd, .events = POLLIN };
+		poll(&p, 1, timeout_ms);
+	}
+	tally_daemon_serve(d);
+	if (!d->started)
+		return;
+	watch_memory(d);
+	double now = tally_now_mono();
+	if (now >= d->next_flush)
+		tally_daemon_flush(d, "interval", NULL);
+	if (d->epoch_every > 0 && now >= d->next_epoch) {
+		if (tally_daemon_new_epoch(d, NULL))
+			d->next_epoch = now + d->epoch_every;
+	}
+}
+
+int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
+{
+	if (!d->started)
+		return 0;
+	if (d->rec)
+		tally_recording_stop(d->rec);
+	int r = tally_daemon_flush(d, "exit", msg);
+	if (r && msg)
+		strbuf_addf(msg, "%" PRIu64 " samples unwritten: %s", tally_dmn_agg_samples(d), d->write_error);
+	return r;
+}
+
+void tally_daemon_free(struct tally_daemon *d)
+{
+	if (!d)
+		return;
+	tally_dmn_close_clients(d);
+	if (d->listenfd >= 0) {
+		close(d->listenfd);
+		unlink(d->sock);
+	}
+	if (d->epfd >= 0)
+		close(d->epfd);
+	if (d->wake[0] >= 0) {
+		close(d->wake[0]);
+		close(d->wake[1]);
+	}
+	tally_recording_free(d->rec);
+	tally_ksym_cache_release(&d->kc);
+	if (d->lockfd >= 0) {
+		if (ftruncate(d->lockfd, 0) < 0) {
+			/* a stale pid in an unlocked file misleads nobody: the lock decides */
+		}
+		close(d->lockfd);
+	}
+	if (d->pidfile_extra)
+		unlink(d->pidfile_extra);
+	if (d->created_db && !d->started && d->db)
+		tally_remove_tree(d->db); /* a start that failed leaves nothing behind */
+	free(d->db);
+	free(d->sock);
+	free(d->pidfile);
+	free(d->pidfile_extra);
+	free(d->epoch);
+	free(d->write_error);
+	for (size_t i = 0; i < d->nmy_epochs; i++)
+		free(d->my_epochs[i]);
+	free(d->my_epochs);
+	free(d);
+}
