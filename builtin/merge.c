@@ -4,6 +4,7 @@
  * canonical mode, so that merging is associative and order-independent. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -171,13 +172,13 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 	if (stat(in->path, &st) == 0 && S_ISDIR(st.st_mode) && !tally_db_is_daemon(in->path) &&
 	    !tally_db_select_active(dbsel)) {
 		strbuf_addf(&path, "%s/session", in->path);
-		r = strbuf_read_file(&text, path.buf, 1 << 20);
+		r = tally_read_regular(&text, AT_FDCWD, path.buf, 0, 1 << 20);
 		if (!r)
 			r = tally_db_parse_session(&db, text.buf ? text.buf : "", text.len, path.buf);
 		else
 			r = 1;
 	} else if (stat(in->path, &st) == 0 && S_ISREG(st.st_mode) && !tally_db_select_active(dbsel)) {
-		r = strbuf_read_file(&text, in->path, 0);
+		r = tally_read_regular(&text, AT_FDCWD, in->path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
 		struct strbuf sess = STRBUF_INIT;
 		int b = r ? r : tally_bundle_parse(text.buf ? text.buf : "", text.len, in->path, bundle_session, &sess);
 		strbuf_addf(&path, "%s:session", in->path);

@@ -16,6 +16,10 @@
  * version (1), which TALLY_FORMAT_VERSION also names. */
 #define TALLY_FORMAT_VERSION 1
 #define TALLY_FORMAT_VERSION_LABELS 2
+/* The largest file of a database (or bundle) a reader takes: about 40 times
+ * the 'stacks' file of a million distinct call stacks. Database files are read only when
+ * they are regular files (never through a symbolic link, a FIFO or a device). */
+#define TALLY_DB_FILE_MAX ((uint64_t)4 << 30)
 
 /* Ordered key: value metadata (the session file, .prof headers). */
 struct tally_kv {
@@ -31,7 +35,45 @@ void tally_meta_set(struct tally_meta *m, const char *key, const char *fmt, ...)
 const char *tally_meta_get(const struct tally_meta *m, const char *key);
 void tally_meta_release(struct tally_meta *m);
 
-/* Fails with a one-line error when path exists (and !force) or its parent is not writable. */
+/* ---- the temporaries next to a database, and their recovery ----
+ * While lib/db writes or removes the database DIR/NAME it keeps, next to it:
+ *   DIR/.NAME.tmp-PID   the staging copy of a save (locked with flock while it is
+ *                       written; after the swap, the old copy being removed)
+ *   DIR/.NAME.old-PID   the old database moved aside (a filesystem without
+ *                       RENAME_EXCHANGE), until the new one is in place
+ *   DIR/.NAME.gone-PID  a database being removed, out of readers' sight first
+ * where PID is the writer's. Readers skip every dot-name; these names are made
+ * and recognized by the functions below only. */
+enum tally_db_temp { TALLY_DB_STAGE, TALLY_DB_OLD, TALLY_DB_GONE };
+/* The path of path's temporary of that kind for pid (caller frees). */
+char *tally_db_temp_path(const char *path, enum tally_db_temp kind, int pid);
+/* Whether a directory entry's name is such a temporary: its kind, its
+ * database's name (*target, the caller's; target may be NULL) and pid. */
+bool tally_db_temp_parse(const char *name, enum tally_db_temp *kind, char **target, int *pid);
+
+struct tally_db_recovery {
+	size_t removed;  /* stale staging, old and half-removed copies deleted */
+	size_t restored; /* databases put back from .old-PID (theirs was missing) */
+	size_t kept;     /* temporaries of writers still at work */
+};
+/* Clears what a killed writer left beside path (and, when path is a daemon's
+ * directory, beside its epochs and drain): a temporary whose writer is gone is
+ * removed, except that an .old-PID copy is renamed back when the database
+ * itself is missing. A writer is gone when its pid is not running (this process
+ * counts as gone: it is not saving) and, for a staging directory, nobody holds
+ * its lock: a live writer's temporaries are never touched. Only directories
+ * owned by this user are touched. Every open (tally_db_open*) and every save
+ * (tally_db_save*, tally_db_check_target) runs it first; failures are left for
+ * the next run. *rv (may be NULL) gets what was done. 0, or the first -errno
+ * of a removal that failed. */
+int tally_db_recover(const char *path, struct tally_db_recovery *rv);
+/* Removes the database (or daemon drain, epoch) directory at path: renamed out
+ * of readers' sight (.NAME.gone-PID), then deleted. 0 or -errno with tally_seterr. */
+int tally_db_remove(const char *path);
+
+/* Fails with a one-line error when path exists (and !force) or its parent is
+ * not writable (after tally_db_recover: a database a killed writer moved aside
+ * counts as existing). */
 int tally_db_check_target(const char *path, bool force);
 /* Writes the aggregate and the session metadata (the caller's keys; counts are
  * added here) as a database at path, atomically. */

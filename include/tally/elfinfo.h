@@ -16,9 +16,12 @@ struct tally_elf_info {
 	bool is_elf;
 };
 
-/* Reads path. want_hash: hash the file when it has no build-id (or always when 2).
- * 0 or -errno with tally_seterr. */
+/* Reads path (a regular file, through links: tally_open_regular; a FIFO or a
+ * device is refused, never opened or waited on). want_hash: hash the file when
+ * it has no build-id (or always when 2). 0 or -errno with tally_seterr. */
 int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out);
+/* The same for an open regular file; path names it in errors. */
+int tally_elf_info_fd(int fd, const char *path, int want_hash, struct tally_elf_info *out);
 /* Hex of a build-id into buf (2*len+1 bytes). */
 void tally_hex(const uint8_t *p, size_t len, char *buf);
 

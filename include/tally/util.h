@@ -96,7 +96,9 @@ const char *tally_excerpt(char *out, const char *s);
 void tally_unescape(char *s);
 /* Caller owns the returned string; sb is reset. */
 char *strbuf_detach(struct strbuf *sb);
-/* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set). */
+/* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set).
+ * For the system's own files (/proc, /sys); a file another user may have put
+ * there is read with tally_read_regular. */
 int strbuf_read_file(struct strbuf *sb, const char *path, size_t max);
 
 /* Hash index: maps 64-bit hashes to item indices kept in the caller's own array;
@@ -151,10 +153,42 @@ int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n);
 /* qsort that accepts an empty (NULL) array, which qsort itself does not. */
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
-/* Write data to path atomically: a temporary in the same directory, fsync, rename. */
+/* ---- files ---- */
+
+/* Write data to path atomically: a temporary with an unpredictable name created
+ * exclusively in path's directory (no symbolic link is ever followed, nothing
+ * that exists is ever opened), synced, then renamed over path. The file is
+ * created mode 0600 (output holds profiles), except that a regular file of
+ * ours it replaces keeps its mode (chmod once to share). On failure the
+ * temporary is removed and path is untouched. 0 or -errno with tally_seterr. */
 int tally_write_file_atomic(const char *path, const void *data, size_t len);
-/* rm -rf, for directories tally made itself. */
+/* The same with another mode for a new file (umask applies): 0644 for a pid file. */
+int tally_write_file_atomic_mode(const char *path, const void *data, size_t len, unsigned mode);
+/* rm -rf, for directories tally made itself: never follows a symbolic link
+ * (each directory is opened without following and emptied through its fd). */
 int tally_remove_tree(const char *path);
+
+/* Opening files that another user may have put there (databases, bundles, image
+ * and debug files found by path): read-only, close-on-exec, without blocking
+ * (a FIFO never hangs the open), and only when it is a regular file of at most
+ * max_size bytes (0: any size). A symbolic link is refused unless flags has
+ * TALLY_OPEN_FOLLOW (image and debug files: /lib64 and .build-id are links).
+ * path is relative to dirfd (AT_FDCWD: the working directory), and the error
+ * names path as given. The descriptor, or -errno with tally_seterr saying what
+ * the file is: "'P' is a FIFO, not a regular file", "'P' is a symbolic link, not
+ * a regular file" (-ELOOP), "'P' is larger than 4.0 GiB" (-EFBIG); a directory
+ * is -EISDIR, anything else not regular -EINVAL, a missing file -ENOENT. *st
+ * (may be NULL) gets the file's fstat. */
+#define TALLY_OPEN_FOLLOW 1
+struct stat;
+int tally_open_regular(int dirfd, const char *path, int flags, uint64_t max_size, struct stat *st);
+/* What a file of this st_mode is, for errors: "a FIFO", "a directory",
+ * "a regular file", "a symbolic link", "a character device", ... */
+const char *tally_file_kind(unsigned mode);
+/* The whole of such a file appended to sb (NUL-terminated). 0 or -errno as above. */
+int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags, uint64_t max_size);
+/* The rest of fd into sb, up to max bytes (0: no bound); what names it in errors. */
+int tally_read_fd(struct strbuf *sb, int fd, const char *what, uint64_t max);
 /* Monotonic and wall clock helpers. */
 double tally_now_mono(void);
 double tally_now_wall(void);

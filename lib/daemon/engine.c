@@ -192,7 +192,8 @@ static void write_pid(struct tally_daemon *d, pid_t pid)
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 	if (ftruncate(d->lockfd, 0) < 0 || pwrite(d->lockfd, buf, (size_t)n, 0) != n)
 		tally_dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
-	if (d->pidfile_extra && tally_write_file_atomic(d->pidfile_extra, buf, (size_t)n))
+	/* a pid is no profile: readable by others, as pid files are */
+	if (d->pidfile_extra && tally_write_file_atomic_mode(d->pidfile_extra, buf, (size_t)n, 0644))
 		tally_dmn_log(d, "%s", tally_errmsg());
 }
 

@@ -373,36 +373,15 @@ int tally_daemon_new_epoch(struct tally_daemon *d, struct strbuf *msg)
 	return r;
 }
 
-/* Removes what a killed daemon may have left: staging copies and half-done swaps. */
+/* Removes what a killed daemon may have left: staging copies and half-done
+ * swaps (lib/db's recovery, which knows its own temporaries' names). */
 void tally_dmn_recover(struct tally_daemon *d)
 {
-	DIR *dir = opendir(d->db);
-	if (!dir)
-		return;
-	struct dirent *de;
-	while ((de = readdir(dir))) {
-		const char *n = de->d_name;
-		if (n[0] != '.' || !strcmp(n, ".") || !strcmp(n, ".."))
-			continue;
-		char *full = tally_dmn_path(d, n);
-		const char *old = strstr(n, ".old-");
-		if (old) {
-			/* a swap without RENAME_EXCHANGE was cut between its two renames */
-			struct strbuf target = STRBUF_INIT;
-			strbuf_addf(&target, "%s/%.*s", d->db, (int)(old - n - 1), n + 1);
-			struct stat st;
-			if (stat(target.buf, &st) < 0 && rename(full, target.buf) == 0) {
-				tally_dmn_log(d, "restored '%s' from a write that was cut short", target.buf);
-			} else {
-				tally_remove_tree(full);
-			}
-			strbuf_release(&target);
-		} else if (strstr(n, ".tmp-") || strstr(n, ".gone-")) {
-			tally_remove_tree(full);
-		}
-		free(full);
-	}
-	closedir(dir);
+	struct tally_db_recovery rv;
+	tally_db_recover(d->db, &rv);
+	if (rv.restored)
+		tally_dmn_log(d, "restored %zu database%s from writes that were cut short", rv.restored,
+			      rv.restored == 1 ? "" : "s");
 }
 
 int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
@@ -466,11 +445,7 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 	}
 	if (!r) {
 		/* forgotten by the drain stream: the next drain starts after this one */
-		struct strbuf gone = STRBUF_INIT;
-		strbuf_addf(&gone, "%s/.%s.gone-%d", d->db, DRAIN_DIR, (int)getpid());
-		if (rename(dr, gone.buf) == 0)
-			tally_remove_tree(gone.buf);
-		strbuf_release(&gone);
+		tally_db_remove(dr);
 		d->drains++;
 		d->draining = true;
 		forget_epochs(d, true);

@@ -6,6 +6,7 @@
 #include "tally/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1092,7 +1093,8 @@ static void read_copy(const struct tally_db *db, uint32_t i, const char *rel, ch
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
-	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+	/* as the writer reads them: a regular file, never through a link */
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		*len = sb.len;
 		*data = strbuf_detach(&sb);
 	}

@@ -5,6 +5,7 @@
 #include "tally/epoch.h"
 #include "tally/archive.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -145,7 +146,7 @@ static void session_times(const char *dbdir, double *start, double *stop)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dbdir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			double *into = !strncmp(l, "start-time: ", 12) ? start : !strncmp(l, "stop-time: ", 11) ? stop : NULL;
@@ -173,7 +174,8 @@ int tally_epochs_list(const char *dir, struct tally_epoch **out, size_t *n)
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/%s", dir, de->d_name);
 		struct stat st;
-		if (stat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		/* a link is not an epoch (the daemon makes none): it would lead out of the database */
+		if (lstat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			strbuf_release(&p);
 			continue;
 		}
@@ -237,14 +239,8 @@ int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min
 			continue;
 		if (e[i].stop >= now - keep)
 			continue;
-		/* out of readers' sight first, then removed */
-		struct strbuf gone = STRBUF_INIT;
-		strbuf_addf(&gone, "%s/.%s.gone-%d", dir, e[i].name, (int)getpid());
-		if (rename(e[i].path, gone.buf) == 0) {
-			tally_remove_tree(gone.buf);
+		if (tally_db_remove(e[i].path) == 0)
 			removed++;
-		}
-		strbuf_release(&gone);
 	}
 	tally_epochs_free(e, n);
 	return removed;
@@ -507,7 +503,7 @@ int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, c
 	struct unpack u = { what, tmpl.buf, false };
 	r = tally_bundle_parse(buf, len, what, unpack_file, &u);
 	if (!r) {
-		r = tally_db_open_dir(db, tmpl.buf);
+		r = tally_db_read_dir(db, tmpl.buf);
 		if (r)
 			rename_in_error(r, tmpl.buf, what);
 	}
@@ -526,7 +522,8 @@ int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, c
 static int open_bundle(struct tally_db *db, const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
-	int r = strbuf_read_file(&sb, path, 0);
+	/* the name the user gave may be a link; what it leads to must be a file */
+	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
 	if (r) {
 		strbuf_release(&sb);
 		memset(db, 0, sizeof(*db));
@@ -555,7 +552,7 @@ static int open_epoch(struct tally_db *db, const char *path)
 			memset(db, 0, sizeof(*db));
 			return errno == ENOENT ? 1 : tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 		}
-		int r = tally_db_open_dir(db, path);
+		int r = tally_db_read_dir(db, path);
 		bool moved = stat(path, &b) < 0 || !same_dir(&a, &b);
 		if (!moved)
 			return r;
@@ -579,7 +576,7 @@ static void epoch_session(const char *dir, struct tally_meta *m)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/session", dir);
-	if (strbuf_read_file(&sb, p.buf, 1 << 20) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		size_t ln = 0;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -783,6 +780,8 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	struct stat st;
 	if (!tally_db_select_active(sel))
 		sel = NULL;
+	/* what a killed writer left: beside the database, and in a daemon's directory */
+	tally_db_recover(path, NULL);
 	bool archive = tally_archive_is(path);
 	if (!archive && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
 		return open_daemon(db, path, sel);
@@ -796,7 +795,7 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		r = open_bundle(db, path);
 	else
-		r = tally_db_open_dir(db, path);
+		r = tally_db_read_dir(db, path);
 	if (r || !sel)
 		return r;
 	/* one recording: selected whole or not at all */

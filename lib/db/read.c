@@ -3,10 +3,12 @@
 #define _GNU_SOURCE
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,9 +127,15 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 	strbuf_reset(path);
 	strbuf_addf(path, "%s/%s", dir, name);
 	strbuf_reset(sb);
-	int r = strbuf_read_file(sb, path->buf, 0);
+	/* never through a link (out of the database), never a FIFO or a device */
+	int r = tally_read_regular(sb, AT_FDCWD, path->buf, 0, TALLY_DB_FILE_MAX);
 	if (r == -ENOENT && optional)
 		return 1;
+	if (r == -ELOOP || r == -EINVAL || r == -EISDIR)
+		return tally_seterr(r, "%s (a database holds only the regular files tally wrote: record it again)",
+				    tally_errmsg());
+	if (r == -EFBIG)
+		return tally_seterr(r, "%s (%s)", tally_errmsg(), DAMAGED);
 	if (r)
 		return r;
 	if (sb->len && sb->buf[sb->len - 1] != '\n') {
@@ -459,7 +467,8 @@ static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 {
 	struct stat dst;
 	if (stat(db->path, &dst) == 0 && !S_ISDIR(dst.st_mode))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
+		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is %s, not a directory", db->path,
+				    S_ISREG(dst.st_mode) ? "a file" : tally_file_kind(dst.st_mode));
 	int r = read_text(sb, db->path, "session", path, true);
 	if (r == 1) {
 		struct stat st;
@@ -1056,6 +1065,12 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 }
 
 int tally_db_open_dir(struct tally_db *db, const char *path)
+{
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir(db, path);
+}
+
+int tally_db_read_dir(struct tally_db *db, const char *path)
 {
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);

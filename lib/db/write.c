@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -100,6 +101,7 @@ int tally_db_check_target(const char *path, bool force)
 	struct stat st;
 	if (!*path)
 		return tally_seterr(-EINVAL, "empty database path (name one with -o DIR)");
+	tally_db_recover(path, NULL);
 	if (stat(path, &st) == 0) {
 		if (!force)
 			return tally_seterr(-EEXIST, "database '%s' already exists (use --force to replace it, or -o to name another)", path);
@@ -425,7 +427,8 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 /* Where the files go: put(name, data, len) for each. */
 struct sink {
 	int (*put)(struct sink *s, const char *name, const void *data, size_t len);
-	const char *dir;     /* directory sinks */
+	const char *dir;     /* directory sinks: the staging directory */
+	const char *db;      /* ... and the database it becomes (errors name it) */
 	struct strbuf *out;  /* bundle sinks */
 	size_t files, bytes;
 	bool made_jit;
@@ -436,9 +439,10 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	struct strbuf p = STRBUF_INIT;
 	if (!strncmp(name, "jit/", 4) && !s->made_jit) {
 		strbuf_addf(&p, "%s/jit", s->dir);
-		if (mkdir(p.buf, 0755) < 0 && errno != EEXIST) {
+		if (mkdir(p.buf, 0700) < 0 && errno != EEXIST) {
 			int e = errno;
-			int r = tally_seterr(-e, "cannot create '%s': %s", p.buf, strerror(e));
+			int r = tally_seterr(-e, "cannot write database '%s' (its directory 'jit'): %s%s", s->db, strerror(e),
+					     e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 			strbuf_release(&p);
 			return r;
 		}
@@ -447,8 +451,8 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	}
 	strbuf_addf(&p, "%s/%s", s->dir, name);
 	/* a private staging directory: no temporary names needed, and the whole
-	 * directory is synced once before it is published */
-	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	 * directory is synced once before it is published; profiles are private */
+	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int e = 0;
 	if (fd < 0) {
 		e = errno;
@@ -471,7 +475,7 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	}
 	int r = 0;
 	if (e)
-		r = tally_seterr(-e, "cannot write '%s': %s%s", p.buf, strerror(e),
+		r = tally_seterr(-e, "cannot write database '%s' (its file '%s'): %s%s", s->db, name, strerror(e),
 				 e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 	strbuf_release(&p);
 	s->files++;
@@ -513,7 +517,7 @@ static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, siz
 	struct strbuf p = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
 	strbuf_reset(sb);
-	int r = strbuf_read_file(sb, p.buf, 0);
+	int r = tally_read_regular(sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX);
 	strbuf_release(&p);
 	if (r)
 		return 0; /* none was kept: the reader says so when it needs it */
@@ -802,39 +806,39 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	if (ret)
 		return ret;
 	char *parent = parent_dir(path);
-	struct strbuf stage = STRBUF_INIT, old = STRBUF_INIT;
-	strbuf_addf(&stage, "%s/.%s.tmp-%d", parent, tally_basename(path), (int)getpid());
-	strbuf_addf(&old, "%s/.%s.old-%d", parent, tally_basename(path), (int)getpid());
-	tally_remove_tree(stage.buf);
-	if (mkdir(stage.buf, 0755) < 0) {
+	char *stage = tally_db_temp_path(path, TALLY_DB_STAGE, (int)getpid());
+	char *old = tally_db_temp_path(path, TALLY_DB_OLD, (int)getpid());
+	int lockfd = -1;
+	tally_remove_tree(stage);
+	if (mkdir(stage, 0700) < 0) {
 		int e = errno;
 		ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
 				   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 		goto out;
 	}
-	struct sink k = { .put = put_dir, .dir = stage.buf };
+	/* held until the copy is published: tally_db_recover leaves a locked stage
+	 * alone (where flock fails, the writer's pid alone says it is at work) */
+	lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lockfd >= 0)
+		flock(lockfd, LOCK_EX | LOCK_NB);
+	struct sink k = { .put = put_dir, .dir = stage, .db = path };
 	ret = save_to(db, &k);
 	if (!ret && check)
-		ret = check(ctx, stage.buf);
+		ret = check(ctx, stage);
 	if (ret)
 		goto fail;
 	/* every file on disk before the directory is published (one call for all) */
-	int dfd = open(stage.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (syncfs(dfd) < 0 && errno == EIO) {
-			ret = tally_seterr(-EIO, "cannot write database '%s': %s", path, strerror(EIO));
-			close(dfd);
-			goto fail;
-		}
-		close(dfd);
+	if (lockfd >= 0 && syncfs(lockfd) < 0 && errno == EIO) {
+		ret = tally_seterr(-EIO, "cannot write database '%s': %s", path, strerror(EIO));
+		goto fail;
 	}
 	struct stat st;
 	bool exists = stat(path, &st) == 0;
 	if (exists) {
 		/* one atomic swap: a reader or a crash sees the old or the new, never neither */
-		if (renameat2(AT_FDCWD, stage.buf, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (renameat2(AT_FDCWD, stage, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
 			fsync_dir(parent);
-			tally_remove_tree(stage.buf); /* now the old one */
+			tally_remove_tree(stage); /* now the old one */
 			goto out;
 		}
 		if (errno != EINVAL && errno != ENOSYS) {
@@ -842,27 +846,29 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 			goto fail;
 		}
 		/* a filesystem without RENAME_EXCHANGE: move the old one aside first */
-		if (rename(path, old.buf) < 0) {
+		if (rename(path, old) < 0) {
 			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
 			goto fail;
 		}
 	}
-	if (rename(stage.buf, path) < 0) {
+	if (rename(stage, path) < 0) {
 		ret = tally_seterr(-errno, "cannot create database '%s': %s", path, strerror(errno));
 		if (exists)
-			rename(old.buf, path);
+			rename(old, path);
 		goto fail;
 	}
 	fsync_dir(parent);
 	if (exists)
-		tally_remove_tree(old.buf);
+		tally_remove_tree(old);
 	goto out;
 fail:
-	tally_remove_tree(stage.buf);
+	tally_remove_tree(stage);
 out:
+	if (lockfd >= 0)
+		close(lockfd);
 	free(parent);
-	strbuf_release(&stage);
-	strbuf_release(&old);
+	free(stage);
+	free(old);
 	return ret;
 }
 

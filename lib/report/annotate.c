@@ -12,6 +12,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -594,7 +595,8 @@ void tally_annotate_free(struct tally_annot_func *f, size_t n)
 static int try_source(const char *path, char **text, char ***lines, size_t *nlines, char **found)
 {
 	struct strbuf sb = STRBUF_INIT;
-	if (strbuf_read_file(&sb, path, 64u << 20)) {
+	/* a regular file: a FIFO at a source path must not hang annotate */
+	if (tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 64u << 20)) {
 		strbuf_release(&sb);
 		return -ENOENT;
 	}

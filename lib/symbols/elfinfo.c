@@ -47,9 +47,17 @@ static int hash_fd(int fd, uint64_t *out)
 int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
 	if (fd < 0)
-		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
+		return fd;
+	int ret = tally_elf_info_fd(fd, path, want_hash, out);
+	close(fd);
+	return ret;
+}
+
+int tally_elf_info_fd(int fd, const char *path, int want_hash, struct tally_elf_info *out)
+{
+	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e && elf_kind(e) == ELF_K_ELF) {
@@ -71,7 +79,6 @@ int tally_elf_info(const char *path, int want_hash, struct tally_elf_info *out)
 		if (ret)
 			tally_seterr(ret, "cannot read '%s': %s", path, strerror(-ret));
 	}
-	close(fd);
 	return ret;
 }
 

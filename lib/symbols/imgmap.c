@@ -134,11 +134,16 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 {
 	memset(m, 0, sizeof(*m));
 	struct strbuf sb = STRBUF_INIT;
-	int ret = strbuf_read_file(&sb, path, 0);
-	if (ret) {
+	/* a regular file (a FIFO would hang the report), through a link if need be */
+	int ret = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 1u << 30);
+	if (ret == -ENOENT || ret == -EACCES || ret == -EPERM) {
 		strbuf_release(&sb);
 		return tally_seterr(ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')", path,
 				    strerror(-ret), path);
+	}
+	if (ret) {
+		strbuf_release(&sb);
+		return tally_seterr(ret, "cannot read map file: %s (write one with 'tally scan -o %s')", tally_errmsg(), path);
 	}
 	ret = tally_imgmap_parse(m, sb.buf ? sb.buf : "", sb.len, path);
 	strbuf_release(&sb);
@@ -245,7 +250,7 @@ static void scan_file(struct scan *s, const char *path, int fd)
 	elf_end(e);
 	/* the same identity the recorder gives: build-id, else a hash of the bytes */
 	struct tally_elf_info info;
-	if (tally_elf_info(path, 1, &info)) {
+	if (tally_elf_info_fd(fd, path, 1, &info)) {
 		s->st->unreadable++;
 		warnf(s, "%s: skipped", tally_errmsg());
 		return;
@@ -324,10 +329,11 @@ static void scan_dir(struct scan *s, const char *dir, int depth)
 			if (lstat(p.buf, &lst) == 0 && S_ISLNK(lst.st_mode))
 				continue;
 			s->st->files++;
-			int fd = open(p.buf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			/* the file looked at, opened without blocking: swapped for a FIFO, it is skipped */
+			int fd = tally_open_regular(AT_FDCWD, p.buf, 0, 0, NULL);
 			if (fd < 0) {
 				s->st->unreadable++;
-				warnf(s, "cannot open '%s': %s: skipped", p.buf, strerror(errno));
+				warnf(s, "%s: skipped", tally_errmsg());
 				continue;
 			}
 			scan_file(s, p.buf, fd);

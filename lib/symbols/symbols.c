@@ -307,12 +307,10 @@ static void finish_syms(struct imgsyms *s)
  * damaged header): such a file is never used, libdwfl would read past it. */
 static bool elf_damaged(const char *path, struct strbuf *why)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		if (fd >= 0)
-			close(fd);
-		strbuf_addf(why, ", but cannot be read: %s", strerror(errno));
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, &st);
+	if (fd < 0) {
+		strbuf_addf(why, ", but cannot be read: %s", tally_errmsg());
 		return true;
 	}
 	uint64_t size = (uint64_t)st.st_size;
@@ -692,21 +690,24 @@ static int open_debug(struct tally_resolver *r, struct imgsyms *s, const struct 
 		int ok;
 		if (c[i].debuglink && strcmp(di->id_kind, "build-id")) {
 			/* no build-id to compare: the debuglink's CRC says whether it belongs */
-			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			bool rd = fd >= 0;
 			uint32_t got = rd ? crc32_file(fd, &rd) : 0;
-			if (fd >= 0)
+			strbuf_reset(&why);
+			if (fd < 0)
+				strbuf_addstr(&why, tally_errmsg());
+			else
 				close(fd);
 			ok = !rd ? -1 : got == crc ? 1 : 0;
-			strbuf_reset(&why);
-			strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
-					"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
+			if (fd >= 0)
+				strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
+						"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
 		} else {
 			ok = check_file(di, c[i].path, &why);
 		}
 		bool useful = false;
 		if (ok == 1) {
-			int fd = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 			useful = e && (elf_has_section(e, ".debug_info") || elf_has_section(e, ".symtab"));
 			if (e)
@@ -717,7 +718,7 @@ static int open_debug(struct tally_resolver *r, struct imgsyms *s, const struct 
 		logf_(s, "debug file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
 		      ok == 1 ? (useful ? ": used" : ", but it has neither .debug_info nor .symtab: not used") : "");
 		if (ok == 1 && useful) {
-			ret = open(c[i].path, O_RDONLY | O_CLOEXEC);
+			ret = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			if (ret >= 0)
 				*out_path = xstrdup(c[i].path);
 		}
@@ -817,6 +818,10 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			*mismatch = true;
 		if (ok == -2 && !damaged->len)
 			strbuf_addf(damaged, "'%s' %s", c[i].path, why.buf);
+		struct stat st;
+		/* a FIFO, a device or a directory where the file was: said, not "not there" */
+		if (ok == -1 && !damaged->len && stat(c[i].path, &st) == 0 && !S_ISREG(st.st_mode))
+			strbuf_addstr(damaged, why.buf);
 		if (ok == 1)
 			found = xstrdup(c[i].path);
 	}
@@ -836,10 +841,23 @@ static Dwfl_Module *report_module_mem(struct tally_resolver *r, struct imgsyms *
 		set_note(s, "libdwfl: %s", dwfl_errmsg(-1));
 		return NULL;
 	}
+	/* opened here, not by libdwfl: a file swapped for a FIFO since it was
+	 * checked must not hang the report */
+	int fd = -1;
+	if (!mem && (fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL)) < 0) {
+		logf_(s, "%s", tally_errmsg());
+		set_note(s, "%s (skipped)", tally_errmsg());
+		s->loud = true;
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return NULL;
+	}
 	dwfl_report_begin(s->dwfl);
 	Dwfl_Module *mod = mem ? dwfl_report_offline_memory(s->dwfl, di->name, path, mem, len)
-			       : dwfl_report_offline(s->dwfl, di->name, path, -1);
+			       : dwfl_report_offline(s->dwfl, di->name, path, fd);
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!mod && fd >= 0)
+		close(fd); /* libdwfl keeps it only on success */
 	if (!mod) {
 		logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
 		set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path, dwfl_errmsg(-1));
@@ -1045,7 +1063,7 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
 	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
 		struct tally_perfmap_sym *ms;
@@ -1062,7 +1080,7 @@ static void load_jit(struct tally_resolver *r, struct imgsyms *s, const struct t
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
 	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
-	if (strbuf_read_file(&sb, p.buf, 0) == 0) {
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
 		s->jd = xcalloc(1, sizeof(*s->jd));
@@ -1288,7 +1306,7 @@ static void ko_index(struct tally_resolver *r)
 static void *zstd_file(const char *path, size_t *len, struct strbuf *why)
 {
 	struct strbuf in = STRBUF_INIT;
-	if (strbuf_read_file(&in, path, 1u << 30)) {
+	if (tally_read_regular(&in, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 1u << 30)) {
 		strbuf_addstr(why, tally_errmsg());
 		return NULL;
 	}
@@ -1728,11 +1746,17 @@ static void load(struct tally_resolver *r, uint32_t image)
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
-		if (access(p.buf, R_OK) == 0) {
+		/* a file of the database: never through a link */
+		int fd = tally_open_regular(AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX, NULL);
+		if (fd >= 0) {
+			close(fd);
 			load_dwfl(r, s, di, p.buf, !strcmp(di->id_kind, "build-id"));
-		} else {
+		} else if (fd == -ENOENT) {
 			logf_(s, "vDSO copy '%s': not there", p.buf);
 			set_note(s, "no copy of the vDSO in the database");
+		} else {
+			logf_(s, "vDSO copy: %s", tally_errmsg());
+			set_note(s, "%s: not used", tally_errmsg());
 		}
 		strbuf_release(&p);
 	} else if (!strcmp(di->id_kind, "unreachable")) {

@@ -402,30 +402,9 @@ int strbuf_read_file(struct strbuf *sb, const char *path, size_t max)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
-	for (;;) {
-		if (strbuf_grow(sb, 65536)) {
-			close(fd);
-			return tally_seterr(-ENOMEM, "cannot read '%s': out of memory", path);
-		}
-		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			close(fd);
-			return tally_seterr(-e, "cannot read '%s': %s", path, strerror(e));
-		}
-		if (n == 0)
-			break;
-		sb->len += (size_t)n;
-		sb->buf[sb->len] = '\0';
-		if (max && sb->len > max) {
-			close(fd);
-			return tally_seterr(-EFBIG, "'%s' is larger than %zu bytes", path, max);
-		}
-	}
+	int r = tally_read_fd(sb, fd, path, max);
 	close(fd);
-	return 0;
+	return r;
 }
 
 /* ---- hash index ---- */
@@ -650,73 +629,216 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 
 /* ---- files ---- */
 
-int tally_write_file_atomic(const char *path, const void *data, size_t len)
+static int write_all(int fd, const void *data, size_t len)
 {
-	struct strbuf tmp = STRBUF_INIT;
-	strbuf_addf(&tmp, "%s.tmp.%d", path, (int)getpid());
-	int fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-		strbuf_release(&tmp);
-		return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
-	}
 	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t n = write(fd, p, left);
+	while (len) {
+		ssize_t n = write(fd, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			goto fail;
+			return -errno;
 		}
 		p += n;
-		left -= (size_t)n;
+		len -= (size_t)n;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	if (rename(tmp.buf, path) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	strbuf_release(&tmp);
 	return 0;
-fail:;
-	int e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp.buf);
+}
+
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool umasked)
+{
+	if (!*path)
+		return tally_seterr(-EINVAL, "cannot write a file with an empty name");
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return tally_seterr(-EISDIR, "cannot write '%s': it is a directory", path);
+		/* the user chose the mode of a file of theirs: the new one keeps it */
+		if (S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+			mode = st.st_mode & 07777;
+			umasked = false;
+		}
+	}
+	if (umasked) {
+		mode_t um = umask(0);
+		umask(um);
+		mode &= ~um;
+	}
+	/* an unpredictable name, created exclusively (O_CREAT|O_EXCL: a planted
+	 * symbolic link or file is never opened), mode 0600 until it is complete */
+	struct strbuf tmp = STRBUF_INIT;
+	strbuf_addf(&tmp, "%s.tmp-XXXXXX", path);
+	int fd = mkostemp(tmp.buf, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		strbuf_release(&tmp);
+		return tally_seterr(-e, "cannot write '%s': %s%s", path, strerror(e),
+				    e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+	}
+	int e = -write_all(fd, data, len);
+	if (!e && mode != 0600 && fchmod(fd, mode) < 0)
+		e = errno;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	/* rename replaces path itself, never what a link at path points to */
+	if (!e && rename(tmp.buf, path) < 0)
+		e = errno;
+	if (e)
+		unlink(tmp.buf);
 	strbuf_release(&tmp);
-	return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
+	if (e)
+		return tally_seterr(-e, "cannot write '%s': %s%s", path, strerror(e),
+				    e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+	return 0;
+}
+
+int tally_write_file_atomic(const char *path, const void *data, size_t len)
+{
+	return write_atomic(path, data, len, 0600, false);
+}
+
+int tally_write_file_atomic_mode(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_atomic(path, data, len, (mode_t)mode & 07777, true);
+}
+
+/* name (relative to dfd) and everything under it, through directory fds. */
+static int remove_at(int dfd, const char *name)
+{
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	int ret = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		int r = remove_at(dirfd(d), de->d_name);
+		if (r && !ret)
+			ret = r;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
+		ret = -errno;
+	return ret;
 }
 
 int tally_remove_tree(const char *path)
 {
+	return remove_at(AT_FDCWD, path);
+}
+
+const char *tally_file_kind(unsigned mode)
+{
+	mode_t m = (mode_t)mode;
+	return S_ISREG(m) ? "a regular file" : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" :
+	       S_ISLNK(m) ? "a symbolic link" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : "of an unknown type";
+}
+
+static int not_regular(const char *path, mode_t m)
+{
+	return tally_seterr(S_ISDIR(m) ? -EISDIR : S_ISLNK(m) ? -ELOOP : -EINVAL, "'%s' is %s, not a regular file", path,
+			    tally_file_kind(m));
+}
+
+int tally_open_regular(int dirfd, const char *path, int flags, uint64_t max_size, struct stat *out)
+{
+	bool follow = flags & TALLY_OPEN_FOLLOW;
 	struct stat st;
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 ? -errno : 0;
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	int ret = 0;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		struct strbuf sub = STRBUF_INIT;
-		strbuf_addf(&sub, "%s/%s", path, de->d_name);
-		int r = tally_remove_tree(sub.buf);
-		if (r && !ret)
-			ret = r;
-		strbuf_release(&sub);
+	/* what it is before it is opened: a device is never opened (a watchdog
+	 * starts counting when it is), a FIFO never waited on */
+	if (fstatat(dirfd, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return not_regular(path, st.st_mode);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (follow ? 0 : O_NOFOLLOW));
+	if (fd < 0) {
+		if (errno == ELOOP && !follow)
+			return not_regular(path, S_IFLNK);
+		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
 	}
-	closedir(d);
-	if (rmdir(path) < 0 && !ret)
-		ret = -errno;
-	return ret;
+	/* and what was opened: it may have been swapped since the look */
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return tally_seterr(-e, "cannot read '%s': %s", path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return not_regular(path, st.st_mode);
+	}
+	if (max_size && (uint64_t)st.st_size > max_size) {
+		char m[32];
+		tally_format_size(max_size, m, sizeof(m));
+		close(fd);
+		return tally_seterr(-EFBIG, "'%s' is larger than %s", path, m);
+	}
+	/* the non-blocking open was for the open only */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (out)
+		*out = st;
+	return fd;
+}
+
+int tally_read_fd(struct strbuf *sb, int fd, const char *what, uint64_t max)
+{
+	size_t start = sb->len;
+	for (;;) {
+		if (sb->alloc - sb->len < 2 && strbuf_grow(sb, 65536)) {
+			if (sb->buf)
+				sb->buf[sb->len] = '\0';
+			return tally_seterr(-ENOMEM, "cannot read '%s': out of memory", what);
+		}
+		ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			sb->buf[sb->len] = '\0';
+			return tally_seterr(-e, "cannot read '%s': %s", what, strerror(e));
+		}
+		sb->buf[sb->len + (size_t)n] = '\0';
+		if (n == 0)
+			return 0;
+		sb->len += (size_t)n;
+		if (max && sb->len - start > max) {
+			char m[32];
+			tally_format_size(max, m, sizeof(m));
+			return tally_seterr(-EFBIG, "'%s' is larger than %s", what, m);
+		}
+	}
+}
+
+int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags, uint64_t max_size)
+{
+	struct stat st;
+	int fd = tally_open_regular(dirfd, path, flags, max_size, &st);
+	if (fd < 0)
+		return fd;
+	/* one allocation for the whole file (it may still grow: the bound holds) */
+	if ((uint64_t)st.st_size >= SIZE_MAX || strbuf_grow(sb, (size_t)st.st_size + 1)) {
+		close(fd);
+		return tally_seterr(-ENOMEM, "cannot read '%s': out of memory for its %" PRIu64 " bytes", path,
+				    (uint64_t)st.st_size);
+	}
+	int r = tally_read_fd(sb, fd, path, max_size);
+	close(fd);
+	return r;
 }
 
 double tally_now_mono(void)

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include <sys/wait.h>
+
 #include <inttypes.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -214,11 +216,17 @@ static void test_daemon__recovers_leftovers(void **state)
 	char *ep = current_epoch(fx->d);
 	tally_daemon_free(fx->d);
 	fx->d = NULL;
-	/* a staging copy, a pruned epoch half removed, and a swap cut between its renames */
+	/* a staging copy, a pruned epoch half removed, and a swap cut between its
+	 * renames, by a writer that is gone (a child that exited and was reaped) */
+	pid_t dead = fork();
+	assert_true(dead >= 0);
+	if (!dead)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
 	char *tmpname = NULL, *gone = NULL, *old = NULL, *epath = unit_path(fx->db, ep);
-	assert_true(asprintf(&tmpname, "%s/.%s.tmp-4242", fx->db, ep) > 0);
-	assert_true(asprintf(&gone, "%s/.202001010000.gone-4242", fx->db) > 0);
-	assert_true(asprintf(&old, "%s/.%s.old-4242", fx->db, ep) > 0);
+	assert_true(asprintf(&tmpname, "%s/.%s.tmp-%d", fx->db, ep, (int)dead) > 0);
+	assert_true(asprintf(&gone, "%s/.202001010000.gone-%d", fx->db, (int)dead) > 0);
+	assert_true(asprintf(&old, "%s/.%s.old-%d", fx->db, ep, (int)dead) > 0);
 	assert_int_equal(mkdir(tmpname, 0700), 0);
 	assert_int_equal(mkdir(gone, 0700), 0);
 	assert_int_equal(rename(epath, old), 0);
@@ -227,7 +235,7 @@ static void test_daemon__recovers_leftovers(void **state)
 	assert_false(unit_exists(gone));
 	assert_false(unit_exists(old));
 	assert_true(unit_exists(epath));
-	assert_str_has(fx->log.buf, "restored '");
+	assert_str_has(fx->log.buf, "restored 1 database from writes that were cut short");
 	free(tmpname);
 	free(gone);
 	free(old);

@@ -6,6 +6,10 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "tally/agg.h"
 #include "tally/db.h"
@@ -273,6 +277,20 @@ static void write_std(struct fixture *fx, int nevents, const char *cg)
 	int r = tally_db_write(fx->db, false, &a, &m);
 	if (r)
 		fail_msg("tally_db_write: %s", tally_errmsg());
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* The standard database written again over fx->db (force). */
+static void write_std_force(struct fixture *fx)
+{
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	int r = tally_db_write(fx->db, true, &a, &m);
+	if (r)
+		fail_msg("tally_db_write --force: %s", tally_errmsg());
 	tally_meta_release(&m);
 	tally_agg_release(&a);
 }
@@ -1452,6 +1470,452 @@ static void test_db__parse_buffers(void **state)
 	}
 }
 
+/* ---- files that are not what a database holds ---- */
+
+/* A session that is a FIFO (a plain open would wait for a writer forever), a
+ * link to /dev/zero (read until memory runs out) or a link to a secret file
+ * (its first bytes quoted in the error): each is refused at once, naming the
+ * file and what it is, never quoting the secret. */
+static void test_db__open_not_regular(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	char *session = unit_path(fx->db, "session");
+	char *keep = unit_path(fx->tmp, "session.keep");
+	assert_int_equal(rename(session, keep), 0);
+	char *secret = unit_path(fx->tmp, "secret");
+	unit_write_str(secret, "root:SECRET-HASH-abcdef:19000:0:99999:7:::\n");
+
+	double t0 = tally_now_mono();
+	assert_int_equal(mkfifo(session, 0600), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_errmsg_has("record it again");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink("/dev/zero", session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link, not a regular file");
+	assert_int_equal(unlink(session), 0);
+
+	assert_int_equal(symlink(secret, session), 0);
+	expect_open_fails(fx->db, session);
+	assert_errmsg_has("is a symbolic link");
+	if (strstr(tally_errmsg(), "SECRET"))
+		fail_msg("the error quotes the linked file: %s", tally_errmsg());
+	assert_int_equal(unlink(session), 0);
+	assert_true(tally_now_mono() - t0 < 5.0);
+
+	/* a .prof file as a link: the same */
+	assert_int_equal(rename(keep, session), 0);
+	char *text;
+	char *prof = std_prof(fx, &text);
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(symlink(secret, prof), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a symbolic link");
+	assert_int_equal(unlink(prof), 0);
+	assert_int_equal(mkfifo(prof, 0600), 0);
+	expect_open_fails(fx->db, prof);
+	assert_errmsg_has("is a FIFO");
+	free(text);
+	free(prof);
+	free(secret);
+	free(keep);
+	free(session);
+}
+
+/* ---- temporaries and their recovery ---- */
+
+/* A pid that ran and is gone (a child that exited and was reaped). */
+static int dead_pid(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (!p)
+		_exit(0);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	return (int)p;
+}
+
+/* A child that lives until stop_child. */
+static pid_t live_child(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (!p) {
+		for (;;)
+			pause();
+	}
+	return p;
+}
+
+static void stop_child(pid_t p)
+{
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+/* fx->tmp/.NAME.KIND-PID as a directory holding one file (a half-written copy). */
+static char *make_temp(struct fixture *fx, const char *name, enum tally_db_temp kind, int pid)
+{
+	char *db = unit_path(fx->tmp, name);
+	char *t = tally_db_temp_path(db, kind, pid);
+	free(db);
+	assert_int_equal(mkdir(t, 0700), 0);
+	char *f = unit_path(t, "half.prof");
+	unit_write_str(f, "format-version: 1\n");
+	free(f);
+	return t;
+}
+
+static void test_db__temp_names(void **state)
+{
+	(void)state;
+	char *t = tally_db_temp_path("a/b/my.db", TALLY_DB_STAGE, 12);
+	assert_string_equal(t, "a/b/.my.db.tmp-12");
+	free(t);
+	t = tally_db_temp_path("my.db/", TALLY_DB_OLD, 7);
+	assert_string_equal(t, "./.my.db.old-7");
+	free(t);
+	t = tally_db_temp_path("/x", TALLY_DB_GONE, 99);
+	assert_string_equal(t, "//.x.gone-99");
+	free(t);
+	static const struct {
+		const char *name, *target;
+		enum tally_db_temp kind;
+		int pid;
+	} good[] = {
+		{ ".my.db.tmp-12", "my.db", TALLY_DB_STAGE, 12 },
+		{ ".202611211307-2.old-4242", "202611211307-2", TALLY_DB_OLD, 4242 },
+		{ ".drain.gone-1", "drain", TALLY_DB_GONE, 1 },
+		{ ".a.tmp-1", "a", TALLY_DB_STAGE, 1 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		enum tally_db_temp k;
+		char *target = NULL;
+		int pid = 0;
+		if (!tally_db_temp_parse(good[i].name, &k, &target, &pid))
+			fail_msg("'%s' not taken for a temporary", good[i].name);
+		assert_string_equal(target, good[i].target);
+		assert_int_equal(k, good[i].kind);
+		assert_int_equal(pid, good[i].pid);
+		free(target);
+	}
+	const char *bad[] = { "db", ".db", ".db.tmp-", ".db.tmp-0", ".db.tmp-12x", "..tmp-1", "db.tmp-12", ".db.tmp.12",
+			      ".db.new-12", ".tmp-12", ".db.tmp-1234567890", ".db.damaged-12", NULL };
+	for (int i = 0; bad[i]; i++) {
+		enum tally_db_temp k;
+		int pid;
+		if (tally_db_temp_parse(bad[i], &k, NULL, &pid))
+			fail_msg("'%s' taken for a temporary", bad[i]);
+	}
+}
+
+/* A killed writer's staging copy (and a half-removed database) are removed by
+ * the next open; the database itself is untouched. */
+static void test_db__recover_stale_stage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	char *gone = make_temp(fx, "db", TALLY_DB_GONE, dead);
+	/* another database's temporaries are not this one's business */
+	char *other = make_temp(fx, "other", TALLY_DB_STAGE, dead);
+	assert_int_equal(unit_dir_entries(fx->tmp), 4);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_false(unit_exists(stage));
+	assert_false(unit_exists(gone));
+	assert_true(unit_exists(other));
+
+	/* the same through tally_db_recover, which says what it did */
+	char *stage2 = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	/* this process is not saving: its own pid's leftovers are stale too */
+	char *mine = make_temp(fx, "db", TALLY_DB_STAGE, (int)getpid());
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_int_equal(rv.restored, 0);
+	assert_int_equal(rv.kept, 0);
+	assert_false(unit_exists(stage2));
+	assert_false(unit_exists(mine));
+	assert_int_equal(unit_dir_entries(fx->tmp), 2); /* db and other's */
+	/* a save recovers too */
+	char *stage3 = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	write_std_force(fx);
+	assert_false(unit_exists(stage3));
+	assert_int_equal(unit_dir_entries(fx->tmp), 2);
+	free(stage3);
+	free(mine);
+	free(stage2);
+	free(other);
+	free(gone);
+	free(stage);
+}
+
+/* A writer killed but not reaped yet (a zombie: kill(pid, 0) still finds it)
+ * is gone: its staging copy is removed. */
+static void test_db__recover_zombie_writer(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	pid_t z = fork();
+	assert_true(z >= 0);
+	if (!z)
+		_exit(0);
+	/* exited, not reaped */
+	siginfo_t si;
+	assert_int_equal(waitid(P_PID, (id_t)z, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(kill(z, 0), 0);
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, (int)z);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 1);
+	assert_false(unit_exists(stage));
+	assert_int_equal(waitpid(z, NULL, 0), z);
+	free(stage);
+}
+
+/* A writer at work: its staging copy and its old copy stay, whether its pid
+ * is running, or (in another pid namespace, where the pid means nothing
+ * here) it holds the staging directory's lock. */
+static void test_db__recover_live_stage(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	pid_t live = live_child();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, (int)live);
+	char *old = make_temp(fx, "db", TALLY_DB_OLD, (int)live);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	tally_db_release(&db);
+	assert_true(unit_exists(stage));
+	assert_true(unit_exists(old));
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.kept, 2);
+	assert_int_equal(rv.removed, 0);
+	/* once it is gone, they go */
+	stop_child(live);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_false(unit_exists(stage));
+	assert_false(unit_exists(old));
+
+	/* a dead pid, but the lock is held: kept, with the old copy of that pid */
+	int dead = dead_pid();
+	char *lstage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	char *lold = make_temp(fx, "db", TALLY_DB_OLD, dead);
+	int fd = open(lstage, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.kept, 2);
+	assert_true(unit_exists(lstage));
+	assert_true(unit_exists(lold));
+	close(fd);
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 2);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+	free(lold);
+	free(lstage);
+	free(old);
+	free(stage);
+}
+
+/* A replacement cut between its two renames: the database is missing and its
+ * old copy is .db.old-PID. The next open puts it back (and drops the staging
+ * copy); with the database there, the old copy is only removed. */
+static void test_db__recover_old_without_db(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *old = tally_db_temp_path(fx->db, TALLY_DB_OLD, dead);
+	assert_int_equal(rename(fx->db, old), 0);
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open after a cut replacement: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_false(unit_exists(old));
+	assert_false(unit_exists(stage));
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+
+	/* through tally_db_recover: counted as restored */
+	assert_int_equal(rename(fx->db, old), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.restored, 1);
+	assert_int_equal(rv.removed, 0);
+	assert_true(unit_exists(fx->db));
+	assert_false(unit_exists(old));
+
+	/* and before a save: the old database counts as existing (--force needed) */
+	assert_int_equal(rename(fx->db, old), 0);
+	assert_int_equal(tally_db_check_target(fx->db, false), -EEXIST);
+	assert_true(unit_exists(fx->db));
+	free(stage);
+	free(old);
+}
+
+static void test_db__recover_old_with_db(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *old = make_temp(fx, "db", TALLY_DB_OLD, dead);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed, 1);
+	assert_int_equal(rv.restored, 0);
+	assert_false(unit_exists(old));
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_int_equal(unit_dir_entries(fx->tmp), 1);
+	free(old);
+}
+
+/* Inside a daemon's directory: its epochs' and drain's temporaries. */
+static void test_db__recover_daemon_dir(void **state)
+{
+	struct fixture *fx = *state;
+	/* fx->db as a daemon directory with one epoch, written by tally_db_save */
+	assert_int_equal(mkdir(fx->db, 0700), 0);
+	char *marker = unit_path(fx->db, "tally-daemon");
+	unit_write_str(marker, "format-version: 1\nlayout: epochs\n");
+	char *epoch = unit_path(fx->db, "202601010000");
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	if (tally_db_write(epoch, false, &a, &m))
+		fail_msg("write: %s", tally_errmsg());
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+	int dead = dead_pid();
+	char *old = tally_db_temp_path(epoch, TALLY_DB_OLD, dead);
+	assert_int_equal(rename(epoch, old), 0);
+	char *stage = tally_db_temp_path(epoch, TALLY_DB_STAGE, dead);
+	assert_int_equal(mkdir(stage, 0700), 0);
+	char *drain = unit_path(fx->db, "drain");
+	char *gone = tally_db_temp_path(drain, TALLY_DB_GONE, dead);
+	assert_int_equal(mkdir(gone, 0700), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.restored, 1);
+	assert_int_equal(rv.removed, 2);
+	assert_true(unit_exists(epoch));
+	assert_int_equal(unit_dir_entries(fx->db), 2); /* the marker and the epoch */
+	/* a reader of the daemon's directory recovers the same way */
+	assert_int_equal(rename(epoch, old), 0);
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("open: %s", tally_errmsg());
+	assert_int_equal(db.samples[0], 14);
+	tally_db_release(&db);
+	assert_int_equal(unit_dir_entries(fx->db), 2);
+	free(gone);
+	free(drain);
+	free(stage);
+	free(old);
+	free(epoch);
+	free(marker);
+}
+
+/* Another user's directory with a temporary's name is never touched. */
+static void test_db__recover_other_owner(void **state)
+{
+	struct fixture *fx = *state;
+	if (geteuid() != 0)
+		skip();
+	write_std(fx, 1, "none");
+	int dead = dead_pid();
+	char *stage = make_temp(fx, "db", TALLY_DB_STAGE, dead);
+	assert_int_equal(chown(stage, 65534, 65534), 0);
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_int_equal(rv.removed + rv.kept + rv.restored, 0);
+	assert_true(unit_exists(stage));
+	free(stage);
+}
+
+/* A write that fails (here: a file size limit, as a full disk would) names the
+ * database, not the hidden staging directory, and leaves nothing behind. */
+static void test_db__save_error_names_db(void **state)
+{
+	struct fixture *fx = *state;
+	struct rlimit old, small = { 64, 64 };
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small.rlim_max = old.rlim_max;
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	struct tally_agg a;
+	struct tally_meta m;
+	build_std(&a, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, prev);
+	assert_int_equal(r, -EFBIG);
+	assert_errmsg_has(fx->db);
+	assert_errmsg_has("cannot write database");
+	if (strstr(tally_errmsg(), ".tmp-"))
+		fail_msg("the error names the staging directory: %s", tally_errmsg());
+	assert_int_equal(unit_dir_entries(fx->tmp), 0);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* A database is private: its directory 0700, its files 0600, whatever the umask. */
+static void test_db__save_modes(void **state)
+{
+	struct fixture *fx = *state;
+	mode_t um = umask(0);
+	struct tally_agg a;
+	struct tally_meta m;
+	tally_agg_init(&a, 1, false, false);
+	uint32_t t = file_image(&a, "/bin/true");
+	uint32_t f = tally_agg_frame(&a, t, 0x4242);
+	add(&a, &f, 1, 0, 0, 1);
+	session_init(&m, "cpu-clock", "none", false);
+	int r = tally_db_write(fx->db, false, &a, &m);
+	umask(um);
+	if (r)
+		fail_msg("write: %s", tally_errmsg());
+	struct stat st;
+	assert_int_equal(stat(fx->db, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	DIR *d = opendir(fx->db);
+	assert_non_null(d);
+	struct dirent *de;
+	size_t files = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *p = unit_path(fx->db, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		if ((st.st_mode & 07777) != (S_ISDIR(st.st_mode) ? 0700 : 0600))
+			fail_msg("'%s' has mode %o", p, st.st_mode & 07777);
+		free(p);
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 3);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
 /* ---- metadata ---- */
 
 static void test_db__meta(void **state)
@@ -1512,6 +1976,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__open_session_values, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__error_quotes_escaped, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__parse_buffers, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_not_regular, fx_setup, fx_teardown),
+		cmocka_unit_test(test_db__temp_names),
+		cmocka_unit_test_setup_teardown(test_db__recover_stale_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_zombie_writer, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_live_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_without_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_with_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_daemon_dir, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_other_owner, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_error_names_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_modes, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -813,6 +813,185 @@ static void test_util__write_file_atomic_fails(void **state)
 	free(dir);
 }
 
+/* Symbolic links planted where the old writer put its temporary (PATH.tmp.PID
+ * for this pid and the next 200) and at the new pattern's fixed part: the
+ * write goes to the file asked, the link targets stay as they were, and the
+ * links are left alone. */
+static void test_util__write_file_atomic_planted_links(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *victim = unit_path(dir, "victim");
+	unit_write_str(victim, "precious\n");
+	assert_int_equal(chmod(victim, 0644), 0);
+	char *out = unit_path(dir, "out");
+	char name[4096];
+	int me = (int)getpid();
+	for (int pid = me; pid <= me + 200; pid++) {
+		snprintf(name, sizeof(name), "%s.tmp.%d", out, pid);
+		assert_int_equal(symlink(victim, name), 0);
+	}
+	snprintf(name, sizeof(name), "%s.tmp-XXXXXX", out);
+	assert_int_equal(symlink(victim, name), 0);
+	size_t before = unit_dir_entries(dir);
+
+	assert_int_equal(tally_write_file_atomic(out, "profile\n", 8), 0);
+	size_t len;
+	char *got = unit_read(victim, &len);
+	assert_string_equal(got, "precious\n");
+	free(got);
+	got = unit_read(out, &len);
+	assert_string_equal(got, "profile\n");
+	free(got);
+	struct stat st;
+	assert_int_equal(lstat(out, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* a profile is private: 0600 whatever the umask */
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(lstat(victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	/* the new file and nothing else: no temporary left, no link removed */
+	assert_int_equal(unit_dir_entries(dir), before + 1);
+
+	/* a link at the output path itself is replaced, not followed */
+	char *linked = unit_path(dir, "linked");
+	assert_int_equal(symlink(victim, linked), 0);
+	assert_int_equal(tally_write_file_atomic(linked, "new\n", 4), 0);
+	got = unit_read(victim, &len);
+	assert_string_equal(got, "precious\n");
+	free(got);
+	assert_int_equal(lstat(linked, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(linked);
+	free(out);
+	free(victim);
+	free(dir);
+}
+
+/* Modes: 0600 for a new file whatever the umask; a file of ours that is
+ * replaced keeps the mode its owner gave it; another mode (a pid file's 0644)
+ * is taken with the umask applied. */
+static void test_util__write_file_atomic_modes(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *p = unit_path(dir, "out");
+	mode_t old = umask(0);
+	struct stat st;
+	assert_int_equal(tally_write_file_atomic(p, "a", 1), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(tally_write_file_atomic(p, "b", 1), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	char *pidf = unit_path(dir, "pid");
+	umask(022);
+	assert_int_equal(tally_write_file_atomic_mode(pidf, "1\n", 2, 0666), 0);
+	assert_int_equal(stat(pidf, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(old);
+	assert_int_equal(unit_dir_entries(dir), 2);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(pidf);
+	free(p);
+	free(dir);
+}
+
+/* Opening what another user may have put there: each kind of non-file is
+ * refused at once (a FIFO with no writer would block a plain open forever),
+ * with a message naming the path and what it is. */
+static void test_util__open_regular(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *file = unit_path(dir, "file");
+	unit_write_str(file, "0123456789");
+	char *fifo = unit_path(dir, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	char *link = unit_path(dir, "link");
+	assert_int_equal(symlink(file, link), 0);
+	char *zero = unit_path(dir, "zero");
+	assert_int_equal(symlink("/dev/zero", zero), 0);
+	char *lfifo = unit_path(dir, "lfifo");
+	assert_int_equal(symlink(fifo, lfifo), 0);
+	char *sub = unit_path(dir, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+
+	struct stat st;
+	int fd = tally_open_regular(AT_FDCWD, file, 0, 0, &st);
+	assert_true(fd >= 0);
+	assert_int_equal(st.st_size, 10);
+	/* the descriptor blocks as usual: O_NONBLOCK was for the open only */
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+
+	double t0 = tally_now_mono();
+	assert_int_equal(tally_open_regular(AT_FDCWD, fifo, 0, 0, NULL), -EINVAL);
+	assert_errmsg_has(fifo);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_int_equal(tally_open_regular(AT_FDCWD, lfifo, TALLY_OPEN_FOLLOW, 0, NULL), -EINVAL);
+	assert_errmsg_has("is a FIFO, not a regular file");
+	assert_true(tally_now_mono() - t0 < 1.0);
+
+	assert_int_equal(tally_open_regular(AT_FDCWD, link, 0, 0, NULL), -ELOOP);
+	assert_errmsg_has(link);
+	assert_errmsg_has("is a symbolic link, not a regular file");
+	fd = tally_open_regular(AT_FDCWD, link, TALLY_OPEN_FOLLOW, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tally_open_regular(AT_FDCWD, zero, 0, 0, NULL), -ELOOP);
+	assert_int_equal(tally_open_regular(AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 0, NULL), -EINVAL);
+	assert_errmsg_has("is a character device, not a regular file");
+	assert_int_equal(tally_open_regular(AT_FDCWD, sub, 0, 0, NULL), -EISDIR);
+	assert_errmsg_has("is a directory, not a regular file");
+	char *missing = unit_path(dir, "missing");
+	assert_int_equal(tally_open_regular(AT_FDCWD, missing, 0, 0, NULL), -ENOENT);
+	assert_errmsg_has(missing);
+	assert_int_equal(tally_open_regular(AT_FDCWD, file, 0, 9, NULL), -EFBIG);
+	assert_errmsg_has(file);
+	fd = tally_open_regular(AT_FDCWD, file, 0, 10, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	/* relative to a directory */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	fd = tally_open_regular(dfd, "file", 0, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tally_open_regular(dfd, "fifo", 0, 0, NULL), -EINVAL);
+	assert_errmsg_has("'fifo' is a FIFO");
+	close(dfd);
+
+	/* the whole file, appended; bounded */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "pre:");
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, link, TALLY_OPEN_FOLLOW, 0), 0);
+	assert_string_equal(sb.buf, "pre:0123456789");
+	assert_int_equal(sb.len, 14);
+	strbuf_reset(&sb);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, file, 0, 5), -EFBIG);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 1 << 20), -EINVAL);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, fifo, 0, 0), -EINVAL);
+	strbuf_release(&sb);
+
+	assert_int_equal(tally_remove_tree(dir), 0);
+	free(missing);
+	free(sub);
+	free(lfifo);
+	free(zero);
+	free(link);
+	free(fifo);
+	free(file);
+	free(dir);
+}
+
 static void test_util__remove_tree(void **state)
 {
 	(void)state;
@@ -976,6 +1155,9 @@ int main(void)
 		cmocka_unit_test(test_util__parse_intlist_bad),
 		cmocka_unit_test(test_util__write_file_atomic),
 		cmocka_unit_test(test_util__write_file_atomic_fails),
+		cmocka_unit_test(test_util__write_file_atomic_planted_links),
+		cmocka_unit_test(test_util__write_file_atomic_modes),
+		cmocka_unit_test(test_util__open_regular),
 		cmocka_unit_test(test_util__remove_tree),
 		cmocka_unit_test(test_util__basename),
 		cmocka_unit_test(test_util__seterr),
