@@ -2,8 +2,11 @@
 # Everything else is plumbing around Meson (build/) and the dependency script.
 BUILD ?= build
 MESON_OPTS ?=
+# the fuzzers' build: clang, ASan+UBSan, libFuzzer (docs/fuzzing.md)
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 5
 
-.PHONY: all deps deps-test build demo check check-asan bench clean
+.PHONY: all deps deps-test build demo check check-asan fuzz fuzz-smoke bench clean
 
 all: build
 
@@ -32,6 +35,16 @@ check-asan: deps-test
 	ninja -C build-asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/check.sh build-asan
 
+# one libFuzzer target per parser of outside input: $(FUZZ_BUILD)/fuzz/fuzz-*
+fuzz: deps-test
+	@[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang-14 meson setup $(FUZZ_BUILD) --werror -Dfuzz=true \
+		-Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(FUZZ_BUILD) fuzz
+
+# every target over its corpus (fuzz/corpus/) and fuzz/regress/, then FUZZ_SECONDS of fuzzing each
+fuzz-smoke: fuzz
+	@fuzz/smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	@bench/run.sh $(BUILD)
 	@bench/callgraph.sh $(BUILD)
@@ -42,6 +55,7 @@ bench: build
 	@bench/daemon.sh $(BUILD)
 	@bench/merge.sh $(BUILD)
 	@bench/daemon-cpu.sh $(BUILD)
+	@bench/scale.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)

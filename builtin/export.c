@@ -3,6 +3,7 @@
  * the formats table below, document it in docs/export.md and docs/cli.md. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +105,62 @@ static char *format_names(void)
 	return strbuf_detach(&sb);
 }
 
-/* Writes every output file atomically; on a failure removes those already written. */
-static int write_outputs(const char *output, const struct tally_export_out *out)
+/* Outputs as they are written: big ones go on to their file while the writer
+ * works (a temporary beside it, renamed when it is whole), or to stdout. */
+struct sink {
+	const char *output;
+	const struct tally_export_out *out;
+	int *fd; /* per file: its temporary, or -1 */
+	size_t nfd;
+};
+
+static void tmp_name(struct strbuf *sb, const struct sink *k, const struct tally_export_out *out, size_t i)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "%s%s.tmp.%d", k->output, out->files[i].suffix, (int)getpid());
+}
+
+static int put_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int sink_put(void *ctx, size_t file, const void *data, size_t len)
+{
+	struct sink *k = ctx;
+	if (!strcmp(k->output, "-")) {
+		if (fwrite(data, 1, len, stdout) != len)
+			return tally_seterr(-errno, "cannot write the export to stdout: %s", strerror(errno));
+		return 0;
+	}
+	while (k->nfd <= file) {
+		k->fd = xrealloc(k->fd, (k->nfd + 1) * sizeof(int));
+		k->fd[k->nfd++] = -1;
+	}
+	struct strbuf path = STRBUF_INIT;
+	tmp_name(&path, k, k->out, file);
+	if (k->fd[file] < 0)
+		k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int r = k->fd[file] < 0 ? -errno : put_all(k->fd[file], data, len);
+	if (r)
+		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
+	strbuf_release(&path);
+	return r;
+}
+
+/* Writes every output file atomically; on a failure removes those already
+ * written (and the temporaries of those that were being written). */
+static int write_outputs(const char *output, const struct tally_export_out *out, struct sink *k)
 {
 	if (!strcmp(output, "-")) {
 		for (size_t i = 0; i < out->n; i++)
@@ -114,23 +169,59 @@ static int write_outputs(const char *output, const struct tally_export_out *out)
 			return tally_seterr(-errno, "cannot write the export to stdout: %s", strerror(errno));
 		return 0;
 	}
-	for (size_t i = 0; i < out->n; i++) {
-		struct strbuf path = STRBUF_INIT;
+	int r = 0;
+	size_t i;
+	struct strbuf path = STRBUF_INIT, tmp = STRBUF_INIT;
+	for (i = 0; i < out->n && !r; i++) {
+		strbuf_reset(&path);
 		strbuf_addf(&path, "%s%s", output, out->files[i].suffix);
-		int r = tally_write_file_atomic(path.buf, out->files[i].data.buf ? out->files[i].data.buf : "",
-						out->files[i].data.len);
-		strbuf_release(&path);
-		if (r < 0) {
-			for (size_t k = 0; k < i; k++) {
-				strbuf_addf(&path, "%s%s", output, out->files[k].suffix);
-				unlink(path.buf);
-				strbuf_reset(&path);
+		const struct tally_export_file *f = &out->files[i];
+		if (i < k->nfd && k->fd[i] >= 0) {
+			/* written as it went: the rest, then in place */
+			tmp_name(&tmp, k, out, i);
+			r = put_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
+			if (!r && fsync(k->fd[i]) < 0)
+				r = -errno;
+			if (close(k->fd[i]) < 0 && !r)
+				r = -errno;
+			k->fd[i] = -1;
+			if (!r && rename(tmp.buf, path.buf) < 0)
+				r = -errno;
+			if (r) {
+				unlink(tmp.buf);
+				tally_seterr(r, "cannot write '%s': %s", path.buf, strerror(-r));
 			}
-			strbuf_release(&path);
-			return r;
+		} else {
+			r = tally_write_file_atomic(path.buf, f->data.buf ? f->data.buf : "", f->data.len);
 		}
 	}
-	return 0;
+	if (r) {
+		char keep[1024];
+		snprintf(keep, sizeof(keep), "%s", tally_errmsg());
+		for (size_t j = 0; j + 1 < i; j++) {
+			strbuf_reset(&path);
+			strbuf_addf(&path, "%s%s", output, out->files[j].suffix);
+			unlink(path.buf);
+		}
+		tally_seterr(r, "%s", keep);
+	}
+	strbuf_release(&path);
+	strbuf_release(&tmp);
+	return r;
+}
+
+/* Temporaries of a failed export. */
+static void sink_release(struct sink *k, const struct tally_export_out *out)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	for (size_t i = 0; i < k->nfd; i++)
+		if (k->fd[i] >= 0) {
+			close(k->fd[i]);
+			tmp_name(&tmp, k, out, i);
+			unlink(tmp.buf);
+		}
+	strbuf_release(&tmp);
+	free(k->fd);
 }
 
 int cmd_export(int argc, char **argv)
@@ -258,17 +349,22 @@ int cmd_export(int argc, char **argv)
 	tally_print_warnings(&sw);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
+	struct sink sink = { output, &out, NULL, 0 };
+	out.put = sink_put;
+	out.ctx = &sink;
 	int wr = fmt->write(&x, &out);
 	tally_print_warnings(&out.warnings);
-	if (wr < 0 || write_outputs(output, &out) < 0) {
+	if (wr < 0 || write_outputs(output, &out, &sink) < 0) {
+		sink_release(&sink, &out);
 		tally_error("%s", tally_errmsg());
 		ret = 1;
 		goto out;
 	}
+	free(sink.fd);
 	if (strcmp(output, "-")) {
 		uint64_t n = 0;
 		for (size_t i = 0; i < out.n; i++)
-			n += out.files[i].data.len;
+			n += out.files[i].put + out.files[i].data.len;
 		if (out.n == 1)
 			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes)\n", output, out.files[0].suffix, fmt->name, n);
 		else

@@ -317,7 +317,8 @@ int cmd_report(int argc, char **argv)
 		tally_error("%s", tally_errmsg());
 		goto out;
 	}
-	if (tally_db_open_select(&db, o.input, &dbsel)) {
+	/* the stacks are read only for the views that need them */
+	if (tally_db_open_flags(&db, o.input, &dbsel, TALLY_DB_STACKS_LATER)) {
 		tally_error("%s", tally_errmsg());
 		goto out;
 	}
@@ -337,6 +338,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (cgmode && !db.has_stacks) {
 		tally_error("'%s' has no call stacks (record with -g or --call-graph to get them)", o.input);
+		goto out;
+	}
+	if ((cgmode || o.html) && tally_db_load_stacks(&db)) {
+		tally_error("%s", tally_errmsg());
 		goto out;
 	}
 	if (!o.plimit_set)

@@ -64,12 +64,24 @@ struct tally_cg {
 	size_t nfcache, afcache;
 	uint32_t *fc_funcs;
 	size_t nfc_funcs, afc_funcs;
-	struct tally_hidx fc_idx;
+	uint32_t *fc_of; /* per database frame, as a leaf and as a caller: its function, or fcache entry (callgraph.c) */
+	struct tally_cg_name_slot *name_cache; /* while building */
 };
 
-/* Builds the model for one event; keep(db, pid) selects stacks by process (NULL: all). */
+/* Builds the model for one event; keep(db, pid) selects stacks by process (NULL: all).
+ * The work is linear in the frames of the database's stacks, with one symbol
+ * lookup per distinct frame. */
 void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
 		    bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx);
+/* Build flag: no caller/callee arcs (cg->arcs stays empty); what needs no
+ * arcs (inclusive counts, trees, flame graphs, folded stacks) is spared the
+ * table of every distinct (caller, callee) pair, which can be as large as the
+ * stacks themselves. tally_cg_arcs adds them later. */
+#define TALLY_CG_NO_ARCS 1u
+void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
+			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx, unsigned flags);
+/* The caller/callee arcs of cg's stacks (each counted once per stack that has it). */
+void tally_cg_arcs(struct tally_cg *cg);
 void tally_cg_release(struct tally_cg *cg);
 /* Index of a function by name, or -1. */
 long tally_cg_find(const struct tally_cg *cg, const char *name);

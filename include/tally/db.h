@@ -113,7 +113,7 @@ struct tally_db_prof {
 };
 
 struct tally_db_stack {
-	uint32_t first, len; /* into frames, leaf first */
+	uint32_t first, len; /* into stack_frames, leaf first */
 	int32_t pid;
 	uint32_t label; /* db->labels: 0 for none */
 };
@@ -162,12 +162,17 @@ struct tally_db {
 	struct tally_db_prof *profs; /* one per (image, pid): no two files share one */
 	size_t nprofs, aprofs;
 
-	struct tally_frame *frames; /* image is a db image index */
-	size_t nframes, aframes;
+	/* call stacks: each distinct frame once (image is a db image index), and
+	 * the stacks as runs of frame numbers; read with tally_db_frame */
+	struct tally_frame *frame_tab;
+	size_t nframe_tab, aframe_tab;
+	uint32_t *stack_frames; /* indices into frame_tab, leaf first */
+	size_t nstack_frames, astack_frames;
 	struct tally_db_stack *stacks;
 	size_t nstacks, astacks;
 	uint64_t *stack_counts; /* nstacks * nevents */
 	size_t astack_counts;
+	struct tally_db_lazy *lazy; /* stacks not read yet (TALLY_DB_STACKS_LATER), or NULL */
 
 	struct tally_ksym *ksyms;
 	size_t nksyms;
@@ -193,6 +198,24 @@ struct tally_db {
 int tally_db_open(struct tally_db *db, const char *path);
 /* The same for a plain database directory only. */
 int tally_db_open_dir(struct tally_db *db, const char *path);
+
+/* Open flag: leave the stacks file unread (it is opened, not read) until
+ * tally_db_load_stacks asks for it, so that what needs no stacks (the per-image
+ * summary, functions, lines) costs nothing for them; until then nstacks is 0. */
+#define TALLY_DB_STACKS_LATER 1u
+int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags);
+/* Reads the stacks that TALLY_DB_STACKS_LATER left unread: at once 0 when
+ * there is nothing left to read. A damaged or missing stacks file is the error
+ * an open without the flag would have given (file, line, fix; again at every
+ * call), and db stays usable without stacks. 0 or -errno with tally_seterr. */
+int tally_db_load_stacks(struct tally_db *db);
+
+/* Frame k (0: the leaf) of a stack of db. */
+static inline const struct tally_frame *tally_db_frame(const struct tally_db *db, const struct tally_db_stack *st,
+						       uint32_t k)
+{
+	return &db->frame_tab[db->stack_frames[st->first + k]];
+}
 /* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
 const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
 void tally_db_release(struct tally_db *db);
@@ -302,6 +325,12 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
  * after db is released (a bundle's files go with it). A copy that is missing
  * stays missing. */
 void tally_db_keep_copies(struct tally_db *db);
+/* Reads now the stacks that tally_db_builder_add took along unread (from a
+ * database opened with TALLY_DB_STACKS_LATER, each stacks file parsed once,
+ * straight into the builder's), so that the builder holds them all; call it
+ * after each such add to keep no file open. 0 or -errno with tally_seterr
+ * (again at every call; tally_db_builder_finish then leaves them unread). */
+int tally_db_builder_load_stacks(struct tally_db_builder *b);
 /* The database built (out is overwritten); frees b. */
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
 

@@ -63,6 +63,9 @@ bool tally_db_select_active(const struct tally_db_select *sel);
  * Reading an epoch the daemon replaces meanwhile is retried. 0 or -errno with
  * tally_seterr (an empty selection names the range and what there is). */
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
+/* The same with flags (TALLY_DB_STACKS_LATER: the stacks are read by
+ * tally_db_load_stacks; a bundle's are read at once). */
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags);
 
 /* ---- bundles (docs/format.md) ---- */
 

@@ -31,14 +31,24 @@ struct tally_export {
 struct tally_export_file {
 	char *suffix;
 	struct strbuf data;
+	uint64_t put;      /* bytes passed to out->put already (data holds the rest) */
 };
 struct tally_export_out {
 	struct tally_export_file *files;
 	size_t n, alloc;
+	/* Set by the caller, or NULL: where the data of big outputs goes while
+	 * they are written (tally_export_out_flush), file by file in order; 0 or
+	 * -errno with tally_seterr. The caller still writes what is left in data. */
+	int (*put)(void *ctx, size_t file, const void *data, size_t len);
+	void *ctx;
 	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);
+/* For writers of big outputs: passes sb (a buffer of out) on to out->put once
+ * it holds a MiB, so that memory stays flat whatever the size of the output.
+ * 0 or the put's error. */
+int tally_export_out_flush(struct tally_export_out *out, struct strbuf *sb);
 void tally_export_out_release(struct tally_export_out *out);
 
 /* A writer: 0, or -1 with tally_seterr (one line naming what is missing). */

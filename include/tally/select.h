@@ -36,11 +36,11 @@ enum {
 };
 
 void tally_select_init(struct tally_select *s);
-/* 1 when opt was a selection option (taken), 0 when it is not one, -1 with
+/* 1 when opt was a selection option (taken), 0 when it is not one, -errno with
  * tally_seterr on a bad value. */
 int tally_select_getopt(struct tally_select *s, int opt, const char *arg);
 /* Checks the selection against an open database (per-pid filters need a
- * --per-pid recording; the event must exist) and sets ev_only. -1 with
+ * --per-pid recording; the event must exist) and sets ev_only. -EINVAL with
  * tally_seterr naming the database and the fix; warnings (a pid with no
  * samples) are added to w (may be NULL). */
 int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w);

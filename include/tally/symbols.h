@@ -83,10 +83,12 @@ bool tally_resolver_loaded(const struct tally_resolver *r, uint32_t image);
 bool tally_resolver_loud(struct tally_resolver *r, uint32_t image);
 /* True when the image's file differs from what was recorded (build-id mismatch). */
 bool tally_resolver_mismatch(struct tally_resolver *r, uint32_t image);
-/* The link-time address (as the image's symbol table and DWARF have it) of a
- * file offset in db image `image`: through the loadable segments for files;
- * kernel, JIT and nomap offsets are addresses already. -1 when the file is
- * missing or differs from the recorded one, or the offset is in no segment. */
+/* The link-time address (as the image's ELF headers and DWARF use; add the
+ * bias for libdwfl) of a file offset of db image `image`. For JIT and nomap
+ * images the offset is already an address; for the kernel it is the running
+ * kernel's address, turned into a vmlinux address when --vmlinux gave one. 0,
+ * or -1 when the offset is in no loadable segment or the image has no verified
+ * file. */
 int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 /* The libdwfl module of db image `image` (a file-backed image, the vDSO copy,
@@ -130,13 +132,5 @@ struct tally_resolver_file {
 	const char *id_kind, *id;  /* what it was verified against (a module's own build-id) */
 };
 size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tally_resolver_file *out, size_t max);
-
-/* The link-time address (as the image's ELF headers and DWARF use; add the
- * bias for libdwfl) of a file offset of db image `image`. For JIT and nomap
- * images the offset is already an address; for the kernel it is the running
- * kernel's address, turned into a vmlinux address when --vmlinux gave one. 0,
- * or -1 when the offset is in no loadable segment or the image has no verified
- * file. */
-int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offset, uint64_t *addr);
 
 #endif

@@ -150,6 +150,20 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set);
 /* "1,2,3" into an array of ints from 1 to INT_MAX (caller frees *out). */
 int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n);
 
+/* Binary search, the one of tally. tally_partition: the number of leading
+ * items of [0, n) for which before(ctx, i) holds, where before holds for a
+ * prefix and fails for the rest (a lower bound: before = "item i < key"; an
+ * upper bound: before = "item i <= key"). */
+size_t tally_partition(size_t n, bool (*before)(const void *ctx, size_t i), const void *ctx);
+/* The number of leading items of base (n items of stride bytes, sorted by the
+ * uint64_t at byte off of each) whose value is <= key: the item holding key
+ * in a sorted table of start addresses is the one before it, when it is not 0.
+ * TALLY_UPPER_U64(arr, n, field, key) names the field. */
+size_t tally_upper_u64(const void *base, size_t n, size_t stride, size_t off, uint64_t key);
+#define TALLY_UPPER_U64(arr, n, field, key)                                                          \
+	((void)sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]), /* a 64-bit field */ \
+	 tally_upper_u64((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key)))
+
 /* qsort that accepts an empty (NULL) array, which qsort itself does not. */
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
@@ -195,5 +209,12 @@ double tally_now_wall(void);
 void tally_format_utc(double wall, char *buf, size_t n); /* 2026-11-21T13:07:00Z */
 /* Basename without allocation. */
 const char *tally_basename(const char *path);
+/* The directory holding path, newly allocated, as POSIX dirname(3) defines
+ * it: "/x" -> "/", "x" -> ".", "/" -> "/", "a/b/" -> "a", "a//b" -> "a",
+ * "" -> ".". */
+char *tally_dirname(const char *path);
+/* Write all n bytes to fd, retrying short writes and EINTR: 0 or -errno
+ * (-EIO when write returns 0). Sets no message. */
+int tally_write_all(int fd, const void *p, size_t n);
 
 #endif

@@ -86,6 +86,10 @@ struct tally_view_cg {
 };
 void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
 			 const struct tally_select *sel, int ev);
+/* The same with tally_cg_build_flags' flags (TALLY_CG_NO_ARCS: no arcs, for
+ * the views that show none). */
+void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
+			       const struct tally_select *sel, int ev, unsigned flags);
 void tally_view_cg_release(struct tally_view_cg *v);
 /* The arcs (indices into v->cg.arcs) that call function f (callees: that f
  * calls), in the order the model found them; *n gets how many. */

@@ -229,7 +229,8 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 		for (int k = 0; ok && k < 16; k++) {
 			int a = hexval(f[2][2 * k]), b = hexval(f[2][2 * k + 1]);
 			ok = a >= 0 && b >= 0;
-			e.sum[k] = (unsigned char)(a << 4 | b);
+			if (ok) /* a negative digit shifted is undefined (found by fuzz-manifest) */
+				e.sum[k] = (unsigned char)(a << 4 | b);
 		}
 		if (!ok) {
 			r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ROLE SIZE XXH3-128 NAME' (%s)", what, lineno, DAMAGED_ARCHIVE);
@@ -342,9 +343,9 @@ static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r
 {
 	uint64_t *a = NULL;
 	size_t na = 0, cap = 0;
-	for (size_t i = 0; i < db->nentries + db->nframes; i++) {
-		uint32_t im = i < db->nentries ? db->entries[i].image : db->frames[i - db->nentries].image;
-		uint64_t off = i < db->nentries ? db->entries[i].offset : db->frames[i - db->nentries].offset;
+	for (size_t i = 0; i < db->nentries + db->nframe_tab; i++) {
+		uint32_t im = i < db->nentries ? db->entries[i].image : db->frame_tab[i - db->nentries].image;
+		uint64_t off = i < db->nentries ? db->entries[i].offset : db->frame_tab[i - db->nentries].offset;
 		uint64_t addr;
 		if (im != image || tally_resolver_addr(r, image, off, &addr))
 			continue;
@@ -564,21 +565,6 @@ static int write_err(const char *path, int e)
 	return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t k = write(fd, c, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		c += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Creates the directories above name under dirfd. */
 int tally_ar_mkparents(int dirfd, const char *name)
 {
@@ -703,7 +689,7 @@ struct fdout {
 static int fd_out(void *ctx, const void *p, size_t n)
 {
 	struct fdout *o = ctx;
-	int r = write_all(o->fd, p, n);
+	int r = tally_write_all(o->fd, p, n);
 	return r ? write_err(o->path, -r) : 0;
 }
 
@@ -738,7 +724,7 @@ static int write_dir(struct writer *w, const char *staging)
 		struct strbuf man = STRBUF_INIT;
 		tally_manifest_format(w->p->m, w->p->n, &man);
 		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, man.buf, man.len) || close(fd) < 0)
+		if (fd < 0 || tally_write_all(fd, man.buf, man.len) || close(fd) < 0)
 			r = write_err(w->path, errno ? errno : EIO);
 		strbuf_release(&man);
 	}

@@ -2,6 +2,7 @@
  * report feeds it a daemon's epochs, the daemon feeds it an epoch and what it
  * aggregated since the last flush. Equal keys add up; nothing is kept twice. */
 #define _GNU_SOURCE
+#include "stacks.h"
 #include "tally/db.h"
 #include "tally/util.h"
 
@@ -17,12 +18,6 @@ struct bcell {
 	uint32_t image;
 	int32_t pid;
 	uint64_t offset;
-	uint32_t label;
-};
-
-struct bstack {
-	uint32_t first, len; /* into frames */
-	int32_t pid;
 	uint32_t label;
 };
 
@@ -53,13 +48,8 @@ struct tally_db_builder {
 	size_t accounts;
 	struct tally_hidx cell_idx;
 
-	struct tally_frame *frames;
-	size_t nframes, aframes;
-	struct bstack *bstacks;
-	size_t nstacks, astacks;
-	uint64_t *scounts;
-	size_t ascounts;
-	struct tally_hidx stack_idx;
+	struct stackset ss;           /* the stacks, equal ones summed */
+	struct tally_db_lazy *lazy;   /* stacks of the sources left unread, added after ss's */
 
 	struct tally_ksym *ksyms;
 	size_t nksyms, aksyms;
@@ -98,6 +88,8 @@ struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, 
 		b->events[e] = xstrdup(events[e]);
 	b->per_pid = per_pid;
 	b->stacks = stacks;
+	b->ss.nevents = nevents;
+	b->ss.dedup = true;
 	b->totals = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
 	return b;
 }
@@ -178,10 +170,8 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->cells);
 	free(b->ccounts);
 	tally_hidx_release(&b->cell_idx);
-	free(b->frames);
-	free(b->bstacks);
-	free(b->scounts);
-	tally_hidx_release(&b->stack_idx);
+	tally_stackset_release(&b->ss);
+	tally_lazy_free(b->lazy);
 	tally_ksyms_free(b->ksyms, b->nksyms);
 	tally_hidx_release(&b->ksym_idx);
 	for (size_t i = 0; i < b->ntasks; i++) {
@@ -345,26 +335,6 @@ void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, in
 		b->ccounts[i * ne + e] += counts[e];
 }
 
-struct stack_key {
-	int32_t pid;
-	uint32_t label;
-	const struct tally_frame *f;
-	uint32_t n;
-};
-
-static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct tally_db_builder *b = ctx;
-	const struct bstack *s = &b->bstacks[idx];
-	const struct stack_key *k = key;
-	if (s->pid != k->pid || s->len != k->n || s->label != k->label)
-		return false;
-	for (uint32_t i = 0; i < k->n; i++)
-		if (b->frames[s->first + i].image != k->f[i].image || b->frames[s->first + i].offset != k->f[i].offset)
-			return false;
-	return true;
-}
-
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
 			    const uint64_t *counts)
 {
@@ -376,29 +346,18 @@ void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint3
 {
 	if (!b->stacks || !n)
 		return;
-	struct stack_key k = { b->per_pid && pid > 0 ? pid : 0, label, frames, n };
-	uint64_t h = tally_hash_u64((uint64_t)(uint32_t)k.pid ^ ((uint64_t)n << 32) ^ ((uint64_t)label << 44));
-	for (uint32_t i = 0; i < n; i++)
-		h = tally_hash_u64(h ^ frames[i].offset ^ ((uint64_t)frames[i].image << 48));
-	uint32_t i = tally_hidx_get(&b->stack_idx, h, &k, stack_eq, b);
-	size_t ne = (size_t)b->nevents;
-	if (i == TALLY_HIDX_NONE) {
-		GROW(b->frames, b->aframes, b->nframes + n);
-		memcpy(&b->frames[b->nframes], frames, n * sizeof(*frames));
-		GROW(b->bstacks, b->astacks, b->nstacks + 1);
-		b->bstacks[b->nstacks] = (struct bstack){ (uint32_t)b->nframes, n, k.pid, label };
-		b->nframes += n;
-		size_t want = (b->nstacks + 1) * ne;
-		if (want > b->ascounts) {
-			size_t old = b->ascounts;
-			GROW(b->scounts, b->ascounts, want);
-			memset(b->scounts + old, 0, (b->ascounts - old) * sizeof(uint64_t));
-		}
-		tally_hidx_put(&b->stack_idx, h, (uint32_t)b->nstacks);
-		i = (uint32_t)b->nstacks++;
+	pid = b->per_pid && pid > 0 ? pid : 0;
+	if (b->lazy) {
+		/* after the stacks left unread, in order */
+		tally_lazy_stack(&b->lazy, pid, label, frames, n, counts, b->nevents);
+		return;
 	}
-	for (size_t e = 0; e < ne; e++)
-		b->scounts[i * ne + e] += counts[e];
+	uint32_t buf[64], *ids = n <= ARRAY_SIZE(buf) ? buf : xmalloc(n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = tally_stackset_frame(&b->ss, frames[i].image, frames[i].offset);
+	tally_stackset_add(&b->ss, pid, label, ids, n, counts);
+	if (ids != buf)
+		free(ids);
 }
 
 static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
@@ -738,16 +697,44 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		}
 	}
 	free(elab);
-	if (b->stacks && src->has_stacks) {
+	if (b->stacks && src->has_stacks && src->lazy) {
+		/* read when the result's are (tally_db_load_stacks, or
+		 * tally_db_builder_load_stacks), every label set of src mapped */
+		for (uint32_t l = 0; l <= src->nlabels; l++)
+			(void)source_label(b, src, lab, l);
+		tally_lazy_take(&b->lazy, src, img, lab, col, b->nevents, b->per_pid);
+	} else if (b->stacks && src->has_stacks && !b->lazy) {
+		/* each distinct frame of src numbered once in ours, its stacks then
+		 * added as they are held: runs of frame numbers */
+		uint32_t *fid = xmalloc((src->nframe_tab + 1) * sizeof(uint32_t));
+		for (size_t f = 0; f < src->nframe_tab; f++)
+			fid[f] = tally_stackset_frame(&b->ss, img[src->frame_tab[f].image], src->frame_tab[f].offset);
+		uint32_t *ids = NULL;
+		size_t aids = 0;
+		for (size_t s = 0; s < src->nstacks; s++) {
+			const struct tally_db_stack *st = &src->stacks[s];
+			if (!st->len)
+				continue;
+			GROW(ids, aids, st->len);
+			for (uint32_t k = 0; k < st->len; k++)
+				ids[k] = fid[src->stack_frames[st->first + k]];
+			memset(c, 0, ne * sizeof(uint64_t));
+			for (int e = 0; e < src->nevents; e++)
+				if (col[e] >= 0)
+					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
+			tally_stackset_add(&b->ss, b->per_pid && st->pid > 0 ? st->pid : 0, source_label(b, src, lab, st->label),
+					   ids, st->len, c);
+		}
+		free(ids);
+		free(fid);
+	} else if (b->stacks && src->has_stacks) {
 		struct tally_frame *fr = NULL;
 		size_t afr = 0;
 		for (size_t s = 0; s < src->nstacks; s++) {
 			const struct tally_db_stack *st = &src->stacks[s];
 			GROW(fr, afr, st->len);
-			for (uint32_t k = 0; k < st->len; k++) {
-				fr[k].image = img[src->frames[st->first + k].image];
-				fr[k].offset = src->frames[st->first + k].offset;
-			}
+			for (uint32_t k = 0; k < st->len; k++)
+				fr[k] = (struct tally_frame){ img[tally_db_frame(src, st, k)->image], tally_db_frame(src, st, k)->offset };
 			memset(c, 0, ne * sizeof(uint64_t));
 			for (int e = 0; e < src->nevents; e++)
 				if (col[e] >= 0)
@@ -829,9 +816,11 @@ static int cmp_stack(const void *x, const void *y)
 		return p->label < q->label ? -1 : 1;
 	if (p->hash != q->hash)
 		return p->hash < q->hash ? -1 : 1;
-	const struct bstack *a = &sort_ctx->bstacks[p->stack], *b = &sort_ctx->bstacks[q->stack];
+	const struct stackset *ss = &sort_ctx->ss;
+	const struct tally_db_stack *a = &ss->stacks[p->stack], *b = &ss->stacks[q->stack];
 	for (uint32_t i = 0; i < a->len && i < b->len; i++) {
-		const struct tally_frame *f = &sort_ctx->frames[a->first + i], *g = &sort_ctx->frames[b->first + i];
+		const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[a->first + i]],
+					 *g = &ss->frame_tab[ss->stack_frames[b->first + i]];
 		if (f->image != g->image)
 			return f->image < g->image ? -1 : 1;
 		if (f->offset != g->offset)
@@ -878,9 +867,10 @@ static int cmp_kv(const void *x, const void *y)
  * came in), the indices that name them renumbered. */
 static void canonicalize(struct tally_db_builder *b)
 {
+	struct stackset *ss = &b->ss;
 	size_t n = b->nimages > b->nlabels ? b->nimages : b->nlabels;
-	if (b->nstacks > n)
-		n = b->nstacks;
+	if (ss->nstacks > n)
+		n = ss->nstacks;
 	uint32_t *order = xmalloc((n + 1) * sizeof(uint32_t));
 	uint32_t *newi = xmalloc((n + 2) * sizeof(uint32_t));
 	sort_ctx = b;
@@ -898,60 +888,67 @@ static void canonicalize(struct tally_db_builder *b)
 	b->aimages = b->nimages;
 	for (size_t i = 0; i < b->ncells; i++)
 		b->cells[i].image = newi[b->cells[i].image];
-	for (size_t i = 0; i < b->nframes; i++)
-		b->frames[i].image = newi[b->frames[i].image];
+	/* the frames' index goes stale: nothing is added after this */
+	for (size_t i = 0; i < ss->nframe_tab; i++)
+		ss->frame_tab[i].image = newi[ss->frame_tab[i].image];
 
-	for (size_t i = 0; i < b->nlabels; i++)
-		order[i] = (uint32_t)i;
-	tally_qsort(order, b->nlabels, sizeof(uint32_t), cmp_label);
-	struct tally_labelset *labels = xmalloc((b->nlabels + 1) * sizeof(*labels));
-	newi[0] = 0;
+	/* the label sets in use (a set of an input that names no sample is not
+	 * one of the result), in their own order */
+	bool *used = xcalloc(b->nlabels + 1, sizeof(bool));
+	for (size_t i = 0; i < b->ncells; i++)
+		used[b->cells[i].label] = true;
+	for (size_t i = 0; i < ss->nstacks; i++)
+		used[ss->stacks[i].label] = true;
+	size_t nl = 0;
 	for (size_t i = 0; i < b->nlabels; i++) {
+		if (used[i + 1])
+			order[nl++] = (uint32_t)i;
+		else
+			tally_labelset_release(&b->labels[i]);
+	}
+	free(used);
+	tally_qsort(order, nl, sizeof(uint32_t), cmp_label);
+	struct tally_labelset *labels = xmalloc((nl + 1) * sizeof(*labels));
+	newi[0] = 0;
+	for (size_t i = 0; i < nl; i++) {
 		labels[i] = b->labels[order[i]];
 		newi[order[i] + 1] = (uint32_t)i + 1;
 	}
 	free(b->labels);
+	tally_hidx_release(&b->label_idx); /* stale too */
 	b->labels = labels;
-	b->alabels = b->nlabels;
+	b->nlabels = b->alabels = nl;
 	for (size_t i = 0; i < b->ncells; i++)
 		b->cells[i].label = newi[b->cells[i].label];
-	for (size_t i = 0; i < b->nstacks; i++)
-		b->bstacks[i].label = newi[b->bstacks[i].label];
+	for (size_t i = 0; i < ss->nstacks; i++)
+		ss->stacks[i].label = newi[ss->stacks[i].label];
 
-	struct stack_order *so = xmalloc((b->nstacks + 1) * sizeof(*so));
-	for (size_t i = 0; i < b->nstacks; i++) {
-		const struct bstack *st = &b->bstacks[i];
+	/* the stacks (their frames stay where they are; the stacks' index goes stale) */
+	struct stack_order *so = xmalloc((ss->nstacks + 1) * sizeof(*so));
+	for (size_t i = 0; i < ss->nstacks; i++) {
+		const struct tally_db_stack *st = &ss->stacks[i];
 		uint64_t h = st->len;
-		for (uint32_t k = 0; k < st->len; k++)
-			h = tally_hash_u64(h ^ b->frames[st->first + k].offset ^ ((uint64_t)b->frames[st->first + k].image << 48));
+		for (uint32_t k = 0; k < st->len; k++) {
+			const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[st->first + k]];
+			h = tally_hash_u64(h ^ f->offset ^ ((uint64_t)f->image << 48));
+		}
 		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label, h };
 	}
-	tally_qsort(so, b->nstacks, sizeof(*so), cmp_stack);
-	for (size_t i = 0; i < b->nstacks; i++)
-		order[i] = so[i].stack;
-	free(so);
+	tally_qsort(so, ss->nstacks, sizeof(*so), cmp_stack);
 	size_t ne = (size_t)b->nevents;
-	struct tally_frame *frames = xmalloc((b->nframes + 1) * sizeof(*frames));
-	struct bstack *stacks = xmalloc((b->nstacks + 1) * sizeof(*stacks));
-	uint64_t *counts = xmalloc((b->nstacks * ne + 1) * sizeof(uint64_t));
-	size_t nf = 0;
-	for (size_t i = 0; i < b->nstacks; i++) {
-		const struct bstack *st = &b->bstacks[order[i]];
-		memcpy(&frames[nf], &b->frames[st->first], st->len * sizeof(*frames));
-		stacks[i] = (struct bstack){ (uint32_t)nf, st->len, st->pid, st->label };
-		memcpy(&counts[i * ne], &b->scounts[(size_t)order[i] * ne], ne * sizeof(uint64_t));
-		nf += st->len;
+	struct tally_db_stack *stacks = xmalloc((ss->nstacks + 1) * sizeof(*stacks));
+	uint64_t *counts = xmalloc((ss->nstacks * ne + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < ss->nstacks; i++) {
+		stacks[i] = ss->stacks[so[i].stack];
+		memcpy(&counts[i * ne], &ss->counts[(size_t)so[i].stack * ne], ne * sizeof(uint64_t));
 	}
-	free(b->frames);
-	free(b->bstacks);
-	free(b->scounts);
-	b->frames = frames;
-	b->aframes = b->nframes + 1;
-	b->nframes = nf;
-	b->bstacks = stacks;
-	b->astacks = b->nstacks + 1;
-	b->scounts = counts;
-	b->ascounts = b->nstacks * ne + 1;
+	free(so);
+	free(ss->stacks);
+	free(ss->counts);
+	ss->stacks = stacks;
+	ss->astacks = ss->nstacks + 1;
+	ss->counts = counts;
+	ss->acounts = ss->nstacks * ne + 1;
 
 	tally_qsort(b->tasks, b->ntasks, sizeof(*b->tasks), cmp_task);
 	if (b->module_lines.n) {
@@ -982,10 +979,17 @@ static int cmp_ksym(const void *x, const void *y)
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+int tally_db_builder_load_stacks(struct tally_db_builder *b)
+{
+	return tally_lazy_read(&b->ss, &b->lazy);
+}
+
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 {
 	size_t ne = (size_t)b->nevents;
-	if (b->canonical)
+	/* the canonical order needs every stack: those that cannot be read stay
+	 * unread, with their error (the result cannot be written without them) */
+	if (b->canonical && !tally_db_builder_load_stacks(b))
 		canonicalize(b);
 	memset(out, 0, sizeof(*out));
 	out->path = xstrdup("");
@@ -1028,18 +1032,11 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	}
 	free(order);
 
-	out->frames = b->frames;
-	out->nframes = b->nframes;
-	out->aframes = b->aframes;
-	b->frames = NULL;
-	out->stacks = xmalloc((b->nstacks + 1) * sizeof(*out->stacks));
-	for (size_t i = 0; i < b->nstacks; i++)
-		out->stacks[i] = (struct tally_db_stack){ b->bstacks[i].first, b->bstacks[i].len, b->bstacks[i].pid,
-							  b->bstacks[i].label };
-	out->nstacks = out->astacks = b->nstacks;
-	out->stack_counts = b->scounts;
-	out->astack_counts = b->ascounts;
-	b->scounts = NULL;
+	tally_stackset_to_db(&b->ss, out);
+	if (b->lazy)
+		b->lazy->dedup = true;
+	out->lazy = b->lazy;
+	b->lazy = NULL;
 
 	tally_qsort(b->ksyms, b->nksyms, sizeof(*b->ksyms), cmp_ksym);
 	out->ksyms = b->ksyms;

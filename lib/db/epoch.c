@@ -443,19 +443,9 @@ static int unpack_file(void *ctx, const char *name, const char *data, size_t len
 	if (fd < 0) {
 		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
 	} else {
-		size_t left = len;
-		const char *d = data;
-		while (left && !r) {
-			ssize_t w = write(fd, d, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
-			else {
-				d += w;
-				left -= (size_t)w;
-			}
-		}
+		int w = tally_write_all(fd, data, len);
+		if (w)
+			r = tally_seterr(w, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(-w));
 		close(fd);
 	}
 	strbuf_release(&fp);
@@ -544,7 +534,7 @@ static bool same_dir(const struct stat *a, const struct stat *b)
 
 /* An epoch the daemon may be replacing while we read: read it again when the
  * directory changed under us. 1 when the epoch no longer exists (pruned). */
-static int open_epoch(struct tally_db *db, const char *path)
+static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 {
 	for (int attempt = 0;; attempt++) {
 		struct stat a, b;
@@ -552,7 +542,7 @@ static int open_epoch(struct tally_db *db, const char *path)
 			memset(db, 0, sizeof(*db));
 			return errno == ENOENT ? 1 : tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 		}
-		int r = tally_db_read_dir(db, path);
+		int r = tally_db_read_dir_flags(db, path, flags);
 		bool moved = stat(path, &b) < 0 || !same_dir(&a, &b);
 		if (!moved)
 			return r;
@@ -648,7 +638,7 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 	return 0;
 }
 
-static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel)
+static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
 {
 	struct tally_epoch *ep;
 	size_t n;
@@ -696,7 +686,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 	}
 	if (np == 1) {
 		for (;;) {
-			r = open_epoch(db, ep[pick[0]].path);
+			r = open_epoch(db, ep[pick[0]].path, flags);
 			if (r != 1)
 				break;
 			r = tally_seterr(-ENOENT, "epoch '%s' of '%s' was deleted while it was read (--keep): run again",
@@ -747,7 +737,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 	size_t used = 0;
 	for (size_t k = 0; k < np; k++) {
 		struct tally_db one;
-		r = open_epoch(&one, ep[pick[k]].path);
+		r = open_epoch(&one, ep[pick[k]].path, flags);
 		if (r == 1) {
 			r = 0; /* pruned meanwhile: it is not there any more */
 			continue;
@@ -777,6 +767,11 @@ out:
 
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel)
 {
+	return tally_db_open_flags(db, path, sel, 0);
+}
+
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
+{
 	struct stat st;
 	if (!tally_db_select_active(sel))
 		sel = NULL;
@@ -784,7 +779,7 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	tally_db_recover(path, NULL);
 	bool archive = tally_archive_is(path);
 	if (!archive && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(path))
-		return open_daemon(db, path, sel);
+		return open_daemon(db, path, sel, flags);
 	if (sel && sel->epoch) {
 		memset(db, 0, sizeof(*db));
 		return tally_seterr(-EINVAL, "--epoch: '%s' is not a daemon database, it has no epochs (written by 'tally daemon')", path);
@@ -795,7 +790,7 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
 		r = open_bundle(db, path);
 	else
-		r = tally_db_read_dir(db, path);
+		r = tally_db_read_dir_flags(db, path, flags);
 	if (r || !sel)
 		return r;
 	/* one recording: selected whole or not at all */

@@ -1,6 +1,7 @@
 /* Reading a profile database: every file is validated line by line, and any
  * damage is reported with the file, the line and what to do. */
 #define _GNU_SOURCE
+#include "stacks.h"
 #include "tally/db.h"
 #include "tally/util.h"
 #include "db-private.h"
@@ -451,8 +452,7 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	return 0;
 }
 
-/* Whether db is of the format version with labels (2). */
-static bool labelled(const struct tally_db *db)
+bool tally_db_labelled(const struct tally_db *db)
 {
 	const char *fv = tally_meta_get(&db->session, "format-version");
 	return fv && !strcmp(fv, "2");
@@ -604,7 +604,7 @@ int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, cons
 /* A version 2 database's label sets (the file is optional: none, then). */
 static int load_labels(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
-	if (!labelled(db))
+	if (!tally_db_labelled(db))
 		return 0;
 	int r = read_text(sb, db->path, "labels", path, true);
 	if (r == 1)
@@ -641,7 +641,7 @@ static int prof_label(const struct tally_db *db, const struct tally_meta *h, con
 	const char *lv = tally_meta_get(h, "label");
 	uint64_t v = 0;
 	*label = 0;
-	if (!lv || !labelled(db))
+	if (!lv || !tally_db_labelled(db))
 		return 0;
 	if (!whole_u64(lv, &v) || v > db->nlabels) {
 		char q[TALLY_EXCERPT_SIZE];
@@ -764,107 +764,7 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 	return parse_text(db, sb->buf, sb->len, path->buf, parse_prof);
 }
 
-/* ---- stacks ---- */
-
-static int parse_stacks(struct tally_db *db, char *text, const char *what)
-{
-	if (!db->has_stacks)
-		return tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
-				    DAMAGED);
-	char *cur = text, *line;
-	size_t ln = 0;
-	int r = 0;
-	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	uint64_t *sum = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	while ((line = next_line(&cur))) {
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
-		char *sp = strchr(line, ' ');
-		if (!sp)
-			goto bad;
-		*sp = '\0';
-		if (parse_counts_list(line, db->nevents, c))
-			goto bad;
-		const char *p = sp + 1;
-		uint64_t pid;
-		if (!parse_dec(&p, &pid))
-			goto bad;
-		if (pid > INT32_MAX) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", what, ln,
-					 pid, INT32_MAX, DAMAGED);
-			goto out;
-		}
-		uint64_t label = 0;
-		if (labelled(db) && (*p++ != ' ' || !parse_dec(&p, &label)))
-			goto bad;
-		if (label > db->nlabels) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)", what, ln, label,
-					 DAMAGED);
-			goto out;
-		}
-		struct tally_db_stack st = { (uint32_t)db->nframes, 0, (int32_t)pid, (uint32_t)label };
-		size_t first = db->nframes;
-		while (*p == ' ') {
-			p++;
-			uint64_t img, off;
-			if (!parse_dec(&p, &img) || *p++ != ':' || !parse_hex(&p, &off) || img >= db->nimages ||
-			    st.len == UINT32_MAX) {
-				db->nframes = first;
-				goto bad;
-			}
-			GROW(db->frames, db->aframes, db->nframes + 1);
-			db->frames[db->nframes++] = (struct tally_frame){ (uint32_t)img, off };
-			st.len++;
-		}
-		if (*p || !st.len || first > UINT32_MAX) {
-			db->nframes = first;
-			goto bad;
-		}
-		if (!add_counts(sum, c, db->nevents)) {
-			db->nframes = first;
-			r = tally_seterr(-EINVAL, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", what, ln, UINT64_MAX,
-					 DAMAGED);
-			goto out;
-		}
-		GROW(db->stacks, db->astacks, db->nstacks + 1);
-		db->stacks[db->nstacks] = st;
-		GROW(db->stack_counts, db->astack_counts, (db->nstacks + 1) * (size_t)db->nevents);
-		memcpy(&db->stack_counts[db->nstacks * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
-		db->nstacks++;
-	}
-	/* every sample has a stack: the counts must add up to the session's */
-	for (int e = 0; e < db->nevents && !r; e++)
-		if (sum[e] != db->samples[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, sum[e], db->events[e], db->samples[e]);
-	goto out;
-bad:
-	r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'COUNT PID %sIMAGE:OFFSET...' (%s)", what, ln,
-			 labelled(db) ? "LABEL " : "", DAMAGED);
-out:
-	free(c);
-	free(sum);
-	return r;
-}
-
-int tally_db_parse_stacks(struct tally_db *db, const char *buf, size_t len, const char *what)
-{
-	return parse_copy(db, buf, len, what, parse_stacks);
-}
-
-static int load_stacks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "stacks", path, true);
-	if (r == 1)
-		return db->has_stacks ? tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-						     db->path, DAMAGED)
-				      : 0;
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_stacks);
-}
+/* ---- stacks: lib/db/stacks.c ---- */
 
 /* ---- kernel symbols, tasks, mount namespaces ---- */
 
@@ -1067,10 +967,21 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 int tally_db_open_dir(struct tally_db *db, const char *path)
 {
 	tally_db_recover(path, NULL);
-	return tally_db_read_dir(db, path);
+	return tally_db_read_dir_flags(db, path, 0);
+}
+
+int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flags)
+{
+	tally_db_recover(path, NULL);
+	return tally_db_read_dir_flags(db, path, flags);
 }
 
 int tally_db_read_dir(struct tally_db *db, const char *path)
+{
+	return tally_db_read_dir_flags(db, path, 0);
+}
+
+int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flags)
 {
 	memset(db, 0, sizeof(*db));
 	db->path = xstrdup(path);
@@ -1102,7 +1013,7 @@ int tally_db_read_dir(struct tally_db *db, const char *path)
 	for (size_t i = 0; !r && i < nnames; i++)
 		r = load_prof(db, names[i], &sb, &p);
 	if (!r)
-		r = load_stacks(db, &sb, &p);
+		r = tally_stacks_open(db, flags); /* lib/db/stacks.c */
 	if (!r)
 		r = load_ksyms(db, &sb, &p);
 	if (!r)
@@ -1149,9 +1060,11 @@ void tally_db_release(struct tally_db *db)
 	free(db->entries);
 	free(db->counts);
 	free(db->profs);
-	free(db->frames);
+	free(db->frame_tab);
+	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	tally_lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {
 		free(db->tasks[i].comm);

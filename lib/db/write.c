@@ -86,16 +86,6 @@ static void session_format(struct strbuf *sb, const struct tally_meta *m, int ve
 		strbuf_addf(sb, "format-version: %d\n", version);
 }
 
-static char *parent_dir(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	if (!s)
-		return xstrdup(".");
-	if (s == path)
-		return xstrdup("/");
-	return xstrndup(path, (size_t)(s - path));
-}
-
 int tally_db_check_target(const char *path, bool force)
 {
 	struct stat st;
@@ -114,7 +104,7 @@ int tally_db_check_target(const char *path, bool force)
 		if (!is_db)
 			return tally_seterr(-EEXIST, "'%s' exists and is not a tally database: --force only replaces databases (choose another -o)", path);
 	}
-	char *parent = parent_dir(path);
+	char *parent = tally_dirname(path);
 	int ret = 0;
 	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
 		ret = tally_seterr(-ENOENT, "cannot create database '%s': directory '%s' does not exist", path, parent);
@@ -457,19 +447,7 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	if (fd < 0) {
 		e = errno;
 	} else {
-		const char *d = data;
-		size_t left = len;
-		while (left) {
-			ssize_t n = write(fd, d, left);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				e = errno;
-				break;
-			}
-			d += n;
-			left -= (size_t)n;
-		}
+		e = -tally_write_all(fd, data, len);
 		if (close(fd) < 0 && !e)
 			e = errno;
 	}
@@ -557,6 +535,8 @@ static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 
 static int save_to(const struct tally_db *db, struct sink *k)
 {
+	if (db->lazy) /* a database opened with TALLY_DB_STACKS_LATER: never write it without them */
+		return tally_seterr(-EINVAL, "'%s': its stacks were not read (tally_db_load_stacks)", db->path);
 	int ret = 0;
 	size_t ne = (size_t)db->nevents;
 	struct strbuf sb = STRBUF_INIT, name = STRBUF_INIT, aux = STRBUF_INIT;
@@ -654,7 +634,7 @@ static int save_to(const struct tally_db *db, struct sink *k)
 				add_dec(&sb, st->label);
 			}
 			for (uint32_t f = 0; f < st->len; f++) {
-				const struct tally_frame *fr = &db->frames[st->first + f];
+				const struct tally_frame *fr = tally_db_frame(db, st, f);
 				strbuf_addch(&sb, ' ');
 				add_dec(&sb, fr->image);
 				strbuf_addch(&sb, ':');
@@ -805,7 +785,7 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	int ret = tally_db_check_target(path, replace);
 	if (ret)
 		return ret;
-	char *parent = parent_dir(path);
+	char *parent = tally_dirname(path);
 	char *stage = tally_db_temp_path(path, TALLY_DB_STAGE, (int)getpid());
 	char *old = tally_db_temp_path(path, TALLY_DB_OLD, (int)getpid());
 	int lockfd = -1;

@@ -3,6 +3,7 @@
  * source lines when known), inclusive cost through calls= lines built from the
  * stacks; one file for everything, or one per process. docs/export.md. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,7 +244,7 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 			const struct tally_db_stack *s = &db->stacks[k];
 			GROW(fr, afr, nfr + s->len + 1);
 			for (uint32_t f = s->len; f-- > 0;) {
-				const struct tally_frame *q = &db->frames[s->first + f];
+				const struct tally_frame *q = tally_db_frame(db, s, f);
 				uint64_t off = q->offset - (f == 0 || !q->offset ? 0 : 1);
 				fr[nfr++] = frame_id(&g, q->image, off);
 			}
@@ -406,7 +407,7 @@ int tally_export_callgrind(const struct tally_export *x, struct tally_export_out
 		return 0;
 	}
 	if (!db->per_pid)
-		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
+		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
 				    x->input);
 	/* the processes with samples of the exported events */
 	size_t dbne = (size_t)db->nevents;

@@ -11,8 +11,23 @@ struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *s
 	GROW(out->files, out->alloc, out->n + 1);
 	struct tally_export_file *f = &out->files[out->n++];
 	f->suffix = xstrdup(suffix);
+	f->put = 0;
 	strbuf_init(&f->data);
 	return &f->data;
+}
+
+int tally_export_out_flush(struct tally_export_out *out, struct strbuf *sb)
+{
+	if (!out->put || sb->len < (1u << 20))
+		return 0;
+	for (size_t i = 0; i < out->n; i++)
+		if (&out->files[i].data == sb) {
+			int r = out->put(out->ctx, i, sb->buf, sb->len);
+			out->files[i].put += sb->len;
+			strbuf_reset(sb);
+			return r;
+		}
+	return 0;
 }
 
 void tally_export_out_release(struct tally_export_out *out)
@@ -42,7 +57,7 @@ void tally_export_select(struct tally_db *db, const struct tally_select *sel, bo
 		bool keep = tally_select_pid(sel, db, st->pid) && tally_select_label(sel, db, st->label);
 		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { db->frames[st->first].image, db->per_pid ? st->pid : 0, 0, 0, st->label };
+			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image, db->per_pid ? st->pid : 0, 0, 0, st->label };
 			keep = tally_select_prof(sel, db, &pf);
 		}
 		for (size_t e = 0; e < ne; e++)
@@ -200,16 +215,21 @@ void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db
 	tally_qsort(c->v, c->n, sizeof(*c->v), cmp_comm);
 }
 
+struct comm_key {
+	const struct tally_export_comms *c;
+	int pid;
+};
+
+static bool pid_upto(const void *ctx, size_t i)
+{
+	const struct comm_key *k = ctx;
+	return k->c->v[i].pid <= k->pid;
+}
+
 const char *tally_export_comm(const struct tally_export_comms *c, int pid)
 {
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->v[mid].pid <= pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct comm_key k = { c, pid };
+	size_t lo = tally_partition(c->n, pid_upto, &k);
 	/* the last task of that pid, as tally_db_comm */
 	return lo && c->v[lo - 1].pid == pid ? c->v[lo - 1].comm : NULL;
 }

@@ -72,13 +72,21 @@ void tally_strbuf_add_xml(struct strbuf *sb, const char *s)
 
 /* ---- the tree ---- */
 
+/* The stacks are grouped level by level (a most-significant-digit radix sort
+ * on each stack's functions from the graph's bottom, in name order): a group
+ * is a frame, its stacks that end there are its self samples, and only a group
+ * that stays a frame is split further. Groups under the limit fold at once, so
+ * the work is the frames of the stacks down to where they fold (linear, no
+ * sorting of the stacks), and the memory a few words a stack. */
 struct build {
 	const struct tally_cg *cg;
 	struct tally_flame *fl;
-	uint32_t *order;   /* stacks, sorted by their frames from the graph's bottom */
-	uint64_t *prefix;  /* prefix[k]: samples of order[0..k) */
-	uint32_t *rank;    /* per function: its place in name order */
-	double min_count;  /* frames with fewer samples fold */
+	uint32_t *order;  /* stack numbers, grouped */
+	uint32_t *tmp;    /* as many, to regroup into */
+	uint32_t *key;    /* per stack: its key at the level being grouped */
+	uint32_t *rank;   /* per function: its place in name order */
+	uint32_t *cnt;    /* per key (rank + 1; 0: the stack ends): stacks, zero between uses */
+	double min_count; /* frames with fewer samples fold */
 };
 
 /* Function at level d (0 = the bottom level of the graph) of stack s. */
@@ -102,20 +110,10 @@ static int cmp_func_name(const void *a, const void *b, void *ctx)
 	return 0;
 }
 
-static int cmp_stack(const void *a, const void *b, void *ctx)
+static int cmp_u32(const void *a, const void *b)
 {
-	const struct build *B = ctx;
-	const struct tally_cg *cg = B->cg;
-	bool inv = B->fl->inverted;
-	uint32_t s = *(const uint32_t *)a, t = *(const uint32_t *)b;
-	uint32_t ls = cg->stacks[s].len, lt = cg->stacks[t].len;
-	for (uint32_t d = 0; d < ls && d < lt; d++) {
-		uint32_t rs = B->rank[level_func(cg, inv, s, d)], rt = B->rank[level_func(cg, inv, t, d)];
-		if (rs != rt)
-			return rs < rt ? -1 : 1;
-	}
-	/* a stack that ends sorts before the stacks that go on */
-	return ls < lt ? -1 : ls > lt;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static size_t push(struct tally_flame *fl, struct tally_flame_frame f)
@@ -127,41 +125,99 @@ static size_t push(struct tally_flame *fl, struct tally_flame_frame f)
 	return fl->nframes++;
 }
 
+struct group {
+	uint32_t key;
+	size_t start, end; /* into order */
+	uint64_t count;
+};
+
 /* The frames above frame `at` (depth d), from the stacks order[i..j) that go
  * through it: the stacks that end at it are its self samples, the others
- * group by their function at level d. */
+ * group by their function at level d, in name order. */
 static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t d)
 {
 	const struct tally_cg *cg = B->cg;
 	struct tally_flame *fl = B->fl;
 	bool inv = fl->inverted;
-	size_t k = i;
-	while (k < j && cg->stacks[B->order[k]].len == d)
-		k++;
-	fl->frames[at].self = B->prefix[k] - B->prefix[i];
-	uint64_t x = fl->frames[at].x, other = 0;
+	uint64_t x = fl->frames[at].x;
+	if (j - i == 1) {
+		/* one stack: a column of frames up to its end (all as big as this one) */
+		const struct tally_cg_stack *st = &cg->stacks[B->order[i]];
+		for (uint32_t k = d; k < st->len; k++) {
+			fl->frames[at].self = 0;
+			at = push(fl, (struct tally_flame_frame){ level_func(cg, inv, B->order[i], k), k + 1, x, st->count, 0, 0 });
+		}
+		fl->frames[at].self = st->count;
+		return;
+	}
+	/* each stack's key, fetching ahead: the stacks' functions are all over memory */
+	struct group gbuf[16], *g = gbuf;
+	size_t ng = 0, ag = ARRAY_SIZE(gbuf);
+	for (size_t k = i; k < j; k++) {
+		if (k + 8 < j) {
+			const struct tally_cg_stack *ahead = &cg->stacks[B->order[k + 8]];
+			__builtin_prefetch(&cg->funcs_of[ahead->first + (inv ? d : ahead->len - 1 - d)]);
+		}
+		uint32_t s = B->order[k];
+		uint32_t key = cg->stacks[s].len == d ? 0 : B->rank[level_func(cg, inv, s, d)] + 1;
+		B->key[s] = key;
+		if (!B->cnt[key]++) {
+			if (ng == ag) {
+				ag *= 2;
+				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf)) : xrealloc(g, ag * sizeof(*g));
+			}
+			g[ng++] = (struct group){ key, 0, 0, 0 };
+		}
+	}
+	/* the groups in key order, then the stacks regrouped in place */
+	if (ng > 1)
+		qsort(g, ng, sizeof(*g), cmp_u32);
+	size_t pos = i;
+	for (size_t k = 0; k < ng; k++) {
+		g[k].start = g[k].end = pos;
+		pos += B->cnt[g[k].key];
+		B->cnt[g[k].key] = (uint32_t)k; /* now: the group of the key */
+	}
+	if (ng > 1) {
+		for (size_t k = i; k < j; k++) {
+			uint32_t s = B->order[k];
+			struct group *q = &g[B->cnt[B->key[s]]];
+			B->tmp[q->end++] = s;
+			q->count += cg->stacks[s].count;
+		}
+		memcpy(B->order + i, B->tmp + i, (j - i) * sizeof(uint32_t));
+	} else {
+		g[0].end = j;
+		for (size_t k = i; k < j; k++)
+			g[0].count += cg->stacks[B->order[k]].count;
+	}
+	for (size_t k = 0; k < ng; k++)
+		B->cnt[g[k].key] = 0;
+	size_t k = 0;
+	fl->frames[at].self = 0;
+	if (g[0].key == 0)
+		fl->frames[at].self = g[k++].count;
+	uint64_t other = 0;
 	uint32_t nother = 0;
-	while (k < j) {
-		uint32_t f = level_func(cg, inv, B->order[k], d);
-		size_t e = k + 1;
-		while (e < j && level_func(cg, inv, B->order[e], d) == f)
-			e++;
-		uint64_t c = B->prefix[e] - B->prefix[k];
+	for (; k < ng; k++) {
+		uint64_t c = g[k].count;
 		if ((double)c < B->min_count) {
 			other += c;
 			nother++;
 		} else {
+			uint32_t f = level_func(cg, inv, B->order[g[k].start], d);
 			size_t me = push(fl, (struct tally_flame_frame){ f, d + 1, x, c, 0, 0 });
 			x += c;
-			grow_above(B, me, k, e, d + 1);
+			grow_above(B, me, g[k].start, g[k].end, d + 1);
 		}
-		k = e;
 	}
 	if (other) {
 		push(fl, (struct tally_flame_frame){ TALLY_FLAME_OTHER, d + 1, x, other, other, nother });
 		fl->folded_samples += other;
 		fl->folded_frames += nother;
 	}
+	if (g != gbuf)
+		free(g);
 }
 
 void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert, double percent_limit)
@@ -183,19 +239,19 @@ void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool i
 	for (size_t i = 0; i < cg->nfuncs; i++)
 		B.rank[byname[i]] = (uint32_t)i;
 	free(byname);
+	B.cnt = xcalloc(cg->nfuncs + 2, sizeof(uint32_t));
 	B.order = xmalloc((cg->nstacks + 1) * sizeof(uint32_t));
+	B.tmp = xmalloc((cg->nstacks + 1) * sizeof(uint32_t));
+	B.key = xmalloc((cg->nstacks + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < cg->nstacks; i++)
 		B.order[i] = (uint32_t)i;
-	if (cg->nstacks)
-		qsort_r(B.order, cg->nstacks, sizeof(uint32_t), cmp_stack, &B);
-	B.prefix = xmalloc((cg->nstacks + 1) * sizeof(uint64_t));
-	B.prefix[0] = 0;
-	for (size_t i = 0; i < cg->nstacks; i++)
-		B.prefix[i + 1] = B.prefix[i] + cg->stacks[B.order[i]].count;
 	push(fl, (struct tally_flame_frame){ TALLY_FLAME_ALL, 0, 0, cg->total, 0, 0 });
-	grow_above(&B, 0, 0, cg->nstacks, 0);
-	free(B.prefix);
+	if (cg->nstacks)
+		grow_above(&B, 0, 0, cg->nstacks, 0);
+	free(B.key);
+	free(B.tmp);
 	free(B.order);
+	free(B.cnt);
 	free(B.rank);
 }
 
@@ -433,7 +489,7 @@ int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
 	const struct tally_db *db = x->db;
 	int ev = x->events[0];
 	struct tally_cg cg;
-	tally_cg_build(&cg, db, x->res, ev, NULL, NULL);
+	tally_cg_build_flags(&cg, db, x->res, ev, NULL, NULL, TALLY_CG_NO_ARCS);
 	/* as flamegraph.pl's --minwidth 0.1 (pixels): what could not be seen folds */
 	double limit = x->percent_limit, floor = 100.0 / (SVG_WIDTH * 10.0);
 	if (limit < floor)

@@ -1,7 +1,12 @@
 /* Folded stacks (Brendan Gregg's stackcollapse format): one line per distinct
  * function-level stack, root first, frames joined by ';', then the count. Read
- * by flamegraph.pl, inferno and speedscope. */
+ * by flamegraph.pl, inferno and speedscope. Lines come sorted as strcmp sorts
+ * them, equal lines added up, without building the lines to sort them: each
+ * name is ranked once (as followed by ';', and as ending the line), and the
+ * stacks are grouped level by level on those ranks, which orders them as their
+ * text would; the text is written once, as it goes out. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,39 +16,33 @@
 #include "tally/diff.h"
 #include "tally/export.h"
 
-struct line {
-	char *text;
-	uint64_t count;
-};
+/* ---- the names: each distinct one once ---- */
 
-struct lines {
-	struct line *v;
-	size_t n, alloc;
+struct names {
+	char **v;
+	size_t *len;
+	size_t n, alloc, alen;
 	struct tally_hidx idx;
 };
 
-static bool line_eq(const void *ctx, uint32_t idx, const void *key)
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	const struct lines *l = ctx;
-	return !strcmp(l->v[idx].text, key);
+	return !strcmp(((const struct names *)ctx)->v[idx], key);
 }
 
-static void add_line(struct lines *l, const char *text, uint64_t count)
+static uint32_t name_id(struct names *t, const char *s)
 {
-	uint64_t h = tally_hash_bytes(text, strlen(text), 0);
-	uint32_t i = tally_hidx_get(&l->idx, h, text, line_eq, l);
+	uint64_t h = tally_hash_bytes(s, strlen(s), 0);
+	uint32_t i = tally_hidx_get(&t->idx, h, s, name_eq, t);
 	if (i == TALLY_HIDX_NONE) {
-		GROW(l->v, l->alloc, l->n + 1);
-		l->v[l->n] = (struct line){ xstrdup(text), 0 };
-		tally_hidx_put(&l->idx, h, (uint32_t)l->n);
-		i = (uint32_t)l->n++;
+		GROW(t->v, t->alloc, t->n + 1);
+		GROW(t->len, t->alen, t->n + 1);
+		t->v[t->n] = xstrdup(s);
+		t->len[t->n] = strlen(s);
+		tally_hidx_put(&t->idx, h, (uint32_t)t->n);
+		i = (uint32_t)t->n++;
 	}
-	l->v[i].count += count;
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+	return i;
 }
 
 /* The root frame of --comm-root: the process's command name with a per-pid
@@ -62,7 +61,7 @@ static void root_label(const struct tally_db *db, const struct tally_export_comm
 	}
 	bool kernel = st->len > 0;
 	for (uint32_t i = st->len; i-- > 0;) {
-		const struct tally_db_image *im = &db->images[db->frames[st->first + i].image];
+		const struct tally_db_image *im = &db->images[tally_db_frame(db, st, i)->image];
 		if (!strcmp(im->kind, "exec")) {
 			tally_export_add_name(sb, im->name, ";");
 			return;
@@ -83,91 +82,299 @@ static void frame_name(const struct tally_db *db, const struct tally_cg_func *f,
 	}
 }
 
+/* A name followed by ';' (more frames follow: v even) or by the end of the
+ * line (v odd), v = name * 2 + end, as strcmp orders the lines: names hold no
+ * ';', so the first name that differs decides, with its ending. */
+static int cmp_variant(const void *a, const void *b, void *ctx)
+{
+	const struct names *t = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const unsigned char *p = (const unsigned char *)t->v[x / 2], *q = (const unsigned char *)t->v[y / 2];
+	while (*p && *p == *q) {
+		p++;
+		q++;
+	}
+	int cp = *p ? *p : (x & 1 ? 0 : ';'), cq = *q ? *q : (y & 1 ? 0 : ';');
+	return cp - cq;
+}
+
+/* ---- the lines ---- */
+
+struct fold {
+	const struct tally_cg *cg;
+	const struct names *names;
+	uint32_t *rank;     /* per name and ending: name * 2 + (0 more, 1 end) -> rank */
+	uint32_t *label;    /* per stack: its --comm-root name, or NULL */
+	uint32_t *fname;    /* per function: its name */
+	uint32_t *keep;     /* per stack: its elements before [other] (see element) */
+	uint32_t *nel;      /* per stack: its elements */
+	uint32_t other;     /* the name [other] */
+	uint32_t *order, *tmp, *key, *cnt;
+	uint32_t *path;     /* the names of the group being grown, root first */
+	size_t apath;
+	struct strbuf *o;
+	struct tally_export_out *out;
+	int err;
+};
+
+/* Element d (root first) of stack s: a name. */
+static inline uint32_t element(const struct fold *F, uint32_t s, uint32_t d)
+{
+	if (d >= F->keep[s])
+		return F->other;
+	if (F->label) {
+		if (!d)
+			return F->label[s];
+		d--;
+	}
+	const struct tally_cg_stack *st = &F->cg->stacks[s];
+	return F->fname[F->cg->funcs_of[st->first + st->len - 1 - d]];
+}
+
+static void emit(struct fold *F, uint32_t depth, uint64_t count)
+{
+	const struct names *t = F->names;
+	size_t n = 24;
+	for (uint32_t i = 0; i < depth; i++)
+		n += t->len[F->path[i]] + 1;
+	if (strbuf_grow(F->o, n)) {
+		if (!F->err)
+			F->err = tally_seterr(-ENOMEM, "no memory for a line of folded stacks (%zu bytes)", n);
+		return;
+	}
+	char *p = F->o->buf + F->o->len;
+	for (uint32_t i = 0; i < depth; i++) {
+		if (i)
+			*p++ = ';';
+		memcpy(p, t->v[F->path[i]], t->len[F->path[i]]);
+		p += t->len[F->path[i]];
+	}
+	char digits[24];
+	int k = 0;
+	do
+		digits[k++] = (char)('0' + count % 10);
+	while ((count /= 10));
+	*p++ = ' ';
+	while (k)
+		*p++ = digits[--k];
+	*p++ = '\n';
+	*p = '\0';
+	F->o->len = (size_t)(p - F->o->buf);
+	int r = tally_export_out_flush(F->out, F->o);
+	if (r && !F->err)
+		F->err = r;
+}
+
+struct group {
+	uint32_t key;  /* rank of (name, end) */
+	uint32_t name;
+	bool end;      /* the stacks of the group end here: one line */
+	size_t start, end_at;
+	uint64_t count;
+};
+
+static int cmp_group(const void *a, const void *b)
+{
+	uint32_t x = ((const struct group *)a)->key, y = ((const struct group *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+/* The lines of the stacks order[i..j), which share their first d elements
+ * (F->path[0..d)): grouped by element d and its ending, in rank order. */
+static void lines(struct fold *F, size_t i, size_t j, uint32_t d)
+{
+	const struct tally_cg *cg = F->cg;
+	GROW(F->path, F->apath, (size_t)d + 2);
+	if (j - i == 1) {
+		/* one stack: its line */
+		uint32_t s = F->order[i];
+		GROW(F->path, F->apath, (size_t)F->nel[s] + 1);
+		for (uint32_t k = d; k < F->nel[s]; k++)
+			F->path[k] = element(F, s, k);
+		emit(F, F->nel[s], cg->stacks[s].count);
+		return;
+	}
+	struct group gbuf[16], *g = gbuf;
+	size_t ng = 0, ag = ARRAY_SIZE(gbuf);
+	for (size_t k = i; k < j; k++) {
+		if (k + 8 < j) {
+			/* the stacks' functions are all over memory: fetched ahead */
+			const struct tally_cg_stack *ahead = &cg->stacks[F->order[k + 8]];
+			uint32_t e = d - (F->label ? 1 : 0);
+			if (e < ahead->len)
+				__builtin_prefetch(&cg->funcs_of[ahead->first + ahead->len - 1 - e]);
+		}
+		uint32_t s = F->order[k];
+		uint32_t name = element(F, s, d);
+		bool end = d + 1 == F->nel[s];
+		uint32_t key = F->rank[name * 2 + end];
+		F->key[s] = key;
+		if (!F->cnt[key]++) {
+			if (ng == ag) {
+				ag *= 2;
+				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf)) : xrealloc(g, ag * sizeof(*g));
+			}
+			g[ng++] = (struct group){ key, name, end, 0, 0, 0 };
+		}
+	}
+	if (ng > 1)
+		qsort(g, ng, sizeof(*g), cmp_group);
+	size_t pos = i;
+	for (size_t k = 0; k < ng; k++) {
+		g[k].start = g[k].end_at = pos;
+		pos += F->cnt[g[k].key];
+		F->cnt[g[k].key] = (uint32_t)k;
+	}
+	if (ng > 1) {
+		for (size_t k = i; k < j; k++) {
+			uint32_t s = F->order[k];
+			struct group *q = &g[F->cnt[F->key[s]]];
+			F->tmp[q->end_at++] = s;
+			q->count += cg->stacks[s].count;
+		}
+		memcpy(F->order + i, F->tmp + i, (j - i) * sizeof(uint32_t));
+	} else {
+		g[0].end_at = j;
+		for (size_t k = i; k < j; k++)
+			g[0].count += cg->stacks[F->order[k]].count;
+	}
+	for (size_t k = 0; k < ng; k++)
+		F->cnt[g[k].key] = 0;
+	for (size_t k = 0; k < ng; k++) {
+		F->path[d] = g[k].name;
+		if (g[k].end) /* the stacks of the group are one line */
+			emit(F, d + 1, g[k].count);
+		else
+			lines(F, g[k].start, g[k].end_at, d + 1);
+	}
+	if (g != gbuf)
+		free(g);
+}
+
 int tally_export_folded(const struct tally_export *x, struct tally_export_out *out)
 {
 	const struct tally_db *db = x->db;
 	int ev = x->events[0];
 	struct tally_cg cg;
-	tally_cg_build(&cg, db, x->res, ev, NULL, NULL);
+	tally_cg_build_flags(&cg, db, x->res, ev, NULL, NULL, TALLY_CG_NO_ARCS);
+	struct fold F = { .cg = &cg, .out = out };
+	struct names names = { 0 };
+	F.names = &names;
+	struct strbuf sb = STRBUF_INIT;
 
-	/* keys, root first: functions, and with --comm-root a root label each */
-	uint64_t *keys = NULL;
-	size_t nkeys = 0, akeys = 0;
-	struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
-	char **roots = xcalloc(cg.nstacks + 1, sizeof(char *));
-	struct lines labels = { 0 };
-	struct tally_export_comms comms;
-	tally_export_comms_init(&comms, db);
-	uint64_t *counts = xmalloc((cg.nstacks + 1) * sizeof(uint64_t));
-	for (size_t s = 0; s < cg.nstacks; s++) {
-		const struct tally_cg_stack *cs = &cg.stacks[s];
-		ts[s].first = (uint32_t)nkeys;
-		counts[s] = cs->count;
-		GROW(keys, akeys, nkeys + cs->len + 1);
-		if (x->comm_root) {
-			struct strbuf sb = STRBUF_INIT;
-			root_label(db, &comms, &db->stacks[cs->src], &sb);
-			roots[s] = strbuf_detach(&sb); /* never NULL, even when nothing was added */
-			add_line(&labels, roots[s], 0);
-			uint32_t li = tally_hidx_get(&labels.idx, tally_hash_bytes(roots[s], strlen(roots[s]), 0), roots[s],
-						     line_eq, &labels);
-			keys[nkeys++] = (1ULL << 40) + li;
-		}
-		for (uint32_t i = cs->len; i-- > 0;)
-			keys[nkeys++] = cg.funcs_of[cs->first + i];
-		ts[s].len = (uint32_t)nkeys - ts[s].first;
+	/* the names: of the functions, [other], the root labels */
+	F.fname = xmalloc((cg.nfuncs + 1) * sizeof(uint32_t));
+	for (size_t f = 0; f < cg.nfuncs; f++) {
+		strbuf_reset(&sb);
+		frame_name(db, &cg.funcs[f], &sb);
+		F.fname[f] = name_id(&names, sb.buf ? sb.buf : "");
 	}
+	F.other = name_id(&names, "[other]");
+	if (x->comm_root) {
+		struct tally_export_comms comms;
+		tally_export_comms_init(&comms, db);
+		F.label = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
+		for (size_t s = 0; s < cg.nstacks; s++) {
+			strbuf_reset(&sb);
+			root_label(db, &comms, &db->stacks[cg.stacks[s].src], &sb);
+			F.label[s] = name_id(&names, sb.buf ? sb.buf : "");
+		}
+		tally_export_comms_release(&comms);
+	}
+
+	/* --percent-limit: each stack's kept prefix (keys: the label, then functions) */
+	uint32_t cr = x->comm_root ? 1 : 0;
+	F.keep = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
+	F.nel = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
 	uint64_t min;
 	tally_export_trim_min(x, &cg.total, &min);
-	uint32_t *keep = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
-	tally_export_trim(keys, ts, cg.nstacks, counts, 1, &min, keep);
-
-	struct lines lines = { 0 };
-	struct strbuf sb = STRBUF_INIT;
-	for (size_t s = 0; s < cg.nstacks; s++) {
-		strbuf_reset(&sb);
-		for (uint32_t j = 0; j < keep[s]; j++) {
-			if (j)
-				strbuf_addch(&sb, ';');
-			uint64_t k = keys[ts[s].first + j];
-			if (k >= (1ULL << 40))
-				strbuf_addstr(&sb, roots[s]);
-			else
-				frame_name(db, &cg.funcs[k], &sb);
+	if (min) {
+		uint64_t *keys = NULL, *counts = xmalloc((cg.nstacks + 1) * sizeof(uint64_t));
+		size_t nkeys = 0, akeys = 0;
+		struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
+		for (size_t s = 0; s < cg.nstacks; s++) {
+			const struct tally_cg_stack *cs = &cg.stacks[s];
+			ts[s].first = (uint32_t)nkeys;
+			counts[s] = cs->count;
+			GROW(keys, akeys, nkeys + cs->len + 1);
+			if (cr)
+				keys[nkeys++] = (1ULL << 40) + F.label[s];
+			for (uint32_t i = cs->len; i-- > 0;)
+				keys[nkeys++] = cg.funcs_of[cs->first + i];
+			ts[s].len = (uint32_t)nkeys - ts[s].first;
 		}
-		if (keep[s] < ts[s].len)
-			strbuf_addstr(&sb, keep[s] ? ";[other]" : "[other]");
-		add_line(&lines, sb.buf ? sb.buf : "", cg.stacks[s].count);
+		tally_export_trim(keys, ts, cg.nstacks, counts, 1, &min, F.keep);
+		free(ts);
+		free(counts);
+		free(keys);
+	} else {
+		for (size_t s = 0; s < cg.nstacks; s++)
+			F.keep[s] = cg.stacks[s].len + cr;
 	}
-	strbuf_release(&sb);
-	tally_qsort(lines.v, lines.n, sizeof(*lines.v), cmp_line);
-	struct strbuf *o = tally_export_out_file(out, "");
-	for (size_t i = 0; i < lines.n; i++) {
-		strbuf_addf(o, "%s %" PRIu64 "\n", lines.v[i].text, lines.v[i].count);
-		free(lines.v[i].text);
-	}
-	free(lines.v);
-	tally_hidx_release(&lines.idx);
-	tally_export_comms_release(&comms);
-	for (size_t i = 0; i < labels.n; i++)
-		free(labels.v[i].text);
-	free(labels.v);
-	tally_hidx_release(&labels.idx);
 	for (size_t s = 0; s < cg.nstacks; s++)
-		free(roots[s]);
-	free(roots);
-	free(keep);
-	free(counts);
-	free(ts);
-	free(keys);
+		F.nel[s] = F.keep[s] + (F.keep[s] < cg.stacks[s].len + cr);
+
+	/* every name twice: followed by more, and ending the line; ranked */
+	size_t nv = names.n * 2;
+	uint32_t *byvar = xmalloc((nv + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < nv; i++)
+		byvar[i] = (uint32_t)i;
+	if (nv > 1)
+		qsort_r(byvar, nv, sizeof(uint32_t), cmp_variant, &names);
+	F.rank = xmalloc((nv + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < nv; i++)
+		F.rank[byvar[i]] = (uint32_t)i;
+	free(byvar);
+
+	F.order = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
+	F.tmp = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
+	F.key = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
+	F.cnt = xcalloc(nv + 1, sizeof(uint32_t));
+	for (size_t s = 0; s < cg.nstacks; s++)
+		F.order[s] = (uint32_t)s;
+	F.o = tally_export_out_file(out, "");
+	if (cg.nstacks)
+		lines(&F, 0, cg.nstacks, 0);
+	free(F.path);
+	free(F.cnt);
+	free(F.key);
+	free(F.tmp);
+	free(F.order);
+	free(F.rank);
+	strbuf_release(&sb);
+	free(F.nel);
+	free(F.keep);
+	free(F.label);
+	free(F.fname);
+	for (size_t i = 0; i < names.n; i++)
+		free(names.v[i]);
+	free(names.v);
+	free(names.len);
+	tally_hidx_release(&names.idx);
 	tally_cg_release(&cg);
-	return 0;
+	return F.err;
 }
 
 /* ---- two profiles: difffolded.pl's format ---- */
 
-static void add_side(struct lines *l, uint64_t **cols, size_t *acols, int side, const struct tally_cg *cg,
-		     const struct tally_db *db)
+/* The distinct lines of both profiles, each with its two counts. */
+struct dline {
+	char *text;
+	uint64_t count[2];
+};
+
+struct lines {
+	struct dline *v;
+	size_t n, alloc;
+	struct tally_hidx idx;
+};
+
+static bool line_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !strcmp(((const struct lines *)ctx)->v[idx].text, key);
+}
+
+static void add_side(struct lines *l, int side, const struct tally_cg *cg, const struct tally_db *db)
 {
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t s = 0; s < cg->nstacks; s++) {
@@ -181,14 +388,15 @@ static void add_side(struct lines *l, uint64_t **cols, size_t *acols, int side, 
 				strbuf_addch(&sb, ';');
 		}
 		const char *text = sb.buf ? sb.buf : "";
-		add_line(l, text, 0);
-		uint32_t k = tally_hidx_get(&l->idx, tally_hash_bytes(text, strlen(text), 0), text, line_eq, l);
-		if (*acols < l->n * 2) {
-			size_t old = *acols;
-			GROW(*cols, *acols, l->n * 2);
-			memset(*cols + old, 0, (*acols - old) * sizeof(uint64_t));
+		uint64_t h = tally_hash_bytes(text, strlen(text), 0);
+		uint32_t k = tally_hidx_get(&l->idx, h, text, line_eq, l);
+		if (k == TALLY_HIDX_NONE) {
+			GROW(l->v, l->alloc, l->n + 1);
+			l->v[l->n] = (struct dline){ xstrdup(text), { 0, 0 } };
+			tally_hidx_put(&l->idx, h, (uint32_t)l->n);
+			k = (uint32_t)l->n++;
 		}
-		(*cols)[(size_t)k * 2 + (size_t)side] += cs->count;
+		l->v[k].count[side] += cs->count;
 	}
 	strbuf_release(&sb);
 }
@@ -204,10 +412,8 @@ int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const 
 		      const struct tally_cg *new_cg, const struct tally_db *new_db, bool normalize)
 {
 	struct lines l = { 0 };
-	uint64_t *cols = NULL;
-	size_t acols = 0;
-	add_side(&l, &cols, &acols, 0, base_cg, base_db);
-	add_side(&l, &cols, &acols, 1, new_cg, new_db);
+	add_side(&l, 0, base_cg, base_db);
+	add_side(&l, 1, new_cg, new_db);
 	uint32_t *order = xmalloc((l.n + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < l.n; i++)
 		order[i] = (uint32_t)i;
@@ -218,17 +424,16 @@ int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const 
 	uint64_t *base = xmalloc((l.n + 1) * sizeof(uint64_t));
 	uint64_t bt = 0, nt = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		base[i] = cols[(size_t)order[i] * 2];
+		base[i] = l.v[order[i]].count[0];
 		bt += base[i];
-		nt += cols[(size_t)order[i] * 2 + 1];
+		nt += l.v[order[i]].count[1];
 	}
 	if (normalize)
 		tally_scale_counts(base, l.n, bt, nt);
 	for (size_t i = 0; i < l.n; i++)
-		strbuf_addf(out, "%s %" PRIu64 " %" PRIu64 "\n", l.v[order[i]].text, base[i], cols[(size_t)order[i] * 2 + 1]);
+		strbuf_addf(out, "%s %" PRIu64 " %" PRIu64 "\n", l.v[order[i]].text, base[i], l.v[order[i]].count[1]);
 	free(base);
 	free(order);
-	free(cols);
 	for (size_t i = 0; i < l.n; i++)
 		free(l.v[i].text);
 	free(l.v);

@@ -3,6 +3,7 @@
  * sampled code (link-time addresses, as gprof reads the image's symbols) and,
  * from the stacks, the call arcs between its functions. docs/export.md. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,13 +74,13 @@ static int pick_image(const struct tally_export *x, uint32_t *out)
 	free(per);
 	int r = 0;
 	if (x->image && matches > 1)
-		r = tally_seterr(-1, "a gmon.out holds one image, and --image '%s' matches %zu with samples: %s (give the full path)",
+		r = tally_seterr(-EINVAL, "a gmon.out holds one image, and --image '%s' matches %zu with samples: %s (give the full path)",
 				 x->image, matches, names.buf);
 	else if (best == UINT32_MAX)
-		r = tally_seterr(-1, "no executable of '%s' has samples of event '%s' (give --image NAME for a library)", x->input,
+		r = tally_seterr(-EINVAL, "no executable of '%s' has samples of event '%s' (give --image NAME for a library)", x->input,
 				 db->events[ev]);
 	else if (!tally_export_is_file(&db->images[best]))
-		r = tally_seterr(-1, "image '%s' is not a file gprof can read (gmon.out is for an executable or a library)",
+		r = tally_seterr(-EINVAL, "image '%s' is not a file gprof can read (gmon.out is for an executable or a library)",
 				 db->images[best].name);
 	strbuf_release(&names);
 	*out = best;
@@ -92,8 +93,9 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	size_t dbne = (size_t)db->nevents;
 	int ev = x->events[0];
 	uint32_t image;
-	if (pick_image(x, &image) < 0)
-		return -1;
+	int pr = pick_image(x, &image);
+	if (pr < 0)
+		return pr;
 	/* gprof needs link-time addresses, which need the image's file */
 	bool placed = false;
 	for (size_t k = 0; k < db->nentries && !placed; k++) {
@@ -103,7 +105,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	}
 	if (!placed) {
 		const char *note = tally_resolver_note(x->res, image);
-		return tally_seterr(-1, "cannot place the samples of '%s' at its link-time addresses: %s", db->images[image].path,
+		return tally_seterr(-EINVAL, "cannot place the samples of '%s' at its link-time addresses: %s", db->images[image].path,
 				    note ? note : "they are in no loadable segment of the file");
 	}
 
@@ -180,7 +182,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	uint64_t rec_bytes = 1 + 2 * sizeof(void *) + 4 + 4 + 15 + 1 + (uint64_t)nbins * 2;
 	if (records > HIST_MAX_BYTES / rec_bytes) {
 		free(hist);
-		return tally_seterr(-1, "a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
+		return tally_seterr(-EINVAL, "a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
 					" bytes (a bin holds %" PRIu64 " samples, 65535 a record), more than %u MiB (use --format pprof or callgrind)",
 				    db->images[image].name, records, rec_bytes, maxbin, HIST_MAX_BYTES >> 20);
 	}
@@ -223,7 +225,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (!c)
 			continue;
 		for (uint32_t f = 0; f + 1 < st->len; f++) {
-			const struct tally_frame *callee = &db->frames[st->first + f], *caller = &db->frames[st->first + f + 1];
+			const struct tally_frame *callee = tally_db_frame(db, st, f), *caller = tally_db_frame(db, st, f + 1);
 			if (callee->image != image || caller->image != image || !caller->offset)
 				continue;
 			uint64_t coff = callee->offset - (f == 0 || !callee->offset ? 0 : 1);

@@ -423,7 +423,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	memset(&v, 0, sizeof(v));
 	memset(&flat, 0, sizeof(flat));
 	if (stacks) {
-		tally_view_cg_build(&v, db, res, o->sel, ev);
+		tally_view_cg_build_flags(&v, db, res, o->sel, ev, TALLY_CG_NO_ARCS); /* the page shows no arcs */
 		rows = &v.funcs;
 	} else {
 		tally_view_functions(&flat, db, res, ev, images.v, images.n, false);
@@ -652,9 +652,8 @@ int tally_html_check_target(const char *path)
 		return tally_seterr(-EINVAL, "no file name for the HTML report");
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return tally_seterr(-EISDIR, "cannot write '%s': it is a directory (name a file)", path);
-	char *dir = xstrdup(path);
-	char *slash = strrchr(dir, '/');
-	const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+	char *dir = tally_dirname(path);
+	const char *d = dir;
 	int r = 0;
 	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
 		r = tally_seterr(-ENOENT, "cannot write '%s': no directory '%s'", path, d);

@@ -85,12 +85,6 @@ struct line {
 	int64_t line;
 };
 
-struct psample {
-	uint32_t first, len; /* into sample_locs, leaf first */
-	int32_t pid;
-	uint64_t *values;
-};
-
 struct pp {
 	const struct tally_export *x;
 	struct strtab str;
@@ -221,69 +215,205 @@ static uint32_t other_loc(struct pp *p)
 
 /* ---- samples ---- */
 
+/* The samples before the --percent-limit cut: one per stack (or location) of
+ * the database with samples. A stack's locations are not copied: they are its
+ * frames' (locof: per frame of the database, as leaf and as caller). */
 struct samples {
-	uint32_t *locs; /* root first while collecting */
-	size_t nlocs, alocs;
-	struct tally_trim_stack *st;
+	const struct tally_db *db;
+	const uint32_t *locof; /* NULL: flat samples, src is their location */
+	uint32_t *src;         /* the database stack, or the location */
 	int32_t *pid;
-	uint64_t *counts; /* n * nevents */
+	uint64_t *counts;      /* n * nevents */
 	size_t n, alloc, apid, acounts;
 };
 
-static void add_sample(struct samples *s, int ne, int32_t pid, const uint64_t *counts)
+static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, const uint64_t *counts)
 {
-	GROW(s->st, s->alloc, s->n + 1);
+	GROW(s->src, s->alloc, s->n + 1);
 	GROW(s->pid, s->apid, s->n + 1);
 	GROW(s->counts, s->acounts, (s->n + 1) * (size_t)ne);
+	s->src[s->n] = src;
 	s->pid[s->n] = pid;
 	memcpy(&s->counts[s->n * (size_t)ne], counts, (size_t)ne * sizeof(uint64_t));
 	s->n++;
 }
 
-/* Merged output samples: equal (locations, pid) add up. */
-struct outs {
-	struct psample *v;
-	size_t n, alloc;
-	uint32_t *locs;
-	size_t nlocs, alocs;
-	uint64_t *vals;
-	size_t nvals, avals;
-	struct tally_hidx idx;
-	int nv;
-};
+/* Sample k's locations, leaf first, into *buf; their number. */
+static uint32_t sample_locs(const struct samples *s, size_t k, uint32_t **buf, size_t *abuf)
+{
+	if (!s->locof) {
+		GROW(*buf, *abuf, 1);
+		(*buf)[0] = s->src[k];
+		return 1;
+	}
+	const struct tally_db_stack *st = &s->db->stacks[s->src[k]];
+	const uint32_t *ids = &s->db->stack_frames[st->first];
+	GROW(*buf, *abuf, (size_t)st->len + 2);
+	for (uint32_t f = 0; f < st->len; f++)
+		(*buf)[f] = s->locof[(size_t)ids[f] * 2 + (f != 0)] - 1;
+	return st->len;
+}
 
-struct okey {
-	const uint32_t *locs;
+/* The output samples: equal (locations, pid) add up. A sample's locations are
+ * those of the first sample that had them (struct samples), or, when the cut
+ * changed them, a copy in more. */
+struct psample {
+	size_t from;   /* the sample, or (copied) the start in more */
 	uint32_t len;
+	bool copied;
 	int32_t pid;
 };
 
-static bool out_eq(const void *ctx, uint32_t idx, const void *key)
+struct outs {
+	const struct samples *s;
+	uint32_t *buf; /* for locations of samples compared */
+	size_t abuf;
+	struct psample *v;
+	size_t n, alloc;
+	uint32_t *more;
+	size_t nmore, amore;
+	uint64_t *vals; /* n * nv */
+	size_t avals;
+	uint64_t *slot; /* hash << 32 | sample + 1 */
+	size_t mask;
+	int nv;
+};
+
+/* q's locations: in more, or made into *buf. */
+static const uint32_t *out_locs(const struct outs *o, const struct psample *q, uint32_t **buf, size_t *abuf)
 {
-	const struct outs *o = ctx;
-	const struct okey *k = key;
-	const struct psample *s = &o->v[idx];
-	return s->len == k->len && s->pid == k->pid && !memcmp(&o->locs[s->first], k->locs, k->len * sizeof(uint32_t));
+	if (q->copied)
+		return &o->more[q->from];
+	sample_locs(o->s, q->from, buf, abuf);
+	return *buf;
 }
 
-static void add_out(struct outs *o, const uint32_t *locs, uint32_t len, int32_t pid, const uint64_t *vals)
+static void out_rehash(struct outs *o, size_t cap, const uint32_t *hashes)
 {
-	struct okey k = { locs, len, pid };
-	uint64_t h = tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid);
-	uint32_t i = tally_hidx_get(&o->idx, h, &k, out_eq, o);
-	if (i == TALLY_HIDX_NONE) {
-		GROW(o->v, o->alloc, o->n + 1);
-		GROW(o->locs, o->alocs, o->nlocs + len + 1);
-		GROW(o->vals, o->avals, (o->n + 1) * (size_t)o->nv);
-		memcpy(&o->locs[o->nlocs], locs, len * sizeof(uint32_t));
-		o->v[o->n] = (struct psample){ (uint32_t)o->nlocs, len, pid, NULL };
-		memset(&o->vals[o->n * (size_t)o->nv], 0, (size_t)o->nv * sizeof(uint64_t));
-		o->nlocs += len;
-		tally_hidx_put(&o->idx, h, (uint32_t)o->n);
-		i = (uint32_t)o->n++;
+	uint64_t *ns = xcalloc(cap, sizeof(*ns));
+	for (size_t i = 0; i < o->n; i++) {
+		size_t k = hashes[i] & (cap - 1);
+		while (ns[k])
+			k = (k + 1) & (cap - 1);
+		ns[k] = (uint64_t)hashes[i] << 32 | (i + 1);
 	}
-	for (int v = 0; v < o->nv; v++)
-		o->vals[i * (size_t)o->nv + (size_t)v] += vals[v];
+	free(o->slot);
+	o->slot = ns;
+	o->mask = cap - 1;
+}
+
+/* Adds sample k with locations locs (leaf first; copy: changed by the cut,
+ * kept in more); hashes keeps each sample's hash for growing the table. */
+static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len, bool copy, int32_t pid,
+		    const uint64_t *vals, uint32_t **hashes, size_t *ahashes)
+{
+	uint32_t h = (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid);
+	if (!o->slot || (o->n + 1) * 2 > o->mask + 1)
+		out_rehash(o, o->slot ? (o->mask + 1) * 2 : 1024, *hashes);
+	size_t at = h & o->mask;
+	for (; o->slot[at]; at = (at + 1) & o->mask) {
+		if ((uint32_t)(o->slot[at] >> 32) != h)
+			continue;
+		size_t i = (uint32_t)o->slot[at] - 1;
+		const struct psample *q = &o->v[i];
+		if (q->len == len && q->pid == pid && !memcmp(out_locs(o, q, &o->buf, &o->abuf), locs, len * sizeof(uint32_t))) {
+			for (int v = 0; v < o->nv; v++)
+				o->vals[i * (size_t)o->nv + (size_t)v] += vals[v];
+			return;
+		}
+	}
+	GROW(o->v, o->alloc, o->n + 1);
+	struct psample *q = &o->v[o->n];
+	*q = (struct psample){ k, len, copy, pid };
+	if (copy) {
+		GROW(o->more, o->amore, o->nmore + len + 1);
+		memcpy(&o->more[o->nmore], locs, len * sizeof(uint32_t));
+		q->from = o->nmore;
+		o->nmore += len;
+	}
+	GROW(o->vals, o->avals, (o->n + 1) * (size_t)o->nv);
+	memcpy(&o->vals[o->n * (size_t)o->nv], vals, (size_t)o->nv * sizeof(uint64_t));
+	GROW(*hashes, *ahashes, o->n + 1);
+	(*hashes)[o->n] = h;
+	o->slot[at] = (uint64_t)h << 32 | (o->n + 1);
+	o->n++;
+}
+
+/* ---- the gzipped message, written as it is made ---- */
+
+/* protobuf's encoding of the Profile message field by field, as
+ * protobuf-c would pack it whole (fields in number order, each repeated
+ * element a tag, a length and the element), straight into deflate: the
+ * samples, locations and strings never sit in memory as one message. */
+struct zout {
+	z_stream z;
+	struct strbuf *out;
+	uint8_t *buf;
+	size_t abuf;
+	int err;
+};
+
+static void zrun(struct zout *zo, int flush)
+{
+	do {
+		if (strbuf_grow(zo->out, 1 << 16)) {
+			zo->err = tally_seterr(-ENOMEM, "zlib: no memory for the compressed pprof profile (%zu bytes so far)",
+					       zo->out->len);
+			return;
+		}
+		size_t room = zo->out->alloc - zo->out->len - 1;
+		zo->z.next_out = (Bytef *)zo->out->buf + zo->out->len;
+		zo->z.avail_out = (uInt)room;
+		int r = deflate(&zo->z, flush);
+		zo->out->len += room - zo->z.avail_out;
+		zo->out->buf[zo->out->len] = '\0';
+		if (r == Z_STREAM_END)
+			return;
+		if (r != Z_OK && r != Z_BUF_ERROR) {
+			zo->err = tally_seterr(-EIO, "zlib: cannot compress the pprof profile (%d)", r);
+			return;
+		}
+	} while (zo->z.avail_in || zo->z.avail_out == 0 || flush == Z_FINISH);
+}
+
+static void zput(struct zout *zo, const void *p, size_t n)
+{
+	if (!n || zo->err)
+		return;
+	zo->z.next_in = (Bytef *)p;
+	zo->z.avail_in = (uInt)n;
+	zrun(zo, Z_NO_FLUSH);
+}
+
+static void zvarint(struct zout *zo, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+	do {
+		b[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	zput(zo, b, n);
+}
+
+/* A message: as a repeated element of field (tag, length, bytes), or with
+ * field 0 the bytes alone (a Profile holding some of its fields). */
+static void zmsg(struct zout *zo, uint32_t field, const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	if (n > zo->abuf) {
+		zo->abuf = n * 2;
+		zo->buf = xrealloc(zo->buf, zo->abuf);
+	}
+	protobuf_c_message_pack(m, zo->buf);
+	if (field) {
+		zvarint(zo, (uint64_t)field << 3 | 2);
+		zvarint(zo, n);
+	}
+	zput(zo, zo->buf, n);
 }
 
 /* ---- session facts ---- */
@@ -312,31 +442,6 @@ static int64_t parse_utc(const char *s)
 	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return 0;
 	return (int64_t)timegm(&tm) * 1000000000LL;
-}
-
-static int gzip_into(struct strbuf *out, const uint8_t *data, size_t len)
-{
-	z_stream z;
-	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return tally_seterr(-1, "zlib: cannot start compressing the pprof profile");
-	size_t bound = deflateBound(&z, len);
-	if (strbuf_grow(out, bound)) {
-		deflateEnd(&z);
-		return tally_seterr(-ENOMEM, "zlib: no memory for the compressed pprof profile (%zu bytes)", bound);
-	}
-	z.next_in = (Bytef *)data;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)out->buf + out->len;
-	z.avail_out = (uInt)bound;
-	int r = deflate(&z, Z_FINISH);
-	size_t n = bound - z.avail_out;
-	deflateEnd(&z);
-	if (r != Z_STREAM_END)
-		return tally_seterr(-1, "zlib: cannot compress the pprof profile (%d)", r);
-	out->len += n;
-	out->buf[out->len] = '\0';
-	return 0;
 }
 
 int tally_export_pprof(const struct tally_export *x, struct tally_export_out *out)
@@ -392,11 +497,15 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		}
 	}
 
-	/* the samples: stacks when recorded, else the flat profiles */
-	struct samples s = { 0 };
+	/* the samples: stacks when recorded, else the flat profiles; a frame's
+	 * location is looked up once (locof: per frame, as leaf and as caller) */
+	struct samples s = { .db = db };
 	uint64_t *c = xcalloc((size_t)ne + 1, sizeof(uint64_t));
 	uint64_t *totals = xcalloc((size_t)ne + 1, sizeof(uint64_t));
+	uint32_t *locof = NULL;
 	if (db->has_stacks) {
+		locof = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
+		s.locof = locof;
 		for (size_t k = 0; k < db->nstacks; k++) {
 			const struct tally_db_stack *st = &db->stacks[k];
 			bool any = false;
@@ -407,16 +516,18 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			}
 			if (!any || !st->len)
 				continue;
-			GROW(s.locs, s.alocs, s.nlocs + st->len);
-			GROW(s.st, s.alloc, s.n + 1);
-			s.st[s.n] = (struct tally_trim_stack){ (uint32_t)s.nlocs, st->len };
+			/* locations are numbered root first, as they are met */
 			for (uint32_t f = st->len; f-- > 0;) {
-				const struct tally_frame *fr = &db->frames[st->first + f];
-				/* callers' frames are return addresses: the call is the byte before */
-				uint64_t off = fr->offset - (f == 0 || !fr->offset ? 0 : 1);
-				s.locs[s.nlocs++] = loc_id(&p, fr->image, off);
+				uint32_t id = db->stack_frames[st->first + f];
+				uint32_t *l = &locof[(size_t)id * 2 + (f != 0)];
+				if (!*l) {
+					const struct tally_frame *fr = &db->frame_tab[id];
+					/* callers' frames are return addresses: the call is the byte before */
+					uint64_t off = fr->offset - (f == 0 || !fr->offset ? 0 : 1);
+					*l = loc_id(&p, fr->image, off) + 1;
+				}
 			}
-			add_sample(&s, ne, st->pid, c);
+			add_sample(&s, ne, (uint32_t)k, st->pid, c);
 		}
 	} else {
 		for (size_t k = 0; k < db->nentries; k++) {
@@ -429,46 +540,66 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			}
 			if (!any)
 				continue;
-			GROW(s.locs, s.alocs, s.nlocs + 1);
-			GROW(s.st, s.alloc, s.n + 1);
-			s.st[s.n] = (struct tally_trim_stack){ (uint32_t)s.nlocs, 1 };
-			s.locs[s.nlocs++] = loc_id(&p, en->image, en->offset);
-			add_sample(&s, ne, en->pid, c);
+			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, c);
 		}
 	}
+	/* --percent-limit: each sample's kept prefix, root first */
 	uint64_t *min = xcalloc((size_t)ne + 1, sizeof(uint64_t));
 	tally_export_trim_min(x, totals, min);
-	uint32_t *keep = xcalloc(s.n + 1, sizeof(uint32_t));
-	uint64_t *keys = xcalloc(s.nlocs + 1, sizeof(uint64_t));
-	for (size_t i = 0; i < s.nlocs; i++)
-		keys[i] = s.locs[i];
-	tally_export_trim(keys, s.st, s.n, s.counts, ne, min, keep);
-	free(keys);
+	uint32_t *keep = NULL; /* NULL: nothing is cut */
+	bool cut = false;
+	uint32_t *run = NULL;
+	size_t arun = 0;
+	for (int i = 0; i < ne; i++)
+		cut |= min[i] > 0;
+	if (cut) {
+		uint64_t *keys = NULL;
+		size_t nkeys = 0, akeys = 0;
+		struct tally_trim_stack *ts = xcalloc(s.n + 1, sizeof(*ts));
+		for (size_t k = 0; k < s.n; k++) {
+			uint32_t len = sample_locs(&s, k, &run, &arun);
+			GROW(keys, akeys, nkeys + len + 1);
+			ts[k] = (struct tally_trim_stack){ (uint32_t)nkeys, len };
+			for (uint32_t j = 0; j < len; j++)
+				keys[nkeys++] = run[len - 1 - j]; /* root first */
+		}
+		keep = xcalloc(s.n + 1, sizeof(uint32_t));
+		tally_export_trim(keys, ts, s.n, s.counts, ne, min, keep);
+		free(ts);
+		free(keys);
+	}
 
-	struct outs o = { .nv = nv };
-	uint32_t *path = NULL;
-	size_t apath = 0;
+	struct outs o = { .s = &s, .nv = nv };
+	uint32_t *path = NULL, *hashes = NULL;
+	size_t apath = 0, ahashes = 0;
 	uint64_t *vals = xcalloc((size_t)nv + 1, sizeof(uint64_t));
 	for (size_t k = 0; k < s.n; k++) {
-		uint32_t len = 0;
-		GROW(path, apath, (size_t)s.st[k].len + 2);
-		if (keep[k] < s.st[k].len)
-			path[len++] = other_loc(&p);
-		for (uint32_t j = keep[k]; j-- > 0;)
-			path[len++] = s.locs[s.st[k].first + j]; /* leaf first */
 		for (int v = 0; v < nv; v++) {
 			double cnt = (double)s.counts[k * (size_t)ne + (size_t)val_event[v]];
 			vals[v] = (uint64_t)(cnt * val_mult[v] + 0.5);
 		}
-		add_out(&o, path, len, db->per_pid ? s.pid[k] : 0, vals);
+		int32_t pid = db->per_pid ? s.pid[k] : 0;
+		uint32_t n = sample_locs(&s, k, &run, &arun);
+		if (!keep || keep[k] == n) {
+			add_out(&o, k, run, n, false, pid, vals, &hashes, &ahashes);
+			continue;
+		}
+		/* cut: [other] in place of the leaf part, then the kept callers */
+		uint32_t len = 0, drop = n - keep[k];
+		GROW(path, apath, (size_t)n + 2);
+		path[len++] = other_loc(&p);
+		for (uint32_t j = drop; j < n; j++)
+			path[len++] = run[j];
+		add_out(&o, k, path, len, true, pid, vals, &hashes, &ahashes);
 	}
 	free(path);
 	free(vals);
+	free(hashes);
+	free(o.slot);
+	o.slot = NULL;
 
 	/* ---- the message ---- */
 	PProfile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	prof.n_sample_type = (size_t)nv;
-	prof.sample_type = vtp;
 	prof.period_type = &period_type;
 	prof.period = period;
 	prof.default_sample_type = default_type;
@@ -493,51 +624,15 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 	prof.comment = comments;
 
-	/* samples */
+	/* the strings of the samples' labels, in the samples' order */
 	int64_t key_pid = str_id(&p.str, "pid"), key_comm = str_id(&p.str, "comm");
 	struct tally_export_comms comms;
 	tally_export_comms_init(&comms, db);
-	PSample *ps = xcalloc(o.n + 1, sizeof(PSample));
-	PSample **psp = xcalloc(o.n + 1, sizeof(PSample *));
-	PLabel *pl = xcalloc(o.n * 2 + 1, sizeof(PLabel));
-	PLabel **plp = xcalloc(o.n * 2 + 1, sizeof(PLabel *));
-	uint64_t *locids = xcalloc(o.nlocs + 1, sizeof(uint64_t));
-	int64_t *values = xcalloc(o.n * (size_t)nv + 1, sizeof(int64_t));
-	size_t nl = 0;
 	for (size_t k = 0; k < o.n; k++) {
-		perftools__profiles__sample__init(&ps[k]);
-		const struct psample *q = &o.v[k];
-		for (uint32_t j = 0; j < q->len; j++)
-			locids[q->first + j] = (uint64_t)o.locs[q->first + j] + 1;
-		ps[k].n_location_id = q->len;
-		ps[k].location_id = &locids[q->first];
-		for (int v = 0; v < nv; v++)
-			values[k * (size_t)nv + (size_t)v] = (int64_t)o.vals[k * (size_t)nv + (size_t)v];
-		ps[k].n_value = (size_t)nv;
-		ps[k].value = &values[k * (size_t)nv];
-		if (q->pid) {
-			ps[k].label = &plp[nl];
-			perftools__profiles__label__init(&pl[nl]);
-			pl[nl].key = key_pid;
-			pl[nl].num = q->pid;
-			plp[nl] = &pl[nl];
-			nl++;
-			ps[k].n_label = 1;
-			const char *comm = tally_export_comm(&comms, q->pid);
-			if (comm) {
-				perftools__profiles__label__init(&pl[nl]);
-				pl[nl].key = key_comm;
-				pl[nl].str = str_id(&p.str, comm);
-				plp[nl] = &pl[nl];
-				nl++;
-				ps[k].n_label = 2;
-			}
-		}
-		psp[k] = &ps[k];
+		const char *comm = o.v[k].pid ? tally_export_comm(&comms, o.v[k].pid) : NULL;
+		if (comm)
+			str_id(&p.str, comm);
 	}
-	prof.n_sample = o.n;
-	prof.sample = psp;
-	tally_export_comms_release(&comms);
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
 	 * program's executable (the one with the most samples) goes first */
@@ -585,80 +680,118 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		pm[k].has_line_numbers = m->named && m->lines;
 		pmp[mid[k] - 1] = &pm[k];
 	}
-	prof.n_mapping = p.nmaps;
-	prof.mapping = pmp;
 
-	/* functions */
-	PFunction *pf = xcalloc(p.nfuncs + 1, sizeof(PFunction));
-	PFunction **pfp = xcalloc(p.nfuncs + 1, sizeof(PFunction *));
-	for (size_t k = 0; k < p.nfuncs; k++) {
-		perftools__profiles__function__init(&pf[k]);
-		pf[k].id = k + 1;
-		pf[k].name = pf[k].system_name = p.funcs[k].name;
-		pf[k].filename = p.funcs[k].file;
-		pf[k].start_line = p.funcs[k].start_line;
-		pfp[k] = &pf[k];
+	struct zout zo = { .out = tally_export_out_file(out, "") };
+	if (deflateInit2(&zo.z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		zo.err = tally_seterr(-EIO, "zlib: cannot start compressing the pprof profile");
+	/* 1: sample types */
+	PProfile part = PERFTOOLS__PROFILES__PROFILE__INIT;
+	part.n_sample_type = (size_t)nv;
+	part.sample_type = vtp;
+	zmsg(&zo, 0, &part.base);
+	/* 2: samples */
+	uint64_t *locids = NULL;
+	size_t alocids = 0;
+	int64_t *values = xcalloc((size_t)nv + 1, sizeof(int64_t));
+	for (size_t k = 0; k < o.n && !zo.err; k++) {
+		const struct psample *q = &o.v[k];
+		const uint32_t *ql = out_locs(&o, q, &run, &arun);
+		PSample ps = PERFTOOLS__PROFILES__SAMPLE__INIT;
+		GROW(locids, alocids, (size_t)q->len + 1);
+		for (uint32_t j = 0; j < q->len; j++)
+			locids[j] = (uint64_t)ql[j] + 1;
+		ps.n_location_id = q->len;
+		ps.location_id = locids;
+		for (int v = 0; v < nv; v++)
+			values[v] = (int64_t)o.vals[k * (size_t)nv + (size_t)v];
+		ps.n_value = (size_t)nv;
+		ps.value = values;
+		PLabel pl[2] = { PERFTOOLS__PROFILES__LABEL__INIT, PERFTOOLS__PROFILES__LABEL__INIT };
+		PLabel *plp[2] = { &pl[0], &pl[1] };
+		if (q->pid) {
+			pl[0].key = key_pid;
+			pl[0].num = q->pid;
+			ps.label = plp;
+			ps.n_label = 1;
+			const char *comm = tally_export_comm(&comms, q->pid);
+			if (comm) {
+				pl[1].key = key_comm;
+				pl[1].str = str_id(&p.str, comm);
+				ps.n_label = 2;
+			}
+		}
+		zmsg(&zo, 2, &ps.base);
 	}
-	prof.n_function = p.nfuncs;
-	prof.function = pfp;
-
-	/* locations */
-	PLocation *plc = xcalloc(p.nlocs + 1, sizeof(PLocation));
-	PLocation **plcp = xcalloc(p.nlocs + 1, sizeof(PLocation *));
-	PLine *pln = xcalloc(p.nlines + 1, sizeof(PLine));
-	PLine **plnp = xcalloc(p.nlines + 1, sizeof(PLine *));
-	for (size_t k = 0; k < p.nlines; k++) {
-		perftools__profiles__line__init(&pln[k]);
-		pln[k].function_id = p.lines[k].func + 1;
-		pln[k].line = p.lines[k].line;
-		plnp[k] = &pln[k];
-	}
-	for (size_t k = 0; k < p.nlocs; k++) {
+	free(values);
+	free(locids);
+	tally_export_comms_release(&comms);
+	/* 3: mappings */
+	for (size_t k = 0; k < p.nmaps; k++)
+		zmsg(&zo, 3, &pmp[k]->base);
+	/* 4: locations */
+	PLine **plnp = NULL;
+	PLine *pln = NULL;
+	size_t aplnp = 0, apln = 0;
+	for (size_t k = 0; k < p.nlocs && !zo.err; k++) {
 		const struct loc *l = &p.locs[k];
-		perftools__profiles__location__init(&plc[k]);
-		plc[k].id = k + 1;
-		plc[k].mapping_id = l->map == UINT32_MAX ? 0 : mid[l->map];
-		plc[k].address = l->address;
-		plc[k].n_line = l->n;
-		plc[k].line = &plnp[l->first];
-		plcp[k] = &plc[k];
+		PLocation plc = PERFTOOLS__PROFILES__LOCATION__INIT;
+		plc.id = k + 1;
+		plc.mapping_id = l->map == UINT32_MAX ? 0 : mid[l->map];
+		plc.address = l->address;
+		GROW(pln, apln, (size_t)l->n + 1);
+		GROW(plnp, aplnp, (size_t)l->n + 1);
+		for (uint32_t j = 0; j < l->n; j++) {
+			perftools__profiles__line__init(&pln[j]);
+			pln[j].function_id = p.lines[l->first + j].func + 1;
+			pln[j].line = p.lines[l->first + j].line;
+			plnp[j] = &pln[j];
+		}
+		plc.n_line = l->n;
+		plc.line = plnp;
+		zmsg(&zo, 4, &plc.base);
 	}
-	prof.n_location = p.nlocs;
-	prof.location = plcp;
-	prof.n_string_table = p.str.n;
-	prof.string_table = p.str.v;
-
-	size_t len = perftools__profiles__profile__get_packed_size(&prof);
-	uint8_t *buf = xmalloc(len + 1);
-	perftools__profiles__profile__pack(&prof, buf);
-	int ret = gzip_into(tally_export_out_file(out, ""), buf, len);
-	free(buf);
-
 	free(plnp);
 	free(pln);
-	free(plcp);
-	free(plc);
-	free(pfp);
-	free(pf);
+	/* 5: functions */
+	for (size_t k = 0; k < p.nfuncs && !zo.err; k++) {
+		PFunction pf = PERFTOOLS__PROFILES__FUNCTION__INIT;
+		pf.id = k + 1;
+		pf.name = pf.system_name = p.funcs[k].name;
+		pf.filename = p.funcs[k].file;
+		pf.start_line = p.funcs[k].start_line;
+		zmsg(&zo, 5, &pf.base);
+	}
+	/* 6: strings */
+	for (size_t k = 0; k < p.str.n && !zo.err; k++) {
+		size_t n = strlen(p.str.v[k]);
+		zvarint(&zo, 6 << 3 | 2);
+		zvarint(&zo, n);
+		zput(&zo, p.str.v[k], n);
+	}
+	/* 7 on: the rest */
+	zmsg(&zo, 0, &prof.base);
+	if (!zo.err) {
+		zo.z.avail_in = 0;
+		zrun(&zo, Z_FINISH);
+	}
+	deflateEnd(&zo.z);
+	free(zo.buf);
+	int ret = zo.err;
+
 	free(pmp);
 	free(pm);
 	free(mid);
-	free(values);
-	free(locids);
-	free(plp);
-	free(pl);
-	free(psp);
-	free(ps);
 	free(o.v);
-	free(o.locs);
+	free(o.more);
 	free(o.vals);
-	tally_hidx_release(&o.idx);
+	free(o.buf);
+	free(run);
 	free(keep);
+	free(locof);
 	free(min);
 	free(totals);
 	free(c);
-	free(s.locs);
-	free(s.st);
+	free(s.src);
 	free(s.pid);
 	free(s.counts);
 	for (size_t k = 0; k < p.str.n; k++)

@@ -150,21 +150,22 @@ static int cmp_line(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
+struct line_find_key {
+	const struct tally_annot_func *f;
+	struct tally_annot_line line;
+};
+
+static bool line_before(const void *ctx, size_t i)
+{
+	const struct line_find_key *k = ctx;
+	return cmp_line(&k->f->lines[i], &k->line) < 0;
+}
+
 uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, uint32_t line)
 {
-	size_t lo = 0, hi = f->nlines;
-	struct tally_annot_line k = { file, line, 0 };
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = cmp_line(&f->lines[mid], &k);
-		if (!c)
-			return (uint32_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return TALLY_ANNOT_NONE;
+	struct line_find_key k = { f, { file, line, 0 } };
+	size_t lo = tally_partition(f->nlines, line_before, &k);
+	return lo < f->nlines && !cmp_line(&f->lines[lo], &k.line) ? (uint32_t)lo : TALLY_ANNOT_NONE;
 }
 
 static void set_note(char **note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -243,14 +244,7 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 /* The instruction containing addr, or NULL. */
 static struct tally_annot_insn *insn_at(struct tally_annot_func *f, uint64_t addr)
 {
-	size_t lo = 0, hi = f->ninsns;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (f->insns[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(f->insns, f->ninsns, addr, addr);
 	if (!lo)
 		return NULL;
 	struct tally_annot_insn *in = &f->insns[lo - 1];

@@ -53,6 +53,28 @@ static uint32_t intern_key(struct tally_cg *cg, const struct fkey *k, bool has_a
 	return (uint32_t)cg->nfuncs++;
 }
 
+/* intern_key for a name the resolver owns, whose address stays: a small
+ * cache by address, in front of hashing and comparing the name's text */
+struct tally_cg_name_slot {
+	const char *name;
+	uint64_t addr;
+	uint32_t image;
+	uint32_t fn;
+	bool inlined;
+};
+#define NAME_SLOTS 16384
+
+static uint32_t intern_resolved(struct tally_cg *cg, const struct fkey *k, bool has_addr)
+{
+	uint64_t h = tally_hash_u64((uintptr_t)k->name ^ k->addr ^ ((uint64_t)k->image << 40) ^ k->inlined);
+	struct tally_cg_name_slot *sl = &cg->name_cache[h & (NAME_SLOTS - 1)];
+	if (sl->name == k->name && sl->addr == k->addr && sl->image == k->image && sl->inlined == k->inlined)
+		return sl->fn;
+	uint32_t fn = intern_key(cg, k, has_addr);
+	*sl = (struct tally_cg_name_slot){ k->name, k->addr, k->image, fn, k->inlined };
+	return fn;
+}
+
 /* The functions of one frame, innermost first: its inlined functions (when
  * DWARF has them), then the function itself. Returns how many (at most max). */
 static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
@@ -74,7 +96,7 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
 		if (!sf[i].name && sf[i].inlined)
 			continue;
 		struct fkey key = { fr->image, sf[i].name ? sf[i].name : "[unknown]", sf[i].name ? sf[i].addr : 0, sf[i].inlined };
-		out[k++] = intern_key(cg, &key, sf[i].name && !sf[i].inlined);
+		out[k++] = intern_resolved(cg, &key, sf[i].name && !sf[i].inlined);
 		if (!sf[i].inlined)
 			break;
 	}
@@ -85,35 +107,39 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
 	return k;
 }
 
-static bool fcache_eq(const void *ctx, uint32_t idx, const void *key)
+/* intern_frame, once per distinct frame of the database and role (a leaf, or a
+ * caller's return address): frames repeat across stacks, and a frame's number
+ * indexes what it gave. fc_of holds a single function as (fn << 1 | 1) (the
+ * rule), several as (fcache entry + 1) << 1, nothing yet as 0. */
+static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res, const struct tally_db *db, uint32_t id,
+			  bool leaf, const uint32_t **out, uint32_t *one)
 {
-	const struct tally_cg *cg = ctx;
-	const struct tally_cg_frame *a = &cg->fcache[idx], *b = key;
-	return a->offset == b->offset && a->image == b->image && a->leaf == b->leaf;
-}
-
-/* intern_frame, once per distinct frame: a stack's frames repeat across stacks */
-static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
-			  const uint32_t **out)
-{
-	struct tally_cg_frame k = { fr->image, leaf, fr->offset, 0, 0 };
-	uint64_t h = tally_hash_u64(fr->offset ^ ((uint64_t)fr->image << 40) ^ ((uint64_t)leaf << 63));
-	uint32_t i = tally_hidx_get(&cg->fc_idx, h, &k, fcache_eq, cg);
-	if (i == TALLY_HIDX_NONE) {
+	uint32_t *slot = &cg->fc_of[(size_t)id * 2 + !leaf];
+	if (*slot & 1) {
+		*one = *slot >> 1;
+		*out = one;
+		return 1;
+	}
+	if (!*slot) {
+		const struct tally_frame *fr = &db->frame_tab[id];
 		uint32_t fns[32];
 		size_t n = intern_frame(cg, res, fr, leaf, fns, ARRAY_SIZE(fns));
+		if (n == 1) {
+			*slot = fns[0] << 1 | 1;
+			*one = fns[0];
+			*out = one;
+			return 1;
+		}
 		GROW(cg->fc_funcs, cg->afc_funcs, cg->nfc_funcs + n);
 		memcpy(cg->fc_funcs + cg->nfc_funcs, fns, n * sizeof(*fns));
-		k.first = (uint32_t)cg->nfc_funcs;
-		k.n = (uint32_t)n;
-		cg->nfc_funcs += n;
 		GROW(cg->fcache, cg->afcache, cg->nfcache + 1);
-		cg->fcache[cg->nfcache] = k;
-		tally_hidx_put(&cg->fc_idx, h, (uint32_t)cg->nfcache);
-		i = (uint32_t)cg->nfcache++;
+		cg->fcache[cg->nfcache] = (struct tally_cg_frame){ fr->image, leaf, fr->offset, (uint32_t)cg->nfc_funcs, (uint32_t)n };
+		cg->nfc_funcs += n;
+		*slot = (uint32_t)++cg->nfcache << 1;
 	}
-	*out = cg->fc_funcs + cg->fcache[i].first;
-	return cg->fcache[i].n;
+	const struct tally_cg_frame *c = &cg->fcache[(*slot >> 1) - 1];
+	*out = cg->fc_funcs + c->first;
+	return c->n;
 }
 
 static bool arc_eq(const void *ctx, uint32_t idx, const void *key)
@@ -140,34 +166,55 @@ static uint32_t arc_id(struct tally_cg *cg, uint32_t caller, uint32_t callee)
 void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
 		    bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx)
 {
+	tally_cg_build_flags(cg, db, res, event, keep, ctx, 0);
+}
+
+void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
+			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx, unsigned flags)
+{
 	memset(cg, 0, sizeof(*cg));
-	uint32_t *seen = NULL, *arcmark = NULL; /* the stack (1-based) that last counted each */
-	size_t aseen = 0, aarcmark = 0;
+	/* per function, in arrays of their own (the functions' records are larger
+	 * than the cache these sums run in): the stack (1-based) that last counted
+	 * it, and its inclusive samples */
+	uint32_t *seen = NULL;
+	uint64_t *incl = NULL;
+	size_t aseen = 0, aincl = 0;
 	uint64_t depth_limit = 127;
 	const char *mx = tally_meta_get(&db->session, "max-stack");
 	if (mx)
 		depth_limit = strtoull(mx, NULL, 10);
+	cg->fc_of = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
+	cg->name_cache = xcalloc(NAME_SLOTS, sizeof(*cg->name_cache));
+	/* one function a frame is the rule (inlines add more): room for that */
+	GROW(cg->funcs_of, cg->afuncs_of, db->nstack_frames + 1);
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
 		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
 		if (!c || (keep && !keep(db, st->pid, ctx)))
 			continue;
 		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
+		const uint32_t *ids = &db->stack_frames[st->first];
+		/* a leaf is seldom met twice: its entry is fetched a few stacks ahead */
+		if (s + 4 < db->nstacks)
+			__builtin_prefetch(&cg->fc_of[(size_t)db->stack_frames[db->stacks[s + 4].first] * 2]);
 		for (uint32_t f = 0; f < st->len; f++) {
 			const uint32_t *fns;
-			size_t nfn = frame_funcs(cg, res, &db->frames[st->first + f], f == 0, &fns);
+			uint32_t one;
+			size_t nfn = frame_funcs(cg, res, db, ids[f], f == 0, &fns, &one);
+			if (cg->nfuncs_of + nfn > cg->afuncs_of)
+				GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + nfn);
 			for (size_t j = 0; j < nfn; j++) {
 				uint32_t fn = fns[j];
 				/* consecutive frames in one function (inlined-away recursion, or a
 				 * kernel sample whose user part starts in the same function) are one */
 				if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)
 					continue;
-				GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + 1);
 				cg->funcs_of[cg->nfuncs_of++] = fn;
 				cs.len++;
 			}
 		}
-		GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
+		if (cg->nstacks == cg->astacks)
+			GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
 		cg->stacks[cg->nstacks++] = cs;
 		cg->total += c;
 		const uint32_t *fs = &cg->funcs_of[cs.first];
@@ -176,34 +223,54 @@ void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally
 			cg->rooted += c;
 		else if (st->len >= depth_limit)
 			cg->truncated += c;
-		/* marks per function and per arc: recursion counts once per stack, in linear time */
+		/* marks per function: recursion counts once per stack, in linear time */
 		if (aseen < cg->nfuncs) {
 			size_t old = aseen;
 			GROW(seen, aseen, cg->nfuncs);
 			memset(seen + old, 0, (aseen - old) * sizeof(*seen));
+			old = aincl;
+			GROW(incl, aincl, cg->nfuncs);
+			memset(incl + old, 0, (aincl - old) * sizeof(*incl));
 		}
 		uint32_t mark = (uint32_t)cg->nstacks;
-		for (uint32_t i = 0; i < cs.len; i++) {
+		for (uint32_t i = 0; i < cs.len; i++)
 			if (seen[fs[i]] != mark) {
 				seen[fs[i]] = mark;
-				cg->funcs[fs[i]].incl += c;
+				incl[fs[i]] += c;
 			}
-			if (i + 1 < cs.len) {
-				uint32_t a = arc_id(cg, fs[i + 1], fs[i]);
-				if (aarcmark < cg->narcs) {
-					size_t old = aarcmark;
-					GROW(arcmark, aarcmark, cg->narcs);
-					memset(arcmark + old, 0, (aarcmark - old) * sizeof(*arcmark));
-				}
-				if (arcmark[a] != mark) {
-					arcmark[a] = mark;
-					cg->arcs[a].count += c;
-				}
+	}
+	for (size_t f = 0; f < cg->nfuncs && incl; f++)
+		cg->funcs[f].incl = incl[f];
+	free(incl);
+	free(seen);
+	free(cg->name_cache);
+	cg->name_cache = NULL;
+	if (!(flags & TALLY_CG_NO_ARCS))
+		tally_cg_arcs(cg);
+}
+
+void tally_cg_arcs(struct tally_cg *cg)
+{
+	uint32_t *arcmark = NULL; /* the stack (1-based) that last counted each arc */
+	size_t aarcmark = 0;
+	for (size_t s = 0; s < cg->nstacks; s++) {
+		const struct tally_cg_stack *cs = &cg->stacks[s];
+		const uint32_t *fs = &cg->funcs_of[cs->first];
+		uint32_t mark = (uint32_t)s + 1;
+		for (uint32_t i = 0; i + 1 < cs->len; i++) {
+			uint32_t a = arc_id(cg, fs[i + 1], fs[i]);
+			if (aarcmark < cg->narcs) {
+				size_t old = aarcmark;
+				GROW(arcmark, aarcmark, cg->narcs);
+				memset(arcmark + old, 0, (aarcmark - old) * sizeof(*arcmark));
+			}
+			if (arcmark[a] != mark) {
+				arcmark[a] = mark;
+				cg->arcs[a].count += cs->count;
 			}
 		}
 	}
 	free(arcmark);
-	free(seen);
 }
 
 void tally_cg_release(struct tally_cg *cg)
@@ -218,7 +285,7 @@ void tally_cg_release(struct tally_cg *cg)
 	tally_hidx_release(&cg->arc_idx);
 	free(cg->fcache);
 	free(cg->fc_funcs);
-	tally_hidx_release(&cg->fc_idx);
+	free(cg->fc_of);
 	memset(cg, 0, sizeof(*cg));
 }
 

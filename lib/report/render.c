@@ -392,7 +392,8 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		     const struct tally_report_opts *o, int ev, bool json, struct tally_warnings *w)
 {
 	struct tally_view_cg v;
-	tally_view_cg_build(&v, db, res, o->sel, ev);
+	/* arcs only for the views that show them */
+	tally_view_cg_build_flags(&v, db, res, o->sel, ev, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
 	const struct tally_cg *cg = &v.cg;
 	const char *focus_name = o->callers ? o->callers : o->callees;
 	long focus = -1;

@@ -15,11 +15,12 @@ void tally_select_init(struct tally_select *s)
 int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 {
 	uint64_t v;
+	int r;
 	switch (opt) {
 	case TALLY_OPT_SEL_IMAGE: s->image = arg; return 1;
 	case TALLY_OPT_SEL_PID:
-		if (tally_parse_u64(arg, "--pid", 1, 0x7fffffff, &v))
-			return -1;
+		if ((r = tally_parse_u64(arg, "--pid", 1, 0x7fffffff, &v)) < 0)
+			return r;
 		s->pid = (int)v;
 		return 1;
 	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
@@ -45,7 +46,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w)
 {
 	if ((s->pid || s->comm) && !db->per_pid)
-		return tally_seterr(-1, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
+		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
 				    input, s->pid ? "--pid" : "--comm");
 	s->ev_only = -1;
 	if (s->event) {
@@ -54,9 +55,9 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 			struct strbuf names = STRBUF_INIT;
 			for (int e = 0; e < db->nevents; e++)
 				strbuf_addf(&names, "%s%s", e ? ", " : "", db->events[e]);
-			tally_seterr(-1, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
+			tally_seterr(-EINVAL, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
 			strbuf_release(&names);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if (s->nlabels) {
@@ -150,7 +151,7 @@ bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, 
 static int select_handle(void *ctx, int code, const char *arg)
 {
 	int r = tally_select_getopt(ctx, code, arg);
-	return r < 0 ? -EINVAL : 0;
+	return r < 0 ? r : 0;
 }
 
 static const struct tally_option select_options[] = {

@@ -229,8 +229,14 @@ static void group_arcs(const struct tally_cg *cg, bool by_caller, uint32_t **lis
 void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
 			 const struct tally_select *sel, int ev)
 {
+	tally_view_cg_build_flags(v, db, res, sel, ev, 0);
+}
+
+void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
+			       const struct tally_select *sel, int ev, unsigned flags)
+{
 	memset(v, 0, sizeof(*v));
-	tally_cg_build(&v->cg, db, res, ev, keep_pid, sel);
+	tally_cg_build_flags(&v->cg, db, res, ev, keep_pid, sel, flags);
 	const struct tally_cg *cg = &v->cg;
 	struct tally_view_rows *t = &v->funcs;
 	t->total = cg->total;

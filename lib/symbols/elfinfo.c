@@ -100,14 +100,7 @@ void tally_ksyms_free(struct tally_ksym *s, size_t n)
 
 const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(s, n, addr, addr);
 	if (!lo)
 		return NULL;
 	const struct tally_ksym *k = &s[lo - 1];
@@ -217,14 +210,7 @@ size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
 
 bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (t->addr[mid] <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = tally_upper_u64(t->addr, t->n, sizeof(*t->addr), 0, addr);
 	if (!lo)
 		return false;
 	size_t i = lo - 1;

@@ -150,16 +150,21 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 	return ret;
 }
 
+struct imgmap_key {
+	const struct tally_imgmap *m;
+	const char *id;
+};
+
+static bool id_before(const void *ctx, size_t i)
+{
+	const struct imgmap_key *k = ctx;
+	return strcmp(k->m->e[i].id, k->id) < 0;
+}
+
 size_t tally_imgmap_find(const struct tally_imgmap *m, const char *id, size_t *first)
 {
-	size_t lo = 0, hi = m->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (strcmp(m->e[mid].id, id) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct imgmap_key k = { m, id };
+	size_t lo = tally_partition(m->n, id_before, &k);
 	*first = lo;
 	size_t n = 0;
 	while (lo + n < m->n && !strcmp(m->e[lo + n].id, id))

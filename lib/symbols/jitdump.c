@@ -541,14 +541,7 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 
 struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64_t addr)
 {
-	size_t lo = 0, hi = jd->nfuncs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (jd->funcs[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(jd->funcs, jd->nfuncs, addr, addr);
 	if (!lo)
 		return NULL;
 	struct tally_jit_func *f = &jd->funcs[lo - 1];
@@ -557,14 +550,7 @@ struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64
 
 const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, uint64_t addr)
 {
-	size_t lo = 0, hi = f->nlines;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (f->lines[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(f->lines, f->nlines, addr, addr);
 	return lo ? &f->lines[lo - 1] : NULL;
 }
 

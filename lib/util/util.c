@@ -621,6 +621,35 @@ bad:
 			    tally_excerpt(q, s), INT_MAX);
 }
 
+size_t tally_partition(size_t n, bool (*before)(const void *ctx, size_t i), const void *ctx)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (before(ctx, mid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t tally_upper_u64(const void *base, size_t n, size_t stride, size_t off, uint64_t key)
+{
+	const unsigned char *b = base;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
+		memcpy(&v, b + mid * stride + off, sizeof(v));
+		if (v <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
 	if (n > 1)
@@ -631,18 +660,7 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 
 static int write_all(int fd, const void *data, size_t len)
 {
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return tally_write_all(fd, data, len);
 }
 
 static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool umasked)
@@ -875,6 +893,35 @@ const char *tally_basename(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
+}
+
+char *tally_dirname(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/') /* trailing slashes */
+		n--;
+	while (n && path[n - 1] != '/') /* the last component */
+		n--;
+	if (!n)
+		return xstrdup(".");
+	while (n > 1 && path[n - 1] == '/') /* the slashes before it */
+		n--;
+	return xstrndup(path, n);
+}
+
+int tally_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }
 
 int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *out)

@@ -1,11 +1,6 @@
 # Helpers for the export tests (t06NN-export-*.sh), sourced after lib.sh: the
 # real tools that read each format, run offline and inside $TMP.
 
-# need_tool CMD PACKAGE: skip (loudly) when CMD is missing.
-need_tool() {
-	command -v "$1" >/dev/null 2>&1 ||
-		skip "$1 is not installed (Debian package $2; scripts/deps.sh --test installs it)"
-}
 
 # gopprof ARGS...: `go tool pprof ARGS` with its home, caches and temporary
 # files in $TMP and no network (no toolchain download, no module proxy).

@@ -3,7 +3,9 @@
 # A test sources this file, which puts it in a fresh temporary directory
 # ($TMP, removed on exit, background processes killed) under `set -euo
 # pipefail`.  Exit codes follow meson: 0 pass, 1 fail, 77 skip; the reason is
-# printed on stdout.
+# printed on stdout.  A file with several cases runs each as a subtest (see
+# `subtest` below) with its own pass, fail or skip.  tests/README.md has the
+# number families, the helpers and the prerequisites.
 #
 # The environment gives TALLY (the binary under test), WORKLOADS (the built
 # tests/workloads) and SRCDIR (the source tree).  Workloads print their
@@ -19,32 +21,167 @@ TEST_NAME=$(basename "$0" .sh)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tally-$TEST_NAME.XXXXXX")
 BG_PIDS=()
 
+EXIT_HOOKS=()
+
+# at_exit CMD: run the shell command CMD when the test (inside a subtest:
+# that subtest) exits, before its background processes are killed and $TMP
+# is removed (e.g. an umount).
+at_exit() {
+	EXIT_HOOKS+=("$1")
+}
+
 cleanup() {
-	local pid
+	local rc=$? pid hook
+	for hook in "${EXIT_HOOKS[@]}"; do
+		eval "$hook" || true
+	done
 	for pid in "${BG_PIDS[@]}"; do
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
 	cd /
 	rm -rf "$TMP"
+	if ((SUBTEST_N > 0)); then
+		subtest_summary "$rc" || rc=$?
+		exit "$rc"
+	fi
 }
 trap cleanup EXIT
-# a test killed by its timeout (SIGTERM) or ^C still kills what it started
+# killed (a meson timeout, ^C): still clean up
 trap 'exit 143' TERM
 trap 'exit 130' INT
 cd "$TMP"
 
-# fail MSG...: report a failure and exit 1.
-# On stderr, so a failure inside $(...) is still seen.
+# fail MSG...: report a failure and exit 1 (inside a subtest: that subtest
+# fails, and the next one runs).  On stderr, so a failure inside $(...) is
+# still seen.
 fail() {
-	echo "FAIL: $TEST_NAME: $*" >&2
+	echo "FAIL: $TEST_NAME${SUBTEST_NAME:+: $SUBTEST_NAME}: $*" >&2
+	[[ -z $SUBTEST_NAME ]] || printf '%s\n' "$*" >>"$TMP/.subtest.why"
 	exit 1
 }
 
-# skip REASON...: report why the test cannot run here and exit 77.
+# skip REASON...: report why the test (inside a subtest: that subtest)
+# cannot run here and exit 77.
 skip() {
-	echo "SKIP: $*"
+	echo "SKIP: ${SUBTEST_NAME:+$SUBTEST_NAME: }$*"
+	[[ -z $SUBTEST_NAME ]] || printf '%s\n' "$*" >>"$TMP/.subtest.why"
 	exit 77
+}
+
+# pass [MSG...]: end the running subtest here, passed.
+pass() {
+	[[ -n $SUBTEST_NAME ]] || fail "'pass' outside a subtest"
+	(($# == 0)) || note "$*"
+	exit 0
+}
+
+# subtest NAME FUNC [ARGS...]: one case of the file with its own result, as
+# perf's tests/shell do.  FUNC ARGS runs in a subshell under `set -e`: the
+# case passes when it returns 0 (or calls `pass`), fails on `fail MSG` or on
+# any command that fails, and is skipped on `skip REASON` (need_tool and the
+# like skip only it); the next subtest runs whatever the result.  Files it
+# writes stay in $TMP for later cases, shell variables it sets do not (set
+# what the cases share before them, at the top level), and its background
+# processes (track_pid) and at_exit hooks end with it.
+# At exit the file prints a summary and exits 1 if any subtest (or the top
+# level) failed, 77 only if every subtest skipped, else 0.  A skipped subtest
+# is named on a `SKIP N - NAME: REASON` line and again in the summary
+# (`SKIPPED subtest: NAME: REASON`), so a skip never hides what passed.
+SUBTEST_NAME=
+SUBTEST_N=0
+SUBTEST_PASSED=0
+SUBTEST_FAILED=()
+SUBTEST_SKIPPED=()
+SUBTEST_WHY=()
+subtest() {
+	local name=$1 rc why
+	shift
+	[[ -z $SUBTEST_NAME ]] || fail "subtest '$name' started inside subtest '$SUBTEST_NAME'"
+	(($# > 0)) || fail "subtest '$name': no function to run"
+	SUBTEST_N=$((SUBTEST_N + 1))
+	echo "--- subtest $SUBTEST_N: $name"
+	: >"$TMP/.subtest.why"
+	set +e
+	(
+		set -e
+		SUBTEST_NAME=$name
+		SUBTEST_LEVEL=$BASH_SUBSHELL
+		BG_PIDS=()
+		EXIT_HOOKS=()
+		trap subtest_end EXIT
+		trap 'exit 143' TERM
+		trap 'exit 130' INT
+		set -E
+		trap 'subtest_err "$BASH_COMMAND" "$LINENO" "$?"' ERR
+		"$@"
+	)
+	rc=$?
+	set -e
+	why=$(head -c 600 "$TMP/.subtest.why" | tr '\n' ' ' | sed 's/ *$//')
+	case $rc in
+	0)
+		SUBTEST_PASSED=$((SUBTEST_PASSED + 1))
+		echo "ok $SUBTEST_N - $name"
+		;;
+	77)
+		SUBTEST_SKIPPED+=("$name: ${why:-no reason given}")
+		SUBTEST_WHY+=("${why:-no reason given}")
+		echo "SKIP $SUBTEST_N - $name: ${why:-no reason given}"
+		;;
+	*)
+		SUBTEST_FAILED+=("$name: ${why:-exited $rc (see the output above)}")
+		echo "not ok $SUBTEST_N - $name: ${why:-exited $rc (see the output above)}"
+		;;
+	esac
+	return 0
+}
+
+# (the ERR trap of a subtest's subshell) what failed, unless fail said so;
+# not for a command inside $(...), whose failure may not end the subtest
+SUBTEST_LEVEL=0
+subtest_err() {
+	((BASH_SUBSHELL == SUBTEST_LEVEL)) || return 0
+	[[ -s $TMP/.subtest.why ]] ||
+		printf "'%s' exited %s (line %s)\n" "$1" "$3" "$2" >>"$TMP/.subtest.why"
+	echo "FAIL: $TEST_NAME: $SUBTEST_NAME: '$1' exited $3 (line $2)" >&2
+}
+
+# (the EXIT trap of a subtest's subshell) its hooks and background processes
+subtest_end() {
+	local pid hook
+	for hook in "${EXIT_HOOKS[@]}"; do
+		eval "$hook" || true
+	done
+	for pid in "${BG_PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+# subtest_summary RC: the closing lines of a file with subtests, given the
+# top level's exit status RC; returns the file's exit status.
+subtest_summary() {
+	local rc=$1 s
+	if ((rc == 77)); then
+		SUBTEST_SKIPPED+=("(the rest of the file): skipped at the top level")
+		SUBTEST_WHY+=("skipped at the top level")
+	elif ((rc != 0)); then
+		SUBTEST_FAILED+=("(the top level): exited $rc")
+	fi
+	echo "=== $TEST_NAME: $SUBTEST_PASSED passed, ${#SUBTEST_FAILED[@]} failed, ${#SUBTEST_SKIPPED[@]} skipped"
+	for s in "${SUBTEST_FAILED[@]}"; do
+		echo "FAILED subtest: $s"
+	done
+	for s in "${SUBTEST_SKIPPED[@]}"; do
+		echo "SKIPPED subtest: $s"
+	done
+	((${#SUBTEST_FAILED[@]} == 0)) || return 1
+	if ((SUBTEST_PASSED == 0)); then
+		echo "SKIP: all ${#SUBTEST_SKIPPED[@]} subtests skipped: $(printf '%s\n' "${SUBTEST_WHY[@]}" | awk '!seen[$0]++ { printf "%s%s", (n++ ? "; " : ""), $0 }')"
+		return 77
+	fi
+	return 0
 }
 
 # note MSG...: progress for the test log.
@@ -150,6 +287,23 @@ wait_for_line() {
 # db_size DIR: total size in bytes of the regular files under DIR.
 db_size() {
 	find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# need_tool CMD PACKAGE: skip (inside a subtest: that subtest) when CMD is
+# missing.  TALLY_HIDE_TOOLS=CMD,... makes a test see those as missing (to
+# try its skips).
+need_tool() {
+	if [[ ,${TALLY_HIDE_TOOLS:-}, == *,"$1",* ]] || ! command -v "$1" >/dev/null 2>&1; then
+		skip "$1 is not installed (Debian package $2; scripts/deps.sh --test installs it)"
+	fi
+}
+
+# need_browser: skip (inside a subtest: that subtest) unless tests/e2e/browser.py
+# can drive a headless Chromium (TALLY_HIDE_TOOLS=chromium: as if it could not).
+need_browser() {
+	local msg
+	[[ ,${TALLY_HIDE_TOOLS:-}, != *,chromium,* ]] || skip "chromium is hidden by TALLY_HIDE_TOOLS (scripts/deps.sh --test installs Debian's chromium)"
+	msg=$(python3 "$SRCDIR/tests/e2e/browser.py" check) || skip "$msg (scripts/deps.sh --test installs Debian's chromium)"
 }
 
 # have_hw_pmu: true when the machine can count hardware events (cycles).

@@ -1,22 +1,42 @@
 #!/bin/bash
-# every text report, whatever its filters, ends its tables with the
-# `lost:` line (lost and throttled samples), so missing data is never silent.
+# every text report, whatever its filters, ends its tables with the `lost:`
+# line, and that line gives the session's figures: its lost samples (with
+# their share of the samples taken plus lost) and its throttle count, so
+# missing data is never silent.  A recording loses nothing here, so a copy of
+# the database says it lost 37 samples and was throttled 5 times.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record --per-pid -F 2000 -o db -- "$WORKLOADS/split_funcs" 300
 pid=$(workload_pid out)
+cp -a db lossy
+sed -i -e 's/^lost: .*/lost: 37/' -e 's/^throttled: .*/throttled: 5/' lossy/session
+[[ $(session_key lossy lost) == 37 && $(session_key lossy throttled) == 5 ]] ||
+	fail "could not set lost and throttled in lossy/session: $(cat lossy/session)"
 
-i=0
-while IFS= read -r args; do
-	i=$((i + 1))
-	read -ra argv <<<"$args"
-	report_text r$i.txt -i db "${argv[@]}"
-	grep -Eq '^lost:.*[0-9]' r$i.txt ||
-		fail "report $args: no line starting with 'lost:' and giving a number; report: $(head -c 1500 r$i.txt)"
-	note "report $args: $(grep -E '^lost:' r$i.txt | head -1)"
-done <<EOT
+# lost_line DB ARGS...: every report of DB with each set of filters ends with
+# `lost: N samples (P%), throttled: T times`, N and T the session's lost and
+# throttled, P = N / (samples + N)
+lost_line() {
+	local db=$1 i=0 args lost thr samples want got
+	lost=$(session_key "$db" lost)
+	thr=$(session_key "$db" throttled)
+	samples=$(session_key "$db" samples)
+	want=$(awk -v l="$lost" -v s="$samples" -v t="$thr" \
+		'BEGIN { printf "lost: %d samples (%.2f%%), throttled: %d times", l, (l + s) ? 100 * l / (l + s) : 0, t }')
+	while IFS= read -r args; do
+		i=$((i + 1))
+		read -ra argv <<<"$args"
+		report_text "$db.r$i.txt" -i "$db" "${argv[@]}"
+		got=$(grep -E '^lost:' "$db.r$i.txt" | tail -1)
+		[[ -n $got ]] || fail "report $args: no line starting with 'lost:'; report: $(head -c 1500 "$db.r$i.txt")"
+		[[ $got == "$want" ]] || fail "report -i $db $args: '$got', the session ($samples samples, lost $lost, throttled $thr) gives '$want'"
+		# it closes the report: nothing but blank lines after it
+		[[ -z $(sed -n '/^lost:/,$p' "$db.r$i.txt" | tail -n +2 | tr -d '[:space:]') ]] ||
+			fail "report $args: the lost line is not the last: $(sed -n '/^lost:/,$p' "$db.r$i.txt" | head -5)"
+	done <<EOT
 
 --symbols
+--lines
 --exclude-dependent
 --top 1
 --symbols --top 2
@@ -26,3 +46,8 @@ done <<EOT
 --pid $pid
 --comm split_funcs --symbols
 EOT
+	note "$db: $i reports end with '$want'"
+}
+
+subtest "a recording: the session's figures" lost_line db
+subtest "37 lost, 5 throttled: the session's figures" lost_line lossy

@@ -46,8 +46,14 @@ PY
 all_refuse() {
 	local db=$1 file=$2 ln=$3
 	local re="^tally: '$db/$file' line $ln: the counts add up past 18446744073709551615"
-	expect_fail_with "$re" "$TALLY" report -i "$db"
-	expect_fail_with "$re" "$TALLY" report -i "$db" --symbols
+	if [[ $file == stacks ]]; then
+		# report reads the stacks only for the views that need them (t0670)
+		expect_fail_with "$re" "$TALLY" report -i "$db" --children
+		expect_fail_with "$re" "$TALLY" report -i "$db" --html "$TMP/out.html"
+	else
+		expect_fail_with "$re" "$TALLY" report -i "$db"
+		expect_fail_with "$re" "$TALLY" report -i "$db" --symbols
+	fi
 	expect_fail_with "$re" "$TALLY" annotate -i "$db" work_a
 	for fmt in folded pprof callgrind gmon; do
 		expect_fail_with "$re" "$TALLY" export -i "$db" --format $fmt -o "$TMP/out.$fmt"
@@ -67,7 +73,7 @@ cp -a good spid.db
 sed -i '0,/^\([0-9][0-9,]*\) [0-9][0-9]* /s//\1 4294967295 /' spid.db/stacks
 ln=$(grep -n ' 4294967295 ' spid.db/stacks | cut -d: -f1)
 [[ -n $ln ]] || fail "could not set a stack's pid: $(head -3 good/stacks)"
-expect_fail_with "^tally: 'spid\.db/stacks' line $ln: pid 4294967295 is not a process id" "$TALLY" report -i spid.db
+expect_fail_with "^tally: 'spid\.db/stacks' line $ln: pid 4294967295 is not a process id" "$TALLY" report -i spid.db --tree
 
 # a consistent database with one enormous count (2^62 samples at one address):
 # gmon.out's 16-bit bins would need 7e13 records of the histogram; refused at

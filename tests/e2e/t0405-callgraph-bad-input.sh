@@ -4,29 +4,38 @@
 # range (64..65528; the bounds themselves are accepted); call-graph reports of
 # a database recorded without -g (telling to record with -g); a `stacks` file
 # with a garbage line or an image index out of range (naming the file and the
-# line); --callers/--callees of a function that is not there does not crash.
+# line); --callers/--callees of a function that is not in the stacks is a
+# one-line warning naming it and its event, an exit 0 and an empty tree (text
+# and JSON), where a function that is there gets its tree and no warning.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 W=$WORKLOADS/callsplit_fp
-for mode in nope "" fp,123 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
-	expect_fail_with "^tally: .*(call-graph|stack size|dwarf)" "$TALLY" record --call-graph "$mode" -o "bad.db" -- "$W" 10
-	[[ ! -e bad.db ]] || fail "--call-graph '$mode' was refused but left a database behind"
-done
 
-# the bounds are accepted
-for size in 64 65528; do
-	tally_ok record --call-graph "dwarf,$size" -F 500 -o "ok$size" -- "$W" 50
-	[[ $(session_key "ok$size" stack-size) == "$size" ]] || fail "--call-graph dwarf,$size: session stack-size is '$(session_key "ok$size" stack-size)'"
-done
-note "dwarf,64 and dwarf,65528 accepted"
+modes() {
+	local mode size
+	for mode in nope "" fp,123 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
+		expect_fail_with "^tally: .*(call-graph|stack size|dwarf)" "$TALLY" record --call-graph "$mode" -o "bad.db" -- "$W" 10
+		[[ ! -e bad.db ]] || fail "--call-graph '$mode' was refused but left a database behind"
+	done
+
+	# the bounds are accepted
+	for size in 64 65528; do
+		tally_ok record --call-graph "dwarf,$size" -F 500 -o "ok$size" -- "$W" 50
+		[[ $(session_key "ok$size" stack-size) == "$size" ]] || fail "--call-graph dwarf,$size: session stack-size is '$(session_key "ok$size" stack-size)'"
+	done
+	note "dwarf,64 and dwarf,65528 accepted"
+}
 
 # call-graph reports need stacks
-tally_ok record -F 2000 -o plain -- "$W" 100
-for q in --children --callgraph --tree "--callers leaf" "--callees main"; do
-	read -ra o <<<"$q"
-	expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}"
-	expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}" --json
-done
+nostacks() {
+	local q o
+	tally_ok record -F 2000 -o plain -- "$W" 100
+	for q in --children --callgraph --tree "--callers leaf" "--callees main"; do
+		read -ra o <<<"$q"
+		expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}"
+		expect_fail_with "^tally: .*plain.*(-g|--call-graph)" "$TALLY" report -i plain "${o[@]}" --json
+	done
+}
 
 # a damaged stacks file
 tally_ok record -g -F 2000 -o good -- "$W" 200
@@ -36,37 +45,66 @@ report_text good.txt -i good --tree
 first=$(awk '!/^#/ && NF { print NR; exit }' good/stacks)
 [[ -n $first ]] || fail "good/stacks has no stack lines: $(head -c 500 good/stacks)"
 
-cp -a good garbage.db
-sed -i "${first}a this is not a stack line" garbage.db/stacks
-line=$((first + 1))
-expect_fail_with "garbage\.db/stacks.*\<$line\>|\<$line\>.*garbage\.db/stacks" "$TALLY" report -i garbage.db --tree
+damaged() {
+	local line nimages
+	cp -a good garbage.db
+	sed -i "${first}a this is not a stack line" garbage.db/stacks
+	line=$((first + 1))
+	expect_fail_with "garbage\.db/stacks.*\<$line\>|\<$line\>.*garbage\.db/stacks" "$TALLY" report -i garbage.db --tree
 
-nimages=$(grep -vc '^#' good/images)
-cp -a good index.db
-# the first frame of the first stack: an image index past the registry
-sed -i -E "${first}s/^([0-9,]+ [0-9]+) [0-9]+:/\\1 $((nimages + 5)):/" index.db/stacks
-grep -Eq "^[0-9,]+ [0-9]+ $((nimages + 5)):" <(sed -n "${first}p" index.db/stacks) ||
-	fail "could not change the image index in line $first of index.db/stacks: $(sed -n "${first}p" index.db/stacks)"
-expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --tree
-expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --children --json
+	nimages=$(grep -vc '^#' good/images)
+	cp -a good index.db
+	# the first frame of the first stack: an image index past the registry
+	sed -i -E "${first}s/^([0-9,]+ [0-9]+) [0-9]+:/\\1 $((nimages + 5)):/" index.db/stacks
+	grep -Eq "^[0-9,]+ [0-9]+ $((nimages + 5)):" <(sed -n "${first}p" index.db/stacks) ||
+		fail "could not change the image index in line $first of index.db/stacks: $(sed -n "${first}p" index.db/stacks)"
+	expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --tree
+	expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --children --json
 
-cp -a good noframes.db
-sed -i -E "${first}s/^([0-9,]+ [0-9]+) .*/\\1/" noframes.db/stacks
-expect_fail_with "noframes\.db/stacks.*\<$first\>|\<$first\>.*noframes\.db/stacks" "$TALLY" report -i noframes.db --tree
+	cp -a good noframes.db
+	sed -i -E "${first}s/^([0-9,]+ [0-9]+) .*/\\1/" noframes.db/stacks
+	expect_fail_with "noframes\.db/stacks.*\<$first\>|\<$first\>.*noframes\.db/stacks" "$TALLY" report -i noframes.db --tree
+}
 
-# a function that is not in the stacks: no crash; a warning (exit 0) or an error, one line either way
-for q in --callers --callees; do
-	for json in "" --json; do
-		rc=0
-		"$TALLY" report -i good $q NOSUCH $json >nosuch.out 2>nosuch.err || rc=$?
-		((rc == 0 || (rc > 0 && rc < 128))) || fail "'tally report $q NOSUCH $json' exited $rc (crashed?); stderr: $(head -c 500 nosuch.err)"
-		lines=$(awk 'END { print NR }' nosuch.err)
-		[[ $lines == 1 ]] || fail "'tally report $q NOSUCH $json' wrote $lines lines on stderr, expected one: $(head -c 500 nosuch.err)"
-		grep -q NOSUCH nosuch.err || fail "'tally report $q NOSUCH $json': stderr does not name NOSUCH: $(cat nosuch.err)"
-		if ((rc == 0)) && [[ -n $json ]]; then
-			python3 -c 'import json, sys; json.load(open(sys.argv[1]))' nosuch.out ||
-				fail "'tally report $q NOSUCH --json' exited 0 with invalid JSON: $(head -c 500 nosuch.out)"
-		fi
-		note "$q NOSUCH $json: exit $rc, $(cat nosuch.err)"
+# a function that is not in the stacks: exit 0, one warning naming it and
+# the event, the report's frame (header, unwind and lost lines) around an
+# empty tree; JSON: the event with an empty tree
+nosuch() {
+	local q json rc warn rows
+	warn="^tally: warning: no function 'NOSUCH' in the stacks of event 'cpu-clock'\$"
+	for q in --callers --callees; do
+		for json in "" --json; do
+			rc=0
+			"$TALLY" report -i good $q NOSUCH $json >nosuch.out 2>nosuch.err || rc=$?
+			((rc == 0)) || fail "'tally report $q NOSUCH $json' exited $rc, expected 0 with a warning; stderr: $(head -c 500 nosuch.err)"
+			[[ $(awk 'END { print NR }' nosuch.err) == 1 ]] && grep -Eq "$warn" nosuch.err ||
+				fail "'tally report $q NOSUCH $json': stderr is not the one line /$warn/: $(head -c 500 nosuch.err)"
+			if [[ -n $json ]]; then
+				python3 - nosuch.out <<'PY' || fail "'tally report $q NOSUCH --json': $(head -c 500 nosuch.out)"
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+if len(evs) != 1 or evs[0]["name"] != "cpu-clock":
+    sys.exit("expected the one event cpu-clock: %s" % [e.get("name") for e in evs])
+if evs[0].get("tree") != []:
+    sys.exit("the tree of a function that is not there is not empty: %r" % evs[0].get("tree"))
+PY
+			else
+				grep -q '^# event: cpu-clock' nosuch.out || fail "'tally report $q NOSUCH': no event header: $(head -c 500 nosuch.out)"
+				grep -q '^unwind: ' nosuch.out && grep -q '^lost: ' nosuch.out ||
+					fail "'tally report $q NOSUCH': no unwind and lost lines: $(head -c 500 nosuch.out)"
+				rows=$(grep -Ec '^ +[0-9.]+% +[0-9]+  ' nosuch.out || true)
+				((rows == 0)) || fail "'tally report $q NOSUCH': $rows tree rows for a function that is not there: $(head -c 800 nosuch.out)"
+			fi
+			note "$q NOSUCH $json: exit 0, $(cat nosuch.err)"
+		done
 	done
-done
+	# the contrast: a function that is there has a tree and no warning
+	report_text leaf.txt -i good --callers leaf
+	[[ ! -s leaf.txt.err ]] || fail "--callers leaf warned: $(cat leaf.txt.err)"
+	grep -Eq '^ +100\.00% +[0-9]+  leaf  \[callsplit_fp\]$' leaf.txt || fail "--callers leaf: no tree rooted at leaf: $(head -c 800 leaf.txt)"
+}
+
+subtest "--call-graph and stack-size values" modes
+subtest "call-graph views of a database without stacks" nostacks
+subtest "damaged stacks files" damaged
+subtest "--callers/--callees of a function not in the stacks" nosuch

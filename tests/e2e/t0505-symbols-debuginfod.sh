@@ -45,7 +45,8 @@ while time.time() < end:
     except OSError: pass
 " &
 track_pid $!
-sleep 0.3
+# listening before the report asks (a fixed sleep lost the race on a loaded machine)
+for _ in $(seq 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $p2), 1)" 2>/dev/null && break; sleep 0.1; done
 rm -rf cache
 DEBUGINFOD_URLS="http://127.0.0.1:$p2" report_text hang.txt -i db --explain inline_chain --debuginfod --debuginfod-timeout 1
 grep -q "gave up at the time limit" hang.txt || fail "--debuginfod-timeout 1 with a silent server: $(cat hang.txt)"

@@ -5,13 +5,11 @@
 # mean period; -raw's samples add up, the main program's mapping carries its
 # build-id and every location of leaf lies in leaf's symbol (nm) and in its
 # mapping; -traces shows main -> caller_a -> leaf; -list caller_a agrees with
-# -top; the pid and comm labels are the workload's; a database without stacks
-# exports its flat profile, one sample type per event; --percent-limit keeps
-# the total.
+# -top and puts all of it on the source line that calls leaf; the pid and
+# comm labels are the workload's; a database without stacks exports its flat
+# profile, one sample type per event; --percent-limit keeps the total.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-export.sh"
-need_tool go golang-go
-need_tool nm binutils
 
 W=$WORKLOADS/callsplit_fp
 tally_ok record -g --per-pid -F 2000 -o cs.db -- "$W" 400
@@ -25,27 +23,39 @@ leaf=$(tjson cs.json func leaf callsplit_fp)
 tally_ok export -i cs.db --format pprof
 [[ -s tally.pb.gz ]] || fail "export --format pprof wrote no tally.pb.gz"
 gzip -t tally.pb.gz || fail "tally.pb.gz is not gzip data"
+# -top's row of a function: field 1 flat, 4 cum
+row() { awk -v f="$1" '$NF == f && NF == 6 { print $'"$2"'; exit }' top.txt; }
 
 # -top in samples: the total and leaf's flat count are the report's
-gopprof_ok top.txt -top -sample_index=samples -nodefraction=0 -edgefraction=0 -nodecount=100000 tally.pb.gz
+pp_top() {
+	need_tool go golang-go
+	gopprof_ok top.txt -top -sample_index=samples -nodefraction=0 -edgefraction=0 -nodecount=100000 tally.pb.gz
 read -r shown all < <(sed -nE 's/^Showing nodes accounting for ([0-9]+), [0-9.]+% of ([0-9]+) total$/\1 \2/p' top.txt)
 [[ $all == "$total" ]] || fail "pprof -top: total '$all' samples, the report says $total: $(head -12 top.txt)"
 [[ $shown == "$total" ]] || fail "pprof -top shows $shown of $all samples with -nodefraction=0"
-row() { awk -v f="$1" '$NF == f && NF == 6 { print $'"$2"'; exit }' top.txt; }
 [[ $(row leaf 1) == "$leaf" ]] || fail "pprof -top: leaf's flat is '$(row leaf 1)', the report says $leaf"
 near "$(share "$(row caller_a 4)" "$(row caller_b 4)")" "$(truth caller_a cs.truth)" 5 "pprof -top: caller_a's share of the callers' cum"
 note "pprof -top: total $all, leaf flat $leaf"
+}
 
 # the default sample type: cpu time, samples x the recorded mean period
-gopprof_ok cpu.txt -top -unit=ns tally.pb.gz
+pp_cpu() {
+	need_tool go golang-go
+	gopprof_ok cpu.txt -top -unit=ns tally.pb.gz
 grep -q '^Type: cpu$' cpu.txt || fail "pprof -top: the default sample type is not cpu: $(grep Type: cpu.txt)"
 ns=$(sed -nE 's/.*Total samples = ([0-9.]+)ns.*/\1/p' cpu.txt)
 mean=$(session_key cs.db period-mean)
 awk -v ns="$ns" -v n="$total" -v m="$mean" 'BEGIN { e = n * m; exit !(ns > 0 && ns >= e * 0.999 - 1 && ns <= e * 1.001 + 1) }' ||
 	fail "pprof: cpu total '$ns' ns, expected $total samples x $mean ns"
+note "pprof: cpu total $ns ns = $total samples x $mean ns"
+}
 
 # -raw: samples add up; the mapping of the program; leaf's addresses are leaf's
-gopprof_ok raw.txt -raw tally.pb.gz
+pp_raw() {
+	local bid lo sz msg
+	need_tool go golang-go
+	need_tool nm binutils
+	gopprof_ok raw.txt -raw tally.pb.gz
 bid=$(python3 -c 'import json,sys; print([i["id"] for e in json.load(open(sys.argv[1]))["events"] for i in e["images"] if i["name"] == "callsplit_fp"][0])' cs.json)
 read -r lo sz < <(nm -S "$W" | awk '$4 == "leaf" { print $1, $2 }')
 [[ -n $lo ]] || fail "nm found no leaf in $W"
@@ -100,35 +110,56 @@ print("ok: pprof -raw: %d samples, %d locations (%d in leaf, inside nm's leaf), 
 EOF
 ) || fail "pprof -raw: $msg"
 echo "$msg"
+}
 
 # -traces: main -> caller_a -> leaf
-gopprof_ok traces.txt -traces tally.pb.gz
-awk '/^-+\+-+$/ { n = 0; next } { n++; f[n] = $NF; if (n >= 3 && f[n - 2] == "leaf" && f[n - 1] == "caller_a" && f[n] == "main") ok = 1 } END { exit !ok }' traces.txt ||
-	fail "pprof -traces: no trace leaf, caller_a, main: $(head -30 traces.txt)"
+pp_traces() {
+	need_tool go golang-go
+	gopprof_ok traces.txt -traces tally.pb.gz
+	awk '/^-+\+-+$/ { n = 0; next } { n++; f[n] = $NF; if (n >= 3 && f[n - 2] == "leaf" && f[n - 1] == "caller_a" && f[n] == "main") ok = 1 } END { exit !ok }' traces.txt ||
+		fail "pprof -traces: no trace leaf, caller_a, main: $(head -30 traces.txt)"
+}
 
-# -list caller_a: the routine with the cumulative figure of -top
-gopprof_ok list.txt -list '^caller_a$' -sample_index=samples -source_path "$SRCDIR/tests/workloads" tally.pb.gz
-grep -Eq '^ROUTINE =+ caller_a ' list.txt || fail "pprof -list caller_a: no ROUTINE line: $(head -10 list.txt)"
-cum=$(awk '/^ROUTINE/ { getline; print $2; exit }' list.txt)
-[[ $cum == "$(row caller_a 4)" ]] || fail "pprof -list caller_a: cum '$cum', -top says $(row caller_a 4): $(head -5 list.txt)"
-if grep -q 'could not find file' list.txt; then
-	note "pprof -list: the source of callsplit.c is not where the debug info says (build outside the source tree)"
-else
-	grep -Eq 'leaf\(acc' list.txt || fail "pprof -list caller_a: no source line calling leaf: $(head -30 list.txt)"
-fi
+# -list caller_a: the routine with the cumulative figure of -top, its source
+# found (the profile names the file, -source_path the tree it is in) and the
+# whole cumulative figure on the line that calls leaf
+pp_list() {
+	local cum want call
+	need_tool go golang-go
+	gopprof_ok top.txt -top -sample_index=samples -nodefraction=0 -edgefraction=0 -nodecount=100000 tally.pb.gz
+	want=$(row caller_a 4)
+	gopprof_ok list.txt -list '^caller_a$' -sample_index=samples -source_path "$SRCDIR/tests/workloads" tally.pb.gz
+	grep -Eq '^ROUTINE =+ caller_a in (.*/)?callsplit\.c$' list.txt || fail "pprof -list caller_a: no ROUTINE line naming callsplit.c: $(head -10 list.txt)"
+	cum=$(awk '/^ROUTINE/ { getline; print $2; exit }' list.txt)
+	[[ $cum == "$want" ]] || fail "pprof -list caller_a: cum '$cum', -top says $want: $(head -5 list.txt)"
+	! grep -q 'could not find file' list.txt || fail "pprof -list caller_a: the source was not found: $(head -10 list.txt)"
+	call=$(awk '/leaf\(acc/ { print $2; exit }' list.txt)
+	[[ -n $call ]] || fail "pprof -list caller_a: no source line calling leaf: $(head -30 list.txt)"
+	[[ $call == "$want" ]] || fail "pprof -list caller_a: the line calling leaf has cum '$call', caller_a's cum is $want: $(head -30 list.txt)"
+	note "pprof -list caller_a: all $want samples on $(awk '/leaf\(acc/ { print $3; exit }' list.txt) the line calling leaf"
+}
 
 # labels
-gopprof_ok tags.txt -tags tally.pb.gz
-grep -Eq "^ +[0-9.]+[a-z]* \( *100%\): $pid$" tags.txt || fail "pprof -tags: no pid $pid with 100%: $(cat tags.txt)"
-grep -Eq '^ +[0-9.]+[a-z]* \( *100%\): callsplit_fp$' tags.txt || fail "pprof -tags: no comm callsplit_fp with 100%: $(cat tags.txt)"
+pp_tags() {
+	need_tool go golang-go
+	gopprof_ok tags.txt -tags tally.pb.gz
+	grep -Eq "^ +[0-9.]+[a-z]* \( *100%\): $pid$" tags.txt || fail "pprof -tags: no pid $pid with 100%: $(cat tags.txt)"
+	grep -Eq '^ +[0-9.]+[a-z]* \( *100%\): callsplit_fp$' tags.txt || fail "pprof -tags: no comm callsplit_fp with 100%: $(cat tags.txt)"
+}
 
 # --percent-limit: the same total, and an [other] frame for what was cut
-tally_ok export -i cs.db --format pprof --percent-limit 5 -o cut.pb.gz
-gopprof_ok cut.txt -top -sample_index=samples -nodefraction=0 -nodecount=100000 cut.pb.gz
-grep -Eq "of $total total\$" cut.txt || fail "pprof of --percent-limit 5: the total is not $total: $(grep total cut.txt)"
+pp_cut() {
+	need_tool go golang-go
+	tally_ok export -i cs.db --format pprof --percent-limit 5 -o cut.pb.gz
+	gopprof_ok cut.txt -top -sample_index=samples -nodefraction=0 -nodecount=100000 cut.pb.gz
+	grep -Eq "of $total total\$" cut.txt || fail "pprof of --percent-limit 5: the total is not $total: $(grep total cut.txt)"
+}
 
 # a flat database with two events: one sample type each, the split of work_a/b/c
-tally_ok record -e cpu-clock,page-faults -F 2000 -o flat.db -- "$WORKLOADS/split_funcs" 800
+pp_flat() {
+	local ft fa fb fc f v
+	need_tool go golang-go
+	tally_ok record -e cpu-clock,page-faults -F 2000 -o flat.db -- "$WORKLOADS/split_funcs" 800
 cp out flat.truth
 report_json flat.json -i flat.db --symbols
 tally_ok export -i flat.db --format pprof -o flat.pb.gz
@@ -147,3 +178,13 @@ for f in a b c; do
 	[[ ${!v} == "$(tjson flat.json func work_$f split_funcs cpu-clock)" ]] ||
 		fail "flat pprof: work_$f has ${!v} samples, the report $(tjson flat.json func work_$f split_funcs cpu-clock)"
 done
+}
+
+subtest "-top: the report's total and leaf" pp_top
+subtest "the cpu sample type: samples x mean period" pp_cpu
+subtest "-raw: samples, mapping, leaf's locations" pp_raw
+subtest "-traces: main, caller_a, leaf" pp_traces
+subtest "-list caller_a: on the line that calls leaf" pp_list
+subtest "-tags: pid and comm" pp_tags
+subtest "--percent-limit keeps the total" pp_cut
+subtest "a flat profile of two events" pp_flat

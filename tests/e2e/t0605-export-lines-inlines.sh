@@ -8,8 +8,6 @@
 # callgrind_annotate finds and annotates the source).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-export.sh"
-need_tool go golang-go
-need_tool callgrind_annotate valgrind
 
 W="$WORKLOADS/inline_chain"
 tally_ok record -g -F 2000 -o db -- "$W" 800
@@ -17,33 +15,50 @@ cp out truth.txt
 lh=$(info_val line_hot truth.txt)
 lm=$(info_val line_mid truth.txt)
 ll=$(info_val line_leaf truth.txt)
-
-tally_ok export -i db --format pprof -o p.pb.gz
-gopprof_ok top.txt -lines -top -nodecount=50 p.pb.gz
-for want in "leaf_mix .*inline_chain.c:$ll" "mid_mix .*inline_chain.c:$lm" "hot_loop .*inline_chain.c:$lh"; do
-	grep -Eq "$want" top.txt || fail "go tool pprof -lines -top has no line matching '$want': $(cat top.txt)"
-done
-for fn in leaf_mix mid_mix hot_loop; do
-	pct=$(awk -v f="$fn" '$6 == f { sub(/%/, "", $2); print $2; exit }' top.txt)
-	near "${pct:-0}" "$(truth "$fn" truth.txt)" 5 "go tool pprof -lines -top: $fn flat%"
-done
-# the leaf's location has the inline chain: leaf_mix inlined in mid_mix in hot_loop
-gopprof_ok traces.txt -traces p.pb.gz
-grep -A3 -E '^ +[0-9].* leaf_mix \(inline\)$' traces.txt | grep -q 'mid_mix' ||
-	fail "go tool pprof -traces: leaf_mix is not followed by its inlining caller mid_mix: $(head -40 traces.txt)"
-note "pprof: lines $ll/$lm/$lh and the inline chain leaf_mix < mid_mix < hot_loop"
-
-tally_ok export -i db --format callgrind -o cg.out
 src=$(cd "$SRCDIR" && pwd)/tests/workloads/inline_chain.c
-grep -q "^fl=([0-9]*) $src\$" cg.out || fail "callgrind: no fl= naming $src: $(grep '^fl=' cg.out | head)"
-callgrind_annotate cg.out >ann.txt 2>&1 || fail "callgrind_annotate failed: $(head -c 1000 ann.txt)"
-grep -q "Auto-annotated source: $src" ann.txt || fail "callgrind_annotate did not annotate $src: $(head -60 ann.txt)"
-# hot_loop's own spin line carries hot_loop's self share; the inlined code's cost
-# sits on its call site in hot_loop (the line that calls mid_mix)
-hot=$(awk '/line_hot = __LINE__;/ && /%\)/ { gsub(/[(%)]/, "", $2); print $2; exit }' ann.txt)
-[[ -n $hot ]] || fail "callgrind_annotate: no cost on the line_hot source line: $(grep -A30 'Auto-annotated' ann.txt)"
-near "$hot" "$(truth hot_loop truth.txt)" 5 "callgrind_annotate: hot_loop's spin line"
-call=$(awk '/return mid_mix\(/ && /%\)/ { gsub(/[(%)]/, "", $2); print $2; exit }' ann.txt)
-near "${call:-0}" "$(awk -v a="$(truth mid_mix truth.txt)" -v b="$(truth leaf_mix truth.txt)" 'BEGIN { print a + b }')" 5 \
-	"callgrind_annotate: the inlined mid_mix + leaf_mix at their call site"
-note "callgrind: $src annotated by callgrind_annotate"
+
+pprof_lines() {
+	local want fn pct
+	need_tool go golang-go
+	tally_ok export -i db --format pprof -o p.pb.gz
+	gopprof_ok top.txt -lines -top -nodecount=50 p.pb.gz
+	for want in "leaf_mix .*inline_chain.c:$ll" "mid_mix .*inline_chain.c:$lm" "hot_loop .*inline_chain.c:$lh"; do
+		grep -Eq "$want" top.txt || fail "go tool pprof -lines -top has no line matching '$want': $(cat top.txt)"
+	done
+	for fn in leaf_mix mid_mix hot_loop; do
+		pct=$(awk -v f="$fn" '$6 == f { sub(/%/, "", $2); print $2; exit }' top.txt)
+		near "${pct:-0}" "$(truth "$fn" truth.txt)" 5 "go tool pprof -lines -top: $fn flat%"
+	done
+	# the leaf's location has the inline chain: leaf_mix inlined in mid_mix in hot_loop
+	gopprof_ok traces.txt -traces p.pb.gz
+	grep -A3 -E '^ +[0-9].* leaf_mix \(inline\)$' traces.txt | grep -q 'mid_mix' ||
+		fail "go tool pprof -traces: leaf_mix is not followed by its inlining caller mid_mix: $(head -40 traces.txt)"
+	note "pprof: lines $ll/$lm/$lh and the inline chain leaf_mix < mid_mix < hot_loop"
+}
+
+# the file names in callgrind's fl= lines (no tool needed)
+callgrind_files() {
+	tally_ok export -i db --format callgrind -o cg.out
+	grep -q "^fl=([0-9]*) $src\$" cg.out || fail "callgrind: no fl= naming $src: $(grep '^fl=' cg.out | head)"
+}
+
+callgrind_lines() {
+	local hot call
+	need_tool callgrind_annotate valgrind
+	tally_ok export -i db --format callgrind -o cg.out
+	callgrind_annotate cg.out >ann.txt 2>&1 || fail "callgrind_annotate failed: $(head -c 1000 ann.txt)"
+	grep -q "Auto-annotated source: $src" ann.txt || fail "callgrind_annotate did not annotate $src: $(head -60 ann.txt)"
+	# hot_loop's own spin line carries hot_loop's self share; the inlined code's cost
+	# sits on its call site in hot_loop (the line that calls mid_mix)
+	hot=$(awk '/line_hot = __LINE__;/ && /%\)/ { gsub(/[(%)]/, "", $2); print $2; exit }' ann.txt)
+	[[ -n $hot ]] || fail "callgrind_annotate: no cost on the line_hot source line: $(grep -A30 'Auto-annotated' ann.txt)"
+	near "$hot" "$(truth hot_loop truth.txt)" 5 "callgrind_annotate: hot_loop's spin line"
+	call=$(awk '/return mid_mix\(/ && /%\)/ { gsub(/[(%)]/, "", $2); print $2; exit }' ann.txt)
+	near "${call:-0}" "$(awk -v a="$(truth mid_mix truth.txt)" -v b="$(truth leaf_mix truth.txt)" 'BEGIN { print a + b }')" 5 \
+		"callgrind_annotate: the inlined mid_mix + leaf_mix at their call site"
+	note "callgrind: $src annotated by callgrind_annotate"
+}
+
+subtest "pprof -lines: the three lines and the inline chain" pprof_lines
+subtest "callgrind: absolute source file names" callgrind_files
+subtest "callgrind_annotate: the lines of hot_loop and of the inlined code" callgrind_lines

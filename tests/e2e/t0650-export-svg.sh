@@ -9,8 +9,6 @@
 # well-formed SVG; and the refusals (no stacks, unwritable path).
 . "$SRCDIR/tests/e2e/lib.sh"
 
-msg=$(python3 "$SRCDIR/tests/e2e/browser.py" check) || skip "$msg (scripts/deps.sh --test installs Debian's chromium)"
-
 tally_ok record -g -F 2000 -o cs.db -- "$WORKLOADS/callsplit_fp" 400
 cp out cs.truth
 near "$(truth caller_a cs.truth)" 75 3 "the workload's own caller_a share"
@@ -20,7 +18,8 @@ grep -q "wrote 'flame.svg' (svg" err || fail "export did not say what it wrote: 
 
 # self-contained: a well-formed SVG that names no outside resource (the only
 # URL is the SVG namespace, which is a name, not a fetch)
-python3 - flame.svg <<'EOF' || fail "flame.svg is not a self-contained SVG (above)"
+self_contained() {
+	python3 - flame.svg <<'EOF' || fail "flame.svg is not a self-contained SVG (above)"
 import re, sys
 import xml.etree.ElementTree as ET
 t = open(sys.argv[1], encoding="utf-8").read()
@@ -30,8 +29,12 @@ if bad:
     sys.exit("outside references in the SVG: %s" % bad[:5])
 print("ok: well-formed, no outside references")
 EOF
+}
 
-python3 - "$TMP" flame.svg cs.truth "$(session_key cs.db samples)" <<'EOF' || fail "the SVG in Chromium (above)"
+# in Chromium: widths, tooltips, zoom, search, nothing loaded
+in_chromium() {
+	need_browser
+	python3 - "$TMP" flame.svg cs.truth "$(session_key cs.db samples)" <<'EOF' || fail "the SVG in Chromium (above)"
 import os, re, sys
 sys.path.insert(0, os.path.join(os.environ["SRCDIR"], "tests/e2e"))
 from browser import Browser, count_pixels
@@ -128,11 +131,13 @@ if errs:
     print("; ".join(errs))
     sys.exit(1)
 EOF
+}
 
 # names that are markup, control characters, bytes that are not UTF-8
-python3 "$SRCDIR/tests/e2e/gen-bigdb.py" --weird weird.db 300 >/dev/null
-tally_ok export -i weird.db --format svg -o weird.svg
-python3 - weird.svg <<'EOF' || fail "weird.svg (above)"
+weird() {
+	python3 "$SRCDIR/tests/e2e/gen-bigdb.py" --weird weird.db 300 >/dev/null
+	tally_ok export -i weird.db --format svg -o weird.svg
+	python3 - weird.svg <<'EOF' || fail "weird.svg (above)"
 import sys
 import xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -144,18 +149,28 @@ if not w[0].startswith("op<b>&amp;\"quoted\" 'x' \ufffd]]></script>"):
     sys.exit("the name came out as %r" % w[0].split("\n")[0])
 print("ok: a name with markup, a control character and a non-UTF-8 byte is escaped: %r" % w[0].split("\n")[0])
 EOF
+}
 
 # refusals: one line, no file left behind
-tally_ok record -F 2000 -o flat.db -- "$WORKLOADS/callsplit_fp" 100
-expect_fail_with "^tally: 'flat.db' has no call stacks, which the svg format needs \(record with -g" \
-	"$TALLY" export -i flat.db --format svg -o nostacks.svg
-[[ ! -e nostacks.svg ]] || fail "a refused export left nostacks.svg"
-expect_fail_with "^tally: cannot write 'nodir/flame.svg': " "$TALLY" export -i cs.db --format svg -o nodir/flame.svg
-mkdir isdir
-expect_fail_with "^tally: cannot write 'isdir': " "$TALLY" export -i cs.db --format svg -o isdir
-expect_fail_with "^tally: unknown export format 'svgz' \(known formats: .*\bsvg\b" "$TALLY" export -i cs.db --format svgz
-leftover=$(find . -maxdepth 2 -name '*.tmp*' | head -3)
-[[ -z $leftover ]] || fail "temporary files left behind: $leftover"
-if [[ -n ${TALLY_KEEP_SCREENSHOTS:-} ]]; then
+refusals() {
+	local leftover
+	tally_ok record -F 2000 -o flat.db -- "$WORKLOADS/callsplit_fp" 100
+	expect_fail_with "^tally: 'flat.db' has no call stacks, which the svg format needs \(record with -g" \
+		"$TALLY" export -i flat.db --format svg -o nostacks.svg
+	[[ ! -e nostacks.svg ]] || fail "a refused export left nostacks.svg"
+	expect_fail_with "^tally: cannot write 'nodir/flame.svg': " "$TALLY" export -i cs.db --format svg -o nodir/flame.svg
+	mkdir isdir
+	expect_fail_with "^tally: cannot write 'isdir': " "$TALLY" export -i cs.db --format svg -o isdir
+	expect_fail_with "^tally: unknown export format 'svgz' \(known formats: .*\bsvg\b" "$TALLY" export -i cs.db --format svgz
+	leftover=$(find . -maxdepth 2 -name '*.tmp*' | head -3)
+	[[ -z $leftover ]] || fail "temporary files left behind: $leftover"
+}
+
+subtest "a self-contained, well-formed SVG" self_contained
+subtest "in Chromium: widths, tooltip, zoom, search, nothing loaded" in_chromium
+subtest "names with markup, control characters and bad UTF-8" weird
+subtest "refusals: one line, no file" refusals
+
+if [[ -n ${TALLY_KEEP_SCREENSHOTS:-} ]] && ls "$TMP"/*.png >/dev/null 2>&1; then
 	mkdir -p "$TALLY_KEEP_SCREENSHOTS" && cp "$TMP"/*.png "$TALLY_KEEP_SCREENSHOTS"/
 fi

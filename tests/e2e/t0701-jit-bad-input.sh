@@ -15,13 +15,16 @@ warned() {
 }
 
 # --- a perf map with a malformed line (jitter writes one)
-tally_ok record -F 2000 -o map.db -- "$WORKLOADS/jitter" 500
-pid=$(workload_pid)
-rm -f "/tmp/perf-$pid.map"
-cp "$TMP/out" jitter.out
-report_json map.json -i map.db --symbols
-check_shares func map.json jitter.out 5 jit_spin native_spin
-warned "perf map with a malformed line" map.json.err "^tally: warning: image 'jit': the JIT map of pid $pid had 1 malformed line \(skipped\)$"
+perf_map() {
+	local pid
+	tally_ok record -F 2000 -o map.db -- "$WORKLOADS/jitter" 500
+	pid=$(workload_pid)
+	rm -f "/tmp/perf-$pid.map"
+	cp "$TMP/out" jitter.out
+	report_json map.json -i map.db --symbols
+	check_shares func map.json jitter.out 5 jit_spin native_spin
+	warned "perf map with a malformed line" map.json.err "^tally: warning: image 'jit': the JIT map of pid $pid had 1 malformed line \(skipped\)$"
+}
 
 # --- jitdumps that are damaged
 run_jitwork() {
@@ -32,7 +35,9 @@ run_jitwork() {
 	rm -f "/tmp/perf-$(workload_pid "$mode.out").map"
 }
 
-for mode in badmagic badversion; do
+# bad_header MODE: a dump with a bad magic or version is not used at all
+bad_header() {
+	local mode=$1 pid why re a b nm share
 	run_jitwork $mode
 	pid=$(workload_pid $mode.out)
 	case $mode in
@@ -51,55 +56,69 @@ for mode in badmagic badversion; do
 	nm=$(tjson $mode.json image nomap)
 	share=$(awk -v n="$nm" -v a="$a" 'BEGIN { printf "%.2f", 100 * n / (n + a) }')
 	near "$share" "$(truth jit_beta $mode.out)" 5 "$mode: nomap share (jit_beta's time)"
-done
+}
 
-run_jitwork truncated
-pid=$(workload_pid truncated.out)
-re="^tally: warning: jitdump '$TMP/jit-$pid.dump' of pid $pid: truncated record at byte [0-9]+: it claims 4096 bytes, the file has 24 left \(the rest is ignored\)$"
-warned "record, truncated jitdump" truncated.err "$re"
-report_json truncated.json -i truncated.db --symbols
-warned "report, truncated jitdump" truncated.json.err "$re"
-# what came before the cut still names jit_beta
-check_shares func truncated.json truncated.out 5 jit_alpha jit_beta
+# a truncated dump: what came before the cut is kept
+truncated() {
+	local pid re
+	run_jitwork truncated
+	pid=$(workload_pid truncated.out)
+	re="^tally: warning: jitdump '$TMP/jit-$pid.dump' of pid $pid: truncated record at byte [0-9]+: it claims 4096 bytes, the file has 24 left \(the rest is ignored\)$"
+	warned "record, truncated jitdump" truncated.err "$re"
+	report_json truncated.json -i truncated.db --symbols
+	warned "report, truncated jitdump" truncated.json.err "$re"
+	# what came before the cut still names jit_beta
+	check_shares func truncated.json truncated.out 5 jit_alpha jit_beta
+}
 
 # --- files another user owns are not trusted
-if (($(id -u) == 0)); then
+foreign() {
+	local n
+	(($(id -u) == 0)) || skip "not root: cannot hand files to another user"
 	run_jitwork foreign
 	report_json foreign.json -i foreign.db --symbols
 	warned "report, another user's map and dump" foreign.json.err \
 		"^tally: warning: 2 JIT map\(s\) or jitdump\(s\) belonged to another user than their process's: not trusted, that code counts as nomap$"
 	n=$(tjson foreign.json funcs | grep -c '^jit_' || true)
 	((n == 0)) || fail "functions named from untrusted files: $(tjson foreign.json funcs | tr '\n' ' ')"
-	ls foreign.db/jit 2>/dev/null && fail "the database copied untrusted JIT files: $(ls foreign.db/jit)"
-else
-	note "not root: cannot hand files to another user, the untrusted case is not run"
-fi
+	! ls foreign.db/jit 2>/dev/null || fail "the database copied untrusted JIT files: $(ls foreign.db/jit)"
+}
 
 # --- a damaged copy in the database: a damaged line costs what depends on it,
 # the rest goes on, and the warning says which line and what was wrong
-run_jitwork ok
-copy=$(ls ok.db/jit/jitdump-*.txt)
-cp "$copy" copy.orig
-sed -i 's/^code \(.*\)$/code \1zz/' "$copy"
-report_json dmg.json -i ok.db --symbols
-warned "report, damaged code line" dmg.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: the code of the function at 0x[0-9a-f]+ has 36 hex digits, its size 0x11 needs 34: its code is dropped \(the rest of the copy is used; record again for a whole one\)$"
-a=$(tjson dmg.json func jit_alpha)
-((a > 0)) || fail "damaged jitdump copy: jit_alpha (from the map copy) is gone too"
-b=$(tjson dmg.json func jit_beta)
-((b > 0)) || fail "a damaged code line cost jit_beta its name too"
-# its lines are still there, its code is not
-"$TALLY" annotate -i ok.db jit_beta --asm --json >dmg.a.json 2>dmg.a.err || fail "annotate jit_beta failed: $(cat dmg.a.err)"
-python3 - dmg.a.json <<'EOF' || fail "annotate jit_beta with a damaged code line: $(head -c 1500 dmg.a.json)"
+damaged_copy() {
+	local copy a b
+	run_jitwork ok
+	copy=$(ls ok.db/jit/jitdump-*.txt)
+	cp "$copy" copy.orig
+	sed -i 's/^code \(.*\)$/code \1zz/' "$copy"
+	report_json dmg.json -i ok.db --symbols
+	warned "report, damaged code line" dmg.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: the code of the function at 0x[0-9a-f]+ has 36 hex digits, its size 0x11 needs 34: its code is dropped \(the rest of the copy is used; record again for a whole one\)$"
+	a=$(tjson dmg.json func jit_alpha)
+	((a > 0)) || fail "damaged jitdump copy: jit_alpha (from the map copy) is gone too"
+	b=$(tjson dmg.json func jit_beta)
+	((b > 0)) || fail "a damaged code line cost jit_beta its name too"
+	# its lines are still there, its code is not
+	"$TALLY" annotate -i ok.db jit_beta --asm --json >dmg.a.json 2>dmg.a.err || fail "annotate jit_beta failed: $(cat dmg.a.err)"
+	python3 - dmg.a.json <<'EOF' || fail "annotate jit_beta with a damaged code line: $(head -c 1500 dmg.a.json)"
 import json, sys
 f = json.load(open(sys.argv[1]))["functions"][0]
 assert not f.get("instructions"), "instructions from a dropped code line: %s" % f.get("instructions")
 assert any(l["file"] == "jitbeta.src" and l["samples"] for l in f["lines"]), f["lines"]
 EOF
-# a damaged func line: that function is unnamed, the other stays
-sed 's/^func \([0-9a-f]*\) 11 /func \1 zz /' copy.orig >"$copy"
-report_json dmgf.json -i ok.db --symbols
-warned "report, damaged func line" dmgf.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: expected 'func ADDR SIZE INDEX NAME' .*: its function is skipped \(the rest of the copy is used; record again for a whole one\)$"
-a=$(tjson dmgf.json func jit_alpha)
-((a > 0)) || fail "damaged func line: jit_alpha (from the map copy) is gone too"
-b=$(tjson dmgf.json func jit_beta)
-((b == 0)) || fail "damaged func line: jit_beta still named ($b samples)"
+	# a damaged func line: that function is unnamed, the other stays
+	sed 's/^func \([0-9a-f]*\) 11 /func \1 zz /' copy.orig >"$copy"
+	report_json dmgf.json -i ok.db --symbols
+	warned "report, damaged func line" dmgf.json.err "^tally: warning: image 'jit': '$copy' line [0-9]+: expected 'func ADDR SIZE INDEX NAME' .*: its function is skipped \(the rest of the copy is used; record again for a whole one\)$"
+	a=$(tjson dmgf.json func jit_alpha)
+	((a > 0)) || fail "damaged func line: jit_alpha (from the map copy) is gone too"
+	b=$(tjson dmgf.json func jit_beta)
+	((b == 0)) || fail "damaged func line: jit_beta still named ($b samples)"
+}
+
+subtest "a perf map with a malformed line" perf_map
+subtest "a jitdump with a bad magic" bad_header badmagic
+subtest "a jitdump of another version" bad_header badversion
+subtest "a truncated jitdump" truncated
+subtest "another user's map and dump are not trusted" foreign
+subtest "a damaged jitdump copy in the database" damaged_copy

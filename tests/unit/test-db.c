@@ -392,9 +392,9 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 		tot[1] += db.stack_counts[s * 2 + 1];
 		assert_int_equal(st->pid, 0);
 		for (uint32_t i = 0; i < st->len; i++)
-			assert_true(db.frames[st->first + i].image < db.nimages);
+			assert_true(tally_db_frame(&db, st, i)->image < db.nimages);
 		if (st->len == 2) {
-			const struct tally_frame *leaf = &db.frames[st->first], *caller = &db.frames[st->first + 1];
+			const struct tally_frame *leaf = tally_db_frame(&db, st, 0), *caller = tally_db_frame(&db, st, 1);
 			assert_int_equal(leaf->image, t);
 			assert_int_equal(leaf->offset, 0x1010);
 			assert_int_equal(caller->image, t);
@@ -570,9 +570,9 @@ static void test_db__roundtrip_caller_only_image(void **state)
 	assert_int_equal(db_count(&db, ni, 0, 0x5000, 0), 8);
 	assert_int_equal(db.nstacks, 1);
 	assert_int_equal(db.stacks[0].len, 2);
-	assert_int_equal(db.frames[db.stacks[0].first].image, ni);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].image, ti);
-	assert_int_equal(db.frames[db.stacks[0].first + 1].offset, 0x1234);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 0)->image, ni);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->image, ti);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->offset, 0x1234);
 	assert_int_equal(db.stack_counts[0], 8);
 	tally_db_release(&db);
 }
@@ -710,8 +710,8 @@ static void test_db__jit_settle(void **state)
 	bool seen = false;
 	for (size_t i = 0; i < db.nstacks; i++)
 		if (db.stacks[i].len == 2) {
-			assert_int_equal(db.frames[db.stacks[i].first].image, n);
-			assert_int_equal(db.frames[db.stacks[i].first + 1].image, j);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 0)->image, n);
+			assert_int_equal(tally_db_frame(&db, &db.stacks[i], 1)->image, j);
 			seen = true;
 		}
 	assert_true(seen);
@@ -1136,6 +1136,179 @@ static void test_db__open_damaged_images_stacks(void **state)
 	free(stacks);
 	free(text);
 	free(images);
+}
+
+/* ---- stacks read later ---- */
+
+/* a and b hold the same stacks, in the same order */
+static void assert_same_stacks(const struct tally_db *a, const struct tally_db *b)
+{
+	assert_int_equal(a->nstacks, b->nstacks);
+	assert_int_equal(a->nevents, b->nevents);
+	for (size_t s = 0; s < a->nstacks; s++) {
+		const struct tally_db_stack *x = &a->stacks[s], *y = &b->stacks[s];
+		assert_int_equal(x->len, y->len);
+		assert_int_equal(x->pid, y->pid);
+		for (uint32_t f = 0; f < x->len; f++) {
+			assert_int_equal(tally_db_frame(a, x, f)->image, tally_db_frame(b, y, f)->image);
+			assert_int_equal(tally_db_frame(a, x, f)->offset, tally_db_frame(b, y, f)->offset);
+		}
+		for (int e = 0; e < a->nevents; e++)
+			assert_int_equal(a->stack_counts[s * (size_t)a->nevents + (size_t)e],
+					 b->stack_counts[s * (size_t)b->nevents + (size_t)e]);
+	}
+}
+
+static void test_db__stacks_later(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 2, "fp");
+	struct tally_db eager, db;
+	assert_int_equal(tally_db_open(&eager, fx->db), 0);
+	assert_null(eager.lazy);
+	assert_int_equal(eager.nstacks, 4);
+
+	/* opened, not read: the flat profile is there, the stacks come when asked */
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_non_null(db.lazy);
+	assert_int_equal(db.nstacks, 0);
+	assert_int_equal(db.nentries, eager.nentries);
+	assert_int_equal(tally_db_load_stacks(&db), 0);
+	assert_null(db.lazy);
+	assert_same_stacks(&db, &eager);
+	assert_int_equal(tally_db_load_stacks(&db), 0); /* nothing left to read */
+	assert_int_equal(db.nstacks, 4);
+	tally_db_release(&db);
+
+	/* damaged after the open, in place: the load says where, at every call,
+	 * and what needs no stacks is still there */
+	char *stacks = unit_path(fx->db, "stacks");
+	char *text = unit_read(stacks, NULL);
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	unit_write_str(stacks, "# stacks\nthis is not a stack\n");
+	assert_int_not_equal(tally_db_load_stacks(&db), 0);
+	assert_errmsg_has("stacks' line 2: expected 'COUNT PID IMAGE:OFFSET");
+	tally_seterr(-EINVAL, "something else");
+	assert_int_not_equal(tally_db_load_stacks(&db), 0);
+	assert_errmsg_has("stacks' line 2");
+	assert_int_equal(db.nstacks, 0);
+	int t = db_image_by_kind(&db, "exec");
+	assert_int_equal(db_count(&db, t, 0, 0x1010, 0), 9);
+	tally_db_release(&db);
+
+	/* a missing file: the open works, the load fails as an eager open does */
+	assert_int_equal(unlink(stacks), 0);
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_int_equal(tally_db_load_stacks(&db), -ENOENT);
+	assert_errmsg_has("is missing though the session recorded call graphs");
+	tally_db_release(&db);
+	unit_write_str(stacks, text);
+
+	/* a database that was never loaded is not written without its stacks */
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	char *copy = unit_path(fx->tmp, "copy");
+	assert_int_not_equal(tally_db_save(&db, copy, false), 0);
+	assert_errmsg_has("stacks were not read");
+	tally_db_release(&db);
+	tally_db_release(&eager);
+	free(copy);
+	free(text);
+	free(stacks);
+}
+
+/* A database in memory for tally_parse_stacks: two events, two images. */
+static void parse_db(struct tally_db *db, uint64_t a, uint64_t b)
+{
+	memset(db, 0, sizeof(*db));
+	db->nevents = 2;
+	db->events = xcalloc(2, sizeof(char *));
+	db->events[0] = xstrdup("cpu-clock");
+	db->events[1] = xstrdup("page-faults");
+	db->samples = xcalloc(2, sizeof(uint64_t));
+	db->samples[0] = a;
+	db->samples[1] = b;
+	db->nimages = 2;
+	db->images = xcalloc(2, sizeof(*db->images));
+	db->has_stacks = true;
+}
+
+static void expect_stacks_bad(const char *text, size_t len, const char *msg)
+{
+	struct tally_db db;
+	parse_db(&db, 3, 1);
+	if (tally_db_parse_stacks(&db, text, len, "st") == 0)
+		fail_msg("'%.*s' was taken as stacks", (int)len, text);
+	assert_errmsg_has(msg);
+	tally_db_release(&db);
+}
+
+static void test_db__parse_stacks(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	parse_db(&db, 7, 1);
+	static const char good[] = "# count[,count...] pid frames\n3,1 0 0:10 1:20\n\n2,0 7 1:FF 1:20\n2,0 0 0:10\n";
+	assert_int_equal(tally_db_parse_stacks(&db, good, strlen(good), "st"), 0);
+	assert_int_equal(db.nstacks, 3);
+	assert_int_equal(db.nstack_frames, 5);
+	assert_int_equal(db.nframe_tab, 3); /* each distinct frame once */
+	assert_int_equal(db.stacks[1].pid, 7);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 0)->offset, 0xff);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 1)->image, 1);
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0), tally_db_frame(&db, &db.stacks[2], 0));
+	assert_int_equal(db.stack_counts[0], 3);
+	assert_int_equal(db.stack_counts[1], 1);
+	tally_db_release(&db);
+
+	expect_stacks_bad("3,1 0 0:10", 10, "'st' line 1: the file ends in the middle of the line");
+	expect_stacks_bad("3,1 0 0:10\n\0\n", 13, "'st' line 2: binary data (a NUL byte) in a text file");
+	expect_stacks_bad("3,1 0 0:10\n3,1 0 0:1x\n", 22, "'st' line 2: expected 'COUNT PID IMAGE:OFFSET");
+	static const char *const bad[] = {
+		"3,1 0 2:10\n",                     /* no image 2 */
+		"3 0 0:10\n",                       /* one count for two events */
+		"3,1 0\n",                          /* no frame */
+		"3,1 0 0:10000000000000000\n",      /* 17 hex digits */
+		"18446744073709551616,1 0 0:10\n",  /* past 64 bits */
+		"3,1 0 0:10 \n",
+		"3,1 x 0:10\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		expect_stacks_bad(bad[i], strlen(bad[i]), "'st' line 1: expected 'COUNT PID IMAGE:OFFSET");
+	expect_stacks_bad("2,1 0 0:10\n", 11, "'st': its stacks hold 2 'cpu-clock' samples but the session counted 3");
+}
+
+/* Lines across the reader's buffer (1 MiB): a file read later holds what the
+ * same text parsed whole holds. */
+static void test_db__stacks_later_long_file(void **state)
+{
+	struct fixture *fx = *state;
+	write_std(fx, 1, "fp");
+	struct tally_db db;
+	assert_int_equal(tally_db_open_dir_flags(&db, fx->db, TALLY_DB_STACKS_LATER), 0);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
+	uint64_t total = db.samples[0]; /* the stacks must hold the session's samples */
+	for (unsigned i = 0; sb.len < (3u << 20); i++) {
+		strbuf_addf(&sb, "%" PRIu64 " 0", i ? 0 : total);
+		for (unsigned f = 0; f < 3 + i % 17; f++)
+			strbuf_addf(&sb, " 0:%x", 0x1000 + (i * 7919u + f * 104729u) % 5000);
+		strbuf_addch(&sb, '\n');
+	}
+	char *stacks = unit_path(fx->db, "stacks");
+	unit_write(stacks, sb.buf, sb.len);
+	if (tally_db_load_stacks(&db))
+		fail_msg("%s", tally_errmsg());
+	struct tally_db whole;
+	parse_db(&whole, total, 0);
+	free(whole.events[1]);
+	whole.nevents = 1;
+	assert_int_equal(tally_db_parse_stacks(&whole, sb.buf, sb.len, "whole"), 0);
+	assert_true(db.nstacks > 20000);
+	assert_same_stacks(&db, &whole);
+	tally_db_release(&whole);
+	tally_db_release(&db);
+	strbuf_release(&sb);
+	free(stacks);
 }
 
 /* ---- damage that used to be accepted ---- */
@@ -1959,6 +2132,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later, fx_setup, fx_teardown),
+		cmocka_unit_test(test_db__parse_stacks),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later_long_file, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_not_a_db, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_future_version, fx_setup, fx_teardown),

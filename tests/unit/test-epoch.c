@@ -307,6 +307,94 @@ static void test_epoch__merge(void **state)
 	free(tmp);
 }
 
+/* An epoch with call stacks of /bin/true: stack i is frames offs[i][0..2) with n[i] samples. */
+static void make_cg_epoch(const char *dir, const char *name, const uint64_t (*offs)[2], const uint64_t *n, size_t k,
+			  const char *start)
+{
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct tally_image img;
+	memset(&img, 0, sizeof(img));
+	img.kind = TALLY_IMG_FILE;
+	img.path = (char *)"/bin/true";
+	uint32_t im = tally_agg_image(&a, &img);
+	for (size_t i = 0; i < k; i++) {
+		uint32_t fr[2] = { tally_agg_frame(&a, im, offs[i][0]), tally_agg_frame(&a, im, offs[i][1]) };
+		tally_agg_count(&a, tally_agg_stack(&a, fr, 2), 0, 0, n[i]);
+		a.samples[0] += n[i];
+	}
+	struct tally_meta m = { 0 };
+	tally_meta_set(&m, "format-version", "1");
+	tally_meta_set(&m, "events", "cpu-clock");
+	tally_meta_set(&m, "call-graph", "fp");
+	tally_meta_set(&m, "target", "system");
+	tally_meta_set(&m, "start-time", "%s", start);
+	tally_meta_set(&m, "stop-time", "%s", start);
+	tally_meta_set(&m, "duration", "60.000");
+	char *p = unit_path(dir, name);
+	if (tally_db_write(p, false, &a, &m))
+		fail_msg("tally_db_write '%s': %s", p, tally_errmsg());
+	free(p);
+	tally_meta_release(&m);
+	tally_agg_release(&a);
+}
+
+/* A daemon's epochs opened with their stacks left unread, then read: the same
+ * stacks, in the same order, as when they are merged at once: equal stacks of
+ * two epochs summed, the one-frame stacks of an epoch without stacks in their
+ * place between them. A damaged epoch fails the load, not the open. */
+static void test_epoch__merge_stacks_later(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *dir = daemon_dir(tmp);
+	static const uint64_t s1[][2] = { { 0x10, 0x100 }, { 0x20, 0x100 } }, s3[][2] = { { 0x30, 0x200 }, { 0x10, 0x100 } };
+	static const uint64_t n1[] = { 4, 5 }, n3[] = { 6, 7 };
+	make_cg_epoch(dir, "202611211300", s1, n1, 2, "2026-11-21T13:00:00Z");
+	add_epoch(dir, "202611211301", 0x40, 3, "2026-11-21T13:01:00Z", "2026-11-21T13:02:00Z");
+	make_cg_epoch(dir, "202611211302", s3, n3, 2, "2026-11-21T13:02:00Z");
+	struct tally_db now, later;
+	if (tally_db_open_select(&now, dir, NULL))
+		fail_msg("%s", tally_errmsg());
+	assert_int_equal(tally_db_open_flags(&later, dir, NULL, TALLY_DB_STACKS_LATER), 0);
+	assert_int_equal(later.nstacks, 0);
+	assert_non_null(later.lazy);
+	assert_int_equal(later.nentries, now.nentries);
+	if (tally_db_load_stacks(&later))
+		fail_msg("%s", tally_errmsg());
+	/* 0x10<-0x100 (4 + 7), 0x20<-0x100, the stack-less epoch's 0x40, 0x30<-0x200 */
+	assert_int_equal(now.nstacks, 4);
+	assert_int_equal(later.nstacks, now.nstacks);
+	static const uint64_t leaf[] = { 0x10, 0x20, 0x40, 0x30 }, count[] = { 11, 5, 3, 6 };
+	for (size_t i = 0; i < now.nstacks; i++) {
+		const struct tally_db_stack *a = &now.stacks[i], *b = &later.stacks[i];
+		assert_int_equal(a->len, b->len);
+		for (uint32_t f = 0; f < a->len; f++) {
+			assert_int_equal(tally_db_frame(&now, a, f)->offset, tally_db_frame(&later, b, f)->offset);
+			assert_int_equal(tally_db_frame(&now, a, f)->image, tally_db_frame(&later, b, f)->image);
+		}
+		assert_int_equal(tally_db_frame(&later, b, 0)->offset, leaf[i]);
+		assert_int_equal(now.stack_counts[i], count[i]);
+		assert_int_equal(later.stack_counts[i], count[i]);
+	}
+	tally_db_release(&now);
+	tally_db_release(&later);
+
+	/* one epoch's stacks damaged: its name is in the load's error */
+	char *st = unit_path(dir, "202611211302/stacks");
+	unit_write_str(st, "1 0 0:zz\n");
+	assert_int_equal(tally_db_open_flags(&later, dir, NULL, TALLY_DB_STACKS_LATER), 0);
+	assert_int_not_equal(tally_db_load_stacks(&later), 0);
+	assert_errmsg_has("202611211302/stacks' line 1");
+	tally_db_release(&later);
+	assert_int_not_equal(tally_db_open_select(&now, dir, NULL), 0);
+	assert_errmsg_has("202611211302/stacks' line 1");
+	free(st);
+	tally_remove_tree(tmp);
+	free(dir);
+	free(tmp);
+}
+
 /* ---- bundles ---- */
 
 static char *write_bundle(const char *tmp, const char *name, const char *text, size_t len)
@@ -779,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_epoch__list_and_new_name),
 		cmocka_unit_test(test_epoch__prune),
 		cmocka_unit_test(test_epoch__merge),
+		cmocka_unit_test(test_epoch__merge_stacks_later),
 		cmocka_unit_test(test_epoch__bundle),
 		cmocka_unit_test(test_epoch__bundle_damaged_header),
 		cmocka_unit_test(test_epoch__merge_overflow),

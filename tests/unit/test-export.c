@@ -100,17 +100,14 @@ static void memdb_init(struct tally_db *db)
 						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
 	/* frames: 0 work+0x10, 1 main ret 0x101, 2 inner 0x20, 3 work ret 0x15, 4 other 0x30 */
 	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1015, 0x1030 };
-	db->nframes = 5;
-	db->frames = xcalloc(5, sizeof(*db->frames));
+	db->nframe_tab = 5;
+	db->frame_tab = xcalloc(5, sizeof(*db->frame_tab));
 	for (size_t i = 0; i < 5; i++)
-		db->frames[i] = (struct tally_frame){ 0, offs[i] };
+		db->frame_tab[i] = (struct tally_frame){ 0, offs[i] };
 	static const uint32_t order[] = { 0, 1, 2, 3, 1, 4, 1 };
-	struct tally_frame *fr = xcalloc(7, sizeof(*fr));
-	for (size_t i = 0; i < 7; i++)
-		fr[i] = db->frames[order[i]];
-	free(db->frames);
-	db->frames = fr;
-	db->nframes = 7;
+	db->stack_frames = xcalloc(7, sizeof(uint32_t));
+	memcpy(db->stack_frames, order, sizeof(order));
+	db->nstack_frames = 7;
 	db->nstacks = 3;
 	db->stacks = xcalloc(3, sizeof(*db->stacks));
 	db->stacks[0] = (struct tally_db_stack){ 0, 2, 10, 0 };

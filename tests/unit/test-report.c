@@ -33,11 +33,13 @@ static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32
 {
 	GROW(db->stacks, db->astacks, db->nstacks + 1);
 	GROW(db->stack_counts, db->astack_counts, db->nstacks + 1);
-	db->stacks[db->nstacks] = (struct tally_db_stack){ (uint32_t)db->nframes, len, pid, 0 };
+	db->stacks[db->nstacks] = (struct tally_db_stack){ (uint32_t)db->nstack_frames, len, pid, 0 };
 	db->stack_counts[db->nstacks++] = count;
 	for (uint32_t i = 0; i < len; i++) {
-		GROW(db->frames, db->aframes, db->nframes + 1);
-		db->frames[db->nframes++] = (struct tally_frame){ images[i], offs[i] };
+		GROW(db->frame_tab, db->aframe_tab, db->nframe_tab + 1);
+		GROW(db->stack_frames, db->astack_frames, db->nstack_frames + 1);
+		db->stack_frames[db->nstack_frames++] = (uint32_t)db->nframe_tab;
+		db->frame_tab[db->nframe_tab++] = (struct tally_frame){ images[i], offs[i] };
 	}
 }
 

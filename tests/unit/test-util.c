@@ -1,11 +1,15 @@
 /* Unit tests for lib/util: strbuf, the hash index, the option parsers, atomic
- * file writes and tree removal. */
+ * file writes, tree removal, dirname, write-all and read-fd. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- strbuf ---- */
 
@@ -1118,6 +1122,166 @@ static void test_util__format_utc_out_of_range(void **state)
 	assert_string_equal(buf, "1969-12-31T00:00:00Z");
 }
 
+/* ---- dirname, write-all, read-fd ---- */
+
+static void check_dirname(const char *path, const char *want)
+{
+	char *d = tally_dirname(path);
+	assert_string_equal(d, want);
+	free(d);
+}
+
+static void test_util__dirname(void **state)
+{
+	(void)state;
+	check_dirname("/x", "/");
+	check_dirname("x", ".");
+	check_dirname("/", "/");
+	check_dirname("//", "/");
+	check_dirname("a/b/", "a");
+	check_dirname("a//b", "a");
+	check_dirname("/a/b/c", "/a/b");
+	check_dirname("a/", ".");
+	check_dirname("", ".");
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* a pipe holds 64 KiB by default: 1 MiB through it needs many reads, and the
+ * writer, interrupted by a timer every millisecond (no SA_RESTART) while the
+ * reader waits, sees short writes and EINTR that it must carry on from */
+static void test_util__write_all_read_fd(void **state)
+{
+	(void)state;
+	size_t n = 1 << 20;
+	unsigned char *data = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)(i * 7 + (i >> 9));
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		struct sigaction sa = { .sa_handler = on_alarm };
+		sigaction(SIGALRM, &sa, NULL);
+		struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		_exit(tally_write_all(fds[1], data, n) == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	usleep(50000);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "head:");
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 0), 0);
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(sb.len, 5 + n);
+	assert_memory_equal(sb.buf, "head:", 5);
+	assert_memory_equal(sb.buf + 5, data, n);
+	assert_int_equal(sb.buf[sb.len], '\0');
+	strbuf_release(&sb);
+	free(data);
+}
+
+static void test_util__write_all_errors(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	close(fds[0]);
+	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(tally_write_all(fds[1], "x", 1), -EPIPE);
+	signal(SIGPIPE, old);
+	close(fds[1]);
+	assert_int_equal(tally_write_all(-1, "x", 1), -EBADF);
+	assert_int_equal(tally_write_all(-1, "x", 0), 0); /* nothing to write */
+}
+
+static void test_util__read_fd_limit(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(tally_write_all(fds[1], "0123456789", 10), 0);
+	close(fds[1]);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "prefix"); /* the limit counts what is read, not what was there */
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 9), -EFBIG);
+	close(fds[0]);
+	strbuf_reset(&sb);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(tally_write_all(fds[1], "0123456789", 10), 0);
+	close(fds[1]);
+	strbuf_addstr(&sb, "prefix");
+	assert_int_equal(tally_read_fd(&sb, fds[0], "pipe", 10), 0);
+	assert_string_equal(sb.buf, "prefix0123456789");
+	close(fds[0]);
+	assert_int_equal(tally_read_fd(&sb, -1, "fd -1", 0), -EBADF);
+	strbuf_release(&sb);
+}
+
+/* ---- binary search ---- */
+
+static bool int_below(const void *ctx, size_t i)
+{
+	const int *k = ctx; /* k[0] the key, k + 1 the array */
+	return k[1 + i] < k[0];
+}
+
+static bool index_below(const void *ctx, size_t i)
+{
+	return i < *(const size_t *)ctx;
+}
+
+static void test_util__partition(void **state)
+{
+	(void)state;
+	/* key, then the sorted array: lower bounds of every key from 0 to 10 */
+	int a[] = { 0, 1, 3, 3, 3, 5, 8, 9 };
+	size_t n = ARRAY_SIZE(a) - 1;
+	for (int key = 0; key <= 10; key++) {
+		a[0] = key;
+		size_t want = 0;
+		while (want < n && a[1 + want] < key)
+			want++;
+		assert_int_equal(tally_partition(n, int_below, a), want);
+	}
+	assert_int_equal(tally_partition(0, int_below, a), 0);
+	a[0] = 3;
+	assert_int_equal(tally_partition(n, int_below, a), 1); /* the first of equal keys */
+	/* huge n: the middle is computed without overflow */
+	size_t limit = SIZE_MAX - 5;
+	assert_true(tally_partition(SIZE_MAX, index_below, &limit) == limit);
+}
+
+struct addr_item {
+	char tag;
+	uint64_t addr;
+	uint32_t size;
+};
+
+static void test_util__upper_u64(void **state)
+{
+	(void)state;
+	struct addr_item v[] = { { 'a', 0x10, 1 }, { 'b', 0x20, 1 }, { 'c', 0x20, 1 }, { 'd', UINT64_MAX - 1, 1 } };
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0xf), 0);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x10), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x1f), 1);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x20), 3); /* past every equal one */
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX - 2), 3);
+	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, UINT64_MAX), 4);
+	assert_int_equal(TALLY_UPPER_U64(v, 0, addr, UINT64_MAX), 0);
+	uint64_t plain[] = { 1, 2, 4, 8 };
+	assert_int_equal(tally_upper_u64(plain, 4, sizeof(*plain), 0, 5), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1160,6 +1324,12 @@ int main(void)
 		cmocka_unit_test(test_util__open_regular),
 		cmocka_unit_test(test_util__remove_tree),
 		cmocka_unit_test(test_util__basename),
+		cmocka_unit_test(test_util__dirname),
+		cmocka_unit_test(test_util__partition),
+		cmocka_unit_test(test_util__upper_u64),
+		cmocka_unit_test(test_util__write_all_read_fd),
+		cmocka_unit_test(test_util__write_all_errors),
+		cmocka_unit_test(test_util__read_fd_limit),
 		cmocka_unit_test(test_util__seterr),
 		cmocka_unit_test(test_util__grow),
 		cmocka_unit_test(test_util__format_utc),

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Regenerates the seed corpora fuzz/corpus/TARGET/ from real recordings made
+# with tally itself on the workloads of tests/workloads (docs/fuzzing.md):
+# databases (plain, per-pid with stacks, two events, DWARF stacks, JIT code)
+# and archives of them, a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
+# and damaged), a 'tally scan' map, the control protocol's requests and the
+# daemon's real replies, and the value forms the docs give. Each target's seeds
+# are then minimized with libFuzzer's -merge=1 (only inputs that add coverage
+# stay). Needs root (perf_event_open, the daemon) and both builds:
+#
+#   fuzz/make-corpus.sh [BUILD [FUZZ_BUILD]]     (default: build build-fuzz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+FUZZ_BUILD=${2:-build-fuzz}
+TALLY=$PWD/$BUILD/tally
+WL=$PWD/$BUILD/tests/workloads
+[ -x "$TALLY" ] || { echo "make-corpus: no '$TALLY' (run 'make' first)" >&2; exit 1; }
+[ -x "$FUZZ_BUILD/fuzz/fuzz-bundle" ] || { echo "make-corpus: no fuzz targets in '$FUZZ_BUILD' (run 'make fuzz' first)" >&2; exit 1; }
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/tally-corpus.XXXXXX")
+daemon_pid=
+cleanup() {
+	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+RAW=$W/raw
+mkdir -p "$RAW"
+cd "$W"
+
+seed() { # seed TARGET NAME < data
+	mkdir -p "$RAW/$1"
+	cat >"$RAW/$1/$2"
+}
+seedf() { # seedf TARGET FILE...
+	mkdir -p "$RAW/$1"
+	local f
+	for f in "${@:2}"; do
+		[ -f "$f" ] && cp "$f" "$RAW/$1/$(echo "$f" | tr '/' '_')"
+	done
+	return 0
+}
+
+# ---- databases ----
+echo "make-corpus: recording"
+"$TALLY" record -o plain.db -- "$WL/split_funcs" 200 >/dev/null
+"$TALLY" record -o stacks.db -g --per-pid -F 1999 -- "$WL/callsplit_fp" 200 >/dev/null
+"$TALLY" record -o forker.db --per-pid -- "$WL/forker" >/dev/null
+"$TALLY" record -o events.db -e cpu-clock,page-faults -- "$WL/split_images" 200 >/dev/null
+"$TALLY" record -o dwarf.db --call-graph dwarf,4096 -- "$WL/callsplit_nofp" 200 >/dev/null
+mkdir -p jitdir
+"$TALLY" record -o jit.db -g -- "$WL/jitwork" 300 "$PWD/jitdir" >/dev/null
+"$TALLY" record -o kernel.db -- "$WL/split_kernel" 200 >/dev/null
+dbs=(plain.db stacks.db forker.db events.db dwarf.db jit.db kernel.db)
+
+for d in "${dbs[@]}"; do
+	seedf db-session "$d/session"
+	seedf db-images "$d/images"
+	seedf db-prof "$d"/*.prof
+	seedf db-stacks "$d/stacks"
+	seedf db-ksyms "$d/kernel.syms"
+	seedf db-tasks "$d/tasks"
+	seedf db-modules "$d/modules"
+	seedf db-mntns "$d/mntns"
+	seedf jitcopy "$d"/jit/jitdump-*.txt
+	seedf perfmap "$d"/jit/perf-*.map
+done
+# archives of some of them: their MANIFEST
+"$TALLY" archive -i plain.db -o plain.arch >/dev/null 2>&1 && seedf manifest plain.arch/MANIFEST
+"$TALLY" archive -i kernel.db -o kernel.arch --no-debug >/dev/null 2>&1 && seedf manifest kernel.arch/MANIFEST
+"$TALLY" archive -i jit.db -o jit.arch >/dev/null 2>&1 && seedf manifest jit.arch/MANIFEST
+# no recording here runs inside another mount namespace: the form of the file
+printf '0\n' | seed db-mntns one
+printf '1\n3\n' | seed db-mntns two
+
+# ---- jitdumps: what jitwork writes, good and damaged ----
+for mode in ok truncated badmagic badversion; do
+	mkdir -p "jd-$mode"
+	"$WL/jitwork" 50 "$PWD/jd-$mode" "$mode" >/dev/null 2>&1 || true
+	seedf jitdump "jd-$mode"/jit-*.dump
+done
+
+# ---- a daemon: epochs, drains (bundles) and its replies ----
+echo "make-corpus: a daemon"
+# the daemon samples the whole machine: a low rate keeps its drains small
+"$TALLY" daemon --db daemon.db --flush-interval 1h -F 49 --per-pid -g >/dev/null
+daemon_pid=$(cat daemon.db/daemon.pid)
+"$WL/jitwork" 300 "$PWD/jitdir" >/dev/null
+"$WL/split_funcs" 100 >/dev/null
+"$TALLY" ctl --db daemon.db drain -o drain1.bundle
+"$TALLY" ctl --db daemon.db epoch >/dev/null
+"$WL/split_images" 100 >/dev/null
+"$TALLY" ctl --db daemon.db drain -o drain2.bundle
+"$TALLY" ctl --db daemon.db epoch >/dev/null
+"$TALLY" ctl --db daemon.db status >status.txt
+"$TALLY" ctl --db daemon.db cpus 0 on freq 199 >cpus.txt
+"$TALLY" ctl --db daemon.db cpus 99999 on >cpus-bad.txt 2>&1 || true
+"$TALLY" ctl --db daemon.db bogus >bogus.txt 2>&1 || true
+"$TALLY" ctl --db daemon.db flush >/dev/null
+kill "$daemon_pid"
+while kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.1; done
+daemon_pid=
+"$TALLY" daemon --db daemon2.db --flush-interval 1h -F 49 -e cpu-clock,page-faults >/dev/null
+daemon_pid=$(cat daemon2.db/daemon.pid)
+"$WL/touchmem" 100 >/dev/null 2>&1 || "$WL/split_funcs" 100 >/dev/null
+"$TALLY" ctl --db daemon2.db drain -o drain3.bundle
+kill "$daemon_pid"
+while kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.1; done
+daemon_pid=
+seedf bundle drain1.bundle drain2.bundle drain3.bundle
+for e in daemon.db/2*/; do
+	seedf db-session "$e/session"
+done
+# the epoch list: the daemon's own epochs, with their sessions' times
+{
+	for e in daemon.db/2*/; do
+		n=$(basename "$e")
+		s=$(sed -n 's/^start-time: //p' "$e/session")
+		t=$(sed -n 's/^stop-time: //p' "$e/session")
+		printf '%s\t%s\t%s\n' "$n" "$s" "$t"
+	done
+} | seed epochs daemon
+printf '202611211307\n202611211307-2\n202611211308-10\n' | seed epochs names
+# replies: the daemon's own answers, framed as it frames them
+frame() { printf '%s %d\n' "$1" "$(wc -c <"$2")"; cat "$2"; }
+frame ok status.txt | seed ctl-reply status
+frame ok cpus.txt | seed ctl-reply cpus
+frame error cpus-bad.txt | seed ctl-reply cpus-bad
+frame error bogus.txt | seed ctl-reply bogus
+frame ok drain3.bundle | seed ctl-reply drain
+printf 'ok 0\n' | seed ctl-reply empty
+# requests: every command of the protocol (TALLY_CTL_USAGE), first byte = CPUs - 1
+for r in start stop clear startclr flush epoch status drain 'cpus 0 off' 'cpus all on' 'cpus 0-1 on freq 99' \
+	'cpus 1,3 on period 1000000' 'cpus 2-3 off'; do
+	printf '\003%s' "$r" | seed ctl-request "$(echo "$r" | tr ' ,' '__')"
+done
+
+# ---- tally scan's map ----
+"$TALLY" scan -o scan.map "$WL" >/dev/null 2>&1
+seedf mapfile scan.map
+
+# ---- values: the forms docs/cli.md gives, one parser each (fuzz/values.c) ----
+v() { printf "\\$(printf '%03o' "$1")%s" "$2" | seed values "$1-$(echo "$2" | tr -c 'a-zA-Z0-9.-' '_')"; }
+v 0 999; v 8 4000; v 16 16384; v 24 1000000
+for d in 1.5 30s 5m 2h 1d 200ms; do v 1 "$d"; done
+for s in 512k 64M 2G 1TiB 128MB 4096; do v 2 "$s"; done
+v 3 0; v 11 0,2-3; v 251 all; v 19 1-2,5
+v 4 1234; v 4 12,34,56
+for t in 2h 202611211307 2026-11-21 2026-11-21T13:07 '2026-11-21 13:07:30Z'; do v 5 "$t"; done
+v 6 202611211307; v 6 202611211307-2
+v 7 "$(printf '2026-11-21\t2026-11-22T00:00')"; v 7 30m
+# sampling options (fuzz/sampling.c: one 'OPT VALUE' per line)
+printf 'e cpu-clock\nF 999\n' | seed sampling freq
+printf 'e cpu-clock,page-faults,task-clock\nc 100000\nC 0\np\n' | seed sampling events
+printf 'G dwarf,8192\nn\nC 0-1\n' | seed sampling dwarf
+printf 'g\ne context-switches\nF 99\n' | seed sampling fp
+"$TALLY" events 2>/dev/null | awk 'NR > 1 && $1 ~ /^[a-z]/ {print "e " $1}' | head -40 | seed sampling table
+
+# ---- minimized into fuzz/corpus ----
+cd - >/dev/null
+echo "make-corpus: minimizing"
+for t in "$RAW"/*/; do
+	t=$(basename "$t")
+	out=fuzz/corpus/$t
+	rm -rf "$out"
+	mkdir -p "$out"
+	"$FUZZ_BUILD/fuzz/fuzz-$t" -merge=1 -timeout=10 -rss_limit_mb=2048 "$out" "$RAW/$t" >"$W/merge-$t.log" 2>&1 ||
+		{ echo "make-corpus: merging $t failed (a seed crashes it?): $W/merge-$t.log" >&2; tail -30 "$W/merge-$t.log" >&2; exit 1; }
+	echo "  $t: $(ls "$RAW/$t" | wc -l) seeds, $(ls "$out" | wc -l) kept, $(du -sk "$out" | cut -f1) KiB"
+done

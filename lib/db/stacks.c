@@ -1,0 +1,745 @@
+/* The call stacks of a database (docs/format.md, "stacks"): held with each
+ * distinct frame once and the stacks as runs of frame numbers (a frame is 4
+ * bytes a use, not 16); the stacks file read as a stream, in one pass, with the
+ * same checks as every other file; and the stacks left unread by
+ * TALLY_DB_STACKS_LATER until a view asks for them, so that what needs no
+ * stacks never pays for millions of them. */
+#define _GNU_SOURCE
+#include "stacks.h"
+#include "db-private.h"
+#include "tally/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DAMAGED "the database is damaged: record it again"
+
+/* ---- the set ---- */
+
+static uint64_t frame_hash(uint32_t image, uint64_t offset)
+{
+	return tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)image >> 24));
+}
+
+static void frame_rehash(struct stackset *s, size_t cap)
+{
+	struct frame_slot *ns = xcalloc(cap, sizeof(*ns));
+	size_t mask = cap - 1;
+	for (size_t i = 0; i < s->nframe_tab; i++) {
+		const struct tally_frame *f = &s->frame_tab[i];
+		size_t k = frame_hash(f->image, f->offset) & mask;
+		while (ns[k].id1)
+			k = (k + 1) & mask;
+		ns[k] = (struct frame_slot){ f->offset, f->image, (uint32_t)i + 1 };
+	}
+	free(s->fslot);
+	s->fslot = ns;
+	s->fmask = mask;
+}
+
+#define RECENT 8192 /* 128 KiB */
+
+static inline uint32_t frame_number(struct stackset *s, uint32_t image, uint64_t offset)
+{
+	uint64_t h = frame_hash(image, offset);
+	struct frame_slot *r = s->recent ? &s->recent[(h >> 40) & (RECENT - 1)] : NULL;
+	if (r && r->id1 && r->offset == offset && r->image == image)
+		return r->id1 - 1;
+	if ((s->nframe_tab + 1) * 2 > s->fmask + 1 || !s->fslot || !r) {
+		if ((s->nframe_tab + 1) * 2 > s->fmask + 1 || !s->fslot)
+			frame_rehash(s, s->fslot ? (s->fmask + 1) * 2 : 1024);
+		if (!s->recent)
+			s->recent = xcalloc(RECENT, sizeof(*s->recent));
+		r = &s->recent[(h >> 40) & (RECENT - 1)];
+	}
+	size_t k = h & s->fmask;
+	for (;; k = (k + 1) & s->fmask) {
+		struct frame_slot *sl = &s->fslot[k];
+		if (!sl->id1)
+			break;
+		if (sl->offset == offset && sl->image == image) {
+			*r = *sl;
+			return sl->id1 - 1;
+		}
+	}
+	GROW(s->frame_tab, s->aframe_tab, s->nframe_tab + 1);
+	s->frame_tab[s->nframe_tab] = (struct tally_frame){ image, offset };
+	s->fslot[k] = (struct frame_slot){ offset, image, (uint32_t)++s->nframe_tab };
+	*r = s->fslot[k];
+	return (uint32_t)s->nframe_tab - 1;
+}
+
+uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offset)
+{
+	return frame_number(s, image, offset);
+}
+
+static uint64_t stack_hash(int32_t pid, uint32_t label, const uint32_t *f, uint32_t n)
+{
+	return tally_hash_bytes(f, n * sizeof(*f),
+				(((uint64_t)(uint32_t)pid << 32) | n) ^ ((uint64_t)label * 0x9e3779b97f4a7c15ULL));
+}
+
+static void stack_rehash(struct stackset *s, size_t cap)
+{
+	uint32_t *ns = xcalloc(cap, sizeof(*ns));
+	size_t mask = cap - 1;
+	for (size_t i = 0; i < s->nstacks; i++) {
+		const struct tally_db_stack *st = &s->stacks[i];
+		size_t k = stack_hash(st->pid, st->label, &s->stack_frames[st->first], st->len) & mask;
+		while (ns[k])
+			k = (k + 1) & mask;
+		ns[k] = (uint32_t)i + 1;
+	}
+	free(s->sslot);
+	s->sslot = ns;
+	s->smask = mask;
+}
+
+void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
+			const uint64_t *counts)
+{
+	size_t ne = (size_t)s->nevents;
+	size_t k = 0;
+	if (s->dedup) {
+		if ((s->nstacks + 1) * 2 > s->smask + 1 || !s->sslot)
+			stack_rehash(s, s->sslot ? (s->smask + 1) * 2 : 1024);
+		for (k = stack_hash(pid, label, frames, n) & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
+			uint32_t i = s->sslot[k] - 1;
+			const struct tally_db_stack *st = &s->stacks[i];
+			if (st->pid == pid && st->label == label && st->len == n && !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
+				for (size_t e = 0; e < ne; e++)
+					s->counts[i * ne + e] += counts[e];
+				return;
+			}
+		}
+	}
+	if (s->nstack_frames + n > s->astack_frames)
+		GROW(s->stack_frames, s->astack_frames, s->nstack_frames + n);
+	memcpy(&s->stack_frames[s->nstack_frames], frames, n * sizeof(*frames));
+	if (s->nstacks == s->astacks)
+		GROW(s->stacks, s->astacks, s->nstacks + 1);
+	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid, label };
+	s->nstack_frames += n;
+	if ((s->nstacks + 1) * ne > s->acounts)
+		GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
+	memcpy(&s->counts[s->nstacks * ne], counts, ne * sizeof(*counts));
+	s->nstacks++;
+	if (s->dedup)
+		s->sslot[k] = (uint32_t)s->nstacks;
+}
+
+void tally_stackset_release(struct stackset *s)
+{
+	free(s->frame_tab);
+	free(s->fslot);
+	free(s->recent);
+	free(s->stack_frames);
+	free(s->stacks);
+	free(s->counts);
+	free(s->sslot);
+	int ne = s->nevents;
+	bool dedup = s->dedup;
+	memset(s, 0, sizeof(*s));
+	s->nevents = ne;
+	s->dedup = dedup;
+}
+
+void tally_stackset_to_db(struct stackset *s, struct tally_db *db)
+{
+	free(db->frame_tab);
+	free(db->stack_frames);
+	free(db->stacks);
+	free(db->stack_counts);
+	/* never NULL: readers may copy zero bytes from them */
+	GROW(s->frame_tab, s->aframe_tab, 1);
+	GROW(s->stack_frames, s->astack_frames, 1);
+	GROW(s->stacks, s->astacks, 1);
+	GROW(s->counts, s->acounts, 1);
+	db->frame_tab = s->frame_tab;
+	db->nframe_tab = s->nframe_tab;
+	db->aframe_tab = s->aframe_tab;
+	db->stack_frames = s->stack_frames;
+	db->nstack_frames = s->nstack_frames;
+	db->astack_frames = s->astack_frames;
+	db->stacks = s->stacks;
+	db->nstacks = s->nstacks;
+	db->astacks = s->astacks;
+	db->stack_counts = s->counts;
+	db->astack_counts = s->acounts;
+	s->frame_tab = NULL;
+	s->stack_frames = NULL;
+	s->stacks = NULL;
+	s->counts = NULL;
+	tally_stackset_release(s);
+}
+
+void tally_stackset_from_db(struct stackset *s, struct tally_db *db)
+{
+	tally_stackset_release(s);
+	s->frame_tab = db->frame_tab;
+	s->nframe_tab = db->nframe_tab;
+	s->aframe_tab = db->aframe_tab;
+	s->stack_frames = db->stack_frames;
+	s->nstack_frames = db->nstack_frames;
+	s->astack_frames = db->astack_frames;
+	s->stacks = db->stacks;
+	s->nstacks = db->nstacks;
+	s->astacks = db->astacks;
+	s->counts = db->stack_counts;
+	s->acounts = db->astack_counts;
+	db->frame_tab = NULL;
+	db->stack_frames = NULL;
+	db->stacks = NULL;
+	db->stack_counts = NULL;
+	db->nframe_tab = db->aframe_tab = db->nstack_frames = db->astack_frames = 0;
+	db->nstacks = db->astacks = db->astack_counts = 0;
+	size_t cap = 1024;
+	while (cap < (s->nframe_tab + 1) * 2)
+		cap *= 2;
+	frame_rehash(s, cap);
+	if (s->dedup) {
+		for (cap = 1024; cap < (s->nstacks + 1) * 2;)
+			cap *= 2;
+		stack_rehash(s, cap);
+	}
+}
+
+/* ---- the stacks file ---- */
+
+/* As read.c's parse_dec and parse_hex: a decimal that fits 64 bits; 1 to 16
+ * hex digits (a 17th is an error). */
+static inline bool dec(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	unsigned d;
+	if ((d = (unsigned)(unsigned char)*s - '0') > 9)
+		return false;
+	do {
+		/* UINT64_MAX is 18446744073709551615 */
+		if (v >= 1844674407370955161ULL && (v > 1844674407370955161ULL || d > 5))
+			return false;
+		v = v * 10 + d;
+		s++;
+	} while ((d = (unsigned)(unsigned char)*s - '0') <= 9);
+	*p = s;
+	*out = v;
+	return true;
+}
+
+/* hex digit values; 0 for '0' and for anything that is not a digit */
+static const signed char hexval[256] = {
+	['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7, ['8'] = 8, ['9'] = 9,
+	['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+	['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
+
+static inline bool hex(const char **p, uint64_t *out)
+{
+	const unsigned char *s = (const unsigned char *)*p;
+	uint64_t v = 0;
+	int n = 0, d;
+	while ((d = hexval[*s]) || *s == '0') {
+		if (n == 16)
+			return false;
+		v = (v << 4) | (uint64_t)d;
+		s++;
+		n++;
+	}
+	if (!n)
+		return false;
+	*p = (const char *)s;
+	*out = v;
+	return true;
+}
+
+struct sparser {
+	struct stackset *s;
+	const struct stacks_map *m;
+	bool skip;          /* in a line too long to be a stack: up to its end */
+	const char *what;
+	size_t ln;          /* lines so far */
+	int bad;            /* the first line that is not a stack: its error (msg), 0: none */
+	char msg[512];
+	size_t nul;         /* the line of a NUL byte (binary data), 0: none */
+	uint64_t *sum;      /* per column of the file */
+	uint64_t *c;        /* the line's counts, per column */
+	uint64_t *mc;       /* ... per event of s */
+	uint32_t *ids;
+	size_t aids;
+	struct tally_frame *fr;
+	size_t afr;
+};
+
+/* The first error of a line, kept until the whole file is known to be text. */
+static bool line_error(struct sparser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool line_error(struct sparser *P, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(P->msg, sizeof(P->msg), fmt, ap);
+	va_end(ap);
+	P->bad = -EINVAL;
+	return false;
+}
+
+static bool not_a_stack(struct sparser *P)
+{
+	return line_error(P, "'%s' line %zu: expected 'COUNT PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
+			  P->m->labelled ? "LABEL " : "", DAMAGED);
+}
+
+/* One line (NUL-terminated in place of its newline); false when it is not a
+ * stack (P->bad and P->msg say why). */
+static bool parse_line(struct sparser *P, const char *line)
+{
+	const struct stacks_map *m = P->m;
+	if (!*line || line[0] == '#')
+		return true;
+	const char *p = line;
+	for (int e = 0; e < m->nevents; e++) {
+		if (e && *p++ != ',')
+			return not_a_stack(P);
+		if (!dec(&p, &P->c[e]))
+			return not_a_stack(P);
+	}
+	if (*p++ != ' ')
+		return not_a_stack(P);
+	uint64_t pid;
+	if (!dec(&p, &pid))
+		return not_a_stack(P);
+	if (pid > INT32_MAX)
+		return line_error(P, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", P->what, P->ln,
+				  pid, INT32_MAX, DAMAGED);
+	uint64_t label = 0;
+	if (m->labelled) {
+		if (*p++ != ' ' || !dec(&p, &label))
+			return not_a_stack(P);
+		if (label > m->nlabels)
+			return line_error(P, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)", P->what, P->ln,
+					  label, DAMAGED);
+		if (m->lab)
+			label = m->lab[label];
+	}
+	/* the frames first, the index then: the leaf, the one frame seldom seen
+	 * before, is fetched from memory while the others are read */
+	uint32_t n = 0;
+	while (*p == ' ') {
+		p++;
+		uint64_t img, off;
+		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages || n == UINT32_MAX)
+			return not_a_stack(P);
+		if (n == P->afr)
+			GROW(P->fr, P->afr, (size_t)n + 1);
+		P->fr[n] = (struct tally_frame){ m->img ? m->img[img] : (uint32_t)img, off };
+		if (!n && P->s->fslot)
+			__builtin_prefetch(&P->s->fslot[frame_hash(P->fr[0].image, off) & P->s->fmask]);
+		n++;
+	}
+	if (*p || !n || P->s->nstack_frames + n > UINT32_MAX)
+		return not_a_stack(P);
+	for (int e = 0; e < m->nevents; e++)
+		if (P->c[e] > UINT64_MAX - P->sum[e])
+			return line_error(P, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", P->what, P->ln,
+					  UINT64_MAX, DAMAGED);
+	if (n > P->aids)
+		GROW(P->ids, P->aids, (size_t)n);
+	for (uint32_t i = n; i-- > 0;)
+		P->ids[i] = frame_number(P->s, P->fr[i].image, P->fr[i].offset);
+	int32_t spid = (int32_t)pid;
+	if (m->merged)
+		spid = m->per_pid && spid > 0 ? spid : 0;
+	const uint64_t *counts = P->c;
+	for (int e = 0; e < m->nevents; e++)
+		P->sum[e] += P->c[e];
+	if (m->col) {
+		memset(P->mc, 0, (size_t)P->s->nevents * sizeof(uint64_t));
+		for (int e = 0; e < m->nevents; e++)
+			if (m->col[e] >= 0)
+				P->mc[m->col[e]] = P->c[e];
+		counts = P->mc;
+	}
+	tally_stackset_add(P->s, spid, (uint32_t)label, P->ids, n, counts);
+	return true;
+}
+
+/* The lines of buf[0..len) that end in a newline; returns the bytes used. */
+static size_t parse_lines(struct sparser *P, char *buf, size_t len)
+{
+	char *p = buf, *end = buf + len, *nl;
+	while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+		*nl = '\0';
+		P->ln++;
+		if (!P->bad && !P->m->none && !P->skip)
+			parse_line(P, p);
+		P->skip = false;
+		p = nl + 1;
+	}
+	return (size_t)(p - buf);
+}
+
+static void parser_init(struct sparser *P, struct stackset *s, const struct stacks_map *m, const char *what)
+{
+	memset(P, 0, sizeof(*P));
+	P->s = s;
+	P->m = m;
+	P->what = what;
+	P->sum = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
+	P->c = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
+	P->mc = xcalloc((size_t)s->nevents + 1, sizeof(uint64_t));
+}
+
+/* The checks in the order read.c makes them of every file: binary data, a
+ * last line without its newline (partial bytes left); then a stacks file where
+ * the session says there are none; then the first bad line, and the sums. */
+static int parser_finish(struct sparser *P, size_t partial)
+{
+	int r = 0;
+	const char *what = P->what;
+	if (P->nul)
+		r = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (%s)", what, P->nul, DAMAGED);
+	else if (partial)
+		r = tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", what, P->ln + 1,
+				 DAMAGED);
+	else if (P->m->none)
+		r = tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
+				 DAMAGED);
+	else if (P->bad)
+		r = tally_seterr(P->bad, "%s", P->msg);
+	/* every sample has a stack: the counts must add up to the session's */
+	for (int e = 0; e < P->m->nevents && !r; e++)
+		if (P->sum[e] != P->m->samples[e])
+			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+						  " (the file is truncated or damaged: record again)",
+					 what, P->sum[e], P->m->events[e], P->m->samples[e]);
+	free(P->sum);
+	free(P->c);
+	free(P->mc);
+	free(P->ids);
+	free(P->fr);
+	return r;
+}
+
+/* The line of the first NUL byte of buf[0..n), lines before counted in ln;
+ * 0 when there is none. */
+static size_t nul_line(const char *buf, size_t n, size_t ln)
+{
+	const char *nul = memchr(buf, '\0', n);
+	if (!nul)
+		return 0;
+	for (const char *c = buf; (c = memchr(c, '\n', (size_t)(nul - c))); c++)
+		ln++;
+	return ln + 1;
+}
+
+#define LONGEST (64u << 20)
+
+int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const struct stacks_map *m)
+{
+	struct sparser P;
+	parser_init(&P, s, m, what);
+	size_t cap = 1 << 20, have = 0;
+	uint64_t total = 0;
+	char *buf = xmalloc(cap + 1);
+	int r = 0;
+	for (;;) {
+		if (have == cap && cap >= LONGEST) {
+			/* no stack is that long (127 frames is the usual limit, 65535 the
+			 * kernel's): the line is not one, and is not kept in memory */
+			if (!P.bad) {
+				P.ln++;
+				not_a_stack(&P);
+				P.ln--;
+			}
+			P.skip = true;
+			have = 0;
+		} else if (have == cap) {
+			cap *= 2; /* a line longer than the buffer */
+			buf = xrealloc(buf, cap + 1);
+		}
+		ssize_t n = read(fd, buf + have, cap - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((total += (uint64_t)n) > TALLY_DB_FILE_MAX) {
+			char mx[32];
+			tally_format_size(TALLY_DB_FILE_MAX, mx, sizeof(mx));
+			r = tally_seterr(-EFBIG, "'%s' is larger than %s (%s)", what, mx, DAMAGED);
+			break;
+		}
+		/* binary data: said before anything else, so the rest need not be read
+		 * (what is in the buffer before the new bytes holds no newline) */
+		if ((P.nul = nul_line(buf + have, (size_t)n, P.ln))) {
+			have = 0;
+			break;
+		}
+		have += (size_t)n;
+		/* what is left is the start of a line that goes on in the next read */
+		size_t used = parse_lines(&P, buf, have);
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
+	free(buf);
+	int f = parser_finish(&P, r ? 0 : have + P.skip);
+	return r ? r : f;
+}
+
+int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, const char *what)
+{
+	struct stackset s = { .nevents = db->nevents };
+	tally_stackset_from_db(&s, db);
+	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks,
+				tally_db_labelled(db), db->nlabels, NULL };
+	struct sparser P;
+	parser_init(&P, &s, &m, what);
+	size_t used = len;
+	if (!(P.nul = nul_line(text, len, 0))) {
+		char *copy = xmalloc(len + 1);
+		memcpy(copy, text, len);
+		used = parse_lines(&P, copy, len);
+		free(copy);
+	}
+	int r = parser_finish(&P, len - used);
+	tally_stackset_to_db(&s, db);
+	return r;
+}
+
+/* ---- stacks read later ---- */
+
+static void part_release(struct lazy_part *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->what);
+	free(p->msg);
+	for (int e = 0; p->events && e < p->nevents; e++)
+		free(p->events[e]);
+	free(p->events);
+	free(p->samples);
+	free(p->col);
+	free(p->img);
+	free(p->lab);
+	free(p->mframes);
+	free(p->mstacks);
+	free(p->mcounts);
+}
+
+void tally_lazy_free(struct tally_db_lazy *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nparts; i++)
+		part_release(&l->parts[i]);
+	free(l->parts);
+	free(l->msg);
+	free(l);
+}
+
+static struct lazy_part *new_part(struct tally_db_lazy **into)
+{
+	if (!*into)
+		*into = xcalloc(1, sizeof(**into));
+	struct tally_db_lazy *l = *into;
+	GROW(l->parts, l->aparts, l->nparts + 1);
+	struct lazy_part *p = &l->parts[l->nparts++];
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	return p;
+}
+
+static char **copy_names(char *const *v, int n)
+{
+	char **c = xcalloc((size_t)n + 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+		c[i] = xstrdup(v[i]);
+	return c;
+}
+
+int tally_stacks_open(struct tally_db *db, unsigned flags)
+{
+	struct strbuf path = STRBUF_INIT;
+	strbuf_addf(&path, "%s/stacks", db->path);
+	/* as read.c reads every file: never through a link, never a FIFO or a device */
+	int fd = tally_open_regular(AT_FDCWD, path.buf, 0, TALLY_DB_FILE_MAX, NULL);
+	int r = 0;
+	if (fd == -ENOENT && !db->has_stacks) {
+		strbuf_release(&path);
+		return 0; /* no stacks, none expected */
+	}
+	struct lazy_part *p = new_part(&db->lazy);
+	p->fd = fd < 0 ? -1 : fd;
+	p->what = strbuf_detach(&path);
+	if (fd < 0) {
+		if (fd == -ENOENT)
+			p->err = tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
+					      db->path, DAMAGED);
+		else if (fd == -ELOOP || fd == -EINVAL || fd == -EISDIR)
+			p->err = tally_seterr(fd, "%s (a database holds only the regular files tally wrote: record it again)",
+					      tally_errmsg());
+		else if (fd == -EFBIG)
+			p->err = tally_seterr(fd, "%s (%s)", tally_errmsg(), DAMAGED);
+		else
+			p->err = fd;
+		p->msg = xstrdup(tally_errmsg());
+	}
+	p->nevents = db->nevents;
+	p->events = copy_names(db->events, db->nevents);
+	p->samples = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
+	memcpy(p->samples, db->samples, (size_t)db->nevents * sizeof(uint64_t));
+	p->nimages = db->nimages;
+	p->none = !db->has_stacks;
+	p->labelled = tally_db_labelled(db);
+	p->nlabels = db->nlabels;
+	if (!(flags & TALLY_DB_STACKS_LATER))
+		r = tally_db_load_stacks(db);
+	return r;
+}
+
+void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
+		     const int *col, int nevents, bool per_pid)
+{
+	size_t ne = (size_t)nevents, sne = (size_t)src->nevents;
+	for (size_t i = 0; src->lazy && i < src->lazy->nparts; i++) {
+		const struct lazy_part *q = &src->lazy->parts[i];
+		if (!q->what) {
+			/* stacks in memory of a merge that src is */
+			uint64_t *c = xcalloc(ne + 1, sizeof(uint64_t));
+			struct tally_frame *fr = NULL;
+			size_t afr = 0;
+			for (size_t k = 0; k < q->nmstacks; k++) {
+				const struct tally_db_stack *st = &q->mstacks[k];
+				GROW(fr, afr, st->len);
+				for (uint32_t f = 0; f < st->len; f++)
+					fr[f] = (struct tally_frame){ img[q->mframes[st->first + f].image],
+								      q->mframes[st->first + f].offset };
+				memset(c, 0, ne * sizeof(uint64_t));
+				for (size_t e = 0; e < sne; e++)
+					if (col[e] >= 0)
+						c[col[e]] = q->mcounts[k * sne + e];
+				tally_lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
+						 nevents);
+			}
+			free(fr);
+			free(c);
+			continue;
+		}
+		struct lazy_part *p = new_part(into);
+		p->what = xstrdup(q->what);
+		p->err = q->err;
+		p->msg = q->msg ? xstrdup(q->msg) : NULL;
+		if (q->fd >= 0 && (p->fd = fcntl(q->fd, F_DUPFD_CLOEXEC, 0)) < 0 && !p->err) {
+			p->err = tally_seterr(-errno, "cannot read '%s': %s", q->what, strerror(errno));
+			p->msg = xstrdup(tally_errmsg());
+		}
+		p->nevents = q->nevents;
+		p->events = copy_names(q->events, q->nevents);
+		p->samples = xcalloc((size_t)q->nevents + 1, sizeof(uint64_t));
+		memcpy(p->samples, q->samples, (size_t)q->nevents * sizeof(uint64_t));
+		p->col = xcalloc((size_t)q->nevents + 1, sizeof(int));
+		for (int e = 0; e < q->nevents; e++) {
+			int c = q->col ? q->col[e] : e;
+			p->col[e] = c >= 0 ? col[c] : -1;
+		}
+		p->nimages = q->nimages;
+		p->img = xcalloc(q->nimages + 1, sizeof(uint32_t));
+		for (size_t k = 0; k < q->nimages; k++)
+			p->img[k] = img[q->img ? q->img[k] : k];
+		p->merged = true;
+		p->per_pid = q->merged ? q->per_pid && per_pid : per_pid;
+		p->none = q->none;
+		p->labelled = q->labelled;
+		p->nlabels = q->nlabels;
+		p->lab = xcalloc(q->nlabels + 1, sizeof(uint32_t));
+		for (size_t k = 0; k <= q->nlabels; k++)
+			p->lab[k] = lab[q->lab ? q->lab[k] : k];
+	}
+}
+
+void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
+		      uint32_t n, const uint64_t *counts, int nevents)
+{
+	struct tally_db_lazy *l = *into;
+	struct lazy_part *p = l && l->nparts && !l->parts[l->nparts - 1].what ? &l->parts[l->nparts - 1] : new_part(into);
+	size_t ne = (size_t)nevents;
+	GROW(p->mframes, p->amframes, p->nmframes + n);
+	memcpy(&p->mframes[p->nmframes], frames, n * sizeof(*frames));
+	GROW(p->mstacks, p->amstacks, p->nmstacks + 1);
+	p->mstacks[p->nmstacks] = (struct tally_db_stack){ (uint32_t)p->nmframes, n, pid, label };
+	p->nmframes += n;
+	GROW(p->mcounts, p->amcounts, (p->nmstacks + 1) * ne);
+	memcpy(&p->mcounts[p->nmstacks * ne], counts, ne * sizeof(uint64_t));
+	p->nmstacks++;
+}
+
+int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
+{
+	struct tally_db_lazy *l = *lp;
+	if (!l)
+		return 0;
+	if (l->err)
+		return tally_seterr(l->err, "%s", l->msg);
+	int r = 0;
+	for (size_t i = 0; i < l->nparts && !r; i++) {
+		struct lazy_part *p = &l->parts[i];
+		if (p->err) {
+			r = tally_seterr(p->err, "%s", p->msg);
+		} else if (p->what) {
+			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged,
+						p->per_pid, p->none, p->labelled, p->nlabels, p->lab };
+			r = tally_stacks_read_fd(s, p->fd, p->what, &m);
+		} else {
+			uint32_t *ids = NULL;
+			size_t aids = 0;
+			for (size_t k = 0; k < p->nmstacks; k++) {
+				const struct tally_db_stack *st = &p->mstacks[k];
+				GROW(ids, aids, st->len);
+				for (uint32_t f = 0; f < st->len; f++)
+					ids[f] = tally_stackset_frame(s, p->mframes[st->first + f].image, p->mframes[st->first + f].offset);
+				tally_stackset_add(s, st->pid, st->label, ids, st->len, &p->mcounts[k * (size_t)s->nevents]);
+			}
+			free(ids);
+		}
+	}
+	if (r) {
+		for (size_t i = 0; i < l->nparts; i++)
+			part_release(&l->parts[i]);
+		l->nparts = 0;
+		l->err = r;
+		l->msg = xstrdup(tally_errmsg());
+		return r;
+	}
+	tally_lazy_free(l);
+	*lp = NULL;
+	return 0;
+}
+
+int tally_db_load_stacks(struct tally_db *db)
+{
+	struct tally_db_lazy *l = db->lazy;
+	if (!l)
+		return 0;
+	if (l->err)
+		return tally_seterr(l->err, "%s", l->msg);
+	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
+	tally_stackset_from_db(&s, db);
+	int r = tally_lazy_read(&s, &db->lazy);
+	if (r) {
+		tally_stackset_release(&s);
+		return r;
+	}
+	tally_stackset_to_db(&s, db);
+	return 0;
+}

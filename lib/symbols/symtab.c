@@ -1,0 +1,343 @@
+/* Symbol tables and libdwfl: finding an image's file, reporting it to libdwfl,
+ * reading its symbol tables, and loading file-backed and JIT images. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+/* ---- loading an image ---- */
+
+static char *strip_deleted(const char *path)
+{
+	const char *del = strstr(path, " (deleted)");
+	return del ? xstrndup(path, (size_t)(del - path)) : xstrdup(path);
+}
+
+/* The image file: --image-path, then --mapfile, then the recorded path; the
+ * first that is the recorded file. *mismatch when one was found but was
+ * another file. Logged. */
+static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch,
+		       struct strbuf *damaged)
+{
+	struct cand *c = NULL;
+	size_t n = 0, a = 0;
+	char *p = strip_deleted(di->path);
+	for (size_t i = 0; r->o.image_path && r->o.image_path[i]; i++) {
+		/* opreport's --image-path: the file by name under each directory, then by its whole path */
+		sym_add_cand(&c, &n, &a, "--image-path", false, "%s/%s", r->o.image_path[i], tally_basename(p));
+		if (p[0] == '/')
+			sym_add_cand(&c, &n, &a, "--image-path with the recorded path", false, "%s%s", r->o.image_path[i], p);
+	}
+	if (r->o.map && strcmp(di->id_kind, "none")) {
+		size_t first, m = tally_imgmap_find(r->o.map, di->id, &first);
+		for (size_t i = 0; i < m; i++)
+			sym_add_cand(&c, &n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
+	}
+	if (r->archive) {
+		/* never the file that has the recorded path on this machine */
+		struct strbuf m = STRBUF_INIT;
+		tally_archive_image_member(di, &m);
+		sym_add_cand(&c, &n, &a, "in the archive", false, "%s/%s", r->archive, m.buf);
+		strbuf_release(&m);
+	} else {
+		sym_add_cand(&c, &n, &a, "recorded path", false, "%s", p);
+	}
+	free(p);
+	char *found = NULL;
+	struct strbuf why = STRBUF_INIT;
+	for (size_t i = 0; i < n && !found; i++) {
+		if (access(c[i].path, F_OK) != 0) {
+			sym_logf_(s, "image file '%s' (%s): not there", c[i].path, c[i].why);
+			continue;
+		}
+		int ok = sym_check_file(di, c[i].path, &why);
+		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		if (ok == 0)
+			*mismatch = true;
+		if (ok == -2 && !damaged->len)
+			strbuf_addf(damaged, "'%s' %s", c[i].path, why.buf);
+		struct stat st;
+		/* a FIFO, a device or a directory where the file was: said, not "not there" */
+		if (ok == -1 && !damaged->len && stat(c[i].path, &st) == 0 && !S_ISREG(st.st_mode))
+			strbuf_addstr(damaged, why.buf);
+		if (ok == 1)
+			found = xstrdup(c[i].path);
+	}
+	strbuf_release(&why);
+	sym_free_cands(c, n);
+	return found;
+}
+
+/* Reports path to a fresh Dwfl as the image's module; NULL with a note on failure. */
+Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+				   const char *path, void *mem, size_t len)
+{
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	s->dwfl = dwfl_begin(&r->cb);
+	if (!s->dwfl) {
+		sym_set_note(s, "libdwfl: %s", dwfl_errmsg(-1));
+		return NULL;
+	}
+	/* opened here, not by libdwfl: a file swapped for a FIFO since it was
+	 * checked must not hang the report */
+	int fd = -1;
+	if (!mem && (fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL)) < 0) {
+		sym_logf_(s, "%s", tally_errmsg());
+		sym_set_note(s, "%s (skipped)", tally_errmsg());
+		s->loud = true;
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return NULL;
+	}
+	dwfl_report_begin(s->dwfl);
+	Dwfl_Module *mod = mem ? dwfl_report_offline_memory(s->dwfl, di->name, path, mem, len)
+			       : dwfl_report_offline(s->dwfl, di->name, path, fd);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!mod && fd >= 0)
+		close(fd); /* libdwfl keeps it only on success */
+	if (!mod) {
+		sym_logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
+		sym_set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path, dwfl_errmsg(-1));
+		s->loud = true;
+		dwfl_end(s->dwfl);
+		s->dwfl = NULL;
+		return NULL;
+	}
+	void **ud;
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	*ud = s;
+	return mod;
+}
+
+Dwfl_Module *sym_report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+			       const char *path)
+{
+	return sym_report_module_mem(r, s, di, path, NULL, 0);
+}
+
+/* A symbol of a libdwfl module: addr is libdwfl's (the bias included), shndx the
+ * section index resolved, elf the file it came from. */
+/* Symbol i of mod, when it is a defined function (or ifunc) with a name. */
+bool sym_func_sym(Dwfl_Module *mod, int i, struct fsym *f)
+{
+	Dwarf_Addr sbias;
+	f->name = dwfl_module_getsym_info(mod, i, &f->sym, &f->addr, &f->shndx, &f->elf, &sbias);
+	int t = f->name ? GELF_ST_TYPE(f->sym.st_info) : STT_NOTYPE;
+	return f->name && *f->name && f->sym.st_shndx != SHN_UNDEF && (t == STT_FUNC || t == STT_GNU_IFUNC);
+}
+
+static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
+{
+	Dwfl_Module *mod = s->mod;
+	GElf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	s->bias = bias;
+	s->have_symtab = sym_elf_has_section(elf, ".symtab");
+	size_t nph = 0;
+	if (elf && elf_getphdrnum(elf, &nph) == 0) {
+		s->ph = xcalloc(nph + 1, sizeof(*s->ph));
+		uint64_t base = UINT64_MAX;
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < base)
+				base = ph.p_vaddr;
+		}
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			if (!debug_only)
+				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			else if (ph.p_flags & PF_X)
+				/* a debug file keeps the addresses, not the binary's file offsets:
+				 * code segments sit at their address from the first sym_load (the
+				 * linkers' usual layout) */
+				s->ph[s->nph++] = (struct phdr){ ph.p_vaddr - base, ph.p_memsz, ph.p_vaddr };
+		}
+		if (debug_only)
+			sym_logf_(s, "file offsets of code taken as address - 0x%" PRIx64 " (the debug file has no file offsets of the binary)",
+			      base == UINT64_MAX ? 0 : base);
+	}
+	/* executable sections: a zero-size symbol ends with its section, and code in
+	 * no symbol (PLT stubs) is named after its section */
+	size_t shstrndx, scap = 0;
+	if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+			    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_NOBITS))
+				continue;
+			const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+			struct strbuf lb = STRBUF_INIT;
+			strbuf_addf(&lb, "[%s]", nm ? nm : "?");
+			GROW(s->secs, scap, s->nsecs + 1);
+			s->secs[s->nsecs++] = (struct section){ sh.sh_addr, sh.sh_addr + sh.sh_size, strbuf_detach(&lb) };
+		}
+	}
+	/* libdwfl takes .symtab from the file, else from its debug file (the search
+	 * below runs then), else .gnu_debugdata, else .dynsym */
+	int n = dwfl_module_getsymtab(mod);
+	size_t cap = 0;
+	for (int i = 0; i < n; i++) {
+		struct fsym f;
+		if (!sym_func_sym(mod, i, &f))
+			continue;
+		const char *name = f.name;
+		GElf_Sym sym = f.sym;
+		GElf_Addr addr = f.addr;
+		if (f.elf != elf && sym_elf_has_section(f.elf, ".symtab"))
+			s->have_symtab = true;
+		GROW(s->syms, cap, s->nsyms + 1);
+		/* names stay valid while the Dwfl lives */
+		int b = GELF_ST_BIND(sym.st_info);
+		const char *at = strchr(name, '@');
+		if (at && at != name) {
+			/* memcpy@@GLIBC_2.14 is memcpy to the reader */
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = xstrndup(name, (size_t)(at - name));
+			name = s->owned[s->nowned - 1];
+		}
+		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name,
+							  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
+	}
+	if (n < 0)
+		sym_logf_(s, "symbol table: %s", dwfl_errmsg(-1));
+	if (!s->nsyms)
+		sym_set_note(s, "'%s' has no function symbols (install its debug package, give --debug-dir, or see --explain)",
+			 path);
+	sym_finish_syms(s);
+}
+
+void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path,
+		   bool verify)
+{
+	struct strbuf why = STRBUF_INIT;
+	if (verify) {
+		int ok = sym_check_file(di, path, &why);
+		sym_logf_(s, "image file '%s': %s%s", path, why.buf, ok == 1 ? ": used" : "");
+		if (ok != 1) {
+			s->mismatch = ok == 0;
+			sym_set_note(s, "'%s' %s", path, why.buf);
+			s->loud = true;
+			strbuf_release(&why);
+			return;
+		}
+	}
+	strbuf_release(&why);
+	s->mod = sym_report_module(r, s, di, path);
+	if (!s->mod)
+		return;
+	free(s->file);
+	s->file = xstrdup(path);
+	load_tables(s, path, false);
+}
+
+void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+{
+	bool mismatch = false;
+	struct strbuf damaged = STRBUF_INIT;
+	char *path = find_file(r, s, di, &mismatch, &damaged);
+	if (path) {
+		sym_load_dwfl(r, s, di, path, false);
+		free(path);
+		strbuf_release(&damaged);
+		return;
+	}
+	/* no image file: its debug file (found by build-id) has the symbols and
+	 * DWARF, and its program headers still map file offsets to addresses */
+	char *dpath = NULL;
+	int fd = -1;
+	if (!strcmp(di->id_kind, "build-id")) {
+		sym_logf_(s, "no image file: looking for its debug file instead");
+		fd = sym_open_debug(r, s, di, NULL, NULL, 0, &dpath);
+	}
+	if (fd >= 0) {
+		close(fd);
+		s->mod = sym_report_module(r, s, di, dpath);
+		if (s->mod) {
+			s->file = xstrdup(dpath);
+			s->debug_file = xstrdup(dpath);
+			load_tables(s, dpath, true);
+		}
+		free(dpath);
+		if (damaged.len && !s->nsyms) {
+			sym_set_note(s, "%s", damaged.buf);
+			s->loud = true;
+		}
+		strbuf_release(&damaged);
+		return;
+	}
+	if (damaged.len) {
+		sym_set_note(s, "%s (and no debug file was found)", damaged.buf);
+		s->loud = true;
+	} else if (mismatch) {
+		s->mismatch = true;
+		s->loud = true;
+		sym_set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
+			 di->path, di->id_kind, di->id);
+	} else if (r->archive) {
+		sym_set_note(s, "'%s' is not in the archive (it was archived with --exclude-dependent, or its file was not found when archiving)",
+			 di->path);
+	} else {
+		sym_set_note(s, "'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)", di->path,
+			 di->foreign_ns ? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)" : "");
+	}
+	strbuf_release(&damaged);
+}
+
+void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+{
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	size_t cap = 0, bad = 0;
+	bool have_map = false, have_dump = false;
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
+		sym_logf_(s, "JIT map copied at record time: '%s'", p.buf);
+		have_map = true;
+		struct tally_perfmap_sym *ms;
+		size_t nms;
+		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
+		s->names = strbuf_detach(&sb);
+		GROW(s->syms, cap, s->nsyms + nms);
+		for (size_t i = 0; i < nms; i++) {
+			s->names[ms[i].name + ms[i].name_len] = '\0'; /* its newline, or the end */
+			s->syms[s->nsyms++] = (struct tally_sym){ ms[i].start, ms[i].size, s->names + ms[i].name, 0 };
+		}
+		free(ms);
+	}
+	strbuf_reset(&p);
+	strbuf_reset(&sb);
+	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
+		sym_logf_(s, "jitdump copied at record time: '%s'", p.buf);
+		have_dump = true;
+		s->jd = xcalloc(1, sizeof(*s->jd));
+		if (tally_jitdump_read_buf(s->jd, sb.buf, sb.len, p.buf)) {
+			sym_set_note(s, "%s", tally_errmsg());
+			s->loud = true;
+			free(s->jd);
+			s->jd = NULL;
+		} else {
+			if (s->jd->warning) {
+				sym_set_note(s, "%s", s->jd->warning);
+				s->loud = true;
+			}
+			for (size_t i = 0; i < s->jd->nfuncs; i++) {
+				/* a perf map entry at the same address (listed first) wins */
+				GROW(s->syms, cap, s->nsyms + 1);
+				s->syms[s->nsyms++] = (struct tally_sym){ s->jd->funcs[i].addr, s->jd->funcs[i].size, s->jd->funcs[i].name, 1 };
+			}
+		}
+	}
+	if (!have_map && !have_dump)
+		sym_set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
+	if (bad) {
+		/* after the jitdump copy's own note, if it has one */
+		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
+		s->loud = true;
+	}
+	sym_finish_syms(s);
+	strbuf_release(&p);
+	strbuf_release(&sb);
+}
