@@ -405,7 +405,8 @@ int cmd_merge(int argc, char **argv)
 	for (size_t i = 0; i < o.nin; i++) {
 		struct input *in = &o.in[i];
 		struct tally_db db;
-		if (tally_db_open_select(&db, in->path, &dbsel)) {
+		/* the stacks file is not read into db but, at the add, straight into the merge's */
+		if (tally_db_open_flags(&db, in->path, &dbsel, TALLY_DB_STACKS_LATER)) {
 			tally_error("%s", tally_errmsg());
 			goto out;
 		}
@@ -429,7 +430,12 @@ int cmd_merge(int argc, char **argv)
 		tally_db_builder_source(b, &src);
 		tally_labelset_release(&src);
 		tally_db_builder_add(b, &db);
+		int lr = tally_db_builder_load_stacks(b);
 		tally_db_release(&db);
+		if (lr) {
+			tally_error("%s", tally_errmsg());
+			goto out;
+		}
 	}
 	struct tally_db out;
 	tally_db_builder_finish(b, &out);

@@ -326,9 +326,9 @@ static bool parse_line(struct sparser *P, const char *line)
 		if (label > m->nlabels)
 			return line_error(P, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)", P->what, P->ln,
 					  label, DAMAGED);
-		if (m->lab)
-			label = m->lab[label];
 	}
+	if (m->lab) /* a version 1 file's stacks are of set 0, mapped too */
+		label = m->lab[label];
 	/* the frames first, the index then: the leaf, the one frame seldom seen
 	 * before, is fetched from memory while the others are read */
 	uint32_t n = 0;

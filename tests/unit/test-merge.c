@@ -378,6 +378,92 @@ static void test_merge__version2_round_trip(void **state)
 	tally_db_release(&b);
 }
 
+/* The bytes of a canonical merge of the databases at paths, opened with
+ * flags: with TALLY_DB_STACKS_LATER each one's stacks go straight from its
+ * file into the merge's (tally_db_builder_load_stacks). */
+static char *merged_dirs(char *const *paths, size_t n, unsigned flags)
+{
+	char *ev[] = { (char *)"cpu-clock" };
+	struct tally_db_builder *b = tally_db_builder_new(1, ev, false, true);
+	tally_db_builder_canonical(b);
+	for (size_t i = 0; i < n; i++) {
+		struct tally_db src;
+		assert_int_equal(tally_db_open_dir_flags(&src, paths[i], flags), 0);
+		assert_int_equal(src.nstacks == 0, (flags & TALLY_DB_STACKS_LATER) != 0);
+		struct tally_labelset set = { 0 };
+		tally_labelset_set(&set, "run", tally_meta_get(&src.session, "name"));
+		tally_labelset_set(&set, "host", tally_meta_get(&src.session, "host"));
+		tally_labelset_set(&set, "zone", i ? "z1" : "z0");
+		tally_db_builder_source(b, &set);
+		tally_labelset_release(&set);
+		tally_db_builder_add(b, &src);
+		assert_int_equal(tally_db_builder_load_stacks(b), 0);
+		tally_db_release(&src);
+	}
+	struct tally_db out;
+	tally_db_builder_finish(b, &out);
+	assert_null(out.lazy);
+	struct strbuf sb = STRBUF_INIT;
+	assert_int_equal(tally_db_bundle(&out, &sb), 0);
+	tally_db_release(&out);
+	return strbuf_detach(&sb);
+}
+
+static void test_merge__lazy_labels(void **state)
+{
+	(void)state;
+	struct tally_db a, b, c, m;
+	small_db(&a, 1, "h1");
+	small_db(&b, 2, "h2");
+	small_db(&c, 3, "h3");
+	struct tally_db *all[] = { &a, &b };
+	int ab[] = { 0, 1 };
+	free(merged(all, ab, 2, true, &m));
+	char *tmp = unit_tmpdir();
+	char *mdir = unit_path(tmp, "m.db"), *cdir = unit_path(tmp, "c.db");
+	assert_int_equal(tally_db_save(&m, mdir, false), 0);
+	assert_int_equal(tally_db_save(&c, cdir, false), 0);
+
+	/* a version 2 database's stacks read later keep their label sets */
+	struct tally_db r;
+	assert_int_equal(tally_db_open_dir_flags(&r, mdir, TALLY_DB_STACKS_LATER), 0);
+	assert_int_equal(r.nstacks, 0);
+	assert_int_equal(tally_db_load_stacks(&r), 0);
+	assert_int_equal(r.nstacks, m.nstacks);
+	uint64_t per[3] = { 0 }, sper[3] = { 0 };
+	for (size_t p = 0; p < r.nprofs; p++)
+		for (size_t i = r.profs[p].first; i < r.profs[p].end; i++)
+			per[r.profs[p].label] += r.counts[i];
+	for (size_t s = 0; s < r.nstacks; s++)
+		sper[r.stacks[s].label] += r.stack_counts[s];
+	assert_int_equal(per[0], 0);
+	assert_int_equal(sper[0], 0);
+	assert_int_equal(sper[1], per[1]);
+	assert_int_equal(sper[2], per[2]);
+	tally_db_release(&r);
+
+	/* merged from the files (a version 1 and a version 2 database), their
+	 * stacks read straight into the merge's: the same bytes as read first */
+	char *dirs[] = { cdir, mdir };
+	char *now = merged_dirs(dirs, 2, 0);
+	char *later = merged_dirs(dirs, 2, TALLY_DB_STACKS_LATER);
+	assert_string_equal(now, later);
+	/* c's stacks took its source's labels, m's kept theirs and got zone=z1 */
+	assert_str_has(later, "1\thost=h1\trun=r1\tzone=z1\n");
+	assert_str_has(later, "2\thost=h2\trun=r2\tzone=z1\n");
+	assert_str_has(later, "3\thost=h3\trun=r3\tzone=z0\n");
+	free(now);
+	free(later);
+	tally_remove_tree(tmp);
+	free(mdir);
+	free(cdir);
+	free(tmp);
+	tally_db_release(&m);
+	tally_db_release(&a);
+	tally_db_release(&b);
+	tally_db_release(&c);
+}
+
 /* ---- the diff's scaling ---- */
 
 static void test_merge__scale_counts(void **state)
@@ -412,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_merge__source_labels),
 		cmocka_unit_test(test_merge__fits),
 		cmocka_unit_test(test_merge__version2_round_trip),
+		cmocka_unit_test(test_merge__lazy_labels),
 		cmocka_unit_test(test_merge__scale_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
