@@ -114,7 +114,8 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 		for (k = stack_hash(pid, label, frames, n) & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
 			uint32_t i = s->sslot[k] - 1;
 			const struct tally_db_stack *st = &s->stacks[i];
-			if (st->pid == pid && st->label == label && st->len == n && !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
+			if (st->pid == pid && st->label == label && st->len == n &&
+			    !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
 				for (size_t e = 0; e < ne; e++)
 					s->counts[i * ne + e] += counts[e];
 				return;
