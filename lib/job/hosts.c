@@ -385,3 +385,56 @@ size_t job_hosts_lost(const struct job_hosts *hs)
 		n += hs->h[i].lost;
 	return n;
 }
+
+/* The hosts' tally databases of one iteration summed into profdir/all-hosts.db,
+ * each host's samples under the label host=HOST, and its text report by host
+ * beside it (all-hosts.txt): one view of every host next to each one's own. */
+void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, struct strbuf *errs)
+{
+	struct strbuf db = STRBUF_INIT;
+	char **argv = xcalloc(6 + 3 * hs->n + 1, sizeof(char *));
+	size_t n = 0, inputs = 0;
+	argv[n++] = xstrdup("/proc/self/exe");
+	argv[n++] = xstrdup("merge");
+	argv[n++] = xstrdup("-o");
+	strbuf_addf(&db, "%s/all-hosts.db", profdir);
+	argv[n++] = xstrdup(db.buf);
+	for (size_t i = 0; i < hs->n; i++) {
+		struct strbuf in = STRBUF_INIT, lab = STRBUF_INIT;
+		struct stat st;
+		strbuf_addf(&in, "%s/%s/tally.db", profdir, hs->h[i].r.host);
+		if (stat(in.buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+			strbuf_addf(&lab, "host=%s", hs->h[i].r.host);
+			argv[n++] = xstrdup("--label");
+			argv[n++] = strbuf_detach(&lab);
+			argv[n++] = strbuf_detach(&in);
+			inputs++;
+		}
+		strbuf_release(&in);
+		strbuf_release(&lab);
+	}
+	if (inputs) {
+		struct strbuf out = STRBUF_INIT;
+		int st = 0;
+		int r = job_run_capture(argv, NULL, 600, intr_fd, &out, &st);
+		if (r || st) {
+			struct strbuf last = STRBUF_INIT;
+			job_last_line(out.buf ? out.buf : "", &last);
+			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s", errs->len ? "; " : "",
+				    r ? tally_errmsg() : last.buf);
+			strbuf_release(&last);
+		} else {
+			char *rep[] = { "/proc/self/exe", "report", "-i", db.buf, "--by-label", "host", NULL };
+			strbuf_reset(&out);
+			r = job_run_capture(rep, NULL, 600, intr_fd, &out, &st);
+			struct strbuf txt = STRBUF_INIT;
+			strbuf_addf(&txt, "%s/all-hosts.txt", profdir);
+			if (!r && !st)
+				tally_write_file_atomic_mode(txt.buf, out.buf ? out.buf : "", out.len, 0644);
+			strbuf_release(&txt);
+		}
+		strbuf_release(&out);
+	}
+	tally_job_argv_free(argv);
+	strbuf_release(&db);
+}

@@ -102,6 +102,9 @@ void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const
 		     struct strbuf *notes);
 /* Stopped and reported on every host, the results pulled into profdir/HOST/. */
 void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs, struct strbuf *notes);
+/* The hosts' tally.db of the iteration in profdir summed into all-hosts.db
+ * (label host=HOST) with its report by host in all-hosts.txt; a failure into errs. */
+void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, struct strbuf *errs);
 /* How many hosts are lost. */
 size_t job_hosts_lost(const struct job_hosts *hs);
 /* Every agent told to quit and its directory removed. */

@@ -591,6 +591,7 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	}
 	if (it->profiled && j->hosts) {
 		job_hosts_stop(j->hosts, profdir, &herrs, &hnotes);
+		job_hosts_merge(j->hosts, profdir, j->intr[0], &herrs);
 		if (hnotes.len)
 			hosterr(pe, "hosts", hnotes.buf);
 		if (herrs.len)
