@@ -23,6 +23,10 @@ struct tally_remote {
 	const char *ssh;     /* the ssh command line: TALLY_SSH, else "ssh -o BatchMode=yes" */
 	const char *root;    /* TALLY_REMOTE_ROOT unless set */
 	double timeout;      /* seconds a command may take (0: 60) */
+	/* A private directory (0700) for ssh's connection sharing: set, every
+	 * command after the first reuses one connection to the host (ssh -o
+	 * ControlMaster=auto), with no new handshake; NULL: a connection each. */
+	const char *mux_dir;
 };
 
 /* s as one word of a POSIX shell command line: 'like this', with each ' as '\''. */
@@ -33,6 +37,8 @@ void tally_sh_quote(struct strbuf *out, const char *s);
  * the arguments "--", the host and the quoted command. */
 char **tally_remote_argv(const struct tally_remote *r, char *const words[]);
 void tally_remote_argv_free(char **argv);
+/* Ends the shared connection to the host, if any (ssh -O exit). */
+void tally_remote_mux_close(const struct tally_remote *r);
 
 /* Runs words on the host: stdin from in (len bytes; NULL: nothing), stdout into
  * out (at most max bytes; NULL: discarded), stderr kept for errors. *status is

@@ -45,6 +45,7 @@ struct job_hosts {
 	const char *indices;
 	const char *profdir;
 	double limit;
+	char *mux; /* ssh's shared connections, one per host (a private directory) */
 };
 
 static void *host_thread(void *arg)
@@ -291,10 +292,13 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	hs->profilers = xstrdup(profilers);
 	hs->labels = xstrdup(labels);
 	hs->limit = limit > 0 ? limit : 60;
+	char tmpl[] = "/tmp/tally-ssh-XXXXXX";
+	if (mkdtemp(tmpl))
+		hs->mux = xstrdup(tmpl);
 	for (size_t i = 0; i < n; i++) {
 		struct host *h = &hs->h[i];
 		h->hs = hs;
-		h->r = (struct tally_remote){ .host = hosts[i], .root = root };
+		h->r = (struct tally_remote){ .host = hosts[i], .root = root, .mux_dir = hs->mux };
 		char *dir = tally_remote_dir(&h->r);
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s/tally", dir);
@@ -366,6 +370,12 @@ void job_hosts_free(struct job_hosts *hs)
 	if (!hs)
 		return;
 	round_all(hs, host_quit);
+	for (size_t i = 0; i < hs->n; i++)
+		tally_remote_mux_close(&hs->h[i].r);
+	if (hs->mux) {
+		tally_remove_tree(hs->mux);
+		free(hs->mux);
+	}
 	for (size_t i = 0; i < hs->n; i++) {
 		free(hs->h[i].tally);
 		free(hs->h[i].agentdir);

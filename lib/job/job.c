@@ -541,7 +541,9 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 				k++;
 			}
 		}
+		double h0 = tally_now_mono();
 		job_hosts_start(j->hosts, s->tag, it->n, idx.len ? idx.buf : "-", &herrs, &hnotes);
+		progress(j, "HOSTS %s: recording on every host after %.3f s", s->tag, tally_now_mono() - h0);
 		strbuf_release(&idx);
 	}
 	if (it->profiled && !j->hosts)

@@ -53,7 +53,17 @@ char **tally_remote_argv(const struct tally_remote *r, char *const words[])
 	struct strbuf cmd = STRBUF_INIT, remote = STRBUF_INIT;
 	/* the ssh command line is the user's own, read by the local shell (as git
 	 * reads GIT_SSH_COMMAND); host and command are its arguments, never text */
-	strbuf_addf(&cmd, "%s \"$@\"", ssh_cmd(r));
+	strbuf_addstr(&cmd, ssh_cmd(r));
+	if (r->mux_dir) {
+		/* one connection per host for the whole job: the user's command line
+		 * comes first, so its own -o options win */
+		strbuf_addstr(&cmd, " -o ControlMaster=auto -o ControlPersist=60 -o ControlPath=");
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/%%C", r->mux_dir);
+		tally_sh_quote(&cmd, p.buf);
+		strbuf_release(&p);
+	}
+	strbuf_addstr(&cmd, " \"$@\"");
 	for (size_t i = 0; words[i]; i++) {
 		if (i)
 			strbuf_addch(&remote, ' ');
@@ -66,8 +76,37 @@ char **tally_remote_argv(const struct tally_remote *r, char *const words[])
 	argv[3] = xstrdup("tally-ssh");
 	argv[4] = xstrdup("--");
 	argv[5] = xstrdup(r->host);
-	argv[6] = strbuf_detach(&remote);
+	if (words[0])
+		argv[6] = strbuf_detach(&remote);
+	else
+		strbuf_release(&remote);
 	return argv;
+}
+
+void tally_remote_mux_close(const struct tally_remote *r)
+{
+	if (!r->mux_dir)
+		return;
+	/* ssh -O exit HOST through the same command line: "-O exit" before "--" */
+	struct tally_remote q = *r;
+	struct strbuf cmd = STRBUF_INIT;
+	strbuf_addf(&cmd, "%s -O exit", ssh_cmd(r));
+	q.ssh = cmd.buf;
+	char **argv = tally_remote_argv(&q, (char *[]){ NULL });
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	tally_remote_argv_free(argv);
+	strbuf_release(&cmd);
 }
 
 void tally_remote_argv_free(char **argv)

@@ -31,6 +31,14 @@ EOF
 		left=$(host_sh $h "find /tmp/tally-profilers -path '*/results/*' -type f | wc -l")
 		[[ $left == 0 ]] || fail "$h still holds $left result files after the pull"
 	done
+	# one view of both: summed, each host's samples under its label
+	[[ -f $d/profiling/all-hosts.db/session ]] || fail "no all-hosts.db: $(ls $d/profiling)"
+	for h in h1 h2; do
+		report_json all-$h.json -i $d/profiling/all-hosts.db --label host=$h --image "${W##*/}"
+		[[ $(tjson all-$h.json total) == $(tjson $h.json total) ]] ||
+			fail "all-hosts.db under host=$h holds $(tjson all-$h.json total) samples of the workload, $h's own database $(tjson $h.json total)"
+		grep -q "$h" $d/profiling/all-hosts.txt || fail "all-hosts.txt has no report of $h"
+	done
 	[[ $(sjson results/two/status.json "s['tests'][0]['profiling']") == complete ]] ||
 		fail "profiling not complete: $(cat $d/status)"
 	# the agents are gone when the job ends, their directories too
