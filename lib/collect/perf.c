@@ -121,10 +121,12 @@ struct evfd {
 	int event; /* -1: the side-band (dummy) event */
 	int cpu;
 	uint64_t id;
+	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
 };
 
 struct period_stats {
 	uint64_t min, max, n;
+	uint64_t reached; /* samples taken by an event tally redraws (not one inherited by a later task) */
 	double sum;
 	/* intervals between consecutive samples of one thread on one CPU: what the
 	 * timer really did (the sample's period field keeps the opening value) */
@@ -228,9 +230,10 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->exclude_callchain_user = 0;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
-	if (c->o.target != TALLY_TARGET_SYSTEM)
+	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
+	if (c->o.target != TALLY_TARGET_SYSTEM && !c->o.use_cgroup)
 		a->inherit = 1;
-	if (c->o.target == TALLY_TARGET_CHILD)
+	if (c->o.target == TALLY_TARGET_CHILD && !c->o.use_cgroup)
 		a->enable_on_exec = 1;
 	if (sideband) {
 		a->mmap = 1;
@@ -275,11 +278,12 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
-		long fd = sys_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		long fd = sys_perf_event_open(&a, pid, cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC | (c->o.use_cgroup ? PERF_FLAG_PID_CGROUP : 0));
 		if (fd < 0) {
 			int e = errno;
 			char where[64];
-			if (c->o.target == TALLY_TARGET_SYSTEM)
+			if (c->o.target == TALLY_TARGET_SYSTEM || c->o.use_cgroup)
 				snprintf(where, sizeof(where), "on CPU %d", cpu);
 			else
 				snprintf(where, sizeof(where), "for pid %d", (int)pid);
@@ -295,6 +299,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->fd = (int)fd;
 		f->event = ev;
 		f->cpu = cpu;
+		f->task = c->o.use_cgroup ? -1 : pid;
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -379,7 +384,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		if (opts->target == TALLY_TARGET_SYSTEM) {
 			ret = open_one(c, -1, cpu, &ring_of_cpu[cpu]);
 		} else if (opts->target == TALLY_TARGET_CHILD) {
-			ret = open_one(c, opts->pids[0], cpu, &ring_of_cpu[cpu]);
+			ret = open_one(c, opts->use_cgroup ? opts->cgroup_fd : opts->pids[0], cpu, &ring_of_cpu[cpu]);
 		} else {
 			for (size_t p = 0; p < opts->npids && !ret; p++) {
 				pid_t *tids;
@@ -434,8 +439,8 @@ static int apply_enable(struct tally_collector *c, int cpu)
 int tally_collector_enable(struct tally_collector *c)
 {
 	c->enabled = true;
-	if (c->o.target == TALLY_TARGET_CHILD)
-		return 0;
+	if (c->o.target == TALLY_TARGET_CHILD && !c->o.use_cgroup)
+		return 0; /* enable_on_exec */
 	return apply_enable(c, -1);
 }
 
@@ -599,6 +604,23 @@ static void merge_runs(struct tally_collector *c)
 	}
 }
 
+void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total)
+{
+	*reached = c ? c->ps[event].reached : 0;
+	*total = c ? c->ps[event].n : 0;
+}
+
+const char *tally_collector_scope(const struct tally_collector *c)
+{
+	if (!c)
+		return "none";
+	if (c->o.target == TALLY_TARGET_SYSTEM)
+		return "every task (per-CPU events)";
+	if (c->o.use_cgroup)
+		return "every task of the command (per-CPU events on its own cgroup)";
+	return "the original tasks only (threads and children started later keep the period drawn when they were created)";
+}
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -663,6 +685,10 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		if (r.period > s->max)
 			s->max = r.period;
 		s->n++;
+		/* an inherited event reports its parent's id: a sample of another task came
+		 * through a copy made at that task's creation, whose period tally cannot redraw */
+		if (c->fds[fi].task < 0 || (uint32_t)c->fds[fi].task == r.tid)
+			s->reached++;
 		s->sum += (double)r.period;
 		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
 		if (mean && c->o.events[r.event]->time_based) {

@@ -241,6 +241,18 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		}
 		tally_meta_set(m, "randomized", "%s", rz.buf);
 		tally_meta_set(m, "period-kind", "%s", pk.buf);
+		if (s->randomize) {
+			/* what the redraws reached, said and measured (docs/sampling.md) */
+			struct strbuf rt = STRBUF_INIT;
+			for (int e = 0; e < s->nev; e++) {
+				uint64_t reached, total;
+				tally_collector_random_samples(col, e, &reached, &total);
+				strbuf_addf(&rt, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", reached, total);
+			}
+			tally_meta_set(m, "randomized-scope", "%s", tally_collector_scope(col));
+			tally_meta_set(m, "randomized-samples", "%s", rt.buf);
+			strbuf_release(&rt);
+		}
 		strbuf_release(&rz);
 		strbuf_release(&pk);
 	}

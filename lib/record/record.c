@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,8 @@ struct tally_recording {
 	int go_fd;  /* write a byte: the child may exec */
 	int err_fd; /* read: errno of a failed exec, or EOF when exec succeeded */
 	bool child_done;
+	char *cgroup;   /* the command's own cgroup v2 directory, removed at the end, or NULL */
+	int cgroup_fd;
 	int status;
 	int exit_code;
 
@@ -104,6 +107,117 @@ static int spawn_stopped(struct tally_recording *r, char *const *argv)
 	return 0;
 }
 
+/* The cgroup v2 mount point (root "/" only), or NULL. Caller frees. */
+static char *cgroup2_mount(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	char *line = NULL, *found = NULL;
+	size_t cap = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char root[512], mnt[512];
+		if (sscanf(line, "%*s %*s %*s %511s %511s", root, mnt) != 2)
+			continue;
+		const char *dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) || strcmp(root, "/") || strchr(mnt, '\\'))
+			continue;
+		found = xstrdup(mnt);
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static int write_str(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, text, strlen(text));
+	int e = n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
+	close(fd);
+	return e;
+}
+
+/* Puts the held child into a cgroup of its own, below tally's, so that per-CPU
+ * events scoped to it follow every task of the command and take each redrawn
+ * period (docs/sampling.md). False when this machine does not allow it: then
+ * the events are inherited from the child, as before. */
+static bool child_cgroup(struct tally_recording *r)
+{
+	char *mnt = cgroup2_mount();
+	if (!mnt)
+		return false;
+	struct strbuf own = STRBUF_INIT, dir = STRBUF_INIT;
+	bool ok = false;
+	if (strbuf_read_file(&own, "/proc/self/cgroup", 1 << 16) == 0) {
+		const char *l = own.buf;
+		while (l && strncmp(l, "0::", 3)) {
+			l = strchr(l, '\n');
+			l = l ? l + 1 : NULL;
+		}
+		if (l) {
+			l += 3;
+			size_t len = strcspn(l, "\n");
+			strbuf_addf(&dir, "%s%.*s/tally-%d-%d", mnt, (int)len, (len == 1 && *l == '/') ? "" : l,
+				    (int)getpid(), (int)r->child);
+			if (mkdir(dir.buf, 0755) == 0) {
+				char procs[4200], pid[32];
+				snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir.buf);
+				snprintf(pid, sizeof(pid), "%d\n", (int)r->child);
+				int fd = -1;
+				if (write_str(procs, pid) == 0)
+					fd = open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				if (fd >= 0) {
+					r->cgroup = strbuf_detach(&dir);
+					r->cgroup_fd = fd;
+					ok = true;
+				} else {
+					rmdir(dir.buf);
+				}
+			}
+		}
+	}
+	strbuf_release(&own);
+	strbuf_release(&dir);
+	free(mnt);
+	return ok;
+}
+
+/* Moves whatever still runs in the command's cgroup back to tally's, then removes it. */
+static void child_cgroup_remove(struct tally_recording *r)
+{
+	if (!r->cgroup)
+		return;
+	if (r->cgroup_fd >= 0)
+		close(r->cgroup_fd);
+	r->cgroup_fd = -1;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->cgroup);
+	struct strbuf procs = STRBUF_INIT;
+	char *slash = strrchr(r->cgroup, '/');
+	for (int round = 0; round < 3 && rmdir(r->cgroup) < 0 && errno == EBUSY && slash; round++) {
+		strbuf_reset(&procs);
+		if (strbuf_read_file(&procs, path, 1 << 20) != 0)
+			break;
+		char parent[4200];
+		snprintf(parent, sizeof(parent), "%.*s/cgroup.procs", (int)(slash - r->cgroup), r->cgroup);
+		for (char *l = procs.buf, *nl; l && *l; l = nl) {
+			nl = strchr(l, '\n');
+			if (nl)
+				*nl++ = '\0';
+			char line[32];
+			snprintf(line, sizeof(line), "%s\n", l);
+			(void)write_str(parent, line);
+		}
+	}
+	strbuf_release(&procs);
+	free(r->cgroup);
+	r->cgroup = NULL;
+}
+
 static int shell_code(int status)
 {
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -125,6 +239,7 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 	r->o = *o;
 	r->wake[0] = r->wake[1] = -1;
 	r->child = -1;
+	r->cgroup_fd = -1;
 	r->go_fd = r->err_fd = -1;
 	r->exit_code = -1;
 	atomic_init(&r->stop_requested, 0);
@@ -156,6 +271,14 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 		r->tpids[0] = r->child;
 		co.pids = r->tpids;
 		co.npids = 1;
+		/* a period the kernel adapts is not ours to randomize: no cgroup needed */
+		bool fixed = o->smp->period != 0;
+		for (int e = 0; e < o->smp->nev; e++)
+			fixed = fixed || o->smp->evs[e]->time_based;
+		if (o->smp->randomize && fixed && child_cgroup(r)) {
+			co.use_cgroup = true;
+			co.cgroup_fd = r->cgroup_fd;
+		}
 		break;
 	}
 	case TALLY_TARGET_PIDS:
@@ -178,6 +301,12 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 	r->o.pids = r->pids;
 
 	ret = tally_collector_open(&r->col, &co);
+	if (ret && co.use_cgroup) {
+		/* per-CPU events need more privilege than a task's: inherit instead */
+		child_cgroup_remove(r);
+		co.use_cgroup = false;
+		ret = tally_collector_open(&r->col, &co);
+	}
 	if (ret)
 		goto fail;
 	tally_agg_init(&r->agg, o->smp->nev, o->smp->per_pid, o->target == TALLY_TARGET_SYSTEM);
@@ -449,6 +578,7 @@ void tally_recording_free(struct tally_recording *r)
 			;
 	}
 	tally_collector_free(r->col);
+	child_cgroup_remove(r);
 	if (r->have_agg)
 		tally_agg_release(&r->agg);
 	tally_meta_release(&r->session);

@@ -74,8 +74,20 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
 	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
-	if (list_item_is(rnd, ev, "yes"))
-		strbuf_addstr(out, " (randomized)");
+	if (list_item_is(rnd, ev, "yes")) {
+		/* say when the redraws did not reach every long-sampled task (docs/sampling.md) */
+		const char *rt = tally_meta_get(&db->session, "randomized-samples");
+		for (int i = 0; rt && i < ev; i++) {
+			rt = strchr(rt, ',');
+			rt = rt ? rt + 1 : NULL;
+		}
+		unsigned long long reached, total;
+		if (rt && sscanf(rt, "%llu/%llu", &reached, &total) == 2 && reached < total)
+			strbuf_addf(out, " (randomized for %.2f%% of the samples; the threads and children started later kept one period each)",
+				    100.0 * (double)reached / (double)total);
+		else
+			strbuf_addstr(out, " (randomized)");
+	}
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
