@@ -140,7 +140,12 @@ struct tally_agg {
 	uint64_t jit_warnings_more; /* those past the 32nd line, counted by its last line */
 	size_t jit_budget;   /* what one process's JIT sources may cost (TALLY_JIT_BUDGET) */
 	uint64_t uw_samples, uw_short, uw_joined;
-	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
+	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth;
+	/* frame-pointer chains: samples whose first user frame was checked against
+	 * its CFI, those whose missing caller was put back from the stack copy, and
+	 * those that could not be checked (no CFI, or the return address outside the
+	 * copy): a caller may be missing there */
+	uint64_t fp_leaf_checked, fp_leaf_repaired, fp_leaf_unchecked; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];

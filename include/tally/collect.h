@@ -37,6 +37,8 @@ struct tally_collect_opts {
 	bool randomize;
 	bool callchain;  /* PERF_SAMPLE_CALLCHAIN */
 	uint32_t stack_user; /* bytes of user stack to copy per sample (DWARF unwinding), 0 for none */
+	uint32_t leaf_stack; /* with callchain and no stack_user: bytes of user stack (and the user
+			      * registers) per sample, to find the caller a frame-pointer chain skips */
 	bool build_id_mmap;  /* ask the kernel for build-ids in MMAP2 records (see docs/sampling.md) */
 	enum tally_target target;
 	const pid_t *pids; /* TARGET_CHILD: one pid (not yet exec'd); TARGET_PIDS: processes */

@@ -252,6 +252,33 @@ void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, ui
 	a->counts[(size_t)i * (size_t)a->nevents + (size_t)event] += n;
 }
 
+/* A frame-pointer chain reads each caller from the frame of its callee: a
+ * sampled function that set up no frame (a leaf at -O2, or one in its prologue
+ * or epilogue) leaves its own caller out. Its CFI says where its return address
+ * is in the copied stack: put that frame back after the leaf. */
+static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r, size_t user_at,
+			   const uint64_t *user_raw, size_t nuser, uint32_t *n)
+{
+	uint64_t ra = 0;
+	enum tally_leaf l = tally_unwind_leaf(a, p, r->regs, r->nregs, r->stack, r->stack_len, user_raw[0], &ra);
+	a->fp_leaf_checked++;
+	if (l == TALLY_LEAF_UNKNOWN) {
+		a->fp_leaf_unchecked++;
+		return;
+	}
+	if (l != TALLY_LEAF_RA || (nuser >= 2 && user_raw[1] == ra) || !ra)
+		return; /* the chain holds the caller already */
+	if (*n >= ARRAY_SIZE(a->scratch_frames))
+		return;
+	uint64_t off;
+	uint32_t img = resolve(a, p, ra, false, &off);
+	uint32_t *fr = a->scratch_frames;
+	memmove(fr + user_at + 2, fr + user_at + 1, (*n - user_at - 1) * sizeof(*fr));
+	fr[user_at + 1] = tally_agg_frame(a, img, off);
+	(*n)++;
+	a->fp_leaf_repaired++;
+}
+
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
@@ -273,6 +300,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else {
 		bool in_kernel = kernel;
 		size_t user_at = SIZE_MAX; /* index in fr where user frames begin */
+		uint64_t user_raw[2] = { 0, 0 }; /* the first two user addresses of the chain */
+		size_t nuser = 0;
 		for (uint64_t i = 0; i < r->nr; i++) {
 			uint64_t ip = r->chain[i];
 			if (ip >= PERF_CONTEXT_MAX) {
@@ -286,6 +315,10 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				break; /* kept as far as it goes: reports count it as stopped early */
 			if (!in_kernel && user_at == SIZE_MAX)
 				user_at = n;
+			if (!in_kernel && nuser < 2)
+				user_raw[nuser] = ip;
+			if (!in_kernel)
+				nuser++;
 			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
 		}
@@ -341,6 +374,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				}
 			}
 		}
+		if (!a->dwarf && r->regs && p && user_at != SIZE_MAX)
+			fp_leaf_repair(a, p, r, user_at, user_raw, nuser, &n);
 		if (!n) {
 			uint32_t img = resolve(a, p, r->ip, kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
@@ -530,6 +565,7 @@ void tally_agg_reset(struct tally_agg *a)
 	a->jit_warnings_more = 0;
 	a->uw_samples = a->uw_short = a->uw_joined = 0;
 	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
+	a->fp_leaf_checked = a->fp_leaf_repaired = a->fp_leaf_unchecked = 0;
 	for (size_t i = 0; i < a->nprocs; i++)
 		a->procs[i]->sampled = false;
 

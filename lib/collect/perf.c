@@ -218,10 +218,10 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (c->o.callchain && ev >= 0)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-	if (c->o.stack_user && ev >= 0) {
+	if ((c->o.stack_user || c->o.leaf_stack) && ev >= 0) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = tally_unwind_regs_mask();
-		a->sample_stack_user = c->o.stack_user;
+		a->sample_stack_user = c->o.stack_user ? c->o.stack_user : c->o.leaf_stack;
 	}
 	a->sample_id_all = 1;
 	a->disabled = 1;
@@ -656,7 +656,7 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			r.chain = p;
 			p += nr;
 		}
-		if (c->o.stack_user && p < end) {
+		if ((c->o.stack_user || c->o.leaf_stack) && p < end) {
 			uint64_t abi = *p++;
 			if (abi) {
 				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());

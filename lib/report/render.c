@@ -270,6 +270,36 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
 	}
 }
 
+/* Frame-pointer chains and the caller of a function without a frame
+ * (docs/callgraph.md): what the recording checked and put back. */
+static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, bool json)
+{
+	const char *cgm = tally_meta_get(&db->session, "call-graph");
+	if (!cgm || strcmp(cgm, "fp"))
+		return;
+	const char *ck = tally_meta_get(&db->session, "fp-leaf-checked");
+	const char *rp = tally_meta_get(&db->session, "fp-leaf-repaired");
+	const char *un = tally_meta_get(&db->session, "fp-leaf-unchecked");
+	unsigned long long c = 0, r = 0, u = 0;
+	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 && sscanf(un, "%llu", &u) == 1;
+	if (json) {
+		if (known)
+			strbuf_addf(out, ",\"fp_leaf\":{\"checked\":%llu,\"repaired\":%llu,\"unchecked\":%llu}", c, r, u);
+		else
+			strbuf_addstr(out, ",\"fp_leaf\":null");
+		return;
+	}
+	if (!known) {
+		strbuf_addstr(out, "; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
+		return;
+	}
+	strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
+		    c ? 100.0 * (double)r / (double)c : 0.0);
+	if (u)
+		strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
+			    c ? 100.0 * (double)u / (double)c : 0.0, tally_meta_get(&db->session, "fp-leaf-stack") ? tally_meta_get(&db->session, "fp-leaf-stack") : "?");
+}
+
 static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, bool json)
 {
 	uint32_t sf[5];
@@ -289,6 +319,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 			strbuf_addstr(out, ",\"dwarf_stop_reasons\":");
 			strbuf_add_json_str(out, jw);
 		}
+		fp_leaf_part(db, out, true);
 		strbuf_addstr(out, "}");
 		return;
 	}
@@ -307,6 +338,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		if (why)
 			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
 	}
+	fp_leaf_part(db, out, false);
 	strbuf_addch(out, '\n');
 }
 

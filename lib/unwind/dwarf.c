@@ -4,6 +4,7 @@
 #include "tally/util.h"
 
 #include <asm/perf_regs.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -250,4 +251,67 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 			*why = "no CFI";
 	}
 	return c.n;
+}
+
+static struct proc_uw *proc_uw_get(struct tally_proc *p)
+{
+	struct proc_uw *u = p->uw;
+	if (!u) {
+		u = xcalloc(1, sizeof(*u));
+		u->dwfl = dwfl_begin(&dwfl_cbs);
+		p->uw = u;
+	}
+	return u->dwfl ? u : NULL;
+}
+
+enum tally_leaf tally_unwind_leaf(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
+				  const uint8_t *stack, size_t stack_len, uint64_t chain_ip, uint64_t *ra)
+{
+	if (!p || nregs < 20)
+		return TALLY_LEAF_UNKNOWN;
+	struct proc_uw *u = proc_uw_get(p);
+	if (!u)
+		return TALLY_LEAF_UNKNOWN;
+	uint64_t r[PERF_REG_X86_64_MAX] = { 0 };
+	uint64_t mask = tally_unwind_regs_mask();
+	size_t k = 0;
+	for (int bit = 0; bit < PERF_REG_X86_64_MAX && k < nregs; bit++)
+		if (mask & (1ULL << bit))
+			r[bit] = regs[k++];
+	report_maps(a, p, u);
+	uint64_t ip = r[PERF_REG_X86_IP], sp = r[PERF_REG_X86_SP];
+	if (ip != chain_ip)
+		return TALLY_LEAF_UNKNOWN;
+	Dwfl_Module *m = dwfl_addrmodule(u->dwfl, ip);
+	if (!m)
+		return TALLY_LEAF_UNKNOWN;
+	enum tally_leaf res = TALLY_LEAF_UNKNOWN;
+	/* .eh_frame first (what every x86-64 binary has), then .debug_frame */
+	for (int pass = 0; pass < 2 && res == TALLY_LEAF_UNKNOWN; pass++) {
+		Dwarf_Addr bias = 0;
+		Dwarf_CFI *cfi = pass ? dwfl_module_dwarf_cfi(m, &bias) : dwfl_module_eh_cfi(m, &bias);
+		Dwarf_Frame *fr = NULL;
+		if (!cfi || dwarf_cfi_addrframe(cfi, ip - bias, &fr) != 0)
+			continue;
+		Dwarf_Op *ops;
+		size_t nops;
+		/* a "register + offset" CFA rule comes back as one DW_OP_bregx */
+		if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_bregx) {
+			if (ops[0].number == 6) {
+				res = TALLY_LEAF_FRAMED; /* rbp: the frame is on the chain */
+			} else if (ops[0].number == 7 && ops[0].number2 >= 8) {
+				/* rsp: no frame on the chain; the x86-64 ABI puts the return
+				 * address at CFA - 8 */
+				uint64_t at = ops[0].number2 - 8;
+				if (at + 8 <= stack_len && sp) {
+					memcpy(ra, stack + at, sizeof(*ra));
+					res = TALLY_LEAF_RA;
+				}
+			}
+		}
+		free(fr);
+		if (res == TALLY_LEAF_UNKNOWN)
+			break; /* the CFI answered, but not in a form we can use */
+	}
+	return res;
 }
