@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct tally_recording {
 	int err_fd; /* read: errno of a failed exec, or EOF when exec succeeded */
 	bool child_done;
 	char *cgroup;   /* the command's own cgroup v2 directory, removed at the end, or NULL */
+	bool child_execed; /* with cgroup: its COMM exec record was seen */
 	int cgroup_fd;
 	int status;
 	int exit_code;
@@ -60,7 +62,16 @@ void tally_recording_opts_init(struct tally_recording_opts *o)
 
 static void on_record(void *ctx, const struct tally_rec *rec)
 {
-	tally_agg_record(ctx, rec);
+	struct tally_recording *r = ctx;
+	if (r->cgroup && !r->child_execed && rec->pid == (uint32_t)r->child) {
+		/* per-CPU events are on before the command's exec (there is no
+		 * enable_on_exec for them): tally's own child until then is not sampled */
+		if (rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC))
+			r->child_execed = true;
+		else if (rec->type == PERF_RECORD_SAMPLE)
+			return;
+	}
+	tally_agg_record(&r->agg, rec);
 }
 
 /* Forks the command, held before its exec until start writes to go_fd. */
@@ -389,7 +400,7 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 		return 1;
 	if (timeout_ms < 0)
 		timeout_ms = r->o.smp->randomize ? 50 : 100;
-	int n = tally_collector_poll(r->col, timeout_ms, on_record, &r->agg);
+	int n = tally_collector_poll(r->col, timeout_ms, on_record, r);
 	drain_wake(r);
 	identify(r);
 	tally_agg_collect_dead(&r->agg);
@@ -459,7 +470,7 @@ int tally_recording_stop(struct tally_recording *r)
 	if (!r->end)
 		r->end = TALLY_RECORDING_REQUESTED;
 	int ret = tally_collector_disable(r->col);
-	int n = tally_collector_poll(r->col, 0, on_record, &r->agg);
+	int n = tally_collector_poll(r->col, 0, on_record, r);
 	identify(r);
 	r->mono_stop = tally_now_mono();
 	r->state = ST_STOPPED;
