@@ -238,6 +238,7 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start, s->owned[s->nowned - 1], 3 };
 		added++;
 	}
+	dwarf_cfi_end(cfi); /* made here by dwarf_getcfi_elf: ours to free */
 	return added;
 }
 
