@@ -43,6 +43,7 @@ struct tally_image {
 	uint8_t early_id[20];
 	uint8_t early_id_len;  /* 0: early_hash is the id */
 	uint64_t early_hash;
+	void *leaf_cfi;        /* the file's CFI for the frame-pointer leaf check (unwind.h), or NULL */
 };
 
 struct tally_map {
@@ -112,6 +113,11 @@ struct tally_agg {
 	 * chain then costs one hash lookup, not two) */
 	uint32_t *frame_stack1;
 	size_t aframe_stack1;
+	/* per frame, with frame-pointer chains: the CFI rule at that code address
+	 * (tally_unwind_leaf_rule), 0 until asked, then 1 + enum tally_leaf, and for
+	 * TALLY_LEAF_RA the return address's offset from sp: asked once per address */
+	struct tally_leaf_rule { uint32_t kind, ra_off; } *leaf_rule;
+	size_t aleaf_rule;
 
 	uint32_t *stack_frames;
 	size_t nstack_frames, astack_frames;

@@ -32,6 +32,21 @@ enum tally_leaf { TALLY_LEAF_UNKNOWN, TALLY_LEAF_FRAMED, TALLY_LEAF_RA };
 enum tally_leaf tally_unwind_leaf(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
 				  const uint8_t *stack, size_t stack_len, uint64_t chain_ip, uint64_t *ra);
 
+/* The two halves of tally_unwind_leaf, so a caller can keep the rule per code
+ * address (it depends on the code only): the CFI rule at a file offset of a
+ * file image (TALLY_LEAF_RA: the return address at sp + *ra_off), from the
+ * image's own .eh_frame (else .debug_frame), opened through process p (which
+ * maps it now) once per image and kept in the image until
+ * tally_unwind_image_release; and reading the return address of a sample by
+ * that rule. tally_unwind_leaf_read returns false when the registers are
+ * missing, their IP is not chain_ip, or the address lies beyond the copy. */
+enum tally_leaf tally_unwind_leaf_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image, uint64_t offset,
+				       uint64_t *ra_off);
+/* Frees what tally_unwind_leaf_rule keeps in an image (NULL state: nothing). */
+void tally_unwind_image_release(struct tally_image *im);
+bool tally_unwind_leaf_read(const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
+			    uint64_t chain_ip, uint64_t ra_off, uint64_t *ra);
+
 /* Frees the per-process unwinding state (called when the process goes, or execs). */
 void tally_unwind_proc_release(struct tally_proc *p);
 

@@ -59,11 +59,13 @@ void tally_agg_release(struct tally_agg *a)
 		free(a->images[i].jd);
 		free(a->images[i].jd_source);
 		free(a->images[i].jd_text);
+		tally_unwind_image_release(&a->images[i]);
 	}
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
 	free(a->frames);
 	free(a->frame_stack1);
+	free(a->leaf_rule);
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	free(a->stacks);
@@ -260,7 +262,24 @@ static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const stru
 			   const uint64_t *user_raw, size_t nuser, uint32_t *n)
 {
 	uint64_t ra = 0;
-	enum tally_leaf l = tally_unwind_leaf(a, p, r->regs, r->nregs, r->stack, r->stack_len, user_raw[0], &ra);
+	uint32_t leaf = a->scratch_frames[user_at];
+	if (leaf >= a->aleaf_rule) {
+		size_t old = a->aleaf_rule;
+		GROW(a->leaf_rule, a->aleaf_rule, (size_t)leaf + 1);
+		memset(a->leaf_rule + old, 0, (a->aleaf_rule - old) * sizeof(*a->leaf_rule));
+	}
+	struct tally_leaf_rule *lr = &a->leaf_rule[leaf];
+	if (!lr->kind) {
+		/* once per code address: the CFI lookup allocates */
+		uint64_t off = 0;
+		const struct tally_frame *f = &a->frames[leaf];
+		enum tally_leaf k = tally_unwind_leaf_rule(a, p, f->image, f->offset, &off);
+		lr->kind = 1 + (uint32_t)k;
+		lr->ra_off = (uint32_t)off;
+	}
+	enum tally_leaf l = (enum tally_leaf)(lr->kind - 1);
+	if (l == TALLY_LEAF_RA && !tally_unwind_leaf_read(r->regs, r->nregs, r->stack, r->stack_len, user_raw[0], lr->ra_off, &ra))
+		l = TALLY_LEAF_UNKNOWN;
 	a->fp_leaf_checked++;
 	if (l == TALLY_LEAF_UNKNOWN) {
 		a->fp_leaf_unchecked++;
@@ -520,6 +539,9 @@ void tally_agg_release_unwind(struct tally_agg *a)
 {
 	for (size_t i = 0; i < a->nprocs; i++)
 		tally_unwind_proc_release(a->procs[i]);
+	for (size_t i = 0; i < a->nimages; i++)
+		tally_unwind_image_release(&a->images[i]);
+	/* the rules cached per frame stay right: they depend on the code only */
 }
 
 static uint32_t remap_image(const uint32_t *map, uint32_t i)
@@ -536,6 +558,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->frame_stack1);
 	a->frame_stack1 = NULL;
 	a->aframe_stack1 = 0;
+	free(a->leaf_rule);
+	a->leaf_rule = NULL;
+	a->aleaf_rule = 0;
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	a->stack_frames = NULL;
@@ -595,6 +620,7 @@ void tally_agg_reset(struct tally_agg *a)
 			free(a->images[i].jd);
 			free(a->images[i].jd_source);
 			free(a->images[i].jd_text);
+			tally_unwind_image_release(&a->images[i]);
 			map[i] = TALLY_HIDX_NONE;
 			continue;
 		}
@@ -638,7 +664,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);
