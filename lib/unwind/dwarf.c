@@ -260,7 +260,7 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 struct leaf_cfi {
 	int fd;
 	Elf *elf;
-	Dwarf_CFI *eh, *dbg;
+	Dwarf_CFI *eh; /* .eh_frame (what every x86-64 binary has) */
 	struct leaf_seg { uint64_t off, filesz, vaddr; } ph[16];
 	size_t nph;
 	bool failed;
@@ -273,8 +273,6 @@ void tally_unwind_image_release(struct tally_image *im)
 		return;
 	if (c->eh)
 		dwarf_cfi_end(c->eh);
-	if (c->dbg)
-		dwarf_cfi_end(c->dbg);
 	if (c->elf)
 		elf_end(c->elf);
 	if (c->fd >= 0)
