@@ -122,6 +122,7 @@ struct evfd {
 	int cpu;
 	uint64_t id;
 	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
+	bool on_exec; /* enabled by the kernel at the command's exec */
 };
 
 struct period_stats {
@@ -193,6 +194,15 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
 	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
 }
 
+/* Whether event ev of a TARGET_CHILD collector is opened on the command's
+ * cgroup: the events whose period tally fixes (and redraws); a period the
+ * kernel adapts stays on the command's own task events, enabled at its exec,
+ * so that tally's child before the exec does not train it. */
+static bool cgroup_event(const struct tally_collector *c, int ev)
+{
+	return c->o.use_cgroup && ev >= 0 && c->mean_period[ev] != 0;
+}
+
 /* ev < 0: the side-band event of opts.sideband_dummy, which never samples */
 static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int ev, bool sideband)
 {
@@ -231,9 +241,9 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
 	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
-	if (c->o.target != TALLY_TARGET_SYSTEM && !c->o.use_cgroup)
+	if (c->o.target != TALLY_TARGET_SYSTEM && !cgroup_event(c, ev))
 		a->inherit = 1;
-	if (c->o.target == TALLY_TARGET_CHILD && !c->o.use_cgroup)
+	if (c->o.target == TALLY_TARGET_CHILD && !cgroup_event(c, ev))
 		a->enable_on_exec = 1;
 	if (sideband) {
 		a->mmap = 1;
@@ -278,12 +288,13 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
-		long fd = sys_perf_event_open(&a, pid, cpu, -1,
-					      PERF_FLAG_FD_CLOEXEC | (c->o.use_cgroup ? PERF_FLAG_PID_CGROUP : 0));
+		bool cg = cgroup_event(c, ev);
+		long fd = sys_perf_event_open(&a, cg ? c->o.cgroup_fd : pid, cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC | (cg ? PERF_FLAG_PID_CGROUP : 0));
 		if (fd < 0) {
 			int e = errno;
 			char where[64];
-			if (c->o.target == TALLY_TARGET_SYSTEM || c->o.use_cgroup)
+			if (c->o.target == TALLY_TARGET_SYSTEM || cg)
 				snprintf(where, sizeof(where), "on CPU %d", cpu);
 			else
 				snprintf(where, sizeof(where), "for pid %d", (int)pid);
@@ -299,7 +310,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->fd = (int)fd;
 		f->event = ev;
 		f->cpu = cpu;
-		f->task = c->o.use_cgroup ? -1 : pid;
+		f->task = cg ? -1 : pid;
+		f->on_exec = a.enable_on_exec;
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -384,7 +396,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		if (opts->target == TALLY_TARGET_SYSTEM) {
 			ret = open_one(c, -1, cpu, &ring_of_cpu[cpu]);
 		} else if (opts->target == TALLY_TARGET_CHILD) {
-			ret = open_one(c, opts->use_cgroup ? opts->cgroup_fd : opts->pids[0], cpu, &ring_of_cpu[cpu]);
+			ret = open_one(c, opts->pids[0], cpu, &ring_of_cpu[cpu]);
 		} else {
 			for (size_t p = 0; p < opts->npids && !ret; p++) {
 				pid_t *tids;
@@ -439,8 +451,14 @@ static int apply_enable(struct tally_collector *c, int cpu)
 int tally_collector_enable(struct tally_collector *c)
 {
 	c->enabled = true;
-	if (c->o.target == TALLY_TARGET_CHILD && !c->o.use_cgroup)
-		return 0; /* enable_on_exec */
+	if (c->o.target == TALLY_TARGET_CHILD) {
+		/* the command's task events enable themselves at its exec; its cgroup's now */
+		for (size_t i = 0; i < c->nfds; i++)
+			if (!c->fds[i].on_exec && ioctl(c->fds[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0 && errno != ESRCH)
+				return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, &c->fds[i]),
+						    strerror(errno));
+		return 0;
+	}
 	return apply_enable(c, -1);
 }
 

@@ -66,7 +66,9 @@ static void on_record(void *ctx, const struct tally_rec *rec)
 	if (r->cgroup && !r->child_execed && rec->pid == (uint32_t)r->child) {
 		/* per-CPU events are on before the command's exec (there is no
 		 * enable_on_exec for them): tally's own child until then is not sampled */
-		if (rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC))
+		/* its exec: the COMM record says so, or the new program's first mapping */
+		if ((rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC)) ||
+		    rec->type == PERF_RECORD_MMAP2)
 			r->child_execed = true;
 		else if (rec->type == PERF_RECORD_SAMPLE)
 			return;

@@ -143,14 +143,7 @@ static bool read_enc4(const uint8_t *p, const uint8_t *end, uint8_t enc, int64_t
 static bool sym_overlaps(const struct tally_sym *syms, size_t n, uint64_t start, uint64_t end)
 {
 	/* syms sorted by address: the last one starting before end, and the one before it */
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (syms[mid].addr < end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = end ? TALLY_UPPER_U64(syms, n, addr, end - 1) : 0;
 	for (size_t k = lo; k > 0 && k + 2 >= lo; k--) {
 		const struct tally_sym *y = &syms[k - 1];
 		if (y->addr < end && start < y->addr + (y->size ? y->size : 1))
