@@ -37,7 +37,7 @@ struct tally_recording {
 	int err_fd; /* read: errno of a failed exec, or EOF when exec succeeded */
 	bool child_done;
 	char *cgroup;   /* the command's own cgroup v2 directory, removed at the end, or NULL */
-	bool child_execed; /* with cgroup: its COMM exec record was seen */
+	bool child_execed; /* with cgroup: its exec was seen (COMM exec or MMAP2 record) */
 	int cgroup_fd;
 	int status;
 	int exit_code;
@@ -65,8 +65,9 @@ static void on_record(void *ctx, const struct tally_rec *rec)
 	struct tally_recording *r = ctx;
 	if (r->cgroup && !r->child_execed && rec->pid == (uint32_t)r->child) {
 		/* per-CPU events are on before the command's exec (there is no
-		 * enable_on_exec for them): tally's own child until then is not sampled */
-		/* its exec: the COMM record says so, or the new program's first mapping */
+		 * enable_on_exec for them): tally's own child until then is not
+		 * sampled. Its exec: the COMM record says so, or the new program's
+		 * first mapping */
 		if ((rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC)) ||
 		    rec->type == PERF_RECORD_MMAP2)
 			r->child_execed = true;
