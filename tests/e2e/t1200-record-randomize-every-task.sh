@@ -5,7 +5,8 @@
 # randomized-samples REACHED/TOTAL, randomized-scope says how), and the timer's
 # real intervals spread over the draw; where tally cannot reach later tasks (-p
 # on a process that starts a child later) the report header says for what share
-# of the samples the period was randomized instead of just "randomized".
+# of the samples the period was randomized instead of just "randomized"; so
+# does a command recorded by a user who cannot make a cgroup (the fallback).
 . "$SRCDIR/tests/e2e/lib.sh"
 
 cat >wrap.sh <<'SH'
@@ -63,5 +64,32 @@ attached_child_said() {
 	note "scope '$scope', samples $rs: $(sed -n 2p p.txt)"
 }
 
+unprivileged_fallback() {
+	# without the right to make a cgroup (user nobody), a command is sampled by
+	# inherited events as before, and the session and header say what that reached
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	id nobody >/dev/null 2>&1 || skip "there is no user 'nobody'"
+	as_nobody=(setpriv --reuid=nobody --regid="$(id -gn nobody)" --clear-groups)
+	chmod 711 "$TMP"
+	mkdir -m 1777 pub
+	cp wrap.sh pub/
+	chmod 755 pub/wrap.sh
+	rc=0
+	(cd pub && "${as_nobody[@]}" "$TALLY" record -o n.db -- ./wrap.sh "$WORKLOADS/threads" 2 800 >n.out 2>n.err) || rc=$?
+	((rc != 126 && rc != 127)) || skip "user nobody cannot run $TALLY (exit $rc)"
+	((rc == 0)) || skip "user nobody cannot record here (exit $rc: $(head -c 300 pub/n.err))"
+	scope=$(session_key pub/n.db randomized-scope)
+	rs=$(session_key pub/n.db randomized-samples)
+	[[ $scope == "the original tasks only"* ]] || fail "as nobody: randomized-scope is '$scope', expected 'the original tasks only ...'"
+	[[ $rs =~ ^([0-9]+)/([0-9]+)$ ]] || fail "randomized-samples is '$rs'"
+	reached=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+	((total > 500 && reached * 10 < total)) || fail "as nobody: randomized-samples $rs, expected the child's threads not reached"
+	report_text n.txt -i pub/n.db
+	grep -q "(randomized for [0-9.]*% of the samples; the threads and children started later kept one period each)" n.txt ||
+		fail "as nobody: the header does not say what was randomized: $(sed -n 2p n.txt)"
+	note "as nobody: scope '$scope', samples $rs"
+}
+
 subtest wrapper-and-threads wrapper_and_threads
 subtest attached-child-said attached_child_said
+subtest unprivileged-fallback unprivileged_fallback
