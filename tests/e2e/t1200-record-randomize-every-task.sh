@@ -18,6 +18,9 @@ SH
 chmod +x wrap.sh
 
 wrapper_and_threads() {
+	awk '{ for (i = 1; i < NF; i++) if ($i == "-" && $(i + 1) == "cgroup2") f = 1 } END { exit !f }' /proc/self/mountinfo ||
+		skip "no cgroup v2 file system is mounted: tally falls back to inherited events (the unprivileged-fallback case)"
+	((EUID == 0)) || skip "making the command's cgroup needs root here"
 	tally_ok record -o w.db -- ./wrap.sh "$WORKLOADS/threads" 2 1500
 	scope=$(session_key w.db randomized-scope)
 	rs=$(session_key w.db randomized-samples)
