@@ -3,6 +3,7 @@
  * conditions, and the database written at the end. Shared by tally record,
  * tally daemon and anything that records in-process. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -155,6 +156,29 @@ static int write_str(const char *path, const char *text)
 	return e;
 }
 
+/* Removes the empty cgroups a tally that was killed (SIGKILL: no clean-up)
+ * left under dir: "tally-PID-CHILD" whose PID is gone. One that still holds a
+ * process is kept (rmdir refuses it). */
+static void sweep_stale_cgroups(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid, child;
+		char end;
+		if (sscanf(de->d_name, "tally-%d-%d%c", &pid, &child, &end) != 2 || pid <= 0 || pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		(void)rmdir(path);
+	}
+	closedir(d);
+}
+
 /* Puts the held child into a cgroup of its own, below tally's, so that per-CPU
  * events scoped to it follow every task of the command and take each redrawn
  * period (docs/sampling.md). False when this machine does not allow it: then
@@ -175,8 +199,9 @@ static bool child_cgroup(struct tally_recording *r)
 		if (l) {
 			l += 3;
 			size_t len = strcspn(l, "\n");
-			strbuf_addf(&dir, "%s%.*s/tally-%d-%d", mnt, (int)len, (len == 1 && *l == '/') ? "" : l,
-				    (int)getpid(), (int)r->child);
+			strbuf_addf(&dir, "%s%.*s", mnt, (int)len, (len == 1 && *l == '/') ? "" : l);
+			sweep_stale_cgroups(dir.buf);
+			strbuf_addf(&dir, "/tally-%d-%d", (int)getpid(), (int)r->child);
 			if (mkdir(dir.buf, 0755) == 0) {
 				char procs[4200], pid[32];
 				snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir.buf);

@@ -93,6 +93,37 @@ unprivileged_fallback() {
 	note "as nobody: scope '$scope', samples $rs"
 }
 
+killed_leaves_no_cgroup() {
+	# a tally killed with SIGKILL cannot remove the command's cgroup: the next
+	# recording does, once that tally is gone
+	mnt=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-" && $(i + 1) == "cgroup2" && $4 == "/") print $5 }' /proc/self/mountinfo | head -1)
+	[[ -n $mnt ]] || skip "no cgroup v2 file system is mounted"
+	((EUID == 0)) || skip "making the command's cgroup needs root here"
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	dir=$mnt${own%/}
+	"$TALLY" record -o k.db -- sleep 30 >/dev/null 2>&1 &
+	tp=$!
+	track_pid $tp
+	for ((i = 0; i < 100; i++)); do
+		compgen -G "$dir/tally-$tp-*" >/dev/null && break
+		sleep 0.05
+	done
+	cg=$(compgen -G "$dir/tally-$tp-*" | head -1)
+	[[ -n $cg ]] || fail "no cgroup $dir/tally-$tp-* while tally $tp records"
+	kill -KILL $tp
+	wait $tp 2>/dev/null || true
+	for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $cg/cgroup.procs ]] || break
+		sleep 0.05
+	done
+	[[ -d $cg ]] || fail "$cg is gone already (expected it left behind by the killed tally)"
+	tally_ok record -o k2.db -- true
+	[[ ! -d $cg ]] || fail "the next recording did not remove the killed tally's empty cgroup $cg"
+	note "the killed tally's $cg was removed by the next recording"
+}
+
 subtest wrapper-and-threads wrapper_and_threads
 subtest attached-child-said attached_child_said
 subtest unprivileged-fallback unprivileged_fallback
+subtest killed-leaves-no-cgroup killed_leaves_no_cgroup
