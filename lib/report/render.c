@@ -72,8 +72,20 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
 	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
-	if (list_item_is(rnd, ev, "yes"))
-		strbuf_addstr(out, " (randomized)");
+	if (list_item_is(rnd, ev, "yes")) {
+		/* say when the redraws did not reach every long-sampled task (docs/sampling.md) */
+		const char *rt = tally_meta_get(&db->session, "randomized-samples");
+		for (int i = 0; rt && i < ev; i++) {
+			rt = strchr(rt, ',');
+			rt = rt ? rt + 1 : NULL;
+		}
+		unsigned long long reached, total;
+		if (rt && sscanf(rt, "%llu/%llu", &reached, &total) == 2 && reached < total)
+			strbuf_addf(out, " (randomized for %.2f%% of the samples; the threads and children started later kept one period each)",
+				    100.0 * (double)reached / (double)total);
+		else
+			strbuf_addstr(out, " (randomized)");
+	}
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
@@ -244,6 +256,41 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
 	strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 }
 
+/* Frame-pointer chains and the caller of a function without a frame
+ * (docs/callgraph.md): what the recording checked and put back. */
+static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct tally_json *j)
+{
+	const char *cgm = tally_meta_get(&db->session, "call-graph");
+	if (!cgm || strcmp(cgm, "fp"))
+		return;
+	const char *ck = tally_meta_get(&db->session, "fp-leaf-checked");
+	const char *rp = tally_meta_get(&db->session, "fp-leaf-repaired");
+	const char *un = tally_meta_get(&db->session, "fp-leaf-unchecked");
+	unsigned long long c = 0, r = 0, u = 0;
+	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 && sscanf(un, "%llu", &u) == 1;
+	if (j) {
+		if (known) {
+			tally_json_kobj(j, "fp_leaf");
+			tally_json_ku64(j, "checked", c);
+			tally_json_ku64(j, "repaired", r);
+			tally_json_ku64(j, "unchecked", u);
+			tally_json_end(j);
+		} else {
+			tally_json_knull(j, "fp_leaf");
+		}
+		return;
+	}
+	if (!known) {
+		strbuf_addstr(out, "; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
+		return;
+	}
+	strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
+		    c ? 100.0 * (double)r / (double)c : 0.0);
+	if (u)
+		strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
+			    c ? 100.0 * (double)u / (double)c : 0.0, tally_meta_get(&db->session, "fp-leaf-stack") ? tally_meta_get(&db->session, "fp-leaf-stack") : "?");
+}
+
 /* the same as keys of the JSON object at hand */
 static void json_fname(struct tally_json *j, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
 {
@@ -277,6 +324,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		const char *jw = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (jw)
 			tally_json_kstr(j, "dwarf_stop_reasons", jw);
+		fp_leaf_part(db, out, j);
 		tally_json_end(j);
 		return;
 	}
@@ -295,6 +343,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		if (why)
 			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
 	}
+	fp_leaf_part(db, out, NULL);
 	strbuf_addch(out, '\n');
 }
 

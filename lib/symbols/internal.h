@@ -63,6 +63,7 @@ struct imgsyms {
 	bool debug_searched; /* the search for a debug file ran and found none */
 	Dwarf *dw;
 	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
+	size_t nfde;       /* of syms: functions no symbol names, from .eh_frame FDEs (IMAGE+0xADDR) */
 	uint64_t kdelta;   /* --vmlinux: running kernel address - vmlinux address */
 	size_t dwarf_missing; /* addresses in no compile unit (damaged or partial DWARF) */
 	char *dwarf_err;
