@@ -32,7 +32,7 @@ struct ropts {
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_FULLNAMES };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -44,6 +44,7 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_EXPLAIN: o->explain = true; break;
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
+	case OPT_FULLNAMES: o->r.full_names = true; break;
 	case OPT_HTML: o->html = arg; break;
 	case OPT_CHILDREN: o->r.children = true; break;
 	case OPT_CALLGRAPH: o->r.callgraph = true; break;
@@ -70,6 +71,7 @@ static const struct tally_option report_options[] = {
 	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
 	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
+	{ 0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES },
 	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
 	TALLY_OPTION_END,
 };

@@ -23,6 +23,7 @@ struct tally_report_opts {
 	const char *callers, *callees;
 	double percent_limit;           /* tree nodes and call-graph rows under it are left out */
 	uint64_t top;                   /* at most this many rows per table (0: all) */
+	bool full_names;                /* text: names with their template arguments and parameters */
 	const char *explain_image;      /* --explain IMAGE, or NULL for every image with samples */
 };
 

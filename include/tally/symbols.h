@@ -33,6 +33,7 @@ struct tally_resolver_opts {
 	double debuginfod_timeout; /* seconds per image (0: the default, 10) */
 	bool no_inline;          /* frames are functions only, inlined code counts for its caller */
 	bool lines;              /* source lines wanted: with no_inline, DWARF is read only then */
+	bool no_demangle;        /* --no-demangle: C++ and Rust names as the symbol table has them */
 };
 
 /* One frame of the code at an address: innermost first, the last is the

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tally/annotate.h"
 #include "tally/jitdump.h"
+#include "tally/demangle.h"
 #include "tally/util.h"
 
 #include <capstone/capstone.h>
@@ -486,7 +487,7 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 				continue;
 			img_samples[pf->image] += cnt;
 			const struct tally_sym *sym = tally_resolve(res, pf->image, db->entries[i].offset);
-			if (!sym || strcmp(sym->name, o->symbol))
+			if (!sym || !tally_name_matches(sym->name, o->symbol))
 				continue;
 			uint64_t la;
 			if (tally_resolver_addr(res, pf->image, db->entries[i].offset, &la))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/demangle.h"
 #include "tally/json.h"
 #include "tally/report.h"
 #include "tally/view.h"
@@ -87,6 +88,15 @@ static void lost_line(const struct tally_db *db, struct strbuf *out)
 		    pc(db->lost, all + db->lost), db->throttled);
 }
 
+/* A function's name in a text column: short (demangle.h) unless full. */
+static void add_name(struct strbuf *out, const char *name, bool full)
+{
+	if (full)
+		strbuf_addstr(out, name);
+	else
+		tally_name_short(out, name);
+}
+
 /* ---- the flat views: images, functions, lines ---- */
 
 static void text_functions(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
@@ -131,7 +141,9 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 			strbuf_addf(&loc, "0x%016" PRIx64, r->addr);
 		else
 			strbuf_addstr(&loc, "-");
-		strbuf_addf(out, "  %*s  %s%s\n", o->lines ? -w : w, loc.buf, r->name, r->inlined ? " (inlined)" : "");
+		strbuf_addf(out, "  %*s  ", o->lines ? -w : w, loc.buf);
+		add_name(out, r->name, o->full_names);
+		strbuf_addstr(out, r->inlined ? " (inlined)\n" : "\n");
 	}
 	strbuf_release(&loc);
 	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", img->samples, "");
@@ -240,10 +252,11 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 
 /* ---- call graphs ---- */
 
-static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool full)
 {
 	const struct tally_cg_func *fn = &cg->funcs[f];
-	strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
+	add_name(out, fn->name, full);
+	strbuf_addf(out, "%s  [%s]", fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 }
 
 /* the same as keys of the JSON object at hand */
@@ -256,7 +269,8 @@ static void json_fname(struct tally_json *j, const struct tally_db *db, const st
 		tally_json_kbool(j, "inlined", true);
 }
 
-static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j)
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
+			bool full)
 {
 	uint32_t sf[5];
 	uint64_t sc[5];
@@ -291,7 +305,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
 			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
-			fname(out, db, cg, sf[i]);
+			fname(out, db, cg, sf[i], full);
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (why)
@@ -301,7 +315,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 }
 
 static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
-		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, struct tally_json *j)
+		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
 {
 	const struct tally_cg_node *nd = &nodes[at];
 	size_t nk;
@@ -315,7 +329,7 @@ static void tree_print(const struct tally_db *db, const struct tally_cg *cg, con
 			tally_json_karr(j, "children");
 		}
 		for (size_t i = 0; i < nk; i++)
-			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, j);
+			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, j, full);
 		if (at) {
 			tally_json_end(j);
 			tally_json_end(j);
@@ -323,11 +337,11 @@ static void tree_print(const struct tally_db *db, const struct tally_cg *cg, con
 	} else {
 		if (at) {
 			strbuf_addf(out, "%*s%7.2f%% %9" PRIu64 "  ", depth * 2, "", pc(nd->count, base), nd->count);
-			fname(out, db, cg, nd->func);
+			fname(out, db, cg, nd->func, full);
 			strbuf_addch(out, '\n');
 		}
 		for (size_t i = 0; i < nk; i++)
-			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, NULL);
+			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, NULL, full);
 	}
 	free(kids);
 }
@@ -343,7 +357,7 @@ static int cmp_arc_count(const void *a, const void *b, void *ctx)
 
 /* --callgraph, one function: callers above, callees below, each by count. */
 static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
-				 const struct tally_view_row *f)
+				 const struct tally_view_row *f, bool full)
 {
 	const struct tally_cg *cg = &v->cg;
 	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
@@ -351,7 +365,7 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		if (dir == 1) {
 			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
 				    pc(f->samples, cg->total));
-			fname(out, db, cg, f->func);
+			fname(out, db, cg, f->func, full);
 			strbuf_addch(out, '\n');
 		}
 		size_t na;
@@ -362,7 +376,7 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
-			fname(out, db, cg, dir ? arc->callee : arc->caller);
+			fname(out, db, cg, dir ? arc->callee : arc->caller, full);
 			strbuf_addch(out, '\n');
 		}
 		free(arcs);
@@ -397,7 +411,7 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 		     const struct tally_report_opts *o, int ev, struct tally_json *j, struct tally_warnings *w)
 {
-	bool json = j != NULL;
+	bool json = j != NULL, full = o->full_names;
 	struct tally_view_cg v;
 	/* arcs only for the views that show them */
 	tally_view_cg_build_flags(&v, db, res, o->sel, ev, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
@@ -430,10 +444,10 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 				tally_json_end(j);
 			} else if (o->children) {
 				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
-				fname(out, db, cg, f->func);
+				fname(out, db, cg, f->func, full);
 				strbuf_addch(out, '\n');
 			} else {
-				text_callgraph_entry(out, db, &v, f);
+				text_callgraph_entry(out, db, &v, f, full);
 			}
 		}
 		if (json)
@@ -446,17 +460,17 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		if (json) {
 			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, j);
+				tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, j, full);
 			tally_json_end(j);
 		} else if (nodes) {
 			if (focus_name)
 				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
 					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, NULL);
+			tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
-	unwind_line(db, cg, out, j);
+	unwind_line(db, cg, out, j, full);
 	if (json)
 		tally_json_end(j);
 	tally_view_cg_release(&v);

@@ -5,6 +5,7 @@
 #define TALLY_SYMBOLS_INTERNAL_H
 
 #include "tally/archive.h"
+#include "tally/demangle.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
 #include "tally/imgmap.h"
@@ -42,8 +43,9 @@ struct imgsyms {
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
-	char **owned; /* names we had to copy (version suffixes cut) */
+	char **owned; /* names we had to copy (version suffixes cut, demangled) */
 	size_t nowned, aowned;
+	uint8_t *demangled; /* per symbol: its name was demangled (or needs not be) */
 	bool mismatch;
 	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;
