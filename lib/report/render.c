@@ -62,7 +62,11 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	const char *start = tally_meta_get(&db->session, "start-time");
 	if (!target)
 		target = tally_meta_get(&db->session, "target");
-	strbuf_addf(out, "# %s: %s", db->path, target ? target : "(what ran was not recorded)");
+	strbuf_addf(out, "# %s: ", db->path);
+	if (target) /* the command line as typed: its control bytes never reach the terminal raw */
+		strbuf_add_excerpt(out, target, strlen(target), strlen(target));
+	else
+		strbuf_addstr(out, "(what ran was not recorded)");
 	if (start)
 		strbuf_addf(out, ", %s", start);
 	if (dur)

@@ -287,7 +287,7 @@ void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tal
 
 void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
-	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT, why = STRBUF_INIT;
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
 	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
@@ -296,7 +296,7 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		have_map = true;
 		struct tally_perfmap_sym *ms;
 		size_t nms;
-		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
+		tally_perfmap_parse_why(sb.buf, sb.len, &ms, &nms, &bad, &why);
 		s->names = strbuf_detach(&sb);
 		GROW(s->syms, cap, s->nsyms + nms);
 		for (size_t i = 0; i < nms; i++) {
@@ -333,11 +333,22 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		sym_set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		/* after the jitdump copy's own note, if it has one */
-		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
-			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
+		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped; the first: %s)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s", why.buf);
 		s->loud = true;
+	}
+	/* names written by the profiled program: control bytes and bytes that are
+	 * not UTF-8 never reach a terminal, an SVG or an HTML page raw */
+	for (size_t i = 0; i < s->nsyms; i++) {
+		char *e = tally_jit_display_name(s->syms[i].name);
+		if (e) {
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = e;
+			s->syms[i].name = e;
+		}
 	}
 	sym_finish_syms(s);
 	strbuf_release(&p);
 	strbuf_release(&sb);
+	strbuf_release(&why);
 }
