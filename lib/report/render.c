@@ -572,12 +572,22 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		tally_resolver_explain(res, i, &tx);
 		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
 			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
+		/* a file was used, and yet it names nothing: say so, not only "used" and 0% */
+		struct tally_resolver_file used[8];
+		size_t nused = total && !named ? tally_resolver_files(res, i, used, 8) : 0;
+		for (size_t k = 0; k < nused; k++)
+			strbuf_addf(&tx, "  used but nothing named: %s '%s' was used, and none of the %" PRIu64 " samples is in a function it names (%s)\n",
+				    used[k].role == TALLY_RFILE_DEBUG ? "debug file" : "file", used[k].path, total,
+				    used[k].role == TALLY_RFILE_DEBUG ? "its symbols do not cover the sampled code"
+								      : "a stripped file without debug info, or not the code that ran: find the unstripped file or its debug file with --debug-dir or --mapfile");
 		if (json) {
 			tally_json_obj(&j);
 			json_image_id(&j, im);
 			tally_json_ku64(&j, "samples", total);
 			tally_json_ku64(&j, "named", named);
 			tally_json_ku64(&j, "with_line", lined);
+			if (nused)
+				tally_json_kbool(&j, "used_but_nothing_named", true);
 			tally_json_karr(&j, "explain");
 			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
 				nl = strchr(l, '\n');

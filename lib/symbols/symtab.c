@@ -11,6 +11,30 @@ static char *strip_deleted(const char *path)
 	return del ? xstrndup(path, (size_t)(del - path)) : xstrdup(path);
 }
 
+/* Whether path is a separate debug file (objcopy --only-keep-debug, a distro's
+ * .debug): its code sections are there but empty (SHT_NOBITS), so it has the
+ * image's build-id and symbols but never its code nor its file offsets. */
+static bool debug_only(const char *path)
+{
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t code = 0, empty = 0;
+	Elf_Scn *scn = NULL;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
+			continue;
+		code++;
+		empty += sh.sh_type == SHT_NOBITS;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return code && empty == code;
+}
+
 /* The image file: --image-path, then --mapfile, then the recorded path; the
  * first that is the recorded file. *mismatch when one was found but was
  * another file. Logged. */
@@ -49,6 +73,12 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			continue;
 		}
 		int ok = sym_check_file(di, c[i].path, &why);
+		if (ok == 1 && debug_only(c[i].path)) {
+			/* the right id, but no code: the debug search may use it, the image is elsewhere */
+			sym_logf_(s, "image file '%s' (%s): %s, but it is a separate debug file (its code sections are empty): not the image",
+				  c[i].path, c[i].why, why.buf);
+			continue;
+		}
 		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
 		if (ok == 0)
 			*mismatch = true;
