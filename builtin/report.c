@@ -32,7 +32,7 @@ struct ropts {
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_FULLNAMES };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_FULLNAMES, OPT_FLAT };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -41,6 +41,7 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_INPUT: o->input = arg; break;
 	case OPT_SYMBOLS: o->r.symbols = true; break;
 	case OPT_LINES: o->r.lines = true; break;
+	case OPT_FLAT: o->r.flat = true; break;
 	case OPT_EXPLAIN: o->explain = true; break;
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
@@ -67,6 +68,7 @@ static const struct tally_option report_options[] = {
 	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
 	{ 'f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS },
 	{ 'l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES },
+	{ 0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT },
 	{ 0, "explain", TALLY_ARG_NONE, NULL,
 	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
 	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
@@ -83,7 +85,7 @@ static const struct tally_option report_cg_options[] = {
 	{ 0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS },
 	{ 0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES },
 	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P",
-	  "leave out tree nodes under P% (default 0.5); with --html, fold\nflame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
+	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
 	TALLY_OPTION_END,
 };
 
@@ -108,6 +110,8 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 		o->r.explain_image = argv[first++];
 	if (first < argc)
 		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
+	if (o->r.flat && !o->r.lines)
+		o->r.symbols = true;
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	return -1;

@@ -40,6 +40,13 @@ static bool shown(const struct tally_report_opts *o, size_t i)
 	return !o->top || i < o->top;
 }
 
+/* A row of a flat table (rows by samples): within --top and --percent-limit
+ * (of what its % column shows). */
+static bool shown_flat(const struct tally_report_opts *o, size_t i, uint64_t n, uint64_t of)
+{
+	return shown(o, i) && pc(n, of) >= o->percent_limit;
+}
+
 /* Whether item i of a comma-separated list equals want. */
 static bool list_item_is(const char *list, int i, const char *want)
 {
@@ -120,7 +127,7 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 		strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
 	int w = 18;
 	if (o->lines)
-		for (size_t k = 0; k < fr.n && shown(o, k); k++)
+		for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++)
 			if (fr.v[k].file) {
 				int len = (int)strlen(tally_basename(fr.v[k].file)) + 1 + snprintf(NULL, 0, "%d", fr.v[k].line);
 				if (len > w)
@@ -129,7 +136,7 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
 	struct strbuf loc = STRBUF_INIT;
 	uint64_t cum = 0;
-	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
 		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
@@ -154,6 +161,32 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	tally_view_rows_release(&fr);
 }
 
+/* --flat: one table of the functions (or lines) of every selected image, by
+ * samples (perf report's default view, pprof -top). */
+static void text_flat(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		      const struct tally_report_opts *o, int ev, const struct tally_view_rows *t)
+{
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
+	strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
+	uint64_t cum = 0;
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		cum += r->samples;
+		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		pct(out, r->samples, t->total);
+		strbuf_addch(out, ' ');
+		pct(out, cum, t->total);
+		strbuf_addstr(out, "  ");
+		if (o->lines)
+			strbuf_addf(out, r->file ? "%s:%d  " : "-  ", r->file ? tally_basename(r->file) : "", r->line);
+		add_name(out, r->name, o->full_names);
+		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "", db->images[r->image].name);
+	}
+	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t->total, "");
+	tally_view_rows_release(&fr);
+}
+
 static void text_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, int ev)
 {
@@ -163,7 +196,7 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	if (!o->symbols && !o->lines) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
 		uint64_t cum = 0;
-		for (size_t i = 0; i < t.n && shown(o, i); i++) {
+		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 			cum += t.v[i].samples;
 			strbuf_addf(out, "%9" PRIu64 " ", t.v[i].samples);
 			pct(out, t.v[i].samples, t.total);
@@ -172,8 +205,11 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 			strbuf_addf(out, "  %s\n", t.v[i].name);
 		}
 		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t.total, "");
+	} else if (o->flat) {
+		text_flat(out, db, res, o, ev, &t);
 	} else {
-		for (size_t i = 0; i < t.n; i++)
+		/* the images JSON lists: the top N, at least the limit */
+		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++)
 			text_functions(out, db, res, o, ev, &t.v[i], t.total);
 	}
 	tally_view_rows_release(&t);
@@ -190,7 +226,7 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 	} else {
 		tally_json_karr(j, "functions");
 	}
-	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		tally_json_obj(j);
 		if (o->lines) {
@@ -221,6 +257,43 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 	tally_view_rows_release(&fr);
 }
 
+static void json_flat(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
+		      const struct tally_report_opts *o, int ev, const struct tally_view_rows *t)
+{
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
+	tally_json_karr(j, o->lines ? "lines" : "functions");
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		tally_json_obj(j);
+		if (o->lines) {
+			tally_json_kstr(j, "file", r->file);
+			if (r->file && r->line)
+				tally_json_ki64(j, "line", r->line);
+			else
+				tally_json_knull(j, "line");
+			tally_json_kstr(j, "function", r->name);
+		} else {
+			tally_json_kstr(j, "name", r->name);
+		}
+		tally_json_kstr(j, "image", db->images[r->image].name);
+		if (r->inlined)
+			tally_json_kbool(j, "inlined", true);
+		if (!o->lines) {
+			tally_json_key(j, "addr");
+			if (r->has_addr)
+				tally_json_strf(j, "0x%" PRIx64, r->addr);
+			else
+				tally_json_null(j);
+		}
+		tally_json_ku64(j, "samples", r->samples);
+		tally_json_knum(j, "percent", pc(r->samples, t->total), 4);
+		tally_json_end(j);
+	}
+	tally_json_end(j);
+	tally_view_rows_release(&fr);
+}
+
 static void json_event(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, int ev)
 {
@@ -229,9 +302,15 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 	tally_json_obj(j);
 	tally_json_kstr(j, "name", db->events[ev]);
 	tally_json_ku64(j, "samples", t.total);
+	if (o->flat) {
+		json_flat(j, db, res, o, ev, &t);
+		tally_json_end(j);
+		tally_view_rows_release(&t);
+		return;
+	}
 	tally_json_karr(j, "images");
 	bool fn = o->symbols || o->lines;
-	for (size_t i = 0; i < t.n && shown(o, i); i++) {
+	for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 		const struct tally_view_row *r = &t.v[i];
 		const struct tally_db_image *im = &db->images[r->image];
 		tally_json_obj(j);

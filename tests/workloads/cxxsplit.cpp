@@ -1,11 +1,12 @@
 /*
  * cxxsplit [MS]: about MS milliseconds of CPU time (default 1000) in C++ code
- * whose names are mangled in its symbol table, split 2:1:1:1 between
+ * whose names are mangled in its symbol table, split 2:1:2:1 between
  *   ns_a::Grid<int>::sweep(int)     a member of a class template (noinline)
  *   ns_b::churn(double)             a function in a namespace (noinline)
  *   ns_a::compare(...), ns_b::compare(...)
  *                                   two functions with one bare name, always
- *                                   inlined into ns_b::mix(int)
+ *                                   inlined into ns_b::mix(int); ns_a::compare
+ *                                   into ns_b::again(int) too (two places)
  * each part measured with the thread CPU clock and printed as
  * `truth NAME PERCENT`, NAME as the report's short names are (pprof's):
  * ns_a::Grid::sweep, ns_b::churn, ns_a::compare, ns_b::compare.
@@ -57,6 +58,15 @@ WL_NOINLINE uint64_t mix(int units, double *ta, double *tb)
 	*tb += wl_thread_ms() - t1;
 	return x;
 }
+
+WL_NOINLINE uint64_t again(int units, double *ta)
+{
+	uint64_t x = (uint64_t)units ^ 0x5555;
+	double t0 = wl_thread_ms();
+	x = ns_a::compare(x, (uint64_t)units);
+	*ta += wl_thread_ms() - t0;
+	return x;
+}
 } // namespace ns_b
 
 int main(int argc, char **argv)
@@ -76,6 +86,7 @@ int main(int argc, char **argv)
 		tg += t1 - t0;
 		tc += t2 - t1;
 		wl_sink += ns_b::mix(1, &ta, &tb);
+		wl_sink += ns_b::again(1, &ta);
 	} while (wl_thread_ms() - start < target);
 
 	double all = tg + tc + ta + tb;
