@@ -354,6 +354,7 @@ int cmd_annotate(int argc, char **argv)
 			goto out;
 		}
 	}
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	struct tally_annotate_opts ao = { symbol, image, ev };
 	struct tally_annot_func *funcs = NULL;
@@ -394,6 +395,7 @@ int cmd_annotate(int argc, char **argv)
 	/* damaged or changed images the annotation read */
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	tally_report_image_warnings(&db, res, tally_verbose, &w);
+	tally_progress_done();
 	tally_print_warnings(&w);
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {

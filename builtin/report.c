@@ -145,6 +145,7 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		tally_report_text(&out, db, res, &o->r, &w);
 	}
 	tally_report_image_warnings(db, res, tally_verbose, &w);
+	tally_progress_done();
 	tally_print_warnings(&w);
 	if (out.len)
 		fwrite(out.buf, 1, out.len, stdout);
@@ -219,8 +220,10 @@ int cmd_report(int argc, char **argv)
 		tally_view_select(&db, &o.sel);
 	tally_warn_jit(&db);
 	ro.lines = o.r.lines || o.explain;
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	ret = render(&o, &db, res);
+	tally_progress_done();
 out:
 	tally_resolver_free(res);
 	if (have_db)

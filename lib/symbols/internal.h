@@ -134,6 +134,8 @@ struct tally_resolver {
 	void (*dfd_set_user_data)(debuginfod_client *, void *);
 	void *(*dfd_get_user_data)(debuginfod_client *);
 	void (*dfd_end)(debuginfod_client *);
+	double dfd_until; /* --debuginfod-timeout bounds the whole report: when it ends (0: not started) */
+	uint32_t dfd_image; /* the image being downloaded, for progress */
 };
 
 struct cand {
@@ -151,6 +153,8 @@ struct fsym {
 };
 
 void sym_set_note(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A progress line for slow work (tally_resolver_opts.progress), if asked for. */
+void sym_progress(struct tally_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_logf_(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_finish_syms(struct imgsyms *s);
 void sym_load(struct tally_resolver *r, uint32_t image);

@@ -122,6 +122,18 @@ void sym_set_note(struct imgsyms *s, const char *fmt, ...)
 	s->note = strbuf_detach(&sb);
 }
 
+void sym_progress(struct tally_resolver *r, const char *fmt, ...)
+{
+	if (!r->o.progress)
+		return;
+	char line[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	r->o.progress(r->o.progress_ctx, line);
+}
+
 void sym_logf_(struct imgsyms *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -204,6 +216,7 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 		sym_set_note(s, "'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
 			 di->path);
 	} else {
+		sym_progress(r, "reading the symbols of %s", di->name);
 		sym_load_file(r, s, di);
 	}
 }

@@ -53,7 +53,7 @@ static const struct tally_option symopts_options[] = {
 	{ 0, "mapfile", TALLY_ARG_REQUIRED, "FILE", "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE },
 	{ 0, "vmlinux", TALLY_ARG_REQUIRED, "FILE", "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX },
 	{ 0, "debuginfod", TALLY_ARG_NONE, NULL, "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD },
-	{ 0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long per image (default 10)", SO_DFDTIMEOUT },
+	{ 0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT },
 	{ 0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE },
 	{ 0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE },
 	TALLY_OPTION_END,
