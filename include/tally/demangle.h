@@ -23,7 +23,8 @@ char *tally_demangle(const char *name);
  * Template arguments, parameter lists, return types, cv-qualifiers and ABI
  * tags go; "(anonymous namespace)", lambdas ("{lambda(int)#1}"), operator
  * names ("operator<<", "operator()") and Rust's "<T as Trait>" paths stay.
- * A name with nothing to drop is appended as it is. */
+ * A name with neither a scope ("::") nor a parameter list at its end (C, the
+ * kernel, JIT runtimes' names) or with nothing to drop is appended as it is. */
 void tally_name_short(struct strbuf *out, const char *name);
 
 /* Whether want names the function `name` (a demangled name, or a C name):

@@ -57,8 +57,12 @@ void tally_name_short(struct strbuf *out, const char *name)
 	static const char *const ops[] = { "<<=", ">>=", "<=>", "->*", "<<", ">>", "<=", ">=", "->", "()", "[]", "<", ">" };
 	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
 	size_t base = out->len, i = 0;
-	if (!strpbrk(name, "(<")) {
-		/* C, kernel ("name [module]") and most JIT names: nothing to drop */
+	const char *rp = strrchr(name, ')');
+	bool sig = rp && (!rp[1] || starts(rp + 1, " const") || starts(rp + 1, " volatile") || starts(rp + 1, " &") ||
+			  starts(rp + 1, " [clone") || starts(rp + 1, " noexcept"));
+	if (!strpbrk(name, "(<") || !(sig || strstr(name, "::"))) {
+		/* C, kernel ("name [module]") and JIT names ("JS:*<anonymous> /a.js:1"):
+		 * a demangled C++ or Rust name has a scope or a parameter list */
 		strbuf_addstr(out, name);
 		return;
 	}
@@ -103,6 +107,13 @@ void tally_name_short(struct strbuf *out, const char *name)
 		}
 		if (c == '[' && starts(name + i, "[abi:")) {
 			i = group_end(name, i);
+			continue;
+		}
+		if (c == ' ' && name[i + 1] == '[' && out->len > base) {
+			/* " [clone .constprop.0]": another function, said as the demangler says it */
+			size_t e = group_end(name, i + 1);
+			strbuf_add(out, name + i, e - i);
+			i = e;
 			continue;
 		}
 		if (c == ' ') {

@@ -55,6 +55,8 @@ static void test_demangle__short(void **state)
 		    "std::__introsort_loop");
 	check_short("std::vector<int, std::allocator<int> >::size() const", "std::vector::size");
 	check_short("operator new(unsigned long)", "operator new");
+	check_short("void sort<int>(int*)", "sort");
+	check_short("std::allocator<int>::operator new(unsigned long)", "std::allocator::operator new");
 	check_short("std::ostream::operator<<(int)", "std::ostream::operator<<");
 	check_short("bool operator< <int>(Foo<int> const&, Foo<int> const&)", "operator<");
 	check_short("main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()");
@@ -67,6 +69,9 @@ static void test_demangle__short(void **state)
 	check_short("hot_loop", "hot_loop");
 	check_short("ext4_file_write_iter [ext4]", "ext4_file_write_iter [ext4]");
 	check_short("[unknown]", "[unknown]");
+	check_short("JS:*<anonymous> /tmp/app.js:1:13", "JS:*<anonymous> /tmp/app.js:1:13");
+	check_short("py::<module>:/tmp/x.py", "py::<module>:/tmp/x.py");
+	check_short("ns::foo(int) [clone .constprop.0]", "ns::foo [clone .constprop.0]");
 	check_short("", "");
 }
 
