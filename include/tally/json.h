@@ -12,7 +12,8 @@
  *   tally_json_end(&j);     (the array)
  *   tally_json_end(&j);     (the object)
  *
- * Nesting deeper than TALLY_JSON_DEPTH is a programming error (assert). */
+ * Nesting has no limit (a call tree can be 500,000 levels deep): levels past
+ * TALLY_JSON_DEPTH live on the heap, freed when the document is closed. */
 #ifndef TALLY_JSON_H
 #define TALLY_JSON_H
 
@@ -25,12 +26,13 @@
 
 struct tally_json {
 	struct strbuf *out;
-	unsigned depth;
+	size_t depth;
 	bool after_key;
-	/* per level: something was written there (the next one needs a comma) */
-	bool used[TALLY_JSON_DEPTH + 1];
-	/* per level: '}' or ']' */
-	char close[TALLY_JSON_DEPTH + 1];
+	/* per level: bit 0, something was written there (the next one needs a
+	 * comma); bit 1, an object (closed by '}', else ']') */
+	unsigned char lv[TALLY_JSON_DEPTH + 1];
+	unsigned char *deep; /* levels past TALLY_JSON_DEPTH */
+	size_t adeep;
 };
 
 void tally_json_init(struct tally_json *j, struct strbuf *out);

@@ -92,11 +92,8 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
-	uint64_t all = 0;
-	for (int e = 0; e < db->nevents; e++)
-		all += db->samples[e];
 	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
-		    pc(db->lost, all + db->lost), db->throttled);
+		    tally_view_lost_pct(db), db->throttled);
 }
 
 /* A function's name in a text column: short (demangle.h) unless full. */
@@ -397,36 +394,67 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 	strbuf_addch(out, '\n');
 }
 
-static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
-		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
+/* The text tree indents two spaces a level up to this depth; deeper levels
+ * (a recursion thousands of calls deep) keep that indent and say their depth,
+ * so the output grows with the number of nodes, not with its square. */
+#define TREE_INDENT_MAX 40
+
+static void tree_line(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
+		      uint64_t base, struct strbuf *out, bool full)
 {
-	const struct tally_cg_node *nd = &nodes[at];
-	size_t nk;
-	uint32_t *kids = tally_view_tree_kids(nodes, at, base, limit, &nk);
-	if (j) {
-		if (at) {
+	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
+	strbuf_addf(out, "%*s", ind * 2, "");
+	if (depth > TREE_INDENT_MAX)
+		strbuf_addf(out, "[depth %d] ", depth);
+	strbuf_addf(out, "%7.2f%% %9" PRIu64 "  ", pc(nd->count, base), nd->count);
+	fname(out, db, cg, nd->func, full);
+	strbuf_addch(out, '\n');
+}
+
+/* The tree under node 0 (not printed itself), depth first, children by count:
+ * text (j NULL) or nested JSON objects. A loop with its own stack, not a
+ * recursion: a stack can be 500,000 frames deep. */
+static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
+{
+	struct level {
+		uint32_t *kids;
+		size_t nk, next;
+	} *st = NULL;
+	size_t n = 0, alloc = 0;
+	GROW(st, alloc, 1);
+	st[0].kids = tally_view_tree_kids(nodes, 0, base, limit, &st[0].nk);
+	st[0].next = 0;
+	n = 1;
+	while (n) {
+		struct level *lv = &st[n - 1];
+		if (lv->next == lv->nk) {
+			free(lv->kids);
+			n--;
+			if (n && j) {
+				tally_json_end(j); /* children */
+				tally_json_end(j); /* the node */
+			}
+			continue;
+		}
+		uint32_t at = lv->kids[lv->next++];
+		const struct tally_cg_node *nd = &nodes[at];
+		int depth = (int)n; /* node 0's children are at depth 1 in JSON, 0 in text */
+		if (j) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, nd->func);
 			tally_json_ku64(j, "samples", nd->count);
 			tally_json_knum(j, "percent", pc(nd->count, base), 4);
 			tally_json_karr(j, "children");
+		} else {
+			tree_line(db, cg, nd, depth - 1, base, out, full);
 		}
-		for (size_t i = 0; i < nk; i++)
-			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, j, full);
-		if (at) {
-			tally_json_end(j);
-			tally_json_end(j);
-		}
-	} else {
-		if (at) {
-			strbuf_addf(out, "%*s%7.2f%% %9" PRIu64 "  ", depth * 2, "", pc(nd->count, base), nd->count);
-			fname(out, db, cg, nd->func, full);
-			strbuf_addch(out, '\n');
-		}
-		for (size_t i = 0; i < nk; i++)
-			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, NULL, full);
+		GROW(st, alloc, n + 1);
+		st[n].kids = tally_view_tree_kids(nodes, at, base, limit, &st[n].nk);
+		st[n].next = 0;
+		n++;
 	}
-	free(kids);
+	free(st);
 }
 
 static int cmp_arc_count(const void *a, const void *b, void *ctx)
@@ -543,13 +571,13 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		if (json) {
 			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, j, full);
+				tree_print(db, cg, nodes, base, o->percent_limit, out, j, full);
 			tally_json_end(j);
 		} else if (nodes) {
 			if (focus_name)
 				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
 					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, NULL, full);
+			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}

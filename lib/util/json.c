@@ -5,14 +5,26 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
+
+enum { USED = 1, OBJ = 2 };
 
 void tally_json_init(struct tally_json *j, struct strbuf *out)
 {
 	j->out = out;
 	j->depth = 0;
 	j->after_key = false;
-	j->used[0] = false;
-	j->close[0] = 0;
+	j->lv[0] = 0;
+	j->deep = NULL;
+	j->adeep = 0;
+}
+
+static unsigned char *level(struct tally_json *j, size_t d)
+{
+	if (d <= TALLY_JSON_DEPTH)
+		return &j->lv[d];
+	GROW(j->deep, j->adeep, d - TALLY_JSON_DEPTH);
+	return &j->deep[d - TALLY_JSON_DEPTH - 1];
 }
 
 /* before any value or key: the comma that separates it from the previous one */
@@ -22,41 +34,45 @@ static void sep(struct tally_json *j)
 		j->after_key = false;
 		return;
 	}
-	if (j->used[j->depth])
+	unsigned char *l = level(j, j->depth);
+	if (*l & USED)
 		strbuf_addch(j->out, ',');
-	j->used[j->depth] = true;
+	*l |= USED;
 }
 
-static void json_open(struct tally_json *j, char o, char c)
+static void json_open(struct tally_json *j, bool obj)
 {
 	sep(j);
-	assert(j->depth < TALLY_JSON_DEPTH);
-	strbuf_addch(j->out, o);
+	strbuf_addch(j->out, obj ? '{' : '[');
 	j->depth++;
-	j->used[j->depth] = false;
-	j->close[j->depth] = c;
+	*level(j, j->depth) = obj ? OBJ : 0;
 }
 
 void tally_json_obj(struct tally_json *j)
 {
-	json_open(j, '{', '}');
+	json_open(j, true);
 }
 
 void tally_json_arr(struct tally_json *j)
 {
-	json_open(j, '[', ']');
+	json_open(j, false);
 }
 
 void tally_json_end(struct tally_json *j)
 {
 	assert(j->depth > 0 && !j->after_key);
-	strbuf_addch(j->out, j->close[j->depth]);
+	strbuf_addch(j->out, *level(j, j->depth) & OBJ ? '}' : ']');
 	j->depth--;
+	if (!j->depth) { /* the document is whole */
+		free(j->deep);
+		j->deep = NULL;
+		j->adeep = 0;
+	}
 }
 
 void tally_json_key(struct tally_json *j, const char *key)
 {
-	assert(j->depth > 0 && j->close[j->depth] == '}' && !j->after_key);
+	assert(j->depth > 0 && (*level(j, j->depth) & OBJ) && !j->after_key);
 	sep(j);
 	strbuf_add_json_str(j->out, key);
 	strbuf_addch(j->out, ':');

@@ -180,6 +180,22 @@ static void test_util__json_writer(void **state)
 	tally_json_arr(&j);
 	tally_json_end(&j);
 	assert_string_equal(sb.buf, "[]");
+	/* nesting without a limit: 100,000 levels (a call tree can be deeper) */
+	strbuf_reset(&sb);
+	tally_json_init(&j, &sb);
+	for (int i = 0; i < 100000; i++) {
+		tally_json_obj(&j);
+		tally_json_kstr(&j, "k", "v");
+		tally_json_karr(&j, "c");
+	}
+	for (int i = 0; i < 100000; i++) {
+		tally_json_end(&j);
+		tally_json_end(&j);
+	}
+	assert_int_equal(sb.len, 100000 * strlen("{\"k\":\"v\",\"c\":[]}"));
+	assert_memory_equal(sb.buf, "{\"k\":\"v\",\"c\":[{\"k\"", 18);
+	assert_memory_equal(sb.buf + sb.len - 4, "]}]}", 4);
+	assert_null(j.deep);
 	strbuf_release(&sb);
 }
 
