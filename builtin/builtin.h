@@ -38,6 +38,12 @@ struct tally_db;
 /* Shared by report and annotate: the recording's warnings about JIT maps and
  * jitdumps (untrusted, damaged), one line each. */
 void tally_warn_jit(const struct tally_db *db);
+/* Progress of slow symbol work (debuginfod downloads, loading images) on stderr
+ * when it is a terminal, and nothing otherwise: sets ro's progress callback.
+ * tally_progress_done clears the line (the printers above clear it too). */
+struct tally_resolver_opts;
+void tally_progress_attach(struct tally_resolver_opts *ro);
+void tally_progress_done(void);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

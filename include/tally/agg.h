@@ -60,6 +60,7 @@ struct tally_proc {
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
 	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
+	uint32_t jit_wait, jit_tries; /* with jit 0 after a look found no map: anonymous samples until the next look, looks so far */
 	int jit_map_fd;      /* with jit 1: the perf map, opened when it was checked, read from then on */
 	uint64_t jit_map_dev, jit_map_ino; /* with jit 1: which file that is */
 	char *jitdump;       /* a trusted jit-PID.dump the process mapped, as it named it, or NULL */

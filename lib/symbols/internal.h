@@ -5,6 +5,7 @@
 #define TALLY_SYMBOLS_INTERNAL_H
 
 #include "tally/archive.h"
+#include "tally/demangle.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
 #include "tally/imgmap.h"
@@ -42,8 +43,9 @@ struct imgsyms {
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
-	char **owned; /* names we had to copy (version suffixes cut) */
+	char **owned; /* names we had to copy (version suffixes cut, demangled) */
 	size_t nowned, aowned;
+	uint8_t *demangled; /* per symbol: its name was demangled (or needs not be) */
 	bool mismatch;
 	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;
@@ -133,6 +135,8 @@ struct tally_resolver {
 	void (*dfd_set_user_data)(debuginfod_client *, void *);
 	void *(*dfd_get_user_data)(debuginfod_client *);
 	void (*dfd_end)(debuginfod_client *);
+	double dfd_until; /* --debuginfod-timeout bounds the whole report: when it ends (0: not started) */
+	uint32_t dfd_image; /* the image being downloaded, for progress */
 };
 
 struct cand {
@@ -150,6 +154,8 @@ struct fsym {
 };
 
 void sym_set_note(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A progress line for slow work (tally_resolver_opts.progress), if asked for. */
+void sym_progress(struct tally_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_logf_(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_finish_syms(struct imgsyms *s);
 void sym_load(struct tally_resolver *r, uint32_t image);

@@ -11,6 +11,30 @@ static char *strip_deleted(const char *path)
 	return del ? xstrndup(path, (size_t)(del - path)) : xstrdup(path);
 }
 
+/* Whether path is a separate debug file (objcopy --only-keep-debug, a distro's
+ * .debug): its code sections are there but empty (SHT_NOBITS), so it has the
+ * image's build-id and symbols but never its code nor its file offsets. */
+static bool debug_only(const char *path)
+{
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t code = 0, empty = 0;
+	Elf_Scn *scn = NULL;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
+			continue;
+		code++;
+		empty += sh.sh_type == SHT_NOBITS;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return code && empty == code;
+}
+
 /* The image file: --image-path, then --mapfile, then the recorded path; the
  * first that is the recorded file. *mismatch when one was found but was
  * another file. Logged. */
@@ -49,6 +73,12 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			continue;
 		}
 		int ok = sym_check_file(di, c[i].path, &why);
+		if (ok == 1 && debug_only(c[i].path)) {
+			/* the right id, but no code: the debug search may use it, the image is elsewhere */
+			sym_logf_(s, "image file '%s' (%s): %s, but it is a separate debug file (its code sections are empty): not the image",
+				  c[i].path, c[i].why, why.buf);
+			continue;
+		}
 		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
 		if (ok == 0)
 			*mismatch = true;
@@ -408,7 +438,7 @@ void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tal
 
 void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
-	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT, why = STRBUF_INIT;
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
 	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
@@ -417,7 +447,7 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		have_map = true;
 		struct tally_perfmap_sym *ms;
 		size_t nms;
-		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
+		tally_perfmap_parse_why(sb.buf, sb.len, &ms, &nms, &bad, &why);
 		s->names = strbuf_detach(&sb);
 		GROW(s->syms, cap, s->nsyms + nms);
 		for (size_t i = 0; i < nms; i++) {
@@ -454,11 +484,22 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		sym_set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		/* after the jitdump copy's own note, if it has one */
-		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
-			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
+		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped; the first: %s)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s", why.buf);
 		s->loud = true;
+	}
+	/* names written by the profiled program: control bytes and bytes that are
+	 * not UTF-8 never reach a terminal, an SVG or an HTML page raw */
+	for (size_t i = 0; i < s->nsyms; i++) {
+		char *e = tally_jit_display_name(s->syms[i].name);
+		if (e) {
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = e;
+			s->syms[i].name = e;
+		}
 	}
 	sym_finish_syms(s);
 	strbuf_release(&p);
 	strbuf_release(&sb);
+	strbuf_release(&why);
 }
