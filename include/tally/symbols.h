@@ -18,8 +18,10 @@ struct tally_sym {
 	uint64_t addr; /* as the image's symbol table says (link-time address) */
 	uint64_t size;
 	const char *name;
-	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local */
+	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local;
+		   * TALLY_SYM_FDE: no symbol, bounds from .eh_frame, named IMAGE+0xADDRESS */
 };
+#define TALLY_SYM_FDE 3
 
 struct tally_imgmap;
 

@@ -703,7 +703,7 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		const struct tally_db_image *im = &db->images[i];
 		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
 			continue;
-		uint64_t total = 0, named = 0, lined = 0;
+		uint64_t total = 0, named = 0, lined = 0, by_addr = 0;
 		bool selected = false;
 		for (size_t p = 0; p < db->nprofs; p++) {
 			const struct tally_db_prof *pf = &db->profs[p];
@@ -717,8 +717,15 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 				total += c;
 				const struct tally_srcframe *fr;
 				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
-				if (n && fr[n - 1].name)
-					named += c;
+				if (n && fr[n - 1].name) {
+					/* a function named by its address (.eh_frame bounds, no symbol) is
+					 * found, not named */
+					const struct tally_sym *sy = fr[0].file ? NULL : tally_resolve(res, i, db->entries[e].offset);
+					if (sy && sy->prio == TALLY_SYM_FDE)
+						by_addr += c;
+					else
+						named += c;
+				}
 				if (n && fr[0].file)
 					lined += c;
 			}
@@ -727,8 +734,12 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 			continue;
 		struct strbuf tx = STRBUF_INIT;
 		tally_resolver_explain(res, i, &tx);
-		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
+		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)",
 			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
+		if (by_addr)
+			strbuf_addf(&tx, ", in a function known only by its address (.eh_frame) %" PRIu64 " (%.2f%%)", by_addr,
+				    pc(by_addr, total));
+		strbuf_addch(&tx, '\n');
 		/* a file was used, and yet it names nothing: say so, not only "used" and 0% */
 		struct tally_resolver_file used[8];
 		size_t nused = total && !named ? tally_resolver_files(res, i, used, 8) : 0;
@@ -743,6 +754,7 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 			tally_json_ku64(&j, "samples", total);
 			tally_json_ku64(&j, "named", named);
 			tally_json_ku64(&j, "with_line", lined);
+			tally_json_ku64(&j, "by_address", by_addr);
 			if (nused)
 				tally_json_kbool(&j, "used_but_nothing_named", true);
 			tally_json_karr(&j, "explain");

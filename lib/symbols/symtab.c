@@ -258,7 +258,7 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 		GROW(s->owned, s->aowned, s->nowned + 1);
 		s->owned[s->nowned++] = strbuf_detach(&nm);
 		GROW(s->syms, cap, s->nsyms + 1);
-		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start, s->owned[s->nowned - 1], 3 };
+		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start, s->owned[s->nowned - 1], TALLY_SYM_FDE };
 		added++;
 	}
 	dwarf_cfi_end(cfi); /* made here by dwarf_getcfi_elf: ours to free */
