@@ -19,6 +19,15 @@ int cmd_merge(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+/* The remote hosts of a job (--host, --remote-root: builtin/job-hosts.c), one
+ * option group for job run and job hosts. */
+struct tally_hosts_opts {
+	char **hosts;
+	size_t nhosts, ahosts;
+	const char *root;
+};
+struct tally_optgroup;
+extern const struct tally_optgroup tally_hosts_group;
 /* tally job hosts (builtin/job-hosts.c): argv[0] is "hosts" */
 int cmd_job_hosts(int argc, char **argv);
 

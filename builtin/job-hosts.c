@@ -13,39 +13,52 @@
 #include "tally/remote.h"
 #include "tally/util.h"
 
-struct hostsopts {
-	const char **hosts;
-	size_t nhosts, ahosts;
-	const char *root;
-	double timeout;
-};
+/* --host and --remote-root, shared by job hosts and job run (builtin.h) */
+enum { OPT_HOST = 1, OPT_ROOT };
 
-enum { OPT_HOST = 1, OPT_ROOT, OPT_TIMEOUT };
-
-static int hosts_handle(void *ctx, int code, const char *arg)
+static int remote_handle(void *ctx, int code, const char *arg)
 {
-	struct hostsopts *o = ctx;
+	struct tally_hosts_opts *o = ctx;
 	switch (code) {
 	case OPT_HOST:
 		if (!arg[0])
 			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
 		GROW(o->hosts, o->ahosts, o->nhosts + 1);
-		o->hosts[o->nhosts++] = arg;
+		o->hosts[o->nhosts++] = (char *)arg;
 		break;
 	case OPT_ROOT:
 		if (arg[0] != '/')
 			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
 		o->root = arg;
 		break;
-	case OPT_TIMEOUT: return tally_parse_duration(arg, "--timeout", &o->timeout);
 	}
 	return 0;
 }
 
-static const struct tally_option hosts_options[] = {
+static const struct tally_option remote_options[] = {
 	{ 0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST },
 	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
 	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT "; one\ndirectory per version under it, private to the user)", OPT_ROOT },
+	TALLY_OPTION_END,
+};
+const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options, remote_handle };
+
+struct hostsopts {
+	struct tally_hosts_opts h;
+	double timeout;
+};
+
+enum { OPT_TIMEOUT = 1 };
+
+static int hosts_handle(void *ctx, int code, const char *arg)
+{
+	struct hostsopts *o = ctx;
+	if (code == OPT_TIMEOUT)
+		return tally_parse_duration(arg, "--timeout", &o->timeout);
+	return 0;
+}
+
+static const struct tally_option hosts_options[] = {
 	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT },
 	TALLY_OPTION_END,
 };
@@ -57,7 +70,7 @@ const struct tally_cmdopts job_hosts_cmdopts = {
 	.usage = "--host HOST [--host HOST...]",
 	.footer = "every connection is one run of $TALLY_SSH (default: ssh -o BatchMode=yes)\n"
 		  "with the host and a quoted command as its arguments (docs/remote.md)\n",
-	.groups = { &hosts_group },
+	.groups = { &hosts_group, &tally_hosts_group },
 };
 
 struct hostjob {
@@ -84,7 +97,7 @@ int cmd_job_hosts(int argc, char **argv)
 {
 	struct hostsopts o;
 	memset(&o, 0, sizeof(o));
-	void *ctx[] = { &o };
+	void *ctx[] = { &o, &o.h };
 	int first, ret = tally_cmd_options(&job_hosts_cmdopts, ctx, argc, argv, &first);
 	if (ret >= 0)
 		goto out;
@@ -93,29 +106,30 @@ int cmd_job_hosts(int argc, char **argv)
 		tally_usage_error("job hosts", "unexpected argument '%s' (hosts are given with --host)", argv[first]);
 		goto out;
 	}
-	if (!o.nhosts) {
+	if (!o.h.nhosts) {
 		tally_usage_error("job hosts", "name at least one host: --host HOST");
 		goto out;
 	}
-	struct hostjob *h = xcalloc(o.nhosts, sizeof(*h));
-	pthread_t *t = xcalloc(o.nhosts, sizeof(*t));
+	size_t nh = o.h.nhosts;
+	struct hostjob *h = xcalloc(nh, sizeof(*h));
+	pthread_t *t = xcalloc(nh, sizeof(*t));
 	/* every host at once: the slowest handshake, not their sum */
-	for (size_t i = 0; i < o.nhosts; i++) {
-		h[i].r = (struct tally_remote){ .host = o.hosts[i], .root = o.root, .timeout = o.timeout };
+	for (size_t i = 0; i < nh; i++) {
+		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout };
 		if (pthread_create(&t[i], NULL, check_host, &h[i])) {
 			t[i] = 0;
 			check_host(&h[i]);
 		}
 	}
-	for (size_t i = 0; i < o.nhosts; i++)
+	for (size_t i = 0; i < nh; i++)
 		if (t[i])
 			pthread_join(t[i], NULL);
 	ret = 0;
 	printf("%-20s %-8s %-24s %12s %10s  %s\n", "host", "arch", "tally", "clock offset", "round trip", "boot id");
-	for (size_t i = 0; i < o.nhosts; i++) {
+	for (size_t i = 0; i < nh; i++) {
 		if (h[i].ret) {
 			tally_error("%s", h[i].err);
-			printf("%-20s %s\n", o.hosts[i], "unusable (above)");
+			printf("%-20s %s\n", o.h.hosts[i], "unusable (above)");
 			ret = 1;
 			continue;
 		}
@@ -127,7 +141,7 @@ int cmd_job_hosts(int argc, char **argv)
 		} else {
 			snprintf(inst, sizeof(inst), "%s", "already there");
 		}
-		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s\n", o.hosts[i], h[i].f.arch, inst, h[i].f.clock_offset, h[i].f.rtt,
+		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s\n", o.h.hosts[i], h[i].f.arch, inst, h[i].f.clock_offset, h[i].f.rtt,
 		       h[i].f.boot_id);
 		tally_remote_facts_release(&h[i].f);
 	}
@@ -138,6 +152,6 @@ int cmd_job_hosts(int argc, char **argv)
 		ret = 1;
 	}
 out:
-	free(o.hosts);
+	free(o.h.hosts);
 	return ret;
 }

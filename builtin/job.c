@@ -14,13 +14,11 @@
 
 struct jobopts {
 	const char *results, *path, *state;
-	char **hosts;
-	size_t nhosts, ahosts;
-	const char *root;
+	struct tally_hosts_opts h;
 	double host_timeout;
 };
 
-enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE, OPT_HOST, OPT_ROOT, OPT_HOST_TIMEOUT };
+enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE, OPT_HOST_TIMEOUT };
 
 static int job_handle(void *ctx, int code, const char *arg)
 {
@@ -30,17 +28,6 @@ static int job_handle(void *ctx, int code, const char *arg)
 	case OPT_PATH: o->path = arg; break;
 	case OPT_STATE: o->state = arg; break;
 	case OPT_VERBOSE: tally_verbose = 1; break;
-	case OPT_HOST:
-		if (!arg[0])
-			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
-		GROW(o->hosts, o->ahosts, o->nhosts + 1);
-		o->hosts[o->nhosts++] = (char *)arg;
-		break;
-	case OPT_ROOT:
-		if (arg[0] != '/')
-			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
-		o->root = arg;
-		break;
 	case OPT_HOST_TIMEOUT: return tally_parse_duration(arg, "--host-timeout", &o->host_timeout);
 	}
 	return 0;
@@ -55,9 +42,6 @@ static const struct tally_option job_options[] = {
 	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
 	  OPT_STATE },
 	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
-	{ 0, "host", TALLY_ARG_REQUIRED, "HOST",
-	  "run: the profilers run on HOST (as ssh takes it; repeatable), their\nresults in profiling/HOST/ (docs/remote.md)", OPT_HOST },
-	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR", "run: where tally lives on the hosts (default " TALLY_REMOTE_ROOT ")", OPT_ROOT },
 	{ 0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
 	  OPT_HOST_TIMEOUT },
 	TALLY_OPTION_END,
@@ -82,7 +66,7 @@ const struct tally_cmdopts job_cmdopts = {
 		  "  run [--iterations N] [--tag TAG] [--timeout D] -- COMMAND [ARGS...]\n"
 		  "exit status: 0 every test passed, 1 a test failed or the job could not run,\n"
 		  "2 a usage or control-file error, 130 interrupted (the results are whole)\n",
-	.groups = { &job_group },
+	.groups = { &job_group, &tally_hosts_group },
 };
 
 static struct tally_job *running;
@@ -108,9 +92,9 @@ static int job_run(const struct jobopts *o, const char *control)
 	jo.profilers_path = o->path;
 	jo.state_dir = o->state;
 	jo.progress = show;
-	jo.hosts = o->hosts;
-	jo.nhosts = o->nhosts;
-	jo.remote_root = o->root;
+	jo.hosts = o->h.hosts;
+	jo.nhosts = o->h.nhosts;
+	jo.remote_root = o->h.root;
 	jo.host_timeout = o->host_timeout;
 	struct tally_job *j;
 	int r = tally_job_new(&j, &jo);
@@ -220,7 +204,7 @@ int cmd_job(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "agent"))
 		return job_agent(argc - 1, argv + 1);
 	struct jobopts o = { 0 };
-	void *ctx[] = { &o };
+	void *ctx[] = { &o, &o.h };
 	int first, r = tally_cmd_options(&job_cmdopts, ctx, argc, argv, &first);
 	if (r >= 0)
 		return r;
@@ -233,7 +217,7 @@ int cmd_job(int argc, char **argv)
 			return tally_usage_error("job", nops < 2 ? "'job run' needs a control file" : "'job run' takes one control file, got '%s' too",
 						 nops > 2 ? ops[2] : "");
 		int jr = job_run(&o, ops[1]);
-		free(o.hosts);
+		free(o.h.hosts);
 		return jr;
 	}
 	if (!strcmp(ops[0], "profilers")) {

@@ -222,6 +222,10 @@ int tally_read_fd(struct strbuf *sb, int fd, const char *what, uint64_t max);
 double tally_now_mono(void);
 double tally_now_wall(void);
 void tally_format_utc(double wall, char *buf, size_t n); /* 2026-11-21T13:07:00Z */
+/* Whether name is a safe relative path to write under a directory: not empty,
+ * at most max bytes, not absolute, no empty, '.' or '..' component, no
+ * trailing slash, no control character. */
+bool tally_relpath_ok(const char *name, size_t max);
 /* Basename without allocation. */
 const char *tally_basename(const char *path);
 /* The directory holding path, newly allocated, as POSIX dirname(3) defines

@@ -52,20 +52,8 @@ enum tally_archive_kind tally_archive_kind_of(const char *path)
 
 bool tally_archive_name_ok(const char *name)
 {
-	size_t len = strlen(name);
-	if (!len || len > 1024 || name[0] == '/')
+	if (!tally_relpath_ok(name, 1024))
 		return false;
-	for (const char *c = name; *c; c++)
-		if ((unsigned char)*c < ' ' || *c == 0x7f)
-			return false;
-	for (const char *p = name; *p;) {
-		size_t l = strcspn(p, "/");
-		if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		p += l;
-		if (*p == '/' && !*++p)
-			return false; /* a trailing slash */
-	}
 	if (!strcmp(name, TALLY_ARCHIVE_MANIFEST))
 		return true;
 	static const char *const tops[] = { "db/", "images/", "debug/", "kernel/" };

@@ -620,27 +620,6 @@ static long long listed_size(const char *sizes, const char *name)
 	return -1;
 }
 
-/* A name a pulled file may have: relative, no empty, '.' or '..' component,
- * no control character. */
-static bool pull_name_ok(const char *name)
-{
-	size_t len = strlen(name);
-	if (!len || len > 4096 || name[0] == '/')
-		return false;
-	for (const char *c = name; *c; c++)
-		if ((unsigned char)*c < ' ' || *c == 0x7f)
-			return false;
-	for (const char *p = name; *p;) {
-		size_t l = strcspn(p, "/");
-		if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		p += l;
-		if (*p == '/')
-			p++;
-	}
-	return true;
-}
-
 static int mkdirs(const char *base, const char *rel)
 {
 	/* each component made under base, none a link (O_NOFOLLOW on the way down) */
@@ -704,7 +683,7 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		while (nl && n[nl - 1] == '/')
 			n[--nl] = '\0';
 		mode_t type = archive_entry_filetype(e);
-		if (!pull_name_ok(n)) {
+		if (!tally_relpath_ok(n, 4096)) {
 			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, or with '..')", what,
 					   tally_excerpt(q, name), ldir);
 		} else if (type == AE_IFDIR) {

@@ -1043,3 +1043,22 @@ int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...)
 	va_end(ap);
 	return tally_seterr(code, "'%s' line %zu: %s", L->what, L->ln, msg);
 }
+
+bool tally_relpath_ok(const char *name, size_t max)
+{
+	size_t len = strlen(name);
+	if (!len || len > max || name[0] == '/')
+		return false;
+	for (const char *c = name; *c; c++)
+		if ((unsigned char)*c < ' ' || *c == 0x7f)
+			return false;
+	for (const char *p = name; *p;) {
+		size_t l = strcspn(p, "/");
+		if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += l;
+		if (*p == '/' && !*++p)
+			return false; /* a trailing slash */
+	}
+	return true;
+}
