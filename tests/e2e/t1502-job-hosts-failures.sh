@@ -53,8 +53,9 @@ reboot() {
 lost() {
 	cat >lose.sh <<EOF
 #!/bin/bash
-kill \$(cat $HOSTS/h2/sshd.pid)
-for p in \$(ip netns pids tally-$$-h2); do kill -KILL \$p; done
+kill \$(cat $HOSTS/h2/sshd.pid) 2>/dev/null
+for p in \$(ip netns pids tally-$$-h2); do kill -KILL \$p 2>/dev/null; done
+true
 EOF
 	chmod +x lose.sh
 	printf '%s\n' "profilers add tally -a -F 499" "run --tag lose -- $TMP/lose.sh" "run --tag next -- sleep 0.2" >l.ctl
