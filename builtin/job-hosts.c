@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "builtin/builtin.h"
+#include "tally/job.h"
 #include "tally/remote.h"
 #include "tally/util.h"
 
@@ -67,7 +68,7 @@ static const struct tally_optgroup hosts_group = { NULL, hosts_options, hosts_ha
 const struct tally_cmdopts job_hosts_cmdopts = {
 	.name = "job hosts",
 	.summary = "check the hosts of a job: reachable, tally installed, clock offset",
-	.usage = "--host HOST [--host HOST...]",
+	.usage = "--host HOST [--host HOST...] | CONTROL",
 	.footer = "every connection is one run of $TALLY_SSH (default: ssh -o BatchMode=yes)\n"
 		  "with the host and a quoted command as its arguments (docs/remote.md)\n",
 	.groups = { &hosts_group, &tally_hosts_group },
@@ -102,12 +103,31 @@ int cmd_job_hosts(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	ret = 2;
-	if (first < argc) {
-		tally_usage_error("job hosts", "unexpected argument '%s' (hosts are given with --host)", argv[first]);
+	if (argc - first > 1) {
+		tally_usage_error("job hosts", "unexpected argument '%s' (one control file, or hosts with --host)", argv[first + 1]);
 		goto out;
 	}
+	/* a control file's 'hosts' lines, after the --host ones */
+	struct tally_job_control ctl = { 0 };
+	if (first < argc) {
+		int r = tally_job_control_read(&ctl, argv[first]);
+		if (r) {
+			tally_error("%s", tally_errmsg());
+			tally_job_control_release(&ctl);
+			ret = r == -EINVAL ? 2 : 1;
+			goto out;
+		}
+		for (size_t i = 0; i < ctl.n; i++)
+			for (size_t k = 0; ctl.steps[i].cmd == TALLY_JOB_HOSTS && ctl.steps[i].args[k]; k++) {
+				GROW(o.h.hosts, o.h.ahosts, o.h.nhosts + 1);
+				o.h.hosts[o.h.nhosts++] = ctl.steps[i].args[k];
+			}
+	}
 	if (!o.h.nhosts) {
-		tally_usage_error("job hosts", "name at least one host: --host HOST");
+		tally_usage_error("job hosts", first < argc ? "'%s' has no 'hosts' line: name the hosts there, or with --host HOST"
+							  : "name at least one host: --host HOST, or a control file with a 'hosts' line",
+				  first < argc ? argv[first] : "");
+		tally_job_control_release(&ctl);
 		goto out;
 	}
 	size_t nh = o.h.nhosts;
@@ -147,6 +167,7 @@ int cmd_job_hosts(int argc, char **argv)
 	}
 	free(h);
 	free(t);
+	tally_job_control_release(&ctl);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the host list: %s", strerror(errno));
 		ret = 1;

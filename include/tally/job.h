@@ -39,13 +39,14 @@ enum tally_job_cmd {
 	TALLY_JOB_DELETE, /* profilers delete NAME */
 	TALLY_JOB_ONLY,   /* profilers only on|off */
 	TALLY_JOB_RUN,    /* run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...] | -- COMMAND [ARGS...] */
+	TALLY_JOB_HOSTS,  /* hosts HOST... (before the first run: the job's remote hosts, as --host) */
 };
 
 struct tally_job_step {
 	enum tally_job_cmd cmd;
 	unsigned line;      /* 1-based line in the control file */
 	char *name;         /* ADD, DELETE: the profiler */
-	char **args;        /* ADD: its arguments; RUN: the test and its arguments (NULL-terminated) */
+	char **args;        /* ADD: its arguments; RUN: the test and its arguments; HOSTS: the hosts (NULL-terminated) */
 	bool only;          /* ONLY */
 	bool command;       /* RUN: a command (after --), not a built-in test */
 	unsigned iterations; /* RUN: unprofiled iterations (default 1) */

@@ -285,9 +285,22 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 		} else if (!strcmp(w[0], "run")) {
 			ret = parse_run(c, s, w, n);
 			any_run = true;
+		} else if (!strcmp(w[0], "hosts")) {
+			s->cmd = TALLY_JOB_HOSTS;
+			if (n < 2)
+				ret = line_error(c, lineno, "'hosts' needs at least one host (as ssh takes it)");
+			else if (any_run)
+				ret = line_error(c, lineno, "'hosts' must come before the first 'run' (the hosts are the whole job's)");
+			for (size_t k = 1; !ret && k < n; k++)
+				if (!w[k][0] || w[k][0] == '-') {
+					char q[TALLY_EXCERPT_SIZE];
+					ret = line_error(c, lineno, "'%s' is not a host name", tally_excerpt(q, w[k]));
+				}
+			if (!ret)
+				s->args = tally_job_argv_dup(w + 1);
 		} else {
 			char q[TALLY_EXCERPT_SIZE];
-			ret = line_error(c, lineno, "unknown command '%s' (commands: profilers add|delete|only, run)",
+			ret = line_error(c, lineno, "unknown command '%s' (commands: profilers add|delete|only, run, hosts)",
 					 tally_excerpt(q, w[0]));
 		}
 		c->n++; /* kept even when bad: release frees what it holds */

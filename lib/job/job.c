@@ -299,7 +299,19 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		ret = tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
 		goto fail;
 	}
-	if (o->nhosts) {
+	/* the hosts: --host, then the control file's 'hosts' lines */
+	char **hosts = NULL;
+	size_t nhosts = 0, ahosts = 0;
+	for (size_t i = 0; i < o->nhosts; i++) {
+		GROW(hosts, ahosts, nhosts + 1);
+		hosts[nhosts++] = o->hosts[i];
+	}
+	for (size_t i = 0; i < j->ctl.n; i++)
+		for (size_t k = 0; j->ctl.steps[i].cmd == TALLY_JOB_HOSTS && j->ctl.steps[i].args[k]; k++) {
+			GROW(hosts, ahosts, nhosts + 1);
+			hosts[nhosts++] = j->ctl.steps[i].args[k];
+		}
+	if (nhosts) {
 		/* the profilers run on the hosts, each through its agent: they are
 		 * given there as the control file gives them */
 		struct strbuf prof = STRBUF_INIT, labels = STRBUF_INIT, q = STRBUF_INIT;
@@ -320,8 +332,10 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		for (size_t i = 0; i < q.len; i++)
 			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
 				q.buf[i] = '_';
-		ret = job_hosts_new(&j->hosts, o->hosts, o->nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
+		ret = job_hosts_new(&j->hosts, hosts, nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
 				    prof.buf ? prof.buf : "", labels.buf ? labels.buf : "");
+		free(hosts);
+		hosts = NULL;
 		strbuf_release(&prof);
 		strbuf_release(&labels);
 		strbuf_release(&q);
@@ -804,6 +818,8 @@ int tally_job_run(struct tally_job *j)
 		case TALLY_JOB_ONLY:
 			only = s->only;
 			break;
+		case TALLY_JOB_HOSTS:
+			break; /* the job's hosts, taken by tally_job_new */
 		case TALLY_JOB_RUN:
 			ret = run_test(j, s, act, nact, only);
 			if (!ret)

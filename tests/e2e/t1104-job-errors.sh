@@ -18,7 +18,7 @@ bad() {
 }
 
 control_errors() {
-	bad 'frob' "unknown command 'frob' \(commands: profilers add\|delete\|only, run\)"
+	bad 'frob' "unknown command 'frob' \(commands: profilers add\|delete\|only, run, hosts\)"
 	bad 'profilers' "'profilers' needs add, delete or only"
 	bad 'profilers frob x' "unknown 'profilers frob'"
 	bad 'profilers add' "'profilers add' needs a profiler's name"

@@ -60,7 +60,21 @@ foreign_root() {
 	note "a root of another user, and a link, refused"
 }
 
+from_control() {
+	printf '%s\n' "# the job's hosts" "hosts h1 h2" "run sleeptest 0" >c.ctl
+	tally_ok job hosts c.ctl
+	grep -Eq "^h1 +$(uname -m) +" out && grep -Eq "^h2 +$(uname -m) +" out || fail "the control file's hosts are not checked: $(cat out)"
+	# a 'hosts' line after a run is refused with its line
+	printf '%s\n' "run sleeptest 0" "hosts h1" >late.ctl
+	expect_fail_with "^tally: 'late.ctl' line 2: 'hosts' must come before the first 'run' \(the hosts are the whole job's\)$" \
+		"$TALLY" job run late.ctl
+	printf '%s\n' "hosts" "run sleeptest 0" >empty.ctl
+	expect_fail_with "^tally: 'empty.ctl' line 1: 'hosts' needs at least one host \(as ssh takes it\)$" "$TALLY" job run empty.ctl
+	note "hosts from a control file: checked; misplaced or empty 'hosts' lines refused with their line"
+}
+
 subtest "first check installs on both hosts" first
 subtest "a second check finds it there" again
 subtest "an unreachable host is named, the others checked" unreachable
 subtest "a root that is not the user's is refused" foreign_root
+subtest "the hosts of a control file" from_control
