@@ -76,6 +76,7 @@ const struct tally_cmdopts job_hosts_cmdopts = {
 
 struct hostjob {
 	struct tally_remote r;
+	const char *profilers; /* a control file's: started and ended there (NULL: none) */
 	struct tally_remote_facts f;
 	bool installed;
 	size_t bytes;
@@ -89,6 +90,9 @@ static void *check_host(void *arg)
 	h->ret = tally_remote_install(&h->r, &h->installed, &h->bytes);
 	if (!h->ret)
 		h->ret = tally_remote_probe(&h->r, &h->f);
+	/* the profilers set up and initialized there, as the job will, then ended */
+	if (!h->ret && h->profilers && h->profilers[0])
+		h->ret = tally_job_host_check(h->r.host, h->r.root, h->profilers);
 	if (h->ret)
 		snprintf(h->err, sizeof(h->err), "%s", tally_errmsg());
 	return NULL;
@@ -131,11 +135,13 @@ int cmd_job_hosts(int argc, char **argv)
 		goto out;
 	}
 	size_t nh = o.h.nhosts;
+	char *profilers = first < argc ? tally_job_control_profilers(&ctl) : NULL;
 	struct hostjob *h = xcalloc(nh, sizeof(*h));
 	pthread_t *t = xcalloc(nh, sizeof(*t));
 	/* every host at once: the slowest handshake, not their sum */
 	for (size_t i = 0; i < nh; i++) {
 		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout };
+		h[i].profilers = profilers;
 		if (pthread_create(&t[i], NULL, check_host, &h[i])) {
 			t[i] = 0;
 			check_host(&h[i]);
@@ -161,12 +167,13 @@ int cmd_job_hosts(int argc, char **argv)
 		} else {
 			snprintf(inst, sizeof(inst), "%s", "already there");
 		}
-		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s\n", o.h.hosts[i], h[i].f.arch, inst, h[i].f.clock_offset, h[i].f.rtt,
-		       h[i].f.boot_id);
+		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s%s\n", o.h.hosts[i], h[i].f.arch, inst, h[i].f.clock_offset, h[i].f.rtt,
+		       h[i].f.boot_id, profilers && profilers[0] ? "  (profilers initialized)" : "");
 		tally_remote_facts_release(&h[i].f);
 	}
 	free(h);
 	free(t);
+	free(profilers);
 	tally_job_control_release(&ctl);
 	if (fflush(stdout) != 0) {
 		tally_error("cannot write the host list: %s", strerror(errno));

@@ -186,6 +186,14 @@ unsigned tally_job_tests(const struct tally_job *j);
 const char *tally_job_results(const struct tally_job *j);
 void tally_job_free(struct tally_job *j);
 
+/* The profilers of a control file's 'profilers add' lines, one a line
+ * (NAME [ARGS...], each word quoted), as an agent takes them; "" for none. */
+char *tally_job_control_profilers(const struct tally_job_control *c);
+/* Starts the profilers (tally_job_control_profilers) on host as a job would
+ * (tally installed, an agent set up and initialized there), then ends it:
+ * 0, or -errno with tally_seterr naming the host and the profiler. */
+int tally_job_host_check(const char *host, const char *root, const char *profilers);
+
 /* ---- the agent on a remote host (lib/job/agent.c, docs/remote.md) ---- */
 
 /* Sets up and initializes the profilers (one a line: NAME [ARGS...]) in the

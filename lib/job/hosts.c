@@ -448,3 +448,35 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 	tally_job_argv_free(argv);
 	strbuf_release(&db);
 }
+
+char *tally_job_control_profilers(const struct tally_job_control *c)
+{
+	struct strbuf prof = STRBUF_INIT;
+	strbuf_addstr(&prof, "");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct tally_job_step *st = &c->steps[i];
+		if (st->cmd != TALLY_JOB_ADD)
+			continue;
+		tally_sh_quote(&prof, st->name);
+		for (size_t a = 0; st->args && st->args[a]; a++) {
+			strbuf_addch(&prof, ' ');
+			tally_sh_quote(&prof, st->args[a]);
+		}
+		strbuf_addch(&prof, '\n');
+	}
+	return strbuf_detach(&prof);
+}
+
+int tally_job_host_check(const char *host, const char *root, const char *profilers)
+{
+	struct job_hosts *hs;
+	char *const one[] = { (char *)host, NULL };
+	job_hosts_new(&hs, one, 1, root, 0, "check", profilers, "");
+	int r = job_hosts_begin(hs);
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "%s", r ? tally_errmsg() : "");
+	job_hosts_free(hs); /* the agent told to quit, its directory removed */
+	if (r)
+		tally_seterr(r, "%s", msg);
+	return r;
+}

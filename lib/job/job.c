@@ -314,29 +314,21 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 	if (nhosts) {
 		/* the profilers run on the hosts, each through its agent: they are
 		 * given there as the control file gives them */
-		struct strbuf prof = STRBUF_INIT, labels = STRBUF_INIT, q = STRBUF_INIT;
-		for (size_t i = 0; i < j->ctl.n; i++) {
-			const struct tally_job_step *st = &j->ctl.steps[i];
-			if (st->cmd != TALLY_JOB_ADD)
-				continue;
-			tally_sh_quote(&prof, st->name);
-			for (size_t a = 0; st->args && st->args[a]; a++) {
-				strbuf_addch(&prof, ' ');
-				tally_sh_quote(&prof, st->args[a]);
-			}
-			strbuf_addch(&prof, '\n');
-			strbuf_addf(&labels, "%s%s", labels.len ? ", " : "", tally_profiler_label(j->profs[i].p));
-		}
+		struct strbuf labels = STRBUF_INIT, q = STRBUF_INIT;
+		char *prof = tally_job_control_profilers(&j->ctl);
+		for (size_t i = 0; i < j->ctl.n; i++)
+			if (j->ctl.steps[i].cmd == TALLY_JOB_ADD)
+				strbuf_addf(&labels, "%s%s", labels.len ? ", " : "", tally_profiler_label(j->profs[i].p));
 		const char *base = tally_basename(o->control);
 		strbuf_add(&q, base, strcspn(base, "."));
 		for (size_t i = 0; i < q.len; i++)
 			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
 				q.buf[i] = '_';
 		ret = job_hosts_new(&j->hosts, hosts, nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
-				    prof.buf ? prof.buf : "", labels.buf ? labels.buf : "");
+				    prof, labels.buf ? labels.buf : "");
 		free(hosts);
 		hosts = NULL;
-		strbuf_release(&prof);
+		free(prof);
 		strbuf_release(&labels);
 		strbuf_release(&q);
 		if (ret)

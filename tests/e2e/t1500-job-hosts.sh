@@ -61,9 +61,13 @@ foreign_root() {
 }
 
 from_control() {
-	printf '%s\n' "# the job's hosts" "hosts h1 h2" "run sleeptest 0" >c.ctl
+	printf '%s\n' "# the job's hosts" "hosts h1 h2" "profilers add tally -a -F 99" "run sleeptest 0" >c.ctl
 	tally_ok job hosts c.ctl
-	grep -Eq "^h1 +$(uname -m) +" out && grep -Eq "^h2 +$(uname -m) +" out || fail "the control file's hosts are not checked: $(cat out)"
+	grep -Eq "^h1 +$(uname -m) +.*\(profilers initialized\)$" out && grep -Eq "^h2 +$(uname -m) +.*\(profilers initialized\)$" out ||
+		fail "the control file's hosts are not checked with its profilers: $(cat out)"
+	# a profiler that cannot initialize on a host is named with it
+	printf '%s\n' "hosts h1" "profilers add cmd no-such-command-here" "run sleeptest 0" >bad.ctl
+	expect_fail_with "^tally: host 'h1': .*no-such-command-here" "$TALLY" job hosts bad.ctl
 	# a 'hosts' line after a run is refused with its line
 	printf '%s\n' "run sleeptest 0" "hosts h1" >late.ctl
 	expect_fail_with "^tally: 'late.ctl' line 2: 'hosts' must come before the first 'run' \(the hosts are the whole job's\)$" \
