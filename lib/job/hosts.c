@@ -135,7 +135,10 @@ static int host_begin(struct host *h)
 	} else if (!r && (st || strncmp(out.buf ? out.buf : "", "ready ", 6))) {
 		const char *m = out.buf ? out.buf : "";
 		const char *last = strrchr(m, '\n');
-		r = tally_seterr(-EIO, "host '%s': %s", h->r.host, last ? last + 1 : m[0] ? m : "its agent did not start");
+		last = last ? last + 1 : m;
+		if (!strncmp(last, "tally: ", 7))
+			last += 7; /* the remote tally's own error line */
+		r = tally_seterr(-EIO, "host '%s': %s", h->r.host, last[0] ? last : "its agent did not start");
 	} else if (!r) {
 		char *sp = strchr(out.buf + 6, ' ');
 		set_str(&h->boot_id, sp ? sp + 1 : "-");

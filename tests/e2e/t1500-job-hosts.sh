@@ -67,7 +67,7 @@ from_control() {
 		fail "the control file's hosts are not checked with its profilers: $(cat out)"
 	# a profiler that cannot initialize on a host is named with it
 	printf '%s\n' "hosts h1" "profilers add cmd no-such-command-here" "run sleeptest 0" >bad.ctl
-	expect_fail_with "^tally: host 'h1': .*no-such-command-here" "$TALLY" job hosts bad.ctl
+	expect_fail_with "^tally: host 'h1': profiler 'cmd' failed at initialize: command 'no-such-command-here' not found in PATH$" "$TALLY" job hosts bad.ctl
 	# a 'hosts' line after a run is refused with its line
 	printf '%s\n' "run sleeptest 0" "hosts h1" >late.ctl
 	expect_fail_with "^tally: 'late.ctl' line 2: 'hosts' must come before the first 'run' \(the hosts are the whole job's\)$" \
