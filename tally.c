@@ -36,6 +36,7 @@ static const struct cmd commands[] = {
 	{ "daemon", cmd_daemon, &daemon_cmdopts },
 	{ "ctl", cmd_ctl, &ctl_cmdopts },
 	{ "archive", cmd_archive, &archive_cmdopts },
+	{ "top", cmd_top, &top_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)

@@ -16,6 +16,7 @@ int cmd_scan(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* The printers (builtin/print.c): "tally: msg" (error), "tally: warning: msg"
  * on stderr; die() also exits with status 1; info() prints only with -v. */
@@ -42,6 +43,6 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	archive_cmdopts;
+	archive_cmdopts, top_cmdopts;
 
 #endif
