@@ -480,7 +480,7 @@ int cmd_top(int argc, char **argv)
 	if (ncmd) {
 		rop.target = TALLY_TARGET_CHILD;
 		rop.argv = cmd;
-		strbuf_addf(&target, "command '%s'", cmd[0]);
+		strbuf_addf(&target, "command '%s'", tally_basename(cmd[0]));
 	} else if (npids) {
 		rop.target = TALLY_TARGET_PIDS;
 		rop.pids = pids;

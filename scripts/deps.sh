@@ -6,7 +6,7 @@ set -euo pipefail
 build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebuginfod-dev libxxhash-dev
   libcapstone-dev libcmocka-dev protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libzstd-dev libarchive-dev)
 # clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): make fuzz
-test_pkgs=(python3 linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
+test_pkgs=(python3 tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   clang-14 libclang-rt-14-dev)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")

@@ -167,11 +167,11 @@ static void comm_label(const struct tally_top_row *r, char *buf, size_t n)
 		snprintf(buf, n, "%s", r->comm ? r->comm : "?");
 }
 
-static void status_line(const struct tally_top_status *st, const struct tally_top_query *q, struct strbuf *out)
+static void status_line(const struct tally_top_status *st, const struct tally_top_query *q, bool frozen,
+			struct strbuf *out)
 {
-	strbuf_addf(out, "%s by %s, %s, %s, %.0f samples/s, %llu samples, %llu lost", view_names[q->view],
-		    sort_names[q->sort], st->target ? st->target : "?", st->events ? st->events : "?", st->rate,
-		    (unsigned long long)st->samples, (unsigned long long)st->lost);
+	/* what the view is first: a narrow terminal cuts the end */
+	strbuf_addf(out, "%s by %s", view_names[q->view], sort_names[q->sort]);
 	if (q->comm_filter && *q->comm_filter) {
 		strbuf_addstr(out, ", command '");
 		add_safe(out, q->comm_filter, 64, false);
@@ -182,6 +182,10 @@ static void status_line(const struct tally_top_status *st, const struct tally_to
 		add_safe(out, q->image_filter, 64, false);
 		strbuf_addch(out, '\'');
 	}
+	if (frozen)
+		strbuf_addstr(out, " [frozen]");
+	strbuf_addf(out, ", %s, %s, %.0f samples/s, %llu samples, %llu lost", st->target ? st->target : "?",
+		    st->events ? st->events : "?", st->rate, (unsigned long long)st->samples, (unsigned long long)st->lost);
 }
 
 void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
@@ -203,7 +207,7 @@ void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const 
 		wc = l > wc ? l : wc;
 	}
 	strbuf_addstr(out, "# tally top: ");
-	status_line(st, q, out);
+	status_line(st, q, false, out);
 	strbuf_addch(out, '\n');
 	strbuf_addf(out, "%8s %s%10s  ", "share", cg ? "    self " : "", "samples");
 	add_safe(out, "image", wi, true);
@@ -258,9 +262,7 @@ void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const 
 	strbuf_addstr(out, "\033[H");
 	/* the status, cut to the width */
 	strbuf_addstr(&line, "tally top: ");
-	status_line(st, &ui->q, &line);
-	if (ui->frozen)
-		strbuf_addstr(&line, " [frozen]");
+	status_line(st, &ui->q, ui->frozen, &line);
 	add_safe(out, line.buf, w, false);
 	line_end(out);
 	strbuf_reset(&line);
@@ -302,7 +304,7 @@ void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const 
 			add_safe(&line, "command", wc, true);
 			strbuf_addstr(&line, "  ");
 		}
-		strbuf_addstr(&line, view_names[ui->q.view]);
+		strbuf_addstr(&line, ui->q.view == TALLY_TOP_FUNCTIONS ? "function" : ui->q.view == TALLY_TOP_IMAGES ? "image" : "command");
 		strbuf_addstr(out, "\033[7m");
 		add_safe(out, line.buf, w, true);
 		strbuf_addstr(out, "\033[0m");
