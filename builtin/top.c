@@ -28,13 +28,29 @@
 #include "tally/util.h"
 
 struct topopts {
-	const char *pid_arg, *db;
+	const char *pid_arg, *db, *comm, *image;
+	int view, sort;
 	bool all, once;
 	double delay;
 	uint64_t iterations, rows;
 };
 
-enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS };
+enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS, OPT_COMM, OPT_IMAGE, OPT_VIEW, OPT_SORT };
+
+static int pick(const char *arg, const char *what, const char *const *names, int n, int *out)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(arg, names[i])) {
+			*out = i;
+			return 0;
+		}
+	struct strbuf l = STRBUF_INIT;
+	for (int i = 0; i < n; i++)
+		strbuf_addf(&l, "%s%s", i ? ", " : "", names[i]);
+	int r = tally_seterr(-EINVAL, "%s takes %s, not '%s'", what, l.buf, arg);
+	strbuf_release(&l);
+	return r;
+}
 
 static int top_handle(void *ctx, int code, const char *arg)
 {
@@ -52,6 +68,16 @@ static int top_handle(void *ctx, int code, const char *arg)
 	}
 	case OPT_ITER: return tally_parse_u64(arg, "--iterations", 1, UINT32_MAX, &o->iterations);
 	case OPT_ROWS: return tally_parse_u64(arg, "--rows", 0, 1000000, &o->rows);
+	case OPT_COMM: o->comm = arg; break;
+	case OPT_IMAGE: o->image = arg; break;
+	case OPT_VIEW: {
+		static const char *const v[] = { "functions", "images", "commands" };
+		return pick(arg, "--view", v, 3, &o->view);
+	}
+	case OPT_SORT: {
+		static const char *const v[] = { "share", "self", "name", "image", "command" };
+		return pick(arg, "--sort", v, 5, &o->sort);
+	}
 	}
 	return 0;
 }
@@ -64,6 +90,10 @@ static const struct tally_option top_options[] = {
 	{ 'd', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY },
 	{ 'n', "iterations", TALLY_ARG_REQUIRED, "N", "exit after N refreshes", OPT_ITER },
 	{ 0, "rows", TALLY_ARG_REQUIRED, "N", "rows of each text snapshot (default 25; 0: all)", OPT_ROWS },
+	{ 0, "view", TALLY_ARG_REQUIRED, "VIEW", "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW },
+	{ 0, "sort", TALLY_ARG_REQUIRED, "KEY", "share (default), self, name, image or command (key s)", OPT_SORT },
+	{ 0, "comm", TALLY_ARG_REQUIRED, "TEXT", "only commands whose name contains TEXT (key c)", OPT_COMM },
+	{ 0, "image", TALLY_ARG_REQUIRED, "TEXT", "only images whose name contains TEXT (key i)", OPT_IMAGE },
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup top_group = { NULL, top_options, top_handle };
@@ -162,7 +192,7 @@ struct top {
 	struct tally_top_feed *feed;
 	struct tally_top_ui ui;
 	struct tally_top_status st;
-	struct strbuf msg;
+	struct strbuf msg, events;
 	uint64_t ticks;
 	int width, height;
 	bool target_ended; /* the target ended by itself (not stopped by top) */
@@ -337,7 +367,7 @@ static int run_daemon(struct top *t, int epfd)
 			break;
 		}
 		struct tally_db db;
-		if (tally_db_open_bundle_buf(&db, body.buf ? body.buf : "", body.len, "the daemon's reply")) {
+		if (tally_top_db_from_bundle(&db, body.buf ? body.buf : "", body.len, "the daemon's reply")) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
 			break;
@@ -349,7 +379,10 @@ static int run_daemon(struct top *t, int epfd)
 			ret = 1;
 			break;
 		}
-		t->st.events = NULL;
+		strbuf_reset(&t->events);
+		for (int e = 0; e < db.nevents; e++)
+			strbuf_addf(&t->events, "%s%s", e ? "," : "", db.events[e]);
+		t->st.events = t->events.buf ? t->events.buf : "?";
 		t->st.lost = db.lost;
 		double now = tally_now_mono();
 		tick(t, &db, true, strtod(since, NULL), first ? 0 : now - last);
@@ -390,7 +423,8 @@ int cmd_top(int argc, char **argv)
 		ret = tally_usage_error("top", "give a COMMAND, or -a, or -p, or --db, not several");
 		goto out;
 	}
-	if (t.o.db && (smp.freq || smp.period || smp.events_arg || smp.cpu_arg || smp.stack_user)) {
+	if (t.o.db && (smp.freq || smp.period || strcmp(smp.events_arg, "cpu-clock") || smp.cpu_arg || smp.stack_user ||
+		       !smp.randomize || smp.per_pid || smp.build_id_mmap)) {
 		ret = tally_usage_error("top", "--db shows what the daemon samples: its rate, events and CPUs are its own (tally ctl cpus)");
 		goto out;
 	}
@@ -422,6 +456,12 @@ int cmd_top(int argc, char **argv)
 	t.keys = t.interactive && isatty(STDIN_FILENO);
 	t.out_fd = STDOUT_FILENO;
 	tally_top_ui_init(&t.ui, smp.callchain);
+	t.ui.q.view = (enum tally_top_view)t.o.view;
+	t.ui.q.sort = (enum tally_top_sort)t.o.sort;
+	if (t.o.comm && *t.o.comm)
+		t.ui.q.comm_filter = t.ui.comm_filter = xstrdup(t.o.comm);
+	if (t.o.image && *t.o.image)
+		t.ui.q.image_filter = t.ui.image_filter = xstrdup(t.o.image);
 	t.win = tally_top_new(smp.callchain);
 	t.feed = tally_top_feed_new(&ro);
 
@@ -541,6 +581,7 @@ out:
 	tally_top_feed_free(t.feed);
 	tally_top_ui_release(&t.ui);
 	strbuf_release(&t.msg);
+	strbuf_release(&t.events);
 	strbuf_release(&target);
 	strbuf_release(&events);
 	if (epfd >= 0)

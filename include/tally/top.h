@@ -112,6 +112,14 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 int tally_top_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
 			  struct tally_ksym_cache *kc);
 
+/* A daemon's peek (a bundle: docs/format.md) read in memory: the files a
+ * database directory holds, parsed as tally_db_open_dir parses them, with no
+ * temporary directory (a tick must not write and remove a file per process).
+ * The copies of JIT maps and of the vDSO are left out: their code is
+ * [unknown]. db is the caller's (tally_db_release). 0 or -errno with
+ * tally_seterr naming what and the file. */
+int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, const char *what);
+
 /* ---- the screen and the keys ---- */
 
 /* The view's state, which the keys change. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/epoch.h"
 #include "tally/top.h"
 
 struct range {
@@ -393,4 +394,84 @@ int tally_top_db_from_agg(struct tally_db *out, struct tally_agg *a, const struc
 	}
 	tally_hidx_release(&have);
 	return 0;
+}
+
+/* ---- a daemon's reply ---- */
+
+struct bfile {
+	const char *name, *data;
+	size_t len;
+};
+struct bfiles {
+	struct bfile *v;
+	size_t n, a;
+};
+
+static int take_file(void *ctx, const char *name, const char *data, size_t len)
+{
+	struct bfiles *b = ctx;
+	GROW(b->v, b->a, b->n + 1);
+	/* name belongs to the parser only during the call: data points into the bundle */
+	b->v[b->n++] = (struct bfile){ xstrdup(name), data, len };
+	return 0;
+}
+
+static const struct bfile *bundle_file(const struct bfiles *b, const char *name)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (!strcmp(b->v[i].name, name))
+			return &b->v[i];
+	return NULL;
+}
+
+static int cmp_bfile(const void *x, const void *y)
+{
+	return strcmp(((const struct bfile *)x)->name, ((const struct bfile *)y)->name);
+}
+
+int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, const char *what)
+{
+	memset(db, 0, sizeof(*db));
+	struct bfiles b = { 0 };
+	int r = tally_bundle_parse(buf, len, what, take_file, &b);
+	if (r)
+		goto out;
+	tally_qsort(b.v, b.n, sizeof(*b.v), cmp_bfile);
+	db->path = xstrdup(what);
+	const struct bfile *f = bundle_file(&b, "session");
+	if (!f) {
+		r = tally_seterr(-EINVAL, "'%s' has no session file (is it a tally daemon's reply?)", what);
+		goto out;
+	}
+	if ((r = tally_db_parse_session(db, f->data, f->len, "session")))
+		goto out;
+	if ((f = bundle_file(&b, "images")) && (r = tally_db_parse_images(db, f->data, f->len, "images")))
+		goto out;
+	for (size_t i = 0; i < b.n; i++) {
+		size_t l = strlen(b.v[i].name);
+		if (l > 5 && !strcmp(b.v[i].name + l - 5, ".prof") && !strchr(b.v[i].name, '/') &&
+		    (r = tally_db_parse_prof(db, b.v[i].data, b.v[i].len, b.v[i].name)))
+			goto out;
+	}
+	if ((f = bundle_file(&b, "stacks")) && (r = tally_db_parse_stacks(db, f->data, f->len, "stacks")))
+		goto out;
+	if ((f = bundle_file(&b, "kernel.syms")) && (r = tally_db_parse_ksyms(db, f->data, f->len, "kernel.syms")))
+		goto out;
+	if ((f = bundle_file(&b, "tasks")) && (r = tally_db_parse_tasks(db, f->data, f->len, "tasks")))
+		goto out;
+	if ((f = bundle_file(&b, "modules"))) {
+		if ((r = tally_db_parse_modules(db, f->data, f->len, "modules")))
+			goto out;
+		db->modules = xstrndup(f->data, f->len);
+	}
+	if ((f = bundle_file(&b, "mntns")) && (r = tally_db_parse_mntns(db, f->data, f->len, "mntns")))
+		goto out;
+	r = tally_db_check_totals(db, what);
+out:
+	for (size_t i = 0; i < b.n; i++)
+		free((char *)b.v[i].name);
+	free(b.v);
+	if (r)
+		tally_db_release(db);
+	return r;
 }

@@ -150,7 +150,7 @@ static void small_db(struct tally_db *db, uint64_t c1, uint64_t c2)
 {
 	char *ev[] = { "cpu-clock" };
 	struct tally_db_builder *b = tally_db_builder_new(1, ev, true, false);
-	struct tally_db_image im = { .name = "prog", .path = "/nonexistent/prog", .id = "00", .id_kind = "none", .kind = "exec" };
+	struct tally_db_image im = { .name = "prog", .path = "/nonexistent/prog", .id = "0123456789abcdef0123456789abcdef01234567", .id_kind = "build-id", .kind = "exec" };
 	uint32_t i = tally_db_builder_image(b, &im);
 	if (c1)
 		tally_db_builder_entry(b, i, 7, 0x100, &c1);
@@ -204,6 +204,39 @@ static void test_top__feed_takes_what_grew(void **state)
 	free(rows);
 	tally_top_feed_free(f);
 	tally_top_free(t);
+}
+
+static void test_top__bundle_read_in_memory(void **state)
+{
+	(void)state;
+	struct tally_db db, back;
+	small_db(&db, 10, 5);
+	struct strbuf b = STRBUF_INIT;
+	assert_int_equal(tally_db_bundle(&db, &b), 0);
+	if (tally_top_db_from_bundle(&back, b.buf, b.len, "reply"))
+		fail_msg("%s", tally_errmsg());
+	assert_int_equal(back.nentries, 2);
+	assert_int_equal(back.nimages, 1);
+	assert_string_equal(back.images[0].name, "prog");
+	assert_int_equal(back.ntasks, 2);
+	assert_null(back.tmpdir); /* nothing unpacked on disk */
+	uint64_t sum = 0;
+	for (size_t i = 0; i < back.nentries; i++)
+		sum += back.counts[i];
+	assert_true(sum == 15);
+	tally_db_release(&back);
+	/* damaged: cut short, or counts that do not add up to the session's */
+	assert_true(tally_top_db_from_bundle(&back, b.buf, b.len / 2, "reply") < 0);
+	assert_errmsg_has("reply");
+	char *bad = xstrdup(b.buf);
+	char *p = strstr(bad, "samples: 15");
+	assert_non_null(p);
+	p[10] = '6';
+	assert_true(tally_top_db_from_bundle(&back, bad, b.len, "reply") < 0);
+	assert_errmsg_has("16");
+	free(bad);
+	strbuf_release(&b);
+	tally_db_release(&db);
 }
 
 static void keys(struct tally_top_ui *ui, const char *s)
@@ -316,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_top__views_group_and_filter),
 		cmocka_unit_test(test_top__inclusive_counts_a_stack_once),
 		cmocka_unit_test(test_top__feed_takes_what_grew),
+		cmocka_unit_test(test_top__bundle_read_in_memory),
 		cmocka_unit_test(test_top__keys),
 		cmocka_unit_test(test_top__screen_fits_and_is_safe),
 	};
