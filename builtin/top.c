@@ -28,14 +28,14 @@
 #include "tally/util.h"
 
 struct topopts {
-	const char *pid_arg, *db, *comm, *image;
+	const char *pid_arg, *db, *sock, *comm, *image;
 	int view, sort;
 	bool all, once;
 	double delay;
 	uint64_t iterations, rows;
 };
 
-enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS, OPT_COMM, OPT_IMAGE, OPT_VIEW, OPT_SORT };
+enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS, OPT_COMM, OPT_IMAGE, OPT_VIEW, OPT_SORT, OPT_SOCKET };
 
 static int pick(const char *arg, const char *what, const char *const *names, int n, int *out)
 {
@@ -59,6 +59,7 @@ static int top_handle(void *ctx, int code, const char *arg)
 	case OPT_ALL: o->all = true; break;
 	case OPT_PID: o->pid_arg = arg; break;
 	case OPT_DB: o->db = arg; break;
+	case OPT_SOCKET: o->sock = arg; break;
 	case OPT_ONCE: o->once = true; break;
 	case OPT_DELAY: {
 		int r = tally_parse_duration(arg, "--delay", &o->delay);
@@ -86,6 +87,7 @@ static const struct tally_option top_options[] = {
 	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (the default without -p or COMMAND)", OPT_ALL },
 	{ 'p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID },
 	{ 0, "db", TALLY_ARG_REQUIRED, "DIR", "show what the tally daemon of DIR samples (its control socket):\nno perf events of its own", OPT_DB },
+	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's control socket (default DIR/ctl.sock; implies --db)", OPT_SOCKET },
 	{ 0, "once", TALLY_ARG_NONE, NULL, "print one text snapshot after one interval, then exit", OPT_ONCE },
 	{ 'd', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY },
 	{ 'n', "iterations", TALLY_ARG_REQUIRED, "N", "exit after N refreshes", OPT_ITER },
@@ -346,9 +348,12 @@ static int run_recording(struct top *t, struct tally_recording *rec, const struc
 static int run_daemon(struct top *t, int epfd)
 {
 	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
-	strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
+	if (t->o.sock)
+		strbuf_addstr(&path, t->o.sock);
+	else
+		strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
 	double last = tally_now_mono();
-	int ret = 0;
+	int ret = 0, r;
 	bool first = true;
 	while (!done(t)) {
 		bool ok = false;
@@ -361,13 +366,17 @@ static int run_daemon(struct top *t, int epfd)
 		if (!ok) {
 			struct strbuf m = STRBUF_INIT;
 			strbuf_add_excerpt(&m, body.buf ? body.buf : "", body.len, 300);
-			tally_error("the daemon of '%s' answered: %s", t->o.db, m.buf ? m.buf : "");
+			tally_error("the daemon at '%s' answered: %s", path.buf, m.buf ? m.buf : "");
 			strbuf_release(&m);
 			ret = 1;
 			break;
 		}
 		struct tally_db db;
-		if (tally_top_db_from_bundle(&db, body.buf ? body.buf : "", body.len, "the daemon's reply")) {
+		struct strbuf what = STRBUF_INIT;
+		strbuf_addf(&what, "the answer of '%s' to peek", path.buf);
+		r = tally_top_db_from_bundle(&db, body.buf ? body.buf : "", body.len, what.buf);
+		strbuf_release(&what);
+		if (r) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
 			break;
@@ -375,7 +384,7 @@ static int run_daemon(struct top *t, int epfd)
 		const char *since = tally_meta_get(&db.session, "memory-since");
 		if (!since) {
 			tally_db_release(&db);
-			tally_error("the daemon of '%s' answered peek without 'memory-since': restart it with this tally", t->o.db);
+			tally_error("the daemon at '%s' answered peek without 'memory-since' (restart it with this tally)", path.buf);
 			ret = 1;
 			break;
 		}
@@ -409,6 +418,7 @@ int cmd_top(int argc, char **argv)
 	size_t npids = 0;
 	int epfd = -1, ret;
 	struct strbuf target = STRBUF_INIT, events = STRBUF_INIT;
+	bool free_db = false;
 
 	void *ctx[] = { &t.o, &smp, &so };
 	int first;
@@ -416,6 +426,8 @@ int cmd_top(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	ret = 2;
+	if (t.o.sock && !t.o.db)
+		t.o.db = tally_dirname(t.o.sock), free_db = true;
 	char **cmd = argv + first;
 	int ncmd = argc - first;
 	int given = (ncmd > 0) + (t.o.all) + (t.o.pid_arg != NULL) + (t.o.db != NULL);
@@ -592,6 +604,8 @@ out:
 			sig_pipe[i] = -1;
 		}
 	free(pids);
+	if (free_db)
+		free((char *)t.o.db);
 	tally_symopts_release(&so);
 	tally_sampling_release(&smp);
 	return ret;

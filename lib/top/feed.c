@@ -434,6 +434,8 @@ int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, c
 	memset(db, 0, sizeof(*db));
 	struct bfiles b = { 0 };
 	int r = tally_bundle_parse(buf, len, what, take_file, &b);
+	if (r == -ENOTDIR)
+		r = tally_seterr(-EPROTO, "%s is not a profile (is the socket a tally daemon's?)", what);
 	if (r)
 		goto out;
 	tally_qsort(b.v, b.n, sizeof(*b.v), cmp_bfile);
