@@ -20,6 +20,9 @@ struct range {
 struct fimage {
 	char *key;
 	bool jit; /* JIT code moves: never cached */
+	bool file; /* an executable or library: symbolized through the lasting resolver */
+	struct tally_db_image copy; /* file: what the lasting resolvers' databases say of it */
+	uint32_t gen, sym; /* file: its resolver and its index there; sym UINT32_MAX while it has none */
 	struct range *r; /* sorted by start, disjoint */
 	size_t nr, ar;
 };
@@ -41,6 +44,17 @@ struct prev {
 struct tally_top_feed {
 	struct tally_resolver_opts ro;
 	bool have_ro;
+	/* the files' symbols last from tick to tick, so that an image's symbol
+	 * table is read once, not every tick: the file images that a tick brings
+	 * go into a database of their own with a resolver (a generation); past
+	 * TOP_MAX_GENS generations they are made again as one. The kernel, JIT
+	 * code and the vDSO go through each tick's own database (its kernel
+	 * symbols are those the tick's samples need). */
+	struct gen {
+		struct tally_db db;
+		struct tally_resolver *res;
+	} *gens;
+	size_t ngens, agens;
 	struct fimage *im;
 	size_t nim, aim;
 	struct tally_hidx im_idx;
@@ -59,6 +73,9 @@ struct tally_top_feed {
 	uint32_t *pframes;
 	size_t npframes, apframes;
 };
+
+static void db_image_free(struct tally_db_image *d);
+static void gens_free(struct tally_top_feed *f);
 
 struct tally_top_feed *tally_top_feed_new(const struct tally_resolver_opts *ro)
 {
@@ -84,7 +101,10 @@ void tally_top_feed_free(struct tally_top_feed *f)
 	for (size_t i = 0; i < f->nim; i++) {
 		free(f->im[i].key);
 		free(f->im[i].r);
+		db_image_free(&f->im[i].copy);
 	}
+	gens_free(f);
+	free(f->gens);
 	free(f->im);
 	tally_hidx_release(&f->im_idx);
 	free(f->loc);
@@ -97,6 +117,80 @@ void tally_top_feed_free(struct tally_top_feed *f)
 	free(f->prev);
 	free(f->pframes);
 	free(f);
+}
+
+static char *dup0(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static void db_image_free(struct tally_db_image *d)
+{
+	free(d->name);
+	free(d->path);
+	free(d->id);
+	free(d->id_kind);
+	free(d->kind);
+	free(d->aux);
+	free(d->jd_text);
+	free(d->dir);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The name, path, identity and kind of an image (no copied files). */
+static void db_image_copy(struct tally_db_image *to, const struct tally_db_image *from)
+{
+	memset(to, 0, sizeof(*to));
+	to->name = dup0(from->name);
+	to->path = dup0(from->path);
+	to->id = dup0(from->id);
+	to->id_kind = dup0(from->id_kind);
+	to->kind = dup0(from->kind);
+	to->pid = from->pid;
+	to->foreign_ns = from->foreign_ns;
+}
+
+#define TOP_MAX_GENS 32
+
+static void gens_free(struct tally_top_feed *f)
+{
+	for (size_t g = 0; g < f->ngens; g++) {
+		tally_resolver_free(f->gens[g].res);
+		tally_db_release(&f->gens[g].db);
+	}
+	f->ngens = 0;
+	for (size_t i = 0; i < f->nim; i++)
+		f->im[i].sym = UINT32_MAX;
+}
+
+/* A generation for the file images that have none (all of them again, as
+ * one, when there are too many generations). */
+static void gen_add(struct tally_top_feed *f, const struct tally_db *tick)
+{
+	if (f->ngens >= TOP_MAX_GENS)
+		gens_free(f);
+	GROW(f->gens, f->agens, f->ngens + 1);
+	struct gen *g = &f->gens[f->ngens];
+	memset(g, 0, sizeof(*g));
+	struct tally_db *d = &g->db;
+	const char *rel = tally_meta_get(&tick->session, "kernel-release");
+	if (rel)
+		tally_meta_set(&d->session, "kernel-release", "%s", rel);
+	d->path = xstrdup(tick->path ? tick->path : "tally top");
+	size_t n = 0;
+	for (size_t i = 0; i < f->nim; i++)
+		n += f->im[i].file && f->im[i].sym == UINT32_MAX;
+	d->images = xcalloc(n + 1, sizeof(*d->images));
+	for (size_t i = 0; i < f->nim; i++) {
+		if (!f->im[i].file || f->im[i].sym != UINT32_MAX)
+			continue;
+		f->im[i].gen = (uint32_t)f->ngens;
+		f->im[i].sym = (uint32_t)d->nimages;
+		db_image_copy(&d->images[d->nimages++], &f->im[i].copy);
+	}
+	if (tally_resolver_new(&g->res, d, f->have_ro ? &f->ro : NULL))
+		g->res = NULL;
+	f->ngens++;
 }
 
 static bool str_eq(const void *ctx, uint32_t i, const void *key)
@@ -135,7 +229,11 @@ static uint32_t image_id(struct tally_top_feed *f, const struct tally_db_image *
 		return i;
 	}
 	GROW(f->im, f->aim, f->nim + 1);
-	f->im[f->nim] = (struct fimage){ .key = strbuf_detach(&k), .jit = di->kind && !strcmp(di->kind, "jit") };
+	struct fimage *im = &f->im[f->nim];
+	*im = (struct fimage){ .key = strbuf_detach(&k), .jit = di->kind && !strcmp(di->kind, "jit"), .sym = UINT32_MAX };
+	im->file = di->kind && (!strcmp(di->kind, "exec") || !strcmp(di->kind, "lib"));
+	if (im->file)
+		db_image_copy(&im->copy, di);
 	tally_hidx_put(&f->im_idx, h, (uint32_t)f->nim);
 	return (uint32_t)f->nim++;
 }
@@ -205,15 +303,24 @@ static uint32_t locate(struct tick *k, uint32_t dbimage, uint64_t off)
 			goto remember;
 		}
 	}
-	if (!k->res && !k->err) {
-		int r = tally_resolver_new(&k->res, k->db, f->have_ro ? &f->ro : NULL);
-		if (r)
-			k->err = r;
+	struct tally_resolver *res;
+	uint32_t ri;
+	if (im->file && im->sym != UINT32_MAX && f->gens[im->gen].res) {
+		res = f->gens[im->gen].res;
+		ri = im->sym;
+	} else {
+		if (!k->res && !k->err) {
+			int r = tally_resolver_new(&k->res, k->db, f->have_ro ? &f->ro : NULL);
+			if (r)
+				k->err = r;
+		}
+		res = k->res;
+		ri = dbimage;
 	}
-	const struct tally_sym *s = k->res ? tally_resolve(k->res, dbimage, off) : NULL;
+	const struct tally_sym *s = res ? tally_resolve(res, ri, off) : NULL;
 	key.name = name_id(f, s && s->name ? s->name : "[unknown]");
 	uint64_t a;
-	if (s && s->size && !im->jit && tally_resolver_addr(k->res, dbimage, off, &a) == 0 && a >= s->addr &&
+	if (s && s->size && !im->jit && tally_resolver_addr(res, ri, off, &a) == 0 && a >= s->addr &&
 	    a - s->addr < s->size && off >= a - s->addr)
 		range_add(im, off - (a - s->addr), off - (a - s->addr) + s->size, key.name);
 	if (im->jit)
@@ -287,8 +394,13 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 	}
 	struct tick k = { .f = f, .db = db };
 	k.sid = xcalloc(db->nimages + 1, sizeof(uint32_t));
-	for (size_t i = 0; i < db->nimages; i++)
+	bool new_files = false;
+	for (size_t i = 0; i < db->nimages; i++) {
 		k.sid[i] = image_id(f, &db->images[i]);
+		new_files |= f->im[k.sid[i]].file && f->im[k.sid[i]].sym == UINT32_MAX;
+	}
+	if (new_files)
+		gen_add(f, db);
 	struct comms cm = { .db = db };
 	/* a pid listed twice (reused): the last one wins, as in tally_db_comm */
 	for (size_t i = db->ntasks; i-- > 0;) {
