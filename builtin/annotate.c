@@ -9,6 +9,7 @@
 
 #include "builtin/builtin.h"
 #include "tally/annotate.h"
+#include "tally/json.h"
 #include "tally/db.h"
 #include "tally/report.h"
 #include "tally/symbols.h"
@@ -190,86 +191,85 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 	text_asm(c, out);
 }
 
-static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, struct strbuf *out)
+static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, struct tally_json *j)
 {
 	const struct tally_annot_func *f = c->f;
 	const struct tally_db_image *im = &db->images[f->image];
-	strbuf_addstr(out, "{\"name\":");
-	strbuf_add_json_str(out, f->name);
-	strbuf_addstr(out, ",\"image\":");
-	strbuf_add_json_str(out, im->name);
-	strbuf_addstr(out, ",\"path\":");
-	strbuf_add_json_str(out, im->path);
-	strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"percent_of_image\":%.4f",
-		    f->addr, f->size, f->samples, pc(f->samples, f->image_samples));
+	tally_json_obj(j);
+	tally_json_kstr(j, "name", f->name);
+	tally_json_kstr(j, "image", im->name);
+	tally_json_kstr(j, "path", im->path);
+	tally_json_key(j, "addr");
+	tally_json_strf(j, "0x%" PRIx64, f->addr);
+	tally_json_ku64(j, "size", f->size);
+	tally_json_ku64(j, "samples", f->samples);
+	tally_json_knum(j, "percent_of_image", pc(f->samples, f->image_samples), 4);
 	struct src *main = source(c, f->main_file);
-	strbuf_addstr(out, ",\"source\":");
 	if (f->main_file != TALLY_ANNOT_NONE) {
-		strbuf_addstr(out, "{\"file\":");
-		strbuf_add_json_str(out, f->files[f->main_file]);
-		strbuf_addstr(out, ",\"found\":");
-		if (main)
-			strbuf_add_json_str(out, main->found);
-		else
-			strbuf_addstr(out, "null");
-		strbuf_addf(out, ",\"first_line\":%" PRIu32 ",\"last_line\":%" PRIu32 "}", f->first_line, f->last_line);
+		tally_json_kobj(j, "source");
+		tally_json_kstr(j, "file", f->files[f->main_file]);
+		tally_json_kstr(j, "found", main ? main->found : NULL);
+		tally_json_ku64(j, "first_line", f->first_line);
+		tally_json_ku64(j, "last_line", f->last_line);
+		tally_json_end(j);
 	} else {
-		strbuf_addstr(out, "null");
+		tally_json_knull(j, "source");
 	}
-	strbuf_addf(out, ",\"no_line_samples\":%" PRIu64, f->no_line);
-	if (f->line_note) {
-		strbuf_addstr(out, ",\"line_note\":");
-		strbuf_add_json_str(out, f->line_note);
-	}
-	if (f->code_note) {
-		strbuf_addstr(out, ",\"code_note\":");
-		strbuf_add_json_str(out, f->code_note);
-	}
-	strbuf_addstr(out, ",\"lines\":[");
-	bool first = true;
+	tally_json_ku64(j, "no_line_samples", f->no_line);
+	if (f->line_note)
+		tally_json_kstr(j, "line_note", f->line_note);
+	if (f->code_note)
+		tally_json_kstr(j, "code_note", f->code_note);
+	tally_json_karr(j, "lines");
 	for (size_t k = 0; k < f->nlines; k++) {
 		const struct tally_annot_line *l = &f->lines[k];
 		if (!l->samples)
 			continue;
-		strbuf_addstr(out, first ? "{\"file\":" : ",{\"file\":");
-		first = false;
-		strbuf_add_json_str(out, f->files[l->file]);
-		strbuf_addf(out, ",\"line\":%" PRIu32 ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"text\":", l->line, l->samples,
-			    pc(l->samples, f->samples));
-		const char *t = line_text(c, l->file, l->line);
-		if (t)
-			strbuf_add_json_str(out, t);
-		else
-			strbuf_addstr(out, "null");
-		strbuf_addstr(out, "}");
+		tally_json_obj(j);
+		tally_json_kstr(j, "file", f->files[l->file]);
+		tally_json_ku64(j, "line", l->line);
+		tally_json_ku64(j, "samples", l->samples);
+		tally_json_knum(j, "percent", pc(l->samples, f->samples), 4);
+		tally_json_kstr(j, "text", line_text(c, l->file, l->line));
+		tally_json_end(j);
 	}
-	strbuf_addstr(out, "]");
+	tally_json_end(j);
 	if (!f->ninsns) {
 		/* no code to show: where in the function the samples were */
-		strbuf_addstr(out, ",\"addresses\":[");
-		for (size_t i = 0; i < f->npts; i++)
-			strbuf_addf(out, "%s{\"addr\":\"0x%" PRIx64 "\",\"samples\":%" PRIu64 ",\"percent\":%.4f}", i ? "," : "",
-				    f->pt_addr[i], f->pt_samples[i], pc(f->pt_samples[i], f->samples));
-		strbuf_addstr(out, "]");
+		tally_json_karr(j, "addresses");
+		for (size_t i = 0; i < f->npts; i++) {
+			tally_json_obj(j);
+			tally_json_key(j, "addr");
+			tally_json_strf(j, "0x%" PRIx64, f->pt_addr[i]);
+			tally_json_ku64(j, "samples", f->pt_samples[i]);
+			tally_json_knum(j, "percent", pc(f->pt_samples[i], f->samples), 4);
+			tally_json_end(j);
+		}
+		tally_json_end(j);
 	}
 	if (want_asm) {
-		strbuf_addstr(out, ",\"instructions\":[");
+		tally_json_karr(j, "instructions");
 		for (size_t i = 0; i < f->ninsns; i++) {
 			const struct tally_annot_insn *in = &f->insns[i];
-			strbuf_addf(out, "%s{\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu32 ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"asm\":",
-				    i ? "," : "", in->addr, in->size, in->samples, pc(in->samples, f->samples));
-			strbuf_add_json_str(out, in->text);
+			tally_json_obj(j);
+			tally_json_key(j, "addr");
+			tally_json_strf(j, "0x%" PRIx64, in->addr);
+			tally_json_ku64(j, "size", in->size);
+			tally_json_ku64(j, "samples", in->samples);
+			tally_json_knum(j, "percent", pc(in->samples, f->samples), 4);
+			tally_json_kstr(j, "asm", in->text);
 			if (in->src != TALLY_ANNOT_NONE) {
-				strbuf_addstr(out, ",\"file\":");
-				strbuf_add_json_str(out, f->files[f->lines[in->src].file]);
-				strbuf_addf(out, ",\"line\":%" PRIu32 "}", f->lines[in->src].line);
+				tally_json_kstr(j, "file", f->files[f->lines[in->src].file]);
+				tally_json_ku64(j, "line", f->lines[in->src].line);
 			} else {
-				strbuf_addstr(out, ",\"file\":null,\"line\":null}");
+				tally_json_knull(j, "file");
+				tally_json_knull(j, "line");
 			}
+			tally_json_end(j);
 		}
-		strbuf_addstr(out, "]");
+		tally_json_end(j);
 	}
-	strbuf_addstr(out, "}");
+	tally_json_end(j);
 }
 
 static void release_srcs(struct ctx *c)
@@ -346,19 +346,20 @@ int cmd_annotate(int argc, char **argv)
 	}
 	tally_warn_jit(&db);
 	struct strbuf out = STRBUF_INIT;
+	struct tally_json j;
+	tally_json_init(&j, &out);
 	if (json) {
-		strbuf_addstr(&out, "{\"format\":\"tally-annotate\",\"version\":1,\"database\":");
-		strbuf_add_json_str(&out, input);
-		strbuf_addstr(&out, ",\"event\":");
-		strbuf_add_json_str(&out, db.events[ev]);
-		strbuf_addstr(&out, ",\"functions\":[");
+		tally_json_obj(&j);
+		tally_json_kstr(&j, "format", "tally-annotate");
+		tally_json_ki64(&j, "version", 1);
+		tally_json_kstr(&j, "database", input);
+		tally_json_kstr(&j, "event", db.events[ev]);
+		tally_json_karr(&j, "functions");
 	}
 	for (size_t i = 0; i < nf; i++) {
 		struct ctx c = { srcdirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)), &funcs[i] };
 		if (json) {
-			if (i)
-				strbuf_addch(&out, ',');
-			json_func(&c, &db, want_asm, &out);
+			json_func(&c, &db, want_asm, &j);
 		} else {
 			if (i)
 				strbuf_addch(&out, '\n');
@@ -366,8 +367,11 @@ int cmd_annotate(int argc, char **argv)
 		}
 		release_srcs(&c);
 	}
-	if (json)
-		strbuf_addstr(&out, "]}\n");
+	if (json) {
+		tally_json_end(&j);
+		tally_json_end(&j);
+		strbuf_addch(&out, '\n');
+	}
 	/* damaged or changed images the annotation read */
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	tally_report_image_warnings(&db, res, tally_verbose, &w);

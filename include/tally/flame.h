@@ -17,6 +17,12 @@
 
 #define TALLY_FLAME_ALL UINT32_MAX          /* the bottom frame: every sample */
 #define TALLY_FLAME_OTHER (UINT32_MAX - 1)  /* frames under the limit, folded */
+#define TALLY_FLAME_DEEP (UINT32_MAX - 2)   /* the levels past TALLY_FLAME_MAX_DEPTH, folded */
+
+/* The deepest level drawn: a graph that tall is already 16,000 pixels; what
+ * a stack holds past it (a recursion thousands of calls deep) is one frame
+ * per column that says how many levels it folds. */
+#define TALLY_FLAME_MAX_DEPTH 1024
 
 /* The default --percent-limit of flame graphs: about one pixel of a
  * 1200-pixel-wide graph, so folding hides nothing that could be seen. */
@@ -28,7 +34,7 @@ struct tally_flame_frame {
 	uint64_t x;      /* left edge, in samples from the left of the graph */
 	uint64_t count;  /* samples in this frame and above it (inclusive) */
 	uint64_t self;   /* samples that ended in this frame */
-	uint32_t folded; /* OTHER: how many frames it stands for */
+	uint32_t folded; /* OTHER: how many frames it stands for; DEEP: how many levels, at most */
 };
 
 struct tally_flame {

@@ -100,4 +100,9 @@ static inline double tally_view_pct(uint64_t n, uint64_t d)
 	return d ? 100.0 * (double)n / (double)d : 0.0;
 }
 
+/* The lost samples' share of all samples, recorded and lost: summed as
+ * doubles, so that counts near 2^64 (a damaged or hostile session) cannot
+ * wrap the sum and give a share over 100%. */
+double tally_view_lost_pct(const struct tally_db *db);
+
 #endif

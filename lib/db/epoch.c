@@ -108,7 +108,8 @@ bool tally_epoch_name_ok(const char *name)
 	const char *p = name + 12;
 	if (!*p)
 		return true;
-	if (*p++ != '-' || !*p || *p == '0' || strlen(p) > 6)
+	/* the second epoch of a minute is -2: -1 would be the first one's number again */
+	if (*p++ != '-' || !*p || *p == '0' || !strcmp(p, "1") || strlen(p) > 6)
 		return false;
 	return all_digits(p, strlen(p));
 }

@@ -140,14 +140,39 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 	struct tally_flame *fl = B->fl;
 	bool inv = fl->inverted;
 	uint64_t x = fl->frames[at].x;
+	if (d == TALLY_FLAME_MAX_DEPTH) {
+		/* the levels past the deepest drawn: one frame for all of them */
+		uint32_t deepest = 0;
+		uint64_t c = 0;
+		for (size_t k = i; k < j; k++) {
+			const struct tally_cg_stack *st = &cg->stacks[B->order[k]];
+			if (st->len > d) {
+				c += st->count;
+				if (st->len - d > deepest)
+					deepest = st->len - d;
+			}
+		}
+		if (c) {
+			fl->frames[at].self = fl->frames[at].count - c;
+			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, d + 1, x, c, c, deepest });
+		} else {
+			fl->frames[at].self = fl->frames[at].count;
+		}
+		return;
+	}
 	if (j - i == 1) {
 		/* one stack: a column of frames up to its end (all as big as this one) */
 		const struct tally_cg_stack *st = &cg->stacks[B->order[i]];
-		for (uint32_t k = d; k < st->len; k++) {
+		uint32_t end = st->len < TALLY_FLAME_MAX_DEPTH ? st->len : TALLY_FLAME_MAX_DEPTH;
+		for (uint32_t k = d; k < end; k++) {
 			fl->frames[at].self = 0;
 			at = push(fl, (struct tally_flame_frame){ level_func(cg, inv, B->order[i], k), k + 1, x, st->count, 0, 0 });
 		}
 		fl->frames[at].self = st->count;
+		if (st->len > end) {
+			fl->frames[at].self = 0;
+			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, end + 1, x, st->count, st->count, st->len - end });
+		}
 		return;
 	}
 	/* each stack's key, fetching ahead: the stacks' functions are all over memory */
@@ -195,7 +220,7 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		B->cnt[g[k].key] = 0;
 	size_t k = 0;
 	fl->frames[at].self = 0;
-	if (g[0].key == 0)
+	if (ng && g[0].key == 0)
 		fl->frames[at].self = g[k++].count;
 	uint64_t other = 0;
 	uint32_t nother = 0;
@@ -393,6 +418,8 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			strbuf_addf(&name, "all");
 		} else if (f->func == TALLY_FLAME_OTHER) {
 			strbuf_addstr(&name, "other");
+		} else if (f->func == TALLY_FLAME_DEEP) {
+			strbuf_addf(&name, "[deeper: up to %u more levels]", f->folded);
 		} else {
 			const struct tally_cg_func *fn = &cg->funcs[f->func];
 			kind = db->images[fn->image].kind;
@@ -420,6 +447,9 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		} else if (f->func == TALLY_FLAME_OTHER) {
 			strbuf_addf(out, "; %u %s under %g%% each, folded", f->folded, f->folded == 1 ? "frame" : "frames",
 				    fl->limit);
+		} else if (f->func == TALLY_FLAME_DEEP) {
+			strbuf_addf(out, "; the stacks' frames past level %d, folded (use the folded export for all of them)",
+				    TALLY_FLAME_MAX_DEPTH);
 		} else if (f->self) {
 			strbuf_addf(out, "; self %" PRIu64 ", %.2f%%", f->self, pct(f->self, fl->total));
 		}
@@ -427,7 +457,7 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			    FRAME_H - 1);
 		if (f->func == TALLY_FLAME_ALL)
 			strbuf_addstr(out, "rgb(215,215,205)");
-		else if (f->func == TALLY_FLAME_OTHER)
+		else if (f->func == TALLY_FLAME_OTHER || f->func == TALLY_FLAME_DEEP)
 			strbuf_addstr(out, "rgb(200,200,200)");
 		else
 			frame_fill(out, name.buf, kind);

@@ -464,12 +464,9 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 
 static void session_section(struct strbuf *out, const struct tally_db *db)
 {
-	uint64_t all = 0;
-	for (int e = 0; e < db->nevents; e++)
-		all += db->samples[e];
 	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
 	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> samples (%.2f%%), throttled: <b>%" PRIu64 "</b> times.</p>\n",
-		    db->lost, pc(db->lost, all + db->lost), db->throttled);
+		    db->lost, tally_view_lost_pct(db), db->throttled);
 	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
 	esc(out, db->path);
 	strbuf_addstr(out, "</dd>\n");

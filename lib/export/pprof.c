@@ -345,12 +345,18 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
  * protobuf-c would pack it whole (fields in number order, each repeated
  * element a tag, a length and the element), straight into deflate: the
  * samples, locations and strings never sit in memory as one message. */
+#define ZSTAGE ((size_t)1 << 16)
+
 struct zout {
 	z_stream z;
 	struct strbuf *out;
 	uint8_t *buf;
 	size_t abuf;
 	int err;
+	/* small pieces (tags, varints) gathered before deflate sees them: one
+	 * deflate call per few bytes cost more than the compression */
+	uint8_t *stage; /* ZSTAGE bytes */
+	size_t nstage;
 };
 
 static void zrun(struct zout *zo, int flush)
@@ -376,13 +382,29 @@ static void zrun(struct zout *zo, int flush)
 	} while (zo->z.avail_in || zo->z.avail_out == 0 || flush == Z_FINISH);
 }
 
+static void zdeflate(struct zout *zo, const void *p, size_t n, int flush)
+{
+	zo->z.next_in = (Bytef *)p;
+	zo->z.avail_in = (uInt)n;
+	zrun(zo, flush);
+}
+
 static void zput(struct zout *zo, const void *p, size_t n)
 {
 	if (!n || zo->err)
 		return;
-	zo->z.next_in = (Bytef *)p;
-	zo->z.avail_in = (uInt)n;
-	zrun(zo, Z_NO_FLUSH);
+	if (zo->nstage + n > ZSTAGE) {
+		zdeflate(zo, zo->stage, zo->nstage, Z_NO_FLUSH);
+		zo->nstage = 0;
+		if (zo->err)
+			return;
+	}
+	if (n > ZSTAGE) {
+		zdeflate(zo, p, n, Z_NO_FLUSH);
+		return;
+	}
+	memcpy(zo->stage + zo->nstage, p, n);
+	zo->nstage += n;
 }
 
 static void zvarint(struct zout *zo, uint64_t v)
@@ -681,7 +703,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		pmp[mid[k] - 1] = &pm[k];
 	}
 
-	struct zout zo = { .out = tally_export_out_file(out, "") };
+	struct zout zo = { .out = tally_export_out_file(out, ""), .stage = xmalloc(ZSTAGE) };
 	if (deflateInit2(&zo.z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		zo.err = tally_seterr(-EIO, "zlib: cannot start compressing the pprof profile");
 	/* 1: sample types */
@@ -770,13 +792,12 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 	/* 7 on: the rest */
 	zmsg(&zo, 0, &prof.base);
-	if (!zo.err) {
-		zo.z.avail_in = 0;
-		zrun(&zo, Z_FINISH);
-	}
+	if (!zo.err)
+		zdeflate(&zo, zo.stage, zo.nstage, Z_FINISH);
 	deflateEnd(&zo.z);
 	free(zo.buf);
 	int ret = zo.err;
+	free(zo.stage);
 
 	free(pmp);
 	free(pm);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/json.h"
 #include "tally/report.h"
 #include "tally/view.h"
 
@@ -20,16 +21,12 @@ bool tally_report_is_cg(const struct tally_report_opts *o)
 }
 
 /* "name", "path", "id" and "id_kind" of an image, the fields every JSON view names it by. */
-static void json_image_id(struct strbuf *out, const struct tally_db_image *im)
+static void json_image_id(struct tally_json *j, const struct tally_db_image *im)
 {
-	strbuf_addstr(out, "\"name\":");
-	strbuf_add_json_str(out, im->name);
-	strbuf_addstr(out, ",\"path\":");
-	strbuf_add_json_str(out, im->path);
-	strbuf_addstr(out, ",\"id\":");
-	strbuf_add_json_str(out, im->id);
-	strbuf_addstr(out, ",\"id_kind\":");
-	strbuf_add_json_str(out, im->id_kind);
+	tally_json_kstr(j, "name", im->name);
+	tally_json_kstr(j, "path", im->path);
+	tally_json_kstr(j, "id", im->id);
+	tally_json_kstr(j, "id_kind", im->id_kind);
 }
 
 static void pct(struct strbuf *sb, uint64_t n, uint64_t total)
@@ -83,11 +80,8 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
-	uint64_t all = 0;
-	for (int e = 0; e < db->nevents; e++)
-		all += db->samples[e];
 	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
-		    pc(db->lost, all + db->lost), db->throttled);
+		    tally_view_lost_pct(db), db->throttled);
 }
 
 /* ---- the flat views: images, functions, lines ---- */
@@ -166,118 +160,123 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_view_rows_release(&t);
 }
 
-static void json_functions(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
 {
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
-	if (o->lines)
-		strbuf_addf(out, ",\"debug_info\":%s,\"lines\":[", tally_resolver_has_dwarf(res, img->image) ? "true" : "false");
-	else
-		strbuf_addstr(out, ",\"functions\":[");
+	if (o->lines) {
+		tally_json_kbool(j, "debug_info", tally_resolver_has_dwarf(res, img->image));
+		tally_json_karr(j, "lines");
+	} else {
+		tally_json_karr(j, "functions");
+	}
 	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
 		const struct tally_view_row *r = &fr.v[k];
-		strbuf_addstr(out, k ? ",{" : "{");
+		tally_json_obj(j);
 		if (o->lines) {
-			strbuf_addstr(out, "\"file\":");
-			if (r->file)
-				strbuf_add_json_str(out, r->file);
-			else
-				strbuf_addstr(out, "null");
+			tally_json_kstr(j, "file", r->file);
 			if (r->file && r->line)
-				strbuf_addf(out, ",\"line\":%d", r->line);
+				tally_json_ki64(j, "line", r->line);
 			else
-				strbuf_addstr(out, ",\"line\":null");
-			strbuf_addstr(out, ",\"function\":");
+				tally_json_knull(j, "line");
+			tally_json_kstr(j, "function", r->name);
 		} else {
-			strbuf_addstr(out, "\"name\":");
+			tally_json_kstr(j, "name", r->name);
 		}
-		strbuf_add_json_str(out, r->name);
 		if (r->inlined)
-			strbuf_addstr(out, ",\"inlined\":true");
+			tally_json_kbool(j, "inlined", true);
 		if (!o->lines) {
+			tally_json_key(j, "addr");
 			if (r->has_addr)
-				strbuf_addf(out, ",\"addr\":\"0x%" PRIx64 "\"", r->addr);
+				tally_json_strf(j, "0x%" PRIx64, r->addr);
 			else
-				strbuf_addstr(out, ",\"addr\":null");
+				tally_json_null(j);
 		}
-		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"percent_of_total\":%.4f}", r->samples,
-			    pc(r->samples, img->samples), pc(r->samples, total));
+		tally_json_ku64(j, "samples", r->samples);
+		tally_json_knum(j, "percent", pc(r->samples, img->samples), 4);
+		tally_json_knum(j, "percent_of_total", pc(r->samples, total), 4);
+		tally_json_end(j);
 	}
-	strbuf_addstr(out, "]");
+	tally_json_end(j);
 	tally_view_rows_release(&fr);
 }
 
-static void json_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+static void json_event(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, int ev)
 {
 	struct tally_view_rows t;
 	tally_view_images(&t, db, o->sel, ev);
-	strbuf_addstr(out, "{\"name\":");
-	strbuf_add_json_str(out, db->events[ev]);
-	strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"images\":[", t.total);
+	tally_json_obj(j);
+	tally_json_kstr(j, "name", db->events[ev]);
+	tally_json_ku64(j, "samples", t.total);
+	tally_json_karr(j, "images");
 	bool fn = o->symbols || o->lines;
 	for (size_t i = 0; i < t.n && shown(o, i); i++) {
 		const struct tally_view_row *r = &t.v[i];
 		const struct tally_db_image *im = &db->images[r->image];
-		strbuf_addstr(out, i ? ",{" : "{");
-		json_image_id(out, im);
-		strbuf_addstr(out, ",\"kind\":");
-		strbuf_add_json_str(out, im->kind);
+		tally_json_obj(j);
+		json_image_id(j, im);
+		tally_json_kstr(j, "kind", im->kind);
 		if (r->pid)
-			strbuf_addf(out, ",\"pid\":%d", r->pid);
+			tally_json_ki64(j, "pid", r->pid);
 		else
-			strbuf_addstr(out, ",\"pid\":null");
-		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f", r->samples, pc(r->samples, t.total));
-		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image))) {
-			strbuf_addstr(out, ",\"note\":");
-			strbuf_add_json_str(out, tally_resolver_note(res, r->image));
-		}
+			tally_json_knull(j, "pid");
+		tally_json_ku64(j, "samples", r->samples);
+		tally_json_knum(j, "percent", pc(r->samples, t.total), 4);
+		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image)))
+			tally_json_kstr(j, "note", tally_resolver_note(res, r->image));
 		if (fn)
-			json_functions(out, db, res, o, ev, r, t.total);
-		strbuf_addstr(out, "}");
+			json_functions(j, db, res, o, ev, r, t.total);
+		tally_json_end(j);
 	}
-	strbuf_addstr(out, "]}");
+	tally_json_end(j);
+	tally_json_end(j);
 	tally_view_rows_release(&t);
 }
 
 /* ---- call graphs ---- */
 
-static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool json)
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
 {
 	const struct tally_cg_func *fn = &cg->funcs[f];
-	if (json) {
-		strbuf_addstr(out, "\"name\":");
-		strbuf_add_json_str(out, fn->name);
-		strbuf_addstr(out, ",\"image\":");
-		strbuf_add_json_str(out, db->images[fn->image].name);
-		if (fn->inlined)
-			strbuf_addstr(out, ",\"inlined\":true");
-	} else {
-		strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
-	}
+	strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 }
 
-static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, bool json)
+/* the same as keys of the JSON object at hand */
+static void json_fname(struct tally_json *j, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
+{
+	const struct tally_cg_func *fn = &cg->funcs[f];
+	tally_json_kstr(j, "name", fn->name);
+	tally_json_kstr(j, "image", db->images[fn->image].name);
+	if (fn->inlined)
+		tally_json_kbool(j, "inlined", true);
+}
+
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j)
 {
 	uint32_t sf[5];
 	uint64_t sc[5];
 	size_t ns = tally_cg_stops(cg, sf, sc, 5);
-	if (json) {
-		strbuf_addf(out, ",\"unwind\":{\"samples\":%" PRIu64 ",\"rooted\":%" PRIu64 ",\"rooted_percent\":%.4f,\"truncated\":%" PRIu64 ",\"stops\":[",
-			    cg->total, cg->rooted, pc(cg->rooted, cg->total), cg->truncated);
+	if (j) {
+		tally_json_kobj(j, "unwind");
+		tally_json_ku64(j, "samples", cg->total);
+		tally_json_ku64(j, "rooted", cg->rooted);
+		tally_json_knum(j, "rooted_percent", pc(cg->rooted, cg->total), 4);
+		tally_json_ku64(j, "truncated", cg->truncated);
+		tally_json_karr(j, "stops");
 		for (size_t i = 0; i < ns; i++) {
-			strbuf_addstr(out, i ? ",{" : "{");
-			fname(out, db, cg, sf[i], true);
-			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", sc[i], pc(sc[i], cg->total));
+			tally_json_obj(j);
+			json_fname(j, db, cg, sf[i]);
+			tally_json_ku64(j, "samples", sc[i]);
+			tally_json_knum(j, "percent", pc(sc[i], cg->total), 4);
+			tally_json_end(j);
 		}
-		strbuf_addstr(out, "]");
+		tally_json_end(j);
 		const char *jw = tally_meta_get(&db->session, "dwarf-stop-reasons");
-		if (jw) {
-			strbuf_addstr(out, ",\"dwarf_stop_reasons\":");
-			strbuf_add_json_str(out, jw);
-		}
-		strbuf_addstr(out, "}");
+		if (jw)
+			tally_json_kstr(j, "dwarf_stop_reasons", jw);
+		tally_json_end(j);
 		return;
 	}
 	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
@@ -289,7 +288,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
 			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
-			fname(out, db, cg, sf[i], false);
+			fname(out, db, cg, sf[i]);
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (why)
@@ -298,35 +297,67 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 	strbuf_addch(out, '\n');
 }
 
-static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
-		       uint32_t at, int depth, uint64_t base, double limit, struct strbuf *out, bool json)
+/* The text tree indents two spaces a level up to this depth; deeper levels
+ * (a recursion thousands of calls deep) keep that indent and say their depth,
+ * so the output grows with the number of nodes, not with its square. */
+#define TREE_INDENT_MAX 40
+
+static void tree_line(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
+		      uint64_t base, struct strbuf *out)
 {
-	const struct tally_cg_node *nd = &nodes[at];
-	size_t nk;
-	uint32_t *kids = tally_view_tree_kids(nodes, at, base, limit, &nk);
-	if (json) {
-		if (at) {
-			strbuf_addstr(out, "{");
-			fname(out, db, cg, nd->func, true);
-			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f,\"children\":[", nd->count, pc(nd->count, base));
+	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
+	strbuf_addf(out, "%*s", ind * 2, "");
+	if (depth > TREE_INDENT_MAX)
+		strbuf_addf(out, "[depth %d] ", depth);
+	strbuf_addf(out, "%7.2f%% %9" PRIu64 "  ", pc(nd->count, base), nd->count);
+	fname(out, db, cg, nd->func);
+	strbuf_addch(out, '\n');
+}
+
+/* The tree under node 0 (not printed itself), depth first, children by count:
+ * text (j NULL) or nested JSON objects. A loop with its own stack, not a
+ * recursion: a stack can be 500,000 frames deep. */
+static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j)
+{
+	struct level {
+		uint32_t *kids;
+		size_t nk, next;
+	} *st = NULL;
+	size_t n = 0, alloc = 0;
+	GROW(st, alloc, 1);
+	st[0].kids = tally_view_tree_kids(nodes, 0, base, limit, &st[0].nk);
+	st[0].next = 0;
+	n = 1;
+	while (n) {
+		struct level *lv = &st[n - 1];
+		if (lv->next == lv->nk) {
+			free(lv->kids);
+			n--;
+			if (n && j) {
+				tally_json_end(j); /* children */
+				tally_json_end(j); /* the node */
+			}
+			continue;
 		}
-		for (size_t i = 0; i < nk; i++) {
-			if (i)
-				strbuf_addch(out, ',');
-			tree_print(db, cg, nodes, kids[i], depth + 1, base, limit, out, json);
+		uint32_t at = lv->kids[lv->next++];
+		const struct tally_cg_node *nd = &nodes[at];
+		int depth = (int)n; /* node 0's children are at depth 1 in JSON, 0 in text */
+		if (j) {
+			tally_json_obj(j);
+			json_fname(j, db, cg, nd->func);
+			tally_json_ku64(j, "samples", nd->count);
+			tally_json_knum(j, "percent", pc(nd->count, base), 4);
+			tally_json_karr(j, "children");
+		} else {
+			tree_line(db, cg, nd, depth - 1, base, out);
 		}
-		if (at)
-			strbuf_addstr(out, "]}");
-	} else {
-		if (at) {
-			strbuf_addf(out, "%*s%7.2f%% %9" PRIu64 "  ", depth * 2, "", pc(nd->count, base), nd->count);
-			fname(out, db, cg, nd->func, false);
-			strbuf_addch(out, '\n');
-		}
-		for (size_t i = 0; i < nk; i++)
-			tree_print(db, cg, nodes, kids[i], at ? depth + 1 : depth, base, limit, out, json);
+		GROW(st, alloc, n + 1);
+		st[n].kids = tally_view_tree_kids(nodes, at, base, limit, &st[n].nk);
+		st[n].next = 0;
+		n++;
 	}
-	free(kids);
+	free(st);
 }
 
 static int cmp_arc_count(const void *a, const void *b, void *ctx)
@@ -348,7 +379,7 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		if (dir == 1) {
 			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
 				    pc(f->samples, cg->total));
-			fname(out, db, cg, f->func, false);
+			fname(out, db, cg, f->func);
 			strbuf_addch(out, '\n');
 		}
 		size_t na;
@@ -359,37 +390,42 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
-			fname(out, db, cg, dir ? arc->callee : arc->caller, false);
+			fname(out, db, cg, dir ? arc->callee : arc->caller);
 			strbuf_addch(out, '\n');
 		}
 		free(arcs);
 	}
 }
 
-static void json_cg_function(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
+static void json_cg_function(struct tally_json *j, const struct tally_db *db, const struct tally_view_cg *v,
 			     const struct tally_view_row *f)
 {
 	const struct tally_cg *cg = &v->cg;
-	fname(out, db, cg, f->func, true);
-	strbuf_addf(out, ",\"self\":%" PRIu64 ",\"inclusive\":%" PRIu64 ",\"self_percent\":%.4f,\"inclusive_percent\":%.4f",
-		    f->samples, f->incl, pc(f->samples, cg->total), pc(f->incl, cg->total));
+	json_fname(j, db, cg, f->func);
+	tally_json_ku64(j, "self", f->samples);
+	tally_json_ku64(j, "inclusive", f->incl);
+	tally_json_knum(j, "self_percent", pc(f->samples, cg->total), 4);
+	tally_json_knum(j, "inclusive_percent", pc(f->incl, cg->total), 4);
 	for (int dir = 0; dir < 2; dir++) {
-		strbuf_addstr(out, dir ? ",\"callees\":[" : ",\"callers\":[");
+		tally_json_karr(j, dir ? "callees" : "callers");
 		size_t na;
 		const uint32_t *arcs = tally_view_cg_arcs(v, f->func, dir, &na);
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
-			strbuf_addstr(out, i ? ",{" : "{");
-			fname(out, db, cg, dir ? arc->callee : arc->caller, true);
-			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"percent\":%.4f}", arc->count, pc(arc->count, f->incl));
+			tally_json_obj(j);
+			json_fname(j, db, cg, dir ? arc->callee : arc->caller);
+			tally_json_ku64(j, "samples", arc->count);
+			tally_json_knum(j, "percent", pc(arc->count, f->incl), 4);
+			tally_json_end(j);
 		}
-		strbuf_addstr(out, "]");
+		tally_json_end(j);
 	}
 }
 
 static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-		     const struct tally_report_opts *o, int ev, bool json, struct tally_warnings *w)
+		     const struct tally_report_opts *o, int ev, struct tally_json *j, struct tally_warnings *w)
 {
+	bool json = j != NULL;
 	struct tally_view_cg v;
 	/* arcs only for the views that show them */
 	tally_view_cg_build_flags(&v, db, res, o->sel, ev, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
@@ -402,9 +438,10 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 			tally_warnings_add(w, "no function '%s' in the stacks of event '%s'", focus_name, db->events[ev]);
 	}
 	if (json) {
-		strbuf_addstr(out, "{\"name\":");
-		strbuf_add_json_str(out, db->events[ev]);
-		strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"functions\":[", cg->total);
+		tally_json_obj(j);
+		tally_json_kstr(j, "name", db->events[ev]);
+		tally_json_ku64(j, "samples", cg->total);
+		tally_json_karr(j, "functions");
 	} else {
 		text_header(db, ev, out);
 	}
@@ -416,40 +453,40 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 			if (!shown(o, k) || pc(f->incl, cg->total) < o->percent_limit)
 				break;
 			if (json) {
-				strbuf_addstr(out, k ? ",{" : "{");
-				json_cg_function(out, db, &v, f);
-				strbuf_addstr(out, "}");
+				tally_json_obj(j);
+				json_cg_function(j, db, &v, f);
+				tally_json_end(j);
 			} else if (o->children) {
 				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
-				fname(out, db, cg, f->func, false);
+				fname(out, db, cg, f->func);
 				strbuf_addch(out, '\n');
 			} else {
 				text_callgraph_entry(out, db, &v, f);
 			}
 		}
 		if (json)
-			strbuf_addstr(out, "]");
+			tally_json_end(j);
 	}
 	if (o->tree || focus_name) {
 		size_t nn = 0;
 		struct tally_cg_node *nodes = focus_name && focus < 0 ? NULL : tally_cg_tree(cg, focus, o->callers != NULL, &nn);
 		uint64_t base = nodes ? nodes[0].count : 0;
 		if (json) {
-			strbuf_addstr(out, ",\"tree\":[");
+			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, true);
-			strbuf_addstr(out, "]");
+				tree_print(db, cg, nodes, base, o->percent_limit, out, j);
+			tally_json_end(j);
 		} else if (nodes) {
 			if (focus_name)
 				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
 					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, 0, 0, base, o->percent_limit, out, false);
+			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
-	unwind_line(db, cg, out, json);
+	unwind_line(db, cg, out, j);
 	if (json)
-		strbuf_addstr(out, "}");
+		tally_json_end(j);
 	tally_view_cg_release(&v);
 }
 
@@ -466,7 +503,7 @@ void tally_report_text(struct strbuf *out, const struct tally_db *db, struct tal
 			strbuf_addch(out, '\n');
 		first = false;
 		if (cg)
-			cg_event(out, db, res, o, e, false, w);
+			cg_event(out, db, res, o, e, NULL, w);
 		else
 			text_event(out, db, res, o, e);
 	}
@@ -476,38 +513,45 @@ void tally_report_text(struct strbuf *out, const struct tally_db *db, struct tal
 void tally_report_json(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, struct tally_warnings *w)
 {
-	strbuf_addstr(out, "{\"format\":\"tally-report\",\"version\":1,\"database\":");
-	strbuf_add_json_str(out, o->input);
-	strbuf_addstr(out, ",\"session\":{");
-	for (size_t i = 0; i < db->session.n; i++) {
-		if (i)
-			strbuf_addch(out, ',');
-		strbuf_add_json_str(out, db->session.kv[i].key);
-		strbuf_addch(out, ':');
-		strbuf_add_json_str(out, db->session.kv[i].value);
-	}
-	strbuf_addf(out, "},\"lost\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"events\":[", db->lost, db->throttled);
-	bool cg = tally_report_is_cg(o), first = true;
+	struct tally_json j;
+	tally_json_init(&j, out);
+	tally_json_obj(&j);
+	tally_json_kstr(&j, "format", "tally-report");
+	tally_json_ki64(&j, "version", 1);
+	tally_json_kstr(&j, "database", o->input);
+	tally_json_kobj(&j, "session");
+	for (size_t i = 0; i < db->session.n; i++)
+		tally_json_kstr(&j, db->session.kv[i].key, db->session.kv[i].value);
+	tally_json_end(&j);
+	tally_json_ku64(&j, "lost", db->lost);
+	tally_json_ku64(&j, "throttled", db->throttled);
+	tally_json_karr(&j, "events");
+	bool cg = tally_report_is_cg(o);
 	for (int e = 0; e < db->nevents; e++) {
 		if (!tally_select_event(o->sel, e))
 			continue;
-		if (!first)
-			strbuf_addch(out, ',');
-		first = false;
 		if (cg)
-			cg_event(out, db, res, o, e, true, w);
+			cg_event(out, db, res, o, e, &j, w);
 		else
-			json_event(out, db, res, o, e);
+			json_event(&j, db, res, o, e);
 	}
-	strbuf_addstr(out, "]}\n");
+	tally_json_end(&j);
+	tally_json_end(&j);
+	strbuf_addch(out, '\n');
 }
 
 int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 			 const struct tally_report_opts *o, int ev, bool json)
 {
 	bool any = false;
-	if (json)
-		strbuf_addstr(out, "{\"format\":\"tally-explain\",\"version\":1,\"images\":[");
+	struct tally_json j;
+	tally_json_init(&j, out);
+	if (json) {
+		tally_json_obj(&j);
+		tally_json_kstr(&j, "format", "tally-explain");
+		tally_json_ki64(&j, "version", 1);
+		tally_json_karr(&j, "images");
+	}
 	for (uint32_t i = 0; i < db->nimages; i++) {
 		const struct tally_db_image *im = &db->images[i];
 		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
@@ -539,30 +583,32 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
 			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
 		if (json) {
-			strbuf_addstr(out, any ? ",{" : "{");
-			json_image_id(out, im);
-			strbuf_addf(out, ",\"samples\":%" PRIu64 ",\"named\":%" PRIu64 ",\"with_line\":%" PRIu64 ",\"explain\":[",
-				    total, named, lined);
-			bool first = true;
+			tally_json_obj(&j);
+			json_image_id(&j, im);
+			tally_json_ku64(&j, "samples", total);
+			tally_json_ku64(&j, "named", named);
+			tally_json_ku64(&j, "with_line", lined);
+			tally_json_karr(&j, "explain");
 			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
 				nl = strchr(l, '\n');
 				if (!nl)
 					break;
 				*nl = '\0';
-				if (!first)
-					strbuf_addch(out, ',');
-				first = false;
-				strbuf_add_json_str(out, l + 2);
+				tally_json_str(&j, l + 2);
 			}
-			strbuf_addstr(out, "]}");
+			tally_json_end(&j);
+			tally_json_end(&j);
 		} else {
 			strbuf_addf(out, "%simage %s\n%s", any ? "\n" : "", im->name, tx.buf);
 		}
 		strbuf_release(&tx);
 		any = true;
 	}
-	if (json)
-		strbuf_addstr(out, "]}\n");
+	if (json) {
+		tally_json_end(&j);
+		tally_json_end(&j);
+		strbuf_addch(out, '\n');
+	}
 	if (!any && o->explain_image) {
 		struct strbuf names = STRBUF_INIT;
 		for (size_t i = 0; i < db->nimages && i < 20; i++)

@@ -250,3 +250,11 @@ uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, u
 	*n = nk;
 	return kids;
 }
+
+double tally_view_lost_pct(const struct tally_db *db)
+{
+	double all = (double)db->lost;
+	for (int e = 0; e < db->nevents; e++)
+		all += (double)db->samples[e];
+	return all > 0 ? 100.0 * (double)db->lost / all : 0.0;
+}

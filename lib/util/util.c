@@ -246,26 +246,6 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
-void strbuf_add_json_str(struct strbuf *sb, const char *s)
-{
-	strbuf_addch(sb, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': strbuf_addstr(sb, "\\\""); break;
-		case '\\': strbuf_addstr(sb, "\\\\"); break;
-		case '\n': strbuf_addstr(sb, "\\n"); break;
-		case '\t': strbuf_addstr(sb, "\\t"); break;
-		case '\r': strbuf_addstr(sb, "\\r"); break;
-		default:
-			if (*p < 0x20)
-				strbuf_addf(sb, "\\u%04x", *p);
-			else
-				strbuf_addch(sb, (char)*p);
-		}
-	}
-	strbuf_addch(sb, '"');
-}
-
 void strbuf_add_escaped(struct strbuf *sb, const char *s)
 {
 	for (; *s; s++) {
@@ -281,8 +261,9 @@ void strbuf_add_escaped(struct strbuf *sb, const char *s)
 
 /* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is not
  * one (overlong forms, surrogates and code points past U+10FFFF included), and
- * 0 for the C1 controls U+0080..U+009F, which terminals obey as escapes. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+ * 0 for the C1 controls U+0080..U+009F, which terminals obey as escapes,
+ * unless c1 allows them. */
+static size_t utf8_seq(const unsigned char *s, size_t n, bool c1)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -295,7 +276,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 		len = 4;
 	else
 		return 0;
-	if (c == 0xc2)
+	if (c == 0xc2 && !c1)
 		lo = 0xa0; /* U+0080..U+009F */
 	else if (c == 0xe0)
 		lo = 0xa0;
@@ -311,6 +292,48 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 		if (s[i] < 0x80 || s[i] > 0xbf)
 			return 0;
 	return len;
+}
+
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	return utf8_seq(s, n, false);
+}
+
+void strbuf_add_json_str(struct strbuf *sb, const char *s)
+{
+	strbuf_addch(sb, '"');
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = p[i];
+		switch (c) {
+		case '"': strbuf_addstr(sb, "\\\""); break;
+		case '\\': strbuf_addstr(sb, "\\\\"); break;
+		case '\n': strbuf_addstr(sb, "\\n"); break;
+		case '\t': strbuf_addstr(sb, "\\t"); break;
+		case '\r': strbuf_addstr(sb, "\\r"); break;
+		default:
+			if (c < 0x20) {
+				strbuf_addf(sb, "\\u%04x", c);
+			} else if (c < 0x80) {
+				strbuf_addch(sb, (char)c);
+			} else {
+				/* valid UTF-8 passes (C1 controls escaped); anything else is
+				 * one U+FFFD per bad byte, so the output is always valid JSON */
+				size_t u = utf8_seq(p + i, n - i, true);
+				if (u == 2 && c == 0xc2 && p[i + 1] < 0xa0)
+					strbuf_addf(sb, "\\u%04x", p[i + 1]);
+				else if (u)
+					strbuf_add(sb, p + i, u);
+				else
+					strbuf_addstr(sb, "\xef\xbf\xbd");
+				i += u ? u : 1;
+				continue;
+			}
+		}
+		i++;
+	}
+	strbuf_addch(sb, '"');
 }
 
 /* Escapes s[0..len) (at most max bytes of it) into out, which has room for

@@ -51,3 +51,19 @@ EOT
 
 subtest "a recording: the session's figures" lost_line db
 subtest "37 lost, 5 throttled: the session's figures" lost_line lossy
+
+# a count near 2^64 (a damaged or hostile session): the share stays a share,
+# 100.00% here, where samples + lost wrapped around and gave 6e18 %
+huge_lost() {
+	cp -a db huge
+	sed -i 's/^lost: .*/lost: 18446744073709551615/' huge/session
+	report_text huge.txt -i huge
+	got=$(grep -E '^lost:' huge.txt | tail -1)
+	[[ $got =~ ^lost:\ 18446744073709551615\ samples\ \(100\.00%\), ]] ||
+		fail "lost 2^64-1: '$got', expected the count as it is and a share of 100.00%"
+	"$TALLY" report -i huge --html huge.html >/dev/null 2>&1 || fail "report --html of the huge-lost database failed"
+	grep -q 'Lost: <b>18446744073709551615</b> samples (100.00%)' huge.html ||
+		fail "the HTML report's lost line: $(grep -o 'Lost: [^/]*' huge.html | head -1)"
+	note "lost 2^64-1: '$got'"
+}
+subtest "2^64-1 lost: a share of at most 100%" huge_lost

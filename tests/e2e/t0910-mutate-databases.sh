@@ -26,9 +26,6 @@ COUNT=${TALLY_MUTATE_COUNT:-8}
 # in the comment).
 cat >known-failures <<'EOF'
 # mutation      file     command        problem          what (issue 17's item)
-session:lost    session  report*        totals           # 5: lost 2^64-1 wraps samples + lost in the lost line's share (a share of 6e18%)
-bigline         stacks   report_--tree  crash|sanitizer|memory  # (new) a stack 500,000 frames deep: the --tree printer recurses (stack overflow) and indents each level (out of memory)
-*               *        *              json-utf8        # (issue 11, item 7) --json prints a name's invalid UTF-8 as it is
 EOF
 
 mutate() {

@@ -1470,7 +1470,7 @@ static void test_db__open_images_damage(void **state)
 		free(all);
 	}
 	/* ids go into file names: a control character, a slash, or not hex */
-	const char *ids[] = { "ab\x11" "cd", "ab/cd", "../../etc", "ABCD", "abc", "" };
+	const char *ids[] = { "ab\021cd", "ab/cd", "../../etc", "ABCD", "abc", "" };
 	for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
 		char from[200];
 		snprintf(from, sizeof(from), "\t%s\t", fx->true_id);

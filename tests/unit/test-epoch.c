@@ -72,6 +72,8 @@ static void test_epoch__names(void **state)
 	(void)state;
 	const char *ok[] = { "202611211307", "202611211307-2", "202611211307-10", "199901010000", NULL };
 	const char *bad[] = { "", "2026112113", "202611211307-", "202611211307-1x", "202611211307-0", "202613211307",
+			      /* the first epoch of a minute has no number: "-1" would sort equal to it */
+			      "202611211307-1",
 			      "x02611211307", "202611211307-2-3", "202611211307 ", ".202611211307", NULL };
 	for (int i = 0; ok[i]; i++)
 		if (!tally_epoch_name_ok(ok[i]))

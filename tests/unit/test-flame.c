@@ -78,6 +78,64 @@ static void test_flame__tree_in_preorder_by_name(void **state)
 	tally_cg_release(&cg);
 }
 
+/* Stacks deeper than TALLY_FLAME_MAX_DEPTH: what lies past the deepest level
+ * drawn is one DEEP frame per column, holding its samples and saying how many
+ * levels it folds; both the one-stack column and the grouped levels. */
+static void test_flame__levels_past_the_deepest_fold(void **state)
+{
+	(void)state;
+	const uint32_t D = TALLY_FLAME_MAX_DEPTH;
+	struct tally_cg cg;
+	memset(&cg, 0, sizeof(cg));
+	cg.nfuncs = 2;
+	cg.funcs = xcalloc(2, sizeof(*cg.funcs));
+	cg.funcs[0] = (struct tally_cg_func){ .name = xstrdup("rec"), .addr = 0x1000, .has_addr = true };
+	cg.funcs[1] = (struct tally_cg_func){ .name = xstrdup("top"), .addr = 0x2000, .has_addr = true };
+	/* two stacks D+10 and D+500 deep sharing every level but the last (grouped
+	 * down to level D), and one D+3 deep alone under another root */
+	uint32_t lens[] = { D + 10, D + 500, D + 3 };
+	uint64_t counts[] = { 5, 7, 2 };
+	cg.funcs_of = xcalloc(3 * (D + 500), sizeof(uint32_t));
+	cg.stacks = xcalloc(3, sizeof(*cg.stacks));
+	for (size_t s = 0; s < 3; s++) {
+		cg.stacks[s] = (struct tally_cg_stack){ .first = (uint32_t)cg.nfuncs_of, .len = lens[s], .count = counts[s] };
+		for (uint32_t k = 0; k < lens[s]; k++) /* leaf first; the root is the last */
+			cg.funcs_of[cg.nfuncs_of++] = s == 2 && k == lens[s] - 1 ? 1 : 0;
+		cg.total += counts[s];
+	}
+	cg.nstacks = 3;
+	struct tally_flame fl;
+	tally_flame_build(&fl, &cg, false, 0);
+	assert_int_equal(fl.max_depth, D + 1);
+	size_t ndeep = 0;
+	uint64_t deep = 0;
+	for (size_t i = 0; i < fl.nframes; i++) {
+		const struct tally_flame_frame *f = &fl.frames[i];
+		assert_true(f->depth <= D + 1);
+		if (f->func != TALLY_FLAME_DEEP)
+			continue;
+		ndeep++;
+		deep += f->count;
+		assert_int_equal(f->depth, D + 1);
+		assert_int_equal(f->self, f->count);
+		if (f->count == 12)
+			assert_int_equal(f->folded, 500); /* the deeper of the two */
+		else if (f->count == 2)
+			assert_int_equal(f->folded, 3);
+		else
+			fail_msg("a DEEP frame of %llu samples", (unsigned long long)f->count);
+	}
+	assert_int_equal(ndeep, 2);
+	assert_int_equal(deep, 14);
+	/* nothing lost: the samples at the top of the graph add up to the total */
+	uint64_t self = 0;
+	for (size_t i = 0; i < fl.nframes; i++)
+		self += fl.frames[i].self;
+	assert_int_equal(self, cg.total);
+	tally_flame_release(&fl);
+	tally_cg_release(&cg);
+}
+
 static void test_flame__small_frames_fold_into_other(void **state)
 {
 	(void)state;
@@ -226,6 +284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flame__tree_in_preorder_by_name),
 		cmocka_unit_test(test_flame__small_frames_fold_into_other),
+		cmocka_unit_test(test_flame__levels_past_the_deepest_fold),
 		cmocka_unit_test(test_flame__inverted_starts_at_the_leaves),
 		cmocka_unit_test(test_flame__empty_graph),
 		cmocka_unit_test(test_flame__svg),

@@ -496,7 +496,7 @@ static void test_jitdump__copy_hostile_names(void **state)
 	static const char *names[] = {
 		"ctl\x01\x02\x1b[31mred\x7f",      /* control bytes, a terminal escape */
 		"bad utf8 \xc5z \x9c\x1e\x7f \xff", /* what node wrote */
-		"c1 \xc2\x9b" "31m and overlong \xc0\xaf and surrogate \xed\xa0\x80",
+		"c1 \xc2\x9b\063\061m and overlong \xc0\xaf and surrogate \xed\xa0\x80",
 		"good utf8 f\xc3\xa9t\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80",
 		"new\nline\r\tand \\x41 \\ back\\slash",
 		"  leading and trailing spaces  ",

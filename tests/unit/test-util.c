@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "tally/json.h"
+
 #include <dirent.h>
 #include <limits.h>
 #include <math.h>
@@ -127,6 +129,73 @@ static void test_util__strbuf_json(void **state)
 	/* UTF-8 passes through unchanged */
 	strbuf_add_json_str(&sb, "caf\xc3\xa9");
 	assert_string_equal(sb.buf, "\"caf\xc3\xa9\"");
+	strbuf_reset(&sb);
+	/* every byte that is not UTF-8 is one U+FFFD: a stray continuation, a
+	 * lone lead, an overlong '/', a surrogate, past U+10FFFF, a cut sequence */
+	strbuf_add_json_str(&sb, "a\x80" "b\xff" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\xe2\x82");
+	assert_string_equal(sb.buf, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
+				    "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+				    "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+				    "f\xef\xbf\xbd\xef\xbf\xbd\"");
+	strbuf_reset(&sb);
+	/* 4-byte UTF-8 kept; a C1 control (valid UTF-8) escaped */
+	strbuf_add_json_str(&sb, "\xf0\x9f\x94\xa5\xc2\x85");
+	assert_string_equal(sb.buf, "\"\xf0\x9f\x94\xa5\\u0085\"");
+	strbuf_release(&sb);
+}
+
+static void test_util__json_writer(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	struct tally_json j;
+	tally_json_init(&j, &sb);
+	tally_json_obj(&j);
+	tally_json_kstr(&j, "a", "x\"y");
+	tally_json_karr(&j, "list");
+	tally_json_u64(&j, 1);
+	tally_json_i64(&j, -2);
+	tally_json_obj(&j);
+	tally_json_end(&j);
+	tally_json_arr(&j);
+	tally_json_end(&j);
+	tally_json_num(&j, 0.5, 2);
+	tally_json_num(&j, 0.0 / 0.0, 2);
+	tally_json_str(&j, NULL);
+	tally_json_end(&j);
+	tally_json_kobj(&j, "o");
+	tally_json_kbool(&j, "t", true);
+	tally_json_knull(&j, "n");
+	tally_json_key(&j, "f");
+	tally_json_strf(&j, "0x%x", 255);
+	tally_json_end(&j);
+	tally_json_ku64(&j, "last", 18446744073709551615ULL);
+	tally_json_end(&j);
+	assert_string_equal(sb.buf, "{\"a\":\"x\\\"y\",\"list\":[1,-2,{},[],0.50,null,null],"
+				    "\"o\":{\"t\":true,\"n\":null,\"f\":\"0xff\"},\"last\":18446744073709551615}");
+	assert_int_equal(j.depth, 0);
+	/* two documents in one buffer: the writer starts over */
+	strbuf_reset(&sb);
+	tally_json_init(&j, &sb);
+	tally_json_arr(&j);
+	tally_json_end(&j);
+	assert_string_equal(sb.buf, "[]");
+	/* nesting without a limit: 100,000 levels (a call tree can be deeper) */
+	strbuf_reset(&sb);
+	tally_json_init(&j, &sb);
+	for (int i = 0; i < 100000; i++) {
+		tally_json_obj(&j);
+		tally_json_kstr(&j, "k", "v");
+		tally_json_karr(&j, "c");
+	}
+	for (int i = 0; i < 100000; i++) {
+		tally_json_end(&j);
+		tally_json_end(&j);
+	}
+	assert_int_equal(sb.len, 100000 * strlen("{\"k\":\"v\",\"c\":[]}"));
+	assert_memory_equal(sb.buf, "{\"k\":\"v\",\"c\":[{\"k\"", 18);
+	assert_memory_equal(sb.buf + sb.len - 4, "]}]}", 4);
+	assert_null(j.deep);
 	strbuf_release(&sb);
 }
 
@@ -1291,6 +1360,7 @@ int main(void)
 		cmocka_unit_test(test_util__strbuf_addf),
 		cmocka_unit_test(test_util__strbuf_addf_growth),
 		cmocka_unit_test(test_util__strbuf_json),
+		cmocka_unit_test(test_util__json_writer),
 		cmocka_unit_test(test_util__strbuf_escape),
 		cmocka_unit_test(test_util__strbuf_escape_roundtrip),
 		cmocka_unit_test(test_util__strbuf_detach),
