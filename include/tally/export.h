@@ -59,6 +59,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
+int tally_export_speedscope(const struct tally_export *x, struct tally_export_out *out);
 
 /* Applies the selection to db in place: the counts (flat and stack) of
  * unselected profiles, processes and events become zero. A stack is selected
