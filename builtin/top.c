@@ -352,16 +352,28 @@ static int run_daemon(struct top *t, int epfd)
 		strbuf_addstr(&path, t->o.sock);
 	else
 		strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
-	double last = tally_now_mono();
+	double last = 0; /* the daemon's clock at its last answer */
 	int ret = 0, r;
 	bool first = true;
 	while (!done(t)) {
 		bool ok = false;
 		strbuf_reset(&body);
-		if (tally_ctl_call(path.buf, "peek", 10, &ok, &body)) {
-			tally_error("%s", tally_errmsg());
-			ret = 1;
-			break;
+		if ((r = tally_ctl_call(path.buf, "peek", 10, &ok, &body))) {
+			/* a daemon busy with a long flush: said, and asked again; a
+			 * daemon gone (or never there) ends the view */
+			if (first || r != -ETIMEDOUT) {
+				tally_error("%s", tally_errmsg());
+				ret = 1;
+				break;
+			}
+			strbuf_reset(&t->msg);
+			strbuf_addf(&t->msg, "%s (asking again)", tally_errmsg());
+			if (t->interactive)
+				show(t);
+			else
+				tally_warn("%s", t->msg.buf);
+			wait_until(t, epfd, tally_now_mono() + t->o.delay);
+			continue;
 		}
 		if (!ok) {
 			struct strbuf m = STRBUF_INIT;
@@ -393,11 +405,16 @@ static int run_daemon(struct top *t, int epfd)
 			strbuf_addf(&t->events, "%s%s", e ? "," : "", db.events[e]);
 		t->st.events = t->events.buf ? t->events.buf : "?";
 		t->st.lost = db.lost;
+		/* the rate over the daemon's own clock: when it answered, not when
+		 * the answer came (a slow answer would squeeze two ticks' samples
+		 * into one) */
+		const char *dur = tally_meta_get(&db.session, "duration");
+		double dnow = strtod(since, NULL) + (dur ? strtod(dur, NULL) : 0);
 		double now = tally_now_mono();
-		tick(t, &db, true, strtod(since, NULL), first ? 0 : now - last);
+		tick(t, &db, true, strtod(since, NULL), first || dnow <= last ? 0 : dnow - last);
 		first = false;
 		tally_db_release(&db);
-		last = now;
+		last = dnow;
 		wait_until(t, epfd, now + t->o.delay);
 	}
 	strbuf_release(&path);

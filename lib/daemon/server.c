@@ -260,7 +260,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		tally_dmn_log(d, "ctl (uid %d): %s failed: %s", (int)uid, op_name(q.op), m);
 	} else {
 		tally_ctl_frame(out, true, body.buf ? body.buf : "", body.len);
-		if (d->verbose || (q.op != TALLY_CTL_STATUS))
+		if (d->verbose || (q.op != TALLY_CTL_STATUS && q.op != TALLY_CTL_PEEK)) /* asked every second by tally top */
 			tally_dmn_log(d, "ctl (uid %d): %s", (int)uid, op_name(q.op));
 	}
 	strbuf_release(&body);
