@@ -200,14 +200,7 @@ static struct jrange *map_ranges(const char *map, size_t len, size_t *n)
 static bool in_ranges(const struct jrange *r, size_t n, uint64_t addr)
 {
 	/* ranges may overlap (code reused): look back from the last start <= addr */
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (r[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(r, n, start, addr);
 	for (size_t i = lo; i-- > 0 && lo - i <= 64;)
 		if (addr < r[i].end)
 			return true;

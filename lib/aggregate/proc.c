@@ -163,20 +163,13 @@ const struct tally_map *tally_proc_find_map(struct tally_proc *p, uint64_t addr)
 		if (addr >= m->start && addr < m->end)
 			return m;
 	}
-	size_t lo = 0, hi = p->nmaps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct tally_map *m = &p->maps[mid];
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else {
-			p->last = mid;
-			return m;
-		}
-	}
-	return NULL;
+	/* the maps do not overlap, in order of start: the one before the first
+	 * that starts past addr, if it reaches addr */
+	size_t i = TALLY_UPPER_U64(p->maps, p->nmaps, start, addr);
+	if (!i || addr >= p->maps[i - 1].end)
+		return NULL;
+	p->last = i - 1;
+	return &p->maps[i - 1];
 }
 
 static bool is_anon_name(const char *name)

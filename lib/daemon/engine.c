@@ -309,6 +309,10 @@ int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tal
 		return tally_seterr(-EINVAL, "the aggregate counts %d events, the sampling settings %d", agg->nevents, d->smp->nev);
 	d->agg = agg;
 	d->col = col;
+	/* one process's JIT sources may take at most a quarter of --max-memory (of
+	 * 256 MiB at most): a hostile map or dump cannot push the daemon past it */
+	if (agg->jit_budget > d->max_memory / 4)
+		agg->jit_budget = d->max_memory / 4;
 	d->wall_start = tally_now_wall();
 	d->mono_start = tally_now_mono();
 	d->db_bytes = tally_dmn_db_bytes(d);

@@ -21,14 +21,14 @@ void sym_add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool d
 	(*c)[(*n)++] = (struct cand){ strbuf_detach(&sb), why, dl };
 }
 
+/* The directory of path as a prefix of "DIR/NAME": "" for the root, which
+ * tally_dirname calls "/" ("//NAME" would be the same file under another name). */
 static char *dirname_of(const char *path)
 {
-	const char *sl = strrchr(path, '/');
-	if (!sl)
-		return xstrdup(".");
-	if (sl == path)
-		return xstrdup("");
-	return xstrndup(path, (size_t)(sl - path));
+	char *d = tally_dirname(path);
+	if (!strcmp(d, "/"))
+		d[0] = '\0';
+	return d;
 }
 
 /* Candidates in order: per --debug-dir the build-id tree, then the binary's own

@@ -209,14 +209,7 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 
 static const struct tally_sym *lookup(const struct imgsyms *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nsyms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = TALLY_UPPER_U64(s->syms, s->nsyms, addr, addr);
 	if (!lo)
 		return NULL;
 	const struct tally_sym *y = &s->syms[lo - 1];

@@ -114,12 +114,10 @@ void tally_unwind_proc_release(struct tally_proc *p)
 	p->uw = NULL;
 }
 
-/* The load bias of the image mapped by m: start minus the link-time address of pgoff. */
-static bool map_bias(const char *path, const struct tally_map *m, uint64_t *bias)
+/* The load bias of the image open at fd and mapped by m: start minus the
+ * link-time address of pgoff. */
+static bool map_bias(int fd, const struct tally_map *m, uint64_t *bias)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
 	bool ok = false;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t nph = 0;
@@ -137,7 +135,6 @@ static bool map_bias(const char *path, const struct tally_map *m, uint64_t *bias
 	}
 	if (e)
 		elf_end(e);
-	close(fd);
 	return ok;
 }
 
@@ -165,14 +162,24 @@ static void report_maps(struct tally_agg *a, struct tally_proc *p, struct proc_u
 		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, im->path);
 		if (access(path, R_OK) != 0)
 			snprintf(path, sizeof(path), "%s", im->path);
-		uint64_t bias;
-		if (!map_bias(path, m, &bias))
+		/* opened once, as every file another user may have put there: a FIFO or
+		 * a device swapped in for the image never blocks the unwinder (a root
+		 * daemon's), and libdwfl reads the file checked, not the path again */
+		int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
+		if (fd < 0)
 			continue;
+		uint64_t bias;
+		if (!map_bias(fd, m, &bias)) {
+			close(fd);
+			continue;
+		}
 		if (!begun) {
 			dwfl_report_begin_add(u->dwfl);
 			begun = true;
 		}
-		dwfl_report_elf(u->dwfl, tally_basename(im->path), path, -1, bias, false);
+		/* libdwfl owns the descriptor from here (closed with the module) */
+		if (!dwfl_report_elf(u->dwfl, tally_basename(im->path), path, fd, bias, false))
+			close(fd);
 	}
 	if (begun)
 		dwfl_report_end(u->dwfl, NULL, NULL);

@@ -285,6 +285,25 @@ static void test_daemon__flush_merges_into_epoch(void **state)
 	free(ep);
 }
 
+/* One process's JIT sources may take at most a quarter of --max-memory: the
+ * 256 MiB of a recording would be twice the daemon's default bound. */
+static void test_daemon__jit_budget_within_max_memory(void **state)
+{
+	struct fixture *fx = *state;
+	assert_int_equal(fx->agg.jit_budget, TALLY_JIT_BUDGET);
+	fx->o.max_memory = 64ull << 20;
+	start(fx);
+	assert_int_equal(fx->agg.jit_budget, 16ull << 20);
+}
+
+static void test_daemon__jit_budget_kept_when_memory_is_large(void **state)
+{
+	struct fixture *fx = *state;
+	fx->o.max_memory = 4ull << 30;
+	start(fx);
+	assert_int_equal(fx->agg.jit_budget, TALLY_JIT_BUDGET);
+}
+
 static void test_daemon__quota_stops_writing(void **state)
 {
 	struct fixture *fx = *state;
@@ -799,6 +818,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon__new_refuses_other_dirs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__recovers_leftovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__quota_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__min_free_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__keep_prunes_old_epochs, setup, teardown),
