@@ -8,7 +8,7 @@
 . "$SRCDIR/tests/e2e/daemon.sh"
 
 USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain'
-ERE_USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain$'
+ERE_USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain\|peek$'
 
 # checked before anything is sent: no daemon needed
 expect_fail_with "^tally: $ERE_USAGE" "$TALLY" ctl --db nodb
