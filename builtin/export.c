@@ -368,7 +368,8 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].put + out.files[i].data.len;
 		if (out.n == 1)
-			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes)\n", output, out.files[0].suffix, fmt->name, n);
+			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)\n", output, out.files[0].suffix, fmt->name, n,
+				out.note ? "; " : "", out.note ? out.note : "");
 		else
 			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
 	}

@@ -42,6 +42,7 @@ struct tally_export_out {
 	int (*put)(void *ctx, size_t file, const void *data, size_t len);
 	void *ctx;
 	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
+	char *note; /* what was written, for the closing line (gmon: which image), or NULL; freed by release */
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);
