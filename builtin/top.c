@@ -114,13 +114,15 @@ const struct tally_cmdopts top_cmdopts = {
 /* ---- signals and the terminal ---- */
 
 static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t got_quit, got_winch;
+static volatile sig_atomic_t got_quit, got_winch, got_tstp;
 
 static void on_signal(int sig)
 {
 	int e = errno;
 	if (sig == SIGWINCH)
 		got_winch = 1;
+	else if (sig == SIGTSTP)
+		got_tstp = 1;
 	else if (sig != SIGCHLD)
 		got_quit = 1;
 	char c = 0;
@@ -163,7 +165,29 @@ static void term_enter(int in_fd, int out_fd)
 	if (write(out_fd, enter, sizeof(enter) - 1) < 0) {
 		/* the screen is drawn anyway */
 	}
-	atexit(term_restore);
+	static bool registered;
+	if (!registered)
+		atexit(term_restore);
+	registered = true;
+}
+
+/* ^Z: the shell gets its screen and terminal back while tally top is
+ * stopped (sampling stops with it), and the view comes back on SIGCONT. */
+static void suspend(bool keys, int out_fd)
+{
+	got_tstp = 0;
+	term_restore();
+	signal(SIGTSTP, SIG_DFL);
+	raise(SIGTSTP);
+	/* continued */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTSTP, &sa, NULL);
+	term_enter(keys ? STDIN_FILENO : -1, out_fd);
+	got_winch = 1; /* the size may have changed meanwhile: redraw whole */
 }
 
 static void term_size(int fd, int *w, int *h)
@@ -226,6 +250,10 @@ static int read_keys(struct top *t)
 	int redraw = 0;
 	unsigned char buf[64];
 	ssize_t n;
+	if (got_tstp && t->interactive) {
+		suspend(t->keys, t->out_fd);
+		redraw = 1;
+	}
 	while (t->keys && (n = read(STDIN_FILENO, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++) {
 			/* an escape sequence (arrows, function keys) is not Escape */
@@ -519,6 +547,8 @@ int cmd_top(int argc, char **argv)
 	sigaction(SIGCHLD, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (t.interactive)
+		sigaction(SIGTSTP, &sa, NULL);
 	if (t.o.db) {
 		strbuf_addf(&target, "daemon '%s'", t.o.db);
 		t.st.target = target.buf;

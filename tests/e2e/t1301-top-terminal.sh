@@ -4,7 +4,8 @@
 # s sorts by name; i and c filter by image and command, = clears; Space
 # freezes and thaws; h shows the keys; a resize redraws to the new size with
 # no line past its width; q quits with status 0 and gives the shell its
-# screen back; the command's output does not reach the screen.
+# screen back; ^Z stops it with the shell's screen restored, fg brings the
+# view back; the command's output does not reach the screen.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/top.sh"
 need_tool tmux tmux
@@ -145,6 +146,44 @@ case_ctrl_c() {
 	T kill-server
 }
 
+case_suspend() {
+	# an interactive shell with job control, as a user has (a process group
+	# without one, orphaned, is never stopped by ^Z)
+	rm -f rc
+	T new-session -d -x 100 -y 30 "bash --norc --noprofile -i"
+	sleep 0.5
+	T send-keys "'$TALLY' top -d 0.3 -- '$WORKLOADS/split_funcs' 30000 2>top.err" Enter
+	wait_screen 'work_a$'
+	local pid
+	pid=$(pgrep -f "^$TALLY top -d 0.3 -- $WORKLOADS/split_funcs 30000" | head -1)
+	[[ -n $pid ]] || fail "cannot find tally top's pid"
+	T send-keys C-z
+	local i state=
+	for ((i = 0; i < 50; i++)); do
+		state=$(awk '{ print $3 }' /proc/$pid/stat 2>/dev/null)
+		[[ $state == T ]] && break
+		sleep 0.1
+	done
+	[[ $state == T ]] || fail "^Z: tally top is not stopped (state '$state')"
+	sleep 0.3
+	cap
+	! grep -q '^tally top:' screen || fail "^Z: the screen is still tally top's: $(head -2 screen)"
+	grep -q 'Stopped' screen || note "(the shell's screen: $(grep -v '^$' screen | tail -2 | tr '\n' ' '))"
+	T send-keys "fg" Enter
+	wait_screen 'work_a$'
+	grep -q '^tally top: functions by share' screen || fail "after fg: $(head -1 screen)"
+	T send-keys q
+	# (the shell ran the echo when the job stopped: the exit status of q is
+	# checked above; here, that it ends)
+	for ((i = 0; i < 50; i++)); do
+		[[ -e /proc/$pid ]] || break
+		sleep 0.1
+	done
+	[[ ! -e /proc/$pid ]] || fail "q after ^Z and fg: tally top still runs"
+	T kill-server
+}
+
 subtest "the screen shows the measured split" case_split
 subtest "keys: views, order, filters, freeze, help, resize, quit" case_keys
 subtest "^C quits" case_ctrl_c
+subtest "^Z gives the shell its screen back, fg brings the view back" case_suspend
