@@ -167,7 +167,7 @@ case_suspend() {
 	[[ $state == T ]] || fail "^Z: tally top is not stopped (state '$state')"
 	sleep 0.3
 	cap
-	! grep -q '^tally top:' screen || fail "^Z: the screen is still tally top's: $(head -2 screen)"
+	! grep -q 'work_a$' screen || fail "^Z: the screen is still tally top's: $(grep -v '^$' screen | head -4)"
 	grep -q 'Stopped' screen || note "(the shell's screen: $(grep -v '^$' screen | tail -2 | tr '\n' ' '))"
 	T send-keys "fg" Enter
 	wait_screen 'work_a$'
