@@ -660,11 +660,35 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
-	 * program's executable (the one with the most samples) goes first */
+	 * program's executable goes first: the executable with the most samples
+	 * in its code or below it (in the stacks that hold it), so that a
+	 * program whose time is in its libraries (python in libpython) is the
+	 * main binary rather than a wrapper that ran a little code of its own
+	 * (a shell shim); without stacks, the most samples in its code */
 	uint64_t *img_samples = xcalloc(db->nimages + 1, sizeof(uint64_t));
-	for (size_t k = 0; k < db->nentries; k++)
-		for (int i = 0; i < ne; i++)
-			img_samples[db->entries[k].image] += db->counts[k * dbne + (size_t)x->events[i]];
+	if (db->has_stacks && db->nstacks) {
+		uint64_t *seen = xcalloc(db->nimages + 1, sizeof(uint64_t));
+		for (size_t k = 0; k < db->nstacks; k++) {
+			const struct tally_db_stack *st = &db->stacks[k];
+			uint64_t c = 0;
+			for (int i = 0; i < ne; i++)
+				c += db->stack_counts[k * dbne + (size_t)x->events[i]];
+			if (!c)
+				continue;
+			for (uint32_t f = 0; f < st->len; f++) {
+				uint32_t im = tally_db_frame(db, st, f)->image;
+				if (im < db->nimages && seen[im] != k + 1) {
+					seen[im] = k + 1;
+					img_samples[im] += c;
+				}
+			}
+		}
+		free(seen);
+	} else {
+		for (size_t k = 0; k < db->nentries; k++)
+			for (int i = 0; i < ne; i++)
+				img_samples[db->entries[k].image] += db->counts[k * dbne + (size_t)x->events[i]];
+	}
 	uint32_t main_image = UINT32_MAX;
 	for (uint32_t i = 0; i < db->nimages; i++)
 		if (!strcmp(db->images[i].kind, "exec") && img_samples[i] &&
