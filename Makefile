@@ -53,6 +53,7 @@ bench: build
 	@bench/html.sh $(BUILD)
 	@bench/archive.sh $(BUILD)
 	@bench/daemon.sh $(BUILD)
+	@bench/merge.sh $(BUILD)
 	@bench/daemon-cpu.sh $(BUILD)
 	@bench/scale.sh $(BUILD)
 

@@ -32,6 +32,8 @@ static const struct cmd commands[] = {
 	{ "annotate", cmd_annotate, &annotate_cmdopts },
 	{ "events", cmd_events, &events_cmdopts },
 	{ "export", cmd_export, &export_cmdopts },
+	{ "merge", cmd_merge, &merge_cmdopts },
+	{ "diff", cmd_diff, &diff_cmdopts },
 	{ "scan", cmd_scan, &scan_cmdopts },
 	{ "daemon", cmd_daemon, &daemon_cmdopts },
 	{ "ctl", cmd_ctl, &ctl_cmdopts },

@@ -15,6 +15,8 @@ int cmd_annotate(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
@@ -43,6 +45,6 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	archive_cmdopts, top_cmdopts;
+	merge_cmdopts, diff_cmdopts, archive_cmdopts, top_cmdopts;
 
 #endif

@@ -30,10 +30,11 @@ struct ropts {
 	bool plimit_set;
 	bool explain;
 	const char *html;
+	const char *by_label;
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -46,6 +47,11 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
 	case OPT_HTML: o->html = arg; break;
+	case OPT_BY_LABEL:
+		if (!tally_label_key_ok(arg, strlen(arg)))
+			return tally_seterr(-EINVAL, "invalid --by-label '%s': a label KEY is letters, digits, '_', '-' or '.'", arg);
+		o->by_label = arg;
+		break;
 	case OPT_CHILDREN: o->r.children = true; break;
 	case OPT_CALLGRAPH: o->r.callgraph = true; break;
 	case OPT_TREE: o->r.tree = true; break;
@@ -72,6 +78,8 @@ static const struct tally_option report_options[] = {
 	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
 	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
+	{ 0, "by-label", TALLY_ARG_REQUIRED, "KEY",
+	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL },
 	TALLY_OPTION_END,
 };
 
@@ -109,6 +117,8 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
+	if (o->by_label && (o->html || o->explain))
+		return tally_usage_error("report", "--by-label groups the text and JSON reports: leave out --html and --explain");
 	return -1;
 }
 
@@ -155,6 +165,133 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		ret = 1;
 	}
 	strbuf_release(&out);
+	return ret;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The values of label key on the profiles of db, sorted, and whether some
+ * profile has no such label (*none). A new array; the strings are db's. */
+static const char **label_values(const struct tally_db *db, const char *key, size_t *n, bool *none)
+{
+	const char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	*none = false;
+	bool *seen = xcalloc(db->nlabels + 1, sizeof(bool));
+	for (size_t p = 0; p < db->nprofs; p++) {
+		uint32_t l = db->profs[p].label;
+		if (seen[l])
+			continue;
+		seen[l] = true;
+		const char *val = tally_db_label(db, l, key);
+		if (!val) {
+			*none = true;
+			continue;
+		}
+		bool have = false;
+		for (size_t i = 0; i < *n && !have; i++)
+			have = !strcmp(v[i], val);
+		if (!have) {
+			GROW(v, cap, *n + 1);
+			v[(*n)++] = val;
+		}
+	}
+	free(seen);
+	tally_qsort(v, *n, sizeof(*v), cmp_str);
+	return v;
+}
+
+/* --by-label KEY: the report once per value of the label (and once for the
+ * samples without it), each under a heading; JSON: one object of them all. */
+static int render_by_label(struct ropts *o, struct tally_db *db, struct tally_resolver *res)
+{
+	size_t n;
+	bool none;
+	const char **vals = label_values(db, o->by_label, &n, &none);
+	if (!n) {
+		struct strbuf keys = STRBUF_INIT;
+		tally_db_label_keys(db, &keys);
+		tally_error("--by-label %s: '%s' has no label '%s' (%s)", o->by_label, o->input, o->by_label,
+			    keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+		strbuf_release(&keys);
+		free(vals);
+		return 1;
+	}
+	if (o->sel.nlabels == TALLY_SELECT_LABELS) {
+		tally_error("too many --label options with --by-label (at most %d)", TALLY_SELECT_LABELS - 1);
+		free(vals);
+		return 1;
+	}
+	/* the call-graph views zero what they do not select: each group starts from the whole */
+	size_t ne = (size_t)db->nevents;
+	uint64_t *counts = xmalloc((db->nentries * ne + 1) * sizeof(uint64_t));
+	uint64_t *scounts = xmalloc((db->nstacks * ne + 1) * sizeof(uint64_t));
+	if (db->nentries)
+		memcpy(counts, db->counts, db->nentries * ne * sizeof(uint64_t));
+	if (db->nstacks)
+		memcpy(scounts, db->stack_counts, db->nstacks * ne * sizeof(uint64_t));
+	bool cg = tally_report_is_cg(&o->r);
+	struct strbuf out = STRBUF_INIT, one = STRBUF_INIT, filter = STRBUF_INIT;
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	if (o->json) {
+		strbuf_addstr(&out, "{\"by_label\":");
+		strbuf_add_json_str(&out, o->by_label);
+		strbuf_addstr(&out, ",\"groups\":[");
+	}
+	for (size_t g = 0; g < n + none; g++) {
+		const char *val = g < n ? vals[g] : NULL;
+		strbuf_reset(&filter);
+		strbuf_addf(&filter, "%s=%s", o->by_label, val ? val : "");
+		struct tally_select sel = o->sel;
+		sel.labels[sel.nlabels++] = filter.buf;
+		struct tally_report_opts r = o->r;
+		r.sel = &sel;
+		if (db->nentries)
+			memcpy(db->counts, counts, db->nentries * ne * sizeof(uint64_t));
+		if (db->nstacks)
+			memcpy(db->stack_counts, scounts, db->nstacks * ne * sizeof(uint64_t));
+		if (cg)
+			tally_view_select(db, &sel);
+		strbuf_reset(&one);
+		if (o->json) {
+			tally_report_json(&one, db, res, &r, &w);
+			if (one.len && one.buf[one.len - 1] == '\n')
+				one.buf[--one.len] = '\0';
+			strbuf_addstr(&out, g ? ",{\"value\":" : "{\"value\":");
+			if (val)
+				strbuf_add_json_str(&out, val);
+			else
+				strbuf_addstr(&out, "null");
+			strbuf_addf(&out, ",\"report\":%s}", one.buf ? one.buf : "{}");
+		} else {
+			if (val)
+				strbuf_addf(&out, "%s## %s=%s\n", g ? "\n" : "", o->by_label, val);
+			else
+				strbuf_addf(&out, "%s## no label '%s'\n", g ? "\n" : "", o->by_label);
+			tally_report_text(&out, db, res, &r, &w);
+		}
+	}
+	if (o->json)
+		strbuf_addstr(&out, "]}\n");
+	tally_report_image_warnings(db, res, tally_verbose, &w);
+	tally_print_warnings(&w);
+	int ret = 0;
+	if (out.len)
+		fwrite(out.buf, 1, out.len, stdout);
+	if (fflush(stdout) != 0) {
+		tally_error("cannot write the report: %s", strerror(errno));
+		ret = 1;
+	}
+	strbuf_release(&out);
+	strbuf_release(&one);
+	strbuf_release(&filter);
+	free(counts);
+	free(scounts);
+	free(vals);
 	return ret;
 }
 
@@ -217,12 +354,12 @@ int cmd_report(int argc, char **argv)
 	}
 	if (!o.plimit_set)
 		o.r.percent_limit = (o.r.tree || o.r.callers || o.r.callees) ? 0.5 : 0;
-	if (cgmode)
+	if (cgmode && !o.by_label)
 		tally_view_select(&db, &o.sel);
 	tally_warn_jit(&db);
 	ro.lines = o.r.lines || o.explain;
 	tally_resolver_new(&res, &db, &ro);
-	ret = render(&o, &db, res);
+	ret = o.by_label ? render_by_label(&o, &db, res) : render(&o, &db, res);
 out:
 	tally_resolver_free(res);
 	if (have_db)

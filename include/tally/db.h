@@ -11,7 +11,11 @@
 #include "tally/agg.h"
 #include "tally/elfinfo.h"
 
+/* The format a database is written in: version 1, or version 2 when it holds
+ * labels (docs/format.md); this tally reads both. Bundles keep their own
+ * version (1), which TALLY_FORMAT_VERSION also names. */
 #define TALLY_FORMAT_VERSION 1
+#define TALLY_FORMAT_VERSION_LABELS 2
 /* The largest file of a database (or bundle) a reader takes: about 40 times
  * the 'stacks' file of a million distinct call stacks. Database files are read only when
  * they are regular files (never through a symbolic link, a FIFO or a device). */
@@ -99,16 +103,31 @@ struct tally_db_entry {
 	uint64_t offset;
 };
 
-/* One .prof file: its entries are entries[first..end), all of one image and pid. */
+/* One .prof file: its entries are entries[first..end), all of one image, pid
+ * and label set. */
 struct tally_db_prof {
 	uint32_t image;
 	int32_t pid;
 	size_t first, end;
+	uint32_t label; /* db->labels: 0 for none */
 };
 
 struct tally_db_stack {
 	uint32_t first, len; /* into stack_frames, leaf first */
 	int32_t pid;
+	uint32_t label; /* db->labels: 0 for none */
+};
+
+/* A label: where samples came from (host=web1, run=before.db), kept by
+ * tally merge (docs/format.md, "labels"). */
+struct tally_label {
+	char *key, *value;
+};
+/* A set of labels, sorted by key, each key once. Label set 0 of a database
+ * is the empty set. */
+struct tally_labelset {
+	struct tally_label *v;
+	size_t n;
 };
 
 struct tally_db_task {
@@ -163,6 +182,9 @@ struct tally_db {
 	char *modules;  /* the 'modules' file, or NULL */
 	struct tally_db_module *mods; /* ... read */
 	size_t nmods;
+	/* label sets: id 0 is the empty set, ids 1..nlabels are labels[id - 1] */
+	struct tally_labelset *labels;
+	size_t nlabels;
 	char *tmpdir;   /* a bundle's files, or an archive, unpacked for this reader (removed on release) */
 	char *files;    /* where the database's files are when not at path: an archive's db/ */
 	char *archive;  /* read from an archive (archive.h): its root, where the resolver looks (only) */
@@ -202,6 +224,40 @@ int tally_db_event(const struct tally_db *db, const char *name);
 /* The comm of a pid from the task list, or NULL. */
 const char *tally_db_comm(const struct tally_db *db, int pid);
 
+/* ---- labels (lib/db/labels.c) ---- */
+
+#define TALLY_LABEL_KEY_MAX 64
+#define TALLY_LABEL_VALUE_MAX 4096
+/* Whether key[0..n) is a label key: 1 to 64 letters, digits, '_', '-', '.'. */
+bool tally_label_key_ok(const char *key, size_t n);
+/* Whether v is a label value: 1 to 4096 bytes, no control character. */
+bool tally_label_value_ok(const char *v);
+/* "KEY=VALUE" (VALUE may be empty: no such label) into new strings the caller
+ * frees. -EINVAL with tally_seterr naming what ("--label") and the rule. */
+int tally_label_parse(const char *s, const char *what, char **key, char **value);
+/* The value of key in set (NULL: none; set may be NULL). */
+const char *tally_labelset_get(const struct tally_labelset *set, const char *key);
+/* Sets key to a copy of value, the set kept sorted; NULL or "" removes key. */
+void tally_labelset_set(struct tally_labelset *set, const char *key, const char *value);
+/* dst (overwritten) becomes a copy of src (may be NULL: empty). */
+void tally_labelset_copy(struct tally_labelset *dst, const struct tally_labelset *src);
+void tally_labelset_release(struct tally_labelset *set);
+/* Order of sets: by their (key, value) pairs in order, a prefix first. */
+int tally_labelset_cmp(const struct tally_labelset *a, const struct tally_labelset *b);
+uint64_t tally_labelset_hash(const struct tally_labelset *set);
+/* "host=web1,run=a.db" */
+void tally_labelset_format(struct strbuf *sb, const struct tally_labelset *set);
+/* Label set id of db (0 or past the end: the empty set), and one value of it. */
+const struct tally_labelset *tally_db_labelset(const struct tally_db *db, uint32_t id);
+const char *tally_db_label(const struct tally_db *db, uint32_t id, const char *key);
+/* The 'labels' file: parsed into db->labels (ids from 1, in order), or
+ * written (a comment line, then one line per set). 0 or -EINVAL with
+ * tally_seterr naming what and the line. */
+int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, const char *what);
+void tally_db_format_labels(const struct tally_db *db, struct strbuf *sb);
+/* "its labels: host, run" (the keys of db's label sets), or nothing. */
+void tally_db_label_keys(const struct tally_db *db, struct strbuf *sb);
+
 /* ---- building a database in memory: the writer, merges of epochs, drains ---- */
 
 /* The kernel's symbols kept between writes by a long-running writer, so that
@@ -231,16 +287,50 @@ void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t 
 /* Adds counts to a stack (frames' images are builder indices, leaf first). */
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
 			    const uint64_t *counts);
+/* The same under a label set (an id from tally_db_builder_label; 0: none). */
+void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
+				  uint64_t offset, const uint64_t *counts);
+void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
+				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts);
+/* The id of a label set (copied; 0 for the empty set or NULL). */
+uint32_t tally_db_builder_label(struct tally_db_builder *b, const struct tally_labelset *set);
+/* Labels that tally_db_builder_add gives the samples of the databases added
+ * next, for the keys their own label sets lack (set copied; NULL: none). */
+void tally_db_builder_source(struct tally_db_builder *b, const struct tally_labelset *set);
+/* The result will not depend on the order databases are added in, nor on how
+ * merges are grouped (tally merge): images, label sets, stacks, tasks and
+ * modules in an order of their own, a kernel symbol named differently by two
+ * parts named the same way whatever came first, and in the session the keys
+ * every part that has them agrees on ('varies' names the others, sorted),
+ * durations summed in milliseconds. Call before adding anything. */
+void tally_db_builder_canonical(struct tally_db_builder *b);
+/* Whether adding src (tally_db_builder_add) keeps every count the builder sums
+ * below 2^64 (and the summed durations under 100 years): 0, or -EOVERFLOW
+ * with tally_seterr naming what (src's name). */
+int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what);
 void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k);
 void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe);
 void tally_db_builder_counters(struct tally_db_builder *b, uint64_t lost, uint64_t throttled);
 /* The module list (the 'modules' file's text; copied). */
 void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);
 /* Adds a whole database: images, counts (events matched by name; one the builder
- * lacks is left out), stacks (a database without them adds one-frame stacks of
- * its leaves), kernel symbols, tasks, lost and throttled counts, and its session
- * (times span both, durations add up, the rest as the newest said). */
+ * lacks is left out), label sets (with the source's labels, see
+ * tally_db_builder_source), stacks (a database without them adds one-frame
+ * stacks of its leaves), kernel symbols, tasks, lost and throttled counts, and
+ * its session (times span both, durations add up, the rest as the newest said,
+ * or see tally_db_builder_canonical). */
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src);
+/* Reads the copies db keeps of JIT maps, jitdumps and the vDSO into memory
+ * (images' aux and jd_text), so that what is built from db can be written
+ * after db is released (a bundle's files go with it). A copy that is missing
+ * stays missing. */
+void tally_db_keep_copies(struct tally_db *db);
+/* Reads now the stacks that tally_db_builder_add took along unread (from a
+ * database opened with TALLY_DB_STACKS_LATER, each stacks file parsed once,
+ * straight into the builder's), so that the builder holds them all; call it
+ * after each such add to keep no file open. 0 or -errno with tally_seterr
+ * (again at every call; tally_db_builder_finish then leaves them unread). */
+int tally_db_builder_load_stacks(struct tally_db_builder *b);
 /* The database built (out is overwritten); frees b. */
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
 
@@ -275,7 +365,8 @@ int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int
  * anything, read only; a NUL byte or a last line without its newline is
  * refused), what naming the file in errors. tally_db_open_dir reads each file
  * and calls these, in this order, on a zeroed db: session (events, counts,
- * every value tally reads checked), images, each .prof, stacks (refused when
+ * every value tally reads checked), images, labels (format version 2:
+ * tally_db_parse_labels), each .prof, stacks (refused when
  * the session says call-graph none), kernel.syms, tasks, modules, mntns; then
  * tally_db_check_totals. 0 or -EINVAL with tally_seterr naming what and the
  * line; db stays consistent either way (tally_db_release frees it). */

@@ -62,6 +62,14 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
 int tally_export_speedscope(const struct tally_export *x, struct tally_export_out *out);
 
+/* Folded stacks of two profiles (difffolded.pl's format, for flamegraph.pl's
+ * differential graphs): one line per stack of either, "STACK BASE NEW",
+ * frames named as tally_export_folded names them, lines sorted; normalize
+ * scales the BASE column to add up to NEW's total (tally_scale_counts). */
+struct tally_cg;
+int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
+		      const struct tally_cg *new_cg, const struct tally_db *new_db, bool normalize);
+
 /* Applies the selection to db in place: the counts (flat and stack) of
  * unselected profiles, processes and events become zero. A stack is selected
  * when its process is (--pid, --comm) and, with stacks_by_image, its leaf's

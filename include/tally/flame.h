@@ -58,6 +58,14 @@ struct tally_flame {
 void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert, double percent_limit);
 void tally_flame_release(struct tally_flame *fl);
 
+/* A differential flame graph's other side: per frame of the graph, the
+ * samples of the same path of functions (matched by image and function name
+ * from the bottom up) in the base profile. */
+struct tally_flame_diff {
+	const uint64_t *base_incl, *base_self; /* one per frame */
+	uint64_t base_total;
+};
+
 struct tally_flame_svg_opts {
 	const char *title;    /* the heading above the graph */
 	const char *subtitle; /* a smaller line under it (NULL: none) */
@@ -66,11 +74,28 @@ struct tally_flame_svg_opts {
 	bool standalone;      /* a whole SVG document with its own script (else an
 				 <svg> element for an HTML page that loads the script) */
 	unsigned width;       /* pixels (0: 1200) */
+	/* a differential graph: frames coloured by the change of their self share
+	 * from the base (red grew, blue shrank, white unchanged), NULL: by kind */
+	const struct tally_flame_diff *diff;
 };
 
 /* Appends the SVG of fl (whose frames are functions of cg, images of db). */
 void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const struct tally_cg *cg,
 		     const struct tally_db *db, const struct tally_flame_svg_opts *o);
+
+/* For each frame of fl (the flame graph of cg, not inverted; images of db),
+ * the inclusive and self samples of the same path in base_cg (images of
+ * base_db) into base_incl and base_self (fl->nframes each). */
+void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg, const struct tally_db *db,
+			     const struct tally_cg *base_cg, const struct tally_db *base_db, uint64_t *base_incl,
+			     uint64_t *base_self);
+/* Appends the differential flame graph of two profiles: the shape of new_cg,
+ * each frame coloured by the change of its self share from base_cg (Brendan
+ * Gregg's convention), frames under percent_limit % folded; o->diff is set
+ * here. */
+void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
+			  const struct tally_cg *new_cg, const struct tally_db *new_db, double percent_limit,
+			  const struct tally_flame_svg_opts *o);
 
 /* The script that makes flame graphs interactive (every <svg class="tally-flame">
  * of the document): zoom on click, reset, search, hover details. For pages

@@ -43,4 +43,17 @@ int tally_html_check_target(const char *path);
 int tally_html_write(const char *path, struct tally_db *db, struct tally_resolver *res,
 		     const struct tally_html_opts *o);
 
+/* tally diff --html: the rows of a diff as a sortable table, and with call
+ * stacks on both sides (base_cg and new_cg not NULL) the differential flame
+ * graph (tally_flame_diff_svg), as one self-contained page appended to out. */
+struct tally_diff;
+struct tally_cg;
+struct tally_html_diff_opts {
+	double percent_limit; /* flame frames under it fold */
+	uint64_t max_rows;    /* the table's rows (0: TALLY_HTML_MAX_ROWS) */
+};
+void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struct tally_cg *base_cg,
+		     const struct tally_db *base_db, const struct tally_cg *new_cg, const struct tally_db *new_db,
+		     const struct tally_html_diff_opts *o);
+
 #endif

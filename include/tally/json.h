@@ -13,7 +13,9 @@
  *   tally_json_end(&j);     (the object)
  *
  * Nesting has no limit (a call tree can be 500,000 levels deep): levels past
- * TALLY_JSON_DEPTH live on the heap, freed when the document is closed. */
+ * TALLY_JSON_DEPTH live on the heap, freed when the document is closed.
+ * A key outside an object, or an end with nothing open, is the caller's
+ * mistake: the output is then not JSON, but nothing aborts. */
 #ifndef TALLY_JSON_H
 #define TALLY_JSON_H
 

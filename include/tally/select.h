@@ -1,19 +1,28 @@
 /* What part of a database a report or an export looks at: the filters that
- * `tally report` and `tally export` share (--image, --pid, --comm, --event,
- * --exclude-dependent), parsed and applied in one place. */
+ * `tally report`, `tally export` and `tally diff` share (--image, --pid,
+ * --comm, --event, --exclude-dependent, --label), parsed and applied in one
+ * place. */
 #ifndef TALLY_SELECT_H
 #define TALLY_SELECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tally/db.h"
 #include "tally/options.h"
+
+#define TALLY_SELECT_LABELS 16
 
 struct tally_select {
 	const char *image, *comm, *event;
 	int pid;
 	bool excl;  /* --exclude-dependent: only the programs' own executables */
 	int ev_only; /* after tally_select_check: the --event index, or -1 for all */
+	/* --label KEY=VALUE (as given): a label set is selected when, for each
+	 * KEY named, its value is one of the VALUEs given (an empty VALUE: the
+	 * set has no KEY) */
+	const char *labels[TALLY_SELECT_LABELS];
+	int nlabels;
 };
 
 /* The codes of the options in tally_select_group. */
@@ -23,6 +32,7 @@ enum {
 	TALLY_OPT_SEL_COMM,
 	TALLY_OPT_SEL_EVENT,
 	TALLY_OPT_SEL_EXCL,
+	TALLY_OPT_SEL_LABEL,
 };
 
 void tally_select_init(struct tally_select *s);
@@ -40,13 +50,15 @@ bool tally_select_image_matches(const struct tally_db_image *im, const char *wan
 bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf);
 /* Whether a process is selected (--pid, --comm): for stack-based views. */
 bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, int pid);
+/* Whether a label set (db->labels id) is selected (--label). */
+bool tally_select_label(const struct tally_select *s, const struct tally_db *db, uint32_t label);
 /* Whether an event is selected. */
 static inline bool tally_select_event(const struct tally_select *s, int ev)
 {
 	return s->ev_only < 0 || ev == s->ev_only;
 }
 
-/* --image, --pid, --comm, --event, --exclude-dependent as an option group
+/* --image, --pid, --comm, --event, --exclude-dependent, --label as an option group
  * (options.h), for a struct tally_select context. */
 extern const struct tally_optgroup tally_select_group;
 

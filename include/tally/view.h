@@ -3,8 +3,8 @@
  * renderers (tally/report.h) and the HTML page (tally/html.h) take their rows
  * from here, so the three list the same rows with the same counts:
  *
- *   image rows      one per selected profile (image, and process with
- *                   --per-pid) with samples of the event
+ *   image rows      one per image (and process with --per-pid) with
+ *                   samples of the event in the selected profiles
  *   function rows   the flat profiles of some image rows, one per function
  *                   (the innermost frame: an inlined function when DWARF has
  *                   one), or with lines one per (file, line, function)
@@ -26,7 +26,10 @@
 struct tally_view_row {
 	uint32_t image;   /* db->images */
 	int32_t pid;      /* the process of a --per-pid profile, else 0 */
-	size_t prof;      /* image rows: the profile (db->profs) */
+	size_t prof;      /* image rows: the (first) profile (db->profs) */
+	const size_t *profs; /* image rows: every selected profile of the row (its image and
+			      * pid, one per label set of a merge); nprofs of them */
+	size_t nprofs;
 	const char *name; /* image rows: the image's name, with " [PID]" per process; else the function */
 	uint64_t addr;    /* the function's link-time address when has_addr */
 	bool has_addr;    /* false for [unknown], raw offsets and inlined functions (their addr is an id) */
@@ -47,11 +50,13 @@ struct tally_view_rows {
 	uint64_t total; /* the samples of all the rows (self samples for call graphs) */
 	char **owned;
 	size_t nowned, aowned;
+	size_t *profs; /* the image rows' profiles */
 };
 void tally_view_rows_release(struct tally_view_rows *t);
 
-/* Image rows of event ev: one per profile that sel selects and that has
- * samples of ev, by samples (then name, then pid). t->total gets the
+/* Image rows of event ev: one per image (and process, with --per-pid) whose
+ * profiles sel selects and have samples of ev (the profiles of a merge's
+ * label sets summed), by samples (then name, then pid). t->total gets the
  * event's selected samples. */
 void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev);
 

@@ -1,7 +1,10 @@
 /* Writing archives (archive.h, docs/format.md "Archives"): what goes in comes
  * from the resolver (the files it verified against the recorded ids), the
  * MANIFEST holds each member's size and XXH3-128, and the archive is built
- * next to its target and renamed into place, so a failure leaves nothing. */
+ * next to its target under an unpredictable name and renamed into place, so a
+ * failure leaves nothing. What it creates is the user's alone, as a
+ * database's files are: files 0600, directories 0700, each created
+ * exclusively (nothing planted there is ever opened or followed). */
 #define _GNU_SOURCE
 #include "tally/archive.h"
 #include "tally/elfinfo.h"
@@ -612,9 +615,11 @@ static int read_member(struct writer *w, struct tally_archive_member *m, int (*o
 		return 0;
 	}
 	const char *src = m->tmp ? m->tmp : m->src;
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	/* a regular file only (a FIFO put there meanwhile never hangs the
+	 * archive); an image's path may be a link (/lib64), our stripped copy not */
+	int fd = tally_open_regular(AT_FDCWD, src, m->tmp ? 0 : TALLY_OPEN_FOLLOW, 0, NULL);
 	if (fd < 0)
-		return tally_seterr(-errno, "cannot read '%s' (%s): %s", src, m->note, strerror(errno));
+		return tally_seterr(fd, "cannot read '%s' (%s): %s", src, m->note, tally_errmsg());
 	uint64_t got = 0;
 	int r = 0;
 	for (;;) {
@@ -659,7 +664,7 @@ static int make_stripped(struct writer *w, int dirfd, const char *dir, bool by_n
 		else
 			strbuf_addf(&rel, "strip-%zu", i);
 		int r = tally_ar_mkparents(dirfd, rel.buf);
-		int fd = r ? -1 : openat(dirfd, rel.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = r ? -1 : openat(dirfd, rel.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			r = write_err(dir, r ? -r : errno);
 			strbuf_release(&rel);
@@ -702,7 +707,7 @@ static int fd_out(void *ctx, const void *p, size_t n)
  * stripped copies made in place), then the MANIFEST. */
 static int write_dir(struct writer *w, const char *staging)
 {
-	int dirfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dirfd = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)
 		return write_err(w->path, errno);
 	int r = make_stripped(w, dirfd, staging, true);
@@ -714,7 +719,7 @@ static int write_dir(struct writer *w, const char *staging)
 			continue;
 		}
 		r = tally_ar_mkparents(dirfd, m->name);
-		int fd = r ? -1 : openat(dirfd, m->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = r ? -1 : openat(dirfd, m->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			r = write_err(w->path, r ? -r : errno);
 			break;
@@ -728,7 +733,7 @@ static int write_dir(struct writer *w, const char *staging)
 	if (!r) {
 		struct strbuf man = STRBUF_INIT;
 		tally_manifest_format(w->p->m, w->p->n, &man);
-		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || tally_write_all(fd, man.buf, man.len) || close(fd) < 0)
 			r = write_err(w->path, errno ? errno : EIO);
 		strbuf_release(&man);
@@ -764,7 +769,7 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
 	struct archive_entry *e = archive_entry_new();
 	archive_entry_set_pathname(e, name);
 	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
+	archive_entry_set_perm(e, 0600); /* as written into a directory archive */
 	archive_entry_set_size(e, (la_int64_t)size);
 	archive_entry_set_mtime(e, mtime, 0);
 	int r = archive_write_header(t->a, e) != ARCHIVE_OK ? tar_err(t) : 0;
@@ -772,19 +777,21 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
 	return r;
 }
 
-/* Writes the tarball into fd: the stripped copies are made in scratch first,
- * every member hashed for the MANIFEST, which goes first; then each member,
- * hashed again as it is written (a file that changed meanwhile is an error). */
-static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, const char *scratch)
+/* Writes the tarball into fd: the stripped copies are made first in a scratch
+ * directory (scratch: its template, made unique; removed by the caller), every
+ * member hashed for the MANIFEST, which goes first; then each member, hashed
+ * again as it is written (a file that changed meanwhile is an error). */
+static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch)
 {
 	int r = 0;
 	bool any_strip = false;
 	for (size_t i = 0; i < w->p->n; i++)
 		any_strip = any_strip || w->p->m[i].strip;
 	if (any_strip) {
-		if (mkdir(scratch, 0700) < 0)
+		if (!mkdtemp(scratch))
 			return write_err(w->path, errno);
-		int dirfd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		*made_scratch = true;
+		int dirfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dirfd < 0)
 			return write_err(w->path, errno);
 		r = make_stripped(w, dirfd, scratch, false);
@@ -870,22 +877,27 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	strbuf_add(&dir, path, (size_t)(base - path));
 	if (!dir.len)
 		strbuf_addstr(&dir, "./");
-	strbuf_addf(&staging, "%s.%s.tmp-%d", dir.buf, base, (int)getpid());
-	strbuf_addf(&scratch, "%s.%s.strip-%d", dir.buf, base, (int)getpid());
+	/* unpredictable names, created exclusively: 0700 and 0600 */
+	strbuf_addf(&staging, "%s.%s.tmp-XXXXXX", dir.buf, base);
+	strbuf_addf(&scratch, "%s.%s.strip-XXXXXX", dir.buf, base);
 	struct writer *w = xcalloc(1, sizeof(*w));
 	*w = (struct writer){ .p = p, .path = path, .fn = fn, .ctx = ctx };
 	int r;
+	bool made = false, made_scratch = false;
 	if (kind == TALLY_ARCHIVE_DIR) {
-		if (mkdir(staging.buf, 0755) < 0)
+		if (!mkdtemp(staging.buf)) {
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
-		else
+		} else {
+			made = true;
 			r = write_dir(w, staging.buf);
+		}
 	} else {
-		int fd = open(staging.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = mkostemp(staging.buf, O_CLOEXEC);
 		if (fd < 0) {
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
 		} else {
-			r = write_tar(w, fd, kind, scratch.buf);
+			made = true;
+			r = write_tar(w, fd, kind, scratch.buf, &made_scratch);
 			if (close(fd) < 0 && !r)
 				r = write_err(path, errno);
 		}
@@ -904,9 +916,10 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 			}
 		}
 	}
-	if (r)
+	if (r && made)
 		tally_remove_tree(staging.buf);
-	tally_remove_tree(scratch.buf);
+	if (made_scratch)
+		tally_remove_tree(scratch.buf);
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->m[i].tmp);
 		p->m[i].tmp = NULL;

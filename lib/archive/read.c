@@ -46,7 +46,7 @@ bool tally_archive_is(const char *path)
 	if (!S_ISREG(st.st_mode))
 		return false;
 	unsigned char b[512] = { 0 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
 	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b)) : -1;
 	if (fd >= 0)
 		close(fd);
@@ -331,16 +331,24 @@ static int extract(const char *apath, const char *root, struct found *f)
 	archive_read_support_filter_zstd(a);
 	archive_read_support_filter_xz(a);
 	archive_read_support_filter_bzip2(a);
+	/* a regular file only (one swapped for a FIFO never hangs the read) */
+	int afd = tally_open_regular(AT_FDCWD, apath, TALLY_OPEN_FOLLOW, 0, NULL);
+	if (afd < 0) {
+		archive_read_free(a);
+		return tally_seterr(afd, "cannot read archive %s", tally_errmsg());
+	}
 	int r = 0;
-	if (archive_read_open_filename(a, apath, 1 << 16) != ARCHIVE_OK) {
+	if (archive_read_open_fd(a, afd, 1 << 16) != ARCHIVE_OK) {
 		r = tally_seterr(-EINVAL, "'%s' is not a tally archive nor a database: %s", apath, archive_error_string(a));
 		archive_read_free(a);
+		close(afd);
 		return r;
 	}
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", apath, root, strerror(errno));
 		archive_read_free(a);
+		close(afd);
 		return r;
 	}
 	char *prefix = NULL; /* a directory all members are in (a tarball of the archive's directory) */
@@ -489,6 +497,7 @@ static int extract(const char *apath, const char *root, struct found *f)
 	free(prefix);
 	close(rootfd);
 	archive_read_free(a);
+	close(afd); /* libarchive leaves a descriptor it was given open */
 	if (!r)
 		r = check_all(apath, f);
 	return r;

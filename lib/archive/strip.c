@@ -305,9 +305,10 @@ int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int
 {
 	memset(st, 0, sizeof(*st));
 	elf_version(EV_CURRENT);
-	int in = open(src, O_RDONLY | O_CLOEXEC);
+	/* a regular file only: a debug file's path may be a link (.build-id) */
+	int in = tally_open_regular(AT_FDCWD, src, TALLY_OPEN_FOLLOW, 0, NULL);
 	if (in < 0)
-		return tally_seterr(-errno, "cannot read '%s': %s", src, strerror(errno));
+		return in;
 	Elf *elf = elf_begin(in, ELF_C_READ_MMAP_PRIVATE, NULL);
 	Dwarf *dw = NULL;
 	struct unit *units = NULL;

@@ -6,6 +6,8 @@
 #include "tally/db.h"
 #include "tally/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,14 @@ struct bcell {
 	uint32_t image;
 	int32_t pid;
 	uint64_t offset;
+	uint32_t label;
+};
+
+/* Strings kept once (module lines, session keys that vary). */
+struct bstrs {
+	char **v;
+	size_t n, alloc;
+	struct tally_hidx idx;
 };
 
 struct tally_db_builder {
@@ -51,6 +61,19 @@ struct tally_db_builder {
 
 	uint64_t lost, throttled;
 	char *modules;
+
+	/* label sets: id 0 is the empty set, id i is labels[i - 1] */
+	struct tally_labelset *labels;
+	size_t nlabels, alabels;
+	struct tally_hidx label_idx;
+	struct tally_labelset source; /* added to the sets of the databases added next */
+
+	/* tally_db_builder_canonical: the result does not depend on the order */
+	bool canonical;
+	struct bstrs module_lines; /* the union of the module lists */
+	struct bstrs varies;       /* session keys whose values differ between the parts */
+	uint64_t duration_ms;
+	uint64_t *totals;          /* per event: the samples of the databases added */
 };
 
 /* Counters of the session that a merge adds up (the stop reasons are three). */
@@ -67,7 +90,47 @@ struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, 
 	b->stacks = stacks;
 	b->ss.nevents = nevents;
 	b->ss.dedup = true;
+	b->totals = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
 	return b;
+}
+
+void tally_db_builder_canonical(struct tally_db_builder *b)
+{
+	b->canonical = true;
+}
+
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !strcmp(((const struct bstrs *)ctx)->v[idx], key);
+}
+
+static bool strs_has(const struct bstrs *t, const char *s)
+{
+	return tally_hidx_get(&t->idx, tally_hash_bytes(s, strlen(s), 3), s, str_eq, t) != TALLY_HIDX_NONE;
+}
+
+static void strs_add(struct bstrs *t, const char *s)
+{
+	uint64_t h = tally_hash_bytes(s, strlen(s), 3);
+	if (tally_hidx_get(&t->idx, h, s, str_eq, t) != TALLY_HIDX_NONE)
+		return;
+	GROW(t->v, t->alloc, t->n + 1);
+	t->v[t->n] = xstrdup(s);
+	tally_hidx_put(&t->idx, h, (uint32_t)t->n++);
+}
+
+static void strs_release(struct bstrs *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+	tally_hidx_release(&t->idx);
+	memset(t, 0, sizeof(*t));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static void image_free(struct tally_db_image *im)
@@ -118,6 +181,14 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->tasks);
 	tally_hidx_release(&b->task_idx);
 	free(b->modules);
+	for (size_t i = 0; i < b->nlabels; i++)
+		tally_labelset_release(&b->labels[i]);
+	free(b->labels);
+	tally_hidx_release(&b->label_idx);
+	tally_labelset_release(&b->source);
+	strs_release(&b->module_lines);
+	strs_release(&b->varies);
+	free(b->totals);
 	free(b);
 }
 
@@ -198,18 +269,54 @@ uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_d
 
 /* ---- counts ---- */
 
+/* ---- labels ---- */
+
+static bool label_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !tally_labelset_cmp(&((const struct tally_db_builder *)ctx)->labels[idx], key);
+}
+
+uint32_t tally_db_builder_label(struct tally_db_builder *b, const struct tally_labelset *set)
+{
+	if (!set || !set->n)
+		return 0;
+	uint64_t h = tally_labelset_hash(set);
+	uint32_t i = tally_hidx_get(&b->label_idx, h, set, label_eq, b);
+	if (i != TALLY_HIDX_NONE)
+		return i + 1;
+	GROW(b->labels, b->alabels, b->nlabels + 1);
+	tally_labelset_copy(&b->labels[b->nlabels], set);
+	tally_hidx_put(&b->label_idx, h, (uint32_t)b->nlabels);
+	return (uint32_t)++b->nlabels;
+}
+
+void tally_db_builder_source(struct tally_db_builder *b, const struct tally_labelset *set)
+{
+	tally_labelset_release(&b->source);
+	tally_labelset_copy(&b->source, set);
+}
+
+/* ---- counts ---- */
+
 static bool cell_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_db_builder *b = ctx;
 	const struct bcell *c = &b->cells[idx], *k = key;
-	return c->image == k->image && c->pid == k->pid && c->offset == k->offset;
+	return c->image == k->image && c->pid == k->pid && c->offset == k->offset && c->label == k->label;
 }
 
 void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid, uint64_t offset,
 			    const uint64_t *counts)
 {
-	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset };
-	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8));
+	tally_db_builder_entry_label(b, image, pid, 0, offset, counts);
+}
+
+void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
+				  uint64_t offset, const uint64_t *counts)
+{
+	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset, label };
+	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8) ^
+				    ((uint64_t)label << 20));
 	uint32_t i = tally_hidx_get(&b->cell_idx, h, &k, cell_eq, b);
 	size_t ne = (size_t)b->nevents;
 	if (i == TALLY_HIDX_NONE) {
@@ -231,18 +338,24 @@ void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t 
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
 			    const uint64_t *counts)
 {
+	tally_db_builder_stack_label(b, pid, 0, frames, n, counts);
+}
+
+void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
+				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts)
+{
 	if (!b->stacks || !n)
 		return;
 	pid = b->per_pid && pid > 0 ? pid : 0;
 	if (b->lazy) {
 		/* after the stacks left unread, in order */
-		tally_lazy_stack(&b->lazy, pid, frames, n, counts, b->nevents);
+		tally_lazy_stack(&b->lazy, pid, label, frames, n, counts, b->nevents);
 		return;
 	}
 	uint32_t buf[64], *ids = n <= ARRAY_SIZE(buf) ? buf : xmalloc(n * sizeof(uint32_t));
 	for (uint32_t i = 0; i < n; i++)
 		ids[i] = tally_stackset_frame(&b->ss, frames[i].image, frames[i].offset);
-	tally_stackset_add(&b->ss, pid, ids, n, counts);
+	tally_stackset_add(&b->ss, pid, label, ids, n, counts);
 	if (ids != buf)
 		free(ids);
 }
@@ -253,11 +366,32 @@ static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
 	return b->ksyms[idx].addr == *(const uint64_t *)key;
 }
 
+static bool ksym_before(const struct tally_ksym *a, const struct tally_ksym *b)
+{
+	int c = strcmp(a->name, b->name);
+	if (!c)
+		c = strcmp(a->module ? a->module : "", b->module ? b->module : "");
+	if (!c)
+		c = a->size != b->size ? (a->size < b->size ? -1 : 1) : a->type - b->type;
+	return c < 0;
+}
+
 void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k)
 {
 	uint64_t h = tally_hash_u64(k->addr);
-	if (tally_hidx_get(&b->ksym_idx, h, &k->addr, ksym_eq, b) != TALLY_HIDX_NONE)
+	uint32_t i = tally_hidx_get(&b->ksym_idx, h, &k->addr, ksym_eq, b);
+	if (i != TALLY_HIDX_NONE) {
+		/* two kernels may name one address differently: the same one wins whatever the order */
+		struct tally_ksym *x = &b->ksyms[i];
+		if (b->canonical && ksym_before(k, x)) {
+			free(x->name);
+			free(x->module);
+			*x = *k;
+			x->name = xstrdup(k->name);
+			x->module = k->module ? xstrdup(k->module) : NULL;
+		}
 		return;
+	}
 	GROW(b->ksyms, b->aksyms, b->nksyms + 1);
 	struct tally_ksym *x = &b->ksyms[b->nksyms];
 	*x = *k;
@@ -293,6 +427,22 @@ void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm
 
 void tally_db_builder_modules(struct tally_db_builder *b, const char *modules)
 {
+	if (b->canonical && modules) {
+		/* the union of the lists, sorted at the end */
+		const char *p = modules;
+		while (*p) {
+			size_t l = strcspn(p, "\n");
+			if (l && *p != '#') {
+				char *line = xstrndup(p, l);
+				strs_add(&b->module_lines, line);
+				free(line);
+			}
+			p += l;
+			if (*p)
+				p++;
+		}
+		return;
+	}
 	free(b->modules);
 	b->modules = modules ? xstrdup(modules) : NULL;
 }
@@ -318,11 +468,78 @@ static double parse_utc(const char *s)
 	return (double)timegm(&tm);
 }
 
+/* A duration in seconds ("2.004") as whole milliseconds: sums of them do not
+ * depend on the order they are added in. */
+static uint64_t duration_ms(const char *d)
+{
+	double v = d ? strtod(d, NULL) : 0;
+	return v > 0 ? (uint64_t)(v * 1000.0 + 0.5) : 0;
+}
+
+/* The session keys the result computes, spans or sums rather than copies. */
+static bool computed_key(const char *k)
+{
+	static const char *const keys[] = { "format-version", "events", "samples", "lost", "throttled", "images",
+					    "per-pid", "call-graph", "start-time", "stop-time", "duration",
+					    "dwarf-stop-reasons", "varies" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(k, keys[i]))
+			return true;
+	for (size_t i = 0; i < ARRAY_SIZE(summed_keys); i++)
+		if (!strcmp(k, summed_keys[i]))
+			return true;
+	return false;
+}
+
+/* A key stops being copied once two parts disagree on it (its name goes to
+ * 'varies'); so a key is in the result when every part that has it agrees,
+ * whatever the order and grouping of the merges. */
+static void canonical_keys(struct tally_db_builder *b, const struct tally_meta *m)
+{
+	const char *v = tally_meta_get(m, "varies");
+	for (const char *p = v ? v : ""; *p;) {
+		size_t l = strcspn(p, ",");
+		if (l) {
+			char *k = xstrndup(p, l);
+			strs_add(&b->varies, k);
+			free(k);
+		}
+		p += l;
+		if (*p)
+			p++;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const char *k = m->kv[i].key;
+		if (computed_key(k) || strs_has(&b->varies, k))
+			continue;
+		const char *have = tally_meta_get(&b->session, k);
+		if (!have)
+			tally_meta_set(&b->session, k, "%s", m->kv[i].value);
+		else if (strcmp(have, m->kv[i].value))
+			strs_add(&b->varies, k);
+	}
+	/* the keys that vary leave the session */
+	size_t w = 0;
+	for (size_t i = 0; i < b->session.n; i++) {
+		if (!computed_key(b->session.kv[i].key) && strs_has(&b->varies, b->session.kv[i].key)) {
+			free(b->session.kv[i].key);
+			free(b->session.kv[i].value);
+			continue;
+		}
+		b->session.kv[w++] = b->session.kv[i];
+	}
+	b->session.n = w;
+}
+
 static void merge_session(struct tally_db_builder *b, const struct tally_meta *m)
 {
-	/* the newest database's values, then what spans or sums over all of them */
-	for (size_t i = 0; i < m->n; i++)
-		tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
+	/* the newest database's values (canonical: those all agree on), then
+	 * what spans or sums over all of them */
+	if (b->canonical)
+		canonical_keys(b, m);
+	else
+		for (size_t i = 0; i < m->n; i++)
+			tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
 	double st = parse_utc(tally_meta_get(m, "start-time"));
 	double sp = parse_utc(tally_meta_get(m, "stop-time"));
 	if (st >= 0 && (!b->have_start || st < b->start)) {
@@ -334,8 +551,10 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		b->have_stop = true;
 	}
 	const char *d = tally_meta_get(m, "duration");
-	if (d)
+	if (d) {
 		b->duration += strtod(d, NULL);
+		b->duration_ms += duration_ms(d);
+	}
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
 		const char *v = tally_meta_get(m, summed_keys[k]);
 		if (v)
@@ -359,15 +578,73 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		tally_format_utc(b->stop, ts, sizeof(ts));
 		tally_meta_set(&b->session, "stop-time", "%s", ts);
 	}
-	if (d)
+	if (d && b->canonical)
+		tally_meta_set(&b->session, "duration", "%" PRIu64 ".%03" PRIu64, b->duration_ms / 1000,
+			       b->duration_ms % 1000);
+	else if (d)
 		tally_meta_set(&b->session, "duration", "%.3f", b->duration);
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++)
-		if (tally_meta_get(&b->session, summed_keys[k]))
+		if (tally_meta_get(m, summed_keys[k]) || tally_meta_get(&b->session, summed_keys[k]))
 			tally_meta_set(&b->session, summed_keys[k], "%" PRIu64, b->sums[k]);
-	if (tally_meta_get(&b->session, "dwarf-stop-reasons"))
+	if (why || tally_meta_get(&b->session, "dwarf-stop-reasons"))
 		tally_meta_set(&b->session, "dwarf-stop-reasons",
 			       "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
 			       b->sums[4], b->sums[5], b->sums[6]);
+}
+
+static bool add_fits(uint64_t sum, uint64_t v)
+{
+	return v <= UINT64_MAX - sum;
+}
+
+int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what)
+{
+	for (int e = 0; e < src->nevents; e++)
+		for (int k = 0; k < b->nevents; k++)
+			if (!strcmp(src->events[e], b->events[k]) && !add_fits(b->totals[k], src->samples[e]))
+				return tally_seterr(-EOVERFLOW, "'%s': its '%s' samples and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+						    what, src->events[e], UINT64_MAX);
+	uint64_t v[ARRAY_SIZE(b->sums)] = { 0 };
+	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
+		const char *s = tally_meta_get(&src->session, summed_keys[k]);
+		v[k] = s ? strtoull(s, NULL, 10) : 0; /* checked by the reader */
+	}
+	const char *why = tally_meta_get(&src->session, "dwarf-stop-reasons");
+	unsigned long long w[3] = { 0, 0, 0 };
+	if (why)
+		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
+			     &w[2]);
+	for (int i = 0; i < 3; i++)
+		v[4 + i] = w[i];
+	bool fits = add_fits(b->lost, src->lost) && add_fits(b->throttled, src->throttled);
+	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
+		fits = fits && add_fits(b->sums[k], v[k]);
+	if (!fits)
+		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+				    what, UINT64_MAX);
+	uint64_t d = duration_ms(tally_meta_get(&src->session, "duration"));
+	if (!add_fits(b->duration_ms, d) || b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))
+		return tally_seterr(-EOVERFLOW, "'%s': its duration and those merged before it add up past %.0f days, more than a database may hold (merge fewer databases at once)",
+				    what, TALLY_DURATION_MAX / 86400);
+	return 0;
+}
+
+/* The builder's id of src's label set l (with the source's labels), made
+ * the first time it is asked for; lab caches them. */
+static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *src, uint32_t *lab, uint32_t l)
+{
+	if (l > src->nlabels)
+		l = 0;
+	if (lab[l] == TALLY_HIDX_NONE) {
+		struct tally_labelset set;
+		tally_labelset_copy(&set, tally_db_labelset(src, l));
+		for (size_t k = 0; k < b->source.n; k++)
+			if (!tally_labelset_get(&set, b->source.v[k].key))
+				tally_labelset_set(&set, b->source.v[k].key, b->source.v[k].value);
+		lab[l] = tally_db_builder_label(b, &set);
+		tally_labelset_release(&set);
+	}
+	return lab[l];
 }
 
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src)
@@ -379,6 +656,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		for (int k = 0; k < b->nevents; k++)
 			if (!strcmp(src->events[e], b->events[k]))
 				col[e] = k;
+		if (col[e] >= 0)
+			b->totals[col[e]] += src->samples[e];
 	}
 	uint32_t *img = xmalloc((src->nimages + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < src->nimages; i++) {
@@ -388,6 +667,21 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			im.dir = (char *)tally_db_image_dir(src, (uint32_t)i);
 		img[i] = tally_db_builder_image(b, &im);
 	}
+	/* its label sets (those in use: an unused one would be a set of the
+	 * result), with the source's labels for the keys a set lacks */
+	uint32_t *lab = xmalloc((src->nlabels + 1) * sizeof(uint32_t));
+	for (size_t l = 0; l <= src->nlabels; l++)
+		lab[l] = TALLY_HIDX_NONE;
+	/* an entry's label set is its profile's */
+	uint32_t *elab = xmalloc((src->nentries + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < src->nentries; i++)
+		elab[i] = TALLY_HIDX_NONE;
+	for (size_t p = 0; p < src->nprofs; p++)
+		for (size_t i = src->profs[p].first; i < src->profs[p].end && i < src->nentries; i++)
+			elab[i] = source_label(b, src, lab, src->profs[p].label);
+	for (size_t i = 0; i < src->nentries; i++)
+		if (elab[i] == TALLY_HIDX_NONE)
+			elab[i] = source_label(b, src, lab, 0);
 	uint64_t *c = xcalloc(ne + 1, sizeof(uint64_t));
 	for (size_t i = 0; i < src->nentries; i++) {
 		const struct tally_db_entry *en = &src->entries[i];
@@ -395,16 +689,44 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		for (int e = 0; e < src->nevents; e++)
 			if (col[e] >= 0)
 				c[col[e]] = src->counts[i * (size_t)src->nevents + (size_t)e];
-		tally_db_builder_entry(b, img[en->image], en->pid, en->offset, c);
+		tally_db_builder_entry_label(b, img[en->image], en->pid, elab[i], en->offset, c);
 		if (b->stacks && !src->has_stacks) {
 			/* every sample needs a stack: its leaf alone says what is known */
 			struct tally_frame f = { img[en->image], en->offset };
-			tally_db_builder_stack(b, en->pid, &f, 1, c);
+			tally_db_builder_stack_label(b, en->pid, elab[i], &f, 1, c);
 		}
 	}
+	free(elab);
 	if (b->stacks && src->has_stacks && src->lazy) {
-		/* read when the result's are (tally_db_load_stacks) */
-		tally_lazy_take(&b->lazy, src, img, col, b->nevents, b->per_pid);
+		/* read when the result's are (tally_db_load_stacks, or
+		 * tally_db_builder_load_stacks), every label set of src mapped */
+		for (uint32_t l = 0; l <= src->nlabels; l++)
+			(void)source_label(b, src, lab, l);
+		tally_lazy_take(&b->lazy, src, img, lab, col, b->nevents, b->per_pid);
+	} else if (b->stacks && src->has_stacks && !b->lazy) {
+		/* each distinct frame of src numbered once in ours, its stacks then
+		 * added as they are held: runs of frame numbers */
+		uint32_t *fid = xmalloc((src->nframe_tab + 1) * sizeof(uint32_t));
+		for (size_t f = 0; f < src->nframe_tab; f++)
+			fid[f] = tally_stackset_frame(&b->ss, img[src->frame_tab[f].image], src->frame_tab[f].offset);
+		uint32_t *ids = NULL;
+		size_t aids = 0;
+		for (size_t s = 0; s < src->nstacks; s++) {
+			const struct tally_db_stack *st = &src->stacks[s];
+			if (!st->len)
+				continue;
+			GROW(ids, aids, st->len);
+			for (uint32_t k = 0; k < st->len; k++)
+				ids[k] = fid[src->stack_frames[st->first + k]];
+			memset(c, 0, ne * sizeof(uint64_t));
+			for (int e = 0; e < src->nevents; e++)
+				if (col[e] >= 0)
+					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
+			tally_stackset_add(&b->ss, b->per_pid && st->pid > 0 ? st->pid : 0, source_label(b, src, lab, st->label),
+					   ids, st->len, c);
+		}
+		free(ids);
+		free(fid);
 	} else if (b->stacks && src->has_stacks) {
 		struct tally_frame *fr = NULL;
 		size_t afr = 0;
@@ -417,7 +739,7 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			for (int e = 0; e < src->nevents; e++)
 				if (col[e] >= 0)
 					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
-			tally_db_builder_stack(b, st->pid, fr, st->len, c);
+			tally_db_builder_stack_label(b, st->pid, source_label(b, src, lab, st->label), fr, st->len, c);
 		}
 		free(fr);
 	}
@@ -427,13 +749,12 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		tally_db_builder_task(b, src->tasks[i].pid, src->tasks[i].comm, src->tasks[i].exe);
 	b->lost += src->lost;
 	b->throttled += src->throttled;
-	if (src->modules) {
-		free(b->modules);
-		b->modules = xstrdup(src->modules);
-	}
+	if (src->modules)
+		tally_db_builder_modules(b, src->modules);
 	merge_session(b, &src->session);
 	b->sources = true;
 	free(c);
+	free(lab);
 	free(img);
 	free(col);
 }
@@ -449,7 +770,207 @@ static int cmp_cell(const void *x, const void *y)
 		return a->image < b->image ? -1 : 1;
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
+	if (a->label != b->label)
+		return a->label < b->label ? -1 : 1;
 	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* ---- the canonical order: the same result whatever the order of the adds ---- */
+
+static int cmp_image(const void *x, const void *y)
+{
+	const struct tally_db_image *a = &sort_ctx->images[*(const uint32_t *)x],
+				    *b = &sort_ctx->images[*(const uint32_t *)y];
+	int c = strcmp(kind_class(a->kind), kind_class(b->kind));
+	if (!c)
+		c = strcmp(a->id, b->id);
+	if (!c)
+		c = strcmp(a->path, b->path);
+	if (!c && a->pid != b->pid)
+		c = a->pid < b->pid ? -1 : 1;
+	if (!c)
+		c = strcmp(a->name, b->name);
+	return c ? c : strcmp(a->kind, b->kind);
+}
+
+static int cmp_label(const void *x, const void *y)
+{
+	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x], &sort_ctx->labels[*(const uint32_t *)y]);
+}
+
+/* A stack's place in the canonical order: its pid, label set and a hash of
+ * its frames (cheap to compare), its frames where two hashes are equal. */
+struct stack_order {
+	uint32_t stack;
+	int32_t pid;
+	uint32_t label;
+	uint64_t hash;
+};
+
+static int cmp_stack(const void *x, const void *y)
+{
+	const struct stack_order *p = x, *q = y;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
+	if (p->label != q->label)
+		return p->label < q->label ? -1 : 1;
+	if (p->hash != q->hash)
+		return p->hash < q->hash ? -1 : 1;
+	const struct stackset *ss = &sort_ctx->ss;
+	const struct tally_db_stack *a = &ss->stacks[p->stack], *b = &ss->stacks[q->stack];
+	for (uint32_t i = 0; i < a->len && i < b->len; i++) {
+		const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[a->first + i]],
+					 *g = &ss->frame_tab[ss->stack_frames[b->first + i]];
+		if (f->image != g->image)
+			return f->image < g->image ? -1 : 1;
+		if (f->offset != g->offset)
+			return f->offset < g->offset ? -1 : 1;
+	}
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static int cmp_task(const void *x, const void *y)
+{
+	const struct tally_db_task *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	int c = strcmp(a->comm, b->comm);
+	return c ? c : strcmp(a->exe, b->exe);
+}
+
+/* The rank of a session key in the written file: the order of docs/format.md,
+ * then the others by name. */
+static int key_rank(const char *k)
+{
+	static const char *const order[] = {
+		"format-version", "tool", "host", "kernel-release", "arch", "target", "command", "cpus", "events",
+		"sampling", "randomized", "period-kind", "period-mean", "period-min", "period-max",
+		"interval-p10-p50-p90", "per-pid", "call-graph", "max-stack", "stack-size", "dwarf-unwinds",
+		"dwarf-stopped-early", "dwarf-joined-fp", "dwarf-stop-reasons", "start-time", "stop-time", "duration",
+		"exit-status", "samples", "lost", "throttled", "images", "kernel-symbols", "jit-untrusted", "epoch",
+		"epochs", "daemon-pid", "cpu-sampling", "varies",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
+		if (!strcmp(k, order[i]))
+			return (int)i;
+	return (int)ARRAY_SIZE(order);
+}
+
+static int cmp_kv(const void *x, const void *y)
+{
+	const struct tally_kv *a = x, *b = y;
+	int ra = key_rank(a->key), rb = key_rank(b->key);
+	return ra != rb ? (ra < rb ? -1 : 1) : strcmp(a->key, b->key);
+}
+
+/* Images, label sets and stacks in an order of their own (not the order they
+ * came in), the indices that name them renumbered. */
+static void canonicalize(struct tally_db_builder *b)
+{
+	struct stackset *ss = &b->ss;
+	size_t n = b->nimages > b->nlabels ? b->nimages : b->nlabels;
+	if (ss->nstacks > n)
+		n = ss->nstacks;
+	uint32_t *order = xmalloc((n + 1) * sizeof(uint32_t));
+	uint32_t *newi = xmalloc((n + 2) * sizeof(uint32_t));
+	sort_ctx = b;
+
+	for (size_t i = 0; i < b->nimages; i++)
+		order[i] = (uint32_t)i;
+	tally_qsort(order, b->nimages, sizeof(uint32_t), cmp_image);
+	struct tally_db_image *images = xmalloc((b->nimages + 1) * sizeof(*images));
+	for (size_t i = 0; i < b->nimages; i++) {
+		images[i] = b->images[order[i]];
+		newi[order[i]] = (uint32_t)i;
+	}
+	free(b->images);
+	b->images = images;
+	b->aimages = b->nimages;
+	for (size_t i = 0; i < b->ncells; i++)
+		b->cells[i].image = newi[b->cells[i].image];
+	/* the frames' index goes stale: nothing is added after this */
+	for (size_t i = 0; i < ss->nframe_tab; i++)
+		ss->frame_tab[i].image = newi[ss->frame_tab[i].image];
+
+	/* the label sets in use (a set of an input that names no sample is not
+	 * one of the result), in their own order */
+	bool *used = xcalloc(b->nlabels + 1, sizeof(bool));
+	for (size_t i = 0; i < b->ncells; i++)
+		used[b->cells[i].label] = true;
+	for (size_t i = 0; i < ss->nstacks; i++)
+		used[ss->stacks[i].label] = true;
+	size_t nl = 0;
+	for (size_t i = 0; i < b->nlabels; i++) {
+		if (used[i + 1])
+			order[nl++] = (uint32_t)i;
+		else
+			tally_labelset_release(&b->labels[i]);
+	}
+	free(used);
+	tally_qsort(order, nl, sizeof(uint32_t), cmp_label);
+	struct tally_labelset *labels = xmalloc((nl + 1) * sizeof(*labels));
+	newi[0] = 0;
+	for (size_t i = 0; i < nl; i++) {
+		labels[i] = b->labels[order[i]];
+		newi[order[i] + 1] = (uint32_t)i + 1;
+	}
+	free(b->labels);
+	tally_hidx_release(&b->label_idx); /* stale too */
+	b->labels = labels;
+	b->nlabels = b->alabels = nl;
+	for (size_t i = 0; i < b->ncells; i++)
+		b->cells[i].label = newi[b->cells[i].label];
+	for (size_t i = 0; i < ss->nstacks; i++)
+		ss->stacks[i].label = newi[ss->stacks[i].label];
+
+	/* the stacks (their frames stay where they are; the stacks' index goes stale) */
+	struct stack_order *so = xmalloc((ss->nstacks + 1) * sizeof(*so));
+	for (size_t i = 0; i < ss->nstacks; i++) {
+		const struct tally_db_stack *st = &ss->stacks[i];
+		uint64_t h = st->len;
+		for (uint32_t k = 0; k < st->len; k++) {
+			const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[st->first + k]];
+			h = tally_hash_u64(h ^ f->offset ^ ((uint64_t)f->image << 48));
+		}
+		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label, h };
+	}
+	tally_qsort(so, ss->nstacks, sizeof(*so), cmp_stack);
+	size_t ne = (size_t)b->nevents;
+	struct tally_db_stack *stacks = xmalloc((ss->nstacks + 1) * sizeof(*stacks));
+	uint64_t *counts = xmalloc((ss->nstacks * ne + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < ss->nstacks; i++) {
+		stacks[i] = ss->stacks[so[i].stack];
+		memcpy(&counts[i * ne], &ss->counts[(size_t)so[i].stack * ne], ne * sizeof(uint64_t));
+	}
+	free(so);
+	free(ss->stacks);
+	free(ss->counts);
+	ss->stacks = stacks;
+	ss->astacks = ss->nstacks + 1;
+	ss->counts = counts;
+	ss->acounts = ss->nstacks * ne + 1;
+
+	tally_qsort(b->tasks, b->ntasks, sizeof(*b->tasks), cmp_task);
+	if (b->module_lines.n) {
+		tally_qsort(b->module_lines.v, b->module_lines.n, sizeof(char *), cmp_str);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addstr(&sb, "# name size address build-id\n");
+		for (size_t i = 0; i < b->module_lines.n; i++)
+			strbuf_addf(&sb, "%s\n", b->module_lines.v[i]);
+		free(b->modules);
+		b->modules = strbuf_detach(&sb);
+	}
+	if (b->varies.n) {
+		tally_qsort(b->varies.v, b->varies.n, sizeof(char *), cmp_str);
+		struct strbuf sb = STRBUF_INIT;
+		for (size_t i = 0; i < b->varies.n; i++)
+			strbuf_addf(&sb, "%s%s", i ? "," : "", b->varies.v[i]);
+		tally_meta_set(&b->session, "varies", "%s", sb.buf);
+		strbuf_release(&sb);
+	}
+	sort_ctx = NULL;
+	free(order);
+	free(newi);
 }
 
 static int cmp_ksym(const void *x, const void *y)
@@ -458,9 +979,18 @@ static int cmp_ksym(const void *x, const void *y)
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+int tally_db_builder_load_stacks(struct tally_db_builder *b)
+{
+	return tally_lazy_read(&b->ss, &b->lazy);
+}
+
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 {
 	size_t ne = (size_t)b->nevents;
+	/* the canonical order needs every stack: those that cannot be read stay
+	 * unread, with their error (the result cannot be written without them) */
+	if (b->canonical && !tally_db_builder_load_stacks(b))
+		canonicalize(b);
 	memset(out, 0, sizeof(*out));
 	out->path = xstrdup("");
 	out->nevents = b->nevents;
@@ -493,9 +1023,10 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * ne], ne * sizeof(uint64_t));
 		for (size_t e = 0; e < ne; e++)
 			out->samples[e] += out->counts[i * ne + e];
-		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid) {
+		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid ||
+		    c->label != out->profs[out->nprofs - 1].label) {
 			GROW(out->profs, out->aprofs, out->nprofs + 1);
-			out->profs[out->nprofs++] = (struct tally_db_prof){ c->image, c->pid, i, i };
+			out->profs[out->nprofs++] = (struct tally_db_prof){ c->image, c->pid, i, i, c->label };
 		}
 		out->profs[out->nprofs - 1].end = i + 1;
 	}
@@ -518,6 +1049,10 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	b->ntasks = 0;
 	out->modules = b->modules;
 	b->modules = NULL;
+	out->labels = b->labels;
+	out->nlabels = b->nlabels;
+	b->labels = NULL;
+	b->nlabels = 0;
 	if (out->modules)
 		(void)tally_db_parse_modules(out, out->modules, strlen(out->modules), "modules"); /* our own text, or read (and checked) before */
 
@@ -525,8 +1060,7 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	out->session = b->session;
 	memset(&b->session, 0, sizeof(b->session));
 	struct tally_meta *m = &out->session;
-	if (!tally_meta_get(m, "format-version"))
-		tally_meta_set(m, "format-version", "%d", TALLY_FORMAT_VERSION);
+	tally_meta_set(m, "format-version", "%d", out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(&sb, "%s%s", e ? "," : "", out->events[e]);
@@ -545,5 +1079,43 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 		tally_meta_set(m, "call-graph", "none");
 	else if (!cg || !strcmp(cg, "none"))
 		tally_meta_set(m, "call-graph", "fp");
+	if (b->canonical)
+		tally_qsort(m->kv, m->n, sizeof(*m->kv), cmp_kv);
 	tally_db_builder_free(b);
+}
+
+/* ---- a database's copied files, in memory ---- */
+
+static void read_copy(const struct tally_db *db, uint32_t i, const char *rel, char **data, size_t *len)
+{
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);
+	/* as the writer reads them: a regular file, never through a link */
+	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
+		*len = sb.len;
+		*data = strbuf_detach(&sb);
+	}
+	strbuf_release(&p);
+	strbuf_release(&sb);
+}
+
+void tally_db_keep_copies(struct tally_db *db)
+{
+	struct strbuf rel = STRBUF_INIT;
+	for (uint32_t i = 0; i < db->nimages; i++) {
+		struct tally_db_image *im = &db->images[i];
+		if (im->aux || im->jd_text)
+			continue;
+		if (!strcmp(im->kind, "jit")) {
+			strbuf_reset(&rel);
+			strbuf_addf(&rel, "jit/perf-%d-%s.map", im->pid, im->id);
+			read_copy(db, i, rel.buf, &im->aux, &im->aux_len);
+			strbuf_reset(&rel);
+			strbuf_addf(&rel, "jit/jitdump-%d-%s.txt", im->pid, im->id);
+			read_copy(db, i, rel.buf, &im->jd_text, &im->jd_text_len);
+		} else if (!strcmp(im->kind, "vdso")) {
+			read_copy(db, i, "vdso.so", &im->aux, &im->aux_len);
+		}
+	}
+	strbuf_release(&rel);
 }

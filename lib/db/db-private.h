@@ -10,5 +10,8 @@
 int tally_db_read_dir(struct tally_db *db, const char *path);
 /* The same with tally_db_open_dir_flags' flags (no recovery). */
 int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flags);
+/* Whether db (its session read) is of the format version with labels (2):
+ * its profiles may name a label set, its stacks name one after the pid. */
+bool tally_db_labelled(const struct tally_db *db);
 
 #endif

@@ -52,7 +52,8 @@ static bool parse_hex(const char **p, uint64_t *out)
 	while (isxdigit((unsigned char)*s)) {
 		if (n == 16)
 			return false;
-		int d = isdigit((unsigned char)*s) ? *s - '0' : (tolower((unsigned char)*s) - 'a' + 10);
+		/* no tolower() call per digit: the stacks file is mostly hex digits */
+		int d = *s <= '9' ? *s - '0' : (*s | 0x20) - 'a' + 10;
 		v = (v << 4) | (uint64_t)d;
 		s++;
 		n++;
@@ -424,9 +425,9 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	const char *fv = tally_meta_get(&db->session, "format-version");
 	if (!fv)
 		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
-	if (strcmp(fv, "1"))
-		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
-				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION);
+	if (strcmp(fv, "1") && strcmp(fv, "2"))
+		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d and %d (use a newer tally)",
+				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_LABELS);
 	const char *ev = tally_meta_get(&db->session, "events");
 	if (!ev || !*ev)
 		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
@@ -449,6 +450,12 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	const char *cg = tally_meta_get(&db->session, "call-graph");
 	db->has_stacks = cg && strcmp(cg, "none");
 	return 0;
+}
+
+bool tally_db_labelled(const struct tally_db *db)
+{
+	const char *fv = tally_meta_get(&db->session, "format-version");
+	return fv && !strcmp(fv, "2");
 }
 
 int tally_db_parse_session(struct tally_db *db, const char *buf, size_t len, const char *what)
@@ -594,6 +601,19 @@ int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, cons
 	return parse_copy(db, buf, len, what, parse_images);
 }
 
+/* A version 2 database's label sets (the file is optional: none, then). */
+static int load_labels(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	if (!tally_db_labelled(db))
+		return 0;
+	int r = read_text(sb, db->path, "labels", path, true);
+	if (r == 1)
+		return 0;
+	if (r)
+		return r;
+	return tally_db_parse_labels(db, sb->buf ? sb->buf : "", sb->len, path->buf);
+}
+
 static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
 	int r = read_text(sb, db->path, "images", path, false);
@@ -613,6 +633,23 @@ static bool add_counts(uint64_t *sum, const uint64_t *c, int n)
 	for (int e = 0; e < n; e++)
 		sum[e] += c[e];
 	return true;
+}
+
+/* A version 2 profile's label set ('label: N', absent for none). */
+static int prof_label(const struct tally_db *db, const struct tally_meta *h, const char *what, uint32_t *label)
+{
+	const char *lv = tally_meta_get(h, "label");
+	uint64_t v = 0;
+	*label = 0;
+	if (!lv || !tally_db_labelled(db))
+		return 0;
+	if (!whole_u64(lv, &v) || v > db->nlabels) {
+		char q[TALLY_EXCERPT_SIZE];
+		return tally_seterr(-EINVAL, "'%s': header 'label' names no label set in 'labels': '%s' (%s)", what,
+				    tally_excerpt(q, lv), DAMAGED);
+	}
+	*label = (uint32_t)v;
+	return 0;
 }
 
 static int parse_prof(struct tally_db *db, char *text, const char *what)
@@ -640,11 +677,15 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	const char *ix = tally_meta_get(&h, "index");
 	const char *pidv = tally_meta_get(&h, "pid");
 	const char *smp = tally_meta_get(&h, "samples");
-	if (!fv || strcmp(fv, "1")) {
-		r = tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads version %d (use a newer tally)",
-				 what, fv ? tally_excerpt(q, fv) : "(none)", TALLY_FORMAT_VERSION);
+	const char *sfv = tally_meta_get(&db->session, "format-version");
+	if (!fv || !sfv || strcmp(fv, sfv)) {
+		r = tally_seterr(-EINVAL, "'%s' has format-version %s, and its session version %s (use a newer tally, or record again)",
+				 what, fv ? tally_excerpt(q, fv) : "(none)", sfv ? sfv : "(none)");
 		goto out;
 	}
+	uint32_t label = 0;
+	if ((r = prof_label(db, &h, what, &label)))
+		goto out;
 	uint64_t idx = 0;
 	if (!ix || !whole_u64(ix, &idx) || idx >= db->nimages) {
 		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", what, DAMAGED);
@@ -664,7 +705,7 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 		goto out2;
 	}
 	GROW(db->profs, db->aprofs, db->nprofs + 1);
-	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries };
+	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries, label };
 	while ((line = next_line(&cur))) {
 		ln++;
 		uint64_t off;
@@ -684,7 +725,7 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	}
 	db->profs[db->nprofs].end = db->nentries;
 	for (size_t k = 0; k < db->nprofs && !r; k++)
-		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid)
+		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid && db->profs[k].label == label)
 			r = tally_seterr(-EINVAL, "'%s' profiles image %" PRIu64 "%s again: another .prof file already does (%s)",
 					 what, idx, pid ? " for the same pid" : "", DAMAGED);
 	if (r)
@@ -950,6 +991,8 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	int r = load_session(db, &sb, &p);
 	if (!r)
 		r = load_images(db, &sb, &p);
+	if (!r)
+		r = load_labels(db, &sb, &p);
 	if (!r) {
 		DIR *d = opendir(path);
 		if (!d) {
@@ -1034,6 +1077,9 @@ void tally_db_release(struct tally_db *db)
 		free(db->mods[i].build_id);
 	}
 	free(db->mods);
+	for (size_t i = 0; i < db->nlabels; i++)
+		tally_labelset_release(&db->labels[i]);
+	free(db->labels);
 	if (db->tmpdir)
 		tally_remove_tree(db->tmpdir);
 	free(db->tmpdir);

@@ -6,6 +6,7 @@
  * stacks never pays for millions of them. */
 #define _GNU_SOURCE
 #include "stacks.h"
+#include "db-private.h"
 #include "tally/util.h"
 
 #include <errno.h>
@@ -80,9 +81,10 @@ uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offse
 	return frame_number(s, image, offset);
 }
 
-static uint64_t stack_hash(int32_t pid, const uint32_t *f, uint32_t n)
+static uint64_t stack_hash(int32_t pid, uint32_t label, const uint32_t *f, uint32_t n)
 {
-	return tally_hash_bytes(f, n * sizeof(*f), ((uint64_t)(uint32_t)pid << 32) | n);
+	return tally_hash_bytes(f, n * sizeof(*f),
+				(((uint64_t)(uint32_t)pid << 32) | n) ^ ((uint64_t)label * 0x9e3779b97f4a7c15ULL));
 }
 
 static void stack_rehash(struct stackset *s, size_t cap)
@@ -91,7 +93,7 @@ static void stack_rehash(struct stackset *s, size_t cap)
 	size_t mask = cap - 1;
 	for (size_t i = 0; i < s->nstacks; i++) {
 		const struct tally_db_stack *st = &s->stacks[i];
-		size_t k = stack_hash(st->pid, &s->stack_frames[st->first], st->len) & mask;
+		size_t k = stack_hash(st->pid, st->label, &s->stack_frames[st->first], st->len) & mask;
 		while (ns[k])
 			k = (k + 1) & mask;
 		ns[k] = (uint32_t)i + 1;
@@ -101,17 +103,19 @@ static void stack_rehash(struct stackset *s, size_t cap)
 	s->smask = mask;
 }
 
-void tally_stackset_add(struct stackset *s, int32_t pid, const uint32_t *frames, uint32_t n, const uint64_t *counts)
+void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
+			const uint64_t *counts)
 {
 	size_t ne = (size_t)s->nevents;
 	size_t k = 0;
 	if (s->dedup) {
 		if ((s->nstacks + 1) * 2 > s->smask + 1 || !s->sslot)
 			stack_rehash(s, s->sslot ? (s->smask + 1) * 2 : 1024);
-		for (k = stack_hash(pid, frames, n) & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
+		for (k = stack_hash(pid, label, frames, n) & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
 			uint32_t i = s->sslot[k] - 1;
 			const struct tally_db_stack *st = &s->stacks[i];
-			if (st->pid == pid && st->len == n && !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
+			if (st->pid == pid && st->label == label && st->len == n &&
+			    !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
 				for (size_t e = 0; e < ne; e++)
 					s->counts[i * ne + e] += counts[e];
 				return;
@@ -123,7 +127,7 @@ void tally_stackset_add(struct stackset *s, int32_t pid, const uint32_t *frames,
 	memcpy(&s->stack_frames[s->nstack_frames], frames, n * sizeof(*frames));
 	if (s->nstacks == s->astacks)
 		GROW(s->stacks, s->astacks, s->nstacks + 1);
-	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid };
+	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid, label };
 	s->nstack_frames += n;
 	if ((s->nstacks + 1) * ne > s->acounts)
 		GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
@@ -290,7 +294,8 @@ static bool line_error(struct sparser *P, const char *fmt, ...)
 
 static bool not_a_stack(struct sparser *P)
 {
-	return line_error(P, "'%s' line %zu: expected 'COUNT PID IMAGE:OFFSET...' (%s)", P->what, P->ln, DAMAGED);
+	return line_error(P, "'%s' line %zu: expected 'COUNT PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
+			  P->m->labelled ? "LABEL " : "", DAMAGED);
 }
 
 /* One line (NUL-terminated in place of its newline); false when it is not a
@@ -315,6 +320,16 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (pid > INT32_MAX)
 		return line_error(P, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", P->what, P->ln,
 				  pid, INT32_MAX, DAMAGED);
+	uint64_t label = 0;
+	if (m->labelled) {
+		if (*p++ != ' ' || !dec(&p, &label))
+			return not_a_stack(P);
+		if (label > m->nlabels)
+			return line_error(P, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)", P->what, P->ln,
+					  label, DAMAGED);
+	}
+	if (m->lab) /* a version 1 file's stacks are of set 0, mapped too */
+		label = m->lab[label];
 	/* the frames first, the index then: the leaf, the one frame seldom seen
 	 * before, is fetched from memory while the others are read */
 	uint32_t n = 0;
@@ -353,7 +368,7 @@ static bool parse_line(struct sparser *P, const char *line)
 				P->mc[m->col[e]] = P->c[e];
 		counts = P->mc;
 	}
-	tally_stackset_add(P->s, spid, P->ids, n, counts);
+	tally_stackset_add(P->s, spid, (uint32_t)label, P->ids, n, counts);
 	return true;
 }
 
@@ -487,7 +502,8 @@ int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, con
 {
 	struct stackset s = { .nevents = db->nevents };
 	tally_stackset_from_db(&s, db);
-	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks };
+	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks,
+				tally_db_labelled(db), db->nlabels, NULL };
 	struct sparser P;
 	parser_init(&P, &s, &m, what);
 	size_t used = len;
@@ -516,6 +532,7 @@ static void part_release(struct lazy_part *p)
 	free(p->samples);
 	free(p->col);
 	free(p->img);
+	free(p->lab);
 	free(p->mframes);
 	free(p->mstacks);
 	free(p->mcounts);
@@ -585,13 +602,15 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	memcpy(p->samples, db->samples, (size_t)db->nevents * sizeof(uint64_t));
 	p->nimages = db->nimages;
 	p->none = !db->has_stacks;
+	p->labelled = tally_db_labelled(db);
+	p->nlabels = db->nlabels;
 	if (!(flags & TALLY_DB_STACKS_LATER))
 		r = tally_db_load_stacks(db);
 	return r;
 }
 
-void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const int *col,
-		     int nevents, bool per_pid)
+void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
+		     const int *col, int nevents, bool per_pid)
 {
 	size_t ne = (size_t)nevents, sne = (size_t)src->nevents;
 	for (size_t i = 0; src->lazy && i < src->lazy->nparts; i++) {
@@ -611,7 +630,8 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 				for (size_t e = 0; e < sne; e++)
 					if (col[e] >= 0)
 						c[col[e]] = q->mcounts[k * sne + e];
-				tally_lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, fr, st->len, c, nevents);
+				tally_lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
+						 nevents);
 			}
 			free(fr);
 			free(c);
@@ -641,11 +661,16 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 		p->merged = true;
 		p->per_pid = q->merged ? q->per_pid && per_pid : per_pid;
 		p->none = q->none;
+		p->labelled = q->labelled;
+		p->nlabels = q->nlabels;
+		p->lab = xcalloc(q->nlabels + 1, sizeof(uint32_t));
+		for (size_t k = 0; k <= q->nlabels; k++)
+			p->lab[k] = lab[q->lab ? q->lab[k] : k];
 	}
 }
 
-void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, const struct tally_frame *frames, uint32_t n,
-		      const uint64_t *counts, int nevents)
+void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
+		      uint32_t n, const uint64_t *counts, int nevents)
 {
 	struct tally_db_lazy *l = *into;
 	struct lazy_part *p = l && l->nparts && !l->parts[l->nparts - 1].what ? &l->parts[l->nparts - 1] : new_part(into);
@@ -653,11 +678,53 @@ void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, const struct tal
 	GROW(p->mframes, p->amframes, p->nmframes + n);
 	memcpy(&p->mframes[p->nmframes], frames, n * sizeof(*frames));
 	GROW(p->mstacks, p->amstacks, p->nmstacks + 1);
-	p->mstacks[p->nmstacks] = (struct tally_db_stack){ (uint32_t)p->nmframes, n, pid };
+	p->mstacks[p->nmstacks] = (struct tally_db_stack){ (uint32_t)p->nmframes, n, pid, label };
 	p->nmframes += n;
 	GROW(p->mcounts, p->amcounts, (p->nmstacks + 1) * ne);
 	memcpy(&p->mcounts[p->nmstacks * ne], counts, ne * sizeof(uint64_t));
 	p->nmstacks++;
+}
+
+int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
+{
+	struct tally_db_lazy *l = *lp;
+	if (!l)
+		return 0;
+	if (l->err)
+		return tally_seterr(l->err, "%s", l->msg);
+	int r = 0;
+	for (size_t i = 0; i < l->nparts && !r; i++) {
+		struct lazy_part *p = &l->parts[i];
+		if (p->err) {
+			r = tally_seterr(p->err, "%s", p->msg);
+		} else if (p->what) {
+			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged,
+						p->per_pid, p->none, p->labelled, p->nlabels, p->lab };
+			r = tally_stacks_read_fd(s, p->fd, p->what, &m);
+		} else {
+			uint32_t *ids = NULL;
+			size_t aids = 0;
+			for (size_t k = 0; k < p->nmstacks; k++) {
+				const struct tally_db_stack *st = &p->mstacks[k];
+				GROW(ids, aids, st->len);
+				for (uint32_t f = 0; f < st->len; f++)
+					ids[f] = tally_stackset_frame(s, p->mframes[st->first + f].image, p->mframes[st->first + f].offset);
+				tally_stackset_add(s, st->pid, st->label, ids, st->len, &p->mcounts[k * (size_t)s->nevents]);
+			}
+			free(ids);
+		}
+	}
+	if (r) {
+		for (size_t i = 0; i < l->nparts; i++)
+			part_release(&l->parts[i]);
+		l->nparts = 0;
+		l->err = r;
+		l->msg = xstrdup(tally_errmsg());
+		return r;
+	}
+	tally_lazy_free(l);
+	*lp = NULL;
+	return 0;
 }
 
 int tally_db_load_stacks(struct tally_db *db)
@@ -669,38 +736,11 @@ int tally_db_load_stacks(struct tally_db *db)
 		return tally_seterr(l->err, "%s", l->msg);
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);
-	int r = 0;
-	for (size_t i = 0; i < l->nparts && !r; i++) {
-		struct lazy_part *p = &l->parts[i];
-		if (p->err) {
-			r = tally_seterr(p->err, "%s", p->msg);
-		} else if (p->what) {
-			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged, p->per_pid, p->none };
-			r = tally_stacks_read_fd(&s, p->fd, p->what, &m);
-		} else {
-			uint32_t *ids = NULL;
-			size_t aids = 0;
-			for (size_t k = 0; k < p->nmstacks; k++) {
-				const struct tally_db_stack *st = &p->mstacks[k];
-				GROW(ids, aids, st->len);
-				for (uint32_t f = 0; f < st->len; f++)
-					ids[f] = tally_stackset_frame(&s, p->mframes[st->first + f].image, p->mframes[st->first + f].offset);
-				tally_stackset_add(&s, st->pid, ids, st->len, &p->mcounts[k * (size_t)db->nevents]);
-			}
-			free(ids);
-		}
-	}
+	int r = tally_lazy_read(&s, &db->lazy);
 	if (r) {
 		tally_stackset_release(&s);
-		for (size_t i = 0; i < l->nparts; i++)
-			part_release(&l->parts[i]);
-		l->nparts = 0;
-		l->err = r;
-		l->msg = xstrdup(tally_errmsg());
 		return r;
 	}
 	tally_stackset_to_db(&s, db);
-	tally_lazy_free(l);
-	db->lazy = NULL;
 	return 0;
 }

@@ -21,7 +21,7 @@ struct frame_slot {
 /* Stacks in the making; zero-initialize, then set nevents (and dedup). */
 struct stackset {
 	int nevents;
-	bool dedup; /* equal (pid, frames) stacks add up into one, as merges want */
+	bool dedup; /* equal (pid, label set, frames) stacks add up into one, as merges want */
 	struct tally_frame *frame_tab;
 	size_t nframe_tab, aframe_tab;
 	struct frame_slot *fslot; /* the frames' index */
@@ -40,9 +40,11 @@ struct stackset {
 
 /* The number of frame (image, offset), added when new. */
 uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offset);
-/* A stack of frame numbers (leaf first, n > 0) with nevents counts; with dedup
- * an equal stack already there gets the counts added instead. */
-void tally_stackset_add(struct stackset *s, int32_t pid, const uint32_t *frames, uint32_t n, const uint64_t *counts);
+/* A stack of frame numbers (leaf first, n > 0) of a pid and label set with
+ * nevents counts; with dedup an equal stack already there gets the counts
+ * added instead. */
+void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
+			const uint64_t *counts);
 /* Moves the stacks into db (whose own are dropped); s is left empty. */
 void tally_stackset_to_db(struct stackset *s, struct tally_db *db);
 /* Takes db's stacks into s, to add more to them; db is left without. */
@@ -51,7 +53,7 @@ void tally_stackset_release(struct stackset *s);
 
 /* How the stacks file of one database goes into the database it is read for:
  * column e of the file is event col[e] there (-1: left out), image i is
- * img[i]; NULL maps are the identity. */
+ * img[i], label set l is lab[l]; NULL maps are the identity. */
 struct stacks_map {
 	int nevents; /* the file's count columns */
 	char **events; /* their names, and their samples in the file's session */
@@ -62,6 +64,9 @@ struct stacks_map {
 	bool merged;  /* pids as a merge has them: per_pid ? (pid > 0 ? pid : 0) : 0 */
 	bool per_pid;
 	bool none;    /* the session says 'call-graph: none': the file must not be there */
+	bool labelled; /* format version 2: a label set id follows the pid */
+	size_t nlabels; /* the file's label sets (ids 0..nlabels) */
+	const uint32_t *lab;
 };
 
 /* Reads the stacks file fd (named what in messages) into s: every line
@@ -83,11 +88,14 @@ struct lazy_part {
 	size_t nimages;
 	uint32_t *img; /* NULL: identity */
 	bool merged, per_pid, none;
+	bool labelled;
+	size_t nlabels;
+	uint32_t *lab; /* NULL: identity */
 	/* no file (what NULL): stacks held in memory, in the merge's images and
 	 * events, as the builder would have added them */
 	struct tally_frame *mframes;
 	size_t nmframes, amframes;
-	struct tally_db_stack *mstacks; /* first: into mframes */
+	struct tally_db_stack *mstacks; /* first: into mframes; labels the merge's */
 	size_t nmstacks, amstacks;
 	uint64_t *mcounts;              /* nmstacks * the merge's events */
 	size_t amcounts;
@@ -104,14 +112,20 @@ struct tally_db_lazy {
 /* read.c: the stacks file of the database being opened (path, session and
  * images read): read now, or with TALLY_DB_STACKS_LATER opened and kept. */
 int tally_stacks_open(struct tally_db *db, unsigned flags);
-/* build.c: a merge takes src's unread stacks along, its images and events
- * mapped by img and col into the merge's nevents events. */
-void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const int *col,
-		     int nevents, bool per_pid);
+/* build.c: a merge takes src's unread stacks along, its images, label sets
+ * (0..src->nlabels) and events mapped by img, lab and col into the merge's
+ * nevents events. */
+void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
+		     const int *col, int nevents, bool per_pid);
 /* build.c: a stack for a merge that has unread parts, to come after them
- * (frames in the merge's images, counts of its nevents events). */
-void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, const struct tally_frame *frames, uint32_t n,
-		      const uint64_t *counts, int nevents);
+ * (frames in the merge's images, label set and counts of its nevents events). */
+void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
+		      uint32_t n, const uint64_t *counts, int nevents);
+/* Reads the parts of *lp into s (stacks of s->nevents counts, after those s
+ * has): 0, and *lp is freed (NULL); or the error of the first part that
+ * failed, which *lp keeps (its parts dropped) to give again at every call,
+ * and s holds what was read before it. */
+int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp);
 void tally_lazy_free(struct tally_db_lazy *l);
 
 #endif

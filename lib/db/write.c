@@ -68,6 +68,24 @@ static void meta_format(struct strbuf *sb, const struct tally_meta *m)
 	}
 }
 
+/* The session's lines with the format version the content needs. */
+static void session_format(struct strbuf *sb, const struct tally_meta *m, int version)
+{
+	bool done = false;
+	for (size_t i = 0; i < m->n; i++) {
+		if (!strcmp(m->kv[i].key, "format-version")) {
+			strbuf_addf(sb, "format-version: %d\n", version);
+			done = true;
+			continue;
+		}
+		strbuf_addf(sb, "%s: ", m->kv[i].key);
+		strbuf_add_escaped(sb, m->kv[i].value);
+		strbuf_addch(sb, '\n');
+	}
+	if (!done)
+		strbuf_addf(sb, "format-version: %d\n", version);
+}
+
 int tally_db_check_target(const char *path, bool force)
 {
 	struct stat st;
@@ -525,6 +543,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	struct tally_hidx names = { 0 };
 	char **used_names = NULL;
 	size_t nused = 0, aused = 0;
+	/* labels (tally merge) need version 2; everything else stays readable by version 1 readers */
+	int version = db->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION;
 
 	/* one .prof per (image, pid) */
 	for (size_t p = 0; p < db->nprofs; p++) {
@@ -541,6 +561,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		free(fn);
 		if (pid)
 			strbuf_addf(&name, "-%d", pid);
+		if (pf->label && version > 1)
+			strbuf_addf(&name, "-l%u", pf->label);
 		/* two images may share a name and id (unidentified files with one file
 		 * name): a suffix keeps their profiles apart */
 		size_t base = name.len;
@@ -557,7 +579,7 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		used_names[nused] = xstrdup(name.buf);
 		tally_hidx_put(&names, tally_hash_bytes(name.buf, name.len, 0), (uint32_t)nused++);
 		struct tally_meta h = { 0 };
-		tally_meta_set(&h, "format-version", "%d", TALLY_FORMAT_VERSION);
+		tally_meta_set(&h, "format-version", "%d", version);
 		tally_meta_set(&h, "image", "%s", d->name);
 		tally_meta_set(&h, "path", "%s", d->path);
 		tally_meta_set(&h, "image-id", "%s", d->id);
@@ -568,6 +590,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 			tally_meta_set(&h, "pid", "%d", pf->pid);
 			tally_meta_set(&h, "comm", "%s", task_comm(db, pf->pid));
 		}
+		if (pf->label && version > 1)
+			tally_meta_set(&h, "label", "%u", pf->label);
 		tally_meta_set(&h, "events", "%s", tally_meta_get(&db->session, "events"));
 		struct strbuf tl = STRBUF_INIT;
 		for (size_t e = 0; e < ne; e++)
@@ -594,7 +618,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	/* stacks, when call chains were recorded */
 	if (db->has_stacks) {
 		strbuf_reset(&sb);
-		strbuf_addstr(&sb, "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
+		strbuf_addstr(&sb, version > 1 ? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"
+					       : "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
 		for (size_t s = 0; s < db->nstacks; s++) {
 			const struct tally_db_stack *st = &db->stacks[s];
 			for (size_t e = 0; e < ne; e++) {
@@ -604,6 +629,10 @@ static int save_to(const struct tally_db *db, struct sink *k)
 			}
 			strbuf_addch(&sb, ' ');
 			add_dec(&sb, (uint64_t)(st->pid > 0 ? st->pid : 0));
+			if (version > 1) {
+				strbuf_addch(&sb, ' ');
+				add_dec(&sb, st->label);
+			}
 			for (uint32_t f = 0; f < st->len; f++) {
 				const struct tally_frame *fr = tally_db_frame(db, st, f);
 				strbuf_addch(&sb, ' ');
@@ -695,9 +724,16 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	if ((ret = k->put(k, "tasks", sb.buf, sb.len)))
 		goto out;
 
+	if (db->nlabels) {
+		strbuf_reset(&sb);
+		tally_db_format_labels(db, &sb);
+		if ((ret = k->put(k, "labels", sb.buf, sb.len)))
+			goto out;
+	}
+
 	/* the session last: its presence marks a complete database */
 	strbuf_reset(&sb);
-	meta_format(&sb, &db->session);
+	session_format(&sb, &db->session, version);
 	ret = k->put(k, "session", sb.buf, sb.len);
 out:
 	for (size_t i = 0; i < nused; i++)

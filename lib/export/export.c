@@ -55,10 +55,10 @@ void tally_export_select(struct tally_db *db, const struct tally_select *sel, bo
 	}
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
-		bool keep = tally_select_pid(sel, db, st->pid);
+		bool keep = tally_select_pid(sel, db, st->pid) && tally_select_label(sel, db, st->label);
 		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image, db->per_pid ? st->pid : 0, 0, 0 };
+			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image, db->per_pid ? st->pid : 0, 0, 0, st->label };
 			keep = tally_select_prof(sel, db, &pf);
 		}
 		for (size_t e = 0; e < ne; e++)

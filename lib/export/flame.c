@@ -331,6 +331,19 @@ static double pct(uint64_t n, uint64_t d)
 	return d ? 100.0 * (double)n / (double)d : 0.0;
 }
 
+/* Brendan Gregg's differential colours: red for growth, blue for a loss,
+ * deeper the closer to the largest change of the graph, white for none. */
+static void diff_fill(struct strbuf *out, double d, double maxd)
+{
+	int x = maxd > 0 ? (int)(210.0 * (d < 0 ? -d : d) / maxd + 0.5) : 0;
+	if (d > 0)
+		strbuf_addf(out, "rgb(255,%d,%d)", 255 - x, 255 - x);
+	else if (d < 0)
+		strbuf_addf(out, "rgb(%d,%d,255)", 255 - x, 255 - x);
+	else
+		strbuf_addstr(out, "rgb(255,255,255)");
+}
+
 /* The visible label of a frame w pixels wide: the name, or as much of it as
  * fits followed by "..", or nothing. The script redoes this on zoom. */
 static void add_label(struct strbuf *out, const char *name, double w)
@@ -402,9 +415,21 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	strbuf_addf(out, "<text class=\"btn clear hide\" x=\"%u\" y=\"44\" text-anchor=\"end\">Clear search</text>\n", width - PAD);
 	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"%u\"> </text>\n", PAD, height - 12);
 	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n", width - PAD, height - 12);
-	if (o->standalone)
+	const struct tally_flame_diff *df = o->diff;
+	if (o->standalone && df)
+		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">the shape of the new profile; red: grew, blue: shrank, white: unchanged (self share of each profile's samples)</text>\n",
+			    PAD, height - 26);
+	else if (o->standalone)
 		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other</text>\n",
 			    PAD, height - 26);
+	/* the largest change of a self share: the deepest colour */
+	double maxd = 0;
+	for (size_t i = 0; df && i < fl->nframes; i++)
+		if (fl->frames[i].func < TALLY_FLAME_OTHER) {
+			double d = pct(fl->frames[i].self, fl->total) - pct(df->base_self[i], df->base_total);
+			if (d > maxd || -d > maxd)
+				maxd = d < 0 ? -d : d;
+		}
 	strbuf_addstr(out, "<g class=\"frames\">\n");
 	struct strbuf name = STRBUF_INIT;
 	for (size_t i = 0; i < fl->nframes; i++) {
@@ -431,8 +456,14 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			else
 				strbuf_addstr(&name, fn->name);
 		}
-		strbuf_addf(out, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"><title>", f->x,
+		double dself = 0;
+		if (df)
+			dself = pct(f->self, fl->total) - pct(df->base_self[i], df->base_total);
+		strbuf_addf(out, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"", f->x,
 			    f->count, f->depth);
+		if (df && f->func < TALLY_FLAME_OTHER)
+			strbuf_addf(out, " data-base=\"%" PRIu64 "\" data-change=\"%.4f\"", df->base_incl[i], dself);
+		strbuf_addstr(out, "><title>");
 		tally_strbuf_add_xml(out, name.buf);
 		if (image) {
 			strbuf_addstr(out, "\nin ");
@@ -453,12 +484,18 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		} else if (f->self) {
 			strbuf_addf(out, "; self %" PRIu64 ", %.2f%%", f->self, pct(f->self, fl->total));
 		}
+		if (df && f->func != TALLY_FLAME_OTHER)
+			strbuf_addf(out, "\nbase: %" PRIu64 " samples, %.2f%%; self %.2f%% -> %.2f%% (%+.2f points)",
+				    df->base_incl[i], pct(df->base_incl[i], df->base_total), pct(df->base_self[i], df->base_total),
+				    pct(f->self, fl->total), dself);
 		strbuf_addf(out, "</title><rect x=\"%.1f\" y=\"%u\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"", x, y, w,
 			    FRAME_H - 1);
 		if (f->func == TALLY_FLAME_ALL)
 			strbuf_addstr(out, "rgb(215,215,205)");
 		else if (f->func == TALLY_FLAME_OTHER || f->func == TALLY_FLAME_DEEP)
 			strbuf_addstr(out, "rgb(200,200,200)");
+		else if (df)
+			diff_fill(out, dself, maxd);
 		else
 			frame_fill(out, name.buf, kind);
 		strbuf_addf(out, "\"/><text x=\"%.1f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
@@ -500,11 +537,144 @@ int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
 		strbuf_addf(&sub, ", %s", start);
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %.2g%% folded into \"other\"", fl.folded_frames, limit);
-	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true, SVG_WIDTH };
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true, SVG_WIDTH, NULL };
 	tally_flame_svg(tally_export_out_file(out, ""), &fl, &cg, db, &so);
 	strbuf_release(&title);
 	strbuf_release(&sub);
 	tally_flame_release(&fl);
 	tally_cg_release(&cg);
 	return 0;
+}
+
+/* ---- differential flame graphs ---- */
+
+/* The names frames are matched by: "IMAGE\001FUNCTION". */
+struct fnames {
+	char **v;
+	size_t n, alloc;
+	struct tally_hidx idx;
+};
+
+static bool fname_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !strcmp(((const struct fnames *)ctx)->v[idx], key);
+}
+
+static uint32_t fname_id(struct fnames *t, const struct tally_db *db, const struct tally_cg_func *f, bool add)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s\001%s", db->images[f->image].name, f->name);
+	uint64_t h = tally_hash_bytes(sb.buf, sb.len, 11);
+	uint32_t i = tally_hidx_get(&t->idx, h, sb.buf, fname_eq, t);
+	if (i == TALLY_HIDX_NONE && add) {
+		GROW(t->v, t->alloc, t->n + 1);
+		t->v[t->n] = strbuf_detach(&sb);
+		tally_hidx_put(&t->idx, h, (uint32_t)t->n);
+		i = (uint32_t)t->n++;
+	}
+	strbuf_release(&sb);
+	return i;
+}
+
+#define TRIE_TOP (UINT32_MAX - 1) /* the parent of the bottom level */
+
+struct tnode {
+	uint32_t parent, name;
+	uint64_t incl, self;
+};
+
+struct ftrie {
+	struct tnode *v;
+	size_t n, alloc;
+	struct tally_hidx idx;
+};
+
+static bool tnode_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tnode *a = &((const struct ftrie *)ctx)->v[idx], *k = key;
+	return a->parent == k->parent && a->name == k->name;
+}
+
+static uint32_t tnode_get(struct ftrie *t, uint32_t parent, uint32_t name, bool add)
+{
+	struct tnode k = { parent, name, 0, 0 };
+	uint64_t h = tally_hash_u64(((uint64_t)parent << 32 | name) ^ 0x5eed);
+	uint32_t i = tally_hidx_get(&t->idx, h, &k, tnode_eq, t);
+	if (i == TALLY_HIDX_NONE && add) {
+		GROW(t->v, t->alloc, t->n + 1);
+		t->v[t->n] = k;
+		tally_hidx_put(&t->idx, h, (uint32_t)t->n);
+		i = (uint32_t)t->n++;
+	}
+	return i;
+}
+
+void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg, const struct tally_db *db,
+			     const struct tally_cg *base_cg, const struct tally_db *base_db, uint64_t *base_incl,
+			     uint64_t *base_self)
+{
+	struct fnames names = { 0 };
+	struct ftrie trie = { 0 };
+	uint32_t *bid = xmalloc((base_cg->nfuncs + 1) * sizeof(uint32_t));
+	for (size_t f = 0; f < base_cg->nfuncs; f++)
+		bid[f] = fname_id(&names, base_db, &base_cg->funcs[f], true);
+	/* the base's paths from the bottom, with their samples */
+	for (size_t s = 0; s < base_cg->nstacks; s++) {
+		const struct tally_cg_stack *st = &base_cg->stacks[s];
+		uint32_t at = TRIE_TOP;
+		for (uint32_t d = st->len; d-- > 0;) {
+			at = tnode_get(&trie, at, bid[base_cg->funcs_of[st->first + d]], true);
+			trie.v[at].incl += st->count;
+		}
+		if (st->len)
+			trie.v[at].self += st->count;
+	}
+	uint32_t *nid = xmalloc((cg->nfuncs + 1) * sizeof(uint32_t));
+	for (size_t f = 0; f < cg->nfuncs; f++)
+		nid[f] = fname_id(&names, db, &cg->funcs[f], false);
+	/* the frames in preorder: the node of each level's last frame */
+	uint32_t *level = xmalloc(((size_t)fl->max_depth + 2) * sizeof(uint32_t));
+	for (size_t i = 0; i < fl->nframes; i++) {
+		const struct tally_flame_frame *f = &fl->frames[i];
+		uint32_t node = TALLY_HIDX_NONE;
+		if (f->func == TALLY_FLAME_ALL) {
+			node = TRIE_TOP;
+			base_incl[i] = base_cg->total;
+			base_self[i] = 0;
+		} else {
+			uint32_t parent = level[f->depth - 1];
+			if (f->func != TALLY_FLAME_OTHER && parent != TALLY_HIDX_NONE && nid[f->func] != TALLY_HIDX_NONE)
+				node = tnode_get(&trie, parent, nid[f->func], false);
+			base_incl[i] = node != TALLY_HIDX_NONE ? trie.v[node].incl : 0;
+			base_self[i] = node != TALLY_HIDX_NONE ? trie.v[node].self : 0;
+		}
+		level[f->depth] = node;
+	}
+	free(level);
+	free(nid);
+	free(bid);
+	for (size_t i = 0; i < names.n; i++)
+		free(names.v[i]);
+	free(names.v);
+	tally_hidx_release(&names.idx);
+	free(trie.v);
+	tally_hidx_release(&trie.idx);
+}
+
+void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
+			  const struct tally_cg *new_cg, const struct tally_db *new_db, double percent_limit,
+			  const struct tally_flame_svg_opts *o)
+{
+	struct tally_flame fl;
+	tally_flame_build(&fl, new_cg, false, percent_limit);
+	uint64_t *incl = xcalloc(fl.nframes + 1, sizeof(uint64_t));
+	uint64_t *self = xcalloc(fl.nframes + 1, sizeof(uint64_t));
+	tally_flame_diff_counts(&fl, new_cg, new_db, base_cg, base_db, incl, self);
+	struct tally_flame_diff df = { incl, self, base_cg->total };
+	struct tally_flame_svg_opts so = *o;
+	so.diff = &df;
+	tally_flame_svg(out, &fl, new_cg, new_db, &so);
+	free(incl);
+	free(self);
+	tally_flame_release(&fl);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tally/callgraph.h"
+#include "tally/diff.h"
 #include "tally/export.h"
 
 /* ---- the names: each distinct one once ---- */
@@ -352,4 +353,90 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 	tally_hidx_release(&names.idx);
 	tally_cg_release(&cg);
 	return F.err;
+}
+
+/* ---- two profiles: difffolded.pl's format ---- */
+
+/* The distinct lines of both profiles, each with its two counts. */
+struct dline {
+	char *text;
+	uint64_t count[2];
+};
+
+struct lines {
+	struct dline *v;
+	size_t n, alloc;
+	struct tally_hidx idx;
+};
+
+static bool line_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return !strcmp(((const struct lines *)ctx)->v[idx].text, key);
+}
+
+static void add_side(struct lines *l, int side, const struct tally_cg *cg, const struct tally_db *db)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t s = 0; s < cg->nstacks; s++) {
+		const struct tally_cg_stack *cs = &cg->stacks[s];
+		if (!cs->count)
+			continue;
+		strbuf_reset(&sb);
+		for (uint32_t i = cs->len; i-- > 0;) {
+			frame_name(db, &cg->funcs[cg->funcs_of[cs->first + i]], &sb);
+			if (i)
+				strbuf_addch(&sb, ';');
+		}
+		const char *text = sb.buf ? sb.buf : "";
+		uint64_t h = tally_hash_bytes(text, strlen(text), 0);
+		uint32_t k = tally_hidx_get(&l->idx, h, text, line_eq, l);
+		if (k == TALLY_HIDX_NONE) {
+			GROW(l->v, l->alloc, l->n + 1);
+			l->v[l->n] = (struct dline){ xstrdup(text), { 0, 0 } };
+			tally_hidx_put(&l->idx, h, (uint32_t)l->n);
+			k = (uint32_t)l->n++;
+		}
+		l->v[k].count[side] += cs->count;
+	}
+	strbuf_release(&sb);
+}
+
+static const struct lines *sort_lines;
+
+static int cmp_line_idx(const void *a, const void *b)
+{
+	return strcmp(sort_lines->v[*(const uint32_t *)a].text, sort_lines->v[*(const uint32_t *)b].text);
+}
+
+int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
+		      const struct tally_cg *new_cg, const struct tally_db *new_db, bool normalize)
+{
+	struct lines l = { 0 };
+	add_side(&l, 0, base_cg, base_db);
+	add_side(&l, 1, new_cg, new_db);
+	uint32_t *order = xmalloc((l.n + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < l.n; i++)
+		order[i] = (uint32_t)i;
+	sort_lines = &l;
+	tally_qsort(order, l.n, sizeof(uint32_t), cmp_line_idx);
+	sort_lines = NULL;
+	/* the base column in the line order, scaled to the new total */
+	uint64_t *base = xmalloc((l.n + 1) * sizeof(uint64_t));
+	uint64_t bt = 0, nt = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		base[i] = l.v[order[i]].count[0];
+		bt += base[i];
+		nt += l.v[order[i]].count[1];
+	}
+	if (normalize)
+		tally_scale_counts(base, l.n, bt, nt);
+	for (size_t i = 0; i < l.n; i++)
+		strbuf_addf(out, "%s %" PRIu64 " %" PRIu64 "\n", l.v[order[i]].text, base[i], l.v[order[i]].count[1]);
+	free(base);
+	free(order);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i].text);
+	free(l.v);
+	tally_hidx_release(&l.idx);
+	return 0;
 }

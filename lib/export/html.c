@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tally/callgraph.h"
+#include "tally/diff.h"
 #include "tally/export.h"
 #include "tally/flame.h"
 #include "tally/html.h"
@@ -195,7 +196,7 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 	strbuf_addf(&sub, "%" PRIu64 " sample%s; click a frame to zoom", cg->total, cg->total == 1 ? "" : "s");
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
-	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0 };
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
 	strbuf_addstr(out, "<div class=\"graph\">\n");
 	tally_flame_svg(out, &fl, cg, db, &so);
 	strbuf_addstr(out, "</div>\n");
@@ -480,12 +481,9 @@ static void session_section(struct strbuf *out, const struct tally_db *db)
 	strbuf_addstr(out, "</dl>\n</section>\n");
 }
 
-void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-		       const struct tally_html_opts *o)
+/* The page up to its header's subtitle: head, style, title. */
+static void page_start(struct strbuf *out, const char *what)
 {
-	const char *what = meta(db, "command");
-	if (!what)
-		what = meta(db, "target");
 	strbuf_addstr(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 			   /* nothing may come from anywhere: the page is the whole report */
 			   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
@@ -496,6 +494,25 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 	strbuf_addstr(out, "</style>\n</head><body>\n<header><h1>tally: ");
 	esc(out, what);
 	strbuf_addstr(out, "</h1><div class=\"sub\">");
+}
+
+/* The page's scripts and its end. */
+static void page_end(struct strbuf *out)
+{
+	strbuf_addstr(out, "</main>\n<script>\n");
+	strbuf_addstr(out, tally_flame_js);
+	strbuf_addstr(out, "</script>\n<script>\n");
+	strbuf_addstr(out, tally_report_js);
+	strbuf_addstr(out, "</script>\n</body></html>\n");
+}
+
+void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		       const struct tally_html_opts *o)
+{
+	const char *what = meta(db, "command");
+	if (!what)
+		what = meta(db, "target");
+	page_start(out, what);
 	esc(out, o->input ? o->input : db->path);
 	const char *start = meta(db, "start-time"), *dur = meta(db, "duration"), *host = meta(db, "host");
 	if (host) {
@@ -548,11 +565,81 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		if (tally_select_event(o->sel, e))
 			event_section(out, db, res, o, e);
 	session_section(out, db);
-	strbuf_addstr(out, "</main>\n<script>\n");
-	strbuf_addstr(out, tally_flame_js);
-	strbuf_addstr(out, "</script>\n<script>\n");
-	strbuf_addstr(out, tally_report_js);
-	strbuf_addstr(out, "</script>\n</body></html>\n");
+	page_end(out);
+}
+
+/* ---- tally diff --html ---- */
+
+static void diff_pct_cell(struct strbuf *out, double p, bool none)
+{
+	if (none)
+		strbuf_addstr(out, "<td class=\"n\" data-v=\"-1\">-</td>");
+	else
+		strbuf_addf(out, "<td class=\"n\" data-v=\"%.4f\">%.2f%%</td>", p, p);
+}
+
+void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struct tally_cg *base_cg,
+		     const struct tally_db *base_db, const struct tally_cg *new_cg, const struct tally_db *new_db,
+		     const struct tally_html_diff_opts *o)
+{
+	struct strbuf title = STRBUF_INIT;
+	strbuf_addf(&title, "diff %s -> %s", d->base_input, d->new_input);
+	page_start(out, title.buf);
+	esc(out, d->event);
+	strbuf_addf(out, " &middot; base %" PRIu64 " samples &middot; new %" PRIu64 " samples &middot; %s</div></header>\n<main>\n",
+		    d->base_total, d->new_total,
+		    d->view == TALLY_DIFF_LINES	     ? "source lines, self samples"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive samples"
+						     : "functions, self samples");
+	if (new_cg && base_cg) {
+		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
+		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
+		struct strbuf sub = STRBUF_INIT;
+		strbuf_addf(&sub, "%" PRIu64 " samples (base %" PRIu64 "); click a frame to zoom", new_cg->total, base_cg->total);
+		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
+		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
+		strbuf_release(&sub);
+		strbuf_addstr(out, "</div>\n</section>\n");
+	}
+	strbuf_addstr(out, "<section id=\"rows\">\n<h2>Changes</h2>\n");
+	strbuf_addf(out, "<p class=\"note\">%s, largest change first; rows are matched by image and function name%s.</p>\n",
+		    d->absolute ? "Samples of each side" : "Share of each side's samples, change in points",
+		    d->view == TALLY_DIFF_LINES ? ", source file and line" : "");
+	strbuf_addstr(out, "<table class=\"sortable diff\"><thead><tr><th data-t=\"n\" class=\"n\">base %</th><th data-t=\"n\" class=\"n\">new %</th><th data-t=\"n\" class=\"n\">change</th><th data-t=\"n\" class=\"n\">base</th><th data-t=\"n\" class=\"n\">new</th>");
+	if (d->view == TALLY_DIFF_LINES)
+		strbuf_addstr(out, "<th data-t=\"s\">line</th>");
+	strbuf_addstr(out, "<th data-t=\"s\">function</th><th data-t=\"s\">image</th><th data-t=\"s\">only in</th></tr></thead><tbody>\n");
+	uint64_t max = o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS;
+	for (size_t i = 0; i < d->n && i < max; i++) {
+		const struct tally_diff_row *r = &d->v[i];
+		strbuf_addf(out, "<tr class=\"%s\">", r->points > 0 ? "grew" : r->points < 0 ? "shrank" : "same");
+		diff_pct_cell(out, r->base_pct, r->only == TALLY_DIFF_NEW_ONLY);
+		diff_pct_cell(out, r->new_pct, r->only == TALLY_DIFF_BASE_ONLY);
+		if (d->absolute)
+			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.0f\">%+.0f</td>", r->delta, r->delta);
+		else
+			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.4f\">%+.2f</td>", r->points, r->points);
+		num_cell(out, "samples", r->base);
+		num_cell(out, "samples", r->new_);
+		if (d->view == TALLY_DIFF_LINES) {
+			strbuf_addstr(out, "<td class=\"fn\">");
+			if (r->file)
+				strbuf_addf(out, "%s:%d", tally_basename(r->file), r->line);
+			strbuf_addstr(out, "</td>");
+		}
+		strbuf_addstr(out, "<td class=\"fn\">");
+		esc(out, r->name);
+		strbuf_addstr(out, "</td><td class=\"img\">");
+		esc(out, r->image);
+		strbuf_addf(out, "</td><td>%s</td></tr>\n",
+			    r->only == TALLY_DIFF_NEW_ONLY ? "new" : r->only == TALLY_DIFF_BASE_ONLY ? "base" : "");
+	}
+	strbuf_addstr(out, "</tbody></table>\n");
+	if (d->n > max)
+		strbuf_addf(out, "<p class=\"note\">%zu more rows with smaller changes are left out.</p>\n", d->n - (size_t)max);
+	strbuf_addstr(out, "</section>\n");
+	strbuf_release(&title);
+	page_end(out);
 }
 
 int tally_html_check_target(const char *path)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/diff.h"
 #include "tally/json.h"
 #include "tally/report.h"
 #include "tally/view.h"
@@ -642,4 +643,120 @@ void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings 
 	for (size_t i = 0; i < db->session.n; i++)
 		if (!strncmp(db->session.kv[i].key, "jit-warning-", 12))
 			tally_warnings_add(w, "%s", db->session.kv[i].value);
+}
+
+/* ---- tally diff (tally/diff.h) ---- */
+
+static const char *diff_view_name(const struct tally_diff *d)
+{
+	return d->view == TALLY_DIFF_LINES ? "lines" : d->view == TALLY_DIFF_CHILDREN ? "children" : "functions";
+}
+
+void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t top)
+{
+	strbuf_addf(out, "# diff of %s, %s: '%s' (%" PRIu64 " samples) -> '%s' (%" PRIu64 " samples)\n", d->event,
+		    d->view == TALLY_DIFF_LINES	   ? "source lines (self samples)"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions (inclusive samples)"
+						     : "functions (self samples)",
+		    d->base_input, d->base_total, d->new_input, d->new_total);
+	if (d->absolute)
+		strbuf_addstr(out, "# samples on each side; change in samples, largest first\n");
+	else
+		strbuf_addstr(out, "# share of each side's samples; change in points, largest first\n");
+	/* the name columns as wide as their longest shown value (within reason) */
+	struct strbuf cell = STRBUF_INIT;
+	int wloc = 4, wname = 8;
+	for (size_t i = 0; i < d->n && (!top || i < top); i++) {
+		const struct tally_diff_row *r = &d->v[i];
+		int l = (int)strlen(r->name) + (r->inlined ? 10 : 0);
+		if (l > wname)
+			wname = l > 48 ? 48 : l;
+		if (d->view == TALLY_DIFF_LINES && r->file) {
+			l = (int)strlen(tally_basename(r->file)) + 1 + snprintf(NULL, 0, "%d", r->line);
+			if (l > wloc)
+				wloc = l > 48 ? 48 : l;
+		}
+	}
+	if (d->absolute)
+		strbuf_addf(out, "%10s %10s %10s  ", "base", "new", "change");
+	else
+		strbuf_addf(out, "%8s %8s %8s  ", "base%", "new%", "change");
+	if (d->view == TALLY_DIFF_LINES)
+		strbuf_addf(out, "%-*s  ", wloc, "line");
+	strbuf_addf(out, "%-*s  image\n", wname, "function");
+	for (size_t i = 0; i < d->n && (!top || i < top); i++) {
+		const struct tally_diff_row *r = &d->v[i];
+		if (d->absolute) {
+			if (r->only == TALLY_DIFF_NEW_ONLY)
+				strbuf_addf(out, "%10s ", "-");
+			else
+				strbuf_addf(out, "%10" PRIu64 " ", r->base);
+			if (r->only == TALLY_DIFF_BASE_ONLY)
+				strbuf_addf(out, "%10s ", "-");
+			else
+				strbuf_addf(out, "%10" PRIu64 " ", r->new_);
+			strbuf_addf(out, "%+10.0f  ", r->delta);
+		} else {
+			if (r->only == TALLY_DIFF_NEW_ONLY)
+				strbuf_addf(out, "%8s ", "-");
+			else
+				strbuf_addf(out, "%7.2f%% ", r->base_pct);
+			if (r->only == TALLY_DIFF_BASE_ONLY)
+				strbuf_addf(out, "%8s ", "-");
+			else
+				strbuf_addf(out, "%7.2f%% ", r->new_pct);
+			strbuf_addf(out, "%+8.2f  ", r->points);
+		}
+		if (d->view == TALLY_DIFF_LINES) {
+			strbuf_reset(&cell);
+			if (r->file)
+				strbuf_addf(&cell, "%s:%d", tally_basename(r->file), r->line);
+			else
+				strbuf_addstr(&cell, "-");
+			strbuf_addf(out, "%-*s  ", wloc, cell.buf);
+		}
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "%s%s", r->name, r->inlined ? " (inlined)" : "");
+		strbuf_addf(out, "%-*s  %s%s\n", wname, cell.buf, r->image,
+			    r->only == TALLY_DIFF_NEW_ONLY    ? "  (new only)"
+			    : r->only == TALLY_DIFF_BASE_ONLY ? "  (base only)"
+							      : "");
+	}
+	strbuf_release(&cell);
+	if (top && d->n > top)
+		strbuf_addf(out, "(%zu more rows: leave out --top to see them)\n", d->n - (size_t)top);
+}
+
+void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t top)
+{
+	strbuf_addstr(out, "{\"event\":");
+	strbuf_add_json_str(out, d->event);
+	strbuf_addf(out, ",\"view\":\"%s\",\"normalized\":%s,\"base\":{\"input\":", diff_view_name(d),
+		    d->absolute ? "false" : "true");
+	strbuf_add_json_str(out, d->base_input);
+	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"new\":{\"input\":", d->base_total);
+	strbuf_add_json_str(out, d->new_input);
+	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"rows\":[", d->new_total);
+	for (size_t i = 0; i < d->n && (!top || i < top); i++) {
+		const struct tally_diff_row *r = &d->v[i];
+		strbuf_addstr(out, i ? ",{\"image\":" : "{\"image\":");
+		strbuf_add_json_str(out, r->image);
+		strbuf_addstr(out, ",\"function\":");
+		strbuf_add_json_str(out, r->name);
+		if (d->view == TALLY_DIFF_LINES) {
+			strbuf_addstr(out, ",\"file\":");
+			if (r->file)
+				strbuf_add_json_str(out, r->file);
+			else
+				strbuf_addstr(out, "null");
+			strbuf_addf(out, ",\"line\":%d", r->line);
+		}
+		strbuf_addf(out, ",\"inlined\":%s,\"base_samples\":%" PRIu64 ",\"new_samples\":%" PRIu64
+				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_samples\":%.0f,\"only\":%s}",
+			    r->inlined ? "true" : "false", r->base, r->new_, r->base_pct, r->new_pct, r->points, r->delta,
+			    r->only == TALLY_DIFF_NEW_ONLY    ? "\"new\""
+			    : r->only == TALLY_DIFF_BASE_ONLY ? "\"base\""
+							      : "null");
+	}
+	strbuf_addstr(out, "]}\n");
 }

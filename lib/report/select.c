@@ -1,5 +1,6 @@
 /* The filters shared by report and export (include/tally/select.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tally/select.h"
@@ -25,6 +26,19 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
 	case TALLY_OPT_SEL_EVENT: s->event = arg; return 1;
 	case TALLY_OPT_SEL_EXCL: s->excl = true; return 1;
+	case TALLY_OPT_SEL_LABEL: {
+		char *k, *v;
+		if (tally_label_parse(arg, "--label", &k, &v))
+			return -1;
+		free(k);
+		free(v);
+		if (s->nlabels == TALLY_SELECT_LABELS) {
+			tally_seterr(-EINVAL, "too many --label options (at most %d)", TALLY_SELECT_LABELS);
+			return -1;
+		}
+		s->labels[s->nlabels++] = arg;
+		return 1;
+	}
 	default: return 0;
 	}
 }
@@ -45,6 +59,29 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 			strbuf_release(&names);
 			return -EINVAL;
 		}
+	}
+	if (s->nlabels) {
+		/* a key no label set has is a mistake, not an empty selection */
+		for (int i = 0; i < s->nlabels; i++) {
+			size_t kl = strcspn(s->labels[i], "=");
+			bool known = false;
+			for (size_t l = 0; l < db->nlabels && !known; l++)
+				for (size_t k = 0; k < db->labels[l].n && !known; k++)
+					known = strlen(db->labels[l].v[k].key) == kl && !strncmp(db->labels[l].v[k].key, s->labels[i], kl);
+			if (!known) {
+				struct strbuf keys = STRBUF_INIT;
+				tally_db_label_keys(db, &keys);
+				tally_seterr(-1, "--label %.*s: '%s' has no label '%.*s' (%s)", (int)kl, s->labels[i], input, (int)kl,
+					     s->labels[i], keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+				strbuf_release(&keys);
+				return -1;
+			}
+		}
+		bool any = false;
+		for (size_t p = 0; p < db->nprofs && !any; p++)
+			any = tally_select_label(s, db, db->profs[p].label);
+		if (!any)
+			tally_warnings_add(w, "no samples in '%s' have the labels asked (--label)", input);
 	}
 	if (s->pid) {
 		bool found = false;
@@ -73,9 +110,37 @@ bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, i
 	return true;
 }
 
+bool tally_select_label(const struct tally_select *s, const struct tally_db *db, uint32_t label)
+{
+	for (int i = 0; i < s->nlabels; i++) {
+		size_t kl = strcspn(s->labels[i], "=");
+		/* each key once: its values are the choices */
+		bool seen = false;
+		for (int j = 0; j < i && !seen; j++)
+			seen = strcspn(s->labels[j], "=") == kl && !strncmp(s->labels[j], s->labels[i], kl);
+		if (seen)
+			continue;
+		char *key = xstrndup(s->labels[i], kl);
+		const char *have = tally_db_label(db, label, key);
+		free(key);
+		bool ok = false;
+		for (int j = i; j < s->nlabels && !ok; j++) {
+			if (strcspn(s->labels[j], "=") != kl || strncmp(s->labels[j], s->labels[i], kl))
+				continue;
+			const char *want = s->labels[j] + kl + 1;
+			ok = *want ? have && !strcmp(have, want) : !have;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf)
 {
 	const struct tally_db_image *im = &db->images[pf->image];
+	if (s->nlabels && !tally_select_label(s, db, pf->label))
+		return false;
 	if (s->excl && strcmp(im->kind, "exec"))
 		return false;
 	if (s->image && !tally_select_image_matches(im, s->image))
@@ -95,6 +160,8 @@ static const struct tally_option select_options[] = {
 	{ 0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID },
 	{ 0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this name (needs --per-pid)", TALLY_OPT_SEL_COMM },
 	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
+	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
+	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },
 	TALLY_OPTION_END,
 };
 

@@ -12,6 +12,7 @@ void tally_view_rows_release(struct tally_view_rows *t)
 	for (size_t i = 0; i < t->nowned; i++)
 		free(t->owned[i]);
 	free(t->owned);
+	free(t->profs);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
 }
@@ -54,11 +55,21 @@ static int cmp_row(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static bool image_row_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct tally_view_row *r = &((const struct tally_view_rows *)ctx)->v[idx];
+	const struct tally_db_prof *k = key;
+	return r->image == k->image && r->pid == k->pid;
+}
+
 void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev)
 {
 	memset(t, 0, sizeof(*t));
+	struct tally_hidx idx = { 0 };
+	uint32_t *row_of = xmalloc((db->nprofs + 1) * sizeof(uint32_t));
 	for (size_t p = 0; p < db->nprofs; p++) {
 		const struct tally_db_prof *pf = &db->profs[p];
+		row_of[p] = TALLY_HIDX_NONE;
 		if (!tally_select_prof(sel, db, pf))
 			continue;
 		uint64_t c = 0;
@@ -67,20 +78,44 @@ void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, con
 		if (!c)
 			continue;
 		t->total += c;
-		struct tally_view_row *r = add_row(t);
-		const struct tally_db_image *im = &db->images[pf->image];
-		r->image = pf->image;
-		r->pid = pf->pid;
-		r->prof = p;
-		if (pf->pid && db->per_pid) {
-			struct strbuf sb = STRBUF_INIT;
-			strbuf_addf(&sb, "%s [%d]", im->name, pf->pid);
-			r->name = own(t, strbuf_detach(&sb));
-		} else {
-			r->name = im->name;
+		/* one row per image and pid: a merge's label sets add up */
+		uint64_t h = tally_hash_u64(((uint64_t)pf->image << 32) ^ (uint64_t)(uint32_t)pf->pid);
+		uint32_t j = tally_hidx_get(&idx, h, pf, image_row_eq, t);
+		if (j == TALLY_HIDX_NONE) {
+			struct tally_view_row *r = add_row(t);
+			const struct tally_db_image *im = &db->images[pf->image];
+			r->image = pf->image;
+			r->pid = pf->pid;
+			r->prof = p;
+			if (pf->pid && db->per_pid) {
+				struct strbuf sb = STRBUF_INIT;
+				strbuf_addf(&sb, "%s [%d]", im->name, pf->pid);
+				r->name = own(t, strbuf_detach(&sb));
+			} else {
+				r->name = im->name;
+			}
+			j = (uint32_t)r->seq;
+			tally_hidx_put(&idx, h, j);
 		}
-		r->samples = c;
+		t->v[j].samples += c;
+		t->v[j].nprofs++;
+		row_of[p] = j;
 	}
+	tally_hidx_release(&idx);
+	/* each row's profiles, in the database's order */
+	t->profs = xmalloc((db->nprofs + 1) * sizeof(size_t));
+	size_t at = 0;
+	for (size_t j = 0; j < t->n; j++) {
+		t->v[j].profs = &t->profs[at];
+		at += t->v[j].nprofs;
+		t->v[j].nprofs = 0;
+	}
+	for (size_t p = 0; p < db->nprofs; p++)
+		if (row_of[p] != TALLY_HIDX_NONE) {
+			struct tally_view_row *r = &t->v[row_of[p]];
+			((size_t *)r->profs)[r->nprofs++] = p;
+		}
+	free(row_of);
 	tally_qsort(t->v, t->n, sizeof(*t->v), cmp_row);
 }
 
@@ -91,46 +126,57 @@ static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 	       !strcmp(r->name, k->name) && (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
 }
 
+/* The function rows of one profile's entries, added to t. */
+static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, const struct tally_db *db,
+			   struct tally_resolver *res, int ev, const struct tally_db_prof *pf, bool lines, bool one)
+{
+	for (size_t i = pf->first; i < pf->end; i++) {
+		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
+		if (!c)
+			continue;
+		t->total += c;
+		struct tally_leaf lf;
+		tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
+		struct tally_view_row key = { .image = pf->image, .name = lf.name, .addr = lf.addr,
+					      .has_addr = lf.has_addr, .inlined = lf.inlined };
+		if (lines) {
+			key.file = lf.file;
+			key.line = lf.line;
+		}
+		/* equality on name and address: two local functions may share a name */
+		uint64_t h = tally_hash_bytes(key.name, strlen(key.name),
+					      key.addr ^ ((uint64_t)key.image << 32) ^ (uint64_t)key.line ^
+						      ((uint64_t)key.inlined << 62));
+		if (key.file)
+			h = tally_hash_bytes(key.file, strlen(key.file), h);
+		uint32_t j = tally_hidx_get(idx, h, &key, row_eq, t);
+		if (j == TALLY_HIDX_NONE) {
+			struct tally_view_row *r = add_row(t);
+			size_t seq = r->seq;
+			*r = key;
+			r->seq = seq;
+			r->pid = one ? pf->pid : 0;
+			/* a raw offset's name is in lf.buf, which does not outlive this loop */
+			if (key.name == lf.buf)
+				r->name = own(t, xstrdup(lf.buf));
+			tally_hidx_put(idx, h, (uint32_t)seq);
+			j = (uint32_t)seq;
+		}
+		t->v[j].samples += c;
+	}
+}
+
 void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db, struct tally_resolver *res, int ev,
 			  const struct tally_view_row *images, size_t nimages, bool lines)
 {
 	memset(t, 0, sizeof(*t));
 	struct tally_hidx idx = { 0 };
 	for (size_t m = 0; m < nimages; m++) {
-		const struct tally_db_prof *pf = &db->profs[images[m].prof];
-		for (size_t i = pf->first; i < pf->end; i++) {
-			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
-			if (!c)
-				continue;
-			t->total += c;
-			struct tally_leaf lf;
-			tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
-			struct tally_view_row key = { .image = pf->image, .name = lf.name, .addr = lf.addr,
-						      .has_addr = lf.has_addr, .inlined = lf.inlined };
-			if (lines) {
-				key.file = lf.file;
-				key.line = lf.line;
-			}
-			/* equality on name and address: two local functions may share a name */
-			uint64_t h = tally_hash_bytes(key.name, strlen(key.name),
-						      key.addr ^ ((uint64_t)key.image << 32) ^ (uint64_t)key.line ^
-							      ((uint64_t)key.inlined << 62));
-			if (key.file)
-				h = tally_hash_bytes(key.file, strlen(key.file), h);
-			uint32_t j = tally_hidx_get(&idx, h, &key, row_eq, t);
-			if (j == TALLY_HIDX_NONE) {
-				struct tally_view_row *r = add_row(t);
-				size_t seq = r->seq;
-				*r = key;
-				r->seq = seq;
-				r->pid = nimages == 1 ? pf->pid : 0;
-				/* a raw offset's name is in lf.buf, which does not outlive this loop */
-				if (key.name == lf.buf)
-					r->name = own(t, xstrdup(lf.buf));
-				tally_hidx_put(&idx, h, (uint32_t)seq);
-				j = (uint32_t)seq;
-			}
-			t->v[j].samples += c;
+		/* an image row stands for its profiles (a row not from tally_view_images: its prof) */
+		size_t n = images[m].profs ? images[m].nprofs : 1;
+		for (size_t q = 0; q < n; q++) {
+			size_t p = images[m].profs ? images[m].profs[q] : images[m].prof;
+			prof_functions(t, &idx, db, res, ev, &db->profs[p], lines, nimages == 1);
 		}
 	}
 	tally_hidx_release(&idx);

@@ -68,7 +68,7 @@ for ((i = 1; i <= 15; i++)); do
 	python3 - c.txt "$nt" <<'PY' || fail "read $i of epoch $epoch: the text --children does not add up (above)"
 import re, sys
 n = int(sys.argv[2])
-rows = [re.match(r"^ +([0-9.]+)% +([0-9.]+)% +([0-9]+)  ", l) for l in open(sys.argv[1])]
+rows = [re.match(r"^ +([0-9.]+)% +([0-9.]+)% +([0-9]+)  ", l) for l in open(sys.argv[1], errors="replace")]  # names are bytes (another test's may not be UTF-8)
 rows = [m for m in rows if m]
 if not rows:
     sys.exit("no rows")

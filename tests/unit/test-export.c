@@ -110,9 +110,9 @@ static void memdb_init(struct tally_db *db)
 	db->nstack_frames = 7;
 	db->nstacks = 3;
 	db->stacks = xcalloc(3, sizeof(*db->stacks));
-	db->stacks[0] = (struct tally_db_stack){ 0, 2, 10 };
-	db->stacks[1] = (struct tally_db_stack){ 2, 3, 10 };
-	db->stacks[2] = (struct tally_db_stack){ 5, 2, 20 };
+	db->stacks[0] = (struct tally_db_stack){ 0, 2, 10, 0 };
+	db->stacks[1] = (struct tally_db_stack){ 2, 3, 10, 0 };
+	db->stacks[2] = (struct tally_db_stack){ 5, 2, 20, 0 };
 	db->stack_counts = xcalloc(3, sizeof(uint64_t));
 	db->stack_counts[0] = 60;
 	db->stack_counts[1] = 30;
@@ -129,8 +129,8 @@ static void memdb_init(struct tally_db *db)
 	db->counts[2] = 10;
 	db->nprofs = 2;
 	db->profs = xcalloc(2, sizeof(*db->profs));
-	db->profs[0] = (struct tally_db_prof){ 0, 10, 0, 2 };
-	db->profs[1] = (struct tally_db_prof){ 0, 20, 2, 3 };
+	db->profs[0] = (struct tally_db_prof){ 0, 10, 0, 2, 0 };
+	db->profs[1] = (struct tally_db_prof){ 0, 20, 2, 3, 0 };
 	db->ntasks = 2;
 	db->tasks = xcalloc(2, sizeof(*db->tasks));
 	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"), xstrdup("/nonexistent/tally-unit/prog") };

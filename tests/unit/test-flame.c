@@ -197,7 +197,7 @@ static void test_flame__empty_graph(void **state)
 	struct tally_db_image im = { .name = "prog", .kind = "exec" };
 	struct tally_db db = { .images = &im, .nimages = 1 };
 	struct strbuf sb = STRBUF_INIT;
-	struct tally_flame_svg_opts o = { "t", NULL, "cpu-clock", NULL, true, 0 };
+	struct tally_flame_svg_opts o = { "t", NULL, "cpu-clock", NULL, true, 0, NULL };
 	tally_flame_svg(&sb, &fl, &cg, &db, &o);
 	assert_str_has(sb.buf, "</svg>");
 	strbuf_release(&sb);
@@ -224,7 +224,7 @@ static void test_flame__svg(void **state)
 	struct tally_db_image im = { .name = "prog", .kind = "exec" };
 	struct tally_db db = { .images = &im, .nimages = 1 };
 	struct strbuf sb = STRBUF_INIT;
-	struct tally_flame_svg_opts o = { "Flame <graph>", "sub", "cpu-clock", "fg", true, 1200 };
+	struct tally_flame_svg_opts o = { "Flame <graph>", "sub", "cpu-clock", "fg", true, 1200, NULL };
 	tally_flame_svg(&sb, &fl, &cg, &db, &o);
 	assert_true(!strncmp(sb.buf, "<?xml", 5));
 	char *script = strstr(sb.buf, "<script");

@@ -33,7 +33,7 @@ static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32
 {
 	GROW(db->stacks, db->astacks, db->nstacks + 1);
 	GROW(db->stack_counts, db->astack_counts, db->nstacks + 1);
-	db->stacks[db->nstacks] = (struct tally_db_stack){ (uint32_t)db->nstack_frames, len, pid };
+	db->stacks[db->nstacks] = (struct tally_db_stack){ (uint32_t)db->nstack_frames, len, pid, 0 };
 	db->stack_counts[db->nstacks++] = count;
 	for (uint32_t i = 0; i < len; i++) {
 		GROW(db->frame_tab, db->aframe_tab, db->nframe_tab + 1);
@@ -78,8 +78,8 @@ static int setup(void **state)
 	memcpy(db->counts, counts, sizeof(counts));
 	db->nprofs = 2;
 	db->profs = xcalloc(2, sizeof(*db->profs));
-	db->profs[0] = (struct tally_db_prof){ 0, 10, 0, 4 };
-	db->profs[1] = (struct tally_db_prof){ 1, 20, 4, 5 };
+	db->profs[0] = (struct tally_db_prof){ 0, 10, 0, 4, 0 };
+	db->profs[1] = (struct tally_db_prof){ 1, 20, 4, 5, 0 };
 	db->ntasks = 2;
 	db->tasks = xcalloc(2, sizeof(*db->tasks));
 	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"), xstrdup("/nonexistent/ten") };
