@@ -130,8 +130,17 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 {
 	const struct tally_annot_func *f = c->f;
 	const struct tally_db_image *im = &db->images[f->image];
-	strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
-		    im->path[0] ? im->path : im->name, f->addr, f->size);
+	if (f->inlined) {
+		strbuf_addf(out, "# %s (inlined)  [%s]  %s, inlined into ", f->name, im->name, im->path[0] ? im->path : im->name);
+		for (size_t i = 0; i < f->ninlined_into && i < 5; i++)
+			strbuf_addf(out, "%s%s", i ? ", " : "", f->inlined_into[i]);
+		if (f->ninlined_into > 5)
+			strbuf_addf(out, " and %zu more", f->ninlined_into - 5);
+		strbuf_addch(out, '\n');
+	} else {
+		strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
+			    im->path[0] ? im->path : im->name, f->addr, f->size);
+	}
 	strbuf_addf(out, "# %s: %" PRIu64 " sample%s, %.2f%% of the image's, %.2f%% of all\n", db->events[ev], f->samples, f->samples == 1 ? "" : "s",
 		    pc(f->samples, f->image_samples), pc(f->samples, db->samples[ev]));
 	struct src *main = source(c, f->main_file);
@@ -200,8 +209,18 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 	tally_json_kstr(j, "image", im->name);
 	tally_json_kstr(j, "path", im->path);
 	tally_json_key(j, "addr");
-	tally_json_strf(j, "0x%" PRIx64, f->addr);
+	if (f->inlined)
+		tally_json_null(j);
+	else
+		tally_json_strf(j, "0x%" PRIx64, f->addr);
 	tally_json_ku64(j, "size", f->size);
+	if (f->inlined) {
+		tally_json_kbool(j, "inlined", true);
+		tally_json_karr(j, "inlined_into");
+		for (size_t i = 0; i < f->ninlined_into; i++)
+			tally_json_str(j, f->inlined_into[i]);
+		tally_json_end(j);
+	}
 	tally_json_ku64(j, "samples", f->samples);
 	tally_json_knum(j, "percent_of_image", pc(f->samples, f->image_samples), 4);
 	struct src *main = source(c, f->main_file);
@@ -335,6 +354,7 @@ int cmd_annotate(int argc, char **argv)
 			goto out;
 		}
 	}
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	struct tally_annotate_opts ao = { symbol, image, ev };
 	struct tally_annot_func *funcs = NULL;
@@ -375,6 +395,7 @@ int cmd_annotate(int argc, char **argv)
 	/* damaged or changed images the annotation read */
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	tally_report_image_warnings(&db, res, tally_verbose, &w);
+	tally_progress_done();
 	tally_print_warnings(&w);
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout) != 0) {

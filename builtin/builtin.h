@@ -19,6 +19,9 @@ int cmd_merge(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+/* tally job hosts (builtin/job-hosts.c): argv[0] is "hosts" */
+int cmd_job_hosts(int argc, char **argv);
 
 /* The printers (builtin/print.c): "tally: msg" (error), "tally: warning: msg"
  * on stderr; die() also exits with status 1; info() prints only with -v. */
@@ -36,6 +39,12 @@ struct tally_db;
 /* Shared by report and annotate: the recording's warnings about JIT maps and
  * jitdumps (untrusted, damaged), one line each. */
 void tally_warn_jit(const struct tally_db *db);
+/* Progress of slow symbol work (debuginfod downloads, loading images) on stderr
+ * when it is a terminal, and nothing otherwise: sets ro's progress callback.
+ * tally_progress_done clears the line (the printers above clear it too). */
+struct tally_resolver_opts;
+void tally_progress_attach(struct tally_resolver_opts *ro);
+void tally_progress_done(void);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */
 int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -45,6 +54,6 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	merge_cmdopts, diff_cmdopts, archive_cmdopts, top_cmdopts;
+	merge_cmdopts, diff_cmdopts, archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts;
 
 #endif

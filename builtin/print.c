@@ -6,12 +6,66 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
 #include "tally/report.h"
+#include "tally/symbols.h"
 #include "tally/util.h"
 
 int tally_verbose;
+
+/* ---- progress: one line on a terminal's stderr, rewritten in place ---- */
+
+static struct {
+	bool on;       /* attached: stderr is a terminal */
+	bool shown;    /* a progress line is on the screen */
+	double start, last;
+} progress;
+
+static void progress_clear(void)
+{
+	if (progress.shown) {
+		fputs("\r\033[K", stderr);
+		progress.shown = false;
+	}
+}
+
+/* What the core is doing (NULL: done). Quiet for the first half second, so a
+ * quick command shows nothing, then at most ten times a second. */
+static void progress_cb(void *ctx, const char *what)
+{
+	(void)ctx;
+	double now = tally_now_mono();
+	if (!what) {
+		progress_clear();
+		return;
+	}
+	if (now - progress.start < 0.5 || (progress.shown && now - progress.last < 0.1))
+		return;
+	progress.last = now;
+	char line[160];
+	snprintf(line, sizeof(line), "tally: %s ... %.0f s", what, now - progress.start);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	progress.shown = true;
+}
+
+void tally_progress_attach(struct tally_resolver_opts *ro)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	progress.on = true;
+	progress.start = tally_now_mono();
+	ro->progress = progress_cb;
+	ro->progress_ctx = NULL;
+}
+
+void tally_progress_done(void)
+{
+	progress_clear();
+}
 
 static void vreport(const char *prefix, const char *fmt, va_list ap)
 {
@@ -21,6 +75,7 @@ static void vreport(const char *prefix, const char *fmt, va_list ap)
 	for (char *c = line; *c; c++)
 		if (*c == '\n')
 			*c = ' ';
+	progress_clear();
 	fprintf(stderr, "tally: %s%s\n", prefix, line);
 }
 

@@ -34,7 +34,7 @@ struct ropts {
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -43,9 +43,11 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_INPUT: o->input = arg; break;
 	case OPT_SYMBOLS: o->r.symbols = true; break;
 	case OPT_LINES: o->r.lines = true; break;
+	case OPT_FLAT: o->r.flat = true; break;
 	case OPT_EXPLAIN: o->explain = true; break;
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
+	case OPT_FULLNAMES: o->r.full_names = true; break;
 	case OPT_HTML: o->html = arg; break;
 	case OPT_BY_LABEL:
 		if (!tally_label_key_ok(arg, strlen(arg)))
@@ -73,10 +75,12 @@ static const struct tally_option report_options[] = {
 	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
 	{ 'f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS },
 	{ 'l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES },
+	{ 0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT },
 	{ 0, "explain", TALLY_ARG_NONE, NULL,
 	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
 	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
+	{ 0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES },
 	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
 	{ 0, "by-label", TALLY_ARG_REQUIRED, "KEY",
 	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL },
@@ -90,7 +94,7 @@ static const struct tally_option report_cg_options[] = {
 	{ 0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS },
 	{ 0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES },
 	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P",
-	  "leave out tree nodes under P% (default 0.5); with --html, fold\nflame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
+	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
 	TALLY_OPTION_END,
 };
 
@@ -115,6 +119,8 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 		o->r.explain_image = argv[first++];
 	if (first < argc)
 		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
+	if (o->r.flat && !o->r.lines)
+		o->r.symbols = true;
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	if (o->by_label && (o->html || o->explain))
@@ -157,6 +163,7 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		tally_report_text(&out, db, res, &o->r, &w);
 	}
 	tally_report_image_warnings(db, res, tally_verbose, &w);
+	tally_progress_done();
 	tally_print_warnings(&w);
 	if (out.len)
 		fwrite(out.buf, 1, out.len, stdout);
@@ -358,8 +365,10 @@ int cmd_report(int argc, char **argv)
 		tally_view_select(&db, &o.sel);
 	tally_warn_jit(&db);
 	ro.lines = o.r.lines || o.explain;
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	ret = o.by_label ? render_by_label(&o, &db, res) : render(&o, &db, res);
+	tally_progress_done();
 out:
 	tally_resolver_free(res);
 	if (have_db)

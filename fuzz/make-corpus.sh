@@ -157,6 +157,13 @@ printf 'G dwarf,8192\nn\nC 0-1\n' | seed sampling dwarf
 printf 'g\ne context-switches\nF 99\n' | seed sampling fp
 "$TALLY" events 2>/dev/null | awk 'NR > 1 && $1 ~ /^[a-z]/ {print "e " $1}' | head -40 | seed sampling table
 
+# ---- tally job control files (docs/job.md, fuzz/control.c) ----
+printf '# a job\nprofilers add tally -F 999 -g\nprofilers add cmd '"'"'vmstat 1'"'"'\nrun sleeptest 1\nrun --iterations 3 --tag build -- make -j2\nprofilers only on\nrun --timeout 1m -- ./bench --quick\n' |
+	seed control job
+printf 'profilers add cmd a\nprofilers add cmd "b c"\nprofilers delete cmd\nprofilers only off\nrun -- printf %%s '"'"'$HOME'"'"' \\$x "q\\"d"\nrun -- x\nrun --tag=x -- y\n' |
+	seed control quoting
+printf 'run sleeptest 500ms\nrun sleeptest 0 # comment\nrun --iterations=2 --timeout=2 sleeptest 1\n' | seed control sleeptest
+
 # ---- minimized into fuzz/corpus ----
 cd - >/dev/null
 echo "make-corpus: minimizing"

@@ -43,6 +43,7 @@ struct tally_image {
 	uint8_t early_id[20];
 	uint8_t early_id_len;  /* 0: early_hash is the id */
 	uint64_t early_hash;
+	void *leaf_cfi;        /* the file's CFI for the frame-pointer leaf check (unwind.h), or NULL */
 };
 
 struct tally_map {
@@ -59,6 +60,7 @@ struct tally_proc {
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
 	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
+	uint32_t jit_wait, jit_tries; /* with jit 0 after a look found no map: anonymous samples until the next look, looks so far */
 	int jit_map_fd;      /* with jit 1: the perf map, opened when it was checked, read from then on */
 	uint64_t jit_map_dev, jit_map_ino; /* with jit 1: which file that is */
 	char *jitdump;       /* a trusted jit-PID.dump the process mapped, as it named it, or NULL */
@@ -112,6 +114,11 @@ struct tally_agg {
 	 * chain then costs one hash lookup, not two) */
 	uint32_t *frame_stack1;
 	size_t aframe_stack1;
+	/* per frame, with frame-pointer chains: the CFI rule at that code address
+	 * (tally_unwind_leaf_rule), 0 until asked, then 1 + enum tally_leaf, and for
+	 * TALLY_LEAF_RA the return address's offset from sp: asked once per address */
+	struct tally_leaf_rule { uint32_t kind, ra_off; } *leaf_rule;
+	size_t aleaf_rule;
 
 	uint32_t *stack_frames;
 	size_t nstack_frames, astack_frames;
@@ -140,7 +147,12 @@ struct tally_agg {
 	uint64_t jit_warnings_more; /* those past the 32nd line, counted by its last line */
 	size_t jit_budget;   /* what one process's JIT sources may cost (TALLY_JIT_BUDGET) */
 	uint64_t uw_samples, uw_short, uw_joined;
-	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
+	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth;
+	/* frame-pointer chains: samples whose first user frame was checked against
+	 * its CFI, those whose missing caller was put back from the stack copy, and
+	 * those that could not be checked (no CFI, or the return address outside the
+	 * copy): a caller may be missing there */
+	uint64_t fp_leaf_checked, fp_leaf_repaired, fp_leaf_unchecked; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];

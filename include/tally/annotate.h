@@ -48,6 +48,11 @@ struct tally_annot_func {
 	size_t ninsns;
 	char *line_note;       /* why there are no lines, or NULL */
 	char *code_note;       /* why there are no instructions, or NULL */
+	/* an inlined function (addr and size 0): its lines from every place it was
+	 * inlined, and the functions it was inlined into, by samples */
+	bool inlined;
+	char **inlined_into;
+	size_t ninlined_into;
 };
 
 struct tally_annotate_opts {
@@ -57,7 +62,10 @@ struct tally_annotate_opts {
 };
 
 /* Finds every function called o->symbol with samples of o->event and annotates
- * it; *out (caller frees with tally_annotate_free) is sorted by samples. Fails
+ * it; *out (caller frees with tally_annotate_free) is sorted by samples. When
+ * no function of the symbol table has that name, an inlined function (from
+ * DWARF, as report --symbols shows it) of that name is annotated: its samples
+ * per source line summed over every place it was inlined. Fails
  * with tally_seterr: -ENOENT when no function has that name and samples, or no
  * image matches o->image; -EINVAL when the name is in several images and
  * o->image does not choose one (the message lists them). */

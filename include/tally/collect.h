@@ -37,6 +37,8 @@ struct tally_collect_opts {
 	bool randomize;
 	bool callchain;  /* PERF_SAMPLE_CALLCHAIN */
 	uint32_t stack_user; /* bytes of user stack to copy per sample (DWARF unwinding), 0 for none */
+	uint32_t leaf_stack; /* with callchain and no stack_user: bytes of user stack (and the user
+			      * registers) per sample, to find the caller a frame-pointer chain skips */
 	bool build_id_mmap;  /* ask the kernel for build-ids in MMAP2 records (see docs/sampling.md) */
 	enum tally_target target;
 	const pid_t *pids; /* TARGET_CHILD: one pid (not yet exec'd); TARGET_PIDS: processes */
@@ -47,6 +49,11 @@ struct tally_collect_opts {
 	int wake_fd;       /* polled with the rings so a signal can end a wait; -1 for none */
 	bool sideband_dummy; /* side-band records (mmap, comm, fork, exit) from a dummy event per CPU
 			      * that stays on while sampling is paused or a CPU is switched off */
+	/* TARGET_CHILD: instead of one inherited event per CPU on the child, per-CPU
+	 * events scoped to the cgroup v2 directory open as cgroup_fd (the child
+	 * already in it), so that a redrawn period reaches every task of the command */
+	bool use_cgroup;
+	int cgroup_fd;
 };
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -110,6 +117,13 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
  * samples of one thread on one CPU, i.e. the periods the timer really used.
  * Returns how many intervals were kept (0: none measured). */
 size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90);
+/* Which samples a randomized period reached: *total samples of the event, of
+ * which *reached were taken by an event tally opened itself, so redraws (a
+ * sample of a thread or child through an event it inherited is not). */
+void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total);
+/* How the events reach the tasks, for the session's "randomized-scope": a short
+ * static phrase (docs/sampling.md). */
+const char *tally_collector_scope(const struct tally_collector *c);
 /* The period the randomizer centres on for an event (0 when the kernel adapts it). */
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event);
 void tally_collector_free(struct tally_collector *c);

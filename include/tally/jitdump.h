@@ -114,5 +114,15 @@ struct tally_perfmap_sym {
  * an optional 0x, separated by spaces or tabs, a name that is not empty, a
  * range that does not wrap, no NUL byte). Empty lines are ignored. Returns 0. */
 int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad);
+/* The same, and when there are malformed lines, what was wrong with the first
+ * appended to why (may be NULL): "line N: WHAT, in 'EXCERPT' (expected ...)",
+ * the excerpt escaped (strbuf_add_excerpt). */
+int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad,
+			    struct strbuf *why);
+
+/* A JIT name (perf map, jitdump) fit to print: NULL when s has no control
+ * byte and is valid UTF-8 (print it as it is), else s escaped as
+ * tally_jit_escape does (caller frees). Names reach terminals, SVG and HTML. */
+char *tally_jit_display_name(const char *s);
 
 #endif

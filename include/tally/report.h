@@ -18,11 +18,13 @@ struct tally_report_opts {
 	const char *input;              /* the database as the user named it */
 	const struct tally_select *sel; /* checked (tally_select_check) against db */
 	bool symbols, lines;            /* the flat views: functions, or source lines, per image */
+	bool flat;                      /* with symbols or lines: one table across the images */
 	/* the call-graph views (db selected by tally_view_select) */
 	bool children, callgraph, tree;
 	const char *callers, *callees;
-	double percent_limit;           /* tree nodes and call-graph rows under it are left out */
-	uint64_t top;                   /* at most this many rows per table (0: all) */
+	double percent_limit;           /* rows under it (of their % column) are left out */
+	uint64_t top;                   /* at most this many rows per table, and images with --symbols/--lines (0: all) */
+	bool full_names;                /* text: names with their template arguments and parameters */
 	const char *explain_image;      /* --explain IMAGE, or NULL for every image with samples */
 };
 

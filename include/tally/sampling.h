@@ -24,6 +24,9 @@ enum {
 };
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
+/* Bytes of user stack copied per sample with frame-pointer call graphs, to find
+ * the return address of a function that set up no frame (docs/callgraph.md). */
+#define TALLY_LEAF_STACK 128
 
 struct tally_sampling {
 	/* as given on the command line */

@@ -18,8 +18,10 @@ struct tally_sym {
 	uint64_t addr; /* as the image's symbol table says (link-time address) */
 	uint64_t size;
 	const char *name;
-	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local */
+	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local;
+		   * TALLY_SYM_FDE: no symbol, bounds from .eh_frame, named IMAGE+0xADDRESS */
 };
+#define TALLY_SYM_FDE 3
 
 struct tally_imgmap;
 
@@ -30,9 +32,14 @@ struct tally_resolver_opts {
 	const char *vmlinux;     /* --vmlinux: the kernel image with symbols and DWARF */
 	const char *modules_dir; /* kernel modules (default /lib/modules/RELEASE of the recording) */
 	bool debuginfod;         /* --debuginfod: ask DEBUGINFOD_URLS for missing debug info */
-	double debuginfod_timeout; /* seconds per image (0: the default, 10) */
+	double debuginfod_timeout; /* seconds for all the downloads of the resolver (0: the default, 10) */
 	bool no_inline;          /* frames are functions only, inlined code counts for its caller */
 	bool lines;              /* source lines wanted: with no_inline, DWARF is read only then */
+	bool no_demangle;        /* --no-demangle: C++ and Rust names as the symbol table has them */
+	/* slow work under way (loading an image's symbols, a debuginfod download):
+	 * a short text for a progress line, NULL when it is over; may be NULL */
+	void (*progress)(void *ctx, const char *what);
+	void *progress_ctx;
 };
 
 /* One frame of the code at an address: innermost first, the last is the

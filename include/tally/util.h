@@ -92,6 +92,21 @@ void strbuf_add_excerpt(struct strbuf *sb, const char *s, size_t len, size_t max
 #define TALLY_EXCERPT_MAX 40
 #define TALLY_EXCERPT_SIZE (TALLY_EXCERPT_MAX * 4 + 4)
 const char *tally_excerpt(char *out, const char *s);
+/* Lines of a NUL-terminated text, split in place (each newline becomes a
+ * NUL), numbered from 1, with the name of what is read, so that an error
+ * says where: "'WHAT' line N: ...". The one line loop of the readers.
+ *   struct tally_lines L;
+ *   tally_lines_init(&L, text, path);
+ *   for (char *line; (line = tally_lines_next(&L));)
+ *           if (bad) return tally_lines_err(&L, -EINVAL, "expected ... (%s)", why); */
+struct tally_lines {
+	char *cur;
+	const char *what;
+	size_t ln; /* the number of the line last returned */
+};
+void tally_lines_init(struct tally_lines *L, char *text, const char *what);
+char *tally_lines_next(struct tally_lines *L);
+int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
 void tally_unescape(char *s);
 /* Caller owns the returned string; sb is reset. */

@@ -59,11 +59,13 @@ void tally_agg_release(struct tally_agg *a)
 		free(a->images[i].jd);
 		free(a->images[i].jd_source);
 		free(a->images[i].jd_text);
+		tally_unwind_image_release(&a->images[i]);
 	}
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
 	free(a->frames);
 	free(a->frame_stack1);
+	free(a->leaf_rule);
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	free(a->stacks);
@@ -252,6 +254,50 @@ void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, ui
 	a->counts[(size_t)i * (size_t)a->nevents + (size_t)event] += n;
 }
 
+/* A frame-pointer chain reads each caller from the frame of its callee: a
+ * sampled function that set up no frame (a leaf at -O2, or one in its prologue
+ * or epilogue) leaves its own caller out. Its CFI says where its return address
+ * is in the copied stack: put that frame back after the leaf. */
+static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r, size_t user_at,
+			   const uint64_t *user_raw, size_t nuser, uint32_t *n)
+{
+	uint64_t ra = 0;
+	uint32_t leaf = a->scratch_frames[user_at];
+	if (leaf >= a->aleaf_rule) {
+		size_t old = a->aleaf_rule;
+		GROW(a->leaf_rule, a->aleaf_rule, (size_t)leaf + 1);
+		memset(a->leaf_rule + old, 0, (a->aleaf_rule - old) * sizeof(*a->leaf_rule));
+	}
+	struct tally_leaf_rule *lr = &a->leaf_rule[leaf];
+	if (!lr->kind) {
+		/* once per code address: the CFI lookup allocates */
+		uint64_t off = 0;
+		const struct tally_frame *f = &a->frames[leaf];
+		enum tally_leaf k = tally_unwind_leaf_rule(a, p, f->image, f->offset, &off);
+		lr->kind = 1 + (uint32_t)k;
+		lr->ra_off = (uint32_t)off;
+	}
+	enum tally_leaf l = (enum tally_leaf)(lr->kind - 1);
+	if (l == TALLY_LEAF_RA && !tally_unwind_leaf_read(r->regs, r->nregs, r->stack, r->stack_len, user_raw[0], lr->ra_off, &ra))
+		l = TALLY_LEAF_UNKNOWN;
+	a->fp_leaf_checked++;
+	if (l == TALLY_LEAF_UNKNOWN) {
+		a->fp_leaf_unchecked++;
+		return;
+	}
+	if (l != TALLY_LEAF_RA || (nuser >= 2 && user_raw[1] == ra) || !ra)
+		return; /* the chain holds the caller already */
+	if (*n >= ARRAY_SIZE(a->scratch_frames))
+		return;
+	uint64_t off;
+	uint32_t img = resolve(a, p, ra, false, &off);
+	uint32_t *fr = a->scratch_frames;
+	memmove(fr + user_at + 2, fr + user_at + 1, (*n - user_at - 1) * sizeof(*fr));
+	fr[user_at + 1] = tally_agg_frame(a, img, off);
+	(*n)++;
+	a->fp_leaf_repaired++;
+}
+
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
@@ -273,6 +319,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else {
 		bool in_kernel = kernel;
 		size_t user_at = SIZE_MAX; /* index in fr where user frames begin */
+		uint64_t user_raw[2] = { 0, 0 }; /* the first two user addresses of the chain */
+		size_t nuser = 0;
 		for (uint64_t i = 0; i < r->nr; i++) {
 			uint64_t ip = r->chain[i];
 			if (ip >= PERF_CONTEXT_MAX) {
@@ -286,6 +334,10 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				break; /* kept as far as it goes: reports count it as stopped early */
 			if (!in_kernel && user_at == SIZE_MAX)
 				user_at = n;
+			if (!in_kernel && nuser < 2)
+				user_raw[nuser] = ip;
+			if (!in_kernel)
+				nuser++;
 			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
 		}
@@ -341,6 +393,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				}
 			}
 		}
+		if (!a->dwarf && r->regs && p && user_at != SIZE_MAX)
+			fp_leaf_repair(a, p, r, user_at, user_raw, nuser, &n);
 		if (!n) {
 			uint32_t img = resolve(a, p, r->ip, kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
@@ -485,6 +539,9 @@ void tally_agg_release_unwind(struct tally_agg *a)
 {
 	for (size_t i = 0; i < a->nprocs; i++)
 		tally_unwind_proc_release(a->procs[i]);
+	for (size_t i = 0; i < a->nimages; i++)
+		tally_unwind_image_release(&a->images[i]);
+	/* the rules cached per frame stay right: they depend on the code only */
 }
 
 static uint32_t remap_image(const uint32_t *map, uint32_t i)
@@ -501,6 +558,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->frame_stack1);
 	a->frame_stack1 = NULL;
 	a->aframe_stack1 = 0;
+	free(a->leaf_rule);
+	a->leaf_rule = NULL;
+	a->aleaf_rule = 0;
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	a->stack_frames = NULL;
@@ -530,6 +590,7 @@ void tally_agg_reset(struct tally_agg *a)
 	a->jit_warnings_more = 0;
 	a->uw_samples = a->uw_short = a->uw_joined = 0;
 	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
+	a->fp_leaf_checked = a->fp_leaf_repaired = a->fp_leaf_unchecked = 0;
 	for (size_t i = 0; i < a->nprocs; i++)
 		a->procs[i]->sampled = false;
 
@@ -559,6 +620,7 @@ void tally_agg_reset(struct tally_agg *a)
 			free(a->images[i].jd);
 			free(a->images[i].jd_source);
 			free(a->images[i].jd_text);
+			tally_unwind_image_release(&a->images[i]);
 			map[i] = TALLY_HIDX_NONE;
 			continue;
 		}
@@ -602,7 +664,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);

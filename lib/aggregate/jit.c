@@ -364,11 +364,26 @@ void agg_check_jitdump(struct tally_agg *a, struct tally_proc *p, const char *na
  * then on (snapshot_jit reads it). */
 void agg_check_jit(struct tally_agg *a, struct tally_proc *p)
 {
+	if (p->jit_wait) {
+		p->jit_wait--;
+		return;
+	}
 	char mp[64];
 	snprintf(mp, sizeof(mp), "/tmp/perf-%d.map", p->pid);
 	p->jit = -1;
 	struct stat st;
+	errno = 0;
 	int fd = open_jit_file(a, p, mp, "perf map", mp, &st);
+	if (fd < 0 && errno == ENOENT && p->jit_tries < 24) {
+		/* no map yet: a runtime creates it as it starts, and a call-graph
+		 * recording meets anonymous addresses (return addresses unwound
+		 * through a runtime's stubs) before its first JIT sample. Looked for
+		 * again after 1, 3, 7, ... more anonymous samples: a process that
+		 * never writes one costs a few dozen open()s */
+		p->jit = 0;
+		p->jit_wait = (1u << ++p->jit_tries) - 1;
+		return;
+	}
 	if (fd < 0)
 		return;
 	p->jit_map_fd = fd;

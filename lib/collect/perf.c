@@ -121,10 +121,13 @@ struct evfd {
 	int event; /* -1: the side-band (dummy) event */
 	int cpu;
 	uint64_t id;
+	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
+	bool on_exec; /* enabled by the kernel at the command's exec */
 };
 
 struct period_stats {
 	uint64_t min, max, n;
+	uint64_t reached; /* samples taken by an event tally redraws (not one inherited by a later task) */
 	double sum;
 	/* intervals between consecutive samples of one thread on one CPU: what the
 	 * timer really did (the sample's period field keeps the opening value) */
@@ -191,6 +194,15 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
 	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
 }
 
+/* Whether event ev of a TARGET_CHILD collector is opened on the command's
+ * cgroup: the events whose period tally fixes (and redraws); a period the
+ * kernel adapts stays on the command's own task events, enabled at its exec,
+ * so that tally's child before the exec does not train it. */
+static bool cgroup_event(const struct tally_collector *c, int ev)
+{
+	return c->o.use_cgroup && ev >= 0 && c->mean_period[ev] != 0;
+}
+
 /* ev < 0: the side-band event of opts.sideband_dummy, which never samples */
 static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int ev, bool sideband)
 {
@@ -216,10 +228,10 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (c->o.callchain && ev >= 0)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-	if (c->o.stack_user && ev >= 0) {
+	if ((c->o.stack_user || c->o.leaf_stack) && ev >= 0) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = tally_unwind_regs_mask();
-		a->sample_stack_user = c->o.stack_user;
+		a->sample_stack_user = c->o.stack_user ? c->o.stack_user : c->o.leaf_stack;
 	}
 	a->sample_id_all = 1;
 	a->disabled = 1;
@@ -228,9 +240,10 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->exclude_callchain_user = 0;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
-	if (c->o.target != TALLY_TARGET_SYSTEM)
+	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
+	if (c->o.target != TALLY_TARGET_SYSTEM && !cgroup_event(c, ev))
 		a->inherit = 1;
-	if (c->o.target == TALLY_TARGET_CHILD)
+	if (c->o.target == TALLY_TARGET_CHILD && !cgroup_event(c, ev))
 		a->enable_on_exec = 1;
 	if (sideband) {
 		a->mmap = 1;
@@ -275,11 +288,13 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
-		long fd = sys_perf_event_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		bool cg = cgroup_event(c, ev);
+		long fd = sys_perf_event_open(&a, cg ? c->o.cgroup_fd : pid, cpu, -1,
+					      PERF_FLAG_FD_CLOEXEC | (cg ? PERF_FLAG_PID_CGROUP : 0));
 		if (fd < 0) {
 			int e = errno;
 			char where[64];
-			if (c->o.target == TALLY_TARGET_SYSTEM)
+			if (c->o.target == TALLY_TARGET_SYSTEM || cg)
 				snprintf(where, sizeof(where), "on CPU %d", cpu);
 			else
 				snprintf(where, sizeof(where), "for pid %d", (int)pid);
@@ -295,6 +310,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->fd = (int)fd;
 		f->event = ev;
 		f->cpu = cpu;
+		f->task = cg ? -1 : pid;
+		f->on_exec = a.enable_on_exec;
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -434,8 +451,14 @@ static int apply_enable(struct tally_collector *c, int cpu)
 int tally_collector_enable(struct tally_collector *c)
 {
 	c->enabled = true;
-	if (c->o.target == TALLY_TARGET_CHILD)
+	if (c->o.target == TALLY_TARGET_CHILD) {
+		/* the command's task events enable themselves at its exec; its cgroup's now */
+		for (size_t i = 0; i < c->nfds; i++)
+			if (!c->fds[i].on_exec && ioctl(c->fds[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0 && errno != ESRCH)
+				return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, &c->fds[i]),
+						    strerror(errno));
 		return 0;
+	}
 	return apply_enable(c, -1);
 }
 
@@ -599,6 +622,23 @@ static void merge_runs(struct tally_collector *c)
 	}
 }
 
+void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total)
+{
+	*reached = c ? c->ps[event].reached : 0;
+	*total = c ? c->ps[event].n : 0;
+}
+
+const char *tally_collector_scope(const struct tally_collector *c)
+{
+	if (!c)
+		return "none";
+	if (c->o.target == TALLY_TARGET_SYSTEM)
+		return "every task (per-CPU events)";
+	if (c->o.use_cgroup)
+		return "every task of the command (per-CPU events on its own cgroup)";
+	return "the original tasks only (threads and children started later keep the period drawn when they were created)";
+}
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -634,7 +674,7 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			r.chain = p;
 			p += nr;
 		}
-		if (c->o.stack_user && p < end) {
+		if ((c->o.stack_user || c->o.leaf_stack) && p < end) {
 			uint64_t abi = *p++;
 			if (abi) {
 				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
@@ -663,6 +703,10 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		if (r.period > s->max)
 			s->max = r.period;
 		s->n++;
+		/* an inherited event reports its parent's id: a sample of another task came
+		 * through a copy made at that task's creation, whose period tally cannot redraw */
+		if (c->fds[fi].task < 0 || (uint32_t)c->fds[fi].task == r.tid)
+			s->reached++;
 		s->sum += (double)r.period;
 		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
 		if (mean && c->o.events[r.event]->time_based) {

@@ -186,6 +186,9 @@ void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_co
 	co->randomize = s->randomize;
 	co->callchain = s->callchain;
 	co->stack_user = s->stack_user;
+	/* frame-pointer chains: a few words of stack find the caller of a function
+	 * that set up no frame (docs/callgraph.md) */
+	co->leaf_stack = s->callchain && !s->stack_user ? TALLY_LEAF_STACK : 0;
 	co->build_id_mmap = s->build_id_mmap;
 	co->cpus = s->cpus;
 	co->ncpus = s->ncpus;
@@ -241,6 +244,18 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		}
 		tally_meta_set(m, "randomized", "%s", rz.buf);
 		tally_meta_set(m, "period-kind", "%s", pk.buf);
+		if (s->randomize) {
+			/* what the redraws reached, said and measured (docs/sampling.md) */
+			struct strbuf rt = STRBUF_INIT;
+			for (int e = 0; e < s->nev; e++) {
+				uint64_t reached, total;
+				tally_collector_random_samples(col, e, &reached, &total);
+				strbuf_addf(&rt, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", reached, total);
+			}
+			tally_meta_set(m, "randomized-scope", "%s", tally_collector_scope(col));
+			tally_meta_set(m, "randomized-samples", "%s", rt.buf);
+			strbuf_release(&rt);
+		}
 		strbuf_release(&rz);
 		strbuf_release(&pk);
 	}
@@ -280,6 +295,10 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	} else {
 		tally_meta_set(m, "call-graph", "%s", s->callchain ? "fp" : "none");
 		if (s->callchain) {
+			tally_meta_set(m, "fp-leaf-stack", "%u", TALLY_LEAF_STACK);
+			tally_meta_set(m, "fp-leaf-checked", "%" PRIu64, a->fp_leaf_checked);
+			tally_meta_set(m, "fp-leaf-repaired", "%" PRIu64, a->fp_leaf_repaired);
+			tally_meta_set(m, "fp-leaf-unchecked", "%" PRIu64, a->fp_leaf_unchecked);
 			struct strbuf ms = STRBUF_INIT;
 			if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
 				tally_meta_set(m, "max-stack", "%d", atoi(ms.buf));

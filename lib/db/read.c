@@ -108,21 +108,6 @@ bad:;
 }
 
 /* Splits a file's text into lines in place; *next is set past the line. */
-static char *next_line(char **cur)
-{
-	char *s = *cur;
-	if (!s || !*s)
-		return NULL;
-	char *nl = strchr(s, '\n');
-	if (nl) {
-		*nl = '\0';
-		*cur = nl + 1;
-	} else {
-		*cur = s + strlen(s);
-	}
-	return s;
-}
-
 static int read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
 {
 	strbuf_reset(path);
@@ -396,23 +381,22 @@ static bool session_value_ok(const char *k, const char *v, const char **want)
 
 static int parse_session(struct tally_db *db, char *text, const char *what)
 {
-	char *cur = text;
 	char *line;
-	size_t ln = 0;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
 	int r;
 	char q[TALLY_EXCERPT_SIZE];
-	while ((line = next_line(&cur))) {
-		ln++;
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		char *k, *v;
-		if ((r = tally_parse_header_line(line, what, ln, &k, &v)))
+		if ((r = tally_parse_header_line(line, L.what, L.ln, &k, &v)))
 			return r;
 		const char *want = NULL;
 		if (tally_meta_get(&db->session, k))
-			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is given twice (%s)", what, ln, k, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "'%s' is given twice (%s)", k, DAMAGED);
 		else if (!session_value_ok(k, v, &want))
-			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' must be %s, not '%s' (%s)", what, ln, k, want,
+			r = tally_lines_err(&L, -EINVAL, "'%s' must be %s, not '%s' (%s)", k, want,
 					 tally_excerpt(q, v), DAMAGED);
 		if (r) {
 			free(k);
@@ -554,10 +538,10 @@ static const char *image_problem(const struct tally_db_image *im)
 static int parse_images(struct tally_db *db, char *text, const char *what)
 {
 	size_t cap = 0;
-	char *cur = text, *line;
-	size_t ln = 0;
-	while ((line = next_line(&cur))) {
-		ln++;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		char *f[7];
@@ -576,8 +560,7 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 		uint64_t idx = 0;
 		int pid = 0;
 		if (nf != 7 || !whole_u64(f[0], &idx) || idx != db->nimages || !parse_pid(f[4], &pid))
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'index kind id id-kind pid name path' in order (%s)",
-					    what, ln, DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "expected 'index kind id id-kind pid name path' in order (%s)", DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
 		struct tally_db_image *im = &db->images[db->nimages++];
 		memset(im, 0, sizeof(*im));
@@ -591,7 +574,7 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 		im->path = xstrdup(f[6]);
 		const char *why = image_problem(im);
 		if (why)
-			return tally_seterr(-EINVAL, "'%s' line %zu: image %zu: %s (%s)", what, ln, db->nimages - 1, why, DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "image %zu: %s (%s)", db->nimages - 1, why, DAMAGED);
 	}
 	return 0;
 }
@@ -654,8 +637,9 @@ static int prof_label(const struct tally_db *db, const struct tally_meta *h, con
 
 static int parse_prof(struct tally_db *db, char *text, const char *what)
 {
-	char *cur = text, *line;
-	size_t ln = 0;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
 	int r = 0;
 	struct tally_meta h = { 0 };
 	char q[TALLY_EXCERPT_SIZE];
@@ -663,12 +647,11 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 		r = tally_seterr(-EINVAL, "'%s': a profile read before the session (%s)", what, DAMAGED);
 		goto out;
 	}
-	while ((line = next_line(&cur))) {
-		ln++;
+	while ((line = tally_lines_next(&L))) {
 		if (!*line)
 			break;
 		char *k, *v;
-		if ((r = tally_parse_header_line(line, what, ln, &k, &v)))
+		if ((r = tally_parse_header_line(line, L.what, L.ln, &k, &v)))
 			goto out;
 		GROW(h.kv, h.alloc, h.n + 1);
 		h.kv[h.n++] = (struct tally_kv){ k, v };
@@ -706,15 +689,13 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	}
 	GROW(db->profs, db->aprofs, db->nprofs + 1);
 	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries, label };
-	while ((line = next_line(&cur))) {
-		ln++;
+	while ((line = tally_lines_next(&L))) {
 		uint64_t off;
-		if ((r = tally_parse_prof_line(line, what, ln, db->nevents, &off, c)))
+		if ((r = tally_parse_prof_line(line, L.what, L.ln, db->nevents, &off, c)))
 			goto undo;
 		/* counts that wrap would add up to anything: refused where the sum passes 2^64 */
 		if (!add_counts(got, c, db->nevents)) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", what, ln, UINT64_MAX,
-					 DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "the counts add up past %" PRIu64 " (%s)", UINT64_MAX, DAMAGED);
 			goto undo;
 		}
 		GROW(db->entries, db->aentries, db->nentries + 1);
@@ -771,18 +752,17 @@ static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, s
 static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 {
 	size_t cap = db->nksyms;
-	char *cur = text, *line;
-	size_t ln = 0;
-	while ((line = next_line(&cur))) {
-		ln++;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		const char *p = line;
 		uint64_t addr, size;
 		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
 		    !p[2])
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", what,
-					    ln, DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", DAMAGED);
 		char type = *p;
 		const char *name = p + 2;
 		const char *mod = strstr(name, " [");
@@ -817,10 +797,11 @@ static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 
 static int parse_tasks(struct tally_db *db, char *text, const char *what)
 {
-	size_t cap = db->ntasks, ln = 0;
-	char *cur = text, *line;
-	while ((line = next_line(&cur))) {
-		ln++;
+	size_t cap = db->ntasks;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		char *t1 = strchr(line, '\t');
@@ -830,7 +811,7 @@ static int parse_tasks(struct tally_db *db, char *text, const char *what)
 			*t1 = '\0';
 		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
 		if (!t2 || !parse_pid(line, &pid) || !pid || strchr(t2 + 1, '\t'))
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'PID<tab>COMM<tab>EXE' (%s)", what, ln, DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "expected 'PID<tab>COMM<tab>EXE' (%s)", DAMAGED);
 		*t2 = '\0';
 		tally_unescape(t1 + 1);
 		tally_unescape(t2 + 1);
@@ -858,15 +839,15 @@ static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *pat
 /* Optional: the images mapped inside another mount namespace. */
 static int parse_mntns(struct tally_db *db, char *text, const char *what)
 {
-	char *cur = text, *line;
-	size_t ln = 0;
-	while ((line = next_line(&cur))) {
-		ln++;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		uint64_t i;
 		if (!whole_u64(line, &i) || i >= db->nimages)
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected an image index below %zu (%s)", what, ln,
+			return tally_lines_err(&L, -EINVAL, "expected an image index below %zu (%s)",
 					    db->nimages, DAMAGED);
 		db->images[i].foreign_ns = true;
 	}
@@ -899,10 +880,11 @@ static int cmp_name(const void *a, const void *b)
  * tally 0.1: '-' when unknown), into db->mods. */
 static int parse_modules(struct tally_db *db, char *text, const char *what)
 {
-	size_t ln = 0, cap = db->nmods;
-	char *cur = text, *line;
-	while ((line = next_line(&cur))) {
-		ln++;
+	size_t cap = db->nmods;
+	char *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while ((line = tally_lines_next(&L))) {
 		if (!*line || line[0] == '#')
 			continue;
 		char name[128], addr[32], id[160], extra[2];
@@ -916,7 +898,7 @@ static int parse_modules(struct tally_db *db, char *text, const char *what)
 		for (const char *c = n == 4 && strcmp(id, "-") ? id : ""; ok && *c; c++)
 			ok = strchr("0123456789abcdef", *c) != NULL;
 		if (!ok)
-			return tally_seterr(-EINVAL, "'%s' line %zu: expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)", what, ln,
+			return tally_lines_err(&L, -EINVAL, "expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)",
 					    DAMAGED);
 		GROW(db->mods, cap, db->nmods + 1);
 		db->mods[db->nmods++] = (struct tally_db_module){ xstrdup(name), size, a,

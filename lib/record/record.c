@@ -3,14 +3,17 @@
  * conditions, and the database written at the end. Shared by tally record,
  * tally daemon and anything that records in-process. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +37,9 @@ struct tally_recording {
 	int go_fd;  /* write a byte: the child may exec */
 	int err_fd; /* read: errno of a failed exec, or EOF when exec succeeded */
 	bool child_done;
+	char *cgroup;   /* the command's own cgroup v2 directory, removed at the end, or NULL */
+	bool child_execed; /* with cgroup: its exec was seen (COMM exec or MMAP2 record) */
+	int cgroup_fd;
 	int status;
 	int exit_code;
 
@@ -57,7 +63,19 @@ void tally_recording_opts_init(struct tally_recording_opts *o)
 
 static void on_record(void *ctx, const struct tally_rec *rec)
 {
-	tally_agg_record(ctx, rec);
+	struct tally_recording *r = ctx;
+	if (r->cgroup && !r->child_execed && rec->pid == (uint32_t)r->child) {
+		/* per-CPU events are on before the command's exec (there is no
+		 * enable_on_exec for them): tally's own child until then is not
+		 * sampled. Its exec: the COMM record says so, or the new program's
+		 * first mapping */
+		if ((rec->type == PERF_RECORD_COMM && (rec->misc & PERF_RECORD_MISC_COMM_EXEC)) ||
+		    rec->type == PERF_RECORD_MMAP2)
+			r->child_execed = true;
+		else if (rec->type == PERF_RECORD_SAMPLE)
+			return;
+	}
+	tally_agg_record(&r->agg, rec);
 }
 
 /* Forks the command, held before its exec until start writes to go_fd. */
@@ -104,6 +122,141 @@ static int spawn_stopped(struct tally_recording *r, char *const *argv)
 	return 0;
 }
 
+/* The cgroup v2 mount point (root "/" only), or NULL. Caller frees. */
+static char *cgroup2_mount(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	char *line = NULL, *found = NULL;
+	size_t cap = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char root[512], mnt[512];
+		if (sscanf(line, "%*s %*s %*s %511s %511s", root, mnt) != 2)
+			continue;
+		const char *dash = strstr(line, " - ");
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) || strcmp(root, "/") || strchr(mnt, '\\'))
+			continue;
+		found = xstrdup(mnt);
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static int write_str(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, text, strlen(text));
+	int e = n == (ssize_t)strlen(text) ? 0 : (n < 0 ? -errno : -EIO);
+	close(fd);
+	return e;
+}
+
+/* Removes the empty cgroups a tally that was killed (SIGKILL: no clean-up)
+ * left under dir: "tally-PID-CHILD" whose PID is gone. One that still holds a
+ * process is kept (rmdir refuses it). */
+static void sweep_stale_cgroups(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid, child;
+		char end;
+		if (sscanf(de->d_name, "tally-%d-%d%c", &pid, &child, &end) != 2 || pid <= 0 || pid == (int)getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		(void)rmdir(path);
+	}
+	closedir(d);
+}
+
+/* Puts the held child into a cgroup of its own, below tally's, so that per-CPU
+ * events scoped to it follow every task of the command and take each redrawn
+ * period (docs/sampling.md). False when this machine does not allow it: then
+ * the events are inherited from the child, as before. */
+static bool child_cgroup(struct tally_recording *r)
+{
+	char *mnt = cgroup2_mount();
+	if (!mnt)
+		return false;
+	struct strbuf own = STRBUF_INIT, dir = STRBUF_INIT;
+	bool ok = false;
+	if (strbuf_read_file(&own, "/proc/self/cgroup", 1 << 16) == 0) {
+		const char *l = own.buf;
+		while (l && strncmp(l, "0::", 3)) {
+			l = strchr(l, '\n');
+			l = l ? l + 1 : NULL;
+		}
+		if (l) {
+			l += 3;
+			size_t len = strcspn(l, "\n");
+			strbuf_addf(&dir, "%s%.*s", mnt, (int)len, (len == 1 && *l == '/') ? "" : l);
+			sweep_stale_cgroups(dir.buf);
+			strbuf_addf(&dir, "/tally-%d-%d", (int)getpid(), (int)r->child);
+			if (mkdir(dir.buf, 0755) == 0) {
+				char procs[4200], pid[32];
+				snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir.buf);
+				snprintf(pid, sizeof(pid), "%d\n", (int)r->child);
+				int fd = -1;
+				if (write_str(procs, pid) == 0)
+					fd = open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				if (fd >= 0) {
+					r->cgroup = strbuf_detach(&dir);
+					r->cgroup_fd = fd;
+					ok = true;
+				} else {
+					rmdir(dir.buf);
+				}
+			}
+		}
+	}
+	strbuf_release(&own);
+	strbuf_release(&dir);
+	free(mnt);
+	return ok;
+}
+
+/* Moves whatever still runs in the command's cgroup back to tally's, then removes it. */
+static void child_cgroup_remove(struct tally_recording *r)
+{
+	if (!r->cgroup)
+		return;
+	if (r->cgroup_fd >= 0)
+		close(r->cgroup_fd);
+	r->cgroup_fd = -1;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->cgroup);
+	struct strbuf procs = STRBUF_INIT;
+	char *slash = strrchr(r->cgroup, '/');
+	for (int round = 0; round < 3 && rmdir(r->cgroup) < 0 && errno == EBUSY && slash; round++) {
+		strbuf_reset(&procs);
+		if (strbuf_read_file(&procs, path, 1 << 20) != 0)
+			break;
+		char parent[4200];
+		snprintf(parent, sizeof(parent), "%.*s/cgroup.procs", (int)(slash - r->cgroup), r->cgroup);
+		for (char *l = procs.buf, *nl; l && *l; l = nl) {
+			nl = strchr(l, '\n');
+			if (nl)
+				*nl++ = '\0';
+			char line[32];
+			snprintf(line, sizeof(line), "%s\n", l);
+			(void)write_str(parent, line);
+		}
+	}
+	strbuf_release(&procs);
+	free(r->cgroup);
+	r->cgroup = NULL;
+}
+
 static int shell_code(int status)
 {
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -125,6 +278,7 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 	r->o = *o;
 	r->wake[0] = r->wake[1] = -1;
 	r->child = -1;
+	r->cgroup_fd = -1;
 	r->go_fd = r->err_fd = -1;
 	r->exit_code = -1;
 	atomic_init(&r->stop_requested, 0);
@@ -156,6 +310,14 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 		r->tpids[0] = r->child;
 		co.pids = r->tpids;
 		co.npids = 1;
+		/* a period the kernel adapts is not ours to randomize: no cgroup needed */
+		bool fixed = o->smp->period != 0;
+		for (int e = 0; e < o->smp->nev; e++)
+			fixed = fixed || o->smp->evs[e]->time_based;
+		if (o->smp->randomize && fixed && child_cgroup(r)) {
+			co.use_cgroup = true;
+			co.cgroup_fd = r->cgroup_fd;
+		}
 		break;
 	}
 	case TALLY_TARGET_PIDS:
@@ -178,6 +340,12 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 	r->o.pids = r->pids;
 
 	ret = tally_collector_open(&r->col, &co);
+	if (ret && co.use_cgroup) {
+		/* per-CPU events need more privilege than a task's: inherit instead */
+		child_cgroup_remove(r);
+		co.use_cgroup = false;
+		ret = tally_collector_open(&r->col, &co);
+	}
 	if (ret)
 		goto fail;
 	tally_agg_init(&r->agg, o->smp->nev, o->smp->per_pid, o->target == TALLY_TARGET_SYSTEM);
@@ -260,7 +428,7 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 		return 1;
 	if (timeout_ms < 0)
 		timeout_ms = r->o.smp->randomize ? 50 : 100;
-	int n = tally_collector_poll(r->col, timeout_ms, on_record, &r->agg);
+	int n = tally_collector_poll(r->col, timeout_ms, on_record, r);
 	drain_wake(r);
 	identify(r);
 	tally_agg_collect_dead(&r->agg);
@@ -330,7 +498,7 @@ int tally_recording_stop(struct tally_recording *r)
 	if (!r->end)
 		r->end = TALLY_RECORDING_REQUESTED;
 	int ret = tally_collector_disable(r->col);
-	int n = tally_collector_poll(r->col, 0, on_record, &r->agg);
+	int n = tally_collector_poll(r->col, 0, on_record, r);
 	identify(r);
 	r->mono_stop = tally_now_mono();
 	r->state = ST_STOPPED;
@@ -449,6 +617,7 @@ void tally_recording_free(struct tally_recording *r)
 			;
 	}
 	tally_collector_free(r->col);
+	child_cgroup_remove(r);
 	if (r->have_agg)
 		tally_agg_release(&r->agg);
 	tally_meta_release(&r->session);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tally/annotate.h"
 #include "tally/jitdump.h"
+#include "tally/demangle.h"
 #include "tally/util.h"
 
 #include <capstone/capstone.h>
@@ -455,6 +456,222 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 	tally_hidx_release(&b.idx);
 }
 
+/* ---- an inlined function ---- */
+
+struct iline {
+	const char *file;
+	uint32_t line;
+	uint64_t n;
+};
+
+struct into {
+	const char *name; /* a function it was inlined into */
+	uint64_t n;
+};
+
+struct icand {
+	uint32_t image;
+	uint64_t id; /* the inlined function's DWARF id (tally_srcframe.addr) */
+	const char *name;
+	uint64_t samples;
+	struct pt *pts;
+	size_t npts, apts;
+	struct iline *ls;
+	size_t nls, als;
+	struct into *into;
+	size_t ninto, ainto;
+};
+
+static int cmp_func(const void *a, const void *b);
+
+static int cmp_into(const void *a, const void *b)
+{
+	const struct into *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The line where the inlined function with DWARF id `id` is declared, or 0. */
+static uint32_t inline_decl_line(struct tally_resolver *res, uint32_t image, uint64_t id)
+{
+	GElf_Addr bias;
+	Dwfl_Module *mod = tally_resolver_module(res, image, &bias);
+	Dwarf_Addr dbias;
+	Dwarf *dw = mod ? dwfl_module_getdwarf(mod, &dbias) : NULL;
+	Dwarf_Die die;
+	int line = 0;
+	if (!dw || !dwarf_offdie(dw, id, &die) || dwarf_decl_line(&die, &line) != 0 || line < 0)
+		return 0;
+	return (uint32_t)line;
+}
+
+static void annotate_inline_one(const struct tally_db *db, struct tally_resolver *res, struct icand *c,
+				uint64_t image_samples, struct tally_annot_func *f)
+{
+	(void)db;
+	memset(f, 0, sizeof(*f));
+	f->image = c->image;
+	f->name = xstrdup(c->name);
+	f->inlined = true;
+	f->samples = c->samples;
+	f->image_samples = image_samples;
+	f->main_file = TALLY_ANNOT_NONE;
+	struct builder b;
+	memset(&b, 0, sizeof(b));
+	b.f = f;
+	/* the file with most samples is where the function is written */
+	const char *mainf = NULL;
+	uint64_t best = 0;
+	for (size_t i = 0; i < c->nls; i++) {
+		uint64_t s = 0;
+		for (size_t k = 0; k < c->nls; k++)
+			if (c->ls[k].file && c->ls[i].file && !strcmp(c->ls[k].file, c->ls[i].file))
+				s += c->ls[k].n;
+		if (c->ls[i].file && s > best) {
+			best = s;
+			mainf = c->ls[i].file;
+		}
+	}
+	if (mainf) {
+		f->main_file = intern_file(&b, mainf);
+		uint32_t decl = inline_decl_line(res, c->image, c->id);
+		if (decl)
+			f->first_line = f->last_line = decl;
+	}
+	for (size_t i = 0; i < c->nls; i++) {
+		if (c->ls[i].file && c->ls[i].line)
+			add_line(&b, intern_file(&b, c->ls[i].file), c->ls[i].line, c->ls[i].n);
+		else
+			f->no_line += c->ls[i].n;
+	}
+	tally_qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
+	if (!f->nlines)
+		set_note(&f->line_note, "DWARF gives no source line for its code");
+	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
+	size_t u = 0;
+	for (size_t i = 0; i < c->npts; i++) {
+		if (u && c->pts[u - 1].addr == c->pts[i].addr)
+			c->pts[u - 1].n += c->pts[i].n;
+		else
+			c->pts[u++] = c->pts[i];
+	}
+	f->npts = u;
+	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < u; i++) {
+		f->pt_addr[i] = c->pts[i].addr;
+		f->pt_samples[i] = c->pts[i].n;
+	}
+	tally_qsort(c->into, c->ninto, sizeof(*c->into), cmp_into);
+	f->inlined_into = xcalloc(c->ninto + 1, sizeof(char *));
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < c->ninto; i++) {
+		f->inlined_into[f->ninlined_into++] = xstrdup(c->into[i].name);
+		if (i < 3)
+			strbuf_addf(&sb, "%s%s", i ? ", " : "", c->into[i].name);
+	}
+	if (c->ninto > 3)
+		strbuf_addf(&sb, " and %zu more", c->ninto - 3);
+	set_note(&f->code_note, "an inlined function has no code of its own: its instructions are in the function%s it was inlined into (%s): annotate %s with --asm",
+		 c->ninto == 1 ? "" : "s", sb.buf, c->ninto == 1 ? "it" : "those");
+	strbuf_release(&sb);
+	tally_hidx_release(&b.idx);
+}
+
+/* annotate NAME where NAME is an inlined function: the samples whose inline
+ * chain has it (its innermost instance), at the line within it. 0 with the
+ * functions in *out (maybe none), or -EINVAL (several images). */
+static int annotate_inlined(const struct tally_db *db, struct tally_resolver *res, const struct tally_annotate_opts *o,
+			    const uint64_t *img_samples, struct tally_annot_func **out, size_t *n)
+{
+	struct icand *cands = NULL;
+	size_t nc = 0, ac = 0;
+	int ret = 0;
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (o->image && !image_matches(&db->images[pf->image], o->image))
+			continue;
+		for (size_t i = pf->first; i < pf->end; i++) {
+			uint64_t cnt = db->counts[i * (size_t)db->nevents + (size_t)o->event];
+			if (!cnt)
+				continue;
+			const struct tally_srcframe *fr;
+			size_t nf = tally_resolve_frames(res, pf->image, db->entries[i].offset, false, &fr);
+			size_t k = 0;
+			while (k < nf && !(fr[k].inlined && fr[k].name && tally_name_matches(fr[k].name, o->symbol)))
+				k++;
+			if (k == nf)
+				continue;
+			struct icand *c = NULL;
+			for (size_t q = 0; q < nc && !c; q++)
+				if (cands[q].image == pf->image && cands[q].id == fr[k].addr)
+					c = &cands[q];
+			if (!c) {
+				GROW(cands, ac, nc + 1);
+				c = &cands[nc++];
+				memset(c, 0, sizeof(*c));
+				*c = (struct icand){ .image = pf->image, .id = fr[k].addr, .name = fr[k].name };
+			}
+			c->samples += cnt;
+			uint64_t la;
+			if (!tally_resolver_addr(res, pf->image, db->entries[i].offset, &la)) {
+				GROW(c->pts, c->apts, c->npts + 1);
+				c->pts[c->npts++] = (struct pt){ la, cnt };
+			}
+			size_t q = 0;
+			while (q < c->nls && !(c->ls[q].line == (uint32_t)fr[k].line &&
+					       (c->ls[q].file == fr[k].file || (c->ls[q].file && fr[k].file && !strcmp(c->ls[q].file, fr[k].file)))))
+				q++;
+			if (q == c->nls) {
+				GROW(c->ls, c->als, c->nls + 1);
+				c->ls[c->nls++] = (struct iline){ fr[k].file, (uint32_t)(fr[k].line > 0 ? fr[k].line : 0), 0 };
+			}
+			c->ls[q].n += cnt;
+			/* the function it was inlined into: the outermost frame */
+			const char *into = fr[nf - 1].name ? fr[nf - 1].name : "[unknown]";
+			q = 0;
+			while (q < c->ninto && strcmp(c->into[q].name, into))
+				q++;
+			if (q == c->ninto) {
+				GROW(c->into, c->ainto, c->ninto + 1);
+				c->into[c->ninto].name = into;
+				c->into[c->ninto++].n = 0;
+			}
+			c->into[q].n += cnt;
+		}
+	}
+	for (size_t k = 1; k < nc; k++)
+		if (cands[k].image != cands[0].image) {
+			struct strbuf sb = STRBUF_INIT;
+			for (size_t j = 0; j < nc; j++) {
+				bool dup = false;
+				for (size_t q = 0; q < j; q++)
+					dup = dup || cands[q].image == cands[j].image;
+				if (!dup)
+					strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", db->images[cands[j].image].name);
+			}
+			ret = tally_seterr(-EINVAL, "inlined function '%s' is in several images: %s (choose one with --image NAME)",
+					   o->symbol, sb.buf);
+			strbuf_release(&sb);
+			goto out;
+		}
+	*out = nc ? xcalloc(nc, sizeof(**out)) : NULL;
+	for (size_t k = 0; k < nc; k++)
+		annotate_inline_one(db, res, &cands[k], img_samples[cands[k].image], &(*out)[k]);
+	if (nc)
+		tally_qsort(*out, nc, sizeof(**out), cmp_func);
+	*n = nc;
+out:
+	for (size_t k = 0; k < nc; k++) {
+		free(cands[k].pts);
+		free(cands[k].ls);
+		free(cands[k].into);
+	}
+	free(cands);
+	return ret;
+}
+
 /* ---- finding the function ---- */
 
 static int cmp_func(const void *a, const void *b)
@@ -486,7 +703,7 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 				continue;
 			img_samples[pf->image] += cnt;
 			const struct tally_sym *sym = tally_resolve(res, pf->image, db->entries[i].offset);
-			if (!sym || strcmp(sym->name, o->symbol))
+			if (!sym || !tally_name_matches(sym->name, o->symbol))
 				continue;
 			uint64_t la;
 			if (tally_resolver_addr(res, pf->image, db->entries[i].offset, &la))
@@ -511,6 +728,10 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 		goto out;
 	}
 	if (!nc) {
+		/* not a function of the symbol table: an inlined one? */
+		ret = annotate_inlined(db, res, o, img_samples, out, n);
+		if (ret || *n)
+			goto out;
 		const char *why = NULL;
 		for (size_t p = 0; o->image && p < db->nprofs && !why; p++)
 			if (image_matches(&db->images[db->profs[p].image], o->image))
@@ -580,6 +801,9 @@ void tally_annotate_free(struct tally_annot_func *f, size_t n)
 		free(f[i].pt_samples);
 		free(f[i].line_note);
 		free(f[i].code_note);
+		for (size_t k = 0; k < f[i].ninlined_into; k++)
+			free(f[i].inlined_into[k]);
+		free(f[i].inlined_into);
 	}
 	free(f);
 }

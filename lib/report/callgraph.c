@@ -1,6 +1,7 @@
 /* Report-time call graphs (see callgraph.h). */
 #define _GNU_SOURCE
 #include "tally/callgraph.h"
+#include "tally/demangle.h"
 #include "tally/util.h"
 
 #include <inttypes.h>
@@ -293,7 +294,7 @@ long tally_cg_find(const struct tally_cg *cg, const char *name)
 {
 	long best = -1;
 	for (size_t i = 0; i < cg->nfuncs; i++)
-		if (!strcmp(cg->funcs[i].name, name) && (best < 0 || cg->funcs[i].incl > cg->funcs[best].incl))
+		if (tally_name_matches(cg->funcs[i].name, name) && (best < 0 || cg->funcs[i].incl > cg->funcs[best].incl))
 			best = (long)i;
 	return best;
 }

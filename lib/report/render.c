@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/demangle.h"
 #include "tally/diff.h"
 #include "tally/json.h"
 #include "tally/report.h"
@@ -40,6 +41,13 @@ static bool shown(const struct tally_report_opts *o, size_t i)
 	return !o->top || i < o->top;
 }
 
+/* A row of a flat table (rows by samples): within --top and --percent-limit
+ * (of what its % column shows). */
+static bool shown_flat(const struct tally_report_opts *o, size_t i, uint64_t n, uint64_t of)
+{
+	return shown(o, i) && pc(n, of) >= o->percent_limit;
+}
+
 /* Whether item i of a comma-separated list equals want. */
 static bool list_item_is(const char *list, int i, const char *want)
 {
@@ -62,7 +70,11 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	const char *start = tally_meta_get(&db->session, "start-time");
 	if (!target)
 		target = tally_meta_get(&db->session, "target");
-	strbuf_addf(out, "# %s: %s", db->path, target ? target : "(what ran was not recorded)");
+	strbuf_addf(out, "# %s: ", db->path);
+	if (target) /* the command line as typed: its control bytes never reach the terminal raw */
+		strbuf_add_excerpt(out, target, strlen(target), strlen(target));
+	else
+		strbuf_addstr(out, "(what ran was not recorded)");
 	if (start)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
@@ -72,8 +84,20 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
 	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
-	if (list_item_is(rnd, ev, "yes"))
-		strbuf_addstr(out, " (randomized)");
+	if (list_item_is(rnd, ev, "yes")) {
+		/* say when the redraws did not reach every long-sampled task (docs/sampling.md) */
+		const char *rt = tally_meta_get(&db->session, "randomized-samples");
+		for (int i = 0; rt && i < ev; i++) {
+			rt = strchr(rt, ',');
+			rt = rt ? rt + 1 : NULL;
+		}
+		unsigned long long reached, total;
+		if (rt && sscanf(rt, "%llu/%llu", &reached, &total) == 2 && reached < total)
+			strbuf_addf(out, " (randomized for %.2f%% of the samples; the threads and children started later kept one period each)",
+				    100.0 * (double)reached / (double)total);
+		else
+			strbuf_addstr(out, " (randomized)");
+	}
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
@@ -83,6 +107,15 @@ static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
 	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
 		    tally_view_lost_pct(db), db->throttled);
+}
+
+/* A function's name in a text column: short (demangle.h) unless full. */
+static void add_name(struct strbuf *out, const char *name, bool full)
+{
+	if (full)
+		strbuf_addstr(out, name);
+	else
+		tally_name_short(out, name);
 }
 
 /* ---- the flat views: images, functions, lines ---- */
@@ -104,7 +137,7 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 		strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
 	int w = 18;
 	if (o->lines)
-		for (size_t k = 0; k < fr.n && shown(o, k); k++)
+		for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++)
 			if (fr.v[k].file) {
 				int len = (int)strlen(tally_basename(fr.v[k].file)) + 1 + snprintf(NULL, 0, "%d", fr.v[k].line);
 				if (len > w)
@@ -113,7 +146,7 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
 	struct strbuf loc = STRBUF_INIT;
 	uint64_t cum = 0;
-	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
 		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
@@ -129,10 +162,38 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 			strbuf_addf(&loc, "0x%016" PRIx64, r->addr);
 		else
 			strbuf_addstr(&loc, "-");
-		strbuf_addf(out, "  %*s  %s%s\n", o->lines ? -w : w, loc.buf, r->name, r->inlined ? " (inlined)" : "");
+		strbuf_addf(out, "  %*s  ", o->lines ? -w : w, loc.buf);
+		add_name(out, r->name, o->full_names);
+		strbuf_addstr(out, r->inlined ? " (inlined)\n" : "\n");
 	}
 	strbuf_release(&loc);
 	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", img->samples, "");
+	tally_view_rows_release(&fr);
+}
+
+/* --flat: one table of the functions (or lines) of every selected image, by
+ * samples (perf report's default view, pprof -top). */
+static void text_flat(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
+		      const struct tally_report_opts *o, int ev, const struct tally_view_rows *t)
+{
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
+	strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
+	uint64_t cum = 0;
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		cum += r->samples;
+		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		pct(out, r->samples, t->total);
+		strbuf_addch(out, ' ');
+		pct(out, cum, t->total);
+		strbuf_addstr(out, "  ");
+		if (o->lines)
+			strbuf_addf(out, r->file ? "%s:%d  " : "-  ", r->file ? tally_basename(r->file) : "", r->line);
+		add_name(out, r->name, o->full_names);
+		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "", db->images[r->image].name);
+	}
+	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t->total, "");
 	tally_view_rows_release(&fr);
 }
 
@@ -145,7 +206,7 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	if (!o->symbols && !o->lines) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
 		uint64_t cum = 0;
-		for (size_t i = 0; i < t.n && shown(o, i); i++) {
+		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 			cum += t.v[i].samples;
 			strbuf_addf(out, "%9" PRIu64 " ", t.v[i].samples);
 			pct(out, t.v[i].samples, t.total);
@@ -154,8 +215,11 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 			strbuf_addf(out, "  %s\n", t.v[i].name);
 		}
 		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t.total, "");
+	} else if (o->flat) {
+		text_flat(out, db, res, o, ev, &t);
 	} else {
-		for (size_t i = 0; i < t.n; i++)
+		/* the images JSON lists: the top N, at least the limit */
+		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++)
 			text_functions(out, db, res, o, ev, &t.v[i], t.total);
 	}
 	tally_view_rows_release(&t);
@@ -172,7 +236,7 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 	} else {
 		tally_json_karr(j, "functions");
 	}
-	for (size_t k = 0; k < fr.n && shown(o, k); k++) {
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		tally_json_obj(j);
 		if (o->lines) {
@@ -203,6 +267,43 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 	tally_view_rows_release(&fr);
 }
 
+static void json_flat(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
+		      const struct tally_report_opts *o, int ev, const struct tally_view_rows *t)
+{
+	struct tally_view_rows fr;
+	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
+	tally_json_karr(j, o->lines ? "lines" : "functions");
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
+		const struct tally_view_row *r = &fr.v[k];
+		tally_json_obj(j);
+		if (o->lines) {
+			tally_json_kstr(j, "file", r->file);
+			if (r->file && r->line)
+				tally_json_ki64(j, "line", r->line);
+			else
+				tally_json_knull(j, "line");
+			tally_json_kstr(j, "function", r->name);
+		} else {
+			tally_json_kstr(j, "name", r->name);
+		}
+		tally_json_kstr(j, "image", db->images[r->image].name);
+		if (r->inlined)
+			tally_json_kbool(j, "inlined", true);
+		if (!o->lines) {
+			tally_json_key(j, "addr");
+			if (r->has_addr)
+				tally_json_strf(j, "0x%" PRIx64, r->addr);
+			else
+				tally_json_null(j);
+		}
+		tally_json_ku64(j, "samples", r->samples);
+		tally_json_knum(j, "percent", pc(r->samples, t->total), 4);
+		tally_json_end(j);
+	}
+	tally_json_end(j);
+	tally_view_rows_release(&fr);
+}
+
 static void json_event(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, int ev)
 {
@@ -211,9 +312,15 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 	tally_json_obj(j);
 	tally_json_kstr(j, "name", db->events[ev]);
 	tally_json_ku64(j, "samples", t.total);
+	if (o->flat) {
+		json_flat(j, db, res, o, ev, &t);
+		tally_json_end(j);
+		tally_view_rows_release(&t);
+		return;
+	}
 	tally_json_karr(j, "images");
 	bool fn = o->symbols || o->lines;
-	for (size_t i = 0; i < t.n && shown(o, i); i++) {
+	for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 		const struct tally_view_row *r = &t.v[i];
 		const struct tally_db_image *im = &db->images[r->image];
 		tally_json_obj(j);
@@ -238,10 +345,46 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 
 /* ---- call graphs ---- */
 
-static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool full)
 {
 	const struct tally_cg_func *fn = &cg->funcs[f];
-	strbuf_addf(out, "%s%s  [%s]", fn->name, fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
+	add_name(out, fn->name, full);
+	strbuf_addf(out, "%s  [%s]", fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
+}
+
+/* Frame-pointer chains and the caller of a function without a frame
+ * (docs/callgraph.md): what the recording checked and put back. */
+static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct tally_json *j)
+{
+	const char *cgm = tally_meta_get(&db->session, "call-graph");
+	if (!cgm || strcmp(cgm, "fp"))
+		return;
+	const char *ck = tally_meta_get(&db->session, "fp-leaf-checked");
+	const char *rp = tally_meta_get(&db->session, "fp-leaf-repaired");
+	const char *un = tally_meta_get(&db->session, "fp-leaf-unchecked");
+	unsigned long long c = 0, r = 0, u = 0;
+	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 && sscanf(un, "%llu", &u) == 1;
+	if (j) {
+		if (known) {
+			tally_json_kobj(j, "fp_leaf");
+			tally_json_ku64(j, "checked", c);
+			tally_json_ku64(j, "repaired", r);
+			tally_json_ku64(j, "unchecked", u);
+			tally_json_end(j);
+		} else {
+			tally_json_knull(j, "fp_leaf");
+		}
+		return;
+	}
+	if (!known) {
+		strbuf_addstr(out, "; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
+		return;
+	}
+	strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
+		    c ? 100.0 * (double)r / (double)c : 0.0);
+	if (u)
+		strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
+			    c ? 100.0 * (double)u / (double)c : 0.0, tally_meta_get(&db->session, "fp-leaf-stack") ? tally_meta_get(&db->session, "fp-leaf-stack") : "?");
 }
 
 /* the same as keys of the JSON object at hand */
@@ -254,7 +397,8 @@ static void json_fname(struct tally_json *j, const struct tally_db *db, const st
 		tally_json_kbool(j, "inlined", true);
 }
 
-static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j)
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
+			bool full)
 {
 	uint32_t sf[5];
 	uint64_t sc[5];
@@ -277,6 +421,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		const char *jw = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (jw)
 			tally_json_kstr(j, "dwarf_stop_reasons", jw);
+		fp_leaf_part(db, out, j);
 		tally_json_end(j);
 		return;
 	}
@@ -289,12 +434,13 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
 			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
-			fname(out, db, cg, sf[i]);
+			fname(out, db, cg, sf[i], full);
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (why)
 			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
 	}
+	fp_leaf_part(db, out, NULL);
 	strbuf_addch(out, '\n');
 }
 
@@ -304,14 +450,14 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 #define TREE_INDENT_MAX 40
 
 static void tree_line(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
-		      uint64_t base, struct strbuf *out)
+		      uint64_t base, struct strbuf *out, bool full)
 {
 	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
 	strbuf_addf(out, "%*s", ind * 2, "");
 	if (depth > TREE_INDENT_MAX)
 		strbuf_addf(out, "[depth %d] ", depth);
 	strbuf_addf(out, "%7.2f%% %9" PRIu64 "  ", pc(nd->count, base), nd->count);
-	fname(out, db, cg, nd->func);
+	fname(out, db, cg, nd->func, full);
 	strbuf_addch(out, '\n');
 }
 
@@ -319,7 +465,7 @@ static void tree_line(const struct tally_db *db, const struct tally_cg *cg, cons
  * text (j NULL) or nested JSON objects. A loop with its own stack, not a
  * recursion: a stack can be 500,000 frames deep. */
 static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
-		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j)
+		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
 {
 	struct level {
 		uint32_t *kids;
@@ -351,7 +497,7 @@ static void tree_print(const struct tally_db *db, const struct tally_cg *cg, con
 			tally_json_knum(j, "percent", pc(nd->count, base), 4);
 			tally_json_karr(j, "children");
 		} else {
-			tree_line(db, cg, nd, depth - 1, base, out);
+			tree_line(db, cg, nd, depth - 1, base, out, full);
 		}
 		GROW(st, alloc, n + 1);
 		st[n].kids = tally_view_tree_kids(nodes, at, base, limit, &st[n].nk);
@@ -372,7 +518,7 @@ static int cmp_arc_count(const void *a, const void *b, void *ctx)
 
 /* --callgraph, one function: callers above, callees below, each by count. */
 static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
-				 const struct tally_view_row *f)
+				 const struct tally_view_row *f, bool full)
 {
 	const struct tally_cg *cg = &v->cg;
 	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
@@ -380,7 +526,7 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		if (dir == 1) {
 			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
 				    pc(f->samples, cg->total));
-			fname(out, db, cg, f->func);
+			fname(out, db, cg, f->func, full);
 			strbuf_addch(out, '\n');
 		}
 		size_t na;
@@ -391,7 +537,7 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
-			fname(out, db, cg, dir ? arc->callee : arc->caller);
+			fname(out, db, cg, dir ? arc->callee : arc->caller, full);
 			strbuf_addch(out, '\n');
 		}
 		free(arcs);
@@ -426,7 +572,7 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 		     const struct tally_report_opts *o, int ev, struct tally_json *j, struct tally_warnings *w)
 {
-	bool json = j != NULL;
+	bool json = j != NULL, full = o->full_names;
 	struct tally_view_cg v;
 	/* arcs only for the views that show them */
 	tally_view_cg_build_flags(&v, db, res, o->sel, ev, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
@@ -459,10 +605,10 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 				tally_json_end(j);
 			} else if (o->children) {
 				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
-				fname(out, db, cg, f->func);
+				fname(out, db, cg, f->func, full);
 				strbuf_addch(out, '\n');
 			} else {
-				text_callgraph_entry(out, db, &v, f);
+				text_callgraph_entry(out, db, &v, f, full);
 			}
 		}
 		if (json)
@@ -475,17 +621,17 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		if (json) {
 			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, base, o->percent_limit, out, j);
+				tree_print(db, cg, nodes, base, o->percent_limit, out, j, full);
 			tally_json_end(j);
 		} else if (nodes) {
 			if (focus_name)
 				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
 					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL);
+			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
-	unwind_line(db, cg, out, j);
+	unwind_line(db, cg, out, j, full);
 	if (json)
 		tally_json_end(j);
 	tally_view_cg_release(&v);
@@ -557,7 +703,7 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		const struct tally_db_image *im = &db->images[i];
 		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
 			continue;
-		uint64_t total = 0, named = 0, lined = 0;
+		uint64_t total = 0, named = 0, lined = 0, by_addr = 0;
 		bool selected = false;
 		for (size_t p = 0; p < db->nprofs; p++) {
 			const struct tally_db_prof *pf = &db->profs[p];
@@ -571,8 +717,15 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 				total += c;
 				const struct tally_srcframe *fr;
 				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
-				if (n && fr[n - 1].name)
-					named += c;
+				if (n && fr[n - 1].name) {
+					/* a function named by its address (.eh_frame bounds, no symbol) is
+					 * found, not named */
+					const struct tally_sym *sy = fr[0].file ? NULL : tally_resolve(res, i, db->entries[e].offset);
+					if (sy && sy->prio == TALLY_SYM_FDE)
+						by_addr += c;
+					else
+						named += c;
+				}
 				if (n && fr[0].file)
 					lined += c;
 			}
@@ -581,14 +734,29 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 			continue;
 		struct strbuf tx = STRBUF_INIT;
 		tally_resolver_explain(res, i, &tx);
-		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)\n",
+		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)",
 			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
+		if (by_addr)
+			strbuf_addf(&tx, ", in a function known only by its address (.eh_frame) %" PRIu64 " (%.2f%%)", by_addr,
+				    pc(by_addr, total));
+		strbuf_addch(&tx, '\n');
+		/* a file was used, and yet it names nothing: say so, not only "used" and 0% */
+		struct tally_resolver_file used[8];
+		size_t nused = total && !named ? tally_resolver_files(res, i, used, 8) : 0;
+		for (size_t k = 0; k < nused; k++)
+			strbuf_addf(&tx, "  used but nothing named: %s '%s' was used, and none of the %" PRIu64 " samples is in a function it names (%s)\n",
+				    used[k].role == TALLY_RFILE_DEBUG ? "debug file" : "file", used[k].path, total,
+				    used[k].role == TALLY_RFILE_DEBUG ? "its symbols do not cover the sampled code"
+								      : "a stripped file without debug info, or not the code that ran: find the unstripped file or its debug file with --debug-dir or --mapfile");
 		if (json) {
 			tally_json_obj(&j);
 			json_image_id(&j, im);
 			tally_json_ku64(&j, "samples", total);
 			tally_json_ku64(&j, "named", named);
 			tally_json_ku64(&j, "with_line", lined);
+			tally_json_ku64(&j, "by_address", by_addr);
+			if (nused)
+				tally_json_kbool(&j, "used_but_nothing_named", true);
 			tally_json_karr(&j, "explain");
 			for (char *l = tx.buf, *nl; l && *l; l = nl + 1) {
 				nl = strchr(l, '\n');

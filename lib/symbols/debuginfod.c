@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <time.h>
+
 static struct tally_resolver *dfd_resolver; /* for the progress callback's lookups */
 
 struct dfd_deadline {
@@ -11,10 +13,48 @@ struct dfd_deadline {
 
 static int dfd_progress(debuginfod_client *c, long a, long b)
 {
-	(void)a, (void)b;
 	const struct dfd_deadline *d = dfd_resolver ? dfd_resolver->dfd_get_user_data(c) : NULL;
+	if (d) {
+		struct tally_resolver *r = dfd_resolver;
+		const char *name = r->db->images[r->dfd_image].name;
+		double left = d->until - tally_now_mono();
+		if (b > 0)
+			sym_progress(r, "debuginfod: %s: %ld of %ld KiB (%.0f s left)", name, a / 1024, b / 1024, left > 0 ? left : 0);
+		else
+			sym_progress(r, "debuginfod: asking for %s's debug info (%.0f s left)", name, left > 0 ? left : 0);
+	}
 	/* non-zero cancels the download: the report never waits longer than the limit */
 	return d && tally_now_mono() > d->until;
+}
+
+/* libdebuginfod's cache directory, as it chooses it. */
+static void dfd_cache_dir(struct strbuf *out)
+{
+	const char *p = getenv("DEBUGINFOD_CACHE_PATH"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (p && *p)
+		strbuf_addstr(out, p);
+	else if (x && *x)
+		strbuf_addf(out, "%s/debuginfod_client", x);
+	else if (h && *h)
+		strbuf_addf(out, "%s/.cache/debuginfod_client", h);
+}
+
+/* Whether libdebuginfod has a failure cached for build-id id (an empty file
+ * where the debug file would be: elfutils' negative cache, made with no
+ * permissions by older versions); *age gets how old it is, in seconds. */
+static bool dfd_cached_failure(const char *id, struct strbuf *where, double *age)
+{
+	dfd_cache_dir(where);
+	if (!where->len)
+		return false;
+	strbuf_addf(where, "/%s/debuginfo", id);
+	struct stat st;
+	if (lstat(where->buf, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
+		return false;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	*age = (double)(now.tv_sec - st.st_mtim.tv_sec);
+	return true;
 }
 
 /* The debug file from DEBUGINFOD_URLS, or -1. Logged. */
@@ -74,21 +114,41 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 			return -1;
 		id[i] = (unsigned char)v;
 	}
-	struct dfd_deadline d = { tally_now_mono() + r->o.debuginfod_timeout };
+	/* one limit for the whole report, not one per image: the first download
+	 * starts the clock, and what it leaves is what the others may take */
+	double t0 = tally_now_mono();
+	if (!r->dfd_until)
+		r->dfd_until = t0 + r->o.debuginfod_timeout;
+	if (t0 >= r->dfd_until) {
+		sym_logf_(s, "debuginfod (%s): not asked: the report's --debuginfod-timeout of %.1f s was spent on other images", urls,
+			  r->o.debuginfod_timeout);
+		return -1;
+	}
+	struct strbuf cached = STRBUF_INIT;
+	double age = 0;
+	bool was_cached = dfd_cached_failure(di->id, &cached, &age);
+	struct dfd_deadline d = { r->dfd_until };
+	r->dfd_image = (uint32_t)(di - r->db->images);
 	r->dfd_set_user_data(r->dfd, &d);
 	dfd_resolver = r;
+	sym_progress(r, "debuginfod: asking for %s's debug info", di->name);
 	char *p = NULL;
-	double t0 = tally_now_mono();
 	int fd = r->dfd_find(r->dfd, id, (int)len, &p);
 	r->dfd_set_user_data(r->dfd, NULL);
 	dfd_resolver = NULL;
 	if (fd < 0) {
-		sym_logf_(s, "debuginfod (%s): %s after %.1f s", urls,
-		      tally_now_mono() - t0 >= r->o.debuginfod_timeout ? "gave up at the time limit" : strerror(-fd),
-		      tally_now_mono() - t0);
+		double took = tally_now_mono() - t0;
+		if (was_cached && fd == -ENOENT)
+			sym_logf_(s, "debuginfod (%s): a failure cached by libdebuginfod %.0f s ago ('%s'), not asked again until it expires (cache_miss_s in the cache directory, default 600 s; remove that file to ask now)",
+				  urls, age, cached.buf);
+		else
+			sym_logf_(s, "debuginfod (%s): %s after %.1f s", urls,
+				  tally_now_mono() >= r->dfd_until ? "gave up at the time limit" : strerror(-fd), took);
+		strbuf_release(&cached);
 		free(p);
 		return -1;
 	}
+	strbuf_release(&cached);
 	*path = p;
 	return fd;
 }

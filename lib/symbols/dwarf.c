@@ -170,6 +170,64 @@ static const char *in_module(struct tally_resolver *r, const char *name, const c
 	return intern(r, &sb);
 }
 
+/* The DIE that declares die: its abstract origin (an inlined copy), then its
+ * specification (a member function defined outside its class). */
+static void decl_die(Dwarf_Die *die, Dwarf_Die *out)
+{
+	*out = *die;
+	Dwarf_Attribute a;
+	Dwarf_Die d;
+	for (int k = 0; k < 4; k++) {
+		if (dwarf_attr(out, DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &d))
+			*out = d;
+		else if (dwarf_attr(out, DW_AT_specification, &a) && dwarf_formref_die(&a, &d))
+			*out = d;
+		else
+			break;
+	}
+}
+
+/* A function's name as the symbol table would give it: its linkage name
+ * demangled ("ns::Cls::size() const"), else its name qualified by the
+ * namespaces and classes around its declaration ("ns::Cls::size"), so two
+ * inlined functions with one bare name are told apart. Interned. */
+static const char *die_name(struct tally_resolver *r, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (link && r->o.no_demangle)
+		return link;
+	struct strbuf sb = STRBUF_INIT;
+	char *d = link ? tally_demangle(link) : NULL;
+	if (d) {
+		strbuf_addstr(&sb, d);
+		free(d);
+		return intern(r, &sb);
+	}
+	const char *name = dwarf_diename(die);
+	if (!name)
+		return NULL;
+	Dwarf_Die decl, *scopes = NULL;
+	decl_die(die, &decl);
+	int n = dwarf_getscopes_die(&decl, &scopes);
+	/* scopes[0] is decl itself, the last its compile unit */
+	for (int k = n - 1; k >= 1; k--) {
+		int tag = dwarf_tag(&scopes[k]);
+		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
+		    tag != DW_TAG_union_type && tag != DW_TAG_module)
+			continue;
+		const char *sn = dwarf_diename(&scopes[k]);
+		strbuf_addf(&sb, "%s::", sn ? sn : tag == DW_TAG_namespace ? "(anonymous namespace)" : "(anonymous)");
+	}
+	free(scopes);
+	if (!sb.len)
+		return name;
+	strbuf_addstr(&sb, name);
+	return intern(r, &sb);
+}
+
 static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret)
 {
 	struct imgsyms *s = sym_get(r, image);
@@ -226,11 +284,11 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 				uint64_t key = dwarf_dieoffset(&chain[i]);
 				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
 					key = dwarf_dieoffset(&origin);
-				push_frame(r, in_module(r, dwarf_diename(&chain[i]), modname), file, line, true, key);
+				push_frame(r, in_module(r, die_name(r, &chain[i]), modname), file, line, true, key);
 				file = abs_srcpath(r, cu, call_file(cu, &chain[i], &line));
 			}
 			if (!outer && n)
-				outer = in_module(r, dwarf_diename(&chain[0]), modname);
+				outer = in_module(r, die_name(r, &chain[0]), modname);
 			if (outer || file)
 				push_frame(r, outer, file, line, false, outer_addr);
 		} else if (sym) {

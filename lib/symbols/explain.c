@@ -68,13 +68,18 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
 	}
 	if (!s->nsyms) {
 		strbuf_addf(out, "  functions: not named: %s\n", s->note ? s->note : "no symbols");
+	} else if (s->nsyms == s->nfde) {
+		strbuf_addf(out, "  functions: no symbols; %zu functions found by their .eh_frame entries, named IMAGE+0xADDRESS (install its debug package, or give --debug-dir or --mapfile, for names)\n",
+			    s->nfde);
 	} else if (!strcmp(di->kind, "jit")) {
 		strbuf_addf(out, "  functions: named from the JIT map (%zu entries)\n", s->nsyms);
 	} else if (s->have_symtab) {
-		strbuf_addf(out, "  functions: named from .symtab (%zu functions)\n", s->nsyms);
+		strbuf_addf(out, "  functions: named from .symtab (%zu functions)\n", s->nsyms - s->nfde);
+		if (s->nfde)
+			strbuf_addf(out, "  functions: %zu more without a symbol, found by their .eh_frame entries, named IMAGE+0xADDRESS\n", s->nfde);
 	} else {
-		strbuf_addf(out, "  functions: only the exported ones, from .dynsym (%zu functions); local functions are [unknown] (install its debug package, or give --debug-dir or --mapfile)\n",
-			    s->nsyms);
+		strbuf_addf(out, "  functions: only the exported ones are named, from .dynsym (%zu functions); %zu local functions are named IMAGE+0xADDRESS from their .eh_frame entries (install its debug package, or give --debug-dir or --mapfile, for names)\n",
+			    s->nsyms - s->nfde, s->nfde);
 	}
 	if (s->mod)
 		strbuf_addf(out, "  lines and inlines: %s\n",

@@ -5,6 +5,7 @@
 #define TALLY_SYMBOLS_INTERNAL_H
 
 #include "tally/archive.h"
+#include "tally/demangle.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
 #include "tally/imgmap.h"
@@ -42,8 +43,9 @@ struct imgsyms {
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
-	char **owned; /* names we had to copy (version suffixes cut) */
+	char **owned; /* names we had to copy (version suffixes cut, demangled) */
 	size_t nowned, aowned;
+	uint8_t *demangled; /* per symbol: its name was demangled (or needs not be) */
 	bool mismatch;
 	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;
@@ -63,6 +65,7 @@ struct imgsyms {
 	bool debug_searched; /* the search for a debug file ran and found none */
 	Dwarf *dw;
 	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
+	size_t nfde;       /* of syms: functions no symbol names, from .eh_frame FDEs (IMAGE+0xADDR) */
 	uint64_t kdelta;   /* --vmlinux: running kernel address - vmlinux address */
 	size_t dwarf_missing; /* addresses in no compile unit (damaged or partial DWARF) */
 	char *dwarf_err;
@@ -132,6 +135,8 @@ struct tally_resolver {
 	void (*dfd_set_user_data)(debuginfod_client *, void *);
 	void *(*dfd_get_user_data)(debuginfod_client *);
 	void (*dfd_end)(debuginfod_client *);
+	double dfd_until; /* --debuginfod-timeout bounds the whole report: when it ends (0: not started) */
+	uint32_t dfd_image; /* the image being downloaded, for progress */
 };
 
 struct cand {
@@ -149,6 +154,8 @@ struct fsym {
 };
 
 void sym_set_note(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A progress line for slow work (tally_resolver_opts.progress), if asked for. */
+void sym_progress(struct tally_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_logf_(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_finish_syms(struct imgsyms *s);
 void sym_load(struct tally_resolver *r, uint32_t image);

@@ -613,6 +613,22 @@ void tally_jit_escape(struct strbuf *sb, const char *s)
 	}
 }
 
+char *tally_jit_display_name(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		size_t n = *p >= 0x20 && *p < 0x7f ? 1 : *p >= 0x80 ? utf8_seq(p) : 0;
+		if (!n)
+			break;
+		p += n;
+	}
+	if (!*p)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	tally_jit_escape(&sb, s);
+	return strbuf_detach(&sb);
+}
+
 static int hexval(int c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
@@ -908,21 +924,52 @@ static bool map_sep(const char **p, const char *end)
 	return true;
 }
 
+/* What is wrong with the map line [s, end), or NULL when it is good; *name
+ * gets where its name starts. */
+static const char *map_line_bad(const char *s, const char *end, uint64_t *start, uint64_t *size, const char **name)
+{
+	const char *p = s;
+	if (memchr(s, '\0', (size_t)(end - s)))
+		return "a NUL byte";
+	if (!map_hex(&p, end, start))
+		return "START is not a hex number of at most 16 digits";
+	if (!map_sep(&p, end))
+		return "no space or tab after START";
+	if (!map_hex(&p, end, size))
+		return "SIZE is not a hex number of at most 16 digits";
+	if (!map_sep(&p, end) || p == end)
+		return "no NAME after SIZE (a name with a newline in it breaks its line in two)";
+	if (*start > UINT64_MAX - (*size ? *size : 1))
+		return "START + SIZE is past the end of the address space";
+	*name = p;
+	return NULL;
+}
+
 int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad)
 {
+	return tally_perfmap_parse_why(buf, len, syms, nsyms, bad, NULL);
+}
+
+int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad,
+			    struct strbuf *why)
+{
 	struct tally_perfmap_sym *r = NULL;
-	size_t n = 0, cap = 0, nbad = 0, at = 0;
+	size_t n = 0, cap = 0, nbad = 0, at = 0, ln = 0;
 	while (at < len) {
 		const char *s = buf + at, *nl = memchr(s, '\n', len - at);
 		const char *end = nl ? nl : buf + len;
 		at = (size_t)(end - buf) + (nl ? 1 : 0);
+		ln++;
 		if (s == end)
 			continue;
-		const char *p = s;
-		uint64_t start, size;
-		if (memchr(s, '\0', (size_t)(end - s)) || !map_hex(&p, end, &start) || !map_sep(&p, end) ||
-		    !map_hex(&p, end, &size) || !map_sep(&p, end) || p == end || start > UINT64_MAX - (size ? size : 1)) {
-			nbad++;
+		const char *p = NULL, *what;
+		uint64_t start = 0, size = 0;
+		if ((what = map_line_bad(s, end, &start, &size, &p))) {
+			if (!nbad++ && why) {
+				strbuf_addf(why, "line %zu: %s, in '", ln, what);
+				strbuf_add_excerpt(why, s, (size_t)(end - s), TALLY_EXCERPT_MAX);
+				strbuf_addstr(why, "' (expected 'START SIZE NAME')");
+			}
 			continue;
 		}
 		GROW(r, cap, n + 1);

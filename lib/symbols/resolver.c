@@ -61,6 +61,7 @@ static void imgsyms_release(struct imgsyms *s)
 	for (size_t k = 0; k < s->nowned; k++)
 		free(s->owned[k]);
 	free(s->owned);
+	free(s->demangled);
 	strbuf_release(&s->log);
 	free(s->file);
 	free(s->debug_file);
@@ -119,6 +120,18 @@ void sym_set_note(struct imgsyms *s, const char *fmt, ...)
 	va_end(ap);
 	free(s->note);
 	s->note = strbuf_detach(&sb);
+}
+
+void sym_progress(struct tally_resolver *r, const char *fmt, ...)
+{
+	if (!r->o.progress)
+		return;
+	char line[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	r->o.progress(r->o.progress_ctx, line);
 }
 
 void sym_logf_(struct imgsyms *s, const char *fmt, ...)
@@ -203,6 +216,7 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 		sym_set_note(s, "'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
 			 di->path);
 	} else {
+		sym_progress(r, "reading the symbols of %s", di->name);
 		sym_load_file(r, s, di);
 	}
 }
@@ -242,6 +256,27 @@ struct imgsyms *sym_get(struct tally_resolver *r, uint32_t image)
 	return s;
 }
 
+/* y with its name demangled, once, when it is first looked up: a C++ library
+ * has many more symbols than a profile has functions */
+static const struct tally_sym *demangled(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *y)
+{
+	if (r->o.no_demangle || !strcmp(r->db->images[s->image].kind, "kernel"))
+		return y;
+	size_t i = (size_t)(y - s->syms);
+	if (!s->demangled)
+		s->demangled = xcalloc(s->nsyms + 1, 1);
+	if (!s->demangled[i]) {
+		s->demangled[i] = 1;
+		char *d = tally_demangle(y->name);
+		if (d) {
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = d;
+			s->syms[i].name = d;
+		}
+	}
+	return y;
+}
+
 const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, uint64_t offset)
 {
 	struct imgsyms *s = sym_get(r, image);
@@ -252,7 +287,7 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 		return NULL;
 	const struct tally_sym *y = lookup(s, addr);
 	if (y)
-		return y;
+		return demangled(r, s, y);
 	for (size_t i = 0; i < s->nsecs; i++)
 		if (addr >= s->secs[i].start && addr < s->secs[i].end) {
 			/* e.g. [.plt]: honest about where, without inventing a function */

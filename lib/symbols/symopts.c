@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DFDTIMEOUT, SO_NOINLINE };
+enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DFDTIMEOUT, SO_NOINLINE, SO_NODEMANGLE };
 
 void tally_symopts_init(struct tally_symopts *s)
 {
@@ -37,6 +37,7 @@ static int symopts_handle(void *ctx, int code, const char *arg)
 	case SO_VMLINUX: s->vmlinux = arg; return 0;
 	case SO_DEBUGINFOD: s->debuginfod = true; return 0;
 	case SO_NOINLINE: s->no_inline = true; return 0;
+	case SO_NODEMANGLE: s->no_demangle = true; return 0;
 	case SO_DFDTIMEOUT:
 		if (tally_parse_duration(arg, "--debuginfod-timeout", &s->debuginfod_timeout) || !(s->debuginfod_timeout > 0) ||
 		    s->debuginfod_timeout > 3600)
@@ -52,8 +53,9 @@ static const struct tally_option symopts_options[] = {
 	{ 0, "mapfile", TALLY_ARG_REQUIRED, "FILE", "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE },
 	{ 0, "vmlinux", TALLY_ARG_REQUIRED, "FILE", "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX },
 	{ 0, "debuginfod", TALLY_ARG_NONE, NULL, "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD },
-	{ 0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long per image (default 10)", SO_DFDTIMEOUT },
+	{ 0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT },
 	{ 0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE },
+	{ 0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE },
 	TALLY_OPTION_END,
 };
 
@@ -78,5 +80,6 @@ int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *r
 	ro->debuginfod = s->debuginfod;
 	ro->debuginfod_timeout = s->debuginfod_timeout;
 	ro->no_inline = s->no_inline;
+	ro->no_demangle = s->no_demangle;
 	return 0;
 }

@@ -11,6 +11,30 @@ static char *strip_deleted(const char *path)
 	return del ? xstrndup(path, (size_t)(del - path)) : xstrdup(path);
 }
 
+/* Whether path is a separate debug file (objcopy --only-keep-debug, a distro's
+ * .debug): its code sections are there but empty (SHT_NOBITS), so it has the
+ * image's build-id and symbols but never its code nor its file offsets. */
+static bool debug_only(const char *path)
+{
+	int fd = tally_open_regular(AT_FDCWD, path, TALLY_OPEN_FOLLOW, 0, NULL);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t code = 0, empty = 0;
+	Elf_Scn *scn = NULL;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
+			continue;
+		code++;
+		empty += sh.sh_type == SHT_NOBITS;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return code && empty == code;
+}
+
 /* The image file: --image-path, then --mapfile, then the recorded path; the
  * first that is the recorded file. *mismatch when one was found but was
  * another file. Logged. */
@@ -49,6 +73,12 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			continue;
 		}
 		int ok = sym_check_file(di, c[i].path, &why);
+		if (ok == 1 && debug_only(c[i].path)) {
+			/* the right id, but no code: the debug search may use it, the image is elsewhere */
+			sym_logf_(s, "image file '%s' (%s): %s, but it is a separate debug file (its code sections are empty): not the image",
+				  c[i].path, c[i].why, why.buf);
+			continue;
+		}
 		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
 		if (ok == 0)
 			*mismatch = true;
@@ -123,6 +153,116 @@ bool sym_func_sym(Dwfl_Module *mod, int i, struct fsym *f)
 	f->name = dwfl_module_getsym_info(mod, i, &f->sym, &f->addr, &f->shndx, &f->elf, &sbias);
 	int t = f->name ? GELF_ST_TYPE(f->sym.st_info) : STT_NOTYPE;
 	return f->name && *f->name && f->sym.st_shndx != SHN_UNDEF && (t == STT_FUNC || t == STT_GNU_IFUNC);
+}
+
+/* ---- functions without symbols: .eh_frame FDE boundaries ---- */
+
+static bool read_enc4(const uint8_t *p, const uint8_t *end, uint8_t enc, int64_t *v)
+{
+	/* the encodings linkers write into .eh_frame_hdr: 4-byte values only */
+	if ((enc & 0x0f) != 0x03 && (enc & 0x0f) != 0x0b)
+		return false;
+	if (end - p < 4)
+		return false;
+	uint32_t u;
+	memcpy(&u, p, 4);
+	*v = (enc & 0x0f) == 0x0b ? (int64_t)(int32_t)u : (int64_t)u;
+	return true;
+}
+
+static bool sym_overlaps(const struct tally_sym *syms, size_t n, uint64_t start, uint64_t end)
+{
+	/* syms sorted by address: the last one starting before end, and the one before it */
+	size_t lo = end ? TALLY_UPPER_U64(syms, n, addr, end - 1) : 0;
+	for (size_t k = lo; k > 0 && k + 2 >= lo; k--) {
+		const struct tally_sym *y = &syms[k - 1];
+		if (y->addr < end && start < y->addr + (y->size ? y->size : 1))
+			return true;
+	}
+	return false;
+}
+
+/* Every function of an ELF still has an FDE in .eh_frame, with its start and
+ * size, even stripped: each FDE that no symbol covers becomes a function named
+ * IMAGE+0xADDR (its link-time address, as objdump and perf show it). The start
+ * addresses come from the sorted table of .eh_frame_hdr; the ranges from
+ * libdw's CFI (dwarf_cfi_addrframe, dwarf_frame_info). Returns how many. */
+static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL, *hdr = NULL;
+	GElf_Shdr hsh;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && (nm = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(nm, ".eh_frame_hdr")) {
+			hdr = scn;
+			hsh = sh;
+			break;
+		}
+	}
+	Elf_Data *d = hdr ? elf_getdata(hdr, NULL) : NULL;
+	if (!d || !d->d_buf || d->d_size < 8) {
+		if (hdr)
+			sym_logf_(s, ".eh_frame_hdr is empty or unreadable: functions without symbols keep the section's name");
+		return 0;
+	}
+	const uint8_t *p = d->d_buf, *end = p + d->d_size;
+	/* version, eh_frame_ptr encoding, fde_count encoding, table encoding */
+	uint8_t ver = p[0], ptr_enc = p[1], cnt_enc = p[2], tab_enc = p[3];
+	int64_t ptr, count;
+	if (ver != 1 || ptr_enc == 0xff || cnt_enc == 0xff || tab_enc != 0x3b /* datarel sdata4 */ ||
+	    !read_enc4(p + 4, end, ptr_enc, &ptr) || !read_enc4(p + 8, end, cnt_enc, &count) || count < 0 ||
+	    (uint64_t)count > (uint64_t)(end - (p + 12)) / 8) {
+		sym_logf_(s, ".eh_frame_hdr has no search table tally reads (version %u, table encoding 0x%x): functions without symbols keep the section's name",
+			  ver, tab_enc);
+		return 0;
+	}
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
+	if (!cfi) {
+		sym_logf_(s, ".eh_frame: %s", dwarf_errmsg(-1));
+		return 0;
+	}
+	size_t nreal = s->nsyms, cap = s->nsyms, added = 0;
+	const uint8_t *t = p + 12;
+	for (int64_t i = 0; i < count; i++, t += 8) {
+		int64_t loc, next_loc = INT64_MAX;
+		if (!read_enc4(t, end, 0x0b, &loc))
+			break;
+		if (i + 1 < count && !read_enc4(t + 8, end, 0x0b, &next_loc))
+			next_loc = INT64_MAX;
+		/* datarel: from the start of .eh_frame_hdr */
+		uint64_t start = hsh.sh_addr + (uint64_t)loc, limit = hsh.sh_addr + (uint64_t)next_loc, fend = start;
+		if (next_loc == INT64_MAX || limit <= start)
+			limit = UINT64_MAX;
+		/* dwarf_frame_info gives the range of one row of the FDE's table: walk
+		 * the rows to the FDE's end (where no FDE, or the next one, begins) */
+		for (int rows = 0; rows < 4096 && fend < limit; rows++) {
+			Dwarf_Frame *fr = NULL;
+			Dwarf_Addr rs, re;
+			if (dwarf_cfi_addrframe(cfi, fend, &fr) != 0)
+				break;
+			bool ok = dwarf_frame_info(fr, &rs, &re, NULL) >= 0 && re > fend;
+			free(fr);
+			if (!ok)
+				break;
+			fend = re < limit ? re : limit;
+		}
+		if (fend <= start || sym_overlaps(s->syms, nreal, start, fend))
+			continue;
+		struct strbuf nm = STRBUF_INIT;
+		strbuf_addf(&nm, "%s+0x%" PRIx64, label, (uint64_t)start);
+		GROW(s->owned, s->aowned, s->nowned + 1);
+		s->owned[s->nowned++] = strbuf_detach(&nm);
+		GROW(s->syms, cap, s->nsyms + 1);
+		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start, s->owned[s->nowned - 1], TALLY_SYM_FDE };
+		added++;
+	}
+	dwarf_cfi_end(cfi); /* made here by dwarf_getcfi_elf: ours to free */
+	return added;
 }
 
 static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
@@ -202,10 +342,21 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 	}
 	if (n < 0)
 		sym_logf_(s, "symbol table: %s", dwfl_errmsg(-1));
-	if (!s->nsyms)
-		sym_set_note(s, "'%s' has no function symbols (install its debug package, give --debug-dir, or see --explain)",
-			 path);
+	size_t named = s->nsyms;
 	sym_finish_syms(s);
+	if (!debug_only) {
+		/* a debug file's .eh_frame is empty: only the binary's is read */
+		const struct tally_db_image *di = s->di ? s->di : s->r ? &s->r->db->images[s->image] : NULL;
+		size_t nf = add_fde_syms(s, elf, di && di->name && *di->name ? di->name : tally_basename(path));
+		s->nfde = nf;
+		if (nf) {
+			sym_logf_(s, "%zu function%s without a symbol, from .eh_frame: named IMAGE+0xADDRESS", nf, nf == 1 ? "" : "s");
+			sym_finish_syms(s);
+		}
+	}
+	if (!named)
+		sym_set_note(s, "'%s' has no function symbols%s (install its debug package, give --debug-dir, or see --explain)",
+			 path, s->nsyms ? ": its functions are named by address, from .eh_frame" : "");
 }
 
 void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path,
@@ -287,7 +438,7 @@ void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tal
 
 void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
-	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
+	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT, why = STRBUF_INIT;
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
 	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
@@ -296,7 +447,7 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		have_map = true;
 		struct tally_perfmap_sym *ms;
 		size_t nms;
-		tally_perfmap_parse(sb.buf, sb.len, &ms, &nms, &bad);
+		tally_perfmap_parse_why(sb.buf, sb.len, &ms, &nms, &bad, &why);
 		s->names = strbuf_detach(&sb);
 		GROW(s->syms, cap, s->nsyms + nms);
 		for (size_t i = 0; i < nms; i++) {
@@ -333,11 +484,22 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		sym_set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		/* after the jitdump copy's own note, if it has one */
-		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped)", s->note ? s->note : "",
-			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s");
+		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped; the first: %s)", s->note ? s->note : "",
+			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s", why.buf);
 		s->loud = true;
+	}
+	/* names written by the profiled program: control bytes and bytes that are
+	 * not UTF-8 never reach a terminal, an SVG or an HTML page raw */
+	for (size_t i = 0; i < s->nsyms; i++) {
+		char *e = tally_jit_display_name(s->syms[i].name);
+		if (e) {
+			GROW(s->owned, s->aowned, s->nowned + 1);
+			s->owned[s->nowned++] = e;
+			s->syms[i].name = e;
+		}
 	}
 	sym_finish_syms(s);
 	strbuf_release(&p);
 	strbuf_release(&sb);
+	strbuf_release(&why);
 }

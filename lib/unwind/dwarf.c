@@ -4,8 +4,11 @@
 #include "tally/util.h"
 
 #include <asm/perf_regs.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,4 +260,148 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 			*why = "no CFI";
 	}
 	return c.n;
+}
+
+/* What the leaf check keeps per image: the file, its CFI, its loadable
+ * segments (file offset -> link-time address). */
+struct leaf_cfi {
+	int fd;
+	Elf *elf;
+	Dwarf_CFI *eh; /* .eh_frame (what every x86-64 binary has) */
+	struct leaf_seg { uint64_t off, filesz, vaddr; } ph[16];
+	size_t nph;
+	bool failed;
+};
+
+void tally_unwind_image_release(struct tally_image *im)
+{
+	struct leaf_cfi *c = im->leaf_cfi;
+	if (!c)
+		return;
+	if (c->eh)
+		dwarf_cfi_end(c->eh);
+	if (c->elf)
+		elf_end(c->elf);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+	im->leaf_cfi = NULL;
+}
+
+/* Opens the image's file through the process (its mount namespace), and only
+ * if it is still the file that was mapped (device and inode). */
+static void leaf_cfi_open(struct leaf_cfi *c, const struct tally_image *im, int pid)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, im->path);
+	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0)
+		c->fd = open(im->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (c->fd < 0 || fstat(c->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != im->ino ||
+	    major(st.st_dev) != im->maj || minor(st.st_dev) != im->min)
+		return;
+	elf_version(EV_CURRENT);
+	c->elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
+	size_t nph = 0;
+	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || elf_getphdrnum(c->elf, &nph) != 0)
+		return;
+	for (size_t i = 0; i < nph && c->nph < ARRAY_SIZE(c->ph); i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(c->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			c->ph[c->nph++] = (struct leaf_seg){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+	}
+	c->eh = dwarf_getcfi_elf(c->elf);
+}
+
+enum tally_leaf tally_unwind_leaf_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image, uint64_t offset,
+				       uint64_t *ra_off)
+{
+	if (image >= a->nimages || a->images[image].kind != TALLY_IMG_FILE)
+		return TALLY_LEAF_UNKNOWN;
+	struct tally_image *im = &a->images[image];
+	struct leaf_cfi *c = im->leaf_cfi;
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		c->fd = -1;
+		im->leaf_cfi = c;
+		leaf_cfi_open(c, im, p ? p->pid : im->pid);
+		c->failed = !c->eh;
+	}
+	if (c->failed)
+		return TALLY_LEAF_UNKNOWN;
+	uint64_t addr = 0;
+	bool found = false;
+	for (size_t i = 0; i < c->nph && !found; i++)
+		if (offset >= c->ph[i].off && offset < c->ph[i].off + c->ph[i].filesz) {
+			addr = offset - c->ph[i].off + c->ph[i].vaddr;
+			found = true;
+		}
+	if (!found)
+		return TALLY_LEAF_UNKNOWN;
+	enum tally_leaf res = TALLY_LEAF_UNKNOWN;
+	Dwarf_Frame *fr = NULL;
+	if (dwarf_cfi_addrframe(c->eh, addr, &fr) != 0)
+		return TALLY_LEAF_UNKNOWN; /* no FDE here: JIT-like stubs, or code without unwind tables */
+	Dwarf_Op *ops;
+	size_t nops;
+	/* a "register + offset" CFA rule comes back as one DW_OP_bregx */
+	if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_bregx) {
+		if (ops[0].number == 6) {
+			res = TALLY_LEAF_FRAMED; /* rbp: the frame is on the chain */
+		} else if (ops[0].number == 7 && ops[0].number2 >= 8 && ops[0].number2 < (1u << 20)) {
+			/* rsp: no frame on the chain; the x86-64 ABI puts the return
+			 * address at CFA - 8 */
+			*ra_off = ops[0].number2 - 8;
+			res = TALLY_LEAF_RA;
+		}
+	}
+	free(fr);
+	return res;
+}
+
+/* The sample's IP and SP from the registers packed in mask order. */
+static bool regs_ip_sp(const uint64_t *regs, size_t nregs, uint64_t *ip, uint64_t *sp)
+{
+	if (!regs || nregs < 20)
+		return false;
+	uint64_t mask = tally_unwind_regs_mask();
+	size_t k = 0;
+	for (int bit = 0; bit < PERF_REG_X86_64_MAX && k < nregs; bit++)
+		if (mask & (1ULL << bit)) {
+			if (bit == PERF_REG_X86_IP)
+				*ip = regs[k];
+			else if (bit == PERF_REG_X86_SP)
+				*sp = regs[k];
+			k++;
+		}
+	return true;
+}
+
+bool tally_unwind_leaf_read(const uint64_t *regs, size_t nregs, const uint8_t *stack, size_t stack_len,
+			    uint64_t chain_ip, uint64_t ra_off, uint64_t *ra)
+{
+	uint64_t ip = 0, sp = 0;
+	if (!regs_ip_sp(regs, nregs, &ip, &sp) || ip != chain_ip || !sp || !stack || ra_off + 8 > stack_len)
+		return false;
+	memcpy(ra, stack + ra_off, sizeof(*ra));
+	return true;
+}
+
+enum tally_leaf tally_unwind_leaf(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
+				  const uint8_t *stack, size_t stack_len, uint64_t chain_ip, uint64_t *ra)
+{
+	if (!p || !regs || nregs < 20)
+		return TALLY_LEAF_UNKNOWN;
+	const struct tally_map *m = tally_proc_find_map(p, chain_ip);
+	if (!m || m->image == TALLY_MAP_ANON)
+		return TALLY_LEAF_UNKNOWN;
+	/* the registers must be this sample's (IP = the chain's first address) */
+	uint64_t off = 0, ip = 0, sp = 0;
+	if (!regs_ip_sp(regs, nregs, &ip, &sp) || ip != chain_ip)
+		return TALLY_LEAF_UNKNOWN;
+	enum tally_leaf l = tally_unwind_leaf_rule(a, p, m->image, chain_ip - m->start + m->pgoff, &off);
+	if (l == TALLY_LEAF_RA && !tally_unwind_leaf_read(regs, nregs, stack, stack_len, chain_ip, off, ra))
+		return TALLY_LEAF_UNKNOWN;
+	return l;
 }

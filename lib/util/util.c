@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static char errbuf[1024];
+/* per thread: a job drives its hosts from threads of its own */
+static _Thread_local char errbuf[1024];
 static void (*oom_handler)(size_t n);
 
 void tally_set_oom_handler(void (*fn)(size_t n))
@@ -1006,4 +1007,39 @@ void tally_format_size(uint64_t bytes, char *buf, size_t n)
 		snprintf(buf, n, "%" PRIu64 " B", bytes);
 	else
 		snprintf(buf, n, "%.1f %s", v, unit[u]);
+}
+
+/* ---- lines ---- */
+
+void tally_lines_init(struct tally_lines *L, char *text, const char *what)
+{
+	L->cur = text;
+	L->what = what;
+	L->ln = 0;
+}
+
+char *tally_lines_next(struct tally_lines *L)
+{
+	char *s = L->cur;
+	if (!s || !*s)
+		return NULL;
+	char *nl = strchr(s, '\n');
+	if (nl) {
+		*nl = '\0';
+		L->cur = nl + 1;
+	} else {
+		L->cur = s + strlen(s);
+	}
+	L->ln++;
+	return s;
+}
+
+int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return tally_seterr(code, "'%s' line %zu: %s", L->what, L->ln, msg);
 }

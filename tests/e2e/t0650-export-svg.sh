@@ -145,7 +145,9 @@ titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
 w = [t for t in titles if t.startswith("op<b>")]
 if not w:
     sys.exit("no frame title starts with the name 'op<b>...' (escaped markup): %s" % titles[:5])
-if not w[0].startswith("op<b>&amp;\"quoted\" 'x' \ufffd]]></script>"):
+# a JIT name's control byte and non-UTF-8 byte are escaped where the name is
+# read (docs/symbols.md), so every view shows the same text
+if not w[0].startswith("op<b>&amp;\"quoted\" 'x' \\x01\\xff]]></script>"):
     sys.exit("the name came out as %r" % w[0].split("\n")[0])
 print("ok: a name with markup, a control character and a non-UTF-8 byte is escaped: %r" % w[0].split("\n")[0])
 EOF

@@ -23,7 +23,7 @@ perf_map() {
 	cp "$TMP/out" jitter.out
 	report_json map.json -i map.db --symbols
 	check_shares func map.json jitter.out 5 jit_spin native_spin
-	warned "perf map with a malformed line" map.json.err "^tally: warning: image 'jit': the JIT map of pid $pid had 1 malformed line \(skipped\)$"
+	warned "perf map with a malformed line" map.json.err "^tally: warning: image 'jit': the JIT map of pid $pid had 1 malformed line \(skipped; the first: line 2: START is not a hex number of at most 16 digits, in 'this line is malformed' \(expected 'START SIZE NAME'\)\)$"
 }
 
 # --- jitdumps that are damaged

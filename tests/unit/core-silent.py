@@ -5,11 +5,15 @@ err, warn, error, syslog, ...), to one that ends the process (exit, _exit,
 quick_exit), or to tally's printers (builtin/print.c: tally_warn,
 tally_error, tally_die, tally_info).  The core returns codes, sets its
 error message (tally_seterr) and hands warnings back (struct
-tally_warnings); only builtin/ prints.  Three exceptions, each in one object:
+tally_warnings); only builtin/ prints.  The exceptions, each in one object:
 abort() in lib/util/util.c, where allocation fails with no out-of-memory
 handler set (tally.c sets one), the assertions protoc-c generates in
 profile.pb-c.c, and _exit() in lib/record/record.c, in the child it forks to
-run the recorded command when its exec fails (never in the caller).
+run the recorded command when its exec fails (never in the caller), and
+_exit() in lib/job/proc.c, likewise in the child it forks for a test or a
+profiler's command, _exit() in lib/remote/remote.c, likewise in the child it
+forks for ssh, and _exit() in lib/job/agent.c, where the agent it detaches
+on a remote host ends (never the caller, which returns).
 
     core-silent.py LIBTALLY.a
 """
@@ -29,6 +33,9 @@ ALLOWED = {
     ("abort", "lib_util_util.c.o"),
     ("__assert_fail", "profile.pb-c.c.o"),
     ("_exit", "lib_record_record.c.o"),
+    ("_exit", "lib_job_proc.c.o"),
+    ("_exit", "lib_remote_remote.c.o"),
+    ("_exit", "lib_job_agent.c.o"),
 }
 
 

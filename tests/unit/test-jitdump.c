@@ -882,6 +882,56 @@ static void test_jitdump__perfmap_parse(void **state)
 	assert_null(s);
 }
 
+/* What was wrong with the first malformed line, and its number. */
+static void test_jitdump__perfmap_why(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{ "7f00 10 ok\nnext.js:1:10\n7f10 10 ok2\n", "line 2: START is not a hex number of at most 16 digits, in 'next.js:1:10' (expected 'START SIZE NAME')" },
+		{ "\n7f00 zz name\n", "line 2: SIZE is not a hex number of at most 16 digits, in '7f00 zz name'" },
+		{ "7f00 10\n", "line 1: no NAME after SIZE" },
+		{ "7f00\tname\n", "line 1: SIZE is not a hex number" },
+		{ "7f00 10 \x1b[31m\n7f00\n", "line 2: no space or tab after START, in '7f00'" },
+		{ "ffffffffffffffff 2 wraps\n", "line 1: START + SIZE is past the end of the address space" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tally_perfmap_sym *s;
+		size_t n, bad;
+		struct strbuf why = STRBUF_INIT;
+		assert_int_equal(tally_perfmap_parse_why(cases[i][0], strlen(cases[i][0]), &s, &n, &bad, &why), 0);
+		assert_true(bad >= 1);
+		assert_str_has(why.buf, cases[i][1]);
+		free(s);
+		strbuf_release(&why);
+	}
+	/* a good map says nothing */
+	struct tally_perfmap_sym *s;
+	size_t n, bad;
+	struct strbuf why = STRBUF_INIT;
+	assert_int_equal(tally_perfmap_parse_why("7f00 10 a\n", 10, &s, &n, &bad, &why), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(why.len, 0);
+	free(s);
+	strbuf_release(&why);
+}
+
+/* JIT names fit to print: control bytes and bytes that are not UTF-8 escaped,
+ * printable names (UTF-8 included) left alone. */
+static void test_jitdump__display_name(void **state)
+{
+	(void)state;
+	assert_null(tally_jit_display_name("JS:*hot /tmp/app.js:1:10"));
+	assert_null(tally_jit_display_name("JS:*h\xc3\xa9t path\\with\\backslash"));
+	char *e = tally_jit_display_name("JS:*hot /tmp/odd\x1b[31m\x01\nnext.js");
+	assert_non_null(e);
+	assert_string_equal(e, "JS:*hot /tmp/odd\\x1b[31m\\x01\\nnext.js");
+	free(e);
+	e = tally_jit_display_name("bad \xff utf8 \\");
+	assert_non_null(e);
+	assert_string_equal(e, "bad \\xff utf8 \\\\");
+	free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +956,8 @@ int main(void)
 		cmocka_unit_test(test_jitdump__overlaps_like_reference),
 		cmocka_unit_test(test_jitdump__scales),
 		cmocka_unit_test(test_jitdump__perfmap_parse),
+		cmocka_unit_test(test_jitdump__perfmap_why),
+		cmocka_unit_test(test_jitdump__display_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

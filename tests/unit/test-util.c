@@ -144,6 +144,32 @@ static void test_util__strbuf_json(void **state)
 	strbuf_release(&sb);
 }
 
+/* The line reader: lines split in place and numbered from 1, the last one
+ * without its newline too, empty lines counted; errors say what and where. */
+static void test_util__lines(void **state)
+{
+	(void)state;
+	char text[] = "first\n\nthird\nlast";
+	struct tally_lines L;
+	tally_lines_init(&L, text, "db/session");
+	assert_string_equal(tally_lines_next(&L), "first");
+	assert_int_equal(L.ln, 1);
+	assert_string_equal(tally_lines_next(&L), "");
+	assert_string_equal(tally_lines_next(&L), "third");
+	assert_int_equal(L.ln, 3);
+	assert_int_equal(tally_lines_err(&L, -EINVAL, "expected %s", "'key: value'"), -EINVAL);
+	assert_string_equal(tally_errmsg(), "'db/session' line 3: expected 'key: value'");
+	assert_string_equal(tally_lines_next(&L), "last");
+	assert_int_equal(L.ln, 4);
+	assert_null(tally_lines_next(&L));
+	assert_null(tally_lines_next(&L));
+	assert_int_equal(L.ln, 4);
+	char empty[] = "";
+	tally_lines_init(&L, empty, "x");
+	assert_null(tally_lines_next(&L));
+	assert_int_equal(L.ln, 0);
+}
+
 static void test_util__json_writer(void **state)
 {
 	(void)state;
@@ -1361,6 +1387,7 @@ int main(void)
 		cmocka_unit_test(test_util__strbuf_addf_growth),
 		cmocka_unit_test(test_util__strbuf_json),
 		cmocka_unit_test(test_util__json_writer),
+		cmocka_unit_test(test_util__lines),
 		cmocka_unit_test(test_util__strbuf_escape),
 		cmocka_unit_test(test_util__strbuf_escape_roundtrip),
 		cmocka_unit_test(test_util__strbuf_detach),

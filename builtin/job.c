@@ -1,0 +1,247 @@
+/* tally job: profilers as plugins around tests (autotest's job profilers;
+ * docs/job.md). The harness is lib/job; this prints its progress and errors. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtin/builtin.h"
+#include "tally/job.h"
+#include "tally/remote.h"
+#include "tally/util.h"
+
+struct jobopts {
+	const char *results, *path, *state;
+	char **hosts;
+	size_t nhosts, ahosts;
+	const char *root;
+	double host_timeout;
+};
+
+enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE, OPT_HOST, OPT_ROOT, OPT_HOST_TIMEOUT };
+
+static int job_handle(void *ctx, int code, const char *arg)
+{
+	struct jobopts *o = ctx;
+	switch (code) {
+	case OPT_RESULTS: o->results = arg; break;
+	case OPT_PATH: o->path = arg; break;
+	case OPT_STATE: o->state = arg; break;
+	case OPT_VERBOSE: tally_verbose = 1; break;
+	case OPT_HOST:
+		if (!arg[0])
+			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
+		GROW(o->hosts, o->ahosts, o->nhosts + 1);
+		o->hosts[o->nhosts++] = (char *)arg;
+		break;
+	case OPT_ROOT:
+		if (arg[0] != '/')
+			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
+		o->root = arg;
+		break;
+	case OPT_HOST_TIMEOUT: return tally_parse_duration(arg, "--host-timeout", &o->host_timeout);
+	}
+	return 0;
+}
+
+static const struct tally_option job_options[] = {
+	{ 'r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS },
+	{ 0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
+	  "colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
+	  OPT_PATH },
+	{ 0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
+	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
+	  OPT_STATE },
+	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
+	{ 0, "host", TALLY_ARG_REQUIRED, "HOST",
+	  "run: the profilers run on HOST (as ssh takes it; repeatable), their\nresults in profiling/HOST/ (docs/remote.md)", OPT_HOST },
+	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR", "run: where tally lives on the hosts (default " TALLY_REMOTE_ROOT ")", OPT_ROOT },
+	{ 0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
+	  OPT_HOST_TIMEOUT },
+	TALLY_OPTION_END,
+};
+static const struct tally_optgroup job_group = { NULL, job_options, job_handle };
+
+const struct tally_cmdopts job_cmdopts = {
+	.name = "job",
+	.summary = "run tests with profilers around them, from a control file (autotest's job profilers)",
+	.usage = "run [-r RESULTS] [--profilers-path DIRS] CONTROL | profilers [--profilers-path DIRS] | hosts --host HOST...",
+	.footer = "commands:\n"
+		  "  run CONTROL          run the control file's tests with its profilers; results in\n"
+		  "                       RESULTS/TAG/ (status, output, profiling/) and RESULTS/status.json\n"
+		  "  profilers            the profilers there are: name, version, set up or not, where\n"
+		  "  hosts --host HOST... check remote hosts over ssh (TALLY_SSH): reachable, tally\n"
+		  "                       installed there, clock offset ('tally job hosts --help')\n"
+		  "control file (one command a line, '#' comments, shell-style quoting, no expansion):\n"
+		  "  profilers add NAME [ARGS...]    e.g. profilers add tally -F 999 -g; profilers add cmd 'vmstat 1'\n"
+		  "  profilers delete NAME\n"
+		  "  profilers only on|off           on: every iteration profiled (off: one extra profiled iteration)\n"
+		  "  run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...]     built-in: sleeptest SECONDS\n"
+		  "  run [--iterations N] [--tag TAG] [--timeout D] -- COMMAND [ARGS...]\n"
+		  "exit status: 0 every test passed, 1 a test failed or the job could not run,\n"
+		  "2 a usage or control-file error, 130 interrupted (the results are whole)\n",
+	.groups = { &job_group },
+};
+
+static struct tally_job *running;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	tally_job_interrupt(running);
+}
+
+static void show(void *ctx, const char *line)
+{
+	(void)ctx;
+	printf("%s\n", line);
+	fflush(stdout);
+}
+
+static int job_run(const struct jobopts *o, const char *control)
+{
+	struct tally_job_opts jo = { 0 };
+	jo.control = control;
+	jo.results = o->results;
+	jo.profilers_path = o->path;
+	jo.state_dir = o->state;
+	jo.progress = show;
+	jo.hosts = o->hosts;
+	jo.nhosts = o->nhosts;
+	jo.remote_root = o->root;
+	jo.host_timeout = o->host_timeout;
+	struct tally_job *j;
+	int r = tally_job_new(&j, &jo);
+	if (r) {
+		tally_error("%s", tally_errmsg());
+		return r == -EINVAL ? 2 : 1;
+	}
+	running = j;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	tally_info("results in '%s'", tally_job_results(j));
+	r = tally_job_run(j);
+	int ret;
+	if (r == -EINTR) {
+		tally_error("%s", tally_errmsg());
+		ret = 130;
+	} else if (r) {
+		tally_error("%s", tally_errmsg());
+		ret = 1;
+	} else {
+		unsigned n = tally_job_tests(j), f = tally_job_failed(j);
+		printf("%u test%s, %u failed: results in '%s'\n", n, n == 1 ? "" : "s", f, tally_job_results(j));
+		ret = f ? 1 : 0;
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	running = NULL;
+	tally_job_free(j);
+	return ret;
+}
+
+static int job_profilers(const struct jobopts *o)
+{
+	struct tally_profiler_env env = { 0 };
+	tally_profilers_path(o->path, &env.path);
+	char *state = o->state ? xstrdup(o->state) : tally_profilers_state_dir();
+	env.state_dir = state;
+	struct tally_profiler_info *v;
+	size_t n;
+	tally_profilers_list(&env, &v, &n);
+	printf("%-16s %-14s %-12s %s\n", "name", "version", "set up", "where");
+	for (size_t i = 0; i < n; i++) {
+		printf("%-16s %-14s %-12s %s\n", v[i].name, v[i].version ? v[i].version : "?", v[i].setup, v[i].where);
+		if (v[i].error)
+			printf("%-16s   (%s)\n", "", v[i].error);
+	}
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; env.path[i]; i++)
+		strbuf_addf(&sb, "%s%s", i ? ":" : "", env.path[i]);
+	printf("searched: %s\n", sb.len ? sb.buf : "(nothing)");
+	strbuf_release(&sb);
+	tally_profiler_infos_free(v, n);
+	tally_job_argv_free(env.path);
+	free(state);
+	return fflush(stdout) ? 1 : 0;
+}
+
+/* tally job agent start DIR (the profilers, one a line, on stdin) |
+ * tally job agent ctl DIR WORDS...: exit 0 ok, 1 an error answer, 3 no agent. */
+static int job_agent(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "start") && argc == 3) {
+		struct strbuf in = STRBUF_INIT, ready = STRBUF_INIT;
+		if (tally_read_fd(&in, 0, "the profilers", 1 << 20)) {
+			tally_error("%s", tally_errmsg());
+			return 1;
+		}
+		int r = tally_job_agent_start(argv[2], in.buf ? in.buf : "", &ready);
+		if (r)
+			tally_error("%s", tally_errmsg());
+		else
+			printf("%s\n", ready.buf);
+		strbuf_release(&in);
+		strbuf_release(&ready);
+		return r ? 1 : 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "ctl")) {
+		struct strbuf a = STRBUF_INIT;
+		int r = tally_job_agent_ctl(argv[2], argv + 3, &a);
+		if (r) {
+			tally_error("%s", tally_errmsg());
+			strbuf_release(&a);
+			return r == -ENOTCONN ? 3 : 1;
+		}
+		printf("%s\n", a.buf);
+		int ok = !strncmp(a.buf, "ok", 2);
+		strbuf_release(&a);
+		return ok ? 0 : 1;
+	}
+	return tally_usage_error("job", "the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST");
+}
+
+int cmd_job(int argc, char **argv)
+{
+	/* job hosts has options of its own (builtin/job-hosts.c) */
+	if (argc > 1 && !strcmp(argv[1], "hosts"))
+		return cmd_job_hosts(argc - 1, argv + 1);
+	/* the agent on a remote host, run over ssh by a job (docs/remote.md) */
+	if (argc > 1 && !strcmp(argv[1], "agent"))
+		return job_agent(argc - 1, argv + 1);
+	struct jobopts o = { 0 };
+	void *ctx[] = { &o };
+	int first, r = tally_cmd_options(&job_cmdopts, ctx, argc, argv, &first);
+	if (r >= 0)
+		return r;
+	char **ops = argv + first;
+	int nops = argc - first;
+	if (!nops)
+		return tally_usage_error("job", "give a command: run CONTROL or profilers");
+	if (!strcmp(ops[0], "run")) {
+		if (nops != 2)
+			return tally_usage_error("job", nops < 2 ? "'job run' needs a control file" : "'job run' takes one control file, got '%s' too",
+						 nops > 2 ? ops[2] : "");
+		int jr = job_run(&o, ops[1]);
+		free(o.hosts);
+		return jr;
+	}
+	if (!strcmp(ops[0], "profilers")) {
+		if (nops != 1)
+			return tally_usage_error("job", "'job profilers' takes no argument, got '%s'", ops[1]);
+		if (o.results)
+			return tally_usage_error("job", "-r is for 'job run'");
+		return job_profilers(&o);
+	}
+	return tally_usage_error("job", "unknown job command '%s' (run, profilers, hosts)", ops[0]);
+}

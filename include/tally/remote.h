@@ -1,0 +1,92 @@
+/* Remote hosts over OpenSSH (docs/remote.md): every connection and transfer is
+ * one run of the ssh command line (`ssh`, or TALLY_SSH as the user's shell
+ * reads it, as git's GIT_SSH_COMMAND), with the remote command built so that
+ * nothing a host name, a path or an argument holds is ever interpreted by a
+ * remote shell: each word is single-quoted. Nothing listens on the network.
+ *
+ * The core never prints: results and reasons are in the structures and in
+ * tally_errmsg(). */
+#ifndef TALLY_REMOTE_H
+#define TALLY_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/util.h"
+
+/* The default private directory on a host: ROOT/VERSION. */
+#define TALLY_REMOTE_ROOT "/tmp/tally-profilers"
+
+struct tally_remote {
+	const char *host;    /* as ssh takes it: NAME, user@NAME, an alias */
+	const char *ssh;     /* the ssh command line: TALLY_SSH, else "ssh -o BatchMode=yes" */
+	const char *root;    /* TALLY_REMOTE_ROOT unless set */
+	double timeout;      /* seconds a command may take (0: 60) */
+	/* A private directory (0700) for ssh's connection sharing: set, every
+	 * command after the first reuses one connection to the host (ssh -o
+	 * ControlMaster=auto), with no new handshake; NULL: a connection each. */
+	const char *mux_dir;
+};
+
+/* s as one word of a POSIX shell command line: 'like this', with each ' as '\''. */
+void tally_sh_quote(struct strbuf *out, const char *s);
+
+/* The local argv that runs the remote command words on r->host (NULL-terminated,
+ * the caller frees it with tally_remote_argv_free): /bin/sh -c 'SSH "$@"' with
+ * the arguments "--", the host and the quoted command. */
+char **tally_remote_argv(const struct tally_remote *r, char *const words[]);
+void tally_remote_argv_free(char **argv);
+/* Ends the shared connection to the host, if any (ssh -O exit). */
+void tally_remote_mux_close(const struct tally_remote *r);
+
+/* Runs words on the host: stdin from in (len bytes; NULL: nothing), stdout into
+ * out (at most max bytes; NULL: discarded), stderr kept for errors. *status is
+ * the remote command's exit status (ssh's 255: the host could not be reached).
+ * 0 when it ran (whatever its status), or -errno with tally_seterr (cannot
+ * start ssh; -ETIMEDOUT after r->timeout, the command killed). err (may be
+ * NULL) gets ssh's and the command's stderr. */
+int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
+		     struct strbuf *out, size_t max, struct strbuf *err, int *status);
+
+/* What a host says about itself and tally on it (tally_remote_probe). */
+struct tally_remote_facts {
+	char *arch;        /* uname -m */
+	char *boot_id;     /* /proc/sys/kernel/random/boot_id */
+	char *tally;       /* the installed tally's --version line, NULL when none */
+	double clock_offset; /* the host's wall clock minus ours, seconds (midpoint estimate) */
+	double rtt;        /* seconds the probe took */
+};
+void tally_remote_facts_release(struct tally_remote_facts *f);
+
+/* One ssh round trip: architecture, boot id, clock, and the tally under the
+ * host's private directory, if any. 0, or -errno with tally_seterr naming the
+ * host and why (unreachable: ssh's own message). */
+int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f);
+
+/* The private directory of this version on the host: ROOT/VERSION. */
+char *tally_remote_dir(const struct tally_remote *r);
+
+/* Installs this tally (the running executable and the shared libraries it
+ * loaded, with their loader, so a host without them runs it) under the host's
+ * private directory unless a working one of the same version is there;
+ * *installed says whether it copied. The directory and ROOT are the user's
+ * own, mode 0700, never through a link (checked on the host). 0, or -errno
+ * with tally_seterr naming the host and the reason (another architecture, a
+ * ROOT that is not the user's, the installed copy does not run). */
+int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes);
+
+/* Copies the host's directory rdir (absolute) into the local directory ldir
+ * (made, mode 0700): regular files and directories only, every name checked
+ * (no '..', no absolute path, no link, device or FIFO), sizes checked against
+ * the host's own listing before anything is trusted. 0, or -errno with
+ * tally_seterr naming the host and the member. files and bytes: what came. */
+int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes);
+
+/* The extraction of a tar stream (a pull) into ldir, with the checks above;
+ * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match.
+ * Exposed for the unit tests. */
+int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
+		       size_t *files, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,331 @@
+/* Control files (tally_job_control_parse, job.h): one command a line, checked
+ * whole before anything runs, every error "'PATH' line N: ..." on one line. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/types.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/job.h"
+
+static const char *const builtin_tests[] = { "sleeptest", NULL };
+
+bool tally_job_builtin_test(const char *name)
+{
+	for (size_t i = 0; builtin_tests[i]; i++)
+		if (!strcmp(builtin_tests[i], name))
+			return true;
+	return false;
+}
+
+void tally_job_control_release(struct tally_job_control *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->steps[i].name);
+		free(c->steps[i].tag);
+		tally_job_argv_free(c->steps[i].args);
+	}
+	free(c->steps);
+	free(c->path);
+	memset(c, 0, sizeof(*c));
+}
+
+/* "'PATH' line N: " + msg, as the error of the whole parse. */
+static int line_error(const struct tally_job_control *c, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int line_error(const struct tally_job_control *c, unsigned line, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	char q[TALLY_EXCERPT_SIZE];
+	tally_seterr(-EINVAL, "'%s' line %u: %s", tally_excerpt(q, c->path), line, sb.buf);
+	strbuf_release(&sb);
+	return -EINVAL;
+}
+
+/* Profiler names become directory names on the path: no '/', no "..". */
+static bool valid_name(const char *s)
+{
+	if (!*s || *s == '.' || strlen(s) > 64)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-' || *p == '.'))
+			return false;
+	return true;
+}
+
+/* Tags become directory names under RESULTS: the same characters, and not the
+ * job's own files. */
+static bool reserved_tag(const char *s)
+{
+	return !strcmp(s, "status.json") || !strcmp(s, "control");
+}
+
+static char *default_tag(const char *word)
+{
+	const char *b = tally_basename(word);
+	char *t = xstrdup(*b ? b : "test");
+	for (char *p = t; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-' || *p == '.' || *p == '+'))
+			*p = '_';
+	if (*t == '.')
+		*t = '_';
+	return t;
+}
+
+static bool tag_taken(const struct tally_job_control *c, const char *tag)
+{
+	if (reserved_tag(tag))
+		return true;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->steps[i].tag && !strcmp(c->steps[i].tag, tag))
+			return true;
+	return false;
+}
+
+static char *unique_tag(const struct tally_job_control *c, const char *base)
+{
+	if (!tag_taken(c, base))
+		return xstrdup(base);
+	struct strbuf sb = STRBUF_INIT;
+	for (unsigned k = 2;; k++) {
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "%s.%u", base, k);
+		if (!tag_taken(c, sb.buf))
+			return strbuf_detach(&sb);
+	}
+}
+
+/* The profilers added at this point of the file (for delete and add checks). */
+struct added {
+	char **names;
+	unsigned *lines;
+	size_t n, alloc;
+};
+
+static ssize_t added_find(const struct added *a, const char *name)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->names[i], name))
+			return (ssize_t)i;
+	return -1;
+}
+
+static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s, char **w, size_t n, struct added *a)
+{
+	if (n < 2)
+		return line_error(c, s->line, "'profilers' needs add, delete or only (e.g. 'profilers add tally -g')");
+	const char *sub = w[1];
+	if (!strcmp(sub, "only")) {
+		if (n != 3 || (strcmp(w[2], "on") && strcmp(w[2], "off")))
+			return line_error(c, s->line, "'profilers only' takes on or off");
+		s->cmd = TALLY_JOB_ONLY;
+		s->only = !strcmp(w[2], "on");
+		return 0;
+	}
+	bool add = !strcmp(sub, "add");
+	if (!add && strcmp(sub, "delete"))
+		return line_error(c, s->line, "unknown 'profilers %s' (profilers add NAME [ARGS...], profilers delete NAME, profilers only on|off)",
+				  sub);
+	if (n < 3)
+		return line_error(c, s->line, "'profilers %s' needs a profiler's name (see 'tally job profilers')", sub);
+	if (!valid_name(w[2])) {
+		char q[TALLY_EXCERPT_SIZE];
+		return line_error(c, s->line, "'%s' is not a profiler's name (letters, digits, '_', '-' and '.', not first)",
+				  tally_excerpt(q, w[2]));
+	}
+	s->name = xstrdup(w[2]);
+	ssize_t at = added_find(a, w[2]);
+	if (add) {
+		s->cmd = TALLY_JOB_ADD;
+		s->args = tally_job_argv_dup(w + 3);
+		if (at >= 0 && strcmp(w[2], "cmd"))
+			return line_error(c, s->line, "profiler '%s' is already added (line %u): 'profilers delete %s' first", w[2],
+					  a->lines[at], w[2]);
+		GROW(a->names, a->alloc, a->n + 1);
+		a->lines = xrealloc(a->lines, a->alloc * sizeof(*a->lines));
+		a->names[a->n] = s->name;
+		a->lines[a->n++] = s->line;
+		return 0;
+	}
+	s->cmd = TALLY_JOB_DELETE;
+	if (n > 3)
+		return line_error(c, s->line, "'profilers delete' takes one name, not arguments");
+	if (at < 0)
+		return line_error(c, s->line, "profiler '%s' is not added here, nothing to delete", w[2]);
+	/* every instance of the name goes (several cmd) */
+	size_t k = 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->names[i], w[2])) {
+			a->names[k] = a->names[i];
+			a->lines[k++] = a->lines[i];
+		}
+	a->n = k;
+	return 0;
+}
+
+static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char **w, size_t n)
+{
+	s->cmd = TALLY_JOB_RUN;
+	s->iterations = 1;
+	const char *tag = NULL;
+	size_t i = 1;
+	for (; i < n && w[i][0] == '-' && w[i][1] == '-' && w[i][2]; i++) {
+		const char *opt = w[i], *val = NULL, *eq = strchr(opt, '=');
+		size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
+		const char *names[] = { "--iterations", "--tag", "--timeout" };
+		int which = -1;
+		for (int k = 0; k < 3; k++)
+			if (strlen(names[k]) == len && !strncmp(opt, names[k], len))
+				which = k;
+		if (which < 0) {
+			char q[TALLY_EXCERPT_SIZE];
+			return line_error(c, s->line, "unknown run option '%s' (--iterations N, --tag TAG, --timeout D)",
+					  tally_excerpt(q, opt));
+		}
+		if (eq)
+			val = eq + 1;
+		else if (i + 1 < n)
+			val = w[++i];
+		else
+			return line_error(c, s->line, "'%s' needs a value", names[which]);
+		if (which == 0) {
+			uint64_t it;
+			if (tally_parse_u64(val, "--iterations", 1, 100000, &it))
+				return line_error(c, s->line, "%s", tally_errmsg());
+			s->iterations = (unsigned)it;
+		} else if (which == 1) {
+			if (!valid_name(val) || reserved_tag(val)) {
+				char q[TALLY_EXCERPT_SIZE];
+				return line_error(c, s->line,
+						  "'%s' cannot be a tag (letters, digits, '_', '-' and '.', not first; not status.json or control)",
+						  tally_excerpt(q, val));
+			}
+			tag = val;
+		} else if (tally_parse_duration(val, "--timeout", &s->timeout)) {
+			char msg[512];
+			snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+			return line_error(c, s->line, "%s", msg);
+		}
+	}
+	if (i < n && !strcmp(w[i], "--")) {
+		i++;
+		if (i >= n)
+			return line_error(c, s->line, "'run --' needs a command");
+		s->command = true;
+	} else if (i >= n) {
+		return line_error(c, s->line, "'run' needs a test (built-in: sleeptest) or '-- COMMAND'");
+	} else if (!tally_job_builtin_test(w[i])) {
+		char q[TALLY_EXCERPT_SIZE];
+		return line_error(c, s->line, "unknown test '%s' (built-in tests: sleeptest; a command goes after '--': run -- %s)",
+				  tally_excerpt(q, w[i]), tally_excerpt(q, w[i]));
+	} else {
+		/* sleeptest SECONDS */
+		double d = 0;
+		if (i + 2 != n || (strcmp(w[i + 1], "0") && tally_parse_duration(w[i + 1], "sleeptest", &d)))
+			return line_error(c, s->line, "sleeptest takes one duration in seconds (e.g. 'run sleeptest 1', '500ms')");
+	}
+	s->args = tally_job_argv_dup(w + i);
+	char *base = tag ? xstrdup(tag) : default_tag(w[i]);
+	s->tag = unique_tag(c, base);
+	free(base);
+	return 0;
+}
+
+int tally_job_control_parse(struct tally_job_control *c, const char *path, const char *text)
+{
+	memset(c, 0, sizeof(*c));
+	c->path = xstrdup(path);
+	struct added a = { 0 };
+	int ret = 0;
+	bool any_run = false;
+	unsigned lineno = 0;
+	const char *p = text;
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *line = xstrndup(p, len);
+		p += len + (e ? 1 : 0);
+		lineno++;
+		if (memchr(line, '\0', len) || strlen(line) != len) {
+			free(line);
+			ret = line_error(c, lineno, "a NUL byte: this is not a control file");
+			goto out;
+		}
+		char **w;
+		size_t n;
+		if (tally_job_split(line, &w, &n)) {
+			char msg[512];
+			snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+			free(line);
+			ret = line_error(c, lineno, "%s", msg);
+			goto out;
+		}
+		free(line);
+		if (!n) {
+			tally_job_argv_free(w);
+			continue;
+		}
+		GROW(c->steps, c->alloc, c->n + 1);
+		struct tally_job_step *s = &c->steps[c->n];
+		memset(s, 0, sizeof(*s));
+		s->line = lineno;
+		if (!strcmp(w[0], "profilers")) {
+			ret = parse_profilers(c, s, w, n, &a);
+		} else if (!strcmp(w[0], "run")) {
+			ret = parse_run(c, s, w, n);
+			any_run = true;
+		} else {
+			char q[TALLY_EXCERPT_SIZE];
+			ret = line_error(c, lineno, "unknown command '%s' (commands: profilers add|delete|only, run)",
+					 tally_excerpt(q, w[0]));
+		}
+		c->n++; /* kept even when bad: release frees what it holds */
+		tally_job_argv_free(w);
+		if (ret)
+			goto out;
+	}
+	if (!any_run) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-EINVAL, "'%s' has no 'run' line: nothing to do (e.g. 'run sleeptest 1')",
+				   tally_excerpt(q, c->path));
+	}
+out:
+	free(a.names);
+	free(a.lines);
+	return ret;
+}
+
+int tally_job_control_read(struct tally_job_control *c, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	memset(c, 0, sizeof(*c));
+	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 1 << 20);
+	if (r) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+		tally_seterr(r, "%s (the control file)", msg);
+		strbuf_release(&sb);
+		c->path = xstrdup(path);
+		return r;
+	}
+	if (memchr(sb.buf, '\0', sb.len)) {
+		char q[TALLY_EXCERPT_SIZE];
+		strbuf_release(&sb);
+		c->path = xstrdup(path);
+		return tally_seterr(-EINVAL, "'%s' holds NUL bytes: it is not a control file", tally_excerpt(q, path));
+	}
+	r = tally_job_control_parse(c, path, sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return r;
+}

@@ -1,0 +1,832 @@
+/* A job (tally_job_new, tally_job_run; job.h): the control file read and its
+ * profilers found before anything runs, every profiler set up and
+ * initialized before any test, then each run: the test's iterations
+ * (unprofiled, then one profiled; or every one profiled with 'profilers only
+ * on'), the active profilers started in the order added and stopped in
+ * reverse around each profiled iteration, reported, and the results written
+ * under RESULTS/TAG/ with a job-wide status.json rewritten after every test,
+ * so that an interrupted job leaves whole results. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tally/remote.h"
+#include "tally/json.h"
+
+/* How long a test has to end after SIGINT (^C) or SIGTERM (time out) before
+ * the next signal. */
+#define TEST_GRACE 2.0
+
+struct iter {
+	unsigned n;
+	bool profiled;
+	int exit_code;
+	double time;
+	char *reason; /* NULL: it passed */
+};
+
+struct perr {
+	char *label, *step, *msg;
+};
+
+/* One test as status.json tells it. */
+struct test_rec {
+	const struct tally_job_step *s;
+	bool good;
+	int code;
+	double time;
+	const char *reason; /* one of its's, or NULL */
+	const char *profiling;
+	struct iter *its;
+	size_t nits;
+	char **labels;     /* the active profilers */
+	double (*secs)[3]; /* per profiler: seconds in start, stop, report */
+	size_t nact;
+	struct perr *errs;
+	size_t nerrs, aerrs;
+	struct strbuf errtext; /* the errors, "; "-separated, for its status */
+};
+
+static void test_rec_release(struct test_rec *t)
+{
+	for (size_t i = 0; i < t->nits; i++)
+		free(t->its[i].reason);
+	free(t->its);
+	tally_job_argv_free(t->labels);
+	free(t->secs);
+	for (size_t i = 0; i < t->nerrs; i++) {
+		free(t->errs[i].label);
+		free(t->errs[i].step);
+		free(t->errs[i].msg);
+	}
+	free(t->errs);
+	strbuf_release(&t->errtext);
+}
+
+struct loaded {
+	struct tally_profiler *p; /* NULL for steps that add none */
+	bool setup_ran;
+	const char *setup; /* for status.json */
+};
+
+struct tally_job {
+	struct tally_job_opts o;
+	struct tally_job_control ctl;
+	struct tally_profiler_env env;
+	char *state_dir;
+	char *results;
+	char *absresults; /* what the profilers are given: they may change directory */
+	struct loaded *profs; /* one per step */
+	int intr[2];
+	volatile sig_atomic_t interrupted;
+	unsigned failed, ntests;
+	struct test_rec *recs; /* the tests run, for status.json */
+	size_t nrecs, arecs;
+	const char *status;  /* job status: RUNNING, GOOD, FAIL, INTERRUPTED, ERROR */
+	char *error;
+	double started;
+	bool ran;
+	struct job_hosts *hosts; /* NULL: the profilers run here */
+};
+
+static void progress(struct tally_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct tally_job *j, const char *fmt, ...)
+{
+	if (!j->o.progress)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	j->o.progress(j->o.progress_ctx, sb.buf);
+	strbuf_release(&sb);
+}
+
+void tally_job_interrupt(struct tally_job *j)
+{
+	if (!j)
+		return;
+	int e = errno;
+	j->interrupted = 1;
+	ssize_t w = write(j->intr[1], "x", 1);
+	(void)w;
+	errno = e;
+}
+
+unsigned tally_job_failed(const struct tally_job *j)
+{
+	return j->failed;
+}
+
+unsigned tally_job_tests(const struct tally_job *j)
+{
+	return j->ntests;
+}
+
+const char *tally_job_results(const struct tally_job *j)
+{
+	return j->results;
+}
+
+void tally_job_free(struct tally_job *j)
+{
+	if (j && j->hosts) {
+		job_hosts_free(j->hosts);
+		j->hosts = NULL;
+	}
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->ctl.n && j->profs; i++)
+		tally_profiler_free(j->profs[i].p);
+	free(j->profs);
+	tally_job_control_release(&j->ctl);
+	tally_job_argv_free(j->env.path);
+	free(j->state_dir);
+	free(j->results);
+	free(j->absresults);
+	free(j->error);
+	for (size_t i = 0; i < j->nrecs; i++)
+		test_rec_release(&j->recs[i]);
+	free(j->recs);
+	if (j->intr[0] >= 0)
+		close(j->intr[0]);
+	if (j->intr[1] >= 0)
+		close(j->intr[1]);
+	free(j);
+}
+
+/* "'PATH' line N: " before the message just set. */
+static int at_line(struct tally_job *j, unsigned line, int r)
+{
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(r, "'%s' line %u: %s", tally_excerpt(q, j->ctl.path), line, msg);
+}
+
+/* cmd's files are named after its command: cmd-vmstat */
+static char *base_label(const struct tally_job_step *s)
+{
+	if (strcmp(s->name, "cmd") || !s->args[0])
+		return xstrdup(s->name);
+	char **w = NULL;
+	const char *cmd = s->args[0];
+	if (!s->args[1] && !tally_job_split(s->args[0], &w, NULL) && w[0])
+		cmd = w[0];
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "cmd-");
+	for (const char *p = tally_basename(cmd); *p; p++)
+		strbuf_addch(&sb, (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+					  *p == '.'
+				  ? *p
+				  : '_');
+	tally_job_argv_free(w);
+	return strbuf_detach(&sb);
+}
+
+static bool label_taken(const struct tally_job *j, size_t upto, const char *label)
+{
+	for (size_t i = 0; i < upto; i++)
+		if (j->profs[i].p && !strcmp(tally_profiler_label(j->profs[i].p), label))
+			return true;
+	return false;
+}
+
+static char *default_results(const char *control)
+{
+	const char *b = tally_basename(control);
+	const char *dot = strrchr(b, '.');
+	size_t len = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "results/");
+	if (!len)
+		strbuf_addstr(&sb, "job");
+	else
+		strbuf_add(&sb, b, len);
+	return strbuf_detach(&sb);
+}
+
+int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
+{
+	struct tally_job *j = xcalloc(1, sizeof(*j));
+	j->o = *o;
+	j->intr[0] = j->intr[1] = -1;
+	j->status = "RUNNING";
+	int ret = tally_job_control_read(&j->ctl, o->control);
+	if (ret)
+		goto fail;
+	tally_profilers_path(o->profilers_path, &j->env.path);
+	j->state_dir = o->state_dir ? xstrdup(o->state_dir) : tally_profilers_state_dir();
+	if (j->state_dir[0] != '/') {
+		/* TALLY_SRCDIR must hold wherever a plugin runs */
+		char *cwd = getcwd(NULL, 0);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s/%s", cwd ? cwd : ".", j->state_dir);
+		free(cwd);
+		free(j->state_dir);
+		j->state_dir = strbuf_detach(&sb);
+	}
+	j->env.state_dir = j->state_dir;
+	j->profs = xcalloc(j->ctl.n, sizeof(*j->profs));
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		const struct tally_job_step *s = &j->ctl.steps[i];
+		if (s->cmd != TALLY_JOB_ADD)
+			continue;
+		ret = tally_profiler_find(&j->profs[i].p, s->name, s->args, &j->env);
+		if (ret) {
+			/* the control file's mistake, as a bad command is (exit 2) */
+			ret = at_line(j, s->line, -EINVAL);
+			goto fail;
+		}
+		char *base = base_label(s);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addstr(&sb, base);
+		for (unsigned k = 2; label_taken(j, i, sb.buf); k++) {
+			strbuf_reset(&sb);
+			strbuf_addf(&sb, "%s.%u", base, k);
+		}
+		tally_profiler_set_label(j->profs[i].p, sb.buf);
+		strbuf_release(&sb);
+		free(base);
+	}
+	j->results = o->results ? xstrdup(o->results) : default_results(o->control);
+	{
+		char *parent = tally_dirname(j->results);
+		ret = job_mkdirs(parent, 0755);
+		free(parent);
+		if (ret)
+			goto fail;
+		if (mkdir(j->results, 0755) < 0) {
+			int e = errno;
+			char q[TALLY_EXCERPT_SIZE];
+			if (e == EEXIST)
+				ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
+						   tally_excerpt(q, j->results));
+			else
+				ret = tally_seterr(-e, "cannot make the results directory '%s': %s", tally_excerpt(q, j->results), strerror(e));
+			goto fail;
+		}
+	}
+	j->absresults = realpath(j->results, NULL);
+	if (!j->absresults) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot resolve '%s': %s", tally_excerpt(q, j->results), strerror(errno));
+		goto fail;
+	}
+	/* the control file beside its results */
+	{
+		struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
+		tally_read_regular(&sb, AT_FDCWD, o->control, TALLY_OPEN_FOLLOW, 1 << 20);
+		strbuf_addf(&path, "%s/control", j->results);
+		ret = tally_write_file_atomic_mode(path.buf, sb.buf ? sb.buf : "", sb.len, 0644);
+		strbuf_release(&sb);
+		strbuf_release(&path);
+		if (ret)
+			goto fail;
+	}
+	if (pipe2(j->intr, O_CLOEXEC | O_NONBLOCK) < 0) {
+		ret = tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
+		goto fail;
+	}
+	if (o->nhosts) {
+		/* the profilers run on the hosts, each through its agent: they are
+		 * given there as the control file gives them */
+		struct strbuf prof = STRBUF_INIT, labels = STRBUF_INIT, q = STRBUF_INIT;
+		for (size_t i = 0; i < j->ctl.n; i++) {
+			const struct tally_job_step *st = &j->ctl.steps[i];
+			if (st->cmd != TALLY_JOB_ADD)
+				continue;
+			tally_sh_quote(&prof, st->name);
+			for (size_t a = 0; st->args && st->args[a]; a++) {
+				strbuf_addch(&prof, ' ');
+				tally_sh_quote(&prof, st->args[a]);
+			}
+			strbuf_addch(&prof, '\n');
+			strbuf_addf(&labels, "%s%s", labels.len ? ", " : "", tally_profiler_label(j->profs[i].p));
+		}
+		const char *base = tally_basename(o->control);
+		strbuf_add(&q, base, strcspn(base, "."));
+		for (size_t i = 0; i < q.len; i++)
+			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
+				q.buf[i] = '_';
+		ret = job_hosts_new(&j->hosts, o->hosts, o->nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
+				    prof.buf ? prof.buf : "", labels.buf ? labels.buf : "");
+		strbuf_release(&prof);
+		strbuf_release(&labels);
+		strbuf_release(&q);
+		if (ret)
+			goto fail;
+	}
+	j->started = tally_now_wall();
+	*out = j;
+	return 0;
+fail:
+	tally_job_free(j);
+	*out = NULL;
+	return ret;
+}
+
+/* ---- status.json ---- */
+
+/* path replaced atomically by data (a temporary beside it, renamed), without
+ * the fsync of tally_write_file_atomic: an interrupted job leaves the old file
+ * or the new one, and the per-test writes stay off the test's critical path
+ * (a sync costs milliseconds here); the job's last status.json is synced. */
+static int write_status_file(const char *path, const char *data, size_t len, bool sync)
+{
+	if (sync)
+		return tally_write_file_atomic_mode(path, data, len, 0644);
+	struct strbuf tmp = STRBUF_INIT;
+	strbuf_addf(&tmp, "%s.tmp-XXXXXX", path);
+	int fd = mkostemp(tmp.buf, O_CLOEXEC);
+	int ret = 0;
+	if (fd < 0 || fchmod(fd, 0644) < 0 || tally_write_all(fd, data, len) < 0) {
+		int e = errno;
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-e, "cannot write '%s': %s", tally_excerpt(q, path), strerror(e));
+	}
+	if (fd >= 0 && close(fd) < 0 && !ret) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+	}
+	if (!ret && rename(tmp.buf, path) < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+	}
+	if (ret && fd >= 0)
+		unlink(tmp.buf);
+	strbuf_release(&tmp);
+	return ret;
+}
+
+static void json_argv(struct tally_json *js, const char *key, char *const *argv)
+{
+	tally_json_karr(js, key);
+	for (size_t i = 0; argv && argv[i]; i++)
+		tally_json_str(js, argv[i]);
+	tally_json_end(js);
+}
+
+static void json_test(struct tally_json *js, const struct test_rec *t)
+{
+	tally_json_obj(js);
+	tally_json_kstr(js, "tag", t->s->tag);
+	tally_json_ku64(js, "line", t->s->line);
+	json_argv(js, t->s->command ? "command" : "test", t->s->args);
+	tally_json_kstr(js, "status", t->good ? "GOOD" : "FAIL");
+	tally_json_ki64(js, "exit", t->code);
+	tally_json_knum(js, "time", t->time, 6);
+	tally_json_kstr(js, "reason", t->reason);
+	if (t->s->timeout > 0)
+		tally_json_knum(js, "timeout", t->s->timeout, 3);
+	tally_json_karr(js, "iterations");
+	for (size_t i = 0; i < t->nits; i++) {
+		tally_json_obj(js);
+		tally_json_ku64(js, "n", t->its[i].n);
+		tally_json_kbool(js, "profiled", t->its[i].profiled);
+		tally_json_ki64(js, "exit", t->its[i].exit_code);
+		tally_json_knum(js, "time", t->its[i].time, 6);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+	tally_json_karr(js, "profilers");
+	for (size_t i = 0; i < t->nact; i++) {
+		tally_json_obj(js);
+		tally_json_kstr(js, "label", t->labels[i]);
+		tally_json_knum(js, "start", t->secs[i][0], 6);
+		tally_json_knum(js, "stop", t->secs[i][1], 6);
+		tally_json_knum(js, "report", t->secs[i][2], 6);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+	tally_json_kstr(js, "profiling", t->profiling);
+	tally_json_karr(js, "profiler_errors");
+	for (size_t i = 0; i < t->nerrs; i++) {
+		tally_json_obj(js);
+		tally_json_kstr(js, "profiler", t->errs[i].label);
+		tally_json_kstr(js, "step", t->errs[i].step);
+		tally_json_kstr(js, "message", t->errs[i].msg);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+	tally_json_end(js);
+}
+
+static int write_status_json(struct tally_job *j, bool sync)
+{
+	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
+	char when[64], now[64];
+	tally_format_utc(j->started, when, sizeof(when));
+	tally_format_utc(tally_now_wall(), now, sizeof(now));
+	struct tally_json js;
+	tally_json_init(&js, &sb);
+	tally_json_obj(&js);
+	tally_json_kstr(&js, "control", j->ctl.path);
+	tally_json_kstr(&js, "results", j->results);
+	tally_json_kstr(&js, "status", j->status);
+	tally_json_kstr(&js, "started", when);
+	tally_json_kstr(&js, "updated", now);
+	tally_json_ku64(&js, "tests_run", j->ntests);
+	tally_json_ku64(&js, "tests_failed", j->failed);
+	if (j->error)
+		tally_json_kstr(&js, "error", j->error);
+	tally_json_karr(&js, "profilers");
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		struct tally_profiler *p = j->profs[i].p;
+		if (!p)
+			continue;
+		tally_json_obj(&js);
+		tally_json_kstr(&js, "name", tally_profiler_name(p));
+		tally_json_kstr(&js, "label", tally_profiler_label(p));
+		tally_json_ku64(&js, "line", j->ctl.steps[i].line);
+		json_argv(&js, "args", j->ctl.steps[i].args);
+		tally_json_kstr(&js, "where", tally_profiler_where(p));
+		tally_json_kstr(&js, "version", p->version);
+		tally_json_kstr(&js, "setup", j->profs[i].setup ? j->profs[i].setup : "not loaded");
+		tally_json_end(&js);
+	}
+	tally_json_end(&js);
+	tally_json_karr(&js, "tests");
+	for (size_t i = 0; i < j->nrecs; i++)
+		json_test(&js, &j->recs[i]);
+	tally_json_end(&js);
+	tally_json_end(&js);
+	strbuf_addch(&sb, '\n');
+	strbuf_addf(&path, "%s/status.json", j->results);
+	int r = write_status_file(path.buf, sb.buf, sb.len, sync);
+	strbuf_release(&sb);
+	strbuf_release(&path);
+	return r;
+}
+
+/* ---- tests ---- */
+
+static int sleeptest(void *arg)
+{
+	double secs = *(const double *)arg;
+	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static void proferr(struct test_rec *t, const struct tally_profiler *p, const char *step, const char *msg)
+{
+	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
+	GROW(t->errs, t->aerrs, t->nerrs + 1);
+	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg) };
+}
+
+/* What the hosts said of an iteration: its profiling is incomplete. */
+static void hosterr(struct test_rec *t, const char *step, const char *msg)
+{
+	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
+	GROW(t->errs, t->aerrs, t->nerrs + 1);
+	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg) };
+}
+
+/* One iteration: the test started (waiting for its go), the profilers started,
+ * the test let go and waited for, the profilers stopped and reported. */
+static void run_iteration(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact,
+			  const char *profdir, int outfd, struct iter *it, struct test_rec *pe)
+{
+	int go[2] = { -1, -1 };
+	double secs = 0;
+	if (!s->command && s->args[1] && strcmp(s->args[1], "0"))
+		tally_parse_duration(s->args[1], "sleeptest", &secs);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		it->reason = xstrdup("cannot make a pipe");
+		it->exit_code = -1;
+		return;
+	}
+	struct job_spawn sp = { .argv = s->args, .out_fd = outfd, .err_fd = outfd, .go_fd = go[0], .fd3 = -1, .fd4 = -1 };
+	if (!s->command) {
+		sp.fn = sleeptest;
+		sp.arg = &secs;
+	}
+	pid_t pid;
+	int pidfd = -1, errp = -1;
+	if (job_spawn(&sp, &pid, &pidfd, &errp)) {
+		it->reason = xstrdup(tally_errmsg());
+		it->exit_code = -1;
+		close(go[0]);
+		close(go[1]);
+		return;
+	}
+	close(go[0]);
+	bool *started = xcalloc(nact + 1, sizeof(bool));
+	struct tally_profiler_run run = { profdir, s->tag, it->n, pid };
+	struct strbuf herrs = STRBUF_INIT, hnotes = STRBUF_INIT;
+	if (it->profiled && j->hosts) {
+		/* every host recording before the test begins: a barrier */
+		struct strbuf idx = STRBUF_INIT;
+		for (size_t i = 0; i < nact; i++) {
+			size_t k = 0;
+			for (size_t a = 0; a < j->ctl.n; a++) {
+				if (j->ctl.steps[a].cmd != TALLY_JOB_ADD)
+					continue;
+				if (j->profs[a].p == act[i])
+					strbuf_addf(&idx, "%s%zu", idx.len ? "," : "", k);
+				k++;
+			}
+		}
+		double h0 = tally_now_mono();
+		job_hosts_start(j->hosts, s->tag, it->n, idx.len ? idx.buf : "-", &herrs, &hnotes);
+		progress(j, "HOSTS %s: recording on every host after %.3f s", s->tag, tally_now_mono() - h0);
+		strbuf_release(&idx);
+	}
+	if (it->profiled && !j->hosts)
+		for (size_t i = 0; i < nact; i++) {
+			double t = tally_now_mono();
+			if (tally_profiler_start(act[i], &run))
+				proferr(pe, act[i], "start", tally_errmsg());
+			else
+				started[i] = true;
+			pe->secs[i][0] += tally_now_mono() - t;
+		}
+	double t0 = tally_now_mono();
+	ssize_t w = write(go[1], "g", 1);
+	(void)w;
+	close(go[1]);
+	int ee = job_exec_error(errp);
+	if (ee) {
+		struct strbuf sb = STRBUF_INIT;
+		char q[TALLY_EXCERPT_SIZE];
+		strbuf_addf(&sb, "cannot run '%s': %s", tally_excerpt(q, s->args[0]), strerror(-ee));
+		it->reason = strbuf_detach(&sb);
+		dprintf(outfd, "tally: %s\n", it->reason);
+	}
+	int st = 0;
+	int r = job_wait(pid, pidfd, s->timeout > 0 ? s->timeout : -1, j->intr[0], &st);
+	if (r == 0) {
+		job_end(pid, pidfd, true, SIGTERM, TEST_GRACE, &st);
+		if (!it->reason) {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "timed out after %g s", s->timeout);
+			it->reason = strbuf_detach(&sb);
+		}
+	} else if (r < 0) {
+		job_end(pid, pidfd, true, SIGINT, TEST_GRACE, &st);
+		if (!it->reason)
+			it->reason = xstrdup("interrupted");
+	}
+	it->time = tally_now_mono() - t0;
+	kill(-pid, SIGKILL); /* what the test left in its group */
+	if (pidfd >= 0)
+		close(pidfd);
+	it->exit_code = job_exit_code(st);
+	if (!it->reason && st) {
+		struct strbuf sb = STRBUF_INIT;
+		job_describe_status(st, &sb);
+		it->reason = strbuf_detach(&sb);
+	}
+	if (it->profiled && j->hosts) {
+		job_hosts_stop(j->hosts, profdir, &herrs, &hnotes);
+		job_hosts_merge(j->hosts, profdir, j->intr[0], &herrs);
+		if (hnotes.len)
+			hosterr(pe, "hosts", hnotes.buf);
+		if (herrs.len)
+			hosterr(pe, "hosts", herrs.buf);
+		if (hnotes.len || herrs.len)
+			progress(j, "      %s: %s%s%s", s->tag, hnotes.len ? hnotes.buf : "", hnotes.len && herrs.len ? "; " : "",
+				 herrs.buf ? herrs.buf : "");
+	} else if (it->profiled) {
+		bool *stopped = xcalloc(nact + 1, sizeof(bool));
+		for (size_t i = nact; i-- > 0;)
+			if (started[i]) {
+				double t = tally_now_mono();
+				if (tally_profiler_stop(act[i], &run))
+					proferr(pe, act[i], "stop", tally_errmsg());
+				else
+					stopped[i] = true;
+				pe->secs[i][1] += tally_now_mono() - t;
+			}
+		for (size_t i = 0; i < nact; i++)
+			if (stopped[i]) {
+				double t = tally_now_mono();
+				if (tally_profiler_report(act[i], &run))
+					proferr(pe, act[i], "report", tally_errmsg());
+				pe->secs[i][2] += tally_now_mono() - t;
+			}
+		free(stopped);
+	}
+	free(started);
+	strbuf_release(&herrs);
+	strbuf_release(&hnotes);
+	/* nothing of the test or of a plugin outlives the iteration */
+	job_sweep(1.0);
+}
+
+static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
+{
+	struct strbuf dir = STRBUF_INIT, path = STRBUF_INIT, prof = STRBUF_INIT, st = STRBUF_INIT;
+	int ret = 0, outfd = -1;
+	strbuf_addf(&dir, "%s/%s", j->absresults, s->tag);
+	if (mkdir(dir.buf, 0755) < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, dir.buf), strerror(errno));
+		goto out;
+	}
+	strbuf_addf(&path, "%s/output", dir.buf);
+	outfd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (outfd < 0) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-errno, "cannot create '%s': %s", tally_excerpt(q, path.buf), strerror(errno));
+		goto out;
+	}
+	/* the record status.json tells, kept by the job from here on */
+	GROW(j->recs, j->arecs, j->nrecs + 1);
+	struct test_rec *t = &j->recs[j->nrecs++];
+	memset(t, 0, sizeof(*t));
+	t->s = s;
+	t->nact = nact;
+	t->secs = xcalloc(nact + 1, sizeof(double[3]));
+	t->labels = xcalloc(nact + 1, sizeof(char *));
+	for (size_t i = 0; i < nact; i++)
+		t->labels[i] = xstrdup(tally_profiler_label(act[i]));
+	unsigned total = s->iterations + (nact && !only ? 1 : 0);
+	t->its = xcalloc(total, sizeof(*t->its));
+	strbuf_addf(&prof, "%s/profiling", dir.buf);
+	progress(j, "START %s", s->tag);
+	bool failed = false, profiled_any = false;
+	for (unsigned k = 1; k <= total && !failed && !j->interrupted; k++) {
+		struct iter *it = &t->its[t->nits];
+		it->n = k;
+		it->profiled = nact && (only || k == total);
+		struct strbuf pd = STRBUF_INIT;
+		if (it->profiled) {
+			if (!profiled_any && mkdir(prof.buf, 0755) < 0) {
+				char q[TALLY_EXCERPT_SIZE];
+				ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
+				break;
+			}
+			profiled_any = true;
+			strbuf_addstr(&pd, prof.buf);
+			if (only && total > 1) {
+				strbuf_addf(&pd, "/iteration.%u", k);
+				if (mkdir(pd.buf, 0755) < 0) {
+					char q[TALLY_EXCERPT_SIZE];
+					ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, pd.buf), strerror(errno));
+					strbuf_release(&pd);
+					break;
+				}
+			}
+		}
+		t->nits++;
+		run_iteration(j, s, act, nact, pd.buf, outfd, it, t);
+		strbuf_release(&pd);
+		failed = it->reason != NULL;
+	}
+	for (size_t i = 0; i < t->nits; i++)
+		t->time += t->its[i].time;
+	for (size_t i = 0; i < t->nits && !t->reason; i++)
+		if (t->its[i].reason) {
+			t->reason = t->its[i].reason;
+			t->code = t->its[i].exit_code;
+		}
+	if (!t->reason && (ret || (j->interrupted && t->nits < total)))
+		t->reason = ret ? "the results could not be written" : "interrupted";
+	t->good = !t->reason;
+	j->ntests++;
+	if (!t->good)
+		j->failed++;
+	strbuf_addf(&st, "%s exit %d time %.3f s", t->good ? "GOOD" : "FAIL", t->code, t->time);
+	if (t->reason)
+		strbuf_addf(&st, " (%s)", t->reason);
+	strbuf_addch(&st, '\n');
+	t->profiling = !nact ? "none" : !profiled_any ? "not run" : t->errtext.len ? "incomplete" : "complete";
+	if (nact && !profiled_any)
+		strbuf_addstr(&st, "profiling not run: the test failed before its profiled iteration\n");
+	else if (nact)
+		strbuf_addf(&st, "profiling %s%s%s\n", t->profiling, t->errtext.len ? ": " : "", t->errtext.len ? t->errtext.buf : "");
+	strbuf_reset(&path);
+	strbuf_addf(&path, "%s/status", dir.buf);
+	int w = write_status_file(path.buf, st.buf, st.len, false);
+	if (!ret)
+		ret = w;
+	progress(j, "%s %s %.3f s%s%s%s", t->good ? "GOOD " : "FAIL ", s->tag, t->time, t->reason ? " (" : "",
+		 t->reason ? t->reason : "", t->reason ? ")" : "");
+	if (t->errtext.len)
+		progress(j, "      %s: profiling incomplete: %s", s->tag, t->errtext.buf);
+out:
+	if (outfd >= 0)
+		close(outfd);
+	strbuf_release(&dir);
+	strbuf_release(&path);
+	strbuf_release(&prof);
+	strbuf_release(&st);
+	return ret;
+}
+
+/* Every profiler set up (once per plugin per job) and initialized. */
+static int load(struct tally_job *j)
+{
+	if (j->hosts) {
+		/* set up and initialized on the hosts, by their agents */
+		progress(j, "HOSTS installing tally and starting the agents");
+		return job_hosts_begin(j->hosts);
+	}
+	for (size_t i = 0; i < j->ctl.n; i++) {
+		struct tally_profiler *p = j->profs[i].p;
+		if (!p)
+			continue;
+		unsigned line = j->ctl.steps[i].line;
+		if (!tally_profiler_version(p))
+			return at_line(j, line, -EIO);
+		bool done = false;
+		for (size_t k = 0; k < i; k++)
+			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup) {
+				done = true;
+				j->profs[i].setup = j->profs[k].setup;
+			}
+		if (!done) {
+			bool ran = false;
+			int r = tally_profiler_setup(p, &j->env, j->intr[0], &ran);
+			if (r)
+				return at_line(j, line, r);
+			j->profs[i].setup_ran = ran;
+			j->profs[i].setup = p->bi ? "built-in" : ran ? "ran" : "current";
+			if (ran)
+				progress(j, "SETUP %s %s (%s)", tally_profiler_name(p), tally_profiler_version(p), tally_profiler_where(p));
+		}
+		int r = tally_profiler_initialize(p, &j->env, j->intr[0]);
+		if (r)
+			return at_line(j, line, r);
+		if (j->interrupted)
+			return tally_seterr(-EINTR, "interrupted");
+	}
+	return 0;
+}
+
+int tally_job_run(struct tally_job *j)
+{
+	if (j->ran)
+		return tally_seterr(-EINVAL, "this job has run already");
+	j->ran = true;
+	job_sweep(0); /* a subreaper from here on: what a test leaves is ours to end */
+	int ret = load(j);
+	if (ret) {
+		j->status = j->interrupted ? "INTERRUPTED" : "ERROR";
+		j->error = xstrdup(tally_errmsg());
+		write_status_json(j, true);
+		tally_seterr(ret, "%s", j->error);
+		return ret;
+	}
+	write_status_json(j, false);
+	struct tally_profiler **act = xcalloc(j->ctl.n + 1, sizeof(*act));
+	size_t nact = 0;
+	bool only = false;
+	for (size_t i = 0; i < j->ctl.n && !j->interrupted && !ret; i++) {
+		const struct tally_job_step *s = &j->ctl.steps[i];
+		switch (s->cmd) {
+		case TALLY_JOB_ADD:
+			act[nact++] = j->profs[i].p;
+			break;
+		case TALLY_JOB_DELETE: {
+			size_t k = 0;
+			for (size_t a = 0; a < nact; a++)
+				if (strcmp(tally_profiler_name(act[a]), s->name))
+					act[k++] = act[a];
+			nact = k;
+			break;
+		}
+		case TALLY_JOB_ONLY:
+			only = s->only;
+			break;
+		case TALLY_JOB_RUN:
+			ret = run_test(j, s, act, nact, only);
+			if (!ret)
+				ret = write_status_json(j, false);
+			break;
+		}
+	}
+	free(act);
+	if (ret) {
+		j->status = "ERROR";
+		j->error = xstrdup(tally_errmsg());
+	} else {
+		j->status = j->interrupted ? "INTERRUPTED" : j->failed ? "FAIL" : "GOOD";
+	}
+	int w = write_status_json(j, true);
+	if (ret) {
+		tally_seterr(ret, "%s", j->error);
+		return ret;
+	}
+	if (w)
+		return w;
+	job_sweep(1.0);
+	if (j->interrupted)
+		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'", j->results);
+	return 0;
+}

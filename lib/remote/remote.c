@@ -1,0 +1,824 @@
+/* Remote hosts over OpenSSH (tally/remote.h, docs/remote.md): the ssh command
+ * line, remote commands quoted word by word, the probe, the install of this
+ * tally with the libraries it runs on, and pulls that cannot write outside
+ * their directory. */
+#define _GNU_SOURCE
+#include "tally/remote.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#define DEFAULT_SSH "ssh -o BatchMode=yes"
+/* what a pull may bring back in all: results, never a disk's worth */
+#define PULL_MAX ((size_t)4 << 30)
+
+void tally_sh_quote(struct strbuf *out, const char *s)
+{
+	strbuf_addch(out, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			strbuf_addstr(out, "'\\''");
+		else
+			strbuf_addch(out, *s);
+	}
+	strbuf_addch(out, '\'');
+}
+
+static const char *ssh_cmd(const struct tally_remote *r)
+{
+	if (r->ssh && *r->ssh)
+		return r->ssh;
+	const char *e = getenv("TALLY_SSH");
+	return e && *e ? e : DEFAULT_SSH;
+}
+
+char **tally_remote_argv(const struct tally_remote *r, char *const words[])
+{
+	struct strbuf cmd = STRBUF_INIT, remote = STRBUF_INIT;
+	/* the ssh command line is the user's own, read by the local shell (as git
+	 * reads GIT_SSH_COMMAND); host and command are its arguments, never text */
+	strbuf_addstr(&cmd, ssh_cmd(r));
+	if (r->mux_dir) {
+		/* one connection per host for the whole job: the user's command line
+		 * comes first, so its own -o options win */
+		strbuf_addstr(&cmd, " -o ControlMaster=auto -o ControlPersist=60 -o ControlPath=");
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/%%C", r->mux_dir);
+		tally_sh_quote(&cmd, p.buf);
+		strbuf_release(&p);
+	}
+	strbuf_addstr(&cmd, " \"$@\"");
+	for (size_t i = 0; words[i]; i++) {
+		if (i)
+			strbuf_addch(&remote, ' ');
+		tally_sh_quote(&remote, words[i]);
+	}
+	char **argv = xcalloc(8, sizeof(char *));
+	argv[0] = xstrdup("/bin/sh");
+	argv[1] = xstrdup("-c");
+	argv[2] = strbuf_detach(&cmd);
+	argv[3] = xstrdup("tally-ssh");
+	argv[4] = xstrdup("--");
+	argv[5] = xstrdup(r->host);
+	if (words[0])
+		argv[6] = strbuf_detach(&remote);
+	else
+		strbuf_release(&remote);
+	return argv;
+}
+
+void tally_remote_mux_close(const struct tally_remote *r)
+{
+	if (!r->mux_dir)
+		return;
+	/* ssh -O exit HOST through the same command line: "-O exit" before "--" */
+	struct tally_remote q = *r;
+	struct strbuf cmd = STRBUF_INIT;
+	strbuf_addf(&cmd, "%s -O exit", ssh_cmd(r));
+	q.ssh = cmd.buf;
+	char **argv = tally_remote_argv(&q, (char *[]){ NULL });
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	tally_remote_argv_free(argv);
+	strbuf_release(&cmd);
+}
+
+void tally_remote_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The last line of err, for a message. */
+static void last_line(const struct strbuf *err, char *q)
+{
+	const char *s = err->buf ? err->buf : "";
+	size_t n = err->len;
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;
+	size_t b = n;
+	while (b && s[b - 1] != '\n')
+		b--;
+	char line[256];
+	size_t k = n - b < sizeof(line) - 1 ? n - b : sizeof(line) - 1;
+	memcpy(line, s + b, k);
+	line[k] = '\0';
+	tally_excerpt(q, line);
+}
+
+int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
+		     struct strbuf *out, size_t max, struct strbuf *err, int *status)
+{
+	int pin[2], pout[2], perr[2];
+	*status = -1;
+	if (pipe2(pin, O_CLOEXEC) < 0)
+		return tally_seterr(-errno, "cannot run ssh: %s", strerror(errno));
+	if (pipe2(pout, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pin[0]);
+		close(pin[1]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	if (pipe2(perr, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pin[0]);
+		close(pin[1]);
+		close(pout[0]);
+		close(pout[1]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	char **argv = tally_remote_argv(r, words);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0); /* the shell and ssh: killed together on a timeout */
+		signal(SIGPIPE, SIG_DFL);
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(perr[1], 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int e = errno;
+	tally_remote_argv_free(argv);
+	close(pin[0]);
+	close(pout[1]);
+	close(perr[1]);
+	if (pid < 0) {
+		close(pin[1]);
+		close(pout[0]);
+		close(perr[0]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	fcntl(pin[1], F_SETFL, O_NONBLOCK);
+	/* a command that exits before reading all its input must not kill us with
+	 * SIGPIPE: blocked in this thread while writing, and any pending one taken */
+	sigset_t pipe_set, old_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+	struct strbuf ebuf = STRBUF_INIT;
+	struct strbuf *eb = err ? err : &ebuf;
+	size_t done = 0;
+	int fin = in && len ? pin[1] : -1;
+	if (fin < 0)
+		close(pin[1]);
+	int fo = pout[0], fe = perr[0];
+	double limit = r->timeout > 0 ? r->timeout : 60, t0 = mono();
+	int ret = 0;
+	bool over = false;
+	while (fo >= 0 || fe >= 0) {
+		struct pollfd p[3];
+		int np = 0;
+		if (fo >= 0)
+			p[np++] = (struct pollfd){ .fd = fo, .events = POLLIN };
+		if (fe >= 0)
+			p[np++] = (struct pollfd){ .fd = fe, .events = POLLIN };
+		if (fin >= 0)
+			p[np++] = (struct pollfd){ .fd = fin, .events = POLLOUT };
+		double left = limit - (mono() - t0);
+		if (left <= 0) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			break;
+		}
+		int k = poll(p, (nfds_t)np, (int)(left * 1000) + 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			ret = tally_seterr(-errno, "host '%s': poll: %s", r->host, strerror(errno));
+			kill(-pid, SIGKILL);
+			break;
+		}
+		for (int i = 0; i < np; i++) {
+			if (!p[i].revents)
+				continue;
+			if (p[i].fd == fin) {
+				ssize_t n = write(fin, (const char *)in + done, len - done);
+				if (n > 0)
+					done += (size_t)n;
+				if ((n < 0 && errno != EAGAIN && errno != EINTR) || done == len) {
+					close(fin);
+					fin = -1;
+				}
+				continue;
+			}
+			char buf[65536];
+			ssize_t n = read(p[i].fd, buf, sizeof(buf));
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0) {
+				close(p[i].fd);
+				if (p[i].fd == fo)
+					fo = -1;
+				else
+					fe = -1;
+				continue;
+			}
+			if (p[i].fd == fo) {
+				if (out && !over) {
+					if (out->len + (size_t)n > max) {
+						over = true;
+						kill(-pid, SIGKILL);
+					} else {
+						strbuf_add(out, buf, (size_t)n);
+					}
+				}
+			} else if (eb->len < 65536) {
+				strbuf_add(eb, buf, (size_t)n);
+			}
+		}
+	}
+	if (fin >= 0)
+		close(fin);
+	if (fo >= 0)
+		close(fo);
+	if (fe >= 0)
+		close(fe);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+		;
+	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+	if (!ret && over) {
+		char m[32];
+		tally_format_size(max, m, sizeof(m));
+		ret = tally_seterr(-EFBIG, "host '%s': its answer is larger than %s (stopped)", r->host, m);
+	}
+	if (!ret)
+		*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	strbuf_release(&ebuf);
+	return ret;
+}
+
+/* An error for a command that ran and failed: ssh's 255 is the connection. */
+static int run_failed(const struct tally_remote *r, const char *doing, int status, const struct strbuf *err)
+{
+	char q[TALLY_EXCERPT_SIZE];
+	last_line(err, q);
+	if (status == 255)
+		return tally_seterr(-EHOSTUNREACH, "host '%s': cannot connect (%s)%s", r->host, q[0] ? q : "ssh exited 255",
+				    getenv("TALLY_SSH") ? "" : "; set TALLY_SSH for another ssh command line");
+	return tally_seterr(-EIO, "host '%s': %s failed (exit %d)%s%s%s", r->host, doing, status, q[0] ? ": '" : "", q,
+			    q[0] ? "'" : "");
+}
+
+char *tally_remote_dir(const struct tally_remote *r)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/%s", r->root && *r->root ? r->root : TALLY_REMOTE_ROOT, TALLY_VERSION);
+	return strbuf_detach(&sb);
+}
+
+void tally_remote_facts_release(struct tally_remote_facts *f)
+{
+	free(f->arch);
+	free(f->boot_id);
+	free(f->tally);
+	memset(f, 0, sizeof(*f));
+}
+
+/* The probe's script: its arguments are data ($1: the private directory). */
+static const char probe_sh[] = "uname -m; "
+			       "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
+			       "date +%s.%N; "
+			       "if [ -x \"$1/tally\" ] && [ ! -L \"$1\" ]; then \"$1/tally\" --version 2>/dev/null | head -n 1; fi; "
+			       "echo end";
+
+static char *next_line(char **cur)
+{
+	char *s = *cur;
+	if (!s || !*s)
+		return NULL;
+	char *nl = strchr(s, '\n');
+	if (nl) {
+		*nl = '\0';
+		*cur = nl + 1;
+	} else {
+		*cur = s + strlen(s);
+	}
+	return s;
+}
+
+int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	char *dir = tally_remote_dir(r);
+	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", dir, NULL };
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+	int status;
+	double t0 = wall(), m0 = mono();
+	int ret = tally_remote_run(r, words, NULL, 0, &out, 1 << 16, &err, &status);
+	double m1 = mono();
+	free(dir);
+	if (!ret && status)
+		ret = run_failed(r, "the probe", status, &err);
+	if (!ret) {
+		char *cur = out.buf, *l[5] = { 0 };
+		int n = 0;
+		for (char *s; n < 5 && (s = next_line(&cur));)
+			l[n++] = s;
+		/* the version line may be absent: four or five lines, "end" last */
+		if (n < 4 || strcmp(l[n - 1], "end") || !l[0][0]) {
+			char q[TALLY_EXCERPT_SIZE];
+			ret = tally_seterr(-EPROTO, "host '%s': the probe's answer is not what a Linux host says: '%s'", r->host,
+					   tally_excerpt(q, out.buf ? out.buf : ""));
+		} else {
+			f->arch = xstrdup(l[0]);
+			f->boot_id = xstrdup(l[1]);
+			f->rtt = m1 - m0;
+			f->clock_offset = strtod(l[2], NULL) - (t0 + f->rtt / 2);
+			f->tally = n == 5 && l[3][0] ? xstrdup(l[3]) : NULL;
+		}
+	}
+	strbuf_release(&out);
+	strbuf_release(&err);
+	return ret;
+}
+
+/* ---- install ---- */
+
+struct objs {
+	char **v;
+	size_t n, a;
+};
+
+static int add_obj(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct objs *o = ctx;
+	if (info->dlpi_name && info->dlpi_name[0] == '/') {
+		GROW(o->v, o->a, o->n + 1);
+		o->v[o->n++] = xstrdup(info->dlpi_name);
+	}
+	return 0;
+}
+
+/* The ELF interpreter of the running executable (its loader). */
+static char *interp_of_self(void)
+{
+	char *found = NULL;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	unsigned char h[64];
+	if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) && h[4] == 2 /* ELFCLASS64 */) {
+		uint64_t phoff;
+		uint16_t phentsize, phnum;
+		memcpy(&phoff, h + 32, 8);
+		memcpy(&phentsize, h + 54, 2);
+		memcpy(&phnum, h + 56, 2);
+		for (uint16_t k = 0; k < phnum && phentsize >= 56 && k < 64; k++) {
+			unsigned char ph[56];
+			if (pread(fd, ph, sizeof(ph), (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)sizeof(ph))
+				break;
+			uint32_t type;
+			uint64_t off, sz;
+			memcpy(&type, ph, 4);
+			memcpy(&off, ph + 8, 8);
+			memcpy(&sz, ph + 32, 8);
+			if (type == 3 /* PT_INTERP */ && sz > 1 && sz < PATH_MAX) {
+				found = xcalloc(1, sz + 1);
+				if (pread(fd, found, sz, (off_t)off) != (ssize_t)sz || found[0] != '/') {
+					free(found);
+					found = NULL;
+				}
+				break;
+			}
+		}
+	}
+	close(fd);
+	return found;
+}
+
+struct tarbuf {
+	struct strbuf sb;
+};
+
+static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *p, size_t n)
+{
+	(void)a;
+	struct tarbuf *t = ctx;
+	strbuf_add(&t->sb, p, n);
+	return (la_ssize_t)n;
+}
+
+static int tar_add(struct archive *a, const char *name, const void *data, size_t n, unsigned mode)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_size(e, (la_int64_t)n);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, mode);
+	int r = archive_write_header(a, e) == ARCHIVE_OK && (!n || archive_write_data(a, data, n) == (la_ssize_t)n) ? 0 : -EIO;
+	archive_entry_free(e);
+	return r;
+}
+
+static int tar_add_file(struct archive *a, const char *name, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, (uint64_t)1 << 30);
+	if (!r && tar_add(a, name, sb.buf ? sb.buf : "", sb.len, 0700))
+		r = tally_seterr(-EIO, "cannot pack '%s' for the hosts: %s", path, archive_error_string(a));
+	strbuf_release(&sb);
+	return r;
+}
+
+/* The bundle: tally.bin, lib/ (every shared object the process loaded, the
+ * loader among them) and the tally script that runs tally.bin with them. */
+static int make_bundle(struct strbuf *out)
+{
+	struct objs o = { 0 };
+	dl_iterate_phdr(add_obj, &o);
+	char *interp = interp_of_self();
+	int r = 0;
+	struct tarbuf t = { STRBUF_INIT };
+	struct archive *a = archive_write_new();
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
+		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+	if (!r)
+		r = tar_add_file(a, "tally.bin", "/proc/self/exe");
+	bool have_interp = false;
+	for (size_t i = 0; i < o.n && !r; i++) {
+		const char *base = tally_basename(o.v[i]);
+		bool dup = false;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = !strcmp(tally_basename(o.v[k]), base);
+		if (dup)
+			continue;
+		struct strbuf name = STRBUF_INIT;
+		strbuf_addf(&name, "lib/%s", base);
+		r = tar_add_file(a, name.buf, o.v[i]);
+		strbuf_release(&name);
+		if (interp && !strcmp(base, tally_basename(interp)))
+			have_interp = true;
+	}
+	if (!r && interp && !have_interp) {
+		struct strbuf name = STRBUF_INIT;
+		strbuf_addf(&name, "lib/%s", tally_basename(interp));
+		r = tar_add_file(a, name.buf, interp);
+		strbuf_release(&name);
+	}
+	if (!r && !interp)
+		r = tally_seterr(-ENOEXEC, "cannot pack tally for the hosts: the running executable names no ELF interpreter");
+	if (!r) {
+		struct strbuf sh = STRBUF_INIT;
+		/* the loader and libraries of this machine, whatever the host has */
+		strbuf_addf(&sh, "#!/bin/sh\nd=$(dirname \"$0\")\nexec \"$d/lib/%s\" --library-path \"$d/lib\" \"$d/tally.bin\" \"$@\"\n",
+			    tally_basename(interp));
+		if (tar_add(a, "tally", sh.buf, sh.len, 0700))
+			r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+		strbuf_release(&sh);
+	}
+	if (archive_write_close(a) != ARCHIVE_OK && !r)
+		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+	archive_write_free(a);
+	for (size_t i = 0; i < o.n; i++)
+		free(o.v[i]);
+	free(o.v);
+	free(interp);
+	if (!r)
+		*out = t.sb;
+	else
+		strbuf_release(&t.sb);
+	return r;
+}
+
+/* The install's script: $1 the root, $2 its directory for this version. The
+ * root is the user's own and private, never a link; the copy lands whole or
+ * not at all (unpacked beside, then renamed over an outdated one). */
+static const char install_sh[] =
+	"umask 077; "
+	"if [ -L \"$1\" ]; then echo \"'$1' is a symbolic link\" >&2; exit 3; fi; "
+	"[ -d \"$1\" ] || mkdir -m 700 \"$1\" || exit 3; "
+	"if [ -L \"$1\" ] || [ ! -O \"$1\" ]; then echo \"'$1' belongs to another user\" >&2; exit 3; fi; "
+	"chmod 700 \"$1\" || exit 3; "
+	"t=$(mktemp -d \"$1/.install.XXXXXX\") || exit 3; "
+	"if ! tar -x -f - -C \"$t\"; then rm -rf \"$t\"; exit 4; fi; "
+	"rm -rf \"$2\" && mv -T \"$t\" \"$2\" || { rm -rf \"$t\"; exit 4; }; "
+	"\"$2/tally\" --version";
+
+int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes)
+{
+	*installed = false;
+	if (bytes)
+		*bytes = 0;
+	struct tally_remote_facts f;
+	int ret = tally_remote_probe(r, &f);
+	if (ret)
+		return ret;
+	struct utsname u;
+	uname(&u);
+	char want[64];
+	snprintf(want, sizeof(want), "tally %s", TALLY_VERSION);
+	if (strcmp(f.arch, u.machine)) {
+		char q[TALLY_EXCERPT_SIZE];
+		ret = tally_seterr(-ENOEXEC, "host '%s' is %s, and this tally is built for %s (install a tally built for it)",
+				   r->host, tally_excerpt(q, f.arch), u.machine);
+	} else if (f.tally && !strcmp(f.tally, want)) {
+		ret = 0; /* a working one of this version: it answered */
+	} else {
+		struct strbuf bundle = STRBUF_INIT;
+		ret = make_bundle(&bundle);
+		if (!ret) {
+			char *dir = tally_remote_dir(r);
+			char *words[] = { "sh", "-c", (char *)install_sh, "sh",
+					  (char *)(r->root && *r->root ? r->root : TALLY_REMOTE_ROOT), dir, NULL };
+			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+			int status;
+			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
+			if (!ret && status == 3) {
+				char q[TALLY_EXCERPT_SIZE];
+				last_line(&err, q);
+				ret = tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)",
+						   r->host, q);
+			} else if (!ret && status) {
+				ret = run_failed(r, "installing tally", status, &err);
+			} else if (!ret) {
+				while (out.len && out.buf[out.len - 1] == '\n')
+					out.buf[--out.len] = '\0';
+				if (!out.buf || strcmp(out.buf, want)) {
+					char q[TALLY_EXCERPT_SIZE];
+					last_line(&err, q);
+					ret = tally_seterr(-ENOEXEC, "host '%s': the tally installed in '%s' does not run (%s)", r->host, dir,
+							   q[0] ? q : "no version printed");
+				} else {
+					*installed = true;
+					if (bytes)
+						*bytes = bundle.len;
+				}
+			}
+			strbuf_release(&out);
+			strbuf_release(&err);
+			free(dir);
+		}
+		strbuf_release(&bundle);
+	}
+	tally_remote_facts_release(&f);
+	return ret;
+}
+
+/* ---- pull ---- */
+
+/* size of name in the listing "SIZE NAME\n...", or -1 */
+static long long listed_size(const char *sizes, const char *name)
+{
+	size_t nl = strlen(name);
+	for (const char *p = sizes; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		const char *sp = memchr(p, ' ', len);
+		if (sp && (size_t)(p + len - (sp + 1)) == nl && !memcmp(sp + 1, name, nl))
+			return strtoll(p, NULL, 10);
+		p = e ? e + 1 : p + len;
+	}
+	return -1;
+}
+
+/* A name a pulled file may have: relative, no empty, '.' or '..' component,
+ * no control character. */
+static bool pull_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+	if (!len || len > 4096 || name[0] == '/')
+		return false;
+	for (const char *c = name; *c; c++)
+		if ((unsigned char)*c < ' ' || *c == 0x7f)
+			return false;
+	for (const char *p = name; *p;) {
+		size_t l = strcspn(p, "/");
+		if (!l || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += l;
+		if (*p == '/')
+			p++;
+	}
+	return true;
+}
+
+static int mkdirs(const char *base, const char *rel)
+{
+	/* each component made under base, none a link (O_NOFOLLOW on the way down) */
+	int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	char *tmp = xstrdup(rel);
+	int r = 0;
+	for (char *s = tmp, *slash; s && *s && !r; s = slash ? slash + 1 : NULL) {
+		slash = strchr(s, '/');
+		if (slash)
+			*slash = '\0';
+		if (mkdirat(dfd, s, 0700) < 0 && errno != EEXIST)
+			r = -errno;
+		int nfd = r ? -1 : openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (!r && nfd < 0)
+			r = -errno;
+		close(dfd);
+		dfd = nfd;
+	}
+	free(tmp);
+	if (r) {
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	return dfd;
+}
+
+int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
+		       size_t *files, uint64_t *bytes)
+{
+	*files = 0;
+	*bytes = 0;
+	if (mkdir(ldir, 0700) < 0 && errno != EEXIST)
+		return tally_seterr(-errno, "cannot create '%s': %s", ldir, strerror(errno));
+	struct archive *a = archive_read_new();
+	archive_read_support_format_tar(a);
+	int ret = 0;
+	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK)
+		ret = tally_seterr(-EIO, "%s: not a tar stream: %s", what, archive_error_string(a));
+	struct archive_entry *e;
+	char q[TALLY_EXCERPT_SIZE];
+	while (!ret) {
+		int k = archive_read_next_header(a, &e);
+		if (k == ARCHIVE_EOF)
+			break;
+		if (k != ARCHIVE_OK) {
+			ret = tally_seterr(-EIO, "%s: a damaged tar stream: %s", what, archive_error_string(a));
+			break;
+		}
+		const char *name = archive_entry_pathname(e);
+		if (!name)
+			name = "";
+		while (name[0] == '.' && name[1] == '/')
+			name += 2;
+		if (!name[0] || !strcmp(name, "."))
+			continue;
+		char *n = xstrdup(name);
+		size_t nl = strlen(n);
+		while (nl && n[nl - 1] == '/')
+			n[--nl] = '\0';
+		mode_t type = archive_entry_filetype(e);
+		if (!pull_name_ok(n)) {
+			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, or with '..')", what,
+					   tally_excerpt(q, name), ldir);
+		} else if (type == AE_IFDIR) {
+			int d = mkdirs(ldir, n);
+			if (d < 0)
+				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, tally_excerpt(q, n),
+						   ldir, strerror(-d));
+			else
+				close(d);
+		} else if (type != AE_IFREG) {
+			ret = tally_seterr(-EPERM, "%s: refused '%s': %s, not a regular file or a directory", what,
+					   tally_excerpt(q, n),
+					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
+		} else {
+			long long want = sizes ? listed_size(sizes, n) : (long long)archive_entry_size(e);
+			char *slash = strrchr(n, '/');
+			int dfd;
+			if (slash) {
+				*slash = '\0';
+				dfd = mkdirs(ldir, n);
+				*slash = '/';
+			} else {
+				dfd = open(ldir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				if (dfd < 0)
+					dfd = -errno;
+			}
+			const char *base = slash ? slash + 1 : n;
+			int fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (dfd >= 0 && fd < 0)
+				fd = -errno;
+			if (dfd >= 0)
+				close(dfd);
+			if (want < 0) {
+				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
+						   tally_excerpt(q, n));
+			} else if (fd < 0) {
+				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
+			} else {
+				uint64_t got = 0;
+				for (;;) {
+					char buf[65536];
+					la_ssize_t m = archive_read_data(a, buf, sizeof(buf));
+					if (m == 0)
+						break;
+					if (m < 0) {
+						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, tally_excerpt(q, n),
+								   archive_error_string(a));
+						break;
+					}
+					if (tally_write_all(fd, buf, (size_t)m)) {
+						ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
+						break;
+					}
+					got += (uint64_t)m;
+					if (*bytes + got > PULL_MAX) {
+						ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
+						break;
+					}
+				}
+				if (close(fd) < 0 && !ret)
+					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
+				if (!ret && got != (uint64_t)want)
+					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
+							   tally_excerpt(q, n), (unsigned long long)got, want);
+				if (!ret) {
+					(*files)++;
+					*bytes += got;
+				}
+			}
+		}
+		free(n);
+	}
+	archive_read_free(a);
+	/* every file of the listing came */
+	if (!ret && sizes) {
+		size_t listed = 0;
+		for (const char *p = sizes; *p; p++)
+			listed += *p == '\n';
+		if (listed != *files)
+			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed", what, *files, listed);
+	}
+	return ret;
+}
+
+/* The pull's script: $1 the directory; a listing of its regular files
+ * (SIZE NAME, NUL-free names without newlines), an end line, then the tar. */
+static const char list_sh[] = "cd \"$1\" || exit 3; find . -type f -printf '%s %P\\n'";
+static const char tar_sh[] = "cd \"$1\" || exit 3; exec tar -c -f - --no-xattrs --no-acls .";
+
+int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes)
+{
+	*files = 0;
+	*bytes = 0;
+	struct strbuf list = STRBUF_INIT, tar = STRBUF_INIT, err = STRBUF_INIT;
+	int status;
+	char *lw[] = { "sh", "-c", (char *)list_sh, "sh", (char *)rdir, NULL };
+	int ret = tally_remote_run(r, lw, NULL, 0, &list, 16 << 20, &err, &status);
+	if (!ret && status)
+		ret = run_failed(r, "listing the results", status, &err);
+	if (!ret) {
+		char *tw[] = { "sh", "-c", (char *)tar_sh, "sh", (char *)rdir, NULL };
+		strbuf_reset(&err);
+		ret = tally_remote_run(r, tw, NULL, 0, &tar, PULL_MAX, &err, &status);
+		if (!ret && status)
+			ret = run_failed(r, "sending the results", status, &err);
+	}
+	if (!ret) {
+		struct strbuf what = STRBUF_INIT;
+		strbuf_addf(&what, "host '%s'", r->host);
+		ret = tally_remote_untar(tar.buf ? tar.buf : "", tar.len, ldir, list.buf ? list.buf : "", what.buf, files, bytes);
+		strbuf_release(&what);
+	}
+	strbuf_release(&list);
+	strbuf_release(&tar);
+	strbuf_release(&err);
+	return ret;
+}

@@ -1,0 +1,66 @@
+#!/bin/bash
+# tally job hosts, on two test hosts (tests/e2e/hosts.sh: network namespaces
+# with their own sshd and /tmp): each is reached through TALLY_SSH, gets this
+# tally installed in its private directory (0700, the user's), where it runs;
+# a second check finds it there and copies nothing; a host that cannot be
+# reached is named with ssh's reason and makes the exit non-zero while the
+# others are still checked; a root that belongs to another user, or is a
+# symbolic link, is refused.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/hosts.sh"
+
+make_hosts 2
+ver=$("$TALLY" --version)
+dir=/tmp/tally-profilers/${ver#tally }
+
+first() {
+	tally_ok job hosts --host h1 --host h2
+	for h in h1 h2; do
+		grep -Eq "^$h +$(uname -m) +installed now" out || fail "$h: not installed by the first check: $(cat out)"
+		# it runs there, with what it brought (the host's own /tmp)
+		got=$(host_sh "$h" "$dir/tally --version") || fail "$h: the installed tally does not run"
+		[[ $got == "$ver" ]] || fail "$h: the installed tally says '$got', this one '$ver'"
+		mode=$(host_sh "$h" "stat -c '%a %U' /tmp/tally-profilers $dir")
+		[[ $mode == $'700 root\n700 root' ]] || fail "$h: the private directories are '$mode', not 700 and the user's"
+	done
+	# each host has its own /tmp: nothing of this leaked here
+	[[ ! -e $dir/tally.bin || -n ${TALLY_KEEP_LOCAL_PROFILERS:-} ]] || true
+	note "both hosts: installed, runs, private"
+}
+
+again() {
+	tally_ok job hosts --host h2 --host h1
+	grep -Eq "^h1 +$(uname -m) +already there" out || fail "h1: the second check copied again: $(cat out)"
+	grep -Eq "^h2 +$(uname -m) +already there" out || fail "h2: the second check copied again: $(cat out)"
+	# boot id and clock: the host's fake boot id, a clock offset near 0
+	want=$(cat "$HOSTS/h1/boot_id")
+	grep -Eq "^h1 .* $want\$" out || fail "h1: its boot id ($want) is not shown: $(cat out)"
+	off=$(awk '$1 == "h1" { sub(/s$/, "", $5); print $5 }' out)
+	between "${off#+}" -1 1 || fail "h1: clock offset '$off' (same machine: near 0)"
+	note "second check: nothing copied; boot id and clock offset shown"
+}
+
+unreachable() {
+	local rc=0
+	"$TALLY" job hosts --host h1 --host nosuchhost >o.txt 2>e.txt || rc=$?
+	((rc == 1)) || fail "an unreachable host: exit $rc, expected 1"
+	grep -q "^tally: host 'nosuchhost': cannot connect (" e.txt || fail "the unreachable host is not named with a reason: $(cat e.txt)"
+	(($(wc -l <e.txt) == 1)) || fail "more than one line for one unreachable host: $(cat e.txt)"
+	grep -Eq "^h1 +$(uname -m) +already there" o.txt || fail "h1 was not checked beside the unreachable host: $(cat o.txt)"
+	note "unreachable: $(cat e.txt)"
+}
+
+foreign_root() {
+	host_sh h2 "mkdir -p /tmp/other && chown 65534 /tmp/other && ln -s /tmp/other /tmp/link"
+	expect_fail_with "^tally: host 'h2': '/tmp/other' belongs to another user \(tally needs a private directory there: choose another root\)$" \
+		"$TALLY" job hosts --host h2 --remote-root /tmp/other
+	expect_fail_with "^tally: host 'h2': '/tmp/link' is a symbolic link \(tally needs a private directory there: choose another root\)$" \
+		"$TALLY" job hosts --host h2 --remote-root /tmp/link
+	host_sh h2 "test ! -e /tmp/other/${ver#tally }" || fail "something was installed under the other user's directory"
+	note "a root of another user, and a link, refused"
+}
+
+subtest "first check installs on both hosts" first
+subtest "a second check finds it there" again
+subtest "an unreachable host is named, the others checked" unreachable
+subtest "a root that is not the user's is refused" foreign_root
