@@ -39,6 +39,7 @@ static const struct cmd commands[] = {
 	{ "ctl", cmd_ctl, &ctl_cmdopts },
 	{ "archive", cmd_archive, &archive_cmdopts },
 	{ "job", cmd_job, &job_cmdopts },
+	{ "top", cmd_top, &top_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)

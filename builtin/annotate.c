@@ -141,7 +141,7 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
 			    im->path[0] ? im->path : im->name, f->addr, f->size);
 	}
-	strbuf_addf(out, "# %s: %" PRIu64 " samples, %.2f%% of the image's, %.2f%% of all\n", db->events[ev], f->samples,
+	strbuf_addf(out, "# %s: %" PRIu64 " sample%s, %.2f%% of the image's, %.2f%% of all\n", db->events[ev], f->samples, f->samples == 1 ? "" : "s",
 		    pc(f->samples, f->image_samples), pc(f->samples, db->samples[ev]));
 	struct src *main = source(c, f->main_file);
 	bool show_asm = want_asm;
@@ -184,8 +184,8 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		strbuf_addf(out, "  %s:%" PRIu32 "\n", f->files[l->file], l->line);
 	}
 	if (f->no_line && !f->line_note)
-		strbuf_addf(out, "# %" PRIu64 " samples (%.2f%%) at addresses without line information\n", f->no_line,
-			    pc(f->no_line, f->samples));
+		strbuf_addf(out, "# %" PRIu64 " sample%s (%.2f%%) at addresses without line information\n", f->no_line,
+			    f->no_line == 1 ? "" : "s", pc(f->no_line, f->samples));
 	if (!show_asm)
 		return;
 	if (f->code_note || !f->ninsns) {

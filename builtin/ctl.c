@@ -54,7 +54,9 @@ const struct tally_cmdopts ctl_cmdopts = {
 		  "  cpus LIST|all on|off [freq HZ|period N]\n"
 		  "                       sampling on or off on some CPUs, at a new rate\n"
 		  "  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
-		  "                       'tally report -i FILE' reads it\n",
+		  "                       'tally report -i FILE' reads it\n"
+		  "  peek [-o FILE]       a profile of what is in memory now (not flushed yet), forgetting nothing;\n"
+		  "                       what 'tally top --db' shows\n",
 	.groups = { &ctl_group },
 };
 
@@ -70,13 +72,13 @@ int cmd_ctl(int argc, char **argv)
 	double timeout = o.timeout;
 	char **words = argv + first;
 	int nwords = argc - first;
-	/* drain's -o is the client's business: the daemon sends the profile here */
-	if (nwords >= 1 && !strcmp(words[0], "drain")) {
+	/* drain's (and peek's) -o is the client's business: the daemon sends the profile here */
+	if (nwords >= 1 && (!strcmp(words[0], "drain") || !strcmp(words[0], "peek"))) {
 		if (nwords == 3 && !strcmp(words[1], "-o") && *words[2]) {
 			outfile = words[2];
 			nwords = 1;
 		} else if (nwords != 1) {
-			tally_error("usage: drain [-o FILE]");
+			tally_error("usage: %s [-o FILE]", words[0]);
 			return 2;
 		}
 	}
@@ -87,8 +89,8 @@ int cmd_ctl(int argc, char **argv)
 		return 2;
 	}
 	tally_ctl_req_release(&q);
-	if (q.op == TALLY_CTL_DRAIN && !outfile && isatty(1)) {
-		tally_error("drain writes a profile, not text: redirect stdout to a file or give -o FILE");
+	if ((q.op == TALLY_CTL_DRAIN || q.op == TALLY_CTL_PEEK) && !outfile && isatty(1)) {
+		tally_error("%s writes a profile, not text: redirect stdout to a file or give -o FILE", words[0]);
 		return 2;
 	}
 	struct strbuf path = STRBUF_INIT, line = STRBUF_INIT, body = STRBUF_INIT;

@@ -27,6 +27,14 @@ int cmd_events(int argc, char **argv)
 	if (first < argc)
 		return tally_usage_error("events", "unexpected argument '%s'", argv[first]);
 	bool any_hw_missing = false;
+	/* the name column as wide as the longest name with its alias, so that
+	 * the columns line up whatever the table holds */
+	int w = 0;
+	for (size_t i = 0; i < tally_event_table_len; i++) {
+		const struct tally_event_desc *e = &tally_event_table[i];
+		int l = (int)(strlen(e->name) + (e->alias ? 1 + strlen(e->alias) : 0));
+		w = l > w ? l : w;
+	}
 	for (size_t i = 0; i < tally_event_table_len; i++) {
 		const struct tally_event_desc *e = &tally_event_table[i];
 		bool ok = tally_event_probe(e) == 0;
@@ -34,7 +42,7 @@ int cmd_events(int argc, char **argv)
 			any_hw_missing = true;
 		char name[64];
 		snprintf(name, sizeof(name), "%s%s%s", e->name, e->alias ? "|" : "", e->alias ? e->alias : "");
-		printf("%-24s %-9s %-12s %s\n", name, e->type == PERF_TYPE_HARDWARE ? "hardware" : "software",
+		printf("%-*s  %-9s %-12s %s\n", w, name, e->type == PERF_TYPE_HARDWARE ? "hardware" : "software",
 		       ok ? "available" : "unavailable", e->desc);
 	}
 	if (any_hw_missing)

@@ -44,7 +44,9 @@ struct format {
 	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)")                              \
 	X("folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,                          \
 	  "folded stacks for flamegraph.pl, inferno, speedscope")                                                        \
-	X("svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)")
+	X("svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)")   \
+	X("speedscope", FMT_STACKS | FMT_TEXT, "tally.speedscope.json", tally_export_speedscope,                          \
+	  "speedscope's JSON: a profile per event and process")
 
 #define FORMAT_ROW(name, flags, out, fn, help) { name, flags, out, fn, help },
 #define FORMAT_HELP(name, flags, out, fn, help) "  " name ": " help " (" out ")\n"
@@ -366,7 +368,8 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].put + out.files[i].data.len;
 		if (out.n == 1)
-			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes)\n", output, out.files[0].suffix, fmt->name, n);
+			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)\n", output, out.files[0].suffix, fmt->name, n,
+				out.note ? "; " : "", out.note ? out.note : "");
 		else
 			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
 	}

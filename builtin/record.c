@@ -202,10 +202,11 @@ int cmd_record(int argc, char **argv)
 	}
 	if (strcmp(written, out))
 		tally_warn("'%s' appeared while recording; wrote '%s' instead", out, written);
-	fprintf(stderr, "tally: wrote '%s': %" PRIu64 " samples, %" PRIu64 " lost (see 'tally report -i %s')\n", written,
-		tally_recording_samples(rec), tally_recording_lost(rec), written);
+	fprintf(stderr, "tally: wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')\n", written,
+		tally_recording_samples(rec), tally_recording_samples(rec) == 1 ? "" : "s", tally_recording_lost(rec), written);
 	if (tally_recording_lost(rec))
-		tally_warn("%" PRIu64 " samples were lost: lower -F, or the system is too busy", tally_recording_lost(rec));
+		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy", tally_recording_lost(rec),
+			   tally_recording_lost(rec) == 1 ? " was" : "s were");
 	free(written);
 	ret = ncmd ? tally_recording_exit_code(rec) : 0;
 out:

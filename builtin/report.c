@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,6 +139,13 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		if (tally_html_write(o->html, db, res, &ho)) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
+		} else {
+			/* as export says what it wrote */
+			struct stat st;
+			if (stat(o->html, &st) == 0)
+				fprintf(stderr, "tally: wrote '%s' (HTML report, %lld bytes)\n", o->html, (long long)st.st_size);
+			else
+				fprintf(stderr, "tally: wrote '%s' (HTML report)\n", o->html);
 		}
 		tally_report_image_warnings(db, res, tally_verbose, &w);
 		tally_print_warnings(&w);

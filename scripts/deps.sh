@@ -7,19 +7,36 @@ build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebugi
   libcapstone-dev libcmocka-dev protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libzstd-dev libarchive-dev
   libiberty-dev)
 # clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): make fuzz
-test_pkgs=(python3 linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
+test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   openssh-client openssh-server netcat-openbsd iproute2
   clang-14 libclang-rt-14-dev)
+# npm packages the tests read (installed with npm, which nodejs brings): the
+# schema of speedscope's file format, for the speedscope export's test
+npm_test_pkgs=(speedscope@1.25.0)
+npm_test() {
+  command -v npm >/dev/null 2>&1 || return 0
+  local root
+  root=$(npm root -g 2>/dev/null) || return 0
+  [ -e "$root/speedscope/dist/release/file-format-schema.json" ] && return 0
+  echo "tally: installing npm packages for the tests: ${npm_test_pkgs[*]}"
+  npm install -g --no-audit --no-fund "${npm_test_pkgs[@]}" >/dev/null 2>&1 ||
+    echo "tally: could not install ${npm_test_pkgs[*]} with npm (the tests that need them skip)"
+}
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "${1:-}" = "--test" ] && npm_test
+  exit 0
+fi
 echo "tally: installing missing packages: ${missing[*]}"
 SUDO=
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ "${1:-}" = "--test" ] && npm_test
+exit 0

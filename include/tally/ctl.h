@@ -18,7 +18,7 @@
 #define TALLY_CTL_MAX_REPLY (4ULL << 30)
 #define TALLY_CTL_MAX_ERROR 65536ULL
 /* The answer to anything that is not a command. */
-#define TALLY_CTL_USAGE "usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain"
+#define TALLY_CTL_USAGE "usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek"
 #define TALLY_CTL_CPUS_USAGE "usage: cpus LIST|all on|off [freq HZ|period N]"
 /* The socket's name inside the daemon's database directory. */
 #define TALLY_CTL_SOCKET_NAME "ctl.sock"
@@ -33,6 +33,7 @@ enum tally_ctl_op {
 	TALLY_CTL_STATUS,
 	TALLY_CTL_CPUS,
 	TALLY_CTL_DRAIN,
+	TALLY_CTL_PEEK, /* the samples in memory, as a bundle; nothing flushed or forgotten */
 };
 
 struct tally_ctl_req {

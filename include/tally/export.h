@@ -42,6 +42,7 @@ struct tally_export_out {
 	int (*put)(void *ctx, size_t file, const void *data, size_t len);
 	void *ctx;
 	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
+	char *note; /* what was written, for the closing line (gmon: which image), or NULL; freed by release */
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);
@@ -59,6 +60,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
+int tally_export_speedscope(const struct tally_export *x, struct tally_export_out *out);
 
 /* Folded stacks of two profiles (difffolded.pl's format, for flamegraph.pl's
  * differential graphs): one line per stack of either, "STACK BASE NEW",

@@ -24,6 +24,7 @@ static const struct {
 	{ "start", TALLY_CTL_START },	  { "stop", TALLY_CTL_STOP },   { "clear", TALLY_CTL_CLEAR },
 	{ "startclr", TALLY_CTL_STARTCLR }, { "flush", TALLY_CTL_FLUSH }, { "epoch", TALLY_CTL_EPOCH },
 	{ "status", TALLY_CTL_STATUS },   { "cpus", TALLY_CTL_CPUS },   { "drain", TALLY_CTL_DRAIN },
+	{ "peek", TALLY_CTL_PEEK },
 };
 
 void tally_ctl_req_release(struct tally_ctl_req *req)

@@ -19,6 +19,7 @@
 #include "lib/daemon/internal.h"
 #include "tally/ctl.h"
 #include "tally/epoch.h"
+#include "tally/top.h"
 
 /* ---- requests ---- */
 
@@ -157,7 +158,7 @@ static int do_cpus(struct tally_daemon *d, const struct tally_ctl_req *q, struct
 
 static const char *op_name(enum tally_ctl_op op)
 {
-	static const char *const names[] = { "start", "stop", "clear", "startclr", "flush", "epoch", "status", "cpus", "drain" };
+	static const char *const names[] = { "start", "stop", "clear", "startclr", "flush", "epoch", "status", "cpus", "drain", "peek" };
 	return (size_t)op < ARRAY_SIZE(names) ? names[op] : "?";
 }
 
@@ -166,6 +167,30 @@ static int pause_collector(struct tally_daemon *d, bool paused)
 	if (!d->col)
 		return tally_seterr(-ENOTSUP, "this daemon has no collector of its own: its caller samples");
 	return tally_collector_pause(d->col, paused);
+}
+
+/* peek: what is in memory now (since the last flush or clear), as a bundle,
+ * for tally top --db; the aggregate is read, never emptied. Its session says
+ * since when (memory-since, seconds with their fraction) so that a reader
+ * that peeks again knows when the daemon began again from nothing. */
+static int peek(struct tally_daemon *d, struct strbuf *out)
+{
+	double now = tally_now_wall();
+	struct tally_meta s;
+	tally_dmn_session(d, d->agg, &s, now);
+	tally_meta_set(&s, "memory-since", "%.6f", d->delta_start);
+	tally_meta_set(&s, "target", "system (in the memory of tally daemon pid %d)", (int)getpid());
+	struct tally_db db;
+	int r = tally_top_db_from_agg(&db, d->agg, &s, &d->kc);
+	tally_meta_release(&s);
+	if (r)
+		return r;
+	r = tally_db_bundle(&db, out);
+	tally_db_release(&db);
+	if (!r && out->len > TALLY_CTL_MAX_REPLY)
+		r = tally_seterr(-EMSGSIZE, "cannot peek: the samples in memory take %zu bytes, more than a reply may hold (flush them: 'tally ctl flush')",
+				 out->len);
+	return r;
 }
 
 /* Runs one request; the reply goes to out. */
@@ -225,6 +250,9 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 	case TALLY_CTL_DRAIN:
 		r = tally_daemon_drain(d, &body);
 		break;
+	case TALLY_CTL_PEEK:
+		r = peek(d, &body);
+		break;
 	}
 	if (r) {
 		const char *m = tally_errmsg();
@@ -232,7 +260,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		tally_dmn_log(d, "ctl (uid %d): %s failed: %s", (int)uid, op_name(q.op), m);
 	} else {
 		tally_ctl_frame(out, true, body.buf ? body.buf : "", body.len);
-		if (d->verbose || (q.op != TALLY_CTL_STATUS))
+		if (d->verbose || (q.op != TALLY_CTL_STATUS && q.op != TALLY_CTL_PEEK)) /* asked every second by tally top */
 			tally_dmn_log(d, "ctl (uid %d): %s", (int)uid, op_name(q.op));
 	}
 	strbuf_release(&body);

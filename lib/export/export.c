@@ -38,6 +38,7 @@ void tally_export_out_release(struct tally_export_out *out)
 	}
 	free(out->files);
 	tally_warnings_release(&out->warnings);
+	free(out->note);
 	memset(out, 0, sizeof(*out));
 }
 

@@ -471,7 +471,7 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			if (inlined)
 				strbuf_addstr(out, " (inlined)");
 		}
-		strbuf_addf(out, "\n%" PRIu64 " samples, %.2f%%", f->count, pct(f->count, fl->total));
+		strbuf_addf(out, "\n%" PRIu64 " sample%s, %.2f%%", f->count, f->count == 1 ? "" : "s", pct(f->count, fl->total));
 		if (f->func == TALLY_FLAME_ALL) {
 			strbuf_addstr(out, " of ");
 			tally_strbuf_add_xml(out, o->event ? o->event : "the event");
@@ -531,7 +531,7 @@ int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
 		what = tally_meta_get(&db->session, "target");
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "Flame graph: %s", what ? what : x->input);
-	strbuf_addf(&sub, "%s, %" PRIu64 " samples", db->events[ev], cg.total);
+	strbuf_addf(&sub, "%s, %" PRIu64 " sample%s", db->events[ev], cg.total, cg.total == 1 ? "" : "s");
 	const char *start = tally_meta_get(&db->session, "start-time");
 	if (start)
 		strbuf_addf(&sub, ", %s", start);

@@ -86,7 +86,7 @@
 				end = Math.max(end, spans[k][1]);
 			}
 			matchedPct = total ? 100 * sum / total : 0;
-			matched.textContent = term ? "Matched: " + matchedPct.toFixed(2) + "% (" + sum + " samples)" : " ";
+			matched.textContent = term ? "Matched: " + matchedPct.toFixed(2) + "% (" + sum + (sum === 1 ? " sample)" : " samples)") : " ";
 			clearBtn.setAttribute("class", "btn clear" + (term ? "" : " hide"));
 			layout();
 			return matchedPct;

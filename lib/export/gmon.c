@@ -96,6 +96,15 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	int pr = pick_image(x, &image);
 	if (pr < 0)
 		return pr;
+	{
+		/* which image, said: without --image it was chosen (the executable
+		 * with the most samples), and gprof needs that very file */
+		const struct tally_db_image *im = &db->images[image];
+		struct strbuf n = STRBUF_INIT;
+		strbuf_addf(&n, "of image '%s'%s", im->path, x->image ? "" : ", the executable with the most samples");
+		free(out->note);
+		out->note = strbuf_detach(&n);
+	}
 	/* gprof needs link-time addresses, which need the image's file */
 	bool placed = false;
 	for (size_t k = 0; k < db->nentries && !placed; k++) {

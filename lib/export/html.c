@@ -193,7 +193,7 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 		    id);
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
-	strbuf_addf(&sub, "%" PRIu64 " samples; click a frame to zoom", cg->total);
+	strbuf_addf(&sub, "%" PRIu64 " sample%s; click a frame to zoom", cg->total, cg->total == 1 ? "" : "s");
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
 	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
@@ -210,8 +210,8 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 	uint32_t sf[5];
 	uint64_t sc[5];
 	size_t ns = tally_cg_stops(cg, sf, sc, 5);
-	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
-		    pc(cg->rooted, cg->total), cg->total);
+	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " sample%s reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->rooted, cg->total), cg->total, cg->total == 1 ? "" : "s");
 	if (cg->rooted < cg->total) {
 		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
 		if (cg->truncated)
@@ -266,7 +266,7 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 	esc(out, f->name);
 	strbuf_addstr(out, " <small>[");
 	esc(out, im->name);
-	strbuf_addf(out, "]: %" PRIu64 " samples, %.2f%%", f->samples, pc(f->samples, total));
+	strbuf_addf(out, "]: %" PRIu64 " sample%s, %.2f%%", f->samples, f->samples == 1 ? "" : "s", pc(f->samples, total));
 	char *text = NULL, **lines = NULL, *found = NULL;
 	size_t nl = 0;
 	bool have = f->main_file != TALLY_ANNOT_NONE &&

@@ -69,7 +69,8 @@ struct map {
 	uint32_t image;
 	uint64_t delta; /* address - file offset */
 	uint64_t lo, hi; /* addresses seen */
-	bool named, lines;
+	bool named; /* some location has a function from us */
+	bool lines; /* every location with a function has its file and line */
 };
 
 struct loc {
@@ -130,7 +131,7 @@ static bool map_eq(const void *ctx, uint32_t idx, const void *key)
 
 static uint32_t map_id(struct pp *p, uint32_t image, uint64_t delta)
 {
-	struct map k = { image, delta, UINT64_MAX, 0, true, true };
+	struct map k = { image, delta, UINT64_MAX, 0, false, true };
 	uint64_t h = tally_hash_u64(((uint64_t)image << 32) ^ tally_hash_u64(delta));
 	uint32_t i = tally_hidx_get(&p->map_idx, h, &k, map_eq, p);
 	if (i == TALLY_HIDX_NONE) {
@@ -191,8 +192,10 @@ static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)
 		if (!fr[j].file || !fr[j].line)
 			m->lines = false;
 	}
-	if (!nf)
-		m->named = m->lines = false;
+	/* a location without a function (a PLT stub, code past the symbols)
+	 * stays an address; it does not make the rest of the image unnamed */
+	if (nf)
+		m->named = true;
 	GROW(p->locs, p->alocs, p->nlocs + 1);
 	p->locs[p->nlocs] = k;
 	tally_hidx_put(&p->loc_idx, h, (uint32_t)p->nlocs);
@@ -657,11 +660,35 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
-	 * program's executable (the one with the most samples) goes first */
+	 * program's executable goes first: the executable with the most samples
+	 * in its code or below it (in the stacks that hold it), so that a
+	 * program whose time is in its libraries (python in libpython) is the
+	 * main binary rather than a wrapper that ran a little code of its own
+	 * (a shell shim); without stacks, the most samples in its code */
 	uint64_t *img_samples = xcalloc(db->nimages + 1, sizeof(uint64_t));
-	for (size_t k = 0; k < db->nentries; k++)
-		for (int i = 0; i < ne; i++)
-			img_samples[db->entries[k].image] += db->counts[k * dbne + (size_t)x->events[i]];
+	if (db->has_stacks && db->nstacks) {
+		uint64_t *seen = xcalloc(db->nimages + 1, sizeof(uint64_t));
+		for (size_t k = 0; k < db->nstacks; k++) {
+			const struct tally_db_stack *st = &db->stacks[k];
+			uint64_t c = 0;
+			for (int i = 0; i < ne; i++)
+				c += db->stack_counts[k * dbne + (size_t)x->events[i]];
+			if (!c)
+				continue;
+			for (uint32_t f = 0; f < st->len; f++) {
+				uint32_t im = tally_db_frame(db, st, f)->image;
+				if (im < db->nimages && seen[im] != k + 1) {
+					seen[im] = k + 1;
+					img_samples[im] += c;
+				}
+			}
+		}
+		free(seen);
+	} else {
+		for (size_t k = 0; k < db->nentries; k++)
+			for (int i = 0; i < ne; i++)
+				img_samples[db->entries[k].image] += db->counts[k * dbne + (size_t)x->events[i]];
+	}
 	uint32_t main_image = UINT32_MAX;
 	for (uint32_t i = 0; i < db->nimages; i++)
 		if (!strcmp(db->images[i].kind, "exec") && img_samples[i] &&
@@ -695,9 +722,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		pm[k].filename = str_id(&p.str, tally_export_image_name(im, &sb));
 		if (!strcmp(im->id_kind, "build-id"))
 			pm[k].build_id = str_id(&p.str, im->id);
-		/* without lines from us, pprof looks them up itself (addr2line) when it
-		 * finds the binary; our function names stay when it does not */
-		pm[k].has_functions = m->named && (m->lines || !file || !strcmp(im->kind, "vdso"));
+		/* pprof symbolizes a mapping itself (and so replaces our names and
+		 * inlines) when none of these is set: has_functions whenever we named
+		 * some of its code, the files and lines when we had them for all of it */
+		pm[k].has_functions = m->named;
 		pm[k].has_filenames = m->named && m->lines;
 		pm[k].has_line_numbers = m->named && m->lines;
 		pmp[mid[k] - 1] = &pm[k];

@@ -8,7 +8,7 @@
 . "$SRCDIR/tests/e2e/daemon.sh"
 
 USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain'
-ERE_USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain$'
+ERE_USAGE='usage: start\|stop\|clear\|startclr\|flush\|epoch\|status\|cpus\|drain\|peek$'
 
 # checked before anything is sent: no daemon needed
 expect_fail_with "^tally: $ERE_USAGE" "$TALLY" ctl --db nodb
@@ -129,9 +129,9 @@ EOF
 raw() { python3 raw.py db/ctl.sock "$@"; }
 
 out=$(raw send 'bogus\n')
-[[ $out == "error usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain" ]] || fail "raw 'bogus': $out"
+[[ $out == "error usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek" ]] || fail "raw 'bogus': $out"
 out=$(raw send '\x00\x01\x02\xff\xfe garbage\n')
-[[ $out == "error usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain" ]] || fail "raw binary garbage: $out"
+[[ $out == "error usage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek" ]] || fail "raw binary garbage: $out"
 out=$(raw send 'status\x00status\n')
 [[ $out == error* ]] || fail "a request with a NUL byte was served: $out"
 out=$(raw send 'cpus 0\n')

@@ -618,8 +618,8 @@ static void test_daemon__ctl_bad_requests(void **state)
 		const char *req;
 		const char *want;
 	} cases[] = {
-		{ "bogus\n", "error 62\nusage: start|stop|clear|startclr|flush|epoch|status|cpus|drain" },
-		{ "status\0status\n", "error 62\nusage: " },
+		{ "bogus\n", "error 67\nusage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek" },
+		{ "status\0status\n", "error 67\nusage: " },
 		{ "cpus 0\n", "error " },
 		{ "start\n", "this daemon has no collector of its own" },
 	};

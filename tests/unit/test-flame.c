@@ -236,7 +236,7 @@ static void test_flame__svg(void **state)
 	assert_str_has(sb.buf, "data-total=\"100\"");
 	assert_str_has(sb.buf, "Flame &lt;graph&gt;");
 	assert_str_has(sb.buf, "<title>main\nin prog\n100 samples, 100.00%; self 9, 9.00%</title>");
-	assert_str_has(sb.buf, "<title>op&lt;T&amp;&gt;\nin prog\n1 samples, 1.00%");
+	assert_str_has(sb.buf, "<title>op&lt;T&amp;&gt;\nin prog\n1 sample, 1.00%");
 	assert_str_has(sb.buf, "<title>all\n100 samples, 100.00% of cpu-clock</title>");
 	/* main spans the graph: 1180 pixels from x 10 */
 	assert_str_has(sb.buf, "<rect x=\"10.0\" y=\"");
