@@ -156,6 +156,7 @@ int cmd_job_hosts(int argc, char **argv)
 		if (h[i].ret) {
 			tally_error("%s", h[i].err);
 			printf("%-20s %s\n", o.h.hosts[i], "unusable (above)");
+			tally_remote_facts_release(&h[i].f);
 			ret = 1;
 			continue;
 		}
