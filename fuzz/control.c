@@ -78,6 +78,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			case TALLY_JOB_ONLY:
 				break;
+			case TALLY_JOB_HOSTS:
+				/* before any run, at least one host, none empty or an option */
+				FUZZ_CHECK(!run, "hosts after a run (line %u)", s->line);
+				FUZZ_CHECK(s->args && s->args[0], "hosts without a host");
+				for (size_t k = 0; s->args && s->args[k]; k++)
+					FUZZ_CHECK(s->args[k][0] && s->args[k][0] != '-', "host '%s'", s->args[k]);
+				break;
 			case TALLY_JOB_RUN:
 				run = true;
 				FUZZ_CHECK(s->args && s->args[0], "run without a test");
