@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(line);
 		return 0;
 	}
-	FUZZ_CHECK(q.op >= TALLY_CTL_START && q.op <= TALLY_CTL_DRAIN, "op %d", (int)q.op);
+	FUZZ_CHECK(q.op >= TALLY_CTL_START && q.op <= TALLY_CTL_PEEK, "op %d", (int)q.op);
 	if (q.op == TALLY_CTL_CPUS) {
 		FUZZ_CHECK(q.cpus && q.ncpus == ncpus, "a cpus request for %d CPUs on %d", q.ncpus, ncpus);
 		FUZZ_CHECK(!(q.freq && q.period), "both freq and period");
