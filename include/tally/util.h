@@ -85,6 +85,9 @@ void strbuf_add_escaped(struct strbuf *sb, const char *s);
  * are not UTF-8 escaped (\n \t \r \\ \xNN), so that damaged input never
  * reaches a terminal raw. */
 void strbuf_add_excerpt(struct strbuf *sb, const char *s, size_t len, size_t max);
+/* The last non-empty line of text (a failed command's message, for an error),
+ * at most 200 bytes, escaped as strbuf_add_excerpt does; nothing when there is none. */
+void tally_last_line(const char *text, struct strbuf *sb);
 /* The same into out (TALLY_EXCERPT_SIZE bytes), at most TALLY_EXCERPT_MAX bytes
  * of a NUL-terminated s (NULL: ""); returns out. For tally_seterr arguments:
  *   char q[TALLY_EXCERPT_SIZE];

@@ -489,7 +489,7 @@ static int perf_initialize(struct tally_profiler *p)
 	int r = job_run_capture(argv, NULL, 30, -1, &out, &st);
 	if (!r && st) {
 		struct strbuf last = STRBUF_INIT;
-		job_last_line(out.buf, &last);
+		tally_last_line(out.buf, &last);
 		r = tally_seterr(-EPERM, "'perf record -a' cannot run here: %s", last.buf ? last.buf : "?");
 		strbuf_release(&last);
 	}

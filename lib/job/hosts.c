@@ -432,7 +432,7 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 		int r = job_run_capture(argv, NULL, 600, intr_fd, &out, &st);
 		if (r || st) {
 			struct strbuf last = STRBUF_INIT;
-			job_last_line(out.buf ? out.buf : "", &last);
+			tally_last_line(out.buf ? out.buf : "", &last);
 			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s", errs->len ? "; " : "",
 				    r ? tally_errmsg() : last.buf);
 			strbuf_release(&last);

@@ -46,9 +46,6 @@ int job_run_capture(char *const *argv, char *const *envp, double timeout, int in
 void job_describe_status(int status, struct strbuf *sb);
 /* The exit status as a shell gives it (0-255, 128+N for signal N). */
 int job_exit_code(int status);
-/* The last non-empty line of text (for a failed step's message), at most 200
- * bytes, escaped; "" when there is none. */
-void job_last_line(const char *text, struct strbuf *sb);
 /* Makes the process a child subreaper and ends every child it has left
  * (SIGTERM, then SIGKILL after grace), reaping them: nothing of a test or a
  * plugin survives it. How many it ended. */

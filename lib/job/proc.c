@@ -291,17 +291,6 @@ int job_exit_code(int status)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-void job_last_line(const char *text, struct strbuf *sb)
-{
-	size_t len = text ? strlen(text) : 0;
-	while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r' || text[len - 1] == '\t'))
-		len--;
-	size_t start = len;
-	while (start && text[start - 1] != '\n')
-		start--;
-	strbuf_add_excerpt(sb, text + start, len - start, 200);
-}
-
 /* The children of every thread of this process. */
 static size_t children(pid_t **out)
 {

@@ -216,7 +216,7 @@ static int run_step(struct tally_profiler *p, const char *step, const struct tal
 	int status = 0;
 	int ret = job_run_capture(argv, env, limit, intr_fd, &cap, &status);
 	struct strbuf last = STRBUF_INIT;
-	job_last_line(cap.buf, &last);
+	tally_last_line(cap.buf, &last);
 	if (ret == -ETIMEDOUT)
 		ret = tally_seterr(-ETIMEDOUT, "profiler '%s' failed at %s: no end after %.0f s (killed)", p->name, step, limit);
 	else if (ret == -EINTR)

@@ -9,6 +9,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <link.h>
 #include <poll.h>
@@ -130,21 +131,14 @@ static double wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The last line of err, for a message. */
-static void last_line(const struct strbuf *err, char *q)
+/* The last line of err, for a message (tally_last_line, into q). */
+#define LAST_LINE_SIZE 256
+static void last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
 {
-	const char *s = err->buf ? err->buf : "";
-	size_t n = err->len;
-	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
-		n--;
-	size_t b = n;
-	while (b && s[b - 1] != '\n')
-		b--;
-	char line[256];
-	size_t k = n - b < sizeof(line) - 1 ? n - b : sizeof(line) - 1;
-	memcpy(line, s + b, k);
-	line[k] = '\0';
-	tally_excerpt(q, line);
+	struct strbuf sb = STRBUF_INIT;
+	tally_last_line(err->buf ? err->buf : "", &sb);
+	snprintf(q, LAST_LINE_SIZE, "%s", sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
 }
 
 int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
@@ -297,7 +291,7 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 /* An error for a command that ran and failed: ssh's 255 is the connection. */
 static int run_failed(const struct tally_remote *r, const char *doing, int status, const struct strbuf *err)
 {
-	char q[TALLY_EXCERPT_SIZE];
+	char q[LAST_LINE_SIZE];
 	last_line(err, q);
 	if (status == 255)
 		return tally_seterr(-EHOSTUNREACH, "host '%s': cannot connect (%s)%s", r->host, q[0] ? q : "ssh exited 255",
@@ -404,32 +398,22 @@ static char *interp_of_self(void)
 	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	unsigned char h[64];
-	if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) && h[4] == 2 /* ELFCLASS64 */) {
-		uint64_t phoff;
-		uint16_t phentsize, phnum;
-		memcpy(&phoff, h + 32, 8);
-		memcpy(&phentsize, h + 54, 2);
-		memcpy(&phnum, h + 56, 2);
-		for (uint16_t k = 0; k < phnum && phentsize >= 56 && k < 64; k++) {
-			unsigned char ph[56];
-			if (pread(fd, ph, sizeof(ph), (off_t)(phoff + (uint64_t)k * phentsize)) != (ssize_t)sizeof(ph))
-				break;
-			uint32_t type;
-			uint64_t off, sz;
-			memcpy(&type, ph, 4);
-			memcpy(&off, ph + 8, 8);
-			memcpy(&sz, ph + 32, 8);
-			if (type == 3 /* PT_INTERP */ && sz > 1 && sz < PATH_MAX) {
-				found = xcalloc(1, sz + 1);
-				if (pread(fd, found, sz, (off_t)off) != (ssize_t)sz || found[0] != '/') {
-					free(found);
-					found = NULL;
-				}
-				break;
-			}
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t nph = 0;
+	if (e && elf_getphdrnum(e, &nph) == 0) {
+		for (size_t k = 0; k < nph && !found; k++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_INTERP || ph.p_filesz < 2 || ph.p_filesz >= PATH_MAX)
+				continue;
+			size_t n = 0;
+			const char *raw = elf_rawfile(e, &n);
+			if (raw && ph.p_offset <= n && ph.p_filesz <= n - ph.p_offset && raw[ph.p_offset] == '/')
+				found = xstrndup(raw + ph.p_offset, ph.p_filesz);
 		}
 	}
+	if (e)
+		elf_end(e);
 	close(fd);
 	return found;
 }
@@ -573,7 +557,7 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 			int status;
 			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
 			if (!ret && status == 3) {
-				char q[TALLY_EXCERPT_SIZE];
+				char q[LAST_LINE_SIZE];
 				last_line(&err, q);
 				ret = tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)",
 						   r->host, q);
@@ -583,7 +567,7 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 				while (out.len && out.buf[out.len - 1] == '\n')
 					out.buf[--out.len] = '\0';
 				if (!out.buf || strcmp(out.buf, want)) {
-					char q[TALLY_EXCERPT_SIZE];
+					char q[LAST_LINE_SIZE];
 					last_line(&err, q);
 					ret = tally_seterr(-ENOEXEC, "host '%s': the tally installed in '%s' does not run (%s)", r->host, dir,
 							   q[0] ? q : "no version printed");

@@ -1062,3 +1062,14 @@ bool tally_relpath_ok(const char *name, size_t max)
 	}
 	return true;
 }
+
+void tally_last_line(const char *text, struct strbuf *sb)
+{
+	size_t len = text ? strlen(text) : 0;
+	while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r' || text[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && text[start - 1] != '\n')
+		start--;
+	strbuf_add_excerpt(sb, text + start, len - start, 200);
+}
