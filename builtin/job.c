@@ -187,8 +187,12 @@ static int job_agent(int argc, char **argv)
 			strbuf_release(&a);
 			return r == -ENOTCONN ? 3 : 1;
 		}
-		printf("%s\n", a.buf);
+		/* "ok ..." on stdout; "error MSG" is the command's error, on stderr */
 		int ok = !strncmp(a.buf, "ok", 2);
+		if (ok)
+			printf("%s\n", a.buf);
+		else
+			tally_error("%s", !strncmp(a.buf, "error ", 6) ? a.buf + 6 : a.buf);
 		strbuf_release(&a);
 		return ok ? 0 : 1;
 	}

@@ -112,8 +112,12 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 	}
 	if (!strcmp(w[0], "start") && n == 4) {
 		/* start TAG ITER INDICES (comma-separated profiler numbers, or "-") */
-		if (!tag_ok(w[1]))
-			return strbuf_addstr(out, "error a bad tag"), true;
+		if (!tag_ok(w[1])) {
+			strbuf_addstr(out, "error tag '");
+			strbuf_add_excerpt(out, w[1], strlen(w[1]), 40);
+			strbuf_addstr(out, "' cannot name a directory (no '/', not starting with '.')");
+			return true;
+		}
 		if (a->tag) {
 			struct strbuf e = STRBUF_INIT;
 			stop_all(a, &e); /* a start without its stop: the old one ends first */
@@ -153,7 +157,7 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 	}
 	if (!strcmp(w[0], "stop")) {
 		if (!a->tag) {
-			strbuf_addstr(out, "error nothing was started");
+			strbuf_addstr(out, "error nothing was started (start TAG ITERATION PROFILERS first)");
 			return true;
 		}
 		struct strbuf errs = STRBUF_INIT;
@@ -173,7 +177,9 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 		strbuf_addstr(out, "ok");
 		return true;
 	}
-	strbuf_addstr(out, "error unknown request");
+	strbuf_addstr(out, "error unknown request '");
+	strbuf_add_excerpt(out, w[0], strlen(w[0]), 40);
+	strbuf_addstr(out, "' (start TAG ITERATION PROFILERS, stop, status, clean TAG, quit)");
 	return true;
 }
 

@@ -175,8 +175,8 @@ static int ask(struct host *h, char *const *req, struct strbuf *answer)
 		return tally_seterr(-ENOTCONN, "host '%s': its agent is gone", h->r.host);
 	if (st || strncmp(answer->buf ? answer->buf : "", "ok", 2)) {
 		const char *m = answer->buf ? answer->buf : "";
-		if (!strncmp(m, "error ", 6))
-			m += 6;
+		if (!strncmp(m, "tally: ", 7))
+			m += 7; /* the agent's error, as the remote tally printed it */
 		return tally_seterr(-EIO, "host '%s': %s", h->r.host, m);
 	}
 	return 0;

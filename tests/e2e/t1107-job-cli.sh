@@ -15,6 +15,47 @@ usage() {
 	expect_fail_with "-r is for 'job run'" "$TALLY" job profilers -r x
 	expect_fail_with "option '--frob' is unknown" "$TALLY" job run --frob x.ctl
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
+	# remote hosts: options checked before anything connects
+	printf '%s\n' "run sleeptest 0" >h.ctl
+	expect_fail_with "^tally: --remote-root 'rel/dir' must be an absolute path on the hosts \(see 'tally job --help'\)$" \
+		"$TALLY" job run --host h1 --remote-root rel/dir h.ctl
+	((LAST_RC == 2)) || fail "exit $LAST_RC"
+	expect_fail_with "^tally: --host needs a host name \(as ssh takes it\) \(see 'tally job --help'\)$" "$TALLY" job run --host '' h.ctl
+	expect_fail_with "^tally: invalid --host-timeout 'soon'" "$TALLY" job run --host h1 --host-timeout soon h.ctl
+	expect_fail_with "name at least one host: --host HOST, or a control file with a 'hosts' line" "$TALLY" job hosts
+	((LAST_RC == 2)) || fail "exit $LAST_RC"
+	expect_fail_with "'h.ctl' has no 'hosts' line: name the hosts there, or with --host HOST" "$TALLY" job hosts h.ctl
+	expect_fail_with "unexpected argument 'b' \(one control file, or hosts with --host\)" "$TALLY" job hosts a b
+	expect_fail_with "^tally: --remote-root 'x' must be an absolute path on the hosts" "$TALLY" job hosts --host h1 --remote-root x
+	expect_fail_with "^tally: invalid --timeout 'never'" "$TALLY" job hosts --host h1 --timeout never
+	# the agent's commands are run by a job over ssh; by hand they say so
+	expect_fail_with "the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST" "$TALLY" job agent
+	((LAST_RC == 2)) || fail "exit $LAST_RC"
+	expect_fail_with "^tally: no agent answers at '$TMP/none/agent.sock'" "$TALLY" job agent ctl "$TMP/none" status
+	((LAST_RC == 3)) || fail "job agent ctl with no agent: exit $LAST_RC, expected 3"
+}
+
+# the agent a job starts on each host, here on this machine: its requests
+# and its answers to requests it does not take (one line, exit 1)
+agent() {
+	local out
+	out=$("$TALLY" job agent start "$TMP/ag" </dev/null) || fail "job agent start failed"
+	[[ $out =~ ^ready\ ([0-9]+)\ [-0-9a-f]+$ ]] || fail "the agent's start line is '$out'"
+	track_pid "${BASH_REMATCH[1]}"
+	[[ $(stat -c %a "$TMP/ag") == 700 ]] || fail "the agent's directory is not private"
+	out=$("$TALLY" job agent ctl "$TMP/ag" status) || fail "status: $out"
+	[[ $out == "ok $(cat /proc/sys/kernel/random/boot_id) -" ]] || fail "status answered '$out'"
+	expect_fail_with "^tally: unknown request 'frob' \(start TAG ITERATION PROFILERS, stop, status, clean TAG, quit\)$" \
+		"$TALLY" job agent ctl "$TMP/ag" frob
+	((LAST_RC == 1)) || fail "an unknown request: exit $LAST_RC"
+	expect_fail_with "^tally: nothing was started \(start TAG ITERATION PROFILERS first\)$" "$TALLY" job agent ctl "$TMP/ag" stop
+	expect_fail_with "^tally: tag '../x' cannot name a directory \(no '/', not starting with '.'\)$" \
+		"$TALLY" job agent ctl "$TMP/ag" start ../x 1 -
+	expect_fail_with "a request word holds a tab or a newline" "$TALLY" job agent ctl "$TMP/ag" "sta$(printf '\t')tus"
+	out=$("$TALLY" job agent ctl "$TMP/ag" quit) || fail "quit: $out"
+	sleep 0.2
+	[[ ! -e $TMP/ag/agent.sock ]] || fail "the agent's socket stays after quit"
+	note "the agent answers status and quit, and refuses what it does not take"
 }
 
 help_man() {
@@ -56,3 +97,4 @@ list() {
 subtest "usage errors" usage
 subtest "--help, man page, completion" help_man
 subtest "job profilers lists the built-ins" list
+subtest "the agent's requests" agent
