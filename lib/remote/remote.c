@@ -667,8 +667,10 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		while (nl && n[nl - 1] == '/')
 			n[--nl] = '\0';
 		mode_t type = archive_entry_filetype(e);
-		if (!tally_relpath_ok(n, 4096)) {
-			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, or with '..')", what,
+		/* at most 1 KiB: the pulled tree stays within PATH_MAX under any
+		 * results directory, for every tool that removes or reads it by path */
+		if (!tally_relpath_ok(n, 1024)) {
+			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)", what,
 					   tally_excerpt(q, name), ldir);
 		} else if (type == AE_IFDIR) {
 			int d = mkdirs(ldir, n);
@@ -683,29 +685,33 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
 		} else {
 			long long want = sizes ? listed_size(sizes, n) : (long long)archive_entry_size(e);
-			char *slash = strrchr(n, '/');
-			int dfd;
-			if (slash) {
-				*slash = '\0';
-				dfd = mkdirs(ldir, n);
-				*slash = '/';
-			} else {
-				dfd = open(ldir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-				if (dfd < 0)
-					dfd = -errno;
-			}
-			const char *base = slash ? slash + 1 : n;
-			int fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-			if (dfd >= 0 && fd < 0)
-				fd = -errno;
-			if (dfd >= 0)
-				close(dfd);
+			int fd = -1;
 			if (want < 0) {
+				/* checked before anything is created for it */
 				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
 						   tally_excerpt(q, n));
-			} else if (fd < 0) {
-				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
 			} else {
+				char *slash = strrchr(n, '/');
+				int dfd;
+				if (slash) {
+					*slash = '\0';
+					dfd = mkdirs(ldir, n);
+					*slash = '/';
+				} else {
+					dfd = open(ldir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+					if (dfd < 0)
+						dfd = -errno;
+				}
+				const char *base = slash ? slash + 1 : n;
+				fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+				if (dfd >= 0 && fd < 0)
+					fd = -errno;
+				if (dfd >= 0)
+					close(dfd);
+			}
+			if (!ret && fd < 0) {
+				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
+			} else if (!ret) {
 				uint64_t got = 0;
 				for (;;) {
 					char buf[65536];
