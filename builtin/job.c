@@ -199,6 +199,8 @@ static int job_agent(int argc, char **argv)
 	return tally_usage_error("job", "the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST");
 }
 
+static int job_main(struct jobopts *op, int argc, char **argv);
+
 int cmd_job(int argc, char **argv)
 {
 	/* job hosts has options of its own (builtin/job-hosts.c) */
@@ -208,7 +210,15 @@ int cmd_job(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "agent"))
 		return job_agent(argc - 1, argv + 1);
 	struct jobopts o = { 0 };
-	void *ctx[] = { &o, &o.h };
+	int r = job_main(&o, argc, argv);
+	free(o.h.hosts);
+	return r;
+}
+
+/* run and profilers; o's hosts are the caller's to free, whatever happens */
+static int job_main(struct jobopts *op, int argc, char **argv)
+{
+	void *ctx[] = { op, &op->h };
 	int first, r = tally_cmd_options(&job_cmdopts, ctx, argc, argv, &first);
 	if (r >= 0)
 		return r;
@@ -220,16 +230,14 @@ int cmd_job(int argc, char **argv)
 		if (nops != 2)
 			return tally_usage_error("job", nops < 2 ? "'job run' needs a control file" : "'job run' takes one control file, got '%s' too",
 						 nops > 2 ? ops[2] : "");
-		int jr = job_run(&o, ops[1]);
-		free(o.h.hosts);
-		return jr;
+		return job_run(op, ops[1]);
 	}
 	if (!strcmp(ops[0], "profilers")) {
 		if (nops != 1)
 			return tally_usage_error("job", "'job profilers' takes no argument, got '%s'", ops[1]);
-		if (o.results)
+		if (op->results)
 			return tally_usage_error("job", "-r is for 'job run'");
-		return job_profilers(&o);
+		return job_profilers(op);
 	}
 	return tally_usage_error("job", "unknown job command '%s' (run, profilers, hosts)", ops[0]);
 }
