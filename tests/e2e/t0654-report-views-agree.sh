@@ -151,7 +151,8 @@ EOF
 done
 
 # --- one profile per process: forker's children run the same functions ---
-tally_ok record --per-pid -F 2000 -o pp.db -- "$WORKLOADS/forker" 3 150 150
+# two processes running the same functions: rows per process that the page sums
+tally_ok record --per-pid -F 2000 -o pp.db -- sh -c "'$WORKLOADS/split_funcs' 200 & '$WORKLOADS/split_funcs' 200 & wait"
 report_text pp.txt -i pp.db
 report_json pp.json -i pp.db
 report_text pp-f.txt -i pp.db --symbols
