@@ -159,6 +159,11 @@ struct tally_db {
 	size_t nentries, aentries;
 	uint64_t *counts; /* nentries * nevents */
 	size_t acounts;
+	/* the summed sampling periods beside the counts, in the event's unit
+	 * (tally_db_unit): nentries * nevents, NULL when the database has none (a
+	 * format 1 or 2 database; tally_db_weigh then makes them from period-mean) */
+	uint64_t *weights;
+	size_t aweights;
 	struct tally_db_prof *profs; /* one per (image, pid): no two files share one */
 	size_t nprofs, aprofs;
 
@@ -172,6 +177,11 @@ struct tally_db {
 	size_t nstacks, astacks;
 	uint64_t *stack_counts; /* nstacks * nevents */
 	size_t astack_counts;
+	uint64_t *stack_weights; /* nstacks * nevents, as weights (NULL: none) */
+	size_t astack_weights;
+	/* tally_db_weigh ran: counts and stack_counts hold the weights and
+	 * weights and stack_weights the sample counts (stacks loaded later too) */
+	bool weighed;
 	struct tally_db_lazy *lazy; /* stacks not read yet (TALLY_DB_STACKS_LATER), or NULL */
 
 	struct tally_ksym *ksyms;
@@ -209,6 +219,24 @@ int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flag
  * an open without the flag would have given (file, line, fix; again at every
  * call), and db stays usable without stacks. 0 or -errno with tally_seterr. */
 int tally_db_load_stacks(struct tally_db *db);
+
+/* ---- period weights (lib/db/weigh.c) ---- */
+
+/* The unit of event ev's weights: "ns" for time (cpu-clock, task-clock,
+ * off-cpu), "events" for everything else; the session's weight-unit when it
+ * names one. */
+const char *tally_db_unit(const struct tally_db *db, int ev);
+/* Whether ev's weights are time (unit "ns"). */
+bool tally_db_unit_time(const struct tally_db *db, int ev);
+/* Makes every count of db (flat and stacks, and stacks loaded later) its
+ * weight, so that every view, total and export built afterwards is period-
+ * weighted, and keeps the sample counts in weights/stack_weights. A database
+ * without weights gets count x period-mean (what format 1 and 2 meant). Once
+ * only; db->samples stays the sample counts. */
+void tally_db_weigh(struct tally_db *db);
+/* Event ev's total weight (after tally_db_weigh: of the counts; before: of the
+ * weights, or count x period-mean without them). */
+uint64_t tally_db_weight_total(const struct tally_db *db, int ev);
 
 /* Frame k (0: the leaf) of a stack of db. */
 static inline const struct tally_frame *tally_db_frame(const struct tally_db *db, const struct tally_db_stack *st,

@@ -14,4 +14,9 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
  * its profiles may name a label set, its stacks name one after the pid. */
 bool tally_db_labelled(const struct tally_db *db);
 
+/* lib/db/weigh.c: the stacks of a weighed database back to sample counts
+ * (before more are read into them), and weighed again (after). */
+void tally_db_unweigh_stacks(struct tally_db *db);
+void tally_db_weigh_loaded_stacks(struct tally_db *db);
+
 #endif

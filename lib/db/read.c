@@ -1041,11 +1041,13 @@ void tally_db_release(struct tally_db *db)
 	free(db->images);
 	free(db->entries);
 	free(db->counts);
+	free(db->weights);
 	free(db->profs);
 	free(db->frame_tab);
 	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	free(db->stack_weights);
 	tally_lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {

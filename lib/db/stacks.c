@@ -734,13 +734,21 @@ int tally_db_load_stacks(struct tally_db *db)
 		return 0;
 	if (l->err)
 		return tally_seterr(l->err, "%s", l->msg);
+	/* the stacks read are sample counts: those already here are taken back
+	 * to theirs first, and the whole set weighed again after */
+	tally_db_unweigh_stacks(db);
+	free(db->stack_weights);
+	db->stack_weights = NULL;
+	db->astack_weights = 0;
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);
 	int r = tally_lazy_read(&s, &db->lazy);
 	if (r) {
 		tally_stackset_release(&s);
+		tally_db_weigh_loaded_stacks(db);
 		return r;
 	}
 	tally_stackset_to_db(&s, db);
+	tally_db_weigh_loaded_stacks(db);
 	return 0;
 }
