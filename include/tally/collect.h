@@ -16,7 +16,13 @@ struct tally_event_desc {
 	uint64_t config;
 	bool time_based;   /* period counts nanoseconds: -F becomes a period we can randomize */
 	const char *desc;
+	/* off-CPU time from the sched:sched_switch tracepoint (docs/offcpu.md):
+	 * TALLY_OFFCPU_BLOCKED opens it (config: the tracepoint's id, read at open),
+	 * TALLY_OFFCPU_PREEMPTED opens nothing and takes the preempted intervals
+	 * the first one finds; 0 for every other event */
+	uint8_t offcpu;
 };
+enum { TALLY_OFFCPU_BLOCKED = 1, TALLY_OFFCPU_PREEMPTED = 2 };
 
 extern const struct tally_event_desc tally_event_table[];
 extern const size_t tally_event_table_len;
@@ -54,6 +60,8 @@ struct tally_collect_opts {
 	 * already in it), so that a redrawn period reaches every task of the command */
 	bool use_cgroup;
 	int cgroup_fd;
+	/* with an off-CPU event: intervals shorter than this (ns) are dropped, counted */
+	uint64_t offcpu_min;
 };
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -131,6 +139,11 @@ const char *tally_collector_scope(const struct tally_collector *c);
 /* The period the randomizer centres on for an event (0 when the kernel adapts it). */
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event);
 void tally_collector_free(struct tally_collector *c);
+
+struct tally_offcpu_stats;
+/* The off-CPU counters (offcpu.h); all zero without an off-CPU event or collector.
+ * Returns whether the collector records off-CPU time. */
+bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_offcpu_stats *st);
 
 /* The kernel.perf_event_paranoid setting, or 2 when unreadable. */
 int tally_perf_paranoid(void);

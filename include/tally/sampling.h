@@ -21,6 +21,8 @@ enum {
 	TALLY_OPT_PERPID,
 	TALLY_OPT_CALLGRAPH,
 	TALLY_OPT_BUILDID_MMAP,
+	TALLY_OPT_OFFCPU,
+	TALLY_OPT_OFFCPU_MIN,
 };
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
@@ -35,6 +37,8 @@ struct tally_sampling {
 	uint64_t freq, period;  /* 0 when not given */
 	bool randomize, callchain, per_pid, build_id_mmap;
 	uint32_t stack_user;    /* --call-graph dwarf: bytes of user stack per sample */
+	bool offcpu;            /* --off-cpu: off-cpu and off-cpu-preempted added to the events */
+	uint64_t offcpu_min;    /* --off-cpu-min, ns (0: every wait) */
 
 	/* filled by tally_sampling_resolve */
 	const struct tally_event_desc *evs[TALLY_SAMPLING_MAX_EVENTS];

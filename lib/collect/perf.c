@@ -2,6 +2,7 @@
  * delivery of records, and period randomization (see docs/sampling.md). */
 #define _GNU_SOURCE
 #include "tally/collect.h"
+#include "tally/offcpu.h"
 #include "tally/unwind.h"
 #include "tally/util.h"
 
@@ -18,8 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SW(n, a, c, t, d) { n, a, PERF_TYPE_SOFTWARE, c, t, d }
-#define HW(n, a, c, d) { n, a, PERF_TYPE_HARDWARE, c, false, d }
+#define SW(n, a, c, t, d) { n, a, PERF_TYPE_SOFTWARE, c, t, d, 0 }
+#define HW(n, a, c, d) { n, a, PERF_TYPE_HARDWARE, c, false, d, 0 }
 
 const struct tally_event_desc tally_event_table[] = {
 	SW("cpu-clock", NULL, PERF_COUNT_SW_CPU_CLOCK, true, "CPU time, from a high-resolution timer per CPU (the default)"),
@@ -41,6 +42,10 @@ const struct tally_event_desc tally_event_table[] = {
 	HW("stalled-cycles-frontend", NULL, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "cycles stalled in the front end (hardware PMU)"),
 	HW("stalled-cycles-backend", NULL, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "cycles stalled in the back end (hardware PMU)"),
 	HW("ref-cycles", NULL, PERF_COUNT_HW_REF_CPU_CYCLES, "reference cycles, unaffected by frequency scaling (hardware PMU)"),
+	{ "off-cpu", NULL, PERF_TYPE_TRACEPOINT, 0, false,
+	  "time blocked off the CPU (sleeping, waiting), per stack, from sched:sched_switch (--off-cpu)", TALLY_OFFCPU_BLOCKED },
+	{ "off-cpu-preempted", NULL, PERF_TYPE_TRACEPOINT, 0, false,
+	  "time runnable but preempted, recorded with off-cpu", TALLY_OFFCPU_PREEMPTED },
 };
 const size_t tally_event_table_len = ARRAY_SIZE(tally_event_table);
 
@@ -99,6 +104,13 @@ int tally_event_probe(const struct tally_event_desc *ev)
 	a.size = sizeof(a);
 	a.type = ev->type;
 	a.config = ev->config;
+	if (ev->offcpu) {
+		struct tally_offcpu_fmt f;
+		int r = tally_offcpu_format(&f);
+		if (r)
+			return r;
+		a.config = f.id;
+	}
 	a.disabled = 1;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
@@ -123,7 +135,9 @@ struct evfd {
 	uint64_t id;
 	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
 	bool on_exec; /* enabled by the kernel at the command's exec */
+	uint8_t kind; /* FD_SWITCH_OUT: sched_switch, the target's switch-outs */
 };
+enum { FD_SAMPLE, FD_SWITCH_OUT };
 
 struct period_stats {
 	uint64_t min, max, n;
@@ -166,6 +180,12 @@ struct tally_collector {
 	double last_redraw;
 	uint64_t rng;
 	size_t sample_trailer; /* bytes of sample_id at the end of non-sample records */
+	/* off-CPU (docs/offcpu.md) */
+	int off_ev;                  /* index of the off-cpu event, -1 for none */
+	struct tally_offcpu_fmt ofmt;
+	struct tally_offcpu *off;
+	bool off_flush;              /* count the tasks still off up to now at the next poll */
+	uint64_t max_time;           /* the latest record time seen */
 };
 
 static bool id_eq(const void *ctx, uint32_t idx, const void *key)
@@ -200,7 +220,32 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
  * so that tally's child before the exec does not train it. */
 static bool cgroup_event(const struct tally_collector *c, int ev)
 {
-	return c->o.use_cgroup && ev >= 0 && c->mean_period[ev] != 0;
+	/* not off-cpu: a per-CPU event (a cgroup's too) misses the switches to and
+	 * from the idle task here (docs/offcpu.md); the command's own inherited
+	 * events see every one of its switches */
+	return c->o.use_cgroup && ev >= 0 && c->mean_period[ev] != 0 && !c->o.events[ev]->offcpu;
+}
+
+/* The sched_switch event: a sample per switch-out of the target's tasks, with
+ * the raw fields (prev_pid, prev_state, next_pid) and the user stack of the
+ * task going off (the kernel part is always schedule(): left out, see
+ * docs/offcpu.md); its switch-ins come as PERF_RECORD_SWITCH records of the
+ * same event (context_switch), written when the task is back on a CPU. */
+static void setup_switch_attr(const struct tally_collector *c, struct perf_event_attr *a)
+{
+	a->type = PERF_TYPE_TRACEPOINT;
+	a->config = c->ofmt.id;
+	a->freq = 0;
+	a->sample_freq = 0;
+	a->sample_period = 1;
+	a->sample_type |= PERF_SAMPLE_RAW;
+	a->wakeup_watermark = (uint32_t)(c->data_size / 4);
+	a->context_switch = 1;
+	a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	a->exclude_callchain_kernel = 1;
+	/* without -g only the first user frame is kept: the place that waited */
+	if (!c->o.callchain)
+		a->sample_max_stack = 1;
 }
 
 /* ev < 0: the side-band event of opts.sideband_dummy, which never samples */
@@ -240,6 +285,8 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->exclude_callchain_user = 0;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
+	if (ev >= 0 && c->o.events[ev]->offcpu)
+		setup_switch_attr(c, a);
 	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
 	if (c->o.target != TALLY_TARGET_SYSTEM && !cgroup_event(c, ev))
 		a->inherit = 1;
@@ -274,7 +321,7 @@ static int add_ring(struct tally_collector *c, int fd, int cpu)
 }
 
 static const struct tally_event_desc dummy_desc = {
-	"dummy", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, false, "side-band records only"
+	"dummy", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, false, "side-band records only", 0
 };
 
 /* Opens the events of one (pid, cpu) pair; the first fd on a CPU owns that CPU's ring. */
@@ -286,6 +333,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		struct perf_event_attr a;
 		bool first = *ring_fd_for_cpu < 0;
 		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
+		if (d->offcpu == TALLY_OFFCPU_PREEMPTED)
+			continue; /* delivered from off-cpu's records */
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
 		bool cg = cgroup_event(c, ev);
@@ -312,6 +361,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->cpu = cpu;
 		f->task = cg ? -1 : pid;
 		f->on_exec = a.enable_on_exec;
+		f->kind = d->offcpu ? FD_SWITCH_OUT : FD_SAMPLE;
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -360,7 +410,17 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	int *ring_of_cpu = NULL;
 	c->o = *opts;
 	c->pagesz = (size_t)sysconf(_SC_PAGESIZE);
-	c->data_size = (opts->ring_pages ? opts->ring_pages : (opts->stack_user ? 512 : 128)) * c->pagesz;
+	c->off_ev = -1;
+	int ev_pre = -1;
+	for (int ev = 0; ev < opts->nevents; ev++) {
+		if (opts->events[ev]->offcpu == TALLY_OFFCPU_BLOCKED)
+			c->off_ev = ev;
+		else if (opts->events[ev]->offcpu == TALLY_OFFCPU_PREEMPTED)
+			ev_pre = ev;
+	}
+	/* a record per context switch: room for a burst of them between two polls */
+	size_t pages = opts->stack_user ? 512 : c->off_ev >= 0 ? 512 : 128;
+	c->data_size = (opts->ring_pages ? opts->ring_pages : pages) * c->pagesz;
 	c->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(tally_now_wall() * 1e9);
 	if (!c->rng)
 		c->rng = 1;
@@ -370,8 +430,18 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	c->cpu_on = xcalloc((size_t)opts->ncpus, sizeof(bool));
 	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
 	c->last = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(*c->last));
+	if (c->off_ev >= 0) {
+		ret = tally_offcpu_format(&c->ofmt);
+		if (ret) {
+			tally_collector_free(c);
+			return ret;
+		}
+		c->off = tally_offcpu_new(c->off_ev, ev_pre, opts->offcpu_min);
+	}
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		c->ps[ev].min = UINT64_MAX;
+		if (opts->events[ev]->offcpu)
+			continue; /* one sample per switch: no period */
 		if (opts->period)
 			c->mean_period[ev] = opts->period;
 		else if (opts->events[ev]->time_based)
@@ -465,6 +535,7 @@ int tally_collector_enable(struct tally_collector *c)
 int tally_collector_disable(struct tally_collector *c)
 {
 	c->enabled = false;
+	c->off_flush = true;
 	for (size_t i = 0; i < c->nfds; i++)
 		if (ioctl(c->fds[i].fd, PERF_EVENT_IOC_DISABLE, 0) < 0 && errno != ESRCH)
 			return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, &c->fds[i]),
@@ -475,6 +546,8 @@ int tally_collector_disable(struct tally_collector *c)
 int tally_collector_pause(struct tally_collector *c, bool paused)
 {
 	c->paused = paused;
+	if (paused)
+		c->off_flush = true;
 	return c->enabled ? apply_enable(c, -1) : 0;
 }
 
@@ -639,6 +712,69 @@ const char *tally_collector_scope(const struct tally_collector *c)
 	return "the original tasks only (threads and children started later keep the period drawn when they were created)";
 }
 
+/* A sched_switch sample (after its period field, p..end): the switch-out of
+ * the task that ran. */
+static void deliver_switch(struct tally_collector *c, struct tally_rec *r, const uint64_t *p, const uint64_t *end)
+{
+	const uint64_t *chain = NULL;
+	uint64_t nr = 0;
+	if (p < end) {
+		nr = *p++;
+		if (nr > (uint64_t)(end - p))
+			return;
+		chain = p;
+		p += nr;
+	}
+	if ((const char *)p + 4 > (const char *)end)
+		return;
+	uint32_t rawsize;
+	memcpy(&rawsize, p, 4);
+	const char *raw = (const char *)p + 4;
+	if (rawsize > (size_t)((const char *)end - raw))
+		return;
+	/* the u32 size and the data are padded to 8 bytes together */
+	p = (const uint64_t *)(raw + rawsize);
+	struct tally_switch sw;
+	if (tally_offcpu_parse_raw(&c->ofmt, raw, rawsize, &sw))
+		return;
+	if (sw.prev_pid > 0) {
+		if ((c->o.stack_user || c->o.leaf_stack) && p < end) {
+			uint64_t abi = *p++;
+			if (abi) {
+				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
+				if (n <= (uint64_t)(end - p)) {
+					r->regs = p;
+					r->nregs = n;
+					p += n;
+				} else {
+					p = end;
+				}
+			}
+			if (p < end) {
+				uint64_t size = *p++;
+				if (size && size / 8 + 1 <= (uint64_t)(end - p)) {
+					uint64_t dyn = p[size / 8];
+					r->stack = (const uint8_t *)p;
+					r->stack_len = dyn < size ? dyn : size;
+				}
+			}
+		}
+		/* the place that waited is the first user frame (the chain holds no
+		 * kernel part); a kernel thread has only the tracepoint's own ip */
+		uint64_t user_ip = 0;
+		for (uint64_t i = 0; i < nr && !user_ip; i++)
+			if (chain[i] < PERF_CONTEXT_MAX)
+				user_ip = chain[i];
+		r->misc = (uint16_t)((r->misc & ~PERF_RECORD_MISC_CPUMODE_MASK) |
+				     (user_ip ? PERF_RECORD_MISC_USER : PERF_RECORD_MISC_KERNEL));
+		if (user_ip)
+			r->ip = user_ip;
+		r->nr = c->o.callchain && user_ip ? nr : 0;
+		r->chain = r->nr ? chain : NULL;
+		tally_offcpu_out(c->off, r, sw.prev_state);
+	}
+}
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -666,6 +802,12 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		r.cpu = (uint32_t)p[4];
 		r.period = p[5];
 		p += 6;
+		if (r.time > c->max_time)
+			c->max_time = r.time;
+		if (c->fds[fi].kind != FD_SAMPLE) {
+			deliver_switch(c, &r, p, end);
+			return;
+		}
 		if (c->o.callchain && p < end) {
 			uint64_t nr = *p++;
 			if (nr > (uint64_t)(end - p))
@@ -732,6 +874,14 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		r.tid = (uint32_t)(t[0] >> 32);
 		r.time = t[1];
 		r.cpu = (uint32_t)t[2];
+		if (r.time > c->max_time)
+			c->max_time = r.time;
+		if (h->type == PERF_RECORD_EXIT && c->off)
+			tally_offcpu_exit(c->off, ((const uint32_t *)(h + 1))[2]);
+		/* a task back on a CPU: the record is written by the task itself */
+		if ((h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE) && c->off &&
+		    !(h->misc & PERF_RECORD_MISC_SWITCH_OUT))
+			tally_offcpu_in(c->off, r.tid, r.time, r.cpu, fn, ctx);
 	}
 	fn(ctx, &r);
 }
@@ -814,6 +964,12 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	for (size_t i = 0; i < c->nrefs; i++)
 		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
+	if (c->off && c->off_flush) {
+		/* stopped or paused: the tasks still off count up to the last record
+		 * (tally's own switches keep it close to now) */
+		tally_offcpu_flush(c->off, c->max_time, fn, ctx);
+		c->off_flush = false;
+	}
 	return (int)c->nrefs;
 }
 
@@ -878,5 +1034,12 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->refs);
 	free(c->tmp);
 	free(c->runs);
+	tally_offcpu_free(c->off);
 	free(c);
+}
+
+bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_offcpu_stats *st)
+{
+	tally_offcpu_stats(c ? c->off : NULL, st);
+	return c && c->off;
 }

@@ -1,6 +1,7 @@
 /* The sampling options of tally record and tally daemon (see sampling.h). */
 #define _GNU_SOURCE
 #include "tally/sampling.h"
+#include "tally/offcpu.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -69,6 +70,16 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 	case TALLY_OPT_BUILDID_MMAP:
 		s->build_id_mmap = true;
 		return 1;
+	case TALLY_OPT_OFFCPU:
+		s->offcpu = true;
+		return 1;
+	case TALLY_OPT_OFFCPU_MIN: {
+		double sec;
+		if (tally_parse_duration(arg, "--off-cpu-min", &sec))
+			return -EINVAL;
+		s->offcpu_min = (uint64_t)(sec * 1e9 + 0.5);
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -84,6 +95,43 @@ uint64_t tally_max_sample_rate(void)
 		fclose(f);
 	}
 	return maxrate;
+}
+
+static int add_event(struct tally_sampling *s, const char *name)
+{
+	if (s->nev == TALLY_SAMPLING_MAX_EVENTS)
+		return tally_seterr(-EINVAL, "too many events (at most %d)", TALLY_SAMPLING_MAX_EVENTS);
+	const struct tally_event_desc *e = tally_event_find(name);
+	int r = tally_event_probe(e);
+	if (r)
+		return r == -EINVAL ? -EIO : r;
+	s->evs[s->nev++] = e;
+	strbuf_addf(&s->evnames, ",%s", e->name);
+	return 0;
+}
+
+/* --off-cpu adds off-cpu; off-cpu always comes with off-cpu-preempted, which
+ * takes the preempted intervals its records find (docs/offcpu.md). */
+static int resolve_offcpu(struct tally_sampling *s)
+{
+	bool blocked = false, preempted = false;
+	for (int i = 0; i < s->nev; i++) {
+		blocked = blocked || s->evs[i]->offcpu == TALLY_OFFCPU_BLOCKED;
+		preempted = preempted || s->evs[i]->offcpu == TALLY_OFFCPU_PREEMPTED;
+	}
+	if (preempted && !blocked)
+		return tally_seterr(-EINVAL, "event 'off-cpu-preempted' is recorded with 'off-cpu' (use --off-cpu)");
+	if (s->offcpu_min && !s->offcpu && !blocked)
+		return tally_seterr(-EINVAL, "--off-cpu-min needs --off-cpu");
+	int r = 0;
+	if (s->offcpu && !blocked) {
+		r = add_event(s, "off-cpu");
+		blocked = true;
+	}
+	if (!r && blocked && !preempted)
+		r = add_event(s, "off-cpu-preempted");
+	s->offcpu = s->offcpu || blocked;
+	return r;
 }
 
 static int resolve_events(struct tally_sampling *s)
@@ -117,6 +165,8 @@ static int resolve_events(struct tally_sampling *s)
 	}
 	if (!s->nev)
 		ret = tally_seterr(-EINVAL, "no event given to -e");
+	if (!ret)
+		ret = resolve_offcpu(s);
 out:
 	free(list);
 	return ret;
@@ -192,6 +242,7 @@ void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_co
 	co->build_id_mmap = s->build_id_mmap;
 	co->cpus = s->cpus;
 	co->ncpus = s->ncpus;
+	co->offcpu_min = s->offcpu_min;
 }
 
 void tally_cpus_string(const bool *set, int n, struct strbuf *sb)
@@ -305,6 +356,15 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 			strbuf_release(&ms);
 		}
 	}
+	struct tally_offcpu_stats os;
+	if (tally_collector_offcpu_stats(col, &os)) {
+		/* the totals a report of off-cpu and off-cpu-preempted adds up to (docs/offcpu.md) */
+		tally_meta_set(m, "off-cpu-waits", "%" PRIu64 ",%" PRIu64, os.waits[0], os.waits[1]);
+		tally_meta_set(m, "off-cpu-ns", "%" PRIu64 ",%" PRIu64, os.ns[0], os.ns[1]);
+		tally_meta_set(m, "off-cpu-min-ns", "%" PRIu64, s->offcpu_min);
+		tally_meta_set(m, "off-cpu-dropped", "%" PRIu64 " waits, %" PRIu64 " ns", os.dropped, os.dropped_ns);
+		tally_meta_set(m, "off-cpu-unmatched", "%" PRIu64, os.unmatched);
+	}
 	if (a->jit_untrusted)
 		tally_meta_set(m, "jit-untrusted", "%u", a->jit_untrusted);
 	for (size_t i = 0; i < a->njit_warnings; i++) {
@@ -336,6 +396,12 @@ static const struct tally_option sampling_options[] = {
 	  TALLY_OPT_CALLGRAPH },
 	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
 	  TALLY_OPT_BUILDID_MMAP },
+	{ 0, "off-cpu", TALLY_ARG_NONE, NULL,
+	  "also the time off the CPU per stack: events off-cpu (blocked) and\n"
+	  "off-cpu-preempted, in ns, from sched_switch (docs/offcpu.md)",
+	  TALLY_OPT_OFFCPU },
+	{ 0, "off-cpu-min", TALLY_ARG_REQUIRED, "TIME", "drop waits shorter than TIME (e.g. 1ms; counted in the session)",
+	  TALLY_OPT_OFFCPU_MIN },
 	TALLY_OPTION_END,
 };
 

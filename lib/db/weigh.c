@@ -42,7 +42,7 @@ const char *tally_db_unit(const struct tally_db *db, int ev)
 	if (!strcmp(name, "off-cpu"))
 		return "ns";
 	const struct tally_event_desc *d = tally_event_find(name);
-	return d && d->time_based ? "ns" : "events";
+	return d && (d->time_based || d->offcpu) ? "ns" : "events";
 }
 
 bool tally_db_unit_time(const struct tally_db *db, int ev)

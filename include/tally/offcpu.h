@@ -1,0 +1,77 @@
+/* Off-CPU time from the sched:sched_switch tracepoint (docs/offcpu.md): the
+ * tracepoint's format read from tracefs, and the state machine that turns
+ * switches into off-CPU intervals. A task switched out leaves its stack and
+ * the time; its next switch-in (on any CPU) delivers one sample of the off-cpu
+ * event (blocked) or of off-cpu-preempted (switched out while runnable) with
+ * that stack and weight = the interval in nanoseconds. The collector
+ * (lib/collect/perf.c) feeds it; the state machine itself needs no kernel, so
+ * it is tested on its own. */
+#ifndef TALLY_OFFCPU_H
+#define TALLY_OFFCPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/collect.h"
+
+/* Where the fields of a sched_switch record's raw data are. */
+struct tally_offcpu_fmt {
+	uint64_t id; /* the tracepoint's id (perf_event_attr.config) */
+	uint32_t prev_pid_off, prev_state_off, next_pid_off;
+	uint32_t prev_state_size; /* 4 or 8 */
+	uint32_t min_size;        /* the raw data must hold this many bytes */
+};
+
+/* Reads sched/sched_switch's id and format from tracefs (/sys/kernel/tracing,
+ * else /sys/kernel/debug/tracing; when neither is there and we may, tracefs is
+ * mounted on /sys/kernel/tracing, as perf does). 0, or -errno with tally_seterr
+ * naming the file and the fix. */
+int tally_offcpu_format(struct tally_offcpu_fmt *f);
+/* Parses a format file's text into *f (id included). 0 or -EINVAL with tally_seterr. */
+int tally_offcpu_parse_format(const char *text, struct tally_offcpu_fmt *f);
+
+/* One switch, as read from the raw data. */
+struct tally_switch {
+	int32_t prev_pid, next_pid; /* thread ids */
+	int64_t prev_state;
+};
+/* 0, or -EINVAL when raw (len bytes) is too short for f. */
+int tally_offcpu_parse_raw(const struct tally_offcpu_fmt *f, const void *raw, size_t len, struct tally_switch *sw);
+
+/* The kind of wait a switch-out's prev_state says (the tracepoint's report
+ * bits: 0x100 preempted, 0x10/0x20 the task is dying). */
+enum tally_wait { TALLY_WAIT_BLOCKED, TALLY_WAIT_PREEMPTED, TALLY_WAIT_EXIT };
+enum tally_wait tally_offcpu_wait_kind(int64_t prev_state);
+
+struct tally_offcpu_stats {
+	uint64_t waits[2];   /* delivered: blocked, preempted */
+	uint64_t ns[2];      /* their summed time */
+	uint64_t dropped;    /* shorter than the minimum */
+	uint64_t dropped_ns;
+	uint64_t unmatched;  /* switch-ins of a task whose switch-out was not seen (it went off before the recording) */
+	uint64_t pending;    /* tasks off the CPU right now */
+};
+
+struct tally_offcpu;
+
+/* ev_blocked / ev_preempted: the event indices to deliver to (ev_preempted < 0:
+ * preempted intervals are delivered as ev_blocked). min_ns: shorter intervals
+ * are dropped (counted). The caller owns the result (tally_offcpu_free). */
+struct tally_offcpu *tally_offcpu_new(int ev_blocked, int ev_preempted, uint64_t min_ns);
+void tally_offcpu_free(struct tally_offcpu *o);
+
+/* A task switches out: s is the sched_switch sample of that task (pid, tid,
+ * time, cpu, ip, chain, regs, stack; copied). */
+void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t prev_state);
+/* Task tid is switched in at time on cpu: delivers its interval to fn when its
+ * switch-out was seen. */
+void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32_t cpu, tally_rec_fn fn, void *ctx);
+/* Task tid ended: whatever it had pending is forgotten. */
+void tally_offcpu_exit(struct tally_offcpu *o, uint32_t tid);
+/* Every task still off the CPU is counted up to time (the end of the
+ * recording, or a pause), then forgotten. */
+void tally_offcpu_flush(struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, void *ctx);
+void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats *st);
+
+#endif
