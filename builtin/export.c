@@ -55,10 +55,11 @@ static const struct format formats[] = { EXPORT_FORMATS(FORMAT_ROW) };
 
 struct expopts {
 	const char *input, *output, *fmtname;
+	bool wall;
 	struct tally_export x;
 };
 
-enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_PLIMIT, OPT_COMM_ROOT, OPT_PER_PROCESS };
+enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_PLIMIT, OPT_COMM_ROOT, OPT_PER_PROCESS, OPT_WALL };
 
 static int export_handle(void *ctx, int code, const char *arg)
 {
@@ -76,6 +77,7 @@ static int export_handle(void *ctx, int code, const char *arg)
 	}
 	case OPT_COMM_ROOT: o->x.comm_root = true; break;
 	case OPT_PER_PROCESS: o->x.per_process = true; break;
+	case OPT_WALL: o->wall = true; break;
 	}
 	return 0;
 }
@@ -85,6 +87,7 @@ static const struct tally_option export_options[] = {
 	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT },
 	{ 0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT },
 	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT },
+	{ 0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL },
 	{ 0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT },
 	{ 0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS },
 	TALLY_OPTION_END,
@@ -305,6 +308,16 @@ int cmd_export(int argc, char **argv)
 			ret = 1;
 			goto out;
 		}
+	}
+	if (o.wall) {
+		/* one column of time: the on-CPU samples and the off-CPU waits (docs/offcpu.md) */
+		if (tally_db_wall(&db)) {
+			tally_error("%s", tally_errmsg());
+			ret = 1;
+			goto out;
+		}
+		if (!sel.event)
+			sel.event = "wall";
 	}
 	int sc = tally_select_check(&sel, &db, input, &w);
 	tally_print_warnings(&w);

@@ -31,10 +31,11 @@ struct ropts {
 	bool explain;
 	const char *html;
 	const char *by_label;
+	bool wall;
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT, OPT_WALL };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -44,6 +45,7 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_SYMBOLS: o->r.symbols = true; break;
 	case OPT_LINES: o->r.lines = true; break;
 	case OPT_FLAT: o->r.flat = true; break;
+	case OPT_WALL: o->wall = true; break;
 	case OPT_EXPLAIN: o->explain = true; break;
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
@@ -79,6 +81,8 @@ static const struct tally_option report_options[] = {
 	{ 0, "explain", TALLY_ARG_NONE, NULL,
 	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
 	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
+	{ 0, "wall", TALLY_ARG_NONE, NULL,
+	  "wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)", OPT_WALL },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
 	{ 0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES },
 	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
@@ -338,6 +342,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	have_db = true;
+	if (o.wall && tally_db_wall(&db)) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
+	if (o.wall && !o.sel.event)
+		o.sel.event = "wall";
 	int sc = tally_select_check(&o.sel, &db, o.input, &w);
 	tally_print_warnings(&w);
 	if (sc) {

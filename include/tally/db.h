@@ -182,6 +182,9 @@ struct tally_db {
 	/* tally_db_weigh ran: counts and stack_counts hold the weights and
 	 * weights and stack_weights the sample counts (stacks loaded later too) */
 	bool weighed;
+	/* tally_db_wall ran: column wall[0] holds itself plus wall[1] and wall[2] (-1: none) */
+	int wall[3];
+	bool walled;
 	struct tally_db_lazy *lazy; /* stacks not read yet (TALLY_DB_STACKS_LATER), or NULL */
 
 	struct tally_ksym *ksyms;
@@ -234,6 +237,13 @@ bool tally_db_unit_time(const struct tally_db *db, int ev);
  * without weights gets count x period-mean (what format 1 and 2 meant). Once
  * only; db->samples stays the sample counts. */
 void tally_db_weigh(struct tally_db *db);
+/* Wall-clock time (lib/db/wall.c, docs/offcpu.md): weighs db, then adds the
+ * off-cpu and off-cpu-preempted times into the on-CPU column (cpu-clock, else
+ * task-clock), renamed "wall" (stacks loaded later too), so that a task's
+ * rows add up to its whole time. -EINVAL with tally_seterr naming db when it
+ * lacks either part (record with --off-cpu). */
+int tally_db_wall(struct tally_db *db);
+void tally_db_wall_loaded_stacks(struct tally_db *db);
 /* Event ev's total weight (after tally_db_weigh: of the counts; before: of the
  * weights, or count x period-mean without them). */
 uint64_t tally_db_weight_total(const struct tally_db *db, int ev);

@@ -291,7 +291,8 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		for (int e = 0; e < s->nev; e++) {
 			bool fixed = tally_collector_mean_period(col, e) != 0;
 			strbuf_addf(&rz, "%s%s", e ? "," : "", s->randomize && fixed ? "yes" : "no");
-			strbuf_addf(&pk, "%s%s", e ? "," : "", fixed ? "fixed" : "adaptive");
+			/* off-CPU: one sample per wait, no period at all */
+			strbuf_addf(&pk, "%s%s", e ? "," : "", s->evs[e]->offcpu ? "switch" : fixed ? "fixed" : "adaptive");
 		}
 		tally_meta_set(m, "randomized", "%s", rz.buf);
 		tally_meta_set(m, "period-kind", "%s", pk.buf);

@@ -39,7 +39,7 @@ const char *tally_db_unit(const struct tally_db *db, int ev)
 	if (ev < 0 || ev >= db->nevents)
 		return "events";
 	const char *name = db->events[ev];
-	if (!strcmp(name, "off-cpu"))
+	if (!strcmp(name, "off-cpu") || (db->walled && ev == db->wall[0]))
 		return "ns";
 	const struct tally_event_desc *d = tally_event_find(name);
 	return d && (d->time_based || d->offcpu) ? "ns" : "events";
@@ -121,6 +121,7 @@ void tally_db_weigh_loaded_stacks(struct tally_db *db)
 {
 	if (db->weighed)
 		weigh_stacks(db);
+	tally_db_wall_loaded_stacks(db);
 }
 
 void tally_db_unweigh_stacks(struct tally_db *db)

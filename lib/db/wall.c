@@ -1,0 +1,71 @@
+/* Wall-clock profiles: on-CPU time (the time-weighted samples of cpu-clock or
+ * task-clock) and off-CPU time (off-cpu, off-cpu-preempted) added into one
+ * column, so that the shares of a task add up to all of its time
+ * (docs/offcpu.md). A view of a database read into memory, never written. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/db.h"
+#include "tally/util.h"
+
+static int find(const struct tally_db *db, const char *name)
+{
+	for (int e = 0; e < db->nevents; e++)
+		if (!strcmp(db->events[e], name))
+			return e;
+	return -1;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void add_columns(const struct tally_db *db, uint64_t *v, size_t rows)
+{
+	size_t ne = (size_t)db->nevents;
+	for (size_t i = 0; v && i < rows; i++)
+		for (int k = 1; k < 3; k++)
+			if (db->wall[k] >= 0)
+				v[i * ne + (size_t)db->wall[0]] = add_sat(v[i * ne + (size_t)db->wall[0]], v[i * ne + (size_t)db->wall[k]]);
+}
+
+int tally_db_wall(struct tally_db *db)
+{
+	if (db->walled)
+		return 0;
+	int on = find(db, "cpu-clock");
+	if (on < 0)
+		on = find(db, "task-clock");
+	int off = find(db, "off-cpu"), pre = find(db, "off-cpu-preempted");
+	if (on < 0 || off < 0)
+		return tally_seterr(-EINVAL, "'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
+				    db->path ? db->path : "database", on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
+	/* without stored weights an off-CPU count is a number of waits, not their time */
+	if (!db->weights && !db->weighed)
+		return tally_seterr(-EINVAL, "'%s' keeps no sample weights, so no off-CPU times for --wall (record it again with this tally)",
+				    db->path ? db->path : "database");
+	tally_db_weigh(db);
+	db->wall[0] = on;
+	db->wall[1] = off;
+	db->wall[2] = pre;
+	add_columns(db, db->counts, db->nentries);
+	if (db->samples) {
+		db->samples[on] = add_sat(db->samples[on], db->samples[off]);
+		if (pre >= 0)
+			db->samples[on] = add_sat(db->samples[on], db->samples[pre]);
+	}
+	free(db->events[on]);
+	db->events[on] = xstrdup("wall");
+	db->walled = true;
+	/* the stacks read so far; those read later get the same at their load */
+	add_columns(db, db->stack_counts, db->nstacks);
+	return 0;
+}
+
+void tally_db_wall_loaded_stacks(struct tally_db *db)
+{
+	if (db->walled)
+		add_columns(db, db->stack_counts, db->nstacks);
+}
