@@ -10,11 +10,14 @@
  *             `info blocked_ns N` (their total).
  *   short     block_a as above; block_b waits 40 x 50 us: with
  *             --off-cpu-min 1ms only block_a is left. Prints
- *             `info short_waits N` (block_b's waits).
+ *             `info short_waits N` (block_b's waits), and
+ *             `info short_long_waits N` and `info short_long_ns N`: those
+ *             of them that lasted 1 ms or more all the same (a busy CPU).
  *   preempt   two threads on CPU 0 spin in spin_a for SECONDS: each is
  *             runnable but preempted about half the time. Prints
  *             `info preempted_ns N` (wall time minus CPU time of both
- *             threads) and `info cpu_ns N`.
+ *             threads), `info cpu_ns N` and `info join_ns N` (the main
+ *             thread's wait for them: blocked).
  *   pid       like the default, but prints `pid N` first and runs until
  *             killed when SECONDS is 0 (for -p).
  */
@@ -29,7 +32,8 @@ void block_b(int fd, int n, int usec);
 uint64_t spin_a(double ms);
 
 static double measured_a, measured_b;
-static long short_waits;
+static long short_waits, short_long;
+static double short_long_ms; /* short waits that lasted 1 ms or more all the same (a loaded machine) */
 
 WL_NOINLINE void block_a(void)
 {
@@ -54,7 +58,12 @@ WL_NOINLINE void block_b(int fd, int n, int usec)
 			perror("ppoll");
 			exit(2);
 		}
-		measured_b += wl_wall_ms() - t0;
+		double d = wl_wall_ms() - t0;
+		measured_b += d;
+		if (usec < 1000 && d >= 1.0) {
+			short_long++;
+			short_long_ms += d;
+		}
 	}
 }
 
@@ -104,6 +113,8 @@ static int preempt(double seconds)
 	double cpu = thread_cpu[0] + thread_cpu[1];
 	printf("info preempted_ns %.0f\n", (2 * wall - cpu) * 1e6);
 	printf("info cpu_ns %.0f\n", cpu * 1e6);
+	/* the main thread meanwhile waits for them in pthread_join: blocked */
+	printf("info join_ns %.0f\n", wall * 1e6);
 	return 0;
 }
 
@@ -126,6 +137,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double start = wl_wall_ms();
+	double cpu0 = wl_process_ms();
 	while ((!strcmp(mode, "pid") && seconds <= 0) || wl_wall_ms() - start < seconds * 1e3) {
 		block_a();
 		if (!strcmp(mode, "short")) {
@@ -141,5 +153,10 @@ int main(int argc, char **argv)
 	printf("info blocked_ns %.0f\n", both * 1e6);
 	printf("info block_a_ns %.0f\n", measured_a * 1e6);
 	printf("info short_waits %ld\n", short_waits);
+	printf("info short_long_waits %ld\n", short_long);
+	printf("info short_long_ns %.0f\n", short_long_ms * 1e6);
+	/* the loop's wall time and the CPU time in it: wall = on + off the CPU */
+	printf("info loop_ns %.0f\n", (wl_wall_ms() - start) * 1e6);
+	printf("info loop_cpu_ns %.0f\n", (wl_process_ms() - cpu0) * 1e6);
 	return 0;
 }

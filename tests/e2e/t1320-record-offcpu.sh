@@ -1,0 +1,126 @@
+#!/bin/bash
+# record --off-cpu on offcpu_split, which measures its own waits: the blocked
+# total within 5% of what it measured; with -g and report --wall the split of
+# block_a and block_b by time within 3 points (by number of waits it would be
+# 25/75, the other way round); --off-cpu-min drops the short waits and counts
+# them; preempted time goes to off-cpu-preempted, not off-cpu; -p on a running
+# process; the mistakes refused with one line.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+"$TALLY" events >events.txt 2>/dev/null || true
+grep -Eq '^off-cpu +sched +available' events.txt ||
+	skip "off-CPU recording is unavailable here (needs root and tracefs): $("$TALLY" record --off-cpu -o x -- true 2>&1 | head -1)"
+
+# session_field DB KEY N: field N (1-based) of a comma-separated session value
+session_field() {
+	session_key "$1" "$2" | cut -d, -f"$3"
+}
+
+# within A B PCT WHAT: |A - B| <= PCT% of B
+within() {
+	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }' ||
+		fail "$4: tally says $1, the workload measured $2 (+/- $3%)"
+	note "$4: tally $1, measured $2 (+/- $3%)"
+}
+
+case_total() {
+	tally_ok record --off-cpu -o db -- "$WORKLOADS/offcpu_split" 3
+	[[ $(session_key db events) == cpu-clock,off-cpu,off-cpu-preempted ]] ||
+		fail "--off-cpu records events '$(session_key db events)', expected cpu-clock,off-cpu,off-cpu-preempted"
+	within "$(session_field db off-cpu-ns 1)" "$(info_val blocked_ns)" 5 "blocked off-CPU time (ns)"
+	# four waits a round of about 9.3 ms
+	waits=$(session_field db off-cpu-waits 1)
+	rounds=$(awk -v n="$(info_val loop_ns)" 'BEGIN { printf "%d", n / 9.3e6 }')
+	between "$waits" $((rounds * 3)) $((rounds * 5)) ||
+		fail "$waits waits recorded, expected about $((rounds * 4)) (4 in each of about $rounds rounds)"
+	note "$waits waits"
+}
+
+case_split() {
+	tally_ok record --off-cpu -g -o cg -- "$WORKLOADS/offcpu_split" 3
+	local ta tb rc=0
+	ta=$(truth block_a)
+	tb=$(truth block_b)
+	"$TALLY" report -i cg --wall --children --json >wall.json 2>wall.err || rc=$?
+	if ((rc != 0)) && grep -q 'keeps no sample weights' wall.err; then
+		skip "the database keeps no sample weights yet (format 3): $(cat wall.err)"
+	fi
+	((rc == 0)) || fail "report --wall --children exited $rc: $(cat wall.err)"
+	read -r ga gb total < <(python3 - wall.json <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in d["events"] if e.get("event", e.get("name")) == "wall"] or d["events"]
+ev = ev[0]
+inc = {f["name"]: f.get("inclusive", 0) for f in ev.get("functions", []) if f.get("image") == "offcpu_split"}
+a, b = inc.get("block_a", 0), inc.get("block_b", 0)
+print("%.2f %.2f %d" % (100.0 * a / (a + b) if a + b else -1, 100.0 * b / (a + b) if a + b else -1, ev.get("samples", 0)))
+EOF
+)
+	near "$ga" "$ta" 3 "block_a's share of the waits under --wall"
+	near "$gb" "$tb" 3 "block_b's share of the waits under --wall"
+}
+
+case_min() {
+	tally_ok record --off-cpu --off-cpu-min 1ms -o min -- "$WORKLOADS/offcpu_split" 2 short
+	local short dropped
+	short=$(info_val short_waits)
+	[[ $(session_key min off-cpu-min-ns) == 1000000 ]] ||
+		fail "off-cpu-min-ns is '$(session_key min off-cpu-min-ns)', expected 1000000"
+	dropped=$(session_key min off-cpu-dropped | awk '{ print $1 }')
+	# block_b's waits of 50 us (less those a loaded machine stretched past
+	# 1 ms: the workload counts them), and nothing of block_a's 6 ms
+	long=$(info_val short_long_waits)
+	want=$((short - long))
+	between "$dropped" $((want * 9 / 10)) $((want * 11 / 10 + 20)) ||
+		fail "--off-cpu-min 1ms dropped $dropped waits, expected block_b's $want shorter than 1 ms"
+	note "dropped $dropped waits, block_b made $want shorter than 1 ms"
+	kept=$(awk -v a="$(info_val block_a_ns)" -v l="$(info_val short_long_ns)" 'BEGIN { printf "%.0f", a + l }')
+	within "$(session_field min off-cpu-ns 1)" "$kept" 5 "blocked time kept (block_a's waits and block_b's over 1 ms)"
+	# without the minimum the short waits are there
+	tally_ok record --off-cpu -o all -- "$WORKLOADS/offcpu_split" 1 short
+	waits=$(session_field all off-cpu-waits 1)
+	short=$(info_val short_waits)
+	((waits >= short)) || fail "without --off-cpu-min only $waits waits were kept, block_b alone made $short"
+	note "without --off-cpu-min: $waits waits kept"
+}
+
+case_preempt() {
+	(($(nproc) >= 1)) || skip "no CPU"
+	tally_ok record --off-cpu -o pre -- "$WORKLOADS/offcpu_split" 2 preempt
+	within "$(session_field pre off-cpu-ns 2)" "$(info_val preempted_ns)" 10 "preempted time of two threads sharing CPU 0 (ns)"
+	# blocked: the main thread's wait in pthread_join only, none of the spinners' time
+	within "$(session_field pre off-cpu-ns 1)" "$(info_val join_ns)" 10 "blocked time (the main thread's join, ns)"
+}
+
+case_pid() {
+	"$WORKLOADS/offcpu_split" 0 pid >pid.out 2>&1 &
+	local w=$! dur
+	track_pid $w
+	wait_for_line pid.out '^pid '
+	tally_ok record -p "$w" --off-cpu --duration 2 -o p
+	alive $w || fail "the attached process died"
+	dur=$(session_key p duration)
+	[[ -n $dur ]] || dur=2
+	# one thread that waits nearly all the time: blocked for about the whole recording
+	lo=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 0.85e9 }')
+	hi=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1.02e9 }')
+	between "$(session_field p off-cpu-ns 1)" "$lo" "$hi" ||
+		fail "-p on a process that waits: blocked $(session_field p off-cpu-ns 1) ns in $dur s, expected $lo-$hi"
+	note "-p: blocked $(session_field p off-cpu-ns 1) ns in $dur s"
+}
+
+case_bad() {
+	expect_fail_with "off-cpu-min.*--off-cpu" "$TALLY" record --off-cpu-min 1ms -o b1 -- true
+	expect_fail_with "off-cpu-min" "$TALLY" record --off-cpu --off-cpu-min soon -o b2 -- true
+	expect_fail_with "'off-cpu-preempted'.*--off-cpu" "$TALLY" record -e off-cpu-preempted -o b3 -- true
+	tally_ok record -o plain -- "$WORKLOADS/offcpu_split" 0.2
+	expect_fail_with "'plain'.*--off-cpu" "$TALLY" report -i plain --wall
+	expect_fail_with "'plain'.*--off-cpu" "$TALLY" export -i plain --wall --format folded -o -
+}
+
+subtest "blocked total within 5% of the workload's" case_total
+subtest "split by time under --wall within 3 points" case_split
+subtest "--off-cpu-min drops and counts short waits" case_min
+subtest "preempted apart from blocked" case_preempt
+subtest "-p on a running process" case_pid
+subtest "bad input refused" case_bad
