@@ -220,10 +220,10 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
  * so that tally's child before the exec does not train it. */
 static bool cgroup_event(const struct tally_collector *c, int ev)
 {
-	/* not off-cpu: a per-CPU event (a cgroup's too) misses the switches to and
-	 * from the idle task here (docs/offcpu.md); the command's own inherited
-	 * events see every one of its switches */
-	return c->o.use_cgroup && ev >= 0 && c->mean_period[ev] != 0 && !c->o.events[ev]->offcpu;
+	/* off-cpu too: its samples are the switch-outs of the cgroup's tasks, its
+	 * PERF_RECORD_SWITCH_CPU_WIDE records their switch-ins, with no perf
+	 * context of their own to switch (docs/offcpu.md) */
+	return c->o.use_cgroup && ev >= 0 && (c->mean_period[ev] != 0 || c->o.events[ev]->offcpu);
 }
 
 /* The sched_switch event: a sample per switch-out of the target's tasks, with

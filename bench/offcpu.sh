@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/offcpu.sh [BUILD_DIR] [--rounds N] [--passes P]
+#
+# The cost of recording off-CPU time on a context-switch-heavy program:
+# tests/workloads/pingpong, two threads passing a byte over two pipes P times
+# (default 200000; every pass switches on each side, several hundred thousand
+# switches a second here). Runs it alone, under `tally record --off-cpu`
+# (cpu-clock and off-cpu), `tally record -e off-cpu`, `tally record --off-cpu
+# -g`, `perf sched record` and `perf trace -s`, and bcc's offcputime (Debian
+# package bpfcc-tools) when it is installed (never installed from here), in
+# turn, N rounds (default 3). The program's own time for its passes is what
+# it felt; the whole command's wall time adds the profiler's start and its
+# writing. Prints one Markdown table: medians, and the slowdown against the
+# program alone.
+#
+# Needs: perf; root (sched_switch through perf_event_open, tracefs).
+set -euo pipefail
+build=build rounds=3 passes=200000
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) rounds=$2; shift 2 ;;
+	--passes) passes=$2; shift 2 ;;
+	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
+	*) build=$1; shift ;;
+	esac
+done
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+tally=$build/tally
+work=$build/tests/workloads/pingpong
+[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
+[ -x "$work" ] || { echo "bench: no workload at '$work' (build it first: make)" >&2; exit 2; }
+command -v perf >/dev/null || { echo "bench: perf is not installed (Debian package linux-perf)" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/tally-bench-offcpu.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+offcpu=$(command -v offcputime-bpfcc || true)
+configs=(none tally tally_only tally_g perf_sched perf_trace)
+[ -n "$offcpu" ] && configs+=(bcc)
+
+# run CONFIG: one run; prints "program_seconds total_seconds"
+run() {
+	local out=$tmp/out t0 t1 bpid
+	rm -rf "$tmp/t.db" "$tmp/p.data" "$tmp/trace.txt"
+	t0=$(date +%s.%N)
+	case $1 in
+	none) "$work" "$passes" >"$out" ;;
+	tally) "$tally" record --off-cpu -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	tally_only) "$tally" record -e off-cpu -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	tally_g) "$tally" record --off-cpu -g -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	perf_sched) perf sched record -o "$tmp/p.data" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	perf_trace) perf trace -s -o "$tmp/trace.txt" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	bcc)
+		# offcputime follows a pid: start it on the program, stop it when the program ends
+		"$work" "$passes" >"$out" &
+		bpid=$!
+		"$offcpu" -p "$bpid" >"$tmp/trace.txt" 2>"$tmp/err" &
+		local opid=$!
+		wait "$bpid"
+		kill -INT "$opid" 2>/dev/null || true
+		wait "$opid" || true
+		;;
+	esac
+	t1=$(date +%s.%N)
+	awk -v t0="$t0" -v t1="$t1" '$1 == "info" && $2 == "seconds" { printf "%s %.3f\n", $3, t1 - t0 }' "$out"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+for ((r = 0; r < rounds; r++)); do
+	for c in "${configs[@]}"; do
+		run "$c" >>"$tmp/$c.runs"
+	done
+done
+base=$(awk '{ print $1 }' "$tmp/none.runs" | median)
+sps=$(awk -v p="$passes" -v s="$base" 'BEGIN { printf "%.0f", 2 * p / s }')
+lost=$(awk '$1 == "lost:" { print $2 }' "$tmp/t.db/session" 2>/dev/null || echo "?")
+echo "pingpong $passes passes: $sps switches/s alone; $rounds rounds, medians"
+echo
+echo "| profiler | program's time | slowdown | whole command (wall) |"
+echo "|---|---|---|---|"
+for c in "${configs[@]}"; do
+	p=$(awk '{ print $1 }' "$tmp/$c.runs" | median)
+	w=$(awk '{ print $2 }' "$tmp/$c.runs" | median)
+	case $c in
+	none) name="none" ;;
+	tally) name="\`tally record --off-cpu\` (cpu-clock + off-cpu)" ;;
+	tally_only) name="\`tally record -e off-cpu\`" ;;
+	tally_g) name="\`tally record --off-cpu -g\`" ;;
+	perf_sched) name="\`perf sched record\`" ;;
+	perf_trace) name="\`perf trace -s\`" ;;
+	bcc) name="bcc \`offcputime-bpfcc -p\`" ;;
+	esac
+	awk -v n="$name" -v p="$p" -v w="$w" -v b="$base" \
+		'BEGIN { printf "| %s | %.3f s | %+.1f%% | %.3f s |\n", n, p, 100 * (p / b - 1), w }'
+done
+[ -n "$offcpu" ] || echo "| bcc offcputime | not installed (Debian package bpfcc-tools) | | |"
+echo
+echo "tally's lost records in the last --off-cpu -g run: $lost"
