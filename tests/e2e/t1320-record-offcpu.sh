@@ -2,7 +2,7 @@
 # record --off-cpu on offcpu_split, which measures its own waits: the blocked
 # total within 5% of what it measured; with -g and report --wall the split of
 # block_a and block_b by time within 3 points (by number of waits it would be
-# 25/75, the other way round); --off-cpu-min drops the short waits and counts
+# 25/75, the other way round) and the wall total within 5% of the run's; --off-cpu-min drops the short waits and counts
 # them; preempted time goes to off-cpu-preempted, not off-cpu; -p on a running
 # process; the mistakes refused with one line.
 . "$SRCDIR/tests/e2e/lib.sh"
@@ -58,6 +58,8 @@ EOF
 )
 	near "$ga" "$ta" 3 "block_a's share of the waits under --wall"
 	near "$gb" "$tb" 3 "block_b's share of the waits under --wall"
+	# one thread: on-CPU and off-CPU time add up to its wall time
+	within "$total" "$(info_val loop_ns)" 5 "wall time of the single-threaded run (ns)"
 }
 
 case_min() {
