@@ -1,0 +1,51 @@
+#!/bin/bash
+# tally daemon --off-cpu: a workload that waits, run while the daemon samples
+# every CPU, has its waits in off-cpu after `ctl flush` (at the libc functions
+# that waited: clock_nanosleep and ppoll), and under report --wall its process
+# adds up to its wall time (within 5%); while the daemon is paused
+# (`ctl stop`) a second run adds no off-CPU sample.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/daemon.sh"
+
+"$TALLY" events >events.txt 2>/dev/null || true
+grep -Eq '^off-cpu +sched +available' events.txt ||
+	skip "off-CPU recording is unavailable here (needs root and tracefs)"
+
+wl=$(uniq_copy offcpu_split)
+start_daemon db --off-cpu --per-pid --flush-interval 60s
+ctl --db db status
+[[ $(status_val events) == cpu-clock,off-cpu,off-cpu-preempted ]] ||
+	fail "status: events '$(status_val events)', expected cpu-clock,off-cpu,off-cpu-preempted"
+
+"$wl" 2 pid >wl.out
+pid=$(workload_pid wl.out)
+ctl --db db flush
+report_json r.json -i db --event off-cpu --pid "$pid" --flat
+funcs=$(tjson r.json funcs)
+for f in clock_nanosleep ppoll; do
+	grep -qx "$f" <<<"$funcs" || fail "the waits of process $pid have no row for $f: $(tr '\n' ' ' <<<"$funcs")"
+done
+note "process $pid waited in: $(tr '\n' ' ' <<<"$funcs")"
+
+rc=0
+"$TALLY" report -i db --wall --pid "$pid" --json >wall.json 2>wall.err || rc=$?
+if ((rc != 0)) && grep -q 'keeps no sample weights' wall.err; then
+	note "--wall not checked: the database keeps no sample weights yet"
+else
+	((rc == 0)) || fail "report --wall exited $rc: $(cat wall.err)"
+	total=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"][0]["samples"])' wall.json)
+	loop=$(info_val loop_ns wl.out)
+	awk -v a="$total" -v b="$loop" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * 0.05) }' ||
+		fail "--wall: process $pid has $total ns, it ran its loop for $loop ns (+/- 5%)"
+	note "--wall: process $pid has $total ns, its loop took $loop ns"
+fi
+
+# paused: nothing of a second run
+ctl --db db stop
+"$wl" 1 pid >wl2.out
+pid2=$(workload_pid wl2.out)
+ctl --db db flush
+n=$("$TALLY" report -i db --event off-cpu --pid "$pid2" --flat 2>/dev/null | grep -c 'clock_nanosleep\|ppoll' || true)
+((n == 0)) || fail "the daemon was paused, yet process $pid2 has off-CPU rows: $("$TALLY" report -i db --event off-cpu --pid "$pid2" --flat 2>&1 | head -5)"
+note "paused: no off-CPU rows for process $pid2"
+stop_daemon "$DAEMON_PID"
