@@ -62,11 +62,15 @@ run() {
 		;;
 	esac
 	t1=$(date +%s.%N)
+	if [ "$1" = tally_g ]; then
+		awk '$1 == "lost:" { print $2 }' "$tmp/t.db/session" >"$tmp/lost"
+	fi
 	awk -v t0="$t0" -v t1="$t1" '$1 == "info" && $2 == "seconds" { printf "%s %.3f\n", $3, t1 - t0 }' "$out"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+load0=$(cut -d' ' -f1 /proc/loadavg)
 for ((r = 0; r < rounds; r++)); do
 	for c in "${configs[@]}"; do
 		run "$c" >>"$tmp/$c.runs"
@@ -74,8 +78,8 @@ for ((r = 0; r < rounds; r++)); do
 done
 base=$(awk '{ print $1 }' "$tmp/none.runs" | median)
 sps=$(awk -v p="$passes" -v s="$base" 'BEGIN { printf "%.0f", 2 * p / s }')
-lost=$(awk '$1 == "lost:" { print $2 }' "$tmp/t.db/session" 2>/dev/null || echo "?")
-echo "pingpong $passes passes: $sps switches/s alone; $rounds rounds, medians"
+lost=$(cat "$tmp/lost" 2>/dev/null || echo "?")
+echo "pingpong $passes passes: $sps switches/s alone; $rounds rounds, medians; load average before: $load0"
 echo
 echo "| profiler | program's time | slowdown | whole command (wall) |"
 echo "|---|---|---|---|"
