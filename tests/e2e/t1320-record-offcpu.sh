@@ -4,8 +4,9 @@
 # block_a and block_b by time within 3 points (by number of waits it would be
 # 25/75, the other way round) and the wall total within 5% of the run's; --off-cpu-min drops the short waits and counts
 # them; preempted time goes to off-cpu-preempted, not off-cpu; -p on a running
-# process; the mistakes refused with one line.
+# process; the job harness's tally profiler; the mistakes refused with one line.
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-job.sh"
 
 "$TALLY" events >events.txt 2>/dev/null || true
 grep -Eq '^off-cpu +sched +available' events.txt ||
@@ -111,6 +112,20 @@ case_pid() {
 	note "-p: blocked $(session_field p off-cpu-ns 1) ns in $dur s"
 }
 
+case_job() {
+	cat >oc.ctl <<EOF
+profilers add tally --off-cpu
+run -- $WORKLOADS/offcpu_split 2
+EOF
+	job_ok oc.ctl
+	local d=results/oc/offcpu_split
+	[[ -f $d/profiling/tally.db/session ]] || fail "no database in $d/profiling: $(ls -R $d | head -20)"
+	# the profiled iteration is the second run
+	awk '$1 == "info" && $2 == "blocked_ns"' $d/output | tail -n 1 >job-truth.txt
+	within "$(session_field $d/profiling/tally.db off-cpu-ns 1)" "$(info_val blocked_ns job-truth.txt)" 5 \
+		"the job harness's tally --off-cpu: blocked time (ns)"
+}
+
 case_bad() {
 	expect_fail_with "off-cpu-min.*--off-cpu" "$TALLY" record --off-cpu-min 1ms -o b1 -- true
 	expect_fail_with "off-cpu-min" "$TALLY" record --off-cpu --off-cpu-min soon -o b2 -- true
@@ -125,4 +140,5 @@ subtest "split by time under --wall within 3 points" case_split
 subtest "--off-cpu-min drops and counts short waits" case_min
 subtest "preempted apart from blocked" case_preempt
 subtest "-p on a running process" case_pid
+subtest "the job harness's tally profiler" case_job
 subtest "bad input refused" case_bad
