@@ -73,5 +73,7 @@ void tally_offcpu_exit(struct tally_offcpu *o, uint32_t tid);
  * recording, or a pause), then forgotten. */
 void tally_offcpu_flush(struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, void *ctx);
 void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats *st);
+/* The tasks the table holds (live and not yet dropped), for the tests. */
+size_t tally_offcpu_slots(const struct tally_offcpu *o);
 
 #endif

@@ -157,6 +157,7 @@ struct tally_offcpu {
 	size_t np, ap;
 	struct tally_hidx idx; /* tid -> p */
 	size_t npending;
+	size_t ndead; /* slots of tasks that ended (tid 0): dropped when they are many */
 	struct tally_offcpu_stats st;
 };
 
@@ -218,16 +219,45 @@ static void set_pending(struct tally_offcpu *o, struct pend *p, bool on)
 	p->pending = on;
 }
 
+/* The slots of tasks that ended, once they are most of the table: a daemon
+ * sees tasks come and go for days. */
+static void compact(struct tally_offcpu *o)
+{
+	if (o->ndead < 1024 || o->ndead * 2 < o->np)
+		return;
+	size_t n = 0;
+	tally_hidx_release(&o->idx);
+	memset(&o->idx, 0, sizeof(o->idx));
+	for (size_t i = 0; i < o->np; i++) {
+		if (!o->p[i].tid)
+			continue;
+		o->p[n] = o->p[i];
+		tally_hidx_put(&o->idx, tally_hash_u64(o->p[n].tid), (uint32_t)n);
+		n++;
+	}
+	o->np = n;
+	o->ndead = 0;
+}
+
+/* Task tid ended: its slot is emptied (found no more), freed by compact. */
+static void forget(struct tally_offcpu *o, uint32_t tid)
+{
+	struct pend *p = find(o, tid, false);
+	if (!p)
+		return;
+	set_pending(o, p, false);
+	pend_release(p);
+	p->tid = 0;
+	o->ndead++;
+	compact(o);
+}
+
 void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t prev_state)
 {
 	enum tally_wait k = tally_offcpu_wait_kind(prev_state);
 	if (k == TALLY_WAIT_EXIT) {
 		/* its last switch: it will not come back */
-		struct pend *p = find(o, s->tid, false);
-		if (p) {
-			set_pending(o, p, false);
-			pend_release(p);
-		}
+		forget(o, s->tid);
 		return;
 	}
 	struct pend *p = find(o, s->tid, true);
@@ -306,11 +336,7 @@ void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32
 
 void tally_offcpu_exit(struct tally_offcpu *o, uint32_t tid)
 {
-	struct pend *p = find(o, tid, false);
-	if (p) {
-		set_pending(o, p, false);
-		pend_release(p);
-	}
+	forget(o, tid);
 }
 
 void tally_offcpu_flush(struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, void *ctx)
@@ -328,4 +354,9 @@ void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats 
 	}
 	*st = o->st;
 	st->pending = o->npending;
+}
+
+size_t tally_offcpu_slots(const struct tally_offcpu *o)
+{
+	return o ? o->np : 0;
 }
