@@ -314,7 +314,9 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 		bool fixed = o->smp->period != 0;
 		for (int e = 0; e < o->smp->nev; e++)
 			fixed = fixed || o->smp->evs[e]->time_based;
-		if (o->smp->randomize && fixed && child_cgroup(r)) {
+		/* off-CPU time too: per-CPU events on the cgroup switch no perf
+		 * context with every task (docs/offcpu.md) */
+		if (((o->smp->randomize && fixed) || o->smp->offcpu) && child_cgroup(r)) {
 			co.use_cgroup = true;
 			co.cgroup_fd = r->cgroup_fd;
 		}
