@@ -115,8 +115,10 @@ case_pid() {
 
 case_end() {
 	# a task that goes to sleep during the recording and sleeps past its end
+	local ts t0 t1 slp rc=0 rec
+	ts=$(date +%s.%N)
 	"$TALLY" record -a --off-cpu --per-pid --duration 2 -o end >end.out 2>end.err &
-	local rec=$! t0 t1 slp rc=0
+	rec=$!
 	track_pid $rec
 	sleep 0.5
 	sleep 30 &
@@ -135,9 +137,10 @@ case_end() {
 	fi
 	((rc == 0)) || fail "report --wall --pid $slp exited $rc: $(cat endw.err)"
 	w=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"][0]["samples"])' endw.json)
-	# from its start to the end of the recording: at most t1 - t0, at least a good part of it
+	# from its start to the end of the recording, which came 2 s after tally
+	# started (after ts) and before tally exited (t1)
 	hi=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1e9 + 5e7 }')
-	lo=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 0.6e9 }')
+	lo=$(awk -v s="$ts" -v a="$t0" 'BEGIN { printf "%.0f", (s + 2 - a) * 0.9e9 }')
 	between "$w" "$lo" "$hi" || fail "the sleep's time up to the end is $w ns, expected $lo-$hi"
 	note "a wait past the end: $w ns counted (between $lo and $hi)"
 }
