@@ -62,6 +62,10 @@ EOF
 	near "$gb" "$tb" 3 "block_b's share of the waits under --wall"
 	# one thread: on-CPU and off-CPU time add up to its wall time
 	within "$total" "$(info_val loop_ns)" 5 "wall time of the single-threaded run (ns)"
+	# export --wall: the same time, stack by stack
+	"$TALLY" export -i cg --wall --format folded -o wall.folded 2>exp.err || fail "export --wall exited $?: $(cat exp.err)"
+	folded=$(awk '{ s += $NF } END { printf "%.0f", s }' wall.folded)
+	within "$folded" "$total" 0.01 "export --wall --format folded: the stacks' sum (ns)"
 }
 
 case_min() {
