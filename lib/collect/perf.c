@@ -500,6 +500,10 @@ static bool fd_wanted(const struct tally_collector *c, const struct evfd *f)
 {
 	if (f->event < 0)
 		return true;
+	/* a task switched out on one CPU comes back on any: off-CPU time follows
+	 * every CPU or none (tally_collector_cpu_set leaves it on) */
+	if (f->kind == FD_SWITCH_OUT)
+		return !c->paused;
 	return !c->paused && f->cpu >= 0 && f->cpu < c->o.ncpus && c->cpu_on[f->cpu];
 }
 

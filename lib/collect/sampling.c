@@ -123,6 +123,9 @@ static int resolve_offcpu(struct tally_sampling *s)
 		return tally_seterr(-EINVAL, "event 'off-cpu-preempted' is recorded with 'off-cpu' (use --off-cpu)");
 	if (s->offcpu_min && !s->offcpu && !blocked)
 		return tally_seterr(-EINVAL, "--off-cpu-min needs --off-cpu");
+	if ((s->offcpu || blocked) && s->cpu_arg)
+		return tally_seterr(-EINVAL, "--off-cpu needs every CPU: a task switched out on one comes back on another (leave out -C '%s')",
+				    s->cpu_arg);
 	int r = 0;
 	if (s->offcpu && !blocked) {
 		r = add_event(s, "off-cpu");

@@ -167,6 +167,7 @@ case_bad() {
 	expect_fail_with "off-cpu-min.*--off-cpu" "$TALLY" record --off-cpu-min 1ms -o b1 -- true
 	expect_fail_with "off-cpu-min" "$TALLY" record --off-cpu --off-cpu-min soon -o b2 -- true
 	expect_fail_with "'off-cpu-preempted'.*--off-cpu" "$TALLY" record -e off-cpu-preempted -o b3 -- true
+	expect_fail_with "--off-cpu needs every CPU.*-C" "$TALLY" record --off-cpu -C 0 -o b4 -- true
 	tally_ok record -o plain -- "$WORKLOADS/offcpu_split" 0.2
 	expect_fail_with "'plain'.*--off-cpu" "$TALLY" report -i plain --wall
 	expect_fail_with "'plain'.*--off-cpu" "$TALLY" export -i plain --wall --format folded -o -
