@@ -38,12 +38,14 @@ case_total() {
 	note "$waits waits"
 }
 
+# case_split [CALL-GRAPH OPTION]: -g by default
 case_split() {
-	tally_ok record --off-cpu -g -o cg -- "$WORKLOADS/offcpu_split" 3
-	local ta tb rc=0
+	local ta tb rc=0 cg
+	cg=cg$(tr -dc a-z <<<"${1:--g}")
+	tally_ok record --off-cpu "${1:--g}" -o "$cg" -- "$WORKLOADS/offcpu_split" 3
 	ta=$(truth block_a)
 	tb=$(truth block_b)
-	"$TALLY" report -i cg --wall --children --json >wall.json 2>wall.err || rc=$?
+	"$TALLY" report -i "$cg" --wall --children --json >wall.json 2>wall.err || rc=$?
 	if ((rc != 0)) && grep -q 'keeps no sample weights' wall.err; then
 		skip "the database keeps no sample weights yet (format 3): $(cat wall.err)"
 	fi
@@ -58,12 +60,12 @@ a, b = inc.get("block_a", 0), inc.get("block_b", 0)
 print("%.2f %.2f %d" % (100.0 * a / (a + b) if a + b else -1, 100.0 * b / (a + b) if a + b else -1, ev.get("samples", 0)))
 EOF
 )
-	near "$ga" "$ta" 3 "block_a's share of the waits under --wall"
-	near "$gb" "$tb" 3 "block_b's share of the waits under --wall"
+	near "$ga" "$ta" 3 "${1:--g}: block_a's share of the waits under --wall"
+	near "$gb" "$tb" 3 "${1:--g}: block_b's share of the waits under --wall"
 	# one thread: on-CPU and off-CPU time add up to its wall time
 	within "$total" "$(info_val loop_ns)" 5 "wall time of the single-threaded run (ns)"
 	# export --wall: the same time, stack by stack
-	"$TALLY" export -i cg --wall --format folded -o wall.folded 2>exp.err || fail "export --wall exited $?: $(cat exp.err)"
+	"$TALLY" export -i "$cg" --wall --format folded -o wall.folded 2>exp.err || fail "export --wall exited $?: $(cat exp.err)"
 	folded=$(awk '{ s += $NF } END { printf "%.0f", s }' wall.folded)
 	within "$folded" "$total" 0.01 "export --wall --format folded: the stacks' sum (ns)"
 }
@@ -175,6 +177,7 @@ case_bad() {
 
 subtest "blocked total within 5% of the workload's" case_total
 subtest "split by time under --wall within 3 points" case_split
+subtest "the same with --call-graph dwarf" case_split --call-graph=dwarf
 subtest "--off-cpu-min drops and counts short waits" case_min
 subtest "preempted apart from blocked" case_preempt
 subtest "-p on a running process" case_pid
