@@ -268,7 +268,25 @@ static char *find_file(const char *dir, const char *prefix)
 	return found;
 }
 
-static void write_std(struct fixture *fx, int nevents, const char *cg)
+/* The database at path written again without its weights: format 1 (the
+ * tests that write damaged files by hand write format 1 lines). */
+static void to_v1(const char *path)
+{
+	struct tally_db db;
+	if (tally_db_open(&db, path))
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_true(db.has_weights);
+	free(db.weights);
+	free(db.stack_weights);
+	db.weights = db.stack_weights = NULL;
+	db.has_weights = false;
+	if (tally_db_save(&db, path, true))
+		fail_msg("tally_db_save: %s", tally_errmsg());
+	tally_db_release(&db);
+}
+
+/* The standard database as tally writes it: format 3, with weights. */
+static void write_std3(struct fixture *fx, int nevents, const char *cg)
 {
 	struct tally_agg a;
 	struct tally_meta m;
@@ -279,6 +297,12 @@ static void write_std(struct fixture *fx, int nevents, const char *cg)
 		fail_msg("tally_db_write: %s", tally_errmsg());
 	tally_meta_release(&m);
 	tally_agg_release(&a);
+}
+
+static void write_std(struct fixture *fx, int nevents, const char *cg)
+{
+	write_std3(fx, nevents, cg);
+	to_v1(fx->db);
 }
 
 /* The standard database written again over fx->db (force). */
@@ -293,6 +317,7 @@ static void write_std_force(struct fixture *fx)
 		fail_msg("tally_db_write --force: %s", tally_errmsg());
 	tally_meta_release(&m);
 	tally_agg_release(&a);
+	to_v1(fx->db);
 }
 
 /* ---- round trips ---- */
