@@ -1422,6 +1422,72 @@ static int true_index(struct fixture *fx)
 	return i;
 }
 
+/* ---- format 3: weights ---- */
+
+/* The standard database as recorded (format 3): the weights come back as the
+ * aggregate summed them (tally_agg_count: a period of 1), in the flat
+ * profile, the stacks and the session's weight-total; damaged weights are
+ * refused with their file and line. */
+static void test_db__v3_weights(void **state)
+{
+	struct fixture *fx = *state;
+	write_std3(fx, 2, "fp");
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_string_equal(tally_meta_get(&db.session, "format-version"), "3");
+	assert_true(db.has_weights);
+	assert_non_null(db.weights);
+	assert_non_null(db.stack_weights);
+	assert_string_equal(tally_meta_get(&db.session, "weight-unit"), "ns,events");
+	assert_string_equal(tally_meta_get(&db.session, "weight-total"), "14,10");
+	uint64_t w = 0, sw = 0;
+	for (size_t i = 0; i < db.nentries; i++)
+		w += db.weights[i * 2];
+	for (size_t i = 0; i < db.nstacks; i++)
+		sw += db.stack_weights[i * 2];
+	assert_int_equal(w, 14);
+	assert_int_equal(sw, 14);
+	tally_db_release(&db);
+
+	int t = true_index(fx);
+	char *prof = find_file(fx->db, "true-");
+	char *text = unit_read(prof, NULL);
+	/* a weight for no sample */
+	char *bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 3 0 10\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "a weight of 10 for no sample");
+	free(bad);
+	/* weights that do not add up to the header's */
+	bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 4 10 10\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "its lines weigh");
+	free(bad);
+	/* a format 1 line in a format 3 file */
+	bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 10\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "expected 'OFFSET COUNT WEIGHT'");
+	free(bad);
+	unit_write_str(prof, text);
+	/* stacks: a weight that wraps, and one without its count */
+	char *stacks = unit_path(fx->db, "stacks");
+	char *st = unit_read(stacks, NULL);
+	char buf[256];
+	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, "stacks' line 3: the weights add up past");
+	snprintf(buf, sizeof(buf), "# damaged\n14:14,10:10 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, "stacks' line 3: a weight of 1 for no sample");
+	unit_write_str(stacks, st);
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	tally_db_release(&db);
+	free(st);
+	free(stacks);
+	free(text);
+	free(prof);
+}
+
 static void test_db__open_stacks_damage(void **state)
 {
 	struct fixture *fx = *state;
@@ -2146,6 +2212,7 @@ int main(void)
 		cmocka_unit_test(test_db__prof_line_good),
 		cmocka_unit_test(test_db__prof_line_bad),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__v3_weights, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
