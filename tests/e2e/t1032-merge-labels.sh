@@ -85,6 +85,6 @@ report_json a2.json -i a.db --symbols
 report_json c2.json -i c.db --symbols
 [[ $(tjson h.json func work_a) == $(($(tjson a2.json func work_a) + $(tjson c2.json func work_a))) ]] || fail "--label run=: work_a does not add up"
 [[ $(find hosts.db -name '*.prof' | wc -l) -le $(find a.db c.db -name '*.prof' | wc -l) ]] || fail "--label run=: more profiles than the inputs"
-# and with no labels at all: format version 1
+# and with no labels at all: format version 3 (weights) without a labels file
 tally_ok merge -o plain.db --label host= --label run= a.db c.db
-grep -qx 'format-version: 1' plain.db/session && [[ ! -e plain.db/labels ]] || fail "a merge without labels is not version 1: $(head -1 plain.db/session)"
+grep -qx 'format-version: 3' plain.db/session && [[ ! -e plain.db/labels ]] || fail "a merge without labels is not version 3 without labels: $(head -1 plain.db/session)"
