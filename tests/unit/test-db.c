@@ -199,7 +199,8 @@ static uint32_t nomap_image(struct tally_agg *a, int pid)
 static void add(struct tally_agg *a, const uint32_t *frames, uint32_t len, int pid, int e, uint64_t n)
 {
 	uint32_t st = tally_agg_stack(a, frames, len);
-	tally_agg_count(a, st, pid, e, n);
+	/* each sample weighs 1000 (the format 3 tests tell weights from counts) */
+	tally_agg_count_w(a, st, pid, e, n, n * 1000);
 	a->samples[e] += n;
 }
 
@@ -1440,31 +1441,46 @@ static void test_db__v3_weights(void **state)
 	assert_non_null(db.weights);
 	assert_non_null(db.stack_weights);
 	assert_string_equal(tally_meta_get(&db.session, "weight-unit"), "ns,events");
-	assert_string_equal(tally_meta_get(&db.session, "weight-total"), "14,10");
+	assert_string_equal(tally_meta_get(&db.session, "weight-total"), "14000,10000");
 	uint64_t w = 0, sw = 0;
 	for (size_t i = 0; i < db.nentries; i++)
 		w += db.weights[i * 2];
 	for (size_t i = 0; i < db.nstacks; i++)
 		sw += db.stack_weights[i * 2];
-	assert_int_equal(w, 14);
-	assert_int_equal(sw, 14);
+	assert_int_equal(w, 14000);
+	assert_int_equal(sw, 14000);
+	/* read later, the stacks come with the same weights; weighed before the
+	 * load, the stacks loaded are weighed too */
+	struct tally_db later;
+	assert_int_equal(tally_db_open_dir_flags(&later, fx->db, TALLY_DB_STACKS_LATER), 0);
+	tally_db_weigh(&later);
+	assert_int_equal(tally_db_load_stacks(&later), 0);
+	assert_int_equal(later.nstacks, db.nstacks);
+	uint64_t lw = 0, lc = 0;
+	for (size_t i = 0; i < later.nstacks; i++) {
+		lw += later.stack_counts[i * 2];  /* weighed: the weights */
+		lc += later.stack_weights[i * 2]; /* ... and the counts beside them */
+	}
+	assert_int_equal(lw, 14000);
+	assert_int_equal(lc, 14);
+	tally_db_release(&later);
 	tally_db_release(&db);
 
 	int t = true_index(fx);
 	char *prof = find_file(fx->db, "true-");
 	char *text = unit_read(prof, NULL);
 	/* a weight for no sample */
-	char *bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 3 0 10\n");
+	char *bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 3000 0 10000\n");
 	unit_write_str(prof, bad);
-	expect_open_fails(fx->db, "a weight of 10 for no sample");
+	expect_open_fails(fx->db, "a weight of 10000 for no sample");
 	free(bad);
 	/* weights that do not add up to the header's */
-	bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 4 10 10\n");
+	bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 3001 10 10000\n");
 	unit_write_str(prof, bad);
 	expect_open_fails(fx->db, "its lines weigh");
 	free(bad);
 	/* a format 1 line in a format 3 file */
-	bad = replaced(text, "\n2000 3 3 10 10\n", "\n2000 3 10\n");
+	bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 10\n");
 	unit_write_str(prof, bad);
 	expect_open_fails(fx->db, "expected 'OFFSET COUNT WEIGHT'");
 	free(bad);
@@ -1473,10 +1489,10 @@ static void test_db__v3_weights(void **state)
 	char *stacks = unit_path(fx->db, "stacks");
 	char *st = unit_read(stacks, NULL);
 	char buf[256];
-	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
+	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10000 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: the weights add up past");
-	snprintf(buf, sizeof(buf), "# damaged\n14:14,10:10 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
+	snprintf(buf, sizeof(buf), "# damaged\n14:14000,10:10000 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: a weight of 1 for no sample");
 	unit_write_str(stacks, st);
