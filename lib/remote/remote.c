@@ -378,10 +378,18 @@ int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt,
 	bool ok = n >= 4 && n <= 5 && !strcmp(l[n - 1], "end") && !*cur && word_ok(l[0], 64) &&
 		  (!strcmp(l[1], "-") || uuid_ok(l[1])) && (n == 4 || printable(l[3], 200));
 	if (ok) {
-		char *e;
-		errno = 0;
-		clock = strtod(l[2], &e);
-		ok = !errno && e != l[2] && !*e && isfinite(clock) && clock > 0 && strspn(l[2], "0123456789.") == strlen(l[2]);
+		/* seconds, a '.' and nanoseconds; a date without %N (busybox) prints it, or N, after the '.' */
+		size_t num = strspn(l[2], "0123456789.");
+		const char *rest = l[2] + num;
+		ok = num > 0 && num < 40 && (!*rest || !strcmp(rest, "%N") || !strcmp(rest, "N"));
+		if (ok) {
+			char b[40], *e;
+			memcpy(b, l[2], num);
+			b[num] = '\0';
+			errno = 0;
+			clock = strtod(b, &e);
+			ok = !errno && !*e && isfinite(clock) && clock > 0;
+		}
 	}
 	if (!ok)
 		return tally_seterr(-EPROTO, "host '%s': the probe's answer is not what a Linux host says: '%s'", host, q);

@@ -39,7 +39,7 @@ usage() {
 # and its answers to requests it does not take (one line, exit 1)
 agent() {
 	local out
-	out=$("$TALLY" job agent start "$TMP/ag" </dev/null) || fail "job agent start failed"
+	out=$("$TALLY" job agent start "$TMP/ag" </dev/null 2>agent.err) || fail "job agent start failed: $(cat agent.err)"
 	[[ $out =~ ^ready\ ([0-9]+)\ [-0-9a-f]+$ ]] || fail "the agent's start line is '$out'"
 	track_pid "${BASH_REMATCH[1]}"
 	[[ $(stat -c %a "$TMP/ag") == 700 ]] || fail "the agent's directory is not private"

@@ -210,6 +210,10 @@ static void test_remote__probe_good(void **state)
 	/* the host's clock at the probe's midpoint (1000.25 here) was 1001.25 */
 	assert_true(f.clock_offset > 0.999 && f.clock_offset < 1.001);
 	tally_remote_facts_release(&f);
+	/* a date without %N (busybox) */
+	assert_int_equal(probe("armv7l\n-\n1001.%N\nend\n", &f), 0);
+	assert_true(f.clock_offset > 0.74 && f.clock_offset < 0.76);
+	tally_remote_facts_release(&f);
 	/* no tally there, no boot id */
 	assert_int_equal(probe("aarch64\n-\n1000.25\nend\n", &f), 0);
 	assert_null(f.tally);
@@ -233,6 +237,8 @@ static void test_remote__probe_refused(void **state)
 		"x86_64\n-\ninf\nend\n",
 		"x86_64\n-\n-5\nend\n",
 		"x86_64\n-\n1e400\nend\n",
+		"x86_64\n-\n1000.%Nx\nend\n",
+		"x86_64\n-\n%N\nend\n",
 		"x86_64\n-\n1000\ntally \x1b[31mred\nend\n",       /* a control character */
 		"x86_64\n-\n1000\n\nend\n",                        /* an empty version line */
 	};
