@@ -235,7 +235,7 @@ static int render_by_label(struct ropts *o, struct tally_db *db, struct tally_re
 		struct strbuf keys = STRBUF_INIT;
 		tally_db_label_keys(db, &keys);
 		tally_error("--by-label %s: '%s' has no label '%s' (%s)", o->by_label, o->input, o->by_label,
-			    keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+			    keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
 		strbuf_release(&keys);
 		free(vals);
 		return 1;

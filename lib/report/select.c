@@ -79,7 +79,7 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 				struct strbuf keys = STRBUF_INIT;
 				tally_db_label_keys(db, &keys);
 				tally_seterr(-1, "--label %.*s: '%s' has no label '%.*s' (%s)", (int)kl, s->labels[i], input, (int)kl,
-					     s->labels[i], keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+					     s->labels[i], keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
 				strbuf_release(&keys);
 				return -1;
 			}

@@ -561,7 +561,7 @@ int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, c
 		goto out;
 	if ((f = bundle_file(&b, "images")) && (r = tally_db_parse_images(db, f->data, f->len, "images")))
 		goto out;
-	/* the label sets the profiles and stacks name (comm=..., format 2 and 3) */
+	/* the command names (comm=NAME) the profiles name by label set */
 	if ((f = bundle_file(&b, "labels")) && (r = tally_db_parse_labels(db, f->data, f->len, "labels")))
 		goto out;
 	for (size_t i = 0; i < b.n; i++) {
