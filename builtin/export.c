@@ -295,18 +295,14 @@ int cmd_export(int argc, char **argv)
 	struct tally_export_out out = { 0 };
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	int *events = xmalloc((size_t)(db.nevents + 1) * sizeof(int));
-	if (sel.pid && db.per_pid) {
-		/* one line: the empty selection is the error (report only warns) */
-		bool found = false;
-		for (size_t i = 0; i < db.nentries && !found; i++)
-			found = db.entries[i].pid == sel.pid;
-		if (!found) {
-			tally_error("nothing to export: '%s' has no samples in the selection (none of pid %d)", input, sel.pid);
-			ret = 1;
-			goto out;
-		}
-	}
 	int sc = tally_select_check(&sel, &db, input, &w);
+	if (!sc && tally_select_nonempty(&sel, &db, input)) {
+		/* one line: the filter that matched nothing, and what there is */
+		tally_warnings_release(&w);
+		tally_error("nothing to export: %s", tally_errmsg());
+		ret = 1;
+		goto out;
+	}
 	tally_print_warnings(&w);
 	if (sc) {
 		tally_error("%s", tally_errmsg());

@@ -339,6 +339,12 @@ int cmd_report(int argc, char **argv)
 	}
 	have_db = true;
 	int sc = tally_select_check(&o.sel, &db, o.input, &w);
+	if (!sc && tally_select_nonempty(&o.sel, &db, o.input)) {
+		/* the filter that matched nothing is the error (not a warning and 0 Total) */
+		tally_warnings_release(&w);
+		tally_error("nothing to report: %s", tally_errmsg());
+		goto out;
+	}
 	tally_print_warnings(&w);
 	if (sc) {
 		tally_error("%s", tally_errmsg());
