@@ -345,12 +345,18 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	tally_print_warnings(&sw);
+	/* on a terminal: what takes long (symbols, then the writing) */
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
 	struct sink sink = { output, &out, NULL, 0 };
 	out.put = sink_put;
 	out.ctx = &sink;
+	char phase[64];
+	snprintf(phase, sizeof(phase), "writing the %s export", fmt->name);
+	tally_progress_say(phase);
 	int wr = fmt->write(&x, &out);
+	tally_progress_done();
 	tally_print_warnings(&out.warnings);
 	if (wr < 0 || write_outputs(output, &out, &sink) < 0) {
 		sink_release(&sink, &out);
@@ -373,6 +379,7 @@ int cmd_export(int argc, char **argv)
 	tally_report_image_warnings(&db, res, tally_verbose, &w);
 	tally_print_warnings(&w);
 out:
+	tally_progress_done();
 	tally_export_out_release(&out);
 	tally_resolver_free(res);
 	free(events);

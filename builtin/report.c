@@ -136,7 +136,10 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 	if (o->html) {
 		struct tally_html_opts ho = { o->input, &o->sel, o->plimit_set ? o->r.percent_limit : TALLY_FLAME_DEFAULT_LIMIT,
 					      TALLY_HTML_ANNOTATE, o->r.top };
-		if (tally_html_write(o->html, db, res, &ho)) {
+		tally_progress_say("writing the HTML report");
+		int hr = tally_html_write(o->html, db, res, &ho);
+		tally_progress_done();
+		if (hr) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
 		} else {
