@@ -20,7 +20,7 @@ usage() {
 	expect_fail_with "^tally: --remote-root 'rel/dir' must be an absolute path on the hosts \(see 'tally job --help'\)$" \
 		"$TALLY" job run --host h1 --remote-root rel/dir h.ctl
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
-	expect_fail_with "^tally: --host needs a host name \(as ssh takes it\) \(see 'tally job --help'\)$" "$TALLY" job run --host '' h.ctl
+	expect_fail_with "^tally: --host needs a host name \(as ssh takes it; see 'tally job --help'\)$" "$TALLY" job run --host '' h.ctl
 	expect_fail_with "^tally: invalid --host-timeout 'soon'" "$TALLY" job run --host h1 --host-timeout soon h.ctl
 	expect_fail_with "name at least one host: --host HOST, or a control file with a 'hosts' line" "$TALLY" job hosts
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
