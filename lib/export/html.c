@@ -368,8 +368,8 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 		strbuf_addstr(out, "</tbody></table>\n");
 	}
 	if (f->no_line && !f->line_note)
-		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " samples (%.2f%%) at addresses without line information.</p>\n",
-			    f->no_line, pc(f->no_line, f->samples));
+		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " sample%s (%.2f%%) at addresses without line information.</p>\n",
+			    f->no_line, f->no_line == 1 ? "" : "s", pc(f->no_line, f->samples));
 	free(text);
 	free(lines);
 	free(found);
@@ -493,8 +493,8 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 static void session_section(struct strbuf *out, const struct tally_db *db)
 {
 	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
-	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> samples (%.2f%%), throttled: <b>%" PRIu64 "</b> times.</p>\n",
-		    db->lost, tally_view_lost_pct(db), db->throttled);
+	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> sample%s (%.2f%%), throttled: <b>%" PRIu64 "</b> time%s.</p>\n",
+		    db->lost, db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled, db->throttled == 1 ? "" : "s");
 	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
 	esc(out, db->path);
 	strbuf_addstr(out, "</dd>\n");
@@ -587,7 +587,8 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		strbuf_addstr(out, "</p>\n");
 	}
 	if (db->lost)
-		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " samples were lost while recording (see the session below).</p>\n", db->lost);
+		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " sample%s lost while recording (see the session below).</p>\n", db->lost,
+			    db->lost == 1 ? " was" : "s were");
 	for (int e = 0; e < db->nevents; e++)
 		if (tally_select_event(o->sel, e))
 			event_section(out, db, res, o, e);
@@ -613,8 +614,8 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 	strbuf_addf(&title, "diff %s -> %s", d->base_input, d->new_input);
 	page_start(out, title.buf);
 	esc(out, d->event);
-	strbuf_addf(out, " &middot; base %" PRIu64 " samples &middot; new %" PRIu64 " samples &middot; %s</div></header>\n<main>\n",
-		    d->base_total, d->new_total,
+	strbuf_addf(out, " &middot; base %" PRIu64 " sample%s &middot; new %" PRIu64 " sample%s &middot; %s</div></header>\n<main>\n",
+		    d->base_total, d->base_total == 1 ? "" : "s", d->new_total, d->new_total == 1 ? "" : "s",
 		    d->view == TALLY_DIFF_LINES	     ? "source lines, self samples"
 		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive samples"
 						     : "functions, self samples");
@@ -622,7 +623,8 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
 		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
-		strbuf_addf(&sub, "%" PRIu64 " samples (base %" PRIu64 "); click a frame to zoom", new_cg->total, base_cg->total);
+		strbuf_addf(&sub, "%" PRIu64 " sample%s (base %" PRIu64 "); click a frame to zoom and select it", new_cg->total,
+			    new_cg->total == 1 ? "" : "s", base_cg->total);
 		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
 		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
 		strbuf_release(&sub);

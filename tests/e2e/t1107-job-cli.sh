@@ -8,7 +8,7 @@
 usage() {
 	expect_fail_with "give a command: run CONTROL or profilers \(see 'tally job --help'\)" "$TALLY" job
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
-	expect_fail_with "unknown job command 'frob' \(run, profilers, hosts\)" "$TALLY" job frob
+	expect_fail_with "unknown job command 'frob' \(run, profilers, hosts; see 'tally job --help'\)" "$TALLY" job frob
 	expect_fail_with "'job run' needs a control file" "$TALLY" job run
 	expect_fail_with "'job run' takes one control file, got 'b' too" "$TALLY" job run a b
 	expect_fail_with "'job profilers' takes no argument, got 'x'" "$TALLY" job profilers x
