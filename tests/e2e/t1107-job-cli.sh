@@ -25,7 +25,7 @@ usage() {
 	expect_fail_with "name at least one host: --host HOST, or a control file with a 'hosts' line" "$TALLY" job hosts
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
 	expect_fail_with "'h.ctl' has no 'hosts' line: name the hosts there, or with --host HOST" "$TALLY" job hosts h.ctl
-	expect_fail_with "unexpected argument 'b' \(one control file, or hosts with --host\)" "$TALLY" job hosts a b
+	expect_fail_with "unexpected argument 'b' \(one control file, or hosts with --host; see 'tally job hosts --help'\)" "$TALLY" job hosts a b
 	expect_fail_with "^tally: --remote-root 'x' must be an absolute path on the hosts" "$TALLY" job hosts --host h1 --remote-root x
 	expect_fail_with "^tally: invalid --timeout 'never'" "$TALLY" job hosts --host h1 --timeout never
 	# the agent's commands are run by a job over ssh; by hand they say so
