@@ -72,6 +72,16 @@ with Browser(tmp, width=1400, height=900) as b:
         b.screenshot(os.path.join(tmp, "html-sandwich.png"), full=False)
         b.eval("document.querySelector('.tools[data-for=\"flame-0\"] button.reset').click()")
         check(b.eval("var fg=document.getElementById('flame-0').tallyFlame; fg.view()===fg.frames"), "reset view goes back to the whole graph")
+    # the callers' graph (inverted: a frame's kids are its callers) gives the same sandwich
+    cv = b.eval("""(function(){var fg=document.getElementById('callers-0').tallyFlame; if(!fg.sandwich('hash')) return null;
+        return fg.view().map(function(f){return {n:f.name,d:f.d,dir:f.dir,c:f.c}})})()""")
+    if cv is None:
+        errs.append("no sandwich of hash in the callers' graph")
+    else:
+        callers = sorted(f["n"] for f in cv if f["dir"] < 0 and f["d"] == 1)
+        callees = sorted(f["n"] for f in cv if f["dir"] > 0 and f["d"] == 1)
+        check(callers == ["emit", "eval", "parse"] and callees == ["mix"],
+              "in the callers' graph too, hash's callers are above (%s) and its callees below (%s)" % (callers, callees))
     check(not b.errors, "no script errors: %s" % b.errors)
     check(b.requests == [url], "nothing loaded: %s" % b.requests)
 if errs:
