@@ -130,6 +130,8 @@ struct tally_agg {
 	size_t nrows, arows;
 	uint64_t *counts; /* nrows * nevents */
 	size_t acounts;
+	uint64_t *weights; /* nrows * nevents: the summed periods (tally_rec.weight) of the counts */
+	size_t aweights;
 	struct tally_hidx row_idx;
 
 	struct tally_proc **procs;
@@ -209,7 +211,9 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key);
 struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create);
 uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);
-/* Adds n to the count of (stack, pid, event). */
+/* Adds n to the count of (stack, pid, event) and weight to its weight. */
+void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight);
+/* The same with a weight of n (a period of 1). */
 void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n);
 /* Adds a mapping to a process, replacing what it overlaps. */
 void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image);

@@ -66,6 +66,10 @@ struct tally_rec {
 	uint32_t pid, tid, cpu;
 	uint64_t time;
 	uint64_t ip, period;
+	/* what the sample stands for, in the event's unit (ns for time): the
+	 * period really in effect (period can be stale), an off-CPU interval; 0:
+	 * the period */
+	uint64_t weight;
 	uint64_t nr;      /* callchain length */
 	const uint64_t *chain;
 	const uint64_t *regs; /* user registers (tally_unwind_regs_mask order), or NULL */

@@ -72,6 +72,7 @@ void tally_agg_release(struct tally_agg *a)
 	tally_hidx_release(&a->stack_idx);
 	free(a->rows);
 	free(a->counts);
+	free(a->weights);
 	tally_hidx_release(&a->row_idx);
 	for (size_t i = 0; i < a->nprocs; i++)
 		agg_proc_free(a->procs[i]);
@@ -234,7 +235,7 @@ static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid;
 }
 
-void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n)
+void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight)
 {
 	struct row_key k = { stack, pid };
 	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid);
@@ -248,10 +249,23 @@ void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, ui
 			GROW(a->counts, a->acounts, want);
 			memset(a->counts + old, 0, (a->acounts - old) * sizeof(uint64_t));
 		}
+		if (want > a->aweights) {
+			size_t old = a->aweights;
+			GROW(a->weights, a->aweights, want);
+			memset(a->weights + old, 0, (a->aweights - old) * sizeof(uint64_t));
+		}
 		tally_hidx_put(&a->row_idx, h, (uint32_t)a->nrows);
 		i = (uint32_t)a->nrows++;
 	}
-	a->counts[(size_t)i * (size_t)a->nevents + (size_t)event] += n;
+	size_t at = (size_t)i * (size_t)a->nevents + (size_t)event;
+	a->counts[at] += n;
+	/* a weight that would pass 2^64 stays at the top (the writer refuses such sums) */
+	a->weights[at] = a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
+}
+
+void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n)
+{
+	tally_agg_count_w(a, stack, pid, event, n, n);
 }
 
 /* A frame-pointer chain reads each caller from the frame of its callee: a
@@ -409,7 +423,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 		st = tally_agg_stack(a, fr, n);
 	}
 	/* the kernel reports pid -1 for a task it can no longer name (exiting): no process */
-	tally_agg_count(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1);
+	tally_agg_count_w(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1,
+			  r->weight ? r->weight : r->period);
 	a->samples[r->event]++;
 }
 
@@ -575,6 +590,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->counts);
 	a->counts = NULL;
 	a->acounts = 0;
+	free(a->weights);
+	a->weights = NULL;
+	a->aweights = 0;
 	tally_hidx_release(&a->row_idx);
 	for (size_t i = 0; i < a->ntasks; i++)
 		free(a->tasks[i].exe);
@@ -664,7 +682,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);
