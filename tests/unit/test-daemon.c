@@ -271,8 +271,14 @@ static void test_daemon__flush_merges_into_epoch(void **state)
 	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
 	assert_int_equal(db_samples(epath, 0x1010), 12);
 	assert_int_equal(db_samples(epath, 0x2020), 3);
+	/* one sample is singular */
+	add_samples(&fx->agg, 0x2020, 1);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", &msg), 0);
+	assert_str_has(msg.buf, "flushed 1 sample into epoch");
+	strbuf_reset(&msg);
+	assert_int_equal(db_samples(epath, 0x2020), 4);
 	/* readers of the whole directory see the same */
-	assert_int_equal(db_samples(fx->db, UINT64_MAX), 15);
+	assert_int_equal(db_samples(fx->db, UINT64_MAX), 16);
 	/* no staging copy is left behind */
 	DIR *dir = opendir(fx->db);
 	struct dirent *de;
