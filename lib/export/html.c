@@ -621,7 +621,7 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 						     : "functions, self samples");
 	if (new_cg && base_cg) {
 		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
-		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
+		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
 		strbuf_addf(&sub, "%" PRIu64 " sample%s (base %" PRIu64 "); click a frame to zoom and select it", new_cg->total,
 			    new_cg->total == 1 ? "" : "s", base_cg->total);
