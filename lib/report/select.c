@@ -157,6 +157,8 @@ int tally_select_nonempty(const struct tally_select *s, const struct tally_db *d
 	if (!s->image && !s->pid && !s->comm && !s->excl && !s->nlabels)
 		return 0; /* no filter: an empty database is reported as such */
 	bool all = false, image = !s->image, pid = !s->pid, comm = !s->comm, excl = !s->excl, label = !s->nlabels;
+	struct tally_select labels_only = *s; /* --label alone (not the comm label) */
+	labels_only.comm_by_label = false;
 	struct names nimages = { 0 }, npids = { 0 }, ncomms = { 0 }, nlabels = { 0 };
 	struct strbuf images = STRBUF_INIT, pids = STRBUF_INIT, comms = STRBUF_INIT, labels = STRBUF_INIT, t = STRBUF_INIT;
 	for (size_t p = 0; p < db->nprofs; p++) {
@@ -167,17 +169,19 @@ int tally_select_nonempty(const struct tally_select *s, const struct tally_db *d
 		all = all || tally_select_prof(s, db, pf);
 		image = image || tally_select_image_matches(im, s->image);
 		pid = pid || pf->pid == s->pid;
-		const char *c = tally_db_comm(db, pf->pid);
+		/* the command name: the comm label the recording kept, else the process's */
+		const char *c = s->comm_by_label ? tally_db_label(db, pf->label, "comm") : tally_db_comm(db, pf->pid);
 		comm = comm || (c && !strcmp(c, s->comm));
 		excl = excl || !strcmp(im->kind, "exec");
-		label = label || tally_select_label(s, db, pf->label);
+		label = label || tally_select_label(&labels_only, db, pf->label);
 		names_add(&nimages, im->name);
+		if (c)
+			names_add(&ncomms, c);
 		if (db->per_pid) {
+			const char *pc = tally_db_comm(db, pf->pid);
 			strbuf_reset(&t);
-			strbuf_addf(&t, "%d (%s)", pf->pid, c ? c : "?");
+			strbuf_addf(&t, "%d (%s)", pf->pid, pc ? pc : c ? c : "?");
 			names_add(&npids, t.buf);
-			if (c)
-				names_add(&ncomms, c);
 		}
 		for (int i = 0; i < s->nlabels; i++) {
 			size_t kl = strcspn(s->labels[i], "=");

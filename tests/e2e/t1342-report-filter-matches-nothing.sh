@@ -60,4 +60,15 @@ label() {
 subtest "--image that matches nothing" image
 subtest "--pid that matches nothing" pid
 subtest "--comm that matches nothing; filters that match" comm
+# without --per-pid, --comm selects by the command name the recording kept
+comm_label() {
+	tally_ok record -F 2000 -o np.db -- "$WORKLOADS/split_images" 150
+	expect_fail_with "^tally: nothing to report: 'np\.db' has no samples in the selection: --comm 'nosuch' matches no process with samples \(commands with samples: split_images\)$" \
+		"$TALLY" report -i np.db --comm nosuch
+	expect_fail_with "^tally: nothing to export: 'np\.db' has no samples in the selection: --comm 'nosuch'" \
+		"$TALLY" export -i np.db --comm nosuch --format pprof -o np.pb.gz
+	tally_ok report -i np.db --comm split_images
+}
+
 subtest "--label that matches nothing" label
+subtest "--comm without --per-pid (the comm label)" comm_label
