@@ -43,7 +43,7 @@ int tally_db_wall(struct tally_db *db)
 		return tally_seterr(-EINVAL, "'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
 				    db->path ? db->path : "database", on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
 	/* without stored weights an off-CPU count is a number of waits, not their time */
-	if (!db->weights && !db->weighed)
+	if (!db->has_weights && !db->weighed)
 		return tally_seterr(-EINVAL, "'%s' keeps no sample weights, so no off-CPU times for --wall (record it again with this tally)",
 				    db->path ? db->path : "database");
 	tally_db_weigh(db);

@@ -3,7 +3,7 @@
 # merge(merge(a,b),c), merge(a,merge(b,c)), merge(a,b,c) and merge(c,b,a)
 # are the same files, and merge(a,b) = merge(b,a) (three recordings with
 # call graphs, two programs). The merge sums: its samples are the inputs'
-# together, per function too; it is format version 2 with a label set per
+# together, per function too; it is format version 3 (weights, labels) with a label set per
 # input (host, run); each input's own report comes back with --label run=.
 . "$SRCDIR/tests/e2e/lib.sh"
 
@@ -28,7 +28,7 @@ same ab_c.db a_bc.db
 same ab_c.db abc.db
 same abc.db cba.db
 
-grep -qx 'format-version: 2' abc.db/session || fail "a merge with labels is not format version 2: $(head -3 abc.db/session)"
+grep -qx "format-version: 3" abc.db/session && [[ -e abc.db/labels ]] || fail "a merge with labels is not format version 3 with labels: $(head -3 abc.db/session)"
 [[ $(grep -vc '^#' abc.db/labels) == 3 ]] || fail "3 inputs, not 3 label sets: $(cat abc.db/labels)"
 grep -qP '^\d+\thost=\S+\trun=c\.db$' abc.db/labels || fail "no label set host=...,run=c.db: $(cat abc.db/labels)"
 

@@ -3,7 +3,9 @@
 # every CPU, has its waits in off-cpu after `ctl flush` (at the libc functions
 # that waited: clock_nanosleep and ppoll), and under report --wall its process
 # adds up to its wall time (within 5%); while the daemon is paused
-# (`ctl stop`) a second run adds no off-CPU sample.
+# (`ctl stop`) a second run adds no off-CPU sample; a new rate for the CPUs
+# (`ctl cpus all on period 2000000`: the sampling events' period in ns) is
+# taken, and leaves one sample per wait.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 
@@ -39,6 +41,20 @@ else
 		fail "--wall: process $pid has $total ns, it ran its loop for $loop ns (+/- 5%)"
 	note "--wall: process $pid has $total ns, its loop took $loop ns"
 fi
+
+# a new rate for the CPUs changes the sampling events, not off-CPU time: one
+# sample per wait still (the epoch's session counts the waits of every task)
+ctl --db db status
+epoch=$(status_val epoch | cut -d' ' -f1)
+before=$(session_key "db/$epoch" off-cpu-waits | cut -d, -f1)
+ctl --db db cpus all on period 2000000
+"$wl" 1 pid >wl3.out
+ctl --db db flush
+after=$(session_key "db/$epoch" off-cpu-waits | cut -d, -f1)
+own=$(awk '$1 == "info" && $2 == "loop_ns" { printf "%d", $3 / 9.3e6 * 4 * 0.7 }' wl3.out)
+(((after - before) >= own)) ||
+	fail "after 'cpus all on period 2000000' the daemon counted $((after - before)) waits while the workload alone made about $own"
+note "after a rate change: $((after - before)) waits counted (the workload made about $own)"
 
 # paused: nothing of a second run
 ctl --db db stop

@@ -31,6 +31,7 @@ static void build(struct tally_db *db, bool off, bool weights)
 		return;
 	/* what a recording stores: ns for the times, the events for page-faults */
 	size_t n = (size_t)db->nevents;
+	db->has_weights = true;
 	free(db->weights);
 	db->weights = xcalloc(db->nentries * n, sizeof *db->weights);
 	free(db->stack_weights);
