@@ -42,7 +42,7 @@ int cmd_events(int argc, char **argv)
 			any_hw_missing = true;
 		char name[64];
 		snprintf(name, sizeof(name), "%s%s%s", e->name, e->alias ? "|" : "", e->alias ? e->alias : "");
-		printf("%-*s  %-9s %-12s %s\n", w, name, e->type == PERF_TYPE_HARDWARE ? "hardware" : e->offcpu ? "sched" : "software",
+		printf("%-*s  %-10s %-12s %s\n", w, name, e->type == PERF_TYPE_HARDWARE ? "hardware" : e->offcpu ? "tracepoint" : "software",
 		       ok ? "available" : "unavailable", e->desc);
 	}
 	if (any_hw_missing)

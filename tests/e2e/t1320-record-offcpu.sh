@@ -10,7 +10,7 @@
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
 "$TALLY" events >events.txt 2>/dev/null || true
-grep -Eq '^off-cpu +sched +available' events.txt ||
+grep -Eq '^off-cpu +tracepoint +available' events.txt ||
 	skip "off-CPU recording is unavailable here (needs root and tracefs): $("$TALLY" record --off-cpu -o x -- true 2>&1 | head -1)"
 
 # session_field DB KEY N: field N (1-based) of a comma-separated session value

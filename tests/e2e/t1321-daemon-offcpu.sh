@@ -10,7 +10,7 @@
 . "$SRCDIR/tests/e2e/daemon.sh"
 
 "$TALLY" events >events.txt 2>/dev/null || true
-grep -Eq '^off-cpu +sched +available' events.txt ||
+grep -Eq '^off-cpu +tracepoint +available' events.txt ||
 	skip "off-CPU recording is unavailable here (needs root and tracefs)"
 
 wl=$(uniq_copy offcpu_split)
