@@ -121,6 +121,9 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
 	if (o->r.flat && !o->r.lines)
 		o->r.symbols = true;
+	/* --explain counts the samples each image's names and lines cover */
+	if (o->explain)
+		o->sel.samples = true;
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	if (o->by_label && (o->html || o->explain))

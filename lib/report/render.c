@@ -61,6 +61,21 @@ static bool list_item_is(const char *list, int i, const char *want)
 	return p && !strncmp(p, want, n) && (p[n] == ',' || !p[n]);
 }
 
+/* What the numbers are: time or events weighted by each sample's period,
+ * or (--samples) sample counts. */
+static void values_line(const struct tally_db *db, int ev, struct strbuf *out)
+{
+	uint64_t n = ev < db->nevents ? db->samples[ev] : 0;
+	if (!db->weighed) {
+		strbuf_addf(out, "# values: samples (%" PRIu64 " in all), not weighted by period\n", n);
+		return;
+	}
+	bool time = tally_db_unit_time(db, ev);
+	strbuf_addf(out, "# values: %s, weighted by period (the %s each sample stands for; %" PRIu64
+		    " samples in all): --samples for sample counts\n",
+		    tally_view_heading(db, ev), time ? "time" : "events", n);
+}
+
 static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 {
 	const char *target = tally_meta_get(&db->session, "command");
@@ -101,6 +116,7 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
+	values_line(db, ev, out);
 }
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
@@ -126,8 +142,9 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	const struct tally_db_image *im = &db->images[img->image];
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
-	strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name, img->samples,
-		    pc(img->samples, total));
+	strbuf_addf(out, "\n%s (", im->path[0] ? im->path : im->name);
+	tally_view_value_unit(out, db, ev, img->samples);
+	strbuf_addf(out, ", %.2f%% of total)\n", pc(img->samples, total));
 	if (img->pid && db->per_pid)
 		strbuf_addf(out, "pid %d (%s)\n", img->pid, tally_db_comm(db, img->pid) ? tally_db_comm(db, img->pid) : "?");
 	bool any_line = false;
@@ -143,13 +160,14 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 				if (len > w)
 					w = len > 48 ? 48 : len;
 			}
-	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
+	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", tally_view_heading(db, ev), "%", "cum%", w, o->lines ? "line" : "addr", "function");
 	struct strbuf loc = STRBUF_INIT;
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
-		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		tally_view_value(out, db, ev, r->samples, 9);
+		strbuf_addch(out, ' ');
 		pct(out, r->samples, img->samples);
 		strbuf_addch(out, ' ');
 		pct(out, cum, img->samples);
@@ -167,7 +185,8 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 		strbuf_addstr(out, r->inlined ? " (inlined)\n" : "\n");
 	}
 	strbuf_release(&loc);
-	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", img->samples, "");
+	tally_view_value(out, db, ev, img->samples, 9);
+	strbuf_addf(out, " %17s  Total\n", "");
 	tally_view_rows_release(&fr);
 }
 
@@ -178,12 +197,13 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 {
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
-	strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
+	strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
-		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		tally_view_value(out, db, ev, r->samples, 9);
+		strbuf_addch(out, ' ');
 		pct(out, r->samples, t->total);
 		strbuf_addch(out, ' ');
 		pct(out, cum, t->total);
@@ -193,7 +213,8 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 		add_name(out, r->name, o->full_names);
 		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "", db->images[r->image].name);
 	}
-	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t->total, "");
+	tally_view_value(out, db, ev, t->total, 9);
+	strbuf_addf(out, " %17s  Total\n", "");
 	tally_view_rows_release(&fr);
 }
 
@@ -204,17 +225,19 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_view_images(&t, db, o->sel, ev);
 	text_header(db, ev, out);
 	if (!o->symbols && !o->lines) {
-		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
+		strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", "image");
 		uint64_t cum = 0;
 		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 			cum += t.v[i].samples;
-			strbuf_addf(out, "%9" PRIu64 " ", t.v[i].samples);
+			tally_view_value(out, db, ev, t.v[i].samples, 9);
+			strbuf_addch(out, ' ');
 			pct(out, t.v[i].samples, t.total);
 			strbuf_addch(out, ' ');
 			pct(out, cum, t.total);
 			strbuf_addf(out, "  %s\n", t.v[i].name);
 		}
-		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t.total, "");
+		tally_view_value(out, db, ev, t.total, 9);
+		strbuf_addf(out, " %17s  Total\n", "");
 	} else if (o->flat) {
 		text_flat(out, db, res, o, ev, &t);
 	} else {
@@ -223,6 +246,22 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 			text_functions(out, db, res, o, ev, &t.v[i], t.total);
 	}
 	tally_view_rows_release(&t);
+}
+
+/* A flat row's numbers: its samples, and its value (in the event's unit)
+ * when db is period-weighted. */
+static void json_values(struct tally_json *j, const struct tally_db *db, uint64_t samples, uint64_t value)
+{
+	tally_json_ku64(j, "samples", samples);
+	if (db->weighed)
+		tally_json_ku64(j, "value", value);
+}
+
+/* A call-graph number that is samples or, when db is weighted, a value in
+ * the event's unit: named for what it is. */
+static void json_cgval(struct tally_json *j, const struct tally_db *db, uint64_t v)
+{
+	tally_json_ku64(j, db->weighed ? "value" : "samples", v);
 }
 
 static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
@@ -258,7 +297,7 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 			else
 				tally_json_null(j);
 		}
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, img->samples), 4);
 		tally_json_knum(j, "percent_of_total", pc(r->samples, total), 4);
 		tally_json_end(j);
@@ -296,7 +335,7 @@ static void json_flat(struct tally_json *j, const struct tally_db *db, struct ta
 			else
 				tally_json_null(j);
 		}
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, t->total), 4);
 		tally_json_end(j);
 	}
@@ -311,7 +350,8 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 	tally_view_images(&t, db, o->sel, ev);
 	tally_json_obj(j);
 	tally_json_kstr(j, "name", db->events[ev]);
-	tally_json_ku64(j, "samples", t.total);
+	tally_json_kstr(j, "unit", tally_view_unit(db, ev));
+	json_values(j, db, t.ntotal, t.total);
 	if (o->flat) {
 		json_flat(j, db, res, o, ev, &t);
 		tally_json_end(j);
@@ -330,7 +370,7 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 			tally_json_ki64(j, "pid", r->pid);
 		else
 			tally_json_knull(j, "pid");
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, t.total), 4);
 		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image)))
 			tally_json_kstr(j, "note", tally_resolver_note(res, r->image));
@@ -397,7 +437,7 @@ static void json_fname(struct tally_json *j, const struct tally_db *db, const st
 		tally_json_kbool(j, "inlined", true);
 }
 
-static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
+static void unwind_line(const struct tally_db *db, int ev, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
 			bool full)
 {
 	uint32_t sf[5];
@@ -405,7 +445,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 	size_t ns = tally_cg_stops(cg, sf, sc, 5);
 	if (j) {
 		tally_json_kobj(j, "unwind");
-		tally_json_ku64(j, "samples", cg->total);
+		json_cgval(j, db, cg->total);
 		tally_json_ku64(j, "rooted", cg->rooted);
 		tally_json_knum(j, "rooted_percent", pc(cg->rooted, cg->total), 4);
 		tally_json_ku64(j, "truncated", cg->truncated);
@@ -413,7 +453,7 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		for (size_t i = 0; i < ns; i++) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, sf[i]);
-			tally_json_ku64(j, "samples", sc[i]);
+			json_cgval(j, db, sc[i]);
 			tally_json_knum(j, "percent", pc(sc[i], cg->total), 4);
 			tally_json_end(j);
 		}
@@ -425,8 +465,9 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		tally_json_end(j);
 		return;
 	}
-	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
-		    pc(cg->rooted, cg->total), cg->total);
+	strbuf_addf(out, "unwind: %.2f%% of ", pc(cg->rooted, cg->total));
+	tally_view_value_unit(out, db, ev, cg->total);
+	strbuf_addstr(out, " reached a process root (_start, thread start, kernel thread)");
 	if (cg->rooted < cg->total) {
 		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
 		if (cg->truncated)
@@ -449,14 +490,16 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
  * so the output grows with the number of nodes, not with its square. */
 #define TREE_INDENT_MAX 40
 
-static void tree_line(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
+static void tree_line(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
 		      uint64_t base, struct strbuf *out, bool full)
 {
 	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
 	strbuf_addf(out, "%*s", ind * 2, "");
 	if (depth > TREE_INDENT_MAX)
 		strbuf_addf(out, "[depth %d] ", depth);
-	strbuf_addf(out, "%7.2f%% %9" PRIu64 "  ", pc(nd->count, base), nd->count);
+	strbuf_addf(out, "%7.2f%% ", pc(nd->count, base));
+	tally_view_value(out, db, ev, nd->count, 9);
+	strbuf_addstr(out, "  ");
 	fname(out, db, cg, nd->func, full);
 	strbuf_addch(out, '\n');
 }
@@ -464,7 +507,7 @@ static void tree_line(const struct tally_db *db, const struct tally_cg *cg, cons
 /* The tree under node 0 (not printed itself), depth first, children by count:
  * text (j NULL) or nested JSON objects. A loop with its own stack, not a
  * recursion: a stack can be 500,000 frames deep. */
-static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+static void tree_print(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nodes,
 		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
 {
 	struct level {
@@ -493,11 +536,11 @@ static void tree_print(const struct tally_db *db, const struct tally_cg *cg, con
 		if (j) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, nd->func);
-			tally_json_ku64(j, "samples", nd->count);
+			json_cgval(j, db, nd->count);
 			tally_json_knum(j, "percent", pc(nd->count, base), 4);
 			tally_json_karr(j, "children");
 		} else {
-			tree_line(db, cg, nd, depth - 1, base, out, full);
+			tree_line(db, ev, cg, nd, depth - 1, base, out, full);
 		}
 		GROW(st, alloc, n + 1);
 		st[n].kids = tally_view_tree_kids(nodes, at, base, limit, &st[n].nk);
@@ -517,15 +560,17 @@ static int cmp_arc_count(const void *a, const void *b, void *ctx)
 }
 
 /* --callgraph, one function: callers above, callees below, each by count. */
-static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
+static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_cg *v,
 				 const struct tally_view_row *f, bool full)
 {
 	const struct tally_cg *cg = &v->cg;
 	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
 	for (int dir = 0; dir < 2; dir++) {
 		if (dir == 1) {
-			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
-				    pc(f->samples, cg->total));
+			tally_view_value(out, db, ev, f->incl, 9);
+			strbuf_addf(out, " %7.2f%%  self ", pc(f->incl, cg->total));
+			tally_view_value(out, db, ev, f->samples, 0);
+			strbuf_addf(out, " %.2f%%  ", pc(f->samples, cg->total));
 			fname(out, db, cg, f->func, full);
 			strbuf_addch(out, '\n');
 		}
@@ -536,7 +581,8 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		qsort_r(arcs, na, sizeof(uint32_t), cmp_arc_count, cg->arcs);
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
-			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
+			tally_view_value(out, db, ev, arc->count, 20);
+			strbuf_addf(out, " %7.2f%%  %s ", pc(arc->count, f->incl), dir ? "->" : "<-");
 			fname(out, db, cg, dir ? arc->callee : arc->caller, full);
 			strbuf_addch(out, '\n');
 		}
@@ -561,7 +607,7 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			tally_json_obj(j);
 			json_fname(j, db, cg, dir ? arc->callee : arc->caller);
-			tally_json_ku64(j, "samples", arc->count);
+			json_cgval(j, db, arc->count);
 			tally_json_knum(j, "percent", pc(arc->count, f->incl), 4);
 			tally_json_end(j);
 		}
@@ -587,14 +633,15 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 	if (json) {
 		tally_json_obj(j);
 		tally_json_kstr(j, "name", db->events[ev]);
-		tally_json_ku64(j, "samples", cg->total);
+		tally_json_kstr(j, "unit", tally_view_unit(db, ev));
+		json_cgval(j, db, cg->total);
 		tally_json_karr(j, "functions");
 	} else {
 		text_header(db, ev, out);
 	}
 	if (o->children || o->callgraph || json) {
 		if (!json && o->children)
-			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", "samples", "function  [image]");
+			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", tally_view_heading(db, ev), "function  [image]");
 		for (size_t k = 0; k < v.funcs.n; k++) {
 			const struct tally_view_row *f = &v.funcs.v[k];
 			if (!shown(o, k) || pc(f->incl, cg->total) < o->percent_limit)
@@ -604,11 +651,13 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 				json_cg_function(j, db, &v, f);
 				tally_json_end(j);
 			} else if (o->children) {
-				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
+				strbuf_addf(out, "%8.2f%% %8.2f%% ", pc(f->incl, cg->total), pc(f->samples, cg->total));
+				tally_view_value(out, db, ev, f->incl, 9);
+				strbuf_addstr(out, "  ");
 				fname(out, db, cg, f->func, full);
 				strbuf_addch(out, '\n');
 			} else {
-				text_callgraph_entry(out, db, &v, f, full);
+				text_callgraph_entry(out, db, ev, &v, f, full);
 			}
 		}
 		if (json)
@@ -621,17 +670,19 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		if (json) {
 			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, base, o->percent_limit, out, j, full);
+				tree_print(db, ev, cg, nodes, base, o->percent_limit, out, j, full);
 			tally_json_end(j);
 		} else if (nodes) {
-			if (focus_name)
-				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
-					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL, full);
+			if (focus_name) {
+				strbuf_addf(out, "# %s of %s: percentages of its ", o->callers ? "callers" : "callees", focus_name);
+				tally_view_value_unit(out, db, ev, base);
+				strbuf_addstr(out, " inclusive\n");
+			}
+			tree_print(db, ev, cg, nodes, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
-	unwind_line(db, cg, out, j, full);
+	unwind_line(db, ev, cg, out, j, full);
 	if (json)
 		tally_json_end(j);
 	tally_view_cg_release(&v);

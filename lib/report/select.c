@@ -26,6 +26,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
 	case TALLY_OPT_SEL_EVENT: s->event = arg; return 1;
 	case TALLY_OPT_SEL_EXCL: s->excl = true; return 1;
+	case TALLY_OPT_SEL_SAMPLES: s->samples = true; return 1;
 	case TALLY_OPT_SEL_LABEL: {
 		char *k, *v;
 		if (tally_label_parse(arg, "--label", &k, &v))
@@ -43,7 +44,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	}
 }
 
-int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w)
+int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w)
 {
 	if ((s->pid || s->comm) && !db->per_pid)
 		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
@@ -90,6 +91,8 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 		if (!found)
 			tally_warnings_add(w, "no samples for pid %d in '%s'", s->pid, input);
 	}
+	if (!s->samples)
+		tally_db_weigh(db);
 	return 0;
 }
 
@@ -162,6 +165,8 @@ static const struct tally_option select_options[] = {
 	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
 	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },
+	{ 0, "samples", TALLY_ARG_NONE, NULL,
+	  "raw sample counts, not time or events weighted by each sample's period\n(the default, as perf's)", TALLY_OPT_SEL_SAMPLES },
 	TALLY_OPTION_END,
 };
 
