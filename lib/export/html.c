@@ -406,6 +406,12 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 		strbuf_addstr(out, ", randomized period");
 	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) && !strcmp(buf, "adaptive"))
 		strbuf_addstr(out, ", period adapted by the kernel");
+	/* what the numbers are (docs/html.md) */
+	if (db->weighed)
+		strbuf_addf(out, ". Values: %s, each sample weighted by its period (<code>--samples</code> for sample counts)",
+			    tally_db_unit_time(db, ev) ? "nanoseconds" : "events");
+	else
+		strbuf_addstr(out, ". Values: samples");
 	strbuf_addstr(out, "</p>\n");
 
 	/* the view model's rows, as the report lists them */
