@@ -873,15 +873,22 @@ static const char *diff_view_name(const struct tally_diff *d)
 
 void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t top)
 {
-	strbuf_addf(out, "# diff of %s, %s: '%s' (%" PRIu64 " samples) -> '%s' (%" PRIu64 " samples)\n", d->event,
-		    d->view == TALLY_DIFF_LINES	   ? "source lines (self samples)"
-		    : d->view == TALLY_DIFF_CHILDREN ? "functions (inclusive samples)"
-						     : "functions (self samples)",
-		    d->base_input, d->base_total, d->new_input, d->new_total);
+	const char *h = tally_view_heading(d->db, d->ev);
+	strbuf_addf(out, "# diff of %s, %s: '%s' (", d->event,
+		    d->view == TALLY_DIFF_LINES	   ? "source lines (self)"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions (inclusive)"
+						     : "functions (self)",
+		    d->base_input);
+	tally_view_value_unit(out, d->db, d->ev, d->base_total);
+	strbuf_addf(out, ") -> '%s' (", d->new_input);
+	tally_view_value_unit(out, d->db, d->ev, d->new_total);
+	strbuf_addstr(out, ")\n");
 	if (d->absolute)
-		strbuf_addstr(out, "# samples on each side; change in samples, largest first\n");
+		strbuf_addf(out, "# %s on each side; change in %s, largest first\n", h, h);
 	else
-		strbuf_addstr(out, "# share of each side's samples; change in points, largest first\n");
+		strbuf_addf(out, "# share of each side's %s; change in points, largest first\n", h);
+	if (d->db->weighed)
+		strbuf_addstr(out, "# weighted by period: --samples compares sample counts\n");
 	/* the name columns as wide as their longest shown value (within reason) */
 	struct strbuf cell = STRBUF_INIT;
 	int wloc = 4, wname = 8;
@@ -909,12 +916,21 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 			if (r->only == TALLY_DIFF_NEW_ONLY)
 				strbuf_addf(out, "%10s ", "-");
 			else
-				strbuf_addf(out, "%10" PRIu64 " ", r->base);
+			{
+				tally_view_value(out, d->db, d->ev, r->base, 10);
+				strbuf_addch(out, ' ');
+			}
 			if (r->only == TALLY_DIFF_BASE_ONLY)
 				strbuf_addf(out, "%10s ", "-");
 			else
-				strbuf_addf(out, "%10" PRIu64 " ", r->new_);
-			strbuf_addf(out, "%+10.0f  ", r->delta);
+			{
+				tally_view_value(out, d->db, d->ev, r->new_, 10);
+				strbuf_addch(out, ' ');
+			}
+			if (!strcmp(h, "msec"))
+				strbuf_addf(out, "%+10.1f  ", r->delta / 1e6);
+			else
+				strbuf_addf(out, "%+10.0f  ", r->delta);
 		} else {
 			if (r->only == TALLY_DIFF_NEW_ONLY)
 				strbuf_addf(out, "%8s ", "-");
@@ -948,14 +964,17 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 
 void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t top)
 {
+	/* weighted: the values are named value, in unit; else samples */
+	const char *k = d->db->weighed ? "value" : "samples";
 	strbuf_addstr(out, "{\"event\":");
 	strbuf_add_json_str(out, d->event);
+	strbuf_addf(out, ",\"unit\":\"%s\"", tally_view_unit(d->db, d->ev));
 	strbuf_addf(out, ",\"view\":\"%s\",\"normalized\":%s,\"base\":{\"input\":", diff_view_name(d),
 		    d->absolute ? "false" : "true");
 	strbuf_add_json_str(out, d->base_input);
-	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"new\":{\"input\":", d->base_total);
+	strbuf_addf(out, ",\"%s\":%" PRIu64 "},\"new\":{\"input\":", k, d->base_total);
 	strbuf_add_json_str(out, d->new_input);
-	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"rows\":[", d->new_total);
+	strbuf_addf(out, ",\"%s\":%" PRIu64 "},\"rows\":[", k, d->new_total);
 	for (size_t i = 0; i < d->n && (!top || i < top); i++) {
 		const struct tally_diff_row *r = &d->v[i];
 		strbuf_addstr(out, i ? ",{\"image\":" : "{\"image\":");
@@ -970,9 +989,9 @@ void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t to
 				strbuf_addstr(out, "null");
 			strbuf_addf(out, ",\"line\":%d", r->line);
 		}
-		strbuf_addf(out, ",\"inlined\":%s,\"base_samples\":%" PRIu64 ",\"new_samples\":%" PRIu64
-				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_samples\":%.0f,\"only\":%s}",
-			    r->inlined ? "true" : "false", r->base, r->new_, r->base_pct, r->new_pct, r->points, r->delta,
+		strbuf_addf(out, ",\"inlined\":%s,\"base_%s\":%" PRIu64 ",\"new_%s\":%" PRIu64
+				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_%s\":%.0f,\"only\":%s}",
+			    r->inlined ? "true" : "false", k, r->base, k, r->new_, r->base_pct, r->new_pct, r->points, k, r->delta,
 			    r->only == TALLY_DIFF_NEW_ONLY    ? "\"new\""
 			    : r->only == TALLY_DIFF_BASE_ONLY ? "\"base\""
 							      : "null");
