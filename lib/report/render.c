@@ -257,12 +257,6 @@ static void json_values(struct tally_json *j, const struct tally_db *db, uint64_
 		tally_json_ku64(j, "value", value);
 }
 
-/* A call-graph number that is samples or, when db is weighted, a value in
- * the event's unit: named for what it is. */
-static void json_cgval(struct tally_json *j, const struct tally_db *db, uint64_t v)
-{
-	tally_json_ku64(j, db->weighed ? "value" : "samples", v);
-}
 
 static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
@@ -437,24 +431,28 @@ static void json_fname(struct tally_json *j, const struct tally_db *db, const st
 		tally_json_kbool(j, "inlined", true);
 }
 
-static void unwind_line(const struct tally_db *db, int ev, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
 			bool full)
 {
 	uint32_t sf[5];
-	uint64_t sc[5];
-	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	uint64_t sc[5], sn[5];
+	size_t ns = tally_cg_stops_n(cg, sf, sc, sn, 5);
 	if (j) {
 		tally_json_kobj(j, "unwind");
-		json_cgval(j, db, cg->total);
-		tally_json_ku64(j, "rooted", cg->rooted);
-		tally_json_knum(j, "rooted_percent", pc(cg->rooted, cg->total), 4);
-		tally_json_ku64(j, "truncated", cg->truncated);
+		json_values(j, db, cg->ntotal, cg->total);
+		tally_json_ku64(j, "rooted", cg->nrooted);
+		if (db->weighed)
+			tally_json_ku64(j, "rooted_value", cg->rooted);
+		tally_json_knum(j, "rooted_percent", pc(cg->nrooted, cg->ntotal), 4);
+		tally_json_ku64(j, "truncated", cg->ntruncated);
+		if (db->weighed)
+			tally_json_ku64(j, "truncated_value", cg->truncated);
 		tally_json_karr(j, "stops");
 		for (size_t i = 0; i < ns; i++) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, sf[i]);
-			json_cgval(j, db, sc[i]);
-			tally_json_knum(j, "percent", pc(sc[i], cg->total), 4);
+			json_values(j, db, sn[i], sc[i]);
+			tally_json_knum(j, "percent", pc(sn[i], cg->ntotal), 4);
 			tally_json_end(j);
 		}
 		tally_json_end(j);
@@ -465,16 +463,16 @@ static void unwind_line(const struct tally_db *db, int ev, const struct tally_cg
 		tally_json_end(j);
 		return;
 	}
-	strbuf_addf(out, "unwind: %.2f%% of ", pc(cg->rooted, cg->total));
-	tally_view_value_unit(out, db, ev, cg->total);
-	strbuf_addstr(out, " reached a process root (_start, thread start, kernel thread)");
-	if (cg->rooted < cg->total) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+	/* how well stacks were unwound: a matter of samples, whatever they weigh */
+	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+		    pc(cg->nrooted, cg->ntotal), cg->ntotal);
+	if (cg->nrooted < cg->ntotal) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
 		if (cg->truncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
-			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
+			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sn[i], cg->ntotal));
 			fname(out, db, cg, sf[i], full);
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
@@ -536,7 +534,7 @@ static void tree_print(const struct tally_db *db, int ev, const struct tally_cg 
 		if (j) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, nd->func);
-			json_cgval(j, db, nd->count);
+			json_values(j, db, nd->nsamples, nd->count);
 			tally_json_knum(j, "percent", pc(nd->count, base), 4);
 			tally_json_karr(j, "children");
 		} else {
@@ -595,8 +593,13 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 {
 	const struct tally_cg *cg = &v->cg;
 	json_fname(j, db, cg, f->func);
-	tally_json_ku64(j, "self", f->samples);
-	tally_json_ku64(j, "inclusive", f->incl);
+	const struct tally_cg_func *cf = &cg->funcs[f->func];
+	tally_json_ku64(j, "self", cf->nself);
+	tally_json_ku64(j, "inclusive", cf->nincl);
+	if (db->weighed) {
+		tally_json_ku64(j, "self_value", f->samples);
+		tally_json_ku64(j, "inclusive_value", f->incl);
+	}
 	tally_json_knum(j, "self_percent", pc(f->samples, cg->total), 4);
 	tally_json_knum(j, "inclusive_percent", pc(f->incl, cg->total), 4);
 	for (int dir = 0; dir < 2; dir++) {
@@ -607,7 +610,7 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			tally_json_obj(j);
 			json_fname(j, db, cg, dir ? arc->callee : arc->caller);
-			json_cgval(j, db, arc->count);
+			json_values(j, db, arc->nsamples, arc->count);
 			tally_json_knum(j, "percent", pc(arc->count, f->incl), 4);
 			tally_json_end(j);
 		}
@@ -634,7 +637,7 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		tally_json_obj(j);
 		tally_json_kstr(j, "name", db->events[ev]);
 		tally_json_kstr(j, "unit", tally_view_unit(db, ev));
-		json_cgval(j, db, cg->total);
+		json_values(j, db, cg->ntotal, cg->total);
 		tally_json_karr(j, "functions");
 	} else {
 		text_header(db, ev, out);
@@ -675,14 +678,14 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		} else if (nodes) {
 			if (focus_name) {
 				strbuf_addf(out, "# %s of %s: percentages of its ", o->callers ? "callers" : "callees", focus_name);
-				tally_view_value_unit(out, db, ev, base);
-				strbuf_addstr(out, " inclusive\n");
+				tally_view_value(out, db, ev, base, 0);
+				strbuf_addf(out, " inclusive %s\n", tally_view_heading(db, ev));
 			}
 			tree_print(db, ev, cg, nodes, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
-	unwind_line(db, ev, cg, out, j, full);
+	unwind_line(db, cg, out, j, full);
 	if (json)
 		tally_json_end(j);
 	tally_view_cg_release(&v);

@@ -98,6 +98,10 @@ s = re.sub(r"^call-graph: .*", "call-graph: none", s, flags=re.M)
 open(f"{db}/session", "w").write(s)
 PY
 tally_ok report -i huge.db
-expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind\)" \
+expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind, or --samples\)" \
 	timeout 30 "$TALLY" export -i huge.db --format gmon -o "$TMP/huge.gmon"
 [[ ! -e "$TMP/huge.gmon" ]] || fail "a refused gmon.out was written anyway"
+# the sample counts alone are as huge
+expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind\)" \
+	timeout 30 "$TALLY" export -i huge.db --format gmon --samples -o "$TMP/huge.gmon"
+[[ ! -e "$TMP/huge.gmon" ]] || fail "a refused gmon.out (--samples) was written anyway"
