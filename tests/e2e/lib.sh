@@ -356,14 +356,16 @@ report_text() {
 # object in an "images" list (or one with a string "image"), a function one
 # in a "functions"/"symbols" list (or with "function"/"symbol"), an event one
 # in "events" (or with "event"); counts are "samples" (or "count"), an
-# event's total its "samples" (or a "total").
+# event's total its "samples" (or a "total"). With TJSON_VALUE=1 in the
+# environment every count is the period-weighted `value` instead.
 TALLY_JSON_PY='
 import json, os, sys
 
 IMG_KEYS = ("image", "image_name", "dso", "module")
 FN_KEYS = ("function", "symbol", "func", "sym")
 EV_KEYS = ("event", "event_name")
-CNT_KEYS = ("samples", "count", "hits")
+# TJSON_VALUE=1: the period-weighted values (`value`) instead of the samples
+CNT_KEYS = ("value",) if os.environ.get("TJSON_VALUE") else ("samples", "count", "hits")
 IMG_LISTS = ("images", "dsos", "modules")
 FN_LISTS = ("functions", "symbols", "funcs")
 EV_LISTS = ("events",)
