@@ -35,7 +35,7 @@ top() {
 	report_json top.json -i si.db --symbols --top 2 --samples
 	report_text top.txt -i si.db --symbols --top 2 --samples
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); [print(i["path"] or i["name"], i["samples"]) for e in d["events"] for i in e["images"]]' top.json >top.json.imgs
-	sed -nE 's/^(.+) \(([0-9]+) samples, .*% of total\)$/\1 \2/p' top.txt >top.txt.imgs
+	sed -nE 's/^(.+) \(([0-9]+) samples?, .*% of total\)$/\1 \2/p' top.txt >top.txt.imgs
 	[[ $(wc -l <top.json.imgs) == 2 ]] || fail "--top 2 --symbols JSON lists $(wc -l <top.json.imgs) images: $(cat top.json.imgs)"
 	diff top.json.imgs top.txt.imgs >top.diff || fail "--top 2 --symbols: text and JSON list other images: $(cat top.diff)"
 }
