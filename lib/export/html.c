@@ -193,7 +193,8 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 		    id);
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
-	strbuf_addf(&sub, "%" PRIu64 " sample%s; click a frame to zoom", cg->total, cg->total == 1 ? "" : "s");
+	tally_view_value_unit(&sub, db, ev, cg->total);
+	strbuf_addstr(&sub, "; click a frame to zoom");
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
 	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
@@ -207,15 +208,16 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 
 static void unwind_figures(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg)
 {
+	/* in samples, as the report's unwind line: how well stacks were unwound */
 	uint32_t sf[5];
-	uint64_t sc[5];
-	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	uint64_t sc[5], sn[5];
+	size_t ns = tally_cg_stops_n(cg, sf, sc, sn, 5);
 	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " sample%s reached a process root (_start, thread start, kernel thread)",
-		    pc(cg->rooted, cg->total), cg->total, cg->total == 1 ? "" : "s");
-	if (cg->rooted < cg->total) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
-		if (cg->truncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+		    pc(cg->nrooted, cg->ntotal), cg->ntotal, cg->ntotal == 1 ? "" : "s");
+	if (cg->nrooted < cg->ntotal) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
+		if (cg->ntruncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
 	}
 	strbuf_addstr(out, ".</p>\n");
 	if (ns) {
@@ -226,8 +228,8 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 			strbuf_addstr(out, "</td><td>");
 			esc(out, db->images[cg->funcs[sf[i]].image].name);
 			strbuf_addstr(out, "</td>");
-			num_cell(out, "samples", sc[i]);
-			pct_cell(out, "pct", sc[i], cg->total, false);
+			num_cell(out, "samples", sn[i]);
+			pct_cell(out, "pct", sn[i], cg->ntotal, false);
 			strbuf_addstr(out, "</tr>\n");
 		}
 		strbuf_addstr(out, "</tbody></table>\n");
