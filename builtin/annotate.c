@@ -358,8 +358,7 @@ int cmd_annotate(int argc, char **argv)
 		goto out;
 	}
 	have_db = true;
-	if (!o.samples)
-		tally_db_weigh(&db);
+	tally_view_weigh(&db, o.samples);
 	int ev = 0;
 	if (event) {
 		ev = tally_db_event(&db, event);

@@ -280,7 +280,7 @@ static void tick(struct top *t, struct tally_db *db, bool cumulative, double sin
 	/* shares by period weight (time, or events), as the report's; the rate
 	 * stays in samples: the weight fed, at the tick's samples per weight */
 	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0, ns = db->nevents > 0 ? db->samples[0] : 0;
-	tally_db_weigh(db);
+	tally_view_weigh(db, false);
 	t->st.unit = db->nevents > 0 ? tally_view_heading(db, 0) : NULL;
 	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, &added))
 		strbuf_addf(&t->msg, "symbols: %s", tally_errmsg());

@@ -110,6 +110,13 @@ static inline double tally_view_pct(uint64_t n, uint64_t d)
 
 /* ---- what the values are (docs/sampling.md, "weights") ---- */
 
+/* Whether db can be period-weighted: it has weights of its own, or a
+ * period-mean for every event (a database merged before weights were kept
+ * has neither: its views stay in samples). */
+bool tally_view_can_weigh(const struct tally_db *db);
+/* tally_db_weigh(db) when it can be weighed and samples is false. */
+void tally_view_weigh(struct tally_db *db, bool samples);
+
 /* The values of event ev in db's views: "ns" or "events" when db is period-
  * weighted (tally_db_weigh), "samples" when it holds the raw sample counts. */
 const char *tally_view_unit(const struct tally_db *db, int ev);

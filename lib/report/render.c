@@ -67,7 +67,8 @@ static void values_line(const struct tally_db *db, int ev, struct strbuf *out)
 {
 	uint64_t n = ev < db->nevents ? db->samples[ev] : 0;
 	if (!db->weighed) {
-		strbuf_addf(out, "# values: samples (%" PRIu64 " in all), not weighted by period\n", n);
+		strbuf_addf(out, "# values: samples (%" PRIu64 " in all), not weighted by period%s\n", n,
+			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
 		return;
 	}
 	bool time = tally_db_unit_time(db, ev);

@@ -5,6 +5,7 @@
 
 #include "tally/select.h"
 #include "tally/util.h"
+#include "tally/view.h"
 
 void tally_select_init(struct tally_select *s)
 {
@@ -91,8 +92,7 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 		if (!found)
 			tally_warnings_add(w, "no samples for pid %d in '%s'", s->pid, input);
 	}
-	if (!s->samples)
-		tally_db_weigh(db);
+	tally_view_weigh(db, s->samples);
 	return 0;
 }
 

@@ -358,3 +358,25 @@ uint64_t tally_view_event_total(const struct tally_db *db, int ev)
 		return 0;
 	return db->weighed ? tally_db_weight_total(db, ev) : db->samples[ev];
 }
+
+bool tally_view_can_weigh(const struct tally_db *db)
+{
+	if (db->weighed || db->weights)
+		return true;
+	const char *pm = tally_meta_get(&db->session, "period-mean");
+	for (int e = 0; e < db->nevents; e++) {
+		if (!pm)
+			return false;
+		char *end;
+		if (!(strtod(pm, &end) > 0) || (*end && *end != ','))
+			return false;
+		pm = *end ? end + 1 : NULL;
+	}
+	return true;
+}
+
+void tally_view_weigh(struct tally_db *db, bool samples)
+{
+	if (!samples && tally_view_can_weigh(db))
+		tally_db_weigh(db);
+}
