@@ -15,7 +15,7 @@ within() {
 	awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0 && a >= 0.99 * b && a <= 1.01 * b) }'
 }
 pct_off() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", b > 0 ? 100 * (a - b) / b : 0 }'
+	awk -v a="$1" -v b="$2" 'BEGIN { x = b > 0 ? 100 * (a - b) / b : 0; printf "%+.2f%%", x }'
 }
 
 # run LABEL WORKLOAD ARGS...: record it at 999 Hz, randomized, under rusage
