@@ -50,7 +50,7 @@ static const struct tally_option annotate_options[] = {
 	  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW", OPT_SRCDIR },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/cli.md)", OPT_JSON },
 	{ 0, "samples", TALLY_ARG_NONE, NULL,
-	  "raw sample counts, not time or events weighted by each sample's period\n(the default, as perf's)", OPT_SAMPLES },
+	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", OPT_SAMPLES },
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup annotate_group = { NULL, annotate_options, annotate_handle };

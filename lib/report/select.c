@@ -166,7 +166,7 @@ static const struct tally_option select_options[] = {
 	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },
 	{ 0, "samples", TALLY_ARG_NONE, NULL,
-	  "raw sample counts, not time or events weighted by each sample's period\n(the default, as perf's)", TALLY_OPT_SEL_SAMPLES },
+	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", TALLY_OPT_SEL_SAMPLES },
 	TALLY_OPTION_END,
 };
 
