@@ -113,6 +113,7 @@ struct sink {
 	const char *output;
 	const struct tally_export_out *out;
 	int *fd; /* per file: its temporary, or -1 */
+	bool *stream; /* per file: fd is the output itself (a device, a pipe) */
 	size_t nfd;
 };
 
@@ -147,12 +148,23 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 	}
 	while (k->nfd <= file) {
 		k->fd = xrealloc(k->fd, (k->nfd + 1) * sizeof(int));
+		k->stream = xrealloc(k->stream, (k->nfd + 1) * sizeof(bool));
+		k->stream[k->nfd] = false;
 		k->fd[k->nfd++] = -1;
 	}
 	struct strbuf path = STRBUF_INIT;
 	tmp_name(&path, k, k->out, file);
-	if (k->fd[file] < 0)
-		k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (k->fd[file] < 0) {
+		/* a device, pipe or socket (/dev/null, a FIFO) is written into, never replaced */
+		struct strbuf real = STRBUF_INIT;
+		strbuf_addf(&real, "%s%s", k->output, k->out->files[file].suffix);
+		k->stream[file] = tally_path_is_stream(real.buf);
+		if (k->stream[file])
+			k->fd[file] = open(real.buf, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+		else
+			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		strbuf_release(&real);
+	}
 	int r = k->fd[file] < 0 ? -errno : put_all(k->fd[file], data, len);
 	if (r)
 		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
@@ -182,15 +194,16 @@ static int write_outputs(const char *output, const struct tally_export_out *out,
 			/* written as it went: the rest, then in place */
 			tmp_name(&tmp, k, out, i);
 			r = put_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
-			if (!r && fsync(k->fd[i]) < 0)
+			if (!r && !k->stream[i] && fsync(k->fd[i]) < 0)
 				r = -errno;
-			if (close(k->fd[i]) < 0 && !r)
+			if (close(k->fd[i]) < 0 && !r && !k->stream[i])
 				r = -errno;
 			k->fd[i] = -1;
-			if (!r && rename(tmp.buf, path.buf) < 0)
+			if (!r && !k->stream[i] && rename(tmp.buf, path.buf) < 0)
 				r = -errno;
 			if (r) {
-				unlink(tmp.buf);
+				if (!k->stream[i])
+					unlink(tmp.buf);
 				tally_seterr(r, "cannot write '%s': %s", path.buf, strerror(-r));
 			}
 		} else {
@@ -203,7 +216,8 @@ static int write_outputs(const char *output, const struct tally_export_out *out,
 		for (size_t j = 0; j + 1 < i; j++) {
 			strbuf_reset(&path);
 			strbuf_addf(&path, "%s%s", output, out->files[j].suffix);
-			unlink(path.buf);
+			if (!tally_path_is_stream(path.buf))
+				unlink(path.buf);
 		}
 		tally_seterr(r, "%s", keep);
 	}
@@ -220,10 +234,12 @@ static void sink_release(struct sink *k, const struct tally_export_out *out)
 		if (k->fd[i] >= 0) {
 			close(k->fd[i]);
 			tmp_name(&tmp, k, out, i);
-			unlink(tmp.buf);
+			if (!k->stream[i])
+				unlink(tmp.buf);
 		}
 	strbuf_release(&tmp);
 	free(k->fd);
+	free(k->stream);
 }
 
 int cmd_export(int argc, char **argv)
@@ -351,7 +367,7 @@ int cmd_export(int argc, char **argv)
 	tally_print_warnings(&sw);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
-	struct sink sink = { output, &out, NULL, 0 };
+	struct sink sink = { .output = output, .out = &out };
 	out.put = sink_put;
 	out.ctx = &sink;
 	int wr = fmt->write(&x, &out);
@@ -363,6 +379,7 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	free(sink.fd);
+	free(sink.stream);
 	if (strcmp(output, "-")) {
 		uint64_t n = 0;
 		for (size_t i = 0; i < out.n; i++)

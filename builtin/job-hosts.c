@@ -4,7 +4,6 @@
  * (architecture, boot id, clock offset) is shown. The work is lib/remote. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +83,9 @@ struct hostjob {
 	char err[1024];
 };
 
-static void *check_host(void *arg)
+static void check_host(void *ctx, size_t i)
 {
-	struct hostjob *h = arg;
+	struct hostjob *h = &((struct hostjob *)ctx)[i];
 	h->ret = tally_remote_install(&h->r, &h->installed, &h->bytes);
 	if (!h->ret)
 		h->ret = tally_remote_probe(&h->r, &h->f);
@@ -95,7 +94,6 @@ static void *check_host(void *arg)
 		h->ret = tally_job_host_check(h->r.host, h->r.root, h->profilers);
 	if (h->ret)
 		snprintf(h->err, sizeof(h->err), "%s", tally_errmsg());
-	return NULL;
 }
 
 int cmd_job_hosts(int argc, char **argv)
@@ -137,19 +135,12 @@ int cmd_job_hosts(int argc, char **argv)
 	size_t nh = o.h.nhosts;
 	char *profilers = first < argc ? tally_job_control_profilers(&ctl) : NULL;
 	struct hostjob *h = xcalloc(nh, sizeof(*h));
-	pthread_t *t = xcalloc(nh, sizeof(*t));
-	/* every host at once: the slowest handshake, not their sum */
 	for (size_t i = 0; i < nh; i++) {
 		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout };
 		h[i].profilers = profilers;
-		if (pthread_create(&t[i], NULL, check_host, &h[i])) {
-			t[i] = 0;
-			check_host(&h[i]);
-		}
 	}
-	for (size_t i = 0; i < nh; i++)
-		if (t[i])
-			pthread_join(t[i], NULL);
+	/* every host at once: the slowest handshake, not their sum */
+	tally_run_parallel(nh, check_host, h);
 	ret = 0;
 	printf("%-20s %-8s %-24s %12s %10s  %s\n", "host", "arch", "tally", "clock offset", "round trip", "boot id");
 	for (size_t i = 0; i < nh; i++) {
@@ -173,7 +164,6 @@ int cmd_job_hosts(int argc, char **argv)
 		tally_remote_facts_release(&h[i].f);
 	}
 	free(h);
-	free(t);
 	free(profilers);
 	tally_job_control_release(&ctl);
 	if (fflush(stdout) != 0) {

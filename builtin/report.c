@@ -17,6 +17,7 @@
 #include "tally/imgmap.h"
 #include "tally/report.h"
 #include "tally/select.h"
+#include "tally/sort.h"
 #include "tally/symbols.h"
 #include "tally/symopts.h"
 #include "tally/util.h"
@@ -31,10 +32,12 @@ struct ropts {
 	bool explain;
 	const char *html;
 	const char *by_label;
+	struct tally_sort sort; /* --sort */
+	bool sort_given;
 };
 
 enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT };
+       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT, OPT_SORT };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
@@ -44,6 +47,9 @@ static int report_handle(void *ctx, int code, const char *arg)
 	case OPT_SYMBOLS: o->r.symbols = true; break;
 	case OPT_LINES: o->r.lines = true; break;
 	case OPT_FLAT: o->r.flat = true; break;
+	case OPT_SORT:
+		o->sort_given = true;
+		return tally_sort_parse(&o->sort, arg);
 	case OPT_EXPLAIN: o->explain = true; break;
 	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
 	case OPT_JSON: o->json = true; break;
@@ -75,6 +81,8 @@ static const struct tally_option report_options[] = {
 	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
 	{ 'f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS },
 	{ 'l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES },
+	{ 0, "sort", TALLY_ARG_REQUIRED, "KEYS",
+	  "one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)", OPT_SORT },
 	{ 0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT },
 	{ 0, "explain", TALLY_ARG_NONE, NULL,
 	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
@@ -124,6 +132,8 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 	/* --explain counts the samples each image's names and lines cover */
 	if (o->explain)
 		o->sel.samples = true;
+	if (o->sort_given && (o->html || o->r.symbols || o->r.lines || o->r.flat || o->explain || o->by_label || tally_report_is_cg(&o->r)))
+		return tally_usage_error("report", "--sort makes a table of its own: leave out --html, --symbols, --lines, --flat, --explain, --by-label and the call-graph views");
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	if (o->by_label && (o->html || o->explain))
@@ -155,7 +165,9 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		return ret;
 	}
 	struct strbuf out = STRBUF_INIT;
-	if (o->explain) {
+	if (o->sort_given) {
+		tally_report_sort(&out, db, res, &o->r, &o->sort, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json);
+	} else if (o->explain) {
 		if (tally_report_explain(&out, db, res, &o->r, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json)) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
@@ -226,7 +238,7 @@ static int render_by_label(struct ropts *o, struct tally_db *db, struct tally_re
 		struct strbuf keys = STRBUF_INIT;
 		tally_db_label_keys(db, &keys);
 		tally_error("--by-label %s: '%s' has no label '%s' (%s)", o->by_label, o->input, o->by_label,
-			    keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+			    keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
 		strbuf_release(&keys);
 		free(vals);
 		return 1;
@@ -347,6 +359,10 @@ int cmd_report(int argc, char **argv)
 		tally_error("%s", tally_errmsg());
 		goto out;
 	}
+	if (o.sort_given && tally_sort_check(&o.sort, &db, o.input)) {
+		tally_error("%s", tally_errmsg());
+		goto out;
+	}
 	bool cgmode = tally_report_is_cg(&o.r);
 	if ((int)o.r.symbols + (int)o.r.lines + (int)o.explain + (int)o.r.children + (int)o.r.callgraph + (int)o.r.tree +
 		    !!o.r.callers + !!o.r.callees > 1) {
@@ -367,7 +383,7 @@ int cmd_report(int argc, char **argv)
 	if (cgmode && !o.by_label)
 		tally_view_select(&db, &o.sel);
 	tally_warn_jit(&db);
-	ro.lines = o.r.lines || o.explain;
+	ro.lines = o.r.lines || o.explain || (o.sort_given && tally_sort_needs_lines(&o.sort));
 	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	ret = o.by_label ? render_by_label(&o, &db, res) : render(&o, &db, res);

@@ -164,6 +164,16 @@ printf 'profilers add cmd a\nprofilers add cmd "b c"\nprofilers delete cmd\nprof
 	seed control quoting
 printf 'run sleeptest 500ms\nrun sleeptest 0 # comment\nrun --iterations=2 --timeout=2 sleeptest 1\n' | seed control sleeptest
 
+# ---- remote hosts: the probe's answer, an agent's requests (docs/remote.md) ----
+{ uname -m; cat /proc/sys/kernel/random/boot_id; date +%s.%N; "$TALLY" --version | head -n 1; echo end; } | seed probe installed
+{ uname -m; echo -; date +%s.%N; echo end; } | seed probe fresh
+printf '\003start\tsleep\t1\t0,2' | seed agent-request start
+printf '\000start\tT\t0\t-' | seed agent-request start-none
+printf '\001status' | seed agent-request status
+printf '\001clean\tsleep' | seed agent-request clean
+printf '\002stop' | seed agent-request stop
+printf '\002quit' | seed agent-request quit
+
 # ---- minimized into fuzz/corpus ----
 cd - >/dev/null
 echo "make-corpus: minimizing"

@@ -70,6 +70,8 @@ struct tally_proc {
 	int dead;            /* 0 alive; counts collection rounds since its exit */
 	void *uw;            /* DWARF unwinding state (unwind.h), or NULL */
 	bool sampled;
+	char comm_seen[16];  /* comm when comm_id was found (tally_agg_comm) */
+	uint32_t comm_id;
 };
 
 /* A process that had samples: kept for the database's task list after it exits. */
@@ -92,6 +94,7 @@ struct tally_stack {
 struct tally_count_row {
 	uint32_t stack;
 	int32_t pid;    /* 0 unless per-pid */
+	uint32_t comm;  /* the process's command name: a.comms[comm - 1], 0 for none */
 };
 
 struct tally_agg {
@@ -128,6 +131,11 @@ struct tally_agg {
 
 	struct tally_count_row *rows;
 	size_t nrows, arows;
+	/* the command names of the rows (the processes' comm), each once; they
+	 * last as long as the aggregate (a daemon's flushes keep them) */
+	char (*comms)[16];
+	size_t ncomms, acomms;
+	struct tally_hidx comm_idx;
 	uint64_t *counts; /* nrows * nevents */
 	size_t acounts;
 	uint64_t *weights; /* nrows * nevents: the summed periods (tally_rec.weight) of the counts */
@@ -213,6 +221,11 @@ uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);
 /* Adds n to the count of (stack, pid, event) and weight to its weight. */
 void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight);
+/* The same for the processes called comm (a row of its own; NULL or "": none). */
+void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event, uint64_t n,
+			  uint64_t weight);
+/* The id of a command name (0 for NULL or ""; else 1 + its index in comms). */
+uint32_t tally_agg_comm(struct tally_agg *a, const char *comm);
 /* The same with a weight of n (a period of 1). */
 void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n);
 /* Adds a mapping to a process, replacing what it overlaps. */

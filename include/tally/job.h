@@ -205,4 +205,22 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
  * answer. -ENOTCONN when no agent answers there. */
 int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answer);
 
+/* ---- a request to a host's agent (lib/job/agent.c, docs/remote.md) ----
+ * One line of tab-separated words: status | quit | stop | clean TAG |
+ * start TAG ITERATION PROFILERS, PROFILERS the indices of the agent's
+ * profilers to start, comma-separated, or '-'. */
+enum tally_agent_op { TALLY_AGENT_STATUS, TALLY_AGENT_QUIT, TALLY_AGENT_START, TALLY_AGENT_STOP, TALLY_AGENT_CLEAN };
+struct tally_agent_req {
+	enum tally_agent_op op;
+	const char *tag; /* start, clean: a safe directory name (points into the line) */
+	unsigned iter;   /* start */
+	size_t *idx;     /* start: the profilers, each below nprofilers, each once */
+	size_t nidx;
+};
+/* Parses line (changed in place) for an agent of nprofilers profilers: 0, or
+ * -EINVAL with tally_seterr saying what is wrong and what is expected (the
+ * agent answers "error" and that). Release what a 0 gave. */
+int tally_agent_parse(char *line, size_t nprofilers, struct tally_agent_req *req);
+void tally_agent_req_release(struct tally_agent_req *req);
+
 #endif

@@ -64,6 +64,15 @@ void tally_remote_facts_release(struct tally_remote_facts *f);
  * host and why (unreachable: ssh's own message). */
 int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f);
 
+/* The probe's answer (out: what the host printed, changed in place) into *f:
+ * four or five lines, "end" last: an architecture (a word of at most 64
+ * letters, digits, '_', '-'), a boot id (a UUID, or '-' where the host has
+ * none), its clock (seconds since 1970, finite), the installed tally's version
+ * line when there is one (printable, at most 200 bytes), "end". t0 is our wall
+ * clock when the probe was sent, rtt what it took. 0, or -EPROTO with
+ * tally_seterr naming the host and quoting the answer. */
+int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f);
+
 /* The private directory of this version on the host: ROOT/VERSION. */
 char *tally_remote_dir(const struct tally_remote *r);
 

@@ -24,6 +24,9 @@ struct tally_select {
 	 * set has no KEY) */
 	const char *labels[TALLY_SELECT_LABELS];
 	int nlabels;
+	/* after tally_select_check: --comm is matched against the comm label the
+	 * recording kept (docs/format.md), not the process list */
+	bool comm_by_label;
 };
 
 /* The codes of the options in tally_select_group. */

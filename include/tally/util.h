@@ -187,12 +187,18 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 
 /* ---- files ---- */
 
+/* Whether path is (or links to) a device, a pipe or a socket, or names one of
+ * this process's descriptors (/dev/stdout, /dev/fd/N): what a writer writes
+ * into as it is (appending), never replaces with a file of its own. */
+bool tally_path_is_stream(const char *path);
 /* Write data to path atomically: a temporary with an unpredictable name created
  * exclusively in path's directory (no symbolic link is ever followed, nothing
  * that exists is ever opened), synced, then renamed over path. The file is
  * created mode 0600 (output holds profiles), except that a regular file of
  * ours it replaces keeps its mode (chmod once to share). On failure the
- * temporary is removed and path is untouched. 0 or -errno with tally_seterr. */
+ * temporary is removed and path is untouched. A device, pipe or socket at
+ * path (tally_path_is_stream) is written into instead. 0 or -errno with
+ * tally_seterr. */
 int tally_write_file_atomic(const char *path, const void *data, size_t len);
 /* The same with another mode for a new file (umask applies): 0644 for a pid file. */
 int tally_write_file_atomic_mode(const char *path, const void *data, size_t len, unsigned mode);
@@ -238,5 +244,10 @@ char *tally_dirname(const char *path);
 /* Write all n bytes to fd, retrying short writes and EINTR: 0 or -errno
  * (-EIO when write returns 0). Sets no message. */
 int tally_write_all(int fd, const void *p, size_t n);
+
+/* Calls fn(ctx, i) for every i below n, each on a thread of its own, all at
+ * once (work that waits: one remote host each), and returns when every call
+ * has; a call whose thread cannot be made runs on the caller's, in turn. */
+void tally_run_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
 
 #endif

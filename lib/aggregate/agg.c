@@ -74,6 +74,8 @@ void tally_agg_release(struct tally_agg *a)
 	free(a->counts);
 	free(a->weights);
 	tally_hidx_release(&a->row_idx);
+	free(a->comms);
+	tally_hidx_release(&a->comm_idx);
 	for (size_t i = 0; i < a->nprocs; i++)
 		agg_proc_free(a->procs[i]);
 	free(a->procs);
@@ -226,23 +228,47 @@ uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t l
 struct row_key {
 	uint32_t stack;
 	int32_t pid;
+	uint32_t comm;
 };
 
 static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_agg *a = ctx;
 	const struct row_key *k = key;
-	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid;
+	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid && a->rows[idx].comm == k->comm;
 }
 
-void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight)
+static bool comm_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	struct row_key k = { stack, pid };
-	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid);
+	const struct tally_agg *a = ctx;
+	return !strncmp(a->comms[idx], key, 16);
+}
+
+uint32_t tally_agg_comm(struct tally_agg *a, const char *comm)
+{
+	if (!comm || !*comm)
+		return 0;
+	char k[16] = { 0 };
+	strncpy(k, comm, sizeof(k) - 1);
+	uint64_t h = tally_hash_bytes(k, strlen(k), 0x636f6d6d);
+	uint32_t i = tally_hidx_get(&a->comm_idx, h, k, comm_eq, a);
+	if (i == TALLY_HIDX_NONE) {
+		GROW(a->comms, a->acomms, a->ncomms + 1);
+		memcpy(a->comms[a->ncomms], k, sizeof(k));
+		tally_hidx_put(&a->comm_idx, h, (uint32_t)a->ncomms);
+		i = (uint32_t)a->ncomms++;
+	}
+	return i + 1;
+}
+
+static void count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t comm, int event, uint64_t n, uint64_t weight)
+{
+	struct row_key k = { stack, pid, comm };
+	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid ^ ((uint64_t)comm << 44));
 	uint32_t i = tally_hidx_get(&a->row_idx, h, &k, row_eq, a);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(a->rows, a->arows, a->nrows + 1);
-		a->rows[a->nrows] = (struct tally_count_row){ stack, pid };
+		a->rows[a->nrows] = (struct tally_count_row){ stack, pid, comm };
 		size_t want = (a->nrows + 1) * (size_t)a->nevents;
 		if (want > a->acounts) {
 			size_t old = a->acounts;
@@ -261,6 +287,17 @@ void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, 
 	a->counts[at] += n;
 	/* a weight that would pass 2^64 stays at the top (the writer refuses such sums) */
 	a->weights[at] = a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
+}
+
+void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight)
+{
+	count_row(a, stack, pid, 0, event, n, weight);
+}
+
+void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event, uint64_t n,
+			  uint64_t weight)
+{
+	count_row(a, stack, pid, tally_agg_comm(a, comm), event, n, weight);
 }
 
 void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n)
@@ -423,8 +460,19 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 		st = tally_agg_stack(a, fr, n);
 	}
 	/* the kernel reports pid -1 for a task it can no longer name (exiting): no process */
-	tally_agg_count_w(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, r->event, 1,
-			  r->weight ? r->weight : r->period);
+	/* the process's name in the key: which program used the CPU, without a row per pid */
+	uint32_t comm = 0;
+	if (p) {
+		if (memcmp(p->comm_seen, p->comm, sizeof(p->comm))) {
+			memcpy(p->comm_seen, p->comm, sizeof(p->comm));
+			p->comm_id = tally_agg_comm(a, p->comm);
+		}
+		comm = p->comm_id;
+	} else if (r->pid == 0 && kernel) {
+		comm = tally_agg_comm(a, "swapper"); /* the idle task, as perf names it */
+	}
+	count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1,
+		  r->weight ? r->weight : r->period);
 	a->samples[r->event]++;
 }
 
@@ -682,7 +730,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) + a->acomms * sizeof(*a->comms);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs);

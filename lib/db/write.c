@@ -362,24 +362,39 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 		db_image_release(&d);
 	}
 
-	/* self counts per (image, pid, offset): the leaf of each stack; the stacks */
+	/* the command names as labels (comm=NAME, docs/format.md): a label set each */
+	uint32_t *comm_label = xcalloc(a->ncomms + 1, sizeof(uint32_t));
+	for (size_t i = 0; i < a->ncomms; i++) {
+		char v[16];
+		size_t n = strnlen(a->comms[i], sizeof(v) - 1);
+		for (size_t k = 0; k < n; k++) /* a label value holds no control character */
+			v[k] = (unsigned char)a->comms[i][k] < 0x20 || a->comms[i][k] == 0x7f ? '?' : a->comms[i][k];
+		v[n] = '\0';
+		struct tally_label l = { (char *)"comm", v };
+		struct tally_labelset set = { &l, 1 };
+		comm_label[i + 1] = n ? tally_db_builder_label(b, &set) : 0;
+	}
+
+	/* self counts per (image, pid, comm, offset): the leaf of each stack; the stacks */
 	struct tally_frame *fr = NULL;
 	size_t afr = 0;
 	for (size_t r = 0; r < a->nrows; r++) {
 		const struct tally_stack *st = &a->stacks[a->rows[r].stack];
 		const struct tally_frame *leaf = &a->frames[a->stack_frames[st->first]];
 		const uint64_t *c = &a->counts[r * (size_t)ne];
-		tally_db_builder_entry(b, canon[leaf->image], a->rows[r].pid, leaf->offset, c);
+		uint32_t lab = a->rows[r].comm <= a->ncomms ? comm_label[a->rows[r].comm] : 0;
+		tally_db_builder_entry_label(b, canon[leaf->image], a->rows[r].pid, lab, leaf->offset, c);
 		if (stacks) {
 			GROW(fr, afr, st->len);
 			for (uint32_t f = 0; f < st->len; f++) {
 				const struct tally_frame *x = &a->frames[a->stack_frames[st->first + f]];
 				fr[f] = (struct tally_frame){ canon[x->image], x->offset };
 			}
-			tally_db_builder_stack(b, a->rows[r].pid, fr, st->len, c);
+			tally_db_builder_stack_label(b, a->rows[r].pid, lab, fr, st->len, c);
 		}
 	}
 	free(fr);
+	free(comm_label);
 
 	/* kernel symbols that the samples need, and the module list */
 	uint64_t *kaddrs = NULL;

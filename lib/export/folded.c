@@ -47,7 +47,7 @@ static uint32_t name_id(struct names *t, const char *s)
 
 /* The root frame of --comm-root: the process's command name with a per-pid
  * database (a process without one, not in the task list or with an empty
- * name, is [pid N]), else the executable the stack runs in. */
+ * name, is [pid N]), else its comm label, else the executable the stack runs in. */
 static void root_label(const struct tally_db *db, const struct tally_export_comms *comms,
 		       const struct tally_db_stack *st, struct strbuf *sb)
 {
@@ -57,6 +57,12 @@ static void root_label(const struct tally_db *db, const struct tally_export_comm
 			tally_export_add_name(sb, c, ";");
 		else
 			strbuf_addf(sb, "[pid %d]", st->pid);
+		return;
+	}
+	/* the name the recording kept in the key (docs/format.md, "labels") */
+	const char *c = tally_db_label(db, st->label, "comm");
+	if (c && *c) {
+		tally_export_add_name(sb, c, ";");
 		return;
 	}
 	bool kernel = st->len > 0;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +54,6 @@ static void boot_id(char *out, size_t n)
 	strbuf_release(&sb);
 }
 
-/* A tag as a directory name: what the job made of it (no '/', no leading '.'). */
-static bool tag_ok(const char *t)
-{
-	return t[0] && t[0] != '.' && !strchr(t, '/') && strlen(t) < 200;
-}
 
 static void stop_all(struct agent *a, struct strbuf *errs)
 {
@@ -80,69 +76,148 @@ static void stop_all(struct agent *a, struct strbuf *errs)
 	a->tag = a->profdir = NULL;
 }
 
-/* One request; the answer into out. Returns false for quit. */
-static bool serve(struct agent *a, char *line, struct strbuf *out)
+/* A decimal of at most 10 digits up to max, nothing else. */
+static bool parse_dec(const char *s, unsigned long max, unsigned long *out)
 {
+	size_t n = strspn(s, "0123456789");
+	if (!n || n > 10 || s[n])
+		return false;
+	unsigned long v = strtoul(s, NULL, 10);
+	if (v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int bad_word(const char *what, const char *w, const char *rule)
+{
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "%s '%s' %s", what, tally_excerpt(q, w), rule);
+}
+
+int tally_agent_parse(char *line, size_t nprofilers, struct tally_agent_req *req)
+{
+	memset(req, 0, sizeof(*req));
 	char *w[8] = { 0 };
 	int n = 0;
-	for (char *s = line, *t; n < 8 && s; s = t) {
+	for (char *s = line, *t; s; s = t) {
 		t = strchr(s, '\t');
 		if (t)
 			*t++ = '\0';
+		if (n == 8)
+			return tally_seterr(-EINVAL, "too many words in the request (at most 8)");
 		w[n++] = s;
 	}
-	if (!n || !w[0][0]) {
-		strbuf_addstr(out, "error empty request");
+	if (!n || !w[0][0])
+		return tally_seterr(-EINVAL, "empty request");
+	static const struct {
+		const char *name;
+		enum tally_agent_op op;
+		int words;
+		const char *usage;
+	} ops[] = {
+		{ "status", TALLY_AGENT_STATUS, 1, "status" },
+		{ "quit", TALLY_AGENT_QUIT, 1, "quit" },
+		{ "stop", TALLY_AGENT_STOP, 1, "stop" },
+		{ "start", TALLY_AGENT_START, 4, "start TAG ITERATION PROFILERS" },
+		{ "clean", TALLY_AGENT_CLEAN, 2, "clean TAG" },
+	};
+	size_t k = 0;
+	while (k < ARRAY_SIZE(ops) && strcmp(ops[k].name, w[0]))
+		k++;
+	if (k == ARRAY_SIZE(ops))
+		return bad_word("unknown request", w[0], "(start TAG ITERATION PROFILERS, stop, status, clean TAG, quit)");
+	if (n != ops[k].words)
+		return tally_seterr(-EINVAL, "'%s' takes %d word%s after it, not %d (%s)", ops[k].name, ops[k].words - 1,
+				    ops[k].words == 2 ? "" : "s", n - 1, ops[k].usage);
+	req->op = ops[k].op;
+	if (n > 1) {
+		/* a tag as a directory name: what the job made of it */
+		if (!w[1][0] || w[1][0] == '.' || strchr(w[1], '/') || strlen(w[1]) >= 200)
+			return bad_word("tag", w[1], "cannot name a directory (1 to 199 bytes, no '/', not starting with '.')");
+		req->tag = w[1];
+	}
+	if (req->op != TALLY_AGENT_START)
+		return 0;
+	unsigned long v;
+	if (!parse_dec(w[2], UINT_MAX, &v))
+		return bad_word("iteration", w[2], "is not a number from 0 to 4294967295");
+	req->iter = (unsigned)v;
+	if (!strcmp(w[3], "-"))
+		return 0;
+	for (char *s = w[3], *t; s; s = t) {
+		t = strchr(s, ',');
+		if (t)
+			*t++ = '\0';
+		if (!parse_dec(s, ULONG_MAX, &v) || v >= nprofilers) {
+			tally_agent_req_release(req);
+			char q[TALLY_EXCERPT_SIZE];
+			return nprofilers ? tally_seterr(-EINVAL, "no profiler '%s' (the profilers are 0 to %zu, comma-separated, or '-')",
+							 tally_excerpt(q, s), nprofilers - 1)
+					  : bad_word("profiler", s, "does not exist (this agent has none: '-')");
+		}
+		for (size_t i = 0; i < req->nidx; i++)
+			if (req->idx[i] == v) {
+				tally_agent_req_release(req);
+				return tally_seterr(-EINVAL, "profiler %lu named twice", v);
+			}
+		req->idx = xrealloc(req->idx, (req->nidx + 1) * sizeof(*req->idx));
+		req->idx[req->nidx++] = (size_t)v;
+	}
+	return 0;
+}
+
+void tally_agent_req_release(struct tally_agent_req *req)
+{
+	free(req->idx);
+	req->idx = NULL;
+	req->nidx = 0;
+}
+
+/* One request; the answer into out. Returns false for quit. */
+static bool serve(struct agent *a, char *line, struct strbuf *out)
+{
+	struct tally_agent_req req;
+	if (tally_agent_parse(line, a->n, &req)) {
+		strbuf_addf(out, "error %s", tally_errmsg());
 		return true;
 	}
-	if (!strcmp(w[0], "status")) {
+	bool go_on = true;
+	switch (req.op) {
+	case TALLY_AGENT_STATUS: {
 		char b[64];
 		boot_id(b, sizeof(b));
 		strbuf_addf(out, "ok %s %s", b, a->tag ? a->tag : "-");
-		return true;
+		break;
 	}
-	if (!strcmp(w[0], "quit")) {
+	case TALLY_AGENT_QUIT:
 		if (a->tag) {
 			struct strbuf e = STRBUF_INIT;
 			stop_all(a, &e);
 			strbuf_release(&e);
 		}
 		strbuf_addstr(out, "ok");
-		return false;
-	}
-	if (!strcmp(w[0], "start") && n == 4) {
-		/* start TAG ITER INDICES (comma-separated profiler numbers, or "-") */
-		if (!tag_ok(w[1])) {
-			strbuf_addstr(out, "error tag '");
-			strbuf_add_excerpt(out, w[1], strlen(w[1]), 40);
-			strbuf_addstr(out, "' cannot name a directory (no '/', not starting with '.')");
-			return true;
-		}
+		go_on = false;
+		break;
+	case TALLY_AGENT_START: {
 		if (a->tag) {
 			struct strbuf e = STRBUF_INIT;
 			stop_all(a, &e); /* a start without its stop: the old one ends first */
 			strbuf_release(&e);
 		}
-		a->tag = xstrdup(w[1]);
-		a->iter = (unsigned)strtoul(w[2], NULL, 10);
+		a->tag = xstrdup(req.tag);
+		a->iter = req.iter;
 		struct strbuf pd = STRBUF_INIT;
 		strbuf_addf(&pd, "%s/results/%s/iteration.%u", a->dir, a->tag, a->iter);
 		a->profdir = strbuf_detach(&pd);
 		if (job_mkdirs(a->profdir, 0700)) {
 			strbuf_addf(out, "error %s", tally_errmsg());
-			return true;
+			break;
 		}
 		struct tally_profiler_run run = { a->profdir, a->tag, a->iter, -1 };
 		struct strbuf errs = STRBUF_INIT;
-		for (char *s = w[3], *t; s && *s && strcmp(s, "-"); s = t) {
-			t = strchr(s, ',');
-			if (t)
-				*t++ = '\0';
-			size_t k = (size_t)strtoul(s, NULL, 10);
-			if (k >= a->n) {
-				strbuf_addf(&errs, "%sno profiler %zu", errs.len ? "; " : "", k);
-				continue;
-			}
+		for (size_t i = 0; i < req.nidx; i++) {
+			size_t k = req.idx[i];
 			if (tally_profiler_start(a->p[k], &run))
 				strbuf_addf(&errs, "%s%s", errs.len ? "; " : "", tally_errmsg());
 			else
@@ -153,12 +228,12 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 		else
 			strbuf_addstr(out, "ok");
 		strbuf_release(&errs);
-		return true;
+		break;
 	}
-	if (!strcmp(w[0], "stop")) {
+	case TALLY_AGENT_STOP: {
 		if (!a->tag) {
 			strbuf_addstr(out, "error nothing was started (start TAG ITERATION PROFILERS first)");
-			return true;
+			break;
 		}
 		struct strbuf errs = STRBUF_INIT;
 		stop_all(a, &errs);
@@ -167,20 +242,19 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 		else
 			strbuf_addstr(out, "ok");
 		strbuf_release(&errs);
-		return true;
+		break;
 	}
-	if (!strcmp(w[0], "clean") && n == 2 && tag_ok(w[1])) {
+	case TALLY_AGENT_CLEAN: {
 		struct strbuf p = STRBUF_INIT;
-		strbuf_addf(&p, "%s/results/%s", a->dir, w[1]);
+		strbuf_addf(&p, "%s/results/%s", a->dir, req.tag);
 		tally_remove_tree(p.buf);
 		strbuf_release(&p);
 		strbuf_addstr(out, "ok");
-		return true;
+		break;
 	}
-	strbuf_addstr(out, "error unknown request '");
-	strbuf_add_excerpt(out, w[0], strlen(w[0]), 40);
-	strbuf_addstr(out, "' (start TAG ITERATION PROFILERS, stop, status, clean TAG, quit)");
-	return true;
+	}
+	tally_agent_req_release(&req);
+	return go_on;
 }
 
 static void agent_loop(struct agent *a, int ls)

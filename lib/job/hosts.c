@@ -8,7 +8,6 @@
  * the job goes on with the others. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,39 +47,28 @@ struct job_hosts {
 	char *mux; /* ssh's shared connections, one per host (a private directory) */
 };
 
-static void *host_thread(void *arg)
+static void host_round(void *ctx, size_t i)
 {
-	struct host *h = arg;
+	struct host *h = &((struct job_hosts *)ctx)->h[i];
+	if (h->lost)
+		return;
 	h->ret = h->fn(h);
 	if (h->ret)
 		snprintf(h->err, sizeof(h->err), "%s", tally_errmsg());
-	return NULL;
 }
 
-/* Every live host's fn at once; the round ends when all have answered. */
+/* Every live host's fn at once; the round ends when all have answered (a
+ * round takes the slowest host's time, not the sum). */
 static void round_all(struct job_hosts *hs, int (*fn)(struct host *))
 {
-	pthread_t *t = xcalloc(hs->n + 1, sizeof(*t));
-	bool *made = xcalloc(hs->n + 1, sizeof(bool));
 	for (size_t i = 0; i < hs->n; i++) {
 		struct host *h = &hs->h[i];
 		h->fn = fn;
 		h->ret = 0;
 		h->err[0] = '\0';
 		strbuf_reset(&h->note);
-		if (h->lost)
-			continue;
-		/* a thread per host: a round takes the slowest host's time, not the sum */
-		if (pthread_create(&t[i], NULL, host_thread, h) == 0)
-			made[i] = true;
-		else
-			host_thread(h);
 	}
-	for (size_t i = 0; i < hs->n; i++)
-		if (made[i])
-			pthread_join(t[i], NULL);
-	free(made);
-	free(t);
+	tally_run_parallel(hs->n, host_round, hs);
 }
 
 static void set_str(char **p, const char *s)

@@ -7,10 +7,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <math.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -337,6 +339,68 @@ static char *next_line(char **cur)
 	return s;
 }
 
+static bool word_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	return n && n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static bool uuid_ok(const char *s)
+{
+	if (strlen(s) != 36)
+		return false;
+	for (int i = 0; i < 36; i++)
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static bool printable(const char *s, size_t max)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
+			return false;
+	return n && n <= max;
+}
+
+int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	char q[TALLY_EXCERPT_SIZE];
+	tally_excerpt(q, out);
+	char *cur = out, *l[6] = { 0 };
+	int n = 0;
+	for (char *s; n < 6 && (s = next_line(&cur));)
+		l[n++] = s;
+	/* the version line may be absent: four or five lines, "end" last, nothing after */
+	double clock = 0;
+	bool ok = n >= 4 && n <= 5 && !strcmp(l[n - 1], "end") && !*cur && word_ok(l[0], 64) &&
+		  (!strcmp(l[1], "-") || uuid_ok(l[1])) && (n == 4 || printable(l[3], 200));
+	if (ok) {
+		/* seconds, a '.' and nanoseconds; a date without %N (busybox) prints it, or N, after the '.' */
+		size_t num = strspn(l[2], "0123456789.");
+		const char *rest = l[2] + num;
+		ok = num > 0 && num < 40 && (!*rest || !strcmp(rest, "%N") || !strcmp(rest, "N"));
+		if (ok) {
+			char b[40], *e;
+			memcpy(b, l[2], num);
+			b[num] = '\0';
+			errno = 0;
+			clock = strtod(b, &e);
+			ok = !errno && !*e && isfinite(clock) && clock > 0;
+		}
+	}
+	if (!ok)
+		return tally_seterr(-EPROTO, "host '%s': the probe's answer is not what a Linux host says: '%s'", host, q);
+	f->arch = xstrdup(l[0]);
+	f->boot_id = xstrdup(l[1]);
+	f->rtt = rtt;
+	f->clock_offset = clock - (t0 + rtt / 2);
+	f->tally = n == 5 ? xstrdup(l[3]) : NULL;
+	return 0;
+}
+
 int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -350,24 +414,8 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 	free(dir);
 	if (!ret && status)
 		ret = run_failed(r, "the probe", status, &err);
-	if (!ret) {
-		char *cur = out.buf, *l[5] = { 0 };
-		int n = 0;
-		for (char *s; n < 5 && (s = next_line(&cur));)
-			l[n++] = s;
-		/* the version line may be absent: four or five lines, "end" last */
-		if (n < 4 || strcmp(l[n - 1], "end") || !l[0][0]) {
-			char q[TALLY_EXCERPT_SIZE];
-			ret = tally_seterr(-EPROTO, "host '%s': the probe's answer is not what a Linux host says: '%s'", r->host,
-					   tally_excerpt(q, out.buf ? out.buf : ""));
-		} else {
-			f->arch = xstrdup(l[0]);
-			f->boot_id = xstrdup(l[1]);
-			f->rtt = m1 - m0;
-			f->clock_offset = strtod(l[2], NULL) - (t0 + f->rtt / 2);
-			f->tally = n == 5 && l[3][0] ? xstrdup(l[3]) : NULL;
-		}
-	}
+	if (!ret)
+		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0, f);
 	strbuf_release(&out);
 	strbuf_release(&err);
 	return ret;

@@ -47,9 +47,16 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 
 int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w)
 {
-	if ((s->pid || s->comm) && !db->per_pid)
-		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by %s (record again with --per-pid)",
-				    input, s->pid ? "--pid" : "--comm");
+	/* the command name is a label of every sample since it was kept in the key */
+	s->comm_by_label = false;
+	for (size_t l = 0; s->comm && l < db->nlabels && !s->comm_by_label; l++)
+		s->comm_by_label = tally_labelset_get(&db->labels[l], "comm") != NULL;
+	if (s->pid && !db->per_pid)
+		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by --pid (record again with --per-pid)",
+				    input);
+	if (s->comm && !s->comm_by_label && !db->per_pid)
+		return tally_seterr(-EINVAL, "'%s' keeps no command names (recorded by an older tally without --per-pid), so it cannot be filtered by --comm (record again)",
+				    input);
 	s->ev_only = -1;
 	if (s->event) {
 		s->ev_only = tally_db_event(db, s->event);
@@ -74,7 +81,7 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 				struct strbuf keys = STRBUF_INIT;
 				tally_db_label_keys(db, &keys);
 				tally_seterr(-1, "--label %.*s: '%s' has no label '%.*s' (%s)", (int)kl, s->labels[i], input, (int)kl,
-					     s->labels[i], keys.len ? keys.buf : "it has no labels: they come from 'tally merge'");
+					     s->labels[i], keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
 				strbuf_release(&keys);
 				return -1;
 			}
@@ -105,7 +112,7 @@ bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, i
 {
 	if (s->pid && pid != s->pid)
 		return false;
-	if (s->comm) {
+	if (s->comm && !s->comm_by_label) {
 		const char *c = tally_db_comm(db, pid);
 		if (!c || strcmp(c, s->comm))
 			return false;
@@ -115,6 +122,11 @@ bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, i
 
 bool tally_select_label(const struct tally_select *s, const struct tally_db *db, uint32_t label)
 {
+	if (s->comm_by_label) {
+		const char *c = tally_db_label(db, label, "comm");
+		if (!c || strcmp(c, s->comm))
+			return false;
+	}
 	for (int i = 0; i < s->nlabels; i++) {
 		size_t kl = strcspn(s->labels[i], "=");
 		/* each key once: its values are the choices */
@@ -142,7 +154,7 @@ bool tally_select_label(const struct tally_select *s, const struct tally_db *db,
 bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf)
 {
 	const struct tally_db_image *im = &db->images[pf->image];
-	if (s->nlabels && !tally_select_label(s, db, pf->label))
+	if ((s->nlabels || s->comm_by_label) && !tally_select_label(s, db, pf->label))
 		return false;
 	if (s->excl && strcmp(im->kind, "exec"))
 		return false;
@@ -161,7 +173,7 @@ static const struct tally_option select_options[] = {
 	{ 0, "exclude-dependent", TALLY_ARG_NONE, NULL, "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL },
 	{ 0, "image", TALLY_ARG_REQUIRED, "NAME", "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE },
 	{ 0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID },
-	{ 0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this name (needs --per-pid)", TALLY_OPT_SEL_COMM },
+	{ 0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this command name (comm)", TALLY_OPT_SEL_COMM },
 	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
 	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },

@@ -561,6 +561,9 @@ int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, c
 		goto out;
 	if ((f = bundle_file(&b, "images")) && (r = tally_db_parse_images(db, f->data, f->len, "images")))
 		goto out;
+	/* the command names (comm=NAME) the profiles name by label set */
+	if ((f = bundle_file(&b, "labels")) && (r = tally_db_parse_labels(db, f->data, f->len, "labels")))
+		goto out;
 	for (size_t i = 0; i < b.n; i++) {
 		size_t l = strlen(b.v[i].name);
 		if (l > 5 && !strcmp(b.v[i].name + l - 5, ".prof") && !strchr(b.v[i].name, '/') &&

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,11 +688,59 @@ static int write_all(int fd, const void *data, size_t len)
 	return tally_write_all(fd, data, len);
 }
 
+/* Whether path names one of this process's descriptors, itself or through
+ * links: /dev/stdout (a link to /proc/self/fd/1), /dev/fd/N, /proc/self/fd/N. */
+static bool fd_path(const char *path)
+{
+	char cur[4096], next[4096];
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (int hop = 0; hop < 8; hop++) {
+		if (!strncmp(cur, "/proc/self/fd/", 14) || !strncmp(cur, "/proc/thread-self/fd/", 21) ||
+		    !strncmp(cur, "/dev/fd/", 8))
+			return true;
+		ssize_t n = readlink(cur, next, sizeof(next) - 1);
+		if (n <= 0 || next[0] != '/')
+			return false;
+		next[n] = '\0';
+		memcpy(cur, next, (size_t)n + 1);
+	}
+	return false;
+}
+
+bool tally_path_is_stream(const char *path)
+{
+	struct stat st;
+	/* through a link too: /dev/stdout is one */
+	if (stat(path, &st) < 0)
+		return false;
+	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+		return true;
+	/* a descriptor the shell set up (-o /dev/stdout > FILE): written through, not replaced */
+	return S_ISREG(st.st_mode) && fd_path(path);
+}
+
+/* A device, a pipe or a socket at path: written into, never replaced. */
+static int write_stream(const char *path, const void *data, size_t len)
+{
+	/* appended: a file behind /dev/stdout is written after what is there, as by the shell */
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot write '%s': %s", path, strerror(errno));
+	int e = -write_all(fd, data, len);
+	if (close(fd) < 0 && !e && errno != EINTR)
+		e = errno;
+	if (e)
+		return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
+	return 0;
+}
+
 static int write_atomic(const char *path, const void *data, size_t len, mode_t mode, bool umasked)
 {
 	if (!*path)
 		return tally_seterr(-EINVAL, "cannot write a file with an empty name");
 	struct stat st;
+	if (tally_path_is_stream(path))
+		return write_stream(path, data, len);
 	if (lstat(path, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
 			return tally_seterr(-EISDIR, "cannot write '%s': it is a directory", path);
@@ -1072,4 +1121,39 @@ void tally_last_line(const char *text, struct strbuf *sb)
 	while (start && text[start - 1] != '\n')
 		start--;
 	strbuf_add_excerpt(sb, text + start, len - start, 200);
+}
+
+/* ---- work in parallel ---- */
+
+struct par_job {
+	void (*fn)(void *ctx, size_t i);
+	void *ctx;
+	size_t i;
+};
+
+static void *par_thread(void *arg)
+{
+	struct par_job *j = arg;
+	j->fn(j->ctx, j->i);
+	return NULL;
+}
+
+void tally_run_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+	struct par_job *j = xcalloc(n + 1, sizeof(*j));
+	pthread_t *t = xcalloc(n + 1, sizeof(*t));
+	bool *made = xcalloc(n + 1, sizeof(bool));
+	for (size_t i = 0; i < n; i++) {
+		j[i] = (struct par_job){ fn, ctx, i };
+		if (pthread_create(&t[i], NULL, par_thread, &j[i]) == 0)
+			made[i] = true;
+		else
+			fn(ctx, i); /* no thread to be had: here, in turn */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (made[i])
+			pthread_join(t[i], NULL);
+	free(made);
+	free(t);
+	free(j);
 }

@@ -3,7 +3,10 @@
 # make_hosts N makes N hosts h1..hN on this machine, each one a network
 # namespace of its own with only a loopback, running OpenSSH's sshd on its
 # 127.0.0.1:22, in a mount namespace of its own where /tmp is a fresh tmpfs
-# (what a host installs there is its own) and /proc/sys/kernel/random/boot_id
+# (what a host installs there is its own), the home directory (root's, where sshd logs in) is
+# an empty tmpfs of its own (a fresh host's: this machine's own shell startup
+# files, which every ssh command runs, are not the host's) and
+# /proc/sys/kernel/random/boot_id
 # reads a file of the test's ($HOSTS/hN/boot_id: write a new id there and kill
 # the host's agent, and the host looks rebooted). The hosts are reached through
 # $HOSTS/ssh_config, whose ProxyCommand enters the namespace (ip netns exec NS
@@ -27,6 +30,9 @@ make_hosts() {
 	HOSTS=$(mktemp -d /run/tally-hosts-$$.XXXXXX) || skip "cannot make a directory under /run"
 	at_exit 'remove_hosts'
 	mkdir -p /run/sshd
+	local rhome
+	rhome=$(getent passwd root | cut -d: -f6)
+	[[ -d $rhome ]] || skip "root's home directory '$rhome' is missing"
 	ssh-keygen -q -t ed25519 -N '' -f "$HOSTS/client_key" -C tally-test || fail "ssh-keygen failed"
 	cp "$HOSTS/client_key.pub" "$HOSTS/authorized_keys"
 	: >"$HOSTS/ssh_config"
@@ -53,8 +59,8 @@ StrictModes no
 LogLevel ERROR
 EOF
 		ip netns exec "$ns" unshare -m --propagation private sh -c \
-			'mount -t tmpfs -o mode=1777 tmpfs /tmp && mount --bind "$1/boot_id" /proc/sys/kernel/random/boot_id &&
-			 exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/sshd.log"' sh "$dir" >"$dir/start.err" 2>&1 &
+			'mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=0700 tmpfs "$2" && mount --bind "$1/boot_id" /proc/sys/kernel/random/boot_id &&
+			 exec /usr/sbin/sshd -D -f "$1/sshd_config" -E "$1/sshd.log"' sh "$dir" "$rhome" >"$dir/start.err" 2>&1 &
 		track_pid $!
 		cat >>"$HOSTS/ssh_config" <<EOF
 Host h$i

@@ -1,7 +1,8 @@
 #!/bin/bash
 # the database layout: a directory of *-*.prof files (`key: value` headers,
 # then `HEXOFFSET COUNT` lines) whose counts add up to the report's total;
-# with --per-pid the files end in -PID.prof and report --pid works, and
+# with --per-pid the files end in -PID.prof (or -PID-lN.prof, N the label set
+# of the process's command name: docs/format.md) and report --pid works, and
 # report --pid on a database without processes is a one-line error.
 . "$SRCDIR/tests/e2e/lib.sh"
 
@@ -20,11 +21,11 @@ expect_fail_with "per-pid" "$TALLY" report -i db --pid 1
 # --per-pid
 tally_ok record --per-pid -F 2000 -o pp -- "$WORKLOADS/split_funcs" 300
 pid=$(workload_pid out)
-mapfile -t mine < <(prof_files pp | grep -E -- "-$pid\.prof\$" || true)
-((${#mine[@]} > 0)) || fail "--per-pid: no .prof file ends in -$pid.prof (the workload's pid); files: $(prof_files pp | tr '\n' ' ')"
+mapfile -t mine < <(prof_files pp | grep -E -- "-$pid(-l[0-9]+)?\.prof\$" || true)
+((${#mine[@]} > 0)) || fail "--per-pid: no .prof file ends in -$pid.prof or -$pid-lN.prof (the workload's pid); files: $(prof_files pp | tr '\n' ' ')"
 mapfile -t profs < <(prof_files pp)
 for f in "${profs[@]}"; do
-	[[ $f =~ -[0-9]+\.prof$ ]] || fail "--per-pid: profile file $f does not end in -PID.prof"
+	[[ $f =~ -[0-9]+(-l[0-9]+)?\.prof$ ]] || fail "--per-pid: profile file $f does not end in -PID[-lN].prof"
 done
 sum=$(prof_sum "${profs[@]}")
 report_json pp.json -i pp

@@ -1,8 +1,9 @@
 #!/bin/bash
 # report filters: --exclude-dependent keeps only the program's image,
 # --image NAME (file name or full path) one image, --top N at most N rows,
-# --event NAME one event, and --comm/--pid one process of a --per-pid
-# database (a one-line error on a database without processes).
+# --event NAME one event, --comm NAME the processes of that name (any
+# recording), and --pid one process of a --per-pid database (a one-line error
+# on a database without processes).
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -F 4000 -o db -- "$WORKLOADS/split_images" 600
@@ -58,8 +59,12 @@ report_json ev.json -i db --event cpu-clock
 n=$(tjson ev.json total)
 [[ $n == "$total" ]] || fail "--event cpu-clock on a cpu-clock recording: total $n, expected $total"
 
-# --comm and --pid need a --per-pid database
-expect_fail_with "per-pid" "$TALLY" report -i db --comm split_images
+# --pid needs a --per-pid database; --comm does not (every recording keeps
+# the command name: t1381), and on a one-program recording it is all of it
+expect_fail_with "per-pid" "$TALLY" report -i db --pid 1
+report_json cm.json -i db --comm split_images
+n=$(tjson cm.json total)
+[[ $n == "$total" ]] || fail "--comm split_images on its own recording: total $n, expected $total"
 
 tally_ok record --per-pid -F 4000 -o pp -- "$WORKLOADS/forker" 2 150 150
 cp out truth.txt

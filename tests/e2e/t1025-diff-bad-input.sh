@@ -30,7 +30,7 @@ expect_fail_with "^tally: nothing to compare: 'a\.db' has no 'cpu-clock' samples
 	"$TALLY" diff a.db a.db --image no-such-image
 expect_fail_with "^tally: 'a\.db' has no call stacks, which a flame graph or folded stacks needs \(record both with -g or --call-graph\)$" \
 	"$TALLY" diff a.db a.db --format svg
-expect_fail_with "^tally: --label host: 'a\.db' has no label 'host' \(it has no labels: they come from 'tally merge'\)$" \
+expect_fail_with "^tally: --label host: 'a\.db' has no label 'host' \(its labels: comm\)$" \
 	"$TALLY" diff a.db a.db --label host=x
 [[ ! -e diff.svg && ! -e diff.pb.gz ]] || fail "a refused diff left a file: $(ls)"
 

@@ -73,7 +73,7 @@ diff mb.folded b.folded >d.out || fail "export --label run=b.db differs from b.d
 # a key the database lacks; a database without labels
 expect_fail_with "^tally: --label zone: 'm\.db' has no label 'zone' \(its labels: host, run, team\)$" "$TALLY" report -i m.db --label zone=1
 expect_fail_with "^tally: --by-label zone: 'm\.db' has no label 'zone' \(its labels: host, run, team\)$" "$TALLY" report -i m.db --by-label zone
-expect_fail_with "^tally: --label host: 'a\.db' has no label 'host' \(it has no labels: they come from 'tally merge'\)$" "$TALLY" report -i a.db --label host=x
+expect_fail_with "^tally: --label host: 'a\.db' has no label 'host' \(its labels: comm\)$" "$TALLY" report -i a.db --label host=x
 expect_fail_with "^tally: --by-label groups the text and JSON reports" "$TALLY" report -i m.db --by-label host --html x.html
 "$TALLY" report -i m.db --label host=gamma >/dev/null 2>w.err || fail "a label value no sample has is not an error"
 grep -q "warning: no samples in 'm.db' have the labels asked (--label)" w.err || fail "no warning for --label host=gamma: $(cat w.err)"

@@ -39,7 +39,7 @@ usage() {
 # and its answers to requests it does not take (one line, exit 1)
 agent() {
 	local out
-	out=$("$TALLY" job agent start "$TMP/ag" </dev/null) || fail "job agent start failed"
+	out=$("$TALLY" job agent start "$TMP/ag" </dev/null 2>agent.err) || fail "job agent start failed: $(cat agent.err)"
 	[[ $out =~ ^ready\ ([0-9]+)\ [-0-9a-f]+$ ]] || fail "the agent's start line is '$out'"
 	track_pid "${BASH_REMATCH[1]}"
 	[[ $(stat -c %a "$TMP/ag") == 700 ]] || fail "the agent's directory is not private"
@@ -49,8 +49,16 @@ agent() {
 		"$TALLY" job agent ctl "$TMP/ag" frob
 	((LAST_RC == 1)) || fail "an unknown request: exit $LAST_RC"
 	expect_fail_with "^tally: nothing was started \(start TAG ITERATION PROFILERS first\)$" "$TALLY" job agent ctl "$TMP/ag" stop
-	expect_fail_with "^tally: tag '../x' cannot name a directory \(no '/', not starting with '.'\)$" \
+	expect_fail_with "^tally: tag '../x' cannot name a directory \(1 to 199 bytes, no '/', not starting with '.'\)$" \
 		"$TALLY" job agent ctl "$TMP/ag" start ../x 1 -
+	# an agent of no profilers: every number is refused, as what is not a number
+	expect_fail_with "^tally: iteration '1x' is not a number from 0 to 4294967295$" "$TALLY" job agent ctl "$TMP/ag" start t 1x -
+	expect_fail_with "^tally: iteration '' is not a number" "$TALLY" job agent ctl "$TMP/ag" start t '' -
+	expect_fail_with "^tally: profiler '0' does not exist \(this agent has none: '-'\)$" "$TALLY" job agent ctl "$TMP/ag" start t 1 0
+	expect_fail_with "^tally: 'start' takes 3 words after it, not 1 \(start TAG ITERATION PROFILERS\)$" \
+		"$TALLY" job agent ctl "$TMP/ag" start t
+	expect_fail_with "^tally: 'status' takes 0 words after it, not 1 \(status\)$" "$TALLY" job agent ctl "$TMP/ag" status x
+	[[ ! -e $TMP/ag/results/t ]] || fail "a refused start made its results directory"
 	expect_fail_with "a request word holds a tab or a newline" "$TALLY" job agent ctl "$TMP/ag" "sta$(printf '\t')tus"
 	out=$("$TALLY" job agent ctl "$TMP/ag" quit) || fail "quit: $out"
 	sleep 0.2

@@ -592,6 +592,45 @@ static void test_agg__record_mmap2_sample(void **state)
 	tally_agg_release(&a);
 }
 
+/* The process's command name is in the key without --per-pid: two programs
+ * at the same place are two rows; a rename (exec) starts a new one; the idle
+ * task is swapper. */
+static void test_agg__comm_in_key(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	for (uint32_t pid = 100; pid <= 102; pid++) {
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+		tally_agg_record(&a, mk_comm(&b, pid, pid, pid == 102 ? "beta" : "alpha", false));
+	}
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0)); /* another alpha: the same row */
+	tally_agg_record(&a, mk_sample(&b, 102, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.nrows, 2);
+	assert_int_equal(a.ncomms, 2);
+	for (size_t r = 0; r < a.nrows; r++) {
+		assert_int_equal(a.rows[r].pid, 0);
+		assert_true(a.rows[r].comm >= 1 && a.rows[r].comm <= a.ncomms);
+		const char *c = a.comms[a.rows[r].comm - 1];
+		assert_int_equal(a.counts[r], !strcmp(c, "alpha") ? 2 : 1);
+	}
+	/* a new name (prctl, exec): later samples go to it */
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "gamma", true));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.nrows, 3);
+	assert_int_equal(tally_agg_comm(&a, "gamma"), a.rows[2].comm);
+	/* the idle task (pid 0, in the kernel) */
+	tally_agg_record(&a, mk_sample(&b, 0, KADDR, true, 0, NULL, 0));
+	assert_int_equal(a.rows[3].comm, tally_agg_comm(&a, "swapper"));
+	/* no name: none */
+	assert_int_equal(tally_agg_comm(&a, ""), 0);
+	assert_int_equal(tally_agg_comm(&a, NULL), 0);
+	tally_agg_release(&a);
+}
+
 static void test_agg__record_mmap2_ignored(void **state)
 {
 	(void)state;
@@ -1366,6 +1405,7 @@ int main(void)
 		cmocka_unit_test(test_agg__count),
 		cmocka_unit_test(test_agg__proc_lookup),
 		cmocka_unit_test(test_agg__record_mmap2_sample),
+		cmocka_unit_test(test_agg__comm_in_key),
 		cmocka_unit_test(test_agg__record_mmap2_ignored),
 		cmocka_unit_test(test_agg__record_mmap2_build_id),
 		cmocka_unit_test(test_agg__record_anon_and_vdso),

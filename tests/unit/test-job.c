@@ -294,6 +294,61 @@ static void test_job__run_api(void **state)
 	free(dir);
 }
 
+/* ---- the agent's requests ---- */
+
+static int agent_req(const char *line, size_t nprof, struct tally_agent_req *req)
+{
+	static char buf[256];
+	snprintf(buf, sizeof(buf), "%s", line);
+	return tally_agent_parse(buf, nprof, req);
+}
+
+static void test_job__agent_request(void **state)
+{
+	(void)state;
+	struct tally_agent_req r;
+	assert_int_equal(agent_req("start\tT1\t3\t2,0", 3, &r), 0);
+	assert_int_equal(r.op, TALLY_AGENT_START);
+	assert_string_equal(r.tag, "T1");
+	assert_int_equal(r.iter, 3);
+	assert_int_equal(r.nidx, 2);
+	assert_int_equal(r.idx[0], 2);
+	assert_int_equal(r.idx[1], 0);
+	tally_agent_req_release(&r);
+	assert_int_equal(agent_req("start\tT1\t4294967295\t-", 3, &r), 0);
+	assert_int_equal(r.iter, 4294967295u);
+	assert_int_equal(r.nidx, 0);
+	assert_int_equal(agent_req("clean\tT1", 0, &r), 0);
+	assert_int_equal(r.op, TALLY_AGENT_CLEAN);
+	assert_int_equal(agent_req("status", 0, &r), 0);
+	assert_int_equal(r.op, TALLY_AGENT_STATUS);
+	static const struct {
+		const char *line, *msg;
+	} bad[] = {
+		{ "", "empty request" },
+		{ "start\tT\t1\t3", "no profiler '3' (the profilers are 0 to 2" },
+		{ "start\tT\t1\t0,0", "profiler 0 named twice" },
+		{ "start\tT\t1\t0,", "no profiler ''" },
+		{ "start\tT\t1\t-1", "no profiler '-1'" },
+		{ "start\tT\t1\t 1", "no profiler ' 1'" },
+		{ "start\tT\t4294967296\t0", "iteration '4294967296' is not a number" },
+		{ "start\tT\t+1\t0", "iteration '+1' is not a number" },
+		{ "start\t.T\t1\t0", "tag '.T' cannot name a directory" },
+		{ "clean\ta/b", "tag 'a/b' cannot name a directory" },
+		{ "clean", "'clean' takes 1 word after it, not 0" },
+		{ "stop\tnow", "'stop' takes 0 words after it, not 1" },
+		{ "a\tb\tc\td\te\tf\tg\th\ti", "too many words" },
+		{ "frob", "unknown request 'frob'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (agent_req(bad[i].line, 3, &r) != -EINVAL)
+			fail_msg("request %zu accepted", i);
+		if (!strstr(tally_errmsg(), bad[i].msg))
+			fail_msg("request %zu: '%s', expected '%s'", i, tally_errmsg(), bad[i].msg);
+		assert_null(r.idx);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_job__profilers_path),
 		cmocka_unit_test(test_job__unknown_profiler),
 		cmocka_unit_test(test_job__run_api),
+		cmocka_unit_test(test_job__agent_request),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

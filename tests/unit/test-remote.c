@@ -189,6 +189,70 @@ static void test_remote__untar_planted_link(void **state)
 	free(tmp);
 }
 
+/* ---- the probe's answer ---- */
+
+static int probe(const char *text, struct tally_remote_facts *f)
+{
+	char *buf = xstrdup(text);
+	int r = tally_remote_parse_probe(buf, "h1", 1000.0, 0.5, f);
+	free(buf);
+	return r;
+}
+
+static void test_remote__probe_good(void **state)
+{
+	(void)state;
+	struct tally_remote_facts f;
+	assert_int_equal(probe("x86_64\n0f3c2b1a-1111-2222-3333-444455556666\n1001.25\ntally 0.1.0\nend\n", &f), 0);
+	assert_string_equal(f.arch, "x86_64");
+	assert_string_equal(f.boot_id, "0f3c2b1a-1111-2222-3333-444455556666");
+	assert_string_equal(f.tally, "tally 0.1.0");
+	/* the host's clock at the probe's midpoint (1000.25 here) was 1001.25 */
+	assert_true(f.clock_offset > 0.999 && f.clock_offset < 1.001);
+	tally_remote_facts_release(&f);
+	/* a date without %N (busybox) */
+	assert_int_equal(probe("armv7l\n-\n1001.%N\nend\n", &f), 0);
+	assert_true(f.clock_offset > 0.74 && f.clock_offset < 0.76);
+	tally_remote_facts_release(&f);
+	/* no tally there, no boot id */
+	assert_int_equal(probe("aarch64\n-\n1000.25\nend\n", &f), 0);
+	assert_null(f.tally);
+	assert_string_equal(f.boot_id, "-");
+	tally_remote_facts_release(&f);
+}
+
+static void test_remote__probe_refused(void **state)
+{
+	(void)state;
+	static const char *bad[] = {
+		"",
+		"x86_64\n-\n1000\n",                                /* no end */
+		"x86_64\n-\nend\n",                                 /* three lines */
+		"x86_64\n-\n1000\ntally\nend\nmore\n",            /* a line after end */
+		"x86_64\n-\n1000\nend\nmore\n",
+		"\n-\n1000\nend\n",                                 /* no architecture */
+		"x86 64\n-\n1000\nend\n",                           /* not a word */
+		"x86_64\nnot-a-boot-id\n1000\nend\n",
+		"x86_64\n-\nnan\nend\n",                            /* the clock is not a time */
+		"x86_64\n-\ninf\nend\n",
+		"x86_64\n-\n-5\nend\n",
+		"x86_64\n-\n1e400\nend\n",
+		"x86_64\n-\n1000.%Nx\nend\n",
+		"x86_64\n-\n%N\nend\n",
+		"x86_64\n-\n1000\ntally \x1b[31mred\nend\n",       /* a control character */
+		"x86_64\n-\n1000\n\nend\n",                        /* an empty version line */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tally_remote_facts f;
+		int r = probe(bad[i], &f);
+		if (r != -EPROTO)
+			fail_msg("probe answer %zu accepted: '%s'", i, bad[i]);
+		assert_non_null(strstr(tally_errmsg(), "host 'h1'"));
+		assert_null(strchr(tally_errmsg(), '\n'));
+		assert_null(f.arch);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +261,8 @@ int main(void)
 		cmocka_unit_test(test_remote__untar_good),
 		cmocka_unit_test(test_remote__untar_refuses),
 		cmocka_unit_test(test_remote__untar_planted_link),
+		cmocka_unit_test(test_remote__probe_good),
+		cmocka_unit_test(test_remote__probe_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "tally/sort.h"
 #include "tally/report.h"
 #include "tally/select.h"
 #include "tally/view.h"
@@ -431,6 +432,37 @@ static void test_report__explain_no_image(void **state)
 	strbuf_release(&out);
 }
 
+static void test_report__sort_keys(void **state)
+{
+	(void)state;
+	struct tally_sort st;
+	assert_int_equal(tally_sort_parse(&st, "comm,image,function"), 0);
+	assert_int_equal(st.n, 3);
+	assert_int_equal(st.keys[0], TALLY_SORT_COMM);
+	assert_int_equal(st.keys[2], TALLY_SORT_FUNCTION);
+	assert_false(tally_sort_needs_lines(&st));
+	/* perf's names */
+	assert_int_equal(tally_sort_parse(&st, "dso,sym,srcline"), 0);
+	assert_int_equal(st.keys[0], TALLY_SORT_IMAGE);
+	assert_int_equal(st.keys[1], TALLY_SORT_FUNCTION);
+	assert_true(tally_sort_needs_lines(&st));
+	static const struct {
+		const char *spec, *msg;
+	} bad[] = {
+		{ "", "unknown key ''" },
+		{ "comm,", "unknown key ''" },
+		{ "comm,comm", "key 'comm' given twice" },
+		{ "image,dso", "key 'image' given twice" },
+		{ "cpu", "unknown key 'cpu' (keys: comm, pid, image, function, line" },
+		{ "comm\n", "unknown key 'comm\\n'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(tally_sort_parse(&st, bad[i].spec), -EINVAL);
+		if (!strstr(tally_errmsg(), bad[i].msg))
+			fail_msg("--sort '%s': '%s', expected '%s'", bad[i].spec, tally_errmsg(), bad[i].msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +476,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup, teardown),
+		cmocka_unit_test(test_report__sort_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

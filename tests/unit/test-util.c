@@ -3,6 +3,9 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include "tally/json.h"
 
 #include <dirent.h>
@@ -1377,6 +1380,49 @@ static void test_util__upper_u64(void **state)
 	assert_int_equal(tally_upper_u64(plain, 4, sizeof(*plain), 0, 5), 3);
 }
 
+/* ---- tally_run_parallel ---- */
+
+struct par_ctx {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t arrived, n;
+	int calls[8];
+	bool met[8];
+};
+
+/* each call waits (up to 5 s) until all have arrived: only calls that run at
+ * once all get there */
+static void par_fn(void *ctx, size_t i)
+{
+	struct par_ctx *c = ctx;
+	pthread_mutex_lock(&c->mu);
+	c->calls[i]++;
+	c->arrived++;
+	pthread_cond_broadcast(&c->cv);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	while (c->arrived < c->n)
+		if (pthread_cond_timedwait(&c->cv, &c->mu, &dl))
+			break;
+	c->met[i] = c->arrived == c->n;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void test_util__run_parallel(void **state)
+{
+	(void)state;
+	struct par_ctx c = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .n = 8 };
+	tally_run_parallel(8, par_fn, &c);
+	for (size_t i = 0; i < 8; i++) {
+		assert_int_equal(c.calls[i], 1);
+		if (!c.met[i])
+			fail_msg("call %zu did not run at the same time as the others", i);
+	}
+	tally_run_parallel(0, par_fn, &c); /* nothing to do */
+	assert_int_equal(c.arrived, 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1431,6 +1477,7 @@ int main(void)
 		cmocka_unit_test(test_util__grow),
 		cmocka_unit_test(test_util__format_utc),
 		cmocka_unit_test(test_util__format_utc_out_of_range),
+		cmocka_unit_test(test_util__run_parallel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

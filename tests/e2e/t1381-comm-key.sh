@@ -1,0 +1,105 @@
+#!/bin/bash
+# Which program used the CPU, without --per-pid (issue 12, item 6): every
+# recording keeps the process's command name (comm) in its key, as a label
+# (comm=NAME, docs/format.md). Two copies of split_funcs under other names,
+# alpha and beta, use about 3:1 of CPU time (each measured by the shell's
+# `time`, from the kernel); `report --sort comm` splits the samples as the
+# kernel does, `--comm NAME` selects one program's samples (its functions
+# keep split_funcs' 6:3:1), `--sort comm,image,function` is one table,
+# `--sort pid` needs --per-pid, a merge keeps the names beside its own labels.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+cp "$WORKLOADS/split_funcs" alpha
+cp "$WORKLOADS/split_funcs" beta
+cat >both.sh <<'SH'
+TIMEFORMAT='%3U %3S'
+{ time ./alpha 900 >alpha.out; } 2>alpha.time &
+{ time ./beta 300 >beta.out; } 2>beta.time &
+wait
+SH
+"$TALLY" record -o c.db -- bash both.sh >rec.out 2>rec.err || fail "record: $(cat rec.err)"
+cpu() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
+a_cpu=$(cpu alpha.time)
+b_cpu=$(cpu beta.time)
+truth_alpha=$(awk -v a="$a_cpu" -v b="$b_cpu" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
+note "CPU time from the kernel: alpha $a_cpu s, beta $b_cpu s (alpha $truth_alpha% of the two)"
+
+# share COMM FILE: the % column of COMM's row in a --sort comm table
+share() { awk -v c="$1" '$3 == c { sub("%", "", $2); print $2 }' "$2"; }
+samples_of() { awk -v c="$1" '$3 == c { print $1 }' "$2"; }
+
+by_comm() {
+	grep -q '^per-pid: no$' c.db/session || fail "the recording was per-pid"
+	grep -qP '^\d+\tcomm=alpha$' c.db/labels || fail "no comm=alpha label set: $(cat c.db/labels 2>&1)"
+	"$TALLY" report -i c.db --sort comm >comm.txt 2>comm.err || fail "--sort comm: $(cat comm.err)"
+	local a b
+	a=$(samples_of alpha comm.txt)
+	b=$(samples_of beta comm.txt)
+	[[ -n $a && -n $b ]] || fail "--sort comm has no alpha or beta row: $(cat comm.txt)"
+	near "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')" "$truth_alpha" 5 "alpha's share of alpha and beta by --sort comm"
+	# the rows add up to the database's samples
+	local total sum
+	total=$(awk '$NF == "Total" { print $1 }' comm.txt)
+	sum=$(awk '$2 ~ /%$/ { s += $1 } END { print s }' comm.txt)
+	[[ $sum == "$total" ]] || fail "--sort comm rows sum to $sum, Total says $total"
+	[[ $total == $(session_key c.db samples) ]] || fail "--sort comm Total $total is not the session's samples"
+}
+
+comm_filter() {
+	"$TALLY" report -i c.db --comm alpha --symbols --image alpha >a.txt 2>a.err || fail "--comm alpha: $(cat a.err)"
+	local wa
+	wa=$(awk '$NF == "work_a" { sub("%", "", $2); print $2 }' a.txt)
+	near "$wa" "$(truth work_a alpha.out)" 5 "work_a's share of alpha's functions (--comm alpha, no --per-pid)"
+	# beta's samples are not in alpha's report
+	local an bn
+	an=$("$TALLY" report -i c.db --comm alpha | awk '$NF == "Total" { print $1 }')
+	bn=$("$TALLY" report -i c.db --comm beta | awk '$NF == "Total" { print $1 }')
+	[[ $an == $(samples_of alpha comm.txt) ]] || fail "--comm alpha has $an samples, --sort comm says $(samples_of alpha comm.txt)"
+	[[ $bn == $(samples_of beta comm.txt) ]] || fail "--comm beta has $bn samples, --sort comm says $(samples_of beta comm.txt)"
+	"$TALLY" export -i c.db --comm beta --format callgrind -o beta.cg 2>/dev/null || fail "export --comm beta"
+	grep -q '^fn=.*work_a' beta.cg || fail "export --comm beta has no work_a"
+}
+
+sort_table() {
+	"$TALLY" report -i c.db --sort comm,image,function >t.txt 2>t.err || fail "--sort comm,image,function: $(cat t.err)"
+	head -2 t.txt | tail -1 | grep -Eq '^ +samples +% +comm +image +function$' || fail "header: $(head -2 t.txt)"
+	grep -Eq '^ +[0-9]+ +[0-9.]+% +alpha +alpha +work_a$' t.txt || fail "no alpha alpha work_a row: $(cat t.txt)"
+	grep -Eq '^ +[0-9]+ +[0-9.]+% +beta +beta +work_a$' t.txt || fail "no beta beta work_a row: $(cat t.txt)"
+	"$TALLY" report -i c.db --sort comm,function --json >t.json || fail "--sort --json"
+	python3 - <<'PY' || fail "--sort --json (above)"
+import json
+d = json.load(open("t.json"))
+assert d["sort"] == ["comm", "function"], d["sort"]
+assert sum(r["samples"] for r in d["rows"]) == d["samples"], "rows do not add up"
+assert any(r["comm"] == "alpha" and r["function"] == "work_b" for r in d["rows"])
+PY
+	expect_fail_with "^tally: --sort pid: 'c.db' was recorded without --per-pid" "$TALLY" report -i c.db --sort pid
+	expect_fail_with "^tally: --sort: unknown key 'cpu'" "$TALLY" report -i c.db --sort comm,cpu
+	((LAST_RC == 2)) || fail "an unknown --sort key: exit $LAST_RC, expected 2"
+	expect_fail_with "^tally: --sort makes a table of its own" "$TALLY" report -i c.db --sort comm --symbols
+}
+
+per_pid() {
+	"$TALLY" record --per-pid -o p.db -- bash both.sh >/dev/null 2>rec2.err || fail "record --per-pid: $(cat rec2.err)"
+	"$TALLY" report -i p.db --sort comm,pid >pp.txt || fail "--sort comm,pid"
+	grep -Eq '^ +[0-9]+ +[0-9.]+% +alpha +[0-9]+$' pp.txt || fail "no alpha row with its pid: $(cat pp.txt)"
+}
+
+merged() {
+	cp -r c.db c2.db
+	"$TALLY" merge -o m.db c.db c2.db >/dev/null 2>m.err || fail "merge: $(cat m.err)"
+	"$TALLY" report -i m.db --sort comm >mc.txt || fail "--sort comm of a merge"
+	local a
+	a=$(samples_of alpha mc.txt)
+	[[ $a == $((2 * $(samples_of alpha comm.txt))) ]] || fail "the merge of a database with itself has $a alpha samples, not twice $(samples_of alpha comm.txt)"
+	"$TALLY" report -i m.db --comm beta >/dev/null || fail "--comm on a merge"
+	# beside the merge's own labels
+	"$TALLY" report -i m.db --sort comm --label run=c2.db >m2.txt || fail "--sort comm --label run=c2.db"
+	[[ $(samples_of alpha m2.txt) == $(samples_of alpha comm.txt) ]] || fail "run=c2.db's alpha samples: $(cat m2.txt)"
+}
+
+subtest "report --sort comm splits as the kernel did" by_comm
+subtest "--comm without --per-pid" comm_filter
+subtest "--sort with several keys, JSON, refusals" sort_table
+subtest "--sort comm,pid with --per-pid" per_pid
+subtest "merges keep the names" merged
