@@ -71,12 +71,15 @@ static const char *list_item(const char *list, int i, char *buf, size_t n)
 }
 
 /* The image rows of the view model (the report's summary). */
-static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t)
+static void image_table(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_rows *t)
 {
+	/* the numbers' heading: what they count (ns, events or samples) */
+	const char *unit = tally_view_unit(db, ev);
 	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
 	if (db->per_pid)
 		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
-	strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">samples</th><th data-t=\"n\" class=\"n\">%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n");
+	strbuf_addf(out, "<th data-t=\"n\" class=\"n\">%s</th><th data-t=\"n\" class=\"n\">%%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n",
+		    unit);
 	for (size_t k = 0; k < t->n; k++) {
 		const struct tally_view_row *r = &t->v[k];
 		const struct tally_db_image *im = &db->images[r->image];
@@ -260,7 +263,7 @@ static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t t
 	strbuf_addstr(out, "</td></tr>\n");
 }
 
-static void annotated_function(struct strbuf *out, const struct tally_db *db, const struct tally_annot_func *f,
+static void annotated_function(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_annot_func *f,
 			       uint64_t total)
 {
 	const struct tally_db_image *im = &db->images[f->image];
@@ -268,7 +271,9 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 	esc(out, f->name);
 	strbuf_addstr(out, " <small>[");
 	esc(out, im->name);
-	strbuf_addf(out, "]: %" PRIu64 " sample%s, %.2f%%", f->samples, f->samples == 1 ? "" : "s", pc(f->samples, total));
+	strbuf_addstr(out, "]: ");
+	tally_view_value_unit(out, db, ev, f->samples);
+	strbuf_addf(out, ", %.2f%%", pc(f->samples, total));
 	char *text = NULL, **lines = NULL, *found = NULL;
 	size_t nl = 0;
 	bool have = f->main_file != TALLY_ANNOT_NONE &&
@@ -353,8 +358,11 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 		strbuf_addstr(out, "</tbody></table>\n");
 	}
 	if (f->no_line && !f->line_note)
-		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " samples (%.2f%%) at addresses without line information.</p>\n",
-			    f->no_line, pc(f->no_line, f->samples));
+	{
+		strbuf_addstr(out, "<p class=\"note\">");
+		tally_view_value_unit(out, db, ev, f->no_line);
+		strbuf_addf(out, " (%.2f%%) at addresses without line information.</p>\n", pc(f->no_line, f->samples));
+	}
 	free(text);
 	free(lines);
 	free(found);
@@ -384,7 +392,7 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 			continue;
 		for (size_t k = 0; k < nf; k++)
 			if (fs[k].image == r->image && fs[k].addr == r->addr && (!fs[k].line_note || fs[k].ninsns)) {
-				annotated_function(out, db, &fs[k], total);
+				annotated_function(out, db, ev, &fs[k], total);
 				done++;
 				break;
 			}
@@ -420,7 +428,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	struct tally_view_rows images;
 	tally_view_images(&images, db, o->sel, ev);
 	strbuf_addstr(out, "<h3>Images</h3>\n");
-	image_table(out, db, &images);
+	image_table(out, db, ev, &images);
 	if (!images.total)
 		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
 
@@ -594,16 +602,22 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 	strbuf_addf(&title, "diff %s -> %s", d->base_input, d->new_input);
 	page_start(out, title.buf);
 	esc(out, d->event);
-	strbuf_addf(out, " &middot; base %" PRIu64 " samples &middot; new %" PRIu64 " samples &middot; %s</div></header>\n<main>\n",
-		    d->base_total, d->new_total,
-		    d->view == TALLY_DIFF_LINES	     ? "source lines, self samples"
-		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive samples"
-						     : "functions, self samples");
+	strbuf_addstr(out, " &middot; base ");
+	tally_view_value_unit(out, d->db, d->ev, d->base_total);
+	strbuf_addstr(out, " &middot; new ");
+	tally_view_value_unit(out, d->db, d->ev, d->new_total);
+	strbuf_addf(out, " &middot; %s</div></header>\n<main>\n",
+		    d->view == TALLY_DIFF_LINES	     ? "source lines, self"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive"
+						     : "functions, self");
 	if (new_cg && base_cg) {
 		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
 		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
-		strbuf_addf(&sub, "%" PRIu64 " samples (base %" PRIu64 "); click a frame to zoom", new_cg->total, base_cg->total);
+		tally_view_value_unit(&sub, d->db, d->ev, new_cg->total);
+		strbuf_addstr(&sub, " (base ");
+		tally_view_value(&sub, d->db, d->ev, base_cg->total, 0);
+		strbuf_addstr(&sub, "); click a frame to zoom");
 		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
 		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
 		strbuf_release(&sub);
