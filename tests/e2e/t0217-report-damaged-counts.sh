@@ -89,11 +89,18 @@ head, body = text.split("\n\n", 1)
 lines = body.split("\n")
 f = lines[0].split(" ")
 f[1] = str(int(f[1]) + add)
+# a database with weights (format 3): as enormous a weight (2^62 ns)
+weighted = re.search(r"^weights: ", head, flags=re.M) is not None
+if weighted:
+    f[2] = str(int(f[2]) + add)
+    head = re.sub(r"^weights: (\d+)", lambda m: "weights: %d" % (int(m.group(1)) + add), head, flags=re.M)
 lines[0] = " ".join(f)
 head = re.sub(r"^samples: (\d+)", lambda m: "samples: %d" % (int(m.group(1)) + add), head, flags=re.M)
 open(f"{db}/{prof}", "w").write(head + "\n\n" + "\n".join(lines))
 s = open(f"{db}/session").read()
 s = re.sub(r"^samples: (\d+)", lambda m: "samples: %d" % (int(m.group(1)) + add), s, flags=re.M)
+if weighted:
+    s = re.sub(r"^weight-total: (\d+)", lambda m: "weight-total: %d" % (int(m.group(1)) + add), s, flags=re.M)
 s = re.sub(r"^call-graph: .*", "call-graph: none", s, flags=re.M)
 open(f"{db}/session", "w").write(s)
 PY
