@@ -159,6 +159,24 @@ int tally_usage_error(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* one parenthesis at the end, not two in a row: a message that ends in
+	 * its own takes the pointer to --help inside it */
+	size_t n = strlen(msg);
+	if (n && msg[n - 1] == ')') {
+		size_t i = n - 1;
+		int depth = 0;
+		do {
+			if (msg[i] == ')')
+				depth++;
+			else if (msg[i] == '(')
+				depth--;
+		} while (depth && i-- > 0);
+		if (!depth) {
+			msg[n - 1] = '\0';
+			tally_error("%s%s'tally %s --help')", msg, !strncmp(msg + i + 1, "see ", 4) ? ", or " : "; see ", cmd);
+			return 2;
+		}
+	}
 	tally_error("%s (see 'tally %s --help')", msg, cmd);
 	return 2;
 }

@@ -179,8 +179,11 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 			strbuf_addf(out, "  %5" PRIu32 "  %s\n", ln, main->lines[ln - 1]);
 		}
 	}
-	/* lines with samples the listing above did not show */
+	/* lines with samples the listing above did not show, a file's path said
+	 * once above its lines (the main file's, when the header named it, not
+	 * at all) */
 	bool head = false;
+	uint32_t file = main ? TALLY_ANNOT_NONE : f->main_file;
 	for (size_t k = 0; k < f->nlines; k++) {
 		const struct tally_annot_line *l = &f->lines[k];
 		if (!l->samples)
@@ -189,12 +192,16 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		    l->line <= main->nlines)
 			continue;
 		if (!head) {
-			strbuf_addf(out, "%s%9s %8s  %s\n", main && !want_asm ? "# samples in other files (inlined code):\n" : "",
-				    tally_view_heading(db, ev), "%", "file:line");
+			strbuf_addf(out, "%s%9s %8s  %5s\n", main && !want_asm ? "# samples in other files (inlined code):\n" : "",
+				    tally_view_heading(db, ev), "%", "line");
 			head = true;
 		}
+		if (l->file != file) {
+			strbuf_addf(out, "# %s\n", f->files[l->file]);
+			file = l->file;
+		}
 		count_cols(c, out, l->samples, f->samples);
-		strbuf_addf(out, "  %s:%" PRIu32 "\n", f->files[l->file], l->line);
+		strbuf_addf(out, "  %5" PRIu32 "\n", l->line);
 	}
 	if (f->no_line && !f->line_note)
 	{

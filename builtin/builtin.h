@@ -48,11 +48,17 @@ struct tally_db;
 /* Shared by report and annotate: the recording's warnings about JIT maps and
  * jitdumps (untrusted, damaged), one line each. */
 void tally_warn_jit(const struct tally_db *db);
-/* Progress of slow symbol work (debuginfod downloads, loading images) on stderr
- * when it is a terminal, and nothing otherwise: sets ro's progress callback.
- * tally_progress_done clears the line (the printers above clear it too). */
+/* Progress of slow work on stderr when it is a terminal, and nothing
+ * otherwise: one line, "tally: WHAT ... N s", shown after half a second and
+ * its seconds kept going. tally_progress_start starts it (once);
+ * tally_progress_attach starts it and sets ro's progress callback (symbol
+ * work: debuginfod downloads, loading images); tally_progress_say names the
+ * phase a builtin starts (NULL: none); tally_progress_done clears the line and
+ * stops (the printers above clear the line too). */
 struct tally_resolver_opts;
+void tally_progress_start(void);
 void tally_progress_attach(struct tally_resolver_opts *ro);
+void tally_progress_say(const char *what);
 void tally_progress_done(void);
 
 /* Shared by commands: prints the usage error for cmd and returns 2. */

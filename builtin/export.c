@@ -311,18 +311,14 @@ int cmd_export(int argc, char **argv)
 	struct tally_export_out out = { 0 };
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	int *events = xmalloc((size_t)(db.nevents + 1) * sizeof(int));
-	if (sel.pid && db.per_pid) {
-		/* one line: the empty selection is the error (report only warns) */
-		bool found = false;
-		for (size_t i = 0; i < db.nentries && !found; i++)
-			found = db.entries[i].pid == sel.pid;
-		if (!found) {
-			tally_error("nothing to export: '%s' has no samples in the selection (none of pid %d)", input, sel.pid);
-			ret = 1;
-			goto out;
-		}
-	}
 	int sc = tally_select_check(&sel, &db, input, &w);
+	if (!sc && tally_select_nonempty(&sel, &db, input)) {
+		/* one line: the filter that matched nothing, and what there is */
+		tally_warnings_release(&w);
+		tally_error("nothing to export: %s", tally_errmsg());
+		ret = 1;
+		goto out;
+	}
 	tally_print_warnings(&w);
 	if (sc) {
 		tally_error("%s", tally_errmsg());
@@ -365,12 +361,18 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	tally_print_warnings(&sw);
+	/* on a terminal: what takes long (symbols, then the writing) */
+	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
 	struct sink sink = { .output = output, .out = &out };
 	out.put = sink_put;
 	out.ctx = &sink;
+	char phase[64];
+	snprintf(phase, sizeof(phase), "writing the %s export", fmt->name);
+	tally_progress_say(phase);
 	int wr = fmt->write(&x, &out);
+	tally_progress_done();
 	tally_print_warnings(&out.warnings);
 	if (wr < 0 || write_outputs(output, &out, &sink) < 0) {
 		sink_release(&sink, &out);
@@ -394,6 +396,7 @@ int cmd_export(int argc, char **argv)
 	tally_report_image_warnings(&db, res, tally_verbose, &w);
 	tally_print_warnings(&w);
 out:
+	tally_progress_done();
 	tally_export_out_release(&out);
 	tally_resolver_free(res);
 	free(events);

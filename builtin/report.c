@@ -149,7 +149,10 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 	if (o->html) {
 		struct tally_html_opts ho = { o->input, &o->sel, o->plimit_set ? o->r.percent_limit : TALLY_FLAME_DEFAULT_LIMIT,
 					      TALLY_HTML_ANNOTATE, o->r.top };
-		if (tally_html_write(o->html, db, res, &ho)) {
+		tally_progress_say("writing the HTML report");
+		int hr = tally_html_write(o->html, db, res, &ho);
+		tally_progress_done();
+		if (hr) {
 			tally_error("%s", tally_errmsg());
 			ret = 1;
 		} else {
@@ -354,6 +357,12 @@ int cmd_report(int argc, char **argv)
 	}
 	have_db = true;
 	int sc = tally_select_check(&o.sel, &db, o.input, &w);
+	if (!sc && tally_select_nonempty(&o.sel, &db, o.input)) {
+		/* the filter that matched nothing is the error (not a warning and 0 Total) */
+		tally_warnings_release(&w);
+		tally_error("nothing to report: %s", tally_errmsg());
+		goto out;
+	}
 	tally_print_warnings(&w);
 	if (sc) {
 		tally_error("%s", tally_errmsg());

@@ -1,9 +1,11 @@
 /* Flame graphs: the function-level call tree of one event (from the stacks of
- * a tally_cg) laid out as a flame graph (roots at the bottom, callees above) or
- * its inverse (leaf functions at the top, their callers below), with the frames
- * under a percent limit folded into one "other" frame per parent so that the
- * picture stays small whatever the number of stacks; and its SVG rendering,
- * interactive (zoom, search, hover details) without any external resource.
+ * a tally_cg) laid out as a flame graph (roots at the top, callees under them,
+ * so that the graph opens on its root whatever its depth) or its inverse (leaf
+ * functions at the top, their callers below), with the frames under a percent
+ * limit folded into one "other" frame per parent so that the picture stays
+ * small whatever the number of stacks; and its SVG rendering, interactive
+ * (zoom, search, hover details, frames under a pixel hidden, a function's
+ * sandwich, focus and ignore) without any external resource.
  * Used by `tally export --format svg` and `tally report --html`. */
 #ifndef TALLY_FLAME_H
 #define TALLY_FLAME_H
@@ -98,8 +100,9 @@ void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg, co
 			  const struct tally_flame_svg_opts *o);
 
 /* The script that makes flame graphs interactive (every <svg class="tally-flame">
- * of the document): zoom on click, reset, search, hover details. For pages
- * that embed graphs made with standalone false. */
+ * of the document): zoom on click, search, hover details, the frames under a
+ * pixel shown on demand, a selected function's sandwich, focus and ignore,
+ * reset. For pages that embed graphs made with standalone false. */
 extern const char tally_flame_js[];
 
 /* Text for XML and HTML: & < > " ' escaped, control characters other than

@@ -53,6 +53,14 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg);
  * samples) are added to w (may be NULL). */
 int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w);
 
+/* Whether the filters (--image, --pid, --comm, --label, --exclude-dependent)
+ * select any sample of the selected events (after tally_select_check): 0 when
+ * they do or when none is given, else -ENOENT with tally_seterr saying
+ * "'INPUT' has no samples in the selection: " and which filter matched
+ * nothing and what there is instead (the images, processes, commands or
+ * label values with samples). */
+int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db, const char *input);
+
 bool tally_select_image_matches(const struct tally_db_image *im, const char *want);
 /* Whether one profile (image, pid) is selected. */
 bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf);

@@ -157,6 +157,10 @@ int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max,
  * TALLY_DURATION_MAX seconds (100 years; never infinite). */
 #define TALLY_DURATION_MAX (36525.0 * 86400)
 int tally_parse_duration(const char *s, const char *what, double *seconds);
+/* A duration as a person writes it (and tally_parse_duration reads it): in
+ * the largest unit that holds it whole ("1h", "90m", "45s", "2d"), else
+ * "250ms", "1.5s"; into buf (n bytes), which it returns. */
+const char *tally_format_duration(double seconds, char *buf, size_t n);
 /* A size in bytes: digits with an optional suffix k, M, G or T (powers of 1024;
  * "KiB", "MB" and the like too), from min to TALLY_SIZE_MAX. */
 #define TALLY_SIZE_MAX (UINT64_C(1) << 60)

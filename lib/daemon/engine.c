@@ -97,7 +97,8 @@ static void watch_memory(struct tally_daemon *d)
 			d->dropped += n;
 			tally_agg_reset(d->agg);
 			d->delta_start = tally_now_wall();
-			tally_dmn_log(d, "dropped %" PRIu64 " samples: writing is stopped and memory is at --max-memory", n);
+			tally_dmn_log(d, "dropped %" PRIu64 " sample%s: writing is stopped and memory is at --max-memory", n,
+				      n == 1 ? "" : "s");
 		}
 		tally_agg_release_unwind(d->agg);
 		used = tally_dmn_memory_used(d);
@@ -398,7 +399,8 @@ int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
 		tally_recording_stop(d->rec);
 	int r = tally_daemon_flush(d, "exit", msg);
 	if (r && msg)
-		strbuf_addf(msg, "%" PRIu64 " samples unwritten: %s", tally_dmn_agg_samples(d), d->write_error);
+		strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: %s", tally_dmn_agg_samples(d),
+			    tally_dmn_agg_samples(d) == 1 ? "" : "s", d->write_error);
 	return r;
 }
 

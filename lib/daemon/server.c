@@ -69,10 +69,10 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	uint64_t inmem = tally_dmn_agg_samples(d);
 	strbuf_addf(o, "samples: %" PRIu64 "\n", d->samples_total + inmem);
 	strbuf_addf(o, "lost: %" PRIu64 "\n", d->lost_total + d->agg->lost);
-	strbuf_addf(o, "in-memory: %" PRIu64 " samples not yet flushed\n", inmem);
+	strbuf_addf(o, "in-memory: %" PRIu64 " sample%s not yet flushed\n", inmem, inmem == 1 ? "" : "s");
 	if (d->cleared || d->dropped)
-		strbuf_addf(o, "discarded: %" PRIu64 " samples cleared, %" PRIu64 " dropped while writing was stopped\n",
-			    d->cleared, d->dropped);
+		strbuf_addf(o, "discarded: %" PRIu64 " sample%s cleared, %" PRIu64 " dropped while writing was stopped\n",
+			    d->cleared, d->cleared == 1 ? "" : "s", d->dropped);
 	tally_format_size(tally_dmn_memory_used(d), a, sizeof(a));
 	tally_format_size(tally_agg_memory(d->agg), b, sizeof(b));
 	tally_format_size(d->max_memory, c, sizeof(c));
@@ -97,17 +97,20 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	if (tally_epochs_list(d->db, &ep, &nep) == 0)
 		tally_epochs_free(ep, nep);
 	strbuf_addf(o, "epoch: %s (began %s; %zu on disk)\n", d->epoch, a, nep);
-	strbuf_addf(o, "flush: every %.3g s; %" PRIu64 " flushes (%" PRIu64 " early for memory)", d->flush_interval,
-		    d->flushes, d->early_flushes);
+	char dur[48];
+	strbuf_addf(o, "flush: every %s; %" PRIu64 " flush%s (%" PRIu64 " early for memory)",
+		    tally_format_duration(d->flush_interval, dur, sizeof(dur)), d->flushes, d->flushes == 1 ? "" : "es",
+		    d->early_flushes);
 	if (d->flushes) {
 		tally_format_utc(d->last_flush_wall, a, sizeof(a));
 		strbuf_addf(o, ", last %s taking %.0f ms", a, d->last_flush_ms);
 	}
 	strbuf_addf(o, ", next in %.1f s\n", d->next_flush - tally_now_mono() > 0 ? d->next_flush - tally_now_mono() : 0.0);
 	if (d->epoch_every > 0)
-		strbuf_addf(o, "epoch-every: %.3g s\n", d->epoch_every);
+		strbuf_addf(o, "epoch-every: %s\n", tally_format_duration(d->epoch_every, dur, sizeof(dur)));
 	if (d->keep > 0)
-		strbuf_addf(o, "keep: %.3g s (the newest %d epochs always)\n", d->keep, TALLY_DAEMON_KEEP_NEWEST);
+		strbuf_addf(o, "keep: %s (the newest %d epochs always)\n", tally_format_duration(d->keep, dur, sizeof(dur)),
+			    TALLY_DAEMON_KEEP_NEWEST);
 	strbuf_addf(o, "writing: %s%s\n", d->write_error ? "stopped: " : "ok", d->write_error ? d->write_error : "");
 	strbuf_addf(o, "drains: %" PRIu64 "\n", d->drains);
 	strbuf_addf(o, "control: %d of %d connections; %" PRIu64 " served, %" PRIu64 " evicted, %" PRIu64 " busy, %" PRIu64
@@ -223,7 +226,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		d->cleared += n;
 		tally_agg_reset(d->agg);
 		d->delta_start = tally_now_wall();
-		strbuf_addf(&body, "cleared %" PRIu64 " samples from memory\n", n);
+		strbuf_addf(&body, "cleared %" PRIu64 " sample%s from memory\n", n, n == 1 ? "" : "s");
 		if (q.op == TALLY_CTL_STARTCLR) {
 			r = pause_collector(d, false);
 			if (!r)

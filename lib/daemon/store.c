@@ -276,7 +276,7 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	if (!r && d->draining) {
 		d->db_bytes = tally_dmn_db_bytes(d);
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
-			tally_dmn_log(d, "the drain stream misses %" PRIu64 " samples: %s", n, tally_errmsg());
+			tally_dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
 	}
 	strbuf_release(&what);
 	free(ep);
@@ -300,9 +300,11 @@ out:
 	d->last_flush_ms = (tally_now_mono() - t0) * 1000;
 	d->last_flush_wall = now;
 	if (msg)
-		strbuf_addf(msg, "flushed %" PRIu64 " samples into epoch %s (%.0f ms)", n, d->epoch, d->last_flush_ms);
+		strbuf_addf(msg, "flushed %" PRIu64 " sample%s into epoch %s (%.0f ms)", n, n == 1 ? "" : "s", d->epoch,
+			    d->last_flush_ms);
 	if (d->verbose)
-		tally_dmn_log(d, "flush (%s): %" PRIu64 " samples into epoch %s in %.0f ms", why, n, d->epoch, d->last_flush_ms);
+		tally_dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n, n == 1 ? "" : "s", d->epoch,
+			      d->last_flush_ms);
 	tally_dmn_prune(d, now);
 	return 0;
 }

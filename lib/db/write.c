@@ -807,8 +807,12 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	tally_remove_tree(stage);
 	if (mkdir(stage, 0700) < 0) {
 		int e = errno;
-		ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
-				   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+		if (e == ENOENT) /* the directory is there (checked above): /proc, /sys */
+			ret = tally_seterr(-e, "cannot create database '%s': directory '%s' takes no new files (a virtual file system such as /proc: choose another -o)",
+					   path, parent);
+		else
+			ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
+					   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 		goto out;
 	}
 	/* held until the copy is published: tally_db_recover leaves a locked stage

@@ -289,7 +289,10 @@ void tally_flame_release(struct tally_flame *fl)
 
 /* ---- SVG ---- */
 
-enum { FRAME_H = 16, TOP = 66, BOTTOM = 44, PAD = 10, CHAR_W = 7, SVG_WIDTH = 1200 };
+/* The graph hangs from its root under four lines of title, buttons and
+ * details (root at the top: a deep stack grows down, never pushing the graph
+ * off the first screen), with the legend under it. */
+enum { FRAME_H = 16, TOP = 96, BOTTOM = 30, PAD = 10, CHAR_W = 7, SVG_WIDTH = 1200 };
 
 static uint64_t mix(const char *s, uint64_t seed)
 {
@@ -380,6 +383,9 @@ static const char svg_style[] =
 	".tally-flame .f:hover rect{stroke:#000;stroke-width:1}\n"
 	".tally-flame .f text{fill:#000;pointer-events:none}\n"
 	".tally-flame .f.dim{opacity:0.55}\n"
+	".tally-flame .f.tiny{display:none}\n"
+	".tally-flame .selbar .name{font-weight:bold}\n"
+	".tally-flame .state{fill:#a05000}\n"
 	".tally-flame .f.match rect{fill:rgb(225,60,225)}\n";
 
 void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const struct tally_cg *cg,
@@ -388,8 +394,19 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	/* the values' unit (tally/view.h): the event's, when it is named */
 	int ev = db && o->event ? tally_db_event(db, o->event) : -1;
 	unsigned width = o->width ? o->width : SVG_WIDTH;
-	unsigned height = TOP + (fl->max_depth + 1) * FRAME_H + BOTTOM;
 	double scale = fl->total ? (double)(width - 2 * PAD) / (double)fl->total : 0;
+	/* frames narrower than a pixel are hidden (their samples are in their
+	 * parent's width): the picture is as tall as what can be seen */
+	uint32_t depth = 0, tiny = 0;
+	for (size_t i = 0; i < fl->nframes; i++) {
+		if ((double)fl->frames[i].count * scale >= 1.0 || fl->frames[i].func == TALLY_FLAME_ALL) {
+			if (fl->frames[i].depth > depth)
+				depth = fl->frames[i].depth;
+		} else {
+			tiny++;
+		}
+	}
+	unsigned height = TOP + (depth + 1) * FRAME_H + BOTTOM;
 	if (o->standalone)
 		strbuf_addstr(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
 	strbuf_addf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"tally-flame\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\"",
@@ -399,8 +416,8 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		tally_strbuf_add_xml(out, o->id);
 		strbuf_addch(out, '"');
 	}
-	strbuf_addf(out, " data-total=\"%" PRIu64 "\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\">\n",
-		    fl->total, fl->inverted, width, PAD, CHAR_W);
+	strbuf_addf(out, " data-total=\"%" PRIu64 "\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\" data-fh=\"%d\" data-top=\"%d\" data-bottom=\"%d\">\n",
+		    fl->total, fl->inverted, width, PAD, CHAR_W, FRAME_H, TOP, BOTTOM);
 	strbuf_addstr(out, "<style>\n");
 	strbuf_addstr(out, svg_style);
 	strbuf_addstr(out, "</style>\n");
@@ -413,18 +430,27 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		tally_strbuf_add_xml(out, o->subtitle);
 		strbuf_addstr(out, "</text>\n");
 	}
-	strbuf_addf(out, "<text class=\"btn reset hide\" x=\"%d\" y=\"24\">Reset zoom</text>\n", PAD);
+	/* the controls (the script shows the ones that apply) */
+	strbuf_addf(out, "<text class=\"btn reset hide\" x=\"%d\" y=\"24\">Reset view</text>\n", PAD);
 	strbuf_addf(out, "<text class=\"btn search\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n", width - PAD);
 	strbuf_addf(out, "<text class=\"btn clear hide\" x=\"%u\" y=\"44\" text-anchor=\"end\">Clear search</text>\n", width - PAD);
-	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"%u\"> </text>\n", PAD, height - 12);
-	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"> </text>\n", width - PAD, height - 12);
+	strbuf_addf(out, "<text class=\"btn tinies%s\" x=\"%d\" y=\"44\" data-n=\"%u\">Show %u frame%s under a pixel</text>\n",
+		    tiny ? "" : " hide", PAD, tiny, tiny, tiny == 1 ? "" : "s");
+	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"64\"> </text>\n", PAD);
+	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"64\" text-anchor=\"end\"> </text>\n", width - PAD);
+	strbuf_addf(out, "<text class=\"selbar hide\" x=\"%d\" y=\"84\"><tspan class=\"name\"> </tspan>"
+			 "<tspan class=\"btn sandwich\" dx=\"14\">Sandwich</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
+			 "<tspan class=\"btn focus\" dx=\"6\">Focus</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
+			 "<tspan class=\"btn ignore\" dx=\"6\">Ignore</tspan></text>\n",
+		    PAD);
+	strbuf_addf(out, "<text class=\"state\" x=\"%u\" y=\"84\" text-anchor=\"end\"> </text>\n", width - PAD);
 	const struct tally_flame_diff *df = o->diff;
 	if (o->standalone && df)
 		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">the shape of the new profile; red: grew, blue: shrank, white: unchanged (self share of each profile's samples)</text>\n",
-			    PAD, height - 26);
+			    PAD, height - 10);
 	else if (o->standalone)
-		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other</text>\n",
-			    PAD, height - 26);
+		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other; click a frame to zoom and select it</text>\n",
+			    PAD, height - 10);
 	/* the largest change of a self share: the deepest colour */
 	double maxd = 0;
 	for (size_t i = 0; df && i < fl->nframes; i++)
@@ -438,7 +464,7 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	for (size_t i = 0; i < fl->nframes; i++) {
 		const struct tally_flame_frame *f = &fl->frames[i];
 		double x = PAD + (double)f->x * scale, w = (double)f->count * scale;
-		unsigned y = fl->inverted ? TOP + f->depth * FRAME_H : height - BOTTOM - (f->depth + 1) * FRAME_H;
+		unsigned y = TOP + f->depth * FRAME_H;
 		const char *kind = "other", *image = NULL;
 		bool inlined = false;
 		strbuf_reset(&name);
@@ -462,8 +488,9 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		double dself = 0;
 		if (df)
 			dself = pct(f->self, fl->total) - pct(df->base_self[i], df->base_total);
-		strbuf_addf(out, "<g class=\"f\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"", f->x,
-			    f->count, f->depth);
+		bool small = w < 1.0 && f->func != TALLY_FLAME_ALL;
+		strbuf_addf(out, "<g class=\"f%s\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"", small ? " tiny" : "",
+			    f->x, f->count, f->depth);
 		if (df && f->func < TALLY_FLAME_OTHER)
 			strbuf_addf(out, " data-base=\"%" PRIu64 "\" data-change=\"%.4f\"", df->base_incl[i], dself);
 		strbuf_addstr(out, "><title>");

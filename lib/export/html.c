@@ -135,7 +135,7 @@ static const struct tally_view_row **by_self(const struct tally_view_rows *t)
  * max_rows by self, among those of at least limit %, so that sorting the
  * page's table either way shows the top. */
 static void function_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t, bool incl,
-			   double limit, uint64_t max_rows)
+			   double limit, uint64_t max_rows, const char *graph)
 {
 	const struct tally_view_row *rows = t->v;
 	size_t n = t->n;
@@ -166,7 +166,16 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 		if (r->has_addr)
 			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
 		strbuf_addstr(out, ">");
-		esc(out, r->name);
+		if (graph) {
+			/* to the function in the flame graph (the script shows its sandwich) */
+			strbuf_addf(out, "<a class=\"tograph\" href=\"#%s\" title=\"show it in the flame graph: its callers and callees\" data-image=\"", graph);
+			esc(out, db->images[r->image].name);
+			strbuf_addstr(out, "\">");
+			esc(out, r->name);
+			strbuf_addstr(out, "</a>");
+		} else {
+			esc(out, r->name);
+		}
 		strbuf_addstr(out, "</td><td class=\"img\">");
 		esc(out, db->images[r->image].name);
 		strbuf_addstr(out, "</td>");
@@ -192,12 +201,12 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 	tally_flame_build(&fl, cg, invert, o->percent_limit);
 	char id[32];
 	snprintf(id, sizeof(id), "%s-%d", invert ? "callers" : "flame", ev);
-	strbuf_addf(out, "<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n",
+	strbuf_addf(out, "<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n",
 		    id);
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
 	tally_view_value_unit(&sub, db, ev, cg->total);
-	strbuf_addstr(&sub, "; click a frame to zoom");
+	strbuf_addstr(&sub, "; click a frame to zoom and select it (sandwich, focus, ignore)");
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
 	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
@@ -324,8 +333,11 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 		}
 		strbuf_addstr(out, "</tbody></table>\n");
 	}
-	/* sampled lines not listed above: other files (inlined code), or all of them without the text */
+	/* sampled lines not listed above: other files (inlined code), or all of
+	 * them without the text; a file's path once, above its lines (not at all
+	 * for the main file, which the note above names) */
 	bool head = false;
+	uint32_t file = have ? TALLY_ANNOT_NONE : f->main_file;
 	for (size_t k = 0; k < f->nlines; k++) {
 		const struct tally_annot_line *l = &f->lines[k];
 		if (!l->samples || shown[k])
@@ -335,10 +347,14 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 				    have ? "<p class=\"note\">Samples at lines of other files (inlined code):</p>\n" : "");
 			head = true;
 		}
-		strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
+		if (l->file != file) {
+			strbuf_addstr(out, "<tr class=\"file\"><td colspan=\"3\">");
+			esc(out, f->files[l->file]);
+			strbuf_addstr(out, "</td></tr>\n");
+			file = l->file;
+		}
+		strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\"></td></tr>\n",
 			    l->line, l->samples, l->samples, pc(l->samples, f->samples));
-		esc(out, f->files[l->file]);
-		strbuf_addstr(out, "</td></tr>\n");
 	}
 	if (head)
 		strbuf_addstr(out, "</tbody></table>\n");
@@ -427,8 +443,6 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	/* the view model's rows, as the report lists them */
 	struct tally_view_rows images;
 	tally_view_images(&images, db, o->sel, ev);
-	strbuf_addstr(out, "<h3>Images</h3>\n");
-	image_table(out, db, ev, &images);
 	if (!images.total)
 		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
 
@@ -446,28 +460,40 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 		rows = &flat;
 	}
 	const struct tally_cg *cg = &v.cg;
-	strbuf_addstr(out, "<h3>Functions</h3>\n");
-	if (stacks)
-		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort.</p>\n");
-	else
-		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
-	function_table(out, db, rows, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS);
+	bool graph = stacks && cg->total;
+	char gid[32];
+	snprintf(gid, sizeof(gid), "flame-%d", ev);
 
+	/* the flame graph first: where the eye lands on the page */
 	strbuf_addstr(out, "<h3>Flame graph</h3>\n");
-	if (stacks && cg->total) {
-		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; its callees stand on it. Click to zoom, search to highlight. <span class=\"legend\">"
+	if (graph) {
+		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; the functions it called hang under it. Click to zoom and select a function (then <i>Sandwich</i>: its callers above it and callees below it, merged over every place it appears; <i>Focus</i>: only the stacks through it; <i>Ignore</i>: without them), search to highlight, a function's name in the table below shows its sandwich. <span class=\"legend\">"
 				   "<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
 				   "<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
 				   "<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
 		flame_section(out, db, cg, ev, o, false);
-		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
-		flame_section(out, db, cg, ev, o, true);
-		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
-		unwind_figures(out, db, cg);
 	} else if (stacks) {
 		strbuf_addstr(out, "<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
 	} else {
 		strbuf_addstr(out, "<p class=\"note nostacks\">This database has no call stacks, so there is no flame graph and no callers' graph: record with <code>-g</code> or <code>--call-graph dwarf</code> to get them.</p>\n");
+	}
+
+	strbuf_addstr(out, "<h3>Functions</h3>\n");
+	if (stacks)
+		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort, a name to see the function in the flame graph.</p>\n");
+	else
+		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
+	function_table(out, db, rows, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS,
+		       graph ? gid : NULL);
+
+	strbuf_addstr(out, "<h3>Images</h3>\n");
+	image_table(out, db, ev, &images);
+
+	if (graph) {
+		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
+		flame_section(out, db, cg, ev, o, true);
+		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
+		unwind_figures(out, db, cg);
 	}
 
 	strbuf_addstr(out, "<h3>Annotated source</h3>\n");
@@ -482,8 +508,8 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 static void session_section(struct strbuf *out, const struct tally_db *db)
 {
 	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
-	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> samples (%.2f%%), throttled: <b>%" PRIu64 "</b> times.</p>\n",
-		    db->lost, tally_view_lost_pct(db), db->throttled);
+	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> sample%s (%.2f%%), throttled: <b>%" PRIu64 "</b> time%s.</p>\n",
+		    db->lost, db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled, db->throttled == 1 ? "" : "s");
 	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
 	esc(out, db->path);
 	strbuf_addstr(out, "</dd>\n");
@@ -576,7 +602,8 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		strbuf_addstr(out, "</p>\n");
 	}
 	if (db->lost)
-		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " samples were lost while recording (see the session below).</p>\n", db->lost);
+		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " sample%s lost while recording (see the session below).</p>\n", db->lost,
+			    db->lost == 1 ? " was" : "s were");
 	for (int e = 0; e < db->nevents; e++)
 		if (tally_select_event(o->sel, e))
 			event_section(out, db, res, o, e);
@@ -612,12 +639,12 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 						     : "functions, self");
 	if (new_cg && base_cg) {
 		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
-		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"reset\">reset zoom</button><button class=\"clear\">clear search</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
+		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
 		tally_view_value_unit(&sub, d->db, d->ev, new_cg->total);
 		strbuf_addstr(&sub, " (base ");
 		tally_view_value(&sub, d->db, d->ev, base_cg->total, 0);
-		strbuf_addstr(&sub, "); click a frame to zoom");
+		strbuf_addstr(&sub, "); click a frame to zoom and select it");
 		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
 		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
 		strbuf_release(&sub);

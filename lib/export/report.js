@@ -1,5 +1,6 @@
-/* tally report --html: sortable tables and the search boxes of the flame
- * graphs (lib/export/flame.js makes the graphs themselves interactive). */
+/* tally report --html: sortable tables, the search boxes of the flame
+ * graphs, and the links from the functions table to the flame graph
+ * (lib/export/flame.js makes the graphs themselves interactive). */
 (function () {
 	"use strict";
 	function sortBy(table, th) {
@@ -42,6 +43,19 @@
 			box.querySelector("button.reset").addEventListener("click", function () { fg.reset(); });
 			box.querySelector("button.clear").addEventListener("click", function () { input.value = ""; run(); });
 		})(tools[j]);
+		/* a function's name in the table: its sandwich in the flame graph, scrolled to */
+		document.addEventListener("click", function (ev) {
+			var a = ev.target.closest && ev.target.closest("a.tograph");
+			if (!a || !window.tallyFlameInit) return;
+			var svg = document.getElementById(a.getAttribute("href").substring(1));
+			if (!svg) return;
+			var fg = window.tallyFlameInit(svg);
+			var key = fg.keyOf(a.textContent, a.getAttribute("data-image"));
+			if (!fg.sandwich(key)) return; /* folded away: the link just goes to the graph */
+			ev.preventDefault();
+			var box = document.querySelector('.tools[data-for="' + svg.id + '"]');
+			(box || svg).scrollIntoView({ block: "start" });
+		});
 	}
 	if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
 	else init();

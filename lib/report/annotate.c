@@ -95,7 +95,11 @@ static uint32_t intern_file(struct builder *b, const char *name)
 {
 	struct tally_annot_func *f = b->f;
 	struct strbuf full = STRBUF_INIT;
-	if (name[0] != '/' && b->comp_dir)
+	/* (a relative compilation directory libdw has already joined is not
+	 * joined twice: lib/symbols/dwarf.c, abs_srcpath) */
+	size_t dl = b->comp_dir ? strlen(b->comp_dir) : 0;
+	if (name[0] != '/' && b->comp_dir &&
+	    (b->comp_dir[0] == '/' || strncmp(name, b->comp_dir, dl) || name[dl] != '/'))
 		strbuf_addf(&full, "%s/", b->comp_dir);
 	strbuf_addstr(&full, name);
 	if (b->comp_dir)

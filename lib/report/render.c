@@ -122,8 +122,8 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
-	strbuf_addf(out, "lost: %" PRIu64 " samples (%.2f%%), throttled: %" PRIu64 " times\n", db->lost,
-		    tally_view_lost_pct(db), db->throttled);
+	strbuf_addf(out, "lost: %" PRIu64 " sample%s (%.2f%%), throttled: %" PRIu64 " time%s\n", db->lost,
+		    db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled, db->throttled == 1 ? "" : "s");
 }
 
 /* A function's name in a text column: short (demangle.h) unless full. */

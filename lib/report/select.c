@@ -1,4 +1,5 @@
 /* The filters shared by report and export (include/tally/select.h). */
+#define _GNU_SOURCE /* strverscmp */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,135 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 	}
 	tally_view_weigh(db, s->samples);
 	return 0;
+}
+
+/* The samples of profile p in the selected events. */
+static uint64_t prof_samples(const struct tally_select *s, const struct tally_db *db, size_t p)
+{
+	uint64_t n = 0;
+	for (size_t i = db->profs[p].first; i < db->profs[p].end; i++)
+		for (int e = 0; e < db->nevents; e++)
+			if (tally_select_event(s, e))
+				n += db->counts[i * (size_t)db->nevents + (size_t)e];
+	return n;
+}
+
+/* The names a refusal lists: collected, then sorted (numbers in order),
+ * each once, at most LIST_MAX of them. */
+enum { LIST_MAX = 8 };
+struct names {
+	char **v;
+	size_t n, alloc;
+};
+
+static void names_add(struct names *l, const char *item)
+{
+	GROW(l->v, l->alloc, l->n + 1);
+	l->v[l->n++] = xstrdup(item);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The list as "a, b, c[, ...]" into sb; l is emptied. */
+static void names_join(struct names *l, struct strbuf *sb)
+{
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_name);
+	size_t shown = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (i && !strcmp(l->v[i], l->v[i - 1]))
+			continue;
+		if (shown == LIST_MAX) {
+			strbuf_addstr(sb, ", ...");
+			break;
+		}
+		strbuf_addf(sb, "%s%s", shown++ ? ", " : "", l->v[i]);
+	}
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db, const char *input)
+{
+	if (!s->image && !s->pid && !s->comm && !s->excl && !s->nlabels)
+		return 0; /* no filter: an empty database is reported as such */
+	bool all = false, image = !s->image, pid = !s->pid, comm = !s->comm, excl = !s->excl, label = !s->nlabels;
+	struct tally_select labels_only = *s; /* --label alone (not the comm label) */
+	labels_only.comm_by_label = false;
+	struct names nimages = { 0 }, npids = { 0 }, ncomms = { 0 }, nlabels = { 0 };
+	struct strbuf images = STRBUF_INIT, pids = STRBUF_INIT, comms = STRBUF_INIT, labels = STRBUF_INIT, t = STRBUF_INIT;
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!prof_samples(s, db, p))
+			continue;
+		const struct tally_db_image *im = &db->images[pf->image];
+		all = all || tally_select_prof(s, db, pf);
+		image = image || tally_select_image_matches(im, s->image);
+		pid = pid || pf->pid == s->pid;
+		/* the command name: the comm label the recording kept, else the process's */
+		const char *c = s->comm_by_label ? tally_db_label(db, pf->label, "comm") : tally_db_comm(db, pf->pid);
+		comm = comm || (c && !strcmp(c, s->comm));
+		excl = excl || !strcmp(im->kind, "exec");
+		label = label || tally_select_label(&labels_only, db, pf->label);
+		names_add(&nimages, im->name);
+		if (c)
+			names_add(&ncomms, c);
+		if (db->per_pid) {
+			const char *pc = tally_db_comm(db, pf->pid);
+			strbuf_reset(&t);
+			strbuf_addf(&t, "%d (%s)", pf->pid, pc ? pc : c ? c : "?");
+			names_add(&npids, t.buf);
+		}
+		for (int i = 0; i < s->nlabels; i++) {
+			size_t kl = strcspn(s->labels[i], "=");
+			char *key = xstrndup(s->labels[i], kl);
+			const char *v = tally_db_label(db, pf->label, key);
+			strbuf_reset(&t);
+			strbuf_addf(&t, "%s=%s", key, v ? v : "");
+			names_add(&nlabels, t.buf);
+			free(key);
+		}
+	}
+	bool none = !nimages.n;
+	names_join(&nimages, &images);
+	names_join(&npids, &pids);
+	names_join(&ncomms, &comms);
+	names_join(&nlabels, &labels);
+	int r = 0;
+	if (!all) {
+		const char *what = s->event ? " of the event" : "";
+		if (none)
+			r = tally_seterr(-ENOENT, "'%s' has no samples%s at all", input, what);
+		else if (!image)
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --image '%s' matches no image with samples%s (images with samples: %s)",
+					 input, s->image, what, images.buf);
+		else if (!pid)
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --pid %d has no samples%s (processes with samples: %s)",
+					 input, s->pid, what, pids.buf);
+		else if (!comm)
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --comm '%s' matches no process with samples%s (commands with samples: %s)",
+					 input, s->comm, what, comms.buf);
+		else if (!label)
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: no samples%s have the --label values asked (the values with samples: %s)",
+					 input, what, labels.buf);
+		else if (!excl)
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --exclude-dependent keeps no image (no samples%s in the programs' own executables)",
+					 input, what);
+		else
+			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: each filter matches samples, but not together (drop one of them)",
+					 input);
+	}
+	strbuf_release(&images);
+	strbuf_release(&pids);
+	strbuf_release(&comms);
+	strbuf_release(&labels);
+	strbuf_release(&t);
+	return r;
 }
 
 bool tally_select_image_matches(const struct tally_db_image *im, const char *want)

@@ -118,7 +118,12 @@ static const char *intern(struct tally_resolver *r, struct strbuf *sb)
 
 /* A line table's file name as an absolute path: a relative name is joined to the
  * CU's DW_AT_comp_dir, and "." and "dir/.." are folded (as the compiler wrote
- * them, without looking at the file system). Interned: lives with the resolver. */
+ * them, without looking at the file system). A relative DW_AT_comp_dir
+ * ("./malloc": packages built with -fdebug-prefix-map) leaves the name
+ * relative, there being no absolute one to know; and it is not joined to a
+ * name libdw has already joined it to (the line table's directory 0 is the
+ * same directory: joining it twice made "malloc/malloc/malloc.c").
+ * Interned: lives with the resolver. */
 static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const char *file)
 {
 	if (!file)
@@ -126,6 +131,9 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 	struct strbuf sb = STRBUF_INIT;
 	Dwarf_Attribute at;
 	const char *dir = file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	size_t dl = dir ? strlen(dir) : 0;
+	if (dir && dir[0] != '/' && !strncmp(file, dir, dl) && file[dl] == '/')
+		dir = NULL;
 	if (dir)
 		strbuf_addf(&sb, "%s/", dir);
 	strbuf_addstr(&sb, file);

@@ -519,6 +519,28 @@ bad:
 			    tally_excerpt(q, s), (unsigned long long)min, (unsigned long long)max);
 }
 
+const char *tally_format_duration(double seconds, char *buf, size_t n)
+{
+	double r = seconds < 0 ? 0 : seconds;
+	if (r > 0 && r < 1) {
+		snprintf(buf, n, "%.3gms", r * 1000);
+	} else if (r != (double)(uint64_t)r || r >= 1e15) {
+		snprintf(buf, n, "%.3gs", r);
+	} else {
+		/* whole seconds: in the largest unit that holds them whole */
+		uint64_t v = (uint64_t)r;
+		if (v && v % 86400 == 0)
+			snprintf(buf, n, "%" PRIu64 "d", v / 86400);
+		else if (v && v % 3600 == 0)
+			snprintf(buf, n, "%" PRIu64 "h", v / 3600);
+		else if (v && v % 60 == 0)
+			snprintf(buf, n, "%" PRIu64 "m", v / 60);
+		else
+			snprintf(buf, n, "%" PRIu64 "s", v);
+	}
+	return buf;
+}
+
 int tally_parse_duration(const char *s, const char *what, double *seconds)
 {
 	char *end;
@@ -763,8 +785,18 @@ static int write_atomic(const char *path, const void *data, size_t len, mode_t m
 	if (fd < 0) {
 		int e = errno;
 		strbuf_release(&tmp);
-		return tally_seterr(-e, "cannot write '%s': %s%s", path, strerror(e),
-				    e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+		char *dir = tally_dirname(path);
+		struct stat ds;
+		int r;
+		if (e == ENOENT && stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode))
+			/* no such file, in a directory that is there: /proc, /sys */
+			r = tally_seterr(-e, "cannot write '%s': directory '%s' takes no new files (a virtual file system such as /proc: write elsewhere)",
+					 path, dir);
+		else
+			r = tally_seterr(-e, "cannot write '%s': %s%s", path, strerror(e),
+					 e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+		free(dir);
+		return r;
 	}
 	int e = -write_all(fd, data, len);
 	if (!e && mode != 0600 && fchmod(fd, mode) < 0)

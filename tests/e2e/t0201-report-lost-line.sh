@@ -22,7 +22,7 @@ lost_line() {
 	thr=$(session_key "$db" throttled)
 	samples=$(session_key "$db" samples)
 	want=$(awk -v l="$lost" -v s="$samples" -v t="$thr" \
-		'BEGIN { printf "lost: %d samples (%.2f%%), throttled: %d times", l, (l + s) ? 100 * l / (l + s) : 0, t }')
+		'BEGIN { printf "lost: %d sample%s (%.2f%%), throttled: %d time%s", l, l == 1 ? "" : "s", (l + s) ? 100 * l / (l + s) : 0, t, t == 1 ? "" : "s" }')
 	while IFS= read -r args; do
 		i=$((i + 1))
 		read -ra argv <<<"$args"

@@ -70,7 +70,7 @@ note "stop: 0 samples; start: $n"
 # clear drops what is not flushed yet; startclr clears and starts
 drain_count
 ctl --db db clear
-grep -q '^cleared [0-9]* samples from memory' "$TMP/ctl.out" || fail "clear said: $(cat "$TMP/ctl.out")"
+grep -Eq '^cleared [0-9]+ samples? from memory' "$TMP/ctl.out" || fail "clear said: $(cat "$TMP/ctl.out")"
 before=$(db_total db)
 ctl --db db stop
 ctl --db db clear

@@ -8,7 +8,7 @@
 usage() {
 	expect_fail_with "give a command: run CONTROL or profilers \(see 'tally job --help'\)" "$TALLY" job
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
-	expect_fail_with "unknown job command 'frob' \(run, profilers, hosts\)" "$TALLY" job frob
+	expect_fail_with "unknown job command 'frob' \(run, profilers, hosts; see 'tally job --help'\)" "$TALLY" job frob
 	expect_fail_with "'job run' needs a control file" "$TALLY" job run
 	expect_fail_with "'job run' takes one control file, got 'b' too" "$TALLY" job run a b
 	expect_fail_with "'job profilers' takes no argument, got 'x'" "$TALLY" job profilers x
@@ -20,12 +20,12 @@ usage() {
 	expect_fail_with "^tally: --remote-root 'rel/dir' must be an absolute path on the hosts \(see 'tally job --help'\)$" \
 		"$TALLY" job run --host h1 --remote-root rel/dir h.ctl
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
-	expect_fail_with "^tally: --host needs a host name \(as ssh takes it\) \(see 'tally job --help'\)$" "$TALLY" job run --host '' h.ctl
+	expect_fail_with "^tally: --host needs a host name \(as ssh takes it; see 'tally job --help'\)$" "$TALLY" job run --host '' h.ctl
 	expect_fail_with "^tally: invalid --host-timeout 'soon'" "$TALLY" job run --host h1 --host-timeout soon h.ctl
 	expect_fail_with "name at least one host: --host HOST, or a control file with a 'hosts' line" "$TALLY" job hosts
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
 	expect_fail_with "'h.ctl' has no 'hosts' line: name the hosts there, or with --host HOST" "$TALLY" job hosts h.ctl
-	expect_fail_with "unexpected argument 'b' \(one control file, or hosts with --host\)" "$TALLY" job hosts a b
+	expect_fail_with "unexpected argument 'b' \(one control file, or hosts with --host; see 'tally job hosts --help'\)" "$TALLY" job hosts a b
 	expect_fail_with "^tally: --remote-root 'x' must be an absolute path on the hosts" "$TALLY" job hosts --host h1 --remote-root x
 	expect_fail_with "^tally: invalid --timeout 'never'" "$TALLY" job hosts --host h1 --timeout never
 	# the agent's commands are run by a job over ssh; by hand they say so

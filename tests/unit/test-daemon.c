@@ -271,8 +271,14 @@ static void test_daemon__flush_merges_into_epoch(void **state)
 	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
 	assert_int_equal(db_samples(epath, 0x1010), 12);
 	assert_int_equal(db_samples(epath, 0x2020), 3);
+	/* one sample is singular */
+	add_samples(&fx->agg, 0x2020, 1);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", &msg), 0);
+	assert_str_has(msg.buf, "flushed 1 sample into epoch");
+	strbuf_reset(&msg);
+	assert_int_equal(db_samples(epath, 0x2020), 4);
 	/* readers of the whole directory see the same */
-	assert_int_equal(db_samples(fx->db, UINT64_MAX), 15);
+	assert_int_equal(db_samples(fx->db, UINT64_MAX), 16);
 	/* no staging copy is left behind */
 	DIR *dir = opendir(fx->db);
 	struct dirent *de;
@@ -489,6 +495,8 @@ static void test_daemon__drain_disjoint(void **state)
 static void test_daemon__status_text(void **state)
 {
 	struct fixture *fx = *state;
+	fx->o.epoch_every = 3600;
+	fx->o.keep = 7 * 86400;
 	start(fx);
 	add_samples(&fx->agg, 0x1010, 11);
 	fx->agg.lost = 2;
@@ -510,7 +518,10 @@ static void test_daemon__status_text(void **state)
 	assert_str_has(st.buf, "\nin-memory: 4 samples not yet flushed\n");
 	assert_str_has(st.buf, "\nwriting: ok\n");
 	assert_str_has(st.buf, "\ndrains: 0\n");
-	assert_str_has(st.buf, "; 1 flushes (0 early for memory), last ");
+	/* durations as they were given (--epoch-every 1h, not 3.6e+03 s); one is singular */
+	assert_str_has(st.buf, "\nflush: every 1h; 1 flush (0 early for memory), last ");
+	assert_str_has(st.buf, "\nepoch-every: 1h\n");
+	assert_str_has(st.buf, "\nkeep: 7d (the newest 3 epochs always)\n");
 	assert_str_has(st.buf, "\ncontrol: 0 of 16 connections; 0 served, 0 evicted, 0 busy, 0 refused (not the owner), 0 timed out\n");
 	/* every line is `key: value` */
 	for (char *l = st.buf; *l;) {

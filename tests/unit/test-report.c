@@ -356,6 +356,34 @@ static void test_report__cg_selection_by_image(void **state)
 	tally_view_cg_release(&v);
 }
 
+/* A selection that matches nothing says which filter and what there is;
+ * filters that match each alone but not together say that. */
+static void test_report__empty_selection_named(void **state)
+{
+	struct fixture *f = *state;
+	struct tally_select sel;
+	tally_select_init(&sel);
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), 0);
+	sel.image = "jitA";
+	sel.pid = 10;
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), 0);
+	sel.pid = 20;
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
+	assert_str_has(tally_errmsg(), "'mem.db' has no samples in the selection: each filter matches samples, but not together");
+	tally_select_init(&sel);
+	sel.image = "nosuch";
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
+	assert_str_has(tally_errmsg(), "--image 'nosuch' matches no image with samples (images with samples: jitA, jitB)");
+	tally_select_init(&sel);
+	sel.pid = 99;
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
+	assert_str_has(tally_errmsg(), "--pid 99 has no samples (processes with samples: 10 (ten), 20 (twenty))");
+	tally_select_init(&sel);
+	sel.comm = "eleven";
+	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
+	assert_str_has(tally_errmsg(), "--comm 'eleven' matches no process with samples (commands with samples: ten, twenty)");
+}
+
 /* The core hands warnings back; nothing is printed. */
 static void test_report__warnings_handed_back(void **state)
 {
@@ -474,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report__empty_selection_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup, teardown),
 		cmocka_unit_test(test_report__sort_keys),

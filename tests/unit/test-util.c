@@ -641,6 +641,26 @@ static void test_util__parse_duration_good(void **state)
 	}
 }
 
+/* As people write durations, and as tally_parse_duration reads them back. */
+static void test_util__format_duration(void **state)
+{
+	(void)state;
+	static const struct {
+		double s;
+		const char *want;
+	} v[] = {
+		{ 3600, "1h" }, { 5400, "90m" }, { 86400, "1d" }, { 90, "90s" }, { 60, "1m" }, { 1, "1s" },
+		{ 0.25, "250ms" }, { 1.5, "1.5s" }, { 7 * 86400, "7d" }, { 3601, "3601s" },
+	};
+	char buf[48];
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		assert_string_equal(tally_format_duration(v[i].s, buf, sizeof(buf)), v[i].want);
+		double back = 0;
+		assert_int_equal(tally_parse_duration(buf, "--epoch-every", &back), 0);
+		assert_true(fabs(back - v[i].s) < 1e-9 * v[i].s);
+	}
+}
+
 static void test_util__parse_duration_bad(void **state)
 {
 	(void)state;
@@ -1452,6 +1472,7 @@ int main(void)
 		cmocka_unit_test(test_util__grow_try_overflow),
 		cmocka_unit_test(test_util__excerpt),
 		cmocka_unit_test(test_util__parse_duration_good),
+		cmocka_unit_test(test_util__format_duration),
 		cmocka_unit_test(test_util__parse_duration_bad),
 		cmocka_unit_test(test_util__parse_duration_infinite),
 		cmocka_unit_test(test_util__parse_size_range),
