@@ -4,8 +4,10 @@
  * "tasks", "modules" or "mntns". The files a kind needs parsed before it (the
  * session, the image list) are made here, fitting the input: as many events as
  * the input's counts have columns, and 64 images (for "images" itself, the
- * session only). Oracles: what is accepted
- * holds what the format promises (counts that add up without wrapping, pids in
+ * session only), of format 3 when the input is (a .prof that says so, stacks
+ * whose first counts have a ':WEIGHT'), else 1. Oracles: what is accepted
+ * holds what the format promises (counts and weights that add up without
+ * wrapping, no weight without a sample, pids in
  * range, images that exist, sorted kernel symbols), errors are one line. */
 #include "fuzz.h"
 
@@ -61,15 +63,40 @@ static int input_events(const char *s)
 	return n > 16 ? 16 : n;
 }
 
-static void prerequisites(struct tally_db *db, int nevents)
+/* Whether the input is of format 3 (weights beside the counts). */
+static bool input_weighted(const char *s)
+{
+	if (!strcmp(DB_FILE, "x.prof"))
+		return !strncmp(s, "format-version: 3\n", 18) || strstr(s, "\nformat-version: 3\n");
+	if (!strcmp(DB_FILE, "stacks")) {
+		const char *p = s;
+		while (*p == '#') {
+			const char *nl = strchr(p, '\n');
+			p = nl ? nl + 1 : p + strlen(p);
+		}
+		size_t n = strcspn(p, " \n");
+		return memchr(p, ':', n) != NULL;
+	}
+	return false;
+}
+
+static void prerequisites(struct tally_db *db, int nevents, bool weighted)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addstr(&sb, "format-version: 1\nevents: ");
+	strbuf_addf(&sb, "format-version: %d\nevents: ", weighted ? 3 : 1);
 	for (int e = 0; e < nevents; e++)
 		strbuf_addf(&sb, "%sev%d", e ? "," : "", e);
 	strbuf_addstr(&sb, "\nsamples: ");
 	for (int e = 0; e < nevents; e++)
 		strbuf_addf(&sb, "%s0", e ? "," : "");
+	if (weighted) {
+		strbuf_addstr(&sb, "\nweight-total: ");
+		for (int e = 0; e < nevents; e++)
+			strbuf_addf(&sb, "%s0", e ? "," : "");
+		strbuf_addstr(&sb, "\nweight-unit: ");
+		for (int e = 0; e < nevents; e++)
+			strbuf_addf(&sb, "%sevents", e ? "," : "");
+	}
 	strbuf_addstr(&sb, "\ncall-graph: fp\nper-pid: yes\n");
 	int r = parse_file(db, "session", sb.buf, sb.len);
 	FUZZ_CHECK(r == 0, "the harness's session: %s", tally_errmsg());
@@ -99,6 +126,15 @@ static void check_prof(const struct tally_db *db, const char *text)
 		for (size_t i = p->first; i < p->end; i++)
 			wrapped |= __builtin_add_overflow(sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
 		FUZZ_CHECK(fuzz_known("i5") || !wrapped, "the counts of event %d wrap around 2^64 and were accepted", e);
+		if (!db->weights)
+			continue;
+		sum = 0;
+		for (size_t i = p->first; i < p->end; i++) {
+			size_t at = i * (size_t)db->nevents + (size_t)e;
+			wrapped |= __builtin_add_overflow(sum, db->weights[at], &sum);
+			FUZZ_CHECK(db->counts[at] || !db->weights[at], "a weight without a sample was accepted");
+		}
+		FUZZ_CHECK(!wrapped, "the weights of event %d wrap around 2^64 and were accepted", e);
 	}
 }
 
@@ -110,6 +146,15 @@ static void check_stacks(const struct tally_db *db)
 		for (size_t i = 0; i < db->nstacks; i++)
 			wrapped |= __builtin_add_overflow(sum, db->stack_counts[i * (size_t)db->nevents + (size_t)e], &sum);
 		FUZZ_CHECK(fuzz_known("i5") || !wrapped, "the stack counts of event %d wrap around 2^64 and were accepted", e);
+		if (!db->stack_weights)
+			continue;
+		sum = 0;
+		for (size_t i = 0; i < db->nstacks; i++) {
+			size_t at = i * (size_t)db->nevents + (size_t)e;
+			wrapped |= __builtin_add_overflow(sum, db->stack_weights[at], &sum);
+			FUZZ_CHECK(db->stack_counts[at] || !db->stack_weights[at], "a stack weight without a sample was accepted");
+		}
+		FUZZ_CHECK(!wrapped, "the stack weights of event %d wrap around 2^64 and were accepted", e);
 	}
 	for (size_t i = 0; i < db->nstacks; i++) {
 		const struct tally_db_stack *s = &db->stacks[i];
@@ -128,15 +173,15 @@ static void check_stacks(const struct tally_db *db)
  * starts from a copy of the struct (what the file kinds that need them add is
  * their own arrays, freed after each input; the images are only read, but for
  * mntns's mark, which is cleared). */
-static struct tally_db *made[17];
+static struct tally_db *made[2][17];
 
-static void start_from(struct tally_db *db, int nevents)
+static void start_from(struct tally_db *db, int nevents, bool weighted)
 {
-	if (!made[nevents]) {
-		made[nevents] = xcalloc(1, sizeof(*made[nevents]));
-		prerequisites(made[nevents], nevents);
+	if (!made[weighted][nevents]) {
+		made[weighted][nevents] = xcalloc(1, sizeof(*made[weighted][nevents]));
+		prerequisites(made[weighted][nevents], nevents, weighted);
 	}
-	*db = *made[nevents];
+	*db = *made[weighted][nevents];
 	for (size_t i = 0; i < db->nimages; i++)
 		db->images[i].foreign_ns = false;
 }
@@ -155,11 +200,13 @@ static void release_own(struct tally_db *db)
 	}
 	free(db->entries);
 	free(db->counts);
+	free(db->weights);
 	free(db->profs);
 	free(db->frame_tab);
 	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	free(db->stack_weights);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -170,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool needs = strcmp(DB_FILE, "session") && strcmp(DB_FILE, "kernel.syms") && strcmp(DB_FILE, "tasks") &&
 		     strcmp(DB_FILE, "modules");
 	if (needs)
-		start_from(&db, input_events(text));
+		start_from(&db, input_events(text), input_weighted(text));
 	int r = parse_file(&db, DB_FILE, data, size);
 	if (r) {
 		fuzz_check_errmsg();

@@ -11,11 +11,13 @@
 #include "tally/agg.h"
 #include "tally/elfinfo.h"
 
-/* The format a database is written in: version 1, or version 2 when it holds
- * labels (docs/format.md); this tally reads both. Bundles keep their own
- * version (1), which TALLY_FORMAT_VERSION also names. */
+/* The format a database is written in: version 3 when it holds weights
+ * (everything tally records, merges and flushes), else version 1, or version
+ * 2 when it holds labels (docs/format.md); this tally reads all three.
+ * Bundles keep their own version (1), which TALLY_FORMAT_VERSION also names. */
 #define TALLY_FORMAT_VERSION 1
 #define TALLY_FORMAT_VERSION_LABELS 2
+#define TALLY_FORMAT_VERSION_WEIGHTS 3
 /* The largest file of a database (or bundle) a reader takes: about 40 times
  * the 'stacks' file of a million distinct call stacks. Database files are read only when
  * they are regular files (never through a symbolic link, a FIFO or a device). */
@@ -182,6 +184,9 @@ struct tally_db {
 	/* tally_db_weigh ran: counts and stack_counts hold the weights and
 	 * weights and stack_weights the sample counts (stacks loaded later too) */
 	bool weighed;
+	/* the database has weights of its own (format 3, or built from sources
+	 * that had or were given them); false: tally_db_weigh synthesizes them */
+	bool has_weights;
 	struct tally_db_lazy *lazy; /* stacks not read yet (TALLY_DB_STACKS_LATER), or NULL */
 
 	struct tally_ksym *ksyms;
@@ -320,6 +325,15 @@ void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, in
 				  uint64_t offset, const uint64_t *counts);
 void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
 				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts);
+/* The same with the weights of the counts (one per event, in the event's
+ * unit: tally_db_unit); weights NULL: each sample weighs 1. A builder given
+ * weights (or a database: tally_db_builder_add) makes a database with weights
+ * (format 3); one given none makes one without (format 1 or 2). */
+void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
+			      uint64_t offset, const uint64_t *counts, const uint64_t *weights);
+void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t label,
+			      const struct tally_frame *frames, uint32_t n, const uint64_t *counts,
+			      const uint64_t *weights);
 /* The id of a label set (copied; 0 for the empty set or NULL). */
 uint32_t tally_db_builder_label(struct tally_db_builder *b, const struct tally_labelset *set);
 /* Labels that tally_db_builder_add gives the samples of the databases added
@@ -341,8 +355,9 @@ void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm
 void tally_db_builder_counters(struct tally_db_builder *b, uint64_t lost, uint64_t throttled);
 /* The module list (the 'modules' file's text; copied). */
 void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);
-/* Adds a whole database: images, counts (events matched by name; one the builder
- * lacks is left out), label sets (with the source's labels, see
+/* Adds a whole database: images, counts and their weights (events matched by
+ * name; one the builder lacks is left out; a database without weights weighs
+ * each sample by its own period-mean), label sets (with the source's labels, see
  * tally_db_builder_source), stacks (a database without them adds one-frame
  * stacks of its leaves), kernel symbols, tasks, lost and throttled counts, and
  * its session (times span both, durations add up, the rest as the newest said,
@@ -388,6 +403,11 @@ size_t tally_db_bytes(const struct tally_db *db, size_t *files);
 int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value);
 int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
 			  uint64_t *counts);
+/* The same for a format 3 line, 'OFFSET COUNT WEIGHT ...' (a count and its
+ * weight per event; a weight without a sample is refused); weights NULL: a
+ * format 1 or 2 line. */
+int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
+			    uint64_t *counts, uint64_t *weights);
 
 /* The parsers of a database's files, each over one file's bytes (buf, len:
  * anything, read only; a NUL byte or a last line without its newline is

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SW(n, a, c, t, d) { n, a, PERF_TYPE_SOFTWARE, c, t, d }
@@ -116,6 +117,18 @@ struct ring {
 	int cpu;
 };
 
+/* A period tally set on an event, and from when (CLOCK_MONOTONIC ns, the
+ * clock of the samples' times: 0 for the one it was opened with). */
+struct period_change {
+	uint64_t since, period;
+	/* a per-CPU timer event: its count (ns) when the change was made, or
+	 * UINT64_MAX; the kernel starts the new period afresh, so the time since
+	 * the last sample before the change goes to the first sample after it */
+	uint64_t count;
+	bool carried;
+};
+#define PERIOD_HISTORY 4
+
 struct evfd {
 	int fd;
 	int event; /* -1: the side-band (dummy) event */
@@ -123,6 +136,12 @@ struct evfd {
 	uint64_t id;
 	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
 	bool on_exec; /* enabled by the kernel at the command's exec */
+	/* the periods tally set on it, newest last: a sample's weight is the one in
+	 * effect at its time (samples taken before a change may still be in the
+	 * ring when it is made); 0 changes: a period the kernel adapts (-F) */
+	struct period_change chg[PERIOD_HISTORY];
+	unsigned nchg;
+	uint64_t weighed; /* the weights of its samples so far (per-CPU timer events) */
 };
 
 struct period_stats {
@@ -194,6 +213,56 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
 	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Sets a fixed period on an fd and remembers from when it holds. */
+static int set_period(const struct tally_collector *c, struct evfd *f, uint64_t p)
+{
+	/* a per-CPU timer event counts the nanoseconds its tasks ran: what it
+	 * counted before the change tells how much of the last period was cut */
+	uint64_t count = UINT64_MAX;
+	if (f->task < 0 && f->event >= 0 && c->o.events[f->event]->time_based && read(f->fd, &count, sizeof count) != sizeof count)
+		count = UINT64_MAX;
+	if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &p) < 0)
+		return -errno;
+	/* the time after the change: a sample before it had the old period, and
+	 * the new one cannot fire sooner than one period after the change */
+	if (f->nchg == PERIOD_HISTORY) {
+		memmove(&f->chg[0], &f->chg[1], (PERIOD_HISTORY - 1) * sizeof(f->chg[0]));
+		f->nchg--;
+	}
+	f->chg[f->nchg++] = (struct period_change){ mono_ns(), p, count, false };
+	return 0;
+}
+
+/* The weight of a sample on f at time t: the period in effect then (0: none
+ * tally set), and for the first sample after a change of a per-CPU timer
+ * event, the part of the period the change cut short. */
+static uint64_t period_at(struct evfd *f, uint64_t t)
+{
+	for (unsigned i = f->nchg; i-- > 0;) {
+		struct period_change *ch = &f->chg[i];
+		if (ch->since > t && i)
+			continue;
+		uint64_t w = ch->period;
+		if (!ch->carried) {
+			ch->carried = true;
+			/* every sample before the change was delivered: the time between
+			 * the last of them and the change was counted, never sampled */
+			uint64_t prev = i ? f->chg[i - 1].period : ch->period;
+			if (ch->count != UINT64_MAX && ch->count > f->weighed && ch->count - f->weighed < 2 * prev)
+				w += ch->count - f->weighed;
+		}
+		return w;
+	}
+	return 0;
+}
+
 /* Whether event ev of a TARGET_CHILD collector is opened on the command's
  * cgroup: the events whose period tally fixes (and redraws); a period the
  * kernel adapts stays on the command's own task events, enabled at its exec,
@@ -234,6 +303,9 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		a->sample_stack_user = c->o.stack_user ? c->o.stack_user : c->o.leaf_stack;
 	}
 	a->sample_id_all = 1;
+	/* sample times on CLOCK_MONOTONIC: comparable with when a period was changed */
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 	a->disabled = 1;
 	a->exclude_kernel = exclude_kernel_needed();
 	a->exclude_hv = 1;
@@ -312,6 +384,12 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->cpu = cpu;
 		f->task = cg ? -1 : pid;
 		f->on_exec = a.enable_on_exec;
+		f->nchg = 0;
+		f->weighed = 0;
+		if (ev >= 0 && !a.freq) {
+			f->chg[0] = (struct period_change){ 0, a.sample_period, UINT64_MAX, true };
+			f->nchg = 1;
+		}
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -522,9 +600,14 @@ int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, 
 				continue;
 			/* for a freq-mode event the kernel takes the value as the new frequency */
 			uint64_t v = *mean ? (c->o.randomize ? draw_period(c, *mean) : *mean) : freq;
-			if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &v) < 0 && errno != ESRCH)
-				return tally_seterr(-errno, "cannot change the rate of event '%s' on CPU %d: %s",
-						    c->o.events[ev]->name, cpu, strerror(errno));
+			int e = 0;
+			if (*mean)
+				e = set_period(c, f, v);
+			else if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &v) < 0)
+				e = -errno;
+			if (e && e != -ESRCH)
+				return tally_seterr(e, "cannot change the rate of event '%s' on CPU %d: %s",
+						    c->o.events[ev]->name, cpu, strerror(-e));
 		}
 		if (c->o.events[ev]->time_based || c->mean_period[ev]) {
 			/* the interval statistics restart at the new period */
@@ -557,7 +640,7 @@ static void redraw_periods(struct tally_collector *c)
 			continue;
 		uint64_t p = draw_period(c, mean);
 		/* a task that exited leaves its fd behind: ESRCH is expected and harmless */
-		(void)ioctl(c->fds[i].fd, PERF_EVENT_IOC_PERIOD, &p);
+		(void)set_period(c, &c->fds[i], p);
 	}
 }
 
@@ -698,16 +781,29 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			}
 		}
 		struct period_stats *s = &c->ps[r.event];
-		if (r.period < s->min)
-			s->min = r.period;
-		if (r.period > s->max)
-			s->max = r.period;
-		s->n++;
 		/* an inherited event reports its parent's id: a sample of another task came
 		 * through a copy made at that task's creation, whose period tally cannot redraw */
-		if (c->fds[fi].task < 0 || (uint32_t)c->fds[fi].task == r.tid)
+		bool reached = c->fds[fi].task < 0 || (uint32_t)c->fds[fi].task == r.tid;
+		/* what the sample stands for: a timer event (cpu-clock, task-clock) keeps
+		 * reporting the period it was opened with whatever tally set since, so
+		 * its weight is the period tally set last before the sample; a copy
+		 * inherited by a later task reports its own, fixed at its creation, as
+		 * every counting event reports the period it really used (-F adapts it) */
+		r.weight = r.period;
+		if (reached && c->o.events[r.event]->time_based && c->fds[fi].nchg) {
+			uint64_t p = period_at(&c->fds[fi], r.time);
+			if (p)
+				r.weight = p;
+			c->fds[fi].weighed += r.weight;
+		}
+		if (r.weight < s->min)
+			s->min = r.weight;
+		if (r.weight > s->max)
+			s->max = r.weight;
+		s->n++;
+		if (reached)
 			s->reached++;
-		s->sum += (double)r.period;
+		s->sum += (double)r.weight;
 		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
 		if (mean && c->o.events[r.event]->time_based) {
 			struct last_sample *l = &c->last[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event];

@@ -48,6 +48,9 @@ struct tally_daemon {
 	int wake[2];
 	struct tally_recording *rec; /* the daemon's own, or NULL (tally_daemon_begin) */
 	struct tally_collector *col; /* NULL: none */
+	/* the collector's randomized-samples (reached, total per event) at the last
+	 * flush: an epoch's session says those of its own samples */
+	uint64_t rs_base[2][TALLY_SAMPLING_MAX_EVENTS];
 	struct tally_agg *agg;
 	struct tally_ksym_cache kc;
 	struct client clients[TALLY_DAEMON_MAX_CLIENTS];

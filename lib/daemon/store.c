@@ -81,6 +81,23 @@ void tally_dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct
 {
 	memset(s, 0, sizeof(*s));
 	tally_sampling_session(d->smp, d->col, a, "system", NULL, s);
+	if (d->smp->randomize && d->col) {
+		/* the collector counts from its start: what reached the samples of a
+		 * (those since the last flush; none for an empty aggregate), so that
+		 * the flushes of an epoch add up (docs/format.md, "Merging") */
+		struct strbuf rs = STRBUF_INIT;
+		for (int e = 0; e < d->smp->nev; e++) {
+			uint64_t reached = 0, total = 0;
+			if (a == d->agg) {
+				tally_collector_random_samples(d->col, e, &reached, &total);
+				reached -= reached >= d->rs_base[0][e] ? d->rs_base[0][e] : reached;
+				total -= total >= d->rs_base[1][e] ? d->rs_base[1][e] : total;
+			}
+			strbuf_addf(&rs, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", reached, total);
+		}
+		tally_meta_set(s, "randomized-samples", "%s", rs.buf ? rs.buf : "");
+		strbuf_release(&rs);
+	}
 	struct strbuf rates = STRBUF_INIT;
 	bool differ = false;
 	for (int c = 0; c < d->smp->ncpus; c++) {
@@ -263,6 +280,8 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 		tally_dmn_log(d, "%s", d->agg->jit_warnings[i]);
 	struct tally_meta s;
 	tally_dmn_session(d, d->agg, &s, now);
+	for (int e = 0; d->col && e < d->smp->nev; e++) /* the next flush counts from here */
+		tally_collector_random_samples(d->col, e, &d->rs_base[0][e], &d->rs_base[1][e]);
 	struct tally_db delta;
 	int r = tally_db_from_agg(&delta, d->agg, &s, &d->kc);
 	tally_meta_release(&s);

@@ -3,6 +3,7 @@
  * aggregated since the last flush. Equal keys add up; nothing is kept twice. */
 #define _GNU_SOURCE
 #include "stacks.h"
+#include "db-private.h"
 #include "tally/db.h"
 #include "tally/util.h"
 
@@ -13,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define NSUMMED 7          /* summed_keys */
+#define NSUMS (NSUMMED + 3) /* and the three stop reasons */
 
 struct bcell {
 	uint32_t image;
@@ -36,7 +40,13 @@ struct tally_db_builder {
 	bool sources; /* a database was added: its session is merged, not copied */
 	double start, stop, duration;
 	bool have_start, have_stop;
-	uint64_t sums[7]; /* session counters that add up, see summed_keys */
+	uint64_t sums[NSUMS]; /* session counters that add up: summed_keys, then the three stop reasons */
+	/* weights were given (a database added, or tally_db_builder_entry_w):
+	 * the result has them; else they are dropped at finish */
+	bool weighted;
+	uint64_t *wtotals;     /* per event: the weights added */
+	uint64_t *rs_reached, *rs_total; /* per event: randomized-samples of the databases added */
+	bool rs_any;
 
 	struct tally_db_image *images;
 	size_t nimages, aimages;
@@ -44,7 +54,7 @@ struct tally_db_builder {
 
 	struct bcell *cells;
 	size_t ncells, acells;
-	uint64_t *ccounts;
+	uint64_t *ccounts; /* per cell: the counts of the events, then their weights */
 	size_t accounts;
 	struct tally_hidx cell_idx;
 
@@ -76,8 +86,9 @@ struct tally_db_builder {
 	uint64_t *totals;          /* per event: the samples of the databases added */
 };
 
-/* Counters of the session that a merge adds up (the stop reasons are three). */
-static const char *const summed_keys[] = { "dwarf-unwinds", "dwarf-stopped-early", "dwarf-joined-fp", "jit-untrusted" };
+/* Counters of the session that a merge adds up (the stop reasons are three more). */
+static const char *const summed_keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
+					   "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked" };
 
 struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid, bool stacks)
 {
@@ -91,6 +102,9 @@ struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, 
 	b->ss.nevents = nevents;
 	b->ss.dedup = true;
 	b->totals = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
+	b->wtotals = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
+	b->rs_reached = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
+	b->rs_total = xcalloc((size_t)nevents + 1, sizeof(uint64_t));
 	return b;
 }
 
@@ -189,6 +203,9 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	strs_release(&b->module_lines);
 	strs_release(&b->varies);
 	free(b->totals);
+	free(b->wtotals);
+	free(b->rs_reached);
+	free(b->rs_total);
 	free(b);
 }
 
@@ -314,6 +331,17 @@ void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t 
 void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
 				  uint64_t offset, const uint64_t *counts)
 {
+	tally_db_builder_entry_w(b, image, pid, label, offset, counts, NULL);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
+			      uint64_t offset, const uint64_t *counts, const uint64_t *weights)
+{
 	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset, label };
 	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8) ^
 				    ((uint64_t)label << 20));
@@ -322,7 +350,7 @@ void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, in
 	if (i == TALLY_HIDX_NONE) {
 		GROW(b->cells, b->acells, b->ncells + 1);
 		b->cells[b->ncells] = k;
-		size_t want = (b->ncells + 1) * ne;
+		size_t want = (b->ncells + 1) * 2 * ne;
 		if (want > b->accounts) {
 			size_t old = b->accounts;
 			GROW(b->ccounts, b->accounts, want);
@@ -331,8 +359,14 @@ void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, in
 		tally_hidx_put(&b->cell_idx, h, (uint32_t)b->ncells);
 		i = (uint32_t)b->ncells++;
 	}
-	for (size_t e = 0; e < ne; e++)
-		b->ccounts[i * ne + e] += counts[e];
+	if (weights)
+		b->weighted = true;
+	for (size_t e = 0; e < ne; e++) {
+		uint64_t w = weights ? weights[e] : counts[e];
+		b->ccounts[i * 2 * ne + e] += counts[e];
+		b->ccounts[i * 2 * ne + ne + e] = sat_add(b->ccounts[i * 2 * ne + ne + e], w);
+		b->wtotals[e] = sat_add(b->wtotals[e], w);
+	}
 }
 
 void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
@@ -344,12 +378,29 @@ void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struc
 void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
 				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts)
 {
+	tally_db_builder_stack_w(b, pid, label, frames, n, counts, NULL);
+}
+
+void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t label,
+			      const struct tally_frame *frames, uint32_t n, const uint64_t *counts,
+			      const uint64_t *weights)
+{
 	if (!b->stacks || !n)
 		return;
+	if (weights)
+		b->weighted = true;
+	/* the stack sets hold the counts, then the weights */
+	size_t ne = (size_t)b->nevents;
+	uint64_t cwbuf[2 * 8], *cw = 2 * ne <= ARRAY_SIZE(cwbuf) ? cwbuf : xmalloc(2 * ne * sizeof(uint64_t));
+	memcpy(cw, counts, ne * sizeof(uint64_t));
+	memcpy(cw + ne, weights ? weights : counts, ne * sizeof(uint64_t));
+	counts = cw;
 	pid = b->per_pid && pid > 0 ? pid : 0;
 	if (b->lazy) {
 		/* after the stacks left unread, in order */
 		tally_lazy_stack(&b->lazy, pid, label, frames, n, counts, b->nevents);
+		if (cw != cwbuf)
+			free(cw);
 		return;
 	}
 	uint32_t buf[64], *ids = n <= ARRAY_SIZE(buf) ? buf : xmalloc(n * sizeof(uint32_t));
@@ -358,6 +409,8 @@ void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint3
 	tally_stackset_add(&b->ss, pid, label, ids, n, counts);
 	if (ids != buf)
 		free(ids);
+	if (cw != cwbuf)
+		free(cw);
 }
 
 static bool ksym_eq(const void *ctx, uint32_t idx, const void *key)
@@ -481,7 +534,8 @@ static bool computed_key(const char *k)
 {
 	static const char *const keys[] = { "format-version", "events", "samples", "lost", "throttled", "images",
 					    "per-pid", "call-graph", "start-time", "stop-time", "duration",
-					    "dwarf-stop-reasons", "varies" };
+					    "dwarf-stop-reasons", "varies", "weight-unit", "weight-total",
+					    "randomized-samples" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(k, keys[i]))
 			return true;
@@ -564,9 +618,9 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 	unsigned long long w1, w2, w3;
 	if (why && sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w1, &w2,
 			  &w3) == 3) {
-		b->sums[4] += w1;
-		b->sums[5] += w2;
-		b->sums[6] += w3;
+		b->sums[NSUMMED] += w1;
+		b->sums[NSUMMED + 1] += w2;
+		b->sums[NSUMMED + 2] += w3;
 	}
 	if (b->have_start) {
 		char ts[32];
@@ -589,7 +643,7 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 	if (why || tally_meta_get(&b->session, "dwarf-stop-reasons"))
 		tally_meta_set(&b->session, "dwarf-stop-reasons",
 			       "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
-			       b->sums[4], b->sums[5], b->sums[6]);
+			       b->sums[NSUMMED], b->sums[NSUMMED + 1], b->sums[NSUMMED + 2]);
 }
 
 static bool add_fits(uint64_t sum, uint64_t v)
@@ -604,6 +658,27 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 			if (!strcmp(src->events[e], b->events[k]) && !add_fits(b->totals[k], src->samples[e]))
 				return tally_seterr(-EOVERFLOW, "'%s': its '%s' samples and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
 						    what, src->events[e], UINT64_MAX);
+	/* the weights too (a database without them weighs count x period-mean) */
+	for (int e = 0; e < src->nevents; e++)
+		for (int k = 0; k < b->nevents; k++) {
+			if (strcmp(src->events[e], b->events[k]))
+				continue;
+			uint64_t w = 0;
+			const uint64_t *sw = tally_db_raw_weights(src), *sc = tally_db_raw_counts(src);
+			uint64_t mean = sw ? 1 : tally_db_mean_period(src, e);
+			bool over = false;
+			for (size_t i = 0; i < src->nentries && !over; i++) {
+				uint64_t x;
+				size_t at = i * (size_t)src->nevents + (size_t)e;
+				over = sw ? false : __builtin_mul_overflow(sc[at], mean, &x);
+				if (sw)
+					x = sw[at];
+				over = over || __builtin_add_overflow(w, x, &w);
+			}
+			if (over || !add_fits(b->wtotals[k], w))
+				return tally_seterr(-EOVERFLOW, "'%s': its '%s' weights and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+						    what, src->events[e], UINT64_MAX);
+		}
 	uint64_t v[ARRAY_SIZE(b->sums)] = { 0 };
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
 		const char *s = tally_meta_get(&src->session, summed_keys[k]);
@@ -615,12 +690,12 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
 			     &w[2]);
 	for (int i = 0; i < 3; i++)
-		v[4 + i] = w[i];
+		v[NSUMMED + i] = w[i];
 	bool fits = add_fits(b->lost, src->lost) && add_fits(b->throttled, src->throttled);
 	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
 		fits = fits && add_fits(b->sums[k], v[k]);
 	if (!fits)
-		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, fp-leaf-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
 				    what, UINT64_MAX);
 	uint64_t d = duration_ms(tally_meta_get(&src->session, "duration"));
 	if (!add_fits(b->duration_ms, d) || b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))
@@ -645,6 +720,47 @@ static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *
 		tally_labelset_release(&set);
 	}
 	return lab[l];
+}
+
+/* c (2 * ne: counts, then weights) = stack s of src in the builder's events. */
+static void stack_cw(uint64_t *c, size_t ne, const struct tally_db *src, const int *col, const uint64_t *mean,
+		     const uint64_t *sc, const uint64_t *sw, size_t s)
+{
+	memset(c, 0, 2 * ne * sizeof(uint64_t));
+	for (int e = 0; e < src->nevents; e++) {
+		if (col[e] < 0)
+			continue;
+		size_t at = s * (size_t)src->nevents + (size_t)e;
+		c[col[e]] = sc[at];
+		if (sw)
+			c[ne + (size_t)col[e]] = sw[at];
+		else if (__builtin_mul_overflow(sc[at], mean[e], &c[ne + (size_t)col[e]]))
+			c[ne + (size_t)col[e]] = UINT64_MAX;
+	}
+}
+
+/* Adds src's randomized-samples (REACHED/TOTAL per event) to the builder's. */
+static void source_random(struct tally_db_builder *b, const struct tally_db *src, const int *col)
+{
+	const char *v = tally_meta_get(&src->session, "randomized-samples");
+	if (!v)
+		return;
+	const char *p = v;
+	for (int e = 0; e < src->nevents && *p; e++) {
+		char *end;
+		unsigned long long r = strtoull(p, &end, 10), t = 0;
+		if (*end == '/')
+			t = strtoull(end + 1, &end, 10);
+		if (col[e] >= 0) {
+			b->rs_reached[col[e]] = sat_add(b->rs_reached[col[e]], r);
+			b->rs_total[col[e]] = sat_add(b->rs_total[col[e]], t);
+		}
+		p = end;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	b->rs_any = true;
 }
 
 void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src)
@@ -682,20 +798,35 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	for (size_t i = 0; i < src->nentries; i++)
 		if (elab[i] == TALLY_HIDX_NONE)
 			elab[i] = source_label(b, src, lab, 0);
-	uint64_t *c = xcalloc(ne + 1, sizeof(uint64_t));
+	/* the counts and their weights: a database without weights of its own
+	 * weighs each sample by its own period-mean, so that a merge of databases
+	 * sampled at different periods is right for each of them */
+	const uint64_t *scounts = tally_db_raw_counts(src), *sweights = tally_db_raw_weights(src);
+	const uint64_t *sscounts = tally_db_raw_stack_counts(src), *ssweights = tally_db_raw_stack_weights(src);
+	uint64_t *mean = xcalloc((size_t)src->nevents + 1, sizeof(uint64_t));
+	for (int e = 0; e < src->nevents; e++)
+		mean[e] = tally_db_mean_period(src, e);
+	uint64_t *c = xcalloc(2 * ne + 1, sizeof(uint64_t)), *w = c + ne;
 	for (size_t i = 0; i < src->nentries; i++) {
 		const struct tally_db_entry *en = &src->entries[i];
-		memset(c, 0, ne * sizeof(uint64_t));
+		memset(c, 0, 2 * ne * sizeof(uint64_t));
 		for (int e = 0; e < src->nevents; e++)
-			if (col[e] >= 0)
-				c[col[e]] = src->counts[i * (size_t)src->nevents + (size_t)e];
-		tally_db_builder_entry_label(b, img[en->image], en->pid, elab[i], en->offset, c);
+			if (col[e] >= 0) {
+				size_t at = i * (size_t)src->nevents + (size_t)e;
+				c[col[e]] = scounts[at];
+				if (sweights)
+					w[col[e]] = sweights[at];
+				else if (__builtin_mul_overflow(scounts[at], mean[e], &w[col[e]]))
+					w[col[e]] = UINT64_MAX;
+			}
+		tally_db_builder_entry_w(b, img[en->image], en->pid, elab[i], en->offset, c, w);
 		if (b->stacks && !src->has_stacks) {
 			/* every sample needs a stack: its leaf alone says what is known */
 			struct tally_frame f = { img[en->image], en->offset };
-			tally_db_builder_stack_label(b, en->pid, elab[i], &f, 1, c);
+			tally_db_builder_stack_w(b, en->pid, elab[i], &f, 1, c, w);
 		}
 	}
+	b->weighted = true;
 	free(elab);
 	if (b->stacks && src->has_stacks && src->lazy) {
 		/* read when the result's are (tally_db_load_stacks, or
@@ -718,10 +849,7 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			GROW(ids, aids, st->len);
 			for (uint32_t k = 0; k < st->len; k++)
 				ids[k] = fid[src->stack_frames[st->first + k]];
-			memset(c, 0, ne * sizeof(uint64_t));
-			for (int e = 0; e < src->nevents; e++)
-				if (col[e] >= 0)
-					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
+			stack_cw(c, ne, src, col, mean, sscounts, ssweights, s);
 			tally_stackset_add(&b->ss, b->per_pid && st->pid > 0 ? st->pid : 0, source_label(b, src, lab, st->label),
 					   ids, st->len, c);
 		}
@@ -735,11 +863,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			GROW(fr, afr, st->len);
 			for (uint32_t k = 0; k < st->len; k++)
 				fr[k] = (struct tally_frame){ img[tally_db_frame(src, st, k)->image], tally_db_frame(src, st, k)->offset };
-			memset(c, 0, ne * sizeof(uint64_t));
-			for (int e = 0; e < src->nevents; e++)
-				if (col[e] >= 0)
-					c[col[e]] = src->stack_counts[s * (size_t)src->nevents + (size_t)e];
-			tally_db_builder_stack_label(b, st->pid, source_label(b, src, lab, st->label), fr, st->len, c);
+			stack_cw(c, ne, src, col, mean, sscounts, ssweights, s);
+			tally_db_builder_stack_w(b, st->pid, source_label(b, src, lab, st->label), fr, st->len, c, w);
 		}
 		free(fr);
 	}
@@ -752,7 +877,9 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	if (src->modules)
 		tally_db_builder_modules(b, src->modules);
 	merge_session(b, &src->session);
+	source_random(b, src, col);
 	b->sources = true;
+	free(mean);
 	free(c);
 	free(lab);
 	free(img);
@@ -760,6 +887,20 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 }
 
 /* ---- the result ---- */
+
+static void meta_del(struct tally_meta *m, const char *key)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		if (!strcmp(m->kv[i].key, key)) {
+			free(m->kv[i].key);
+			free(m->kv[i].value);
+			continue;
+		}
+		m->kv[w++] = m->kv[i];
+	}
+	m->n = w;
+}
 
 static const struct tally_db_builder *sort_ctx;
 
@@ -844,10 +985,11 @@ static int key_rank(const char *k)
 {
 	static const char *const order[] = {
 		"format-version", "tool", "host", "kernel-release", "arch", "target", "command", "cpus", "events",
-		"sampling", "randomized", "period-kind", "period-mean", "period-min", "period-max",
+		"sampling", "randomized", "period-kind", "randomized-scope", "randomized-samples", "period-mean",
+		"period-min", "period-max",
 		"interval-p10-p50-p90", "per-pid", "call-graph", "max-stack", "stack-size", "dwarf-unwinds",
 		"dwarf-stopped-early", "dwarf-joined-fp", "dwarf-stop-reasons", "start-time", "stop-time", "duration",
-		"exit-status", "samples", "lost", "throttled", "images", "kernel-symbols", "jit-untrusted", "epoch",
+		"exit-status", "samples", "weight-unit", "weight-total", "lost", "throttled", "images", "kernel-symbols", "jit-untrusted", "epoch",
 		"epochs", "daemon-pid", "cpu-sampling", "varies",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
@@ -935,7 +1077,7 @@ static void canonicalize(struct tally_db_builder *b)
 		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label, h };
 	}
 	tally_qsort(so, ss->nstacks, sizeof(*so), cmp_stack);
-	size_t ne = (size_t)b->nevents;
+	size_t ne = 2 * (size_t)b->nevents; /* counts, then weights */
 	struct tally_db_stack *stacks = xmalloc((ss->nstacks + 1) * sizeof(*stacks));
 	uint64_t *counts = xmalloc((ss->nstacks * ne + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < ss->nstacks; i++) {
@@ -1015,12 +1157,14 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	sort_ctx = NULL;
 	out->entries = xmalloc((b->ncells + 1) * sizeof(*out->entries));
 	out->counts = xmalloc((b->ncells * ne + 1) * sizeof(uint64_t));
+	out->weights = xmalloc((b->ncells * ne + 1) * sizeof(uint64_t));
 	out->nentries = out->aentries = b->ncells;
-	out->acounts = b->ncells * ne;
+	out->acounts = out->aweights = b->ncells * ne;
 	for (size_t i = 0; i < b->ncells; i++) {
 		const struct bcell *c = &b->cells[order[i]];
 		out->entries[i] = (struct tally_db_entry){ c->image, c->pid, c->offset };
-		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * ne], ne * sizeof(uint64_t));
+		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne], ne * sizeof(uint64_t));
+		memcpy(&out->weights[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne + ne], ne * sizeof(uint64_t));
 		for (size_t e = 0; e < ne; e++)
 			out->samples[e] += out->counts[i * ne + e];
 		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid ||
@@ -1033,6 +1177,14 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	free(order);
 
 	tally_stackset_to_db(&b->ss, out);
+	out->has_weights = b->weighted;
+	if (!b->weighted) {
+		/* nothing gave weights: a database of counts alone, as format 1 and 2 */
+		free(out->weights);
+		free(out->stack_weights);
+		out->weights = out->stack_weights = NULL;
+		out->aweights = out->astack_weights = 0;
+	}
 	if (b->lazy)
 		b->lazy->dedup = true;
 	out->lazy = b->lazy;
@@ -1060,7 +1212,9 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	out->session = b->session;
 	memset(&b->session, 0, sizeof(b->session));
 	struct tally_meta *m = &out->session;
-	tally_meta_set(m, "format-version", "%d", out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
+	tally_meta_set(m, "format-version", "%d",
+		       b->weighted ? TALLY_FORMAT_VERSION_WEIGHTS
+				   : out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(&sb, "%s%s", e ? "," : "", out->events[e]);
@@ -1069,6 +1223,30 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", out->samples[e]);
 	tally_meta_set(m, "samples", "%s", sb.buf ? sb.buf : "0");
+	meta_del(m, "weight-unit");
+	meta_del(m, "weight-total");
+	if (b->weighted) {
+		/* the unit by the event's kind (the sources' said the same) and the
+		 * sum of the weights: what the reader checks them against */
+		strbuf_reset(&sb);
+		for (size_t e = 0; e < ne; e++)
+			strbuf_addf(&sb, "%s%s", e ? "," : "", tally_db_unit(out, (int)e));
+		tally_meta_set(m, "weight-unit", "%s", sb.buf ? sb.buf : "");
+		strbuf_reset(&sb);
+		for (size_t e = 0; e < ne; e++) {
+			uint64_t t = 0;
+			for (size_t i = 0; i < out->nentries; i++)
+				t = sat_add(t, out->weights[i * ne + e]);
+			strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", t);
+		}
+		tally_meta_set(m, "weight-total", "%s", sb.buf ? sb.buf : "0");
+	}
+	if (b->rs_any) {
+		strbuf_reset(&sb);
+		for (size_t e = 0; e < ne; e++)
+			strbuf_addf(&sb, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", b->rs_reached[e], b->rs_total[e]);
+		tally_meta_set(m, "randomized-samples", "%s", sb.buf ? sb.buf : "");
+	}
 	strbuf_release(&sb);
 	tally_meta_set(m, "lost", "%" PRIu64, out->lost);
 	tally_meta_set(m, "throttled", "%" PRIu64, out->throttled);

@@ -13,6 +13,33 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 /* Whether db (its session read) is of the format version with labels (2):
  * its profiles may name a label set, its stacks name one after the pid. */
 bool tally_db_labelled(const struct tally_db *db);
+/* Whether it is format version 3: counts come with weights. */
+bool tally_db_weighted(const struct tally_db *db);
+/* The session's weight-total, one per event, into out: 0, or -1 when it has
+ * none (the reader checked its form). */
+int tally_db_weight_totals(const struct tally_db *db, uint64_t *out);
+
+/* The sample counts and their weights whether tally_db_weigh ran or not
+ * (weights: NULL when the database has none). */
+static inline const uint64_t *tally_db_raw_counts(const struct tally_db *db)
+{
+	return db->weighed ? db->weights : db->counts;
+}
+static inline const uint64_t *tally_db_raw_weights(const struct tally_db *db)
+{
+	return db->weighed ? db->counts : db->weights;
+}
+static inline const uint64_t *tally_db_raw_stack_counts(const struct tally_db *db)
+{
+	return db->weighed ? db->stack_weights : db->stack_counts;
+}
+static inline const uint64_t *tally_db_raw_stack_weights(const struct tally_db *db)
+{
+	return db->weighed ? db->stack_counts : db->stack_weights;
+}
+/* lib/db/weigh.c: what one sample of event ev weighs in a database without
+ * weights (its session's period-mean; 1 when it has none). */
+uint64_t tally_db_mean_period(const struct tally_db *db, int ev);
 
 /* lib/db/weigh.c: the stacks of a weighed database back to sample counts
  * (before more are read into them), and weighed again (after). */

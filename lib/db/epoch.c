@@ -588,7 +588,8 @@ struct merge_sums {
 	char **events;
 	size_t nev;
 	uint64_t *samples; /* per event of events */
-	uint64_t other[9]; /* lost, throttled, the summed session keys, the stop reasons */
+	uint64_t *weights; /* ... their weights */
+	uint64_t other[12]; /* lost, throttled, the summed session keys, the stop reasons */
 };
 
 static void merge_sums_release(struct merge_sums *m)
@@ -597,6 +598,7 @@ static void merge_sums_release(struct merge_sums *m)
 		free(m->events[e]);
 	free(m->events);
 	free(m->samples);
+	free(m->weights);
 }
 
 static bool add_fits(uint64_t *sum, uint64_t v)
@@ -611,13 +613,28 @@ static bool add_fits(uint64_t *sum, uint64_t v)
  * merge would pass 2^64 (each epoch adds up; together they would wrap). */
 static int merge_fits(struct merge_sums *m, const struct tally_db *one, const char *path)
 {
-	static const char *const keys[] = { "dwarf-unwinds", "dwarf-stopped-early", "dwarf-joined-fp", "jit-untrusted" };
-	const char *what = NULL;
+	static const char *const keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
+					    "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked" };
+	const char *what = NULL, *wwhat = NULL;
 	for (int e = 0; e < one->nevents && !what; e++)
 		for (size_t k = 0; k < m->nev; k++)
 			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->samples[k], one->samples[e]))
 				what = one->events[e];
-	uint64_t v[9] = { one->lost, one->throttled, 0 };
+	/* the weights too: an epoch's weight-total (format 3), or its samples x period-mean */
+	uint64_t *wt = xcalloc((size_t)one->nevents + 1, sizeof(uint64_t));
+	if (!one->has_weights || tally_db_weight_totals(one, wt))
+		for (int e = 0; e < one->nevents; e++)
+			if (__builtin_mul_overflow(one->samples[e], tally_db_mean_period(one, e), &wt[e]))
+				wt[e] = UINT64_MAX;
+	for (int e = 0; e < one->nevents && !what && !wwhat; e++)
+		for (size_t k = 0; k < m->nev; k++)
+			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->weights[k], wt[e]))
+				wwhat = one->events[e];
+	free(wt);
+	if (wwhat)
+		return tally_seterr(-EINVAL, "'%s': its epochs together weigh more than %" PRIu64 " of '%s' (an epoch is damaged: read them one by one with --epoch)",
+				    path, UINT64_MAX, wwhat);
+	uint64_t v[12] = { one->lost, one->throttled, 0 };
 	for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
 		const char *s = tally_meta_get(&one->session, keys[k]);
 		v[2 + k] = s ? strtoull(s, NULL, 10) : 0; /* checked by the reader */
@@ -628,13 +645,13 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
 			     &w[2]);
 	for (int i = 0; i < 3; i++)
-		v[6 + i] = w[i];
+		v[2 + ARRAY_SIZE(keys) + i] = w[i];
 	if (what)
 		return tally_seterr(-EINVAL, "'%s': its epochs together hold more than %" PRIu64 " '%s' samples (an epoch is damaged: read them one by one with --epoch)",
 				    path, UINT64_MAX, what);
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
 		if (!add_fits(&m->other[i], v[i]))
-			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
+			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, fp-leaf-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
 					    path, UINT64_MAX);
 	return 0;
 }
@@ -734,7 +751,7 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 		events[nev++] = xstrdup("cpu-clock");
 	}
 	struct tally_db_builder *b = tally_db_builder_new((int)nev, events, per_pid, stacks);
-	struct merge_sums sums = { events, nev, xcalloc(nev, sizeof(uint64_t)), { 0 } };
+	struct merge_sums sums = { events, nev, xcalloc(nev, sizeof(uint64_t)), xcalloc(nev, sizeof(uint64_t)), { 0 } };
 	size_t used = 0;
 	for (size_t k = 0; k < np; k++) {
 		struct tally_db one;

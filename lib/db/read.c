@@ -88,7 +88,14 @@ static bool parse_dec(const char **p, uint64_t *out)
 int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
 			  uint64_t *counts)
 {
+	return tally_parse_prof_line_w(line, what, lineno, nevents, offset, counts, NULL);
+}
+
+int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
+			    uint64_t *counts, uint64_t *weights)
+{
 	const char *p = line;
+	char q[TALLY_EXCERPT_SIZE];
 	if (!parse_hex(&p, offset))
 		goto bad;
 	for (int e = 0; e < nevents; e++) {
@@ -97,12 +104,26 @@ int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int
 		p++;
 		if (!parse_dec(&p, &counts[e]))
 			goto bad;
+		if (weights) {
+			if (*p != ' ')
+				goto bad;
+			p++;
+			if (!parse_dec(&p, &weights[e]))
+				goto bad;
+		}
 	}
 	if (*p)
 		goto bad;
+	for (int e = 0; weights && e < nevents; e++)
+		if (!counts[e] && weights[e])
+			return tally_seterr(-EINVAL, "'%s' line %zu: a weight of %" PRIu64 " for no sample, in '%s' (%s)", what,
+					    lineno, weights[e], tally_excerpt(q, line), DAMAGED);
 	return 0;
-bad:;
-	char q[TALLY_EXCERPT_SIZE];
+bad:
+	if (weights)
+		return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT WEIGHT' with %d count%s and weight%s, got '%s' (%s)",
+				    what, lineno, nevents, nevents == 1 ? "" : "s", nevents == 1 ? "" : "s",
+				    tally_excerpt(q, line), DAMAGED);
 	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%s' (%s)", what,
 			    lineno, nevents, nevents == 1 ? "" : "s", tally_excerpt(q, line), DAMAGED);
 }
@@ -302,6 +323,11 @@ static bool item_u64(const char *s, size_t n)
 	return whole_u64(b, &v);
 }
 
+static bool item_unit(const char *s, size_t n)
+{
+	return (n == 2 && !strncmp(s, "ns", 2)) || (n == 6 && !strncmp(s, "events", 6));
+}
+
 static bool item_intervals(const char *s, size_t n)
 {
 	const char *a = memchr(s, '/', n);
@@ -340,6 +366,14 @@ static bool session_value_ok(const char *k, const char *v, const char **want)
 		double d;
 		*want = "seconds, a decimal number of at most 100 years";
 		return plain_decimal(v, strlen(v), &d) && d <= TALLY_DURATION_MAX;
+	}
+	if (!strcmp(k, "weight-total")) {
+		*want = "counts (whole numbers below 2^64) separated by commas";
+		return each_item(v, item_u64);
+	}
+	if (!strcmp(k, "weight-unit")) {
+		*want = "'ns' or 'events' per event, separated by commas";
+		return each_item(v, item_unit);
 	}
 	if (!strcmp(k, "period-mean") || !strcmp(k, "period-min") || !strcmp(k, "period-max")) {
 		*want = "decimal numbers up to 2^62 separated by commas";
@@ -409,9 +443,9 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	const char *fv = tally_meta_get(&db->session, "format-version");
 	if (!fv)
 		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
-	if (strcmp(fv, "1") && strcmp(fv, "2"))
-		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d and %d (use a newer tally)",
-				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_LABELS);
+	if (strcmp(fv, "1") && strcmp(fv, "2") && strcmp(fv, "3"))
+		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d to %d (use a newer tally)",
+				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_WEIGHTS);
 	const char *ev = tally_meta_get(&db->session, "events");
 	if (!ev || !*ev)
 		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
@@ -429,6 +463,25 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	const char *t = tally_meta_get(&db->session, "throttled");
 	if ((l && parse_counts_list(l, 1, &db->lost)) || (t && parse_counts_list(t, 1, &db->throttled)))
 		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", what, DAMAGED);
+	db->has_weights = tally_db_weighted(db);
+	if (db->has_weights) {
+		/* the weights add up to weight-total, as the counts to samples */
+		uint64_t *wt = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
+		int bad = tally_db_weight_totals(db, wt);
+		free(wt);
+		if (bad)
+			return tally_seterr(-EINVAL, "'%s': 'weight-total' must hold one count per event in a format 3 database (%s)",
+					    what, DAMAGED);
+		const char *u = tally_meta_get(&db->session, "weight-unit");
+		int nu = 0;
+		char **units = u ? split_list(u, &nu) : NULL;
+		for (int i = 0; units && i < nu; i++)
+			free(units[i]);
+		free(units);
+		if (nu != db->nevents)
+			return tally_seterr(-EINVAL, "'%s': 'weight-unit' must name one unit per event in a format 3 database (%s)",
+					    what, DAMAGED);
+	}
 	const char *pp = tally_meta_get(&db->session, "per-pid");
 	db->per_pid = pp && !strcmp(pp, "yes");
 	const char *cg = tally_meta_get(&db->session, "call-graph");
@@ -439,7 +492,19 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 bool tally_db_labelled(const struct tally_db *db)
 {
 	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && !strcmp(fv, "2");
+	return fv && (!strcmp(fv, "2") || !strcmp(fv, "3"));
+}
+
+bool tally_db_weighted(const struct tally_db *db)
+{
+	const char *fv = tally_meta_get(&db->session, "format-version");
+	return fv && !strcmp(fv, "3");
+}
+
+int tally_db_weight_totals(const struct tally_db *db, uint64_t *out)
+{
+	const char *v = tally_meta_get(&db->session, "weight-total");
+	return v && parse_counts_list(v, db->nevents, out) == 0 ? 0 : -1;
 }
 
 int tally_db_parse_session(struct tally_db *db, const char *buf, size_t len, const char *what)
@@ -680,28 +745,46 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 				 tally_excerpt(q, pidv), INT32_MAX, DAMAGED);
 		goto out;
 	}
+	bool weighted = tally_db_weighted(db);
 	uint64_t *want = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *got = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *c = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *wwant = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *wgot = xcalloc((size_t)db->nevents, sizeof(uint64_t));
+	uint64_t *w = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	if (!smp || parse_counts_list(smp, db->nevents, want)) {
 		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", what, DAMAGED);
+		goto out2;
+	}
+	const char *wv = tally_meta_get(&h, "weights");
+	if (weighted && (!wv || parse_counts_list(wv, db->nevents, wwant))) {
+		r = tally_seterr(-EINVAL, "'%s': header 'weights' must hold one count per event in a format 3 profile (%s)",
+				 what, DAMAGED);
 		goto out2;
 	}
 	GROW(db->profs, db->aprofs, db->nprofs + 1);
 	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries, label };
 	while ((line = tally_lines_next(&L))) {
 		uint64_t off;
-		if ((r = tally_parse_prof_line(line, L.what, L.ln, db->nevents, &off, c)))
+		if ((r = tally_parse_prof_line_w(line, L.what, L.ln, db->nevents, &off, c, weighted ? w : NULL)))
 			goto undo;
 		/* counts that wrap would add up to anything: refused where the sum passes 2^64 */
 		if (!add_counts(got, c, db->nevents)) {
 			r = tally_lines_err(&L, -EINVAL, "the counts add up past %" PRIu64 " (%s)", UINT64_MAX, DAMAGED);
 			goto undo;
 		}
+		if (weighted && !add_counts(wgot, w, db->nevents)) {
+			r = tally_lines_err(&L, -EINVAL, "the weights add up past %" PRIu64 " (%s)", UINT64_MAX, DAMAGED);
+			goto undo;
+		}
 		GROW(db->entries, db->aentries, db->nentries + 1);
 		db->entries[db->nentries] = (struct tally_db_entry){ (uint32_t)idx, pid, off };
 		GROW(db->counts, db->acounts, (db->nentries + 1) * (size_t)db->nevents);
 		memcpy(&db->counts[db->nentries * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
+		if (weighted) {
+			GROW(db->weights, db->aweights, (db->nentries + 1) * (size_t)db->nevents);
+			memcpy(&db->weights[db->nentries * (size_t)db->nevents], w, (size_t)db->nevents * sizeof(uint64_t));
+		}
 		db->nentries++;
 	}
 	db->profs[db->nprofs].end = db->nentries;
@@ -718,6 +801,13 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 					 what, got[e], want[e]);
 			goto undo;
 		}
+	for (int e = 0; weighted && e < db->nevents; e++)
+		if (wgot[e] != wwant[e]) {
+			r = tally_seterr(-EINVAL, "'%s': its lines weigh %" PRIu64 " but its header says %" PRIu64
+						  " (the file is truncated or damaged: record again)",
+					 what, wgot[e], wwant[e]);
+			goto undo;
+		}
 	db->nprofs++;
 	goto out2;
 undo:
@@ -727,6 +817,9 @@ out2:
 	free(want);
 	free(got);
 	free(c);
+	free(wwant);
+	free(wgot);
+	free(w);
 out:
 	tally_meta_release(&h);
 	return r;
@@ -943,7 +1036,30 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 						     " (a profile file is missing or damaged: record again)",
 					    what, sum, db->events[e], db->samples[e]);
 	}
-	return 0;
+	const uint64_t *wts = tally_db_raw_weights(db);
+	if (!db->has_weights || !wts)
+		return 0;
+	uint64_t *wt = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
+	int r = 0;
+	if (tally_db_weight_totals(db, wt)) {
+		free(wt);
+		return 0; /* none to check against */
+	}
+	for (int e = 0; e < db->nevents && !r; e++) {
+		uint64_t sum = 0;
+		bool over = false;
+		for (size_t i = 0; i < db->nentries && !over; i++)
+			over = __builtin_add_overflow(sum, wts[i * (size_t)db->nevents + (size_t)e], &sum);
+		if (over)
+			r = tally_seterr(-EINVAL, "'%s': the .prof files weigh more than %" PRIu64 " of '%s' together (a profile file is damaged: record again)",
+					 what, UINT64_MAX, db->events[e]);
+		else if (sum != wt[e])
+			r = tally_seterr(-EINVAL, "'%s': the .prof files weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
+						  " (a profile file is missing or damaged: record again)",
+					 what, sum, db->events[e], wt[e]);
+	}
+	free(wt);
+	return r;
 }
 
 int tally_db_open_dir(struct tally_db *db, const char *path)

@@ -106,7 +106,7 @@ static void stack_rehash(struct stackset *s, size_t cap)
 void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
 			const uint64_t *counts)
 {
-	size_t ne = (size_t)s->nevents;
+	size_t ne = 2 * (size_t)s->nevents; /* the counts, then the weights */
 	size_t k = 0;
 	if (s->dedup) {
 		if ((s->nstacks + 1) * 2 > s->smask + 1 || !s->sslot)
@@ -159,11 +159,24 @@ void tally_stackset_to_db(struct stackset *s, struct tally_db *db)
 	free(db->stack_frames);
 	free(db->stacks);
 	free(db->stack_counts);
+	free(db->stack_weights);
 	/* never NULL: readers may copy zero bytes from them */
 	GROW(s->frame_tab, s->aframe_tab, 1);
 	GROW(s->stack_frames, s->astack_frames, 1);
 	GROW(s->stacks, s->astacks, 1);
-	GROW(s->counts, s->acounts, 1);
+	/* the counts and the weights apart, each stack's in place */
+	size_t ne = (size_t)s->nevents;
+	uint64_t *w = xcalloc(s->nstacks * ne + 1, sizeof(uint64_t));
+	uint64_t *c = xcalloc(s->nstacks * ne + 1, sizeof(uint64_t));
+	for (size_t i = 0; i < s->nstacks; i++) {
+		memcpy(&c[i * ne], &s->counts[i * 2 * ne], ne * sizeof(uint64_t));
+		memcpy(&w[i * ne], &s->counts[i * 2 * ne + ne], ne * sizeof(uint64_t));
+	}
+	free(s->counts);
+	s->counts = c;
+	s->acounts = s->nstacks * ne + 1;
+	db->stack_weights = w;
+	db->astack_weights = s->nstacks * ne + 1;
 	db->frame_tab = s->frame_tab;
 	db->nframe_tab = s->nframe_tab;
 	db->aframe_tab = s->aframe_tab;
@@ -194,14 +207,30 @@ void tally_stackset_from_db(struct stackset *s, struct tally_db *db)
 	s->stacks = db->stacks;
 	s->nstacks = db->nstacks;
 	s->astacks = db->astacks;
-	s->counts = db->stack_counts;
-	s->acounts = db->astack_counts;
+	/* counts then weights, per stack: the weights of a database without
+	 * them are its counts x period-mean */
+	size_t ne = (size_t)s->nevents;
+	s->counts = xcalloc(2 * s->nstacks * ne + 1, sizeof(uint64_t));
+	s->acounts = 2 * s->nstacks * ne + 1;
+	for (size_t i = 0; i < s->nstacks; i++)
+		for (size_t e = 0; e < ne; e++) {
+			uint64_t c = db->stack_counts[i * ne + e], w;
+			if (db->stack_weights)
+				w = db->stack_weights[i * ne + e];
+			else if (__builtin_mul_overflow(c, tally_db_mean_period(db, (int)e), &w))
+				w = UINT64_MAX;
+			s->counts[i * 2 * ne + e] = c;
+			s->counts[i * 2 * ne + ne + e] = w;
+		}
+	free(db->stack_counts);
+	free(db->stack_weights);
 	db->frame_tab = NULL;
 	db->stack_frames = NULL;
 	db->stacks = NULL;
 	db->stack_counts = NULL;
+	db->stack_weights = NULL;
 	db->nframe_tab = db->aframe_tab = db->nstack_frames = db->astack_frames = 0;
-	db->nstacks = db->astacks = db->astack_counts = 0;
+	db->nstacks = db->astacks = db->astack_counts = db->astack_weights = 0;
 	size_t cap = 1024;
 	while (cap < (s->nframe_tab + 1) * 2)
 		cap *= 2;
@@ -272,8 +301,9 @@ struct sparser {
 	char msg[512];
 	size_t nul;         /* the line of a NUL byte (binary data), 0: none */
 	uint64_t *sum;      /* per column of the file */
-	uint64_t *c;        /* the line's counts, per column */
-	uint64_t *mc;       /* ... per event of s */
+	uint64_t *wsum;     /* ... of the weights */
+	uint64_t *c;        /* the line's counts, per column, then its weights */
+	uint64_t *mc;       /* ... per event of s (counts, then weights) */
 	uint32_t *ids;
 	size_t aids;
 	struct tally_frame *fr;
@@ -294,8 +324,8 @@ static bool line_error(struct sparser *P, const char *fmt, ...)
 
 static bool not_a_stack(struct sparser *P)
 {
-	return line_error(P, "'%s' line %zu: expected 'COUNT PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
-			  P->m->labelled ? "LABEL " : "", DAMAGED);
+	return line_error(P, "'%s' line %zu: expected '%s PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
+			  P->m->weighted ? "COUNT:WEIGHT" : "COUNT", P->m->labelled ? "LABEL " : "", DAMAGED);
 }
 
 /* One line (NUL-terminated in place of its newline); false when it is not a
@@ -306,11 +336,21 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (!*line || line[0] == '#')
 		return true;
 	const char *p = line;
+	size_t fne = (size_t)m->nevents;
 	for (int e = 0; e < m->nevents; e++) {
 		if (e && *p++ != ',')
 			return not_a_stack(P);
 		if (!dec(&p, &P->c[e]))
 			return not_a_stack(P);
+		if (m->weighted) {
+			if (*p++ != ':' || !dec(&p, &P->c[fne + (size_t)e]))
+				return not_a_stack(P);
+			if (!P->c[e] && P->c[fne + (size_t)e])
+				return line_error(P, "'%s' line %zu: a weight of %" PRIu64 " for no sample (%s)", P->what, P->ln,
+						  P->c[fne + (size_t)e], DAMAGED);
+		} else if (__builtin_mul_overflow(P->c[e], m->mean ? m->mean[e] : 1, &P->c[fne + (size_t)e])) {
+			P->c[fne + (size_t)e] = UINT64_MAX;
+		}
 	}
 	if (*p++ != ' ')
 		return not_a_stack(P);
@@ -348,9 +388,9 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (*p || !n || P->s->nstack_frames + n > UINT32_MAX)
 		return not_a_stack(P);
 	for (int e = 0; e < m->nevents; e++)
-		if (P->c[e] > UINT64_MAX - P->sum[e])
-			return line_error(P, "'%s' line %zu: the counts add up past %" PRIu64 " (%s)", P->what, P->ln,
-					  UINT64_MAX, DAMAGED);
+		if (P->c[e] > UINT64_MAX - P->sum[e] || (m->weighted && P->c[fne + (size_t)e] > UINT64_MAX - P->wsum[e]))
+			return line_error(P, "'%s' line %zu: the %s add up past %" PRIu64 " (%s)", P->what, P->ln,
+					  P->c[e] > UINT64_MAX - P->sum[e] ? "counts" : "weights", UINT64_MAX, DAMAGED);
 	if (n > P->aids)
 		GROW(P->ids, P->aids, (size_t)n);
 	for (uint32_t i = n; i-- > 0;)
@@ -359,13 +399,20 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (m->merged)
 		spid = m->per_pid && spid > 0 ? spid : 0;
 	const uint64_t *counts = P->c;
-	for (int e = 0; e < m->nevents; e++)
+	for (int e = 0; e < m->nevents; e++) {
 		P->sum[e] += P->c[e];
-	if (m->col) {
-		memset(P->mc, 0, (size_t)P->s->nevents * sizeof(uint64_t));
-		for (int e = 0; e < m->nevents; e++)
-			if (m->col[e] >= 0)
-				P->mc[m->col[e]] = P->c[e];
+		P->wsum[e] += P->c[fne + (size_t)e];
+	}
+	if (m->col || P->s->nevents != m->nevents) {
+		size_t sne = (size_t)P->s->nevents;
+		memset(P->mc, 0, 2 * sne * sizeof(uint64_t));
+		for (int e = 0; e < m->nevents; e++) {
+			int to = m->col ? m->col[e] : e;
+			if (to >= 0 && (size_t)to < sne) {
+				P->mc[to] = P->c[e];
+				P->mc[sne + (size_t)to] = P->c[fne + (size_t)e];
+			}
+		}
 		counts = P->mc;
 	}
 	tally_stackset_add(P->s, spid, (uint32_t)label, P->ids, n, counts);
@@ -394,8 +441,9 @@ static void parser_init(struct sparser *P, struct stackset *s, const struct stac
 	P->m = m;
 	P->what = what;
 	P->sum = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
-	P->c = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
-	P->mc = xcalloc((size_t)s->nevents + 1, sizeof(uint64_t));
+	P->wsum = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
+	P->c = xcalloc(2 * (size_t)m->nevents + 1, sizeof(uint64_t));
+	P->mc = xcalloc(2 * (size_t)s->nevents + 1, sizeof(uint64_t));
 }
 
 /* The checks in the order read.c makes them of every file: binary data, a
@@ -421,7 +469,13 @@ static int parser_finish(struct sparser *P, size_t partial)
 			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
 						  " (the file is truncated or damaged: record again)",
 					 what, P->sum[e], P->m->events[e], P->m->samples[e]);
+	for (int e = 0; e < P->m->nevents && !r && P->m->weighted && P->m->wtotals; e++)
+		if (P->wsum[e] != P->m->wtotals[e])
+			r = tally_seterr(-EINVAL, "'%s': its stacks weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
+						  " (the file is truncated or damaged: record again)",
+					 what, P->wsum[e], P->m->events[e], P->m->wtotals[e]);
 	free(P->sum);
+	free(P->wsum);
 	free(P->c);
 	free(P->mc);
 	free(P->ids);
@@ -498,12 +552,33 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 	return r ? r : f;
 }
 
+/* What a sample of each event of db weighs when its file has no weights
+ * (caller frees). */
+static uint64_t *db_means(const struct tally_db *db)
+{
+	uint64_t *m = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
+	for (int e = 0; e < db->nevents; e++)
+		m[e] = tally_db_mean_period(db, e);
+	return m;
+}
+
+/* A format 3 database's weight-total per event (caller frees), or NULL. */
+static uint64_t *db_wtotals(const struct tally_db *db)
+{
+	uint64_t *w = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
+	if (tally_db_weighted(db) && tally_db_weight_totals(db, w) == 0)
+		return w;
+	free(w);
+	return NULL;
+}
+
 int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, const char *what)
 {
 	struct stackset s = { .nevents = db->nevents };
 	tally_stackset_from_db(&s, db);
+	uint64_t *mean = db_means(db), *wt = db_wtotals(db);
 	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks,
-				tally_db_labelled(db), db->nlabels, NULL };
+				tally_db_labelled(db), db->nlabels, NULL, tally_db_weighted(db), mean, wt };
 	struct sparser P;
 	parser_init(&P, &s, &m, what);
 	size_t used = len;
@@ -515,6 +590,13 @@ int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, con
 	}
 	int r = parser_finish(&P, len - used);
 	tally_stackset_to_db(&s, db);
+	if (!db->has_weights) {
+		free(db->stack_weights);
+		db->stack_weights = NULL;
+		db->astack_weights = 0;
+	}
+	free(mean);
+	free(wt);
 	return r;
 }
 
@@ -533,6 +615,8 @@ static void part_release(struct lazy_part *p)
 	free(p->col);
 	free(p->img);
 	free(p->lab);
+	free(p->mean);
+	free(p->wtotals);
 	free(p->mframes);
 	free(p->mstacks);
 	free(p->mcounts);
@@ -604,6 +688,9 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	p->none = !db->has_stacks;
 	p->labelled = tally_db_labelled(db);
 	p->nlabels = db->nlabels;
+	p->weighted = tally_db_weighted(db);
+	p->mean = db_means(db);
+	p->wtotals = db_wtotals(db);
 	if (!(flags & TALLY_DB_STACKS_LATER))
 		r = tally_db_load_stacks(db);
 	return r;
@@ -617,7 +704,7 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 		const struct lazy_part *q = &src->lazy->parts[i];
 		if (!q->what) {
 			/* stacks in memory of a merge that src is */
-			uint64_t *c = xcalloc(ne + 1, sizeof(uint64_t));
+			uint64_t *c = xcalloc(2 * ne + 1, sizeof(uint64_t));
 			struct tally_frame *fr = NULL;
 			size_t afr = 0;
 			for (size_t k = 0; k < q->nmstacks; k++) {
@@ -626,10 +713,12 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 				for (uint32_t f = 0; f < st->len; f++)
 					fr[f] = (struct tally_frame){ img[q->mframes[st->first + f].image],
 								      q->mframes[st->first + f].offset };
-				memset(c, 0, ne * sizeof(uint64_t));
+				memset(c, 0, 2 * ne * sizeof(uint64_t));
 				for (size_t e = 0; e < sne; e++)
-					if (col[e] >= 0)
-						c[col[e]] = q->mcounts[k * sne + e];
+					if (col[e] >= 0) {
+						c[col[e]] = q->mcounts[k * 2 * sne + e];
+						c[ne + (size_t)col[e]] = q->mcounts[k * 2 * sne + sne + e];
+					}
 				tally_lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
 						 nevents);
 			}
@@ -666,6 +755,14 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 		p->lab = xcalloc(q->nlabels + 1, sizeof(uint32_t));
 		for (size_t k = 0; k <= q->nlabels; k++)
 			p->lab[k] = lab[q->lab ? q->lab[k] : k];
+		p->weighted = q->weighted;
+		p->mean = xcalloc((size_t)q->nevents + 1, sizeof(uint64_t));
+		if (q->mean)
+			memcpy(p->mean, q->mean, (size_t)q->nevents * sizeof(uint64_t));
+		if (q->wtotals) {
+			p->wtotals = xcalloc((size_t)q->nevents + 1, sizeof(uint64_t));
+			memcpy(p->wtotals, q->wtotals, (size_t)q->nevents * sizeof(uint64_t));
+		}
 	}
 }
 
@@ -674,7 +771,7 @@ void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, 
 {
 	struct tally_db_lazy *l = *into;
 	struct lazy_part *p = l && l->nparts && !l->parts[l->nparts - 1].what ? &l->parts[l->nparts - 1] : new_part(into);
-	size_t ne = (size_t)nevents;
+	size_t ne = 2 * (size_t)nevents; /* counts, then weights */
 	GROW(p->mframes, p->amframes, p->nmframes + n);
 	memcpy(&p->mframes[p->nmframes], frames, n * sizeof(*frames));
 	GROW(p->mstacks, p->amstacks, p->nmstacks + 1);
@@ -699,7 +796,7 @@ int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 			r = tally_seterr(p->err, "%s", p->msg);
 		} else if (p->what) {
 			struct stacks_map m = { p->nevents, p->events, p->samples, p->col, p->nimages, p->img, p->merged,
-						p->per_pid, p->none, p->labelled, p->nlabels, p->lab };
+						p->per_pid, p->none, p->labelled, p->nlabels, p->lab, p->weighted, p->mean, p->wtotals };
 			r = tally_stacks_read_fd(s, p->fd, p->what, &m);
 		} else {
 			uint32_t *ids = NULL;
@@ -709,7 +806,7 @@ int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 				GROW(ids, aids, st->len);
 				for (uint32_t f = 0; f < st->len; f++)
 					ids[f] = tally_stackset_frame(s, p->mframes[st->first + f].image, p->mframes[st->first + f].offset);
-				tally_stackset_add(s, st->pid, st->label, ids, st->len, &p->mcounts[k * (size_t)s->nevents]);
+				tally_stackset_add(s, st->pid, st->label, ids, st->len, &p->mcounts[k * 2 * (size_t)s->nevents]);
 			}
 			free(ids);
 		}
@@ -734,21 +831,21 @@ int tally_db_load_stacks(struct tally_db *db)
 		return 0;
 	if (l->err)
 		return tally_seterr(l->err, "%s", l->msg);
-	/* the stacks read are sample counts: those already here are taken back
-	 * to theirs first, and the whole set weighed again after */
+	/* the stacks read are sample counts and weights: those already here are
+	 * taken back to theirs first, and the whole set weighed again after */
 	tally_db_unweigh_stacks(db);
-	free(db->stack_weights);
-	db->stack_weights = NULL;
-	db->astack_weights = 0;
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);
 	int r = tally_lazy_read(&s, &db->lazy);
-	if (r) {
-		tally_stackset_release(&s);
-		tally_db_weigh_loaded_stacks(db);
-		return r;
-	}
+	if (r)
+		s.nstacks = 0; /* db keeps no stacks: the views that need them fail */
 	tally_stackset_to_db(&s, db);
+	if (!db->has_weights) {
+		/* a database without weights of its own makes them when weighed */
+		free(db->stack_weights);
+		db->stack_weights = NULL;
+		db->astack_weights = 0;
+	}
 	tally_db_weigh_loaded_stacks(db);
-	return 0;
+	return r;
 }

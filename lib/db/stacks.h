@@ -32,7 +32,9 @@ struct stackset {
 	size_t nstack_frames, astack_frames;
 	struct tally_db_stack *stacks;
 	size_t nstacks, astacks;
-	uint64_t *counts; /* nstacks * nevents */
+	/* per stack 2 * nevents values: the counts of the events, then their
+	 * weights (docs/format.md, "weights") */
+	uint64_t *counts;
 	size_t acounts;
 	uint32_t *sslot; /* with dedup, the stacks' index: stack number + 1 */
 	size_t smask;
@@ -41,13 +43,15 @@ struct stackset {
 /* The number of frame (image, offset), added when new. */
 uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offset);
 /* A stack of frame numbers (leaf first, n > 0) of a pid and label set with
- * nevents counts; with dedup an equal stack already there gets the counts
- * added instead. */
+ * nevents counts followed by nevents weights; with dedup an equal stack
+ * already there gets them added instead. */
 void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
 			const uint64_t *counts);
-/* Moves the stacks into db (whose own are dropped); s is left empty. */
+/* Moves the stacks into db (whose own are dropped): stack_counts and
+ * stack_weights; s is left empty. */
 void tally_stackset_to_db(struct stackset *s, struct tally_db *db);
-/* Takes db's stacks into s, to add more to them; db is left without. */
+/* Takes db's stacks into s, to add more to them; db is left without (a
+ * database without stack_weights gives its counts x period-mean). */
 void tally_stackset_from_db(struct stackset *s, struct tally_db *db);
 void tally_stackset_release(struct stackset *s);
 
@@ -67,6 +71,9 @@ struct stacks_map {
 	bool labelled; /* format version 2: a label set id follows the pid */
 	size_t nlabels; /* the file's label sets (ids 0..nlabels) */
 	const uint32_t *lab;
+	bool weighted; /* format version 3: COUNT:WEIGHT per event */
+	const uint64_t *mean; /* not weighted: per column, what a sample weighs (its period-mean) */
+	const uint64_t *wtotals; /* weighted: per column, the session's weight-total the weights must add up to (NULL: unchecked) */
 };
 
 /* Reads the stacks file fd (named what in messages) into s: every line
@@ -91,13 +98,16 @@ struct lazy_part {
 	bool labelled;
 	size_t nlabels;
 	uint32_t *lab; /* NULL: identity */
+	bool weighted;     /* as in stacks_map */
+	uint64_t *mean;
+	uint64_t *wtotals; /* NULL: unchecked */
 	/* no file (what NULL): stacks held in memory, in the merge's images and
 	 * events, as the builder would have added them */
 	struct tally_frame *mframes;
 	size_t nmframes, amframes;
 	struct tally_db_stack *mstacks; /* first: into mframes; labels the merge's */
 	size_t nmstacks, amstacks;
-	uint64_t *mcounts;              /* nmstacks * the merge's events */
+	uint64_t *mcounts;              /* nmstacks * 2 * the merge's events (counts, weights) */
 	size_t amcounts;
 };
 
@@ -118,7 +128,8 @@ int tally_stacks_open(struct tally_db *db, unsigned flags);
 void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
 		     const int *col, int nevents, bool per_pid);
 /* build.c: a stack for a merge that has unread parts, to come after them
- * (frames in the merge's images, label set and counts of its nevents events). */
+ * (frames in the merge's images, label set, and counts then weights of its
+ * nevents events). */
 void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
 		      uint32_t n, const uint64_t *counts, int nevents);
 /* Reads the parts of *lp into s (stacks of s->nevents counts, after those s

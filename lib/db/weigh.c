@@ -8,6 +8,7 @@
 #include "tally/collect.h"
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 /* Field ev of a comma-separated session value, or NULL (s is copied into buf). */
 static const char *field(const char *s, int ev, char *buf, size_t len)
@@ -50,9 +51,7 @@ bool tally_db_unit_time(const struct tally_db *db, int ev)
 	return !strcmp(tally_db_unit(db, ev), "ns");
 }
 
-/* What one sample of ev weighed in a database without weights: period-mean
- * (1 when the session has none). */
-static uint64_t mean_period(const struct tally_db *db, int ev)
+uint64_t tally_db_mean_period(const struct tally_db *db, int ev)
 {
 	char buf[32];
 	const char *s = field(tally_meta_get(&db->session, "period-mean"), ev, buf, sizeof buf);
@@ -78,7 +77,7 @@ static uint64_t *synth(const struct tally_db *db, const uint64_t *counts, size_t
 	size_t ne = (size_t)db->nevents;
 	uint64_t *w = xcalloc(n * ne + 1, sizeof *w);
 	for (int e = 0; e < db->nevents; e++) {
-		uint64_t p = mean_period(db, e);
+		uint64_t p = tally_db_mean_period(db, e);
 		for (size_t i = 0; i < n; i++)
 			w[i * ne + (size_t)e] = mul_sat(counts[i * ne + (size_t)e], p);
 	}
@@ -135,7 +134,7 @@ uint64_t tally_db_weight_total(const struct tally_db *db, int ev)
 		return 0;
 	const uint64_t *w = db->weighed ? db->counts : db->weights;
 	size_t ne = (size_t)db->nevents;
-	uint64_t t = 0, p = w ? 1 : mean_period(db, ev);
+	uint64_t t = 0, p = w ? 1 : tally_db_mean_period(db, ev);
 	const uint64_t *v = w ? w : db->counts;
 	for (size_t i = 0; i < db->nentries; i++) {
 		uint64_t x = mul_sat(v[i * ne + (size_t)ev], p);

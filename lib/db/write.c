@@ -3,6 +3,7 @@
  * whole directory with one rename. */
 #define _GNU_SOURCE
 #include "tally/db.h"
+#include "db-private.h"
 #include "tally/util.h"
 
 #include <errno.h>
@@ -383,14 +384,16 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 		const struct tally_frame *leaf = &a->frames[a->stack_frames[st->first]];
 		const uint64_t *c = &a->counts[r * (size_t)ne];
 		uint32_t lab = a->rows[r].comm <= a->ncomms ? comm_label[a->rows[r].comm] : 0;
-		tally_db_builder_entry_label(b, canon[leaf->image], a->rows[r].pid, lab, leaf->offset, c);
+		/* what each count weighs: the periods of its samples (tally_rec.weight) */
+		const uint64_t *w = &a->weights[r * (size_t)ne];
+		tally_db_builder_entry_w(b, canon[leaf->image], a->rows[r].pid, lab, leaf->offset, c, w);
 		if (stacks) {
 			GROW(fr, afr, st->len);
 			for (uint32_t f = 0; f < st->len; f++) {
 				const struct tally_frame *x = &a->frames[a->stack_frames[st->first + f]];
 				fr[f] = (struct tally_frame){ canon[x->image], x->offset };
 			}
-			tally_db_builder_stack_label(b, a->rows[r].pid, lab, fr, st->len, c);
+			tally_db_builder_stack_w(b, a->rows[r].pid, lab, fr, st->len, c, w);
 		}
 	}
 	free(fr);
@@ -558,18 +561,49 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	struct tally_hidx names = { 0 };
 	char **used_names = NULL;
 	size_t nused = 0, aused = 0;
-	/* labels (tally merge) need version 2; everything else stays readable by version 1 readers */
-	int version = db->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION;
+	/* weights need version 3; without them, labels (tally merge) need version 2,
+	 * and everything else stays readable by version 1 readers */
+	const uint64_t *counts = tally_db_raw_counts(db), *weights = tally_db_raw_weights(db);
+	const uint64_t *scounts = tally_db_raw_stack_counts(db), *sweights = tally_db_raw_stack_weights(db);
+	bool weighted = db->has_weights && weights;
+	int version = weighted ? TALLY_FORMAT_VERSION_WEIGHTS
+			       : db->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION;
+	uint64_t *mean = xcalloc(ne + 1, sizeof(uint64_t));
+	for (size_t e = 0; e < ne; e++)
+		mean[e] = tally_db_mean_period(db, (int)e);
+	struct tally_meta session = { 0 };
+	for (size_t i = 0; i < db->session.n; i++)
+		/* a database without weights (format 1 or 2) says nothing of them */
+		if (weighted || (strcmp(db->session.kv[i].key, "weight-total") && strcmp(db->session.kv[i].key, "weight-unit")))
+			tally_meta_set(&session, db->session.kv[i].key, "%s", db->session.kv[i].value);
+	if (weighted) {
+		/* the weights' sums and unit, from the data written */
+		struct strbuf wt = STRBUF_INIT, wu = STRBUF_INIT;
+		for (size_t e = 0; e < ne; e++) {
+			uint64_t t = 0;
+			for (size_t i = 0; i < db->nentries; i++)
+				t = t + weights[i * ne + e] < t ? UINT64_MAX : t + weights[i * ne + e];
+			strbuf_addf(&wt, "%s%" PRIu64, e ? "," : "", t);
+			strbuf_addf(&wu, "%s%s", e ? "," : "", tally_db_unit(db, (int)e));
+		}
+		tally_meta_set(&session, "weight-unit", "%s", wu.buf ? wu.buf : "");
+		tally_meta_set(&session, "weight-total", "%s", wt.buf ? wt.buf : "");
+		strbuf_release(&wt);
+		strbuf_release(&wu);
+	}
 
 	/* one .prof per (image, pid) */
 	for (size_t p = 0; p < db->nprofs; p++) {
 		const struct tally_db_prof *pf = &db->profs[p];
 		const struct tally_db_image *d = &db->images[pf->image];
 		int pid = pf->pid ? pf->pid : d->pid;
-		uint64_t *tot = xcalloc(ne + 1, sizeof(uint64_t));
+		uint64_t *tot = xcalloc(2 * ne + 1, sizeof(uint64_t)), *wtot = tot + ne;
 		for (size_t i = pf->first; i < pf->end; i++)
-			for (size_t e = 0; e < ne; e++)
-				tot[e] += db->counts[i * ne + e];
+			for (size_t e = 0; e < ne; e++) {
+				tot[e] += counts[i * ne + e];
+				if (weighted)
+					wtot[e] += weights[i * ne + e];
+			}
 		strbuf_reset(&name);
 		char *fn = sanitize_name(d->name);
 		strbuf_addf(&name, "%s-%s", fn, d->id);
@@ -611,7 +645,13 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		struct strbuf tl = STRBUF_INIT;
 		for (size_t e = 0; e < ne; e++)
 			strbuf_addf(&tl, "%s%" PRIu64, e ? "," : "", tot[e]);
-		tally_meta_set(&h, "samples", "%s", tl.buf);
+		tally_meta_set(&h, "samples", "%s", tl.buf ? tl.buf : "");
+		if (weighted) {
+			strbuf_reset(&tl);
+			for (size_t e = 0; e < ne; e++)
+				strbuf_addf(&tl, "%s%" PRIu64, e ? "," : "", wtot[e]);
+			tally_meta_set(&h, "weights", "%s", tl.buf ? tl.buf : "");
+		}
 		strbuf_release(&tl);
 		free(tot);
 		strbuf_reset(&sb);
@@ -622,7 +662,11 @@ static int save_to(const struct tally_db *db, struct sink *k)
 			add_hex(&sb, db->entries[i].offset);
 			for (size_t e = 0; e < ne; e++) {
 				strbuf_addch(&sb, ' ');
-				add_dec(&sb, db->counts[i * ne + e]);
+				add_dec(&sb, counts[i * ne + e]);
+				if (weighted) {
+					strbuf_addch(&sb, ' ');
+					add_dec(&sb, weights[i * ne + e]);
+				}
 			}
 			strbuf_addch(&sb, '\n');
 		}
@@ -633,14 +677,25 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	/* stacks, when call chains were recorded */
 	if (db->has_stacks) {
 		strbuf_reset(&sb);
-		strbuf_addstr(&sb, version > 1 ? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"
-					       : "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
+		strbuf_addstr(&sb, version > 2   ? "# count:weight[,count:weight...] pid label frames (image-index:hex-offset, leaf first)\n"
+				   : version > 1 ? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"
+						 : "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
 		for (size_t s = 0; s < db->nstacks; s++) {
 			const struct tally_db_stack *st = &db->stacks[s];
 			for (size_t e = 0; e < ne; e++) {
 				if (e)
 					strbuf_addch(&sb, ',');
-				add_dec(&sb, db->stack_counts[s * ne + e]);
+				add_dec(&sb, scounts[s * ne + e]);
+				if (weighted) {
+					/* a database given weights without stack weights: count x period-mean */
+					uint64_t w;
+					if (sweights)
+						w = sweights[s * ne + e];
+					else if (__builtin_mul_overflow(scounts[s * ne + e], mean[e], &w))
+						w = UINT64_MAX;
+					strbuf_addch(&sb, ':');
+					add_dec(&sb, w);
+				}
 			}
 			strbuf_addch(&sb, ' ');
 			add_dec(&sb, (uint64_t)(st->pid > 0 ? st->pid : 0));
@@ -748,9 +803,11 @@ static int save_to(const struct tally_db *db, struct sink *k)
 
 	/* the session last: its presence marks a complete database */
 	strbuf_reset(&sb);
-	session_format(&sb, &db->session, version);
+	session_format(&sb, &session, version);
 	ret = k->put(k, "session", sb.buf, sb.len);
 out:
+	tally_meta_release(&session);
+	free(mean);
 	for (size_t i = 0; i < nused; i++)
 		free(used_names[i]);
 	free(used_names);

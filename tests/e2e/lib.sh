@@ -661,7 +661,8 @@ prof_files() {
 }
 
 # prof_sum FILE...: check the layout of .prof files (`key: value` header
-# lines first, then `HEXOFFSET COUNT...` lines, one count per event; a
+# lines first, then `HEXOFFSET COUNT...` lines, one count per event, each
+# followed by its weight in format 3; a
 # `samples:` header, when present, must equal the file's counts) and print
 # the sum of all the counts.
 prof_sum() {
@@ -686,7 +687,11 @@ for path in sys.argv[1:]:
         if not DATA.match(line):
             print("%s line %d: expected `HEXOFFSET COUNT`, got %r" % (path, no, line))
             sys.exit(1)
-        mine += sum(int(c) for c in line.split()[1:])
+        cols = line.split()[1:]
+        # format 3: a weight after each count
+        if headers.get("format-version") == "3":
+            cols = cols[0::2]
+        mine += sum(int(c) for c in cols)
     if not headers:
         print("%s: no `key: value` header lines at the top" % path)
         sys.exit(1)

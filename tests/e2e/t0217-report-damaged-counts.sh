@@ -26,12 +26,14 @@ if path.endswith("stacks"):
     data = [i for i, l in enumerate(lines) if l and not l.startswith("#")]
 if len(data) < 2:
     sys.exit("fewer than two data lines in " + path)
+# format 3 stacks: COUNT:WEIGHT per event (the weight is kept)
 def count(l):
-    return int(l.split(" ")[1 if not path.endswith("stacks") else 0].split(",")[0])
+    return int(l.split(" ")[1 if not path.endswith("stacks") else 0].split(",")[0].split(":")[0])
 def setcount(l, c):
     f = l.split(" ")
     k = 0 if path.endswith("stacks") else 1
-    f[k] = ",".join([str(c)] + f[k].split(",")[1:])
+    first = f[k].split(",")[0]
+    f[k] = ",".join([str(c) + first[len(first.split(":")[0]):]] + f[k].split(",")[1:])
     return " ".join(f)
 a, b = data[0], data[1]
 total = count(lines[a]) + count(lines[b])
@@ -70,7 +72,7 @@ all_refuse swrap.db stacks "$ln"
 
 # a pid past 2^31 in a stack
 cp -a good spid.db
-sed -i '0,/^\([0-9][0-9,]*\) [0-9][0-9]* /s//\1 4294967295 /' spid.db/stacks
+sed -i '0,/^\([0-9][0-9,:]*\) [0-9][0-9]* /s//\1 4294967295 /' spid.db/stacks
 ln=$(grep -n ' 4294967295 ' spid.db/stacks | cut -d: -f1)
 [[ -n $ln ]] || fail "could not set a stack's pid: $(head -3 good/stacks)"
 expect_fail_with "^tally: 'spid\.db/stacks' line $ln: pid 4294967295 is not a process id" "$TALLY" report -i spid.db --tree

@@ -55,14 +55,14 @@ damaged() {
 	nimages=$(grep -vc '^#' good/images)
 	cp -a good index.db
 	# the first frame of the first stack: an image index past the registry
-	sed -i -E "${first}s/^([0-9,]+ [0-9]+) [0-9]+:/\\1 $((nimages + 5)):/" index.db/stacks
-	grep -Eq "^[0-9,]+ [0-9]+ $((nimages + 5)):" <(sed -n "${first}p" index.db/stacks) ||
+	sed -i -E "${first}s/^([0-9:,]+ [0-9]+ [0-9]+) [0-9]+:/\\1 $((nimages + 5)):/" index.db/stacks
+	grep -Eq "^[0-9:,]+ [0-9]+ [0-9]+ $((nimages + 5)):" <(sed -n "${first}p" index.db/stacks) ||
 		fail "could not change the image index in line $first of index.db/stacks: $(sed -n "${first}p" index.db/stacks)"
 	expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --tree
 	expect_fail_with "index\.db/stacks.*\<$first\>|\<$first\>.*index\.db/stacks" "$TALLY" report -i index.db --children --json
 
 	cp -a good noframes.db
-	sed -i -E "${first}s/^([0-9,]+ [0-9]+) .*/\\1/" noframes.db/stacks
+	sed -i -E "${first}s/^([0-9:,]+ [0-9]+ [0-9]+) .*/\\1/" noframes.db/stacks
 	expect_fail_with "noframes\.db/stacks.*\<$first\>|\<$first\>.*noframes\.db/stacks" "$TALLY" report -i noframes.db --tree
 }
 

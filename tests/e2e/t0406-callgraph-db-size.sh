@@ -28,7 +28,7 @@ note "database size: $b1 bytes ($s1 samples) vs $b3 bytes ($s3 samples)"
 user_frames() {
 	local k
 	k=$(awk -F'\t' '$2 == "kernel" { print $1 }' "$1/images")
-	grep -v '^#' "$1/stacks" | sed -E 's/^[^ ]+ [^ ]+ //' | tr ' ' '\n' | grep -v "^${k:-none}:" | sort -u | wc -l
+	grep -v '^#' "$1/stacks" | sed -E 's/^[^ ]+ [^ ]+ [^ ]+ //' | tr ' ' '\n' | grep -v "^${k:-none}:" | sort -u | wc -l
 }
 u1=$(user_frames short)
 u3=$(user_frames long)
@@ -48,7 +48,8 @@ import re, sys
 db = sys.argv[1]
 session = dict(l.rstrip("\n").split(": ", 1) for l in open(db + "/session") if ": " in l)
 nimages = sum(1 for l in open(db + "/images") if l.strip() and not l.startswith("#"))
-LINE = re.compile(r"^(\d+) (\d+)((?: \d+:[0-9a-f]+)+)$")
+# format 3: COUNT:WEIGHT PID LABEL FRAMES...
+LINE = re.compile(r"^(\d+):\d+ (\d+) \d+((?: \d+:[0-9a-f]+)+)$")
 total, n, keys = 0, 0, set()
 for no, l in enumerate(open(db + "/stacks"), 1):
     l = l.rstrip("\n")
@@ -56,7 +57,7 @@ for no, l in enumerate(open(db + "/stacks"), 1):
         continue
     m = LINE.match(l)
     if not m:
-        sys.exit("%s/stacks line %d: %r is not `COUNT PID IMAGE:OFFSET...`" % (db, no, l))
+        sys.exit("%s/stacks line %d: %r is not `COUNT:WEIGHT PID LABEL IMAGE:OFFSET...`" % (db, no, l))
     frames = m.group(3).split()
     if any(int(f.split(":")[0]) >= nimages for f in frames):
         sys.exit("%s/stacks line %d: an image index past the %d images" % (db, no, nimages))

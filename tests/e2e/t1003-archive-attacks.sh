@@ -31,7 +31,7 @@ for m, data in members:
     if kind == "size" and m.name == "db/session":
         data = data + b"extra: 1\n"; m.size = len(data)
     if kind == "checksum" and m.name == "db/session":
-        data = data.replace(b"format-version: 1", b"format-version: 2"); m.size = len(data)
+        data = data.replace(b"format-version: 3", b"format-version: 2"); m.size = len(data)
     if kind == "missing" and m.name == "db/tasks":
         continue
     if kind == "nomanifest" and m.name == "MANIFEST":

@@ -76,13 +76,13 @@ note "different events kept apart: page-faults $(tjson e1.json total page-faults
 # file refuses the merge (its name, the fault), and nothing is written
 tally_ok record -g -F 999 -o fp2.db -- "$W" 200
 cp -r fp2.db dmg.db
-awk '!/^#/ && !done { $1 = $1 + 1000; done = 1 } { print }' fp2.db/stacks >dmg.db/stacks
+awk '!/^#/ && !done { split($1, cw, ":"); $1 = (cw[1] + 1000) ":" cw[2]; done = 1 } { print }' fp2.db/stacks >dmg.db/stacks
 expect_fail_with "^tally: 'dmg\.db/stacks': its stacks hold [0-9]+ 'cpu-clock' samples but the session counted [0-9]+ \(the file is truncated or damaged: record again\)$" \
 	"$TALLY" merge -o bad.db fp.db dmg.db
 [[ ! -e bad.db ]] || fail "a merge of a damaged input wrote bad.db"
-# ... and a merged input (version 2) whose stack names a label set it has not
+# ... and a merged input (version 3, labelled) whose stack names a label set it has not
 tally_ok merge -o lab.db fp.db fp2.db
-grep -qx 'format-version: 2' lab.db/session || fail "a merge with labels is not version 2: $(head -1 lab.db/session)"
+grep -qx 'format-version: 3' lab.db/session || fail "a merge with labels is not version 3: $(head -1 lab.db/session)"
 cp -r lab.db labdmg.db
 awk '!/^#/ && !done { $3 = 9; done = 1 } { print }' lab.db/stacks >labdmg.db/stacks
 expect_fail_with "^tally: 'labdmg\.db/stacks' line 2: label set 9 is not in 'labels' \(the database is damaged: record it again\)$" \

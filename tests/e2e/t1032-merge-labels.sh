@@ -18,7 +18,9 @@ tally_ok record -g -F 999 -o c.db -- "$WORKLOADS/split_funcs" 250
 tally_ok merge -o m.db --label host=alpha a.db --label host=beta --label team=x b.db c.db
 python3 - m.db/labels <<'PY' || fail "labels (above)"
 import sys
-sets = sorted(tuple(l.rstrip("\n").split("\t")[1:]) for l in open(sys.argv[1]) if not l.startswith("#"))
+# the command names each recording kept (comm=NAME) ride along: set aside here
+sets = sorted(set(tuple(x for x in l.rstrip("\n").split("\t")[1:] if not x.startswith("comm="))
+                  for l in open(sys.argv[1]) if not l.startswith("#")))
 want = sorted([("host=alpha", "run=a.db"), ("host=beta", "run=b.db", "team=x"), ("host=beta", "run=c.db", "team=x")])
 if sets != want:
     sys.exit("label sets %s, expected %s" % (sets, want))
@@ -71,8 +73,8 @@ tally_ok export -i b.db --format folded --samples -o b.folded
 diff mb.folded b.folded >d.out || fail "export --label run=b.db differs from b.db's own export: $(head -c 800 d.out)"
 
 # a key the database lacks; a database without labels
-expect_fail_with "^tally: --label zone: 'm\.db' has no label 'zone' \(its labels: host, run, team\)$" "$TALLY" report -i m.db --label zone=1
-expect_fail_with "^tally: --by-label zone: 'm\.db' has no label 'zone' \(its labels: host, run, team\)$" "$TALLY" report -i m.db --by-label zone
+expect_fail_with "^tally: --label zone: 'm\.db' has no label 'zone' \(its labels: comm, host, run, team\)$" "$TALLY" report -i m.db --label zone=1
+expect_fail_with "^tally: --by-label zone: 'm\.db' has no label 'zone' \(its labels: comm, host, run, team\)$" "$TALLY" report -i m.db --by-label zone
 expect_fail_with "^tally: --label host: 'a\.db' has no label 'host' \(its labels: comm\)$" "$TALLY" report -i a.db --label host=x
 expect_fail_with "^tally: --by-label groups the text and JSON reports" "$TALLY" report -i m.db --by-label host --html x.html
 # a value no sample has: the selection is empty, which is the error (t1342)
@@ -81,13 +83,15 @@ expect_fail_with "^tally: nothing to report: 'm\.db' has no samples in the selec
 
 # --label run= at merge time: the runs of a host add up in one label set
 tally_ok merge -o hosts.db --label host=h --label run= a.db c.db
-[[ $(grep -vc '^#' hosts.db/labels) == 1 ]] && grep -qP '^1\thost=h$' hosts.db/labels ||
+[[ $(grep -v '^#' hosts.db/labels | sed -E 's/\tcomm=[^\t]*//' | cut -f2- | sort -u) == host=h ]] ||
 	fail "--label run=: label sets $(cat hosts.db/labels)"
 report_json h.json -i hosts.db --symbols
 report_json a2.json -i a.db --symbols
 report_json c2.json -i c.db --symbols
 [[ $(tjson h.json func work_a) == $(($(tjson a2.json func work_a) + $(tjson c2.json func work_a))) ]] || fail "--label run=: work_a does not add up"
 [[ $(find hosts.db -name '*.prof' | wc -l) -le $(find a.db c.db -name '*.prof' | wc -l) ]] || fail "--label run=: more profiles than the inputs"
-# and with no labels at all: format version 1
+# and with no merge labels at all: format version 3 (weights), the labels only
+# the command names the recordings kept
 tally_ok merge -o plain.db --label host= --label run= a.db c.db
-grep -qx 'format-version: 1' plain.db/session && [[ ! -e plain.db/labels ]] || fail "a merge without labels is not version 1: $(head -1 plain.db/session)"
+grep -qx 'format-version: 3' plain.db/session || fail "a merge without labels is not version 3: $(head -1 plain.db/session)"
+[[ -z $(grep -v '^#' plain.db/labels | cut -f2- | grep -vP '^comm=[^\t]*$') ]] || fail "a merge with host= and run= keeps labels: $(cat plain.db/labels)"

@@ -20,12 +20,15 @@ off = int(plt, 16) + 0x10
 t = open(prof).read()
 head, body = t.split("\n\n", 1)
 head = re.sub(r"^samples: (\d+)$", lambda m: "samples: %d" % (int(m.group(1)) + 5), head, flags=re.M)
+# format 3: each of the 5 samples weighs 1 ms (the weights' sums say so too)
+head = re.sub(r"^weights: (\d+)$", lambda m: "weights: %d" % (int(m.group(1)) + 5000000), head, flags=re.M)
 lines = [l for l in body.split("\n") if l]
-lines.append("%x 5" % off)
+lines.append("%x 5 5000000" % off)
 lines.sort(key=lambda l: int(l.split()[0], 16))
 open(prof, "w").write(head + "\n\n" + "\n".join(lines) + "\n")
 s = open(session).read()
 s = re.sub(r"^samples: (\d+)$", lambda m: "samples: %d" % (int(m.group(1)) + 5), s, count=1, flags=re.M)
+s = re.sub(r"^weight-total: (\d+)$", lambda m: "weight-total: %d" % (int(m.group(1)) + 5000000), s, count=1, flags=re.M)
 open(session, "w").write(s)
 PY
 "$TALLY" report -i pp.db >/dev/null 2>err || fail "the edited database does not read: $(cat err)"

@@ -592,6 +592,29 @@ static void test_agg__record_mmap2_sample(void **state)
 	tally_agg_release(&a);
 }
 
+/* Each count keeps the sum of its samples' weights: tally_rec.weight where the
+ * collector set one (the period really in effect), else the reported period. */
+static void test_agg__record_weights(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	struct tally_rec *r = (struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
+	r->period = 1000000;
+	r->weight = 1090000;
+	tally_agg_record(&a, r);
+	r = (struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
+	r->period = 1000000;
+	r->weight = 0; /* none set: the period */
+	tally_agg_record(&a, r);
+	assert_int_equal(a.nrows, 1);
+	assert_int_equal(a.counts[0], 2);
+	assert_int_equal(a.weights[0], 2090000);
+	tally_agg_release(&a);
+}
+
 /* The process's command name is in the key without --per-pid: two programs
  * at the same place are two rows; a rename (exec) starts a new one; the idle
  * task is swapper. */
@@ -1405,6 +1428,7 @@ int main(void)
 		cmocka_unit_test(test_agg__count),
 		cmocka_unit_test(test_agg__proc_lookup),
 		cmocka_unit_test(test_agg__record_mmap2_sample),
+		cmocka_unit_test(test_agg__record_weights),
 		cmocka_unit_test(test_agg__comm_in_key),
 		cmocka_unit_test(test_agg__record_mmap2_ignored),
 		cmocka_unit_test(test_agg__record_mmap2_build_id),

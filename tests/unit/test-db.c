@@ -199,7 +199,8 @@ static uint32_t nomap_image(struct tally_agg *a, int pid)
 static void add(struct tally_agg *a, const uint32_t *frames, uint32_t len, int pid, int e, uint64_t n)
 {
 	uint32_t st = tally_agg_stack(a, frames, len);
-	tally_agg_count(a, st, pid, e, n);
+	/* each sample weighs 1000 (the format 3 tests tell weights from counts) */
+	tally_agg_count_w(a, st, pid, e, n, n * 1000);
 	a->samples[e] += n;
 }
 
@@ -268,7 +269,25 @@ static char *find_file(const char *dir, const char *prefix)
 	return found;
 }
 
-static void write_std(struct fixture *fx, int nevents, const char *cg)
+/* The database at path written again without its weights: format 1 (the
+ * tests that write damaged files by hand write format 1 lines). */
+static void to_v1(const char *path)
+{
+	struct tally_db db;
+	if (tally_db_open(&db, path))
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_true(db.has_weights);
+	free(db.weights);
+	free(db.stack_weights);
+	db.weights = db.stack_weights = NULL;
+	db.has_weights = false;
+	if (tally_db_save(&db, path, true))
+		fail_msg("tally_db_save: %s", tally_errmsg());
+	tally_db_release(&db);
+}
+
+/* The standard database as tally writes it: format 3, with weights. */
+static void write_std3(struct fixture *fx, int nevents, const char *cg)
 {
 	struct tally_agg a;
 	struct tally_meta m;
@@ -279,6 +298,12 @@ static void write_std(struct fixture *fx, int nevents, const char *cg)
 		fail_msg("tally_db_write: %s", tally_errmsg());
 	tally_meta_release(&m);
 	tally_agg_release(&a);
+}
+
+static void write_std(struct fixture *fx, int nevents, const char *cg)
+{
+	write_std3(fx, nevents, cg);
+	to_v1(fx->db);
 }
 
 /* The standard database written again over fx->db (force). */
@@ -293,6 +318,7 @@ static void write_std_force(struct fixture *fx)
 		fail_msg("tally_db_write --force: %s", tally_errmsg());
 	tally_meta_release(&m);
 	tally_agg_release(&a);
+	to_v1(fx->db);
 }
 
 /* ---- round trips ---- */
@@ -1397,6 +1423,87 @@ static int true_index(struct fixture *fx)
 	return i;
 }
 
+/* ---- format 3: weights ---- */
+
+/* The standard database as recorded (format 3): the weights come back as the
+ * aggregate summed them (tally_agg_count: a period of 1), in the flat
+ * profile, the stacks and the session's weight-total; damaged weights are
+ * refused with their file and line. */
+static void test_db__v3_weights(void **state)
+{
+	struct fixture *fx = *state;
+	write_std3(fx, 2, "fp");
+	struct tally_db db;
+	if (tally_db_open(&db, fx->db))
+		fail_msg("tally_db_open: %s", tally_errmsg());
+	assert_string_equal(tally_meta_get(&db.session, "format-version"), "3");
+	assert_true(db.has_weights);
+	assert_non_null(db.weights);
+	assert_non_null(db.stack_weights);
+	assert_string_equal(tally_meta_get(&db.session, "weight-unit"), "ns,events");
+	assert_string_equal(tally_meta_get(&db.session, "weight-total"), "14000,10000");
+	uint64_t w = 0, sw = 0;
+	for (size_t i = 0; i < db.nentries; i++)
+		w += db.weights[i * 2];
+	for (size_t i = 0; i < db.nstacks; i++)
+		sw += db.stack_weights[i * 2];
+	assert_int_equal(w, 14000);
+	assert_int_equal(sw, 14000);
+	/* read later, the stacks come with the same weights; weighed before the
+	 * load, the stacks loaded are weighed too */
+	struct tally_db later;
+	assert_int_equal(tally_db_open_dir_flags(&later, fx->db, TALLY_DB_STACKS_LATER), 0);
+	tally_db_weigh(&later);
+	assert_int_equal(tally_db_load_stacks(&later), 0);
+	assert_int_equal(later.nstacks, db.nstacks);
+	uint64_t lw = 0, lc = 0;
+	for (size_t i = 0; i < later.nstacks; i++) {
+		lw += later.stack_counts[i * 2];  /* weighed: the weights */
+		lc += later.stack_weights[i * 2]; /* ... and the counts beside them */
+	}
+	assert_int_equal(lw, 14000);
+	assert_int_equal(lc, 14);
+	tally_db_release(&later);
+	tally_db_release(&db);
+
+	int t = true_index(fx);
+	char *prof = find_file(fx->db, "true-");
+	char *text = unit_read(prof, NULL);
+	/* a weight for no sample */
+	char *bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 3000 0 10000\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "a weight of 10000 for no sample");
+	free(bad);
+	/* weights that do not add up to the header's */
+	bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 3001 10 10000\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "its lines weigh");
+	free(bad);
+	/* a format 1 line in a format 3 file */
+	bad = replaced(text, "\n2000 3 3000 10 10000\n", "\n2000 3 10\n");
+	unit_write_str(prof, bad);
+	expect_open_fails(fx->db, "expected 'OFFSET COUNT WEIGHT'");
+	free(bad);
+	unit_write_str(prof, text);
+	/* stacks: a weight that wraps, and one without its count */
+	char *stacks = unit_path(fx->db, "stacks");
+	char *st = unit_read(stacks, NULL);
+	char buf[256];
+	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10000 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, "stacks' line 3: the weights add up past");
+	snprintf(buf, sizeof(buf), "# damaged\n14:14000,10:10000 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
+	unit_write_str(stacks, buf);
+	expect_open_fails(fx->db, "stacks' line 3: a weight of 1 for no sample");
+	unit_write_str(stacks, st);
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	tally_db_release(&db);
+	free(st);
+	free(stacks);
+	free(text);
+	free(prof);
+}
+
 static void test_db__open_stacks_damage(void **state)
 {
 	struct fixture *fx = *state;
@@ -2121,6 +2228,7 @@ int main(void)
 		cmocka_unit_test(test_db__prof_line_good),
 		cmocka_unit_test(test_db__prof_line_bad),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__v3_weights, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),

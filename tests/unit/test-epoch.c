@@ -234,7 +234,7 @@ static void test_epoch__merge(void **state)
 	uint32_t fr[] = { f1, f2 };
 	uint32_t st = tally_agg_stack(&ag, fr, 2);
 	tally_agg_count(&ag, st, 0, 0, 3);
-	tally_agg_count(&ag, st, 0, 1, 7);
+	tally_agg_count_w(&ag, st, 0, 1, 7, 7000000); /* 7 samples of 1 ms */
 	ag.samples[0] += 3;
 	ag.samples[1] += 7;
 	ag.lost = 2;
@@ -286,6 +286,14 @@ static void test_epoch__merge(void **state)
 	assert_string_equal(tally_meta_get(&out.session, "events"), "cpu-clock,page-faults");
 	assert_string_equal(tally_meta_get(&out.session, "samples"), "12,3");
 	assert_int_equal(out.ntasks, 1);
+	/* the weights add up beside the counts (a's: 1 a sample, its tally_agg_count) */
+	assert_true(out.has_weights);
+	assert_string_equal(tally_meta_get(&out.session, "format-version"), "3");
+	assert_string_equal(tally_meta_get(&out.session, "weight-total"), "7000005,3");
+	uint64_t w0 = 0;
+	for (size_t s = 0; s < out.nstacks; s++)
+		w0 += out.stack_weights[s * 2];
+	assert_int_equal(w0, 7000005);
 
 	/* and what it makes is a valid database */
 	char *po = unit_path(tmp, "out");
@@ -295,6 +303,11 @@ static void test_epoch__merge(void **state)
 		fail_msg("the merged database does not read back: %s", tally_errmsg());
 	assert_int_equal(back.samples[0], 12);
 	assert_int_equal(back.nstacks, 2);
+	assert_true(back.has_weights);
+	uint64_t bw = 0;
+	for (size_t i = 0; i < back.nentries; i++)
+		bw += back.weights[i * 2];
+	assert_int_equal(bw, 7000005);
 	tally_db_release(&back);
 	/* saved again over itself: replaced, nothing left next to it */
 	assert_int_equal(tally_db_save(&out, po, true), 0);

@@ -227,7 +227,8 @@ static void test_merge__canonical(void **state)
 	assert_null(tally_meta_get(&m.session, "host"));
 	assert_string_equal(tally_meta_get(&m.session, "varies"), "host,name");
 	assert_string_equal(tally_meta_get(&m.session, "duration"), "6.042");
-	assert_string_equal(tally_meta_get(&m.session, "format-version"), "2");
+	/* labels, and weights (a merge weighs every input's samples) */
+	assert_string_equal(tally_meta_get(&m.session, "format-version"), "3");
 	assert_int_equal(m.nlabels, 3);
 	/* one kernel symbol, the same whichever came first */
 	assert_int_equal(m.nksyms, 1);
@@ -305,6 +306,11 @@ static void test_merge__version2_round_trip(void **state)
 	struct tally_db *all[] = { &a, &b };
 	int ab[] = { 0, 1 };
 	free(merged(all, ab, 2, true, &m));
+	/* labels without weights: version 2 (a merge has weights: dropped here) */
+	free(m.weights);
+	free(m.stack_weights);
+	m.weights = m.stack_weights = NULL;
+	m.has_weights = false;
 	char *tmp = unit_tmpdir();
 	char *dir = unit_path(tmp, "m.db");
 	assert_int_equal(tally_db_save(&m, dir, false), 0);
@@ -488,6 +494,96 @@ static void test_merge__scale_counts(void **state)
 	assert_int_equal(x[0], 500);
 }
 
+/* ---- weights ---- */
+
+/* A database of one event made by hand: 0x10 gets c10 samples, a stack of two
+ * frames too; weights (NULL: none, as format 1) beside them; the session's
+ * period-mean and counters. */
+static void weighed_db(struct tally_db *out, uint64_t c10, const uint64_t *w10, const char *period_mean,
+		       const char *fp_checked, const char *rs)
+{
+	char *ev[] = { (char *)"cpu-clock" };
+	struct tally_db_builder *b = tally_db_builder_new(1, ev, false, true);
+	struct tally_meta m = { 0 };
+	tally_meta_set(&m, "period-mean", "%s", period_mean);
+	tally_meta_set(&m, "call-graph", "fp");
+	tally_meta_set(&m, "fp-leaf-checked", "%s", fp_checked);
+	tally_meta_set(&m, "randomized-samples", "%s", rs);
+	tally_db_builder_session(b, &m);
+	tally_meta_release(&m);
+	struct tally_db_image x = image("liba.so", "aaaaaaaaaaaaaaaa");
+	uint32_t ix = tally_db_builder_image(b, &x);
+	struct tally_frame fr[2] = { { ix, 0x10 }, { ix, 0x500 } };
+	if (w10) {
+		tally_db_builder_entry_w(b, ix, 0, 0, 0x10, &c10, w10);
+		tally_db_builder_stack_w(b, 0, 0, fr, 2, &c10, w10);
+	} else {
+		tally_db_builder_entry(b, ix, 0, 0x10, &c10);
+		tally_db_builder_stack(b, 0, fr, 2, &c10);
+	}
+	tally_db_builder_finish(b, out);
+}
+
+static void test_merge__weights(void **state)
+{
+	(void)state;
+	struct tally_db a, b, c, m;
+	uint64_t wc = 7777;
+	weighed_db(&a, 10, NULL, "1000", "5", "10/10");  /* format 1: each sample 1000 */
+	weighed_db(&b, 4, NULL, "3000", "2", "3/4");     /* format 1 at another period: 3000 */
+	weighed_db(&c, 2, &wc, "1", "1", "2/2");         /* its own weights */
+	assert_false(a.has_weights);
+	assert_null(a.weights);
+	assert_true(c.has_weights);
+	assert_string_equal(tally_meta_get(&c.session, "format-version"), "3");
+	char *ev[] = { (char *)"cpu-clock" };
+	struct tally_db_builder *bl = tally_db_builder_new(1, ev, false, true);
+	struct tally_db *in[] = { &a, &b, &c };
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(tally_db_builder_fits(bl, in[i], "in"), 0);
+		tally_db_builder_add(bl, in[i]);
+	}
+	tally_db_builder_finish(bl, &m);
+	assert_true(m.has_weights);
+	assert_string_equal(tally_meta_get(&m.session, "format-version"), "3");
+	assert_int_equal(m.nentries, 1);
+	assert_int_equal(m.counts[0], 16);
+	/* each input weighed by its own period-mean, the weighted one as it is */
+	assert_int_equal(m.weights[0], 10 * 1000 + 4 * 3000 + 7777);
+	assert_int_equal(m.nstacks, 1);
+	assert_int_equal(m.stack_counts[0], 16);
+	assert_int_equal(m.stack_weights[0], 10 * 1000 + 4 * 3000 + 7777);
+	assert_string_equal(tally_meta_get(&m.session, "weight-total"), "29777");
+	assert_string_equal(tally_meta_get(&m.session, "weight-unit"), "ns");
+	/* the counters add up */
+	assert_string_equal(tally_meta_get(&m.session, "fp-leaf-checked"), "8");
+	assert_string_equal(tally_meta_get(&m.session, "randomized-samples"), "15/16");
+	/* written and read back: the same weights */
+	char *tmp = unit_tmpdir();
+	char *dir = unit_path(tmp, "m.db");
+	assert_int_equal(tally_db_save(&m, dir, false), 0);
+	struct tally_db r;
+	if (tally_db_open(&r, dir))
+		fail_msg("%s", tally_errmsg());
+	assert_int_equal(r.weights[0], 29777);
+	assert_int_equal(r.stack_weights[0], 29777);
+	tally_db_release(&r);
+	/* weights that would pass 2^64 together are refused */
+	struct tally_db_builder *b2 = tally_db_builder_new(1, ev, false, true);
+	tally_db_builder_add(b2, &m);
+	m.weights[0] = UINT64_MAX - 100;
+	assert_int_equal(tally_db_builder_fits(b2, &m, "big.db"), -EOVERFLOW);
+	assert_errmsg_has("'big.db': its 'cpu-clock' weights");
+	tally_db_builder_free(b2);
+	assert_int_equal(tally_remove_tree(tmp), 0);
+	free(dir);
+	free(tmp);
+	tally_db_release(&m);
+	tally_db_release(&a);
+	tally_db_release(&b);
+	tally_db_release(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_merge__canonical),
 		cmocka_unit_test(test_merge__source_labels),
 		cmocka_unit_test(test_merge__fits),
+		cmocka_unit_test(test_merge__weights),
 		cmocka_unit_test(test_merge__version2_round_trip),
 		cmocka_unit_test(test_merge__lazy_labels),
 		cmocka_unit_test(test_merge__scale_counts),

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Period weights of cpu-clock: randomized at 999 Hz, the weights of a single-
+# and a multi-threaded program sum to within 1% of the CPU time the kernel
+# accounted to it (getrusage through tests/workloads/cputime), whatever the
+# period-mean of one draw would have said.
+. "$SRCDIR/tests/e2e/lib.sh"
+
+one() {
+	local w=$1
+	tally_ok record -F 999 -o "$w.db" -- "$WORKLOADS/cputime" "$WORKLOADS/$w"
+	local cpu total samples unit
+	cpu=$(info_val cpu_ns)
+	[[ $(session_key "$w.db" format-version) == 3 ]] || fail "$w: the database is not format 3"
+	[[ $(session_key "$w.db" randomized) == yes ]] || fail "$w: the period was not randomized"
+	unit=$(session_key "$w.db" weight-unit)
+	[[ $unit == ns ]] || fail "$w: weight-unit is '$unit', expected ns"
+	local lost
+	lost=$(session_key "$w.db" lost)
+	[[ $lost == 0 ]] || skip "$w: $lost samples were lost (a loaded machine): their time is in no weight"
+	total=$(session_key "$w.db" weight-total)
+	samples=$(session_key "$w.db" samples)
+	awk -v a="$total" -v b="$cpu" 'BEGIN { d = (a - b) / b; exit !(b > 0 && d <= 0.01 && d >= -0.01) }' ||
+		fail "$w: the weights sum to $total ns, the kernel accounted $cpu ns of CPU time (more than 1% apart)"
+	note "$w: weights $total ns, getrusage $cpu ns ($(awk -v a="$total" -v b="$cpu" 'BEGIN { printf "%+.2f%%", 100 * (a - b) / b }')), $samples samples"
+}
+
+subtest single-threaded one split_funcs
+subtest multi-threaded one threads
