@@ -15,15 +15,16 @@
 #include "tally/symbols.h"
 #include "tally/symopts.h"
 #include "tally/util.h"
+#include "tally/view.h"
 
 struct annopts {
 	const char *input, *image, *event;
-	bool want_asm, json;
+	bool want_asm, json, samples;
 	const char **srcdirs;
 	size_t nsrc, asrc;
 };
 
-enum { OPT_INPUT = 1, OPT_ASM, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_JSON };
+enum { OPT_INPUT = 1, OPT_ASM, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_JSON, OPT_SAMPLES };
 
 static int annotate_handle(void *ctx, int code, const char *arg)
 {
@@ -35,6 +36,7 @@ static int annotate_handle(void *ctx, int code, const char *arg)
 	case OPT_EVENT: o->event = arg; break;
 	case OPT_SRCDIR: STRLIST_PUSH(o->srcdirs, o->nsrc, o->asrc, arg); break;
 	case OPT_JSON: o->json = true; break;
+	case OPT_SAMPLES: o->samples = true; break;
 	}
 	return 0;
 }
@@ -47,6 +49,8 @@ static const struct tally_option annotate_options[] = {
 	{ 0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
 	  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW", OPT_SRCDIR },
 	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/cli.md)", OPT_JSON },
+	{ 0, "samples", TALLY_ARG_NONE, NULL,
+	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", OPT_SAMPLES },
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup annotate_group = { NULL, annotate_options, annotate_handle };
@@ -70,6 +74,8 @@ struct ctx {
 	const char **source_dirs;
 	struct src *srcs;
 	const struct tally_annot_func *f;
+	const struct tally_db *db;
+	int ev;
 };
 
 static struct src *source(struct ctx *c, uint32_t file)
@@ -95,18 +101,20 @@ static double pc(uint64_t n, uint64_t d)
 	return d ? 100.0 * (double)n / (double)d : 0.0;
 }
 
-static void count_cols(struct strbuf *out, uint64_t n, uint64_t total)
+/* The value column (in the event's unit: tally/view.h) and its share. */
+static void count_cols(const struct ctx *c, struct strbuf *out, uint64_t n, uint64_t total)
 {
-	if (n)
-		strbuf_addf(out, "%9" PRIu64 " %7.2f%%", n, pc(n, total));
-	else
+	if (n) {
+		tally_view_value(out, c->db, c->ev, n, 9);
+		strbuf_addf(out, " %7.2f%%", pc(n, total));
+	} else
 		strbuf_addf(out, "%9s %8s", "", "");
 }
 
 static void text_asm(struct ctx *c, struct strbuf *out)
 {
 	const struct tally_annot_func *f = c->f;
-	strbuf_addf(out, "%9s %8s  %-16s  %s\n", "samples", "%", "address", "instruction  (source lines above their code)");
+	strbuf_addf(out, "%9s %8s  %-16s  %s\n", tally_view_heading(c->db, c->ev), "%", "address", "instruction  (source lines above their code)");
 	uint32_t last = TALLY_ANNOT_NONE - 1;
 	for (size_t i = 0; i < f->ninsns; i++) {
 		const struct tally_annot_insn *in = &f->insns[i];
@@ -121,7 +129,7 @@ static void text_asm(struct ctx *c, struct strbuf *out)
 				strbuf_addf(out, "%18s  (no line information)\n", "");
 			}
 		}
-		count_cols(out, in->samples, f->samples);
+		count_cols(c, out, in->samples, f->samples);
 		strbuf_addf(out, "  %16" PRIx64 "  %s\n", in->addr, in->text);
 	}
 }
@@ -141,8 +149,13 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
 			    im->path[0] ? im->path : im->name, f->addr, f->size);
 	}
-	strbuf_addf(out, "# %s: %" PRIu64 " sample%s, %.2f%% of the image's, %.2f%% of all\n", db->events[ev], f->samples, f->samples == 1 ? "" : "s",
-		    pc(f->samples, f->image_samples), pc(f->samples, db->samples[ev]));
+	strbuf_addf(out, "# %s: ", db->events[ev]);
+	tally_view_value_unit(out, db, ev, f->samples);
+	strbuf_addf(out, ", %.2f%% of the image's, %.2f%% of all", pc(f->samples, f->image_samples),
+		    pc(f->samples, tally_view_event_total(db, ev)));
+	if (db->weighed)
+		strbuf_addstr(out, " (weighted by period: --samples for sample counts)");
+	strbuf_addch(out, '\n');
 	struct src *main = source(c, f->main_file);
 	bool show_asm = want_asm;
 	if (f->line_note) {
@@ -156,13 +169,13 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		strbuf_addf(out, "# source: %s\n", main->found);
 	}
 	if (main && !want_asm) {
-		strbuf_addf(out, "%9s %8s  %5s  %s\n", "samples", "%", "line", "source");
+		strbuf_addf(out, "%9s %8s  %5s  %s\n", tally_view_heading(db, ev), "%", "line", "source");
 		uint32_t lo = f->first_line ? f->first_line : 1, hi = f->last_line;
 		if (hi > main->nlines)
 			hi = (uint32_t)main->nlines;
 		for (uint32_t ln = lo; ln <= hi; ln++) {
 			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
-			count_cols(out, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples);
+			count_cols(c, out, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples);
 			strbuf_addf(out, "  %5" PRIu32 "  %s\n", ln, main->lines[ln - 1]);
 		}
 	}
@@ -180,26 +193,29 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 			continue;
 		if (!head) {
 			strbuf_addf(out, "%s%9s %8s  %5s\n", main && !want_asm ? "# samples in other files (inlined code):\n" : "",
-				    "samples", "%", "line");
+				    tally_view_heading(db, ev), "%", "line");
 			head = true;
 		}
 		if (l->file != file) {
 			strbuf_addf(out, "# %s\n", f->files[l->file]);
 			file = l->file;
 		}
-		count_cols(out, l->samples, f->samples);
+		count_cols(c, out, l->samples, f->samples);
 		strbuf_addf(out, "  %5" PRIu32 "\n", l->line);
 	}
 	if (f->no_line && !f->line_note)
-		strbuf_addf(out, "# %" PRIu64 " sample%s (%.2f%%) at addresses without line information\n", f->no_line,
-			    f->no_line == 1 ? "" : "s", pc(f->no_line, f->samples));
+	{
+		strbuf_addstr(out, "# ");
+		tally_view_value_unit(out, db, ev, f->no_line);
+		strbuf_addf(out, " (%.2f%%) at addresses without line information\n", pc(f->no_line, f->samples));
+	}
 	if (!show_asm)
 		return;
 	if (f->code_note || !f->ninsns) {
 		strbuf_addf(out, "# no disassembly: %s; samples per address:\n", f->code_note ? f->code_note : "no code");
-		strbuf_addf(out, "%9s %8s  %s\n", "samples", "%", "address");
+		strbuf_addf(out, "%9s %8s  %s\n", tally_view_heading(db, ev), "%", "address");
 		for (size_t i = 0; i < f->npts; i++) {
-			count_cols(out, f->pt_samples[i], f->samples);
+			count_cols(c, out, f->pt_samples[i], f->samples);
 			strbuf_addf(out, "  %" PRIx64 "\n", f->pt_addr[i]);
 		}
 		return;
@@ -228,7 +244,8 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_str(j, f->inlined_into[i]);
 		tally_json_end(j);
 	}
-	tally_json_ku64(j, "samples", f->samples);
+	const char *key = db->weighed ? "value" : "samples";
+	tally_json_ku64(j, key, f->samples);
 	tally_json_knum(j, "percent_of_image", pc(f->samples, f->image_samples), 4);
 	struct src *main = source(c, f->main_file);
 	if (f->main_file != TALLY_ANNOT_NONE) {
@@ -241,7 +258,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 	} else {
 		tally_json_knull(j, "source");
 	}
-	tally_json_ku64(j, "no_line_samples", f->no_line);
+	tally_json_ku64(j, db->weighed ? "no_line_value" : "no_line_samples", f->no_line);
 	if (f->line_note)
 		tally_json_kstr(j, "line_note", f->line_note);
 	if (f->code_note)
@@ -254,7 +271,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 		tally_json_obj(j);
 		tally_json_kstr(j, "file", f->files[l->file]);
 		tally_json_ku64(j, "line", l->line);
-		tally_json_ku64(j, "samples", l->samples);
+		tally_json_ku64(j, key, l->samples);
 		tally_json_knum(j, "percent", pc(l->samples, f->samples), 4);
 		tally_json_kstr(j, "text", line_text(c, l->file, l->line));
 		tally_json_end(j);
@@ -267,7 +284,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_obj(j);
 			tally_json_key(j, "addr");
 			tally_json_strf(j, "0x%" PRIx64, f->pt_addr[i]);
-			tally_json_ku64(j, "samples", f->pt_samples[i]);
+			tally_json_ku64(j, key, f->pt_samples[i]);
 			tally_json_knum(j, "percent", pc(f->pt_samples[i], f->samples), 4);
 			tally_json_end(j);
 		}
@@ -281,7 +298,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_key(j, "addr");
 			tally_json_strf(j, "0x%" PRIx64, in->addr);
 			tally_json_ku64(j, "size", in->size);
-			tally_json_ku64(j, "samples", in->samples);
+			tally_json_ku64(j, key, in->samples);
 			tally_json_knum(j, "percent", pc(in->samples, f->samples), 4);
 			tally_json_kstr(j, "asm", in->text);
 			if (in->src != TALLY_ANNOT_NONE) {
@@ -348,6 +365,7 @@ int cmd_annotate(int argc, char **argv)
 		goto out;
 	}
 	have_db = true;
+	tally_view_weigh(&db, o.samples);
 	int ev = 0;
 	if (event) {
 		ev = tally_db_event(&db, event);
@@ -381,10 +399,11 @@ int cmd_annotate(int argc, char **argv)
 		tally_json_ki64(&j, "version", 1);
 		tally_json_kstr(&j, "database", input);
 		tally_json_kstr(&j, "event", db.events[ev]);
+		tally_json_kstr(&j, "unit", tally_view_unit(&db, ev));
 		tally_json_karr(&j, "functions");
 	}
 	for (size_t i = 0; i < nf; i++) {
-		struct ctx c = { srcdirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)), &funcs[i] };
+		struct ctx c = { srcdirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)), &funcs[i], &db, ev };
 		if (json) {
 			json_func(&c, &db, want_asm, &j);
 		} else {

@@ -24,6 +24,7 @@
 #include "tally/symbols.h"
 #include "tally/symopts.h"
 #include "tally/util.h"
+#include "tally/view.h"
 
 /* The exit status when something grew by more than --fail-above. */
 #define EXIT_GREW 3
@@ -332,6 +333,13 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 		s->open = true;
+	}
+	/* both sides weighted, or both in samples: one side without periods to
+	 * weigh by (an old merge) makes both compare samples */
+	if (!tally_view_can_weigh(&base->db) || !tally_view_can_weigh(&new_->db))
+		sel.samples = true;
+	for (int i = 0; i < 2; i++) {
+		struct side *s = &sides[i];
 		s->sel = sel;
 		int sc = tally_select_check(&s->sel, &s->db, s->input, &w);
 		tally_print_warnings(&w);

@@ -133,6 +133,9 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 		return tally_usage_error("report", "unexpected argument '%s'", argv[first]);
 	if (o->r.flat && !o->r.lines)
 		o->r.symbols = true;
+	/* --explain counts the samples each image's names and lines cover */
+	if (o->explain)
+		o->sel.samples = true;
 	if (o->sort_given && (o->html || o->r.symbols || o->r.lines || o->r.flat || o->explain || o->by_label || tally_report_is_cg(&o->r)))
 		return tally_usage_error("report", "--sort makes a table of its own: leave out --html, --symbols, --lines, --flat, --explain, --by-label and the call-graph views");
 	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))

@@ -26,6 +26,7 @@
 #include "tally/symopts.h"
 #include "tally/top.h"
 #include "tally/util.h"
+#include "tally/view.h"
 
 struct topopts {
 	const char *pid_arg, *db, *sock, *comm, *image;
@@ -276,8 +277,15 @@ static void tick(struct top *t, struct tally_db *db, bool cumulative, double sin
 	double added = 0;
 	tally_top_tick(t->win, TALLY_TOP_DECAY);
 	strbuf_reset(&t->msg);
+	/* shares by period weight (time, or events), as the report's; the rate
+	 * stays in samples: the weight fed, at the tick's samples per weight */
+	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0, ns = db->nevents > 0 ? db->samples[0] : 0;
+	tally_view_weigh(db, false);
+	t->st.unit = db->nevents > 0 ? tally_view_heading(db, 0) : NULL;
 	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, &added))
 		strbuf_addf(&t->msg, "symbols: %s", tally_errmsg());
+	if (wt)
+		added = added * (double)ns / (double)wt;
 	if (tally_top_callgraph(t->win) && !db->has_stacks) {
 		strbuf_reset(&t->msg);
 		strbuf_addstr(&t->msg, "no call graphs in these samples: the shares are self only");

@@ -18,17 +18,20 @@ struct tally_cg_func {
 	uint64_t self, incl;
 	bool root;      /* a process root: _start, thread start, kernel entry */
 	bool inlined;   /* code inlined into its caller (from DWARF); addr is then an id, not an address */
+	uint64_t nself, nincl; /* the same in samples (self and incl are weights once db is weighed) */
 };
 
 struct tally_cg_stack {
 	uint32_t first, len; /* into funcs_of, leaf first */
 	uint64_t count;
 	uint32_t src; /* the database stack (db->stacks) it comes from */
+	uint64_t nsamples; /* its samples (count is their weight once db is weighed) */
 };
 
 struct tally_cg_arc {
 	uint32_t caller, callee;
 	uint64_t count;
+	uint64_t nsamples;
 };
 
 struct tally_cg_node {
@@ -37,6 +40,7 @@ struct tally_cg_node {
 	uint64_t count;
 	uint32_t *kids;
 	size_t nkids, akids;
+	uint64_t nsamples;
 };
 
 struct tally_cg_frame {
@@ -55,9 +59,13 @@ struct tally_cg {
 	size_t nstacks, astacks;
 	struct tally_cg_arc *arcs;
 	size_t narcs, aarcs;
+	/* the counts (self, incl, count, total, ...) are the database's: period
+	 * weights once tally_db_weigh ran; the n- fields beside them are always
+	 * sample counts */
 	uint64_t total;
 	uint64_t rooted; /* samples whose stack reached a root */
 	uint64_t truncated; /* samples whose stack ended at the recording depth limit */
+	uint64_t ntotal, nrooted, ntruncated;
 	struct tally_hidx func_idx, arc_idx;
 	/* the functions of each distinct (image, offset, leaf) frame, interned once */
 	struct tally_cg_frame *fcache;
@@ -94,5 +102,7 @@ void tally_cg_tree_free(struct tally_cg_node *nodes, size_t n);
 
 /* The points where unwinding stopped short of a root: (function, samples), sorted, at most max. */
 size_t tally_cg_stops(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, size_t max);
+/* The same with each stop's samples into nsamples (when counts are weights). */
+size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, uint64_t *nsamples, size_t max);
 
 #endif

@@ -52,6 +52,8 @@ struct tally_diff {
 	enum tally_diff_view view;
 	bool absolute;       /* sorted by the change in samples, not in points */
 	const char *event;   /* the event's name (base's string) */
+	const struct tally_db *db; /* base's database and event: what the values are (tally/view.h) */
+	int ev;
 	const char *base_input, *new_input;
 	uint64_t base_total, new_total;
 	struct tally_diff_row *v; /* by the size of the change, largest first */
@@ -72,11 +74,11 @@ const struct tally_diff_row **tally_diff_grew(const struct tally_diff *d, double
 
 /* Makes base's event ev weigh as much in all as new_'s event new_ev, so that
  * a tool that subtracts one side from the other (go tool pprof -diff_base)
- * shows the change of shares: base's mean period of the event becomes new_'s
- * times new_'s samples over base's (the counts stay as sampled; pprof's
- * period-weighted sample type, its default, is then normalized). Without a
- * period, base's counts are scaled to new_'s total instead (flat profiles and
- * stacks each, tally_scale_counts). Other events are left as they are. */
+ * shows the change of shares: base's values (its period weights once
+ * tally_db_weigh ran, else its sample counts) are scaled to new_'s total
+ * (flat profiles and stacks each, tally_scale_counts); a weighted base keeps
+ * its sample counts as sampled (pprof's samples type). Other events are left
+ * as they are. */
 void tally_diff_normalize(struct tally_db *base, int ev, const struct tally_db *new_, int new_ev);
 
 /* Scales v[0..n) (adding up to from, not 0) to add up to exactly `to`: each

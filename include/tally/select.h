@@ -17,6 +17,7 @@ struct tally_select {
 	const char *image, *comm, *event;
 	int pid;
 	bool excl;  /* --exclude-dependent: only the programs' own executables */
+	bool samples; /* --samples: raw sample counts, not period weights */
 	int ev_only; /* after tally_select_check: the --event index, or -1 for all */
 	/* --label KEY=VALUE (as given): a label set is selected when, for each
 	 * KEY named, its value is one of the VALUEs given (an empty VALUE: the
@@ -36,6 +37,7 @@ enum {
 	TALLY_OPT_SEL_EVENT,
 	TALLY_OPT_SEL_EXCL,
 	TALLY_OPT_SEL_LABEL,
+	TALLY_OPT_SEL_SAMPLES,
 };
 
 void tally_select_init(struct tally_select *s);
@@ -43,10 +45,13 @@ void tally_select_init(struct tally_select *s);
  * tally_seterr on a bad value. */
 int tally_select_getopt(struct tally_select *s, int opt, const char *arg);
 /* Checks the selection against an open database (per-pid filters need a
- * --per-pid recording; the event must exist) and sets ev_only. -EINVAL with
+ * --per-pid recording; the event must exist), sets ev_only and, unless
+ * --samples asked for the raw sample counts, makes db period-weighted
+ * (tally_db_weigh: every view and export built from it afterwards shows
+ * time or events, docs/sampling.md "weights"). -EINVAL with
  * tally_seterr naming the database and the fix; warnings (a pid with no
  * samples) are added to w (may be NULL). */
-int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w);
+int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w);
 
 /* Whether the filters (--image, --pid, --comm, --label, --exclude-dependent)
  * select any sample of the selected events (after tally_select_check): 0 when

@@ -146,11 +146,16 @@ struct tally_top_status {
 	uint64_t samples, lost; /* since the start */
 	double interval;     /* seconds a tick */
 	const char *message; /* the last error or note, or NULL */
+	/* what the rows' values are: "msec" (the window holds nanoseconds of
+	 * period-weighted time, shown as milliseconds), "events", or NULL for
+	 * samples */
+	const char *unit;
 };
 
 /* A snapshot as text for scripts: one header line, "# " and the view, then a
  * line of column names, then one line a row: share (percent), [self share,]
- * samples (decayed), image, command, name (the last field: may hold blanks).
+ * value (decayed; st->unit, else samples), image, command, name (the last
+ * field: may hold blanks).
  * At most max rows (0: all). Appended to out. */
 void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
 		    size_t max, struct strbuf *out);

@@ -36,7 +36,9 @@ struct tally_view_row {
 	bool inlined;     /* an inlined function (from DWARF) */
 	const char *file; /* line rows: the source file, NULL where the code has no line */
 	int line;
-	uint64_t samples; /* the row's samples (self samples for functions) */
+	uint64_t samples; /* the row's samples (self samples for functions): their
+			   * weight when db is period-weighted (tally_db_weigh) */
+	uint64_t nsamples; /* image, function and line rows: the raw sample count */
 	uint64_t incl;    /* call-graph rows: samples with the function anywhere on the stack */
 	uint32_t func;    /* call-graph rows: the function (cg.funcs) */
 	size_t seq;       /* the order the row was found in: the last tie-break of every sort */
@@ -48,6 +50,7 @@ struct tally_view_rows {
 	struct tally_view_row *v;
 	size_t n, alloc;
 	uint64_t total; /* the samples of all the rows (self samples for call graphs) */
+	uint64_t ntotal; /* image, function and line rows: their raw sample count */
 	char **owned;
 	size_t nowned, aowned;
 	size_t *profs; /* the image rows' profiles */
@@ -104,6 +107,31 @@ static inline double tally_view_pct(uint64_t n, uint64_t d)
 {
 	return d ? 100.0 * (double)n / (double)d : 0.0;
 }
+
+/* ---- what the values are (docs/sampling.md, "weights") ---- */
+
+/* Whether db can be period-weighted: it has weights of its own, or a
+ * period-mean for every event (a database merged before weights were kept
+ * has neither: its views stay in samples). */
+bool tally_view_can_weigh(const struct tally_db *db);
+/* tally_db_weigh(db) when it can be weighed and samples is false. */
+void tally_view_weigh(struct tally_db *db, bool samples);
+
+/* The values of event ev in db's views: "ns" or "events" when db is period-
+ * weighted (tally_db_weigh), "samples" when it holds the raw sample counts. */
+const char *tally_view_unit(const struct tally_db *db, int ev);
+/* The heading of a text column of those values: "msec" (time is shown in
+ * milliseconds with one decimal), "events" or "samples". */
+const char *tally_view_heading(const struct tally_db *db, int ev);
+/* Appends value v of event ev as its column shows it, right-aligned in width
+ * (0: as it comes): milliseconds with one decimal for time, else an integer. */
+void tally_view_value(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t v, int width);
+/* The same followed by a space and its unit, singular for 1: "12.5 msec",
+ * "1 sample", "300 events". */
+void tally_view_value_unit(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t v);
+/* Event ev's whole: its total weight when db is period-weighted, else its
+ * samples (db->samples, from the session). */
+uint64_t tally_view_event_total(const struct tally_db *db, int ev);
 
 /* The lost samples' share of all samples, recorded and lost: summed as
  * doubles, so that counts near 2^64 (a damaged or hostile session) cannot

@@ -219,10 +219,13 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 
 	/* stacks (or flat locations) as frame ids, root first */
 	uint32_t *fr = NULL;
-	uint64_t *counts = NULL;
+	uint64_t *counts = NULL, *nsamp = NULL; /* nsamp: each stack's samples (calls=) */
 	struct tally_trim_stack *st = NULL;
-	size_t nfr = 0, afr = 0, nst = 0, ast = 0, acounts = 0;
+	size_t nfr = 0, afr = 0, nst = 0, ast = 0, acounts = 0, ansamp = 0;
 	size_t nsrc = db->has_stacks ? db->nstacks : db->nentries;
+	/* the sample counts: beside the weights once db is weighed */
+	const uint64_t *raw = db->has_stacks ? (db->weighed ? db->stack_weights : db->stack_counts)
+					     : (db->weighed ? db->weights : db->counts);
 	for (size_t k = 0; k < nsrc; k++) {
 		int32_t p = db->has_stacks ? db->stacks[k].pid : db->entries[k].pid;
 		if (pid >= 0 && p != pid)
@@ -239,6 +242,10 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 		GROW(st, ast, nst + 1);
 		GROW(counts, acounts, (nst + 1) * ne);
 		memcpy(&counts[nst * ne], c, ne * sizeof(uint64_t));
+		GROW(nsamp, ansamp, nst + 1);
+		nsamp[nst] = 0;
+		for (size_t e = 0; e < ne; e++)
+			nsamp[nst] += raw[k * dbne + (size_t)x->events[e]];
 		st[nst].first = (uint32_t)nfr;
 		if (db->has_stacks) {
 			const struct tally_db_stack *s = &db->stacks[k];
@@ -270,9 +277,7 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 		const uint32_t *f = &fr[st[k].first];
 		uint32_t n = keep[k];
 		uint64_t *v = &counts[k * ne];
-		uint64_t calls = 0;
-		for (size_t e = 0; e < ne; e++)
-			calls += v[e];
+		uint64_t calls = nsamp[k];
 		uint32_t leaf_func;
 		uint64_t leaf_addr = 0;
 		int leaf_line = 0;
@@ -318,8 +323,12 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 	strbuf_addstr(o, "part: 1\ndesc: tally export of ");
 	tally_export_add_name(o, x->input, "");
 	strbuf_addch(o, '\n');
-	for (size_t e = 0; e < ne; e++)
-		strbuf_addf(o, "event: %s : %s samples\n", db->events[x->events[e]], db->events[x->events[e]]);
+	/* each event's cost: its time in nanoseconds or its events (each sample
+	 * weighted by its period), or (--samples) its samples */
+	for (size_t e = 0; e < ne; e++) {
+		const char *u = !db->weighed ? "samples" : tally_db_unit_time(db, x->events[e]) ? "nanoseconds" : "events";
+		strbuf_addf(o, "event: %s : %s %s\n", db->events[x->events[e]], db->events[x->events[e]], u);
+	}
 	strbuf_addstr(o, "positions: instr line\nevents:");
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(o, " %s", db->events[x->events[e]]);
@@ -377,6 +386,7 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 	free(min);
 	free(st);
 	free(counts);
+	free(nsamp);
 	free(fr);
 	free(c);
 	free(totals);

@@ -8,6 +8,7 @@
 
 #include "tally/export.h"
 #include "tally/flame.h"
+#include "tally/view.h"
 
 /* ---- markup text ---- */
 
@@ -390,6 +391,8 @@ static const char svg_style[] =
 void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const struct tally_cg *cg,
 		     const struct tally_db *db, const struct tally_flame_svg_opts *o)
 {
+	/* the values' unit (tally/view.h): the event's, when it is named */
+	int ev = db && o->event ? tally_db_event(db, o->event) : -1;
 	unsigned width = o->width ? o->width : SVG_WIDTH;
 	double scale = fl->total ? (double)(width - 2 * PAD) / (double)fl->total : 0;
 	/* frames narrower than a pixel are hidden (their samples are in their
@@ -498,7 +501,12 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			if (inlined)
 				strbuf_addstr(out, " (inlined)");
 		}
-		strbuf_addf(out, "\n%" PRIu64 " sample%s, %.2f%%", f->count, f->count == 1 ? "" : "s", pct(f->count, fl->total));
+		strbuf_addch(out, '\n');
+		if (ev >= 0)
+			tally_view_value_unit(out, db, ev, f->count);
+		else
+			strbuf_addf(out, "%" PRIu64 " sample%s", f->count, f->count == 1 ? "" : "s");
+		strbuf_addf(out, ", %.2f%%", pct(f->count, fl->total));
 		if (f->func == TALLY_FLAME_ALL) {
 			strbuf_addstr(out, " of ");
 			tally_strbuf_add_xml(out, o->event ? o->event : "the event");
@@ -509,7 +517,14 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 			strbuf_addf(out, "; the stacks' frames past level %d, folded (use the folded export for all of them)",
 				    TALLY_FLAME_MAX_DEPTH);
 		} else if (f->self) {
-			strbuf_addf(out, "; self %" PRIu64 ", %.2f%%", f->self, pct(f->self, fl->total));
+		{
+			strbuf_addstr(out, "; self ");
+			if (ev >= 0)
+				tally_view_value(out, db, ev, f->self, 0);
+			else
+				strbuf_addf(out, "%" PRIu64, f->self);
+			strbuf_addf(out, ", %.2f%%", pct(f->self, fl->total));
+		}
 		}
 		if (df && f->func != TALLY_FLAME_OTHER)
 			strbuf_addf(out, "\nbase: %" PRIu64 " samples, %.2f%%; self %.2f%% -> %.2f%% (%+.2f points)",

@@ -11,11 +11,13 @@
 #include <string.h>
 
 #include "tally/export.h"
+#include "tally/view.h"
 
 enum { TAG_TIME_HIST = 0, TAG_CG_ARC = 1 };
 #define HIST_MAX_BINS (1u << 20)
 #define BIN_COUNT_MAX 65535u /* bins are 16-bit: larger counts take more records */
 #define HIST_MAX_BYTES (256u << 20) /* all the records of the histogram (docs/export.md) */
+#define GMON_RATE 10000u /* ticks per second of a time histogram: 100 us each */
 
 static void put_u32(struct strbuf *o, uint32_t v)
 {
@@ -141,10 +143,28 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (fh > hi)
 			hi = fh;
 	}
-	if (unplaced)
-		tally_warnings_add(&out->warnings,
-				   "%" PRIu64 " samples of '%s' are outside its loadable segments: not in the gmon.out histogram",
-				   unplaced, db->images[image].name);
+	/* the unit of the bins: time in ticks of GMON_RATE when db is weighted
+	 * (each sample its own period), events, or (--samples) samples */
+	bool timed = db->weighed && tally_db_unit_time(db, ev);
+	const char *dimen_name = timed ? "seconds" : db->weighed ? "events" : "samples";
+	{
+		/* what a bin counts, said beside the image */
+		struct strbuf n = STRBUF_INIT;
+		strbuf_addstr(&n, out->note ? out->note : "");
+		if (timed)
+			strbuf_addf(&n, "; time in ticks of %g s (rate %u Hz), each sample weighted by its period", 1.0 / GMON_RATE, GMON_RATE);
+		else
+			strbuf_addf(&n, "; bins count %s", db->weighed ? "events, each sample weighted by its period" : "samples");
+		free(out->note);
+		out->note = strbuf_detach(&n);
+	}
+	if (unplaced) {
+		struct strbuf v = STRBUF_INIT;
+		tally_view_value_unit(&v, db, ev, unplaced);
+		tally_warnings_add(&out->warnings, "%s of '%s' are outside its loadable segments: not in the gmon.out histogram",
+				   v.buf, db->images[image].name);
+		strbuf_release(&v);
+	}
 	uint64_t bin = 2;
 	while ((hi - lo + bin - 1) / bin > HIST_MAX_BINS)
 		bin *= 2;
@@ -159,31 +179,22 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (en->image != image || !c || tally_resolver_addr(x->res, image, en->offset, &a) < 0)
 			continue;
 		size_t b = (size_t)((a - lo) / bin);
-		hist[b] += c;
+		hist[b] = hist[b] + c < hist[b] ? UINT64_MAX : hist[b] + c;
+	}
+	/* time: nanoseconds into ticks, rounded on the running sum so that the
+	 * ticks add up to the total time to within half a tick */
+	uint32_t rate = timed ? GMON_RATE : 1;
+	uint64_t per_tick = 1000000000u / GMON_RATE, sum = 0, done_ticks = 0;
+	for (size_t b = 0; b < nbins; b++) {
+		if (timed) {
+			sum = sum + hist[b] < sum ? UINT64_MAX : sum + hist[b];
+			uint64_t upto = sum / per_tick + (sum % per_tick >= per_tick / 2);
+			hist[b] = upto - done_ticks;
+			done_ticks = upto;
+		}
 		if (hist[b] > maxbin)
 			maxbin = hist[b];
 	}
-
-	/* the rate: samples per second for time events (from the mean period),
-	 * else a sample is one unit of the event */
-	const char *ename = db->events[ev];
-	bool timed = !strcmp(ename, "cpu-clock") || !strcmp(ename, "task-clock");
-	double mean = 0;
-	const char *pm = tally_meta_get(&db->session, "period-mean");
-	for (int i = 0; pm && i < ev; i++) {
-		pm = strchr(pm, ',');
-		if (pm)
-			pm++;
-	}
-	if (pm)
-		mean = strtod(pm, NULL);
-	uint32_t rate = 1;
-	if (timed && mean > 0 && isfinite(mean)) {
-		double hz = 1e9 / mean + 0.5;
-		rate = hz >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)hz;
-	}
-	if (!rate)
-		rate = 1;
 
 	/* a bin holding more than 65535 samples repeats the whole range: bounded,
 	 * so that no count (however it came) makes the file grow without end */
@@ -192,8 +203,9 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	if (records > HIST_MAX_BYTES / rec_bytes) {
 		free(hist);
 		return tally_seterr(-EINVAL, "a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
-					" bytes (a bin holds %" PRIu64 " samples, 65535 a record), more than %u MiB (use --format pprof or callgrind)",
-				    db->images[image].name, records, rec_bytes, maxbin, HIST_MAX_BYTES >> 20);
+					" bytes (a bin holds %" PRIu64 " %s, 65535 a record), more than %u MiB (use --format pprof or callgrind%s)",
+				    db->images[image].name, records, rec_bytes, maxbin, timed ? "ticks" : dimen_name, HIST_MAX_BYTES >> 20,
+				    db->weighed ? ", or --samples" : "");
 	}
 
 	struct strbuf *o = tally_export_out_file(out, "");
@@ -213,7 +225,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		put_u32(o, (uint32_t)nbins);
 		put_u32(o, rate);
 		char dimen[15] = { 0 };
-		memcpy(dimen, timed ? "seconds" : "samples", 7);
+		memcpy(dimen, dimen_name, strlen(dimen_name));
 		strbuf_add(o, dimen, sizeof(dimen));
 		strbuf_addch(o, timed ? 's' : 'n');
 		strbuf_add(o, bins, nbins * sizeof(uint16_t));
@@ -224,13 +236,16 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	/* arcs: adjacent frames of a stack both in the image, caller's call site
 	 * to the callee function; the count is the samples whose stacks hold the
 	 * call, once per stack (gprof uses counts to share a callee's time among
-	 * its callers) */
+	 * its callers: sample counts, which fit its 32 bits, even when the
+	 * histogram is weighted) */
+	const uint64_t *stc = db->weighed ? db->stack_weights : db->stack_counts;
+	const uint64_t *flc = db->weighed ? db->weights : db->counts;
 	struct arc *arcs = NULL;
 	size_t narcs = 0, aarcs = 0;
 	struct tally_hidx idx = { 0 };
 	for (size_t k = 0; k < db->nstacks; k++) {
 		const struct tally_db_stack *st = &db->stacks[k];
-		uint64_t c = db->stack_counts[k * dbne + (size_t)ev];
+		uint64_t c = stc[k * dbne + (size_t)ev];
 		if (!c)
 			continue;
 		for (uint32_t f = 0; f + 1 < st->len; f++) {
@@ -268,7 +283,7 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	uint64_t image_total = 0;
 	for (size_t k = 0; k < db->nentries; k++)
 		if (db->entries[k].image == image)
-			image_total += db->counts[k * dbne + (size_t)ev];
+			image_total += flc[k * dbne + (size_t)ev];
 	for (size_t i = 0; i < narcs; i++) {
 		if (x->percent_limit > 0 && (double)arcs[i].count * 100.0 < x->percent_limit * (double)image_total)
 			continue;

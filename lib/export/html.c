@@ -71,12 +71,15 @@ static const char *list_item(const char *list, int i, char *buf, size_t n)
 }
 
 /* The image rows of the view model (the report's summary). */
-static void image_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t)
+static void image_table(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_rows *t)
 {
+	/* the numbers' heading: what they count (ns, events or samples) */
+	const char *unit = tally_view_unit(db, ev);
 	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
 	if (db->per_pid)
 		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
-	strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">samples</th><th data-t=\"n\" class=\"n\">%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n");
+	strbuf_addf(out, "<th data-t=\"n\" class=\"n\">%s</th><th data-t=\"n\" class=\"n\">%%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n",
+		    unit);
 	for (size_t k = 0; k < t->n; k++) {
 		const struct tally_view_row *r = &t->v[k];
 		const struct tally_db_image *im = &db->images[r->image];
@@ -202,8 +205,8 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 		    id);
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
-	strbuf_addf(&sub, "%" PRIu64 " sample%s; click a frame to zoom and select it (sandwich, focus, ignore)", cg->total,
-		    cg->total == 1 ? "" : "s");
+	tally_view_value_unit(&sub, db, ev, cg->total);
+	strbuf_addstr(&sub, "; click a frame to zoom and select it (sandwich, focus, ignore)");
 	if (fl.folded_frames)
 		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
 	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
@@ -217,15 +220,16 @@ static void flame_section(struct strbuf *out, const struct tally_db *db, const s
 
 static void unwind_figures(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg)
 {
+	/* in samples, as the report's unwind line: how well stacks were unwound */
 	uint32_t sf[5];
-	uint64_t sc[5];
-	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	uint64_t sc[5], sn[5];
+	size_t ns = tally_cg_stops_n(cg, sf, sc, sn, 5);
 	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " sample%s reached a process root (_start, thread start, kernel thread)",
-		    pc(cg->rooted, cg->total), cg->total, cg->total == 1 ? "" : "s");
-	if (cg->rooted < cg->total) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
-		if (cg->truncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+		    pc(cg->nrooted, cg->ntotal), cg->ntotal, cg->ntotal == 1 ? "" : "s");
+	if (cg->nrooted < cg->ntotal) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
+		if (cg->ntruncated)
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
 	}
 	strbuf_addstr(out, ".</p>\n");
 	if (ns) {
@@ -236,8 +240,8 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 			strbuf_addstr(out, "</td><td>");
 			esc(out, db->images[cg->funcs[sf[i]].image].name);
 			strbuf_addstr(out, "</td>");
-			num_cell(out, "samples", sc[i]);
-			pct_cell(out, "pct", sc[i], cg->total, false);
+			num_cell(out, "samples", sn[i]);
+			pct_cell(out, "pct", sn[i], cg->ntotal, false);
 			strbuf_addstr(out, "</tr>\n");
 		}
 		strbuf_addstr(out, "</tbody></table>\n");
@@ -268,7 +272,7 @@ static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t t
 	strbuf_addstr(out, "</td></tr>\n");
 }
 
-static void annotated_function(struct strbuf *out, const struct tally_db *db, const struct tally_annot_func *f,
+static void annotated_function(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_annot_func *f,
 			       uint64_t total)
 {
 	const struct tally_db_image *im = &db->images[f->image];
@@ -276,7 +280,9 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 	esc(out, f->name);
 	strbuf_addstr(out, " <small>[");
 	esc(out, im->name);
-	strbuf_addf(out, "]: %" PRIu64 " sample%s, %.2f%%", f->samples, f->samples == 1 ? "" : "s", pc(f->samples, total));
+	strbuf_addstr(out, "]: ");
+	tally_view_value_unit(out, db, ev, f->samples);
+	strbuf_addf(out, ", %.2f%%", pc(f->samples, total));
 	char *text = NULL, **lines = NULL, *found = NULL;
 	size_t nl = 0;
 	bool have = f->main_file != TALLY_ANNOT_NONE &&
@@ -368,8 +374,11 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, co
 		strbuf_addstr(out, "</tbody></table>\n");
 	}
 	if (f->no_line && !f->line_note)
-		strbuf_addf(out, "<p class=\"note\">%" PRIu64 " sample%s (%.2f%%) at addresses without line information.</p>\n",
-			    f->no_line, f->no_line == 1 ? "" : "s", pc(f->no_line, f->samples));
+	{
+		strbuf_addstr(out, "<p class=\"note\">");
+		tally_view_value_unit(out, db, ev, f->no_line);
+		strbuf_addf(out, " (%.2f%%) at addresses without line information.</p>\n", pc(f->no_line, f->samples));
+	}
 	free(text);
 	free(lines);
 	free(found);
@@ -399,7 +408,7 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 			continue;
 		for (size_t k = 0; k < nf; k++)
 			if (fs[k].image == r->image && fs[k].addr == r->addr && (!fs[k].line_note || fs[k].ninsns)) {
-				annotated_function(out, db, &fs[k], total);
+				annotated_function(out, db, ev, &fs[k], total);
 				done++;
 				break;
 			}
@@ -423,6 +432,12 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 		strbuf_addstr(out, ", randomized period");
 	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) && !strcmp(buf, "adaptive"))
 		strbuf_addstr(out, ", period adapted by the kernel");
+	/* what the numbers are (docs/html.md) */
+	if (db->weighed)
+		strbuf_addf(out, ". Values: %s, each sample weighted by its period (<code>--samples</code> for sample counts)",
+			    tally_db_unit_time(db, ev) ? "nanoseconds" : "events");
+	else
+		strbuf_addstr(out, ". Values: samples");
 	strbuf_addstr(out, "</p>\n");
 
 	/* the view model's rows, as the report lists them */
@@ -472,7 +487,7 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 		       graph ? gid : NULL);
 
 	strbuf_addstr(out, "<h3>Images</h3>\n");
-	image_table(out, db, &images);
+	image_table(out, db, ev, &images);
 
 	if (graph) {
 		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
@@ -614,17 +629,22 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 	strbuf_addf(&title, "diff %s -> %s", d->base_input, d->new_input);
 	page_start(out, title.buf);
 	esc(out, d->event);
-	strbuf_addf(out, " &middot; base %" PRIu64 " sample%s &middot; new %" PRIu64 " sample%s &middot; %s</div></header>\n<main>\n",
-		    d->base_total, d->base_total == 1 ? "" : "s", d->new_total, d->new_total == 1 ? "" : "s",
-		    d->view == TALLY_DIFF_LINES	     ? "source lines, self samples"
-		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive samples"
-						     : "functions, self samples");
+	strbuf_addstr(out, " &middot; base ");
+	tally_view_value_unit(out, d->db, d->ev, d->base_total);
+	strbuf_addstr(out, " &middot; new ");
+	tally_view_value_unit(out, d->db, d->ev, d->new_total);
+	strbuf_addf(out, " &middot; %s</div></header>\n<main>\n",
+		    d->view == TALLY_DIFF_LINES	     ? "source lines, self"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive"
+						     : "functions, self");
 	if (new_cg && base_cg) {
 		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
 		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
-		strbuf_addf(&sub, "%" PRIu64 " sample%s (base %" PRIu64 "); click a frame to zoom and select it", new_cg->total,
-			    new_cg->total == 1 ? "" : "s", base_cg->total);
+		tally_view_value_unit(&sub, d->db, d->ev, new_cg->total);
+		strbuf_addstr(&sub, " (base ");
+		tally_view_value(&sub, d->db, d->ev, base_cg->total, 0);
+		strbuf_addstr(&sub, "); click a frame to zoom and select it");
 		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
 		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
 		strbuf_release(&sub);

@@ -226,18 +226,21 @@ struct samples {
 	const uint32_t *locof; /* NULL: flat samples, src is their location */
 	uint32_t *src;         /* the database stack, or the location */
 	int32_t *pid;
-	uint64_t *counts;      /* n * nevents */
-	size_t n, alloc, apid, acounts;
+	uint64_t *counts;      /* n * nevents: the values (weights once db is weighed) */
+	uint64_t *raw;         /* n * nevents: the sample counts */
+	size_t n, alloc, apid, acounts, araw;
 };
 
-static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, const uint64_t *counts)
+static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, const uint64_t *counts, const uint64_t *raw)
 {
 	GROW(s->src, s->alloc, s->n + 1);
 	GROW(s->pid, s->apid, s->n + 1);
 	GROW(s->counts, s->acounts, (s->n + 1) * (size_t)ne);
+	GROW(s->raw, s->araw, (s->n + 1) * (size_t)ne);
 	s->src[s->n] = src;
 	s->pid[s->n] = pid;
 	memcpy(&s->counts[s->n * (size_t)ne], counts, (size_t)ne * sizeof(uint64_t));
+	memcpy(&s->raw[s->n * (size_t)ne], raw, (size_t)ne * sizeof(uint64_t));
 	s->n++;
 }
 
@@ -443,19 +446,8 @@ static void zmsg(struct zout *zo, uint32_t field, const ProtobufCMessage *m)
 
 /* ---- session facts ---- */
 
-/* Item i of a comma-separated list as a number, or 0. */
-static double list_num(const char *list, int i)
-{
-	const char *p = list;
-	for (int k = 0; k < i && p; k++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	return p ? strtod(p, NULL) : 0;
-}
-
-static bool time_event(const char *ev)
+/* The CPU-time events, whose weight pprof calls "cpu". */
+static bool cpu_event(const char *ev)
 {
 	return !strcmp(ev, "cpu-clock") || !strcmp(ev, "task-clock");
 }
@@ -477,19 +469,19 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	struct pp p = { .x = x, .other_loc = UINT32_MAX };
 	str_id(&p.str, "");
 
-	/* sample types: per event its samples, and its period's worth where known */
+	/* sample types: per event its samples and, when db is period-weighted,
+	 * its weight (each sample's own period: time in nanoseconds, or events) */
 	int nv = 0;
 	int *val_event = xcalloc((size_t)ne * 2 + 1, sizeof(int));
-	double *val_mult = xcalloc((size_t)ne * 2 + 1, sizeof(double));
+	bool *val_raw = xcalloc((size_t)ne * 2 + 1, sizeof(bool));
 	PValueType *vt = xcalloc((size_t)ne * 2 + 1, sizeof(PValueType));
 	PValueType **vtp = xcalloc((size_t)ne * 2 + 1, sizeof(PValueType *));
 	PValueType period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	int64_t period = 0, default_type = 0;
-	const char *pmean = tally_meta_get(&db->session, "period-mean");
 	struct strbuf sb = STRBUF_INIT;
 	for (int i = 0; i < ne; i++) {
 		const char *ev = db->events[x->events[i]];
-		double mean = pmean ? list_num(pmean, x->events[i]) : 0;
+		bool time = tally_db_unit_time(db, x->events[i]);
 		perftools__profiles__value_type__init(&vt[nv]);
 		strbuf_reset(&sb);
 		if (ne == 1)
@@ -499,19 +491,20 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		vt[nv].type = str_id(&p.str, sb.buf);
 		vt[nv].unit = str_id(&p.str, "count");
 		val_event[nv] = i;
-		val_mult[nv] = 1;
+		val_raw[nv] = true;
 		vtp[nv] = &vt[nv];
 		nv++;
-		if (mean > 0) {
+		if (db->weighed) {
 			perftools__profiles__value_type__init(&vt[nv]);
-			vt[nv].type = str_id(&p.str, ne == 1 && time_event(ev) ? "cpu" : ev);
-			vt[nv].unit = str_id(&p.str, time_event(ev) ? "nanoseconds" : "count");
+			vt[nv].type = str_id(&p.str, ne == 1 && cpu_event(ev) ? "cpu" : ev);
+			vt[nv].unit = str_id(&p.str, time ? "nanoseconds" : "events");
 			val_event[nv] = i;
-			val_mult[nv] = mean;
 			vtp[nv] = &vt[nv];
 			if (i == 0) {
+				/* the mean of the periods the samples had (never one drawn period) */
+				uint64_t w = tally_db_weight_total(db, x->events[0]), n = db->samples[x->events[0]];
 				period_type = vt[nv];
-				period = (int64_t)(mean + 0.5);
+				period = n ? (int64_t)(((double)w + (double)n / 2) / (double)n) : 0;
 				default_type = vt[nv].type;
 			}
 			nv++;
@@ -526,6 +519,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	 * location is looked up once (locof: per frame, as leaf and as caller) */
 	struct samples s = { .db = db };
 	uint64_t *c = xcalloc((size_t)ne + 1, sizeof(uint64_t));
+	uint64_t *r = xcalloc((size_t)ne + 1, sizeof(uint64_t));
+	/* the sample counts beside the values: the weights' arrays once db is weighed */
+	const uint64_t *rawst = db->weighed ? db->stack_weights : db->stack_counts;
+	const uint64_t *rawfl = db->weighed ? db->weights : db->counts;
 	uint64_t *totals = xcalloc((size_t)ne + 1, sizeof(uint64_t));
 	uint32_t *locof = NULL;
 	if (db->has_stacks) {
@@ -536,6 +533,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			bool any = false;
 			for (int i = 0; i < ne; i++) {
 				c[i] = db->stack_counts[k * dbne + (size_t)x->events[i]];
+				r[i] = rawst[k * dbne + (size_t)x->events[i]];
 				totals[i] += c[i];
 				any |= c[i] != 0;
 			}
@@ -552,7 +550,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 					*l = loc_id(&p, fr->image, off) + 1;
 				}
 			}
-			add_sample(&s, ne, (uint32_t)k, st->pid, c);
+			add_sample(&s, ne, (uint32_t)k, st->pid, c, r);
 		}
 	} else {
 		for (size_t k = 0; k < db->nentries; k++) {
@@ -560,12 +558,13 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			bool any = false;
 			for (int i = 0; i < ne; i++) {
 				c[i] = db->counts[k * dbne + (size_t)x->events[i]];
+				r[i] = rawfl[k * dbne + (size_t)x->events[i]];
 				totals[i] += c[i];
 				any |= c[i] != 0;
 			}
 			if (!any)
 				continue;
-			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, c);
+			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, c, r);
 		}
 	}
 	/* --percent-limit: each sample's kept prefix, root first */
@@ -599,10 +598,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	size_t apath = 0, ahashes = 0;
 	uint64_t *vals = xcalloc((size_t)nv + 1, sizeof(uint64_t));
 	for (size_t k = 0; k < s.n; k++) {
-		for (int v = 0; v < nv; v++) {
-			double cnt = (double)s.counts[k * (size_t)ne + (size_t)val_event[v]];
-			vals[v] = (uint64_t)(cnt * val_mult[v] + 0.5);
-		}
+		for (int v = 0; v < nv; v++)
+			vals[v] = (val_raw[v] ? s.raw : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
 		int32_t pid = db->per_pid ? s.pid[k] : 0;
 		uint32_t n = sample_locs(&s, k, &run, &arun);
 		if (!keep || keep[k] == n) {
@@ -840,9 +837,11 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(min);
 	free(totals);
 	free(c);
+	free(r);
 	free(s.src);
 	free(s.pid);
 	free(s.counts);
+	free(s.raw);
 	for (size_t k = 0; k < p.str.n; k++)
 		free(p.str.v[k]);
 	free(p.str.v);
@@ -857,7 +856,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	strbuf_release(&sb);
 	free(vtp);
 	free(vt);
-	free(val_mult);
+	free(val_raw);
 	free(val_event);
 	return ret;
 }

@@ -183,7 +183,9 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 				strbuf_addstr(&name, db->events[ev]);
 			}
 			tally_json_kstr(&j, "name", name.buf);
-			tally_json_kstr(&j, "unit", "none");
+			/* weights: time in nanoseconds when db is period-weighted, else
+			 * events or (--samples) samples, which speedscope calls "none" */
+			tally_json_kstr(&j, "unit", db->weighed && tally_db_unit_time(db, ev) ? "nanoseconds" : "none");
 			tally_json_ku64(&j, "startValue", 0);
 			tally_json_ku64(&j, "endValue", p->total);
 			/* database stacks that differ only in offsets are one function

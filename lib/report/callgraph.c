@@ -49,7 +49,7 @@ static uint32_t intern_key(struct tally_cg *cg, const struct fkey *k, bool has_a
 		return i;
 	GROW(cg->funcs, cg->afuncs, cg->nfuncs + 1);
 	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k->image, xstrdup(k->name), k->addr, has_addr, 0, 0,
-							!k->inlined && is_root_name(k->name), k->inlined };
+							!k->inlined && is_root_name(k->name), k->inlined, 0, 0 };
 	tally_hidx_put(&cg->func_idx, h, (uint32_t)cg->nfuncs);
 	return (uint32_t)cg->nfuncs++;
 }
@@ -157,7 +157,7 @@ static uint32_t arc_id(struct tally_cg *cg, uint32_t caller, uint32_t callee)
 	uint32_t i = tally_hidx_get(&cg->arc_idx, h, k, arc_eq, cg);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(cg->arcs, cg->aarcs, cg->narcs + 1);
-		cg->arcs[cg->narcs] = (struct tally_cg_arc){ caller, callee, 0 };
+		cg->arcs[cg->narcs] = (struct tally_cg_arc){ caller, callee, 0, 0 };
 		tally_hidx_put(&cg->arc_idx, h, (uint32_t)cg->narcs);
 		i = (uint32_t)cg->narcs++;
 	}
@@ -178,8 +178,10 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 	 * than the cache these sums run in): the stack (1-based) that last counted
 	 * it, and its inclusive samples */
 	uint32_t *seen = NULL;
-	uint64_t *incl = NULL;
-	size_t aseen = 0, aincl = 0;
+	uint64_t *incl = NULL, *nincl = NULL;
+	size_t aseen = 0, aincl = 0, anincl = 0;
+	/* the sample counts: beside the weights once db is weighed */
+	const uint64_t *raw = db->weighed ? db->stack_weights : db->stack_counts;
 	uint64_t depth_limit = 127;
 	const char *mx = tally_meta_get(&db->session, "max-stack");
 	if (mx)
@@ -193,7 +195,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
 		if (!c || (keep && !keep(db, st->pid, ctx)))
 			continue;
-		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s };
+		uint64_t nc = raw[s * (size_t)db->nevents + (size_t)event];
+		struct tally_cg_stack cs = { (uint32_t)cg->nfuncs_of, 0, c, (uint32_t)s, nc };
 		const uint32_t *ids = &db->stack_frames[st->first];
 		/* a leaf is seldom met twice: its entry is fetched a few stacks ahead */
 		if (s + 4 < db->nstacks)
@@ -218,12 +221,17 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
 		cg->stacks[cg->nstacks++] = cs;
 		cg->total += c;
+		cg->ntotal += nc;
 		const uint32_t *fs = &cg->funcs_of[cs.first];
 		cg->funcs[fs[0]].self += c;
-		if (cg->funcs[fs[cs.len - 1]].root)
+		cg->funcs[fs[0]].nself += nc;
+		if (cg->funcs[fs[cs.len - 1]].root) {
 			cg->rooted += c;
-		else if (st->len >= depth_limit)
+			cg->nrooted += nc;
+		} else if (st->len >= depth_limit) {
 			cg->truncated += c;
+			cg->ntruncated += nc;
+		}
 		/* marks per function: recursion counts once per stack, in linear time */
 		if (aseen < cg->nfuncs) {
 			size_t old = aseen;
@@ -232,17 +240,24 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			old = aincl;
 			GROW(incl, aincl, cg->nfuncs);
 			memset(incl + old, 0, (aincl - old) * sizeof(*incl));
+			old = anincl;
+			GROW(nincl, anincl, cg->nfuncs);
+			memset(nincl + old, 0, (anincl - old) * sizeof(*nincl));
 		}
 		uint32_t mark = (uint32_t)cg->nstacks;
 		for (uint32_t i = 0; i < cs.len; i++)
 			if (seen[fs[i]] != mark) {
 				seen[fs[i]] = mark;
 				incl[fs[i]] += c;
+				nincl[fs[i]] += nc;
 			}
 	}
-	for (size_t f = 0; f < cg->nfuncs && incl; f++)
+	for (size_t f = 0; f < cg->nfuncs && incl; f++) {
 		cg->funcs[f].incl = incl[f];
+		cg->funcs[f].nincl = nincl[f];
+	}
 	free(incl);
+	free(nincl);
 	free(seen);
 	free(cg->name_cache);
 	cg->name_cache = NULL;
@@ -268,6 +283,7 @@ void tally_cg_arcs(struct tally_cg *cg)
 			if (arcmark[a] != mark) {
 				arcmark[a] = mark;
 				cg->arcs[a].count += cs->count;
+				cg->arcs[a].nsamples += cs->nsamples;
 			}
 		}
 	}
@@ -308,7 +324,7 @@ static uint32_t child_of(struct tally_cg_node **nodes, size_t *n, size_t *alloc,
 	GROW(*nodes, *alloc, *n + 1);
 	p = &(*nodes)[parent];
 	uint32_t id = (uint32_t)*n;
-	(*nodes)[*n] = (struct tally_cg_node){ func, parent, 0, NULL, 0, 0 };
+	(*nodes)[*n] = (struct tally_cg_node){ func, parent, 0, NULL, 0, 0, 0 };
 	(*n)++;
 	GROW(p->kids, p->akids, p->nkids + 1);
 	p->kids[p->nkids++] = id;
@@ -320,7 +336,7 @@ struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool 
 	struct tally_cg_node *nodes = NULL;
 	size_t n = 0, alloc = 0;
 	GROW(nodes, alloc, 1);
-	nodes[n++] = (struct tally_cg_node){ UINT32_MAX, UINT32_MAX, 0, NULL, 0, 0 };
+	nodes[n++] = (struct tally_cg_node){ UINT32_MAX, UINT32_MAX, 0, NULL, 0, 0, 0 };
 	for (size_t s = 0; s < cg->nstacks; s++) {
 		const struct tally_cg_stack *st = &cg->stacks[s];
 		const uint32_t *fs = &cg->funcs_of[st->first];
@@ -348,10 +364,12 @@ struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool 
 			}
 		}
 		nodes[0].count += st->count;
+		nodes[0].nsamples += st->nsamples;
 		uint32_t cur = 0;
 		for (long i = start; i != end; i += step) {
 			cur = child_of(&nodes, &n, &alloc, cur, fs[i]);
 			nodes[cur].count += st->count;
+			nodes[cur].nsamples += st->nsamples;
 		}
 	}
 	*nnodes = n;
@@ -367,28 +385,41 @@ void tally_cg_tree_free(struct tally_cg_node *nodes, size_t n)
 
 size_t tally_cg_stops(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, size_t max)
 {
+	return tally_cg_stops_n(cg, funcs, counts, NULL, max);
+}
+
+size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, uint64_t *nsamples, size_t max)
+{
 	uint64_t *per = xcalloc(cg->nfuncs + 1, sizeof(uint64_t));
+	uint64_t *nper = xcalloc(cg->nfuncs + 1, sizeof(uint64_t));
 	for (size_t s = 0; s < cg->nstacks; s++) {
 		const struct tally_cg_stack *st = &cg->stacks[s];
 		uint32_t outer = cg->funcs_of[st->first + st->len - 1];
-		if (!cg->funcs[outer].root)
+		if (!cg->funcs[outer].root) {
 			per[outer] += st->count;
+			nper[outer] += st->nsamples;
+		}
 	}
+	/* by samples when they are asked for (the unwind line counts samples), else by count */
+	uint64_t *by = nsamples ? nper : per;
 	size_t n = 0;
 	for (size_t k = 0; k < max; k++) {
 		uint64_t best = 0;
 		size_t bi = 0;
 		for (size_t i = 0; i < cg->nfuncs; i++)
-			if (per[i] > best) {
-				best = per[i];
+			if (by[i] > best) {
+				best = by[i];
 				bi = i;
 			}
 		if (!best)
 			break;
 		funcs[n] = (uint32_t)bi;
-		counts[n++] = best;
-		per[bi] = 0;
+		if (nsamples)
+			nsamples[n] = nper[bi];
+		counts[n++] = per[bi];
+		by[bi] = 0;
 	}
 	free(per);
+	free(nper);
 	return n;
 }

@@ -128,6 +128,8 @@ void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base, 
 	d->view = view;
 	d->absolute = absolute;
 	d->event = base->db->events[base->ev];
+	d->db = base->db;
+	d->ev = base->ev;
 	d->base_input = base->input;
 	d->new_input = new_->input;
 	struct tally_hidx idx = { 0 };
@@ -217,19 +219,6 @@ void tally_scale_counts(uint64_t *v, size_t n, uint64_t from, uint64_t to)
 	free(r);
 }
 
-/* Item i of a comma-separated list into sb (empty when it has none). */
-static void list_item(const char *list, int i, struct strbuf *sb)
-{
-	const char *p = list;
-	for (int k = 0; k < i && p; k++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	if (p)
-		strbuf_add(sb, p, strcspn(p, ","));
-}
-
 static void scale_column(uint64_t *counts, size_t rows, int nevents, int ev, uint64_t to)
 {
 	uint64_t *v = xmalloc((rows + 1) * sizeof(uint64_t));
@@ -246,40 +235,13 @@ static void scale_column(uint64_t *counts, size_t rows, int nevents, int ev, uin
 
 void tally_diff_normalize(struct tally_db *base, int ev, const struct tally_db *new_, int new_ev)
 {
+	/* base's values (its weights, or with --samples its counts) scaled to
+	 * new's totals, so that every value compares shares; a weighted base
+	 * keeps its sample counts beside them, as sampled */
 	bool stacks = base->has_stacks && new_->has_stacks;
-	uint64_t tb = tally_export_total(base, ev, stacks), tn = tally_export_total(new_, new_ev, stacks);
-	const char *bm = tally_meta_get(&base->session, "period-mean");
-	const char *nm = tally_meta_get(&new_->session, "period-mean");
-	struct strbuf val = STRBUF_INIT;
-	if (nm)
-		list_item(nm, new_ev, &val);
-	double mean = val.len ? strtod(val.buf, NULL) : 0;
-	if (!tb || !(mean > 0)) {
-		/* no period to weigh samples with: the counts themselves */
-		scale_column(base->counts, base->nentries, base->nevents, ev, tally_export_total(new_, new_ev, false));
-		if (stacks)
-			scale_column(base->stack_counts, base->nstacks, base->nevents, ev, tn);
+	scale_column(base->counts, base->nentries, base->nevents, ev, tally_export_total(new_, new_ev, false));
+	if (stacks)
+		scale_column(base->stack_counts, base->nstacks, base->nevents, ev, tally_export_total(new_, new_ev, true));
+	if (!base->weighed)
 		base->samples[ev] = tally_export_total(base, ev, false);
-		strbuf_release(&val);
-		return;
-	}
-	/* a sample of base weighs new's period times tn / tb: the weighted totals
-	 * agree, and the counts stay what was sampled */
-	struct strbuf out = STRBUF_INIT;
-	for (int e = 0; e < base->nevents; e++) {
-		if (e)
-			strbuf_addch(&out, ',');
-		if (e == ev) {
-			strbuf_addf(&out, "%.6f", mean * (double)tn / (double)tb);
-		} else {
-			size_t at = out.len;
-			if (bm)
-				list_item(bm, e, &out);
-			if (out.len == at)
-				strbuf_addch(&out, '0');
-		}
-	}
-	tally_meta_set(&base->session, "period-mean", "%s", out.buf);
-	strbuf_release(&val);
-	strbuf_release(&out);
 }

@@ -61,6 +61,22 @@ static bool list_item_is(const char *list, int i, const char *want)
 	return p && !strncmp(p, want, n) && (p[n] == ',' || !p[n]);
 }
 
+/* What the numbers are: time or events weighted by each sample's period,
+ * or (--samples) sample counts. */
+static void values_line(const struct tally_db *db, int ev, struct strbuf *out)
+{
+	uint64_t n = ev < db->nevents ? db->samples[ev] : 0;
+	if (!db->weighed) {
+		strbuf_addf(out, "# values: samples (%" PRIu64 " in all), not weighted by period%s\n", n,
+			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
+		return;
+	}
+	bool time = tally_db_unit_time(db, ev);
+	strbuf_addf(out, "# values: %s, weighted by period (the %s each sample stands for; %" PRIu64
+		    " samples in all): --samples for sample counts\n",
+		    tally_view_heading(db, ev), time ? "time" : "events", n);
+}
+
 static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 {
 	const char *target = tally_meta_get(&db->session, "command");
@@ -101,6 +117,7 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
+	values_line(db, ev, out);
 }
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
@@ -126,8 +143,9 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	const struct tally_db_image *im = &db->images[img->image];
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
-	strbuf_addf(out, "\n%s (%" PRIu64 " samples, %.2f%% of total)\n", im->path[0] ? im->path : im->name, img->samples,
-		    pc(img->samples, total));
+	strbuf_addf(out, "\n%s (", im->path[0] ? im->path : im->name);
+	tally_view_value_unit(out, db, ev, img->samples);
+	strbuf_addf(out, ", %.2f%% of total)\n", pc(img->samples, total));
 	if (img->pid && db->per_pid)
 		strbuf_addf(out, "pid %d (%s)\n", img->pid, tally_db_comm(db, img->pid) ? tally_db_comm(db, img->pid) : "?");
 	bool any_line = false;
@@ -143,13 +161,14 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 				if (len > w)
 					w = len > 48 ? 48 : len;
 			}
-	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", "samples", "%", "cum%", w, o->lines ? "line" : "addr", "function");
+	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", tally_view_heading(db, ev), "%", "cum%", w, o->lines ? "line" : "addr", "function");
 	struct strbuf loc = STRBUF_INIT;
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
-		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		tally_view_value(out, db, ev, r->samples, 9);
+		strbuf_addch(out, ' ');
 		pct(out, r->samples, img->samples);
 		strbuf_addch(out, ' ');
 		pct(out, cum, img->samples);
@@ -167,7 +186,8 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 		strbuf_addstr(out, r->inlined ? " (inlined)\n" : "\n");
 	}
 	strbuf_release(&loc);
-	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", img->samples, "");
+	tally_view_value(out, db, ev, img->samples, 9);
+	strbuf_addf(out, " %17s  Total\n", "");
 	tally_view_rows_release(&fr);
 }
 
@@ -178,12 +198,13 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 {
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
-	strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
+	strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		cum += r->samples;
-		strbuf_addf(out, "%9" PRIu64 " ", r->samples);
+		tally_view_value(out, db, ev, r->samples, 9);
+		strbuf_addch(out, ' ');
 		pct(out, r->samples, t->total);
 		strbuf_addch(out, ' ');
 		pct(out, cum, t->total);
@@ -193,7 +214,8 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 		add_name(out, r->name, o->full_names);
 		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "", db->images[r->image].name);
 	}
-	strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t->total, "");
+	tally_view_value(out, db, ev, t->total, 9);
+	strbuf_addf(out, " %17s  Total\n", "");
 	tally_view_rows_release(&fr);
 }
 
@@ -204,17 +226,19 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_view_images(&t, db, o->sel, ev);
 	text_header(db, ev, out);
 	if (!o->symbols && !o->lines) {
-		strbuf_addf(out, "%9s %8s %8s  %s\n", "samples", "%", "cum%", "image");
+		strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", "image");
 		uint64_t cum = 0;
 		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 			cum += t.v[i].samples;
-			strbuf_addf(out, "%9" PRIu64 " ", t.v[i].samples);
+			tally_view_value(out, db, ev, t.v[i].samples, 9);
+			strbuf_addch(out, ' ');
 			pct(out, t.v[i].samples, t.total);
 			strbuf_addch(out, ' ');
 			pct(out, cum, t.total);
 			strbuf_addf(out, "  %s\n", t.v[i].name);
 		}
-		strbuf_addf(out, "%9" PRIu64 " %17s  Total\n", t.total, "");
+		tally_view_value(out, db, ev, t.total, 9);
+		strbuf_addf(out, " %17s  Total\n", "");
 	} else if (o->flat) {
 		text_flat(out, db, res, o, ev, &t);
 	} else {
@@ -224,6 +248,16 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	}
 	tally_view_rows_release(&t);
 }
+
+/* A flat row's numbers: its samples, and its value (in the event's unit)
+ * when db is period-weighted. */
+static void json_values(struct tally_json *j, const struct tally_db *db, uint64_t samples, uint64_t value)
+{
+	tally_json_ku64(j, "samples", samples);
+	if (db->weighed)
+		tally_json_ku64(j, "value", value);
+}
+
 
 static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
 			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
@@ -258,7 +292,7 @@ static void json_functions(struct tally_json *j, const struct tally_db *db, stru
 			else
 				tally_json_null(j);
 		}
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, img->samples), 4);
 		tally_json_knum(j, "percent_of_total", pc(r->samples, total), 4);
 		tally_json_end(j);
@@ -296,7 +330,7 @@ static void json_flat(struct tally_json *j, const struct tally_db *db, struct ta
 			else
 				tally_json_null(j);
 		}
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, t->total), 4);
 		tally_json_end(j);
 	}
@@ -311,7 +345,8 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 	tally_view_images(&t, db, o->sel, ev);
 	tally_json_obj(j);
 	tally_json_kstr(j, "name", db->events[ev]);
-	tally_json_ku64(j, "samples", t.total);
+	tally_json_kstr(j, "unit", tally_view_unit(db, ev));
+	json_values(j, db, t.ntotal, t.total);
 	if (o->flat) {
 		json_flat(j, db, res, o, ev, &t);
 		tally_json_end(j);
@@ -330,7 +365,7 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 			tally_json_ki64(j, "pid", r->pid);
 		else
 			tally_json_knull(j, "pid");
-		tally_json_ku64(j, "samples", r->samples);
+		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, t.total), 4);
 		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image)))
 			tally_json_kstr(j, "note", tally_resolver_note(res, r->image));
@@ -401,20 +436,24 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 			bool full)
 {
 	uint32_t sf[5];
-	uint64_t sc[5];
-	size_t ns = tally_cg_stops(cg, sf, sc, 5);
+	uint64_t sc[5], sn[5];
+	size_t ns = tally_cg_stops_n(cg, sf, sc, sn, 5);
 	if (j) {
 		tally_json_kobj(j, "unwind");
-		tally_json_ku64(j, "samples", cg->total);
-		tally_json_ku64(j, "rooted", cg->rooted);
-		tally_json_knum(j, "rooted_percent", pc(cg->rooted, cg->total), 4);
-		tally_json_ku64(j, "truncated", cg->truncated);
+		json_values(j, db, cg->ntotal, cg->total);
+		tally_json_ku64(j, "rooted", cg->nrooted);
+		if (db->weighed)
+			tally_json_ku64(j, "rooted_value", cg->rooted);
+		tally_json_knum(j, "rooted_percent", pc(cg->nrooted, cg->ntotal), 4);
+		tally_json_ku64(j, "truncated", cg->ntruncated);
+		if (db->weighed)
+			tally_json_ku64(j, "truncated_value", cg->truncated);
 		tally_json_karr(j, "stops");
 		for (size_t i = 0; i < ns; i++) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, sf[i]);
-			tally_json_ku64(j, "samples", sc[i]);
-			tally_json_knum(j, "percent", pc(sc[i], cg->total), 4);
+			json_values(j, db, sn[i], sc[i]);
+			tally_json_knum(j, "percent", pc(sn[i], cg->ntotal), 4);
 			tally_json_end(j);
 		}
 		tally_json_end(j);
@@ -425,15 +464,16 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		tally_json_end(j);
 		return;
 	}
+	/* how well stacks were unwound: a matter of samples, whatever they weigh */
 	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
-		    pc(cg->rooted, cg->total), cg->total);
-	if (cg->rooted < cg->total) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->total - cg->rooted, cg->total));
+		    pc(cg->nrooted, cg->ntotal), cg->ntotal);
+	if (cg->nrooted < cg->ntotal) {
+		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
 		if (cg->truncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->truncated, cg->total));
+			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
-			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sc[i], cg->total));
+			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sn[i], cg->ntotal));
 			fname(out, db, cg, sf[i], full);
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
@@ -449,14 +489,16 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
  * so the output grows with the number of nodes, not with its square. */
 #define TREE_INDENT_MAX 40
 
-static void tree_line(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
+static void tree_line(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
 		      uint64_t base, struct strbuf *out, bool full)
 {
 	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
 	strbuf_addf(out, "%*s", ind * 2, "");
 	if (depth > TREE_INDENT_MAX)
 		strbuf_addf(out, "[depth %d] ", depth);
-	strbuf_addf(out, "%7.2f%% %9" PRIu64 "  ", pc(nd->count, base), nd->count);
+	strbuf_addf(out, "%7.2f%% ", pc(nd->count, base));
+	tally_view_value(out, db, ev, nd->count, 9);
+	strbuf_addstr(out, "  ");
 	fname(out, db, cg, nd->func, full);
 	strbuf_addch(out, '\n');
 }
@@ -464,7 +506,7 @@ static void tree_line(const struct tally_db *db, const struct tally_cg *cg, cons
 /* The tree under node 0 (not printed itself), depth first, children by count:
  * text (j NULL) or nested JSON objects. A loop with its own stack, not a
  * recursion: a stack can be 500,000 frames deep. */
-static void tree_print(const struct tally_db *db, const struct tally_cg *cg, const struct tally_cg_node *nodes,
+static void tree_print(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nodes,
 		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
 {
 	struct level {
@@ -493,11 +535,11 @@ static void tree_print(const struct tally_db *db, const struct tally_cg *cg, con
 		if (j) {
 			tally_json_obj(j);
 			json_fname(j, db, cg, nd->func);
-			tally_json_ku64(j, "samples", nd->count);
+			json_values(j, db, nd->nsamples, nd->count);
 			tally_json_knum(j, "percent", pc(nd->count, base), 4);
 			tally_json_karr(j, "children");
 		} else {
-			tree_line(db, cg, nd, depth - 1, base, out, full);
+			tree_line(db, ev, cg, nd, depth - 1, base, out, full);
 		}
 		GROW(st, alloc, n + 1);
 		st[n].kids = tally_view_tree_kids(nodes, at, base, limit, &st[n].nk);
@@ -517,15 +559,17 @@ static int cmp_arc_count(const void *a, const void *b, void *ctx)
 }
 
 /* --callgraph, one function: callers above, callees below, each by count. */
-static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, const struct tally_view_cg *v,
+static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_cg *v,
 				 const struct tally_view_row *f, bool full)
 {
 	const struct tally_cg *cg = &v->cg;
 	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
 	for (int dir = 0; dir < 2; dir++) {
 		if (dir == 1) {
-			strbuf_addf(out, "%9" PRIu64 " %7.2f%%  self %" PRIu64 " %.2f%%  ", f->incl, pc(f->incl, cg->total), f->samples,
-				    pc(f->samples, cg->total));
+			tally_view_value(out, db, ev, f->incl, 9);
+			strbuf_addf(out, " %7.2f%%  self ", pc(f->incl, cg->total));
+			tally_view_value(out, db, ev, f->samples, 0);
+			strbuf_addf(out, " %.2f%%  ", pc(f->samples, cg->total));
 			fname(out, db, cg, f->func, full);
 			strbuf_addch(out, '\n');
 		}
@@ -536,7 +580,8 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		qsort_r(arcs, na, sizeof(uint32_t), cmp_arc_count, cg->arcs);
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
-			strbuf_addf(out, "%20" PRIu64 " %7.2f%%  %s ", arc->count, pc(arc->count, f->incl), dir ? "->" : "<-");
+			tally_view_value(out, db, ev, arc->count, 20);
+			strbuf_addf(out, " %7.2f%%  %s ", pc(arc->count, f->incl), dir ? "->" : "<-");
 			fname(out, db, cg, dir ? arc->callee : arc->caller, full);
 			strbuf_addch(out, '\n');
 		}
@@ -549,8 +594,13 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 {
 	const struct tally_cg *cg = &v->cg;
 	json_fname(j, db, cg, f->func);
-	tally_json_ku64(j, "self", f->samples);
-	tally_json_ku64(j, "inclusive", f->incl);
+	const struct tally_cg_func *cf = &cg->funcs[f->func];
+	tally_json_ku64(j, "self", cf->nself);
+	tally_json_ku64(j, "inclusive", cf->nincl);
+	if (db->weighed) {
+		tally_json_ku64(j, "self_value", f->samples);
+		tally_json_ku64(j, "inclusive_value", f->incl);
+	}
 	tally_json_knum(j, "self_percent", pc(f->samples, cg->total), 4);
 	tally_json_knum(j, "inclusive_percent", pc(f->incl, cg->total), 4);
 	for (int dir = 0; dir < 2; dir++) {
@@ -561,7 +611,7 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			tally_json_obj(j);
 			json_fname(j, db, cg, dir ? arc->callee : arc->caller);
-			tally_json_ku64(j, "samples", arc->count);
+			json_values(j, db, arc->nsamples, arc->count);
 			tally_json_knum(j, "percent", pc(arc->count, f->incl), 4);
 			tally_json_end(j);
 		}
@@ -587,14 +637,15 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 	if (json) {
 		tally_json_obj(j);
 		tally_json_kstr(j, "name", db->events[ev]);
-		tally_json_ku64(j, "samples", cg->total);
+		tally_json_kstr(j, "unit", tally_view_unit(db, ev));
+		json_values(j, db, cg->ntotal, cg->total);
 		tally_json_karr(j, "functions");
 	} else {
 		text_header(db, ev, out);
 	}
 	if (o->children || o->callgraph || json) {
 		if (!json && o->children)
-			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", "samples", "function  [image]");
+			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", tally_view_heading(db, ev), "function  [image]");
 		for (size_t k = 0; k < v.funcs.n; k++) {
 			const struct tally_view_row *f = &v.funcs.v[k];
 			if (!shown(o, k) || pc(f->incl, cg->total) < o->percent_limit)
@@ -604,11 +655,13 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 				json_cg_function(j, db, &v, f);
 				tally_json_end(j);
 			} else if (o->children) {
-				strbuf_addf(out, "%8.2f%% %8.2f%% %9" PRIu64 "  ", pc(f->incl, cg->total), pc(f->samples, cg->total), f->incl);
+				strbuf_addf(out, "%8.2f%% %8.2f%% ", pc(f->incl, cg->total), pc(f->samples, cg->total));
+				tally_view_value(out, db, ev, f->incl, 9);
+				strbuf_addstr(out, "  ");
 				fname(out, db, cg, f->func, full);
 				strbuf_addch(out, '\n');
 			} else {
-				text_callgraph_entry(out, db, &v, f, full);
+				text_callgraph_entry(out, db, ev, &v, f, full);
 			}
 		}
 		if (json)
@@ -621,13 +674,15 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		if (json) {
 			tally_json_karr(j, "tree");
 			if (nodes)
-				tree_print(db, cg, nodes, base, o->percent_limit, out, j, full);
+				tree_print(db, ev, cg, nodes, base, o->percent_limit, out, j, full);
 			tally_json_end(j);
 		} else if (nodes) {
-			if (focus_name)
-				strbuf_addf(out, "# %s of %s: percentages of its %" PRIu64 " inclusive samples\n",
-					    o->callers ? "callers" : "callees", focus_name, base);
-			tree_print(db, cg, nodes, base, o->percent_limit, out, NULL, full);
+			if (focus_name) {
+				strbuf_addf(out, "# %s of %s: percentages of its ", o->callers ? "callers" : "callees", focus_name);
+				tally_view_value(out, db, ev, base, 0);
+				strbuf_addf(out, " inclusive %s\n", tally_view_heading(db, ev));
+			}
+			tree_print(db, ev, cg, nodes, base, o->percent_limit, out, NULL, full);
 		}
 		tally_cg_tree_free(nodes, nn);
 	}
@@ -822,15 +877,22 @@ static const char *diff_view_name(const struct tally_diff *d)
 
 void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t top)
 {
-	strbuf_addf(out, "# diff of %s, %s: '%s' (%" PRIu64 " samples) -> '%s' (%" PRIu64 " samples)\n", d->event,
-		    d->view == TALLY_DIFF_LINES	   ? "source lines (self samples)"
-		    : d->view == TALLY_DIFF_CHILDREN ? "functions (inclusive samples)"
-						     : "functions (self samples)",
-		    d->base_input, d->base_total, d->new_input, d->new_total);
+	const char *h = tally_view_heading(d->db, d->ev);
+	strbuf_addf(out, "# diff of %s, %s: '%s' (", d->event,
+		    d->view == TALLY_DIFF_LINES	   ? "source lines (self)"
+		    : d->view == TALLY_DIFF_CHILDREN ? "functions (inclusive)"
+						     : "functions (self)",
+		    d->base_input);
+	tally_view_value_unit(out, d->db, d->ev, d->base_total);
+	strbuf_addf(out, ") -> '%s' (", d->new_input);
+	tally_view_value_unit(out, d->db, d->ev, d->new_total);
+	strbuf_addstr(out, ")\n");
 	if (d->absolute)
-		strbuf_addstr(out, "# samples on each side; change in samples, largest first\n");
+		strbuf_addf(out, "# %s on each side; change in %s, largest first\n", h, h);
 	else
-		strbuf_addstr(out, "# share of each side's samples; change in points, largest first\n");
+		strbuf_addf(out, "# share of each side's %s; change in points, largest first\n", h);
+	if (d->db->weighed)
+		strbuf_addstr(out, "# weighted by period: --samples compares sample counts\n");
 	/* the name columns as wide as their longest shown value (within reason) */
 	struct strbuf cell = STRBUF_INIT;
 	int wloc = 4, wname = 8;
@@ -858,12 +920,21 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 			if (r->only == TALLY_DIFF_NEW_ONLY)
 				strbuf_addf(out, "%10s ", "-");
 			else
-				strbuf_addf(out, "%10" PRIu64 " ", r->base);
+			{
+				tally_view_value(out, d->db, d->ev, r->base, 10);
+				strbuf_addch(out, ' ');
+			}
 			if (r->only == TALLY_DIFF_BASE_ONLY)
 				strbuf_addf(out, "%10s ", "-");
 			else
-				strbuf_addf(out, "%10" PRIu64 " ", r->new_);
-			strbuf_addf(out, "%+10.0f  ", r->delta);
+			{
+				tally_view_value(out, d->db, d->ev, r->new_, 10);
+				strbuf_addch(out, ' ');
+			}
+			if (!strcmp(h, "msec"))
+				strbuf_addf(out, "%+10.1f  ", r->delta / 1e6);
+			else
+				strbuf_addf(out, "%+10.0f  ", r->delta);
 		} else {
 			if (r->only == TALLY_DIFF_NEW_ONLY)
 				strbuf_addf(out, "%8s ", "-");
@@ -897,14 +968,17 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 
 void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t top)
 {
+	/* weighted: the values are named value, in unit; else samples */
+	const char *k = d->db->weighed ? "value" : "samples";
 	strbuf_addstr(out, "{\"event\":");
 	strbuf_add_json_str(out, d->event);
+	strbuf_addf(out, ",\"unit\":\"%s\"", tally_view_unit(d->db, d->ev));
 	strbuf_addf(out, ",\"view\":\"%s\",\"normalized\":%s,\"base\":{\"input\":", diff_view_name(d),
 		    d->absolute ? "false" : "true");
 	strbuf_add_json_str(out, d->base_input);
-	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"new\":{\"input\":", d->base_total);
+	strbuf_addf(out, ",\"%s\":%" PRIu64 "},\"new\":{\"input\":", k, d->base_total);
 	strbuf_add_json_str(out, d->new_input);
-	strbuf_addf(out, ",\"samples\":%" PRIu64 "},\"rows\":[", d->new_total);
+	strbuf_addf(out, ",\"%s\":%" PRIu64 "},\"rows\":[", k, d->new_total);
 	for (size_t i = 0; i < d->n && (!top || i < top); i++) {
 		const struct tally_diff_row *r = &d->v[i];
 		strbuf_addstr(out, i ? ",{\"image\":" : "{\"image\":");
@@ -919,9 +993,9 @@ void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t to
 				strbuf_addstr(out, "null");
 			strbuf_addf(out, ",\"line\":%d", r->line);
 		}
-		strbuf_addf(out, ",\"inlined\":%s,\"base_samples\":%" PRIu64 ",\"new_samples\":%" PRIu64
-				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_samples\":%.0f,\"only\":%s}",
-			    r->inlined ? "true" : "false", r->base, r->new_, r->base_pct, r->new_pct, r->points, r->delta,
+		strbuf_addf(out, ",\"inlined\":%s,\"base_%s\":%" PRIu64 ",\"new_%s\":%" PRIu64
+				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_%s\":%.0f,\"only\":%s}",
+			    r->inlined ? "true" : "false", k, r->base, k, r->new_, r->base_pct, r->new_pct, r->points, k, r->delta,
 			    r->only == TALLY_DIFF_NEW_ONLY    ? "\"new\""
 			    : r->only == TALLY_DIFF_BASE_ONLY ? "\"base\""
 							      : "null");

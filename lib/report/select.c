@@ -6,6 +6,7 @@
 
 #include "tally/select.h"
 #include "tally/util.h"
+#include "tally/view.h"
 
 void tally_select_init(struct tally_select *s)
 {
@@ -27,6 +28,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	case TALLY_OPT_SEL_COMM: s->comm = arg; return 1;
 	case TALLY_OPT_SEL_EVENT: s->event = arg; return 1;
 	case TALLY_OPT_SEL_EXCL: s->excl = true; return 1;
+	case TALLY_OPT_SEL_SAMPLES: s->samples = true; return 1;
 	case TALLY_OPT_SEL_LABEL: {
 		char *k, *v;
 		if (tally_label_parse(arg, "--label", &k, &v))
@@ -44,7 +46,7 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	}
 }
 
-int tally_select_check(struct tally_select *s, const struct tally_db *db, const char *input, struct tally_warnings *w)
+int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w)
 {
 	/* the command name is a label of every sample since it was kept in the key */
 	s->comm_by_label = false;
@@ -98,6 +100,7 @@ int tally_select_check(struct tally_select *s, const struct tally_db *db, const 
 		if (!found)
 			tally_warnings_add(w, "no samples for pid %d in '%s'", s->pid, input);
 	}
+	tally_view_weigh(db, s->samples);
 	return 0;
 }
 
@@ -304,6 +307,8 @@ static const struct tally_option select_options[] = {
 	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
 	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },
+	{ 0, "samples", TALLY_ARG_NONE, NULL,
+	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", TALLY_OPT_SEL_SAMPLES },
 	TALLY_OPTION_END,
 };
 

@@ -84,7 +84,8 @@ int tally_sort_check(const struct tally_sort *s, const struct tally_db *db, cons
 struct srow {
 	char *val[TALLY_SORT_MAX]; /* by key; NULL for pid (in pid) */
 	int pid;
-	uint64_t n;
+	uint64_t n;  /* the value: period-weighted once db is weighed */
+	uint64_t ns; /* the samples */
 	uint64_t h;
 };
 
@@ -138,8 +139,10 @@ static const char *prof_comm(const struct tally_db *db, const struct tally_db_pr
 }
 
 static void build(struct stab *t, const struct tally_db *db, struct tally_resolver *res, const struct tally_select *sel,
-		  int ev, uint64_t *total)
+		  int ev, uint64_t *total, uint64_t *ntotal)
 {
+	/* the samples beside the values once db is weighed */
+	const uint64_t *raw = db->weighed ? db->weights : db->counts;
 	const struct tally_sort *s = t->s;
 	struct tally_hidx idx = { 0 };
 	size_t ne = (size_t)db->nevents;
@@ -152,7 +155,9 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 			uint64_t c = db->counts[i * ne + (size_t)ev];
 			if (!c)
 				continue;
+			uint64_t nc = raw[i * ne + (size_t)ev];
 			*total += c;
+			*ntotal += nc;
 			struct tally_leaf lf = { 0 };
 			bool resolved = false;
 			struct srow key = { .pid = pf->pid };
@@ -194,10 +199,12 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 				for (int k = 0; k < s->n; k++)
 					r->val[k] = key.val[k] ? xstrdup(key.val[k]) : NULL;
 				r->n = 0;
+				r->ns = 0;
 				tally_hidx_put(&idx, h, (uint32_t)t->n);
 				j = (uint32_t)t->n++;
 			}
 			t->v[j].n += c;
+			t->v[j].ns += nc;
 		}
 	}
 	tally_hidx_release(&idx);
@@ -209,8 +216,8 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 		       const struct tally_report_opts *o, const struct tally_sort *s, int ev, bool json)
 {
 	struct stab t = { .s = s };
-	uint64_t total = 0;
-	build(&t, db, res, o->sel, ev, &total);
+	uint64_t total = 0, ntotal = 0;
+	build(&t, db, res, o->sel, ev, &total, &ntotal);
 	size_t shown = 0, width[TALLY_SORT_MAX] = { 0 };
 	struct tally_json j;
 	if (json) {
@@ -222,7 +229,10 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 		for (int k = 0; k < s->n; k++)
 			tally_json_str(&j, key_names[s->keys[k]]);
 		tally_json_end(&j);
-		tally_json_ku64(&j, "samples", total);
+		tally_json_kstr(&j, "unit", tally_view_unit(db, ev));
+		tally_json_ku64(&j, "samples", ntotal);
+		if (db->weighed)
+			tally_json_ku64(&j, "value", total);
 		tally_json_karr(&j, "rows");
 	} else {
 		strbuf_addf(out, "# %s: event %s, by ", o->input, db->events[ev]);
@@ -245,7 +255,10 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 					width[k] = w > 40 ? 40 : w;
 			}
 		}
-		strbuf_addf(out, "\n%9s %8s", "samples", "%");
+		if (db->weighed)
+			strbuf_addf(out, "\n# values: %s, weighted by period (%" PRIu64 " samples): --samples for sample counts",
+				    tally_view_heading(db, ev), ntotal);
+		strbuf_addf(out, "\n%9s %8s", tally_view_heading(db, ev), "%");
 		for (int k = 0; k < s->n; k++)
 			strbuf_addf(out, "  %-*s", k + 1 < s->n ? (int)width[k] : 0, key_names[s->keys[k]]);
 		strbuf_addch(out, '\n');
@@ -264,11 +277,14 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 				else
 					tally_json_kstr(&j, key_names[s->keys[k]], r->val[k]);
 			}
-			tally_json_ku64(&j, "samples", r->n);
+			tally_json_ku64(&j, "samples", r->ns);
+			if (db->weighed)
+				tally_json_ku64(&j, "value", r->n);
 			tally_json_knum(&j, "percent", pct, 2);
 			tally_json_end(&j);
 		} else {
-			strbuf_addf(out, "%9" PRIu64 " %7.2f%%", r->n, pct);
+			tally_view_value(out, db, ev, r->n, 9);
+			strbuf_addf(out, " %7.2f%%", pct);
 			for (int k = 0; k < s->n; k++) {
 				size_t at = out->len + 2;
 				if (s->keys[k] == TALLY_SORT_PID) {
@@ -288,7 +304,8 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 		tally_json_end(&j);
 		strbuf_addch(out, '\n');
 	} else {
-		strbuf_addf(out, "%9" PRIu64 " %8s  Total\n", total, "");
+		tally_view_value(out, db, ev, total, 9);
+		strbuf_addf(out, " %8s  Total\n", "");
 	}
 	for (size_t i = 0; i < t.n; i++)
 		for (int k = 0; k < s->n; k++)

@@ -1,6 +1,7 @@
 /* The report's view model (see view.h): image, function, line and call-graph
  * rows, built once for every rendering (text, JSON, HTML). */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,13 @@ static int cmp_row(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The samples of entry i (the counts hold weights once db is weighed). */
+static uint64_t raw_count(const struct tally_db *db, size_t i, int ev)
+{
+	const uint64_t *v = db->weighed ? db->weights : db->counts;
+	return v[i * (size_t)db->nevents + (size_t)ev];
+}
+
 static bool image_row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_view_row *r = &((const struct tally_view_rows *)ctx)->v[idx];
@@ -72,12 +80,15 @@ void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, con
 		row_of[p] = TALLY_HIDX_NONE;
 		if (!tally_select_prof(sel, db, pf))
 			continue;
-		uint64_t c = 0;
-		for (size_t i = pf->first; i < pf->end; i++)
+		uint64_t c = 0, raw = 0;
+		for (size_t i = pf->first; i < pf->end; i++) {
 			c += db->counts[i * (size_t)db->nevents + (size_t)ev];
+			raw += raw_count(db, i, ev);
+		}
 		if (!c)
 			continue;
 		t->total += c;
+		t->ntotal += raw;
 		/* one row per image and pid: a merge's label sets add up */
 		uint64_t h = tally_hash_u64(((uint64_t)pf->image << 32) ^ (uint64_t)(uint32_t)pf->pid);
 		uint32_t j = tally_hidx_get(&idx, h, pf, image_row_eq, t);
@@ -98,6 +109,7 @@ void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, con
 			tally_hidx_put(&idx, h, j);
 		}
 		t->v[j].samples += c;
+		t->v[j].nsamples += raw;
 		t->v[j].nprofs++;
 		row_of[p] = j;
 	}
@@ -134,7 +146,9 @@ static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, co
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
 		if (!c)
 			continue;
+		uint64_t raw = raw_count(db, i, ev);
 		t->total += c;
+		t->ntotal += raw;
 		struct tally_leaf lf;
 		tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
 		struct tally_view_row key = { .image = pf->image, .name = lf.name, .addr = lf.addr,
@@ -163,6 +177,7 @@ static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, co
 			j = (uint32_t)seq;
 		}
 		t->v[j].samples += c;
+		t->v[j].nsamples += raw;
 	}
 }
 
@@ -303,4 +318,65 @@ double tally_view_lost_pct(const struct tally_db *db)
 	for (int e = 0; e < db->nevents; e++)
 		all += (double)db->samples[e];
 	return all > 0 ? 100.0 * (double)db->lost / all : 0.0;
+}
+
+const char *tally_view_unit(const struct tally_db *db, int ev)
+{
+	return db->weighed ? tally_db_unit(db, ev) : "samples";
+}
+
+const char *tally_view_heading(const struct tally_db *db, int ev)
+{
+	if (!db->weighed)
+		return "samples";
+	return tally_db_unit_time(db, ev) ? "msec" : "events";
+}
+
+void tally_view_value(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t v, int width)
+{
+	if (db->weighed && tally_db_unit_time(db, ev))
+		strbuf_addf(sb, "%*.1f", width, (double)v / 1e6);
+	else
+		strbuf_addf(sb, "%*" PRIu64, width, v);
+}
+
+void tally_view_value_unit(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t v)
+{
+	tally_view_value(sb, db, ev, v, 0);
+	const char *h = tally_view_heading(db, ev);
+	if (v == 1 && !strcmp(h, "samples"))
+		strbuf_addstr(sb, " sample");
+	else if (v == 1 && !strcmp(h, "events"))
+		strbuf_addstr(sb, " event");
+	else
+		strbuf_addf(sb, " %s", h);
+}
+
+uint64_t tally_view_event_total(const struct tally_db *db, int ev)
+{
+	if (ev < 0 || ev >= db->nevents)
+		return 0;
+	return db->weighed ? tally_db_weight_total(db, ev) : db->samples[ev];
+}
+
+bool tally_view_can_weigh(const struct tally_db *db)
+{
+	if (db->weighed || db->weights)
+		return true;
+	const char *pm = tally_meta_get(&db->session, "period-mean");
+	for (int e = 0; e < db->nevents; e++) {
+		if (!pm)
+			return false;
+		char *end;
+		if (!(strtod(pm, &end) > 0) || (*end && *end != ','))
+			return false;
+		pm = *end ? end + 1 : NULL;
+	}
+	return true;
+}
+
+void tally_view_weigh(struct tally_db *db, bool samples)
+{
+	if (!samples && tally_view_can_weigh(db))
+		tally_db_weigh(db);
 }

@@ -435,38 +435,54 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 				/* the stack's identity: its images and names */
 				uint32_t *key = NULL;
 				size_t akey = 0;
-				GROW(key, akey, 2 * (size_t)st->len);
+				GROW(key, akey, 2 * (size_t)st->len + 2);
 				for (uint32_t j = 0; j < st->len; j++) {
 					const struct tally_frame *x = tally_db_frame(db, st, j);
 					key[2 * j] = x->image < db->nimages ? k.sid[x->image] : UINT32_MAX;
 					key[2 * j + 1] = ids[j];
 				}
-				c = grown(f, st->pid, key, 2 * st->len, c);
+				/* and its command name: two programs' equal stacks are two */
+				const char *lc = tally_db_label(db, st->label, "comm");
+				uint64_t ch = lc ? tally_hash_bytes(lc, strlen(lc), 0x636f6d6d) : 0;
+				key[2 * st->len] = (uint32_t)(ch >> 32);
+				key[2 * st->len + 1] = (uint32_t)ch;
+				c = grown(f, st->pid, key, 2 * st->len + 2, c);
 				free(key);
 			}
 			if (!c)
 				continue;
-			tally_top_add(t, comm_of(&cm, st->pid), fr, st->len, (double)c);
+			const char *lcomm = tally_db_label(db, st->label, "comm");
+			tally_top_add(t, lcomm ? lcomm : comm_of(&cm, st->pid), fr, st->len, (double)c);
 			sum += (double)c;
 		}
 	} else {
-		for (size_t i = 0; i < db->nentries; i++) {
-			const struct tally_db_entry *e = &db->entries[i];
-			uint64_t c = db->counts[i * (size_t)ne];
-			if (!c)
-				continue;
-			uint32_t id = locate(&k, e->image, e->offset);
-			if (cumulative) {
-				uint32_t key[3] = { e->image < db->nimages ? k.sid[e->image] : UINT32_MAX,
-						    (uint32_t)(e->offset >> 32), (uint32_t)e->offset };
-				c = grown(f, e->pid, key, 3, c);
+		for (size_t p = 0; p < db->nprofs; p++) {
+			const struct tally_db_prof *pf = &db->profs[p];
+			/* the command name the recording kept (comm=NAME), else the task list's */
+			const char *lc = tally_db_label(db, pf->label, "comm");
+			const char *comm = lc ? lc : comm_of(&cm, pf->pid);
+			uint64_t ch = lc ? tally_hash_bytes(lc, strlen(lc), 0x636f6d6d) : 0;
+			for (size_t i = pf->first; i < pf->end; i++) {
+				const struct tally_db_entry *e = &db->entries[i];
+				uint64_t c = db->counts[i * (size_t)ne];
 				if (!c)
 					continue;
+				uint32_t id = locate(&k, e->image, e->offset);
+				if (cumulative) {
+					/* one row per (image, offset, pid, command name): two
+					 * programs at one place are two rows to follow */
+					uint32_t key[5] = { e->image < db->nimages ? k.sid[e->image] : UINT32_MAX,
+							    (uint32_t)(e->offset >> 32), (uint32_t)e->offset, (uint32_t)(ch >> 32),
+							    (uint32_t)ch };
+					c = grown(f, e->pid, key, 5, c);
+					if (!c)
+						continue;
+				}
+				struct tally_top_frame one = { e->image < db->nimages ? db->images[e->image].name : "?",
+							       f->names[id] };
+				tally_top_add(t, comm, &one, 1, (double)c);
+				sum += (double)c;
 			}
-			struct tally_top_frame one = { e->image < db->nimages ? db->images[e->image].name : "?",
-						       f->names[id] };
-			tally_top_add(t, comm_of(&cm, e->pid), &one, 1, (double)c);
-			sum += (double)c;
 		}
 	}
 	free(fr);

@@ -209,7 +209,9 @@ void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const 
 	strbuf_addstr(out, "# tally top: ");
 	status_line(st, q, false, out);
 	strbuf_addch(out, '\n');
-	strbuf_addf(out, "%8s %s%10s  ", "share", cg ? "    self " : "", "samples");
+	const char *unit = st->unit ? st->unit : "samples";
+	double scale = !strcmp(unit, "msec") ? 1e-6 : 1;
+	strbuf_addf(out, "%8s %s%10s  ", "share", cg ? "    self " : "", unit);
 	add_safe(out, "image", wi, true);
 	strbuf_addstr(out, "  ");
 	add_safe(out, "command", wc, true);
@@ -219,7 +221,7 @@ void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const 
 		strbuf_addf(out, "%7.2f%%", all > 0 ? 100 * r->total / all : 0.0);
 		if (cg)
 			strbuf_addf(out, " %7.2f%%", all > 0 ? 100 * r->self / all : 0.0);
-		strbuf_addf(out, " %10.1f  ", r->total);
+		strbuf_addf(out, " %10.1f  ", r->total * scale);
 		add_safe(out, r->image ? r->image : "-", wi, true);
 		strbuf_addstr(out, "  ");
 		comm_label(r, cl, sizeof(cl));

@@ -36,3 +36,19 @@ for e in evs:
         break
 EOF
 }
+
+# json_value FILE [EVENT]: the period-weighted total (`value`, in the event's
+# unit) of an event (default the first) in a `tally report --json` file.
+json_value() {
+	python3 - "$1" "${2:-}" <<'EOF' || fail "no value of event '${2:-(first)}' in $1 (a report without --samples has one)"
+import json, sys
+evs = json.load(open(sys.argv[1]))["events"]
+want = sys.argv[2]
+for e in evs:
+    if not want or e["name"] == want:
+        print(e["value"])
+        break
+else:
+    sys.exit(1)
+EOF
+}

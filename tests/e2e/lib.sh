@@ -356,14 +356,16 @@ report_text() {
 # object in an "images" list (or one with a string "image"), a function one
 # in a "functions"/"symbols" list (or with "function"/"symbol"), an event one
 # in "events" (or with "event"); counts are "samples" (or "count"), an
-# event's total its "samples" (or a "total").
+# event's total its "samples" (or a "total"). With TJSON_VALUE=1 in the
+# environment every count is the period-weighted `value` instead.
 TALLY_JSON_PY='
 import json, os, sys
 
 IMG_KEYS = ("image", "image_name", "dso", "module")
 FN_KEYS = ("function", "symbol", "func", "sym")
 EV_KEYS = ("event", "event_name")
-CNT_KEYS = ("samples", "count", "hits")
+# TJSON_VALUE=1: the period-weighted values (`value`) instead of the samples
+CNT_KEYS = ("value",) if os.environ.get("TJSON_VALUE") else ("samples", "count", "hits")
 IMG_LISTS = ("images", "dsos", "modules")
 FN_LISTS = ("functions", "symbols", "funcs")
 EV_LISTS = ("events",)
@@ -528,20 +530,26 @@ check_shares() {
 }
 
 # ttext FILE check image|symbols [--top N] [--no-total]: check the layout of a
-# text report: tables under a header `samples  %  cum%  image` (or `... addr
-# function`), rows `SAMPLES PCT% CUM% NAME` sorted by samples with cum% the
-# running sum of %, for the image table a `Total` line equal to the sum of
-# the rows (unless --top/--no-total) and every row's % = samples/Total, at
-# most N rows per table with --top N, and a line starting with `lost:`.
-# ttext FILE names: `SAMPLES NAME` for every row of every table (for symbol
+# text report: tables under a header `UNIT  %  cum%  image` (or `... addr
+# function`; UNIT samples, or msec or events when period-weighted), rows
+# `VALUE PCT% CUM% NAME` sorted by value with cum% the running sum of %, for
+# the image table a `Total` line equal to the sum of the rows (unless
+# --top/--no-total; msec rows to within their rounding) and every row's % =
+# value/Total, at most N rows per table with --top N, and a line starting
+# with `lost:`.
+# ttext FILE names: `VALUE NAME` for every row of every table (for symbol
 # tables NAME is the function, after the address column).
 # ttext FILE total: the number on the first `Total` line (empty if none).
+# ttext FILE unit: the heading of the first table (samples, msec, events).
 TALLY_TEXT_PY='
 import re, sys
 
-HDR = re.compile(r"^\s*samples\s+%\s+cum%\s+(.*\S)\s*$")
-ROW = re.compile(r"^\s*(\d+)\s+(\d+(?:\.\d+)?)%?\s+(\d+(?:\.\d+)?)%?\s+(\S.*?)\s*$")
-TOTAL = re.compile(r"^\s*Total\b\D*(\d+)|^\s*(\d+)\b.*\bTotal\b")
+HDR = re.compile(r"^\s*(samples|msec|events)\s+%\s+cum%\s+(.*\S)\s*$")
+ROW = re.compile(r"^\s*(\d+(?:\.\d)?)\s+(\d+(?:\.\d+)?)%?\s+(\d+(?:\.\d+)?)%?\s+(\S.*?)\s*$")
+TOTAL = re.compile(r"^\s*Total\b[^\d]*(\d+(?:\.\d)?)|^\s*(\d+(?:\.\d)?)(?![\d.]).*\bTotal\b")
+
+def num(s):
+    return float(s) if "." in s else int(s)
 
 def parse(path):
     tables, cur, lost = [], None, []
@@ -551,14 +559,14 @@ def parse(path):
             lost.append(line)
         m = HDR.match(line)
         if m:
-            cur = dict(cols=m.group(1).split(), rows=[], total=None, line=no)
+            cur = dict(unit=m.group(1), cols=m.group(2).split(), rows=[], total=None, line=no)
             tables.append(cur)
             continue
         if cur is None:
             continue
         t = TOTAL.match(line)
         if t:
-            cur["total"] = int(t.group(1) or t.group(2))
+            cur["total"] = num(t.group(1) or t.group(2))
             cur = None
             continue
         r = ROW.match(line)
@@ -567,7 +575,7 @@ def parse(path):
             if cur["cols"][-2:] == ["addr", "function"]:
                 parts = name.split(None, 1)
                 name = parts[1] if len(parts) == 2 else ""
-            cur["rows"].append(dict(n=int(r.group(1)), pct=float(r.group(2)),
+            cur["rows"].append(dict(n=num(r.group(1)), pct=float(r.group(2)),
                                     cum=float(r.group(3)), name=name, line=no))
             continue
         cur = None
@@ -580,6 +588,9 @@ def main():
         ts = [t["total"] for t in tables if t["total"] is not None]
         print(ts[0] if ts else "")
         return
+    if q == "unit":
+        print(tables[0]["unit"] if tables else "")
+        return
     if q == "names":
         for t in tables:
             for r in t["rows"]:
@@ -591,7 +602,7 @@ def main():
     errs = []
     mine = [t for t in tables if t["cols"] == want]
     if not mine:
-        errs.append("no table with the header `samples  %%  cum%%  %s` (headers seen: %s)"
+        errs.append("no table with the header `UNIT  %%  cum%%  %s` (headers seen: %s)"
                     % ("  ".join(want), ["  ".join(t["cols"]) for t in tables] or "none"))
     for t in mine:
         rows = t["rows"]
@@ -604,8 +615,8 @@ def main():
         run = 0.0
         for a, b in zip(rows, rows[1:]):
             if b["n"] > a["n"]:
-                errs.append("%s: line %d (%d samples) sorts after line %d (%d samples)"
-                            % (where, b["line"], b["n"], a["line"], a["n"]))
+                errs.append("%s: line %d (%s %s) sorts after line %d (%s)"
+                            % (where, b["line"], b["n"], t["unit"], a["line"], a["n"]))
         for r in rows:
             run += r["pct"]
             if abs(r["cum"] - run) > 0.15 + 0.01 * len(rows):
@@ -613,15 +624,19 @@ def main():
                             % (where, r["line"], r["cum"], run))
         if kind == "image" and top is None and "--no-total" not in opts:
             s = sum(r["n"] for r in rows)
+            # msec rows are rounded to a tenth each
+            slack = 0.05 * len(rows) + 0.05 if t["unit"] == "msec" else 0
             if t["total"] is None:
                 errs.append(where + ": no `Total` line after the rows")
-            elif t["total"] != s:
-                errs.append("%s: Total says %d but the rows add up to %d" % (where, t["total"], s))
+            elif abs(t["total"] - s) > slack:
+                errs.append("%s: Total says %s but the rows add up to %s" % (where, t["total"], s))
         if kind == "image" and t["total"]:
             for r in rows:
                 exp = 100.0 * r["n"] / t["total"]
-                if abs(r["pct"] - exp) > 0.06:
-                    errs.append("%s line %d: %% is %.2f, samples/Total gives %.2f"
+                # a msec value is rounded to 0.05: its %% within that of the total
+                tol = 0.06 + (100.0 * 0.05 / t["total"] if t["unit"] == "msec" else 0)
+                if abs(r["pct"] - exp) > tol:
+                    errs.append("%s line %d: %% is %.2f, value/Total gives %.2f"
                                 % (where, r["line"], r["pct"], exp))
     if not lost:
         errs.append("no line starting with `lost:`")

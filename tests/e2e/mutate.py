@@ -27,10 +27,12 @@ Problems, by class:
   totals     exit 0 with figures that do not add up: in report --json every
              event's images sum to the event's samples (and to the session's),
              functions to their image, every share within 0..100%; the text
-             report's Total is the sum of its rows and the JSON total; every
+             report's Total is the sum of its rows and the JSON total (its
+             value, in msec or events, unless the report is in samples); every
              share printed is within 0..100%; --children's self samples add
              up to at most the total and inclusive ones stay within it;
-             folded, svg, callgrind and pprof hold the report's total
+             folded, svg and callgrind hold the report's weighted total
+             (value), pprof's samples types its samples
 After a hang or running out of memory the mutant's other commands are not run
 (they would most likely do the same).
 
@@ -601,6 +603,8 @@ def check_json_report(out, ctx):
         s = sum(i["samples"] for i in e["images"])
         if s != n:
             errs.append("event %s: the images add up to %d, the event says %d" % (e["name"], s, n))
+        if "value" in e and sum(i["value"] for i in e["images"]) != e["value"]:
+            errs.append("event %s: the images' values add up to %d, the event says %d" % (e["name"], sum(i["value"] for i in e["images"]), e["value"]))
         if e["name"] in evnames and len(ssamples) == len(evnames):
             want = ssamples[evnames.index(e["name"])]
             if want != str(n):
@@ -615,6 +619,8 @@ def check_json_report(out, ctx):
                 fsum = sum(f["samples"] for f in fs)
                 if fsum != i["samples"]:
                     errs.append("image %s: its functions add up to %d, the image says %d" % (i.get("name"), fsum, i["samples"]))
+                if "value" in i and sum(f["value"] for f in fs) != i["value"]:
+                    errs.append("image %s: its functions' values add up to %d, the image says %d" % (i.get("name"), sum(f["value"] for f in fs), i["value"]))
                 for f in fs:
                     for k in ("percent", "percent_of_total"):
                         if not 0 <= f.get(k, 0) <= 100.005:
@@ -623,6 +629,11 @@ def check_json_report(out, ctx):
                         errs.append("function %s: %d samples of its image's %d" % (f.get("name"), f["samples"], i["samples"]))
     ctx["totals"] = totals
     ctx["first"] = r["events"][0]["samples"] if r["events"] else None
+    # the period-weighted totals the exports and the text show by default
+    # (the samples when the report is not weighted)
+    ctx["vtotals"] = {e["name"]: e.get("value", e["samples"]) for e in r["events"]}
+    ctx["vfirst"] = r["events"][0].get("value", r["events"][0]["samples"]) if r["events"] else None
+    ctx["unit"] = r["events"][0].get("unit") if r["events"] else None
     return errs
 
 
@@ -644,35 +655,42 @@ def check_children_json(out, ctx):
     return errs
 
 
-TEXT_ROW = re.compile(r"^\s*(\d+)\s+(\d+\.\d+)%\s+(\d+\.\d+)%\s+(\S.*?)\s*$")
+TEXT_ROW = re.compile(r"^\s*(\d+(?:\.\d)?)\s+(\d+\.\d+)%\s+(\d+\.\d+)%\s+(\S.*?)\s*$")
 
 
 def check_text_report(out, ctx):
     errs = []
-    rows, total, in_images = [], None, False
+    rows, total, in_images, unit = [], None, False, None
     for l in out.split("\n"):
-        if re.match(r"^\s*samples\s+%\s+cum%\s+image\s*$", l):
-            in_images, rows = True, []
+        m = re.match(r"^\s*(samples|msec|events)\s+%\s+cum%\s+image\s*$", l)
+        if m:
+            in_images, rows, unit = True, [], m.group(1)
             continue
         if in_images:
-            m = re.match(r"^\s*(\d+)\s+Total\s*$", l)
+            m = re.match(r"^\s*(\d+(?:\.\d)?)\s+Total\s*$", l)
             if m:
-                total = int(m.group(1))
+                total = float(m.group(1))
                 break
             m = TEXT_ROW.match(l)
             if m:
-                rows.append((int(m.group(1)), float(m.group(2))))
+                rows.append((float(m.group(1)), float(m.group(2))))
             else:
                 in_images = False
     if total is not None:
-        if sum(n for n, _ in rows) != total:
-            errs.append("text report: Total %d, the rows add up to %d" % (total, sum(n for n, _ in rows)))
+        # msec are rounded to a tenth: each row and the total by up to 0.05
+        slack = 0.05 * (len(rows) + 1) if unit == "msec" else 0
+        if abs(sum(n for n, _ in rows) - total) > slack:
+            errs.append("text report: Total %s, the rows add up to %s" % (total, sum(n for n, _ in rows)))
         for n, p in rows:
-            if total and abs(100.0 * n / total - p) > 0.01:
-                errs.append("text report: a row of %d samples says %.2f%% of %d" % (n, p, total))
+            if total and abs(100.0 * n / total - p) > 0.01 + (100.0 * 0.05 / total if unit == "msec" else 0):
+                errs.append("text report: a row of %s %s says %.2f%% of %s" % (n, unit, p, total))
                 break
-        if ctx.get("first") is not None and len(ctx.get("totals", {})) == 1 and total != ctx["first"]:
-            errs.append("text report: Total %d, report --json %d" % (total, ctx["first"]))
+        if ctx.get("first") is not None and len(ctx.get("totals", {})) == 1:
+            want = ctx["first"] if unit == "samples" else ctx["vfirst"]
+            if unit == "msec":
+                want = want / 1e6
+            if abs(total - want) > (0.05 if unit == "msec" else 0):
+                errs.append("text report: Total %s %s, report --json %s" % (total, unit, want))
     return errs
 
 
@@ -684,8 +702,8 @@ def check_folded(path, ctx):
             if not m:
                 return ["folded: a line without a count: %r" % l[:80]]
             s += int(m.group(1))
-    if ctx.get("first") is not None and s != ctx["first"]:
-        return ["folded: the counts add up to %d, report --json says %d" % (s, ctx["first"])]
+    if ctx.get("vfirst") is not None and s != ctx["vfirst"]:
+        return ["folded: the counts add up to %d, report --json says %d" % (s, ctx["vfirst"])]
     return []
 
 
@@ -694,8 +712,8 @@ def check_svg(path, ctx):
     m = re.search(rb'<g class="f" data-x="0" data-c="(-?[0-9]+)" data-d="0"><title>all', d)
     if not m:
         return ["svg: no 'all' frame"]
-    if ctx.get("first") is not None and int(m.group(1)) != ctx["first"]:
-        return ["svg: 'all' holds %s samples, report --json says %d" % (m.group(1).decode(), ctx["first"])]
+    if ctx.get("vfirst") is not None and int(m.group(1)) != ctx["vfirst"]:
+        return ["svg: 'all' holds %s, report --json says %d" % (m.group(1).decode(), ctx["vfirst"])]
     return []
 
 
@@ -719,7 +737,7 @@ def check_callgrind(path, ctx):
                     sums[i] += int(c)
     errs = []
     for e, s in zip(events or [], sums or []):
-        want = ctx.get("totals", {}).get(e)
+        want = ctx.get("vtotals", {}).get(e)
         if want is not None and s != want:
             errs.append("callgrind: event %s's costs add up to %d, report --json says %d" % (e, s, want))
     return errs

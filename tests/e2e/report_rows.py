@@ -55,7 +55,7 @@ def _sections(path, json_images, row_re, make):
     for name, lines in _events_text(path):
         sections, cur = [], None
         for l in lines:
-            m = re.match(r"^(.+) \((\d+) samples, [\d.]+% of total\)$", l)
+            m = re.match(r"^(.+) \((\d+) samples?, [\d.]+% of total\)$", l)
             if m:
                 cur = dict(title=m.group(1), samples=int(m.group(2)), rows=[])
                 sections.append(cur)

@@ -28,7 +28,7 @@ between "$total" "$(awk -v e="$expect" 'BEGIN { print 0.75 * e }')" "$(awk -v e=
 note "-F $F: $total samples for ${cpu_ms} ms of CPU (expected ~$expect)"
 
 # text: per-image summary
-report_text img.txt -i db
+report_text img.txt -i db --samples
 ttext img.txt check image
 names=$(ttext img.txt names | awk '{ print $2 }')
 has_line split_funcs "$names" || fail "text report has no row for image split_funcs; rows: $(tr '\n' ' ' <<<"$names")"

@@ -8,7 +8,7 @@ tally_ok record -a --duration 1 -F 500 -o dur
 elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
 between "$elapsed" 0.9 5 ||
 	fail "record -a --duration 1 took $elapsed s, expected about 1 s"
-report_text dur.txt -i dur
+report_text dur.txt -i dur --samples
 ttext dur.txt check image
 n=$(ttext dur.txt total)
 ((n > 0)) || fail "record -a --duration 1: the report's Total is '$n', expected samples"
@@ -33,7 +33,7 @@ for sig in INT TERM; do
 	signum=$(kill -l "$sig")
 	[[ $rc == 0 || $rc == $((128 + signum)) ]] ||
 		fail "record -a stopped by SIG$sig exited $rc, expected 0 (or $((128 + signum))); stderr: $(head -c 1000 $db.err)"
-	report_text $db.txt -i $db
+	report_text $db.txt -i $db --samples
 	ttext $db.txt check image
 	n=$(ttext $db.txt total)
 	((n > 0)) || fail "record -a stopped by SIG$sig: the report's Total is '$n', expected samples"

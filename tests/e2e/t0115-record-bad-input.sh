@@ -55,7 +55,7 @@ for cv in record:output report:top annotate:input export:format scan:output daem
 	expect_fail_with "^tally: option '--${cv#*:}' needs a value \(see 'tally ${cv%:*} --help'\)$" "$TALLY" "${cv%:*}" "--${cv#*:}"
 done
 expect_fail_with "^tally: option '--no-randomize' takes no value \(see 'tally record --help'\)$" "$TALLY" record --no-randomize=1 -- true
-expect_fail_with "^tally: option '--s' is ambiguous \(--symbols, --sort, --since; see 'tally report --help'\)$" "$TALLY" report --s
+expect_fail_with "^tally: option '--s' is ambiguous \(--symbols, --sort, --samples, --since; see 'tally report --help'\)$" "$TALLY" report --s
 for cv in record:o report:i annotate:i export:o scan:o daemon:d ctl:d; do
 	expect_fail_with "^tally: option '-${cv#*:}' needs a value \(see 'tally ${cv%:*} --help'\)$" "$TALLY" "${cv%:*}" "-${cv#*:}"
 done

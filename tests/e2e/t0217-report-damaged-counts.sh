@@ -91,15 +91,26 @@ head, body = text.split("\n\n", 1)
 lines = body.split("\n")
 f = lines[0].split(" ")
 f[1] = str(int(f[1]) + add)
+# a database with weights (format 3): as enormous a weight (2^62 ns)
+weighted = re.search(r"^weights: ", head, flags=re.M) is not None
+if weighted:
+    f[2] = str(int(f[2]) + add)
+    head = re.sub(r"^weights: (\d+)", lambda m: "weights: %d" % (int(m.group(1)) + add), head, flags=re.M)
 lines[0] = " ".join(f)
 head = re.sub(r"^samples: (\d+)", lambda m: "samples: %d" % (int(m.group(1)) + add), head, flags=re.M)
 open(f"{db}/{prof}", "w").write(head + "\n\n" + "\n".join(lines))
 s = open(f"{db}/session").read()
 s = re.sub(r"^samples: (\d+)", lambda m: "samples: %d" % (int(m.group(1)) + add), s, flags=re.M)
+if weighted:
+    s = re.sub(r"^weight-total: (\d+)", lambda m: "weight-total: %d" % (int(m.group(1)) + add), s, flags=re.M)
 s = re.sub(r"^call-graph: .*", "call-graph: none", s, flags=re.M)
 open(f"{db}/session", "w").write(s)
 PY
 tally_ok report -i huge.db
-expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind\)" \
+expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind, or --samples\)" \
 	timeout 30 "$TALLY" export -i huge.db --format gmon -o "$TMP/huge.gmon"
 [[ ! -e "$TMP/huge.gmon" ]] || fail "a refused gmon.out was written anyway"
+# the sample counts alone are as huge
+expect_fail_with "^tally: a gmon\.out histogram of 'split_funcs' would take [0-9]+ records .* more than 256 MiB \(use --format pprof or callgrind\)" \
+	timeout 30 "$TALLY" export -i huge.db --format gmon --samples -o "$TMP/huge.gmon"
+[[ ! -e "$TMP/huge.gmon" ]] || fail "a refused gmon.out (--samples) was written anyway"

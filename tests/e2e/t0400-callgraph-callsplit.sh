@@ -143,11 +143,11 @@ run_case() {
 	cp out "$label.truth"
 	near "$(truth caller_a "$label.truth")" 75 3 "$label: the workload's own caller_a share"
 	# (CG_PY checks that the JSON is valid)
-	report_text "$label.children.json" -i "$label" --json --children
-	report_text "$label.callgraph.json" -i "$label" --json --callgraph
-	report_text "$label.tree.json" -i "$label" --json --tree
-	report_text "$label.callers.json" -i "$label" --json --callers leaf
-	report_text "$label.callees.json" -i "$label" --json --callees main
+	report_text "$label.children.json" -i "$label" --json --samples --children
+	report_text "$label.callgraph.json" -i "$label" --json --samples --callgraph
+	report_text "$label.tree.json" -i "$label" --json --samples --tree
+	report_text "$label.callers.json" -i "$label" --json --samples --callers leaf
+	report_text "$label.callees.json" -i "$label" --json --samples --callees main
 	msg=$(python3 -c "$CG_PY" "$label" "$label.truth" "$label") || rc=$?
 	((rc == 0)) || fail "$label ($*): $msg"
 	echo "$msg"
@@ -172,7 +172,7 @@ grep -Eq '^unwind: [0-9]+\.[0-9]{2}% of [0-9]+ samples reached a process root.*s
 # text layouts, on the -g recording
 for q in children callgraph tree "callers leaf" "callees main"; do
 	read -ra o <<<"--$q"
-	report_text "fp.${q%% *}.txt" -i fp "${o[@]}"
+	report_text "fp.${q%% *}.txt" -i fp --samples "${o[@]}"
 done
 msg=$(python3 - fp fp.truth "$(session_key fp samples)" <<'EOF'
 import json, re, sys

@@ -95,7 +95,7 @@ done
 report_text callers.txt -i dwarf --callers ksys_read
 python3 - callers.txt <<'EOF' || fail "--callers ksys_read (dwarf): read [libc.so.6] and kernel_read [split_kernel] are not its callers: $(head -c 1500 callers.txt)"
 import re, sys
-rows = [re.match(r"^( *)(\d+\.\d\d)% +(\d+)  (\S.*?)  \[([^\]]+)\]$", l) for l in open(sys.argv[1])]
+rows = [re.match(r"^( *)(\d+\.\d\d)% +(\d+(?:\.\d)?)  (\S.*?)  \[([^\]]+)\]$", l) for l in open(sys.argv[1])]
 rows = [(len(m.group(1)) + len(m.group(2)), float(m.group(2)), m.group(4), m.group(5)) for m in rows if m]
 names = [(r[2], r[3]) for r in rows]
 assert rows and names[0] == ("ksys_read", "kernel"), names[:3]

@@ -92,7 +92,7 @@ PY
 				grep -q '^# event: cpu-clock' nosuch.out || fail "'tally report $q NOSUCH': no event header: $(head -c 500 nosuch.out)"
 				grep -q '^unwind: ' nosuch.out && grep -q '^lost: ' nosuch.out ||
 					fail "'tally report $q NOSUCH': no unwind and lost lines: $(head -c 500 nosuch.out)"
-				rows=$(grep -Ec '^ +[0-9.]+% +[0-9]+  ' nosuch.out || true)
+				rows=$(grep -Ec '^ +[0-9.]+% +[0-9.]+  ' nosuch.out || true)
 				((rows == 0)) || fail "'tally report $q NOSUCH': $rows tree rows for a function that is not there: $(head -c 800 nosuch.out)"
 			fi
 			note "$q NOSUCH $json: exit 0, $(cat nosuch.err)"
@@ -101,7 +101,7 @@ PY
 	# the contrast: a function that is there has a tree and no warning
 	report_text leaf.txt -i good --callers leaf
 	[[ ! -s leaf.txt.err ]] || fail "--callers leaf warned: $(cat leaf.txt.err)"
-	grep -Eq '^ +100\.00% +[0-9]+  leaf  \[callsplit_fp\]$' leaf.txt || fail "--callers leaf: no tree rooted at leaf: $(head -c 800 leaf.txt)"
+	grep -Eq '^ +100\.00% +[0-9.]+  leaf  \[callsplit_fp\]$' leaf.txt || fail "--callers leaf: no tree rooted at leaf: $(head -c 800 leaf.txt)"
 }
 
 subtest "--call-graph and stack-size values" modes

@@ -97,8 +97,8 @@ note "inline chain in the call graph: leaf_mix <- mid_mix <- hot_loop"
 # without stacks, the HTML report's function table counts as --symbols does:
 # leaf_mix and mid_mix are rows of their own, marked inlined, with the same samples
 tally_ok record -F 2000 -o flat.db -- "$W" 600
-report_text flat-sym.txt -i flat.db --symbols
-"$TALLY" report -i flat.db --html flat.html 2>html.err || fail "report --html failed: $(cat html.err)"
+report_text flat-sym.txt -i flat.db --symbols --samples
+"$TALLY" report -i flat.db --html flat.html --samples 2>html.err || fail "report --html failed: $(cat html.err)"
 for fn in leaf_mix mid_mix; do
 	want=$(awk -v f="$fn" '$NF == "(inlined)" && $(NF - 1) == f { print $1; exit }' flat-sym.txt)
 	[[ -n $want ]] || fail "--symbols without stacks has no inlined $fn row: $(cat flat-sym.txt)"

@@ -205,7 +205,7 @@ check_lines lines.json db.lines
 [[ ! -s lines.json.err ]] || fail "--lines --vmlinux warned: $(cat lines.json.err)"
 note "--lines --vmlinux: the rows addr2line gives for the unshifted addresses: $(tr '\t\n' ' ;' <db.lines)"
 
-report_text lines.txt -i db --lines --vmlinux vmlinux
+report_text lines.txt -i db --lines --vmlinux vmlinux --samples
 while IFS=$'\t' read -r file line fn inl n; do
 	suf=; ((inl)) && suf=' (inlined)'
 	awk -v n="$n" -v fl="$(basename "$file"):$line" -v fn="$fn$suf" '
@@ -235,7 +235,7 @@ if ("tk_helper", True) not in want:
 if got != want:
     print("functions %s, addr2line says %s" % (sorted(got.items()), sorted(want.items()))); sys.exit(1)
 PY
-report_text sym.txt -i db --symbols --vmlinux vmlinux
+report_text sym.txt -i db --symbols --vmlinux vmlinux --samples
 grep -Eq '^ *10 .* tk_helper \(inlined\)$' sym.txt || fail "text --symbols --vmlinux does not show tk_helper (inlined) with 10 samples: $(head -c 1500 sym.txt)"
 note "--symbols --vmlinux: $(tr '\t\n' ' ;' <db.syms)"
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # export --format folded: one `root;...;leaf COUNT` line per distinct stack,
-# the counts adding up to the report's sample total; caller_a and caller_b of
+# the counts adding up to the report's period-weighted total (nanoseconds of
+# cpu-clock, page-faults events), and with --samples to its sample total; caller_a and caller_b of
 # callsplit split leaf's samples as the workload measured; --comm-root puts
 # the command name first; --percent-limit cuts small paths to [other] with the
 # total unchanged; the selection (--pid, --comm, --image, --event) applies;
@@ -12,8 +13,9 @@ tally_ok record -g --per-pid -e cpu-clock,page-faults -F 2000 -o cs.db -- "$WORK
 cp out cs.truth
 pid=$(workload_pid cs.truth)
 report_json cs.json -i cs.db
-total=$(json_total cs.json cpu-clock)
-pf_total=$(json_total cs.json page-faults)
+total=$(json_value cs.json cpu-clock)
+pf_total=$(json_value cs.json page-faults)
+nsamples=$(json_total cs.json cpu-clock)
 
 # the default output file, the first event
 tally_ok export -i cs.db --format folded
@@ -26,10 +28,15 @@ check_lines() { # FILE: every line is `frames COUNT`, no empty frame
 	       for (i = 1; i <= n; i++) if (f[i] == "") { print "line " NR " has an empty frame: " $0; exit 1 } }' "$1" ||
 		fail "$1 is not in the folded format: $(awk '{ if ($NF !~ /^[0-9]+$/) { print; exit } }' "$1")"
 }
-sum() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+sum() { awk '{ s += $NF } END { printf "%.0f\n", s }' "$1"; }
 check_lines tally.folded
 [[ $(sum tally.folded) == "$total" ]] || fail "folded counts add up to $(sum tally.folded), the report says $total samples"
-note "folded: $(wc -l <tally.folded) stacks, $(sum tally.folded) samples = report total"
+note "folded: $(wc -l <tally.folded) stacks, $(sum tally.folded) ns = report total"
+# --samples: the sample counts
+tally_ok export -i cs.db --format folded --samples -o n.folded
+check_lines n.folded
+[[ $(sum n.folded) == "$nsamples" ]] || fail "--samples: folded counts add up to $(sum n.folded), the report says $nsamples samples"
+(($(sum n.folded) < $(sum tally.folded))) || fail "--samples: the counts ($(sum n.folded)) are not fewer than the nanoseconds ($(sum tally.folded))"
 # no duplicate stacks
 [[ $(awk '{ $NF = ""; print }' tally.folded | sort | uniq -d | wc -l) == 0 ]] || fail "tally.folded repeats a stack"
 
@@ -80,7 +87,7 @@ tally_ok export -i cs.db --format folded --comm callsplit_fp -o comm2.folded
 [[ $(sum comm2.folded) == "$total" ]] || fail "--comm callsplit_fp: $(sum comm2.folded) samples, expected all $total"
 report_json img.json -i cs.db --image callsplit_fp
 tally_ok export -i cs.db --format folded --image callsplit_fp -o img.folded
-[[ $(sum img.folded) == "$(json_total img.json cpu-clock)" ]] ||
-	fail "--image callsplit_fp: $(sum img.folded) samples, the report of that image says $(json_total img.json cpu-clock)"
+[[ $(sum img.folded) == "$(json_value img.json cpu-clock)" ]] ||
+	fail "--image callsplit_fp: $(sum img.folded) ns, the report of that image says $(json_value img.json cpu-clock)"
 expect_fail_with "^tally: nothing to export.*cs\.db" "$TALLY" export -i cs.db --format folded --comm nosuchcommand -o none.folded
 [[ ! -e none.folded ]] || fail "an empty export left none.folded behind"

@@ -2,7 +2,8 @@
 # export --format gmon, read by gprof: the flat profile of the main program
 # (the default image) has work_a/b/c with the shares of `tally report
 # --symbols --image` and of the workload's measurement, and self seconds of
-# samples / rate; from -g stacks, the call graph gives leaf's calls from
+# the report's period-weighted time (ticks of 1/10000 s; --samples: samples
+# at rate 1); from -g stacks, the call graph gives leaf's calls from
 # caller_a and caller_b in the measured split; --image picks a library
 # (libtallywork.so of split_images); an --image that matches no samples, or
 # the kernel, is refused with one line and no file.
@@ -58,15 +59,16 @@ flat() {
 	need_tool gprof binutils
 	gprof -b -p "$W" gmon.out >flat.txt 2>flat.err || fail "gprof -b -p failed: $(head -c 600 flat.err)"
 	[[ ! -s flat.err ]] || fail "gprof complained: $(head -c 600 flat.err)"
-	img=$(json_total flat.json)
+	img=$(json_value flat.json)
 	rate=$(awk '/Each sample counts as/ { print 1 / $5; exit }' flat.txt)
+	[[ $rate == 10000 ]] || fail "gprof: each sample counts as 1/$rate s, expected ticks of 1/10000 s: $(grep 'Each sample' flat.txt)"
 	python3 -c "$GPROF_FLAT_PY" flat.txt work_a work_b work_c >flat.rows
 	while read -r f pctg secs; do
 		[[ $pctg != None ]] || fail "gprof's flat profile has no $f: $(head -20 flat.txt)"
-		n=$(tjson flat.json func "$f" split_funcs)
+		n=$(TJSON_VALUE=1 tjson flat.json func "$f" split_funcs)
 		want=$(awk -v n="$n" -v t="$img" 'BEGIN { printf "%.2f", 100 * n / t }')
-		near "$pctg" "$want" 0.2 "gprof: $f's % time against tally report --symbols --image split_funcs ($n of $img samples)"
-		near "$secs" "$(awk -v n="$n" -v r="$rate" 'BEGIN { printf "%.3f", n / r }')" 0.011 "gprof: $f's self seconds ($n samples at $rate/s)"
+		near "$pctg" "$want" 0.2 "gprof: $f's % time against tally report --symbols --image split_funcs ($n of $img ns)"
+		near "$secs" "$(awk -v n="$n" 'BEGIN { printf "%.3f", n / 1e9 }')" 0.011 "gprof: $f's self seconds (the report's $n ns)"
 	done <flat.rows
 	s=$(awk '{ s += $2 } END { print s }' flat.rows)
 	for f in work_a work_b work_c; do
@@ -96,8 +98,8 @@ library() {
 	tally_ok export -i img.db --format gmon --image libtallywork.so -o lib.gmon
 	gprof -b -p "$WORKLOADS/libtallywork.so" lib.gmon >lib.txt 2>lib.err || fail "gprof on libtallywork.so failed: $(head -c 600 lib.err)"
 	read -r _ pctg _ < <(python3 -c "$GPROF_FLAT_PY" lib.txt lib_work)
-	n=$(tjson img.json func lib_work libtallywork.so)
-	near "$pctg" "$(awk -v n="$n" -v t="$(json_total img.json)" 'BEGIN { printf "%.2f", 100 * n / t }')" 0.2 "gprof libtallywork.so: lib_work's % time"
+	n=$(TJSON_VALUE=1 tjson img.json func lib_work libtallywork.so)
+	near "$pctg" "$(awk -v n="$n" -v t="$(json_value img.json)" 'BEGIN { printf "%.2f", 100 * n / t }')" 0.2 "gprof libtallywork.so: lib_work's % time"
 }
 
 # --percent-limit leaves out the arcs under P% (caller_b's quarter under 40%); the histogram stays
@@ -111,7 +113,23 @@ limit() {
 		fail "--percent-limit changed the flat profile of leaf"
 }
 
+# --samples: the bins count samples, one unit each
+samples() {
+	local n want
+	need_tool gprof binutils
+	tally_ok export -i flat.db --format gmon --samples -o n.gmon
+	grep -q "bins count samples" err || fail "export --format gmon --samples does not say what the bins count: $(cat err)"
+	gprof -b -p "$W" n.gmon >n.txt 2>n.err || fail "gprof -b -p on the --samples gmon.out failed: $(head -c 600 n.err)"
+	grep -q 'Each sample counts as 1 samples' n.txt || fail "gprof of --samples: $(grep 'Each sample' n.txt)"
+	report_json n.json -i flat.db --symbols --image split_funcs --samples
+	# `% time  cumulative samples  self samples ... name`
+	n=$(awk '$NF == "work_a" && NF >= 4 { print $3; exit }' n.txt)
+	want=$(tjson n.json func work_a split_funcs)
+	near "$n" "$want" 0.5 "gprof of --samples: work_a's self 'seconds' are its $want samples"
+}
+
 subtest "the files and the refusals" file
+subtest "gprof: --samples counts samples" samples
 subtest "gprof: the flat profile of the main program" flat
 subtest "gprof: leaf's callers from the stacks" arcs
 subtest "gprof: a library (--image)" library

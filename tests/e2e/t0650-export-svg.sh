@@ -6,13 +6,15 @@
 # Search (through its prompt) highlights and reports the matched share, the
 # screenshot shows the graph, and the page loads nothing from anywhere.  Also:
 # names with markup, control characters and bytes that are not UTF-8 leave a
-# well-formed SVG; and the refusals (no stacks, unwritable path).
+# well-formed SVG; and the refusals (no stacks, unwritable path).  The graph
+# of the browser checks is exported with --samples: its figures are checked
+# against the session's sample count.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 2000 -o cs.db -- "$WORKLOADS/callsplit_fp" 400
 cp out cs.truth
 near "$(truth caller_a cs.truth)" 75 3 "the workload's own caller_a share"
-tally_ok export -i cs.db --format svg -o flame.svg
+tally_ok export -i cs.db --format svg --samples -o flame.svg
 grep -q "wrote 'flame.svg' (svg" err || fail "export did not say what it wrote: $(cat err)"
 [[ -s flame.svg ]] || fail "no flame.svg"
 

@@ -8,16 +8,21 @@
 # search box highlights, the hottest function's source line carries its
 # samples, the session and unwind figures are there, the screenshot shows the
 # graphs, and the page loads nothing (CSP, no request).  A database without
-# stacks gives the flat tables and says why there is no flame graph.
+# stacks gives the flat tables and says why there is no flame graph.  The
+# pages whose figures are checked against the session's samples are made with
+# --samples; the default page says its values are weighted by period.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 2000 -o cs.db -- "$WORKLOADS/callsplit_fp" 400
 cp out cs.truth
 near "$(truth caller_a cs.truth)" 75 3 "the workload's own caller_a share"
-tally_ok report -i cs.db --html report.html
+tally_ok report -i cs.db --html report.html --samples
 [[ -s report.html ]] || fail "no report.html"
 [[ ! -s out ]] || fail "report --html printed on stdout: $(head -c 300 out)"
-report_json children.json -i cs.db --children
+report_json children.json -i cs.db --children --samples
+tally_ok report -i cs.db --html weighted.html
+grep -q 'Values: nanoseconds, each sample weighted by its period' weighted.html || fail "the default page does not say its values are weighted by period"
+grep -q 'Values: samples' report.html || fail "the --samples page does not say its values are samples"
 
 # self-contained: no outside reference, a CSP that allows none
 self_contained() {
@@ -230,7 +235,7 @@ EOF
 
 # --percent-limit folds the flame graph's small frames into "other"
 fold() {
-	tally_ok report -i cs.db --html fold.html --percent-limit 30
+	tally_ok report -i cs.db --html fold.html --percent-limit 30 --samples
 	python3 - fold.html "$(session_key cs.db samples)" <<'EOF' || fail "--percent-limit 30 (above)"
 import re, sys
 t = open(sys.argv[1], encoding="utf-8").read()

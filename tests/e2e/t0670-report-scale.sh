@@ -53,10 +53,10 @@ expect_fail_with "202601010100/stacks' line 2" "$TALLY" report -i daemon.db --ch
 note "daemon epochs: the summary reads no stacks; --children names the damaged epoch"
 
 # ---- the views agree ----
-tally_ok report -i big.db --children --json
+tally_ok report -i big.db --children --json --samples
 cp out children.json
-tally_ok export -i big.db --format folded -o big.folded
-tally_ok export -i big.db --format svg -o big.svg
+tally_ok export -i big.db --format folded --samples -o big.folded
+tally_ok export -i big.db --format svg --samples -o big.svg
 python3 - children.json big.folded big.svg "$total" <<'EOF' || fail "the views disagree (above)"
 import json, re, sys
 cj, folded, svg, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

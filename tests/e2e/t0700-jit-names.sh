@@ -32,7 +32,7 @@ ls db/jit/perf-"$pid"-*.map >/dev/null 2>&1 || fail "no copy of the perf map in 
 note "copy of the jitdump: $(grep -c '^func' "$copy") function(s), $n line records"
 
 # jitdump lines through annotate: the loop is lines 11 and 12
-"$TALLY" annotate -i db jit_beta --asm --json >a.json 2>a.err || fail "annotate jit_beta failed: $(cat a.err)"
+"$TALLY" annotate -i db --samples jit_beta --asm --json >a.json 2>a.err || fail "annotate jit_beta failed: $(cat a.err)"
 python3 - a.json <<'EOF' || fail "annotate jit_beta: see above; output: $(head -c 1500 a.json)"
 import json, sys
 f = json.load(open(sys.argv[1]))["functions"]
@@ -54,23 +54,23 @@ EOF
 
 # in text: the source is not on this machine, which annotate says, and the
 # disassembly follows anyway
-"$TALLY" annotate -i db jit_beta >a.txt 2>a.err || fail "annotate jit_beta (text) failed: $(cat a.err)"
+"$TALLY" annotate -i db --samples jit_beta >a.txt 2>a.err || fail "annotate jit_beta (text) failed: $(cat a.err)"
 grep -q "source 'jitbeta.src' not found" a.txt || fail "annotate does not say jitbeta.src was not found: $(head -5 a.txt)"
 grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9a-f]+  dec rax$' a.txt || fail "annotate shows no samples on 'dec rax': $(cat a.txt)"
 # with the source: its text next to the counts
 mkdir src
 printf 'l%d\n' 1 2 3 4 5 6 7 8 9 >src/jitbeta.src
 printf 'setup;\nloop: sum += n;\nwhile (--n);\nreturn sum;\n' >>src/jitbeta.src
-"$TALLY" annotate -i db jit_beta --source-dir src >s.txt 2>s.err || fail "annotate --source-dir failed: $(cat s.err)"
+"$TALLY" annotate -i db --samples jit_beta --source-dir src >s.txt 2>s.err || fail "annotate --source-dir failed: $(cat s.err)"
 grep -Eq '^ +[0-9]+ +[0-9.]+% +12  while \(--n\);$' s.txt || fail "annotate --source-dir: line 12 has no samples or text: $(cat s.txt)"
 
 # the perf-map function: names, but no code or lines to show
-"$TALLY" annotate -i db jit_alpha >p.txt 2>p.err || fail "annotate jit_alpha failed: $(cat p.err)"
+"$TALLY" annotate -i db --samples jit_alpha >p.txt 2>p.err || fail "annotate jit_alpha failed: $(cat p.err)"
 grep -q "perf map" p.txt || fail "annotate jit_alpha does not say a perf map has no code: $(cat p.txt)"
 note "annotate: jit_beta lines and instructions, jit_alpha by address"
 
 # report --lines: the jitdump's line records name jit_beta's loop lines
 "$TALLY" report -i db --lines >l.txt 2>l.err || fail "report --lines failed: $(cat l.err)"
-grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9.]+% +jitbeta\.src:1[12] +jit_beta$' l.txt ||
+grep -Eq '^ +[0-9.]+ +[0-9.]+% +[0-9.]+% +jitbeta\.src:1[12] +jit_beta$' l.txt ||
 	fail "report --lines has no jitbeta.src:11/12 row for jit_beta: $(cat l.txt)"
 note "report --lines: jit_beta at $(grep -Eo 'jitbeta\.src:[0-9]+' l.txt | head -1)"

@@ -99,7 +99,7 @@ damaged_copy() {
 	b=$(tjson dmg.json func jit_beta)
 	((b > 0)) || fail "a damaged code line cost jit_beta its name too"
 	# its lines are still there, its code is not
-	"$TALLY" annotate -i ok.db jit_beta --asm --json >dmg.a.json 2>dmg.a.err || fail "annotate jit_beta failed: $(cat dmg.a.err)"
+	"$TALLY" annotate -i ok.db --samples jit_beta --asm --json >dmg.a.json 2>dmg.a.err || fail "annotate jit_beta failed: $(cat dmg.a.err)"
 	python3 - dmg.a.json <<'EOF' || fail "annotate jit_beta with a damaged code line: $(head -c 1500 dmg.a.json)"
 import json, sys
 f = json.load(open(sys.argv[1]))["functions"][0]

@@ -43,15 +43,15 @@ EOF
 }
 
 json() {
-	"$TALLY" annotate -i db hot_function --json >a.json 2>a.err || fail "annotate --json failed: $(cat a.err)"
+	"$TALLY" annotate -i db --samples hot_function --json >a.json 2>a.err || fail "annotate --json failed: $(cat a.err)"
 	check_json a.json
-	"$TALLY" annotate -i db hot_function --json --asm >asm.json 2>asm.err || fail "annotate --asm --json failed: $(cat asm.err)"
+	"$TALLY" annotate -i db --samples hot_function --json --asm >asm.json 2>asm.err || fail "annotate --asm --json failed: $(cat asm.err)"
 	check_json asm.json asm
 }
 
 # text: the source with a count on the HOT lines, the percentages of the function
 text() {
-	"$TALLY" annotate -i db hot_function >a.txt 2>a.err || fail "annotate failed: $(cat a.err)"
+	"$TALLY" annotate -i db --samples hot_function >a.txt 2>a.err || fail "annotate failed: $(cat a.err)"
 	[[ ! -s a.err ]] || fail "annotate wrote to stderr: $(cat a.err)"
 	grep -q "^# source: $src$" a.txt || fail "annotate does not name the source $src: $(head -5 a.txt)"
 	python3 - a.txt "$hot" <<'EOF' || fail "text annotation: see above; $(cat a.txt)"
@@ -73,7 +73,7 @@ EOF
 
 asm() {
 	local n
-	"$TALLY" annotate -i db hot_function --asm >asm.txt 2>asm.err || fail "annotate --asm failed: $(cat asm.err)"
+	"$TALLY" annotate -i db --samples hot_function --asm >asm.txt 2>asm.err || fail "annotate --asm failed: $(cat asm.err)"
 	grep -Eq "^ +annot\.c:[0-9]+  .*HOT" asm.txt || fail "--asm shows no source line above its instructions: $(head -20 asm.txt)"
 	n=$(grep -Ec '^ +[0-9]+ +[0-9.]+% +[0-9a-f]+  [a-z]' asm.txt || true)
 	((n >= 3)) || fail "--asm shows $n instructions with samples: $(cat asm.txt)"
@@ -89,12 +89,12 @@ stripped() {
 	objcopy --add-gnu-debuglink=strip/annot.debug strip/annot
 	! readelf -S strip/annot | grep -q debug_line || fail "test setup: strip left .debug_line in the binary"
 	tally_ok record -F 2000 -o sdb -- strip/annot 700
-	"$TALLY" annotate -i sdb hot_function --json --asm >s.json 2>s.err || fail "annotate of the stripped binary failed: $(cat s.err)"
+	"$TALLY" annotate -i sdb --samples hot_function --json --asm >s.json 2>s.err || fail "annotate of the stripped binary failed: $(cat s.err)"
 	check_json s.json asm
 	# without its debug file it cannot be named at all
 	mv strip/annot.debug hidden.debug
 	expect_fail_with "^tally: no function 'hot_function' with cpu-clock samples in 'sdb' \(see 'tally report -i sdb --symbols'\)$" \
-		"$TALLY" annotate -i sdb hot_function
+		"$TALLY" annotate -i sdb --samples hot_function
 	mv hidden.debug strip/annot.debug
 }
 
@@ -121,12 +121,12 @@ EOC
 	(cd tree && cc -O2 -g -o ../moved sub/moved.c) || fail "cc failed"
 	tally_ok record -F 2000 -o mdb -- ./moved
 	mv tree elsewhere
-	"$TALLY" annotate -i mdb hot_function >m.txt 2>m.err || fail "annotate with the source moved failed: $(cat m.err)"
+	"$TALLY" annotate -i mdb --samples hot_function >m.txt 2>m.err || fail "annotate with the source moved failed: $(cat m.err)"
 	grep -q "^# source '$TMP/tree/sub/moved.c' not found (point --source-dir at its tree)" m.txt ||
 		fail "annotate does not say the source is missing: $(head -5 m.txt)"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9a-f]+  [a-z]' m.txt || fail "with the source missing, annotate shows no disassembly: $(cat m.txt)"
 	for sd in elsewhere "$TMP/tree=$TMP/elsewhere"; do
-		"$TALLY" annotate -i mdb hot_function --source-dir "$sd" >m2.txt 2>m2.err || fail "annotate --source-dir $sd failed: $(cat m2.err)"
+		"$TALLY" annotate -i mdb --samples hot_function --source-dir "$sd" >m2.txt 2>m2.err || fail "annotate --source-dir $sd failed: $(cat m2.err)"
 		grep -q "^# source: .*elsewhere/sub/moved.c$" m2.txt || fail "--source-dir $sd: source not found: $(head -5 m2.txt)"
 		grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9]+  .*x \^= x' m2.txt || fail "--source-dir $sd: no samples next to the loop's text: $(cat m2.txt)"
 		note "--source-dir $sd: found $(grep '^# source:' m2.txt)"
@@ -138,8 +138,8 @@ two_images() {
 	cp "$WORKLOADS/annot" annot2
 	tally_ok record -F 2000 -o two.db -- sh -c "'$WORKLOADS/annot' 300 && ./annot2 300"
 	expect_fail_with "^tally: function 'hot_function' is in several images: annot(2)?, annot(2)? \(choose one with --image NAME\)$" \
-		"$TALLY" annotate -i two.db hot_function
-	"$TALLY" annotate -i two.db hot_function --image annot2 --json >two.json 2>two.err || fail "annotate --image annot2 failed: $(cat two.err)"
+		"$TALLY" annotate -i two.db --samples hot_function
+	"$TALLY" annotate -i two.db --samples hot_function --image annot2 --json >two.json 2>two.err || fail "annotate --image annot2 failed: $(cat two.err)"
 	python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["functions"]; assert len(f)==1 and f[0]["image"]=="annot2", f' two.json ||
 		fail "--image annot2 did not choose annot2: $(head -c 500 two.json)"
 }
@@ -147,12 +147,12 @@ two_images() {
 # --- errors: one line each
 errors() {
 	expect_fail_with "^tally: no function 'no_such_fn' with cpu-clock samples in 'db' \(see 'tally report -i db --symbols'\)$" \
-		"$TALLY" annotate -i db no_such_fn
-	expect_fail_with "^tally: no image 'libnothing.so' with samples in 'db'" "$TALLY" annotate -i db hot_function --image libnothing.so
-	expect_fail_with "^tally: event 'page-faults' is not in 'db' \(it has: cpu-clock\)$" "$TALLY" annotate -i db hot_function --event page-faults
+		"$TALLY" annotate -i db --samples no_such_fn
+	expect_fail_with "^tally: no image 'libnothing.so' with samples in 'db'" "$TALLY" annotate -i db --samples hot_function --image libnothing.so
+	expect_fail_with "^tally: event 'page-faults' is not in 'db' \(it has: cpu-clock\)$" "$TALLY" annotate -i db --samples hot_function --event page-faults
 	expect_fail_with "^tally: name a function to annotate" "$TALLY" annotate -i db
-	expect_fail_with "^tally: unexpected argument 'main': annotate takes one function" "$TALLY" annotate -i db hot_function main
-	expect_fail_with "^tally: no database at 'nothing.db'" "$TALLY" annotate -i nothing.db hot_function
+	expect_fail_with "^tally: unexpected argument 'main': annotate takes one function" "$TALLY" annotate -i db --samples hot_function main
+	expect_fail_with "^tally: no database at 'nothing.db'" "$TALLY" annotate -i nothing.db --samples hot_function
 	((LAST_RC == 1)) || fail "annotate of a missing database exited $LAST_RC, expected 1"
 }
 

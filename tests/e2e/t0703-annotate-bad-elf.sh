@@ -27,7 +27,7 @@ text_addr=$((16#$text_addr))
 annotate_ok() {
 	local name=$1 rc=0
 	shift
-	"$TALLY" annotate -i db hot_function "$@" >"$name.txt" 2>"$name.err" || rc=$?
+	"$TALLY" annotate -i db --samples hot_function "$@" >"$name.txt" 2>"$name.err" || rc=$?
 	((rc == 0)) || fail "$name: annotate exited $rc: $(head -c 800 "$name.err")"
 }
 
@@ -53,12 +53,12 @@ note "garbage DWARF: $(grep '^# no source lines' dwarf.txt)"
 cp annot.orig annot
 truncate -s $((text_off + 64)) annot
 expect_fail_with "^tally: no function 'hot_function' in image 'annot' of 'db': '.*annot' .*truncated" \
-	"$TALLY" annotate -i db hot_function --image annot
+	"$TALLY" annotate -i db --samples hot_function --image annot
 truncate -s 100 annot
 expect_fail_with "^tally: no function 'hot_function' in image 'annot' of 'db': .*annot" \
-	"$TALLY" annotate -i db hot_function --image annot
+	"$TALLY" annotate -i db --samples hot_function --image annot
 
 # another program in its place: another build-id, never used
 cp "$WORKLOADS/jitter" annot
 expect_fail_with "^tally: no function 'hot_function' in image 'annot' of 'db': '.*annot' is not the file that was recorded \(build-id [0-9a-f]+\): not symbolized" \
-	"$TALLY" annotate -i db hot_function --image annot
+	"$TALLY" annotate -i db --samples hot_function --image annot

@@ -21,7 +21,7 @@ n=0 total=0
 # of everything in $total (from the text report: quicker than JSON here)
 drain_count() {
 	ctl --db db drain -o d.bundle
-	"$TALLY" report -i d.bundle >d.txt 2>d.err || fail "report -i d.bundle: $(cat d.err)"
+	"$TALLY" report -i d.bundle --samples >d.txt 2>d.err || fail "report -i d.bundle: $(cat d.err)"
 	n=$(awk -v n="$name" '$NF == n { print $1; f = 1 } END { if (!f) print 0 }' d.txt)
 	total=$(ttext d.txt total)
 }

@@ -59,7 +59,7 @@ for ((i = 1; i <= 15; i++)); do
 	prev=$t
 	checked=$((checked + 1))
 	((i % 5 == 0)) || continue
-	"$TALLY" report -i db --epoch "$epoch" --children >c.txt 2>c.err || fail "read $i of epoch $epoch (--children) failed: $(cat c.err)"
+	"$TALLY" report -i db --epoch "$epoch" --children --samples >c.txt 2>c.err || fail "read $i of epoch $epoch (--children) failed: $(cat c.err)"
 	grep -Eq '^ children +self +samples +function' c.txt || fail "read $i of epoch $epoch: no --children table: $(head -c 600 c.txt)"
 	grep -q '^lost: ' c.txt || fail "read $i of epoch $epoch: no lost line: $(tail -c 300 c.txt)"
 	nt=$(sed -nE 's/^unwind: [0-9.]+% of ([0-9]+) samples.*/\1/p' c.txt)

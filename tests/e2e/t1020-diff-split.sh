@@ -7,7 +7,7 @@
 # (within 5 points); work_b, unchanged, stays near 0; old_work is shown as
 # base only and new_work as new only; the functions match by name (one row
 # each, no raw offsets); rows are sorted by the size of the change; the text
-# says the same; --absolute gives the change in samples.
+# says the same; --absolute gives the change in nanoseconds (with --samples, in samples).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-diff.sh"
 
@@ -45,7 +45,7 @@ near "$(diff_row d.json work_b change_points)" 0 5 "work_b, unchanged"
 # one-sided functions
 [[ $(diff_row d.json old_work only) == base ]] || fail "old_work (only in BASE) is not 'base' only: $(diff_row d.json old_work only)"
 [[ $(diff_row d.json new_work only) == new ]] || fail "new_work (only in NEW) is not 'new' only: $(diff_row d.json new_work only)"
-[[ $(diff_row d.json old_work new_samples) == 0 && $(diff_row d.json new_work base_samples) == 0 ]] ||
+[[ $(diff_row d.json old_work new_value) == 0 && $(diff_row d.json new_work base_value) == 0 ]] ||
 	fail "a one-sided function has samples on its other side"
 near "$(diff_row d.json new_work new_pct)" "$(truth new_work new.truth)" 4 "new_work's share of NEW"
 near "$(diff_row d.json old_work change_points)" "-$(truth old_work base.truth)" 4 "old_work's change"
@@ -69,7 +69,9 @@ for r in rows:
     want = r["new_pct"] - r["base_pct"]
     if abs(r["change_points"] - want) > 0.001:
         errs.append("%s: change %s is not new %s - base %s" % (r["function"], r["change_points"], r["new_pct"], r["base_pct"]))
-if d["base"]["samples"] != sum(r["base_samples"] for r in rows) or d["new"]["samples"] != sum(r["new_samples"] for r in rows):
+if d["unit"] != "ns":
+    errs.append("the unit is %r, expected ns (period-weighted cpu-clock)" % d.get("unit"))
+if d["base"]["value"] != sum(r["base_value"] for r in rows) or d["new"]["value"] != sum(r["new_value"] for r in rows):
     errs.append("the rows do not add up to the totals")
 if errs:
     sys.exit("; ".join(errs))
@@ -83,18 +85,25 @@ grep -Eq '^ +[0-9.]+% +- +-[0-9.]+ +old_work +split_w +\(base only\)$' d.txt || 
 a_txt=$(awk '$4 == "work_a" { print $3 }' d.txt)
 near "$a_txt" "$(diff_row d.json work_a change_points)" 0.01 "text and JSON agree on work_a"
 
-# --absolute: samples, sorted by their change
-"$TALLY" diff base.db new.db --absolute --json >abs.json || fail "tally diff --absolute failed"
-python3 - abs.json <<'PY' || fail "--absolute (above)"
+# --absolute: values (ns), sorted by their change; with --samples, samples
+for k in value samples; do
+	opt=()
+	[[ $k == samples ]] && opt=(--samples)
+	"$TALLY" diff base.db new.db --absolute --json "${opt[@]}" >abs.json || fail "tally diff --absolute ${opt[*]} failed"
+	python3 - abs.json "$k" <<'PY' || fail "--absolute ${opt[*]} (above)"
 import json, sys
 d = json.load(open(sys.argv[1]))
+k = sys.argv[2]
 if d["normalized"]:
     sys.exit("--absolute says normalized")
-ch = [abs(r["change_samples"]) for r in d["rows"]]
+if d["unit"] != ("ns" if k == "value" else "samples"):
+    sys.exit("the unit is %r" % d["unit"])
+ch = [abs(r["change_" + k]) for r in d["rows"]]
 if ch != sorted(ch, reverse=True):
-    sys.exit("not sorted by the change in samples: %s" % ch[:10])
-bad = [r for r in d["rows"] if r["change_samples"] != r["new_samples"] - r["base_samples"]]
+    sys.exit("not sorted by the change in %s: %s" % (k, ch[:10]))
+bad = [r for r in d["rows"] if r["change_" + k] != r["new_" + k] - r["base_" + k]]
 if bad:
-    sys.exit("change_samples is not new - base: %s" % bad[:2])
-print("ok: --absolute rows are samples, sorted by their change")
+    sys.exit("change_%s is not new - base: %s" % (k, bad[:2]))
+print("ok: --absolute rows are %s, sorted by their change" % k)
 PY
+done

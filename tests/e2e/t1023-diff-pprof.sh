@@ -1,10 +1,11 @@
 #!/bin/bash
 # tally diff --format pprof writes NEW and its base for `go tool pprof
 # -diff_base BASE NEW`, which reads them: in the default (time) sample type
-# each function's flat% is tally's change in points (the base's period
+# each function's flat% is tally's change in points (the base's weights
 # scaled to the new total), in the samples type its flat is NEW's samples
-# minus BASE's; the two builds (different build-ids) diff by function name;
-# with --absolute the time values are each side's own; -o names the files.
+# minus BASE's (tally diff --samples); the two builds (different build-ids) diff by function name;
+# with --absolute the time values are each side's own weights; -o names the
+# files.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-export.sh"
 . "$SRCDIR/tests/e2e/lib-diff.sh"
@@ -15,6 +16,7 @@ build_split new -DW_A=2 -DW_B=3 -DW_C=5 -DW_NEW=2
 record_split base.db base.truth base 500 -g -F 2000
 record_split new.db new.truth new 500 -g -F 2000
 "$TALLY" diff base.db new.db --json >d.json || fail "tally diff --json failed"
+"$TALLY" diff base.db new.db --json --samples >ds.json || fail "tally diff --json --samples failed"
 
 tally_ok diff base.db new.db --format pprof -o d.pb.gz
 [[ -s d.pb.gz && -s d.base.pb.gz ]] || fail "--format pprof -o d.pb.gz did not write d.pb.gz and d.base.pb.gz: $(ls)"
@@ -22,9 +24,10 @@ grep -q "go tool pprof -diff_base 'd.base.pb.gz' 'd.pb.gz'" err || fail "no hint
 
 gopprof_ok t.txt -top -nodefraction=0 -edgefraction=0 -nodecount=1000 -diff_base d.base.pb.gz d.pb.gz
 gopprof_ok s.txt -top -sample_index=samples -nodefraction=0 -edgefraction=0 -nodecount=1000 -diff_base d.base.pb.gz d.pb.gz
-python3 - d.json t.txt s.txt <<'PY' || fail "go tool pprof -diff_base (above)"
+python3 - d.json t.txt s.txt ds.json <<'PY' || fail "go tool pprof -diff_base (above)"
 import json, re, sys
 rows = {r["function"]: r for r in json.load(open(sys.argv[1]))["rows"] if r["image"] == "split_w"}
+srows = {r["function"]: r for r in json.load(open(sys.argv[4]))["rows"] if r["image"] == "split_w"}
 def top(path):
     out = {}
     for l in open(path):
@@ -46,8 +49,9 @@ for f in ("work_a", "work_b", "work_c", "old_work", "new_work"):
         errs.append("%s: pprof flat%% %+.2f, tally's change %+.2f points" % (f, got, r["change_points"]))
     else:
         print("ok: %s: pprof -diff_base flat%% %+.2f, tally %+.4f points" % (f, got, r["change_points"]))
-    if s[f][0] != r["new_samples"] - r["base_samples"]:
-        errs.append("%s: pprof samples flat %s, tally new %d - base %d" % (f, s[f][0], r["new_samples"], r["base_samples"]))
+    sr = srows[f]
+    if s[f][0] != sr["new_samples"] - sr["base_samples"]:
+        errs.append("%s: pprof samples flat %s, tally new %d - base %d" % (f, s[f][0], sr["new_samples"], sr["base_samples"]))
 if errs:
     sys.exit("; ".join(errs))
 PY
@@ -62,10 +66,9 @@ gopprof_ok n.txt -top -unit=ns abs.pb.gz
 tnew=$(sed -nE 's/.*Total samples = ([0-9.]+)ns.*/\1/p' n.txt)
 awk -v a="$tn" -v b="$tnew" 'BEGIN { exit !(a >= b * 0.999 && a <= b * 1.001) }' ||
 	fail "normalized base's time total $tn ns is not the new one's $tnew ns"
-mean=$(sed -n 's/^period-mean: //p' base.db/session)
-n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base"]["samples"])' d.json)
-awk -v t="$tb" -v n="$n" -v m="$mean" 'BEGIN { e = n * m; exit !(t >= e * 0.999 - 1 && t <= e * 1.001 + 1) }' ||
-	fail "--absolute: the base's time total $tb ns is not its $n samples x its period $mean"
+e=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["base"]["value"])' d.json)
+awk -v t="$tb" -v e="$e" 'BEGIN { exit !(t >= e * 0.999 - 1 && t <= e * 1.001 + 1) }' ||
+	fail "--absolute: the base's time total $tb ns is not its weight, $e ns"
 note "base time: $tb ns as recorded, $tn ns normalized (new: $tnew ns)"
 
 # another name than .pb.gz: FILE.base

@@ -6,7 +6,9 @@
 # value (text and JSON) equal to the report of its inputs alone; `export
 # --label` selects too (folded stacks equal the input's own); a label key
 # the database lacks is one line of error. Merging with `--label run=`
-# sums the runs of a host into one label set.
+# sums the runs of a host into one label set.  The text report and the folded
+# stacks are compared in samples (--samples): a merge keeps no period of its
+# inputs' until the database holds weights (format 3).
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 999 -o a.db -- "$WORKLOADS/split_funcs" 250
@@ -42,11 +44,11 @@ report_json both.json -i m.db --label host=beta --label run=c.db
 note "--label selects: alpha $(total al.json), beta $(total bc.json), no team $(total none.json)"
 
 # --by-label: a report per value, each the inputs' own
-report_text by.txt -i m.db --by-label host
+report_text by.txt -i m.db --by-label host --samples
 [[ $(grep -c '^## ' by.txt) == 2 ]] || fail "--by-label host: $(grep '^## ' by.txt)"
 [[ $(grep '^## ' by.txt | tr '\n' ' ') == "## host=alpha ## host=beta " ]] || fail "--by-label host headings: $(grep '^## ' by.txt)"
 awk '/^## host=alpha/ { on = 1; next } /^## / { on = 0 } on' by.txt >alpha.txt
-report_text a.txt -i a.db
+report_text a.txt -i a.db --samples
 diff <(grep -Ev '^(#|$)' alpha.txt) <(grep -Ev '^(#|$)' a.txt) >d.out || fail "--by-label host: alpha's table differs from a.db's: $(cat d.out)"
 "$TALLY" report -i m.db --by-label run --json >by.json || fail "--by-label run --json failed"
 python3 - by.json a.json b.json c.json <<'PY' || fail "--by-label --json (above)"
@@ -66,8 +68,8 @@ grep -q "caller_a" <(awk '/^## host=beta/ { on = 1; next } /^## / { on = 0 } on'
 ! grep -q "caller_a" <(awk '/^## host=alpha/ { on = 1; next } /^## / { on = 0 } on' byc.txt) || fail "--by-label --children: alpha has callsplit's caller_a"
 
 # export selects by label too
-tally_ok export -i m.db --label run=b.db --format folded -o mb.folded
-tally_ok export -i b.db --format folded -o b.folded
+tally_ok export -i m.db --label run=b.db --format folded --samples -o mb.folded
+tally_ok export -i b.db --format folded --samples -o b.folded
 diff mb.folded b.folded >d.out || fail "export --label run=b.db differs from b.db's own export: $(head -c 800 d.out)"
 
 # a key the database lacks; a database without labels

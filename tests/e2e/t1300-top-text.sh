@@ -65,7 +65,7 @@ case_callgraph() {
 	local rc=0
 	"$TALLY" top -g -d 0.5 --rows 0 -- "$WORKLOADS/callsplit_fp" 2500 >cg.out 2>cg.err || rc=$?
 	((rc == 0)) || fail "tally top -g exited $rc: $(head -c 500 cg.err)"
-	grep -q '^ *share *self *samples' cg.out || fail "-g: no self column: $(grep -m2 -A1 '^#' cg.out)"
+	grep -Eq '^ *share +self +msec' cg.out || fail "-g: no self column: $(grep -m2 -A1 '^#' cg.out)"
 	top_check cg.out cg.out 5 caller_a caller_b
 	# inclusive: leaf and main are in (nearly) every sample
 	local leaf main

@@ -2,18 +2,21 @@
 # export --format speedscope: valid against the schema speedscope ships (npm
 # package speedscope, installed by scripts/deps.sh --test); one sampled
 # profile per process named by its command and pid; every stack's frames are
-# in the shared table; the weights add up to the samples report counts; the
+# in the shared table; the weights add up to the report's period-weighted
+# time (unit nanoseconds; with --samples, unit none, to its samples); the
 # callers of callsplit's leaf split 3:1 as the workload measured; equal
 # function stacks are written once; --percent-limit cuts into [other] with the
 # total unchanged; a database without stacks is refused.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 "$TALLY" record -g --per-pid -o cg.db -- "$WORKLOADS/callsplit_fp" 1500 >out 2>rec.err || fail "record: $(cat rec.err)"
-total=$("$TALLY" report -i cg.db --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"][0]["samples"])')
+total=$("$TALLY" report -i cg.db --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"][0]["value"])')
+nsamples=$("$TALLY" report -i cg.db --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"][0]["samples"])')
 
 CHECK_PY='
 import json, sys
 path, total, truthfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+UNIT = sys.argv[4] if len(sys.argv) > 4 else "nanoseconds"
 d = json.load(open(path))
 assert d["$schema"] == "https://www.speedscope.app/file-format-schema.json", d.get("$schema")
 frames = d["shared"]["frames"]
@@ -23,7 +26,7 @@ assert profs, "no profiles"
 allw = 0
 split = {"caller_a": 0, "caller_b": 0}
 for p in profs:
-    assert p["type"] == "sampled" and p["unit"] == "none", p["type"]
+    assert p["type"] == "sampled" and p["unit"] == UNIT, (p["type"], p["unit"])
     assert "callsplit_fp (pid " in p["name"] and p["name"].endswith("cpu-clock"), p["name"]
     assert len(p["samples"]) == len(p["weights"]), "samples and weights differ in length"
     assert sum(p["weights"]) == p["endValue"] - p["startValue"], "endValue is not the sum of the weights"
@@ -60,6 +63,9 @@ case_valid() {
 	# - writes to stdout, the same document
 	"$TALLY" export -i cg.db --format speedscope -o - >stdout.json 2>err || fail "export -o -: $(cat err)"
 	cmp -s stdout.json tally.speedscope.json || fail "-o - differs from the file"
+	# --samples: the weights are samples, unit none
+	"$TALLY" export -i cg.db --format speedscope --samples -o n.json 2>err || fail "export --samples: $(cat err)"
+	python3 -c "$CHECK_PY" n.json "$nsamples" out none || fail "the speedscope file of --samples is wrong (above)"
 }
 
 case_schema() {

@@ -9,8 +9,9 @@
 n=$("$TALLY" report -i one.db --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"][0]["samples"])')
 [[ $n == 1 ]] || skip "the 1 Hz recording took $n samples, not 1 (a slow machine): nothing to check"
 grep -q "^tally: wrote 'one.db': 1 sample, 0 lost" rec.err || fail "record says: $(cat rec.err)"
-"$TALLY" export -i one.db --format svg -o one.svg 2>/dev/null || fail "export svg failed"
-"$TALLY" report -i one.db --html one.html 2>/dev/null || fail "report --html failed"
+# (in samples: by default the figures are msec)
+"$TALLY" export -i one.db --format svg --samples -o one.svg 2>/dev/null || fail "export svg failed"
+"$TALLY" report -i one.db --html one.html --samples 2>/dev/null || fail "report --html failed"
 for f in one.svg one.html rec.err; do
 	! grep -q '\b1 samples' $f || fail "$f says '1 samples': $(grep -o '.\{30\}1 samples.\{20\}' $f | head -2)"
 done

@@ -119,7 +119,7 @@ EOC
 	[[ $n == 1 ]] || fail "the page names $path $n times in hot_function's annotated source: $(sed -n '/<h4 class="annotated">hot_function/,/<\/section>/p' m.html | head -12)"
 	sed -n '/<h4 class="annotated">hot_function/,/<\/section>/p' m.html | grep -q '<td class="ln">[0-9]' ||
 		fail "the page lists no sampled line of hot_function"
-	"$TALLY" annotate -i mdb hot_function >a.txt 2>a.err || fail "annotate failed: $(cat a.err)"
+	"$TALLY" annotate -i mdb hot_function --samples >a.txt 2>a.err || fail "annotate failed: $(cat a.err)"
 	n=$(grep -c -F "$path" a.txt || true)
 	[[ $n == 1 ]] || fail "tally annotate names $path $n times: $(head -12 a.txt)"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +[0-9]+$' a.txt || fail "tally annotate lists no sampled line: $(head -12 a.txt)"

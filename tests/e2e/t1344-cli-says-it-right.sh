@@ -14,7 +14,7 @@ tally_ok record -F 1000 -o r.db -- "$WORKLOADS/split_funcs" 150
 one_paren() {
 	expect_fail_with "^tally: invalid --epoch '2026': an epoch is named YYYYMMDDHHMM\[-N\] \(see 'tally ctl status' or the database directory, or 'tally report --help'\)$" \
 		"$TALLY" report -i r.db --epoch 2026
-	expect_fail_with "^tally: option '--s' is ambiguous \(--symbols, --sort, --since; see 'tally report --help'\)$" "$TALLY" report --s
+	expect_fail_with "^tally: option '--s' is ambiguous \(--symbols, --sort, --samples, --since; see 'tally report --help'\)$" "$TALLY" report --s
 	# a message without its own parenthesis keeps the pointer as it was
 	expect_fail_with "^tally: option '--top' needs a value \(see 'tally report --help'\)$" "$TALLY" report -i r.db --top
 }

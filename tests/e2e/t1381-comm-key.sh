@@ -28,10 +28,12 @@ note "CPU time from the kernel: alpha $a_cpu s, beta $b_cpu s (alpha $truth_alph
 share() { awk -v c="$1" '$3 == c { sub("%", "", $2); print $2 }' "$2"; }
 samples_of() { awk -v c="$1" '$3 == c { print $1 }' "$2"; }
 
+# (the tables whose figures are compared with the session's samples and with
+# each other are asked for in samples, --samples)
 by_comm() {
 	grep -q '^per-pid: no$' c.db/session || fail "the recording was per-pid"
 	grep -qP '^\d+\tcomm=alpha$' c.db/labels || fail "no comm=alpha label set: $(cat c.db/labels 2>&1)"
-	"$TALLY" report -i c.db --sort comm >comm.txt 2>comm.err || fail "--sort comm: $(cat comm.err)"
+	"$TALLY" report -i c.db --sort comm --samples >comm.txt 2>comm.err || fail "--sort comm: $(cat comm.err)"
 	local a b
 	a=$(samples_of alpha comm.txt)
 	b=$(samples_of beta comm.txt)
@@ -52,8 +54,8 @@ comm_filter() {
 	near "$wa" "$(truth work_a alpha.out)" 5 "work_a's share of alpha's functions (--comm alpha, no --per-pid)"
 	# beta's samples are not in alpha's report
 	local an bn
-	an=$("$TALLY" report -i c.db --comm alpha | awk '$NF == "Total" { print $1 }')
-	bn=$("$TALLY" report -i c.db --comm beta | awk '$NF == "Total" { print $1 }')
+	an=$("$TALLY" report -i c.db --comm alpha --samples | awk '$NF == "Total" { print $1 }')
+	bn=$("$TALLY" report -i c.db --comm beta --samples | awk '$NF == "Total" { print $1 }')
 	[[ $an == $(samples_of alpha comm.txt) ]] || fail "--comm alpha has $an samples, --sort comm says $(samples_of alpha comm.txt)"
 	[[ $bn == $(samples_of beta comm.txt) ]] || fail "--comm beta has $bn samples, --sort comm says $(samples_of beta comm.txt)"
 	"$TALLY" export -i c.db --comm beta --format callgrind -o beta.cg 2>/dev/null || fail "export --comm beta"
@@ -61,11 +63,11 @@ comm_filter() {
 }
 
 sort_table() {
-	"$TALLY" report -i c.db --sort comm,image,function >t.txt 2>t.err || fail "--sort comm,image,function: $(cat t.err)"
+	"$TALLY" report -i c.db --sort comm,image,function --samples >t.txt 2>t.err || fail "--sort comm,image,function: $(cat t.err)"
 	head -2 t.txt | tail -1 | grep -Eq '^ +samples +% +comm +image +function$' || fail "header: $(head -2 t.txt)"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +alpha +alpha +work_a$' t.txt || fail "no alpha alpha work_a row: $(cat t.txt)"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +beta +beta +work_a$' t.txt || fail "no beta beta work_a row: $(cat t.txt)"
-	"$TALLY" report -i c.db --sort comm,function --json >t.json || fail "--sort --json"
+	"$TALLY" report -i c.db --sort comm,function --json --samples >t.json || fail "--sort --json"
 	python3 - <<'PY' || fail "--sort --json (above)"
 import json
 d = json.load(open("t.json"))
@@ -77,24 +79,37 @@ PY
 	expect_fail_with "^tally: --sort: unknown key 'cpu'" "$TALLY" report -i c.db --sort comm,cpu
 	((LAST_RC == 2)) || fail "an unknown --sort key: exit $LAST_RC, expected 2"
 	expect_fail_with "^tally: --sort makes a table of its own" "$TALLY" report -i c.db --sort comm --symbols
+	# weighted by period by default: msec, and the JSON's values beside the samples
+	"$TALLY" report -i c.db --sort comm >w.txt || fail "--sort comm (weighted)"
+	grep -Eq '^ +msec +% +comm$' w.txt || fail "--sort comm: no msec column: $(head -3 w.txt)"
+	"$TALLY" report -i c.db --sort comm --json >w.json || fail "--sort comm --json (weighted)"
+	python3 - <<'PY' || fail "--sort --json, weighted (above)"
+import json
+d = json.load(open("w.json"))
+assert d["unit"] == "ns", d.get("unit")
+assert sum(r["value"] for r in d["rows"]) == d["value"], "values do not add up"
+assert sum(r["samples"] for r in d["rows"]) == d["samples"], "samples do not add up"
+v = [r["value"] for r in d["rows"]]
+assert v == sorted(v, reverse=True), "rows not by value"
+PY
 }
 
 per_pid() {
 	"$TALLY" record --per-pid -o p.db -- bash both.sh >/dev/null 2>rec2.err || fail "record --per-pid: $(cat rec2.err)"
-	"$TALLY" report -i p.db --sort comm,pid >pp.txt || fail "--sort comm,pid"
+	"$TALLY" report -i p.db --sort comm,pid --samples >pp.txt || fail "--sort comm,pid"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +alpha +[0-9]+$' pp.txt || fail "no alpha row with its pid: $(cat pp.txt)"
 }
 
 merged() {
 	cp -r c.db c2.db
 	"$TALLY" merge -o m.db c.db c2.db >/dev/null 2>m.err || fail "merge: $(cat m.err)"
-	"$TALLY" report -i m.db --sort comm >mc.txt || fail "--sort comm of a merge"
+	"$TALLY" report -i m.db --sort comm --samples >mc.txt || fail "--sort comm of a merge"
 	local a
 	a=$(samples_of alpha mc.txt)
 	[[ $a == $((2 * $(samples_of alpha comm.txt))) ]] || fail "the merge of a database with itself has $a alpha samples, not twice $(samples_of alpha comm.txt)"
 	"$TALLY" report -i m.db --comm beta >/dev/null || fail "--comm on a merge"
 	# beside the merge's own labels
-	"$TALLY" report -i m.db --sort comm --label run=c2.db >m2.txt || fail "--sort comm --label run=c2.db"
+	"$TALLY" report -i m.db --sort comm --label run=c2.db --samples >m2.txt || fail "--sort comm --label run=c2.db"
 	[[ $(samples_of alpha m2.txt) == $(samples_of alpha comm.txt) ]] || fail "run=c2.db's alpha samples: $(cat m2.txt)"
 }
 

@@ -41,7 +41,7 @@ run() {
 	((rc == 0)) || fail "record node $* exited $rc: $(head -c 1000 "$name.err")"
 	grep -q '^done$' "$name.out" || fail "$name: the script did not finish: $(cat "$name.out")"
 	no_raw "$name.err" "record's stderr"
-	report_text "$name.txt" -i "$name.db" --symbols --image jit
+	report_text "$name.txt" -i "$name.db" --symbols --image jit --samples
 	no_raw "$name.txt" "report --symbols"
 	no_raw "$name.txt.err" "report --symbols's warnings"
 	# the function is named, escaped, with most of the JIT image's samples

@@ -24,7 +24,10 @@ for line in open(path, errors="replace"):
     w = line.split()
     if not w[0].endswith("%"):
         continue  # the workload'"'"'s own lines, interleaved
-    cur["rows"].append((float(w[0].rstrip("%")), float(w[-4]), w[-1]))
+    # share, [self share,] value, image, command, then the name, which may
+    # hold blanks (a kernel or C++ function): counted from the left
+    i = 2 if len(w) > 1 and w[1].endswith("%") else 1
+    cur["rows"].append((float(w[0].rstrip("%")), float(w[i]), " ".join(w[i + 3:])))
 snaps = [s for s in snaps if s["rows"]]
 if not snaps:
     sys.exit("no snapshot with rows in " + path)

@@ -145,7 +145,9 @@ static void test_export__select_zeroes(void **state)
 	struct tally_select sel;
 	tally_select_init(&sel);
 	sel.comm = "twenty";
+	sel.samples = true; /* the counts as sampled: what is selected, not weighed */
 	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
+	assert_false(db.weighed);
 	tally_export_select(&db, &sel, true);
 	assert_int_equal(tally_export_total(&db, 0, false), 10);
 	assert_int_equal(tally_export_total(&db, 0, true), 10);
@@ -183,6 +185,12 @@ static void test_export__pprof_roundtrip(void **state)
 	(void)state;
 	struct tally_db db;
 	memdb_init(&db);
+	/* what tally export does: the selection check weighs the database (here
+	 * without weights of its own: count x period-mean) */
+	struct tally_select sel;
+	tally_select_init(&sel);
+	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
+	assert_true(db.weighed);
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, NULL);
 	int ev = 0;
@@ -262,6 +270,70 @@ static void test_export__pprof_roundtrip(void **state)
 	tally_db_release(&db);
 }
 
+/* A database with weights of its own: pprof's cpu values are each stack's
+ * summed periods (never its count times one mean period), its samples the
+ * counts, and the period the mean of the periods; --samples leaves one type. */
+static void test_export__pprof_own_weights(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	static const uint64_t sw[] = { 59000000, 31500000, 9000000 };
+	db.stack_weights = xcalloc(3, sizeof(uint64_t));
+	memcpy(db.stack_weights, sw, sizeof(sw));
+	db.weights = xcalloc(3, sizeof(uint64_t));
+	memcpy(db.weights, sw, sizeof(sw)); /* the leaves of the three stacks */
+	tally_db_weigh(&db);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	PProfile_t *p = unpack(&out.files[0].data);
+	assert_int_equal(p->n_sample_type, 2);
+	assert_string_equal(pstr(p, p->sample_type[0]->type), "samples");
+	assert_string_equal(pstr(p, p->sample_type[0]->unit), "count");
+	assert_string_equal(pstr(p, p->sample_type[1]->type), "cpu");
+	assert_string_equal(pstr(p, p->sample_type[1]->unit), "nanoseconds");
+	assert_string_equal(pstr(p, p->period_type->type), "cpu");
+	assert_int_equal(p->period, 995000); /* 99.5 ms over 100 samples */
+	int64_t n = 0, ns = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		Perftools__Profiles__Sample *s = p->sample[i];
+		n += s->value[0];
+		ns += s->value[1];
+		if (s->value[0] == 60)
+			assert_int_equal(s->value[1], 59000000);
+		else if (s->value[0] == 30)
+			assert_int_equal(s->value[1], 31500000);
+		else
+			assert_int_equal(s->value[1], 9000000);
+	}
+	assert_int_equal(n, 100);
+	assert_int_equal(ns, 99500000);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+
+	/* --samples: the counts alone */
+	memdb_init(&db);
+	tally_resolver_new(&res, &db, NULL);
+	x.db = &db;
+	x.res = res;
+	memset(&out, 0, sizeof(out));
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	p = unpack(&out.files[0].data);
+	assert_int_equal(p->n_sample_type, 1);
+	assert_string_equal(pstr(p, p->sample_type[0]->type), "samples");
+	assert_int_equal(p->period, 1);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
 static void test_export__folded_lines(void **state)
 {
 	(void)state;
@@ -312,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_export__add_name),
 		cmocka_unit_test(test_export__select_zeroes),
 		cmocka_unit_test(test_export__pprof_roundtrip),
+		cmocka_unit_test(test_export__pprof_own_weights),
 		cmocka_unit_test(test_export__folded_lines),
 		cmocka_unit_test(test_export__folded_empty_comm),
 	};

@@ -216,6 +216,97 @@ static void test_report__cg_rows_and_arcs(void **state)
 	tally_view_cg_release(&v);
 }
 
+/* Weights of their own, not in proportion to the counts: the rows, the call
+ * graph and the trees go by the weights and keep the samples beside them;
+ * the values are shown in msec. */
+static void test_report__weighted_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct tally_db *db = &f->db;
+	/* flat: leaf 50, work 10, dup 5 + 5 (jitA), work 30 (jitB); stacks alike */
+	static const uint64_t w[] = { 5000000, 1000000, 500000, 500000, 93000000 };
+	db->weights = xmalloc(sizeof(w));
+	memcpy(db->weights, w, sizeof(w));
+	db->stack_weights = xmalloc(sizeof(w));
+	memcpy(db->stack_weights, w, sizeof(w));
+	assert_true(tally_view_can_weigh(db));
+	assert_string_equal(tally_view_heading(db, 0), "samples");
+	tally_view_weigh(db, false);
+	assert_true(db->weighed);
+	assert_string_equal(tally_view_heading(db, 0), "msec");
+	assert_string_equal(tally_view_unit(db, 0), "ns");
+	assert_int_equal(tally_view_event_total(db, 0), 100000000);
+	struct strbuf sb = STRBUF_INIT;
+	tally_view_value(&sb, db, 0, 93000000, 9);
+	assert_string_equal(sb.buf, "     93.0");
+	strbuf_reset(&sb);
+	tally_view_value_unit(&sb, db, 0, 1500000);
+	assert_string_equal(sb.buf, "1.5 msec");
+	strbuf_release(&sb);
+
+	struct tally_select sel;
+	tally_select_init(&sel);
+	struct tally_view_rows t;
+	tally_view_images(&t, db, &sel, 0);
+	/* jitB's 30 samples weigh more than jitA's 70 */
+	assert_int_equal(t.n, 2);
+	assert_string_equal(t.v[0].name, "jitB [20]");
+	assert_int_equal(t.v[0].samples, 93000000);
+	assert_int_equal(t.v[0].nsamples, 30);
+	assert_int_equal(t.v[1].samples, 7000000);
+	assert_int_equal(t.v[1].nsamples, 70);
+	assert_int_equal(t.total, 100000000);
+	assert_int_equal(t.ntotal, 100);
+	tally_view_rows_release(&t);
+
+	struct tally_view_cg v;
+	tally_view_cg_build(&v, db, f->res, &sel, 0);
+	assert_int_equal(v.cg.total, 100000000);
+	assert_int_equal(v.cg.ntotal, 100);
+	/* by inclusive weight: work and main_b of jitB first */
+	assert_string_equal(v.funcs.v[0].name, "work");
+	assert_int_equal(v.funcs.v[0].image, 1);
+	const struct tally_cg_func *leaf = NULL;
+	for (size_t i = 0; i < v.cg.nfuncs; i++)
+		if (!strcmp(v.cg.funcs[i].name, "leaf"))
+			leaf = &v.cg.funcs[i];
+	assert_non_null(leaf);
+	assert_int_equal(leaf->self, 5000000);
+	assert_int_equal(leaf->nself, 50);
+	assert_int_equal(leaf->nincl, 50);
+	size_t nn;
+	struct tally_cg_node *nodes = tally_cg_tree(&v.cg, -1, false, &nn);
+	assert_int_equal(nodes[0].count, 100000000);
+	assert_int_equal(nodes[0].nsamples, 100);
+	tally_cg_tree_free(nodes, nn);
+	uint32_t sf[5];
+	uint64_t sc[5], sn[5];
+	/* no roots here: every stack stops early; by samples, main_a's 70 first */
+	size_t ns = tally_cg_stops_n(&v.cg, sf, sc, sn, 5);
+	assert_int_equal(ns, 2);
+	assert_string_equal(v.cg.funcs[sf[0]].name, "main_a");
+	assert_int_equal(sn[0], 70);
+	assert_int_equal(sc[0], 7000000);
+	tally_view_cg_release(&v);
+}
+
+/* A database with neither weights nor a period-mean stays in samples. */
+static void test_report__no_periods_no_weights(void **state)
+{
+	struct fixture *f = *state;
+	assert_false(tally_view_can_weigh(&f->db));
+	tally_view_weigh(&f->db, false);
+	assert_false(f->db.weighed);
+	assert_string_equal(tally_view_unit(&f->db, 0), "samples");
+	tally_meta_set(&f->db.session, "period-mean", "1000000");
+	assert_true(tally_view_can_weigh(&f->db));
+	tally_view_weigh(&f->db, true); /* --samples */
+	assert_false(f->db.weighed);
+	tally_view_weigh(&f->db, false);
+	assert_true(f->db.weighed);
+	assert_int_equal(f->db.counts[0], 50000000);
+}
+
 static void test_report__tree_kids(void **state)
 {
 	struct fixture *f = *state;
@@ -406,6 +497,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report__image_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__function_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__cg_rows_and_arcs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report__weighted_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report__no_periods_no_weights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, teardown),
