@@ -43,14 +43,16 @@ int tally_db_wall(struct tally_db *db)
 		return tally_seterr(-EINVAL, "'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
 				    db->path ? db->path : "database", on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
 	/* without stored weights an off-CPU count is a number of waits, not their time */
-	if (!db->has_weights && !db->weighed)
+	if (!db->has_weights)
 		return tally_seterr(-EINVAL, "'%s' keeps no sample weights, so no off-CPU times for --wall (record it again with this tally)",
 				    db->path ? db->path : "database");
 	tally_db_weigh(db);
 	db->wall[0] = on;
 	db->wall[1] = off;
 	db->wall[2] = pre;
+	/* the weights (in counts once weighed) and the sample counts beside them */
 	add_columns(db, db->counts, db->nentries);
+	add_columns(db, db->weights, db->nentries);
 	if (db->samples) {
 		db->samples[on] = add_sat(db->samples[on], db->samples[off]);
 		if (pre >= 0)
@@ -60,12 +62,14 @@ int tally_db_wall(struct tally_db *db)
 	db->events[on] = xstrdup("wall");
 	db->walled = true;
 	/* the stacks read so far; those read later get the same at their load */
-	add_columns(db, db->stack_counts, db->nstacks);
+	tally_db_wall_loaded_stacks(db);
 	return 0;
 }
 
 void tally_db_wall_loaded_stacks(struct tally_db *db)
 {
-	if (db->walled)
-		add_columns(db, db->stack_counts, db->nstacks);
+	if (!db->walled)
+		return;
+	add_columns(db, db->stack_counts, db->nstacks);
+	add_columns(db, db->stack_weights, db->nstacks);
 }

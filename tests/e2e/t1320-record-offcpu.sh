@@ -55,9 +55,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ev = [e for e in d["events"] if e.get("event", e.get("name")) == "wall"] or d["events"]
 ev = ev[0]
-inc = {f["name"]: f.get("inclusive", 0) for f in ev.get("functions", []) if f.get("image") == "offcpu_split"}
+# the weights (ns) where the report gives them beside the sample counts
+inc = {f["name"]: f.get("inclusive_value", f.get("inclusive", 0)) for f in ev.get("functions", []) if f.get("image") == "offcpu_split"}
 a, b = inc.get("block_a", 0), inc.get("block_b", 0)
-print("%.2f %.2f %d" % (100.0 * a / (a + b) if a + b else -1, 100.0 * b / (a + b) if a + b else -1, ev.get("samples", 0)))
+print("%.2f %.2f %d" % (100.0 * a / (a + b) if a + b else -1, 100.0 * b / (a + b) if a + b else -1, ev.get("value", ev.get("samples", 0))))
 EOF
 )
 	near "$ga" "$ta" 3 "${1:--g}: block_a's share of the waits under --wall"
@@ -142,7 +143,7 @@ case_end() {
 		return 0
 	fi
 	((rc == 0)) || fail "report --wall --pid $slp exited $rc: $(cat endw.err)"
-	w=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"][0]["samples"])' endw.json)
+	w=$(python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["events"][0]; print(e.get("value", e["samples"]))' endw.json)
 	# from its start to the end of the recording, which came 2 s after tally
 	# started (after ts) and before tally exited (t1)
 	hi=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1e9 + 5e7 }')

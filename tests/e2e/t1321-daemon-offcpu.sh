@@ -35,7 +35,7 @@ if ((rc != 0)) && grep -q 'keeps no sample weights' wall.err; then
 	note "--wall not checked: the database keeps no sample weights yet"
 else
 	((rc == 0)) || fail "report --wall exited $rc: $(cat wall.err)"
-	total=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["events"][0]["samples"])' wall.json)
+	total=$(python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["events"][0]; print(e.get("value", e["samples"]))' wall.json)
 	loop=$(info_val loop_ns wl.out)
 	awk -v a="$total" -v b="$loop" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * 0.05) }' ||
 		fail "--wall: process $pid has $total ns, it ran its loop for $loop ns (+/- 5%)"

@@ -83,6 +83,13 @@ static void test_wall__adds_off_cpu(void **state)
 	assert_int_equal(flat(&db, 0x10, 2), 50000000);
 	assert_int_equal(flat(&db, 0x10, 1), 4);
 	assert_int_equal(db.samples[0], 3 + 3 + 1);
+	/* the sample counts beside the weights: on-CPU samples and waits */
+	for (size_t i = 0; i < db.nentries; i++)
+		if (db.entries[i].offset == 0x10)
+			assert_int_equal(db.weights[i * (size_t)db.nevents], 3 + 2);
+	for (size_t i = 0; i < db.nstacks; i++)
+		if (db.frame_tab[db.stack_frames[db.stacks[i].first]].offset == 0x20)
+			assert_int_equal(db.stack_weights[i * (size_t)db.nevents], 0 + 1 + 1);
 	/* twice is once */
 	assert_int_equal(tally_db_wall(&db), 0);
 	assert_int_equal(flat(&db, 0x10, 0), 53000000);
