@@ -65,6 +65,18 @@ EOF
 	near "$gb" "$tb" 3 "${1:--g}: block_b's share of the waits under --wall"
 	# one thread: on-CPU and off-CPU time add up to its wall time
 	within "$total" "$(info_val loop_ns)" 5 "wall time of the single-threaded run (ns)"
+	# the off-cpu event alone: the waits by their time too
+	report_json off.json -i "$cg" --event off-cpu --children
+	read -r oa ob < <(python3 - off.json <<'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))["events"][0]
+inc = {f["name"]: f.get("inclusive_value", f.get("inclusive", 0)) for f in ev.get("functions", []) if f.get("image") == "offcpu_split"}
+a, b = inc.get("block_a", 0), inc.get("block_b", 0)
+print("%.2f %.2f" % (100.0 * a / (a + b) if a + b else -1, 100.0 * b / (a + b) if a + b else -1))
+EOF
+)
+	near "$oa" "$ta" 3 "${1:--g}: block_a's share of the off-cpu event"
+	near "$ob" "$tb" 3 "${1:--g}: block_b's share of the off-cpu event"
 	# export --wall: the same time, stack by stack
 	"$TALLY" export -i "$cg" --wall --format folded -o wall.folded 2>exp.err || fail "export --wall exited $?: $(cat exp.err)"
 	folded=$(awk '{ s += $NF } END { printf "%.0f", s }' wall.folded)
