@@ -246,6 +246,112 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 	cs_close(&h);
 }
 
+/* The x86 PLT entries of elf as (address, name@plt): the lazy-binding .plt
+ * (entry k + 1 for the k-th .rela.plt relocation) or, with IBT, .plt.sec
+ * (entry k), 16 bytes each, as binutils' objdump names them. */
+struct plt_name {
+	uint64_t addr;
+	char *name;
+};
+
+static size_t plt_names(Elf *elf, struct plt_name **out)
+{
+	*out = NULL;
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	Elf_Scn *scn = NULL, *rela = NULL;
+	GElf_Shdr plt = { 0 }, pltsec = { 0 }, rsh;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n)
+			continue;
+		if (!strcmp(n, ".rela.plt") && sh.sh_type == SHT_RELA)
+			rela = scn;
+		else if (!strcmp(n, ".plt") && sh.sh_type == SHT_PROGBITS)
+			plt = sh;
+		else if (!strcmp(n, ".plt.sec") && sh.sh_type == SHT_PROGBITS)
+			pltsec = sh;
+	}
+	if (!rela || !gelf_getshdr(rela, &rsh) || !rsh.sh_entsize || (!plt.sh_size && !pltsec.sh_size))
+		return 0;
+	Elf_Scn *symscn = elf_getscn(elf, rsh.sh_link);
+	GElf_Shdr ssh;
+	Elf_Data *rd = elf_getdata(rela, NULL), *sd = symscn ? elf_getdata(symscn, NULL) : NULL;
+	if (!rd || !sd || !gelf_getshdr(symscn, &ssh))
+		return 0;
+	size_t n = rsh.sh_size / rsh.sh_entsize, k = 0;
+	*out = xcalloc(n + 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+			continue;
+		const char *name = elf_strptr(elf, ssh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		uint64_t at = pltsec.sh_size ? pltsec.sh_addr + 16 * i : plt.sh_addr + 16 * (i + 1);
+		uint64_t end = pltsec.sh_size ? pltsec.sh_addr + pltsec.sh_size : plt.sh_addr + plt.sh_size;
+		if (at + 16 > end)
+			continue;
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s@plt", name);
+		(*out)[k++] = (struct plt_name){ at, strbuf_detach(&sb) };
+	}
+	return k;
+}
+
+/* A direct call's or jump's target named as objdump and perf do: the
+ * function's own code as <name+0xOFF>, another function <name>, a PLT entry
+ * <name@plt> (x86; operands that are one hex address only). */
+static void name_targets(struct tally_annot_func *f, Dwfl_Module *mod, GElf_Addr bias, Elf *elf, uint32_t mach)
+{
+	if (mach != EM_X86_64 && mach != EM_386)
+		return;
+	struct plt_name *plt = NULL;
+	size_t nplt = elf ? plt_names(elf, &plt) : 0;
+	for (size_t i = 0; i < f->ninsns; i++) {
+		char *t = f->insns[i].text;
+		bool branch = t[0] == 'j' || !strncmp(t, "call ", 5);
+		const char *op = strchr(t, ' ');
+		if (!branch || !op || strncmp(op + 1, "0x", 2))
+			continue;
+		char *end;
+		uint64_t to = strtoull(op + 3, &end, 16);
+		if (*end)
+			continue;
+		struct strbuf sb = STRBUF_INIT;
+		if (to >= f->addr && to < f->addr + f->size) {
+			strbuf_addf(&sb, "%s <%s+0x%" PRIx64 ">", t, f->name, to - f->addr);
+		} else {
+			const char *name = NULL;
+			for (size_t k = 0; k < nplt && !name; k++)
+				if (plt[k].addr == to)
+					name = plt[k].name;
+			GElf_Off off = 0;
+			GElf_Sym sym;
+			if (!name && mod)
+				name = dwfl_module_addrinfo(mod, to + bias, &off, &sym, NULL, NULL, NULL);
+			if (!name || !*name) {
+				strbuf_release(&sb);
+				continue;
+			}
+			if (off)
+				strbuf_addf(&sb, "%s <%s+0x%" PRIx64 ">", t, name, (uint64_t)off);
+			else
+				strbuf_addf(&sb, "%s <%s>", t, name);
+		}
+		free(f->insns[i].text);
+		f->insns[i].text = strbuf_detach(&sb);
+	}
+	for (size_t k = 0; k < nplt; k++)
+		free(plt[k].name);
+	free(plt);
+}
+
 /* The instruction containing addr, or NULL. */
 static struct tally_annot_insn *insn_at(struct tally_annot_func *f, uint64_t addr)
 {
@@ -340,8 +446,10 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 	const unsigned char *code = elf ? elf_code(elf, c->addr, c->size, &len) : NULL;
 	if (!code || !len || !gelf_getehdr(elf, &eh))
 		set_note(&f->code_note, "'%s' has no code bytes for it (a damaged or stripped-of-code file)", di->path);
-	else
+	else {
 		disassemble(b, code, len, c->addr, eh.e_machine, eh.e_ident[EI_DATA] == ELFDATA2MSB);
+		name_targets(f, mod, bias, elf, eh.e_machine);
+	}
 	/* where each sampled address and each instruction comes from */
 	for (size_t i = 0; i < c->npts; i++) {
 		Dwfl_Line *dl = cu ? dwfl_module_getsrc(mod, c->pts[i].addr + bias) : NULL;
