@@ -801,6 +801,34 @@ const char *tally_collector_scope(const struct tally_collector *c)
 	return "the original tasks only (threads and children started later keep the period drawn when they were created)";
 }
 
+/* The user registers and stack copy of a sample (PERF_SAMPLE_REGS_USER,
+ * PERF_SAMPLE_STACK_USER) at p..end into r: the copy, then the size the
+ * kernel actually filled (dyn_size). */
+static void user_regs_stack(const uint64_t *p, const uint64_t *end, struct tally_rec *r)
+{
+	if (p >= end)
+		return;
+	uint64_t abi = *p++;
+	if (abi) {
+		uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
+		if (n <= (uint64_t)(end - p)) {
+			r->regs = p;
+			r->nregs = n;
+			p += n;
+		} else {
+			p = end;
+		}
+	}
+	if (p < end) {
+		uint64_t size = *p++;
+		if (size && size / 8 + 1 <= (uint64_t)(end - p)) {
+			uint64_t dyn = p[size / 8];
+			r->stack = (const uint8_t *)p;
+			r->stack_len = dyn < size ? dyn : size;
+		}
+	}
+}
+
 /* A sched_switch sample (after its period field, p..end): the switch-out of
  * the task that ran. */
 static void deliver_switch(struct tally_collector *c, struct tally_rec *r, const uint64_t *p, const uint64_t *end)
@@ -827,27 +855,8 @@ static void deliver_switch(struct tally_collector *c, struct tally_rec *r, const
 	if (tally_offcpu_parse_raw(&c->ofmt, raw, rawsize, &sw))
 		return;
 	if (sw.prev_pid > 0) {
-		if ((c->o.stack_user || c->o.leaf_stack) && p < end) {
-			uint64_t abi = *p++;
-			if (abi) {
-				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
-				if (n <= (uint64_t)(end - p)) {
-					r->regs = p;
-					r->nregs = n;
-					p += n;
-				} else {
-					p = end;
-				}
-			}
-			if (p < end) {
-				uint64_t size = *p++;
-				if (size && size / 8 + 1 <= (uint64_t)(end - p)) {
-					uint64_t dyn = p[size / 8];
-					r->stack = (const uint8_t *)p;
-					r->stack_len = dyn < size ? dyn : size;
-				}
-			}
-		}
+		if (c->o.stack_user || c->o.leaf_stack)
+			user_regs_stack(p, end, r);
 		/* the place that waited is the first user frame (the chain holds no
 		 * kernel part); a kernel thread has only the tracepoint's own ip */
 		uint64_t user_ip = 0;
@@ -905,29 +914,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			r.chain = p;
 			p += nr;
 		}
-		if ((c->o.stack_user || c->o.leaf_stack) && p < end) {
-			uint64_t abi = *p++;
-			if (abi) {
-				uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
-				if (n <= (uint64_t)(end - p)) {
-					r.regs = p;
-					r.nregs = n;
-					p += n;
-				} else {
-					p = end;
-				}
-			}
-			if (p < end) {
-				uint64_t size = *p++;
-				/* the copy, then the size actually filled (dyn_size) */
-				if (size && size / 8 + 1 <= (uint64_t)(end - p)) {
-					const uint8_t *data = (const uint8_t *)p;
-					uint64_t dyn = p[size / 8];
-					r.stack = data;
-					r.stack_len = dyn < size ? dyn : size;
-				}
-			}
-		}
+		if (c->o.stack_user || c->o.leaf_stack)
+			user_regs_stack(p, end, &r);
 		struct period_stats *s = &c->ps[r.event];
 		/* an inherited event reports its parent's id: a sample of another task came
 		 * through a copy made at that task's creation, whose period tally cannot redraw */
