@@ -514,6 +514,18 @@ tjson() {
 	python3 -c "$TALLY_JSON_PY" "$@" || fail "cannot read '$1' as a tally JSON report (tjson $*)"
 }
 
+# near_share SHARE EXPECTED TOL N WHAT: near, for a share (percent) of N
+# samples: N samples scatter by sqrt(p(1-p)/N) around the truth, so the
+# tolerance is never under 3 of those (a few hundred samples scatter by more
+# than 3 points, and a tolerance under 3 sigma fails by chance).
+near_share() {
+	local tl
+	tl=$(awk -v tol="$3" -v p="$2" -v n="$4" 'BEGIN {
+		q = p / 100; s = (n > 0 && q > 0 && q < 1) ? 300 * sqrt(q * (1 - q) / n) : 0
+		printf "%.2f", (s > tol) ? s : tol }')
+	near "$1" "$2" "$tl" "$5"
+}
+
 # check_shares KIND JSON TRUTHFILE TOLERANCE NAME...: each NAME's share of the
 # NAMEs together in the report JSON must be within TOLERANCE points of the
 # workload's `truth NAME` in TRUTHFILE.
@@ -525,7 +537,8 @@ check_shares() {
 	for name in "$@"; do
 		read -r _ share count < <(awk -v n="$name" '$1 == n' <<<"$shares")
 		t=$(truth "$name" "$truthfile")
-		near "$share" "$t" "$tol" "$kind $name share ($count samples)"
+		near_share "$share" "$t" "$tol" "$(awk -v p="$share" -v c="$count" 'BEGIN { printf "%d", (p > 0) ? 100 * c / p : 0 }')" \
+			"$kind $name share ($count samples)"
 	done
 }
 

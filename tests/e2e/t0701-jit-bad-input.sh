@@ -55,7 +55,7 @@ bad_header() {
 	((b == 0)) || fail "$mode: jit_beta is named from an unusable jitdump ($b samples)"
 	nm=$(tjson $mode.json image nomap)
 	share=$(awk -v n="$nm" -v a="$a" 'BEGIN { printf "%.2f", 100 * n / (n + a) }')
-	near "$share" "$(truth jit_beta $mode.out)" 5 "$mode: nomap share (jit_beta's time)"
+	near_share "$share" "$(truth jit_beta $mode.out)" 5 $((nm + a)) "$mode: nomap share (jit_beta's time, of $((nm + a)) samples)"
 }
 
 # a truncated dump: what came before the cut is kept
