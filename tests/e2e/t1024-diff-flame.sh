@@ -40,7 +40,12 @@ for g in root.iter("{http://www.w3.org/2000/svg}g"):
         continue
     title = g.find("s:title", ns).text
     rect = g.find("s:rect", ns)
-    frames.append((g, title.split("\n")[0], rect.get("fill"), int(g.get("data-d")), int(g.get("data-c"))))
+    name = title.split("\n")[0]
+    # code without a symbol is [IMAGE] in both, the image's own ';[]' made '_'
+    # in folded stacks (the vDSO's [[vdso]] is [_vdso_] there)
+    if name.startswith("[") and name.endswith("]"):
+        name = "[" + re.sub(r"[;\[\]]", "_", name[1:-1]) + "]"
+    frames.append((g, name, rect.get("fill"), int(g.get("data-d")), int(g.get("data-c"))))
 # Gregg's scale: 210 * |change| / the largest |change| off white
 maxch = max(abs(float(g.get("data-change"))) for g, *_ in frames if g.get("data-change") is not None)
 # a frame's path from the root: the names of the frames below it (preorder)
