@@ -261,6 +261,8 @@ static inline const struct tally_frame *tally_db_frame(const struct tally_db *db
 }
 /* The directory that holds image's copied files (jit/perf-PID-ID.map, vdso.so). */
 const char *tally_db_image_dir(const struct tally_db *db, uint32_t image);
+/* Frees what an image holds (and zeroes it). */
+void tally_db_image_release(struct tally_db_image *d);
 void tally_db_release(struct tally_db *db);
 /* Index of an event by name, or -1. */
 int tally_db_event(const struct tally_db *db, const char *name);

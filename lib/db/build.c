@@ -147,18 +147,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void image_free(struct tally_db_image *im)
-{
-	free(im->name);
-	free(im->path);
-	free(im->id);
-	free(im->id_kind);
-	free(im->kind);
-	free(im->aux);
-	free(im->jd_text);
-	free(im->dir);
-}
-
 static char *copy_bytes(const char *p, size_t n)
 {
 	if (!p)
@@ -178,7 +166,7 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->events);
 	tally_meta_release(&b->session);
 	for (size_t i = 0; i < b->nimages; i++)
-		image_free(&b->images[i]);
+		tally_db_image_release(&b->images[i]);
 	free(b->images);
 	tally_hidx_release(&b->image_idx);
 	free(b->cells);

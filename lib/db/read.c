@@ -1136,6 +1136,19 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	return r;
 }
 
+void tally_db_image_release(struct tally_db_image *d)
+{
+	free(d->name);
+	free(d->path);
+	free(d->id);
+	free(d->id_kind);
+	free(d->kind);
+	free(d->aux);
+	free(d->jd_text);
+	free(d->dir);
+	memset(d, 0, sizeof(*d));
+}
+
 void tally_db_release(struct tally_db *db)
 {
 	free(db->path);
@@ -1144,16 +1157,8 @@ void tally_db_release(struct tally_db *db)
 		free(db->events[i]);
 	free(db->events);
 	free(db->samples);
-	for (size_t i = 0; i < db->nimages; i++) {
-		free(db->images[i].name);
-		free(db->images[i].path);
-		free(db->images[i].id);
-		free(db->images[i].id_kind);
-		free(db->images[i].kind);
-		free(db->images[i].aux);
-		free(db->images[i].jd_text);
-		free(db->images[i].dir);
-	}
+	for (size_t i = 0; i < db->nimages; i++)
+		tally_db_image_release(&db->images[i]);
 	free(db->images);
 	free(db->entries);
 	free(db->counts);

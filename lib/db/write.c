@@ -235,18 +235,6 @@ static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, 
 	}
 }
 
-static void db_image_release(struct tally_db_image *d)
-{
-	free(d->name);
-	free(d->path);
-	free(d->id);
-	free(d->id_kind);
-	free(d->kind);
-	free(d->aux);
-	free(d->jd_text);
-	free(d->dir);
-}
-
 void tally_ksym_cache_release(struct tally_ksym_cache *kc)
 {
 	tally_kallsyms_free(kc->table);
@@ -360,7 +348,7 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 		identify(a, (uint32_t)i, &d, kernel_id);
 		/* the same file reached through two keys (kernel build-id, /proc maps) is one image */
 		canon[i] = tally_db_builder_image(b, &d);
-		db_image_release(&d);
+		tally_db_image_release(&d);
 	}
 
 	/* the command names as labels (comm=NAME, docs/format.md): a label set each */

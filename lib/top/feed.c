@@ -74,7 +74,6 @@ struct tally_top_feed {
 	size_t npframes, apframes;
 };
 
-static void db_image_free(struct tally_db_image *d);
 static void gens_free(struct tally_top_feed *f);
 
 struct tally_top_feed *tally_top_feed_new(const struct tally_resolver_opts *ro)
@@ -101,7 +100,7 @@ void tally_top_feed_free(struct tally_top_feed *f)
 	for (size_t i = 0; i < f->nim; i++) {
 		free(f->im[i].key);
 		free(f->im[i].r);
-		db_image_free(&f->im[i].copy);
+		tally_db_image_release(&f->im[i].copy);
 	}
 	gens_free(f);
 	free(f->gens);
@@ -122,19 +121,6 @@ void tally_top_feed_free(struct tally_top_feed *f)
 static char *dup0(const char *s)
 {
 	return s ? xstrdup(s) : NULL;
-}
-
-static void db_image_free(struct tally_db_image *d)
-{
-	free(d->name);
-	free(d->path);
-	free(d->id);
-	free(d->id_kind);
-	free(d->kind);
-	free(d->aux);
-	free(d->jd_text);
-	free(d->dir);
-	memset(d, 0, sizeof(*d));
 }
 
 /* The name, path, identity and kind of an image (no copied files). */
