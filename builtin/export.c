@@ -162,11 +162,18 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 		struct strbuf real = STRBUF_INIT;
 		strbuf_addf(&real, "%s%s", k->output, k->out->files[file].suffix);
 		k->stream[file] = tally_path_is_stream(real.buf);
-		if (k->stream[file])
-			k->fd[file] = open(real.buf, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
-		else
-			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		strbuf_release(&real);
+		if (k->stream[file]) {
+			int fd = tally_open_stream(real.buf);
+			strbuf_release(&real);
+			if (fd < 0) {
+				strbuf_release(&path);
+				return fd;
+			}
+			k->fd[file] = fd;
+		} else {
+			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+			strbuf_release(&real);
+		}
 	}
 	int r = k->fd[file] < 0 ? -errno : put_all(k->fd[file], data, len);
 	if (r)

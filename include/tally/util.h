@@ -195,6 +195,9 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
  * this process's descriptors (/dev/stdout, /dev/fd/N): what a writer writes
  * into as it is (appending), never replaces with a file of its own. */
 bool tally_path_is_stream(const char *path);
+/* Opens such a path for appending and checks the descriptor is still one:
+ * the fd, or -errno with tally_seterr. */
+int tally_open_stream(const char *path);
 /* Write data to path atomically: a temporary with an unpredictable name created
  * exclusively in path's directory (no symbolic link is ever followed, nothing
  * that exists is ever opened), synced, then renamed over path. The file is

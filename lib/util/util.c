@@ -742,12 +742,28 @@ bool tally_path_is_stream(const char *path)
 }
 
 /* A device, a pipe or a socket at path: written into, never replaced. */
-static int write_stream(const char *path, const void *data, size_t len)
+int tally_open_stream(const char *path)
 {
 	/* appended: a file behind /dev/stdout is written after what is there, as by the shell */
 	int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot write '%s': %s", path, strerror(errno));
+	/* checked on the descriptor: a name swapped after it was looked at (a
+	 * FIFO in /tmp replaced by a link to a file) is never written through */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+				     (S_ISREG(st.st_mode) && fd_path(path)))) {
+		close(fd);
+		return tally_seterr(-EAGAIN, "cannot write '%s': it changed while it was opened (write it again)", path);
+	}
+	return fd;
+}
+
+static int write_stream(const char *path, const void *data, size_t len)
+{
+	int fd = tally_open_stream(path);
+	if (fd < 0)
+		return fd;
 	int e = -write_all(fd, data, len);
 	if (close(fd) < 0 && !e && errno != EINTR)
 		e = errno;

@@ -1443,6 +1443,27 @@ static void test_util__run_parallel(void **state)
 	assert_int_equal(c.arrived, 8);
 }
 
+/* ---- outputs that are streams ---- */
+
+static void test_util__open_stream(void **state)
+{
+	(void)state;
+	assert_true(tally_path_is_stream("/dev/null"));
+	int fd = tally_open_stream("/dev/null");
+	assert_true(fd >= 0);
+	close(fd);
+	/* a regular file is no stream: one named as such but swapped for a file
+	 * by the time it is opened is refused on its descriptor */
+	char path[] = "/tmp/tally-unit-stream-XXXXXX";
+	int t = mkstemp(path);
+	assert_true(t >= 0);
+	close(t);
+	assert_false(tally_path_is_stream(path));
+	assert_int_equal(tally_open_stream(path), -EAGAIN);
+	assert_non_null(strstr(tally_errmsg(), "changed while it was opened"));
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1499,6 +1520,7 @@ int main(void)
 		cmocka_unit_test(test_util__format_utc),
 		cmocka_unit_test(test_util__format_utc_out_of_range),
 		cmocka_unit_test(test_util__run_parallel),
+		cmocka_unit_test(test_util__open_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
