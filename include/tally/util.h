@@ -191,9 +191,10 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 
 /* ---- files ---- */
 
-/* Whether path is (or links to) a device, a pipe or a socket, or names one of
- * this process's descriptors (/dev/stdout, /dev/fd/N): what a writer writes
- * into as it is (appending), never replaces with a file of its own. */
+/* Whether path is a device, a pipe or a socket itself (not a link to one), or
+ * is by name one of this process's descriptors (/dev/stdout, /dev/fd/N):
+ * what a writer writes into as it is (appending), never replaces with a file
+ * of its own. Any other link is replaced, never followed. */
 bool tally_path_is_stream(const char *path);
 /* Opens such a path for appending and checks the descriptor is still one:
  * the fd, or -errno with tally_seterr. */

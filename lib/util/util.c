@@ -710,54 +710,55 @@ static int write_all(int fd, const void *data, size_t len)
 	return tally_write_all(fd, data, len);
 }
 
-/* Whether path names one of this process's descriptors, itself or through
- * links: /dev/stdout (a link to /proc/self/fd/1), /dev/fd/N, /proc/self/fd/N. */
-static bool fd_path(const char *path)
+/* Whether path is by its name one of this process's descriptors:
+ * /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (links the system
+ * keeps in directories of its own, the only links an output follows). */
+static bool fd_name(const char *path)
 {
-	char cur[4096], next[4096];
-	snprintf(cur, sizeof(cur), "%s", path);
-	for (int hop = 0; hop < 8; hop++) {
-		if (!strncmp(cur, "/proc/self/fd/", 14) || !strncmp(cur, "/proc/thread-self/fd/", 21) ||
-		    !strncmp(cur, "/dev/fd/", 8))
+	if (!strcmp(path, "/dev/stdout") || !strcmp(path, "/dev/stderr"))
+		return true;
+	static const char *const dirs[] = { "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		size_t n = strlen(dirs[i]);
+		if (!strncmp(path, dirs[i], n) && path[n] && strspn(path + n, "0123456789") == strlen(path + n))
 			return true;
-		ssize_t n = readlink(cur, next, sizeof(next) - 1);
-		if (n <= 0 || next[0] != '/')
-			return false;
-		next[n] = '\0';
-		memcpy(cur, next, (size_t)n + 1);
 	}
 	return false;
+}
+
+static bool stream_mode(mode_t m)
+{
+	return S_ISCHR(m) || S_ISFIFO(m) || S_ISSOCK(m);
 }
 
 bool tally_path_is_stream(const char *path)
 {
 	struct stat st;
-	/* through a link too: /dev/stdout is one */
-	if (stat(path, &st) < 0)
-		return false;
-	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
-		return true;
 	/* a descriptor the shell set up (-o /dev/stdout > FILE): written through, not replaced */
-	return S_ISREG(st.st_mode) && fd_path(path);
+	if (fd_name(path))
+		return stat(path, &st) == 0 && (stream_mode(st.st_mode) || S_ISREG(st.st_mode));
+	/* anything else as it is: a link (even to a device) is replaced, never followed */
+	return lstat(path, &st) == 0 && stream_mode(st.st_mode);
 }
 
-/* A device, a pipe or a socket at path: written into, never replaced. */
 int tally_open_stream(const char *path)
 {
+	bool fdn = fd_name(path);
 	/* appended: a file behind /dev/stdout is written after what is there, as by the shell */
-	int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC | (fdn ? 0 : O_NOFOLLOW));
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot write '%s': %s", path, strerror(errno));
 	/* checked on the descriptor: a name swapped after it was looked at (a
-	 * FIFO in /tmp replaced by a link to a file) is never written through */
+	 * FIFO in /tmp replaced by a file) is never written through */
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-				     (S_ISREG(st.st_mode) && fd_path(path)))) {
+	if (fstat(fd, &st) < 0 || !(stream_mode(st.st_mode) || (fdn && S_ISREG(st.st_mode)))) {
 		close(fd);
 		return tally_seterr(-EAGAIN, "cannot write '%s': it changed while it was opened (write it again)", path);
 	}
 	return fd;
 }
+
+/* A device, a pipe or a socket at path: written into, never replaced. */
 
 static int write_stream(const char *path, const void *data, size_t len)
 {

@@ -57,6 +57,19 @@ stdout_link() {
 	note "-o /dev/stdout and --html /dev/stdout write to stdout"
 }
 
+# a link is never followed: one planted at the output name (pointing at a
+# device, here the test's own null node) is replaced by the output file, and
+# what it pointed at is untouched
+planted_link() {
+	ln -s "$TMP/null" "$TMP/link.folded"
+	"$TALLY" export -i t.db --format folded -o "$TMP/link.folded" >/dev/null 2>ex.err || fail "export -o a link: $(cat ex.err)"
+	[[ -f $TMP/link.folded && ! -L $TMP/link.folded ]] || fail "the link at the output name was followed: $(stat -c %F "$TMP/link.folded")"
+	grep -q work_a "$TMP/link.folded" || fail "the output replacing the link is not the export"
+	still_null "export -o a link to the device"
+	note "a link to a device at the output name is replaced, the device untouched"
+}
+
 subtest "a device node" device
+subtest "a link to a device" planted_link
 subtest "a FIFO" fifo
 subtest "/dev/stdout" stdout_link
