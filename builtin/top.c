@@ -136,6 +136,7 @@ static void on_signal(int sig)
 static struct termios saved_tio;
 static bool tio_saved;
 static int tty_out = -1;
+static int stdin_flags = -1; /* stdin's file status flags before top made it non-blocking */
 
 static void term_restore(void)
 {
@@ -148,6 +149,11 @@ static void term_restore(void)
 	if (tio_saved) {
 		tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
 		tio_saved = false;
+	}
+	/* the open file is the shell's too: the next program must not find it non-blocking */
+	if (stdin_flags >= 0) {
+		fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
+		stdin_flags = -1;
 	}
 }
 
@@ -539,7 +545,9 @@ int cmd_top(int argc, char **argv)
 		struct epoll_event ev = { .events = EPOLLIN };
 		epoll_ctl(epfd, EPOLL_CTL_ADD, sig_pipe[0], &ev);
 		if (t.keys) {
-			fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+			stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
+			if (stdin_flags >= 0)
+				fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
 			epoll_ctl(epfd, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
 		}
 	}
@@ -615,8 +623,6 @@ int cmd_top(int argc, char **argv)
 			dup2(saved[fd], fd);
 			close(saved[fd]);
 		}
-	if (t.keys) /* the restored descriptor is the same open file: still non-blocking */
-		fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 	if (r) {
 		tally_error("%s", tally_errmsg());
 		goto out;

@@ -90,8 +90,12 @@ static int host_tally(struct host *h, char *const *words, const char *in, struct
 	struct strbuf err = STRBUF_INIT;
 	int r = tally_remote_run(&h->r, w, in, in ? strlen(in) : 0, out, 1 << 20, &err, status);
 	if (!r && *status && out) {
-		/* the remote tally's own error line is the reason */
-		strbuf_add(out, err.buf ? err.buf : "", err.len);
+		/* the remote tally's own error line is the reason: its last line,
+		 * escaped and bounded (the host's text, not ours) */
+		struct strbuf last = STRBUF_INIT;
+		tally_last_line(err.buf ? err.buf : "", &last);
+		strbuf_add(out, last.buf ? last.buf : "", last.len);
+		strbuf_release(&last);
 	}
 	strbuf_release(&err);
 	free(w);

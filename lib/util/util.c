@@ -519,13 +519,28 @@ bad:
 			    tally_excerpt(q, s), (unsigned long long)min, (unsigned long long)max);
 }
 
+/* v with at most three decimals, no trailing zeros and no exponent (as
+ * tally_parse_duration reads it back), then unit. */
+static void fixed3(char *buf, size_t n, double v, const char *unit)
+{
+	snprintf(buf, n, "%.3f", v);
+	char *e = buf + strlen(buf);
+	while (e > buf && e[-1] == '0')
+		*--e = '\0';
+	if (e > buf && e[-1] == '.')
+		*--e = '\0';
+	snprintf(e, n - (size_t)(e - buf), "%s", unit);
+}
+
 const char *tally_format_duration(double seconds, char *buf, size_t n)
 {
 	double r = seconds < 0 ? 0 : seconds;
 	if (r > 0 && r < 1) {
-		snprintf(buf, n, "%.3gms", r * 1000);
-	} else if (r != (double)(uint64_t)r || r >= 1e15) {
-		snprintf(buf, n, "%.3gs", r);
+		fixed3(buf, n, r * 1000, "ms");
+	} else if (r >= 1e15) {
+		snprintf(buf, n, "%.0fs", r);
+	} else if (r != (double)(uint64_t)r) {
+		fixed3(buf, n, r, "s");
 	} else {
 		/* whole seconds: in the largest unit that holds them whole */
 		uint64_t v = (uint64_t)r;

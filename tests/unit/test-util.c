@@ -651,6 +651,8 @@ static void test_util__format_duration(void **state)
 	} v[] = {
 		{ 3600, "1h" }, { 5400, "90m" }, { 86400, "1d" }, { 90, "90s" }, { 60, "1m" }, { 1, "1s" },
 		{ 0.25, "250ms" }, { 1.5, "1.5s" }, { 7 * 86400, "7d" }, { 3601, "3601s" },
+		/* never an exponent, which the parser would not read back */
+		{ 1234.5, "1234.5s" }, { 0.0125, "12.5ms" }, { 86400.25, "86400.25s" },
 	};
 	char buf[48];
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
