@@ -1,4 +1,5 @@
 /* report --sort: one table grouped by the keys asked (include/tally/sort.h). */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -109,10 +110,9 @@ static bool srow_eq(const void *ctx, uint32_t idx, const void *key)
 	return true;
 }
 
-static const struct tally_sort *cmp_keys;
-
-static int cmp_srow(const void *pa, const void *pb)
+static int cmp_srow(const void *pa, const void *pb, void *ctx)
 {
+	const struct tally_sort *cmp_keys = ctx;
 	const struct srow *a = pa, *b = pb;
 	if (a->n != b->n)
 		return a->n > b->n ? -1 : 1;
@@ -151,6 +151,9 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 		if (!tally_select_prof(sel, db, pf))
 			continue;
 		const struct tally_db_image *im = &db->images[pf->image];
+		/* what is the same for every entry of the profile */
+		const char *comm = prof_comm(db, pf);
+		int32_t pid = has_key(s, TALLY_SORT_PID) ? pf->pid : 0; /* processes apart only when pid is a key */
 		for (size_t i = pf->first; i < pf->end; i++) {
 			uint64_t c = db->counts[i * ne + (size_t)ev];
 			if (!c)
@@ -160,11 +163,11 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 			*ntotal += nc;
 			struct tally_leaf lf = { 0 };
 			bool resolved = false;
-			struct srow key = { .pid = pf->pid };
+			struct srow key = { .pid = pid };
 			char linebuf[4096];
 			for (int k = 0; k < s->n; k++) {
 				switch (s->keys[k]) {
-				case TALLY_SORT_COMM: key.val[k] = (char *)prof_comm(db, pf); break;
+				case TALLY_SORT_COMM: key.val[k] = (char *)comm; break;
 				case TALLY_SORT_PID: key.val[k] = NULL; break;
 				case TALLY_SORT_IMAGE: key.val[k] = im->name; break;
 				case TALLY_SORT_FUNCTION:
@@ -208,8 +211,8 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 		}
 	}
 	tally_hidx_release(&idx);
-	cmp_keys = s;
-	tally_qsort(t->v, t->n, sizeof(*t->v), cmp_srow);
+	if (t->n)
+		qsort_r(t->v, t->n, sizeof(*t->v), cmp_srow, (void *)s);
 }
 
 void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,

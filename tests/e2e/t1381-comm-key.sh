@@ -79,6 +79,9 @@ PY
 	expect_fail_with "^tally: --sort: unknown key 'cpu'" "$TALLY" report -i c.db --sort comm,cpu
 	((LAST_RC == 2)) || fail "an unknown --sort key: exit $LAST_RC, expected 2"
 	expect_fail_with "^tally: --sort makes a table of its own" "$TALLY" report -i c.db --sort comm --symbols
+	expect_fail_with "^tally: --sort: key 'image' given twice" "$TALLY" report -i c.db --sort image,dso
+	# --wall needs the off-CPU time of a --off-cpu recording
+	expect_fail_with "^tally: 'c\.db' has no off-CPU time for --wall \(record with --off-cpu" "$TALLY" report -i c.db --wall
 	# weighted by period by default: msec, and the JSON's values beside the samples
 	"$TALLY" report -i c.db --sort comm >w.txt || fail "--sort comm (weighted)"
 	grep -Eq '^ +msec +% +comm$' w.txt || fail "--sort comm: no msec column: $(head -3 w.txt)"
@@ -98,6 +101,15 @@ per_pid() {
 	"$TALLY" record --per-pid -o p.db -- bash both.sh >/dev/null 2>rec2.err || fail "record --per-pid: $(cat rec2.err)"
 	"$TALLY" report -i p.db --sort comm,pid --samples >pp.txt || fail "--sort comm,pid"
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +alpha +[0-9]+$' pp.txt || fail "no alpha row with its pid: $(cat pp.txt)"
+	# without pid among the keys, a program's processes are one row: two alphas
+	"$TALLY" record --per-pid -o p2.db -- bash -c './alpha 300 & ./alpha 300; wait' >/dev/null 2>rec3.err ||
+		fail "record --per-pid of two alphas: $(cat rec3.err)"
+	"$TALLY" report -i p2.db --sort comm,pid --samples >p2pid.txt || fail "--sort comm,pid of two alphas"
+	(($(awk '$3 == "alpha"' p2pid.txt | wc -l) == 2)) || fail "two alpha processes are not two rows by pid: $(cat p2pid.txt)"
+	"$TALLY" report -i p2.db --sort comm --samples >pc.txt || fail "--sort comm on a --per-pid database"
+	(($(awk '$3 == "alpha"' pc.txt | wc -l) == 1)) || fail "--sort comm lists alpha more than once: $(cat pc.txt)"
+	[[ $(awk '$NF == "Total" { print $1 }' pc.txt) == $(session_key p2.db samples | cut -d, -f1) ]] ||
+		fail "--sort comm rows of a --per-pid database do not add up to its samples: $(cat pc.txt)"
 }
 
 merged() {
