@@ -249,6 +249,8 @@ void tally_db_weigh(struct tally_db *db);
  * lacks either part (record with --off-cpu). */
 int tally_db_wall(struct tally_db *db);
 void tally_db_wall_loaded_stacks(struct tally_db *db);
+/* Takes the stacks back out of wall-clock time (before more are read into them). */
+void tally_db_unwall_stacks(struct tally_db *db);
 /* Event ev's total weight (after tally_db_weigh: of the counts; before: of the
  * weights, or count x period-mean without them). */
 uint64_t tally_db_weight_total(const struct tally_db *db, int ev);

@@ -833,6 +833,7 @@ int tally_db_load_stacks(struct tally_db *db)
 		return tally_seterr(l->err, "%s", l->msg);
 	/* the stacks read are sample counts and weights: those already here are
 	 * taken back to theirs first, and the whole set weighed again after */
+	tally_db_unwall_stacks(db); /* (and those already here out of wall-clock time: added again after) */
 	tally_db_unweigh_stacks(db);
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);

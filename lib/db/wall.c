@@ -9,17 +9,21 @@
 #include "tally/db.h"
 #include "tally/util.h"
 
-static int find(const struct tally_db *db, const char *name)
-{
-	for (int e = 0; e < db->nevents; e++)
-		if (!strcmp(db->events[e], name))
-			return e;
-	return -1;
-}
-
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* the inverse: what add_columns added taken back out */
+static void sub_columns(const struct tally_db *db, uint64_t *v, size_t rows)
+{
+	size_t ne = (size_t)db->nevents;
+	for (size_t i = 0; v && i < rows; i++)
+		for (int k = 1; k < 3; k++)
+			if (db->wall[k] >= 0) {
+				uint64_t *w = &v[i * ne + (size_t)db->wall[0]], o = v[i * ne + (size_t)db->wall[k]];
+				*w = *w >= o ? *w - o : 0;
+			}
 }
 
 static void add_columns(const struct tally_db *db, uint64_t *v, size_t rows)
@@ -35,10 +39,10 @@ int tally_db_wall(struct tally_db *db)
 {
 	if (db->walled)
 		return 0;
-	int on = find(db, "cpu-clock");
+	int on = tally_db_event(db, "cpu-clock");
 	if (on < 0)
-		on = find(db, "task-clock");
-	int off = find(db, "off-cpu"), pre = find(db, "off-cpu-preempted");
+		on = tally_db_event(db, "task-clock");
+	int off = tally_db_event(db, "off-cpu"), pre = tally_db_event(db, "off-cpu-preempted");
 	if (on < 0 || off < 0)
 		return tally_seterr(-EINVAL, "'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
 				    db->path ? db->path : "database", on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
@@ -72,4 +76,12 @@ void tally_db_wall_loaded_stacks(struct tally_db *db)
 		return;
 	add_columns(db, db->stack_counts, db->nstacks);
 	add_columns(db, db->stack_weights, db->nstacks);
+}
+
+void tally_db_unwall_stacks(struct tally_db *db)
+{
+	if (!db->walled)
+		return;
+	sub_columns(db, db->stack_counts, db->nstacks);
+	sub_columns(db, db->stack_weights, db->nstacks);
 }

@@ -93,6 +93,13 @@ static void test_wall__adds_off_cpu(void **state)
 	/* twice is once */
 	assert_int_equal(tally_db_wall(&db), 0);
 	assert_int_equal(flat(&db, 0x10, 0), 53000000);
+	/* stacks taken out of wall-clock time before more are read into them
+	 * (tally_db_load_stacks), then added again: the same, never twice */
+	tally_db_unwall_stacks(&db);
+	assert_int_equal(stack(&db, 0x10, 0), 3000000);
+	tally_db_wall_loaded_stacks(&db);
+	assert_int_equal(stack(&db, 0x10, 0), 53000000);
+	assert_int_equal(stack(&db, 0x20, 0), 27000000);
 	tally_db_release(&db);
 }
 
