@@ -30,10 +30,15 @@ if ! awk -v w="$wt" -v f="$faults" 'BEGIN { d = (w - f) / f; exit !(d <= 0.05 &&
 	exit 77
 fi
 note "weight-total $wt for $faults faults counted by the workload"
-# the kernel counts the events between two samples to the second one, so a
-# few land on the other function at each switch (perf shows the same)
-awk -v w="$wshare" -v t="$ta" 'BEGIN { d = w - t; exit !(d <= 10 && d >= -10) }' ||
-	fail "fault_a weighs $wshare% of the faults, the workload counted $ta% (more than 10 points apart)"
+# the kernel counts the events between two samples to the second one, so at
+# each switch between the functions up to one period lands on the other one
+# (perf shows the same: a few points towards fault_a on a quiet machine, more
+# when the machine is loaded and the adapted periods are coarse). The weights
+# are held to 10 points of the truth, or, in a run whose periods were that
+# coarse, to a third of what the sample shares are off by.
+tol=$(awk -v s="$sshare" -v t="$ta" 'BEGIN { d = (s - t) / 3; if (d < 0) d = -d; printf "%.2f", (d > 10) ? d : 10 }')
+awk -v w="$wshare" -v t="$ta" -v tol="$tol" 'BEGIN { d = w - t; exit !(d <= tol && d >= -tol) }' ||
+	fail "fault_a weighs $wshare% of the faults, the workload counted $ta% (more than $tol points apart; the sample share $sshare%)"
 # what the weights are for: the samples alone are far off
 awk -v s="$sshare" -v t="$ta" 'BEGIN { d = s - t; exit !(d > 25 || d < -25) }' ||
 	fail "fault_a's sample share $sshare% happened to be near the truth $ta% in this run"
@@ -59,6 +64,7 @@ if [[ -z $pcount ]] || ! awk -v w="$pcount" -v f="$pfaults" 'BEGIN { d = (w - f)
 fi
 pshare=$(awk -v a="$pa" -v b="$pb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 note "perf report: fault_a $pshare% of fault_a+fault_b, event count $pcount for $pfaults faults"
-# the same kernel periods, two runs: within the noise of the adaptation
-awk -v w="$wshare" -v p="$pshare" 'BEGIN { d = w - p; exit !(d <= 10 && d >= -10) }' ||
-	fail "tally weighs fault_a at $wshare%, perf report at $pshare% (more than 10 points apart)"
+# the same kernel periods, two runs: within the noise of the adaptation (the
+# tolerance above)
+awk -v w="$wshare" -v p="$pshare" -v tol="$tol" 'BEGIN { d = w - p; exit !(d <= tol && d >= -tol) }' ||
+	fail "tally weighs fault_a at $wshare%, perf report at $pshare% (more than $tol points apart)"
