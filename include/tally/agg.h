@@ -146,6 +146,7 @@ struct tally_agg {
 	size_t nprocs, aprocs;
 	struct tally_hidx proc_idx;
 	struct tally_proc *last_proc;
+	bool dead_pending; /* some process has exited and is not yet collected */
 	struct tally_task *tasks;
 	size_t ntasks, atasks;
 

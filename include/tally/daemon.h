@@ -98,8 +98,8 @@ int tally_daemon_start(struct tally_daemon *d, char **warning);
  * refused). agg and col stay the caller's and must outlive the daemon. */
 int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col, char **warning);
 
-/* One round: waits up to timeout_ms (negative: the sampling tick, 50 ms or
- * 100 ms) for records or control connections, serves the connections that are
+/* One round: waits up to timeout_ms (negative: the daemon's tick, 200 ms, the
+ * interval of the randomized period's redraw) for records or control connections, serves the connections that are
  * ready, drops those past their deadline, watches memory, and flushes or begins
  * an epoch when their time has come. */
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms);

@@ -76,8 +76,10 @@ static void remember_task(struct tally_agg *a, const struct tally_proc *p)
 void tally_agg_collect_dead(struct tally_agg *a)
 {
 	/* a process that exited two rounds ago has had all its records delivered */
+	if (!a->dead_pending)
+		return; /* the daemon's every round: no walk of every process for nothing */
 	size_t j = 0;
-	bool changed = false;
+	bool changed = false, pending = false;
 	for (size_t i = 0; i < a->nprocs; i++) {
 		struct tally_proc *p = a->procs[i];
 		if (p->dead && ++p->dead > 2) {
@@ -87,9 +89,11 @@ void tally_agg_collect_dead(struct tally_agg *a)
 			changed = true;
 			continue;
 		}
+		pending |= p->dead != 0;
 		a->procs[j++] = p;
 	}
 	a->nprocs = j;
+	a->dead_pending = pending;
 	if (changed)
 		rebuild_proc_idx(a);
 }
@@ -319,6 +323,7 @@ void agg_on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
 	if (p) {
 		agg_snapshot_jit(a, p);
 		p->dead = 1;
+		a->dead_pending = true;
 	}
 }
 

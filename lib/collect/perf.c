@@ -196,6 +196,8 @@ struct tally_collector {
 	size_t nrefs, arefs, atmp;
 	size_t *runs; /* start of each ring's records in refs: each run is in time order */
 	size_t nruns, aruns;
+	struct pollfd *pfd; /* the wait's fds, kept from round to round */
+	size_t apfd;
 	double last_redraw;
 	uint64_t rng;
 	size_t sample_trailer; /* bytes of sample_id at the end of non-sample records */
@@ -978,7 +980,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
-	struct pollfd *pfd = xcalloc(c->nrings + 1, sizeof(*pfd));
+	GROW(c->pfd, c->apfd, c->nrings + 1);
+	struct pollfd *pfd = c->pfd;
 	size_t n = 0;
 	for (size_t i = 0; i < c->nrings; i++) {
 		pfd[n].fd = c->rings[i].fd;
@@ -1001,7 +1004,6 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, timeout_ms);
 		}
 	}
-	free(pfd);
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second is plenty to break any lock-step
@@ -1124,6 +1126,7 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->refs);
 	free(c->tmp);
 	free(c->runs);
+	free(c->pfd);
 	tally_offcpu_free(c->off);
 	free(c);
 }

@@ -366,8 +366,12 @@ void tally_daemon_wake(struct tally_daemon *d)
 
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 {
+	/* the rings wake the wait when half full, the socket, the wake pipe and
+	 * the next flush end it too: the tick is only for the period's redraw (every
+	 * 200 ms) and the bookkeeping of a round, which costs the same however few
+	 * records it reads; so one round per redraw (with --no-randomize too) */
 	if (timeout_ms < 0)
-		timeout_ms = d->smp->randomize ? 50 : 100;
+		timeout_ms = DAEMON_TICK_MS;
 	int due = tally_dmn_ctl_due_ms(d);
 	if (due >= 0 && due < timeout_ms)
 		timeout_ms = due;

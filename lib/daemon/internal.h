@@ -17,6 +17,8 @@
 #include "tally/util.h"
 
 #define DRAIN_DIR "drain"
+/* the longest wait of a round, ms (tally_daemon_step) */
+#define DAEMON_TICK_MS 200
 
 /* A control connection: reading its request until a newline (or the peer's
  * end), then writing its reply as the peer takes it, then closed. */
