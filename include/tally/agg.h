@@ -147,6 +147,12 @@ struct tally_agg {
 	struct tally_hidx proc_idx;
 	struct tally_proc *last_proc;
 	bool dead_pending; /* some process has exited and is not yet collected */
+	/* the rows of recent samples without a call chain, by (pid, ip, event,
+	 * kernel): a sample seen before is counted without its lookups. Valid for
+	 * one memo_gen, which moves at whatever can change a sample's row (a
+	 * side-band record, a reset, a process loaded or collected) */
+	struct tally_sample_memo *memo;
+	uint64_t memo_gen;
 	struct tally_task *tasks;
 	size_t ntasks, atasks;
 

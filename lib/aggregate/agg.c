@@ -31,6 +31,7 @@ void tally_agg_init(struct tally_agg *a, int nevents, bool per_pid, bool lazy_pr
 	a->jit_budget = TALLY_JIT_BUDGET;
 	struct tally_image k = { .kind = TALLY_IMG_KERNEL, .path = (char *)"[kernel]" };
 	a->kernel_image = tally_agg_image(a, &k);
+	a->memo_gen = 1; /* a memo entry's 0 is empty */
 }
 
 void agg_proc_free(struct tally_proc *p)
@@ -50,6 +51,7 @@ void agg_proc_free(struct tally_proc *p)
 
 void tally_agg_release(struct tally_agg *a)
 {
+	free(a->memo);
 	for (size_t i = 0; i < a->nimages; i++) {
 		free(a->images[i].path);
 		free(a->images[i].jit_map);
@@ -138,8 +140,14 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 	return (uint32_t)a->nimages++;
 }
 
-static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off)
+/* *mapped (may be NULL): true when the answer is the kernel's or a file
+ * mapping's, which only a side-band record can change (anonymous memory asks
+ * the JIT sources, which count such samples: see agg_check_jit) */
+static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off,
+			       bool *mapped)
 {
+	if (mapped)
+		*mapped = true;
 	if (kernel || ip >= KERNEL_START) {
 		*off = ip;
 		return a->kernel_image;
@@ -149,6 +157,8 @@ static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, 
 		*off = ip - m->start + m->pgoff;
 		return m->image;
 	}
+	if (mapped)
+		*mapped = false;
 	*off = ip;
 	if (p) {
 		if (p->jit == 0)
@@ -170,6 +180,11 @@ static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, 
 	k.kind = TALLY_IMG_NOMAP;
 	k.path = (char *)"";
 	return tally_agg_image(a, &k);
+}
+
+static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off)
+{
+	return resolve_mapped(a, p, ip, kernel, off, NULL);
 }
 
 /* ---- frames, stacks, counts ---- */
@@ -261,7 +276,17 @@ uint32_t tally_agg_comm(struct tally_agg *a, const char *comm)
 	return i + 1;
 }
 
-static void count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t comm, int event, uint64_t n, uint64_t weight)
+static void add_count(struct tally_agg *a, uint32_t row, int event, uint64_t n, uint64_t weight)
+{
+	size_t at = (size_t)row * (size_t)a->nevents + (size_t)event;
+	a->counts[at] += n;
+	/* a weight that would pass 2^64 stays at the top (the writer refuses such sums) */
+	a->weights[at] = a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
+}
+
+/* The row of (stack, pid, comm), made if new, and n samples of weight added to it. */
+static uint32_t count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t comm, int event, uint64_t n,
+			  uint64_t weight)
 {
 	struct row_key k = { stack, pid, comm };
 	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid ^ ((uint64_t)comm << 44));
@@ -283,10 +308,8 @@ static void count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t com
 		tally_hidx_put(&a->row_idx, h, (uint32_t)a->nrows);
 		i = (uint32_t)a->nrows++;
 	}
-	size_t at = (size_t)i * (size_t)a->nevents + (size_t)event;
-	a->counts[at] += n;
-	/* a weight that would pass 2^64 stays at the top (the writer refuses such sums) */
-	a->weights[at] = a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
+	add_count(a, i, event, n, weight);
+	return i;
 }
 
 void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight)
@@ -349,9 +372,43 @@ static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const stru
 	a->fp_leaf_repaired++;
 }
 
+/* The sample memo: a whole-system daemon's samples mostly fall on places seen
+ * a moment before, and each full count is a process lookup, a map search and
+ * two hash lookups, most of them cache misses after the daemon slept. */
+struct tally_sample_memo {
+	uint64_t ip, gen;
+	struct tally_proc *p;
+	uint32_t pid, row;
+	int32_t event;
+	bool kernel;
+};
+#define MEMO_SIZE 1024 /* a power of two */
+
+static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tally_rec *r, bool kernel)
+{
+	if (!a->memo)
+		a->memo = xcalloc(MEMO_SIZE, sizeof(*a->memo));
+	uint64_t h = tally_hash_u64(r->ip ^ ((uint64_t)r->pid << 32) ^ ((uint64_t)(uint32_t)r->event << 20) ^ kernel);
+	return &a->memo[h & (MEMO_SIZE - 1)];
+}
+
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	uint64_t weight = r->weight ? r->weight : r->period;
+	struct tally_sample_memo *memo = NULL;
+	if (!r->nr) {
+		memo = memo_slot(a, r, kernel);
+		if (memo->gen == a->memo_gen && memo->ip == r->ip && memo->pid == r->pid && memo->event == r->event &&
+		    memo->kernel == kernel) {
+			if (memo->p)
+				memo->p->sampled = true;
+			add_count(a, memo->row, r->event, 1, weight);
+			a->samples[r->event]++;
+			return;
+		}
+	}
+	bool mapped = false;
 	struct tally_proc *p = NULL;
 	if (r->pid != 0 && r->pid != UINT32_MAX) {
 		p = agg_proc_lookup(a, (int)r->pid);
@@ -365,7 +422,7 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	uint32_t n = 0;
 	uint64_t off;
 	if (!r->nr) {
-		uint32_t img = resolve(a, p, r->ip, kernel, &off);
+		uint32_t img = resolve_mapped(a, p, r->ip, kernel, &off, &mapped);
 		fr[n++] = tally_agg_frame(a, img, off);
 	} else {
 		bool in_kernel = kernel;
@@ -471,13 +528,16 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else if (r->pid == 0 && kernel) {
 		comm = tally_agg_comm(a, "swapper"); /* the idle task, as perf names it */
 	}
-	count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1,
-		  r->weight ? r->weight : r->period);
+	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1, weight);
 	a->samples[r->event]++;
+	if (memo && mapped)
+		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen, p, r->pid, row, r->event, kernel };
 }
 
 void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
 {
+	if (r->type != PERF_RECORD_SAMPLE)
+		agg_memo_forget(a); /* maps, names, processes: whatever it changes */
 	switch (r->type) {
 	case PERF_RECORD_SAMPLE:
 		if (r->event >= 0 && r->event < a->nevents)
@@ -614,6 +674,7 @@ static uint32_t remap_image(const uint32_t *map, uint32_t i)
 
 void tally_agg_reset(struct tally_agg *a)
 {
+	agg_memo_forget(a); /* rows, stacks, frames and images renumbered */
 	/* the counts and what only they referenced: freed, so memory goes back */
 	free(a->frames);
 	a->frames = NULL;
@@ -733,7 +794,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) + a->acomms * sizeof(*a->comms);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
-	m += a->aprocs * sizeof(*a->procs);
+	m += a->aprocs * sizeof(*a->procs) + (a->memo ? MEMO_SIZE * sizeof(*a->memo) : 0);
 	for (size_t i = 0; i < a->nprocs; i++) {
 		const struct tally_proc *p = a->procs[i];
 		m += sizeof(*p) + p->amaps * sizeof(*p->maps) + (p->exe ? strlen(p->exe) + 1 : 0);

@@ -18,6 +18,13 @@ void agg_on_comm(struct tally_agg *a, const struct tally_rec *r);
 void agg_on_fork(struct tally_agg *a, const struct tally_rec *r);
 void agg_on_exit_rec(struct tally_agg *a, const struct tally_rec *r);
 
+/* agg.c: the sample memo (struct tally_agg.memo) forgets every row it knows;
+ * called wherever a sample's row could change */
+static inline void agg_memo_forget(struct tally_agg *a)
+{
+	a->memo_gen++;
+}
+
 /* jit.c: perf maps and jitdumps */
 void agg_snapshot_jit(struct tally_agg *a, struct tally_proc *p);
 bool agg_is_jitdump_name(const char *path, int pid);

@@ -267,6 +267,7 @@ static void settle_jit(struct tally_agg *a)
 
 void tally_agg_snapshot_jit(struct tally_agg *a)
 {
+	agg_memo_forget(a); /* JIT frames move */
 	for (size_t i = 0; i < a->nprocs; i++)
 		if (!a->procs[i]->dead)
 			agg_snapshot_jit(a, a->procs[i]);

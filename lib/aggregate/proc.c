@@ -94,8 +94,10 @@ void tally_agg_collect_dead(struct tally_agg *a)
 	}
 	a->nprocs = j;
 	a->dead_pending = pending;
-	if (changed)
+	if (changed) {
 		rebuild_proc_idx(a);
+		agg_memo_forget(a); /* it may hold a process freed here */
+	}
 }
 
 void tally_agg_tasks(struct tally_agg *a)
@@ -329,6 +331,7 @@ void agg_on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
 
 int tally_agg_load_procfs(struct tally_agg *a, int pid)
 {
+	agg_memo_forget(a); /* maps and a name */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "re");

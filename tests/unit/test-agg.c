@@ -1062,6 +1062,86 @@ static void test_agg__reset_after_flush(void **state)
 	tally_agg_release(&a);
 }
 
+static uint32_t image_named(const struct tally_agg *a, const char *path)
+{
+	for (size_t i = 0; i < a->nimages; i++)
+		if (!strcmp(a->images[i].path, path))
+			return (uint32_t)i;
+	fail_msg("no image '%s'", path);
+	return 0;
+}
+
+/* The same (pid, address) again is counted from the sample memo: whatever a
+ * side-band record, a reset or the end of a process changes, the next sample
+ * there lands where a first sample would. */
+static void test_agg__sample_memo_follows_changes(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 2, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "alpha", false));
+	for (int i = 0; i < 3; i++) {
+		struct tally_rec *r = (struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
+		r->weight = 10;
+		tally_agg_record(&a, r);
+	}
+	uint32_t tru = image_named(&a, "/bin/true");
+	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
+	assert_int_equal(a.weights[0], 30);
+	/* another event at the same place: its own count */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 1, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 1, NULL, 0));
+	assert_int_equal(count_of(&a, tru, 0x1010, 0, 1), 2);
+	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
+	/* the same address in user and kernel mode, and in another process */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, true, 0, NULL, 0));
+	assert_int_equal(count_of(&a, a.kernel_image, 0x400010, 0, 0), 1);
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
+
+	/* a new mapping over the address: the next sample is in the new file */
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	uint32_t sh = image_named(&a, "/bin/sh");
+	assert_int_equal(count_of(&a, sh, 0x10, 0, 0), 2);
+	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
+
+	/* a new name: a new row */
+	tally_agg_record(&a, mk_comm(&b, 100, 100, "beta", false));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	size_t rows = a.nrows;
+	assert_int_equal(a.comms[a.rows[rows - 1].comm - 1][0], 'b');
+	assert_int_equal(a.counts[(rows - 1) * 2], 1);
+
+	/* a flush's reset renumbers everything: counted afresh */
+	tally_agg_reset(&a);
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(a.nrows, 1);
+	assert_int_equal(a.counts[0], 2);
+	assert_int_equal(a.samples[0], 2);
+	assert_true(tally_agg_proc(&a, 100, false)->sampled);
+	assert_int_equal(a.rows[0].stack, a.frame_stack1[a.stack_frames[a.stacks[a.rows[0].stack].first]] - 1);
+	assert_int_equal(count_of(&a, image_named(&a, "/bin/sh"), 0x10, 0, 0), 2);
+
+	/* the process ends and is collected; a new one takes its pid, without maps */
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 100, 1, 100, 1));
+	tally_agg_collect_dead(&a);
+	tally_agg_collect_dead(&a);
+	assert_null(tally_agg_proc(&a, 100, false));
+	tally_agg_collect_dead(&a); /* nothing left to collect */
+	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
+	struct tally_proc *p = tally_agg_proc(&a, 100, false);
+	assert_non_null(p);
+	assert_true(p->sampled);
+	assert_int_equal(p->nmaps, 0);
+	assert_int_equal(a.images[row_leaf(&a, a.nrows - 1)->image].kind, TALLY_IMG_NOMAP);
+	tally_agg_release(&a);
+}
+
 /* Early identity: a file image gets its id when it is identified, not later. */
 static void test_agg__identify_early(void **state)
 {
@@ -1444,6 +1524,7 @@ int main(void)
 		cmocka_unit_test(test_agg__record_lost_throttle),
 		cmocka_unit_test(test_agg__record_exit_and_tasks),
 		cmocka_unit_test(test_agg__reset_after_flush),
+		cmocka_unit_test(test_agg__sample_memo_follows_changes),
 		cmocka_unit_test(test_agg__identify_early),
 		cmocka_unit_test(test_agg__load_procfs_self),
 		cmocka_unit_test(test_agg__jit_map_swapped_after_check),
