@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ]
+# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
 # and `perf record -a` at the same rate per CPU, in turn (the order alternates
@@ -7,15 +7,18 @@
 # time is read with `perf stat -e task-clock -p PID` over the same window.
 # Prints one Markdown table: median ms of CPU per second of sampling, and per
 # thousand samples (tally's sample count from 'tally ctl status').
+# --before TALLY adds another tally binary (an older build) to every round,
+# in turn with the other two, and a column for it.
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
-build=build rounds=5 secs=15 hz=999
+build=build rounds=5 secs=15 hz=999 before=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--hz) hz=$2; shift 2 ;;
+	--before) before=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -34,8 +37,9 @@ spin() { for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; 
 cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | awk -F, '/task-clock/ { print $1 }'; }
 
 run_tally() {
+	local bin=${1:-$tally}
 	rm -rf "$tmp/d.db"
-	"$tally" daemon --db "$tmp/d.db" -F "$hz" >/dev/null 2>&1
+	"$bin" daemon --db "$tmp/d.db" -F "$hz" >/dev/null 2>&1
 	local dp
 	dp=$(cat "$tmp/d.db/daemon.pid")
 	pids+=("$dp")
@@ -43,7 +47,7 @@ run_tally() {
 	sleep 1
 	local ms n
 	ms=$(cpu_ms "$dp")
-	n=$("$tally" ctl --db "$tmp/d.db" status | awk '/^samples:/ { print $2 }')
+	n=$("$bin" ctl --db "$tmp/d.db" status | awk '/^samples:/ { print $2 }')
 	wait_spin
 	kill -TERM "$dp"
 	while kill -0 "$dp" 2>/dev/null; do sleep 0.1; done
@@ -65,16 +69,28 @@ run_perf() {
 wait_spin() { for p in $(jobs -p); do [ "$p" = "${pp:-}" ] || wait "$p" 2>/dev/null || true; done; }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+[ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
 for ((r = 1; r <= rounds; r++)); do
 	if ((r % 2)); then
 		run_tally >>"$tmp/tally"; run_perf >>"$tmp/perf"
+		[ -z "$before" ] || run_tally "$before" >>"$tmp/before"
 	else
+		[ -z "$before" ] || run_tally "$before" >>"$tmp/before"
 		run_perf >>"$tmp/perf"; run_tally >>"$tmp/tally"
 	fi
-	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") perf $(tail -n1 "$tmp/perf")" >&2
+	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
 done
 win=$((secs - 2))
 t=$(cut -d' ' -f1 "$tmp/tally" | median) p=$(median <"$tmp/perf") n=$(cut -d' ' -f2 "$tmp/tally" | median)
+if [ -n "$before" ]; then
+	b=$(cut -d' ' -f1 "$tmp/before" | median) bn=$(cut -d' ' -f2 "$tmp/before" | median)
+	echo "| profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds | tally daemon (before) | tally daemon | perf record -a |"
+	echo "|---|---|---|---|"
+	echo "| ms of CPU per second | $(echo "scale=2; $b / $win" | bc) | $(echo "scale=2; $t / $win" | bc) | $(echo "scale=2; $p / $win" | bc) |"
+	echo "| share of one CPU | $(echo "scale=3; $b / $win / 10" | bc)% | $(echo "scale=3; $t / $win / 10" | bc)% | $(echo "scale=3; $p / $win / 10" | bc)% |"
+	echo "| µs per sample (samples a run: $bn, $n) | $(echo "scale=2; $b * 1000 / $bn" | bc) | $(echo "scale=2; $t * 1000 / $n" | bc) | — |"
+	exit 0
+fi
 echo "| profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds | tally daemon | perf record -a |"
 echo "|---|---|---|"
 echo "| ms of CPU per second | $(echo "scale=2; $t / $win" | bc) | $(echo "scale=2; $p / $win" | bc) |"

@@ -72,6 +72,7 @@ struct tally_proc {
 	bool sampled;
 	char comm_seen[16];  /* comm when comm_id was found (tally_agg_comm) */
 	uint32_t comm_id;
+	uint32_t memo_gen;   /* moves when a record changes its maps or name (the sample memo) */
 };
 
 /* A process that had samples: kept for the database's task list after it exits. */
@@ -149,8 +150,9 @@ struct tally_agg {
 	bool dead_pending; /* some process has exited and is not yet collected */
 	/* the rows of recent samples without a call chain, by (pid, ip, event,
 	 * kernel): a sample seen before is counted without its lookups. Valid for
-	 * one memo_gen, which moves at whatever can change a sample's row (a
-	 * side-band record, a reset, a process loaded or collected) */
+	 * one memo_gen, which moves at whatever can change any sample's row (a
+	 * reset, a process loaded or collected), and one tally_proc.memo_gen of its
+	 * process (its maps or name changed by a record) */
 	struct tally_sample_memo *memo;
 	uint64_t memo_gen;
 	struct tally_task *tasks;

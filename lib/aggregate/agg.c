@@ -377,8 +377,8 @@ static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const stru
  * two hash lookups, most of them cache misses after the daemon slept. */
 struct tally_sample_memo {
 	uint64_t ip, gen;
-	struct tally_proc *p;
-	uint32_t pid, row;
+	struct tally_proc *p; /* alive while gen is the aggregate's */
+	uint32_t pid, row, pgen;
 	int32_t event;
 	bool kernel;
 };
@@ -400,7 +400,7 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	if (!r->nr) {
 		memo = memo_slot(a, r, kernel);
 		if (memo->gen == a->memo_gen && memo->ip == r->ip && memo->pid == r->pid && memo->event == r->event &&
-		    memo->kernel == kernel) {
+		    memo->kernel == kernel && (!memo->p || memo->p->memo_gen == memo->pgen)) {
 			if (memo->p)
 				memo->p->sampled = true;
 			add_count(a, memo->row, r->event, 1, weight);
@@ -531,13 +531,11 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1, weight);
 	a->samples[r->event]++;
 	if (memo && mapped)
-		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen, p, r->pid, row, r->event, kernel };
+		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen, p, r->pid, row, p ? p->memo_gen : 0, r->event, kernel };
 }
 
 void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
 {
-	if (r->type != PERF_RECORD_SAMPLE)
-		agg_memo_forget(a); /* maps, names, processes: whatever it changes */
 	switch (r->type) {
 	case PERF_RECORD_SAMPLE:
 		if (r->event >= 0 && r->event < a->nevents)

@@ -227,6 +227,7 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	if (!(m->prot & 4 /* PROT_EXEC */))
 		return;
 	struct tally_proc *p = tally_agg_proc(a, (int)m->pid, true);
+	p->memo_gen++; /* its maps change */
 	size_t maxlen = r->raw->size - sizeof(*m);
 	char name[4096];
 	size_t nl = strnlen(m->filename, maxlen < sizeof(name) - 1 ? maxlen : sizeof(name) - 1);
@@ -259,6 +260,7 @@ void agg_on_comm(struct tally_agg *a, const struct tally_rec *r)
 	if (r->raw->size < sizeof(*c) + 1)
 		return;
 	struct tally_proc *p = tally_agg_proc(a, (int)c->pid, true);
+	p->memo_gen++; /* its name, and with exec its maps */
 	if (c->pid == c->tid || (r->misc & PERF_RECORD_MISC_COMM_EXEC)) {
 		size_t n = strnlen(c->comm, r->raw->size - sizeof(*c));
 		if (n > sizeof(p->comm) - 1)
@@ -298,6 +300,7 @@ void agg_on_fork(struct tally_agg *a, const struct tally_rec *r)
 	struct tally_proc *child = tally_agg_proc(a, (int)f->pid, true);
 	/* a reused pid is a new process, whatever the old one's state */
 	child->dead = 0;
+	child->memo_gen++; /* maps and name from the parent */
 	if (parent && parent != child) {
 		/* a fork copies the address space */
 		child->nmaps = 0;
@@ -324,6 +327,7 @@ void agg_on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
 	struct tally_proc *p = tally_agg_proc(a, (int)f->pid, false);
 	if (p) {
 		agg_snapshot_jit(a, p);
+		p->memo_gen++;
 		p->dead = 1;
 		a->dead_pending = true;
 	}

@@ -1108,6 +1108,12 @@ static void test_agg__sample_memo_follows_changes(void **state)
 	uint32_t sh = image_named(&a, "/bin/sh");
 	assert_int_equal(count_of(&a, sh, 0x10, 0, 0), 2);
 	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
+	/* a pid taken again by a fork of 100: the parent's maps and name */
+	tally_agg_record(&a, mk_mmap2(&b, 300, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a, mk_sample(&b, 300, 0x400010, false, 0, NULL, 0));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 300, 100, 300, 100));
+	tally_agg_record(&a, mk_sample(&b, 300, 0x400010, false, 0, NULL, 0));
+	assert_int_equal(count_of(&a, sh, 0x10, 0, 0), 3);
 
 	/* a new name: a new row */
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "beta", false));
