@@ -217,8 +217,8 @@ void tally_stackset_from_db(struct stackset *s, struct tally_db *db)
 			uint64_t c = db->stack_counts[i * ne + e], w;
 			if (db->stack_weights)
 				w = db->stack_weights[i * ne + e];
-			else if (__builtin_mul_overflow(c, tally_db_mean_period(db, (int)e), &w))
-				w = UINT64_MAX;
+			else
+				w = tally_mul_sat(c, tally_db_mean_period(db, (int)e));
 			s->counts[i * 2 * ne + e] = c;
 			s->counts[i * 2 * ne + ne + e] = w;
 		}
@@ -348,8 +348,8 @@ static bool parse_line(struct sparser *P, const char *line)
 			if (!P->c[e] && P->c[fne + (size_t)e])
 				return line_error(P, "'%s' line %zu: a weight of %" PRIu64 " for no sample (%s)", P->what, P->ln,
 						  P->c[fne + (size_t)e], DAMAGED);
-		} else if (__builtin_mul_overflow(P->c[e], m->mean ? m->mean[e] : 1, &P->c[fne + (size_t)e])) {
-			P->c[fne + (size_t)e] = UINT64_MAX;
+		} else {
+			P->c[fne + (size_t)e] = tally_mul_sat(P->c[e], m->mean ? m->mean[e] : 1);
 		}
 	}
 	if (*p++ != ' ')
