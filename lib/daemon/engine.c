@@ -370,8 +370,18 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	 * the next flush end it too: the tick is only for the period's redraw (every
 	 * 200 ms) and the bookkeeping of a round, which costs the same however few
 	 * records it reads; so one round per redraw (with --no-randomize too) */
-	if (timeout_ms < 0)
+	if (timeout_ms < 0) {
 		timeout_ms = DAEMON_TICK_MS;
+		if (d->started) {
+			/* a flush or an epoch due sooner than the tick ends the wait */
+			double next = d->next_flush;
+			if (d->epoch_every > 0 && d->next_epoch < next)
+				next = d->next_epoch;
+			double left = (next - tally_now_mono()) * 1000;
+			if (left < timeout_ms)
+				timeout_ms = left > 0 ? (int)left + 1 : 0;
+		}
+	}
 	int due = tally_dmn_ctl_due_ms(d);
 	if (due >= 0 && due < timeout_ms)
 		timeout_ms = due;
