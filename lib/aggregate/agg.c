@@ -471,9 +471,10 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else if (r->pid == 0 && kernel) {
 		comm = tally_agg_comm(a, "swapper"); /* the idle task, as perf names it */
 	}
-	count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1,
+	uint64_t n1 = r->count ? r->count : 1;
+	count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, n1,
 		  r->weight ? r->weight : r->period);
-	a->samples[r->event]++;
+	a->samples[r->event] += n1;
 }
 
 void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
