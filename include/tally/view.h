@@ -133,6 +133,16 @@ void tally_view_value_unit(struct strbuf *sb, const struct tally_db *db, int ev,
  * samples (db->samples, from the session). */
 uint64_t tally_view_event_total(const struct tally_db *db, int ev);
 
+/* What event ev's values are, for a "# values:" line (no "# ", no newline):
+ * e.g. "msec, weighted by period (the time each sample stands for; 840
+ * samples in all): --samples for sample counts"; off-CPU events are waits
+ * weighed by their time, a --wall column both. */
+void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev);
+/* How event ev was taken, for an "# event:" line: "off-cpu, every wait off
+ * the CPU (blocked)", "wall: cpu-clock at ..., and every wait off the CPU",
+ * or "cpu-clock, " and sampling (the session's "sampling" value). */
+void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev);
+
 /* The lost samples' share of all samples, recorded and lost: summed as
  * doubles, so that counts near 2^64 (a damaged or hostile session) cannot
  * wrap the sum and give a share over 100%. */

@@ -62,25 +62,17 @@ static bool list_item_is(const char *list, int i, const char *want)
 }
 
 /* What the numbers are: time or events weighted by each sample's period,
- * or (--samples) sample counts. */
+ * off-CPU waits weighed by their time, or (--samples) their counts. */
 static void values_line(const struct tally_db *db, int ev, struct strbuf *out)
 {
-	uint64_t n = ev < db->nevents ? db->samples[ev] : 0;
-	if (!db->weighed) {
-		strbuf_addf(out, "# values: samples (%" PRIu64 " in all), not weighted by period%s\n", n,
-			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
-		return;
-	}
-	bool time = tally_db_unit_time(db, ev);
-	strbuf_addf(out, "# values: %s, weighted by period (the %s each sample stands for; %" PRIu64
-		    " samples in all): --samples for sample counts\n",
-		    tally_view_heading(db, ev), time ? "time" : "events", n);
+	strbuf_addstr(out, "# values: ");
+	tally_view_values_desc(out, db, ev);
+	strbuf_addch(out, '\n');
 }
 
 static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 {
 	const char *target = tally_meta_get(&db->session, "command");
-	const char *samp = tally_meta_get(&db->session, "sampling");
 	const char *rnd = tally_meta_get(&db->session, "randomized");
 	const char *dur = tally_meta_get(&db->session, "duration");
 	const char *start = tally_meta_get(&db->session, "start-time");
@@ -99,8 +91,11 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	if (epochs)
 		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
 	const char *kind = tally_meta_get(&db->session, "period-kind");
-	strbuf_addf(out, "\n# event: %s, %s", db->events[ev], samp ? samp : "?");
-	if (list_item_is(rnd, ev, "yes")) {
+	strbuf_addstr(out, "\n# event: ");
+	tally_view_event_desc(out, db, ev);
+	if (db->walled && ev == db->wall[0]) {
+		/* said in the event's description */
+	} else if (list_item_is(rnd, ev, "yes")) {
 		/* say when the redraws did not reach every long-sampled task (docs/sampling.md) */
 		const char *rt = tally_meta_get(&db->session, "randomized-samples");
 		for (int i = 0; rt && i < ev; i++) {

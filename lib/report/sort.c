@@ -258,9 +258,10 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 					width[k] = w > 40 ? 40 : w;
 			}
 		}
-		if (db->weighed)
-			strbuf_addf(out, "\n# values: %s, weighted by period (%" PRIu64 " samples): --samples for sample counts",
-				    tally_view_heading(db, ev), ntotal);
+		if (db->weighed) {
+			strbuf_addstr(out, "\n# values: ");
+			tally_view_values_desc(out, db, ev);
+		}
 		strbuf_addf(out, "\n%9s %8s", tally_view_heading(db, ev), "%");
 		for (int k = 0; k < s->n; k++)
 			strbuf_addf(out, "  %-*s", k + 1 < s->n ? (int)width[k] : 0, key_names[s->keys[k]]);

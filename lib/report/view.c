@@ -332,6 +332,67 @@ const char *tally_view_heading(const struct tally_db *db, int ev)
 	return tally_db_unit_time(db, ev) ? "msec" : "events";
 }
 
+/* 1: off-CPU waits (blocked or preempted); 0: samples; 2: a --wall column (both) */
+static int kind_of(const struct tally_db *db, int ev)
+{
+	if (db->walled && ev == db->wall[0])
+		return 2;
+	if (ev < 0 || ev >= db->nevents)
+		return 0;
+	const struct tally_event_desc *d = tally_event_find(db->events[ev]);
+	return d && d->offcpu ? 1 : 0;
+}
+
+void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev)
+{
+	uint64_t n = ev >= 0 && ev < db->nevents && db->samples ? db->samples[ev] : 0;
+	int kind = kind_of(db, ev);
+	static const char *const what[] = { "samples", "waits", "samples and waits" };
+	if (!db->weighed) {
+		strbuf_addf(sb, "%s (%" PRIu64 " in all), not weighted by %s%s", what[kind], n,
+			    kind == 1 ? "their time" : "period",
+			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
+		return;
+	}
+	if (kind == 1)
+		strbuf_addf(sb, "%s, the time of each wait off the CPU (%" PRIu64 " waits in all): --samples for the number of waits",
+			    tally_view_heading(db, ev), n);
+	else if (kind == 2)
+		strbuf_addf(sb, "%s, on-CPU samples weighted by period and waits off the CPU by their time (%" PRIu64
+			    " samples and waits in all): --samples for their number", tally_view_heading(db, ev), n);
+	else
+		strbuf_addf(sb, "%s, weighted by period (the %s each sample stands for; %" PRIu64
+			    " samples in all): --samples for sample counts",
+			    tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events", n);
+}
+
+void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev)
+{
+	const char *samp = tally_meta_get(&db->session, "sampling");
+	const char *min = tally_meta_get(&db->session, "off-cpu-min-ns");
+	char *end = NULL;
+	unsigned long long m = min ? strtoull(min, &end, 10) : 0;
+	int kind = kind_of(db, ev);
+	const char *name = ev >= 0 && ev < db->nevents ? db->events[ev] : "?";
+	if (kind == 1)
+		strbuf_addf(sb, "%s, every wait off the CPU (%s)", name,
+			    strstr(name, "preempted") ? "preempted: runnable, waiting for a CPU" : "blocked: sleeping or waiting");
+	else if (kind == 2) {
+		/* the on-CPU event's item of the session's "randomized" list */
+		const char *r = tally_meta_get(&db->session, "randomized");
+		for (int i = 0; r && i < ev; i++) {
+			r = strchr(r, ',');
+			r = r ? r + 1 : NULL;
+		}
+		strbuf_addf(sb, "wall: on the CPU sampled (%s%s), and every wait off the CPU, blocked or preempted",
+			    samp ? samp : "?", r && !strncmp(r, "yes", 3) && (r[3] == ',' || !r[3]) ? ", randomized" : "");
+	}
+	else
+		strbuf_addf(sb, "%s, %s", name, samp ? samp : "?");
+	if (kind && end && !*end && m)
+		strbuf_addf(sb, "; waits under %.3g ms dropped", (double)m / 1e6);
+}
+
 void tally_view_value(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t v, int width)
 {
 	if (db->weighed && tally_db_unit_time(db, ev))
