@@ -42,16 +42,18 @@ offcpu=$(command -v offcputime-bpfcc || true)
 configs=(none tally_bpf tally_bpf_only tally tally_only tally_g perf_sched perf_trace)
 [ -n "$offcpu" ] && configs+=(bcc)
 
-# children_cpu: the user and system seconds of the waited-for children so far
+# children_cpu FILE: the user and system seconds of the waited-for children
+# so far, from bash's `times` written to FILE (run in this shell: a command
+# substitution would be a subshell with children of its own)
 children_cpu() {
-	times | awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.3f\n", t }'
+	awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.3f\n", t }' "$1"
 }
 
 # run CONFIG: one run; prints "program_seconds total_seconds cpu_seconds"
 run() {
 	local out=$tmp/out t0 t1 bpid c0 c1
 	rm -rf "$tmp/t.db" "$tmp/p.data" "$tmp/trace.txt"
-	c0=$(children_cpu)
+	times >"$tmp/times0"
 	t0=$(date +%s.%N)
 	case $1 in
 	none) "$work" "$passes" >"$out" ;;
@@ -74,7 +76,9 @@ run() {
 		;;
 	esac
 	t1=$(date +%s.%N)
-	c1=$(children_cpu)
+	times >"$tmp/times1"
+	c0=$(children_cpu "$tmp/times0")
+	c1=$(children_cpu "$tmp/times1")
 	if [ "$1" = tally_g ]; then
 		awk '$1 == "lost:" { print $2 }' "$tmp/t.db/session" >"$tmp/lost"
 	fi
@@ -115,7 +119,7 @@ for c in "${configs[@]}"; do
 	bcc) name="bcc \`offcputime-bpfcc -p\`" ;;
 	esac
 	awk -v n="$name" -v p="$p" -v w="$w" -v b="$base" -v c="$cp" -v cb="$cbase" \
-		'BEGIN { printf "| %s | %.3f s | %+.1f%% | %.3f s | %.3f s | %+.1f%% |\n", n, p, 100 * (p / b - 1), w, c, cb > 0 ? 100 * (c / cb - 1) : 0 }'
+		'BEGIN { printf "| %s | %.3f s | %+.1f%% | %.3f s | %.3f s | %+.1f%% |\n", n, p, 100 * (p / b - 1), w, c, (cb > 0) ? 100 * (c / cb - 1) : 0 }'
 done
 [ -n "$offcpu" ] || echo "| bcc offcputime | not installed (Debian package bpfcc-tools) | | | | |"
 echo
