@@ -90,13 +90,17 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, int 
 	s.key.tid = tid;
 	s.key.preempted = preempt || !(state & 0xff);
 	s.key.ustack = s.key.kstack = -1;
-	if (callchain) {
+	if (callchain)
 		s.key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		if (s.key.ustack < 0) {
-			s.key.kernel = 1;
-			s.key.kstack = bpf_get_stackid(ctx, &stacks, 0);
-		}
-	} else {
+	if (callchain && s.key.ustack == -14 /* -EFAULT: no user part, a kernel thread */) {
+		s.key.kernel = 1;
+		s.key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		if (s.key.kstack < 0)
+			s.key.ustack = s.key.kstack = -1;
+	}
+	if (callchain && s.key.ustack < 0 && !s.key.kernel)
+		s.key.ustack = -1; /* the stack map had no room (-EEXIST, -ENOMEM): one frame below */
+	if (s.key.ustack < 0 && s.key.kstack < 0) {
 		/* the place that waited: one user frame, walked no further */
 		ob_u64 ip = 0;
 		if (bpf_get_stack(ctx, &ip, sizeof(ip), BPF_F_USER_STACK) <= 0 || !ip) {
