@@ -32,7 +32,8 @@ struct tally_offcpu_bpf {
 	uint64_t ips[OB_MAX_STACK];
 };
 
-/* libbpf's last warning: the reason a load failed (libtally never prints) */
+/* libbpf's first warning since the load began: the reason it failed (the
+ * later ones repeat the failure one level up; libtally never prints) */
 static char last_msg[256];
 
 static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -42,7 +43,7 @@ static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_li
 	char buf[sizeof(last_msg)];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = 0;
-	if (buf[0])
+	if (buf[0] && !last_msg[0])
 		memcpy(last_msg, buf, sizeof(buf));
 	return 0;
 }

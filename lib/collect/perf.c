@@ -527,7 +527,8 @@ static int open_offcpu_bpf(struct tally_collector *c)
 	if (c->o.offcpu_mech == TALLY_OFFCPU_BPF) {
 		char why[512];
 		snprintf(why, sizeof(why), "%s", tally_errmsg());
-		return tally_seterr(r, "%s (use --off-cpu-mechanism tracepoint)", why);
+		return tally_seterr(r, "%s (%suse --off-cpu-mechanism tracepoint)", why,
+				    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
 	}
 	c->off_why = "the BPF program did not load (see --off-cpu-mechanism bpf)";
 	return 0;
