@@ -204,9 +204,16 @@ static int drain_starts(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint
 	ob_u32 tid;
 	struct ob_start s;
 	while (!bpf_map_get_next_key(b->starts_fd, NULL, &tid)) {
-		if (!bpf_map_lookup_elem(b->starts_fd, &tid, &s) && end > s.time && end - s.time >= b->o.min_ns) {
-			add_entry(b, o, &s.key, end - s.time, 1, time, fn, ctx);
-			n++;
+		if (!bpf_map_lookup_elem(b->starts_fd, &tid, &s)) {
+			uint64_t d = end > s.time ? end - s.time : 0;
+			if (d && d >= b->o.min_ns) {
+				add_entry(b, o, &s.key, d, 1, time, fn, ctx);
+				n++;
+			} else {
+				/* under the minimum: counted as dropped, as the program does */
+				struct tally_offcpu_entry e = { .tid = tid, .ns = d, .count = 1 };
+				tally_offcpu_add(o, &e, time, fn, ctx);
+			}
 		}
 		if (bpf_map_delete_elem(b->starts_fd, &tid))
 			break;
