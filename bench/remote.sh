@@ -7,7 +7,10 @@
 # recording (the barrier `tally job run --host` waits on, as the job prints
 # it), the same for a second test (tally already installed, agents up), the
 # job's wall time, and the bytes pulled back per host for a tally profile of
-# S seconds (default 60) of a busy machine. Prints one Markdown table.
+# S seconds (default 60) of a busy machine; beside them the baseline, what
+# `ssh HOST true` to the same hosts in parallel takes (a fresh connection
+# each: the handshake and the remote shell, which every first request pays).
+# Prints one Markdown table.
 set -euo pipefail
 build=build counts=1,2,8 secs=60
 while [ $# -gt 0 ]; do
@@ -39,11 +42,25 @@ trap cleanup EXIT
 . "$src/tests/e2e/hosts.sh"
 make_hosts "$max"
 
-echo "| hosts | first test: start request to all recording | second test | job wall time | bytes pulled per host (${secs} s tally -a -F 999) |"
-echo "|---|---|---|---|---|"
+echo "| hosts | baseline: ssh HOST true, all in parallel (median of 5) | first test: start request to all recording | second test | job wall time | bytes pulled per host (${secs} s tally -a -F 999) |"
+echo "|---|---|---|---|---|---|"
 for n in ${counts//,/ }; do
 	hs=()
 	for ((i = 1; i <= n; i++)); do hs+=(--host "h$i"); done
+	# the baseline: n fresh ssh connections at once, each running `true`
+	base=()
+	for r in 1 2 3 4 5; do
+		b0=$(date +%s.%N)
+		pids=()
+		for ((i = 1; i <= n; i++)); do
+			$TALLY_SSH "h$i" true &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do wait "$p" || fail "ssh h$i true failed"; done
+		b1=$(date +%s.%N)
+		base+=("$(echo "$b1 - $b0" | bc)")
+	done
+	bl=$(printf '%s\n' "${base[@]}" | sort -n | sed -n 3p)
 	printf '%s\n' "profilers add tally -a -F 999" "run --tag one -- sleep 0.2" "run --tag two -- sleep 0.2" >c$n.ctl
 	t0=$(date +%s.%N)
 	"$TALLY" job run "${hs[@]}" -r r$n c$n.ctl >o$n.txt 2>e$n.txt || fail "job on $n hosts failed: $(cat e$n.txt)"
@@ -57,7 +74,7 @@ for n in ${counts//,/ }; do
 		"$TALLY" job run --host h1 -r p$n p$n.ctl >po.txt 2>pe.txt || fail "the ${secs} s job failed: $(cat pe.txt)"
 		bytes=$(du -sb p$n/busy/profiling/h1 | cut -f1)
 	fi
-	echo "| $n | ${a} s | ${b} s | $(echo "$t1 - $t0" | bc) s | $bytes |"
+	printf '| %s | %.3f s | %s s | %s s | %s s | %s |\n' "$n" "$bl" "$a" "$b" "$(echo "$t1 - $t0" | bc)" "$bytes"
 	# the next count installs again: a fresh root on every host
 	for ((i = 1; i <= max; i++)); do host_sh "h$i" 'rm -rf /tmp/tally-profilers'; done
 done

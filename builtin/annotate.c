@@ -244,8 +244,16 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_str(j, f->inlined_into[i]);
 		tally_json_end(j);
 	}
-	const char *key = db->weighed ? "value" : "samples";
-	tally_json_ku64(j, key, f->samples);
+	/* "samples" is always the number of samples; "value" their weight beside
+	 * it when weighted (as report's JSON: docs/report-json.md) */
+	bool w = db->weighed;
+#define SAMPLES_VALUE(raw, val)                      \
+	do {                                         \
+		tally_json_ku64(j, "samples", w ? (raw) : (val)); \
+		if (w)                               \
+			tally_json_ku64(j, "value", (val)); \
+	} while (0)
+	SAMPLES_VALUE(f->raw, f->samples);
 	tally_json_knum(j, "percent_of_image", pc(f->samples, f->image_samples), 4);
 	struct src *main = source(c, f->main_file);
 	if (f->main_file != TALLY_ANNOT_NONE) {
@@ -258,7 +266,9 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 	} else {
 		tally_json_knull(j, "source");
 	}
-	tally_json_ku64(j, db->weighed ? "no_line_value" : "no_line_samples", f->no_line);
+	tally_json_ku64(j, "no_line_samples", w ? f->no_line_raw : f->no_line);
+	if (w)
+		tally_json_ku64(j, "no_line_value", f->no_line);
 	if (f->line_note)
 		tally_json_kstr(j, "line_note", f->line_note);
 	if (f->code_note)
@@ -271,7 +281,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 		tally_json_obj(j);
 		tally_json_kstr(j, "file", f->files[l->file]);
 		tally_json_ku64(j, "line", l->line);
-		tally_json_ku64(j, key, l->samples);
+		SAMPLES_VALUE(l->raw, l->samples);
 		tally_json_knum(j, "percent", pc(l->samples, f->samples), 4);
 		tally_json_kstr(j, "text", line_text(c, l->file, l->line));
 		tally_json_end(j);
@@ -284,7 +294,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_obj(j);
 			tally_json_key(j, "addr");
 			tally_json_strf(j, "0x%" PRIx64, f->pt_addr[i]);
-			tally_json_ku64(j, key, f->pt_samples[i]);
+			SAMPLES_VALUE(f->pt_raw[i], f->pt_samples[i]);
 			tally_json_knum(j, "percent", pc(f->pt_samples[i], f->samples), 4);
 			tally_json_end(j);
 		}
@@ -298,7 +308,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 			tally_json_key(j, "addr");
 			tally_json_strf(j, "0x%" PRIx64, in->addr);
 			tally_json_ku64(j, "size", in->size);
-			tally_json_ku64(j, key, in->samples);
+			SAMPLES_VALUE(in->raw, in->samples);
 			tally_json_knum(j, "percent", pc(in->samples, f->samples), 4);
 			tally_json_kstr(j, "asm", in->text);
 			if (in->src != TALLY_ANNOT_NONE) {
@@ -313,6 +323,7 @@ static void json_func(struct ctx *c, const struct tally_db *db, bool want_asm, s
 		tally_json_end(j);
 	}
 	tally_json_end(j);
+#undef SAMPLES_VALUE
 }
 
 static void release_srcs(struct ctx *c)

@@ -586,6 +586,15 @@ int cmd_top(int argc, char **argv)
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
+		/* its columns are shares of on-CPU samples: waits off the CPU are not
+		 * shown, so they are refused rather than recorded for nothing */
+		for (int i = 0; i < smp.nev; i++)
+			if (smp.evs[i]->offcpu) {
+				tally_error("top shows time on the CPU only, not event '%s' (time off the CPU: 'tally record --off-cpu', then 'tally report --wall' or '--event off-cpu')",
+					    smp.evs[i]->name);
+				ret = 2;
+				goto out;
+			}
 	}
 	struct tally_recording_opts rop;
 	tally_recording_opts_init(&rop);

@@ -174,6 +174,37 @@ printf '\001clean\tsleep' | seed agent-request clean
 printf '\002stop' | seed agent-request stop
 printf '\002quit' | seed agent-request quit
 
+# ---- off-CPU: the sched_switch format, then switches (fuzz/offcpu.c) ----
+offcpu_seed() { # offcpu_seed NAME FORMAT-FILE-OR-TEXT PREV_STATE_SIZE
+	python3 - "$2" "$3" >"$RAW/offcpu/$1" <<'PY'
+import os, struct, sys
+fmt, size = sys.argv[1], int(sys.argv[2])
+text = open(fmt, 'rb').read() if os.path.exists(fmt) else fmt.encode()
+def sw(prev, state, nxt, op=0x14):
+    raw = bytearray(60)
+    struct.pack_into('<i', raw, 24, prev)
+    struct.pack_into('<q' if size == 8 else '<i', raw, 32, state)
+    struct.pack_into('<i', raw, 56, nxt)
+    return bytes([op, len(raw)]) + bytes(raw)
+def later(ns):
+    return bytes([1, 4]) + struct.pack('<I', ns)
+# a task blocks and comes back, two threads preempt each other, one exits while
+# waiting, a wait under the 1 us minimum, a flush with one still pending
+prog = bytes([1]) + sw(5, 1, 0) + later(50000) + sw(0, 0, 5) + sw(6, 0, 7) + later(9000) + sw(7, 1, 6) + \
+    sw(8, 2, 0) + bytes([2, 1, 8]) + sw(9, 1, 0) + later(500) + sw(0, 0, 9) + sw(10, 0x100, 0, 0x38) + bytes([3, 0])
+sys.stdout.buffer.write(text + b'\0' + prog)
+PY
+}
+mkdir -p "$RAW/offcpu"
+for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+	if [ -r $d/events/sched/sched_switch/format ]; then
+		offcpu_seed kernel $d/events/sched/sched_switch/format 8
+		break
+	fi
+done
+# an older kernel's layout: prev_state an int
+offcpu_seed int-state $'name: sched_switch\nID: 316\nformat:\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:4;\tsigned:1;\n\tfield:char next_comm[16];\toffset:36;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n' 4
+
 # ---- minimized into fuzz/corpus ----
 cd - >/dev/null
 echo "make-corpus: minimizing"

@@ -16,15 +16,17 @@
 #define TALLY_ANNOT_NONE UINT32_MAX
 
 /* A source line: file index into tally_annot_func.files, line number. */
+/* samples: the values (period weights once the database is weighed); raw:
+ * the number of samples (the same when it is not) */
 struct tally_annot_line {
 	uint32_t file, line;
-	uint64_t samples;
+	uint64_t samples, raw;
 };
 
 struct tally_annot_insn {
 	uint64_t addr; /* link-time address (objdump's), or the JIT address */
 	uint32_t size;
-	uint64_t samples;
+	uint64_t samples, raw;
 	char *text;    /* "mnemonic operands", or "(bad)" */
 	uint32_t src;  /* index into lines, or TALLY_ANNOT_NONE */
 };
@@ -33,7 +35,7 @@ struct tally_annot_func {
 	uint32_t image;
 	char *name;
 	uint64_t addr, size;   /* link-time address and size of the function */
-	uint64_t samples;      /* of the event, in the function */
+	uint64_t samples, raw; /* of the event, in the function */
 	uint64_t image_samples;
 	char **files;
 	size_t nfiles;
@@ -41,8 +43,8 @@ struct tally_annot_func {
 	uint32_t first_line, last_line; /* its extent in main_file (0 when unknown) */
 	struct tally_annot_line *lines; /* lines with samples and lines of its code, sorted */
 	size_t nlines;
-	uint64_t no_line;      /* samples at addresses without line information */
-	uint64_t *pt_addr, *pt_samples; /* the sampled addresses, sorted, and their samples */
+	uint64_t no_line, no_line_raw; /* samples at addresses without line information */
+	uint64_t *pt_addr, *pt_samples, *pt_raw; /* the sampled addresses, sorted, and their samples */
 	size_t npts;
 	struct tally_annot_insn *insns; /* every instruction, sorted (none without code) */
 	size_t ninsns;

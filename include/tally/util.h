@@ -140,6 +140,21 @@ void tally_hidx_put(struct tally_hidx *h, uint64_t hash, uint32_t idx);
 void tally_hidx_release(struct tally_hidx *h);
 
 uint64_t tally_hash_bytes(const void *p, size_t n, uint64_t seed);
+/* a + b and a x b, UINT64_MAX where they would wrap: sums and weights of
+ * samples saturate (a reader refuses totals that do not add up) rather
+ * than wrap to a small number. */
+static inline uint64_t tally_add_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static inline uint64_t tally_mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 static inline uint64_t tally_hash_u64(uint64_t x)
 {
 	x ^= x >> 33;

@@ -258,6 +258,8 @@ static void forget(struct tally_offcpu *o, uint32_t tid)
 
 void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t prev_state)
 {
+	if (!s->tid)
+		return; /* the idle task: never delivered (tally_offcpu_in), and tid 0 marks a free slot */
 	enum tally_wait k = tally_offcpu_wait_kind(prev_state);
 	if (k == TALLY_WAIT_EXIT) {
 		/* its last switch: it will not come back */

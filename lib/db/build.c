@@ -322,11 +322,6 @@ void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, in
 	tally_db_builder_entry_w(b, image, pid, label, offset, counts, NULL);
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
 			      uint64_t offset, const uint64_t *counts, const uint64_t *weights)
 {
@@ -352,8 +347,8 @@ void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_
 	for (size_t e = 0; e < ne; e++) {
 		uint64_t w = weights ? weights[e] : counts[e];
 		b->ccounts[i * 2 * ne + e] += counts[e];
-		b->ccounts[i * 2 * ne + ne + e] = sat_add(b->ccounts[i * 2 * ne + ne + e], w);
-		b->wtotals[e] = sat_add(b->wtotals[e], w);
+		b->ccounts[i * 2 * ne + ne + e] = tally_add_sat(b->ccounts[i * 2 * ne + ne + e], w);
+		b->wtotals[e] = tally_add_sat(b->wtotals[e], w);
 	}
 }
 
@@ -722,8 +717,8 @@ static void stack_cw(uint64_t *c, size_t ne, const struct tally_db *src, const i
 		c[col[e]] = sc[at];
 		if (sw)
 			c[ne + (size_t)col[e]] = sw[at];
-		else if (__builtin_mul_overflow(sc[at], mean[e], &c[ne + (size_t)col[e]]))
-			c[ne + (size_t)col[e]] = UINT64_MAX;
+		else
+			c[ne + (size_t)col[e]] = tally_mul_sat(sc[at], mean[e]);
 	}
 }
 
@@ -740,8 +735,8 @@ static void source_random(struct tally_db_builder *b, const struct tally_db *src
 		if (*end == '/')
 			t = strtoull(end + 1, &end, 10);
 		if (col[e] >= 0) {
-			b->rs_reached[col[e]] = sat_add(b->rs_reached[col[e]], r);
-			b->rs_total[col[e]] = sat_add(b->rs_total[col[e]], t);
+			b->rs_reached[col[e]] = tally_add_sat(b->rs_reached[col[e]], r);
+			b->rs_total[col[e]] = tally_add_sat(b->rs_total[col[e]], t);
 		}
 		p = end;
 		if (*p != ',')
@@ -804,8 +799,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 				c[col[e]] = scounts[at];
 				if (sweights)
 					w[col[e]] = sweights[at];
-				else if (__builtin_mul_overflow(scounts[at], mean[e], &w[col[e]]))
-					w[col[e]] = UINT64_MAX;
+				else
+					w[col[e]] = tally_mul_sat(scounts[at], mean[e]);
 			}
 		tally_db_builder_entry_w(b, img[en->image], en->pid, elab[i], en->offset, c, w);
 		if (b->stacks && !src->has_stacks) {
@@ -1224,7 +1219,7 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 		for (size_t e = 0; e < ne; e++) {
 			uint64_t t = 0;
 			for (size_t i = 0; i < out->nentries; i++)
-				t = sat_add(t, out->weights[i * ne + e]);
+				t = tally_add_sat(t, out->weights[i * ne + e]);
 			strbuf_addf(&sb, "%s%" PRIu64, e ? "," : "", t);
 		}
 		tally_meta_set(m, "weight-total", "%s", sb.buf ? sb.buf : "0");

@@ -624,8 +624,7 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 	uint64_t *wt = xcalloc((size_t)one->nevents + 1, sizeof(uint64_t));
 	if (!one->has_weights || tally_db_weight_totals(one, wt))
 		for (int e = 0; e < one->nevents; e++)
-			if (__builtin_mul_overflow(one->samples[e], tally_db_mean_period(one, e), &wt[e]))
-				wt[e] = UINT64_MAX;
+			wt[e] = tally_mul_sat(one->samples[e], tally_db_mean_period(one, e));
 	for (int e = 0; e < one->nevents && !what && !wwhat; e++)
 		for (size_t k = 0; k < m->nev; k++)
 			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->weights[k], wt[e]))

@@ -87,16 +87,33 @@ static uint64_t stack_hash(int32_t pid, uint32_t label, const uint32_t *f, uint3
 				(((uint64_t)(uint32_t)pid << 32) | n) ^ ((uint64_t)label * 0x9e3779b97f4a7c15ULL));
 }
 
+/* The stacks' index: a slot is the low 32 bits of the stack's hash (where
+ * it goes, and what a lookup compares before it reads the stack) above the
+ * stack's number + 1. Growing it reads the hashes from the slots; built anew
+ * (no slots yet), it hashes every stack. */
 static void stack_rehash(struct stackset *s, size_t cap)
 {
-	uint32_t *ns = xcalloc(cap, sizeof(*ns));
+	uint64_t *ns = xcalloc(cap, sizeof(*ns));
 	size_t mask = cap - 1;
-	for (size_t i = 0; i < s->nstacks; i++) {
-		const struct tally_db_stack *st = &s->stacks[i];
-		size_t k = stack_hash(st->pid, st->label, &s->stack_frames[st->first], st->len) & mask;
-		while (ns[k])
-			k = (k + 1) & mask;
-		ns[k] = (uint32_t)i + 1;
+	if (s->sslot) {
+		for (size_t j = 0; j <= s->smask; j++) {
+			uint64_t v = s->sslot[j];
+			if (!v)
+				continue;
+			size_t k = (v >> 32) & mask;
+			while (ns[k])
+				k = (k + 1) & mask;
+			ns[k] = v;
+		}
+	} else {
+		for (size_t i = 0; i < s->nstacks; i++) {
+			const struct tally_db_stack *st = &s->stacks[i];
+			uint32_t h = (uint32_t)stack_hash(st->pid, st->label, &s->stack_frames[st->first], st->len);
+			size_t k = h & mask;
+			while (ns[k])
+				k = (k + 1) & mask;
+			ns[k] = (uint64_t)h << 32 | (uint32_t)(i + 1);
+		}
 	}
 	free(s->sslot);
 	s->sslot = ns;
@@ -108,11 +125,15 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 {
 	size_t ne = 2 * (size_t)s->nevents; /* the counts, then the weights */
 	size_t k = 0;
+	uint32_t h = 0;
 	if (s->dedup) {
 		if ((s->nstacks + 1) * 2 > s->smask + 1 || !s->sslot)
 			stack_rehash(s, s->sslot ? (s->smask + 1) * 2 : 1024);
-		for (k = stack_hash(pid, label, frames, n) & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
-			uint32_t i = s->sslot[k] - 1;
+		h = (uint32_t)stack_hash(pid, label, frames, n);
+		for (k = h & s->smask; s->sslot[k]; k = (k + 1) & s->smask) {
+			if ((uint32_t)(s->sslot[k] >> 32) != h)
+				continue;
+			uint32_t i = (uint32_t)s->sslot[k] - 1;
 			const struct tally_db_stack *st = &s->stacks[i];
 			if (st->pid == pid && st->label == label && st->len == n &&
 			    !memcmp(&s->stack_frames[st->first], frames, n * sizeof(*frames))) {
@@ -134,7 +155,7 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 	memcpy(&s->counts[s->nstacks * ne], counts, ne * sizeof(*counts));
 	s->nstacks++;
 	if (s->dedup)
-		s->sslot[k] = (uint32_t)s->nstacks;
+		s->sslot[k] = (uint64_t)h << 32 | (uint32_t)s->nstacks;
 }
 
 void tally_stackset_release(struct stackset *s)
@@ -217,8 +238,8 @@ void tally_stackset_from_db(struct stackset *s, struct tally_db *db)
 			uint64_t c = db->stack_counts[i * ne + e], w;
 			if (db->stack_weights)
 				w = db->stack_weights[i * ne + e];
-			else if (__builtin_mul_overflow(c, tally_db_mean_period(db, (int)e), &w))
-				w = UINT64_MAX;
+			else
+				w = tally_mul_sat(c, tally_db_mean_period(db, (int)e));
 			s->counts[i * 2 * ne + e] = c;
 			s->counts[i * 2 * ne + ne + e] = w;
 		}
@@ -348,8 +369,8 @@ static bool parse_line(struct sparser *P, const char *line)
 			if (!P->c[e] && P->c[fne + (size_t)e])
 				return line_error(P, "'%s' line %zu: a weight of %" PRIu64 " for no sample (%s)", P->what, P->ln,
 						  P->c[fne + (size_t)e], DAMAGED);
-		} else if (__builtin_mul_overflow(P->c[e], m->mean ? m->mean[e] : 1, &P->c[fne + (size_t)e])) {
-			P->c[fne + (size_t)e] = UINT64_MAX;
+		} else {
+			P->c[fne + (size_t)e] = tally_mul_sat(P->c[e], m->mean ? m->mean[e] : 1);
 		}
 	}
 	if (*p++ != ' ')

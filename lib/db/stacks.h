@@ -36,7 +36,7 @@ struct stackset {
 	 * weights (docs/format.md, "weights") */
 	uint64_t *counts;
 	size_t acounts;
-	uint32_t *sslot; /* with dedup, the stacks' index: stack number + 1 */
+	uint64_t *sslot; /* with dedup, the stacks' index: the stack's hash (low 32 bits) << 32 | stack number + 1 */
 	size_t smask;
 };
 

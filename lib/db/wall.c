@@ -9,11 +9,6 @@
 #include "tally/db.h"
 #include "tally/util.h"
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
-}
-
 /* the inverse: what add_columns added taken back out */
 static void sub_columns(const struct tally_db *db, uint64_t *v, size_t rows)
 {
@@ -32,7 +27,7 @@ static void add_columns(const struct tally_db *db, uint64_t *v, size_t rows)
 	for (size_t i = 0; v && i < rows; i++)
 		for (int k = 1; k < 3; k++)
 			if (db->wall[k] >= 0)
-				v[i * ne + (size_t)db->wall[0]] = add_sat(v[i * ne + (size_t)db->wall[0]], v[i * ne + (size_t)db->wall[k]]);
+				v[i * ne + (size_t)db->wall[0]] = tally_add_sat(v[i * ne + (size_t)db->wall[0]], v[i * ne + (size_t)db->wall[k]]);
 }
 
 int tally_db_wall(struct tally_db *db)
@@ -58,9 +53,9 @@ int tally_db_wall(struct tally_db *db)
 	add_columns(db, db->counts, db->nentries);
 	add_columns(db, db->weights, db->nentries);
 	if (db->samples) {
-		db->samples[on] = add_sat(db->samples[on], db->samples[off]);
+		db->samples[on] = tally_add_sat(db->samples[on], db->samples[off]);
 		if (pre >= 0)
-			db->samples[on] = add_sat(db->samples[on], db->samples[pre]);
+			db->samples[on] = tally_add_sat(db->samples[on], db->samples[pre]);
 	}
 	free(db->events[on]);
 	db->events[on] = xstrdup("wall");

@@ -65,12 +65,6 @@ uint64_t tally_db_mean_period(const struct tally_db *db, int ev)
 	return (uint64_t)v;
 }
 
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
 /* w (allocated when NULL) = counts x period-mean, n rows. */
 static uint64_t *synth(const struct tally_db *db, const uint64_t *counts, size_t n)
 {
@@ -79,7 +73,7 @@ static uint64_t *synth(const struct tally_db *db, const uint64_t *counts, size_t
 	for (int e = 0; e < db->nevents; e++) {
 		uint64_t p = tally_db_mean_period(db, e);
 		for (size_t i = 0; i < n; i++)
-			w[i * ne + (size_t)e] = mul_sat(counts[i * ne + (size_t)e], p);
+			w[i * ne + (size_t)e] = tally_mul_sat(counts[i * ne + (size_t)e], p);
 	}
 	return w;
 }
@@ -138,7 +132,7 @@ uint64_t tally_db_weight_total(const struct tally_db *db, int ev)
 	uint64_t t = 0, p = w ? 1 : tally_db_mean_period(db, ev);
 	const uint64_t *v = w ? w : db->counts;
 	for (size_t i = 0; i < db->nentries; i++) {
-		uint64_t x = mul_sat(v[i * ne + (size_t)ev], p);
+		uint64_t x = tally_mul_sat(v[i * ne + (size_t)ev], p);
 		t = t + x < t ? UINT64_MAX : t + x;
 	}
 	return t;

@@ -679,8 +679,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 					uint64_t w;
 					if (sweights)
 						w = sweights[s * ne + e];
-					else if (__builtin_mul_overflow(scounts[s * ne + e], mean[e], &w))
-						w = UINT64_MAX;
+					else
+						w = tally_mul_sat(scounts[s * ne + e], mean[e]);
 					strbuf_addch(&sb, ':');
 					add_dec(&sb, w);
 				}

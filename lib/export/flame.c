@@ -416,6 +416,9 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		tally_strbuf_add_xml(out, o->id);
 		strbuf_addch(out, '"');
 	}
+	/* what the script's lines say the values are: "msec" (ns shown as ms),
+	 * "events" or "samples" */
+	strbuf_addf(out, " data-unit=\"%s\"", ev >= 0 ? tally_view_heading(db, ev) : "samples");
 	strbuf_addf(out, " data-total=\"%" PRIu64 "\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\" data-fh=\"%d\" data-top=\"%d\" data-bottom=\"%d\">\n",
 		    fl->total, fl->inverted, width, PAD, CHAR_W, FRAME_H, TOP, BOTTOM);
 	strbuf_addstr(out, "<style>\n");

@@ -119,6 +119,12 @@
 		if (svg.tallyFlame) return svg.tallyFlame;
 		var W = num(svg, "data-width"), pad = num(svg, "data-pad"), cw = num(svg, "data-char");
 		var FH = num(svg, "data-fh") || 16, TOP = num(svg, "data-top") || 96, BOTTOM = num(svg, "data-bottom") || 30;
+		var unit = svg.getAttribute("data-unit") || "samples";
+		/* a value as the frames' titles show it: msec from ns, events, samples */
+		function val(n) {
+			if (unit === "msec") return (n / 1e6).toFixed(1) + " msec";
+			return plural(n, unit === "events" ? "event" : "sample");
+		}
 		var total = num(svg, "data-total"), span = W - 2 * pad, inverted = svg.getAttribute("data-inverted") === "1";
 		function q(sel) { return svg.querySelector(sel); }
 		var group = q("g.frames"), bg = q("rect.bg"), legend = q("text.legend");
@@ -213,7 +219,7 @@
 			if (sandwichKey) st.push("sandwich of " + sandwichKey.split("\n")[0] + " (callers above, callees below)");
 			for (var j = 0; j < filters.length; j++)
 				st.push((filters[j].op === "focus" ? "focus on " : "ignoring ") + filters[j].name);
-			if (filters.length) st.push(plural(viewTotal, "sample") + ", " + pct(viewTotal, total) + " of all");
+			if (filters.length) st.push(val(viewTotal) + ", " + pct(viewTotal, total) + " of all");
 			state.textContent = st.length ? st.join("; ") : " ";
 			if (selected) {
 				selname.textContent = selected.split("\n")[0] + ":";
@@ -236,7 +242,7 @@
 				f.name = f.n.name;
 				f.image = f.n.image;
 				f.key = f.n.key;
-				f.info = (f.image ? "in " + f.image + ", " : "") + plural(f.c, "sample") + ", " + pct(f.c, f.total) +
+				f.info = (f.image ? "in " + f.image + ", " : "") + val(f.c) + ", " + pct(f.c, f.total) +
 					(f.total !== total ? " of this view, " + pct(f.c, total) + " of all" : "");
 				t.textContent = f.name + "\n" + f.info.replace(/, /, "\n");
 				r.setAttribute("height", String(FH - 1));
@@ -318,7 +324,7 @@
 			}
 			var of = cur.length ? cur[0].total : total;
 			matchedPct = of ? 100 * sum / of : 0;
-			matched.textContent = term ? "Matched: " + matchedPct.toFixed(2) + "% (" + plural(sum, "sample") + ")" : " ";
+			matched.textContent = term ? "Matched: " + matchedPct.toFixed(2) + "% (" + val(sum) + ")" : " ";
 			clearBtn.setAttribute("class", "btn clear" + (term ? "" : " hide"));
 			layout();
 			return matchedPct;

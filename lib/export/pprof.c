@@ -226,15 +226,19 @@ struct samples {
 	const uint32_t *locof; /* NULL: flat samples, src is their location */
 	uint32_t *src;         /* the database stack, or the location */
 	int32_t *pid;
+	uint32_t *label;       /* the label set (db->labels; 0: none) */
 	uint64_t *counts;      /* n * nevents: the values (weights once db is weighed) */
 	uint64_t *raw;         /* n * nevents: the sample counts */
-	size_t n, alloc, apid, acounts, araw;
+	size_t n, alloc, apid, alabel, acounts, araw;
 };
 
-static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, const uint64_t *counts, const uint64_t *raw)
+static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, uint32_t label, const uint64_t *counts,
+		       const uint64_t *raw)
 {
 	GROW(s->src, s->alloc, s->n + 1);
 	GROW(s->pid, s->apid, s->n + 1);
+	GROW(s->label, s->alabel, s->n + 1);
+	s->label[s->n] = label;
 	GROW(s->counts, s->acounts, (s->n + 1) * (size_t)ne);
 	GROW(s->raw, s->araw, (s->n + 1) * (size_t)ne);
 	s->src[s->n] = src;
@@ -260,7 +264,7 @@ static uint32_t sample_locs(const struct samples *s, size_t k, uint32_t **buf, s
 	return st->len;
 }
 
-/* The output samples: equal (locations, pid) add up. A sample's locations are
+/* The output samples: equal (locations, pid, label set) add up. A sample's locations are
  * those of the first sample that had them (struct samples), or, when the cut
  * changed them, a copy in more. */
 struct psample {
@@ -268,6 +272,7 @@ struct psample {
 	uint32_t len;
 	bool copied;
 	int32_t pid;
+	uint32_t label;
 };
 
 struct outs {
@@ -311,9 +316,9 @@ static void out_rehash(struct outs *o, size_t cap, const uint32_t *hashes)
 /* Adds sample k with locations locs (leaf first; copy: changed by the cut,
  * kept in more); hashes keeps each sample's hash for growing the table. */
 static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len, bool copy, int32_t pid,
-		    const uint64_t *vals, uint32_t **hashes, size_t *ahashes)
+		    uint32_t label, const uint64_t *vals, uint32_t **hashes, size_t *ahashes)
 {
-	uint32_t h = (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid);
+	uint32_t h = (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid | (uint64_t)label << 32);
 	if (!o->slot || (o->n + 1) * 2 > o->mask + 1)
 		out_rehash(o, o->slot ? (o->mask + 1) * 2 : 1024, *hashes);
 	size_t at = h & o->mask;
@@ -322,15 +327,15 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 			continue;
 		size_t i = (uint32_t)o->slot[at] - 1;
 		const struct psample *q = &o->v[i];
-		if (q->len == len && q->pid == pid && !memcmp(out_locs(o, q, &o->buf, &o->abuf), locs, len * sizeof(uint32_t))) {
+		if (q->len == len && q->pid == pid && q->label == label && !memcmp(out_locs(o, q, &o->buf, &o->abuf), locs, len * sizeof(uint32_t))) {
 			for (int v = 0; v < o->nv; v++)
-				o->vals[i * (size_t)o->nv + (size_t)v] += vals[v];
+				o->vals[i * (size_t)o->nv + (size_t)v] = tally_add_sat(o->vals[i * (size_t)o->nv + (size_t)v], vals[v]);
 			return;
 		}
 	}
 	GROW(o->v, o->alloc, o->n + 1);
 	struct psample *q = &o->v[o->n];
-	*q = (struct psample){ k, len, copy, pid };
+	*q = (struct psample){ k, len, copy, pid, label };
 	if (copy) {
 		GROW(o->more, o->amore, o->nmore + len + 1);
 		memcpy(&o->more[o->nmore], locs, len * sizeof(uint32_t));
@@ -550,9 +555,14 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 					*l = loc_id(&p, fr->image, off) + 1;
 				}
 			}
-			add_sample(&s, ne, (uint32_t)k, st->pid, c, r);
+			add_sample(&s, ne, (uint32_t)k, st->pid, st->label, c, r);
 		}
 	} else {
+		/* each entry's label set: that of its .prof */
+		uint32_t *elab = xcalloc(db->nentries + 1, sizeof(uint32_t));
+		for (size_t q = 0; q < db->nprofs; q++)
+			for (size_t k = db->profs[q].first; k < db->profs[q].end && k < db->nentries; k++)
+				elab[k] = db->profs[q].label;
 		for (size_t k = 0; k < db->nentries; k++) {
 			const struct tally_db_entry *en = &db->entries[k];
 			bool any = false;
@@ -564,8 +574,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			}
 			if (!any)
 				continue;
-			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, c, r);
+			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, elab[k], c, r);
 		}
+		free(elab);
 	}
 	/* --percent-limit: each sample's kept prefix, root first */
 	uint64_t *min = xcalloc((size_t)ne + 1, sizeof(uint64_t));
@@ -601,9 +612,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		for (int v = 0; v < nv; v++)
 			vals[v] = (val_raw[v] ? s.raw : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
 		int32_t pid = db->per_pid ? s.pid[k] : 0;
+		uint32_t label = s.label[k] <= db->nlabels ? s.label[k] : 0;
 		uint32_t n = sample_locs(&s, k, &run, &arun);
 		if (!keep || keep[k] == n) {
-			add_out(&o, k, run, n, false, pid, vals, &hashes, &ahashes);
+			add_out(&o, k, run, n, false, pid, label, vals, &hashes, &ahashes);
 			continue;
 		}
 		/* cut: [other] in place of the leaf part, then the kept callers */
@@ -612,7 +624,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		path[len++] = other_loc(&p);
 		for (uint32_t j = drop; j < n; j++)
 			path[len++] = run[j];
-		add_out(&o, k, path, len, true, pid, vals, &hashes, &ahashes);
+		add_out(&o, k, path, len, true, pid, label, vals, &hashes, &ahashes);
 	}
 	free(path);
 	free(vals);
@@ -654,6 +666,11 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		const char *comm = o.v[k].pid ? tally_export_comm(&comms, o.v[k].pid) : NULL;
 		if (comm)
 			str_id(&p.str, comm);
+		const struct tally_labelset *ls = o.v[k].label ? &db->labels[o.v[k].label - 1] : NULL;
+		for (size_t j = 0; ls && j < ls->n; j++) {
+			str_id(&p.str, ls->v[j].key);
+			str_id(&p.str, ls->v[j].value);
+		}
 	}
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
@@ -740,6 +757,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	uint64_t *locids = NULL;
 	size_t alocids = 0;
 	int64_t *values = xcalloc((size_t)nv + 1, sizeof(int64_t));
+	PLabel *pl = NULL;
+	PLabel **plp = NULL;
+	size_t apl = 0, aplp = 0;
 	for (size_t k = 0; k < o.n && !zo.err; k++) {
 		const struct psample *q = &o.v[k];
 		const uint32_t *ql = out_locs(&o, q, &run, &arun);
@@ -753,24 +773,41 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			values[v] = (int64_t)o.vals[k * (size_t)nv + (size_t)v];
 		ps.n_value = (size_t)nv;
 		ps.value = values;
-		PLabel pl[2] = { PERFTOOLS__PROFILES__LABEL__INIT, PERFTOOLS__PROFILES__LABEL__INIT };
-		PLabel *plp[2] = { &pl[0], &pl[1] };
+		/* labels: pid and its comm (per-pid databases), then the sample's
+		 * label set (comm=, host=, run=: pprof -tagfocus comm=NAME), a
+		 * key once */
+		const struct tally_labelset *ls = q->label ? &db->labels[q->label - 1] : NULL;
+		size_t nl = 0;
+		GROW(pl, apl, 2 + (ls ? ls->n : 0));
+		GROW(plp, aplp, 2 + (ls ? ls->n : 0));
+		const char *comm = q->pid ? tally_export_comm(&comms, q->pid) : NULL;
 		if (q->pid) {
-			pl[0].key = key_pid;
-			pl[0].num = q->pid;
-			ps.label = plp;
-			ps.n_label = 1;
-			const char *comm = tally_export_comm(&comms, q->pid);
-			if (comm) {
-				pl[1].key = key_comm;
-				pl[1].str = str_id(&p.str, comm);
-				ps.n_label = 2;
-			}
+			pl[nl] = (PLabel)PERFTOOLS__PROFILES__LABEL__INIT;
+			pl[nl].key = key_pid;
+			pl[nl++].num = q->pid;
 		}
+		if (comm) {
+			pl[nl] = (PLabel)PERFTOOLS__PROFILES__LABEL__INIT;
+			pl[nl].key = key_comm;
+			pl[nl++].str = str_id(&p.str, comm);
+		}
+		for (size_t j = 0; ls && j < ls->n; j++) {
+			if (comm && !strcmp(ls->v[j].key, "comm"))
+				continue;
+			pl[nl] = (PLabel)PERFTOOLS__PROFILES__LABEL__INIT;
+			pl[nl].key = str_id(&p.str, ls->v[j].key);
+			pl[nl++].str = str_id(&p.str, ls->v[j].value);
+		}
+		for (size_t j = 0; j < nl; j++)
+			plp[j] = &pl[j];
+		ps.label = nl ? plp : NULL;
+		ps.n_label = nl;
 		zmsg(&zo, 2, &ps.base);
 	}
 	free(values);
 	free(locids);
+	free(pl);
+	free(plp);
 	tally_export_comms_release(&comms);
 	/* 3: mappings */
 	for (size_t k = 0; k < p.nmaps; k++)
@@ -840,6 +877,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(r);
 	free(s.src);
 	free(s.pid);
+	free(s.label);
 	free(s.counts);
 	free(s.raw);
 	for (size_t k = 0; k < p.str.n; k++)

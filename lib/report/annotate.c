@@ -23,16 +23,24 @@
 #define CODE_LIMIT (4u << 20) /* bytes of one function we disassemble at most */
 
 struct pt {
-	uint64_t addr, n;
+	uint64_t addr, n, r; /* r: the number of samples, n their value */
 };
 
 struct cand {
 	uint32_t image;
 	const char *name;
-	uint64_t addr, size, samples;
+	uint64_t addr, size, samples, raw;
 	struct pt *pts;
 	size_t npts, apts;
 };
+
+/* Entry i's number of samples of event ev: the counts are the weights once
+ * the database is weighed, and the sample counts are then beside them. */
+static uint64_t raw_of(const struct tally_db *db, size_t i, int ev)
+{
+	const uint64_t *raw = db->weighed ? db->weights : db->counts;
+	return raw ? raw[i * (size_t)db->nevents + (size_t)ev] : 0;
+}
 
 static bool image_matches(const struct tally_db_image *im, const char *want)
 {
@@ -126,7 +134,7 @@ static bool line_eq(const void *ctx, uint32_t idx, const void *key)
 	return f->lines[idx].file == k->file && f->lines[idx].line == k->line;
 }
 
-static void add_line(struct builder *b, uint32_t file, uint32_t line, uint64_t n)
+static void add_line(struct builder *b, uint32_t file, uint32_t line, uint64_t n, uint64_t r)
 {
 	struct tally_annot_func *f = b->f;
 	struct line_key k = { file, line };
@@ -134,11 +142,12 @@ static void add_line(struct builder *b, uint32_t file, uint32_t line, uint64_t n
 	uint32_t i = tally_hidx_get(&b->idx, h, &k, line_eq, f);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(f->lines, b->alines, f->nlines + 1);
-		f->lines[f->nlines] = (struct tally_annot_line){ file, line, 0 };
+		f->lines[f->nlines] = (struct tally_annot_line){ file, line, 0, 0 };
 		tally_hidx_put(&b->idx, h, (uint32_t)f->nlines);
 		i = (uint32_t)f->nlines++;
 	}
 	f->lines[i].samples += n;
+	f->lines[i].raw += r;
 	if (file == f->main_file && line) {
 		if (!f->first_line || line < f->first_line)
 			f->first_line = line;
@@ -168,7 +177,7 @@ static bool line_before(const void *ctx, size_t i)
 
 uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, uint32_t line)
 {
-	struct line_find_key k = { f, { file, line, 0 } };
+	struct line_find_key k = { f, { file, line, 0, 0 } };
 	size_t lo = tally_partition(f->nlines, line_before, &k);
 	return lo < f->nlines && !cmp_line(&f->lines[lo], &k.line) ? (uint32_t)lo : TALLY_ANNOT_NONE;
 }
@@ -231,7 +240,7 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 			strbuf_addstr(&t, ins[i].mnemonic);
 			if (ins[i].op_str[0])
 				strbuf_addf(&t, " %s", ins[i].op_str);
-			f->insns[f->ninsns++] = (struct tally_annot_insn){ ins[i].address, ins[i].size, 0, strbuf_detach(&t),
+			f->insns[f->ninsns++] = (struct tally_annot_insn){ ins[i].address, ins[i].size, 0, 0, strbuf_detach(&t),
 									   TALLY_ANNOT_NONE };
 			off += ins[i].size;
 		}
@@ -239,7 +248,7 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 			cs_free(ins, cnt);
 		if (off < len) {
 			GROW(f->insns, b->ainsns, f->ninsns + 1);
-			f->insns[f->ninsns++] = (struct tally_annot_insn){ base + off, 1, 0, xstrdup("(bad)"), TALLY_ANNOT_NONE };
+			f->insns[f->ninsns++] = (struct tally_annot_insn){ base + off, 1, 0, 0, xstrdup("(bad)"), TALLY_ANNOT_NONE };
 			off++;
 		}
 	}
@@ -432,7 +441,7 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 					continue;
 				if (f->main_file == TALLY_ANNOT_NONE)
 					f->main_file = intern_file(b, file);
-				add_line(b, intern_file(b, file), (uint32_t)ln, 0);
+				add_line(b, intern_file(b, file), (uint32_t)ln, 0, 0);
 			}
 		}
 		if (!f->nlines)
@@ -456,9 +465,9 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 		int ln = 0;
 		const char *file = dl ? dwfl_lineinfo(dl, NULL, &ln, NULL, NULL, NULL) : NULL;
 		if (file && ln > 0)
-			add_line(b, intern_file(b, file), (uint32_t)ln, c->pts[i].n);
+			add_line(b, intern_file(b, file), (uint32_t)ln, c->pts[i].n, c->pts[i].r);
 		else
-			f->no_line += c->pts[i].n;
+			f->no_line += c->pts[i].n, f->no_line_raw += c->pts[i].r;
 	}
 	b->ins_file = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
 	b->ins_line = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
@@ -469,7 +478,7 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 		b->ins_file[i] = file && ln > 0 ? intern_file(b, file) : TALLY_ANNOT_NONE;
 		b->ins_line[i] = file && ln > 0 ? (uint32_t)ln : 0;
 		if (file && ln > 0)
-			add_line(b, b->ins_file[i], (uint32_t)ln, 0);
+			add_line(b, b->ins_file[i], (uint32_t)ln, 0, 0);
 	}
 }
 
@@ -492,7 +501,7 @@ static void annotate_jit(struct builder *b, struct tally_resolver *res, struct c
 			uint32_t fi = intern_file(b, file);
 			if (f->main_file == TALLY_ANNOT_NONE)
 				f->main_file = fi;
-			add_line(b, fi, ln, 0);
+			add_line(b, fi, ln, 0, 0);
 		}
 	}
 	if (!f->nlines)
@@ -505,9 +514,9 @@ static void annotate_jit(struct builder *b, struct tally_resolver *res, struct c
 		const char *file;
 		unsigned ln;
 		if (tally_resolver_jit_line(res, c->image, c->pts[i].addr, &file, &ln) == 0)
-			add_line(b, intern_file(b, file), ln, c->pts[i].n);
+			add_line(b, intern_file(b, file), ln, c->pts[i].n, c->pts[i].r);
 		else
-			f->no_line += c->pts[i].n;
+			f->no_line += c->pts[i].n, f->no_line_raw += c->pts[i].r;
 	}
 	b->ins_file = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
 	b->ins_line = xmalloc((f->ninsns + 1) * sizeof(uint32_t));
@@ -529,6 +538,7 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 	f->addr = c->addr;
 	f->size = c->size;
 	f->samples = c->samples;
+	f->raw = c->raw;
 	f->image_samples = image_samples;
 	f->main_file = TALLY_ANNOT_NONE;
 	struct builder b;
@@ -537,18 +547,21 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
 	size_t u = 0;
 	for (size_t i = 0; i < c->npts; i++) {
-		if (u && c->pts[u - 1].addr == c->pts[i].addr)
+		if (u && c->pts[u - 1].addr == c->pts[i].addr) {
 			c->pts[u - 1].n += c->pts[i].n;
-		else
+			c->pts[u - 1].r += c->pts[i].r;
+		} else
 			c->pts[u++] = c->pts[i];
 	}
 	c->npts = u;
 	f->npts = u;
 	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
 	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_raw = xmalloc((u + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < u; i++) {
 		f->pt_addr[i] = c->pts[i].addr;
 		f->pt_samples[i] = c->pts[i].n;
+		f->pt_raw[i] = c->pts[i].r;
 	}
 	if (!strcmp(db->images[c->image].kind, "jit"))
 		annotate_jit(&b, res, c);
@@ -556,8 +569,10 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 		annotate_dwarf(&b, db, res, c);
 	for (size_t i = 0; i < c->npts; i++) {
 		struct tally_annot_insn *in = insn_at(f, c->pts[i].addr);
-		if (in)
+		if (in) {
 			in->samples += c->pts[i].n;
+			in->raw += c->pts[i].r;
+		}
 	}
 	tally_qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
 	for (size_t i = 0; i < f->ninsns; i++)
@@ -573,7 +588,7 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 struct iline {
 	const char *file;
 	uint32_t line;
-	uint64_t n;
+	uint64_t n, r;
 };
 
 struct into {
@@ -585,7 +600,7 @@ struct icand {
 	uint32_t image;
 	uint64_t id; /* the inlined function's DWARF id (tally_srcframe.addr) */
 	const char *name;
-	uint64_t samples;
+	uint64_t samples, raw;
 	struct pt *pts;
 	size_t npts, apts;
 	struct iline *ls;
@@ -627,6 +642,7 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	f->name = xstrdup(c->name);
 	f->inlined = true;
 	f->samples = c->samples;
+	f->raw = c->raw;
 	f->image_samples = image_samples;
 	f->main_file = TALLY_ANNOT_NONE;
 	struct builder b;
@@ -653,9 +669,9 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	}
 	for (size_t i = 0; i < c->nls; i++) {
 		if (c->ls[i].file && c->ls[i].line)
-			add_line(&b, intern_file(&b, c->ls[i].file), c->ls[i].line, c->ls[i].n);
+			add_line(&b, intern_file(&b, c->ls[i].file), c->ls[i].line, c->ls[i].n, c->ls[i].r);
 		else
-			f->no_line += c->ls[i].n;
+			f->no_line += c->ls[i].n, f->no_line_raw += c->ls[i].r;
 	}
 	tally_qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
 	if (!f->nlines)
@@ -663,17 +679,20 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
 	size_t u = 0;
 	for (size_t i = 0; i < c->npts; i++) {
-		if (u && c->pts[u - 1].addr == c->pts[i].addr)
+		if (u && c->pts[u - 1].addr == c->pts[i].addr) {
 			c->pts[u - 1].n += c->pts[i].n;
-		else
+			c->pts[u - 1].r += c->pts[i].r;
+		} else
 			c->pts[u++] = c->pts[i];
 	}
 	f->npts = u;
 	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
 	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_raw = xmalloc((u + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < u; i++) {
 		f->pt_addr[i] = c->pts[i].addr;
 		f->pt_samples[i] = c->pts[i].n;
+		f->pt_raw[i] = c->pts[i].r;
 	}
 	tally_qsort(c->into, c->ninto, sizeof(*c->into), cmp_into);
 	f->inlined_into = xcalloc(c->ninto + 1, sizeof(char *));
@@ -706,6 +725,7 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 			continue;
 		for (size_t i = pf->first; i < pf->end; i++) {
 			uint64_t cnt = db->counts[i * (size_t)db->nevents + (size_t)o->event];
+			uint64_t raw = raw_of(db, i, o->event);
 			if (!cnt)
 				continue;
 			const struct tally_srcframe *fr;
@@ -726,10 +746,11 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 				*c = (struct icand){ .image = pf->image, .id = fr[k].addr, .name = fr[k].name };
 			}
 			c->samples += cnt;
+			c->raw += raw;
 			uint64_t la;
 			if (!tally_resolver_addr(res, pf->image, db->entries[i].offset, &la)) {
 				GROW(c->pts, c->apts, c->npts + 1);
-				c->pts[c->npts++] = (struct pt){ la, cnt };
+				c->pts[c->npts++] = (struct pt){ la, cnt, raw };
 			}
 			size_t q = 0;
 			while (q < c->nls && !(c->ls[q].line == (uint32_t)fr[k].line &&
@@ -737,9 +758,10 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 				q++;
 			if (q == c->nls) {
 				GROW(c->ls, c->als, c->nls + 1);
-				c->ls[c->nls++] = (struct iline){ fr[k].file, (uint32_t)(fr[k].line > 0 ? fr[k].line : 0), 0 };
+				c->ls[c->nls++] = (struct iline){ fr[k].file, (uint32_t)(fr[k].line > 0 ? fr[k].line : 0), 0, 0 };
 			}
 			c->ls[q].n += cnt;
+			c->ls[q].r += raw;
 			/* the function it was inlined into: the outermost frame */
 			const char *into = fr[nf - 1].name ? fr[nf - 1].name : "[unknown]";
 			q = 0;
@@ -811,6 +833,7 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 		image_seen = true;
 		for (size_t i = pf->first; i < pf->end; i++) {
 			uint64_t cnt = db->counts[i * (size_t)db->nevents + (size_t)o->event];
+			uint64_t raw = raw_of(db, i, o->event);
 			if (!cnt)
 				continue;
 			img_samples[pf->image] += cnt;
@@ -827,11 +850,12 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 			if (!c) {
 				GROW(cands, ac, nc + 1);
 				c = &cands[nc++];
-				*c = (struct cand){ pf->image, sym->name, sym->addr, sym->size, 0, NULL, 0, 0 };
+				*c = (struct cand){ pf->image, sym->name, sym->addr, sym->size, 0, 0, NULL, 0, 0 };
 			}
 			c->samples += cnt;
+			c->raw += raw;
 			GROW(c->pts, c->apts, c->npts + 1);
-			c->pts[c->npts++] = (struct pt){ la, cnt };
+			c->pts[c->npts++] = (struct pt){ la, cnt, raw };
 		}
 	}
 	if (o->image && !image_seen) {
@@ -911,6 +935,7 @@ void tally_annotate_free(struct tally_annot_func *f, size_t n)
 		free(f[i].insns);
 		free(f[i].pt_addr);
 		free(f[i].pt_samples);
+		free(f[i].pt_raw);
 		free(f[i].line_note);
 		free(f[i].code_note);
 		for (size_t k = 0; k < f[i].ninlined_into; k++)

@@ -135,10 +135,15 @@ a, s, f = (json.load(open(p)) for p in sys.argv[1:4])
 fn = [x for e in f["events"] for i in e["images"] for x in i["functions"] if x["name"] == "lib_work"][0]
 af, sf = a["functions"][0], s["functions"][0]
 errs = []
-if a["unit"] != "ns" or af.get("value") != fn["value"] or "samples" in af:
+if a["unit"] != "ns" or af.get("value") != fn["value"]:
     errs.append("annotate: unit %r value %r, the report's value %d" % (a["unit"], af.get("value"), fn["value"]))
+# the number of samples beside the value, as the report keeps it
+if af.get("samples") != fn["samples"]:
+    errs.append("annotate: samples %r beside the value, the report's samples %d" % (af.get("samples"), fn["samples"]))
 if sum(l["value"] for l in af["lines"]) + af["no_line_value"] != af["value"]:
     errs.append("annotate: the lines' values do not add up to the function's")
+if sum(l["samples"] for l in af["lines"]) + af["no_line_samples"] != af["samples"]:
+    errs.append("annotate: the lines' samples do not add up to the function's")
 if s["unit"] != "samples" or sf.get("samples") != fn["samples"]:
     errs.append("annotate --samples: unit %r samples %r, the report's %d" % (s["unit"], sf.get("samples"), fn["samples"]))
 if errs:

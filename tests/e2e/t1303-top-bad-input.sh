@@ -1,7 +1,8 @@
 #!/bin/bash
 # tally top refuses bad input with one line naming the thing and the fix, and
 # never hangs: options that do not fit together, bad values, a pid that is
-# gone, an unknown event, --db without a daemon, a socket that answers
+# gone, an unknown event, off-CPU events (top shows on-CPU time only), --db
+# without a daemon, a socket that answers
 # garbage, and a reader that goes away.
 . "$SRCDIR/tests/e2e/lib.sh"
 
@@ -11,6 +12,14 @@ case_usage() {
 	expect_fail_with "not several" "$TALLY" top -p 1 --db db
 	expect_fail_with "--db shows what the daemon samples" "$TALLY" top --db db -F 99
 	((LAST_RC == 2)) || fail "--db with -F: exit $LAST_RC, expected 2"
+	# its shares are of on-CPU samples: off-CPU events are refused, not recorded unseen
+	if "$TALLY" events 2>/dev/null | grep -Eq '^off-cpu +tracepoint +available'; then
+		expect_fail_with "top shows time on the CPU only, not event 'off-cpu' .*tally record --off-cpu" "$TALLY" top --off-cpu --once -- true
+		((LAST_RC == 2)) || fail "top --off-cpu: exit $LAST_RC, expected 2"
+		expect_fail_with "top shows time on the CPU only, not event 'off-cpu'" "$TALLY" top -e cpu-clock,off-cpu --once -- true
+	else
+		echo "SKIPPED PART: off-CPU recording is unavailable here: top --off-cpu's refusal not checked"
+	fi
 	expect_fail_with "--delay takes 50ms to 1h" "$TALLY" top -d 10ms
 	expect_fail_with "--delay" "$TALLY" top -d 0
 	expect_fail_with "--view takes functions, images, commands, not 'flames'" "$TALLY" top --view flames
