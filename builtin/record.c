@@ -176,6 +176,12 @@ int cmd_record(int argc, char **argv)
 			tally_info("event %s: %" PRIu64 " Hz (kernel-adjusted period) on CPUs %s", ev->name, smp.freq, cpustr.buf);
 	}
 	strbuf_release(&cpustr);
+	{
+		const char *why, *mech = tally_collector_offcpu_mech(col, &why);
+		if (mech)
+			tally_info("off-CPU time from %s%s%s%s", !strcmp(mech, "bpf") ? "the BPF program (summed in the kernel)" :
+				   "the sched_switch tracepoint", why ? " (" : "", why ? why : "", why ? ")" : "");
+	}
 
 	if (tally_recording_start(rec)) {
 		tally_error("%s", tally_errmsg());

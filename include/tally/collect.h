@@ -62,6 +62,7 @@ struct tally_collect_opts {
 	int cgroup_fd;
 	/* with an off-CPU event: intervals shorter than this (ns) are dropped, counted */
 	uint64_t offcpu_min;
+	int offcpu_mech; /* enum tally_offcpu_mech (offcpu.h): auto, bpf or tracepoint */
 };
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -78,6 +79,7 @@ struct tally_rec {
 	 * period really in effect (period can be stale), an off-CPU interval; 0:
 	 * the period */
 	uint64_t weight;
+	uint64_t count;   /* samples this record stands for (off-CPU waits summed in the kernel); 0: one */
 	uint64_t nr;      /* callchain length */
 	const uint64_t *chain;
 	const uint64_t *regs; /* user registers (tally_unwind_regs_mask order), or NULL */
@@ -144,6 +146,10 @@ struct tally_offcpu_stats;
 /* The off-CPU counters (offcpu.h); all zero without an off-CPU event or collector.
  * Returns whether the collector records off-CPU time. */
 bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_offcpu_stats *st);
+
+/* How off-CPU time is recorded: "bpf", "tracepoint", or NULL without it; *why
+ * (may be NULL) says why auto chose the tracepoint, or NULL. */
+const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
 
 /* The kernel.perf_event_paranoid setting, or 2 when unreadable. */
 int tally_perf_paranoid(void);

@@ -51,6 +51,8 @@ struct tally_offcpu_stats {
 	uint64_t dropped_ns;
 	uint64_t unmatched;  /* switch-ins of a task whose switch-out was not seen (it went off before the recording) */
 	uint64_t pending;    /* tasks off the CPU right now */
+	uint64_t lost;       /* BPF: waits that found no room in the kernel's map */
+	uint64_t lost_ns;
 };
 
 struct tally_offcpu;
@@ -75,5 +77,53 @@ void tally_offcpu_flush(struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, 
 void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats *st);
 /* The tasks the table holds (live and not yet dropped), for the tests. */
 size_t tally_offcpu_slots(const struct tally_offcpu *o);
+
+/* The mechanism that records off-CPU time (--off-cpu-mechanism). */
+enum tally_offcpu_mech { TALLY_OFFCPU_AUTO, TALLY_OFFCPU_BPF, TALLY_OFFCPU_TRACEPOINT };
+/* "auto", "bpf" or "tracepoint": 0, or -EINVAL with tally_seterr. */
+int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out);
+
+/* One entry of the BPF program's map of waits (offcpu_bpf.c): the waits of
+ * one task at one stack, of one kind, summed in the kernel. ips: the stack,
+ * innermost first (one ip without call graphs); kernel: a task with no user
+ * part, put at a kernel address; chain: deliver ips as the call chain. */
+struct tally_offcpu_entry {
+	uint32_t tgid, tid;
+	bool preempted, kernel, chain;
+	uint64_t ns, count;
+	const uint64_t *ips;
+	size_t nips;
+};
+/* Delivers e to fn as one sample of the off-cpu (or off-cpu-preempted) event
+ * that stands for e->count waits and weighs e->ns, at time (a time the
+ * task's maps are still known), and counts it as tally_offcpu_in would. An
+ * entry with no waits or no ip is counted as dropped. */
+void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time, tally_rec_fn fn, void *ctx);
+/* The kernel's own counters (cumulative): waits under the minimum, waits lost
+ * for lack of room. */
+void tally_offcpu_kernel_counts(struct tally_offcpu *o, uint64_t dropped, uint64_t dropped_ns, uint64_t lost, uint64_t lost_ns);
+
+/* The BPF mechanism (offcpu_bpf.c; absent from a build without libbpf). */
+struct tally_offcpu_bpf;
+enum { TALLY_OFFCPU_BPF_ALL, TALLY_OFFCPU_BPF_CGROUP, TALLY_OFFCPU_BPF_TGIDS };
+struct tally_offcpu_bpf_opts {
+	int mode;            /* which tasks: every one, a cgroup's, processes (and what they start) */
+	uint64_t cgroup_id;  /* TALLY_OFFCPU_BPF_CGROUP */
+	const int *tgids;    /* TALLY_OFFCPU_BPF_TGIDS */
+	size_t ntgids;
+	uint64_t min_ns;
+	bool callchain;
+};
+/* Loads and attaches the program (disabled until tally_offcpu_bpf_enable).
+ * The caller owns *out (tally_offcpu_bpf_free). 0, or -errno with tally_seterr
+ * saying why (-ENOTSUP: tally was built without it). */
+int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offcpu_bpf_opts *opts);
+void tally_offcpu_bpf_enable(struct tally_offcpu_bpf *b, bool on);
+/* Reads and clears the map of waits, each entry through tally_offcpu_add at
+ * time; flush: the tasks still off the CPU are counted up to end and
+ * forgotten too. Returns the number of entries or -errno. */
+int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, bool flush, uint64_t end,
+			   tally_rec_fn fn, void *ctx);
+void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b);
 
 #endif

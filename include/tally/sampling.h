@@ -23,6 +23,7 @@ enum {
 	TALLY_OPT_BUILDID_MMAP,
 	TALLY_OPT_OFFCPU,
 	TALLY_OPT_OFFCPU_MIN,
+	TALLY_OPT_OFFCPU_MECH,
 };
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
@@ -39,6 +40,8 @@ struct tally_sampling {
 	uint32_t stack_user;    /* --call-graph dwarf: bytes of user stack per sample */
 	bool offcpu;            /* --off-cpu: off-cpu and off-cpu-preempted added to the events */
 	uint64_t offcpu_min;    /* --off-cpu-min, ns (0: every wait) */
+	int offcpu_mech;        /* --off-cpu-mechanism: enum tally_offcpu_mech (offcpu.h) */
+	bool offcpu_mech_set;
 
 	/* filled by tally_sampling_resolve */
 	const struct tally_event_desc *evs[TALLY_SAMPLING_MAX_EVENTS];

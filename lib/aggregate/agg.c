@@ -396,6 +396,7 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 	uint64_t weight = r->weight ? r->weight : r->period;
+	uint64_t n1 = r->count ? r->count : 1; /* the samples it stands for (a BPF map entry: its waits) */
 	struct tally_sample_memo *memo = NULL;
 	if (!r->nr) {
 		memo = memo_slot(a, r, kernel);
@@ -403,8 +404,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 		    memo->kernel == kernel && (!memo->p || memo->p->memo_gen == memo->pgen)) {
 			if (memo->p)
 				memo->p->sampled = true;
-			add_count(a, memo->row, r->event, 1, weight);
-			a->samples[r->event]++;
+			add_count(a, memo->row, r->event, n1, weight);
+			a->samples[r->event] += n1;
 			return;
 		}
 	}
@@ -528,8 +529,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else if (r->pid == 0 && kernel) {
 		comm = tally_agg_comm(a, "swapper"); /* the idle task, as perf names it */
 	}
-	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, 1, weight);
-	a->samples[r->event]++;
+	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, n1, weight);
+	a->samples[r->event] += n1;
 	if (memo && mapped)
 		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen, p, r->pid, row, p ? p->memo_gen : 0, r->event, kernel };
 }

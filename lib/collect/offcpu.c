@@ -159,6 +159,9 @@ struct tally_offcpu {
 	size_t npending;
 	size_t ndead; /* slots of tasks that ended (tid 0): dropped when they are many */
 	struct tally_offcpu_stats st;
+	struct tally_offcpu_stats kst; /* the BPF program's own counters (dropped, lost) */
+	uint64_t *chain;               /* tally_offcpu_add's call chain */
+	size_t achain;
 };
 
 struct tally_offcpu *tally_offcpu_new(int ev_blocked, int ev_preempted, uint64_t min_ns)
@@ -188,6 +191,7 @@ void tally_offcpu_free(struct tally_offcpu *o)
 	for (size_t i = 0; i < o->np; i++)
 		pend_release(&o->p[i]);
 	free(o->p);
+	free(o->chain);
 	tally_hidx_release(&o->idx);
 	free(o);
 }
@@ -356,6 +360,63 @@ void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats 
 	}
 	*st = o->st;
 	st->pending = o->npending;
+	st->dropped += o->kst.dropped;
+	st->dropped_ns += o->kst.dropped_ns;
+	st->lost = o->kst.lost;
+	st->lost_ns = o->kst.lost_ns;
+}
+
+int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out)
+{
+	static const char *const names[] = { "auto", "bpf", "tracepoint" };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum tally_offcpu_mech)i;
+			return 0;
+		}
+	return tally_seterr(-EINVAL, "unknown off-CPU mechanism '%s' (known: auto, bpf, tracepoint)", s);
+}
+
+void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time, tally_rec_fn fn, void *ctx)
+{
+	if (!e->count || !e->ns || !e->nips || !e->ips[0] || !e->tid) {
+		/* nothing to put anywhere: counted, never silently lost */
+		o->st.dropped += e->count;
+		o->st.dropped_ns += e->ns;
+		return;
+	}
+	int k = e->preempted;
+	o->st.waits[k] += e->count;
+	o->st.ns[k] += e->ns;
+	struct tally_rec r;
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_SAMPLE;
+	r.misc = e->kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER;
+	r.event = o->ev[k];
+	r.pid = e->tgid;
+	r.tid = e->tid;
+	r.time = time;
+	r.ip = e->ips[0];
+	r.period = e->ns;
+	r.weight = e->ns;
+	r.count = e->count;
+	/* as from the tracepoint: the user chain, none for a kernel thread */
+	if (e->chain && !e->kernel) {
+		GROW(o->chain, o->achain, e->nips + 1);
+		o->chain[0] = PERF_CONTEXT_USER;
+		memcpy(o->chain + 1, e->ips, e->nips * sizeof(uint64_t));
+		r.nr = e->nips + 1;
+		r.chain = o->chain;
+	}
+	fn(ctx, &r);
+}
+
+void tally_offcpu_kernel_counts(struct tally_offcpu *o, uint64_t dropped, uint64_t dropped_ns, uint64_t lost, uint64_t lost_ns)
+{
+	o->kst.dropped = dropped;
+	o->kst.dropped_ns = dropped_ns;
+	o->kst.lost = lost;
+	o->kst.lost_ns = lost_ns;
 }
 
 size_t tally_offcpu_slots(const struct tally_offcpu *o)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,6 +208,9 @@ struct tally_collector {
 	struct tally_offcpu *off;
 	bool off_flush;              /* count the tasks still off up to now at the next poll */
 	uint64_t max_time;           /* the latest record time seen */
+	struct tally_offcpu_bpf *bpf; /* off-CPU time from the BPF program instead of the tracepoint */
+	const char *off_why;         /* why auto took the tracepoint (static), or NULL */
+	uint64_t off_stop;           /* when it was stopped or paused (CLOCK_MONOTONIC ns) */
 };
 
 static bool id_eq(const void *ctx, uint32_t idx, const void *key)
@@ -409,6 +413,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
 		if (d->offcpu == TALLY_OFFCPU_PREEMPTED)
 			continue; /* delivered from off-cpu's records */
+		if (d->offcpu && c->bpf)
+			continue; /* the BPF program's, no perf event */
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
 		bool cg = cgroup_event(c, ev);
@@ -483,6 +489,59 @@ static int list_threads(pid_t pid, pid_t **out, size_t *n)
 	return 0;
 }
 
+/* --off-cpu-mechanism: the BPF program when asked, or for auto when it loads
+ * and no call graph is asked (docs/offcpu.md: its frame-pointer walk loses the
+ * callers of libc's frameless wrappers, and DWARF needs a stack copy). 0 with
+ * c->bpf set or not, or -errno when bpf was asked and cannot load. */
+static int open_offcpu_bpf(struct tally_collector *c)
+{
+	if (c->o.offcpu_mech == TALLY_OFFCPU_TRACEPOINT)
+		return 0;
+	if (c->o.offcpu_mech == TALLY_OFFCPU_AUTO && c->o.callchain) {
+		c->off_why = "call graphs asked";
+		return 0;
+	}
+#ifdef TALLY_HAVE_BPF
+	struct tally_offcpu_bpf_opts bo = { .min_ns = c->o.offcpu_min, .callchain = c->o.callchain };
+	if (c->o.target == TALLY_TARGET_SYSTEM) {
+		bo.mode = TALLY_OFFCPU_BPF_ALL;
+	} else if (c->o.target == TALLY_TARGET_CHILD && c->o.use_cgroup) {
+		struct stat st;
+		if (fstat(c->o.cgroup_fd, &st) < 0)
+			return tally_seterr(-errno, "cannot read the command's cgroup: %s", strerror(errno));
+		bo.mode = TALLY_OFFCPU_BPF_CGROUP;
+		bo.cgroup_id = (uint64_t)st.st_ino; /* a cgroup2 directory's inode is its id */
+	} else {
+		bo.mode = TALLY_OFFCPU_BPF_TGIDS;
+		bo.tgids = c->o.pids;
+		bo.ntgids = c->o.npids;
+	}
+	int r = tally_offcpu_bpf_open(&c->bpf, &bo);
+	if (!r) {
+		/* -e off-cpu alone: a dummy event still follows mmaps, comms and exits */
+		bool other = false;
+		for (int ev = 0; ev < c->o.nevents; ev++)
+			other = other || !c->o.events[ev]->offcpu;
+		if (!other)
+			c->o.sideband_dummy = true;
+		return 0;
+	}
+	if (c->o.offcpu_mech == TALLY_OFFCPU_BPF) {
+		char why[512];
+		snprintf(why, sizeof(why), "%s", tally_errmsg());
+		return tally_seterr(r, "%s (%suse --off-cpu-mechanism tracepoint)", why,
+				    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+	}
+	c->off_why = "the BPF program did not load (see --off-cpu-mechanism bpf)";
+	return 0;
+#else
+	if (c->o.offcpu_mech == TALLY_OFFCPU_BPF)
+		return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --off-cpu-mechanism tracepoint)");
+	c->off_why = "built without BPF";
+	return 0;
+#endif
+}
+
 int tally_collector_open(struct tally_collector **out, const struct tally_collect_opts *opts)
 {
 	struct tally_collector *c = xcalloc(1, sizeof(*c));
@@ -511,13 +570,21 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
 	c->last = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(*c->last));
 	if (c->off_ev >= 0) {
+		ret = open_offcpu_bpf(c);
+		if (ret) {
+			tally_collector_free(c);
+			return ret;
+		}
+	}
+	if (c->off_ev >= 0 && !c->bpf) {
 		ret = tally_offcpu_format(&c->ofmt);
 		if (ret) {
 			tally_collector_free(c);
 			return ret;
 		}
-		c->off = tally_offcpu_new(c->off_ev, ev_pre, opts->offcpu_min);
 	}
+	if (c->off_ev >= 0)
+		c->off = tally_offcpu_new(c->off_ev, ev_pre, opts->offcpu_min);
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		c->ps[ev].min = UINT64_MAX;
 		if (opts->events[ev]->offcpu)
@@ -602,9 +669,21 @@ static int apply_enable(struct tally_collector *c, int cpu)
 	return 0;
 }
 
+/* The BPF program follows the collector: on while enabled and not paused. */
+static void bpf_follow(struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	if (c->bpf)
+		tally_offcpu_bpf_enable(c->bpf, c->enabled && !c->paused);
+#else
+	(void)c;
+#endif
+}
+
 int tally_collector_enable(struct tally_collector *c)
 {
 	c->enabled = true;
+	bpf_follow(c);
 	if (c->o.target == TALLY_TARGET_CHILD) {
 		/* the command's task events enable themselves at its exec; its cgroup's now */
 		for (size_t i = 0; i < c->nfds; i++)
@@ -620,6 +699,8 @@ int tally_collector_disable(struct tally_collector *c)
 {
 	c->enabled = false;
 	c->off_flush = true;
+	c->off_stop = mono_ns();
+	bpf_follow(c);
 	for (size_t i = 0; i < c->nfds; i++)
 		if (ioctl(c->fds[i].fd, PERF_EVENT_IOC_DISABLE, 0) < 0 && errno != ESRCH)
 			return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, &c->fds[i]),
@@ -630,8 +711,11 @@ int tally_collector_disable(struct tally_collector *c)
 int tally_collector_pause(struct tally_collector *c, bool paused)
 {
 	c->paused = paused;
-	if (paused)
+	if (paused) {
 		c->off_flush = true;
+		c->off_stop = mono_ns();
+	}
+	bpf_follow(c);
 	return c->enabled ? apply_enable(c, -1) : 0;
 }
 
@@ -875,6 +959,20 @@ static void deliver_switch(struct tally_collector *c, struct tally_rec *r, const
 	}
 }
 
+/* The BPF program's waits, as samples at the latest record's time (the maps
+ * they resolve in are still known); flush: and the tasks still off. */
+static void drain_bpf(struct tally_collector *c, bool flush, tally_rec_fn fn, void *ctx)
+{
+#ifdef TALLY_HAVE_BPF
+	uint64_t now = mono_ns();
+	uint64_t t = c->max_time ? c->max_time : now;
+	/* a failed read leaves the waits in the map for the next round */
+	tally_offcpu_bpf_drain(c->bpf, c->off, t, flush, c->off_stop ? c->off_stop : now, fn, ctx);
+#else
+	(void)c, (void)flush, (void)fn, (void)ctx;
+#endif
+}
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -970,6 +1068,9 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			c->max_time = r.time;
 		if (h->type == PERF_RECORD_EXIT && c->off)
 			tally_offcpu_exit(c->off, ((const uint32_t *)(h + 1))[2]);
+		/* a process ends: its waits before its maps are forgotten */
+		if (h->type == PERF_RECORD_EXIT && c->bpf && ((const uint32_t *)(h + 1))[0] == ((const uint32_t *)(h + 1))[2])
+			drain_bpf(c, false, fn, ctx);
 		/* a task back on a CPU: the record is written by the task itself */
 		if ((h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE) && c->off &&
 		    !(h->misc & PERF_RECORD_MISC_SWITCH_OUT))
@@ -1056,6 +1157,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	for (size_t i = 0; i < c->nrefs; i++)
 		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
+	if (c->bpf) {
+		drain_bpf(c, c->off_flush, fn, ctx);
+		c->off_flush = false;
+	}
 	if (c->off && c->off_flush) {
 		/* stopped or paused: the tasks still off count up to the last record
 		 * (tally's own switches keep it close to now) */
@@ -1128,6 +1233,9 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->runs);
 	free(c->pfd);
 	tally_offcpu_free(c->off);
+#ifdef TALLY_HAVE_BPF
+	tally_offcpu_bpf_free(c->bpf);
+#endif
 	free(c);
 }
 
@@ -1135,4 +1243,13 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 {
 	tally_offcpu_stats(c ? c->off : NULL, st);
 	return c && c->off;
+}
+
+const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why)
+{
+	if (why)
+		*why = c ? c->off_why : NULL;
+	if (!c || c->off_ev < 0)
+		return NULL;
+	return c->bpf ? "bpf" : "tracepoint";
 }

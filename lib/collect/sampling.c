@@ -80,6 +80,14 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 		s->offcpu_min = (uint64_t)(sec * 1e9 + 0.5);
 		return 1;
 	}
+	case TALLY_OPT_OFFCPU_MECH: {
+		enum tally_offcpu_mech m;
+		if (tally_offcpu_parse_mech(arg, &m))
+			return -EINVAL;
+		s->offcpu_mech = (int)m;
+		s->offcpu_mech_set = true;
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -123,6 +131,8 @@ static int resolve_offcpu(struct tally_sampling *s)
 		return tally_seterr(-EINVAL, "event 'off-cpu-preempted' is recorded with 'off-cpu' (use --off-cpu)");
 	if (s->offcpu_min && !s->offcpu && !blocked)
 		return tally_seterr(-EINVAL, "--off-cpu-min needs --off-cpu");
+	if (s->offcpu_mech_set && !s->offcpu && !blocked)
+		return tally_seterr(-EINVAL, "--off-cpu-mechanism needs --off-cpu");
 	if ((s->offcpu || blocked) && s->cpu_arg)
 		return tally_seterr(-EINVAL, "--off-cpu needs every CPU: a task switched out on one comes back on another (leave out -C '%s')",
 				    s->cpu_arg);
@@ -246,6 +256,7 @@ void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_co
 	co->cpus = s->cpus;
 	co->ncpus = s->ncpus;
 	co->offcpu_min = s->offcpu_min;
+	co->offcpu_mech = s->offcpu_mech;
 }
 
 void tally_cpus_string(const bool *set, int n, struct strbuf *sb)
@@ -368,6 +379,10 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		tally_meta_set(m, "off-cpu-min-ns", "%" PRIu64, s->offcpu_min);
 		tally_meta_set(m, "off-cpu-dropped", "%" PRIu64 " waits, %" PRIu64 " ns", os.dropped, os.dropped_ns);
 		tally_meta_set(m, "off-cpu-unmatched", "%" PRIu64, os.unmatched);
+		/* how: the BPF program (waits summed in the kernel) or the tracepoint */
+		tally_meta_set(m, "off-cpu-mechanism", "%s", tally_collector_offcpu_mech(col, NULL));
+		if (!strcmp(tally_collector_offcpu_mech(col, NULL), "bpf"))
+			tally_meta_set(m, "off-cpu-lost", "%" PRIu64 " waits, %" PRIu64 " ns", os.lost, os.lost_ns);
 	}
 	if (a->jit_untrusted)
 		tally_meta_set(m, "jit-untrusted", "%u", a->jit_untrusted);
@@ -406,6 +421,11 @@ static const struct tally_option sampling_options[] = {
 	  TALLY_OPT_OFFCPU },
 	{ 0, "off-cpu-min", TALLY_ARG_REQUIRED, "TIME", "drop waits shorter than TIME (e.g. 1ms; counted in the session)",
 	  TALLY_OPT_OFFCPU_MIN },
+	{ 0, "off-cpu-mechanism", TALLY_ARG_REQUIRED, "HOW",
+	  "bpf: waits summed in the kernel by a BPF program (cheapest);\n"
+	  "tracepoint: a sched_switch record per switch; auto (default): bpf\n"
+	  "when it loads and no call graph is asked, else tracepoint",
+	  TALLY_OPT_OFFCPU_MECH },
 	TALLY_OPTION_END,
 };
 

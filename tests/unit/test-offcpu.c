@@ -290,6 +290,116 @@ static void test_offcpu__many_tasks(void **state)
 	tally_offcpu_free(o);
 }
 
+/* An entry of the BPF program's map (waits summed in the kernel) becomes one
+ * sample standing for its waits, weighing their time: the aggregate then
+ * holds what the tracepoint path's one sample per wait would give. */
+static void test_offcpu__bpf_entry(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 3, false, false);
+	struct tally_offcpu *o = tally_offcpu_new(1, 2, 0);
+	uint64_t ips_a[2] = { 0x7000, 0x7100 }, ips_b[2] = { 0x8000, 0x7100 };
+	/* block_a: 2 waits, 12 ms; block_b: 6 waits, 6 ms; preempted: 3, 1 ms */
+	struct tally_offcpu_entry ea = { .tgid = 100, .tid = 7, .chain = true, .ns = 12000000, .count = 2, .ips = ips_a, .nips = 2 };
+	struct tally_offcpu_entry eb = { .tgid = 100, .tid = 7, .chain = true, .ns = 6000000, .count = 6, .ips = ips_b, .nips = 2 };
+	struct tally_offcpu_entry ep = { .tgid = 100, .tid = 8, .preempted = true, .ns = 1000000, .count = 3, .ips = ips_a, .nips = 1 };
+	tally_offcpu_add(o, &ea, 5000, to_agg, &a);
+	tally_offcpu_add(o, &eb, 5000, to_agg, &a);
+	tally_offcpu_add(o, &ep, 5000, to_agg, &a);
+	uint64_t na, nb, np;
+	assert_int_equal(row_weight(&a, 0x7000, 1, &na), 12000000);
+	assert_int_equal(row_weight(&a, 0x8000, 1, &nb), 6000000);
+	assert_int_equal(row_weight(&a, 0x7000, 2, &np), 1000000);
+	assert_int_equal(na, 2);
+	assert_int_equal(nb, 6);
+	assert_int_equal(np, 3);
+	assert_int_equal(a.samples[1], 8);
+	assert_int_equal(a.samples[2], 3);
+	struct tally_offcpu_stats st;
+	tally_offcpu_stats(o, &st);
+	assert_int_equal(st.waits[0], 8);
+	assert_int_equal(st.ns[0], 18000000);
+	assert_int_equal(st.waits[1], 3);
+	assert_int_equal(st.ns[1], 1000000);
+	tally_offcpu_free(o);
+	tally_agg_release(&a);
+}
+
+/* The record itself: the user chain behind PERF_CONTEXT_USER with -g, one ip
+ * without, a kernel thread at its kernel ip with no chain, the counts and
+ * the kernel's own counters in the stats, an empty entry counted as dropped. */
+static void test_offcpu__bpf_entry_rec(void **state)
+{
+	(void)state;
+	struct tally_offcpu *o = tally_offcpu_new(0, 1, 0);
+	struct got g = { .n = 0 };
+	uint64_t ips[3] = { 0x1000, 0x2000, 0x3000 };
+	struct tally_offcpu_entry e = { .tgid = 10, .tid = 11, .chain = true, .ns = 500, .count = 4, .ips = ips, .nips = 3 };
+	tally_offcpu_add(o, &e, 77, collect, &g);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.r[0].event, 0);
+	assert_int_equal(g.r[0].pid, 10);
+	assert_int_equal(g.r[0].tid, 11);
+	assert_int_equal(g.r[0].time, 77);
+	assert_int_equal(g.r[0].ip, 0x1000);
+	assert_int_equal(g.r[0].weight, 500);
+	assert_int_equal(g.r[0].count, 4);
+	assert_int_equal(g.r[0].misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER);
+	assert_int_equal(g.r[0].nr, 4);
+	assert_int_equal(g.chain[0][0], PERF_CONTEXT_USER);
+	assert_int_equal(g.chain[0][1], 0x1000);
+	assert_int_equal(g.chain[0][3], 0x3000);
+	/* without call graphs: the one ip, no chain */
+	e.chain = false;
+	e.nips = 1;
+	e.preempted = true;
+	tally_offcpu_add(o, &e, 78, collect, &g);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.r[1].event, 1);
+	assert_int_equal(g.r[1].nr, 0);
+	assert_int_equal(g.r[1].ip, 0x1000);
+	/* a kernel thread: its kernel ip, never a user chain */
+	e.kernel = true;
+	e.chain = true;
+	e.nips = 3;
+	e.preempted = false;
+	tally_offcpu_add(o, &e, 79, collect, &g);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.r[2].misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_KERNEL);
+	assert_int_equal(g.r[2].nr, 0);
+	/* nothing to put it at: dropped, counted */
+	struct tally_offcpu_entry none = { .tgid = 10, .tid = 11, .ns = 900, .count = 2, .ips = ips, .nips = 0 };
+	tally_offcpu_add(o, &none, 80, collect, &g);
+	assert_int_equal(g.n, 3);
+	tally_offcpu_kernel_counts(o, 5, 50, 1, 10);
+	tally_offcpu_kernel_counts(o, 6, 60, 1, 10); /* cumulative: replaces */
+	struct tally_offcpu_stats st;
+	tally_offcpu_stats(o, &st);
+	assert_int_equal(st.waits[0], 8);
+	assert_int_equal(st.waits[1], 4);
+	assert_int_equal(st.dropped, 2 + 6);
+	assert_int_equal(st.dropped_ns, 900 + 60);
+	assert_int_equal(st.lost, 1);
+	assert_int_equal(st.lost_ns, 10);
+	tally_offcpu_free(o);
+}
+
+static void test_offcpu__mech(void **state)
+{
+	(void)state;
+	enum tally_offcpu_mech m = TALLY_OFFCPU_AUTO;
+	assert_int_equal(tally_offcpu_parse_mech("bpf", &m), 0);
+	assert_int_equal(m, TALLY_OFFCPU_BPF);
+	assert_int_equal(tally_offcpu_parse_mech("tracepoint", &m), 0);
+	assert_int_equal(m, TALLY_OFFCPU_TRACEPOINT);
+	assert_int_equal(tally_offcpu_parse_mech("auto", &m), 0);
+	assert_int_equal(m, TALLY_OFFCPU_AUTO);
+	assert_int_equal(tally_offcpu_parse_mech("ebpf", &m), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "'ebpf'"));
+	assert_int_equal(tally_offcpu_parse_mech("", &m), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +409,9 @@ int main(void)
 		cmocka_unit_test(test_offcpu__min),
 		cmocka_unit_test(test_offcpu__aggregate_time),
 		cmocka_unit_test(test_offcpu__many_tasks),
+		cmocka_unit_test(test_offcpu__bpf_entry),
+		cmocka_unit_test(test_offcpu__bpf_entry_rec),
+		cmocka_unit_test(test_offcpu__mech),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,49 @@
+/* What the off-CPU BPF program (offcpu.bpf.c) and tally share: the key and
+ * value of its map of waits, the record of a task off the CPU, and its
+ * counters (docs/offcpu.md). Included by the BPF object and by offcpu_bpf.c. */
+#ifndef TALLY_OFFCPU_BPF_H
+#define TALLY_OFFCPU_BPF_H
+
+#ifdef __bpf__
+typedef __u32 ob_u32;
+typedef __s32 ob_s32;
+typedef __u64 ob_u64;
+#else
+#include <stdint.h>
+typedef uint32_t ob_u32;
+typedef int32_t ob_s32;
+typedef uint64_t ob_u64;
+#endif
+
+/* the deepest stack the stack map keeps (the kernel's PERF_MAX_STACK_DEPTH) */
+#define OB_MAX_STACK 127
+
+/* Without call graphs (ustack, kstack -1) a wait is put at ip, its first user
+ * frame, or at a kernel ip for a task with no user part (kernel set). */
+struct ob_key {
+	ob_u32 tgid, tid;
+	ob_s32 ustack, kstack; /* stack map ids, -1: none */
+	ob_u64 ip;
+	ob_u32 preempted, kernel;
+};
+
+struct ob_val {
+	ob_u64 ns, count;
+};
+
+/* a task switched out, until it is switched in */
+struct ob_start {
+	ob_u64 time;
+	struct ob_key key; /* tid and stacks of the switch-out */
+};
+
+/* per CPU, summed by tally */
+struct ob_stats {
+	ob_u64 dropped, dropped_ns; /* shorter than min_ns */
+	ob_u64 lost, lost_ns;       /* no room in the map of waits */
+};
+
+/* how tasks are chosen */
+enum { OB_ALL = 0, OB_CGROUP = 1, OB_TGIDS = 2 };
+
+#endif
