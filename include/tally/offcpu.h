@@ -24,10 +24,11 @@ struct tally_offcpu_fmt {
 };
 
 /* Reads sched/sched_switch's id and format from tracefs (/sys/kernel/tracing,
- * else /sys/kernel/debug/tracing; when neither is there and we may, tracefs is
- * mounted on /sys/kernel/tracing, as perf does). 0, or -errno with tally_seterr
+ * else /sys/kernel/debug/tracing; when neither is there, may_mount and we may,
+ * tracefs is mounted on /sys/kernel/tracing, as perf does: a recording does,
+ * a probe of what is available never). 0, or -errno with tally_seterr
  * naming the file and the fix. */
-int tally_offcpu_format(struct tally_offcpu_fmt *f);
+int tally_offcpu_format(struct tally_offcpu_fmt *f, bool may_mount);
 /* Parses a format file's text into *f (id included). 0 or -EINVAL with tally_seterr. */
 int tally_offcpu_parse_format(const char *text, struct tally_offcpu_fmt *f);
 

@@ -75,7 +75,7 @@ int tally_offcpu_parse_format(const char *text, struct tally_offcpu_fmt *f)
 	return 0;
 }
 
-int tally_offcpu_format(struct tally_offcpu_fmt *f)
+int tally_offcpu_format(struct tally_offcpu_fmt *f, bool may_mount)
 {
 	struct strbuf sb = STRBUF_INIT;
 	char path[128];
@@ -87,7 +87,7 @@ int tally_offcpu_format(struct tally_offcpu_fmt *f)
 				ret = strbuf_read_file(&sb, path, 1 << 16);
 		}
 		/* not mounted: mount it where the kernel makes room for it (perf does the same) */
-		if (ret == -ENOENT && attempt == 0 && geteuid() == 0 &&
+		if (ret == -ENOENT && attempt == 0 && may_mount && geteuid() == 0 &&
 		    mount("nodev", tracefs_dirs[0], "tracefs", 0, NULL) < 0)
 			break;
 	}

@@ -107,8 +107,12 @@ int tally_event_probe(const struct tally_event_desc *ev)
 	a.type = ev->type;
 	a.config = ev->config;
 	if (ev->offcpu) {
+		/* a probe changes nothing: tracefs not mounted yet is mounted by the
+		 * recording itself (as root), which opens the event then */
 		struct tally_offcpu_fmt f;
-		int r = tally_offcpu_format(&f);
+		int r = tally_offcpu_format(&f, false);
+		if (r == -ENOENT && geteuid() == 0)
+			return 0;
 		if (r)
 			return r;
 		a.config = f.id;
@@ -577,7 +581,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		}
 	}
 	if (c->off_ev >= 0 && !c->bpf) {
-		ret = tally_offcpu_format(&c->ofmt);
+		ret = tally_offcpu_format(&c->ofmt, true);
 		if (ret) {
 			tally_collector_free(c);
 			return ret;
