@@ -7,23 +7,12 @@
 # process; a wait still going at the end counted up to it (-a); the job
 # harness's tally profiler; the mistakes refused with one line.
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-offcpu.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
 "$TALLY" events >events.txt 2>/dev/null || true
 grep -Eq '^off-cpu +tracepoint +available' events.txt ||
 	skip "off-CPU recording is unavailable here (needs root and tracefs): $("$TALLY" record --off-cpu -o x -- true 2>&1 | head -1)"
-
-# session_field DB KEY N: field N (1-based) of a comma-separated session value
-session_field() {
-	session_key "$1" "$2" | cut -d, -f"$3"
-}
-
-# within A B PCT WHAT: |A - B| <= PCT% of B
-within() {
-	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }' ||
-		fail "$4: tally says $1, the workload measured $2 (+/- $3%)"
-	note "$4: tally $1, measured $2 (+/- $3%)"
-}
 
 case_total() {
 	tally_ok record --off-cpu -o db -- "$WORKLOADS/offcpu_split" 3

@@ -12,6 +12,7 @@
 # without call graphs and the tracepoint with them, and the tracepoint when
 # asked still gives the same total.
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-offcpu.sh"
 
 rc=0
 "$TALLY" record --off-cpu --off-cpu-mechanism bpf -o probe -- true >probe.out 2>probe.err || rc=$?
@@ -21,16 +22,6 @@ if ((rc != 0)); then
 		fail "--off-cpu-mechanism bpf failed for another reason than BPF: $(head -1 probe.err)"
 	skip "the off-CPU BPF program cannot run here: $(head -1 probe.err)"
 fi
-
-session_field() {
-	session_key "$1" "$2" | cut -d, -f"$3"
-}
-
-within() {
-	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }' ||
-		fail "$4: tally says $1, the workload measured $2 (+/- $3%)"
-	note "$4: tally $1, measured $2 (+/- $3%)"
-}
 
 # mech DB WANT: the session names the mechanism
 mech() {
