@@ -16,7 +16,14 @@ ta=$(truth fault_a truth.txt)
 python3 "$SRCDIR/tests/e2e/func_weights.py" pf.db "$W" fault_a fault_b >fw.txt || fail "cannot read the weights of pf.db"
 read -r _ sa wa < <(grep '^fault_a ' fw.txt)
 read -r _ sb wb < <(grep '^fault_b ' fw.txt)
-((sa + sb > 50)) || fail "only $((sa + sb)) samples in fault_a and fault_b"
+# the kernel adapts the period from the events' rate: on a loaded machine it
+# sometimes settles on periods so long (or throttles the event) that a run
+# of this length gets a handful of samples, and there is no split to judge
+# (seen once in CI: 7 samples; 200 to 270 here otherwise)
+if ((sa + sb <= 50)); then
+	echo "SKIP: only $((sa + sb)) samples in fault_a and fault_b (throttled $(session_key pf.db throttled), lost $(session_key pf.db lost), load average $(cut -d' ' -f1-3 /proc/loadavg)): the kernel's adapted periods left too few to judge the split"
+	exit 77
+fi
 wshare=$(awk -v a="$wa" -v b="$wb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 sshare=$(awk -v a="$sa" -v b="$sb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 note "fault_a: truth $ta%, weights $wshare% ($wa of $((wa + wb)) faults), samples $sshare% ($sa of $((sa + sb)))"
