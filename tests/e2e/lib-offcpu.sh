@@ -11,3 +11,17 @@ within() {
 		fail "$4: tally says $1, the workload measured $2 (+/- $3%)"
 	note "$4: tally $1, measured $2 (+/- $3%)"
 }
+
+# blocked_whole_run DB: a -p recording (DB) of one thread that waits nearly
+# all the time holds blocked time for about the whole recording (85% to 102%
+# of its duration)
+blocked_whole_run() {
+	local dur lo hi
+	dur=$(session_key "$1" duration)
+	[[ -n $dur ]] || dur=2
+	lo=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 0.85e9 }')
+	hi=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1.02e9 }')
+	between "$(session_field "$1" off-cpu-ns 1)" "$lo" "$hi" ||
+		fail "-p on a process that waits: blocked $(session_field "$1" off-cpu-ns 1) ns in $dur s, expected $lo-$hi"
+	note "-p: blocked $(session_field "$1" off-cpu-ns 1) ns in $dur s"
+}

@@ -111,14 +111,7 @@ case_pid() {
 	wait_for_line pid.out '^pid '
 	tally_ok record -p "$w" --off-cpu --duration 2 -o p
 	alive $w || fail "the attached process died"
-	dur=$(session_key p duration)
-	[[ -n $dur ]] || dur=2
-	# one thread that waits nearly all the time: blocked for about the whole recording
-	lo=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 0.85e9 }')
-	hi=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1.02e9 }')
-	between "$(session_field p off-cpu-ns 1)" "$lo" "$hi" ||
-		fail "-p on a process that waits: blocked $(session_field p off-cpu-ns 1) ns in $dur s, expected $lo-$hi"
-	note "-p: blocked $(session_field p off-cpu-ns 1) ns in $dur s"
+	blocked_whole_run p
 }
 
 case_end() {

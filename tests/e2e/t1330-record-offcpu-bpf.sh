@@ -100,13 +100,7 @@ case_pid() {
 	wait_for_line pid.out '^pid '
 	tally_ok record -p "$w" --off-cpu --off-cpu-mechanism bpf --duration 2 -o p
 	mech p bpf
-	dur=$(session_key p duration)
-	[[ -n $dur ]] || dur=2
-	lo=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 0.85e9 }')
-	hi=$(awk -v d="$dur" 'BEGIN { printf "%.0f", d * 1.02e9 }')
-	between "$(session_field p off-cpu-ns 1)" "$lo" "$hi" ||
-		fail "-p on a process that waits: blocked $(session_field p off-cpu-ns 1) ns in $dur s, expected $lo-$hi"
-	note "-p: blocked $(session_field p off-cpu-ns 1) ns in $dur s"
+	blocked_whole_run p
 }
 
 case_alone() {
