@@ -13,6 +13,8 @@ for the same arguments."""
 import os
 import sys
 
+import synthdb
+
 PID = 4242
 IMAGE_ID = "5eed5eed5eed5eed"
 BASE = 0x10000
@@ -75,21 +77,8 @@ def main():
             frames = ["0:%x" % lo] + ["0:%x" % (BASE + fn * FSIZE + 0x10) for fn in reversed(path[:-1])]
             f.write("%d 0 %s\n" % (count, " ".join(frames)))
 
-    with open(os.path.join(out, "jit-%s-%d.prof" % (IMAGE_ID, PID)), "w") as f:
-        f.write("format-version: 1\nimage: jit\npath: /tmp/perf-%d.map\nimage-id: %s\nid-kind: xxh64\n"
-                "kind: jit\nindex: 0\nevents: cpu-clock\nsamples: %d\n\n" % (PID, IMAGE_ID, total))
-        for off in sorted(leaf):
-            f.write("%x %d\n" % (off, leaf[off]))
-    with open(os.path.join(out, "images"), "w") as f:
-        f.write("# index\tkind\timage-id\tid-kind\tpid\tname\tpath\n")
-        f.write("0\tjit\t%s\txxh64\t%d\tjit\t/tmp/perf-%d.map\n" % (IMAGE_ID, PID, PID))
-    with open(os.path.join(out, "tasks"), "w") as f:
-        f.write("%d\tsynthetic\t/usr/bin/synthetic\n" % PID)
-    with open(os.path.join(out, "session"), "w") as f:
-        f.write("format-version: 1\ntool: gen-bigdb.py\nhost: synthetic\ntarget: command\n"
-                "command: synthetic %d stacks\nevents: cpu-clock\nsampling: frequency 999\nrandomized: yes\n"
-                "per-pid: no\ncall-graph: fp\nmax-stack: 127\nstart-time: 2026-01-01T00:00:00Z\n"
-                "duration: 60.000\nsamples: %d\nlost: 0\nthrottled: 0\nimages: 1\n" % (nstacks, total))
+    synthdb.write_rest(out, PID, IMAGE_ID, leaf, total, "gen-bigdb.py", "synthetic %d stacks" % nstacks, True, 127,
+                       "60.000")
     print("wrote %s: %d stacks, %d samples, %d functions" % (out, nstacks, total, nfuncs))
 
 

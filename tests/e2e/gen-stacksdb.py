@@ -9,6 +9,8 @@ work out from the same lines."""
 import os
 import sys
 
+import synthdb
+
 PID = 4343
 IMAGE_ID = "5eed0000f1a3e000"
 BASE = 0x10000
@@ -47,21 +49,7 @@ def main():
             leaf[lo] = leaf.get(lo, 0) + count
             fr = ["0:%x" % lo] + ["0:%x" % (BASE + index[n] * FSIZE + 0x10) for n in reversed(frames[:-1])]
             f.write("%d 0 %s\n" % (count, " ".join(fr)))
-    with open(os.path.join(out, "jit-%s-%d.prof" % (IMAGE_ID, PID)), "w") as f:
-        f.write("format-version: 1\nimage: jit\npath: /tmp/perf-%d.map\nimage-id: %s\nid-kind: xxh64\n"
-                "kind: jit\nindex: 0\nevents: cpu-clock\nsamples: %d\n\n" % (PID, IMAGE_ID, total))
-        for off in sorted(leaf):
-            f.write("%x %d\n" % (off, leaf[off]))
-    with open(os.path.join(out, "images"), "w") as f:
-        f.write("# index\tkind\timage-id\tid-kind\tpid\tname\tpath\n")
-        f.write("0\tjit\t%s\txxh64\t%d\tjit\t/tmp/perf-%d.map\n" % (IMAGE_ID, PID, PID))
-    with open(os.path.join(out, "tasks"), "w") as f:
-        f.write("%d\tsynthetic\t/usr/bin/synthetic\n" % PID)
-    with open(os.path.join(out, "session"), "w") as f:
-        f.write("format-version: 1\ntool: gen-stacksdb.py\nhost: synthetic\ntarget: command\n"
-                "command: synthetic\nevents: cpu-clock\nsampling: frequency 999\nrandomized: no\n"
-                "per-pid: no\ncall-graph: fp\nmax-stack: 1024\nstart-time: 2026-01-01T00:00:00Z\n"
-                "duration: 10.000\nsamples: %d\nlost: 0\nthrottled: 0\nimages: 1\n" % total)
+    synthdb.write_rest(out, PID, IMAGE_ID, leaf, total, "gen-stacksdb.py", "synthetic", False, 1024, "10.000")
     print("wrote %s: %d stacks, %d samples, %d functions" % (out, len(stacks), total, len(names)))
 
 
