@@ -8,6 +8,7 @@
 # annotate section of docs/performance.md (between its markers).
 #   bench/annotate.sh [BUILD_DIR] [--runs N] [--seconds S] [--write-doc]
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
 runs=5 secs=3 write_doc=0
@@ -32,7 +33,6 @@ ms=$((secs * 1000))
 perf record -q -F 999 -o "$tmp/p.data" -- "$tmp/annot" "$ms" > /dev/null 2> "$tmp/p.err"
 
 now() { date +%s.%N; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # timed NAME CMD...: wall time of CMD (output to $tmp/NAME.out) appended to $tmp/NAME
 timed() {
 	local name=$1 t0 t1

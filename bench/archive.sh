@@ -7,6 +7,7 @@
 # form, the time to create it and to read a report from it.
 #   bench/archive.sh [BUILD_DIR] [--ms MS] [--hz HZ] [--runs N]
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
 ms=5000 hz=999 runs=3
@@ -26,7 +27,6 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 cc -O2 -g -fno-omit-frame-pointer -I"$here/../tests/workloads" -o w "$here/../tests/workloads/inline_chain.c"
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 now() { date +%s.%N; }
 # timed NAME CMD...: runs CMD $runs times (after PREP, if set), the median wall time in ms into t_NAME
 timed() {

@@ -5,6 +5,7 @@
 # also rewrites the call-graph section of docs/performance.md.
 #   bench/callgraph.sh [BUILD_DIR] [--runs N] [--write-doc]
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
 runs=3 write_doc=0
@@ -24,7 +25,6 @@ cc -O2 -g -fomit-frame-pointer -o "$tmp/cgwork" "$here/cgwork.c"
 steps=250   # about 3 s of CPU unprofiled, as the issue's perf figure
 
 cpu_of() { awk '/^cpu_ms/ { print $2 }' "$1"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 now() { date +%s.%N; }
 
 : > "$tmp/base" ; : > "$tmp/tcpu" ; : > "$tmp/pcpu" ; : > "$tmp/trep" ; : > "$tmp/prep"

@@ -12,6 +12,7 @@
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 build=build rounds=5 secs=15 hz=999 before=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -19,14 +20,12 @@ while [ $# -gt 0 ]; do
 	--seconds) secs=$2; shift 2 ;;
 	--hz) hz=$2; shift 2 ;;
 	--before) before=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-tally=$build/tally
-[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
+bench_tally "$build"
 tmp=$(mktemp -d /tmp/tally-bench-dcpu.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
@@ -68,7 +67,6 @@ run_perf() {
 }
 wait_spin() { for p in $(jobs -p); do [ "$p" = "${pp:-}" ] || wait "$p" 2>/dev/null || true; done; }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
 for ((r = 1; r <= rounds; r++)); do
 	if ((r % 2)); then

@@ -22,10 +22,11 @@
 # whole-system sampling. Exit status: 0 when everything ran, 1 when a profiler
 # failed, 2 on bad usage.
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=build runs=3 steady=240 quick=0 keep=0 build_set=0
-usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2; }
+usage() { bench_help >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) [ $# -ge 2 ] || usage; runs=$2; shift 2 ;;
@@ -45,9 +46,7 @@ if [ $quick = 1 ]; then
 fi
 [ "$steady" -ge 12 ] || { echo "bench: --steady must be at least 12 seconds" >&2; exit 2; }
 
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-tally=$build/tally
-[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
+bench_tally "$build"
 for t in perf cc taskset; do
 	command -v $t >/dev/null || { echo "bench: $t not found" >&2; exit 2; }
 done
@@ -66,7 +65,6 @@ log() { echo "bench: $*" >&2; }
 problems=0
 problem() { problems=$((problems + 1)); log "PROBLEM: $*"; }
 kv() { sed -n "s/.*\\b$2=\\([^ ]*\\).*/\\1/p" "$1" 2>/dev/null | head -n1; }
-median() { [ -s "$1" ] && sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ncpu=$(nproc)
 
 # ---- the profilers ------------------------------------------------------------

@@ -9,6 +9,7 @@
 #  3. the same around `sleep 0.5`, whose time the machine's load moves less.
 #   bench/job.sh [BUILD_DIR] [--ms MS] [--hz HZ] [--tests N] [--runs R]
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 build=${1:-build}; shift || true
 ms=1000 hz=999 ntests=20 runs=5
 while [ $# -gt 0 ]; do
@@ -30,7 +31,6 @@ cd "$tmp"
 export TALLY_STATE_DIR=$tmp/state TALLY_PROFILERS_PATH=
 
 now() { date +%s.%N; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # wall CMD...: the wall time of CMD in ms
 wall() {
 	local t0 t1

@@ -23,9 +23,10 @@
 #   --runs R         runs per configuration (default 3)
 #   --keep           keep the temporary directory
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=build from= record=60 inputs=100 hosts=4 runs=3 keep=0 build_set=0
-usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2; }
+usage() { bench_help >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--from) [ $# -ge 2 ] || usage; from=$2; shift 2 ;;
@@ -159,7 +160,6 @@ measure() {
 		rss+=("$m")
 	done
 	local me mc mm st sz
-	median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 	me=$(printf '%s\n' "${el[@]}" | median)
 	mc=$(printf '%s\n' "${cpu[@]}" | median)
 	mm=$(printf '%s\n' "${rss[@]}" | median)
@@ -175,6 +175,7 @@ echo "|---|---|---|---|---|---|---|"
 measure "default (host, run)" "$inputs"
 measure "--label run= (host)" "$inputs" --label run=
 for n in $((inputs / 10)) $((inputs / 2)) "$inputs"; do
+	((n > 0)) || continue
 	measure "none (--label host= --label run=)" "$n" --label host= --label run=
 done
 echo

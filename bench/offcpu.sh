@@ -19,20 +19,19 @@
 #
 # Needs: perf; root (sched_switch through perf_event_open, tracefs).
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 build=build rounds=3 passes=200000
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--passes) passes=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-tally=$build/tally
+bench_tally "$build"
 work=$build/tests/workloads/pingpong
-[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
 [ -x "$work" ] || { echo "bench: no workload at '$work' (build it first: make)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "bench: perf is not installed (Debian package linux-perf)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/tally-bench-offcpu.XXXXXX)
@@ -86,7 +85,6 @@ run() {
 		'$1 == "info" && $2 == "seconds" { printf "%s %.3f %.3f\n", $3, t1 - t0, c }' "$out"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 load0=$(cut -d' ' -f1 /proc/loadavg)
 for ((r = 0; r < rounds; r++)); do

@@ -12,18 +12,18 @@
 # each: the handshake and the remote shell, which every first request pays).
 # Prints one Markdown table.
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 build=build counts=1,2,8 secs=60
 while [ $# -gt 0 ]; do
 	case $1 in
 	--hosts) counts=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-[ -x "$build/tally" ] || { echo "bench: no tally at '$build/tally' (build it first: make)" >&2; exit 2; }
+bench_tally "$build"
 src=$(cd "$(dirname "$0")/.." && pwd)
 export TALLY=$build/tally WORKLOADS=$build/tests/workloads SRCDIR=$src TEST_NAME=bench-remote
 max=$(tr ',' '\n' <<<"$counts" | sort -n | tail -1)

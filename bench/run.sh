@@ -23,13 +23,14 @@
 # that perf and tally can both sample.  Exit status: 0 when everything ran
 # (whatever PASS/MISS says), 1 when a profiler command failed, 2 on bad usage.
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 doc=$root/docs/performance.md
 
 build=build runs=3 quick=0 write_doc=0 keep=0 build_set=0
-usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2; }
+usage() { bench_help >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) [ $# -ge 2 ] || usage; runs=$2; shift 2 ;;
@@ -52,9 +53,7 @@ else
 fi
 lo_hz=999 hi_hz=20000
 
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-tally=$build/tally
-[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
+bench_tally "$build"
 command -v perf >/dev/null || { echo "bench: perf not found (apt-get install linux-perf)" >&2; exit 2; }
 command -v cc >/dev/null || { echo "bench: cc not found" >&2; exit 2; }
 if [ $write_doc = 1 ] && ! grep -q '<!-- bench-results:begin -->' "$doc" 2>/dev/null; then
@@ -77,11 +76,6 @@ problem() { echo "$*" >>"$problems"; log "PROBLEM: $*"; }
 
 # kv FILE KEY: the value of KEY=VALUE in FILE (empty when missing)
 kv() { sed -n "s/.*\\b$2=\\([^ ]*\\).*/\\1/p" "$1" 2>/dev/null | head -n1; }
-# median of the numbers in FILE (one per line); empty when none
-median() {
-	[ -s "$1" ] || return 0
-	sort -g "$1" | awk '{ v[NR] = $1 } END { OFMT = "%.4f"; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 calc() { awk "BEGIN { OFMT = \"%.4f\"; print $* }"; }
 
 # measure NAME CMD...: runs CMD under `benchtool run`; leaves its stdout,

@@ -15,6 +15,7 @@
 # needs gigabytes beyond); --dbdir keeps the generated databases there (and
 # reuses them); --write-doc rewrites the Scale results in docs/performance.md.
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
 sizes=100000,1000000,4000000 perf_sizes=100000 runs=3 before="" before_max=1000000 dbdir="" write_doc=0
@@ -38,7 +39,6 @@ tmp=$(mktemp -d /tmp/tally-scalebench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 if [ -z "$dbdir" ]; then dbdir=$tmp; else mkdir -p "$dbdir"; fi
 
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 load() { awk '{ print $1 }' /proc/loadavg; }
 
 # run TAG CMD...: RUNS times; appends "TAG wall_s rss_mb cpu_s" (medians) to $tmp/rows

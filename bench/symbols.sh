@@ -6,6 +6,7 @@
 # Prints one table (docs/performance.md, "Source lines").
 #   bench/symbols.sh [BUILD_DIR] [--ms MS] [--hz HZ] [--runs N]
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}; shift || true
 ms=15000 hz=20000 runs=3
@@ -24,7 +25,6 @@ tmp=$(mktemp -d /tmp/tally-symbench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -g -fno-omit-frame-pointer -I"$here/../tests/workloads" -o "$tmp/w" "$here/../tests/workloads/inline_chain.c"
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 now() { date +%s.%N; }
 
 "$tally" record -g -F "$hz" -o "$tmp/t.db" -- "$tmp/w" "$ms" > /dev/null 2> "$tmp/t.err"

@@ -13,20 +13,19 @@
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 build=build rounds=3 secs=15 hz=999
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--hz) hz=$2; shift 2 ;;
-	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
-case $build in /*) ;; *) build=$PWD/$build ;; esac
-tally=$build/tally
-[ -x "$tally" ] || { echo "bench: no tally at '$tally' (build it first: make)" >&2; exit 2; }
+bench_tally "$build"
 tmp=$(mktemp -d /tmp/tally-bench-top.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
@@ -97,7 +96,6 @@ run_db() {
 	echo "$alone $both"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 for ((r = 1; r <= rounds; r++)); do
 	if ((r % 2)); then
 		run_top >>"$tmp/top"; run_perf >>"$tmp/perf"
