@@ -3,12 +3,16 @@
  * tally_sampling_resolve, which also asks this machine (each event is probed
  * with perf_event_open, the CPUs online are read). The input is lines 'OPT
  * VALUE', OPT one of F c e C G (--call-graph) g n (--no-randomize) p
- * (--per-pid). Oracles: what is accepted has 1 to 16 distinct known events
- * named as the event table names them, one rate within bounds, at least one
- * CPU of the machine, a DWARF stack size in bounds; refusals are one line. */
+ * (--per-pid) o (--off-cpu) m (--off-cpu-min) M (--off-cpu-mechanism).
+ * Oracles: what is accepted has 1 to 16 distinct known events named as the
+ * event table names them, one rate within bounds, at least one CPU of the
+ * machine, a DWARF stack size in bounds, with --off-cpu the off-cpu event, a
+ * minimum wait a uint64 of ns holds and a known mechanism; refusals are one
+ * line. */
 #include "fuzz.h"
 
 #include "tally/collect.h"
+#include "tally/offcpu.h"
 #include "tally/sampling.h"
 
 #include <inttypes.h>
@@ -26,6 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 'G': opt = TALLY_OPT_CALLGRAPH; break;
 		case 'n': opt = TALLY_OPT_NORAND; break;
 		case 'p': opt = TALLY_OPT_PERPID; break;
+		case 'o': opt = TALLY_OPT_OFFCPU; break;
+		case 'm': opt = TALLY_OPT_OFFCPU_MIN; break;
+		case 'M': opt = TALLY_OPT_OFFCPU_MECH; break;
 		default: continue;
 		}
 		const char *arg = l[1] == ' ' ? l + 2 : l + 1;
@@ -50,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < s.ncpus; i++)
 			any = any || s.cpus[i];
 		FUZZ_CHECK(any, "no CPU to sample");
+		bool off = false;
+		for (int i = 0; i < s.nev; i++)
+			off = off || s.evs[i]->offcpu == TALLY_OFFCPU_BLOCKED;
+		FUZZ_CHECK(!s.offcpu || off, "--off-cpu without the off-cpu event");
+		FUZZ_CHECK(s.offcpu_min < UINT64_MAX / 2, "--off-cpu-min of %" PRIu64 " ns", s.offcpu_min);
+		FUZZ_CHECK(s.offcpu_mech == TALLY_OFFCPU_AUTO || s.offcpu_mech == TALLY_OFFCPU_BPF ||
+				   s.offcpu_mech == TALLY_OFFCPU_TRACEPOINT,
+			   "mechanism %d", s.offcpu_mech);
 		FUZZ_CHECK(!s.stack_user || (s.stack_user >= 64 && s.stack_user <= 65528 && s.stack_user % 8 == 0),
 			   "DWARF stack size %" PRIu32, s.stack_user);
 	}
