@@ -73,7 +73,7 @@ const struct tally_cmdopts daemon_cmdopts = {
 	.summary = "profile the whole system without end, into epochs (profd; tally ctl steers it)",
 	.usage = "[options]",
 	.footer = "durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n",
-	.groups = { &daemon_group, &tally_sampling_group },
+	.groups = { &daemon_group, &tally_sampling_group, &tally_offcpu_group },
 };
 
 static struct tally_daemon *the_daemon; /* for the signal handler */
@@ -175,7 +175,7 @@ int cmd_daemon(int argc, char **argv)
 
 	struct dopts dop = { .db = "tally.db", .flush_interval = o.flush_interval, .ctl_timeout = o.ctl_timeout,
 			     .max_memory = o.max_memory, .min_free = o.min_free };
-	void *ctx[] = { &dop, &smp };
+	void *ctx[] = { &dop, &smp, &smp };
 	int first;
 	ret = tally_cmd_options(&daemon_cmdopts, ctx, argc, argv, &first);
 	if (ret >= 0)

@@ -53,7 +53,7 @@ const struct tally_cmdopts record_cmdopts = {
 	.summary = "profile a command, processes or the whole system into a database",
 	.usage = "[options] [--] [COMMAND [ARGS...]]",
 	.stop_at_nonopt = true,
-	.groups = { &record_group, &tally_sampling_group },
+	.groups = { &record_group, &tally_sampling_group, &tally_offcpu_group },
 };
 
 static struct tally_recording *rec; /* for the signal handlers */
@@ -78,7 +78,7 @@ int cmd_record(int argc, char **argv)
 	struct tally_sampling smp;
 	tally_sampling_init(&smp);
 
-	void *ctx[] = { &o, &smp };
+	void *ctx[] = { &o, &smp, &smp };
 	int first;
 	ret = tally_cmd_options(&record_cmdopts, ctx, argc, argv, &first);
 	if (ret >= 0)

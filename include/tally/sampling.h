@@ -86,5 +86,8 @@ uint64_t tally_max_sample_rate(void);
 /* The sampling options as an option group (options.h), for a struct
  * tally_sampling context. */
 extern const struct tally_optgroup tally_sampling_group;
+/* --off-cpu, --off-cpu-min, --off-cpu-mechanism: the same struct
+ * tally_sampling as its context (record, the daemon, the job profiler). */
+extern const struct tally_optgroup tally_offcpu_group;
 
 #endif

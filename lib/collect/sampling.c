@@ -415,6 +415,13 @@ static const struct tally_option sampling_options[] = {
 	  TALLY_OPT_CALLGRAPH },
 	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
 	  TALLY_OPT_BUILDID_MMAP },
+	TALLY_OPTION_END,
+};
+
+const struct tally_optgroup tally_sampling_group = { "sampling", sampling_options, sampling_handle };
+
+/* apart: tally top shows on-CPU time only and does not take them */
+static const struct tally_option offcpu_options[] = {
 	{ 0, "off-cpu", TALLY_ARG_NONE, NULL,
 	  "also the time off the CPU per stack: events off-cpu (blocked) and\n"
 	  "off-cpu-preempted, in ns, from sched_switch (docs/offcpu.md)",
@@ -429,4 +436,4 @@ static const struct tally_option sampling_options[] = {
 	TALLY_OPTION_END,
 };
 
-const struct tally_optgroup tally_sampling_group = { "sampling", sampling_options, sampling_handle };
+const struct tally_optgroup tally_offcpu_group = { "off-CPU time", offcpu_options, sampling_handle };

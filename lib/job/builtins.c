@@ -66,7 +66,7 @@ static const struct tally_cmdopts tally_prof_cmdopts = {
 	.name = "job profiler tally",
 	.summary = "tally's sampler around a test",
 	.usage = "[options]",
-	.groups = { &tally_prof_group, &tally_sampling_group },
+	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group },
 };
 
 static void tally_release(struct tally_profiler *p)
@@ -99,7 +99,7 @@ static int tally_initialize(struct tally_profiler *p)
 	argv[0] = "tally";
 	for (size_t i = 0; i < n; i++)
 		argv[i + 1] = p->args[i];
-	void *ctx[] = { t, &t->smp };
+	void *ctx[] = { t, &t->smp, &t->smp };
 	int first = 0;
 	int r = tally_opts_parse(&tally_prof_cmdopts, ctx, (int)n + 1, argv, &first);
 	if (r == TALLY_OPTS_HELP)

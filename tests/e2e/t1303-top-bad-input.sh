@@ -14,9 +14,13 @@ case_usage() {
 	((LAST_RC == 2)) || fail "--db with -F: exit $LAST_RC, expected 2"
 	# its shares are of on-CPU samples: off-CPU events are refused, not recorded unseen
 	if "$TALLY" events 2>/dev/null | grep -Eq '^off-cpu +tracepoint +available'; then
-		expect_fail_with "top shows time on the CPU only, not event 'off-cpu' .*tally record --off-cpu" "$TALLY" top --off-cpu --once -- true
+		expect_fail_with "top shows time on the CPU only, not event 'off-cpu' .*tally record --off-cpu" "$TALLY" top -e cpu-clock,off-cpu --once -- true
+		((LAST_RC == 2)) || fail "top -e cpu-clock,off-cpu: exit $LAST_RC, expected 2"
+		# the off-CPU options are record's, the daemon's and the job profiler's, not top's
+		expect_fail_with "option '--off-cpu' is unknown \(see 'tally top --help'\)" "$TALLY" top --off-cpu --once -- true
 		((LAST_RC == 2)) || fail "top --off-cpu: exit $LAST_RC, expected 2"
-		expect_fail_with "top shows time on the CPU only, not event 'off-cpu'" "$TALLY" top -e cpu-clock,off-cpu --once -- true
+		"$TALLY" top --help >top-help.txt 2>&1
+		grep -q -- '--off-cpu' top-help.txt && fail "tally top --help offers --off-cpu, which it refuses"
 	else
 		echo "SKIPPED PART: off-CPU recording is unavailable here: top --off-cpu's refusal not checked"
 	fi
