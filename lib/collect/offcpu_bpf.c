@@ -29,6 +29,7 @@ struct tally_offcpu_bpf {
 	bool batch_ok;
 	struct ob_key *keys;
 	struct ob_val *vals;
+	struct ob_stats *stats; /* ncpus: the program's per-CPU counters, read at every drain */
 	uint64_t ips[OB_MAX_STACK];
 };
 
@@ -55,6 +56,7 @@ void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b)
 	offcpu_skel__destroy(b->skel);
 	free(b->keys);
 	free(b->vals);
+	free(b->stats);
 	free(b);
 }
 
@@ -115,6 +117,7 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	b->batch_ok = true;
 	b->keys = xcalloc(BATCH, sizeof(*b->keys));
 	b->vals = xcalloc(BATCH, sizeof(*b->vals));
+	b->stats = xcalloc((size_t)b->ncpus, sizeof(*b->stats));
 	*out = b;
 	return 0;
 fail:
@@ -230,7 +233,7 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 	if (flush)
 		n += drain_starts(b, o, time, end, fn, ctx);
 	/* the program's counters, per CPU */
-	struct ob_stats *st = xcalloc((size_t)b->ncpus, sizeof(*st));
+	struct ob_stats *st = b->stats;
 	ob_u32 zero = 0;
 	if (!bpf_map_lookup_elem(b->stats_fd, &zero, st)) {
 		struct ob_stats sum = { 0 };
@@ -242,6 +245,5 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 		}
 		tally_offcpu_kernel_counts(o, sum.dropped, sum.dropped_ns, sum.lost, sum.lost_ns);
 	}
-	free(st);
 	return n;
 }
