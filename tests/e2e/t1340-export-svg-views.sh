@@ -9,21 +9,9 @@
 # ignore give the figures worked out here from the same stacks, and Reset
 # view undoes them.
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-shape.sh"
 
-cat >stacks.txt <<'EOF'
-_start;main;parse;lex 750
-_start;main;parse;hash 150
-_start;main;parse;hash;mix 100
-_start;main;eval;hash 300
-_start;main;eval;hash;mix 200
-_start;main;eval;work 1250
-_start;main;emit;hash 125
-_start;main;emit 125
-EOF
-deep="_start;main;deep"
-for i in $(seq -w 0 191); do deep+=";rec_$i"; done
-echo "$deep 1" >>stacks.txt
-python3 "$SRCDIR/tests/e2e/gen-stacksdb.py" s.db <stacks.txt >gen.out || fail "gen-stacksdb.py: $(cat gen.out)"
+shape_db s.db
 tally_ok export -i s.db --format svg -o s.svg
 
 # without a script: a short picture, root at the top, the deep column hidden

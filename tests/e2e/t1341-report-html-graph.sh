@@ -8,22 +8,10 @@
 # whose source file is gone names the file once, not on every line (the page
 # and `tally annotate`).
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-shape.sh"
 
 graph() {
-	cat >stacks.txt <<'EOF'
-_start;main;parse;lex 750
-_start;main;parse;hash 150
-_start;main;parse;hash;mix 100
-_start;main;eval;hash 300
-_start;main;eval;hash;mix 200
-_start;main;eval;work 1250
-_start;main;emit;hash 125
-_start;main;emit 125
-EOF
-	local deep="_start;main;deep" i
-	for i in $(seq -w 0 191); do deep+=";rec_$i"; done
-	echo "$deep 1" >>stacks.txt
-	python3 "$SRCDIR/tests/e2e/gen-stacksdb.py" s.db <stacks.txt >gen.out || fail "gen-stacksdb.py: $(cat gen.out)"
+	shape_db s.db
 	tally_ok report -i s.db --html s.html --percent-limit 0
 	need_browser
 	python3 - "$TMP" s.html stacks.txt <<'EOF' || fail "the page in Chromium (above)"
