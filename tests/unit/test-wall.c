@@ -48,15 +48,6 @@ static void build(struct tally_db *db, bool off, bool weights)
 	}
 }
 
-static uint64_t flat(const struct tally_db *db, uint64_t off, int ev)
-{
-	for (size_t i = 0; i < db->nentries; i++)
-		if (db->entries[i].offset == off)
-			return db->counts[i * (size_t)db->nevents + (size_t)ev];
-	fail_msg("no entry at %#llx", (unsigned long long)off);
-	return 0;
-}
-
 static uint64_t stack(const struct tally_db *db, uint64_t off, int ev)
 {
 	for (size_t s = 0; s < db->nstacks; s++)
@@ -75,13 +66,13 @@ static void test_wall__adds_off_cpu(void **state)
 	assert_string_equal(db.events[0], "wall");
 	assert_string_equal(tally_db_unit(&db, 0), "ns");
 	/* on + blocked + preempted, per place */
-	assert_int_equal(flat(&db, 0x10, 0), 3000000 + 50000000);
-	assert_int_equal(flat(&db, 0x20, 0), 20000000 + 7000000);
+	assert_int_equal(unit_entry_count(&db, 0x10, 0), 3000000 + 50000000);
+	assert_int_equal(unit_entry_count(&db, 0x20, 0), 20000000 + 7000000);
 	assert_int_equal(stack(&db, 0x10, 0), 53000000);
 	assert_int_equal(stack(&db, 0x20, 0), 27000000);
 	/* the others stay as they were: off-CPU alone, and events that are no time */
-	assert_int_equal(flat(&db, 0x10, 2), 50000000);
-	assert_int_equal(flat(&db, 0x10, 1), 4);
+	assert_int_equal(unit_entry_count(&db, 0x10, 2), 50000000);
+	assert_int_equal(unit_entry_count(&db, 0x10, 1), 4);
 	assert_int_equal(db.samples[0], 3 + 3 + 1);
 	/* the sample counts beside the weights: on-CPU samples and waits */
 	for (size_t i = 0; i < db.nentries; i++)
@@ -92,7 +83,7 @@ static void test_wall__adds_off_cpu(void **state)
 			assert_int_equal(db.stack_weights[i * (size_t)db.nevents], 0 + 1 + 1);
 	/* twice is once */
 	assert_int_equal(tally_db_wall(&db), 0);
-	assert_int_equal(flat(&db, 0x10, 0), 53000000);
+	assert_int_equal(unit_entry_count(&db, 0x10, 0), 53000000);
 	/* stacks taken out of wall-clock time before more are read into them
 	 * (tally_db_load_stacks), then added again: the same, never twice */
 	tally_db_unwall_stacks(&db);

@@ -25,15 +25,6 @@ static void build(struct tally_db *db, const char *period_mean)
 	tally_db_builder_finish(b, db);
 }
 
-static uint64_t flat(const struct tally_db *db, uint64_t off, int ev)
-{
-	for (size_t i = 0; i < db->nentries; i++)
-		if (db->entries[i].offset == off)
-			return db->counts[i * (size_t)db->nevents + (size_t)ev];
-	fail_msg("no entry at %#llx", (unsigned long long)off);
-	return 0;
-}
-
 static void test_weigh__units(void **state)
 {
 	(void)state;
@@ -59,9 +50,9 @@ static void test_weigh__from_period_mean(void **state)
 	assert_int_equal(tally_db_weight_total(&db, 1), 7);
 	tally_db_weigh(&db);
 	assert_true(db.weighed);
-	assert_int_equal(flat(&db, 0x10, 0), 3000);
-	assert_int_equal(flat(&db, 0x20, 0), 5000);
-	assert_int_equal(flat(&db, 0x10, 1), 7);
+	assert_int_equal(unit_entry_count(&db, 0x10, 0), 3000);
+	assert_int_equal(unit_entry_count(&db, 0x20, 0), 5000);
+	assert_int_equal(unit_entry_count(&db, 0x10, 1), 7);
 	assert_int_equal(tally_db_weight_total(&db, 0), 8000);
 	uint64_t st = 0;
 	for (size_t i = 0; i < db.nstacks; i++)
@@ -71,7 +62,7 @@ static void test_weigh__from_period_mean(void **state)
 	assert_int_equal(db.samples[0], 8);
 	/* twice is once */
 	tally_db_weigh(&db);
-	assert_int_equal(flat(&db, 0x10, 0), 3000);
+	assert_int_equal(unit_entry_count(&db, 0x10, 0), 3000);
 	tally_db_release(&db);
 }
 
@@ -86,8 +77,8 @@ static void test_weigh__own_weights(void **state)
 	for (size_t i = 0; i < db.nentries; i++)
 		db.weights[i * 2] = db.entries[i].offset == 0x10 ? 2900 : 5300;
 	tally_db_weigh(&db);
-	assert_int_equal(flat(&db, 0x10, 0), 2900);
-	assert_int_equal(flat(&db, 0x20, 0), 5300);
+	assert_int_equal(unit_entry_count(&db, 0x10, 0), 2900);
+	assert_int_equal(unit_entry_count(&db, 0x20, 0), 5300);
 	assert_int_equal(tally_db_weight_total(&db, 0), 8200);
 	tally_db_release(&db);
 }
@@ -99,7 +90,7 @@ static void test_weigh__no_period_mean(void **state)
 	build(&db, "x");
 	tally_db_weigh(&db);
 	/* nothing to weigh by: a sample is one */
-	assert_int_equal(flat(&db, 0x20, 0), 5);
+	assert_int_equal(unit_entry_count(&db, 0x20, 0), 5);
 	tally_db_release(&db);
 }
 

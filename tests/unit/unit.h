@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tally/db.h"
 #include "tally/util.h"
 
 /* The core's last error message must contain s. */
@@ -129,6 +130,17 @@ static inline bool unit_exists(const char *path)
 {
 	struct stat st;
 	return lstat(path, &st) == 0;
+}
+
+/* The count of event ev at the flat entry of offset off in db (the first
+ * such entry); fails the test when there is none. */
+static inline uint64_t unit_entry_count(const struct tally_db *db, uint64_t off, int ev)
+{
+	for (size_t i = 0; i < db->nentries; i++)
+		if (db->entries[i].offset == off)
+			return db->counts[i * (size_t)db->nevents + (size_t)ev];
+	fail_msg("no entry at %#llx", (unsigned long long)off);
+	return 0;
 }
 
 #endif
