@@ -67,12 +67,11 @@ struct tally_collect_opts {
 };
 
 /* How samples reach tally (docs/sampling.md, "Counting in the kernel"): each
- * through the ring buffer, or counted in the kernel by a BPF program per
- * (process, event, mode, address) and read once per round. bpf needs per-CPU
- * events on every task (the whole system), no call graph and at most 4
- * sampling events of the PMU or software kinds; auto takes it when those hold
- * and the program loads, else the ring. */
-enum tally_sample_mech { TALLY_SAMPLE_AUTO, TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF };
+ * through the ring buffer (the default), or counted in the kernel by a BPF
+ * program per (process, event, mode, address) and read once a second. bpf
+ * needs per-CPU events on every task (the whole system), no call graph and at
+ * most 4 sampling events of the PMU or software kinds. */
+enum tally_sample_mech { TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF };
 int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out);
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -160,8 +159,8 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 /* How off-CPU time is recorded: "bpf", "tracepoint", or NULL without it; *why
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
-/* "bpf" or "ring"; *why (may be NULL): why auto took the ring (static), or NULL. */
-const char *tally_collector_sample_mech(const struct tally_collector *c, const char **why);
+/* "bpf" or "ring". */
+const char *tally_collector_sample_mech(const struct tally_collector *c);
 /* How long a caller's round may wait when nothing else wakes it: the period's
  * redraw, 200 ms, or 1 s when samples are counted in the kernel. */
 int tally_collector_tick_ms(const struct tally_collector *c);

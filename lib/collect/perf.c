@@ -218,7 +218,6 @@ struct tally_collector {
 	uint64_t off_stop;           /* when it was stopped or paused (CLOCK_MONOTONIC ns) */
 	/* samples counted in the kernel (sample-bpf.h, docs/sampling.md) */
 	struct tally_sample_bpf *sbpf;
-	const char *sb_why;          /* why auto took the ring (static), or NULL */
 	uint64_t *sb_seen;           /* per slot: the intervals already taken from it */
 	double redraw_s;             /* seconds between two redraws of the periods */
 };
@@ -592,13 +591,13 @@ static int open_offcpu_bpf(struct tally_collector *c)
 
 int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out)
 {
-	static const char *const names[] = { "auto", "ring", "bpf" };
+	static const char *const names[] = { "ring", "bpf" };
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum tally_sample_mech)i;
 			return 0;
 		}
-	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: auto, ring, bpf)", s);
+	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: ring, bpf)", s);
 }
 
 /* Why the BPF program cannot count this collector's samples, or NULL. */
@@ -623,38 +622,29 @@ static const char *sample_bpf_unfit(const struct tally_collector *c)
 	return NULL;
 }
 
-/* --sample-mechanism: the BPF program on every sampling fd, or the ring. */
+/* --sample-mechanism bpf: the BPF program on every sampling fd. */
 static int open_sample_bpf(struct tally_collector *c)
 {
-	if (c->o.sample_mech == TALLY_SAMPLE_RING)
+	if (c->o.sample_mech != TALLY_SAMPLE_BPF)
 		return 0;
 	const char *why = sample_bpf_unfit(c);
-	if (why) {
-		if (c->o.sample_mech == TALLY_SAMPLE_BPF)
-			return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
-					    why);
-		c->sb_why = why;
-		return 0;
-	}
+	if (why)
+		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
+				    why);
 #ifdef TALLY_HAVE_BPF
 	bool tb[SB_MAX_EVENTS] = { false };
 	for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
 		tb[ev] = c->o.events[ev]->time_based && !c->o.events[ev]->offcpu;
 	int r = tally_sample_bpf_open(&c->sbpf, tb, c->o.nevents < SB_MAX_EVENTS ? c->o.nevents : SB_MAX_EVENTS);
-	bool attached = false;
 	for (size_t i = 0; !r && i < c->nfds; i++) {
 		struct evfd *f = &c->fds[i];
 		if (f->event < 0 || f->kind != FD_SAMPLE)
 			continue;
+		/* a failure here ends the recording: a program left on some fds
+		 * would keep their samples from the ring */
 		r = tally_sample_bpf_attach(c->sbpf, f->fd, f->event);
-		if (r && attached) {
-			/* a program on some fds only would keep their samples from the
-			 * ring for good: no way back */
-			return r;
-		}
-		attached = true;
 		struct sb_slot *slot = sample_slot(c, f);
-		if (slot && f->nchg)
+		if (!r && slot && f->nchg)
 			slot->period = f->chg[f->nchg - 1].period;
 		if (f->nchg)
 			f->chg[f->nchg - 1].carried = true;
@@ -664,21 +654,12 @@ static int open_sample_bpf(struct tally_collector *c)
 		c->redraw_s = 1.0;
 		return 0;
 	}
-	tally_sample_bpf_free(c->sbpf);
-	c->sbpf = NULL;
-	if (c->o.sample_mech == TALLY_SAMPLE_BPF) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-		return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
-				    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
-	}
-	c->sb_why = "the BPF program did not load (see --sample-mechanism bpf)";
-	return 0;
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
+			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
 #else
-	if (c->o.sample_mech == TALLY_SAMPLE_BPF)
-		return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
-	c->sb_why = "built without BPF";
-	return 0;
+	return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
 #endif
 }
 
@@ -1513,10 +1494,8 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 	return c && c->off;
 }
 
-const char *tally_collector_sample_mech(const struct tally_collector *c, const char **why)
+const char *tally_collector_sample_mech(const struct tally_collector *c)
 {
-	if (why)
-		*why = c ? c->sb_why : NULL;
 	return c && c->sbpf ? "bpf" : "ring";
 }
 

@@ -303,14 +303,8 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	tally_meta_set(m, "cpus", "%s", cs.buf ? cs.buf : "");
 	strbuf_release(&cs);
 	tally_meta_set(m, "events", "%s", s->evnames.buf);
-	if (col) {
-		/* each sample through the ring, or counted in the kernel (docs/sampling.md) */
-		const char *why, *mech = tally_collector_sample_mech(col, &why);
-		if (why)
-			tally_meta_set(m, "sample-mechanism", "%s (%s)", mech, why);
-		else
-			tally_meta_set(m, "sample-mechanism", "%s", mech);
-	}
+	/* each sample through the ring, or counted in the kernel (docs/sampling.md) */
+	tally_meta_set(m, "sample-mechanism", "%s", tally_collector_sample_mech(col));
 	if (s->period)
 		tally_meta_set(m, "sampling", "period %" PRIu64, s->period);
 	else
@@ -432,10 +426,10 @@ static const struct tally_option sampling_options[] = {
 	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
 	  TALLY_OPT_BUILDID_MMAP },
 	{ 0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
-	  "bpf: samples counted in the kernel per place by a BPF program, read\n"
-	  "once a second (whole system, no call graph, at most 4 events);\n"
-	  "ring: every sample through the ring buffers; auto (default): bpf\n"
-	  "when it applies and loads, else ring (docs/sampling.md)",
+	  "ring (default): every sample through the ring buffers;\n"
+	  "bpf: samples counted in the kernel per place by a BPF program and\n"
+	  "read once a second (whole system, no call graph, at most 4 events;\n"
+	  "what it costs and delays: docs/sampling.md)",
 	  TALLY_OPT_SAMPLE_MECH },
 	TALLY_OPTION_END,
 };

@@ -297,12 +297,7 @@ const char *tally_daemon_db(const struct tally_daemon *d)
 
 const char *tally_daemon_sample_mech(const struct tally_daemon *d)
 {
-	static char buf[160];
-	const char *why, *mech = tally_collector_sample_mech(d->col, &why);
-	if (!strcmp(mech, "bpf"))
-		return "counted in the kernel (bpf)";
-	snprintf(buf, sizeof(buf), "through the ring buffers%s%s%s", why ? " (" : "", why ? why : "", why ? ")" : "");
-	return buf;
+	return strcmp(tally_collector_sample_mech(d->col), "bpf") ? "through the ring buffers" : "counted in the kernel (bpf)";
 }
 
 const char *tally_daemon_socket(const struct tally_daemon *d)
@@ -389,8 +384,8 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	 * 200 ms) and the bookkeeping of a round, which costs the same however few
 	 * records it reads; so one round per redraw (with --no-randomize too) */
 	if (timeout_ms < 0) {
-		/* samples counted in the kernel: the map is read, and the period
-		 * redrawn, once a second */
+		/* --sample-mechanism bpf: the map is read, and the period redrawn,
+		 * once a second */
 		timeout_ms = d->rec ? tally_collector_tick_ms(tally_recording_collector(d->rec)) : DAEMON_TICK_MS;
 		if (d->started) {
 			/* a flush or an epoch due sooner than the tick ends the wait */

@@ -51,10 +51,8 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		strbuf_addf(o, "sampling: period %" PRIu64 "%s\n", d->smp->period, d->smp->randomize ? ", randomized" : "");
 	else
 		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
-	if (d->col) {
-		const char *why, *mech = tally_collector_sample_mech(d->col, &why);
-		strbuf_addf(o, "sample-mechanism: %s%s%s%s\n", mech, why ? " (" : "", why ? why : "", why ? ")" : "");
-	}
+	if (d->col)
+		strbuf_addf(o, "sample-mechanism: %s\n", tally_collector_sample_mech(d->col));
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {
