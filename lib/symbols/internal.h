@@ -46,6 +46,8 @@ struct imgsyms {
 	char **owned; /* names we had to copy (version suffixes cut, demangled) */
 	size_t nowned, aowned;
 	uint8_t *demangled; /* per symbol: its name was demangled (or needs not be) */
+	uint32_t *symframe; /* per symbol: its frame in r->frames + 1, when its code has no
+			       DWARF to read (dwarf.c, symbol_frame); 0: not yet */
 	bool mismatch;
 	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;

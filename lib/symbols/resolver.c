@@ -62,6 +62,7 @@ static void imgsyms_release(struct imgsyms *s)
 		free(s->owned[k]);
 	free(s->owned);
 	free(s->demangled);
+	free(s->symframe);
 	strbuf_release(&s->log);
 	free(s->file);
 	free(s->debug_file);
