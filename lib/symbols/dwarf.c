@@ -339,10 +339,8 @@ static int symbol_frame(struct tally_resolver *r, uint32_t image, uint64_t offse
 	struct imgsyms *s = sym_get(r, image);
 	if (!s || s->jd)
 		return -1;
-	const struct tally_db_image *di = &r->db->images[image];
 	bool want = !r->o.no_inline || r->o.lines; /* as compute_frames asks for DWARF */
-	bool file = sym_is_file_kind(di);
-	if (want && ((file && s->dwarf_state != -1) || (!file && !strcmp(di->kind, "kernel"))))
+	if (want && ((s->file_kind && s->dwarf_state != -1) || s->kernel))
 		return -1;
 	const struct tally_sym *sym = s->mismatch ? NULL : tally_resolve(r, image, offset - (ret && offset ? 1 : 0));
 	if (!sym) {

@@ -40,6 +40,7 @@ struct section {
 
 struct imgsyms {
 	int state; /* 0 not loaded, 1 loaded */
+	bool file_kind, kernel; /* its image's kind (sym_is_file_kind, "kernel"), said at load: asked per lookup */
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;

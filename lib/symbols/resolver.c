@@ -183,7 +183,9 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 	struct imgsyms *s = &r->im[image];
 	const struct tally_db_image *di = &r->db->images[image];
 	s->state = 1;
-	if (!strcmp(di->kind, "kernel")) {
+	s->file_kind = sym_is_file_kind(di);
+	s->kernel = !strcmp(di->kind, "kernel");
+	if (s->kernel) {
 		sym_load_kernel(r, s, di);
 	} else if (!strcmp(di->kind, "jit")) {
 		sym_load_jit(r, s, di);
@@ -261,7 +263,7 @@ struct imgsyms *sym_get(struct tally_resolver *r, uint32_t image)
  * has many more symbols than a profile has functions */
 static const struct tally_sym *demangled(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *y)
 {
-	if (r->o.no_demangle || !strcmp(r->db->images[s->image].kind, "kernel"))
+	if (r->o.no_demangle || s->kernel)
 		return y;
 	size_t i = (size_t)(y - s->syms);
 	if (!s->demangled)
@@ -284,7 +286,7 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	if (!s || !s->nsyms)
 		return NULL;
 	uint64_t addr = offset;
-	if (sym_is_file_kind(&r->db->images[image]) && !sym_offset_to_addr(s, offset, &addr))
+	if (s->file_kind && !sym_offset_to_addr(s, offset, &addr))
 		return NULL;
 	const struct tally_sym *y = lookup(s, addr);
 	if (y)
