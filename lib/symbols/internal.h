@@ -54,6 +54,7 @@ struct imgsyms {
 	char *note;
 	struct tally_sym *syms;
 	size_t nsyms;
+	size_t last_sym; /* lookup's last answer: the upper bound of its address in syms */
 	char *names; /* storage for JIT and kernel names when copied */
 	struct phdr *ph;
 	size_t nph;
