@@ -107,7 +107,7 @@ struct pp {
 
 /* str_id of a string the resolver keeps for its life (names, files), by its
  * address: a location's frames name a few thousand functions, met a million times */
-#define KEPT_SLOTS 4096
+#define KEPT_SLOTS 16384
 struct kept_str {
 	const char *s;
 	int64_t id;
