@@ -2,13 +2,14 @@
 # bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
-# and `perf record -a` at the same rate per CPU, in turn (the order alternates
-# each round), with every CPU kept busy by a spinning loop. Each profiler's CPU
-# time is read with `perf stat -e task-clock -p PID` over the same window.
-# Prints one Markdown table: median ms of CPU per second of sampling, and per
-# thousand samples (tally's sample count from 'tally ctl status').
+# (its default, samples counted in the kernel where it can, and with
+# --sample-mechanism ring) and `perf record -a` at the same rate per CPU, in
+# turn (the order reverses each round), with every CPU kept busy by a spinning
+# loop. Each profiler's CPU time is read with `perf stat -e task-clock -p PID`
+# over the same window. Prints one Markdown table: median ms of CPU per second
+# of sampling, and per sample (tally's sample count from 'tally ctl status').
 # --before TALLY adds another tally binary (an older build) to every round,
-# in turn with the other two, and a column for it.
+# in turn with the others, and a column for it.
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
@@ -37,8 +38,9 @@ cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | a
 
 run_tally() {
 	local bin=${1:-$tally}
+	shift || true
 	rm -rf "$tmp/d.db"
-	"$bin" daemon --db "$tmp/d.db" -F "$hz" >/dev/null 2>&1
+	"$bin" daemon --db "$tmp/d.db" -F "$hz" "$@" >/dev/null 2>&1
 	local dp
 	dp=$(cat "$tmp/d.db/daemon.pid")
 	pids+=("$dp")
@@ -46,7 +48,9 @@ run_tally() {
 	sleep 1
 	local ms n
 	ms=$(cpu_ms "$dp")
-	n=$("$bin" ctl --db "$tmp/d.db" status | awk '/^samples:/ { print $2 }')
+	"$bin" ctl --db "$tmp/d.db" status >"$tmp/status"
+	n=$(awk '/^samples:/ { print $2 }' "$tmp/status")
+	awk '/^sample-mechanism:/ { print $2 }' "$tmp/status" >"$tmp/mech"
 	wait_spin
 	kill -TERM "$dp"
 	while kill -0 "$dp" 2>/dev/null; do sleep 0.1; done
@@ -68,29 +72,41 @@ run_perf() {
 wait_spin() { for p in $(jobs -p); do [ "$p" = "${pp:-}" ] || wait "$p" 2>/dev/null || true; done; }
 
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
+# tally's default (samples counted in the kernel where it can), tally with
+# every sample through the ring buffers, perf; and the older build
+one() {
+	case $1 in
+	tally) run_tally >>"$tmp/tally"; cp "$tmp/mech" "$tmp/tally.mech" ;;
+	ring) run_tally "$tally" --sample-mechanism ring >>"$tmp/ring" ;;
+	perf) run_perf >>"$tmp/perf" ;;
+	before) [ -z "$before" ] || run_tally "$before" >>"$tmp/before" ;;
+	esac
+}
 for ((r = 1; r <= rounds; r++)); do
-	if ((r % 2)); then
-		run_tally >>"$tmp/tally"; run_perf >>"$tmp/perf"
-		[ -z "$before" ] || run_tally "$before" >>"$tmp/before"
-	else
-		[ -z "$before" ] || run_tally "$before" >>"$tmp/before"
-		run_perf >>"$tmp/perf"; run_tally >>"$tmp/tally"
-	fi
-	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
+	if ((r % 2)); then order="tally ring perf before"; else order="before perf ring tally"; fi
+	for w in $order; do one "$w"; done
+	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") ring $(tail -n1 "$tmp/ring") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
 done
 win=$((secs - 2))
-t=$(cut -d' ' -f1 "$tmp/tally" | median) p=$(median <"$tmp/perf") n=$(cut -d' ' -f2 "$tmp/tally" | median)
-if [ -n "$before" ]; then
-	b=$(cut -d' ' -f1 "$tmp/before" | median) bn=$(cut -d' ' -f2 "$tmp/before" | median)
-	echo "| profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds | tally daemon (before) | tally daemon | perf record -a |"
-	echo "|---|---|---|---|"
-	echo "| ms of CPU per second | $(echo "scale=2; $b / $win" | bc) | $(echo "scale=2; $t / $win" | bc) | $(echo "scale=2; $p / $win" | bc) |"
-	echo "| share of one CPU | $(echo "scale=3; $b / $win / 10" | bc)% | $(echo "scale=3; $t / $win / 10" | bc)% | $(echo "scale=3; $p / $win / 10" | bc)% |"
-	echo "| µs per sample (samples a run: $bn, $n) | $(echo "scale=2; $b * 1000 / $bn" | bc) | $(echo "scale=2; $t * 1000 / $n" | bc) | — |"
-	exit 0
-fi
-echo "| profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds | tally daemon | perf record -a |"
-echo "|---|---|---|"
-echo "| ms of CPU per second | $(echo "scale=2; $t / $win" | bc) | $(echo "scale=2; $p / $win" | bc) |"
-echo "| share of one CPU | $(echo "scale=3; $t / $win / 10" | bc)% | $(echo "scale=3; $p / $win / 10" | bc)% |"
-echo "| µs per sample (tally: $n samples a run) | $(echo "scale=2; $t * 1000 / $n" | bc) | — |"
+mech=$(cat "$tmp/tally.mech" 2>/dev/null || echo "?")
+cols=("tally daemon ($mech)" "tally daemon (ring)" "perf record -a")
+files=(tally ring perf)
+if [ -n "$before" ]; then cols+=("tally daemon (before)"); files+=(before); fi
+row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
+ms=() share=() per=()
+for f in "${files[@]}"; do
+	m=$(cut -d' ' -f1 "$tmp/$f" | median)
+	ms+=("$(echo "scale=2; $m / $win" | bc)")
+	share+=("$(echo "scale=3; $m / $win / 10" | bc)%")
+	if [ "$f" = perf ]; then
+		per+=("—")
+	else
+		n=$(cut -d' ' -f2 "$tmp/$f" | median)
+		per+=("$(echo "scale=2; $m * 1000 / $n" | bc) ($n samples)")
+	fi
+done
+row "profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds" "${cols[@]}"
+row "---" "${cols[@]/*/---}"
+row "ms of CPU per second" "${ms[@]}"
+row "share of one CPU" "${share[@]}"
+row "µs per sample" "${per[@]}"

@@ -257,8 +257,8 @@ int cmd_daemon(int argc, char **argv)
 		close(ready);
 		ready = -1;
 	}
-	tally_daemon_logfile_printf(&lg, "started: events %s, CPUs %s, database %s, socket %s", smp.evnames.buf, cpus.buf,
-				    tally_daemon_db(d), tally_daemon_socket(d));
+	tally_daemon_logfile_printf(&lg, "started: events %s, CPUs %s, samples %s, database %s, socket %s", smp.evnames.buf,
+				    cpus.buf, tally_daemon_sample_mech(d), tally_daemon_db(d), tally_daemon_socket(d));
 	while (!got_term) {
 		tally_daemon_step(d, -1);
 		if (got_hup) {

@@ -63,7 +63,17 @@ struct tally_collect_opts {
 	/* with an off-CPU event: intervals shorter than this (ns) are dropped, counted */
 	uint64_t offcpu_min;
 	int offcpu_mech; /* enum tally_offcpu_mech (offcpu.h): auto, bpf or tracepoint */
+	int sample_mech; /* enum tally_sample_mech: how samples reach tally */
 };
+
+/* How samples reach tally (docs/sampling.md, "Counting in the kernel"): each
+ * through the ring buffer, or counted in the kernel by a BPF program per
+ * (process, event, mode, address) and read once per round. bpf needs per-CPU
+ * events on every task (the whole system), no call graph and at most 4
+ * sampling events of the PMU or software kinds; auto takes it when those hold
+ * and the program loads, else the ring. */
+enum tally_sample_mech { TALLY_SAMPLE_AUTO, TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF };
+int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out);
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
  * others raw points at the kernel record (struct perf_event_header first). */
@@ -150,6 +160,11 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 /* How off-CPU time is recorded: "bpf", "tracepoint", or NULL without it; *why
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
+/* "bpf" or "ring"; *why (may be NULL): why auto took the ring (static), or NULL. */
+const char *tally_collector_sample_mech(const struct tally_collector *c, const char **why);
+/* How long a caller's round may wait when nothing else wakes it: the period's
+ * redraw, 200 ms, or 1 s when samples are counted in the kernel. */
+int tally_collector_tick_ms(const struct tally_collector *c);
 
 /* The kernel.perf_event_paranoid setting, or 2 when unreadable. */
 int tally_perf_paranoid(void);

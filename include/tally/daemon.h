@@ -86,6 +86,8 @@ int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *
 /* The database directory (absolute), the socket's path (absolute). */
 const char *tally_daemon_db(const struct tally_daemon *d);
 const char *tally_daemon_socket(const struct tally_daemon *d);
+/* How samples reach it: "bpf (counted in the kernel)" or "ring" (and why). */
+const char *tally_daemon_sample_mech(const struct tally_daemon *d);
 
 /* Starts: writes the pid file, opens the collector on every CPU the sampling
  * settings name, begins the first epoch and prunes. 0, or -errno with

@@ -24,6 +24,7 @@ enum {
 	TALLY_OPT_OFFCPU,
 	TALLY_OPT_OFFCPU_MIN,
 	TALLY_OPT_OFFCPU_MECH,
+	TALLY_OPT_SAMPLE_MECH,
 };
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
@@ -42,6 +43,7 @@ struct tally_sampling {
 	uint64_t offcpu_min;    /* --off-cpu-min, ns (0: every wait) */
 	int offcpu_mech;        /* --off-cpu-mechanism: enum tally_offcpu_mech (offcpu.h) */
 	bool offcpu_mech_set;
+	int sample_mech;        /* --sample-mechanism: enum tally_sample_mech (collect.h), default auto */
 
 	/* filled by tally_sampling_resolve */
 	const struct tally_event_desc *evs[TALLY_SAMPLING_MAX_EVENTS];

@@ -382,7 +382,7 @@ struct tally_sample_memo {
 	int32_t event;
 	bool kernel;
 };
-#define MEMO_SIZE 1024 /* a power of two */
+#define MEMO_SIZE 4096 /* a power of two: room for a busy machine's places of a second */
 
 static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tally_rec *r, bool kernel)
 {
@@ -390,6 +390,18 @@ static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tal
 		a->memo = xcalloc(MEMO_SIZE, sizeof(*a->memo));
 	uint64_t h = tally_hash_u64(r->ip ^ ((uint64_t)r->pid << 32) ^ ((uint64_t)(uint32_t)r->event << 20) ^ kernel);
 	return &a->memo[h & (MEMO_SIZE - 1)];
+}
+
+void agg_memo_forget_dead(struct tally_agg *a)
+{
+	if (!a->memo)
+		return;
+	for (size_t i = 0; i < MEMO_SIZE; i++) {
+		struct tally_sample_memo *m = &a->memo[i];
+		/* an entry of an older generation is never used, nor its process read */
+		if (m->gen == a->memo_gen && m->p && m->p->dead > 2)
+			m->gen = 0;
+	}
 }
 
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)

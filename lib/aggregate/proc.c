@@ -78,26 +78,33 @@ void tally_agg_collect_dead(struct tally_agg *a)
 	/* a process that exited two rounds ago has had all its records delivered */
 	if (!a->dead_pending)
 		return; /* the daemon's every round: no walk of every process for nothing */
-	size_t j = 0;
-	bool changed = false, pending = false;
+	bool freeing = false, pending = false;
 	for (size_t i = 0; i < a->nprocs; i++) {
 		struct tally_proc *p = a->procs[i];
-		if (p->dead && ++p->dead > 2) {
+		if (p->dead && ++p->dead > 2)
+			freeing = true;
+		else
+			pending |= p->dead != 0;
+	}
+	a->dead_pending = pending;
+	if (!freeing)
+		return;
+	/* the memo's entries of the others stay: a machine where some process
+	 * ends every round would otherwise never keep one */
+	agg_memo_forget_dead(a);
+	size_t j = 0;
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct tally_proc *p = a->procs[i];
+		if (p->dead > 2) {
 			if (p->sampled)
 				remember_task(a, p);
 			agg_proc_free(p);
-			changed = true;
 			continue;
 		}
-		pending |= p->dead != 0;
 		a->procs[j++] = p;
 	}
 	a->nprocs = j;
-	a->dead_pending = pending;
-	if (changed) {
-		rebuild_proc_idx(a);
-		agg_memo_forget(a); /* it may hold a process freed here */
-	}
+	rebuild_proc_idx(a);
 }
 
 void tally_agg_tasks(struct tally_agg *a)
@@ -335,13 +342,15 @@ void agg_on_exit_rec(struct tally_agg *a, const struct tally_rec *r)
 
 int tally_agg_load_procfs(struct tally_agg *a, int pid)
 {
-	agg_memo_forget(a); /* maps and a name */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
 	struct tally_proc *p = tally_agg_proc(a, pid, true);
+	/* its maps and name: the memo's rows of this process only (a daemon
+	 * loads each process at its first sample, often) */
+	p->memo_gen++;
 	char line[4608];
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	ssize_t ln = readlink(path, line, sizeof(line) - 1);

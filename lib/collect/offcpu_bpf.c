@@ -7,7 +7,6 @@
 #include "tally/util.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf-common.h"
 #include "offcpu-bpf.h"
 #include "offcpu.skel.h"
 
@@ -24,59 +24,33 @@
 struct tally_offcpu_bpf {
 	struct offcpu_skel *skel;
 	struct tally_offcpu_bpf_opts o;
-	int waits_fd, starts_fd, stacks_fd, stats_fd;
+	int starts_fd, stacks_fd, stats_fd;
 	int ncpus;
-	bool batch_ok;
-	struct ob_key *keys;
-	struct ob_val *vals;
+	struct tally_bpf_drain waits;
 	struct ob_stats *stats; /* ncpus: the program's per-CPU counters, read at every drain */
 	uint64_t ips[OB_MAX_STACK];
 };
-
-/* libbpf's first warning since the load began: the reason it failed (the
- * later ones repeat the failure one level up; libtally never prints) */
-static char last_msg[256];
-
-static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	char buf[sizeof(last_msg)];
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = 0;
-	if (buf[0] && !last_msg[0])
-		memcpy(last_msg, buf, sizeof(buf));
-	return 0;
-}
 
 void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b)
 {
 	if (!b)
 		return;
 	offcpu_skel__destroy(b->skel);
-	free(b->keys);
-	free(b->vals);
+	tally_bpf_drain_release(&b->waits);
 	free(b->stats);
 	free(b);
-}
-
-static int load_error(int e, const char *what)
-{
-	return tally_seterr(e < 0 ? e : -EINVAL, "cannot %s the off-CPU BPF program: %s%s%s", what, strerror(e < 0 ? -e : e),
-			    last_msg[0] ? ": " : "", last_msg);
 }
 
 int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offcpu_bpf_opts *opts)
 {
 	*out = NULL;
-	last_msg[0] = 0;
-	libbpf_set_print(on_libbpf_print);
+	tally_bpf_log_begin();
 	struct tally_offcpu_bpf *b = xcalloc(1, sizeof(*b));
 	b->o = *opts;
 	int ret = 0;
 	b->skel = offcpu_skel__open();
 	if (!b->skel) {
-		ret = load_error(-errno, "open");
+		ret = tally_bpf_error(-errno, "open", "off-CPU");
 		goto fail;
 	}
 	b->skel->rodata->mode = (ob_u32)(opts->mode == TALLY_OFFCPU_BPF_CGROUP ? OB_CGROUP :
@@ -90,33 +64,31 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	}
 	ret = offcpu_skel__load(b->skel);
 	if (ret) {
-		ret = load_error(ret, "load");
+		ret = tally_bpf_error(ret, "load", "off-CPU");
 		goto fail;
 	}
-	b->waits_fd = bpf_map__fd(b->skel->maps.waits);
+	tally_bpf_drain_init(&b->waits, bpf_map__fd(b->skel->maps.waits), sizeof(struct ob_key), sizeof(struct ob_val), BATCH,
+			     "off-CPU BPF map");
 	b->starts_fd = bpf_map__fd(b->skel->maps.starts);
 	b->stacks_fd = bpf_map__fd(b->skel->maps.stacks);
 	b->stats_fd = bpf_map__fd(b->skel->maps.stats);
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
-		ret = load_error(b->ncpus, "size the counters of");
+		ret = tally_bpf_error(b->ncpus, "size the counters of", "off-CPU");
 		goto fail;
 	}
 	for (size_t i = 0; i < opts->ntgids; i++) {
 		ob_u32 tgid = (ob_u32)opts->tgids[i], one = 1;
 		if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.tgids), &tgid, &one, BPF_ANY)) {
-			ret = load_error(-errno, "configure");
+			ret = tally_bpf_error(-errno, "configure", "off-CPU");
 			goto fail;
 		}
 	}
 	ret = offcpu_skel__attach(b->skel);
 	if (ret) {
-		ret = load_error(ret, "attach");
+		ret = tally_bpf_error(ret, "attach", "off-CPU");
 		goto fail;
 	}
-	b->batch_ok = true;
-	b->keys = xcalloc(BATCH, sizeof(*b->keys));
-	b->vals = xcalloc(BATCH, sizeof(*b->vals));
 	b->stats = xcalloc((size_t)b->ncpus, sizeof(*b->stats));
 	*out = b;
 	return 0;
@@ -152,51 +124,21 @@ static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const 
 	tally_offcpu_add(o, &e, time, fn, ctx);
 }
 
-/* The waits one at a time: a kernel without batch operations on hash maps. */
-static int drain_slow(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, void *ctx)
-{
-	int n = 0;
-	struct ob_key k, next;
-	struct ob_val v;
-	void *prev = NULL;
-	while (!bpf_map_get_next_key(b->waits_fd, prev, &next)) {
-		k = next;
-		if (!bpf_map_lookup_and_delete_elem(b->waits_fd, &k, &v) ||
-		    (!bpf_map_lookup_elem(b->waits_fd, &k, &v) && !bpf_map_delete_elem(b->waits_fd, &k))) {
-			add_entry(b, o, &k, v.ns, v.count, time, fn, ctx);
-			n++;
-		}
-		prev = NULL; /* the key is gone: start over */
-	}
-	return n;
-}
+struct waits_ctx {
+	struct tally_offcpu_bpf *b;
+	struct tally_offcpu *o;
+	uint64_t time;
+	tally_rec_fn fn;
+	void *ctx;
+};
 
-static int drain_waits(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, tally_rec_fn fn, void *ctx)
+static void take_waits(void *ctx, const void *keys, const void *vals, size_t n)
 {
-	if (!b->batch_ok)
-		return drain_slow(b, o, time, fn, ctx);
-	int n = 0;
-	ob_u64 token = 0;
-	bool first = true;
-	for (;;) {
-		__u32 count = BATCH;
-		int r = bpf_map_lookup_and_delete_batch(b->waits_fd, first ? NULL : &token, &token, b->keys, b->vals, &count, NULL);
-		int e = r ? -errno : 0;
-		if (r && e != -ENOENT && !count) {
-			if (first && (e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP)) {
-				b->batch_ok = false;
-				return drain_slow(b, o, time, fn, ctx);
-			}
-			return tally_seterr(e, "cannot read the off-CPU BPF map: %s", strerror(-e));
-		}
-		first = false;
-		for (__u32 i = 0; i < count; i++)
-			add_entry(b, o, &b->keys[i], b->vals[i].ns, b->vals[i].count, time, fn, ctx);
-		n += (int)count;
-		if (r)
-			break; /* -ENOENT: the end */
-	}
-	return n;
+	struct waits_ctx *w = ctx;
+	const struct ob_key *k = keys;
+	const struct ob_val *v = vals;
+	for (size_t i = 0; i < n; i++)
+		add_entry(w->b, w->o, &k[i], v[i].ns, v[i].count, w->time, w->fn, w->ctx);
 }
 
 /* The tasks still off the CPU: each counted up to end, then forgotten. */
@@ -227,9 +169,11 @@ static int drain_starts(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint
 int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, bool flush, uint64_t end,
 			   tally_rec_fn fn, void *ctx)
 {
-	int n = drain_waits(b, o, time, fn, ctx);
-	if (n < 0)
-		return n;
+	struct waits_ctx w = { b, o, time, fn, ctx };
+	long taken = tally_bpf_drain_all(&b->waits, take_waits, &w);
+	if (taken < 0)
+		return (int)taken;
+	int n = (int)taken;
 	if (flush)
 		n += drain_starts(b, o, time, end, fn, ctx);
 	/* the program's counters, per CPU */

@@ -5,6 +5,7 @@
 #include "tally/offcpu.h"
 #include "tally/unwind.h"
 #include "tally/util.h"
+#include "sample-bpf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -215,6 +216,21 @@ struct tally_collector {
 	struct tally_offcpu_bpf *bpf; /* off-CPU time from the BPF program instead of the tracepoint */
 	const char *off_why;         /* why auto took the tracepoint (static), or NULL */
 	uint64_t off_stop;           /* when it was stopped or paused (CLOCK_MONOTONIC ns) */
+	/* samples counted in the kernel (sample-bpf.h, docs/sampling.md) */
+	struct tally_sample_bpf *sbpf;
+	const char *sb_why;          /* why auto took the ring (static), or NULL */
+	uint64_t *sb_seen;           /* per slot: the intervals already taken from it */
+	double redraw_s;             /* seconds between two redraws of the periods */
+};
+
+/* A sample count read from the BPF map, staged with the ring records and
+ * delivered in time order among them (at the time of its last sample). */
+#define TALLY_REC_COUNTED 0x7c01
+struct counted_rec {
+	struct perf_event_header h;
+	uint32_t tgid;
+	uint16_t event, kernel;
+	uint64_t ip, count, weight, time;
 };
 
 static bool id_eq(const void *ctx, uint32_t idx, const void *key)
@@ -250,23 +266,51 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The slot through which the BPF program weighs the samples of a per-CPU
+ * timer event with the period tally set (NULL: none, the ring's samples). */
+static struct sb_slot *sample_slot(const struct tally_collector *c, const struct evfd *f)
+{
+#ifdef TALLY_HAVE_BPF
+	if (c->sbpf && f->task < 0 && f->event >= 0 && c->o.events[f->event]->time_based)
+		return tally_sample_bpf_slot(c->sbpf, f->cpu, f->event);
+#else
+	(void)c, (void)f;
+#endif
+	return NULL;
+}
+
 /* Sets a fixed period on an fd and remembers from when it holds. */
 static int set_period(const struct tally_collector *c, struct evfd *f, uint64_t p)
 {
 	/* a per-CPU timer event counts the nanoseconds its tasks ran: what it
 	 * counted before the change tells how much of the last period was cut */
 	uint64_t count = UINT64_MAX;
-	if (f->task < 0 && f->event >= 0 && c->o.events[f->event]->time_based && read(f->fd, &count, sizeof count) != sizeof count)
+	struct sb_slot *slot = sample_slot(c, f);
+	if (!slot && f->task < 0 && f->event >= 0 && c->o.events[f->event]->time_based &&
+	    read(f->fd, &count, sizeof count) != sizeof count)
 		count = UINT64_MAX;
 	if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &p) < 0)
 		return -errno;
+	if (slot) {
+		/* the program weighs the samples: the new period, and the part of
+		 * the old one the change cut, the time since the last sample there
+		 * (a per-CPU clock counts all of it), without a read of the count
+		 * (each one an interrupt of that CPU) */
+		uint64_t prev = __atomic_load_n(&slot->period, __ATOMIC_RELAXED);
+		uint64_t last = __atomic_load_n(&slot->last_time, __ATOMIC_RELAXED);
+		uint64_t now = mono_ns();
+		__atomic_store_n(&slot->period, p, __ATOMIC_RELAXED);
+		if (prev && last && now > last && now - last < 2 * prev)
+			__atomic_fetch_add(&slot->carry, now - last, __ATOMIC_RELAXED);
+	}
 	/* the time after the change: a sample before it had the old period, and
 	 * the new one cannot fire sooner than one period after the change */
 	if (f->nchg == PERIOD_HISTORY) {
 		memmove(&f->chg[0], &f->chg[1], (PERIOD_HISTORY - 1) * sizeof(f->chg[0]));
 		f->nchg--;
 	}
-	f->chg[f->nchg++] = (struct period_change){ mono_ns(), p, count, false };
+	/* a sample the ring still gets (the BPF map was full) carries nothing */
+	f->chg[f->nchg++] = (struct period_change){ mono_ns(), p, count, slot != NULL };
 	return 0;
 }
 
@@ -546,6 +590,98 @@ static int open_offcpu_bpf(struct tally_collector *c)
 #endif
 }
 
+int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out)
+{
+	static const char *const names[] = { "auto", "ring", "bpf" };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum tally_sample_mech)i;
+			return 0;
+		}
+	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: auto, ring, bpf)", s);
+}
+
+/* Why the BPF program cannot count this collector's samples, or NULL. */
+static const char *sample_bpf_unfit(const struct tally_collector *c)
+{
+	if (c->o.target != TALLY_TARGET_SYSTEM)
+		return "it counts the whole system only";
+	if (c->o.callchain || c->o.stack_user || c->o.leaf_stack)
+		return "call graphs asked";
+	if (c->o.ncpus > SB_MAX_CPUS)
+		return "more CPUs than it has slots for";
+	for (int ev = 0; ev < c->o.nevents; ev++) {
+		const struct tally_event_desc *d = c->o.events[ev];
+		if (d->offcpu)
+			continue; /* not a sampling event */
+		if (ev >= SB_MAX_EVENTS)
+			return "more than 4 events";
+		if (d->type != PERF_TYPE_HARDWARE && d->type != PERF_TYPE_SOFTWARE && d->type != PERF_TYPE_HW_CACHE &&
+		    d->type != PERF_TYPE_RAW)
+			return "a tracepoint event";
+	}
+	return NULL;
+}
+
+/* --sample-mechanism: the BPF program on every sampling fd, or the ring. */
+static int open_sample_bpf(struct tally_collector *c)
+{
+	if (c->o.sample_mech == TALLY_SAMPLE_RING)
+		return 0;
+	const char *why = sample_bpf_unfit(c);
+	if (why) {
+		if (c->o.sample_mech == TALLY_SAMPLE_BPF)
+			return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
+					    why);
+		c->sb_why = why;
+		return 0;
+	}
+#ifdef TALLY_HAVE_BPF
+	bool tb[SB_MAX_EVENTS] = { false };
+	for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
+		tb[ev] = c->o.events[ev]->time_based && !c->o.events[ev]->offcpu;
+	int r = tally_sample_bpf_open(&c->sbpf, tb, c->o.nevents < SB_MAX_EVENTS ? c->o.nevents : SB_MAX_EVENTS);
+	bool attached = false;
+	for (size_t i = 0; !r && i < c->nfds; i++) {
+		struct evfd *f = &c->fds[i];
+		if (f->event < 0 || f->kind != FD_SAMPLE)
+			continue;
+		r = tally_sample_bpf_attach(c->sbpf, f->fd, f->event);
+		if (r && attached) {
+			/* a program on some fds only would keep their samples from the
+			 * ring for good: no way back */
+			return r;
+		}
+		attached = true;
+		struct sb_slot *slot = sample_slot(c, f);
+		if (slot && f->nchg)
+			slot->period = f->chg[f->nchg - 1].period;
+		if (f->nchg)
+			f->chg[f->nchg - 1].carried = true;
+	}
+	if (!r) {
+		c->sb_seen = xcalloc((size_t)c->o.ncpus * SB_MAX_EVENTS, sizeof(uint64_t));
+		c->redraw_s = 1.0;
+		return 0;
+	}
+	tally_sample_bpf_free(c->sbpf);
+	c->sbpf = NULL;
+	if (c->o.sample_mech == TALLY_SAMPLE_BPF) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+		return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
+				    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+	}
+	c->sb_why = "the BPF program did not load (see --sample-mechanism bpf)";
+	return 0;
+#else
+	if (c->o.sample_mech == TALLY_SAMPLE_BPF)
+		return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
+	c->sb_why = "built without BPF";
+	return 0;
+#endif
+}
+
 int tally_collector_open(struct tally_collector **out, const struct tally_collect_opts *opts)
 {
 	struct tally_collector *c = xcalloc(1, sizeof(*c));
@@ -554,6 +690,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	c->o = *opts;
 	c->pagesz = (size_t)sysconf(_SC_PAGESIZE);
 	c->off_ev = -1;
+	c->redraw_s = 0.2;
 	int ev_pre = -1;
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		if (opts->events[ev]->offcpu == TALLY_OFFCPU_BLOCKED)
@@ -631,6 +768,9 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		if (ret)
 			goto fail;
 	}
+	ret = open_sample_bpf(c);
+	if (ret)
+		goto fail;
 	free(ring_of_cpu);
 	*out = c;
 	return 0;
@@ -977,6 +1117,8 @@ static void drain_bpf(struct tally_collector *c, bool flush, tally_rec_fn fn, vo
 #endif
 }
 
+static void deliver_counted(struct tally_collector *c, const struct counted_rec *cr, tally_rec_fn fn, void *ctx);
+
 static void deliver(struct tally_collector *c, const struct perf_event_header *h, tally_rec_fn fn, void *ctx)
 {
 	struct tally_rec r;
@@ -985,6 +1127,10 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 	r.type = h->type;
 	r.misc = h->misc;
 	r.event = -1;
+	if (h->type == TALLY_REC_COUNTED) {
+		deliver_counted(c, (const struct counted_rec *)h, fn, ctx);
+		return;
+	}
 	const uint64_t *p = (const uint64_t *)(h + 1);
 	const uint64_t *end = (const uint64_t *)((const char *)h + h->size);
 	if (h->type == PERF_RECORD_SAMPLE) {
@@ -1083,6 +1229,104 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 	fn(ctx, &r);
 }
 
+static int cmp_ref_time(const void *a, const void *b)
+{
+	const struct recref *x = a, *y = b;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* The counts read from the BPF map, as one more run of records in time order
+ * (sort: there are records of the rings to order them among): each at the
+ * time of its last sample, so that an exec or an exit after it is applied
+ * after it, and a fork or an mmap before its first sample before it. */
+static void stage_counted(struct tally_collector *c, const struct sb_key *k, const struct sb_val *v, size_t n, bool sort)
+{
+	size_t first = c->nrefs;
+	GROW(c->stage, c->stage_alloc, c->stage_len + n * sizeof(struct counted_rec));
+	GROW(c->refs, c->arefs, c->nrefs + n);
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].count || k[i].event >= c->o.nevents)
+			continue;
+		struct counted_rec cr = {
+			.h = { .type = TALLY_REC_COUNTED, .misc = 0, .size = sizeof(cr) },
+			.tgid = k[i].tgid, .event = k[i].event, .kernel = k[i].kernel,
+			.ip = k[i].ip, .count = v[i].count, .weight = v[i].weight, .time = v[i].last,
+		};
+		memcpy(c->stage + c->stage_len, &cr, sizeof(cr));
+		c->refs[c->nrefs++] = (struct recref){ cr.time, c->stage_len };
+		c->stage_len += sizeof(cr);
+	}
+	if (!sort)
+		return;
+	tally_qsort(c->refs + first, c->nrefs - first, sizeof(*c->refs), cmp_ref_time);
+	if (c->nrefs > first) {
+		GROW(c->runs, c->aruns, c->nruns + 1);
+		c->runs[c->nruns++] = first;
+	}
+}
+
+/* What the timer did, from the program's slots: the intervals between
+ * back-to-back samples of one thread it measured since the last round. */
+static void take_intervals(struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	for (int cpu = 0; cpu < c->o.ncpus; cpu++) {
+		for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++) {
+			struct sb_slot *slot = tally_sample_bpf_slot(c->sbpf, cpu, ev);
+			uint64_t *seen = &c->sb_seen[(size_t)cpu * SB_MAX_EVENTS + (size_t)ev];
+			uint64_t n = __atomic_load_n(&slot->nivals, __ATOMIC_ACQUIRE);
+			if (n <= *seen)
+				continue;
+			uint64_t from = n - *seen > SB_IVALS ? n - SB_IVALS : *seen;
+			struct period_stats *s = &c->ps[ev];
+			for (uint64_t i = from; i < n; i++) {
+				uint64_t d = __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED);
+				s->seen_ivals++;
+				if (s->nivals < ARRAY_SIZE(s->ivals)) {
+					s->ivals[s->nivals++] = d;
+				} else {
+					uint64_t j = rng_next(&c->rng) % s->seen_ivals;
+					if (j < ARRAY_SIZE(s->ivals))
+						s->ivals[j] = d;
+				}
+			}
+			*seen = n;
+		}
+	}
+#else
+	(void)c;
+#endif
+}
+
+/* A count from the BPF map as a record of count samples of summed weight. */
+static void deliver_counted(struct tally_collector *c, const struct counted_rec *cr, tally_rec_fn fn, void *ctx)
+{
+	struct tally_rec r;
+	memset(&r, 0, sizeof(r));
+	r.raw = &cr->h;
+	r.type = PERF_RECORD_SAMPLE;
+	r.misc = cr->kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER;
+	r.event = cr->event;
+	r.pid = r.tid = cr->tgid;
+	r.time = cr->time;
+	r.ip = cr->ip;
+	r.count = cr->count;
+	r.weight = cr->weight ? cr->weight : 1;
+	r.period = cr->weight / cr->count;
+	if (r.time > c->max_time)
+		c->max_time = r.time;
+	struct period_stats *s = &c->ps[r.event];
+	/* one sample's own weight is not kept: the mean of those counted here */
+	if (r.period < s->min)
+		s->min = r.period;
+	if (r.period > s->max)
+		s->max = r.period;
+	s->n += cr->count;
+	s->reached += cr->count;
+	s->sum += (double)cr->weight;
+	fn(ctx, &r);
+}
+
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
 	GROW(c->pfd, c->apfd, c->nrings + 1);
@@ -1113,10 +1357,21 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second is plenty to break any lock-step
 	 * between the program and the sampling */
-	if (c->o.randomize && tally_now_mono() - c->last_redraw >= 0.2) {
+	if (c->o.randomize && tally_now_mono() - c->last_redraw >= c->redraw_s) {
 		redraw_periods(c);
 		c->last_redraw = tally_now_mono();
 	}
+
+	/* the samples counted in the kernel, read before the rings: every record
+	 * they may need (a fork, an exec, an mmap) is then in what the rings hold */
+	const struct sb_key *sk = NULL;
+	const struct sb_val *sv = NULL;
+	size_t nsb = 0;
+	int sberr = 0;
+#ifdef TALLY_HAVE_BPF
+	if (c->sbpf)
+		sberr = tally_sample_bpf_drain(c->sbpf, &sk, &sv, &nsb);
+#endif
 
 	c->stage_len = 0;
 	c->nruns = 0;
@@ -1145,12 +1400,17 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		c->refs[c->nrefs++] = (struct recref){ t, off };
 		off += h->size;
 	}
+	/* the counts need an order only among records of the rings */
+	bool alone = !c->nrefs;
+	if (nsb)
+		stage_counted(c, sk, sv, nsb, !alone);
 	/* records from different CPUs interleave in time: a fork on one CPU must be seen
 	 * before the child's first sample on another */
-	merge_runs(c);
+	if (!alone)
+		merge_runs(c);
 	/* within one ring, side-band records can carry a time slightly before the sample
 	 * written ahead of them: nearly sorted, so insertion finishes the job cheaply */
-	for (size_t i = 1; i < c->nrefs; i++) {
+	for (size_t i = 1; !alone && i < c->nrefs; i++) {
 		struct recref x = c->refs[i];
 		size_t j = i;
 		while (j > 0 && cmp_ref(&c->refs[j - 1], &x) > 0) {
@@ -1171,7 +1431,9 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		tally_offcpu_flush(c->off, c->max_time, fn, ctx);
 		c->off_flush = false;
 	}
-	return (int)c->nrefs;
+	if (c->sbpf)
+		take_intervals(c);
+	return sberr ? sberr : (int)c->nrefs;
 }
 
 void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
@@ -1239,7 +1501,9 @@ void tally_collector_free(struct tally_collector *c)
 	tally_offcpu_free(c->off);
 #ifdef TALLY_HAVE_BPF
 	tally_offcpu_bpf_free(c->bpf);
+	tally_sample_bpf_free(c->sbpf);
 #endif
+	free(c->sb_seen);
 	free(c);
 }
 
@@ -1247,6 +1511,18 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 {
 	tally_offcpu_stats(c ? c->off : NULL, st);
 	return c && c->off;
+}
+
+const char *tally_collector_sample_mech(const struct tally_collector *c, const char **why)
+{
+	if (why)
+		*why = c ? c->sb_why : NULL;
+	return c && c->sbpf ? "bpf" : "ring";
+}
+
+int tally_collector_tick_ms(const struct tally_collector *c)
+{
+	return c && c->sbpf ? 1000 : 200;
 }
 
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why)

@@ -80,6 +80,13 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 		s->offcpu_min = (uint64_t)(sec * 1e9 + 0.5);
 		return 1;
 	}
+	case TALLY_OPT_SAMPLE_MECH: {
+		enum tally_sample_mech m;
+		if (tally_sample_parse_mech(arg, &m))
+			return -EINVAL;
+		s->sample_mech = (int)m;
+		return 1;
+	}
 	case TALLY_OPT_OFFCPU_MECH: {
 		enum tally_offcpu_mech m;
 		if (tally_offcpu_parse_mech(arg, &m))
@@ -257,6 +264,7 @@ void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_co
 	co->ncpus = s->ncpus;
 	co->offcpu_min = s->offcpu_min;
 	co->offcpu_mech = s->offcpu_mech;
+	co->sample_mech = s->sample_mech;
 }
 
 void tally_cpus_string(const bool *set, int n, struct strbuf *sb)
@@ -295,6 +303,14 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	tally_meta_set(m, "cpus", "%s", cs.buf ? cs.buf : "");
 	strbuf_release(&cs);
 	tally_meta_set(m, "events", "%s", s->evnames.buf);
+	if (col) {
+		/* each sample through the ring, or counted in the kernel (docs/sampling.md) */
+		const char *why, *mech = tally_collector_sample_mech(col, &why);
+		if (why)
+			tally_meta_set(m, "sample-mechanism", "%s (%s)", mech, why);
+		else
+			tally_meta_set(m, "sample-mechanism", "%s", mech);
+	}
 	if (s->period)
 		tally_meta_set(m, "sampling", "period %" PRIu64, s->period);
 	else
@@ -415,6 +431,12 @@ static const struct tally_option sampling_options[] = {
 	  TALLY_OPT_CALLGRAPH },
 	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
 	  TALLY_OPT_BUILDID_MMAP },
+	{ 0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
+	  "bpf: samples counted in the kernel per place by a BPF program, read\n"
+	  "once a second (whole system, no call graph, at most 4 events);\n"
+	  "ring: every sample through the ring buffers; auto (default): bpf\n"
+	  "when it applies and loads, else ring (docs/sampling.md)",
+	  TALLY_OPT_SAMPLE_MECH },
 	TALLY_OPTION_END,
 };
 

@@ -295,6 +295,16 @@ const char *tally_daemon_db(const struct tally_daemon *d)
 	return d->db;
 }
 
+const char *tally_daemon_sample_mech(const struct tally_daemon *d)
+{
+	static char buf[160];
+	const char *why, *mech = tally_collector_sample_mech(d->col, &why);
+	if (!strcmp(mech, "bpf"))
+		return "counted in the kernel (bpf)";
+	snprintf(buf, sizeof(buf), "through the ring buffers%s%s%s", why ? " (" : "", why ? why : "", why ? ")" : "");
+	return buf;
+}
+
 const char *tally_daemon_socket(const struct tally_daemon *d)
 {
 	return d->sock;
@@ -364,6 +374,14 @@ void tally_daemon_wake(struct tally_daemon *d)
 	errno = e;
 }
 
+void tally_dmn_sync(struct tally_daemon *d)
+{
+	/* a flush or a peek has everything sampled until now: what the rings and
+	 * the BPF map hold is read first, without waiting */
+	if (d->rec && d->started && tally_recording_step(d->rec, 0) < 0)
+		tally_dmn_log(d, "%s", tally_errmsg());
+}
+
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 {
 	/* the rings wake the wait when half full, the socket, the wake pipe and
@@ -371,7 +389,9 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	 * 200 ms) and the bookkeeping of a round, which costs the same however few
 	 * records it reads; so one round per redraw (with --no-randomize too) */
 	if (timeout_ms < 0) {
-		timeout_ms = DAEMON_TICK_MS;
+		/* samples counted in the kernel: the map is read, and the period
+		 * redrawn, once a second */
+		timeout_ms = d->rec ? tally_collector_tick_ms(tally_recording_collector(d->rec)) : DAEMON_TICK_MS;
 		if (d->started) {
 			/* a flush or an epoch due sooner than the tick ends the wait */
 			double next = d->next_flush;

@@ -51,6 +51,10 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		strbuf_addf(o, "sampling: period %" PRIu64 "%s\n", d->smp->period, d->smp->randomize ? ", randomized" : "");
 	else
 		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
+	if (d->col) {
+		const char *why, *mech = tally_collector_sample_mech(d->col, &why);
+		strbuf_addf(o, "sample-mechanism: %s%s%s%s\n", mech, why ? " (" : "", why ? why : "", why ? ")" : "");
+	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {
@@ -178,6 +182,7 @@ static int pause_collector(struct tally_daemon *d, bool paused)
  * that peeks again knows when the daemon began again from nothing. */
 static int peek(struct tally_daemon *d, struct strbuf *out)
 {
+	tally_dmn_sync(d);
 	double now = tally_now_wall();
 	struct tally_meta s;
 	tally_dmn_session(d, d->agg, &s, now);

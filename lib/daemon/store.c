@@ -264,6 +264,7 @@ void tally_dmn_prune(struct tally_daemon *d, double now)
  * 0 (msg says what), or -errno: then writing stops until a flush succeeds. */
 int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *msg)
 {
+	tally_dmn_sync(d);
 	double t0 = tally_now_mono(), now = tally_now_wall();
 	tally_agg_identify(d->agg);
 	uint64_t n = tally_dmn_agg_samples(d);

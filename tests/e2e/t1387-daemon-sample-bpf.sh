@@ -1,0 +1,79 @@
+#!/bin/bash
+# samples counted in the kernel (--sample-mechanism bpf, the default where it
+# applies): two daemons sample one process tree at the same time, one
+# counting in the kernel, one taking every sample through the ring buffers.
+# In each, the forked children's and the grandchild's functions and the
+# exec'd program's own functions show at the shares the workload measured,
+# the two count about as many samples of the tree, and the status, the log
+# and the session say which mechanism each used; a stopped daemon counts
+# nothing; what bpf cannot count is refused in one line. (Programs that live
+# less than the second between two reads of the counts: t0809, which runs
+# with the default mechanism, fails when the counts are not put in time
+# order among the fork, mmap and exit records.)
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/daemon.sh"
+
+# refused before anything runs
+expect_fail_with "counts the whole system only" "$TALLY" record --sample-mechanism bpf -o x.db -- true
+expect_fail_with "call graphs asked" "$TALLY" daemon --db y.db --foreground -g --sample-mechanism bpf
+expect_fail_with "unknown sample mechanism 'sometimes'" "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
+[[ ! -e x.db && ! -e y.db/daemon.pid ]] || fail "a refused command left a database behind"
+
+# can this machine count in the kernel? (a build without libbpf, or no BPF)
+rc=0
+"$TALLY" record -a --sample-mechanism bpf --duration 0.2 -o probe.db >probe.out 2>&1 || rc=$?
+if ((rc != 0)); then
+	grep -qi 'bpf' probe.out && skip "samples cannot be counted in the kernel here: $(head -1 probe.out)"
+	fail "record -a --sample-mechanism bpf exited $rc: $(head -3 probe.out)"
+fi
+
+dir="$TMP/wl_$$"
+mkdir "$dir"
+cp "$WORKLOADS/forker" "$WORKLOADS/split_funcs" "$dir/"
+start_daemon bpf.db --sample-mechanism bpf -F 2000 --flush-interval 1h
+bpf_pid=$DAEMON_PID
+start_daemon ring.db --sample-mechanism ring -F 2000 --flush-interval 1h
+ring_pid=$DAEMON_PID
+for db in bpf ring; do
+	ctl --db $db.db status
+	[[ $(status_val sample-mechanism) == "$db" ]] ||
+		fail "$db.db: status says sample-mechanism '$(status_val sample-mechanism)', expected '$db'"
+done
+grep -q 'samples counted in the kernel (bpf)' bpf.db/daemon.log || fail "the log does not say how samples are taken: $(head -3 bpf.db/daemon.log)"
+
+"$dir/forker" 3 300 300 >truth.txt
+ctl --db bpf.db flush
+ctl --db ring.db flush
+declare -A total
+for db in bpf ring; do
+	report_json $db.fork.json -i $db.db --symbols --image "$dir/forker"
+	check_shares func $db.fork.json truth.txt 5 child_fn_0 child_fn_1 child_fn_2 grandchild_fn
+	report_json $db.exec.json -i $db.db --symbols --image "$dir/split_funcs"
+	check_shares func $db.exec.json truth.txt 5 work_a work_b work_c
+	# the exec'd process's share of the tree
+	ex=$(tjson $db.exec.json total)
+	kids=$(tjson $db.fork.json total)
+	pct=$(awk -v e="$ex" -v k="$kids" 'BEGIN { printf "%.2f", (e + k) ? 100 * e / (e + k) : 0 }')
+	near_share "$pct" "$(truth exec_split_funcs truth.txt)" 5 $((ex + kids)) "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
+	total[$db]=$((ex + kids))
+	[[ $(session_key $db.db/"$(ls $db.db | grep -E '^[0-9]{12}' | head -1)" sample-mechanism) == "$db" ]] ||
+		fail "$db.db: the epoch's session does not say sample-mechanism: $db"
+done
+# the same CPU time at the same rate: about as many samples (each count
+# scatters by its square root; 4 of those, and 5% for the edges of the run)
+awk -v a="${total[bpf]}" -v b="${total[ring]}" 'BEGIN {
+	d = a - b; if (d < 0) d = -d; tol = 4 * sqrt(a + b) + 0.05 * (a + b) / 2
+	exit !(a > 0 && b > 0 && d <= tol) }' ||
+	fail "the tree has ${total[bpf]} samples counted in the kernel and ${total[ring]} through the ring"
+note "the tree: ${total[bpf]} samples counted in the kernel, ${total[ring]} through the ring"
+
+# stopped: nothing counted, the program's map included
+ctl --db bpf.db stop
+before=$(db_total bpf.db --image "$dir/split_funcs")
+"$dir/split_funcs" 300 >/dev/null
+ctl --db bpf.db flush
+after=$(db_total bpf.db --image "$dir/split_funcs")
+((after == before)) || fail "a stopped daemon counted $((after - before)) samples of a program run meanwhile"
+stop_daemon "$bpf_pid"
+stop_daemon "$ring_pid"
+note "stopped: $before samples of split_funcs before and after a run"
