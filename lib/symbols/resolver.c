@@ -226,8 +226,9 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 
 static const struct tally_sym *lookup(struct imgsyms *s, uint64_t addr)
 {
-	/* the symbol before the last one found, when addr is between it and the
-	 * next: addresses often come in order (a flat profile's, a function's) */
+	/* the last answer again when addr lies between the start of its symbol
+	 * and the next one's: addresses often come in order (a flat profile's, a
+	 * function's), and then no binary search is needed */
 	size_t lo = s->last_sym;
 	if (!(lo && lo <= s->nsyms && s->syms[lo - 1].addr <= addr && (lo == s->nsyms || addr < s->syms[lo].addr)))
 		lo = s->last_sym = TALLY_UPPER_U64(s->syms, s->nsyms, addr, addr);
