@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
+
+#include <libdeflate.h>
 
 #include "profile.pb-c.h"
 #include "tally/export.h"
@@ -101,7 +102,26 @@ struct pp {
 	struct line *lines;
 	size_t nlines, alines;
 	uint32_t other_loc; /* [other], for --percent-limit; UINT32_MAX until needed */
+	struct kept_str *kept; /* KEPT_SLOTS (kept_id) */
 };
+
+/* str_id of a string the resolver keeps for its life (names, files), by its
+ * address: a location's frames name a few thousand functions, met a million times */
+#define KEPT_SLOTS 16384
+struct kept_str {
+	const char *s;
+	int64_t id;
+};
+
+static int64_t kept_id(struct pp *p, const char *s)
+{
+	struct kept_str *k = &p->kept[tally_hash_u64((uintptr_t)s) & (KEPT_SLOTS - 1)];
+	if (k->s != s) {
+		k->s = s;
+		k->id = str_id(&p->str, s);
+	}
+	return k->id;
+}
 
 static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 {
@@ -185,7 +205,7 @@ static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)
 	k.first = (uint32_t)p->nlines;
 	k.n = (uint32_t)nf;
 	for (size_t j = 0; j < nf; j++) {
-		struct func f = { image, str_id(&p->str, fr[j].name), str_id(&p->str, fr[j].file ? fr[j].file : ""),
+		struct func f = { image, kept_id(p, fr[j].name), kept_id(p, fr[j].file ? fr[j].file : ""),
 				  fr[j].addr, 0 };
 		GROW(p->lines, p->alines, p->nlines + 1);
 		p->lines[p->nlines++] = (struct line){ func_id(p, &f), fr[j].line };
@@ -285,7 +305,7 @@ struct outs {
 	size_t nmore, amore;
 	uint64_t *vals; /* n * nv */
 	size_t avals;
-	uint64_t *slot; /* hash << 32 | sample + 1 */
+	uint64_t *slot; /* hash << 32 | output sample + 1 */
 	size_t mask;
 	int nv;
 };
@@ -299,28 +319,12 @@ static const uint32_t *out_locs(const struct outs *o, const struct psample *q, u
 	return *buf;
 }
 
-static void out_rehash(struct outs *o, size_t cap, const uint32_t *hashes)
-{
-	uint64_t *ns = xcalloc(cap, sizeof(*ns));
-	for (size_t i = 0; i < o->n; i++) {
-		size_t k = hashes[i] & (cap - 1);
-		while (ns[k])
-			k = (k + 1) & (cap - 1);
-		ns[k] = (uint64_t)hashes[i] << 32 | (i + 1);
-	}
-	free(o->slot);
-	o->slot = ns;
-	o->mask = cap - 1;
-}
-
 /* Adds sample k with locations locs (leaf first; copy: changed by the cut,
- * kept in more); hashes keeps each sample's hash for growing the table. */
+ * kept in more). The table has room for every sample (out_table). */
 static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len, bool copy, int32_t pid,
-		    uint32_t label, const uint64_t *vals, uint32_t **hashes, size_t *ahashes)
+		    uint32_t label, const uint64_t *vals)
 {
 	uint32_t h = (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid | (uint64_t)label << 32);
-	if (!o->slot || (o->n + 1) * 2 > o->mask + 1)
-		out_rehash(o, o->slot ? (o->mask + 1) * 2 : 1024, *hashes);
 	size_t at = h & o->mask;
 	for (; o->slot[at]; at = (at + 1) & o->mask) {
 		if ((uint32_t)(o->slot[at] >> 32) != h)
@@ -344,81 +348,36 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 	}
 	GROW(o->vals, o->avals, (o->n + 1) * (size_t)o->nv);
 	memcpy(&o->vals[o->n * (size_t)o->nv], vals, (size_t)o->nv * sizeof(uint64_t));
-	GROW(*hashes, *ahashes, o->n + 1);
-	(*hashes)[o->n] = h;
 	o->slot[at] = (uint64_t)h << 32 | (o->n + 1);
 	o->n++;
 }
 
-/* ---- the gzipped message, written as it is made ---- */
+/* ---- the message, then gzip ---- */
 
 /* protobuf's encoding of the Profile message field by field, as
  * protobuf-c would pack it whole (fields in number order, each repeated
- * element a tag, a length and the element), straight into deflate: the
- * samples, locations and strings never sit in memory as one message. */
-#define ZSTAGE ((size_t)1 << 16)
-
-struct zout {
-	z_stream z;
-	struct strbuf *out;
-	uint8_t *buf;
-	size_t abuf;
+ * element a tag, a length and the element), each element packed as it is
+ * made (never a structure per sample), then compressed whole with
+ * libdeflate: twice as fast as zlib's fastest level (the whole file at
+ * once, without zlib's streaming state), its output a little smaller. */
+struct pbout {
+	struct strbuf msg;
 	int err;
-	/* small pieces (tags, varints) gathered before deflate sees them: one
-	 * deflate call per few bytes cost more than the compression */
-	uint8_t *stage; /* ZSTAGE bytes */
-	size_t nstage;
 };
 
-static void zrun(struct zout *zo, int flush)
+static void pb_put(struct pbout *pb, const void *p, size_t n)
 {
-	do {
-		if (strbuf_grow(zo->out, 1 << 16)) {
-			zo->err = tally_seterr(-ENOMEM, "zlib: no memory for the compressed pprof profile (%zu bytes so far)",
-					       zo->out->len);
-			return;
-		}
-		size_t room = zo->out->alloc - zo->out->len - 1;
-		zo->z.next_out = (Bytef *)zo->out->buf + zo->out->len;
-		zo->z.avail_out = (uInt)room;
-		int r = deflate(&zo->z, flush);
-		zo->out->len += room - zo->z.avail_out;
-		zo->out->buf[zo->out->len] = '\0';
-		if (r == Z_STREAM_END)
-			return;
-		if (r != Z_OK && r != Z_BUF_ERROR) {
-			zo->err = tally_seterr(-EIO, "zlib: cannot compress the pprof profile (%d)", r);
-			return;
-		}
-	} while (zo->z.avail_in || zo->z.avail_out == 0 || flush == Z_FINISH);
-}
-
-static void zdeflate(struct zout *zo, const void *p, size_t n, int flush)
-{
-	zo->z.next_in = (Bytef *)p;
-	zo->z.avail_in = (uInt)n;
-	zrun(zo, flush);
-}
-
-static void zput(struct zout *zo, const void *p, size_t n)
-{
-	if (!n || zo->err)
+	if (!n || pb->err)
 		return;
-	if (zo->nstage + n > ZSTAGE) {
-		zdeflate(zo, zo->stage, zo->nstage, Z_NO_FLUSH);
-		zo->nstage = 0;
-		if (zo->err)
-			return;
-	}
-	if (n > ZSTAGE) {
-		zdeflate(zo, p, n, Z_NO_FLUSH);
+	if (strbuf_grow(&pb->msg, n)) {
+		pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
 		return;
 	}
-	memcpy(zo->stage + zo->nstage, p, n);
-	zo->nstage += n;
+	memcpy(pb->msg.buf + pb->msg.len, p, n);
+	pb->msg.len += n;
 }
 
-static void zvarint(struct zout *zo, uint64_t v)
+static void pb_varint(struct pbout *pb, uint64_t v)
 {
 	uint8_t b[10];
 	size_t n = 0;
@@ -429,24 +388,46 @@ static void zvarint(struct zout *zo, uint64_t v)
 			b[n] |= 0x80;
 		n++;
 	} while (v);
-	zput(zo, b, n);
+	pb_put(pb, b, n);
 }
 
 /* A message: as a repeated element of field (tag, length, bytes), or with
  * field 0 the bytes alone (a Profile holding some of its fields). */
-static void zmsg(struct zout *zo, uint32_t field, const ProtobufCMessage *m)
+static void pb_msg(struct pbout *pb, uint32_t field, const ProtobufCMessage *m)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
-	if (n > zo->abuf) {
-		zo->abuf = n * 2;
-		zo->buf = xrealloc(zo->buf, zo->abuf);
-	}
-	protobuf_c_message_pack(m, zo->buf);
 	if (field) {
-		zvarint(zo, (uint64_t)field << 3 | 2);
-		zvarint(zo, n);
+		pb_varint(pb, (uint64_t)field << 3 | 2);
+		pb_varint(pb, n);
 	}
-	zput(zo, zo->buf, n);
+	if (pb->err || strbuf_grow(&pb->msg, n)) {
+		if (!pb->err)
+			pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
+		return;
+	}
+	pb->msg.len += protobuf_c_message_pack(m, (uint8_t *)pb->msg.buf + pb->msg.len);
+}
+
+/* The message gzipped into out, at the fastest level (as Go's runtime/pprof
+ * writes its profiles). */
+static int pb_gzip(const struct pbout *pb, struct strbuf *out)
+{
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
+	if (!c)
+		return tally_seterr(-ENOMEM, "no memory to compress the pprof profile");
+	size_t bound = libdeflate_gzip_compress_bound(c, pb->msg.len);
+	int r = 0;
+	if (strbuf_grow(out, bound)) {
+		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", bound);
+	} else {
+		size_t n = libdeflate_gzip_compress(c, pb->msg.buf, pb->msg.len, out->buf + out->len, bound);
+		if (!n)
+			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes)", pb->msg.len);
+		out->len += n;
+		out->buf[out->len] = '\0';
+	}
+	libdeflate_free_compressor(c);
+	return r;
 }
 
 /* ---- session facts ---- */
@@ -471,7 +452,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	const struct tally_db *db = x->db;
 	int ne = x->nevents;
 	size_t dbne = (size_t)db->nevents;
-	struct pp p = { .x = x, .other_loc = UINT32_MAX };
+	struct pp p = { .x = x, .other_loc = UINT32_MAX, .kept = xcalloc(KEPT_SLOTS, sizeof(struct kept_str)) };
 	str_id(&p.str, "");
 
 	/* sample types: per event its samples and, when db is period-weighted,
@@ -604,9 +585,16 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		free(keys);
 	}
 
+	/* the output samples' index, made once: at most one per sample, its load
+	 * kept under a half */
 	struct outs o = { .s = &s, .nv = nv };
-	uint32_t *path = NULL, *hashes = NULL;
-	size_t apath = 0, ahashes = 0;
+	size_t cap = 1024;
+	while (cap < 2 * (s.n + 1))
+		cap *= 2;
+	o.slot = xcalloc(cap, sizeof(*o.slot));
+	o.mask = cap - 1;
+	uint32_t *path = NULL;
+	size_t apath = 0;
 	uint64_t *vals = xcalloc((size_t)nv + 1, sizeof(uint64_t));
 	for (size_t k = 0; k < s.n; k++) {
 		for (int v = 0; v < nv; v++)
@@ -615,7 +603,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		uint32_t label = s.label[k] <= db->nlabels ? s.label[k] : 0;
 		uint32_t n = sample_locs(&s, k, &run, &arun);
 		if (!keep || keep[k] == n) {
-			add_out(&o, k, run, n, false, pid, label, vals, &hashes, &ahashes);
+			add_out(&o, k, run, n, false, pid, label, vals);
 			continue;
 		}
 		/* cut: [other] in place of the leaf part, then the kept callers */
@@ -624,11 +612,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		path[len++] = other_loc(&p);
 		for (uint32_t j = drop; j < n; j++)
 			path[len++] = run[j];
-		add_out(&o, k, path, len, true, pid, label, vals, &hashes, &ahashes);
+		add_out(&o, k, path, len, true, pid, label, vals);
 	}
 	free(path);
 	free(vals);
-	free(hashes);
 	free(o.slot);
 	o.slot = NULL;
 
@@ -745,14 +732,13 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		pmp[mid[k] - 1] = &pm[k];
 	}
 
-	struct zout zo = { .out = tally_export_out_file(out, ""), .stage = xmalloc(ZSTAGE) };
-	if (deflateInit2(&zo.z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		zo.err = tally_seterr(-EIO, "zlib: cannot start compressing the pprof profile");
+	struct strbuf *gz = tally_export_out_file(out, "");
+	struct pbout pb = { .msg = STRBUF_INIT };
 	/* 1: sample types */
 	PProfile part = PERFTOOLS__PROFILES__PROFILE__INIT;
 	part.n_sample_type = (size_t)nv;
 	part.sample_type = vtp;
-	zmsg(&zo, 0, &part.base);
+	pb_msg(&pb, 0, &part.base);
 	/* 2: samples */
 	uint64_t *locids = NULL;
 	size_t alocids = 0;
@@ -760,7 +746,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	PLabel *pl = NULL;
 	PLabel **plp = NULL;
 	size_t apl = 0, aplp = 0;
-	for (size_t k = 0; k < o.n && !zo.err; k++) {
+	for (size_t k = 0; k < o.n && !pb.err; k++) {
 		const struct psample *q = &o.v[k];
 		const uint32_t *ql = out_locs(&o, q, &run, &arun);
 		PSample ps = PERFTOOLS__PROFILES__SAMPLE__INIT;
@@ -802,7 +788,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			plp[j] = &pl[j];
 		ps.label = nl ? plp : NULL;
 		ps.n_label = nl;
-		zmsg(&zo, 2, &ps.base);
+		pb_msg(&pb, 2, &ps.base);
 	}
 	free(values);
 	free(locids);
@@ -811,12 +797,12 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	tally_export_comms_release(&comms);
 	/* 3: mappings */
 	for (size_t k = 0; k < p.nmaps; k++)
-		zmsg(&zo, 3, &pmp[k]->base);
+		pb_msg(&pb, 3, &pmp[k]->base);
 	/* 4: locations */
 	PLine **plnp = NULL;
 	PLine *pln = NULL;
 	size_t aplnp = 0, apln = 0;
-	for (size_t k = 0; k < p.nlocs && !zo.err; k++) {
+	for (size_t k = 0; k < p.nlocs && !pb.err; k++) {
 		const struct loc *l = &p.locs[k];
 		PLocation plc = PERFTOOLS__PROFILES__LOCATION__INIT;
 		plc.id = k + 1;
@@ -832,34 +818,29 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		}
 		plc.n_line = l->n;
 		plc.line = plnp;
-		zmsg(&zo, 4, &plc.base);
+		pb_msg(&pb, 4, &plc.base);
 	}
 	free(plnp);
 	free(pln);
 	/* 5: functions */
-	for (size_t k = 0; k < p.nfuncs && !zo.err; k++) {
+	for (size_t k = 0; k < p.nfuncs && !pb.err; k++) {
 		PFunction pf = PERFTOOLS__PROFILES__FUNCTION__INIT;
 		pf.id = k + 1;
 		pf.name = pf.system_name = p.funcs[k].name;
 		pf.filename = p.funcs[k].file;
 		pf.start_line = p.funcs[k].start_line;
-		zmsg(&zo, 5, &pf.base);
+		pb_msg(&pb, 5, &pf.base);
 	}
 	/* 6: strings */
-	for (size_t k = 0; k < p.str.n && !zo.err; k++) {
+	for (size_t k = 0; k < p.str.n && !pb.err; k++) {
 		size_t n = strlen(p.str.v[k]);
-		zvarint(&zo, 6 << 3 | 2);
-		zvarint(&zo, n);
-		zput(&zo, p.str.v[k], n);
+		pb_varint(&pb, 6 << 3 | 2);
+		pb_varint(&pb, n);
+		pb_put(&pb, p.str.v[k], n);
 	}
 	/* 7 on: the rest */
-	zmsg(&zo, 0, &prof.base);
-	if (!zo.err)
-		zdeflate(&zo, zo.stage, zo.nstage, Z_FINISH);
-	deflateEnd(&zo.z);
-	free(zo.buf);
-	int ret = zo.err;
-	free(zo.stage);
+	pb_msg(&pb, 0, &prof.base);
+	int ret = pb.err;
 
 	free(pmp);
 	free(pm);
@@ -891,10 +872,16 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(p.locs);
 	tally_hidx_release(&p.loc_idx);
 	free(p.lines);
+	free(p.kept);
 	strbuf_release(&sb);
 	free(vtp);
 	free(vt);
 	free(val_raw);
 	free(val_event);
+	/* compressed once the rest is freed: the message and its gzip are the
+	 * largest things held */
+	if (!ret)
+		ret = pb_gzip(&pb, gz);
+	strbuf_release(&pb.msg);
 	return ret;
 }

@@ -823,6 +823,9 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 	size_t nc = 0, ac = 0;
 	uint64_t *img_samples = xcalloc(db->nimages + 1, sizeof(uint64_t));
 	bool image_seen = false;
+	const struct tally_sym *last = NULL;
+	const char *last_name = NULL;
+	bool last_match = false;
 	int ret = 0;
 	*out = NULL;
 	*n = 0;
@@ -838,7 +841,14 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 				continue;
 			img_samples[pf->image] += cnt;
 			const struct tally_sym *sym = tally_resolve(res, pf->image, db->entries[i].offset);
-			if (!sym || !tally_name_matches(sym->name, o->symbol))
+			/* a function's entries come one after another: its name is
+			 * compared once, not once per address */
+			if (sym && (sym != last || sym->name != last_name)) {
+				last = sym;
+				last_name = sym->name;
+				last_match = tally_name_matches(sym->name, o->symbol);
+			}
+			if (!sym || !last_match)
 				continue;
 			uint64_t la;
 			if (tally_resolver_addr(res, pf->image, db->entries[i].offset, &la))

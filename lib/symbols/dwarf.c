@@ -328,9 +328,44 @@ static bool fc_eq(const void *ctx, uint32_t idx, const void *key)
 	return c->image == k->image && c->offset == k->offset && c->ret == k->ret;
 }
 
+/* The frame of (image, offset) when it can only be its symbol's (no DWARF to
+ * read there, no jitdump): kept once per symbol, not once per offset, since a
+ * profile of millions of distinct addresses (a daemon's weeks) would otherwise
+ * hold a cache entry, its index slot and its frame for each. 1 or 0 frames;
+ * -1 when DWARF or a jitdump may say more (the cache by offset then). */
+static int symbol_frame(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret,
+			const struct tally_srcframe **out)
+{
+	struct imgsyms *s = sym_get(r, image);
+	if (!s || s->jd)
+		return -1;
+	bool want = !r->o.no_inline || r->o.lines; /* as compute_frames asks for DWARF */
+	if (want && ((s->file_kind && s->dwarf_state != -1) || s->kernel))
+		return -1;
+	const struct tally_sym *sym = s->mismatch ? NULL : tally_resolve(r, image, offset - (ret && offset ? 1 : 0));
+	if (!sym) {
+		*out = NULL;
+		return 0;
+	}
+	if (sym < s->syms || sym >= s->syms + s->nsyms)
+		return -1; /* a section's label, made for the address */
+	if (!s->symframe)
+		s->symframe = xcalloc(s->nsyms, sizeof(*s->symframe));
+	uint32_t *m = &s->symframe[sym - s->syms];
+	if (!*m) {
+		push_frame(r, sym->name, NULL, 0, false, sym->addr);
+		*m = (uint32_t)r->nframes;
+	}
+	*out = &r->frames[*m - 1];
+	return 1;
+}
+
 size_t tally_resolve_frames(struct tally_resolver *r, uint32_t image, uint64_t offset, bool ret,
 			    const struct tally_srcframe **out)
 {
+	int one = symbol_frame(r, image, offset, ret, out);
+	if (one >= 0)
+		return (size_t)one;
 	struct fcache k = { image, ret, offset, 0, 0 };
 	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)ret << 63));
 	uint32_t i = tally_hidx_get(&r->fc_idx, h, &k, fc_eq, r);

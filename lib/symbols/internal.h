@@ -40,17 +40,21 @@ struct section {
 
 struct imgsyms {
 	int state; /* 0 not loaded, 1 loaded */
+	bool file_kind, kernel; /* its image's kind (sym_is_file_kind, "kernel"), said at load: asked per lookup */
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
 	char **owned; /* names we had to copy (version suffixes cut, demangled) */
 	size_t nowned, aowned;
 	uint8_t *demangled; /* per symbol: its name was demangled (or needs not be) */
+	uint32_t *symframe; /* per symbol: its frame in r->frames + 1, when its code has no
+			       DWARF to read (dwarf.c, symbol_frame); 0: not yet */
 	bool mismatch;
 	bool loud; /* the note is a warning every report shows, not only -v */
 	char *note;
 	struct tally_sym *syms;
 	size_t nsyms;
+	size_t last_sym; /* lookup's last answer: the upper bound of its address in syms */
 	char *names; /* storage for JIT and kernel names when copied */
 	struct phdr *ph;
 	size_t nph;

@@ -62,6 +62,7 @@ static void imgsyms_release(struct imgsyms *s)
 		free(s->owned[k]);
 	free(s->owned);
 	free(s->demangled);
+	free(s->symframe);
 	strbuf_release(&s->log);
 	free(s->file);
 	free(s->debug_file);
@@ -182,7 +183,9 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 	struct imgsyms *s = &r->im[image];
 	const struct tally_db_image *di = &r->db->images[image];
 	s->state = 1;
-	if (!strcmp(di->kind, "kernel")) {
+	s->file_kind = sym_is_file_kind(di);
+	s->kernel = !strcmp(di->kind, "kernel");
+	if (s->kernel) {
 		sym_load_kernel(r, s, di);
 	} else if (!strcmp(di->kind, "jit")) {
 		sym_load_jit(r, s, di);
@@ -221,9 +224,14 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 	}
 }
 
-static const struct tally_sym *lookup(const struct imgsyms *s, uint64_t addr)
+static const struct tally_sym *lookup(struct imgsyms *s, uint64_t addr)
 {
-	size_t lo = TALLY_UPPER_U64(s->syms, s->nsyms, addr, addr);
+	/* the last answer again when addr lies between the start of its symbol
+	 * and the next one's: addresses often come in order (a flat profile's, a
+	 * function's), and then no binary search is needed */
+	size_t lo = s->last_sym;
+	if (!(lo && lo <= s->nsyms && s->syms[lo - 1].addr <= addr && (lo == s->nsyms || addr < s->syms[lo].addr)))
+		lo = s->last_sym = TALLY_UPPER_U64(s->syms, s->nsyms, addr, addr);
 	if (!lo)
 		return NULL;
 	const struct tally_sym *y = &s->syms[lo - 1];
@@ -260,7 +268,7 @@ struct imgsyms *sym_get(struct tally_resolver *r, uint32_t image)
  * has many more symbols than a profile has functions */
 static const struct tally_sym *demangled(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *y)
 {
-	if (r->o.no_demangle || !strcmp(r->db->images[s->image].kind, "kernel"))
+	if (r->o.no_demangle || s->kernel)
 		return y;
 	size_t i = (size_t)(y - s->syms);
 	if (!s->demangled)
@@ -283,7 +291,7 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	if (!s || !s->nsyms)
 		return NULL;
 	uint64_t addr = offset;
-	if (sym_is_file_kind(&r->db->images[image]) && !sym_offset_to_addr(s, offset, &addr))
+	if (s->file_kind && !sym_offset_to_addr(s, offset, &addr))
 		return NULL;
 	const struct tally_sym *y = lookup(s, addr);
 	if (y)

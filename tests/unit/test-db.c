@@ -1285,6 +1285,14 @@ static void test_db__parse_stacks(void **state)
 	assert_int_equal(db.stack_counts[0], 3);
 	assert_int_equal(db.stack_counts[1], 1);
 	tally_db_release(&db);
+	/* 16 hex digits, either case, and zeros */
+	parse_db(&db, 3, 1);
+	static const char wide[] = "3,1 0 0:FfFfFfFfFfFfFf0A 1:0 0:00a0\n";
+	assert_int_equal(tally_db_parse_stacks(&db, wide, strlen(wide), "st"), 0);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 0)->offset, 0xffffffffffffff0aULL);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 1)->offset, 0);
+	assert_int_equal(tally_db_frame(&db, &db.stacks[0], 2)->offset, 0xa0);
+	tally_db_release(&db);
 
 	expect_stacks_bad("3,1 0 0:10", 10, "'st' line 1: the file ends in the middle of the line");
 	expect_stacks_bad("3,1 0 0:10\n\0\n", 13, "'st' line 2: binary data (a NUL byte) in a text file");
@@ -1294,6 +1302,8 @@ static void test_db__parse_stacks(void **state)
 		"3 0 0:10\n",                       /* one count for two events */
 		"3,1 0\n",                          /* no frame */
 		"3,1 0 0:10000000000000000\n",      /* 17 hex digits */
+		"3,1 0 0:\n",                       /* no hex digit */
+		"3,1 0 0:g\n",
 		"18446744073709551616,1 0 0:10\n",  /* past 64 bits */
 		"3,1 0 0:10 \n",
 		"3,1 x 0:10\n",
