@@ -4,7 +4,7 @@
 set -euo pipefail
 # what the code uses today: add a library here in the commit that starts using it
 build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebuginfod-dev libxxhash-dev
-  libcapstone-dev libcmocka-dev protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libdeflate-dev libzstd-dev libarchive-dev
+  libcapstone-dev libcmocka-dev protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libzstd-dev libarchive-dev
   libiberty-dev libbpf-dev bpftool clang)
 # clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): make fuzz
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs

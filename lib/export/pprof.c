@@ -4,12 +4,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <libdeflate.h>
+#include <zlib.h>
 
 #include "profile.pb-c.h"
 #include "tally/export.h"
@@ -357,9 +357,9 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 /* protobuf's encoding of the Profile message field by field, as
  * protobuf-c would pack it whole (fields in number order, each repeated
  * element a tag, a length and the element), each element packed as it is
- * made (never a structure per sample), then compressed whole with
- * libdeflate: twice as fast as zlib's fastest level (the whole file at
- * once, without zlib's streaming state), its output a little smaller. */
+ * made (never a structure per sample), then compressed whole by zlib at
+ * its fastest level (one deflate call over the message, not one per few
+ * bytes as it is made). */
 struct pbout {
 	struct strbuf msg;
 	int err;
@@ -412,21 +412,39 @@ static void pb_msg(struct pbout *pb, uint32_t field, const ProtobufCMessage *m)
  * writes its profiles). */
 static int pb_gzip(const struct pbout *pb, struct strbuf *out)
 {
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
-	if (!c)
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return tally_seterr(-ENOMEM, "no memory to compress the pprof profile");
-	size_t bound = libdeflate_gzip_compress_bound(c, pb->msg.len);
+	size_t bound = deflateBound(&z, (uLong)pb->msg.len);
 	int r = 0;
 	if (strbuf_grow(out, bound)) {
 		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", bound);
 	} else {
-		size_t n = libdeflate_gzip_compress(c, pb->msg.buf, pb->msg.len, out->buf + out->len, bound);
-		if (!n)
-			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes)", pb->msg.len);
-		out->len += n;
+		/* zlib counts in uInt: a message past 4 GiB goes in pieces */
+		const unsigned char *in = (const unsigned char *)pb->msg.buf;
+		size_t left = pb->msg.len, room = bound;
+		unsigned char *o = (unsigned char *)out->buf + out->len;
+		int zr = Z_OK;
+		while (zr == Z_OK) {
+			uInt nin = left > UINT_MAX ? UINT_MAX : (uInt)left;
+			uInt nout = room > UINT_MAX ? UINT_MAX : (uInt)room;
+			z.next_in = (Bytef *)in;
+			z.avail_in = nin;
+			z.next_out = o;
+			z.avail_out = nout;
+			zr = deflate(&z, (size_t)nin == left ? Z_FINISH : Z_NO_FLUSH);
+			in += nin - z.avail_in;
+			left -= nin - z.avail_in;
+			o += nout - z.avail_out;
+			room -= nout - z.avail_out;
+		}
+		if (zr != Z_STREAM_END)
+			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes): zlib error %d", pb->msg.len, zr);
+		out->len = (size_t)((char *)o - out->buf);
 		out->buf[out->len] = '\0';
 	}
-	libdeflate_free_compressor(c);
+	deflateEnd(&z);
 	return r;
 }
 
