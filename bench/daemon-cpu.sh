@@ -2,8 +2,8 @@
 # bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
-# (its default, samples counted in the kernel where it can, and with
-# --sample-mechanism ring) and `perf record -a` at the same rate per CPU, in
+# (its default, every sample through the ring buffers, and with
+# --sample-mechanism bpf, counted in the kernel) and `perf record -a` at the same rate per CPU, in
 # turn (the order reverses each round), with every CPU kept busy by a spinning
 # loop. Each profiler's CPU time is read with `perf stat -e task-clock -p PID`
 # over the same window. Prints one Markdown table: median ms of CPU per second
@@ -72,25 +72,24 @@ run_perf() {
 wait_spin() { for p in $(jobs -p); do [ "$p" = "${pp:-}" ] || wait "$p" 2>/dev/null || true; done; }
 
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
-# tally's default (samples counted in the kernel where it can), tally with
-# every sample through the ring buffers, perf; and the older build
+# tally's default (every sample through the ring buffers), tally with the
+# samples counted in the kernel, perf; and the older build
 one() {
 	case $1 in
 	tally) run_tally >>"$tmp/tally"; cp "$tmp/mech" "$tmp/tally.mech" ;;
-	ring) run_tally "$tally" --sample-mechanism ring >>"$tmp/ring" ;;
+	bpf) run_tally "$tally" --sample-mechanism bpf >>"$tmp/bpf"; cp "$tmp/mech" "$tmp/bpf.mech" ;;
 	perf) run_perf >>"$tmp/perf" ;;
 	before) [ -z "$before" ] || run_tally "$before" >>"$tmp/before" ;;
 	esac
 }
 for ((r = 1; r <= rounds; r++)); do
-	if ((r % 2)); then order="tally ring perf before"; else order="before perf ring tally"; fi
+	if ((r % 2)); then order="tally bpf perf before"; else order="before perf bpf tally"; fi
 	for w in $order; do one "$w"; done
-	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") ring $(tail -n1 "$tmp/ring") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
+	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") bpf $(tail -n1 "$tmp/bpf") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
 done
 win=$((secs - 2))
-mech=$(cat "$tmp/tally.mech" 2>/dev/null || echo "?")
-cols=("tally daemon ($mech)" "tally daemon (ring)" "perf record -a")
-files=(tally ring perf)
+cols=("tally daemon ($(cat "$tmp/tally.mech"))" "tally daemon --sample-mechanism bpf ($(cat "$tmp/bpf.mech"))" "perf record -a")
+files=(tally bpf perf)
 if [ -n "$before" ]; then cols+=("tally daemon (before)"); files+=(before); fi
 row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
 ms=() share=() per=()
