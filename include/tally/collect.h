@@ -161,6 +161,8 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
 /* "bpf" or "ring". */
 const char *tally_collector_sample_mech(const struct tally_collector *c);
+/* With bpf: the samples that went through the ring because the map was full. */
+uint64_t tally_collector_sample_overflow(const struct tally_collector *c);
 /* How long a caller's round may wait when nothing else wakes it: the period's
  * redraw, 200 ms, or 1 s when samples are counted in the kernel. */
 int tally_collector_tick_ms(const struct tally_collector *c);

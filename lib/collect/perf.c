@@ -1499,6 +1499,19 @@ const char *tally_collector_sample_mech(const struct tally_collector *c)
 	return c && c->sbpf ? "bpf" : "ring";
 }
 
+uint64_t tally_collector_sample_overflow(const struct tally_collector *c)
+{
+	uint64_t n = 0;
+#ifdef TALLY_HAVE_BPF
+	for (int cpu = 0; c && c->sbpf && cpu < c->o.ncpus; cpu++)
+		for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
+			n += __atomic_load_n(&tally_sample_bpf_slot(c->sbpf, cpu, ev)->ring, __ATOMIC_RELAXED);
+#else
+	(void)c;
+#endif
+	return n;
+}
+
 int tally_collector_tick_ms(const struct tally_collector *c)
 {
 	return c && c->sbpf ? 1000 : 200;

@@ -70,24 +70,4 @@ int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **key
 void tally_sample_bpf_free(struct tally_sample_bpf *b);
 #endif
 
-#ifndef __bpf__
-/* The loader (sample_bpf.c; absent from a build without libbpf). */
-#include <stdbool.h>
-#include <stddef.h>
-
-struct tally_sample_bpf;
-/* Loads the program for nevents events (at most SB_MAX_EVENTS), time_based[i]
- * for each. 0, or -errno with tally_seterr naming libbpf's reason. */
-int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based, int nevents);
-/* Counts the samples of a perf event fd of event ev from now on. */
-int tally_sample_bpf_attach(struct tally_sample_bpf *b, int perf_fd, int ev);
-/* The slot of (cpu, ev), shared with the program. */
-struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int ev);
-/* Reads and clears the map: *n entries in *keys and *vals (owned by b, valid
- * until the next call). 0, or -errno with tally_seterr (the entries read so
- * far are in *n). */
-int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n);
-void tally_sample_bpf_free(struct tally_sample_bpf *b);
-#endif
-
 #endif

@@ -86,26 +86,13 @@ counted:
 	return 0;
 }
 
-SEC("perf_event")
-int count0(struct bpf_perf_event_data *ctx)
-{
-	return count(ctx, 0);
-}
-
-SEC("perf_event")
-int count1(struct bpf_perf_event_data *ctx)
-{
-	return count(ctx, 1);
-}
-
-SEC("perf_event")
-int count2(struct bpf_perf_event_data *ctx)
-{
-	return count(ctx, 2);
-}
-
-SEC("perf_event")
-int count3(struct bpf_perf_event_data *ctx)
-{
-	return count(ctx, 3);
-}
+/* one entry point per event: the program cannot tell which fd it runs for */
+#define COUNT(n)                                                   \
+	SEC("perf_event") int count##n(struct bpf_perf_event_data *ctx) \
+	{                                                          \
+		return count(ctx, n);                              \
+	}
+COUNT(0)
+COUNT(1)
+COUNT(2)
+COUNT(3)

@@ -55,8 +55,11 @@ for db in bpf ring; do
 	pct=$(awk -v e="$ex" -v k="$kids" 'BEGIN { printf "%.2f", (e + k) ? 100 * e / (e + k) : 0 }')
 	near_share "$pct" "$(truth exec_split_funcs truth.txt)" 5 $((ex + kids)) "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
 	total[$db]=$((ex + kids))
-	[[ $(session_key $db.db/"$(ls $db.db | grep -E '^[0-9]{12}' | head -1)" sample-mechanism) == "$db" ]] ||
-		fail "$db.db: the epoch's session does not say sample-mechanism: $db"
+	ep=$db.db/$(ls $db.db | grep -E '^[0-9]{12}' | head -1)
+	[[ $(session_key "$ep" sample-mechanism) == "$db" ]] || fail "$db.db: the epoch's session does not say sample-mechanism: $db"
+	if [[ $db == bpf ]]; then
+		[[ $(session_key "$ep" sample-map-full) =~ ^[0-9]+$ ]] || fail "the bpf epoch's session has no count of samples the map had no room for"
+	fi
 done
 # the same CPU time at the same rate: about as many samples (each count
 # scatters by its square root; 4 of those, and 5% for the edges of the run)
