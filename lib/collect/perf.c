@@ -1336,8 +1336,9 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
-	 * samples themselves): 5 times a second is plenty to break any lock-step
-	 * between the program and the sampling */
+	 * samples themselves): 5 times a second (once with the BPF program, whose
+	 * rounds are a second) is plenty to break any lock-step between the
+	 * program and the sampling */
 	if (c->o.randomize && tally_now_mono() - c->last_redraw >= c->redraw_s) {
 		redraw_periods(c);
 		c->last_redraw = tally_now_mono();
