@@ -4,18 +4,13 @@
  * warnings. The database is built in memory: two JIT images whose perf maps
  * (in a temporary directory) name the functions. */
 #define _GNU_SOURCE
-#include "unit.h"
+#include "unit-resolver.h"
 
 #include "tally/sort.h"
 #include "tally/report.h"
 #include "tally/select.h"
 #include "tally/view.h"
 
-struct fixture {
-	char *dir;
-	struct tally_db db;
-	struct tally_resolver *res;
-};
 
 static void write_map(const char *dir, int pid, const char *id, const char *text)
 {
@@ -96,16 +91,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	tally_resolver_free(f->res);
-	tally_db_release(&f->db);
-	tally_remove_tree(f->dir);
-	free(f->dir);
-	free(f);
-	return 0;
-}
 
 static const struct tally_view_row *find_row(const struct tally_view_rows *t, const char *name, uint32_t image)
 {
@@ -494,17 +479,17 @@ static void test_report__sort_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_report__image_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__function_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__cg_rows_and_arcs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__weighted_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__no_periods_no_weights, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__empty_selection_named, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report__image_rows, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__function_rows, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__cg_rows_and_arcs, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__weighted_rows, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__no_periods_no_weights, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__empty_selection_named, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup, unit_resolver_teardown),
 		cmocka_unit_test(test_report__sort_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

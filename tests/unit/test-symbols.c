@@ -3,15 +3,10 @@
  * whatever order the addresses come: a lookup that starts from the symbol
  * found last, and the one frame kept per symbol rather than per address. */
 #define _GNU_SOURCE
-#include "unit.h"
+#include "unit-resolver.h"
 
 #include "tally/symbols.h"
 
-struct fixture {
-	char *dir;
-	struct tally_db db;
-	struct tally_resolver *res;
-};
 
 /* one JIT image (pid 10) of three functions with gaps between them */
 static int setup(void **state)
@@ -38,16 +33,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	tally_resolver_free(f->res);
-	tally_db_release(&f->db);
-	tally_remove_tree(f->dir);
-	free(f->dir);
-	free(f);
-	return 0;
-}
 
 /* offsets and the function at each (NULL: none), in address order */
 static const struct {
@@ -124,8 +109,8 @@ static void test_symbols__frames_of_symbol_only_code(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_symbols__lookup_in_any_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_symbols__frames_of_symbol_only_code, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symbols__lookup_in_any_order, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_symbols__frames_of_symbol_only_code, setup, unit_resolver_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
