@@ -428,8 +428,17 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 {
 	if (r->state != ST_RUNNING || r->end)
 		return 1;
-	if (timeout_ms < 0)
-		timeout_ms = r->o.smp->randomize ? 50 : 100;
+	if (timeout_ms < 0) {
+		/* samples counted in the kernel: the map is read once a second */
+		bool counted = !strcmp(tally_collector_sample_mech(r->col), "bpf");
+		timeout_ms = counted ? tally_collector_tick_ms(r->col) : r->o.smp->randomize ? 50 : 100;
+		if (r->o.duration > 0) {
+			/* a duration ends within a few ms, however long the round */
+			double left = r->o.duration - (tally_now_mono() - r->mono_start);
+			if (left * 1000 < timeout_ms)
+				timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+		}
+	}
 	int n = tally_collector_poll(r->col, timeout_ms, on_record, r);
 	drain_wake(r);
 	identify(r);
