@@ -158,6 +158,8 @@ printf 'g\ne context-switches\nF 99\n' | seed sampling fp
 "$TALLY" events 2>/dev/null | awk 'NR > 1 && $1 ~ /^[a-z]/ {print "e " $1}' | head -40 | seed sampling table
 printf 'e cpu-clock\no\nm 1ms\nM bpf\n' | seed sampling offcpu
 printf 'o\nM tracepoint\nm 2s\ng\n' | seed sampling offcpu-tracepoint
+printf 'e cpu-clock,page-faults\nS bpf\nF 999\n' | seed sampling sample-bpf
+printf 'S ring\ng\n' | seed sampling sample-ring
 
 # ---- tally job control files (docs/job.md, fuzz/control.c) ----
 printf '# a job\nprofilers add tally -F 999 -g\nprofilers add cmd '"'"'vmstat 1'"'"'\nrun sleeptest 1\nrun --iterations 3 --tag build -- make -j2\nprofilers only on\nrun --timeout 1m -- ./bench --quick\n' |

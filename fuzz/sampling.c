@@ -3,11 +3,12 @@
  * tally_sampling_resolve, which also asks this machine (each event is probed
  * with perf_event_open, the CPUs online are read). The input is lines 'OPT
  * VALUE', OPT one of F c e C G (--call-graph) g n (--no-randomize) p
- * (--per-pid) o (--off-cpu) m (--off-cpu-min) M (--off-cpu-mechanism).
+ * (--per-pid) o (--off-cpu) m (--off-cpu-min) M (--off-cpu-mechanism) S
+ * (--sample-mechanism).
  * Oracles: what is accepted has 1 to 16 distinct known events named as the
  * event table names them, one rate within bounds, at least one CPU of the
  * machine, a DWARF stack size in bounds, with --off-cpu the off-cpu event, a
- * minimum wait a uint64 of ns holds and a known mechanism; refusals are one
+ * minimum wait a uint64 of ns holds and known mechanisms; refusals are one
  * line. */
 #include "fuzz.h"
 
@@ -33,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 'o': opt = TALLY_OPT_OFFCPU; break;
 		case 'm': opt = TALLY_OPT_OFFCPU_MIN; break;
 		case 'M': opt = TALLY_OPT_OFFCPU_MECH; break;
+		case 'S': opt = TALLY_OPT_SAMPLE_MECH; break;
 		default: continue;
 		}
 		const char *arg = l[1] == ' ' ? l + 2 : l + 1;
@@ -65,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(s.offcpu_mech == TALLY_OFFCPU_AUTO || s.offcpu_mech == TALLY_OFFCPU_BPF ||
 				   s.offcpu_mech == TALLY_OFFCPU_TRACEPOINT,
 			   "mechanism %d", s.offcpu_mech);
+		FUZZ_CHECK(s.sample_mech == TALLY_SAMPLE_RING || s.sample_mech == TALLY_SAMPLE_BPF, "sample mechanism %d",
+			   s.sample_mech);
 		FUZZ_CHECK(!s.stack_user || (s.stack_user >= 64 && s.stack_user <= 65528 && s.stack_user % 8 == 0),
 			   "DWARF stack size %" PRIu32, s.stack_user);
 	}

@@ -72,6 +72,9 @@ struct tally_collect_opts {
  * needs per-CPU events on every task (the whole system), no call graph and at
  * most 4 sampling events of the PMU or software kinds. */
 enum tally_sample_mech { TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF };
+/* With bpf, the map is read, and the period redrawn, once a round: a caller's
+ * wait when nothing else wakes it. */
+#define TALLY_COUNTED_ROUND_MS 1000
 int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out);
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the
@@ -159,13 +162,12 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 /* How off-CPU time is recorded: "bpf", "tracepoint", or NULL without it; *why
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
-/* "bpf" or "ring". */
-const char *tally_collector_sample_mech(const struct tally_collector *c);
+enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
+/* "ring" or "bpf", as the option and the session name it. */
+const char *tally_sample_mech_name(enum tally_sample_mech m);
 /* With bpf: the samples that went through the ring because the map was full. */
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c);
-/* How long a caller's round may wait when nothing else wakes it: the period's
- * redraw, 200 ms, or 1 s when samples are counted in the kernel. */
-int tally_collector_tick_ms(const struct tally_collector *c);
+
 
 /* The kernel.perf_event_paranoid setting, or 2 when unreadable. */
 int tally_perf_paranoid(void);

@@ -258,6 +258,35 @@ static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
 	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
 }
 
+/* n samples of summed weight w, each w/n on average: the period statistics
+ * (reached: taken by an event whose period tally sets) */
+static void period_stats_add(struct period_stats *s, uint64_t w, uint64_t n, bool reached)
+{
+	uint64_t each = w / n;
+	if (each < s->min)
+		s->min = each;
+	if (each > s->max)
+		s->max = each;
+	s->n += n;
+	if (reached)
+		s->reached += n;
+	s->sum += (double)w;
+}
+
+/* One interval between back-to-back samples of a thread, into the reservoir
+ * the percentiles are taken from. */
+static void keep_interval(struct tally_collector *c, struct period_stats *s, uint64_t d)
+{
+	s->seen_ivals++;
+	if (s->nivals < ARRAY_SIZE(s->ivals)) {
+		s->ivals[s->nivals++] = d;
+	} else {
+		uint64_t j = rng_next(&c->rng) % s->seen_ivals;
+		if (j < ARRAY_SIZE(s->ivals))
+			s->ivals[j] = d;
+	}
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -609,16 +638,11 @@ static const char *sample_bpf_unfit(const struct tally_collector *c)
 		return "call graphs asked";
 	if (c->o.ncpus > SB_MAX_CPUS)
 		return "more CPUs than it has slots for";
-	for (int ev = 0; ev < c->o.nevents; ev++) {
-		const struct tally_event_desc *d = c->o.events[ev];
-		if (d->offcpu)
-			continue; /* not a sampling event */
-		if (ev >= SB_MAX_EVENTS)
+	/* the sampling events are all of the PMU or software kinds (the
+	 * tracepoints of the event table are off-CPU's, which it leaves alone) */
+	for (int ev = SB_MAX_EVENTS; ev < c->o.nevents; ev++)
+		if (!c->o.events[ev]->offcpu)
 			return "more than 4 events";
-		if (d->type != PERF_TYPE_HARDWARE && d->type != PERF_TYPE_SOFTWARE && d->type != PERF_TYPE_HW_CACHE &&
-		    d->type != PERF_TYPE_RAW)
-			return "a tracepoint event";
-	}
 	return NULL;
 }
 
@@ -651,7 +675,7 @@ static int open_sample_bpf(struct tally_collector *c)
 	}
 	if (!r) {
 		c->sb_seen = xcalloc((size_t)c->o.ncpus * SB_MAX_EVENTS, sizeof(uint64_t));
-		c->redraw_s = 1.0;
+		c->redraw_s = TALLY_COUNTED_ROUND_MS / 1000.0;
 		return 0;
 	}
 	char msg[512];
@@ -1163,29 +1187,14 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 				r.weight = p;
 			c->fds[fi].weighed += r.weight;
 		}
-		if (r.weight < s->min)
-			s->min = r.weight;
-		if (r.weight > s->max)
-			s->max = r.weight;
-		s->n++;
-		if (reached)
-			s->reached++;
-		s->sum += (double)r.weight;
+		period_stats_add(s, r.weight, 1, reached);
 		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
 		if (mean && c->o.events[r.event]->time_based) {
 			struct last_sample *l = &c->last[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event];
 			uint64_t d = r.time - l->time;
 			/* only back-to-back samples of a running thread: no sleeps, no migrations */
-			if (l->time && l->tid == r.tid && r.time > l->time && d < mean * 3 / 2) {
-				s->seen_ivals++;
-				if (s->nivals < ARRAY_SIZE(s->ivals))
-					s->ivals[s->nivals++] = d;
-				else {
-					uint64_t j = rng_next(&c->rng) % s->seen_ivals;
-					if (j < ARRAY_SIZE(s->ivals))
-						s->ivals[j] = d;
-				}
-			}
+			if (l->time && l->tid == r.tid && r.time > l->time && d < mean * 3 / 2)
+				keep_interval(c, s, d);
 			l->time = r.time;
 			l->tid = r.tid;
 		}
@@ -1208,12 +1217,6 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			tally_offcpu_in(c->off, r.tid, r.time, r.cpu, fn, ctx);
 	}
 	fn(ctx, &r);
-}
-
-static int cmp_ref_time(const void *a, const void *b)
-{
-	const struct recref *x = a, *y = b;
-	return x->time < y->time ? -1 : x->time > y->time;
 }
 
 /* The counts read from the BPF map, as one more run of records in time order
@@ -1239,7 +1242,7 @@ static void stage_counted(struct tally_collector *c, const struct sb_key *k, con
 	}
 	if (!sort)
 		return;
-	tally_qsort(c->refs + first, c->nrefs - first, sizeof(*c->refs), cmp_ref_time);
+	tally_qsort(c->refs + first, c->nrefs - first, sizeof(*c->refs), cmp_ref);
 	if (c->nrefs > first) {
 		GROW(c->runs, c->aruns, c->nruns + 1);
 		c->runs[c->nruns++] = first;
@@ -1259,18 +1262,8 @@ static void take_intervals(struct tally_collector *c)
 			if (n <= *seen)
 				continue;
 			uint64_t from = n - *seen > SB_IVALS ? n - SB_IVALS : *seen;
-			struct period_stats *s = &c->ps[ev];
-			for (uint64_t i = from; i < n; i++) {
-				uint64_t d = __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED);
-				s->seen_ivals++;
-				if (s->nivals < ARRAY_SIZE(s->ivals)) {
-					s->ivals[s->nivals++] = d;
-				} else {
-					uint64_t j = rng_next(&c->rng) % s->seen_ivals;
-					if (j < ARRAY_SIZE(s->ivals))
-						s->ivals[j] = d;
-				}
-			}
+			for (uint64_t i = from; i < n; i++)
+				keep_interval(c, &c->ps[ev], __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED));
 			*seen = n;
 		}
 	}
@@ -1292,19 +1285,12 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 	r.time = cr->time;
 	r.ip = cr->ip;
 	r.count = cr->count;
-	r.weight = cr->weight ? cr->weight : 1;
+	r.weight = cr->weight;
 	r.period = cr->weight / cr->count;
 	if (r.time > c->max_time)
 		c->max_time = r.time;
-	struct period_stats *s = &c->ps[r.event];
-	/* one sample's own weight is not kept: the mean of those counted here */
-	if (r.period < s->min)
-		s->min = r.period;
-	if (r.period > s->max)
-		s->max = r.period;
-	s->n += cr->count;
-	s->reached += cr->count;
-	s->sum += (double)cr->weight;
+	/* one sample's own weight is not kept: min and max of the places' means */
+	period_stats_add(&c->ps[r.event], cr->weight, cr->count, true);
 	fn(ctx, &r);
 }
 
@@ -1495,9 +1481,14 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 	return c && c->off;
 }
 
-const char *tally_collector_sample_mech(const struct tally_collector *c)
+enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c)
 {
-	return c && c->sbpf ? "bpf" : "ring";
+	return c && c->sbpf ? TALLY_SAMPLE_BPF : TALLY_SAMPLE_RING;
+}
+
+const char *tally_sample_mech_name(enum tally_sample_mech m)
+{
+	return m == TALLY_SAMPLE_BPF ? "bpf" : "ring";
 }
 
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c)
@@ -1511,11 +1502,6 @@ uint64_t tally_collector_sample_overflow(const struct tally_collector *c)
 	(void)c;
 #endif
 	return n;
-}
-
-int tally_collector_tick_ms(const struct tally_collector *c)
-{
-	return c && c->sbpf ? 1000 : 200;
 }
 
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why)

@@ -31,9 +31,10 @@ struct sb_key {
 };
 
 /* the samples at that place: how many, their summed weight (the period each
- * stood for), the first and the last one's time (CLOCK_MONOTONIC ns) */
+ * stood for), the last one's time (CLOCK_MONOTONIC ns: where tally puts the
+ * place among the ring's records) */
 struct sb_val {
-	sb_u64 count, weight, first, last;
+	sb_u64 count, weight, last;
 };
 
 /* One per (CPU, event), index cpu * SB_MAX_EVENTS + event. tally writes period

@@ -54,7 +54,7 @@ static __always_inline int count(struct bpf_perf_event_data *ctx, sb_u32 ev)
 
 	struct sb_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (!v) {
-		struct sb_val nv = { 1, w, now, now };
+		struct sb_val nv = { 1, w, now };
 		if (bpf_map_update_elem(&counts, &k, &nv, BPF_NOEXIST) == 0)
 			goto counted;
 		v = bpf_map_lookup_elem(&counts, &k); /* another CPU added it meanwhile */

@@ -297,7 +297,7 @@ const char *tally_daemon_db(const struct tally_daemon *d)
 
 const char *tally_daemon_sample_mech(const struct tally_daemon *d)
 {
-	return strcmp(tally_collector_sample_mech(d->col), "bpf") ? "through the ring buffers" : "counted in the kernel (bpf)";
+	return tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF ? "counted in the kernel (bpf)" : "through the ring buffers";
 }
 
 const char *tally_daemon_socket(const struct tally_daemon *d)
@@ -386,7 +386,7 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	if (timeout_ms < 0) {
 		/* --sample-mechanism bpf: the map is read, and the period redrawn,
 		 * once a second */
-		timeout_ms = d->rec ? tally_collector_tick_ms(tally_recording_collector(d->rec)) : DAEMON_TICK_MS;
+		timeout_ms = tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF ? TALLY_COUNTED_ROUND_MS : DAEMON_TICK_MS;
 		if (d->started) {
 			/* a flush or an epoch due sooner than the tick ends the wait */
 			double next = d->next_flush;

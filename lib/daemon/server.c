@@ -52,7 +52,7 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	else
 		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
 	if (d->col)
-		strbuf_addf(o, "sample-mechanism: %s\n", tally_collector_sample_mech(d->col));
+		strbuf_addf(o, "sample-mechanism: %s\n", tally_sample_mech_name(tally_collector_sample_mech(d->col)));
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {

@@ -430,8 +430,8 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 		return 1;
 	if (timeout_ms < 0) {
 		/* samples counted in the kernel: the map is read once a second */
-		bool counted = !strcmp(tally_collector_sample_mech(r->col), "bpf");
-		timeout_ms = counted ? tally_collector_tick_ms(r->col) : r->o.smp->randomize ? 50 : 100;
+		bool counted = tally_collector_sample_mech(r->col) == TALLY_SAMPLE_BPF;
+		timeout_ms = counted ? TALLY_COUNTED_ROUND_MS : r->o.smp->randomize ? 50 : 100;
 		if (r->o.duration > 0) {
 			/* a duration ends within a few ms, however long the round */
 			double left = r->o.duration - (tally_now_mono() - r->mono_start);

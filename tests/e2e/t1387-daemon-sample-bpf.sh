@@ -15,6 +15,8 @@
 # refused before anything runs
 expect_fail_with "counts the whole system only" "$TALLY" record --sample-mechanism bpf -o x.db -- true
 expect_fail_with "call graphs asked" "$TALLY" daemon --db y.db --foreground -g --sample-mechanism bpf
+expect_fail_with "more than 4 events" "$TALLY" record -a --duration 0.1 -o x.db --sample-mechanism bpf \
+	-e cpu-clock,task-clock,page-faults,minor-faults,major-faults
 expect_fail_with "unknown sample mechanism 'sometimes' .known: ring, bpf" "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
 [[ ! -e x.db && ! -e y.db/daemon.pid ]] || fail "a refused command left a database behind"
 
