@@ -12,18 +12,6 @@
 #include "tally/view.h"
 
 
-static void write_map(const char *dir, int pid, const char *id, const char *text)
-{
-	char *jit = unit_path(dir, "jit"), *name = NULL, *path;
-	mkdir(jit, 0755);
-	assert_true(asprintf(&name, "perf-%d-%s.map", pid, id) > 0);
-	path = unit_path(jit, name);
-	unit_write_str(path, text);
-	free(path);
-	free(name);
-	free(jit);
-}
-
 static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32_t *images, const uint64_t *offs,
 		      uint32_t len)
 {
@@ -44,16 +32,10 @@ static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32
  * leaf 50, work 10, dup 5 + 5 in jitA; work 30 in jitB. */
 static int setup(void **state)
 {
-	struct fixture *f = xcalloc(1, sizeof(*f));
-	f->dir = unit_tmpdir();
-	write_map(f->dir, 10, "a1", "1000 100 main_a\n2000 100 work\n3000 100 leaf\n4000 10 dup\n5000 10 dup\n");
-	write_map(f->dir, 20, "b2", "1000 100 main_b\n2000 100 work\n");
+	struct fixture *f = unit_resolver_fixture();
+	unit_write_jit_map(f->dir, 10, "a1", "1000 100 main_a\n2000 100 work\n3000 100 leaf\n4000 10 dup\n5000 10 dup\n");
+	unit_write_jit_map(f->dir, 20, "b2", "1000 100 main_b\n2000 100 work\n");
 	struct tally_db *db = &f->db;
-	db->path = xstrdup(f->dir);
-	db->nevents = 1;
-	db->events = xcalloc(1, sizeof(char *));
-	db->events[0] = xstrdup("cpu-clock");
-	db->samples = xcalloc(1, sizeof(uint64_t));
 	db->samples[0] = 100;
 	db->per_pid = true;
 	db->has_stacks = true;

@@ -5,25 +5,13 @@
 #define _GNU_SOURCE
 #include "unit-resolver.h"
 
-#include "tally/symbols.h"
-
 
 /* one JIT image (pid 10) of three functions with gaps between them */
 static int setup(void **state)
 {
-	struct fixture *f = xcalloc(1, sizeof(*f));
-	f->dir = unit_tmpdir();
-	char *jit = unit_path(f->dir, "jit"), *map = unit_path(jit, "perf-10-a1.map");
-	mkdir(jit, 0755);
-	unit_write_str(map, "1000 100 main_a\n2000 100 work\n3000 100 leaf\n");
-	free(map);
-	free(jit);
+	struct fixture *f = unit_resolver_fixture();
+	unit_write_jit_map(f->dir, 10, "a1", "1000 100 main_a\n2000 100 work\n3000 100 leaf\n");
 	struct tally_db *db = &f->db;
-	db->path = xstrdup(f->dir);
-	db->nevents = 1;
-	db->events = xcalloc(1, sizeof(char *));
-	db->events[0] = xstrdup("cpu-clock");
-	db->samples = xcalloc(1, sizeof(uint64_t));
 	db->nimages = 1;
 	db->images = xcalloc(1, sizeof(*db->images));
 	db->images[0] = (struct tally_db_image){ .name = xstrdup("jitA"), .path = xstrdup(""), .id = xstrdup("a1"),
