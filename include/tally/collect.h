@@ -165,6 +165,8 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* "ring" or "bpf", as the option and the session name it. */
 const char *tally_sample_mech_name(enum tally_sample_mech m);
+/* Why --sample-mechanism bpf cannot count the samples o asks for, or NULL. */
+const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o);
 /* With bpf: the samples that went through the ring because the table of
  * places was full, and how many times a full table was emptied. */
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c);

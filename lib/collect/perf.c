@@ -629,19 +629,18 @@ int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out)
 	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: ring, bpf)", s);
 }
 
-/* Why the BPF program cannot count this collector's samples, or NULL. */
-static const char *sample_bpf_unfit(const struct tally_collector *c)
+const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
 {
-	if (c->o.target != TALLY_TARGET_SYSTEM)
+	if (o->target != TALLY_TARGET_SYSTEM)
 		return "it counts the whole system only";
-	if (c->o.callchain || c->o.stack_user || c->o.leaf_stack)
+	if (o->callchain || o->stack_user || o->leaf_stack)
 		return "call graphs asked";
-	if (c->o.ncpus > SB_MAX_CPUS)
+	if (o->ncpus > SB_MAX_CPUS)
 		return "more CPUs than it has slots for";
 	/* the sampling events are all of the PMU or software kinds (the
 	 * tracepoints of the event table are off-CPU's, which it leaves alone) */
-	for (int ev = SB_MAX_EVENTS; ev < c->o.nevents; ev++)
-		if (!c->o.events[ev]->offcpu)
+	for (int ev = SB_MAX_EVENTS; ev < o->nevents; ev++)
+		if (!o->events[ev]->offcpu)
 			return "more than 4 events";
 	return NULL;
 }
@@ -651,7 +650,7 @@ static int open_sample_bpf(struct tally_collector *c)
 {
 	if (c->o.sample_mech != TALLY_SAMPLE_BPF)
 		return 0;
-	const char *why = sample_bpf_unfit(c);
+	const char *why = tally_sample_bpf_unfit(&c->o);
 	if (why)
 		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
 				    why);

@@ -244,7 +244,18 @@ int tally_sampling_resolve(struct tally_sampling *s)
 	if (s->freq && maxrate && s->freq > maxrate)
 		return tally_seterr(-EINVAL, "-F %" PRIu64 " is above kernel.perf_event_max_sample_rate (%" PRIu64 ") (use a lower -F, or raise the sysctl)",
 				    s->freq, maxrate);
-	return resolve_cpus(s);
+	r = resolve_cpus(s);
+	if (r || s->sample_mech != TALLY_SAMPLE_BPF)
+		return r;
+	/* what the options alone rule out (the target is known at open) */
+	struct tally_collect_opts co;
+	memset(&co, 0, sizeof(co));
+	tally_sampling_collect_opts(s, &co);
+	co.target = TALLY_TARGET_SYSTEM;
+	const char *why = tally_sample_bpf_unfit(&co);
+	if (why)
+		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)", why);
+	return 0;
 }
 
 void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_collect_opts *co)

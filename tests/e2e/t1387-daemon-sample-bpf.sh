@@ -14,9 +14,16 @@
 
 # refused before anything runs
 expect_fail_with "counts the whole system only" "$TALLY" record --sample-mechanism bpf -o x.db -- true
-expect_fail_with "call graphs asked" "$TALLY" daemon --db y.db --foreground -g --sample-mechanism bpf
+# what the options alone rule out is a usage error (exit 2), as every
+# command that samples says it
+for cmd in "daemon --db y.db --foreground" "record -a --duration 0.1 -o x.db" "top -a --once -d 0.1"; do
+	# shellcheck disable=SC2086
+	expect_fail_with "call graphs asked" "$TALLY" $cmd -g --sample-mechanism bpf
+	((LAST_RC == 2)) || fail "'$cmd -g --sample-mechanism bpf' exited $LAST_RC, not 2 (a usage error)"
+done
 expect_fail_with "more than 4 events" "$TALLY" record -a --duration 0.1 -o x.db --sample-mechanism bpf \
 	-e cpu-clock,task-clock,page-faults,minor-faults,major-faults
+((LAST_RC == 2)) || fail "five events with --sample-mechanism bpf exited $LAST_RC, not 2 (a usage error)"
 expect_fail_with "unknown sample mechanism 'sometimes' .known: ring, bpf" "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
 [[ ! -e x.db && ! -e y.db/daemon.pid ]] || fail "a refused command left a database behind"
 
