@@ -52,7 +52,7 @@ note "completion: commands, options, file names after a valued option"
 
 # ctl's help names every control command the daemon's parser knows
 for w in start stop clear startclr flush epoch status cpus drain; do
-	"$TALLY" ctl --help | grep -Eq "^  $w( |$)" || fail "'tally ctl --help' does not list '$w'"
-	"$TALLY" --help | grep -q "^  ctl " || fail "'tally --help' does not list ctl"
+	"$TALLY" ctl --help | grep -E "^  $w( |$)" >/dev/null || fail "'tally ctl --help' does not list '$w'"
+	"$TALLY" --help | grep "^  ctl " >/dev/null || fail "'tally --help' does not list ctl"
 done
 note "ctl's help lists every control command"

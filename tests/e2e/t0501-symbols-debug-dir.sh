@@ -14,7 +14,7 @@ bid=$(readelf -n full/inline_chain | awk '/Build ID/ { print $3 }')
 [[ -n $bid ]] || skip "the workload has no GNU build-id"
 objcopy --only-keep-debug full/inline_chain ic.debug
 objcopy --strip-debug --strip-unneeded --add-gnu-debuglink=ic.debug full/inline_chain bin/inline_chain
-! readelf -S bin/inline_chain | grep -Eq '\.symtab|\.debug_info' || fail "test setup: objcopy left .symtab or .debug_info"
+! readelf -S bin/inline_chain | grep -E '\.symtab|\.debug_info' >/dev/null || fail "test setup: objcopy left .symtab or .debug_info"
 mkdir -p "dbg/.build-id/${bid:0:2}"
 mv ic.debug "dbg/.build-id/${bid:0:2}/${bid:2}.debug"
 

@@ -60,7 +60,7 @@ pprof_lines() {
 	done
 	# the leaf's location has the inline chain: leaf_mix inlined in mid_mix in hot_loop
 	gopprof_ok traces.txt -traces p.pb.gz
-	grep -A3 -E '^ +[0-9].* leaf_mix \(inline\)$' traces.txt | grep -q 'mid_mix' ||
+	grep -A3 -E '^ +[0-9].* leaf_mix \(inline\)$' traces.txt | grep 'mid_mix' >/dev/null ||
 		fail "go tool pprof -traces: leaf_mix is not followed by its inlining caller mid_mix: $(head -40 traces.txt)"
 	note "pprof: lines $ll/$lm/$lh and the inline chain leaf_mix < mid_mix < hot_loop"
 }

@@ -62,7 +62,7 @@ for mode in swaplink swapfifo; do
 	# tally has checked the map when it holds it open; an older tally, which
 	# checks by name and keeps nothing open, surely has after a few seconds
 	for ((i = 0; i < 100; i++)); do
-		ls -l "/proc/$rec/fd" 2>/dev/null | grep -qF -- "-> $map" && break
+		ls -l "/proc/$rec/fd" 2>/dev/null | grep -F -- "-> $map" >/dev/null && break
 		sleep 0.05
 	done
 	((i < 100)) && note "$mode: tally holds $map open" || note "$mode: tally holds no descriptor of $map"

@@ -55,5 +55,5 @@ n=$(tjson sym.json funcs "$(basename "$gone")" | grep -c '^work_[abc]$' || true)
 ((n > 0)) || fail "a copy of the program put back is not symbolized: $(tjson sym.json funcs | tr '\n' ' ')"
 # the file now at the replaced path is another program: never used to name it
 report_json swap.json -i db --symbols --image "$(basename "$swapped")"
-tjson swap.json funcs | grep -q '^sleeper_burn$' && fail "the replaced program was symbolized with the new file's functions"
+tjson swap.json funcs | grep '^sleeper_burn$' >/dev/null && fail "the replaced program was symbolized with the new file's functions"
 note "symbolized again once the file is back; the replaced path is not misread"

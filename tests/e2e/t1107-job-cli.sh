@@ -77,7 +77,7 @@ help_man() {
 	grep -qF 'profilers\-path' job.1 || fail "the man page lacks --profilers-path"
 	"$TALLY" help --completion >comp.sh
 	grep -q 'job) opts=".*--profilers-path' comp.sh || fail "completion has no job options"
-	"$TALLY" --list-cmds | grep -qx job || fail "--list-cmds lacks job"
+	"$TALLY" --list-cmds | grep -x job >/dev/null || fail "--list-cmds lacks job"
 }
 
 list() {

@@ -25,7 +25,7 @@ device() {
 	done
 	"$TALLY" report -i t.db --html "$TMP/null" >/dev/null 2>html.err || fail "report --html a device: $(cat html.err)"
 	still_null "report --html"
-	ls -a "$TMP" | grep -q 'null.*tmp' && fail "a temporary was left beside the device: $(ls -a "$TMP")"
+	ls -a "$TMP" | grep 'null.*tmp' >/dev/null && fail "a temporary was left beside the device: $(ls -a "$TMP")"
 	note "exports and the HTML report write into a device node and leave it one"
 }
 

@@ -47,7 +47,7 @@ EOF
 	for h in h1 h2; do
 		[[ $(host_sh $h "ls /tmp/tally-profilers/*/agents 2>/dev/null | wc -l") == 0 ]] || fail "$h: an agent directory is left"
 		for p in $(ip netns pids "${HOST_NS[${h#h} - 1]}"); do
-			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q 'job agent start' && fail "$h: an agent still runs (pid $p)"
+			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep 'job agent start' >/dev/null && fail "$h: an agent still runs (pid $p)"
 		done
 	done
 	note "h1 and h2 each gave the workload's split; results pulled, the hosts' copies and agents gone"
@@ -63,7 +63,7 @@ metachars() {
 		host_sh h1 "test ! -e $f" || fail "the host ran what a name held: $f exists there"
 		[[ ! -e $f ]] || fail "this machine ran what a name held: $f"
 	done
-	host_sh h1 "ls -d /tmp/r*/*/tally" | grep -qxF "$root/$("$TALLY" --version | cut -d' ' -f2)/tally" ||
+	host_sh h1 "ls -d /tmp/r*/*/tally" | grep -xF "$root/$("$TALLY" --version | cut -d' ' -f2)/tally" >/dev/null ||
 		fail "nothing installed under the root with metacharacters: $(cat job.out job.err)"
 	[[ -d results/meta/meta/profiling/h1 ]] || fail "no results from h1: $(ls -R results/meta | head)"
 	note "a remote root and arguments with spaces, quotes, ';' and \$() were data on both sides (job exit $JOB_RC)"

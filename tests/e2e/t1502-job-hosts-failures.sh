@@ -27,7 +27,7 @@ cat >reboot.sh <<EOF
 #!/bin/bash
 i=\${1#h}
 for p in \$(ip netns pids tally-$$-h\$i); do
-	tr '\\0' ' ' </proc/\$p/cmdline 2>/dev/null | grep -q 'job agent start' && kill -KILL \$p
+	tr '\\0' ' ' </proc/\$p/cmdline 2>/dev/null | grep 'job agent start' >/dev/null && kill -KILL \$p
 done
 cat /proc/sys/kernel/random/uuid >$HOSTS/h\$i/boot_id
 sleep 0.5
