@@ -185,13 +185,16 @@ static size_t location_frames(struct tally_resolver *res, uint32_t image, uint64
 	return k;
 }
 
-static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)
+static uint64_t loc_hash(uint32_t image, uint64_t offset)
+{
+	return tally_hash_u64(((uint64_t)image << 48) ^ tally_hash_u64(offset));
+}
+
+/* A new location for (image, offset), numbered next: its mapping, and its
+ * frames' lines and functions. */
+static uint32_t loc_new(struct pp *p, uint32_t image, uint64_t offset)
 {
 	struct loc k = { .image = image, .offset = offset };
-	uint64_t h = tally_hash_u64(((uint64_t)image << 48) ^ tally_hash_u64(offset));
-	uint32_t i = tally_hidx_get(&p->loc_idx, h, &k, loc_eq, p);
-	if (i != TALLY_HIDX_NONE)
-		return i;
 	uint64_t addr = tally_export_addr(p->x->res, image, offset);
 	k.address = addr;
 	k.map = map_id(p, image, addr - offset);
@@ -218,8 +221,74 @@ static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)
 		m->named = true;
 	GROW(p->locs, p->alocs, p->nlocs + 1);
 	p->locs[p->nlocs] = k;
-	tally_hidx_put(&p->loc_idx, h, (uint32_t)p->nlocs);
 	return (uint32_t)p->nlocs++;
+}
+
+/* The location of (image, offset) of a flat profile, numbered when new. */
+static uint32_t loc_id(struct pp *p, uint32_t image, uint64_t offset)
+{
+	struct loc k = { .image = image, .offset = offset };
+	uint64_t h = loc_hash(image, offset);
+	uint32_t i = tally_hidx_get(&p->loc_idx, h, &k, loc_eq, p);
+	if (i != TALLY_HIDX_NONE)
+		return i;
+	i = loc_new(p, image, offset);
+	tally_hidx_put(&p->loc_idx, h, i);
+	return i;
+}
+
+/* The instruction a frame of a stack stands for: callers' frames are return
+ * addresses, the call is the byte before. */
+static uint64_t frame_offset(const struct tally_frame *fr, bool leaf)
+{
+	return fr->offset - (leaf || !fr->offset ? 0 : 1);
+}
+
+/* The locations of the stacks' frames, numbered as they were met (seen: the
+ * slots of locof, frame number * 2 + 1 when a caller, in the order met;
+ * locof[slot] is its place in seen + 1 on entry, its location + 1 on
+ * return). Slots are one location each but for a leaf and a caller at the
+ * byte after it (or callers at 0 and 1), which share one: found in an index
+ * made once with room for all, the slots' places in it fetched ahead. */
+static void number_locs(struct pp *p, const struct tally_db *db, uint32_t *locof, const uint32_t *seen, size_t n)
+{
+	size_t cap = 1024;
+	while (cap / 4 * 3 < n + 1)
+		cap *= 2;
+	uint64_t *slot = xcalloc(cap, sizeof(*slot)); /* hash << 32 | location + 1 */
+	size_t mask = cap - 1;
+	enum { AHEAD = 16 };
+	uint32_t hs[2 * AHEAD];
+	for (size_t i = 0; i < n + AHEAD; i++) {
+		if (i < n) {
+			const struct tally_frame *fr = &db->frame_tab[seen[i] / 2];
+			uint32_t h = (uint32_t)loc_hash(fr->image, frame_offset(fr, !(seen[i] & 1)));
+			hs[i % (2 * AHEAD)] = h;
+			__builtin_prefetch(&slot[h & mask]);
+		}
+		if (i < AHEAD)
+			continue;
+		size_t j = i - AHEAD;
+		const struct tally_frame *fr = &db->frame_tab[seen[j] / 2];
+		uint64_t off = frame_offset(fr, !(seen[j] & 1));
+		uint32_t h = hs[j % (2 * AHEAD)], loc = UINT32_MAX;
+		size_t at = h & mask;
+		for (; slot[at]; at = (at + 1) & mask) {
+			if ((uint32_t)(slot[at] >> 32) != h)
+				continue;
+			const struct loc *l = &p->locs[(uint32_t)slot[at] - 1];
+			if (l->image == fr->image && l->offset == off) {
+				loc = (uint32_t)slot[at] - 1;
+				break;
+			}
+		}
+		if (loc == UINT32_MAX) {
+			loc = loc_new(p, fr->image, off);
+			slot[at] = (uint64_t)h << 32 | (loc + 1);
+		}
+		locof[seen[j]] = loc + 1;
+	}
+	free(slot);
 }
 
 static uint32_t other_loc(struct pp *p)
@@ -532,6 +601,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	if (db->has_stacks) {
 		locof = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
 		s.locof = locof;
+		uint32_t *seen = NULL;
+		size_t nseen = 0, aseen = 0;
 		for (size_t k = 0; k < db->nstacks; k++) {
 			const struct tally_db_stack *st = &db->stacks[k];
 			bool any = false;
@@ -545,17 +616,17 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 				continue;
 			/* locations are numbered root first, as they are met */
 			for (uint32_t f = st->len; f-- > 0;) {
-				uint32_t id = db->stack_frames[st->first + f];
-				uint32_t *l = &locof[(size_t)id * 2 + (f != 0)];
-				if (!*l) {
-					const struct tally_frame *fr = &db->frame_tab[id];
-					/* callers' frames are return addresses: the call is the byte before */
-					uint64_t off = fr->offset - (f == 0 || !fr->offset ? 0 : 1);
-					*l = loc_id(&p, fr->image, off) + 1;
+				uint32_t slot = db->stack_frames[st->first + f] * 2 + (f != 0);
+				if (!locof[slot]) {
+					GROW(seen, aseen, nseen + 1);
+					seen[nseen++] = slot;
+					locof[slot] = (uint32_t)nseen;
 				}
 			}
 			add_sample(&s, ne, (uint32_t)k, st->pid, st->label, c, r);
 		}
+		number_locs(&p, db, locof, seen, nseen);
+		free(seen);
 	} else {
 		/* each entry's label set: that of its .prof */
 		uint32_t *elab = xcalloc(db->nentries + 1, sizeof(uint32_t));
