@@ -20,6 +20,12 @@
 #include <unistd.h>
 
 #define DAMAGED "the database is damaged: record it again"
+#define SWAP(a, b)                          \
+	do {                                \
+		__typeof__(a) swap_ = (a); \
+		(a) = (b);                  \
+		(b) = swap_;                \
+	} while (0)
 
 /* ---- the set ---- */
 
@@ -330,6 +336,12 @@ struct sparser {
 	size_t aids;
 	struct tally_frame *fr;
 	size_t afr;
+	/* the last stack's frames and their numbers (npfr of them): the callers
+	 * a stack shares with the one before it, root first, need no lookup */
+	uint32_t *pids;
+	size_t apids;
+	struct tally_frame *pfr;
+	size_t apfr, npfr;
 };
 
 /* The first error of a line, kept until the whole file is known to be text. */
@@ -415,8 +427,19 @@ static bool parse_line(struct sparser *P, const char *line)
 					  P->c[e] > UINT64_MAX - P->sum[e] ? "counts" : "weights", UINT64_MAX, DAMAGED);
 	if (n > P->aids)
 		GROW(P->ids, P->aids, (size_t)n);
-	for (uint32_t i = n; i-- > 0;)
+	uint32_t i = n;
+	for (size_t j = P->npfr; i > 0 && j > 0 && P->fr[i - 1].offset == P->pfr[j - 1].offset &&
+				 P->fr[i - 1].image == P->pfr[j - 1].image;
+	     i--, j--)
+		P->ids[i - 1] = P->pids[j - 1];
+	while (i-- > 0)
 		P->ids[i] = frame_number(P->s, P->fr[i].image, P->fr[i].offset);
+	/* this stack's frames are the last one's for the next (swapped, not copied) */
+	SWAP(P->ids, P->pids);
+	SWAP(P->aids, P->apids);
+	SWAP(P->fr, P->pfr);
+	SWAP(P->afr, P->apfr);
+	P->npfr = n;
 	int32_t spid = (int32_t)pid;
 	if (m->merged)
 		spid = m->per_pid && spid > 0 ? spid : 0;
@@ -437,7 +460,7 @@ static bool parse_line(struct sparser *P, const char *line)
 		}
 		counts = P->mc;
 	}
-	tally_stackset_add(P->s, spid, (uint32_t)label, P->ids, n, counts);
+	tally_stackset_add(P->s, spid, (uint32_t)label, P->pids, n, counts);
 	return true;
 }
 
@@ -502,6 +525,8 @@ static int parser_finish(struct sparser *P, size_t partial)
 	free(P->mc);
 	free(P->ids);
 	free(P->fr);
+	free(P->pids);
+	free(P->pfr);
 	return r;
 }
 
