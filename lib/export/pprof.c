@@ -681,6 +681,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			}
 			if (!any || !st->len)
 				continue;
+			/* a leaf is seldom met twice: its slot is fetched a few stacks ahead */
+			if (k + 4 < db->nstacks)
+				__builtin_prefetch(&locof[(size_t)db->stack_frames[db->stacks[k + 4].first] * 2]);
 			/* locations are numbered root first, as they are met */
 			for (uint32_t f = st->len; f-- > 0;) {
 				uint32_t slot = db->stack_frames[st->first + f] * 2 + (f != 0);
@@ -765,6 +768,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	for (size_t i = 0; i < s.n + AHEAD; i++) {
 		if (i < s.n) {
 			struct pending *pd = &pend[i % RING];
+			if (s.locof && i + 4 < s.n)
+				__builtin_prefetch(&s.locof[(size_t)db->stack_frames[db->stacks[s.src[i + 4]].first] * 2]);
 			pd->pid = db->per_pid ? s.pid[i] : 0;
 			pd->label = s.label[i] <= db->nlabels ? s.label[i] : 0;
 			uint32_t n = sample_locs(&s, i, &run, &arun);
