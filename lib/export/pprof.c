@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "profile.pb-c.h"
@@ -541,45 +542,130 @@ static void pb_el(struct pbout *pb, uint32_t field, const struct pbel *e)
 	pb_put(pb, e->b, e->n);
 }
 
-/* The message gzipped into out, at the fastest level (as Go's runtime/pprof
- * writes its profiles), with zlib's largest hash table (memLevel 9: 8% less
- * time than its default 8 on a profile of a million stacks, 0.1% larger). */
-static int pb_gzip(const struct pbout *pb, struct strbuf *out)
+/* One piece of the message deflated on its own (raw deflate, the 32 KiB
+ * before it as its dictionary, so that it compresses as if the stream had
+ * run on): the pieces' outputs one after the other are one deflate stream,
+ * each but the last ending on a byte (Z_SYNC_FLUSH), the last with the final
+ * block. */
+struct gz_piece {
+	const unsigned char *in;
+	size_t len, dict;   /* dict: bytes before in that it may refer to */
+	bool last;
+	unsigned char *out; /* room: deflateBound + 16 */
+	size_t room, n;
+	uLong crc;
+	int zr;             /* Z_OK, or zlib's error */
+};
+
+struct gz_job {
+	struct gz_piece *pc;
+};
+
+static void gz_piece_run(void *ctx, size_t i)
 {
+	struct gz_piece *pc = &((struct gz_job *)ctx)->pc[i];
 	z_stream z;
 	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK)
-		return tally_seterr(-ENOMEM, "no memory to compress the pprof profile");
-	size_t bound = deflateBound(&z, (uLong)pb->msg.len);
-	int r = 0;
-	if (strbuf_grow(out, bound)) {
-		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", bound);
-	} else {
-		tally_want_huge(out->buf, out->alloc);
-		/* zlib counts in uInt: a message past 4 GiB goes in pieces */
-		const unsigned char *in = (const unsigned char *)pb->msg.buf;
-		size_t left = pb->msg.len, room = bound;
-		unsigned char *o = (unsigned char *)out->buf + out->len;
-		int zr = Z_OK;
-		while (zr == Z_OK) {
-			uInt nin = left > UINT_MAX ? UINT_MAX : (uInt)left;
-			uInt nout = room > UINT_MAX ? UINT_MAX : (uInt)room;
-			z.next_in = (Bytef *)in;
-			z.avail_in = nin;
-			z.next_out = o;
-			z.avail_out = nout;
-			zr = deflate(&z, (size_t)nin == left ? Z_FINISH : Z_NO_FLUSH);
-			in += nin - z.avail_in;
-			left -= nin - z.avail_in;
-			o += nout - z.avail_out;
-			room -= nout - z.avail_out;
-		}
-		if (zr != Z_STREAM_END)
-			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes): zlib error %d", pb->msg.len, zr);
-		out->len = (size_t)((char *)o - out->buf);
-		out->buf[out->len] = '\0';
+	pc->zr = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
+	if (pc->zr != Z_OK)
+		return;
+	if (pc->dict)
+		pc->zr = deflateSetDictionary(&z, pc->in - pc->dict, (uInt)pc->dict);
+	/* zlib counts in uInt: a piece past 4 GiB goes in parts */
+	const unsigned char *in = pc->in;
+	size_t left = pc->len, room = pc->room;
+	unsigned char *o = pc->out;
+	int flush = Z_NO_FLUSH;
+	while (pc->zr == Z_OK && flush != (pc->last ? Z_FINISH : Z_SYNC_FLUSH)) {
+		uInt nin = left > UINT_MAX ? UINT_MAX : (uInt)left;
+		uInt nout = room > UINT_MAX ? UINT_MAX : (uInt)room;
+		flush = (size_t)nin == left ? (pc->last ? Z_FINISH : Z_SYNC_FLUSH) : Z_NO_FLUSH;
+		z.next_in = (Bytef *)in;
+		z.avail_in = nin;
+		z.next_out = o;
+		z.avail_out = nout;
+		pc->zr = deflate(&z, flush);
+		in += nin - z.avail_in;
+		left -= nin - z.avail_in;
+		o += nout - z.avail_out;
+		room -= nout - z.avail_out;
+		if (pc->zr == Z_OK && (z.avail_in || !z.avail_out))
+			pc->zr = Z_BUF_ERROR; /* the room was deflateBound's: cannot happen */
+		if (pc->zr == Z_STREAM_END)
+			pc->zr = Z_OK;
 	}
+	pc->n = (size_t)(o - pc->out);
+	pc->crc = crc32_z(0, pc->in, pc->len);
 	deflateEnd(&z);
+}
+
+/* Pieces of at least this many bytes (a piece compresses as well as the whole,
+ * with the 32 KiB before it), one per CPU (up to 4). */
+#define GZ_PIECE (1u << 20)
+
+/* The message gzipped into out, at the fastest level (as Go's runtime/pprof
+ * writes its profiles), with zlib's largest hash table (memLevel 9: 8% less
+ * time than its default 8 on a profile of a million stacks, 0.1% larger).
+ * A large message is cut in pieces deflated side by side, one per CPU (the
+ * same CPU time, less waiting: pigz's way), into one gzip member. */
+static int pb_gzip(const struct pbout *pb, struct strbuf *out)
+{
+	size_t len = pb->msg.len, k = 1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	while (k < 4 && (long)k < cpus && len / (k + 1) >= GZ_PIECE)
+		k++;
+	struct gz_piece *pc = xcalloc(k, sizeof(*pc));
+	const unsigned char *msg = (const unsigned char *)pb->msg.buf;
+	size_t room = 0;
+	for (size_t i = 0; i < k; i++) {
+		size_t from = len / k * i, to = i + 1 == k ? len : len / k * (i + 1);
+		pc[i] = (struct gz_piece){ msg + from, to - from, from < 32768 ? from : 32768, i + 1 == k, NULL, 0, 0, 0, Z_OK };
+		/* deflateBound of raw deflate at these settings, and a flush's 5 bytes */
+		pc[i].room = (to - from) + ((to - from) >> 12) + ((to - from) >> 14) + ((to - from) >> 25) + 64;
+		room += pc[i].room;
+	}
+	int r = 0;
+	if (strbuf_grow(out, 10 + room + 8)) {
+		free(pc);
+		return tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", 10 + room + 8);
+	}
+	tally_want_huge(out->buf, out->alloc);
+	/* each piece deflated into its own part of out, then moved up behind the one before */
+	unsigned char *base = (unsigned char *)out->buf + out->len;
+	size_t at = 10;
+	for (size_t i = 0; i < k; i++) {
+		pc[i].out = base + at;
+		at += pc[i].room;
+	}
+	struct gz_job job = { pc };
+	if (k > 1)
+		tally_run_parallel(k, gz_piece_run, &job);
+	else
+		gz_piece_run(&job, 0);
+	/* the gzip header as zlib writes it (no name, no time; 4: the fastest level; 3: Unix) */
+	static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3 };
+	memcpy(base, head, sizeof(head));
+	unsigned char *o = base + sizeof(head);
+	uLong crc = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (pc[i].zr != Z_OK) {
+			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes): zlib error %d", len, pc[i].zr);
+			break;
+		}
+		memmove(o, pc[i].out, pc[i].n);
+		o += pc[i].n;
+		crc = i ? crc32_combine(crc, pc[i].crc, (z_off_t)pc[i].len) : pc[i].crc;
+	}
+	if (!r) {
+		/* the trailer: the CRC-32 and the length mod 2^32, little-endian */
+		for (int b = 0; b < 4; b++)
+			*o++ = (unsigned char)(crc >> (8 * b));
+		for (int b = 0; b < 4; b++)
+			*o++ = (unsigned char)((uint64_t)len >> (8 * b));
+		out->len = (size_t)((char *)o - out->buf);
+	}
+	out->buf[out->len] = '\0';
+	free(pc);
 	return r;
 }
 
