@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY]
+# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
 # (its default, every sample through the ring buffers, and with
-# --sample-mechanism bpf, counted in the kernel) and `perf record -a` at the same rate per CPU, in
-# turn (the order reverses each round), with every CPU kept busy by a spinning
-# loop. Each profiler's CPU time is read with `perf stat -e task-clock -p PID`
-# over the same window. Prints one Markdown table: median ms of CPU per second
-# of sampling, and per sample (tally's sample count from 'tally ctl status').
+# --sample-mechanism bpf, counted in the kernel) and `perf record -a` at the same rate per CPU,
+# with every CPU kept busy by a spinning loop. Each profiler's CPU time is read
+# with `perf stat -e task-clock -p PID` over the same window. Prints one
+# Markdown table: median ms of CPU per second of sampling, and per sample
+# (tally's sample count from 'tally ctl status').
+# By default the profilers run in turn (the order reverses each round). With
+# --together they all run at once in each round and are measured over the same
+# window: on a machine shared with other work each then sees the same load (the
+# others' own work is part of it, a few tenths of a ms a second), which the
+# rounds in turn cannot promise.
 # --before TALLY adds another tally binary (an older build) to every round,
-# in turn with the others, and a column for it.
+# with its default and, if it has it, with --sample-mechanism bpf: a column each.
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-build=build rounds=5 secs=15 hz=999 before=
+build=build rounds=5 secs=15 hz=999 before= together=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--hz) hz=$2; shift 2 ;;
 	--before) before=$2; shift 2 ;;
+	--together) together=1; shift ;;
 	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -33,64 +39,101 @@ cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done;
 trap cleanup EXIT
 ncpu=$(nproc)
 
-spin() { for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; done' & pids+=($!); done; }
-cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | awk -F, '/task-clock/ { print $1 }'; }
+spin() { for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; done' & spins+=($!); pids+=($!); done; }
+wait_spin() { for p in "${spins[@]}"; do wait "$p" 2>/dev/null || true; done; spins=(); }
+# cpu_ms PID OUT: the task-clock of PID over the window, in ms, into OUT
+cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | awk -F, '/task-clock/ { print $1 }' >"$2"; }
 
-run_tally() {
-	local bin=${1:-$tally}
-	shift || true
-	rm -rf "$tmp/d.db"
-	"$bin" daemon --db "$tmp/d.db" -F "$hz" "$@" >/dev/null 2>&1
-	local dp
-	dp=$(cat "$tmp/d.db/daemon.pid")
-	pids+=("$dp")
-	spin
-	sleep 1
-	local ms n
-	ms=$(cpu_ms "$dp")
-	"$bin" ctl --db "$tmp/d.db" status >"$tmp/status"
+# start NAME: starts that profiler; its pid in $tmp/NAME.pid
+start() {
+	local name=$1 bin=$tally args=()
+	case $name in
+	perf)
+		perf record -a -F "$hz" -o "$tmp/perf.data" -q >/dev/null 2>&1 &
+		echo $! >"$tmp/perf.pid"
+		pids+=($!)
+		return ;;
+	bpf) args=(--sample-mechanism bpf) ;;
+	before) bin=$before ;;
+	before-bpf) bin=$before args=(--sample-mechanism bpf) ;;
+	esac
+	rm -rf "$tmp/$name.db"
+	"$bin" daemon --db "$tmp/$name.db" -F "$hz" "${args[@]}" >/dev/null 2>&1
+	cp "$tmp/$name.db/daemon.pid" "$tmp/$name.pid"
+	pids+=("$(cat "$tmp/$name.pid")")
+}
+# stop NAME: its sample count (tally) into the result with its ms
+status() {
+	local name=$1 n=
+	[ "$name" != perf ] || { cat "$tmp/$name.ms" >>"$tmp/$name"; return; }
+	local bin=$tally
+	case $name in before*) bin=$before ;; esac
+	"$bin" ctl --db "$tmp/$name.db" status >"$tmp/status"
 	n=$(awk '/^samples:/ { print $2 }' "$tmp/status")
-	awk '/^sample-mechanism:/ { print $2 }' "$tmp/status" >"$tmp/mech"
-	wait_spin
-	kill -TERM "$dp"
-	while kill -0 "$dp" 2>/dev/null; do sleep 0.1; done
-	echo "$ms $n"
+	awk '/^sample-mechanism:/ { print $2 }' "$tmp/status" >"$tmp/$name.mech"
+	echo "$(cat "$tmp/$name.ms") $n" >>"$tmp/$name"
 }
-run_perf() {
-	perf record -a -F "$hz" -o "$tmp/perf.data" -q >/dev/null 2>&1 &
-	local pp=$!
-	pids+=("$pp")
+# stop NAME: stops it
+stop() {
+	local pid
+	pid=$(cat "$tmp/$1.pid")
+	if [ "$1" = perf ]; then
+		kill -INT "$pid"
+		wait "$pid" 2>/dev/null || true
+		return
+	fi
+	kill -TERM "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+# measure NAME...: they run, started together, over one window
+measure() {
+	local w
+	for w in "$@"; do start "$w"; done
 	spin
 	sleep 1
-	local ms
-	ms=$(cpu_ms "$pp")
+	local waits=()
+	for w in "$@"; do cpu_ms "$(cat "$tmp/$w.pid")" "$tmp/$w.ms" & waits+=($!); done
+	for w in "${waits[@]}"; do wait "$w"; done
+	for w in "$@"; do status "$w"; done
 	wait_spin
-	kill -INT "$pp"
-	wait "$pp" 2>/dev/null || true
-	echo "$ms"
+	for w in "$@"; do stop "$w"; done
 }
-wait_spin() { for p in $(jobs -p); do [ "$p" = "${pp:-}" ] || wait "$p" 2>/dev/null || true; done; }
 
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
-# tally's default (every sample through the ring buffers), tally with the
-# samples counted in the kernel, perf; and the older build
-one() {
-	case $1 in
-	tally) run_tally >>"$tmp/tally"; cp "$tmp/mech" "$tmp/tally.mech" ;;
-	bpf) run_tally "$tally" --sample-mechanism bpf >>"$tmp/bpf"; cp "$tmp/mech" "$tmp/bpf.mech" ;;
-	perf) run_perf >>"$tmp/perf" ;;
-	before) [ -z "$before" ] || run_tally "$before" >>"$tmp/before" ;;
-	esac
-}
+who=(tally bpf perf)
+if [ -n "$before" ]; then
+	who+=(before)
+	grep -q -- --sample-mechanism < <("$before" daemon --help 2>&1) && who+=(before-bpf)
+fi
+spins=()
 for ((r = 1; r <= rounds; r++)); do
-	if ((r % 2)); then order="tally bpf perf before"; else order="before perf bpf tally"; fi
-	for w in $order; do one "$w"; done
-	echo "bench: round $r of $rounds: tally $(tail -n1 "$tmp/tally") bpf $(tail -n1 "$tmp/bpf") perf $(tail -n1 "$tmp/perf")${before:+ before $(tail -n1 "$tmp/before")}" >&2
+	order=("${who[@]}")
+	if ! ((r % 2)); then
+		order=()
+		for ((k = ${#who[@]} - 1; k >= 0; k--)); do order+=("${who[$k]}"); done
+	fi
+	if ((together)); then
+		measure "${order[@]}"
+	else
+		for w in "${order[@]}"; do measure "$w"; done
+	fi
+	line="bench: round $r of $rounds:"
+	for w in "${who[@]}"; do line+=" $w $(tail -n1 "$tmp/$w")"; done
+	echo "$line" >&2
 done
 win=$((secs - 2))
-cols=("tally daemon ($(cat "$tmp/tally.mech"))" "tally daemon --sample-mechanism bpf ($(cat "$tmp/bpf.mech"))" "perf record -a")
-files=(tally bpf perf)
-if [ -n "$before" ]; then cols+=("tally daemon (before)"); files+=(before); fi
+cols=() files=()
+for w in "${who[@]}"; do
+	case $w in
+	tally) cols+=("tally daemon ($(cat "$tmp/tally.mech"))") ;;
+	bpf) cols+=("tally daemon --sample-mechanism bpf ($(cat "$tmp/bpf.mech"))") ;;
+	perf) cols+=("perf record -a") ;;
+	before) cols+=("before: tally daemon ($(cat "$tmp/before.mech"))") ;;
+	before-bpf) cols+=("before: --sample-mechanism bpf ($(cat "$tmp/before-bpf.mech"))") ;;
+	esac
+	files+=("$w")
+done
+how=$([ "$together" = 1 ] && echo "all at once" || echo "in turn")
 row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
 ms=() share=() per=()
 for f in "${files[@]}"; do
@@ -104,7 +147,7 @@ for f in "${files[@]}"; do
 		per+=("$(echo "scale=2; $m * 1000 / $n" | bc) ($n samples)")
 	fi
 done
-row "profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), median of $rounds" "${cols[@]}"
+row "profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), $how, median of $rounds" "${cols[@]}"
 row "---" "${cols[@]/*/---}"
 row "ms of CPU per second" "${ms[@]}"
 row "share of one CPU" "${share[@]}"

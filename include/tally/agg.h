@@ -155,6 +155,10 @@ struct tally_agg {
 	 * process (its maps or name changed by a record) */
 	struct tally_sample_memo *memo;
 	uint64_t memo_gen;
+	/* identities read from files, kept across resets (tally_image_identify):
+	 * a file whose device, inode, size and times are the same is not read again */
+	struct tally_id_memo *id_memo;
+	uint64_t id_reads; /* files read to identify them (the memo's misses) */
 	struct tally_task *tasks;
 	size_t ntasks, atasks;
 

@@ -165,8 +165,10 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* "ring" or "bpf", as the option and the session name it. */
 const char *tally_sample_mech_name(enum tally_sample_mech m);
-/* With bpf: the samples that went through the ring because the map was full. */
+/* With bpf: the samples that went through the ring because the table of
+ * places was full, and how many times a full table was emptied. */
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c);
+uint64_t tally_collector_sample_tables_emptied(const struct tally_collector *c);
 
 
 /* The kernel.perf_event_paranoid setting, or 2 when unreadable. */

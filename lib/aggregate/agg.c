@@ -49,9 +49,12 @@ void agg_proc_free(struct tally_proc *p)
 	free(p);
 }
 
+static void id_memo_release(struct tally_agg *a);
+
 void tally_agg_release(struct tally_agg *a)
 {
 	free(a->memo);
+	id_memo_release(a);
 	for (size_t i = 0; i < a->nimages; i++) {
 		free(a->images[i].path);
 		free(a->images[i].jit_map);
@@ -584,7 +587,60 @@ void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
 
 /* ---- identity, reset and size (the daemon's needs) ---- */
 
-void tally_image_identify(struct tally_image *im)
+/* The identity memo: a daemon meets the same files again after every flush
+ * (the images no live process maps are dropped then), and reading one is an
+ * open, its ELF notes, and for a file without a build-id a hash of all of it
+ * (a Go toolchain's binaries: tens of MB). What stat says of a file (device,
+ * inode, size, modification and change times: any write moves the change
+ * time) keys what was read of it; one entry per slot, the newest kept. */
+struct tally_id_memo {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+	char *id, *kind; /* NULL: an empty slot */
+};
+#define ID_MEMO_SIZE 1024 /* a power of two */
+
+static void id_memo_release(struct tally_agg *a)
+{
+	for (size_t i = 0; a->id_memo && i < ID_MEMO_SIZE; i++) {
+		free(a->id_memo[i].id);
+		free(a->id_memo[i].kind);
+	}
+	free(a->id_memo);
+	a->id_memo = NULL;
+}
+
+static struct tally_id_memo *id_memo_slot(struct tally_agg *a, const struct stat *st)
+{
+	if (!a->id_memo)
+		a->id_memo = xcalloc(ID_MEMO_SIZE, sizeof(*a->id_memo));
+	return &a->id_memo[tally_hash_u64((uint64_t)st->st_ino ^ ((uint64_t)st->st_dev << 40)) & (ID_MEMO_SIZE - 1)];
+}
+
+static bool same_stat(const struct stat *x, const struct stat *y)
+{
+	return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size &&
+	       x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec &&
+	       x->st_ctim.tv_sec == y->st_ctim.tv_sec && x->st_ctim.tv_nsec == y->st_ctim.tv_nsec;
+}
+
+static bool id_memo_same(const struct tally_id_memo *m, const struct stat *st)
+{
+	return m->id && m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
+	       m->mtim.tv_sec == st->st_mtim.tv_sec && m->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+	       m->ctim.tv_sec == st->st_ctim.tv_sec && m->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void id_memo_put(struct tally_id_memo *m, const struct stat *st, const char *id, const char *kind)
+{
+	free(m->id);
+	free(m->kind);
+	*m = (struct tally_id_memo){ st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, xstrdup(id), xstrdup(kind) };
+}
+
+static void identify_image(struct tally_agg *a, struct tally_image *im)
 {
 	if (im->id || im->kind != TALLY_IMG_FILE)
 		return;
@@ -627,13 +683,28 @@ void tally_image_identify(struct tally_image *im)
 		clean = xstrndup(path, (size_t)(del - path));
 		path = clean;
 	}
-	int r = tally_elf_info(path, 1, &info);
 	/* without a build-id from the kernel, the file must still be the one that was
 	 * mapped: same device and inode (the kernel gave them in MMAP2 or /proc maps) */
-	bool replaced = false;
 	struct stat st;
-	if (im->ino && stat(path, &st) == 0 &&
-	    (st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min))
+	bool have_st = stat(path, &st) == 0;
+	bool replaced = have_st && im->ino &&
+			(st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min);
+	struct tally_id_memo *memo = a && have_st && !replaced ? id_memo_slot(a, &st) : NULL;
+	if (memo && id_memo_same(memo, &st) && !(im->foreign_ns && !via_root)) {
+		im->id = xstrdup(memo->id);
+		im->id_kind = xstrdup(memo->kind);
+		free(clean);
+		strbuf_release(&p);
+		return;
+	}
+	if (a)
+		a->id_reads++;
+	int r = tally_elf_info(path, 1, &info);
+	/* and still after the read (the file may have been replaced meanwhile) */
+	struct stat after;
+	bool have_after = stat(path, &after) == 0;
+	if (have_after && im->ino &&
+	    (after.st_ino != im->ino || major(after.st_dev) != im->maj || minor(after.st_dev) != im->min))
 		replaced = true;
 	if (im->ino && r != 0)
 		replaced = true;
@@ -657,15 +728,23 @@ void tally_image_identify(struct tally_image *im)
 		im->id = xstrdup("00000000");
 		im->id_kind = xstrdup("none");
 	}
+	/* what the file said of itself, if it is still what stat saw before the read */
+	if (memo && r == 0 && !replaced && (info.build_id_len || info.have_hash) && have_after && same_stat(&st, &after))
+		id_memo_put(memo, &st, im->id, im->id_kind);
 	free(clean);
 	strbuf_release(&p);
+}
+
+void tally_image_identify(struct tally_image *im)
+{
+	identify_image(NULL, im);
 }
 
 void tally_agg_identify(struct tally_agg *a)
 {
 	tally_agg_identify_new(a); /* containers' files first: through the process's root */
 	for (size_t i = a->nidentified; i < a->nimages; i++)
-		tally_image_identify(&a->images[i]);
+		identify_image(a, &a->images[i]);
 	a->nidentified = a->nimages;
 }
 

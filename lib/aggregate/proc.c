@@ -419,12 +419,19 @@ static bool same_mnt_ns(int pid, bool *known)
 
 void tally_agg_identify_new(struct tally_agg *a)
 {
+	/* a new process's images come together: its namespace is looked at once */
+	int last_pid = 0;
+	bool last_same = true;
 	for (; a->images_checked < a->nimages; a->images_checked++) {
 		struct tally_image *im = &a->images[a->images_checked];
 		if (im->kind != TALLY_IMG_FILE || im->pid <= 0 || im->path[0] != '/')
 			continue;
-		bool known;
-		if (same_mnt_ns(im->pid, &known) || !known)
+		if (im->pid != last_pid) {
+			bool known;
+			last_same = same_mnt_ns(im->pid, &known) || !known;
+			last_pid = im->pid;
+		}
+		if (last_same)
 			continue;
 		im->foreign_ns = true;
 		if (im->build_id_len)

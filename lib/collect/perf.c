@@ -1504,6 +1504,16 @@ uint64_t tally_collector_sample_overflow(const struct tally_collector *c)
 	return n;
 }
 
+uint64_t tally_collector_sample_tables_emptied(const struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	return c && c->sbpf ? tally_sample_bpf_emptied(c->sbpf) : 0;
+#else
+	(void)c;
+	return 0;
+#endif
+}
+
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why)
 {
 	if (why)

@@ -1,5 +1,5 @@
-/* What the sampling BPF program (sample.bpf.c) and tally share: the key and
- * value of its map of counts, and the per (CPU, event) slot through which tally
+/* What the sampling BPF program (sample.bpf.c) and tally share: its places
+ * (key and counts), and the per (CPU, event) slot through which tally
  * hands it the period in effect and reads back what the timer did
  * (docs/sampling.md, "Counting in the kernel"). Included by the BPF object and
  * by sample_bpf.c. */
@@ -32,9 +32,20 @@ struct sb_key {
 
 /* the samples at that place: how many, their summed weight (the period each
  * stood for), the last one's time (CLOCK_MONOTONIC ns: where tally puts the
- * place among the ring's records) */
+ * place among the ring's records). In the table they only grow; what a drain
+ * returns is what they grew by since the last. */
 struct sb_val {
 	sb_u64 count, weight, last;
+};
+
+/* places a table holds (a power of two); two tables */
+#define SB_PLACES 8192
+
+/* a slot of a table: ready once its key is written; count and weight only grow */
+struct sb_place {
+	struct sb_key key;
+	sb_u64 weight, count, last;
+	sb_u32 ready, pad;
 };
 
 /* One per (CPU, event), index cpu * SB_MAX_EVENTS + event. tally writes period
@@ -64,10 +75,14 @@ int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based,
 int tally_sample_bpf_attach(struct tally_sample_bpf *b, int perf_fd, int ev);
 /* The slot of (cpu, ev), shared with the program. */
 struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int ev);
-/* Reads and clears the map: *n entries in *keys and *vals (owned by b, valid
- * until the next call). 0, or -errno with tally_seterr (the entries read so
- * far are in *n). */
+/* What the places counted since the last call: *n entries in *keys and *vals
+ * (owned by b, valid until the next call), each place whose count grew, by how
+ * much. Reads the tables in tally's memory; a system call only when a full
+ * table is emptied. 0, or -errno with tally_seterr (the entries read so far
+ * are in *n). */
 int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n);
+/* How many times a full table was emptied (its places read a last time). */
+uint64_t tally_sample_bpf_emptied(const struct tally_sample_bpf *b);
 void tally_sample_bpf_free(struct tally_sample_bpf *b);
 #endif
 

@@ -1,7 +1,8 @@
 /* Samples counted in the kernel (sample-bpf.h, docs/sampling.md): loads
  * sample.bpf.c (embedded as a libbpf skeleton), attaches it to the collector's
- * per-CPU sampling events and reads and clears its map of counts once per
- * round. Built only with libbpf (meson option bpf). */
+ * per-CPU sampling events and reads its tables of places once per round, in
+ * its own memory (the program's global data is mapped there): what each place
+ * counted since the last read. Built only with libbpf (meson option bpf). */
 #define _GNU_SOURCE
 #include "tally/util.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <linux/perf_event.h>
 
 #include <bpf/bpf.h>
@@ -19,23 +21,40 @@
 #include "sample-bpf.h"
 #include "sample.skel.h"
 
-#define BATCH 4096
+/* a table is turned away from when this full, and emptied at the first read
+ * after GRACE_NS (no program that saw it as the active one still runs) */
+#define TURN_AT (SB_PLACES / 4 * 3)
+#define GRACE_NS 10000000ULL
+
+struct seen {
+	uint64_t count, weight; /* of a place, as read last */
+};
 
 struct tally_sample_bpf {
 	struct sample_skel *skel;
 	int prog_fd[SB_MAX_EVENTS];
-	struct tally_bpf_drain drain;
+	struct seen *seen;  /* [2][SB_PLACES] */
+	int retire;         /* the table to empty, or -1 */
+	uint64_t turned_ns; /* when new places were turned away from it */
+	uint64_t emptied;
 	struct sb_key *keys; /* what the last drain took */
 	struct sb_val *vals;
 	size_t n, alloc;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 void tally_sample_bpf_free(struct tally_sample_bpf *b)
 {
 	if (!b)
 		return;
 	sample_skel__destroy(b->skel);
-	tally_bpf_drain_release(&b->drain);
+	free(b->seen);
 	free(b->keys);
 	free(b->vals);
 	free(b);
@@ -61,8 +80,8 @@ int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based,
 		ret = tally_bpf_error(ret, "load", "sampling");
 		goto fail;
 	}
-	tally_bpf_drain_init(&b->drain, bpf_map__fd(b->skel->maps.counts), sizeof(struct sb_key), sizeof(struct sb_val),
-			     BATCH, "sampling BPF map");
+	b->seen = xcalloc(2 * SB_PLACES, sizeof(*b->seen));
+	b->retire = -1;
 	struct bpf_program *progs[SB_MAX_EVENTS] = { b->skel->progs.count0, b->skel->progs.count1, b->skel->progs.count2,
 						     b->skel->progs.count3 };
 	for (int i = 0; i < SB_MAX_EVENTS; i++)
@@ -90,28 +109,78 @@ struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int e
 	return &b->skel->bss->slots[cpu * SB_MAX_EVENTS + ev];
 }
 
-static void take(void *ctx, const void *keys, const void *vals, size_t n)
+static void take(struct tally_sample_bpf *b, const struct sb_key *k, uint64_t count, uint64_t weight, uint64_t last)
 {
-	struct tally_sample_bpf *b = ctx;
-	if (b->n + n > b->alloc) {
-		size_t a = b->alloc ? b->alloc : BATCH;
-		while (a < b->n + n)
-			a *= 2;
-		b->keys = xrealloc(b->keys, a * sizeof(*b->keys));
-		b->vals = xrealloc(b->vals, a * sizeof(*b->vals));
-		b->alloc = a;
+	if (b->n == b->alloc) {
+		b->alloc = b->alloc ? 2 * b->alloc : 1024;
+		b->keys = xrealloc(b->keys, b->alloc * sizeof(*b->keys));
+		b->vals = xrealloc(b->vals, b->alloc * sizeof(*b->vals));
 	}
-	memcpy(b->keys + b->n, keys, n * sizeof(*b->keys));
-	memcpy(b->vals + b->n, vals, n * sizeof(*b->vals));
-	b->n += n;
+	b->keys[b->n] = *k;
+	b->vals[b->n] = (struct sb_val){ count, weight, last };
+	b->n++;
+}
+
+static uint32_t claimed(const struct tally_sample_bpf *b, int t)
+{
+	uint32_t n = __atomic_load_n(&b->skel->bss->claimed[t], __ATOMIC_ACQUIRE);
+	return n < SB_PLACES ? n : SB_PLACES;
+}
+
+/* every place of table t whose count grew since the last read, by how much */
+static void scan(struct tally_sample_bpf *b, int t)
+{
+	uint32_t n = claimed(b, t);
+	struct sb_place *pl = b->skel->bss->places[t];
+	struct seen *seen = b->seen + (size_t)t * SB_PLACES;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sb_place *p = &pl[i];
+		if (!__atomic_load_n(&p->ready, __ATOMIC_ACQUIRE))
+			continue; /* being claimed (or lost the race for its key): next time */
+		/* the program adds the weight first: this count's weight is in what follows */
+		uint64_t c = __atomic_load_n(&p->count, __ATOMIC_ACQUIRE);
+		if (c == seen[i].count)
+			continue;
+		uint64_t w = __atomic_load_n(&p->weight, __ATOMIC_RELAXED);
+		take(b, &p->key, c - seen[i].count, w - seen[i].weight, __atomic_load_n(&p->last, __ATOMIC_RELAXED));
+		seen[i] = (struct seen){ c, w };
+	}
+}
+
+/* table t, no longer given new places and read a last time: empty it (the
+ * index's entries into it are then stale, and the program knows them so) */
+static void empty(struct tally_sample_bpf *b, int t)
+{
+	uint32_t n = claimed(b, t);
+	memset(b->skel->bss->places[t], 0, (size_t)n * sizeof(struct sb_place));
+	memset(b->seen + (size_t)t * SB_PLACES, 0, (size_t)n * sizeof(*b->seen));
+	__atomic_store_n(&b->skel->bss->claimed[t], 0, __ATOMIC_RELEASE);
+	b->emptied++;
+}
+
+uint64_t tally_sample_bpf_emptied(const struct tally_sample_bpf *b)
+{
+	return b->emptied;
 }
 
 int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n)
 {
 	b->n = 0;
-	long r = tally_bpf_drain_all(&b->drain, take, b);
+	scan(b, 0);
+	scan(b, 1);
+	if (b->retire >= 0 && now_ns() - b->turned_ns >= GRACE_NS) {
+		empty(b, b->retire);
+		b->retire = -1;
+	} else if (b->retire < 0) {
+		int t = (int)(__atomic_load_n(&b->skel->bss->active, __ATOMIC_RELAXED) & 1);
+		if (claimed(b, t) >= TURN_AT && !claimed(b, !t)) {
+			__atomic_store_n(&b->skel->bss->active, (uint32_t)!t, __ATOMIC_RELEASE);
+			b->retire = t;
+			b->turned_ns = now_ns();
+		}
+	}
 	*keys = b->keys;
 	*vals = b->vals;
 	*n = b->n;
-	return r < 0 ? (int)r : 0;
+	return 0;
 }

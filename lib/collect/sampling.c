@@ -305,8 +305,10 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	tally_meta_set(m, "events", "%s", s->evnames.buf);
 	/* each sample through the ring, or counted in the kernel (docs/sampling.md) */
 	tally_meta_set(m, "sample-mechanism", "%s", tally_sample_mech_name(tally_collector_sample_mech(col)));
-	if (tally_collector_sample_mech(col) == TALLY_SAMPLE_BPF)
+	if (tally_collector_sample_mech(col) == TALLY_SAMPLE_BPF) {
 		tally_meta_set(m, "sample-map-full", "%" PRIu64, tally_collector_sample_overflow(col));
+		tally_meta_set(m, "sample-tables-emptied", "%" PRIu64, tally_collector_sample_tables_emptied(col));
+	}
 	if (s->period)
 		tally_meta_set(m, "sampling", "period %" PRIu64, s->period);
 	else

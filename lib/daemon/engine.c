@@ -78,10 +78,17 @@ void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu
 		memset(st, 0, sizeof(*st));
 }
 
-/* Near the memory bound: flush early (memory goes back), or drop what cannot be written. */
+/* Near the memory bound: flush early (memory goes back), or drop what cannot be written.
+ * Looked at every WATCH_S: glibc's count walks the allocator's free lists (a
+ * twentieth of the daemon's own time when taken every round), and a second's
+ * growth of the aggregate is small beside the bound. */
+#define WATCH_S 1.0
 static void watch_memory(struct tally_daemon *d)
 {
 	double now = tally_now_mono();
+	if (now - d->last_watch < WATCH_S)
+		return;
+	d->last_watch = now;
 	uint64_t used = tally_dmn_memory_used(d);
 	if (used < d->max_memory / 4 * 3)
 		return;

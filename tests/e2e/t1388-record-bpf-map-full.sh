@@ -1,12 +1,13 @@
 #!/bin/bash
-# --sample-mechanism bpf when its map is full: a program that runs through
-# 32768 distinct addresses for 1.5 s of CPU, sampled at 20 kHz, makes more places in
-# a second than the map holds (8192); the samples it has no room for go
-# through the ring buffer and the session counts them (sample-map-full), and
-# nothing is lost or counted twice: the program's time is the CPU time it
-# measured, within 1.5%, as in a recording through the ring made at the same
-# time. --duration still ends the recording on time, though its rounds are a
-# second.
+# --sample-mechanism bpf when its table of places is full: a program that runs
+# through 32768 distinct addresses for 1.5 s of CPU, sampled at 20 kHz, makes
+# more places in a second than a table holds (8192); the samples it has no room
+# for go through the ring buffer and the session counts them (sample-map-full);
+# the full table is turned away from and emptied (sample-tables-emptied), and
+# nothing is lost or counted twice across it: the program's time is the CPU
+# time it measured, within 1.5%, as in a recording through the ring made at the
+# same time. --duration still ends the recording on time, though its rounds are
+# a second.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 rc=0
@@ -44,7 +45,10 @@ for d in bpf ring; do
 done
 full=$(session_key bpf.db sample-map-full)
 [[ $full =~ ^[0-9]+$ ]] || fail "the bpf session has no sample-map-full: $(grep sample- bpf.db/session)"
-((full > 0)) || skip "the map never filled (sample-map-full 0: the program got too little CPU here to reach 8192 places a second)"
+((full > 0)) || skip "the table never filled (sample-map-full 0: the program got too little CPU here to reach 8192 places a second)"
+emptied=$(session_key bpf.db sample-tables-emptied)
+[[ $emptied =~ ^[0-9]+$ ]] || fail "the bpf session has no sample-tables-emptied: $(grep sample- bpf.db/session)"
+((emptied > 0)) || fail "a table filled (sample-map-full $full) but none was emptied for new places"
 
 # the program's time (its samples' weights, every image of its process) in ms
 db_ms() {
@@ -55,4 +59,4 @@ for d in bpf ring; do
 	ms=$(db_ms $d.db)
 	near "$ms" "$cpu" "$(awk -v c="$cpu" 'BEGIN { printf "%.1f", c * 0.015 }')" "$d: the program's time in ms (it measured $cpu ms of CPU)"
 done
-note "$full samples found the map full and went through the ring"
+note "$full samples found the table full and went through the ring; $emptied full tables emptied"

@@ -1183,6 +1183,77 @@ static void test_agg__identify_early(void **state)
 	tally_agg_release(&a);
 }
 
+/* pid maps the file at path, with the device and inode stat gives now */
+static void map_file(struct tally_agg *a, struct recbuf *b, uint32_t pid, const char *path)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	const struct tally_rec *r = mk_mmap2(b, pid, 0x400000, 0x2000, 0, PROT_RX, path, NULL, 0, st.st_ino);
+	struct mmap2_body *m = (struct mmap2_body *)(&b->u.h + 1);
+	m->u.f.maj = major(st.st_dev);
+	m->u.f.min = minor(st.st_dev);
+	tally_agg_record(a, r);
+}
+
+static void end_process(struct tally_agg *a, struct recbuf *b, uint32_t pid)
+{
+	tally_agg_record(a, mk_task(b, PERF_RECORD_EXIT, pid, 1, pid, 1));
+	tally_agg_collect_dead(a);
+	tally_agg_collect_dead(a);
+	tally_agg_reset(a); /* a flush: the images no live process maps go */
+}
+
+/* A daemon meets the same files again after each flush: a file whose stat is
+ * the same is not read again (a file without a build-id is hashed whole), one
+ * changed since is. */
+static void test_agg__identify_memo(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/tally-idmemo-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	char buf[4096];
+	memset(buf, 'x', sizeof(buf));
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+
+	map_file(&a, &b, 100, path);
+	tally_agg_identify(&a);
+	assert_int_equal(a.id_reads, 1);
+	const struct tally_image *im = &a.images[image_named(&a, path)];
+	assert_string_equal(im->id_kind, "xxh64");
+	char *first = xstrdup(im->id);
+	end_process(&a, &b, 100);
+	for (size_t i = 0; i < a.nimages; i++)
+		assert_string_not_equal(a.images[i].path, path); /* dropped with its process */
+
+	/* the same file again: its identity from the memo */
+	map_file(&a, &b, 101, path);
+	tally_agg_identify(&a);
+	assert_int_equal(a.id_reads, 1);
+	im = &a.images[image_named(&a, path)];
+	assert_string_equal(im->id_kind, "xxh64");
+	assert_string_equal(im->id, first);
+	end_process(&a, &b, 101);
+
+	/* written since: read again, and a new identity */
+	assert_int_equal(write(fd, "y", 1), 1);
+	map_file(&a, &b, 102, path);
+	tally_agg_identify(&a);
+	assert_int_equal(a.id_reads, 2);
+	im = &a.images[image_named(&a, path)];
+	assert_string_equal(im->id_kind, "xxh64");
+	assert_string_not_equal(im->id, first);
+
+	free(first);
+	close(fd);
+	unlink(path);
+	tally_agg_release(&a);
+}
+
 static void test_agg__load_procfs_self(void **state)
 {
 	(void)state;
@@ -1507,6 +1578,7 @@ int main(void)
 		cmocka_unit_test(test_agg__map_replace),
 		cmocka_unit_test(test_agg__map_find),
 		cmocka_unit_test(test_agg__init),
+		cmocka_unit_test(test_agg__identify_memo),
 		cmocka_unit_test(test_agg__image_dedupe),
 		cmocka_unit_test(test_agg__image_no_build_id),
 		cmocka_unit_test(test_agg__image_nomap_per_pid),
