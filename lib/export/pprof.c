@@ -1,6 +1,7 @@
-/* pprof: the database as a gzip-compressed profile.proto (lib/export/profile.proto,
- * serialized with protobuf-c), what `go tool pprof` and the services that ingest
- * pprof read. docs/export.md says what every field holds. */
+/* pprof: the database as a gzip-compressed profile.proto (lib/export/profile.proto;
+ * samples, locations and functions encoded here, the rest with protobuf-c), what
+ * `go tool pprof` and the services that ingest pprof read. docs/export.md says
+ * what every field holds. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -17,12 +18,7 @@
 
 typedef Perftools__Profiles__Profile PProfile;
 typedef Perftools__Profiles__ValueType PValueType;
-typedef Perftools__Profiles__Sample PSample;
-typedef Perftools__Profiles__Label PLabel;
 typedef Perftools__Profiles__Mapping PMapping;
-typedef Perftools__Profiles__Location PLocation;
-typedef Perftools__Profiles__Line PLine;
-typedef Perftools__Profiles__Function PFunction;
 
 #define PAGE 4096u
 
