@@ -29,19 +29,6 @@ void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
  * are unchanged on failure. */
 int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz) __attribute__((warn_unused_result));
 #define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
-/* Asks for huge pages (transparent huge pages, where the system gives them on
- * request) behind p[0..bytes) of a large array (4 MiB or more; smaller ones
- * are left alone): one page fault each 2 MiB instead of each 4 KiB as it is
- * first written. A hint: call it again when the array grew or moved. */
-void tally_want_huge(void *p, size_t bytes);
-/* GROW, and tally_want_huge over the whole array when it grew. */
-#define GROW_HUGE(p, alloc, want)                                               \
-	do {                                                                    \
-		if ((want) > (alloc)) {                                         \
-			GROW(p, alloc, want);                                   \
-			tally_want_huge((p), (alloc) * sizeof(*(p)));           \
-		}                                                               \
-	} while (0)
 /* Appends s to a NULL-terminated list of n strings (repeatable options). */
 #define STRLIST_PUSH(list, n, alloc, s)                                        \
 	do {                                                                   \

@@ -37,7 +37,6 @@ static uint64_t frame_hash(uint32_t image, uint64_t offset)
 static void frame_rehash(struct stackset *s, size_t cap)
 {
 	struct frame_slot *ns = xcalloc(cap, sizeof(*ns));
-	tally_want_huge(ns, cap * sizeof(*ns));
 	size_t mask = cap - 1;
 	for (size_t i = 0; i < s->nframe_tab; i++) {
 		const struct tally_frame *f = &s->frame_tab[i];
@@ -76,7 +75,7 @@ static inline uint32_t frame_number(struct stackset *s, uint32_t image, uint64_t
 			return sl->id1 - 1;
 		}
 	}
-	GROW_HUGE(s->frame_tab, s->aframe_tab, s->nframe_tab + 1);
+	GROW(s->frame_tab, s->aframe_tab, s->nframe_tab + 1);
 	s->frame_tab[s->nframe_tab] = (struct tally_frame){ image, offset };
 	s->fslot[k] = (struct frame_slot){ offset, image, (uint32_t)++s->nframe_tab };
 	*r = s->fslot[k];
@@ -150,12 +149,15 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 			}
 		}
 	}
-	GROW_HUGE(s->stack_frames, s->astack_frames, s->nstack_frames + n);
+	if (s->nstack_frames + n > s->astack_frames)
+		GROW(s->stack_frames, s->astack_frames, s->nstack_frames + n);
 	memcpy(&s->stack_frames[s->nstack_frames], frames, n * sizeof(*frames));
-	GROW_HUGE(s->stacks, s->astacks, s->nstacks + 1);
+	if (s->nstacks == s->astacks)
+		GROW(s->stacks, s->astacks, s->nstacks + 1);
 	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid, label };
 	s->nstack_frames += n;
-	GROW_HUGE(s->counts, s->acounts, (s->nstacks + 1) * ne);
+	if ((s->nstacks + 1) * ne > s->acounts)
+		GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
 	memcpy(&s->counts[s->nstacks * ne], counts, ne * sizeof(*counts));
 	s->nstacks++;
 	if (s->dedup)
@@ -193,8 +195,6 @@ void tally_stackset_to_db(struct stackset *s, struct tally_db *db)
 	size_t ne = (size_t)s->nevents;
 	uint64_t *w = xcalloc(s->nstacks * ne + 1, sizeof(uint64_t));
 	uint64_t *c = xcalloc(s->nstacks * ne + 1, sizeof(uint64_t));
-	tally_want_huge(w, (s->nstacks * ne + 1) * sizeof(uint64_t));
-	tally_want_huge(c, (s->nstacks * ne + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < s->nstacks; i++) {
 		memcpy(&c[i * ne], &s->counts[i * 2 * ne], ne * sizeof(uint64_t));
 		memcpy(&w[i * ne], &s->counts[i * 2 * ne + ne], ne * sizeof(uint64_t));

@@ -207,7 +207,7 @@ static uint32_t loc_new(struct pp *p, uint32_t image, uint64_t offset)
 	for (size_t j = 0; j < nf; j++) {
 		struct func f = { image, kept_id(p, fr[j].name), kept_id(p, fr[j].file ? fr[j].file : ""),
 				  fr[j].addr, 0 };
-		GROW_HUGE(p->lines, p->alines, p->nlines + 1);
+		GROW(p->lines, p->alines, p->nlines + 1);
 		p->lines[p->nlines++] = (struct line){ func_id(p, &f), fr[j].line };
 		if (!fr[j].file || !fr[j].line)
 			m->lines = false;
@@ -216,7 +216,7 @@ static uint32_t loc_new(struct pp *p, uint32_t image, uint64_t offset)
 	 * stays an address; it does not make the rest of the image unnamed */
 	if (nf)
 		m->named = true;
-	GROW_HUGE(p->locs, p->alocs, p->nlocs + 1);
+	GROW(p->locs, p->alocs, p->nlocs + 1);
 	p->locs[p->nlocs] = k;
 	return (uint32_t)p->nlocs++;
 }
@@ -253,7 +253,6 @@ static void number_locs(struct pp *p, const struct tally_db *db, uint32_t *locof
 	while (cap / 4 * 3 < n + 1)
 		cap *= 2;
 	uint64_t *slot = xcalloc(cap, sizeof(*slot)); /* hash << 32 | location + 1 */
-	tally_want_huge(slot, cap * sizeof(*slot));
 	size_t mask = cap - 1;
 	enum { AHEAD = 16 };
 	uint32_t hs[2 * AHEAD];
@@ -322,12 +321,12 @@ struct samples {
 static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, uint32_t label, const uint64_t *counts,
 		       const uint64_t *raw)
 {
-	GROW_HUGE(s->src, s->alloc, s->n + 1);
-	GROW_HUGE(s->pid, s->apid, s->n + 1);
-	GROW_HUGE(s->label, s->alabel, s->n + 1);
+	GROW(s->src, s->alloc, s->n + 1);
+	GROW(s->pid, s->apid, s->n + 1);
+	GROW(s->label, s->alabel, s->n + 1);
 	s->label[s->n] = label;
-	GROW_HUGE(s->counts, s->acounts, (s->n + 1) * (size_t)ne);
-	GROW_HUGE(s->raw, s->araw, (s->n + 1) * (size_t)ne);
+	GROW(s->counts, s->acounts, (s->n + 1) * (size_t)ne);
+	GROW(s->raw, s->araw, (s->n + 1) * (size_t)ne);
 	s->src[s->n] = src;
 	s->pid[s->n] = pid;
 	memcpy(&s->counts[s->n * (size_t)ne], counts, (size_t)ne * sizeof(uint64_t));
@@ -409,7 +408,7 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 			return;
 		}
 	}
-	GROW_HUGE(o->v, o->alloc, o->n + 1);
+	GROW(o->v, o->alloc, o->n + 1);
 	struct psample *q = &o->v[o->n];
 	*q = (struct psample){ k, len, copy, pid, label };
 	if (copy) {
@@ -418,7 +417,7 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 		q->from = o->nmore;
 		o->nmore += len;
 	}
-	GROW_HUGE(o->vals, o->avals, (o->n + 1) * (size_t)o->nv);
+	GROW(o->vals, o->avals, (o->n + 1) * (size_t)o->nv);
 	memcpy(&o->vals[o->n * (size_t)o->nv], vals, (size_t)o->nv * sizeof(uint64_t));
 	o->slot[at] = (uint64_t)h << 32 | (o->n + 1);
 	o->n++;
@@ -441,13 +440,10 @@ static void pb_put(struct pbout *pb, const void *p, size_t n)
 {
 	if (!n || pb->err)
 		return;
-	size_t had = pb->msg.alloc;
 	if (strbuf_grow(&pb->msg, n)) {
 		pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
 		return;
 	}
-	if (pb->msg.alloc != had)
-		tally_want_huge(pb->msg.buf, pb->msg.alloc);
 	memcpy(pb->msg.buf + pb->msg.len, p, n);
 	pb->msg.len += n;
 }
@@ -625,7 +621,6 @@ static int pb_gzip(const struct pbout *pb, struct strbuf *out)
 		free(pc);
 		return tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", 10 + room + 8);
 	}
-	tally_want_huge(out->buf, out->alloc);
 	/* each piece deflated into its own part of out, then moved up behind the one before */
 	unsigned char *base = (unsigned char *)out->buf + out->len;
 	size_t at = 10;
@@ -748,7 +743,6 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	uint32_t *locof = NULL;
 	if (db->has_stacks) {
 		locof = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
-		tally_want_huge(locof, (db->nframe_tab * 2 + 1) * sizeof(uint32_t));
 		s.locof = locof;
 		uint32_t *seen = NULL;
 		size_t nseen = 0, aseen = 0;
@@ -770,7 +764,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			for (uint32_t f = st->len; f-- > 0;) {
 				uint32_t slot = db->stack_frames[st->first + f] * 2 + (f != 0);
 				if (!locof[slot]) {
-					GROW_HUGE(seen, aseen, nseen + 1);
+					GROW(seen, aseen, nseen + 1);
 					seen[nseen++] = slot;
 					locof[slot] = (uint32_t)nseen;
 				}
@@ -833,7 +827,6 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	while (cap < 2 * (s.n + 1))
 		cap *= 2;
 	o.slot = xcalloc(cap, sizeof(*o.slot));
-	tally_want_huge(o.slot, cap * sizeof(*o.slot));
 	o.mask = cap - 1;
 	/* each sample's place in the index is fetched while the samples before
 	 * it are added (AHEAD: the samples made ready before theirs is read) */

@@ -189,7 +189,7 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 	cg->fc_of = xcalloc(db->nframe_tab * 2 + 1, sizeof(uint32_t));
 	cg->name_cache = xcalloc(NAME_SLOTS, sizeof(*cg->name_cache));
 	/* one function a frame is the rule (inlines add more): room for that */
-	GROW_HUGE(cg->funcs_of, cg->afuncs_of, db->nstack_frames + 1);
+	GROW(cg->funcs_of, cg->afuncs_of, db->nstack_frames + 1);
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
 		uint64_t c = db->stack_counts[s * (size_t)db->nevents + (size_t)event];
@@ -206,7 +206,7 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			uint32_t one;
 			size_t nfn = frame_funcs(cg, res, db, ids[f], f == 0, &fns, &one);
 			if (cg->nfuncs_of + nfn > cg->afuncs_of)
-				GROW_HUGE(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + nfn);
+				GROW(cg->funcs_of, cg->afuncs_of, cg->nfuncs_of + nfn);
 			for (size_t j = 0; j < nfn; j++) {
 				uint32_t fn = fns[j];
 				/* consecutive frames in one function (inlined-away recursion, or a
@@ -218,7 +218,7 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			}
 		}
 		if (cg->nstacks == cg->astacks)
-			GROW_HUGE(cg->stacks, cg->astacks, cg->nstacks + 1);
+			GROW(cg->stacks, cg->astacks, cg->nstacks + 1);
 		cg->stacks[cg->nstacks++] = cs;
 		cg->total += c;
 		cg->ntotal += nc;

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,21 +101,6 @@ int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz)
 	*p = q;
 	*alloc = n;
 	return 0;
-}
-
-void tally_want_huge(void *p, size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-	if (!p || bytes < (4u << 20))
-		return;
-	/* the whole pages that hold it (malloc's large blocks are mappings of
-	 * their own that start a page before: one area, kept whole for mremap) */
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = ((uintptr_t)p + bytes + 4095) & ~(uintptr_t)4095;
-	(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-	(void)p;
-	(void)bytes;
-#endif
 }
 
 void tally_grow(void **p, size_t *alloc, size_t want, size_t sz)

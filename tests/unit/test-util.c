@@ -1,5 +1,5 @@
 /* Unit tests for lib/util: strbuf, the hash index, the option parsers, atomic
- * file writes, tree removal, dirname, write-all, read-fd and the huge-page hint. */
+ * file writes, tree removal, dirname, write-all and read-fd. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -12,7 +12,6 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1448,72 +1447,6 @@ static void test_util__run_parallel(void **state)
 
 /* ---- outputs that are streams ---- */
 
-/* ---- huge pages ---- */
-
-/* The VmFlags of the mapping that holds p in /proc/self/smaps ("" if none). */
-static void vm_flags(const void *p, char *out, size_t n)
-{
-	out[0] = '\0';
-	FILE *f = fopen("/proc/self/smaps", "r");
-	assert_non_null(f);
-	char line[512];
-	bool in = false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-			continue;
-		}
-		if (in && !strncmp(line, "VmFlags:", 8)) {
-			size_t k = strlen(line + 8);
-			if (k >= n)
-				k = n - 1;
-			memcpy(out, line + 8, k);
-			out[k] = '\0';
-			break;
-		}
-	}
-	fclose(f);
-}
-
-/* A large array's whole mapping is marked for huge pages ("hg"), from a
- * pointer inside its first page; a small one is left alone. */
-static void test_util__want_huge(void **state)
-{
-	(void)state;
-	char mode[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-	if (f) {
-		if (!fgets(mode, sizeof(mode), f))
-			mode[0] = '\0';
-		fclose(f);
-	}
-	if (!mode[0] || strstr(mode, "[never]")) {
-		print_message("skipped: transparent huge pages are off on this system\n");
-		skip();
-	}
-	size_t big = 8u << 20, small = 1u << 20;
-	char *a = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *b = mmap(NULL, small, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	assert_true(a != MAP_FAILED && b != MAP_FAILED);
-	char flags[512];
-	vm_flags(a, flags, sizeof(flags));
-	assert_null(strstr(flags, " hg"));
-	tally_want_huge(a + 16, big - 16);
-	tally_want_huge(b + 16, small - 16);
-	vm_flags(a, flags, sizeof(flags));
-	assert_non_null(strstr(flags, " hg"));
-	vm_flags(a + big - 1, flags, sizeof(flags));
-	assert_non_null(strstr(flags, " hg"));
-	vm_flags(b, flags, sizeof(flags));
-	assert_null(strstr(flags, " hg"));
-	/* NULL and nothing: no effect, no crash */
-	tally_want_huge(NULL, big);
-	tally_want_huge(a, 0);
-	munmap(a, big);
-	munmap(b, small);
-}
-
 static void test_util__open_stream(void **state)
 {
 	(void)state;
@@ -1590,7 +1523,6 @@ int main(void)
 		cmocka_unit_test(test_util__format_utc_out_of_range),
 		cmocka_unit_test(test_util__run_parallel),
 		cmocka_unit_test(test_util__open_stream),
-		cmocka_unit_test(test_util__want_huge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
