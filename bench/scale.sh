@@ -12,7 +12,8 @@
 #                  [--before-max N] [--perf-sizes N,...] [--dbdir DIR] [--write-doc]
 # --before TALLY measures another tally binary too (an older build), in a column
 # of its own, on the sizes up to --before-max (default 1000000: an old build
-# needs gigabytes beyond); --dbdir keeps the generated databases there (and
+# needs gigabytes beyond), each of its runs right after one of this build's, so
+# that the load of a shared machine falls on both alike; --dbdir keeps the generated databases there (and
 # reuses them); --write-doc rewrites the Scale results in docs/performance.md.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -41,33 +42,62 @@ if [ -z "$dbdir" ]; then dbdir=$tmp; else mkdir -p "$dbdir"; fi
 
 load() { awk '{ print $1 }' /proc/loadavg; }
 
+# one TAG CMD...: one run of CMD, its wall, CPU and RSS appended to $tmp/TAG.{w,c,m};
+# false when it failed
+one() {
+	local tag=$1; shift
+	if ! /usr/bin/time -v -o "$tmp/tv" "$@" >/dev/null 2>"$tmp/err"; then
+		echo "bench: failed: $*" >&2; sed 's/^/bench:   /' "$tmp/err" >&2
+		return 1
+	fi
+	awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/tv" >>"$tmp/$tag.w"
+	awk -F': ' '/Maximum resident set size/ { print $2 / 1024 }' "$tmp/tv" >>"$tmp/$tag.m"
+	awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$tmp/tv" >>"$tmp/$tag.c"
+}
+
+# row TAG LABEL: appends "LABEL wall_s rss_mb cpu_s" (medians of the runs) to $tmp/rows
+row() {
+	local tag=$1 label=$2
+	if [ ! -s "$tmp/$tag.c" ]; then echo "$label - - -" >>"$tmp/rows"; return; fi
+	echo "$label $(median <"$tmp/$tag.w" | awk '{ printf "%.2f", $1 }') $(median <"$tmp/$tag.m" | awk '{ printf "%.0f", $1 }') $(median <"$tmp/$tag.c" | awk '{ printf "%.2f", $1 }')" >>"$tmp/rows"
+	echo "bench: raw $label wall $(tr '\n' ' ' <"$tmp/$tag.w")cpu $(tr '\n' ' ' <"$tmp/$tag.c")rss_mb $(tr '\n' ' ' <"$tmp/$tag.m")" >&2
+}
+
 # run TAG CMD...: RUNS times; appends "TAG wall_s rss_mb cpu_s" (medians) to $tmp/rows
 run() {
 	local tag=$1; shift
-	: >"$tmp/w"; : >"$tmp/m"; : >"$tmp/c"
-	for _ in $(seq "$runs"); do
-		if ! /usr/bin/time -v -o "$tmp/tv" "$@" >/dev/null 2>"$tmp/err"; then
-			echo "bench: failed: $*" >&2; sed 's/^/bench:   /' "$tmp/err" >&2
-			echo "$tag - - -" >>"$tmp/rows"; return
-		fi
-		awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/tv" >>"$tmp/w"
-		awk -F': ' '/Maximum resident set size/ { print $2 / 1024 }' "$tmp/tv" >>"$tmp/m"
-		awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$tmp/tv" >>"$tmp/c"
-	done
-	echo "$tag $(median <"$tmp/w" | awk '{ printf "%.2f", $1 }') $(median <"$tmp/m" | awk '{ printf "%.0f", $1 }') $(median <"$tmp/c" | awk '{ printf "%.2f", $1 }')" >>"$tmp/rows"
-	echo "bench: raw $tag wall $(tr '\n' ' ' <"$tmp/w")cpu $(tr '\n' ' ' <"$tmp/c")rss_mb $(tr '\n' ' ' <"$tmp/m")" >&2
+	rm -f "$tmp"/r.?
+	for _ in $(seq "$runs"); do one r "$@" || break; done
+	row r "$tag"
 }
 
-views() { # views BINARY DB LABEL
-	local t=$1 db=$2 l=$3
-	run "$l report" "$t" report -i "$db"
-	run "$l --symbols" "$t" report -i "$db" --symbols
-	run "$l --children" "$t" report -i "$db" --children
-	run "$l --html" "$t" report -i "$db" --html "$tmp/o.html"
-	run "$l pprof" "$t" export -i "$db" --format pprof -o "$tmp/o.pb.gz"
-	run "$l folded" "$t" export -i "$db" --format folded -o "$tmp/o.folded"
-	run "$l svg" "$t" export -i "$db" --format svg -o "$tmp/o.svg"
+# view N NAME ARGS...: one view of both builds (the before one when it is
+# measured at this size), their runs taken in turn, so that the load of the
+# machine falls on both alike; "$T" in ARGS is the binary, "$O" the output
+view() {
+	local n=$1 name=$2; shift 2
+	local both=0
+	[ -n "$before" ] && ((n <= before_max)) && both=1
+	rm -f "$tmp"/a.? "$tmp"/b.?
+	local ok_a=1 ok_b=$both
+	for _ in $(seq "$runs"); do
+		if ((ok_a)); then one a "$tally" "$@" || ok_a=0; fi
+		if ((ok_b)); then one b "$before" "$@" || ok_b=0; fi
+	done
+	row a "after $n $name"
+	if ((both)); then row b "before $n $name"; fi
 	rm -f "$tmp"/o.*
+}
+
+views() { # views DB N
+	local db=$1 n=$2
+	view "$n" report report -i "$db"
+	view "$n" --symbols report -i "$db" --symbols
+	view "$n" --children report -i "$db" --children
+	view "$n" --html report -i "$db" --html "$tmp/o.html"
+	view "$n" pprof export -i "$db" --format pprof -o "$tmp/o.pb.gz"
+	view "$n" folded export -i "$db" --format folded -o "$tmp/o.folded"
+	view "$n" svg export -i "$db" --format svg -o "$tmp/o.svg"
 }
 
 : >"$tmp/rows"
@@ -81,8 +111,7 @@ for n in ${sizes//,/ }; do
 	fi
 	mb=$(du -smL "$db" | awk '{ print $1 }')
 	echo "db $n $mb $(awk '/^samples:/ { print $2 }' "$db/session")" >>"$tmp/rows"
-	views "$tally" "$db" "after $n"
-	[ -z "$before" ] || ((n > before_max)) || views "$before" "$db" "before $n"
+	views "$db" "$n"
 done
 
 # perf report on perf.data files of about as many samples, each a distinct stack

@@ -20,6 +20,12 @@
 #include <unistd.h>
 
 #define DAMAGED "the database is damaged: record it again"
+#define SWAP(a, b)                          \
+	do {                                \
+		__typeof__(a) swap_ = (a); \
+		(a) = (b);                  \
+		(b) = swap_;                \
+	} while (0)
 
 /* ---- the set ---- */
 
@@ -295,18 +301,16 @@ static const unsigned char hexval1[256] = {
 
 static inline bool hex(const char **p, uint64_t *out)
 {
-	const unsigned char *s = (const unsigned char *)*p;
+	const unsigned char *s = (const unsigned char *)*p, *start = s;
 	uint64_t v = 0;
-	int n = 0;
 	unsigned d;
+	/* the digits counted once they end (a line ends in a NUL, never a digit);
+	 * past 16 the value has lost its first ones, and is refused */
 	while ((d = hexval1[*s])) {
-		if (n == 16)
-			return false;
 		v = (v << 4) | (d - 1);
 		s++;
-		n++;
 	}
-	if (!n)
+	if (s == start || s - start > 16)
 		return false;
 	*p = (const char *)s;
 	*out = v;
@@ -330,6 +334,20 @@ struct sparser {
 	size_t aids;
 	struct tally_frame *fr;
 	size_t afr;
+	/* the last stack's frames and their numbers (npfr of them): the callers
+	 * a stack shares with the one before it, root first, need no lookup */
+	uint32_t *pids;
+	size_t apids;
+	struct tally_frame *pfr;
+	size_t apfr, npfr;
+	/* the stack read last, added to the set once the next is read (its leaf,
+	 * seldom seen before, fetched from the index meanwhile) */
+	bool queued;
+	struct tally_frame *qfr;
+	size_t aqfr;
+	uint32_t qn, qlabel;
+	int32_t qpid;
+	uint64_t *qc; /* its counts then weights, per event of s */
 };
 
 /* The first error of a line, kept until the whole file is known to be text. */
@@ -348,6 +366,32 @@ static bool not_a_stack(struct sparser *P)
 {
 	return line_error(P, "'%s' line %zu: expected '%s PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
 			  P->m->weighted ? "COUNT:WEIGHT" : "COUNT", P->m->labelled ? "LABEL " : "", DAMAGED);
+}
+
+/* The stack read last into the set, if any: its frames' numbers (the callers
+ * it shares with the stack before it: that stack's), then the stack. */
+static void add_queued(struct sparser *P)
+{
+	if (!P->queued)
+		return;
+	P->queued = false;
+	uint32_t n = P->qn;
+	if (n > P->aids)
+		GROW(P->ids, P->aids, (size_t)n);
+	uint32_t i = n;
+	for (size_t j = P->npfr; i > 0 && j > 0 && P->qfr[i - 1].offset == P->pfr[j - 1].offset &&
+				 P->qfr[i - 1].image == P->pfr[j - 1].image;
+	     i--, j--)
+		P->ids[i - 1] = P->pids[j - 1];
+	while (i-- > 0)
+		P->ids[i] = frame_number(P->s, P->qfr[i].image, P->qfr[i].offset);
+	/* this stack's frames are the last one's for the next (swapped, not copied) */
+	SWAP(P->ids, P->pids);
+	SWAP(P->aids, P->apids);
+	SWAP(P->qfr, P->pfr);
+	SWAP(P->aqfr, P->apfr);
+	P->npfr = n;
+	tally_stackset_add(P->s, P->qpid, P->qlabel, P->pids, n, P->qc);
 }
 
 /* One line (NUL-terminated in place of its newline); false when it is not a
@@ -392,8 +436,8 @@ static bool parse_line(struct sparser *P, const char *line)
 	}
 	if (m->lab) /* a version 1 file's stacks are of set 0, mapped too */
 		label = m->lab[label];
-	/* the frames first, the index then: the leaf, the one frame seldom seen
-	 * before, is fetched from memory while the others are read */
+	/* the frames first, the index once the next line is read: the leaf,
+	 * the one frame seldom seen before, is fetched from memory meanwhile */
 	uint32_t n = 0;
 	while (*p == ' ') {
 		p++;
@@ -403,20 +447,14 @@ static bool parse_line(struct sparser *P, const char *line)
 		if (n == P->afr)
 			GROW(P->fr, P->afr, (size_t)n + 1);
 		P->fr[n] = (struct tally_frame){ m->img ? m->img[img] : (uint32_t)img, off };
-		if (!n && P->s->fslot)
-			__builtin_prefetch(&P->s->fslot[frame_hash(P->fr[0].image, off) & P->s->fmask]);
 		n++;
 	}
-	if (*p || !n || P->s->nstack_frames + n > UINT32_MAX)
+	if (*p || !n || P->s->nstack_frames + (P->queued ? P->qn : 0) + n > UINT32_MAX)
 		return not_a_stack(P);
 	for (int e = 0; e < m->nevents; e++)
 		if (P->c[e] > UINT64_MAX - P->sum[e] || (m->weighted && P->c[fne + (size_t)e] > UINT64_MAX - P->wsum[e]))
 			return line_error(P, "'%s' line %zu: the %s add up past %" PRIu64 " (%s)", P->what, P->ln,
 					  P->c[e] > UINT64_MAX - P->sum[e] ? "counts" : "weights", UINT64_MAX, DAMAGED);
-	if (n > P->aids)
-		GROW(P->ids, P->aids, (size_t)n);
-	for (uint32_t i = n; i-- > 0;)
-		P->ids[i] = frame_number(P->s, P->fr[i].image, P->fr[i].offset);
 	int32_t spid = (int32_t)pid;
 	if (m->merged)
 		spid = m->per_pid && spid > 0 ? spid : 0;
@@ -437,7 +475,20 @@ static bool parse_line(struct sparser *P, const char *line)
 		}
 		counts = P->mc;
 	}
-	tally_stackset_add(P->s, spid, (uint32_t)label, P->ids, n, counts);
+	/* the stack before goes into the set, this one waits for the next */
+	add_queued(P);
+	SWAP(P->fr, P->qfr);
+	SWAP(P->afr, P->aqfr);
+	P->qn = n;
+	P->qpid = spid;
+	P->qlabel = (uint32_t)label;
+	memcpy(P->qc, counts, 2 * (size_t)P->s->nevents * sizeof(uint64_t));
+	P->queued = true;
+	uint64_t h = frame_hash(P->qfr[0].image, P->qfr[0].offset);
+	if (P->s->recent)
+		__builtin_prefetch(&P->s->recent[(h >> 40) & (RECENT - 1)]);
+	if (P->s->fslot)
+		__builtin_prefetch(&P->s->fslot[h & P->s->fmask]);
 	return true;
 }
 
@@ -466,6 +517,7 @@ static void parser_init(struct sparser *P, struct stackset *s, const struct stac
 	P->wsum = xcalloc((size_t)m->nevents + 1, sizeof(uint64_t));
 	P->c = xcalloc(2 * (size_t)m->nevents + 1, sizeof(uint64_t));
 	P->mc = xcalloc(2 * (size_t)s->nevents + 1, sizeof(uint64_t));
+	P->qc = xcalloc(2 * (size_t)s->nevents + 1, sizeof(uint64_t));
 }
 
 /* The checks in the order read.c makes them of every file: binary data, a
@@ -473,6 +525,7 @@ static void parser_init(struct sparser *P, struct stackset *s, const struct stac
  * the session says there are none; then the first bad line, and the sums. */
 static int parser_finish(struct sparser *P, size_t partial)
 {
+	add_queued(P);
 	int r = 0;
 	const char *what = P->what;
 	if (P->nul)
@@ -502,6 +555,10 @@ static int parser_finish(struct sparser *P, size_t partial)
 	free(P->mc);
 	free(P->ids);
 	free(P->fr);
+	free(P->pids);
+	free(P->pfr);
+	free(P->qfr);
+	free(P->qc);
 	return r;
 }
 

@@ -1313,6 +1313,51 @@ static void test_db__parse_stacks(void **state)
 	expect_stacks_bad("2,1 0 0:10\n", 11, "'st': its stacks hold 2 'cpu-clock' samples but the session counted 3");
 }
 
+/* The callers a stack shares with the line before it (from the root) are
+ * that line's frames; a frame at the same offset in another image is another
+ * frame, and the rest of the stack is looked up as usual. */
+static void test_db__parse_stacks_shared_callers(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	parse_db(&db, 6, 0);
+	static const char text[] = "1,0 0 0:10 0:20 0:30\n"
+				   "1,0 0 0:11 1:20 0:30\n"
+				   "1,0 0 0:12 1:20 0:30\n"
+				   "1,0 0 0:30\n"
+				   "1,0 0 1:10 0:10 0:20 0:30\n"
+				   "1,0 0 0:20 0:30 0:30\n";
+	assert_int_equal(tally_db_parse_stacks(&db, text, strlen(text), "st"), 0);
+	static const struct {
+		uint32_t n;
+		uint32_t image[4];
+		uint64_t offset[4];
+	} want[] = {
+		{ 3, { 0, 0, 0 }, { 0x10, 0x20, 0x30 } },
+		{ 3, { 0, 1, 0 }, { 0x11, 0x20, 0x30 } },
+		{ 3, { 0, 1, 0 }, { 0x12, 0x20, 0x30 } },
+		{ 1, { 0 }, { 0x30 } },
+		{ 4, { 1, 0, 0, 0 }, { 0x10, 0x10, 0x20, 0x30 } },
+		{ 3, { 0, 0, 0 }, { 0x20, 0x30, 0x30 } },
+	};
+	assert_int_equal(db.nstacks, ARRAY_SIZE(want));
+	for (size_t k = 0; k < ARRAY_SIZE(want); k++) {
+		assert_int_equal(db.stacks[k].len, want[k].n);
+		for (uint32_t f = 0; f < want[k].n; f++) {
+			const struct tally_frame *fr = tally_db_frame(&db, &db.stacks[k], f);
+			if (fr->image != want[k].image[f] || fr->offset != want[k].offset[f])
+				fail_msg("stack %zu frame %u: %u:%" PRIx64 ", not %u:%" PRIx64, k, f, fr->image, fr->offset,
+					 want[k].image[f], want[k].offset[f]);
+		}
+	}
+	/* each distinct frame once: 0:10 0:11 0:12 0:20 0:30 1:10 1:20 */
+	assert_int_equal(db.nframe_tab, 7);
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 2), tally_db_frame(&db, &db.stacks[4], 3));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0), tally_db_frame(&db, &db.stacks[4], 1));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[5], 1), tally_db_frame(&db, &db.stacks[5], 2));
+	tally_db_release(&db);
+}
+
 /* Lines across the reader's buffer (1 MiB): a file read later holds what the
  * same text parsed whole holds. */
 static void test_db__stacks_later_long_file(void **state)
@@ -2285,6 +2330,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__stacks_later, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__parse_stacks),
+		cmocka_unit_test(test_db__parse_stacks_shared_callers),
 		cmocka_unit_test_setup_teardown(test_db__stacks_later_long_file, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_not_a_db, fx_setup, fx_teardown),

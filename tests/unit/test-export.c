@@ -270,6 +270,173 @@ static void test_export__pprof_roundtrip(void **state)
 	tally_db_release(&db);
 }
 
+/* Stacks that differ in the database but not in pprof are one sample, their
+ * values added up, and frames that are one instruction one location: callers
+ * at offsets 0 and 1 (both the byte before a return address: 0), equal
+ * frames of two pids in a database that is not per-pid; a caller whose call
+ * instruction is another stack's leaf shares that leaf's location. */
+static void test_export__pprof_equal_locations_add_up(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	db.per_pid = false;
+	/* frames: 0 leaf 0x1010, 1 caller 0x0, 2 caller 0x1, 3 leaf 0x1011,
+	 * 4 caller 0x1012 (calls from 0x1011), 5 leaf 0x1020, 6 leaf 0x1030 */
+	static const uint64_t offs[] = { 0x1010, 0x0, 0x1, 0x1011, 0x1012, 0x1020, 0x1030 };
+	free(db.frame_tab);
+	db.nframe_tab = 7;
+	db.frame_tab = xcalloc(7, sizeof(*db.frame_tab));
+	for (size_t i = 0; i < 7; i++)
+		db.frame_tab[i] = (struct tally_frame){ 0, offs[i] };
+	/* 0;1 60, 0;2 20, 3 5, 5;4 5, 6;1 6 (pid 10), 6;1 4 (pid 20) */
+	static const uint32_t frames[] = { 0, 1, 0, 2, 3, 5, 4, 6, 1, 6, 1 };
+	free(db.stack_frames);
+	db.stack_frames = xcalloc(ARRAY_SIZE(frames), sizeof(uint32_t));
+	memcpy(db.stack_frames, frames, sizeof(frames));
+	db.nstack_frames = ARRAY_SIZE(frames);
+	free(db.stacks);
+	db.nstacks = 6;
+	db.stacks = xcalloc(6, sizeof(*db.stacks));
+	db.stacks[0] = (struct tally_db_stack){ 0, 2, 0, 0 };
+	db.stacks[1] = (struct tally_db_stack){ 2, 2, 0, 0 };
+	db.stacks[2] = (struct tally_db_stack){ 4, 1, 0, 0 };
+	db.stacks[3] = (struct tally_db_stack){ 5, 2, 0, 0 };
+	db.stacks[4] = (struct tally_db_stack){ 7, 2, 10, 0 };
+	db.stacks[5] = (struct tally_db_stack){ 9, 2, 20, 0 };
+	static const uint64_t sc[] = { 60, 20, 5, 5, 6, 4 };
+	free(db.stack_counts);
+	db.stack_counts = xcalloc(6, sizeof(uint64_t));
+	memcpy(db.stack_counts, sc, sizeof(sc));
+	/* the flat profile: the leaves */
+	static const uint64_t leaves[] = { 0x1010, 0x1011, 0x1020, 0x1030 };
+	static const uint64_t lc[] = { 80, 5, 5, 10 };
+	for (size_t i = 0; i < 3; i++)
+		db.entries[i] = (struct tally_db_entry){ 0, 0, leaves[i] };
+	db.entries = xrealloc(db.entries, 4 * sizeof(*db.entries));
+	db.entries[3] = (struct tally_db_entry){ 0, 0, leaves[3] };
+	db.nentries = 4;
+	db.counts = xrealloc(db.counts, 4 * sizeof(uint64_t));
+	memcpy(db.counts, lc, sizeof(lc));
+	db.nprofs = 1;
+	db.profs[0] = (struct tally_db_prof){ 0, 0, 0, 4, 0 };
+
+	struct tally_select sel;
+	tally_select_init(&sel);
+	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	PProfile_t *p = unpack(&out.files[0].data);
+	/* locations: 0x1010, 0x0 (callers 0x0 and 0x1), 0x1011 (leaf 0x1011 and
+	 * caller 0x1012), 0x1020, 0x1030 */
+	assert_int_equal(p->n_location, 5);
+	assert_int_equal(p->n_sample, 4);
+	int64_t sum = 0;
+	uint64_t leaf_1011 = 0, caller_of_1020 = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		Perftools__Profiles__Sample *s = p->sample[i];
+		uint64_t leaf = p->location[s->location_id[0] - 1]->address;
+		sum += s->value[0];
+		assert_int_equal(s->n_label, 0); /* not per-pid: no pid */
+		if (leaf == 0x1010) {
+			assert_int_equal(s->value[0], 80); /* 60 + 20 */
+			assert_int_equal(s->n_location_id, 2);
+			assert_int_equal(p->location[s->location_id[1] - 1]->address, 0);
+		} else if (leaf == 0x1011) {
+			assert_int_equal(s->value[0], 5);
+			leaf_1011 = s->location_id[0];
+		} else if (leaf == 0x1020) {
+			assert_int_equal(s->value[0], 5);
+			assert_int_equal(s->n_location_id, 2);
+			caller_of_1020 = s->location_id[1];
+		} else {
+			assert_int_equal(leaf, 0x1030);
+			assert_int_equal(s->value[0], 10); /* 6 (pid 10) + 4 (pid 20) */
+		}
+	}
+	assert_int_equal(sum, 100);
+	assert_true(leaf_1011 != 0);
+	assert_int_equal(caller_of_1020, leaf_1011);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
+/* Many stacks, each equal (in pprof) to one far from it in the database:
+ * stack i and i + 50 have the same frames and pids 10 and 20 in a database
+ * that is not per-pid, so 100 stacks are 50 samples of twice the count. */
+static void test_export__pprof_far_equal_stacks_add_up(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	db.per_pid = false;
+	enum { N = 100, HALF = N / 2 };
+	free(db.frame_tab);
+	db.nframe_tab = HALF + 1; /* a leaf per pair, and a caller */
+	db.frame_tab = xcalloc(db.nframe_tab, sizeof(*db.frame_tab));
+	for (size_t i = 0; i < HALF; i++)
+		db.frame_tab[i] = (struct tally_frame){ 0, 0x2000 + i * 4 };
+	db.frame_tab[HALF] = (struct tally_frame){ 0, 0x1101 };
+	free(db.stack_frames);
+	db.nstack_frames = 2 * N;
+	db.stack_frames = xcalloc(db.nstack_frames, sizeof(uint32_t));
+	free(db.stacks);
+	db.nstacks = N;
+	db.stacks = xcalloc(N, sizeof(*db.stacks));
+	free(db.stack_counts);
+	db.stack_counts = xcalloc(N, sizeof(uint64_t));
+	for (uint32_t i = 0; i < N; i++) {
+		db.stack_frames[2 * i] = i % HALF;
+		db.stack_frames[2 * i + 1] = HALF;
+		db.stacks[i] = (struct tally_db_stack){ 2 * i, 2, i < HALF ? 10 : 20, 0 };
+		db.stack_counts[i] = 1 + i % HALF; /* pair i: 2 * (1 + i) */
+	}
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < N; i++)
+		total += db.stack_counts[i];
+	db.samples[0] = total;
+	free(db.entries);
+	free(db.counts);
+	db.nentries = HALF;
+	db.entries = xcalloc(HALF, sizeof(*db.entries));
+	db.counts = xcalloc(HALF, sizeof(uint64_t));
+	for (uint32_t i = 0; i < HALF; i++) {
+		db.entries[i] = (struct tally_db_entry){ 0, 0, 0x2000 + i * 4 };
+		db.counts[i] = 2 * (1 + i);
+	}
+	db.nprofs = 1;
+	db.profs[0] = (struct tally_db_prof){ 0, 0, 0, HALF, 0 };
+
+	struct tally_select sel;
+	tally_select_init(&sel);
+	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export_out out = { 0 };
+	assert_int_equal(tally_export_pprof(&x, &out), 0);
+	PProfile_t *p = unpack(&out.files[0].data);
+	assert_int_equal(p->n_sample, HALF);
+	assert_int_equal(p->n_location, HALF + 1);
+	for (size_t k = 0; k < p->n_sample; k++) {
+		Perftools__Profiles__Sample *s = p->sample[k];
+		uint64_t i = (p->location[s->location_id[0] - 1]->address - 0x2000) / 4;
+		assert_int_equal(s->value[0], 2 * (1 + i));
+		assert_int_equal(i, k); /* in the order first met */
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	tally_export_out_release(&out);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
 /* A database with weights of its own: pprof's cpu values are each stack's
  * summed periods (never its count times one mean period), its samples the
  * counts, and the period the mean of the periods; --samples leaves one type. */
@@ -385,6 +552,8 @@ int main(void)
 		cmocka_unit_test(test_export__select_zeroes),
 		cmocka_unit_test(test_export__pprof_roundtrip),
 		cmocka_unit_test(test_export__pprof_own_weights),
+		cmocka_unit_test(test_export__pprof_equal_locations_add_up),
+		cmocka_unit_test(test_export__pprof_far_equal_stacks_add_up),
 		cmocka_unit_test(test_export__folded_lines),
 		cmocka_unit_test(test_export__folded_empty_comm),
 	};

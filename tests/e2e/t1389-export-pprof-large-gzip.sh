@@ -1,0 +1,83 @@
+#!/bin/bash
+# A pprof profile large enough to be compressed in pieces side by side (a
+# piece per CPU, each at least 1 MiB of the message: 100000 distinct stacks
+# make about 3.8 MB) is one whole gzip stream: gzip -t accepts it (its CRC
+# and length are the whole message's), and the message it holds decodes to
+# every stack's sample (100000, the gen-bigdb database's distinct stacks)
+# with the session's samples in all; `go tool pprof` reads the same total.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/lib-export.sh"
+
+(($(nproc) >= 2)) || skip "one CPU here: the profile is compressed in one piece"
+python3 "$SRCDIR/tests/e2e/gen-bigdb.py" big.db 100000 >gen.out || fail "gen-bigdb.py failed: $(cat gen.out)"
+total=$(session_key big.db samples)
+tally_ok export -i big.db --format pprof -o big.pb.gz
+
+check_stream() {
+	gzip -t big.pb.gz || fail "big.pb.gz is not one whole gzip stream"
+	zcat big.pb.gz >big.pb || fail "zcat big.pb.gz failed"
+	local n
+	n=$(stat -c %s big.pb)
+	((n >= 2 * 1048576)) || fail "the message is $n bytes: too small to be compressed in pieces"
+	note "a message of $n bytes, compressed in pieces, is one gzip stream"
+}
+subtest "the gzip stream is whole" check_stream
+
+# the message decoded by hand (protobuf's wire format): samples (field 2),
+# each's first value (field 2 of Sample, packed), locations (field 4)
+check_message() {
+	[[ -s big.pb ]] || skip "no message (the stream did not decompress)"
+	python3 - big.pb >counts.txt <<'PY' || fail "the message does not decode: $(cat counts.txt)"
+import sys
+d = open(sys.argv[1], "rb").read()
+def varint(b, i):
+    r = s = 0
+    while True:
+        x = b[i]; i += 1; r |= (x & 0x7f) << s; s += 7
+        if x < 0x80:
+            return r, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        f, w = k >> 3, k & 7
+        if w == 0:
+            v, i = varint(b, i)
+            yield f, v
+        elif w == 2:
+            n, i = varint(b, i)
+            if i + n > len(b):
+                raise SystemExit("field %d runs past the end" % f)
+            yield f, b[i:i + n]
+            i += n
+        else:
+            raise SystemExit("wire type %d" % w)
+samples = locations = total = 0
+for f, v in fields(d):
+    if f == 2:
+        samples += 1
+        for g, u in fields(v):
+            if g == 2:
+                total += varint(u, 0)[0]
+    elif f == 4:
+        locations += 1
+print(samples, locations, total)
+PY
+	local s l t
+	read -r s l t <counts.txt
+	((s == 100000)) || fail "$s samples in the message, not the database's 100000 stacks"
+	((l > 0)) || fail "no locations in the message"
+	((t == total)) || fail "the samples add up to $t, the session counted $total"
+	note "$s samples, $l locations, $t samples in all"
+}
+subtest "every stack's sample is in the message" check_message
+
+check_gopprof() {
+	need_tool go golang-go
+	gopprof_ok top.txt -sample_index=samples -top big.pb.gz
+	local t
+	t=$(awk '/^Showing nodes accounting for/ { v = $(NF - 1); print v; exit }' top.txt)
+	[[ $t == "$total" ]] || fail "go tool pprof shows a total of '$t', the session counted $total: $(head -5 top.txt)"
+	note "go tool pprof: $t samples"
+}
+subtest "go tool pprof reads the total" check_gopprof
