@@ -166,6 +166,8 @@ int cmd_daemon(int argc, char **argv)
 	tally_daemon_opts_init(&o);
 	struct tally_sampling smp;
 	tally_sampling_init(&smp);
+	/* a daemon samples the whole system for days: counted in the kernel where it can */
+	smp.sample_mech = TALLY_SAMPLE_AUTO;
 	struct tally_daemon_logfile lg;
 	tally_daemon_logfile_init(&lg, stderr); /* until it detaches */
 	char *logpath = NULL;

@@ -68,10 +68,12 @@ struct tally_collect_opts {
 
 /* How samples reach tally (docs/sampling.md, "Counting in the kernel"): each
  * through the ring buffer (the default), or counted in the kernel by a BPF
- * program per (process, event, mode, address) and read once a second. bpf
- * needs per-CPU events on every task (the whole system), no call graph and at
- * most 4 sampling events of the PMU or software kinds. */
-enum tally_sample_mech { TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF };
+ * program per (process, event, mode, address) and read once a second, or
+ * sooner when side-band records come. bpf needs per-CPU events on every task
+ * (the whole system), no call graph and at most 4 sampling events of the PMU
+ * or software kinds; auto takes it where that holds and the program loads,
+ * the ring elsewhere (the daemon's default). */
+enum tally_sample_mech { TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF, TALLY_SAMPLE_AUTO };
 /* With bpf, the map is read, and the period redrawn, once a round: a caller's
  * wait when nothing else wakes it. */
 #define TALLY_COUNTED_ROUND_MS 1000
@@ -163,8 +165,12 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
-/* "ring" or "bpf", as the option and the session name it. */
+/* "ring", "bpf" or "auto", as the option and the session name it. */
 const char *tally_sample_mech_name(enum tally_sample_mech m);
+/* Why auto took the ring (a static or collector-held string), or NULL. */
+const char *tally_collector_sample_mech_why(const struct tally_collector *c);
+/* Between two rounds of counted samples woken by side-band records. */
+#define TALLY_COUNTED_MIN_GAP_MS 200
 /* Why --sample-mechanism bpf cannot count the samples o asks for, or NULL. */
 const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o);
 /* With bpf: the samples that went through the ring because the table of

@@ -219,6 +219,9 @@ struct tally_collector {
 	/* samples counted in the kernel (sample-bpf.h, docs/sampling.md) */
 	struct tally_sample_bpf *sbpf;
 	uint64_t *sb_seen;           /* per slot: the intervals already taken from it */
+	char sb_why[256];            /* why auto took the ring, or "" */
+	double last_round;           /* when the last poll read the rings (bpf: rounds 200 ms apart at least) */
+	double sb_busy_until;        /* bpf: rounds every 200 ms until then (side-band records came) */
 	double redraw_s;             /* seconds between two redraws of the periods */
 };
 
@@ -438,7 +441,10 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->exclude_hv = 1;
 	a->exclude_callchain_user = 0;
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(c->data_size / 2);
+	/* samples counted in the kernel leave the rings the side-band records:
+	 * each wakes the wait (a new process or file is looked at within a round
+	 * of 200 ms, as through the ring; tally_collector_poll spaces the rounds) */
+	a->wakeup_watermark = c->sbpf ? 1 : (uint32_t)(c->data_size / 2);
 	if (ev >= 0 && c->o.events[ev]->offcpu)
 		setup_switch_attr(c, a);
 	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
@@ -620,13 +626,13 @@ static int open_offcpu_bpf(struct tally_collector *c)
 
 int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out)
 {
-	static const char *const names[] = { "ring", "bpf" };
+	static const char *const names[] = { "ring", "bpf", "auto" };
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum tally_sample_mech)i;
 			return 0;
 		}
-	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: ring, bpf)", s);
+	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: ring, bpf, auto)", s);
 }
 
 const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
@@ -645,20 +651,56 @@ const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
 	return NULL;
 }
 
-/* --sample-mechanism bpf: the BPF program on every sampling fd. */
-static int open_sample_bpf(struct tally_collector *c)
+/* --sample-mechanism bpf, or auto where it fits and loads: the program is
+ * loaded before the events are opened (their rings then wake the wait at each
+ * side-band record: see tally_collector_poll) and attached to them after. 0
+ * with c->sbpf set or not (auto: c->sb_why says why not), or -errno when bpf
+ * was asked and cannot be. */
+static int load_sample_bpf(struct tally_collector *c)
 {
-	if (c->o.sample_mech != TALLY_SAMPLE_BPF)
+	if (c->o.sample_mech == TALLY_SAMPLE_RING)
 		return 0;
+	bool asked = c->o.sample_mech == TALLY_SAMPLE_BPF;
 	const char *why = tally_sample_bpf_unfit(&c->o);
-	if (why)
+	if (why) {
+		if (!asked) {
+			snprintf(c->sb_why, sizeof(c->sb_why), "%s", why);
+			return 0;
+		}
 		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
 				    why);
+	}
 #ifdef TALLY_HAVE_BPF
 	bool tb[SB_MAX_EVENTS] = { false };
 	for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
 		tb[ev] = c->o.events[ev]->time_based && !c->o.events[ev]->offcpu;
 	int r = tally_sample_bpf_open(&c->sbpf, tb, c->o.nevents < SB_MAX_EVENTS ? c->o.nevents : SB_MAX_EVENTS);
+	if (!r)
+		return 0;
+	if (!asked) {
+		snprintf(c->sb_why, sizeof(c->sb_why), "the BPF program did not load: %s", tally_errmsg());
+		return 0;
+	}
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
+			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+#else
+	if (!asked) {
+		snprintf(c->sb_why, sizeof(c->sb_why), "built without BPF");
+		return 0;
+	}
+	return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
+#endif
+}
+
+/* The loaded program on every sampling fd. */
+static int attach_sample_bpf(struct tally_collector *c)
+{
+	if (!c->sbpf)
+		return 0;
+	int r = 0;
+#ifdef TALLY_HAVE_BPF
 	for (size_t i = 0; !r && i < c->nfds; i++) {
 		struct evfd *f = &c->fds[i];
 		if (f->event < 0 || f->kind != FD_SAMPLE)
@@ -682,7 +724,7 @@ static int open_sample_bpf(struct tally_collector *c)
 	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
 			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
 #else
-	return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
+	return r;
 #endif
 }
 
@@ -730,6 +772,11 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	}
 	if (c->off_ev >= 0)
 		c->off = tally_offcpu_new(c->off_ev, ev_pre, opts->offcpu_min);
+	ret = load_sample_bpf(c);
+	if (ret) {
+		tally_collector_free(c);
+		return ret;
+	}
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		c->ps[ev].min = UINT64_MAX;
 		if (opts->events[ev]->offcpu)
@@ -772,7 +819,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		if (ret)
 			goto fail;
 	}
-	ret = open_sample_bpf(c);
+	ret = attach_sample_bpf(c);
 	if (ret)
 		goto fail;
 	free(ring_of_cpu);
@@ -1306,19 +1353,47 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		pfd[n].fd = c->o.wake_fd;
 		pfd[n++].events = POLLIN;
 	}
+	if (c->sbpf && timeout_ms > 0) {
+		/* counted samples: a second after side-band records came, a round
+		 * every 200 ms as through the ring (a new process's first samples
+		 * are looked at while it lives, whatever records it makes or not) */
+		double now = tally_now_mono();
+		if (now < c->sb_busy_until) {
+			double left = TALLY_COUNTED_MIN_GAP_MS / 1000.0 - (now - c->last_round);
+			int l = left > 0 ? (int)(left * 1000) + 1 : 0;
+			if (l < timeout_ms)
+				timeout_ms = l;
+		}
+	}
 	if (timeout_ms > 0) {
 		int r = poll(pfd, n, timeout_ms);
 		/* a ring whose tasks all exited reports POLLHUP at once: wait out the interval
 		 * instead of spinning, unless the caller's fd woke us */
-		bool hup_only = r > 0;
+		bool hup_only = r > 0, ring_in = false;
 		for (size_t i = 0; i < n && r > 0; i++)
-			if (pfd[i].revents & POLLIN)
+			if (pfd[i].revents & POLLIN) {
 				hup_only = false;
-		if (hup_only) {
+				ring_in = ring_in || i < c->nrings;
+			}
+		bool caller = c->o.wake_fd >= 0 && r > 0 && (pfd[n - 1].revents & POLLIN);
+		int wait_ms = hup_only ? timeout_ms : 0;
+		if (c->sbpf && ring_in && !caller) {
+			/* counted samples: the rings wake at every side-band record;
+			 * the next round comes 200 ms after the last at the soonest, as
+			 * through the ring (a busy machine's records do not make every
+			 * wake a round) */
+			double gap = TALLY_COUNTED_MIN_GAP_MS / 1000.0 - (tally_now_mono() - c->last_round);
+			if (gap > 0) {
+				int g = (int)(gap * 1000) + 1;
+				wait_ms = g < timeout_ms ? g : timeout_ms;
+			}
+		}
+		if (wait_ms > 0) {
 			struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
-			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, timeout_ms);
+			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, wait_ms);
 		}
 	}
+	c->last_round = tally_now_mono();
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second (once with the BPF program, whose
@@ -1369,6 +1444,8 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	/* the counts need an order only among records of the rings */
 	bool alone = !c->nrefs;
+	if (!alone)
+		c->sb_busy_until = c->last_round + 1.0;
 	if (nsb)
 		stage_counted(c, sk, sv, nsb, !alone);
 	/* records from different CPUs interleave in time: a fork on one CPU must be seen
@@ -1487,7 +1564,12 @@ enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector 
 
 const char *tally_sample_mech_name(enum tally_sample_mech m)
 {
-	return m == TALLY_SAMPLE_BPF ? "bpf" : "ring";
+	return m == TALLY_SAMPLE_BPF ? "bpf" : m == TALLY_SAMPLE_AUTO ? "auto" : "ring";
+}
+
+const char *tally_collector_sample_mech_why(const struct tally_collector *c)
+{
+	return c && c->sb_why[0] ? c->sb_why : NULL;
 }
 
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c)

@@ -316,6 +316,8 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 	tally_meta_set(m, "events", "%s", s->evnames.buf);
 	/* each sample through the ring, or counted in the kernel (docs/sampling.md) */
 	tally_meta_set(m, "sample-mechanism", "%s", tally_sample_mech_name(tally_collector_sample_mech(col)));
+	if (tally_collector_sample_mech_why(col))
+		tally_meta_set(m, "sample-mechanism-why", "%s", tally_collector_sample_mech_why(col));
 	if (tally_collector_sample_mech(col) == TALLY_SAMPLE_BPF) {
 		tally_meta_set(m, "sample-map-full", "%" PRIu64, tally_collector_sample_overflow(col));
 		tally_meta_set(m, "sample-tables-emptied", "%" PRIu64, tally_collector_sample_tables_emptied(col));
@@ -441,10 +443,11 @@ static const struct tally_option sampling_options[] = {
 	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
 	  TALLY_OPT_BUILDID_MMAP },
 	{ 0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
-	  "ring (default): every sample through the ring buffers;\n"
-	  "bpf: samples counted in the kernel per place by a BPF program and\n"
-	  "read once a second (whole system, no call graph, at most 4 events;\n"
-	  "what it costs and delays: docs/sampling.md)",
+	  "ring (record's and top's default): every sample through the ring\n"
+	  "buffers; bpf: samples counted in the kernel per place by a BPF\n"
+	  "program, read once a second or when processes start, map or end\n"
+	  "(whole system, no call graph, at most 4 events; docs/sampling.md);\n"
+	  "auto (the daemon's default): bpf where it can, else ring",
 	  TALLY_OPT_SAMPLE_MECH },
 	TALLY_OPTION_END,
 };

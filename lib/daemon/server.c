@@ -51,8 +51,11 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		strbuf_addf(o, "sampling: period %" PRIu64 "%s\n", d->smp->period, d->smp->randomize ? ", randomized" : "");
 	else
 		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
-	if (d->col)
-		strbuf_addf(o, "sample-mechanism: %s\n", tally_sample_mech_name(tally_collector_sample_mech(d->col)));
+	if (d->col) {
+		const char *why = tally_collector_sample_mech_why(d->col);
+		strbuf_addf(o, "sample-mechanism: %s%s%s%s\n", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
+			    why ? " (auto: " : "", why ? why : "", why ? ")" : "");
+	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {

@@ -6,7 +6,9 @@
 # exec'd program's own functions show at the shares the workload measured,
 # the two count about as many samples of the tree, and the status, the log
 # and the session say which mechanism each used; a stopped daemon counts
-# nothing; what bpf cannot count is refused in one line. Programs that live
+# nothing; what bpf cannot count is refused in one line, and the daemon's
+# default (auto) counts in the kernel where it can and says why it did not
+# elsewhere. Programs that live
 # 10 ms each, gone before the counts are read, keep their samples in their
 # own image (the counts are put in time order before their exit).
 . "$SRCDIR/tests/e2e/lib.sh"
@@ -24,7 +26,7 @@ done
 expect_fail_with "more than 4 events" "$TALLY" record -a --duration 0.1 -o x.db --sample-mechanism bpf \
 	-e cpu-clock,task-clock,page-faults,minor-faults,major-faults
 ((LAST_RC == 2)) || fail "five events with --sample-mechanism bpf exited $LAST_RC, not 2 (a usage error)"
-expect_fail_with "unknown sample mechanism 'sometimes' .known: ring, bpf" "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
+expect_fail_with "unknown sample mechanism 'sometimes' .known: ring, bpf, auto." "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
 [[ ! -e x.db && ! -e y.db/daemon.pid ]] || fail "a refused command left a database behind"
 
 # can this machine count in the kernel? (a build without libbpf, or no BPF)
@@ -99,3 +101,21 @@ after=$(db_total bpf.db --image "$dir/split_funcs")
 stop_daemon "$bpf_pid"
 stop_daemon "$ring_pid"
 note "stopped: $before samples of split_funcs before and after a run"
+
+# the daemon's default: counted in the kernel; where bpf cannot count (a call
+# graph), the ring, and the status and the session say why
+start_daemon auto.db --flush-interval 1h
+ctl --db auto.db status
+[[ $(status_val sample-mechanism) == bpf ]] || fail "the daemon's default samples through '$(status_val sample-mechanism)', expected bpf"
+stop_daemon "$DAEMON_PID"
+start_daemon autog.db -g --flush-interval 1h
+ctl --db autog.db status
+[[ $(status_val sample-mechanism) == "ring (auto: call graphs asked)" ]] ||
+	fail "with -g the daemon's status says '$(status_val sample-mechanism)', expected 'ring (auto: call graphs asked)'"
+"$dir/split_funcs" 100 >/dev/null
+ctl --db autog.db flush
+ep=autog.db/$(ls autog.db | grep -E '^[0-9]{12}' | head -1)
+[[ $(session_key "$ep" sample-mechanism) == ring && $(session_key "$ep" sample-mechanism-why) == "call graphs asked" ]] ||
+	fail "the -g daemon's session says '$(session_key "$ep" sample-mechanism)' ('$(session_key "$ep" sample-mechanism-why)')"
+stop_daemon "$DAEMON_PID"
+note "the default: bpf; with -g: ring, and why"
