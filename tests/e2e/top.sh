@@ -1,7 +1,7 @@
 # Helpers for tally top's end-to-end tests (t13xx), sourced after lib.sh.
 
 # top_shares FILE NAME...: from the last whole snapshot of tally top's text
-# output in FILE, the share of each function NAME among the NAMEs (so that
+# output in FILE (of those with at least half the samples of the fullest), the share of each function NAME among the NAMEs (so that
 # kernel and libc rows do not count), one `NAME SHARE SAMPLES` line each.
 # With --total the first column (inclusive with -g) is taken as is, not
 # renormalized.
@@ -31,7 +31,12 @@ for line in open(path, errors="replace"):
 snaps = [s for s in snaps if s["rows"]]
 if not snaps:
     sys.exit("no snapshot with rows in " + path)
-rows = snaps[-1]["rows"]
+# the last snapshot that holds at least half as many samples of the NAMEs as
+# the fullest: the window the command ended in can hold a few samples only
+def mass(s):
+    return sum(x[1] for x in s["rows"] if x[2] in names)
+top = max(mass(s) for s in snaps)
+rows = [s for s in snaps if mass(s) >= top / 2][-1]["rows"]
 got = {}
 for share, samples, name in rows:
     if name in names:
