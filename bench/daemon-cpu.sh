@@ -2,8 +2,9 @@
 # bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
-# (its default, every sample through the ring buffers, and with
-# --sample-mechanism bpf, counted in the kernel) and `perf record -a` at the same rate per CPU,
+# (its default, the samples counted in the kernel where it can, and with
+# --sample-mechanism ring, every sample through the ring buffers) and
+# `perf record -a` at the same rate per CPU,
 # with every CPU kept busy by a spinning loop. Each profiler's CPU time is read
 # with `perf stat -e task-clock -p PID` over the same window. Prints one
 # Markdown table: median ms of CPU per second of sampling, and per sample
@@ -53,7 +54,7 @@ start() {
 		echo $! >"$tmp/perf.pid"
 		pids+=($!)
 		return ;;
-	bpf) args=(--sample-mechanism bpf) ;;
+	ring) args=(--sample-mechanism ring) ;;
 	before) bin=$before ;;
 	before-bpf) bin=$before args=(--sample-mechanism bpf) ;;
 	esac
@@ -100,7 +101,7 @@ measure() {
 }
 
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
-who=(tally bpf perf)
+who=(tally ring perf)
 if [ -n "$before" ]; then
 	who+=(before)
 	grep -q -- --sample-mechanism < <("$before" daemon --help 2>&1) && who+=(before-bpf)
@@ -126,7 +127,7 @@ cols=() files=()
 for w in "${who[@]}"; do
 	case $w in
 	tally) cols+=("tally daemon ($(cat "$tmp/tally.mech"))") ;;
-	bpf) cols+=("tally daemon --sample-mechanism bpf ($(cat "$tmp/bpf.mech"))") ;;
+	ring) cols+=("tally daemon --sample-mechanism ring ($(cat "$tmp/ring.mech"))") ;;
 	perf) cols+=("perf record -a") ;;
 	before) cols+=("before: tally daemon ($(cat "$tmp/before.mech"))") ;;
 	before-bpf) cols+=("before: --sample-mechanism bpf ($(cat "$tmp/before-bpf.mech"))") ;;

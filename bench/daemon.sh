@@ -120,16 +120,16 @@ workload() {
 # ---- 1. slowdown ----------------------------------------------------------------
 for r in $(seq 1 "$runs"); do
 	for hz in 99 999; do
-		log "run $r/$runs at $hz Hz: unprofiled, tally daemon (randomized and not), perf record -a"
+		log "run $r/$runs at $hz Hz: unprofiled, tally daemon (its default, and through the ring), perf record -a"
 		workload "none.$hz"
 		# the profilers' order turns each run, so that no one always goes last
-		order=(tally norand perf)
+		order=(tally ring perf)
 		for ((k = 0; k < r % 3; k++)); do order=("${order[@]:1}" "${order[0]}"); done
 		for who in "${order[@]}"; do
 			case $who in
-			tally | norand)
+			tally | ring)
 				extra=()
-				[ "$who" = norand ] && extra=(--no-randomize)
+				[ "$who" = ring ] && extra=(--sample-mechanism ring)
 				if start_tally "$hz" "$tmp/sd.db" --flush-interval 60s "${extra[@]}"; then
 					sleep 1
 					workload "$who.$hz"
@@ -158,10 +158,22 @@ for hz in 99 999; do
 	fi
 	printf '| slowdown at %s Hz per CPU, target CPU time (median of %s) | %s | %s | %s | %s |\n' \
 		"$hz" "$runs" "$(pct "$t" "$b")" "$(pct "$p" "$b")" "$goal, ≤ perf's" "$res" >>"$rows"
-	n=$(median "$tmp/norand.$hz.cpu")
-	printf '| slowdown at %s Hz per CPU, tally daemon --no-randomize (median of %s) | %s | | | info: the cost of the randomized period |\n' \
+	n=$(median "$tmp/ring.$hz.cpu")
+	printf '| slowdown at %s Hz per CPU, tally daemon --sample-mechanism ring (median of %s) | %s | | | info: every sample through the ring |\n' \
 		"$hz" "$runs" "$(pct "$n" "$b")" >>"$rows"
-	log "raw $hz Hz cpu ms: none $(tr '\n' ' ' <"$tmp/none.$hz.cpu") tally $(tr '\n' ' ' <"$tmp/tally.$hz.cpu" 2>/dev/null) norand $(tr '\n' ' ' <"$tmp/norand.$hz.cpu" 2>/dev/null) perf $(tr '\n' ' ' <"$tmp/perf.$hz.cpu" 2>/dev/null)"
+	# each run took all of them one after the other: the difference of
+	# tally and perf within a run, in points of the unprofiled time, over the
+	# runs (mean, and twice its standard error: the two are told apart when
+	# that interval leaves out 0)
+	paste "$tmp/none.$hz.cpu" "$tmp/tally.$hz.cpu" "$tmp/perf.$hz.cpu" 2>/dev/null | awk -v hz="$hz" '
+		NF == 3 { d = ($2 - $3) / $1 * 100; s += d; q += d * d; n++; if ($2 < $3) below++ }
+		END {
+			if (n < 2) exit
+			m = s / n; v = (q - n * m * m) / (n - 1); se = sqrt(v > 0 ? v : 0) / sqrt(n)
+			verdict = (m + 2 * se < 0) ? "tally below perf" : (m - 2 * se > 0) ? "tally above perf" : "not told apart"
+			printf "| tally daemon minus perf record -a at %s Hz, paired by run (mean of %d, ± 2 standard errors) | %+.2f ± %.2f points | | | %s (tally below in %d of %d runs) |\n", hz, n, m, 2 * se, verdict, below, n
+		}' >>"$rows"
+	log "raw $hz Hz cpu ms: none $(tr '\n' ' ' <"$tmp/none.$hz.cpu") tally $(tr '\n' ' ' <"$tmp/tally.$hz.cpu" 2>/dev/null) ring $(tr '\n' ' ' <"$tmp/ring.$hz.cpu" 2>/dev/null) perf $(tr '\n' ' ' <"$tmp/perf.$hz.cpu" 2>/dev/null)"
 done
 
 # ---- 2. steady run: memory and growth ---------------------------------------------
