@@ -12,6 +12,7 @@
 #include "tally/collect.h"
 #include "tally/db.h"
 #include "tally/record.h"
+#include "tally/offcpu.h"
 #include "tally/sampling.h"
 #include "tally/util.h"
 
@@ -213,6 +214,13 @@ int cmd_record(int argc, char **argv)
 	if (tally_recording_lost(rec))
 		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy", tally_recording_lost(rec),
 			   tally_recording_lost(rec) == 1 ? " was" : "s were");
+	{
+		struct tally_offcpu_stats os;
+		if (tally_collector_offcpu_stats(col, &os) && os.nostack)
+			tally_warn("%" PRIu64 " off-CPU wait%s kept one frame: the kernel's stack map was full "
+				   "(off-cpu-no-stack in the session; record for less time, or use --off-cpu-mechanism tracepoint)",
+				   os.nostack, os.nostack == 1 ? "" : "s");
+	}
 	free(written);
 	ret = ncmd ? tally_recording_exit_code(rec) : 0;
 out:

@@ -54,6 +54,7 @@ struct tally_offcpu_stats {
 	uint64_t pending;    /* tasks off the CPU right now */
 	uint64_t lost;       /* BPF: waits that found no room in the kernel's map */
 	uint64_t lost_ns;
+	uint64_t nostack;    /* BPF with call graphs: waits whose stack found no room in the kernel's stack map (one frame kept) */
 };
 
 struct tally_offcpu;
@@ -100,9 +101,10 @@ struct tally_offcpu_entry {
  * task's maps are still known), and counts it as tally_offcpu_in would. An
  * entry with no waits or no ip is counted as dropped. */
 void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time, tally_rec_fn fn, void *ctx);
-/* The kernel's own counters (cumulative): waits under the minimum, waits lost
- * for lack of room. */
-void tally_offcpu_kernel_counts(struct tally_offcpu *o, uint64_t dropped, uint64_t dropped_ns, uint64_t lost, uint64_t lost_ns);
+/* The kernel's own counters (cumulative; dropped, lost and nostack of k):
+ * waits under the minimum, waits lost for lack of room, stacks the stack map
+ * had no room for. */
+void tally_offcpu_kernel_counts(struct tally_offcpu *o, const struct tally_offcpu_stats *k);
 
 /* The BPF mechanism (offcpu_bpf.c; absent from a build without libbpf). */
 struct tally_offcpu_bpf;

@@ -100,6 +100,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, int 
 	}
 	if (callchain && s.key.ustack < 0 && !s.key.kernel)
 		s.key.ustack = -1; /* the stack map had no room (-EEXIST, -ENOMEM): one frame below */
+	if (callchain && s.key.ustack < 0 && s.key.kstack < 0) {
+		/* counted: the session says how many waits kept one frame only */
+		ob_u32 zero = 0;
+		struct ob_stats *st = bpf_map_lookup_elem(&stats, &zero);
+		if (st)
+			st->nostack++;
+	}
 	if (s.key.ustack < 0 && s.key.kstack < 0) {
 		/* the place that waited: one user frame, walked no further */
 		ob_u64 ip = 0;

@@ -159,7 +159,7 @@ struct tally_offcpu {
 	size_t npending;
 	size_t ndead; /* slots of tasks that ended (tid 0): dropped when they are many */
 	struct tally_offcpu_stats st;
-	struct tally_offcpu_stats kst; /* the BPF program's own counters (dropped, lost) */
+	struct tally_offcpu_stats kst; /* the BPF program's own counters (dropped, lost, nostack) */
 	uint64_t *chain;               /* tally_offcpu_add's call chain */
 	size_t achain;
 };
@@ -364,6 +364,7 @@ void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats 
 	st->dropped_ns += o->kst.dropped_ns;
 	st->lost = o->kst.lost;
 	st->lost_ns = o->kst.lost_ns;
+	st->nostack = o->kst.nostack;
 }
 
 int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out)
@@ -411,12 +412,13 @@ void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e
 	fn(ctx, &r);
 }
 
-void tally_offcpu_kernel_counts(struct tally_offcpu *o, uint64_t dropped, uint64_t dropped_ns, uint64_t lost, uint64_t lost_ns)
+void tally_offcpu_kernel_counts(struct tally_offcpu *o, const struct tally_offcpu_stats *k)
 {
-	o->kst.dropped = dropped;
-	o->kst.dropped_ns = dropped_ns;
-	o->kst.lost = lost;
-	o->kst.lost_ns = lost_ns;
+	o->kst.dropped = k->dropped;
+	o->kst.dropped_ns = k->dropped_ns;
+	o->kst.lost = k->lost;
+	o->kst.lost_ns = k->lost_ns;
+	o->kst.nostack = k->nostack;
 }
 
 size_t tally_offcpu_slots(const struct tally_offcpu *o)

@@ -186,8 +186,11 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 			sum.dropped_ns += st[i].dropped_ns;
 			sum.lost += st[i].lost;
 			sum.lost_ns += st[i].lost_ns;
+			sum.nostack += st[i].nostack;
 		}
-		tally_offcpu_kernel_counts(o, sum.dropped, sum.dropped_ns, sum.lost, sum.lost_ns);
+		struct tally_offcpu_stats k = { .dropped = sum.dropped, .dropped_ns = sum.dropped_ns, .lost = sum.lost,
+						.lost_ns = sum.lost_ns, .nostack = sum.nostack };
+		tally_offcpu_kernel_counts(o, &k);
 	}
 	return n;
 }

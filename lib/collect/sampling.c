@@ -409,7 +409,11 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		/* how: the BPF program (waits summed in the kernel) or the tracepoint */
 		tally_meta_set(m, "off-cpu-mechanism", "%s", tally_collector_offcpu_mech(col, NULL));
 		if (!strcmp(tally_collector_offcpu_mech(col, NULL), "bpf"))
+		{
 			tally_meta_set(m, "off-cpu-lost", "%" PRIu64 " waits, %" PRIu64 " ns", os.lost, os.lost_ns);
+			if (s->callchain)
+				tally_meta_set(m, "off-cpu-no-stack", "%" PRIu64 " waits", os.nostack);
+		}
 	}
 	if (a->jit_untrusted)
 		tally_meta_set(m, "jit-untrusted", "%u", a->jit_untrusted);

@@ -136,6 +136,27 @@ EOF
 	within "$folded" "$total" 0.01 "export --wall --format folded: the stacks' sum (ns)"
 }
 
+case_nostack() {
+	# 20000 waits from distinct call paths: more stacks than the kernel's
+	# stack map takes (16384, and collisions before that); those waits keep
+	# one frame, and that is counted and said, never silent; every wait is
+	# still counted
+	tally_ok record --off-cpu --off-cpu-mechanism bpf -g -o ns -- "$WORKLOADS/waitpaths" 20000
+	mech ns bpf
+	local n waits
+	n=$(session_key ns off-cpu-no-stack | awk '{ print $1 }')
+	waits=$(session_field ns off-cpu-waits 1)
+	[[ $n =~ ^[0-9]+$ ]] || fail "the session has no off-cpu-no-stack count: '$(session_key ns off-cpu-no-stack)'"
+	((n > 0 && n < waits)) || fail "off-cpu-no-stack is $n of $waits waits, expected some, not all, of 20000 distinct stacks"
+	grep -q "^tally: warning: $n off-CPU waits kept one frame: the kernel's stack map was full" "$TMP/err" ||
+		fail "record does not warn of the $n waits that kept one frame: $(cat "$TMP/err")"
+	((waits >= 19800)) || fail "$waits waits counted of the workload's 20000"
+	# without call graphs no stack is asked: nothing to count
+	tally_ok record --off-cpu --off-cpu-mechanism bpf -o ns1 -- "$WORKLOADS/waitpaths" 2000
+	[[ -z $(session_key ns1 off-cpu-no-stack) ]] || fail "off-cpu-no-stack without -g: '$(session_key ns1 off-cpu-no-stack)'"
+	note "$n of $waits waits kept one frame, counted and said"
+}
+
 case_auto() {
 	tally_ok record --off-cpu -o au -- "$WORKLOADS/offcpu_split" 1
 	mech au bpf
@@ -155,4 +176,5 @@ subtest "preempted apart from blocked" case_preempt
 subtest "-p on a running process" case_pid
 subtest "-e off-cpu alone" case_alone
 subtest "-g walks the callers" case_callers
+subtest "-g: waits whose stack the kernel's map had no room for are counted" case_nostack
 subtest "auto: bpf without call graphs, the tracepoint with them" case_auto

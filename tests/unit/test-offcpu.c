@@ -372,8 +372,10 @@ static void test_offcpu__bpf_entry_rec(void **state)
 	struct tally_offcpu_entry none = { .tgid = 10, .tid = 11, .ns = 900, .count = 2, .ips = ips, .nips = 0 };
 	tally_offcpu_add(o, &none, 80, collect, &g);
 	assert_int_equal(g.n, 3);
-	tally_offcpu_kernel_counts(o, 5, 50, 1, 10);
-	tally_offcpu_kernel_counts(o, 6, 60, 1, 10); /* cumulative: replaces */
+	struct tally_offcpu_stats k1 = { .dropped = 5, .dropped_ns = 50, .lost = 1, .lost_ns = 10, .nostack = 3 };
+	struct tally_offcpu_stats k2 = { .dropped = 6, .dropped_ns = 60, .lost = 1, .lost_ns = 10, .nostack = 4 };
+	tally_offcpu_kernel_counts(o, &k1);
+	tally_offcpu_kernel_counts(o, &k2); /* cumulative: replaces */
 	struct tally_offcpu_stats st;
 	tally_offcpu_stats(o, &st);
 	assert_int_equal(st.waits[0], 8);
@@ -382,6 +384,7 @@ static void test_offcpu__bpf_entry_rec(void **state)
 	assert_int_equal(st.dropped_ns, 900 + 60);
 	assert_int_equal(st.lost, 1);
 	assert_int_equal(st.lost_ns, 10);
+	assert_int_equal(st.nostack, 4);
 	tally_offcpu_free(o);
 }
 
