@@ -651,6 +651,17 @@ const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
 	return NULL;
 }
 
+#ifdef TALLY_HAVE_BPF
+/* What failed, with the way out: the ring (and the privileges for -EPERM). */
+static int sample_bpf_error(int r)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
+			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+}
+#endif
+
 /* --sample-mechanism bpf, or auto where it fits and loads: the program is
  * loaded before the events are opened (their rings then wake the wait at each
  * side-band record: see tally_collector_poll) and attached to them after. 0
@@ -681,10 +692,7 @@ static int load_sample_bpf(struct tally_collector *c)
 		snprintf(c->sb_why, sizeof(c->sb_why), "the BPF program did not load: %s", tally_errmsg());
 		return 0;
 	}
-	char msg[512];
-	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
-			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+	return sample_bpf_error(r);
 #else
 	if (!asked) {
 		snprintf(c->sb_why, sizeof(c->sb_why), "built without BPF");
@@ -719,10 +727,7 @@ static int attach_sample_bpf(struct tally_collector *c)
 		c->redraw_s = TALLY_COUNTED_ROUND_MS / 1000.0;
 		return 0;
 	}
-	char msg[512];
-	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-	return tally_seterr(r, "%s (%suse --sample-mechanism ring)", msg,
-			    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+	return sample_bpf_error(r);
 #else
 	return r;
 #endif

@@ -765,6 +765,8 @@ def fields(b):
             v, i = varint(b, i)
         elif t == 2:
             n, i = varint(b, i)
+            if i + n > len(b):
+                raise ValueError("field %d runs past the end" % f)
             v, i = b[i:i + n], i + n
         elif t == 1:
             v, i = b[i:i + 8], i + 8
@@ -1082,4 +1084,5 @@ def main():
     sys.exit(1 if nfail else 0)
 
 
-main()
+if __name__ == "__main__":
+    main()
