@@ -180,6 +180,38 @@ static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
 	return p->string_table[i];
 }
 
+/* What tally export does to a database in memory: the selection check (which
+ * weighs it), a resolver, pprof of event 0, unpacked; pprof_done frees it
+ * all, the database too. */
+struct pprof_run {
+	struct tally_resolver *res;
+	int ev;
+	struct tally_export x;
+	struct tally_export_out out;
+	PProfile_t *p;
+};
+
+static PProfile_t *pprof_of(struct pprof_run *r, struct tally_db *db)
+{
+	struct tally_select sel;
+	tally_select_init(&sel);
+	assert_int_equal(tally_select_check(&sel, db, "mem.db", NULL), 0);
+	memset(r, 0, sizeof(*r));
+	tally_resolver_new(&r->res, db, NULL);
+	r->x = (struct tally_export){ .db = db, .res = r->res, .input = "mem.db", .events = &r->ev, .nevents = 1 };
+	assert_int_equal(tally_export_pprof(&r->x, &r->out), 0);
+	r->p = unpack(&r->out.files[0].data);
+	return r->p;
+}
+
+static void pprof_done(struct pprof_run *r, struct tally_db *db)
+{
+	perftools__profiles__profile__free_unpacked(r->p, NULL);
+	tally_export_out_release(&r->out);
+	tally_resolver_free(r->res);
+	tally_db_release(db);
+}
+
 static void test_export__pprof_roundtrip(void **state)
 {
 	(void)state;
@@ -321,16 +353,8 @@ static void test_export__pprof_equal_locations_add_up(void **state)
 	db.nprofs = 1;
 	db.profs[0] = (struct tally_db_prof){ 0, 0, 0, 4, 0 };
 
-	struct tally_select sel;
-	tally_select_init(&sel);
-	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
-	struct tally_resolver *res;
-	tally_resolver_new(&res, &db, NULL);
-	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
-	struct tally_export_out out = { 0 };
-	assert_int_equal(tally_export_pprof(&x, &out), 0);
-	PProfile_t *p = unpack(&out.files[0].data);
+	struct pprof_run run;
+	PProfile_t *p = pprof_of(&run, &db);
 	/* locations: 0x1010, 0x0 (callers 0x0 and 0x1), 0x1011 (leaf 0x1011 and
 	 * caller 0x1012), 0x1020, 0x1030 */
 	assert_int_equal(p->n_location, 5);
@@ -361,10 +385,7 @@ static void test_export__pprof_equal_locations_add_up(void **state)
 	assert_int_equal(sum, 100);
 	assert_true(leaf_1011 != 0);
 	assert_int_equal(caller_of_1020, leaf_1011);
-	perftools__profiles__profile__free_unpacked(p, NULL);
-	tally_export_out_release(&out);
-	tally_resolver_free(res);
-	tally_db_release(&db);
+	pprof_done(&run, &db);
 }
 
 /* Many stacks, each equal (in pprof) to one far from it in the database:
@@ -413,16 +434,8 @@ static void test_export__pprof_far_equal_stacks_add_up(void **state)
 	db.nprofs = 1;
 	db.profs[0] = (struct tally_db_prof){ 0, 0, 0, HALF, 0 };
 
-	struct tally_select sel;
-	tally_select_init(&sel);
-	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
-	struct tally_resolver *res;
-	tally_resolver_new(&res, &db, NULL);
-	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
-	struct tally_export_out out = { 0 };
-	assert_int_equal(tally_export_pprof(&x, &out), 0);
-	PProfile_t *p = unpack(&out.files[0].data);
+	struct pprof_run run;
+	PProfile_t *p = pprof_of(&run, &db);
 	assert_int_equal(p->n_sample, HALF);
 	assert_int_equal(p->n_location, HALF + 1);
 	for (size_t k = 0; k < p->n_sample; k++) {
@@ -431,10 +444,7 @@ static void test_export__pprof_far_equal_stacks_add_up(void **state)
 		assert_int_equal(s->value[0], 2 * (1 + i));
 		assert_int_equal(i, k); /* in the order first met */
 	}
-	perftools__profiles__profile__free_unpacked(p, NULL);
-	tally_export_out_release(&out);
-	tally_resolver_free(res);
-	tally_db_release(&db);
+	pprof_done(&run, &db);
 }
 
 /* A database with weights of its own: pprof's cpu values are each stack's
