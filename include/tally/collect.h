@@ -169,10 +169,9 @@ enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector 
 const char *tally_sample_mech_name(enum tally_sample_mech m);
 /* Why auto took the ring (a static or collector-held string), or NULL. */
 const char *tally_collector_sample_mech_why(const struct tally_collector *c);
-/* Between two rounds of counted samples woken by side-band records. */
-#define TALLY_COUNTED_MIN_GAP_MS 200
-/* Why --sample-mechanism bpf cannot count the samples o asks for, or NULL. */
-const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o);
+/* 0 when --sample-mechanism bpf can count the samples o asks for, or -EINVAL
+ * with why not. */
+int tally_sample_bpf_fits(const struct tally_collect_opts *o);
 /* With bpf: the samples that went through the ring because the table of
  * places was full, and how many times a full table was emptied. */
 uint64_t tally_collector_sample_overflow(const struct tally_collector *c);

@@ -180,7 +180,7 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 	struct ob_stats *st = b->stats;
 	ob_u32 zero = 0;
 	if (!bpf_map_lookup_elem(b->stats_fd, &zero, st)) {
-		struct ob_stats sum = { 0 };
+		struct tally_offcpu_stats sum = { 0 };
 		for (int i = 0; i < b->ncpus; i++) {
 			sum.dropped += st[i].dropped;
 			sum.dropped_ns += st[i].dropped_ns;
@@ -188,9 +188,7 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 			sum.lost_ns += st[i].lost_ns;
 			sum.nostack += st[i].nostack;
 		}
-		struct tally_offcpu_stats k = { .dropped = sum.dropped, .dropped_ns = sum.dropped_ns, .lost = sum.lost,
-						.lost_ns = sum.lost_ns, .nostack = sum.nostack };
-		tally_offcpu_kernel_counts(o, &k);
+		tally_offcpu_kernel_counts(o, &sum);
 	}
 	return n;
 }

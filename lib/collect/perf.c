@@ -635,7 +635,8 @@ int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out)
 	return tally_seterr(-EINVAL, "unknown sample mechanism '%s' (known: ring, bpf, auto)", s);
 }
 
-const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
+/* Why the BPF program cannot count the samples o asks for, or NULL. */
+static const char *sample_bpf_unfit(const struct tally_collect_opts *o)
 {
 	if (o->target != TALLY_TARGET_SYSTEM)
 		return "it counts the whole system only";
@@ -649,6 +650,13 @@ const char *tally_sample_bpf_unfit(const struct tally_collect_opts *o)
 		if (!o->events[ev]->offcpu)
 			return "more than 4 events";
 	return NULL;
+}
+
+int tally_sample_bpf_fits(const struct tally_collect_opts *o)
+{
+	const char *why = sample_bpf_unfit(o);
+	return why ? tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)", why)
+		   : 0;
 }
 
 #ifdef TALLY_HAVE_BPF
@@ -672,14 +680,12 @@ static int load_sample_bpf(struct tally_collector *c)
 	if (c->o.sample_mech == TALLY_SAMPLE_RING)
 		return 0;
 	bool asked = c->o.sample_mech == TALLY_SAMPLE_BPF;
-	const char *why = tally_sample_bpf_unfit(&c->o);
+	const char *why = sample_bpf_unfit(&c->o);
 	if (why) {
-		if (!asked) {
-			snprintf(c->sb_why, sizeof(c->sb_why), "%s", why);
-			return 0;
-		}
-		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
-				    why);
+		if (asked)
+			return tally_sample_bpf_fits(&c->o);
+		snprintf(c->sb_why, sizeof(c->sb_why), "%s", why);
+		return 0;
 	}
 #ifdef TALLY_HAVE_BPF
 	bool tb[SB_MAX_EVENTS] = { false };
@@ -1345,6 +1351,15 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 	fn(ctx, &r);
 }
 
+/* Counted samples: the milliseconds until the next round may come, 200 ms
+ * after the last (0: now). */
+#define COUNTED_MIN_GAP_S 0.2
+static int counted_gap_ms(const struct tally_collector *c)
+{
+	double left = COUNTED_MIN_GAP_S - (tally_now_mono() - c->last_round);
+	return left > 0 ? (int)(left * 1000) + 1 : 0;
+}
+
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
 	GROW(c->pfd, c->apfd, c->nrings + 1);
@@ -1358,18 +1373,11 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		pfd[n].fd = c->o.wake_fd;
 		pfd[n++].events = POLLIN;
 	}
-	if (c->sbpf && timeout_ms > 0) {
-		/* counted samples: a second after side-band records came, a round
-		 * every 200 ms as through the ring (a new process's first samples
-		 * are looked at while it lives, whatever records it makes or not) */
-		double now = tally_now_mono();
-		if (now < c->sb_busy_until) {
-			double left = TALLY_COUNTED_MIN_GAP_MS / 1000.0 - (now - c->last_round);
-			int l = left > 0 ? (int)(left * 1000) + 1 : 0;
-			if (l < timeout_ms)
-				timeout_ms = l;
-		}
-	}
+	/* counted samples: a second after side-band records came, a round
+	 * every 200 ms as through the ring (a new process's first samples are
+	 * looked at while it lives, whatever records it makes or not) */
+	if (c->sbpf && tally_now_mono() < c->sb_busy_until && counted_gap_ms(c) < timeout_ms)
+		timeout_ms = counted_gap_ms(c);
 	if (timeout_ms > 0) {
 		int r = poll(pfd, n, timeout_ms);
 		/* a ring whose tasks all exited reports POLLHUP at once: wait out the interval
@@ -1384,14 +1392,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		int wait_ms = hup_only ? timeout_ms : 0;
 		if (c->sbpf && ring_in && !caller) {
 			/* counted samples: the rings wake at every side-band record;
-			 * the next round comes 200 ms after the last at the soonest, as
-			 * through the ring (a busy machine's records do not make every
-			 * wake a round) */
-			double gap = TALLY_COUNTED_MIN_GAP_MS / 1000.0 - (tally_now_mono() - c->last_round);
-			if (gap > 0) {
-				int g = (int)(gap * 1000) + 1;
-				wait_ms = g < timeout_ms ? g : timeout_ms;
-			}
+			 * the next round comes 200 ms after the last at the soonest (a
+			 * busy machine's records do not make every wake a round) */
+			int g = counted_gap_ms(c);
+			wait_ms = g < timeout_ms ? g : timeout_ms;
 		}
 		if (wait_ms > 0) {
 			struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };

@@ -252,10 +252,7 @@ int tally_sampling_resolve(struct tally_sampling *s)
 	memset(&co, 0, sizeof(co));
 	tally_sampling_collect_opts(s, &co);
 	co.target = TALLY_TARGET_SYSTEM;
-	const char *why = tally_sample_bpf_unfit(&co);
-	if (why)
-		return tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)", why);
-	return 0;
+	return tally_sample_bpf_fits(&co);
 }
 
 void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_collect_opts *co)
@@ -408,8 +405,7 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		tally_meta_set(m, "off-cpu-unmatched", "%" PRIu64, os.unmatched);
 		/* how: the BPF program (waits summed in the kernel) or the tracepoint */
 		tally_meta_set(m, "off-cpu-mechanism", "%s", tally_collector_offcpu_mech(col, NULL));
-		if (!strcmp(tally_collector_offcpu_mech(col, NULL), "bpf"))
-		{
+		if (!strcmp(tally_collector_offcpu_mech(col, NULL), "bpf")) {
 			tally_meta_set(m, "off-cpu-lost", "%" PRIu64 " waits, %" PRIu64 " ns", os.lost, os.lost_ns);
 			if (s->callchain)
 				tally_meta_set(m, "off-cpu-no-stack", "%" PRIu64 " waits", os.nostack);
