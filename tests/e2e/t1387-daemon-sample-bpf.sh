@@ -29,6 +29,12 @@ expect_fail_with "more than 4 events" "$TALLY" record -a --duration 0.1 -o x.db 
 expect_fail_with "unknown sample mechanism 'sometimes' .known: ring, bpf, auto." "$TALLY" daemon --db y.db --foreground --sample-mechanism sometimes
 [[ ! -e x.db && ! -e y.db/daemon.pid ]] || fail "a refused command left a database behind"
 
+# auto where bpf cannot count: the ring, and the session says why
+"$TALLY" record --sample-mechanism auto -o autorec.db -- "$WORKLOADS/split_funcs" 50 >/dev/null 2>autorec.err ||
+	fail "record --sample-mechanism auto -- CMD failed: $(cat autorec.err)"
+[[ $(session_key autorec.db sample-mechanism) == ring && $(session_key autorec.db sample-mechanism-why) == "it counts the whole system only" ]] ||
+	fail "record --sample-mechanism auto -- CMD: '$(session_key autorec.db sample-mechanism)' ('$(session_key autorec.db sample-mechanism-why)')"
+
 # can this machine count in the kernel? (a build without libbpf, or no BPF)
 rc=0
 "$TALLY" record -a --sample-mechanism bpf --duration 0.2 -o probe.db >probe.out 2>&1 || rc=$?
@@ -101,6 +107,12 @@ after=$(db_total bpf.db --image "$dir/split_funcs")
 stop_daemon "$bpf_pid"
 stop_daemon "$ring_pid"
 note "stopped: $before samples of split_funcs before and after a run"
+
+# auto on the whole system: counted in the kernel, nothing to explain
+"$TALLY" record -a --sample-mechanism auto --duration 0.2 -o autoa.db >/dev/null 2>autoa.err ||
+	fail "record -a --sample-mechanism auto failed: $(cat autoa.err)"
+[[ $(session_key autoa.db sample-mechanism) == bpf && -z $(session_key autoa.db sample-mechanism-why) ]] ||
+	fail "record -a --sample-mechanism auto: '$(session_key autoa.db sample-mechanism)' ('$(session_key autoa.db sample-mechanism-why)')"
 
 # the daemon's default: counted in the kernel; where bpf cannot count (a call
 # graph), the ring, and the status and the session say why
