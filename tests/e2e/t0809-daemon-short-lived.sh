@@ -18,7 +18,7 @@ other=$(bid "$WORKLOADS/sleeper")
 
 # short_lived DB [DAEMON OPTIONS]: the run above under one daemon
 short_lived() {
-	local db=$1
+	local db=$1 gone swapped n
 	shift
 	start_daemon $db "$@" --flush-interval 1h
 	gone="$TMP/brief_gone_${db%.db}_$$"

@@ -1,8 +1,9 @@
 # Helpers for tally top's end-to-end tests (t13xx), sourced after lib.sh.
 
 # top_shares FILE NAME...: from the last whole snapshot of tally top's text
-# output in FILE (of those with at least half the samples of the fullest), the share of each function NAME among the NAMEs (so that
-# kernel and libc rows do not count), one `NAME SHARE SAMPLES` line each.
+# output in FILE (of those with at least half the samples of the fullest),
+# the share of each function NAME among the NAMEs (so that kernel and libc
+# rows do not count), one `NAME SHARE SAMPLES` line each.
 # With --total the first column (inclusive with -g) is taken as is, not
 # renormalized.
 TOP_SHARES_PY='
