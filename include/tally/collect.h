@@ -68,15 +68,18 @@ struct tally_collect_opts {
 
 /* How samples reach tally (docs/sampling.md, "Counting in the kernel"): each
  * through the ring buffer (the default), or counted in the kernel by a BPF
- * program per (process, event, mode, address) and read once a second, or
+ * program per (process, event, mode, address) and read every 4 seconds, or
  * sooner when side-band records come. bpf needs per-CPU events on every task
  * (the whole system), no call graph and at most 4 sampling events of the PMU
  * or software kinds; auto takes it where that holds and the program loads,
  * the ring elsewhere (the daemon's default). */
 enum tally_sample_mech { TALLY_SAMPLE_RING, TALLY_SAMPLE_BPF, TALLY_SAMPLE_AUTO };
 /* With bpf, the map is read, and the period redrawn, once a round: a caller's
- * wait when nothing else wakes it. */
-#define TALLY_COUNTED_ROUND_MS 1000
+ * wait when nothing else wakes it (side-band records, a full table, a flush, a
+ * peek or a status ask for a round sooner). A round has a cost of its own (a
+ * wake, a new period per fd, a scan of the tables), and a place's samples of
+ * four seconds are one count to add: the longer the round, the less of both. */
+#define TALLY_COUNTED_ROUND_MS 4000
 int tally_sample_parse_mech(const char *s, enum tally_sample_mech *out);
 
 /* A record as the caller sees it. For samples the parsed fields are set; for the

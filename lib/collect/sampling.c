@@ -445,7 +445,7 @@ static const struct tally_option sampling_options[] = {
 	{ 0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
 	  "ring (record's and top's default): every sample through the ring\n"
 	  "buffers; bpf: samples counted in the kernel per place by a BPF\n"
-	  "program, read once a second or when processes start, map or end\n"
+	  "program, read every 4 s or when processes start, map or end\n"
 	  "(whole system, no call graph, at most 4 events; docs/sampling.md);\n"
 	  "auto (the daemon's default): bpf where it can, else ring",
 	  TALLY_OPT_SAMPLE_MECH },

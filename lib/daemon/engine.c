@@ -391,8 +391,8 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	 * 200 ms) and the bookkeeping of a round, which costs the same however few
 	 * records it reads; so one round per redraw (with --no-randomize too) */
 	if (timeout_ms < 0) {
-		/* --sample-mechanism bpf: the map is read, and the period redrawn,
-		 * once a second */
+		/* --sample-mechanism bpf: the tables are read, and the period
+		 * redrawn, once a round (every 4 s when nothing else asks sooner) */
 		timeout_ms = tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF ? TALLY_COUNTED_ROUND_MS : DAEMON_TICK_MS;
 		if (d->started) {
 			/* a flush or an epoch due sooner than the tick ends the wait */

@@ -251,6 +251,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 			strbuf_addch(&body, '\n');
 		break;
 	case TALLY_CTL_STATUS:
+		tally_dmn_sync(d); /* the samples counted until now (bpf: a round may be 4 s) */
 		tally_daemon_status(d, &body);
 		break;
 	case TALLY_CTL_CPUS:

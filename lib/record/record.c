@@ -429,7 +429,7 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 	if (r->state != ST_RUNNING || r->end)
 		return 1;
 	if (timeout_ms < 0) {
-		/* samples counted in the kernel: the map is read once a second */
+		/* samples counted in the kernel: the tables are read once a round */
 		bool counted = tally_collector_sample_mech(r->col) == TALLY_SAMPLE_BPF;
 		timeout_ms = counted ? TALLY_COUNTED_ROUND_MS : r->o.smp->randomize ? 50 : 100;
 		if (r->o.duration > 0) {
