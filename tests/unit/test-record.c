@@ -299,6 +299,38 @@ static void test_record__path_taken_meanwhile(void **state)
 	free(db);
 }
 
+/* What the BPF program can count is told from the options alone: the whole
+ * system, no call graph, at most 4 sampling events, at most as many CPUs as it
+ * has slots for (a machine past that takes the ring, with the reason). */
+static void test_record__bpf_fits_what_it_has_room_for(void **state)
+{
+	(void)state;
+	const struct tally_event_desc *ev[5];
+	for (int i = 0; i < 5; i++)
+		ev[i] = tally_event_find("cpu-clock");
+	assert_non_null(ev[0]);
+	struct tally_collect_opts o = { .events = ev, .nevents = 1, .target = TALLY_TARGET_SYSTEM, .ncpus = 512, .wake_fd = -1 };
+	assert_int_equal(tally_sample_bpf_fits(&o), 0);
+	o.ncpus = 513;
+	assert_int_equal(tally_sample_bpf_fits(&o), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "more CPUs than it has slots for"));
+	assert_non_null(strstr(tally_errmsg(), "--sample-mechanism ring"));
+	o.ncpus = 2;
+	o.nevents = 4;
+	assert_int_equal(tally_sample_bpf_fits(&o), 0);
+	o.nevents = 5;
+	assert_int_equal(tally_sample_bpf_fits(&o), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "more than 4 events"));
+	o.nevents = 1;
+	o.callchain = true;
+	assert_int_equal(tally_sample_bpf_fits(&o), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "call graphs asked"));
+	o.callchain = false;
+	o.target = TALLY_TARGET_CHILD;
+	assert_int_equal(tally_sample_bpf_fits(&o), -EINVAL);
+	assert_non_null(strstr(tally_errmsg(), "the whole system only"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record__duration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record__attached_processes_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record__path_taken_meanwhile, setup, teardown),
+		cmocka_unit_test(test_record__bpf_fits_what_it_has_room_for),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
