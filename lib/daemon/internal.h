@@ -85,6 +85,7 @@ struct tally_daemon {
 	double last_flush_ms, last_flush_wall;
 	uint64_t db_bytes;
 	bool memory_warned;
+	uint64_t nostack_logged; /* off-CPU waits without their stack, said in the log so far */
 };
 
 /* engine.c */

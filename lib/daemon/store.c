@@ -18,6 +18,7 @@
 #include "lib/daemon/internal.h"
 #include "tally/ctl.h"
 #include "tally/epoch.h"
+#include "tally/offcpu.h"
 
 /* Disk space a directory takes, like du: allocated blocks of files and directories. */
 static uint64_t dir_bytes(const char *path)
@@ -260,6 +261,20 @@ void tally_dmn_prune(struct tally_daemon *d, double now)
 	}
 }
 
+/* Off-CPU waits (bpf, -g) that kept one frame since the last flush that said
+ * so: in the log, as record warns of them (the epoch's session counts them). */
+static void log_nostack(struct tally_daemon *d)
+{
+	struct tally_offcpu_stats os;
+	if (!d->col || !tally_collector_offcpu_stats(d->col, &os) || os.nostack <= d->nostack_logged)
+		return;
+	uint64_t k = os.nostack - d->nostack_logged;
+	tally_dmn_log(d, "%" PRIu64 " off-CPU wait%s kept one frame since the last flush: the kernel's stack map had no room "
+			 "for %s stack (off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
+		      k, k == 1 ? "" : "s", k == 1 ? "its" : "their");
+	d->nostack_logged = os.nostack;
+}
+
 /* Writes what is in memory into the current epoch (and the drain's pile).
  * 0 (msg says what), or -errno: then writing stops until a flush succeeds. */
 int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *msg)
@@ -325,6 +340,7 @@ out:
 	if (d->verbose)
 		tally_dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n, n == 1 ? "" : "s", d->epoch,
 			      d->last_flush_ms);
+	log_nostack(d);
 	tally_dmn_prune(d, now);
 	return 0;
 }
