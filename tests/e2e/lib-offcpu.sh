@@ -1,4 +1,4 @@
-# Helpers of the off-CPU tests (t1320, t1330), sourced after lib.sh.
+# Helpers of the off-CPU tests (t1320, t1330, t1390), sourced after lib.sh.
 
 # session_field DB KEY N: field N (1-based) of a comma-separated session value
 session_field() {
@@ -24,4 +24,16 @@ blocked_whole_run() {
 	between "$(session_field "$1" off-cpu-ns 1)" "$lo" "$hi" ||
 		fail "-p on a process that waits: blocked $(session_field "$1" off-cpu-ns 1) ns in $dur s, expected $lo-$hi"
 	note "-p: blocked $(session_field "$1" off-cpu-ns 1) ns in $dur s"
+}
+
+# need_offcpu_bpf: skips when the off-CPU BPF program cannot run here (no BTF,
+# no privilege, built without libbpf: the machine's answer); fails when
+# recording with it fails for any other reason
+need_offcpu_bpf() {
+	local rc=0
+	"$TALLY" record --off-cpu --off-cpu-mechanism bpf -o probe -- true >probe.out 2>probe.err || rc=$?
+	((rc == 0)) && return 0
+	grep -Eq "off-CPU BPF program|built without BPF" probe.err ||
+		fail "--off-cpu-mechanism bpf failed for another reason than BPF: $(head -1 probe.err)"
+	skip "the off-CPU BPF program cannot run here: $(head -1 probe.err)"
 }

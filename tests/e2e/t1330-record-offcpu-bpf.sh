@@ -14,14 +14,7 @@
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-offcpu.sh"
 
-rc=0
-"$TALLY" record --off-cpu --off-cpu-mechanism bpf -o probe -- true >probe.out 2>probe.err || rc=$?
-if ((rc != 0)); then
-	# the machine's answer (no BTF, no privilege, built without libbpf) skips; anything else is a failure
-	grep -Eq "off-CPU BPF program|built without BPF" probe.err ||
-		fail "--off-cpu-mechanism bpf failed for another reason than BPF: $(head -1 probe.err)"
-	skip "the off-CPU BPF program cannot run here: $(head -1 probe.err)"
-fi
+need_offcpu_bpf
 
 # mech DB WANT: the session names the mechanism
 mech() {

@@ -5,14 +5,9 @@
 # (off-cpu-no-stack), as record warns of them (t1330).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
+. "$SRCDIR/tests/e2e/lib-offcpu.sh"
 
-rc=0
-"$TALLY" record --off-cpu --off-cpu-mechanism bpf -o probe -- true >probe.out 2>probe.err || rc=$?
-if ((rc != 0)); then
-	grep -Eq "off-CPU BPF program|built without BPF" probe.err ||
-		fail "--off-cpu-mechanism bpf failed for another reason than BPF: $(head -1 probe.err)"
-	skip "the off-CPU BPF program cannot run here: $(head -1 probe.err)"
-fi
+need_offcpu_bpf
 
 wl=$(uniq_copy waitpaths)
 start_daemon db --off-cpu --off-cpu-mechanism bpf -g --flush-interval 10m
