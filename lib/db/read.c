@@ -230,6 +230,16 @@ static int parse_copy(struct tally_db *db, const char *buf, size_t len, const ch
 	return r;
 }
 
+/* An optional file of the database, read into sb and parsed by fn: 0 when it
+ * is not there. */
+static int load_optional(struct tally_db *db, const char *name, parse_fn fn, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, name, path, true);
+	if (r == 1)
+		return 0;
+	return r ? r : parse_text(db, sb->buf, sb->len, path->buf, fn);
+}
+
 /* ---- values ---- */
 
 /* A whole decimal number that fits in 64 bits. */
@@ -878,16 +888,6 @@ int tally_db_parse_ksyms(struct tally_db *db, const char *buf, size_t len, const
 	return parse_copy(db, buf, len, what, parse_ksyms);
 }
 
-static int load_ksyms(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "kernel.syms", path, true);
-	if (r == 1)
-		return 0;
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_ksyms);
-}
-
 static int parse_tasks(struct tally_db *db, char *text, const char *what)
 {
 	size_t cap = db->ntasks;
@@ -919,16 +919,6 @@ int tally_db_parse_tasks(struct tally_db *db, const char *buf, size_t len, const
 	return parse_copy(db, buf, len, what, parse_tasks);
 }
 
-static int load_tasks(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "tasks", path, true);
-	if (r == 1)
-		return 0;
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_tasks);
-}
-
 /* Optional: the images mapped inside another mount namespace. */
 static int parse_mntns(struct tally_db *db, char *text, const char *what)
 {
@@ -950,16 +940,6 @@ static int parse_mntns(struct tally_db *db, char *text, const char *what)
 int tally_db_parse_mntns(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
 	return parse_copy(db, buf, len, what, parse_mntns);
-}
-
-static int load_mntns(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	int r = read_text(sb, db->path, "mntns", path, true);
-	if (r == 1)
-		return 0;
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_mntns);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -1113,13 +1093,13 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	if (!r)
 		r = tally_stacks_open(db, flags); /* lib/db/stacks.c */
 	if (!r)
-		r = load_ksyms(db, &sb, &p);
+		r = load_optional(db, "kernel.syms", parse_ksyms, &sb, &p);
 	if (!r)
-		r = load_tasks(db, &sb, &p);
+		r = load_optional(db, "tasks", parse_tasks, &sb, &p);
 	if (!r)
 		r = load_modules(db, &sb, &p);
 	if (!r)
-		r = load_mntns(db, &sb, &p);
+		r = load_optional(db, "mntns", parse_mntns, &sb, &p);
 	if (!r)
 		r = tally_db_check_totals(db, path);
 	for (size_t i = 0; i < nnames; i++)
