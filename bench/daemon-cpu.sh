@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together]
+# bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together] [--churn]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
 # (its default, the samples counted in the kernel where it can, and with
@@ -14,13 +14,16 @@
 # window: on a machine shared with other work each then sees the same load (the
 # others' own work is part of it, a few tenths of a ms a second), which the
 # rounds in turn cannot promise.
+# --churn also starts a short process every 50 ms (`ls -l /usr/bin`: forks, execs,
+# maps and exits, and many places in ls and libc), as a busy machine does: every
+# profiler then meets new processes, files and places all the time.
 # --before TALLY adds another tally binary (an older build) to every round,
 # with its default and, if it has it, with --sample-mechanism bpf: a column each.
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-build=build rounds=5 secs=15 hz=999 before= together=0
+build=build rounds=5 secs=15 hz=999 before= together=0 churn=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
 	--hz) hz=$2; shift 2 ;;
 	--before) before=$2; shift 2 ;;
 	--together) together=1; shift ;;
+	--churn) churn=1; shift ;;
 	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -40,7 +44,14 @@ cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done;
 trap cleanup EXIT
 ncpu=$(nproc)
 
-spin() { for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; done' & spins+=($!); pids+=($!); done; }
+spin() {
+	for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; done' & spins+=($!); pids+=($!); done
+	if ((churn)); then
+		timeout "$secs" sh -c 'while :; do ls -l /usr/bin >/dev/null; sleep 0.05; done' &
+		spins+=($!)
+		pids+=($!)
+	fi
+}
 wait_spin() { for p in "${spins[@]}"; do wait "$p" 2>/dev/null || true; done; spins=(); }
 # cpu_ms PID OUT: the task-clock of PID over the window, in ms, into OUT
 cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | awk -F, '/task-clock/ { print $1 }' >"$2"; }
@@ -148,7 +159,9 @@ for f in "${files[@]}"; do
 		per+=("$(echo "scale=2; $m * 1000 / $n" | bc) ($n samples)")
 	fi
 done
-row "profiler's own CPU, whole system at $hz Hz per CPU ($ncpu CPUs busy), $how, median of $rounds" "${cols[@]}"
+load_what="$ncpu CPUs busy"
+((churn == 0)) || load_what+=", a short process every 50 ms"
+row "profiler's own CPU, whole system at $hz Hz per CPU ($load_what), $how, median of $rounds" "${cols[@]}"
 row "---" "${cols[@]/*/---}"
 row "ms of CPU per second" "${ms[@]}"
 row "share of one CPU" "${share[@]}"
