@@ -10,10 +10,12 @@ P=100000
 for mode in fixed random; do
 	opt=() ms=1000
 	[[ $mode == fixed ]] && opt=(--no-randomize)
-	# a new period is drawn every 200 ms: 3 s give about 15 draws, enough for
+	# a new period is drawn every 200 ms: 6 s give about 30 draws, enough for
 	# their p10..p90 to show the spread (5 draws in 1 s left it under 10% about
-	# one run in eleven)
-	[[ $mode == random ]] && ms=3000
+	# one run in eleven) and for their median to stay within 8% of the period
+	# (15 draws in 3 s left it at -8.0% once, under the sanitizers: the median
+	# of n uniform draws of +-12.5% wanders by about 9%/sqrt(n))
+	[[ $mode == random ]] && ms=6000
 	tally_ok record "${opt[@]}" -c $P -o $mode -- "$WORKLOADS/split_funcs" $ms
 	cpu_ms=$(info_val cpu_ms)
 	min=$(session_key $mode period-min)
