@@ -217,8 +217,8 @@ int cmd_record(int argc, char **argv)
 	{
 		struct tally_offcpu_stats os;
 		if (tally_collector_offcpu_stats(col, &os) && os.nostack)
-			tally_warn("%" PRIu64 " off-CPU wait%s kept one frame: the kernel's stack map was full "
-				   "(off-cpu-no-stack in the session; record for less time, or use --off-cpu-mechanism tracepoint)",
+			tally_warn("%" PRIu64 " off-CPU wait%s kept one frame: the kernel's stack map had no room "
+				   "(off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
 				   os.nostack, os.nostack == 1 ? "" : "s");
 	}
 	free(written);

@@ -55,6 +55,7 @@ struct tally_offcpu_stats {
 	uint64_t lost;       /* BPF: waits that found no room in the kernel's map */
 	uint64_t lost_ns;
 	uint64_t nostack;    /* BPF with call graphs: waits whose stack found no room in the kernel's stack map (one frame kept) */
+	uint64_t turnovers;  /* BPF with call graphs: times the stack maps turned over (the full one emptied) */
 };
 
 struct tally_offcpu;

@@ -18,13 +18,19 @@ typedef uint64_t ob_u64;
 /* the deepest stack the stack map keeps (the kernel's PERF_MAX_STACK_DEPTH) */
 #define OB_MAX_STACK 127
 
+/* the room of each of the two stack maps (slots; a stack whose slot holds
+ * another has no room) */
+#define OB_STACKS 8192
+
 /* Without call graphs (ustack, kstack -1) a wait is put at ip, its first user
- * frame, or at a kernel ip for a task with no user part (kernel set). */
+ * frame, or at a kernel ip for a task with no user part (kernel set). The
+ * stack ids are of the map of epoch's parity, as it was in that epoch. */
 struct ob_key {
 	ob_u32 tgid, tid;
 	ob_s32 ustack, kstack; /* stack map ids, -1: none */
 	ob_u64 ip;
 	ob_u32 preempted, kernel;
+	ob_u32 epoch, pad;
 };
 
 struct ob_val {

@@ -25,6 +25,10 @@ const volatile ob_u64 min_ns = 0;
 const volatile ob_u32 callchain = 0;
 /* set by tally while running: off while paused or stopped */
 volatile ob_u32 enabled = 0;
+/* set by tally: the stack map of the waits that begin now is stacks0 for an
+ * even epoch, stacks1 for an odd one (tally empties the other when it turns
+ * them over, its stacks still in use copied first) */
+volatile ob_u32 epoch = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -40,12 +44,21 @@ struct {
 	__type(value, struct ob_val);
 } waits SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(ob_u32));
-	__uint(value_size, OB_MAX_STACK * sizeof(ob_u64));
-} stacks SEC(".maps");
+#define STACK_MAP                                                          \
+	struct {                                                           \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                    \
+		__uint(max_entries, OB_STACKS);                            \
+		__uint(key_size, sizeof(ob_u32));                          \
+		__uint(value_size, OB_MAX_STACK * sizeof(ob_u64));         \
+	}
+STACK_MAP stacks0 SEC(".maps");
+STACK_MAP stacks1 SEC(".maps");
+
+/* the id of the stack now in the epoch's map, or a negative error */
+static __always_inline ob_s32 stack_id(void *ctx, ob_u32 ep, ob_u64 flags)
+{
+	return (ep & 1) ? bpf_get_stackid(ctx, &stacks1, flags) : bpf_get_stackid(ctx, &stacks0, flags);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -90,11 +103,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, int 
 	s.key.tid = tid;
 	s.key.preempted = preempt || !(state & 0xff);
 	s.key.ustack = s.key.kstack = -1;
+	ob_u32 ep = epoch;
+	s.key.epoch = ep;
 	if (callchain)
-		s.key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		s.key.ustack = stack_id(ctx, ep, BPF_F_USER_STACK);
 	if (callchain && s.key.ustack == -14 /* -EFAULT: no user part, a kernel thread */) {
 		s.key.kernel = 1;
-		s.key.kstack = bpf_get_stackid(ctx, &stacks, 0);
+		s.key.kstack = stack_id(ctx, ep, 0);
 		if (s.key.kstack < 0)
 			s.key.ustack = s.key.kstack = -1;
 	}

@@ -365,6 +365,7 @@ void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats 
 	st->lost = o->kst.lost;
 	st->lost_ns = o->kst.lost_ns;
 	st->nostack = o->kst.nostack;
+	st->turnovers = o->kst.turnovers;
 }
 
 int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out)
@@ -419,6 +420,7 @@ void tally_offcpu_kernel_counts(struct tally_offcpu *o, const struct tally_offcp
 	o->kst.lost = k->lost;
 	o->kst.lost_ns = k->lost_ns;
 	o->kst.nostack = k->nostack;
+	o->kst.turnovers = k->turnovers;
 }
 
 size_t tally_offcpu_slots(const struct tally_offcpu *o)

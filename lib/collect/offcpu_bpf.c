@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -21,14 +24,42 @@
 
 #define BATCH 1024
 
+/* A stack of an earlier epoch that a task still off the CPU (or a wait not
+ * yet read) names, copied out of its map before that map was emptied. */
+struct kept_stack {
+	uint64_t key; /* epoch << 32 | stack id */
+	uint32_t nips;
+	uint64_t ips[OB_MAX_STACK];
+};
+
+struct kept {
+	struct kept_stack *v;
+	size_t n, alloc;
+};
+
 struct tally_offcpu_bpf {
 	struct offcpu_skel *skel;
 	struct tally_offcpu_bpf_opts o;
-	int starts_fd, stacks_fd, stats_fd;
+	int starts_fd, stacks_fd[2], stats_fd;
 	int ncpus;
 	struct tally_bpf_drain waits;
 	struct ob_stats *stats; /* ncpus: the program's per-CPU counters, read at every drain */
 	uint64_t ips[OB_MAX_STACK];
+	/* The two stack maps turn over (call graphs only): the program puts the
+	 * stacks of the waits that begin in epoch E in map E & 1. Once the
+	 * current map holds an eighth of its room (or had none for a stack), the
+	 * epoch moves on, the stacks of the last one still named are kept here
+	 * and its map is emptied for the next: a daemon that runs for weeks
+	 * keeps finding room for new stacks. */
+	uint32_t epoch;
+	bool old_live;      /* the map of epoch - 1 is not emptied yet */
+	bool turn_due;      /* turn over at the next drain */
+	uint8_t *seen;      /* OB_STACKS bits: the ids of the current map met in waits */
+	size_t nseen;
+	uint64_t nostack;   /* the program's count of stacks with no room, at the last drain */
+	struct kept kept;   /* sorted by key */
+	struct kept next;   /* a turnover's, until its end */
+	uint64_t turnovers;
 };
 
 void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b)
@@ -38,6 +69,9 @@ void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b)
 	offcpu_skel__destroy(b->skel);
 	tally_bpf_drain_release(&b->waits);
 	free(b->stats);
+	free(b->seen);
+	free(b->kept.v);
+	free(b->next.v);
 	free(b);
 }
 
@@ -59,8 +93,9 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	b->skel->rodata->min_ns = opts->min_ns;
 	b->skel->rodata->callchain = opts->callchain;
 	if (!opts->callchain) {
-		/* no stack ids without call graphs: keep the stack map small */
-		bpf_map__set_max_entries(b->skel->maps.stacks, 1);
+		/* no stack ids without call graphs: keep the stack maps small */
+		bpf_map__set_max_entries(b->skel->maps.stacks0, 1);
+		bpf_map__set_max_entries(b->skel->maps.stacks1, 1);
 	}
 	ret = offcpu_skel__load(b->skel);
 	if (ret) {
@@ -70,7 +105,9 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	tally_bpf_drain_init(&b->waits, bpf_map__fd(b->skel->maps.waits), sizeof(struct ob_key), sizeof(struct ob_val), BATCH,
 			     "off-CPU BPF map");
 	b->starts_fd = bpf_map__fd(b->skel->maps.starts);
-	b->stacks_fd = bpf_map__fd(b->skel->maps.stacks);
+	b->stacks_fd[0] = bpf_map__fd(b->skel->maps.stacks0);
+	b->stacks_fd[1] = bpf_map__fd(b->skel->maps.stacks1);
+	b->seen = xcalloc(OB_STACKS / 8, 1);
 	b->stats_fd = bpf_map__fd(b->skel->maps.stats);
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
@@ -102,6 +139,42 @@ void tally_offcpu_bpf_enable(struct tally_offcpu_bpf *b, bool on)
 	b->skel->bss->enabled = on;
 }
 
+static uint64_t kept_key(uint32_t epoch, int32_t id)
+{
+	return (uint64_t)epoch << 32 | (uint32_t)id;
+}
+
+static const struct kept_stack *kept_find(const struct kept *k, uint64_t key)
+{
+	size_t i = TALLY_UPPER_U64(k->v, k->n, key, key);
+	return i && k->v[i - 1].key == key ? &k->v[i - 1] : NULL;
+}
+
+/* The frames of stack id of epoch into ips (zeros after them): their number,
+ * 0 when the stack is gone. */
+static uint32_t stack_frames(struct tally_offcpu_bpf *b, uint32_t epoch, int32_t id, uint64_t *ips)
+{
+	uint32_t n = 0;
+	memset(ips, 0, OB_MAX_STACK * sizeof(*ips));
+	if (epoch == b->epoch || (epoch + 1 == b->epoch && b->old_live)) {
+		if (bpf_map_lookup_elem(b->stacks_fd[epoch & 1], &id, ips))
+			return 0;
+		while (n < OB_MAX_STACK && ips[n])
+			n++;
+		if (epoch == b->epoch && !(b->seen[(uint32_t)id / 8 % (OB_STACKS / 8)] & 1u << (id % 8))) {
+			b->seen[(uint32_t)id / 8 % (OB_STACKS / 8)] |= (uint8_t)(1u << (id % 8));
+			if (++b->nseen >= OB_STACKS / 8)
+				b->turn_due = true;
+		}
+		return n;
+	}
+	const struct kept_stack *ks = kept_find(&b->kept, kept_key(epoch, id));
+	if (!ks)
+		return 0;
+	memcpy(ips, ks->ips, ks->nips * sizeof(*ips));
+	return ks->nips;
+}
+
 static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const struct ob_key *k, uint64_t ns,
 		      uint64_t count, uint64_t time, tally_rec_fn fn, void *ctx)
 {
@@ -111,10 +184,7 @@ static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const 
 	};
 	int32_t id = k->kernel ? k->kstack : k->ustack;
 	if (id >= 0) {
-		memset(b->ips, 0, sizeof(b->ips));
-		if (!bpf_map_lookup_elem(b->stacks_fd, &id, b->ips))
-			while (e.nips < OB_MAX_STACK && b->ips[e.nips])
-				e.nips++;
+		e.nips = stack_frames(b, k->epoch, id, b->ips);
 	} else {
 		/* one frame (no call graph, or a stack the map had no room for) */
 		b->ips[0] = k->ip;
@@ -166,16 +236,96 @@ static int drain_starts(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint
 	return n;
 }
 
+/* Every run of the program that began before this call has ended: it runs
+ * under RCU, and MEMBARRIER_CMD_GLOBAL waits for a grace period (where the
+ * kernel refuses it, a pause far longer than a run). */
+static void wait_for_runs(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return;
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static int kept_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct kept_stack *)a)->key, y = ((const struct kept_stack *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+/* The first half of a turnover: the waits that begin from now on put their
+ * stacks in the other map (emptied at the last turnover), and the stacks of
+ * earlier epochs that tasks still off the CPU name are copied into next. */
+static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
+{
+	b->epoch++;
+	__atomic_store_n(&b->skel->bss->epoch, b->epoch, __ATOMIC_RELEASE);
+	wait_for_runs(); /* no task goes off with the old epoch after this */
+	b->old_live = true;
+	/* a start deleted under the walk sends it back to the first key: it
+	 * walks again (duplicates go below), bounded for a map never still */
+	ob_u32 tid, at;
+	struct ob_start st;
+	bool first = true;
+	for (size_t guard = 0; guard < 16 * 65536 && !bpf_map_get_next_key(b->starts_fd, first ? NULL : &at, &tid);
+	     guard++) {
+		first = false;
+		at = tid;
+		if (bpf_map_lookup_elem(b->starts_fd, &tid, &st) || st.key.epoch == b->epoch)
+			continue;
+		int32_t id = st.key.kernel ? st.key.kstack : st.key.ustack;
+		if (id < 0)
+			continue;
+		GROW(next->v, next->alloc, next->n + 1);
+		struct kept_stack *ks = &next->v[next->n];
+		ks->key = kept_key(st.key.epoch, id);
+		ks->nips = stack_frames(b, st.key.epoch, id, ks->ips);
+		if (ks->nips)
+			next->n++;
+	}
+	tally_qsort(next->v, next->n, sizeof(*next->v), kept_cmp);
+	size_t u = 0;
+	for (size_t i = 0; i < next->n; i++)
+		if (!u || next->v[u - 1].key != next->v[i].key)
+			next->v[u++] = next->v[i];
+	next->n = u;
+}
+
+/* The second half, once the waits of before are read: the old map emptied,
+ * the stacks kept those that tasks still off name. */
+static void turn_end(struct tally_offcpu_bpf *b, struct kept *next)
+{
+	int fd = b->stacks_fd[(b->epoch - 1) & 1];
+	int32_t id, cur, *at = NULL;
+	while (!bpf_map_get_next_key(fd, at, &cur)) {
+		bpf_map_delete_elem(fd, &cur);
+		id = cur;
+		at = &id;
+	}
+	b->old_live = false;
+	free(b->kept.v);
+	b->kept = *next;
+	*next = (struct kept){ 0 };
+	memset(b->seen, 0, OB_STACKS / 8);
+	b->nseen = 0;
+	b->turn_due = false;
+	b->turnovers++;
+}
+
 int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, bool flush, uint64_t end,
 			   tally_rec_fn fn, void *ctx)
 {
 	struct waits_ctx w = { b, o, time, fn, ctx };
+	if (b->o.callchain && b->turn_due && !b->old_live)
+		turn_begin(b, &b->next);
 	long taken = tally_bpf_drain_all(&b->waits, take_waits, &w);
 	if (taken < 0)
-		return (int)taken;
+		return (int)taken; /* the turnover ends at a drain that reads them all */
 	int n = (int)taken;
 	if (flush)
 		n += drain_starts(b, o, time, end, fn, ctx);
+	if (b->old_live)
+		turn_end(b, &b->next);
 	/* the program's counters, per CPU */
 	struct ob_stats *st = b->stats;
 	ob_u32 zero = 0;
@@ -188,6 +338,10 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 			sum.lost_ns += st[i].lost_ns;
 			sum.nostack += st[i].nostack;
 		}
+		if (sum.nostack > b->nostack)
+			b->turn_due = true; /* a stack found no room: make room */
+		b->nostack = sum.nostack;
+		sum.turnovers = b->turnovers;
 		tally_offcpu_kernel_counts(o, &sum);
 	}
 	return n;

@@ -407,8 +407,10 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		tally_meta_set(m, "off-cpu-mechanism", "%s", tally_collector_offcpu_mech(col, NULL));
 		if (!strcmp(tally_collector_offcpu_mech(col, NULL), "bpf")) {
 			tally_meta_set(m, "off-cpu-lost", "%" PRIu64 " waits, %" PRIu64 " ns", os.lost, os.lost_ns);
-			if (s->callchain)
+			if (s->callchain) {
 				tally_meta_set(m, "off-cpu-no-stack", "%" PRIu64 " waits", os.nostack);
+				tally_meta_set(m, "off-cpu-stack-turnovers", "%" PRIu64, os.turnovers);
+			}
 		}
 	}
 	if (a->jit_untrusted)

@@ -1,10 +1,12 @@
 /*
- * waitpaths [N] [LEVELS]: N short waits off the CPU (a 1 us clock_nanosleep
- * each), every one from its own call path: wait number i goes down LEVELS
- * calls (default 15), each to path_0 or path_1 as bit k of i says, so the
- * first 2^LEVELS waits all have distinct stacks. For the kernel's stack map of
- * `record --off-cpu --off-cpu-mechanism bpf -g`, which keeps a stack once and
- * has room for 16384: past that, or on a collision, a wait keeps one frame.
+ * waitpaths [N] [LEVELS] [BATCH PAUSE_MS]: N short waits off the CPU (a 1 us
+ * clock_nanosleep each), every one from its own call path: wait number i goes
+ * down LEVELS calls (default 15), each to path_0 or path_1 as bit k of i says,
+ * so the first 2^LEVELS waits all have distinct stacks; with BATCH, a pause of
+ * PAUSE_MS (from main, not counted) after every BATCH waits. For the kernel's
+ * stack maps of `record --off-cpu --off-cpu-mechanism bpf -g`, which keep a
+ * stack once, in a slot by its hash, until tally turns them over: a wait whose
+ * slot is taken keeps one frame.
  * Prints `info waits N` and `info blocked_ns N` (the waits' total, measured
  * with the monotonic clock around each).
  */
@@ -51,8 +53,15 @@ int main(int argc, char **argv)
 {
 	unsigned n = (unsigned)wl_arg(argc, argv, 1, 40000);
 	int levels = (int)wl_arg(argc, argv, 2, 15);
-	for (unsigned i = 0; i < n; i++)
+	unsigned batch = (unsigned)wl_arg(argc, argv, 3, 0);
+	long pause_ms = wl_arg(argc, argv, 4, 0);
+	for (unsigned i = 0; i < n; i++) {
 		down(i, levels);
+		if (batch && (i + 1) % batch == 0 && i + 1 < n) {
+			struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
 	printf("info waits %u\n", n);
 	printf("info blocked_ns %.0f\n", blocked_ms * 1e6);
 	return 0;

@@ -1,0 +1,76 @@
+#!/bin/bash
+# --off-cpu --off-cpu-mechanism bpf -g: the kernel's stack maps turn over, so
+# that a long run keeps finding room for new stacks. waitpaths waits from
+# 12000 distinct call paths, 500 at a time with a pause between (more than a
+# map takes; a stack map that was never emptied left 29% of them with one
+# frame): the session counts turnovers, at most 12% keep one frame, and every
+# wait that kept its stack has the whole path it waited from (15 path_
+# frames), in record and in the daemon, whose epoch goes on past a flush.
+. "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/daemon.sh"
+. "$SRCDIR/tests/e2e/lib-offcpu.sh"
+
+need_offcpu_bpf
+
+N=12000
+
+# stacks_right FOLDED NOSTACK WHAT: the waits from waitpaths in the folded
+# off-CPU stacks: each line through path_ frames has all 15 of them (none
+# resolved from a stack map emptied under it), one line a wait (the paths are
+# distinct), and those lines with the waits that kept one frame make the N
+stacks_right() {
+	local folded=$1 nostack=$2 what=$3 bad full
+	bad=$(awk '{ n = gsub(/path_[01]/, "&") } n && n != 15' "$folded" | head -c 600)
+	[[ -z $bad ]] || fail "$what: a stack with a part of the path: $bad"
+	full=$(awk '{ n = gsub(/path_[01]/, "&") } n == 15' "$folded" | wc -l)
+	((full <= N && full + nostack >= N - 10)) ||
+		fail "$what: $full waits kept their whole path and $nostack kept one frame, of the workload's $N"
+	((nostack * 100 <= N * 12)) || fail "$what: $nostack of $N waits kept one frame (more than 12%)"
+	note "$what: $full of $N waits kept their whole path, $nostack one frame"
+}
+
+case_record() {
+	tally_ok record --off-cpu --off-cpu-mechanism bpf -g -o db -- "$WORKLOADS/waitpaths" $N 15 500 250
+	local n t
+	n=$(session_key db off-cpu-no-stack | awk '{ print $1 }')
+	t=$(session_key db off-cpu-stack-turnovers)
+	[[ $n =~ ^[0-9]+$ && $t =~ ^[0-9]+$ ]] ||
+		fail "the session lacks off-cpu-no-stack ('$n') or off-cpu-stack-turnovers ('$t')"
+	((t >= 2)) || fail "the stack maps turned over $t times for $N distinct stacks"
+	tally_ok export -i db --event off-cpu --format folded -o db.folded
+	stacks_right db.folded "$n" "record ($t turnovers)"
+	# without call graphs there are no stack maps to turn over
+	tally_ok record --off-cpu --off-cpu-mechanism bpf -o db1 -- "$WORKLOADS/waitpaths" 1000
+	[[ -z $(session_key db1 off-cpu-stack-turnovers) ]] ||
+		fail "off-cpu-stack-turnovers without -g: '$(session_key db1 off-cpu-stack-turnovers)'"
+}
+
+case_daemon() {
+	local wl epoch t whole bad
+	wl=$(uniq_copy waitpaths)
+	start_daemon dd --off-cpu --off-cpu-mechanism bpf -g --flush-interval 10m
+	# the first half of the paths before a flush, the second after it: the
+	# maps go on turning over in the next epoch
+	"$wl" $((N / 2)) 15 500 250 >wl.out
+	ctl --db dd flush
+	"$wl" $N 15 500 250 >wl2.out
+	ctl --db dd flush
+	ctl --db dd status
+	epoch=$(status_val epoch | cut -d' ' -f1)
+	[[ -n $epoch && -d dd/$epoch ]] || fail "status names no epoch directory: '$(status_val epoch)'"
+	t=$(session_key "dd/$epoch" off-cpu-stack-turnovers)
+	[[ $t =~ ^[0-9]+$ ]] && ((t >= 2)) || fail "the daemon's epoch says off-cpu-stack-turnovers '$t', expected 2 or more"
+	stop_daemon "$DAEMON_PID"
+	# the workload's stacks over both epochs: one line per distinct path
+	# (the second run waits from the first one's paths again, then new ones)
+	tally_ok export -i dd --event off-cpu --comm "$(basename "$wl" | cut -c1-15)" --format folded -o dd.folded
+	bad=$(awk '{ n = gsub(/path_[01]/, "&") } n && n != 15' dd.folded | head -c 600)
+	[[ -z $bad ]] || fail "daemon: a stack with a part of the path: $bad"
+	whole=$(awk '{ n = gsub(/path_[01]/, "&") } n == 15' dd.folded | wc -l)
+	((whole <= N && whole * 100 >= N * 88)) ||
+		fail "daemon: $whole of the $N distinct paths kept their whole stack (expected 88% or more)"
+	note "daemon: $whole of $N distinct paths with their whole stack, $t turnovers in the last epoch"
+}
+
+subtest "record: the stack maps turn over, every stack kept is whole" case_record
+subtest "daemon: the stack maps turn over across flushes" case_daemon
