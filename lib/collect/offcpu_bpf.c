@@ -28,13 +28,15 @@
  * yet read) names, copied out of its map before that map was emptied. */
 struct kept_stack {
 	uint64_t key; /* epoch << 32 | stack id */
+	size_t first; /* its frames: ips[first, first + nips) of its struct kept */
 	uint32_t nips;
-	uint64_t ips[OB_MAX_STACK];
 };
 
 struct kept {
 	struct kept_stack *v;
 	size_t n, alloc;
+	uint64_t *ips;
+	size_t nips, aips;
 };
 
 struct tally_offcpu_bpf {
@@ -71,7 +73,9 @@ void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b)
 	free(b->stats);
 	free(b->seen);
 	free(b->kept.v);
+	free(b->kept.ips);
 	free(b->next.v);
+	free(b->next.ips);
 	free(b);
 }
 
@@ -171,7 +175,7 @@ static uint32_t stack_frames(struct tally_offcpu_bpf *b, uint32_t epoch, int32_t
 	const struct kept_stack *ks = kept_find(&b->kept, kept_key(epoch, id));
 	if (!ks)
 		return 0;
-	memcpy(ips, ks->ips, ks->nips * sizeof(*ips));
+	memcpy(ips, &b->kept.ips[ks->first], ks->nips * sizeof(*ips));
 	return ks->nips;
 }
 
@@ -247,15 +251,16 @@ static void wait_for_runs(void)
 	nanosleep(&ts, NULL);
 }
 
-static int kept_cmp(const void *a, const void *b)
+static int u64_cmp(const void *a, const void *b)
 {
-	uint64_t x = ((const struct kept_stack *)a)->key, y = ((const struct kept_stack *)b)->key;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
 /* The first half of a turnover: the waits that begin from now on put their
  * stacks in the other map (emptied at the last turnover), and the stacks of
- * earlier epochs that tasks still off the CPU name are copied into next. */
+ * earlier epochs that tasks still off the CPU name are copied into next
+ * (each once: many threads wait at the same place). */
 static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 {
 	b->epoch++;
@@ -264,6 +269,8 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 	b->old_live = true;
 	/* a start deleted under the walk sends it back to the first key: it
 	 * walks again (duplicates go below), bounded for a map never still */
+	uint64_t *keys = NULL;
+	size_t nkeys = 0, akeys = 0;
 	ob_u32 tid, at;
 	struct ob_start st;
 	bool first = true;
@@ -274,21 +281,25 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 		if (bpf_map_lookup_elem(b->starts_fd, &tid, &st) || st.key.epoch == b->epoch)
 			continue;
 		int32_t id = st.key.kernel ? st.key.kstack : st.key.ustack;
-		if (id < 0)
+		if (id >= 0) {
+			GROW(keys, akeys, nkeys + 1);
+			keys[nkeys++] = kept_key(st.key.epoch, id);
+		}
+	}
+	tally_qsort(keys, nkeys, sizeof(*keys), u64_cmp);
+	for (size_t i = 0; i < nkeys; i++) {
+		if (i && keys[i] == keys[i - 1])
+			continue;
+		uint32_t n = stack_frames(b, (uint32_t)(keys[i] >> 32), (int32_t)(uint32_t)keys[i], b->ips);
+		if (!n)
 			continue;
 		GROW(next->v, next->alloc, next->n + 1);
-		struct kept_stack *ks = &next->v[next->n];
-		ks->key = kept_key(st.key.epoch, id);
-		ks->nips = stack_frames(b, st.key.epoch, id, ks->ips);
-		if (ks->nips)
-			next->n++;
+		GROW(next->ips, next->aips, next->nips + n);
+		next->v[next->n++] = (struct kept_stack){ keys[i], next->nips, n };
+		memcpy(&next->ips[next->nips], b->ips, n * sizeof(*b->ips));
+		next->nips += n;
 	}
-	tally_qsort(next->v, next->n, sizeof(*next->v), kept_cmp);
-	size_t u = 0;
-	for (size_t i = 0; i < next->n; i++)
-		if (!u || next->v[u - 1].key != next->v[i].key)
-			next->v[u++] = next->v[i];
-	next->n = u;
+	free(keys);
 }
 
 /* The second half, once the waits of before are read: the old map emptied,
@@ -304,6 +315,7 @@ static void turn_end(struct tally_offcpu_bpf *b, struct kept *next)
 	}
 	b->old_live = false;
 	free(b->kept.v);
+	free(b->kept.ips);
 	b->kept = *next;
 	*next = (struct kept){ 0 };
 	memset(b->seen, 0, OB_STACKS / 8);

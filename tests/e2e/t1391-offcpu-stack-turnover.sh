@@ -5,7 +5,8 @@
 # map takes; a stack map that was never emptied left 29% of them with one
 # frame): the session counts turnovers, at most 12% keep one frame, and every
 # wait that kept its stack has the whole path it waited from (15 path_
-# frames), in record and in the daemon, whose epoch goes on past a flush.
+# frames), in record and in the daemon, whose epoch goes on past a flush; the
+# pauses, waits that span turnovers, keep their time (none is dropped).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 . "$SRCDIR/tests/e2e/lib-offcpu.sh"
@@ -39,6 +40,16 @@ case_record() {
 	((t >= 2)) || fail "the stack maps turned over $t times for $N distinct stacks"
 	tally_ok export -i db --event off-cpu --format folded -o db.folded
 	stacks_right db.folded "$n" "record ($t turnovers)"
+	# the pauses between the batches (main's, a quarter of a second each)
+	# span turnovers: a wait whose stack is of a map emptied meanwhile is
+	# read from the copy kept, never dropped for want of its stack
+	local dropped pause want
+	dropped=$(session_key db off-cpu-dropped)
+	[[ $dropped == "0 waits, 0 ns" ]] || fail "off-cpu-dropped is '$dropped': waits lost their stack"
+	pause=$(awk '!/path_/ && /clock_nanosleep/ { s += $NF } END { printf "%.0f", s }' db.folded)
+	want=$(((N / 500 - 1) * 250000000))
+	((pause * 100 >= want * 80)) || fail "the pauses' waits add up to $pause ns, expected about $want"
+	note "the pauses between batches: $pause ns of $want"
 	# without call graphs there are no stack maps to turn over
 	tally_ok record --off-cpu --off-cpu-mechanism bpf -o db1 -- "$WORKLOADS/waitpaths" 1000
 	[[ -z $(session_key db1 off-cpu-stack-turnovers) ]] ||
