@@ -19,6 +19,7 @@
 #include "lib/daemon/internal.h"
 #include "tally/ctl.h"
 #include "tally/epoch.h"
+#include "tally/offcpu.h"
 #include "tally/top.h"
 
 /* ---- requests ---- */
@@ -58,6 +59,21 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
+	struct tally_offcpu_stats os;
+	if (d->col && tally_collector_offcpu_stats(d->col, &os)) {
+		/* how, and what the BPF program could not keep (docs/offcpu.md) */
+		const char *why = NULL, *mech = tally_collector_offcpu_mech(d->col, &why);
+		bool bpf = mech && !strcmp(mech, "bpf");
+		strbuf_addf(o, "off-cpu: %s%s%s%s, %" PRIu64 " waits blocked, %" PRIu64 " preempted, %" PRIu64 " dropped",
+			    mech ? mech : "?", why ? " (auto: " : "", why ? why : "", why ? ")" : "", os.waits[0], os.waits[1],
+			    os.dropped);
+		if (bpf)
+			strbuf_addf(o, ", %" PRIu64 " lost", os.lost);
+		if (bpf && d->smp->callchain)
+			strbuf_addf(o, ", %" PRIu64 " without their stack, %" PRIu64 " stack map turnovers", os.nostack,
+				    os.turnovers);
+		strbuf_addch(o, '\n');
+	}
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {
 		struct tally_cpu_state st;
 		tally_dmn_cpu_state(d, cpu, &st);

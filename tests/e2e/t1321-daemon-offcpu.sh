@@ -2,7 +2,8 @@
 # tally daemon --off-cpu: a workload that waits, run while the daemon samples
 # every CPU, has its waits in off-cpu after `ctl flush` (at the libc functions
 # that waited: clock_nanosleep and ppoll), and under report --wall its process
-# adds up to its wall time (within 5%); while the daemon is paused
+# adds up to its wall time (within 5%); `ctl status` says how (as the
+# session) and counts the waits; while the daemon is paused
 # (`ctl stop`) a second run adds no off-CPU sample; a new rate for the CPUs
 # (`ctl cpus all on period 2000000`: the sampling events' period in ns) is
 # taken, and leaves one sample per wait.
@@ -28,6 +29,13 @@ for f in clock_nanosleep ppoll; do
 	grep -qx "$f" <<<"$funcs" || fail "the waits of process $pid have no row for $f: $(tr '\n' ' ' <<<"$funcs")"
 done
 note "process $pid waited in: $(tr '\n' ' ' <<<"$funcs")"
+# status says how off-CPU time is recorded, as the epoch's session does, and
+# counts the waits so far
+ctl --db db status
+ep=$(status_val epoch | cut -d' ' -f1)
+mech=$(session_key "db/$ep" off-cpu-mechanism)
+[[ $(status_val off-cpu) =~ ^$mech(\ \(auto:\ [^\)]*\))?,\ ([0-9]+)\ waits\ blocked, ]] && ((BASH_REMATCH[2] > 0)) ||
+	fail "status's off-cpu line is '$(status_val off-cpu)', expected the mechanism '$mech' and the waits"
 
 rc=0
 "$TALLY" report -i db --wall --pid "$pid" --json >wall.json 2>wall.err || rc=$?

@@ -5,8 +5,9 @@
 # map takes; a stack map that was never emptied left 29% of them with one
 # frame): the session counts turnovers, at most 12% keep one frame, and every
 # wait that kept its stack has the whole path it waited from (15 path_
-# frames), in record and in the daemon, whose epoch goes on past a flush; the
-# pauses, waits that span turnovers, keep their time (none is dropped).
+# frames), in record and in the daemon, whose epoch goes on past a flush (and
+# whose status counts them); the pauses, waits that span turnovers, keep
+# their time (none is dropped).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 . "$SRCDIR/tests/e2e/lib-offcpu.sh"
@@ -71,6 +72,12 @@ case_daemon() {
 	[[ -n $epoch && -d dd/$epoch ]] || fail "status names no epoch directory: '$(status_val epoch)'"
 	t=$(session_key "dd/$epoch" off-cpu-stack-turnovers)
 	[[ $t =~ ^[0-9]+$ ]] && ((t >= 2)) || fail "the daemon's epoch says off-cpu-stack-turnovers '$t', expected 2 or more"
+	# status says it too, with the rest of the off-CPU figures
+	local st
+	st=$(status_val off-cpu)
+	[[ $st =~ ^bpf,\ [0-9]+\ waits\ blocked,\ [0-9]+\ preempted,\ [0-9]+\ dropped,\ [0-9]+\ lost,\ [0-9]+\ without\ their\ stack,\ ([0-9]+)\ stack\ map\ turnovers$ ]] ||
+		fail "status's off-cpu line is '$st'"
+	((BASH_REMATCH[1] >= t)) || fail "status counts ${BASH_REMATCH[1]} turnovers, the epoch's session $t"
 	stop_daemon "$DAEMON_PID"
 	# the workload's stacks over both epochs: one line per distinct path
 	# (the second run waits from the first one's paths again, then new ones)
