@@ -7,7 +7,8 @@
 # switches a second here). Runs it alone, under `tally record --off-cpu`
 # (cpu-clock and off-cpu) and `tally record -e off-cpu` with each mechanism
 # (--off-cpu-mechanism bpf: the waits summed in the kernel; tracepoint: a
-# record per switch), `tally record --off-cpu -g` (auto: the tracepoint),
+# record per switch), `tally record --off-cpu -g` (auto: the tracepoint, and
+# with --off-cpu-mechanism bpf),
 # `perf sched record` and `perf trace -s`, and bcc's offcputime (Debian
 # package bpfcc-tools) when it is installed (never installed from here), in
 # turn, N rounds (default 3). The program's own time for its passes is what
@@ -38,7 +39,7 @@ tmp=$(mktemp -d /tmp/tally-bench-offcpu.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 offcpu=$(command -v offcputime-bpfcc || true)
-configs=(none tally_bpf tally_bpf_only tally tally_only tally_g perf_sched perf_trace)
+configs=(none tally_bpf tally_bpf_only tally tally_only tally_g tally_g_bpf perf_sched perf_trace)
 [ -n "$offcpu" ] && configs+=(bcc)
 
 # children_cpu FILE: the user and system seconds of the waited-for children
@@ -61,6 +62,7 @@ run() {
 	tally) "$tally" record --off-cpu --off-cpu-mechanism tracepoint -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
 	tally_only) "$tally" record -e off-cpu --off-cpu-mechanism tracepoint -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
 	tally_g) "$tally" record --off-cpu -g -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
+	tally_g_bpf) "$tally" record --off-cpu -g --off-cpu-mechanism bpf -o "$tmp/t.db" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
 	perf_sched) perf sched record -o "$tmp/p.data" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
 	perf_trace) perf trace -s -o "$tmp/trace.txt" -- "$work" "$passes" >"$out" 2>"$tmp/err" ;;
 	bcc)
@@ -112,6 +114,7 @@ for c in "${configs[@]}"; do
 	tally) name="\`tally record --off-cpu\`, tracepoint (cpu-clock + off-cpu)" ;;
 	tally_only) name="\`tally record -e off-cpu\`, tracepoint" ;;
 	tally_g) name="\`tally record --off-cpu -g\` (tracepoint)" ;;
+	tally_g_bpf) name="\`tally record --off-cpu -g\`, bpf (stacks in the kernel's stack maps)" ;;
 	perf_sched) name="\`perf sched record\`" ;;
 	perf_trace) name="\`perf trace -s\`" ;;
 	bcc) name="bcc \`offcputime-bpfcc -p\`" ;;
