@@ -20,12 +20,14 @@ N=12000
 # off-CPU stacks: each line through path_ frames has all 15 of them (none
 # resolved from a stack map emptied under it), one line a wait (the paths are
 # distinct), and those lines with the waits that kept one frame make the N
+# (to 1%: a sleep of 1 us can end before its task is switched out, as t1330
+# allows)
 stacks_right() {
 	local folded=$1 nostack=$2 what=$3 bad full
 	bad=$(awk '{ n = gsub(/path_[01]/, "&") } n && n != 15' "$folded" | head -c 600)
 	[[ -z $bad ]] || fail "$what: a stack with a part of the path: $bad"
 	full=$(awk '{ n = gsub(/path_[01]/, "&") } n == 15' "$folded" | wc -l)
-	((full <= N && full + nostack >= N - 10)) ||
+	((full <= N && full + nostack >= N - N / 100)) ||
 		fail "$what: $full waits kept their whole path and $nostack kept one frame, of the workload's $N"
 	((nostack * 100 <= N * 12)) || fail "$what: $nostack of $N waits kept one frame (more than 12%)"
 	note "$what: $full of $N waits kept their whole path, $nostack one frame"
