@@ -101,7 +101,14 @@ for a in (leaf, mid):
 lines = lambda a: {l["line"]: l["samples"] for l in a["lines"]}
 if leaf["samples"] != f["leaf_mix"] or lines(leaf).get(ll) != f["leaf_mix"]:
     print("leaf_mix: %d samples, line %d %s; the report: %d" % (leaf["samples"], ll, lines(leaf).get(ll), f["leaf_mix"])); sys.exit(1)
-if lines(mid).get(lm) != f["mid_mix"]:
+# mid_mix holds leaf_mix (and the workload's clock) inlined: annotate counts
+# them with it (inclusive), the report's rows each on its own (self)
+inc = f["mid_mix"] + f["leaf_mix"]
+if not inc <= mid["samples"] <= inc + max(2, inc // 100):
+    print("mid_mix: annotate has %d samples, the report's mid_mix and leaf_mix %d and %d" % (mid["samples"], f["mid_mix"], f["leaf_mix"])); sys.exit(1)
+# its own time is its loop's line; a sample or two can fall on the calls of
+# the clock around it (lines of mid_mix too)
+if not 0.98 * f["mid_mix"] <= lines(mid).get(lm, 0) <= f["mid_mix"]:
     print("mid_mix: line %d has %s, the report's mid_mix %d" % (lm, lines(mid).get(lm), f["mid_mix"])); sys.exit(1)
 print("leaf_mix %d, mid_mix line %d: %d" % (leaf["samples"], lm, lines(mid)[lm]))
 PY
