@@ -328,12 +328,6 @@ static int plan_db(struct tally_archive_plan *p, const struct tally_db *db)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The link-time addresses of image's sampled offsets and stack frames. */
 static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r, uint32_t image, size_t *n)
 {
@@ -350,7 +344,7 @@ static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r
 		if (i >= db->nentries && addr)
 			a[na++] = addr - 1; /* a return address: the call before it */
 	}
-	tally_qsort(a, na, sizeof(*a), cmp_u64);
+	tally_qsort(a, na, sizeof(*a), tally_cmp_u64);
 	size_t u = 0;
 	for (size_t i = 0; i < na; i++)
 		if (!u || a[u - 1] != a[i])

@@ -251,12 +251,6 @@ static void wait_for_runs(void)
 	nanosleep(&ts, NULL);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* The first half of a turnover: the waits that begin from now on put their
  * stacks in the other map (emptied at the last turnover), and the stacks of
  * earlier epochs that tasks still off the CPU name are copied into next
@@ -286,7 +280,7 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 			keys[nkeys++] = kept_key(st.key.epoch, id);
 		}
 	}
-	tally_qsort(keys, nkeys, sizeof(*keys), u64_cmp);
+	tally_qsort(keys, nkeys, sizeof(*keys), tally_cmp_u64);
 	for (size_t i = 0; i < nkeys; i++) {
 		if (i && keys[i] == keys[i - 1])
 			continue;

@@ -1503,12 +1503,6 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
 	*mean = s->n ? s->sum / (double)s->n : 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90)
 {
 	*p10 = *p50 = *p90 = 0;
@@ -1517,7 +1511,7 @@ size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t 
 	struct period_stats *s = &c->ps[event];
 	if (!s->nivals)
 		return 0;
-	tally_qsort(s->ivals, s->nivals, sizeof(uint64_t), cmp_u64);
+	tally_qsort(s->ivals, s->nivals, sizeof(uint64_t), tally_cmp_u64);
 	*p10 = s->ivals[s->nivals / 10];
 	*p50 = s->ivals[s->nivals / 2];
 	*p90 = s->ivals[s->nivals * 9 / 10];

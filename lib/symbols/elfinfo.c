@@ -82,12 +82,6 @@ int tally_elf_info_fd(int fd, const char *path, int want_hash, struct tally_elf_
 	return ret;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 
 void tally_ksyms_free(struct tally_ksym *s, size_t n)
 {
@@ -245,7 +239,7 @@ int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs
 		return r;
 	uint64_t *sorted = xmalloc((naddrs ? naddrs : 1) * sizeof(uint64_t));
 	memcpy(sorted, addrs, naddrs * sizeof(uint64_t));
-	tally_qsort(sorted, naddrs, sizeof(uint64_t), cmp_u64);
+	tally_qsort(sorted, naddrs, sizeof(uint64_t), tally_cmp_u64);
 	size_t cap = 0;
 	uint64_t prev = 0;
 	bool have_prev = false;

@@ -718,6 +718,12 @@ void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 		qsort(base, n, size, cmp);
 }
 
+int tally_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* ---- files ---- */
 
 static int write_all(int fd, const void *data, size_t len)

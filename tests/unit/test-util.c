@@ -455,6 +455,13 @@ static void test_util__qsort(void **state)
 	tally_qsort(v, ARRAY_SIZE(v), sizeof(int), cmp_int);
 	int want[] = { -3, 0, 2, 7, 7, 9 };
 	assert_memory_equal(v, want, sizeof(want));
+	/* tally_cmp_u64: unsigned order, past INT64_MAX too (a difference cast
+	 * to int would get these wrong) */
+	uint64_t u[] = { UINT64_MAX, 1, (uint64_t)1 << 63, 0, 1, ((uint64_t)1 << 32) + 1 };
+	tally_qsort(u, ARRAY_SIZE(u), sizeof(*u), tally_cmp_u64);
+	uint64_t uwant[] = { 0, 1, 1, ((uint64_t)1 << 32) + 1, (uint64_t)1 << 63, UINT64_MAX };
+	assert_memory_equal(u, uwant, sizeof(uwant));
+	assert_int_equal(tally_cmp_u64(&u[1], &u[2]), 0);
 }
 
 /* ---- tally_parse_u64 ---- */
