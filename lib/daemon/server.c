@@ -37,6 +37,14 @@ static uint64_t rss_bytes(void)
 	return rss;
 }
 
+/* "KEY: NAME", with " (auto: WHY)" when auto chose it for a reason */
+static void add_mech(struct strbuf *o, const char *key, const char *name, const char *why)
+{
+	strbuf_addf(o, "%s: %s", key, name);
+	if (why)
+		strbuf_addf(o, " (auto: %s)", why);
+}
+
 void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 {
 	double up = tally_now_mono() - d->mono_start;
@@ -53,9 +61,9 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	else
 		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
 	if (d->col) {
-		const char *why = tally_collector_sample_mech_why(d->col);
-		strbuf_addf(o, "sample-mechanism: %s%s%s%s\n", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
-			    why ? " (auto: " : "", why ? why : "", why ? ")" : "");
+		add_mech(o, "sample-mechanism", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
+			 tally_collector_sample_mech_why(d->col));
+		strbuf_addch(o, '\n');
 	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
@@ -64,9 +72,9 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		/* how, and what the BPF program could not keep (docs/offcpu.md) */
 		const char *why = NULL, *mech = tally_collector_offcpu_mech(d->col, &why);
 		bool bpf = mech && !strcmp(mech, "bpf");
-		strbuf_addf(o, "off-cpu: %s%s%s%s, %" PRIu64 " waits blocked, %" PRIu64 " preempted, %" PRIu64 " dropped",
-			    mech ? mech : "?", why ? " (auto: " : "", why ? why : "", why ? ")" : "", os.waits[0], os.waits[1],
-			    os.dropped);
+		add_mech(o, "off-cpu", mech ? mech : "?", why);
+		strbuf_addf(o, ", %" PRIu64 " waits blocked, %" PRIu64 " preempted, %" PRIu64 " dropped", os.waits[0],
+			    os.waits[1], os.dropped);
 		if (bpf)
 			strbuf_addf(o, ", %" PRIu64 " lost", os.lost);
 		if (bpf && d->smp->callchain)
