@@ -154,12 +154,12 @@ static const struct kept_stack *kept_find(const struct kept *k, uint64_t key)
 	return i && k->v[i - 1].key == key ? &k->v[i - 1] : NULL;
 }
 
-/* The frames of stack id of epoch into ips (zeros after them): their number,
- * 0 when the stack is gone. */
+/* The frames of stack id of epoch into ips: their number, 0 when the stack
+ * is gone. (A lookup in a stack map fills the value past its frames with
+ * zeros, which ends the count.) */
 static uint32_t stack_frames(struct tally_offcpu_bpf *b, uint32_t epoch, int32_t id, uint64_t *ips)
 {
 	uint32_t n = 0;
-	memset(ips, 0, OB_MAX_STACK * sizeof(*ips));
 	if (epoch == b->epoch || (epoch + 1 == b->epoch && b->old_live)) {
 		if (bpf_map_lookup_elem(b->stacks_fd[epoch & 1], &id, ips))
 			return 0;
