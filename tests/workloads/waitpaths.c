@@ -7,12 +7,12 @@
  * stack maps of `record --off-cpu --off-cpu-mechanism bpf -g`, which keep a
  * stack once, in a slot by its hash, until tally turns them over: a wait whose
  * slot is taken keeps one frame.
- * Prints `info waits N` and `info blocked_ns N` (the waits' total, measured
- * with the monotonic clock around each).
+ * Prints `info waits N`, `info blocked_ns N` (the waits' total, measured
+ * with the monotonic clock around each) and `info paused_ns N` (the pauses').
  */
 #include "workload.h"
 
-static double blocked_ms;
+static double blocked_ms, paused_ms;
 
 void path_0(unsigned i, int level);
 void path_1(unsigned i, int level);
@@ -59,10 +59,13 @@ int main(int argc, char **argv)
 		down(i, levels);
 		if (batch && (i + 1) % batch == 0 && i + 1 < n) {
 			struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000 };
+			double t0 = wl_wall_ms();
 			nanosleep(&ts, NULL);
+			paused_ms += wl_wall_ms() - t0;
 		}
 	}
 	printf("info waits %u\n", n);
 	printf("info blocked_ns %.0f\n", blocked_ms * 1e6);
+	printf("info paused_ns %.0f\n", paused_ms * 1e6);
 	return 0;
 }
