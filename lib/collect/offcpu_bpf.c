@@ -262,14 +262,14 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 	wait_for_runs(); /* no task goes off with the old epoch after this */
 	b->old_live = true;
 	/* a start deleted under the walk sends it back to the first key: it
-	 * walks again (duplicates go below), bounded for a map never still */
+	 * walks again (duplicates go below), at most 16 times the map's room
+	 * for a map never still */
 	uint64_t *keys = NULL;
-	size_t nkeys = 0, akeys = 0;
+	size_t nkeys = 0, akeys = 0, most = 16 * (size_t)bpf_map__max_entries(b->skel->maps.starts);
 	ob_u32 tid, at;
 	struct ob_start st;
 	bool first = true;
-	for (size_t guard = 0; guard < 16 * 65536 && !bpf_map_get_next_key(b->starts_fd, first ? NULL : &at, &tid);
-	     guard++) {
+	for (size_t guard = 0; guard < most && !bpf_map_get_next_key(b->starts_fd, first ? NULL : &at, &tid); guard++) {
 		first = false;
 		at = tid;
 		if (bpf_map_lookup_elem(b->starts_fd, &tid, &st) || st.key.epoch == b->epoch)
