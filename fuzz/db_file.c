@@ -5,7 +5,8 @@
  * session, the image list) are made here, fitting the input: as many events as
  * the input's counts have columns, and 64 images (for "images" itself, the
  * session only), of format 3 when the input is (a .prof that says so, stacks
- * whose first counts have a ':WEIGHT'), else 1. Oracles: what is accepted
+ * whose first counts have a ':WEIGHT'), of format 4 for binary stacks (its
+ * header's events), else 1. Oracles: what is accepted
  * holds what the format promises (counts and weights that add up without
  * wrapping, no weight without a sample, pids in
  * range, images that exist, sorted kernel symbols), errors are one line. */
@@ -80,10 +81,23 @@ static bool input_weighted(const char *s)
 	return false;
 }
 
-static void prerequisites(struct tally_db *db, int nevents, bool weighted)
+/* Whether the input is a binary stacks file (format 4); its events in *n. */
+static bool input_binary(const uint8_t *data, size_t size, int *n)
 {
+	if (strcmp(DB_FILE, "stacks") || size < 12 || memcmp(data, "TALLYSTK", 8))
+		return false;
+	uint32_t ne;
+	memcpy(&ne, data + 8, sizeof(ne));
+	*n = ne < 1 ? 1 : ne > 16 ? 16 : (int)ne;
+	return true;
+}
+
+/* version: 1, 3 (weights) or 4 (weights, binary stacks) */
+static void prerequisites(struct tally_db *db, int nevents, int version)
+{
+	bool weighted = version > 1;
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "format-version: %d\nevents: ", weighted ? 3 : 1);
+	strbuf_addf(&sb, "format-version: %d\nevents: ", version);
 	for (int e = 0; e < nevents; e++)
 		strbuf_addf(&sb, "%sev%d", e ? "," : "", e);
 	strbuf_addstr(&sb, "\nsamples: ");
@@ -173,15 +187,15 @@ static void check_stacks(const struct tally_db *db)
  * starts from a copy of the struct (what the file kinds that need them add is
  * their own arrays, freed after each input; the images are only read, but for
  * mntns's mark, which is cleared). */
-static struct tally_db *made[2][17];
+static struct tally_db *made[5][17];
 
-static void start_from(struct tally_db *db, int nevents, bool weighted)
+static void start_from(struct tally_db *db, int nevents, int version)
 {
-	if (!made[weighted][nevents]) {
-		made[weighted][nevents] = xcalloc(1, sizeof(*made[weighted][nevents]));
-		prerequisites(made[weighted][nevents], nevents, weighted);
+	if (!made[version][nevents]) {
+		made[version][nevents] = xcalloc(1, sizeof(*made[version][nevents]));
+		prerequisites(made[version][nevents], nevents, version);
 	}
-	*db = *made[weighted][nevents];
+	*db = *made[version][nevents];
 	for (size_t i = 0; i < db->nimages; i++)
 		db->images[i].foreign_ns = false;
 }
@@ -216,8 +230,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&db, 0, sizeof(db));
 	bool needs = strcmp(DB_FILE, "session") && strcmp(DB_FILE, "kernel.syms") && strcmp(DB_FILE, "tasks") &&
 		     strcmp(DB_FILE, "modules");
-	if (needs)
-		start_from(&db, input_events(text), input_weighted(text));
+	int nbin = 0;
+	if (needs && input_binary(data, size, &nbin))
+		start_from(&db, nbin, 4);
+	else if (needs)
+		start_from(&db, input_events(text), input_weighted(text) ? 3 : 1);
 	int r = parse_file(&db, DB_FILE, data, size);
 	if (r) {
 		fuzz_check_errmsg();

@@ -11,13 +11,16 @@
 #include "tally/agg.h"
 #include "tally/elfinfo.h"
 
-/* The format a database is written in: version 3 when it holds weights
- * (everything tally records, merges and flushes), else version 1, or version
- * 2 when it holds labels (docs/format.md); this tally reads all three.
- * Bundles keep their own version (1), which TALLY_FORMAT_VERSION also names. */
+/* The format a database is written in: version 4 when it holds weights
+ * (everything tally records, merges and flushes: version 3 with the stacks
+ * file binary), else version 1, or version 2 when it holds labels
+ * (docs/format.md); this tally reads all four (version 3: weights, stacks
+ * as text). Bundles keep their own version (1), which TALLY_FORMAT_VERSION
+ * also names. */
 #define TALLY_FORMAT_VERSION 1
 #define TALLY_FORMAT_VERSION_LABELS 2
 #define TALLY_FORMAT_VERSION_WEIGHTS 3
+#define TALLY_FORMAT_VERSION_BINARY_STACKS 4
 /* The largest file of a database (or bundle) a reader takes: about 40 times
  * the 'stacks' file of a million distinct call stacks. Database files are read only when
  * they are regular files (never through a symbolic link, a FIFO or a device). */

@@ -1196,7 +1196,7 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	memset(&b->session, 0, sizeof(b->session));
 	struct tally_meta *m = &out->session;
 	tally_meta_set(m, "format-version", "%d",
-		       b->weighted ? TALLY_FORMAT_VERSION_WEIGHTS
+		       b->weighted ? TALLY_FORMAT_VERSION_BINARY_STACKS
 				   : out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t e = 0; e < ne; e++)

@@ -13,8 +13,11 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 /* Whether db (its session read) is of the format version with labels (2):
  * its profiles may name a label set, its stacks name one after the pid. */
 bool tally_db_labelled(const struct tally_db *db);
-/* Whether it is format version 3: counts come with weights. */
+/* Whether it is format version 3 or 4: counts come with weights. */
 bool tally_db_weighted(const struct tally_db *db);
+/* Whether it is format version 4: its stacks file is binary (or text, as
+ * version 3's: either is read). */
+bool tally_db_binary_stacks(const struct tally_db *db);
 /* The session's weight-total, one per event, into out: 0, or -1 when it has
  * none (the reader checked its form). */
 int tally_db_weight_totals(const struct tally_db *db, uint64_t *out);

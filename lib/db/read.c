@@ -453,9 +453,9 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	const char *fv = tally_meta_get(&db->session, "format-version");
 	if (!fv)
 		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
-	if (strcmp(fv, "1") && strcmp(fv, "2") && strcmp(fv, "3"))
+	if (strcmp(fv, "1") && strcmp(fv, "2") && strcmp(fv, "3") && strcmp(fv, "4"))
 		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d to %d (use a newer tally)",
-				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_WEIGHTS);
+				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_BINARY_STACKS);
 	const char *ev = tally_meta_get(&db->session, "events");
 	if (!ev || !*ev)
 		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
@@ -480,7 +480,7 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 		int bad = tally_db_weight_totals(db, wt);
 		free(wt);
 		if (bad)
-			return tally_seterr(-EINVAL, "'%s': 'weight-total' must hold one count per event in a format 3 database (%s)",
+			return tally_seterr(-EINVAL, "'%s': 'weight-total' must hold one count per event in a database of format 3 or later (%s)",
 					    what, DAMAGED);
 		const char *u = tally_meta_get(&db->session, "weight-unit");
 		int nu = 0;
@@ -489,7 +489,7 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 			free(units[i]);
 		free(units);
 		if (nu != db->nevents)
-			return tally_seterr(-EINVAL, "'%s': 'weight-unit' must name one unit per event in a format 3 database (%s)",
+			return tally_seterr(-EINVAL, "'%s': 'weight-unit' must name one unit per event in a database of format 3 or later (%s)",
 					    what, DAMAGED);
 	}
 	const char *pp = tally_meta_get(&db->session, "per-pid");
@@ -502,13 +502,19 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 bool tally_db_labelled(const struct tally_db *db)
 {
 	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && (!strcmp(fv, "2") || !strcmp(fv, "3"));
+	return fv && (!strcmp(fv, "2") || !strcmp(fv, "3") || !strcmp(fv, "4"));
 }
 
 bool tally_db_weighted(const struct tally_db *db)
 {
 	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && !strcmp(fv, "3");
+	return fv && (!strcmp(fv, "3") || !strcmp(fv, "4"));
+}
+
+bool tally_db_binary_stacks(const struct tally_db *db)
+{
+	const char *fv = tally_meta_get(&db->session, "format-version");
+	return fv && !strcmp(fv, "4");
 }
 
 int tally_db_weight_totals(const struct tally_db *db, uint64_t *out)

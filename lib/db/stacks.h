@@ -12,6 +12,8 @@
 
 #include "tally/db.h"
 
+struct strbuf;
+
 struct frame_slot {
 	uint64_t offset;
 	uint32_t image;
@@ -50,6 +52,10 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 /* Moves the stacks into db (whose own are dropped): stack_counts and
  * stack_weights; s is left empty. */
 void tally_stackset_to_db(struct stackset *s, struct tally_db *db);
+/* The binary stacks file (format version 4, docs/format.md) of db's stacks
+ * (counts scounts, weights sweights, or counts x mean when NULL) into out. */
+int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts, const uint64_t *sweights,
+			      const uint64_t *mean, struct strbuf *out);
 /* Takes db's stacks into s, to add more to them; db is left without (a
  * database without stack_weights gives its counts x period-mean). */
 void tally_stackset_from_db(struct stackset *s, struct tally_db *db);
@@ -74,11 +80,13 @@ struct stacks_map {
 	bool weighted; /* format version 3: COUNT:WEIGHT per event */
 	const uint64_t *mean; /* not weighted: per column, what a sample weighs (its period-mean) */
 	const uint64_t *wtotals; /* weighted: per column, the session's weight-total the weights must add up to (NULL: unchecked) */
+	bool binary; /* format version 4: the file may be binary (or text, as version 3's) */
 };
 
-/* Reads the stacks file fd (named what in messages) into s: every line
- * checked, and the counts must add up to the session's samples of each event.
- * 0 or -errno with tally_seterr naming the file and line. */
+/* Reads the stacks file fd (named what in messages) into s, text or (format
+ * version 4) binary: every line or record checked, and the counts must add up
+ * to the session's samples of each event. 0 or -errno with tally_seterr
+ * naming the file and line (or stack, or frame). */
 int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const struct stacks_map *m);
 
 /* One part of the unread stacks: a file, or stacks added to a merge after
@@ -101,6 +109,7 @@ struct lazy_part {
 	bool weighted;     /* as in stacks_map */
 	uint64_t *mean;
 	uint64_t *wtotals; /* NULL: unchecked */
+	bool binary;
 	/* no file (what NULL): stacks held in memory, in the merge's images and
 	 * events, as the builder would have added them */
 	struct tally_frame *mframes;

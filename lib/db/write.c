@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "tally/db.h"
 #include "db-private.h"
+#include "stacks.h"
 #include "tally/util.h"
 
 #include <errno.h>
@@ -549,12 +550,13 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	struct tally_hidx names = { 0 };
 	char **used_names = NULL;
 	size_t nused = 0, aused = 0;
-	/* weights need version 3; without them, labels (tally merge) need version 2,
-	 * and everything else stays readable by version 1 readers */
+	/* weights need version 3, written as version 4 (binary stacks); without
+	 * them, labels (tally merge) need version 2, and everything else stays
+	 * readable by version 1 readers */
 	const uint64_t *counts = tally_db_raw_counts(db), *weights = tally_db_raw_weights(db);
 	const uint64_t *scounts = tally_db_raw_stack_counts(db), *sweights = tally_db_raw_stack_weights(db);
 	bool weighted = db->has_weights && weights;
-	int version = weighted ? TALLY_FORMAT_VERSION_WEIGHTS
+	int version = weighted ? TALLY_FORMAT_VERSION_BINARY_STACKS
 			       : db->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION;
 	uint64_t *mean = xcalloc(ne + 1, sizeof(uint64_t));
 	for (size_t e = 0; e < ne; e++)
@@ -663,7 +665,12 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	}
 
 	/* stacks, when call chains were recorded */
-	if (db->has_stacks) {
+	if (db->has_stacks && version >= TALLY_FORMAT_VERSION_BINARY_STACKS) {
+		strbuf_reset(&sb);
+		if ((ret = tally_stacks_write_binary(db, scounts, sweights, mean, &sb)) ||
+		    (ret = k->put(k, "stacks", sb.buf, sb.len)))
+			goto out;
+	} else if (db->has_stacks) {
 		strbuf_reset(&sb);
 		strbuf_addstr(&sb, version > 2   ? "# count:weight[,count:weight...] pid label frames (image-index:hex-offset, leaf first)\n"
 				   : version > 1 ? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"

@@ -1,5 +1,5 @@
 # func_weights.py DB BINARY FUNC...: per function of BINARY (its range from nm), the
-# samples and the weights its format 3 .prof files in DB hold: "FUNC SAMPLES WEIGHT".
+# samples and the weights its format 3 or 4 .prof files in DB hold: "FUNC SAMPLES WEIGHT".
 import struct, sys, glob, subprocess
 # usage: fw.py DB BINARY FUNC... -> per function: samples weight
 db, binary, funcs = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -32,7 +32,8 @@ for path in glob.glob(db + '/' + name + '-*.prof'):
         k, v = lines[i].split(': ', 1)
         hdr[k] = v
         i += 1
-    assert hdr.get('format-version') == '3', path + ': not format 3'
+    # format 3 and 4 (4: the same .prof files, binary stacks)
+    assert hdr.get('format-version') in ('3', '4'), path + ': not format 3 or 4'
     for l in lines[i + 1:]:
         if not l:
             continue

@@ -676,7 +676,7 @@ prof_files() {
 
 # prof_sum FILE...: check the layout of .prof files (`key: value` header
 # lines first, then `HEXOFFSET COUNT...` lines, one count per event, each
-# followed by its weight in format 3; a
+# followed by its weight in format 3 and 4; a
 # `samples:` header, when present, must equal the file's counts) and print
 # the sum of all the counts.
 prof_sum() {
@@ -702,8 +702,8 @@ for path in sys.argv[1:]:
             print("%s line %d: expected `HEXOFFSET COUNT`, got %r" % (path, no, line))
             sys.exit(1)
         cols = line.split()[1:]
-        # format 3: a weight after each count
-        if headers.get("format-version") == "3":
+        # format 3 and 4: a weight after each count
+        if headers.get("format-version") in ("3", "4"):
             cols = cols[0::2]
         mine += sum(int(c) for c in cols)
     if not headers:
@@ -716,6 +716,28 @@ for path in sys.argv[1:]:
     total += mine
 print(total)
 EOF
+}
+
+# stacks_text DB: DB's stacks file as text, on stdout: a binary one (format
+# version 4) in the version 3 text layout, `COUNT:WEIGHT[,...] PID LABEL
+# IMAGE:HEXOFFSET...` (leaf first) under a `#` line; a text one as it is.
+# Through tests/e2e/stacks.py, which checks the binary layout (docs/format.md)
+# on its own and fails on anything malformed.
+stacks_text() {
+	python3 "$SRCDIR/tests/e2e/stacks.py" text "$1" || fail "cannot read the stacks of $1 (stacks.py above)"
+}
+
+# stacks_to_text DB: rewrite DB's stacks file as that text (atomically; the
+# session's format-version stays: tally reads a text stacks file in any
+# version), e.g. to damage its lines with sed or awk.
+stacks_to_text() {
+	python3 "$SRCDIR/tests/e2e/stacks.py" to-text "$1" || fail "cannot turn the stacks of $1 into text (stacks.py above)"
+}
+
+# stacks_to_binary DB: rewrite DB's text stacks file (version 3 layout) in the
+# binary layout of format version 4.
+stacks_to_binary() {
+	python3 "$SRCDIR/tests/e2e/stacks.py" to-binary "$1" || fail "cannot turn the stacks of $1 into binary (stacks.py above)"
 }
 
 # session_key DB KEY: the value of `KEY: value` in DB/session.

@@ -11,8 +11,14 @@ out-of-range numbers, counts that wrap 2^64 and still add up, duplicated and
 10 MB lines, NUL bytes, invalid UTF-8, names with `../`, emptied fields,
 symlinks (to a file outside the database, to /dev/zero, to a directory,
 dangling, a loop), FIFOs and directories in place of files, and damage aimed
-at known weak spots.  COUNT random mutants (seeded by SEED and NAME: the same
-plan every run) follow the aimed ones; half as many under a sanitizer build.
+at known weak spots.  The damage aimed at the lines of a binary stacks file
+(format version 4) is done to it made text first (tests/e2e/stacks.py; tally
+reads a text stacks file in any version); the binary file gets its own:
+truncated, a wrong magic, header counts and sizes that disagree (and wrap
+2^64), a frame number, image, pid or label set out of range, frames swapped,
+a stack without frames, counts that wrap 2^64 and still add up.  COUNT random
+mutants (seeded by SEED and NAME: the same plan every run) follow the aimed
+ones; half as many under a sanitizer build.
 
 Problems, by class:
   hang       over TALLY_MUTATE_TIMEOUT seconds of CPU (default 2, for commands
@@ -57,6 +63,9 @@ import stat
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stacks as stacksfile  # noqa: E402 (tests/e2e/stacks.py)
 
 TALLY = os.environ["TALLY"]
 SECRET = "TALLY-SECRET-4f1c9e"
@@ -326,19 +335,168 @@ def a_wrap_prof(db, f):
     return "counts %d and %d -> 2^64-1 and %d (same sum modulo 2^64)" % (ca, cb, ca + cb + 1)
 
 
+def stacks_as_text(db, f):
+    """a binary stacks file (format version 4) rewritten as text (the version 3
+    layout, COUNT:WEIGHT[,...] PID LABEL IMAGE:OFFSET...), for damage aimed at
+    its lines; a text one is left as it is.  Returns whether it was binary."""
+    path, binary, _, st, _ = stacksfile.load(os.path.join(db, f), False)
+    if binary:
+        stacksfile.replace(path, stacksfile.write_text(st))
+    return binary
+
+
+# a stack's line: COUNT[:WEIGHT][,...] PID [LABEL] FRAMES (group 1: the counts)
+STACK_LINE = rb"([0-9][0-9,:]*) [0-9]+ "
+
+
+def first_count(field):
+    """(the first event's count, the rest of the COUNT[:WEIGHT][,...] field)"""
+    c = re.match(rb"[0-9]+", field).group()
+    return int(c), field[len(c):]
+
+
 def a_wrap_stacks(db, f):
+    stacks_as_text(db, f)
     p = os.path.join(db, f)
     ls = lines_of(rd(p))
-    idx = [i for i, l in enumerate(ls) if re.match(rb"[0-9]+ ", l)]
+    idx = [i for i, l in enumerate(ls) if re.match(STACK_LINE, l)]
     if len(idx) < 2:
         return None
     i, j = idx[0], idx[1]
     a, b = ls[i].split(b" ", 1), ls[j].split(b" ", 1)
-    ca, cb = int(a[0]), int(b[0])
-    ls[i] = str(U64 - 1).encode() + b" " + a[1]
-    ls[j] = str(ca + cb + 1).encode() + b" " + b[1]
+    (ca, ra), (cb, rb_) = first_count(a[0]), first_count(b[0])
+    ls[i] = str(U64 - 1).encode() + ra + b" " + a[1]
+    ls[j] = str(ca + cb + 1).encode() + rb_ + b" " + b[1]
     wr(p, b"\n".join(ls))
-    return "stack counts %d and %d -> 2^64-1 and %d" % (ca, cb, ca + cb + 1)
+    return "stack counts %d and %d -> 2^64-1 and %d (as text)" % (ca, cb, ca + cb + 1)
+
+
+def bin_stacks(db, f):
+    """the binary stacks file's bytes and where its parts start: (data,
+    nevents, nframes, nstacks, nrefs, frames, stacks, values, refs), or None
+    when it is not binary"""
+    d = bytearray(rd(os.path.join(db, f)))
+    if not d.startswith(stacksfile.MAGIC) or len(d) < stacksfile.HEADER.size:
+        return None
+    _, ne, _, nf, ns, nr = stacksfile.HEADER.unpack_from(d, 0)
+    fo = stacksfile.HEADER.size
+    so = fo + 16 * nf
+    vo = so + 16 * ns
+    ro = vo + 16 * ne * ns
+    return d, ne, nf, ns, nr, fo, so, vo, ro
+
+
+def a_bin(how):
+    """damage of the binary stacks file (format version 4), in its own terms"""
+    def f(db, fn):
+        b = bin_stacks(db, fn)
+        if b is None:
+            return None
+        d, ne, nf, ns, nr, fo, so, vo, ro = b
+        put32 = lambda at, v: d.__setitem__(slice(at, at + 4), (v & 0xffffffff).to_bytes(4, "little"))
+        put64 = lambda at, v: d.__setitem__(slice(at, at + 8), (v % U64).to_bytes(8, "little"))
+        get32 = lambda at: int.from_bytes(d[at:at + 4], "little")
+        get64 = lambda at: int.from_bytes(d[at:at + 8], "little")
+        if how == "truncate":
+            del d[-1:]
+            what = "1 byte short"
+        elif how == "truncate-header":
+            del d[20:]
+            what = "cut inside the header"
+        elif how == "magic":
+            d[:8] = b"TALLYSTQ"
+            what = "magic TALLYSTQ"
+        elif how == "extra":
+            d += b"\0" * 16
+            what = "16 bytes past its end"
+        elif how == "nevents":
+            put32(8, ne + 1)
+            what = "nevents %d -> %d" % (ne, ne + 1)
+        elif how == "nframes-huge":
+            put64(16, (1 << 32) + nf)
+            what = "nframes %d -> %d" % (nf, (1 << 32) + nf)
+        elif how == "nframes-wrap":
+            put64(16, nf + (1 << 60))
+            what = "nframes %d -> %d (16 x nframes wraps 2^64 to the file's size)" % (nf, nf + (1 << 60))
+        elif how == "nstacks-wrap":
+            # nstacks x 16 (1 + nevents) bytes wraps 2^64 back to the file's size
+            k = 16 * (1 + ne)
+            if (1 << 64) % k:
+                return None
+            put64(24, ns + (1 << 64) // k)
+            what = "nstacks %d -> %d (the size wraps 2^64 to the file's)" % (ns, ns + (1 << 64) // k)
+        elif how == "nrefs-wrap":
+            put64(32, nr + (1 << 62))
+            what = "nrefs %d -> %d (4 x nrefs wraps 2^64 to the file's size)" % (nr, nr + (1 << 62))
+        elif how == "ref":
+            if not nr:
+                return None
+            put32(len(d) - 4, 0xffffffff)
+            what = "the last frame number -> 0xffffffff"
+        elif how == "ref-past":
+            if not nr:
+                return None
+            put32(ro, nf)
+            what = "the first frame number -> %d, one past the frames" % nf
+        elif how == "image":
+            if not nf:
+                return None
+            at = fo + 16 * (nf - 1)
+            what = "the last frame's image %d -> 0xfffffff0" % get32(at)
+            put32(at, 0xfffffff0)
+        elif how == "unsorted":
+            if nf < 2:
+                return None
+            d[fo:fo + 16], d[fo + 16:fo + 32] = d[fo + 16:fo + 32], d[fo:fo + 16]
+            what = "frames 0 and 1 swapped"
+        elif how == "frame-reserved":
+            if not nf:
+                return None
+            put32(fo + 4, 1)
+            what = "frame 0's reserved word -> 1"
+        elif how in ("pid", "label", "len0", "len-huge"):
+            if ns < 2:
+                return None
+            if how == "pid":
+                put32(so, 0xffffffff)
+            elif how == "label":
+                put32(so + 4, 0xffffffff)
+            elif how == "len0":
+                # its frames go to the next stack: the frame numbers still add up
+                put32(so + 16 + 8, get32(so + 8) + get32(so + 16 + 8))
+                put32(so + 8, 0)
+            else:
+                put32(so + 8, 0xffffffff)
+            what = "the first stack's %s" % {"pid": "pid -> 0xffffffff", "label": "label set -> 0xffffffff",
+                                             "len0": "frames -> 0 (the next stack's longer)",
+                                             "len-huge": "length -> 0xffffffff"}[how]
+        elif how in ("count", "wrap", "weight-no-sample"):
+            if ns < 2:
+                return None
+            a, b = vo, vo + 16 * ne  # the first event's count of stacks 0 and 1
+            ca, cb = get64(a), get64(b)
+            if how == "count":
+                put64(a, ca + 1000)
+                what = "the first stack's count %d -> %d" % (ca, ca + 1000)
+            elif how == "wrap":
+                put64(a, U64 - 1)
+                put64(b, ca + cb + 1)
+                what = "stack counts %d and %d -> 2^64-1 and %d (same sum modulo 2^64)" % (ca, cb, ca + cb + 1)
+            else:
+                put64(b, ca + cb)
+                put64(a, 0)
+                what = "the first stack's count 0 (its weight kept), the second's %d" % (ca + cb)
+        else:
+            raise ValueError(how)
+        wr(os.path.join(db, fn), bytes(d))
+        return what
+    return f
+
+
+BIN_KINDS = ["truncate", "truncate-header", "magic", "extra", "nevents", "nframes-huge", "nframes-wrap", "nstacks-wrap",
+             "nrefs-wrap",
+             "ref", "ref-past", "image", "unsorted", "frame-reserved", "pid", "label", "len0", "len-huge", "count",
+             "wrap", "weight-no-sample"]
 
 
 def a_huge_count(db, f):
@@ -360,7 +518,8 @@ def a_pid_wrap(db, f):
     if f == "tasks":
         ok = sub_line(db, f, rb"^[0-9]+\t", b"4294967295\t")
     elif f == "stacks":
-        ok = sub_line(db, f, rb"^([0-9,]+) [0-9]+ ", rb"\1 4294967295 ", count=0)
+        stacks_as_text(db, f)
+        ok = sub_line(db, f, rb"^" + STACK_LINE, rb"\1 4294967295 ", count=0)
     else:
         ok = sub_line(db, f, rb"^pid: [0-9]+$", b"pid: 4294967295")
     return "pid -> 4294967295" if ok else None
@@ -479,18 +638,22 @@ def a_call_graph_none(db, f):
 
 
 def a_bigstack(db, f):
-    """a stack of 10 MB of frames: two callers of the leaf in different images
+    """a stack of 2.5 MB of frames: two callers of the leaf in different images
     (so surely different functions), one after the other, over and over (a
-    recursion 500,000 calls deep), in the stack with the most samples (so
-    that no --percent-limit leaves it out)"""
+    recursion about 140,000 calls deep: a quarter of the 10 MB of the other
+    long lines, so that report --tree, 1 s of CPU at 10 MB, stays well inside
+    the hang limit on a busy machine), in the stack with the most samples (so
+    that no --percent-limit leaves it out); as text (COUNT:WEIGHT[,...] PID
+    LABEL FRAMES, the leaf first)"""
+    stacks_as_text(db, f)
     p = os.path.join(db, f)
     ls = lines_of(rd(p))
     best = None
-    weight = lambda l: sum(int(c) for c in l.split(b" ")[0].split(b","))
+    weight = lambda l: sum(int(c.split(b":")[0]) for c in l.split(b" ")[0].split(b","))
     for i, l in enumerate(ls):
-        if not re.match(rb"[0-9,]+ [0-9]+ ", l):
+        if not re.match(rb"[0-9,:]+ [0-9]+ [0-9]+ [0-9]+:", l):
             continue
-        callers = l.split(b" ")[3:]
+        callers = l.split(b" ")[4:]
         for x in callers:
             y = next((y for y in callers if y.split(b":")[0] != x.split(b":")[0]), None)
             if y and (best is None or weight(l) > weight(ls[best[0]])):
@@ -501,9 +664,9 @@ def a_bigstack(db, f):
         return None
     i, x, y = best
     fs = ls[i].split(b" ")
-    ls[i] = b" ".join(fs[:3] + [x, y] * (BIG // (len(x) + len(y) + 2)) + fs[3:])
+    ls[i] = b" ".join(fs[:4] + [x, y] * (BIG // 4 // (len(x) + len(y) + 2)) + fs[4:])
     wr(p, b"\n".join(ls))
-    return "line %d: frames %s and %s repeated to 10 MB" % (i + 1, x.decode(), y.decode())
+    return "line %d: frames %s and %s repeated to 2.5 MB" % (i + 1, x.decode(), y.decode())
 
 
 def aimed(db):
@@ -527,6 +690,8 @@ def aimed(db):
     if "stacks" in files:
         out += [("wrap", "stacks", a_wrap_stacks), ("bigline", "stacks", a_bigstack),
                 ("session:call-graph", "session", a_call_graph_none)]
+        if bin_stacks(db, "stacks"):
+            out += [("bin-" + k, "stacks", a_bin(k)) for k in BIN_KINDS]
     if per_pid:
         out += [("pidwrap", main_prof, a_pid_wrap), ("pidwrap", "tasks", a_pid_wrap), ("emptycomm", "tasks", a_empty_comm),
                 ("emptycomm", main_prof, a_empty_comm)]

@@ -10,6 +10,8 @@ for opt in -g "--call-graph fp"; do
 		read -ra o <<<"$opt"
 		tally_ok record "${o[@]}" -F 2000 -o "$db" -- "$WORKLOADS/$w" 300
 		[[ -s $db/stacks ]] || fail "record $opt: the database has no 'stacks' file (docs/format.md); files: $(ls "$db" | tr '\n' ' ')"
+		n=$(stacks_text "$db" | grep -vc '^#') || true
+		((n > 0)) || fail "record $opt: the 'stacks' file holds no stack: $(stacks_text "$db" | head -c 300)"
 		t=$(truth caller_a)
 		near "$t" 75 3 "$w: the workload's own caller_a share"
 		report_json "$db.json" -i "$db" --symbols

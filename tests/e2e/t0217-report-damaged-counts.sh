@@ -6,7 +6,10 @@
 # total) or, for gmon, looped ~2.8e14 times.  Each command now refuses such a
 # database with one line naming the file and the line.  A stacks pid past
 # 2^31 (read as -1) is refused the same way, and a consistent but enormous
-# count no longer makes gmon.out grow without bound.
+# count no longer makes gmon.out grow without bound.  The stacks are damaged
+# as text (tally reads a text stacks file in any format version; the binary
+# one of format version 4 is made text first, tests/e2e/stacks.py), and the
+# same damage made binary again is refused too, naming the file.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 2000 -o good -- "$WORKLOADS/split_funcs" 300
@@ -26,7 +29,7 @@ if path.endswith("stacks"):
     data = [i for i, l in enumerate(lines) if l and not l.startswith("#")]
 if len(data) < 2:
     sys.exit("fewer than two data lines in " + path)
-# format 3 stacks: COUNT:WEIGHT per event (the weight is kept)
+# text stacks (format 3, or 4 made text): COUNT:WEIGHT per event (the weight is kept)
 def count(l):
     return int(l.split(" ")[1 if not path.endswith("stacks") else 0].split(",")[0].split(":")[0])
 def setcount(l, c):
@@ -45,9 +48,10 @@ PY
 }
 
 # every reading command, each refusing with one line naming FILE and line LN
+# (or, given, matching RE)
 all_refuse() {
 	local db=$1 file=$2 ln=$3
-	local re="^tally: '$db/$file' line $ln: the counts add up past 18446744073709551615"
+	local re=${4:-"^tally: '$db/$file' line $ln: the counts add up past 18446744073709551615"}
 	if [[ $file == stacks ]]; then
 		# report reads the stacks only for the views that need them (t0670)
 		expect_fail_with "$re" "$TALLY" report -i "$db" --children
@@ -67,15 +71,25 @@ ln=$(wrap "wrap.db/$prof") || fail "could not damage $prof"
 all_refuse wrap.db "$prof" "$ln"
 
 cp -a good swrap.db
+stacks_to_text swrap.db
 ln=$(wrap swrap.db/stacks) || fail "could not damage the stacks"
 all_refuse swrap.db stacks "$ln"
+# the same counts in a binary stacks file
+cp -a swrap.db swrapb.db
+stacks_to_binary swrapb.db
+[[ $(head -c 8 swrapb.db/stacks) == TALLYSTK ]] || fail "stacks.py to-binary did not make swrapb.db/stacks binary"
+all_refuse swrapb.db stacks - "^tally: 'swrapb\.db/stacks'.*(add up past|wrap|overflow)"
 
 # a pid past 2^31 in a stack
 cp -a good spid.db
+stacks_to_text spid.db
 sed -i '0,/^\([0-9][0-9,:]*\) [0-9][0-9]* /s//\1 4294967295 /' spid.db/stacks
 ln=$(grep -n ' 4294967295 ' spid.db/stacks | cut -d: -f1)
-[[ -n $ln ]] || fail "could not set a stack's pid: $(head -3 good/stacks)"
+[[ -n $ln ]] || fail "could not set a stack's pid: $(head -3 spid.db/stacks)"
 expect_fail_with "^tally: 'spid\.db/stacks' line $ln: pid 4294967295 is not a process id" "$TALLY" report -i spid.db --tree
+cp -a spid.db spidb.db
+stacks_to_binary spidb.db
+expect_fail_with "^tally: 'spidb\.db/stacks'.*pid" "$TALLY" report -i spidb.db --tree
 
 # a consistent database with one enormous count (2^62 samples at one address):
 # gmon.out's 16-bit bins would need 7e13 records of the histogram; refused at

@@ -84,9 +84,11 @@ while todo:
 print(best)' "$1" || fail "cannot read the tree of $1"
 }
 
-# max_stack DB: the most frames of one stack in DB/stacks
+# max_stack DB: the most frames of one stack in DB/stacks (read as text:
+# COUNT:WEIGHT PID LABEL FRAME...)
 max_stack() {
-	awk '!/^#/ && NF > 2 { if (NF - 2 > m) m = NF - 2 } END { print m + 0 }' "$1/stacks"
+	stacks_text "$1" >"$1.stacks.txt"
+	awk '!/^#/ && NF > 3 { if (NF - 3 > m) m = NF - 3 } END { print m + 0 }' "$1.stacks.txt"
 }
 
 # reports DB: every call-graph report of DB, text and JSON, finishes and

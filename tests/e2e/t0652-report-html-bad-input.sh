@@ -33,6 +33,9 @@ kept() {
 	echo "old page" >r.html
 	expect_fail_with "^tally: no database at 'missing\.db'" "$TALLY" report -i missing.db --html r.html
 	cp -r cs.db bad.db
+	# (a binary stacks file, format version 4, made text first: tally reads
+	# either, and names the line of text that is damaged)
+	stacks_to_text bad.db
 	echo "garbage line" >>bad.db/stacks
 	expect_fail_with "^tally: 'bad\.db/stacks' line [0-9]+: .*damaged" "$TALLY" report -i bad.db --html r.html
 	expect_fail_with "^tally: 'cs\.db' was recorded without --per-pid, so it cannot be filtered by --pid" \

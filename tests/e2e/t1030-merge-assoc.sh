@@ -3,7 +3,7 @@
 # merge(merge(a,b),c), merge(a,merge(b,c)), merge(a,b,c) and merge(c,b,a)
 # are the same files, and merge(a,b) = merge(b,a) (three recordings with
 # call graphs, two programs). The merge sums: its samples are the inputs'
-# together, per function too; it is format version 3 (weights, labels) with a label set per
+# together, per function too; it is format version 4 (weights, labels, binary stacks) with a label set per
 # input (host, run); each input's own report comes back with --label run=.
 . "$SRCDIR/tests/e2e/lib.sh"
 
@@ -28,7 +28,7 @@ same ab_c.db a_bc.db
 same ab_c.db abc.db
 same abc.db cba.db
 
-grep -qx "format-version: 3" abc.db/session && [[ -e abc.db/labels ]] || fail "a merge with labels is not format version 3 with labels: $(head -3 abc.db/session)"
+grep -qx "format-version: 4" abc.db/session && [[ -e abc.db/labels ]] || fail "a merge with labels is not format version 4 with labels: $(head -3 abc.db/session)"
 # a label set per input, beside the command names each recording kept (comm=NAME)
 [[ $(grep -v '^#' abc.db/labels | sed -E 's/\tcomm=[^\t]*//' | cut -f2- | sort -u | wc -l) == 3 ]] ||
 	fail "3 inputs, not 3 label sets apart from comm: $(cat abc.db/labels)"

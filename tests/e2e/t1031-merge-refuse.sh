@@ -73,20 +73,32 @@ report_json e4.json -i flat.db
 note "different events kept apart: page-faults $(tjson e1.json total page-faults), cpu-clock $(tjson e3.json total cpu-clock)"
 
 # an input's stacks are read at its add, straight into the merge's: a damaged
-# file refuses the merge (its name, the fault), and nothing is written
+# file refuses the merge (its name, the fault), and nothing is written; the
+# stacks are damaged as text (the binary file of format version 4 read as
+# text through tests/e2e/stacks.py; tally reads either), then as binary
 tally_ok record -g -F 999 -o fp2.db -- "$W" 200
 cp -r fp2.db dmg.db
-awk '!/^#/ && !done { split($1, cw, ":"); $1 = (cw[1] + 1000) ":" cw[2]; done = 1 } { print }' fp2.db/stacks >dmg.db/stacks
+stacks_text fp2.db | awk '!/^#/ && !done { split($1, cw, ":"); $1 = (cw[1] + 1000) ":" cw[2]; done = 1 } { print }' >dmg.db/stacks
 expect_fail_with "^tally: 'dmg\.db/stacks': its stacks hold [0-9]+ 'cpu-clock' samples but the session counted [0-9]+ \(the file is truncated or damaged: record again\)$" \
 	"$TALLY" merge -o bad.db fp.db dmg.db
 [[ ! -e bad.db ]] || fail "a merge of a damaged input wrote bad.db"
-# ... and a merged input (version 3, labelled) whose stack names a label set it has not
+cp -r dmg.db dmgb.db
+stacks_to_binary dmgb.db
+expect_fail_with "^tally: 'dmgb\.db/stacks': its stacks hold [0-9]+ 'cpu-clock' samples but the session counted [0-9]+ " \
+	"$TALLY" merge -o bad.db fp.db dmgb.db
+[[ ! -e bad.db ]] || fail "a merge of a damaged (binary) input wrote bad.db"
+# ... and a merged input (version 4, labelled) whose stack names a label set it has not
 tally_ok merge -o lab.db fp.db fp2.db
-grep -qx 'format-version: 3' lab.db/session || fail "a merge with labels is not version 3: $(head -1 lab.db/session)"
+grep -qx 'format-version: 4' lab.db/session || fail "a merge with labels is not version 4: $(head -1 lab.db/session)"
 cp -r lab.db labdmg.db
-awk '!/^#/ && !done { $3 = 9; done = 1 } { print }' lab.db/stacks >labdmg.db/stacks
+stacks_text lab.db | awk '!/^#/ && !done { $3 = 9; done = 1 } { print }' >labdmg.db/stacks
 expect_fail_with "^tally: 'labdmg\.db/stacks' line 2: label set 9 is not in 'labels' \(the database is damaged: record it again\)$" \
 	"$TALLY" merge -o bad.db fp.db labdmg.db
 expect_fail_with "^tally: 'labdmg\.db/stacks' line 2: label set 9 is not in 'labels'" \
 	"$TALLY" report -i labdmg.db --children
 [[ ! -e bad.db ]] || fail "a merge of a damaged input wrote bad.db"
+cp -r labdmg.db labdmgb.db
+stacks_to_binary labdmgb.db
+expect_fail_with "^tally: 'labdmgb\.db/stacks'.*label" "$TALLY" merge -o bad.db fp.db labdmgb.db
+expect_fail_with "^tally: 'labdmgb\.db/stacks'.*label" "$TALLY" report -i labdmgb.db --children
+[[ ! -e bad.db ]] || fail "a merge of a damaged (binary) input wrote bad.db"

@@ -8,7 +8,7 @@
 # the database lacks is one line of error. Merging with `--label run=`
 # sums the runs of a host into one label set.  The text report and the folded
 # stacks are compared in samples (--samples): a merge keeps no period of its
-# inputs' until the database holds weights (format 3).
+# inputs' until the database holds weights (format 3 and later).
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 999 -o a.db -- "$WORKLOADS/split_funcs" 250
@@ -90,8 +90,8 @@ report_json a2.json -i a.db --symbols
 report_json c2.json -i c.db --symbols
 [[ $(tjson h.json func work_a) == $(($(tjson a2.json func work_a) + $(tjson c2.json func work_a))) ]] || fail "--label run=: work_a does not add up"
 [[ $(find hosts.db -name '*.prof' | wc -l) -le $(find a.db c.db -name '*.prof' | wc -l) ]] || fail "--label run=: more profiles than the inputs"
-# and with no merge labels at all: format version 3 (weights), the labels only
+# and with no merge labels at all: format version 4 (weights, binary stacks), the labels only
 # the command names the recordings kept
 tally_ok merge -o plain.db --label host= --label run= a.db c.db
-grep -qx 'format-version: 3' plain.db/session || fail "a merge without labels is not version 3: $(head -1 plain.db/session)"
+grep -qx 'format-version: 4' plain.db/session || fail "a merge without labels is not version 4: $(head -1 plain.db/session)"
 [[ -z $(grep -v '^#' plain.db/labels | cut -f2- | grep -vP '^comm=[^\t]*$') ]] || fail "a merge with host= and run= keeps labels: $(cat plain.db/labels)"

@@ -10,7 +10,7 @@ one() {
 	tally_ok record -F 999 -o "$w.db" -- "$WORKLOADS/cputime" "$WORKLOADS/$w"
 	local cpu total samples unit
 	cpu=$(info_val cpu_ns)
-	[[ $(session_key "$w.db" format-version) == 3 ]] || fail "$w: the database is not format 3"
+	[[ $(session_key "$w.db" format-version) == 4 ]] || fail "$w: the database is not format 4 (weights)"
 	[[ $(session_key "$w.db" randomized) == yes ]] || fail "$w: the period was not randomized"
 	unit=$(session_key "$w.db" weight-unit)
 	[[ $unit == ns ]] || fail "$w: weight-unit is '$unit', expected ns"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Databases of format 1 (before weights) still read, and merge into a format 3
+# Databases of format 1 (before weights) still read, and merge into a format 4
 # one whose weights give each input's samples that input's own period-mean:
 # two old recordings at different periods merge exactly.
 . "$SRCDIR/tests/e2e/lib.sh"
@@ -26,9 +26,9 @@ grep -q 'nomap' out || fail "the report of a format 1 database names no nomap ro
 grep -Eq '\b40\b' out || fail "the report of a format 1 database does not show its 40 samples: $(head -c 500 out)"
 note "format 1 database reads"
 
-# it merges: format 3, each input weighed by its own period-mean
+# it merges: format 4, each input weighed by its own period-mean
 tally_ok merge -o m.db --label host= --label run= old1.db old2.db
-[[ $(session_key m.db format-version) == 3 ]] || fail "the merge of format 1 inputs is not format 3"
+[[ $(session_key m.db format-version) == 4 ]] || fail "the merge of format 1 inputs is not format 4"
 wt=$(session_key m.db weight-total)
 [[ $wt == 60000000 ]] || fail "the merge weighs $wt ns, expected 40 x 1000000 + 10 x 2000000 = 60000000"
 line10=$(grep -h '^10 ' m.db/nomap-*.prof)

@@ -286,7 +286,8 @@ static void to_v1(const char *path)
 	tally_db_release(&db);
 }
 
-/* The standard database as tally writes it: format 3, with weights. */
+/* The standard database as tally writes it: format 4, with weights (and
+ * with call graphs, binary stacks). */
 static void write_std3(struct fixture *fx, int nevents, const char *cg)
 {
 	struct tally_agg a;
@@ -1480,7 +1481,8 @@ static int true_index(struct fixture *fx)
 
 /* ---- format 3: weights ---- */
 
-/* The standard database as recorded (format 3): the weights come back as the
+/* The standard database as recorded (format 4: version 3's weights, binary
+ * stacks): the weights come back as the
  * aggregate summed them (tally_agg_count: a period of 1), in the flat
  * profile, the stacks and the session's weight-total; damaged weights are
  * refused with their file and line. */
@@ -1491,7 +1493,7 @@ static void test_db__v3_weights(void **state)
 	struct tally_db db;
 	if (tally_db_open(&db, fx->db))
 		fail_msg("tally_db_open: %s", tally_errmsg());
-	assert_string_equal(tally_meta_get(&db.session, "format-version"), "3");
+	assert_string_equal(tally_meta_get(&db.session, "format-version"), "4");
 	assert_true(db.has_weights);
 	assert_non_null(db.weights);
 	assert_non_null(db.stack_weights);
@@ -1542,15 +1544,17 @@ static void test_db__v3_weights(void **state)
 	unit_write_str(prof, text);
 	/* stacks: a weight that wraps, and one without its count */
 	char *stacks = unit_path(fx->db, "stacks");
-	char *st = unit_read(stacks, NULL);
+	size_t stlen;
+	char *st = unit_read(stacks, &stlen);
 	char buf[256];
+	/* (text stacks, as version 3's, in a version 4 database: read as text) */
 	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10000 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: the weights add up past");
 	snprintf(buf, sizeof(buf), "# damaged\n14:14000,10:10000 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: a weight of 1 for no sample");
-	unit_write_str(stacks, st);
+	unit_write(stacks, st, stlen);
 	assert_int_equal(tally_db_open(&db, fx->db), 0);
 	tally_db_release(&db);
 	/* the session's weight keys: a total the files do not add up to, a unit
@@ -1590,6 +1594,120 @@ static void test_db__v3_weights(void **state)
 	free(stacks);
 	free(text);
 	free(prof);
+}
+
+/* ---- format 4: binary stacks ---- */
+
+/* bin with the u32 (u64) at off set to v, written as fx's stacks file */
+static void bin_put32(const char *path, const char *bin, size_t len, size_t off, uint32_t v)
+{
+	char *c = xmalloc(len);
+	memcpy(c, bin, len);
+	memcpy(c + off, &v, sizeof(v));
+	unit_write(path, c, len);
+	free(c);
+}
+
+static void bin_put64(const char *path, const char *bin, size_t len, size_t off, uint64_t v)
+{
+	char *c = xmalloc(len);
+	memcpy(c, bin, len);
+	memcpy(c + off, &v, sizeof(v));
+	unit_write(path, c, len);
+	free(c);
+}
+
+/* The standard database as recorded (format 4) holds its stacks binary: read
+ * now or later, they are the stacks that the same database written as text
+ * (format 1) holds; each kind of damage is refused with the file named, and
+ * a binary file in an older database too. */
+static void test_db__binary_stacks(void **state)
+{
+	struct fixture *fx = *state;
+	write_std3(fx, 2, "fp");
+	char *stacks = unit_path(fx->db, "stacks");
+	size_t len;
+	char *bin = unit_read(stacks, &len);
+	assert_true(len >= 40);
+	assert_memory_equal(bin, "TALLYSTK", 8);
+	uint32_t nev;
+	uint64_t nf, ns, nr;
+	memcpy(&nev, bin + 8, 4);
+	memcpy(&nf, bin + 16, 8);
+	memcpy(&ns, bin + 24, 8);
+	memcpy(&nr, bin + 32, 8);
+	assert_int_equal(nev, 2);
+	assert_int_equal(len, 40 + 16 * nf + 16 * ns + 16 * nev * ns + 4 * nr);
+	struct tally_db db, later;
+	assert_int_equal(tally_db_open(&db, fx->db), 0);
+	assert_int_equal(db.nstacks, ns);
+	assert_int_equal(tally_db_open_dir_flags(&later, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_int_equal(later.nstacks, 0);
+	assert_int_equal(tally_db_load_stacks(&later), 0);
+	assert_same_stacks(&later, &db);
+	tally_db_release(&later);
+
+	/* damage: each named, with the file */
+	size_t frames = 40, stk = frames + 16 * nf, vals = stk + 16 * ns, refs = vals + 16 * nev * ns;
+	unit_write(stacks, bin, len - 1);
+	expect_open_fails(fx->db, "stacks' is ");
+	assert_errmsg_has("truncated");
+	char *more = xmalloc(len + 1);
+	memcpy(more, bin, len);
+	more[len] = 0;
+	unit_write(stacks, more, len + 1);
+	expect_open_fails(fx->db, "and its header says");
+	free(more);
+	bin_put32(stacks, bin, len, len - 4, UINT32_MAX);
+	expect_open_fails(fx->db, "stacks' stack");
+	assert_errmsg_has("frame number 4294967295 is past the");
+	bin_put32(stacks, bin, len, frames, 999);
+	expect_open_fails(fx->db, "stacks' frame 1: image 999 is not in 'images'");
+	bin_put32(stacks, bin, len, frames + 4, 1);
+	expect_open_fails(fx->db, "stacks' frame 1: its reserved bytes are not zero");
+	bin_put32(stacks, bin, len, stk + 8, 0);
+	expect_open_fails(fx->db, "stacks' stack 1: it has no frames");
+	bin_put32(stacks, bin, len, stk, 0x80000000u);
+	expect_open_fails(fx->db, "stacks' stack 1: pid 2147483648 is not a process id (0 to 2147483647)");
+	bin_put32(stacks, bin, len, stk + 4, 7);
+	expect_open_fails(fx->db, "stacks' stack 1: label set 7 is not in 'labels'");
+	uint64_t c0;
+	memcpy(&c0, bin + vals, 8);
+	bin_put64(stacks, bin, len, vals, c0 + 1);
+	expect_open_fails(fx->db, "stacks': its stacks hold");
+	bin_put64(stacks, bin, len, vals, 0); /* its weight stays */
+	expect_open_fails(fx->db, "stacks' stack 1: a weight of");
+	bin_put32(stacks, bin, len, 8, 3);
+	expect_open_fails(fx->db, "stacks' holds the counts of 3 events, and its session names 2");
+	bin_put32(stacks, bin, len, 12, 1);
+	expect_open_fails(fx->db, "its header's reserved bytes are not zero");
+	bin_put64(stacks, bin, len, 16, UINT64_MAX / 8);
+	expect_open_fails(fx->db, "more than a stacks file holds");
+	bin_put32(stacks, bin, len, 0, 0x4c4c4158); /* the magic gone: text, with NUL bytes */
+	expect_open_fails(fx->db, "stacks' line 1: binary data");
+	(void)refs;
+	unit_write(stacks, bin, len);
+	struct tally_db again;
+	assert_int_equal(tally_db_open(&again, fx->db), 0);
+	assert_same_stacks(&again, &db);
+	tally_db_release(&again);
+
+	/* the same database written as text (format 1): the same stacks */
+	to_v1(fx->db);
+	char *text = unit_read(stacks, NULL);
+	assert_int_equal(text[0], '#');
+	struct tally_db v1;
+	assert_int_equal(tally_db_open(&v1, fx->db), 0);
+	assert_string_equal(tally_meta_get(&v1.session, "format-version"), "1");
+	assert_same_stacks(&v1, &db);
+	tally_db_release(&v1);
+	/* ... where a binary file does not belong */
+	unit_write(stacks, bin, len);
+	expect_open_fails(fx->db, "stacks' is a binary stacks file, which only format version 4 has");
+	tally_db_release(&db);
+	free(text);
+	free(bin);
+	free(stacks);
 }
 
 static void test_db__open_stacks_damage(void **state)
@@ -2317,6 +2435,7 @@ int main(void)
 		cmocka_unit_test(test_db__prof_line_bad),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__v3_weights, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__binary_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),

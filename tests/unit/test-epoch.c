@@ -288,7 +288,7 @@ static void test_epoch__merge(void **state)
 	assert_int_equal(out.ntasks, 1);
 	/* the weights add up beside the counts (a's: 1 a sample, its tally_agg_count) */
 	assert_true(out.has_weights);
-	assert_string_equal(tally_meta_get(&out.session, "format-version"), "3");
+	assert_string_equal(tally_meta_get(&out.session, "format-version"), "4");
 	assert_string_equal(tally_meta_get(&out.session, "weight-total"), "7000005,3");
 	uint64_t w0 = 0;
 	for (size_t s = 0; s < out.nstacks; s++)
