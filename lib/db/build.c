@@ -922,14 +922,26 @@ static int cmp_label(const void *x, const void *y)
 	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x], &sort_ctx->labels[*(const uint32_t *)y]);
 }
 
-/* A stack's place in the canonical order: its pid, label set and a hash of
- * its frames (cheap to compare), its frames where two hashes are equal. */
+/* A stack's place in the canonical order: its pid, label set, then its
+ * frames root first, each by a hash of it (its root's here: cheap to compare
+ * first), by the frame itself where two hashes are equal. Stacks that share
+ * their callers are next to one another, as in a call tree: a reader that goes
+ * through them in order finds the callers it met just before. */
 struct stack_order {
 	uint32_t stack;
 	int32_t pid;
 	uint32_t label;
-	uint64_t hash;
+	uint64_t root;
 };
+
+static const uint64_t *sort_fh; /* per frame of the builder's stacks, its hash */
+
+static int cmp_frame(const struct tally_frame *f, const struct tally_frame *g)
+{
+	if (f->image != g->image)
+		return f->image < g->image ? -1 : 1;
+	return f->offset < g->offset ? -1 : f->offset > g->offset;
+}
 
 static int cmp_stack(const void *x, const void *y)
 {
@@ -938,17 +950,21 @@ static int cmp_stack(const void *x, const void *y)
 		return p->pid < q->pid ? -1 : 1;
 	if (p->label != q->label)
 		return p->label < q->label ? -1 : 1;
-	if (p->hash != q->hash)
-		return p->hash < q->hash ? -1 : 1;
+	if (p->root != q->root)
+		return p->root < q->root ? -1 : 1;
 	const struct stackset *ss = &sort_ctx->ss;
 	const struct tally_db_stack *a = &ss->stacks[p->stack], *b = &ss->stacks[q->stack];
-	for (uint32_t i = 0; i < a->len && i < b->len; i++) {
-		const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[a->first + i]],
-					 *g = &ss->frame_tab[ss->stack_frames[b->first + i]];
-		if (f->image != g->image)
-			return f->image < g->image ? -1 : 1;
-		if (f->offset != g->offset)
-			return f->offset < g->offset ? -1 : 1;
+	const uint32_t *fa = &ss->stack_frames[a->first], *fb = &ss->stack_frames[b->first];
+	uint32_t n = a->len < b->len ? a->len : b->len;
+	for (uint32_t i = 1; i <= n; i++) {
+		uint32_t u = fa[a->len - i], v = fb[b->len - i];
+		if (u == v)
+			continue;
+		if (sort_fh[u] != sort_fh[v])
+			return sort_fh[u] < sort_fh[v] ? -1 : 1;
+		int c = cmp_frame(&ss->frame_tab[u], &ss->frame_tab[v]);
+		if (c)
+			return c;
 	}
 	return a->len < b->len ? -1 : a->len > b->len;
 }
@@ -1049,17 +1065,19 @@ static void canonicalize(struct tally_db_builder *b)
 		ss->stacks[i].label = newi[ss->stacks[i].label];
 
 	/* the stacks (their frames stay where they are; the stacks' index goes stale) */
+	uint64_t *fh = xmalloc((ss->nframe_tab + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < ss->nframe_tab; i++)
+		fh[i] = tally_hash_u64(ss->frame_tab[i].offset ^ ((uint64_t)ss->frame_tab[i].image << 48));
+	sort_fh = fh;
 	struct stack_order *so = xmalloc((ss->nstacks + 1) * sizeof(*so));
 	for (size_t i = 0; i < ss->nstacks; i++) {
 		const struct tally_db_stack *st = &ss->stacks[i];
-		uint64_t h = st->len;
-		for (uint32_t k = 0; k < st->len; k++) {
-			const struct tally_frame *f = &ss->frame_tab[ss->stack_frames[st->first + k]];
-			h = tally_hash_u64(h ^ f->offset ^ ((uint64_t)f->image << 48));
-		}
-		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label, h };
+		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label,
+					      st->len ? fh[ss->stack_frames[st->first + st->len - 1]] : 0 };
 	}
 	tally_qsort(so, ss->nstacks, sizeof(*so), cmp_stack);
+	sort_fh = NULL;
+	free(fh);
 	size_t ne = 2 * (size_t)b->nevents; /* counts, then weights */
 	struct tally_db_stack *stacks = xmalloc((ss->nstacks + 1) * sizeof(*stacks));
 	uint64_t *counts = xmalloc((ss->nstacks * ne + 1) * sizeof(uint64_t));
