@@ -14,7 +14,10 @@
 # of its own, on the sizes up to --before-max (default 1000000: an old build
 # needs gigabytes beyond), each of its runs right after one of this build's, so
 # that the load of a shared machine falls on both alike; --dbdir keeps the generated databases there (and
-# reuses them); --write-doc rewrites the Scale results in docs/performance.md.
+# reuses them). Each build reads the database as it writes it: a merge of the
+# generated one (format version 1) alone, made by that build before its views
+# (so with this build's format, version 4 and binary stacks, against the
+# before build's); --write-doc rewrites the Scale results in docs/performance.md.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -73,31 +76,33 @@ run() {
 
 # view N NAME ARGS...: one view of both builds (the before one when it is
 # measured at this size), their runs taken in turn, so that the load of the
-# machine falls on both alike; "$T" in ARGS is the binary, "$O" the output
+# machine falls on both alike; @DB@ in ARGS is the database as that build
+# wrote it ($dba, $dbb)
 view() {
 	local n=$1 name=$2; shift 2
 	local both=0
 	[ -n "$before" ] && ((n <= before_max)) && both=1
 	rm -f "$tmp"/a.? "$tmp"/b.?
 	local ok_a=1 ok_b=$both
+	local args_a=("${@//@DB@/$dba}") args_b=("${@//@DB@/$dbb}")
 	for _ in $(seq "$runs"); do
-		if ((ok_a)); then one a "$tally" "$@" || ok_a=0; fi
-		if ((ok_b)); then one b "$before" "$@" || ok_b=0; fi
+		if ((ok_a)); then one a "$tally" "${args_a[@]}" || ok_a=0; fi
+		if ((ok_b)); then one b "$before" "${args_b[@]}" || ok_b=0; fi
 	done
 	row a "after $n $name"
 	if ((both)); then row b "before $n $name"; fi
 	rm -f "$tmp"/o.*
 }
 
-views() { # views DB N
-	local db=$1 n=$2
-	view "$n" report report -i "$db"
-	view "$n" --symbols report -i "$db" --symbols
-	view "$n" --children report -i "$db" --children
-	view "$n" --html report -i "$db" --html "$tmp/o.html"
-	view "$n" pprof export -i "$db" --format pprof -o "$tmp/o.pb.gz"
-	view "$n" folded export -i "$db" --format folded -o "$tmp/o.folded"
-	view "$n" svg export -i "$db" --format svg -o "$tmp/o.svg"
+views() { # views N
+	local n=$1
+	view "$n" report report -i @DB@
+	view "$n" --symbols report -i @DB@ --symbols
+	view "$n" --children report -i @DB@ --children
+	view "$n" --html report -i @DB@ --html "$tmp/o.html"
+	view "$n" pprof export -i @DB@ --format pprof -o "$tmp/o.pb.gz"
+	view "$n" folded export -i @DB@ --format folded -o "$tmp/o.folded"
+	view "$n" svg export -i @DB@ --format svg -o "$tmp/o.svg"
 }
 
 : >"$tmp/rows"
@@ -109,9 +114,21 @@ for n in ${sizes//,/ }; do
 		echo "bench: generating $db ($n stacks)" >&2
 		python3 "$here/../tests/e2e/gen-bigdb.py" "$db" "$n" >/dev/null
 	fi
-	mb=$(du -smL "$db" | awk '{ print $1 }')
-	echo "db $n $mb $(awk '/^samples:/ { print $2 }' "$db/session")" >>"$tmp/rows"
-	views "$db" "$n"
+	# the database as each build writes it (its own format: a daemon's
+	# epochs and every merge are written so), by a merge of that one alone
+	# without labels: the same stacks, in the merge's order
+	dba=$tmp/after-$n.db dbb=$tmp/before-$n.db
+	rm -rf "$dba" "$dbb"
+	"$tally" merge -o "$dba" --label host= --label run= "$db" >/dev/null 2>"$tmp/err" ||
+		{ echo "bench: tally merge of $db failed" >&2; sed 's/^/bench:   /' "$tmp/err" >&2; exit 1; }
+	if [ -n "$before" ] && ((n <= before_max)); then
+		"$before" merge -o "$dbb" --label host= --label run= "$db" >/dev/null 2>"$tmp/err" ||
+			{ echo "bench: the before build's merge of $db failed" >&2; sed 's/^/bench:   /' "$tmp/err" >&2; exit 1; }
+	fi
+	mb=$(du -smL "$dba" | awk '{ print $1 }')
+	echo "db $n $mb $(awk '/^samples:/ { print $2 }' "$dba/session")" >>"$tmp/rows"
+	views "$n"
+	rm -rf "$dba" "$dbb"
 done
 
 # perf report on perf.data files of about as many samples, each a distinct stack
