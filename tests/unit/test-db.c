@@ -1598,24 +1598,17 @@ static void test_db__v3_weights(void **state)
 
 /* ---- format 4: binary stacks ---- */
 
-/* bin with the u32 (u64) at off set to v, written as fx's stacks file */
-static void bin_put32(const char *path, const char *bin, size_t len, size_t off, uint32_t v)
+/* bin with the n bytes at off replaced by v's, written to path */
+static void bin_put(const char *path, const char *bin, size_t len, size_t off, const void *v, size_t n)
 {
 	char *c = xmalloc(len);
 	memcpy(c, bin, len);
-	memcpy(c + off, &v, sizeof(v));
+	memcpy(c + off, v, n);
 	unit_write(path, c, len);
 	free(c);
 }
-
-static void bin_put64(const char *path, const char *bin, size_t len, size_t off, uint64_t v)
-{
-	char *c = xmalloc(len);
-	memcpy(c, bin, len);
-	memcpy(c + off, &v, sizeof(v));
-	unit_write(path, c, len);
-	free(c);
-}
+#define bin_put32(path, bin, len, off, v) bin_put(path, bin, len, off, &(uint32_t){ (v) }, 4)
+#define bin_put64(path, bin, len, off, v) bin_put(path, bin, len, off, &(uint64_t){ (v) }, 8)
 
 /* The standard database as recorded (format 4) holds its stacks binary: read
  * now or later, they are the stacks that the same database written as text
