@@ -59,8 +59,14 @@ static inline uint32_t frame_number(struct stackset *s, uint32_t image, uint64_t
 	if (r && r->id1 && r->offset == offset && r->image == image)
 		return r->id1 - 1;
 	if ((s->nframe_tab + 1) * 2 > s->fmask + 1 || !s->fslot || !r) {
-		if ((s->nframe_tab + 1) * 2 > s->fmask + 1 || !s->fslot)
-			frame_rehash(s, s->fslot ? (s->fmask + 1) * 2 : 1024);
+		if ((s->nframe_tab + 1) * 2 > s->fmask + 1 || !s->fslot) {
+			/* (made anew: room for the frames already there, which the
+			 * binary reader may have taken in without it) */
+			size_t cap = s->fslot ? (s->fmask + 1) * 2 : 1024;
+			while (cap < (s->nframe_tab + 1) * 2)
+				cap *= 2;
+			frame_rehash(s, cap);
+		}
 		if (!s->recent)
 			s->recent = xcalloc(RECENT, sizeof(*s->recent));
 		r = &s->recent[(h >> 40) & (RECENT - 1)];
@@ -687,7 +693,7 @@ int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts
 struct bsrc {
 	int fd;                   /* -1: mem */
 	const unsigned char *mem;
-	size_t len, pos;          /* mem: its length and what is read */
+	size_t len, pos;          /* mem: its length; what is read (the file's offset: pread) */
 	int err;                  /* a read that failed: -errno */
 };
 
@@ -703,7 +709,7 @@ static bool bs_read(struct bsrc *b, void *dst, size_t n)
 	}
 	size_t got = 0;
 	while (got < n) {
-		ssize_t r = read(b->fd, (char *)dst + got, n - got);
+		ssize_t r = pread(b->fd, (char *)dst + got, n - got, (off_t)(b->pos + got));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -712,6 +718,7 @@ static bool bs_read(struct bsrc *b, void *dst, size_t n)
 			return false;
 		got += (size_t)r;
 	}
+	b->pos += n;
 	return true;
 }
 
@@ -744,14 +751,18 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		return tally_seterr(-EINVAL, "'%s' holds the counts of %" PRIu32 " events, and its session names %d (%s)", what,
 				    nev, m->nevents, DAMAGED);
 	/* the size the header gives: the file's own, within what a file may be */
-	uint64_t want = BIN_HEAD;
-	/* (each count below 2^32: their products cannot overflow) */
-	bool over = nf >= UINT32_MAX || ns >= UINT32_MAX || nr > UINT32_MAX - s->nstack_frames ||
-		    __builtin_add_overflow(want, 16 * nf + 16 * ns + 16 * ns * (uint64_t)nev + 4 * nr, &want);
+	uint64_t want = BIN_HEAD, vals_n;
+	bool over = nf >= UINT32_MAX || ns >= UINT32_MAX || nr > UINT32_MAX ||
+		    __builtin_mul_overflow(ns, 2 * (uint64_t)nev, &vals_n) || vals_n > UINT64_MAX / 8 ||
+		    __builtin_add_overflow(want, 16 * nf, &want) || __builtin_add_overflow(want, 16 * ns, &want) ||
+		    __builtin_add_overflow(want, 8 * vals_n, &want) || __builtin_add_overflow(want, 4 * nr, &want);
 	if (over || want > TALLY_DB_FILE_MAX)
 		return tally_seterr(-EINVAL, "'%s': its header gives %" PRIu64 " frames, %" PRIu64 " stacks and %" PRIu64
 					     " frame numbers, more than a stacks file holds (%s)",
 				    what, nf, ns, nr, DAMAGED);
+	if (nr > UINT32_MAX - s->nstack_frames)
+		return tally_seterr(-E2BIG, "'%s': its %" PRIu64 " frames and the %zu of the stacks read before it pass 2^32 (merge fewer databases at once)",
+				    what, nr, s->nstack_frames);
 	if (size != want)
 		return tally_seterr(-EINVAL, "'%s' is %" PRIu64 " bytes, and its header says %" PRIu64 " (the file is %s: record again)",
 				    what, size, want, size < want ? "truncated" : "damaged");
@@ -866,6 +877,21 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 	uint32_t most = 0;
 	for (size_t i = 0; i < nr; i++)
 		most = refs[i] > most ? refs[i] : most;
+	if (nr && most < nf) {
+		/* ... and each frame of a stack (as the text can only give) */
+		unsigned char *used = xcalloc(nf + 1, 1);
+		for (size_t i = 0; i < nr; i++)
+			used[refs[i]] = 1;
+		for (size_t i = 0; i < nf && !r; i++)
+			if (!used[i])
+				r = tally_seterr(-EINVAL, "'%s' frame %zu: no stack has it (%s)", what, i + 1, DAMAGED);
+		free(used);
+		if (r)
+			goto out;
+	} else if (!nr && nf) {
+		r = tally_seterr(-EINVAL, "'%s' frame 1: no stack has it (%s)", what, DAMAGED);
+		goto out;
+	}
 	if (nr && most >= nf) {
 		size_t k = 0;
 		for (size_t i = 0; i < nr; i++)
@@ -880,6 +906,10 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 	unsigned char more;
 	if (bs_read(b, &more, 1)) {
 		r = tally_seterr(-EINVAL, "'%s' goes on past the size its header says (the file is damaged: record again)", what);
+		goto out;
+	}
+	if (b->err) {
+		r = bin_short(b, what, "end");
 		goto out;
 	}
 
@@ -900,6 +930,13 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		s->nframe_tab = nf;
 		s->nstacks = ns;
 		s->nstack_frames = nr;
+		/* the frame index (and its cache) knew none of them: made anew
+		 * by the first lookup, should another part follow */
+		free(s->fslot);
+		free(s->recent);
+		s->fslot = NULL;
+		s->recent = NULL;
+		s->fmask = 0;
 		goto out;
 	}
 	/* into a set with stacks of its own, or another database's images, label
@@ -944,12 +981,14 @@ out:
 
 int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const struct stacks_map *m)
 {
-	/* binary (format version 4) or text: the first bytes say */
+	/* binary (format version 4) or text: the first bytes say. Read from
+	 * the file's start whatever the descriptor's offset (a merge reads the
+	 * same open file as the database it came from: pread, never read) */
 	unsigned char head[BIN_HEAD];
 	struct bsrc b = { .fd = fd };
 	size_t nh = 0;
 	for (ssize_t n; nh < BIN_HEAD; nh += (size_t)n)
-		if ((n = read(fd, head + nh, BIN_HEAD - nh)) <= 0) {
+		if ((n = pread(fd, head + nh, BIN_HEAD - nh, (off_t)nh)) <= 0) {
 			if (n < 0 && errno == EINTR) {
 				n = 0;
 				continue;
@@ -962,6 +1001,7 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 		struct stat st;
 		if (fstat(fd, &st))
 			return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
+		b.pos = nh;
 		return read_binary(s, &b, head, nh, what, m, (uint64_t)st.st_size);
 	}
 	struct sparser P;
@@ -988,7 +1028,7 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 			cap *= 2; /* a line longer than the buffer */
 			buf = xrealloc(buf, cap + 1);
 		}
-		ssize_t n = first ? (ssize_t)first : read(fd, buf + have, cap - have);
+		ssize_t n = first ? (ssize_t)first : pread(fd, buf + have, cap - have, (off_t)total);
 		first = 0;
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -1676,6 +1676,18 @@ static void test_db__binary_stacks(void **state)
 	expect_open_fails(fx->db, "its header's reserved bytes are not zero");
 	bin_put64(stacks, bin, len, 16, UINT64_MAX / 8);
 	expect_open_fails(fx->db, "more than a stacks file holds");
+	/* a frame record no stack has (one more, after the others) */
+	char *extra = xmalloc(len + 16);
+	memcpy(extra, bin, stk);
+	memcpy(extra + stk, bin + frames, 16); /* the first frame's bytes again: no frame number names it */
+	memcpy(extra + stk + 16, bin + stk, len - stk);
+	uint64_t nf1 = nf + 1;
+	memcpy(extra + 16, &nf1, 8);
+	unit_write(stacks, extra, len + 16);
+	char want[96];
+	snprintf(want, sizeof(want), "stacks' frame %" PRIu64 ": no stack has it", nf + 1);
+	expect_open_fails(fx->db, want);
+	free(extra);
 	bin_put32(stacks, bin, len, 0, 0x4c4c4158); /* the magic gone: text, with NUL bytes */
 	expect_open_fails(fx->db, "stacks' line 1: binary data");
 	(void)refs;

@@ -416,6 +416,61 @@ static char *merged_dirs(char *const *paths, size_t n, unsigned flags, size_t *l
 	return strbuf_detach(&sb);
 }
 
+/* A merge that takes a database's unread stacks reads the same open file as
+ * the database (a duplicate of its descriptor, one file offset): whichever of
+ * the two reads first, the other still reads the whole file. */
+static void test_merge__lazy_shared_file(void **state)
+{
+	(void)state;
+	/* a (format 1: text stacks) and the merge of a and b (format 4: binary) */
+	struct tally_db a, b, m;
+	small_db(&a, 1, "h1");
+	small_db(&b, 2, "h2");
+	struct tally_db *all[] = { &a, &b };
+	int ab[] = { 0, 1 };
+	free(merged(all, ab, 2, true, &m));
+	char *tmp = unit_tmpdir();
+	for (int k = 0; k < 4; k++) {
+		int binary = k / 2, merge_first = k % 2;
+		char *dir = unit_path(tmp, binary ? "m.db" : "a.db");
+		if (!merge_first)
+			assert_int_equal(tally_db_save(binary ? &m : &a, dir, false), 0);
+		char *stacks = unit_path(dir, "stacks");
+		char *head = unit_read(stacks, NULL);
+		assert_int_equal(!memcmp(head, "TALLYSTK", 8), binary);
+		free(head);
+		free(stacks);
+		struct tally_db src, out;
+		assert_int_equal(tally_db_open_dir_flags(&src, dir, TALLY_DB_STACKS_LATER), 0);
+		char *ev[] = { (char *)"cpu-clock" };
+		struct tally_db_builder *bl = tally_db_builder_new(1, ev, false, true);
+		tally_db_builder_add(bl, &src);
+		if (merge_first)
+			assert_int_equal(tally_db_builder_load_stacks(bl), 0);
+		if (tally_db_load_stacks(&src))
+			fail_msg("the database after the merge took its stacks: %s", tally_errmsg());
+		if (!merge_first && tally_db_builder_load_stacks(bl))
+			fail_msg("the merge after the database read its stacks: %s", tally_errmsg());
+		tally_db_builder_finish(bl, &out);
+		uint64_t got = 0, want = 0;
+		for (size_t s = 0; s < out.nstacks; s++)
+			got += out.stack_counts[s];
+		for (size_t s = 0; s < src.nstacks; s++)
+			want += src.stack_counts[s];
+		assert_true(want > 0);
+		assert_int_equal(got, want);
+		assert_int_equal(src.nstacks, binary ? m.nstacks : a.nstacks);
+		tally_db_release(&out);
+		tally_db_release(&src);
+		free(dir);
+	}
+	tally_remove_tree(tmp);
+	free(tmp);
+	tally_db_release(&a);
+	tally_db_release(&b);
+	tally_db_release(&m);
+}
+
 static void test_merge__lazy_labels(void **state)
 {
 	(void)state;
@@ -602,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_merge__weights),
 		cmocka_unit_test(test_merge__version2_round_trip),
 		cmocka_unit_test(test_merge__lazy_labels),
+		cmocka_unit_test(test_merge__lazy_shared_file),
 		cmocka_unit_test(test_merge__scale_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
