@@ -19,9 +19,11 @@ struct tally_sym {
 	uint64_t size;
 	const char *name;
 	int prio; /* among aliases at one address, the lowest wins: global, then weak, then local;
-		   * TALLY_SYM_FDE: no symbol, bounds from .eh_frame, named IMAGE+0xADDRESS */
+		   * TALLY_SYM_FDE: no symbol, bounds from .eh_frame, named IMAGE+0xADDRESS;
+		   * TALLY_SYM_SECTION: neither, the executable section's name ([.plt]) */
 };
 #define TALLY_SYM_FDE 3
+#define TALLY_SYM_SECTION 4
 
 struct tally_imgmap;
 

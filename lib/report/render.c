@@ -753,7 +753,7 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		const struct tally_db_image *im = &db->images[i];
 		if (o->explain_image && !tally_select_image_matches(im, o->explain_image))
 			continue;
-		uint64_t total = 0, named = 0, lined = 0, by_addr = 0;
+		uint64_t total = 0, named = 0, lined = 0, by_addr = 0, in_sec = 0;
 		bool selected = false;
 		for (size_t p = 0; p < db->nprofs; p++) {
 			const struct tally_db_prof *pf = &db->profs[p];
@@ -769,10 +769,12 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
 				if (n && fr[n - 1].name) {
 					/* a function named by its address (.eh_frame bounds, no symbol) is
-					 * found, not named */
+					 * found, not named; code in no function ([.plt]) is in a section */
 					const struct tally_sym *sy = fr[0].file ? NULL : tally_resolve(res, i, db->entries[e].offset);
 					if (sy && sy->prio == TALLY_SYM_FDE)
 						by_addr += c;
+					else if (sy && sy->prio == TALLY_SYM_SECTION)
+						in_sec += c;
 					else
 						named += c;
 				}
@@ -789,6 +791,9 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		if (by_addr)
 			strbuf_addf(&tx, ", in a function known only by its address (.eh_frame) %" PRIu64 " (%.2f%%)", by_addr,
 				    pc(by_addr, total));
+		if (in_sec)
+			strbuf_addf(&tx, ", in code of no function, named by its section ([.plt]) %" PRIu64 " (%.2f%%)", in_sec,
+				    pc(in_sec, total));
 		strbuf_addch(&tx, '\n');
 		/* a file was used, and yet it names nothing: say so, not only "used" and 0% */
 		struct tally_resolver_file used[8];
@@ -805,6 +810,7 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 			tally_json_ku64(&j, "named", named);
 			tally_json_ku64(&j, "with_line", lined);
 			tally_json_ku64(&j, "by_address", by_addr);
+			tally_json_ku64(&j, "in_section", in_sec);
 			if (nused)
 				tally_json_kbool(&j, "used_but_nothing_named", true);
 			tally_json_karr(&j, "explain");

@@ -299,7 +299,8 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	for (size_t i = 0; i < s->nsecs; i++)
 		if (addr >= s->secs[i].start && addr < s->secs[i].end) {
 			/* e.g. [.plt]: honest about where, without inventing a function */
-			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label, 0 };
+			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label,
+							TALLY_SYM_SECTION };
 			return &s->secsym;
 		}
 	return NULL;
