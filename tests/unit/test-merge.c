@@ -297,15 +297,21 @@ static void test_merge__fits(void **state)
 
 /* ---- format version 2 on disk ---- */
 
+/* The small databases of hosts h1 and h2, and their merge (with labels). */
+static void two_merged(struct tally_db *a, struct tally_db *b, struct tally_db *m)
+{
+	small_db(a, 1, "h1");
+	small_db(b, 2, "h2");
+	struct tally_db *all[] = { a, b };
+	int ab[] = { 0, 1 };
+	free(merged(all, ab, 2, true, m));
+}
+
 static void test_merge__version2_round_trip(void **state)
 {
 	(void)state;
 	struct tally_db a, b, m;
-	small_db(&a, 1, "h1");
-	small_db(&b, 2, "h2");
-	struct tally_db *all[] = { &a, &b };
-	int ab[] = { 0, 1 };
-	free(merged(all, ab, 2, true, &m));
+	two_merged(&a, &b, &m);
 	/* labels without weights: version 2 (a merge has weights: dropped here) */
 	free(m.weights);
 	free(m.stack_weights);
@@ -424,11 +430,7 @@ static void test_merge__lazy_shared_file(void **state)
 	(void)state;
 	/* a (format 1: text stacks) and the merge of a and b (format 4: binary) */
 	struct tally_db a, b, m;
-	small_db(&a, 1, "h1");
-	small_db(&b, 2, "h2");
-	struct tally_db *all[] = { &a, &b };
-	int ab[] = { 0, 1 };
-	free(merged(all, ab, 2, true, &m));
+	two_merged(&a, &b, &m);
 	char *tmp = unit_tmpdir();
 	for (int k = 0; k < 4; k++) {
 		int binary = k / 2, merge_first = k % 2;
