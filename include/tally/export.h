@@ -117,6 +117,8 @@ struct tally_export_comms {
 };
 void tally_export_comms_init(struct tally_export_comms *c, const struct tally_db *db);
 const char *tally_export_comm(const struct tally_export_comms *c, int pid);
+/* The index in c->v of pid's command name, or SIZE_MAX when it has none. */
+size_t tally_export_comm_at(const struct tally_export_comms *c, int pid);
 void tally_export_comms_release(struct tally_export_comms *c);
 
 #endif

@@ -227,12 +227,18 @@ static bool pid_upto(const void *ctx, size_t i)
 	return k->c->v[i].pid <= k->pid;
 }
 
-const char *tally_export_comm(const struct tally_export_comms *c, int pid)
+size_t tally_export_comm_at(const struct tally_export_comms *c, int pid)
 {
 	struct comm_key k = { c, pid };
 	size_t lo = tally_partition(c->n, pid_upto, &k);
 	/* the last task of that pid, as tally_db_comm */
-	return lo && c->v[lo - 1].pid == pid ? c->v[lo - 1].comm : NULL;
+	return lo && c->v[lo - 1].pid == pid ? lo - 1 : SIZE_MAX;
+}
+
+const char *tally_export_comm(const struct tally_export_comms *c, int pid)
+{
+	size_t at = tally_export_comm_at(c, pid);
+	return at == SIZE_MAX ? NULL : c->v[at].comm;
 }
 
 void tally_export_comms_release(struct tally_export_comms *c)

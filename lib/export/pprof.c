@@ -5,9 +5,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -534,128 +536,341 @@ static void pb_el(struct pbout *pb, uint32_t field, const struct pbel *e)
 	pb_put(pb, e->b, e->n);
 }
 
-/* One piece of the message deflated on its own (raw deflate, the 32 KiB
- * before it as its dictionary, so that it compresses as if the stream had
- * run on): the pieces' outputs one after the other are one deflate stream,
- * each but the last ending on a byte (Z_SYNC_FLUSH), the last with the final
- * block. */
-struct gz_piece {
-	const unsigned char *in;
-	size_t len, dict;   /* dict: bytes before in that it may refer to */
-	bool last;
-	unsigned char *out; /* room: deflateBound + 16 */
-	size_t room, n;
-	uLong crc;
-	int zr;             /* Z_OK, or zlib's error */
-};
-
-struct gz_job {
-	struct gz_piece *pc;
-};
-
-static void gz_piece_run(void *ctx, size_t i)
+/* Raw deflate of in at the fastest level (as Go's runtime/pprof writes its
+ * profiles), with zlib's largest hash table (memLevel 9: 8% less time than
+ * its default 8 on a profile of a million stacks, 0.1% larger), appended to
+ * out: the last piece of the stream ends with the final block, any other on
+ * a byte (Z_SYNC_FLUSH), so that pieces deflated on their own, one after the
+ * other, are one deflate stream. Z_OK, or zlib's error. */
+static int deflate_piece(const unsigned char *in, size_t len, bool last, struct strbuf *out)
 {
-	struct gz_piece *pc = &((struct gz_job *)ctx)->pc[i];
+	/* deflateBound of raw deflate at these settings, and a flush's 5 bytes */
+	size_t room = len + (len >> 12) + (len >> 14) + (len >> 25) + 64;
+	if (strbuf_grow(out, room))
+		return Z_MEM_ERROR;
 	z_stream z;
 	memset(&z, 0, sizeof(z));
-	pc->zr = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
-	if (pc->zr != Z_OK)
-		return;
-	if (pc->dict)
-		pc->zr = deflateSetDictionary(&z, pc->in - pc->dict, (uInt)pc->dict);
+	int zr = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
+	if (zr != Z_OK)
+		return zr;
 	/* zlib counts in uInt: a piece past 4 GiB goes in parts */
-	const unsigned char *in = pc->in;
-	size_t left = pc->len, room = pc->room;
-	unsigned char *o = pc->out;
+	unsigned char *o = (unsigned char *)out->buf + out->len;
+	size_t left = len;
 	int flush = Z_NO_FLUSH;
-	while (pc->zr == Z_OK && flush != (pc->last ? Z_FINISH : Z_SYNC_FLUSH)) {
+	while (zr == Z_OK && flush != (last ? Z_FINISH : Z_SYNC_FLUSH)) {
 		uInt nin = left > UINT_MAX ? UINT_MAX : (uInt)left;
 		uInt nout = room > UINT_MAX ? UINT_MAX : (uInt)room;
-		flush = (size_t)nin == left ? (pc->last ? Z_FINISH : Z_SYNC_FLUSH) : Z_NO_FLUSH;
+		flush = (size_t)nin == left ? (last ? Z_FINISH : Z_SYNC_FLUSH) : Z_NO_FLUSH;
 		z.next_in = (Bytef *)in;
 		z.avail_in = nin;
 		z.next_out = o;
 		z.avail_out = nout;
-		pc->zr = deflate(&z, flush);
+		zr = deflate(&z, flush);
 		in += nin - z.avail_in;
 		left -= nin - z.avail_in;
 		o += nout - z.avail_out;
 		room -= nout - z.avail_out;
-		if (pc->zr == Z_OK && (z.avail_in || !z.avail_out))
-			pc->zr = Z_BUF_ERROR; /* the room was deflateBound's: cannot happen */
-		if (pc->zr == Z_STREAM_END)
-			pc->zr = Z_OK;
+		if (zr == Z_OK && (z.avail_in || !z.avail_out))
+			zr = Z_BUF_ERROR; /* the room was deflateBound's: cannot happen */
+		if (zr == Z_STREAM_END)
+			zr = Z_OK;
 	}
-	pc->n = (size_t)(o - pc->out);
-	pc->crc = crc32_z(0, pc->in, pc->len);
 	deflateEnd(&z);
+	out->len = (size_t)((char *)o - out->buf);
+	out->buf[out->len] = '\0';
+	return zr;
 }
 
-/* Pieces of at least this many bytes (a piece compresses as well as the whole,
- * with the 32 KiB before it), one per CPU (up to 4). */
-#define GZ_PIECE (1u << 20)
+/* ---- the message in pieces, encoded and deflated side by side ---- */
 
-/* The message gzipped into out, at the fastest level (as Go's runtime/pprof
- * writes its profiles), with zlib's largest hash table (memLevel 9: 8% less
- * time than its default 8 on a profile of a million stacks, 0.1% larger).
- * A large message is cut in pieces deflated side by side, one per CPU (the
- * same CPU time, less waiting: pigz's way), into one gzip member. */
-static int pb_gzip(const struct pbout *pb, struct strbuf *out)
+/* A sample's label from a label set, its strings' ids made beforehand. */
+struct lab_ids {
+	int64_t key, value;
+	bool comm; /* the key is comm= (left out beside the pid's own comm) */
+};
+
+/* What every piece reads, made before the first starts and not changed
+ * while they run (so that pieces run on threads side by side). */
+struct enc {
+	const struct tally_db *db;
+	const struct outs *o;
+	const struct pp *p;
+	const struct tally_export_comms *comms;
+	const int64_t *comm_sid;  /* per comms entry: its string + 1 (0: no sample's) */
+	const uint32_t *labfirst; /* per label set (1 on): its first in labs, its end next */
+	const struct lab_ids *labs;
+	int64_t key_pid, key_comm;
+	const ProtobufCMessage *head; /* field 1: the sample types */
+	PMapping *const *pmp;         /* field 3, in id order */
+	const uint32_t *mid;          /* map -> mapping id */
+	const ProtobufCMessage *rest; /* fields 7 on */
+};
+
+/* Field 2: output samples from to to. */
+static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbout *pb)
 {
-	size_t len = pb->msg.len, k = 1;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	while (k < 4 && (long)k < cpus && len / (k + 1) >= GZ_PIECE)
-		k++;
-	struct gz_piece *pc = xcalloc(k, sizeof(*pc));
-	const unsigned char *msg = (const unsigned char *)pb->msg.buf;
-	size_t room = 0;
-	for (size_t i = 0; i < k; i++) {
-		size_t from = len / k * i, to = i + 1 == k ? len : len / k * (i + 1);
-		pc[i] = (struct gz_piece){ msg + from, to - from, from < 32768 ? from : 32768, i + 1 == k, NULL, 0, 0, 0, Z_OK };
-		/* deflateBound of raw deflate at these settings, and a flush's 5 bytes */
-		pc[i].room = (to - from) + ((to - from) >> 12) + ((to - from) >> 14) + ((to - from) >> 25) + 64;
-		room += pc[i].room;
-	}
-	int r = 0;
-	if (strbuf_grow(out, 10 + room + 8)) {
-		free(pc);
-		return tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", 10 + room + 8);
-	}
-	/* each piece deflated into its own part of out, then moved up behind the one before */
-	unsigned char *base = (unsigned char *)out->buf + out->len;
-	size_t at = 10;
-	for (size_t i = 0; i < k; i++) {
-		pc[i].out = base + at;
-		at += pc[i].room;
-	}
-	struct gz_job job = { pc };
-	if (k > 1)
-		tally_run_parallel(k, gz_piece_run, &job);
-	else
-		gz_piece_run(&job, 0);
-	/* the gzip header as zlib writes it (no name, no time; 4: the fastest level; 3: Unix) */
-	static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3 };
-	memcpy(base, head, sizeof(head));
-	unsigned char *o = base + sizeof(head);
-	uLong crc = 0;
-	for (size_t i = 0; i < k; i++) {
-		if (pc[i].zr != Z_OK) {
-			r = tally_seterr(-EIO, "cannot compress the pprof profile (%zu bytes): zlib error %d", len, pc[i].zr);
-			break;
+	const struct outs *o = e->o;
+	size_t nv = (size_t)o->nv;
+	struct pbel el = { 0 };
+	uint32_t *run = NULL;
+	size_t arun = 0;
+	for (size_t k = from; k < to && !pb->err; k++) {
+		const struct psample *q = &o->v[k];
+		const uint32_t *ql = out_locs(o, q, &run, &arun);
+		/* labels: pid and its comm (per-pid databases), then the sample's
+		 * label set (comm=, host=, run=: pprof -tagfocus comm=NAME), a key once */
+		const struct lab_ids *ls = q->label ? &e->labs[e->labfirst[q->label - 1]] : NULL;
+		size_t nls = q->label ? e->labfirst[q->label] - e->labfirst[q->label - 1] : 0;
+		size_t at = q->pid ? tally_export_comm_at(e->comms, q->pid) : SIZE_MAX;
+		int64_t comm = at != SIZE_MAX ? e->comm_sid[at] - 1 : -1;
+		size_t room = (size_t)q->len * 10 + nv * 10 + (nls + 2) * 40 + 32;
+		el_reset(&el, room);
+		if (q->len) {
+			size_t n = 0;
+			for (uint32_t j = 0; j < q->len; j++)
+				n += varint_len((uint64_t)ql[j] + 1);
+			el_tag(&el, 1, 2);
+			el_varint(&el, n);
+			for (uint32_t j = 0; j < q->len; j++)
+				el_varint(&el, (uint64_t)ql[j] + 1);
 		}
-		memmove(o, pc[i].out, pc[i].n);
-		o += pc[i].n;
+		if (nv) {
+			size_t n = 0;
+			for (size_t v = 0; v < nv; v++)
+				n += varint_len(o->vals[k * nv + v]);
+			el_tag(&el, 2, 2);
+			el_varint(&el, n);
+			for (size_t v = 0; v < nv; v++)
+				el_varint(&el, o->vals[k * nv + v]);
+		}
+		for (size_t j = 0; j < nls + 2; j++) {
+			int64_t key, str = 0, num = 0;
+			if (j == 0) { /* the pid */
+				if (!q->pid)
+					continue;
+				key = e->key_pid;
+				num = q->pid;
+			} else if (j == 1) { /* its comm */
+				if (comm < 0)
+					continue;
+				key = e->key_comm;
+				str = comm;
+			} else {
+				if (comm >= 0 && ls[j - 2].comm)
+					continue;
+				key = ls[j - 2].key;
+				str = ls[j - 2].value;
+			}
+			el_tag(&el, 3, 2);
+			el_varint(&el, (key ? 1 + varint_len((uint64_t)key) : 0) + (str ? 1 + varint_len((uint64_t)str) : 0) +
+					       (num ? 1 + varint_len((uint64_t)num) : 0));
+			el_int(&el, 1, key);
+			el_int(&el, 2, str);
+			el_int(&el, 3, num);
+		}
+		pb_el(pb, 2, &el);
+	}
+	free(run);
+	free(el.b);
+}
+
+/* Fields 3 on: mappings, locations, functions, strings and the rest. */
+static void enc_tail(const struct enc *e, struct pbout *pb)
+{
+	const struct pp *p = e->p;
+	for (size_t k = 0; k < p->nmaps; k++)
+		pb_msg(pb, 3, &e->pmp[k]->base);
+	struct pbel el = { 0 };
+	for (size_t k = 0; k < p->nlocs && !pb->err; k++) {
+		const struct loc *l = &p->locs[k];
+		el_reset(&el, (size_t)l->n * 24 + 40);
+		el_int(&el, 1, (int64_t)(k + 1));
+		el_int(&el, 2, l->map == UINT32_MAX ? 0 : e->mid[l->map]);
+		el_int(&el, 3, (int64_t)l->address);
+		for (uint32_t j = 0; j < l->n; j++) {
+			const struct line *ln = &p->lines[l->first + j];
+			el_tag(&el, 4, 2);
+			el_varint(&el, 1 + varint_len(ln->func + 1) + (ln->line ? 1 + varint_len((uint64_t)ln->line) : 0));
+			el_int(&el, 1, ln->func + 1);
+			el_int(&el, 2, ln->line);
+		}
+		pb_el(pb, 4, &el);
+	}
+	for (size_t k = 0; k < p->nfuncs && !pb->err; k++) {
+		el_reset(&el, 64);
+		el_int(&el, 1, (int64_t)(k + 1));
+		el_int(&el, 2, p->funcs[k].name);
+		el_int(&el, 3, p->funcs[k].name);
+		el_int(&el, 4, p->funcs[k].file);
+		el_int(&el, 5, p->funcs[k].start_line);
+		pb_el(pb, 5, &el);
+	}
+	free(el.b);
+	for (size_t k = 0; k < p->str.n && !pb->err; k++) {
+		size_t n = strlen(p->str.v[k]);
+		pb_varint(pb, 6 << 3 | 2);
+		pb_varint(pb, n);
+		pb_put(pb, p->str.v[k], n);
+	}
+	pb_msg(pb, 0, e->rest);
+}
+
+/* A piece of the message: the sample types first (head), output samples
+ * from to to, the fields after the samples last (tail); deflated on its own
+ * (no dictionary: the same pieces on any machine give the same file). */
+struct piece {
+	size_t from, to;
+	bool head, tail;
+	struct strbuf gz; /* its raw deflate */
+	size_t len;       /* its bytes of the message */
+	uLong crc;
+	int err;          /* no memory for its message (pb_put's error) */
+	int zr;           /* Z_OK, or zlib's error */
+};
+
+struct pieces {
+	const struct enc *e;
+	struct piece *pc;
+	size_t n;
+	_Atomic size_t next;
+};
+
+static void run_piece(const struct enc *e, struct piece *pc)
+{
+	struct pbout pb = { .msg = STRBUF_INIT };
+	if (pc->head)
+		pb_msg(&pb, 0, e->head);
+	enc_samples(e, pc->from, pc->to, &pb);
+	if (pc->tail)
+		enc_tail(e, &pb);
+	pc->len = pb.msg.len;
+	if (pb.err) {
+		pc->err = pb.err;
+	} else {
+		/* the whole message's last piece holds its tail */
+		pc->zr = deflate_piece((const unsigned char *)pb.msg.buf, pb.msg.len, pc->tail, &pc->gz);
+		pc->crc = crc32_z(0, (const unsigned char *)pb.msg.buf, pb.msg.len);
+	}
+	strbuf_release(&pb.msg);
+}
+
+/* A thread's share: the next piece no thread has taken, until none is left;
+ * the last piece (the tail, the largest when there are several) first. */
+static void pieces_run(void *ctx, size_t t)
+{
+	(void)t;
+	struct pieces *ps = ctx;
+	for (size_t i; (i = atomic_fetch_add(&ps->next, 1)) < ps->n;)
+		run_piece(ps->e, &ps->pc[(i + ps->n - 1) % ps->n]);
+}
+
+/* Output samples per piece: pieces of a few MB, which deflate as well on
+ * their own as in one stream; the number of pieces depends on the profile
+ * only, the number of threads on the CPUs. */
+#define PIECE_SAMPLES (1u << 15)
+
+/* The message being deflated: its tail (fields 3 on) maybe early, on a
+ * thread of its own while the samples are made, then the samples' pieces. */
+struct message {
+	const struct enc *e;
+	struct piece *pc;
+	size_t n;
+	struct piece tail;
+	bool early;  /* the tail is a piece of its own, started by message_start */
+	bool thread; /* ... on its thread (else it runs in message_deflate) */
+	pthread_t th;
+};
+
+static void *tail_thread(void *ctx)
+{
+	struct message *m = ctx;
+	run_piece(m->e, &m->tail);
+	return NULL;
+}
+
+/* early: the tail's locations and strings are all made (e's but the
+ * samples): deflated from now on. */
+static void message_start(struct message *m, const struct enc *e, bool early)
+{
+	memset(m, 0, sizeof(*m));
+	m->e = e;
+	m->early = early;
+	m->tail.tail = true;
+	if (early)
+		m->thread = pthread_create(&m->th, NULL, tail_thread, m) == 0;
+}
+
+/* The samples, then the tail unless early, in pieces encoded and deflated
+ * side by side: one thread per CPU, up to 4 (pigz's way). */
+static void message_deflate(struct message *m)
+{
+	const struct enc *e = m->e;
+	size_t ns = e->o->n / PIECE_SAMPLES + 1;
+	m->n = m->early || ns == 1 ? ns : ns + 1;
+	struct piece *pc = m->pc = xcalloc(m->n + 1, sizeof(*pc));
+	for (size_t i = 0; i < ns; i++) {
+		pc[i].from = e->o->n / ns * i;
+		pc[i].to = i + 1 == ns ? e->o->n : e->o->n / ns * (i + 1);
+	}
+	pc[0].head = true;
+	if (!m->early)
+		pc[m->n - 1].tail = true; /* with the samples when they are few, else alone */
+	struct pieces ps = { e, pc, m->n, 0 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t threads = m->n < 4 ? m->n : 4;
+	if (cpus > 0 && (size_t)cpus < threads)
+		threads = (size_t)cpus;
+	if (threads > 1)
+		tally_run_parallel(threads, pieces_run, &ps);
+	else
+		pieces_run(&ps, 0);
+	if (m->thread)
+		pthread_join(m->th, NULL);
+	else if (m->early)
+		run_piece(e, &m->tail); /* no thread to be had */
+	if (m->early)
+		pc[m->n++] = m->tail;
+}
+
+/* The message's pieces one after the other behind the gzip header, as one
+ * gzip member into out, the CRC-32 made of theirs; the pieces freed. */
+static int message_gzip(struct message *m, struct strbuf *out)
+{
+	struct piece *pc = m->pc;
+	size_t n = m->n;
+	int r = 0;
+	size_t len = 0, gzlen = 0;
+	uLong crc = 0;
+	for (size_t i = 0; i < n && !r; i++) {
+		if (pc[i].err)
+			r = tally_seterr(pc[i].err, "no memory for the pprof profile (a piece of %zu bytes)", pc[i].len);
+		else if (pc[i].zr != Z_OK)
+			r = tally_seterr(-EIO, "cannot compress the pprof profile (a piece of %zu bytes): zlib error %d",
+					 pc[i].len, pc[i].zr);
 		crc = i ? crc32_combine(crc, pc[i].crc, (z_off_t)pc[i].len) : pc[i].crc;
+		len += pc[i].len;
+		gzlen += pc[i].gz.len;
 	}
+	if (!r && strbuf_grow(out, 10 + gzlen + 8))
+		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", 10 + gzlen + 8);
 	if (!r) {
+		/* the gzip header as zlib writes it (no name, no time; 4: the fastest level; 3: Unix) */
+		static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3 };
+		strbuf_add(out, head, sizeof(head));
+		for (size_t i = 0; i < n; i++) {
+			strbuf_add(out, pc[i].gz.buf, pc[i].gz.len);
+			strbuf_release(&pc[i].gz);
+		}
 		/* the trailer: the CRC-32 and the length mod 2^32, little-endian */
-		for (int b = 0; b < 4; b++)
-			*o++ = (unsigned char)(crc >> (8 * b));
-		for (int b = 0; b < 4; b++)
-			*o++ = (unsigned char)((uint64_t)len >> (8 * b));
-		out->len = (size_t)((char *)o - out->buf);
+		unsigned char tail[8];
+		for (int b = 0; b < 4; b++) {
+			tail[b] = (unsigned char)(crc >> (8 * b));
+			tail[4 + b] = (unsigned char)((uint64_t)len >> (8 * b));
+		}
+		strbuf_add(out, tail, sizeof(tail));
 	}
-	out->buf[out->len] = '\0';
+	for (size_t i = 0; i < n; i++)
+		strbuf_release(&pc[i].gz);
 	free(pc);
 	return r;
 }
@@ -820,66 +1035,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		free(keys);
 	}
 
-	/* the output samples' index, made once: at most one per sample, its load
-	 * kept under a half */
-	struct outs o = { .s = &s, .nv = nv };
-	size_t cap = 1024;
-	while (cap < 2 * (s.n + 1))
-		cap *= 2;
-	o.slot = xcalloc(cap, sizeof(*o.slot));
-	o.mask = cap - 1;
-	/* each sample's place in the index is fetched while the samples before
-	 * it are added (AHEAD: the samples made ready before theirs is read) */
-	enum { AHEAD = 16, RING = 2 * AHEAD };
-	struct pending {
-		uint32_t *locs;
-		size_t alocs;
-		uint32_t len, label, h;
-		int32_t pid;
-		bool copy;
-	} pend[RING];
-	memset(pend, 0, sizeof(pend));
-	uint64_t *vals = xcalloc((size_t)nv + 1, sizeof(uint64_t));
-	for (size_t i = 0; i < s.n + AHEAD; i++) {
-		if (i < s.n) {
-			struct pending *pd = &pend[i % RING];
-			if (s.locof && i + 4 < s.n)
-				__builtin_prefetch(&s.locof[(size_t)db->stack_frames[db->stacks[s.src[i + 4]].first] * 2]);
-			pd->pid = db->per_pid ? s.pid[i] : 0;
-			pd->label = s.label[i] <= db->nlabels ? s.label[i] : 0;
-			uint32_t n = sample_locs(&s, i, &run, &arun);
-			pd->copy = keep && keep[i] != n;
-			if (!pd->copy) {
-				GROW(pd->locs, pd->alocs, (size_t)n + 1);
-				memcpy(pd->locs, run, n * sizeof(uint32_t));
-				pd->len = n;
-			} else {
-				/* cut: [other] in place of the leaf part, then the kept callers */
-				uint32_t len = 0, drop = n - keep[i];
-				GROW(pd->locs, pd->alocs, (size_t)n + 2);
-				pd->locs[len++] = other_loc(&p);
-				for (uint32_t j = drop; j < n; j++)
-					pd->locs[len++] = run[j];
-				pd->len = len;
-			}
-			pd->h = out_hash(pd->locs, pd->len, pd->pid, pd->label);
-			__builtin_prefetch(&o.slot[pd->h & o.mask]);
-		}
-		if (i < AHEAD)
-			continue;
-		size_t k = i - AHEAD;
-		const struct pending *pd = &pend[k % RING];
-		for (int v = 0; v < nv; v++)
-			vals[v] = (val_raw[v] ? s.raw : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
-		add_out(&o, k, pd->locs, pd->len, pd->copy, pd->pid, pd->label, vals, pd->h);
-	}
-	for (int i = 0; i < RING; i++)
-		free(pend[i].locs);
-	free(vals);
-	free(o.slot);
-	o.slot = NULL;
-
-	/* ---- the message ---- */
+	/* ---- the message: all but the samples made before them ---- */
 	PProfile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	prof.period_type = &period_type;
 	prof.period = period;
@@ -905,20 +1061,38 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 	prof.comment = comments;
 
-	/* the strings of the samples' labels, in the samples' order */
+	/* the strings of the samples' labels, in the samples' order (that of the
+	 * output samples they make); per pid its comm's and per label set its
+	 * keys' and values', so that the pieces of the message only read */
 	int64_t key_pid = str_id(&p.str, "pid"), key_comm = str_id(&p.str, "comm");
 	struct tally_export_comms comms;
 	tally_export_comms_init(&comms, db);
-	for (size_t k = 0; k < o.n; k++) {
-		const char *comm = o.v[k].pid ? tally_export_comm(&comms, o.v[k].pid) : NULL;
-		if (comm)
-			str_id(&p.str, comm);
-		const struct tally_labelset *ls = o.v[k].label ? &db->labels[o.v[k].label - 1] : NULL;
-		for (size_t j = 0; ls && j < ls->n; j++) {
-			str_id(&p.str, ls->v[j].key);
-			str_id(&p.str, ls->v[j].value);
+	int64_t *comm_sid = xcalloc(comms.n + 1, sizeof(int64_t));
+	uint32_t *labfirst = xcalloc((size_t)db->nlabels + 1, sizeof(uint32_t));
+	bool *labmade = xcalloc((size_t)db->nlabels + 1, sizeof(bool));
+	struct lab_ids *labs = NULL;
+	size_t alabs = 0;
+	for (uint32_t i = 0; i < db->nlabels; i++)
+		labfirst[i + 1] = labfirst[i] + (uint32_t)db->labels[i].n;
+	GROW(labs, alabs, (size_t)labfirst[db->nlabels] + 1);
+	for (size_t k = 0; k < s.n; k++) {
+		int32_t pid = db->per_pid ? s.pid[k] : 0;
+		size_t at = pid ? tally_export_comm_at(&comms, pid) : SIZE_MAX;
+		if (at != SIZE_MAX && !comm_sid[at])
+			comm_sid[at] = str_id(&p.str, comms.v[at].comm) + 1;
+		uint32_t l = s.label[k] <= db->nlabels ? s.label[k] : 0;
+		if (!l || labmade[l - 1])
+			continue;
+		labmade[l - 1] = true;
+		const struct tally_labelset *ls = &db->labels[l - 1];
+		for (size_t j = 0; j < ls->n; j++) {
+			struct lab_ids *li = &labs[labfirst[l - 1] + j];
+			li->key = str_id(&p.str, ls->v[j].key);
+			li->value = str_id(&p.str, ls->v[j].value);
+			li->comm = !strcmp(ls->v[j].key, "comm");
 		}
 	}
+	free(labmade);
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
 	 * program's executable goes first: the executable with the most samples
@@ -1011,119 +1185,85 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		pmp[mid[k] - 1] = &pm[k];
 	}
 
-	struct strbuf *gz = tally_export_out_file(out, "");
-	struct pbout pb = { .msg = STRBUF_INIT };
-	/* 1: sample types */
+	/* 1: sample types; 2: samples; 3 on: the rest, encoded here (a million
+	 * samples and locations: no protobuf-c structure each). The rest, once
+	 * the locations and strings are all made (the cut makes [other] among
+	 * the samples), is deflated while the samples are. */
 	PProfile part = PERFTOOLS__PROFILES__PROFILE__INIT;
 	part.n_sample_type = (size_t)nv;
 	part.sample_type = vtp;
-	pb_msg(&pb, 0, &part.base);
-	/* 2: samples, 4: locations and 5: functions, encoded here (a million
-	 * samples and locations: no protobuf-c structure each) */
-	struct pbel el = { 0 };
-	struct {
-		int64_t key, str, num;
-	} *lab = NULL;
-	size_t alab = 0;
-	for (size_t k = 0; k < o.n && !pb.err; k++) {
-		const struct psample *q = &o.v[k];
-		const uint32_t *ql = out_locs(&o, q, &run, &arun);
-		/* labels: pid and its comm (per-pid databases), then the sample's
-		 * label set (comm=, host=, run=: pprof -tagfocus comm=NAME), a
-		 * key once */
-		const struct tally_labelset *ls = q->label ? &db->labels[q->label - 1] : NULL;
-		size_t nl = 0;
-		GROW(lab, alab, 2 + (ls ? ls->n : 0));
-		const char *comm = q->pid ? tally_export_comm(&comms, q->pid) : NULL;
-		if (q->pid) {
-			lab[nl].key = key_pid;
-			lab[nl].str = 0;
-			lab[nl++].num = q->pid;
+	struct outs o = { .s = &s, .nv = nv }; /* made after the tail starts */
+	struct enc e = { db, &o, &p, &comms, comm_sid, labfirst, labs, key_pid, key_comm, &part.base, pmp, mid, &prof.base };
+	struct message msg;
+	message_start(&msg, &e, s.n >= PIECE_SAMPLES && !cut);
+
+	/* the output samples' index, made once: at most one per sample, its load
+	 * kept under a half */
+	size_t cap = 1024;
+	while (cap < 2 * (s.n + 1))
+		cap *= 2;
+	o.slot = xcalloc(cap, sizeof(*o.slot));
+	o.mask = cap - 1;
+	/* each sample's place in the index is fetched while the samples before
+	 * it are added (AHEAD: the samples made ready before theirs is read) */
+	enum { AHEAD = 16, RING = 2 * AHEAD };
+	struct pending {
+		uint32_t *locs;
+		size_t alocs;
+		uint32_t len, label, h;
+		int32_t pid;
+		bool copy;
+	} pend[RING];
+	memset(pend, 0, sizeof(pend));
+	uint64_t *vals = xcalloc((size_t)nv + 1, sizeof(uint64_t));
+	for (size_t i = 0; i < s.n + AHEAD; i++) {
+		if (i < s.n) {
+			struct pending *pd = &pend[i % RING];
+			if (s.locof && i + 4 < s.n)
+				__builtin_prefetch(&s.locof[(size_t)db->stack_frames[db->stacks[s.src[i + 4]].first] * 2]);
+			pd->pid = db->per_pid ? s.pid[i] : 0;
+			pd->label = s.label[i] <= db->nlabels ? s.label[i] : 0;
+			uint32_t n = sample_locs(&s, i, &run, &arun);
+			pd->copy = keep && keep[i] != n;
+			if (!pd->copy) {
+				GROW(pd->locs, pd->alocs, (size_t)n + 1);
+				memcpy(pd->locs, run, n * sizeof(uint32_t));
+				pd->len = n;
+			} else {
+				/* cut: [other] in place of the leaf part, then the kept callers */
+				uint32_t len = 0, drop = n - keep[i];
+				GROW(pd->locs, pd->alocs, (size_t)n + 2);
+				pd->locs[len++] = other_loc(&p);
+				for (uint32_t j = drop; j < n; j++)
+					pd->locs[len++] = run[j];
+				pd->len = len;
+			}
+			pd->h = out_hash(pd->locs, pd->len, pd->pid, pd->label);
+			__builtin_prefetch(&o.slot[pd->h & o.mask]);
 		}
-		if (comm) {
-			lab[nl].key = key_comm;
-			lab[nl].str = str_id(&p.str, comm);
-			lab[nl++].num = 0;
-		}
-		for (size_t j = 0; ls && j < ls->n; j++) {
-			if (comm && !strcmp(ls->v[j].key, "comm"))
-				continue;
-			lab[nl].key = str_id(&p.str, ls->v[j].key);
-			lab[nl].str = str_id(&p.str, ls->v[j].value);
-			lab[nl++].num = 0;
-		}
-		el_reset(&el, (size_t)q->len * 10 + (size_t)nv * 10 + nl * 40 + 32);
-		if (q->len) {
-			size_t n = 0;
-			for (uint32_t j = 0; j < q->len; j++)
-				n += varint_len((uint64_t)ql[j] + 1);
-			el_tag(&el, 1, 2);
-			el_varint(&el, n);
-			for (uint32_t j = 0; j < q->len; j++)
-				el_varint(&el, (uint64_t)ql[j] + 1);
-		}
-		if (nv) {
-			size_t n = 0;
-			for (int v = 0; v < nv; v++)
-				n += varint_len(o.vals[k * (size_t)nv + (size_t)v]);
-			el_tag(&el, 2, 2);
-			el_varint(&el, n);
-			for (int v = 0; v < nv; v++)
-				el_varint(&el, o.vals[k * (size_t)nv + (size_t)v]);
-		}
-		for (size_t j = 0; j < nl; j++) {
-			el_tag(&el, 3, 2);
-			el_varint(&el, (lab[j].key ? 1 + varint_len((uint64_t)lab[j].key) : 0) +
-					       (lab[j].str ? 1 + varint_len((uint64_t)lab[j].str) : 0) +
-					       (lab[j].num ? 1 + varint_len((uint64_t)lab[j].num) : 0));
-			el_int(&el, 1, lab[j].key);
-			el_int(&el, 2, lab[j].str);
-			el_int(&el, 3, lab[j].num);
-		}
-		pb_el(&pb, 2, &el);
+		if (i < AHEAD)
+			continue;
+		size_t k = i - AHEAD;
+		const struct pending *pd = &pend[k % RING];
+		for (int v = 0; v < nv; v++)
+			vals[v] = (val_raw[v] ? s.raw : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
+		add_out(&o, k, pd->locs, pd->len, pd->copy, pd->pid, pd->label, vals, pd->h);
 	}
-	free(lab);
+	for (int i = 0; i < RING; i++)
+		free(pend[i].locs);
+	free(vals);
+	free(o.slot);
+	o.slot = NULL;
+
+	/* the samples' values and sample counts are in o by now */
+	free(s.counts);
+	free(s.raw);
+	s.counts = s.raw = NULL;
+	message_deflate(&msg);
+	free(comm_sid);
+	free(labfirst);
+	free(labs);
 	tally_export_comms_release(&comms);
-	/* 3: mappings */
-	for (size_t k = 0; k < p.nmaps; k++)
-		pb_msg(&pb, 3, &pmp[k]->base);
-	/* 4: locations */
-	for (size_t k = 0; k < p.nlocs && !pb.err; k++) {
-		const struct loc *l = &p.locs[k];
-		el_reset(&el, (size_t)l->n * 24 + 40);
-		el_int(&el, 1, (int64_t)(k + 1));
-		el_int(&el, 2, l->map == UINT32_MAX ? 0 : mid[l->map]);
-		el_int(&el, 3, (int64_t)l->address);
-		for (uint32_t j = 0; j < l->n; j++) {
-			const struct line *ln = &p.lines[l->first + j];
-			el_tag(&el, 4, 2);
-			el_varint(&el, 1 + varint_len(ln->func + 1) + (ln->line ? 1 + varint_len((uint64_t)ln->line) : 0));
-			el_int(&el, 1, ln->func + 1);
-			el_int(&el, 2, ln->line);
-		}
-		pb_el(&pb, 4, &el);
-	}
-	/* 5: functions */
-	for (size_t k = 0; k < p.nfuncs && !pb.err; k++) {
-		el_reset(&el, 64);
-		el_int(&el, 1, (int64_t)(k + 1));
-		el_int(&el, 2, p.funcs[k].name);
-		el_int(&el, 3, p.funcs[k].name);
-		el_int(&el, 4, p.funcs[k].file);
-		el_int(&el, 5, p.funcs[k].start_line);
-		pb_el(&pb, 5, &el);
-	}
-	free(el.b);
-	/* 6: strings */
-	for (size_t k = 0; k < p.str.n && !pb.err; k++) {
-		size_t n = strlen(p.str.v[k]);
-		pb_varint(&pb, 6 << 3 | 2);
-		pb_varint(&pb, n);
-		pb_put(&pb, p.str.v[k], n);
-	}
-	/* 7 on: the rest */
-	pb_msg(&pb, 0, &prof.base);
-	int ret = pb.err;
 
 	free(pmp);
 	free(pm);
@@ -1161,10 +1301,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(vt);
 	free(val_raw);
 	free(val_event);
-	/* compressed once the rest is freed: the message and its gzip are the
+	/* put together once the rest is freed: the pieces and the file are the
 	 * largest things held */
-	if (!ret)
-		ret = pb_gzip(&pb, gz);
-	strbuf_release(&pb.msg);
-	return ret;
+	return message_gzip(&msg, tally_export_out_file(out, ""));
 }
