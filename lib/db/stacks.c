@@ -402,6 +402,40 @@ static void add_queued(struct sparser *P)
 
 /* One line (NUL-terminated in place of its newline); false when it is not a
  * stack (P->bad and P->msg say why). */
+/* A stack's counts and weights as the file gives them (c: its events'
+ * counts, then their weights) as the set's sne events take them (mc: the
+ * same halves), through m's event map. */
+static void map_counts(const struct stacks_map *m, size_t sne, const uint64_t *c, uint64_t *mc)
+{
+	size_t ne = (size_t)m->nevents;
+	memset(mc, 0, 2 * sne * sizeof(uint64_t));
+	for (size_t e = 0; e < ne; e++) {
+		int to = m->col ? m->col[e] : (int)e;
+		if (to >= 0 && (size_t)to < sne) {
+			mc[to] = c[e];
+			mc[sne + (size_t)to] = c[ne + e];
+		}
+	}
+}
+
+/* Every sample has a stack: the stacks' counts (sum) must add up to the
+ * session's samples, and their weights (wsum; NULL: not weighed) to its
+ * weight-total when it has one. 0, or the error. */
+static int check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum, const uint64_t *wsum)
+{
+	for (int e = 0; e < m->nevents; e++)
+		if (sum[e] != m->samples[e])
+			return tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
+						     " (the file is truncated or damaged: record again)",
+					    what, sum[e], m->events[e], m->samples[e]);
+	for (int e = 0; e < m->nevents && wsum && m->wtotals; e++)
+		if (wsum[e] != m->wtotals[e])
+			return tally_seterr(-EINVAL, "'%s': its stacks weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
+						     " (the file is truncated or damaged: record again)",
+					    what, wsum[e], m->events[e], m->wtotals[e]);
+	return 0;
+}
+
 static bool parse_line(struct sparser *P, const char *line)
 {
 	const struct stacks_map *m = P->m;
@@ -470,15 +504,7 @@ static bool parse_line(struct sparser *P, const char *line)
 		P->wsum[e] += P->c[fne + (size_t)e];
 	}
 	if (m->col || P->s->nevents != m->nevents) {
-		size_t sne = (size_t)P->s->nevents;
-		memset(P->mc, 0, 2 * sne * sizeof(uint64_t));
-		for (int e = 0; e < m->nevents; e++) {
-			int to = m->col ? m->col[e] : e;
-			if (to >= 0 && (size_t)to < sne) {
-				P->mc[to] = P->c[e];
-				P->mc[sne + (size_t)to] = P->c[fne + (size_t)e];
-			}
-		}
+		map_counts(m, (size_t)P->s->nevents, P->c, P->mc);
 		counts = P->mc;
 	}
 	/* the stack before goes into the set, this one waits for the next */
@@ -544,17 +570,8 @@ static int parser_finish(struct sparser *P, size_t partial)
 				 DAMAGED);
 	else if (P->bad)
 		r = tally_seterr(P->bad, "%s", P->msg);
-	/* every sample has a stack: the counts must add up to the session's */
-	for (int e = 0; e < P->m->nevents && !r; e++)
-		if (P->sum[e] != P->m->samples[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, P->sum[e], P->m->events[e], P->m->samples[e]);
-	for (int e = 0; e < P->m->nevents && !r && P->m->weighted && P->m->wtotals; e++)
-		if (P->wsum[e] != P->m->wtotals[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, P->wsum[e], P->m->events[e], P->m->wtotals[e]);
+	if (!r)
+		r = check_sums(P->m, what, P->sum, P->m->weighted ? P->wsum : NULL);
 	free(P->sum);
 	free(P->wsum);
 	free(P->c);
@@ -913,17 +930,7 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		goto out;
 	}
 
-	/* every sample has a stack: the counts must add up to the session's */
-	for (size_t e = 0; e < ne && !r; e++)
-		if (sum[e] != m->samples[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, sum[e], m->events[e], m->samples[e]);
-	for (size_t e = 0; e < ne && !r && m->wtotals; e++)
-		if (wsum[e] != m->wtotals[e])
-			r = tally_seterr(-EINVAL, "'%s': its stacks weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
-						  " (the file is truncated or damaged: record again)",
-					 what, wsum[e], m->events[e], m->wtotals[e]);
+	r = check_sums(m, what, sum, wsum);
 	if (r)
 		goto out;
 	if (direct) {
@@ -951,15 +958,7 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		GROW(ids, aids, st[k].len);
 		for (uint32_t f = 0; f < st[k].len; f++)
 			ids[f] = map[refs[st[k].first + f]];
-		const uint64_t *c = &vals[k * 2 * ne];
-		memset(mc, 0, 2 * sne * sizeof(uint64_t));
-		for (size_t e = 0; e < ne; e++) {
-			int to = m->col ? m->col[e] : (int)e;
-			if (to >= 0 && (size_t)to < sne) {
-				mc[to] = c[e];
-				mc[sne + (size_t)to] = c[ne + e];
-			}
-		}
+		map_counts(m, sne, &vals[k * 2 * ne], mc);
 		tally_stackset_add(s, st[k].pid, st[k].label, ids, st[k].len, mc);
 	}
 	free(ids);

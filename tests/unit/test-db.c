@@ -1690,6 +1690,28 @@ static void test_db__binary_stacks(void **state)
 	free(extra);
 	bin_put32(stacks, bin, len, 0, 0x4c4c4158); /* the magic gone: text, with NUL bytes */
 	expect_open_fails(fx->db, "stacks' line 1: binary data");
+	/* a stack longer than the frame numbers left, and stacks shorter in all
+	 * than the header's frame numbers (the last stack of 2 frames or more one
+	 * shorter) */
+	bin_put32(stacks, bin, len, stk + 8, (uint32_t)nr + 1);
+	expect_open_fails(fx->db, "stacks' stack 1: its frames run past the frame numbers");
+	size_t longer = ns;
+	for (size_t k = 0; k < ns; k++) {
+		uint32_t l;
+		memcpy(&l, bin + stk + 16 * k + 8, 4);
+		if (l >= 2)
+			longer = k;
+	}
+	assert_true(longer < ns);
+	uint32_t l;
+	memcpy(&l, bin + stk + 16 * longer + 8, 4);
+	bin_put32(stacks, bin, len, stk + 16 * longer + 8, l - 1);
+	snprintf(want, sizeof(want), "stacks': its stacks have %" PRIu64 " frames in all, and its header says %" PRIu64,
+		 nr - 1, nr);
+	expect_open_fails(fx->db, want);
+	/* a file that ends in its header */
+	unit_write(stacks, bin, 20);
+	expect_open_fails(fx->db, "stacks' ends in its header (the file is truncated or damaged");
 	(void)refs;
 	unit_write(stacks, bin, len);
 	struct tally_db again;
