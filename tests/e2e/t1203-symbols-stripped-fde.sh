@@ -59,10 +59,15 @@ against_perf() {
 	tally_ok record -o p.db -- ./sf.s 1500
 	report_json p.json -i p.db --symbols
 	tjson p.json shares func "$(rowname work_a)" "$(rowname work_b)" "$(rowname work_c)" >p.shares
-	perf record -q -e cpu-clock -F 999 -o perf.data -- ./sf.s 1500 >/dev/null 2>perf.err ||
+	# perf with a build-id cache of its own: the machine's (~/.debug) may hold
+	# the unstripped split_funcs under the same build-id, and perf would name
+	# the functions from it instead of listing the stripped copy's addresses
+	mkdir -p perfhome
+	HOME=$PWD/perfhome perf record -q -e cpu-clock -F 999 -o perf.data -- ./sf.s 1500 >/dev/null 2>perf.err ||
 		skip "perf record failed: $(head -c 300 perf.err)"
-	perf report -i perf.data --stdio --sort dso,sym -q 2>/dev/null | awk '$2 == "sf.s" && $4 ~ /^0x/ { sub("%", "", $1); print $4, $1 }' >perf.addr
-	[[ -s perf.addr ]] || skip "perf lists no addresses in sf.s"
+	HOME=$PWD/perfhome perf report -i perf.data --stdio --sort dso,sym -q 2>/dev/null >perf.rows
+	awk '$2 == "sf.s" && $4 ~ /^0x/ { sub("%", "", $1); print $4, $1 }' perf.rows >perf.addr
+	[[ -s perf.addr ]] || fail "perf lists no addresses in the stripped sf.s: $(head -5 perf.rows)"
 	declare -A P
 	for n in work_a work_b work_c; do
 		P[$n]=$(python3 -c '
