@@ -17,6 +17,8 @@
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
 
+#include "lib/db/stacks.h" /* the reader itself, for a set near 2^32 frames */
+
 /* ---- tally_parse_header_line ---- */
 
 static void test_db__header_line_good(void **state)
@@ -1763,6 +1765,33 @@ static void test_db__open_stacks_damage(void **state)
 	free(stacks);
 }
 
+/* A merge whose stacks would pass 2^32 frame numbers (the set's own and a
+ * binary file's) says so, not that the file is damaged; the set is left as
+ * it was. (A set that large is only pretended: its count, before any read.) */
+static void test_db__binary_stacks_past_2_32(void **state)
+{
+	struct fixture *fx = *state;
+	write_std3(fx, 2, "fp");
+	char *stacks = unit_path(fx->db, "stacks");
+	int fd = open(stacks, O_RDONLY);
+	assert_true(fd >= 0);
+	char *names[] = { (char *)"cpu-clock", (char *)"page-faults" };
+	uint64_t samples[2] = { 0, 0 };
+	struct stacks_map m = { .nevents = 2, .events = names, .samples = samples, .nimages = 64, .weighted = true,
+				.binary = true };
+	struct stackset set = { .nevents = 2, .dedup = true };
+	set.nstack_frames = UINT32_MAX - 1;
+	assert_int_equal(tally_stacks_read_fd(&set, fd, "st", &m), -E2BIG);
+	assert_errmsg_has("'st': its ");
+	assert_errmsg_has("pass 2^32 (merge fewer databases at once)");
+	assert_int_equal(set.nstacks, 0);
+	assert_int_equal(set.nframe_tab, 0);
+	set.nstack_frames = 0;
+	tally_stackset_release(&set);
+	close(fd);
+	free(stacks);
+}
+
 static void test_db__open_stacks_without_call_graph(void **state)
 {
 	struct fixture *fx = *state;
@@ -2463,6 +2492,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__v3_weights, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__binary_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__binary_stacks_past_2_32, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
