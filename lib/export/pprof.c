@@ -764,9 +764,10 @@ static void pieces_run(void *ctx, size_t t)
 		run_piece(ps->e, &ps->pc[(i + ps->n - 1) % ps->n]);
 }
 
-/* Output samples per piece: pieces of a few MB, which deflate as well on
- * their own as in one stream; the number of pieces depends on the profile
- * only, the number of threads on the CPUs. */
+/* Output samples per piece: pieces of about a megabyte of the message,
+ * which deflate nearly as well on their own as in one stream (0.05% larger
+ * at a million samples); the number of pieces depends on the profile only,
+ * the number of threads on the CPUs. */
 #define PIECE_SAMPLES (1u << 15)
 
 /* The message being deflated: its tail (fields 3 on) maybe early, on a
