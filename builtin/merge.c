@@ -35,14 +35,14 @@ struct input {
 
 struct mopts {
 	const char *output;
-	bool force;
+	bool force, text_stacks;
 	struct given *cur; /* the --label options so far */
 	size_t ncur;
 	struct input *in;
 	size_t nin, ain;
 };
 
-enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_LABEL };
+enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_LABEL, OPT_TEXT_STACKS };
 
 static int merge_handle(void *ctx, int code, const char *arg)
 {
@@ -50,6 +50,7 @@ static int merge_handle(void *ctx, int code, const char *arg)
 	switch (code) {
 	case OPT_OUTPUT: o->output = arg; break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_TEXT_STACKS: o->text_stacks = true; break;
 	case OPT_LABEL: {
 		char *k, *v;
 		int r = tally_label_parse(arg, "--label", &k, &v);
@@ -75,6 +76,8 @@ static const struct tally_option merge_options[] = {
 	{ 'f', "force", TALLY_ARG_NONE, NULL, "replace DIR if it is a database", OPT_FORCE },
 	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "label the samples of the inputs that follow (default: host=the\nrecording's host, run=the input's name; KEY= drops KEY)", OPT_LABEL },
+	{ 0, "text-stacks", TALLY_ARG_NONE, NULL,
+	  "write the stacks file as text lines (to read or edit), not binary;\nevery tally command reads either", OPT_TEXT_STACKS },
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup merge_group = { NULL, merge_options, merge_handle };
@@ -440,6 +443,7 @@ int cmd_merge(int argc, char **argv)
 	struct tally_db out;
 	tally_db_builder_finish(b, &out);
 	b = NULL;
+	out.text_stacks = o.text_stacks;
 	int r = tally_db_save(&out, o.output, o.force);
 	if (r) {
 		tally_error("%s", tally_errmsg());

@@ -156,6 +156,7 @@ struct tally_db {
 	uint64_t lost, throttled;
 	bool per_pid;
 	bool has_stacks;
+	bool text_stacks; /* tally_db_save writes the stacks file as text (format 3's lines), not binary */
 
 	struct tally_db_image *images;
 	size_t nimages;

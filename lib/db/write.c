@@ -665,7 +665,7 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	}
 
 	/* stacks, when call chains were recorded */
-	if (db->has_stacks && version >= TALLY_FORMAT_VERSION_BINARY_STACKS) {
+	if (db->has_stacks && version >= TALLY_FORMAT_VERSION_BINARY_STACKS && !db->text_stacks) {
 		strbuf_reset(&sb);
 		if ((ret = tally_stacks_write_binary(db, scounts, sweights, mean, &sb)) ||
 		    (ret = k->put(k, "stacks", sb.buf, sb.len)))
