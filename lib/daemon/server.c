@@ -250,6 +250,9 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		break;
 	case TALLY_CTL_CLEAR:
 	case TALLY_CTL_STARTCLR: {
+		/* everything sampled until now goes, what the rings and the
+		 * BPF tables still hold too (else it came back at the next round) */
+		tally_dmn_sync(d);
 		uint64_t n = tally_dmn_agg_samples(d);
 		d->samples_total += n;
 		d->lost_total += d->agg->lost;
