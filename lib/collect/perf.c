@@ -222,6 +222,13 @@ struct tally_collector {
 	char sb_why[256];            /* why auto took the ring, or "" */
 	double last_round;           /* when the last poll read the rings (bpf: rounds 200 ms apart at least) */
 	double sb_busy_until;        /* bpf: rounds every 200 ms until then (side-band records came) */
+	double sb_last_full;         /* bpf: when the last round took every place that counted */
+	uint32_t *sb_pids;           /* bpf: the processes whose places a round takes (sorted) */
+	size_t nsb_pids, asb_pids;
+	uint32_t *sb_exited;         /* bpf: processes that ended since the last full round */
+	size_t nsb_exited, asb_exited;
+	bool *sb_taken;              /* bpf: per entry of the drain, taken this round */
+	size_t asb_taken;
 	double redraw_s;             /* seconds between two redraws of the periods */
 };
 
@@ -1280,13 +1287,14 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
  * (sort: there are records of the rings to order them among): each at the
  * time of its last sample, so that an exec or an exit after it is applied
  * after it, and a fork or an mmap before its first sample before it. */
-static void stage_counted(struct tally_collector *c, const struct sb_key *k, const struct sb_val *v, size_t n, bool sort)
+static void stage_counted(struct tally_collector *c, const struct sb_key *k, const struct sb_val *v, size_t n,
+			  const bool *taken, bool sort)
 {
 	size_t first = c->nrefs;
 	GROW(c->stage, c->stage_alloc, c->stage_len + n * sizeof(struct counted_rec));
 	GROW(c->refs, c->arefs, c->nrefs + n);
 	for (size_t i = 0; i < n; i++) {
-		if (!v[i].count || k[i].event >= c->o.nevents)
+		if (!v[i].count || k[i].event >= c->o.nevents || (taken && !taken[i]))
 			continue;
 		struct counted_rec cr = {
 			.h = { .type = TALLY_REC_COUNTED, .misc = 0, .size = sizeof(cr) },
@@ -1304,6 +1312,68 @@ static void stage_counted(struct tally_collector *c, const struct sb_key *k, con
 		GROW(c->runs, c->aruns, c->nruns + 1);
 		c->runs[c->nruns++] = first;
 	}
+}
+
+/* A round of counted samples every 200 ms while side-band records come
+ * takes only the places of the processes those records are of (and of those
+ * that ended since the last full round): their order among the records
+ * matters (an exec or an mmap after a sample, an exit). The other places
+ * count on in the tables and are taken by a full round, at most a second
+ * later: a process with no records has the same maps then. A round asked
+ * for now (a flush, a peek, the end) is always full. */
+#define COUNTED_FULL_S 1.0
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool pid_in(const uint32_t *v, size_t n, uint32_t pid)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == pid;
+}
+
+/* The entries of the drain this round takes (NULL: all, a full round), from
+ * the side-band records staged in c->refs. */
+static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, size_t n, bool full)
+{
+	c->nsb_pids = 0;
+	for (size_t i = 0; i < c->nrefs; i++) {
+		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
+		if (h->type != PERF_RECORD_FORK && h->type != PERF_RECORD_EXIT && h->type != PERF_RECORD_COMM &&
+		    h->type != PERF_RECORD_MMAP && h->type != PERF_RECORD_MMAP2)
+			continue;
+		if (h->size < sizeof(*h) + sizeof(uint32_t))
+			continue;
+		uint32_t pid = ((const uint32_t *)(h + 1))[0];
+		GROW(c->sb_pids, c->asb_pids, c->nsb_pids + 1);
+		c->sb_pids[c->nsb_pids++] = pid;
+		if (h->type == PERF_RECORD_EXIT) {
+			GROW(c->sb_exited, c->asb_exited, c->nsb_exited + 1);
+			c->sb_exited[c->nsb_exited++] = pid;
+		}
+	}
+	if (full) {
+		c->nsb_exited = 0;
+		return NULL;
+	}
+	GROW(c->sb_pids, c->asb_pids, c->nsb_pids + c->nsb_exited + 1);
+	memcpy(c->sb_pids + c->nsb_pids, c->sb_exited, c->nsb_exited * sizeof(uint32_t));
+	c->nsb_pids += c->nsb_exited;
+	tally_qsort(c->sb_pids, c->nsb_pids, sizeof(uint32_t), cmp_u32);
+	GROW(c->sb_taken, c->asb_taken, n + 1);
+	for (size_t i = 0; i < n; i++)
+		c->sb_taken[i] = pid_in(c->sb_pids, c->nsb_pids, k[i].tgid);
+	return c->sb_taken;
 }
 
 /* What the timer did, from the program's slots: the intervals between
@@ -1362,6 +1432,7 @@ static int counted_gap_ms(const struct tally_collector *c)
 
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
+	bool asked_now = timeout_ms <= 0;
 	GROW(c->pfd, c->apfd, c->nrings + 1);
 	struct pollfd *pfd = c->pfd;
 	size_t n = 0;
@@ -1455,8 +1526,17 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	bool alone = !c->nrefs;
 	if (!alone)
 		c->sb_busy_until = c->last_round + 1.0;
-	if (nsb)
-		stage_counted(c, sk, sv, nsb, !alone);
+#ifdef TALLY_HAVE_BPF
+	if (c->sbpf) {
+		bool full = asked_now || c->last_round - c->sb_last_full >= COUNTED_FULL_S;
+		if (full)
+			c->sb_last_full = c->last_round;
+		bool *taken = counted_taken(c, sk, nsb, full);
+		tally_sample_bpf_commit(c->sbpf, taken);
+		if (nsb)
+			stage_counted(c, sk, sv, nsb, taken, !alone);
+	}
+#endif
 	/* records from different CPUs interleave in time: a fork on one CPU must be seen
 	 * before the child's first sample on another */
 	if (!alone)
@@ -1551,6 +1631,9 @@ void tally_collector_free(struct tally_collector *c)
 	tally_sample_bpf_free(c->sbpf);
 #endif
 	free(c->sb_seen);
+	free(c->sb_pids);
+	free(c->sb_exited);
+	free(c->sb_taken);
 	free(c);
 }
 

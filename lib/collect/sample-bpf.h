@@ -75,12 +75,18 @@ int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based,
 int tally_sample_bpf_attach(struct tally_sample_bpf *b, int perf_fd, int ev);
 /* The slot of (cpu, ev), shared with the program. */
 struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int ev);
-/* What the places counted since the last call: *n entries in *keys and *vals
- * (owned by b, valid until the next call), each place whose count grew, by how
- * much. Reads the tables in tally's memory; a system call only when a full
- * table is emptied. 0, or -errno with tally_seterr (the entries read so far
- * are in *n). */
+/* What the places counted since what was last taken of them: *n entries in
+ * *keys and *vals (owned by b, valid until tally_sample_bpf_commit), each
+ * place whose count grew, by how much. Reads the tables in tally's memory,
+ * without a system call. 0, or -errno with tally_seterr (the entries read so
+ * far are in *n). */
 int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n);
+/* Ends a drain: the entries taken[k] (all when taken is NULL) are taken, the
+ * others left in the tables for a later drain (their counts grow on there).
+ * A table about to be emptied is taken whole: its entries are set in taken.
+ * Turns new places to the other table when one fills, and empties the first
+ * (a system call) once no program can still be counting into it. */
+void tally_sample_bpf_commit(struct tally_sample_bpf *b, bool *taken);
 /* How many times a full table was emptied (its places read a last time). */
 uint64_t tally_sample_bpf_emptied(const struct tally_sample_bpf *b);
 void tally_sample_bpf_free(struct tally_sample_bpf *b);

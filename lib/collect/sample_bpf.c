@@ -35,10 +35,13 @@ struct tally_sample_bpf {
 	int prog_fd[SB_MAX_EVENTS];
 	struct seen *seen;  /* [2][SB_PLACES] */
 	int retire;         /* the table to empty, or -1 */
+	bool emptying;      /* ... at the commit of this drain (its grace was over when read) */
 	uint64_t turned_ns; /* when new places were turned away from it */
 	uint64_t emptied;
-	struct sb_key *keys; /* what the last drain took */
+	struct sb_key *keys; /* what the last drain read */
 	struct sb_val *vals;
+	uint32_t *slot;      /* per entry: its table * SB_PLACES + place */
+	struct seen *read;   /* per entry: the place's count and weight as read */
 	size_t n, alloc;
 };
 
@@ -57,6 +60,8 @@ void tally_sample_bpf_free(struct tally_sample_bpf *b)
 	free(b->seen);
 	free(b->keys);
 	free(b->vals);
+	free(b->slot);
+	free(b->read);
 	free(b);
 }
 
@@ -109,15 +114,21 @@ struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int e
 	return &b->skel->bss->slots[cpu * SB_MAX_EVENTS + ev];
 }
 
-static void take(struct tally_sample_bpf *b, const struct sb_key *k, uint64_t count, uint64_t weight, uint64_t last)
+static void take(struct tally_sample_bpf *b, const struct sb_place *p, const struct seen *was, struct seen now,
+		 uint32_t slot)
 {
 	if (b->n == b->alloc) {
 		b->alloc = b->alloc ? 2 * b->alloc : 1024;
 		b->keys = xrealloc(b->keys, b->alloc * sizeof(*b->keys));
 		b->vals = xrealloc(b->vals, b->alloc * sizeof(*b->vals));
+		b->slot = xrealloc(b->slot, b->alloc * sizeof(*b->slot));
+		b->read = xrealloc(b->read, b->alloc * sizeof(*b->read));
 	}
-	b->keys[b->n] = *k;
-	b->vals[b->n] = (struct sb_val){ count, weight, last };
+	b->keys[b->n] = p->key;
+	b->vals[b->n] = (struct sb_val){ now.count - was->count, now.weight - was->weight,
+					 __atomic_load_n(&p->last, __ATOMIC_RELAXED) };
+	b->slot[b->n] = slot;
+	b->read[b->n] = now;
 	b->n++;
 }
 
@@ -127,7 +138,8 @@ static uint32_t claimed(const struct tally_sample_bpf *b, int t)
 	return n < SB_PLACES ? n : SB_PLACES;
 }
 
-/* every place of table t whose count grew since the last read, by how much */
+/* every place of table t whose count grew since what was last taken of it,
+ * by how much */
 static void scan(struct tally_sample_bpf *b, int t)
 {
 	uint32_t n = claimed(b, t);
@@ -142,8 +154,7 @@ static void scan(struct tally_sample_bpf *b, int t)
 		if (c == seen[i].count)
 			continue;
 		uint64_t w = __atomic_load_n(&p->weight, __ATOMIC_RELAXED);
-		take(b, &p->key, c - seen[i].count, w - seen[i].weight, __atomic_load_n(&p->last, __ATOMIC_RELAXED));
-		seen[i] = (struct seen){ c, w };
+		take(b, p, &seen[i], (struct seen){ c, w }, (uint32_t)t * SB_PLACES + i);
 	}
 }
 
@@ -168,7 +179,27 @@ int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **key
 	b->n = 0;
 	scan(b, 0);
 	scan(b, 1);
-	if (b->retire >= 0 && now_ns() - b->turned_ns >= GRACE_NS) {
+	b->emptying = b->retire >= 0 && now_ns() - b->turned_ns >= GRACE_NS;
+	*keys = b->keys;
+	*vals = b->vals;
+	*n = b->n;
+	return 0;
+}
+
+void tally_sample_bpf_commit(struct tally_sample_bpf *b, bool *taken)
+{
+	/* a table about to be emptied is taken whole: what is left in it is lost */
+	bool emptying = b->emptying;
+	b->emptying = false;
+	for (size_t k = 0; k < b->n; k++) {
+		if (taken && !taken[k] && !(emptying && (int)(b->slot[k] / SB_PLACES) == b->retire))
+			continue;
+		if (taken)
+			taken[k] = true;
+		b->seen[b->slot[k]] = b->read[k];
+	}
+	b->n = 0;
+	if (emptying) {
 		empty(b, b->retire);
 		b->retire = -1;
 	} else if (b->retire < 0) {
@@ -179,8 +210,4 @@ int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **key
 			b->turned_ns = now_ns();
 		}
 	}
-	*keys = b->keys;
-	*vals = b->vals;
-	*n = b->n;
-	return 0;
 }
