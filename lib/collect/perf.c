@@ -1367,7 +1367,8 @@ static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, si
 		return NULL;
 	}
 	GROW(c->sb_pids, c->asb_pids, c->nsb_pids + c->nsb_exited + 1);
-	memcpy(c->sb_pids + c->nsb_pids, c->sb_exited, c->nsb_exited * sizeof(uint32_t));
+	if (c->nsb_exited)
+		memcpy(c->sb_pids + c->nsb_pids, c->sb_exited, c->nsb_exited * sizeof(uint32_t));
 	c->nsb_pids += c->nsb_exited;
 	tally_qsort(c->sb_pids, c->nsb_pids, sizeof(uint32_t), cmp_u32);
 	GROW(c->sb_taken, c->asb_taken, n + 1);
