@@ -203,8 +203,9 @@ size_t tally_upper_u64(const void *base, size_t n, size_t stride, size_t off, ui
 
 /* qsort that accepts an empty (NULL) array, which qsort itself does not. */
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-/* Its comparison of uint64_t values, in ascending order. */
+/* Its comparisons of uint64_t and uint32_t values, in ascending order. */
 int tally_cmp_u64(const void *a, const void *b);
+int tally_cmp_u32(const void *a, const void *b);
 
 /* ---- files ---- */
 

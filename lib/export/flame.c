@@ -111,12 +111,6 @@ static int cmp_func_name(const void *a, const void *b, void *ctx)
 	return 0;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static size_t push(struct tally_flame *fl, struct tally_flame_frame f)
 {
 	GROW(fl->frames, fl->aframes, fl->nframes + 1);
@@ -197,7 +191,7 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 	}
 	/* the groups in key order, then the stacks regrouped in place */
 	if (ng > 1)
-		qsort(g, ng, sizeof(*g), cmp_u32);
+		qsort(g, ng, sizeof(*g), tally_cmp_u32);
 	size_t pos = i;
 	for (size_t k = 0; k < ng; k++) {
 		g[k].start = g[k].end = pos;

@@ -724,6 +724,12 @@ int tally_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int tally_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* ---- files ---- */
 
 static int write_all(int fd, const void *data, size_t len)
