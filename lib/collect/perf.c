@@ -1316,36 +1316,33 @@ static void stage_counted(struct tally_collector *c, const struct sb_key *k, con
 
 /* A round of counted samples every 200 ms while side-band records come
  * takes only the places of the processes those records are of (and of those
- * that ended since the last full round): their order among the records
+ * that ended in or since the last full round): their order among the records
  * matters (an exec or an mmap after a sample, an exit). The other places
  * count on in the tables and are taken by a full round, at most a second
  * later: a process with no records has the same maps then. A round asked
  * for now (a flush, a peek, the end) is always full. */
 #define COUNTED_FULL_S 1.0
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
+struct pid_key {
+	const uint32_t *v;
+	uint32_t pid;
+};
 
-static bool pid_in(const uint32_t *v, size_t n, uint32_t pid)
+static bool pid_below(const void *ctx, size_t i)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo] == pid;
+	const struct pid_key *k = ctx;
+	return k->v[i] < k->pid;
 }
 
 /* The entries of the drain this round takes (NULL: all, a full round), from
- * the side-band records staged in c->refs. */
+ * the side-band records staged in c->refs. A process that ended this round
+ * is taken whole by the rounds up to the next full one after it: its last
+ * samples may still be in the tables, and it is forgotten a few rounds after
+ * its exit (so a full round keeps its own round's exits for the next). */
 static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, size_t n, bool full)
 {
+	if (full)
+		c->nsb_exited = 0;
 	c->nsb_pids = 0;
 	for (size_t i = 0; i < c->nrefs; i++) {
 		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
@@ -1355,25 +1352,28 @@ static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, si
 		if (h->size < sizeof(*h) + sizeof(uint32_t))
 			continue;
 		uint32_t pid = ((const uint32_t *)(h + 1))[0];
-		GROW(c->sb_pids, c->asb_pids, c->nsb_pids + 1);
-		c->sb_pids[c->nsb_pids++] = pid;
 		if (h->type == PERF_RECORD_EXIT) {
 			GROW(c->sb_exited, c->asb_exited, c->nsb_exited + 1);
 			c->sb_exited[c->nsb_exited++] = pid;
 		}
+		if (!full) {
+			GROW(c->sb_pids, c->asb_pids, c->nsb_pids + 1);
+			c->sb_pids[c->nsb_pids++] = pid;
+		}
 	}
-	if (full) {
-		c->nsb_exited = 0;
+	if (full)
 		return NULL;
-	}
 	GROW(c->sb_pids, c->asb_pids, c->nsb_pids + c->nsb_exited + 1);
 	if (c->nsb_exited)
 		memcpy(c->sb_pids + c->nsb_pids, c->sb_exited, c->nsb_exited * sizeof(uint32_t));
 	c->nsb_pids += c->nsb_exited;
-	tally_qsort(c->sb_pids, c->nsb_pids, sizeof(uint32_t), cmp_u32);
+	tally_qsort(c->sb_pids, c->nsb_pids, sizeof(uint32_t), tally_cmp_u32);
 	GROW(c->sb_taken, c->asb_taken, n + 1);
-	for (size_t i = 0; i < n; i++)
-		c->sb_taken[i] = pid_in(c->sb_pids, c->nsb_pids, k[i].tgid);
+	for (size_t i = 0; i < n; i++) {
+		struct pid_key key = { c->sb_pids, k[i].tgid };
+		size_t at = tally_partition(c->nsb_pids, pid_below, &key);
+		c->sb_taken[i] = at < c->nsb_pids && c->sb_pids[at] == k[i].tgid;
+	}
 	return c->sb_taken;
 }
 
