@@ -400,8 +400,6 @@ static void add_queued(struct sparser *P)
 	tally_stackset_add(P->s, P->qpid, P->qlabel, P->pids, n, P->qc);
 }
 
-/* One line (NUL-terminated in place of its newline); false when it is not a
- * stack (P->bad and P->msg say why). */
 /* A stack's counts and weights as the file gives them (c: its events'
  * counts, then their weights) as the set's sne events take them (mc: the
  * same halves), through m's event map. */
@@ -436,6 +434,8 @@ static int check_sums(const struct stacks_map *m, const char *what, const uint64
 	return 0;
 }
 
+/* One line (NUL-terminated in place of its newline); false when it is not a
+ * stack (P->bad and P->msg say why). */
 static bool parse_line(struct sparser *P, const char *line)
 {
 	const struct stacks_map *m = P->m;
@@ -891,35 +891,24 @@ static int read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		r = bin_short(b, what, "frame numbers");
 		goto out;
 	}
-	uint32_t most = 0;
-	for (size_t i = 0; i < nr; i++)
-		most = refs[i] > most ? refs[i] : most;
-	if (nr && most < nf) {
-		/* ... and each frame of a stack (as the text can only give) */
-		unsigned char *used = xcalloc(nf + 1, 1);
-		for (size_t i = 0; i < nr; i++)
+	/* ... and each frame of a stack (as the text can only give) */
+	unsigned char *used = xcalloc(nf + 1, 1);
+	for (size_t i = 0, k = 0; i < nr && !r; i++) {
+		if (refs[i] < nf) {
 			used[refs[i]] = 1;
-		for (size_t i = 0; i < nf && !r; i++)
-			if (!used[i])
-				r = tally_seterr(-EINVAL, "'%s' frame %zu: no stack has it (%s)", what, i + 1, DAMAGED);
-		free(used);
-		if (r)
-			goto out;
-	} else if (!nr && nf) {
-		r = tally_seterr(-EINVAL, "'%s' frame 1: no stack has it (%s)", what, DAMAGED);
+			continue;
+		}
+		while (st[k].first + st[k].len <= i)
+			k++;
+		r = tally_seterr(-EINVAL, "'%s' stack %zu: frame number %" PRIu32 " is past the %" PRIu64 " frames (numbered from 0) (%s)",
+				 what, k + 1, refs[i], nf, DAMAGED);
+	}
+	for (size_t i = 0; i < nf && !r; i++)
+		if (!used[i])
+			r = tally_seterr(-EINVAL, "'%s' frame %zu: no stack has it (%s)", what, i + 1, DAMAGED);
+	free(used);
+	if (r)
 		goto out;
-	}
-	if (nr && most >= nf) {
-		size_t k = 0;
-		for (size_t i = 0; i < nr; i++)
-			if (refs[i] >= nf) {
-				while (st[k].first + st[k].len <= i)
-					k++;
-				r = tally_seterr(-EINVAL, "'%s' stack %zu: frame number %" PRIu32 " is past the %" PRIu64 " frames (numbered from 0) (%s)",
-						 what, k + 1, refs[i], nf, DAMAGED);
-				goto out;
-			}
-	}
 	unsigned char more;
 	if (bs_read(b, &more, 1)) {
 		r = tally_seterr(-EINVAL, "'%s' goes on past the size its header says (the file is damaged: record again)", what);
