@@ -544,15 +544,18 @@ static void pb_el(struct pbout *pb, uint32_t field, const struct pbel *e)
  * other, are one deflate stream. Z_OK, or zlib's error. */
 static int deflate_piece(const unsigned char *in, size_t len, bool last, struct strbuf *out)
 {
-	/* deflateBound of raw deflate at these settings, and a flush's 5 bytes */
-	size_t room = len + (len >> 12) + (len >> 14) + (len >> 25) + 64;
-	if (strbuf_grow(out, room))
-		return Z_MEM_ERROR;
 	z_stream z;
 	memset(&z, 0, sizeof(z));
 	int zr = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
 	if (zr != Z_OK)
 		return zr;
+	/* zlib's bound for len bytes at these settings, and a sync flush's marker */
+	_Static_assert(sizeof(uLong) >= sizeof(size_t), "deflateBound takes any size");
+	size_t room = deflateBound(&z, (uLong)len) + 16;
+	if (strbuf_grow(out, room)) {
+		deflateEnd(&z);
+		return Z_MEM_ERROR;
+	}
 	/* zlib counts in uInt: a piece past 4 GiB goes in parts */
 	unsigned char *o = (unsigned char *)out->buf + out->len;
 	size_t left = len;
