@@ -148,6 +148,13 @@ struct tally_agg {
 	struct tally_hidx proc_idx;
 	struct tally_proc *last_proc;
 	bool dead_pending; /* some process has exited and is not yet collected */
+	/* collected processes not yet freed: the memo may still point at one (no
+	 * entry of it is used: its memo_gen moved at its exit). They are freed
+	 * together once there are TALLY_AGG_GRAVE of them, after one walk of the
+	 * memo, not one walk for each round in which some process ended */
+	struct tally_proc **grave;
+	size_t ngrave, agrave;
+#define TALLY_AGG_GRAVE 64
 	/* the rows of recent samples without a call chain, by (pid, ip, event,
 	 * kernel): a sample seen before is counted without its lookups. Valid for
 	 * one memo_gen, which moves at whatever can change any sample's row (a

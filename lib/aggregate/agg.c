@@ -84,6 +84,9 @@ void tally_agg_release(struct tally_agg *a)
 	for (size_t i = 0; i < a->nprocs; i++)
 		agg_proc_free(a->procs[i]);
 	free(a->procs);
+	for (size_t i = 0; i < a->ngrave; i++)
+		agg_proc_free(a->grave[i]);
+	free(a->grave);
 	for (size_t i = 0; i < a->ntasks; i++)
 		free(a->tasks[i].exe);
 	free(a->tasks);
@@ -395,16 +398,20 @@ static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tal
 	return &a->memo[h & (MEMO_SIZE - 1)];
 }
 
-void agg_memo_forget_dead(struct tally_agg *a)
+void agg_free_grave(struct tally_agg *a)
 {
-	if (!a->memo)
+	if (!a->ngrave)
 		return;
-	for (size_t i = 0; i < MEMO_SIZE; i++) {
+	for (size_t i = 0; a->memo && i < MEMO_SIZE; i++) {
 		struct tally_sample_memo *m = &a->memo[i];
-		/* an entry of an older generation is never used, nor its process read */
+		/* an entry of an older generation is never used, nor its process
+		 * read; the buried are the only processes with dead > 2 */
 		if (m->gen == a->memo_gen && m->p && m->p->dead > 2)
 			m->gen = 0;
 	}
+	for (size_t i = 0; i < a->ngrave; i++)
+		agg_proc_free(a->grave[i]);
+	a->ngrave = 0;
 }
 
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)
@@ -885,8 +892,9 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs) + (a->memo ? MEMO_SIZE * sizeof(*a->memo) : 0);
-	for (size_t i = 0; i < a->nprocs; i++) {
-		const struct tally_proc *p = a->procs[i];
+	m += a->agrave * sizeof(*a->grave);
+	for (size_t i = 0; i < a->nprocs + a->ngrave; i++) {
+		const struct tally_proc *p = i < a->nprocs ? a->procs[i] : a->grave[i - a->nprocs];
 		m += sizeof(*p) + p->amaps * sizeof(*p->maps) + (p->exe ? strlen(p->exe) + 1 : 0);
 	}
 	m += a->atasks * sizeof(*a->tasks);

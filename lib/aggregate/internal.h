@@ -24,9 +24,9 @@ static inline void agg_memo_forget(struct tally_agg *a)
 {
 	a->memo_gen++;
 }
-/* agg.c: the memo forgets the rows of the processes about to be freed (those
- * with dead > 2), and keeps the others' */
-void agg_memo_forget_dead(struct tally_agg *a);
+/* agg.c: frees the collected processes (tally_agg.grave) once the memo has
+ * forgotten their rows; it keeps the others' */
+void agg_free_grave(struct tally_agg *a);
 
 /* jit.c: perf maps and jitdumps */
 void agg_snapshot_jit(struct tally_agg *a, struct tally_proc *p);

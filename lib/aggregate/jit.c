@@ -278,9 +278,16 @@ bool agg_is_jitdump_name(const char *path, int pid)
 {
 	/* jit-PID.dump, PID the process's own (a runtime names it so) */
 	const char *b = tally_basename(path);
-	char want[48];
-	snprintf(want, sizeof(want), "jit-%d.dump", pid);
-	return !strcmp(b, want);
+	if (strncmp(b, "jit-", 4) || pid <= 0)
+		return false; /* every mapping is asked: most are not, and say so here */
+	b += 4;
+	long long n = 0;
+	if (*b < '1' || *b > '9')
+		return false;
+	for (; *b >= '0' && *b <= '9'; b++)
+		if ((n = n * 10 + (*b - '0')) > pid)
+			return false;
+	return n == pid && !strcmp(b, ".dump");
 }
 
 /* Opens a JIT file of process p once, as it is checked: not through a symbolic

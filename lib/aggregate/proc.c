@@ -89,22 +89,24 @@ void tally_agg_collect_dead(struct tally_agg *a)
 	a->dead_pending = pending;
 	if (!freeing)
 		return;
-	/* the memo's entries of the others stay: a machine where some process
-	 * ends every round would otherwise never keep one */
-	agg_memo_forget_dead(a);
 	size_t j = 0;
 	for (size_t i = 0; i < a->nprocs; i++) {
 		struct tally_proc *p = a->procs[i];
 		if (p->dead > 2) {
 			if (p->sampled)
 				remember_task(a, p);
-			agg_proc_free(p);
+			GROW(a->grave, a->agrave, a->ngrave + 1);
+			a->grave[a->ngrave++] = p;
 			continue;
 		}
 		a->procs[j++] = p;
 	}
 	a->nprocs = j;
 	rebuild_proc_idx(a);
+	/* the memo's entries of the others stay: a machine where some process
+	 * ends every round would otherwise never keep one */
+	if (a->ngrave >= TALLY_AGG_GRAVE)
+		agg_free_grave(a);
 }
 
 void tally_agg_tasks(struct tally_agg *a)

@@ -1352,11 +1352,13 @@ static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, si
 		if (h->size < sizeof(*h) + sizeof(uint32_t))
 			continue;
 		uint32_t pid = ((const uint32_t *)(h + 1))[0];
-		if (h->type == PERF_RECORD_EXIT) {
+		/* a process's records come together (an exec's mmaps, its threads'
+		 * exits): each pid once in a row, not once per record */
+		if (h->type == PERF_RECORD_EXIT && (!c->nsb_exited || c->sb_exited[c->nsb_exited - 1] != pid)) {
 			GROW(c->sb_exited, c->asb_exited, c->nsb_exited + 1);
 			c->sb_exited[c->nsb_exited++] = pid;
 		}
-		if (!full) {
+		if (!full && (!c->nsb_pids || c->sb_pids[c->nsb_pids - 1] != pid)) {
 			GROW(c->sb_pids, c->asb_pids, c->nsb_pids + 1);
 			c->sb_pids[c->nsb_pids++] = pid;
 		}

@@ -1071,6 +1071,48 @@ static uint32_t image_named(const struct tally_agg *a, const char *path)
 	return 0;
 }
 
+/* Collected processes are freed in batches, not one walk of the memo per round
+ * in which one ended: while one waits, its memo entries are not used (a pid
+ * reused resolves in its new program) and a live process's go on counting. */
+static void test_agg__collected_freed_in_batches(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, true, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_comm(&b, 300, 300, "alive", true));
+	tally_agg_record(&a, mk_mmap2(&b, 300, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 5));
+	uint32_t n = TALLY_AGG_GRAVE * 2 + 3, most = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t pid = 1000 + i % 4; /* pids reused, as on a busy machine */
+		tally_agg_record(&a, mk_comm(&b, pid, pid, "short", true));
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0, PROT_RX, i % 2 ? "/bin/true" : "/bin/ls",
+					      NULL, 0, i % 2 ? 77 : 78));
+		tally_agg_record(&a, mk_sample(&b, pid, 0x400010, false, 0, NULL, 0));
+		tally_agg_record(&a, mk_sample(&b, pid, 0x400010, false, 0, NULL, 0));
+		tally_agg_record(&a, mk_sample(&b, 300, 0x400020, false, 0, NULL, 0));
+		tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, pid, 1, pid, 1));
+		for (int round = 0; round < 3; round++) {
+			tally_agg_collect_dead(&a);
+			assert_true(a.ngrave < TALLY_AGG_GRAVE);
+			most = a.ngrave > most ? a.ngrave : most;
+		}
+		assert_null(tally_agg_proc(&a, (int)pid, false));
+	}
+	assert_true(most > 1); /* they did wait, to be freed together */
+	assert_int_equal(a.ntasks, n);
+	uint32_t ls = image_named(&a, "/bin/ls"), tr = image_named(&a, "/bin/true"), sh = image_named(&a, "/bin/sh");
+	uint64_t in_ls = 0, in_true = 0;
+	for (uint32_t p = 1000; p < 1004; p++) {
+		in_ls += count_of(&a, ls, 0x10, (int)p, 0);
+		in_true += count_of(&a, tr, 0x10, (int)p, 0);
+	}
+	assert_int_equal(in_ls, 2 * ((n + 1) / 2));
+	assert_int_equal(in_true, 2 * (n / 2));
+	assert_int_equal(count_of(&a, sh, 0x20, 300, 0), n);
+	tally_agg_release(&a);
+}
+
 /* The same (pid, address) again is counted from the sample memo: whatever a
  * side-band record, a reset or the end of a process changes, the next sample
  * there lands where a first sample would. */
@@ -1494,6 +1536,34 @@ static void test_agg__jit_dump_checked_once(void **state)
 	free(dir);
 }
 
+/* Only a mapping named jit-PID.dump, PID the process's own, is a jitdump's
+ * marker (nothing runs in it); any other name is a mapping like another. */
+static void test_agg__jitdump_marker_name(void **state)
+{
+	(void)state;
+	const int pid = 4321;
+	const struct {
+		const char *name;
+		bool marker;
+	} cases[] = {
+		{ "/tmp/d/jit-4321.dump", true },  { "jit-4321.dump", true },        { "/tmp/d/jit-432.dump", false },
+		{ "/tmp/d/jit-43210.dump", false }, { "/tmp/d/jit-04321.dump", false }, { "/tmp/d/jit-4321.dumps", false },
+		{ "/tmp/d/jit-4321.dum", false },   { "/tmp/d/jit-.dump", false },     { "/tmp/jit-4321.dump/lib.so", false },
+		{ "/tmp/d/xjit-4321.dump", false }, { "/tmp/d/jit-4321x.dump", false },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct tally_agg a;
+		tally_agg_init(&a, 1, true, false);
+		struct recbuf b;
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x10000000, 0x1000, 0, PROT_RX, cases[i].name, NULL, 0, 9));
+		const struct tally_proc *p = tally_agg_proc(&a, pid, false);
+		assert_non_null(p);
+		if (p->nmaps != (cases[i].marker ? 0u : 1u))
+			fail_msg("'%s' of pid %d: %zu maps", cases[i].name, pid, p->nmaps);
+		tally_agg_release(&a);
+	}
+}
+
 /* What one process's JIT sources may cost: a perf map past the budget keeps its
  * whole lines within it, the jitdump gets what is left, and warnings say so. */
 static void test_agg__jit_budget(void **state)
@@ -1601,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_agg__record_deep_callchain),
 		cmocka_unit_test(test_agg__record_lost_throttle),
 		cmocka_unit_test(test_agg__record_exit_and_tasks),
+		cmocka_unit_test(test_agg__collected_freed_in_batches),
 		cmocka_unit_test(test_agg__reset_after_flush),
 		cmocka_unit_test(test_agg__sample_memo_follows_changes),
 		cmocka_unit_test(test_agg__identify_early),
@@ -1608,6 +1679,7 @@ int main(void)
 		cmocka_unit_test(test_agg__jit_map_swapped_after_check),
 		cmocka_unit_test(test_agg__jit_map_not_regular),
 		cmocka_unit_test(test_agg__jit_dump_checked_once),
+		cmocka_unit_test(test_agg__jitdump_marker_name),
 		cmocka_unit_test(test_agg__jit_budget),
 		cmocka_unit_test(test_agg__jit_warnings_bounded),
 	};
