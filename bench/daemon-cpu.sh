@@ -19,6 +19,14 @@
 # profiler then meets new processes, files and places all the time.
 # --before TALLY adds another tally binary (an older build) to every round,
 # with its default and, if it has it, with --sample-mechanism bpf: a column each.
+# Flushes: each tally daemon is flushed once ('tally ctl flush') just before the
+# window, so the window holds no flush (nor the first one's one-time reading of
+# /proc/kallsyms), and once after it: that flush's CPU time (the task-clock
+# over 2 s around it, less the daemon's rate in the window) is the cost of
+# writing what the window gathered. Rows then give it, and the rate with a
+# flush every 60 s (the daemon's default --flush-interval) added, as if each
+# minute's flush cost what this one did (with --seconds 60 or more, it is a
+# minute's worth). perf record writes as it goes: its writes are in its window.
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
@@ -85,6 +93,21 @@ status() {
 	awk '/^sample-mechanism:/ { print $2 }' "$tmp/status" >"$tmp/$name.mech"
 	echo "$(cat "$tmp/$name.ms") $n" >>"$tmp/$name"
 }
+# flush_ms NAME: the CPU time of one flush of that tally daemon, in ms, appended to $tmp/NAME.flush
+flush_ms() {
+	local name=$1 bin=$tally pid
+	case $name in before*) bin=$before ;; esac
+	pid=$(cat "$tmp/$name.pid")
+	perf stat -x, -e task-clock -p "$pid" -- sleep 2 2>"$tmp/$name.fstat" &
+	local ps=$!
+	sleep 0.5
+	"$bin" ctl --db "$tmp/$name.db" flush >/dev/null
+	wait "$ps"
+	local all rate
+	all=$(awk -F, '/task-clock/ { print $1 }' "$tmp/$name.fstat")
+	rate=$(echo "scale=4; $(cat "$tmp/$name.ms") / ($secs - 2)" | bc)
+	printf "%.2f\n" "$(echo "x = $all - $rate * 2; if (x < 0) x = 0; x" | bc)" >>"$tmp/$name.flush"
+}
 # stop NAME: stops it
 stop() {
 	local pid
@@ -97,16 +120,19 @@ stop() {
 	kill -TERM "$pid"
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
+bin_of() { case $1 in before*) echo "$before" ;; *) echo "$tally" ;; esac; }
 # measure NAME...: they run, started together, over one window
 measure() {
 	local w
 	for w in "$@"; do start "$w"; done
 	spin
 	sleep 1
+	for w in "$@"; do [ "$w" = perf ] || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
 	local waits=()
 	for w in "$@"; do cpu_ms "$(cat "$tmp/$w.pid")" "$tmp/$w.ms" & waits+=($!); done
 	for w in "${waits[@]}"; do wait "$w"; done
 	for w in "$@"; do status "$w"; done
+	for w in "$@"; do [ "$w" = perf ] || flush_ms "$w"; done
 	wait_spin
 	for w in "$@"; do stop "$w"; done
 }
@@ -147,10 +173,18 @@ for w in "${who[@]}"; do
 done
 how=$([ "$together" = 1 ] && echo "all at once" || echo "in turn")
 row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
-ms=() share=() per=()
+ms=() share=() per=() fl=() with=()
 for f in "${files[@]}"; do
 	m=$(cut -d' ' -f1 "$tmp/$f" | median)
 	ms+=("$(echo "scale=2; $m / $win" | bc)")
+	if [ "$f" = perf ]; then
+		fl+=("—")
+		with+=("$(echo "scale=2; $m / $win" | bc)")
+	else
+		fm=$(median "$tmp/$f.flush")
+		fl+=("$fm")
+		with+=("$(echo "scale=2; ($m / $win) + ($fm / 60)" | bc)")
+	fi
 	share+=("$(echo "scale=3; $m / $win / 10" | bc)%")
 	if [ "$f" = perf ]; then
 		per+=("—")
@@ -166,3 +200,5 @@ row "---" "${cols[@]/*/---}"
 row "ms of CPU per second" "${ms[@]}"
 row "share of one CPU" "${share[@]}"
 row "µs per sample" "${per[@]}"
+row "ms of CPU of one flush (what $secs s gathered)" "${fl[@]}"
+row "ms of CPU per second, with a flush every 60 s" "${with[@]}"
