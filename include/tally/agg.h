@@ -199,6 +199,12 @@ void tally_agg_release(struct tally_agg *a);
 
 /* Feeds one record from the collector. */
 void tally_agg_record(struct tally_agg *a, const struct tally_rec *rec);
+/* Whether a side-band record, not yet fed, asks for a round soon (a collector
+ * with samples counted in the kernel, docs/sampling.md "Rounds"): an executable
+ * mapping of a file that has no image yet (identified while it exists), or of
+ * anonymous memory or a jitdump (a JIT's perf map is checked while it lives).
+ * A process that runs files already known waits for the round of the second. */
+bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header *h);
 /* Frees processes that exited before the previous call (their records are all in). */
 void tally_agg_collect_dead(struct tally_agg *a);
 /* Moves the sampled live processes into the task list (call once, before writing). */
@@ -236,6 +242,8 @@ size_t tally_agg_memory(const struct tally_agg *a);
 
 /* Lookups used by the writer and by tests. */
 uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key);
+/* The index of the image with that key, or TALLY_HIDX_NONE (never adds one). */
+uint32_t tally_agg_image_find(const struct tally_agg *a, const struct tally_image *key);
 struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create);
 uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);

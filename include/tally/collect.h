@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct perf_event_header;
+
 struct tally_event_desc {
 	const char *name;
 	const char *alias; /* another accepted name, or NULL */
@@ -64,6 +66,10 @@ struct tally_collect_opts {
 	uint64_t offcpu_min;
 	int offcpu_mech; /* enum tally_offcpu_mech (offcpu.h): auto, bpf or tracepoint */
 	int sample_mech; /* enum tally_sample_mech: how samples reach tally */
+	/* bpf: whether a side-band record still in a ring asks for a round soon
+	 * (docs/sampling.md, "Rounds"), called with prompt_ctx; NULL: every one */
+	bool (*prompt)(void *ctx, const struct perf_event_header *h);
+	void *prompt_ctx;
 };
 
 /* How samples reach tally (docs/sampling.md, "Counting in the kernel"): each
@@ -167,6 +173,9 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 /* How off-CPU time is recorded: "bpf", "tracepoint", or NULL without it; *why
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
+/* The polls that read the rings (rounds), and those that only looked at the
+ * records waiting there and left them for a later round (bpf; 0 otherwise). */
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* "ring", "bpf" or "auto", as the option and the session name it. */
 const char *tally_sample_mech_name(enum tally_sample_mech m);

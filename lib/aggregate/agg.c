@@ -125,6 +125,11 @@ static bool image_eq(const void *ctx, uint32_t idx, const void *key)
 	return x->maj == k->maj && x->min == k->min && x->ino == k->ino && x->ino_gen == k->ino_gen;
 }
 
+uint32_t tally_agg_image_find(const struct tally_agg *a, const struct tally_image *key)
+{
+	return tally_hidx_get(&a->image_idx, image_hash(key), key, image_eq, a);
+}
+
 uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 {
 	uint64_t h = image_hash(key);

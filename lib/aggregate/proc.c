@@ -193,55 +193,94 @@ static bool is_anon_name(const char *name)
 	       !strcmp(name, "[heap]") || !strncmp(name, "[stack", 6);
 }
 
+/* The key of the image of a file mapping (its build-id from the record, else
+ * its device and inode); name stays the caller's. */
+static void file_key(struct tally_image *k, int pid, const char *name, const uint8_t *bid, uint8_t bid_len, uint32_t maj,
+		     uint32_t min, uint64_t ino, uint64_t ino_gen)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = !strcmp(name, "[vdso]") ? TALLY_IMG_VDSO : TALLY_IMG_FILE;
+	k->path = (char *)name;
+	if (bid_len) {
+		if (bid_len > 20)
+			bid_len = 20;
+		memcpy(k->build_id, bid, bid_len);
+		k->build_id_len = bid_len;
+	} else if (k->kind == TALLY_IMG_FILE) {
+		k->maj = maj;
+		k->min = min;
+		k->ino = ino;
+		k->ino_gen = ino_gen;
+	}
+	k->pid = pid;
+}
+
 static uint32_t file_image(struct tally_agg *a, int pid, const char *name, const uint8_t *bid, uint8_t bid_len,
 			   uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen)
 {
 	struct tally_image k;
-	memset(&k, 0, sizeof(k));
-	k.kind = !strcmp(name, "[vdso]") ? TALLY_IMG_VDSO : TALLY_IMG_FILE;
-	k.path = (char *)name;
-	if (bid_len) {
-		if (bid_len > 20)
-			bid_len = 20;
-		memcpy(k.build_id, bid, bid_len);
-		k.build_id_len = bid_len;
-	} else if (k.kind == TALLY_IMG_FILE) {
-		k.maj = maj;
-		k.min = min;
-		k.ino = ino;
-		k.ino_gen = ino_gen;
-	}
-	k.pid = pid;
+	file_key(&k, pid, name, bid, bid_len, maj, min, ino, ino_gen);
 	uint32_t i = tally_agg_image(a, &k);
 	/* keep a live pid for opening the file through /proc/PID/root later */
 	a->images[i].pid = pid;
 	return i;
 }
 
+/* PERF_RECORD_MMAP2 (linux/perf_event.h; sample_id after the name) */
+struct perf_record_mmap2 {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	union {
+		struct { uint32_t maj, min; uint64_t ino, ino_generation; } f;
+		struct { uint8_t size, res1; uint16_t res2; uint8_t id[20]; } b;
+	} u;
+	uint32_t prot, flags;
+	char filename[];
+};
+
+/* An executable mapping's record, its name copied into name (NUL-terminated);
+ * NULL for a record too short or of memory that cannot run. */
+static const struct perf_record_mmap2 *exec_mmap2(const struct perf_event_header *h, char name[4096])
+{
+	const struct perf_record_mmap2 *m = (const void *)h;
+	if (h->size < sizeof(*m) + 1 || !(m->prot & 4 /* PROT_EXEC */))
+		return NULL;
+	size_t maxlen = h->size - sizeof(*m);
+	size_t nl = strnlen(m->filename, maxlen < 4095 ? maxlen : 4095);
+	memcpy(name, m->filename, nl);
+	name[nl] = '\0';
+	return m;
+}
+
+bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header *h)
+{
+	if (h->type == PERF_RECORD_MMAP)
+		return true; /* not asked for: whatever it is, looked at soon */
+	if (h->type != PERF_RECORD_MMAP2)
+		return false;
+	char name[4096];
+	const struct perf_record_mmap2 *m = exec_mmap2(h, name);
+	if (!m)
+		return false;
+	if (is_anon_name(name) || agg_is_jitdump_name(name, (int)m->pid))
+		return true; /* a JIT's code: its perf map is checked while the process lives */
+	struct tally_image k;
+	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+		file_key(&k, (int)m->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
+	else
+		file_key(&k, (int)m->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
+	return tally_agg_image_find(a, &k) == TALLY_HIDX_NONE;
+}
+
 void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 {
-	const struct perf_record_mmap2 {
-		struct perf_event_header h;
-		uint32_t pid, tid;
-		uint64_t addr, len, pgoff;
-		union {
-			struct { uint32_t maj, min; uint64_t ino, ino_generation; } f;
-			struct { uint8_t size, res1; uint16_t res2; uint8_t id[20]; } b;
-		} u;
-		uint32_t prot, flags;
-		char filename[];
-	} *m = (const void *)r->raw;
-	if (r->raw->size < sizeof(*m) + 1)
-		return;
-	if (!(m->prot & 4 /* PROT_EXEC */))
+	char name[4096];
+	const struct perf_record_mmap2 *m = exec_mmap2(r->raw, name);
+	if (!m)
 		return;
 	struct tally_proc *p = tally_agg_proc(a, (int)m->pid, true);
 	p->memo_gen++; /* its maps change */
-	size_t maxlen = r->raw->size - sizeof(*m);
-	char name[4096];
-	size_t nl = strnlen(m->filename, maxlen < sizeof(name) - 1 ? maxlen : sizeof(name) - 1);
-	memcpy(name, m->filename, nl);
-	name[nl] = '\0';
 	if (agg_is_jitdump_name(name, p->pid)) {
 		/* the runtime's marker: the dump names its code; nothing runs in this mapping */
 		agg_check_jitdump(a, p, name);

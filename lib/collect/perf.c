@@ -133,6 +133,7 @@ struct ring {
 	void *base; /* metadata page, then data */
 	size_t size;
 	int cpu;
+	uint64_t peeked; /* bpf: records before this position were looked at, not read */
 };
 
 /* A period tally set on an event, and from when (CLOCK_MONOTONIC ns, the
@@ -221,7 +222,10 @@ struct tally_collector {
 	uint64_t *sb_seen;           /* per slot: the intervals already taken from it */
 	char sb_why[256];            /* why auto took the ring, or "" */
 	double last_round;           /* when the last poll read the rings (bpf: rounds 200 ms apart at least) */
-	double sb_busy_until;        /* bpf: rounds every 200 ms until then (side-band records came) */
+	double sb_busy_until;        /* bpf: rounds every 200 ms until then (a record asked for a round soon) */
+	double last_look;            /* bpf: when records waiting in the rings were last looked at */
+	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
+	char *peek_buf;              /* bpf: a record that wraps around the end of its ring, copied whole */
 	double sb_last_full;         /* bpf: when the last round took every place that counted */
 	uint32_t *sb_pids;           /* bpf: the processes whose places a round takes (sorted) */
 	size_t nsb_pids, asb_pids;
@@ -1424,13 +1428,124 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 	fn(ctx, &r);
 }
 
-/* Counted samples: the milliseconds until the next round may come, 200 ms
- * after the last (0: now). */
+/* Counted samples: the milliseconds until the next look (or round) may come,
+ * 200 ms after the last round or look (0: now). */
 #define COUNTED_MIN_GAP_S 0.2
+/* and a round at least a second after the last while records wait */
+#define COUNTED_CALM_S 1.0
 static int counted_gap_ms(const struct tally_collector *c)
 {
-	double left = COUNTED_MIN_GAP_S - (tally_now_mono() - c->last_round);
+	double last = c->last_look > c->last_round ? c->last_look : c->last_round;
+	double left = COUNTED_MIN_GAP_S - (tally_now_mono() - last);
 	return left > 0 ? (int)(left * 1000) + 1 : 0;
+}
+
+/* Whether some ring holds records not yet read. */
+static bool rings_pending(const struct tally_collector *c)
+{
+	for (size_t i = 0; i < c->nrings; i++) {
+		const struct perf_event_mmap_page *meta = c->rings[i].base;
+		if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail)
+			return true;
+	}
+	return false;
+}
+
+/* The record at position pos of ring r (len bytes of it, at most size):
+ * where it lies whole in the ring, or copied into c->peek_buf when it wraps. */
+static const void *ring_at(struct tally_collector *c, const struct ring *r, uint64_t pos, size_t len)
+{
+	const char *data = (const char *)r->base + c->pagesz;
+	size_t start = (size_t)(pos % c->data_size);
+	if (start + len <= c->data_size)
+		return data + start;
+	if (!c->peek_buf)
+		c->peek_buf = xmalloc(UINT16_MAX + 1);
+	size_t first = c->data_size - start;
+	memcpy(c->peek_buf, data + start, first);
+	memcpy(c->peek_buf + first, data, len - first);
+	return c->peek_buf;
+}
+
+/* Whether a record asks for a round soon: the caller's prompt says so (every
+ * record, without one). */
+static bool asks_round(const struct tally_collector *c, const struct perf_event_header *h)
+{
+	return !c->o.prompt || c->o.prompt(c->o.prompt_ctx, h);
+}
+
+/* Whether the records waiting in the rings ask for a round now: one of them
+ * does, or a ring is a quarter full (the round makes room before the kernel
+ * must drop any). Each record is looked at once, not read: it stays where it
+ * is for the round. */
+static bool rings_prompt(struct tally_collector *c)
+{
+	for (size_t i = 0; i < c->nrings; i++) {
+		struct ring *r = &c->rings[i];
+		const struct perf_event_mmap_page *meta = r->base;
+		uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
+		if (head - tail >= c->data_size / 4)
+			return true;
+		uint64_t pos = r->peeked > tail ? r->peeked : tail;
+		while (head - pos >= sizeof(struct perf_event_header)) {
+			struct perf_event_header h;
+			memcpy(&h, ring_at(c, r, pos, sizeof(h)), sizeof(h));
+			if (h.size < sizeof(h) || h.size > head - pos)
+				return true; /* cannot be: the round reads it as it can */
+			if ((h.type == PERF_RECORD_MMAP || h.type == PERF_RECORD_MMAP2) && asks_round(c, ring_at(c, r, pos, h.size)))
+				return true;
+			if (!c->o.prompt && h.type != PERF_RECORD_SAMPLE)
+				return true;
+			pos += h.size;
+		}
+		r->peeked = pos;
+	}
+	return false;
+}
+
+/* Counted samples: waits for the next round (docs/sampling.md, "Rounds") and
+ * says whether it is now. The rings wake the wait at the first side-band
+ * record; the records are looked at 200 ms after the last round or look, and
+ * a round comes then if one of them asks for it (a file not seen before, a
+ * JIT's memory: the caller's prompt), a ring is a quarter full, a second has
+ * passed since the last round, or one did less than a second ago. Otherwise they wait in the rings, and the
+ * next look is 200 ms later (the rings, not read, would wake the wait at
+ * once: only the caller's fd is waited on then). Ready at once when the
+ * caller asks (timeout 0), or its fd or its timeout ends the wait. */
+static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n, int timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return true;
+	bool pending = rings_pending(c);
+	if ((pending || tally_now_mono() < c->sb_busy_until) && counted_gap_ms(c) < timeout_ms)
+		timeout_ms = counted_gap_ms(c);
+	struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
+	int nw = c->o.wake_fd >= 0 ? 1 : 0;
+	bool caller = false;
+	if (pending) {
+		caller = poll(&w, nw, timeout_ms) > 0;
+	} else if (timeout_ms > 0) {
+		int r = poll(pfd, n, timeout_ms);
+		bool ring_in = false;
+		for (size_t i = 0; i < c->nrings && r > 0; i++)
+			ring_in = ring_in || (pfd[i].revents & POLLIN);
+		caller = nw && r > 0 && (pfd[n - 1].revents & POLLIN);
+		if (ring_in && !caller) {
+			int g = counted_gap_ms(c);
+			if (g > timeout_ms)
+				g = timeout_ms;
+			caller = g > 0 && poll(&w, nw, g) > 0;
+		} else if (r > 0 && !caller) {
+			poll(&w, nw, timeout_ms); /* a ring whose tasks all exited (POLLHUP): not a spin */
+		}
+	}
+	if (caller || !rings_pending(c))
+		return true;
+	c->last_look = tally_now_mono();
+	if (c->last_look - c->last_round >= COUNTED_CALM_S || c->last_look < c->sb_busy_until || rings_prompt(c))
+		return true;
+	c->looks++;
+	return false;
 }
 
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
@@ -1447,36 +1562,24 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		pfd[n].fd = c->o.wake_fd;
 		pfd[n++].events = POLLIN;
 	}
-	/* counted samples: a second after side-band records came, a round
-	 * every 200 ms as through the ring (a new process's first samples are
-	 * looked at while it lives, whatever records it makes or not) */
-	if (c->sbpf && tally_now_mono() < c->sb_busy_until && counted_gap_ms(c) < timeout_ms)
-		timeout_ms = counted_gap_ms(c);
-	if (timeout_ms > 0) {
+	if (c->sbpf) {
+		if (!counted_wait(c, pfd, n, timeout_ms))
+			return 0; /* records wait in the rings for the round */
+	} else if (timeout_ms > 0) {
 		int r = poll(pfd, n, timeout_ms);
 		/* a ring whose tasks all exited reports POLLHUP at once: wait out the interval
 		 * instead of spinning, unless the caller's fd woke us */
-		bool hup_only = r > 0, ring_in = false;
+		bool hup_only = r > 0;
 		for (size_t i = 0; i < n && r > 0; i++)
-			if (pfd[i].revents & POLLIN) {
+			if (pfd[i].revents & POLLIN)
 				hup_only = false;
-				ring_in = ring_in || i < c->nrings;
-			}
-		bool caller = c->o.wake_fd >= 0 && r > 0 && (pfd[n - 1].revents & POLLIN);
-		int wait_ms = hup_only ? timeout_ms : 0;
-		if (c->sbpf && ring_in && !caller) {
-			/* counted samples: the rings wake at every side-band record;
-			 * the next round comes 200 ms after the last at the soonest (a
-			 * busy machine's records do not make every wake a round) */
-			int g = counted_gap_ms(c);
-			wait_ms = g < timeout_ms ? g : timeout_ms;
-		}
-		if (wait_ms > 0) {
+		if (hup_only) {
 			struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
-			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, wait_ms);
+			poll(&w, c->o.wake_fd >= 0 ? 1 : 0, timeout_ms);
 		}
 	}
 	c->last_round = tally_now_mono();
+	c->rounds++;
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second (once with the BPF program, whose
@@ -1527,8 +1630,15 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	/* the counts need an order only among records of the rings */
 	bool alone = !c->nrefs;
-	if (!alone)
-		c->sb_busy_until = c->last_round + 1.0;
+	/* a record that asked for a round soon: the rounds are 200 ms apart for a
+	 * second (a new program's first samples, a JIT's, are taken while it lives) */
+	for (size_t i = 0; c->sbpf && i < c->nrefs; i++) {
+		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
+		if (h->type != PERF_RECORD_SAMPLE && asks_round(c, h)) {
+			c->sb_busy_until = c->last_round + 1.0;
+			break;
+		}
+	}
 #ifdef TALLY_HAVE_BPF
 	if (c->sbpf) {
 		bool full = asked_now || c->last_round - c->sb_last_full >= COUNTED_FULL_S;
@@ -1628,6 +1738,7 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->tmp);
 	free(c->runs);
 	free(c->pfd);
+	free(c->peek_buf);
 	tally_offcpu_free(c->off);
 #ifdef TALLY_HAVE_BPF
 	tally_offcpu_bpf_free(c->bpf);
@@ -1644,6 +1755,12 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 {
 	tally_offcpu_stats(c ? c->off : NULL, st);
 	return c && c->off;
+}
+
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks)
+{
+	*rounds = c->rounds;
+	*looks = c->looks;
 }
 
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c)

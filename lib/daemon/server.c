@@ -64,6 +64,11 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		add_mech(o, "sample-mechanism", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
 			 tally_collector_sample_mech_why(d->col));
 		strbuf_addch(o, '\n');
+		uint64_t rounds, looks;
+		tally_collector_rounds(d->col, &rounds, &looks);
+		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF)
+			strbuf_addf(o, "rounds: %" PRIu64 ", and %" PRIu64 " look%s that left the records for a later one\n",
+				    rounds, looks, looks == 1 ? "" : "s");
 	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");

@@ -61,6 +61,12 @@ void tally_recording_opts_init(struct tally_recording_opts *o)
 	o->wake_fd = -1;
 }
 
+static bool record_prompt(void *ctx, const struct perf_event_header *h)
+{
+	struct tally_recording *r = ctx;
+	return tally_agg_record_prompt(&r->agg, h);
+}
+
 static void on_record(void *ctx, const struct tally_rec *rec)
 {
 	struct tally_recording *r = ctx;
@@ -293,6 +299,8 @@ int tally_recording_new(struct tally_recording **out, const struct tally_recordi
 	memset(&co, 0, sizeof(co));
 	tally_sampling_collect_opts(o->smp, &co);
 	co.wake_fd = o->wake_fd >= 0 ? o->wake_fd : r->wake[0];
+	co.prompt = record_prompt;
+	co.prompt_ctx = r;
 	co.sideband_dummy = o->sideband_dummy;
 	co.target = o->target;
 	switch (o->target) {
@@ -439,10 +447,17 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 				timeout_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
 		}
 	}
+	uint64_t rounds, looks, after;
+	tally_collector_rounds(r->col, &rounds, &looks);
 	int n = tally_collector_poll(r->col, timeout_ms, on_record, r);
 	drain_wake(r);
-	identify(r);
-	tally_agg_collect_dead(&r->agg);
+	tally_collector_rounds(r->col, &after, &looks);
+	if (after != rounds) {
+		/* a look that left the records in the rings is not a round: an
+		 * ended process stays until two rounds have read what it left */
+		identify(r);
+		tally_agg_collect_dead(&r->agg);
+	}
 	if (n < 0)
 		return n;
 	bool stop = atomic_load(&r->stop_requested) != 0;

@@ -4,9 +4,10 @@
 # program before any flush, are in the database under the build-id of the
 # file they ran (identified when they mapped it, not looked up later), and
 # a copy of that file put back later is symbolized. Under the daemon's
-# default (samples counted in the kernel where it can: each new process's
-# side-band records wake a round, so nothing waits for the once-a-second read
-# of the counts) and with every sample through the ring.
+# default (samples counted in the kernel where it can: the mapping of a file
+# not seen before makes a round within 200 ms, so its identity does not wait
+# for the once-a-second read of the counts) and with every sample through the
+# ring.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 

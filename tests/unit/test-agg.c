@@ -1564,6 +1564,48 @@ static void test_agg__jitdump_marker_name(void **state)
 	}
 }
 
+/* Which side-band records ask a collector counting in the kernel for a round
+ * soon: an executable mapping of a file with no image yet (by device and inode,
+ * or by the build-id the record carries), of anonymous memory or a jitdump;
+ * not the same file mapped again by another process, memory that cannot run,
+ * nor the other records. */
+static void test_agg__record_prompt(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, true, false);
+	struct recbuf b;
+	const uint8_t bid[20] = { 0xab, 0xcd, 1, 2, 3 };
+	const struct tally_rec *r = mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42);
+	assert_true(tally_agg_record_prompt(&a, r->raw));
+	tally_agg_record(&a, r);
+	/* another process, the same file */
+	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)->raw));
+	/* the same path, another file (replaced since) */
+	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 43)->raw));
+	/* data, not code */
+	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x600000, 0x2000, 0, PROT_READ, "/usr/lib/data", NULL, 0, 44)->raw));
+	/* a build-id from the record: known once fed */
+	r = mk_mmap2(&b, 300, 0x400000, 0x2000, 0, PROT_RX, "/opt/lib.so", bid, 20, 0);
+	assert_true(tally_agg_record_prompt(&a, r->raw));
+	tally_agg_record(&a, r);
+	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 301, 0x700000, 0x2000, 0, PROT_RX, "/opt/lib.so", bid, 20, 0)->raw));
+	/* a JIT's code, each time */
+	r = mk_mmap2(&b, 300, 0x7f0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0);
+	assert_true(tally_agg_record_prompt(&a, r->raw));
+	tally_agg_record(&a, r);
+	assert_true(tally_agg_record_prompt(&a, r->raw));
+	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 300, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-300.dump", NULL, 0, 9)->raw));
+	/* the others */
+	assert_false(tally_agg_record_prompt(&a, mk_comm(&b, 400, 400, "prog", true)->raw));
+	assert_false(tally_agg_record_prompt(&a, mk_task(&b, PERF_RECORD_FORK, 401, 400, 401, 400)->raw));
+	assert_false(tally_agg_record_prompt(&a, mk_task(&b, PERF_RECORD_EXIT, 401, 400, 401, 400)->raw));
+	/* an old-style MMAP (not asked for): looked at soon, whatever it is */
+	struct perf_event_header old = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_USER, .size = sizeof(old) };
+	assert_true(tally_agg_record_prompt(&a, &old));
+	tally_agg_release(&a);
+}
+
 /* What one process's JIT sources may cost: a perf map past the budget keeps its
  * whole lines within it, the jitdump gets what is left, and warnings say so. */
 static void test_agg__jit_budget(void **state)
@@ -1680,6 +1722,7 @@ int main(void)
 		cmocka_unit_test(test_agg__jit_map_not_regular),
 		cmocka_unit_test(test_agg__jit_dump_checked_once),
 		cmocka_unit_test(test_agg__jitdump_marker_name),
+		cmocka_unit_test(test_agg__record_prompt),
 		cmocka_unit_test(test_agg__jit_budget),
 		cmocka_unit_test(test_agg__jit_warnings_bounded),
 	};
