@@ -161,17 +161,21 @@ struct room_check {
 	struct tally_daemon *d;
 	const char *what;
 	uint64_t old;
+	uint64_t bytes; /* what the new copy takes, once checked (UINT64_MAX before) */
 };
 
 /* tally_db_save's check: what the new copy really takes on disk. */
 static int check_room(void *ctx, const char *staging)
 {
 	struct room_check *rc = ctx;
-	return room_for(rc->d, rc->what, tree_bytes(staging), rc->old, true);
+	rc->bytes = tree_bytes(staging);
+	return room_for(rc->d, rc->what, rc->bytes, rc->old, true);
 }
 
 /* Merges delta (delta_bytes on disk) into the database directory at path
- * (created when missing). */
+ * (created when missing), and counts the change in d->db_bytes: the whole
+ * directory is not walked again for each flush (with hourly epochs kept a
+ * week, thousands of files). */
 static int merge_into(struct tally_daemon *d, const char *path, const char *what, const struct tally_db *delta,
 		      size_t delta_bytes)
 {
@@ -199,10 +203,14 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	/* the merge is at most the old files plus the new ones: enough to see whether it
 	 * can be written at all; what it takes is checked before it is published */
 	uint64_t old_bytes = have ? tree_bytes(path) : 0;
-	struct room_check rc = { d, what, old_bytes };
+	struct room_check rc = { d, what, old_bytes, UINT64_MAX };
 	r = room_for(d, what, old_bytes + delta_bytes, old_bytes, false);
 	if (!r)
 		r = tally_db_save_checked(&merged, path, true, check_room, &rc);
+	if (!r && rc.bytes != UINT64_MAX)
+		d->db_bytes = d->db_bytes - (old_bytes < d->db_bytes ? old_bytes : d->db_bytes) + rc.bytes;
+	else if (!r)
+		d->db_bytes = tally_dmn_db_bytes(d);
 	tally_db_release(&merged);
 	if (have)
 		tally_db_release(&old);
@@ -309,7 +317,6 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	size_t delta_bytes = tally_db_bytes(&delta, NULL);
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
 	if (!r && d->draining) {
-		d->db_bytes = tally_dmn_db_bytes(d);
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
 			tally_dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
 	}
@@ -330,8 +337,11 @@ out:
 	/* the merge's memory goes back to the system, not only to malloc */
 	malloc_trim(0);
 	d->delta_start = now;
-	d->db_bytes = tally_dmn_db_bytes(d);
 	d->flushes++;
+	/* now and then the whole directory, as du: what else changed it (a file
+	 * removed by hand) is counted again */
+	if (!(d->flushes % 16))
+		d->db_bytes = tally_dmn_db_bytes(d);
 	d->last_flush_ms = (tally_now_mono() - t0) * 1000;
 	d->last_flush_wall = now;
 	if (msg)
@@ -362,7 +372,7 @@ int tally_dmn_begin_epoch(struct tally_daemon *d, double now)
 	int r = tally_db_from_agg(&db, &empty, &s, NULL);
 	tally_meta_release(&s);
 	tally_agg_release(&empty);
-	struct room_check rc = { d, "a new epoch", 0 };
+	struct room_check rc = { d, "a new epoch", 0, UINT64_MAX };
 	if (!r)
 		r = tally_db_save_checked(&db, path, false, check_room, &rc);
 	tally_db_release(&db);

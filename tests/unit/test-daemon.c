@@ -19,6 +19,7 @@
 #include "tally/db.h"
 #include "tally/epoch.h"
 #include "tally/sampling.h"
+#include "lib/daemon/internal.h"
 
 struct fixture {
 	char *tmp, *db;
@@ -308,6 +309,47 @@ static void test_daemon__jit_budget_kept_when_memory_is_large(void **state)
 	fx->o.max_memory = 4ull << 30;
 	start(fx);
 	assert_int_equal(fx->agg.jit_budget, TALLY_JIT_BUDGET);
+}
+
+/* What du counts of the directory, without the daemon's log. */
+static uint64_t du_bytes(const char *path, bool top)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return 0;
+	uint64_t sum = (uint64_t)st.st_blocks * 512;
+	DIR *dir = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
+	struct dirent *de;
+	while (dir && (de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (top && (!strcmp(de->d_name, "daemon.log") || !strcmp(de->d_name, "daemon.log.1"))))
+			continue;
+		char *p = unit_path(path, de->d_name);
+		sum += du_bytes(p, false);
+		free(p);
+	}
+	if (dir)
+		closedir(dir);
+	return sum;
+}
+
+/* The database's size (what --max-db-size and the status count) follows each
+ * flush by what the epoch it rewrote took before and takes now, without a
+ * walk of the whole directory each time: after flushes of a growing epoch,
+ * and across the walk that comes every 16th, it is what du says. */
+static void test_daemon__db_size_counted_by_flush(void **state)
+{
+	struct fixture *fx = *state;
+	start(fx);
+	assert_int_equal(fx->d->db_bytes, du_bytes(fx->db, true));
+	for (int i = 0; i < 20; i++) {
+		for (int k = 0; k <= i; k++)
+			add_samples(&fx->agg, 0x1000 + 16 * (uint64_t)(i * 64 + k), 1 + (uint64_t)k);
+		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+		uint64_t du = du_bytes(fx->db, true);
+		if (fx->d->db_bytes != du)
+			fail_msg("after flush %d: db_bytes %" PRIu64 ", du %" PRIu64, i + 1, fx->d->db_bytes, du);
+	}
 }
 
 static void test_daemon__quota_stops_writing(void **state)
@@ -831,6 +873,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__db_size_counted_by_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__quota_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__min_free_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__keep_prunes_old_epochs, setup, teardown),
