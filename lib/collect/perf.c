@@ -1511,7 +1511,8 @@ static bool rings_prompt(struct tally_collector *c)
  * passed since the last round, or one did less than a second ago. Otherwise they wait in the rings, and the
  * next look is 200 ms later (the rings, not read, would wake the wait at
  * once: only the caller's fd is waited on then). Ready at once when the
- * caller asks (timeout 0), or its fd or its timeout ends the wait. */
+ * caller asks (timeout 0), or when its timeout ends a wait with nothing in
+ * the rings; its fd makes a look. */
 static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n, int timeout_ms)
 {
 	if (timeout_ms <= 0)
@@ -1539,8 +1540,10 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 			poll(&w, nw, timeout_ms); /* a ring whose tasks all exited (POLLHUP): not a spin */
 		}
 	}
-	if (caller || !rings_pending(c))
-		return true;
+	if (!caller && !rings_pending(c))
+		return true; /* the wait's own end, nothing waiting: the tables' round */
+	/* the caller's fd: what it asks for that needs the counts reads them
+	 * itself (a timeout of 0), the rest does not need a round */
 	c->last_look = tally_now_mono();
 	if (c->last_look - c->last_round >= COUNTED_CALM_S || c->last_look < c->sb_busy_until || rings_prompt(c))
 		return true;

@@ -51,10 +51,10 @@ churn_known() {
 	churn 4
 	rounds_looks
 	local rounds=$((ROUNDS - r0)) looks=$((LOOKS - l0))
-	note "4 s of known programs starting every 20 ms: $rounds rounds (two of them the status's), $looks looks"
-	# once a second, the status's own two (its connection wakes a round, and
-	# it reads the counts), and one or two that a file new to the daemon asked
-	# for (this machine's own processes); 200 ms apart they would be 20
+	note "4 s of known programs starting every 20 ms: $rounds rounds (one of them the status's), $looks looks"
+	# once a second, the status's own (it reads the counts; its connection
+	# waking the daemon is a look), and one or two that a file new to the
+	# daemon asked for (this machine's own processes); 200 ms apart: 20
 	((rounds <= 10)) || fail "$rounds rounds in 4 s of known programs: the counts are read more often than once a second"
 	((looks >= 6)) || fail "only $looks looks in 4 s of side-band records: the records are not looked at every 200 ms"
 }
