@@ -1027,6 +1027,18 @@ static void redraw_periods(struct tally_collector *c)
 }
 
 /* Copies everything new in a ring into the staging buffer and frees the ring space. */
+/* Copies len bytes of ring r from position pos to dst (across the end of
+ * the ring's data, back to its start). */
+static void ring_copy(const struct tally_collector *c, const struct ring *r, uint64_t pos, size_t len, char *dst)
+{
+	const char *data = (const char *)r->base + c->pagesz;
+	size_t start = (size_t)(pos % c->data_size);
+	size_t first = len < c->data_size - start ? len : c->data_size - start;
+	memcpy(dst, data + start, first);
+	if (len > first)
+		memcpy(dst + first, data, len - first);
+}
+
 static void read_ring(struct tally_collector *c, struct ring *r)
 {
 	struct perf_event_mmap_page *meta = r->base;
@@ -1035,13 +1047,8 @@ static void read_ring(struct tally_collector *c, struct ring *r)
 	if (head == tail)
 		return;
 	size_t len = (size_t)(head - tail);
-	const char *data = (const char *)r->base + c->pagesz;
 	GROW(c->stage, c->stage_alloc, c->stage_len + len);
-	size_t start = (size_t)(tail % c->data_size);
-	size_t first = len < c->data_size - start ? len : c->data_size - start;
-	memcpy(c->stage + c->stage_len, data + start, first);
-	if (len > first)
-		memcpy(c->stage + c->stage_len + first, data, len - first);
+	ring_copy(c, r, tail, len, c->stage + c->stage_len);
 	c->stage_len += len;
 	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
 }
@@ -1455,23 +1462,20 @@ static bool rings_pending(const struct tally_collector *c)
  * where it lies whole in the ring, or copied into c->peek_buf when it wraps. */
 static const void *ring_at(struct tally_collector *c, const struct ring *r, uint64_t pos, size_t len)
 {
-	const char *data = (const char *)r->base + c->pagesz;
 	size_t start = (size_t)(pos % c->data_size);
 	if (start + len <= c->data_size)
-		return data + start;
+		return (const char *)r->base + c->pagesz + start;
 	if (!c->peek_buf)
 		c->peek_buf = xmalloc(UINT16_MAX + 1);
-	size_t first = c->data_size - start;
-	memcpy(c->peek_buf, data + start, first);
-	memcpy(c->peek_buf + first, data, len - first);
+	ring_copy(c, r, pos, len, c->peek_buf);
 	return c->peek_buf;
 }
 
-/* Whether a record asks for a round soon: the caller's prompt says so (every
- * record, without one). */
+/* Whether a side-band record asks for a round soon: the caller's prompt says
+ * so (every one, without a prompt); a sample never does. */
 static bool asks_round(const struct tally_collector *c, const struct perf_event_header *h)
 {
-	return !c->o.prompt || c->o.prompt(c->o.prompt_ctx, h);
+	return h->type != PERF_RECORD_SAMPLE && (!c->o.prompt || c->o.prompt(c->o.prompt_ctx, h));
 }
 
 /* Whether the records waiting in the rings ask for a round now: one of them
@@ -1492,9 +1496,7 @@ static bool rings_prompt(struct tally_collector *c)
 			memcpy(&h, ring_at(c, r, pos, sizeof(h)), sizeof(h));
 			if (h.size < sizeof(h) || h.size > head - pos)
 				return true; /* cannot be: the round reads it as it can */
-			if ((h.type == PERF_RECORD_MMAP || h.type == PERF_RECORD_MMAP2) && asks_round(c, ring_at(c, r, pos, h.size)))
-				return true;
-			if (!c->o.prompt && h.type != PERF_RECORD_SAMPLE)
+			if (h.type != PERF_RECORD_SAMPLE && asks_round(c, ring_at(c, r, pos, h.size))) /* no copy for a sample */
 				return true;
 			pos += h.size;
 		}
@@ -1508,9 +1510,9 @@ static bool rings_prompt(struct tally_collector *c)
  * record; the records are looked at 200 ms after the last round or look, and
  * a round comes then if one of them asks for it (a file not seen before, a
  * JIT's memory: the caller's prompt), a ring is a quarter full, a second has
- * passed since the last round, or one did less than a second ago. Otherwise they wait in the rings, and the
- * next look is 200 ms later (the rings, not read, would wake the wait at
- * once: only the caller's fd is waited on then). Ready at once when the
+ * passed since the last round, or one did less than a second ago. Otherwise
+ * they wait in the rings, and the next look is 200 ms later (the rings, not
+ * read, would wake the wait at once: only the caller's fd is waited on then). Ready at once when the
  * caller asks (timeout 0), or when its timeout ends a wait with nothing in
  * the rings; its fd makes a look. */
 static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n, int timeout_ms)
@@ -1637,7 +1639,7 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	 * second (a new program's first samples, a JIT's, are taken while it lives) */
 	for (size_t i = 0; c->sbpf && i < c->nrefs; i++) {
 		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
-		if (h->type != PERF_RECORD_SAMPLE && asks_round(c, h)) {
+		if (asks_round(c, h)) {
 			c->sb_busy_until = c->last_round + 1.0;
 			break;
 		}

@@ -132,11 +132,17 @@ void tally_dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct
 /* Free space and --max-db-size allow a database of `bytes` (on disk) replacing
  * `old`; after is whether the new copy is already written (and so counted as
  * used space, not free). */
+/* The database's size without old bytes of it (never below 0). */
+static uint64_t db_bytes_less(const struct tally_daemon *d, uint64_t old)
+{
+	return d->db_bytes - (old < d->db_bytes ? old : d->db_bytes);
+}
+
 static int room_for(struct tally_daemon *d, const char *what, uint64_t bytes, uint64_t old, bool after)
 {
-	if (d->max_db_size && d->db_bytes - (old < d->db_bytes ? old : d->db_bytes) + bytes > d->max_db_size) {
+	if (d->max_db_size && db_bytes_less(d, old) + bytes > d->max_db_size) {
 		char a[32], b[32];
-		tally_format_size(d->db_bytes - (old < d->db_bytes ? old : d->db_bytes) + bytes, a, sizeof(a));
+		tally_format_size(db_bytes_less(d, old) + bytes, a, sizeof(a));
 		tally_format_size(d->max_db_size, b, sizeof(b));
 		return tally_seterr(-EFBIG, "writing %s would make '%s' %s, over --max-db-size %s (delete epochs, or raise the limit)",
 				    what, d->db, a, b);
@@ -208,7 +214,7 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	if (!r)
 		r = tally_db_save_checked(&merged, path, true, check_room, &rc);
 	if (!r && rc.bytes != UINT64_MAX)
-		d->db_bytes = d->db_bytes - (old_bytes < d->db_bytes ? old_bytes : d->db_bytes) + rc.bytes;
+		d->db_bytes = db_bytes_less(d, old_bytes) + rc.bytes;
 	else if (!r)
 		d->db_bytes = tally_dmn_db_bytes(d);
 	tally_db_release(&merged);
