@@ -405,11 +405,30 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
  * swapped in with one rename): replace allows an existing database there (never
  * anything else). 0 or -errno with tally_seterr (ENOSPC and EDQUOT say so). */
 int tally_db_save(const struct tally_db *db, const char *path, bool replace);
-/* The same, calling check(ctx, staging) once every file is written and before
- * anything is published: a non-zero return (a -errno with tally_seterr) drops
- * the new copy and is returned. For limits on what is really on disk. */
+/* A copy kept from one save to the next. A daemon saves its current epoch
+ * every minute, and creating every file of the new copy and deleting every file
+ * of the old one was most of what such a save cost (the filesystem finds an
+ * inode for each new file and frees each old file's blocks). With a spare, the
+ * old copy a save swaps out is kept under the staging name (DIR/.NAME.tmp-PID,
+ * locked as a staging copy is, so recovery leaves it alone while its writer
+ * lives), and the next save writes over its files in place, removes those it
+ * does not write, and swaps it in: nothing is created or deleted while the
+ * files keep their names. A spare kept for another database (the epoch before)
+ * is renamed to serve. Initialize with path NULL. */
+struct tally_db_spare {
+	char *path; /* the copy kept; NULL: none */
+	int fd;     /* its lock (while path is set) */
+};
+/* Removes the spare copy (when there is one) and forgets it. */
+void tally_db_spare_drop(struct tally_db_spare *sp);
+/* The same as tally_db_save, calling check(ctx, staging) once every file is
+ * written and before anything is published: a non-zero return (a -errno with
+ * tally_seterr) drops the new copy and is returned. For limits on what is
+ * really on disk. spare (may be NULL): the copy written over, if it holds one,
+ * and where the old copy is kept after the swap (its path is NULL when it was
+ * not: a new database, a filesystem without RENAME_EXCHANGE, an error). */
 int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
-			  int (*check)(void *ctx, const char *staging), void *ctx);
+			  int (*check)(void *ctx, const char *staging), void *ctx, struct tally_db_spare *spare);
 /* db as one self-contained file (docs/format.md, "bundle"), appended to out. */
 int tally_db_bundle(const struct tally_db *db, struct strbuf *out);
 /* Bytes the files of db hold (what tally_db_save writes); *files (may be NULL)

@@ -457,6 +457,8 @@ void tally_daemon_free(struct tally_daemon *d)
 	}
 	tally_recording_free(d->rec);
 	tally_ksym_cache_release(&d->kc);
+	/* the copy kept for the next flush: a daemon that ends leaves none */
+	tally_db_spare_drop(&d->spare);
 	if (d->lockfd >= 0) {
 		if (ftruncate(d->lockfd, 0) < 0) {
 			/* a stale pid in an unlocked file misleads nobody: the lock decides */

@@ -84,6 +84,10 @@ struct tally_daemon {
 	size_t nmy_epochs, amy_epochs;
 	double last_flush_ms, last_flush_wall;
 	uint64_t db_bytes;
+	/* the current epoch's copy kept from the last flush for the next to write
+	 * over (lib/db), and what it takes on disk (counted in db_bytes) */
+	struct tally_db_spare spare;
+	uint64_t spare_bytes;
 	bool memory_warned;
 	uint64_t nostack_logged; /* off-CPU waits without their stack, said in the log so far */
 };

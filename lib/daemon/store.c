@@ -181,9 +181,11 @@ static int check_room(void *ctx, const char *staging)
 /* Merges delta (delta_bytes on disk) into the database directory at path
  * (created when missing), and counts the change in d->db_bytes: the whole
  * directory is not walked again for each flush (with hourly epochs kept a
- * week, thousands of files). */
+ * week, thousands of files). With spare (the current epoch's), the copy the
+ * save swaps out is kept for the next flush to write over (lib/db,
+ * struct tally_db_spare), as long as --max-db-size leaves room for it. */
 static int merge_into(struct tally_daemon *d, const char *path, const char *what, const struct tally_db *delta,
-		      size_t delta_bytes)
+		      size_t delta_bytes, bool spare)
 {
 	struct tally_db old, merged;
 	struct stat st;
@@ -209,12 +211,33 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	/* the merge is at most the old files plus the new ones: enough to see whether it
 	 * can be written at all; what it takes is checked before it is published */
 	uint64_t old_bytes = have ? tree_bytes(path) : 0;
-	struct room_check rc = { d, what, old_bytes, UINT64_MAX };
-	r = room_for(d, what, old_bytes + delta_bytes, old_bytes, false);
-	if (!r)
-		r = tally_db_save_checked(&merged, path, true, check_room, &rc);
+	/* with a spare, the copy written over is the spare and the one swapped out
+	 * stays: kept only while the limit leaves room for both copies */
+	uint64_t spare_bytes = spare && d->spare.path ? d->spare_bytes : 0;
+	bool keep = spare && have &&
+		    (!d->max_db_size || db_bytes_less(d, spare_bytes) + old_bytes + delta_bytes <= d->max_db_size);
+	if (spare && !keep && d->spare.path) {
+		tally_db_spare_drop(&d->spare);
+		d->db_bytes = db_bytes_less(d, spare_bytes);
+		spare_bytes = 0;
+	}
+	uint64_t replaced = keep ? spare_bytes : old_bytes;
+	struct room_check rc = { d, what, replaced, UINT64_MAX };
+	r = room_for(d, what, old_bytes + delta_bytes, replaced, false);
+	bool saved = !r;
+	if (saved)
+		r = tally_db_save_checked(&merged, path, true, check_room, &rc, keep ? &d->spare : NULL);
+	if (keep && saved) {
+		/* the spare was written over (or, on an error, removed); the old copy
+		 * is the spare now, unless it could not be kept */
+		if (r)
+			d->db_bytes = db_bytes_less(d, spare_bytes);
+		else if (!d->spare.path)
+			replaced += old_bytes;
+		d->spare_bytes = d->spare.path ? old_bytes : 0;
+	}
 	if (!r && rc.bytes != UINT64_MAX)
-		d->db_bytes = db_bytes_less(d, old_bytes) + rc.bytes;
+		d->db_bytes = db_bytes_less(d, replaced) + rc.bytes;
 	else if (!r)
 		d->db_bytes = tally_dmn_db_bytes(d);
 	tally_db_release(&merged);
@@ -321,9 +344,9 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	struct strbuf what = STRBUF_INIT;
 	strbuf_addf(&what, "epoch %s", d->epoch);
 	size_t delta_bytes = tally_db_bytes(&delta, NULL);
-	r = merge_into(d, ep, what.buf, &delta, delta_bytes);
+	r = merge_into(d, ep, what.buf, &delta, delta_bytes, true);
 	if (!r && d->draining) {
-		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes))
+		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes, false))
 			tally_dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
 	}
 	strbuf_release(&what);
@@ -380,7 +403,7 @@ int tally_dmn_begin_epoch(struct tally_daemon *d, double now)
 	tally_agg_release(&empty);
 	struct room_check rc = { d, "a new epoch", 0, UINT64_MAX };
 	if (!r)
-		r = tally_db_save_checked(&db, path, false, check_room, &rc);
+		r = tally_db_save_checked(&db, path, false, check_room, &rc, NULL);
 	tally_db_release(&db);
 	free(path);
 	if (r && old) {

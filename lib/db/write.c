@@ -7,6 +7,7 @@
 #include "stacks.h"
 #include "tally/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -429,13 +430,106 @@ struct sink {
 	struct strbuf *out;  /* bundle sinks */
 	size_t files, bytes;
 	bool made_jit;
+	/* a spare copy written over (struct tally_db_spare): its files are
+	 * rewritten in place, and the names put are kept to remove the others */
+	bool overwrite;
+	char **put_names;
+	size_t nput, aput;
+	struct tally_hidx put_idx;
+	/* the spare's files when its writing began: a name this save does not
+	 * find is given one of them that it has not written (renamed: no inode
+	 * made, none freed) */
+	char **pool;
+	size_t npool, apool;
 };
+
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	char *const *names = ctx;
+	return !strcmp(names[idx], key);
+}
+
+static void sink_release(struct sink *s)
+{
+	for (size_t i = 0; i < s->nput; i++)
+		free(s->put_names[i]);
+	free(s->put_names);
+	tally_hidx_release(&s->put_idx);
+	for (size_t i = 0; i < s->npool; i++)
+		free(s->pool[i]);
+	free(s->pool);
+}
+
+static bool was_put(const struct sink *s, const char *name)
+{
+	return tally_hidx_get(&s->put_idx, tally_hash_bytes(name, strlen(name), 0), name, name_eq, s->put_names) !=
+	       TALLY_HIDX_NONE;
+}
+
+/* The regular files at the top of the spare dir, for put_dir to rename. */
+static void fill_pool(struct sink *s, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (de->d_type != DT_REG &&
+		    (de->d_type != DT_UNKNOWN || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     !S_ISREG(st.st_mode)))
+			continue;
+		GROW(s->pool, s->apool, s->npool + 1);
+		s->pool[s->npool++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+}
+
+/* Opens the file name (at p) of a spare copy to be written over: the same
+ * inode when it is a regular file of its own, else a file of the spare this
+ * save has not written, renamed (no new inode, no blocks freed), else a new
+ * one. A link, a directory or a shared inode is never written through. */
+static int open_over(struct sink *s, const char *name, const char *p, off_t *size)
+{
+	int fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !strchr(name, '/')) {
+		while (s->npool) {
+			char *from = s->pool[--s->npool];
+			bool ok = !was_put(s, from);
+			if (ok) {
+				struct strbuf f = STRBUF_INIT;
+				strbuf_addf(&f, "%s/%s", s->dir, from);
+				ok = rename(f.buf, p) == 0;
+				strbuf_release(&f);
+			}
+			free(from);
+			if (ok) {
+				fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+				break;
+			}
+		}
+	}
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
+		*size = st.st_size;
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	tally_remove_tree(p);
+	*size = 0;
+	return open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
 
 static int put_dir(struct sink *s, const char *name, const void *data, size_t len)
 {
 	struct strbuf p = STRBUF_INIT;
 	if (!strncmp(name, "jit/", 4) && !s->made_jit) {
 		strbuf_addf(&p, "%s/jit", s->dir);
+		struct stat st;
+		/* a spare's 'jit' that is not a directory of its own is never written through */
+		if (s->overwrite && lstat(p.buf, &st) == 0 && !S_ISDIR(st.st_mode))
+			unlink(p.buf);
 		if (mkdir(p.buf, 0700) < 0 && errno != EEXIST) {
 			int e = errno;
 			int r = tally_seterr(-e, "cannot write database '%s' (its directory 'jit'): %s%s", s->db, strerror(e),
@@ -449,14 +543,24 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	strbuf_addf(&p, "%s/%s", s->dir, name);
 	/* a private staging directory: no temporary names needed, and the whole
 	 * directory is synced once before it is published; profiles are private */
-	int fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	off_t had = 0;
+	int fd = s->overwrite ? open_over(s, name, p.buf, &had)
+			      : open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int e = 0;
 	if (fd < 0) {
 		e = errno;
 	} else {
 		e = -tally_write_all(fd, data, len);
+		/* written over: what the older content had beyond this goes */
+		if (!e && had > (off_t)len && ftruncate(fd, (off_t)len) < 0)
+			e = errno;
 		if (close(fd) < 0 && !e)
 			e = errno;
+	}
+	if (!e && s->overwrite) {
+		GROW(s->put_names, s->aput, s->nput + 1);
+		s->put_names[s->nput] = xstrdup(name);
+		tally_hidx_put(&s->put_idx, tally_hash_bytes(name, strlen(name), 0), (uint32_t)s->nput++);
 	}
 	int r = 0;
 	if (e)
@@ -532,12 +636,6 @@ static void add_hex(struct strbuf *sb, uint64_t v)
 		v >>= 4;
 	} while (v);
 	strbuf_add(sb, b + n, sizeof(b) - n);
-}
-
-static bool name_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	char *const *names = ctx;
-	return !strcmp(names[idx], key);
 }
 
 static int save_to(const struct tally_db *db, struct sink *k)
@@ -832,6 +930,109 @@ int tally_db_bundle(const struct tally_db *db, struct strbuf *out)
 	return r;
 }
 
+/* Removes what a spare copy holds that this save did not write (an image no
+ * longer in the database, a label numbered otherwise): under dir, the entries
+ * named prefix + name. */
+static int prune_unput(struct sink *s, int dfd, const char *prefix)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+	struct strbuf rel = STRBUF_INIT;
+	int ret = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && !ret) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		strbuf_reset(&rel);
+		strbuf_addf(&rel, "%s%s", prefix, de->d_name);
+		if (was_put(s, rel.buf))
+			continue;
+		struct stat st;
+		if (!*prefix && !strcmp(de->d_name, "jit") && fstatat(dirfd(d), "jit", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			int jfd = openat(dirfd(d), "jit", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			ret = jfd < 0 ? -errno : prune_unput(s, jfd, "jit/");
+			/* kept when it still holds what was written */
+			if (!ret && unlinkat(dirfd(d), "jit", AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+				ret = -errno;
+			continue;
+		}
+		strbuf_reset(&rel);
+		strbuf_addf(&rel, "%s/%s%s", s->dir, prefix, de->d_name);
+		ret = tally_remove_tree(rel.buf);
+	}
+	strbuf_release(&rel);
+	closedir(d);
+	if (ret)
+		return tally_seterr(ret, "cannot write database '%s' (removing what its older copy held): %s", s->db,
+				    strerror(-ret));
+	return 0;
+}
+
+void tally_db_spare_drop(struct tally_db_spare *sp)
+{
+	if (!sp->path)
+		return;
+	tally_remove_tree(sp->path);
+	close(sp->fd);
+	free(sp->path);
+	sp->path = NULL;
+	sp->fd = -1;
+}
+
+/* The spare copy kept for another database (the epoch before) serves this
+ * one's staging copy: most of its files will have the same names. 1 when
+ * stage is now that copy, locked (*lockfd), 0 when there is none to take. */
+static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd)
+{
+	if (!sp || !sp->path)
+		return 0;
+	char *from = sp->path;
+	int fd = sp->fd;
+	sp->path = NULL;
+	sp->fd = -1;
+	struct stat a, b;
+	bool ok = true;
+	if (strcmp(from, stage)) {
+		tally_remove_tree(stage);
+		ok = rename(from, stage) == 0;
+	}
+	/* still the directory it locked (nobody removed or replaced it) */
+	ok = ok && fstat(fd, &a) == 0 && lstat(stage, &b) == 0 && S_ISDIR(b.st_mode) && a.st_dev == b.st_dev &&
+	     a.st_ino == b.st_ino;
+	if (!ok) {
+		tally_remove_tree(from); /* when it was not renamed: the caller makes stage anew */
+		close(fd);
+		free(from);
+		return 0;
+	}
+	free(from);
+	*lockfd = fd;
+	return 1;
+}
+
+/* After the swap the old copy is at stage: kept as the spare, locked, when
+ * asked for. true when kept. */
+static bool keep_spare(struct tally_db_spare *sp, const char *stage)
+{
+	if (!sp)
+		return false;
+	int fd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return false;
+	}
+	sp->path = xstrdup(stage);
+	sp->fd = fd;
+	return true;
+}
+
 static void fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -843,11 +1044,11 @@ static void fsync_dir(const char *path)
 
 int tally_db_save(const struct tally_db *db, const char *path, bool replace)
 {
-	return tally_db_save_checked(db, path, replace, NULL, NULL);
+	return tally_db_save_checked(db, path, replace, NULL, NULL, NULL);
 }
 
 int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
-			  int (*check)(void *ctx, const char *staging), void *ctx)
+			  int (*check)(void *ctx, const char *staging), void *ctx, struct tally_db_spare *spare)
 {
 	int ret = tally_db_check_target(path, replace);
 	if (ret)
@@ -856,8 +1057,10 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	char *stage = tally_db_temp_path(path, TALLY_DB_STAGE, (int)getpid());
 	char *old = tally_db_temp_path(path, TALLY_DB_OLD, (int)getpid());
 	int lockfd = -1;
-	tally_remove_tree(stage);
-	if (mkdir(stage, 0700) < 0) {
+	bool over = take_spare(spare, stage, &lockfd);
+	if (!over)
+		tally_remove_tree(stage);
+	if (!over && mkdir(stage, 0700) < 0) {
 		int e = errno;
 		if (e == ENOENT) /* the directory is there (checked above): /proc, /sys */
 			ret = tally_seterr(-e, "cannot create database '%s': directory '%s' takes no new files (a virtual file system such as /proc: choose another -o)",
@@ -869,11 +1072,21 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	}
 	/* held until the copy is published: tally_db_recover leaves a locked stage
 	 * alone (where flock fails, the writer's pid alone says it is at work) */
-	lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (lockfd >= 0)
-		flock(lockfd, LOCK_EX | LOCK_NB);
-	struct sink k = { .put = put_dir, .dir = stage, .db = path };
+	if (!over) {
+		lockfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (lockfd >= 0)
+			flock(lockfd, LOCK_EX | LOCK_NB);
+	}
+	struct sink k = { .put = put_dir, .dir = stage, .db = path, .overwrite = over };
+	if (over)
+		fill_pool(&k, stage);
 	ret = save_to(db, &k);
+	if (!ret && over) {
+		int dfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		ret = dfd < 0 ? tally_seterr(-errno, "cannot write database '%s': %s", path, strerror(errno))
+			      : prune_unput(&k, dfd, "");
+	}
+	sink_release(&k);
 	if (!ret && check)
 		ret = check(ctx, stage);
 	if (ret)
@@ -889,7 +1102,9 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 		/* one atomic swap: a reader or a crash sees the old or the new, never neither */
 		if (renameat2(AT_FDCWD, stage, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
 			fsync_dir(parent);
-			tally_remove_tree(stage); /* now the old one */
+			/* stage is now the old copy: the next save's spare, or removed */
+			if (!keep_spare(spare, stage))
+				tally_remove_tree(stage);
 			goto out;
 		}
 		if (errno != EINVAL && errno != ENOSYS) {

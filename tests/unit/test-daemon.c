@@ -246,6 +246,31 @@ static void test_daemon__recovers_leftovers(void **state)
 
 /* ---- flushes ---- */
 
+/* Where the daemon keeps the spare copy of epoch ep (lib/db's staging name). */
+static char *spare_path(struct fixture *fx, const char *ep)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s/.%s.tmp-%d", fx->db, ep, (int)getpid()) < 0)
+		fail_msg("asprintf");
+	return p;
+}
+
+/* How many of lib/db's temporaries (staging, old or half-removed copies) db holds. */
+static size_t temporaries(const char *db)
+{
+	DIR *dir = opendir(db);
+	assert_non_null(dir);
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		enum tally_db_temp kind;
+		int pid;
+		n += tally_db_temp_parse(de->d_name, &kind, NULL, &pid);
+	}
+	closedir(dir);
+	return n;
+}
+
 static void test_daemon__flush_merges_into_epoch(void **state)
 {
 	struct fixture *fx = *state;
@@ -280,14 +305,122 @@ static void test_daemon__flush_merges_into_epoch(void **state)
 	assert_int_equal(db_samples(epath, 0x2020), 4);
 	/* readers of the whole directory see the same */
 	assert_int_equal(db_samples(fx->db, UINT64_MAX), 16);
-	/* no staging copy is left behind */
-	DIR *dir = opendir(fx->db);
-	struct dirent *de;
-	while ((de = readdir(dir)))
-		if (strstr(de->d_name, ".tmp-") || strstr(de->d_name, ".old-") || strstr(de->d_name, ".gone-"))
-			fail_msg("left behind: %s", de->d_name);
-	closedir(dir);
+	/* one copy is kept beside the epoch, for the next flush to write over;
+	 * nothing else is left behind, and nothing once the daemon ends */
+	char *spare = spare_path(fx, ep);
+	assert_int_equal(temporaries(fx->db), 1);
+	assert_true(unit_exists(spare));
+	tally_daemon_free(fx->d);
+	fx->d = NULL;
+	assert_int_equal(temporaries(fx->db), 0);
+	assert_int_equal(db_samples(fx->db, UINT64_MAX), 16);
+	free(spare);
 	strbuf_release(&msg);
+	free(epath);
+	free(ep);
+}
+
+/* The inode of path (0 when there is none). */
+static ino_t ino_of(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* A flush writes over the copy the flush before swapped out, in place: the
+ * files keep their inodes (none created or deleted), what the spare held
+ * beyond the new content or besides it is gone, and a link planted in it is
+ * replaced, never written through. */
+static void test_daemon__flush_writes_over_the_spare(void **state)
+{
+	struct fixture *fx = *state;
+	start(fx);
+	char *ep = current_epoch(fx->d);
+	char *epath = unit_path(fx->db, ep), *spare = spare_path(fx, ep);
+	char *session = unit_path(epath, "session"), *images = unit_path(epath, "images");
+	ino_t ino[4];
+	for (int i = 0; i < 4; i++) {
+		add_samples(&fx->agg, 0x1010, 1 + (uint64_t)i);
+		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+		ino[i] = ino_of(session);
+		assert_true(unit_exists(spare));
+	}
+	assert_int_equal(db_samples(epath, 0x1010), 1 + 2 + 3 + 4);
+	/* two copies in turn: the third flush wrote the first one's files again */
+	assert_int_not_equal(ino[0], ino[1]);
+	assert_int_equal(ino[0], ino[2]);
+	assert_int_equal(ino[1], ino[3]);
+
+	/* a reader's recovery (here, in the daemon itself) leaves the locked spare alone */
+	struct tally_db_recovery rv;
+	assert_int_equal(tally_db_recover(fx->db, &rv), 0);
+	assert_true(unit_exists(spare));
+	assert_true(rv.kept >= 1);
+
+	/* a file whose name the next flush will not find (a label numbered
+	 * otherwise) is renamed to serve a name it writes: its inode is kept */
+	char *prof = NULL;
+	DIR *dir = opendir(spare);
+	assert_non_null(dir);
+	for (struct dirent *de; (de = readdir(dir));)
+		if (strstr(de->d_name, "true-") == de->d_name && !prof)
+			prof = xstrdup(de->d_name);
+	closedir(dir);
+	assert_non_null(prof);
+	char *sprof = unit_path(spare, prof), *moved = unit_path(spare, "true-0123-l9.prof");
+	char *ppub = unit_path(epath, prof), *mpub = unit_path(epath, "true-0123-l9.prof");
+	assert_int_equal(rename(sprof, moved), 0);
+	ino_t reused = ino_of(moved);
+	add_samples(&fx->agg, 0x1010, 5);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	assert_int_equal(db_samples(epath, 0x1010), 15);
+	assert_int_equal(ino_of(ppub), reused);
+	assert_false(unit_exists(mpub));
+
+	/* what the spare holds besides or beyond what the next flush writes goes */
+	char *junk = unit_path(spare, "junk"), *simages = unit_path(spare, "images");
+	mkdir(junk, 0700); /* a directory: never renamed to serve a file */
+	FILE *f = fopen(simages, "a");
+	assert_non_null(f);
+	for (int i = 0; i < 200; i++)
+		fputs("trailing bytes of an older, longer copy\n", f);
+	fclose(f);
+	ino_t img = ino_of(simages);
+	/* a link in place of one of its files is replaced, not written through */
+	char *victim = unit_path(fx->tmp, "victim"), *ssession = unit_path(spare, "session");
+	unit_write_str(victim, "untouched\n");
+	assert_int_equal(unlink(ssession), 0);
+	assert_int_equal(symlink(victim, ssession), 0);
+	add_samples(&fx->agg, 0x1010, 6);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	assert_int_equal(db_samples(epath, 0x1010), 21);
+	char *jpub = unit_path(epath, "junk");
+	assert_false(unit_exists(jpub));
+	struct stat st;
+	assert_int_equal(lstat(session, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	char *v = unit_read(victim, NULL);
+	assert_string_equal(v, "untouched\n");
+	free(v);
+	/* the images file was written over in place, and lost the older copy's tail */
+	assert_int_equal(ino_of(images), img);
+	v = unit_read(images, NULL);
+	assert_null(strstr(v, "trailing bytes"));
+	free(v);
+
+	free(prof);
+	free(sprof);
+	free(moved);
+	free(ppub);
+	free(mpub);
+	free(junk);
+	free(simages);
+	free(victim);
+	free(ssession);
+	free(jpub);
+	free(session);
+	free(images);
+	free(spare);
 	free(epath);
 	free(ep);
 }
@@ -350,6 +483,53 @@ static void test_daemon__db_size_counted_by_flush(void **state)
 		if (fx->d->db_bytes != du)
 			fail_msg("after flush %d: db_bytes %" PRIu64 ", du %" PRIu64, i + 1, fx->d->db_bytes, du);
 	}
+}
+
+/* The spare moves to the next epoch (its files serve the new one's), and is
+ * given up, never the flush, when --max-db-size has no room for two copies. */
+static void test_daemon__spare_follows_epochs_and_quota(void **state)
+{
+	struct fixture *fx = *state;
+	start(fx);
+	char *ep1 = current_epoch(fx->d), *sp1 = spare_path(fx, ep1);
+	for (int i = 0; i < 2; i++) {
+		add_samples(&fx->agg, 0x1010, 3);
+		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	}
+	assert_true(unit_exists(sp1));
+	ino_t kept = ino_of(sp1);
+	assert_int_equal(tally_daemon_new_epoch(fx->d, NULL), 0);
+	char *ep2 = current_epoch(fx->d), *sp2 = spare_path(fx, ep2);
+	assert_string_not_equal(ep1, ep2);
+	add_samples(&fx->agg, 0x2020, 4);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	/* the old epoch's spare was written over as the new epoch's copy */
+	assert_false(unit_exists(sp1));
+	char *ep2path = unit_path(fx->db, ep2);
+	assert_int_equal(ino_of(ep2path), kept);
+	assert_true(unit_exists(sp2));
+	assert_int_equal(temporaries(fx->db), 1);
+	assert_int_equal(db_samples(ep2path, 0x2020), 4);
+	assert_int_equal(fx->d->db_bytes, du_bytes(fx->db, true));
+
+	/* a limit with room for one copy and the flush's growth, not two: no spare */
+	fx->d->max_db_size = fx->d->db_bytes - fx->d->spare_bytes + 4096;
+	add_samples(&fx->agg, 0x2020, 1);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	assert_int_equal(temporaries(fx->db), 0);
+	assert_int_equal(db_samples(ep2path, 0x2020), 5);
+	assert_int_equal(fx->d->db_bytes, du_bytes(fx->db, true));
+	/* and room again: kept again */
+	fx->d->max_db_size = 0;
+	add_samples(&fx->agg, 0x2020, 1);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	assert_int_equal(temporaries(fx->db), 1);
+	assert_int_equal(fx->d->db_bytes, du_bytes(fx->db, true));
+	free(ep2path);
+	free(sp1);
+	free(sp2);
+	free(ep1);
+	free(ep2);
 }
 
 static void test_daemon__quota_stops_writing(void **state)
@@ -871,9 +1051,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon__new_refuses_other_dirs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__recovers_leftovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__flush_writes_over_the_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__db_size_counted_by_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__spare_follows_epochs_and_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__quota_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__min_free_stops_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__keep_prunes_old_epochs, setup, teardown),
