@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together] [--churn]
+#                     [--perf-buildid-mmap]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
 # (its default, the samples counted in the kernel where it can, and with
@@ -19,19 +20,29 @@
 # profiler then meets new processes, files and places all the time.
 # --before TALLY adds another tally binary (an older build) to every round,
 # with its default and, if it has it, with --sample-mechanism bpf: a column each.
-# Flushes: each tally daemon is flushed once ('tally ctl flush') just before the
-# window, so the window holds no flush (nor the first one's one-time reading of
-# /proc/kallsyms), and once after it: that flush's CPU time (the task-clock
-# over 2 s around it, less the daemon's rate in the window) is the cost of
-# writing what the window gathered. Rows then give it, and the rate with a
-# flush every 60 s (the daemon's default --flush-interval) added, as if each
-# minute's flush cost what this one did (with --seconds 60 or more, it is a
-# minute's worth). perf record writes as it goes: its writes are in its window.
+# Flushes: each tally daemon is flushed twice ('tally ctl flush') just before the
+# window, so the window holds no flush, nor the first one's one-time reading of
+# /proc/kallsyms, and the epoch has the two copies on disk that a daemon at work
+# has (the flush after writes over the older one: docs/daemon.md); and once
+# after it: that flush's CPU time (the task-clock over 2 s around it, less the
+# daemon's rate in the window) is the cost of writing what the window gathered.
+# Rows then give it, and the rate with a flush every 60 s (the daemon's default
+# --flush-interval) added, as if each minute's flush cost what this one did
+# (with --seconds 60 or more, it is a minute's worth).
+# perf record writes as it goes (its writes are in its window), and does its
+# deferred work when it stops: it reads back all it recorded to mark the
+# binaries that were hit and save their build-ids. That end is measured too
+# (the task-clock from SIGINT to its exit) and counted per second recorded:
+# the last row adds each profiler's deferred work to its window's rate.
+# --perf-buildid-mmap adds `perf record -a --buildid-mmap`: the kernel puts each
+# binary's build-id in its mmap record, so perf has no end to do (and keeps no
+# build-id cache). It runs alone, after the others (the kernel gives every
+# listener of an mmap the record with a build-id once one asks: docs/sampling.md).
 #
 # Needs: perf, bc; root (or perf_event_paranoid <= 0).
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-build=build rounds=5 secs=15 hz=999 before= together=0 churn=0
+build=build rounds=5 secs=15 hz=999 before= together=0 churn=0 bidmmap=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
@@ -40,6 +51,7 @@ while [ $# -gt 0 ]; do
 	--before) before=$2; shift 2 ;;
 	--together) together=1; shift ;;
 	--churn) churn=1; shift ;;
+	--perf-buildid-mmap) bidmmap=1; shift ;;
 	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -68,9 +80,12 @@ cpu_ms() { perf stat -x, -e task-clock -p "$1" -- sleep "$((secs - 2))" 2>&1 | a
 start() {
 	local name=$1 bin=$tally args=()
 	case $name in
-	perf)
-		perf record -a -F "$hz" -o "$tmp/perf.data" -q >/dev/null 2>&1 &
-		echo $! >"$tmp/perf.pid"
+	perf | perf-bid)
+		local extra=()
+		[ "$name" = perf ] || extra=(--buildid-mmap)
+		perf record -a -F "$hz" "${extra[@]}" -o "$tmp/$name.data" -q >/dev/null 2>&1 &
+		echo $! >"$tmp/$name.pid"
+		date +%s.%N >"$tmp/$name.t0"
 		pids+=($!)
 		return ;;
 	ring) args=(--sample-mechanism ring) ;;
@@ -85,7 +100,7 @@ start() {
 # stop NAME: its sample count (tally) into the result with its ms
 status() {
 	local name=$1 n=
-	[ "$name" != perf ] || { cat "$tmp/$name.ms" >>"$tmp/$name"; return; }
+	! is_perf "$name" || { cat "$tmp/$name.ms" >>"$tmp/$name"; return; }
 	local bin=$tally
 	case $name in before*) bin=$before ;; esac
 	"$bin" ctl --db "$tmp/$name.db" status >"$tmp/status"
@@ -112,33 +127,45 @@ flush_ms() {
 stop() {
 	local pid
 	pid=$(cat "$tmp/$1.pid")
-	if [ "$1" = perf ]; then
+	if is_perf "$1"; then
+		# its end: from SIGINT to its exit, per second it recorded
+		perf stat -x, -e task-clock -p "$pid" 2>"$tmp/$1.estat" &
+		local ps=$!
+		sleep 0.3
+		local t1
+		t1=$(date +%s.%N)
 		kill -INT "$pid"
 		wait "$pid" 2>/dev/null || true
+		wait "$ps" 2>/dev/null || true
+		printf "%.3f\n" "$(echo "$(awk -F, '/task-clock/ { print $1 }' "$tmp/$1.estat") / ($t1 - $(cat "$tmp/$1.t0"))" | bc -l)" >>"$tmp/$1.end"
 		return
 	fi
 	kill -TERM "$pid"
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
 bin_of() { case $1 in before*) echo "$before" ;; *) echo "$tally" ;; esac; }
+is_perf() { case $1 in perf*) return 0 ;; *) return 1 ;; esac; }
 # measure NAME...: they run, started together, over one window
 measure() {
 	local w
 	for w in "$@"; do start "$w"; done
 	spin
 	sleep 1
-	for w in "$@"; do [ "$w" = perf ] || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
+	for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
+	sleep 0.5
+	for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
 	local waits=()
 	for w in "$@"; do cpu_ms "$(cat "$tmp/$w.pid")" "$tmp/$w.ms" & waits+=($!); done
 	for w in "${waits[@]}"; do wait "$w"; done
 	for w in "$@"; do status "$w"; done
-	for w in "$@"; do [ "$w" = perf ] || flush_ms "$w"; done
+	for w in "$@"; do is_perf "$w" || flush_ms "$w"; done
 	wait_spin
 	for w in "$@"; do stop "$w"; done
 }
 
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
 who=(tally ring perf)
+((bidmmap == 0)) || who+=(perf-bid)
 if [ -n "$before" ]; then
 	who+=(before)
 	grep -q -- --sample-mechanism < <("$before" daemon --help 2>&1) && who+=(before-bpf)
@@ -151,12 +178,16 @@ for ((r = 1; r <= rounds; r++)); do
 		for ((k = ${#who[@]} - 1; k >= 0; k--)); do order+=("${who[$k]}"); done
 	fi
 	if ((together)); then
-		measure "${order[@]}"
+		group=()
+		for w in "${order[@]}"; do [ "$w" = perf-bid ] || group+=("$w"); done
+		measure "${group[@]}"
+		((bidmmap == 0)) || measure perf-bid
 	else
 		for w in "${order[@]}"; do measure "$w"; done
 	fi
 	line="bench: round $r of $rounds:"
 	for w in "${who[@]}"; do line+=" $w $(tail -n1 "$tmp/$w")"; done
+	line+=" (perf's end: $(tail -n1 "$tmp/perf.end") ms/s recorded)"
 	echo "$line" >&2
 done
 win=$((secs - 2))
@@ -166,6 +197,7 @@ for w in "${who[@]}"; do
 	tally) cols+=("tally daemon ($(cat "$tmp/tally.mech"))") ;;
 	ring) cols+=("tally daemon --sample-mechanism ring ($(cat "$tmp/ring.mech"))") ;;
 	perf) cols+=("perf record -a") ;;
+	perf-bid) cols+=("perf record -a --buildid-mmap") ;;
 	before) cols+=("before: tally daemon ($(cat "$tmp/before.mech"))") ;;
 	before-bpf) cols+=("before: --sample-mechanism bpf ($(cat "$tmp/before-bpf.mech"))") ;;
 	esac
@@ -173,20 +205,25 @@ for w in "${who[@]}"; do
 done
 how=$([ "$together" = 1 ] && echo "all at once" || echo "in turn")
 row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
-ms=() share=() per=() fl=() with=()
+ms=() share=() per=() fl=() with=() end=() all=()
 for f in "${files[@]}"; do
 	m=$(cut -d' ' -f1 "$tmp/$f" | median)
 	ms+=("$(echo "scale=2; $m / $win" | bc)")
-	if [ "$f" = perf ]; then
+	if is_perf "$f"; then
 		fl+=("—")
 		with+=("$(echo "scale=2; $m / $win" | bc)")
+		em=$(median "$tmp/$f.end")
+		end+=("$em")
+		all+=("$(echo "scale=2; ($m / $win) + $em" | bc)")
 	else
 		fm=$(median "$tmp/$f.flush")
 		fl+=("$fm")
 		with+=("$(echo "scale=2; ($m / $win) + ($fm / 60)" | bc)")
+		end+=("—")
+		all+=("$(echo "scale=2; ($m / $win) + ($fm / 60)" | bc)")
 	fi
 	share+=("$(echo "scale=3; $m / $win / 10" | bc)%")
-	if [ "$f" = perf ]; then
+	if is_perf "$f"; then
 		per+=("—")
 	else
 		n=$(cut -d' ' -f2 "$tmp/$f" | median)
@@ -202,3 +239,5 @@ row "share of one CPU" "${share[@]}"
 row "µs per sample" "${per[@]}"
 row "ms of CPU of one flush (what $secs s gathered)" "${fl[@]}"
 row "ms of CPU per second, with a flush every 60 s" "${with[@]}"
+row "perf: ms of CPU at its end (SIGINT to exit: reading back what it recorded for build-ids), per second recorded" "${end[@]}"
+row "ms of CPU per second, all in (tally: a flush every 60 s; perf: its end)" "${all[@]}"
