@@ -1329,10 +1329,11 @@ static void stage_counted(struct tally_collector *c, const struct sb_key *k, con
  * takes only the places of the processes those records are of (and of those
  * that ended in or since the last full round): their order among the records
  * matters (an exec or an mmap after a sample, an exit). The other places
- * count on in the tables and are taken by a full round, at most a second
- * later: a process with no records has the same maps then. A round asked
- * for now (a flush, a peek, the end) is always full. */
-#define COUNTED_FULL_S 1.0
+ * count on in the tables and are taken by a full round, at most a round's
+ * time later (4 s, as when nothing comes): a process with no records has the
+ * same maps then. A round asked for now (a flush, a peek, the end) is always
+ * full. */
+#define COUNTED_FULL_S (TALLY_COUNTED_ROUND_MS / 1000.0)
 
 struct pid_key {
 	const uint32_t *v;
@@ -1438,8 +1439,10 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 /* Counted samples: the milliseconds until the next look (or round) may come,
  * 200 ms after the last round or look (0: now). */
 #define COUNTED_MIN_GAP_S 0.2
-/* and a round at least a second after the last while records wait */
-#define COUNTED_CALM_S 1.0
+/* and a round at least this long after the last while records wait (short
+ * processes of programs already seen: their records wait in the rings, a
+ * quarter of which holds a thousand or so) */
+#define COUNTED_CALM_S (TALLY_COUNTED_ROUND_MS / 1000.0)
 static int counted_gap_ms(const struct tally_collector *c)
 {
 	double last = c->last_look > c->last_round ? c->last_look : c->last_round;
@@ -1509,8 +1512,8 @@ static bool rings_prompt(struct tally_collector *c)
  * says whether it is now. The rings wake the wait at the first side-band
  * record; the records are looked at 200 ms after the last round or look, and
  * a round comes then if one of them asks for it (a file not seen before, a
- * JIT's memory: the caller's prompt), a ring is a quarter full, a second has
- * passed since the last round, or one did less than a second ago. Otherwise
+ * JIT's memory: the caller's prompt), a ring is a quarter full, a round's time
+ * (4 s) has passed since the last round, or one did less than a second ago. Otherwise
  * they wait in the rings, and the next look is 200 ms later (the rings, not
  * read, would wake the wait at once: only the caller's fd is waited on then). Ready at once when the
  * caller asks (timeout 0), or when its timeout ends a wait with nothing in
@@ -1587,9 +1590,9 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	c->rounds++;
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
-	 * samples themselves): 5 times a second (once with the BPF program, whose
-	 * rounds are a second) is plenty to break any lock-step between the
-	 * program and the sampling */
+	 * samples themselves): 5 times a second (once a round with the BPF
+	 * program, whose rounds are 4 s apart when nothing asks sooner) is plenty
+	 * to break any lock-step between the program and the sampling */
 	if (c->o.randomize && tally_now_mono() - c->last_redraw >= c->redraw_s) {
 		redraw_periods(c);
 		c->last_redraw = tally_now_mono();
