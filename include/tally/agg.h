@@ -56,6 +56,12 @@ struct tally_proc {
 	int pid;
 	char comm[16];
 	char *exe;           /* path of the executable, from the first exec mapping seen */
+	/* that file as its mapping's record named it (device major << 20 | minor,
+	 * inode, generation; ino 0: not known), and whether its program was
+	 * already said to make JIT code (tally_agg.jit_programs) */
+	uint32_t exe_dev, exe_gen;
+	uint64_t exe_ino;
+	bool exe_jit_said;
 	struct tally_map *maps;
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
@@ -108,6 +114,19 @@ struct tally_agg {
 	size_t nimages, aimages;
 	size_t nidentified; /* images[0..nidentified) went through tally_agg_identify */
 	struct tally_hidx image_idx;
+	/* programs (their files, as in struct tally_proc) whose processes made JIT
+	 * code since the caller last emptied this list: the recording engine asks
+	 * the collector to watch their starts (docs/sampling.md, "Rounds") */
+	struct tally_file_id {
+		uint32_t dev, gen;
+		uint64_t ino;
+	} *jit_programs;
+	size_t njit_programs, ajit_programs;
+	/* the images' key hashes, one 64-bit word a slot (TALLY_AGG_IMAGE_MEMO of
+	 * them, allocated at the first question): tally_agg_image_known answers a
+	 * mapping of a file it has an image of in one probe, where the index costs
+	 * a walk to the image and a compare of its path, cold after a wait */
+	uint64_t *image_memo;
 	uint32_t kernel_image;
 	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
 
@@ -244,6 +263,10 @@ size_t tally_agg_memory(const struct tally_agg *a);
 uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key);
 /* The index of the image with that key, or TALLY_HIDX_NONE (never adds one). */
 uint32_t tally_agg_image_find(const struct tally_agg *a, const struct tally_image *key);
+/* Whether there is an image with that key: tally_agg_image_find != NONE, most
+ * often answered by the memo of key hashes (image_memo) without the index. */
+#define TALLY_AGG_IMAGE_MEMO 4096
+bool tally_agg_image_known(struct tally_agg *a, const struct tally_image *key);
 struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create);
 uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);

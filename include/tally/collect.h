@@ -177,6 +177,16 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
  * records waiting there and left them for a later round (bpf; 0 otherwise). */
 void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
+/* With bpf, the exec watch (docs/sampling.md, "Rounds"): whether it runs
+ * (else *why says why not), and how many execs it told of. */
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, const char **why);
+/* Asks the exec watch to tell of every start of the program in that file
+ * (device major << 20 | minor, inode, generation): its processes make JIT
+ * code, whose perf maps are read while they live. Nothing without a watch. */
+void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino, uint32_t gen);
+/* The programs the exec watch told of are forgotten (the caller forgot their
+ * images): each is told of again at its next start. */
+void tally_collector_watch_forget(struct tally_collector *c);
 /* "ring", "bpf" or "auto", as the option and the session name it. */
 const char *tally_sample_mech_name(enum tally_sample_mech m);
 /* Why auto took the ring (a static or collector-held string), or NULL. */

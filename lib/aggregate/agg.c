@@ -68,6 +68,8 @@ void tally_agg_release(struct tally_agg *a)
 	}
 	free(a->images);
 	tally_hidx_release(&a->image_idx);
+	free(a->image_memo);
+	free(a->jit_programs);
 	free(a->frames);
 	free(a->frame_stack1);
 	free(a->leaf_rule);
@@ -130,12 +132,39 @@ uint32_t tally_agg_image_find(const struct tally_agg *a, const struct tally_imag
 	return tally_hidx_get(&a->image_idx, image_hash(key), key, image_eq, a);
 }
 
+/* The memo's word for a key hash (never 0: an empty slot). */
+static uint64_t memo_word(uint64_t h)
+{
+	return h ? h : 1;
+}
+
+static void image_memo_note(struct tally_agg *a, uint64_t h)
+{
+	if (a->image_memo)
+		a->image_memo[h & (TALLY_AGG_IMAGE_MEMO - 1)] = memo_word(h);
+}
+
+bool tally_agg_image_known(struct tally_agg *a, const struct tally_image *key)
+{
+	uint64_t h = image_hash(key);
+	if (!a->image_memo)
+		a->image_memo = xcalloc(TALLY_AGG_IMAGE_MEMO, sizeof(uint64_t));
+	/* an equal 64-bit hash in its slot: the same key (or a collision of 2^-64) */
+	if (a->image_memo[h & (TALLY_AGG_IMAGE_MEMO - 1)] == memo_word(h))
+		return true;
+	if (tally_hidx_get(&a->image_idx, h, key, image_eq, a) == TALLY_HIDX_NONE)
+		return false;
+	image_memo_note(a, h);
+	return true;
+}
+
 uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 {
 	uint64_t h = image_hash(key);
 	uint32_t i = tally_hidx_get(&a->image_idx, h, key, image_eq, a);
 	if (i != TALLY_HIDX_NONE)
 		return i;
+	image_memo_note(a, h);
 	GROW(a->images, a->aimages, a->nimages + 1);
 	struct tally_image *im = &a->images[a->nimages];
 	*im = *key;
@@ -861,8 +890,14 @@ void tally_agg_reset(struct tally_agg *a)
 	a->nidentified = all_identified ? n : 0; /* identification skips images already done */
 	a->images_checked = all_checked ? n : 0;
 	tally_hidx_release(&a->image_idx);
-	for (size_t i = 0; i < n; i++)
-		tally_hidx_put(&a->image_idx, image_hash(&a->images[i]), (uint32_t)i);
+	/* the memo forgets the images gone (and those it had noted: noted again when asked) */
+	if (a->image_memo)
+		memset(a->image_memo, 0, TALLY_AGG_IMAGE_MEMO * sizeof(uint64_t));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = image_hash(&a->images[i]);
+		tally_hidx_put(&a->image_idx, h, (uint32_t)i);
+		image_memo_note(a, h);
+	}
 	a->kernel_image = map[a->kernel_image];
 	for (size_t i = 0; i < a->nprocs; i++) {
 		struct tally_proc *p = a->procs[i];
@@ -897,6 +932,8 @@ size_t tally_agg_memory(const struct tally_agg *a)
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs) + (a->memo ? MEMO_SIZE * sizeof(*a->memo) : 0);
+	m += a->image_memo ? TALLY_AGG_IMAGE_MEMO * sizeof(*a->image_memo) : 0;
+	m += a->ajit_programs * sizeof(*a->jit_programs);
 	m += a->agrave * sizeof(*a->grave);
 	for (size_t i = 0; i < a->nprocs + a->ngrave; i++) {
 		const struct tally_proc *p = i < a->nprocs ? a->procs[i] : a->grave[i - a->nprocs];

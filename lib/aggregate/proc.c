@@ -189,6 +189,9 @@ const struct tally_map *tally_proc_find_map(struct tally_proc *p, uint64_t addr)
 
 static bool is_anon_name(const char *name)
 {
+	/* most names are a file's path: one test of its first two characters */
+	if (name[0] == '/' && name[1] != '/' && name[1] != 'm')
+		return false;
 	return !*name || !strcmp(name, "//anon") || !strncmp(name, "[anon", 5) || !strncmp(name, "/memfd:", 7) ||
 	       !strcmp(name, "[heap]") || !strncmp(name, "[stack", 6);
 }
@@ -270,7 +273,18 @@ bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header
 		file_key(&k, (int)m->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
 	else
 		file_key(&k, (int)m->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
-	return tally_agg_image_find(a, &k) == TALLY_HIDX_NONE;
+	return !tally_agg_image_known(a, &k);
+}
+
+/* p maps a JIT's code: its program, once, in the list of those whose starts
+ * the collector is asked to watch */
+static void jit_program(struct tally_agg *a, struct tally_proc *p)
+{
+	if (!p->exe_ino || p->exe_jit_said)
+		return;
+	p->exe_jit_said = true;
+	GROW(a->jit_programs, a->ajit_programs, a->njit_programs + 1);
+	a->jit_programs[a->njit_programs++] = (struct tally_file_id){ p->exe_dev, p->exe_gen, p->exe_ino };
 }
 
 void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
@@ -283,6 +297,7 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	p->memo_gen++; /* its maps change */
 	if (agg_is_jitdump_name(name, p->pid)) {
 		/* the runtime's marker: the dump names its code; nothing runs in this mapping */
+		jit_program(a, p);
 		agg_check_jitdump(a, p, name);
 		return;
 	}
@@ -293,8 +308,16 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 		img = file_image(a, p->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
 	else
 		img = file_image(a, p->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
-	if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/')
+	if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/') {
 		p->exe = xstrdup(name);
+		if (!(r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
+			p->exe_dev = (m->u.f.maj << 20) | (m->u.f.min & 0xfffff);
+			p->exe_ino = m->u.f.ino;
+			p->exe_gen = (uint32_t)m->u.f.ino_generation;
+		}
+	}
+	if (img == TALLY_MAP_ANON)
+		jit_program(a, p);
 	tally_proc_add_map(p, m->addr, m->addr + m->len, m->pgoff, img);
 }
 
@@ -322,6 +345,8 @@ void agg_on_comm(struct tally_agg *a, const struct tally_rec *r)
 		tally_unwind_proc_release(p);
 		free(p->exe);
 		p->exe = NULL;
+		p->exe_ino = 0;
+		p->exe_jit_said = false;
 		if (p->jit == 1)
 			close(p->jit_map_fd);
 		p->jit_map_fd = -1;
@@ -358,8 +383,13 @@ void agg_on_fork(struct tally_agg *a, const struct tally_rec *r)
 		}
 		child->nmaps = parent->nmaps;
 		memcpy(child->comm, parent->comm, sizeof(child->comm));
-		if (parent->exe && !child->exe)
+		if (parent->exe && !child->exe) {
 			child->exe = xstrdup(parent->exe);
+			child->exe_dev = parent->exe_dev;
+			child->exe_ino = parent->exe_ino;
+			child->exe_gen = parent->exe_gen;
+			child->exe_jit_said = parent->exe_jit_said;
+		}
 	}
 }
 

@@ -6,10 +6,12 @@
 #include "tally/unwind.h"
 #include "tally/util.h"
 #include "sample-bpf.h"
+#include "watch-bpf.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdio.h>
@@ -128,6 +130,18 @@ int tally_event_probe(const struct tally_event_desc *ev)
 	return 0;
 }
 
+/* Counted samples (docs/sampling.md, "Rounds"): a round asked for comes at
+ * least this long after the last round or look, and so does a look */
+#define COUNTED_MIN_GAP_S 0.2
+/* with the exec watch, looks that find nothing asking are spaced out, up to
+ * this: a program new to tally is told of at its exec, and what is left to
+ * the looks is a library new to tally mapped by a program it knows */
+#define COUNTED_LOOK_MAX_S 1.0
+/* and a round at least this long after the last while records wait (short
+ * processes of programs already seen: their records wait in the rings, a
+ * quarter of which holds a thousand or so) */
+#define COUNTED_CALM_S (TALLY_COUNTED_ROUND_MS / 1000.0)
+
 struct ring {
 	int fd;     /* the fd whose buffer this is */
 	void *base; /* metadata page, then data */
@@ -224,6 +238,15 @@ struct tally_collector {
 	double last_round;           /* when the last poll read the rings (bpf: rounds 200 ms apart at least) */
 	double sb_busy_until;        /* bpf: rounds every 200 ms until then (a record asked for a round soon) */
 	double last_look;            /* bpf: when records waiting in the rings were last looked at */
+	bool sb_asked;               /* bpf: a look found a record that asks for a round (the next round knows) */
+	/* bpf: the exec watch (watch-bpf.h), or NULL (watch_why says why): while
+	 * it tells of the programs new to tally, the looks back off from 200 ms
+	 * to a second when they find nothing that asks */
+	struct tally_watch_bpf *watch;
+	char watch_why[256];
+	double look_gap;             /* bpf: from the last round or look to the next look, s */
+	double fill_s;               /* bpf: at the last look, how soon a ring would be full, s */
+	uint64_t watch_told;         /* execs the watch told of (those tally took) */
 	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
 	char *peek_buf;              /* bpf: a record that wraps around the end of its ring, copied whole */
 	double sb_last_full;         /* bpf: when the last round took every place that counted */
@@ -750,6 +773,30 @@ static int attach_sample_bpf(struct tally_collector *c)
 #endif
 }
 
+/* Counted samples: the exec watch, where it loads (not needed: without it the
+ * looks stay 200 ms apart). TALLY_EXEC_WATCH=off leaves it out (tests, and
+ * comparisons); a value other than on or off is refused. */
+static int load_watch(struct tally_collector *c)
+{
+	c->look_gap = COUNTED_MIN_GAP_S;
+	if (!c->sbpf)
+		return 0;
+	const char *env = getenv("TALLY_EXEC_WATCH");
+	if (env && strcmp(env, "on") && strcmp(env, "off"))
+		return tally_seterr(-EINVAL, "TALLY_EXEC_WATCH is '%s': it takes on or off (unset: on where it loads)", env);
+	if (env && !strcmp(env, "off")) {
+		snprintf(c->watch_why, sizeof(c->watch_why), "TALLY_EXEC_WATCH=off");
+		return 0;
+	}
+#ifdef TALLY_HAVE_BPF
+	if (tally_watch_bpf_open(&c->watch))
+		snprintf(c->watch_why, sizeof(c->watch_why), "%s", tally_errmsg());
+#else
+	snprintf(c->watch_why, sizeof(c->watch_why), "built without BPF");
+#endif
+	return 0;
+}
+
 int tally_collector_open(struct tally_collector **out, const struct tally_collect_opts *opts)
 {
 	struct tally_collector *c = xcalloc(1, sizeof(*c));
@@ -842,6 +889,9 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 			goto fail;
 	}
 	ret = attach_sample_bpf(c);
+	if (ret)
+		goto fail;
+	ret = load_watch(c);
 	if (ret)
 		goto fail;
 	free(ring_of_cpu);
@@ -1436,18 +1486,25 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 	fn(ctx, &r);
 }
 
-/* Counted samples: the milliseconds until the next look (or round) may come,
- * 200 ms after the last round or look (0: now). */
-#define COUNTED_MIN_GAP_S 0.2
-/* and a round at least this long after the last while records wait (short
- * processes of programs already seen: their records wait in the rings, a
- * quarter of which holds a thousand or so) */
-#define COUNTED_CALM_S (TALLY_COUNTED_ROUND_MS / 1000.0)
-static int counted_gap_ms(const struct tally_collector *c)
+/* Counted samples: the milliseconds from now until gap seconds after the
+ * last round or look (0: now). */
+static int gap_ms(const struct tally_collector *c, double gap)
 {
 	double last = c->last_look > c->last_round ? c->last_look : c->last_round;
-	double left = COUNTED_MIN_GAP_S - (tally_now_mono() - last);
+	double left = gap - (tally_now_mono() - last);
 	return left > 0 ? (int)(left * 1000) + 1 : 0;
+}
+
+/* ... until a round asked for may come (200 ms after the last round or look) */
+static int counted_gap_ms(const struct tally_collector *c)
+{
+	return gap_ms(c, COUNTED_MIN_GAP_S);
+}
+
+/* ... until the next look (200 ms, or up to a second with the exec watch) */
+static int look_gap_ms(const struct tally_collector *c)
+{
+	return gap_ms(c, c->look_gap);
 }
 
 /* Whether some ring holds records not yet read. */
@@ -1482,11 +1539,16 @@ static bool asks_round(const struct tally_collector *c, const struct perf_event_
 }
 
 /* Whether the records waiting in the rings ask for a round now: one of them
- * does, or a ring is a quarter full (the round makes room before the kernel
- * must drop any). Each record is looked at once, not read: it stays where it
- * is for the round. */
-static bool rings_prompt(struct tally_collector *c)
+ * does (c->sb_asked then says so to the round), or a ring is a quarter full
+ * (the round makes room before the kernel must drop any). Each record is
+ * looked at once, not read: it stays where it is for the round, which asks
+ * only those no look saw. since: seconds since the last look or round, from
+ * which c->fill_s gets how soon a ring at the pace it filled since would be
+ * full (samples through the ring when the table of places is full come fast:
+ * the looks must not back off past that). */
+static bool rings_prompt(struct tally_collector *c, double since)
 {
+	c->fill_s = HUGE_VAL;
 	for (size_t i = 0; i < c->nrings; i++) {
 		struct ring *r = &c->rings[i];
 		const struct perf_event_mmap_page *meta = r->base;
@@ -1494,13 +1556,20 @@ static bool rings_prompt(struct tally_collector *c)
 		if (head - tail >= c->data_size / 4)
 			return true;
 		uint64_t pos = r->peeked > tail ? r->peeked : tail;
+		if (head > pos && since > 0) {
+			double t = (double)(c->data_size - (head - tail)) * since / (double)(head - pos);
+			if (t < c->fill_s)
+				c->fill_s = t;
+		}
 		while (head - pos >= sizeof(struct perf_event_header)) {
 			struct perf_event_header h;
 			memcpy(&h, ring_at(c, r, pos, sizeof(h)), sizeof(h));
 			if (h.size < sizeof(h) || h.size > head - pos)
 				return true; /* cannot be: the round reads it as it can */
-			if (h.type != PERF_RECORD_SAMPLE && asks_round(c, ring_at(c, r, pos, h.size))) /* no copy for a sample */
+			if (h.type != PERF_RECORD_SAMPLE && asks_round(c, ring_at(c, r, pos, h.size))) { /* no copy for a sample */
+				c->sb_asked = true;
 				return true;
+			}
 			pos += h.size;
 		}
 		r->peeked = pos;
@@ -1508,58 +1577,129 @@ static bool rings_prompt(struct tally_collector *c)
 	return false;
 }
 
+/* Whether a record of the staged bytes [from, to) asks for a round. */
+static bool stage_asks(const struct tally_collector *c, size_t from, size_t to)
+{
+	while (from + sizeof(struct perf_event_header) <= to) {
+		const struct perf_event_header *h = (const void *)(c->stage + from);
+		if (h->size < sizeof(*h) || from + h->size > to)
+			return false; /* the round stops there too */
+		if (asks_round(c, h))
+			return true;
+		from += h->size;
+	}
+	return false;
+}
+
+/* The exec watch told of a program tally must look at while it lives (one new
+ * to it, or one whose processes make JIT code): its records ask for a round,
+ * and the looks are 200 ms apart again. false when it told of nothing. */
+static bool watch_told(struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	unsigned n = c->watch ? tally_watch_bpf_take(c->watch) : 0;
+	if (!n)
+		return false;
+	c->watch_told += n;
+	c->look_gap = COUNTED_MIN_GAP_S;
+	c->sb_asked = true; /* the round after: rounds 200 ms apart for a second */
+	return true;
+#else
+	(void)c;
+	return false;
+#endif
+}
+
 /* Counted samples: waits for the next round (docs/sampling.md, "Rounds") and
  * says whether it is now. The rings wake the wait at the first side-band
  * record; the records are looked at 200 ms after the last round or look, and
  * a round comes then if one of them asks for it (a file not seen before, a
  * JIT's memory: the caller's prompt), a ring is a quarter full, a round's time
- * (4 s) has passed since the last round, or one did less than a second ago. Otherwise
- * they wait in the rings, and the next look is 200 ms later (the rings, not
- * read, would wake the wait at once: only the caller's fd is waited on then). Ready at once when the
- * caller asks (timeout 0), or when its timeout ends a wait with nothing in
- * the rings; its fd makes a look. */
+ * (4 s) has passed since the last round, or one did less than a second ago.
+ * Otherwise they wait in the rings, and the next look is 200 ms later (the
+ * rings, not read, would wake the wait at once: only the caller's fd and the
+ * exec watch's are waited on then). With the exec watch, which tells of each
+ * program new to tally at its exec (a round then, 200 ms after the last at the
+ * soonest), a look that finds nothing asking doubles the time to the next, up
+ * to a second. pfd: the rings, then the caller's fd (if any), then the
+ * watch's (if any). Ready at once when the caller asks (timeout 0), or when
+ * its timeout ends a wait with nothing in the rings; its fd makes a look. */
 static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n, int timeout_ms)
 {
 	if (timeout_ms <= 0)
 		return true;
 	bool pending = rings_pending(c);
-	if ((pending || tally_now_mono() < c->sb_busy_until) && counted_gap_ms(c) < timeout_ms)
-		timeout_ms = counted_gap_ms(c);
-	struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
-	int nw = c->o.wake_fd >= 0 ? 1 : 0;
-	bool caller = false;
+	bool busy = tally_now_mono() < c->sb_busy_until;
+	if (busy)
+		c->look_gap = COUNTED_MIN_GAP_S;
+	if ((pending || busy) && look_gap_ms(c) < timeout_ms)
+		timeout_ms = look_gap_ms(c);
+	/* the fds besides the rings */
+	struct pollfd *w = pfd + c->nrings;
+	int nw = (int)(n - c->nrings);
+	int wake_at = c->o.wake_fd >= 0 ? 0 : -1, watch_at = c->watch ? nw - 1 : -1;
+	bool caller = false, told = false;
+	int r = 0;
 	if (pending) {
-		caller = poll(&w, nw, timeout_ms) > 0;
-	} else if (timeout_ms > 0) {
-		int r = poll(pfd, n, timeout_ms);
+		r = poll(w, (nfds_t)nw, timeout_ms);
+	} else {
+		r = poll(pfd, n, timeout_ms);
 		bool ring_in = false;
 		for (size_t i = 0; i < c->nrings && r > 0; i++)
 			ring_in = ring_in || (pfd[i].revents & POLLIN);
-		caller = nw && r > 0 && (pfd[n - 1].revents & POLLIN);
-		if (ring_in && !caller) {
-			int g = counted_gap_ms(c);
+		bool other = false;
+		for (int i = 0; i < nw && r > 0; i++)
+			other = other || (w[i].revents & POLLIN);
+		if (ring_in && !other) {
+			int g = look_gap_ms(c);
 			if (g > timeout_ms)
 				g = timeout_ms;
-			caller = g > 0 && poll(&w, nw, g) > 0;
-		} else if (r > 0 && !caller) {
-			poll(&w, nw, timeout_ms); /* a ring whose tasks all exited (POLLHUP): not a spin */
+			r = g > 0 ? poll(w, (nfds_t)nw, g) : 0;
+		} else if (r > 0 && !other) {
+			r = poll(w, (nfds_t)nw, timeout_ms); /* a ring whose tasks all exited (POLLHUP): not a spin */
 		}
+	}
+	caller = r > 0 && wake_at >= 0 && (w[wake_at].revents & POLLIN);
+	told = r > 0 && watch_at >= 0 && (w[watch_at].revents & POLLIN);
+	if (told && watch_told(c)) {
+		int g = counted_gap_ms(c);
+		if (g > 0 && wake_at >= 0)
+			poll(w + wake_at, 1, g); /* the caller may still end the wait */
+		else if (g > 0)
+			poll(NULL, 0, g);
+		return true;
 	}
 	if (!caller && !rings_pending(c))
 		return true; /* the wait's own end, nothing waiting: the tables' round */
 	/* the caller's fd: what it asks for that needs the counts reads them
 	 * itself (a timeout of 0), the rest does not need a round */
-	c->last_look = tally_now_mono();
-	if (c->last_look - c->last_round >= COUNTED_CALM_S || c->last_look < c->sb_busy_until || rings_prompt(c))
+	double now = tally_now_mono();
+	double since = now - (c->last_look > c->last_round ? c->last_look : c->last_round);
+	c->last_look = now;
+	if (now - c->last_round >= COUNTED_CALM_S || now < c->sb_busy_until || rings_prompt(c, since)) {
+		/* a record that asked: the looks are 200 ms apart again (not after
+		 * a round that only the time or a ring's fill made) */
+		if (now < c->sb_busy_until || c->sb_asked)
+			c->look_gap = COUNTED_MIN_GAP_S;
 		return true;
+	}
 	c->looks++;
+	/* nothing asked: with the exec watch, the next look may wait longer, but
+	 * not past half the time a ring would take to fill (at a look, a quarter
+	 * full makes a round) */
+	if (c->watch && !caller) {
+		double g = c->look_gap * 2 < COUNTED_LOOK_MAX_S ? c->look_gap * 2 : COUNTED_LOOK_MAX_S;
+		if (g > c->fill_s / 2)
+			g = c->fill_s / 2 > COUNTED_MIN_GAP_S ? c->fill_s / 2 : COUNTED_MIN_GAP_S;
+		c->look_gap = g;
+	}
 	return false;
 }
 
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
 	bool asked_now = timeout_ms <= 0;
-	GROW(c->pfd, c->apfd, c->nrings + 1);
+	GROW(c->pfd, c->apfd, c->nrings + 2);
 	struct pollfd *pfd = c->pfd;
 	size_t n = 0;
 	for (size_t i = 0; i < c->nrings; i++) {
@@ -1570,6 +1710,12 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		pfd[n].fd = c->o.wake_fd;
 		pfd[n++].events = POLLIN;
 	}
+#ifdef TALLY_HAVE_BPF
+	if (c->watch) {
+		pfd[n].fd = tally_watch_bpf_fd(c->watch);
+		pfd[n++].events = POLLIN;
+	}
+#endif
 	if (c->sbpf) {
 		if (!counted_wait(c, pfd, n, timeout_ms))
 			return 0; /* records wait in the rings for the round */
@@ -1611,9 +1757,21 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 
 	c->stage_len = 0;
 	c->nruns = 0;
+	/* a record that asked for a round soon, found by a look or among those no
+	 * look saw: the rounds are 200 ms apart for a second (a new program's first
+	 * samples, a JIT's, are taken while it lives) */
+	bool asked = c->sb_asked;
+	c->sb_asked = false;
 	for (size_t i = 0; i < c->nrings; i++) {
 		size_t before = c->stage_len;
-		read_ring(c, &c->rings[i]);
+		struct ring *r = &c->rings[i];
+		uint64_t tail = ((const struct perf_event_mmap_page *)r->base)->data_tail;
+		read_ring(c, r);
+		if (c->sbpf && !asked) {
+			size_t seen = r->peeked > tail ? (size_t)(r->peeked - tail) : 0;
+			if (before + seen < c->stage_len)
+				asked = stage_asks(c, before + seen, c->stage_len);
+		}
 		if (c->stage_len > before) {
 			GROW(c->runs, c->aruns, c->nruns + 1);
 			c->runs[c->nruns++] = before; /* a byte offset for now */
@@ -1638,15 +1796,8 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	/* the counts need an order only among records of the rings */
 	bool alone = !c->nrefs;
-	/* a record that asked for a round soon: the rounds are 200 ms apart for a
-	 * second (a new program's first samples, a JIT's, are taken while it lives) */
-	for (size_t i = 0; c->sbpf && i < c->nrefs; i++) {
-		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
-		if (asks_round(c, h)) {
-			c->sb_busy_until = c->last_round + 1.0;
-			break;
-		}
-	}
+	if (c->sbpf && asked)
+		c->sb_busy_until = c->last_round + 1.0;
 #ifdef TALLY_HAVE_BPF
 	if (c->sbpf) {
 		bool full = asked_now || c->last_round - c->sb_last_full >= COUNTED_FULL_S;
@@ -1751,6 +1902,7 @@ void tally_collector_free(struct tally_collector *c)
 #ifdef TALLY_HAVE_BPF
 	tally_offcpu_bpf_free(c->bpf);
 	tally_sample_bpf_free(c->sbpf);
+	tally_watch_bpf_free(c->watch);
 #endif
 	free(c->sb_seen);
 	free(c->sb_pids);
@@ -1769,6 +1921,35 @@ void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, u
 {
 	*rounds = c->rounds;
 	*looks = c->looks;
+}
+
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, const char **why)
+{
+	*told = c ? c->watch_told : 0;
+	*why = c && !c->watch && c->watch_why[0] ? c->watch_why : NULL;
+	return c && c->watch;
+}
+
+void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino, uint32_t gen)
+{
+#ifdef TALLY_HAVE_BPF
+	if (c && c->watch) {
+		struct wb_file f = { .ino = ino, .dev = dev, .gen = gen };
+		tally_watch_bpf_close(c->watch, &f); /* a full table: such a program's starts are looked at later */
+	}
+#else
+	(void)c, (void)dev, (void)ino, (void)gen;
+#endif
+}
+
+void tally_collector_watch_forget(struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	if (c && c->watch)
+		tally_watch_bpf_forget(c->watch);
+#else
+	(void)c;
+#endif
 }
 
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c)

@@ -66,9 +66,18 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		strbuf_addch(o, '\n');
 		uint64_t rounds, looks;
 		tally_collector_rounds(d->col, &rounds, &looks);
-		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF)
+		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF) {
 			strbuf_addf(o, "rounds: %" PRIu64 ", and %" PRIu64 " look%s that left the records for a later one\n",
 				    rounds, looks, looks == 1 ? "" : "s");
+			uint64_t told;
+			const char *why;
+			if (tally_collector_watch(d->col, &told, &why))
+				strbuf_addf(o, "exec-watch: on (%" PRIu64 " start%s told of: programs new to the daemon or making JIT code)\n",
+					    told, told == 1 ? "" : "s");
+			else
+				strbuf_addf(o, "exec-watch: off (%s; side-band records looked at every 200 ms)\n",
+					    why ? why : "not loaded");
+		}
 	}
 	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
@@ -262,7 +271,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		d->samples_total += n;
 		d->lost_total += d->agg->lost;
 		d->cleared += n;
-		tally_agg_reset(d->agg);
+		tally_dmn_reset_agg(d);
 		d->delta_start = tally_now_wall();
 		strbuf_addf(&body, "cleared %" PRIu64 " sample%s from memory\n", n, n == 1 ? "" : "s");
 		if (q.op == TALLY_CTL_STARTCLR) {

@@ -362,7 +362,7 @@ out:
 	tally_dmn_set_write_error(d, NULL);
 	d->samples_total += n;
 	d->lost_total += d->agg->lost;
-	tally_agg_reset(d->agg);
+	tally_dmn_reset_agg(d);
 	/* the merge's memory goes back to the system, not only to malloc */
 	malloc_trim(0);
 	d->delta_start = now;

@@ -422,6 +422,11 @@ static void identify(struct tally_recording *r)
 		tally_agg_identify(&r->agg);
 	else
 		tally_agg_identify_new(&r->agg);
+	/* programs whose processes made JIT code: the exec watch tells of their starts */
+	for (size_t i = 0; i < r->agg.njit_programs; i++)
+		tally_collector_watch_program(r->col, r->agg.jit_programs[i].dev, r->agg.jit_programs[i].ino,
+					      r->agg.jit_programs[i].gen);
+	r->agg.njit_programs = 0;
 }
 
 static bool pids_alive(const struct tally_recording *r)

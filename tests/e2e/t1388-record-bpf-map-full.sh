@@ -1,13 +1,15 @@
 #!/bin/bash
 # --sample-mechanism bpf when its table of places is full: a program that runs
-# through 32768 distinct addresses for 1.5 s of CPU, sampled at 20 kHz, makes
-# more places in a second than a table holds (8192); the samples it has no room
+# through 32768 distinct addresses for 2.5 s of CPU, sampled at 20 kHz, makes
+# more places in a second than a table holds (8192: the rounds are 200 ms apart
+# for the first second of a program new to tally, and turn the tables before
+# they fill, so the program runs well past it); the samples it has no room
 # for go through the ring buffer and the session counts them (sample-map-full);
 # the full table is turned away from and emptied (sample-tables-emptied), and
 # nothing is lost or counted twice across it: the program's time is the CPU
 # time it measured, within 1.5%, as in a recording through the ring made at the
 # same time. --duration still ends the recording on time, though its rounds are
-# a second.
+# 4 s apart.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 rc=0
@@ -24,24 +26,24 @@ max=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo 0)
 # has all of it whatever else the machine does meanwhile
 name=sled$$
 cp "$WORKLOADS/sled" "$name"
-"$TALLY" record -a --sample-mechanism bpf -F 20000 --duration 6 -o bpf.db 2>bpf.err &
+"$TALLY" record -a --sample-mechanism bpf -F 20000 --duration 8 -o bpf.db 2>bpf.err &
 bpf=$!
-"$TALLY" record -a -F 20000 --duration 6 -o ring.db 2>ring.err &
+"$TALLY" record -a -F 20000 --duration 8 -o ring.db 2>ring.err &
 ring=$!
 track_pid $bpf
 track_pid $ring
 sleep 1.5
 t0=$(date +%s.%N)
-"./$name" 1500 >sled.out
+"./$name" 2500 >sled.out
 t1=$(date +%s.%N)
 wait $bpf || fail "record -a --sample-mechanism bpf failed: $(cat bpf.err)"
 wait $ring || fail "record -a through the ring failed: $(cat ring.err)"
-awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 4) }' || skip "the program took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s to run here: it may not be inside both recordings"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 6) }' || skip "the program took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s to run here: it may not be inside both recordings"
 cpu=$(info_val cpu_ms sled.out)
 
 for d in bpf ring; do
 	dur=$(session_key $d.db duration)
-	awk -v d="$dur" 'BEGIN { exit !(d >= 5.99 && d <= 6.1) }' || fail "$d.db: --duration 6 recorded $dur s"
+	awk -v d="$dur" 'BEGIN { exit !(d >= 7.99 && d <= 8.1) }' || fail "$d.db: --duration 8 recorded $dur s"
 done
 full=$(session_key bpf.db sample-map-full)
 [[ $full =~ ^[0-9]+$ ]] || fail "the bpf session has no sample-map-full: $(grep sample- bpf.db/session)"

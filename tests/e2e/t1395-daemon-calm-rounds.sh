@@ -1,11 +1,16 @@
 #!/bin/bash
 # samples counted in the kernel (the daemon's default where it can): while
 # short processes of programs the daemon has already seen come and go, it
-# looks at their side-band records every 200 ms but reads the counts every 4
-# seconds, as when nothing starts (the status counts both: "rounds: N, and M looks that left the
-# records for a later one"); a program it has not seen is read within a round
-# of its start, so one that runs half a second and whose file is deleted as it
-# ends keeps its build-id. Runs alone (meson: is_parallel false): other tests'
+# reads the counts every 4 seconds, as when nothing starts, and looks at their
+# side-band records between (the status counts both: "rounds: N, and M looks
+# that left the records for a later one"). The exec watch tells it of each
+# program new to it at its exec, so its looks back off to a second when they
+# find nothing; without the watch they are 200 ms apart. Whichever way, a
+# program it has not seen is read within a round of its start (one that runs
+# half a second and whose file is deleted as it ends keeps its build-id), a
+# new library of a program it knows within a second, and a program whose
+# processes made JIT code is told of at each start (a short run's perf map is
+# read while it lives). Runs alone (meson: is_parallel false): other tests'
 # new programs would make the rounds 200 ms apart, as they should.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
@@ -13,6 +18,8 @@
 need_tool readelf binutils
 want=$(readelf -n "$WORKLOADS/split_funcs" | awk '/Build ID:/ { print $3; exit }')
 [[ -n $want ]] || skip "the workload split_funcs has no build-id"
+libwant=$(readelf -n "$WORKLOADS/libtallywork.so" | awk '/Build ID:/ { print $3; exit }')
+[[ -n $libwant ]] || skip "the workload library libtallywork.so has no build-id"
 rc=0
 "$TALLY" record -a --sample-mechanism bpf --duration 0.2 -o probe.db >probe.out 2>&1 || rc=$?
 if ((rc != 0)); then
@@ -20,15 +27,16 @@ if ((rc != 0)); then
 	fail "record -a --sample-mechanism bpf exited $rc: $(head -3 probe.out)"
 fi
 
-start_daemon calm.db --sample-mechanism bpf -F 999 --flush-interval 1h
-# rounds_looks: ROUNDS and LOOKS from the status line
-ROUNDS= LOOKS=
+# rounds_looks DB: ROUNDS and LOOKS from its status, WATCH its exec-watch line
+ROUNDS= LOOKS= WATCH=
 rounds_looks() {
-	ctl --db calm.db status
+	ctl --db "$1" status
 	local line
 	line=$(status_val rounds)
 	[[ $line =~ ^([0-9]+),\ and\ ([0-9]+)\ looks?\ that\ left ]] || fail "status: no 'rounds: N, and M looks ...' line ('$line')"
 	ROUNDS=${BASH_REMATCH[1]} LOOKS=${BASH_REMATCH[2]}
+	WATCH=$(status_val exec-watch)
+	[[ -n $WATCH ]] || fail "status: no 'exec-watch:' line"
 }
 # churn SECONDS: a short process of a program already seen every 20 ms
 churn() {
@@ -38,40 +46,68 @@ churn() {
 		sleep 0.02
 	done
 }
+# told DB: how many starts the exec watch told of so far
+told() {
+	rounds_looks "$1"
+	[[ $WATCH =~ ^on\ \(([0-9]+)\ start ]] || fail "status: exec-watch is not on: '$WATCH'"
+	echo "${BASH_REMATCH[1]}"
+}
 
+# churn_known DB MIN MAX: 8 s of known programs make at most 5 rounds, and
+# between MIN and MAX looks
 churn_known() {
+	local db=$1 min=$2 max=$3
 	# true and sleep are seen once, and what the status runs (tally, awk):
 	# their files are known from then on (a file not seen asks for 200 ms
 	# rounds for a second)
 	churn 1
-	rounds_looks
+	rounds_looks "$db"
 	sleep 1.2
-	rounds_looks
+	rounds_looks "$db"
 	local r0=$ROUNDS l0=$LOOKS
 	churn 8
-	rounds_looks
+	rounds_looks "$db"
 	local rounds=$((ROUNDS - r0)) looks=$((LOOKS - l0))
-	note "8 s of known programs starting every 20 ms: $rounds rounds (one of them the status's), $looks looks"
+	note "8 s of known programs starting every 20 ms: $rounds rounds (one of them the status's), $looks looks; exec-watch: $WATCH"
 	# every 4 s, the status's own (it reads the counts; its connection
 	# waking the daemon is a look), and one or two that a file new to the
 	# daemon asked for (this machine's own processes); once a second: 9 or
 	# more; 200 ms apart: 40
 	((rounds <= 5)) || fail "$rounds rounds in 8 s of known programs: the counts are read more often than every 4 s"
-	((looks >= 12)) || fail "only $looks looks in 8 s of side-band records: the records are not looked at every 200 ms"
+	((looks >= min)) || fail "only $looks looks in 8 s of side-band records (at least $min expected)"
+	((looks <= max)) || fail "$looks looks in 8 s of known programs (at most $max expected)"
 }
-subtest "known programs: rounds every 4 s, looks between" churn_known
+
+start_daemon calm.db --sample-mechanism bpf -F 999 --flush-interval 1h
+rounds_looks calm.db
+case $WATCH in
+on*) watch=1 ;;
+*) watch=0 ;;
+esac
+known_watched() {
+	((watch)) || skip "the exec watch does not run here ($WATCH)"
+	# a second between looks that find nothing: 8 or so (200 ms apart: 40)
+	churn_known calm.db 4 16
+}
+subtest "known programs, exec watch: rounds every 4 s, looks back off to a second" known_watched
 
 new_program() {
-	local prog="$TMP/calm_fresh_$$"
+	local prog="$TMP/calm_fresh_$$" t0
 	cp "$WORKLOADS/split_funcs" "$prog"
 	churn 100 &
 	local churner=$!
 	BG_PIDS+=("$churner")
 	sleep 1.5
+	((watch)) && t0=$(told calm.db)
 	"$prog" 400 >/dev/null
 	rm "$prog"
 	kill "$churner"
 	wait "$churner" 2>/dev/null || true
+	if ((watch)); then
+		local t1
+		t1=$(told calm.db)
+		((t1 > t0)) || fail "the exec watch told of no start while a program new to the daemon ran ($t0 before, $t1 after)"
+	fi
 	ctl --db calm.db flush
 	report_json fresh.json -i calm.db
 	python3 - fresh.json "$(basename "$prog")" "$want" <<-'PY' >fresh.out || fail "$(cat fresh.out)"
@@ -91,4 +127,85 @@ new_program() {
 }
 subtest "a new program among known ones is read while it runs" new_program
 
+# A program the daemon knows maps a library new to it (a copy of
+# libtallywork.so, through LD_LIBRARY_PATH): no exec to tell of, the looks
+# find it within a second (backed off) or 200 ms (without the watch), while
+# the program runs 1.5 s; the copy is deleted as it ends.
+new_library() {
+	local db=$1 lib="$TMP/newlib_$$_$2"
+	"$WORKLOADS/split_images" 50 >/dev/null # known from now on, with its own library
+	churn 2
+	mkdir -p "$lib"
+	cp "$WORKLOADS/libtallywork.so" "$lib/"
+	LD_LIBRARY_PATH=$lib "$WORKLOADS/split_images" 1500 >/dev/null
+	rm -r "$lib"
+	ctl --db "$db" flush
+	report_json lib.json -i "$db"
+	python3 - lib.json "$lib/libtallywork.so" "$libwant" <<-'PY' >lib.out || fail "$(cat lib.out)"
+	import json, sys
+	rep, path, want = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+	mine = [i for e in rep["events"] for i in e["images"] if i.get("path") == path]
+	if not mine:
+	    print("no image %s in the report" % path)
+	    sys.exit(1)
+	for i in mine:
+	    if i["id_kind"] != "build-id" or i["id"] != want:
+	        print("image %s is %s %s: a library of a known program, deleted as it ended, was not read while it ran (build-id %s)" % (path, i["id_kind"], i["id"], want))
+	        sys.exit(1)
+	print("%s: %d samples, build-id %s" % (path, sum(i["samples"] for i in mine), want))
+	PY
+	note "$(cat lib.out)"
+}
+library_watched() { new_library calm.db watched; }
+subtest "a new library of a known program is read while it runs" library_watched
+
+# A JIT program the daemon has seen make JIT code is told of at its next
+# start: a run of 0.3 s, among known programs (the looks backed off), has its
+# perf map read while it lives, and the map is deleted as it ends.
+jit_again() {
+	((watch)) || skip "the exec watch does not run here ($WATCH)"
+	local jw out pid t0 t1
+	jw=$(uniq_copy jitwork)
+	"$jw" 300 "$TMP" ok >jit1.out
+	grep -q '^skip:' jit1.out && skip "$(grep '^skip:' jit1.out)"
+	rm -f "/tmp/perf-$(workload_pid jit1.out).map" "$TMP/jit-$(workload_pid jit1.out).dump"
+	churn 3
+	t0=$(told jit.db)
+	"$jw" 300 "$TMP" ok >jit2.out
+	pid=$(workload_pid jit2.out)
+	rm -f "/tmp/perf-$pid.map" "$TMP/jit-$pid.dump"
+	t1=$(told jit.db)
+	((t1 > t0)) || fail "the exec watch did not tell of the second start of a program that made JIT code ($t0 before, $t1 after)"
+	ctl --db jit.db flush
+	report_json jit.json -i jit.db --pid "$pid" --symbols
+	local n
+	n=$(tjson jit.json func jit_alpha)
+	((n > 0)) || fail "the second run (pid $pid) of a JIT program has no samples in jit_alpha: its perf map was not read while it lived: $(tjson jit.json funcs | tr '\n' ' ')"
+	note "second run of a JIT program (pid $pid): jit_alpha has $n samples; starts told of: $t0 before, $t1 after"
+}
 stop_daemon "$DAEMON_PID"
+start_daemon jit.db --sample-mechanism bpf -F 999 --flush-interval 1h --per-pid
+subtest "a program that made JIT code is told of at each start" jit_again
+stop_daemon "$DAEMON_PID"
+
+# without the watch (TALLY_EXEC_WATCH=off) the looks stay 200 ms apart
+TALLY_EXEC_WATCH=off start_daemon plain.db --sample-mechanism bpf -F 999 --flush-interval 1h
+known_plain() {
+	rounds_looks plain.db
+	[[ $WATCH == off* ]] || fail "TALLY_EXEC_WATCH=off: the status says exec-watch: $WATCH"
+	# 200 ms apart: 40 or so
+	churn_known plain.db 24 48
+}
+subtest "known programs, no exec watch: rounds every 4 s, looks every 200 ms" known_plain
+library_plain() { new_library plain.db plain; }
+subtest "no exec watch: a new library of a known program is read while it runs" library_plain
+stop_daemon "$DAEMON_PID"
+
+bad_env() {
+	local rc=0
+	TALLY_EXEC_WATCH=maybe "$TALLY" record -a --sample-mechanism bpf --duration 0.1 -o bad.db >bad.out 2>&1 || rc=$?
+	((rc != 0)) || fail "TALLY_EXEC_WATCH=maybe was taken"
+	grep -q "TALLY_EXEC_WATCH is 'maybe': it takes on or off" bad.out || fail "TALLY_EXEC_WATCH=maybe: $(cat bad.out)"
+	[[ ! -e bad.db ]] || fail "TALLY_EXEC_WATCH=maybe: a database was written"
+}
+subtest "a TALLY_EXEC_WATCH other than on or off is refused" bad_env

@@ -1603,6 +1603,69 @@ static void test_agg__record_prompt(void **state)
 	/* an old-style MMAP (not asked for): looked at soon, whatever it is */
 	struct perf_event_header old = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_USER, .size = sizeof(old) };
 	assert_true(tally_agg_record_prompt(&a, &old));
+
+	/* more files than the memo of key hashes has slots: every one known, exactly */
+	enum { NFILES = TALLY_AGG_IMAGE_MEMO + 904 };
+	char path[64];
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "/usr/lib/many/lib%d.so", i);
+		tally_agg_record(&a, mk_mmap2(&b, 500, 0x10000000 + 0x10000 * (uint64_t)i, 0x1000, 0, PROT_RX, path, NULL,
+					      0, 1000 + (uint64_t)i));
+	}
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "/usr/lib/many/lib%d.so", i);
+		assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, path, NULL, 0,
+								   1000 + (uint64_t)i)->raw));
+		/* the same path, another inode: not known, whatever the memo holds */
+		assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, path, NULL, 0,
+								  90000 + (uint64_t)i)->raw));
+	}
+	/* the files of a process gone are forgotten at a reset: asked for again */
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 500, 1, 500, 1));
+	for (int i = 0; i < 3; i++)
+		tally_agg_collect_dead(&a);
+	tally_agg_reset(&a);
+	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, "/usr/lib/many/lib7.so", NULL,
+							  0, 1007)->raw));
+	/* while a file a live process maps is still known */
+	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)->raw));
+	tally_agg_release(&a);
+}
+
+/* A program whose process maps a JIT's code (anonymous memory, a jitdump) is
+ * put once in the list of programs whose starts the exec watch tells of: its
+ * file as the record of its first mapping named it. */
+static void test_agg__jit_programs(void **state)
+{
+	(void)state;
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_comm(&b, 700, 700, "node", true));
+	tally_agg_record(&a, mk_mmap2(&b, 700, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/node", NULL, 0, 77));
+	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7f0000000000, 0x1000, 0, PROT_RX, "/usr/lib/libc.so.6", NULL, 0, 78));
+	assert_int_equal(a.njit_programs, 0);
+	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	assert_int_equal(a.njit_programs, 1);
+	assert_int_equal(a.jit_programs[0].ino, 77); /* the program's file, not the library's */
+	assert_int_equal(a.jit_programs[0].dev, (8u << 20) | 1u);
+	/* more JIT code, a forked child: said once */
+	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7e0000100000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 701, 700, 701, 700));
+	tally_agg_record(&a, mk_mmap2(&b, 701, 0x7e0000200000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	assert_int_equal(a.njit_programs, 1);
+	/* the child execs another program, which maps a jitdump: said too */
+	tally_agg_record(&a, mk_comm(&b, 701, 701, "java", true));
+	tally_agg_record(&a, mk_mmap2(&b, 701, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/java", NULL, 0, 79));
+	tally_agg_record(&a, mk_mmap2(&b, 701, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-701.dump", NULL, 0, 80));
+	assert_int_equal(a.njit_programs, 2);
+	assert_int_equal(a.jit_programs[1].ino, 79);
+	/* a program named by a build-id, not an inode: nothing to watch it by */
+	tally_agg_record(&a, mk_comm(&b, 702, 702, "x", true));
+	const uint8_t bid[20] = { 1, 2, 3 };
+	tally_agg_record(&a, mk_mmap2(&b, 702, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/x", bid, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 702, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	assert_int_equal(a.njit_programs, 2);
 	tally_agg_release(&a);
 }
 
@@ -1723,6 +1786,7 @@ int main(void)
 		cmocka_unit_test(test_agg__jit_dump_checked_once),
 		cmocka_unit_test(test_agg__jitdump_marker_name),
 		cmocka_unit_test(test_agg__record_prompt),
+		cmocka_unit_test(test_agg__jit_programs),
 		cmocka_unit_test(test_agg__jit_budget),
 		cmocka_unit_test(test_agg__jit_warnings_bounded),
 	};
