@@ -174,8 +174,10 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
  * (may be NULL) says why auto chose the tracepoint, or NULL. */
 const char *tally_collector_offcpu_mech(const struct tally_collector *c, const char **why);
 /* The polls that read the rings (rounds), and those that only looked at the
- * records waiting there and left them for a later round (bpf; 0 otherwise). */
-void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks);
+ * records waiting there and left them for a later round (bpf; 0 otherwise);
+ * *asked (may be NULL): the rounds that a record asking for one, the exec
+ * watch or the second after either made (bpf). */
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks, uint64_t *asked);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* With bpf, the exec watch (docs/sampling.md, "Rounds"): whether it runs
  * (else *why says why not), and how many execs it told of. */

@@ -248,6 +248,8 @@ struct tally_collector {
 	double fill_s;               /* bpf: at the last look, how soon a ring would be full, s */
 	uint64_t watch_told;         /* execs the watch told of (those tally took) */
 	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
+	uint64_t rounds_asked;       /* bpf: rounds a record, the exec watch or the second after one asked for */
+	bool round_asked;            /* bpf: the round counted_wait let through is one of those */
 	char *peek_buf;              /* bpf: a record that wraps around the end of its ring, copied whole */
 	double sb_last_full;         /* bpf: when the last round took every place that counted */
 	uint32_t *sb_pids;           /* bpf: the processes whose places a round takes (sorted) */
@@ -1662,6 +1664,7 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 	caller = r > 0 && wake_at >= 0 && (w[wake_at].revents & POLLIN);
 	told = r > 0 && watch_at >= 0 && (w[watch_at].revents & POLLIN);
 	if (told && watch_told(c)) {
+		c->round_asked = true;
 		int g = counted_gap_ms(c);
 		if (g > 0 && wake_at >= 0)
 			poll(w + wake_at, 1, g); /* the caller may still end the wait */
@@ -1669,8 +1672,12 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 			poll(NULL, 0, g);
 		return true;
 	}
-	if (!caller && !rings_pending(c))
-		return true; /* the wait's own end, nothing waiting: the tables' round */
+	if (!caller && !rings_pending(c)) {
+		/* the wait's own end, nothing waiting: the tables' round (of the
+		 * second after a record that asked, or a round's time since the last) */
+		c->round_asked = busy;
+		return true;
+	}
 	/* the caller's fd: what it asks for that needs the counts reads them
 	 * itself (a timeout of 0), the rest does not need a round */
 	double now = tally_now_mono();
@@ -1679,8 +1686,10 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 	if (now - c->last_round >= COUNTED_CALM_S || now < c->sb_busy_until || rings_prompt(c, since)) {
 		/* a record that asked: the looks are 200 ms apart again (not after
 		 * a round that only the time or a ring's fill made) */
-		if (now < c->sb_busy_until || c->sb_asked)
+		if (now < c->sb_busy_until || c->sb_asked) {
 			c->look_gap = COUNTED_MIN_GAP_S;
+			c->round_asked = true;
+		}
 		return true;
 	}
 	c->looks++;
@@ -1734,6 +1743,8 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	c->last_round = tally_now_mono();
 	c->rounds++;
+	c->rounds_asked += c->round_asked;
+	c->round_asked = false;
 
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second (once a round with the BPF
@@ -1917,10 +1928,12 @@ bool tally_collector_offcpu_stats(const struct tally_collector *c, struct tally_
 	return c && c->off;
 }
 
-void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks)
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks, uint64_t *asked)
 {
 	*rounds = c->rounds;
 	*looks = c->looks;
+	if (asked)
+		*asked = c->rounds_asked;
 }
 
 bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, const char **why)

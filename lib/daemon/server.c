@@ -64,11 +64,12 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		add_mech(o, "sample-mechanism", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
 			 tally_collector_sample_mech_why(d->col));
 		strbuf_addch(o, '\n');
-		uint64_t rounds, looks;
-		tally_collector_rounds(d->col, &rounds, &looks);
+		uint64_t rounds, looks, asked;
+		tally_collector_rounds(d->col, &rounds, &looks, &asked);
 		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF) {
-			strbuf_addf(o, "rounds: %" PRIu64 ", and %" PRIu64 " look%s that left the records for a later one\n",
-				    rounds, looks, looks == 1 ? "" : "s");
+			strbuf_addf(o, "rounds: %" PRIu64 " (%" PRIu64 " asked for: a program, file or JIT code new to the daemon), and %" PRIu64
+				       " look%s that left the records for a later one\n",
+				    rounds, asked, looks, looks == 1 ? "" : "s");
 			uint64_t told;
 			const char *why;
 			if (tally_collector_watch(d->col, &told, &why))

@@ -453,10 +453,10 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 		}
 	}
 	uint64_t rounds, looks, after;
-	tally_collector_rounds(r->col, &rounds, &looks);
+	tally_collector_rounds(r->col, &rounds, &looks, NULL);
 	int n = tally_collector_poll(r->col, timeout_ms, on_record, r);
 	drain_wake(r);
-	tally_collector_rounds(r->col, &after, &looks);
+	tally_collector_rounds(r->col, &after, &looks, NULL);
 	if (after != rounds) {
 		/* a look that left the records in the rings is not a round: an
 		 * ended process stays until two rounds have read what it left */
