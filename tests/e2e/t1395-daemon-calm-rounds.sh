@@ -55,6 +55,26 @@ told() {
 	echo "${BASH_REMATCH[1]}"
 }
 
+# read_while_running JSON KEY VALUE WANT WHAT: every image of the report whose
+# KEY (name or path) is VALUE is named by the build-id WANT: its file (WHAT),
+# deleted as its program ended, was read while the program ran
+read_while_running() {
+	python3 - "$@" <<-'PY' >kept.out || fail "$(cat kept.out)"
+	import json, sys
+	rep, key, value, want, what = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+	mine = [i for e in rep["events"] for i in e["images"] if i.get(key) == value]
+	if not mine:
+	    print("no image %s in the report" % value)
+	    sys.exit(1)
+	for i in mine:
+	    if i["id_kind"] != "build-id" or i["id"] != want:
+	        print("image %s (%s) is %s %s: its file, deleted as its program ended, was not read while it ran (build-id %s)" % (value, what, i["id_kind"], i["id"], want))
+	        sys.exit(1)
+	print("%s: %d samples, build-id %s" % (value, sum(i["samples"] for i in mine), want))
+	PY
+	note "$(cat kept.out)"
+}
+
 # churn_known DB MIN MAX: 8 s of known programs make at most 4 rounds that
 # nothing asked for, and between MIN and MAX looks
 churn_known() {
@@ -111,20 +131,7 @@ new_program() {
 	fi
 	ctl --db calm.db flush
 	report_json fresh.json -i calm.db
-	python3 - fresh.json "$(basename "$prog")" "$want" <<-'PY' >fresh.out || fail "$(cat fresh.out)"
-	import json, sys
-	rep, name, want = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-	mine = [i for e in rep["events"] for i in e["images"] if i["name"] == name]
-	if not mine:
-	    print("no image %s in the report" % name)
-	    sys.exit(1)
-	for i in mine:
-	    if i["id_kind"] != "build-id" or i["id"] != want:
-	        print("image %s is %s %s: its file, deleted as it ended, was not read while it ran (build-id %s)" % (name, i["id_kind"], i["id"], want))
-	        sys.exit(1)
-	print("%s: %d samples, build-id %s" % (name, sum(i["samples"] for i in mine), want))
-	PY
-	note "$(cat fresh.out)"
+	read_while_running fresh.json name "$(basename "$prog")" "$want" "a program new to the daemon"
 }
 subtest "a new program among known ones is read while it runs" new_program
 
@@ -142,20 +149,7 @@ new_library() {
 	rm -r "$lib"
 	ctl --db "$db" flush
 	report_json lib.json -i "$db"
-	python3 - lib.json "$lib/libtallywork.so" "$libwant" <<-'PY' >lib.out || fail "$(cat lib.out)"
-	import json, sys
-	rep, path, want = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-	mine = [i for e in rep["events"] for i in e["images"] if i.get("path") == path]
-	if not mine:
-	    print("no image %s in the report" % path)
-	    sys.exit(1)
-	for i in mine:
-	    if i["id_kind"] != "build-id" or i["id"] != want:
-	        print("image %s is %s %s: a library of a known program, deleted as it ended, was not read while it ran (build-id %s)" % (path, i["id_kind"], i["id"], want))
-	        sys.exit(1)
-	print("%s: %d samples, build-id %s" % (path, sum(i["samples"] for i in mine), want))
-	PY
-	note "$(cat lib.out)"
+	read_while_running lib.json path "$lib/libtallywork.so" "$libwant" "a library new to the daemon of a program it knows"
 }
 library_watched() { new_library calm.db watched; }
 subtest "a new library of a known program is read while it runs" library_watched
