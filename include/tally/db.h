@@ -370,6 +370,11 @@ void tally_db_builder_canonical(struct tally_db_builder *b);
 int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what);
 void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k);
 void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe);
+/* Tasks kept one per program, (comm, exe), with the pid added last, rather
+ * than one per process: for a database whose profiles are not per process
+ * (no pid joins them) that lives long, a daemon's epoch, which meets a new
+ * process for every command a busy machine runs. Call before adding anything. */
+void tally_db_builder_tasks_by_program(struct tally_db_builder *b);
 void tally_db_builder_counters(struct tally_db_builder *b, uint64_t lost, uint64_t throttled);
 /* The module list (the 'modules' file's text; copied). */
 void tally_db_builder_modules(struct tally_db_builder *b, const char *modules);

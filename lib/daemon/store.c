@@ -204,6 +204,9 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 		}
 	}
 	struct tally_db_builder *b = tally_db_builder_new(delta->nevents, delta->events, delta->per_pid, delta->has_stacks);
+	/* without --per-pid an epoch lists the programs that had samples, not every process */
+	if (!delta->per_pid)
+		tally_db_builder_tasks_by_program(b);
 	if (have)
 		tally_db_builder_add(b, &old);
 	tally_db_builder_add(b, delta);

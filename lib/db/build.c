@@ -80,6 +80,8 @@ struct tally_db_builder {
 
 	/* tally_db_builder_canonical: the result does not depend on the order */
 	bool canonical;
+	/* tally_db_builder_tasks_by_program: one task per (comm, exe) */
+	bool by_program;
 	struct bstrs module_lines; /* the union of the module lists */
 	struct bstrs varies;       /* session keys whose values differ between the parts */
 	uint64_t duration_ms;
@@ -446,16 +448,25 @@ static bool task_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_db_builder *b = ctx;
 	const struct tally_db_task *t = &b->tasks[idx];
 	const struct task_key *k = key;
-	return t->pid == k->pid && !strcmp(t->comm, k->comm) && !strcmp(t->exe, k->exe);
+	return (b->by_program || t->pid == k->pid) && !strcmp(t->comm, k->comm) && !strcmp(t->exe, k->exe);
+}
+
+void tally_db_builder_tasks_by_program(struct tally_db_builder *b)
+{
+	b->by_program = true;
 }
 
 void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe)
 {
 	struct task_key k = { pid, comm ? comm : "", exe ? exe : "" };
-	uint64_t h = tally_hash_bytes(k.comm, strlen(k.comm), (uint64_t)(uint32_t)pid);
+	uint64_t h = tally_hash_bytes(k.comm, strlen(k.comm), b->by_program ? 0 : (uint64_t)(uint32_t)pid);
 	h = tally_hash_bytes(k.exe, strlen(k.exe), h);
-	if (tally_hidx_get(&b->task_idx, h, &k, task_eq, b) != TALLY_HIDX_NONE)
+	uint32_t at = tally_hidx_get(&b->task_idx, h, &k, task_eq, b);
+	if (at != TALLY_HIDX_NONE) {
+		/* by program: the pid added last (the newest, in a daemon's merge) */
+		b->tasks[at].pid = pid;
 		return;
+	}
 	GROW(b->tasks, b->atasks, b->ntasks + 1);
 	b->tasks[b->ntasks] = (struct tally_db_task){ pid, xstrdup(k.comm), xstrdup(k.exe) };
 	tally_hidx_put(&b->task_idx, h, (uint32_t)b->ntasks++);

@@ -320,6 +320,80 @@ static void test_daemon__flush_merges_into_epoch(void **state)
 	free(ep);
 }
 
+/* A process the aggregate saw (as the collector's side-band records make one). */
+static void add_task(struct tally_agg *a, int pid, const char *comm, const char *exe)
+{
+	GROW(a->tasks, a->atasks, a->ntasks + 1);
+	struct tally_task *t = &a->tasks[a->ntasks++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	t->exe = xstrdup(exe);
+}
+
+static int cmp_task_pid(const void *x, const void *y)
+{
+	const struct tally_db_task *a = x, *b = y;
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* The epoch's tasks as "pid comm exe" lines, by pid. */
+static char *epoch_tasks(const char *path)
+{
+	struct tally_db db;
+	if (tally_db_open(&db, path))
+		fail_msg("cannot read '%s': %s", path, tally_errmsg());
+	struct strbuf sb = STRBUF_INIT;
+	qsort(db.tasks, db.ntasks, sizeof(*db.tasks), cmp_task_pid);
+	for (size_t i = 0; i < db.ntasks; i++)
+		strbuf_addf(&sb, "%d %s %s\n", db.tasks[i].pid, db.tasks[i].comm, db.tasks[i].exe);
+	tally_db_release(&db);
+	return strbuf_detach(&sb);
+}
+
+/* Without --per-pid no pid joins an epoch's profiles to its tasks: the epoch
+ * lists each program once, with the newest pid, however many processes ran
+ * it (a busy machine starts millions, and every flush rewrites the list);
+ * with --per-pid every process stays. */
+static void test_daemon__epoch_lists_programs_not_processes(void **state)
+{
+	struct fixture *fx = *state;
+	for (int per_pid = 0; per_pid <= 1; per_pid++) {
+		if (per_pid) {
+			tally_daemon_free(fx->d);
+			tally_agg_release(&fx->agg);
+			tally_remove_tree(fx->db);
+			fx->smp.per_pid = true;
+			tally_agg_init(&fx->agg, 1, true, false);
+		}
+		start(fx);
+		char *ep = current_epoch(fx->d);
+		char *epath = unit_path(fx->db, ep);
+		add_samples(&fx->agg, 0x1010, 3);
+		add_task(&fx->agg, 100, "ls", "/usr/bin/ls");
+		add_task(&fx->agg, 101, "sleep", "/usr/bin/sleep");
+		add_task(&fx->agg, 102, "ls", "/usr/bin/ls");
+		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+		char *t = epoch_tasks(epath);
+		assert_string_equal(t, per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
+					       : "101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n");
+		free(t);
+		/* the next flush: a later ls, and a program of the same name elsewhere */
+		add_samples(&fx->agg, 0x1010, 1);
+		add_task(&fx->agg, 200, "ls", "/usr/bin/ls");
+		add_task(&fx->agg, 201, "ls", "/opt/ls");
+		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+		t = epoch_tasks(epath);
+		assert_string_equal(t, per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
+						 "200 ls /usr/bin/ls\n201 ls /opt/ls\n"
+					       : "101 sleep /usr/bin/sleep\n200 ls /usr/bin/ls\n201 ls /opt/ls\n");
+		free(t);
+		assert_int_equal(db_samples(epath, 0x1010), 4);
+		free(epath);
+		free(ep);
+	}
+}
+
 /* The inode of path (0 when there is none). */
 static ino_t ino_of(const char *path)
 {
@@ -1051,6 +1125,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_daemon__new_refuses_other_dirs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__recovers_leftovers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__epoch_lists_programs_not_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__flush_writes_over_the_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large, setup, teardown),
