@@ -364,6 +364,20 @@ static int run_recording(struct top *t, struct tally_recording *rec, const struc
 		double now = tally_now_mono();
 		if (done(t) && !ended)
 			break; /* quit, or enough ticks: what came since the last is not shown */
+		/* a tick shows everything sampled until now: a round that reads what the
+		 * rings and the counted samples' tables hold, without waiting (with
+		 * --sample-mechanism bpf the rounds otherwise read them every 4 s) */
+		if (!ended) {
+			int n = tally_recording_step(rec, 0);
+			if (n < 0) {
+				tally_error("%s", tally_errmsg());
+				ret = 1;
+				ended = 1;
+			} else if (n) {
+				ended = 1;
+				t->target_ended = true;
+			}
+		}
 		struct tally_meta m = { 0 };
 		tally_sampling_session(smp, col, agg, target, NULL, &m);
 		struct tally_db db;

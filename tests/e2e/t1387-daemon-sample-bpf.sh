@@ -140,3 +140,17 @@ ep=autog.db/$(ls autog.db | grep -E '^[0-9]{12}' | head -1)
 	fail "the -g daemon's session says '$(session_key "$ep" sample-mechanism)' ('$(session_key "$ep" sample-mechanism-why)')"
 stop_daemon "$DAEMON_PID"
 note "the default: bpf; with -g: ring, and why"
+
+# tally top counting in the kernel: each refresh shows what was sampled since
+# the last, as with the ring (the tables are read at each refresh, not only at
+# the 4 s rounds); a CPU kept busy gives every refresh its samples
+timeout 20 sh -c 'while :; do :; done' &
+spin=$!
+"$TALLY" top -a --sample-mechanism bpf -n 6 -d 0.5 --rows 1 >top.out 2>top.err || fail "top --sample-mechanism bpf failed: $(cat top.err)"
+kill "$spin" 2>/dev/null || true
+rates=$(sed -n 's/^# tally top: .*, \([0-9]*\) samples\/s, .*/\1/p' top.out | tr '\n' ' ')
+(($(wc -w <<<"$rates") == 6)) || fail "top -n 6 printed $(wc -w <<<"$rates") refreshes with a rate: $(grep '^#' top.out)"
+awk -v r="$rates" 'BEGIN { n = split(r, v, " "); max = 0; for (i = 1; i <= n; i++) if (v[i] > max) max = v[i]
+	for (i = 1; i <= n; i++) if (v[i] < max / 3) exit 1 }' ||
+	fail "top --sample-mechanism bpf: a refresh had under a third of another's samples (samples/s: $rates)"
+note "top with bpf: samples/s per refresh $rates"
