@@ -438,9 +438,18 @@ struct sink {
 	struct tally_hidx put_idx;
 	/* the spare's files when its writing began: a name this save does not
 	 * find is given one of them that it has not written (renamed: no inode
-	 * made, none freed) */
+	 * made, none freed). Such names are written last (deferred, a copy of
+	 * their content kept), when every name the spare had and this save writes
+	 * has been written: the pool is then only what this save leaves */
 	char **pool;
 	size_t npool, apool;
+	bool defer;
+	struct deferred {
+		char *name;
+		void *data;
+		size_t len;
+	} *deferred;
+	size_t ndeferred, adeferred;
 };
 
 static bool name_eq(const void *ctx, uint32_t idx, const void *key)
@@ -458,6 +467,11 @@ static void sink_release(struct sink *s)
 	for (size_t i = 0; i < s->npool; i++)
 		free(s->pool[i]);
 	free(s->pool);
+	for (size_t i = 0; i < s->ndeferred; i++) {
+		free(s->deferred[i].name);
+		free(s->deferred[i].data);
+	}
+	free(s->deferred);
 }
 
 static bool was_put(const struct sink *s, const char *name)
@@ -488,28 +502,34 @@ static void fill_pool(struct sink *s, const char *dir)
 /* Opens the file name (at p) of a spare copy to be written over: the same
  * inode when it is a regular file of its own, else a file of the spare this
  * save has not written, renamed (no new inode, no blocks freed), else a new
- * one. A link, a directory or a shared inode is never written through. */
+ * one. A link, a directory, a device or a shared inode is never opened for
+ * writing nor written through. */
 static int open_over(struct sink *s, const char *name, const char *p, off_t *size)
 {
-	int fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !strchr(name, '/')) {
+	struct stat st;
+	int fd = -1;
+	if (fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+			fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	} else if (errno == ENOENT && !strchr(name, '/')) {
 		while (s->npool) {
 			char *from = s->pool[--s->npool];
 			bool ok = !was_put(s, from);
 			if (ok) {
 				struct strbuf f = STRBUF_INIT;
 				strbuf_addf(&f, "%s/%s", s->dir, from);
-				ok = rename(f.buf, p) == 0;
+				ok = fstatat(AT_FDCWD, f.buf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+				     rename(f.buf, p) == 0;
 				strbuf_release(&f);
 			}
 			free(from);
 			if (ok) {
-				fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+				fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 				break;
 			}
 		}
 	}
-	struct stat st;
+	/* checked again on what was opened: it may have changed since */
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
 		*size = st.st_size;
 		return fd;
@@ -541,6 +561,19 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 		strbuf_reset(&p);
 	}
 	strbuf_addf(&p, "%s/%s", s->dir, name);
+	struct stat st;
+	if (s->overwrite && s->defer && !strchr(name, '/') && fstatat(AT_FDCWD, p.buf, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT) {
+		/* new to the spare: written after the names it has (struct sink) */
+		GROW(s->deferred, s->adeferred, s->ndeferred + 1);
+		struct deferred *d = &s->deferred[s->ndeferred++];
+		d->name = xstrdup(name);
+		d->data = xmalloc(len + 1);
+		memcpy(d->data, data, len);
+		d->len = len;
+		strbuf_release(&p);
+		return 0;
+	}
 	/* a private staging directory: no temporary names needed, and the whole
 	 * directory is synced once before it is published; profiles are private */
 	off_t had = 0;
@@ -1077,10 +1110,13 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 		if (lockfd >= 0)
 			flock(lockfd, LOCK_EX | LOCK_NB);
 	}
-	struct sink k = { .put = put_dir, .dir = stage, .db = path, .overwrite = over };
+	struct sink k = { .put = put_dir, .dir = stage, .db = path, .overwrite = over, .defer = over };
 	if (over)
 		fill_pool(&k, stage);
 	ret = save_to(db, &k);
+	k.defer = false;
+	for (size_t i = 0; !ret && i < k.ndeferred; i++)
+		ret = put_dir(&k, k.deferred[i].name, k.deferred[i].data, k.deferred[i].len);
 	if (!ret && over) {
 		int dfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		ret = dfd < 0 ? tally_seterr(-errno, "cannot write database '%s': %s", path, strerror(errno))

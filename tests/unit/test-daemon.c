@@ -94,18 +94,24 @@ static void start(struct fixture *fx)
 	assert_null(warn);
 }
 
-/* n samples at /bin/true+offset, the way the collector's samples count. */
-static void add_samples(struct tally_agg *a, uint64_t offset, uint64_t n)
+/* n samples at path+offset, the way the collector's samples count. */
+static void add_samples_in(struct tally_agg *a, const char *path, uint64_t offset, uint64_t n)
 {
 	struct tally_image k;
 	memset(&k, 0, sizeof(k));
 	k.kind = TALLY_IMG_FILE;
-	k.path = (char *)"/bin/true";
+	k.path = (char *)path;
 	uint32_t im = tally_agg_image(a, &k);
 	uint32_t f = tally_agg_frame(a, im, offset);
 	uint32_t st = tally_agg_stack(a, &f, 1);
 	tally_agg_count(a, st, 0, 0, n);
 	a->samples[0] += n;
+}
+
+/* n samples at /bin/true+offset. */
+static void add_samples(struct tally_agg *a, uint64_t offset, uint64_t n)
+{
+	add_samples_in(a, "/bin/true", offset, n);
 }
 
 /* Samples in the database (or bundle) at path: what its .prof files hold. */
@@ -424,6 +430,19 @@ static void test_daemon__flush_writes_over_the_spare(void **state)
 	assert_int_not_equal(ino[0], ino[1]);
 	assert_int_equal(ino[0], ino[2]);
 	assert_int_equal(ino[1], ino[3]);
+
+	/* a name new to the spare (an image sampled for the first time) is
+	 * written after the names it has: it never takes the inode of a file the
+	 * same flush writes later (which would then be made anew) */
+	char *ssess = unit_path(spare, "session"), *simg = unit_path(spare, "images");
+	ino_t had_session = ino_of(ssess), had_images = ino_of(simg);
+	add_samples_in(&fx->agg, "/bin/false", 0x3030, 2);
+	assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
+	assert_int_equal(db_samples(epath, 0x3030), 2);
+	assert_int_equal(ino_of(session), had_session);
+	assert_int_equal(ino_of(images), had_images);
+	free(ssess);
+	free(simg);
 
 	/* a reader's recovery (here, in the daemon itself) leaves the locked spare alone */
 	struct tally_db_recovery rv;
