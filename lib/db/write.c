@@ -1049,7 +1049,8 @@ static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd)
 }
 
 /* After the swap the old copy is at stage: kept as the spare, locked, when
- * asked for. true when kept. */
+ * asked for. true when kept; false also when a reader holds it (share-locked:
+ * it keeps a file open to read later), which must never be written over. */
 static bool keep_spare(struct tally_db_spare *sp, const char *stage)
 {
 	if (!sp)
@@ -1137,6 +1138,12 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	if (exists) {
 		/* one atomic swap: a reader or a crash sees the old or the new, never neither */
 		if (renameat2(AT_FDCWD, stage, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+			/* the copy published: unlocked at once, for readers to share-lock
+			 * (a reader that keeps its stacks to read later: lib/db/stacks.c) */
+			if (lockfd >= 0) {
+				close(lockfd);
+				lockfd = -1;
+			}
 			fsync_dir(parent);
 			/* stage is now the old copy: the next save's spare, or removed */
 			if (!keep_spare(spare, stage))

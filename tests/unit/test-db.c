@@ -1188,6 +1188,45 @@ static void assert_same_stacks(const struct tally_db *a, const struct tally_db *
 	}
 }
 
+/* A reader that keeps the stacks to read later holds its copy of a daemon's
+ * epoch: the save after next (which writes over the copy the save before
+ * swapped out, the spare) does not take that copy, and the reader reads the
+ * stacks it opened, not what was written since. */
+static void test_db__stacks_later_not_written_over(void **state)
+{
+	struct fixture *fx = *state;
+	struct tally_db eager, other, later;
+	write_std3(fx, 1, "fp");
+	assert_int_equal(tally_db_open(&other, fx->db), 0);
+	assert_int_equal(tally_remove_tree(fx->db), 0);
+	write_std(fx, 2, "fp");
+	assert_int_equal(tally_db_open(&eager, fx->db), 0);
+	struct tally_db_spare sp = { NULL, -1 };
+	/* a flush: the copy swapped out is kept as the spare */
+	assert_int_equal(tally_db_save_checked(&eager, fx->db, true, NULL, NULL, &sp), 0);
+	assert_non_null(sp.path);
+
+	assert_int_equal(tally_db_open_dir_flags(&later, fx->db, TALLY_DB_STACKS_LATER), 0);
+	assert_non_null(later.lazy);
+	/* the next flush writes over the spare and swaps out the reader's copy:
+	 * not kept (removed as it was before spares), the reader keeps its files */
+	assert_int_equal(tally_db_save_checked(&other, fx->db, true, NULL, NULL, &sp), 0);
+	assert_null(sp.path);
+	/* so the one after has no spare to write over: the reader's copy is untouched */
+	assert_int_equal(tally_db_save_checked(&other, fx->db, true, NULL, NULL, &sp), 0);
+	assert_non_null(sp.path);
+	assert_int_equal(tally_db_load_stacks(&later), 0);
+	assert_same_stacks(&later, &eager);
+	tally_db_release(&later);
+
+	/* once the reader is done, the copies are spares in turn again */
+	assert_int_equal(tally_db_save_checked(&eager, fx->db, true, NULL, NULL, &sp), 0);
+	assert_non_null(sp.path);
+	tally_db_spare_drop(&sp);
+	tally_db_release(&eager);
+	tally_db_release(&other);
+}
+
 static void test_db__stacks_later(void **state)
 {
 	struct fixture *fx = *state;
@@ -2504,6 +2543,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later_not_written_over, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__stacks_later, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__parse_stacks),
 		cmocka_unit_test(test_db__parse_stacks_shared_callers),
