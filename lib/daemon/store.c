@@ -231,13 +231,19 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	if (saved)
 		r = tally_db_save_checked(&merged, path, true, check_room, &rc, keep ? &d->spare : NULL);
 	if (keep && saved) {
-		/* the spare was written over (or, on an error, removed); the old copy
-		 * is the spare now, unless it could not be kept */
-		if (r)
-			d->db_bytes = db_bytes_less(d, spare_bytes);
-		else if (!d->spare.path)
-			replaced += old_bytes;
-		d->spare_bytes = d->spare.path ? old_bytes : 0;
+		/* the spare was written over (or, on an error after it was taken,
+		 * removed; an error before leaves it as it was); the old copy is the
+		 * spare now, unless it could not be kept */
+		if (r) {
+			if (!d->spare.path) {
+				d->db_bytes = db_bytes_less(d, spare_bytes);
+				d->spare_bytes = 0;
+			}
+		} else {
+			if (!d->spare.path)
+				replaced += old_bytes;
+			d->spare_bytes = d->spare.path ? old_bytes : 0;
+		}
 	}
 	if (!r && rc.bytes != UINT64_MAX)
 		d->db_bytes = db_bytes_less(d, replaced) + rc.bytes;
