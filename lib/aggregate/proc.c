@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <stdlib.h>
@@ -276,13 +278,42 @@ bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header
 	return !tally_agg_image_known(a, &k);
 }
 
+/* The file of p's program when its mmap record named it by build-id (no
+ * inode in it): what /proc/PID/exe is, if that is still the file p->exe names
+ * (the process may have ended, or exec'd another). The generation is the
+ * inode's (FS_IOC_GETVERSION; 0 where the filesystem keeps none), as the
+ * exec watch reads it in the kernel. */
+static void exe_from_proc(struct tally_proc *p)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", p->pid);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st, named;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(p->exe, &named) == 0 && named.st_dev == st.st_dev &&
+	    named.st_ino == st.st_ino) {
+		int gen = 0;
+		if (ioctl(fd, FS_IOC_GETVERSION, &gen) < 0)
+			gen = 0;
+		p->exe_dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffff);
+		p->exe_ino = st.st_ino;
+		p->exe_gen = (uint32_t)gen;
+	}
+	close(fd);
+}
+
 /* p maps a JIT's code: its program, once, in the list of those whose starts
  * the collector is asked to watch */
 static void jit_program(struct tally_agg *a, struct tally_proc *p)
 {
-	if (!p->exe_ino || p->exe_jit_said)
+	if (p->exe_jit_said)
 		return;
+	if (!p->exe_ino && p->exe && p->exe[0] == '/' && p->pid > 0)
+		exe_from_proc(p);
 	p->exe_jit_said = true;
+	if (!p->exe_ino)
+		return;
 	GROW(a->jit_programs, a->ajit_programs, a->njit_programs + 1);
 	a->jit_programs[a->njit_programs++] = (struct tally_file_id){ p->exe_dev, p->exe_gen, p->exe_ino };
 }

@@ -1660,12 +1660,27 @@ static void test_agg__jit_programs(void **state)
 	tally_agg_record(&a, mk_mmap2(&b, 701, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-701.dump", NULL, 0, 80));
 	assert_int_equal(a.njit_programs, 2);
 	assert_int_equal(a.jit_programs[1].ino, 79);
-	/* a program named by a build-id, not an inode: nothing to watch it by */
-	tally_agg_record(&a, mk_comm(&b, 702, 702, "x", true));
+	/* a program named by a build-id, not an inode (--build-id-mmap): its
+	 * file is what /proc/PID/exe is, when that is the file it names (this
+	 * test's own process) ... */
+	int self = (int)getpid();
+	char *exe = realpath("/proc/self/exe", NULL);
+	assert_non_null(exe);
+	struct stat st;
+	assert_int_equal(stat(exe, &st), 0);
+	tally_agg_record(&a, mk_comm(&b, self, self, "test-agg", true));
 	const uint8_t bid[20] = { 1, 2, 3 };
-	tally_agg_record(&a, mk_mmap2(&b, 702, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/x", bid, 20, 0));
-	tally_agg_record(&a, mk_mmap2(&b, 702, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
-	assert_int_equal(a.njit_programs, 2);
+	tally_agg_record(&a, mk_mmap2(&b, self, 0x400000, 0x2000, 0, PROT_RX, exe, bid, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, self, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	assert_int_equal(a.njit_programs, 3);
+	assert_int_equal(a.jit_programs[2].ino, st.st_ino);
+	assert_int_equal(a.jit_programs[2].dev, (major(st.st_dev) << 20) | minor(st.st_dev));
+	/* ... and nothing when it is not (another file, or the process gone) */
+	tally_agg_record(&a, mk_comm(&b, 999999999, 999999999, "x", true));
+	tally_agg_record(&a, mk_mmap2(&b, 999999999, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/x", bid, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 999999999, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
+	assert_int_equal(a.njit_programs, 3);
+	free(exe);
 	tally_agg_release(&a);
 }
 
