@@ -180,8 +180,9 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
 void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks, uint64_t *asked);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* With bpf, the exec watch (docs/sampling.md, "Rounds"): whether it runs
- * (else *why says why not), and how many execs it told of. */
-bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, const char **why);
+ * (else *why says why not), how many execs it told of, and (*bursts) how
+ * many bursts of execs of known programs (watch-bpf.h). */
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts, const char **why);
 /* Asks the exec watch to tell of every start of the program in that file
  * (device major << 20 | minor, inode, generation): its processes make JIT
  * code, whose perf maps are read while they live. Nothing without a watch. */

@@ -247,6 +247,8 @@ struct tally_collector {
 	double look_gap;             /* bpf: from the last round or look to the next look, s */
 	double fill_s;               /* bpf: at the last look, how soon a ring would be full, s */
 	uint64_t watch_told;         /* execs the watch told of (those tally took) */
+	uint64_t watch_bursts;       /* bursts of execs it told of (watch_mark) */
+	uint64_t burst_execs;        /* execs that make a burst: their records could fill a quarter of a ring */
 	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
 	uint64_t rounds_asked;       /* bpf: rounds a record, the exec watch or the second after one asked for */
 	bool round_asked;            /* bpf: the round counted_wait let through is one of those */
@@ -775,6 +777,20 @@ static int attach_sample_bpf(struct tally_collector *c)
 #endif
 }
 
+/* The rings are looked at (or read): the exec watch tells of the next burst
+ * of execs from now (watch-bpf.h), so that the side-band records of programs
+ * it does not tell of cannot fill a ring between two looks however far apart
+ * they are. */
+static void watch_mark(struct tally_collector *c)
+{
+#ifdef TALLY_HAVE_BPF
+	if (c->watch)
+		tally_watch_bpf_mark(c->watch, c->burst_execs);
+#else
+	(void)c;
+#endif
+}
+
 /* Counted samples: the exec watch, where it loads (not needed: without it the
  * looks stay 200 ms apart). TALLY_EXEC_WATCH=off leaves it out (tests, and
  * comparisons); a value other than on or off is refused. */
@@ -793,6 +809,12 @@ static int load_watch(struct tally_collector *c)
 #ifdef TALLY_HAVE_BPF
 	if (tally_watch_bpf_open(&c->watch))
 		snprintf(c->watch_why, sizeof(c->watch_why), "%s", tally_errmsg());
+	/* an exec's side-band records: its fork, comm, exit and a map of each
+	 * file of code, 600 bytes for /bin/true (7 records), more with more
+	 * libraries; counted as 2 KiB, a burst is the execs that would fill half
+	 * a ring (128 for 512 KiB) were they all on one CPU */
+	c->burst_execs = c->data_size / 2 / 2048 > 8 ? c->data_size / 2 / 2048 : 8;
+	watch_mark(c);
 #else
 	snprintf(c->watch_why, sizeof(c->watch_why), "built without BPF");
 #endif
@@ -1599,12 +1621,16 @@ static bool stage_asks(const struct tally_collector *c, size_t from, size_t to)
 static bool watch_told(struct tally_collector *c)
 {
 #ifdef TALLY_HAVE_BPF
-	unsigned n = c->watch ? tally_watch_bpf_take(c->watch) : 0;
-	if (!n)
+	unsigned b = 0, n = c->watch ? tally_watch_bpf_take(c->watch, &b) : 0;
+	if (!n && !b)
 		return false;
 	c->watch_told += n;
-	c->look_gap = COUNTED_MIN_GAP_S;
-	c->sb_asked = true; /* the round after: rounds 200 ms apart for a second */
+	c->watch_bursts += b;
+	if (n) {
+		c->look_gap = COUNTED_MIN_GAP_S;
+		c->sb_asked = true; /* the round after: rounds 200 ms apart for a second */
+	}
+	/* a burst of known programs: one round, which empties the rings */
 	return true;
 #else
 	(void)c;
@@ -1683,6 +1709,7 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 	double now = tally_now_mono();
 	double since = now - (c->last_look > c->last_round ? c->last_look : c->last_round);
 	c->last_look = now;
+	watch_mark(c);
 	if (now - c->last_round >= COUNTED_CALM_S || now < c->sb_busy_until || rings_prompt(c, since)) {
 		/* a record that asked: the looks are 200 ms apart again (not after
 		 * a round that only the time or a ring's fill made) */
@@ -1742,6 +1769,7 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		}
 	}
 	c->last_round = tally_now_mono();
+	watch_mark(c);
 	c->rounds++;
 	c->rounds_asked += c->round_asked;
 	c->round_asked = false;
@@ -1936,9 +1964,10 @@ void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, u
 		*asked = c->rounds_asked;
 }
 
-bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, const char **why)
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts, const char **why)
 {
 	*told = c ? c->watch_told : 0;
+	*bursts = c ? c->watch_bursts : 0;
 	*why = c && !c->watch && c->watch_why[0] ? c->watch_why : NULL;
 	return c && c->watch;
 }

@@ -23,9 +23,12 @@ struct wb_file {
 
 /* told: an exec of a file not told of since tally last forgot (a program new
  * to it), or of a program it asked to be told of at each start (its processes
- * made JIT code) */
+ * made JIT code), or the exec that makes a burst: as many execs since tally
+ * last looked at its rings as would fill a good part of one with their
+ * side-band records (tally_watch_bpf_mark) */
+enum { WB_NEW, WB_CLOSE, WB_BURST };
 struct wb_event {
-	wb_u32 tgid, close;
+	wb_u32 tgid, kind;
 };
 
 /* files told of, at most (least recently told make room: told again) */
@@ -43,15 +46,19 @@ int tally_watch_bpf_open(struct tally_watch_bpf **out);
 void tally_watch_bpf_free(struct tally_watch_bpf *w);
 /* The descriptor that becomes readable when the watch told of an exec. */
 int tally_watch_bpf_fd(const struct tally_watch_bpf *w);
-/* Takes what the watch told since the last call: how many execs. */
-unsigned tally_watch_bpf_take(struct tally_watch_bpf *w);
+/* Takes what the watch told since the last call: how many execs of programs
+ * new to tally or watched, and (*bursts) how many bursts. */
+unsigned tally_watch_bpf_take(struct tally_watch_bpf *w, unsigned *bursts);
 /* Forgets every file told of (each is told of again at its next exec). */
 void tally_watch_bpf_forget(struct tally_watch_bpf *w);
 /* Tells of every start of the program in file f from now on. 0 or -errno. */
 int tally_watch_bpf_close(struct tally_watch_bpf *w, const struct wb_file *f);
-/* Execs told of so far, and those lost (tally was told of them all the same:
- * its descriptor was readable). */
-void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *dropped);
+/* Execs told of so far (bursts apart), bursts told of, and those lost (tally
+ * was told of them all the same: its descriptor was readable). */
+void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *bursts, uint64_t *dropped);
+/* Tally has looked at its rings: the exec that comes `every` execs from now
+ * (of the whole machine) tells of a burst, once. */
+void tally_watch_bpf_mark(struct tally_watch_bpf *w, uint64_t every);
 #endif
 
 #endif

@@ -40,7 +40,9 @@ struct task_struct {
 
 /* set by tally: what was told of under an older generation counts as untold */
 volatile wb_u32 generation = 1;
-wb_u64 told = 0, dropped = 0;
+/* set by tally when it looks at its rings: the count of execs that is a burst */
+volatile wb_u64 burst_at = ~0ULL;
+wb_u64 execs = 0, told = 0, bursts = 0, dropped = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -74,13 +76,23 @@ int tally_exec(unsigned long long *ctx)
 		.dev = BPF_CORE_READ(in, i_sb, s_dev),
 		.gen = BPF_CORE_READ(in, i_generation),
 	};
-	wb_u32 close = bpf_map_lookup_elem(&close_watch, &k) != 0;
-	if (!close) {
+	__sync_fetch_and_add(&execs, 1);
+	wb_u32 kind = WB_NEW;
+	if (bpf_map_lookup_elem(&close_watch, &k)) {
+		kind = WB_CLOSE;
+	} else {
 		wb_u32 g = generation;
 		wb_u32 *v = bpf_map_lookup_elem(&seen, &k);
-		if (v && *v == g)
-			return 0;
-		bpf_map_update_elem(&seen, &k, &g, BPF_ANY);
+		if (v && *v == g) {
+			/* a known program: its records wait for tally's next look,
+			 * unless so many came since the last that they could fill a ring */
+			if (execs < burst_at)
+				return 0;
+			burst_at = ~0ULL; /* once, until tally looks again */
+			kind = WB_BURST;
+		} else {
+			bpf_map_update_elem(&seen, &k, &g, BPF_ANY);
+		}
 	}
 	struct wb_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -89,8 +101,11 @@ int tally_exec(unsigned long long *ctx)
 		return 0;
 	}
 	e->tgid = (wb_u32)BPF_CORE_READ(p, tgid);
-	e->close = close;
+	e->kind = kind;
 	bpf_ringbuf_submit(e, 0);
-	__sync_fetch_and_add(&told, 1);
+	if (kind == WB_BURST)
+		__sync_fetch_and_add(&bursts, 1);
+	else
+		__sync_fetch_and_add(&told, 1);
 	return 0;
 }

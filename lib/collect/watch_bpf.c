@@ -19,7 +19,7 @@
 struct tally_watch_bpf {
 	struct watch_skel *skel;
 	struct ring_buffer *rb;
-	unsigned taken;
+	unsigned taken, bursts;
 };
 
 void tally_watch_bpf_free(struct tally_watch_bpf *w)
@@ -33,9 +33,12 @@ void tally_watch_bpf_free(struct tally_watch_bpf *w)
 
 static int on_event(void *ctx, void *data, size_t size)
 {
-	(void)data;
-	(void)size;
-	((struct tally_watch_bpf *)ctx)->taken++;
+	struct tally_watch_bpf *w = ctx;
+	const struct wb_event *e = data;
+	if (size >= sizeof(*e) && e->kind == WB_BURST)
+		w->bursts++;
+	else
+		w->taken++;
 	return 0;
 }
 
@@ -72,10 +75,11 @@ int tally_watch_bpf_fd(const struct tally_watch_bpf *w)
 	return bpf_map__fd(w->skel->maps.events);
 }
 
-unsigned tally_watch_bpf_take(struct tally_watch_bpf *w)
+unsigned tally_watch_bpf_take(struct tally_watch_bpf *w, unsigned *bursts)
 {
-	w->taken = 0;
+	w->taken = w->bursts = 0;
 	ring_buffer__consume(w->rb);
+	*bursts = w->bursts;
 	return w->taken;
 }
 
@@ -92,8 +96,15 @@ int tally_watch_bpf_close(struct tally_watch_bpf *w, const struct wb_file *f)
 	return 0;
 }
 
-void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *dropped)
+void tally_watch_bpf_mark(struct tally_watch_bpf *w, uint64_t every)
+{
+	uint64_t now = __atomic_load_n(&w->skel->bss->execs, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->skel->data->burst_at, now + every, __ATOMIC_RELEASE);
+}
+
+void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *bursts, uint64_t *dropped)
 {
 	*told = __atomic_load_n(&w->skel->bss->told, __ATOMIC_RELAXED);
+	*bursts = __atomic_load_n(&w->skel->bss->bursts, __ATOMIC_RELAXED);
 	*dropped = __atomic_load_n(&w->skel->bss->dropped, __ATOMIC_RELAXED);
 }

@@ -67,14 +67,15 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		uint64_t rounds, looks, asked;
 		tally_collector_rounds(d->col, &rounds, &looks, &asked);
 		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF) {
-			strbuf_addf(o, "rounds: %" PRIu64 " (%" PRIu64 " asked for: a program, file or JIT code new to the daemon), and %" PRIu64
+			strbuf_addf(o, "rounds: %" PRIu64 " (%" PRIu64 " asked for: a program, file or JIT code new to the daemon, or a burst of starts), and %" PRIu64
 				       " look%s that left the records for a later one\n",
 				    rounds, asked, looks, looks == 1 ? "" : "s");
-			uint64_t told;
+			uint64_t told, bursts;
 			const char *why;
-			if (tally_collector_watch(d->col, &told, &why))
-				strbuf_addf(o, "exec-watch: on (%" PRIu64 " start%s told of: programs new to the daemon or making JIT code)\n",
-					    told, told == 1 ? "" : "s");
+			if (tally_collector_watch(d->col, &told, &bursts, &why))
+				strbuf_addf(o, "exec-watch: on (%" PRIu64 " start%s told of: programs new to the daemon or making JIT code; %" PRIu64
+					       " burst%s of starts)\n",
+					    told, told == 1 ? "" : "s", bursts, bursts == 1 ? "" : "s");
 			else
 				strbuf_addf(o, "exec-watch: off (%s; side-band records looked at every 200 ms)\n",
 					    why ? why : "not loaded");

@@ -10,7 +10,8 @@
 # half a second and whose file is deleted as it ends keeps its build-id), a
 # new library of a program it knows within a second, and a program whose
 # processes made JIT code is told of at each start (a short run's perf map is
-# read while it lives). Runs alone (meson: is_parallel false): other tests'
+# read while it lives), and a burst of known programs after a quiet spell is
+# told of too (no record lost). Runs alone (meson: is_parallel false): other tests'
 # new programs would make the rounds 200 ms apart, as they should.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
@@ -134,6 +135,32 @@ new_program() {
 	read_while_running fresh.json name "$(basename "$prog")" "$want" "a program new to the daemon"
 }
 subtest "a new program among known ones is read while it runs" new_program
+
+# A burst of known programs after a quiet spell (the looks backed off to a
+# second): the watch tells of it, once as many execs as could fill half a ring
+# came since the last look (a round empties the rings), and no record is lost
+burst() {
+	((watch)) || skip "the exec watch does not run here ($WATCH)"
+	churn 2
+	rounds_looks calm.db
+	[[ $WATCH =~ \;\ ([0-9]+)\ bursts?\ of\ starts ]] || fail "status: exec-watch does not count bursts: '$WATCH'"
+	local b0=${BASH_REMATCH[1]} l0
+	l0=$(status_val lost)
+	local k
+	for k in 1 2 3; do
+		(for i in {1..1000}; do /bin/true; done) &
+		BG_PIDS+=($!)
+	done
+	wait "${BG_PIDS[@]: -3}"
+	rounds_looks calm.db
+	[[ $WATCH =~ \;\ ([0-9]+)\ bursts?\ of\ starts ]] || fail "status: exec-watch does not count bursts: '$WATCH'"
+	local b1=${BASH_REMATCH[1]} l1
+	l1=$(status_val lost)
+	((b1 > b0)) || fail "3000 starts of /bin/true: the exec watch told of no burst ($b0 before, $b1 after)"
+	[[ $l1 == "$l0" ]] || fail "3000 starts of /bin/true: records lost (lost: $l0 before, $l1 after)"
+	note "3000 starts of /bin/true: $((b1 - b0)) bursts told of, lost: $l1"
+}
+subtest "a burst of known programs is told of, nothing lost" burst
 
 # A program the daemon knows maps a library new to it (a copy of
 # libtallywork.so, through LD_LIBRARY_PATH): no exec to tell of, the looks
