@@ -329,6 +329,20 @@ static void wait_until(struct top *t, int epfd, double deadline)
 	}
 }
 
+/* What a step of the recording returned (n): 1 when the recording ended (its
+ * target did, or an error, said here with *ret set). */
+static int step_ended(struct top *t, int n, int *ret)
+{
+	if (n < 0) {
+		tally_error("%s", tally_errmsg());
+		*ret = 1;
+		return 1;
+	}
+	if (n)
+		t->target_ended = true;
+	return n ? 1 : 0;
+}
+
 static int run_recording(struct top *t, struct tally_recording *rec, const struct tally_sampling *smp,
 			 const char *target)
 {
@@ -352,14 +366,7 @@ static int run_recording(struct top *t, struct tally_recording *rec, const struc
 				redraw = 1;
 			if (redraw && t->interactive && !done(t))
 				show(t);
-			if (n < 0) {
-				tally_error("%s", tally_errmsg());
-				ret = 1;
-				ended = 1;
-			} else if (n) {
-				ended = 1;
-				t->target_ended = true;
-			}
+			ended = step_ended(t, n, &ret);
 		}
 		double now = tally_now_mono();
 		if (done(t) && !ended)
@@ -367,17 +374,8 @@ static int run_recording(struct top *t, struct tally_recording *rec, const struc
 		/* a tick shows everything sampled until now: a round that reads what the
 		 * rings and the counted samples' tables hold, without waiting (with
 		 * --sample-mechanism bpf the rounds otherwise read them every 4 s) */
-		if (!ended) {
-			int n = tally_recording_step(rec, 0);
-			if (n < 0) {
-				tally_error("%s", tally_errmsg());
-				ret = 1;
-				ended = 1;
-			} else if (n) {
-				ended = 1;
-				t->target_ended = true;
-			}
-		}
+		if (!ended)
+			ended = step_ended(t, tally_recording_step(rec, 0), &ret);
 		struct tally_meta m = { 0 };
 		tally_sampling_session(smp, col, agg, target, NULL, &m);
 		struct tally_db db;
