@@ -421,8 +421,10 @@ int tally_db_save(const struct tally_db *db, const char *path, bool replace);
  * files keep their names. A spare kept for another database (the epoch before)
  * is renamed to serve. Initialize with path NULL. */
 struct tally_db_spare {
-	char *path; /* the copy kept; NULL: none */
-	int fd;     /* its lock (while path is set) */
+	char *path;    /* the copy kept; NULL: none */
+	int fd;        /* its lock (while path is set) */
+	int stacks_fd; /* its 'stacks', locked alone (while path is set; -1: none):
+			* readers share-lock the file they keep (lib/db/stacks.c) */
 };
 /* Removes the spare copy (when there is one) and forgets it. */
 void tally_db_spare_drop(struct tally_db_spare *sp);

@@ -248,7 +248,7 @@ struct tally_collector {
 	double fill_s;               /* bpf: at the last look, how soon a ring would be full, s */
 	uint64_t watch_told;         /* execs the watch told of (those tally took) */
 	uint64_t watch_bursts;       /* bursts of execs it told of (watch_mark) */
-	uint64_t burst_execs;        /* execs that make a burst: their records could fill a quarter of a ring */
+	uint64_t burst_execs;        /* execs that make a burst: their records could fill half a ring */
 	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
 	uint64_t rounds_asked;       /* bpf: rounds a record, the exec watch or the second after one asked for */
 	bool round_asked;            /* bpf: the round counted_wait let through is one of those */

@@ -77,9 +77,9 @@ int tally_exec(unsigned long long *ctx)
 		.gen = BPF_CORE_READ(in, i_generation),
 	};
 	__sync_fetch_and_add(&execs, 1);
-	wb_u32 kind = WB_NEW;
+	wb_u32 kind = WB_EV_NEW;
 	if (bpf_map_lookup_elem(&close_watch, &k)) {
-		kind = WB_CLOSE;
+		kind = WB_EV_CLOSE;
 	} else {
 		wb_u32 g = generation;
 		wb_u32 *v = bpf_map_lookup_elem(&seen, &k);
@@ -89,7 +89,7 @@ int tally_exec(unsigned long long *ctx)
 			if (execs < burst_at)
 				return 0;
 			burst_at = ~0ULL; /* once, until tally looks again */
-			kind = WB_BURST;
+			kind = WB_EV_BURST;
 		} else {
 			bpf_map_update_elem(&seen, &k, &g, BPF_ANY);
 		}
@@ -103,7 +103,7 @@ int tally_exec(unsigned long long *ctx)
 	e->tgid = (wb_u32)BPF_CORE_READ(p, tgid);
 	e->kind = kind;
 	bpf_ringbuf_submit(e, 0);
-	if (kind == WB_BURST)
+	if (kind == WB_EV_BURST)
 		__sync_fetch_and_add(&bursts, 1);
 	else
 		__sync_fetch_and_add(&told, 1);

@@ -35,7 +35,7 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct tally_watch_bpf *w = ctx;
 	const struct wb_event *e = data;
-	if (size >= sizeof(*e) && e->kind == WB_BURST)
+	if (size >= sizeof(*e) && e->kind == WB_EV_BURST)
 		w->bursts++;
 	else
 		w->taken++;

@@ -1111,8 +1111,6 @@ static void part_release(struct lazy_part *p)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	if (p->lockfd >= 0)
-		close(p->lockfd);
 	free(p->what);
 	free(p->msg);
 	for (int e = 0; p->events && e < p->nevents; e++)
@@ -1149,7 +1147,6 @@ static struct lazy_part *new_part(struct tally_db_lazy **into)
 	struct lazy_part *p = &l->parts[l->nparts++];
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
-	p->lockfd = -1;
 	return p;
 }
 
@@ -1165,37 +1162,24 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 {
 	struct strbuf path = STRBUF_INIT;
 	strbuf_addf(&path, "%s/stacks", db->path);
-	/* Read later: the file is kept open, and a daemon's epoch could have its
-	 * older copy written over in place by the flush after next (docs/daemon.md,
-	 * "Two copies in turn"). A share lock on the directory, taken before the
-	 * file is opened in it, keeps the daemon from taking that copy as its
-	 * spare; where it cannot be had (the copy is already one, locked), the
-	 * stacks are read now. */
-	int dfd = -1;
-	if (flags & TALLY_DB_STACKS_LATER) {
-		dfd = open(db->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0 && flock(dfd, LOCK_SH | LOCK_NB) < 0) {
-			close(dfd);
-			dfd = -1;
-		}
-		if (dfd < 0)
-			flags &= ~TALLY_DB_STACKS_LATER;
-	}
 	/* as read.c reads every file: never through a link, never a FIFO or a device */
-	int fd = tally_open_regular(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "stacks" : path.buf, 0, TALLY_DB_FILE_MAX,
-				    NULL);
+	int fd = tally_open_regular(AT_FDCWD, path.buf, 0, TALLY_DB_FILE_MAX, NULL);
 	int r = 0;
 	if (fd == -ENOENT && !db->has_stacks) {
-		if (dfd >= 0)
-			close(dfd);
 		strbuf_release(&path);
 		return 0; /* no stacks, none expected */
 	}
+	/* A daemon writes its next flush over the older copy of an epoch in
+	 * place (docs/daemon.md, "Two copies in turn"), but never one whose
+	 * 'stacks' a reader share-locks: held while the file is read, or kept
+	 * to read later. Where the lock cannot be had (the file is already a
+	 * spare's, locked alone: the epoch was swapped since it was opened), the
+	 * stacks are read at once, and the epoch's reader sees the swap and
+	 * reads it again (epoch.c). */
+	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0)
+		flags &= ~TALLY_DB_STACKS_LATER;
 	struct lazy_part *p = new_part(&db->lazy);
 	p->fd = fd < 0 ? -1 : fd;
-	p->lockfd = fd < 0 ? -1 : dfd;
-	if (fd < 0 && dfd >= 0)
-		close(dfd);
 	p->what = strbuf_detach(&path);
 	if (fd < 0) {
 		if (fd == -ENOENT)
@@ -1262,11 +1246,6 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 		p->err = q->err;
 		p->msg = q->msg ? xstrdup(q->msg) : NULL;
 		if (q->fd >= 0 && (p->fd = fcntl(q->fd, F_DUPFD_CLOEXEC, 0)) < 0 && !p->err) {
-			p->err = tally_seterr(-errno, "cannot read '%s': %s", q->what, strerror(errno));
-			p->msg = xstrdup(tally_errmsg());
-		}
-		/* the same open directory: its lock held while either copy is */
-		if (q->lockfd >= 0 && (p->lockfd = fcntl(q->lockfd, F_DUPFD_CLOEXEC, 0)) < 0 && !p->err) {
 			p->err = tally_seterr(-errno, "cannot read '%s': %s", q->what, strerror(errno));
 			p->msg = xstrdup(tally_errmsg());
 		}

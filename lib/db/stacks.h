@@ -92,10 +92,10 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 /* One part of the unread stacks: a file, or stacks added to a merge after
  * a file it left unread (the one-frame stacks of a database without stacks). */
 struct lazy_part {
-	int fd;       /* the stacks file, opened with its database; -1: none */
-	int lockfd;   /* its database's directory, share-locked while fd is kept
-		       * (a daemon writes over a copy only when it can lock it
-		       * alone: lib/db/write.c, keep_spare); -1: none */
+	int fd;       /* the stacks file, opened with its database and share-locked
+		       * (a daemon writes over a copy only when it can lock its
+		       * 'stacks' alone: lib/db/write.c, keep_spare); -1: none.
+		       * A dup shares the lock */
 	char *what;   /* its path, for messages */
 	int err;      /* when it could not be opened: the error, at load */
 	char *msg;

@@ -1012,22 +1012,27 @@ void tally_db_spare_drop(struct tally_db_spare *sp)
 		return;
 	tally_remove_tree(sp->path);
 	close(sp->fd);
+	if (sp->stacks_fd >= 0)
+		close(sp->stacks_fd);
 	free(sp->path);
 	sp->path = NULL;
 	sp->fd = -1;
+	sp->stacks_fd = -1;
 }
 
 /* The spare copy kept for another database (the epoch before) serves this
  * one's staging copy: most of its files will have the same names. 1 when
- * stage is now that copy, locked (*lockfd), 0 when there is none to take. */
-static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd)
+ * stage is now that copy, locked (*lockfd, and *stacksfd its 'stacks' when it
+ * has one, -1 else), 0 when there is none to take. */
+static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd, int *stacksfd)
 {
 	if (!sp || !sp->path)
 		return 0;
 	char *from = sp->path;
-	int fd = sp->fd;
+	int fd = sp->fd, sfd = sp->stacks_fd;
 	sp->path = NULL;
 	sp->fd = -1;
+	sp->stacks_fd = -1;
 	struct stat a, b;
 	bool ok = true;
 	if (strcmp(from, stage)) {
@@ -1040,17 +1045,23 @@ static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd)
 	if (!ok) {
 		tally_remove_tree(from); /* when it was not renamed: the caller makes stage anew */
 		close(fd);
+		if (sfd >= 0)
+			close(sfd);
 		free(from);
 		return 0;
 	}
 	free(from);
 	*lockfd = fd;
+	*stacksfd = sfd;
 	return 1;
 }
 
 /* After the swap the old copy is at stage: kept as the spare, locked, when
- * asked for. true when kept; false also when a reader holds it (share-locked:
- * it keeps a file open to read later), which must never be written over. */
+ * asked for. true when kept; false also when a reader holds its 'stacks' (a
+ * share lock on the file: it reads it, or keeps it open to read later),
+ * which must never be written over. The spare's 'stacks' stays locked while
+ * it is one: a reader that opened it just before the swap then reads it at
+ * once, before a flush could write it (lib/db/stacks.c). */
 static bool keep_spare(struct tally_db_spare *sp, const char *stage)
 {
 	if (!sp)
@@ -1058,12 +1069,24 @@ static bool keep_spare(struct tally_db_spare *sp, const char *stage)
 	int fd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
+	int sfd = -1;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return false;
+	}
+	sfd = openat(fd, "stacks", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (sfd < 0 && errno != ENOENT) {
+		close(fd);
+		return false;
+	}
+	if (sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) < 0) {
+		close(sfd);
 		close(fd);
 		return false;
 	}
 	sp->path = xstrdup(stage);
 	sp->fd = fd;
+	sp->stacks_fd = sfd;
 	return true;
 }
 
@@ -1090,8 +1113,8 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	char *parent = tally_dirname(path);
 	char *stage = tally_db_temp_path(path, TALLY_DB_STAGE, (int)getpid());
 	char *old = tally_db_temp_path(path, TALLY_DB_OLD, (int)getpid());
-	int lockfd = -1;
-	bool over = take_spare(spare, stage, &lockfd);
+	int lockfd = -1, stacksfd = -1;
+	bool over = take_spare(spare, stage, &lockfd, &stacksfd);
 	if (!over)
 		tally_remove_tree(stage);
 	if (!over && mkdir(stage, 0700) < 0) {
@@ -1139,7 +1162,11 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 		/* one atomic swap: a reader or a crash sees the old or the new, never neither */
 		if (renameat2(AT_FDCWD, stage, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
 			/* the copy published: unlocked at once, for readers to share-lock
-			 * (a reader that keeps its stacks to read later: lib/db/stacks.c) */
+			 * its 'stacks' (lib/db/stacks.c) */
+			if (stacksfd >= 0) {
+				close(stacksfd);
+				stacksfd = -1;
+			}
 			if (lockfd >= 0) {
 				close(lockfd);
 				lockfd = -1;
@@ -1173,6 +1200,8 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 fail:
 	tally_remove_tree(stage);
 out:
+	if (stacksfd >= 0)
+		close(stacksfd);
 	if (lockfd >= 0)
 		close(lockfd);
 	free(parent);

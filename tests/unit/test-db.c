@@ -1201,7 +1201,7 @@ static void test_db__stacks_later_not_written_over(void **state)
 	assert_int_equal(tally_remove_tree(fx->db), 0);
 	write_std(fx, 2, "fp");
 	assert_int_equal(tally_db_open(&eager, fx->db), 0);
-	struct tally_db_spare sp = { NULL, -1 };
+	struct tally_db_spare sp = { NULL, -1, -1 };
 	/* a flush: the copy swapped out is kept as the spare */
 	assert_int_equal(tally_db_save_checked(&eager, fx->db, true, NULL, NULL, &sp), 0);
 	assert_non_null(sp.path);
