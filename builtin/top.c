@@ -389,7 +389,6 @@ static int run_recording(struct top *t, struct tally_recording *rec, const struc
 		}
 		tally_meta_release(&m);
 		tally_agg_reset(agg);
-		tally_collector_watch_forget(col); /* the images it told of went with the reset */
 		tick(t, &db, false, 0, now - last);
 		tally_db_release(&db);
 		last = now;

@@ -129,6 +129,10 @@ struct tally_agg {
 	uint64_t *image_memo;
 	uint32_t kernel_image;
 	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
+	/* tally_agg_reset calls so far: the recording engine then has the
+	 * collector's exec watch forget the programs it told of, whose images
+	 * went with the reset (lib/record) */
+	uint64_t resets;
 
 	struct tally_frame *frames;
 	size_t nframes, aframes;

@@ -805,6 +805,7 @@ static uint32_t remap_image(const uint32_t *map, uint32_t i)
 
 void tally_agg_reset(struct tally_agg *a)
 {
+	a->resets++;
 	agg_memo_forget(a); /* rows, stacks, frames and images renumbered */
 	/* the counts and what only they referenced: freed, so memory goes back */
 	free(a->frames);

@@ -102,7 +102,7 @@ static void watch_memory(struct tally_daemon *d)
 			d->samples_total += n;
 			d->lost_total += d->agg->lost;
 			d->dropped += n;
-			tally_dmn_reset_agg(d);
+			tally_agg_reset(d->agg);
 			d->delta_start = tally_now_wall();
 			tally_dmn_log(d, "dropped %" PRIu64 " sample%s: writing is stopped and memory is at --max-memory", n,
 				      n == 1 ? "" : "s");
@@ -382,12 +382,6 @@ void tally_dmn_sync(struct tally_daemon *d)
 	 * the BPF map hold is read first, without waiting */
 	if (d->rec && d->started && tally_recording_step(d->rec, 0) < 0)
 		tally_dmn_log(d, "%s", tally_errmsg());
-}
-
-void tally_dmn_reset_agg(struct tally_daemon *d)
-{
-	tally_agg_reset(d->agg);
-	tally_collector_watch_forget(d->col);
 }
 
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms)

@@ -96,9 +96,6 @@ struct tally_daemon {
 void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* engine.c: reads what the collector holds now (before a flush or a peek) */
 void tally_dmn_sync(struct tally_daemon *d);
-/* engine.c: empties the aggregate (tally_agg_reset); the exec watch forgets
- * the programs it told of, whose images went with it */
-void tally_dmn_reset_agg(struct tally_daemon *d);
 uint64_t tally_dmn_memory_used(const struct tally_daemon *d);
 uint64_t tally_dmn_agg_samples(const struct tally_daemon *d);
 /* A CPU's sampling state (all off without a collector). */

@@ -273,7 +273,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		d->samples_total += n;
 		d->lost_total += d->agg->lost;
 		d->cleared += n;
-		tally_dmn_reset_agg(d);
+		tally_agg_reset(d->agg);
 		d->delta_start = tally_now_wall();
 		strbuf_addf(&body, "cleared %" PRIu64 " sample%s from memory\n", n, n == 1 ? "" : "s");
 		if (q.op == TALLY_CTL_STARTCLR) {

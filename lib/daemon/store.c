@@ -371,7 +371,7 @@ out:
 	tally_dmn_set_write_error(d, NULL);
 	d->samples_total += n;
 	d->lost_total += d->agg->lost;
-	tally_dmn_reset_agg(d);
+	tally_agg_reset(d->agg);
 	/* the merge's memory goes back to the system, not only to malloc */
 	malloc_trim(0);
 	d->delta_start = now;

@@ -46,6 +46,7 @@ struct tally_recording {
 	struct tally_collector *col;
 	struct tally_agg agg;
 	bool have_agg;
+	uint64_t agg_resets; /* agg.resets the collector was last told of */
 
 	enum state state;
 	enum tally_recording_end end;
@@ -441,6 +442,13 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 {
 	if (r->state != ST_RUNNING || r->end)
 		return 1;
+	/* the aggregate was emptied (a daemon's flush, top's refresh): the images
+	 * of the programs the exec watch told of went with it, so it tells of
+	 * them again at their next start */
+	if (r->agg.resets != r->agg_resets) {
+		r->agg_resets = r->agg.resets;
+		tally_collector_watch_forget(r->col);
+	}
 	if (timeout_ms < 0) {
 		/* samples counted in the kernel: the tables are read once a round */
 		bool counted = tally_collector_sample_mech(r->col) == TALLY_SAMPLE_BPF;

@@ -136,6 +136,26 @@ new_program() {
 }
 subtest "a new program among known ones is read while it runs" new_program
 
+# A flush empties the aggregate, and the images of programs no process maps
+# any more go with it: the watch forgets what it told of, and tells of such a
+# program again at its next start (its files are identified again while they
+# exist)
+told_again() {
+	((watch)) || skip "the exec watch does not run here ($WATCH)"
+	local prog t0 t1 t2
+	prog=$(uniq_copy split_funcs)
+	"$prog" 50 >/dev/null
+	t0=$(told calm.db)
+	"$prog" 50 >/dev/null
+	t1=$(told calm.db)
+	ctl --db calm.db flush
+	"$prog" 50 >/dev/null
+	t2=$(told calm.db)
+	((t2 > t1)) || fail "a program told of before a flush was not told of at its start after it ($t1 before, $t2 after)"
+	note "starts told of: $t0 after a first run, $t1 after a second, $t2 after a flush and a third"
+}
+subtest "a program is told of again after a flush forgot its images" told_again
+
 # A burst of known programs after a quiet spell (the looks backed off to a
 # second): the watch tells of it, once as many execs as could fill half a ring
 # came since the last look (a round empties the rings), and no record is lost
