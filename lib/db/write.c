@@ -499,39 +499,37 @@ static void fill_pool(struct sink *s, const char *dir)
 	closedir(d);
 }
 
-/* Opens the file name (at p) of a spare copy to be written over: the same
- * inode when it is a regular file of its own, else a file of the spare this
- * save has not written, renamed (no new inode, no blocks freed), else a new
- * one. A link, a directory, a device or a shared inode is never opened for
- * writing nor written through. */
-static int open_over(struct sink *s, const char *name, const char *p, off_t *size)
+/* Opens the file at p of a spare copy to be written over, st what is there
+ * (NULL: nothing): the same inode when it is a regular file of its own, else
+ * (with from_pool, when there is nothing) a file of the spare this save has
+ * not written, renamed (no new inode, no blocks freed), else a new one. A
+ * link, a directory, a device or a shared inode is never opened for writing
+ * nor written through. */
+static int open_over(struct sink *s, const char *p, const struct stat *st, bool from_pool, off_t *size)
 {
-	struct stat st;
 	int fd = -1;
-	if (fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+	struct stat now;
+	if (st && S_ISREG(st->st_mode) && st->st_nlink == 1)
+		fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	while (!st && from_pool && s->npool) {
+		char *from = s->pool[--s->npool];
+		bool ok = !was_put(s, from);
+		if (ok) {
+			struct strbuf f = STRBUF_INIT;
+			strbuf_addf(&f, "%s/%s", s->dir, from);
+			ok = fstatat(AT_FDCWD, f.buf, &now, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(now.st_mode) &&
+			     rename(f.buf, p) == 0;
+			strbuf_release(&f);
+		}
+		free(from);
+		if (ok) {
 			fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	} else if (errno == ENOENT && !strchr(name, '/')) {
-		while (s->npool) {
-			char *from = s->pool[--s->npool];
-			bool ok = !was_put(s, from);
-			if (ok) {
-				struct strbuf f = STRBUF_INIT;
-				strbuf_addf(&f, "%s/%s", s->dir, from);
-				ok = fstatat(AT_FDCWD, f.buf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-				     rename(f.buf, p) == 0;
-				strbuf_release(&f);
-			}
-			free(from);
-			if (ok) {
-				fd = open(p, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-				break;
-			}
+			break;
 		}
 	}
 	/* checked again on what was opened: it may have changed since */
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1) {
-		*size = st.st_size;
+	if (fd >= 0 && fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_nlink == 1) {
+		*size = now.st_size;
 		return fd;
 	}
 	if (fd >= 0)
@@ -561,24 +559,29 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 		strbuf_reset(&p);
 	}
 	strbuf_addf(&p, "%s/%s", s->dir, name);
-	struct stat st;
-	if (s->overwrite && s->defer && !strchr(name, '/') && fstatat(AT_FDCWD, p.buf, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
-	    errno == ENOENT) {
-		/* new to the spare: written after the names it has (struct sink) */
-		GROW(s->deferred, s->adeferred, s->ndeferred + 1);
-		struct deferred *d = &s->deferred[s->ndeferred++];
-		d->name = xstrdup(name);
-		d->data = xmalloc(len + 1);
-		memcpy(d->data, data, len);
-		d->len = len;
-		strbuf_release(&p);
-		return 0;
-	}
 	/* a private staging directory: no temporary names needed, and the whole
 	 * directory is synced once before it is published; profiles are private */
 	off_t had = 0;
-	int fd = s->overwrite ? open_over(s, name, p.buf, &had)
-			      : open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd;
+	if (s->overwrite) {
+		struct stat st;
+		bool there = fstatat(AT_FDCWD, p.buf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		bool missing = !there && errno == ENOENT && !strchr(name, '/');
+		if (missing && s->defer) {
+			/* new to the spare: written after the names it has (struct sink) */
+			GROW(s->deferred, s->adeferred, s->ndeferred + 1);
+			struct deferred *d = &s->deferred[s->ndeferred++];
+			d->name = xstrdup(name);
+			d->data = xmalloc(len + 1);
+			memcpy(d->data, data, len);
+			d->len = len;
+			strbuf_release(&p);
+			return 0;
+		}
+		fd = open_over(s, p.buf, there ? &st : NULL, missing, &had);
+	} else {
+		fd = open(p.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	int e = 0;
 	if (fd < 0) {
 		e = errno;
@@ -1069,12 +1072,11 @@ static bool keep_spare(struct tally_db_spare *sp, const char *stage)
 	int fd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	int sfd = -1;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
 		return false;
 	}
-	sfd = openat(fd, "stacks", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int sfd = openat(fd, "stacks", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (sfd < 0 && errno != ENOENT) {
 		close(fd);
 		return false;
