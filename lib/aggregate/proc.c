@@ -278,6 +278,12 @@ bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header
 	return !tally_agg_image_known(a, &k);
 }
 
+/* A device number as the kernel encodes it (and the exec watch reads it). */
+static uint32_t kernel_dev(uint32_t maj, uint32_t min)
+{
+	return (maj << 20) | (min & 0xfffff);
+}
+
 /* The file of p's program when its mmap record named it by build-id (no
  * inode in it): what /proc/PID/exe is, if that is still the file p->exe names
  * (the process may have ended, or exec'd another). The generation is the
@@ -296,7 +302,7 @@ static void exe_from_proc(struct tally_proc *p)
 		int gen = 0;
 		if (ioctl(fd, FS_IOC_GETVERSION, &gen) < 0)
 			gen = 0;
-		p->exe_dev = (major(st.st_dev) << 20) | (minor(st.st_dev) & 0xfffff);
+		p->exe_dev = kernel_dev(major(st.st_dev), minor(st.st_dev));
 		p->exe_ino = st.st_ino;
 		p->exe_gen = (uint32_t)gen;
 	}
@@ -342,7 +348,7 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/') {
 		p->exe = xstrdup(name);
 		if (!(r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
-			p->exe_dev = (m->u.f.maj << 20) | (m->u.f.min & 0xfffff);
+			p->exe_dev = kernel_dev(m->u.f.maj, m->u.f.min);
 			p->exe_ino = m->u.f.ino;
 			p->exe_gen = (uint32_t)m->u.f.ino_generation;
 		}

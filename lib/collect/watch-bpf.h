@@ -28,7 +28,7 @@ struct wb_file {
  * side-band records (half of one: tally_watch_bpf_mark, perf.c) */
 enum { WB_EV_NEW, WB_EV_CLOSE, WB_EV_BURST };
 struct wb_event {
-	wb_u32 tgid, kind;
+	wb_u32 kind;
 };
 
 /* files told of, at most (least recently told make room: told again) */
@@ -53,9 +53,6 @@ unsigned tally_watch_bpf_take(struct tally_watch_bpf *w, unsigned *bursts);
 void tally_watch_bpf_forget(struct tally_watch_bpf *w);
 /* Tells of every start of the program in file f from now on. 0 or -errno. */
 int tally_watch_bpf_close(struct tally_watch_bpf *w, const struct wb_file *f);
-/* Execs told of so far (bursts apart), bursts told of, and those lost (tally
- * was told of them all the same: its descriptor was readable). */
-void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *bursts, uint64_t *dropped);
 /* Tally has looked at its rings: the exec that comes `every` execs from now
  * (of the whole machine) tells of a burst, once. */
 void tally_watch_bpf_mark(struct tally_watch_bpf *w, uint64_t every);

@@ -34,15 +34,11 @@ struct linux_binprm {
 	struct file *file;
 } __attribute__((preserve_access_index));
 
-struct task_struct {
-	int tgid;
-} __attribute__((preserve_access_index));
-
 /* set by tally: what was told of under an older generation counts as untold */
 volatile wb_u32 generation = 1;
 /* set by tally when it looks at its rings: the count of execs that is a burst */
 volatile wb_u64 burst_at = ~0ULL;
-wb_u64 execs = 0, told = 0, bursts = 0, dropped = 0;
+wb_u64 execs = 0; /* every exec of the machine */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -66,7 +62,6 @@ struct {
 SEC("tp_btf/sched_process_exec")
 int tally_exec(unsigned long long *ctx)
 {
-	struct task_struct *p = (struct task_struct *)ctx[0];
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx[2];
 	struct inode *in = BPF_CORE_READ(bprm, file, f_inode);
 	if (!in)
@@ -95,17 +90,9 @@ int tally_exec(unsigned long long *ctx)
 		}
 	}
 	struct wb_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		/* full: tally has not taken what is there, and will wake for it */
-		__sync_fetch_and_add(&dropped, 1);
-		return 0;
-	}
-	e->tgid = (wb_u32)BPF_CORE_READ(p, tgid);
+	if (!e)
+		return 0; /* full: tally has not taken what is there, and will wake for it */
 	e->kind = kind;
 	bpf_ringbuf_submit(e, 0);
-	if (kind == WB_EV_BURST)
-		__sync_fetch_and_add(&bursts, 1);
-	else
-		__sync_fetch_and_add(&told, 1);
 	return 0;
 }

@@ -101,10 +101,3 @@ void tally_watch_bpf_mark(struct tally_watch_bpf *w, uint64_t every)
 	uint64_t now = __atomic_load_n(&w->skel->bss->execs, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->skel->data->burst_at, now + every, __ATOMIC_RELEASE);
 }
-
-void tally_watch_bpf_counts(const struct tally_watch_bpf *w, uint64_t *told, uint64_t *bursts, uint64_t *dropped)
-{
-	*told = __atomic_load_n(&w->skel->bss->told, __ATOMIC_RELAXED);
-	*bursts = __atomic_load_n(&w->skel->bss->bursts, __ATOMIC_RELAXED);
-	*dropped = __atomic_load_n(&w->skel->bss->dropped, __ATOMIC_RELAXED);
-}
