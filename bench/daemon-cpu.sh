@@ -151,9 +151,11 @@ measure() {
 	for w in "$@"; do start "$w"; done
 	spin
 	sleep 1
-	for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
-	sleep 0.5
-	for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
+	local k
+	for k in 1 2; do
+		for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
+		sleep 0.5
+	done
 	local waits=()
 	for w in "$@"; do cpu_ms "$(cat "$tmp/$w.pid")" "$tmp/$w.ms" & waits+=($!); done
 	for w in "${waits[@]}"; do wait "$w"; done
