@@ -55,6 +55,12 @@ told() {
 	[[ $WATCH =~ ^on\ \(([0-9]+)\ start ]] || fail "status: exec-watch is not on: '$WATCH'"
 	echo "${BASH_REMATCH[1]}"
 }
+# bursts DB: how many bursts of starts the exec watch told of so far
+bursts() {
+	rounds_looks "$1"
+	[[ $WATCH =~ \;\ ([0-9]+)\ bursts?\ of\ starts ]] || fail "status: exec-watch does not count bursts: '$WATCH'"
+	echo "${BASH_REMATCH[1]}"
+}
 
 # read_while_running JSON KEY VALUE WANT WHAT: every image of the report whose
 # KEY (name or path) is VALUE is named by the build-id WANT: its file (WHAT),
@@ -162,9 +168,8 @@ subtest "a program is told of again after a flush forgot its images" told_again
 burst() {
 	((watch)) || skip "the exec watch does not run here ($WATCH)"
 	churn 2
-	rounds_looks calm.db
-	[[ $WATCH =~ \;\ ([0-9]+)\ bursts?\ of\ starts ]] || fail "status: exec-watch does not count bursts: '$WATCH'"
-	local b0=${BASH_REMATCH[1]} l0
+	local b0 l0 b1 l1
+	b0=$(bursts calm.db)
 	l0=$(status_val lost)
 	local k
 	for k in 1 2 3; do
@@ -172,9 +177,7 @@ burst() {
 		BG_PIDS+=($!)
 	done
 	wait "${BG_PIDS[@]: -3}"
-	rounds_looks calm.db
-	[[ $WATCH =~ \;\ ([0-9]+)\ bursts?\ of\ starts ]] || fail "status: exec-watch does not count bursts: '$WATCH'"
-	local b1=${BASH_REMATCH[1]} l1
+	b1=$(bursts calm.db)
 	l1=$(status_val lost)
 	((b1 > b0)) || fail "3000 starts of /bin/true: the exec watch told of no burst ($b0 before, $b1 after)"
 	[[ $l1 == "$l0" ]] || fail "3000 starts of /bin/true: records lost (lost: $l0 before, $l1 after)"
