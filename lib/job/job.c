@@ -228,7 +228,7 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		goto fail;
 	tally_profilers_path(o->profilers_path, &j->env.path);
 	j->state_dir = o->state_dir ? xstrdup(o->state_dir) : tally_profilers_state_dir();
-	if (j->state_dir[0] != '/') {
+	if (j->state_dir && j->state_dir[0] != '/') {
 		/* TALLY_SRCDIR must hold wherever a plugin runs */
 		char *cwd = getcwd(NULL, 0);
 		struct strbuf sb = STRBUF_INIT;
@@ -748,25 +748,23 @@ static int load(struct tally_job *j)
 		if (!p)
 			continue;
 		unsigned line = j->ctl.steps[i].line;
+		/* the state directory is checked before any step of the plugin runs */
+		bool ran = false;
+		int r = tally_profiler_setup(p, &j->env, j->intr[0], &ran);
+		if (r)
+			return at_line(j, line, r);
 		if (!tally_profiler_version(p))
 			return at_line(j, line, -EIO);
-		bool done = false;
-		for (size_t k = 0; k < i; k++)
-			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup) {
-				done = true;
+		for (size_t k = 0; k < i && !ran; k++)
+			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup)
 				j->profs[i].setup = j->profs[k].setup;
-			}
-		if (!done) {
-			bool ran = false;
-			int r = tally_profiler_setup(p, &j->env, j->intr[0], &ran);
-			if (r)
-				return at_line(j, line, r);
+		if (!j->profs[i].setup) {
 			j->profs[i].setup_ran = ran;
 			j->profs[i].setup = p->bi ? "built-in" : ran ? "ran" : "current";
 			if (ran)
 				progress(j, "SETUP %s %s (%s)", tally_profiler_name(p), tally_profiler_version(p), tally_profiler_where(p));
 		}
-		int r = tally_profiler_initialize(p, &j->env, j->intr[0]);
+		r = tally_profiler_initialize(p, &j->env, j->intr[0]);
 		if (r)
 			return at_line(j, line, r);
 		if (j->interrupted)

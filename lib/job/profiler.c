@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,12 +56,22 @@ char *tally_profilers_state_dir(void)
 {
 	const char *e = getenv("TALLY_STATE_DIR");
 	struct strbuf sb = STRBUF_INIT;
-	if (e && *e)
+	if (e && *e) {
 		strbuf_addstr(&sb, e);
-	else if ((e = getenv("XDG_STATE_HOME")) && *e == '/')
+	} else if ((e = getenv("XDG_STATE_HOME")) && *e == '/') {
 		strbuf_addf(&sb, "%s/tally/profilers", e);
-	else
-		strbuf_addf(&sb, "%s/.local/state/tally/profilers", getenv("HOME") && *getenv("HOME") ? getenv("HOME") : "/tmp");
+	} else {
+		/* never a path made of an unset HOME ("/.local/...", or a shared
+		 * fallback that another user could make first): the passwd entry's */
+		const char *home = getenv("HOME");
+		if (!home || home[0] != '/') {
+			struct passwd *pw = getpwuid(geteuid());
+			home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+		}
+		if (!home)
+			return NULL;
+		strbuf_addf(&sb, "%s/.local/state/tally/profilers", strcmp(home, "/") ? home : "");
+	}
 	return strbuf_detach(&sb);
 }
 
@@ -116,7 +128,7 @@ int tally_profiler_find(struct tally_profiler **out, const char *name, char *con
 	p->bi = bi;
 	p->exe = exe;
 	p->where = where ? where : xstrdup("built-in");
-	if (!bi) {
+	if (!bi && env->state_dir) {
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s/%s", env->state_dir, name);
 		p->srcdir = strbuf_detach(&sb);
@@ -164,7 +176,7 @@ const char *tally_profiler_label(const struct tally_profiler *p)
 
 /* The plugin's environment: ours without any TALLY_ variable of the steps,
  * then those the step gets. */
-static char **step_env(const struct tally_profiler *p, const struct tally_profiler_run *r)
+static char **step_env(const struct tally_profiler *p, const char *step, const struct tally_profiler_run *r)
 {
 	char **v = NULL;
 	size_t n = 0, alloc = 0;
@@ -179,8 +191,12 @@ static char **step_env(const struct tally_profiler *p, const struct tally_profil
 			STRLIST_PUSH(v, n, alloc, xstrdup(*e));
 	}
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "TALLY_SRCDIR=%s", p->srcdir);
-	STRLIST_PUSH(v, n, alloc, strbuf_detach(&sb));
+	if (p->srcdir_ok && strcmp(step, "version")) {
+		/* only once checked (setup): never a directory others could fill;
+		 * version says what the plugin is, before anything is set up */
+		strbuf_addf(&sb, "TALLY_SRCDIR=%s", p->srcdir);
+		STRLIST_PUSH(v, n, alloc, strbuf_detach(&sb));
+	}
 	strbuf_addf(&sb, "TALLY_PROFILER=%s", p->name);
 	STRLIST_PUSH(v, n, alloc, strbuf_detach(&sb));
 	if (r) {
@@ -204,6 +220,8 @@ static char **step_env(const struct tally_profiler *p, const struct tally_profil
 static int run_step(struct tally_profiler *p, const char *step, const struct tally_profiler_run *r, double limit, int intr_fd,
 		    struct strbuf *out)
 {
+	if (!p->srcdir_ok && strcmp(step, "version") && strcmp(step, "setup"))
+		return tally_seterr(-EINVAL, "profiler '%s' failed at %s: not set up (its setup step comes first)", p->name, step);
 	char **argv = NULL;
 	size_t n = 0, alloc = 0;
 	STRLIST_PUSH(argv, n, alloc, xstrdup(p->exe));
@@ -211,7 +229,7 @@ static int run_step(struct tally_profiler *p, const char *step, const struct tal
 	if (strcmp(step, "version"))
 		for (char **a = p->args; a && *a; a++)
 			STRLIST_PUSH(argv, n, alloc, xstrdup(*a));
-	char **env = step_env(p, r);
+	char **env = step_env(p, step, r);
 	struct strbuf cap = STRBUF_INIT;
 	int status = 0;
 	int ret = job_run_capture(argv, env, limit, intr_fd, &cap, &status);
@@ -271,24 +289,82 @@ const char *tally_profiler_version(struct tally_profiler *p)
 	return p->version;
 }
 
-/* The version recorded after the last successful setup (NULL: none). */
+/* A file of the state directory that may be believed: a regular file of
+ * ours that only we write. 0, or -EPERM with the reason. */
+static int own_file(int fd, const char *path)
+{
+	struct stat st;
+	struct strbuf q = STRBUF_INIT;
+	int ret = 0;
+	if (fstat(fd, &st) < 0)
+		ret = tally_seterr(-errno, "cannot stat '%s': %s", job_qpath(&q, path), strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		ret = tally_seterr(-EPERM, "'%s' is %s, not a regular file", job_qpath(&q, path), tally_file_kind(st.st_mode));
+	else if (st.st_uid != geteuid())
+		ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you", job_qpath(&q, path), (unsigned)st.st_uid);
+	else if (st.st_mode & 022)
+		ret = tally_seterr(-EPERM, "'%s' is writable by others", job_qpath(&q, path));
+	strbuf_release(&q);
+	return ret;
+}
+
+/* The version recorded after the last successful setup (NULL: none, or a
+ * file that is not ours). */
 static char *setup_done(const char *srcdir)
 {
+	if (!srcdir)
+		return NULL;
 	struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;
 	strbuf_addf(&path, "%s/.setup-version", srcdir);
 	char *v = NULL;
-	if (!tally_read_regular(&sb, AT_FDCWD, path.buf, 0, 4096) && sb.buf) {
+	int fd = tally_open_regular(AT_FDCWD, path.buf, 0, 4096, NULL);
+	if (fd >= 0 && !own_file(fd, path.buf) && !tally_read_fd(&sb, fd, path.buf, 4096) && sb.buf) {
 		sb.buf[strcspn(sb.buf, "\n")] = 0;
 		v = xstrdup(sb.buf);
 	}
+	if (fd >= 0)
+		close(fd);
 	strbuf_release(&sb);
 	strbuf_release(&path);
 	return v;
 }
 
+/* p's state directory (TALLY_SRCDIR) made and checked before anything in it
+ * is run or believed: the state directory and it ours, written by us alone,
+ * every directory above ours or root's and out of others' reach
+ * (job_dir_check); p->srcdir becomes its path without links. */
+static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_env *env)
+{
+	if (p->srcdir_ok)
+		return 0;
+	if (!p->srcdir || !env->state_dir)
+		return tally_seterr(-ENOENT,
+				    "profiler '%s' failed at setup: no state directory (HOME is not set and uid %u has no home directory): give --state-dir DIR or TALLY_STATE_DIR",
+				    p->name, (unsigned)geteuid());
+	char *res = NULL;
+	const char *bad = env->state_dir;
+	int r = job_dir_check(env->state_dir, 0700, JOB_DIR_PRIVATE, NULL);
+	if (!r) {
+		bad = p->srcdir;
+		r = job_dir_check(p->srcdir, 0700, JOB_DIR_PRIVATE, &res);
+	}
+	if (r) {
+		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;
+		strbuf_addstr(&msg, tally_errmsg());
+		r = tally_seterr(r, "profiler '%s' failed at setup: cannot use the state directory '%s': %s (give --state-dir DIR or TALLY_STATE_DIR: a directory of your own)",
+				 p->name, job_qpath(&q, bad), msg.buf);
+		strbuf_release(&msg);
+		strbuf_release(&q);
+		return r;
+	}
+	free(p->srcdir);
+	p->srcdir = res;
+	p->srcdir_ok = true;
+	return 0;
+}
+
 int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd, bool *ran)
 {
-	(void)env;
 	if (ran)
 		*ran = false;
 	if (p->bi) {
@@ -297,26 +373,27 @@ int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_e
 			return tally_seterr(-ENOENT, "profiler '%s' failed at setup: %s", p->name, why);
 		return 0;
 	}
+	int ret = srcdir_check(p, env);
+	if (ret)
+		return ret;
 	const char *version = tally_profiler_version(p);
 	if (!version)
 		return -EIO;
-	int ret = job_mkdirs(p->srcdir, 0700);
-	if (ret) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-		return tally_seterr(ret, "profiler '%s' failed at setup: %s (TALLY_STATE_DIR)", p->name, msg);
-	}
 	/* one setup at a time: a second job waits here, then finds it done */
-	struct strbuf lock = STRBUF_INIT;
+	struct strbuf lock = STRBUF_INIT, q = STRBUF_INIT;
 	strbuf_addf(&lock, "%s/.setup-lock", p->srcdir);
-	int fd = open(lock.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = open(lock.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0) {
 		int e = errno;
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-e, "profiler '%s' failed at setup: cannot open '%s': %s", p->name, tally_excerpt(q, lock.buf),
-				   strerror(e));
-		strbuf_release(&lock);
-		return ret;
+		ret = tally_seterr(-e, "profiler '%s' failed at setup: cannot open '%s': %s", p->name, job_qpath(&q, lock.buf), strerror(e));
+		goto out;
+	}
+	if ((ret = own_file(fd, lock.buf))) {
+		struct strbuf msg = STRBUF_INIT;
+		strbuf_addstr(&msg, tally_errmsg());
+		ret = tally_seterr(ret, "profiler '%s' failed at setup: %s", p->name, msg.buf);
+		strbuf_release(&msg);
+		goto out;
 	}
 	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
 		;
@@ -335,8 +412,11 @@ int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_e
 		}
 	}
 	free(done);
-	close(fd); /* drops the lock */
+out:
+	if (fd >= 0)
+		close(fd); /* drops the lock */
 	strbuf_release(&lock);
+	strbuf_release(&q);
 	return ret;
 }
 
@@ -459,9 +539,11 @@ int tally_profilers_list(const struct tally_profiler_env *env, struct tally_prof
 			p->label = xstrdup(names[k]);
 			p->exe = exe;
 			p->where = tally_dirname(exe);
-			struct strbuf sb = STRBUF_INIT;
-			strbuf_addf(&sb, "%s/%s", env->state_dir, names[k]);
-			p->srcdir = strbuf_detach(&sb);
+			if (env->state_dir) {
+				struct strbuf sb = STRBUF_INIT;
+				strbuf_addf(&sb, "%s/%s", env->state_dir, names[k]);
+				p->srcdir = strbuf_detach(&sb);
+			}
 			GROW(v, alloc, n + 1);
 			info_of(p, &v[n]);
 			if (shadowed) {
