@@ -73,6 +73,10 @@ enum job_dir_trust {
  * (-errno) with tally_seterr giving the reason; the caller says what the
  * directory was for and the fix. */
 int job_dir_check(const char *path, unsigned create_mode, enum job_dir_trust trust, char **resolved);
+/* The file path (links resolved) and the directories above it, as
+ * job_dir_check checks them, and the file not writable by others. 0, or
+ * -EPERM (-errno) with tally_seterr giving the reason. */
+int job_file_check(const char *path, enum job_dir_trust trust);
 /* path quoted whole for an error message (escaped, at most 400 bytes), in sb. */
 const char *job_qpath(struct strbuf *sb, const char *path);
 

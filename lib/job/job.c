@@ -217,6 +217,44 @@ static char *default_results(const char *control)
 	return strbuf_detach(&sb);
 }
 
+/* The results directory, new: made in a directory that nobody but us and
+ * root can change (a shared one, /tmp, only when sticky and what is on the
+ * way ours), so that what the job writes there cannot be sent elsewhere
+ * (job_dir_check); absresults is its path without links. */
+static int make_results(struct tally_job *j)
+{
+	size_t len = strlen(j->results);
+	while (len > 1 && j->results[len - 1] == '/')
+		j->results[--len] = 0;
+	char *parent = tally_dirname(j->results), *rparent = NULL;
+	struct strbuf q = STRBUF_INIT, msg = STRBUF_INIT, path = STRBUF_INIT;
+	int ret = job_dir_check(parent, 0755, JOB_DIR_SHARED, &rparent);
+	if (ret) {
+		strbuf_addstr(&msg, tally_errmsg());
+		ret = tally_seterr(ret, "cannot make the results '%s': %s (give -r DIR in a directory of your own)", job_qpath(&q, j->results),
+				   msg.buf);
+		goto out;
+	}
+	strbuf_addf(&path, "%s/%s", strcmp(rparent, "/") ? rparent : "", tally_basename(j->results));
+	if (mkdir(path.buf, 0755) < 0) {
+		int e = errno;
+		if (e == EEXIST)
+			ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
+					   job_qpath(&q, j->results));
+		else
+			ret = tally_seterr(-e, "cannot make the results directory '%s': %s", job_qpath(&q, j->results), strerror(e));
+		goto out;
+	}
+	j->absresults = strbuf_detach(&path);
+out:
+	free(parent);
+	free(rparent);
+	strbuf_release(&q);
+	strbuf_release(&msg);
+	strbuf_release(&path);
+	return ret;
+}
+
 int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 {
 	struct tally_job *j = xcalloc(1, sizeof(*j));
@@ -245,8 +283,9 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 			continue;
 		ret = tally_profiler_find(&j->profs[i].p, s->name, s->args, &j->env);
 		if (ret) {
-			/* the control file's mistake, as a bad command is (exit 2) */
-			ret = at_line(j, s->line, -EINVAL);
+			/* an unknown one is the control file's mistake, as a bad
+			 * command is (exit 2); one that may not be run is not */
+			ret = at_line(j, s->line, ret == -ENOENT ? -EINVAL : ret);
 			goto fail;
 		}
 		char *base = base_label(s);
@@ -261,29 +300,8 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		free(base);
 	}
 	j->results = o->results ? xstrdup(o->results) : default_results(o->control);
-	{
-		char *parent = tally_dirname(j->results);
-		ret = job_mkdirs(parent, 0755);
-		free(parent);
-		if (ret)
-			goto fail;
-		if (mkdir(j->results, 0755) < 0) {
-			int e = errno;
-			char q[TALLY_EXCERPT_SIZE];
-			if (e == EEXIST)
-				ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
-						   tally_excerpt(q, j->results));
-			else
-				ret = tally_seterr(-e, "cannot make the results directory '%s': %s", tally_excerpt(q, j->results), strerror(e));
-			goto fail;
-		}
-	}
-	j->absresults = realpath(j->results, NULL);
-	if (!j->absresults) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-errno, "cannot resolve '%s': %s", tally_excerpt(q, j->results), strerror(errno));
+	if ((ret = make_results(j)))
 		goto fail;
-	}
 	/* the control file beside its results */
 	{
 		struct strbuf sb = STRBUF_INIT, path = STRBUF_INIT;

@@ -600,3 +600,29 @@ out:
 	strbuf_release(&q);
 	return ret;
 }
+
+int job_file_check(const char *path, enum job_dir_trust trust)
+{
+	struct strbuf q = STRBUF_INIT;
+	char *real = realpath(path, NULL);
+	if (!real) {
+		int e = errno;
+		int r = tally_seterr(-e, "cannot reach '%s': %s", job_qpath(&q, path), strerror(e));
+		strbuf_release(&q);
+		return r;
+	}
+	char *dir = tally_dirname(real);
+	int ret = job_dir_check(dir, 0, trust, NULL);
+	struct stat pst, st;
+	if (!ret && (stat(dir, &pst) < 0 || lstat(real, &st) < 0))
+		ret = tally_seterr(-errno, "cannot reach '%s': %s", job_qpath(&q, real), strerror(errno));
+	/* as a directory on the way would be, and never writable by others */
+	if (!ret)
+		ret = dir_entry_ok(&pst, dir, &st, real, JOB_DIR_SHARED, true);
+	if (!ret && (st.st_mode & 022))
+		ret = tally_seterr(-EPERM, "'%s' is writable by others (chmod go-w '%s')", job_qpath(&q, real), real);
+	free(dir);
+	free(real);
+	strbuf_release(&q);
+	return ret;
+}

@@ -95,6 +95,23 @@ static char *plugin_in(const char *dir, const char *name)
 	return NULL;
 }
 
+/* A plugin is run as its user: it and the directories above it out of other
+ * users' reach (nobody else may have put it there, or change it).
+ * -EPERM with tally_seterr naming it. */
+static int plugin_check(const char *name, const char *exe)
+{
+	int r = job_file_check(exe, JOB_DIR_SHARED);
+	if (r) {
+		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;
+		strbuf_addstr(&msg, tally_errmsg());
+		r = tally_seterr(r, "profiler '%s' at '%s' is not run: %s (a profiler must be out of other users' reach)", name,
+				 job_qpath(&q, exe), msg.buf);
+		strbuf_release(&msg);
+		strbuf_release(&q);
+	}
+	return r;
+}
+
 static void path_string(const struct tally_profiler_env *env, struct strbuf *sb)
 {
 	for (size_t i = 0; env->path && env->path[i]; i++)
@@ -107,6 +124,7 @@ int tally_profiler_find(struct tally_profiler **out, const char *name, char *con
 {
 	const struct job_builtin *bi = find_builtin(name);
 	char *exe = NULL, *where = NULL;
+	int r;
 	if (!bi) {
 		for (size_t i = 0; env->path && env->path[i] && !exe; i++)
 			if ((exe = plugin_in(env->path[i], name)))
@@ -120,6 +138,11 @@ int tally_profiler_find(struct tally_profiler **out, const char *name, char *con
 			strbuf_release(&sb);
 			return -ENOENT;
 		}
+	}
+	if (exe && (r = plugin_check(name, exe))) {
+		free(exe);
+		free(where);
+		return r;
 	}
 	struct tally_profiler *p = xcalloc(1, sizeof(*p));
 	p->name = xstrdup(name);
@@ -545,7 +568,16 @@ int tally_profilers_list(const struct tally_profiler_env *env, struct tally_prof
 				p->srcdir = strbuf_detach(&sb);
 			}
 			GROW(v, alloc, n + 1);
-			info_of(p, &v[n]);
+			if (plugin_check(names[k], exe)) {
+				/* never asked its version: that would run it */
+				memset(&v[n], 0, sizeof(v[n]));
+				v[n].name = xstrdup(names[k]);
+				v[n].where = xstrdup(p->where);
+				v[n].setup = xstrdup("unsafe");
+				v[n].error = xstrdup(tally_errmsg());
+			} else {
+				info_of(p, &v[n]);
+			}
 			if (shadowed) {
 				free(v[n].setup);
 				v[n].setup = xstrdup("shadowed");

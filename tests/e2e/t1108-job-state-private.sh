@@ -1,11 +1,13 @@
 #!/bin/bash
-# a local user cannot make root's job run her files or believe her state:
-# with HOME unset the profilers' state is the passwd home's, never a
+# a local user cannot make root's job run her files or write where she
+# chooses: with HOME unset the profilers' state is the passwd home's, never a
 # shared /tmp/.local she made first; a state directory (XDG_STATE_HOME,
 # TALLY_STATE_DIR, --state-dir) that she made, that others may write, or
 # that is reached through her link is refused with one line naming it and
 # the fix, before any step of the plugin runs; a user with no home at all
-# is told to give one. The attacker is 'nobody' (setpriv), the victim root.
+# is told to give one; results are not made inside her directory in a shared
+# one; a plugin she put in a shared directory is not run. The attacker is
+# 'nobody' (setpriv), the victim root.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -134,7 +136,40 @@ state_dir_checked() {
 	[[ -s realstate/loadavg/setup.log ]] || fail "the state behind root's own link was not used"
 }
 
+results_shared() {
+	as_nobody mkdir pub/results
+	cd pub
+	printf 'run sleeptest 0\n' >../r.ctl
+	expect_fail_with "^tally: cannot make the results 'results/r': '$TMP/pub/results' belongs to uid $(id -u nobody), not to you, in the shared directory '$TMP/pub' \(give -r DIR in a directory of your own\)$" \
+		"$TALLY" job run ../r.ctl
+	[[ -z $(ls -A results) ]] || fail "root wrote into her directory: $(ls -A results)"
+	# a directory of root's own in the shared one is fine
+	job_ok ../r.ctl -r "$TMP/pub/mine-r"
+	[[ $(stat -c %u "$TMP/pub/mine-r") == 0 && -s $TMP/pub/mine-r/status.json ]] || fail "no results of root's in the shared directory"
+}
+
+plugin_shared() {
+	as_nobody mkdir -p pub/plugs/evil
+	as_nobody sh -c 'printf "#!/bin/sh\nid -u >>%s/pwned\necho 1\n" "$1" >pub/plugs/evil/profiler; chmod 755 pub/plugs/evil/profiler' sh "$TMP/pub"
+	printf 'profilers add evil\nrun sleeptest 0\n' >evil.ctl
+	expect_fail_with "^tally: 'evil.ctl' line 1: profiler 'evil' at '$TMP/pub/plugs/evil/profiler' is not run: '$TMP/pub/plugs' belongs to uid $(id -u nobody), not to you, in the shared directory '$TMP/pub' \(a profiler must be out of other users' reach\)$" \
+		"$TALLY" job run --profilers-path "$TMP/pub/plugs" evil.ctl
+	((LAST_RC == 1)) || fail "exit $LAST_RC"
+	"$TALLY" job profilers --profilers-path "$TMP/pub/plugs" >list.txt 2>&1 || fail "job profilers: $(cat list.txt)"
+	grep -Eq '^evil +\? +unsafe ' list.txt || fail "job profilers lists her plugin as: $(cat list.txt)"
+	not_pwned
+	# a plugin anyone may rewrite
+	mkdir -p wp/w
+	printf '#!/bin/sh\necho 1\n' >wp/w/profiler
+	chmod 777 wp/w/profiler
+	printf 'profilers add w\nrun sleeptest 0\n' >w.ctl
+	expect_fail_with "profiler 'w' at '$TMP/wp/w/profiler' is not run: '$TMP/wp/w/profiler' is writable by others" \
+		"$TALLY" job run --profilers-path "$TMP/wp" w.ctl
+}
+
 subtest "HOME unset: root's state is its own, not a /tmp/.local made first" home_unset
 subtest "no HOME and no home: one line, nothing in /tmp" no_home
 subtest "XDG_STATE_HOME made first by another user in a shared directory" xdg_planted
 subtest "TALLY_STATE_DIR and --state-dir checked: hers, her link, writable by others" state_dir_checked
+subtest "results not made in another user's directory in a shared one" results_shared
+subtest "a plugin another user put in a shared directory is not run" plugin_shared
