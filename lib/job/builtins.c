@@ -368,15 +368,17 @@ static int open_log(const char *profdir, const char *name, char **path)
 
 /* Stops the child: sig, then SIGTERM and SIGKILL after grace each. 0 when it
  * ended by itself after sig (or exited 0). */
-static int child_stop(struct child_prof *c, int sig, double grace, const char *what, bool need_zero)
+static int child_stop(struct child_prof *c, int sig, double grace, const char *what, bool need_zero, const struct job_intr *intr)
 {
 	if (c->pid <= 0)
 		return tally_seterr(-EINVAL, "not started");
 	int st = 0;
 	int r = job_wait(c->pid, c->pidfd, 0, -1, &st);
 	bool died_before = r == 1;
+	/* a ^C while it is given time to end: no more time */
+	struct job_intr in = job_intr_now(intr);
 	if (!died_before)
-		job_end(c->pid, c->pidfd, true, sig, grace, &st);
+		job_end_in(c->pid, c->pidfd, true, sig, grace, &in, &st);
 	else
 		kill(-c->pid, SIGKILL);
 	c->pid = -1;
@@ -446,7 +448,7 @@ static int cmd_stop(struct tally_profiler *p, const struct tally_profiler_run *r
 	char q[TALLY_EXCERPT_SIZE];
 	char what[200];
 	snprintf(what, sizeof(what), "'%s'", tally_excerpt(q, c->argv[0]));
-	return child_stop(c, SIGINT, CMD_GRACE, what, false);
+	return child_stop(c, SIGINT, CMD_GRACE, what, false, p->intr);
 }
 
 static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run *r)
@@ -486,7 +488,10 @@ static int perf_initialize(struct tally_profiler *p)
 	char *argv[] = { "perf", "record", "-a", "-o", "/dev/null", "--", "true", NULL };
 	struct strbuf out = STRBUF_INIT;
 	int st = 0;
-	int r = job_run_capture(argv, NULL, 30, -1, &out, &st);
+	struct job_intr in = job_intr_now(p->intr);
+	int r = job_run_capture_in(argv, NULL, 30, &in, CMD_GRACE, &out, &st);
+	if (r == -EINTR)
+		r = tally_seterr(-EINTR, "interrupted (ended by ^C)");
 	if (!r && st) {
 		struct strbuf last = STRBUF_INIT;
 		tally_last_line(out.buf, &last);
@@ -548,23 +553,29 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	ssize_t w = write(c->ctlfd, "enable\n", 7);
 	char buf[16] = { 0 };
 	double end = tally_now_mono() + 10;
-	bool acked = false;
+	bool acked = false, interrupted = false;
+	struct job_intr in = job_intr_now(p->intr);
 	while (w == 7 && !acked && tally_now_mono() < end) {
-		struct pollfd pf[2] = { { .fd = c->ackfd, .events = POLLIN }, { .fd = c->pidfd, .events = POLLIN } };
-		if (poll(pf, c->pidfd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR)
+		struct pollfd pf[3] = { { .fd = c->ackfd, .events = POLLIN }, { .fd = in.fd, .events = POLLIN }, { .fd = c->pidfd, .events = POLLIN } };
+		if (poll(pf, c->pidfd >= 0 ? 3 : 2, 100) < 0 && errno != EINTR)
 			break;
+		if ((pf[1].revents & POLLIN) && job_intr_came(&in)) {
+			interrupted = true;
+			break;
+		}
 		if (pf[0].revents & POLLIN) {
 			ssize_t k = read(c->ackfd, buf, sizeof(buf) - 1);
 			acked = k > 0 && !strncmp(buf, "ack", 3);
 			break;
 		}
-		if (c->pidfd >= 0 && (pf[1].revents & POLLIN))
+		if (c->pidfd >= 0 && (pf[2].revents & POLLIN))
 			break;
 	}
 	if (!acked) {
-		child_stop(c, SIGKILL, 0, "perf", false);
+		child_stop(c, SIGKILL, 0, "perf", false, NULL);
 		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-EIO, "perf record did not start (see '%s')", tally_excerpt(q, c->log));
+		ret = interrupted ? tally_seterr(-EINTR, "interrupted (ended by ^C) while perf record started")
+				  : tally_seterr(-EIO, "perf record did not start (see '%s')", tally_excerpt(q, c->log));
 	}
 out:
 	close(fd);
@@ -583,7 +594,7 @@ static int perf_stop(struct tally_profiler *p, const struct tally_profiler_run *
 {
 	(void)r;
 	/* perf writes its file on SIGINT and exits 0 */
-	return child_stop(p->state, SIGINT, PERF_GRACE, "perf record", true);
+	return child_stop(p->state, SIGINT, PERF_GRACE, "perf record", true, p->intr);
 }
 
 static int perf_report(struct tally_profiler *p, const struct tally_profiler_run *r)
@@ -606,7 +617,13 @@ static int perf_report(struct tally_profiler *p, const struct tally_profiler_run
 			ret = job_spawn(&s, &pid, &pidfd, NULL);
 			close(fd);
 			if (!ret) {
-				if (job_wait(pid, pidfd, 600, -1, &st) != 1) {
+				struct job_intr in = job_intr_now(p->intr);
+				int w = job_wait_in(pid, pidfd, 600, &in, &st);
+				if (w == -EINTR) {
+					struct job_intr next = job_intr_now(p->intr);
+					job_end_in(pid, pidfd, true, SIGTERM, CMD_GRACE, &next, &st);
+					ret = tally_seterr(-EINTR, "perf report --sort %s interrupted (ended by ^C)", keys[k]);
+				} else if (w != 1) {
 					job_end(pid, pidfd, true, SIGKILL, 0, &st);
 					ret = tally_seterr(-ETIMEDOUT, "perf report --sort %s took more than 600 s", keys[k]);
 				} else if (st) {

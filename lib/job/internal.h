@@ -4,6 +4,7 @@
 #ifndef TALLY_JOB_INTERNAL_H
 #define TALLY_JOB_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -29,19 +30,47 @@ struct job_spawn {
 int job_spawn(const struct job_spawn *s, pid_t *pid, int *pidfd, int *err_pipe);
 /* Reads the exec result of err_pipe and closes it: 0 when the exec happened. */
 int job_exec_error(int err_pipe);
+/* The job's interrupt (^C) as a wait sees it: fd becomes readable at each
+ * one. Without count, a readable fd is an interrupt. With count (how many
+ * there were, bumped before the byte is written), fd is drained at each
+ * wake-up and only an interrupt after base counts: a first ^C ends what was
+ * running when it came, not each step after it; a second one hurries
+ * everything (job_intr_hurry: no more grace, no more reports). */
+struct job_intr {
+	int fd;
+	volatile sig_atomic_t *count;
+	int base;
+};
+/* Whether an interrupt came (drains fd when there is a count). */
+bool job_intr_came(const struct job_intr *in);
+/* A second interrupt came: nothing waits any more. */
+bool job_intr_hurry(const struct job_intr *in);
+/* in (may be NULL) with the interrupts so far as its base: what a wait that
+ * starts now is ended by. */
+struct job_intr job_intr_now(const struct job_intr *in);
+
 /* Waits for pid (pidfd, -1 to poll) up to timeout seconds (< 0: no limit),
  * ending early when intr_fd (-1: none) is readable. 1 when it exited (*status
  * the wait status; reaped), 0 on time out, -EINTR when interrupted. */
 int job_wait(pid_t pid, int pidfd, double timeout, int intr_fd, int *status);
+/* The same, ended by the interrupt in (may be NULL). */
+int job_wait_in(pid_t pid, int pidfd, double timeout, const struct job_intr *in, int *status);
 /* Ends pid (its process group too when group): first_sig, then SIGTERM after
  * grace seconds, then SIGKILL after grace more; reaps it. *status (may be NULL). */
 void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int *status);
+/* The same, with no grace once in says hurry, or from its next interrupt. */
+void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, const struct job_intr *in, int *status);
 /* Runs argv (envp; NULL: as it is) to its end with stdout and stderr captured
  * into out (its first 64 KiB); the child's leftovers may keep the pipe open:
  * the wait is for the child, not for EOF. 0 with *status, -ETIMEDOUT (killed
  * after timeout seconds), -EINTR (intr_fd readable; killed), or -errno when it
  * could not be run (tally_seterr). */
 int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd, struct strbuf *out, int *status);
+/* The same, interrupted by in (may be NULL): then SIGTERM to the child's
+ * group, SIGKILL after grace seconds or at the next interrupt (grace 0:
+ * SIGKILL at once, as after a time out). */
+int job_run_capture_in(char *const *argv, char *const *envp, double timeout, const struct job_intr *in, double grace, struct strbuf *out,
+		       int *status);
 /* "exit status N" / "killed by signal N (NAME)" */
 void job_describe_status(int status, struct strbuf *sb);
 /* The exit status as a shell gives it (0-255, 128+N for signal N). */
@@ -98,11 +127,13 @@ struct tally_profiler {
 	char *name, *where, *label;
 	char **args;
 	char *version;
+	int version_err;              /* why version is NULL: -errno */
 	const struct job_builtin *bi; /* NULL: an external plugin */
 	char *exe;                    /* external: DIR/NAME/profiler */
 	char *srcdir;                 /* external: TALLY_SRCDIR (NULL: no state directory) */
 	bool srcdir_ok;               /* srcdir checked (setup): it may be given to the steps */
 	void *state;                  /* the built-in's */
+	const struct job_intr *intr;  /* the job's ^C, which ends a step (NULL: none) */
 };
 
 extern const struct job_builtin job_builtin_tally, job_builtin_cmd, job_builtin_perf;

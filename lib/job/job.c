@@ -88,7 +88,8 @@ struct tally_job {
 	char *absresults; /* what the profilers are given: they may change directory */
 	struct loaded *profs; /* one per step */
 	int intr[2];
-	volatile sig_atomic_t interrupted;
+	volatile sig_atomic_t interrupted; /* how many ^C */
+	struct job_intr jintr;             /* what the profilers' steps are ended by */
 	unsigned failed, ntests;
 	struct test_rec *recs; /* the tests run, for status.json */
 	size_t nrecs, arecs;
@@ -118,7 +119,8 @@ void tally_job_interrupt(struct tally_job *j)
 	if (!j)
 		return;
 	int e = errno;
-	j->interrupted = 1;
+	/* the count before the byte: a wait woken by the byte sees it */
+	j->interrupted++;
 	ssize_t w = write(j->intr[1], "x", 1);
 	(void)w;
 	errno = e;
@@ -317,6 +319,10 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		ret = tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
 		goto fail;
 	}
+	j->jintr = (struct job_intr){ j->intr[0], &j->interrupted, 0 };
+	for (size_t i = 0; i < j->ctl.n; i++)
+		if (j->profs[i].p)
+			j->profs[i].p->intr = &j->jintr;
 	/* the hosts: --host, then the control file's 'hosts' lines */
 	char **hosts = NULL;
 	size_t nhosts = 0, ahosts = 0;
@@ -592,16 +598,18 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		dprintf(outfd, "tally: %s\n", it->reason);
 	}
 	int st = 0;
-	int r = job_wait(pid, pidfd, s->timeout > 0 ? s->timeout : -1, j->intr[0], &st);
+	/* any ^C of the job ends the test, even one during its profilers' start */
+	int r = job_wait_in(pid, pidfd, s->timeout > 0 ? s->timeout : -1, &j->jintr, &st);
+	struct job_intr next = job_intr_now(&j->jintr); /* which ends its grace */
 	if (r == 0) {
-		job_end(pid, pidfd, true, SIGTERM, TEST_GRACE, &st);
+		job_end_in(pid, pidfd, true, SIGTERM, TEST_GRACE, &next, &st);
 		if (!it->reason) {
 			struct strbuf sb = STRBUF_INIT;
 			strbuf_addf(&sb, "timed out after %g s", s->timeout);
 			it->reason = strbuf_detach(&sb);
 		}
 	} else if (r < 0) {
-		job_end(pid, pidfd, true, SIGINT, TEST_GRACE, &st);
+		job_end_in(pid, pidfd, true, SIGINT, TEST_GRACE, &next, &st);
 		if (!it->reason)
 			it->reason = xstrdup("interrupted");
 	}
@@ -649,7 +657,7 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	strbuf_release(&herrs);
 	strbuf_release(&hnotes);
 	/* nothing of the test or of a plugin outlives the iteration */
-	job_sweep(1.0);
+	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);
 }
 
 static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
@@ -772,7 +780,7 @@ static int load(struct tally_job *j)
 		if (r)
 			return at_line(j, line, r);
 		if (!tally_profiler_version(p))
-			return at_line(j, line, -EIO);
+			return at_line(j, line, j->interrupted ? -EINTR : -EIO);
 		for (size_t k = 0; k < i && !ran; k++)
 			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup)
 				j->profs[i].setup = j->profs[k].setup;
@@ -849,7 +857,7 @@ int tally_job_run(struct tally_job *j)
 	}
 	if (w)
 		return w;
-	job_sweep(1.0);
+	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);
 	if (j->interrupted)
 		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'", j->results);
 	return 0;

@@ -137,9 +137,44 @@ int job_exec_error(int fd)
 	return n == (ssize_t)sizeof(code) ? -(code ? code : EIO) : 0;
 }
 
-int job_wait(pid_t pid, int pidfd, double timeout, int intr_fd, int *status)
+bool job_intr_came(const struct job_intr *in)
 {
+	if (!in || in->fd < 0)
+		return false;
+	if (!in->count) {
+		struct pollfd pf = { .fd = in->fd, .events = POLLIN };
+		return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
+	}
+	/* the count first, then the byte (tally_job_interrupt): a ^C between
+	 * the draining and the count is seen, or wakes the next poll */
+	char buf[64];
+	while (read(in->fd, buf, sizeof(buf)) > 0)
+		;
+	return *in->count > in->base;
+}
+
+bool job_intr_hurry(const struct job_intr *in)
+{
+	return in && in->count && *in->count >= 2;
+}
+
+struct job_intr job_intr_now(const struct job_intr *in)
+{
+	struct job_intr now = { -1, NULL, 0 };
+	if (in) {
+		now = *in;
+		if (now.count)
+			now.base = *now.count;
+	}
+	return now;
+}
+
+int job_wait_in(pid_t pid, int pidfd, double timeout, const struct job_intr *in, int *status)
+{
+	int intr_fd = in ? in->fd : -1;
 	double end = timeout >= 0 ? tally_now_mono() + timeout : 0;
+	if (in && in->count && *in->count > in->base)
+		return -EINTR; /* came before the wait, drained by another */
 	for (;;) {
 		int ms = -1;
 		if (timeout >= 0) {
@@ -169,24 +204,35 @@ int job_wait(pid_t pid, int pidfd, double timeout, int intr_fd, int *status)
 			*status = 0;
 			return 1;
 		}
-		if (intr_fd >= 0 && r > 0 && (pf[n - 1].revents & POLLIN))
+		if (intr_fd >= 0 && r > 0 && (pf[n - 1].revents & POLLIN) && job_intr_came(in))
 			return -EINTR;
 	}
 }
 
-void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int *status)
+int job_wait(pid_t pid, int pidfd, double timeout, int intr_fd, int *status)
+{
+	struct job_intr in = { intr_fd, NULL, 0 };
+	return job_wait_in(pid, pidfd, timeout, &in, status);
+}
+
+void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, const struct job_intr *in, int *status)
 {
 	int st = 0;
 	int sigs[3] = { first_sig, SIGTERM, SIGKILL };
+	if (job_intr_hurry(in))
+		grace = 0;
 	for (int i = 0; i < 3; i++) {
 		if (i > 0 && sigs[i] == sigs[i - 1])
 			continue;
 		if (group)
 			kill(-pid, sigs[i]);
 		kill(pid, sigs[i]);
-		int r = job_wait(pid, pidfd, sigs[i] == SIGKILL ? -1 : grace, -1, &st);
+		/* another ^C while it is given time: no more time */
+		int r = job_wait_in(pid, pidfd, sigs[i] == SIGKILL ? -1 : grace, sigs[i] == SIGKILL ? NULL : in, &st);
 		if (r == 1)
 			break;
+		if (r == -EINTR)
+			grace = 0;
 	}
 	if (group)
 		kill(-pid, SIGKILL); /* what the group still holds */
@@ -194,8 +240,22 @@ void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int 
 		*status = st;
 }
 
+void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int *status)
+{
+	job_end_in(pid, pidfd, group, first_sig, grace, NULL, status);
+}
+
 int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd, struct strbuf *out, int *status)
 {
+	struct job_intr in = { intr_fd, NULL, 0 };
+	return job_run_capture_in(argv, envp, timeout, &in, 0, out, status);
+}
+
+int job_run_capture_in(char *const *argv, char *const *envp, double timeout, const struct job_intr *in, double grace, struct strbuf *out,
+		       int *status)
+{
+	int intr_fd = in ? in->fd : -1;
+	bool interrupted = false;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
@@ -252,8 +312,9 @@ int job_run_capture(char *const *argv, char *const *envp, double timeout, int in
 				open_pipe = false;
 			}
 		}
-		if (iintr >= 0 && r > 0 && (pf[iintr].revents & POLLIN)) {
+		if (iintr >= 0 && r > 0 && (pf[iintr].revents & POLLIN) && job_intr_came(in)) {
 			ret = -EINTR;
+			interrupted = true;
 			break;
 		}
 		(void)ipid;
@@ -262,8 +323,13 @@ int job_run_capture(char *const *argv, char *const *envp, double timeout, int in
 			break;
 		}
 	}
-	if (pid > 0)
+	if (pid > 0 && interrupted && grace > 0) {
+		/* SIGTERM, then SIGKILL after grace, or at the next interrupt */
+		struct job_intr next = job_intr_now(in);
+		job_end_in(pid, pidfd, true, SIGTERM, grace, &next, status);
+	} else if (pid > 0) {
 		job_end(pid, pidfd, true, SIGKILL, 0, status);
+	}
 	/* what is left in the pipe (the child is gone; its leftovers may hold it) */
 	for (;;) {
 		char buf[4096];

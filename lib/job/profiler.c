@@ -28,6 +28,10 @@ static const struct job_builtin *const builtins[] = { &job_builtin_tally, &job_b
 #define SETUP_LIMIT 1800.0
 #define REPORT_LIMIT 600.0
 #define STEP_LIMIT 60.0
+/* How long an interrupted step has from SIGTERM to SIGKILL. */
+#define STEP_GRACE 2.0
+/* How long a job waits for another job's setup of the same plugin. */
+#define LOCK_LIMIT (SETUP_LIMIT + 60.0)
 
 void tally_profilers_path(const char *dirs, char ***out)
 {
@@ -255,13 +259,16 @@ static int run_step(struct tally_profiler *p, const char *step, const struct tal
 	char **env = step_env(p, step, r);
 	struct strbuf cap = STRBUF_INIT;
 	int status = 0;
-	int ret = job_run_capture(argv, env, limit, intr_fd, &cap, &status);
+	/* the job's ^C ends the step (SIGTERM, then SIGKILL after STEP_GRACE
+	 * or at the next ^C); without a job, intr_fd readable does */
+	struct job_intr in = p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
+	int ret = job_run_capture_in(argv, env, limit, &in, STEP_GRACE, &cap, &status);
 	struct strbuf last = STRBUF_INIT;
 	tally_last_line(cap.buf, &last);
 	if (ret == -ETIMEDOUT)
 		ret = tally_seterr(-ETIMEDOUT, "profiler '%s' failed at %s: no end after %.0f s (killed)", p->name, step, limit);
 	else if (ret == -EINTR)
-		ret = tally_seterr(-EINTR, "profiler '%s': %s interrupted", p->name, step);
+		ret = tally_seterr(-EINTR, "profiler '%s' failed at %s: interrupted (ended by ^C)", p->name, step);
 	else if (ret) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
@@ -291,7 +298,7 @@ const char *tally_profiler_version(struct tally_profiler *p)
 		return p->version;
 	}
 	struct strbuf out = STRBUF_INIT;
-	if (run_step(p, "version", NULL, STEP_LIMIT, -1, &out)) {
+	if ((p->version_err = run_step(p, "version", NULL, STEP_LIMIT, -1, &out))) {
 		strbuf_release(&out);
 		return NULL;
 	}
@@ -386,6 +393,39 @@ static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_en
 	return 0;
 }
 
+/* Waits for the setup lock (fd, at path) that another job holds, as long as
+ * a setup may take, ended by an interrupt. */
+static int lock_setup(struct tally_profiler *p, int fd, const char *path, int intr_fd)
+{
+	struct job_intr in = p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
+	double end = tally_now_mono() + LOCK_LIMIT;
+	struct strbuf q = STRBUF_INIT;
+	int ret = 0;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			ret = tally_seterr(-errno, "profiler '%s' failed at setup: cannot lock '%s': %s", p->name, job_qpath(&q, path),
+					   strerror(errno));
+			break;
+		}
+		if (tally_now_mono() >= end) {
+			ret = tally_seterr(-ETIMEDOUT, "profiler '%s' failed at setup: another job has held '%s' for %.0f min (a setup takes at most %.0f)",
+					   p->name, job_qpath(&q, path), LOCK_LIMIT / 60, SETUP_LIMIT / 60);
+			break;
+		}
+		/* no event tells of a released flock: look again every 50 ms */
+		struct pollfd pf = { .fd = in.fd, .events = POLLIN };
+		if (poll(&pf, in.fd >= 0 ? 1 : 0, 50) > 0 && (pf.revents & POLLIN) && job_intr_came(&in)) {
+			ret = tally_seterr(-EINTR, "profiler '%s' failed at setup: interrupted (ended by ^C) while another job held '%s'", p->name,
+					   job_qpath(&q, path));
+			break;
+		}
+	}
+	strbuf_release(&q);
+	return ret;
+}
+
 int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd, bool *ran)
 {
 	if (ran)
@@ -401,7 +441,7 @@ int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_e
 		return ret;
 	const char *version = tally_profiler_version(p);
 	if (!version)
-		return -EIO;
+		return p->version_err ? p->version_err : -EIO;
 	/* one setup at a time: a second job waits here, then finds it done */
 	struct strbuf lock = STRBUF_INIT, q = STRBUF_INIT;
 	strbuf_addf(&lock, "%s/.setup-lock", p->srcdir);
@@ -418,8 +458,8 @@ int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_e
 		strbuf_release(&msg);
 		goto out;
 	}
-	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
-		;
+	if ((ret = lock_setup(p, fd, lock.buf, intr_fd)))
+		goto out;
 	char *done = setup_done(p->srcdir);
 	if (!done || strcmp(done, version)) {
 		ret = run_step(p, "setup", NULL, SETUP_LIMIT, intr_fd, NULL);
@@ -474,8 +514,17 @@ int tally_profiler_start(struct tally_profiler *p, const struct tally_profiler_r
 	return run_step(p, "start", r, STEP_LIMIT, -1, NULL);
 }
 
+/* After a second ^C nothing waits: no plugin's stop, no report (a built-in's
+ * stop still runs: it ends its process at once, or its recording). */
+static int hurried(struct tally_profiler *p, const char *step)
+{
+	return tally_seterr(-EINTR, "profiler '%s' failed at %s: not run (a second ^C)", p->label, step);
+}
+
 int tally_profiler_stop(struct tally_profiler *p, const struct tally_profiler_run *r)
 {
+	if (!p->bi && job_intr_hurry(p->intr))
+		return hurried(p, "stop");
 	if (p->bi)
 		return builtin_step(p, "stop", p->bi->stop(p, r));
 	return run_step(p, "stop", r, STEP_LIMIT, -1, NULL);
@@ -483,6 +532,8 @@ int tally_profiler_stop(struct tally_profiler *p, const struct tally_profiler_ru
 
 int tally_profiler_report(struct tally_profiler *p, const struct tally_profiler_run *r)
 {
+	if (job_intr_hurry(p->intr))
+		return hurried(p, "report");
 	if (p->bi)
 		return builtin_step(p, "report", p->bi->report(p, r));
 	return run_step(p, "report", r, REPORT_LIMIT, -1, NULL);
