@@ -109,6 +109,27 @@ int job_file_check(const char *path, enum job_dir_trust trust);
 /* path quoted whole for an error message (escaped, at most 400 bytes), in sb. */
 const char *job_qpath(struct strbuf *sb, const char *path);
 
+/* ---- a killed job's leftovers (proc.c) ---- */
+
+/* Every child of job_spawn ends with the job (PR_SET_PDEATHSIG); what they
+ * start in turn is the watcher's: a process of its own that outlives the
+ * job. */
+struct job_watch {
+	pid_t pid;
+	int fd;
+};
+/* Starts the watcher and marks the environment (TALLY_JOB_ID, random) that
+ * everything the job starts from then on inherits. When the job ends
+ * without job_watch_end (kill -9, the OOM killer, a crash), the watcher
+ * ends every process that carries the mark, whatever its group or session
+ * (SIGTERM, a second, then SIGKILL), then calls died(ctx, the last note)
+ * in its own process. job_sweep spares it. 0 or -errno (tally_seterr). */
+int job_watch_start(struct job_watch *w, void (*died)(void *ctx, const char *note), void *ctx);
+/* What the job is doing, for died() ("test 'x'"). */
+void job_watch_note(struct job_watch *w, const char *note);
+/* The job ends as it should: the watcher goes, reaped. */
+void job_watch_end(struct job_watch *w);
+
 /* ---- profilers (profiler.c, builtins.c) ---- */
 
 struct job_builtin {

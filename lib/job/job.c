@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,9 @@ struct tally_job {
 	double started;
 	bool ran;
 	struct job_hosts *hosts; /* NULL: the profilers run here */
+	int lockfd;              /* the results directory, locked while the job runs */
+	pid_t pid;               /* the job's process */
+	struct job_watch watch;  /* what ends the job's leftovers were it killed */
 };
 
 static void progress(struct tally_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -161,6 +165,9 @@ void tally_job_free(struct tally_job *j)
 	for (size_t i = 0; i < j->nrecs; i++)
 		test_rec_release(&j->recs[i]);
 	free(j->recs);
+	job_watch_end(&j->watch);
+	if (j->lockfd >= 0)
+		close(j->lockfd);
 	if (j->intr[0] >= 0)
 		close(j->intr[0]);
 	if (j->intr[1] >= 0)
@@ -219,6 +226,145 @@ static char *default_results(const char *control)
 	return strbuf_detach(&sb);
 }
 
+/* ---- a job that died ---- */
+
+/* The end of the JSON string at s[i] ('"'): the index after its closing
+ * quote, 0 when there is none. */
+static size_t json_str_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* The end of the JSON value at s[i] (objects and arrays skipped whole): the
+ * index after it, 0 when it has none. */
+static size_t json_value_end(const char *s, size_t n, size_t i)
+{
+	int depth = 0;
+	for (; i < n; i++) {
+		char c = s[i];
+		if (c == '"') {
+			size_t e = json_str_end(s, n, i);
+			if (!e)
+				return 0;
+			if (!depth)
+				return e;
+			i = e - 1;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (!depth)
+				return i;
+			if (!--depth)
+				return i + 1;
+		} else if (!depth && c == ',') {
+			return i;
+		}
+	}
+	return depth ? 0 : i;
+}
+
+static size_t json_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	return i;
+}
+
+/* Where the value of the top-level key "status" of a status.json is: true
+ * with [*v0, *v1). */
+static bool json_top_status(const char *s, size_t n, size_t *v0, size_t *v1)
+{
+	size_t i = json_ws(s, n, 0);
+	if (i >= n || s[i] != '{')
+		return false;
+	for (i++;;) {
+		i = json_ws(s, n, i);
+		if (i >= n || s[i] != '"')
+			return false;
+		size_t k0 = i, k1 = json_str_end(s, n, i);
+		if (!k1)
+			return false;
+		i = json_ws(s, n, k1);
+		if (i >= n || s[i] != ':')
+			return false;
+		i = json_ws(s, n, i + 1);
+		size_t e = json_value_end(s, n, i);
+		if (!e || e <= i)
+			return false;
+		if (k1 - k0 == 8 && !memcmp(s + k0, "\"status\"", 8)) {
+			*v0 = i;
+			*v1 = e;
+			return true;
+		}
+		i = json_ws(s, n, e);
+		if (i >= n || s[i] != ',')
+			return false;
+		i++;
+	}
+}
+
+/* A status.json (in dir) that says RUNNING says ERROR instead, with why:
+ * its job died. 1 when it was changed, 0 when it did not say RUNNING,
+ * -errno. */
+static int mark_dead(const char *dir, const char *why)
+{
+	struct strbuf path = STRBUF_INIT, sb = STRBUF_INIT, out = STRBUF_INIT;
+	strbuf_addf(&path, "%s/status.json", dir);
+	size_t v0, v1;
+	int ret = tally_read_regular(&sb, AT_FDCWD, path.buf, 0, 1ULL << 28);
+	if (!ret && sb.buf && json_top_status(sb.buf, sb.len, &v0, &v1) && v1 - v0 == 9 && !memcmp(sb.buf + v0, "\"RUNNING\"", 9)) {
+		strbuf_add(&out, sb.buf, v0);
+		strbuf_addstr(&out, "\"ERROR\",\"error\":");
+		strbuf_add_json_str(&out, why);
+		strbuf_add(&out, sb.buf + v1, sb.len - v1);
+		ret = tally_write_file_atomic_mode(path.buf, out.buf, out.len, 0644);
+		if (!ret)
+			ret = 1;
+	}
+	strbuf_release(&path);
+	strbuf_release(&sb);
+	strbuf_release(&out);
+	return ret;
+}
+
+/* Results that exist: 1 when their job died (status.json RUNNING, nobody
+ * holds their lock; now marked so), -1 when a job holds them, 0 else. */
+static int results_dead(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int ret = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		ret = errno == EWOULDBLOCK ? -1 : 0;
+	else if (mark_dead(dir, "the job died before it finished (killed: kill -9, the OOM killer, or a crash); found by the next run") == 1)
+		ret = 1;
+	close(fd);
+	return ret;
+}
+
+/* In the watcher, after the job died and what it left was ended. */
+static void job_died(void *ctx, const char *note)
+{
+	struct tally_job *j = ctx;
+	struct strbuf why = STRBUF_INIT;
+	if (strncmp(note, "test ", 5)) {
+		/* no test ran: nothing to keep, and nothing to stop a rerun */
+		tally_remove_tree(j->absresults);
+		return;
+	}
+	strbuf_addf(&why, "the job (pid %d) died before it finished%s%s (killed: kill -9, the OOM killer, or a crash); what it had started was ended",
+		    (int)j->pid, *note ? " while " : "", note);
+	mark_dead(j->absresults, why.buf);
+	strbuf_release(&why);
+}
+
 /* The results directory, new: made in a directory that nobody but us and
  * root can change (a shared one, /tmp, only when sticky and what is on the
  * way ours), so that what the job writes there cannot be sent elsewhere
@@ -240,11 +386,24 @@ static int make_results(struct tally_job *j)
 	strbuf_addf(&path, "%s/%s", strcmp(rparent, "/") ? rparent : "", tally_basename(j->results));
 	if (mkdir(path.buf, 0755) < 0) {
 		int e = errno;
-		if (e == EEXIST)
+		int dead = e == EEXIST ? results_dead(path.buf) : 0;
+		if (dead > 0)
+			ret = tally_seterr(-EEXIST, "results '%s' already exist, of a job that died before it finished (its status.json said RUNNING, now ERROR): give another -r DIR or move them away",
+					   job_qpath(&q, j->results));
+		else if (dead < 0)
+			ret = tally_seterr(-EEXIST, "results '%s' are being written by a job that still runs: give another -r DIR", job_qpath(&q, j->results));
+		else if (e == EEXIST)
 			ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
 					   job_qpath(&q, j->results));
 		else
 			ret = tally_seterr(-e, "cannot make the results directory '%s': %s", job_qpath(&q, j->results), strerror(e));
+		goto out;
+	}
+	/* held while the job runs: a status.json that says RUNNING with the
+	 * lock free is a job that died */
+	j->lockfd = open(path.buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->lockfd < 0 || flock(j->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		ret = tally_seterr(-errno, "cannot lock the results directory '%s': %s", job_qpath(&q, j->results), strerror(errno));
 		goto out;
 	}
 	j->absresults = strbuf_detach(&path);
@@ -262,6 +421,8 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 	struct tally_job *j = xcalloc(1, sizeof(*j));
 	j->o = *o;
 	j->intr[0] = j->intr[1] = -1;
+	j->lockfd = -1;
+	j->watch = (struct job_watch){ -1, -1 };
 	j->status = "RUNNING";
 	int ret = tally_job_control_read(&j->ctl, o->control);
 	if (ret)
@@ -691,6 +852,12 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	t->its = xcalloc(total, sizeof(*t->its));
 	strbuf_addf(&prof, "%s/profiling", dir.buf);
 	progress(j, "START %s", s->tag);
+	{
+		struct strbuf note = STRBUF_INIT;
+		strbuf_addf(&note, "test '%s' ran", s->tag);
+		job_watch_note(&j->watch, note.buf);
+		strbuf_release(&note);
+	}
 	bool failed = false, profiled_any = false;
 	for (unsigned k = 1; k <= total && !failed && !j->interrupted; k++) {
 		struct iter *it = &t->its[t->nits];
@@ -804,14 +971,18 @@ int tally_job_run(struct tally_job *j)
 	if (j->ran)
 		return tally_seterr(-EINVAL, "this job has run already");
 	j->ran = true;
+	j->pid = getpid();
 	job_sweep(0); /* a subreaper from here on: what a test leaves is ours to end */
-	int ret = load(j);
+	int ret = job_watch_start(&j->watch, job_died, j);
+	if (ret)
+		return ret;
+	job_watch_note(&j->watch, "setting up the profilers");
+	ret = load(j);
 	if (ret) {
 		j->status = j->interrupted ? "INTERRUPTED" : "ERROR";
 		j->error = xstrdup(tally_errmsg());
 		write_status_json(j, true);
-		tally_seterr(ret, "%s", j->error);
-		return ret;
+		goto out;
 	}
 	write_status_json(j, false);
 	struct tally_profiler **act = xcalloc(j->ctl.n + 1, sizeof(*act));
@@ -851,13 +1022,17 @@ int tally_job_run(struct tally_job *j)
 		j->status = j->interrupted ? "INTERRUPTED" : j->failed ? "FAIL" : "GOOD";
 	}
 	int w = write_status_json(j, true);
+	if (!ret)
+		ret = w;
+out:
+	/* nothing it started is left running, whatever happened */
+	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);
+	job_watch_end(&j->watch);
 	if (ret) {
-		tally_seterr(ret, "%s", j->error);
+		if (j->error)
+			tally_seterr(ret, "%s", j->error);
 		return ret;
 	}
-	if (w)
-		return w;
-	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);
 	if (j->interrupted)
 		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'", j->results);
 	return 0;

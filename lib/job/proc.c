@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -35,9 +36,14 @@ static int pidfd_of(pid_t pid)
 }
 
 /* In the child: only async-signal-safe calls from here to exec. */
-static void child_setup(const struct job_spawn *s, int errfd)
+static void child_setup(const struct job_spawn *s, int errfd, pid_t parent)
 {
 	setpgid(0, 0);
+	/* it ends with the job, were the job killed (kill -9, the OOM killer);
+	 * what it starts is the watcher's (job_watch_start) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
@@ -93,6 +99,7 @@ int job_spawn(const struct job_spawn *s, pid_t *pid, int *pidfd, int *err_pipe)
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
+	pid_t parent = getpid();
 	pid_t c = fork();
 	if (c < 0) {
 		int e = errno;
@@ -102,7 +109,7 @@ int job_spawn(const struct job_spawn *s, pid_t *pid, int *pidfd, int *err_pipe)
 	}
 	if (c == 0) {
 		close(ep[0]);
-		child_setup(s, ep[1]);
+		child_setup(s, ep[1], parent);
 		_exit(127);
 	}
 	close(ep[1]);
@@ -358,7 +365,10 @@ int job_exit_code(int status)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-/* The children of every thread of this process. */
+/* The watcher (job_watch_start): a child that job_sweep spares. */
+static pid_t watch_pid = -1;
+
+/* The children of every thread of this process, the watcher's excepted. */
 static size_t children(pid_t **out)
 {
 	size_t n = 0, alloc = 0;
@@ -378,6 +388,8 @@ static size_t children(pid_t **out)
 		if (!strbuf_read_file(&sb, path, 1 << 20) && sb.buf) {
 			char *save = NULL;
 			for (char *t = strtok_r(sb.buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+				if ((pid_t)atoi(t) == watch_pid)
+					continue;
 				GROW(v, alloc, n + 1);
 				v[n++] = (pid_t)atoi(t);
 			}
@@ -691,4 +703,191 @@ int job_file_check(const char *path, enum job_dir_trust trust)
 	free(real);
 	strbuf_release(&q);
 	return ret;
+}
+
+/* ---- the watcher: what a killed job leaves ---- */
+
+#define WATCH_MARK "TALLY_JOB_ID="
+
+/* Whether process pid's environment (as it was exec'd) holds mark. */
+static bool marked(pid_t pid, const char *mark)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	struct strbuf sb = STRBUF_INIT;
+	bool yes = false;
+	if (!strbuf_read_file(&sb, path, 1 << 20) && sb.buf) {
+		size_t ml = strlen(mark);
+		for (size_t i = 0; i < sb.len; i += strlen(sb.buf + i) + 1)
+			if (!strncmp(sb.buf + i, mark, ml) && !sb.buf[i + ml]) {
+				yes = true;
+				break;
+			}
+	}
+	strbuf_release(&sb);
+	return yes;
+}
+
+/* Every process but us whose environment holds mark: sig sent to each (0:
+ * none); how many there were. */
+static size_t signal_marked(const char *mark, int sig)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 1 || pid == (long)getpid() || !marked((pid_t)pid, mark))
+			continue;
+		n++;
+		if (!sig)
+			continue;
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+		/* the process itself, not whatever takes its number after it */
+		int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		if (fd >= 0) {
+			if (marked((pid_t)pid, mark))
+				syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+			close(fd);
+			continue;
+		}
+#endif
+		kill((pid_t)pid, sig);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The watcher's life: notes until the job says "bye"; at EOF without one
+ * the job is dead: what carries its mark ends, then died() is told. */
+static void watch_loop(int fd, const char *mark, void (*died)(void *ctx, const char *note), void *ctx)
+{
+	struct strbuf in = STRBUF_INIT, note = STRBUF_INIT;
+	bool bye = false;
+	for (;;) {
+		char buf[512];
+		ssize_t k = read(fd, buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		strbuf_add(&in, buf, (size_t)k);
+		char *nl;
+		while (in.buf && (nl = memchr(in.buf, '\n', in.len))) {
+			size_t len = (size_t)(nl - in.buf);
+			if (len == 3 && !memcmp(in.buf, "bye", 3)) {
+				bye = true;
+			} else {
+				strbuf_reset(&note);
+				strbuf_add(&note, in.buf, len);
+			}
+			memmove(in.buf, nl + 1, in.len - len - 1);
+			in.len -= len + 1;
+			in.buf[in.len] = 0;
+		}
+	}
+	if (!bye) {
+		/* SIGTERM, a second to end, then SIGKILL until none is left */
+		for (int round = 0; round < 50 && signal_marked(mark, round ? SIGKILL : SIGTERM); round++) {
+			double end = tally_now_mono() + (round ? 0.2 : 1.0);
+			while (tally_now_mono() < end && signal_marked(mark, 0)) {
+				struct timespec ts = { 0, 20 * 1000 * 1000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (died)
+			died(ctx, note.buf ? note.buf : "");
+	}
+	strbuf_release(&in);
+	strbuf_release(&note);
+}
+
+int job_watch_start(struct job_watch *w, void (*died)(void *ctx, const char *note), void *ctx)
+{
+	w->pid = -1;
+	w->fd = -1;
+	unsigned char r[16];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return tally_seterr(-EIO, "cannot make the job's mark: %s", strerror(errno));
+	struct strbuf mark = STRBUF_INIT;
+	strbuf_addstr(&mark, WATCH_MARK);
+	for (size_t i = 0; i < sizeof(r); i++)
+		strbuf_addf(&mark, "%02x", r[i]);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		strbuf_release(&mark);
+		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
+	}
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		strbuf_release(&mark);
+		return tally_seterr(-e, "cannot fork: %s", strerror(e));
+	}
+	if (c == 0) {
+		/* the watcher: a group of its own (a terminal's ^C is the job's),
+		 * nothing of the job's open but its end of the pipe */
+		setpgid(0, 0);
+		prctl(PR_SET_NAME, "tally-watch");
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		int nul = open("/dev/null", O_RDWR);
+		int in = fcntl(p[0], F_DUPFD, 10);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		dup2(in, 3);
+		if (close_range(4, ~0U, 0) < 0)
+			for (int fd = 4; fd < 1024; fd++)
+				close(fd);
+		watch_loop(3, mark.buf, died, ctx);
+		_exit(0);
+	}
+	close(p[0]);
+	w->pid = c;
+	w->fd = p[1];
+	watch_pid = c;
+	/* everything the job starts from here on carries the mark: the
+	 * watcher finds it after the job, whatever its group or session */
+	char *eq = strchr(mark.buf, '=');
+	*eq = 0;
+	setenv(mark.buf, eq + 1, 1);
+	strbuf_release(&mark);
+	return 0;
+}
+
+void job_watch_note(struct job_watch *w, const char *note)
+{
+	if (w->fd < 0)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *p = note; *p; p++)
+		strbuf_addch(&sb, *p == '\n' ? ' ' : *p);
+	strbuf_addch(&sb, '\n');
+	tally_write_all(w->fd, sb.buf, sb.len);
+	strbuf_release(&sb);
+}
+
+void job_watch_end(struct job_watch *w)
+{
+	if (w->fd >= 0) {
+		tally_write_all(w->fd, "bye\n", 4);
+		close(w->fd);
+		w->fd = -1;
+	}
+	if (w->pid > 0) {
+		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (watch_pid == w->pid)
+			watch_pid = -1;
+		w->pid = -1;
+	}
 }
