@@ -85,20 +85,18 @@ static void tally_release(struct tally_profiler *p)
 	p->state = NULL;
 }
 
-static int tally_initialize(struct tally_profiler *p)
+/* The tally profiler's arguments into t: 0, or -EINVAL with the reason. */
+static int tally_parse(struct tally_prof *t, char *const *args)
 {
-	tally_release(p);
-	struct tally_prof *t = xcalloc(1, sizeof(*t));
-	p->state = t;
 	tally_sampling_init(&t->smp);
 	/* getopt permutes its argv: a copy, with a name first */
 	size_t n = 0;
-	while (p->args[n])
+	while (args && args[n])
 		n++;
 	char **argv = xcalloc(n + 2, sizeof(*argv));
 	argv[0] = "tally";
 	for (size_t i = 0; i < n; i++)
-		argv[i + 1] = p->args[i];
+		argv[i + 1] = args[i];
 	void *ctx[] = { t, &t->smp, &t->smp };
 	int first = 0;
 	int r = tally_opts_parse(&tally_prof_cmdopts, ctx, (int)n + 1, argv, &first);
@@ -112,6 +110,24 @@ static int tally_initialize(struct tally_profiler *p)
 	free(argv);
 	if (!r && t->smp.freq && t->smp.period)
 		r = tally_seterr(-EINVAL, "-F and -c both set the sampling rate: give one");
+	return r;
+}
+
+static int tally_check(char *const *args)
+{
+	struct tally_prof t;
+	memset(&t, 0, sizeof(t));
+	int r = tally_parse(&t, args);
+	tally_sampling_release(&t.smp);
+	return r;
+}
+
+static int tally_initialize(struct tally_profiler *p)
+{
+	tally_release(p);
+	struct tally_prof *t = xcalloc(1, sizeof(*t));
+	p->state = t;
+	int r = tally_parse(t, p->args);
 	if (!r)
 		r = tally_sampling_resolve(&t->smp);
 	if (!r) {
@@ -293,6 +309,7 @@ out:
 const struct job_builtin job_builtin_tally = {
 	.name = "tally",
 	.summary = "tally's sampler on the test's processes (or -a), database and reports in profiling/",
+	.check = tally_check,
 	.initialize = tally_initialize,
 	.start = tally_start,
 	.stop = tally_stop,
@@ -400,21 +417,39 @@ static int child_stop(struct child_prof *c, int sig, double grace, const char *w
 	return 0;
 }
 
-static int cmd_initialize(struct tally_profiler *p)
+/* cmd's command: its one argument split as a control file's words are, or
+ * its arguments as they are. *out the caller's. */
+static int cmd_argv(char *const *args, char ***out)
 {
-	struct child_prof *c = child_state(p);
 	size_t n = 0;
-	while (p->args[n])
+	while (args && args[n])
 		n++;
 	if (n == 1) {
-		int r = tally_job_split(p->args[0], &c->argv, NULL);
+		int r = tally_job_split(args[0], out, NULL);
 		if (r)
 			return r;
 	} else {
-		c->argv = tally_job_argv_dup(p->args);
+		*out = tally_job_argv_dup(args);
 	}
-	if (!c->argv[0])
+	if (!(*out)[0])
 		return tally_seterr(-EINVAL, "no command (e.g. profilers add cmd 'vmstat 1')");
+	return 0;
+}
+
+static int cmd_check(char *const *args)
+{
+	char **argv = NULL;
+	int r = cmd_argv(args, &argv);
+	tally_job_argv_free(argv);
+	return r;
+}
+
+static int cmd_initialize(struct tally_profiler *p)
+{
+	struct child_prof *c = child_state(p);
+	int r = cmd_argv(p->args, &c->argv);
+	if (r)
+		return r;
 	if (!job_in_path(c->argv[0])) {
 		char q[TALLY_EXCERPT_SIZE];
 		return tally_seterr(-ENOENT, "command '%s' not found in PATH", tally_excerpt(q, c->argv[0]));
@@ -466,6 +501,7 @@ static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run 
 const struct job_builtin job_builtin_cmd = {
 	.name = "cmd",
 	.summary = "a command around the test (e.g. 'vmstat 1'), its output in profiling/",
+	.check = cmd_check,
 	.initialize = cmd_initialize,
 	.start = cmd_start,
 	.stop = cmd_stop,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tally/job.h"
+#include "internal.h"
 
 static const char *const builtin_tests[] = { "sleeptest", NULL };
 
@@ -152,6 +152,13 @@ static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s
 		if (at >= 0 && strcmp(w[2], "cmd"))
 			return line_error(c, s->line, "profiler '%s' is already added (line %u): 'profilers delete %s' first", w[2],
 					  a->lines[at], w[2]);
+		/* a built-in's arguments, with the rest of the file: before
+		 * anything is made or run */
+		if (job_builtin_check(w[2], s->args)) {
+			char msg[1024];
+			snprintf(msg, sizeof(msg), "%s", tally_errmsg());
+			return line_error(c, s->line, "%s", msg);
+		}
 		GROW(a->names, a->alloc, a->n + 1);
 		a->lines = xrealloc(a->lines, a->alloc * sizeof(*a->lines));
 		a->names[a->n] = s->name;

@@ -137,6 +137,9 @@ struct job_builtin {
 	const char *summary;
 	/* NULL when it can run here; else why not (static) */
 	const char *(*unavailable)(void);
+	/* its arguments, as far as they can be checked anywhere (NULL: any):
+	 * 0 or -EINVAL with the reason, before anything is made or run */
+	int (*check)(char *const *args);
 	int (*initialize)(struct tally_profiler *p);
 	int (*start)(struct tally_profiler *p, const struct tally_profiler_run *r);
 	int (*stop)(struct tally_profiler *p, const struct tally_profiler_run *r);
@@ -158,6 +161,9 @@ struct tally_profiler {
 };
 
 extern const struct job_builtin job_builtin_tally, job_builtin_cmd, job_builtin_perf;
+/* A built-in profiler's arguments checked (job_builtin.check): 0 for any
+ * other name, or -EINVAL with "profiler 'NAME': REASON". */
+int job_builtin_check(const char *name, char *const *args);
 
 /* ---- remote hosts (hosts.c, docs/remote.md) ---- */
 

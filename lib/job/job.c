@@ -425,8 +425,11 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 	j->watch = (struct job_watch){ -1, -1 };
 	j->status = "RUNNING";
 	int ret = tally_job_control_read(&j->ctl, o->control);
-	if (ret)
+	if (ret) {
+		/* missing, unreadable, a directory: the control file's fault (exit 2) */
+		ret = -EINVAL;
 		goto fail;
+	}
 	tally_profilers_path(o->profilers_path, &j->env.path);
 	j->state_dir = o->state_dir ? xstrdup(o->state_dir) : tally_profilers_state_dir();
 	if (j->state_dir && j->state_dir[0] != '/') {
@@ -974,14 +977,16 @@ int tally_job_run(struct tally_job *j)
 	j->pid = getpid();
 	job_sweep(0); /* a subreaper from here on: what a test leaves is ours to end */
 	int ret = job_watch_start(&j->watch, job_died, j);
-	if (ret)
-		return ret;
-	job_watch_note(&j->watch, "setting up the profilers");
-	ret = load(j);
+	if (!ret) {
+		job_watch_note(&j->watch, "setting up the profilers");
+		ret = load(j);
+	}
 	if (ret) {
-		j->status = j->interrupted ? "INTERRUPTED" : "ERROR";
+		/* no test ran: nothing to keep, and nothing to refuse a rerun
+		 * with (the error is the caller's to tell) */
 		j->error = xstrdup(tally_errmsg());
-		write_status_json(j, true);
+		job_sweep(0);
+		tally_remove_tree(j->absresults);
 		goto out;
 	}
 	write_status_json(j, false);

@@ -87,6 +87,19 @@ static const struct job_builtin *find_builtin(const char *name)
 	return NULL;
 }
 
+int job_builtin_check(const char *name, char *const *args)
+{
+	const struct job_builtin *bi = find_builtin(name);
+	int r = bi && bi->check ? bi->check(args) : 0;
+	if (r) {
+		struct strbuf msg = STRBUF_INIT;
+		strbuf_addstr(&msg, tally_errmsg());
+		r = tally_seterr(r, "profiler '%s': %s", name, msg.buf);
+		strbuf_release(&msg);
+	}
+	return r;
+}
+
 /* DIR/NAME/profiler when it is an executable regular file. */
 static char *plugin_in(const char *dir, const char *name)
 {

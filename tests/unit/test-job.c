@@ -164,6 +164,10 @@ static void test_job__control_errors(void **state)
 	control_refused("profilers only\nrun sleeptest 0\n", "'profilers only' takes on or off");
 	control_refused("# nothing\n", "'t.ctl' has no 'run' line");
 	control_refused("", "'t.ctl' has no 'run' line");
+	/* the built-in profilers' arguments, with the rest of the file */
+	control_refused("run sleeptest 0\nprofilers add tally -F abc\n", "'t.ctl' line 2: profiler 'tally': invalid frequency -F 'abc'");
+	control_refused("profilers add tally --bogus\nrun sleeptest 0\n", "'t.ctl' line 1: profiler 'tally': option '--bogus' is unknown");
+	control_refused("profilers add cmd\nrun sleeptest 0\n", "'t.ctl' line 1: profiler 'cmd': no command");
 }
 
 static void test_job__profilers_path(void **state)
