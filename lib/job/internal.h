@@ -61,7 +61,8 @@ void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int 
 /* The same, with no grace once in says hurry, or from its next interrupt. */
 void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, const struct job_intr *in, int *status);
 /* Runs argv (envp; NULL: as it is) to its end with stdout and stderr captured
- * into out (its first 64 KiB); the child's leftovers may keep the pipe open:
+ * into out (its first 64 KiB and its last, "[...]" between them when more
+ * went: the first line and the last are kept); the child's leftovers may keep the pipe open:
  * the wait is for the child, not for EOF. 0 with *status, -ETIMEDOUT (killed
  * after timeout seconds), -EINTR (intr_fd readable; killed), or -errno when it
  * could not be run (tally_seterr). */

@@ -258,9 +258,36 @@ int job_run_capture(char *const *argv, char *const *envp, double timeout, int in
 	return job_run_capture_in(argv, envp, timeout, &in, 0, out, status);
 }
 
+/* What a child printed: out keeps the first CAPTURE_KEEP bytes (a version's
+ * first line), tail the last CAPTURE_KEEP of the rest (a failure's last
+ * line); *dropped when bytes between them went. */
+#define CAPTURE_KEEP 65536
+static void capture(struct strbuf *out, struct strbuf *tail, bool *dropped, const char *buf, size_t k)
+{
+	if (!out)
+		return;
+	if (out->len < CAPTURE_KEEP) {
+		size_t take = k < CAPTURE_KEEP - out->len ? k : CAPTURE_KEEP - out->len;
+		strbuf_add(out, buf, take);
+		buf += take;
+		k -= take;
+	}
+	if (!k)
+		return;
+	strbuf_add(tail, buf, k);
+	if (tail->len > 2 * CAPTURE_KEEP) {
+		memmove(tail->buf, tail->buf + tail->len - CAPTURE_KEEP, CAPTURE_KEEP);
+		tail->len = CAPTURE_KEEP;
+		tail->buf[tail->len] = 0;
+		*dropped = true;
+	}
+}
+
 int job_run_capture_in(char *const *argv, char *const *envp, double timeout, const struct job_intr *in, double grace, struct strbuf *out,
 		       int *status)
 {
+	struct strbuf tail = STRBUF_INIT;
+	bool dropped = false;
 	int intr_fd = in ? in->fd : -1;
 	bool interrupted = false;
 	int p[2];
@@ -313,8 +340,7 @@ int job_run_capture_in(char *const *argv, char *const *envp, double timeout, con
 			char buf[4096];
 			ssize_t k = read(p[0], buf, sizeof(buf));
 			if (k > 0) {
-				if (out && out->len < 65536)
-					strbuf_add(out, buf, (size_t)k);
+				capture(out, &tail, &dropped, buf, (size_t)k);
 			} else if (k == 0 || (errno != EAGAIN && errno != EINTR)) {
 				open_pipe = false;
 			}
@@ -343,9 +369,14 @@ int job_run_capture_in(char *const *argv, char *const *envp, double timeout, con
 		ssize_t k = read(p[0], buf, sizeof(buf));
 		if (k <= 0)
 			break;
-		if (out && out->len < 65536)
-			strbuf_add(out, buf, (size_t)k);
+		capture(out, &tail, &dropped, buf, (size_t)k);
 	}
+	if (out && tail.len) {
+		if (dropped)
+			strbuf_addstr(out, "\n[...]\n");
+		strbuf_add(out, tail.buf, tail.len);
+	}
+	strbuf_release(&tail);
 	close(p[0]);
 	if (pidfd >= 0)
 		close(pidfd);
