@@ -374,8 +374,8 @@ static int open_log(const char *profdir, const char *name, char **path)
 	int fd = open(sb.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		int e = errno;
-		char q[TALLY_EXCERPT_SIZE];
-		tally_seterr(-e, "cannot create '%s': %s", tally_excerpt(q, sb.buf), strerror(e));
+		char q[JOB_QPATH_SIZE];
+		tally_seterr(-e, "cannot create '%s': %s", job_qpath_buf(q, sb.buf), strerror(e));
 		strbuf_release(&sb);
 		return -e;
 	}
@@ -492,8 +492,8 @@ static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run 
 	struct child_prof *c = p->state;
 	struct stat st;
 	if (!c->log || stat(c->log, &st) < 0) {
-		char q[TALLY_EXCERPT_SIZE];
-		return tally_seterr(-ENOENT, "its log '%s' is gone", tally_excerpt(q, c->log ? c->log : "?"));
+		char q[JOB_QPATH_SIZE];
+		return tally_seterr(-ENOENT, "its log '%s' is gone", job_qpath_buf(q, c->log ? c->log : "?"));
 	}
 	return 0;
 }
@@ -609,9 +609,9 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	}
 	if (!acked) {
 		child_stop(c, SIGKILL, 0, "perf", false, NULL);
-		char q[TALLY_EXCERPT_SIZE];
+		char q[JOB_QPATH_SIZE];
 		ret = interrupted ? tally_seterr(-EINTR, "interrupted (ended by ^C) while perf record started")
-				  : tally_seterr(-EIO, "perf record did not start (see '%s')", tally_excerpt(q, c->log));
+				  : tally_seterr(-EIO, "perf record did not start (see '%s')", job_qpath_buf(q, c->log));
 	}
 out:
 	close(fd);

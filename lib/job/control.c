@@ -45,8 +45,8 @@ static int line_error(const struct tally_job_control *c, unsigned line, const ch
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	char q[TALLY_EXCERPT_SIZE];
-	tally_seterr(-EINVAL, "'%s' line %u: %s", tally_excerpt(q, c->path), line, sb.buf);
+	char q[JOB_QPATH_SIZE];
+	tally_seterr(-EINVAL, "'%s' line %u: %s", job_qpath_buf(q, c->path), line, sb.buf);
 	strbuf_release(&sb);
 	return -EINVAL;
 }
@@ -316,9 +316,9 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 			goto out;
 	}
 	if (!any_run) {
-		char q[TALLY_EXCERPT_SIZE];
+		char q[JOB_QPATH_SIZE];
 		ret = tally_seterr(-EINVAL, "'%s' has no 'run' line: nothing to do (e.g. 'run sleeptest 1')",
-				   tally_excerpt(q, c->path));
+				   job_qpath_buf(q, c->path));
 	}
 out:
 	free(a.names);
@@ -340,10 +340,10 @@ int tally_job_control_read(struct tally_job_control *c, const char *path)
 		return r;
 	}
 	if (memchr(sb.buf, '\0', sb.len)) {
-		char q[TALLY_EXCERPT_SIZE];
+		char q[JOB_QPATH_SIZE];
 		strbuf_release(&sb);
 		c->path = xstrdup(path);
-		return tally_seterr(-EINVAL, "'%s' holds NUL bytes: it is not a control file", tally_excerpt(q, path));
+		return tally_seterr(-EINVAL, "'%s' holds NUL bytes: it is not a control file", job_qpath_buf(q, path));
 	}
 	r = tally_job_control_parse(c, path, sb.buf ? sb.buf : "");
 	strbuf_release(&sb);

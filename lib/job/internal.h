@@ -109,6 +109,11 @@ int job_dir_check(const char *path, unsigned create_mode, enum job_dir_trust tru
 int job_file_check(const char *path, enum job_dir_trust trust);
 /* path quoted whole for an error message (escaped, at most 400 bytes), in sb. */
 const char *job_qpath(struct strbuf *sb, const char *path);
+/* The same into out (JOB_QPATH_SIZE bytes), as tally_excerpt is used:
+ *   char q[JOB_QPATH_SIZE];
+ *   tally_seterr(-e, "cannot write '%s': %s", job_qpath_buf(q, path), ...); */
+#define JOB_QPATH_SIZE (400 * 4 + 4)
+const char *job_qpath_buf(char *out, const char *path);
 
 /* ---- a killed job's leftovers (proc.c) ---- */
 

@@ -180,8 +180,8 @@ static int at_line(struct tally_job *j, unsigned line, int r)
 {
 	char msg[1024];
 	snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(r, "'%s' line %u: %s", tally_excerpt(q, j->ctl.path), line, msg);
+	char q[JOB_QPATH_SIZE];
+	return tally_seterr(r, "'%s' line %u: %s", job_qpath_buf(q, j->ctl.path), line, msg);
 }
 
 /* cmd's files are named after its command: cmd-vmstat */
@@ -224,6 +224,43 @@ static char *default_results(const char *control)
 	else
 		strbuf_add(&sb, b, len);
 	return strbuf_detach(&sb);
+}
+
+/* ---- room for the last status.json ---- */
+
+/* Room kept beside status.json while the job runs, given up for the last
+ * status.json when the disk is full (a test filled it): the job never ends
+ * with its status.json saying RUNNING for want of a few kilobytes. */
+#define RESERVE_NAME ".status-reserve"
+#define RESERVE_SIZE (1 << 20)
+
+static void reserve_path(const char *dir, struct strbuf *sb)
+{
+	strbuf_addf(sb, "%s/" RESERVE_NAME, dir);
+}
+
+/* The room beside status.json (in dir) given back: 0, or -ENOENT when there
+ * was none. */
+static int reserve_release(const char *dir)
+{
+	struct strbuf sb = STRBUF_INIT;
+	reserve_path(dir, &sb);
+	int r = unlink(sb.buf) < 0 ? -errno : 0;
+	strbuf_release(&sb);
+	return r;
+}
+
+/* The room made (best effort: without it, the job runs as it would). */
+static void reserve_make(const char *dir)
+{
+	struct strbuf sb = STRBUF_INIT;
+	reserve_path(dir, &sb);
+	int fd = open(sb.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 && posix_fallocate(fd, 0, RESERVE_SIZE) != 0)
+		unlink(sb.buf);
+	if (fd >= 0)
+		close(fd);
+	strbuf_release(&sb);
 }
 
 /* ---- a job that died ---- */
@@ -316,6 +353,7 @@ static int mark_dead(const char *dir, const char *why)
 {
 	struct strbuf path = STRBUF_INIT, sb = STRBUF_INIT, out = STRBUF_INIT;
 	strbuf_addf(&path, "%s/status.json", dir);
+	reserve_release(dir); /* the job is over: its room is for this write */
 	size_t v0, v1;
 	int ret = tally_read_regular(&sb, AT_FDCWD, path.buf, 0, 1ULL << 28);
 	if (!ret && sb.buf && json_top_status(sb.buf, sb.len, &v0, &v1) && v1 - v0 == 9 && !memcmp(sb.buf + v0, "\"RUNNING\"", 9)) {
@@ -406,6 +444,7 @@ static int make_results(struct tally_job *j)
 		ret = tally_seterr(-errno, "cannot lock the results directory '%s': %s", job_qpath(&q, j->results), strerror(errno));
 		goto out;
 	}
+	reserve_make(path.buf);
 	j->absresults = strbuf_detach(&path);
 out:
 	free(parent);
@@ -539,24 +578,33 @@ fail:
  * (a sync costs milliseconds here); the job's last status.json is synced. */
 static int write_status_file(const char *path, const char *data, size_t len, bool sync)
 {
-	if (sync)
-		return tally_write_file_atomic_mode(path, data, len, 0644);
+	if (sync) {
+		/* the job's last status.json: on a full disk, with the room kept */
+		int r = tally_write_file_atomic_mode(path, data, len, 0644);
+		if ((r == -ENOSPC || r == -EDQUOT)) {
+			char *dir = tally_dirname(path);
+			if (!reserve_release(dir))
+				r = tally_write_file_atomic_mode(path, data, len, 0644);
+			free(dir);
+		}
+		return r;
+	}
 	struct strbuf tmp = STRBUF_INIT;
 	strbuf_addf(&tmp, "%s.tmp-XXXXXX", path);
 	int fd = mkostemp(tmp.buf, O_CLOEXEC);
 	int ret = 0;
 	if (fd < 0 || fchmod(fd, 0644) < 0 || tally_write_all(fd, data, len) < 0) {
 		int e = errno;
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-e, "cannot write '%s': %s", tally_excerpt(q, path), strerror(e));
+		char q[JOB_QPATH_SIZE];
+		ret = tally_seterr(-e, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(e));
 	}
 	if (fd >= 0 && close(fd) < 0 && !ret) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+		char q[JOB_QPATH_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(errno));
 	}
 	if (!ret && rename(tmp.buf, path) < 0) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-errno, "cannot write '%s': %s", tally_excerpt(q, path), strerror(errno));
+		char q[JOB_QPATH_SIZE];
+		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(errno));
 	}
 	if (ret && fd >= 0)
 		unlink(tmp.buf);
@@ -830,15 +878,15 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	int ret = 0, outfd = -1;
 	strbuf_addf(&dir, "%s/%s", j->absresults, s->tag);
 	if (mkdir(dir.buf, 0755) < 0) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, dir.buf), strerror(errno));
+		char q[JOB_QPATH_SIZE];
+		ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, dir.buf), strerror(errno));
 		goto out;
 	}
 	strbuf_addf(&path, "%s/output", dir.buf);
 	outfd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (outfd < 0) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-errno, "cannot create '%s': %s", tally_excerpt(q, path.buf), strerror(errno));
+		char q[JOB_QPATH_SIZE];
+		ret = tally_seterr(-errno, "cannot create '%s': %s", job_qpath_buf(q, path.buf), strerror(errno));
 		goto out;
 	}
 	/* the record status.json tells, kept by the job from here on */
@@ -869,8 +917,8 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 		struct strbuf pd = STRBUF_INIT;
 		if (it->profiled) {
 			if (!profiled_any && mkdir(prof.buf, 0755) < 0) {
-				char q[TALLY_EXCERPT_SIZE];
-				ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, prof.buf), strerror(errno));
+				char q[JOB_QPATH_SIZE];
+				ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, prof.buf), strerror(errno));
 				break;
 			}
 			profiled_any = true;
@@ -878,8 +926,8 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 			if (only && total > 1) {
 				strbuf_addf(&pd, "/iteration.%u", k);
 				if (mkdir(pd.buf, 0755) < 0) {
-					char q[TALLY_EXCERPT_SIZE];
-					ret = tally_seterr(-errno, "cannot make '%s': %s", tally_excerpt(q, pd.buf), strerror(errno));
+					char q[JOB_QPATH_SIZE];
+					ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, pd.buf), strerror(errno));
 					strbuf_release(&pd);
 					break;
 				}
@@ -1029,6 +1077,7 @@ int tally_job_run(struct tally_job *j)
 	int w = write_status_json(j, true);
 	if (!ret)
 		ret = w;
+	reserve_release(j->absresults);
 out:
 	/* nothing it started is left running, whatever happened */
 	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);

@@ -509,8 +509,8 @@ int job_mkdirs(const char *path, unsigned mode)
 			*s = 0;
 			if (mkdir(p, mode) < 0 && errno != EEXIST) {
 				int e = errno;
-				char q[TALLY_EXCERPT_SIZE];
-				ret = tally_seterr(-e, "cannot make the directory '%s': %s", tally_excerpt(q, p), strerror(e));
+				char q[JOB_QPATH_SIZE];
+				ret = tally_seterr(-e, "cannot make the directory '%s': %s", job_qpath_buf(q, p), strerror(e));
 				break;
 			}
 			*s = c;
@@ -521,8 +521,8 @@ int job_mkdirs(const char *path, unsigned mode)
 	if (!ret) {
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			char q[TALLY_EXCERPT_SIZE];
-			ret = tally_seterr(-ENOTDIR, "'%s' is not a directory", tally_excerpt(q, path));
+			char q[JOB_QPATH_SIZE];
+			ret = tally_seterr(-ENOTDIR, "'%s' is not a directory", job_qpath_buf(q, path));
 		}
 	}
 	free(p);
@@ -530,6 +530,15 @@ int job_mkdirs(const char *path, unsigned mode)
 }
 
 /* ---- directories that others must not be able to change ---- */
+
+const char *job_qpath_buf(char *out, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	job_qpath(&sb, path ? path : "");
+	memcpy(out, sb.buf, sb.len + 1);
+	strbuf_release(&sb);
+	return out;
+}
 
 const char *job_qpath(struct strbuf *sb, const char *path)
 {

@@ -1,6 +1,8 @@
 #!/bin/bash
 # a user's stumbles, each told right: a step that prints more than 64 KiB and
-# fails is known by its last line (a version by its first).
+# fails is known by its last line (a version by its first); a full disk
+# ends the job ERROR, its error naming the file whole, never with
+# status.json saying RUNNING.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -23,4 +25,18 @@ EOF
 	grep -Eq '^loud +7 ' list.txt || fail "the version of a plugin that prints a lot: $(grep loud list.txt)"
 }
 
+full_disk() {
+	((EUID == 0)) || skip "mounting a small tmpfs needs root"
+	mkdir small
+	mount -t tmpfs -o size=2m,mode=700 tmpfs small 2>mount.err || skip "cannot mount a tmpfs: $(cat mount.err)"
+	at_exit "umount -l '$TMP/small'"
+	printf 'run --tag fill -- sh -c "cat /dev/zero >%s/small/fill"\nrun sleeptest 0\n' "$TMP" >full.ctl
+	expect_fail_with "^tally: cannot write '$TMP/small/res/fill/status': No space left on device$" "$TALLY" job run -r small/res full.ctl
+	((LAST_RC == 1)) || fail "exit $LAST_RC"
+	[[ $(sjson small/res/status.json "s['status']") == ERROR ]] || fail "status.json after a full disk says $(sjson small/res/status.json "s['status']")"
+	sjson small/res/status.json "s['error']" | grep -q 'No space left on device' || fail "status.json's error: $(sjson small/res/status.json "s.get('error')")"
+	[[ ! -e small/res/.status-reserve ]] || fail "the room kept for status.json is left in the results"
+}
+
 subtest "a step that prints more than 64 KiB: its last line, its version's first" long_output
+subtest "a full disk: status.json ERROR, not RUNNING" full_disk
