@@ -249,6 +249,48 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 	return 0;
 }
 
+/* A line of autotest's Python control files (job.profilers.add("tally"),
+ * job.run_test(...)): the error says what to write here instead. */
+static int python_hint(const struct tally_job_control *c, unsigned line, char **w, size_t n)
+{
+	static const char *const forms[][2] = { { "job.profilers.add(", "profilers add" }, { "job.profilers.delete(", "profilers delete" } };
+	struct strbuf all = STRBUF_INIT, q = STRBUF_INIT, fix = STRBUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&all, "%s%s", i ? " " : "", w[i]);
+	strbuf_add_excerpt(&q, all.buf, all.len, 80);
+	for (size_t f = 0; f < ARRAY_SIZE(forms) && !fix.len; f++) {
+		size_t pl = strlen(forms[f][0]);
+		if (strncmp(all.buf, forms[f][0], pl) || all.buf[all.len - 1] != ')' || strchr(all.buf, '='))
+			continue;
+		/* its arguments, the quotes already gone: NAME, ARG, ... */
+		strbuf_addstr(&fix, forms[f][1]);
+		for (char *a = all.buf + pl; a < all.buf + all.len - 1;) {
+			a += strspn(a, ", ");
+			size_t len = strcspn(a, ", ");
+			if (a + len > all.buf + all.len - 1)
+				len = (size_t)(all.buf + all.len - 1 - a);
+			if (len)
+				strbuf_addf(&fix, " %.*s", (int)len, a);
+			a += len;
+		}
+	}
+	int ret;
+	if (fix.len) {
+		struct strbuf fq = STRBUF_INIT;
+		strbuf_add_excerpt(&fq, fix.buf, fix.len, 80);
+		ret = line_error(c, line, "unknown command '%s': a control file is not Python, write '%s'", q.buf, fq.buf);
+		strbuf_release(&fq);
+	} else {
+		ret = line_error(c, line,
+				 "unknown command '%s': a control file is not Python (profilers add NAME [ARGS...], profilers delete NAME, run TEST [ARGS...]; docs/job.md)",
+				 q.buf);
+	}
+	strbuf_release(&all);
+	strbuf_release(&q);
+	strbuf_release(&fix);
+	return ret;
+}
+
 int tally_job_control_parse(struct tally_job_control *c, const char *path, const char *text)
 {
 	memset(c, 0, sizeof(*c));
@@ -305,6 +347,8 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 				}
 			if (!ret)
 				s->args = tally_job_argv_dup(w + 1);
+		} else if (!strncmp(w[0], "job.", 4)) {
+			ret = python_hint(c, lineno, w, n);
 		} else {
 			char q[TALLY_EXCERPT_SIZE];
 			ret = line_error(c, lineno, "unknown command '%s' (commands: profilers add|delete|only, run, hosts)",

@@ -2,7 +2,8 @@
 # a user's stumbles, each told right: a step that prints more than 64 KiB and
 # fails is known by its last line (a version by its first); a full disk
 # ends the job ERROR, its error naming the file whole, never with
-# status.json saying RUNNING.
+# status.json saying RUNNING; autotest's Python form
+# (job.profilers.add("tally")) is told what to write.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -38,5 +39,13 @@ full_disk() {
 	[[ ! -e small/res/.status-reserve ]] || fail "the room kept for status.json is left in the results"
 }
 
+python_form() {
+	printf 'job.profilers.add("tally")\njob.run_test("sleeptest", seconds=1)\n' >py.ctl
+	expect_fail_with "^tally: 'py.ctl' line 1: unknown command 'job.profilers.add\(tally\)': a control file is not Python, write 'profilers add tally'$" \
+		"$TALLY" job run py.ctl
+	((LAST_RC == 2)) || fail "exit $LAST_RC"
+}
+
 subtest "a step that prints more than 64 KiB: its last line, its version's first" long_output
 subtest "a full disk: status.json ERROR, not RUNNING" full_disk
+subtest "autotest's Python form: what to write instead" python_form

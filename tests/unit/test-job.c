@@ -164,6 +164,12 @@ static void test_job__control_errors(void **state)
 	control_refused("profilers only\nrun sleeptest 0\n", "'profilers only' takes on or off");
 	control_refused("# nothing\n", "'t.ctl' has no 'run' line");
 	control_refused("", "'t.ctl' has no 'run' line");
+	/* autotest's Python: what to write here */
+	control_refused("job.profilers.add(\"tally\")\nrun sleeptest 0\n",
+			"'t.ctl' line 1: unknown command 'job.profilers.add(tally)': a control file is not Python, write 'profilers add tally'");
+	control_refused("job.profilers.add('tally', '-F', '99')\nrun sleeptest 0\n", "write 'profilers add tally -F 99'");
+	control_refused("run sleeptest 0\njob.profilers.delete('cmd')\n", "write 'profilers delete cmd'");
+	control_refused("job.run_test('sleeptest', seconds=1)\n", "a control file is not Python (profilers add NAME [ARGS...]");
 	/* the built-in profilers' arguments, with the rest of the file */
 	control_refused("run sleeptest 0\nprofilers add tally -F abc\n", "'t.ctl' line 2: profiler 'tally': invalid frequency -F 'abc'");
 	control_refused("profilers add tally --bogus\nrun sleeptest 0\n", "'t.ctl' line 1: profiler 'tally': option '--bogus' is unknown");
