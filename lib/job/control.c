@@ -243,9 +243,16 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 			return line_error(c, s->line, "sleeptest takes one duration in seconds (e.g. 'run sleeptest 1', '500ms')");
 	}
 	s->args = tally_job_argv_dup(w + i);
-	char *base = tag ? xstrdup(tag) : default_tag(w[i]);
-	s->tag = unique_tag(c, base);
-	free(base);
+	if (tag) {
+		/* a tag given is never renamed: the automatic ones (given at the
+		 * end of the file) step aside for it, and another run giving it
+		 * is refused */
+		for (size_t k = 0; k < c->n; k++)
+			if (c->steps[k].tag && !strcmp(c->steps[k].tag, tag))
+				return line_error(c, s->line, "tag '%s' is already given on line %u (each run's results need a tag of their own)", tag,
+						  c->steps[k].line);
+		s->tag = xstrdup(tag);
+	}
 	return 0;
 }
 
@@ -358,6 +365,16 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 		tally_job_argv_free(w);
 		if (ret)
 			goto out;
+	}
+	/* the tags not given: the test's name, unless a run has it already
+	 * (given anywhere in the file, or an earlier automatic one): .2, .3 */
+	for (size_t i = 0; i < c->n && !ret; i++) {
+		struct tally_job_step *s = &c->steps[i];
+		if (s->cmd != TALLY_JOB_RUN || s->tag)
+			continue;
+		char *base = default_tag(s->args[0]);
+		s->tag = unique_tag(c, base);
+		free(base);
 	}
 	if (!any_run) {
 		char q[JOB_QPATH_SIZE];

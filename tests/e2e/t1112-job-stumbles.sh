@@ -3,7 +3,9 @@
 # fails is known by its last line (a version by its first); a full disk
 # ends the job ERROR, its error naming the file whole, never with
 # status.json saying RUNNING; autotest's Python form
-# (job.profilers.add("tally")) is told what to write.
+# (job.profilers.add("tally")) is told what to write; a --tag given is
+# never renamed (an automatic tag steps aside, a second --tag of the same
+# name is refused).
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -46,6 +48,17 @@ python_form() {
 	((LAST_RC == 2)) || fail "exit $LAST_RC"
 }
 
+tags() {
+	printf 'run sleeptest 0\nrun sleeptest 0\nrun --tag sleeptest.2 -- true\n' >tg.ctl
+	job_ok tg.ctl
+	[[ $(sjson results/tg/status.json "[(t['tag'], t['line']) for t in s['tests']]") == '[["sleeptest", 1], ["sleeptest.3", 2], ["sleeptest.2", 3]]' ]] ||
+		fail "tags: $(sjson results/tg/status.json "[(t['tag'], t['line']) for t in s['tests']]")"
+	[[ -d results/tg/sleeptest.2 && -d results/tg/sleeptest.3 ]] || fail "$(ls results/tg)"
+	printf 'run --tag a sleeptest 0\nrun --tag a -- true\n' >tg2.ctl
+	expect_fail_with "^tally: 'tg2.ctl' line 2: tag 'a' is already given on line 1 \(each run's results need a tag of their own\)$" "$TALLY" job run tg2.ctl
+}
+
 subtest "a step that prints more than 64 KiB: its last line, its version's first" long_output
 subtest "a full disk: status.json ERROR, not RUNNING" full_disk
 subtest "autotest's Python form: what to write instead" python_form
+subtest "a --tag given is never renamed" tags

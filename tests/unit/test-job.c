@@ -104,10 +104,9 @@ static void test_job__control_parse(void **state)
 			   "profilers only on\n"
 			   "run --iterations 3 --tag=build --timeout 2m -- make -j2\n"
 			   "profilers delete cmd\n"
-			   "run -- /usr/bin/true\n"
-			   "run --tag build -- x\n";
+			   "run -- /usr/bin/true\n";
 	assert_int_equal(tally_job_control_parse(&c, "t.ctl", text), 0);
-	assert_int_equal(c.n, 9);
+	assert_int_equal(c.n, 8);
 	assert_int_equal(c.steps[0].cmd, TALLY_JOB_ADD);
 	assert_int_equal(c.steps[0].line, 2);
 	assert_string_equal(c.steps[0].name, "tally");
@@ -129,7 +128,23 @@ static void test_job__control_parse(void **state)
 	assert_string_equal(c.steps[5].args[0], "make");
 	assert_int_equal(c.steps[6].cmd, TALLY_JOB_DELETE);
 	assert_string_equal(c.steps[7].tag, "true");
-	assert_string_equal(c.steps[8].tag, "build.2");
+	tally_job_control_release(&c);
+
+	/* a tag given is never renamed: automatic ones step aside for it,
+	 * wherever it is given */
+	assert_int_equal(tally_job_control_parse(&c, "t.ctl",
+						 "run sleeptest 0\nrun sleeptest 0\nrun --tag sleeptest.2 sleeptest 0\nrun --tag x sleeptest 0\n"
+						 "run sleeptest 0\n"),
+			 0);
+	assert_string_equal(c.steps[0].tag, "sleeptest");
+	assert_string_equal(c.steps[1].tag, "sleeptest.3");
+	assert_string_equal(c.steps[2].tag, "sleeptest.2");
+	assert_string_equal(c.steps[3].tag, "x");
+	assert_string_equal(c.steps[4].tag, "sleeptest.4");
+	tally_job_control_release(&c);
+	assert_int_equal(tally_job_control_parse(&c, "t.ctl", "run sleeptest 0\nrun --tag sleeptest sleeptest 1\n"), 0);
+	assert_string_equal(c.steps[0].tag, "sleeptest.2");
+	assert_string_equal(c.steps[1].tag, "sleeptest");
 	tally_job_control_release(&c);
 
 	/* a default tag is a safe directory name; reserved names get a suffix */
@@ -164,6 +179,7 @@ static void test_job__control_errors(void **state)
 	control_refused("profilers only\nrun sleeptest 0\n", "'profilers only' takes on or off");
 	control_refused("# nothing\n", "'t.ctl' has no 'run' line");
 	control_refused("", "'t.ctl' has no 'run' line");
+	control_refused("run --tag b sleeptest 0\nrun --tag=b -- true\n", "'t.ctl' line 2: tag 'b' is already given on line 1");
 	/* autotest's Python: what to write here */
 	control_refused("job.profilers.add(\"tally\")\nrun sleeptest 0\n",
 			"'t.ctl' line 1: unknown command 'job.profilers.add(tally)': a control file is not Python, write 'profilers add tally'");
