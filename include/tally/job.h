@@ -63,8 +63,8 @@ struct tally_job_control {
 /* Parses a control file's text: one command a line, '#' comments, words as
  * tally_job_split. Checks what can be checked without the profilers path: the
  * commands and their options, built-in tests and profilers and their
- * arguments, profiler
- * names (letters, digits, '_', '-', '.'; not starting with '.'), deleting a
+ * arguments, profiler names (letters, digits, '_', '-', '.'; not starting
+ * with '.'), deleting a
  * profiler that is not added, adding one twice (cmd excepted), a file without
  * any run. Tags not given are made unique (.2, .3), stepping aside for the
  * tags given; a tag given twice is refused. 0, or -EINVAL with

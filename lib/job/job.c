@@ -957,7 +957,8 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	strbuf_addch(&st, '\n');
 	t->profiling = !nact ? "none" : !profiled_any ? "not run" : t->errtext.len ? "incomplete" : "complete";
 	if (nact && !profiled_any)
-		strbuf_addstr(&st, "profiling not run: the test failed before its profiled iteration\n");
+		strbuf_addf(&st, "profiling not run: the test %s before its profiled iteration\n",
+			    j->interrupted ? "was interrupted" : "failed");
 	else if (nact)
 		strbuf_addf(&st, "profiling %s%s%s\n", t->profiling, t->errtext.len ? ": " : "", t->errtext.len ? t->errtext.buf : "");
 	strbuf_reset(&path);

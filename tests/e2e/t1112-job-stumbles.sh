@@ -5,7 +5,8 @@
 # status.json saying RUNNING; autotest's Python form
 # (job.profilers.add("tally")) is told what to write; a --tag given is
 # never renamed (an automatic tag steps aside, a second --tag of the same
-# name is refused).
+# name is refused); a test interrupted before its profiled iteration says
+# interrupted, not failed.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -58,7 +59,21 @@ tags() {
 	expect_fail_with "^tally: 'tg2.ctl' line 2: tag 'a' is already given on line 1 \(each run's results need a tag of their own\)$" "$TALLY" job run tg2.ctl
 }
 
+interrupted_unprofiled() {
+	printf 'profilers add cmd true\nrun --tag t -- sh -c "echo started; exec sleep 1000.1112"\n' >iu.ctl
+	"$TALLY" job run iu.ctl >iu.out 2>iu.err </dev/null &
+	local pid=$! rc=0
+	track_pid $pid
+	wait_for_line results/iu/t/output '^started$' 30
+	kill -INT $pid
+	wait $pid || rc=$?
+	((rc == 130)) || fail "exit $rc: $(cat iu.err)"
+	grep -qx 'profiling not run: the test was interrupted before its profiled iteration' results/iu/t/status ||
+		fail "status: $(cat results/iu/t/status)"
+}
+
 subtest "a step that prints more than 64 KiB: its last line, its version's first" long_output
 subtest "a full disk: status.json ERROR, not RUNNING" full_disk
 subtest "autotest's Python form: what to write instead" python_form
 subtest "a --tag given is never renamed" tags
+subtest "interrupted before its profiled iteration: says interrupted" interrupted_unprofiled
