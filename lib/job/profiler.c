@@ -327,7 +327,10 @@ const char *tally_profiler_version(struct tally_profiler *p)
 			     p->name, p->where);
 		return NULL;
 	}
-	p->version = xstrndup(s, len);
+	/* printed on terminals and kept in .setup-version: escaped, bounded */
+	struct strbuf v = STRBUF_INIT;
+	strbuf_add_excerpt(&v, s, len, 100);
+	p->version = strbuf_detach(&v);
 	strbuf_release(&out);
 	return p->version;
 }

@@ -6,7 +6,8 @@
 # (job.profilers.add("tally")) is told what to write; a --tag given is
 # never renamed (an automatic tag steps aside, a second --tag of the same
 # name is refused); a test interrupted before its profiled iteration says
-# interrupted, not failed.
+# interrupted, not failed; a plugin's version with escape sequences reaches
+# no terminal raw.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/lib-job.sh"
 
@@ -72,8 +73,21 @@ interrupted_unprofiled() {
 		fail "status: $(cat results/iu/t/status)"
 }
 
+version_escaped() {
+	mkdir -p plugins/esc
+	printf '#!/bin/sh\n[ "$1" = version ] && printf "1\\033]0;owned\\007\\033[2J\\n"\nexit 0\n' >plugins/esc/profiler
+	chmod +x plugins/esc/profiler
+	printf 'profilers add esc\nrun sleeptest 0\n' >esc.ctl
+	job_ok esc.ctl --profilers-path "$TMP/plugins"
+	! grep -q $'\033' job.out || fail "a plugin's version reached the terminal raw: $(cat -v job.out)"
+	grep -qF 'SETUP esc 1\x1b]0;owned\x07\x1b[2J (' job.out || fail "the SETUP line: $(cat -v job.out)"
+	"$TALLY" job profilers --profilers-path "$TMP/plugins" >esc.txt
+	! grep -q $'\033' esc.txt || fail "job profilers printed a plugin's version raw: $(cat -v esc.txt)"
+}
+
 subtest "a step that prints more than 64 KiB: its last line, its version's first" long_output
 subtest "a full disk: status.json ERROR, not RUNNING" full_disk
 subtest "autotest's Python form: what to write instead" python_form
 subtest "a --tag given is never renamed" tags
 subtest "interrupted before its profiled iteration: says interrupted" interrupted_unprofiled
+subtest "a plugin's version is printed escaped" version_escaped
