@@ -27,8 +27,9 @@ static int remote_handle(void *ctx, int code, const char *arg)
 		o->hosts[o->nhosts++] = (char *)arg;
 		break;
 	case OPT_ROOT:
-		if (arg[0] != '/')
-			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
+		if (arg[0] != '/' && strncmp(arg, "~/", 2))
+			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts, or one under '~/' (the user's home there)",
+					    arg);
 		o->root = arg;
 		break;
 	}
@@ -38,7 +39,7 @@ static int remote_handle(void *ctx, int code, const char *arg)
 static const struct tally_option remote_options[] = {
 	{ 0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST },
 	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
-	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT "; one\ndirectory per version under it, private to the user)", OPT_ROOT },
+	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT ",\nunder the ssh user's home there; one directory per version under\nit, private to the user)", OPT_ROOT },
 	TALLY_OPTION_END,
 };
 const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options, remote_handle };

@@ -15,13 +15,15 @@
 
 #include "tally/util.h"
 
-/* The default private directory on a host: ROOT/VERSION. */
-#define TALLY_REMOTE_ROOT "/tmp/tally-profilers"
+/* The default root on a host, under the ssh user's home there (a "~/" that
+ * begins a remote word is the remote shell's): a directory no other user can
+ * make first. Its private directory of this version is ROOT/VERSION. */
+#define TALLY_REMOTE_ROOT "~/.cache/tally-profilers"
 
 struct tally_remote {
 	const char *host;    /* as ssh takes it: NAME, user@NAME, an alias */
 	const char *ssh;     /* the ssh command line: TALLY_SSH, else "ssh -o BatchMode=yes" */
-	const char *root;    /* TALLY_REMOTE_ROOT unless set */
+	const char *root;    /* TALLY_REMOTE_ROOT unless set: absolute, or "~/..." (the user's home there) */
 	double timeout;      /* seconds a command may take (0: 60) */
 	/* A private directory (0700) for ssh's connection sharing: set, every
 	 * command after the first reuses one connection to the host (ssh -o
@@ -34,7 +36,8 @@ void tally_sh_quote(struct strbuf *out, const char *s);
 
 /* The local argv that runs the remote command words on r->host (NULL-terminated,
  * the caller frees it with tally_remote_argv_free): /bin/sh -c 'SSH "$@"' with
- * the arguments "--", the host and the quoted command. */
+ * the arguments "--", the host and the quoted command. A word that begins
+ * with "~/" keeps that tilde unquoted: the ssh user's home on the host. */
 char **tally_remote_argv(const struct tally_remote *r, char *const words[]);
 void tally_remote_argv_free(char **argv);
 /* Ends the shared connection to the host, if any (ssh -O exit). */
@@ -60,8 +63,12 @@ struct tally_remote_facts {
 void tally_remote_facts_release(struct tally_remote_facts *f);
 
 /* One ssh round trip: architecture, boot id, clock, and the tally under the
- * host's private directory, if any. 0, or -errno with tally_seterr naming the
- * host and why (unreachable: ssh's own message). */
+ * host's private directory, if any. The root is checked first, every
+ * component of it (none a link; the root and what is under it the user's and
+ * writable by no one else; the directories above it the user's or root's, and
+ * writable by others only when sticky): nothing under it runs before. 0, or
+ * -errno with tally_seterr naming the host and why (unreachable: ssh's own
+ * message; -EPERM: the root is not private, naming the component). */
 int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f);
 
 /* The probe's answer (out: what the host printed, changed in place) into *f:
@@ -80,7 +87,8 @@ char *tally_remote_dir(const struct tally_remote *r);
  * loaded, with their loader, so a host without them runs it) under the host's
  * private directory unless a working one of the same version is there;
  * *installed says whether it copied. The directory and ROOT are the user's
- * own, mode 0700, never through a link (checked on the host). 0, or -errno
+ * own, mode 0700, never through a link (checked on the host as the probe
+ * does, before and after what is missing is made). 0, or -errno
  * with tally_seterr naming the host and the reason (another architecture, a
  * ROOT that is not the user's, the installed copy does not run). */
 int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes);

@@ -26,6 +26,7 @@ struct host {
 	char *tally;       /* the installed tally on the host */
 	char *agentdir;    /* the agent's private directory there */
 	char *boot_id;
+	bool agent;        /* its install checked and its agent started: only then is anything under the root run */
 	bool lost;
 	bool running;      /* profilers started and not yet stopped */
 	int (*fn)(struct host *h); /* the work of the round at hand */
@@ -134,6 +135,7 @@ static int host_begin(struct host *h)
 	} else if (!r) {
 		char *sp = strchr(out.buf + 6, ' ');
 		set_str(&h->boot_id, sp ? sp + 1 : "-");
+		h->agent = true;
 	}
 	strbuf_release(&out);
 	return r;
@@ -267,6 +269,10 @@ static int host_stop(struct host *h)
 
 static int host_quit(struct host *h)
 {
+	/* a host whose root was never checked (refused, unreachable): nothing
+	 * under it is run, not even to say quit */
+	if (!h->agent)
+		return 0;
 	char *req[] = { "quit", NULL };
 	struct strbuf a = STRBUF_INIT;
 	ask(h, req, &a);

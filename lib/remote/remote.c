@@ -70,7 +70,14 @@ char **tally_remote_argv(const struct tally_remote *r, char *const words[])
 	for (size_t i = 0; words[i]; i++) {
 		if (i)
 			strbuf_addch(&remote, ' ');
-		tally_sh_quote(&remote, words[i]);
+		/* "~/..." is the ssh user's home on the host: the tilde alone is
+		 * left to the remote shell, the rest quoted as any word */
+		if (words[i][0] == '~' && words[i][1] == '/') {
+			strbuf_addstr(&remote, "~/");
+			tally_sh_quote(&remote, words[i] + 2);
+		} else {
+			tally_sh_quote(&remote, words[i]);
+		}
 	}
 	char **argv = xcalloc(8, sizeof(char *));
 	argv[0] = xstrdup("/bin/sh");
@@ -302,11 +309,25 @@ static int run_failed(const struct tally_remote *r, const char *doing, int statu
 			    q[0] ? "'" : "");
 }
 
+static const char *root_of(const struct tally_remote *r)
+{
+	return r->root && *r->root ? r->root : TALLY_REMOTE_ROOT;
+}
+
 char *tally_remote_dir(const struct tally_remote *r)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s/%s", r->root && *r->root ? r->root : TALLY_REMOTE_ROOT, TALLY_VERSION);
+	strbuf_addf(&sb, "%s/%s", root_of(r), TALLY_VERSION);
 	return strbuf_detach(&sb);
+}
+
+/* The root check's refusal (exit 3 of a script, its line on stderr). */
+static int root_refused(const struct tally_remote *r, const struct strbuf *err)
+{
+	char q[LAST_LINE_SIZE];
+	last_line(err, q);
+	return tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)", r->host,
+			    q[0] ? q : "its root is not private");
 }
 
 void tally_remote_facts_release(struct tally_remote_facts *f)
@@ -317,11 +338,36 @@ void tally_remote_facts_release(struct tally_remote_facts *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* The probe's script: its arguments are data ($1: the private directory). */
-static const char probe_sh[] = "uname -m; "
+/* The check of the private directory, for the probe's and the install's
+ * scripts: $1 ROOT, $2 ROOT/VERSION. Nothing under ROOT runs, and nothing
+ * there is trusted, before every component of the path is seen (find -printf
+ * reads each without following it): none a symbolic link; ROOT, ROOT/VERSION
+ * and what the install put there owned by the ssh user and writable by no one
+ * else; every directory above ROOT owned by the user or by root, and writable
+ * by no one else unless sticky (/tmp: others cannot rename or remove what is
+ * the user's there). A component that does not exist yet is nothing to trust.
+ * A failure: one line "'PATH' WHY" on stderr and exit 3. */
+#define ROOT_CHECK_SH \
+	"bad() { printf \"'%s' %s\\n\" \"$1\" \"$2\" >&2; exit 3; }; " \
+	"c() { [ -e \"$1\" ] || [ -L \"$1\" ] || return 0; " \
+	"s=$(find \"$1\" -maxdepth 0 -printf '%y %U %m') && [ -n \"$s\" ] || bad \"$1\" 'cannot be examined'; " \
+	"set -- \"$1\" \"$2\" $s; " \
+	"[ \"$3\" != l ] || bad \"$1\" 'is a symbolic link'; " \
+	"[ \"$4\" = \"$u\" ] || { [ \"$2\" = 0 ] && [ \"$4\" = 0 ]; } || bad \"$1\" 'belongs to another user'; " \
+	"[ $((0$5 & 022)) = 0 ] || { [ \"$2\" = 0 ] && [ $((0$5 & 01000)) != 0 ]; } || " \
+	"bad \"$1\" 'is writable by other users (group or others may write there)'; }; " \
+	"chk() { u=$(id -u) || exit 3; case $1 in /*) ;; *) bad \"$1\" 'is not an absolute path'; esac; " \
+	"p=$1; while [ \"$p\" != / ] && [ \"$p\" != . ]; do p=$(dirname -- \"$p\"); c \"$p\" 0; done; " \
+	"for f in \"$1\" \"$2\" \"$2/tally\" \"$2/tally.bin\" \"$2/lib\"; do c \"$f\" 1; done; }; "
+
+/* The probe's script: its arguments are data ($1 the root, $2 the private
+ * directory). tally there is run only once the root is checked. */
+static const char probe_sh[] = ROOT_CHECK_SH
+			       "chk \"$1\" \"$2\"; "
+			       "uname -m; "
 			       "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
 			       "date +%s.%N; "
-			       "if [ -x \"$1/tally\" ] && [ ! -L \"$1\" ]; then \"$1/tally\" --version 2>/dev/null | head -n 1; fi; "
+			       "if [ -x \"$2/tally\" ]; then \"$2/tally\" --version 2>/dev/null | head -n 1; fi; "
 			       "echo end";
 
 static char *next_line(char **cur)
@@ -405,14 +451,16 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 {
 	memset(f, 0, sizeof(*f));
 	char *dir = tally_remote_dir(r);
-	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", dir, NULL };
+	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", (char *)root_of(r), dir, NULL };
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	int status;
 	double t0 = wall(), m0 = mono();
 	int ret = tally_remote_run(r, words, NULL, 0, &out, 1 << 16, &err, &status);
 	double m1 = mono();
 	free(dir);
-	if (!ret && status)
+	if (!ret && status == 3)
+		ret = root_refused(r, &err);
+	else if (!ret && status)
 		ret = run_failed(r, "the probe", status, &err);
 	if (!ret)
 		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0, f);
@@ -562,13 +610,14 @@ static int make_bundle(struct strbuf *out)
 }
 
 /* The install's script: $1 the root, $2 its directory for this version. The
- * root is the user's own and private, never a link; the copy lands whole or
- * not at all (unpacked beside, then renamed over an outdated one). */
-static const char install_sh[] =
+ * root is checked before and after it is made (what is missing of it made
+ * 0700), then it is the user's own and private; the copy lands whole or not
+ * at all (unpacked beside, then renamed over an outdated one). */
+static const char install_sh[] = ROOT_CHECK_SH
 	"umask 077; "
-	"if [ -L \"$1\" ]; then echo \"'$1' is a symbolic link\" >&2; exit 3; fi; "
-	"[ -d \"$1\" ] || mkdir -m 700 \"$1\" || exit 3; "
-	"if [ -L \"$1\" ] || [ ! -O \"$1\" ]; then echo \"'$1' belongs to another user\" >&2; exit 3; fi; "
+	"chk \"$1\" \"$2\"; "
+	"[ -d \"$1\" ] || mkdir -p -m 700 -- \"$1\" || exit 3; "
+	"chk \"$1\" \"$2\"; "
 	"chmod 700 \"$1\" || exit 3; "
 	"t=$(mktemp -d \"$1/.install.XXXXXX\") || exit 3; "
 	"if ! tar -x -f - -C \"$t\"; then rm -rf \"$t\"; exit 4; fi; "
@@ -599,16 +648,12 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 		ret = make_bundle(&bundle);
 		if (!ret) {
 			char *dir = tally_remote_dir(r);
-			char *words[] = { "sh", "-c", (char *)install_sh, "sh",
-					  (char *)(r->root && *r->root ? r->root : TALLY_REMOTE_ROOT), dir, NULL };
+			char *words[] = { "sh", "-c", (char *)install_sh, "sh", (char *)root_of(r), dir, NULL };
 			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 			int status;
 			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
 			if (!ret && status == 3) {
-				char q[LAST_LINE_SIZE];
-				last_line(&err, q);
-				ret = tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)",
-						   r->host, q);
+				ret = root_refused(r, &err);
 			} else if (!ret && status) {
 				ret = run_failed(r, "installing tally", status, &err);
 			} else if (!ret) {

@@ -11,7 +11,9 @@
 
 make_hosts 2
 ver=$("$TALLY" --version)
-dir=/tmp/tally-profilers/${ver#tally }
+# the default root: under the ssh user's home on the host
+root="~/.cache/tally-profilers"
+dir=$root/${ver#tally }
 
 first() {
 	tally_ok job hosts --host h1 --host h2
@@ -20,7 +22,7 @@ first() {
 		# it runs there, with what it brought (the host's own /tmp)
 		got=$(host_sh "$h" "$dir/tally --version") || fail "$h: the installed tally does not run"
 		[[ $got == "$ver" ]] || fail "$h: the installed tally says '$got', this one '$ver'"
-		mode=$(host_sh "$h" "stat -c '%a %U' /tmp/tally-profilers $dir")
+		mode=$(host_sh "$h" "stat -c '%a %U' $root $dir")
 		[[ $mode == $'700 root\n700 root' ]] || fail "$h: the private directories are '$mode', not 700 and the user's"
 	done
 	# each host has its own /tmp: nothing of this leaked here
