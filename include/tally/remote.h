@@ -101,8 +101,12 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes);
 
 /* The extraction of a tar stream (a pull) into ldir, with the checks above;
- * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match.
- * Exposed for the unit tests. */
+ * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match: at
+ * most TALLY_PULL_MAX_FILES lines, each name once, parsed once (a pull costs
+ * n log n in its files, whatever a host sends). A member whose declared size
+ * is not its listed one is refused before anything is written for it; a
+ * member refused while it is written is removed. Exposed for the unit tests. */
+#define TALLY_PULL_MAX_FILES 100000
 int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
 		       size_t *files, uint64_t *bytes);
 

@@ -682,19 +682,72 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 
 /* ---- pull ---- */
 
-/* size of name in the listing "SIZE NAME\n...", or -1 */
-static long long listed_size(const char *sizes, const char *name)
+/* The host's listing "SIZE NAME\n..." of a pull, parsed once: its names
+ * sorted, each looked up by a binary search (a pull of n files costs n log n,
+ * whatever the host sends), each marked when it came. */
+struct listing {
+	struct lent {
+		const char *name; /* into the listing's text */
+		size_t len;
+		long long size;
+		bool came;
+	} *v;
+	size_t n;
+};
+
+static int lent_cmp(const void *a, const void *b)
 {
-	size_t nl = strlen(name);
-	for (const char *p = sizes; p && *p;) {
+	const struct lent *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	return c ? c : x->len < y->len ? -1 : x->len > y->len;
+}
+
+static int listing_parse(struct listing *L, const char *sizes, const char *what)
+{
+	memset(L, 0, sizeof(*L));
+	size_t lines = 0;
+	for (const char *p = sizes; *p; p++)
+		lines += *p == '\n';
+	if (lines > TALLY_PULL_MAX_FILES)
+		return tally_seterr(-EFBIG, "%s: its listing has more than %d files (refused before any is read)", what,
+				    TALLY_PULL_MAX_FILES);
+	L->v = xcalloc(lines + 1, sizeof(*L->v));
+	char q[TALLY_EXCERPT_SIZE];
+	for (const char *p = sizes; *p;) {
 		const char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		const char *sp = memchr(p, ' ', len);
-		if (sp && (size_t)(p + len - (sp + 1)) == nl && !memcmp(sp + 1, name, nl))
-			return strtoll(p, NULL, 10);
-		p = e ? e + 1 : p + len;
+		size_t num = 0;
+		while (num < len && p[num] >= '0' && p[num] <= '9')
+			num++;
+		struct lent *l = &L->v[L->n];
+		if (!num || num > 18 || num + 1 >= len || p[num] != ' ' || !e) {
+			char *line = xstrndup(p, len);
+			int r = tally_seterr(-EPROTO, "%s: its listing has a line that is not 'SIZE NAME': '%s'", what,
+					     tally_excerpt(q, line));
+			free(line);
+			return r;
+		}
+		l->size = strtoll(p, NULL, 10);
+		l->name = p + num + 1;
+		l->len = len - num - 1;
+		L->n++;
+		p = e + 1;
 	}
-	return -1;
+	qsort(L->v, L->n, sizeof(*L->v), lent_cmp);
+	for (size_t i = 1; i < L->n; i++)
+		if (!lent_cmp(&L->v[i - 1], &L->v[i])) {
+			char *name = xstrndup(L->v[i].name, L->v[i].len);
+			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what, tally_excerpt(q, name));
+			free(name);
+			return r;
+		}
+	return 0;
+}
+
+static struct lent *listing_find(const struct listing *L, const char *name)
+{
+	struct lent key = { .name = name, .len = strlen(name) };
+	return L->n ? bsearch(&key, L->v, L->n, sizeof(*L->v), lent_cmp) : NULL;
 }
 
 static int mkdirs(const char *base, const char *rel)
@@ -731,11 +784,18 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 {
 	*files = 0;
 	*bytes = 0;
-	if (mkdir(ldir, 0700) < 0 && errno != EEXIST)
+	struct listing L = { 0 };
+	int ret = sizes ? listing_parse(&L, sizes, what) : 0;
+	if (ret) {
+		free(L.v);
+		return ret;
+	}
+	if (mkdir(ldir, 0700) < 0 && errno != EEXIST) {
+		free(L.v);
 		return tally_seterr(-errno, "cannot create '%s': %s", ldir, strerror(errno));
+	}
 	struct archive *a = archive_read_new();
 	archive_read_support_format_tar(a);
-	int ret = 0;
 	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK)
 		ret = tally_seterr(-EIO, "%s: not a tar stream: %s", what, archive_error_string(a));
 	struct archive_entry *e;
@@ -777,15 +837,28 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					   tally_excerpt(q, n),
 					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
 		} else {
-			long long want = sizes ? listed_size(sizes, n) : (long long)archive_entry_size(e);
-			int fd = -1;
-			if (want < 0) {
-				/* checked before anything is created for it */
+			/* what the stream declares, checked against the listing before
+			 * anything is created for it: a member is never larger than
+			 * the host said (a sparse one is all holes here) */
+			struct lent *l = sizes ? listing_find(&L, n) : NULL;
+			long long declared = archive_entry_size_is_set(e) ? (long long)archive_entry_size(e) : -1;
+			long long want = sizes ? (l ? l->size : -1) : declared;
+			int fd = -1, dfd = -1;
+			const char *base = n;
+			if (sizes && !l) {
 				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
 						   tally_excerpt(q, n));
+			} else if (l && l->came) {
+				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what, tally_excerpt(q, n));
+			} else if (want < 0 || declared != want) {
+				ret = tally_seterr(-EFBIG, "%s: refused '%s': the stream declares %lld bytes and the host listed %lld (nothing written)",
+						   what, tally_excerpt(q, n), declared, want);
+			} else if ((uint64_t)want > PULL_MAX - *bytes) {
+				ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
 			} else {
+				if (l)
+					l->came = true;
 				char *slash = strrchr(n, '/');
-				int dfd;
 				if (slash) {
 					*slash = '\0';
 					dfd = mkdirs(ldir, n);
@@ -795,16 +868,15 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					if (dfd < 0)
 						dfd = -errno;
 				}
-				const char *base = slash ? slash + 1 : n;
+				base = slash ? slash + 1 : n;
 				fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 				if (dfd >= 0 && fd < 0)
 					fd = -errno;
-				if (dfd >= 0)
-					close(dfd);
+				if (fd < 0)
+					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir,
+							   strerror(-fd));
 			}
-			if (!ret && fd < 0) {
-				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
-			} else if (!ret) {
+			if (!ret) {
 				uint64_t got = 0;
 				for (;;) {
 					char buf[65536];
@@ -816,38 +888,44 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 								   archive_error_string(a));
 						break;
 					}
+					if ((uint64_t)m > (uint64_t)want - got) {
+						ret = tally_seterr(-EFBIG, "%s: refused '%s': more than the %lld bytes the host listed", what,
+								   tally_excerpt(q, n), want);
+						break;
+					}
 					if (tally_write_all(fd, buf, (size_t)m)) {
 						ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
 						break;
 					}
 					got += (uint64_t)m;
-					if (*bytes + got > PULL_MAX) {
-						ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
-						break;
-					}
 				}
 				if (close(fd) < 0 && !ret)
 					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
 				if (!ret && got != (uint64_t)want)
 					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
 							   tally_excerpt(q, n), (unsigned long long)got, want);
-				if (!ret) {
+				if (ret)
+					unlinkat(dfd, base, 0); /* nothing of a refused member stays */
+				else {
 					(*files)++;
 					*bytes += got;
 				}
 			}
+			if (dfd >= 0)
+				close(dfd);
 		}
 		free(n);
 	}
 	archive_read_free(a);
 	/* every file of the listing came */
-	if (!ret && sizes) {
-		size_t listed = 0;
-		for (const char *p = sizes; *p; p++)
-			listed += *p == '\n';
-		if (listed != *files)
-			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed", what, *files, listed);
-	}
+	for (size_t i = 0; !ret && i < L.n; i++)
+		if (!L.v[i].came) {
+			char *name = xstrndup(L.v[i].name, L.v[i].len);
+			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed ('%s' did not)", what, *files, L.n,
+					   tally_excerpt(q, name));
+			free(name);
+		}
+	free(L.v);
 	return ret;
 }
 
