@@ -382,6 +382,63 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	return r;
 }
 
+/* The last non-empty line of text, at most max bytes of it, escaped: what a
+ * host said, as one line that cannot reach a terminal or a status file raw. */
+static void host_line(struct strbuf *sb, const char *text, size_t len, size_t max)
+{
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && text[start - 1] != '\n')
+		start--;
+	strbuf_add_excerpt(sb, text + start, len - start, max);
+}
+
+int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status, const char *err,
+		       struct strbuf *rest)
+{
+	size_t wl = strlen(word);
+	if (status == 255)
+		return tally_seterr(-EHOSTUNREACH, "host '%s' cannot be reached", host);
+	if (status == 3)
+		return tally_seterr(-ENOTCONN, "host '%s': its agent is gone", host);
+	if (status) {
+		/* the remote tally's error line is the reason, "tally: " taken off */
+		const char *e = err ? err : "";
+		size_t el = strlen(e);
+		struct strbuf m = STRBUF_INIT;
+		host_line(&m, e, el, TALLY_AGENT_ANSWER_MAX);
+		if (!m.len)
+			host_line(&m, out ? out : "", out ? len : 0, TALLY_AGENT_ANSWER_MAX);
+		const char *msg = m.buf ? m.buf : "";
+		if (!strncmp(msg, "tally: ", 7))
+			msg += 7;
+		int r = tally_seterr(-EIO, "host '%s': %s", host, msg[0] ? msg : "it failed and said nothing");
+		strbuf_release(&m);
+		return r;
+	}
+	/* exit 0: one line, the word and printable ASCII after a space, nothing else */
+	size_t n = len;
+	if (n && out[n - 1] == '\n')
+		n--;
+	bool ok = n >= wl && n <= TALLY_AGENT_ANSWER_MAX && !memcmp(out, word, wl) && (n == wl || out[wl] == ' ');
+	for (size_t i = 0; ok && i < n; i++)
+		ok = out[i] >= 0x20 && out[i] < 0x7f;
+	if (!ok) {
+		struct strbuf q = STRBUF_INIT;
+		strbuf_add_excerpt(&q, out ? out : "", out ? len : 0, 200);
+		int r = tally_seterr(-EPROTO, "host '%s': its agent answered '%s', not '%s ...' (not a tally agent of this version?)", host,
+				     q.buf ? q.buf : "", word);
+		strbuf_release(&q);
+		return r;
+	}
+	if (rest) {
+		strbuf_reset(rest);
+		strbuf_add(rest, n > wl ? out + wl + 1 : "", n > wl ? n - wl - 1 : 0);
+	}
+	return 0;
+}
+
 int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answer)
 {
 	struct sockaddr_un sa;

@@ -78,8 +78,9 @@ static void set_str(char **p, const char *s)
 	*p = s ? xstrdup(s) : NULL;
 }
 
-/* Runs the installed tally on the host with words after it. */
-static int host_tally(struct host *h, char *const *words, const char *in, struct strbuf *out, int *status)
+/* Runs the installed tally on the host with words after it: its stdout in
+ * out, its stderr in err. */
+static int host_tally(struct host *h, char *const *words, const char *in, struct strbuf *out, struct strbuf *err, int *status)
 {
 	size_t n = 0;
 	while (words[n])
@@ -88,25 +89,9 @@ static int host_tally(struct host *h, char *const *words, const char *in, struct
 	w[0] = h->tally;
 	for (size_t i = 0; i < n; i++)
 		w[i + 1] = words[i];
-	struct strbuf err = STRBUF_INIT;
-	int r = tally_remote_run(&h->r, w, in, in ? strlen(in) : 0, out, 1 << 20, &err, status);
-	if (!r && *status && out) {
-		/* the remote tally's own error line is the reason: its last line,
-		 * escaped and bounded (the host's text, not ours) */
-		struct strbuf last = STRBUF_INIT;
-		tally_last_line(err.buf ? err.buf : "", &last);
-		strbuf_add(out, last.buf ? last.buf : "", last.len);
-		strbuf_release(&last);
-	}
-	strbuf_release(&err);
+	int r = tally_remote_run(&h->r, w, in, in ? strlen(in) : 0, out, 1 << 20, err, status);
 	free(w);
 	return r;
-}
-
-static void trim(struct strbuf *sb)
-{
-	while (sb->len && (sb->buf[sb->len - 1] == '\n' || sb->buf[sb->len - 1] == '\r'))
-		sb->buf[--sb->len] = '\0';
 }
 
 /* Installs tally if needed and starts the agent (its profilers set up and
@@ -119,31 +104,30 @@ static int host_begin(struct host *h)
 	if (r)
 		return r;
 	char *words[] = { "job", "agent", "start", h->agentdir, NULL };
-	struct strbuf out = STRBUF_INIT;
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT, rest = STRBUF_INIT;
 	int st;
-	r = host_tally(h, words, h->hs->profilers, &out, &st);
-	trim(&out);
-	if (!r && st == 255) {
+	r = host_tally(h, words, h->hs->profilers, &out, &err, &st);
+	if (!r && st == 255)
 		r = tally_seterr(-EHOSTUNREACH, "host '%s': the connection dropped while its agent started", h->r.host);
-	} else if (!r && (st || strncmp(out.buf ? out.buf : "", "ready ", 6))) {
-		const char *m = out.buf ? out.buf : "";
-		const char *last = strrchr(m, '\n');
-		last = last ? last + 1 : m;
-		if (!strncmp(last, "tally: ", 7))
-			last += 7; /* the remote tally's own error line */
-		r = tally_seterr(-EIO, "host '%s': %s", h->r.host, last[0] ? last : "its agent did not start");
-	} else if (!r) {
-		char *sp = strchr(out.buf + 6, ' ');
+	else if (!r && st == 3)
+		st = 1; /* start has no "gone": its error is its message */
+	if (!r)
+		r = tally_agent_answer(h->r.host, "ready", out.buf ? out.buf : "", out.len, st, err.buf, &rest);
+	if (!r) {
+		/* ready PID BOOTID */
+		char *sp = strchr(rest.buf ? rest.buf : "", ' ');
 		set_str(&h->boot_id, sp ? sp + 1 : "-");
 		h->agent = true;
 	}
 	strbuf_release(&out);
+	strbuf_release(&err);
+	strbuf_release(&rest);
 	return r;
 }
 
-/* A request to the host's agent: 0 with its answer ("ok ..."), -ENOTCONN when
- * no agent answers (gone), -EHOSTUNREACH when the host cannot be reached, -EIO
- * with its "error ..." message. */
+/* A request to the host's agent: 0 with what its answer says after "ok",
+ * -ENOTCONN when no agent answers (gone), -EHOSTUNREACH when the host cannot
+ * be reached, -EIO with its error message (tally_agent_answer: escaped). */
 static int ask(struct host *h, char *const *req, struct strbuf *answer)
 {
 	size_t n = 0;
@@ -157,23 +141,15 @@ static int ask(struct host *h, char *const *req, struct strbuf *answer)
 	for (size_t i = 0; i < n; i++)
 		w[4 + i] = req[i];
 	int st;
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	strbuf_reset(answer);
-	int r = host_tally(h, w, NULL, answer, &st);
+	int r = host_tally(h, w, NULL, &out, &err, &st);
 	free(w);
-	trim(answer);
-	if (r)
-		return r;
-	if (st == 255)
-		return tally_seterr(-EHOSTUNREACH, "host '%s' cannot be reached", h->r.host);
-	if (st == 3)
-		return tally_seterr(-ENOTCONN, "host '%s': its agent is gone", h->r.host);
-	if (st || strncmp(answer->buf ? answer->buf : "", "ok", 2)) {
-		const char *m = answer->buf ? answer->buf : "";
-		if (!strncmp(m, "tally: ", 7))
-			m += 7; /* the agent's error, as the remote tally printed it */
-		return tally_seterr(-EIO, "host '%s': %s", h->r.host, m);
-	}
-	return 0;
+	if (!r)
+		r = tally_agent_answer(h->r.host, "ok", out.buf ? out.buf : "", out.len, st, err.buf, answer);
+	strbuf_release(&out);
+	strbuf_release(&err);
+	return r;
 }
 
 /* The agent is gone: wait (up to the limit) for the host to answer, tell a
