@@ -23,6 +23,8 @@ static int remote_handle(void *ctx, int code, const char *arg)
 	case OPT_HOST:
 		if (!arg[0])
 			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
+		if (tally_remote_host_ok(arg))
+			return -EINVAL;
 		GROW(o->hosts, o->ahosts, o->nhosts + 1);
 		o->hosts[o->nhosts++] = (char *)arg;
 		break;
@@ -130,6 +132,11 @@ int cmd_job_hosts(int argc, char **argv)
 		tally_usage_error("job hosts", first < argc ? "'%s' has no 'hosts' line: name the hosts there, or with --host HOST"
 							  : "name at least one host: --host HOST, or a control file with a 'hosts' line",
 				  first < argc ? argv[first] : "");
+		tally_job_control_release(&ctl);
+		goto out;
+	}
+	if (tally_remote_hosts_check(o.h.hosts, o.h.nhosts)) {
+		tally_usage_error("job hosts", "%s", tally_errmsg());
 		tally_job_control_release(&ctl);
 		goto out;
 	}

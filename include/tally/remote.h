@@ -31,6 +31,17 @@ struct tally_remote {
 	const char *mux_dir;
 };
 
+/* Whether host (as the user gives it: --host, a 'hosts' line) may name the
+ * host's directories: its results (RESULTS/TAG/profiling/HOST/) and its
+ * agent's. 1 to 200 bytes; no '/', blank or control character; not beginning
+ * with '.' ('.', '..', hidden) or '-'; not all-hosts.db or all-hosts.txt (the
+ * job's files beside them). 0, or -EINVAL with tally_seterr saying why. */
+#define TALLY_HOST_NAME_MAX 200
+int tally_remote_host_ok(const char *host);
+/* Every one of the n hosts of a job so (tally_remote_host_ok), and none named
+ * twice: two agents of one job would share a directory. 0 or -EINVAL. */
+int tally_remote_hosts_check(char *const *hosts, size_t n);
+
 /* s as one word of a POSIX shell command line: 'like this', with each ' as '\''. */
 void tally_sh_quote(struct strbuf *out, const char *s);
 

@@ -263,6 +263,10 @@ static int host_quit(struct host *h)
 int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
 		  const char *profilers, const char *labels)
 {
+	*out = NULL;
+	int r = tally_remote_hosts_check(hosts, n);
+	if (r)
+		return r;
 	struct job_hosts *hs = xcalloc(1, sizeof(*hs));
 	hs->n = n;
 	hs->h = xcalloc(n + 1, sizeof(*hs->h));
@@ -280,8 +284,11 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s/tally", dir);
 		h->tally = strbuf_detach(&sb);
-		/* one directory per job run: two jobs on one host keep apart */
-		strbuf_addf(&sb, "%s/agents/%s-%d-%ld", dir, jobname, (int)getpid(), (long)time(NULL));
+		/* one directory per job run and host name, beside the versions (an
+		 * install that replaces a version leaves the agents be): two jobs
+		 * on one host keep apart, and so do two names of one machine */
+		strbuf_addf(&sb, "%s/agents/%s-%d-%ld-%s", root && *root ? root : TALLY_REMOTE_ROOT, jobname, (int)getpid(), (long)time(NULL),
+			    hosts[i]);
 		h->agentdir = strbuf_detach(&sb);
 		free(dir);
 		strbuf_init(&h->note);

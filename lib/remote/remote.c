@@ -43,6 +43,38 @@ void tally_sh_quote(struct strbuf *out, const char *s)
 	strbuf_addch(out, '\'');
 }
 
+int tally_remote_host_ok(const char *host)
+{
+	size_t n = strlen(host);
+	bool ok = n && n <= TALLY_HOST_NAME_MAX && host[0] != '.' && host[0] != '-' && strcmp(host, "all-hosts.db") &&
+		  strcmp(host, "all-hosts.txt");
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)host[i] > 0x20 && host[i] != 0x7f && host[i] != '/';
+	if (ok)
+		return 0;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL,
+			    "host name '%s' cannot name its directory of results (1 to %d bytes, no '/', blank or control character, "
+			    "not beginning with '.' or '-', not all-hosts.db or all-hosts.txt)",
+			    tally_excerpt(q, host), TALLY_HOST_NAME_MAX);
+}
+
+int tally_remote_hosts_check(char *const *hosts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = tally_remote_host_ok(hosts[i]);
+		if (r)
+			return r;
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(hosts[k], hosts[i])) {
+				char q[TALLY_EXCERPT_SIZE];
+				return tally_seterr(-EINVAL, "host '%s' is named twice (--host and 'hosts' lines name each host once)",
+						    tally_excerpt(q, hosts[i]));
+			}
+	}
+	return 0;
+}
+
 static const char *ssh_cmd(const struct tally_remote *r)
 {
 	if (r->ssh && *r->ssh)
@@ -609,10 +641,13 @@ static int make_bundle(struct strbuf *out)
 	return r;
 }
 
-/* The install's script: $1 the root, $2 its directory for this version. The
- * root is checked before and after it is made (what is missing of it made
- * 0700), then it is the user's own and private; the copy lands whole or not
- * at all (unpacked beside, then renamed over an outdated one). */
+/* The install's script: $1 the root, $2 its directory for this version, $3
+ * the version line it must print. The root is checked before and after it is
+ * made (what is missing of it made 0700), then it is the user's own and
+ * private; the copy lands whole or not at all: unpacked beside, then renamed
+ * into place, an outdated one moved aside first; when another install (a
+ * second name of the host, another job) put a working one there meanwhile,
+ * that one stays. */
 static const char install_sh[] = ROOT_CHECK_SH
 	"umask 077; "
 	"chk \"$1\" \"$2\"; "
@@ -621,7 +656,12 @@ static const char install_sh[] = ROOT_CHECK_SH
 	"chmod 700 \"$1\" || exit 3; "
 	"t=$(mktemp -d \"$1/.install.XXXXXX\") || exit 3; "
 	"if ! tar -x -f - -C \"$t\"; then rm -rf \"$t\"; exit 4; fi; "
-	"rm -rf \"$2\" && mv -T \"$t\" \"$2\" || { rm -rf \"$t\"; exit 4; }; "
+	"o=; "
+	"if [ \"$(\"$2/tally\" --version 2>/dev/null)\" != \"$3\" ]; then "
+	"if [ -e \"$2\" ]; then o=$(mktemp -d \"$1/.old.XXXXXX\") && mv -T \"$2\" \"$o/v\" || exit 4; fi; "
+	"mv -T \"$t\" \"$2\" || [ \"$(\"$2/tally\" --version 2>/dev/null)\" = \"$3\" ] || { rm -rf \"$t\" ${o:+\"$o\"}; exit 4; }; "
+	"fi; "
+	"rm -rf \"$t\" ${o:+\"$o\"}; "
 	"\"$2/tally\" --version";
 
 int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes)
@@ -648,7 +688,7 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 		ret = make_bundle(&bundle);
 		if (!ret) {
 			char *dir = tally_remote_dir(r);
-			char *words[] = { "sh", "-c", (char *)install_sh, "sh", (char *)root_of(r), dir, NULL };
+			char *words[] = { "sh", "-c", (char *)install_sh, "sh", (char *)root_of(r), dir, want, NULL };
 			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 			int status;
 			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);

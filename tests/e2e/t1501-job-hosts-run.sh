@@ -45,7 +45,7 @@ EOF
 		fail "profiling not complete: $(cat $d/status)"
 	# the agents are gone when the job ends, their directories too
 	for h in h1 h2; do
-		[[ $(host_sh $h "ls ~/.cache/tally-profilers/*/agents 2>/dev/null | wc -l") == 0 ]] || fail "$h: an agent directory is left"
+		[[ $(host_sh $h "ls ~/.cache/tally-profilers/agents 2>/dev/null | wc -l") == 0 ]] || fail "$h: an agent directory is left"
 		for p in $(ip netns pids "${HOST_NS[${h#h} - 1]}"); do
 			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep 'job agent start' >/dev/null && fail "$h: an agent still runs (pid $p)"
 		done

@@ -71,7 +71,7 @@ EOF
 escape() {
 	cat >plant.sh <<EOF
 #!/bin/bash
-ssh -F $HOSTS/ssh_config h1 'for d in ~/.cache/tally-profilers/*/agents/*/results/esc/iteration.*; do [ -d "\$d" ] && ln -s /etc/passwd "\$d/evil"; done; true'
+ssh -F $HOSTS/ssh_config h1 'for d in ~/.cache/tally-profilers/agents/*/results/esc/iteration.*; do [ -d "\$d" ] && ln -s /etc/passwd "\$d/evil"; done; true'
 EOF
 	chmod +x plant.sh
 	printf '%s\n' "profilers add tally -a -F 499" "run --tag esc -- $TMP/plant.sh" >e.ctl

@@ -67,7 +67,7 @@ EOF
 	[[ $(host_sh h1 'command -v tar') == /usr/local/bin/tar ]] || skip "the test host's PATH does not put /usr/local/bin first"
 	cat >plant.sh <<EOF
 #!/bin/bash
-ssh -F $HOSTS/ssh_config h1 'for d in ~/.cache/tally-profilers/*/agents/*/results/sp/iteration.*; do [ -d "\$d" ] && printf x >"\$d/big"; done; true'
+ssh -F $HOSTS/ssh_config h1 'for d in ~/.cache/tally-profilers/agents/*/results/sp/iteration.*; do [ -d "\$d" ] && printf x >"\$d/big"; done; true'
 EOF
 	chmod +x plant.sh
 	printf '%s\n' "profilers add cmd uptime" "run --tag sp -- $TMP/plant.sh" >s.ctl
