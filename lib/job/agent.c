@@ -324,8 +324,25 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 		char **w = NULL;
 		size_t nw = 0;
 		if (!(r = tally_job_split(line, &w, &nw)) && nw) {
+			/* label=LABEL first: the name the job gives its files */
+			const char *label = NULL;
+			size_t k = 0;
+			if (!strncmp(w[0], "label=", 6) && nw > 1)
+				label = w[k++] + 6;
+			/* on a host there is no test process: tally profiles the whole
+			 * host there (-a), as autotest's server-side profilers do */
+			bool all = strcmp(w[k], "tally") != 0;
+			for (size_t i = k + 1; i < nw && !all; i++)
+				all = !strcmp(w[i], "-a") || !strcmp(w[i], "--all-cpus");
+			if (!all) {
+				w = xrealloc(w, (nw + 2) * sizeof(*w));
+				w[nw++] = xstrdup("-a");
+				w[nw] = NULL;
+			}
 			struct tally_profiler *pr = NULL;
-			r = tally_profiler_find(&pr, w[0], w + 1, &a.env);
+			r = tally_profiler_find(&pr, w[k], w + k + 1, &a.env);
+			if (!r && label && label[0])
+				tally_profiler_set_label(pr, label);
 			if (!r) {
 				GROW(a.p, a.ap, a.n + 1);
 				a.p[a.n++] = pr;

@@ -270,7 +270,29 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	struct job_hosts *hs = xcalloc(1, sizeof(*hs));
 	hs->n = n;
 	hs->h = xcalloc(n + 1, sizeof(*hs->h));
-	hs->profilers = xstrdup(profilers);
+	/* each profiler's line led by its label (label=cmd-vmstat), as the job
+	 * names its files: several cmd profilers on a host keep apart */
+	struct strbuf prof = STRBUF_INIT;
+	const char *lab = labels && *labels ? labels : NULL;
+	for (const char *p = profilers; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (lab) {
+			const char *comma = strstr(lab, ", ");
+			size_t ll = comma ? (size_t)(comma - lab) : strlen(lab);
+			struct strbuf w = STRBUF_INIT;
+			strbuf_addstr(&w, "label=");
+			strbuf_add(&w, lab, ll);
+			tally_sh_quote(&prof, w.buf);
+			strbuf_addch(&prof, ' ');
+			strbuf_release(&w);
+			lab = comma ? comma + 2 : NULL;
+		}
+		strbuf_add(&prof, p, len);
+		strbuf_addch(&prof, '\n');
+		p = e ? e + 1 : p + len;
+	}
+	hs->profilers = strbuf_detach(&prof);
 	hs->labels = xstrdup(labels);
 	hs->limit = limit > 0 ? limit : 60;
 	char tmpl[] = "/tmp/tally-ssh-XXXXXX";
@@ -424,7 +446,7 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 			struct strbuf txt = STRBUF_INIT;
 			strbuf_addf(&txt, "%s/all-hosts.txt", profdir);
 			if (!r && !st)
-				tally_write_file_atomic_mode(txt.buf, out.buf ? out.buf : "", out.len, 0644);
+				tally_write_file_atomic_mode(txt.buf, out.buf ? out.buf : "", out.len, 0600);
 			strbuf_release(&txt);
 		}
 		strbuf_release(&out);
