@@ -198,7 +198,8 @@ int tally_job_host_check(const char *host, const char *root, const char *profile
 
 /* Sets up and initializes the profilers (one a line: NAME [ARGS...]) in the
  * private directory dir, then detaches an agent that answers on dir/agent.sock;
- * *ready gets "ready PID BOOTID". 0, or -errno with tally_seterr (a profiler's
+ * *ready gets "ready PID BOOTID SETUPS", SETUPS the profilers (0-based,
+ * comma-separated, '-' for none) whose setup ran. 0, or -errno with tally_seterr (a profiler's
  * setup or initialize failed: its message). */
 int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf *ready);
 /* One request to the agent of dir; its answer ("ok ...", "error ...") in

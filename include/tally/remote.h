@@ -104,6 +104,11 @@ char *tally_remote_dir(const struct tally_remote *r);
  * ROOT that is not the user's, the installed copy does not run). */
 int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes);
 
+/* Sends the local directories dirs (plugins' directories: regular files, links
+ * to them followed, and directories; at most 64 MiB in all) to the host, each
+ * as rdir/NAME (names[i]), rdir made 0700. 0, or -errno with tally_seterr. */
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir);
+
 /* Copies the host's directory rdir (absolute) into the local directory ldir
  * (made, mode 0700): regular files and directories only, every name checked
  * (no '..', no absolute path, no link, device or FIFO), sizes checked against

@@ -313,9 +313,15 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	int r = sock_path(dir, &sa);
 	if (r)
 		return r;
-	tally_profilers_path(NULL, &a.env.path);
+	/* the profilers the job sent along (DIR/profilers) first, then the
+	 * host's own path */
+	struct strbuf sent = STRBUF_INIT;
+	strbuf_addf(&sent, "%s/profilers", dir);
+	tally_profilers_path(sent.buf, &a.env.path);
+	strbuf_release(&sent);
 	char *state = tally_profilers_state_dir();
 	a.env.state_dir = state;
+	struct strbuf setups = STRBUF_INIT; /* the profilers whose setup ran here */
 	/* one profiler a line: NAME [ARGS...], words as in a control file */
 	for (const char *p = profilers; p && *p && !r;) {
 		const char *e = strchr(p, '\n');
@@ -346,7 +352,10 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 			if (!r) {
 				GROW(a.p, a.ap, a.n + 1);
 				a.p[a.n++] = pr;
-				r = tally_profiler_setup(pr, &a.env, -1, NULL);
+				bool ran = false;
+				r = tally_profiler_setup(pr, &a.env, -1, &ran);
+				if (!r && ran)
+					strbuf_addf(&setups, "%s%zu", setups.len ? "," : "", a.n - 1);
 				if (!r)
 					r = tally_profiler_initialize(pr, &a.env, -1);
 			}
@@ -386,7 +395,7 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 		} else {
 			char b[64];
 			boot_id(b, sizeof(b));
-			strbuf_addf(ready, "ready %d %s", (int)pid, b);
+			strbuf_addf(ready, "ready %d %s %s", (int)pid, b, setups.len ? setups.buf : "-");
 		}
 	}
 	if (ls >= 0)
@@ -396,6 +405,7 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	free(a.p);
 	tally_job_argv_free(a.env.path);
 	free(state);
+	strbuf_release(&setups);
 	return r;
 }
 

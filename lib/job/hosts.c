@@ -16,9 +16,19 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tally/json.h"
 #include "tally/remote.h"
 
+/* seconds the install and the agent's start (the profilers' setup) may take,
+ * and a pull, at least, whatever --host-timeout says of a request */
+#define BEGIN_LIMIT 600.0
+#define PULL_LIMIT 60.0
+
 struct job_hosts;
+struct host;
+static int host_start_fn(struct host *h);
+static int host_stop_fn(struct host *h);
+static void set_str(char **p, const char *s);
 
 struct host {
 	struct job_hosts *hs;
@@ -31,14 +41,21 @@ struct host {
 	bool running;      /* profilers started and not yet stopped */
 	int (*fn)(struct host *h); /* the work of the round at hand */
 	int ret;
-	char err[1024];
+	char err[2048];
 	struct strbuf note; /* what happened to it in this round (a restart, a gap) */
+	char *setups;      /* the profilers whose setup ran at its agent's last start ("0,2", "-") */
+	unsigned restarts; /* its agent started again (a reboot, a dead agent) */
+	bool installed;    /* this job copied tally there */
+	/* the profiled iteration at hand, for status.json */
+	struct job_host_iter it;
 };
 
 struct job_hosts {
 	struct host *h;
 	size_t n;
 	char *profilers; /* one a line, for the agents */
+	char **plugin_dirs, **plugin_names; /* the external profilers, sent to each agent's directory */
+	size_t nplugins;
 	char *labels;    /* their names, ", "-separated, for warnings */
 	const char *tag;
 	unsigned iter;
@@ -51,11 +68,39 @@ struct job_hosts {
 static void host_round(void *ctx, size_t i)
 {
 	struct host *h = &((struct job_hosts *)ctx)->h[i];
-	if (h->lost)
+	double t0 = tally_now_mono();
+	if (h->lost) {
+		h->it.lost = true;
+		/* never asked again, and never forgotten: each later profiled
+		 * iteration says that it went without it */
+		if (h->fn == host_start_fn) {
+			h->ret = -EHOSTDOWN;
+			snprintf(h->err, sizeof(h->err), "host '%s' is lost (since an earlier test): not profiled", h->r.host);
+		}
+		if (h->ret)
+			set_str(&h->it.start_err, h->err);
 		return;
+	}
 	h->ret = h->fn(h);
 	if (h->ret)
 		snprintf(h->err, sizeof(h->err), "%s", tally_errmsg());
+	double secs = tally_now_mono() - t0;
+	if (h->fn == host_start_fn) {
+		h->it.start = secs;
+		if (h->ret)
+			set_str(&h->it.start_err, h->err);
+	} else if (h->fn == host_stop_fn) {
+		h->it.stop = secs - h->it.pull;
+		if (h->ret && !h->it.pull_err)
+			set_str(&h->it.stop_err, h->err);
+	}
+	if (h->note.len) {
+		struct strbuf n = STRBUF_INIT;
+		strbuf_addf(&n, "%s%s%s", h->it.note ? h->it.note : "", h->it.note ? "; " : "", h->note.buf);
+		free(h->it.note);
+		h->it.note = strbuf_detach(&n);
+	}
+	h->it.lost = h->lost;
 }
 
 /* Every live host's fn at once; the round ends when all have answered (a
@@ -94,15 +139,44 @@ static int host_tally(struct host *h, char *const *words, const char *in, struct
 	return r;
 }
 
+static int host_begin_steps(struct host *h, bool *installed, size_t *bytesp);
 /* Installs tally if needed and starts the agent (its profilers set up and
  * initialized there). */
 static int host_begin(struct host *h)
 {
 	bool inst;
 	size_t bytes;
+	/* the copy of tally and the profilers' setup may take their time: not
+	 * a request's limit, at least BEGIN_LIMIT */
+	struct tally_remote r0 = h->r;
+	h->r.timeout = h->r.timeout > BEGIN_LIMIT ? h->r.timeout : BEGIN_LIMIT;
+	int r = host_begin_steps(h, &inst, &bytes);
+	h->r = r0;
+	return r;
+}
+
+static int host_begin_steps(struct host *h, bool *installed, size_t *bytesp)
+{
+	bool inst;
+	size_t bytes;
 	int r = tally_remote_install(&h->r, &inst, &bytes);
+	h->installed |= inst;
+	if (installed)
+		*installed = inst;
+	if (bytesp)
+		*bytesp = bytes;
 	if (r)
 		return r;
+	if (h->hs->nplugins) {
+		/* the external profilers as this machine has them, beside the
+		 * agent: its profilers path begins there (docs/remote.md) */
+		struct strbuf pd = STRBUF_INIT;
+		strbuf_addf(&pd, "%s/profilers", h->agentdir);
+		r = tally_remote_send_dirs(&h->r, h->hs->plugin_dirs, h->hs->plugin_names, h->hs->nplugins, pd.buf);
+		strbuf_release(&pd);
+		if (r)
+			return r;
+	}
 	char *words[] = { "job", "agent", "start", h->agentdir, NULL };
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT, rest = STRBUF_INIT;
 	int st;
@@ -114,9 +188,13 @@ static int host_begin(struct host *h)
 	if (!r)
 		r = tally_agent_answer(h->r.host, "ready", out.buf ? out.buf : "", out.len, st, err.buf, &rest);
 	if (!r) {
-		/* ready PID BOOTID */
+		/* ready PID BOOTID SETUPS */
 		char *sp = strchr(rest.buf ? rest.buf : "", ' ');
+		char *sp2 = sp ? strchr(sp + 1, ' ') : NULL;
+		if (sp2)
+			*sp2 = '\0';
 		set_str(&h->boot_id, sp ? sp + 1 : "-");
+		set_str(&h->setups, sp2 ? sp2 + 1 : "-");
 		h->agent = true;
 	}
 	strbuf_release(&out);
@@ -145,11 +223,25 @@ static int ask(struct host *h, char *const *req, struct strbuf *answer)
 	strbuf_reset(answer);
 	int r = host_tally(h, w, NULL, &out, &err, &st);
 	free(w);
-	if (!r)
+	if (r == -ETIMEDOUT) {
+		/* connected, and no answer within the limit: a hung host is lost
+		 * at once, never waited for again (each request would cost it) */
+		h->lost = true;
+		r = tally_seterr(-EHOSTDOWN, "host '%s' is lost: no answer to '%s' within %.0f s (--host-timeout)", h->r.host, req[0],
+				 h->r.timeout);
+	} else if (!r) {
 		r = tally_agent_answer(h->r.host, "ok", out.buf ? out.buf : "", out.len, st, err.buf, answer);
+	}
 	strbuf_release(&out);
 	strbuf_release(&err);
 	return r;
+}
+
+/* Whether a request's failure means the agent or the host went away (no
+ * agent there, no connection): it may come back (a reboot). */
+static bool gone(int r)
+{
+	return r == -ENOTCONN || r == -EHOSTUNREACH;
 }
 
 /* The agent is gone: wait (up to the limit) for the host to answer, tell a
@@ -166,6 +258,11 @@ static int recover(struct host *h)
 		if (!r)
 			break;
 		tally_remote_facts_release(&f);
+		if (r == -EPERM) {
+			/* its root is not private any more: nothing more is run there */
+			h->lost = true;
+			return r;
+		}
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
@@ -182,8 +279,10 @@ static int recover(struct host *h)
 		strbuf_addf(&h->note, "; profilers %s did not survive it: what they had not written is lost", hs->labels);
 	tally_remote_facts_release(&f);
 	r = host_begin(h);
-	if (!r)
+	if (!r) {
 		strbuf_addstr(&h->note, "; its agent started again");
+		h->restarts++;
+	}
 	return r;
 }
 
@@ -195,7 +294,7 @@ static int host_start(struct host *h)
 	char *req[] = { "start", (char *)hs->tag, iter, (char *)hs->indices, NULL };
 	struct strbuf a = STRBUF_INIT;
 	int r = ask(h, req, &a);
-	if (r == -ENOTCONN || r == -EHOSTUNREACH) {
+	if (gone(r)) {
 		r = recover(h);
 		if (!r)
 			r = ask(h, req, &a);
@@ -203,6 +302,17 @@ static int host_start(struct host *h)
 	h->running = !r;
 	strbuf_release(&a);
 	return r;
+}
+
+static int host_start_fn(struct host *h)
+{
+	return host_start(h);
+}
+
+static int host_stop(struct host *h);
+static int host_stop_fn(struct host *h)
+{
+	return host_stop(h);
 }
 
 static int pull(struct host *h)
@@ -213,7 +323,20 @@ static int pull(struct host *h)
 	strbuf_addf(&ldir, "%s/%s", hs->profdir, h->r.host);
 	size_t files;
 	uint64_t bytes;
-	int r = tally_remote_pull(&h->r, rdir.buf, ldir.buf, &files, &bytes);
+	/* a transfer: the request's limit, and at least PULL_LIMIT */
+	struct tally_remote rr = h->r;
+	rr.timeout = rr.timeout > PULL_LIMIT ? rr.timeout : PULL_LIMIT;
+	double t0 = tally_now_mono();
+	int r = tally_remote_pull(&rr, rdir.buf, ldir.buf, &files, &bytes);
+	h->it.pull = tally_now_mono() - t0;
+	if (r == -ETIMEDOUT) {
+		h->lost = true;
+		r = tally_seterr(-EHOSTDOWN, "host '%s' is lost: its results did not come within %.0f s", h->r.host, rr.timeout);
+	}
+	h->it.files = files;
+	h->it.bytes = bytes;
+	if (r)
+		set_str(&h->it.pull_err, tally_errmsg());
 	if (!r) {
 		/* checked here: the host's copy may go */
 		char *req[] = { "clean", (char *)hs->tag, NULL };
@@ -232,7 +355,7 @@ static int host_stop(struct host *h)
 	struct strbuf a = STRBUF_INIT;
 	int r = ask(h, req, &a);
 	strbuf_release(&a);
-	if (r == -ENOTCONN || r == -EHOSTUNREACH) {
+	if (gone(r)) {
 		/* what it had written before it went comes back all the same */
 		r = recover(h);
 	}
@@ -260,8 +383,37 @@ static int host_quit(struct host *h)
 	return 0;
 }
 
+/* The external profilers of the lines, found as the job found them: their
+ * directories go to the hosts with the agents. */
+static void find_plugins(struct job_hosts *hs, const char *profilers, const struct tally_profiler_env *env)
+{
+	for (const char *p = profilers; env && p && *p;) {
+		const char *e = strchr(p, '\n');
+		char *line = e ? xstrndup(p, (size_t)(e - p)) : xstrdup(p);
+		p = e ? e + 1 : p + strlen(p);
+		char **w = NULL;
+		size_t nw = 0;
+		struct tally_profiler *pr = NULL;
+		if (!tally_job_split(line, &w, &nw) && nw && !tally_profiler_find(&pr, w[0], w + 1, env) && !pr->bi && pr->where) {
+			bool dup = false;
+			for (size_t i = 0; i < hs->nplugins && !dup; i++)
+				dup = !strcmp(hs->plugin_names[i], w[0]);
+			if (!dup) {
+				hs->plugin_dirs = xrealloc(hs->plugin_dirs, (hs->nplugins + 1) * sizeof(char *));
+				hs->plugin_names = xrealloc(hs->plugin_names, (hs->nplugins + 1) * sizeof(char *));
+				hs->plugin_dirs[hs->nplugins] = xstrdup(pr->where);
+				hs->plugin_names[hs->nplugins++] = xstrdup(w[0]);
+			}
+		}
+		if (pr)
+			tally_profiler_free(pr);
+		tally_job_argv_free(w);
+		free(line);
+	}
+}
+
 int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
-		  const char *profilers, const char *labels)
+		  const char *profilers, const char *labels, const struct tally_profiler_env *env)
 {
 	*out = NULL;
 	int r = tally_remote_hosts_check(hosts, n);
@@ -294,6 +446,7 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	}
 	hs->profilers = strbuf_detach(&prof);
 	hs->labels = xstrdup(labels);
+	find_plugins(hs, profilers, env);
 	hs->limit = limit > 0 ? limit : 60;
 	char tmpl[] = "/tmp/tally-ssh-XXXXXX";
 	if (mkdtemp(tmpl))
@@ -301,7 +454,8 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	for (size_t i = 0; i < n; i++) {
 		struct host *h = &hs->h[i];
 		h->hs = hs;
-		h->r = (struct tally_remote){ .host = hosts[i], .root = root, .mux_dir = hs->mux };
+		/* --host-timeout bounds every request, not only a host's return */
+		h->r = (struct tally_remote){ .host = hosts[i], .root = root, .mux_dir = hs->mux, .timeout = hs->limit };
 		char *dir = tally_remote_dir(&h->r);
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s/tally", dir);
@@ -360,14 +514,20 @@ void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const
 	hs->tag = tag;
 	hs->iter = iter;
 	hs->indices = indices;
-	round_all(hs, host_start);
+	for (size_t i = 0; i < hs->n; i++) {
+		job_host_iters_free(&hs->h[i].it, 1, false);
+		memset(&hs->h[i].it, 0, sizeof(hs->h[i].it));
+		hs->h[i].it.host = hs->h[i].r.host;
+		hs->h[i].it.iteration = iter;
+	}
+	round_all(hs, host_start_fn);
 	collect(hs, errs, notes);
 }
 
 void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs, struct strbuf *notes)
 {
 	hs->profdir = profdir;
-	round_all(hs, host_stop);
+	round_all(hs, host_stop_fn);
 	collect(hs, errs, notes);
 }
 
@@ -386,10 +546,18 @@ void job_hosts_free(struct job_hosts *hs)
 		free(hs->h[i].tally);
 		free(hs->h[i].agentdir);
 		free(hs->h[i].boot_id);
+		free(hs->h[i].setups);
+		job_host_iters_free(&hs->h[i].it, 1, false);
 		strbuf_release(&hs->h[i].note);
 	}
 	free(hs->h);
 	free(hs->profilers);
+	for (size_t i = 0; i < hs->nplugins; i++) {
+		free(hs->plugin_dirs[i]);
+		free(hs->plugin_names[i]);
+	}
+	free(hs->plugin_dirs);
+	free(hs->plugin_names);
 	free(hs->labels);
 	free(hs);
 }
@@ -432,17 +600,28 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 	if (inputs) {
 		struct strbuf out = STRBUF_INIT;
 		int st = 0;
-		int r = job_run_capture(argv, NULL, 600, intr_fd, &out, &st);
+		/* what was pulled is merged even after ^C (the interrupt is not
+		 * passed on: a merge of results already here is short, and
+		 * bounded) */
+		(void)intr_fd;
+		int r = job_run_capture(argv, NULL, 600, -1, &out, &st);
 		if (r || st) {
-			struct strbuf last = STRBUF_INIT;
+			struct strbuf last = STRBUF_INIT, why = STRBUF_INIT;
 			tally_last_line(out.buf ? out.buf : "", &last);
-			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s", errs->len ? "; " : "",
-				    r ? tally_errmsg() : last.buf);
+			if (r == -ETIMEDOUT)
+				strbuf_addstr(&why, "'tally merge' took more than 600 s (killed)");
+			else if (r)
+				strbuf_addf(&why, "%s", tally_errmsg());
+			else
+				job_describe_status(st, &why);
+			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s%s%s", errs->len ? "; " : "", why.buf,
+				    !r && last.len ? ": " : "", !r && last.len ? last.buf : "");
 			strbuf_release(&last);
+			strbuf_release(&why);
 		} else {
 			char *rep[] = { "/proc/self/exe", "report", "-i", db.buf, "--by-label", "host", NULL };
 			strbuf_reset(&out);
-			r = job_run_capture(rep, NULL, 600, intr_fd, &out, &st);
+			r = job_run_capture(rep, NULL, 600, -1, &out, &st);
 			struct strbuf txt = STRBUF_INIT;
 			strbuf_addf(&txt, "%s/all-hosts.txt", profdir);
 			if (!r && !st)
@@ -477,7 +656,13 @@ int tally_job_host_check(const char *host, const char *root, const char *profile
 {
 	struct job_hosts *hs;
 	char *const one[] = { (char *)host, NULL };
-	job_hosts_new(&hs, one, 1, root, 0, "check", profilers, "");
+	struct tally_profiler_env env = { 0 };
+	tally_profilers_path(NULL, &env.path);
+	char *state = tally_profilers_state_dir();
+	env.state_dir = state;
+	job_hosts_new(&hs, one, 1, root, 0, "check", profilers, "", &env);
+	tally_job_argv_free(env.path);
+	free(state);
 	int r = job_hosts_begin(hs);
 	char msg[1024];
 	snprintf(msg, sizeof(msg), "%s", r ? tally_errmsg() : "");
@@ -485,4 +670,97 @@ int tally_job_host_check(const char *host, const char *root, const char *profile
 	if (r)
 		tally_seterr(r, "%s", msg);
 	return r;
+}
+
+/* ---- for status.json and the job's progress ---- */
+
+void job_host_iters_free(struct job_host_iter *v, size_t n, bool whole)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		if (whole)
+			free((char *)v[i].host);
+		free(v[i].note);
+		free(v[i].start_err);
+		free(v[i].stop_err);
+		free(v[i].pull_err);
+	}
+	if (whole)
+		free(v);
+}
+
+void job_hosts_iteration(const struct job_hosts *hs, struct job_host_iter **out, size_t *n)
+{
+	*out = xcalloc(hs->n + 1, sizeof(**out));
+	*n = hs->n;
+	for (size_t i = 0; i < hs->n; i++) {
+		const struct job_host_iter *a = &hs->h[i].it;
+		struct job_host_iter *b = &(*out)[i];
+		*b = *a;
+		b->host = xstrdup(hs->h[i].r.host);
+		b->note = a->note ? xstrdup(a->note) : NULL;
+		b->start_err = a->start_err ? xstrdup(a->start_err) : NULL;
+		b->stop_err = a->stop_err ? xstrdup(a->stop_err) : NULL;
+		b->pull_err = a->pull_err ? xstrdup(a->pull_err) : NULL;
+	}
+}
+
+void job_host_iters_json(const struct job_host_iter *v, size_t n, struct tally_json *js)
+{
+	tally_json_karr(js, "hosts");
+	for (size_t i = 0; i < n; i++) {
+		tally_json_obj(js);
+		tally_json_kstr(js, "host", v[i].host);
+		tally_json_ku64(js, "iteration", v[i].iteration);
+		tally_json_kstr(js, "state", v[i].lost ? "lost" : v[i].note ? "recovered" : "ok");
+		tally_json_knum(js, "start", v[i].start, 6);
+		tally_json_knum(js, "stop", v[i].stop, 6);
+		tally_json_knum(js, "pull", v[i].pull, 6);
+		tally_json_ku64(js, "files", v[i].files);
+		tally_json_ku64(js, "bytes", v[i].bytes);
+		if (v[i].note)
+			tally_json_kstr(js, "note", v[i].note);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+}
+
+void job_hosts_json(const struct job_hosts *hs, struct tally_json *js)
+{
+	tally_json_karr(js, "hosts");
+	for (size_t i = 0; hs && i < hs->n; i++) {
+		const struct host *h = &hs->h[i];
+		tally_json_obj(js);
+		tally_json_kstr(js, "host", h->r.host);
+		tally_json_kstr(js, "status", h->lost ? "lost" : h->agent ? "ok" : "not started");
+		tally_json_kstr(js, "boot_id", h->boot_id);
+		tally_json_kbool(js, "installed", h->installed);
+		tally_json_ku64(js, "agent_restarts", h->restarts);
+		tally_json_end(js);
+	}
+	tally_json_end(js);
+}
+
+size_t job_hosts_count(const struct job_hosts *hs)
+{
+	return hs ? hs->n : 0;
+}
+
+const char *job_hosts_name(const struct job_hosts *hs, size_t i)
+{
+	return hs->h[i].r.host;
+}
+
+bool job_hosts_setup_ran(const struct job_hosts *hs, size_t i, size_t prof)
+{
+	const char *s = hs->h[i].setups;
+	for (const char *p = s; p && *p && *p != '-';) {
+		char *e;
+		unsigned long v = strtoul(p, &e, 10);
+		if (e == p)
+			break;
+		if (v == prof)
+			return true;
+		p = *e == ',' ? e + 1 : e;
+	}
+	return false;
 }

@@ -8,6 +8,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -717,6 +718,78 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 		strbuf_release(&bundle);
 	}
 	tally_remote_facts_release(&f);
+	return ret;
+}
+
+/* ---- profilers sent along ---- */
+
+/* dir (a plugin's directory) into the tar as NAME/...: regular files (links
+ * to them followed) and directories, at most 16 deep and max bytes in all. */
+static int tar_add_tree(struct archive *a, const char *name, const char *dir, int depth, size_t *left)
+{
+	if (depth > 16)
+		return tally_seterr(-ELOOP, "'%s' is more than 16 directories deep", dir);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0700);
+	int r = archive_write_header(a, e) == ARCHIVE_OK ? 0 : tally_seterr(-EIO, "cannot pack '%s': %s", dir, archive_error_string(a));
+	archive_entry_free(e);
+	DIR *d = r ? NULL : opendir(dir);
+	if (!r && !d)
+		r = tally_seterr(-errno, "cannot read '%s': %s", dir, strerror(errno));
+	for (struct dirent *de; !r && d && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct strbuf path = STRBUF_INIT, sub = STRBUF_INIT;
+		strbuf_addf(&path, "%s/%s", dir, de->d_name);
+		strbuf_addf(&sub, "%s/%s", name, de->d_name);
+		struct stat st;
+		if (stat(path.buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+			r = tar_add_tree(a, sub.buf, path.buf, depth + 1, left);
+		} else if (stat(path.buf, &st) == 0 && S_ISREG(st.st_mode)) {
+			struct strbuf data = STRBUF_INIT;
+			r = tally_read_regular(&data, AT_FDCWD, path.buf, TALLY_OPEN_FOLLOW, *left);
+			if (!r) {
+				*left -= data.len;
+				if (tar_add(a, sub.buf, data.buf ? data.buf : "", data.len, st.st_mode & 0100 ? 0700 : 0600))
+					r = tally_seterr(-EIO, "cannot pack '%s': %s", path.buf, archive_error_string(a));
+			}
+			strbuf_release(&data);
+		}
+		strbuf_release(&path);
+		strbuf_release(&sub);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static const char unpack_sh[] = "umask 077; mkdir -p -m 700 -- \"$1\" && exec tar -x -f - -C \"$1\"";
+
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir)
+{
+	struct tarbuf t = { STRBUF_INIT };
+	struct archive *a = archive_write_new();
+	int ret = 0;
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
+		ret = tally_seterr(-EIO, "cannot pack the profilers: %s", archive_error_string(a));
+	size_t left = (size_t)64 << 20;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = tar_add_tree(a, names[i], dirs[i], 0, &left);
+	if (archive_write_close(a) != ARCHIVE_OK && !ret)
+		ret = tally_seterr(-EIO, "cannot pack the profilers: %s", archive_error_string(a));
+	archive_write_free(a);
+	if (!ret) {
+		char *words[] = { "sh", "-c", (char *)unpack_sh, "sh", (char *)rdir, NULL };
+		struct strbuf err = STRBUF_INIT;
+		int status;
+		ret = tally_remote_run(r, words, t.sb.buf, t.sb.len, NULL, 0, &err, &status);
+		if (!ret && status)
+			ret = run_failed(r, "sending the profilers", status, &err);
+		strbuf_release(&err);
+	}
+	strbuf_release(&t.sb);
 	return ret;
 }
 
