@@ -7,15 +7,19 @@
  * (tally_profiler_*), their results under DIR/results/TAG/iteration.N. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -23,6 +27,7 @@
 
 struct agent {
 	const char *dir;
+	double lease; /* seconds without a request after which it ends (0: none) */
 	struct tally_profiler **p;
 	size_t n, ap;
 	struct tally_profiler_env env;
@@ -257,9 +262,38 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 	return go_on;
 }
 
+/* DIR/lease: the lease in seconds, its mtime the last request: what the next
+ * agent on the host reads to tell a directory a dead job left behind. */
+static void lease_touch(const struct agent *a)
+{
+	char path[PATH_MAX], txt[32];
+	snprintf(path, sizeof(path), "%s/lease", a->dir);
+	int n = snprintf(txt, sizeof(txt), "%.0f %d\n", a->lease, (int)getpid());
+	tally_write_file_atomic_mode(path, txt, (size_t)n, 0600);
+}
+
 static void agent_loop(struct agent *a, int ls)
 {
 	for (;;) {
+		if (a->lease > 0) {
+			/* the lease: no request from the job for that long, and the
+			 * job is gone (killed, its host cut off): stop and end */
+			struct pollfd p = { .fd = ls, .events = POLLIN };
+			int k = poll(&p, 1, (int)(a->lease * 1000));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k == 0) {
+				fprintf(stderr, "tally agent: no request for %.0f s (its lease): ending\n", a->lease);
+				if (a->tag) {
+					struct strbuf e = STRBUF_INIT;
+					stop_all(a, &e);
+					strbuf_release(&e);
+				}
+				/* nothing of it is wanted any more: its job is gone */
+				tally_remove_tree(a->dir);
+				_exit(0);
+			}
+		}
 		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR)
@@ -283,6 +317,8 @@ static void agent_loop(struct agent *a, int ls)
 				break;
 		}
 		bool go_on = true;
+		if (a->lease > 0)
+			lease_touch(a);
 		char *nl = in.buf ? memchr(in.buf, '\n', in.len) : NULL;
 		if (nl) {
 			*nl = '\0';
@@ -298,6 +334,100 @@ static void agent_loop(struct agent *a, int ls)
 		if (!go_on)
 			break;
 	}
+}
+
+/* Every process of session sid but this one killed (SIGKILL), a few rounds
+ * (what is killed may have forked): what an agent started dies with it. */
+static void kill_session(pid_t sid)
+{
+	for (int round = 0; round < 10; round++) {
+		DIR *d = opendir("/proc");
+		if (!d)
+			return;
+		int killed = 0;
+		for (struct dirent *e; (e = readdir(d));) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (*end || pid <= 0 || pid == getpid())
+				continue;
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+			struct strbuf st = STRBUF_INIT;
+			if (!strbuf_read_file(&st, path, 4096) && st.buf) {
+				const char *rp = strrchr(st.buf, ')');
+				char state;
+				int ppid, pgrp, sess;
+				if (rp && sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sess) == 4 && sess == sid && state != 'Z') {
+					kill((pid_t)pid, SIGKILL);
+					killed++;
+				}
+			}
+			strbuf_release(&st);
+		}
+		closedir(d);
+		if (!killed)
+			return;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The agent's watcher: a child that lives as long as the agent (its parent
+ * death signal) and then ends every process left in the agent's session, the
+ * profilers' processes among them, however the agent ended (quit, its lease,
+ * kill -9). */
+static void start_watcher(void)
+{
+	pid_t agent = getpid(), sid = getsid(0);
+	pid_t w = fork();
+	if (w != 0)
+		return;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	/* nothing of the agent's held open: its socket refuses once it is gone,
+	 * and ssh's session ends when the agent's start has printed */
+	int nul = open("/dev/null", O_RDWR);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		dup2(nul, fd);
+	for (int fd = 3; fd < 1024; fd++)
+		close(fd);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() == agent) {
+		int sig;
+		sigwait(&set, &sig);
+	}
+	kill_session(sid);
+	_exit(0);
+}
+
+/* The directories beside dir that a dead job left: no agent alive there (its
+ * pid in DIR/lease is gone) and no request for longer than its lease. */
+static void clean_abandoned(const char *dir)
+{
+	char *parent = tally_dirname(dir);
+	DIR *d = opendir(parent);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		struct strbuf sub = STRBUF_INIT, lease = STRBUF_INIT, txt = STRBUF_INIT;
+		strbuf_addf(&sub, "%s/%s", parent, e->d_name);
+		strbuf_addf(&lease, "%s/lease", sub.buf);
+		struct stat st;
+		double secs = 0;
+		int pid = 0;
+		if (strcmp(sub.buf, dir) && lstat(lease.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    !strbuf_read_file(&txt, lease.buf, 64) && txt.buf && sscanf(txt.buf, "%lf %d", &secs, &pid) == 2 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH && (double)(time(NULL) - st.st_mtime) > secs)
+			tally_remove_tree(sub.buf);
+		strbuf_release(&sub);
+		strbuf_release(&lease);
+		strbuf_release(&txt);
+	}
+	if (d)
+		closedir(d);
+	free(parent);
 }
 
 int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf *ready)
@@ -329,6 +459,15 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 		p = e ? e + 1 : p + strlen(p);
 		char **w = NULL;
 		size_t nw = 0;
+		if (!strncmp(line, "lease=", 6)) {
+			/* lease=SECONDS: the job's lease (it asks at least that often) */
+			char *end;
+			double v = strtod(line + 6, &end);
+			if (!*end && v >= 1 && v <= 86400)
+				a.lease = v;
+			free(line);
+			continue;
+		}
 		if (!(r = tally_job_split(line, &w, &nw)) && nw) {
 			/* label=LABEL first: the name the job gives its files */
 			const char *label = NULL;
@@ -380,6 +519,7 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 			setsid();
 			signal(SIGHUP, SIG_IGN);
 			signal(SIGPIPE, SIG_IGN);
+			start_watcher();
 			struct strbuf log = STRBUF_INIT;
 			strbuf_addf(&log, "%s/agent.log", dir);
 			int fd = open(log.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -389,6 +529,10 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 			dup2(fd >= 0 ? fd : nul, 2);
 			strbuf_release(&log);
 			a.started = xcalloc(a.n + 1, sizeof(bool));
+			if (a.lease > 0) {
+				lease_touch(&a);
+				clean_abandoned(dir);
+			}
 			agent_loop(&a, ls);
 			unlink(sa.sun_path);
 			_exit(0);

@@ -7,7 +7,12 @@
  * and the gap said; one that does not come back within the limit is lost, and
  * the job goes on with the others. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +68,10 @@ struct job_hosts {
 	const char *profdir;
 	double limit;
 	char *mux; /* ssh's shared connections, one per host (a private directory) */
+	double lease; /* the agents end when the job has not asked for that long */
+	pthread_t pinger;
+	bool pinging;
+	int ping_stop[2]; /* written to end the pinger */
 };
 
 static void host_round(void *ctx, size_t i)
@@ -96,7 +105,10 @@ static void host_round(void *ctx, size_t i)
 	}
 	if (h->note.len) {
 		struct strbuf n = STRBUF_INIT;
-		strbuf_addf(&n, "%s%s%s", h->it.note ? h->it.note : "", h->it.note ? "; " : "", h->note.buf);
+		if (h->it.note)
+			strbuf_addf(&n, "%s; %s", h->it.note, h->note.buf);
+		else
+			strbuf_addf(&n, "host '%s': %s", h->r.host, h->note.buf);
 		free(h->it.note);
 		h->it.note = strbuf_detach(&n);
 	}
@@ -412,6 +424,28 @@ static void find_plugins(struct job_hosts *hs, const char *profilers, const stru
 	}
 }
 
+/* /tmp/tally-ssh-PID-* of this user whose job (PID) is gone: a job killed
+ * (kill -9, an OOM kill) could not remove its directory of shared
+ * connections. */
+static void clean_dead_mux(void)
+{
+	DIR *d = opendir("/tmp");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		int pid = 0;
+		char rest[32];
+		if (sscanf(e->d_name, "tally-ssh-%d-%31s", &pid, rest) != 2 || pid <= 0 || strlen(rest) != 6)
+			continue;
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "/tmp/%s", e->d_name);
+		struct stat st;
+		if (lstat(p.buf, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && kill(pid, 0) < 0 && errno == ESRCH)
+			tally_remove_tree(p.buf);
+		strbuf_release(&p);
+	}
+	if (d)
+		closedir(d);
+}
+
 int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
 		  const char *profilers, const char *labels, const struct tally_profiler_env *env)
 {
@@ -422,9 +456,14 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	struct job_hosts *hs = xcalloc(1, sizeof(*hs));
 	hs->n = n;
 	hs->h = xcalloc(n + 1, sizeof(*hs->h));
+	/* the agents' lease: four times a request's limit (at least 10 s); the
+	 * job asks each agent at least four times as often (job_hosts_begin) */
+	hs->limit = limit > 0 ? limit : 60;
+	hs->lease = 4 * hs->limit > 10 ? 4 * hs->limit : 10;
 	/* each profiler's line led by its label (label=cmd-vmstat), as the job
 	 * names its files: several cmd profilers on a host keep apart */
 	struct strbuf prof = STRBUF_INIT;
+	strbuf_addf(&prof, "lease=%.0f\n", hs->lease);
 	const char *lab = labels && *labels ? labels : NULL;
 	for (const char *p = profilers; p && *p;) {
 		const char *e = strchr(p, '\n');
@@ -447,8 +486,11 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 	hs->profilers = strbuf_detach(&prof);
 	hs->labels = xstrdup(labels);
 	find_plugins(hs, profilers, env);
-	hs->limit = limit > 0 ? limit : 60;
-	char tmpl[] = "/tmp/tally-ssh-XXXXXX";
+	hs->ping_stop[0] = hs->ping_stop[1] = -1;
+	/* the job's pid in its name: the next job removes what a dead one left */
+	clean_dead_mux();
+	char tmpl[64];
+	snprintf(tmpl, sizeof(tmpl), "/tmp/tally-ssh-%d-XXXXXX", (int)getpid());
 	if (mkdtemp(tmpl))
 		hs->mux = xstrdup(tmpl);
 	for (size_t i = 0; i < n; i++) {
@@ -490,10 +532,36 @@ static int round_error(struct job_hosts *hs)
 	return r;
 }
 
+/* The pinger: every live agent asked 'status' a quarter of its lease apart,
+ * so that it lives as long as the job does, however long a test runs (its
+ * answer and any failure are not the rounds' business). */
+static void *pinger(void *arg)
+{
+	struct job_hosts *hs = arg;
+	for (;;) {
+		struct pollfd p = { .fd = hs->ping_stop[0], .events = POLLIN };
+		if (poll(&p, 1, (int)(hs->lease / 4 * 1000)) != 0)
+			return NULL;
+		for (size_t i = 0; i < hs->n; i++) {
+			struct host *h = &hs->h[i];
+			if (__atomic_load_n(&h->lost, __ATOMIC_RELAXED) || !__atomic_load_n(&h->agent, __ATOMIC_RELAXED))
+				continue;
+			struct tally_remote r = h->r;
+			r.timeout = hs->limit;
+			char *w[] = { h->tally, "job", "agent", "ctl", h->agentdir, "status", NULL };
+			int st;
+			tally_remote_run(&r, w, NULL, 0, NULL, 0, NULL, &st);
+		}
+	}
+}
+
 int job_hosts_begin(struct job_hosts *hs)
 {
 	round_all(hs, host_begin);
-	return round_error(hs);
+	int r = round_error(hs);
+	if (!r && !hs->pinging && pipe2(hs->ping_stop, O_CLOEXEC) == 0)
+		hs->pinging = pthread_create(&hs->pinger, NULL, pinger, hs) == 0;
+	return r;
 }
 
 /* Notes and errors of the round, into errs (one "host 'H': ..." each). */
@@ -535,6 +603,14 @@ void job_hosts_free(struct job_hosts *hs)
 {
 	if (!hs)
 		return;
+	if (hs->pinging) {
+		ssize_t w = write(hs->ping_stop[1], "x", 1);
+		(void)w;
+		pthread_join(hs->pinger, NULL);
+	}
+	for (int k = 0; k < 2; k++)
+		if (hs->ping_stop[k] >= 0)
+			close(hs->ping_stop[k]);
 	round_all(hs, host_quit);
 	for (size_t i = 0; i < hs->n; i++)
 		tally_remote_mux_close(&hs->h[i].r);

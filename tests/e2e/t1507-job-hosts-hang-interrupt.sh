@@ -39,7 +39,7 @@ hung_host() {
 }
 
 interrupted() {
-	printf '%s\n' "profilers add tally -F 499" "run --tag long -- sleep 120.1507" "run --tag never -- true" >int.ctl
+	printf '%s\n' "profilers add tally -F 499" "profilers only on" "run --tag long -- sleep 120.1507" "run --tag never -- true" >int.ctl
 	"$TALLY" job run --host h1 int.ctl >int.out 2>int.err &
 	local pid=$! rc=0 d=results/int/long/profiling
 	wait_for_line int.out "^HOSTS long: recording on every host" 120
