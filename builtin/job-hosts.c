@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
 #include "tally/job.h"
@@ -92,6 +93,10 @@ static void check_host(void *ctx, size_t i)
 	h->ret = tally_remote_install(&h->r, &h->installed, &h->bytes);
 	if (!h->ret)
 		h->ret = tally_remote_probe(&h->r, &h->f);
+	/* the clock timed on the connection the install opened: no handshake
+	 * in its round trip */
+	if (!h->ret)
+		h->ret = tally_remote_clock(&h->r, &h->f.clock_offset, &h->f.rtt);
 	/* the profilers set up and initialized there, as the job will, then ended */
 	if (!h->ret && h->profilers && h->profilers[0])
 		h->ret = tally_job_host_check(h->r.host, h->r.root, h->profilers);
@@ -143,8 +148,12 @@ int cmd_job_hosts(int argc, char **argv)
 	size_t nh = o.h.nhosts;
 	char *profilers = first < argc ? tally_job_control_profilers(&ctl) : NULL;
 	struct hostjob *h = xcalloc(nh, sizeof(*h));
+	/* one shared connection per host, private, ended at the end */
+	char mux[64];
+	snprintf(mux, sizeof(mux), "/tmp/tally-ssh-%d-XXXXXX", (int)getpid());
+	bool have_mux = mkdtemp(mux) != NULL;
 	for (size_t i = 0; i < nh; i++) {
-		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout };
+		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout, .mux_dir = have_mux ? mux : NULL };
 		h[i].profilers = profilers;
 	}
 	/* every host at once: the slowest handshake, not their sum */
@@ -171,6 +180,10 @@ int cmd_job_hosts(int argc, char **argv)
 		       h[i].f.boot_id, profilers && profilers[0] ? "  (profilers initialized)" : "");
 		tally_remote_facts_release(&h[i].f);
 	}
+	for (size_t i = 0; i < nh && have_mux; i++)
+		tally_remote_mux_close(&h[i].r);
+	if (have_mux)
+		tally_remove_tree(mux);
 	free(h);
 	free(profilers);
 	tally_job_control_release(&ctl);

@@ -91,6 +91,13 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
  * tally_seterr naming the host and quoting the answer. */
 int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f);
 
+/* The host's clock against ours, timed on a session already open: the host
+ * says it is there, then reads its clock when told to, and the offset is its
+ * clock minus the midpoint of that exchange (the shortest of three), whose
+ * time is *rtt. With a shared connection (mux_dir), no handshake is in it.
+ * 0, or -errno with tally_seterr naming the host. */
+int tally_remote_clock(const struct tally_remote *r, double *offset, double *rtt);
+
 /* The private directory of this version on the host: ROOT/VERSION. */
 char *tally_remote_dir(const struct tally_remote *r);
 

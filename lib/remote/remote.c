@@ -502,6 +502,125 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 	return ret;
 }
 
+/* ---- the clock ---- */
+
+/* The clock's script: says it is there, waits for the go (a line on its
+ * input), then reads the clock. */
+static const char clock_sh[] = "echo r; read x; date +%s.%N";
+
+/* One exchange: the command started, its "r" read (the session is open),
+ * then the go written at t0 and the clock read back at t1. */
+static int clock_once(const struct tally_remote *r, double *remote, double *t0, double *t1)
+{
+	int pin[2], pout[2];
+	if (pipe2(pin, O_CLOEXEC) < 0)
+		return tally_seterr(-errno, "cannot run ssh: %s", strerror(errno));
+	if (pipe2(pout, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pin[0]);
+		close(pin[1]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	char *words[] = { "sh", "-c", (char *)clock_sh, NULL };
+	char **argv = tally_remote_argv(r, words);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	tally_remote_argv_free(argv);
+	close(pin[0]);
+	close(pout[1]);
+	int ret = pid < 0 ? tally_seterr(-errno, "cannot run ssh: %s", strerror(errno)) : 0;
+	double limit = r->timeout > 0 ? r->timeout : 60, start = mono();
+	char buf[256];
+	size_t len = 0;
+	int stage = 0; /* 0: waiting for "r", 1: for the clock */
+	while (!ret && stage < 2) {
+		double left = limit - (mono() - start);
+		struct pollfd p = { .fd = pout[0], .events = POLLIN };
+		int k = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			break;
+		}
+		ssize_t n = read(pout[0], buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = tally_seterr(-EIO, "host '%s': the clock's answer is cut short", r->host);
+			break;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		char *nl;
+		while (!ret && (nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			if (stage == 0) {
+				if (strcmp(buf, "r")) {
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not what a Linux host says", r->host);
+					break;
+				}
+				*t0 = wall();
+				if (write(pin[1], "\n", 1) != 1)
+					ret = tally_seterr(-EIO, "host '%s': cannot send the clock's go", r->host);
+				stage = 1;
+			} else {
+				*t1 = wall();
+				char *e;
+				errno = 0;
+				*remote = strtod(buf, &e);
+				if (errno || *e || !isfinite(*remote) || *remote <= 0)
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not a time", r->host);
+				stage = 2;
+				break;
+			}
+			size_t used = (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len - used + 1);
+			len -= used;
+		}
+		if (len >= sizeof(buf) - 1)
+			ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is too long", r->host);
+	}
+	close(pin[1]);
+	close(pout[0]);
+	if (pid > 0) {
+		if (ret) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	return ret;
+}
+
+int tally_remote_clock(const struct tally_remote *r, double *offset, double *rtt)
+{
+	/* the exchange of the shortest round trip of three: its midpoint is
+	 * the closest to when the host read its clock */
+	double best = -1;
+	for (int i = 0; i < 3; i++) {
+		double remote, t0, t1;
+		int ret = clock_once(r, &remote, &t0, &t1);
+		if (ret)
+			return ret;
+		if (best < 0 || t1 - t0 < best) {
+			best = t1 - t0;
+			*offset = remote - (t0 + t1) / 2;
+			*rtt = best;
+		}
+	}
+	return 0;
+}
+
 /* ---- install ---- */
 
 struct objs {
