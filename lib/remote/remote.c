@@ -173,14 +173,36 @@ static double wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The last line of err, for a message (tally_last_line, into q). */
-#define LAST_LINE_SIZE 256
+/* The last non-empty line of err, for a message: escaped as
+ * strbuf_add_excerpt does, at most 1000 bytes of it (a path is not cut). */
+#define LAST_LINE_MAX 1000
+#define LAST_LINE_SIZE (LAST_LINE_MAX * 4 + 4)
 static void last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
 {
+	const char *t = err->buf ? err->buf : "";
+	size_t len = err->len;
+	while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' || t[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && t[start - 1] != '\n')
+		start--;
 	struct strbuf sb = STRBUF_INIT;
-	tally_last_line(err->buf ? err->buf : "", &sb);
+	strbuf_add_excerpt(&sb, t + start, len - start, LAST_LINE_MAX);
 	snprintf(q, LAST_LINE_SIZE, "%s", sb.buf ? sb.buf : "");
 	strbuf_release(&sb);
+}
+
+/* A name a host sent, for a message: escaped, at most 300 bytes (a path in
+ * the results is not cut where a shorter excerpt would). */
+#define QNAME_MAX 300
+#define QNAME_SIZE (QNAME_MAX * 4 + 4)
+static const char *qname(char out[QNAME_SIZE], const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_excerpt(&sb, s, strlen(s), QNAME_MAX);
+	snprintf(out, QNAME_SIZE, "%s", sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return out;
 }
 
 int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
@@ -944,7 +966,7 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 		return tally_seterr(-EFBIG, "%s: its listing has more than %d files (refused before any is read)", what,
 				    TALLY_PULL_MAX_FILES);
 	L->v = xcalloc(lines + 1, sizeof(*L->v));
-	char q[TALLY_EXCERPT_SIZE];
+	char q[QNAME_SIZE];
 	for (const char *p = sizes; *p;) {
 		const char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -955,7 +977,7 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 		if (!num || num > 18 || num + 1 >= len || p[num] != ' ' || !e) {
 			char *line = xstrndup(p, len);
 			int r = tally_seterr(-EPROTO, "%s: its listing has a line that is not 'SIZE NAME': '%s'", what,
-					     tally_excerpt(q, line));
+					     qname(q, line));
 			free(line);
 			return r;
 		}
@@ -969,7 +991,7 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 	for (size_t i = 1; i < L->n; i++)
 		if (!lent_cmp(&L->v[i - 1], &L->v[i])) {
 			char *name = xstrndup(L->v[i].name, L->v[i].len);
-			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what, tally_excerpt(q, name));
+			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what, qname(q, name));
 			free(name);
 			return r;
 		}
@@ -1031,7 +1053,7 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK)
 		ret = tally_seterr(-EIO, "%s: not a tar stream: %s", what, archive_error_string(a));
 	struct archive_entry *e;
-	char q[TALLY_EXCERPT_SIZE];
+	char q[QNAME_SIZE];
 	while (!ret) {
 		int k = archive_read_next_header(a, &e);
 		if (k == ARCHIVE_EOF)
@@ -1056,17 +1078,17 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		 * results directory, for every tool that removes or reads it by path */
 		if (!tally_relpath_ok(n, 1024)) {
 			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)", what,
-					   tally_excerpt(q, name), ldir);
+					   qname(q, name), ldir);
 		} else if (type == AE_IFDIR) {
 			int d = mkdirs(ldir, n);
 			if (d < 0)
-				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, tally_excerpt(q, n),
+				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, qname(q, n),
 						   ldir, strerror(-d));
 			else
 				close(d);
 		} else if (type != AE_IFREG) {
 			ret = tally_seterr(-EPERM, "%s: refused '%s': %s, not a regular file or a directory", what,
-					   tally_excerpt(q, n),
+					   qname(q, n),
 					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
 		} else {
 			/* what the stream declares, checked against the listing before
@@ -1079,12 +1101,12 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 			const char *base = n;
 			if (sizes && !l) {
 				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
-						   tally_excerpt(q, n));
+						   qname(q, n));
 			} else if (l && l->came) {
-				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what, tally_excerpt(q, n));
+				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what, qname(q, n));
 			} else if (want < 0 || declared != want) {
 				ret = tally_seterr(-EFBIG, "%s: refused '%s': the stream declares %lld bytes and the host listed %lld (nothing written)",
-						   what, tally_excerpt(q, n), declared, want);
+						   what, qname(q, n), declared, want);
 			} else if ((uint64_t)want > PULL_MAX - *bytes) {
 				ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
 			} else {
@@ -1105,7 +1127,7 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 				if (dfd >= 0 && fd < 0)
 					fd = -errno;
 				if (fd < 0)
-					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir,
+					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, qname(q, n), ldir,
 							   strerror(-fd));
 			}
 			if (!ret) {
@@ -1116,13 +1138,13 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					if (m == 0)
 						break;
 					if (m < 0) {
-						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, tally_excerpt(q, n),
+						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, qname(q, n),
 								   archive_error_string(a));
 						break;
 					}
 					if ((uint64_t)m > (uint64_t)want - got) {
 						ret = tally_seterr(-EFBIG, "%s: refused '%s': more than the %lld bytes the host listed", what,
-								   tally_excerpt(q, n), want);
+								   qname(q, n), want);
 						break;
 					}
 					if (tally_write_all(fd, buf, (size_t)m)) {
@@ -1135,7 +1157,7 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
 				if (!ret && got != (uint64_t)want)
 					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
-							   tally_excerpt(q, n), (unsigned long long)got, want);
+							   qname(q, n), (unsigned long long)got, want);
 				if (ret)
 					unlinkat(dfd, base, 0); /* nothing of a refused member stays */
 				else {
@@ -1154,7 +1176,7 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		if (!L.v[i].came) {
 			char *name = xstrndup(L.v[i].name, L.v[i].len);
 			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed ('%s' did not)", what, *files, L.n,
-					   tally_excerpt(q, name));
+					   qname(q, name));
 			free(name);
 		}
 	free(L.v);

@@ -230,6 +230,28 @@ static void test_remote__untar_listing_bounds(void **state)
 	free(tmp);
 }
 
+/* A refusal names the member whole: a path of 150 bytes is not cut. */
+static void test_remote__untar_long_name(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *dst = unit_path(tmp, "in");
+	const char *name = "tally.db/a-directory-with-a-long-name/another-directory-with-a-long-name/and-one-more-directory/the-link-at-the-end";
+	const struct member m[] = { { name, AE_IFLNK, NULL, "/etc/passwd" } };
+	struct strbuf t = STRBUF_INIT;
+	make_tar(&t, m, 1);
+	size_t files;
+	uint64_t bytes;
+	assert_int_not_equal(tally_remote_untar(t.buf, t.len, dst, "", "host 'h1'", &files, &bytes), 0);
+	char want[512];
+	snprintf(want, sizeof(want), "refused '%s': a symbolic link", name);
+	assert_errmsg_has(want);
+	strbuf_release(&t);
+	tally_remove_tree(tmp);
+	free(dst);
+	free(tmp);
+}
+
 /* A link planted in the directory before the pull is never followed. */
 static void test_remote__untar_planted_link(void **state)
 {
@@ -330,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_remote__untar_planted_link),
 		cmocka_unit_test(test_remote__untar_sparse_member),
 		cmocka_unit_test(test_remote__untar_listing_bounds),
+		cmocka_unit_test(test_remote__untar_long_name),
 		cmocka_unit_test(test_remote__probe_good),
 		cmocka_unit_test(test_remote__probe_refused),
 	};
