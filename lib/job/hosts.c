@@ -105,10 +105,7 @@ static void host_round(void *ctx, size_t i)
 	}
 	if (h->note.len) {
 		struct strbuf n = STRBUF_INIT;
-		if (h->it.note)
-			strbuf_addf(&n, "%s; %s", h->it.note, h->note.buf);
-		else
-			strbuf_addf(&n, "host '%s': %s", h->r.host, h->note.buf);
+		strbuf_addf(&n, "%s%shost '%s': %s", h->it.note ? h->it.note : "", h->it.note ? "; " : "", h->r.host, h->note.buf);
 		free(h->it.note);
 		h->it.note = strbuf_detach(&n);
 	}

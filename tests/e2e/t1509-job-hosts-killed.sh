@@ -52,10 +52,12 @@ agent_killed() {
 	cat >killagent.sh <<EOF
 #!/bin/bash
 cmd() { tr '\\0' ' ' </proc/\$1/cmdline 2>/dev/null; }
+agent=
 for p in \$(ip netns pids $NS); do
 	cmd \$p | grep -q 'job agent start' || continue
-	cmd \$(awk '{ print \$4 }' /proc/\$p/stat) | grep -q 'job agent start' || kill -KILL \$p
+	cmd \$(awk '{ print \$4 }' /proc/\$p/stat) | grep -q 'job agent start' || agent=\$p
 done
+kill -KILL \$agent
 for i in \$(seq 100); do
 	ok=1
 	for p in \$(ip netns pids $NS); do cmd \$p | grep -q 'sleep 1000.1510 ' && ok=0; done
