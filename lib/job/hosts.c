@@ -28,6 +28,8 @@
  * and a pull, at least, whatever --host-timeout says of a request */
 #define BEGIN_LIMIT 600.0
 #define PULL_LIMIT 60.0
+/* seconds a stop request has at least for each profiler (stop and report) */
+#define STEP_ALLOWANCE 60.0
 
 struct job_hosts;
 struct host;
@@ -59,6 +61,7 @@ struct job_hosts {
 	struct host *h;
 	size_t n;
 	char *profilers; /* one a line, for the agents */
+	size_t nprof;    /* how many */
 	char **plugin_dirs, **plugin_names; /* the external profilers, sent to each agent's directory */
 	size_t nplugins;
 	char *labels;    /* their names, ", "-separated, for warnings */
@@ -362,7 +365,12 @@ static int host_stop(struct host *h)
 {
 	char *req[] = { "stop", NULL };
 	struct strbuf a = STRBUF_INIT;
+	/* stop runs the profilers' stop and report steps there: the request's
+	 * limit, and at least STEP_ALLOWANCE a profiler (as the steps have here) */
+	double t = h->r.timeout, want = STEP_ALLOWANCE * (double)(h->hs->nprof ? h->hs->nprof : 1);
+	h->r.timeout = t > want ? t : want;
 	int r = ask(h, req, &a);
+	h->r.timeout = t;
 	strbuf_release(&a);
 	if (gone(r)) {
 		/* what it had written before it went comes back all the same */
@@ -381,6 +389,9 @@ static int host_quit(struct host *h)
 	 * under it is run, not even to say quit */
 	if (!h->agent)
 		return 0;
+	/* the end of the job: a live host has PULL_LIMIT at least to quit and
+	 * clean (a hung one is lost already, never asked) */
+	h->r.timeout = h->r.timeout > PULL_LIMIT ? h->r.timeout : PULL_LIMIT;
 	char *req[] = { "quit", NULL };
 	struct strbuf a = STRBUF_INIT;
 	ask(h, req, &a);
@@ -478,6 +489,7 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 		}
 		strbuf_add(&prof, p, len);
 		strbuf_addch(&prof, '\n');
+		hs->nprof++;
 		p = e ? e + 1 : p + len;
 	}
 	hs->profilers = strbuf_detach(&prof);
