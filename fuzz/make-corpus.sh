@@ -177,6 +177,14 @@ printf '\001status' | seed agent-request status
 printf '\001clean\tsleep' | seed agent-request clean
 printf '\002stop' | seed agent-request stop
 printf '\002quit' | seed agent-request quit
+# an agent's answers (fuzz/agent_answer.c: a byte for word and exit status, stdout, NUL, stderr)
+printf '\001ready 4242 %s\n\0' "$(cat /proc/sys/kernel/random/boot_id)" | seed agent-answer ready
+printf '\000ok\n\0' | seed agent-answer ok
+printf '\000ok %s sleeptest\n\0' "$(cat /proc/sys/kernel/random/boot_id)" | seed agent-answer status
+printf '\002\0tally: profiler '"'"'cmd'"'"' failed at start: command '"'"'x'"'"' not found in PATH\n' | seed agent-answer error
+printf '\004\0tally: no agent answers at '"'"'/root/.cache/tally-profilers/0.1.0/agents/j/agent.sock'"'"' (Connection refused)\n' | seed agent-answer gone
+printf '\006\0ssh: connect to host h1 port 22: Connection refused\n' | seed agent-answer unreachable
+printf '\002error forged\nGOOD exit 0\n\033]0;x\007\0' | seed agent-answer forged
 
 # ---- off-CPU: the sched_switch format, then switches (fuzz/offcpu.c) ----
 offcpu_seed() { # offcpu_seed NAME FORMAT-FILE-OR-TEXT PREV_STATE_SIZE

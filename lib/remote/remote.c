@@ -8,6 +8,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -43,6 +44,38 @@ void tally_sh_quote(struct strbuf *out, const char *s)
 	strbuf_addch(out, '\'');
 }
 
+int tally_remote_host_ok(const char *host)
+{
+	size_t n = strlen(host);
+	bool ok = n && n <= TALLY_HOST_NAME_MAX && host[0] != '.' && host[0] != '-' && strcmp(host, "all-hosts.db") &&
+		  strcmp(host, "all-hosts.txt");
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)host[i] > 0x20 && host[i] != 0x7f && host[i] != '/';
+	if (ok)
+		return 0;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL,
+			    "host name '%s' cannot name its directory of results (1 to %d bytes, no '/', blank or control character, "
+			    "not beginning with '.' or '-', not all-hosts.db or all-hosts.txt)",
+			    tally_excerpt(q, host), TALLY_HOST_NAME_MAX);
+}
+
+int tally_remote_hosts_check(char *const *hosts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = tally_remote_host_ok(hosts[i]);
+		if (r)
+			return r;
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(hosts[k], hosts[i])) {
+				char q[TALLY_EXCERPT_SIZE];
+				return tally_seterr(-EINVAL, "host '%s' is named twice (--host and 'hosts' lines name each host once)",
+						    tally_excerpt(q, hosts[i]));
+			}
+	}
+	return 0;
+}
+
 static const char *ssh_cmd(const struct tally_remote *r)
 {
 	if (r->ssh && *r->ssh)
@@ -70,7 +103,14 @@ char **tally_remote_argv(const struct tally_remote *r, char *const words[])
 	for (size_t i = 0; words[i]; i++) {
 		if (i)
 			strbuf_addch(&remote, ' ');
-		tally_sh_quote(&remote, words[i]);
+		/* "~/..." is the ssh user's home on the host: the tilde alone is
+		 * left to the remote shell, the rest quoted as any word */
+		if (words[i][0] == '~' && words[i][1] == '/') {
+			strbuf_addstr(&remote, "~/");
+			tally_sh_quote(&remote, words[i] + 2);
+		} else {
+			tally_sh_quote(&remote, words[i]);
+		}
 	}
 	char **argv = xcalloc(8, sizeof(char *));
 	argv[0] = xstrdup("/bin/sh");
@@ -133,14 +173,36 @@ static double wall(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The last line of err, for a message (tally_last_line, into q). */
-#define LAST_LINE_SIZE 256
+/* The last non-empty line of err, for a message: escaped as
+ * strbuf_add_excerpt does, at most 1000 bytes of it (a path is not cut). */
+#define LAST_LINE_MAX 1000
+#define LAST_LINE_SIZE (LAST_LINE_MAX * 4 + 4)
 static void last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
 {
+	const char *t = err->buf ? err->buf : "";
+	size_t len = err->len;
+	while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' || t[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && t[start - 1] != '\n')
+		start--;
 	struct strbuf sb = STRBUF_INIT;
-	tally_last_line(err->buf ? err->buf : "", &sb);
+	strbuf_add_excerpt(&sb, t + start, len - start, LAST_LINE_MAX);
 	snprintf(q, LAST_LINE_SIZE, "%s", sb.buf ? sb.buf : "");
 	strbuf_release(&sb);
+}
+
+/* A name a host sent, for a message: escaped, at most 300 bytes (a path in
+ * the results is not cut where a shorter excerpt would). */
+#define QNAME_MAX 300
+#define QNAME_SIZE (QNAME_MAX * 4 + 4)
+static const char *qname(char out[QNAME_SIZE], const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_excerpt(&sb, s, strlen(s), QNAME_MAX);
+	snprintf(out, QNAME_SIZE, "%s", sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return out;
 }
 
 int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
@@ -302,11 +364,25 @@ static int run_failed(const struct tally_remote *r, const char *doing, int statu
 			    q[0] ? "'" : "");
 }
 
+static const char *root_of(const struct tally_remote *r)
+{
+	return r->root && *r->root ? r->root : TALLY_REMOTE_ROOT;
+}
+
 char *tally_remote_dir(const struct tally_remote *r)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s/%s", r->root && *r->root ? r->root : TALLY_REMOTE_ROOT, TALLY_VERSION);
+	strbuf_addf(&sb, "%s/%s", root_of(r), TALLY_VERSION);
 	return strbuf_detach(&sb);
+}
+
+/* The root check's refusal (exit 3 of a script, its line on stderr). */
+static int root_refused(const struct tally_remote *r, const struct strbuf *err)
+{
+	char q[LAST_LINE_SIZE];
+	last_line(err, q);
+	return tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)", r->host,
+			    q[0] ? q : "its root is not private");
 }
 
 void tally_remote_facts_release(struct tally_remote_facts *f)
@@ -317,11 +393,36 @@ void tally_remote_facts_release(struct tally_remote_facts *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* The probe's script: its arguments are data ($1: the private directory). */
-static const char probe_sh[] = "uname -m; "
+/* The check of the private directory, for the probe's and the install's
+ * scripts: $1 ROOT, $2 ROOT/VERSION. Nothing under ROOT runs, and nothing
+ * there is trusted, before every component of the path is seen (find -printf
+ * reads each without following it): none a symbolic link; ROOT, ROOT/VERSION
+ * and what the install put there owned by the ssh user and writable by no one
+ * else; every directory above ROOT owned by the user or by root, and writable
+ * by no one else unless sticky (/tmp: others cannot rename or remove what is
+ * the user's there). A component that does not exist yet is nothing to trust.
+ * A failure: one line "'PATH' WHY" on stderr and exit 3. */
+#define ROOT_CHECK_SH \
+	"bad() { printf \"'%s' %s\\n\" \"$1\" \"$2\" >&2; exit 3; }; " \
+	"c() { [ -e \"$1\" ] || [ -L \"$1\" ] || return 0; " \
+	"s=$(find \"$1\" -maxdepth 0 -printf '%y %U %m') && [ -n \"$s\" ] || bad \"$1\" 'cannot be examined'; " \
+	"set -- \"$1\" \"$2\" $s; " \
+	"[ \"$3\" != l ] || bad \"$1\" 'is a symbolic link'; " \
+	"[ \"$4\" = \"$u\" ] || { [ \"$2\" = 0 ] && [ \"$4\" = 0 ]; } || bad \"$1\" 'belongs to another user'; " \
+	"[ $((0$5 & 022)) = 0 ] || { [ \"$2\" = 0 ] && [ $((0$5 & 01000)) != 0 ]; } || " \
+	"bad \"$1\" 'is writable by other users (group or others may write there)'; }; " \
+	"chk() { u=$(id -u) || exit 3; case $1 in /*) ;; *) bad \"$1\" 'is not an absolute path'; esac; " \
+	"p=$1; while [ \"$p\" != / ] && [ \"$p\" != . ]; do p=$(dirname -- \"$p\"); c \"$p\" 0; done; " \
+	"for f in \"$1\" \"$2\" \"$2/tally\" \"$2/tally.bin\" \"$2/lib\"; do c \"$f\" 1; done; }; "
+
+/* The probe's script: its arguments are data ($1 the root, $2 the private
+ * directory). tally there is run only once the root is checked. */
+static const char probe_sh[] = ROOT_CHECK_SH
+			       "chk \"$1\" \"$2\"; "
+			       "uname -m; "
 			       "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
 			       "date +%s.%N; "
-			       "if [ -x \"$1/tally\" ] && [ ! -L \"$1\" ]; then \"$1/tally\" --version 2>/dev/null | head -n 1; fi; "
+			       "if [ -x \"$2/tally\" ]; then \"$2/tally\" --version 2>/dev/null | head -n 1; fi; "
 			       "echo end";
 
 static char *next_line(char **cur)
@@ -405,20 +506,141 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 {
 	memset(f, 0, sizeof(*f));
 	char *dir = tally_remote_dir(r);
-	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", dir, NULL };
+	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", (char *)root_of(r), dir, NULL };
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	int status;
 	double t0 = wall(), m0 = mono();
 	int ret = tally_remote_run(r, words, NULL, 0, &out, 1 << 16, &err, &status);
 	double m1 = mono();
 	free(dir);
-	if (!ret && status)
+	if (!ret && status == 3)
+		ret = root_refused(r, &err);
+	else if (!ret && status)
 		ret = run_failed(r, "the probe", status, &err);
 	if (!ret)
 		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0, f);
 	strbuf_release(&out);
 	strbuf_release(&err);
 	return ret;
+}
+
+/* ---- the clock ---- */
+
+/* The clock's script: says it is there, waits for the go (a line on its
+ * input), then reads the clock. */
+static const char clock_sh[] = "echo r; read x; date +%s.%N";
+
+/* One exchange: the command started, its "r" read (the session is open),
+ * then the go written at t0 and the clock read back at t1. */
+static int clock_once(const struct tally_remote *r, double *remote, double *t0, double *t1)
+{
+	int pin[2], pout[2];
+	if (pipe2(pin, O_CLOEXEC) < 0)
+		return tally_seterr(-errno, "cannot run ssh: %s", strerror(errno));
+	if (pipe2(pout, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pin[0]);
+		close(pin[1]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	char *words[] = { "sh", "-c", (char *)clock_sh, NULL };
+	char **argv = tally_remote_argv(r, words);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	tally_remote_argv_free(argv);
+	close(pin[0]);
+	close(pout[1]);
+	int ret = pid < 0 ? tally_seterr(-errno, "cannot run ssh: %s", strerror(errno)) : 0;
+	double limit = r->timeout > 0 ? r->timeout : 60, start = mono();
+	char buf[256];
+	size_t len = 0;
+	int stage = 0; /* 0: waiting for "r", 1: for the clock */
+	while (!ret && stage < 2) {
+		double left = limit - (mono() - start);
+		struct pollfd p = { .fd = pout[0], .events = POLLIN };
+		int k = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			break;
+		}
+		ssize_t n = read(pout[0], buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = tally_seterr(-EIO, "host '%s': the clock's answer is cut short", r->host);
+			break;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		char *nl;
+		while (!ret && (nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			if (stage == 0) {
+				if (strcmp(buf, "r")) {
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not what a Linux host says", r->host);
+					break;
+				}
+				*t0 = wall();
+				if (write(pin[1], "\n", 1) != 1)
+					ret = tally_seterr(-EIO, "host '%s': cannot send the clock's go", r->host);
+				stage = 1;
+			} else {
+				*t1 = wall();
+				char *e;
+				errno = 0;
+				*remote = strtod(buf, &e);
+				if (errno || *e || !isfinite(*remote) || *remote <= 0)
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not a time", r->host);
+				stage = 2;
+				break;
+			}
+			size_t used = (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len - used + 1);
+			len -= used;
+		}
+		if (len >= sizeof(buf) - 1)
+			ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is too long", r->host);
+	}
+	close(pin[1]);
+	close(pout[0]);
+	if (pid > 0) {
+		if (ret) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	return ret;
+}
+
+int tally_remote_clock(const struct tally_remote *r, double *offset, double *rtt)
+{
+	/* the exchange of the shortest round trip of three: its midpoint is
+	 * the closest to when the host read its clock */
+	double best = -1;
+	for (int i = 0; i < 3; i++) {
+		double remote, t0, t1;
+		int ret = clock_once(r, &remote, &t0, &t1);
+		if (ret)
+			return ret;
+		if (best < 0 || t1 - t0 < best) {
+			best = t1 - t0;
+			*offset = remote - (t0 + t1) / 2;
+			*rtt = best;
+		}
+	}
+	return 0;
 }
 
 /* ---- install ---- */
@@ -561,18 +783,27 @@ static int make_bundle(struct strbuf *out)
 	return r;
 }
 
-/* The install's script: $1 the root, $2 its directory for this version. The
- * root is the user's own and private, never a link; the copy lands whole or
- * not at all (unpacked beside, then renamed over an outdated one). */
-static const char install_sh[] =
+/* The install's script: $1 the root, $2 its directory for this version, $3
+ * the version line it must print. The root is checked before and after it is
+ * made (what is missing of it made 0700), then it is the user's own and
+ * private; the copy lands whole or not at all: unpacked beside, then renamed
+ * into place, an outdated one moved aside first; when another install (a
+ * second name of the host, another job) put a working one there meanwhile,
+ * that one stays. */
+static const char install_sh[] = ROOT_CHECK_SH
 	"umask 077; "
-	"if [ -L \"$1\" ]; then echo \"'$1' is a symbolic link\" >&2; exit 3; fi; "
-	"[ -d \"$1\" ] || mkdir -m 700 \"$1\" || exit 3; "
-	"if [ -L \"$1\" ] || [ ! -O \"$1\" ]; then echo \"'$1' belongs to another user\" >&2; exit 3; fi; "
+	"chk \"$1\" \"$2\"; "
+	"[ -d \"$1\" ] || mkdir -p -m 700 -- \"$1\" || exit 3; "
+	"chk \"$1\" \"$2\"; "
 	"chmod 700 \"$1\" || exit 3; "
 	"t=$(mktemp -d \"$1/.install.XXXXXX\") || exit 3; "
 	"if ! tar -x -f - -C \"$t\"; then rm -rf \"$t\"; exit 4; fi; "
-	"rm -rf \"$2\" && mv -T \"$t\" \"$2\" || { rm -rf \"$t\"; exit 4; }; "
+	"o=; "
+	"if [ \"$(\"$2/tally\" --version 2>/dev/null)\" != \"$3\" ]; then "
+	"if [ -e \"$2\" ]; then o=$(mktemp -d \"$1/.old.XXXXXX\") && mv -T \"$2\" \"$o/v\" || exit 4; fi; "
+	"mv -T \"$t\" \"$2\" || [ \"$(\"$2/tally\" --version 2>/dev/null)\" = \"$3\" ] || { rm -rf \"$t\" ${o:+\"$o\"}; exit 4; }; "
+	"fi; "
+	"rm -rf \"$t\" ${o:+\"$o\"}; "
 	"\"$2/tally\" --version";
 
 int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes)
@@ -599,16 +830,12 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 		ret = make_bundle(&bundle);
 		if (!ret) {
 			char *dir = tally_remote_dir(r);
-			char *words[] = { "sh", "-c", (char *)install_sh, "sh",
-					  (char *)(r->root && *r->root ? r->root : TALLY_REMOTE_ROOT), dir, NULL };
+			char *words[] = { "sh", "-c", (char *)install_sh, "sh", (char *)root_of(r), dir, want, NULL };
 			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 			int status;
 			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
 			if (!ret && status == 3) {
-				char q[LAST_LINE_SIZE];
-				last_line(&err, q);
-				ret = tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)",
-						   r->host, q);
+				ret = root_refused(r, &err);
 			} else if (!ret && status) {
 				ret = run_failed(r, "installing tally", status, &err);
 			} else if (!ret) {
@@ -635,21 +862,146 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 	return ret;
 }
 
+/* ---- profilers sent along ---- */
+
+/* dir (a plugin's directory) into the tar as NAME/...: regular files (links
+ * to them followed) and directories, at most 16 deep and max bytes in all. */
+static int tar_add_tree(struct archive *a, const char *name, const char *dir, int depth, size_t *left)
+{
+	if (depth > 16)
+		return tally_seterr(-ELOOP, "'%s' is more than 16 directories deep", dir);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0700);
+	int r = archive_write_header(a, e) == ARCHIVE_OK ? 0 : tally_seterr(-EIO, "cannot pack '%s': %s", dir, archive_error_string(a));
+	archive_entry_free(e);
+	DIR *d = r ? NULL : opendir(dir);
+	if (!r && !d)
+		r = tally_seterr(-errno, "cannot read '%s': %s", dir, strerror(errno));
+	for (struct dirent *de; !r && d && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct strbuf path = STRBUF_INIT, sub = STRBUF_INIT;
+		strbuf_addf(&path, "%s/%s", dir, de->d_name);
+		strbuf_addf(&sub, "%s/%s", name, de->d_name);
+		struct stat st;
+		if (stat(path.buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+			r = tar_add_tree(a, sub.buf, path.buf, depth + 1, left);
+		} else if (stat(path.buf, &st) == 0 && S_ISREG(st.st_mode)) {
+			struct strbuf data = STRBUF_INIT;
+			r = tally_read_regular(&data, AT_FDCWD, path.buf, TALLY_OPEN_FOLLOW, *left);
+			if (!r) {
+				*left -= data.len;
+				if (tar_add(a, sub.buf, data.buf ? data.buf : "", data.len, st.st_mode & 0100 ? 0700 : 0600))
+					r = tally_seterr(-EIO, "cannot pack '%s': %s", path.buf, archive_error_string(a));
+			}
+			strbuf_release(&data);
+		}
+		strbuf_release(&path);
+		strbuf_release(&sub);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static const char unpack_sh[] = "umask 077; mkdir -p -m 700 -- \"$1\" && exec tar -x -f - -C \"$1\"";
+
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir)
+{
+	struct tarbuf t = { STRBUF_INIT };
+	struct archive *a = archive_write_new();
+	int ret = 0;
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
+		ret = tally_seterr(-EIO, "cannot pack the profilers: %s", archive_error_string(a));
+	size_t left = (size_t)64 << 20;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = tar_add_tree(a, names[i], dirs[i], 0, &left);
+	if (archive_write_close(a) != ARCHIVE_OK && !ret)
+		ret = tally_seterr(-EIO, "cannot pack the profilers: %s", archive_error_string(a));
+	archive_write_free(a);
+	if (!ret) {
+		char *words[] = { "sh", "-c", (char *)unpack_sh, "sh", (char *)rdir, NULL };
+		struct strbuf err = STRBUF_INIT;
+		int status;
+		ret = tally_remote_run(r, words, t.sb.buf, t.sb.len, NULL, 0, &err, &status);
+		if (!ret && status)
+			ret = run_failed(r, "sending the profilers", status, &err);
+		strbuf_release(&err);
+	}
+	strbuf_release(&t.sb);
+	return ret;
+}
+
 /* ---- pull ---- */
 
-/* size of name in the listing "SIZE NAME\n...", or -1 */
-static long long listed_size(const char *sizes, const char *name)
+/* The host's listing "SIZE NAME\n..." of a pull, parsed once: its names
+ * sorted, each looked up by a binary search (a pull of n files costs n log n,
+ * whatever the host sends), each marked when it came. */
+struct listing {
+	struct lent {
+		const char *name; /* into the listing's text */
+		size_t len;
+		long long size;
+		bool came;
+	} *v;
+	size_t n;
+};
+
+static int lent_cmp(const void *a, const void *b)
 {
-	size_t nl = strlen(name);
-	for (const char *p = sizes; p && *p;) {
+	const struct lent *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	return c ? c : x->len < y->len ? -1 : x->len > y->len;
+}
+
+static int listing_parse(struct listing *L, const char *sizes, const char *what)
+{
+	memset(L, 0, sizeof(*L));
+	size_t lines = 0;
+	for (const char *p = sizes; *p; p++)
+		lines += *p == '\n';
+	if (lines > TALLY_PULL_MAX_FILES)
+		return tally_seterr(-EFBIG, "%s: its listing has more than %d files (refused before any is read)", what,
+				    TALLY_PULL_MAX_FILES);
+	L->v = xcalloc(lines + 1, sizeof(*L->v));
+	char q[QNAME_SIZE];
+	for (const char *p = sizes; *p;) {
 		const char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		const char *sp = memchr(p, ' ', len);
-		if (sp && (size_t)(p + len - (sp + 1)) == nl && !memcmp(sp + 1, name, nl))
-			return strtoll(p, NULL, 10);
-		p = e ? e + 1 : p + len;
+		size_t num = 0;
+		while (num < len && p[num] >= '0' && p[num] <= '9')
+			num++;
+		struct lent *l = &L->v[L->n];
+		if (!num || num > 18 || num + 1 >= len || p[num] != ' ' || !e) {
+			char *line = xstrndup(p, len);
+			int r = tally_seterr(-EPROTO, "%s: its listing has a line that is not 'SIZE NAME': '%s'", what,
+					     qname(q, line));
+			free(line);
+			return r;
+		}
+		l->size = strtoll(p, NULL, 10);
+		l->name = p + num + 1;
+		l->len = len - num - 1;
+		L->n++;
+		p = e + 1;
 	}
-	return -1;
+	qsort(L->v, L->n, sizeof(*L->v), lent_cmp);
+	for (size_t i = 1; i < L->n; i++)
+		if (!lent_cmp(&L->v[i - 1], &L->v[i])) {
+			char *name = xstrndup(L->v[i].name, L->v[i].len);
+			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what, qname(q, name));
+			free(name);
+			return r;
+		}
+	return 0;
+}
+
+static struct lent *listing_find(const struct listing *L, const char *name)
+{
+	struct lent key = { .name = name, .len = strlen(name) };
+	return L->n ? bsearch(&key, L->v, L->n, sizeof(*L->v), lent_cmp) : NULL;
 }
 
 static int mkdirs(const char *base, const char *rel)
@@ -686,15 +1038,22 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 {
 	*files = 0;
 	*bytes = 0;
-	if (mkdir(ldir, 0700) < 0 && errno != EEXIST)
+	struct listing L = { 0 };
+	int ret = sizes ? listing_parse(&L, sizes, what) : 0;
+	if (ret) {
+		free(L.v);
+		return ret;
+	}
+	if (mkdir(ldir, 0700) < 0 && errno != EEXIST) {
+		free(L.v);
 		return tally_seterr(-errno, "cannot create '%s': %s", ldir, strerror(errno));
+	}
 	struct archive *a = archive_read_new();
 	archive_read_support_format_tar(a);
-	int ret = 0;
 	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK)
 		ret = tally_seterr(-EIO, "%s: not a tar stream: %s", what, archive_error_string(a));
 	struct archive_entry *e;
-	char q[TALLY_EXCERPT_SIZE];
+	char q[QNAME_SIZE];
 	while (!ret) {
 		int k = archive_read_next_header(a, &e);
 		if (k == ARCHIVE_EOF)
@@ -719,28 +1078,41 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		 * results directory, for every tool that removes or reads it by path */
 		if (!tally_relpath_ok(n, 1024)) {
 			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)", what,
-					   tally_excerpt(q, name), ldir);
+					   qname(q, name), ldir);
 		} else if (type == AE_IFDIR) {
 			int d = mkdirs(ldir, n);
 			if (d < 0)
-				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, tally_excerpt(q, n),
+				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, qname(q, n),
 						   ldir, strerror(-d));
 			else
 				close(d);
 		} else if (type != AE_IFREG) {
 			ret = tally_seterr(-EPERM, "%s: refused '%s': %s, not a regular file or a directory", what,
-					   tally_excerpt(q, n),
+					   qname(q, n),
 					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
 		} else {
-			long long want = sizes ? listed_size(sizes, n) : (long long)archive_entry_size(e);
-			int fd = -1;
-			if (want < 0) {
-				/* checked before anything is created for it */
+			/* what the stream declares, checked against the listing before
+			 * anything is created for it: a member is never larger than
+			 * the host said (a sparse one is all holes here) */
+			struct lent *l = sizes ? listing_find(&L, n) : NULL;
+			long long declared = archive_entry_size_is_set(e) ? (long long)archive_entry_size(e) : -1;
+			long long want = sizes ? (l ? l->size : -1) : declared;
+			int fd = -1, dfd = -1;
+			const char *base = n;
+			if (sizes && !l) {
 				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
-						   tally_excerpt(q, n));
+						   qname(q, n));
+			} else if (l && l->came) {
+				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what, qname(q, n));
+			} else if (want < 0 || declared != want) {
+				ret = tally_seterr(-EFBIG, "%s: refused '%s': the stream declares %lld bytes and the host listed %lld (nothing written)",
+						   what, qname(q, n), declared, want);
+			} else if ((uint64_t)want > PULL_MAX - *bytes) {
+				ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
 			} else {
+				if (l)
+					l->came = true;
 				char *slash = strrchr(n, '/');
-				int dfd;
 				if (slash) {
 					*slash = '\0';
 					dfd = mkdirs(ldir, n);
@@ -750,16 +1122,15 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					if (dfd < 0)
 						dfd = -errno;
 				}
-				const char *base = slash ? slash + 1 : n;
+				base = slash ? slash + 1 : n;
 				fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 				if (dfd >= 0 && fd < 0)
 					fd = -errno;
-				if (dfd >= 0)
-					close(dfd);
+				if (fd < 0)
+					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, qname(q, n), ldir,
+							   strerror(-fd));
 			}
-			if (!ret && fd < 0) {
-				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
-			} else if (!ret) {
+			if (!ret) {
 				uint64_t got = 0;
 				for (;;) {
 					char buf[65536];
@@ -767,8 +1138,13 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					if (m == 0)
 						break;
 					if (m < 0) {
-						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, tally_excerpt(q, n),
+						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, qname(q, n),
 								   archive_error_string(a));
+						break;
+					}
+					if ((uint64_t)m > (uint64_t)want - got) {
+						ret = tally_seterr(-EFBIG, "%s: refused '%s': more than the %lld bytes the host listed", what,
+								   qname(q, n), want);
 						break;
 					}
 					if (tally_write_all(fd, buf, (size_t)m)) {
@@ -776,33 +1152,34 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 						break;
 					}
 					got += (uint64_t)m;
-					if (*bytes + got > PULL_MAX) {
-						ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
-						break;
-					}
 				}
 				if (close(fd) < 0 && !ret)
 					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
 				if (!ret && got != (uint64_t)want)
 					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
-							   tally_excerpt(q, n), (unsigned long long)got, want);
-				if (!ret) {
+							   qname(q, n), (unsigned long long)got, want);
+				if (ret)
+					unlinkat(dfd, base, 0); /* nothing of a refused member stays */
+				else {
 					(*files)++;
 					*bytes += got;
 				}
 			}
+			if (dfd >= 0)
+				close(dfd);
 		}
 		free(n);
 	}
 	archive_read_free(a);
 	/* every file of the listing came */
-	if (!ret && sizes) {
-		size_t listed = 0;
-		for (const char *p = sizes; *p; p++)
-			listed += *p == '\n';
-		if (listed != *files)
-			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed", what, *files, listed);
-	}
+	for (size_t i = 0; !ret && i < L.n; i++)
+		if (!L.v[i].came) {
+			char *name = xstrndup(L.v[i].name, L.v[i].len);
+			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed ('%s' did not)", what, *files, L.n,
+					   qname(q, name));
+			free(name);
+		}
+	free(L.v);
 	return ret;
 }
 
