@@ -375,6 +375,7 @@ int cmd_annotate(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	tally_db_names_apart(&db);
 	have_db = true;
 	tally_view_weigh(&db, o.samples);
 	int ev = 0;

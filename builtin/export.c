@@ -317,6 +317,7 @@ int cmd_export(int argc, char **argv)
 		tally_symopts_release(&so);
 		return 1;
 	}
+	tally_db_names_apart(&db);
 	struct tally_resolver *res = NULL;
 	struct tally_export_out out = { 0 };
 	struct tally_warnings w = TALLY_WARNINGS_INIT;

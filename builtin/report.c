@@ -360,6 +360,7 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	have_db = true;
+	tally_db_names_apart(&db);
 	if (o.wall && tally_db_wall(&db)) {
 		tally_error("%s", tally_errmsg());
 		goto out;

@@ -232,6 +232,13 @@ int tally_db_open_dir_flags(struct tally_db *db, const char *path, unsigned flag
  * call), and db stays usable without stacks. 0 or -errno with tally_seterr. */
 int tally_db_load_stacks(struct tally_db *db);
 
+/* For the views only (never before a database is written or merged: names
+ * are part of an image's identity there): file images that share a name but
+ * not a file get their directory after it, "libc.so.6 (/opt/x/lib)", and
+ * those that share the file too (two containers' copies) their id's first
+ * 12 digits, so that no two rows of a report look alike. */
+void tally_db_names_apart(struct tally_db *db);
+
 /* ---- period weights (lib/db/weigh.c) ---- */
 
 /* The unit of event ev's weights: "ns" for time (cpu-clock, task-clock,

@@ -660,6 +660,50 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 	return 0;
 }
 
+static const struct tally_db_image *apart_images;
+
+static int cmp_apart(const void *x, const void *y)
+{
+	const struct tally_db_image *a = &apart_images[*(const uint32_t *)x], *b = &apart_images[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+void tally_db_names_apart(struct tally_db *db)
+{
+	uint32_t *ix = xmalloc((db->nimages + 1) * sizeof(*ix)), n = 0;
+	for (uint32_t i = 0; i < db->nimages; i++)
+		if (!strcmp(db->images[i].kind, "exec") || !strcmp(db->images[i].kind, "lib"))
+			ix[n++] = i;
+	apart_images = db->images;
+	qsort(ix, n, sizeof(*ix), cmp_apart);
+	for (uint32_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && !strcmp(db->images[ix[a]].name, db->images[ix[b]].name); b++)
+			;
+		if (b - a < 2)
+			continue;
+		/* a run of one name: each says where it is, or which it is */
+		for (uint32_t k = a; k < b; k++) {
+			struct tally_db_image *im = &db->images[ix[k]];
+			bool same_path = false;
+			for (uint32_t m = a; m < b && !same_path; m++)
+				same_path = m != k && !strcmp(db->images[ix[m]].path, im->path);
+			struct strbuf sb = STRBUF_INIT;
+			if (same_path) {
+				strbuf_addf(&sb, "%s (%.12s)", im->name, im->id);
+			} else {
+				char *dir = tally_dirname(im->path);
+				strbuf_addf(&sb, "%s (%s)", im->name, dir);
+				free(dir);
+			}
+			free(im->name);
+			im->name = strbuf_detach(&sb);
+		}
+	}
+	apart_images = NULL;
+	free(ix);
+}
+
 int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
 	return parse_copy(db, buf, len, what, parse_images);
