@@ -1,0 +1,177 @@
+/* Unit tests for lib/push and what it asks of the pprof export: labels the
+ * caller adds to every sample (and those it adds only where a sample lacks
+ * the key). */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <inttypes.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "tally/export.h"
+#include "tally/symbols.h"
+
+typedef Perftools__Profiles__Profile PProfile_t;
+
+/* A database in memory, not per-pid, one event, stacks (leaf first):
+ *   s0 work;main   60  label set 1 {comm=alpha, host=web1}
+ *   s1 inner;main  30  label set 2 {comm=beta}
+ *   s2 other;main  10  no label set */
+static void memdb_init(struct tally_db *db)
+{
+	memset(db, 0, sizeof(*db));
+	db->path = xstrdup("mem.db");
+	tally_meta_set(&db->session, "period-mean", "1000000");
+	tally_meta_set(&db->session, "duration", "1.5");
+	tally_meta_set(&db->session, "start-time", "2026-01-02T03:04:05Z");
+	tally_meta_set(&db->session, "host", "recorder");
+	db->nevents = 1;
+	db->events = xcalloc(1, sizeof(char *));
+	db->events[0] = xstrdup("cpu-clock");
+	db->samples = xcalloc(1, sizeof(uint64_t));
+	db->samples[0] = 100;
+	db->has_stacks = true;
+	db->nimages = 1;
+	db->images = xcalloc(1, sizeof(*db->images));
+	db->images[0] = (struct tally_db_image){ .name = xstrdup("prog"), .path = xstrdup("/nonexistent/tally-unit/prog"),
+						 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
+						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
+	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1030 };
+	db->nframe_tab = 4;
+	db->frame_tab = xcalloc(4, sizeof(*db->frame_tab));
+	for (size_t i = 0; i < 4; i++)
+		db->frame_tab[i] = (struct tally_frame){ 0, offs[i] };
+	static const uint32_t order[] = { 0, 1, 2, 1, 3, 1 };
+	db->stack_frames = xcalloc(6, sizeof(uint32_t));
+	memcpy(db->stack_frames, order, sizeof(order));
+	db->nstack_frames = 6;
+	db->nstacks = 3;
+	db->stacks = xcalloc(3, sizeof(*db->stacks));
+	db->stacks[0] = (struct tally_db_stack){ 0, 2, 0, 1 };
+	db->stacks[1] = (struct tally_db_stack){ 2, 2, 0, 2 };
+	db->stacks[2] = (struct tally_db_stack){ 4, 2, 0, 0 };
+	db->stack_counts = xcalloc(3, sizeof(uint64_t));
+	db->stack_counts[0] = 60;
+	db->stack_counts[1] = 30;
+	db->stack_counts[2] = 10;
+	db->nentries = 3;
+	db->entries = xcalloc(3, sizeof(*db->entries));
+	db->entries[0] = (struct tally_db_entry){ 0, 0, 0x1010 };
+	db->entries[1] = (struct tally_db_entry){ 0, 0, 0x1020 };
+	db->entries[2] = (struct tally_db_entry){ 0, 0, 0x1030 };
+	db->counts = xcalloc(3, sizeof(uint64_t));
+	db->counts[0] = 60;
+	db->counts[1] = 30;
+	db->counts[2] = 10;
+	db->nprofs = 1;
+	db->profs = xcalloc(1, sizeof(*db->profs));
+	db->profs[0] = (struct tally_db_prof){ 0, 0, 0, 3, 0 };
+	db->nlabels = 2;
+	db->labels = xcalloc(2, sizeof(*db->labels));
+	tally_labelset_set(&db->labels[0], "comm", "alpha");
+	tally_labelset_set(&db->labels[0], "host", "web1");
+	tally_labelset_set(&db->labels[1], "comm", "beta");
+}
+
+static void gunzip(const struct strbuf *gz, struct strbuf *raw)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	assert_int_equal(strbuf_grow(raw, 1 << 20), 0);
+	z.next_in = (Bytef *)gz->buf;
+	z.avail_in = (uInt)gz->len;
+	z.next_out = (Bytef *)raw->buf;
+	z.avail_out = 1 << 20;
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	raw->len = (1 << 20) - z.avail_out;
+	inflateEnd(&z);
+}
+
+static PProfile_t *unpack(const struct strbuf *gz)
+{
+	struct strbuf raw = STRBUF_INIT;
+	gunzip(gz, &raw);
+	PProfile_t *p = perftools__profiles__profile__unpack(NULL, raw.len, (uint8_t *)raw.buf);
+	strbuf_release(&raw);
+	assert_non_null(p);
+	return p;
+}
+
+/* The value of label key of sample s ("" when none; fails when twice). */
+static const char *label_of(const PProfile_t *p, const Perftools__Profiles__Sample *s, const char *key)
+{
+	const char *v = "";
+	int seen = 0;
+	for (size_t i = 0; i < s->n_label; i++)
+		if (!strcmp(p->string_table[s->label[i]->key], key)) {
+			v = p->string_table[s->label[i]->str];
+			seen++;
+		}
+	if (seen > 1)
+		fail_msg("label '%s' is on a sample %d times", key, seen);
+	return v;
+}
+
+/* The sample whose leaf function is named fn. */
+static const Perftools__Profiles__Sample *sample_at(const PProfile_t *p, uint64_t leaf_addr)
+{
+	for (size_t i = 0; i < p->n_sample; i++)
+		if (p->location[p->sample[i]->location_id[0] - 1]->address == leaf_addr)
+			return p->sample[i];
+	fail_msg("no sample with its leaf at %#" PRIx64, leaf_addr);
+	return NULL;
+}
+
+static void test_push__pprof_caller_labels(void **state)
+{
+	(void)state;
+	struct tally_db db;
+	memdb_init(&db);
+	struct tally_resolver *res;
+	tally_resolver_new(&res, &db, NULL);
+	int ev = 0;
+	struct tally_labelset labels = { 0 }, dflt = { 0 };
+	tally_labelset_set(&labels, "team", "blue");
+	tally_labelset_set(&dflt, "host", "here");
+	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1,
+				  .labels = &labels, .label_defaults = &dflt };
+	struct strbuf gz = STRBUF_INIT;
+	assert_int_equal(tally_export_pprof_buf(&x, &gz), 0);
+	PProfile_t *p = unpack(&gz);
+	assert_int_equal(p->n_sample, 3);
+	/* a set with its own host keeps it; the others get the default */
+	const Perftools__Profiles__Sample *s0 = sample_at(p, 0x1010), *s1 = sample_at(p, 0x1020), *s2 = sample_at(p, 0x1030);
+	assert_string_equal(label_of(p, s0, "host"), "web1");
+	assert_string_equal(label_of(p, s1, "host"), "here");
+	assert_string_equal(label_of(p, s2, "host"), "here");
+	assert_string_equal(label_of(p, s0, "comm"), "alpha");
+	assert_string_equal(label_of(p, s1, "comm"), "beta");
+	assert_string_equal(label_of(p, s2, "comm"), "");
+	for (size_t i = 0; i < p->n_sample; i++)
+		assert_string_equal(label_of(p, p->sample[i], "team"), "blue");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	strbuf_reset(&gz);
+
+	/* the caller's own labels take the place of the set's */
+	tally_labelset_set(&labels, "host", "forced");
+	assert_int_equal(tally_export_pprof_buf(&x, &gz), 0);
+	p = unpack(&gz);
+	for (size_t i = 0; i < p->n_sample; i++)
+		assert_string_equal(label_of(p, p->sample[i], "host"), "forced");
+	assert_string_equal(label_of(p, sample_at(p, 0x1010), "comm"), "alpha");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	strbuf_release(&gz);
+	tally_labelset_release(&labels);
+	tally_labelset_release(&dflt);
+	tally_resolver_free(res);
+	tally_db_release(&db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_push__pprof_caller_labels),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
