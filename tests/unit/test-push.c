@@ -1,14 +1,21 @@
 /* Unit tests for lib/push and what it asks of the pprof export: labels the
  * caller adds to every sample (and those it adds only where a sample lacks
- * the key). */
+ * the key), the endpoints and headers of the options, the request of each
+ * format decoded back (the pprof inside Parca's JSON, Pyroscope's series
+ * name, the OTLP message through protobuf-c), and the daemon's backlog
+ * cursor: deltas of an epoch, kept across a reopen, epochs deleted before
+ * they were pushed counted as dropped. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include <inttypes.h>
 #include <zlib.h>
 
+#include "otlp.pb-c.h"
 #include "profile.pb-c.h"
+#include "tally/epoch.h"
 #include "tally/export.h"
+#include "tally/push.h"
 #include "tally/symbols.h"
 
 typedef Perftools__Profiles__Profile PProfile_t;
@@ -168,10 +175,126 @@ static void test_push__pprof_caller_labels(void **state)
 	tally_db_release(&db);
 }
 
+/* ---- options ---- */
+
+static void test_push__endpoint(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *url;
+		enum tally_push_format f;
+		const char *want;
+	} cases[] = {
+		{ "http://h:4040", TALLY_PUSH_PYROSCOPE, "http://h:4040/ingest" },
+		{ "http://h:4040/", TALLY_PUSH_PYROSCOPE, "http://h:4040/ingest" },
+		{ "https://h/pyroscope/", TALLY_PUSH_PYROSCOPE, "https://h/pyroscope/ingest" },
+		{ "http://h:4040/ingest", TALLY_PUSH_PYROSCOPE, "http://h:4040/ingest" },
+		{ "http://h:7070", TALLY_PUSH_PARCA, "http://h:7070/profiles/writeraw" },
+		{ "http://h:4318", TALLY_PUSH_OTLP, "http://h:4318/v1development/profiles" },
+		{ "http://h:4318/v1development/profiles", TALLY_PUSH_OTLP, "http://h:4318/v1development/profiles" },
+		{ "http://h:4318?tenant=a", TALLY_PUSH_OTLP, "http://h:4318/v1development/profiles?tenant=a" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct tally_push_opts o;
+		tally_push_opts_init(&o);
+		o.url = xstrdup(cases[i].url);
+		o.format = cases[i].f;
+		char *e = tally_push_endpoint(&o);
+		assert_string_equal(e, cases[i].want);
+		free(e);
+		tally_push_opts_release(&o);
+	}
+}
+
+static const struct tally_cmdopts test_cmd = {
+	.name = "test",
+	.summary = "s",
+	.usage = "u",
+	.groups = { &tally_push_group },
+};
+
+static int parse(struct tally_push_opts *o, int argc, const char **argv)
+{
+	void *ctx[] = { o };
+	int first;
+	return tally_opts_parse(&test_cmd, ctx, argc, (char **)argv, &first);
+}
+
+static void test_push__options(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *hf = unit_path(dir, "headers");
+	unit_write_str(hf, "# tokens\r\nAuthorization: Bearer s3cret\r\n\r\nX-Scope-OrgID: tenant-1\n");
+	struct tally_push_opts o;
+	tally_push_opts_init(&o);
+	const char *argv[] = { "test", "--to", "http://127.0.0.1:1", "--format", "otlp", "--label", "team=blue",
+			       "--header", "X-One: 1", "--header-file", hf, NULL };
+	assert_int_equal(parse(&o, 11, argv), 0);
+	assert_int_equal(tally_push_opts_check(&o, "--to", "--format"), 0);
+	char **h;
+	size_t n;
+	assert_int_equal(tally_push_headers(&o, &h, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(h[0], "X-One: 1");
+	assert_string_equal(h[1], "Authorization: Bearer s3cret");
+	assert_string_equal(h[2], "X-Scope-OrgID: tenant-1");
+	tally_push_headers_free(h, n);
+	assert_string_equal(tally_labelset_get(&o.labels, "team"), "blue");
+
+	/* the file is read again at every request: a bad line is an error naming it */
+	unit_write_str(hf, "Authorization: Bearer s3cret\nno colon here\n");
+	assert_int_equal(tally_push_headers(&o, &h, &n), -EINVAL);
+	assert_errmsg_has("line 2");
+	tally_push_opts_release(&o);
+
+	/* refusals, each one line naming the option */
+	static const struct {
+		const char *a, *b, *msg;
+	} bad[] = {
+		{ "--format", "jaeger", "unknown --format 'jaeger'" },
+		{ "--header", "Authorization Bearer x", "invalid --header" },
+		{ "--label", "=x", "--label" },
+		{ "--label", "k=", "has no value" },
+		{ "--app", "my app", "invalid --app" },
+		{ "--timeout", "0", "--timeout" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		tally_push_opts_init(&o);
+		const char *av[] = { "test", bad[i].a, bad[i].b, NULL };
+		assert_true(parse(&o, 3, av) < 0);
+		assert_errmsg_has(bad[i].msg);
+		tally_push_opts_release(&o);
+	}
+	/* checks before anything is sent */
+	tally_push_opts_init(&o);
+	const char *nofmt[] = { "test", "--to", "http://h", NULL };
+	assert_int_equal(parse(&o, 3, nofmt), 0);
+	assert_int_equal(tally_push_opts_check(&o, "--to", "--format"), -EINVAL);
+	assert_errmsg_has("needs --format");
+	o.format = TALLY_PUSH_PARCA;
+	free(o.url);
+	o.url = xstrdup("ftp://h");
+	assert_int_equal(tally_push_opts_check(&o, "--to", "--format"), -EINVAL);
+	assert_errmsg_has("not an http:// or https:// URL");
+	free(o.url);
+	o.url = xstrdup("http://h");
+	o.header_file = xstrdup(dir); /* a directory */
+	assert_true(tally_push_opts_check(&o, "--to", "--format") < 0);
+	assert_errmsg_has("header file");
+	tally_push_opts_release(&o);
+	unlink(hf);
+	rmdir(dir);
+	free(hf);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_push__pprof_caller_labels),
+		cmocka_unit_test(test_push__endpoint),
+		cmocka_unit_test(test_push__options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
