@@ -41,6 +41,8 @@ struct tally_push_opts {
 };
 void tally_push_opts_init(struct tally_push_opts *o);
 void tally_push_opts_release(struct tally_push_opts *o);
+/* dst (initialized or not) becomes a deep copy of src. */
+void tally_push_opts_copy(struct tally_push_opts *dst, const struct tally_push_opts *src);
 /* Whether push options were given at all (a URL or a format). */
 bool tally_push_opts_given(const struct tally_push_opts *o);
 /* Checks the options before anything is sent: a URL of http or https, a
@@ -119,5 +121,73 @@ int tally_push_db(const struct tally_push_opts *o, struct tally_db *db, const st
  * resource's attributes, with service.name = app. 0 or -errno with tally_seterr. */
 int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, const struct tally_labelset *resource,
 			       struct strbuf *out);
+
+/* ---- the backlog of a daemon's database: what each flush added ---- */
+
+/* The cursor: per epoch, the counts pushed so far of each of its stacks (or,
+ * without stacks, of each place), keyed by a hash of what the stack is, so
+ * that what a flush added is the epoch now less what was pushed. Kept in
+ * DIR/push.cursor, written whole (atomically) after every push the server
+ * took. */
+struct tally_push_cursor;
+
+/* Reads DIR's cursor for this target (url and format): a cursor missing,
+ * damaged or kept for another target starts from the epochs as they are now
+ * (what they hold counts as pushed: the backlog is what comes after), and
+ * *fresh says so (may be NULL). The caller frees it. 0 or -errno. */
+int tally_push_cursor_open(struct tally_push_cursor **out, const char *dir, const char *target, bool *fresh);
+void tally_push_cursor_free(struct tally_push_cursor *c);
+/* Writes it (DIR/push.cursor, atomically). 0 or -errno with tally_seterr. */
+int tally_push_cursor_save(struct tally_push_cursor *c);
+
+/* The backlog as a scan of the epochs found it. */
+struct tally_push_backlog {
+	uint64_t samples;     /* recorded and not pushed yet */
+	size_t epochs;        /* epochs with samples not pushed yet */
+	uint64_t dropped;     /* ever: samples of epochs deleted (--keep) before they were pushed */
+	uint64_t rejected;    /* ever: samples the server refused for good (400, 413, ...) */
+	uint64_t dropped_now; /* ... by this scan: to be said in the log */
+	char *dropped_epochs; /* this scan's dropped epochs' names, or NULL (caller frees) */
+};
+
+/* Looks at the epochs on disk (their sessions' sample counts only): epochs
+ * gone are forgotten, what they held unpushed counted as dropped; *bl gets
+ * the backlog. Cheap: for the status while the server is down. 0 or -errno. */
+int tally_push_cursor_scan(struct tally_push_cursor *c, struct tally_push_backlog *bl);
+/* The next epoch with something to push (oldest first), its delta made
+ * ready: *db is the epoch with only what was not pushed yet left in its
+ * counts (and its sample totals), the caller's to build a payload from and
+ * release; *epoch its name (the cursor's), *from and *until the time the
+ * delta covers. An epoch that is not the newest and holds nothing new is
+ * marked done (and its counts forgotten). 1 when there is something to push,
+ * 0 when nothing is left, -errno with tally_seterr. */
+int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, const char **epoch, double *from,
+			   double *until);
+/* The delta the last tally_push_cursor_next made was taken by the server
+ * (or refused for good: rejected, counted): the epoch's counts as they were
+ * then count as pushed. Call tally_push_cursor_save after. */
+void tally_push_cursor_done(struct tally_push_cursor *c, bool rejected);
+
+/* ---- the daemon's pusher: a thread that sends the backlog ---- */
+
+struct tally_pusher;
+/* Starts the thread that pushes DIR's epochs to o's target (o is copied):
+ * at once what the cursor says is left, then after every notify. Nothing
+ * it does waits on the caller, nor the caller on it (but for a mutex held
+ * for a copy of its state). 0 or -errno with tally_seterr. */
+int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct tally_push_opts *o);
+/* A flush added samples: push them (now, or when the back-off ends). Never waits. */
+void tally_pusher_notify(struct tally_pusher *p, uint64_t samples);
+/* The lines the pusher has for the log since the last call, each handed to
+ * log (on the caller's thread: the log is the caller's to write). */
+void tally_pusher_logs(struct tally_pusher *p, void (*log)(void *ctx, const char *line), void *ctx);
+/* The 'push' lines of tally ctl status: the target, the last success, the
+ * backlog (and what was dropped or refused), the last error and the next try. */
+void tally_pusher_status(struct tally_pusher *p, struct strbuf *out);
+/* Stops the thread: when the server answered the last try, one last pass
+ * of at most grace seconds for what the last flush added (what it cannot
+ * send stays in the backlog); its last log lines to log (may be NULL); frees.
+ * Accepts NULL. */
+void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *ctx, const char *line), void *ctx);
 
 #endif

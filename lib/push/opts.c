@@ -28,6 +28,20 @@ void tally_push_opts_release(struct tally_push_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
+void tally_push_opts_copy(struct tally_push_opts *dst, const struct tally_push_opts *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->url = src->url ? xstrdup(src->url) : NULL;
+	dst->format = src->format;
+	dst->app = src->app ? xstrdup(src->app) : NULL;
+	tally_labelset_copy(&dst->labels, &src->labels);
+	for (size_t i = 0; i < src->nheaders; i++)
+		STRLIST_PUSH(dst->headers, dst->nheaders, dst->aheaders, xstrdup(src->headers[i]));
+	dst->header_file = src->header_file ? xstrdup(src->header_file) : NULL;
+	dst->timeout = src->timeout;
+	dst->retry_max = src->retry_max;
+}
+
 bool tally_push_opts_given(const struct tally_push_opts *o)
 {
 	return o->url || o->format;

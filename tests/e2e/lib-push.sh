@@ -118,3 +118,42 @@ rx_count_one() {
 		pprof_count "$1.profile"
 	fi
 }
+
+# push_status KEY: a push line of the daemon's status (push-last, push-backlog, push-error, push-sent).
+push_status() {
+	ctl --db "$DB" status
+	status_val "$1"
+}
+
+# backlog_samples: the samples the daemon's status says are not sent yet.
+backlog_samples() {
+	push_status push-backlog | awk '{ print $1 }'
+}
+
+# wait_pushed [SECONDS]: waits until the daemon has sent everything flushed
+# (its backlog 0) and says no error; fails with its status when it does not.
+wait_pushed() {
+	local i
+	for ((i = 0; i < ${1:-120} * 10; i++)); do
+		ctl --db "$DB" status
+		if [[ $(status_val push-backlog | awk '{ print $1 }') == 0 && $(status_val push-error) == none ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fail "the daemon did not send its backlog within ${1:-120} s: $(grep '^push' "$TMP/ctl.out" | tr '\n' ' '); log: $(tail -5 "$DB/daemon.log")"
+}
+
+# flushed_samples: what the daemon wrote into its epochs, all of them (tally report --samples).
+flushed_samples() {
+	db_total "$DB" --samples
+}
+
+# start_burner: one CPU kept busy by a copy of the sleeper (nice 19) until
+# the test ends, so that every flush has samples.
+start_burner() {
+	local b
+	b=$(uniq_copy sleeper)
+	nice -n 19 "$b" 0 burn >/dev/null 2>&1 &
+	track_pid $!
+}
