@@ -289,12 +289,120 @@ static void test_push__options(void **state)
 	free(dir);
 }
 
+/* ---- the daemon's backlog ---- */
+
+static uint64_t stack_total(const struct tally_db *db)
+{
+	uint64_t n = 0;
+	for (size_t k = 0; k < db->nstacks; k++)
+		n += db->stack_counts[k];
+	return n;
+}
+
+/* db as the epoch dir/name: through the builder, which makes its session whole */
+static void save_epoch(const char *dir, const char *name, struct tally_db *db)
+{
+	char *p = unit_path(dir, name);
+	struct tally_db_builder *b = tally_db_builder_new(db->nevents, db->events, db->per_pid, true);
+	tally_meta_set(&db->session, "call-graph", "fp");
+	tally_meta_set(&db->session, "stop-time", "2026-01-02T03:05:05Z");
+	tally_db_builder_session(b, &db->session);
+	tally_db_builder_add(b, db);
+	struct tally_db out;
+	tally_db_builder_finish(b, &out);
+	if (tally_db_save(&out, p, true))
+		fail_msg("tally_db_save: %s", tally_errmsg());
+	tally_db_release(&out);
+	free(p);
+}
+
+static void test_push__cursor_deltas(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir();
+	char *marker = unit_path(dir, TALLY_DAEMON_MARKER);
+	unit_write_str(marker, "format-version: 1\nlayout: epochs\n");
+	struct tally_db db;
+	memdb_init(&db);
+	save_epoch(dir, "202601010000", &db);
+
+	/* a new cursor: what is there counts as pushed */
+	struct tally_push_cursor *c;
+	bool fresh = false;
+	if (tally_push_cursor_open(&c, dir, "otlp http://h/x", &fresh))
+		fail_msg("%s", tally_errmsg());
+	assert_true(fresh);
+	struct tally_db d;
+	const char *ep;
+	double from, until;
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 0);
+
+	/* a flush adds 10 to one stack: the delta is those 10 */
+	db.stack_counts[0] += 10;
+	db.counts[0] += 10;
+	db.samples[0] += 10;
+	save_epoch(dir, "202601010000", &db);
+	struct tally_push_backlog bl;
+	assert_int_equal(tally_push_cursor_scan(c, &bl), 0);
+	assert_int_equal(bl.samples, 10);
+	assert_int_equal(bl.epochs, 1);
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 1);
+	assert_string_equal(ep, "202601010000");
+	assert_int_equal(stack_total(&d), 10);
+	assert_int_equal(d.samples[0], 10);
+	tally_db_release(&d);
+	/* not taken: made again the same */
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 1);
+	assert_int_equal(stack_total(&d), 10);
+	tally_db_release(&d);
+	tally_push_cursor_done(c, false);
+	assert_int_equal(tally_push_cursor_save(c), 0);
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 0);
+	tally_push_cursor_free(c);
+
+	/* kept across a reopen; another target starts afresh */
+	assert_int_equal(tally_push_cursor_open(&c, dir, "otlp http://h/x", &fresh), 0);
+	assert_false(fresh);
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 0);
+	/* a newer epoch: the old one (nothing new) is done, the new one goes whole */
+	save_epoch(dir, "202601010100", &db);
+	assert_int_equal(tally_push_cursor_scan(c, &bl), 0);
+	assert_int_equal(bl.samples, 110);
+	assert_int_equal(tally_push_cursor_next(c, &d, &ep, &from, &until), 1);
+	assert_string_equal(ep, "202601010100");
+	assert_int_equal(stack_total(&d), 110);
+	tally_db_release(&d);
+	/* deleted before it was taken: dropped, and said */
+	char *p = unit_path(dir, "202601010100");
+	assert_int_equal(tally_db_remove(p), 0);
+	free(p);
+	assert_int_equal(tally_push_cursor_scan(c, &bl), 0);
+	assert_int_equal(bl.dropped_now, 110);
+	assert_int_equal(bl.dropped, 110);
+	assert_string_equal(bl.dropped_epochs, "202601010100");
+	free(bl.dropped_epochs);
+	assert_int_equal(bl.samples, 0);
+	assert_int_equal(tally_push_cursor_save(c), 0);
+	tally_push_cursor_free(c);
+	assert_int_equal(tally_push_cursor_open(&c, dir, "pyroscope http://other/ingest", &fresh), 0);
+	assert_true(fresh);
+	assert_int_equal(tally_push_cursor_scan(c, &bl), 0);
+	assert_int_equal(bl.dropped, 0);
+	tally_push_cursor_free(c);
+
+	tally_db_release(&db);
+	tally_remove_tree(dir);
+	free(marker);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_push__pprof_caller_labels),
 		cmocka_unit_test(test_push__endpoint),
 		cmocka_unit_test(test_push__options),
+		cmocka_unit_test(test_push__cursor_deltas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
