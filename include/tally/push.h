@@ -76,6 +76,7 @@ struct tally_push_payload {
 	bool form;               /* Pyroscope: body goes as the multipart form's 'profile' part */
 	char *query;             /* appended to the endpoint ("name=...&from=..."), or NULL */
 	const char *content_type;
+	bool gzip;               /* the body is gzipped (Content-Encoding: gzip) */
 	uint64_t samples;        /* the samples it holds, all events summed */
 	size_t profile_bytes;    /* the profile itself (gzipped pprof, or the OTLP message) */
 };

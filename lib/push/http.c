@@ -113,6 +113,8 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 		hl = curl_slist_append(hl, ct.buf);
 		strbuf_release(&ct);
 	}
+	if (p->gzip)
+		hl = curl_slist_append(hl, "Content-Encoding: gzip");
 	/* no 'Expect: 100-continue' wait before the body */
 	hl = curl_slist_append(hl, "Expect:");
 	for (size_t i = 0; i < nh; i++)

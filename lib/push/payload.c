@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "tally/push.h"
 
@@ -144,6 +145,28 @@ static void parca_body(const char *app, const struct tally_labelset *ls, const s
 	strbuf_addstr(out, "\"}]}],\"normalized\":false}");
 }
 
+/* in gzipped into out: the OTLP body (the spec's Content-Encoding: gzip). */
+static int gzip_body(const struct strbuf *in, struct strbuf *out)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return tally_seterr(-ENOMEM, "cannot compress the OTLP request: zlib cannot start");
+	size_t room = deflateBound(&z, (uLong)in->len) + 32;
+	int zr = Z_MEM_ERROR;
+	if (!strbuf_grow(out, room)) {
+		z.next_in = (Bytef *)in->buf;
+		z.avail_in = (uInt)in->len;
+		z.next_out = (Bytef *)out->buf + out->len;
+		z.avail_out = (uInt)room;
+		zr = deflate(&z, Z_FINISH);
+		out->len += room - z.avail_out;
+		out->buf[out->len] = '\0';
+	}
+	deflateEnd(&z);
+	return zr == Z_STREAM_END ? 0 : tally_seterr(-EIO, "cannot compress the OTLP request: zlib error %d", zr);
+}
+
 int tally_push_payload_build(const struct tally_push_opts *o, const struct tally_export *x0, double from, double until,
 			     struct tally_push_payload *out)
 {
@@ -172,10 +195,15 @@ int tally_push_payload_build(const struct tally_push_opts *o, const struct tally
 		x.labels = NULL;
 		x.label_defaults = NULL;
 		r = tally_export_pprof_buf(&x, &gz);
+		struct strbuf msg = STRBUF_INIT;
 		if (!r)
-			r = tally_push_otlp_from_pprof(gz.buf, gz.len, app, &series, &out->body);
-		out->profile_bytes = out->body.len;
+			r = tally_push_otlp_from_pprof(gz.buf, gz.len, app, &series, &msg);
+		out->profile_bytes = msg.len;
+		if (!r)
+			r = gzip_body(&msg, &out->body);
+		strbuf_release(&msg);
 		out->content_type = "application/x-protobuf";
+		out->gzip = true;
 	} else {
 		x.labels = &o->labels;
 		x.label_defaults = &host;

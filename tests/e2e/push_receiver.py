@@ -9,7 +9,8 @@ Each request N is kept as DIR/req-N.json (method, path, query, headers, the
 status answered) and DIR/req-N.body (the body as it came); its profile, taken
 out of the body as each server takes it, as DIR/req-N.profile: the form's
 'profile' part (Pyroscope's /ingest), the base64 rawProfile of the JSON
-(Parca's /profiles/writeraw), the body itself (OTLP). It answers with the
+(Parca's /profiles/writeraw), the body itself (OTLP), gunzipped when its
+Content-Encoding is gzip. It answers with the
 status in DIR/status (a number; 200 when there is none), and while DIR/hold
 exists it holds every answer back (the request is stored first): a push
 caught in the middle. Requests answered with another status are stored too
@@ -18,6 +19,7 @@ caught in the middle. Requests answered with another status are stored too
 import base64
 import email.parser
 import email.policy
+import gzip
 import json
 import os
 import sys
@@ -41,6 +43,8 @@ def status_now():
 
 def profile_of(path, headers, body):
     ctype = headers.get("Content-Type", "")
+    if headers.get("Content-Encoding", "") == "gzip":
+        body = gzip.decompress(body)
     if ctype.startswith("multipart/form-data"):
         msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
             b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)

@@ -87,6 +87,8 @@ otlp() {
 	r=$RX/req-$(printf %04d "$(rx_count)")
 	[[ $(rx_field $r.json path) == /v1development/profiles ]] || fail "path $(rx_field $r.json path)"
 	[[ $(rx_field $r.json header.content-type) == application/x-protobuf ]] || fail "content type"
+	[[ $(rx_field $r.json header.content-encoding) == gzip ]] || fail "the OTLP body is not gzipped"
+	gzip -t <$r.body || fail "the body says gzip and is not"
 	otlp_json $r.profile o.json
 	python3 - o.json "$total" "$host" "$bid" "$WORKLOADS/split_funcs" <<'EOF' || fail "the OTLP request: $(head -c 1500 o.json)"
 import json, sys
