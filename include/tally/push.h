@@ -188,7 +188,8 @@ void tally_pusher_status(struct tally_pusher *p, struct strbuf *out);
 /* Stops the thread: when the server answered the last try, one last pass
  * of at most grace seconds for what the last flush added (what it cannot
  * send stays in the backlog); its last log lines to log (may be NULL); frees.
- * Accepts NULL. */
+ * A thread still building a push a second past the grace is left running
+ * (and p with it) for the process's end to stop. Accepts NULL. */
 void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *ctx, const char *line), void *ctx);
 
 #endif

@@ -445,7 +445,25 @@ void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *c
 	p->grace_end = tally_now_mono() + grace;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->th, NULL);
+	/* a push being built cannot be cut short: past the grace (and a second)
+	 * the thread is left to the process's end, which ends it; its cursor is
+	 * written whole or not at all, so what it was sending stays in the
+	 * backlog for the next start */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double w = grace + 1;
+	ts.tv_sec += (time_t)w;
+	ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(p->th, NULL, &ts) == ETIMEDOUT) {
+		tally_pusher_logs(p, log, ctx);
+		if (log)
+			log(ctx, "push: the last push was not done at the end: what it held stays in the backlog for the next start");
+		return;
+	}
 	tally_pusher_logs(p, log, ctx);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
