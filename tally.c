@@ -40,6 +40,7 @@ static const struct cmd commands[] = {
 	{ "archive", cmd_archive, &archive_cmdopts },
 	{ "job", cmd_job, &job_cmdopts },
 	{ "top", cmd_top, &top_cmdopts },
+	{ "push", cmd_push, &push_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)

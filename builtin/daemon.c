@@ -14,6 +14,7 @@
 
 #include "builtin/builtin.h"
 #include "tally/daemon.h"
+#include "tally/push.h"
 #include "tally/sampling.h"
 #include "tally/util.h"
 
@@ -73,7 +74,7 @@ const struct tally_cmdopts daemon_cmdopts = {
 	.summary = "profile the whole system without end, into epochs (profd; tally ctl steers it)",
 	.usage = "[options]",
 	.footer = "durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n",
-	.groups = { &daemon_group, &tally_sampling_group, &tally_offcpu_group },
+	.groups = { &daemon_group, &tally_sampling_group, &tally_offcpu_group, &tally_push_as_you_go_group },
 };
 
 static struct tally_daemon *the_daemon; /* for the signal handler */
@@ -177,7 +178,9 @@ int cmd_daemon(int argc, char **argv)
 
 	struct dopts dop = { .db = "tally.db", .flush_interval = o.flush_interval, .ctl_timeout = o.ctl_timeout,
 			     .max_memory = o.max_memory, .min_free = o.min_free };
-	void *ctx[] = { &dop, &smp, &smp };
+	struct tally_push_opts push;
+	tally_push_opts_init(&push);
+	void *ctx[] = { &dop, &smp, &smp, &push };
 	int first;
 	ret = tally_cmd_options(&daemon_cmdopts, ctx, argc, argv, &first);
 	if (ret >= 0)
@@ -198,6 +201,14 @@ int cmd_daemon(int argc, char **argv)
 	o.max_db_size = dop.max_db_size;
 	o.min_free = dop.min_free;
 	o.verbose = tally_verbose != 0;
+	if (tally_push_opts_given(&push)) {
+		if (tally_push_opts_check(&push, "--push", "--push-format")) {
+			tally_error("%s", tally_errmsg());
+			ret = 2;
+			goto out;
+		}
+		o.push = &push;
+	}
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
@@ -285,5 +296,6 @@ out:
 	free(logpath);
 	strbuf_release(&cpus);
 	tally_sampling_release(&smp);
+	tally_push_opts_release(&push);
 	return ret;
 }

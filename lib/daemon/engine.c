@@ -256,6 +256,10 @@ int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *
 	d->log_ctx = o->log_ctx;
 	if (o->pidfile_extra)
 		d->pidfile_extra = xstrdup(o->pidfile_extra);
+	if (o->push && tally_push_opts_given(o->push)) {
+		d->push = xcalloc(1, sizeof(*d->push));
+		tally_push_opts_copy(d->push, o->push);
+	}
 	int r = prepare_db(d, o->db);
 	if (!r)
 		r = take_lock(d);
@@ -335,6 +339,12 @@ int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tal
 		*warning = strbuf_detach(&w);
 	}
 	tally_dmn_prune(d, d->wall_start);
+	/* the pusher: a thread of its own, from the backlog the cursor keeps */
+	if (d->push) {
+		int r = tally_pusher_start(&d->pusher, d->db, d->push);
+		if (r)
+			return r;
+	}
 	d->started = true;
 	d->next_flush = tally_now_mono() + d->flush_interval;
 	d->next_epoch = tally_now_mono() + d->epoch_every;
@@ -417,6 +427,7 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	tally_daemon_serve(d);
 	if (!d->started)
 		return;
+	tally_pusher_logs(d->pusher, d->log, d->log_ctx);
 	watch_memory(d);
 	double now = tally_now_mono();
 	if (now >= d->next_flush)
@@ -437,6 +448,9 @@ int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
 	if (r && msg)
 		strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: %s", tally_dmn_agg_samples(d),
 			    tally_dmn_agg_samples(d) == 1 ? "" : "s", d->write_error);
+	/* what the last flush added, if the server takes it soon; else it waits on disk */
+	tally_pusher_stop(d->pusher, TALLY_DAEMON_PUSH_GRACE, d->log, d->log_ctx);
+	d->pusher = NULL;
 	return r;
 }
 
@@ -444,6 +458,11 @@ void tally_daemon_free(struct tally_daemon *d)
 {
 	if (!d)
 		return;
+	tally_pusher_stop(d->pusher, 0, d->log, d->log_ctx);
+	if (d->push) {
+		tally_push_opts_release(d->push);
+		free(d->push);
+	}
 	tally_dmn_close_clients(d);
 	if (d->listenfd >= 0) {
 		close(d->listenfd);

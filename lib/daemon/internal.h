@@ -12,6 +12,7 @@
 #include "tally/collect.h"
 #include "tally/daemon.h"
 #include "tally/db.h"
+#include "tally/push.h"
 #include "tally/record.h"
 #include "tally/sampling.h"
 #include "tally/util.h"
@@ -42,6 +43,8 @@ struct tally_daemon {
 	bool verbose;
 	tally_daemon_log_fn log;
 	void *log_ctx;
+	struct tally_push_opts *push; /* --push (NULL: none) */
+	struct tally_pusher *pusher;  /* its thread, once begun */
 	bool created_db; /* made by this start: removed again if the start fails */
 	bool started;
 

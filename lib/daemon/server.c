@@ -158,6 +158,7 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 			    TALLY_DAEMON_KEEP_NEWEST);
 	strbuf_addf(o, "writing: %s%s\n", d->write_error ? "stopped: " : "ok", d->write_error ? d->write_error : "");
 	strbuf_addf(o, "drains: %" PRIu64 "\n", d->drains);
+	tally_pusher_status(d->pusher, o);
 	strbuf_addf(o, "control: %d of %d connections; %" PRIu64 " served, %" PRIu64 " evicted, %" PRIu64 " busy, %" PRIu64
 		    " refused (not the owner), %" PRIu64 " timed out\n",
 		    tally_daemon_clients(d), TALLY_DAEMON_MAX_CLIENTS, d->ctl_served, d->ctl_evicted, d->ctl_busy, d->ctl_refused,

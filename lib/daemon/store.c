@@ -371,6 +371,7 @@ out:
 	tally_dmn_set_write_error(d, NULL);
 	d->samples_total += n;
 	d->lost_total += d->agg->lost;
+	tally_pusher_notify(d->pusher, n);
 	tally_agg_reset(d->agg);
 	/* the merge's memory goes back to the system, not only to malloc */
 	malloc_trim(0);

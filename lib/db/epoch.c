@@ -555,6 +555,14 @@ static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 	}
 }
 
+int tally_epoch_read(struct tally_db *db, const char *path)
+{
+	int r = open_epoch(db, path, 0);
+	if (r == 1)
+		r = tally_seterr(-ENOENT, "epoch '%s' is gone (deleted by --keep)", path);
+	return r;
+}
+
 /* What the daemon's first flush would make: for a database with no epoch yet. */
 static int no_epochs(const char *path)
 {

@@ -590,6 +590,8 @@ static int deflate_piece(const unsigned char *in, size_t len, bool last, struct 
 struct lab_ids {
 	int64_t key, value;
 	bool comm; /* the key is comm= (left out beside the pid's own comm) */
+	bool over; /* the key is one of the caller's labels (x->labels), which take its place */
+	bool dflt; /* (the caller's) only on samples whose label set lacks the key (x->label_defaults) */
 };
 
 /* What every piece reads, made before the first starts and not changed
@@ -602,6 +604,9 @@ struct enc {
 	const int64_t *comm_sid;  /* per comms entry: its string + 1 (0: no sample's) */
 	const uint32_t *labfirst; /* per label set (1 on): its first in labs, its end next */
 	const struct lab_ids *labs;
+	const struct lab_ids *extra; /* the caller's labels (x->labels), on every sample */
+	size_t nextra;
+	bool over_pid, over_comm;    /* ... name pid or comm: the process's are left out */
 	int64_t key_pid, key_comm;
 	const ProtobufCMessage *head; /* field 1: the sample types */
 	PMapping *const *pmp;         /* field 3, in id order */
@@ -626,7 +631,7 @@ static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbou
 		size_t nls = q->label ? e->labfirst[q->label] - e->labfirst[q->label - 1] : 0;
 		size_t at = q->pid ? tally_export_comm_at(e->comms, q->pid) : SIZE_MAX;
 		int64_t comm = at != SIZE_MAX ? e->comm_sid[at] - 1 : -1;
-		size_t room = (size_t)q->len * 10 + nv * 10 + (nls + 2) * 40 + 32;
+		size_t room = (size_t)q->len * 10 + nv * 10 + (nls + e->nextra + 2) * 40 + 32;
 		el_reset(&el, room);
 		if (q->len) {
 			size_t n = 0;
@@ -646,20 +651,29 @@ static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbou
 			for (size_t v = 0; v < nv; v++)
 				el_varint(&el, o->vals[k * nv + v]);
 		}
-		for (size_t j = 0; j < nls + 2; j++) {
+		for (size_t j = 0; j < nls + e->nextra + 2; j++) {
 			int64_t key, str = 0, num = 0;
-			if (j == 0) { /* the pid */
-				if (!q->pid)
+			if (j >= nls + 2) { /* the caller's, last */
+				const struct lab_ids *cl = &e->extra[j - nls - 2];
+				bool has = false;
+				for (size_t k = 0; cl->dflt && k < nls && !has; k++)
+					has = ls[k].key == cl->key;
+				if (has)
+					continue;
+				key = cl->key;
+				str = cl->value;
+			} else if (j == 0) { /* the pid */
+				if (!q->pid || e->over_pid)
 					continue;
 				key = e->key_pid;
 				num = q->pid;
 			} else if (j == 1) { /* its comm */
-				if (comm < 0)
+				if (comm < 0 || e->over_comm)
 					continue;
 				key = e->key_comm;
 				str = comm;
 			} else {
-				if (comm >= 0 && ls[j - 2].comm)
+				if ((comm >= 0 && ls[j - 2].comm) || ls[j - 2].over)
 					continue;
 				key = ls[j - 2].key;
 				str = ls[j - 2].value;
@@ -1094,9 +1108,24 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			li->key = str_id(&p.str, ls->v[j].key);
 			li->value = str_id(&p.str, ls->v[j].value);
 			li->comm = !strcmp(ls->v[j].key, "comm");
+			li->over = x->labels && tally_labelset_get(x->labels, ls->v[j].key);
 		}
 	}
 	free(labmade);
+	/* the caller's labels, on every sample (push: host=, --label) */
+	size_t nextra = 0, nl = x->labels ? x->labels->n : 0, nd = x->label_defaults ? x->label_defaults->n : 0;
+	struct lab_ids *extra = xcalloc(nl + nd + 1, sizeof(*extra));
+	for (size_t j = 0; j < nl; j++) {
+		extra[nextra].key = str_id(&p.str, x->labels->v[j].key);
+		extra[nextra++].value = str_id(&p.str, x->labels->v[j].value);
+	}
+	for (size_t j = 0; j < nd; j++) {
+		if (x->labels && tally_labelset_get(x->labels, x->label_defaults->v[j].key))
+			continue;
+		extra[nextra].key = str_id(&p.str, x->label_defaults->v[j].key);
+		extra[nextra].value = str_id(&p.str, x->label_defaults->v[j].value);
+		extra[nextra++].dflt = true;
+	}
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
 	 * program's executable goes first: the executable with the most samples
@@ -1197,7 +1226,11 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	part.n_sample_type = (size_t)nv;
 	part.sample_type = vtp;
 	struct outs o = { .s = &s, .nv = nv }; /* made after the tail starts */
-	struct enc e = { db, &o, &p, &comms, comm_sid, labfirst, labs, key_pid, key_comm, &part.base, pmp, mid, &prof.base };
+	struct enc e = { .db = db, .o = &o, .p = &p, .comms = &comms, .comm_sid = comm_sid, .labfirst = labfirst,
+			 .labs = labs, .extra = extra, .nextra = nextra,
+			 .over_pid = x->labels && tally_labelset_get(x->labels, "pid"),
+			 .over_comm = x->labels && tally_labelset_get(x->labels, "comm"), .key_pid = key_pid,
+			 .key_comm = key_comm, .head = &part.base, .pmp = pmp, .mid = mid, .rest = &prof.base };
 	struct message msg;
 	message_start(&msg, &e, s.n >= PIECE_SAMPLES && !cut);
 
@@ -1267,6 +1300,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(comm_sid);
 	free(labfirst);
 	free(labs);
+	free(extra);
 	tally_export_comms_release(&comms);
 
 	free(pmp);
@@ -1308,4 +1342,22 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	/* put together once the rest is freed: the pieces and the file are the
 	 * largest things held */
 	return message_gzip(&msg, tally_export_out_file(out, ""));
+}
+
+int tally_export_pprof_buf(const struct tally_export *x, struct strbuf *out)
+{
+	struct tally_export_out o = { 0 };
+	int r = tally_export_pprof(x, &o);
+	if (!r && o.n) {
+		/* the one file, handed over whole */
+		if (!out->len) {
+			strbuf_release(out);
+			*out = o.files[0].data;
+			strbuf_init(&o.files[0].data);
+		} else {
+			strbuf_add(out, o.files[0].data.buf, o.files[0].data.len);
+		}
+	}
+	tally_export_out_release(&o);
+	return r;
 }

@@ -25,6 +25,7 @@
 #include "tally/html.h"
 #include "tally/flame.h"
 #include "tally/options.h"
+#include "tally/push.h"
 #include "tally/record.h"
 #include "tally/report.h"
 #include "tally/sampling.h"
@@ -44,6 +45,7 @@ struct tally_prof {
 	int run_ret;
 	char err[512]; /* the thread's error message */
 	char *db;      /* written by stop */
+	struct tally_push_opts push; /* --push: each run's database is sent there after its report */
 };
 
 enum { TOPT_ALL = 1 };
@@ -66,7 +68,7 @@ static const struct tally_cmdopts tally_prof_cmdopts = {
 	.name = "job profiler tally",
 	.summary = "tally's sampler around a test",
 	.usage = "[options]",
-	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group },
+	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group, &tally_push_as_you_go_group },
 };
 
 static void tally_release(struct tally_profiler *p)
@@ -80,6 +82,7 @@ static void tally_release(struct tally_profiler *p)
 	}
 	tally_recording_free(t->rec);
 	tally_sampling_release(&t->smp);
+	tally_push_opts_release(&t->push);
 	free(t->db);
 	free(t);
 	p->state = NULL;
@@ -97,7 +100,7 @@ static int tally_parse(struct tally_prof *t, char *const *args)
 	argv[0] = "tally";
 	for (size_t i = 0; i < n; i++)
 		argv[i + 1] = args[i];
-	void *ctx[] = { t, &t->smp, &t->smp };
+	void *ctx[] = { t, &t->smp, &t->smp, &t->push };
 	int first = 0;
 	int r = tally_opts_parse(&tally_prof_cmdopts, ctx, (int)n + 1, argv, &first);
 	if (r == TALLY_OPTS_HELP)
@@ -108,6 +111,8 @@ static int tally_parse(struct tally_prof *t, char *const *args)
 				 tally_excerpt(q, argv[first]));
 	}
 	free(argv);
+	if (!r && tally_push_opts_given(&t->push))
+		r = tally_push_opts_check(&t->push, "--push", "--push-format");
 	if (!r && t->smp.freq && t->smp.period)
 		r = tally_seterr(-EINVAL, "-F and -c both set the sampling rate: give one");
 	return r;
@@ -119,6 +124,7 @@ static int tally_check(char *const *args)
 	memset(&t, 0, sizeof(t));
 	int r = tally_parse(&t, args);
 	tally_sampling_release(&t.smp);
+	tally_push_opts_release(&t.push);
 	return r;
 }
 
@@ -296,6 +302,17 @@ static int tally_report(struct tally_profiler *p, const struct tally_profiler_ru
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/%s.html", r->profdir, p->label);
 	ret = tally_html_write(path.buf, &db, res, &ho);
+	if (!ret && tally_push_opts_given(&t->push)) {
+		/* --push: the run's profile, whole, to the service (docs/push.md) */
+		struct tally_db all;
+		ret = tally_db_open(&all, t->db);
+		if (!ret) {
+			ret = tally_push_db(&t->push, &all, &ro, NULL);
+			if (ret == -ENODATA)
+				ret = 0;
+			tally_db_release(&all);
+		}
+	}
 out:
 	tally_resolver_free(res);
 	tally_symopts_release(&so);
