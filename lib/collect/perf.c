@@ -1,4 +1,4 @@
-/* perf_event_open plumbing: event table, per-CPU ring buffers, time-ordered
+/* perf_event_open plumbing: per-CPU ring buffers, time-ordered
  * delivery of records, and period randomization (see docs/sampling.md). */
 #define _GNU_SOURCE
 #include "tally/collect.h"
@@ -7,6 +7,7 @@
 #include "tally/util.h"
 #include "sample-bpf.h"
 #include "watch-bpf.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,112 +24,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#define SW(n, a, c, t, d) { n, a, PERF_TYPE_SOFTWARE, c, t, d, 0 }
-#define HW(n, a, c, d) { n, a, PERF_TYPE_HARDWARE, c, false, d, 0 }
-
-const struct tally_event_desc tally_event_table[] = {
-	SW("cpu-clock", NULL, PERF_COUNT_SW_CPU_CLOCK, true, "CPU time, from a high-resolution timer per CPU (the default)"),
-	SW("task-clock", NULL, PERF_COUNT_SW_TASK_CLOCK, true, "CPU time of the profiled tasks only"),
-	SW("page-faults", "faults", PERF_COUNT_SW_PAGE_FAULTS, false, "page faults, minor and major"),
-	SW("minor-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MIN, false, "page faults served without I/O"),
-	SW("major-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MAJ, false, "page faults that needed I/O"),
-	SW("context-switches", "cs", PERF_COUNT_SW_CONTEXT_SWITCHES, false, "context switches"),
-	SW("cpu-migrations", "migrations", PERF_COUNT_SW_CPU_MIGRATIONS, false, "moves of a task to another CPU"),
-	SW("alignment-faults", NULL, PERF_COUNT_SW_ALIGNMENT_FAULTS, false, "unaligned accesses fixed up by the kernel"),
-	SW("emulation-faults", NULL, PERF_COUNT_SW_EMULATION_FAULTS, false, "instructions emulated by the kernel"),
-	HW("cycles", "cpu-cycles", PERF_COUNT_HW_CPU_CYCLES, "CPU cycles (hardware PMU)"),
-	HW("instructions", NULL, PERF_COUNT_HW_INSTRUCTIONS, "instructions retired (hardware PMU)"),
-	HW("cache-references", NULL, PERF_COUNT_HW_CACHE_REFERENCES, "last-level cache accesses (hardware PMU)"),
-	HW("cache-misses", NULL, PERF_COUNT_HW_CACHE_MISSES, "last-level cache misses (hardware PMU)"),
-	HW("branches", "branch-instructions", PERF_COUNT_HW_BRANCH_INSTRUCTIONS, "branch instructions retired (hardware PMU)"),
-	HW("branch-misses", NULL, PERF_COUNT_HW_BRANCH_MISSES, "mispredicted branches (hardware PMU)"),
-	HW("bus-cycles", NULL, PERF_COUNT_HW_BUS_CYCLES, "bus cycles (hardware PMU)"),
-	HW("stalled-cycles-frontend", NULL, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, "cycles stalled in the front end (hardware PMU)"),
-	HW("stalled-cycles-backend", NULL, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, "cycles stalled in the back end (hardware PMU)"),
-	HW("ref-cycles", NULL, PERF_COUNT_HW_REF_CPU_CYCLES, "reference cycles, unaffected by frequency scaling (hardware PMU)"),
-	{ "off-cpu", NULL, PERF_TYPE_TRACEPOINT, 0, false,
-	  "time blocked off the CPU (sleeping, waiting), per stack, from sched:sched_switch (--off-cpu)", TALLY_OFFCPU_BLOCKED },
-	{ "off-cpu-preempted", NULL, PERF_TYPE_TRACEPOINT, 0, false,
-	  "time runnable but preempted, recorded with off-cpu", TALLY_OFFCPU_PREEMPTED },
-};
-const size_t tally_event_table_len = ARRAY_SIZE(tally_event_table);
-
-const struct tally_event_desc *tally_event_find(const char *name)
-{
-	for (size_t i = 0; i < tally_event_table_len; i++) {
-		const struct tally_event_desc *e = &tally_event_table[i];
-		if (!strcmp(e->name, name) || (e->alias && !strcmp(e->alias, name)))
-			return e;
-	}
-	return NULL;
-}
-
-static long sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
-}
-
-int tally_perf_paranoid(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int v = 2;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = 2;
-		fclose(f);
-	}
-	return v;
-}
-
-static bool exclude_kernel_needed(void)
-{
-	/* like perf: unprivileged users at paranoid >= 2 may only sample user space */
-	return geteuid() != 0 && tally_perf_paranoid() >= 2;
-}
-
-static int open_error(const struct tally_event_desc *ev, int e, const char *where)
-{
-	if (ev->type == PERF_TYPE_HARDWARE && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV || e == EINVAL))
-		return tally_seterr(-e, "cannot sample event '%s': this machine has no hardware PMU for it (use -e cpu-clock, or see 'tally events')",
-				    ev->name);
-	if (e == EACCES || e == EPERM)
-		return tally_seterr(-e, "permission denied opening event '%s' %s: kernel.perf_event_paranoid is %d (run as root, grant CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=-1')",
-				    ev->name, where, tally_perf_paranoid());
-	if (e == ESRCH)
-		return tally_seterr(-e, "cannot attach to %s: no such process", where);
-	if (e == EMFILE)
-		return tally_seterr(-e, "cannot open event '%s' %s: too many open files (raise 'ulimit -n')", ev->name, where);
-	return tally_seterr(-e, "cannot open event '%s' %s: %s", ev->name, where, strerror(e));
-}
-
-int tally_event_probe(const struct tally_event_desc *ev)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = ev->type;
-	a.config = ev->config;
-	if (ev->offcpu) {
-		/* a probe changes nothing: tracefs not mounted yet is mounted by the
-		 * recording itself (as root), which opens the event then */
-		struct tally_offcpu_fmt f;
-		int r = tally_offcpu_format(&f, false);
-		if (r == -ENOENT && geteuid() == 0)
-			return 0;
-		if (r)
-			return r;
-		a.config = f.id;
-	}
-	a.disabled = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	long fd = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return open_error(ev, errno, "for this process");
-	close((int)fd);
-	return 0;
-}
 
 /* Counted samples (docs/sampling.md, "Rounds"): a round asked for comes at
  * least this long after the last round or look, and so does a look */
@@ -475,7 +370,7 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->disabled = 1;
-	a->exclude_kernel = exclude_kernel_needed();
+	a->exclude_kernel = collect_exclude_kernel();
 	a->exclude_hv = 1;
 	a->exclude_callchain_user = 0;
 	a->watermark = 1;
@@ -518,9 +413,6 @@ static int add_ring(struct tally_collector *c, int fd, int cpu)
 	return 0;
 }
 
-static const struct tally_event_desc dummy_desc = {
-	"dummy", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, false, "side-band records only", 0
-};
 
 /* Opens the events of one (pid, cpu) pair; the first fd on a CPU owns that CPU's ring. */
 static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_for_cpu)
@@ -530,7 +422,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 	for (int ev = c->o.sideband_dummy ? -1 : 0; ev < c->o.nevents; ev++) {
 		struct perf_event_attr a;
 		bool first = *ring_fd_for_cpu < 0;
-		const struct tally_event_desc *d = ev < 0 ? &dummy_desc : c->o.events[ev];
+		const struct tally_event_desc *d = ev < 0 ? &collect_dummy_desc : c->o.events[ev];
 		if (d->offcpu == TALLY_OFFCPU_PREEMPTED)
 			continue; /* delivered from off-cpu's records */
 		if (d->offcpu && c->bpf)
@@ -538,7 +430,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		/* side-band records come once per (task, cpu) from the first event */
 		setup_attr(c, &a, ev, ev == (c->o.sideband_dummy ? -1 : 0));
 		bool cg = cgroup_event(c, ev);
-		long fd = sys_perf_event_open(&a, cg ? c->o.cgroup_fd : pid, cpu, -1,
+		long fd = collect_perf_open(&a, cg ? c->o.cgroup_fd : pid, cpu, -1,
 					      PERF_FLAG_FD_CLOEXEC | (cg ? PERF_FLAG_PID_CGROUP : 0));
 		if (fd < 0) {
 			int e = errno;
@@ -552,7 +444,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 				if (c->o.target == TALLY_TARGET_PIDS && c->nfds)
 					return 0;
 			}
-			return open_error(d, e, where);
+			return collect_open_error(d, e, where);
 		}
 		GROW(c->fds, c->afds, c->nfds + 1);
 		struct evfd *f = &c->fds[c->nfds];
@@ -929,7 +821,7 @@ fail:
 
 static const char *fd_event_name(const struct tally_collector *c, const struct evfd *f)
 {
-	return f->event < 0 ? dummy_desc.name : c->o.events[f->event]->name;
+	return f->event < 0 ? collect_dummy_desc.name : c->o.events[f->event]->name;
 }
 
 /* Whether an fd should count now: the side-band event always, a sampling event
