@@ -8,6 +8,7 @@
 #include "sample-bpf.h"
 #include "watch-bpf.h"
 #include "internal.h"
+#include "ring.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,14 +37,6 @@
  * processes of programs already seen: their records wait in the rings, a
  * quarter of which holds a thousand or so) */
 #define COUNTED_CALM_S (TALLY_COUNTED_ROUND_MS / 1000.0)
-
-struct ring {
-	int fd;     /* the fd whose buffer this is */
-	void *base; /* metadata page, then data */
-	size_t size;
-	int cpu;
-	uint64_t peeked; /* bpf: records before this position were looked at, not read */
-};
 
 /* A period tally set on an event, and from when (CLOCK_MONOTONIC ns, the
  * clock of the samples' times: 0 for the one it was opened with). */
@@ -94,8 +87,7 @@ struct tally_collector {
 	struct tally_collect_opts o;
 	struct evfd *fds;
 	size_t nfds, afds;
-	struct ring *rings;
-	size_t nrings, arings;
+	struct rings rings;
 	struct tally_hidx ids; /* sample id -> fds index */
 	uint64_t *mean_period; /* per event, 0 when in freq mode */
 	uint64_t *mean_cpu;    /* per (cpu, event): the period now asked of that CPU (0: freq mode) */
@@ -105,18 +97,10 @@ struct tally_collector {
 	bool enabled;          /* tally_collector_enable was called */
 	struct period_stats *ps;
 	struct last_sample *last; /* per (cpu, event) */
-	size_t pagesz, data_size;
-	char *stage;
-	size_t stage_len, stage_alloc;
-	struct recref { uint64_t time; size_t off; } *refs, *tmp;
-	size_t nrefs, arefs, atmp;
-	size_t *runs; /* start of each ring's records in refs: each run is in time order */
-	size_t nruns, aruns;
 	struct pollfd *pfd; /* the wait's fds, kept from round to round */
 	size_t apfd;
 	double last_redraw;
 	uint64_t rng;
-	size_t sample_trailer; /* bytes of sample_id at the end of non-sample records */
 	/* off-CPU (docs/offcpu.md) */
 	int off_ev;                  /* index of the off-cpu event, -1 for none */
 	struct tally_offcpu_fmt ofmt;
@@ -147,7 +131,6 @@ struct tally_collector {
 	uint64_t rounds, looks;      /* polls that read the rings, and (bpf) those that only looked */
 	uint64_t rounds_asked;       /* bpf: rounds a record, the exec watch or the second after one asked for */
 	bool round_asked;            /* bpf: the round counted_wait let through is one of those */
-	char *peek_buf;              /* bpf: a record that wraps around the end of its ring, copied whole */
 	double sb_last_full;         /* bpf: when the last round took every place that counted */
 	uint32_t *sb_pids;           /* bpf: the processes whose places a round takes (sorted) */
 	size_t nsb_pids, asb_pids;
@@ -326,7 +309,7 @@ static void setup_switch_attr(const struct tally_collector *c, struct perf_event
 	a->sample_freq = 0;
 	a->sample_period = 1;
 	a->sample_type |= PERF_SAMPLE_RAW;
-	a->wakeup_watermark = (uint32_t)(c->data_size / 4);
+	a->wakeup_watermark = (uint32_t)(c->rings.data_size / 4);
 	a->context_switch = 1;
 	a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	a->exclude_callchain_kernel = 1;
@@ -377,7 +360,7 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	/* samples counted in the kernel leave the rings the side-band records:
 	 * each wakes the wait (a new process or file is looked at within a round
 	 * of 200 ms, as through the ring; tally_collector_poll spaces the rounds) */
-	a->wakeup_watermark = c->sbpf ? 1 : (uint32_t)(c->data_size / 2);
+	a->wakeup_watermark = c->sbpf ? 1 : (uint32_t)(c->rings.data_size / 2);
 	if (ev >= 0 && c->o.events[ev]->offcpu)
 		setup_switch_attr(c, a);
 	/* cgroup events are per CPU: every task of the cgroup, nothing to inherit */
@@ -396,23 +379,6 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		a->build_id = c->o.build_id_mmap;
 	}
 }
-
-static int add_ring(struct tally_collector *c, int fd, int cpu)
-{
-	size_t len = c->pagesz + c->data_size;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		int e = errno;
-		if (e == EPERM || e == ENOMEM)
-			return tally_seterr(-e, "cannot map a %zu KiB ring buffer: %s (raise kernel.perf_event_mlock_kb or 'ulimit -l')",
-					    len / 1024, strerror(e));
-		return tally_seterr(-e, "cannot map a ring buffer: %s", strerror(e));
-	}
-	GROW(c->rings, c->arings, c->nrings + 1);
-	c->rings[c->nrings++] = (struct ring){ .fd = fd, .base = m, .size = len, .cpu = cpu };
-	return 0;
-}
-
 
 /* Opens the events of one (pid, cpu) pair; the first fd on a CPU owns that CPU's ring. */
 static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_for_cpu)
@@ -468,7 +434,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		c->nfds++;
 		tally_hidx_put(&c->ids, tally_hash_u64(f->id), (uint32_t)(c->nfds - 1));
 		if (first) {
-			int r = add_ring(c, f->fd, cpu);
+			int r = rings_map(&c->rings, f->fd, cpu);
 			if (r)
 				return r;
 			*ring_fd_for_cpu = f->fd;
@@ -705,7 +671,7 @@ static int load_watch(struct tally_collector *c)
 	 * file of code, 600 bytes for /bin/true (7 records), more with more
 	 * libraries; counted as 2 KiB, a burst is the execs that would fill half
 	 * a ring (128 for 512 KiB) were they all on one CPU */
-	c->burst_execs = c->data_size / 2 / 2048 > 8 ? c->data_size / 2 / 2048 : 8;
+	c->burst_execs = c->rings.data_size / 2 / 2048 > 8 ? c->rings.data_size / 2 / 2048 : 8;
 	watch_mark(c);
 #else
 	snprintf(c->watch_why, sizeof(c->watch_why), "built without BPF");
@@ -719,7 +685,6 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	int ret = 0;
 	int *ring_of_cpu = NULL;
 	c->o = *opts;
-	c->pagesz = (size_t)sysconf(_SC_PAGESIZE);
 	c->off_ev = -1;
 	c->redraw_s = 0.2;
 	int ev_pre = -1;
@@ -731,7 +696,9 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	}
 	/* a record per context switch: room for a burst of them between two polls */
 	size_t pages = opts->stack_user ? 512 : c->off_ev >= 0 ? 512 : 128;
-	c->data_size = (opts->ring_pages ? opts->ring_pages : pages) * c->pagesz;
+	size_t pagesz = (size_t)sysconf(_SC_PAGESIZE);
+	/* the trailer of non-sample records: pid/tid, time, cpu, identifier */
+	rings_init(&c->rings, pagesz, (opts->ring_pages ? opts->ring_pages : pages) * pagesz, 32);
 	c->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(tally_now_wall() * 1e9);
 	if (!c->rng)
 		c->rng = 1;
@@ -777,8 +744,6 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		for (int ev = 0; ev < opts->nevents; ev++)
 			c->mean_cpu[(size_t)cpu * (size_t)opts->nevents + (size_t)ev] = c->mean_period[ev];
 	}
-	/* trailer of non-sample records: pid/tid, time, cpu, identifier */
-	c->sample_trailer = 32;
 
 	ring_of_cpu = xmalloc((size_t)opts->ncpus * sizeof(int));
 	for (int i = 0; i < opts->ncpus; i++)
@@ -992,74 +957,6 @@ static void redraw_periods(struct tally_collector *c)
 	}
 }
 
-/* Copies everything new in a ring into the staging buffer and frees the ring space. */
-/* Copies len bytes of ring r from position pos to dst (across the end of
- * the ring's data, back to its start). */
-static void ring_copy(const struct tally_collector *c, const struct ring *r, uint64_t pos, size_t len, char *dst)
-{
-	const char *data = (const char *)r->base + c->pagesz;
-	size_t start = (size_t)(pos % c->data_size);
-	size_t first = len < c->data_size - start ? len : c->data_size - start;
-	memcpy(dst, data + start, first);
-	if (len > first)
-		memcpy(dst + first, data, len - first);
-}
-
-static void read_ring(struct tally_collector *c, struct ring *r)
-{
-	struct perf_event_mmap_page *meta = r->base;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail;
-	if (head == tail)
-		return;
-	size_t len = (size_t)(head - tail);
-	GROW(c->stage, c->stage_alloc, c->stage_len + len);
-	ring_copy(c, r, tail, len, c->stage + c->stage_len);
-	c->stage_len += len;
-	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
-}
-
-static int cmp_ref(const void *a, const void *b)
-{
-	const struct recref *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* Merges the per-ring runs of refs (each already in time order) pairwise: O(n log rings). */
-static void merge_runs(struct tally_collector *c)
-{
-	size_t k = c->nruns;
-	if (k < 2 || c->nrefs < 2)
-		return;
-	GROW(c->tmp, c->atmp, c->nrefs);
-	GROW(c->runs, c->aruns, k + 1);
-	c->runs[k] = c->nrefs;
-	while (k > 1) {
-		size_t nk = 0;
-		for (size_t r = 0; r < k; r += 2) {
-			size_t a = c->runs[r], mid = c->runs[r + 1 <= k ? r + 1 : k], end = r + 2 <= k ? c->runs[r + 2] : mid;
-			size_t i = a, j = mid, o = a;
-			while (i < mid && j < end)
-				c->tmp[o++] = cmp_ref(&c->refs[j], &c->refs[i]) < 0 ? c->refs[j++] : c->refs[i++];
-			while (i < mid)
-				c->tmp[o++] = c->refs[i++];
-			while (j < end)
-				c->tmp[o++] = c->refs[j++];
-			c->runs[nk++] = a;
-		}
-		c->runs[nk] = c->nrefs;
-		struct recref *t = c->refs;
-		c->refs = c->tmp;
-		c->tmp = t;
-		size_t ta = c->arefs;
-		c->arefs = c->atmp;
-		c->atmp = ta;
-		k = nk;
-	}
-}
-
 void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total)
 {
 	*reached = c ? c->ps[event].reached : 0;
@@ -1239,8 +1136,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 			l->time = r.time;
 			l->tid = r.tid;
 		}
-	} else if ((size_t)h->size >= sizeof(*h) + c->sample_trailer) {
-		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->sample_trailer);
+	} else if ((size_t)h->size >= sizeof(*h) + c->rings.trailer) {
+		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->rings.trailer);
 		r.pid = (uint32_t)t[0];
 		r.tid = (uint32_t)(t[0] >> 32);
 		r.time = t[1];
@@ -1267,9 +1164,8 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 static void stage_counted(struct tally_collector *c, const struct sb_key *k, const struct sb_val *v, size_t n,
 			  const bool *taken, bool sort)
 {
-	size_t first = c->nrefs;
-	GROW(c->stage, c->stage_alloc, c->stage_len + n * sizeof(struct counted_rec));
-	GROW(c->refs, c->arefs, c->nrefs + n);
+	size_t first = c->rings.nrefs;
+	rings_reserve(&c->rings, n, sizeof(struct counted_rec));
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].count || k[i].event >= c->o.nevents || (taken && !taken[i]))
 			continue;
@@ -1278,17 +1174,9 @@ static void stage_counted(struct tally_collector *c, const struct sb_key *k, con
 			.tgid = k[i].tgid, .event = k[i].event, .kernel = k[i].kernel,
 			.ip = k[i].ip, .count = v[i].count, .weight = v[i].weight, .time = v[i].last,
 		};
-		memcpy(c->stage + c->stage_len, &cr, sizeof(cr));
-		c->refs[c->nrefs++] = (struct recref){ cr.time, c->stage_len };
-		c->stage_len += sizeof(cr);
+		rings_put(&c->rings, &cr, sizeof(cr), cr.time);
 	}
-	if (!sort)
-		return;
-	tally_qsort(c->refs + first, c->nrefs - first, sizeof(*c->refs), cmp_ref);
-	if (c->nrefs > first) {
-		GROW(c->runs, c->aruns, c->nruns + 1);
-		c->runs[c->nruns++] = first;
-	}
+	rings_end_run(&c->rings, first, sort);
 }
 
 /* A round of counted samples every 200 ms while side-band records come
@@ -1313,7 +1201,7 @@ static bool pid_below(const void *ctx, size_t i)
 }
 
 /* The entries of the drain this round takes (NULL: all, a full round), from
- * the side-band records staged in c->refs. A process that ended this round
+ * the side-band records staged in c->rings. A process that ended this round
  * is taken whole by the rounds up to the next full one after it: its last
  * samples may still be in the tables, and it is forgotten a few rounds after
  * its exit (so a full round keeps its own round's exits for the next). */
@@ -1322,8 +1210,8 @@ static bool *counted_taken(struct tally_collector *c, const struct sb_key *k, si
 	if (full)
 		c->nsb_exited = 0;
 	c->nsb_pids = 0;
-	for (size_t i = 0; i < c->nrefs; i++) {
-		const struct perf_event_header *h = (const void *)(c->stage + c->refs[i].off);
+	for (size_t i = 0; i < c->rings.nrefs; i++) {
+		const struct perf_event_header *h = rings_rec(&c->rings, i);
 		if (h->type != PERF_RECORD_FORK && h->type != PERF_RECORD_EXIT && h->type != PERF_RECORD_COMM &&
 		    h->type != PERF_RECORD_MMAP && h->type != PERF_RECORD_MMAP2)
 			continue;
@@ -1423,88 +1311,12 @@ static int look_gap_ms(const struct tally_collector *c)
 	return gap_ms(c, c->look_gap);
 }
 
-/* Whether some ring holds records not yet read. */
-static bool rings_pending(const struct tally_collector *c)
-{
-	for (size_t i = 0; i < c->nrings; i++) {
-		const struct perf_event_mmap_page *meta = c->rings[i].base;
-		if (__atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail)
-			return true;
-	}
-	return false;
-}
-
-/* The record at position pos of ring r (len bytes of it, at most size):
- * where it lies whole in the ring, or copied into c->peek_buf when it wraps. */
-static const void *ring_at(struct tally_collector *c, const struct ring *r, uint64_t pos, size_t len)
-{
-	size_t start = (size_t)(pos % c->data_size);
-	if (start + len <= c->data_size)
-		return (const char *)r->base + c->pagesz + start;
-	if (!c->peek_buf)
-		c->peek_buf = xmalloc(UINT16_MAX + 1);
-	ring_copy(c, r, pos, len, c->peek_buf);
-	return c->peek_buf;
-}
-
 /* Whether a side-band record asks for a round soon: the caller's prompt says
- * so (every one, without a prompt); a sample never does. */
-static bool asks_round(const struct tally_collector *c, const struct perf_event_header *h)
+ * so (every one, without a prompt). */
+static bool asks_round(void *ctx, const struct perf_event_header *h)
 {
-	return h->type != PERF_RECORD_SAMPLE && (!c->o.prompt || c->o.prompt(c->o.prompt_ctx, h));
-}
-
-/* Whether the records waiting in the rings ask for a round now: one of them
- * does (c->sb_asked then says so to the round), or a ring is a quarter full
- * (the round makes room before the kernel must drop any). Each record is
- * looked at once, not read: it stays where it is for the round, which asks
- * only those no look saw. since: seconds since the last look or round, from
- * which c->fill_s gets how soon a ring at the pace it filled since would be
- * full (samples through the ring when the table of places is full come fast:
- * the looks must not back off past that). */
-static bool rings_prompt(struct tally_collector *c, double since)
-{
-	c->fill_s = HUGE_VAL;
-	for (size_t i = 0; i < c->nrings; i++) {
-		struct ring *r = &c->rings[i];
-		const struct perf_event_mmap_page *meta = r->base;
-		uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
-		if (head - tail >= c->data_size / 4)
-			return true;
-		uint64_t pos = r->peeked > tail ? r->peeked : tail;
-		if (head > pos && since > 0) {
-			double t = (double)(c->data_size - (head - tail)) * since / (double)(head - pos);
-			if (t < c->fill_s)
-				c->fill_s = t;
-		}
-		while (head - pos >= sizeof(struct perf_event_header)) {
-			struct perf_event_header h;
-			memcpy(&h, ring_at(c, r, pos, sizeof(h)), sizeof(h));
-			if (h.size < sizeof(h) || h.size > head - pos)
-				return true; /* cannot be: the round reads it as it can */
-			if (h.type != PERF_RECORD_SAMPLE && asks_round(c, ring_at(c, r, pos, h.size))) { /* no copy for a sample */
-				c->sb_asked = true;
-				return true;
-			}
-			pos += h.size;
-		}
-		r->peeked = pos;
-	}
-	return false;
-}
-
-/* Whether a record of the staged bytes [from, to) asks for a round. */
-static bool stage_asks(const struct tally_collector *c, size_t from, size_t to)
-{
-	while (from + sizeof(struct perf_event_header) <= to) {
-		const struct perf_event_header *h = (const void *)(c->stage + from);
-		if (h->size < sizeof(*h) || from + h->size > to)
-			return false; /* the round stops there too */
-		if (asks_round(c, h))
-			return true;
-		from += h->size;
-	}
-	return false;
+	const struct tally_collector *c = ctx;
+	return !c->o.prompt || c->o.prompt(c->o.prompt_ctx, h);
 }
 
 /* The exec watch told of a program tally must look at while it lives (one new
@@ -1548,15 +1360,15 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 {
 	if (timeout_ms <= 0)
 		return true;
-	bool pending = rings_pending(c);
+	bool pending = rings_pending(&c->rings);
 	bool busy = tally_now_mono() < c->sb_busy_until;
 	if (busy)
 		c->look_gap = COUNTED_MIN_GAP_S;
 	if ((pending || busy) && look_gap_ms(c) < timeout_ms)
 		timeout_ms = look_gap_ms(c);
 	/* the fds besides the rings */
-	struct pollfd *w = pfd + c->nrings;
-	int nw = (int)(n - c->nrings);
+	struct pollfd *w = pfd + c->rings.n;
+	int nw = (int)(n - c->rings.n);
 	int wake_at = c->o.wake_fd >= 0 ? 0 : -1, watch_at = c->watch ? nw - 1 : -1;
 	bool caller = false, told = false;
 	int r = 0;
@@ -1565,7 +1377,7 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 	} else {
 		r = poll(pfd, n, timeout_ms);
 		bool ring_in = false;
-		for (size_t i = 0; i < c->nrings && r > 0; i++)
+		for (size_t i = 0; i < c->rings.n && r > 0; i++)
 			ring_in = ring_in || (pfd[i].revents & POLLIN);
 		bool other = false;
 		for (int i = 0; i < nw && r > 0; i++)
@@ -1590,7 +1402,7 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 			poll(NULL, 0, g);
 		return true;
 	}
-	if (!caller && !rings_pending(c)) {
+	if (!caller && !rings_pending(&c->rings)) {
 		/* the wait's own end, nothing waiting: the tables' round (of the
 		 * second after a record that asked, or a round's time since the last) */
 		c->round_asked = busy;
@@ -1602,7 +1414,8 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 	double since = now - (c->last_look > c->last_round ? c->last_look : c->last_round);
 	c->last_look = now;
 	watch_mark(c);
-	if (now - c->last_round >= COUNTED_CALM_S || now < c->sb_busy_until || rings_prompt(c, since)) {
+	if (now - c->last_round >= COUNTED_CALM_S || now < c->sb_busy_until ||
+	    rings_look(&c->rings, since, asks_round, c, &c->sb_asked, &c->fill_s)) {
 		/* a record that asked: the looks are 200 ms apart again (not after
 		 * a round that only the time or a ring's fill made) */
 		if (now < c->sb_busy_until || c->sb_asked) {
@@ -1627,11 +1440,11 @@ static bool counted_wait(struct tally_collector *c, struct pollfd *pfd, size_t n
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
 	bool asked_now = timeout_ms <= 0;
-	GROW(c->pfd, c->apfd, c->nrings + 2);
+	GROW(c->pfd, c->apfd, c->rings.n + 2);
 	struct pollfd *pfd = c->pfd;
 	size_t n = 0;
-	for (size_t i = 0; i < c->nrings; i++) {
-		pfd[n].fd = c->rings[i].fd;
+	for (size_t i = 0; i < c->rings.n; i++) {
+		pfd[n].fd = c->rings.v[i].fd;
 		pfd[n++].events = POLLIN;
 	}
 	if (c->o.wake_fd >= 0) {
@@ -1686,47 +1499,15 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 		sberr = tally_sample_bpf_drain(c->sbpf, &sk, &sv, &nsb);
 #endif
 
-	c->stage_len = 0;
-	c->nruns = 0;
 	/* a record that asked for a round soon, found by a look or among those no
 	 * look saw: the rounds are 200 ms apart for a second (a new program's first
 	 * samples, a JIT's, are taken while it lives) */
 	bool asked = c->sb_asked;
 	c->sb_asked = false;
-	for (size_t i = 0; i < c->nrings; i++) {
-		size_t before = c->stage_len;
-		struct ring *r = &c->rings[i];
-		uint64_t tail = ((const struct perf_event_mmap_page *)r->base)->data_tail;
-		read_ring(c, r);
-		if (c->sbpf && !asked) {
-			size_t seen = r->peeked > tail ? (size_t)(r->peeked - tail) : 0;
-			if (before + seen < c->stage_len)
-				asked = stage_asks(c, before + seen, c->stage_len);
-		}
-		if (c->stage_len > before) {
-			GROW(c->runs, c->aruns, c->nruns + 1);
-			c->runs[c->nruns++] = before; /* a byte offset for now */
-		}
-	}
-	c->nrefs = 0;
-	size_t run = 0;
-	for (size_t off = 0; off + sizeof(struct perf_event_header) <= c->stage_len;) {
-		if (run < c->nruns && c->runs[run] == off)
-			c->runs[run++] = c->nrefs; /* now an index into refs */
-		const struct perf_event_header *h = (const void *)(c->stage + off);
-		if (h->size < sizeof(*h) || off + h->size > c->stage_len)
-			break; /* cannot happen with a sane kernel; never read past what we copied */
-		uint64_t t = 0;
-		if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 32)
-			t = ((const uint64_t *)(h + 1))[3];
-		else if (h->size >= sizeof(*h) + c->sample_trailer)
-			t = *(const uint64_t *)((const char *)h + h->size - c->sample_trailer + 8);
-		GROW(c->refs, c->arefs, c->nrefs + 1);
-		c->refs[c->nrefs++] = (struct recref){ t, off };
-		off += h->size;
-	}
+	if (rings_read(&c->rings, c->sbpf && !asked ? asks_round : NULL, c))
+		asked = true;
 	/* the counts need an order only among records of the rings */
-	bool alone = !c->nrefs;
+	bool alone = !c->rings.nrefs;
 	if (c->sbpf && asked)
 		c->sb_busy_until = c->last_round + 1.0;
 #ifdef TALLY_HAVE_BPF
@@ -1740,23 +1521,10 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 			stage_counted(c, sk, sv, nsb, taken, !alone);
 	}
 #endif
-	/* records from different CPUs interleave in time: a fork on one CPU must be seen
-	 * before the child's first sample on another */
 	if (!alone)
-		merge_runs(c);
-	/* within one ring, side-band records can carry a time slightly before the sample
-	 * written ahead of them: nearly sorted, so insertion finishes the job cheaply */
-	for (size_t i = 1; !alone && i < c->nrefs; i++) {
-		struct recref x = c->refs[i];
-		size_t j = i;
-		while (j > 0 && cmp_ref(&c->refs[j - 1], &x) > 0) {
-			c->refs[j] = c->refs[j - 1];
-			j--;
-		}
-		c->refs[j] = x;
-	}
-	for (size_t i = 0; i < c->nrefs; i++)
-		deliver(c, (const void *)(c->stage + c->refs[i].off), fn, ctx);
+		rings_merge(&c->rings);
+	for (size_t i = 0; i < c->rings.nrefs; i++)
+		deliver(c, rings_rec(&c->rings, i), fn, ctx);
 	if (c->bpf) {
 		drain_bpf(c, c->off_flush, fn, ctx);
 		c->off_flush = false;
@@ -1769,7 +1537,7 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	}
 	if (c->sbpf)
 		take_intervals(c);
-	return sberr ? sberr : (int)c->nrefs;
+	return sberr ? sberr : (int)c->rings.nrefs;
 }
 
 void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
@@ -1810,11 +1578,9 @@ void tally_collector_free(struct tally_collector *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nrings; i++)
-		munmap(c->rings[i].base, c->rings[i].size);
+	rings_release(&c->rings);
 	for (size_t i = 0; i < c->nfds; i++)
 		close(c->fds[i].fd);
-	free(c->rings);
 	free(c->fds);
 	tally_hidx_release(&c->ids);
 	free(c->mean_period);
@@ -1823,12 +1589,7 @@ void tally_collector_free(struct tally_collector *c)
 	free(c->cpu_on);
 	free(c->ps);
 	free(c->last);
-	free(c->stage);
-	free(c->refs);
-	free(c->tmp);
-	free(c->runs);
 	free(c->pfd);
-	free(c->peek_buf);
 	tally_offcpu_free(c->off);
 #ifdef TALLY_HAVE_BPF
 	tally_offcpu_bpf_free(c->bpf);
