@@ -8,6 +8,7 @@
 #include "sample-bpf.h"
 #include "watch-bpf.h"
 #include "internal.h"
+#include "period.h"
 #include "ring.h"
 
 #include <dirent.h>
@@ -38,18 +39,6 @@
  * quarter of which holds a thousand or so) */
 #define COUNTED_CALM_S (TALLY_COUNTED_ROUND_MS / 1000.0)
 
-/* A period tally set on an event, and from when (CLOCK_MONOTONIC ns, the
- * clock of the samples' times: 0 for the one it was opened with). */
-struct period_change {
-	uint64_t since, period;
-	/* a per-CPU timer event: its count (ns) when the change was made, or
-	 * UINT64_MAX; the kernel starts the new period afresh, so the time since
-	 * the last sample before the change goes to the first sample after it */
-	uint64_t count;
-	bool carried;
-};
-#define PERIOD_HISTORY 4
-
 struct evfd {
 	int fd;
 	int event; /* -1: the side-band (dummy) event */
@@ -58,30 +47,9 @@ struct evfd {
 	pid_t task; /* the task it was opened on, -1 for per-CPU events (all tasks, or a cgroup's) */
 	bool on_exec; /* enabled by the kernel at the command's exec */
 	uint8_t kind; /* FD_SWITCH_OUT: sched_switch, the target's switch-outs */
-	/* the periods tally set on it, newest last: a sample's weight is the one in
-	 * effect at its time (samples taken before a change may still be in the
-	 * ring when it is made); 0 changes: a period the kernel adapts (-F) */
-	struct period_change chg[PERIOD_HISTORY];
-	unsigned nchg;
-	uint64_t weighed; /* the weights of its samples so far (per-CPU timer events) */
+	struct period_hist hist; /* the periods tally set on it */
 };
 enum { FD_SAMPLE, FD_SWITCH_OUT };
-
-struct period_stats {
-	uint64_t min, max, n;
-	uint64_t reached; /* samples taken by an event tally redraws (not one inherited by a later task) */
-	double sum;
-	/* intervals between consecutive samples of one thread on one CPU: what the
-	 * timer really did (the sample's period field keeps the opening value) */
-	uint64_t ivals[4096];
-	size_t nivals;
-	uint64_t seen_ivals;
-};
-
-struct last_sample {
-	uint64_t time;
-	uint32_t tid;
-};
 
 struct tally_collector {
 	struct tally_collect_opts o;
@@ -89,18 +57,12 @@ struct tally_collector {
 	size_t nfds, afds;
 	struct rings rings;
 	struct tally_hidx ids; /* sample id -> fds index */
-	uint64_t *mean_period; /* per event, 0 when in freq mode */
-	uint64_t *mean_cpu;    /* per (cpu, event): the period now asked of that CPU (0: freq mode) */
-	uint64_t *freq_cpu;    /* per cpu: the frequency of freq-mode events there */
+	struct periods per;
 	bool *cpu_on;          /* per cpu: sampling wanted there (tally_collector_cpu_set) */
 	bool paused;           /* tally_collector_pause */
 	bool enabled;          /* tally_collector_enable was called */
-	struct period_stats *ps;
-	struct last_sample *last; /* per (cpu, event) */
 	struct pollfd *pfd; /* the wait's fds, kept from round to round */
 	size_t apfd;
-	double last_redraw;
-	uint64_t rng;
 	/* off-CPU (docs/offcpu.md) */
 	int off_ev;                  /* index of the off-cpu event, -1 for none */
 	struct tally_offcpu_fmt ofmt;
@@ -138,7 +100,6 @@ struct tally_collector {
 	size_t nsb_exited, asb_exited;
 	bool *sb_taken;              /* bpf: per entry of the drain, taken this round */
 	size_t asb_taken;
-	double redraw_s;             /* seconds between two redraws of the periods */
 };
 
 /* A sample count read from the BPF map, staged with the ring records and
@@ -155,55 +116,6 @@ static bool id_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_collector *c = ctx;
 	return c->fds[idx].id == *(const uint64_t *)key;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* xorshift64*: enough for drawing periods, cheap and without global state */
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
-
-static uint64_t draw_period(struct tally_collector *c, uint64_t mean)
-{
-	/* uniform in [mean - mean/8, mean + mean/8]: mean unchanged, phase decorrelated */
-	uint64_t span = mean / 4;
-	if (span < 2)
-		return mean;
-	return mean - mean / 8 + rng_next(&c->rng) % (span + 1);
-}
-
-/* n samples of summed weight w, each w/n on average: the period statistics
- * (reached: taken by an event whose period tally sets) */
-static void period_stats_add(struct period_stats *s, uint64_t w, uint64_t n, bool reached)
-{
-	uint64_t each = w / n;
-	if (each < s->min)
-		s->min = each;
-	if (each > s->max)
-		s->max = each;
-	s->n += n;
-	if (reached)
-		s->reached += n;
-	s->sum += (double)w;
-}
-
-/* One interval between back-to-back samples of a thread, into the reservoir
- * the percentiles are taken from. */
-static void keep_interval(struct tally_collector *c, struct period_stats *s, uint64_t d)
-{
-	s->seen_ivals++;
-	if (s->nivals < ARRAY_SIZE(s->ivals)) {
-		s->ivals[s->nivals++] = d;
-	} else {
-		uint64_t j = rng_next(&c->rng) % s->seen_ivals;
-		if (j < ARRAY_SIZE(s->ivals))
-			s->ivals[j] = d;
-	}
 }
 
 static uint64_t mono_ns(void)
@@ -250,37 +162,8 @@ static int set_period(const struct tally_collector *c, struct evfd *f, uint64_t 
 		if (prev && last && now > last && now - last < 2 * prev)
 			__atomic_fetch_add(&slot->carry, now - last, __ATOMIC_RELAXED);
 	}
-	/* the time after the change: a sample before it had the old period, and
-	 * the new one cannot fire sooner than one period after the change */
-	if (f->nchg == PERIOD_HISTORY) {
-		memmove(&f->chg[0], &f->chg[1], (PERIOD_HISTORY - 1) * sizeof(f->chg[0]));
-		f->nchg--;
-	}
 	/* a sample the ring still gets (the BPF map was full) carries nothing */
-	f->chg[f->nchg++] = (struct period_change){ mono_ns(), p, count, slot != NULL };
-	return 0;
-}
-
-/* The weight of a sample on f at time t: the period in effect then (0: none
- * tally set), and for the first sample after a change of a per-CPU timer
- * event, the part of the period the change cut short. */
-static uint64_t period_at(struct evfd *f, uint64_t t)
-{
-	for (unsigned i = f->nchg; i-- > 0;) {
-		struct period_change *ch = &f->chg[i];
-		if (ch->since > t && i)
-			continue;
-		uint64_t w = ch->period;
-		if (!ch->carried) {
-			ch->carried = true;
-			/* every sample before the change was delivered: the time between
-			 * the last of them and the change was counted, never sampled */
-			uint64_t prev = i ? f->chg[i - 1].period : ch->period;
-			if (ch->count != UINT64_MAX && ch->count > f->weighed && ch->count - f->weighed < 2 * prev)
-				w += ch->count - f->weighed;
-		}
-		return w;
-	}
+	period_hist_set(&f->hist, mono_ns(), p, count, slot != NULL);
 	return 0;
 }
 
@@ -293,7 +176,7 @@ static bool cgroup_event(const struct tally_collector *c, int ev)
 	/* off-cpu too: its samples are the switch-outs of the cgroup's tasks, its
 	 * PERF_RECORD_SWITCH_CPU_WIDE records their switch-ins, with no perf
 	 * context of their own to switch (docs/offcpu.md) */
-	return c->o.use_cgroup && ev >= 0 && (c->mean_period[ev] != 0 || c->o.events[ev]->offcpu);
+	return c->o.use_cgroup && ev >= 0 && (c->per.mean[ev] != 0 || c->o.events[ev]->offcpu);
 }
 
 /* The sched_switch event: a sample per switch-out of the target's tasks, with
@@ -331,8 +214,8 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		const struct tally_event_desc *d = c->o.events[ev];
 		a->type = d->type;
 		a->config = d->config;
-		if (c->mean_period[ev]) {
-			a->sample_period = c->o.randomize ? draw_period(c, c->mean_period[ev]) : c->mean_period[ev];
+		if (c->per.mean[ev]) {
+			a->sample_period = c->o.randomize ? periods_draw(&c->per, c->per.mean[ev]) : c->per.mean[ev];
 		} else {
 			a->freq = 1;
 			a->sample_freq = c->o.freq;
@@ -420,12 +303,7 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		f->task = cg ? -1 : pid;
 		f->on_exec = a.enable_on_exec;
 		f->kind = d->offcpu ? FD_SWITCH_OUT : FD_SAMPLE;
-		f->nchg = 0;
-		f->weighed = 0;
-		if (ev >= 0 && !a.freq) {
-			f->chg[0] = (struct period_change){ 0, a.sample_period, UINT64_MAX, true };
-			f->nchg = 1;
-		}
+		period_hist_open(&f->hist, ev >= 0 && !a.freq ? a.sample_period : 0);
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
@@ -619,14 +497,14 @@ static int attach_sample_bpf(struct tally_collector *c)
 		 * would keep their samples from the ring */
 		r = tally_sample_bpf_attach(c->sbpf, f->fd, f->event);
 		struct sb_slot *slot = sample_slot(c, f);
-		if (!r && slot && f->nchg)
-			slot->period = f->chg[f->nchg - 1].period;
-		if (f->nchg)
-			f->chg[f->nchg - 1].carried = true;
+		if (!r && slot && f->hist.n)
+			slot->period = f->hist.chg[f->hist.n - 1].period;
+		if (f->hist.n)
+			f->hist.chg[f->hist.n - 1].carried = true;
 	}
 	if (!r) {
 		c->sb_seen = xcalloc((size_t)c->o.ncpus * SB_MAX_EVENTS, sizeof(uint64_t));
-		c->redraw_s = TALLY_COUNTED_ROUND_MS / 1000.0;
+		c->per.redraw_s = TALLY_COUNTED_ROUND_MS / 1000.0;
 		return 0;
 	}
 	return sample_bpf_error(r);
@@ -686,7 +564,6 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	int *ring_of_cpu = NULL;
 	c->o = *opts;
 	c->off_ev = -1;
-	c->redraw_s = 0.2;
 	int ev_pre = -1;
 	for (int ev = 0; ev < opts->nevents; ev++) {
 		if (opts->events[ev]->offcpu == TALLY_OFFCPU_BLOCKED)
@@ -699,15 +576,8 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 	size_t pagesz = (size_t)sysconf(_SC_PAGESIZE);
 	/* the trailer of non-sample records: pid/tid, time, cpu, identifier */
 	rings_init(&c->rings, pagesz, (opts->ring_pages ? opts->ring_pages : pages) * pagesz, 32);
-	c->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(tally_now_wall() * 1e9);
-	if (!c->rng)
-		c->rng = 1;
-	c->mean_period = xcalloc((size_t)opts->nevents, sizeof(uint64_t));
-	c->mean_cpu = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(uint64_t));
-	c->freq_cpu = xcalloc((size_t)opts->ncpus, sizeof(uint64_t));
+	periods_init(&c->per, opts);
 	c->cpu_on = xcalloc((size_t)opts->ncpus, sizeof(bool));
-	c->ps = xcalloc((size_t)opts->nevents, sizeof(*c->ps));
-	c->last = xcalloc((size_t)opts->nevents * (size_t)opts->ncpus, sizeof(*c->last));
 	if (c->off_ev >= 0) {
 		ret = open_offcpu_bpf(c);
 		if (ret) {
@@ -729,21 +599,8 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		tally_collector_free(c);
 		return ret;
 	}
-	for (int ev = 0; ev < opts->nevents; ev++) {
-		c->ps[ev].min = UINT64_MAX;
-		if (opts->events[ev]->offcpu)
-			continue; /* one sample per switch: no period */
-		if (opts->period)
-			c->mean_period[ev] = opts->period;
-		else if (opts->events[ev]->time_based)
-			c->mean_period[ev] = 1000000000ULL / opts->freq;
-	}
-	for (int cpu = 0; cpu < opts->ncpus; cpu++) {
+	for (int cpu = 0; cpu < opts->ncpus; cpu++)
 		c->cpu_on[cpu] = opts->cpus[cpu];
-		c->freq_cpu[cpu] = opts->freq;
-		for (int ev = 0; ev < opts->nevents; ev++)
-			c->mean_cpu[(size_t)cpu * (size_t)opts->nevents + (size_t)ev] = c->mean_period[ev];
-	}
 
 	ring_of_cpu = xmalloc((size_t)opts->ncpus * sizeof(int));
 	for (int i = 0; i < opts->ncpus; i++)
@@ -892,27 +749,27 @@ int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, 
 		const struct tally_event_desc *d = c->o.events[ev];
 		if (d->time_based || d->offcpu)
 			continue; /* off-cpu: one sample per switch, whatever the rate */
-		if (c->mean_period[ev] && freq)
+		if (c->per.mean[ev] && freq)
 			return tally_seterr(-EINVAL, "event '%s' samples every %" PRIu64 " events here: give a period, not a frequency",
-					    d->name, c->mean_period[ev]);
-		if (!c->mean_period[ev] && period)
+					    d->name, c->per.mean[ev]);
+		if (!c->per.mean[ev] && period)
 			return tally_seterr(-EINVAL, "event '%s' samples at a frequency here (the kernel adapts its period): give a frequency, not a period",
 					    d->name);
 	}
 	for (int ev = 0; ev < ne; ev++) {
-		uint64_t *mean = &c->mean_cpu[(size_t)cpu * (size_t)ne + (size_t)ev];
+		uint64_t *mean = periods_cpu(&c->per, cpu, ev);
 		if (c->o.events[ev]->offcpu)
 			continue;
 		if (c->o.events[ev]->time_based)
 			*mean = period ? period : 1000000000ULL / freq;
-		else if (c->mean_period[ev])
+		else if (c->per.mean[ev])
 			*mean = period;
 		for (size_t i = 0; i < c->nfds; i++) {
 			struct evfd *f = &c->fds[i];
 			if (f->cpu != cpu || f->event != ev)
 				continue;
 			/* for a freq-mode event the kernel takes the value as the new frequency */
-			uint64_t v = *mean ? (c->o.randomize ? draw_period(c, *mean) : *mean) : freq;
+			uint64_t v = *mean ? (c->o.randomize ? periods_draw(&c->per, *mean) : *mean) : freq;
 			int e = 0;
 			if (*mean)
 				e = set_period(c, f, v);
@@ -922,12 +779,10 @@ int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, 
 				return tally_seterr(e, "cannot change the rate of event '%s' on CPU %d: %s",
 						    c->o.events[ev]->name, cpu, strerror(-e));
 		}
-		if (c->o.events[ev]->time_based || c->mean_period[ev]) {
-			/* the interval statistics restart at the new period */
-			c->last[(size_t)cpu * (size_t)ne + (size_t)ev].time = 0;
-		}
+		if (c->o.events[ev]->time_based || c->per.mean[ev])
+			periods_restart(&c->per, cpu, ev); /* the interval statistics restart at the new period */
 	}
-	c->freq_cpu[cpu] = freq; /* 0: given as a period */
+	c->per.freq_cpu[cpu] = freq; /* 0: given as a period */
 	return 0;
 }
 
@@ -939,8 +794,8 @@ void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct 
 	st->opened = c->o.cpus[cpu];
 	st->on = c->cpu_on[cpu];
 	st->sampling = st->opened && st->on && !c->paused && c->enabled;
-	st->freq = c->freq_cpu[cpu];
-	st->period = c->o.nevents ? c->mean_cpu[(size_t)cpu * (size_t)c->o.nevents] : 0;
+	st->freq = c->per.freq_cpu[cpu];
+	st->period = c->o.nevents ? *periods_cpu(&c->per, cpu, 0) : 0;
 }
 
 static void redraw_periods(struct tally_collector *c)
@@ -948,10 +803,10 @@ static void redraw_periods(struct tally_collector *c)
 	for (size_t i = 0; i < c->nfds; i++) {
 		if (c->fds[i].event < 0)
 			continue;
-		uint64_t mean = c->mean_cpu[(size_t)c->fds[i].cpu * (size_t)c->o.nevents + (size_t)c->fds[i].event];
+		uint64_t mean = *periods_cpu(&c->per, c->fds[i].cpu, c->fds[i].event);
 		if (!mean)
 			continue;
-		uint64_t p = draw_period(c, mean);
+		uint64_t p = periods_draw(&c->per, mean);
 		/* a task that exited leaves its fd behind: ESRCH is expected and harmless */
 		(void)set_period(c, &c->fds[i], p);
 	}
@@ -959,8 +814,9 @@ static void redraw_periods(struct tally_collector *c)
 
 void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total)
 {
-	*reached = c ? c->ps[event].reached : 0;
-	*total = c ? c->ps[event].n : 0;
+	*reached = *total = 0;
+	if (c)
+		periods_reached(&c->per, event, reached, total);
 }
 
 const char *tally_collector_scope(const struct tally_collector *c)
@@ -1109,33 +965,10 @@ static void deliver(struct tally_collector *c, const struct perf_event_header *h
 		}
 		if (c->o.stack_user || c->o.leaf_stack)
 			user_regs_stack(p, end, &r);
-		struct period_stats *s = &c->ps[r.event];
 		/* an inherited event reports its parent's id: a sample of another task came
 		 * through a copy made at that task's creation, whose period tally cannot redraw */
 		bool reached = c->fds[fi].task < 0 || (uint32_t)c->fds[fi].task == r.tid;
-		/* what the sample stands for: a timer event (cpu-clock, task-clock) keeps
-		 * reporting the period it was opened with whatever tally set since, so
-		 * its weight is the period tally set last before the sample; a copy
-		 * inherited by a later task reports its own, fixed at its creation, as
-		 * every counting event reports the period it really used (-F adapts it) */
-		r.weight = r.period;
-		if (reached && c->o.events[r.event]->time_based && c->fds[fi].nchg) {
-			uint64_t p = period_at(&c->fds[fi], r.time);
-			if (p)
-				r.weight = p;
-			c->fds[fi].weighed += r.weight;
-		}
-		period_stats_add(s, r.weight, 1, reached);
-		uint64_t mean = r.cpu < (uint32_t)c->o.ncpus ? c->mean_cpu[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event] : 0;
-		if (mean && c->o.events[r.event]->time_based) {
-			struct last_sample *l = &c->last[(size_t)r.cpu * (size_t)c->o.nevents + (size_t)r.event];
-			uint64_t d = r.time - l->time;
-			/* only back-to-back samples of a running thread: no sleeps, no migrations */
-			if (l->time && l->tid == r.tid && r.time > l->time && d < mean * 3 / 2)
-				keep_interval(c, s, d);
-			l->time = r.time;
-			l->tid = r.tid;
-		}
+		r.weight = periods_weigh(&c->per, &c->fds[fi].hist, &r, reached, c->o.events[r.event]->time_based);
 	} else if ((size_t)h->size >= sizeof(*h) + c->rings.trailer) {
 		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->rings.trailer);
 		r.pid = (uint32_t)t[0];
@@ -1259,7 +1092,7 @@ static void take_intervals(struct tally_collector *c)
 				continue;
 			uint64_t from = n - *seen > SB_IVALS ? n - SB_IVALS : *seen;
 			for (uint64_t i = from; i < n; i++)
-				keep_interval(c, &c->ps[ev], __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED));
+				periods_interval(&c->per, ev, __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED));
 			*seen = n;
 		}
 	}
@@ -1285,8 +1118,7 @@ static void deliver_counted(struct tally_collector *c, const struct counted_rec 
 	r.period = cr->weight / cr->count;
 	if (r.time > c->max_time)
 		c->max_time = r.time;
-	/* one sample's own weight is not kept: min and max of the places' means */
-	period_stats_add(&c->ps[r.event], cr->weight, cr->count, true);
+	periods_counted(&c->per, r.event, cr->weight, cr->count);
 	fn(ctx, &r);
 }
 
@@ -1483,9 +1315,9 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 	 * samples themselves): 5 times a second (once a round with the BPF
 	 * program, whose rounds are 4 s apart when nothing asks sooner) is plenty
 	 * to break any lock-step between the program and the sampling */
-	if (c->o.randomize && tally_now_mono() - c->last_redraw >= c->redraw_s) {
+	if (c->o.randomize && periods_redraw_due(&c->per, tally_now_mono())) {
 		redraw_periods(c);
-		c->last_redraw = tally_now_mono();
+		c->per.last_redraw = tally_now_mono();
 	}
 
 	/* the samples counted in the kernel, read before the rings: every record
@@ -1548,10 +1380,7 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
 		*mean = 0;
 		return;
 	}
-	const struct period_stats *s = &c->ps[event];
-	*min = s->n ? s->min : 0;
-	*max = s->n ? s->max : 0;
-	*mean = s->n ? s->sum / (double)s->n : 0;
+	periods_summary(&c->per, event, min, max, mean);
 }
 
 size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90)
@@ -1559,19 +1388,12 @@ size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t 
 	*p10 = *p50 = *p90 = 0;
 	if (!c)
 		return 0;
-	struct period_stats *s = &c->ps[event];
-	if (!s->nivals)
-		return 0;
-	tally_qsort(s->ivals, s->nivals, sizeof(uint64_t), tally_cmp_u64);
-	*p10 = s->ivals[s->nivals / 10];
-	*p50 = s->ivals[s->nivals / 2];
-	*p90 = s->ivals[s->nivals * 9 / 10];
-	return s->nivals;
+	return periods_percentiles(&c->per, event, p10, p50, p90);
 }
 
 uint64_t tally_collector_mean_period(const struct tally_collector *c, int event)
 {
-	return c ? c->mean_period[event] : 0;
+	return c ? c->per.mean[event] : 0;
 }
 
 void tally_collector_free(struct tally_collector *c)
@@ -1583,12 +1405,8 @@ void tally_collector_free(struct tally_collector *c)
 		close(c->fds[i].fd);
 	free(c->fds);
 	tally_hidx_release(&c->ids);
-	free(c->mean_period);
-	free(c->mean_cpu);
-	free(c->freq_cpu);
+	periods_release(&c->per);
 	free(c->cpu_on);
-	free(c->ps);
-	free(c->last);
 	free(c->pfd);
 	tally_offcpu_free(c->off);
 #ifdef TALLY_HAVE_BPF
