@@ -121,8 +121,7 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		ret = open_samples(c);
 	if (ret)
 		goto fail;
-	c->rounds.looks = c->samples->ops->counts;
-	c->rounds.look_gap = ROUNDS_GAP;
+	rounds_init(&c->rounds, c->samples->ops->counts, false);
 	ret = evfds_open(c);
 	if (!ret && c->samples->ops->attach)
 		ret = c->samples->ops->attach(c, c->samples);

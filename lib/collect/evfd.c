@@ -79,7 +79,7 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 	a->watermark = 1;
 	/* samples counted in the kernel leave the rings the side-band records:
 	 * each wakes the wait (a new process or file is looked at within a round
-	 * of 200 ms, as through the ring; poll.c spaces the rounds) */
+	 * of 200 ms, as through the ring; rounds.c spaces the rounds) */
 	a->wakeup_watermark = c->samples->ops->counts ? 1 : (uint32_t)(c->rings.data_size / 2);
 	if (ev >= 0 && c->o.events[ev]->offcpu)
 		c->offcpu->ops->attr(c, c->offcpu, a);

@@ -10,7 +10,7 @@
  * off-CPU event, one that brings off-CPU time (mech_offcpu_tp.c: the
  * sched_switch tracepoint; mech_offcpu_bpf.c: a BPF program). A build
  * without BPF compiles mech_nobpf.c instead of the two BPF mechanisms. A
- * poll (poll.c) waits for the round, drains each mechanism,
+ * poll (poll.c) waits for the round rounds.c says, drains each mechanism,
  * merges their records with the rings' in time order and delivers them. */
 #ifndef TALLY_COLLECT_INTERNAL_H
 #define TALLY_COLLECT_INTERNAL_H

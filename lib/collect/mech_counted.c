@@ -46,7 +46,7 @@ struct counted {
 	struct tally_watch_bpf *watch;
 	char watch_why[256];
 	uint64_t told, bursts; /* execs it told of (those tally took), bursts of execs */
-	uint64_t burst_execs;  /* execs that make a burst: their records could fill half a ring */
+	uint64_t burst_execs;  /* execs that make a burst (rounds_burst_execs) */
 };
 
 /* What failed, with the way out: the ring (and the privileges for -EPERM). */
@@ -93,11 +93,7 @@ static int load_watch(struct tally_collector *c, struct counted *k)
 	}
 	if (tally_watch_bpf_open(&k->watch))
 		snprintf(k->watch_why, sizeof(k->watch_why), "%s", tally_errmsg());
-	/* an exec's side-band records: its fork, comm, exit and a map of each
-	 * file of code, 600 bytes for /bin/true (7 records), more with more
-	 * libraries; counted as 2 KiB, a burst is the execs that would fill half
-	 * a ring (128 for 512 KiB) were they all on one CPU */
-	k->burst_execs = c->rings.data_size / 2 / 2048 > 8 ? c->rings.data_size / 2 / 2048 : 8;
+	k->burst_execs = rounds_burst_execs(c->rings.data_size);
 	c->rounds.watch = k->watch != NULL;
 	counted_looked(c, &k->m);
 	return 0;

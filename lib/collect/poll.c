@@ -1,7 +1,8 @@
 /* A poll of the collector (tally_collector_poll): wait for the round
- * (looking at the waiting records on the way, when samples are counted in
- * the kernel), drain each mechanism, read and merge the rings with what the
- * mechanisms staged, and deliver every record in time order to the caller. */
+ * rounds.c says (looking at the waiting records on the way, when samples
+ * are counted in the kernel), drain each mechanism, read and merge the
+ * rings with what the mechanisms staged, and deliver every record in time
+ * order to the caller. */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -14,6 +15,15 @@
 
 /* The mechanisms a round goes through, samples first. */
 #define MECHS(c) { (c)->samples, (c)->offcpu }
+
+/* The milliseconds from now to t, rounded up (0: t has passed). */
+static int ms_until(double now, double t)
+{
+	double ms = (t - now) * 1000;
+	if (ms <= 0)
+		return 0;
+	return ms >= INT_MAX ? INT_MAX : (int)ceil(ms);
+}
 
 /* The wait's fds: the rings, then the caller's fd (if any), then the
  * sample mechanism's own (if any). */
@@ -36,6 +46,37 @@ static size_t wait_fds(struct tally_collector *c, int *wake_at, int *mech_at)
 	return n;
 }
 
+enum { WOKE_RING = 1, WOKE_CALLER = 2, WOKE_MECH = 4 };
+
+/* Waits until deadline (on the rings too when rings): what woke it, 0 for
+ * the deadline (or a signal). */
+static unsigned wait_until(struct tally_collector *c, size_t n, int wake_at, int mech_at,
+			   double deadline, bool rings)
+{
+	struct pollfd *pfd = c->pfd, *w = pfd + c->rings.n;
+	nfds_t nw = (nfds_t)(n - c->rings.n);
+	int r = rings ? poll(pfd, n, ms_until(tally_now_mono(), deadline))
+		      : poll(w, nw, ms_until(tally_now_mono(), deadline));
+	bool in = false;
+	for (size_t i = rings ? 0 : c->rings.n; i < n && r > 0; i++)
+		in = in || (pfd[i].revents & POLLIN);
+	if (r > 0 && !in) {
+		/* a ring whose tasks all exited reports POLLHUP at once: wait out
+		 * the time on the other fds instead of spinning */
+		r = poll(w, nw, ms_until(tally_now_mono(), deadline));
+		rings = false;
+	}
+	unsigned got = 0;
+	for (size_t i = 0; rings && r > 0 && i < c->rings.n; i++)
+		if (pfd[i].revents & POLLIN)
+			got |= WOKE_RING;
+	if (r > 0 && wake_at >= 0 && (pfd[wake_at].revents & POLLIN))
+		got |= WOKE_CALLER;
+	if (r > 0 && mech_at >= 0 && (pfd[mech_at].revents & POLLIN))
+		got |= WOKE_MECH;
+	return got;
+}
+
 /* Whether a side-band record asks for a round soon: the caller's prompt says
  * so (every one, without a prompt). */
 static bool asks_round(void *ctx, const struct perf_event_header *h)
@@ -52,134 +93,55 @@ static void mechs_looked(struct tally_collector *c)
 			ms[i]->ops->looked(c, ms[i]);
 }
 
-/* The milliseconds from now until gap seconds after the last round or look (0: now). */
-static int gap_ms(const struct rounds *rs, double gap)
+/* Waits for the next round (rounds.h): false when a look left the records
+ * in the rings for a later one. The caller's timeout bounds the wait; its
+ * fd ends it (a look, not a round, when records wait in the rings: what it
+ * asks for that needs the counts reads them itself, with a timeout of 0). */
+static bool wait_round(struct tally_collector *c, int timeout_ms)
 {
-	double last = rs->last_look > rs->last_round ? rs->last_look : rs->last_round;
-	double left = gap - (tally_now_mono() - last);
-	return left > 0 ? (int)(left * 1000) + 1 : 0;
-}
-
-/* Counted samples: waits for the next round (docs/sampling.md, "Rounds") and
- * says whether it is now. The rings wake the wait at the first side-band
- * record; the records are looked at 200 ms after the last round or look, and
- * a round comes then if one of them asks for it (a file not seen before, a
- * JIT's memory: the caller's prompt), a ring is a quarter full, a round's time
- * (4 s) has passed since the last round, or one did less than a second ago.
- * Otherwise they wait in the rings, and the next look is 200 ms later (the
- * rings, not read, would wake the wait at once: only the caller's fd and the
- * exec watch's are waited on then). With the exec watch, which tells of each
- * program new to tally at its exec (a round then, 200 ms after the last at the
- * soonest), a look that finds nothing asking doubles the time to the next, up
- * to a second. Ready at once when the caller asks (timeout 0), or when its
- * timeout ends a wait with nothing in the rings; its fd makes a look. */
-static bool counted_wait(struct tally_collector *c, size_t n, int wake_at, int mech_at, int timeout_ms)
-{
+	if (timeout_ms <= 0)
+		return true; /* the caller wants a round now */
 	struct rounds *rs = &c->rounds;
-	if (timeout_ms <= 0)
-		return true;
-	bool pending = rings_pending(&c->rings);
-	bool busy = tally_now_mono() < rs->busy_until;
-	if (busy)
-		rs->look_gap = ROUNDS_GAP;
-	if ((pending || busy) && gap_ms(rs, rs->look_gap) < timeout_ms)
-		timeout_ms = gap_ms(rs, rs->look_gap);
-	/* the fds besides the rings */
-	struct pollfd *pfd = c->pfd, *w = pfd + c->rings.n;
-	int nw = (int)(n - c->rings.n);
-	bool caller = false, told = false;
-	int r = 0;
-	if (pending) {
-		r = poll(w, (nfds_t)nw, timeout_ms);
-	} else {
-		r = poll(pfd, n, timeout_ms);
-		bool ring_in = false;
-		for (size_t i = 0; i < c->rings.n && r > 0; i++)
-			ring_in = ring_in || (pfd[i].revents & POLLIN);
-		bool other = false;
-		for (int i = 0; i < nw && r > 0; i++)
-			other = other || (w[i].revents & POLLIN);
-		if (ring_in && !other) {
-			int g = gap_ms(rs, rs->look_gap);
-			if (g > timeout_ms)
-				g = timeout_ms;
-			r = g > 0 ? poll(w, (nfds_t)nw, g) : 0;
-		} else if (r > 0 && !other) {
-			r = poll(w, (nfds_t)nw, timeout_ms); /* a ring whose tasks all exited (POLLHUP): not a spin */
-		}
-	}
-	caller = r > 0 && wake_at >= 0 && (pfd[wake_at].revents & POLLIN);
-	told = r > 0 && mech_at >= 0 && (pfd[mech_at].revents & POLLIN);
-	unsigned n_told = 0, bursts = 0;
-	if (told)
-		n_told = c->samples->ops->woke(c->samples, &bursts);
-	if (n_told || bursts) {
-		/* a program tally must look at while it lives: its records ask for
-		 * a round, and the looks are 200 ms apart again; a burst of known
-		 * programs: one round, which empties the rings */
-		if (n_told) {
-			rs->look_gap = ROUNDS_GAP;
-			rs->asked = true; /* the round after: rounds 200 ms apart for a second */
-		}
-		rs->round_asked = true;
-		int g = gap_ms(rs, ROUNDS_GAP);
-		if (g > 0)
-			poll(wake_at >= 0 ? &pfd[wake_at] : NULL, wake_at >= 0 ? 1 : 0, g); /* the caller may still end the wait */
-		return true;
-	}
-	if (!caller && !rings_pending(&c->rings)) {
-		/* the wait's own end, nothing waiting: the tables' round (of the
-		 * second after a record that asked, or a round's time since the last) */
-		rs->round_asked = busy;
-		return true;
-	}
-	/* the caller's fd: what it asks for that needs the counts reads them
-	 * itself (a timeout of 0), the rest does not need a round */
 	double now = tally_now_mono();
-	double since = now - (rs->last_look > rs->last_round ? rs->last_look : rs->last_round);
-	double fill_s = HUGE_VAL;
-	rs->last_look = now;
-	mechs_looked(c);
-	if (now - rs->last_round >= ROUNDS_CALM || now < rs->busy_until ||
-	    rings_look(&c->rings, since, asks_round, c, &rs->asked, &fill_s)) {
-		/* a record that asked: the looks are 200 ms apart again (not after
-		 * a round that only the time or a ring's fill made) */
-		if (now < rs->busy_until || rs->asked) {
-			rs->look_gap = ROUNDS_GAP;
-			rs->round_asked = true;
-		}
+	double until = now + timeout_ms / 1000.0;
+	int wake_at, mech_at;
+	size_t n = wait_fds(c, &wake_at, &mech_at);
+	rounds_begin(rs, now);
+	bool pending = rs->looks && rings_pending(&c->rings);
+	unsigned got;
+	for (;;) {
+		struct rounds_next next = rounds_plan(rs, now, until, pending);
+		if (next.act == ROUNDS_ROUND)
+			return true;
+		got = wait_until(c, n, wake_at, mech_at, next.deadline, next.rings);
+		now = tally_now_mono();
+		if (got != WOKE_RING || !rs->looks)
+			break;
+		pending = true; /* a ring's first record: its look comes a gap after the last */
+	}
+	unsigned told = 0, bursts = 0;
+	if (got & WOKE_MECH)
+		told = c->samples->ops->woke(c->samples, &bursts);
+	bool pending_now = rs->looks && rings_pending(&c->rings);
+	bool caller = got & WOKE_CALLER;
+	struct rounds_next next = rounds_woke(rs, now, caller, told, bursts, pending_now);
+	if (next.act == ROUNDS_ROUND) {
+		/* told by the exec watch: the round comes a gap after the last
+		 * round or look (the caller's fd may end that wait) */
+		if (next.deadline > now)
+			poll(wake_at >= 0 ? &c->pfd[wake_at] : NULL, wake_at >= 0 ? 1 : 0,
+			     ms_until(now, next.deadline));
 		return true;
 	}
-	rs->nlooks++;
-	/* nothing asked: with the exec watch, the next look may wait longer, but
-	 * not past half the time a ring would take to fill (at a look, a quarter
-	 * full makes a round) */
-	if (rs->watch && !caller) {
-		double g = rs->look_gap * 2 < ROUNDS_LOOK_MAX ? rs->look_gap * 2 : ROUNDS_LOOK_MAX;
-		if (g > fill_s / 2)
-			g = fill_s / 2 > ROUNDS_GAP ? fill_s / 2 : ROUNDS_GAP;
-		rs->look_gap = g;
-	}
-	return false;
-}
-
-/* Through the ring: waits up to timeout_ms for data or the caller's fd. */
-static void ring_wait(struct tally_collector *c, size_t n, int timeout_ms)
-{
-	if (timeout_ms <= 0)
-		return;
-	struct pollfd *pfd = c->pfd;
-	int r = poll(pfd, n, timeout_ms);
-	/* a ring whose tasks all exited reports POLLHUP at once: wait out the interval
-	 * instead of spinning, unless the caller's fd woke us */
-	bool hup_only = r > 0;
-	for (size_t i = 0; i < n && r > 0; i++)
-		if (pfd[i].revents & POLLIN)
-			hup_only = false;
-	if (hup_only) {
-		struct pollfd w = { .fd = c->o.wake_fd, .events = POLLIN };
-		poll(&w, c->o.wake_fd >= 0 ? 1 : 0, timeout_ms);
-	}
+	double since;
+	bool round = rounds_look(rs, now, &since);
+	mechs_looked(c);
+	if (round)
+		return true;
+	bool asked = false;
+	double fill_s;
+	bool prompt = rings_look(&c->rings, since, asks_round, c, &asked, &fill_s);
+	return rounds_looked(rs, prompt, asked, fill_s, caller);
 }
 
 /* One record of the rings (or one a mechanism staged), to its mechanism and
@@ -218,7 +180,7 @@ static void deliver(struct tally_collector *c, struct round *rd, const struct pe
 		return;
 	}
 	if ((size_t)h->size >= sizeof(*h) + c->rings.trailer) {
-		const uint64_t *t = (const uint64_t *)((const char *)h + h->size - c->rings.trailer);
+		const uint64_t *t = (const void *)((const char *)h + h->size - c->rings.trailer);
 		r.pid = (uint32_t)t[0];
 		r.tid = (uint32_t)(t[0] >> 32);
 		r.time = t[1];
@@ -235,21 +197,11 @@ static void deliver(struct tally_collector *c, struct round *rd, const struct pe
 
 int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn fn, void *ctx)
 {
-	struct rounds *rs = &c->rounds;
-	int wake_at, mech_at;
-	size_t n = wait_fds(c, &wake_at, &mech_at);
-	if (rs->looks) {
-		if (!counted_wait(c, n, wake_at, mech_at, timeout_ms))
-			return 0; /* records wait in the rings for the round */
-	} else {
-		ring_wait(c, n, timeout_ms);
-	}
+	if (!wait_round(c, timeout_ms))
+		return 0; /* records wait in the rings for the round */
 	struct round rd = { .fn = fn, .ctx = ctx, .now = timeout_ms <= 0 };
-	rs->last_round = tally_now_mono();
+	bool asked = rounds_start(&c->rounds, tally_now_mono());
 	mechs_looked(c);
-	rs->rounds++;
-	rs->rounds_asked += rs->round_asked;
-	rs->round_asked = false;
 	/* a new period costs an IPI per event fd (the daemon's largest cost after the
 	 * samples themselves): 5 times a second (once a round with samples
 	 * counted in the kernel, whose rounds are 4 s apart when nothing asks
@@ -268,21 +220,12 @@ int tally_collector_poll(struct tally_collector *c, int timeout_ms, tally_rec_fn
 			rd.err = e;
 	}
 	/* a record that asked for a round soon, found by a look or among those no
-	 * look saw: the rounds are 200 ms apart for a second (a new program's
+	 * look saw: the rounds are a gap apart for a second (a new program's
 	 * first samples, a JIT's, are taken while it lives) */
-	bool asked = rs->asked;
-	rs->asked = false;
-	if (rings_read(&c->rings, rs->looks && !asked ? asks_round : NULL, c))
+	if (rings_read(&c->rings, c->rounds.looks && !asked ? asks_round : NULL, c))
 		asked = true;
 	rd.alone = !c->rings.nrefs;
-	if (rs->looks && asked)
-		rs->busy_until = rs->last_round + ROUNDS_BUSY;
-	/* a round of every 200 ms takes only some places (mech_counted.c); a
-	 * round asked for now (a flush, a peek, the end) or one 4 s or more
-	 * after the last full one takes them all */
-	rd.full = rd.now || rs->last_round - rs->last_full >= ROUNDS_FULL;
-	if (rs->looks && rd.full)
-		rs->last_full = rs->last_round;
+	rd.full = rounds_read(&c->rounds, asked, rd.now);
 	for (size_t i = 0; i < ARRAY_SIZE(ms); i++)
 		if (ms[i] && ms[i]->ops->stage)
 			ms[i]->ops->stage(c, ms[i], &rd);
