@@ -283,7 +283,6 @@ static void agent_loop(struct agent *a, int ls)
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k == 0) {
-				fprintf(stderr, "tally agent: no request for %.0f s (its lease): ending\n", a->lease);
 				if (a->tag) {
 					struct strbuf e = STRBUF_INIT;
 					stop_all(a, &e);
