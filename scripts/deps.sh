@@ -10,6 +10,8 @@ build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebugi
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   openssh-client openssh-server netcat-openbsd iproute2
   clang-14 libclang-rt-14-dev)
+# gdb: t1008 holds 'tally archive' between its plan and its copy
+test_pkgs+=(gdb)
 # npm packages the tests read (installed with npm, which nodejs brings): the
 # schema of speedscope's file format, for the speedscope export's test
 npm_test_pkgs=(speedscope@1.25.0)
