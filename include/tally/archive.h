@@ -113,6 +113,9 @@ bool tally_archive_is(const char *path);
  * naming the member. db->archive is set: the resolver then looks only inside
  * the archive. 0 or -errno with tally_seterr. */
 int tally_archive_open(struct tally_db *db, const char *path);
+/* The same for a tarball's len bytes in memory, what naming it (the fuzzer's
+ * entry point: the reading of members, every check, the database inside). */
+int tally_archive_open_buf(struct tally_db *db, const void *data, size_t len, const char *what);
 
 /* ---- the MANIFEST (exposed for the unit tests and the fuzzer) ---- */
 
