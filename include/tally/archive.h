@@ -93,10 +93,14 @@ void tally_archive_plan_release(struct tally_archive_plan *p);
 typedef void (*tally_archive_progress_fn)(void *ctx, uint64_t done, uint64_t total, const char *member);
 
 /* Writes the plan as path (kind by suffix, tally_archive_kind_of), atomically:
- * built next to path and renamed into place at the end; a failure leaves
- * nothing behind. path must not exist. Every file is copied from the
- * descriptor the plan verified. A source file that changed since the plan is
- * an error. 0 or -errno with tally_seterr. */
+ * built next to path (as .NAME.tmp-PID-XXXXXX, stripped copies of a tarball
+ * in .NAME.strip-PID-XXXXXX) and renamed into place at the end; a failure
+ * leaves nothing behind, nor does SIGINT, SIGTERM, SIGHUP or SIGPIPE (removed
+ * as the signal ends the process), and what an earlier writer of path that was
+ * killed outright left is removed first (staging.c says when it is provably
+ * ours). path must not exist. Every file is copied from the descriptor the
+ * plan verified. A source file that changed since the plan is an error. 0 or
+ * -errno with tally_seterr. */
 int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_archive_progress_fn fn, void *ctx);
 
 /* ---- reading ---- */
@@ -106,8 +110,10 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 bool tally_archive_is(const char *path);
 /* Opens the database of the archive at path ("archive:" prefix allowed): a
  * directory in place, a tarball unpacked into a private temporary directory
- * (mode 0700 in $TMPDIR, removed by tally_db_release), nothing ever written
- * outside it. Every member is checked against the MANIFEST (names, types,
+ * ($TMPDIR/tally-archive.PID-XXXXXX, mode 0700, removed by tally_db_release,
+ * or by SIGINT, SIGTERM, SIGHUP or SIGPIPE as one ends the process; what a
+ * reader that was killed outright left there is removed by the next), nothing
+ * ever written outside it. Every member is checked against the MANIFEST (names, types,
  * sizes, checksums): '..', absolute names, links, device files, unlisted or
  * missing members and a wrong size or checksum are refused with an error
  * naming the member. db->archive is set: the resolver then looks only inside

@@ -933,7 +933,8 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
  * directory (scratch: its template, made unique; removed by the caller), every
  * member hashed for the MANIFEST, which goes first; then each member, hashed
  * again as it is written (a file that changed meanwhile is an error). */
-static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch)
+static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch,
+		     int *scratch_slot)
 {
 	int r = 0;
 	bool any_strip = false;
@@ -943,6 +944,7 @@ static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, cha
 		if (!mkdtemp(scratch))
 			return write_err(w->path, errno);
 		*made_scratch = true;
+		*scratch_slot = tally_ar_hold_path(scratch);
 		int dirfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dirfd < 0)
 			return write_err(w->path, errno);
@@ -1025,22 +1027,31 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	const char *base = tally_basename(path);
 	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
 		return tally_seterr(-EINVAL, "'%s' cannot be an archive's name (name a file or directory to create)", path);
-	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT;
+	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT, pre1 = STRBUF_INIT,
+		      pre2 = STRBUF_INIT;
 	strbuf_add(&dir, path, (size_t)(base - path));
 	if (!dir.len)
 		strbuf_addstr(&dir, "./");
-	/* unpredictable names, created exclusively: 0700 and 0600 */
-	strbuf_addf(&staging, "%s.%s.tmp-XXXXXX", dir.buf, base);
-	strbuf_addf(&scratch, "%s.%s.strip-XXXXXX", dir.buf, base);
+	/* what an earlier writer of path that was killed left (staging.c) */
+	strbuf_addf(&pre1, ".%s.tmp-", base);
+	strbuf_addf(&pre2, ".%s.strip-", base);
+	const char *prefixes[] = { pre1.buf, pre2.buf };
+	tally_ar_tidy(dir.buf, prefixes, ARRAY_SIZE(prefixes));
+	/* unpredictable names, created exclusively: 0700 and 0600; our pid in
+	 * them tells a later run whether we are still at work */
+	strbuf_addf(&staging, "%s%s%d-XXXXXX", dir.buf, pre1.buf, (int)getpid());
+	strbuf_addf(&scratch, "%s%s%d-XXXXXX", dir.buf, pre2.buf, (int)getpid());
 	struct writer *w = xcalloc(1, sizeof(*w));
 	*w = (struct writer){ .p = p, .path = path, .fn = fn, .ctx = ctx };
 	int r;
 	bool made = false, made_scratch = false;
+	int slot = -1, scratch_slot = -1;
 	if (kind == TALLY_ARCHIVE_DIR) {
 		if (!mkdtemp(staging.buf)) {
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
 		} else {
 			made = true;
+			slot = tally_ar_hold_path(staging.buf);
 			r = write_dir(w, staging.buf);
 		}
 	} else {
@@ -1049,7 +1060,8 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
 		} else {
 			made = true;
-			r = write_tar(w, fd, kind, scratch.buf, &made_scratch);
+			slot = tally_ar_hold_path(staging.buf);
+			r = write_tar(w, fd, kind, scratch.buf, &made_scratch, &scratch_slot);
 			if (close(fd) < 0 && !r)
 				r = write_err(path, errno);
 		}
@@ -1070,6 +1082,7 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	}
 	if (r && made)
 		tally_remove_tree(staging.buf);
+	tally_ar_release(slot);
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->m[i].tmp);
 		p->m[i].tmp = NULL;
@@ -1079,9 +1092,12 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	}
 	if (made_scratch)
 		tally_remove_tree(scratch.buf);
+	tally_ar_release(scratch_slot);
 	free(w);
 	strbuf_release(&dir);
 	strbuf_release(&staging);
 	strbuf_release(&scratch);
+	strbuf_release(&pre1);
+	strbuf_release(&pre2);
 	return r;
 }

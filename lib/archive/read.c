@@ -774,13 +774,20 @@ static int open_archive(struct tally_db *db, const char *path, const char *apath
 			r = verify_dir(apath, root, &f);
 	} else {
 		const char *td = getenv("TMPDIR");
+		td = td && *td ? td : "/tmp";
+		/* what readers that were killed left there (staging.c) */
+		static const char *const prefixes[] = { "tally-archive." };
+		tally_ar_tidy(td, prefixes, ARRAY_SIZE(prefixes));
+		/* our pid in the name tells a later reader whether we are still at work */
 		struct strbuf tmpl = STRBUF_INIT;
-		strbuf_addf(&tmpl, "%s/tally-archive.XXXXXX", td && *td ? td : "/tmp");
+		strbuf_addf(&tmpl, "%s/tally-archive.%d-XXXXXX", td, (int)getpid());
 		if (!mkdtemp(tmpl.buf)) {
-			r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)", apath,
-					 td && *td ? td : "/tmp", strerror(errno));
+			r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)", apath, td,
+					 strerror(errno));
 			strbuf_release(&tmpl);
 		} else {
+			/* removed if a signal ends us while it exists */
+			tally_ar_hold_path(tmpl.buf);
 			tmp = strbuf_detach(&tmpl);
 			root = realpath(tmp, NULL);
 			r = root ? extract(apath, data, len, root, &f)
