@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "builtin/builtin.h"
@@ -93,6 +94,18 @@ static void progress(void *ctx, uint64_t done, uint64_t total, const char *membe
 	progress_shown = true;
 }
 
+/* The plan holds each file it verified open until it is copied (one
+ * descriptor per file, besides the resolver's): as many as the hard limit
+ * allows (tally waits with poll, never select). */
+static void more_descriptors(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int cmd_archive(int argc, char **argv)
 {
 	struct aropts o;
@@ -140,6 +153,7 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	have_db = true;
+	more_descriptors();
 	ro.lines = true; /* the debug files that give lines are wanted */
 	tally_resolver_new(&res, &db, &ro);
 	int pr = tally_archive_plan(&plan, &db, res, &o.a, &w);

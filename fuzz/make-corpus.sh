@@ -2,7 +2,7 @@
 # Regenerates the seed corpora fuzz/corpus/TARGET/ from real recordings made
 # with tally itself on the workloads of tests/workloads (docs/fuzzing.md):
 # databases (plain, per-pid with stacks, two events, DWARF stacks, JIT code)
-# and archives of them, a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
+# and archives of them (their MANIFESTs, and tarballs), a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
 # and damaged), a 'tally scan' map, the control protocol's requests and the
 # daemon's real replies, and the value forms the docs give. Each target's seeds
 # are then minimized with libFuzzer's -merge=1 (only inputs that add coverage
@@ -70,6 +70,16 @@ done
 "$TALLY" archive -i plain.db -o plain.arch >/dev/null 2>&1 && seedf manifest plain.arch/MANIFEST
 "$TALLY" archive -i kernel.db -o kernel.arch --no-debug >/dev/null 2>&1 && seedf manifest kernel.arch/MANIFEST
 "$TALLY" archive -i jit.db -o jit.arch >/dev/null 2>&1 && seedf manifest jit.arch/MANIFEST
+# archives as tarballs (fuzz/archive.c): the database alone (its program gone),
+# with the program, compressed, made by hand from a directory (the MANIFEST
+# last), with a sparse member
+cp "$WL/split_funcs" gone && "$TALLY" record -o gone.db -- ./gone 100 >/dev/null && rm gone
+for a in gone.tar gone.tar.gz gone.tar.zst gone.dir; do "$TALLY" archive -i gone.db -o "$a" >/dev/null 2>&1; done
+"$TALLY" archive -i plain.db -x --no-debug -o plain.tar.gz >/dev/null 2>&1
+tar cf hand.tar -C gone.dir db MANIFEST
+cp -r gone.dir sparse.dir && truncate -s 1M sparse.dir/db/sparse && printf x >>sparse.dir/db/sparse
+tar --sparse --format=pax -cf sparse.tar -C sparse.dir db MANIFEST
+seedf archive gone.tar gone.tar.gz gone.tar.zst plain.tar.gz hand.tar sparse.tar
 # no recording here runs inside another mount namespace: the form of the file
 printf '0\n' | seed db-mntns one
 printf '1\n3\n' | seed db-mntns two
