@@ -1,9 +1,52 @@
 #!/bin/bash
-# tally top's text snapshots (issue 31, item 20): the images and commands
-# views have each column once (images: command, then the image; commands:
-# the command only), with no placeholder, as the screen has them.
+# tally top's text snapshots (issue 31, item 20): `--db DIR --once` says the
+# daemon's samples a second (its one tick adds the daemon's whole memory,
+# over the time that memory covers), not 0; the images and commands views
+# have each column once (images: command, then the image; commands: the
+# command only), with no placeholder, as the screen has them.
 . "$SRCDIR/tests/e2e/lib.sh"
+. "$SRCDIR/tests/e2e/daemon.sh"
 . "$SRCDIR/tests/e2e/top.sh"
+
+# header_field FILE FIELD: from the first header of FILE, the number before
+# " samples/s" or " samples,"
+header_field() {
+	grep -m1 '^# tally top:' "$1" | sed -nE "s|.*, ([0-9.]+) $2.*|\\1|p"
+}
+
+case_daemon_once() {
+	local t0 t1 i n rate samples ncpu
+	t0=$(date +%s.%N)
+	start_daemon db --flush-interval 1h -F 999
+	"$WORKLOADS/split_funcs" 60000 >wl.out &
+	track_pid $!
+	# some samples in the daemon's memory
+	for ((i = 0; i < 300; i++)); do
+		ctl --db db status
+		n=$(status_val in-memory | awk '{ print $1 }')
+		[[ $n =~ ^[0-9]+$ ]] && ((n >= 300)) && break
+		sleep 0.1
+	done
+	((n >= 300)) || fail "the daemon holds $n samples after 30 s: $(cat "$TMP/ctl.out")"
+	local rc=0
+	"$TALLY" top --db db --once --rows 5 >once.out 2>once.err || rc=$?
+	t1=$(date +%s.%N)
+	((rc == 0)) || fail "tally top --db --once exited $rc: $(head -c 500 once.err)"
+	[[ $(snapshots once.out) == 1 ]] || fail "--once printed $(snapshots once.out) snapshots"
+	rate=$(header_field once.out 'samples/s')
+	samples=$(header_field once.out 'samples,')
+	[[ -n $rate && -n $samples ]] || fail "cannot read the rate and the samples of: $(head -1 once.out)"
+	note "--db --once: $rate samples/s, $samples samples: $(head -1 once.out)"
+	fcmp "$samples" ">=" 300 || fail "--db --once counted $samples samples, the daemon held $n before"
+	fcmp "$rate" ">" 0 || fail "--db --once says $rate samples/s with $samples samples: $(head -1 once.out)"
+	# the memory covers at most the daemon's life, so the rate is at least
+	# the samples over that; at most every CPU's -F 999 (and a margin)
+	ncpu=$(nproc)
+	fcmp "$rate" ">=" "$(awk -v s="$samples" -v a="$t0" -v b="$t1" 'BEGIN { print s / (b - a) }')" ||
+		fail "--db --once: $rate samples/s is less than $samples samples over the $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s the daemon ran"
+	fcmp "$rate" "<=" $((ncpu * 999 * 3 / 2)) || fail "--db --once: $rate samples/s, more than $ncpu CPUs at 999 Hz"
+	stop_daemon "$DAEMON_PID"
+}
 
 # columns FILE: the line of column names of the snapshot in FILE (the
 # workload's own lines are around it)
@@ -47,4 +90,5 @@ case_views() {
 	grep -Eq '^ +[0-9.]+% +[0-9.]+ +split_funcs +split_funcs +work_a$' funcs.out || fail "functions: no work_a row: $(head -6 funcs.out)"
 }
 
+subtest "--db --once says the daemon's samples a second" case_daemon_once
 subtest "the images and commands views have each column once" case_views
