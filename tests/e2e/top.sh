@@ -168,8 +168,9 @@ counted() {
 }
 for ((i = 1; i <= n; i++)); do
 	name=$(printf 'ch_%02d' "$i")
-	# (niced: tally top, which has a tick to make for each, goes first)
-	nice -n 19 ./"$name" 120 0.03 </dev/null >/dev/null 2>&1 &
+	# (niced: tally top, which has a tick to make for each, goes before
+	# them, while they still get the CPU on a busy machine)
+	nice -n 10 ./"$name" 120 0.03 </dev/null >/dev/null 2>&1 &
 	pids+=($!)
 	log "started $name (pid $!)"
 	sleep 0.05
