@@ -406,7 +406,7 @@ static int run_daemon(struct top *t, int epfd)
 		strbuf_addstr(&path, t->o.sock);
 	else
 		strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
-	double last = 0; /* the daemon's clock at its last answer */
+	double last = 0, last_since = 0; /* the daemon's clock at its last answer, its memory's start then */
 	int ret = 0, r;
 	bool first = true;
 	while (!done(t)) {
@@ -461,14 +461,19 @@ static int run_daemon(struct top *t, int epfd)
 		t->st.lost = db.lost;
 		/* the rate over the daemon's own clock: when it answered, not when
 		 * the answer came (a slow answer would squeeze two ticks' samples
-		 * into one) */
+		 * into one). What a tick adds came since the last answer, or, the
+		 * first time and after a flush, since the memory's start (the
+		 * whole memory is new then) */
 		const char *dur = tally_meta_get(&db.session, "duration");
-		double dnow = strtod(since, NULL) + (dur ? strtod(dur, NULL) : 0);
+		double dsince = strtod(since, NULL);
+		double dnow = dsince + (dur ? strtod(dur, NULL) : 0);
+		double from = !first && dsince == last_since ? last : dsince;
 		double now = tally_now_mono();
-		tick(t, &db, true, strtod(since, NULL), first || dnow <= last ? 0 : dnow - last);
+		tick(t, &db, true, dsince, dnow > from ? dnow - from : 0);
 		first = false;
 		tally_db_release(&db);
 		last = dnow;
+		last_since = dsince;
 		wait_until(t, epfd, now + t->o.delay);
 	}
 	strbuf_release(&path);

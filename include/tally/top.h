@@ -154,8 +154,9 @@ struct tally_top_status {
 
 /* A snapshot as text for scripts: one header line, "# " and the view, then a
  * line of column names, then one line a row: share (percent), [self share,]
- * value (decayed; st->unit, else samples), image, command, name (the last
- * field: may hold blanks).
+ * value (decayed; st->unit, else samples), then the view's columns as the
+ * screen has them (functions: image, command, function; images: command,
+ * image; commands: command), the name last (it may hold blanks).
  * At most max rows (0: all). Appended to out. */
 void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
 		    size_t max, struct strbuf *out);

@@ -41,6 +41,8 @@ struct prev {
 	bool seen;
 };
 
+#define TOP_MAX_GENS 32
+
 struct tally_top_feed {
 	struct tally_resolver_opts ro;
 	bool have_ro;
@@ -49,12 +51,14 @@ struct tally_top_feed {
 	 * go into a database of their own with a resolver (a generation); past
 	 * TOP_MAX_GENS generations they are made again as one. The kernel, JIT
 	 * code and the vDSO go through each tick's own database (its kernel
-	 * symbols are those the tick's samples need). */
+	 * symbols are those the tick's samples need). A resolver keeps the
+	 * address of its database: the generations never move (an array that
+	 * grew by realloc left the older resolvers reading freed memory). */
 	struct gen {
 		struct tally_db db;
 		struct tally_resolver *res;
-	} *gens;
-	size_t ngens, agens;
+	} gens[TOP_MAX_GENS];
+	size_t ngens;
 	struct fimage *im;
 	size_t nim, aim;
 	struct tally_hidx im_idx;
@@ -103,7 +107,6 @@ void tally_top_feed_free(struct tally_top_feed *f)
 		tally_db_image_release(&f->im[i].copy);
 	}
 	gens_free(f);
-	free(f->gens);
 	free(f->im);
 	tally_hidx_release(&f->im_idx);
 	free(f->loc);
@@ -136,8 +139,6 @@ static void db_image_copy(struct tally_db_image *to, const struct tally_db_image
 	to->foreign_ns = from->foreign_ns;
 }
 
-#define TOP_MAX_GENS 32
-
 static void gens_free(struct tally_top_feed *f)
 {
 	for (size_t g = 0; g < f->ngens; g++) {
@@ -155,7 +156,6 @@ static void gen_add(struct tally_top_feed *f, const struct tally_db *tick)
 {
 	if (f->ngens >= TOP_MAX_GENS)
 		gens_free(f);
-	GROW(f->gens, f->agens, f->ngens + 1);
 	struct gen *g = &f->gens[f->ngens];
 	memset(g, 0, sizeof(*g));
 	struct tally_db *d = &g->db;
