@@ -16,6 +16,12 @@ set -euo pipefail
 : "${TALLY:?TALLY must name the tally binary}"
 : "${WORKLOADS:?WORKLOADS must name the built tests/workloads directory}"
 : "${SRCDIR:?SRCDIR must name the source tree}"
+# absolute, so that they still hold in $TMP (by hand: SRCDIR=. and so on),
+# and exported, for the Python helpers (shares.py through SRCDIR)
+SRCDIR=$(cd "$SRCDIR" && pwd)
+WORKLOADS=$(cd "$WORKLOADS" && pwd)
+[[ $TALLY != */* || $TALLY == /* ]] || TALLY=$PWD/$TALLY
+export TALLY WORKLOADS SRCDIR
 
 TEST_NAME=$(basename "$0" .sh)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tally-$TEST_NAME.XXXXXX")
@@ -652,7 +658,7 @@ share_tol() {
 # share_near SHARE N EXPECTED WHAT [N2]: SHARE (percent) of N samples is
 # EXPECTED (percent: the workload's truth, or another profiler's share of N2
 # samples of the same run) within share_tol; the message gives the count and
-# how many sigmas off it is.
+# how many sigmas off it is.  SHARE_OF=calls (say) names what N counts.
 share_near() {
 	local got=$1 n=$2 want=$3 what=$4 n2=${5:-} tol off
 	[[ $n =~ ^[0-9]+$ ]] || fail "$what: no sample count ('$n') for the share $got"
@@ -662,9 +668,22 @@ share_near() {
 		printf "%.1f sigma", (sg > 0 ? d / sg : 0) }')
 	if ! awk -v a="$got" -v e="$want" -v t="$tol" \
 		'BEGIN { d = a - e; if (d < 0) d = -d; exit !(a == a + 0 && d <= t) }'; then
-		fail "$what: tally says $got% of $n samples, expected $want% +/- $tol ($off off; $SHARE_Z sigma of $n${n2:+ and $n2} samples + $SHARE_SLACK)"
+		fail "$what: $got% of $n ${SHARE_OF:-samples}, expected $want% +/- $tol ($off off; $SHARE_Z sigma of $n${n2:+ and $n2} + $SHARE_SLACK)"
 	fi
-	note "$what: $got% of $n samples, expected $want% +/- $tol ($off)"
+	note "$what: $got% of $n ${SHARE_OF:-samples}, expected $want% +/- $tol ($off)"
+}
+
+# change_near CHANGE EXPECTED PB NB PN NN WHAT: a change in points between
+# two shares of two recordings (tally diff's), PB% of NB samples and PN% of
+# NN samples, is the EXPECTED change within the binomial error of both.
+change_near() {
+	local got=$1 want=$2 what=$7 tol
+	tol=$(awk -v pb="$3" -v nb="$4" -v pn="$5" -v nn="$6" -v z="$SHARE_Z" -v s="$SHARE_SLACK" '
+		function pq(p, n) { p /= 100; p = p < 0 ? 0 : p > 1 ? 1 : p; p *= 1 - p; return (n > 0 && p < 1 / n) ? 1 / n : p }
+		BEGIN { v = (nb > 0 ? pq(pb, nb) / nb : 0) + (nn > 0 ? pq(pn, nn) / nn : 0); printf "%.2f", z * 100 * sqrt(v) + s }')
+	awk -v a="$got" -v e="$want" -v t="$tol" 'BEGIN { d = a - e; if (d < 0) d = -d; exit !(a == a + 0 && d <= t) }' ||
+		fail "$what: tally says $got points, expected $want +/- $tol ($SHARE_Z sigma of $3% of $4 samples and $5% of $6, + $SHARE_SLACK)"
+	note "$what: $got points, expected $want +/- $tol ($3% of $4 samples, $5% of $6)"
 }
 
 # near_share SHARE EXPECTED TOL N WHAT: the older form of share_near, with a
@@ -708,18 +727,20 @@ check_shares() {
 }
 
 # perf_around PERFDATA CMD...: CMD (`tally record ... -- WORKLOAD`) under
-# `perf record -e cpu-clock -F 999`, whose events follow it into its
-# children: perf's samples are then of the run tally records (the same load,
-# the same truth), not of a second run a load apart.  CMD's stdout goes to
-# $TMP/out, its stderr to $TMP/err; skips (that subtest) when perf is missing
-# or cannot record here.  perf's home (its build-id cache) is $TMP/perfhome:
-# the machine's ~/.debug may hold another build of a binary under its build-id.
+# `perf record -e cpu-clock -F 999 $PERF_OPTS`, whose events follow it into
+# its children: perf's samples are then of the run tally records (the same
+# load, the same truth), not of a second run a load apart.  CMD's stdout goes
+# to $TMP/out, its stderr to $TMP/err; skips (that subtest) when perf is
+# missing or cannot record here.  perf's home (its build-id cache) is
+# $TMP/perfhome: the machine's ~/.debug may hold another build of a binary
+# under its build-id (perf_counts and perf_report read it too).
 perf_around() {
 	local data=$1 rc=0
 	shift
 	need_tool perf linux-perf
 	mkdir -p "$TMP/perfhome"
-	HOME=$TMP/perfhome perf record -q -e cpu-clock -F 999 -o "$data" -- "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	# shellcheck disable=SC2086 # PERF_OPTS: words
+	HOME=$TMP/perfhome perf record -q -e cpu-clock -F 999 ${PERF_OPTS:-} -o "$data" -- "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
 	if ((rc != 0)); then
 		[[ -s $data ]] || skip "perf record cannot record here: $(head -c 300 "$TMP/err")"
 		fail "'$*' under perf record exited $rc: $(head -c 1000 "$TMP/err")"
@@ -730,8 +751,13 @@ perf_around() {
 # `COUNT DSO SYMBOL` line per symbol (a symbol perf cannot name is its
 # address in the file, 0x...).
 perf_counts() {
-	HOME=$TMP/perfhome perf report -i "$1" -n --stdio --sort comm,dso,sym -q --comm "$2" 2>/dev/null |
-		awk '$1 ~ /%$/ && $2 ~ /^[0-9]+$/ { s = $6; for (i = 7; i <= NF; i++) s = s " " $i; print $2, $4, s }'
+	perf_report -i "$1" -n --no-children --sort comm,dso,sym |
+		awk -v c="$2" '$1 ~ /%$/ && $2 ~ /^[0-9]+$/ && $3 == c { s = $6; for (i = 7; i <= NF; i++) s = s " " $i; print $2, $4, s }'
+}
+
+# perf_report ARGS...: `perf report --stdio -q ARGS` with perf_around's home.
+perf_report() {
+	HOME=$TMP/perfhome perf report --stdio -q "$@" 2>/dev/null
 }
 
 # ttext FILE check image|symbols [--top N] [--no-total]: check the layout of a

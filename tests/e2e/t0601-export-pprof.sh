@@ -35,7 +35,7 @@ read -r shown all < <(sed -nE 's/^Showing nodes accounting for ([0-9]+), [0-9.]+
 [[ $all == "$total" ]] || fail "pprof -top: total '$all' samples, the report says $total: $(head -12 top.txt)"
 [[ $shown == "$total" ]] || fail "pprof -top shows $shown of $all samples with -nodefraction=0"
 [[ $(row leaf 1) == "$leaf" ]] || fail "pprof -top: leaf's flat is '$(row leaf 1)', the report says $leaf"
-near "$(share "$(row caller_a 4)" "$(row caller_b 4)")" "$(truth caller_a cs.truth)" 5 "pprof -top: caller_a's share of the callers' cum"
+share_near "$(share "$(row caller_a 4)" "$(row caller_b 4)")" $(($(row caller_a 4) + $(row caller_b 4))) "$(truth caller_a cs.truth)" "pprof -top: caller_a's share of the callers' cum"
 note "pprof -top: total $all, leaf flat $leaf"
 }
 
@@ -180,7 +180,7 @@ fb=$(awk '$NF == "work_b" { print $1 }' flattop.txt)
 fc=$(awk '$NF == "work_c" { print $1 }' flattop.txt)
 for f in a b c; do
 	v=f$f
-	near "$(awk -v x="${!v}" -v s="$((fa + fb + fc))" 'BEGIN { printf "%.2f", 100 * x / s }')" "$(truth work_$f flat.truth)" 5 "flat pprof: work_$f's share"
+	share_near "$(awk -v x="${!v}" -v s="$((fa + fb + fc))" 'BEGIN { printf "%.2f", 100 * x / s }')" $((fa + fb + fc)) "$(truth work_$f flat.truth)" "flat pprof: work_$f's share"
 	[[ ${!v} == "$(tjson flat.json func work_$f split_funcs cpu-clock)" ]] ||
 		fail "flat pprof: work_$f has ${!v} samples, the report $(tjson flat.json func work_$f split_funcs cpu-clock)"
 done

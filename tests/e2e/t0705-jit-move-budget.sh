@@ -64,7 +64,7 @@ grep -q "^jit-warning-[0-9]*: jitdump '$dump' of pid $pid: $n records dropped" b
 report_json big.json -i big.db --symbols
 grep -Eq "$re" big.json.err || fail "the report does not repeat the dropped count: $(cat big.json.err)"
 # the rest of the dump still names the code that ran
-check_shares func big.json big.out 5 jit_alpha jit_beta
+check_split func big.json big.out jit_alpha jit_beta
 note "record: $n of $moves moves dropped, said in the session and the report"
 
 # --- the daemon: one process's dump does not end it

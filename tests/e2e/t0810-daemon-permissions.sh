@@ -92,7 +92,7 @@ wait $crowd || fail "the other user's client failed: $(cat crowd.out)"
 wait $wlpid
 ctl --db db flush
 report_json r.json -i db --symbols --image "$(basename "$wl")"
-check_shares func r.json wl.out 5 work_a work_b work_c
+check_split func r.json wl.out work_a work_b work_c
 ctl --db db status
 refused=$(status_val control | sed -n 's/.* \([0-9]*\) refused.*/\1/p')
 ((refused >= 41)) || fail "status counts $refused refused connections, expected 41 or more: $(status_val control)"

@@ -161,7 +161,7 @@ sampled() {
 	local cpu_ms total expect
 	ctl --db db flush
 	report_json "$1.json" -i db --symbols --image "$1"
-	check_shares func "$1.json" "$2" 5 work_a work_b work_c
+	check_split func "$1.json" "$2" work_a work_b work_c
 	cpu_ms=$(info_val cpu_ms "$2")
 	total=$(tjson "$1.json" image "$1")
 	expect=$(awk -v f=$F -v ms="$cpu_ms" 'BEGIN { printf "%d", f * ms / 1000 }')

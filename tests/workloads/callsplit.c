@@ -55,6 +55,7 @@ int main(int argc, char **argv)
 	double target = wl_arg(argc, argv, 1, 1000);
 	double ta = 0, tb = 0, t0, t1, start;
 	uint64_t acc = 1;
+	long calls = 0;
 
 	wl_print_pid();
 	start = wl_thread_ms();
@@ -68,10 +69,11 @@ int main(int argc, char **argv)
 		acc = a ? caller_a(acc) : caller_b(acc);
 		t1 = wl_thread_ms();
 		*(a ? &ta : &tb) += t1 - t0;
+		calls++;
 	} while (t1 - start < target);
 	wl_sink = acc;
 
-	printf("info cpu_ms %.1f\n", wl_thread_ms() - start);
+	printf("info cpu_ms %.1f calls %ld\n", wl_thread_ms() - start, calls);
 	wl_truth("caller_a", ta, ta + tb);
 	wl_truth("caller_b", tb, ta + tb);
 	return 0;
