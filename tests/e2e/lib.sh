@@ -105,6 +105,13 @@ cpu_share() {
 	awk '{ printf "%.0f\n", (($1 + $2) > 0 ? 100 * $1 / ($1 + $2) : 100) }' "/proc/$1/schedstat" 2>/dev/null || echo 100
 }
 
+# proc_cpu_ms PID: the CPU time (user and system) PID has used so far, in ms
+# (to the clock tick).
+proc_cpu_ms() {
+	sed -E 's/^.*\) //' "/proc/$1/stat" 2>/dev/null |
+		awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($12 + $13) * 1000 / hz }'
+}
+
 # retry_busy WHAT FUNC [ARGS...]: FUNC ARGS holds a claim that a busy machine
 # can break; when it fails, the load it ran under (load_since) is printed and
 # it runs once more, in the same directory; failing again fails with what
@@ -399,6 +406,13 @@ wait_for_line() {
 			fail "no line matching /$2/ in $1 within ${3:-10} s ($(load_since start)); its last lines: $(tail -5 "$1" 2>/dev/null | head -c 1000)"
 		sleep 0.05
 	done
+}
+
+# wait_port PORT [SECONDS]: until a server (one the test started) accepts
+# connections on 127.0.0.1:PORT, 10 s at most.
+wait_port() {
+	wait_for "${2:-10}" "a server listening on 127.0.0.1:$1" \
+		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$1"
 }
 
 # db_size DIR: total size in bytes of the regular files under DIR.

@@ -118,10 +118,11 @@ case_end() {
 	# a task that goes to sleep during the recording and sleeps past its end
 	local ts t0 t1 slp rc=0 rec
 	ts=$(date +%s.%N)
-	"$TALLY" record -a --off-cpu --per-pid --duration 2 -o end >end.out 2>end.err &
+	"$TALLY" record -v -a --off-cpu --per-pid --duration 2 -o end >end.out 2>end.err &
 	rec=$!
 	track_pid $rec
-	sleep 0.5
+	# started once tally records (it says so with -v)
+	wait_for_line end.err "^tally: recording into 'end'" 30
 	sleep 30 &
 	slp=$!
 	track_pid $slp
