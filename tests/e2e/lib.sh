@@ -116,7 +116,10 @@ proc_cpu_ms() {
 # can break; when it fails, the load it ran under (load_since) is printed and
 # it runs once more, in the same directory; failing again fails with what
 # each try said and the load of each.  A skip in FUNC skips.  FUNC runs in a
-# subshell: what it sets does not outlive it.
+# subshell: what it sets does not outlive it.  Where FUNC finds that what it
+# needs did not happen because the machine was too busy (a program that did
+# not get the CPU to end inside a recording), it says so with `busy MSG`:
+# twice busy, the test skips (the last resort) with both tries' figures.
 retry_busy() {
 	local what=$1 try rc why=
 	shift
@@ -144,7 +147,17 @@ retry_busy() {
 		why+="${why:+; }try $try: $(head -c 500 "$TMP/.retry.why" | tr '\n' ' ' | sed 's/ *$//') [load: $(load_since retry)]"
 		echo "ok: $what: try $try of 2 failed under load: $(load_since retry)"
 	done
+	((rc != 75)) || skip "$what: the machine was too busy, twice: $why"
 	fail "$what, twice: $why"
+}
+
+# busy MSG...: inside retry_busy's FUNC, what FUNC needed did not happen
+# because the machine was too busy (MSG says what, with the figure): FUNC
+# ends (exit 75), and is tried again; twice busy, the test skips.
+busy() {
+	echo "busy (try ${RETRY_TRY:-?} of 2): $TEST_NAME${SUBTEST_NAME:+: $SUBTEST_NAME}: $*" >&2
+	printf '%s\n' "$*" >>"$WHY_FILE"
+	exit 75
 }
 
 # wait_for SECONDS WHAT CMD...: wait until CMD succeeds (tried every 50 ms),
