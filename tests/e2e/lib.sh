@@ -754,7 +754,8 @@ check_shares() {
 }
 
 # perf_around PERFDATA CMD...: CMD (`tally record ... -- WORKLOAD`) under
-# `perf record -e cpu-clock -F 999 $PERF_OPTS`, whose events follow it into
+# `perf record $PERF_EVENT $PERF_OPTS` (PERF_EVENT: `-e cpu-clock -F 999`
+# unless set), whose events follow it into
 # its children: perf's samples are then of the run tally records (the same
 # load, the same truth), not of a second run a load apart.  CMD's stdout goes
 # to $TMP/out, its stderr to $TMP/err; skips (that subtest) when perf is
@@ -767,7 +768,7 @@ perf_around() {
 	need_tool perf linux-perf
 	mkdir -p "$TMP/perfhome"
 	# shellcheck disable=SC2086 # PERF_OPTS: words
-	HOME=$TMP/perfhome perf record -q -e cpu-clock -F 999 ${PERF_OPTS:-} -o "$data" -- "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	HOME=$TMP/perfhome perf record -q ${PERF_EVENT:--e cpu-clock -F 999} ${PERF_OPTS:-} -o "$data" -- "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
 	if ((rc != 0)); then
 		[[ -s $data ]] || skip "perf record cannot record here: $(head -c 300 "$TMP/err")"
 		fail "'$*' under perf record exited $rc: $(head -c 1000 "$TMP/err")"
