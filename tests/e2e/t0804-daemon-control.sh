@@ -12,7 +12,7 @@
 (($(nproc) >= 2)) || skip "needs two CPUs to pin a process to one of them (this machine has $(nproc))"
 pin=$(uniq_copy sleeper)
 name=$(basename "$pin")
-taskset -c 0 "$pin" 60 burn >pin.out 2>&1 &
+taskset -c 0 "$pin" 0 burn >pin.out 2>&1 &
 pp=$!
 track_pid $pp
 wait_for_line pin.out '^pid '
