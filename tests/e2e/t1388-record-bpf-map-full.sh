@@ -7,9 +7,9 @@
 # for go through the ring buffer and the session counts them (sample-map-full);
 # the full table is turned away from and emptied (sample-tables-emptied), and
 # nothing is lost or counted twice across it: the program's time is the CPU
-# time it measured, within 1.5%, as in a recording through the ring made at the
-# same time. --duration still ends the recording on time, though its rounds are
-# 4 s apart.
+# time it measured, within 1.5% (and what tally says it missed of it), as in a
+# recording through the ring made at the same time. --duration still ends a
+# recording on time, though its rounds are 4 s apart.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 rc=0
@@ -28,41 +28,39 @@ tick_ms=$( (zcat /proc/config.gz 2>/dev/null || cat "/boot/config-$(uname -r)" 2
 # two whole-system recordings, one counting in the kernel and one through the
 # ring, both running before the program starts and after it ends, so that each
 # has all of it whatever else the machine does meanwhile: the program starts
-# once both say they record, and must end within their 8 s (on a busy machine
-# it may not: then the whole is tried once more, and if it still does not fit,
-# skipped with the share of the CPU it got)
+# once both say they record, and they are stopped (SIGTERM) once it has ended,
+# however long a busy machine made it take
 name=sled$$
 cp "$WORKLOADS/sled" "$name"
-two_recordings() {
-	local bpf ring t0 t1
-	rm -rf bpf.db ring.db
-	"$TALLY" record -v -a --sample-mechanism bpf -F 20000 --duration 8 -o bpf.db 2>bpf.err &
-	bpf=$!
-	"$TALLY" record -v -a -F 20000 --duration 8 -o ring.db 2>ring.err &
-	ring=$!
-	track_pid $bpf
-	track_pid $ring
-	wait_for_line bpf.err "^tally: recording into 'bpf.db'" 30
-	wait_for_line ring.err "^tally: recording into 'ring.db'" 30
-	t0=$(date +%s.%N)
-	"./$name" 2500 >sled.out
-	t1=$(date +%s.%N)
-	wait $bpf || fail "record -a --sample-mechanism bpf failed: $(cat bpf.err)"
-	wait $ring || fail "record -a through the ring failed: $(cat ring.err)"
-	took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-	# the recordings began before t0: the program is inside both if it ended
-	# before the first of them did (8 s after its start, less the time to say so)
-	awk -v t="$took" 'BEGIN { exit !(t < 6) }' ||
-		busy "the program took $took s to run its 2.5 s of CPU (it got $(awk -v t="$took" 'BEGIN { printf "%.0f", 250 / t }')% of a CPU): it may not be inside both recordings"
-	note "the program ran its 2.5 s of CPU in $took s, inside both recordings"
-}
-retry_busy "the program inside both recordings" two_recordings
+"$TALLY" record -v -a --sample-mechanism bpf -F 20000 -o bpf.db 2>bpf.err &
+bpf=$!
+"$TALLY" record -v -a -F 20000 -o ring.db 2>ring.err &
+ring=$!
+track_pid $bpf
+track_pid $ring
+wait_for_line bpf.err "^tally: recording into 'bpf.db'" 30
+wait_for_line ring.err "^tally: recording into 'ring.db'" 30
+t0=$(date +%s.%N)
+"./$name" 2500 >sled.out
+t1=$(date +%s.%N)
+kill -TERM $bpf $ring
+wait $bpf || fail "record -a --sample-mechanism bpf failed: $(cat bpf.err)"
+wait $ring || fail "record -a through the ring failed: $(cat ring.err)"
 cpu=$(info_val cpu_ms sled.out)
+took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+note "the program ran its $cpu ms of CPU in $took s (it got $(awk -v t="$took" -v c="$cpu" 'BEGIN { printf "%.0f", c / 10 / t }')% of a CPU), inside both recordings"
 
-for d in bpf ring; do
-	dur=$(session_key $d.db duration)
-	awk -v d="$dur" 'BEGIN { exit !(d >= 7.99 && d <= 8.1) }' || fail "$d.db: --duration 8 recorded $dur s"
-done
+# --duration ends a recording on time though its rounds are 4 s apart (on a
+# busy machine a late end is retried once, the load said)
+duration_two() {
+	rm -rf dur.db
+	tally_ok record -a --sample-mechanism bpf --duration 2 -o dur.db
+	dur=$(session_key dur.db duration)
+	awk -v d="$dur" 'BEGIN { exit !(d >= 1.99 && d <= 2.5) }' || fail "--sample-mechanism bpf --duration 2 recorded $dur s"
+	note "--sample-mechanism bpf --duration 2: $dur s"
+}
+retry_busy "--duration 2 of a recording whose rounds are 4 s apart" duration_two
+
 full=$(session_key bpf.db sample-map-full)
 [[ $full =~ ^[0-9]+$ ]] || fail "the bpf session has no sample-map-full: $(grep sample- bpf.db/session)"
 ((full > 0)) || skip "the table never filled (sample-map-full 0: the program got too little CPU here to reach 8192 places a second)"
