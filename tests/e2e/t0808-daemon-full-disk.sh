@@ -49,12 +49,14 @@ max_db_size() {
 	note "--max-db-size: stopped at $size bytes, still collecting ($s1 -> $s2 samples), readable"
 }
 
-# 2. a filesystem that fills up: a 1 MiB tmpfs, most of it taken by a filler file
+# 2. a filesystem that fills up: an 8 MiB tmpfs, all but 40 KiB of it taken by
+# a filler file (the epoch, of the whole machine, grew past 1 MiB on a busy
+# one: a 1 MiB tmpfs could not take it even once the filler was gone)
 full_fs() {
 	local avail t1 t2
 	((EUID == 0)) || skip "mounting a small tmpfs needs root"
 	mkdir small
-	mount -t tmpfs -o size=1m,mode=700 tmpfs small 2>mount.err || skip "cannot mount a tmpfs: $(cat mount.err)"
+	mount -t tmpfs -o size=8m,mode=700 tmpfs small 2>mount.err || skip "cannot mount a tmpfs: $(cat mount.err)"
 	at_exit 'kill -KILL $DAEMON_PID 2>/dev/null || true; umount -l "$TMP/small" 2>/dev/null || true'
 	start_daemon small/db --min-free 0 --flush-interval 100ms
 	avail=$(df -B1 --output=avail small | tail -1)
