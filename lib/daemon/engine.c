@@ -80,19 +80,29 @@ void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu
 
 /* Near the memory bound: flush early (memory goes back), or drop what cannot be written.
  * Looked at every WATCH_S: glibc's count walks the allocator's free lists (a
- * twentieth of the daemon's own time when taken every round), and a second's
- * growth of the aggregate is small beside the bound. */
+ * twentieth of the daemon's own time when taken every round); and sooner when
+ * the aggregate's own count (cheap) grew by WATCH_GROWTH of the bound since
+ * the last look: a second's growth is not always small beside the bound (a
+ * busy machine sampled at 20 kHz with call graphs grew it by 10 MiB a second,
+ * and a 16 MiB bound was passed between two looks).  An early flush comes at
+ * most once a second, unless the aggregate holds a quarter of the bound: then
+ * a flush gives back memory, whatever the processes followed take. */
 #define WATCH_S 1.0
+#define WATCH_GROWTH 8 /* an eighth */
 static void watch_memory(struct tally_daemon *d)
 {
 	double now = tally_now_mono();
-	if (now - d->last_watch < WATCH_S)
+	size_t agg = tally_agg_memory(d->agg);
+	if (agg < d->watch_agg) /* emptied by a flush since */
+		d->watch_agg = agg;
+	if (now - d->last_watch < WATCH_S && agg < d->watch_agg + d->max_memory / WATCH_GROWTH)
 		return;
 	d->last_watch = now;
+	d->watch_agg = agg;
 	uint64_t used = tally_dmn_memory_used(d);
 	if (used < d->max_memory / 4 * 3)
 		return;
-	if (tally_dmn_agg_samples(d) && now - d->last_early >= 1.0) {
+	if (tally_dmn_agg_samples(d) && (now - d->last_early >= 1.0 || agg >= d->max_memory / 4)) {
 		d->last_early = now;
 		if (!d->write_error && tally_daemon_flush(d, "memory", NULL) == 0) {
 			d->early_flushes++;
@@ -109,6 +119,7 @@ static void watch_memory(struct tally_daemon *d)
 		}
 		tally_agg_release_unwind(d->agg);
 		used = tally_dmn_memory_used(d);
+		d->watch_agg = tally_agg_memory(d->agg);
 	}
 	if (used >= d->max_memory && !d->memory_warned) {
 		char a[32], b[32];

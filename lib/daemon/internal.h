@@ -76,6 +76,7 @@ struct tally_daemon {
 	double delta_start;          /* wall: what is in memory began here */
 	double wall_start, mono_start;
 	double next_flush, next_epoch, last_early, last_watch; /* monotonic */
+	size_t watch_agg;            /* the aggregate's own count at the last look at memory */
 	char *write_error;           /* NULL while writing works */
 	uint64_t samples_total, lost_total, dropped, cleared;
 	uint64_t flushes, early_flushes, drains;

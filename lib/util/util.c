@@ -307,6 +307,16 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s);
 	for (size_t i = 0; i < n;) {
+		/* a run of bytes printed as they are, in one copy: a byte at a time
+		 * made a report that repeats a 10 MB name 20 times take 2.7 s */
+		size_t run = i;
+		while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+			run++;
+		if (run > i) {
+			strbuf_add(sb, p + i, run - i);
+			i = run;
+			continue;
+		}
 		unsigned char c = p[i];
 		switch (c) {
 		case '"': strbuf_addstr(sb, "\\\""); break;

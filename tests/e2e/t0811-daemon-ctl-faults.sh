@@ -96,8 +96,9 @@ elif mode == "idle":
     print("opened %d in %.2f s; still open %d" % (n, time.time() - t0 - secs, still))
 elif mode == "stall":
     # k clients that send half a request and stall; dropped or evicted, each
-    # connects and stalls again at once, for secs
-    k, secs = int(sys.argv[3]), float(sys.argv[4])
+    # connects and stalls again at once, for secs (ready: written once the k
+    # first ones stall)
+    k, secs, ready = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     sel = selectors.DefaultSelector()
     def stall():
         try:
@@ -109,6 +110,7 @@ elif mode == "stall":
         sel.register(s, selectors.EVENT_READ)
         return 0
     missing = sum(stall() for i in range(k))
+    open(ready, "w").write("%d stalling\n" % (k - missing))
     again = 0
     end = time.time() + secs
     while time.time() < end:
@@ -161,7 +163,7 @@ sampled() {
 	local cpu_ms total expect
 	ctl --db db flush
 	report_json "$1.json" -i db --symbols --image "$1"
-	check_shares func "$1.json" "$2" 5 work_a work_b work_c
+	check_split func "$1.json" "$2" work_a work_b work_c
 	cpu_ms=$(info_val cpu_ms "$2")
 	total=$(tjson "$1.json" image "$1")
 	expect=$(awk -v f=$F -v ms="$cpu_ms" 'BEGIN { printf "%d", f * ms / 1000 }')
@@ -228,10 +230,10 @@ wl=$(workload _stall)
 "$wl" 1500 >stall.wl &
 wlpid=$!
 track_pid $wlpid
-python3 abuse.py db/ctl.sock stall 20 6 >stall.out &
+python3 abuse.py db/ctl.sock stall 20 6 stall.ready >stall.out &
 ab=$!
 track_pid $ab
-sleep 0.5
+wait_for_line stall.ready . 60
 owner_loop 4 stall.owner
 wait $ab || fail "the stalling clients failed: $(cat stall.out)"
 wait $wlpid

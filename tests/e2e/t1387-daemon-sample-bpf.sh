@@ -63,14 +63,14 @@ ctl --db ring.db flush
 declare -A total time
 for db in bpf ring; do
 	report_json $db.fork.json -i $db.db --symbols --image "$dir/forker"
-	check_shares func $db.fork.json truth.txt 5 child_fn_0 child_fn_1 child_fn_2 grandchild_fn
+	check_split func $db.fork.json truth.txt child_fn_0 child_fn_1 child_fn_2 grandchild_fn
 	report_json $db.exec.json -i $db.db --symbols --image "$dir/split_funcs"
-	check_shares func $db.exec.json truth.txt 5 work_a work_b work_c
+	check_split func $db.exec.json truth.txt work_a work_b work_c
 	# the exec'd process's share of the tree
 	ex=$(tjson $db.exec.json total)
 	kids=$(tjson $db.fork.json total)
 	pct=$(awk -v e="$ex" -v k="$kids" 'BEGIN { printf "%.2f", (e + k) ? 100 * e / (e + k) : 0 }')
-	near_share "$pct" "$(truth exec_split_funcs truth.txt)" 5 $((ex + kids)) "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
+	share_near "$pct" $((ex + kids)) "$(truth exec_split_funcs truth.txt)" "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
 	total[$db]=$((ex + kids))
 	# and the time they stand for (each sample weighs its period)
 	tex=$(TJSON_VALUE=1 tjson $db.exec.json total)

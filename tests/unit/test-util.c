@@ -144,6 +144,11 @@ static void test_util__strbuf_json(void **state)
 	/* 4-byte UTF-8 kept; a C1 control (valid UTF-8) escaped */
 	strbuf_add_json_str(&sb, "\xf0\x9f\x94\xa5\xc2\x85");
 	assert_string_equal(sb.buf, "\"\xf0\x9f\x94\xa5\\u0085\"");
+	strbuf_reset(&sb);
+	/* runs of plain bytes (copied whole) around every kind of escape */
+	strbuf_add_json_str(&sb, "run one\"run two\\run three\x01run four\xc3\xa9run five\x80run six\nend");
+	assert_string_equal(sb.buf, "\"run one\\\"run two\\\\run three\\u0001run four\xc3\xa9run five\xef\xbf\xbd"
+				    "run six\\nend\"");
 	strbuf_release(&sb);
 }
 
