@@ -11,7 +11,9 @@
 
 F=1000
 start_daemon db --flush-interval 1h -F $F
-fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+# the daemon's sockets: what a connection costs it (its own files, opened
+# and closed as it writes the database, are not the clients')
+fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null | wc -l; }
 base_fds=$(fds)
 
 cat >abuse.py <<'EOF'
@@ -220,9 +222,9 @@ wait $wlpid
 still=$(sed -n 's/.*still open \([0-9]*\).*/\1/p' idle.out)
 [[ -n $still ]] || fail "the idle client said: $(cat idle.out)"
 ((still <= 16)) || fail "$still of 2000 idle connections were still open after 3 s: the daemon holds more than its 16"
-((max_fds <= base_fds + 17)) || fail "the daemon had $max_fds descriptors open under 2000 idle connections ($base_fds before)"
+((max_fds <= base_fds + 17)) || fail "the daemon had $max_fds sockets open under 2000 idle connections ($base_fds before)"
 check_owner idle.owner "2000 idle connections"
-note "2000 idle connections: $(cat idle.out); the daemon's descriptors: $base_fds before, at most $max_fds"
+note "2000 idle connections: $(cat idle.out); the daemon's sockets: $base_fds before, at most $max_fds"
 sampled "$(basename "$wl")" idle.wl "2000 idle connections"
 
 # 3. twenty clients that send half a request and stall again
