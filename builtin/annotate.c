@@ -365,13 +365,13 @@ int cmd_annotate(int argc, char **argv)
 	struct tally_warnings sw = TALLY_WARNINGS_INIT;
 	if (tally_symopts_prepare(&so, &ro, &sw)) {
 		tally_warnings_release(&sw);
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
 	tally_print_warnings(&sw);
 	if (tally_db_open(&db, input)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
@@ -397,7 +397,7 @@ int cmd_annotate(int argc, char **argv)
 	struct tally_annot_func *funcs = NULL;
 	size_t nf = 0;
 	if (tally_annotate(&db, res, &ao, &funcs, &nf)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}

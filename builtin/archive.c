@@ -145,11 +145,11 @@ int cmd_archive(int argc, char **argv)
 	int sp = tally_symopts_prepare(&so, &ro, &w);
 	tally_print_warnings(&w);
 	if (sp) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (tally_db_open_select(&db, o.input, &dbsel)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_db = true;
@@ -159,7 +159,7 @@ int cmd_archive(int argc, char **argv)
 	int pr = tally_archive_plan(&plan, &db, res, &o.a, &w);
 	tally_print_warnings(&w);
 	if (pr) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_plan = true;
@@ -175,12 +175,12 @@ int cmd_archive(int argc, char **argv)
 	if (progress_shown)
 		fprintf(stderr, "\r%-100s\r", "");
 	if (wr) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	char a[32];
 	tally_format_size(plan.total, a, sizeof(a));
-	fprintf(stderr, "tally: wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')\n",
+	tally_say("wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')",
 		o.output, plan.n + 1, a, tally_now_mono() - t0, tally_archive_kind_of(o.output) == TALLY_ARCHIVE_DIR ? "archive:" : "",
 		o.output);
 	ret = 0;

@@ -185,6 +185,19 @@ void tally_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void tally_error_last(void)
+{
+	tally_error("%s", tally_errmsg());
+}
+
+void tally_say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+}
+
 void tally_warn(const char *fmt, ...)
 {
 	va_list ap;

@@ -118,7 +118,7 @@ static void wait_until(struct top *t, int epfd, double deadline)
 static int step_ended(struct top *t, int n, int *ret)
 {
 	if (n < 0) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		*ret = 1;
 		return 1;
 	}
@@ -166,7 +166,7 @@ int top_run_recording(struct top *t, struct tally_recording *rec, const struct t
 		lost += agg->lost;
 		t->st.lost = lost;
 		if (tally_top_db_from_agg(&db, agg, &m, &kc)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			tally_meta_release(&m);
 			ret = 1;
 			break;
@@ -200,7 +200,7 @@ int top_run_daemon(struct top *t, int epfd)
 			/* a daemon busy with a long flush: said, and asked again; a
 			 * daemon gone (or never there) ends the view */
 			if (first || r != -ETIMEDOUT) {
-				tally_error("%s", tally_errmsg());
+				tally_error_last();
 				ret = 1;
 				break;
 			}
@@ -227,7 +227,7 @@ int top_run_daemon(struct top *t, int epfd)
 		r = tally_top_db_from_bundle(&db, body.buf ? body.buf : "", body.len, what.buf);
 		strbuf_release(&what);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 			break;
 		}

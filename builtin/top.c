@@ -148,7 +148,7 @@ int cmd_top(int argc, char **argv)
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	if (tally_symopts_prepare(&so, &ro, &w)) {
 		tally_print_warnings(&w);
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	tally_print_warnings(&w);
@@ -169,7 +169,7 @@ int cmd_top(int argc, char **argv)
 
 	/* signals and keys wake the waits: a pipe, and the terminal, in one epoll set */
 	if ((epfd = top_wakeups_open(t.keys, t.interactive)) < 0) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (t.o.db) {
@@ -189,7 +189,7 @@ int cmd_top(int argc, char **argv)
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
@@ -240,7 +240,7 @@ int cmd_top(int argc, char **argv)
 			close(saved[fd]);
 		}
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	strbuf_addstr(&events, smp.evnames.buf ? smp.evnames.buf : "cpu-clock");
@@ -248,7 +248,7 @@ int cmd_top(int argc, char **argv)
 	t.st.events = events.buf;
 	t.st.interval = t.o.delay;
 	if (tally_recording_start(rec)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = tally_recording_exit_code(rec) == 127 ? 127 : 1;
 		goto out;
 	}
