@@ -119,7 +119,7 @@ void strbuf_add_escaped(struct strbuf *sb, const char *s)
  * one (overlong forms, surrogates and code points past U+10FFFF included), and
  * 0 for the C1 controls U+0080..U+009F, which terminals obey as escapes,
  * unless c1 allows them. */
-static size_t utf8_seq(const unsigned char *s, size_t n, bool c1)
+size_t tally_utf8_seq(const unsigned char *s, size_t n, bool c1)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -152,7 +152,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n, bool c1)
 
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	return utf8_seq(s, n, false);
+	return tally_utf8_seq(s, n, false);
 }
 
 void strbuf_add_json_str(struct strbuf *sb, const char *s)
@@ -186,7 +186,7 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 			} else {
 				/* valid UTF-8 passes (C1 controls escaped); anything else is
 				 * one U+FFFD per bad byte, so the output is always valid JSON */
-				size_t u = utf8_seq(p + i, n - i, true);
+				size_t u = tally_utf8_seq(p + i, n - i, true);
 				if (u == 2 && c == 0xc2 && p[i + 1] < 0xa0)
 					strbuf_addf(sb, "\\u%04x", p[i + 1]);
 				else if (u)
