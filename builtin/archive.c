@@ -80,18 +80,16 @@ static void list(const struct tally_archive_plan *p, const char *input)
 	printf("%12" PRIu64 "  total\n", p->total);
 }
 
-static bool progress_shown;
-
+/* The copy's progress, on print.c's one progress line (a terminal only). */
 static void progress(void *ctx, uint64_t done, uint64_t total, const char *member)
 {
 	(void)ctx;
-	char a[32], b[32];
+	char a[32], b[32], line[160];
 	tally_format_size(done, a, sizeof(a));
 	tally_format_size(total, b, sizeof(b));
-	fprintf(stderr, "\rtally: archiving %3.0f%% (%s of %s) %-50.50s", total ? 100.0 * (double)done / (double)total : 100.0, a,
-		b, member);
-	fflush(stderr);
-	progress_shown = true;
+	snprintf(line, sizeof(line), "archiving %3.0f%% (%s of %s) %.50s",
+		 total ? 100.0 * (double)done / (double)total : 100.0, a, b, member);
+	tally_progress_say(line);
 }
 
 /* The plan holds each file it verified open until it is copied (one
@@ -171,9 +169,9 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	double t0 = tally_now_mono();
-	int wr = tally_archive_write(&plan, o.output, isatty(STDERR_FILENO) ? progress : NULL, NULL);
-	if (progress_shown)
-		fprintf(stderr, "\r%-100s\r", "");
+	tally_progress_start();
+	int wr = tally_archive_write(&plan, o.output, progress, NULL);
+	tally_progress_done();
 	if (wr) {
 		tally_error_last();
 		goto out;
