@@ -85,14 +85,10 @@ int cmd_annotate(int argc, char **argv)
 	}
 	const char *symbol = argv[first];
 	struct tally_resolver_opts ro = { 0 };
-	struct tally_warnings sw = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &sw)) {
-		tally_warnings_release(&sw);
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro)) {
 		ret = 1;
 		goto out;
 	}
-	tally_print_warnings(&sw);
 	if (tally_db_open(&db, input)) {
 		tally_error_last();
 		ret = 1;

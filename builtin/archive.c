@@ -140,12 +140,8 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	if (tally_db_open_select(&db, o.input, &dbsel)) {
 		tally_error_last();
 		goto out;

@@ -319,12 +319,8 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	ro.lines = o.lines;
 	for (int i = 0; i < 2; i++) {
 		struct side *s = &sides[i];

@@ -374,14 +374,10 @@ int cmd_export(int argc, char **argv)
 	x.events = events;
 	x.image = sel.image;
 	struct tally_resolver_opts ro = { 0 };
-	struct tally_warnings sw = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &sw)) {
-		tally_warnings_release(&sw);
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro)) {
 		ret = 1;
 		goto out;
 	}
-	tally_print_warnings(&sw);
 	/* on a terminal: what takes long (symbols, then the writing) */
 	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);

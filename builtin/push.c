@@ -105,13 +105,8 @@ int cmd_push(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &w)) {
-		tally_warnings_release(&w);
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
-	tally_print_warnings(&w);
 	struct stat st;
 	if (stat(o.input, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(o.input)) {
 		/* a daemon's: each epoch as the profile of its own time */

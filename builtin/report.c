@@ -348,12 +348,8 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	/* the stacks are read only for the views that need them */
 	if (tally_db_open_flags(&db, o.input, &dbsel, TALLY_DB_STACKS_LATER)) {
 		tally_error_last();

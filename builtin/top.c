@@ -145,13 +145,8 @@ int cmd_top(int argc, char **argv)
 			goto out;
 		}
 	struct tally_resolver_opts ro = { 0 };
-	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &w)) {
-		tally_print_warnings(&w);
-		tally_error_last();
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
-	tally_print_warnings(&w);
 	ro.no_inline = true;
 
 	t.interactive = !t.o.once && isatty(STDOUT_FILENO);
