@@ -9,6 +9,7 @@
 #include "builtin/top.h"
 #include "tally/ctl.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/record.h"
 #include "tally/sampling.h"
 #include "tally/view.h"
@@ -165,7 +166,7 @@ int top_run_recording(struct top *t, struct tally_recording *rec, const struct t
 		struct tally_db db;
 		lost += agg->lost;
 		t->st.lost = lost;
-		if (tally_top_db_from_agg(&db, agg, &m, &kc)) {
+		if (tally_db_from_agg_live(&db, agg, &m, &kc)) {
 			tally_error_last();
 			tally_meta_release(&m);
 			ret = 1;

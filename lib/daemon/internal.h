@@ -12,6 +12,7 @@
 #include "tally/collect.h"
 #include "tally/daemon.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/push.h"
 #include "tally/record.h"
 #include "tally/sampling.h"

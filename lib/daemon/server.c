@@ -20,7 +20,6 @@
 #include "tally/ctl.h"
 #include "tally/epoch.h"
 #include "tally/offcpu.h"
-#include "tally/top.h"
 
 /* ---- requests ---- */
 
@@ -231,7 +230,7 @@ static int peek(struct tally_daemon *d, struct strbuf *out)
 	tally_meta_set(&s, "memory-since", "%.6f", d->delta_start);
 	tally_meta_set(&s, "target", "system (in the memory of tally daemon pid %d)", (int)getpid());
 	struct tally_db db;
-	int r = tally_top_db_from_agg(&db, d->agg, &s, &d->kc);
+	int r = tally_db_from_agg_live(&db, d->agg, &s, &d->kc);
 	tally_meta_release(&s);
 	if (r)
 		return r;

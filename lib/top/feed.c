@@ -481,35 +481,6 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 	return k.err;
 }
 
-int tally_top_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-			  struct tally_ksym_cache *kc)
-{
-	int r = tally_db_from_agg(out, a, session, kc);
-	if (r)
-		return r;
-	if (!a->per_pid)
-		return 0;
-	/* the live processes with samples: the task list has only those that exited */
-	struct tally_hidx have = { 0 };
-	for (size_t i = 0; i < out->ntasks; i++)
-		tally_hidx_put(&have, tally_hash_u64((uint64_t)(uint32_t)out->tasks[i].pid), (uint32_t)i);
-	size_t cap = out->ntasks;
-	for (size_t i = 0; i < a->nrows; i++) {
-		int pid = a->rows[i].pid;
-		uint64_t h = tally_hash_u64((uint64_t)(uint32_t)pid);
-		if (tally_hidx_get(&have, h, &pid, task_eq, out) != TALLY_HIDX_NONE)
-			continue;
-		struct tally_proc *p = tally_agg_proc(a, pid, false);
-		if (!p)
-			continue;
-		GROW(out->tasks, cap, out->ntasks + 1);
-		out->tasks[out->ntasks] = (struct tally_db_task){ pid, xstrdup(p->comm), xstrdup(p->exe ? p->exe : "") };
-		tally_hidx_put(&have, h, (uint32_t)out->ntasks++);
-	}
-	tally_hidx_release(&have);
-	return 0;
-}
-
 /* ---- a daemon's reply ---- */
 
 struct bfile {
