@@ -126,21 +126,6 @@ static void tmp_name(struct strbuf *sb, const struct sink *k, const struct tally
 	strbuf_addf(sb, "%s%s.tmp.%d", k->output, out->files[i].suffix, (int)getpid());
 }
 
-static int put_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 {
 	struct sink *k = ctx;
@@ -175,7 +160,7 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 			strbuf_release(&real);
 		}
 	}
-	int r = k->fd[file] < 0 ? -errno : put_all(k->fd[file], data, len);
+	int r = k->fd[file] < 0 ? -errno : tally_write_all(k->fd[file], data, len);
 	if (r)
 		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
 	strbuf_release(&path);
@@ -203,7 +188,7 @@ static int write_outputs(const char *output, const struct tally_export_out *out,
 		if (i < k->nfd && k->fd[i] >= 0) {
 			/* written as it went: the rest, then in place */
 			tmp_name(&tmp, k, out, i);
-			r = put_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
+			r = tally_write_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
 			if (!r && !k->stream[i] && fsync(k->fd[i]) < 0)
 				r = -errno;
 			if (close(k->fd[i]) < 0 && !r && !k->stream[i])
