@@ -83,13 +83,13 @@ static int export_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option export_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
-	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT },
-	{ 0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT },
-	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT },
-	{ 0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL },
-	{ 0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT },
-	{ 0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS },
+	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT),
+	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT),
+	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT),
+	TALLY_OPT(0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL),
+	TALLY_OPT(0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT),
+	TALLY_OPT(0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup export_group = { NULL, export_options, export_handle };
