@@ -110,133 +110,6 @@ static char *format_names(void)
 	return strbuf_detach(&sb);
 }
 
-/* Outputs as they are written: big ones go on to their file while the writer
- * works (a temporary beside it, renamed when it is whole), or to stdout. */
-struct sink {
-	const char *output;
-	const struct tally_export_out *out;
-	int *fd; /* per file: its temporary, or -1 */
-	bool *stream; /* per file: fd is the output itself (a device, a pipe) */
-	size_t nfd;
-};
-
-static void tmp_name(struct strbuf *sb, const struct sink *k, const struct tally_export_out *out, size_t i)
-{
-	strbuf_reset(sb);
-	strbuf_addf(sb, "%s%s.tmp.%d", k->output, out->files[i].suffix, (int)getpid());
-}
-
-static int sink_put(void *ctx, size_t file, const void *data, size_t len)
-{
-	struct sink *k = ctx;
-	if (!strcmp(k->output, "-")) {
-		if (fwrite(data, 1, len, stdout) != len)
-			return tally_seterr(-errno, "cannot write the export to stdout: %s", strerror(errno));
-		return 0;
-	}
-	while (k->nfd <= file) {
-		k->fd = xrealloc(k->fd, (k->nfd + 1) * sizeof(int));
-		k->stream = xrealloc(k->stream, (k->nfd + 1) * sizeof(bool));
-		k->stream[k->nfd] = false;
-		k->fd[k->nfd++] = -1;
-	}
-	struct strbuf path = STRBUF_INIT;
-	tmp_name(&path, k, k->out, file);
-	if (k->fd[file] < 0) {
-		/* a device, pipe or socket (/dev/null, a FIFO) is written into, never replaced */
-		struct strbuf real = STRBUF_INIT;
-		strbuf_addf(&real, "%s%s", k->output, k->out->files[file].suffix);
-		k->stream[file] = tally_path_is_stream(real.buf);
-		if (k->stream[file]) {
-			int fd = tally_open_stream(real.buf);
-			strbuf_release(&real);
-			if (fd < 0) {
-				strbuf_release(&path);
-				return fd;
-			}
-			k->fd[file] = fd;
-		} else {
-			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-			strbuf_release(&real);
-		}
-	}
-	int r = k->fd[file] < 0 ? -errno : tally_write_all(k->fd[file], data, len);
-	if (r)
-		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
-	strbuf_release(&path);
-	return r;
-}
-
-/* Writes every output file atomically; on a failure removes those already
- * written (and the temporaries of those that were being written). */
-static int write_outputs(const char *output, const struct tally_export_out *out, struct sink *k)
-{
-	if (!strcmp(output, "-")) {
-		for (size_t i = 0; i < out->n; i++)
-			fwrite(out->files[i].data.buf, 1, out->files[i].data.len, stdout);
-		if (fflush(stdout) != 0)
-			return tally_seterr(-errno, "cannot write the export to stdout: %s", strerror(errno));
-		return 0;
-	}
-	int r = 0;
-	size_t i;
-	struct strbuf path = STRBUF_INIT, tmp = STRBUF_INIT;
-	for (i = 0; i < out->n && !r; i++) {
-		strbuf_reset(&path);
-		strbuf_addf(&path, "%s%s", output, out->files[i].suffix);
-		const struct tally_export_file *f = &out->files[i];
-		if (i < k->nfd && k->fd[i] >= 0) {
-			/* written as it went: the rest, then in place */
-			tmp_name(&tmp, k, out, i);
-			r = tally_write_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
-			if (!r && !k->stream[i] && fsync(k->fd[i]) < 0)
-				r = -errno;
-			if (close(k->fd[i]) < 0 && !r && !k->stream[i])
-				r = -errno;
-			k->fd[i] = -1;
-			if (!r && !k->stream[i] && rename(tmp.buf, path.buf) < 0)
-				r = -errno;
-			if (r) {
-				if (!k->stream[i])
-					unlink(tmp.buf);
-				tally_seterr(r, "cannot write '%s': %s", path.buf, strerror(-r));
-			}
-		} else {
-			r = tally_write_file_atomic(path.buf, f->data.buf ? f->data.buf : "", f->data.len);
-		}
-	}
-	if (r) {
-		char keep[1024];
-		snprintf(keep, sizeof(keep), "%s", tally_errmsg());
-		for (size_t j = 0; j + 1 < i; j++) {
-			strbuf_reset(&path);
-			strbuf_addf(&path, "%s%s", output, out->files[j].suffix);
-			if (!tally_path_is_stream(path.buf))
-				unlink(path.buf);
-		}
-		tally_seterr(r, "%s", keep);
-	}
-	strbuf_release(&path);
-	strbuf_release(&tmp);
-	return r;
-}
-
-/* Temporaries of a failed export. */
-static void sink_release(struct sink *k, const struct tally_export_out *out)
-{
-	struct strbuf tmp = STRBUF_INIT;
-	for (size_t i = 0; i < k->nfd; i++)
-		if (k->fd[i] >= 0) {
-			close(k->fd[i]);
-			tmp_name(&tmp, k, out, i);
-			if (!k->stream[i])
-				unlink(tmp.buf);
-		}
-	strbuf_release(&tmp);
-	free(k->fd);
-	free(k->stream);
-}
-
 int cmd_export(int argc, char **argv)
 {
 	struct expopts o = { .input = "tally.db" };
@@ -367,23 +240,21 @@ int cmd_export(int argc, char **argv)
 	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
 	x.res = res;
-	struct sink sink = { .output = output, .out = &out };
-	out.put = sink_put;
-	out.ctx = &sink;
+	struct tally_export_sink sink;
+	tally_export_sink_attach(&sink, output, &out);
 	char phase[64];
 	snprintf(phase, sizeof(phase), "writing the %s export", fmt->name);
 	tally_progress_say(phase);
 	int wr = fmt->write(&x, &out);
 	tally_progress_done();
 	tally_print_warnings(&out.warnings);
-	if (wr < 0 || write_outputs(output, &out, &sink) < 0) {
-		sink_release(&sink, &out);
+	if (wr < 0 || tally_export_sink_finish(&sink) < 0) {
+		tally_export_sink_release(&sink);
 		tally_error_last();
 		ret = 1;
 		goto out;
 	}
-	free(sink.fd);
-	free(sink.stream);
+	tally_export_sink_release(&sink);
 	if (strcmp(output, "-")) {
 		uint64_t n = 0;
 		for (size_t i = 0; i < out.n; i++)

@@ -59,6 +59,24 @@ struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *s
 int tally_export_out_flush(struct tally_export_out *out, struct strbuf *sb);
 void tally_export_out_release(struct tally_export_out *out);
 
+/* Where the files of an export go: OUTPUT followed by each file's suffix,
+ * each written through a temporary beside it (OUTPUT.tmp.PID) and renamed
+ * when whole, big ones as the writer goes (attach sets out->put); a device
+ * or a pipe is written into, never replaced; "-" is stdout. */
+struct tally_export_sink {
+	const char *output;
+	const struct tally_export_out *out;
+	int *fd;      /* per file: its temporary, or -1 */
+	bool *stream; /* per file: fd is the output itself (a device, a pipe) */
+	size_t nfd;
+};
+void tally_export_sink_attach(struct tally_export_sink *k, const char *output, struct tally_export_out *out);
+/* Writes what the files still hold and puts each in place; on a failure
+ * removes those already written. 0 or -errno with tally_seterr. */
+int tally_export_sink_finish(struct tally_export_sink *k);
+/* Closes and removes the temporaries left (a failed export); frees. */
+void tally_export_sink_release(struct tally_export_sink *k);
+
 /* A writer: 0, or -1 with tally_seterr (one line naming what is missing). */
 typedef int (*tally_export_fn)(const struct tally_export *x, struct tally_export_out *out);
 
