@@ -236,6 +236,11 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 			next_loc = INT64_MAX;
 		/* datarel: from the start of .eh_frame_hdr */
 		uint64_t start = hsh.sh_addr + (uint64_t)loc, limit = hsh.sh_addr + (uint64_t)next_loc, fend = start;
+		/* a function a symbol names already: its FDE's extent is not needed
+		 * (walking the CFI rows of every FDE of a libc with symbols was most
+		 * of what loading them cost) */
+		if (sym_overlaps(s->syms, nreal, start, start + 1))
+			continue;
 		if (next_loc == INT64_MAX || limit <= start)
 			limit = UINT64_MAX;
 		/* dwarf_frame_info gives the range of one row of the FDE's table: walk
@@ -318,6 +323,7 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 	 * below runs then), else .gnu_debugdata, else .dynsym */
 	int n = dwfl_module_getsymtab(mod);
 	size_t cap = 0;
+	Elf *other = NULL; /* the debug file the symbols came from, looked at once */
 	for (int i = 0; i < n; i++) {
 		struct fsym f;
 		if (!sym_func_sym(mod, i, &f))
@@ -325,8 +331,13 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 		const char *name = f.name;
 		GElf_Sym sym = f.sym;
 		GElf_Addr addr = f.addr;
-		if (f.elf != elf && sym_elf_has_section(f.elf, ".symtab"))
-			s->have_symtab = true;
+		if (f.elf != elf && f.elf != other) {
+			/* once per file, not once per symbol: a walk of its section
+			 * headers for each of libc's thousands of symbols was a third
+			 * of what loading it cost */
+			other = f.elf;
+			s->have_symtab = s->have_symtab || sym_elf_has_section(f.elf, ".symtab");
+		}
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
 		int b = GELF_ST_BIND(sym.st_info);
