@@ -849,8 +849,14 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 void tally_report_image_warnings(const struct tally_db *db, struct tally_resolver *res, bool all,
 				 struct tally_warnings *w)
 {
+	tally_report_image_warnings_skip(db, res, all, NULL, w);
+}
+
+void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res, bool all,
+				      const bool *skip, struct tally_warnings *w)
+{
 	for (uint32_t i = 0; i < db->nimages; i++) {
-		if (!tally_resolver_loaded(res, i))
+		if (!tally_resolver_loaded(res, i) || (skip && skip[i]))
 			continue;
 		const char *note = tally_resolver_note(res, i);
 		if (note && (all || tally_resolver_loud(res, i)))
