@@ -30,6 +30,8 @@ struct input {
 	char **events;
 	int nevents;
 	char *sampling, *period_kind, *call_graph, *host;
+	char **units;  /* per event: what its values are (ns, events: tally_db_unit) */
+	bool *valued;  /* per event: its samples have values (weights, or a period-mean to weigh them by) */
 	bool per_pid;
 };
 
@@ -90,8 +92,10 @@ const struct tally_cmdopts merge_cmdopts = {
 		  "--until select), bundles from 'tally ctl drain', archives from 'tally archive'.\n"
 		  "The samples of each input keep labels (host, run) that reports and exports\n"
 		  "select with --label and report groups with --by-label. Inputs with different\n"
-		  "events are kept apart (one event column each); the same event sampled\n"
-		  "differently (rate, period kind) or different call-graph modes are refused.\n",
+		  "events are kept apart (one event column each); the same event sampled at\n"
+		  "different rates or periods merges by value (the time or the events each sample\n"
+		  "stands for); different call-graph modes, and values that cannot be added, are\n"
+		  "refused.\n",
 	.stop_at_nonopt = true,
 	.groups = { &merge_group, &tally_db_select_group },
 };
@@ -103,9 +107,14 @@ static void input_release(struct input *in)
 		free(in->labels[i].value);
 	}
 	free(in->labels);
-	for (int e = 0; e < in->nevents; e++)
+	for (int e = 0; e < in->nevents; e++) {
 		free(in->events[e]);
+		if (in->units)
+			free(in->units[e]);
+	}
 	free(in->events);
+	free(in->units);
+	free(in->valued);
 	free(in->sampling);
 	free(in->period_kind);
 	free(in->call_graph);
@@ -165,6 +174,18 @@ static int bundle_session(void *ctx, const char *name, const char *data, size_t 
 	return 0;
 }
 
+/* Item i of a comma-separated list, or "" (a new string). */
+static char *list_item(const char *list, int i)
+{
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return p ? xstrndup(p, strcspn(p, ",")) : xstrdup("");
+}
+
 static int read_session(struct input *in, const struct tally_db_select *dbsel)
 {
 	struct stat st;
@@ -209,23 +230,23 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 		in->call_graph = xstrdup((v = tally_meta_get(&db.session, "call-graph")) ? v : "none");
 		in->host = (v = tally_meta_get(&db.session, "host")) ? xstrdup(v) : NULL;
 		in->per_pid = db.per_pid;
+		/* what its values are: a database with weights has them; one
+		 * without (an older tally's) is weighed by each event's period-mean */
+		bool weights = tally_meta_get(&db.session, "weight-unit") != NULL;
+		const char *pm = tally_meta_get(&db.session, "period-mean");
+		in->units = xcalloc((size_t)db.nevents + 1, sizeof(char *));
+		in->valued = xcalloc((size_t)db.nevents + 1, sizeof(bool));
+		for (int e = 0; e < db.nevents; e++) {
+			in->units[e] = xstrdup(tally_db_unit(&db, e));
+			char *m = pm ? list_item(pm, e) : xstrdup("");
+			in->valued[e] = weights || strtoull(m, NULL, 10) > 0;
+			free(m);
+		}
 	}
 	tally_db_release(&db);
 	strbuf_release(&text);
 	strbuf_release(&path);
 	return r;
-}
-
-/* Item i of a comma-separated list, or "" (a new string). */
-static char *list_item(const char *list, int i)
-{
-	const char *p = list;
-	for (int k = 0; k < i && p; k++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	return p ? xstrndup(p, strcspn(p, ",")) : xstrdup("");
 }
 
 static int event_index(const struct input *in, const char *ev)
@@ -236,8 +257,22 @@ static int event_index(const struct input *in, const char *ev)
 	return -1;
 }
 
+/* "frequency 99", "period 100000 (adaptive)": how an input sampled its event e. */
+static void sampled_as(const struct input *in, int e, struct strbuf *sb)
+{
+	char *k = list_item(in->period_kind, e);
+	strbuf_reset(sb);
+	strbuf_addstr(sb, *in->sampling ? in->sampling : "an unknown rate");
+	if (*k && strcmp(k, "fixed"))
+		strbuf_addf(sb, " (%s period)", k);
+	free(k);
+}
+
 /* What may not be summed: another call-graph mode, or an event both inputs
- * have, sampled another way (rate or period, fixed or adapted period). */
+ * have whose values cannot be added: one sampled another way (rate, period,
+ * fixed or adapted period) merges by value, the time or the events each
+ * sample stands for, so both need values (weights, or a period-mean to
+ * weigh by), and in the same unit. */
 static int check_alike(const struct input *a, const struct input *b)
 {
 	if (strcmp(a->call_graph, b->call_graph)) {
@@ -245,24 +280,34 @@ static int check_alike(const struct input *a, const struct input *b)
 			    b->path, b->call_graph, a->path, a->call_graph);
 		return 1;
 	}
-	for (int e = 0; e < b->nevents; e++) {
+	struct strbuf sa = STRBUF_INIT, sb = STRBUF_INIT;
+	int bad = 0;
+	for (int e = 0; e < b->nevents && !bad; e++) {
 		int k = event_index(a, b->events[e]);
 		if (k < 0)
 			continue;
+		if (strcmp(a->units[k], b->units[e])) {
+			tally_error("cannot merge '%s' with '%s': event '%s' counts %s in '%s' and %s in '%s', which do not add up (report them apart)",
+				    b->path, a->path, b->events[e], a->units[k], a->path, b->units[e], b->path);
+			bad = 1;
+			break;
+		}
 		char *ka = list_item(a->period_kind, k), *kb = list_item(b->period_kind, e);
-		int bad = strcmp(a->sampling, b->sampling) ? 1 : strcmp(ka, kb) ? 2 : 0;
-		if (bad == 1)
-			tally_error("cannot merge '%s' with '%s': event '%s' was sampled at %s there and at %s here (merge databases sampled alike, or report them apart)",
-				    b->path, a->path, b->events[e], a->sampling, b->sampling);
-		else if (bad == 2)
-			tally_error("cannot merge '%s' with '%s': event '%s' has a period that is %s there and %s here (merge databases sampled alike, or report them apart)",
-				    b->path, a->path, b->events[e], ka, kb);
+		bool same = !strcmp(a->sampling, b->sampling) && !strcmp(ka, kb);
 		free(ka);
 		free(kb);
-		if (bad)
-			return 1;
+		if (same || (a->valued[k] && b->valued[e]))
+			continue;
+		sampled_as(a, k, &sa);
+		sampled_as(b, e, &sb);
+		const struct input *none = !b->valued[e] ? b : a;
+		tally_error("cannot merge '%s' with '%s': event '%s' was sampled at %s in '%s' and at %s in '%s', and '%s' has no periods to weigh its samples by, so their values cannot be added (merge databases sampled alike, or report them apart)",
+			    b->path, a->path, b->events[e], sa.buf, a->path, sb.buf, b->path, none->path);
+		bad = 1;
 	}
-	return 0;
+	strbuf_release(&sa);
+	strbuf_release(&sb);
+	return bad;
 }
 
 static int cmp_name(const void *a, const void *b)

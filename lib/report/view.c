@@ -366,9 +366,23 @@ void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev
 			    tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events", n);
 }
 
+/* Whether key is one the parts of a merge disagreed on (its 'varies'). */
+static bool varies(const struct tally_db *db, const char *key)
+{
+	const char *v = tally_meta_get(&db->session, "varies");
+	size_t n = strlen(key);
+	for (; v && *v; v += strcspn(v, ",") + (v[strcspn(v, ",")] == ',')) {
+		if (!strncmp(v, key, n) && (v[n] == ',' || !v[n]))
+			return true;
+	}
+	return false;
+}
+
 void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev)
 {
 	const char *samp = tally_meta_get(&db->session, "sampling");
+	if (!samp && varies(db, "sampling"))
+		samp = "sampled at several rates, merged by value"; /* tally merge of -F 99 and -F 499 */
 	const char *min = tally_meta_get(&db->session, "off-cpu-min-ns");
 	char *end = NULL;
 	unsigned long long m = min ? strtoull(min, &end, 10) : 0;
