@@ -33,6 +33,11 @@ struct input {
 	char **units;  /* per event: what its values are (ns, events: tally_db_unit) */
 	bool *valued;  /* per event: its samples have values (weights, or a period-mean to weigh them by) */
 	bool per_pid;
+	/* the recordings it holds: a merge's sources, or itself (tally_db_source) */
+	uint64_t *ids;
+	char **held; /* each one's labels ("host=h1,run=a.db"), for messages */
+	size_t nids;
+	bool merge;  /* it is a merge (it has sources) */
 };
 
 struct mopts {
@@ -115,6 +120,10 @@ static void input_release(struct input *in)
 	free(in->events);
 	free(in->units);
 	free(in->valued);
+	for (size_t i = 0; i < in->nids; i++)
+		free(in->held[i]);
+	free(in->held);
+	free(in->ids);
 	free(in->sampling);
 	free(in->period_kind);
 	free(in->call_graph);
@@ -164,14 +173,37 @@ static int parse_args(struct mopts *o, struct tally_db_select *dbsel, int argc, 
 /* The session of one input, read without its profiles where it can be:
  * a database's session file, a bundle's. A daemon database is opened whole
  * (its epochs merged as reports merge them). */
+struct bundle_files {
+	struct strbuf session, sources;
+};
+
 static int bundle_session(void *ctx, const char *name, const char *data, size_t len)
 {
-	if (!strcmp(name, "session")) {
-		struct strbuf *sb = ctx;
-		strbuf_add(sb, data, len);
-		return 1;
-	}
+	struct bundle_files *bf = ctx;
+	if (!strcmp(name, "session"))
+		strbuf_add(&bf->session, data, len);
+	else if (!strcmp(name, "sources"))
+		strbuf_add(&bf->sources, data, len);
 	return 0;
+}
+
+/* The recordings an input holds: its sources, or itself. */
+static void held_recordings(struct input *in, const struct tally_db *db)
+{
+	in->merge = db->nsources > 0;
+	in->nids = db->nsources ? db->nsources : 1;
+	in->ids = xcalloc(in->nids, sizeof(*in->ids));
+	in->held = xcalloc(in->nids, sizeof(*in->held));
+	for (size_t i = 0; i < in->nids; i++) {
+		struct strbuf sb = STRBUF_INIT;
+		if (db->nsources) {
+			in->ids[i] = db->sources[i].id;
+			tally_labelset_format(&sb, &db->sources[i].labels);
+		} else {
+			in->ids[i] = tally_db_session_id(&db->session);
+		}
+		in->held[i] = strbuf_detach(&sb);
+	}
 }
 
 /* Item i of a comma-separated list, or "" (a new string). */
@@ -201,16 +233,30 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 			r = tally_db_parse_session(&db, text.buf ? text.buf : "", text.len, path.buf);
 		else
 			r = 1;
+		/* and the recordings a merge holds (an optional file) */
+		strbuf_reset(&path);
+		strbuf_reset(&text);
+		strbuf_addf(&path, "%s/sources", in->path);
+		int k = r ? 0 : tally_read_regular(&text, AT_FDCWD, path.buf, 0, TALLY_DB_FILE_MAX);
+		if (!r && !k)
+			r = tally_db_parse_sources(&db, text.buf ? text.buf : "", text.len, path.buf);
+		else if (!r && k != -ENOENT)
+			r = 1;
 	} else if (stat(in->path, &st) == 0 && S_ISREG(st.st_mode) && !tally_db_select_active(dbsel)) {
 		r = tally_read_regular(&text, AT_FDCWD, in->path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
-		struct strbuf sess = STRBUF_INIT;
-		int b = r ? r : tally_bundle_parse(text.buf ? text.buf : "", text.len, in->path, bundle_session, &sess);
+		struct bundle_files bf = { STRBUF_INIT, STRBUF_INIT };
+		int b = r ? r : tally_bundle_parse(text.buf ? text.buf : "", text.len, in->path, bundle_session, &bf);
 		strbuf_addf(&path, "%s:session", in->path);
-		if (b == 1)
-			r = tally_db_parse_session(&db, sess.buf ? sess.buf : "", sess.len, path.buf);
+		if (b == 0 && bf.session.len)
+			r = tally_db_parse_session(&db, bf.session.buf, bf.session.len, path.buf);
 		else
 			r = 1;
-		strbuf_release(&sess);
+		strbuf_reset(&path);
+		strbuf_addf(&path, "%s:sources", in->path);
+		if (!r && bf.sources.len)
+			r = tally_db_parse_sources(&db, bf.sources.buf, bf.sources.len, path.buf);
+		strbuf_release(&bf.session);
+		strbuf_release(&bf.sources);
 	} else {
 		r = 1;
 	}
@@ -230,6 +276,7 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 		in->call_graph = xstrdup((v = tally_meta_get(&db.session, "call-graph")) ? v : "none");
 		in->host = (v = tally_meta_get(&db.session, "host")) ? xstrdup(v) : NULL;
 		in->per_pid = db.per_pid;
+		held_recordings(in, &db);
 		/* what its values are: a database with weights has them; one
 		 * without (an older tally's) is weighed by each event's period-mean */
 		bool weights = tally_meta_get(&db.session, "weight-unit") != NULL;
@@ -399,6 +446,34 @@ static int check_distinct(const struct mopts *o)
 	return r;
 }
 
+/* A recording given twice, once inside a merge (or in two merges): its
+ * samples would count twice. */
+static int check_held(const struct mopts *o)
+{
+	for (size_t i = 0; i < o->nin; i++)
+		for (size_t k = i + 1; k < o->nin; k++) {
+			const struct input *a = &o->in[i], *b = &o->in[k];
+			for (size_t x = 0; x < a->nids; x++)
+				for (size_t y = 0; y < b->nids; y++) {
+					if (a->ids[x] != b->ids[y])
+						continue;
+					const struct input *m = a->merge ? a : b, *r = a->merge ? b : a;
+					const char *as = m == a ? a->held[x] : b->held[y];
+					if (a->merge && b->merge)
+						tally_error("'%s' and '%s' both hold the recording merged as %s: its samples would count twice (leave it out of one of them, or merge their other inputs)",
+							    a->path, b->path, as);
+					else if (m->merge)
+						tally_error("'%s' is already inside '%s' (merged into it as %s): its samples would count twice (leave one of them out)",
+							    r->path, m->path, as);
+					else
+						tally_error("'%s' and '%s' are the same recording (a copy of it): its samples would count twice (give it once)",
+							    a->path, b->path);
+					return 1;
+				}
+		}
+	return 0;
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	struct mopts o;
@@ -428,6 +503,8 @@ int cmd_merge(int argc, char **argv)
 				goto out;
 		per_pid = per_pid && o.in[i].per_pid;
 	}
+	if (check_held(&o))
+		goto out;
 	int nev;
 	events = merged_events(&o, &nev);
 	for (int e = 0; e < nev; e++) {
