@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
+#include "tally/archive.h"
+#include "tally/cache.h"
 #include "tally/db.h"
 #include "tally/epoch.h"
 #include "tally/util.h"
@@ -474,6 +477,54 @@ static int check_held(const struct mopts *o)
 	return 0;
 }
 
+/* An archive's image and debug files, copied into the build-id cache: the
+ * merged database names its images by id and path, and reports of it (and
+ * tally archive) find the files there once the archive is gone. Each file is
+ * checked against its id as it is copied; what cannot be kept is said once. */
+static void keep_archived(struct tally_cache *c, bool *tried, const struct tally_db *db, const char *input)
+{
+	if (!db->archive)
+		return;
+	if (!*tried) {
+		*tried = true;
+		if (tally_cache_open(c, true))
+			tally_warn("the binaries of '%s' are not kept: %s (reports of the merge name its code only while its files are here)",
+				   input, tally_errmsg());
+	}
+	if (c->fd < 0)
+		return;
+	struct strbuf p = STRBUF_INIT, m = STRBUF_INIT;
+	size_t kept = 0, failed = 0;
+	for (size_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *di = &db->images[i];
+		char key[TALLY_CACHE_KEY_MAX];
+		if ((strcmp(di->kind, "exec") && strcmp(di->kind, "lib")) || !tally_cache_key(di->id_kind, di->id, key))
+			continue;
+		strbuf_reset(&m);
+		tally_archive_image_member(di, &m);
+		strbuf_reset(&p);
+		strbuf_addf(&p, "%s/%s", db->archive, m.buf);
+		/* what the archive does not hold (--exclude-dependent) is left alone */
+		if (access(p.buf, F_OK) == 0) {
+			int r = tally_cache_add(c, di->id_kind, di->id, p.buf, TALLY_CACHE_IMAGE, di->path);
+			kept += r >= 0;
+			failed += r < 0;
+		}
+		if (strcmp(di->id_kind, "build-id") || strlen(di->id) < 3)
+			continue;
+		strbuf_reset(&p);
+		strbuf_addf(&p, "%s/debug/.build-id/%.2s/%s.debug", db->archive, di->id, di->id + 2);
+		if (access(p.buf, F_OK) == 0)
+			failed += tally_cache_add(c, di->id_kind, di->id, p.buf, TALLY_CACHE_DEBUG, NULL) < 0;
+	}
+	if (failed)
+		tally_warn("%zu file%s of '%s' could not be kept in the build-id cache: %s", failed, failed == 1 ? "" : "s", input,
+			   tally_errmsg());
+	tally_info("kept %zu image%s of '%s' in the build-id cache ('%s')", kept, kept == 1 ? "" : "s", input, c->path);
+	strbuf_release(&p);
+	strbuf_release(&m);
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	struct mopts o;
@@ -481,6 +532,8 @@ int cmd_merge(int argc, char **argv)
 	struct tally_db_select dbsel = { 0 };
 	struct tally_db_builder *b = NULL;
 	char **events = NULL;
+	struct tally_cache cache = { NULL, -1 };
+	bool cache_tried = false;
 	int ret = parse_args(&o, &dbsel, argc, argv);
 	if (ret >= 0)
 		goto out;
@@ -550,6 +603,7 @@ int cmd_merge(int argc, char **argv)
 			goto out;
 		}
 		tally_db_keep_copies(&db);
+		keep_archived(&cache, &cache_tried, &db, in->path);
 		struct tally_labelset src;
 		source_labels(in, &src);
 		tally_db_builder_source(b, &src);
@@ -579,6 +633,7 @@ int cmd_merge(int argc, char **argv)
 	}
 	tally_db_release(&out);
 out:
+	tally_cache_close(&cache);
 	tally_db_builder_free(b);
 	free(events);
 	for (size_t i = 0; i < o.nin; i++)
