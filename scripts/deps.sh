@@ -9,7 +9,7 @@ build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebugi
 # clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): make fuzz
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   openssh-client openssh-server netcat-openbsd iproute2
-  clang-14 libclang-rt-14-dev)
+  clang-14 libclang-rt-14-dev libc6-dbg)
 # npm packages the tests read (installed with npm, which nodejs brings): the
 # schema of speedscope's file format, for the speedscope export's test
 npm_test_pkgs=(speedscope@1.25.0)
