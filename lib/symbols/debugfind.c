@@ -59,7 +59,7 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 	 * decompressed (a report reads only what it needs of it) */
 	char key[TALLY_CACHE_KEY_MAX];
 	struct tally_cache *cache = bid && tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
-	if (cache)
+	if (cache && tally_cache_has(cache, key, TALLY_CACHE_DEBUG)) /* a regular file, never a link */
 		sym_add_cand(c, n, &a, "the build-id cache", false, "%s/%s/debug", cache->path, key);
 	if (bid && r->archive)
 		sym_add_cand(c, n, &a, "the archive's build-id directory", false, "%s/debug/.build-id/%.2s/%s.debug", r->archive,

@@ -70,7 +70,8 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 	char key[TALLY_CACHE_KEY_MAX];
 	struct tally_cache *cache = tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
 	size_t ncache = SIZE_MAX;
-	if (cache) {
+	/* a regular file only: never a link, even in the user's own cache */
+	if (cache && tally_cache_has(cache, key, TALLY_CACHE_IMAGE)) {
 		ncache = n;
 		sym_add_cand(&c, &n, &a, "the build-id cache", false, "%s/%s/image", cache->path, key);
 	}
