@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -89,6 +90,9 @@ static void *filler_thread(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* copies wait for what the machine runs, the profiled program first
+	 * (Linux: the nice value of this thread alone) */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		while (!s->stop && s->head == s->n)
@@ -258,6 +262,7 @@ void tally_cache_filler_handoff(struct tally_cache_filler *f)
 		if (fork() != 0)
 			_exit(0); /* the grandchild is init's: nothing to reap */
 		setsid();
+		(void)setpriority(PRIO_PROCESS, 0, 19);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGTERM, SIG_DFL);
