@@ -41,6 +41,7 @@ static const struct cmd commands[] = {
 	{ "cache", cmd_cache, &cache_cmdopts },
 	{ "job", cmd_job, &job_cmdopts },
 	{ "top", cmd_top, &top_cmdopts },
+	{ "push", cmd_push, &push_cmdopts },
 };
 
 static const struct cmd *find_cmd(const char *name)

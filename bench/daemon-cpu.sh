@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/daemon-cpu.sh [BUILD_DIR] [--rounds N] [--seconds S] [--hz HZ] [--before TALLY] [--together] [--churn]
-#                     [--perf-buildid-mmap]
+#                     [--perf-buildid-mmap] [--push]
 #
 # The profiler's own CPU time while it samples the whole system: `tally daemon`
 # (its default, the samples counted in the kernel where it can, and with
@@ -38,11 +38,17 @@
 # binary's build-id in its mmap record, so perf has no end to do (and keeps no
 # build-id cache). It runs alone, after the others (the kernel gives every
 # listener of an mmap the record with a build-id once one asks: docs/sampling.md).
+# --push adds two tally daemons that push what each flush adds (docs/push.md)
+# to a receiver on 127.0.0.1 (tests/e2e/push_receiver.py): --push-format
+# pyroscope (gzipped pprof) and otlp. Their flush row is the flush and its
+# push together (perf stat from the flush until the status counts the push
+# sent; the push runs on the daemon's own thread), and a row gives the bytes
+# of one push's profile, the OTLP message beside the pprof.
 #
-# Needs: perf, bc; root (or perf_event_paranoid <= 0).
+# Needs: perf, bc; root (or perf_event_paranoid <= 0); python3 for --push.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-build=build rounds=5 secs=15 hz=999 before= together=0 churn=0 bidmmap=0
+build=build rounds=5 secs=15 hz=999 before= together=0 churn=0 bidmmap=0 push=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
@@ -52,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--together) together=1; shift ;;
 	--churn) churn=1; shift ;;
 	--perf-buildid-mmap) bidmmap=1; shift ;;
+	--push) push=1; shift ;;
 	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -63,6 +70,15 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 ncpu=$(nproc)
+rx_url=
+if ((push)); then
+	mkdir -p "$tmp/rx"
+	python3 "$(cd "$(dirname "$0")/.." && pwd)/tests/e2e/push_receiver.py" "$tmp/rx" 2>/dev/null &
+	pids+=($!)
+	for ((i = 0; i < 100; i++)); do [ -s "$tmp/rx/port" ] && break; sleep 0.05; done
+	rx_url="http://127.0.0.1:$(cat "$tmp/rx/port")"
+fi
+is_push() { case $1 in push-*) return 0 ;; *) return 1 ;; esac; }
 
 spin() {
 	for ((c = 0; c < ncpu; c++)); do timeout "$secs" sh -c 'while :; do :; done' & spins+=($!); pids+=($!); done
@@ -89,6 +105,8 @@ start() {
 		pids+=($!)
 		return ;;
 	ring) args=(--sample-mechanism ring) ;;
+	push-pprof) args=(--push "$rx_url" --push-format pyroscope --push-retry-max 1s) ;;
+	push-otlp) args=(--push "$rx_url" --push-format otlp --push-retry-max 1s) ;;
 	before) bin=$before ;;
 	before-bpf) bin=$before args=(--sample-mechanism bpf) ;;
 	esac
@@ -123,6 +141,31 @@ flush_ms() {
 	rate=$(echo "scale=4; $(cat "$tmp/$name.ms") / ($secs - 2)" | bc)
 	printf "%.2f\n" "$(echo "x = $all - $rate * 2; if (x < 0) x = 0; x" | bc)" >>"$tmp/$name.flush"
 }
+# flush_push_ms NAME: the CPU time of one flush and its push (on the
+# daemon's own thread), in ms, to $tmp/NAME.flush; the push's profile bytes to $tmp/NAME.bytes
+flush_push_ms() {
+	local name=$1 pid sent0 t0 t1 i
+	pid=$(cat "$tmp/$name.pid")
+	sent0=$("$tally" ctl --db "$tmp/$name.db" status | awk '/^push-sent:/ { print $2 }')
+	perf stat -x, -e task-clock -p "$pid" 2>"$tmp/$name.fstat" &
+	local ps=$!
+	sleep 0.3
+	t0=$(date +%s.%N)
+	"$tally" ctl --db "$tmp/$name.db" flush >/dev/null
+	for ((i = 0; i < 1200; i++)); do
+		"$tally" ctl --db "$tmp/$name.db" status >"$tmp/$name.st"
+		[ "$(awk '/^push-sent:/ { print $2 }' "$tmp/$name.st")" -gt "$sent0" ] && break
+		sleep 0.1
+	done
+	t1=$(date +%s.%N)
+	kill -INT "$ps"
+	wait "$ps" 2>/dev/null || true
+	local all rate
+	all=$(awk -F, '/task-clock/ { print $1 }' "$tmp/$name.fstat")
+	rate=$(echo "scale=4; $(cat "$tmp/$name.ms") / ($secs - 2)" | bc)
+	printf "%.2f\n" "$(echo "x = $all - $rate * ($t1 - $t0 + 0.3); if (x < 0) x = 0; x" | bc)" >>"$tmp/$name.flush"
+	sed -nE 's/^push-last: .*profile ([0-9]+) bytes.*/\1/p' "$tmp/$name.st" >>"$tmp/$name.bytes"
+}
 # stop NAME: stops it
 stop() {
 	local pid
@@ -156,11 +199,22 @@ measure() {
 		for w in "$@"; do is_perf "$w" || "$(bin_of "$w")" ctl --db "$tmp/$w.db" flush >/dev/null; done
 		sleep 0.5
 	done
+	# the pushes of those flushes, done before the window (a daemon that
+	# pushes does it on its own thread: it would land in the window)
+	for w in "$@"; do
+		is_push "$w" || continue
+		for ((k = 0; k < 1200; k++)); do
+			"$tally" ctl --db "$tmp/$w.db" status | grep -q '^push-backlog: 0 ' && break
+			sleep 0.1
+		done
+	done
 	local waits=()
 	for w in "$@"; do cpu_ms "$(cat "$tmp/$w.pid")" "$tmp/$w.ms" & waits+=($!); done
 	for w in "${waits[@]}"; do wait "$w"; done
 	for w in "$@"; do status "$w"; done
-	for w in "$@"; do is_perf "$w" || flush_ms "$w"; done
+	for w in "$@"; do
+		if is_push "$w"; then flush_push_ms "$w"; elif ! is_perf "$w"; then flush_ms "$w"; fi
+	done
 	wait_spin
 	for w in "$@"; do stop "$w"; done
 }
@@ -168,6 +222,7 @@ measure() {
 [ -z "$before" ] || [ -x "$before" ] || { echo "bench: no tally at '$before' (give --before an older build's tally)" >&2; exit 2; }
 who=(tally ring perf)
 ((bidmmap == 0)) || who+=(perf-bid)
+((push == 0)) || who+=(push-pprof push-otlp)
 if [ -n "$before" ]; then
 	who+=(before)
 	grep -q -- --sample-mechanism < <("$before" daemon --help 2>&1) && who+=(before-bpf)
@@ -198,6 +253,8 @@ for w in "${who[@]}"; do
 	case $w in
 	tally) cols+=("tally daemon ($(cat "$tmp/tally.mech"))") ;;
 	ring) cols+=("tally daemon --sample-mechanism ring ($(cat "$tmp/ring.mech"))") ;;
+	push-pprof) cols+=("tally daemon --push (pyroscope: pprof)") ;;
+	push-otlp) cols+=("tally daemon --push (otlp)") ;;
 	perf) cols+=("perf record -a") ;;
 	perf-bid) cols+=("perf record -a --buildid-mmap") ;;
 	before) cols+=("before: tally daemon ($(cat "$tmp/before.mech"))") ;;
@@ -207,7 +264,7 @@ for w in "${who[@]}"; do
 done
 how=$([ "$together" = 1 ] && echo "all at once" || echo "in turn")
 row() { local s="| $1 |"; shift; for v in "$@"; do s+=" $v |"; done; echo "$s"; }
-ms=() share=() per=() fl=() with=() end=() all=()
+ms=() share=() per=() fl=() with=() end=() all=() bytes=()
 for f in "${files[@]}"; do
 	m=$(cut -d' ' -f1 "$tmp/$f" | median)
 	ms+=("$(echo "scale=2; $m / $win" | bc)")
@@ -225,6 +282,7 @@ for f in "${files[@]}"; do
 		all+=("$(echo "scale=2; ($m / $win) + ($fm / 60)" | bc)")
 	fi
 	share+=("$(echo "scale=3; $m / $win / 10" | bc)%")
+	if is_push "$f"; then bytes+=("$(median "$tmp/$f.bytes")"); else bytes+=("—"); fi
 	if is_perf "$f"; then
 		per+=("—")
 	else
@@ -239,7 +297,8 @@ row "---" "${cols[@]/*/---}"
 row "ms of CPU per second" "${ms[@]}"
 row "share of one CPU" "${share[@]}"
 row "µs per sample" "${per[@]}"
-row "ms of CPU of one flush (what $secs s gathered)" "${fl[@]}"
+row "ms of CPU of one flush (what $secs s gathered; --push: and its push)" "${fl[@]}"
 row "ms of CPU per second, with a flush every 60 s" "${with[@]}"
 row "perf: ms of CPU at its end (SIGINT to exit: reading back what it recorded for build-ids), per second recorded" "${end[@]}"
 row "ms of CPU per second, all in (tally: a flush every 60 s; perf: its end)" "${all[@]}"
+((push == 0)) || row "bytes of one push's profile (what $secs s gathered)" "${bytes[@]}"

@@ -76,5 +76,5 @@ for n in ${counts//,/ }; do
 	fi
 	printf '| %s | %.3f s | %s s | %s s | %s s | %s |\n' "$n" "$bl" "$a" "$b" "$(echo "$t1 - $t0" | bc)" "$bytes"
 	# the next count installs again: a fresh root on every host
-	for ((i = 1; i <= max; i++)); do host_sh "h$i" 'rm -rf /tmp/tally-profilers'; done
+	for ((i = 1; i <= max; i++)); do host_sh "h$i" 'rm -rf ~/.cache/tally-profilers'; done
 done

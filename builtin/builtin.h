@@ -21,6 +21,7 @@ int cmd_archive(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 /* The remote hosts of a job (--host, --remote-root: builtin/job-hosts.c), one
  * option group for job run and job hosts. */
 struct tally_hosts_opts {
@@ -37,6 +38,16 @@ int cmd_job_hosts(int argc, char **argv);
  * on stderr; die() also exits with status 1; info() prints only with -v. */
 void tally_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tally_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The core's last error (tally_errmsg) as an error line. */
+void tally_error_last(void);
+struct tally_symopts;
+struct tally_resolver_opts;
+/* The symbol options made into resolver options (tally_symopts_prepare):
+ * their warnings printed; 0, or 1 with the error printed. */
+int tally_symopts_ready(struct tally_symopts *so, struct tally_resolver_opts *ro);
+/* "tally: msg" on stderr, as an error is put, for what a command did (what
+ * it wrote, where and how big; what it pushed), with or without -v. */
+void tally_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void tally_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int tally_verbose;
 void tally_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,5 +82,6 @@ int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
 	merge_cmdopts, diff_cmdopts, archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts, cache_cmdopts;
+extern const struct tally_cmdopts push_cmdopts;
 
 #endif

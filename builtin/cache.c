@@ -30,8 +30,8 @@ static int cache_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option cache_options[] = {
-	{ 0, "max-size", TALLY_ARG_REQUIRED, "SIZE", "prune: down to SIZE (e.g. 500M, 2G; 0 empties it; default: the limit)",
-	  OPT_MAX_SIZE },
+	TALLY_OPT(0, "max-size", TALLY_ARG_REQUIRED, "SIZE", "prune: down to SIZE (e.g. 500M, 2G; 0 empties it; default: the limit)",
+	  OPT_MAX_SIZE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup cache_group = { NULL, cache_options, cache_handle };

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
 #include "tally/job.h"
@@ -23,12 +24,15 @@ static int remote_handle(void *ctx, int code, const char *arg)
 	case OPT_HOST:
 		if (!arg[0])
 			return tally_seterr(-EINVAL, "--host needs a host name (as ssh takes it)");
+		if (tally_remote_host_ok(arg))
+			return -EINVAL;
 		GROW(o->hosts, o->ahosts, o->nhosts + 1);
 		o->hosts[o->nhosts++] = (char *)arg;
 		break;
 	case OPT_ROOT:
-		if (arg[0] != '/')
-			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts", arg);
+		if (arg[0] != '/' && strncmp(arg, "~/", 2))
+			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts, or one under '~/' (the user's home there)",
+					    arg);
 		o->root = arg;
 		break;
 	}
@@ -36,9 +40,9 @@ static int remote_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option remote_options[] = {
-	{ 0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST },
-	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
-	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT "; one\ndirectory per version under it, private to the user)", OPT_ROOT },
+	TALLY_OPT(0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST),
+	TALLY_OPT(0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
+	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT ",\nunder the ssh user's home there; one directory per version under\nit, private to the user)", OPT_ROOT),
 	TALLY_OPTION_END,
 };
 const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options, remote_handle };
@@ -59,7 +63,7 @@ static int hosts_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option hosts_options[] = {
-	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT },
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup hosts_group = { NULL, hosts_options, hosts_handle };
@@ -89,6 +93,10 @@ static void check_host(void *ctx, size_t i)
 	h->ret = tally_remote_install(&h->r, &h->installed, &h->bytes);
 	if (!h->ret)
 		h->ret = tally_remote_probe(&h->r, &h->f);
+	/* the clock timed on the connection the install opened: no handshake
+	 * in its round trip */
+	if (!h->ret)
+		h->ret = tally_remote_clock(&h->r, &h->f.clock_offset, &h->f.rtt);
 	/* the profilers set up and initialized there, as the job will, then ended */
 	if (!h->ret && h->profilers && h->profilers[0])
 		h->ret = tally_job_host_check(h->r.host, h->r.root, h->profilers);
@@ -114,7 +122,7 @@ int cmd_job_hosts(int argc, char **argv)
 	if (first < argc) {
 		int r = tally_job_control_read(&ctl, argv[first]);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			tally_job_control_release(&ctl);
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
@@ -132,11 +140,20 @@ int cmd_job_hosts(int argc, char **argv)
 		tally_job_control_release(&ctl);
 		goto out;
 	}
+	if (tally_remote_hosts_check(o.h.hosts, o.h.nhosts)) {
+		tally_usage_error("job hosts", "%s", tally_errmsg());
+		tally_job_control_release(&ctl);
+		goto out;
+	}
 	size_t nh = o.h.nhosts;
 	char *profilers = first < argc ? tally_job_control_profilers(&ctl) : NULL;
 	struct hostjob *h = xcalloc(nh, sizeof(*h));
+	/* one shared connection per host, private, ended at the end */
+	char mux[64];
+	snprintf(mux, sizeof(mux), "/tmp/tally-ssh-%d-XXXXXX", (int)getpid());
+	bool have_mux = mkdtemp(mux) != NULL;
 	for (size_t i = 0; i < nh; i++) {
-		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout };
+		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout, .mux_dir = have_mux ? mux : NULL };
 		h[i].profilers = profilers;
 	}
 	/* every host at once: the slowest handshake, not their sum */
@@ -163,6 +180,10 @@ int cmd_job_hosts(int argc, char **argv)
 		       h[i].f.boot_id, profilers && profilers[0] ? "  (profilers initialized)" : "");
 		tally_remote_facts_release(&h[i].f);
 	}
+	for (size_t i = 0; i < nh && have_mux; i++)
+		tally_remote_mux_close(&h[i].r);
+	if (have_mux)
+		tally_remove_tree(mux);
 	free(h);
 	free(profilers);
 	tally_job_control_release(&ctl);

@@ -5,11 +5,17 @@ set -euo pipefail
 # what the code uses today: add a library here in the commit that starts using it
 build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebuginfod-dev libxxhash-dev
   libcapstone-dev libcmocka-dev protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libzstd-dev libarchive-dev
-  libiberty-dev libbpf-dev bpftool clang)
+  libiberty-dev libbpf-dev bpftool clang libcurl4-openssl-dev)
 # clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizers' runtimes): make fuzz
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
-  openssh-client openssh-server netcat-openbsd iproute2
-  clang-14 libclang-rt-14-dev libc6-dbg)
+  openssh-client openssh-server netcat-openbsd iproute2 protobuf-compiler python3-protobuf
+  clang-14 libclang-rt-14-dev)
+# libc6-dbg: t1707 reads libc's compressed debug file
+test_pkgs+=(libc6-dbg)
+# gdb: t1008 holds 'tally archive' between its plan and its copy
+test_pkgs+=(gdb)
+# strace: t1010 sends a signal as 'tally archive' or a report reaches a system call
+test_pkgs+=(strace)
 # npm packages the tests read (installed with npm, which nodejs brings): the
 # schema of speedscope's file format, for the speedscope export's test
 npm_test_pkgs=(speedscope@1.25.0)

@@ -28,12 +28,16 @@
 /* Seconds a new control connection keeps its slot whatever comes after it:
  * the time its client has to send the request (docs/daemon.md). */
 #define TALLY_DAEMON_CTL_GRACE 0.05
+/* Seconds the daemon's end waits for the push of what its last flush added
+ * (docs/push.md): what is not sent by then stays in the backlog. */
+#define TALLY_DAEMON_PUSH_GRACE 5.0
 /* --keep never deletes the newest epochs. */
 #define TALLY_DAEMON_KEEP_NEWEST 3
 
 /* One line for the log (no newline); the caller adds the time and its pid. */
 typedef void (*tally_daemon_log_fn)(void *ctx, const char *line);
 
+struct tally_push_opts;
 struct tally_daemon_opts {
 	const char *db;            /* the database directory (created when missing) */
 	const char *socket;        /* the control socket; NULL: DIR/ctl.sock */
@@ -47,6 +51,9 @@ struct tally_daemon_opts {
 	uint64_t min_free;         /* bytes (default 64 MiB) */
 	/* How to sample: resolved, the caller's; it must outlive the daemon. */
 	const struct tally_sampling *smp;
+	/* --push: what each flush adds is sent there (docs/push.md); NULL:
+	 * nothing is pushed. Copied. */
+	const struct tally_push_opts *push;
 	bool verbose;              /* log every flush and status request */
 	tally_daemon_log_fn log;   /* NULL: nothing is logged */
 	void *log_ctx;

@@ -38,6 +38,12 @@ char *tally_epoch_new_name(const char *dir, double when);
  * were deleted, or -errno. */
 int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min, const char *current);
 
+/* Reads the epoch at path (DIR/NAME) as it is now, retried while the daemon
+ * swaps a new copy in, without the recovery every open runs first: for the
+ * daemon's own threads, which must not take its staging copies for a killed
+ * writer's. -ENOENT when it is gone, or the reader's error (tally_seterr). */
+int tally_epoch_read(struct tally_db *db, const char *path);
+
 /* ---- which epochs a command reads ---- */
 
 struct tally_db_select {

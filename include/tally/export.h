@@ -25,6 +25,13 @@ struct tally_export {
 	bool comm_root;       /* folded: the command name as the root frame */
 	bool per_process;     /* callgrind: one file per process */
 	const char *image;    /* gmon: the image asked for (--image), or NULL for the main program */
+	/* pprof: labels every sample carries besides its own label set (tally
+	 * push: host=, --label); one of these takes the place of a key the
+	 * sample's set has too. NULL: none */
+	const struct tally_labelset *labels;
+	/* pprof: labels for the samples whose label set lacks the key (tally
+	 * push: host=, unless a merge said which host each sample is from) */
+	const struct tally_labelset *label_defaults;
 };
 
 /* One output file: the -o path plus suffix ("" for the main file). */
@@ -57,6 +64,9 @@ typedef int (*tally_export_fn)(const struct tally_export *x, struct tally_export
 
 int tally_export_folded(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_pprof(const struct tally_export *x, struct tally_export_out *out);
+/* The same profile in memory: its gzip-compressed bytes appended to out (the
+ * caller's). 0, or -1 with tally_seterr. */
+int tally_export_pprof_buf(const struct tally_export *x, struct strbuf *out);
 int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */

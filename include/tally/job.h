@@ -200,12 +200,28 @@ int tally_job_host_check(const char *host, const char *root, const char *profile
 
 /* Sets up and initializes the profilers (one a line: NAME [ARGS...]) in the
  * private directory dir, then detaches an agent that answers on dir/agent.sock;
- * *ready gets "ready PID BOOTID". 0, or -errno with tally_seterr (a profiler's
+ * *ready gets "ready PID BOOTID SETUPS", SETUPS the profilers (0-based,
+ * comma-separated, '-' for none) whose setup ran. 0, or -errno with tally_seterr (a profiler's
  * setup or initialize failed: its message). */
 int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf *ready);
 /* One request to the agent of dir; its answer ("ok ...", "error ...") in
  * answer. -ENOTCONN when no agent answers there. */
 int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answer);
+
+/* What the job makes of a host's answer to `tally job agent start DIR`
+ * (word "ready") or `tally job agent ctl DIR REQUEST` (word "ok"): out its
+ * stdout (len bytes: whatever a host sends), status its exit status, err its
+ * stderr (NUL-terminated, may be NULL). 0 when it exited 0 and out is one
+ * line, the word alone or followed by a space and printable ASCII, at most
+ * TALLY_AGENT_ANSWER_MAX bytes; *rest (may be NULL) gets what follows the
+ * word and its space. Otherwise -errno with tally_seterr "host 'HOST': ...",
+ * one line in which what the host said is escaped and bounded: -EHOSTUNREACH
+ * (ssh's 255), -ENOTCONN (3: no agent there), -EIO (an error: the last line of
+ * its stderr, else of its stdout, "tally: " taken off), -EPROTO (exit 0 with
+ * anything but such a line). */
+#define TALLY_AGENT_ANSWER_MAX 1000
+int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status, const char *err,
+		       struct strbuf *rest);
 
 /* ---- a request to a host's agent (lib/job/agent.c, docs/remote.md) ----
  * One line of tab-separated words: status | quit | stop | clean TAG |

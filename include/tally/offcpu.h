@@ -4,7 +4,7 @@
  * the time; its next switch-in (on any CPU) delivers one sample of the off-cpu
  * event (blocked) or of off-cpu-preempted (switched out while runnable) with
  * that stack and weight = the interval in nanoseconds. The collector
- * (lib/collect/perf.c) feeds it; the state machine itself needs no kernel, so
+ * (lib/collect/mech_offcpu_tp.c) feeds it; the state machine itself needs no kernel, so
  * it is tested on its own. */
 #ifndef TALLY_OFFCPU_H
 #define TALLY_OFFCPU_H

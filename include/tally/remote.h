@@ -15,13 +15,15 @@
 
 #include "tally/util.h"
 
-/* The default private directory on a host: ROOT/VERSION. */
-#define TALLY_REMOTE_ROOT "/tmp/tally-profilers"
+/* The default root on a host, under the ssh user's home there (a "~/" that
+ * begins a remote word is the remote shell's): a directory no other user can
+ * make first. Its private directory of this version is ROOT/VERSION. */
+#define TALLY_REMOTE_ROOT "~/.cache/tally-profilers"
 
 struct tally_remote {
 	const char *host;    /* as ssh takes it: NAME, user@NAME, an alias */
 	const char *ssh;     /* the ssh command line: TALLY_SSH, else "ssh -o BatchMode=yes" */
-	const char *root;    /* TALLY_REMOTE_ROOT unless set */
+	const char *root;    /* TALLY_REMOTE_ROOT unless set: absolute, or "~/..." (the user's home there) */
 	double timeout;      /* seconds a command may take (0: 60) */
 	/* A private directory (0700) for ssh's connection sharing: set, every
 	 * command after the first reuses one connection to the host (ssh -o
@@ -29,12 +31,24 @@ struct tally_remote {
 	const char *mux_dir;
 };
 
+/* Whether host (as the user gives it: --host, a 'hosts' line) may name the
+ * host's directories: its results (RESULTS/TAG/profiling/HOST/) and its
+ * agent's. 1 to 200 bytes; no '/', blank or control character; not beginning
+ * with '.' ('.', '..', hidden) or '-'; not all-hosts.db or all-hosts.txt (the
+ * job's files beside them). 0, or -EINVAL with tally_seterr saying why. */
+#define TALLY_HOST_NAME_MAX 200
+int tally_remote_host_ok(const char *host);
+/* Every one of the n hosts of a job so (tally_remote_host_ok), and none named
+ * twice: two agents of one job would share a directory. 0 or -EINVAL. */
+int tally_remote_hosts_check(char *const *hosts, size_t n);
+
 /* s as one word of a POSIX shell command line: 'like this', with each ' as '\''. */
 void tally_sh_quote(struct strbuf *out, const char *s);
 
 /* The local argv that runs the remote command words on r->host (NULL-terminated,
  * the caller frees it with tally_remote_argv_free): /bin/sh -c 'SSH "$@"' with
- * the arguments "--", the host and the quoted command. */
+ * the arguments "--", the host and the quoted command. A word that begins
+ * with "~/" keeps that tilde unquoted: the ssh user's home on the host. */
 char **tally_remote_argv(const struct tally_remote *r, char *const words[]);
 void tally_remote_argv_free(char **argv);
 /* Ends the shared connection to the host, if any (ssh -O exit). */
@@ -60,8 +74,12 @@ struct tally_remote_facts {
 void tally_remote_facts_release(struct tally_remote_facts *f);
 
 /* One ssh round trip: architecture, boot id, clock, and the tally under the
- * host's private directory, if any. 0, or -errno with tally_seterr naming the
- * host and why (unreachable: ssh's own message). */
+ * host's private directory, if any. The root is checked first, every
+ * component of it (none a link; the root and what is under it the user's and
+ * writable by no one else; the directories above it the user's or root's, and
+ * writable by others only when sticky): nothing under it runs before. 0, or
+ * -errno with tally_seterr naming the host and why (unreachable: ssh's own
+ * message; -EPERM: the root is not private, naming the component). */
 int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *f);
 
 /* The probe's answer (out: what the host printed, changed in place) into *f:
@@ -73,6 +91,13 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
  * tally_seterr naming the host and quoting the answer. */
 int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f);
 
+/* The host's clock against ours, timed on a session already open: the host
+ * says it is there, then reads its clock when told to, and the offset is its
+ * clock minus the midpoint of that exchange (the shortest of three), whose
+ * time is *rtt. With a shared connection (mux_dir), no handshake is in it.
+ * 0, or -errno with tally_seterr naming the host. */
+int tally_remote_clock(const struct tally_remote *r, double *offset, double *rtt);
+
 /* The private directory of this version on the host: ROOT/VERSION. */
 char *tally_remote_dir(const struct tally_remote *r);
 
@@ -80,10 +105,16 @@ char *tally_remote_dir(const struct tally_remote *r);
  * loaded, with their loader, so a host without them runs it) under the host's
  * private directory unless a working one of the same version is there;
  * *installed says whether it copied. The directory and ROOT are the user's
- * own, mode 0700, never through a link (checked on the host). 0, or -errno
+ * own, mode 0700, never through a link (checked on the host as the probe
+ * does, before and after what is missing is made). 0, or -errno
  * with tally_seterr naming the host and the reason (another architecture, a
  * ROOT that is not the user's, the installed copy does not run). */
 int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes);
+
+/* Sends the local directories dirs (plugins' directories: regular files, links
+ * to them followed, and directories; at most 64 MiB in all) to the host, each
+ * as rdir/NAME (names[i]), rdir made 0700. 0, or -errno with tally_seterr. */
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir);
 
 /* Copies the host's directory rdir (absolute) into the local directory ldir
  * (made, mode 0700): regular files and directories only, every name checked
@@ -93,8 +124,12 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes);
 
 /* The extraction of a tar stream (a pull) into ldir, with the checks above;
- * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match.
- * Exposed for the unit tests. */
+ * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match: at
+ * most TALLY_PULL_MAX_FILES lines, each name once, parsed once (a pull costs
+ * n log n in its files, whatever a host sends). A member whose declared size
+ * is not its listed one is refused before anything is written for it; a
+ * member refused while it is written is removed. Exposed for the unit tests. */
+#define TALLY_PULL_MAX_FILES 100000
 int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
 		       size_t *files, uint64_t *bytes);
 

@@ -25,7 +25,7 @@ struct wb_file {
  * to it), or of a program it asked to be told of at each start (its processes
  * made JIT code), or the exec that makes a burst: as many execs since tally
  * last looked at its rings as would fill a good part of one with their
- * side-band records (half of one: tally_watch_bpf_mark, perf.c) */
+ * side-band records (half of one: tally_watch_bpf_mark, mech_counted.c) */
 enum { WB_EV_NEW, WB_EV_CLOSE, WB_EV_BURST };
 struct wb_event {
 	wb_u32 kind;

@@ -555,6 +555,14 @@ static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 	}
 }
 
+int tally_epoch_read(struct tally_db *db, const char *path)
+{
+	int r = open_epoch(db, path, 0);
+	if (r == 1)
+		r = tally_seterr(-ENOENT, "epoch '%s' is gone (deleted by --keep)", path);
+	return r;
+}
+
 /* What the daemon's first flush would make: for a database with no epoch yet. */
 static int no_epochs(const char *path)
 {
@@ -846,10 +854,10 @@ static int db_select_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option db_select_options[] = {
-	{ 0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH },
-	{ 0, "since", TALLY_ARG_REQUIRED, "WHEN",
-	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE },
-	{ 0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL },
+	TALLY_OPT(0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH),
+	TALLY_OPT(0, "since", TALLY_ARG_REQUIRED, "WHEN",
+	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE),
+	TALLY_OPT(0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL),
 	TALLY_OPTION_END,
 };
 

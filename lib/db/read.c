@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,6 +608,8 @@ static const char *image_problem(const struct tally_db_image *im)
 	}
 	if (!*im->name || strchr(im->name, '/') || !printable(im->name))
 		return "its name is empty or holds a '/' or a control character";
+	if (strlen(im->name) > NAME_MAX)
+		return "its name is longer than a file name can be (255 bytes)";
 	bool file = !strcmp(im->kind, "exec") || !strcmp(im->kind, "lib");
 	bool per_process = !strcmp(im->kind, "jit") || !strcmp(im->kind, "nomap");
 	if (!per_process && im->pid)
@@ -668,6 +671,50 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 			return tally_lines_err(&L, -EINVAL, "image %zu: %s (%s)", db->nimages - 1, why, DAMAGED);
 	}
 	return 0;
+}
+
+static const struct tally_db_image *apart_images;
+
+static int cmp_apart(const void *x, const void *y)
+{
+	const struct tally_db_image *a = &apart_images[*(const uint32_t *)x], *b = &apart_images[*(const uint32_t *)y];
+	int c = strcmp(a->name, b->name);
+	return c ? c : *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+void tally_db_names_apart(struct tally_db *db)
+{
+	uint32_t *ix = xmalloc((db->nimages + 1) * sizeof(*ix)), n = 0;
+	for (uint32_t i = 0; i < db->nimages; i++)
+		if (!strcmp(db->images[i].kind, "exec") || !strcmp(db->images[i].kind, "lib"))
+			ix[n++] = i;
+	apart_images = db->images;
+	qsort(ix, n, sizeof(*ix), cmp_apart);
+	for (uint32_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && !strcmp(db->images[ix[a]].name, db->images[ix[b]].name); b++)
+			;
+		if (b - a < 2)
+			continue;
+		/* a run of one name: each says where it is, or which it is */
+		for (uint32_t k = a; k < b; k++) {
+			struct tally_db_image *im = &db->images[ix[k]];
+			bool same_path = false;
+			for (uint32_t m = a; m < b && !same_path; m++)
+				same_path = m != k && !strcmp(db->images[ix[m]].path, im->path);
+			struct strbuf sb = STRBUF_INIT;
+			if (same_path) {
+				strbuf_addf(&sb, "%s (%.12s)", im->name, im->id);
+			} else {
+				char *dir = tally_dirname(im->path);
+				strbuf_addf(&sb, "%s (%s)", im->name, dir);
+				free(dir);
+			}
+			free(im->name);
+			im->name = strbuf_detach(&sb);
+		}
+	}
+	apart_images = NULL;
+	free(ix);
 }
 
 int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, const char *what)
@@ -1167,7 +1214,7 @@ void tally_db_release(struct tally_db *db)
 	free(db->stacks);
 	free(db->stack_counts);
 	free(db->stack_weights);
-	tally_lazy_free(db->lazy);
+	lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {
 		free(db->tasks[i].comm);

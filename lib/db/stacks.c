@@ -1127,7 +1127,7 @@ static void part_release(struct lazy_part *p)
 	free(p->mcounts);
 }
 
-void tally_lazy_free(struct tally_db_lazy *l)
+void lazy_free(struct tally_db_lazy *l)
 {
 	if (!l)
 		return;
@@ -1211,7 +1211,7 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	return r;
 }
 
-void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
+void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
 		     const int *col, int nevents, bool per_pid)
 {
 	size_t ne = (size_t)nevents, sne = (size_t)src->nevents;
@@ -1234,7 +1234,7 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 						c[col[e]] = q->mcounts[k * 2 * sne + e];
 						c[ne + (size_t)col[e]] = q->mcounts[k * 2 * sne + sne + e];
 					}
-				tally_lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
+				lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
 						 nevents);
 			}
 			free(fr);
@@ -1282,7 +1282,7 @@ void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, co
 	}
 }
 
-void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
+void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
 		      uint32_t n, const uint64_t *counts, int nevents)
 {
 	struct tally_db_lazy *l = *into;
@@ -1298,7 +1298,7 @@ void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, 
 	p->nmstacks++;
 }
 
-int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
+int lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 {
 	struct tally_db_lazy *l = *lp;
 	if (!l)
@@ -1337,7 +1337,7 @@ int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 		l->msg = xstrdup(tally_errmsg());
 		return r;
 	}
-	tally_lazy_free(l);
+	lazy_free(l);
 	*lp = NULL;
 	return 0;
 }
@@ -1355,7 +1355,7 @@ int tally_db_load_stacks(struct tally_db *db)
 	tally_db_unweigh_stacks(db);
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);
-	int r = tally_lazy_read(&s, &db->lazy);
+	int r = lazy_read(&s, &db->lazy);
 	if (r)
 		s.nstacks = 0; /* db keeps no stacks: the views that need them fail */
 	tally_stackset_to_db(&s, db);

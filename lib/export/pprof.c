@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "profile.pb-c.h"
+#include "lib/export/pbwrite.h"
 #include "tally/export.h"
 
 typedef Perftools__Profiles__Profile PProfile;
@@ -425,171 +426,14 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 	o->n++;
 }
 
-/* ---- the message, then gzip ---- */
-
-/* protobuf's encoding of the Profile message field by field, as
- * protobuf-c would pack it whole (fields in number order, each repeated
- * element a tag, a length and the element), each element packed as it is
- * made (never a structure per sample), then compressed whole by zlib at
- * its fastest level (one deflate call over the message, not one per few
- * bytes as it is made). */
-struct pbout {
-	struct strbuf msg;
-	int err;
-};
-
-static void pb_put(struct pbout *pb, const void *p, size_t n)
-{
-	if (!n || pb->err)
-		return;
-	if (strbuf_grow(&pb->msg, n)) {
-		pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
-		return;
-	}
-	memcpy(pb->msg.buf + pb->msg.len, p, n);
-	pb->msg.len += n;
-}
-
-static void pb_varint(struct pbout *pb, uint64_t v)
-{
-	uint8_t b[10];
-	size_t n = 0;
-	do {
-		b[n] = v & 0x7f;
-		v >>= 7;
-		if (v)
-			b[n] |= 0x80;
-		n++;
-	} while (v);
-	pb_put(pb, b, n);
-}
-
-/* A message: as a repeated element of field (tag, length, bytes), or with
- * field 0 the bytes alone (a Profile holding some of its fields). */
-static void pb_msg(struct pbout *pb, uint32_t field, const ProtobufCMessage *m)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-	if (field) {
-		pb_varint(pb, (uint64_t)field << 3 | 2);
-		pb_varint(pb, n);
-	}
-	if (pb->err || strbuf_grow(&pb->msg, n)) {
-		if (!pb->err)
-			pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
-		return;
-	}
-	pb->msg.len += protobuf_c_message_pack(m, (uint8_t *)pb->msg.buf + pb->msg.len);
-}
-
-/* One element of a repeated message field, encoded by hand as protobuf-c
- * would pack it (proto3: a scalar field that is 0 is left out, repeated
- * scalars are packed), into b before it goes out behind its tag and length. */
-struct pbel {
-	uint8_t *b;
-	size_t n, alloc;
-};
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-/* Room for at most room more bytes, from empty. */
-static void el_reset(struct pbel *e, size_t room)
-{
-	e->n = 0;
-	GROW(e->b, e->alloc, room);
-}
-
-static inline void el_varint(struct pbel *e, uint64_t v)
-{
-	while (v >= 0x80) {
-		e->b[e->n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	e->b[e->n++] = (uint8_t)v;
-}
-
-static inline void el_tag(struct pbel *e, uint32_t field, uint32_t wire)
-{
-	el_varint(e, (uint64_t)field << 3 | wire);
-}
-
-/* An int64 or uint64 field, left out when 0 (a negative one takes 10 bytes). */
-static inline void el_int(struct pbel *e, uint32_t field, int64_t v)
-{
-	if (!v)
-		return;
-	el_tag(e, field, 0);
-	el_varint(e, (uint64_t)v);
-}
-
-static void pb_el(struct pbout *pb, uint32_t field, const struct pbel *e)
-{
-	pb_varint(pb, (uint64_t)field << 3 | 2);
-	pb_varint(pb, e->n);
-	pb_put(pb, e->b, e->n);
-}
-
-/* Raw deflate of in at the fastest level (as Go's runtime/pprof writes its
- * profiles), with zlib's largest hash table (memLevel 9: 8% less time than
- * its default 8 on a profile of a million stacks, 0.1% larger), appended to
- * out: the last piece of the stream ends with the final block, any other on
- * a byte (Z_SYNC_FLUSH), so that pieces deflated on their own, one after the
- * other, are one deflate stream. Z_OK, or zlib's error. */
-static int deflate_piece(const unsigned char *in, size_t len, bool last, struct strbuf *out)
-{
-	z_stream z;
-	memset(&z, 0, sizeof(z));
-	int zr = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
-	if (zr != Z_OK)
-		return zr;
-	/* zlib's bound for len bytes at these settings, and a sync flush's marker */
-	_Static_assert(sizeof(uLong) >= sizeof(size_t), "deflateBound takes any size");
-	size_t room = deflateBound(&z, (uLong)len) + 16;
-	if (strbuf_grow(out, room)) {
-		deflateEnd(&z);
-		return Z_MEM_ERROR;
-	}
-	/* zlib counts in uInt: a piece past 4 GiB goes in parts */
-	unsigned char *o = (unsigned char *)out->buf + out->len;
-	size_t left = len;
-	int flush = Z_NO_FLUSH;
-	while (zr == Z_OK && flush != (last ? Z_FINISH : Z_SYNC_FLUSH)) {
-		uInt nin = left > UINT_MAX ? UINT_MAX : (uInt)left;
-		uInt nout = room > UINT_MAX ? UINT_MAX : (uInt)room;
-		flush = (size_t)nin == left ? (last ? Z_FINISH : Z_SYNC_FLUSH) : Z_NO_FLUSH;
-		z.next_in = (Bytef *)in;
-		z.avail_in = nin;
-		z.next_out = o;
-		z.avail_out = nout;
-		zr = deflate(&z, flush);
-		in += nin - z.avail_in;
-		left -= nin - z.avail_in;
-		o += nout - z.avail_out;
-		room -= nout - z.avail_out;
-		if (zr == Z_OK && (z.avail_in || !z.avail_out))
-			zr = Z_BUF_ERROR; /* the room was deflateBound's: cannot happen */
-		if (zr == Z_STREAM_END)
-			zr = Z_OK;
-	}
-	deflateEnd(&z);
-	out->len = (size_t)((char *)o - out->buf);
-	out->buf[out->len] = '\0';
-	return zr;
-}
-
 /* ---- the message in pieces, encoded and deflated side by side ---- */
 
 /* A sample's label from a label set, its strings' ids made beforehand. */
 struct lab_ids {
 	int64_t key, value;
 	bool comm; /* the key is comm= (left out beside the pid's own comm) */
+	bool over; /* the key is one of the caller's labels (x->labels), which take its place */
+	bool dflt; /* (the caller's) only on samples whose label set lacks the key (x->label_defaults) */
 };
 
 /* What every piece reads, made before the first starts and not changed
@@ -602,6 +446,9 @@ struct enc {
 	const int64_t *comm_sid;  /* per comms entry: its string + 1 (0: no sample's) */
 	const uint32_t *labfirst; /* per label set (1 on): its first in labs, its end next */
 	const struct lab_ids *labs;
+	const struct lab_ids *extra; /* the caller's labels (x->labels), on every sample */
+	size_t nextra;
+	bool over_pid, over_comm;    /* ... name pid or comm: the process's are left out */
 	int64_t key_pid, key_comm;
 	const ProtobufCMessage *head; /* field 1: the sample types */
 	PMapping *const *pmp;         /* field 3, in id order */
@@ -626,7 +473,7 @@ static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbou
 		size_t nls = q->label ? e->labfirst[q->label] - e->labfirst[q->label - 1] : 0;
 		size_t at = q->pid ? tally_export_comm_at(e->comms, q->pid) : SIZE_MAX;
 		int64_t comm = at != SIZE_MAX ? e->comm_sid[at] - 1 : -1;
-		size_t room = (size_t)q->len * 10 + nv * 10 + (nls + 2) * 40 + 32;
+		size_t room = (size_t)q->len * 10 + nv * 10 + (nls + e->nextra + 2) * 40 + 32;
 		el_reset(&el, room);
 		if (q->len) {
 			size_t n = 0;
@@ -646,20 +493,29 @@ static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbou
 			for (size_t v = 0; v < nv; v++)
 				el_varint(&el, o->vals[k * nv + v]);
 		}
-		for (size_t j = 0; j < nls + 2; j++) {
+		for (size_t j = 0; j < nls + e->nextra + 2; j++) {
 			int64_t key, str = 0, num = 0;
-			if (j == 0) { /* the pid */
-				if (!q->pid)
+			if (j >= nls + 2) { /* the caller's, last */
+				const struct lab_ids *cl = &e->extra[j - nls - 2];
+				bool has = false;
+				for (size_t k = 0; cl->dflt && k < nls && !has; k++)
+					has = ls[k].key == cl->key;
+				if (has)
+					continue;
+				key = cl->key;
+				str = cl->value;
+			} else if (j == 0) { /* the pid */
+				if (!q->pid || e->over_pid)
 					continue;
 				key = e->key_pid;
 				num = q->pid;
 			} else if (j == 1) { /* its comm */
-				if (comm < 0)
+				if (comm < 0 || e->over_comm)
 					continue;
 				key = e->key_comm;
 				str = comm;
 			} else {
-				if (comm >= 0 && ls[j - 2].comm)
+				if ((comm >= 0 && ls[j - 2].comm) || ls[j - 2].over)
 					continue;
 				key = ls[j - 2].key;
 				str = ls[j - 2].value;
@@ -887,15 +743,6 @@ static bool cpu_event(const char *ev)
 	return !strcmp(ev, "cpu-clock") || !strcmp(ev, "task-clock");
 }
 
-static int64_t parse_utc(const char *s)
-{
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		return 0;
-	return (int64_t)timegm(&tm) * 1000000000LL;
-}
-
 int tally_export_pprof(const struct tally_export *x, struct tally_export_out *out)
 {
 	const struct tally_db *db = x->db;
@@ -1046,7 +893,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	prof.default_sample_type = default_type;
 	const char *dur = tally_meta_get(&db->session, "duration");
 	prof.duration_nanos = dur ? (int64_t)(strtod(dur, NULL) * 1e9) : 0;
-	prof.time_nanos = parse_utc(tally_meta_get(&db->session, "start-time"));
+	double start;
+	prof.time_nanos = tally_db_utc_time(tally_meta_get(&db->session, "start-time"), &start) ? (int64_t)start * 1000000000LL : 0;
 	int64_t comments[3];
 	const char *target = tally_meta_get(&db->session, "command");
 	strbuf_reset(&sb);
@@ -1094,9 +942,24 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			li->key = str_id(&p.str, ls->v[j].key);
 			li->value = str_id(&p.str, ls->v[j].value);
 			li->comm = !strcmp(ls->v[j].key, "comm");
+			li->over = x->labels && tally_labelset_get(x->labels, ls->v[j].key);
 		}
 	}
 	free(labmade);
+	/* the caller's labels, on every sample (push: host=, --label) */
+	size_t nextra = 0, nl = x->labels ? x->labels->n : 0, nd = x->label_defaults ? x->label_defaults->n : 0;
+	struct lab_ids *extra = xcalloc(nl + nd + 1, sizeof(*extra));
+	for (size_t j = 0; j < nl; j++) {
+		extra[nextra].key = str_id(&p.str, x->labels->v[j].key);
+		extra[nextra++].value = str_id(&p.str, x->labels->v[j].value);
+	}
+	for (size_t j = 0; j < nd; j++) {
+		if (x->labels && tally_labelset_get(x->labels, x->label_defaults->v[j].key))
+			continue;
+		extra[nextra].key = str_id(&p.str, x->label_defaults->v[j].key);
+		extra[nextra].value = str_id(&p.str, x->label_defaults->v[j].value);
+		extra[nextra++].dflt = true;
+	}
 
 	/* mappings: pprof takes the first for the main binary, so the profiled
 	 * program's executable goes first: the executable with the most samples
@@ -1197,7 +1060,11 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	part.n_sample_type = (size_t)nv;
 	part.sample_type = vtp;
 	struct outs o = { .s = &s, .nv = nv }; /* made after the tail starts */
-	struct enc e = { db, &o, &p, &comms, comm_sid, labfirst, labs, key_pid, key_comm, &part.base, pmp, mid, &prof.base };
+	struct enc e = { .db = db, .o = &o, .p = &p, .comms = &comms, .comm_sid = comm_sid, .labfirst = labfirst,
+			 .labs = labs, .extra = extra, .nextra = nextra,
+			 .over_pid = x->labels && tally_labelset_get(x->labels, "pid"),
+			 .over_comm = x->labels && tally_labelset_get(x->labels, "comm"), .key_pid = key_pid,
+			 .key_comm = key_comm, .head = &part.base, .pmp = pmp, .mid = mid, .rest = &prof.base };
 	struct message msg;
 	message_start(&msg, &e, s.n >= PIECE_SAMPLES && !cut);
 
@@ -1267,6 +1134,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	free(comm_sid);
 	free(labfirst);
 	free(labs);
+	free(extra);
 	tally_export_comms_release(&comms);
 
 	free(pmp);
@@ -1308,4 +1176,22 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	/* put together once the rest is freed: the pieces and the file are the
 	 * largest things held */
 	return message_gzip(&msg, tally_export_out_file(out, ""));
+}
+
+int tally_export_pprof_buf(const struct tally_export *x, struct strbuf *out)
+{
+	struct tally_export_out o = { 0 };
+	int r = tally_export_pprof(x, &o);
+	if (!r && o.n) {
+		/* the one file, handed over whole */
+		if (!out->len) {
+			strbuf_release(out);
+			*out = o.files[0].data;
+			strbuf_init(&o.files[0].data);
+		} else {
+			strbuf_add(out, o.files[0].data.buf, o.files[0].data.len);
+		}
+	}
+	tally_export_out_release(&o);
+	return r;
 }

@@ -7,15 +7,19 @@
  * (tally_profiler_*), their results under DIR/results/TAG/iteration.N. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -23,6 +27,7 @@
 
 struct agent {
 	const char *dir;
+	double lease; /* seconds without a request after which it ends (0: none) */
 	struct tally_profiler **p;
 	size_t n, ap;
 	struct tally_profiler_env env;
@@ -257,9 +262,37 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 	return go_on;
 }
 
+/* DIR/lease: the lease in seconds, its mtime the last request: what the next
+ * agent on the host reads to tell a directory a dead job left behind. */
+static void lease_touch(const struct agent *a)
+{
+	char path[PATH_MAX], txt[32];
+	snprintf(path, sizeof(path), "%s/lease", a->dir);
+	int n = snprintf(txt, sizeof(txt), "%.0f %d\n", a->lease, (int)getpid());
+	tally_write_file_atomic_mode(path, txt, (size_t)n, 0600);
+}
+
 static void agent_loop(struct agent *a, int ls)
 {
 	for (;;) {
+		if (a->lease > 0) {
+			/* the lease: no request from the job for that long, and the
+			 * job is gone (killed, its host cut off): stop and end */
+			struct pollfd p = { .fd = ls, .events = POLLIN };
+			int k = poll(&p, 1, (int)(a->lease * 1000));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k == 0) {
+				if (a->tag) {
+					struct strbuf e = STRBUF_INIT;
+					stop_all(a, &e);
+					strbuf_release(&e);
+				}
+				/* nothing of it is wanted any more: its job is gone */
+				tally_remove_tree(a->dir);
+				_exit(0);
+			}
+		}
 		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR)
@@ -283,6 +316,8 @@ static void agent_loop(struct agent *a, int ls)
 				break;
 		}
 		bool go_on = true;
+		if (a->lease > 0)
+			lease_touch(a);
 		char *nl = in.buf ? memchr(in.buf, '\n', in.len) : NULL;
 		if (nl) {
 			*nl = '\0';
@@ -300,6 +335,100 @@ static void agent_loop(struct agent *a, int ls)
 	}
 }
 
+/* Every process of session sid but this one killed (SIGKILL), a few rounds
+ * (what is killed may have forked): what an agent started dies with it. */
+static void kill_session(pid_t sid)
+{
+	for (int round = 0; round < 10; round++) {
+		DIR *d = opendir("/proc");
+		if (!d)
+			return;
+		int killed = 0;
+		for (struct dirent *e; (e = readdir(d));) {
+			char *end;
+			long pid = strtol(e->d_name, &end, 10);
+			if (*end || pid <= 0 || pid == getpid())
+				continue;
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+			struct strbuf st = STRBUF_INIT;
+			if (!strbuf_read_file(&st, path, 4096) && st.buf) {
+				const char *rp = strrchr(st.buf, ')');
+				char state;
+				int ppid, pgrp, sess;
+				if (rp && sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sess) == 4 && sess == sid && state != 'Z') {
+					kill((pid_t)pid, SIGKILL);
+					killed++;
+				}
+			}
+			strbuf_release(&st);
+		}
+		closedir(d);
+		if (!killed)
+			return;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The agent's watcher: a child that lives as long as the agent (its parent
+ * death signal) and then ends every process left in the agent's session, the
+ * profilers' processes among them, however the agent ended (quit, its lease,
+ * kill -9). */
+static void start_watcher(void)
+{
+	pid_t agent = getpid(), sid = getsid(0);
+	pid_t w = fork();
+	if (w != 0)
+		return;
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	/* nothing of the agent's held open: its socket refuses once it is gone,
+	 * and ssh's session ends when the agent's start has printed */
+	int nul = open("/dev/null", O_RDWR);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		dup2(nul, fd);
+	for (int fd = 3; fd < 1024; fd++)
+		close(fd);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() == agent) {
+		int sig;
+		sigwait(&set, &sig);
+	}
+	kill_session(sid);
+	_exit(0);
+}
+
+/* The directories beside dir that a dead job left: no agent alive there (its
+ * pid in DIR/lease is gone) and no request for longer than its lease. */
+static void clean_abandoned(const char *dir)
+{
+	char *parent = tally_dirname(dir);
+	DIR *d = opendir(parent);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		struct strbuf sub = STRBUF_INIT, lease = STRBUF_INIT, txt = STRBUF_INIT;
+		strbuf_addf(&sub, "%s/%s", parent, e->d_name);
+		strbuf_addf(&lease, "%s/lease", sub.buf);
+		struct stat st;
+		double secs = 0;
+		int pid = 0;
+		if (strcmp(sub.buf, dir) && lstat(lease.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		    !strbuf_read_file(&txt, lease.buf, 64) && txt.buf && sscanf(txt.buf, "%lf %d", &secs, &pid) == 2 && pid > 0 &&
+		    kill(pid, 0) < 0 && errno == ESRCH && (double)(time(NULL) - st.st_mtime) > secs)
+			tally_remove_tree(sub.buf);
+		strbuf_release(&sub);
+		strbuf_release(&lease);
+		strbuf_release(&txt);
+	}
+	if (d)
+		closedir(d);
+	free(parent);
+}
+
 int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf *ready)
 {
 	struct agent a = { .dir = dir };
@@ -313,9 +442,15 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	int r = sock_path(dir, &sa);
 	if (r)
 		return r;
-	tally_profilers_path(NULL, &a.env.path);
+	/* the profilers the job sent along (DIR/profilers) first, then the
+	 * host's own path */
+	struct strbuf sent = STRBUF_INIT;
+	strbuf_addf(&sent, "%s/profilers", dir);
+	tally_profilers_path(sent.buf, &a.env.path);
+	strbuf_release(&sent);
 	char *state = tally_profilers_state_dir();
 	a.env.state_dir = state;
+	struct strbuf setups = STRBUF_INIT; /* the profilers whose setup ran here */
 	/* one profiler a line: NAME [ARGS...], words as in a control file */
 	for (const char *p = profilers; p && *p && !r;) {
 		const char *e = strchr(p, '\n');
@@ -323,13 +458,42 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 		p = e ? e + 1 : p + strlen(p);
 		char **w = NULL;
 		size_t nw = 0;
+		if (!strncmp(line, "lease=", 6)) {
+			/* lease=SECONDS: the job's lease (it asks at least that often) */
+			char *end;
+			double v = strtod(line + 6, &end);
+			if (!*end && v >= 1 && v <= 86400)
+				a.lease = v;
+			free(line);
+			continue;
+		}
 		if (!(r = tally_job_split(line, &w, &nw)) && nw) {
+			/* label=LABEL first: the name the job gives its files */
+			const char *label = NULL;
+			size_t k = 0;
+			if (!strncmp(w[0], "label=", 6) && nw > 1)
+				label = w[k++] + 6;
+			/* on a host there is no test process: tally profiles the whole
+			 * host there (-a), as autotest's server-side profilers do */
+			bool all = strcmp(w[k], "tally") != 0;
+			for (size_t i = k + 1; i < nw && !all; i++)
+				all = !strcmp(w[i], "-a") || !strcmp(w[i], "--all-cpus");
+			if (!all) {
+				w = xrealloc(w, (nw + 2) * sizeof(*w));
+				w[nw++] = xstrdup("-a");
+				w[nw] = NULL;
+			}
 			struct tally_profiler *pr = NULL;
-			r = tally_profiler_find(&pr, w[0], w + 1, &a.env);
+			r = tally_profiler_find(&pr, w[k], w + k + 1, &a.env);
+			if (!r && label && label[0])
+				tally_profiler_set_label(pr, label);
 			if (!r) {
 				GROW(a.p, a.ap, a.n + 1);
 				a.p[a.n++] = pr;
-				r = tally_profiler_setup(pr, &a.env, -1, NULL);
+				bool ran = false;
+				r = tally_profiler_setup(pr, &a.env, -1, &ran);
+				if (!r && ran)
+					strbuf_addf(&setups, "%s%zu", setups.len ? "," : "", a.n - 1);
 				if (!r)
 					r = tally_profiler_initialize(pr, &a.env, -1);
 			}
@@ -354,6 +518,7 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 			setsid();
 			signal(SIGHUP, SIG_IGN);
 			signal(SIGPIPE, SIG_IGN);
+			start_watcher();
 			struct strbuf log = STRBUF_INIT;
 			strbuf_addf(&log, "%s/agent.log", dir);
 			int fd = open(log.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -363,13 +528,17 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 			dup2(fd >= 0 ? fd : nul, 2);
 			strbuf_release(&log);
 			a.started = xcalloc(a.n + 1, sizeof(bool));
+			if (a.lease > 0) {
+				lease_touch(&a);
+				clean_abandoned(dir);
+			}
 			agent_loop(&a, ls);
 			unlink(sa.sun_path);
 			_exit(0);
 		} else {
 			char b[64];
 			boot_id(b, sizeof(b));
-			strbuf_addf(ready, "ready %d %s", (int)pid, b);
+			strbuf_addf(ready, "ready %d %s %s", (int)pid, b, setups.len ? setups.buf : "-");
 		}
 	}
 	if (ls >= 0)
@@ -379,7 +548,65 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	free(a.p);
 	tally_job_argv_free(a.env.path);
 	free(state);
+	strbuf_release(&setups);
 	return r;
+}
+
+/* The last non-empty line of text, at most max bytes of it, escaped: what a
+ * host said, as one line that cannot reach a terminal or a status file raw. */
+static void host_line(struct strbuf *sb, const char *text, size_t len, size_t max)
+{
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && text[start - 1] != '\n')
+		start--;
+	strbuf_add_excerpt(sb, text + start, len - start, max);
+}
+
+int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status, const char *err,
+		       struct strbuf *rest)
+{
+	size_t wl = strlen(word);
+	if (status == 255)
+		return tally_seterr(-EHOSTUNREACH, "host '%s' cannot be reached", host);
+	if (status == 3)
+		return tally_seterr(-ENOTCONN, "host '%s': its agent is gone", host);
+	if (status) {
+		/* the remote tally's error line is the reason, "tally: " taken off */
+		const char *e = err ? err : "";
+		size_t el = strlen(e);
+		struct strbuf m = STRBUF_INIT;
+		host_line(&m, e, el, TALLY_AGENT_ANSWER_MAX);
+		if (!m.len)
+			host_line(&m, out ? out : "", out ? len : 0, TALLY_AGENT_ANSWER_MAX);
+		const char *msg = m.buf ? m.buf : "";
+		if (!strncmp(msg, "tally: ", 7))
+			msg += 7;
+		int r = tally_seterr(-EIO, "host '%s': %s", host, msg[0] ? msg : "it failed and said nothing");
+		strbuf_release(&m);
+		return r;
+	}
+	/* exit 0: one line, the word and printable ASCII after a space, nothing else */
+	size_t n = len;
+	if (n && out[n - 1] == '\n')
+		n--;
+	bool ok = n >= wl && n <= TALLY_AGENT_ANSWER_MAX && !memcmp(out, word, wl) && (n == wl || out[wl] == ' ');
+	for (size_t i = 0; ok && i < n; i++)
+		ok = out[i] >= 0x20 && out[i] < 0x7f;
+	if (!ok) {
+		struct strbuf q = STRBUF_INIT;
+		strbuf_add_excerpt(&q, out ? out : "", out ? len : 0, 200);
+		int r = tally_seterr(-EPROTO, "host '%s': its agent answered '%s', not '%s ...' (not a tally agent of this version?)", host,
+				     q.buf ? q.buf : "", word);
+		strbuf_release(&q);
+		return r;
+	}
+	if (rest) {
+		strbuf_reset(rest);
+		strbuf_add(rest, n > wl ? out + wl + 1 : "", n > wl ? n - wl - 1 : 0);
+	}
+	return 0;
 }
 
 int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answer)

@@ -8,6 +8,7 @@
  *   perf   Linux perf around the test (perf record -a), reported per sort key. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include "tally/html.h"
 #include "tally/flame.h"
 #include "tally/options.h"
+#include "tally/push.h"
 #include "tally/record.h"
 #include "tally/report.h"
 #include "tally/sampling.h"
@@ -44,6 +46,7 @@ struct tally_prof {
 	int run_ret;
 	char err[512]; /* the thread's error message */
 	char *db;      /* written by stop */
+	struct tally_push_opts push; /* --push: each run's database is sent there after its report */
 };
 
 enum { TOPT_ALL = 1 };
@@ -58,7 +61,7 @@ static int tally_prof_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option tally_prof_options[] = {
-	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (default: the test's processes)", TOPT_ALL },
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (default: the test's processes)", TOPT_ALL),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup tally_prof_group = { NULL, tally_prof_options, tally_prof_handle };
@@ -66,7 +69,7 @@ static const struct tally_cmdopts tally_prof_cmdopts = {
 	.name = "job profiler tally",
 	.summary = "tally's sampler around a test",
 	.usage = "[options]",
-	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group },
+	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group, &tally_push_as_you_go_group },
 };
 
 static void tally_release(struct tally_profiler *p)
@@ -80,6 +83,7 @@ static void tally_release(struct tally_profiler *p)
 	}
 	tally_recording_free(t->rec);
 	tally_sampling_release(&t->smp);
+	tally_push_opts_release(&t->push);
 	free(t->db);
 	free(t);
 	p->state = NULL;
@@ -97,7 +101,7 @@ static int tally_parse(struct tally_prof *t, char *const *args)
 	argv[0] = "tally";
 	for (size_t i = 0; i < n; i++)
 		argv[i + 1] = args[i];
-	void *ctx[] = { t, &t->smp, &t->smp };
+	void *ctx[] = { t, &t->smp, &t->smp, &t->push };
 	int first = 0;
 	int r = tally_opts_parse(&tally_prof_cmdopts, ctx, (int)n + 1, argv, &first);
 	if (r == TALLY_OPTS_HELP)
@@ -108,6 +112,8 @@ static int tally_parse(struct tally_prof *t, char *const *args)
 				 tally_excerpt(q, argv[first]));
 	}
 	free(argv);
+	if (!r && tally_push_opts_given(&t->push))
+		r = tally_push_opts_check(&t->push, "--push", "--push-format");
 	if (!r && t->smp.freq && t->smp.period)
 		r = tally_seterr(-EINVAL, "-F and -c both set the sampling rate: give one");
 	return r;
@@ -119,6 +125,7 @@ static int tally_check(char *const *args)
 	memset(&t, 0, sizeof(t));
 	int r = tally_parse(&t, args);
 	tally_sampling_release(&t.smp);
+	tally_push_opts_release(&t.push);
 	return r;
 }
 
@@ -296,6 +303,17 @@ static int tally_report(struct tally_profiler *p, const struct tally_profiler_ru
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/%s.html", r->profdir, p->label);
 	ret = tally_html_write(path.buf, &db, res, &ho);
+	if (!ret && tally_push_opts_given(&t->push)) {
+		/* --push: the run's profile, whole, to the service (docs/push.md) */
+		struct tally_db all;
+		ret = tally_db_open(&all, t->db);
+		if (!ret) {
+			ret = tally_push_db(&t->push, &all, &ro, NULL);
+			if (ret == -ENODATA)
+				ret = 0;
+			tally_db_release(&all);
+		}
+	}
 out:
 	tally_resolver_free(res);
 	tally_symopts_release(&so);
@@ -444,6 +462,13 @@ static int cmd_check(char *const *args)
 	return r;
 }
 
+/* A command's name as an error quotes it: a path whole (up to PATH_MAX),
+ * escaped as every quoted input is. */
+static void cmd_name(struct strbuf *sb, const char *argv0)
+{
+	strbuf_add_excerpt(sb, argv0, strlen(argv0), PATH_MAX);
+}
+
 static int cmd_initialize(struct tally_profiler *p)
 {
 	struct child_prof *c = child_state(p);
@@ -451,10 +476,12 @@ static int cmd_initialize(struct tally_profiler *p)
 	if (r)
 		return r;
 	if (!job_in_path(c->argv[0])) {
-		char q[TALLY_EXCERPT_SIZE];
-		return tally_seterr(-ENOENT, "command '%s' not found in PATH", tally_excerpt(q, c->argv[0]));
+		struct strbuf q = STRBUF_INIT;
+		cmd_name(&q, c->argv[0]);
+		r = tally_seterr(-ENOENT, "command '%s' not found in PATH", q.buf);
+		strbuf_release(&q);
 	}
-	return 0;
+	return r;
 }
 
 static int cmd_start(struct tally_profiler *p, const struct tally_profiler_run *r)
@@ -480,10 +507,13 @@ static int cmd_stop(struct tally_profiler *p, const struct tally_profiler_run *r
 {
 	(void)r;
 	struct child_prof *c = p->state;
-	char q[TALLY_EXCERPT_SIZE];
-	char what[200];
-	snprintf(what, sizeof(what), "'%s'", tally_excerpt(q, c->argv[0]));
-	return child_stop(c, SIGINT, CMD_GRACE, what, false, p->intr);
+	struct strbuf what = STRBUF_INIT;
+	strbuf_addch(&what, '\'');
+	cmd_name(&what, c->argv[0]);
+	strbuf_addch(&what, '\'');
+	int ret = child_stop(c, SIGINT, CMD_GRACE, what.buf, false, p->intr);
+	strbuf_release(&what);
+	return ret;
 }
 
 static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run *r)

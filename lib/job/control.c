@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tally/remote.h"
 
 static const char *const builtin_tests[] = { "sleeptest", NULL };
 
@@ -49,6 +50,20 @@ static int line_error(const struct tally_job_control *c, unsigned line, const ch
 	tally_seterr(-EINVAL, "'%s' line %u: %s", job_qpath_buf(q, c->path), line, sb.buf);
 	strbuf_release(&sb);
 	return -EINVAL;
+}
+
+/* Whether the host w[k] of a 'hosts' line is named before it, there or on an
+ * earlier 'hosts' line. */
+static bool job_host_listed(const struct tally_job_control *c, char **w, size_t k)
+{
+	for (size_t i = 1; i < k; i++)
+		if (!strcmp(w[i], w[k]))
+			return true;
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t a = 0; c->steps[i].cmd == TALLY_JOB_HOSTS && c->steps[i].args && c->steps[i].args[a]; a++)
+			if (!strcmp(c->steps[i].args[a], w[k]))
+				return true;
+	return false;
 }
 
 /* Profiler names become directory names on the path: no '/', no "..". */
@@ -347,11 +362,14 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 				ret = line_error(c, lineno, "'hosts' needs at least one host (as ssh takes it)");
 			else if (any_run)
 				ret = line_error(c, lineno, "'hosts' must come before the first 'run' (the hosts are the whole job's)");
-			for (size_t k = 1; !ret && k < n; k++)
-				if (!w[k][0] || w[k][0] == '-') {
-					char q[TALLY_EXCERPT_SIZE];
-					ret = line_error(c, lineno, "'%s' is not a host name", tally_excerpt(q, w[k]));
-				}
+			for (size_t k = 1; !ret && k < n; k++) {
+				char q[TALLY_EXCERPT_SIZE];
+				if (tally_remote_host_ok(w[k]))
+					ret = line_error(c, lineno, "%s", tally_errmsg());
+				else if (job_host_listed(c, w, k))
+					ret = line_error(c, lineno, "host '%s' is named twice (a host is one of the job's hosts once)",
+							 tally_excerpt(q, w[k]));
+			}
 			if (!ret)
 				s->args = tally_job_argv_dup(w + 1);
 		} else if (!strncmp(w[0], "job.", 4)) {

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tally/job.h"
@@ -156,9 +157,11 @@ int job_builtin_check(const char *name, char *const *args);
 struct job_hosts;
 /* The hosts of a job: profilers is what their agents run (one a line: NAME
  * [ARGS...], in the order of the control file's adds), labels their names for
- * warnings; limit: seconds a host that went away may take to come back. */
+ * warnings; limit: seconds a host that went away may take to come back, and
+ * a request may take; env: where the job found its external profilers (they
+ * are sent to each host with its agent). */
 int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
-		  const char *profilers, const char *labels);
+		  const char *profilers, const char *labels, const struct tally_profiler_env *env);
 /* tally installed where it is missing and an agent started on every host, all
  * at once; an error names every host that failed (no test may run then). */
 int job_hosts_begin(struct job_hosts *hs);
@@ -176,5 +179,31 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 size_t job_hosts_lost(const struct job_hosts *hs);
 /* Every agent told to quit and its directory removed. */
 void job_hosts_free(struct job_hosts *hs);
+
+/* One host in one profiled iteration, as status.json tells it. */
+struct job_host_iter {
+	const char *host;
+	unsigned iteration;
+	bool lost;
+	double start, stop, pull;  /* seconds its requests took */
+	size_t files;
+	uint64_t bytes;            /* what its pull brought */
+	char *note;                /* what happened to it (a reboot, a restart), or NULL */
+	char *start_err, *stop_err, *pull_err; /* each step's error, or NULL */
+};
+/* The hosts' records of the iteration that job_hosts_start and _stop just
+ * ran, copied: *out the caller's (job_host_iters_free with whole). */
+void job_hosts_iteration(const struct job_hosts *hs, struct job_host_iter **out, size_t *n);
+void job_host_iters_free(struct job_host_iter *v, size_t n, bool whole);
+/* status.json's "hosts" of a test (the records) and of the job (each host,
+ * its state, boot id, install and agent restarts). */
+struct tally_json;
+void job_host_iters_json(const struct job_host_iter *v, size_t n, struct tally_json *js);
+void job_hosts_json(const struct job_hosts *hs, struct tally_json *js);
+/* The hosts, their names, and whether the setup of profiler prof (0-based,
+ * in the order of the adds) ran on host i when its agent last started. */
+size_t job_hosts_count(const struct job_hosts *hs);
+const char *job_hosts_name(const struct job_hosts *hs, size_t i);
+bool job_hosts_setup_ran(const struct job_hosts *hs, size_t i, size_t prof);
 
 #endif

@@ -38,6 +38,7 @@ struct iter {
 
 struct perr {
 	char *label, *step, *msg;
+	char *host; /* a host's failure: which (NULL: here, or every host) */
 };
 
 /* One test as status.json tells it. */
@@ -55,6 +56,8 @@ struct test_rec {
 	size_t nact;
 	struct perr *errs;
 	size_t nerrs, aerrs;
+	struct job_host_iter *hits; /* each host in each profiled iteration (remote jobs) */
+	size_t nhits;
 	struct strbuf errtext; /* the errors, "; "-separated, for its status */
 };
 
@@ -69,8 +72,10 @@ static void test_rec_release(struct test_rec *t)
 		free(t->errs[i].label);
 		free(t->errs[i].step);
 		free(t->errs[i].msg);
+		free(t->errs[i].host);
 	}
 	free(t->errs);
+	job_host_iters_free(t->hits, t->nhits, true);
 	strbuf_release(&t->errtext);
 }
 
@@ -552,7 +557,7 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
 				q.buf[i] = '_';
 		ret = job_hosts_new(&j->hosts, hosts, nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
-				    prof, labels.buf ? labels.buf : "");
+				    prof, labels.buf ? labels.buf : "", &j->env);
 		free(hosts);
 		hosts = NULL;
 		free(prof);
@@ -646,17 +651,28 @@ static void json_test(struct tally_json *js, const struct test_rec *t)
 	for (size_t i = 0; i < t->nact; i++) {
 		tally_json_obj(js);
 		tally_json_kstr(js, "label", t->labels[i]);
-		tally_json_knum(js, "start", t->secs[i][0], 6);
-		tally_json_knum(js, "stop", t->secs[i][1], 6);
-		tally_json_knum(js, "report", t->secs[i][2], 6);
+		if (t->hits) {
+			/* on hosts: each host's times are in "hosts" */
+			tally_json_knull(js, "start");
+			tally_json_knull(js, "stop");
+			tally_json_knull(js, "report");
+		} else {
+			tally_json_knum(js, "start", t->secs[i][0], 6);
+			tally_json_knum(js, "stop", t->secs[i][1], 6);
+			tally_json_knum(js, "report", t->secs[i][2], 6);
+		}
 		tally_json_end(js);
 	}
 	tally_json_end(js);
+	if (t->hits)
+		job_host_iters_json(t->hits, t->nhits, js);
 	tally_json_kstr(js, "profiling", t->profiling);
 	tally_json_karr(js, "profiler_errors");
 	for (size_t i = 0; i < t->nerrs; i++) {
 		tally_json_obj(js);
 		tally_json_kstr(js, "profiler", t->errs[i].label);
+		if (t->errs[i].host)
+			tally_json_kstr(js, "host", t->errs[i].host);
 		tally_json_kstr(js, "step", t->errs[i].step);
 		tally_json_kstr(js, "message", t->errs[i].msg);
 		tally_json_end(js);
@@ -699,6 +715,8 @@ static int write_status_json(struct tally_job *j, bool sync)
 		tally_json_end(&js);
 	}
 	tally_json_end(&js);
+	if (j->hosts)
+		job_hosts_json(j->hosts, &js);
 	tally_json_karr(&js, "tests");
 	for (size_t i = 0; i < j->nrecs; i++)
 		json_test(&js, &j->recs[i]);
@@ -727,15 +745,16 @@ static void proferr(struct test_rec *t, const struct tally_profiler *p, const ch
 {
 	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
 	GROW(t->errs, t->aerrs, t->nerrs + 1);
-	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg) };
+	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg), NULL };
 }
 
-/* What the hosts said of an iteration: its profiling is incomplete. */
-static void hosterr(struct test_rec *t, const char *step, const char *msg)
+/* What a host (NULL: the hosts together) said of an iteration: its profiling
+ * is incomplete. */
+static void hosterr(struct test_rec *t, const char *host, const char *step, const char *msg)
 {
 	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
 	GROW(t->errs, t->aerrs, t->nerrs + 1);
-	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg) };
+	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg), host ? xstrdup(host) : NULL };
 }
 
 /* One iteration: the test started (waiting for its go), the profilers started,
@@ -837,11 +856,31 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	}
 	if (it->profiled && j->hosts) {
 		job_hosts_stop(j->hosts, profdir, &herrs, &hnotes);
-		job_hosts_merge(j->hosts, profdir, j->intr[0], &herrs);
-		if (hnotes.len)
-			hosterr(pe, "hosts", hnotes.buf);
-		if (herrs.len)
-			hosterr(pe, "hosts", herrs.buf);
+		struct strbuf merr = STRBUF_INIT;
+		job_hosts_merge(j->hosts, profdir, j->intr[0], &merr);
+		if (merr.len)
+			strbuf_addf(&herrs, "%s%s", herrs.len ? "; " : "", merr.buf);
+		/* each host's failures as its own entries, by step */
+		struct job_host_iter *hv;
+		size_t hn;
+		job_hosts_iteration(j->hosts, &hv, &hn);
+		for (size_t i = 0; i < hn; i++) {
+			if (hv[i].note)
+				hosterr(pe, hv[i].host, "recover", hv[i].note);
+			if (hv[i].start_err)
+				hosterr(pe, hv[i].host, "start", hv[i].start_err);
+			if (hv[i].stop_err)
+				hosterr(pe, hv[i].host, "stop", hv[i].stop_err);
+			if (hv[i].pull_err)
+				hosterr(pe, hv[i].host, "pull", hv[i].pull_err);
+		}
+		if (merr.len)
+			hosterr(pe, NULL, "merge", merr.buf);
+		pe->hits = xrealloc(pe->hits, (pe->nhits + hn + 1) * sizeof(*pe->hits));
+		memcpy(pe->hits + pe->nhits, hv, hn * sizeof(*hv));
+		pe->nhits += hn;
+		free(hv);
+		strbuf_release(&merr);
 		if (hnotes.len || herrs.len)
 			progress(j, "      %s: %s%s%s", s->tag, hnotes.len ? hnotes.buf : "", hnotes.len && herrs.len ? "; " : "",
 				 herrs.buf ? herrs.buf : "");
@@ -986,7 +1025,21 @@ static int load(struct tally_job *j)
 	if (j->hosts) {
 		/* set up and initialized on the hosts, by their agents */
 		progress(j, "HOSTS installing tally and starting the agents");
-		return job_hosts_begin(j->hosts);
+		int r = job_hosts_begin(j->hosts);
+		for (size_t i = 0, k = 0; i < j->ctl.n; i++) {
+			struct tally_profiler *p = j->profs[i].p;
+			if (!p)
+				continue;
+			/* the same profilers as here: their version is this one's */
+			tally_profiler_version(p);
+			j->profs[i].setup = "on the hosts";
+			for (size_t h = 0; h < job_hosts_count(j->hosts); h++)
+				if (job_hosts_setup_ran(j->hosts, h, k))
+					progress(j, "SETUP %s %s (%s) on host '%s'", tally_profiler_name(p),
+						 p->version ? p->version : "?", tally_profiler_where(p), job_hosts_name(j->hosts, h));
+			k++;
+		}
+		return r;
 	}
 	for (size_t i = 0; i < j->ctl.n; i++) {
 		struct tally_profiler *p = j->profs[i].p;

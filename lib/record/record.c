@@ -19,6 +19,7 @@
 
 #include "tally/cache.h"
 #include "tally/record.h"
+#include "tally/snapshot.h"
 #include "tally/util.h"
 
 enum state { ST_NEW, ST_RUNNING, ST_STOPPED, ST_FINISHED };

@@ -4,32 +4,20 @@
  * their directory. */
 #define _GNU_SOURCE
 #include "tally/remote.h"
+#include "lib/remote/internal.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <limits.h>
 #include <math.h>
-#include <link.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 
 #define DEFAULT_SSH "ssh -o BatchMode=yes"
-/* what a pull may bring back in all: results, never a disk's worth */
-#define PULL_MAX ((size_t)4 << 30)
 
 void tally_sh_quote(struct strbuf *out, const char *s)
 {
@@ -41,6 +29,38 @@ void tally_sh_quote(struct strbuf *out, const char *s)
 			strbuf_addch(out, *s);
 	}
 	strbuf_addch(out, '\'');
+}
+
+int tally_remote_host_ok(const char *host)
+{
+	size_t n = strlen(host);
+	bool ok = n && n <= TALLY_HOST_NAME_MAX && host[0] != '.' && host[0] != '-' && strcmp(host, "all-hosts.db") &&
+		  strcmp(host, "all-hosts.txt");
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)host[i] > 0x20 && host[i] != 0x7f && host[i] != '/';
+	if (ok)
+		return 0;
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL,
+			    "host name '%s' cannot name its directory of results (1 to %d bytes, no '/', blank or control character, "
+			    "not beginning with '.' or '-', not all-hosts.db or all-hosts.txt)",
+			    tally_excerpt(q, host), TALLY_HOST_NAME_MAX);
+}
+
+int tally_remote_hosts_check(char *const *hosts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = tally_remote_host_ok(hosts[i]);
+		if (r)
+			return r;
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(hosts[k], hosts[i])) {
+				char q[TALLY_EXCERPT_SIZE];
+				return tally_seterr(-EINVAL, "host '%s' is named twice (--host and 'hosts' lines name each host once)",
+						    tally_excerpt(q, hosts[i]));
+			}
+	}
+	return 0;
 }
 
 static const char *ssh_cmd(const struct tally_remote *r)
@@ -70,7 +90,14 @@ char **tally_remote_argv(const struct tally_remote *r, char *const words[])
 	for (size_t i = 0; words[i]; i++) {
 		if (i)
 			strbuf_addch(&remote, ' ');
-		tally_sh_quote(&remote, words[i]);
+		/* "~/..." is the ssh user's home on the host: the tilde alone is
+		 * left to the remote shell, the rest quoted as any word */
+		if (words[i][0] == '~' && words[i][1] == '/') {
+			strbuf_addstr(&remote, "~/");
+			tally_sh_quote(&remote, words[i] + 2);
+		} else {
+			tally_sh_quote(&remote, words[i]);
+		}
 	}
 	char **argv = xcalloc(8, sizeof(char *));
 	argv[0] = xstrdup("/bin/sh");
@@ -119,28 +146,32 @@ void tally_remote_argv_free(char **argv)
 	free(argv);
 }
 
-static double mono(void)
+/* The last non-empty line of err, for a message: escaped as
+ * strbuf_add_excerpt does, at most 1000 bytes of it (a path is not cut). */
+void rmt_last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The last line of err, for a message (tally_last_line, into q). */
-#define LAST_LINE_SIZE 256
-static void last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
-{
+	const char *t = err->buf ? err->buf : "";
+	size_t len = err->len;
+	while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' || t[len - 1] == '\t'))
+		len--;
+	size_t start = len;
+	while (start && t[start - 1] != '\n')
+		start--;
 	struct strbuf sb = STRBUF_INIT;
-	tally_last_line(err->buf ? err->buf : "", &sb);
+	strbuf_add_excerpt(&sb, t + start, len - start, LAST_LINE_MAX);
 	snprintf(q, LAST_LINE_SIZE, "%s", sb.buf ? sb.buf : "");
 	strbuf_release(&sb);
+}
+
+/* A name a host sent, for a message: escaped, at most 300 bytes (a path in
+ * the results is not cut where a shorter excerpt would). */
+const char *rmt_qname(char out[QNAME_SIZE], const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_excerpt(&sb, s, strlen(s), QNAME_MAX);
+	snprintf(out, QNAME_SIZE, "%s", sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return out;
 }
 
 int tally_remote_run(const struct tally_remote *r, char *const words[], const void *in, size_t len,
@@ -200,7 +231,7 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 	if (fin < 0)
 		close(pin[1]);
 	int fo = pout[0], fe = perr[0];
-	double limit = r->timeout > 0 ? r->timeout : 60, t0 = mono();
+	double limit = r->timeout > 0 ? r->timeout : 60, t0 = tally_now_mono();
 	int ret = 0;
 	bool over = false;
 	while (fo >= 0 || fe >= 0) {
@@ -212,7 +243,7 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 			p[np++] = (struct pollfd){ .fd = fe, .events = POLLIN };
 		if (fin >= 0)
 			p[np++] = (struct pollfd){ .fd = fin, .events = POLLOUT };
-		double left = limit - (mono() - t0);
+		double left = limit - (tally_now_mono() - t0);
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
@@ -291,10 +322,10 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 }
 
 /* An error for a command that ran and failed: ssh's 255 is the connection. */
-static int run_failed(const struct tally_remote *r, const char *doing, int status, const struct strbuf *err)
+int rmt_run_failed(const struct tally_remote *r, const char *doing, int status, const struct strbuf *err)
 {
 	char q[LAST_LINE_SIZE];
-	last_line(err, q);
+	rmt_last_line(err, q);
 	if (status == 255)
 		return tally_seterr(-EHOSTUNREACH, "host '%s': cannot connect (%s)%s", r->host, q[0] ? q : "ssh exited 255",
 				    getenv("TALLY_SSH") ? "" : "; set TALLY_SSH for another ssh command line");
@@ -302,11 +333,25 @@ static int run_failed(const struct tally_remote *r, const char *doing, int statu
 			    q[0] ? "'" : "");
 }
 
+const char *rmt_root_of(const struct tally_remote *r)
+{
+	return r->root && *r->root ? r->root : TALLY_REMOTE_ROOT;
+}
+
 char *tally_remote_dir(const struct tally_remote *r)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s/%s", r->root && *r->root ? r->root : TALLY_REMOTE_ROOT, TALLY_VERSION);
+	strbuf_addf(&sb, "%s/%s", rmt_root_of(r), TALLY_VERSION);
 	return strbuf_detach(&sb);
+}
+
+/* The root check's refusal (exit 3 of a script, its line on stderr). */
+int rmt_root_refused(const struct tally_remote *r, const struct strbuf *err)
+{
+	char q[LAST_LINE_SIZE];
+	rmt_last_line(err, q);
+	return tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)", r->host,
+			    q[0] ? q : "its root is not private");
 }
 
 void tally_remote_facts_release(struct tally_remote_facts *f)
@@ -317,11 +362,14 @@ void tally_remote_facts_release(struct tally_remote_facts *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* The probe's script: its arguments are data ($1: the private directory). */
-static const char probe_sh[] = "uname -m; "
+/* The probe's script: its arguments are data ($1 the root, $2 the private
+ * directory). tally there is run only once the root is checked. */
+static const char probe_sh[] = ROOT_CHECK_SH
+			       "chk \"$1\" \"$2\"; "
+			       "uname -m; "
 			       "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
 			       "date +%s.%N; "
-			       "if [ -x \"$1/tally\" ] && [ ! -L \"$1\" ]; then \"$1/tally\" --version 2>/dev/null | head -n 1; fi; "
+			       "if [ -x \"$2/tally\" ]; then \"$2/tally\" --version 2>/dev/null | head -n 1; fi; "
 			       "echo end";
 
 static char *next_line(char **cur)
@@ -405,15 +453,17 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 {
 	memset(f, 0, sizeof(*f));
 	char *dir = tally_remote_dir(r);
-	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", dir, NULL };
+	char *words[] = { "sh", "-c", (char *)probe_sh, "sh", (char *)rmt_root_of(r), dir, NULL };
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	int status;
-	double t0 = wall(), m0 = mono();
+	double t0 = tally_now_wall(), m0 = tally_now_mono();
 	int ret = tally_remote_run(r, words, NULL, 0, &out, 1 << 16, &err, &status);
-	double m1 = mono();
+	double m1 = tally_now_mono();
 	free(dir);
-	if (!ret && status)
-		ret = run_failed(r, "the probe", status, &err);
+	if (!ret && status == 3)
+		ret = rmt_root_refused(r, &err);
+	else if (!ret && status)
+		ret = rmt_run_failed(r, "the probe", status, &err);
 	if (!ret)
 		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0, f);
 	strbuf_release(&out);
@@ -421,421 +471,121 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 	return ret;
 }
 
-/* ---- install ---- */
+/* ---- the clock ---- */
 
-struct objs {
-	char **v;
-	size_t n, a;
-};
+/* The clock's script: says it is there, waits for the go (a line on its
+ * input), then reads the clock. */
+static const char clock_sh[] = "echo r; read x; date +%s.%N";
 
-static int add_obj(struct dl_phdr_info *info, size_t size, void *ctx)
+/* One exchange: the command started, its "r" read (the session is open),
+ * then the go written at t0 and the clock read back at t1. */
+static int clock_once(const struct tally_remote *r, double *remote, double *t0, double *t1)
 {
-	(void)size;
-	struct objs *o = ctx;
-	if (info->dlpi_name && info->dlpi_name[0] == '/') {
-		GROW(o->v, o->a, o->n + 1);
-		o->v[o->n++] = xstrdup(info->dlpi_name);
+	int pin[2], pout[2];
+	if (pipe2(pin, O_CLOEXEC) < 0)
+		return tally_seterr(-errno, "cannot run ssh: %s", strerror(errno));
+	if (pipe2(pout, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pin[0]);
+		close(pin[1]);
+		return tally_seterr(-e, "cannot run ssh: %s", strerror(e));
+	}
+	char *words[] = { "sh", "-c", (char *)clock_sh, NULL };
+	char **argv = tally_remote_argv(r, words);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	tally_remote_argv_free(argv);
+	close(pin[0]);
+	close(pout[1]);
+	int ret = pid < 0 ? tally_seterr(-errno, "cannot run ssh: %s", strerror(errno)) : 0;
+	double limit = r->timeout > 0 ? r->timeout : 60, start = tally_now_mono();
+	char buf[256];
+	size_t len = 0;
+	int stage = 0; /* 0: waiting for "r", 1: for the clock */
+	while (!ret && stage < 2) {
+		double left = limit - (tally_now_mono() - start);
+		struct pollfd p = { .fd = pout[0], .events = POLLIN };
+		int k = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			break;
+		}
+		ssize_t n = read(pout[0], buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = tally_seterr(-EIO, "host '%s': the clock's answer is cut short", r->host);
+			break;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		char *nl;
+		while (!ret && (nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			if (stage == 0) {
+				if (strcmp(buf, "r")) {
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not what a Linux host says", r->host);
+					break;
+				}
+				*t0 = tally_now_wall();
+				if (write(pin[1], "\n", 1) != 1)
+					ret = tally_seterr(-EIO, "host '%s': cannot send the clock's go", r->host);
+				stage = 1;
+			} else {
+				*t1 = tally_now_wall();
+				char *e;
+				errno = 0;
+				*remote = strtod(buf, &e);
+				if (errno || *e || !isfinite(*remote) || *remote <= 0)
+					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not a time", r->host);
+				stage = 2;
+				break;
+			}
+			size_t used = (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len - used + 1);
+			len -= used;
+		}
+		if (len >= sizeof(buf) - 1)
+			ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is too long", r->host);
+	}
+	close(pin[1]);
+	close(pout[0]);
+	if (pid > 0) {
+		if (ret) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	return ret;
+}
+
+int tally_remote_clock(const struct tally_remote *r, double *offset, double *rtt)
+{
+	/* the exchange of the shortest round trip of three: its midpoint is
+	 * the closest to when the host read its clock */
+	double best = -1;
+	for (int i = 0; i < 3; i++) {
+		double remote, t0, t1;
+		int ret = clock_once(r, &remote, &t0, &t1);
+		if (ret)
+			return ret;
+		if (best < 0 || t1 - t0 < best) {
+			best = t1 - t0;
+			*offset = remote - (t0 + t1) / 2;
+			*rtt = best;
+		}
 	}
 	return 0;
-}
-
-/* The ELF interpreter of the running executable (its loader). */
-static char *interp_of_self(void)
-{
-	char *found = NULL;
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	size_t nph = 0;
-	if (e && elf_getphdrnum(e, &nph) == 0) {
-		for (size_t k = 0; k < nph && !found; k++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_INTERP || ph.p_filesz < 2 || ph.p_filesz >= PATH_MAX)
-				continue;
-			size_t n = 0;
-			const char *raw = elf_rawfile(e, &n);
-			if (raw && ph.p_offset <= n && ph.p_filesz <= n - ph.p_offset && raw[ph.p_offset] == '/')
-				found = xstrndup(raw + ph.p_offset, ph.p_filesz);
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return found;
-}
-
-struct tarbuf {
-	struct strbuf sb;
-};
-
-static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *p, size_t n)
-{
-	(void)a;
-	struct tarbuf *t = ctx;
-	strbuf_add(&t->sb, p, n);
-	return (la_ssize_t)n;
-}
-
-static int tar_add(struct archive *a, const char *name, const void *data, size_t n, unsigned mode)
-{
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_size(e, (la_int64_t)n);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, mode);
-	int r = archive_write_header(a, e) == ARCHIVE_OK && (!n || archive_write_data(a, data, n) == (la_ssize_t)n) ? 0 : -EIO;
-	archive_entry_free(e);
-	return r;
-}
-
-static int tar_add_file(struct archive *a, const char *name, const char *path)
-{
-	struct strbuf sb = STRBUF_INIT;
-	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, (uint64_t)1 << 30);
-	if (!r && tar_add(a, name, sb.buf ? sb.buf : "", sb.len, 0700))
-		r = tally_seterr(-EIO, "cannot pack '%s' for the hosts: %s", path, archive_error_string(a));
-	strbuf_release(&sb);
-	return r;
-}
-
-/* The bundle: tally.bin, lib/ (every shared object the process loaded, the
- * loader among them) and the tally script that runs tally.bin with them. */
-static int make_bundle(struct strbuf *out)
-{
-	struct objs o = { 0 };
-	dl_iterate_phdr(add_obj, &o);
-	char *interp = interp_of_self();
-	int r = 0;
-	struct tarbuf t = { STRBUF_INIT };
-	struct archive *a = archive_write_new();
-	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
-		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
-	if (!r)
-		r = tar_add_file(a, "tally.bin", "/proc/self/exe");
-	bool have_interp = false;
-	for (size_t i = 0; i < o.n && !r; i++) {
-		const char *base = tally_basename(o.v[i]);
-		bool dup = false;
-		for (size_t k = 0; k < i && !dup; k++)
-			dup = !strcmp(tally_basename(o.v[k]), base);
-		if (dup)
-			continue;
-		struct strbuf name = STRBUF_INIT;
-		strbuf_addf(&name, "lib/%s", base);
-		r = tar_add_file(a, name.buf, o.v[i]);
-		strbuf_release(&name);
-		if (interp && !strcmp(base, tally_basename(interp)))
-			have_interp = true;
-	}
-	if (!r && interp && !have_interp) {
-		struct strbuf name = STRBUF_INIT;
-		strbuf_addf(&name, "lib/%s", tally_basename(interp));
-		r = tar_add_file(a, name.buf, interp);
-		strbuf_release(&name);
-	}
-	if (!r && !interp)
-		r = tally_seterr(-ENOEXEC, "cannot pack tally for the hosts: the running executable names no ELF interpreter");
-	if (!r) {
-		struct strbuf sh = STRBUF_INIT;
-		/* the loader and libraries of this machine, whatever the host has */
-		strbuf_addf(&sh, "#!/bin/sh\nd=$(dirname \"$0\")\nexec \"$d/lib/%s\" --library-path \"$d/lib\" \"$d/tally.bin\" \"$@\"\n",
-			    tally_basename(interp));
-		if (tar_add(a, "tally", sh.buf, sh.len, 0700))
-			r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
-		strbuf_release(&sh);
-	}
-	if (archive_write_close(a) != ARCHIVE_OK && !r)
-		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
-	archive_write_free(a);
-	for (size_t i = 0; i < o.n; i++)
-		free(o.v[i]);
-	free(o.v);
-	free(interp);
-	if (!r)
-		*out = t.sb;
-	else
-		strbuf_release(&t.sb);
-	return r;
-}
-
-/* The install's script: $1 the root, $2 its directory for this version. The
- * root is the user's own and private, never a link; the copy lands whole or
- * not at all (unpacked beside, then renamed over an outdated one). */
-static const char install_sh[] =
-	"umask 077; "
-	"if [ -L \"$1\" ]; then echo \"'$1' is a symbolic link\" >&2; exit 3; fi; "
-	"[ -d \"$1\" ] || mkdir -m 700 \"$1\" || exit 3; "
-	"if [ -L \"$1\" ] || [ ! -O \"$1\" ]; then echo \"'$1' belongs to another user\" >&2; exit 3; fi; "
-	"chmod 700 \"$1\" || exit 3; "
-	"t=$(mktemp -d \"$1/.install.XXXXXX\") || exit 3; "
-	"if ! tar -x -f - -C \"$t\"; then rm -rf \"$t\"; exit 4; fi; "
-	"rm -rf \"$2\" && mv -T \"$t\" \"$2\" || { rm -rf \"$t\"; exit 4; }; "
-	"\"$2/tally\" --version";
-
-int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *bytes)
-{
-	*installed = false;
-	if (bytes)
-		*bytes = 0;
-	struct tally_remote_facts f;
-	int ret = tally_remote_probe(r, &f);
-	if (ret)
-		return ret;
-	struct utsname u;
-	uname(&u);
-	char want[64];
-	snprintf(want, sizeof(want), "tally %s", TALLY_VERSION);
-	if (strcmp(f.arch, u.machine)) {
-		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-ENOEXEC, "host '%s' is %s, and this tally is built for %s (install a tally built for it)",
-				   r->host, tally_excerpt(q, f.arch), u.machine);
-	} else if (f.tally && !strcmp(f.tally, want)) {
-		ret = 0; /* a working one of this version: it answered */
-	} else {
-		struct strbuf bundle = STRBUF_INIT;
-		ret = make_bundle(&bundle);
-		if (!ret) {
-			char *dir = tally_remote_dir(r);
-			char *words[] = { "sh", "-c", (char *)install_sh, "sh",
-					  (char *)(r->root && *r->root ? r->root : TALLY_REMOTE_ROOT), dir, NULL };
-			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
-			int status;
-			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
-			if (!ret && status == 3) {
-				char q[LAST_LINE_SIZE];
-				last_line(&err, q);
-				ret = tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)",
-						   r->host, q);
-			} else if (!ret && status) {
-				ret = run_failed(r, "installing tally", status, &err);
-			} else if (!ret) {
-				while (out.len && out.buf[out.len - 1] == '\n')
-					out.buf[--out.len] = '\0';
-				if (!out.buf || strcmp(out.buf, want)) {
-					char q[LAST_LINE_SIZE];
-					last_line(&err, q);
-					ret = tally_seterr(-ENOEXEC, "host '%s': the tally installed in '%s' does not run (%s)", r->host, dir,
-							   q[0] ? q : "no version printed");
-				} else {
-					*installed = true;
-					if (bytes)
-						*bytes = bundle.len;
-				}
-			}
-			strbuf_release(&out);
-			strbuf_release(&err);
-			free(dir);
-		}
-		strbuf_release(&bundle);
-	}
-	tally_remote_facts_release(&f);
-	return ret;
-}
-
-/* ---- pull ---- */
-
-/* size of name in the listing "SIZE NAME\n...", or -1 */
-static long long listed_size(const char *sizes, const char *name)
-{
-	size_t nl = strlen(name);
-	for (const char *p = sizes; p && *p;) {
-		const char *e = strchr(p, '\n');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		const char *sp = memchr(p, ' ', len);
-		if (sp && (size_t)(p + len - (sp + 1)) == nl && !memcmp(sp + 1, name, nl))
-			return strtoll(p, NULL, 10);
-		p = e ? e + 1 : p + len;
-	}
-	return -1;
-}
-
-static int mkdirs(const char *base, const char *rel)
-{
-	/* each component made under base, none a link (O_NOFOLLOW on the way down) */
-	int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	char *tmp = xstrdup(rel);
-	int r = 0;
-	for (char *s = tmp, *slash; s && *s && !r; s = slash ? slash + 1 : NULL) {
-		slash = strchr(s, '/');
-		if (slash)
-			*slash = '\0';
-		if (mkdirat(dfd, s, 0700) < 0 && errno != EEXIST)
-			r = -errno;
-		int nfd = r ? -1 : openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (!r && nfd < 0)
-			r = -errno;
-		close(dfd);
-		dfd = nfd;
-	}
-	free(tmp);
-	if (r) {
-		if (dfd >= 0)
-			close(dfd);
-		return r;
-	}
-	return dfd;
-}
-
-int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
-		       size_t *files, uint64_t *bytes)
-{
-	*files = 0;
-	*bytes = 0;
-	if (mkdir(ldir, 0700) < 0 && errno != EEXIST)
-		return tally_seterr(-errno, "cannot create '%s': %s", ldir, strerror(errno));
-	struct archive *a = archive_read_new();
-	archive_read_support_format_tar(a);
-	int ret = 0;
-	if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK)
-		ret = tally_seterr(-EIO, "%s: not a tar stream: %s", what, archive_error_string(a));
-	struct archive_entry *e;
-	char q[TALLY_EXCERPT_SIZE];
-	while (!ret) {
-		int k = archive_read_next_header(a, &e);
-		if (k == ARCHIVE_EOF)
-			break;
-		if (k != ARCHIVE_OK) {
-			ret = tally_seterr(-EIO, "%s: a damaged tar stream: %s", what, archive_error_string(a));
-			break;
-		}
-		const char *name = archive_entry_pathname(e);
-		if (!name)
-			name = "";
-		while (name[0] == '.' && name[1] == '/')
-			name += 2;
-		if (!name[0] || !strcmp(name, "."))
-			continue;
-		char *n = xstrdup(name);
-		size_t nl = strlen(n);
-		while (nl && n[nl - 1] == '/')
-			n[--nl] = '\0';
-		mode_t type = archive_entry_filetype(e);
-		/* at most 1 KiB: the pulled tree stays within PATH_MAX under any
-		 * results directory, for every tool that removes or reads it by path */
-		if (!tally_relpath_ok(n, 1024)) {
-			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)", what,
-					   tally_excerpt(q, name), ldir);
-		} else if (type == AE_IFDIR) {
-			int d = mkdirs(ldir, n);
-			if (d < 0)
-				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, tally_excerpt(q, n),
-						   ldir, strerror(-d));
-			else
-				close(d);
-		} else if (type != AE_IFREG) {
-			ret = tally_seterr(-EPERM, "%s: refused '%s': %s, not a regular file or a directory", what,
-					   tally_excerpt(q, n),
-					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
-		} else {
-			long long want = sizes ? listed_size(sizes, n) : (long long)archive_entry_size(e);
-			int fd = -1;
-			if (want < 0) {
-				/* checked before anything is created for it */
-				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
-						   tally_excerpt(q, n));
-			} else {
-				char *slash = strrchr(n, '/');
-				int dfd;
-				if (slash) {
-					*slash = '\0';
-					dfd = mkdirs(ldir, n);
-					*slash = '/';
-				} else {
-					dfd = open(ldir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-					if (dfd < 0)
-						dfd = -errno;
-				}
-				const char *base = slash ? slash + 1 : n;
-				fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-				if (dfd >= 0 && fd < 0)
-					fd = -errno;
-				if (dfd >= 0)
-					close(dfd);
-			}
-			if (!ret && fd < 0) {
-				ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, tally_excerpt(q, n), ldir, strerror(-fd));
-			} else if (!ret) {
-				uint64_t got = 0;
-				for (;;) {
-					char buf[65536];
-					la_ssize_t m = archive_read_data(a, buf, sizeof(buf));
-					if (m == 0)
-						break;
-					if (m < 0) {
-						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, tally_excerpt(q, n),
-								   archive_error_string(a));
-						break;
-					}
-					if (tally_write_all(fd, buf, (size_t)m)) {
-						ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
-						break;
-					}
-					got += (uint64_t)m;
-					if (*bytes + got > PULL_MAX) {
-						ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
-						break;
-					}
-				}
-				if (close(fd) < 0 && !ret)
-					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
-				if (!ret && got != (uint64_t)want)
-					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
-							   tally_excerpt(q, n), (unsigned long long)got, want);
-				if (!ret) {
-					(*files)++;
-					*bytes += got;
-				}
-			}
-		}
-		free(n);
-	}
-	archive_read_free(a);
-	/* every file of the listing came */
-	if (!ret && sizes) {
-		size_t listed = 0;
-		for (const char *p = sizes; *p; p++)
-			listed += *p == '\n';
-		if (listed != *files)
-			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed", what, *files, listed);
-	}
-	return ret;
-}
-
-/* The pull's script: $1 the directory; a listing of its regular files
- * (SIZE NAME, NUL-free names without newlines), an end line, then the tar. */
-static const char list_sh[] = "cd \"$1\" || exit 3; find . -type f -printf '%s %P\\n'";
-static const char tar_sh[] = "cd \"$1\" || exit 3; exec tar -c -f - --no-xattrs --no-acls .";
-
-int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes)
-{
-	*files = 0;
-	*bytes = 0;
-	struct strbuf list = STRBUF_INIT, tar = STRBUF_INIT, err = STRBUF_INIT;
-	int status;
-	char *lw[] = { "sh", "-c", (char *)list_sh, "sh", (char *)rdir, NULL };
-	int ret = tally_remote_run(r, lw, NULL, 0, &list, 16 << 20, &err, &status);
-	if (!ret && status)
-		ret = run_failed(r, "listing the results", status, &err);
-	if (!ret) {
-		char *tw[] = { "sh", "-c", (char *)tar_sh, "sh", (char *)rdir, NULL };
-		strbuf_reset(&err);
-		ret = tally_remote_run(r, tw, NULL, 0, &tar, PULL_MAX, &err, &status);
-		if (!ret && status)
-			ret = run_failed(r, "sending the results", status, &err);
-	}
-	if (!ret) {
-		struct strbuf what = STRBUF_INIT;
-		strbuf_addf(&what, "host '%s'", r->host);
-		ret = tally_remote_untar(tar.buf ? tar.buf : "", tar.len, ldir, list.buf ? list.buf : "", what.buf, files, bytes);
-		strbuf_release(&what);
-	}
-	strbuf_release(&list);
-	strbuf_release(&tar);
-	strbuf_release(&err);
-	return ret;
 }

@@ -92,6 +92,15 @@ host_sh() {
 	ssh -F "$HOSTS/ssh_config" "$1" "$2"
 }
 
+# host_as_other HOST CMD: runs CMD on the host as another local user of it
+# ('nobody', uid 65534, through setpriv): the unprivileged user of a host who
+# plants things there for the ssh user (root) to run.
+host_as_other() {
+	need_tool setpriv util-linux
+	local q=${2//\'/\'\\\'\'}
+	host_sh "$1" "setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c '$q'"
+}
+
 remove_hosts() {
 	local i ns
 	for ((i = 1; i <= ${#HOST_NS[@]}; i++)); do

@@ -11,7 +11,9 @@
 
 make_hosts 2
 ver=$("$TALLY" --version)
-dir=/tmp/tally-profilers/${ver#tally }
+# the default root: under the ssh user's home on the host
+root="~/.cache/tally-profilers"
+dir=$root/${ver#tally }
 
 first() {
 	tally_ok job hosts --host h1 --host h2
@@ -20,7 +22,7 @@ first() {
 		# it runs there, with what it brought (the host's own /tmp)
 		got=$(host_sh "$h" "$dir/tally --version") || fail "$h: the installed tally does not run"
 		[[ $got == "$ver" ]] || fail "$h: the installed tally says '$got', this one '$ver'"
-		mode=$(host_sh "$h" "stat -c '%a %U' /tmp/tally-profilers $dir")
+		mode=$(host_sh "$h" "stat -c '%a %U' $root $dir")
 		[[ $mode == $'700 root\n700 root' ]] || fail "$h: the private directories are '$mode', not 700 and the user's"
 	done
 	# each host has its own /tmp: nothing of this leaked here
@@ -77,7 +79,27 @@ from_control() {
 	note "hosts from a control file: checked; misplaced or empty 'hosts' lines refused with their line"
 }
 
+clock_offset() {
+	# the hosts share this machine's clock: the true offset is 0. A new ssh
+	# connection's handshake (measured here) is no part of the estimate:
+	# the offset is within a quarter of it (half of it before, +0.08 to
+	# +0.26 s), and the round trip shown is shorter than it
+	local t0 t1 hs off rtt
+	t0=$(date +%s.%N)
+	ssh -F "$HOSTS/ssh_config" h1 true
+	t1=$(date +%s.%N)
+	hs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	tally_ok job hosts --host h1
+	off=$(awk '$1 == "h1" { sub(/s$/, "", $5); print $5 }' out)
+	rtt=$(awk '$1 == "h1" { sub(/s$/, "", $6); print $6 }' out)
+	awk -v o="$off" -v h="$hs" 'BEGIN { if (o < 0) o = -o; exit !(o < h / 4) }' ||
+		fail "clock offset $off s for a host on this machine's clock, with a handshake of $hs s"
+	fcmp "$rtt" "<" "$hs" || fail "the round trip shown ($rtt s) holds a handshake ($hs s)"
+	note "offset $off s, round trip $rtt s; a handshake takes $hs s"
+}
+
 subtest "first check installs on both hosts" first
+subtest "the clock offset is timed on the open connection" clock_offset
 subtest "a second check finds it there" again
 subtest "an unreachable host is named, the others checked" unreachable
 subtest "a root that is not the user's is refused" foreign_root

@@ -30,7 +30,7 @@ EOF
 		report_json $h.json -i $d/profiling/$h/tally.db --symbols --image "${W##*/}"
 		check_shares func $h.json truth.txt 6 work_a work_b work_c
 		# checked here, so gone there
-		left=$(host_sh $h "find /tmp/tally-profilers -path '*/results/*' -type f | wc -l")
+		left=$(host_sh $h "find ~/.cache/tally-profilers -path '*/results/*' -type f | wc -l")
 		[[ $left == 0 ]] || fail "$h still holds $left result files after the pull"
 	done
 	# one view of both: summed, each host's samples under its label
@@ -45,7 +45,7 @@ EOF
 		fail "profiling not complete: $(cat $d/status)"
 	# the agents are gone when the job ends, their directories too
 	for h in h1 h2; do
-		[[ $(host_sh $h "ls /tmp/tally-profilers/*/agents 2>/dev/null | wc -l") == 0 ]] || fail "$h: an agent directory is left"
+		[[ $(host_sh $h "ls ~/.cache/tally-profilers/agents 2>/dev/null | wc -l") == 0 ]] || fail "$h: an agent directory is left"
 		for p in $(ip netns pids "${HOST_NS[${h#h} - 1]}"); do
 			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep 'job agent start' >/dev/null && fail "$h: an agent still runs (pid $p)"
 		done

@@ -63,7 +63,7 @@ EOF
 	grep -q "host 'h2' is lost: it did not come back within 3 s" results/l/lose/status ||
 		fail "h2 is not said lost: $(cat results/l/lose/status)"
 	[[ -f results/l/lose/profiling/h1/tally.db/session && -f results/l/next/profiling/h1/tally.db/session ]] ||
-		fail "h1 has no results beside the lost host: $(ls -R results/l | head -20)"
+		fail "h1 has no results beside the lost host: $(ls -R results/l | head -20; cat results/l/*/status)"
 	[[ ! -e results/l/next/profiling/h2 ]] || fail "the lost host was asked again"
 	note "$(grep lost results/l/lose/status)"
 }
@@ -71,7 +71,7 @@ EOF
 escape() {
 	cat >plant.sh <<EOF
 #!/bin/bash
-ssh -F $HOSTS/ssh_config h1 'for d in /tmp/tally-profilers/*/agents/*/results/esc/iteration.*; do [ -d "\$d" ] && ln -s /etc/passwd "\$d/evil"; done; true'
+ssh -F $HOSTS/ssh_config h1 'for d in ~/.cache/tally-profilers/agents/*/results/esc/iteration.*; do [ -d "\$d" ] && ln -s /etc/passwd "\$d/evil"; done; true'
 EOF
 	chmod +x plant.sh
 	printf '%s\n' "profilers add tally -a -F 499" "run --tag esc -- $TMP/plant.sh" >e.ctl

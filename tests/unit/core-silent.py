@@ -8,7 +8,7 @@ error message (tally_seterr) and hands warnings back (struct
 tally_warnings); only builtin/ prints.  The exceptions, each in one object:
 abort() in lib/util/util.c, where allocation fails with no out-of-memory
 handler set (tally.c sets one), the assertions protoc-c generates in
-profile.pb-c.c, and _exit() in lib/record/record.c, in the child it forks to
+profile.pb-c.c and otlp.pb-c.c, and _exit() in lib/record/record.c, in the child it forks to
 run the recorded command when its exec fails (never in the caller), and
 _exit() in lib/job/proc.c, likewise in the child it forks for a test or a
 profiler's command, _exit() in lib/remote/remote.c, likewise in the child it
@@ -34,6 +34,7 @@ FORBIDDEN = {
 ALLOWED = {
     ("abort", "lib_util_util.c.o"),
     ("__assert_fail", "profile.pb-c.c.o"),
+    ("__assert_fail", "otlp.pb-c.c.o"),
     ("_exit", "lib_record_record.c.o"),
     ("_exit", "lib_job_proc.c.o"),
     ("_exit", "lib_remote_remote.c.o"),

@@ -1,0 +1,290 @@
+/* Push options (include/tally/push.h, docs/push.md): the option groups of
+ * tally push and of the commands that push as they go, the checks made
+ * before anything is sent, the endpoint of each format and the HTTP headers
+ * (given on the command line, or read from a file so that a secret never
+ * shows in ps). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/push.h"
+
+void tally_push_opts_init(struct tally_push_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+void tally_push_opts_release(struct tally_push_opts *o)
+{
+	free(o->url);
+	free(o->app);
+	free(o->header_file);
+	tally_labelset_release(&o->labels);
+	tally_push_headers_free(o->headers, o->nheaders);
+	memset(o, 0, sizeof(*o));
+}
+
+void tally_push_opts_copy(struct tally_push_opts *dst, const struct tally_push_opts *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->url = src->url ? xstrdup(src->url) : NULL;
+	dst->format = src->format;
+	dst->app = src->app ? xstrdup(src->app) : NULL;
+	tally_labelset_copy(&dst->labels, &src->labels);
+	for (size_t i = 0; i < src->nheaders; i++)
+		STRLIST_PUSH(dst->headers, dst->nheaders, dst->aheaders, xstrdup(src->headers[i]));
+	dst->header_file = src->header_file ? xstrdup(src->header_file) : NULL;
+	dst->timeout = src->timeout;
+	dst->retry_max = src->retry_max;
+}
+
+bool tally_push_opts_given(const struct tally_push_opts *o)
+{
+	return o->url || o->format;
+}
+
+static const char *const format_names[] = { [TALLY_PUSH_PYROSCOPE] = "pyroscope", [TALLY_PUSH_PARCA] = "parca",
+					    [TALLY_PUSH_OTLP] = "otlp" };
+/* each format's path on its server */
+static const char *const endpoints[] = { [TALLY_PUSH_PYROSCOPE] = "/ingest", [TALLY_PUSH_PARCA] = "/profiles/writeraw",
+					 [TALLY_PUSH_OTLP] = "/v1development/profiles" };
+
+const char *tally_push_format_name(enum tally_push_format f)
+{
+	return f > TALLY_PUSH_NONE && f <= TALLY_PUSH_OTLP ? format_names[f] : "none";
+}
+
+static int parse_format(const char *arg, const char *what, enum tally_push_format *f)
+{
+	for (int i = TALLY_PUSH_PYROSCOPE; i <= TALLY_PUSH_OTLP; i++)
+		if (!strcmp(arg, format_names[i])) {
+			*f = (enum tally_push_format)i;
+			return 0;
+		}
+	char q[TALLY_EXCERPT_SIZE];
+	return tally_seterr(-EINVAL, "unknown %s '%s' (expected pyroscope, parca or otlp)", what, tally_excerpt(q, arg));
+}
+
+/* 'Name: value': a token name (RFC 9110), a value without control characters. */
+static bool header_ok(const char *h)
+{
+	const char *c = strchr(h, ':');
+	if (!c || c == h)
+		return false;
+	for (const char *p = h; p < c; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p))
+			return false;
+	for (const char *p = c + 1; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\t')
+			return false;
+	return true;
+}
+
+enum {
+	PO_URL = 0x3400,
+	PO_FORMAT,
+	PO_APP,
+	PO_LABEL,
+	PO_HEADER,
+	PO_HEADER_FILE,
+	PO_TIMEOUT,
+	PO_RETRY_MAX,
+};
+
+static int push_handle(void *ctx, int code, const char *arg, bool daemon)
+{
+	struct tally_push_opts *o = ctx;
+	char q[TALLY_EXCERPT_SIZE];
+	switch (code) {
+	case PO_URL:
+		free(o->url);
+		o->url = xstrdup(arg);
+		return 0;
+	case PO_FORMAT:
+		return parse_format(arg, daemon ? "--push-format" : "--format", &o->format);
+	case PO_APP:
+		if (!*arg)
+			return tally_seterr(-EINVAL, "%s needs a name", daemon ? "--push-app" : "--app");
+		for (const char *p = arg; *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("-._/", *p))
+				return tally_seterr(-EINVAL, "invalid %s '%s': letters, digits and '-', '.', '_', '/' only (Pyroscope's rule for a service name)",
+						    daemon ? "--push-app" : "--app", tally_excerpt(q, arg));
+		free(o->app);
+		o->app = xstrdup(arg);
+		return 0;
+	case PO_LABEL: {
+		char *k, *v;
+		int r = tally_label_parse(arg, daemon ? "--push-label" : "--label", &k, &v);
+		if (r)
+			return r;
+		if (!*v) {
+			free(k);
+			free(v);
+			return tally_seterr(-EINVAL, "%s '%s' has no value (give KEY=VALUE)", daemon ? "--push-label" : "--label",
+					    tally_excerpt(q, arg));
+		}
+		tally_labelset_set(&o->labels, k, v);
+		free(k);
+		free(v);
+		return 0;
+	}
+	case PO_HEADER:
+		if (!header_ok(arg))
+			return tally_seterr(-EINVAL, "invalid %s '%s': expected 'Name: value' (secrets go in --%sheader-file, not on the command line)",
+					    daemon ? "--push-header" : "--header", tally_excerpt(q, arg), daemon ? "push-" : "");
+		STRLIST_PUSH(o->headers, o->nheaders, o->aheaders, xstrdup(arg));
+		return 0;
+	case PO_HEADER_FILE:
+		free(o->header_file);
+		o->header_file = xstrdup(arg);
+		return 0;
+	case PO_TIMEOUT: {
+		int r = tally_parse_duration(arg, daemon ? "--push-timeout" : "--timeout", &o->timeout);
+		if (!r && o->timeout < 0.1)
+			r = tally_seterr(-EINVAL, "%s '%s' is too short (at least 100ms)", daemon ? "--push-timeout" : "--timeout",
+					 tally_excerpt(q, arg));
+		return r;
+	}
+	case PO_RETRY_MAX: {
+		int r = tally_parse_duration(arg, "--push-retry-max", &o->retry_max);
+		if (!r && o->retry_max < 0.1)
+			r = tally_seterr(-EINVAL, "--push-retry-max '%s' is too short (at least 100ms)", tally_excerpt(q, arg));
+		return r;
+	}
+	}
+	return 0;
+}
+
+static int push_handle_once(void *ctx, int code, const char *arg)
+{
+	return push_handle(ctx, code, arg, false);
+}
+
+static int push_handle_going(void *ctx, int code, const char *arg)
+{
+	return push_handle(ctx, code, arg, true);
+}
+
+static const struct tally_option push_options[] = {
+	TALLY_OPT(0, "to", TALLY_ARG_REQUIRED, "URL", "the server: its base URL (http://host:4040) or the endpoint itself", PO_URL),
+	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "F", "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)", PO_FORMAT),
+	TALLY_OPT(0, "app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
+	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample (repeatable)", PO_LABEL),
+	TALLY_OPT(0, "header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every request (repeatable; seen in ps: no secrets)", PO_HEADER),
+	TALLY_OPT(0, "header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)", PO_HEADER_FILE),
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "at most D for one request (default 30s)", PO_TIMEOUT),
+	TALLY_OPTION_END,
+};
+const struct tally_optgroup tally_push_group = { NULL, push_options, push_handle_once };
+
+static const struct tally_option push_going_options[] = {
+	TALLY_OPT(0, "push", TALLY_ARG_REQUIRED, "URL", "send what each flush adds to a profiling service (docs/push.md)", PO_URL),
+	TALLY_OPT(0, "push-format", TALLY_ARG_REQUIRED, "F", "pyroscope, parca or otlp", PO_FORMAT),
+	TALLY_OPT(0, "push-app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
+	TALLY_OPT(0, "push-label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample pushed (repeatable)", PO_LABEL),
+	TALLY_OPT(0, "push-header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every push (repeatable; seen in ps: no secrets)", PO_HEADER),
+	TALLY_OPT(0, "push-header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line, read at every push", PO_HEADER_FILE),
+	TALLY_OPT(0, "push-timeout", TALLY_ARG_REQUIRED, "D", "at most D for one push (default 30s)", PO_TIMEOUT),
+	TALLY_OPT(0, "push-retry-max", TALLY_ARG_REQUIRED, "D", "the longest wait between tries while the server fails (default 5m)", PO_RETRY_MAX),
+	TALLY_OPTION_END,
+};
+const struct tally_optgroup tally_push_as_you_go_group = { "pushing to a profiling service", push_going_options,
+							   push_handle_going };
+
+char *tally_push_endpoint(const struct tally_push_opts *o)
+{
+	const char *ep = o->format ? endpoints[o->format] : "";
+	struct strbuf sb = STRBUF_INIT;
+	const char *u = o->url ? o->url : "";
+	size_t n = strcspn(u, "?#");
+	while (n && u[n - 1] == '/')
+		n--;
+	size_t el = strlen(ep);
+	strbuf_add(&sb, u, n);
+	if (!(n >= el && !strncmp(u + n - el, ep, el)))
+		strbuf_addstr(&sb, ep);
+	if (u[n] == '/')
+		while (u[n] == '/')
+			n++;
+	strbuf_addstr(&sb, u + n);
+	return strbuf_detach(&sb);
+}
+
+int tally_push_opts_check(const struct tally_push_opts *o, const char *url_opt, const char *fmt_opt)
+{
+	char q[TALLY_EXCERPT_SIZE];
+	if (!o->url)
+		return tally_seterr(-EINVAL, "%s names no server: give %s URL", fmt_opt, url_opt);
+	if (!o->format)
+		return tally_seterr(-EINVAL, "%s '%s' needs %s pyroscope, parca or otlp", url_opt, tally_excerpt(q, o->url), fmt_opt);
+	if (strncasecmp(o->url, "http://", 7) && strncasecmp(o->url, "https://", 8))
+		return tally_seterr(-EINVAL, "%s '%s' is not an http:// or https:// URL", url_opt, tally_excerpt(q, o->url));
+	const char *host = strstr(o->url, "//") + 2;
+	if (!*host || *host == '/')
+		return tally_seterr(-EINVAL, "%s '%s' names no host", url_opt, tally_excerpt(q, o->url));
+	for (const char *p = o->url; *p; p++)
+		if ((unsigned char)*p <= ' ')
+			return tally_seterr(-EINVAL, "%s '%s' has a space or a control character", url_opt, tally_excerpt(q, o->url));
+	char **h = NULL;
+	size_t n = 0;
+	int r = tally_push_headers(o, &h, &n);
+	tally_push_headers_free(h, n);
+	return r;
+}
+
+int tally_push_headers(const struct tally_push_opts *o, char ***out, size_t *n)
+{
+	char **h = NULL;
+	size_t nh = 0, ah = 0;
+	for (size_t i = 0; i < o->nheaders; i++)
+		STRLIST_PUSH(h, nh, ah, xstrdup(o->headers[i]));
+	int r = 0;
+	if (o->header_file) {
+		struct strbuf sb = STRBUF_INIT;
+		char q[TALLY_EXCERPT_SIZE];
+		/* followed when a link: secrets are often mounted so (Kubernetes) */
+		r = tally_read_regular(&sb, AT_FDCWD, o->header_file, TALLY_OPEN_FOLLOW, 1 << 20);
+		if (r) {
+			char keep[512];
+			snprintf(keep, sizeof(keep), "%s", tally_errmsg());
+			r = tally_seterr(r, "cannot read the header file: %s", keep);
+		} else {
+			size_t ln = 0;
+			char *save = NULL;
+			for (char *l = strtok_r(sb.buf ? sb.buf : (char *)"", "\n", &save); l && !r;
+			     l = strtok_r(NULL, "\n", &save)) {
+				ln++;
+				size_t len = strlen(l);
+				if (len && l[len - 1] == '\r')
+					l[--len] = '\0';
+				if (!len || l[0] == '#')
+					continue;
+				if (!header_ok(l))
+					r = tally_seterr(-EINVAL, "header file '%s' line %zu: expected 'Name: value'",
+							 tally_excerpt(q, o->header_file), ln);
+				else
+					STRLIST_PUSH(h, nh, ah, xstrdup(l));
+			}
+		}
+		strbuf_release(&sb);
+	}
+	if (r) {
+		tally_push_headers_free(h, nh);
+		h = NULL;
+		nh = 0;
+	}
+	*out = h;
+	*n = nh;
+	return r;
+}
+
+void tally_push_headers_free(char **h, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(h[i]);
+	free(h);
+}
