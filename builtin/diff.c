@@ -104,7 +104,7 @@ const struct tally_cmdopts diff_cmdopts = {
 		  "Functions are matched by image and function name, so a rebuilt program diffs\n"
 		  "cleanly: the base's binary is named from the build-id cache that 'tally record'\n"
 		  "fills (or an archive). Exit status: 0, 1 on an error, 2 on a usage error or when\n"
-		  "--fail-above meets code a side cannot name, 3 when --fail-above is passed.\n",
+		  "--fail-above meets code a side cannot name, 3 when a row grew past --fail-above.\n",
 	.groups = { &diff_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
 };
 
