@@ -38,6 +38,7 @@ static const struct cmd commands[] = {
 	{ "daemon", cmd_daemon, &daemon_cmdopts },
 	{ "ctl", cmd_ctl, &ctl_cmdopts },
 	{ "archive", cmd_archive, &archive_cmdopts },
+	{ "cache", cmd_cache, &cache_cmdopts },
 	{ "job", cmd_job, &job_cmdopts },
 	{ "top", cmd_top, &top_cmdopts },
 	{ "push", cmd_push, &push_cmdopts },

@@ -20,6 +20,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 /* The remote hosts of a job (--host, --remote-root: builtin/job-hosts.c), one
  * option group for job run and job hosts. */
@@ -80,7 +81,7 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
 
 extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	merge_cmdopts, diff_cmdopts, archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts;
+	merge_cmdopts, diff_cmdopts, archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts, cache_cmdopts;
 extern const struct tally_cmdopts push_cmdopts;
 
 #endif

@@ -87,7 +87,7 @@ static const struct tally_option diff_options[] = {
 	  "pprof (FILE and its base for go tool pprof -diff_base), folded\n(STACK BASE NEW lines, difffolded.pl's) or svg (a differential flame graph)", OPT_FORMAT),
 	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where --format writes (- for stdout: folded)", OPT_OUTPUT),
 	TALLY_OPT(0, "fail-above", TALLY_ARG_REQUIRED, "PCT",
-	  "exit with status 3, naming them, when functions (lines) grew by more\nthan PCT points of the samples", OPT_FAIL_ABOVE),
+	  "exit with status 3, naming them, when functions (lines) grew by more\nthan PCT points of the samples; status 2 when a side has code it\ncannot name", OPT_FAIL_ABOVE),
 	TALLY_OPT(0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows", OPT_TOP),
 	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
 	  "flame graphs: fold frames under P% of the samples (default 0.1)", OPT_PLIMIT),
@@ -102,8 +102,9 @@ const struct tally_cmdopts diff_cmdopts = {
 	.footer = "BASE and NEW are databases (a daemon's too: --epoch, --since, --until select\n"
 		  "in both), bundles, archives or merges; the selection options apply to both.\n"
 		  "Functions are matched by image and function name, so a rebuilt program diffs\n"
-		  "cleanly. Exit status: 0, 1 on an error, 2 on a usage error, 3 when --fail-above\n"
-		  "is passed.\n",
+		  "cleanly: the base's binary is named from the build-id cache that 'tally record'\n"
+		  "fills (or an archive). Exit status: 0, 1 on an error, 2 on a usage error or when\n"
+		  "--fail-above meets code a side cannot name, 3 when a row grew past --fail-above.\n",
 	.groups = { &diff_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
 };
 
@@ -231,6 +232,44 @@ static int write_text_out(const char *output, const char *what, struct strbuf *s
 	if (strcmp(output, "-"))
 		tally_say("wrote '%s' (%s, %zu bytes)", output, what, sb->len);
 	return 0;
+}
+
+/* A gate that could not name a side's code neither passes nor fails: one
+ * line naming the image (its share, why) and the fixes, status 2; else 0. */
+static int check_named(const struct tally_diff *d, const struct side *base, const struct side *new_)
+{
+	if (!d->nunnamed)
+		return 0;
+	const struct tally_diff_unnamed *u = &d->unnamed[0];
+	const struct side *s = u->new_side ? new_ : base;
+	const struct tally_db_image *di = &s->db.images[u->image];
+	uint64_t total = u->new_side ? d->new_total : d->base_total;
+	struct strbuf why = STRBUF_INIT;
+	if (tally_resolver_mismatch(s->res, u->image) && strcmp(di->id_kind, "build-id") && strcmp(di->id_kind, "xxh64"))
+		strbuf_addf(&why, "which file ran is unknown (%s)", di->id_kind);
+	else if (tally_resolver_mismatch(s->res, u->image))
+		strbuf_addf(&why, "'%s' is another build than the one recorded, %s %s, and no copy of that was found", di->path,
+			    di->id_kind, di->id);
+	else if (di->path[0] == '/' && access(di->path, F_OK) != 0 && errno == ENOENT)
+		strbuf_addf(&why, "'%s' is gone, and no copy of it was found", di->path);
+	else
+		strbuf_addf(&why, "%s", u->why ? u->why : "its file was not found");
+	size_t same = 0;
+	bool other = false;
+	for (size_t i = 1; i < d->nunnamed; i++) {
+		same += d->unnamed[i].new_side == u->new_side;
+		other = other || d->unnamed[i].new_side != u->new_side;
+	}
+	if (same)
+		strbuf_addf(&why, "; and %zu more image%s there", same, same == 1 ? "" : "s");
+	if (other)
+		strbuf_addf(&why, "; '%s' has such code too", u->new_side ? base->input : new_->input);
+	tally_error("--fail-above cannot judge '%s': %.2f%% of its samples are in image '%s', whose code it cannot name (%s): "
+		    "record with the build-id cache on ('tally cache'), or 'tally archive' the base before rebuilding, "
+		    "or give the file with --image-path",
+		    s->input, tally_view_pct(u->value, total), u->name, why.buf);
+	strbuf_release(&why);
+	return 2;
 }
 
 /* Status 3 and one line naming what grew past --fail-above; 0 otherwise. */
@@ -415,11 +454,21 @@ int cmd_diff(int argc, char **argv)
 		wr = write_text_out("-", "diff", &out);
 		strbuf_release(&out);
 	}
-	for (int i = 0; i < 2; i++)
-		tally_report_image_warnings(&sides[i].db, sides[i].res, tally_verbose, &w);
+	/* the images a gate refuses to judge are said once, by its error */
+	bool gate = !wr && o.fail_set;
+	for (int i = 0; i < 2; i++) {
+		bool *skip = xcalloc(sides[i].db.nimages + 1, sizeof(bool));
+		for (size_t k = 0; gate && k < d.nunnamed; k++)
+			if (d.unnamed[k].new_side == (i == 1))
+				skip[d.unnamed[k].image] = true;
+		tally_report_image_warnings_skip(&sides[i].db, sides[i].res, tally_verbose, skip, &w);
+		free(skip);
+	}
 	tally_print_warnings(&w);
 	ret = wr;
-	if (!ret && o.fail_set)
+	if (gate)
+		ret = check_named(&d, base, new_);
+	if (!ret && gate)
 		ret = check_growth(&d, o.fail_above);
 out:
 	if (have_diff)

@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "builtin/builtin.h"
+#include "tally/archive.h"
+#include "tally/cache.h"
 #include "tally/db.h"
 #include "tally/epoch.h"
 #include "tally/util.h"
@@ -30,7 +33,14 @@ struct input {
 	char **events;
 	int nevents;
 	char *sampling, *period_kind, *call_graph, *host;
+	char **units;  /* per event: what its values are (ns, events: tally_db_unit) */
+	bool *valued;  /* per event: its samples have values (weights, or a period-mean to weigh them by) */
 	bool per_pid;
+	/* the recordings it holds: a merge's sources, or itself (tally_db_source) */
+	uint64_t *ids;
+	char **held; /* each one's labels ("host=h1,run=a.db"), for messages */
+	size_t nids;
+	bool merge;  /* it is a merge (it has sources) */
 };
 
 struct mopts {
@@ -90,8 +100,10 @@ const struct tally_cmdopts merge_cmdopts = {
 		  "--until select), bundles from 'tally ctl drain', archives from 'tally archive'.\n"
 		  "The samples of each input keep labels (host, run) that reports and exports\n"
 		  "select with --label and report groups with --by-label. Inputs with different\n"
-		  "events are kept apart (one event column each); the same event sampled\n"
-		  "differently (rate, period kind) or different call-graph modes are refused.\n",
+		  "events are kept apart (one event column each); the same event sampled at\n"
+		  "different rates or periods merges by value (the time or the events each sample\n"
+		  "stands for); different call-graph modes, and values that cannot be added, are\n"
+		  "refused.\n",
 	.stop_at_nonopt = true,
 	.groups = { &merge_group, &tally_db_select_group },
 };
@@ -103,9 +115,18 @@ static void input_release(struct input *in)
 		free(in->labels[i].value);
 	}
 	free(in->labels);
-	for (int e = 0; e < in->nevents; e++)
+	for (int e = 0; e < in->nevents; e++) {
 		free(in->events[e]);
+		if (in->units)
+			free(in->units[e]);
+	}
 	free(in->events);
+	free(in->units);
+	free(in->valued);
+	for (size_t i = 0; i < in->nids; i++)
+		free(in->held[i]);
+	free(in->held);
+	free(in->ids);
 	free(in->sampling);
 	free(in->period_kind);
 	free(in->call_graph);
@@ -155,14 +176,49 @@ static int parse_args(struct mopts *o, struct tally_db_select *dbsel, int argc, 
 /* The session of one input, read without its profiles where it can be:
  * a database's session file, a bundle's. A daemon database is opened whole
  * (its epochs merged as reports merge them). */
+struct bundle_files {
+	struct strbuf session, sources;
+};
+
 static int bundle_session(void *ctx, const char *name, const char *data, size_t len)
 {
-	if (!strcmp(name, "session")) {
-		struct strbuf *sb = ctx;
-		strbuf_add(sb, data, len);
-		return 1;
-	}
+	struct bundle_files *bf = ctx;
+	if (!strcmp(name, "session"))
+		strbuf_add(&bf->session, data, len);
+	else if (!strcmp(name, "sources"))
+		strbuf_add(&bf->sources, data, len);
 	return 0;
+}
+
+/* The recordings an input holds: its sources, or itself. */
+static void held_recordings(struct input *in, const struct tally_db *db)
+{
+	in->merge = db->nsources > 0;
+	in->nids = db->nsources ? db->nsources : 1;
+	in->ids = xcalloc(in->nids, sizeof(*in->ids));
+	in->held = xcalloc(in->nids, sizeof(*in->held));
+	for (size_t i = 0; i < in->nids; i++) {
+		struct strbuf sb = STRBUF_INIT;
+		if (db->nsources) {
+			in->ids[i] = db->sources[i].id;
+			tally_labelset_format(&sb, &db->sources[i].labels);
+		} else {
+			in->ids[i] = tally_db_session_id(&db->session);
+		}
+		in->held[i] = strbuf_detach(&sb);
+	}
+}
+
+/* Item i of a comma-separated list, or "" (a new string). */
+static char *list_item(const char *list, int i)
+{
+	const char *p = list;
+	for (int k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return p ? xstrndup(p, strcspn(p, ",")) : xstrdup("");
 }
 
 static int read_session(struct input *in, const struct tally_db_select *dbsel)
@@ -180,16 +236,30 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 			r = tally_db_parse_session(&db, text.buf ? text.buf : "", text.len, path.buf);
 		else
 			r = 1;
+		/* and the recordings a merge holds (an optional file) */
+		strbuf_reset(&path);
+		strbuf_reset(&text);
+		strbuf_addf(&path, "%s/sources", in->path);
+		int k = r ? 0 : tally_read_regular(&text, AT_FDCWD, path.buf, 0, TALLY_DB_FILE_MAX);
+		if (!r && !k)
+			r = tally_db_parse_sources(&db, text.buf ? text.buf : "", text.len, path.buf);
+		else if (!r && k != -ENOENT)
+			r = 1;
 	} else if (stat(in->path, &st) == 0 && S_ISREG(st.st_mode) && !tally_db_select_active(dbsel)) {
 		r = tally_read_regular(&text, AT_FDCWD, in->path, TALLY_OPEN_FOLLOW, TALLY_DB_FILE_MAX);
-		struct strbuf sess = STRBUF_INIT;
-		int b = r ? r : tally_bundle_parse(text.buf ? text.buf : "", text.len, in->path, bundle_session, &sess);
+		struct bundle_files bf = { STRBUF_INIT, STRBUF_INIT };
+		int b = r ? r : tally_bundle_parse(text.buf ? text.buf : "", text.len, in->path, bundle_session, &bf);
 		strbuf_addf(&path, "%s:session", in->path);
-		if (b == 1)
-			r = tally_db_parse_session(&db, sess.buf ? sess.buf : "", sess.len, path.buf);
+		if (b == 0 && bf.session.len)
+			r = tally_db_parse_session(&db, bf.session.buf, bf.session.len, path.buf);
 		else
 			r = 1;
-		strbuf_release(&sess);
+		strbuf_reset(&path);
+		strbuf_addf(&path, "%s:sources", in->path);
+		if (!r && bf.sources.len)
+			r = tally_db_parse_sources(&db, bf.sources.buf, bf.sources.len, path.buf);
+		strbuf_release(&bf.session);
+		strbuf_release(&bf.sources);
 	} else {
 		r = 1;
 	}
@@ -209,23 +279,24 @@ static int read_session(struct input *in, const struct tally_db_select *dbsel)
 		in->call_graph = xstrdup((v = tally_meta_get(&db.session, "call-graph")) ? v : "none");
 		in->host = (v = tally_meta_get(&db.session, "host")) ? xstrdup(v) : NULL;
 		in->per_pid = db.per_pid;
+		held_recordings(in, &db);
+		/* what its values are: a database with weights has them; one
+		 * without (an older tally's) is weighed by each event's period-mean */
+		bool weights = tally_meta_get(&db.session, "weight-unit") != NULL;
+		const char *pm = tally_meta_get(&db.session, "period-mean");
+		in->units = xcalloc((size_t)db.nevents + 1, sizeof(char *));
+		in->valued = xcalloc((size_t)db.nevents + 1, sizeof(bool));
+		for (int e = 0; e < db.nevents; e++) {
+			in->units[e] = xstrdup(tally_db_unit(&db, e));
+			char *m = pm ? list_item(pm, e) : xstrdup("");
+			in->valued[e] = weights || strtoull(m, NULL, 10) > 0;
+			free(m);
+		}
 	}
 	tally_db_release(&db);
 	strbuf_release(&text);
 	strbuf_release(&path);
 	return r;
-}
-
-/* Item i of a comma-separated list, or "" (a new string). */
-static char *list_item(const char *list, int i)
-{
-	const char *p = list;
-	for (int k = 0; k < i && p; k++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	return p ? xstrndup(p, strcspn(p, ",")) : xstrdup("");
 }
 
 static int event_index(const struct input *in, const char *ev)
@@ -236,8 +307,22 @@ static int event_index(const struct input *in, const char *ev)
 	return -1;
 }
 
+/* "frequency 99", "period 100000 (adaptive)": how an input sampled its event e. */
+static void sampled_as(const struct input *in, int e, struct strbuf *sb)
+{
+	char *k = list_item(in->period_kind, e);
+	strbuf_reset(sb);
+	strbuf_addstr(sb, *in->sampling ? in->sampling : "an unknown rate");
+	if (*k && strcmp(k, "fixed"))
+		strbuf_addf(sb, " (%s period)", k);
+	free(k);
+}
+
 /* What may not be summed: another call-graph mode, or an event both inputs
- * have, sampled another way (rate or period, fixed or adapted period). */
+ * have whose values cannot be added: one sampled another way (rate, period,
+ * fixed or adapted period) merges by value, the time or the events each
+ * sample stands for, so both need values (weights, or a period-mean to
+ * weigh by), and in the same unit. */
 static int check_alike(const struct input *a, const struct input *b)
 {
 	if (strcmp(a->call_graph, b->call_graph)) {
@@ -245,24 +330,34 @@ static int check_alike(const struct input *a, const struct input *b)
 			    b->path, b->call_graph, a->path, a->call_graph);
 		return 1;
 	}
-	for (int e = 0; e < b->nevents; e++) {
+	struct strbuf sa = STRBUF_INIT, sb = STRBUF_INIT;
+	int bad = 0;
+	for (int e = 0; e < b->nevents && !bad; e++) {
 		int k = event_index(a, b->events[e]);
 		if (k < 0)
 			continue;
+		if (strcmp(a->units[k], b->units[e])) {
+			tally_error("cannot merge '%s' with '%s': event '%s' counts %s in '%s' and %s in '%s', which do not add up (report them apart)",
+				    b->path, a->path, b->events[e], a->units[k], a->path, b->units[e], b->path);
+			bad = 1;
+			break;
+		}
 		char *ka = list_item(a->period_kind, k), *kb = list_item(b->period_kind, e);
-		int bad = strcmp(a->sampling, b->sampling) ? 1 : strcmp(ka, kb) ? 2 : 0;
-		if (bad == 1)
-			tally_error("cannot merge '%s' with '%s': event '%s' was sampled at %s there and at %s here (merge databases sampled alike, or report them apart)",
-				    b->path, a->path, b->events[e], a->sampling, b->sampling);
-		else if (bad == 2)
-			tally_error("cannot merge '%s' with '%s': event '%s' has a period that is %s there and %s here (merge databases sampled alike, or report them apart)",
-				    b->path, a->path, b->events[e], ka, kb);
+		bool same = !strcmp(a->sampling, b->sampling) && !strcmp(ka, kb);
 		free(ka);
 		free(kb);
-		if (bad)
-			return 1;
+		if (same || (a->valued[k] && b->valued[e]))
+			continue;
+		sampled_as(a, k, &sa);
+		sampled_as(b, e, &sb);
+		const struct input *none = !b->valued[e] ? b : a;
+		tally_error("cannot merge '%s' with '%s': event '%s' was sampled at %s in '%s' and at %s in '%s', and '%s' has no periods to weigh its samples by, so their values cannot be added (merge databases sampled alike, or report them apart)",
+			    b->path, a->path, b->events[e], sa.buf, a->path, sb.buf, b->path, none->path);
+		bad = 1;
 	}
-	return 0;
+	strbuf_release(&sa);
+	strbuf_release(&sb);
+	return bad;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -354,6 +449,82 @@ static int check_distinct(const struct mopts *o)
 	return r;
 }
 
+/* A recording given twice, once inside a merge (or in two merges): its
+ * samples would count twice. */
+static int check_held(const struct mopts *o)
+{
+	for (size_t i = 0; i < o->nin; i++)
+		for (size_t k = i + 1; k < o->nin; k++) {
+			const struct input *a = &o->in[i], *b = &o->in[k];
+			for (size_t x = 0; x < a->nids; x++)
+				for (size_t y = 0; y < b->nids; y++) {
+					if (a->ids[x] != b->ids[y])
+						continue;
+					const struct input *m = a->merge ? a : b, *r = a->merge ? b : a;
+					const char *as = m == a ? a->held[x] : b->held[y];
+					if (a->merge && b->merge)
+						tally_error("'%s' and '%s' both hold the recording merged as %s: its samples would count twice (leave it out of one of them, or merge their other inputs)",
+							    a->path, b->path, as);
+					else if (m->merge)
+						tally_error("'%s' is already inside '%s' (merged into it as %s): its samples would count twice (leave one of them out)",
+							    r->path, m->path, as);
+					else
+						tally_error("'%s' and '%s' are the same recording (a copy of it): its samples would count twice (give it once)",
+							    a->path, b->path);
+					return 1;
+				}
+		}
+	return 0;
+}
+
+/* An archive's image and debug files, copied into the build-id cache: the
+ * merged database names its images by id and path, and reports of it (and
+ * tally archive) find the files there once the archive is gone. Each file is
+ * checked against its id as it is copied; what cannot be kept is said once. */
+static void keep_archived(struct tally_cache *c, bool *tried, const struct tally_db *db, const char *input)
+{
+	if (!db->archive)
+		return;
+	if (!*tried) {
+		*tried = true;
+		if (tally_cache_open(c, true))
+			tally_warn("the binaries of '%s' are not kept: %s (reports of the merge name its code only while its files are here)",
+				   input, tally_errmsg());
+	}
+	if (c->fd < 0)
+		return;
+	struct strbuf p = STRBUF_INIT, m = STRBUF_INIT;
+	size_t kept = 0, failed = 0;
+	for (size_t i = 0; i < db->nimages; i++) {
+		const struct tally_db_image *di = &db->images[i];
+		char key[TALLY_CACHE_KEY_MAX];
+		if ((strcmp(di->kind, "exec") && strcmp(di->kind, "lib")) || !tally_cache_key(di->id_kind, di->id, key))
+			continue;
+		strbuf_reset(&m);
+		tally_archive_image_member(di, &m);
+		strbuf_reset(&p);
+		strbuf_addf(&p, "%s/%s", db->archive, m.buf);
+		/* what the archive does not hold (--exclude-dependent) is left alone */
+		if (access(p.buf, F_OK) == 0) {
+			int r = tally_cache_add(c, di->id_kind, di->id, p.buf, TALLY_CACHE_IMAGE, di->path);
+			kept += r >= 0;
+			failed += r < 0;
+		}
+		if (strcmp(di->id_kind, "build-id") || strlen(di->id) < 3)
+			continue;
+		strbuf_reset(&p);
+		strbuf_addf(&p, "%s/debug/.build-id/%.2s/%s.debug", db->archive, di->id, di->id + 2);
+		if (access(p.buf, F_OK) == 0)
+			failed += tally_cache_add(c, di->id_kind, di->id, p.buf, TALLY_CACHE_DEBUG, NULL) < 0;
+	}
+	if (failed)
+		tally_warn("%zu file%s of '%s' could not be kept in the build-id cache: %s", failed, failed == 1 ? "" : "s", input,
+			   tally_errmsg());
+	tally_info("kept %zu image%s of '%s' in the build-id cache ('%s')", kept, kept == 1 ? "" : "s", input, c->path);
+	strbuf_release(&p);
+	strbuf_release(&m);
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	struct mopts o;
@@ -361,6 +532,8 @@ int cmd_merge(int argc, char **argv)
 	struct tally_db_select dbsel = { 0 };
 	struct tally_db_builder *b = NULL;
 	char **events = NULL;
+	struct tally_cache cache = { NULL, -1 };
+	bool cache_tried = false;
 	int ret = parse_args(&o, &dbsel, argc, argv);
 	if (ret >= 0)
 		goto out;
@@ -383,6 +556,8 @@ int cmd_merge(int argc, char **argv)
 				goto out;
 		per_pid = per_pid && o.in[i].per_pid;
 	}
+	if (check_held(&o))
+		goto out;
 	int nev;
 	events = merged_events(&o, &nev);
 	for (int e = 0; e < nev; e++) {
@@ -428,6 +603,7 @@ int cmd_merge(int argc, char **argv)
 			goto out;
 		}
 		tally_db_keep_copies(&db);
+		keep_archived(&cache, &cache_tried, &db, in->path);
 		struct tally_labelset src;
 		source_labels(in, &src);
 		tally_db_builder_source(b, &src);
@@ -457,6 +633,7 @@ int cmd_merge(int argc, char **argv)
 	}
 	tally_db_release(&out);
 out:
+	tally_cache_close(&cache);
 	tally_db_builder_free(b);
 	free(events);
 	for (size_t i = 0; i < o.nin; i++)

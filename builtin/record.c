@@ -18,11 +18,11 @@
 
 struct recopts {
 	const char *out, *pid_arg;
-	bool force, all;
+	bool force, all, no_cache;
 	double duration;
 };
 
-enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_ALL, OPT_PID, OPT_DURATION, OPT_VERBOSE };
+enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_ALL, OPT_PID, OPT_DURATION, OPT_VERBOSE, OPT_NO_CACHE };
 
 static int record_handle(void *ctx, int code, const char *arg)
 {
@@ -34,6 +34,7 @@ static int record_handle(void *ctx, int code, const char *arg)
 	case OPT_PID: o->pid_arg = arg; break;
 	case OPT_DURATION: return tally_parse_duration(arg, "--duration", &o->duration);
 	case OPT_VERBOSE: tally_verbose = 1; break;
+	case OPT_NO_CACHE: o->no_cache = true; break;
 	}
 	return 0;
 }
@@ -44,6 +45,8 @@ static const struct tally_option record_options[] = {
 	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL),
 	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
 	TALLY_OPT(0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION),
+	TALLY_OPT('N', "no-buildid-cache", TALLY_ARG_NONE, NULL,
+	  "do not copy the sampled images into the build-id cache (reports of\nthe database then name code only while its files are unchanged)", OPT_NO_CACHE),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };
@@ -136,6 +139,7 @@ int cmd_record(int argc, char **argv)
 	tally_recording_opts_init(&ro);
 	ro.smp = &smp;
 	ro.duration = duration;
+	ro.buildid_cache = !o.no_cache;
 	if (ncmd) {
 		ro.target = TALLY_TARGET_CHILD;
 		ro.argv = cmd;
@@ -207,6 +211,12 @@ int cmd_record(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* what the build-id cache still lacks is copied by a process of its own:
+	 * the end never waits for it */
+	tally_recording_cache_handoff(rec);
+	if (tally_recording_cache_warning(rec))
+		tally_warn("%s (the database names its code only while its files are unchanged)",
+			   tally_recording_cache_warning(rec));
 	if (strcmp(written, out))
 		tally_warn("'%s' appeared while recording; wrote '%s' instead", out, written);
 	tally_say("wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')", written,

@@ -1,7 +1,7 @@
 /* One file of a database (docs/format.md) through its tally_db_parse_*, the
  * parser tally_db_open_dir runs on each file it reads. Built once per file
  * kind: DB_FILE is "session", "images", "x.prof", "stacks", "kernel.syms",
- * "tasks", "modules" or "mntns". The files a kind needs parsed before it (the
+ * "tasks", "modules", "mntns" or "sources". The files a kind needs parsed before it (the
  * session, the image list) are made here, fitting the input: as many events as
  * the input's counts have columns, and 64 images (for "images" itself, the
  * session only), of format 3 when the input is (a .prof that says so, stacks
@@ -32,7 +32,7 @@ static int parse_file(struct tally_db *db, const char *name, const void *buf, si
 		{ "session", tally_db_parse_session },	{ "images", tally_db_parse_images }, { "x.prof", tally_db_parse_prof },
 		{ "stacks", tally_db_parse_stacks },	{ "kernel.syms", tally_db_parse_ksyms },
 		{ "tasks", tally_db_parse_tasks },	{ "modules", tally_db_parse_modules },
-		{ "mntns", tally_db_parse_mntns },
+		{ "mntns", tally_db_parse_mntns },	{ "sources", tally_db_parse_sources },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (!strcmp(kinds[i].name, name))
@@ -229,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tally_db db;
 	memset(&db, 0, sizeof(db));
 	bool needs = strcmp(DB_FILE, "session") && strcmp(DB_FILE, "kernel.syms") && strcmp(DB_FILE, "tasks") &&
-		     strcmp(DB_FILE, "modules");
+		     strcmp(DB_FILE, "modules") && strcmp(DB_FILE, "sources");
 	int nbin = 0;
 	if (needs && input_binary(data, size, &nbin))
 		start_from(&db, nbin, 4);
@@ -259,6 +259,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (!strcmp(DB_FILE, "modules")) {
 		for (size_t i = 0; i < db.nmods; i++)
 			FUZZ_CHECK(db.mods[i].name && *db.mods[i].name, "module %zu", i);
+	} else if (!strcmp(DB_FILE, "sources")) {
+		for (size_t i = 0; i < db.nsources; i++) {
+			const struct tally_db_source *src = &db.sources[i];
+			FUZZ_CHECK(src->duration == -1 || src->duration >= 0, "source %zu lasted %g s", i, src->duration);
+			for (size_t k = 0; k < src->labels.n; k++)
+				FUZZ_CHECK(tally_label_key_ok(src->labels.v[k].key, strlen(src->labels.v[k].key)) &&
+						   tally_label_value_ok(src->labels.v[k].value) &&
+						   (!k || strcmp(src->labels.v[k - 1].key, src->labels.v[k].key) < 0),
+					   "source %zu: a bad label or keys out of order", i);
+		}
 	}
 	if (needs)
 		release_own(&db);

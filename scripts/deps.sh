@@ -10,6 +10,8 @@ build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebugi
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   openssh-client openssh-server netcat-openbsd iproute2 protobuf-compiler python3-protobuf
   clang-14 libclang-rt-14-dev)
+# libc6-dbg: t1707 reads libc's compressed debug file
+test_pkgs+=(libc6-dbg)
 # gdb: t1008 holds 'tally archive' between its plan and its copy
 test_pkgs+=(gdb)
 # strace: t1010 sends a signal as 'tally archive' or a report reaches a system call

@@ -136,6 +136,18 @@ struct tally_labelset {
 	size_t n;
 };
 
+/* A recording a merge holds (its 'sources' file, docs/format.md): how long
+ * it ran, so that a report of a label's samples says how long its runs were
+ * recorded, and what it was, so that a merge given one of its own sources
+ * again refuses it. */
+struct tally_db_source {
+	uint64_t id;        /* tally_db_session_id of the recording's session */
+	char *start, *stop; /* its start-time and stop-time, or NULL */
+	double duration;    /* its duration in seconds, -1 when unknown */
+	char *command;      /* its command (else its target), or NULL */
+	struct tally_labelset labels; /* the source labels its samples got (run, host, --label) */
+};
+
 struct tally_db_task {
 	int pid;
 	char *comm, *exe;
@@ -212,6 +224,8 @@ struct tally_db {
 	char *files;    /* where the database's files are when not at path: an archive's db/ */
 	char *archive;  /* read from an archive (archive.h): its root, where the resolver looks (only) */
 	size_t nepochs; /* a daemon database: how many epochs were merged (0: not one) */
+	struct tally_db_source *sources; /* a merge: the recordings it holds, sorted (labels, id) */
+	size_t nsources;
 };
 
 /* Reads a whole database: a directory written by tally record, a daemon's
@@ -317,6 +331,25 @@ void tally_db_format_labels(const struct tally_db *db, struct strbuf *sb);
 /* "its labels: host, run" (the keys of db's label sets), or nothing. */
 void tally_db_label_keys(const struct tally_db *db, struct strbuf *sb);
 
+/* ---- sources: the recordings a merge holds (lib/db/sources.c) ---- */
+
+/* What identifies a recording: a hash of its session's keys and values, in
+ * order (its host, command, times, counts: two recordings never share it). */
+uint64_t tally_db_session_id(const struct tally_meta *session);
+/* A source made from a recording's session, with labels (copied; may be NULL). */
+void tally_db_source_from_session(struct tally_db_source *out, const struct tally_meta *session,
+				  const struct tally_labelset *labels);
+void tally_db_source_copy(struct tally_db_source *dst, const struct tally_db_source *src);
+void tally_db_source_release(struct tally_db_source *s);
+/* Whether every label of the source is in set (its samples carry them). */
+bool tally_db_source_in(const struct tally_db_source *s, const struct tally_labelset *set);
+/* Order of sources: by labels, then id, then times (a merge's file is sorted). */
+int tally_db_source_cmp(const struct tally_db_source *a, const struct tally_db_source *b);
+/* The 'sources' file: parsed into db->sources (appended), or written. 0 or
+ * -EINVAL with tally_seterr naming what and the line. */
+int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, const char *what);
+void tally_db_format_sources(const struct tally_db *db, struct strbuf *sb);
+
 /* ---- building a database in memory: the writer, merges of epochs, drains ---- */
 
 
@@ -354,7 +387,10 @@ void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t 
 /* The id of a label set (copied; 0 for the empty set or NULL). */
 uint32_t tally_db_builder_label(struct tally_db_builder *b, const struct tally_labelset *set);
 /* Labels that tally_db_builder_add gives the samples of the databases added
- * next, for the keys their own label sets lack (set copied; NULL: none). */
+ * next, for the keys their own label sets lack (set copied; NULL: none). A
+ * builder given them keeps the sources of what it adds (tally_db_source):
+ * a database's own sources, their labels filled the same way, or the
+ * database itself as one. */
 void tally_db_builder_source(struct tally_db_builder *b, const struct tally_labelset *set);
 /* The result will not depend on the order databases are added in, nor on how
  * merges are grouped (tally merge): images, label sets, stacks, tasks and

@@ -48,6 +48,20 @@ struct tally_diff_row {
 	enum tally_diff_only only;
 };
 
+/* An image of one side whose code that side could not name: a file image
+ * (exec, lib) with no verified file (its recorded path holds another build,
+ * or nothing, and no copy was found: not --image-path, not the build-id
+ * cache), so its rows are raw offsets that never match the other side's
+ * names. One per (side, image), in the order met. */
+struct tally_diff_unnamed {
+	bool new_side;
+	uint32_t image;     /* in that side's database */
+	const char *name;   /* the image's name */
+	const char *path;   /* its recorded path */
+	const char *why;    /* the resolver's note (why it is not named), or NULL */
+	uint64_t value;     /* what its rows hold in the diff (samples, or their weight) */
+};
+
 struct tally_diff {
 	enum tally_diff_view view;
 	bool absolute;       /* sorted by the change in samples, not in points */
@@ -60,6 +74,8 @@ struct tally_diff {
 	size_t n, alloc;
 	char **owned;
 	size_t nowned, aowned;
+	struct tally_diff_unnamed *unnamed; /* --fail-above refuses to judge these */
+	size_t nunnamed, aunnamed;
 };
 
 /* Builds the rows of view from each side's view model. The strings belong to

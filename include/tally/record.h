@@ -50,6 +50,12 @@ struct tally_recording_opts {
 	 * (tally_agg_identify), not only those of other mount namespaces: what a
 	 * collector that runs for long needs (docs/daemon.md). */
 	bool identify_early;
+	/* Copy each sampled file image (and its debug file) into the user's
+	 * build-id cache (tally/cache.h), on a thread of its own, so that the
+	 * database names its code after a rebuild (docs/symbols.md). On by
+	 * default (tally_recording_opts_init); TALLY_BUILDID_CACHE=off turns it
+	 * off for every recording. */
+	bool buildid_cache;
 };
 
 /* Why a recording ended. */
@@ -135,6 +141,13 @@ struct tally_agg *tally_recording_agg(struct tally_recording *r);
 struct tally_collector *tally_recording_collector(struct tally_recording *r);
 /* The session made by tally_recording_finish (NULL before). */
 const struct tally_meta *tally_recording_session(const struct tally_recording *r);
+
+/* What the build-id cache could not copy yet goes on in a detached process
+ * (tally_cache_filler_handoff): for a caller about to exit (tally record),
+ * whose end then never waits for a copy. */
+void tally_recording_cache_handoff(struct tally_recording *r);
+/* Why the build-id cache is not filled (it cannot be used), or NULL. */
+const char *tally_recording_cache_warning(const struct tally_recording *r);
 
 /* Kills a command still running (SIGKILL) and reaps it, frees everything.
  * Accepts NULL. */

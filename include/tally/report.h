@@ -51,6 +51,10 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
  * (with all, every note: -v): whatever the view, once, not once per event. */
 void tally_report_image_warnings(const struct tally_db *db, struct tally_resolver *res, bool all,
 				 struct tally_warnings *w);
+/* The same, but not for the images skip[i] says (skip NULL: none): those an
+ * error names already (diff --fail-above). */
+void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res, bool all,
+				      const bool *skip, struct tally_warnings *w);
 /* The recording's warnings about JIT maps and jitdumps (untrusted, damaged). */
 void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings *w);
 

@@ -38,6 +38,7 @@ struct tally_resolver_opts {
 	bool no_inline;          /* frames are functions only, inlined code counts for its caller */
 	bool lines;              /* source lines wanted: with no_inline, DWARF is read only then */
 	bool no_demangle;        /* --no-demangle: C++ and Rust names as the symbol table has them */
+	bool no_cache;           /* --no-buildid-cache: never look in the build-id cache (tally/cache.h) */
 	/* slow work under way (loading an image's symbols, a debuginfod download):
 	 * a short text for a progress line, NULL when it is over; may be NULL */
 	void (*progress)(void *ctx, const char *what);

@@ -18,7 +18,7 @@ struct tally_symopts {
 	const char **debug_dirs;
 	size_t ndebug_dirs, adebug_dirs;
 	const char *mapfile, *vmlinux;
-	bool debuginfod, no_inline, no_demangle;
+	bool debuginfod, no_inline, no_demangle, no_cache;
 	double debuginfod_timeout;
 	struct tally_imgmap map;
 	bool have_map;

@@ -262,6 +262,28 @@ const char *tally_file_kind(unsigned mode);
 int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags, uint64_t max_size);
 /* The rest of fd into sb, up to max bytes (0: no bound); what names it in errors. */
 int tally_read_fd(struct strbuf *sb, int fd, const char *what, uint64_t max);
+/* How far tally_dir_check trusts the directories of a path. */
+enum tally_dir_trust {
+	/* what is written there (a job's results): no directory on the way
+	 * that others may change, i.e. a group- or world-writable one only when
+	 * it is sticky (/tmp), and in it only what is ours or root's */
+	TALLY_DIR_SHARED,
+	/* what is run or believed from there (the profilers' state, the build-id
+	 * cache): that, and every directory on the way ours or root's and written
+	 * by its owner alone, the last one ours */
+	TALLY_DIR_PRIVATE,
+};
+/* Checks the directory path, walked from '/' without following any link that
+ * did not pass itself, made (mode create_mode) where missing when create_mode
+ * is not 0. *resolved (may be NULL) gets the path without links, to use from
+ * then on: nobody but us and root can change what it names. 0, or -EPERM
+ * (-errno) with tally_seterr giving the reason; the caller says what the
+ * directory was for and the fix. */
+int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust trust, char **resolved);
+/* The file path (links resolved) and the directories above it, as
+ * tally_dir_check checks them, and the file not writable by others. 0, or
+ * -EPERM (-errno) with tally_seterr giving the reason. */
+int tally_file_check(const char *path, enum tally_dir_trust trust);
 /* Monotonic and wall clock helpers. */
 double tally_now_mono(void);
 double tally_now_wall(void);

@@ -138,6 +138,25 @@ uint64_t tally_view_event_total(const struct tally_db *db, int ev);
  * samples in all): --samples for sample counts"; off-CPU events are waits
  * weighed by their time, a --wall column both. */
 void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev);
+
+/* What a label selection (report --label, each group of --by-label) holds,
+ * for its header: its samples, and from a merge's sources (tally_db_source)
+ * the recordings its samples came from. */
+struct tally_view_labelspan {
+	bool active;        /* the selection has labels (else nothing below is set) */
+	struct strbuf what; /* "host=h1", the labels selected */
+	uint64_t samples;   /* event ev's samples in it (counts, not weights) */
+	size_t nsources;    /* the recordings its samples came from (0: the database has no sources) */
+	double duration;    /* their durations summed, seconds (-1: unknown) */
+	const char *start, *stop; /* the earliest start, the latest stop (db's strings), or NULL */
+	const char *command;      /* their command when they share one, else NULL */
+};
+void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db, const struct tally_select *sel,
+			  int ev);
+void tally_view_labelspan_release(struct tally_view_labelspan *s);
+/* tally_view_values_desc with the samples of a selection: "N samples in
+ * WHAT, of M in all" (what NULL: the plain description). */
+void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t n, const char *what);
 /* How event ev was taken, for an "# event:" line: "off-cpu, every wait off
  * the CPU (blocked)", "wall: cpu-clock at ..., and every wait off the CPU",
  * or "cpu-clock, " and sampling (the session's "sampling" value). */

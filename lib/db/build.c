@@ -77,6 +77,9 @@ struct tally_db_builder {
 	size_t nlabels, alabels;
 	struct tally_hidx label_idx;
 	struct tally_labelset source; /* added to the sets of the databases added next */
+	bool track_sources;           /* tally_db_builder_source was called: keep the sources */
+	struct tally_db_source *srcs;
+	size_t nsrcs, asrcs;
 
 	/* tally_db_builder_canonical: the result does not depend on the order */
 	bool canonical;
@@ -190,6 +193,9 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->labels);
 	tally_hidx_release(&b->label_idx);
 	tally_labelset_release(&b->source);
+	for (size_t i = 0; i < b->nsrcs; i++)
+		tally_db_source_release(&b->srcs[i]);
+	free(b->srcs);
 	strs_release(&b->module_lines);
 	strs_release(&b->varies);
 	free(b->totals);
@@ -301,6 +307,31 @@ void tally_db_builder_source(struct tally_db_builder *b, const struct tally_labe
 {
 	tally_labelset_release(&b->source);
 	tally_labelset_copy(&b->source, set);
+	b->track_sources = true;
+}
+
+/* src's sources (or src itself, a recording) into the builder's, their
+ * labels filled from the source labels as its label sets are */
+static void add_sources(struct tally_db_builder *b, const struct tally_db *src)
+{
+	if (!src->nsources) {
+		GROW(b->srcs, b->asrcs, b->nsrcs + 1);
+		tally_db_source_from_session(&b->srcs[b->nsrcs++], &src->session, &b->source);
+		return;
+	}
+	for (size_t i = 0; i < src->nsources; i++) {
+		GROW(b->srcs, b->asrcs, b->nsrcs + 1);
+		struct tally_db_source *s = &b->srcs[b->nsrcs++];
+		tally_db_source_copy(s, &src->sources[i]);
+		for (size_t k = 0; k < b->source.n; k++)
+			if (!tally_labelset_get(&s->labels, b->source.v[k].key))
+				tally_labelset_set(&s->labels, b->source.v[k].key, b->source.v[k].value);
+	}
+}
+
+static int cmp_source(const void *a, const void *b)
+{
+	return tally_db_source_cmp(a, b);
 }
 
 /* ---- counts ---- */
@@ -873,6 +904,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	merge_session(b, &src->session);
 	source_random(b, src, col);
 	b->sources = true;
+	if (b->track_sources)
+		add_sources(b, src);
 	free(mean);
 	free(c);
 	free(lab);
@@ -1217,6 +1250,12 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	out->nlabels = b->nlabels;
 	b->labels = NULL;
 	b->nlabels = 0;
+	/* the recordings: in an order of their own (merging is associative) */
+	tally_qsort(b->srcs, b->nsrcs, sizeof(*b->srcs), cmp_source);
+	out->sources = b->srcs;
+	out->nsources = b->nsrcs;
+	b->srcs = NULL;
+	b->nsrcs = 0;
 	if (out->modules)
 		(void)tally_db_parse_modules(out, out->modules, strlen(out->modules), "modules"); /* our own text, or read (and checked) before */
 

@@ -241,6 +241,16 @@ static int load_optional(struct tally_db *db, const char *name, parse_fn fn, str
 	return r ? r : parse_text(db, sb->buf, sb->len, path->buf, fn);
 }
 
+/* A merge's sources (optional: a recording, or a merge by an older tally,
+ * has none). */
+static int load_sources(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
+{
+	int r = read_text(sb, db->path, "sources", path, true);
+	if (r == 1)
+		return 0;
+	return r ? r : tally_db_parse_sources(db, sb->buf ? sb->buf : "", sb->len, path->buf);
+}
+
 /* ---- values ---- */
 
 /* A whole decimal number that fits in 64 bits. */
@@ -1154,6 +1164,8 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	if (!r)
 		r = load_optional(db, "mntns", parse_mntns, &sb, &p);
 	if (!r)
+		r = load_sources(db, &sb, &p);
+	if (!r)
 		r = tally_db_check_totals(db, path);
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
@@ -1218,6 +1230,9 @@ void tally_db_release(struct tally_db *db)
 	for (size_t i = 0; i < db->nlabels; i++)
 		tally_labelset_release(&db->labels[i]);
 	free(db->labels);
+	for (size_t i = 0; i < db->nsources; i++)
+		tally_db_source_release(&db->sources[i]);
+	free(db->sources);
 	if (db->tmpdir)
 		tally_remove_tree(db->tmpdir);
 	free(db->tmpdir);

@@ -601,6 +601,12 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		if ((ret = k->put(k, "labels", sb.buf, sb.len)))
 			goto out;
 	}
+	if (db->nsources) {
+		strbuf_reset(&sb);
+		tally_db_format_sources(db, &sb);
+		if ((ret = k->put(k, "sources", sb.buf, sb.len)))
+			goto out;
+	}
 
 	/* the session last: its presence marks a complete database */
 	strbuf_reset(&sb);

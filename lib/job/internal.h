@@ -86,28 +86,8 @@ bool job_in_path(const char *name);
 /* mkdir -p with mode for the directories it makes. 0 or -errno (tally_seterr). */
 int job_mkdirs(const char *path, unsigned mode);
 
-/* How far job_dir_check trusts the directories of a path. */
-enum job_dir_trust {
-	/* what the job writes (results): no directory on the way that others
-	 * may change, i.e. a group- or world-writable one only when it is
-	 * sticky (/tmp), and in it only what is ours or root's */
-	JOB_DIR_SHARED,
-	/* what the job runs or believes (the profilers' state): that, and every
-	 * directory on the way ours or root's and written by its owner alone,
-	 * the last one ours */
-	JOB_DIR_PRIVATE,
-};
-/* Checks the directory path, walked from '/' without following any link that
- * did not pass itself, made (mode create_mode) where missing when create_mode
- * is not 0. *resolved (may be NULL) gets the path without links, to use from
- * then on: nobody but us and root can change what it names. 0, or -EPERM
- * (-errno) with tally_seterr giving the reason; the caller says what the
- * directory was for and the fix. */
-int job_dir_check(const char *path, unsigned create_mode, enum job_dir_trust trust, char **resolved);
-/* The file path (links resolved) and the directories above it, as
- * job_dir_check checks them, and the file not writable by others. 0, or
- * -EPERM (-errno) with tally_seterr giving the reason. */
-int job_file_check(const char *path, enum job_dir_trust trust);
+/* Directories out of other users' reach: tally_dir_check, tally_file_check
+ * (tally/util.h). */
 /* path quoted whole for an error message (escaped, at most 400 bytes), in sb. */
 const char *job_qpath(struct strbuf *sb, const char *path);
 /* The same into out (JOB_QPATH_SIZE bytes), as tally_excerpt is used:

@@ -411,7 +411,7 @@ static void job_died(void *ctx, const char *note)
 /* The results directory, new: made in a directory that nobody but us and
  * root can change (a shared one, /tmp, only when sticky and what is on the
  * way ours), so that what the job writes there cannot be sent elsewhere
- * (job_dir_check); absresults is its path without links. */
+ * (tally_dir_check); absresults is its path without links. */
 static int make_results(struct tally_job *j)
 {
 	size_t len = strlen(j->results);
@@ -419,7 +419,7 @@ static int make_results(struct tally_job *j)
 		j->results[--len] = 0;
 	char *parent = tally_dirname(j->results), *rparent = NULL;
 	struct strbuf q = STRBUF_INIT, msg = STRBUF_INIT, path = STRBUF_INIT;
-	int ret = job_dir_check(parent, 0755, JOB_DIR_SHARED, &rparent);
+	int ret = tally_dir_check(parent, 0755, TALLY_DIR_SHARED, &rparent);
 	if (ret) {
 		strbuf_addstr(&msg, tally_errmsg());
 		ret = tally_seterr(ret, "cannot make the results '%s': %s (give -r DIR in a directory of your own)", job_qpath(&q, j->results),

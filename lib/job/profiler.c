@@ -117,7 +117,7 @@ static char *plugin_in(const char *dir, const char *name)
  * -EPERM with tally_seterr naming it. */
 static int plugin_check(const char *name, const char *exe)
 {
-	int r = job_file_check(exe, JOB_DIR_SHARED);
+	int r = tally_file_check(exe, TALLY_DIR_SHARED);
 	if (r) {
 		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;
 		strbuf_addstr(&msg, tally_errmsg());
@@ -378,7 +378,7 @@ static char *setup_done(const char *srcdir)
 /* p's state directory (TALLY_SRCDIR) made and checked before anything in it
  * is run or believed: the state directory and it ours, written by us alone,
  * every directory above ours or root's and out of others' reach
- * (job_dir_check); p->srcdir becomes its path without links. */
+ * (tally_dir_check); p->srcdir becomes its path without links. */
 static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_env *env)
 {
 	if (p->srcdir_ok)
@@ -389,10 +389,10 @@ static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_en
 				    p->name, (unsigned)geteuid());
 	char *res = NULL;
 	const char *bad = env->state_dir;
-	int r = job_dir_check(env->state_dir, 0700, JOB_DIR_PRIVATE, NULL);
+	int r = tally_dir_check(env->state_dir, 0700, TALLY_DIR_PRIVATE, NULL);
 	if (!r) {
 		bad = p->srcdir;
-		r = job_dir_check(p->srcdir, 0700, JOB_DIR_PRIVATE, &res);
+		r = tally_dir_check(p->srcdir, 0700, TALLY_DIR_PRIVATE, &res);
 	}
 	if (r) {
 		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;

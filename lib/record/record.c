@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tally/cache.h"
 #include "tally/record.h"
 #include "tally/snapshot.h"
 #include "tally/util.h"
@@ -54,6 +55,15 @@ struct tally_recording {
 	double wall_start, mono_start, mono_stop;
 	struct tally_meta session;
 	bool have_session;
+
+	/* the build-id cache: each file image handed over at its first sample */
+	struct tally_cache_filler *filler;
+	bool filler_tried;
+	char *filler_why;
+	size_t frames_seen;   /* agg.frames[0..frames_seen) looked at */
+	uint64_t cache_resets; /* agg.resets when they were */
+	uint8_t *image_seen;  /* per agg image: handed over */
+	size_t aimage_seen;
 };
 
 void tally_recording_opts_init(struct tally_recording_opts *o)
@@ -61,6 +71,7 @@ void tally_recording_opts_init(struct tally_recording_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->target = TALLY_TARGET_SYSTEM;
 	o->wake_fd = -1;
+	o->buildid_cache = true;
 }
 
 static bool record_prompt(void *ctx, const struct perf_event_header *h)
@@ -431,6 +442,59 @@ static void identify(struct tally_recording *r)
 	r->agg.njit_programs = 0;
 }
 
+/* The file images of the frames made since the last look (samples and their
+ * stacks) go to the build-id cache once each: identified now, while their
+ * processes run (what the writer would do at the end anyway), and handed to
+ * the filler, which at most opens each here (tally/cache.h). */
+static void cache_fill(struct tally_recording *r)
+{
+	struct tally_agg *a = &r->agg;
+	if (!r->o.buildid_cache || !r->have_agg)
+		return;
+	if (a->resets != r->cache_resets) {
+		/* a daemon's flush emptied the frames and renumbered the images */
+		r->cache_resets = a->resets;
+		r->frames_seen = 0;
+		if (r->image_seen)
+			memset(r->image_seen, 0, r->aimage_seen);
+	}
+	if (r->frames_seen >= a->nframes)
+		return;
+	if (!r->filler_tried) {
+		r->filler_tried = true;
+		r->filler = tally_cache_filler_new(&r->filler_why);
+	}
+	if (!r->filler) {
+		r->frames_seen = a->nframes;
+		return;
+	}
+	if (r->aimage_seen < a->nimages) {
+		size_t old = r->aimage_seen;
+		GROW(r->image_seen, r->aimage_seen, a->nimages);
+		memset(r->image_seen + old, 0, r->aimage_seen - old);
+	}
+	struct strbuf src = STRBUF_INIT;
+	for (; r->frames_seen < a->nframes; r->frames_seen++) {
+		uint32_t i = a->frames[r->frames_seen].image;
+		if (i >= a->nimages || r->image_seen[i])
+			continue;
+		r->image_seen[i] = 1;
+		struct tally_image *im = &a->images[i];
+		if (im->kind != TALLY_IMG_FILE || im->path[0] != '/')
+			continue;
+		tally_image_identify(im);
+		const char *del = strstr(im->path, " (deleted)");
+		if (del)
+			continue; /* the file that ran is gone: whatever has its name is another */
+		strbuf_reset(&src);
+		if (im->foreign_ns && im->pid > 0)
+			strbuf_addf(&src, "/proc/%d/root", im->pid);
+		strbuf_addstr(&src, im->path);
+		tally_cache_filler_image(r->filler, im->id_kind, im->id, src.buf, im->path, im->maj, im->min, im->ino);
+	}
+	strbuf_release(&src);
+}
+
 static bool pids_alive(const struct tally_recording *r)
 {
 	for (size_t i = 0; i < r->o.npids; i++)
@@ -472,6 +536,7 @@ int tally_recording_step(struct tally_recording *r, int timeout_ms)
 		identify(r);
 		tally_agg_collect_dead(&r->agg);
 	}
+	cache_fill(r);
 	if (n < 0)
 		return n;
 	bool stop = atomic_load(&r->stop_requested) != 0;
@@ -540,6 +605,7 @@ int tally_recording_stop(struct tally_recording *r)
 	int ret = tally_collector_disable(r->col);
 	int n = tally_collector_poll(r->col, 0, on_record, r);
 	identify(r);
+	cache_fill(r);
 	r->mono_stop = tally_now_mono();
 	r->state = ST_STOPPED;
 	return ret ? ret : n < 0 ? n : 0;
@@ -643,10 +709,23 @@ const struct tally_meta *tally_recording_session(const struct tally_recording *r
 	return r->have_session ? &r->session : NULL;
 }
 
+void tally_recording_cache_handoff(struct tally_recording *r)
+{
+	tally_cache_filler_handoff(r->filler);
+}
+
+const char *tally_recording_cache_warning(const struct tally_recording *r)
+{
+	return r->filler_why;
+}
+
 void tally_recording_free(struct tally_recording *r)
 {
 	if (!r)
 		return;
+	tally_cache_filler_free(r->filler);
+	free(r->filler_why);
+	free(r->image_seen);
 	if (r->go_fd >= 0)
 		close(r->go_fd); /* a command never started reads EOF and exits 127 */
 	if (r->err_fd >= 0)

@@ -61,6 +61,23 @@ static void add(struct tally_diff *d, struct tally_hidx *idx, const struct key *
 		d->v[i].base += n;
 }
 
+/* Counts a row of an image the side could not name (tally_diff_unnamed). */
+static void note_unnamed(struct tally_diff *d, const struct tally_diff_side *s, bool is_new, uint32_t image,
+			 uint64_t value)
+{
+	const struct tally_db_image *di = &s->db->images[image];
+	if (!value || (strcmp(di->kind, "exec") && strcmp(di->kind, "lib")) || tally_resolver_module(s->res, image, NULL))
+		return;
+	for (size_t i = 0; i < d->nunnamed; i++)
+		if (d->unnamed[i].new_side == is_new && d->unnamed[i].image == image) {
+			d->unnamed[i].value += value;
+			return;
+		}
+	GROW(d->unnamed, d->aunnamed, d->nunnamed + 1);
+	d->unnamed[d->nunnamed++] = (struct tally_diff_unnamed){ is_new, image, di->name, di->path,
+								 tally_resolver_note(s->res, image), value };
+}
+
 /* One side's rows into d; its total. */
 static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx, const struct tally_diff_side *s, bool is_new)
 {
@@ -74,6 +91,7 @@ static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx, const str
 				continue;
 			struct key k = { db->images[r->image].name, r->name, NULL, 0 };
 			add(d, idx, &k, r->inlined, is_new, r->incl);
+			note_unnamed(d, s, is_new, r->image, r->incl);
 		}
 		uint64_t total = v.funcs.total;
 		tally_view_cg_release(&v);
@@ -86,6 +104,7 @@ static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx, const str
 		const struct tally_view_row *r = &funcs.v[i];
 		struct key k = { db->images[r->image].name, r->name, r->file, r->file ? r->line : 0 };
 		add(d, idx, &k, r->inlined, is_new, r->samples);
+		note_unnamed(d, s, is_new, r->image, r->samples);
 	}
 	uint64_t total = images.total;
 	tally_view_rows_release(&funcs);
@@ -160,6 +179,7 @@ void tally_diff_release(struct tally_diff *d)
 		free(d->owned[i]);
 	free(d->owned);
 	free(d->v);
+	free(d->unnamed);
 	memset(d, 0, sizeof(*d));
 }
 

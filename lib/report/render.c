@@ -62,23 +62,45 @@ static bool list_item_is(const char *list, int i, const char *want)
 }
 
 /* What the numbers are: time or events weighted by each sample's period,
- * off-CPU waits weighed by their time, or (--samples) their counts. */
-static void values_line(const struct tally_db *db, int ev, struct strbuf *out)
+ * off-CPU waits weighed by their time, or (--samples) their counts; of a
+ * label selection, its samples. */
+static void values_line(const struct tally_db *db, int ev, const struct tally_view_labelspan *span, struct strbuf *out)
 {
 	strbuf_addstr(out, "# values: ");
-	tally_view_values_desc(out, db, ev);
+	tally_view_values_desc_sel(out, db, ev, span->samples, span->active ? span->what.buf : NULL);
 	strbuf_addch(out, '\n');
 }
 
-static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
+/* The header: what ran, when and for how long, the event, the values. Of a
+ * label selection (--label, a --by-label group): the recordings its samples
+ * came from (the merge's sources), not the whole merge. */
+static void text_header(const struct tally_db *db, const struct tally_select *sel, int ev, struct strbuf *out)
 {
+	struct tally_view_labelspan span;
+	tally_view_labelspan(&span, db, sel, ev);
 	const char *target = tally_meta_get(&db->session, "command");
 	const char *rnd = tally_meta_get(&db->session, "randomized");
 	const char *dur = tally_meta_get(&db->session, "duration");
 	const char *start = tally_meta_get(&db->session, "start-time");
+	char secs[32];
+	if (span.nsources) {
+		target = span.command ? span.command : tally_meta_get(&db->session, "target");
+		start = span.start;
+		dur = NULL;
+		if (span.duration >= 0) {
+			snprintf(secs, sizeof(secs), "%.3f", span.duration);
+			dur = secs;
+		}
+	}
 	if (!target)
 		target = tally_meta_get(&db->session, "target");
-	strbuf_addf(out, "# %s: ", db->path);
+	strbuf_addf(out, "# %s", db->path);
+	if (span.active) {
+		strbuf_addstr(out, " [");
+		strbuf_add_excerpt(out, span.what.buf, span.what.len, span.what.len);
+		strbuf_addch(out, ']');
+	}
+	strbuf_addstr(out, ": ");
 	if (target) /* the command line as typed: its control bytes never reach the terminal raw */
 		strbuf_add_excerpt(out, target, strlen(target), strlen(target));
 	else
@@ -87,6 +109,10 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 		strbuf_addf(out, ", %s", start);
 	if (dur)
 		strbuf_addf(out, ", %s s", dur);
+	if (span.nsources > 1)
+		strbuf_addf(out, " (%zu recordings)", span.nsources);
+	else if (span.active && !span.nsources && dur)
+		strbuf_addstr(out, " (the whole merge's: it keeps no times per recording)");
 	const char *epochs = tally_meta_get(&db->session, "epochs");
 	if (epochs)
 		strbuf_addf(out, ", epoch%s %s", strchr(epochs, ' ') ? "s" : "", epochs);
@@ -112,7 +138,8 @@ static void text_header(const struct tally_db *db, int ev, struct strbuf *out)
 	else if (list_item_is(kind, ev, "adaptive"))
 		strbuf_addstr(out, " (period adapted by the kernel)");
 	strbuf_addch(out, '\n');
-	values_line(db, ev, out);
+	values_line(db, ev, &span, out);
+	tally_view_labelspan_release(&span);
 }
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
@@ -219,7 +246,7 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 {
 	struct tally_view_rows t;
 	tally_view_images(&t, db, o->sel, ev);
-	text_header(db, ev, out);
+	text_header(db, o->sel, ev, out);
 	if (!o->symbols && !o->lines) {
 		strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", "image");
 		uint64_t cum = 0;
@@ -636,7 +663,7 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 		json_values(j, db, cg->ntotal, cg->total);
 		tally_json_karr(j, "functions");
 	} else {
-		text_header(db, ev, out);
+		text_header(db, o->sel, ev, out);
 	}
 	if (o->children || o->callgraph || json) {
 		if (!json && o->children)
@@ -722,6 +749,23 @@ void tally_report_json(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_json_end(&j);
 	tally_json_ku64(&j, "lost", db->lost);
 	tally_json_ku64(&j, "throttled", db->throttled);
+	struct tally_view_labelspan span;
+	tally_view_labelspan(&span, db, o->sel, o->sel && o->sel->ev_only >= 0 ? o->sel->ev_only : 0);
+	if (span.active) {
+		/* a label selection's own times: the session above is the whole merge's */
+		tally_json_kobj(&j, "selection");
+		tally_json_kstr(&j, "labels", span.what.buf);
+		tally_json_ku64(&j, "recordings", span.nsources);
+		if (span.duration >= 0)
+			tally_json_knum(&j, "duration", span.duration, 3);
+		else
+			tally_json_knull(&j, "duration");
+		tally_json_kstr(&j, "start_time", span.start);
+		tally_json_kstr(&j, "stop_time", span.stop);
+		tally_json_kstr(&j, "command", span.command);
+		tally_json_end(&j);
+	}
+	tally_view_labelspan_release(&span);
 	tally_json_karr(&j, "events");
 	bool cg = tally_report_is_cg(o);
 	for (int e = 0; e < db->nevents; e++) {
@@ -849,8 +893,14 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 void tally_report_image_warnings(const struct tally_db *db, struct tally_resolver *res, bool all,
 				 struct tally_warnings *w)
 {
+	tally_report_image_warnings_skip(db, res, all, NULL, w);
+}
+
+void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res, bool all,
+				      const bool *skip, struct tally_warnings *w)
+{
 	for (uint32_t i = 0; i < db->nimages; i++) {
-		if (!tally_resolver_loaded(res, i))
+		if (!tally_resolver_loaded(res, i) || (skip && skip[i]))
 			continue;
 		const char *note = tally_resolver_note(res, i);
 		if (note && (all || tally_resolver_loud(res, i)))

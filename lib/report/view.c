@@ -345,30 +345,108 @@ static int kind_of(const struct tally_db *db, int ev)
 
 void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev)
 {
-	uint64_t n = ev >= 0 && ev < db->nevents && db->samples ? db->samples[ev] : 0;
+	tally_view_values_desc_sel(sb, db, ev, 0, NULL);
+}
+
+void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t sel_n, const char *sel)
+{
+	uint64_t all = ev >= 0 && ev < db->nevents && db->samples ? db->samples[ev] : 0;
 	int kind = kind_of(db, ev);
 	static const char *const what[] = { "samples", "waits", "samples and waits" };
-	if (!db->weighed) {
-		strbuf_addf(sb, "%s (%" PRIu64 " in all), not weighted by %s%s", what[kind], n,
-			    kind == 1 ? "their time" : "period",
-			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
-		return;
-	}
-	if (kind == 1)
-		strbuf_addf(sb, "%s, the time of each wait off the CPU (%" PRIu64 " waits in all): --samples for the number of waits",
-			    tally_view_heading(db, ev), n);
-	else if (kind == 2)
-		strbuf_addf(sb, "%s, on-CPU samples weighted by period and waits off the CPU by their time (%" PRIu64
-			    " samples and waits in all): --samples for their number", tally_view_heading(db, ev), n);
+	/* "840 samples in all", or a label selection's: "312 samples in host=h1, of 840 in all" */
+	struct strbuf count = STRBUF_INIT;
+	if (sel)
+		strbuf_addf(&count, "%" PRIu64 "%s%s in %s, of %" PRIu64 " in all", sel_n, db->weighed ? " " : "",
+			    db->weighed ? what[kind] : "", sel, all);
 	else
-		strbuf_addf(sb, "%s, weighted by period (the %s each sample stands for; %" PRIu64
-			    " samples in all): --samples for sample counts",
-			    tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events", n);
+		strbuf_addf(&count, "%" PRIu64 "%s%s in all", all, db->weighed ? " " : "", db->weighed ? what[kind] : "");
+	if (!db->weighed)
+		strbuf_addf(sb, "%s (%s), not weighted by %s%s", what[kind], count.buf, kind == 1 ? "their time" : "period",
+			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
+	else if (kind == 1)
+		strbuf_addf(sb, "%s, the time of each wait off the CPU (%s): --samples for the number of waits",
+			    tally_view_heading(db, ev), count.buf);
+	else if (kind == 2)
+		strbuf_addf(sb, "%s, on-CPU samples weighted by period and waits off the CPU by their time (%s): --samples for their number",
+			    tally_view_heading(db, ev), count.buf);
+	else
+		strbuf_addf(sb, "%s, weighted by period (the %s each sample stands for; %s): --samples for sample counts",
+			    tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events", count.buf);
+	strbuf_release(&count);
+}
+
+void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db, const struct tally_select *sel,
+			  int ev)
+{
+	memset(out, 0, sizeof(*out));
+	out->duration = -1;
+	if (!sel || !sel->nlabels || ev < 0 || ev >= db->nevents)
+		return;
+	out->active = true;
+	for (int i = 0; i < sel->nlabels; i++)
+		strbuf_addf(&out->what, "%s%s", i ? "," : "", sel->labels[i]);
+	/* counts, not weights: after tally_db_weigh the counts are in weights */
+	const uint64_t *raw = db->weighed && db->weights ? db->weights : db->counts;
+	size_t ne = (size_t)db->nevents;
+	bool *from = xcalloc(db->nsources + 1, sizeof(bool));
+	for (size_t p = 0; p < db->nprofs; p++) {
+		const struct tally_db_prof *pf = &db->profs[p];
+		if (!tally_select_label(sel, db, pf->label))
+			continue;
+		uint64_t n = 0;
+		for (size_t i = pf->first; i < pf->end && i < db->nentries; i++)
+			n = tally_add_sat(n, raw[i * ne + (size_t)ev]);
+		out->samples = tally_add_sat(out->samples, n);
+		const struct tally_labelset *set = tally_db_labelset(db, pf->label);
+		for (size_t k = 0; n && k < db->nsources; k++)
+			from[k] = from[k] || tally_db_source_in(&db->sources[k], set);
+	}
+	bool same_cmd = true;
+	for (size_t k = 0; k < db->nsources; k++) {
+		const struct tally_db_source *s = &db->sources[k];
+		if (!from[k])
+			continue;
+		if (!out->nsources++) {
+			out->duration = 0;
+			out->command = s->command;
+		}
+		if (s->duration < 0 || out->duration < 0)
+			out->duration = -1;
+		else
+			out->duration += s->duration;
+		if (s->start && (!out->start || strcmp(s->start, out->start) < 0))
+			out->start = s->start;
+		if (s->stop && (!out->stop || strcmp(s->stop, out->stop) > 0))
+			out->stop = s->stop;
+		same_cmd = same_cmd && s->command && out->command && !strcmp(s->command, out->command);
+	}
+	if (!same_cmd)
+		out->command = NULL;
+	free(from);
+}
+
+void tally_view_labelspan_release(struct tally_view_labelspan *s)
+{
+	strbuf_release(&s->what);
+}
+
+/* Whether key is one the parts of a merge disagreed on (its 'varies'). */
+static bool varies(const struct tally_db *db, const char *key)
+{
+	const char *v = tally_meta_get(&db->session, "varies");
+	size_t n = strlen(key);
+	for (; v && *v; v += strcspn(v, ",") + (v[strcspn(v, ",")] == ',')) {
+		if (!strncmp(v, key, n) && (v[n] == ',' || !v[n]))
+			return true;
+	}
+	return false;
 }
 
 void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev)
 {
 	const char *samp = tally_meta_get(&db->session, "sampling");
+	if (!samp && varies(db, "sampling"))
+		samp = "sampled at several rates, merged by value"; /* tally merge of -F 99 and -F 499 */
 	const char *min = tally_meta_get(&db->session, "off-cpu-min-ns");
 	char *end = NULL;
 	unsigned long long m = min ? strtoull(min, &end, 10) : 0;

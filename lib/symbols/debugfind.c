@@ -55,6 +55,12 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 			sym_add_cand(c, n, &a, "--debug-dir with the binary's directory and its debuglink", true, "%s%s/%s", d, odir,
 				 debuglink);
 	}
+	/* the build-id cache's copy: the same file as the system's, its DWARF
+	 * decompressed (a report reads only what it needs of it) */
+	char key[TALLY_CACHE_KEY_MAX];
+	struct tally_cache *cache = bid && tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
+	if (cache && tally_cache_has(cache, key, TALLY_CACHE_DEBUG)) /* a regular file, never a link */
+		sym_add_cand(c, n, &a, "the build-id cache", false, "%s/%s/debug", cache->path, key);
 	if (bid && r->archive)
 		sym_add_cand(c, n, &a, "the archive's build-id directory", false, "%s/debug/.build-id/%.2s/%s.debug", r->archive,
 			 di->id, di->id + 2);
@@ -144,6 +150,9 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 			ret = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			if (ret >= 0)
 				*out_path = xstrdup(c[i].path);
+			char key[TALLY_CACHE_KEY_MAX];
+			if (ret >= 0 && !strcmp(c[i].why, "the build-id cache") && tally_cache_key(di->id_kind, di->id, key))
+				tally_cache_touch(sym_cache(r), key);
 		}
 	}
 	if (ret < 0) {

@@ -5,6 +5,7 @@
 #define TALLY_SYMBOLS_INTERNAL_H
 
 #include "tally/archive.h"
+#include "tally/cache.h"
 #include "tally/demangle.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"
@@ -67,6 +68,7 @@ struct imgsyms {
 	char *debug_file;  /* the separate debug file libdwfl was given, if any */
 	int dwarf_state;   /* 0 not asked, 1 found, -1 none */
 	bool debug_searched; /* the search for a debug file ran and found none */
+	bool from_cache;   /* the image file is the build-id cache's copy */
 	Dwarf *dw;
 	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
 	size_t nfde;       /* of syms: functions no symbol names, from .eh_frame FDEs (IMAGE+0xADDR) */
@@ -130,6 +132,8 @@ struct tally_resolver {
 	struct strbuf ko_note; /* a search that stopped early, for --explain */
 	char *modules_dir;
 	const char *archive; /* reading an archive: its root, the only place files come from (besides the options) */
+	struct tally_cache cache; /* the build-id cache, opened at its first use (sym_cache) */
+	int cache_state;          /* 0 not opened yet, 1 open, -1 none (off, missing, not the user's) */
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
 	void *dfd_lib;
@@ -195,5 +199,8 @@ void sym_kmods_init(struct tally_resolver *r, struct imgsyms *s);
 struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *sym, uint64_t addr,
 			    uint64_t *koaddr, const char **modname);
 Dwarf *sym_get_dwarf(struct imgsyms *s);
+/* The build-id cache, when the report may use it (not an archive's, not
+ * --no-buildid-cache) and it is there: opened at the first call, or NULL. */
+struct tally_cache *sym_cache(struct tally_resolver *r);
 
 #endif

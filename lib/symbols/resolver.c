@@ -21,6 +21,7 @@ int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, c
 		r->o = *o;
 	if (r->o.debuginfod_timeout <= 0)
 		r->o.debuginfod_timeout = 10;
+	r->cache.fd = -1;
 	r->im = xcalloc(db->nimages + 1, sizeof(*r->im));
 	for (size_t i = 0; i < db->nimages; i++) {
 		r->im[i].image = (uint32_t)i;
@@ -106,10 +107,18 @@ void tally_resolver_free(struct tally_resolver *r)
 	tally_hidx_release(&r->path_idx);
 	if (r->dfd)
 		r->dfd_end(r->dfd);
+	tally_cache_close(&r->cache);
 	/* libdebuginfod stays loaded: libcurl and its TLS library keep global state
 	 * that unloading would turn into leaks (and a second resolver reuses it) */
 	free(r->im);
 	free(r);
+}
+
+struct tally_cache *sym_cache(struct tally_resolver *r)
+{
+	if (!r->cache_state)
+		r->cache_state = r->archive || r->o.no_cache || tally_cache_open(&r->cache, false) ? -1 : 1;
+	return r->cache_state == 1 ? &r->cache : NULL;
 }
 
 void sym_set_note(struct imgsyms *s, const char *fmt, ...)

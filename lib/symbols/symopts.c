@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DFDTIMEOUT, SO_NOINLINE, SO_NODEMANGLE };
+enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DFDTIMEOUT, SO_NOINLINE, SO_NODEMANGLE, SO_NOCACHE };
 
 void tally_symopts_init(struct tally_symopts *s)
 {
@@ -38,6 +38,7 @@ static int symopts_handle(void *ctx, int code, const char *arg)
 	case SO_DEBUGINFOD: s->debuginfod = true; return 0;
 	case SO_NOINLINE: s->no_inline = true; return 0;
 	case SO_NODEMANGLE: s->no_demangle = true; return 0;
+	case SO_NOCACHE: s->no_cache = true; return 0;
 	case SO_DFDTIMEOUT:
 		if (tally_parse_duration(arg, "--debuginfod-timeout", &s->debuginfod_timeout) || !(s->debuginfod_timeout > 0) ||
 		    s->debuginfod_timeout > 3600)
@@ -56,6 +57,7 @@ static const struct tally_option symopts_options[] = {
 	TALLY_OPT(0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT),
 	TALLY_OPT(0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE),
 	TALLY_OPT(0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE),
+	TALLY_OPT(0, "no-buildid-cache", TALLY_ARG_NONE, NULL, "never name code from the copies kept in the build-id cache", SO_NOCACHE),
 	TALLY_OPTION_END,
 };
 
@@ -81,5 +83,6 @@ int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *r
 	ro->debuginfod_timeout = s->debuginfod_timeout;
 	ro->no_inline = s->no_inline;
 	ro->no_demangle = s->no_demangle;
+	ro->no_cache = s->no_cache;
 	return 0;
 }

@@ -35,11 +35,12 @@ static bool debug_only(const char *path)
 	return code && empty == code;
 }
 
-/* The image file: --image-path, then --mapfile, then the recorded path; the
- * first that is the recorded file. *mismatch when one was found but was
- * another file. Logged. */
+/* The image file: --image-path, then --mapfile, then the recorded path, then
+ * the build-id cache's copy; the first that is the recorded file. *mismatch
+ * when one was found but was another file (and changed says the first such).
+ * Logged. */
 static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch,
-		       struct strbuf *damaged)
+		       struct strbuf *damaged, struct strbuf *changed)
 {
 	struct cand *c = NULL;
 	size_t n = 0, a = 0;
@@ -65,6 +66,15 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 		sym_add_cand(&c, &n, &a, "recorded path", false, "%s", p);
 	}
 	free(p);
+	/* last, the copy a recording kept (not when the recorded path is the file) */
+	char key[TALLY_CACHE_KEY_MAX];
+	struct tally_cache *cache = tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
+	size_t ncache = SIZE_MAX;
+	/* a regular file only: never a link, even in the user's own cache */
+	if (cache && tally_cache_has(cache, key, TALLY_CACHE_IMAGE)) {
+		ncache = n;
+		sym_add_cand(&c, &n, &a, "the build-id cache", false, "%s/%s/image", cache->path, key);
+	}
 	char *found = NULL;
 	struct strbuf why = STRBUF_INIT;
 	for (size_t i = 0; i < n && !found; i++) {
@@ -80,6 +90,8 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			continue;
 		}
 		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		if (ok == 0 && !*mismatch && changed)
+			strbuf_addstr(changed, c[i].path);
 		if (ok == 0)
 			*mismatch = true;
 		if (ok == -2 && !damaged->len)
@@ -90,6 +102,10 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 			strbuf_addstr(damaged, why.buf);
 		if (ok == 1)
 			found = xstrdup(c[i].path);
+		if (ok == 1 && i == ncache) {
+			s->from_cache = true;
+			tally_cache_touch(cache, key);
+		}
 	}
 	strbuf_release(&why);
 	sym_free_cands(c, n);
@@ -236,6 +252,11 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 			next_loc = INT64_MAX;
 		/* datarel: from the start of .eh_frame_hdr */
 		uint64_t start = hsh.sh_addr + (uint64_t)loc, limit = hsh.sh_addr + (uint64_t)next_loc, fend = start;
+		/* a function a symbol names already: its FDE's extent is not needed
+		 * (walking the CFI rows of every FDE of a libc with symbols was most
+		 * of what loading them cost) */
+		if (sym_overlaps(s->syms, nreal, start, start + 1))
+			continue;
 		if (next_loc == INT64_MAX || limit <= start)
 			limit = UINT64_MAX;
 		/* dwarf_frame_info gives the range of one row of the FDE's table: walk
@@ -318,6 +339,7 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 	 * below runs then), else .gnu_debugdata, else .dynsym */
 	int n = dwfl_module_getsymtab(mod);
 	size_t cap = 0;
+	Elf *other = NULL; /* the debug file the symbols came from, looked at once */
 	for (int i = 0; i < n; i++) {
 		struct fsym f;
 		if (!sym_func_sym(mod, i, &f))
@@ -325,8 +347,13 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 		const char *name = f.name;
 		GElf_Sym sym = f.sym;
 		GElf_Addr addr = f.addr;
-		if (f.elf != elf && sym_elf_has_section(f.elf, ".symtab"))
-			s->have_symtab = true;
+		if (f.elf != elf && f.elf != other) {
+			/* once per file, not once per symbol: a walk of its section
+			 * headers for each of libc's thousands of symbols was a third
+			 * of what loading it cost */
+			other = f.elf;
+			s->have_symtab = s->have_symtab || sym_elf_has_section(f.elf, ".symtab");
+		}
 		GROW(s->syms, cap, s->nsyms + 1);
 		/* names stay valid while the Dwfl lives */
 		int b = GELF_ST_BIND(sym.st_info);
@@ -386,14 +413,30 @@ void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tal
 void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
 {
 	bool mismatch = false;
-	struct strbuf damaged = STRBUF_INIT;
-	char *path = find_file(r, s, di, &mismatch, &damaged);
+	struct strbuf damaged = STRBUF_INIT, changed = STRBUF_INIT;
+	char *path = find_file(r, s, di, &mismatch, &damaged, &changed);
 	if (path) {
 		sym_load_dwfl(r, s, di, path, false);
+		if (s->from_cache && !s->note && changed.len) {
+			/* named right, from the file that ran; but its source may have
+			 * changed too, which annotate and --lines would show */
+			sym_set_note(s, "'%s' is not the file that was recorded (%s %s%s): named from its copy in the build-id cache ('%s')%s",
+				     changed.buf, di->id_kind, di->id, di->foreign_ns ? "; it was mapped inside a container" : "",
+				     path, di->foreign_ns ? "" : ", though its source files may have changed too");
+			s->loud = true;
+		} else if (s->from_cache && !s->note && damaged.len) {
+			sym_set_note(s, "%s: named from its copy in the build-id cache ('%s')", damaged.buf, path);
+			s->loud = true;
+		} else if (s->from_cache && !s->note) {
+			sym_set_note(s, "'%s' is not on this machine: named from its copy in the build-id cache ('%s')", di->path,
+				     path);
+		}
 		free(path);
 		strbuf_release(&damaged);
+		strbuf_release(&changed);
 		return;
 	}
+	strbuf_release(&changed);
 	/* no image file: its debug file (found by build-id) has the symbols and
 	 * DWARF, and its program headers still map file offsets to addresses */
 	char *dpath = NULL;

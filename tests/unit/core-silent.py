@@ -12,8 +12,10 @@ profile.pb-c.c and otlp.pb-c.c, and _exit() in lib/record/record.c, in the child
 run the recorded command when its exec fails (never in the caller), and
 _exit() in lib/job/proc.c, likewise in the child it forks for a test or a
 profiler's command, _exit() in lib/remote/remote.c, likewise in the child it
-forks for ssh, and _exit() in lib/job/agent.c, where the agent it detaches
-on a remote host ends (never the caller, which returns).
+forks for ssh, _exit() in lib/job/agent.c, where the agent it detaches
+on a remote host ends (never the caller, which returns), and _exit() in
+lib/cache/fill.c, in the detached process that finishes filling the
+build-id cache after tally record (never the caller).
 
     core-silent.py LIBTALLY.a
 """
@@ -37,6 +39,7 @@ ALLOWED = {
     ("_exit", "lib_job_proc.c.o"),
     ("_exit", "lib_remote_remote.c.o"),
     ("_exit", "lib_job_agent.c.o"),
+    ("_exit", "lib_cache_fill.c.o"),
 }
 
 

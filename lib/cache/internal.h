@@ -1,0 +1,22 @@
+/* Private to lib/cache: what cache.c and fill.c share with elf.c, the ELF
+ * work of the cache (a debug file's search, decompressing its DWARF). */
+#ifndef TALLY_CACHE_INTERNAL_H
+#define TALLY_CACHE_INTERNAL_H
+
+/* Writes to out a copy of the ELF file open at src (named what in errors)
+ * with its compressed sections (SHF_COMPRESSED) decompressed: the bytes up to
+ * the first of them as they are, the sections from there on laid out again
+ * one after another, then the section headers. 0 when written, 1 when there
+ * is nothing to decompress or the file is not one this rewrites (not a
+ * little-endian ELF64 of this machine's byte order, a segment past the first
+ * compressed section): the caller copies it as it is. -errno with
+ * tally_seterr on a failure to read or write. */
+int tally_cache_decompress_elf(int src, int out, const char *what);
+/* The separate debug file of the image open at fd (its path src) with
+ * build-id id (hex), when the image has no DWARF of its own: the first of
+ * /usr/lib/debug/.build-id/xx/rest.debug and its .gnu_debuglink next to src,
+ * in .debug/ and under /usr/lib/debug that has that build-id. Allocated, or
+ * NULL. */
+char *tally_cache_debug_file(int fd, const char *src, const char *id);
+
+#endif

@@ -1,0 +1,284 @@
+/* Unit tests for lib/cache, the build-id cache: where it is (XDG_CACHE_HOME,
+ * off), entry names (only ids it may key by), adding a file (only when it has
+ * the id; once), the least recently used going first when it is pruned (and
+ * touching an entry keeping it), the temporaries of writers that are gone
+ * swept, the size limit, and a cache directory others may write refused. */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "tally/cache.h"
+#include "tally/elfinfo.h"
+
+static char *dir;
+
+/* The cache under the test's directory. */
+static void use_dir(void)
+{
+	char *c = unit_path(dir, "cache");
+	setenv("TALLY_BUILDID_CACHE", c, 1);
+	unsetenv("TALLY_BUILDID_CACHE_SIZE");
+	free(c);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	dir = unit_tmpdir();
+	use_dir();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tally_remove_tree(dir);
+	free(dir);
+	unsetenv("TALLY_BUILDID_CACHE");
+	unsetenv("TALLY_BUILDID_CACHE_SIZE");
+	return 0;
+}
+
+static void test_cache__key(void **state)
+{
+	(void)state;
+	char key[TALLY_CACHE_KEY_MAX];
+	assert_true(tally_cache_key("build-id", "93ac61ec5a8eb1396f9fbd350e3169a558528a40", key));
+	assert_string_equal(key, "93ac61ec5a8eb1396f9fbd350e3169a558528a40");
+	assert_true(tally_cache_key("xxh64", "00ff00ff00ff00ff", key));
+	assert_string_equal(key, "xxh64-00ff00ff00ff00ff");
+	/* no file to keep, or not an id: never a name that leaves the cache */
+	assert_false(tally_cache_key("none", "00000000", key));
+	assert_false(tally_cache_key("replaced", "00000000", key));
+	assert_false(tally_cache_key("unreachable", "00000000", key));
+	assert_false(tally_cache_key("build-id", "../../etc", key));
+	assert_false(tally_cache_key("build-id", "ABCD", key));
+	assert_false(tally_cache_key("build-id", "", key));
+}
+
+static void test_cache__path(void **state)
+{
+	(void)state;
+	struct strbuf p = STRBUF_INIT;
+	unsetenv("TALLY_BUILDID_CACHE");
+	setenv("XDG_CACHE_HOME", "/x/cache", 1);
+	assert_int_equal(tally_cache_path(&p), 0);
+	assert_string_equal(p.buf, "/x/cache/tally/buildid");
+	setenv("TALLY_BUILDID_CACHE", "off", 1);
+	assert_int_equal(tally_cache_path(&p), -ENOENT);
+	assert_errmsg_has("off");
+	struct tally_cache c;
+	assert_int_not_equal(tally_cache_open(&c, true), 0);
+	assert_int_equal(c.fd, -1);
+	unsetenv("XDG_CACHE_HOME");
+	strbuf_release(&p);
+	use_dir();
+}
+
+/* The build-id of this test's own executable (hex), or skip. */
+static void self_id(char *hex)
+{
+	struct tally_elf_info info;
+	assert_int_equal(tally_elf_info("/proc/self/exe", 0, &info), 0);
+	if (!info.build_id_len)
+		skip();
+	tally_hex(info.build_id, info.build_id_len, hex);
+}
+
+static void test_cache__add_verified(void **state)
+{
+	(void)state;
+	char id[160], key[TALLY_CACHE_KEY_MAX];
+	self_id(id);
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	assert_true(tally_cache_key("build-id", id, key));
+	assert_false(tally_cache_has(&c, key, TALLY_CACHE_IMAGE));
+	/* another id: refused, nothing left behind */
+	char other[160];
+	strcpy(other, id);
+	other[0] = other[0] == '0' ? '1' : '0';
+	assert_int_equal(tally_cache_add(&c, "build-id", other, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), -ESTALE);
+	char okey[TALLY_CACHE_KEY_MAX];
+	assert_true(tally_cache_key("build-id", other, okey));
+	assert_false(tally_cache_has(&c, okey, TALLY_CACHE_IMAGE));
+	/* its own id: added once, then there already */
+	assert_int_equal(tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), 1);
+	assert_int_equal(tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), 0);
+	char *p = tally_cache_find(&c, key, TALLY_CACHE_IMAGE);
+	assert_non_null(p);
+	struct tally_elf_info info;
+	assert_int_equal(tally_elf_info(p, 0, &info), 0);
+	char hex[160];
+	tally_hex(info.build_id, info.build_id_len, hex);
+	assert_string_equal(hex, id);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	free(p);
+	assert_null(tally_cache_find(&c, key, TALLY_CACHE_DEBUG));
+	struct tally_cache_list l;
+	assert_int_equal(tally_cache_list(&c, &l), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.v[0].path, "/bin/x");
+	assert_true(l.v[0].image && !l.v[0].debug);
+	assert_true(l.bytes >= (uint64_t)st.st_size);
+	tally_cache_list_release(&l);
+	/* no temporary left */
+	DIR *d = opendir(c.path);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		assert_false(!strncmp(de->d_name, ".tmp-", 5));
+	closedir(d);
+	tally_cache_close(&c);
+}
+
+/* An entry made by hand: its image of size bytes, used at time t. */
+static void make_entry(const struct tally_cache *c, const char *key, size_t size, time_t t)
+{
+	char *e = unit_path(c->path, key);
+	assert_int_equal(mkdir(e, 0700), 0);
+	char *img = unit_path(e, "image"), *used = unit_path(e, "used");
+	char *buf = xcalloc(size + 1, 1);
+	memset(buf, 'x', size); /* real blocks, not a hole */
+	int fd = open(img, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0 && write(fd, buf, size) == (ssize_t)size);
+	close(fd);
+	fd = open(used, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	close(fd);
+	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
+	assert_int_equal(utimensat(AT_FDCWD, used, ts, 0), 0);
+	free(buf);
+	free(img);
+	free(used);
+	free(e);
+}
+
+static bool has_entry(const struct tally_cache *c, const char *key)
+{
+	return tally_cache_has(c, key, TALLY_CACHE_IMAGE);
+}
+
+static void test_cache__prune_lru(void **state)
+{
+	(void)state;
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	time_t now = time(NULL);
+	/* four of 64 KiB: the oldest used first */
+	make_entry(&c, "aaaa", 65536, now - 400);
+	make_entry(&c, "bbbb", 65536, now - 300);
+	make_entry(&c, "xxh64-cccc", 65536, now - 200);
+	make_entry(&c, "dddd", 65536, now - 100);
+	struct tally_cache_list l;
+	assert_int_equal(tally_cache_list(&c, &l), 0);
+	assert_int_equal(l.n, 4);
+	assert_string_equal(l.v[0].key, "dddd"); /* most recently used first */
+	assert_string_equal(l.v[3].key, "aaaa");
+	uint64_t one = l.v[0].bytes, all = l.bytes;
+	assert_true(one >= 65536);
+	tally_cache_list_release(&l);
+	/* a report uses the oldest: it is now the newest */
+	tally_cache_touch(&c, "aaaa");
+	size_t removed;
+	uint64_t freed;
+	/* room for two: the two least recently used go (bbbb, cccc) */
+	assert_int_equal(tally_cache_prune(&c, all - 2 * one, &removed, &freed), 0);
+	assert_int_equal(removed, 2);
+	assert_true(freed == 2 * one);
+	assert_true(has_entry(&c, "aaaa"));
+	assert_false(has_entry(&c, "bbbb"));
+	assert_false(has_entry(&c, "xxh64-cccc"));
+	assert_true(has_entry(&c, "dddd"));
+	/* within the limit: nothing goes */
+	assert_int_equal(tally_cache_prune(&c, all, &removed, NULL), 0);
+	assert_int_equal(removed, 0);
+	/* 0: everything */
+	assert_int_equal(tally_cache_prune(&c, 0, &removed, NULL), 0);
+	assert_int_equal(removed, 2);
+	assert_int_equal(tally_cache_list(&c, &l), 0);
+	assert_int_equal(l.n, 0);
+	assert_true(l.bytes == 0);
+	tally_cache_list_release(&l);
+	tally_cache_close(&c);
+}
+
+static void test_cache__prune_sweeps_temporaries(void **state)
+{
+	(void)state;
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	/* a writer that is gone (a child reaped) and one that lives (this process) */
+	pid_t pid = fork();
+	if (!pid)
+		_exit(0);
+	assert_true(pid > 0);
+	waitpid(pid, NULL, 0);
+	char gone[64], mine[64];
+	snprintf(gone, sizeof(gone), ".tmp-%d-0123456789abcdef", (int)pid);
+	snprintf(mine, sizeof(mine), ".tmp-%d-0123456789abcdef", (int)getpid());
+	for (int i = 0; i < 2; i++) {
+		int fd = openat(c.fd, i ? mine : gone, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(tally_cache_prune(&c, UINT64_MAX, NULL, NULL), 0);
+	struct stat st;
+	assert_int_not_equal(fstatat(c.fd, gone, &st, 0), 0);
+	assert_int_equal(fstatat(c.fd, mine, &st, 0), 0);
+	unlinkat(c.fd, mine, 0);
+	tally_cache_close(&c);
+}
+
+static void test_cache__limit(void **state)
+{
+	(void)state;
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	uint64_t v;
+	assert_int_equal(tally_cache_limit(&c, &v), 0);
+	assert_true(v > 0 && v <= TALLY_CACHE_DEFAULT_MAX);
+	setenv("TALLY_BUILDID_CACHE_SIZE", "512M", 1);
+	assert_int_equal(tally_cache_limit(&c, &v), 0);
+	assert_true(v == UINT64_C(512) << 20);
+	setenv("TALLY_BUILDID_CACHE_SIZE", "lots", 1);
+	assert_int_equal(tally_cache_limit(&c, &v), -EINVAL);
+	assert_errmsg_has("TALLY_BUILDID_CACHE_SIZE");
+	unsetenv("TALLY_BUILDID_CACHE_SIZE");
+	tally_cache_close(&c);
+}
+
+static void test_cache__refuses_shared_dir(void **state)
+{
+	(void)state;
+	/* a directory above the cache that others may write: never used */
+	char *open_dir = unit_path(dir, "open");
+	assert_int_equal(mkdir(open_dir, 0700), 0);
+	assert_int_equal(chmod(open_dir, 0777), 0);
+	char *c_path = unit_path(open_dir, "cache");
+	setenv("TALLY_BUILDID_CACHE", c_path, 1);
+	struct tally_cache c;
+	assert_int_not_equal(tally_cache_open(&c, true), 0);
+	assert_errmsg_has("writable by others");
+	assert_int_equal(c.fd, -1);
+	free(c_path);
+	free(open_dir);
+	use_dir();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_cache__key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__path, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__add_verified, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__prune_lru, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
