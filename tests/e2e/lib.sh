@@ -25,6 +25,10 @@ export TALLY WORKLOADS SRCDIR
 
 TEST_NAME=$(basename "$0" .sh)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tally-$TEST_NAME.XXXXXX")
+# record's build-id cache (docs/symbols.md) is the test's own: a test never
+# fills the user's ~/.cache, nor names a rebuilt program from what another
+# test left there
+export XDG_CACHE_HOME="$TMP/.cache"
 BG_PIDS=()
 
 EXIT_HOOKS=()
