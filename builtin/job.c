@@ -34,16 +34,16 @@ static int job_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option job_options[] = {
-	{ 'r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS },
-	{ 0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
+	TALLY_OPT('r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS),
+	TALLY_OPT(0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
 	  "colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
-	  OPT_PATH },
-	{ 0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
+	  OPT_PATH),
+	TALLY_OPT(0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
 	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
-	  OPT_STATE },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
-	{ 0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
-	  OPT_HOST_TIMEOUT },
+	  OPT_STATE),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
+	TALLY_OPT(0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
+	  OPT_HOST_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup job_group = { NULL, job_options, job_handle };
@@ -99,7 +99,7 @@ static int job_run(const struct jobopts *o, const char *control)
 	struct tally_job *j;
 	int r = tally_job_new(&j, &jo);
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return r == -EINVAL ? 2 : 1;
 	}
 	running = j;
@@ -120,10 +120,10 @@ static int job_run(const struct jobopts *o, const char *control)
 	r = tally_job_run(j);
 	int ret;
 	if (r == -EINTR) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 130;
 	} else if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 	} else {
 		unsigned n = tally_job_tests(j), f = tally_job_failed(j);
@@ -171,12 +171,12 @@ static int job_agent(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "start") && argc == 3) {
 		struct strbuf in = STRBUF_INIT, ready = STRBUF_INIT;
 		if (tally_read_fd(&in, 0, "the profilers", 1 << 20)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			return 1;
 		}
 		int r = tally_job_agent_start(argv[2], in.buf ? in.buf : "", &ready);
 		if (r)
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 		else
 			printf("%s\n", ready.buf);
 		strbuf_release(&in);
@@ -187,7 +187,7 @@ static int job_agent(int argc, char **argv)
 		struct strbuf a = STRBUF_INIT;
 		int r = tally_job_agent_ctl(argv[2], argv + 3, &a);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			strbuf_release(&a);
 			return r == -ENOTCONN ? 3 : 1;
 		}

@@ -39,12 +39,12 @@ static int record_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option record_options[] = {
-	{ 'o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT },
-	{ 0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE },
-	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL },
-	{ 'p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID },
-	{ 0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT),
+	TALLY_OPT(0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE),
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL),
+	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
+	TALLY_OPT(0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup record_group = { NULL, record_options, record_handle };
@@ -109,7 +109,7 @@ int cmd_record(int argc, char **argv)
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
@@ -127,7 +127,7 @@ int cmd_record(int argc, char **argv)
 			}
 	}
 	if (tally_db_check_target(out, force)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
@@ -145,7 +145,7 @@ int cmd_record(int argc, char **argv)
 		ro.npids = npids;
 	}
 	if (tally_recording_new(&rec, &ro)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	/* signals end the recording; with a command, the terminal's ^C reaches the
@@ -185,7 +185,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	if (tally_recording_start(rec)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = tally_recording_exit_code(rec) == 127 ? 127 : 1;
 		goto out;
 	}
@@ -193,7 +193,7 @@ int cmd_record(int argc, char **argv)
 		tally_info("started '%s' as pid %d", cmd[0], tally_recording_pid(rec));
 	tally_info("recording into '%s'", out);
 	if (tally_recording_run(rec))
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 	if (tally_recording_end(rec) == TALLY_RECORDING_PIDS_EXITED)
 		tally_info("every attached process has exited");
 	tally_recording_finish(rec);
@@ -203,13 +203,13 @@ int cmd_record(int argc, char **argv)
 
 	char *written = NULL;
 	if (tally_recording_write(rec, out, force, &written)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
 	if (strcmp(written, out))
 		tally_warn("'%s' appeared while recording; wrote '%s' instead", out, written);
-	fprintf(stderr, "tally: wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')\n", written,
+	tally_say("wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')", written,
 		tally_recording_samples(rec), tally_recording_samples(rec) == 1 ? "" : "s", tally_recording_lost(rec), written);
 	if (tally_recording_lost(rec))
 		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy", tally_recording_lost(rec),

@@ -80,33 +80,33 @@ static int report_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option report_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
-	{ 'f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS },
-	{ 'l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES },
-	{ 0, "sort", TALLY_ARG_REQUIRED, "KEYS",
-	  "one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)", OPT_SORT },
-	{ 0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT },
-	{ 0, "explain", TALLY_ARG_NONE, NULL,
-	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN },
-	{ 0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP },
-	{ 0, "wall", TALLY_ARG_NONE, NULL,
-	  "wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)", OPT_WALL },
-	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON },
-	{ 0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES },
-	{ 0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML },
-	{ 0, "by-label", TALLY_ARG_REQUIRED, "KEY",
-	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL },
+	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
+	TALLY_OPT('f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS),
+	TALLY_OPT('l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES),
+	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEYS",
+	  "one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)", OPT_SORT),
+	TALLY_OPT(0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT),
+	TALLY_OPT(0, "explain", TALLY_ARG_NONE, NULL,
+	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN),
+	TALLY_OPT(0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP),
+	TALLY_OPT(0, "wall", TALLY_ARG_NONE, NULL,
+	  "wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)", OPT_WALL),
+	TALLY_OPT(0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON),
+	TALLY_OPT(0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES),
+	TALLY_OPT(0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML),
+	TALLY_OPT(0, "by-label", TALLY_ARG_REQUIRED, "KEY",
+	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL),
 	TALLY_OPTION_END,
 };
 
 static const struct tally_option report_cg_options[] = {
-	{ 0, "children", TALLY_ARG_NONE, NULL, "per function: inclusive %, self %, name (sorted by inclusive)", OPT_CHILDREN },
-	{ 0, "callgraph", TALLY_ARG_NONE, NULL, "per function: its callers above, its callees below", OPT_CALLGRAPH },
-	{ 0, "tree", TALLY_ARG_NONE, NULL, "top-down call tree", OPT_TREE },
-	{ 0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS },
-	{ 0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES },
-	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P",
-	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT },
+	TALLY_OPT(0, "children", TALLY_ARG_NONE, NULL, "per function: inclusive %, self %, name (sorted by inclusive)", OPT_CHILDREN),
+	TALLY_OPT(0, "callgraph", TALLY_ARG_NONE, NULL, "per function: its callers above, its callees below", OPT_CALLGRAPH),
+	TALLY_OPT(0, "tree", TALLY_ARG_NONE, NULL, "top-down call tree", OPT_TREE),
+	TALLY_OPT(0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS),
+	TALLY_OPT(0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES),
+	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
+	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT),
 	TALLY_OPTION_END,
 };
 
@@ -157,15 +157,15 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		int hr = tally_html_write(o->html, db, res, &ho);
 		tally_progress_done();
 		if (hr) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 		} else {
 			/* as export says what it wrote */
 			struct stat st;
 			if (stat(o->html, &st) == 0)
-				fprintf(stderr, "tally: wrote '%s' (HTML report, %lld bytes)\n", o->html, (long long)st.st_size);
+				tally_say("wrote '%s' (HTML report, %lld bytes)", o->html, (long long)st.st_size);
 			else
-				fprintf(stderr, "tally: wrote '%s' (HTML report)\n", o->html);
+				tally_say("wrote '%s' (HTML report)", o->html);
 		}
 		tally_report_image_warnings(db, res, tally_verbose, &w);
 		tally_print_warnings(&w);
@@ -176,7 +176,7 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		tally_report_sort(&out, db, res, &o->r, &o->sort, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json);
 	} else if (o->explain) {
 		if (tally_report_explain(&out, db, res, &o->r, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 		}
 	} else if (o->json) {
@@ -344,25 +344,21 @@ int cmd_report(int argc, char **argv)
 	o.r.input = o.input;
 	ret = 1;
 	if (o.html && tally_html_check_target(o.html)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	/* the stacks are read only for the views that need them */
 	if (tally_db_open_flags(&db, o.input, &dbsel, TALLY_DB_STACKS_LATER)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_db = true;
 	tally_db_names_apart(&db);
 	if (o.wall && tally_db_wall(&db)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (o.wall && !o.sel.event)
@@ -376,11 +372,11 @@ int cmd_report(int argc, char **argv)
 	}
 	tally_print_warnings(&w);
 	if (sc) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (o.sort_given && tally_sort_check(&o.sort, &db, o.input)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	bool cgmode = tally_report_is_cg(&o.r);
@@ -395,7 +391,7 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	if ((cgmode || o.html) && tally_db_load_stacks(&db)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (!o.plimit_set)

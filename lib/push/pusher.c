@@ -115,7 +115,10 @@ static int build(struct tally_pusher *p, struct tally_db *db, double from, doubl
 	for (int e = 0; e < db->nevents; e++)
 		events[e] = e;
 	struct tally_resolver *res = NULL;
-	struct tally_resolver_opts ro = { 0 };
+	/* functions, not their inlined frames: these need each image's DWARF
+	 * read again at every push, nine tenths of a push's CPU on a whole
+	 * machine's epoch (docs/push.md); 'tally push' of an epoch has them */
+	struct tally_resolver_opts ro = { .no_inline = true };
 	int r = tally_resolver_new(&res, db, &ro);
 	if (!r) {
 		struct tally_export x = { .db = db, .res = res, .input = db->path, .events = events, .nevents = db->nevents };
@@ -318,6 +321,19 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* What tally_pusher_start made before its thread ran, undone (and at the
+ * end, after what the thread made). */
+static void unmake(struct tally_pusher *p)
+{
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	tally_push_opts_release(&p->o);
+	free(p->endpoint);
+	free(p->dir);
+	strbuf_release(&p->logs);
+	free(p);
+}
+
 int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct tally_push_opts *o)
 {
 	struct tally_pusher *p = xcalloc(1, sizeof(*p));
@@ -342,13 +358,7 @@ int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct 
 	if (r) {
 		char keep[512];
 		snprintf(keep, sizeof(keep), "%s", tally_errmsg());
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
-		tally_push_opts_release(&p->o);
-		free(p->endpoint);
-		free(p->dir);
-		strbuf_release(&p->logs);
-		free(p);
+		unmake(p);
 		return tally_seterr(r, "cannot open the push cursor of '%s': %s", dir, keep);
 	}
 	if (fresh)
@@ -357,13 +367,7 @@ int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct 
 	r = pthread_create(&p->th, NULL, run, p);
 	if (r) {
 		tally_push_cursor_free(p->cursor);
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
-		tally_push_opts_release(&p->o);
-		free(p->endpoint);
-		free(p->dir);
-		strbuf_release(&p->logs);
-		free(p);
+		unmake(p);
 		return tally_seterr(-r, "cannot start the pusher's thread: %s", strerror(r));
 	}
 	*out = p;
@@ -465,15 +469,9 @@ void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *c
 		return;
 	}
 	tally_pusher_logs(p, log, ctx);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
-	strbuf_release(&p->logs);
 	tally_push_cursor_free(p->cursor);
 	tally_push_payload_release(&p->again);
 	free(p->again_epoch);
 	free(p->error);
-	free(p->endpoint);
-	free(p->dir);
-	tally_push_opts_release(&p->o);
-	free(p);
+	unmake(p);
 }
