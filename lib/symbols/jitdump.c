@@ -657,34 +657,11 @@ const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, 
 
 /* ---- escaping names and file names ---- */
 
-/* The length of the UTF-8 sequence at p when it is valid and encodes a printable
- * character (not a C1 control), else 0. A NUL ends every sequence. */
+/* The length of the printable UTF-8 sequence at p (no C1 control), else 0;
+ * the string's NUL ends every sequence. */
 static size_t utf8_seq(const unsigned char *p)
 {
-	unsigned c = p[0];
-	size_t n;
-	uint32_t cp;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if (cp < 0xa0 || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
+	return tally_utf8_seq(p, strnlen((const char *)p, 4), false);
 }
 
 void tally_jit_escape(struct strbuf *sb, const char *s)
