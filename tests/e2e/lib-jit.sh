@@ -6,6 +6,8 @@
 # `rooted P` (the percent whose outermost frame is _start, __libc_start_main,
 # a thread start or a kernel thread start: the report's own figure). From
 # the folded export (--samples: counts, not weights) and the JSON report.
+# A PATTERN `A|given|B` is the percent of the samples with a B frame that also
+# have an A frame.
 stack_shares() {
 	local db=$1
 	shift
@@ -15,8 +17,10 @@ stack_shares() {
 		fail "tally report --children --json of $db failed: $(head -c 600 "$TMP/$db.cg.err")"
 	python3 - "$TMP/$db.folded" "$TMP/$db.cg.json" "$@" <<'PY' || fail "cannot read the stacks of $db (above)"
 import json, re, sys
-folded, rep, pats = sys.argv[1], sys.argv[2], [re.compile(p) for p in sys.argv[3:]]
+folded, rep = sys.argv[1], sys.argv[2]
+pats = [[re.compile(q) for q in p.split("|given|")] for p in sys.argv[3:]]
 hits = [0] * len(pats)
+given = [0] * len(pats)
 total = 0
 for line in open(folded, encoding="utf-8", errors="replace"):
     stack, _, n = line.rstrip("\n").rpartition(" ")
@@ -24,13 +28,16 @@ for line in open(folded, encoding="utf-8", errors="replace"):
     frames = stack.split(";")
     total += n
     for i, p in enumerate(pats):
-        if any(p.fullmatch(f) for f in frames):
+        if len(p) > 1 and not any(p[1].fullmatch(f) for f in frames):
+            continue
+        given[i] += n
+        if any(p[0].fullmatch(f) for f in frames):
             hits[i] += n
 if not total:
     print("no samples in " + folded)
     sys.exit(1)
-for p, h in zip(sys.argv[3:], hits):
-    print("%s %.2f" % (p, 100.0 * h / total))
+for p, h, g in zip(sys.argv[3:], hits, given):
+    print("%s %.2f" % (p, 100.0 * h / g if g else 0.0))
 print("samples %d" % total)
 u = json.load(open(rep))["events"][0]["unwind"]
 print("rooted %.2f" % u["rooted_percent"])

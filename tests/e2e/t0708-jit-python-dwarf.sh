@@ -23,23 +23,31 @@ interp() {
 	echo "${last:-}"
 }
 
-# py_through NAME PYTHON FLAG: record pywork.py under PYTHON -X FLAG; driver
-# in at least 90% of the samples and within 5 points of its truth
+# py_through NAME PYTHON FLAG: record pywork.py under PYTHON -X FLAG.
+# hot_a and hot_b are called from driver() only: py::driver must be above
+# them in at least 90% of their samples (the issue's target; their frames are
+# named from the perf map or jitdump whatever the unwind does, driver only
+# when it passes the JIT frames between). The whole share of py::driver is
+# compared with the truth loosely (15 points): on a loaded machine the
+# interpreter's startup and exit weigh more, and the truth leaves the exit
+# out.
 py_through() {
-	local name=$1 py=$2 flag=$3 rc=0 t d
+	local name=$1 py=$2 flag=$3 rc=0 t d dh
+	local given='py::driver(:.*)?|given|py::hot_[ab](:.*)?'
 	"$TALLY" record --call-graph dwarf -F 1000 -o "$name" -- "$py" -X "$flag" "$PYW" 3 >"$name.out" 2>"$name.err" || rc=$?
 	jit_cleanup "$(workload_pid "$name.out")"
 	((rc == 0)) || fail "record $py -X $flag exited $rc: $(head -c 800 "$name.err")"
 	grep -q '^done$' "$name.out" || fail "$py did not finish pywork.py: $(cat "$name.out")"
-	stack_shares "$name" 'py::driver(:.*)?' 'py::hot_[ab](:.*)?' 'py::<module>(:.*)?' >"$name.shares"
+	stack_shares "$name" 'py::driver(:.*)?' 'py::hot_[ab](:.*)?' 'py::<module>(:.*)?' "$given" >"$name.shares"
 	t=$(truth driver "$name.out")
 	d=$(share_of 'py::driver(:.*)?' "$name.shares")
+	dh=$(share_of "$given" "$name.shares")
 	note "$py -X $flag: $(tr '\n' ' ' <"$name.shares")(truth: driver $t%)"
-	[[ -n $d ]] || fail "no share for py::driver: $(cat "$name.shares")"
+	[[ -n $d && -n $dh ]] || fail "no share for py::driver: $(cat "$name.shares")"
 	fcmp "$(share_of 'py::hot_[ab](:.*)?' "$name.shares")" '>=' 50 ||
 		fail "$py -X $flag: py::hot_a/hot_b in few stacks: are the Python functions named at all? ($(tr '\n' ' ' <"$name.shares"))"
-	fcmp "$d" '>=' 90 || fail "$py -X $flag: py::driver in only $d% of the samples (truth $t%): the unwind stops at the JIT frames ($(tr '\n' ' ' <"$name.shares"))"
-	fcmp "$d" '>=' "$(minus "$t" 5)" || fail "$py -X $flag: py::driver in $d% of the samples, truth $t%"
+	fcmp "$dh" '>=' 90 || fail "$py -X $flag: py::driver above py::hot_a/hot_b in only $dh% of their samples: the unwind stops at the JIT frames ($(tr '\n' ' ' <"$name.shares"))"
+	fcmp "$d" '>=' "$(minus "$t" 15)" || fail "$py -X $flag: py::driver in $d% of the samples, truth $t%"
 }
 
 py313() {
