@@ -1,5 +1,8 @@
 /* A runtime's jitdump (perf's binary format) through tally_jitdump_parse, as
- * the recorder reads jit-PID.dump, then the copy the database keeps of it.
+ * the recorder reads jit-PID.dump, then the copy the database keeps of it;
+ * and through tally_jitdump_scan as the unwinder reads it while it grows, a
+ * few bytes at a time, each load's unwinding data made into CFI (jit.c) and
+ * a frame unwound by it over a stack made of the input.
  * Oracles: the functions are sorted and do not overlap, each line table is
  * sorted and lies where lookups find it; and the round trip: the text tally
  * writes from the parsed dump (tally_jitdump_format) it reads back
@@ -8,6 +11,7 @@
 #include "fuzz.h"
 
 #include "tally/jitdump.h"
+#include "../lib/unwind/internal.h"
 
 #include <inttypes.h>
 
@@ -55,6 +59,82 @@ static void check_same(const struct tally_jitdump *a, const struct tally_jitdump
 	}
 }
 
+/* The unwinder's reading: the input as a file that grows by step bytes, read
+ * want bytes at a time as the recorder does; every load's unwinding data is
+ * made into CFI and a frame at each load's start and end unwound with it.
+ * Oracles: a load or move is never given twice (each record is read once),
+ * the scan always progresses or stops, a step never yields a caller whose
+ * stack pointer is not above its callee's. */
+struct scan_seen {
+	struct uw_jit *j;
+	size_t n;
+	uint64_t pcs[64]; /* where the first loads start and end */
+	size_t npcs;
+};
+
+static void on_scan(void *arg, const struct tally_jit_code_event *ev)
+{
+	struct scan_seen *s = arg;
+	s->n++;
+	FUZZ_CHECK(!ev->unwind || (ev->eh_frame_hdr_len < ev->unwind_len && ev->unwind_len <= TALLY_JIT_UNWIND_MAX),
+		   "unwinding data of %zu bytes with a header of %zu", ev->unwind_len, ev->eh_frame_hdr_len);
+	uw_jit_feed(&s->j, ev, 1 << 20);
+	if (s->npcs + 2 <= ARRAY_SIZE(s->pcs)) {
+		s->pcs[s->npcs++] = ev->addr;
+		s->pcs[s->npcs++] = ev->addr + (ev->size ? ev->size - 1 : 0);
+	}
+}
+
+static void scan(const uint8_t *data, size_t size)
+{
+	size_t step = size ? 1 + data[0] % 97 : 1, want = size > 1 ? 1 + data[1] % 200 : 64;
+	struct tally_jitdump_cursor cur = { 0 };
+	struct scan_seen s = { .j = NULL };
+	for (size_t len = 0;; len += step) {
+		if (len > size)
+			len = size;
+		size_t w = want;
+		while (!cur.done && cur.off < len) {
+			size_t n = len - cur.off < w ? (size_t)(len - cur.off) : w;
+			uint64_t before = cur.off;
+			size_t need = tally_jitdump_scan(&cur, data + cur.off, n, len, on_scan, &s);
+			FUZZ_CHECK(cur.off >= before, "the cursor went back from %" PRIu64 " to %" PRIu64, before, cur.off);
+			if (cur.off != before)
+				continue;
+			if (need > n && n == w) {
+				FUZZ_CHECK(need <= 16 + 24 + TALLY_JIT_UNWIND_MAX + 8 || need == 40,
+					   "the scan asks for %zu bytes at once", need);
+				w = need;
+				continue;
+			}
+			break;
+		}
+		if (len == size)
+			break;
+	}
+	tally_jitdump_cursor_release(&cur);
+	/* every range's CFI, over a stack of the input's bytes */
+	uint8_t stack[256] = { 0 };
+	memcpy(stack, data, size < sizeof(stack) ? size : sizeof(stack));
+	struct uw_stack st = { 0x7000000000ull, stack, sizeof(stack) };
+	struct uw_regs in = { .valid = (1u << UW_NREGS) - 1 };
+	for (int i = 0; i < UW_NREGS; i++)
+		in.r[i] = 0x7000000000ull + 8 * (uint64_t)i;
+	for (size_t k = 0; k < s.npcs; k++) {
+		uint64_t pc = s.pcs[k] + 1; /* a return address there: pc - 1 is looked up */
+		struct uw_jit_where w;
+		for (int act = 0; act < 2; act++) {
+			if (!uw_jit_lookup_dump(s.j, pc, act, &w))
+				continue;
+			struct uw_regs out;
+			if (uw_jit_step(&w, &in, &st, &out) == UW_STEP_OK)
+				FUZZ_CHECK(out.r[UW_RSP] > in.r[UW_RSP], "a caller's rsp 0x%" PRIx64 " is not above 0x%" PRIx64,
+					   out.r[UW_RSP], in.r[UW_RSP]);
+		}
+	}
+	uw_jit_free(s.j);
+}
+
 /* A function or a source file without a name (issue 17, item 9). */
 static bool nameless(const struct tally_jitdump *jd)
 {
@@ -69,6 +149,7 @@ static bool nameless(const struct tally_jitdump *jd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	scan(data, size);
 	struct tally_jitdump jd;
 	int r = tally_jitdump_parse(&jd, data, size);
 	if (r) {

@@ -72,6 +72,49 @@ int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len);
 int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t len, size_t budget);
 void tally_jitdump_release(struct tally_jitdump *jd);
 
+/* ---- record time: a dump still being written, record by record ---- */
+
+/* What the recorder's unwinder needs of a jitdump while the runtime writes
+ * it: each JIT_CODE_LOAD's range and the JIT_CODE_UNWINDING_INFO before it
+ * (an .eh_frame followed by its .eh_frame_hdr, laid out as if they followed
+ * the code at addr + size rounded up to 8: the layout perf inject gives
+ * them, and the one V8 and CPython encode their pointers for), and each
+ * JIT_CODE_MOVE. */
+struct tally_jit_code_event {
+	bool move;             /* a JIT_CODE_MOVE of the code at old_addr */
+	uint64_t addr, size;   /* the code (a move: where it is now) */
+	uint64_t old_addr;
+	uint64_t index;
+	const unsigned char *unwind; /* a load's unwinding data, or NULL: eh_frame then eh_frame_hdr */
+	size_t unwind_len, eh_frame_hdr_len; /* hdr_len < unwind_len */
+};
+typedef void (*tally_jit_code_fn)(void *ctx, const struct tally_jit_code_event *ev);
+
+/* Where a reading of a growing dump is: zero it to start at the file's
+ * beginning; tally_jitdump_cursor_release frees the pending unwinding data. */
+struct tally_jitdump_cursor {
+	uint64_t off;       /* the file offset of the next record (0: the header) */
+	bool swap, done;    /* done: a bad header, a damaged record or JIT_CODE_CLOSE: nothing more is read */
+	uint32_t elf_mach;
+	unsigned char *unwind; /* the last JIT_CODE_UNWINDING_INFO's data, for the next load */
+	size_t unwind_len, unwind_hdr_len;
+};
+
+/* The most of a JIT_CODE_UNWINDING_INFO record that is kept (larger ones
+ * are skipped: no JIT function has such unwinding tables). */
+#define TALLY_JIT_UNWIND_MAX (64u << 10)
+
+/* Reads the records in buf, the file's bytes from cur->off on (len of them;
+ * the file has file_len bytes now), calling fn for each load and move. A
+ * record's fixed part must be in buf, and the record whole in the file (a
+ * runtime may be writing it: it is read next time); the code bytes of a load
+ * need not be in buf. Returns how many bytes buf should have held to go on
+ * (0 when cur->done, or when the file has no more whole records): read
+ * again from cur->off with at least that many. */
+size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len, uint64_t file_len,
+			  tally_jit_code_fn fn, void *ctx);
+void tally_jitdump_cursor_release(struct tally_jitdump_cursor *cur);
+
 /* The function containing addr, or NULL. */
 struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64_t addr);
 /* The line entry for addr inside f, or NULL when the dump gave none. */

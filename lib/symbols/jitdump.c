@@ -539,6 +539,107 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 	return 0;
 }
 
+/* ---- record time: a dump still being written ---- */
+
+void tally_jitdump_cursor_release(struct tally_jitdump_cursor *cur)
+{
+	free(cur->unwind);
+	cur->unwind = NULL;
+	cur->unwind_len = cur->unwind_hdr_len = 0;
+}
+
+/* The bytes of each kind of record the scan needs in its buffer: the fixed
+ * part of a load or a move, the whole of the unwinding info. */
+#define LOAD_FIXED (JITREC_HEADER + 40)
+#define MOVE_FIXED (JITREC_HEADER + 48)
+#define UNWIND_FIXED (JITREC_HEADER + 24)
+
+size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len, uint64_t file_len,
+			  tally_jit_code_fn fn, void *ctx)
+{
+	const unsigned char *p = buf;
+	if (cur->done)
+		return 0;
+	if (cur->off == 0) {
+		if (file_len < JITDUMP_HEADER)
+			return 0;
+		if (len < JITDUMP_HEADER)
+			return JITDUMP_HEADER;
+		uint32_t magic;
+		memcpy(&magic, p, 4);
+		cur->swap = magic == JITDUMP_MAGIC_SWAPPED;
+		uint32_t hsize = get32(p + 8, cur->swap);
+		if ((magic != JITDUMP_MAGIC && !cur->swap) || get32(p + 4, cur->swap) != JITDUMP_VERSION ||
+		    hsize < JITDUMP_HEADER) {
+			cur->done = true;
+			return 0;
+		}
+		cur->elf_mach = get32(p + 12, cur->swap);
+		cur->off = hsize;
+		if (hsize > len)
+			return 0; /* read again from the first record */
+		p += hsize;
+		len -= hsize;
+	}
+	bool swap = cur->swap;
+	while (file_len > cur->off && file_len - cur->off >= JITREC_HEADER) {
+		if (len < JITREC_HEADER)
+			return JITREC_HEADER;
+		uint32_t id = get32(p, swap), rsize = get32(p + 4, swap);
+		if (rsize < JITREC_HEADER) {
+			cur->done = true; /* the snapshot's parse says where */
+			return 0;
+		}
+		if (rsize > file_len - cur->off)
+			return 0; /* being written: whole next time */
+		size_t need = id == JIT_CODE_LOAD ? LOAD_FIXED : id == JIT_CODE_MOVE ? MOVE_FIXED : 0;
+		if (id == JIT_CODE_UNWINDING_INFO && rsize <= UNWIND_FIXED + TALLY_JIT_UNWIND_MAX + 8)
+			need = rsize;
+		if (need > rsize)
+			need = 0; /* too short to be one: skipped */
+		if (len < need)
+			return need;
+		const unsigned char *r = p + JITREC_HEADER;
+		if (id == JIT_CODE_LOAD) {
+			struct tally_jit_code_event ev = { .addr = need ? get64(r + 16, swap) : 0,
+							   .size = need ? get64(r + 24, swap) : 0,
+							   .index = need ? get64(r + 32, swap) : 0 };
+			if (need && ev.size <= CODE_MAX && range_ok(ev.addr, ev.size)) {
+				ev.unwind = cur->unwind;
+				ev.unwind_len = cur->unwind_len;
+				ev.eh_frame_hdr_len = cur->unwind_hdr_len;
+				fn(ctx, &ev);
+			}
+			tally_jitdump_cursor_release(cur); /* it was this load's */
+		} else if (id == JIT_CODE_MOVE && need) {
+			struct tally_jit_code_event ev = { .move = true, .old_addr = get64(r + 16, swap),
+							   .addr = get64(r + 24, swap), .size = get64(r + 32, swap),
+							   .index = get64(r + 40, swap) };
+			if (ev.size <= CODE_MAX && range_ok(ev.addr, ev.size))
+				fn(ctx, &ev);
+		} else if (id == JIT_CODE_UNWINDING_INFO) {
+			tally_jitdump_cursor_release(cur);
+			uint64_t us = need ? get64(r, swap) : 0, hs = need ? get64(r + 8, swap) : 0;
+			/* an .eh_frame (possibly empty) and its header, within the record */
+			if (need && hs && hs < us && us <= rsize - UNWIND_FIXED && us <= TALLY_JIT_UNWIND_MAX) {
+				cur->unwind = xmalloc((size_t)us);
+				memcpy(cur->unwind, r + 24, (size_t)us);
+				cur->unwind_len = (size_t)us;
+				cur->unwind_hdr_len = (size_t)hs;
+			}
+		} else if (id == JIT_CODE_CLOSE) {
+			cur->done = true;
+			return 0;
+		}
+		cur->off += rsize;
+		if (rsize >= len)
+			return 0; /* the rest of the record (code) was not read: read from the next */
+		p += rsize;
+		len -= rsize;
+	}
+	return 0;
+}
+
 struct tally_jit_func *tally_jitdump_find(const struct tally_jitdump *jd, uint64_t addr)
 {
 	size_t lo = TALLY_UPPER_U64(jd->funcs, jd->nfuncs, addr, addr);
@@ -556,34 +657,11 @@ const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, 
 
 /* ---- escaping names and file names ---- */
 
-/* The length of the UTF-8 sequence at p when it is valid and encodes a printable
- * character (not a C1 control), else 0. A NUL ends every sequence. */
+/* The length of the printable UTF-8 sequence at p (no C1 control), else 0;
+ * the string's NUL ends every sequence. */
 static size_t utf8_seq(const unsigned char *p)
 {
-	unsigned c = p[0];
-	size_t n;
-	uint32_t cp;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if (cp < 0xa0 || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
+	return tally_utf8_seq(p, strnlen((const char *)p, 4), false);
 }
 
 void tally_jit_escape(struct strbuf *sb, const char *s)

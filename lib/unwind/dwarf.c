@@ -1,7 +1,9 @@
-/* DWARF unwinding at record time with libdwfl (see unwind.h). */
+/* DWARF unwinding at record time with libdwfl (see unwind.h); JIT code's
+ * frames with jit.c's CFI, libdwfl taking over again at their callers. */
 #define _GNU_SOURCE
 #include "tally/unwind.h"
 #include "tally/util.h"
+#include "internal.h"
 
 #include <asm/perf_regs.h>
 #include <dwarf.h>
@@ -24,6 +26,8 @@ uint64_t tally_unwind_regs_mask(void)
 	return m;
 }
 
+struct proc_uw;
+
 /* The sample being unwound: the callbacks read it through the Dwfl's argument. */
 struct sample_ctx {
 	uint64_t regs[PERF_REG_X86_64_MAX];
@@ -33,6 +37,19 @@ struct sample_ctx {
 	uint64_t *pcs;
 	size_t n, max;
 	bool stack_miss;
+	uint64_t miss_addr; /* the first address read beyond the copy */
+	/* where libdwfl starts: the sample's registers, or (restarted) the caller
+	 * of JIT frames, whose pc is its return address - 1 (the call: its CFI
+	 * row), that address already in pcs */
+	struct uw_regs init;
+	bool restarted, first;
+	/* JIT code with CFI met: libdwfl was left at that frame */
+	struct tally_agg *a;
+	struct tally_proc *p;
+	struct proc_uw *u;
+	bool jit_stop, jit_act;
+	struct uw_regs jit_regs;
+	struct uw_jit_where jit_w;
 };
 
 struct proc_uw {
@@ -42,6 +59,7 @@ struct proc_uw {
 	uint32_t *reported; /* images already reported as modules */
 	size_t nreported, areported;
 	size_t nmaps_seen;  /* re-check the maps when the process maps more */
+	struct uw_jit *jit; /* its JIT code's CFI (jit.c), or NULL */
 };
 
 static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
@@ -69,6 +87,8 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	struct proc_uw *u = arg;
 	struct sample_ctx *c = u->cur;
 	if (addr < c->sp || addr + sizeof(Dwarf_Word) > c->sp + c->stack_len || addr + sizeof(Dwarf_Word) < addr) {
+		if (!c->stack_miss)
+			c->miss_addr = addr;
 		c->stack_miss = true;
 		return false;
 	}
@@ -79,16 +99,28 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct proc_uw *u = arg;
-	const uint64_t *r = u->cur->regs;
-	/* DWARF numbering on x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
-	Dwarf_Word d[17] = {
-		r[PERF_REG_X86_AX], r[PERF_REG_X86_DX], r[PERF_REG_X86_CX], r[PERF_REG_X86_BX],
-		r[PERF_REG_X86_SI], r[PERF_REG_X86_DI], r[PERF_REG_X86_BP], r[PERF_REG_X86_SP],
-		r[PERF_REG_X86_R8], r[PERF_REG_X86_R9], r[PERF_REG_X86_R10], r[PERF_REG_X86_R11],
-		r[PERF_REG_X86_R12], r[PERF_REG_X86_R13], r[PERF_REG_X86_R14], r[PERF_REG_X86_R15],
-		r[PERF_REG_X86_IP],
+	const struct uw_regs *r = &u->cur->init;
+	if (r->valid == (1u << UW_NREGS) - 1)
+		return dwfl_thread_state_registers(thread, 0, UW_NREGS, r->r);
+	/* a JIT frame's caller: what its CFI restored (the others stay undefined) */
+	for (unsigned i = 0; i < UW_NREGS; i++)
+		if ((r->valid & (1u << i)) && !dwfl_thread_state_registers(thread, (int)i, 1, &r->r[i]))
+			return false;
+	return true;
+}
+
+/* The sample's registers (perf's order) in DWARF's numbering on x86-64: rax
+ * rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. */
+static void regs_to_dwarf(const uint64_t *r, struct uw_regs *d)
+{
+	static const int perf[UW_NREGS] = {
+		PERF_REG_X86_AX, PERF_REG_X86_DX, PERF_REG_X86_CX, PERF_REG_X86_BX, PERF_REG_X86_SI, PERF_REG_X86_DI,
+		PERF_REG_X86_BP, PERF_REG_X86_SP, PERF_REG_X86_R8, PERF_REG_X86_R9, PERF_REG_X86_R10, PERF_REG_X86_R11,
+		PERF_REG_X86_R12, PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15, PERF_REG_X86_IP,
 	};
-	return dwfl_thread_state_registers(thread, 0, 17, d);
+	for (int i = 0; i < UW_NREGS; i++)
+		d->r[i] = r[perf[i]];
+	d->valid = (1u << UW_NREGS) - 1;
 }
 
 static const Dwfl_Thread_Callbacks thread_cbs = {
@@ -110,6 +142,7 @@ void tally_unwind_proc_release(struct tally_proc *p)
 	struct proc_uw *u = p->uw;
 	if (!u)
 		return;
+	uw_jit_free(u->jit); /* before the Dwfl: a template's CFI is a module's */
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
 	free(u->reported);
@@ -198,11 +231,71 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	bool act;
 	if (!dwfl_frame_pc(state, &pc, &act))
 		return DWARF_CB_ABORT;
+	if (c->first && c->restarted) {
+		/* a JIT frame's caller, recorded by its return address: not JIT code with CFI */
+		c->first = false;
+		return DWARF_CB_OK;
+	}
+	c->first = false;
 	if (c->n >= c->max)
 		return DWARF_CB_ABORT;
 	/* keep return addresses as they are: reports look up pc - 1 for callers */
 	c->pcs[c->n++] = pc;
+	/* JIT code that tally has CFI for, which libdwfl cannot see (no module
+	 * there): leave libdwfl with this frame's registers */
+	if (uw_jit_find(&c->u->jit, c->a, c->p, c->u->dwfl, pc, act, &c->jit_w)) {
+		memset(&c->jit_regs, 0, sizeof(c->jit_regs));
+		for (unsigned i = 0; i < UW_NREGS; i++) {
+			Dwarf_Word v;
+			if (dwfl_frame_reg(state, i, &v) == 0) {
+				c->jit_regs.r[i] = v;
+				c->jit_regs.valid |= 1u << i;
+			}
+		}
+		c->jit_regs.r[UW_RIP] = pc;
+		c->jit_regs.valid |= 1u << UW_RIP;
+		c->jit_stop = true;
+		c->jit_act = act;
+		return DWARF_CB_ABORT;
+	}
 	return DWARF_CB_OK;
+}
+
+/* Whether the libdwfl module at a frame's pc has CFI for it. */
+static bool has_cfi(Dwfl *dwfl, uint64_t look)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, look);
+	if (!mod)
+		return false;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi[2] = { dwfl_module_eh_cfi(mod, &bias), NULL };
+	Dwarf_Addr bias2 = bias;
+	cfi[1] = dwfl_module_dwarf_cfi(mod, &bias2);
+	for (int i = 0; i < 2; i++) {
+		Dwarf_Frame *fr = NULL;
+		if (cfi[i] && dwarf_cfi_addrframe(cfi[i], look - (i ? bias2 : bias), &fr) == 0) {
+			free(fr);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Why libdwfl stopped short: a read beyond the stack copy is the copy's
+ * fault only where the frame had CFI and the address lies above the copy;
+ * libdwfl's frame-pointer guess in code without CFI (JIT code: rbp is no
+ * frame pointer there) reads anywhere. */
+static const char *short_why(struct proc_uw *u, const struct sample_ctx *c)
+{
+	if (c->n >= c->max)
+		return "depth limit";
+	uint64_t pc = c->pcs[c->n - 1];
+	bool act = c->n == 1 && !c->restarted;
+	if (!has_cfi(u->dwfl, act ? pc : pc - 1))
+		return "no CFI";
+	if (c->stack_miss && c->miss_addr >= c->sp + c->stack_len)
+		return "stack copy too small";
+	return "unreadable frame";
 }
 
 size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
@@ -243,21 +336,62 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 		pcs[0] = c.regs[PERF_REG_X86_IP];
 		return 1;
 	}
-	int r = dwfl_getthread_frames(u->dwfl, p->pid, cb_frame, &c);
+	regs_to_dwarf(c.regs, &c.init);
+	c.a = a;
+	c.p = p;
+	c.u = u;
+	struct uw_stack st = { c.sp, stack, stack_len };
+	int r = 0;
+	enum uw_step js = UW_STEP_OK;
+	for (;;) {
+		c.first = true;
+		c.jit_stop = false;
+		r = dwfl_getthread_frames(u->dwfl, p->pid, cb_frame, &c);
+		if (!c.jit_stop)
+			break;
+		/* JIT frames, by their CFI, as long as the callers are JIT code tally
+		 * has CFI for; then libdwfl again from the first caller that is not */
+		struct uw_regs cur = c.jit_regs, out;
+		struct uw_jit_where w = c.jit_w;
+		for (;;) {
+			js = uw_jit_step(&w, &cur, &st, &out);
+			if (js != UW_STEP_OK)
+				break;
+			if (c.n >= max) {
+				js = UW_STEP_NOCFI;
+				break;
+			}
+			c.pcs[c.n++] = out.r[UW_RIP];
+			cur = out;
+			if (!uw_jit_find(&u->jit, a, p, u->dwfl, out.r[UW_RIP], false, &w))
+				break;
+		}
+		if (js != UW_STEP_OK)
+			break;
+		c.init = cur;
+		c.init.r[UW_RIP] = cur.r[UW_RIP] - 1;
+		c.restarted = true;
+		c.stack_miss = false;
+	}
 	u->cur = NULL;
 	if (!c.n) {
 		pcs[0] = c.regs[PERF_REG_X86_IP];
 		c.n = 1;
 	}
-	/* libdwfl ends an unwind normally when it cannot read a return address from
-	 * the copy: that is a short stack too */
-	if (r != 0 || c.stack_miss) {
+	if (c.jit_stop) {
+		/* stopped in JIT code, by its CFI */
 		if (c.n >= max)
 			*why = "depth limit";
-		else if (c.stack_miss)
+		else if (js == UW_STEP_STACK)
 			*why = "stack copy too small";
-		else
+		else if (js == UW_STEP_NOCFI)
 			*why = "no CFI";
+		else if (js == UW_STEP_BAD)
+			*why = "unreadable frame";
+	} else if (r != 0 || c.stack_miss) {
+		/* libdwfl ends an unwind normally when it cannot read a return
+		 * address from the copy: that is a short stack too */
+		*why = short_why(u, &c);
 	}
 	return c.n;
 }

@@ -940,6 +940,177 @@ static void test_jitdump__display_name(void **state)
 	free(e);
 }
 
+/* ---- record time: tally_jitdump_scan over a dump as it grows ---- */
+
+static void unwinding(struct dump *d, const unsigned char *data, size_t len, size_t hdr)
+{
+	size_t pad = (8 - (16 + 24 + len) % 8) % 8;
+	rec_head(d, 4, (uint32_t)(16 + 24 + len + pad));
+	put64(d, len);
+	put64(d, hdr);
+	put64(d, (len + 15) & ~(size_t)15);
+	put(d, data, len);
+	for (size_t i = 0; i < pad; i++)
+		put(d, "", 1);
+}
+
+struct seen {
+	struct tally_jit_code_event ev[16];
+	unsigned char unwind[16][64];
+	size_t n;
+};
+
+static void on_ev(void *arg, const struct tally_jit_code_event *ev)
+{
+	struct seen *s = arg;
+	assert_true(s->n < ARRAY_SIZE(s->ev));
+	s->ev[s->n] = *ev;
+	if (ev->unwind) {
+		assert_true(ev->unwind_len <= sizeof(s->unwind[0]));
+		memcpy(s->unwind[s->n], ev->unwind, ev->unwind_len);
+		s->ev[s->n].unwind = s->unwind[s->n];
+	}
+	s->n++;
+}
+
+/* Reads the first file_len bytes of d as the recorder does: from the
+ * cursor, want bytes at a time (more when the scan asks for more). */
+static void scan_prefix(struct tally_jitdump_cursor *cur, const struct dump *d, size_t file_len, size_t want, struct seen *s)
+{
+	while (!cur->done && cur->off < file_len) {
+		size_t n = file_len - cur->off < want ? file_len - cur->off : want;
+		uint64_t before = cur->off;
+		size_t need = tally_jitdump_scan(cur, d->b + cur->off, n, file_len, on_ev, s);
+		if (cur->off != before)
+			continue;
+		if (need > n && n == want) {
+			want = need;
+			continue;
+		}
+		break;
+	}
+}
+
+static const unsigned char eh[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24 };
+
+static void scan_dump(struct dump *d)
+{
+	header(d, 0x4A695444u, 1);
+	unwinding(d, eh, sizeof(eh), 20);
+	debug(d, 0x1000, offs, lines, 3, "prog.js");
+	load(d, 0x1000, 1, "hot loop", code16, sizeof(code16));
+	load(d, 0x2000, 2, "cold", code16, 4);
+	move(d, 0x1000, 0x3000, sizeof(code16), 1);
+	unwinding(d, eh, 20, 20); /* only a header: no .eh_frame, not kept */
+	load(d, 0x4000, 3, "empty unwind", code16, 8);
+	rec_head(d, 77, 16);
+}
+
+static void check_scan(const struct seen *s)
+{
+	assert_int_equal(s->n, 4);
+	assert_false(s->ev[0].move);
+	assert_int_equal(s->ev[0].addr, 0x1000);
+	assert_int_equal(s->ev[0].size, sizeof(code16));
+	assert_int_equal(s->ev[0].index, 1);
+	assert_non_null(s->ev[0].unwind);
+	assert_int_equal(s->ev[0].unwind_len, sizeof(eh));
+	assert_int_equal(s->ev[0].eh_frame_hdr_len, 20);
+	assert_memory_equal(s->ev[0].unwind, eh, sizeof(eh));
+	/* the unwinding info was the first load's only */
+	assert_int_equal(s->ev[1].addr, 0x2000);
+	assert_null(s->ev[1].unwind);
+	assert_true(s->ev[2].move);
+	assert_int_equal(s->ev[2].old_addr, 0x1000);
+	assert_int_equal(s->ev[2].addr, 0x3000);
+	assert_int_equal(s->ev[3].addr, 0x4000);
+	assert_null(s->ev[3].unwind);
+}
+
+static void test_jitdump__scan_whole(void **state)
+{
+	(void)state;
+	struct dump d = { 0 };
+	scan_dump(&d);
+	struct tally_jitdump_cursor cur = { 0 };
+	struct seen s = { .n = 0 };
+	scan_prefix(&cur, &d, d.n, 1 << 16, &s);
+	check_scan(&s);
+	assert_int_equal(cur.off, d.n);
+	assert_int_equal(cur.elf_mach, 62);
+	tally_jitdump_cursor_release(&cur);
+	dump_free(&d);
+}
+
+/* The runtime writes as the recorder reads: every prefix of the file, read
+ * a few bytes at a time, gives each record once, whole, in order. */
+static void test_jitdump__scan_growing(void **state)
+{
+	(void)state;
+	struct dump d = { 0 };
+	scan_dump(&d);
+	for (size_t want = 1; want <= 64; want = want * 2 + 1) {
+		struct tally_jitdump_cursor cur = { 0 };
+		struct seen s = { .n = 0 };
+		for (size_t len = 0; len <= d.n; len++)
+			scan_prefix(&cur, &d, len, want, &s);
+		check_scan(&s);
+		assert_int_equal(cur.off, d.n);
+		tally_jitdump_cursor_release(&cur);
+	}
+	dump_free(&d);
+}
+
+static void test_jitdump__scan_damaged(void **state)
+{
+	(void)state;
+	struct dump d = { 0 };
+	header(&d, 0x12345678u, 1);
+	struct tally_jitdump_cursor cur = { 0 };
+	struct seen s = { .n = 0 };
+	scan_prefix(&cur, &d, d.n, 4096, &s);
+	assert_true(cur.done);
+	dump_free(&d);
+	/* a record shorter than its own header ends the reading; JIT_CODE_CLOSE too */
+	d = (struct dump){ 0 };
+	header(&d, 0x4A695444u, 1);
+	load(&d, 0x1000, 1, "f", code16, 4);
+	rec_head(&d, 0, 8);
+	load(&d, 0x2000, 2, "g", code16, 4);
+	cur = (struct tally_jitdump_cursor){ 0 };
+	s.n = 0;
+	scan_prefix(&cur, &d, d.n, 4096, &s);
+	assert_true(cur.done);
+	assert_int_equal(s.n, 1);
+	dump_free(&d);
+	d = (struct dump){ 0 };
+	header(&d, 0x4A695444u, 1);
+	rec_head(&d, 3, 16);
+	load(&d, 0x2000, 2, "g", code16, 4);
+	cur = (struct tally_jitdump_cursor){ 0 };
+	s.n = 0;
+	scan_prefix(&cur, &d, d.n, 4096, &s);
+	assert_true(cur.done);
+	assert_int_equal(s.n, 0);
+	/* unwinding data that claims more than its record: not kept */
+	dump_free(&d);
+	d = (struct dump){ 0 };
+	header(&d, 0x4A695444u, 1);
+	rec_head(&d, 4, 16 + 24 + 8);
+	put64(&d, 4096);
+	put64(&d, 20);
+	put64(&d, 4096);
+	put64(&d, 0);
+	load(&d, 0x2000, 2, "g", code16, 4);
+	cur = (struct tally_jitdump_cursor){ 0 };
+	s.n = 0;
+	scan_prefix(&cur, &d, d.n, 4096, &s);
+	assert_int_equal(s.n, 1);
+	assert_null(s.ev[0].unwind);
+	tally_jitdump_cursor_release(&cur);
+	dump_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -966,6 +1137,9 @@ int main(void)
 		cmocka_unit_test(test_jitdump__perfmap_parse),
 		cmocka_unit_test(test_jitdump__perfmap_why),
 		cmocka_unit_test(test_jitdump__display_name),
+		cmocka_unit_test(test_jitdump__scan_whole),
+		cmocka_unit_test(test_jitdump__scan_growing),
+		cmocka_unit_test(test_jitdump__scan_damaged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
