@@ -2,6 +2,8 @@
 # Everything else is plumbing around Meson (build/) and the dependency script.
 BUILD ?= build
 MESON_OPTS ?=
+# make check LOAD=N: the suite with N CPU hogs beside it (scripts/check.sh)
+LOAD ?= 0
 # the fuzzers' build: clang, ASan+UBSan, libFuzzer (docs/fuzzing.md)
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 5
@@ -27,13 +29,13 @@ demo: build
 
 check: deps-test $(BUILD)/build.ninja
 	ninja -C $(BUILD)
-	@scripts/check.sh $(BUILD)
+	@LOAD=$(LOAD) scripts/check.sh $(BUILD)
 
 # the same suite under AddressSanitizer and UndefinedBehaviorSanitizer
 check-asan: deps-test
 	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/check.sh build-asan
+	@LOAD=$(LOAD) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/check.sh build-asan
 
 # one libFuzzer target per parser of outside input: $(FUZZ_BUILD)/fuzz/fuzz-*
 fuzz: deps-test

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "builtin/builtin.h"
@@ -79,18 +80,28 @@ static void list(const struct tally_archive_plan *p, const char *input)
 	printf("%12" PRIu64 "  total\n", p->total);
 }
 
-static bool progress_shown;
-
+/* The copy's progress, on print.c's one progress line (a terminal only). */
 static void progress(void *ctx, uint64_t done, uint64_t total, const char *member)
 {
 	(void)ctx;
-	char a[32], b[32];
+	char a[32], b[32], line[160];
 	tally_format_size(done, a, sizeof(a));
 	tally_format_size(total, b, sizeof(b));
-	fprintf(stderr, "\rtally: archiving %3.0f%% (%s of %s) %-50.50s", total ? 100.0 * (double)done / (double)total : 100.0, a,
-		b, member);
-	fflush(stderr);
-	progress_shown = true;
+	snprintf(line, sizeof(line), "archiving %3.0f%% (%s of %s) %.50s",
+		 total ? 100.0 * (double)done / (double)total : 100.0, a, b, member);
+	tally_progress_say(line);
+}
+
+/* The plan holds each file it verified open until it is copied (one
+ * descriptor per file, besides the resolver's): as many as the hard limit
+ * allows (tally waits with poll, never select). */
+static void more_descriptors(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int cmd_archive(int argc, char **argv)
@@ -129,23 +140,20 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	if (tally_db_open_select(&db, o.input, &dbsel)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_db = true;
+	more_descriptors();
 	ro.lines = true; /* the debug files that give lines are wanted */
 	tally_resolver_new(&res, &db, &ro);
 	int pr = tally_archive_plan(&plan, &db, res, &o.a, &w);
 	tally_print_warnings(&w);
 	if (pr) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_plan = true;
@@ -157,16 +165,16 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	double t0 = tally_now_mono();
-	int wr = tally_archive_write(&plan, o.output, isatty(STDERR_FILENO) ? progress : NULL, NULL);
-	if (progress_shown)
-		fprintf(stderr, "\r%-100s\r", "");
+	tally_progress_start();
+	int wr = tally_archive_write(&plan, o.output, progress, NULL);
+	tally_progress_done();
 	if (wr) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	char a[32];
 	tally_format_size(plan.total, a, sizeof(a));
-	fprintf(stderr, "tally: wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')\n",
+	tally_say("wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')",
 		o.output, plan.n + 1, a, tally_now_mono() - t0, tally_archive_kind_of(o.output) == TALLY_ARCHIVE_DIR ? "archive:" : "",
 		o.output);
 	ret = 0;

@@ -37,6 +37,16 @@ int cmd_job_hosts(int argc, char **argv);
  * on stderr; die() also exits with status 1; info() prints only with -v. */
 void tally_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tally_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The core's last error (tally_errmsg) as an error line. */
+void tally_error_last(void);
+struct tally_symopts;
+struct tally_resolver_opts;
+/* The symbol options made into resolver options (tally_symopts_prepare):
+ * their warnings printed; 0, or 1 with the error printed. */
+int tally_symopts_ready(struct tally_symopts *so, struct tally_resolver_opts *ro);
+/* "tally: msg" on stderr, as an error is put, for what a command did (what
+ * it wrote, where and how big; what it pushed), with or without -v. */
+void tally_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void tally_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int tally_verbose;
 void tally_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -85,7 +85,7 @@ int cmd_ctl(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 	struct tally_ctl_req q;
 	if (tally_ctl_parse(nwords, words, n > 0 ? (int)n : 1, &q)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return 2;
 	}
 	tally_ctl_req_release(&q);
@@ -103,7 +103,7 @@ int cmd_ctl(int argc, char **argv)
 	bool ok = false;
 	int ret = 0;
 	if (tally_ctl_call(path.buf, line.buf, timeout, &ok, &body)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 	} else if (!ok) {
 		/* the daemon's message, on one line, and never raw bytes from the socket */
@@ -117,7 +117,7 @@ int cmd_ctl(int argc, char **argv)
 		ret = 1;
 	} else if (outfile) {
 		if (tally_write_file_atomic(outfile, body.buf ? body.buf : "", body.len)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 		}
 	} else if (body.len && fwrite(body.buf, 1, body.len, stdout) != body.len) {

@@ -105,7 +105,7 @@ static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct
 	for (char *l = strtok_r(msg.buf ? msg.buf : (char *)"", "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		if (!strcmp(l, "OK")) {
 			code = 0;
-			fprintf(stderr, "tally: daemon pid %d samples CPUs %s into '%s' (control: tally ctl --socket %s; log: %s)\n",
+			tally_say("daemon pid %d samples CPUs %s into '%s' (control: tally ctl --socket %s; log: %s)",
 				(int)pid, cpus, tally_daemon_db(d), tally_daemon_socket(d), logpath);
 		} else if (l[0] == 'W') {
 			tally_warn("%s", l + 2);
@@ -125,7 +125,7 @@ static int detach(struct tally_daemon_logfile *lg, const char *logpath, const ch
 {
 	int pp[2];
 	if (tally_daemon_logfile_open(lg, logpath)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return -1;
 	}
 	if (pipe2(pp, O_CLOEXEC) < 0) {
@@ -203,7 +203,7 @@ int cmd_daemon(int argc, char **argv)
 	o.verbose = tally_verbose != 0;
 	if (tally_push_opts_given(&push)) {
 		if (tally_push_opts_check(&push, "--push", "--push-format")) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 2;
 			goto out;
 		}
@@ -212,7 +212,7 @@ int cmd_daemon(int argc, char **argv)
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
@@ -224,7 +224,7 @@ int cmd_daemon(int argc, char **argv)
 	o.log = tally_daemon_logfile_line;
 	o.log_ctx = &lg;
 	if (tally_daemon_new(&d, &o)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	{
@@ -254,7 +254,7 @@ int cmd_daemon(int argc, char **argv)
 			dprintf(ready, "E %s\n", tally_errmsg());
 			tally_daemon_logfile_printf(&lg, "cannot start: %s", tally_errmsg());
 		} else {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 		}
 		goto out;
 	}

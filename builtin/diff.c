@@ -204,9 +204,9 @@ static int write_pprof(struct side *base, struct side *new_, const struct dopts 
 			unlink(bname);
 	}
 	if (r)
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 	else
-		fprintf(stderr, "tally: wrote '%s' (new) and '%s' (base%s): go tool pprof -diff_base '%s' '%s'\n", o->output,
+		tally_say("wrote '%s' (new) and '%s' (base%s): go tool pprof -diff_base '%s' '%s'", o->output,
 			bname, o->absolute ? "" : ", scaled to the new total", bname, o->output);
 	free(bname);
 	tally_export_out_release(&outs[0]);
@@ -225,11 +225,11 @@ static int write_text_out(const char *output, const char *what, struct strbuf *s
 		r = tally_write_file_atomic(output, sb->buf ? sb->buf : "", sb->len);
 	}
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return 1;
 	}
 	if (strcmp(output, "-"))
-		fprintf(stderr, "tally: wrote '%s' (%s, %zu bytes)\n", output, what, sb->len);
+		tally_say("wrote '%s' (%s, %zu bytes)", output, what, sb->len);
 	return 0;
 }
 
@@ -315,21 +315,17 @@ int cmd_diff(int argc, char **argv)
 	}
 	ret = 1;
 	if (o.html && tally_html_check_target(o.html)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	ro.lines = o.lines;
 	for (int i = 0; i < 2; i++) {
 		struct side *s = &sides[i];
 		if (tally_db_open_select(&s->db, s->input, &dbsel)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 		s->open = true;
@@ -344,7 +340,7 @@ int cmd_diff(int argc, char **argv)
 		int sc = tally_select_check(&s->sel, &s->db, s->input, &w);
 		tally_print_warnings(&w);
 		if (sc) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 	}
@@ -384,10 +380,10 @@ int cmd_diff(int argc, char **argv)
 		struct tally_html_diff_opts ho = { limit, o.top };
 		tally_html_diff(&page, &d, stacks ? &base->cg : NULL, &base->db, stacks ? &new_->cg : NULL, &new_->db, &ho);
 		if (tally_write_file_atomic(o.html, page.buf, page.len)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			wr = 1;
 		} else {
-			fprintf(stderr, "tally: wrote '%s' (%zu bytes)\n", o.html, page.len);
+			tally_say("wrote '%s' (%zu bytes)", o.html, page.len);
 		}
 		strbuf_release(&page);
 	} else if (o.format && !strcmp(o.format, "pprof")) {

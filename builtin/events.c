@@ -46,6 +46,6 @@ int cmd_events(int argc, char **argv)
 		       ok ? "available" : "unavailable", e->desc);
 	}
 	if (any_hw_missing)
-		fprintf(stderr, "tally: hardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock\n");
+		tally_say("hardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock");
 	return 0;
 }

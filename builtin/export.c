@@ -313,7 +313,7 @@ int cmd_export(int argc, char **argv)
 
 	struct tally_db db;
 	if (tally_db_open_select(&db, input, &epochs)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		tally_symopts_release(&so);
 		return 1;
 	}
@@ -325,7 +325,7 @@ int cmd_export(int argc, char **argv)
 	if (o.wall) {
 		/* one column of time: the on-CPU samples and the off-CPU waits (docs/offcpu.md) */
 		if (tally_db_wall(&db)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 			goto out;
 		}
@@ -342,7 +342,7 @@ int cmd_export(int argc, char **argv)
 	}
 	tally_print_warnings(&w);
 	if (sc) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
@@ -374,14 +374,10 @@ int cmd_export(int argc, char **argv)
 	x.events = events;
 	x.image = sel.image;
 	struct tally_resolver_opts ro = { 0 };
-	struct tally_warnings sw = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &sw)) {
-		tally_warnings_release(&sw);
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro)) {
 		ret = 1;
 		goto out;
 	}
-	tally_print_warnings(&sw);
 	/* on a terminal: what takes long (symbols, then the writing) */
 	tally_progress_attach(&ro);
 	tally_resolver_new(&res, &db, &ro);
@@ -397,7 +393,7 @@ int cmd_export(int argc, char **argv)
 	tally_print_warnings(&out.warnings);
 	if (wr < 0 || write_outputs(output, &out, &sink) < 0) {
 		sink_release(&sink, &out);
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
@@ -408,10 +404,10 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].put + out.files[i].data.len;
 		if (out.n == 1)
-			fprintf(stderr, "tally: wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)\n", output, out.files[0].suffix, fmt->name, n,
+			tally_say("wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)", output, out.files[0].suffix, fmt->name, n,
 				out.note ? "; " : "", out.note ? out.note : "");
 		else
-			fprintf(stderr, "tally: wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)\n", out.n, output, fmt->name, n);
+			tally_say("wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)", out.n, output, fmt->name, n);
 	}
 	/* the same warnings as report: an image whose file is wrong or damaged */
 	tally_report_image_warnings(&db, res, tally_verbose, &w);

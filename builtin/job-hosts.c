@@ -122,7 +122,7 @@ int cmd_job_hosts(int argc, char **argv)
 	if (first < argc) {
 		int r = tally_job_control_read(&ctl, argv[first]);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			tally_job_control_release(&ctl);
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;

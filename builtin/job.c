@@ -99,7 +99,7 @@ static int job_run(const struct jobopts *o, const char *control)
 	struct tally_job *j;
 	int r = tally_job_new(&j, &jo);
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return r == -EINVAL ? 2 : 1;
 	}
 	running = j;
@@ -120,10 +120,10 @@ static int job_run(const struct jobopts *o, const char *control)
 	r = tally_job_run(j);
 	int ret;
 	if (r == -EINTR) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 130;
 	} else if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 	} else {
 		unsigned n = tally_job_tests(j), f = tally_job_failed(j);
@@ -171,12 +171,12 @@ static int job_agent(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "start") && argc == 3) {
 		struct strbuf in = STRBUF_INIT, ready = STRBUF_INIT;
 		if (tally_read_fd(&in, 0, "the profilers", 1 << 20)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			return 1;
 		}
 		int r = tally_job_agent_start(argv[2], in.buf ? in.buf : "", &ready);
 		if (r)
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 		else
 			printf("%s\n", ready.buf);
 		strbuf_release(&in);
@@ -187,7 +187,7 @@ static int job_agent(int argc, char **argv)
 		struct strbuf a = STRBUF_INIT;
 		int r = tally_job_agent_ctl(argv[2], argv + 3, &a);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			strbuf_release(&a);
 			return r == -ENOTCONN ? 3 : 1;
 		}

@@ -368,14 +368,14 @@ int cmd_merge(int argc, char **argv)
 	if (check_distinct(&o))
 		goto out;
 	if (tally_db_check_target(o.output, o.force)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	/* pass 1: the sessions, to refuse what cannot be summed before any work */
 	bool per_pid = true;
 	for (size_t i = 0; i < o.nin; i++) {
 		if (read_session(&o.in[i], &dbsel)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 		for (size_t k = 0; k < i; k++)
@@ -410,7 +410,7 @@ int cmd_merge(int argc, char **argv)
 		struct tally_db db;
 		/* the stacks file is not read into db but, at the add, straight into the merge's */
 		if (tally_db_open_flags(&db, in->path, &dbsel, TALLY_DB_STACKS_LATER)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 		const char *cg = tally_meta_get(&db.session, "call-graph");
@@ -423,7 +423,7 @@ int cmd_merge(int argc, char **argv)
 			goto out;
 		}
 		if (tally_db_builder_fits(b, &db, in->path)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			tally_db_release(&db);
 			goto out;
 		}
@@ -436,7 +436,7 @@ int cmd_merge(int argc, char **argv)
 		int lr = tally_db_builder_load_stacks(b);
 		tally_db_release(&db);
 		if (lr) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 	}
@@ -446,12 +446,12 @@ int cmd_merge(int argc, char **argv)
 	out.text_stacks = o.text_stacks;
 	int r = tally_db_save(&out, o.output, o.force);
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 	} else {
 		uint64_t samples = 0;
 		for (int e = 0; e < out.nevents; e++)
 			samples += out.samples[e];
-		fprintf(stderr, "tally: merged %zu input%s into '%s': %" PRIu64 " samples, %zu label set%s\n", o.nin,
+		tally_say("merged %zu input%s into '%s': %" PRIu64 " samples, %zu label set%s", o.nin,
 			o.nin == 1 ? "" : "s", o.output, samples, out.nlabels, out.nlabels == 1 ? "" : "s");
 		ret = 0;
 	}

@@ -14,6 +14,7 @@
 #include "builtin/builtin.h"
 #include "tally/report.h"
 #include "tally/symbols.h"
+#include "tally/symopts.h"
 #include "tally/util.h"
 
 int tally_verbose;
@@ -178,6 +179,31 @@ static void vreport(const char *prefix, const char *fmt, va_list ap)
 }
 
 void tally_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+}
+
+void tally_error_last(void)
+{
+	tally_error("%s", tally_errmsg());
+}
+
+int tally_symopts_ready(struct tally_symopts *so, struct tally_resolver_opts *ro)
+{
+	struct tally_warnings w = TALLY_WARNINGS_INIT;
+	int r = tally_symopts_prepare(so, ro, &w);
+	tally_print_warnings(&w);
+	if (r) {
+		tally_error_last();
+		return 1;
+	}
+	return 0;
+}
+
+void tally_say(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

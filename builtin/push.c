@@ -58,11 +58,11 @@ static int push_one(const struct tally_push_opts *po, struct tally_db *db, const
 		return 0;
 	}
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		return 1;
 	}
 	char *ep = tally_push_endpoint(po);
-	fprintf(stderr, "tally: pushed %s to '%s' (%s: %" PRIu64 " sample%s, %zu bytes)\n", what, ep,
+	tally_say("pushed %s to '%s' (%s: %" PRIu64 " sample%s, %zu bytes)", what, ep,
 		tally_push_format_name(po->format), sent.samples, sent.samples == 1 ? "" : "s", sent.bytes);
 	free(ep);
 	return 0;
@@ -101,22 +101,17 @@ int cmd_push(int argc, char **argv)
 		goto out;
 	}
 	if (tally_push_opts_check(&po, "--to", "--format")) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 2;
 		goto out;
 	}
-	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &w)) {
-		tally_warnings_release(&w);
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
-	tally_print_warnings(&w);
 	struct stat st;
 	if (stat(o.input, &st) == 0 && S_ISDIR(st.st_mode) && tally_db_is_daemon(o.input)) {
 		/* a daemon's: each epoch as the profile of its own time */
 		if (tally_epochs_list(o.input, &ep, &nep)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			goto out;
 		}
 		size_t n = 0;
@@ -128,7 +123,7 @@ int cmd_push(int argc, char **argv)
 			struct tally_db_select one = { .epoch = ep[i].name };
 			struct tally_db db;
 			if (tally_db_open_select(&db, o.input, &one)) {
-				tally_error("%s", tally_errmsg());
+				tally_error_last();
 				ret = 1;
 				continue;
 			}
@@ -145,7 +140,7 @@ int cmd_push(int argc, char **argv)
 				tally_db_release(&db);
 				tally_error("no epoch of '%s' is selected", o.input);
 			} else {
-				tally_error("%s", tally_errmsg());
+				tally_error_last();
 			}
 			ret = 1;
 		}
@@ -153,7 +148,7 @@ int cmd_push(int argc, char **argv)
 	}
 	struct tally_db db;
 	if (tally_db_open_select(&db, o.input, &epochs)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	struct strbuf what = STRBUF_INIT;

@@ -109,7 +109,7 @@ int cmd_record(int argc, char **argv)
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
@@ -127,7 +127,7 @@ int cmd_record(int argc, char **argv)
 			}
 	}
 	if (tally_db_check_target(out, force)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
@@ -145,7 +145,7 @@ int cmd_record(int argc, char **argv)
 		ro.npids = npids;
 	}
 	if (tally_recording_new(&rec, &ro)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	/* signals end the recording; with a command, the terminal's ^C reaches the
@@ -185,7 +185,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	if (tally_recording_start(rec)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = tally_recording_exit_code(rec) == 127 ? 127 : 1;
 		goto out;
 	}
@@ -193,7 +193,7 @@ int cmd_record(int argc, char **argv)
 		tally_info("started '%s' as pid %d", cmd[0], tally_recording_pid(rec));
 	tally_info("recording into '%s'", out);
 	if (tally_recording_run(rec))
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 	if (tally_recording_end(rec) == TALLY_RECORDING_PIDS_EXITED)
 		tally_info("every attached process has exited");
 	tally_recording_finish(rec);
@@ -203,13 +203,13 @@ int cmd_record(int argc, char **argv)
 
 	char *written = NULL;
 	if (tally_recording_write(rec, out, force, &written)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = 1;
 		goto out;
 	}
 	if (strcmp(written, out))
 		tally_warn("'%s' appeared while recording; wrote '%s' instead", out, written);
-	fprintf(stderr, "tally: wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')\n", written,
+	tally_say("wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')", written,
 		tally_recording_samples(rec), tally_recording_samples(rec) == 1 ? "" : "s", tally_recording_lost(rec), written);
 	if (tally_recording_lost(rec))
 		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy", tally_recording_lost(rec),

@@ -157,15 +157,15 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		int hr = tally_html_write(o->html, db, res, &ho);
 		tally_progress_done();
 		if (hr) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 		} else {
 			/* as export says what it wrote */
 			struct stat st;
 			if (stat(o->html, &st) == 0)
-				fprintf(stderr, "tally: wrote '%s' (HTML report, %lld bytes)\n", o->html, (long long)st.st_size);
+				tally_say("wrote '%s' (HTML report, %lld bytes)", o->html, (long long)st.st_size);
 			else
-				fprintf(stderr, "tally: wrote '%s' (HTML report)\n", o->html);
+				tally_say("wrote '%s' (HTML report)", o->html);
 		}
 		tally_report_image_warnings(db, res, tally_verbose, &w);
 		tally_print_warnings(&w);
@@ -176,7 +176,7 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 		tally_report_sort(&out, db, res, &o->r, &o->sort, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json);
 	} else if (o->explain) {
 		if (tally_report_explain(&out, db, res, &o->r, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = 1;
 		}
 	} else if (o->json) {
@@ -344,25 +344,21 @@ int cmd_report(int argc, char **argv)
 	o.r.input = o.input;
 	ret = 1;
 	if (o.html && tally_html_check_target(o.html)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	struct tally_resolver_opts ro = { 0 };
-	int sp = tally_symopts_prepare(&so, &ro, &w);
-	tally_print_warnings(&w);
-	if (sp) {
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
 	/* the stacks are read only for the views that need them */
 	if (tally_db_open_flags(&db, o.input, &dbsel, TALLY_DB_STACKS_LATER)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	have_db = true;
 	tally_db_names_apart(&db);
 	if (o.wall && tally_db_wall(&db)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (o.wall && !o.sel.event)
@@ -376,11 +372,11 @@ int cmd_report(int argc, char **argv)
 	}
 	tally_print_warnings(&w);
 	if (sc) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (o.sort_given && tally_sort_check(&o.sort, &db, o.input)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	bool cgmode = tally_report_is_cg(&o.r);
@@ -395,7 +391,7 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	if ((cgmode || o.html) && tally_db_load_stacks(&db)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	if (!o.plimit_set)

@@ -93,13 +93,13 @@ int cmd_scan(int argc, char **argv)
 		free(real[i]);
 	free(real);
 	if (ret) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		strbuf_release(&out);
 		return 1;
 	}
 	if (output) {
 		if (tally_write_file_atomic(output, out.buf, out.len)) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			strbuf_release(&out);
 			return 1;
 		}

@@ -2,39 +2,22 @@
  * a terminal view steered by keys, or one text snapshot a tick without a
  * terminal. It samples through the recording engine (record.h), or reads a
  * running daemon's memory over its control socket (--db). The window, the
- * feed and the screen are lib/top (top.h); this file is the terminal, the
- * signals and the clock. */
+ * feed and the screen are lib/top (top.h); the session and the terminal
+ * are top-session.c and top-term.c (builtin/top.h); this file is the
+ * options, then calls. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
-#include "builtin/builtin.h"
-#include "tally/ctl.h"
-#include "tally/db.h"
-#include "tally/epoch.h"
+#include "builtin/top.h"
 #include "tally/record.h"
 #include "tally/sampling.h"
 #include "tally/symopts.h"
-#include "tally/top.h"
-#include "tally/util.h"
-#include "tally/view.h"
 
-struct topopts {
-	const char *pid_arg, *db, *sock, *comm, *image;
-	int view, sort;
-	bool all, once;
-	double delay;
-	uint64_t iterations, rows;
-};
 
 enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS, OPT_COMM, OPT_IMAGE, OPT_VIEW, OPT_SORT, OPT_SOCKET };
 
@@ -112,370 +95,6 @@ const struct tally_cmdopts top_cmdopts = {
 	.groups = { &top_group, &tally_sampling_group, &tally_symopts_group },
 };
 
-/* ---- signals and the terminal ---- */
-
-static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t got_quit, got_winch, got_tstp;
-
-static void on_signal(int sig)
-{
-	int e = errno;
-	if (sig == SIGWINCH)
-		got_winch = 1;
-	else if (sig == SIGTSTP)
-		got_tstp = 1;
-	else if (sig != SIGCHLD)
-		got_quit = 1;
-	char c = 0;
-	if (sig_pipe[1] >= 0 && write(sig_pipe[1], &c, 1) < 0) {
-		/* full: a wake-up is pending */
-	}
-	errno = e;
-}
-
-static struct termios saved_tio;
-static bool tio_saved;
-static int tty_out = -1;
-static int stdin_flags = -1; /* stdin's file status flags before top made it non-blocking */
-
-static void term_restore(void)
-{
-	if (tty_out >= 0) {
-		static const char leave[] = "\033[0m\033[?25h\033[?1049l";
-		if (write(tty_out, leave, sizeof(leave) - 1) < 0) {
-			/* nothing to do: the terminal is gone */
-		}
-	}
-	if (tio_saved) {
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
-		tio_saved = false;
-	}
-	/* the open file is the shell's too: the next program must not find it non-blocking */
-	if (stdin_flags >= 0) {
-		fcntl(STDIN_FILENO, F_SETFL, stdin_flags);
-		stdin_flags = -1;
-	}
-}
-
-static void term_enter(int in_fd, int out_fd)
-{
-	tty_out = out_fd;
-	if (in_fd >= 0 && tcgetattr(in_fd, &saved_tio) == 0) {
-		struct termios t = saved_tio;
-		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		t.c_cc[VMIN] = 0;
-		t.c_cc[VTIME] = 0;
-		if (tcsetattr(in_fd, TCSANOW, &t) == 0)
-			tio_saved = true;
-	}
-	static const char enter[] = "\033[?1049h\033[?25l\033[2J";
-	if (write(out_fd, enter, sizeof(enter) - 1) < 0) {
-		/* the screen is drawn anyway */
-	}
-	static bool registered;
-	if (!registered)
-		atexit(term_restore);
-	registered = true;
-}
-
-/* ^Z: the shell gets its screen and terminal back while tally top is
- * stopped (sampling stops with it), and the view comes back on SIGCONT. */
-static void suspend(bool keys, int out_fd)
-{
-	got_tstp = 0;
-	term_restore();
-	signal(SIGTSTP, SIG_DFL);
-	raise(SIGTSTP);
-	/* continued */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTSTP, &sa, NULL);
-	term_enter(keys ? STDIN_FILENO : -1, out_fd);
-	got_winch = 1; /* the size may have changed meanwhile: redraw whole */
-}
-
-static void term_size(int fd, int *w, int *h)
-{
-	struct winsize ws;
-	*w = 80;
-	*h = 24;
-	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
-		*w = ws.ws_col;
-		*h = ws.ws_row;
-	}
-}
-
-static void drain_pipe(void)
-{
-	char buf[64];
-	while (sig_pipe[0] >= 0 && read(sig_pipe[0], buf, sizeof(buf)) > 0)
-		;
-}
-
-/* ---- one session ---- */
-
-struct top {
-	struct topopts o;
-	bool interactive, keys;
-	int out_fd;
-	struct tally_top *win;
-	struct tally_top_feed *feed;
-	struct tally_top_ui ui;
-	struct tally_top_status st;
-	struct strbuf msg, events;
-	uint64_t ticks;
-	int width, height;
-	bool target_ended; /* the target ended by itself (not stopped by top) */
-};
-
-static void show(struct top *t)
-{
-	struct strbuf out = STRBUF_INIT;
-	t->st.message = t->msg.len ? t->msg.buf : NULL;
-	if (t->interactive) {
-		if (got_winch) {
-			got_winch = 0;
-			term_size(t->out_fd, &t->width, &t->height);
-			strbuf_addstr(&out, "\033[2J");
-		}
-		tally_top_screen(t->win, &t->ui, &t->st, t->width, t->height, &out);
-	} else {
-		tally_top_text(t->win, &t->ui.q, &t->st, t->o.rows, &out);
-		strbuf_addch(&out, '\n');
-	}
-	if (tally_write_all(t->out_fd, out.buf, out.len) < 0 && !t->interactive)
-		got_quit = 1; /* nobody reads the snapshots any more */
-	strbuf_release(&out);
-}
-
-/* Keys waiting on the terminal: 1 when the screen must be drawn again. */
-static int read_keys(struct top *t)
-{
-	int redraw = 0;
-	unsigned char buf[64];
-	ssize_t n;
-	if (got_tstp && t->interactive) {
-		suspend(t->keys, t->out_fd);
-		redraw = 1;
-	}
-	while (t->keys && (n = read(STDIN_FILENO, buf, sizeof(buf))) > 0)
-		for (ssize_t i = 0; i < n; i++) {
-			/* an escape sequence (arrows, function keys) is not Escape */
-			if (buf[i] == 27 && i + 1 < n && buf[i + 1] == '[') {
-				i += 2;
-				while (i < n && !(buf[i] >= 0x40 && buf[i] <= 0x7e))
-					i++;
-				continue;
-			}
-			redraw |= tally_top_key(&t->ui, buf[i]);
-		}
-	if (t->ui.quit)
-		got_quit = 1;
-	return redraw;
-}
-
-/* One tick's database into the window; then the screen or a snapshot. */
-static void tick(struct top *t, struct tally_db *db, bool cumulative, double since, double elapsed)
-{
-	double added = 0;
-	tally_top_tick(t->win, TALLY_TOP_DECAY);
-	strbuf_reset(&t->msg);
-	/* shares by period weight (time, or events), as the report's; the rate
-	 * stays in samples: the weight fed, at the tick's samples per weight */
-	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0, ns = db->nevents > 0 ? db->samples[0] : 0;
-	tally_view_weigh(db, false);
-	t->st.unit = db->nevents > 0 ? tally_view_heading(db, 0) : NULL;
-	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, &added))
-		strbuf_addf(&t->msg, "symbols: %s", tally_errmsg());
-	if (wt)
-		added = added * (double)ns / (double)wt;
-	if (tally_top_callgraph(t->win) && !db->has_stacks) {
-		strbuf_reset(&t->msg);
-		strbuf_addstr(&t->msg, "no call graphs in these samples: the shares are self only");
-	}
-	t->st.rate = elapsed > 0 ? added / elapsed : 0;
-	t->st.samples += (uint64_t)(added + 0.5);
-	t->ticks++;
-	if (!t->ui.frozen)
-		show(t);
-}
-
-static bool done(struct top *t)
-{
-	return got_quit || t->ui.quit || (t->o.iterations && t->ticks >= t->o.iterations) || (t->o.once && t->ticks >= 1);
-}
-
-/* Waits until deadline (monotonic) or a key or a signal: the screen is drawn
- * again after a key or a resize. */
-static void wait_until(struct top *t, int epfd, double deadline)
-{
-	for (;;) {
-		double left = deadline - tally_now_mono();
-		if (left <= 0 || done(t))
-			return;
-		struct epoll_event ev;
-		int n = epoll_wait(epfd, &ev, 1, (int)(left * 1000) + 1);
-		drain_pipe();
-		int redraw = read_keys(t);
-		if (got_winch)
-			redraw = 1;
-		if (redraw && t->interactive && !done(t))
-			show(t);
-		if (n < 0 && errno != EINTR)
-			return;
-	}
-}
-
-/* What a step of the recording returned (n): 1 when the recording ended (its
- * target did, or an error, said here with *ret set). */
-static int step_ended(struct top *t, int n, int *ret)
-{
-	if (n < 0) {
-		tally_error("%s", tally_errmsg());
-		*ret = 1;
-		return 1;
-	}
-	if (n)
-		t->target_ended = true;
-	return n ? 1 : 0;
-}
-
-static int run_recording(struct top *t, struct tally_recording *rec, const struct tally_sampling *smp,
-			 const char *target)
-{
-	struct tally_agg *agg = tally_recording_agg(rec);
-	struct tally_collector *col = tally_recording_collector(rec);
-	struct tally_ksym_cache kc = { 0 };
-	uint64_t lost = 0;
-	double last = tally_now_mono();
-	int ret = 0;
-	for (;;) {
-		double next = last + t->o.delay;
-		int ended = 0;
-		while (!ended && !done(t)) {
-			double left = next - tally_now_mono();
-			if (left <= 0)
-				break;
-			int n = tally_recording_step(rec, left > 0.05 ? 50 : (int)(left * 1000) + 1);
-			drain_pipe();
-			int redraw = read_keys(t);
-			if (got_winch)
-				redraw = 1;
-			if (redraw && t->interactive && !done(t))
-				show(t);
-			ended = step_ended(t, n, &ret);
-		}
-		double now = tally_now_mono();
-		if (done(t) && !ended)
-			break; /* quit, or enough ticks: what came since the last is not shown */
-		/* a tick shows everything sampled until now: a round that reads what the
-		 * rings and the counted samples' tables hold, without waiting (with
-		 * --sample-mechanism bpf the rounds otherwise read them every 4 s) */
-		if (!ended)
-			ended = step_ended(t, tally_recording_step(rec, 0), &ret);
-		struct tally_meta m = { 0 };
-		tally_sampling_session(smp, col, agg, target, NULL, &m);
-		struct tally_db db;
-		lost += agg->lost;
-		t->st.lost = lost;
-		if (tally_top_db_from_agg(&db, agg, &m, &kc)) {
-			tally_error("%s", tally_errmsg());
-			tally_meta_release(&m);
-			ret = 1;
-			break;
-		}
-		tally_meta_release(&m);
-		tally_agg_reset(agg);
-		tick(t, &db, false, 0, now - last);
-		tally_db_release(&db);
-		last = now;
-		if (ended || done(t))
-			break;
-	}
-	tally_ksym_cache_release(&kc);
-	return ret;
-}
-
-static int run_daemon(struct top *t, int epfd)
-{
-	struct strbuf path = STRBUF_INIT, body = STRBUF_INIT;
-	if (t->o.sock)
-		strbuf_addstr(&path, t->o.sock);
-	else
-		strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
-	double last = 0; /* the daemon's clock at its last answer */
-	int ret = 0, r;
-	bool first = true;
-	while (!done(t)) {
-		bool ok = false;
-		strbuf_reset(&body);
-		if ((r = tally_ctl_call(path.buf, "peek", 10, &ok, &body))) {
-			/* a daemon busy with a long flush: said, and asked again; a
-			 * daemon gone (or never there) ends the view */
-			if (first || r != -ETIMEDOUT) {
-				tally_error("%s", tally_errmsg());
-				ret = 1;
-				break;
-			}
-			strbuf_reset(&t->msg);
-			strbuf_addf(&t->msg, "%s (asking again)", tally_errmsg());
-			if (t->interactive)
-				show(t);
-			else
-				tally_warn("%s", t->msg.buf);
-			wait_until(t, epfd, tally_now_mono() + t->o.delay);
-			continue;
-		}
-		if (!ok) {
-			struct strbuf m = STRBUF_INIT;
-			strbuf_add_excerpt(&m, body.buf ? body.buf : "", body.len, 300);
-			tally_error("the daemon at '%s' answered: %s", path.buf, m.buf ? m.buf : "");
-			strbuf_release(&m);
-			ret = 1;
-			break;
-		}
-		struct tally_db db;
-		struct strbuf what = STRBUF_INIT;
-		strbuf_addf(&what, "the answer of '%s' to peek", path.buf);
-		r = tally_top_db_from_bundle(&db, body.buf ? body.buf : "", body.len, what.buf);
-		strbuf_release(&what);
-		if (r) {
-			tally_error("%s", tally_errmsg());
-			ret = 1;
-			break;
-		}
-		const char *since = tally_meta_get(&db.session, "memory-since");
-		if (!since) {
-			tally_db_release(&db);
-			tally_error("the daemon at '%s' answered peek without 'memory-since' (restart it with this tally)", path.buf);
-			ret = 1;
-			break;
-		}
-		strbuf_reset(&t->events);
-		for (int e = 0; e < db.nevents; e++)
-			strbuf_addf(&t->events, "%s%s", e ? "," : "", db.events[e]);
-		t->st.events = t->events.buf ? t->events.buf : "?";
-		t->st.lost = db.lost;
-		/* the rate over the daemon's own clock: when it answered, not when
-		 * the answer came (a slow answer would squeeze two ticks' samples
-		 * into one) */
-		const char *dur = tally_meta_get(&db.session, "duration");
-		double dnow = strtod(since, NULL) + (dur ? strtod(dur, NULL) : 0);
-		double now = tally_now_mono();
-		tick(t, &db, true, strtod(since, NULL), first || dnow <= last ? 0 : dnow - last);
-		first = false;
-		tally_db_release(&db);
-		last = dnow;
-		wait_until(t, epfd, now + t->o.delay);
-	}
-	strbuf_release(&path);
-	strbuf_release(&body);
-	return ret;
-}
-
 int cmd_top(int argc, char **argv)
 {
 	struct top t = { .o = { .delay = 1.0, .rows = 25 } };
@@ -526,13 +145,8 @@ int cmd_top(int argc, char **argv)
 			goto out;
 		}
 	struct tally_resolver_opts ro = { 0 };
-	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	if (tally_symopts_prepare(&so, &ro, &w)) {
-		tally_print_warnings(&w);
-		tally_error("%s", tally_errmsg());
+	if (tally_symopts_ready(&so, &ro))
 		goto out;
-	}
-	tally_print_warnings(&w);
 	ro.no_inline = true;
 
 	t.interactive = !t.o.once && isatty(STDOUT_FILENO);
@@ -549,44 +163,20 @@ int cmd_top(int argc, char **argv)
 	t.feed = tally_top_feed_new(&ro);
 
 	/* signals and keys wake the waits: a pipe, and the terminal, in one epoll set */
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 || (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		tally_error("cannot make a pipe: %s", strerror(errno));
+	if ((epfd = top_wakeups_open(t.keys, t.interactive)) < 0) {
+		tally_error_last();
 		goto out;
 	}
-	{
-		struct epoll_event ev = { .events = EPOLLIN };
-		epoll_ctl(epfd, EPOLL_CTL_ADD, sig_pipe[0], &ev);
-		if (t.keys) {
-			stdin_flags = fcntl(STDIN_FILENO, F_GETFL);
-			if (stdin_flags >= 0)
-				fcntl(STDIN_FILENO, F_SETFL, stdin_flags | O_NONBLOCK);
-			epoll_ctl(epfd, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
-		}
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGWINCH, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (t.interactive)
-		sigaction(SIGTSTP, &sa, NULL);
 	if (t.o.db) {
 		strbuf_addf(&target, "daemon '%s'", t.o.db);
 		t.st.target = target.buf;
 		t.st.events = "the daemon's";
 		t.st.interval = t.o.delay;
 		if (t.interactive) {
-			term_enter(t.keys ? STDIN_FILENO : -1, t.out_fd);
-			term_size(t.out_fd, &t.width, &t.height);
+			top_term_enter(t.keys ? STDIN_FILENO : -1, t.out_fd);
+			top_term_size(t.out_fd, &t.width, &t.height);
 		}
-		ret = run_daemon(&t, epfd);
+		ret = top_run_daemon(&t, epfd);
 		goto out;
 	}
 
@@ -594,7 +184,7 @@ int cmd_top(int argc, char **argv)
 	{
 		int r = tally_sampling_resolve(&smp);
 		if (r) {
-			tally_error("%s", tally_errmsg());
+			tally_error_last();
 			ret = r == -EINVAL ? 2 : 1;
 			goto out;
 		}
@@ -645,7 +235,7 @@ int cmd_top(int argc, char **argv)
 			close(saved[fd]);
 		}
 	if (r) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		goto out;
 	}
 	strbuf_addstr(&events, smp.evnames.buf ? smp.evnames.buf : "cpu-clock");
@@ -653,23 +243,23 @@ int cmd_top(int argc, char **argv)
 	t.st.events = events.buf;
 	t.st.interval = t.o.delay;
 	if (tally_recording_start(rec)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		ret = tally_recording_exit_code(rec) == 127 ? 127 : 1;
 		goto out;
 	}
 	if (t.interactive) {
-		term_enter(t.keys ? STDIN_FILENO : -1, t.out_fd);
-		term_size(t.out_fd, &t.width, &t.height);
+		top_term_enter(t.keys ? STDIN_FILENO : -1, t.out_fd);
+		top_term_size(t.out_fd, &t.width, &t.height);
 	}
-	ret = run_recording(&t, rec, &smp, ncmd ? "command" : npids ? "pids" : "system");
+	ret = top_run_recording(&t, rec, &smp, ncmd ? "command" : npids ? "pids" : "system");
 	tally_recording_stop(rec);
-	term_restore();
+	top_term_restore();
 	/* a command that ended by itself gives its status; one top stopped (q,
 	 * --once, -n) does not make top fail */
 	if (!ret && ncmd && t.target_ended && tally_recording_exit_code(rec) >= 0)
 		ret = tally_recording_exit_code(rec);
 out:
-	term_restore();
+	top_term_restore();
 	tally_recording_free(rec);
 	tally_top_free(t.win);
 	tally_top_feed_free(t.feed);
@@ -678,13 +268,7 @@ out:
 	strbuf_release(&t.events);
 	strbuf_release(&target);
 	strbuf_release(&events);
-	if (epfd >= 0)
-		close(epfd);
-	for (int i = 0; i < 2; i++)
-		if (sig_pipe[i] >= 0) {
-			close(sig_pipe[i]);
-			sig_pipe[i] = -1;
-		}
+	top_wakeups_close(epfd);
 	free(pids);
 	if (free_db)
 		free((char *)t.o.db);

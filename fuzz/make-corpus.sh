@@ -2,7 +2,7 @@
 # Regenerates the seed corpora fuzz/corpus/TARGET/ from real recordings made
 # with tally itself on the workloads of tests/workloads (docs/fuzzing.md):
 # databases (plain, per-pid with stacks, two events, DWARF stacks, JIT code)
-# and archives of them, a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
+# and archives of them (their MANIFESTs, and tarballs), a daemon's epochs and drains (bundles), jitdumps written by jitwork (good
 # and damaged), a 'tally scan' map, the control protocol's requests and the
 # daemon's real replies, and the value forms the docs give. Each target's seeds
 # are then minimized with libFuzzer's -merge=1 (only inputs that add coverage
@@ -70,6 +70,16 @@ done
 "$TALLY" archive -i plain.db -o plain.arch >/dev/null 2>&1 && seedf manifest plain.arch/MANIFEST
 "$TALLY" archive -i kernel.db -o kernel.arch --no-debug >/dev/null 2>&1 && seedf manifest kernel.arch/MANIFEST
 "$TALLY" archive -i jit.db -o jit.arch >/dev/null 2>&1 && seedf manifest jit.arch/MANIFEST
+# archives as tarballs (fuzz/archive.c): the database alone (its program gone),
+# with the program, compressed, made by hand from a directory (the MANIFEST
+# last), with a sparse member
+cp "$WL/split_funcs" gone && "$TALLY" record -o gone.db -- ./gone 100 >/dev/null && rm gone
+for a in gone.tar gone.tar.gz gone.tar.zst gone.dir; do "$TALLY" archive -i gone.db -o "$a" >/dev/null 2>&1; done
+"$TALLY" archive -i plain.db -x --no-debug -o plain.tar.gz >/dev/null 2>&1
+tar cf hand.tar -C gone.dir db MANIFEST
+cp -r gone.dir sparse.dir && truncate -s 1M sparse.dir/db/sparse && printf x >>sparse.dir/db/sparse
+tar --sparse --format=pax -cf sparse.tar -C sparse.dir db MANIFEST
+seedf archive gone.tar gone.tar.gz gone.tar.zst plain.tar.gz hand.tar sparse.tar
 # no recording here runs inside another mount namespace: the form of the file
 printf '0\n' | seed db-mntns one
 printf '1\n3\n' | seed db-mntns two
@@ -88,6 +98,7 @@ echo "make-corpus: a daemon"
 daemon_pid=$(cat daemon.db/daemon.pid)
 "$WL/jitwork" 300 "$PWD/jitdir" >/dev/null
 "$WL/split_funcs" 100 >/dev/null
+"$TALLY" ctl --db daemon.db peek -o peek1.bundle
 "$TALLY" ctl --db daemon.db drain -o drain1.bundle
 "$TALLY" ctl --db daemon.db epoch >/dev/null
 "$WL/split_images" 100 >/dev/null
@@ -216,6 +227,65 @@ for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
 done
 # an older kernel's layout: prev_state an int
 offcpu_seed int-state $'name: sched_switch\nID: 316\nformat:\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:4;\tsigned:1;\n\tfield:char next_comm[16];\toffset:36;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n' 4
+
+# ---- tally top --db: a daemon's answers to peek (fuzz/top_peek.c) ----
+# the daemon's own, and the databases above as a peek would hold them; the
+# paths and ids of the images (and the programs' paths) made ones no file
+# has, so that each input is read and fed without loading a library's
+# symbols (what the answer says is the input, not this machine's files)
+as_peek() { # as_peek DB-DIR-OR-BUNDLE NAME
+	python3 - "$1" >"$RAW/top-peek/$2" <<'PY'
+import hashlib, os, re, sys
+src = sys.argv[1]
+files = {}
+if os.path.isdir(src):
+    for root, _, names in os.walk(src):
+        for n in names:
+            p = os.path.join(root, n)
+            rel = os.path.relpath(p, src)
+            if rel.count("/") <= 1 and not n.startswith("."):
+                files[rel] = open(p, "rb").read()
+else:
+    data = open(src, "rb").read()
+    at = data.index(b"\n") + 1
+    while not data.startswith(b"end: ", at):
+        nl = data.index(b"\n", at)
+        n, name = data[at + 6:nl].split(b" ", 1)
+        files[name.decode()] = data[nl + 1:nl + 1 + int(n)]
+        at = nl + 2 + int(n)
+subst = {}
+for line in files.get("images", b"").decode(errors="replace").splitlines():
+    w = line.split("\t")
+    if line.startswith("#") or len(w) < 7:
+        continue
+    if len(w[2]) >= 8 and w[2].strip("0"):
+        subst[w[2]] = hashlib.sha1(w[2].encode()).hexdigest()[:len(w[2])]
+    if w[6].startswith("/"):
+        subst[w[6]] = "/nonexistent/tally-fuzz/" + os.path.basename(w[6])
+for line in files.get("tasks", b"").decode(errors="replace").splitlines():
+    w = line.split("\t")
+    if not line.startswith("#") and len(w) >= 3 and w[2].startswith("/"):
+        subst[w[2]] = "/nonexistent/tally-fuzz/" + os.path.basename(w[2])
+def swap(b):
+    for k in sorted(subst, key=len, reverse=True):
+        b = b.replace(k.encode(), subst[k].encode())
+    return b
+out = {swap(n.encode()).decode(): swap(d) for n, d in files.items()}
+if b"memory-since:" not in out["session"]:
+    out["session"] = out["session"].rstrip(b"\n") + b"\nmemory-since: 1764000000.250000\n"
+names = sorted(n for n in out if n != "session") + ["session"]
+w = sys.stdout.buffer
+w.write(b"tally-bundle: 1\n")
+for n in names:
+    w.write(b"file: %d %s\n" % (len(out[n]), n.encode()) + out[n] + b"\n")
+w.write(b"end: %d files\n" % len(names))
+PY
+}
+mkdir -p "$RAW/top-peek"
+as_peek peek1.bundle daemon-pid-g
+for d in plain.db stacks.db forker.db events.db kernel.db jit.db; do
+	as_peek "$d" "${d%.db}"
+done
 
 # ---- minimized into fuzz/corpus ----
 cd - >/dev/null

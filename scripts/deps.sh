@@ -10,6 +10,10 @@ build_pkgs=(gcc make meson ninja-build pkg-config libelf-dev libdw-dev libdebugi
 test_pkgs=(python3 python3-jsonschema tmux linux-perf util-linux golang-go valgrind binutils chromium fonts-dejavu-core xz-utils zstd nodejs
   openssh-client openssh-server netcat-openbsd iproute2 protobuf-compiler python3-protobuf
   clang-14 libclang-rt-14-dev)
+# gdb: t1008 holds 'tally archive' between its plan and its copy
+test_pkgs+=(gdb)
+# strace: t1010 sends a signal as 'tally archive' or a report reaches a system call
+test_pkgs+=(strace)
 # npm packages the tests read (installed with npm, which nodejs brings): the
 # schema of speedscope's file format, for the speedscope export's test
 npm_test_pkgs=(speedscope@1.25.0)

@@ -86,4 +86,17 @@ uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, 
  * -ENOENT when no candidate exists. */
 int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines, size_t *nlines, char **found);
 
+/* How tally_annotate_render shows the functions: */
+struct tally_annotate_render_opts {
+	const char **source_dirs; /* where to look for sources first (NULL-terminated; may be NULL) */
+	bool want_asm;            /* the instructions too, under their source lines */
+	bool json;                /* JSON (docs/report-json.md) instead of text */
+	const char *input;        /* the database's name, for the JSON */
+};
+struct strbuf;
+/* The annotation of the n functions of funcs (tally_annotate's) in event ev,
+ * appended to out: text as 'tally annotate' prints it, or one JSON document. */
+void tally_annotate_render(const struct tally_db *db, int ev, const struct tally_annot_func *funcs, size_t n,
+			   const struct tally_annotate_render_opts *o, struct strbuf *out);
+
 #endif

@@ -45,6 +45,8 @@ struct tally_archive_member {
 	char *name;  /* inside the archive */
 	enum tally_archive_role role;
 	char *src;   /* the file copied, or NULL for a database file (data) */
+	int fd;      /* src opened once when planned, verified from it, and copied from it (-1: none) */
+	int tmpfd;   /* strip: the stripped copy, while writing (-1: none) */
 	const char *data; /* a database file's bytes (into the plan's bundle) */
 	uint64_t size;    /* bytes of the member (for strip: as written) */
 	uint64_t src_size; /* bytes of the source file */
@@ -73,9 +75,16 @@ struct tally_archive_plan {
 /* What an archive of db holds: the database's files, then per image with
  * samples the file and separate debug file the resolver r (made for db with the
  * user's symbol options) verified and used, the kernel's vmlinux and each
- * sampled module's .ko (and their debug files). Images whose files were not
- * found are left out, with a warning in w. With o->strip, the debug files are
- * measured as they will be written. 0 or -errno with tally_seterr. */
+ * sampled module's .ko (and their debug files). Each file is opened once, here,
+ * and verified again from that descriptor against the recorded id (build-id,
+ * content hash, or the CRC the image's .gnu_debuglink gives), and the writer
+ * copies from that same descriptor: a file swapped since the resolver looked
+ * (for a link to another file, say) is never what goes in. An image is opened
+ * at its recorded path without following a link there (the kernel recorded the
+ * file's own name). Images whose files were not found, or that no recorded id
+ * can verify, are left out, with a warning in w. With o->strip, the debug files
+ * are measured as they will be written. 0 or -errno with tally_seterr; the plan
+ * holds a descriptor per file until tally_archive_plan_release. */
 int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, struct tally_resolver *r,
 		       const struct tally_archive_opts *o, struct tally_warnings *w);
 void tally_archive_plan_release(struct tally_archive_plan *p);
@@ -84,9 +93,14 @@ void tally_archive_plan_release(struct tally_archive_plan *p);
 typedef void (*tally_archive_progress_fn)(void *ctx, uint64_t done, uint64_t total, const char *member);
 
 /* Writes the plan as path (kind by suffix, tally_archive_kind_of), atomically:
- * built next to path and renamed into place at the end; a failure leaves
- * nothing behind. path must not exist. A source file that changed since the
- * plan is an error. 0 or -errno with tally_seterr. */
+ * built next to path (as .NAME.tmp-PID-XXXXXX, stripped copies of a tarball
+ * in .NAME.strip-PID-XXXXXX) and renamed into place at the end; a failure
+ * leaves nothing behind, nor does SIGINT, SIGTERM, SIGHUP or SIGPIPE (removed
+ * as the signal ends the process), and what an earlier writer of path that was
+ * killed outright left is removed first (staging.c says when it is provably
+ * ours). path must not exist. Every file is copied from the descriptor the
+ * plan verified. A source file that changed since the plan is an error. 0 or
+ * -errno with tally_seterr. */
 int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_archive_progress_fn fn, void *ctx);
 
 /* ---- reading ---- */
@@ -96,13 +110,18 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 bool tally_archive_is(const char *path);
 /* Opens the database of the archive at path ("archive:" prefix allowed): a
  * directory in place, a tarball unpacked into a private temporary directory
- * (mode 0700 in $TMPDIR, removed by tally_db_release), nothing ever written
- * outside it. Every member is checked against the MANIFEST (names, types,
+ * ($TMPDIR/tally-archive.PID-XXXXXX, mode 0700, removed by tally_db_release,
+ * or by SIGINT, SIGTERM, SIGHUP or SIGPIPE as one ends the process; what a
+ * reader that was killed outright left there is removed by the next), nothing
+ * ever written outside it. Every member is checked against the MANIFEST (names, types,
  * sizes, checksums): '..', absolute names, links, device files, unlisted or
  * missing members and a wrong size or checksum are refused with an error
  * naming the member. db->archive is set: the resolver then looks only inside
  * the archive. 0 or -errno with tally_seterr. */
 int tally_archive_open(struct tally_db *db, const char *path);
+/* The same for a tarball's len bytes in memory, what naming it (the fuzzer's
+ * entry point: the reading of members, every check, the database inside). */
+int tally_archive_open_buf(struct tally_db *db, const void *data, size_t len, const char *what);
 
 /* ---- the MANIFEST (exposed for the unit tests and the fuzzer) ---- */
 
@@ -131,7 +150,8 @@ void tally_archive_image_member(const struct tally_db_image *di, struct strbuf *
 
 /* ---- --strip-debug-to-sampled (lib/archive/strip.c) ---- */
 
-/* Writes to fd (or, fd < 0, only measures) a copy of the ELF file src that
+/* Writes to fd (or, fd < 0, only measures) a copy of the ELF file open as in
+ * (read with pread and libelf: its offset does not matter; src names it) that
  * keeps what reports read for the given link-time addresses: the ELF and
  * program headers and every allocated section at their offsets, .symtab and
  * the line, string, range and abbreviation tables whole, and of .debug_info
@@ -146,6 +166,6 @@ struct tally_strip_stats {
 	uint64_t size, data;
 	size_t units, kept;
 };
-int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st);
+int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st);
 
 #endif

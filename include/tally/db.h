@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 
-#include "tally/agg.h"
+#include "tally/agg.h" /* struct tally_frame */
 #include "tally/elfinfo.h"
 
 /* The format a database is written in: version 4 when it holds weights
@@ -90,9 +90,10 @@ int tally_db_remove(const char *path);
  * not writable (after tally_db_recover: a database a killed writer moved aside
  * counts as existing). */
 int tally_db_check_target(const char *path, bool force);
-/* Writes the aggregate and the session metadata (the caller's keys; counts are
- * added here) as a database at path, atomically. */
-int tally_db_write(const char *path, bool force, struct tally_agg *a, struct tally_meta *session);
+/* The name of an image's files in a database (its .prof, its copy): the file
+ * name of path without " (deleted)", brackets, blanks or slashes ("unknown"
+ * when nothing is left). The caller frees it. */
+char *tally_db_image_name(const char *path);
 
 struct tally_db_image {
 	char *name;    /* file name for reports: libc.so.6, kernel, nomap, jit */
@@ -328,15 +329,6 @@ void tally_db_label_keys(const struct tally_db *db, struct strbuf *sb);
 
 /* ---- building a database in memory: the writer, merges of epochs, drains ---- */
 
-/* The kernel's symbols kept between writes by a long-running writer, so that
- * /proc/kallsyms is read once (and again when the module list changes), not at
- * every write. Zero-initialize; release frees. */
-struct tally_ksym_cache {
-	struct tally_kallsyms *table; /* every text symbol, read once */
-	char *modules;                /* /proc/modules when it was read */
-	uint64_t reads;               /* how many times /proc/kallsyms was read */
-};
-void tally_ksym_cache_release(struct tally_ksym_cache *kc);
 
 struct tally_db_builder;
 /* A new, empty database in the making with these events (count columns, in
@@ -417,12 +409,6 @@ int tally_db_builder_load_stacks(struct tally_db_builder *b);
 /* The database built (out is overwritten); frees b. */
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out);
 
-/* The database an aggregate makes, in memory: images identified, self counts per
- * (image, pid, offset), stacks, the kernel symbols the samples need (through kc
- * when not NULL), the module list, tasks, JIT maps and the vDSO copied, and the
- * session (the caller's keys; counts set here). 0 or -errno. */
-int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-		      struct tally_ksym_cache *kc);
 /* Writes db as the directory path, atomically (a staging directory, synced, then
  * swapped in with one rename): replace allows an existing database there (never
  * anything else). 0 or -errno with tally_seterr (ENOSPC and EDQUOT say so). */

@@ -106,12 +106,6 @@ void tally_top_feed_free(struct tally_top_feed *f);
 int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struct tally_db *db, bool cumulative,
 		      double since, double *added);
 
-/* The database of an aggregate as the window needs it: tally_db_from_agg
- * (images identified, kernel symbols through kc), with every live process that
- * has samples in the task list too (so that it has a command name). 0 or -errno. */
-int tally_top_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-			  struct tally_ksym_cache *kc);
-
 /* A daemon's peek (a bundle: docs/format.md) read in memory: the files a
  * database directory holds, parsed as tally_db_open_dir parses them, with no
  * temporary directory (a tick must not write and remove a file per process).
@@ -154,8 +148,9 @@ struct tally_top_status {
 
 /* A snapshot as text for scripts: one header line, "# " and the view, then a
  * line of column names, then one line a row: share (percent), [self share,]
- * value (decayed; st->unit, else samples), image, command, name (the last
- * field: may hold blanks).
+ * value (decayed; st->unit, else samples), then the view's columns as the
+ * screen has them (functions: image, command, function; images: command,
+ * image; commands: command), the name last (it may hold blanks).
  * At most max rows (0: all). Appended to out. */
 void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
 		    size_t max, struct strbuf *out);

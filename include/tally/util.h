@@ -78,6 +78,11 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* JSON string literal with quotes and escapes. */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* The length of the UTF-8 sequence at s (at most n bytes, s[0] >= 0x80), 0
+ * when it is not one (overlong forms, surrogates and code points past
+ * U+10FFFF included), and 0 for the C1 controls U+0080..U+009F, which
+ * terminals obey as escapes, unless c1 allows them. The one validator. */
+size_t tally_utf8_seq(const unsigned char *s, size_t n, bool c1);
 /* Text fields of the database: backslash, newline, tab and CR become \\ \n \t \r. */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
 /* len bytes of s as they may be quoted in an error message: at most max bytes

@@ -1,6 +1,7 @@
 /* Writing archives (archive.h, docs/format.md "Archives"): what goes in comes
- * from the resolver (the files it verified against the recorded ids), the
- * MANIFEST holds each member's size and XXH3-128, and the archive is built
+ * from the resolver (the files it verified against the recorded ids), each
+ * opened once, verified again from that descriptor and copied from it (what is
+ * at a path can change between two opens), the MANIFEST holds each member's size and XXH3-128, and the archive is built
  * next to its target under an unpredictable name and renamed into place, so a
  * failure leaves nothing. What it creates is the user's alone, as a
  * database's files are: files 0600, directories 0700, each created
@@ -15,12 +16,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -281,6 +284,7 @@ static struct tally_archive_member *add_member(struct tally_archive_plan *p, con
 	memset(m, 0, sizeof(*m));
 	m->name = xstrdup(name);
 	m->role = role;
+	m->fd = m->tmpfd = -1;
 	return m;
 }
 
@@ -292,6 +296,10 @@ void tally_archive_plan_release(struct tally_archive_plan *p)
 		free(p->m[i].addrs);
 		free(p->m[i].note);
 		free(p->m[i].tmp);
+		if (p->m[i].fd >= 0)
+			close(p->m[i].fd);
+		if (p->m[i].tmpfd >= 0)
+			close(p->m[i].tmpfd);
 	}
 	free(p->m);
 	strbuf_release(&p->bundle);
@@ -353,8 +361,9 @@ static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r
 	return a;
 }
 
-/* The debuginfod client's cache entry for a build-id, when it is there and is
- * that build's (libdebuginfod keeps BUILDID/debuginfo). Allocated, or NULL. */
+/* The debuginfod client's cache entry for a build-id (libdebuginfod keeps
+ * BUILDID/debuginfo), when there is one: add_file checks that it is that
+ * build's. Allocated, or NULL. */
 static char *debuginfod_cached(const char *build_id)
 {
 	struct strbuf p = STRBUF_INIT;
@@ -365,36 +374,186 @@ static char *debuginfod_cached(const char *build_id)
 		strbuf_addf(&p, "%s/debuginfod_client/%s/debuginfo", x, build_id);
 	else if (h && *h)
 		strbuf_addf(&p, "%s/.cache/debuginfod_client/%s/debuginfo", h, build_id);
-	struct tally_elf_info info;
-	char hex[160];
-	if (p.len && access(p.buf, R_OK) == 0 && tally_elf_info(p.buf, 0, &info) == 0 && info.build_id_len &&
-	    info.build_id_len < 64) {
-		tally_hex(info.build_id, info.build_id_len, hex);
-		if (!strcmp(hex, build_id))
-			return strbuf_detach(&p);
-	}
+	if (p.len && access(p.buf, F_OK) == 0)
+		return strbuf_detach(&p);
 	strbuf_release(&p);
 	return NULL;
 }
 
-static int add_file(struct tally_archive_plan *p, const char *name, enum tally_archive_role role, const char *src,
-		    const char *note, bool strip, const struct tally_db *db, struct tally_resolver *r, uint32_t image)
+/* What a file to put in must be: the id it is checked against from its
+ * descriptor, and how it is opened. */
+struct want {
+	const char *id_kind, *id; /* "build-id" or "xxh64" and its hex; anything else: no id */
+	int crc_fd;               /* a debug file found by .gnu_debuglink: the image it belongs to (else -1) */
+	bool nofollow;            /* a link at its path is not followed (an image at its recorded path) */
+	bool unverified_ok;       /* with no id, copied as found (the kernel's files, from system directories) */
+	bool quiet;               /* another file there is no error, only not taken (a cache) */
+};
+
+/* The CRC an image's .gnu_debuglink section gives its debug file. */
+static bool debuglink_crc(int fd, uint32_t *crc)
 {
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+	bool ok = false;
+	if (!e || elf_getshdrstrndx(e, &shstrndx))
+		goto out;
+	Elf_Scn *scn = NULL;
+	while (!ok && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !(nm = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    strcmp(nm, ".gnu_debuglink"))
+			continue;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		const unsigned char *b = d ? d->d_buf : NULL;
+		size_t nl = b ? strnlen((const char *)b, d->d_size) : 0;
+		size_t at = (nl + 4) & ~(size_t)3;
+		if (!b || nl == d->d_size || at + 4 > d->d_size)
+			break;
+		bool le = elf_getident(e, NULL)[EI_DATA] == ELFDATA2LSB;
+		*crc = le ? (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24
+			  : (uint32_t)b[at + 3] | (uint32_t)b[at + 2] << 8 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at] << 24;
+		ok = true;
+	}
+out:
+	if (e)
+		elf_end(e);
+	return ok;
+}
+
+/* The CRC-32 of an open file (zlib's, the one .gnu_debuglink gives), read with pread. */
+static int crc_of_fd(int fd, uint32_t *out)
+{
+	unsigned char *buf = xmalloc(1 << 16);
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int r = 0;
+	for (off_t off = 0;;) {
+		ssize_t k = pread(fd, buf, 1 << 16, off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		if (k <= 0)
+			break;
+		crc = crc32(crc, buf, (uInt)k);
+		off += k;
+	}
+	free(buf);
+	*out = (uint32_t)crc;
+	return r;
+}
+
+/* Whether the file open as fd is the one wanted: 1 yes; 0 another file, -1
+ * no id to check it by, -errno unreadable; *why says which (for messages). */
+static int verify(int fd, const char *src, const struct want *wt, struct strbuf *why)
+{
+	bool bid = !strcmp(wt->id_kind, "build-id"), hash = !strcmp(wt->id_kind, "xxh64");
+	if (!bid && wt->crc_fd >= 0) {
+		uint32_t want, got;
+		if (!debuglink_crc(wt->crc_fd, &want)) {
+			strbuf_addstr(why, "its image names no CRC for it");
+			return -1;
+		}
+		int k = crc_of_fd(fd, &got);
+		if (k)
+			return tally_seterr(k, "cannot read '%s': %s", src, strerror(-k));
+		if (got != want) {
+			strbuf_addf(why, "its CRC is %08x, the image's .gnu_debuglink says %08x", got, want);
+			return 0;
+		}
+		return 1;
+	}
+	if (!bid && !hash) {
+		strbuf_addstr(why, "no id was recorded to verify it by");
+		return -1;
+	}
+	struct tally_elf_info info;
+	int k = tally_elf_info_fd(fd, src, hash ? 2 : 0, &info);
+	if (k)
+		return k;
+	if (!info.is_elf && wt->unverified_ok) {
+		/* a compressed module (.ko.xz, .ko.zst): its build-id is inside */
+		strbuf_addstr(why, "not an ELF file (a compressed module) to read a build-id from");
+		return -1;
+	}
+	char hex[160] = "";
+	if (bid && info.build_id_len)
+		tally_hex(info.build_id, info.build_id_len, hex);
+	else if (hash)
+		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
+	if (strcmp(hex, wt->id)) {
+		strbuf_addf(why, "it has %s %s, the profile recorded %s", bid ? "build-id" : "content hash", *hex ? hex : "(none)",
+			    wt->id);
+		return 0;
+	}
+	return 1;
+}
+
+/* Opens src once, checks from that descriptor that it is the file wanted, and
+ * plans it as member name, to be copied (or stripped) from that descriptor. A
+ * file another one has taken the place of since the resolver looked is an
+ * error ("changed"); one that cannot be verified, or a link where none may be,
+ * is left out with a warning. *fd_out (may be NULL) gets the descriptor kept
+ * (or -1 when the file is not taken). */
+static int add_file(struct tally_archive_plan *p, const char *name, enum tally_archive_role role, const char *src,
+		    const char *note, bool strip, const struct tally_db *db, struct tally_resolver *r, uint32_t image,
+		    const struct want *wt, struct tally_warnings *w, int *fd_out)
+{
+	if (fd_out)
+		*fd_out = -1;
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->m[i].name, name))
+			return 0; /* two images share the file */
 	struct stat st;
-	if (stat(src, &st) < 0)
-		return tally_seterr(-errno, "cannot read '%s' (%s): %s", src, note, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return tally_seterr(-EINVAL, "'%s' (%s) is not a regular file", src, note);
+	/* a regular file only (a FIFO put there meanwhile never hangs the archive) */
+	int fd = tally_open_regular(AT_FDCWD, src, wt->nofollow ? 0 : TALLY_OPEN_FOLLOW, 0, &st);
+	if (fd == -ELOOP && wt->nofollow) {
+		tally_warnings_add(w, "'%s' (%s) is not archived: it is a symbolic link now, not the file the kernel recorded (not followed)",
+				   src, note);
+		return 0;
+	}
+	if (fd < 0 && wt->quiet)
+		return 0;
+	if (fd < 0)
+		return tally_seterr(fd, "cannot read '%s' (%s): %s", src, note, tally_errmsg());
+	struct strbuf why = STRBUF_INIT;
+	int v = verify(fd, src, wt, &why);
+	if (v < 0 && v != -1) {
+		close(fd);
+		strbuf_release(&why);
+		return v;
+	}
+	if (v == -1 && !wt->unverified_ok) {
+		tally_warnings_add(w, "'%s' (%s) is not archived: %s", src, note, why.buf);
+		v = 0;
+	} else if (v == 0 && !wt->quiet) {
+		int e = tally_seterr(-EAGAIN, "'%s' (%s) changed while it was archived: %s (archive again)", src, note, why.buf);
+		close(fd);
+		strbuf_release(&why);
+		return e;
+	}
+	strbuf_release(&why);
+	if (v == 0) {
+		close(fd);
+		return 0;
+	}
 	struct tally_archive_member *m = add_member(p, name, role);
-	if (!m)
-		return 0; /* two images share the file */
+	if (!m) {
+		close(fd);
+		return 0;
+	}
+	m->fd = fd;
+	if (fd_out)
+		*fd_out = fd;
 	m->src = xstrdup(src);
 	m->note = xstrdup(note);
 	m->size = m->src_size = (uint64_t)st.st_size;
 	if (strip) {
 		m->addrs = image_addrs(db, r, image, &m->naddrs);
 		struct tally_strip_stats ss;
-		int k = tally_strip_debug(src, m->addrs, m->naddrs, -1, &ss);
+		int k = tally_strip_debug(fd, src, m->addrs, m->naddrs, -1, &ss);
 		if (k == 0) {
 			m->strip = true;
 			m->size = ss.size;
@@ -431,6 +590,11 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 		size_t nf = tally_resolver_files(r, i, f, ARRAY_SIZE(f));
 		bool bid = !strcmp(di->id_kind, "build-id");
 		bool have_debug = false;
+		int image_fd = -1; /* the image's, for its debug file's CRC */
+		char *recorded = xstrdup(di->path);
+		char *deleted = strstr(recorded, " (deleted)");
+		if (deleted)
+			*deleted = '\0';
 		for (size_t k = 0; k < nf && !ret; k++) {
 			const struct tally_resolver_file *x = &f[k];
 			bool xbid = !strcmp(x->id_kind, "build-id") && strlen(x->id) > 2;
@@ -438,12 +602,15 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 			strbuf_reset(&note);
 			enum tally_archive_role role;
 			bool strip = false;
+			struct want wt = { .id_kind = x->id_kind, .id = x->id, .crc_fd = -1, .unverified_ok = kernel };
 			switch (x->role) {
 			case TALLY_RFILE_IMAGE:
 				tally_archive_image_member(di, &name);
 				role = TALLY_AR_IMAGE;
 				strbuf_addf(&note, "image %s", di->name);
 				strip = o->strip && bid;
+				/* the kernel gave the file's own name: a link there now is not it */
+				wt.nofollow = !strcmp(x->path, recorded);
 				break;
 			case TALLY_RFILE_DEBUG:
 				have_debug = true;
@@ -451,6 +618,7 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 					continue;
 				role = TALLY_AR_DEBUG;
 				strbuf_addf(&note, "debug file of %s", di->name);
+				wt.crc_fd = image_fd;
 				if (xbid) {
 					strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", x->id, x->id + 2);
 					strip = o->strip;
@@ -492,8 +660,12 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 				strbuf_addf(&note, "debug file of module %s", x->module);
 				break;
 			}
-			ret = add_file(p, name.buf, role, x->path, note.buf, strip, db, r, i);
+			int fd;
+			ret = add_file(p, name.buf, role, x->path, note.buf, strip, db, r, i, &wt, w, &fd);
+			if (x->role == TALLY_RFILE_IMAGE)
+				image_fd = fd;
 		}
+		free(recorded);
 		if (ret)
 			break;
 		if (!nf && !kernel) {
@@ -509,7 +681,9 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 				strbuf_reset(&note);
 				strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", di->id, di->id + 2);
 				strbuf_addf(&note, "debug file of %s (debuginfod cache)", di->name);
-				ret = add_file(p, name.buf, TALLY_AR_DEBUG, c, note.buf, o->strip, db, r, i);
+				/* the cache may hold anything: only that build's is taken */
+				struct want wt = { .id_kind = "build-id", .id = di->id, .crc_fd = -1, .quiet = true };
+				ret = add_file(p, name.buf, TALLY_AR_DEBUG, c, note.buf, o->strip, db, r, i, &wt, w, NULL);
 				free(c);
 			}
 		}
@@ -596,16 +770,16 @@ static int read_member(struct writer *w, struct tally_archive_member *m, int (*o
 		tally_ar_sum_final(&h, sum);
 		return 0;
 	}
+	/* the descriptor the plan verified (or our stripped copy of it), never
+	 * the path again: what is at the path now may be another file */
 	const char *src = m->tmp ? m->tmp : m->src;
-	/* a regular file only (a FIFO put there meanwhile never hangs the
-	 * archive); an image's path may be a link (/lib64), our stripped copy not */
-	int fd = tally_open_regular(AT_FDCWD, src, m->tmp ? 0 : TALLY_OPEN_FOLLOW, 0, NULL);
+	int fd = m->tmp ? m->tmpfd : m->fd;
 	if (fd < 0)
-		return tally_seterr(fd, "cannot read '%s' (%s): %s", src, m->note, tally_errmsg());
+		return tally_seterr(-EBADF, "cannot read '%s' (%s): not opened", src, m->note);
 	uint64_t got = 0;
 	int r = 0;
 	for (;;) {
-		ssize_t k = read(fd, w->buf, sizeof(w->buf));
+		ssize_t k = pread(fd, w->buf, sizeof(w->buf), (off_t)got);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
@@ -624,7 +798,6 @@ static int read_member(struct writer *w, struct tally_archive_member *m, int (*o
 			break;
 		progress(w, m->name, (uint64_t)k);
 	}
-	close(fd);
 	if (!r && got != m->size)
 		r = changed(m);
 	if (!r)
@@ -646,7 +819,7 @@ static int make_stripped(struct writer *w, int dirfd, const char *dir, bool by_n
 		else
 			strbuf_addf(&rel, "strip-%zu", i);
 		int r = tally_ar_mkparents(dirfd, rel.buf);
-		int fd = r ? -1 : openat(dirfd, rel.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = r ? -1 : openat(dirfd, rel.buf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			r = write_err(dir, r ? -r : errno);
 			strbuf_release(&rel);
@@ -656,13 +829,10 @@ static int make_stripped(struct writer *w, int dirfd, const char *dir, bool by_n
 		strbuf_addf(&full, "%s/%s", dir, rel.buf);
 		free(m->tmp);
 		m->tmp = strbuf_detach(&full);
+		m->tmpfd = fd; /* read back from here, never by its name */
 		strbuf_release(&rel);
 		struct tally_strip_stats ss;
-		r = tally_strip_debug(m->src, m->addrs, m->naddrs, fd, &ss);
-		if (!r && close(fd) < 0)
-			r = write_err(m->tmp, errno);
-		else if (r)
-			close(fd);
+		r = tally_strip_debug(m->fd, m->src, m->addrs, m->naddrs, fd, &ss);
 		if (r == -ENOTSUP)
 			r = changed(m);
 		if (r)
@@ -763,7 +933,8 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
  * directory (scratch: its template, made unique; removed by the caller), every
  * member hashed for the MANIFEST, which goes first; then each member, hashed
  * again as it is written (a file that changed meanwhile is an error). */
-static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch)
+static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch,
+		     int *scratch_slot)
 {
 	int r = 0;
 	bool any_strip = false;
@@ -773,6 +944,7 @@ static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, cha
 		if (!mkdtemp(scratch))
 			return write_err(w->path, errno);
 		*made_scratch = true;
+		*scratch_slot = tally_ar_hold_path(scratch);
 		int dirfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dirfd < 0)
 			return write_err(w->path, errno);
@@ -855,22 +1027,31 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	const char *base = tally_basename(path);
 	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
 		return tally_seterr(-EINVAL, "'%s' cannot be an archive's name (name a file or directory to create)", path);
-	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT;
+	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT, pre1 = STRBUF_INIT,
+		      pre2 = STRBUF_INIT;
 	strbuf_add(&dir, path, (size_t)(base - path));
 	if (!dir.len)
 		strbuf_addstr(&dir, "./");
-	/* unpredictable names, created exclusively: 0700 and 0600 */
-	strbuf_addf(&staging, "%s.%s.tmp-XXXXXX", dir.buf, base);
-	strbuf_addf(&scratch, "%s.%s.strip-XXXXXX", dir.buf, base);
+	/* what an earlier writer of path that was killed left (staging.c) */
+	strbuf_addf(&pre1, ".%s.tmp-", base);
+	strbuf_addf(&pre2, ".%s.strip-", base);
+	const char *prefixes[] = { pre1.buf, pre2.buf };
+	tally_ar_tidy(dir.buf, prefixes, ARRAY_SIZE(prefixes));
+	/* unpredictable names, created exclusively: 0700 and 0600; our pid in
+	 * them tells a later run whether we are still at work */
+	strbuf_addf(&staging, "%s%s%d-XXXXXX", dir.buf, pre1.buf, (int)getpid());
+	strbuf_addf(&scratch, "%s%s%d-XXXXXX", dir.buf, pre2.buf, (int)getpid());
 	struct writer *w = xcalloc(1, sizeof(*w));
 	*w = (struct writer){ .p = p, .path = path, .fn = fn, .ctx = ctx };
 	int r;
 	bool made = false, made_scratch = false;
+	int slot = -1, scratch_slot = -1;
 	if (kind == TALLY_ARCHIVE_DIR) {
 		if (!mkdtemp(staging.buf)) {
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
 		} else {
 			made = true;
+			slot = tally_ar_hold_path(staging.buf);
 			r = write_dir(w, staging.buf);
 		}
 	} else {
@@ -879,7 +1060,8 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
 		} else {
 			made = true;
-			r = write_tar(w, fd, kind, scratch.buf, &made_scratch);
+			slot = tally_ar_hold_path(staging.buf);
+			r = write_tar(w, fd, kind, scratch.buf, &made_scratch, &scratch_slot);
 			if (close(fd) < 0 && !r)
 				r = write_err(path, errno);
 		}
@@ -900,15 +1082,22 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	}
 	if (r && made)
 		tally_remove_tree(staging.buf);
-	if (made_scratch)
-		tally_remove_tree(scratch.buf);
+	tally_ar_release(slot);
 	for (size_t i = 0; i < p->n; i++) {
 		free(p->m[i].tmp);
 		p->m[i].tmp = NULL;
+		if (p->m[i].tmpfd >= 0)
+			close(p->m[i].tmpfd);
+		p->m[i].tmpfd = -1;
 	}
+	if (made_scratch)
+		tally_remove_tree(scratch.buf);
+	tally_ar_release(scratch_slot);
 	free(w);
 	strbuf_release(&dir);
 	strbuf_release(&staging);
 	strbuf_release(&scratch);
+	strbuf_release(&pre1);
+	strbuf_release(&pre2);
 	return r;
 }

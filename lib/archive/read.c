@@ -23,6 +23,14 @@
 
 #define ALTERED "a damaged or altered archive: make it again with 'tally archive'"
 #define MANIFEST_MAX (16u << 20)
+/* Bytes no byte of the archive stands for, which are read (hashed) all the
+ * same: the holes of sparse members (tally writes none; a tarball of an
+ * archive's directory may have a few), and what a compressed tarball unpacks
+ * to beyond RATIO times its bytes read so far. A member past either is
+ * refused before it is read: 10 KiB that say 1 PiB would take hours to hash. */
+#define HOLES_MAX ((uint64_t)1 << 30)
+#define UNPACK_FREE ((uint64_t)1 << 30)
+#define UNPACK_RATIO 1024
 
 static const char *strip_prefix(const char *path)
 {
@@ -155,7 +163,25 @@ struct found {
 	struct tally_manifest man;
 	struct tally_hidx man_idx;
 	bool have_man;
+	uint64_t holes;    /* bytes of holes (sparse members, sparse files) so far */
+	uint64_t unpacked; /* bytes of members' data unpacked so far */
 };
+
+/* A member's holes, counted before they are read: more than HOLES_MAX in the
+ * archive are refused. */
+static int add_holes(const char *apath, const char *name, struct found *f, uint64_t size, uint64_t holes)
+{
+	if (holes <= HOLES_MAX && f->holes <= HOLES_MAX - holes) {
+		f->holes += holes;
+		return 0;
+	}
+	char a[32], b[32], c[32];
+	tally_format_size(size, a, sizeof(a));
+	tally_format_size(holes, b, sizeof(b));
+	tally_format_size(HOLES_MAX, c, sizeof(c));
+	return refuse(apath, name, "is %s with %s of holes (sparse): more than the %s an archive may have in all (refused unread: %s)",
+		      a, b, c, ALTERED);
+}
 
 static void found_release(struct found *f)
 {
@@ -246,9 +272,16 @@ static void hash_zeros(struct tally_ar_sum *h, uint64_t n)
 
 /* ---- tarballs ---- */
 
-/* One regular member into rootfd/name, hashed (holes of sparse members as zeros). */
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	return !n || (!p[0] && !memcmp(p, p + 1, n - 1));
+}
+
+/* One regular member into rootfd/name, hashed (holes of sparse members as
+ * zeros, holes counted with f's: reserved of them were counted from its
+ * header already); blocks of zeros are left as holes in the file written. */
 static int extract_file(struct archive *a, const char *apath, int rootfd, const char *name, uint64_t size,
-			unsigned char sum[16])
+			uint64_t reserved, unsigned char sum[16], struct found *f)
 {
 	int r = tally_ar_mkparents(rootfd, name);
 	if (r == -ENOTDIR)
@@ -279,11 +312,29 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 			r = refuse(apath, name, "holds more bytes than its header's %" PRIu64 " (%s)", size, ALTERED);
 			break;
 		}
-		hash_zeros(&h, (uint64_t)off - pos);
+		/* a gap its header did not announce counts as holes too, before it is hashed */
+		uint64_t gap = (uint64_t)off - pos, extra = gap > reserved ? gap - reserved : 0;
+		reserved -= gap - extra;
+		if (extra && (r = add_holes(apath, name, f, size, extra)))
+			break;
+		/* and what a compressed stream gives beyond any ratio a real archive has */
+		f->unpacked += n;
+		la_int64_t raw = archive_filter_bytes(a, -1);
+		if (f->unpacked > UNPACK_FREE && f->unpacked / UNPACK_RATIO > (uint64_t)(raw > 0 ? raw : 0)) {
+			char x[32], y[32];
+			tally_format_size(f->unpacked, x, sizeof(x));
+			tally_format_size((uint64_t)(raw > 0 ? raw : 0), y, sizeof(y));
+			r = refuse(apath, name, "unpacks past %s from %s of the archive, more than %d times as much (refused: %s)", x, y,
+				   UNPACK_RATIO, ALTERED);
+			break;
+		}
+		hash_zeros(&h, gap);
 		pos = (uint64_t)off;
 		tally_ar_sum_update(&h, buf, n);
 		const char *c = buf;
-		size_t left = n;
+		size_t left = all_zero(buf, n) ? 0 : n; /* zeros: a hole (ftruncate below sets the size) */
+		if (!left)
+			pos += n;
 		while (left && !r) {
 			ssize_t w = pwrite(fd, c, left, (off_t)pos);
 			if (w < 0 && errno == EINTR)
@@ -300,6 +351,8 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 		if (r)
 			break;
 	}
+	if (!r && size - pos > reserved)
+		r = add_holes(apath, name, f, size, size - pos - reserved);
 	if (!r)
 		hash_zeros(&h, size - pos);
 	if (!r && ftruncate(fd, (off_t)size) < 0)
@@ -320,7 +373,9 @@ static bool known_top(const char *name, size_t l)
 	return false;
 }
 
-static int extract(const char *apath, const char *root, struct found *f)
+/* The tarball apath (or, data not NULL, its len bytes in memory) unpacked
+ * into root, every member checked. */
+static int extract(const char *apath, const void *data, size_t len, const char *root, struct found *f)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
@@ -332,23 +387,25 @@ static int extract(const char *apath, const char *root, struct found *f)
 	archive_read_support_filter_xz(a);
 	archive_read_support_filter_bzip2(a);
 	/* a regular file only (one swapped for a FIFO never hangs the read) */
-	int afd = tally_open_regular(AT_FDCWD, apath, TALLY_OPEN_FOLLOW, 0, NULL);
-	if (afd < 0) {
+	int afd = data ? -1 : tally_open_regular(AT_FDCWD, apath, TALLY_OPEN_FOLLOW, 0, NULL);
+	if (!data && afd < 0) {
 		archive_read_free(a);
 		return tally_seterr(afd, "cannot read archive %s", tally_errmsg());
 	}
 	int r = 0;
-	if (archive_read_open_fd(a, afd, 1 << 16) != ARCHIVE_OK) {
+	if ((data ? archive_read_open_memory(a, data, len) : archive_read_open_fd(a, afd, 1 << 16)) != ARCHIVE_OK) {
 		r = tally_seterr(-EINVAL, "'%s' is not a tally archive nor a database: %s", apath, archive_error_string(a));
 		archive_read_free(a);
-		close(afd);
+		if (afd >= 0)
+			close(afd);
 		return r;
 	}
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", apath, root, strerror(errno));
 		archive_read_free(a);
-		close(afd);
+		if (afd >= 0)
+			close(afd);
 		return r;
 	}
 	char *prefix = NULL; /* a directory all members are in (a tarball of the archive's directory) */
@@ -483,8 +540,18 @@ static int extract(const char *apath, const char *root, struct found *f)
 				break;
 			}
 		}
+		/* a sparse member's holes, from its header: counted before it is read */
+		uint64_t data = 0, reserved = 0;
+		if (archive_entry_sparse_reset(e) > 0) {
+			la_int64_t so, sl;
+			while (archive_entry_sparse_next(e, &so, &sl) == ARCHIVE_OK)
+				data += sl > 0 ? (uint64_t)sl : 0;
+			reserved = data < size ? size - data : 0;
+			if ((r = add_holes(apath, name, f, size, reserved)))
+				break;
+		}
 		unsigned char sum[16];
-		r = extract_file(a, apath, rootfd, name, size, sum);
+		r = extract_file(a, apath, rootfd, name, size, reserved, sum, f);
 		if (r)
 			break;
 		add_found(f, name, size, sum);
@@ -497,7 +564,8 @@ static int extract(const char *apath, const char *root, struct found *f)
 	free(prefix);
 	close(rootfd);
 	archive_read_free(a);
-	close(afd); /* libarchive leaves a descriptor it was given open */
+	if (afd >= 0)
+		close(afd); /* libarchive leaves a descriptor it was given open */
 	if (!r)
 		r = check_all(apath, f);
 	return r;
@@ -561,12 +629,41 @@ static int walk_dir(const char *apath, int walkfd, const char *rel, struct found
 	return r;
 }
 
-/* A file's checksum, read without following a link. */
-static int sum_file(const char *apath, int rootfd, const char *name, uint64_t size, unsigned char sum[16])
+/* The bytes of holes in an open file (SEEK_DATA and SEEK_HOLE: a filesystem
+ * without them says it has none). */
+static uint64_t file_holes(int fd, uint64_t size)
+{
+	uint64_t holes = 0;
+	off_t pos = 0;
+	while ((uint64_t)pos < size) {
+		off_t data = lseek(fd, pos, SEEK_DATA);
+		if (data < 0) {
+			if (errno == ENXIO) /* a hole to the end */
+				holes += size - (uint64_t)pos;
+			break;
+		}
+		holes += (uint64_t)(data - pos);
+		off_t hole = lseek(fd, data, SEEK_HOLE);
+		if (hole <= data)
+			break;
+		pos = hole;
+	}
+	lseek(fd, 0, SEEK_SET);
+	return holes;
+}
+
+/* A file's checksum, read without following a link; its holes counted with
+ * f's before it is read. */
+static int sum_file(const char *apath, int rootfd, const char *name, uint64_t size, unsigned char sum[16], struct found *f)
 {
 	int fd = openat(rootfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name, strerror(errno));
+	int hr = add_holes(apath, name, f, size, file_holes(fd, size));
+	if (hr) {
+		close(fd);
+		return hr;
+	}
 	struct tally_ar_sum h;
 	tally_ar_sum_init(&h);
 	char *buf = xmalloc(1 << 20);
@@ -583,6 +680,8 @@ static int sum_file(const char *apath, int rootfd, const char *name, uint64_t si
 		if (!k)
 			break;
 		got += (uint64_t)k;
+		if (got > size)
+			break; /* growing: changed (below) */
 		tally_ar_sum_update(&h, buf, (size_t)k);
 	}
 	free(buf);
@@ -630,7 +729,7 @@ static int verify_dir(const char *apath, const char *root, struct found *f)
 				   f->got.e[i].size, e->size, ALTERED);
 	}
 	for (size_t i = 0; !r && i < f->got.n; i++)
-		r = sum_file(apath, rootfd, f->got.e[i].name, f->got.e[i].size, f->got.e[i].sum);
+		r = sum_file(apath, rootfd, f->got.e[i].name, f->got.e[i].size, f->got.e[i].sum, f);
 	close(rootfd);
 	if (!r)
 		r = check_all(apath, f);
@@ -657,37 +756,43 @@ static void rename_in_error(int r, const char *root, const char *apath)
 	strbuf_release(&sb);
 }
 
-int tally_archive_open(struct tally_db *db, const char *path)
+/* Opens the database of the archive apath (path as the user named it): a
+ * directory (is_dir) in place, else a tarball (the file apath, or data, len
+ * bytes) unpacked into a private temporary directory. */
+static int open_archive(struct tally_db *db, const char *path, const char *apath, bool is_dir, const void *data,
+			size_t len)
 {
-	const char *apath = strip_prefix(path);
 	memset(db, 0, sizeof(*db));
-	struct stat st;
-	if (stat(apath, &st) < 0)
-		return tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno));
 	struct found f = { 0 };
 	char *root = NULL, *tmp = NULL;
 	int r = 0;
-	if (S_ISDIR(st.st_mode)) {
+	if (is_dir) {
 		root = realpath(apath, NULL);
 		if (!root)
 			r = tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno));
 		else
 			r = verify_dir(apath, root, &f);
-	} else if (S_ISREG(st.st_mode)) {
+	} else {
 		const char *td = getenv("TMPDIR");
+		td = td && *td ? td : "/tmp";
+		/* what readers that were killed left there (staging.c) */
+		static const char *const prefixes[] = { "tally-archive." };
+		tally_ar_tidy(td, prefixes, ARRAY_SIZE(prefixes));
+		/* our pid in the name tells a later reader whether we are still at work */
 		struct strbuf tmpl = STRBUF_INIT;
-		strbuf_addf(&tmpl, "%s/tally-archive.XXXXXX", td && *td ? td : "/tmp");
+		strbuf_addf(&tmpl, "%s/tally-archive.%d-XXXXXX", td, (int)getpid());
 		if (!mkdtemp(tmpl.buf)) {
-			r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)", apath,
-					 td && *td ? td : "/tmp", strerror(errno));
+			r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)", apath, td,
+					 strerror(errno));
 			strbuf_release(&tmpl);
 		} else {
+			/* removed if a signal ends us while it exists */
+			tally_ar_hold_path(tmpl.buf);
 			tmp = strbuf_detach(&tmpl);
 			root = realpath(tmp, NULL);
-			r = root ? extract(apath, root, &f) : tally_seterr(-errno, "cannot unpack '%s': %s", apath, strerror(errno));
+			r = root ? extract(apath, data, len, root, &f)
+				 : tally_seterr(-errno, "cannot unpack '%s': %s", apath, strerror(errno));
 		}
-	} else {
-		r = tally_seterr(-EINVAL, "'%s' is not a tally archive: neither a directory nor a file", apath);
 	}
 	found_release(&f);
 	if (!r) {
@@ -712,4 +817,23 @@ int tally_archive_open(struct tally_db *db, const char *path)
 	free(root);
 	memset(db, 0, sizeof(*db));
 	return r;
+}
+
+int tally_archive_open(struct tally_db *db, const char *path)
+{
+	const char *apath = strip_prefix(path);
+	memset(db, 0, sizeof(*db));
+	struct stat st;
+	if (stat(apath, &st) < 0)
+		return tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno));
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return tally_seterr(-EINVAL, "'%s' is not a tally archive: neither a directory nor a file", apath);
+	return open_archive(db, path, apath, S_ISDIR(st.st_mode), NULL, 0);
+}
+
+int tally_archive_open_buf(struct tally_db *db, const void *data, size_t len, const char *what)
+{
+	/* libarchive takes no empty buffer for one */
+	static const char none;
+	return open_archive(db, what, what, false, len ? data : &none, len);
 }

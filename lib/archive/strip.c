@@ -301,14 +301,11 @@ static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, co
 	return ret;
 }
 
-int tally_strip_debug(const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st)
+int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	elf_version(EV_CURRENT);
-	/* a regular file only: a debug file's path may be a link (.build-id) */
-	int in = tally_open_regular(AT_FDCWD, src, TALLY_OPEN_FOLLOW, 0, NULL);
-	if (in < 0)
-		return in;
+	/* the descriptor the plan verified, never src opened again */
 	Elf *elf = elf_begin(in, ELF_C_READ_MMAP_PRIVATE, NULL);
 	Dwarf *dw = NULL;
 	struct unit *units = NULL;
@@ -476,6 +473,5 @@ out:
 		dwarf_end(dw);
 	if (elf)
 		elf_end(elf);
-	close(in);
 	return ret;
 }

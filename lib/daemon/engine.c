@@ -33,7 +33,7 @@ void tally_daemon_opts_init(struct tally_daemon_opts *o)
 	o->min_free = 64ull << 20;
 }
 
-void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...)
+void dmn_log(struct tally_daemon *d, const char *fmt, ...)
 {
 	if (!d->log)
 		return;
@@ -52,7 +52,7 @@ void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...)
  * allocator's bins; where that is not available (a sanitizer's allocator
  * answers 0), the aggregate's own estimate, which walks every image, process
  * and task and so is not taken every round when glibc can answer. */
-uint64_t tally_dmn_memory_used(const struct tally_daemon *d)
+uint64_t dmn_memory_used(const struct tally_daemon *d)
 {
 	struct mallinfo2 mi = mallinfo2();
 	uint64_t heap = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
@@ -61,7 +61,7 @@ uint64_t tally_dmn_memory_used(const struct tally_daemon *d)
 	return (d->agg ? tally_agg_memory(d->agg) : 0) + tally_kallsyms_bytes(d->kc.table);
 }
 
-uint64_t tally_dmn_agg_samples(const struct tally_daemon *d)
+uint64_t dmn_agg_samples(const struct tally_daemon *d)
 {
 	uint64_t n = 0;
 	if (d->agg)
@@ -70,7 +70,7 @@ uint64_t tally_dmn_agg_samples(const struct tally_daemon *d)
 	return n;
 }
 
-void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state *st)
+void dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state *st)
 {
 	if (d->col)
 		tally_collector_cpu_state(d->col, cpu, st);
@@ -80,41 +80,52 @@ void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu
 
 /* Near the memory bound: flush early (memory goes back), or drop what cannot be written.
  * Looked at every WATCH_S: glibc's count walks the allocator's free lists (a
- * twentieth of the daemon's own time when taken every round), and a second's
- * growth of the aggregate is small beside the bound. */
+ * twentieth of the daemon's own time when taken every round); and sooner when
+ * the aggregate's own count (cheap) grew by WATCH_GROWTH of the bound since
+ * the last look: a second's growth is not always small beside the bound (a
+ * busy machine sampled at 20 kHz with call graphs grew it by 10 MiB a second,
+ * and a 16 MiB bound was passed between two looks).  An early flush comes at
+ * most once a second, unless the aggregate holds a quarter of the bound: then
+ * a flush gives back memory, whatever the processes followed take. */
 #define WATCH_S 1.0
+#define WATCH_GROWTH 8 /* an eighth */
 static void watch_memory(struct tally_daemon *d)
 {
 	double now = tally_now_mono();
-	if (now - d->last_watch < WATCH_S)
+	size_t agg = tally_agg_memory(d->agg);
+	if (agg < d->watch_agg) /* emptied by a flush since */
+		d->watch_agg = agg;
+	if (now - d->last_watch < WATCH_S && agg < d->watch_agg + d->max_memory / WATCH_GROWTH)
 		return;
 	d->last_watch = now;
-	uint64_t used = tally_dmn_memory_used(d);
+	d->watch_agg = agg;
+	uint64_t used = dmn_memory_used(d);
 	if (used < d->max_memory / 4 * 3)
 		return;
-	if (tally_dmn_agg_samples(d) && now - d->last_early >= 1.0) {
+	if (dmn_agg_samples(d) && (now - d->last_early >= 1.0 || agg >= d->max_memory / 4)) {
 		d->last_early = now;
 		if (!d->write_error && tally_daemon_flush(d, "memory", NULL) == 0) {
 			d->early_flushes++;
-			tally_dmn_log(d, "flushed early: memory reached %.0f%% of --max-memory", 100.0 * (double)used / (double)d->max_memory);
+			dmn_log(d, "flushed early: memory reached %.0f%% of --max-memory", 100.0 * (double)used / (double)d->max_memory);
 		} else if (used >= d->max_memory / 10 * 9) {
-			uint64_t n = tally_dmn_agg_samples(d);
+			uint64_t n = dmn_agg_samples(d);
 			d->samples_total += n;
 			d->lost_total += d->agg->lost;
 			d->dropped += n;
 			tally_agg_reset(d->agg);
 			d->delta_start = tally_now_wall();
-			tally_dmn_log(d, "dropped %" PRIu64 " sample%s: writing is stopped and memory is at --max-memory", n,
+			dmn_log(d, "dropped %" PRIu64 " sample%s: writing is stopped and memory is at --max-memory", n,
 				      n == 1 ? "" : "s");
 		}
 		tally_agg_release_unwind(d->agg);
-		used = tally_dmn_memory_used(d);
+		used = dmn_memory_used(d);
+		d->watch_agg = tally_agg_memory(d->agg);
 	}
 	if (used >= d->max_memory && !d->memory_warned) {
 		char a[32], b[32];
 		tally_format_size(used, a, sizeof(a));
 		tally_format_size(d->max_memory, b, sizeof(b));
-		tally_dmn_log(d, "memory is %s even after a flush, above --max-memory %s: the processes it follows need more (raise the limit)",
+		dmn_log(d, "memory is %s even after a flush, above --max-memory %s: the processes it follows need more (raise the limit)",
 			      a, b);
 		d->memory_warned = true;
 	}
@@ -174,7 +185,7 @@ static int prepare_db(struct tally_daemon *d, const char *arg)
 /* One daemon per database: the pid file is also the lock. */
 static int take_lock(struct tally_daemon *d)
 {
-	d->pidfile = tally_dmn_path(d, "daemon.pid");
+	d->pidfile = dmn_path(d, "daemon.pid");
 	int fd = open(d->pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot open '%s': %s", d->pidfile, strerror(errno));
@@ -199,17 +210,17 @@ static void write_pid(struct tally_daemon *d, pid_t pid)
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 	if (ftruncate(d->lockfd, 0) < 0 || pwrite(d->lockfd, buf, (size_t)n, 0) != n)
-		tally_dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
+		dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
 	/* a pid is no profile: readable by others, as pid files are */
 	if (d->pidfile_extra && tally_write_file_atomic_mode(d->pidfile_extra, buf, (size_t)n, 0644))
-		tally_dmn_log(d, "%s", tally_errmsg());
+		dmn_log(d, "%s", tally_errmsg());
 }
 
 /* The marker that makes the directory a daemon database. */
 static int write_marker(struct tally_daemon *d)
 {
 	static const char marker[] = "format-version: 1\nlayout: epochs\n";
-	char *m = tally_dmn_path(d, TALLY_DAEMON_MARKER);
+	char *m = dmn_path(d, TALLY_DAEMON_MARKER);
 	struct stat st;
 	int r = 0;
 	if (stat(m, &st) < 0)
@@ -268,7 +279,7 @@ int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *
 	if (o->socket) {
 		d->sock = xstrdup(o->socket);
 	} else {
-		d->sock = tally_dmn_path(d, TALLY_CTL_SOCKET_NAME);
+		d->sock = dmn_path(d, TALLY_CTL_SOCKET_NAME);
 	}
 	if (*d->sock != '/') {
 		char *cwd = getcwd(NULL, 0);
@@ -281,15 +292,15 @@ int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *
 	r = write_marker(d);
 	if (r)
 		goto fail;
-	tally_dmn_recover(d);
+	dmn_recover(d);
 	{
 		/* an earlier daemon's clients drained: carry on with their pile */
-		char *dr = tally_dmn_path(d, DRAIN_DIR);
+		char *dr = dmn_path(d, DRAIN_DIR);
 		struct stat st;
 		d->draining = stat(dr, &st) == 0;
 		free(dr);
 	}
-	r = tally_dmn_listen(d);
+	r = dmn_listen(d);
 	if (!r)
 		r = event_loop(d);
 	if (r)
@@ -332,13 +343,13 @@ int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tal
 		agg->jit_budget = d->max_memory / 4;
 	d->wall_start = tally_now_wall();
 	d->mono_start = tally_now_mono();
-	d->db_bytes = tally_dmn_db_bytes(d);
-	if (tally_dmn_begin_epoch(d, d->wall_start) && warning) {
+	d->db_bytes = dmn_db_bytes(d);
+	if (dmn_begin_epoch(d, d->wall_start) && warning) {
 		struct strbuf w = STRBUF_INIT;
 		strbuf_addf(&w, "%s (collecting all the same; writing is retried every flush)", tally_errmsg());
 		*warning = strbuf_detach(&w);
 	}
-	tally_dmn_prune(d, d->wall_start);
+	dmn_prune(d, d->wall_start);
 	/* the pusher: a thread of its own, from the backlog the cursor keeps */
 	if (d->push) {
 		int r = tally_pusher_start(&d->pusher, d->db, d->push);
@@ -386,12 +397,12 @@ void tally_daemon_wake(struct tally_daemon *d)
 	errno = e;
 }
 
-void tally_dmn_sync(struct tally_daemon *d)
+void dmn_sync(struct tally_daemon *d)
 {
 	/* a flush or a peek has everything sampled until now: what the rings and
 	 * the BPF map hold is read first, without waiting */
 	if (d->rec && d->started && tally_recording_step(d->rec, 0) < 0)
-		tally_dmn_log(d, "%s", tally_errmsg());
+		dmn_log(d, "%s", tally_errmsg());
 }
 
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
@@ -414,12 +425,12 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 				timeout_ms = left > 0 ? (int)left + 1 : 0;
 		}
 	}
-	int due = tally_dmn_ctl_due_ms(d);
+	int due = dmn_ctl_due_ms(d);
 	if (due >= 0 && due < timeout_ms)
 		timeout_ms = due;
 	if (d->rec) {
 		if (tally_recording_step(d->rec, timeout_ms) < 0)
-			tally_dmn_log(d, "%s", tally_errmsg());
+			dmn_log(d, "%s", tally_errmsg());
 	} else {
 		struct pollfd p = { .fd = d->epfd, .events = POLLIN };
 		poll(&p, 1, timeout_ms);
@@ -446,8 +457,8 @@ int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
 		tally_recording_stop(d->rec);
 	int r = tally_daemon_flush(d, "exit", msg);
 	if (r && msg)
-		strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: %s", tally_dmn_agg_samples(d),
-			    tally_dmn_agg_samples(d) == 1 ? "" : "s", d->write_error);
+		strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: %s", dmn_agg_samples(d),
+			    dmn_agg_samples(d) == 1 ? "" : "s", d->write_error);
 	/* what the last flush added, if the server takes it soon; else it waits on disk */
 	tally_pusher_stop(d->pusher, TALLY_DAEMON_PUSH_GRACE, d->log, d->log_ctx);
 	d->pusher = NULL;
@@ -463,7 +474,7 @@ void tally_daemon_free(struct tally_daemon *d)
 		tally_push_opts_release(d->push);
 		free(d->push);
 	}
-	tally_dmn_close_clients(d);
+	dmn_close_clients(d);
 	if (d->listenfd >= 0) {
 		close(d->listenfd);
 		unlink(d->sock);

@@ -12,6 +12,7 @@
 #include "tally/collect.h"
 #include "tally/daemon.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/push.h"
 #include "tally/record.h"
 #include "tally/sampling.h"
@@ -76,6 +77,7 @@ struct tally_daemon {
 	double delta_start;          /* wall: what is in memory began here */
 	double wall_start, mono_start;
 	double next_flush, next_epoch, last_early, last_watch; /* monotonic */
+	size_t watch_agg;            /* the aggregate's own count at the last look at memory */
 	char *write_error;           /* NULL while writing works */
 	uint64_t samples_total, lost_total, dropped, cleared;
 	uint64_t flushes, early_flushes, drains;
@@ -96,27 +98,27 @@ struct tally_daemon {
 };
 
 /* engine.c */
-void tally_dmn_log(struct tally_daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dmn_log(struct tally_daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* engine.c: reads what the collector holds now (before a flush or a peek) */
-void tally_dmn_sync(struct tally_daemon *d);
-uint64_t tally_dmn_memory_used(const struct tally_daemon *d);
-uint64_t tally_dmn_agg_samples(const struct tally_daemon *d);
+void dmn_sync(struct tally_daemon *d);
+uint64_t dmn_memory_used(const struct tally_daemon *d);
+uint64_t dmn_agg_samples(const struct tally_daemon *d);
 /* A CPU's sampling state (all off without a collector). */
-void tally_dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state *st);
+void dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state *st);
 
 /* store.c: the database side */
-char *tally_dmn_path(const struct tally_daemon *d, const char *name);
-uint64_t tally_dmn_db_bytes(const struct tally_daemon *d);
-void tally_dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now);
-int tally_dmn_begin_epoch(struct tally_daemon *d, double now);
-void tally_dmn_prune(struct tally_daemon *d, double now);
-void tally_dmn_recover(struct tally_daemon *d);
-void tally_dmn_set_write_error(struct tally_daemon *d, const char *msg);
+char *dmn_path(const struct tally_daemon *d, const char *name);
+uint64_t dmn_db_bytes(const struct tally_daemon *d);
+void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now);
+int dmn_begin_epoch(struct tally_daemon *d, double now);
+void dmn_prune(struct tally_daemon *d, double now);
+void dmn_recover(struct tally_daemon *d);
+void dmn_set_write_error(struct tally_daemon *d, const char *msg);
 
 /* server.c: the control server */
-int tally_dmn_listen(struct tally_daemon *d);
+int dmn_listen(struct tally_daemon *d);
 /* Milliseconds until the control server needs a round (-1: no need). */
-int tally_dmn_ctl_due_ms(const struct tally_daemon *d);
-void tally_dmn_close_clients(struct tally_daemon *d);
+int dmn_ctl_due_ms(const struct tally_daemon *d);
+void dmn_close_clients(struct tally_daemon *d);
 
 #endif

@@ -20,7 +20,6 @@
 #include "tally/ctl.h"
 #include "tally/epoch.h"
 #include "tally/offcpu.h"
-#include "tally/top.h"
 
 /* ---- requests ---- */
 
@@ -100,7 +99,7 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	}
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {
 		struct tally_cpu_state st;
-		tally_dmn_cpu_state(d, cpu, &st);
+		dmn_cpu_state(d, cpu, &st);
 		if (!st.opened) {
 			strbuf_addf(o, "cpu %d: not sampled\n", cpu);
 			continue;
@@ -111,14 +110,14 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		else
 			strbuf_addf(o, "period %" PRIu64 "\n", st.period);
 	}
-	uint64_t inmem = tally_dmn_agg_samples(d);
+	uint64_t inmem = dmn_agg_samples(d);
 	strbuf_addf(o, "samples: %" PRIu64 "\n", d->samples_total + inmem);
 	strbuf_addf(o, "lost: %" PRIu64 "\n", d->lost_total + d->agg->lost);
 	strbuf_addf(o, "in-memory: %" PRIu64 " sample%s not yet flushed\n", inmem, inmem == 1 ? "" : "s");
 	if (d->cleared || d->dropped)
 		strbuf_addf(o, "discarded: %" PRIu64 " sample%s cleared, %" PRIu64 " dropped while writing was stopped\n",
 			    d->cleared, d->cleared == 1 ? "" : "s", d->dropped);
-	tally_format_size(tally_dmn_memory_used(d), a, sizeof(a));
+	tally_format_size(dmn_memory_used(d), a, sizeof(a));
 	tally_format_size(tally_agg_memory(d->agg), b, sizeof(b));
 	tally_format_size(d->max_memory, c, sizeof(c));
 	strbuf_addf(o, "memory: %s in use (aggregate %s), limit %s", a, b, c);
@@ -195,7 +194,7 @@ static int do_cpus(struct tally_daemon *d, const struct tally_ctl_req *q, struct
 		if (tally_collector_cpu_set(d->col, c, q->on))
 			return -EIO;
 		struct tally_cpu_state st;
-		tally_dmn_cpu_state(d, c, &st);
+		dmn_cpu_state(d, c, &st);
 		strbuf_addf(out, "cpu %d: %s, ", c, st.on ? "on" : "off");
 		if (st.freq)
 			strbuf_addf(out, "%" PRIu64 " Hz\n", st.freq);
@@ -224,14 +223,14 @@ static int pause_collector(struct tally_daemon *d, bool paused)
  * that peeks again knows when the daemon began again from nothing. */
 static int peek(struct tally_daemon *d, struct strbuf *out)
 {
-	tally_dmn_sync(d);
+	dmn_sync(d);
 	double now = tally_now_wall();
 	struct tally_meta s;
-	tally_dmn_session(d, d->agg, &s, now);
+	dmn_session(d, d->agg, &s, now);
 	tally_meta_set(&s, "memory-since", "%.6f", d->delta_start);
 	tally_meta_set(&s, "target", "system (in the memory of tally daemon pid %d)", (int)getpid());
 	struct tally_db db;
-	int r = tally_top_db_from_agg(&db, d->agg, &s, &d->kc);
+	int r = tally_db_from_agg_live(&db, d->agg, &s, &d->kc);
 	tally_meta_release(&s);
 	if (r)
 		return r;
@@ -251,7 +250,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 	int r = tally_ctl_parse_line(line, d->smp->ncpus, &q);
 	if (r) {
 		tally_ctl_frame(out, false, tally_errmsg(), strlen(tally_errmsg()));
-		tally_dmn_log(d, "ctl (uid %d): refused '%.60s': %s", (int)uid, line, tally_errmsg());
+		dmn_log(d, "ctl (uid %d): refused '%.60s': %s", (int)uid, line, tally_errmsg());
 		return;
 	}
 	switch (q.op) {
@@ -269,8 +268,8 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 	case TALLY_CTL_STARTCLR: {
 		/* everything sampled until now goes, what the rings and the
 		 * BPF tables still hold too (else it came back at the next round) */
-		tally_dmn_sync(d);
-		uint64_t n = tally_dmn_agg_samples(d);
+		dmn_sync(d);
+		uint64_t n = dmn_agg_samples(d);
 		d->samples_total += n;
 		d->lost_total += d->agg->lost;
 		d->cleared += n;
@@ -295,7 +294,7 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 			strbuf_addch(&body, '\n');
 		break;
 	case TALLY_CTL_STATUS:
-		tally_dmn_sync(d); /* the samples counted until now (bpf: a round may be 4 s) */
+		dmn_sync(d); /* the samples counted until now (bpf: a round may be 4 s) */
 		tally_daemon_status(d, &body);
 		break;
 	case TALLY_CTL_CPUS:
@@ -311,11 +310,11 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 	if (r) {
 		const char *m = tally_errmsg();
 		tally_ctl_frame(out, false, m, strlen(m));
-		tally_dmn_log(d, "ctl (uid %d): %s failed: %s", (int)uid, op_name(q.op), m);
+		dmn_log(d, "ctl (uid %d): %s failed: %s", (int)uid, op_name(q.op), m);
 	} else {
 		tally_ctl_frame(out, true, body.buf ? body.buf : "", body.len);
 		if (d->verbose || (q.op != TALLY_CTL_STATUS && q.op != TALLY_CTL_PEEK)) /* asked every second by tally top */
-			tally_dmn_log(d, "ctl (uid %d): %s", (int)uid, op_name(q.op));
+			dmn_log(d, "ctl (uid %d): %s", (int)uid, op_name(q.op));
 	}
 	strbuf_release(&body);
 	tally_ctl_req_release(&q);
@@ -342,7 +341,7 @@ static void listen_pause(struct tally_daemon *d, double until)
 	}
 }
 
-int tally_dmn_ctl_due_ms(const struct tally_daemon *d)
+int dmn_ctl_due_ms(const struct tally_daemon *d)
 {
 	if (!d->listen_paused)
 		return -1;
@@ -414,7 +413,7 @@ static void too_long(struct tally_daemon *d, struct client *c)
 {
 	char m[128];
 	snprintf(m, sizeof(m), "request longer than %d bytes: %s", TALLY_CTL_MAX_REQUEST, TALLY_CTL_USAGE);
-	tally_dmn_log(d, "ctl (uid %d): refused a request of over %d bytes", (int)c->uid, TALLY_CTL_MAX_REQUEST);
+	dmn_log(d, "ctl (uid %d): refused a request of over %d bytes", (int)c->uid, TALLY_CTL_MAX_REQUEST);
 	client_reply(d, c, false, m);
 }
 
@@ -478,10 +477,10 @@ static void refuse(struct tally_daemon *d, int fd, uid_t uid)
 	double now = tally_now_mono();
 	if (now - d->refused_logged >= 1.0) {
 		if (d->refused_quiet)
-			tally_dmn_log(d, "ctl: refused a connection from uid %d (not the owner; %" PRIu64 " more refused since the last line)",
+			dmn_log(d, "ctl: refused a connection from uid %d (not the owner; %" PRIu64 " more refused since the last line)",
 				      (int)uid, d->refused_quiet);
 		else
-			tally_dmn_log(d, "ctl: refused a connection from uid %d (not the owner)", (int)uid);
+			dmn_log(d, "ctl: refused a connection from uid %d (not the owner)", (int)uid);
 		d->refused_logged = now;
 		d->refused_quiet = 0;
 	} else {
@@ -620,7 +619,7 @@ void tally_daemon_serve(struct tally_daemon *d)
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++) {
 		struct client *c = &d->clients[i];
 		if (c->fd >= 0 && now > c->deadline) {
-			tally_dmn_log(d, "ctl (uid %d): dropped a connection %s within %.3g s", (int)c->uid,
+			dmn_log(d, "ctl (uid %d): dropped a connection %s within %.3g s", (int)c->uid,
 				      c->replying ? "that took no part of its reply" : "that did not complete its request", d->ctl_timeout);
 			d->ctl_dropped++;
 			client_close(d, c);
@@ -628,7 +627,7 @@ void tally_daemon_serve(struct tally_daemon *d)
 	}
 }
 
-void tally_dmn_close_clients(struct tally_daemon *d)
+void dmn_close_clients(struct tally_daemon *d)
 {
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++)
 		if (d->clients[i].fd >= 0)
@@ -637,7 +636,7 @@ void tally_dmn_close_clients(struct tally_daemon *d)
 
 /* ---- the socket ---- */
 
-int tally_dmn_listen(struct tally_daemon *d)
+int dmn_listen(struct tally_daemon *d)
 {
 	struct sockaddr_un sa;
 	memset(&sa, 0, sizeof(sa));

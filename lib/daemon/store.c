@@ -54,7 +54,7 @@ static uint64_t tree_bytes(const char *path)
 
 /* What --max-db-size counts: the database directory without its log (which its
  * rotation bounds, and which must go on when writing has stopped). */
-uint64_t tally_dmn_db_bytes(const struct tally_daemon *d)
+uint64_t dmn_db_bytes(const struct tally_daemon *d)
 {
 	uint64_t sum = tree_bytes(d->db);
 	const char *logs[] = { "daemon.log", "daemon.log.1" };
@@ -69,7 +69,7 @@ uint64_t tally_dmn_db_bytes(const struct tally_daemon *d)
 	return sum;
 }
 
-char *tally_dmn_path(const struct tally_daemon *d, const char *name)
+char *dmn_path(const struct tally_daemon *d, const char *name)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s/%s", d->db, name);
@@ -78,7 +78,7 @@ char *tally_dmn_path(const struct tally_daemon *d, const char *name)
 
 /* The session of a database made from a (the daemon's aggregate, or an empty
  * one: its counters are summed when epochs merge). */
-void tally_dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now)
+void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now)
 {
 	memset(s, 0, sizeof(*s));
 	tally_sampling_session(d->smp, d->col, a, "system", NULL, s);
@@ -103,7 +103,7 @@ void tally_dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct
 	bool differ = false;
 	for (int c = 0; c < d->smp->ncpus; c++) {
 		struct tally_cpu_state st;
-		tally_dmn_cpu_state(d, c, &st);
+		dmn_cpu_state(d, c, &st);
 		if (!st.opened)
 			continue;
 		if (!st.on || (st.freq && st.freq != d->smp->freq) || (!st.freq && st.period != d->smp->period))
@@ -195,7 +195,7 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 		r = tally_db_open_dir(&old, path);
 		if (r) {
 			/* never written by a daemon that lived: it cannot happen, but do not lose new data over it */
-			tally_dmn_log(d, "cannot read %s '%s' (%s): starting it again", what, path, tally_errmsg());
+			dmn_log(d, "cannot read %s '%s' (%s): starting it again", what, path, tally_errmsg());
 			struct strbuf bad = STRBUF_INIT;
 			strbuf_addf(&bad, "%s.damaged-%ld", path, (long)time(NULL));
 			rename(path, bad.buf);
@@ -248,24 +248,24 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	if (!r && rc.bytes != UINT64_MAX)
 		d->db_bytes = db_bytes_less(d, replaced) + rc.bytes;
 	else if (!r)
-		d->db_bytes = tally_dmn_db_bytes(d);
+		d->db_bytes = dmn_db_bytes(d);
 	tally_db_release(&merged);
 	if (have)
 		tally_db_release(&old);
 	return r;
 }
 
-void tally_dmn_set_write_error(struct tally_daemon *d, const char *msg)
+void dmn_set_write_error(struct tally_daemon *d, const char *msg)
 {
 	if (!msg) {
 		if (d->write_error)
-			tally_dmn_log(d, "writing resumed");
+			dmn_log(d, "writing resumed");
 		free(d->write_error);
 		d->write_error = NULL;
 		return;
 	}
 	if (!d->write_error || strcmp(d->write_error, msg))
-		tally_dmn_log(d, "writing stopped, collection goes on: %s", msg);
+		dmn_log(d, "writing stopped, collection goes on: %s", msg);
 	free(d->write_error);
 	d->write_error = xstrdup(msg);
 }
@@ -283,7 +283,7 @@ static void forget_epochs(struct tally_daemon *d, bool all)
 {
 	size_t j = 0;
 	for (size_t i = 0; i < d->nmy_epochs; i++) {
-		char *p = tally_dmn_path(d, d->my_epochs[i]);
+		char *p = dmn_path(d, d->my_epochs[i]);
 		struct stat st;
 		if (!all && stat(p, &st) == 0)
 			d->my_epochs[j++] = d->my_epochs[i];
@@ -295,14 +295,14 @@ static void forget_epochs(struct tally_daemon *d, bool all)
 }
 
 /* --keep: delete old epochs, and forget them */
-void tally_dmn_prune(struct tally_daemon *d, double now)
+void dmn_prune(struct tally_daemon *d, double now)
 {
 	if (d->keep <= 0)
 		return;
 	int k = tally_epochs_prune(d->db, d->keep, now, TALLY_DAEMON_KEEP_NEWEST, d->epoch);
 	if (k > 0) {
-		tally_dmn_log(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
-		d->db_bytes = tally_dmn_db_bytes(d);
+		dmn_log(d, "deleted %d epoch%s older than --keep", k, k == 1 ? "" : "s");
+		d->db_bytes = dmn_db_bytes(d);
 		forget_epochs(d, false);
 	}
 }
@@ -315,7 +315,7 @@ static void log_nostack(struct tally_daemon *d)
 	if (!d->col || !tally_collector_offcpu_stats(d->col, &os) || os.nostack <= d->nostack_logged)
 		return;
 	uint64_t k = os.nostack - d->nostack_logged;
-	tally_dmn_log(d, "%" PRIu64 " off-CPU wait%s kept one frame since the last flush: the kernel's stack map had no room "
+	dmn_log(d, "%" PRIu64 " off-CPU wait%s kept one frame since the last flush: the kernel's stack map had no room "
 			 "for %s stack (off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
 		      k, k == 1 ? "" : "s", k == 1 ? "its" : "their");
 	d->nostack_logged = os.nostack;
@@ -325,10 +325,10 @@ static void log_nostack(struct tally_daemon *d)
  * 0 (msg says what), or -errno: then writing stops until a flush succeeds. */
 int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *msg)
 {
-	tally_dmn_sync(d);
+	dmn_sync(d);
 	double t0 = tally_now_mono(), now = tally_now_wall();
 	tally_agg_identify(d->agg);
-	uint64_t n = tally_dmn_agg_samples(d);
+	uint64_t n = dmn_agg_samples(d);
 	if (!n && !d->agg->lost && !d->agg->throttled) {
 		if (msg)
 			strbuf_addf(msg, "nothing to flush into epoch %s", d->epoch);
@@ -339,9 +339,9 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	tally_agg_snapshot_jit(d->agg);
 	tally_agg_tasks(d->agg);
 	for (size_t i = 0; i < d->agg->njit_warnings; i++)
-		tally_dmn_log(d, "%s", d->agg->jit_warnings[i]);
+		dmn_log(d, "%s", d->agg->jit_warnings[i]);
 	struct tally_meta s;
-	tally_dmn_session(d, d->agg, &s, now);
+	dmn_session(d, d->agg, &s, now);
 	for (int e = 0; d->col && e < d->smp->nev; e++) /* the next flush counts from here */
 		tally_collector_random_samples(d->col, e, &d->rs_base[0][e], &d->rs_base[1][e]);
 	struct tally_db delta;
@@ -349,14 +349,14 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	tally_meta_release(&s);
 	if (r)
 		goto out;
-	char *ep = tally_dmn_path(d, d->epoch), *dr = tally_dmn_path(d, DRAIN_DIR);
+	char *ep = dmn_path(d, d->epoch), *dr = dmn_path(d, DRAIN_DIR);
 	struct strbuf what = STRBUF_INIT;
 	strbuf_addf(&what, "epoch %s", d->epoch);
 	size_t delta_bytes = tally_db_bytes(&delta, NULL);
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes, true);
 	if (!r && d->draining) {
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes, false))
-			tally_dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
+			dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
 	}
 	strbuf_release(&what);
 	free(ep);
@@ -365,10 +365,10 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 out:
 	d->next_flush = tally_now_mono() + d->flush_interval;
 	if (r) {
-		tally_dmn_set_write_error(d, tally_errmsg());
+		dmn_set_write_error(d, tally_errmsg());
 		return r;
 	}
-	tally_dmn_set_write_error(d, NULL);
+	dmn_set_write_error(d, NULL);
 	d->samples_total += n;
 	d->lost_total += d->agg->lost;
 	tally_pusher_notify(d->pusher, n);
@@ -380,25 +380,25 @@ out:
 	/* now and then the whole directory, as du: what else changed it (a file
 	 * removed by hand) is counted again */
 	if (!(d->flushes % 16))
-		d->db_bytes = tally_dmn_db_bytes(d);
+		d->db_bytes = dmn_db_bytes(d);
 	d->last_flush_ms = (tally_now_mono() - t0) * 1000;
 	d->last_flush_wall = now;
 	if (msg)
 		strbuf_addf(msg, "flushed %" PRIu64 " sample%s into epoch %s (%.0f ms)", n, n == 1 ? "" : "s", d->epoch,
 			    d->last_flush_ms);
 	if (d->verbose)
-		tally_dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n, n == 1 ? "" : "s", d->epoch,
+		dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n, n == 1 ? "" : "s", d->epoch,
 			      d->last_flush_ms);
 	log_nostack(d);
-	tally_dmn_prune(d, now);
+	dmn_prune(d, now);
 	return 0;
 }
 
 /* An empty epoch beginning at now: written at once, so readers see it. */
-int tally_dmn_begin_epoch(struct tally_daemon *d, double now)
+int dmn_begin_epoch(struct tally_daemon *d, double now)
 {
 	char *name = tally_epoch_new_name(d->db, now);
-	char *path = tally_dmn_path(d, name);
+	char *path = dmn_path(d, name);
 	char *old = d->epoch;
 	double old_start = d->delta_start;
 	d->epoch = name;
@@ -406,7 +406,7 @@ int tally_dmn_begin_epoch(struct tally_daemon *d, double now)
 	struct tally_agg empty;
 	tally_agg_init(&empty, d->smp->nev, d->smp->per_pid, true);
 	struct tally_meta s;
-	tally_dmn_session(d, &empty, &s, now);
+	dmn_session(d, &empty, &s, now);
 	struct tally_db db;
 	int r = tally_db_from_agg(&db, &empty, &s, NULL);
 	tally_meta_release(&s);
@@ -427,16 +427,16 @@ int tally_dmn_begin_epoch(struct tally_daemon *d, double now)
 		remember_epoch(d, name);
 		d->epoch_start = now;
 		d->next_epoch = tally_now_mono() + d->epoch_every;
-		tally_dmn_set_write_error(d, tally_errmsg());
+		dmn_set_write_error(d, tally_errmsg());
 		return r;
 	}
 	free(old);
 	remember_epoch(d, name);
 	d->epoch_start = now;
-	d->db_bytes = tally_dmn_db_bytes(d);
+	d->db_bytes = dmn_db_bytes(d);
 	d->next_epoch = tally_now_mono() + d->epoch_every;
-	tally_dmn_log(d, "epoch %s begins", name);
-	tally_dmn_prune(d, now);
+	dmn_log(d, "epoch %s begins", name);
+	dmn_prune(d, now);
 	return 0;
 }
 
@@ -450,9 +450,9 @@ int tally_daemon_new_epoch(struct tally_daemon *d, struct strbuf *msg)
 	}
 	char *prev = xstrdup(d->epoch);
 	/* what arrived while the old epoch was written belongs to the new one */
-	r = tally_dmn_begin_epoch(d, d->delta_start);
+	r = dmn_begin_epoch(d, d->delta_start);
 	if (r)
-		tally_dmn_set_write_error(d, tally_errmsg());
+		dmn_set_write_error(d, tally_errmsg());
 	else if (msg)
 		strbuf_addf(msg, "epoch %s begins (%s; epoch %s is complete)", d->epoch, f.buf, prev);
 	free(prev);
@@ -462,12 +462,12 @@ int tally_daemon_new_epoch(struct tally_daemon *d, struct strbuf *msg)
 
 /* Removes what a killed daemon may have left: staging copies and half-done
  * swaps (lib/db's recovery, which knows its own temporaries' names). */
-void tally_dmn_recover(struct tally_daemon *d)
+void dmn_recover(struct tally_daemon *d)
 {
 	struct tally_db_recovery rv;
 	tally_db_recover(d->db, &rv);
 	if (rv.restored)
-		tally_dmn_log(d, "restored %zu database%s from writes that were cut short", rv.restored,
+		dmn_log(d, "restored %zu database%s from writes that were cut short", rv.restored,
 			      rv.restored == 1 ? "" : "s");
 }
 
@@ -476,7 +476,7 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 	int r = tally_daemon_flush(d, "drain", NULL);
 	if (r)
 		return tally_seterr(r, "cannot drain: writing is stopped (%s)", d->write_error ? d->write_error : tally_errmsg());
-	char *dr = tally_dmn_path(d, DRAIN_DIR);
+	char *dr = dmn_path(d, DRAIN_DIR);
 	struct tally_db db;
 	struct stat st;
 	if (!d->draining) {
@@ -489,7 +489,7 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 			tally_db_builder_new(d->smp->nev, (char *const *)names, d->smp->per_pid, d->smp->callchain);
 		r = 0;
 		for (size_t i = 0; i < d->nmy_epochs && !r; i++) {
-			char *p = tally_dmn_path(d, d->my_epochs[i]);
+			char *p = dmn_path(d, d->my_epochs[i]);
 			struct tally_db one;
 			if (stat(p, &st) == 0) {
 				r = tally_db_open_dir(&one, p);
@@ -512,7 +512,7 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 		tally_agg_init(&empty, d->smp->nev, d->smp->per_pid, true);
 		struct tally_meta s;
 		double now = tally_now_wall();
-		tally_dmn_session(d, &empty, &s, now);
+		dmn_session(d, &empty, &s, now);
 		char ts[32];
 		tally_format_utc(now, ts, sizeof(ts));
 		tally_meta_set(&s, "start-time", "%s", ts);
@@ -536,7 +536,7 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 		d->drains++;
 		d->draining = true;
 		forget_epochs(d, true);
-		d->db_bytes = tally_dmn_db_bytes(d);
+		d->db_bytes = dmn_db_bytes(d);
 	}
 	free(dr);
 	return r;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -618,6 +619,8 @@ static const char *image_problem(const struct tally_db_image *im)
 	}
 	if (!*im->name || strchr(im->name, '/') || !printable(im->name))
 		return "its name is empty or holds a '/' or a control character";
+	if (strlen(im->name) > NAME_MAX)
+		return "its name is longer than a file name can be (255 bytes)";
 	bool file = !strcmp(im->kind, "exec") || !strcmp(im->kind, "lib");
 	bool per_process = !strcmp(im->kind, "jit") || !strcmp(im->kind, "nomap");
 	if (!per_process && im->pid)

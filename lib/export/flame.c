@@ -12,34 +12,14 @@
 
 /* ---- markup text ---- */
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+/* Length of the character at s (1-4) as XML takes it: ASCII, or valid UTF-8
+ * but XML's two non-characters U+FFFE and U+FFFF; 0 when it is not one. */
 static size_t utf8_len(const unsigned char *s)
 {
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t cp;
-	if (c < 0x80)
+	if (s[0] < 0x80)
 		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, beyond U+10FFFF, and XML's two non-characters */
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
-	    cp == 0xfffe || cp == 0xffff)
+	size_t n = tally_utf8_seq(s, strnlen((const char *)s, 4), true);
+	if (n == 3 && s[0] == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
 		return 0;
 	return n;
 }

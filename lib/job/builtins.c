@@ -8,6 +8,7 @@
  *   perf   Linux perf around the test (perf record -a), reported per sort key. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -461,6 +462,13 @@ static int cmd_check(char *const *args)
 	return r;
 }
 
+/* A command's name as an error quotes it: a path whole (up to PATH_MAX),
+ * escaped as every quoted input is. */
+static void cmd_name(struct strbuf *sb, const char *argv0)
+{
+	strbuf_add_excerpt(sb, argv0, strlen(argv0), PATH_MAX);
+}
+
 static int cmd_initialize(struct tally_profiler *p)
 {
 	struct child_prof *c = child_state(p);
@@ -468,10 +476,12 @@ static int cmd_initialize(struct tally_profiler *p)
 	if (r)
 		return r;
 	if (!job_in_path(c->argv[0])) {
-		char q[TALLY_EXCERPT_SIZE];
-		return tally_seterr(-ENOENT, "command '%s' not found in PATH", tally_excerpt(q, c->argv[0]));
+		struct strbuf q = STRBUF_INIT;
+		cmd_name(&q, c->argv[0]);
+		r = tally_seterr(-ENOENT, "command '%s' not found in PATH", q.buf);
+		strbuf_release(&q);
 	}
-	return 0;
+	return r;
 }
 
 static int cmd_start(struct tally_profiler *p, const struct tally_profiler_run *r)
@@ -497,10 +507,13 @@ static int cmd_stop(struct tally_profiler *p, const struct tally_profiler_run *r
 {
 	(void)r;
 	struct child_prof *c = p->state;
-	char q[TALLY_EXCERPT_SIZE];
-	char what[200];
-	snprintf(what, sizeof(what), "'%s'", tally_excerpt(q, c->argv[0]));
-	return child_stop(c, SIGINT, CMD_GRACE, what, false, p->intr);
+	struct strbuf what = STRBUF_INIT;
+	strbuf_addch(&what, '\'');
+	cmd_name(&what, c->argv[0]);
+	strbuf_addch(&what, '\'');
+	int ret = child_stop(c, SIGINT, CMD_GRACE, what.buf, false, p->intr);
+	strbuf_release(&what);
+	return ret;
 }
 
 static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run *r)

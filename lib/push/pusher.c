@@ -115,7 +115,10 @@ static int build(struct tally_pusher *p, struct tally_db *db, double from, doubl
 	for (int e = 0; e < db->nevents; e++)
 		events[e] = e;
 	struct tally_resolver *res = NULL;
-	struct tally_resolver_opts ro = { 0 };
+	/* functions, not their inlined frames: these need each image's DWARF
+	 * read again at every push, nine tenths of a push's CPU on a whole
+	 * machine's epoch (docs/push.md); 'tally push' of an epoch has them */
+	struct tally_resolver_opts ro = { .no_inline = true };
 	int r = tally_resolver_new(&res, db, &ro);
 	if (!r) {
 		struct tally_export x = { .db = db, .res = res, .input = db->path, .events = events, .nevents = db->nevents };

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tally/record.h"
+#include "tally/snapshot.h"
 #include "tally/util.h"
 
 enum state { ST_NEW, ST_RUNNING, ST_STOPPED, ST_FINISHED };

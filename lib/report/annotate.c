@@ -53,6 +53,31 @@ static int cmp_pt(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The sampled addresses of a function, sorted and each once (their samples
+ * added), into f's points; returns how many remain in pts. */
+static size_t points_merge(struct tally_annot_func *f, struct pt *pts, size_t n)
+{
+	tally_qsort(pts, n, sizeof(*pts), cmp_pt);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (u && pts[u - 1].addr == pts[i].addr) {
+			pts[u - 1].n += pts[i].n;
+			pts[u - 1].r += pts[i].r;
+		} else
+			pts[u++] = pts[i];
+	}
+	f->npts = u;
+	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
+	f->pt_raw = xmalloc((u + 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < u; i++) {
+		f->pt_addr[i] = pts[i].addr;
+		f->pt_samples[i] = pts[i].n;
+		f->pt_raw[i] = pts[i].r;
+	}
+	return u;
+}
+
 /* ---- building one function ---- */
 
 struct builder {
@@ -544,25 +569,7 @@ static void annotate_one(const struct tally_db *db, struct tally_resolver *res, 
 	struct builder b;
 	memset(&b, 0, sizeof(b));
 	b.f = f;
-	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
-	size_t u = 0;
-	for (size_t i = 0; i < c->npts; i++) {
-		if (u && c->pts[u - 1].addr == c->pts[i].addr) {
-			c->pts[u - 1].n += c->pts[i].n;
-			c->pts[u - 1].r += c->pts[i].r;
-		} else
-			c->pts[u++] = c->pts[i];
-	}
-	c->npts = u;
-	f->npts = u;
-	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
-	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
-	f->pt_raw = xmalloc((u + 1) * sizeof(uint64_t));
-	for (size_t i = 0; i < u; i++) {
-		f->pt_addr[i] = c->pts[i].addr;
-		f->pt_samples[i] = c->pts[i].n;
-		f->pt_raw[i] = c->pts[i].r;
-	}
+	c->npts = points_merge(f, c->pts, c->npts);
 	if (!strcmp(db->images[c->image].kind, "jit"))
 		annotate_jit(&b, res, c);
 	else
@@ -676,24 +683,7 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	tally_qsort(f->lines, f->nlines, sizeof(*f->lines), cmp_line);
 	if (!f->nlines)
 		set_note(&f->line_note, "DWARF gives no source line for its code");
-	tally_qsort(c->pts, c->npts, sizeof(*c->pts), cmp_pt);
-	size_t u = 0;
-	for (size_t i = 0; i < c->npts; i++) {
-		if (u && c->pts[u - 1].addr == c->pts[i].addr) {
-			c->pts[u - 1].n += c->pts[i].n;
-			c->pts[u - 1].r += c->pts[i].r;
-		} else
-			c->pts[u++] = c->pts[i];
-	}
-	f->npts = u;
-	f->pt_addr = xmalloc((u + 1) * sizeof(uint64_t));
-	f->pt_samples = xmalloc((u + 1) * sizeof(uint64_t));
-	f->pt_raw = xmalloc((u + 1) * sizeof(uint64_t));
-	for (size_t i = 0; i < u; i++) {
-		f->pt_addr[i] = c->pts[i].addr;
-		f->pt_samples[i] = c->pts[i].n;
-		f->pt_raw[i] = c->pts[i].r;
-	}
+	c->npts = points_merge(f, c->pts, c->npts);
 	tally_qsort(c->into, c->ninto, sizeof(*c->into), cmp_into);
 	f->inlined_into = xcalloc(c->ninto + 1, sizeof(char *));
 	struct strbuf sb = STRBUF_INIT;

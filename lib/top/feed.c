@@ -41,6 +41,8 @@ struct prev {
 	bool seen;
 };
 
+#define TOP_MAX_GENS 32
+
 struct tally_top_feed {
 	struct tally_resolver_opts ro;
 	bool have_ro;
@@ -49,12 +51,14 @@ struct tally_top_feed {
 	 * go into a database of their own with a resolver (a generation); past
 	 * TOP_MAX_GENS generations they are made again as one. The kernel, JIT
 	 * code and the vDSO go through each tick's own database (its kernel
-	 * symbols are those the tick's samples need). */
+	 * symbols are those the tick's samples need). A resolver keeps the
+	 * address of its database: the generations never move (an array that
+	 * grew by realloc left the older resolvers reading freed memory). */
 	struct gen {
 		struct tally_db db;
 		struct tally_resolver *res;
-	} *gens;
-	size_t ngens, agens;
+	} gens[TOP_MAX_GENS];
+	size_t ngens;
 	struct fimage *im;
 	size_t nim, aim;
 	struct tally_hidx im_idx;
@@ -103,7 +107,6 @@ void tally_top_feed_free(struct tally_top_feed *f)
 		tally_db_image_release(&f->im[i].copy);
 	}
 	gens_free(f);
-	free(f->gens);
 	free(f->im);
 	tally_hidx_release(&f->im_idx);
 	free(f->loc);
@@ -136,8 +139,6 @@ static void db_image_copy(struct tally_db_image *to, const struct tally_db_image
 	to->foreign_ns = from->foreign_ns;
 }
 
-#define TOP_MAX_GENS 32
-
 static void gens_free(struct tally_top_feed *f)
 {
 	for (size_t g = 0; g < f->ngens; g++) {
@@ -155,7 +156,6 @@ static void gen_add(struct tally_top_feed *f, const struct tally_db *tick)
 {
 	if (f->ngens >= TOP_MAX_GENS)
 		gens_free(f);
-	GROW(f->gens, f->agens, f->ngens + 1);
 	struct gen *g = &f->gens[f->ngens];
 	memset(g, 0, sizeof(*g));
 	struct tally_db *d = &g->db;
@@ -479,35 +479,6 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 	if (added)
 		*added = sum;
 	return k.err;
-}
-
-int tally_top_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-			  struct tally_ksym_cache *kc)
-{
-	int r = tally_db_from_agg(out, a, session, kc);
-	if (r)
-		return r;
-	if (!a->per_pid)
-		return 0;
-	/* the live processes with samples: the task list has only those that exited */
-	struct tally_hidx have = { 0 };
-	for (size_t i = 0; i < out->ntasks; i++)
-		tally_hidx_put(&have, tally_hash_u64((uint64_t)(uint32_t)out->tasks[i].pid), (uint32_t)i);
-	size_t cap = out->ntasks;
-	for (size_t i = 0; i < a->nrows; i++) {
-		int pid = a->rows[i].pid;
-		uint64_t h = tally_hash_u64((uint64_t)(uint32_t)pid);
-		if (tally_hidx_get(&have, h, &pid, task_eq, out) != TALLY_HIDX_NONE)
-			continue;
-		struct tally_proc *p = tally_agg_proc(a, pid, false);
-		if (!p)
-			continue;
-		GROW(out->tasks, cap, out->ntasks + 1);
-		out->tasks[out->ntasks] = (struct tally_db_task){ pid, xstrdup(p->comm), xstrdup(p->exe ? p->exe : "") };
-		tally_hidx_put(&have, h, (uint32_t)out->ntasks++);
-	}
-	tally_hidx_release(&have);
-	return 0;
 }
 
 /* ---- a daemon's reply ---- */

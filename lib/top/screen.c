@@ -211,22 +211,35 @@ void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const 
 	strbuf_addch(out, '\n');
 	const char *unit = st->unit ? st->unit : "samples";
 	double scale = !strcmp(unit, "msec") ? 1e-6 : 1;
+	/* the columns of the screen's view: the image beside a function only,
+	 * the command beside a function or an image; the name last */
+	bool show_image = q->view == TALLY_TOP_FUNCTIONS;
+	bool show_comm = q->view != TALLY_TOP_COMMANDS;
 	strbuf_addf(out, "%8s %s%10s  ", "share", cg ? "    self " : "", unit);
-	add_safe(out, "image", wi, true);
-	strbuf_addstr(out, "  ");
-	add_safe(out, "command", wc, true);
-	strbuf_addf(out, "  %s\n", q->view == TALLY_TOP_FUNCTIONS ? "function" : q->view == TALLY_TOP_IMAGES ? "image" : "command");
+	if (show_image) {
+		add_safe(out, "image", wi, true);
+		strbuf_addstr(out, "  ");
+	}
+	if (show_comm) {
+		add_safe(out, "command", wc, true);
+		strbuf_addstr(out, "  ");
+	}
+	strbuf_addf(out, "%s\n", q->view == TALLY_TOP_FUNCTIONS ? "function" : q->view == TALLY_TOP_IMAGES ? "image" : "command");
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_top_row *r = &rows[i];
 		strbuf_addf(out, "%7.2f%%", all > 0 ? 100 * r->total / all : 0.0);
 		if (cg)
 			strbuf_addf(out, " %7.2f%%", all > 0 ? 100 * r->self / all : 0.0);
 		strbuf_addf(out, " %10.1f  ", r->total * scale);
-		add_safe(out, r->image ? r->image : "-", wi, true);
-		strbuf_addstr(out, "  ");
-		comm_label(r, cl, sizeof(cl));
-		add_safe(out, cl, wc, true);
-		strbuf_addstr(out, "  ");
+		if (show_image) {
+			add_safe(out, r->image, wi, true);
+			strbuf_addstr(out, "  ");
+		}
+		if (show_comm) {
+			comm_label(r, cl, sizeof(cl));
+			add_safe(out, cl, wc, true);
+			strbuf_addstr(out, "  ");
+		}
 		add_safe(out, r->name, 4096, false);
 		strbuf_addch(out, '\n');
 	}

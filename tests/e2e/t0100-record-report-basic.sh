@@ -9,7 +9,7 @@ cp out truth.txt
 cpu_ms=$(info_val cpu_ms truth.txt)
 
 report_json sym.json -i db --symbols
-check_shares func sym.json truth.txt 5 work_a work_b work_c
+check_split func sym.json truth.txt work_a work_b work_c
 
 total=$(tjson sym.json total)
 abc=0

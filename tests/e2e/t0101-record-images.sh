@@ -7,7 +7,7 @@ tally_ok record -F 4000 -o db -- "$WORKLOADS/split_images" 1000
 cp out truth.txt
 
 report_json img.json -i db
-check_shares image img.json truth.txt 5 split_images libtallywork.so libc.so.6
+check_split image img.json truth.txt split_images libtallywork.so libc.so.6
 
 total=$(tjson img.json total)
 three=0

@@ -16,8 +16,8 @@ kpct=$(awk -v k="$kern" -v t="$total" 'BEGIN { printf "%.2f", 100 * k / t }')
 upct=$(awk -v k="$kern" -v t="$total" 'BEGIN { printf "%.2f", 100 * (t - k) / t }')
 tk=$(truth kernel truth.txt)
 tu=$(truth user truth.txt)
-near "$kpct" "$tk" 5 "kernel share ($kern of $total samples)"
-near "$upct" "$tu" 5 "user share ($((total - kern)) of $total samples)"
+share_near "$kpct" "$total" "$tk" "kernel share ($kern samples)"
+share_near "$upct" "$total" "$tu" "user share ($((total - kern)) samples)"
 
 report_json sym.json -i db --symbols
 us=$(tjson sym.json func user_spin split_kernel)

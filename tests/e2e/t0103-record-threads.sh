@@ -7,7 +7,7 @@ tally_ok record -F 4000 -o db -- "$WORKLOADS/threads" 4 250
 cp out truth.txt
 
 report_json sym.json -i db --symbols
-check_shares func sym.json truth.txt 5 thread_fn_0 thread_fn_1 thread_fn_2 thread_fn_3
+check_split func sym.json truth.txt thread_fn_0 thread_fn_1 thread_fn_2 thread_fn_3
 
 total=$(tjson sym.json total)
 sum=0

@@ -3,9 +3,10 @@
 # naming the file and the line: an image whose id holds a control character
 # or a '/' (it goes into file names: such a database could not be bundled or
 # drained), the kernel's kind on an executable, a pid on a file image, a
-# stacks file although the session says 'call-graph: none' (read, then dropped
-# at the next write), an impossible start-time, an infinite period-mean.  And
-# an error quoting a damaged line never carries its raw bytes to the terminal.
+# name longer than a file name can be, a stacks file although the session
+# says 'call-graph: none' (read, then dropped at the next write), an
+# impossible start-time, an infinite period-mean.  And an error quoting a
+# damaged line never carries its raw bytes to the terminal.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 tally_ok record -g -F 2000 -o good -- "$WORKLOADS/split_funcs" 200
@@ -28,6 +29,12 @@ spoil_image kernel.db '$2 = "kernel"'
 expect_fail_with "^tally: 'kernel\.db/images' line $exe_ln: image [0-9]+: the kernel image is named 'kernel'" "$TALLY" report -i kernel.db
 spoil_image pid.db '$5 = "4242"'
 expect_fail_with "^tally: 'pid\.db/images' line $exe_ln: image [0-9]+: only jit and nomap images belong to a process" "$TALLY" report -i pid.db
+# a name no file can have (it was read, and written out whole wherever the
+# image is named: 20 times 10 MB in report --children --json)
+spoil_image long.db '$6 = sprintf("%0256d", 0)'
+expect_fail_with "^tally: 'long\.db/images' line $exe_ln: image [0-9]+: its name is longer than a file name can be \(255 bytes\)" "$TALLY" report -i long.db --children --json
+spoil_image name255.db '$6 = sprintf("%0255d", 0)'
+tally_ok report -i name255.db
 # nor can such a database be exported (every reader goes through the same checks)
 expect_fail_with "^tally: 'id11\.db/images' line $exe_ln" "$TALLY" export -i id11.db --format pprof -o "$TMP/x.pb.gz"
 

@@ -35,10 +35,10 @@ tot = sum(by.get((l, f, i), 0) for f, (l, i) in want.items())
 if tot < 0.8 * img["samples"]:
     print("the three spin lines hold %d of the image's %d samples; rows: %s" % (tot, img["samples"], sorted(by.items(), key=lambda kv: -kv[1])[:8])); sys.exit(1)
 for f, (l, i) in want.items():
-    print(f, "%.2f" % (100.0 * by.get((l, f, i), 0) / tot), by.get((l, f, i), 0))
+    print(f, "%.2f" % (100.0 * by.get((l, f, i), 0) / tot), by.get((l, f, i), 0), tot)
 PY
-while read -r fn share n; do
-	near "$share" "$(truth "$fn" truth.txt)" 6 "--lines: inline_chain.c line of $fn ($n samples)"
+while read -r fn share n tot; do
+	share_near "$share" "$tot" "$(truth "$fn" truth.txt)" "--lines: inline_chain.c line of $fn ($n samples)"
 done <shares.txt
 
 # --lines, text: file:line and the function, inlined marked
@@ -48,7 +48,7 @@ grep -Eq "inline_chain\.c:$lh +hot_loop$" lines.txt || fail "text --lines has no
 
 # --symbols: inlined functions are rows of their own, marked
 report_json sym.json -i db --symbols
-check_shares func sym.json truth.txt 6 hot_loop mid_mix leaf_mix
+check_split func sym.json truth.txt hot_loop mid_mix leaf_mix
 python3 - sym.json <<'PY' || fail "--symbols JSON does not mark mid_mix and leaf_mix inlined (and hot_loop not)"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -84,11 +84,12 @@ callers = {c["name"] for c in f["mid_mix"]["callers"]}
 if callers != {"hot_loop"}:
     print("mid_mix's callers are %s, expected hot_loop" % callers); sys.exit(1)
 tot = f["hot_loop"]["inclusive"]
-print("leaf_mix %.2f" % (100.0 * f["leaf_mix"]["inclusive"] / tot))
-print("mid_mix_incl %.2f" % (100.0 * f["mid_mix"]["inclusive"] / tot))
+print("leaf_mix %.2f %d" % (100.0 * f["leaf_mix"]["inclusive"] / tot, tot))
+print("mid_mix_incl %.2f %d" % (100.0 * f["mid_mix"]["inclusive"] / tot, tot))
 PY
-near "$(awk '$1 == "leaf_mix" { print $2 }' cg.txt)" "$(truth leaf_mix truth.txt)" 6 "--children: leaf_mix inclusive share of hot_loop"
-near "$(awk '$1 == "mid_mix_incl" { print $2 }' cg.txt)" "$(awk -v a="$(truth leaf_mix truth.txt)" -v b="$(truth mid_mix truth.txt)" 'BEGIN { print a + b }')" 6 "--children: mid_mix inclusive share of hot_loop"
+incl=$(awk '$1 == "leaf_mix" { print $3 }' cg.txt)
+share_near "$(awk '$1 == "leaf_mix" { print $2 }' cg.txt)" "$incl" "$(truth leaf_mix truth.txt)" "--children: leaf_mix inclusive share of hot_loop"
+share_near "$(awk '$1 == "mid_mix_incl" { print $2 }' cg.txt)" "$incl" "$(awk -v a="$(truth leaf_mix truth.txt)" -v b="$(truth mid_mix truth.txt)" 'BEGIN { print a + b }')" "--children: mid_mix inclusive share of hot_loop"
 report_text callers.txt -i db --callers leaf_mix
 awk '/leaf_mix \(inlined\)/ { a = NR } /mid_mix \(inlined\)/ && a && NR > a { b = NR } /hot_loop/ && b && NR > b { c = NR } END { exit !c }' callers.txt ||
 	fail "--callers leaf_mix is not leaf_mix > mid_mix > hot_loop: $(head -c 1200 callers.txt)"

@@ -19,7 +19,7 @@ port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 p1=$(port)
 (cd srv && exec python3 -m http.server "$p1" --bind 127.0.0.1 >/dev/null 2>&1) &
 track_pid $!
-for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $p1), 1)" 2>/dev/null && break; sleep 0.1; done
+wait_port "$p1"
 export DEBUGINFOD_CACHE_PATH="$TMP/cache" DEBUGINFOD_URLS="http://127.0.0.1:$p1"
 
 report_json off.json -i db --symbols
@@ -46,7 +46,7 @@ while time.time() < end:
 " &
 track_pid $!
 # listening before the report asks (a fixed sleep lost the race on a loaded machine)
-for _ in $(seq 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $p2), 1)" 2>/dev/null && break; sleep 0.1; done
+wait_port "$p2"
 rm -rf cache
 DEBUGINFOD_URLS="http://127.0.0.1:$p2" report_text hang.txt -i db --explain inline_chain --debuginfod --debuginfod-timeout 1
 grep -q "gave up at the time limit" hang.txt || fail "--debuginfod-timeout 1 with a silent server: $(cat hang.txt)"

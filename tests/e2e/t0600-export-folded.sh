@@ -43,7 +43,9 @@ check_lines n.folded
 # the split through caller_a and caller_b
 a=$(awk '/(^|;)caller_a;(.*;)?leaf( |;)/ { s += $NF } END { print s + 0 }' tally.folded)
 b=$(awk '/(^|;)caller_b;(.*;)?leaf( |;)/ { s += $NF } END { print s + 0 }' tally.folded)
-near "$(share "$a" "$b")" "$(truth caller_a cs.truth)" 5 "folded: caller_a's share of leaf's stacks"
+# (the samples of those stacks, whose count the share's error is of)
+nab=$(awk '/(^|;)caller_(a|b);(.*;)?leaf( |;)/ { s += $NF } END { print s + 0 }' n.folded)
+share_near "$(share "$a" "$b")" "$nab" "$(truth caller_a cs.truth)" "folded: caller_a's share of leaf's stacks"
 grep -Eq '^(.*;)?main;caller_a;leaf [0-9]+$' tally.folded || fail "no stack main;caller_a;leaf in tally.folded"
 
 # stdout, and the second event
@@ -78,7 +80,7 @@ PY
 (($(wc -l <cut.folded) <= $(wc -l <tally.folded))) || fail "--percent-limit 10 gave more lines than no limit"
 a2=$(awk '/(^|;)caller_a;leaf( |;)/ { s += $NF } END { print s + 0 }' cut.folded)
 b2=$(awk '/(^|;)caller_b;leaf( |;)/ { s += $NF } END { print s + 0 }' cut.folded)
-near "$(share "$a2" "$b2")" "$(truth caller_a cs.truth)" 5 "folded --percent-limit 10: caller_a's share"
+share_near "$(share "$a2" "$b2")" "$nab" "$(truth caller_a cs.truth)" "folded --percent-limit 10: caller_a's share"
 
 # the selection
 tally_ok export -i cs.db --format folded --pid "$pid" -o pid.folded

@@ -52,7 +52,7 @@ layout() {
 }
 
 stacks() {
-	local t1 t2 a b f want
+	local t1 t2 a b f want n
 	need_tool callgrind_annotate valgrind
 	callgrind_annotate --threshold=100 callgrind.out.tally >self.txt 2>self.err ||
 		fail "callgrind_annotate failed: $(head -c 1000 self.err)"
@@ -65,7 +65,9 @@ stacks() {
 	[[ $(fn self.txt leaf) == "$leaf" ]] || fail "callgrind_annotate: leaf's self cost is '$(fn self.txt leaf)', the report says $leaf"
 	a=$(fn incl.txt caller_a)
 	b=$(fn incl.txt caller_b)
-	near "$(share "$a" "$b")" "$(truth caller_a cs.truth)" 5 "callgrind_annotate --inclusive: caller_a's share"
+	# (the two callers' samples, whose count the share's error is of)
+	n=$(python3 -c 'import json,sys; print(sum(x["inclusive"] for x in json.load(open(sys.argv[1]))["events"][0]["functions"] if x["name"] in ("caller_a", "caller_b")))' children.json)
+	share_near "$(share "$a" "$b")" "$n" "$(truth caller_a cs.truth)" "callgrind_annotate --inclusive: caller_a's share"
 	for f in caller_a caller_b main; do
 		want=$(python3 -c 'import json,sys; print([x["inclusive_value"] for x in json.load(open(sys.argv[1]))["events"][0]["functions"] if x["name"] == sys.argv[2]][0])' children.json "$f")
 		[[ $(fn incl.txt "$f") == "$want" ]] || fail "callgrind_annotate --inclusive: $f is '$(fn incl.txt "$f")', tally report --children says $want"
@@ -85,7 +87,8 @@ flat() {
 			fail "flat callgrind: $f has '$(fn flat.txt $f)', the report says $(TJSON_VALUE=1 tjson flat.json func $f split_funcs)"
 		s=$((s + $(fn flat.txt $f)))
 	done
-	near "$(awk -v x="$(fn flat.txt work_a)" -v s="$s" 'BEGIN { printf "%.2f", 100 * x / s }')" "$(truth work_a flat.truth)" 5 "flat callgrind: work_a's share"
+	share_near "$(awk -v x="$(fn flat.txt work_a)" -v s="$s" 'BEGIN { printf "%.2f", 100 * x / s }')" \
+		"$(tjson flat.json shares func work_a work_b work_c | awk '{ n += $3 } END { print n }')" "$(truth work_a flat.truth)" "flat callgrind: work_a's share"
 }
 
 # --per-process: a file per process, FILE.PID

@@ -71,8 +71,10 @@ flat() {
 		near "$secs" "$(awk -v n="$n" 'BEGIN { printf "%.3f", n / 1e9 }')" 0.011 "gprof: $f's self seconds (the report's $n ns)"
 	done <flat.rows
 	s=$(awk '{ s += $2 } END { print s }' flat.rows)
+	# (the three's samples, whose count the shares' error is of)
+	n=$(tjson flat.json shares func work_a work_b work_c | awk '{ n += $3 } END { print n }')
 	for f in work_a work_b work_c; do
-		near "$(awk -v f="$f" -v s="$s" '$1 == f { printf "%.2f", 100 * $2 / s }' flat.rows)" "$(truth "$f" flat.truth)" 5 "gprof: $f's share of work_a/b/c"
+		share_near "$(awk -v f="$f" -v s="$s" '$1 == f { printf "%.2f", 100 * $2 / s }' flat.rows)" "$n" "$(truth "$f" flat.truth)" "gprof: $f's share of work_a/b/c"
 	done
 }
 
@@ -87,7 +89,8 @@ arcs() {
 		/^ +[0-9.]+ +[0-9.]+ +[0-9]+\/[0-9]+ +caller_b \[/ { split($3, x, "/"); cb = x[1] }
 		/^-+$/ { ca = cb = "" }' cg.txt)
 	[[ -n $a && -n $b ]] || fail "gprof's call graph: no caller_a and caller_b lines above leaf: $(sed -n '/Call graph/,$p' cg.txt | head -30)"
-	near "$(share "$a" "$b")" "$(truth caller_a cs.truth)" 5 "gprof call graph: caller_a's share of leaf's calls"
+	# (the calls of an arc are its samples)
+	share_near "$(share "$a" "$b")" $((a + b)) "$(truth caller_a cs.truth)" "gprof call graph: caller_a's share of leaf's calls"
 }
 
 # a library

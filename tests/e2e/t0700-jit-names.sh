@@ -14,7 +14,7 @@ rm -f "/tmp/perf-$pid.map"
 [[ ! -s $TMP/err ]] || ! grep -q warning "$TMP/err" || fail "record warned about a good jitdump: $(cat "$TMP/err")"
 
 report_json r.json -i db --symbols
-check_shares func r.json "$TMP/out" 5 jit_alpha jit_beta
+check_split func r.json "$TMP/out" jit_alpha jit_beta
 [[ ! -s r.json.err ]] || fail "report warned: $(cat r.json.err)"
 # every anonymous sample was named: nothing is left to nomap
 nomap=$(tjson r.json image nomap)

@@ -22,7 +22,7 @@ perf_map() {
 	rm -f "/tmp/perf-$pid.map"
 	cp "$TMP/out" jitter.out
 	report_json map.json -i map.db --symbols
-	check_shares func map.json jitter.out 5 jit_spin native_spin
+	check_split func map.json jitter.out jit_spin native_spin
 	warned "perf map with a malformed line" map.json.err "^tally: warning: image 'jit': the JIT map of pid $pid had 1 malformed line \(skipped; the first: line 2: START is not a hex number of at most 16 digits, in 'this line is malformed' \(expected 'START SIZE NAME'\)\)$"
 }
 
@@ -55,7 +55,7 @@ bad_header() {
 	((b == 0)) || fail "$mode: jit_beta is named from an unusable jitdump ($b samples)"
 	nm=$(tjson $mode.json image nomap)
 	share=$(awk -v n="$nm" -v a="$a" 'BEGIN { printf "%.2f", 100 * n / (n + a) }')
-	near_share "$share" "$(truth jit_beta $mode.out)" 5 $((nm + a)) "$mode: nomap share (jit_beta's time, of $((nm + a)) samples)"
+	share_near "$share" $((nm + a)) "$(truth jit_beta $mode.out)" "$mode: nomap share (jit_beta's time)"
 }
 
 # a truncated dump: what came before the cut is kept
@@ -68,7 +68,7 @@ truncated() {
 	report_json truncated.json -i truncated.db --symbols
 	warned "report, truncated jitdump" truncated.json.err "$re"
 	# what came before the cut still names jit_beta
-	check_shares func truncated.json truncated.out 5 jit_alpha jit_beta
+	check_split func truncated.json truncated.out jit_alpha jit_beta
 }
 
 # --- files another user owns are not trusted

@@ -87,6 +87,13 @@ for mode in swaplink swapfifo; do
 	note "record, $mode: the map that was checked is copied, the replacement said"
 done
 
+# flushed_log TEXT: a flush of d.db's daemon (which must answer), and its log
+# has TEXT
+flushed_log() {
+	"$TALLY" ctl --db d.db --timeout 20 flush >ctl.out 2>ctl.err || fail "the daemon stopped answering: $(cat ctl.err)"
+	grep -qF -- "$1" d.db/daemon.log
+}
+
 # --- the daemon: the map is checked and copied by a flush, then swapped
 start_daemon d.db --flush-interval 1h
 for mode in swaplink swapfifo; do
@@ -110,15 +117,15 @@ for mode in swaplink swapfifo; do
 	((i < 60)) || fail "$mode: the daemon copied no map of pid $pid in 15 s of flushes"
 	kill -USR1 "$pid"
 	wait "$wl" || fail "$mode: the workload failed: $(cat "d$mode.out")"
-	# the daemon sees the exit (and copies the map again), then flushes
+	# the daemon sees the exit (and copies the map again), then flushes:
+	# flushed until its log says so
 	rc=0
 	"$TALLY" ctl --db d.db --timeout 20 flush >ctl.out 2>ctl.err || rc=$?
 	((rc == 0)) || fail "$mode: the daemon does not answer after pid $pid put ${mode#swap} in place of its map (ctl exited $rc: $(cat ctl.err))"
-	sleep 0.3
-	"$TALLY" ctl --db d.db --timeout 20 flush >ctl.out 2>ctl.err || fail "$mode: the daemon stopped answering: $(cat ctl.err)"
 	kind=$([[ $mode == swaplink ]] && echo "a symbolic link" || echo "a FIFO")
-	grep -q "perf map '$map' of pid $pid was replaced by $kind after tally opened it" d.db/daemon.log ||
-		fail "$mode: the daemon's log does not say the map was replaced: $(tail -5 d.db/daemon.log)"
+	wait_state() { echo "the daemon's log: $(tail -5 d.db/daemon.log)"; }
+	wait_for 30 "$mode: the daemon's log saying the map of pid $pid was replaced" \
+		flushed_log "perf map '$map' of pid $pid was replaced by $kind after tally opened it"
 	note "daemon, $mode: answers, the replacement logged"
 done
 stop_daemon "$DAEMON_PID"

@@ -64,7 +64,7 @@ grep -q "^jit-warning-[0-9]*: jitdump '$dump' of pid $pid: $n records dropped" b
 report_json big.json -i big.db --symbols
 grep -Eq "$re" big.json.err || fail "the report does not repeat the dropped count: $(cat big.json.err)"
 # the rest of the dump still names the code that ran
-check_shares func big.json big.out 5 jit_alpha jit_beta
+check_split func big.json big.out jit_alpha jit_beta
 note "record: $n of $moves moves dropped, said in the session and the report"
 
 # --- the daemon: one process's dump does not end it
@@ -78,8 +78,11 @@ h0=$(hwm)
 "$WORKLOADS/jitwork" 300 "$TMP/dumps" bigmove $size $moves >dw.out 2>&1 || fail "jitwork failed: $(cat dw.out)"
 dpid=$(workload_pid dw.out)
 rm -f "/tmp/perf-$dpid.map"
-sleep 0.3
-ctl --db d.db flush
+# the daemon reads the dump when it sees the process end: flushed until its
+# log says what it dropped
+logged() { alive "$DAEMON_PID" && ctl --db d.db flush && grep -Eq "$1" d.db/daemon.log; }
+wait_state() { echo "daemon $(alive "$DAEMON_PID" && echo alive || echo dead); its log: $(tail -5 d.db/daemon.log)"; }
+wait_for 30 "the daemon's log of what it dropped of pid $dpid's dump" logged "jitdump '$TMP/dumps/jit-$dpid.dump' of pid $dpid: [0-9]+ records dropped"
 alive "$DAEMON_PID" || fail "the daemon died on the dump of pid $dpid: $(tail -5 d.db/daemon.log)"
 ctl --db d.db status
 h1=$(hwm)

@@ -33,7 +33,7 @@ note "status: $(tr '\n' ';' <"$TMP/ctl.out" | head -c 400)"
 ctl --db db flush
 grep -Eq "^flushed [0-9]+ samples? into epoch $epoch" "$TMP/ctl.out" || fail "ctl flush said: $(cat "$TMP/ctl.out")"
 report_json r.json -i db --symbols --image "$name"
-check_shares func r.json wl.out 5 work_a work_b work_c
+check_split func r.json wl.out work_a work_b work_c
 n1=$(db_total db)
 note "after the workload: $n1 samples in the database"
 

@@ -15,18 +15,27 @@ start_daemon db --flush-interval 100ms
 ctl --db db status
 e1=$(status_val epoch | cut -d' ' -f1)
 
+# each epoch lasts two seconds of the clock at least, so that its start and
+# its last flush (times to the second) are in different seconds and the
+# --since/--until checks below can tell the epochs apart; a ctl epoch or
+# flush reads the rings first, so the workload that ran is in the epoch
+t_epoch=$(date +%s)
+# lasted: the clock is two seconds past the current epoch's start
+lasted() { (($(date +%s) >= t_epoch + 2)); }
 "$a" 600 >/dev/null
-sleep 0.5
+wait_for 10 "two seconds of epoch $e1" lasted
 ctl --db db epoch
+t_epoch=$(date +%s)
 e2=$(sed -n 's/^epoch \([0-9-]*\) begins.*/\1/p' "$TMP/ctl.out")
 [[ -n $e2 ]] || fail "ctl epoch said: $(cat "$TMP/ctl.out")"
 grep -q "epoch $e1 is complete" "$TMP/ctl.out" || fail "ctl epoch does not name the epoch it closed ($e1): $(cat "$TMP/ctl.out")"
 "$b" 600 >/dev/null
-sleep 0.5
+wait_for 10 "two seconds of epoch $e2" lasted
 ctl --db db epoch
+t_epoch=$(date +%s)
 e3=$(sed -n 's/^epoch \([0-9-]*\) begins.*/\1/p' "$TMP/ctl.out")
 "$c" 600 >/dev/null
-sleep 0.5
+wait_for 10 "two seconds of epoch $e3" lasted
 ctl --db db flush
 stop_daemon "$DAEMON_PID"
 note "epochs $e1 $e2 $e3"
@@ -88,11 +97,8 @@ note "--since/--until select by time"
 
 # --epoch-every rotates by itself; --keep deletes all but the newest three
 start_daemon rot --flush-interval 100ms --epoch-every 300ms --keep 200ms
-for ((i = 0; i < 100; i++)); do
-	grep -q "deleted" rot/daemon.log 2>/dev/null && break
-	sleep 0.1
-done
-grep -q "deleted" rot/daemon.log || fail "--keep 200ms deleted no epoch in 10 s; log: $(tail -5 rot/daemon.log)"
+wait_state() { echo "the log: $(tail -5 rot/daemon.log)"; }
+wait_for 20 "--keep 200ms deleting an epoch" grep -q "deleted" rot/daemon.log
 ctl --db rot status
 stop_daemon "$DAEMON_PID"
 mapfile -t eps < <(ls rot | grep -E '^[0-9]{12}(-[0-9]+)?$' | sort -t- -k1,1 -k2,2n)

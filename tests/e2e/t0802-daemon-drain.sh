@@ -28,7 +28,7 @@ na=$(tjson r1.json image "$(basename "$a")")
 (($(tjson r2.json image "$(basename "$b")") > 0)) || fail "the second drain lacks the workload run before it"
 (($(tjson r1.json image "$(basename "$b")") == 0)) || fail "the first drain has samples of a workload run after it"
 # the drain is a real profile: functions and the workload's split
-check_shares func r1.json a.out 5 work_a work_b work_c
+check_split func r1.json a.out work_a work_b work_c
 t1=$(tjson r1.json total) t2=$(tjson r2.json total) t3=$(tjson r3.json total)
 note "drains: $t1, $t2 and $t3 samples (the last after 'stop')"
 

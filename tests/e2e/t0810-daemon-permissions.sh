@@ -59,12 +59,18 @@ wl=$(uniq_copy split_funcs)
 "$wl" 1500 >wl.out &
 wlpid=$!
 track_pid $wlpid
+# (the crowd says when its connections are open, and holds them until the
+# owner's turns are done: files in a directory it may write)
+mkdir -m 1777 crowd
 as_nobody "$py" -c '
-import socket, sys, time
+import os, socket, sys, time
 conns = []
 for i in range(40):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); conns.append(s)
-time.sleep(1)
+open(sys.argv[2] + "/ready", "w").write("40\n")
+end = time.time() + 60
+while not os.path.exists(sys.argv[2] + "/done") and time.time() < end:
+    time.sleep(0.02)
 answered = 0
 for s in conns:
     s.settimeout(5)
@@ -77,22 +83,23 @@ for s in conns:
     except OSError:
         pass
     answered += d.startswith(b"error") and b"permission denied" in d
-print("answered", answered)' "$TMP/db/ctl.sock" >crowd.out &
+print("answered", answered)' "$TMP/db/ctl.sock" "$TMP/crowd" >crowd.out &
 crowd=$!
 track_pid $crowd
-sleep 0.3
+# the owner's turns while the 40 connections are held
+wait_for_line crowd/ready . 30
 for ((i = 0; i < 5; i++)); do
 	"$TALLY" ctl --db db --timeout 5 status >/dev/null 2>owner.err || fail "the owner's 'ctl status' failed while 40 others held connections: $(cat owner.err)"
 	as_nobody ls "$TMP/db" >/dev/null 2>&1 && fail "another user can list the database directory"
 	as_nobody "$TALLY" report -i "$TMP/db" >/dev/null 2>&1 && fail "another user can report from the database"
-	sleep 0.2
 done
+touch crowd/done
 wait $crowd || fail "the other user's client failed: $(cat crowd.out)"
 [[ $(cat crowd.out) == "answered 40" ]] || fail "the 40 connections of uid 65534 were not each refused at once: $(cat crowd.out)"
 wait $wlpid
 ctl --db db flush
 report_json r.json -i db --symbols --image "$(basename "$wl")"
-check_shares func r.json wl.out 5 work_a work_b work_c
+check_split func r.json wl.out work_a work_b work_c
 ctl --db db status
 refused=$(status_val control | sed -n 's/.* \([0-9]*\) refused.*/\1/p')
 ((refused >= 41)) || fail "status counts $refused refused connections, expected 41 or more: $(status_val control)"

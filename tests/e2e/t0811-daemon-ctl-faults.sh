@@ -11,7 +11,11 @@
 
 F=1000
 start_daemon db --flush-interval 1h -F $F
-fds() { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+# the daemon's sockets: what a connection costs it (its own files, opened
+# and closed as it writes the database, are not the clients')
+# (find exits 1 when a descriptor closes while it reads the list: under
+# pipefail that ended the test, silently, in one run of five)
+fds() { { find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' 2>/dev/null || true; } | wc -l; }
 base_fds=$(fds)
 
 cat >abuse.py <<'EOF'
@@ -96,8 +100,9 @@ elif mode == "idle":
     print("opened %d in %.2f s; still open %d" % (n, time.time() - t0 - secs, still))
 elif mode == "stall":
     # k clients that send half a request and stall; dropped or evicted, each
-    # connects and stalls again at once, for secs
-    k, secs = int(sys.argv[3]), float(sys.argv[4])
+    # connects and stalls again at once, for secs (ready: written once the k
+    # first ones stall)
+    k, secs, ready = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
     sel = selectors.DefaultSelector()
     def stall():
         try:
@@ -109,6 +114,7 @@ elif mode == "stall":
         sel.register(s, selectors.EVENT_READ)
         return 0
     missing = sum(stall() for i in range(k))
+    open(ready, "w").write("%d stalling\n" % (k - missing))
     again = 0
     end = time.time() + secs
     while time.time() < end:
@@ -161,7 +167,7 @@ sampled() {
 	local cpu_ms total expect
 	ctl --db db flush
 	report_json "$1.json" -i db --symbols --image "$1"
-	check_shares func "$1.json" "$2" 5 work_a work_b work_c
+	check_split func "$1.json" "$2" work_a work_b work_c
 	cpu_ms=$(info_val cpu_ms "$2")
 	total=$(tjson "$1.json" image "$1")
 	expect=$(awk -v f=$F -v ms="$cpu_ms" 'BEGIN { printf "%d", f * ms / 1000 }')
@@ -218,9 +224,9 @@ wait $wlpid
 still=$(sed -n 's/.*still open \([0-9]*\).*/\1/p' idle.out)
 [[ -n $still ]] || fail "the idle client said: $(cat idle.out)"
 ((still <= 16)) || fail "$still of 2000 idle connections were still open after 3 s: the daemon holds more than its 16"
-((max_fds <= base_fds + 17)) || fail "the daemon had $max_fds descriptors open under 2000 idle connections ($base_fds before)"
+((max_fds <= base_fds + 17)) || fail "the daemon had $max_fds sockets open under 2000 idle connections ($base_fds before)"
 check_owner idle.owner "2000 idle connections"
-note "2000 idle connections: $(cat idle.out); the daemon's descriptors: $base_fds before, at most $max_fds"
+note "2000 idle connections: $(cat idle.out); the daemon's sockets: $base_fds before, at most $max_fds"
 sampled "$(basename "$wl")" idle.wl "2000 idle connections"
 
 # 3. twenty clients that send half a request and stall again
@@ -228,10 +234,10 @@ wl=$(workload _stall)
 "$wl" 1500 >stall.wl &
 wlpid=$!
 track_pid $wlpid
-python3 abuse.py db/ctl.sock stall 20 6 >stall.out &
+python3 abuse.py db/ctl.sock stall 20 6 stall.ready >stall.out &
 ab=$!
 track_pid $ab
-sleep 0.5
+wait_for_line stall.ready . 60
 owner_loop 4 stall.owner
 wait $ab || fail "the stalling clients failed: $(cat stall.out)"
 wait $wlpid

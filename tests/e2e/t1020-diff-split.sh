@@ -4,7 +4,8 @@
 # from tests/workloads/split_weights.c into its own directory (a rebuilt
 # binary: another build-id, same image and function names). Each function's
 # change in points is the change of the workloads' own measured shares
-# (within 5 points); work_b, unchanged, stays near 0; old_work is shown as
+# (within the binomial error of both sides' samples; work_b's, unchanged, is
+# near 0); old_work is shown as
 # base only and new_work as new only; the functions match by name (one row
 # each, no raw offsets); rows are sorted by the size of the change; the text
 # says the same; --absolute gives the change in nanoseconds (with --samples, in samples).
@@ -31,6 +32,19 @@ for db, want in ((sys.argv[1], sys.argv[3]), (sys.argv[2], sys.argv[4])):
         sys.exit("%s: split_w has ids %s, the binary %s" % (db, ids, want))
 PY
 
+# each side's shares of the work functions by samples (the truth's shares are
+# of them: the process's other samples, its clock reads, are in neither),
+# from the diff in samples: `FUNCTION BASE% BASE_N NEW% NEW_N`
+"$TALLY" diff base.db new.db --json --samples >ds.json 2>d.err || fail "tally diff --json --samples failed: $(head -c 1000 d.err)"
+python3 - ds.json >work.shares <<'PY' || fail "tally diff --json --samples: $(cat work.shares)"
+import json, sys
+rows = {r["function"]: r for r in json.load(open(sys.argv[1]))["rows"] if r["image"] == "split_w"}
+work = [f for f in ("work_a", "work_b", "work_c", "old_work", "new_work") if f in rows]
+nb = sum(rows[f]["base_samples"] for f in work)
+nn = sum(rows[f]["new_samples"] for f in work)
+for f in work:
+    print(f, "%.2f" % (100.0 * rows[f]["base_samples"] / nb), nb, "%.2f" % (100.0 * rows[f]["new_samples"] / nn), nn)
+PY
 for f in work_a work_b work_c; do
 	tb=$(truth "$f" base.truth)
 	tn=$(truth "$f" new.truth)
@@ -38,17 +52,22 @@ for f in work_a work_b work_c; do
 	got=$(diff_row d.json "$f" change_points)
 	[[ -n $got ]] || fail "no row for $f in the diff: $(head -c 1500 d.json)"
 	[[ $(diff_row d.json "$f" only) == null ]] || fail "$f is on both sides, the diff says only $(diff_row d.json "$f" only)"
-	near "$got" "$want" 5 "change of $f (base $tb%, new $tn%)"
+	read -r _ pb nb pn nn < <(awk -v f="$f" '$1 == f' work.shares)
+	change_near "$(awk -v a="$pn" -v b="$pb" 'BEGIN { printf "%.2f", a - b }')" "$want" "$tb" "$nb" "$tn" "$nn" \
+		"change of $f's share of the work functions (base $tb%, new $tn%)"
 done
-near "$(diff_row d.json work_b change_points)" 0 5 "work_b, unchanged"
 
 # one-sided functions
 [[ $(diff_row d.json old_work only) == base ]] || fail "old_work (only in BASE) is not 'base' only: $(diff_row d.json old_work only)"
 [[ $(diff_row d.json new_work only) == new ]] || fail "new_work (only in NEW) is not 'new' only: $(diff_row d.json new_work only)"
 [[ $(diff_row d.json old_work new_value) == 0 && $(diff_row d.json new_work base_value) == 0 ]] ||
 	fail "a one-sided function has samples on its other side"
-near "$(diff_row d.json new_work new_pct)" "$(truth new_work new.truth)" 4 "new_work's share of NEW"
-near "$(diff_row d.json old_work change_points)" "-$(truth old_work base.truth)" 4 "old_work's change"
+read -r _ _ _ pn nn < <(awk '$1 == "new_work"' work.shares)
+share_near "$pn" "$nn" "$(truth new_work new.truth)" "new_work's share of NEW's work functions"
+read -r _ pb nb _ _ < <(awk '$1 == "old_work"' work.shares)
+share_near "$pb" "$nb" "$(truth old_work base.truth)" "old_work's share of BASE's work functions (the change: minus that)"
+[[ $(diff_row d.json old_work change_points) == "-$(diff_row d.json old_work base_pct)" ]] ||
+	fail "old_work's change is $(diff_row d.json old_work change_points), its base share $(diff_row d.json old_work base_pct)"
 
 # matched by name: one row per function, no raw offsets, sorted by |change|
 python3 - d.json <<'PY' || fail "the rows (above)"

@@ -101,6 +101,11 @@ before_any_test() {
 	expect_fail_with "^tally: 'cinit.ctl' line 1: profiler 'cmd' failed at initialize: command 'no-such-command-here' not found in PATH" \
 		"$TALLY" job run cinit.ctl
 	[[ ! -e ran ]] || fail "a test ran although a profiler could not initialize"
+	# a path is named whole, however long
+	local long=$TMP/a-directory-of-tools-with-a-long-name/bin/the-sampler-command
+	printf 'profilers add cmd %s\nrun -- touch %s/ran\n' "$long" "$TMP" >clong.ctl
+	expect_fail_with "^tally: 'clong.ctl' line 1: profiler 'cmd' failed at initialize: command '$long' not found in PATH$" \
+		"$TALLY" job run clong.ctl
 }
 
 incomplete() {

@@ -36,6 +36,14 @@ not_pwned() {
 	[[ ! -e $TMP/pub/pwned ]] || fail "root ran the planted sampler (as uid $(head -n 1 "$TMP/pub/pwned"))"
 }
 
+# tally_inside DIR: a copy of tally at DIR/bin/tally (root's, 755), run as
+# /tmp/bin/tally once DIR is bound on /tmp (the tree it was built in may
+# itself be under the /tmp the namespace hides)
+tally_inside() {
+	mkdir -m 755 "$1/bin"
+	cp "$TALLY" "$1/bin/tally"
+}
+
 home_unset() {
 	command -v unshare >/dev/null || skip "unshare is not installed (util-linux)"
 	# a /tmp and a /root of the test's own, in a mount namespace: the
@@ -45,6 +53,7 @@ home_unset() {
 	mkdir -m 755 ft/plugins
 	cp -r plugins/loadavg ft/plugins/
 	cp ex.ctl ft/
+	tally_inside ft
 	cat >inner.sh <<EOF
 set -e
 mount --make-rprivate /
@@ -60,7 +69,7 @@ setpriv --reuid=nobody --regid=$NOBODY_GID --clear-groups sh -c '
 mkdir -m 700 /tmp/work
 cd /tmp/work
 rc=0
-env -i PATH="$PATH" "$TALLY" job run --profilers-path /tmp/plugins /tmp/ex.ctl >/tmp/job.out 2>&1 || rc=\$?
+env -i PATH="$PATH" /tmp/bin/tally job run --profilers-path /tmp/plugins /tmp/ex.ctl >/tmp/job.out 2>&1 || rc=\$?
 echo "rc \$rc" >>/tmp/job.out
 EOF
 	unshare -m bash inner.sh 2>unshare.err || skip "cannot make a mount namespace: $(cat unshare.err)"
@@ -80,13 +89,14 @@ no_home() {
 	mkdir -m 755 nt/plugins
 	cp -r plugins/loadavg nt/plugins/
 	cp ex.ctl nt/
+	tally_inside nt
 	cat >inner2.sh <<EOF
 set -e
 mount --make-rprivate /
 mount --bind "$TMP/nt" /tmp
 cd /tmp
 rc=0
-env -i PATH="$PATH" setpriv --reuid=$uid --regid=$uid --clear-groups "$TALLY" job run -r /tmp/res --profilers-path /tmp/plugins /tmp/ex.ctl >/tmp/job.out 2>/tmp/job.err || rc=\$?
+env -i PATH="$PATH" setpriv --reuid=$uid --regid=$uid --clear-groups /tmp/bin/tally job run -r /tmp/res --profilers-path /tmp/plugins /tmp/ex.ctl >/tmp/job.out 2>/tmp/job.err || rc=\$?
 echo "\$rc" >/tmp/rc
 EOF
 	unshare -m bash inner2.sh 2>unshare.err || skip "cannot make a mount namespace: $(cat unshare.err)"

@@ -39,20 +39,23 @@ wrapper_and_threads() {
 	grep -q '^# event: cpu-clock, frequency 999 (randomized)$' w.txt || fail "report header: $(sed -n 2p w.txt)"
 	# and the numbers stay right
 	report_json w.json -i w.db --symbols
-	tjson w.json shares func thread_fn_0 thread_fn_1 >shares
-	for i in 0 1; do
-		near "$(awk -v n=thread_fn_$i '$1 == n { print $2 }' shares)" "$(truth thread_fn_$i)" 5 "thread_fn_$i share"
-	done
+	check_split func w.json "$TMP/out" thread_fn_0 thread_fn_1
 	note "scope '$scope', samples $rs, intervals $iv (spread ${spread}%)"
 }
 
 attached_child_said() {
 	# -p cannot move a running process into a cgroup: a child started later keeps
 	# one period, and the header says how many samples the randomization reached
-	sh -c 'sleep 0.4; "$1" 2 1200; :' sh "$WORKLOADS/threads" >child.out &
+	# (the child starts once tally says it records)
+	sh -c 'until [ -e go ]; do sleep 0.02; done; "$1" 2 1200; :' sh "$WORKLOADS/threads" >child.out &
 	pid=$!
 	track_pid $pid
-	tally_ok record -p $pid -o p.db
+	"$TALLY" record -v -p $pid -o p.db >rec.out 2>rec.err &
+	rp=$!
+	track_pid $rp
+	wait_for_line rec.err "^tally: recording into 'p.db'" 30
+	touch go
+	wait $rp || fail "record -p $pid exited $?: $(cat rec.err)"
 	wait $pid || true
 	scope=$(session_key p.db randomized-scope)
 	rs=$(session_key p.db randomized-samples)

@@ -3,7 +3,8 @@
 # never hangs: options that do not fit together, bad values, a pid that is
 # gone, an unknown event, off-CPU events (top shows on-CPU time only), --db
 # without a daemon, a socket that answers
-# garbage, and a reader that goes away.
+# garbage, and a reader that goes away; docs/offcpu.md says top refuses the
+# off-CPU options.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 case_usage() {
@@ -21,6 +22,10 @@ case_usage() {
 		((LAST_RC == 2)) || fail "top --off-cpu: exit $LAST_RC, expected 2"
 		"$TALLY" top --help >top-help.txt 2>&1
 		grep -q -- '--off-cpu' top-help.txt && fail "tally top --help offers --off-cpu, which it refuses"
+		# and the off-CPU guide says so where it names top
+		awk 'BEGIN { RS = "" } /`tally top`/' "$SRCDIR/docs/offcpu.md" >offcpu-top.txt
+		[[ -s offcpu-top.txt ]] || fail "docs/offcpu.md no longer names 'tally top'"
+		grep -q 'refuses' offcpu-top.txt || fail "docs/offcpu.md does not say that top refuses the off-CPU options: $(tr '\n' ' ' <offcpu-top.txt)"
 	else
 		echo "SKIPPED PART: off-CPU recording is unavailable here: top --off-cpu's refusal not checked"
 	fi

@@ -40,7 +40,7 @@ case_total() {
 		fail "events '$(session_key db events)', expected cpu-clock,off-cpu,off-cpu-preempted"
 	within "$(session_field db off-cpu-ns 1)" "$(info_val blocked_ns)" 5 "blocked off-CPU time (ns)"
 	waits=$(session_field db off-cpu-waits 1)
-	rounds=$(awk -v n="$(info_val loop_ns)" 'BEGIN { printf "%d", n / 9.3e6 }')
+	rounds=$(info_val rounds)
 	between "$waits" $((rounds * 3)) $((rounds * 5)) ||
 		fail "$waits waits recorded, expected about $((rounds * 4)) (4 in each of about $rounds rounds)"
 	# the report's sample count is the number of waits, not of map entries

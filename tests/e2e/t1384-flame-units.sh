@@ -3,7 +3,8 @@
 # on a period-weighted export (the default) the search's "Matched" line and a
 # frame's details are in msec, with --samples in samples. split_funcs spends
 # known shares of its time in three functions; the search for one of them
-# gives its share and its time (the share of the run within 5 points).
+# gives its share and its time (the share of the run within the binomial
+# error of the run's samples).
 . "$SRCDIR/tests/e2e/lib.sh"
 
 need_browser
@@ -16,11 +17,12 @@ grep -q 'data-unit="samples"' s.svg || fail "the --samples SVG does not say its 
 
 fn=$(awk '$1 == "truth" { print $2; exit }' truth.txt)
 share=$(truth "$fn" truth.txt)
-python3 - "$TMP" "$fn" "$share" <<'PY' || fail "the flame graphs' lines in Chromium (above)"
+python3 - "$TMP" "$fn" "$share" "$(session_key db samples)" <<'PY' || fail "the flame graphs' lines in Chromium (above)"
 import os, re, sys
 sys.path.insert(0, os.path.join(os.environ["SRCDIR"], "tests/e2e"))
 from browser import Browser
-tmp, fn, share = sys.argv[1], sys.argv[2], float(sys.argv[3])
+import shares
+tmp, fn, share, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 errs = []
 def check(cond, what):
     print(("ok: " if cond else "FAIL: ") + what)
@@ -35,7 +37,7 @@ with Browser(tmp) as b:
         m = re.match(r"Matched: ([0-9.]+)% \(([0-9.]+) (msec|samples?|events?)\)$", got or "")
         check(m is not None and m.group(3).startswith(unit), "%s: the search's line is in %s: %r" % (svg, unit, got))
         if m:
-            check(abs(float(m.group(1)) - share) <= 5, "%s: %s's share %s%%, the workload measured %.2f%%" % (svg, fn, m.group(1), share))
+            check(*shares.check("%s: %s's share of the run" % (svg, fn), float(m.group(1)), share, n))
         # a frame's details (what hovering or selecting shows) in the same unit
         info = b.eval("(" + fg + ".frames.filter(function (f) { return f.name === '" + fn + "'; })[0] || {}).info || ''")
         check((" msec, " if unit == "msec" else " samples, ") in info, "%s: %s's details are in %s: %r" % (svg, fn, unit, info))

@@ -45,7 +45,7 @@ fi
 
 dir="$TMP/wl_$$"
 mkdir "$dir"
-cp "$WORKLOADS/forker" "$WORKLOADS/split_funcs" "$dir/"
+cp "$WORKLOADS/split_funcs" "$dir/"
 start_daemon bpf.db --sample-mechanism bpf -F 2000 --flush-interval 1h
 bpf_pid=$DAEMON_PID
 start_daemon ring.db --sample-mechanism ring -F 2000 --flush-interval 1h
@@ -57,43 +57,54 @@ for db in bpf ring; do
 done
 grep -q 'samples counted in the kernel (bpf)' bpf.db/daemon.log || fail "the log does not say how samples are taken: $(head -3 bpf.db/daemon.log)"
 
-"$dir/forker" 3 300 300 >truth.txt
-ctl --db bpf.db flush
-ctl --db ring.db flush
-declare -A total time
-for db in bpf ring; do
-	report_json $db.fork.json -i $db.db --symbols --image "$dir/forker"
-	check_shares func $db.fork.json truth.txt 5 child_fn_0 child_fn_1 child_fn_2 grandchild_fn
-	report_json $db.exec.json -i $db.db --symbols --image "$dir/split_funcs"
-	check_shares func $db.exec.json truth.txt 5 work_a work_b work_c
-	# the exec'd process's share of the tree
-	ex=$(tjson $db.exec.json total)
-	kids=$(tjson $db.fork.json total)
-	pct=$(awk -v e="$ex" -v k="$kids" 'BEGIN { printf "%.2f", (e + k) ? 100 * e / (e + k) : 0 }')
-	near_share "$pct" "$(truth exec_split_funcs truth.txt)" 5 $((ex + kids)) "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
-	total[$db]=$((ex + kids))
-	# and the time they stand for (each sample weighs its period)
-	tex=$(TJSON_VALUE=1 tjson $db.exec.json total)
-	tkids=$(TJSON_VALUE=1 tjson $db.fork.json total)
-	time[$db]=$((tex + tkids))
-	ep=$db.db/$(ls $db.db | grep -E '^[0-9]{12}' | head -1)
-	[[ $(session_key "$ep" sample-mechanism) == "$db" ]] || fail "$db.db: the epoch's session does not say sample-mechanism: $db"
-	if [[ $db == bpf ]]; then
-		[[ $(session_key "$ep" sample-map-full) =~ ^[0-9]+$ ]] || fail "the bpf epoch's session has no count of samples the map had no room for"
-	fi
-done
-# the same CPU time: about as much time. Not as many samples: each daemon
-# draws its period (mean +/- 1/8) once a round, and a round of the daemon
-# counting in the kernel is seconds long (a 200 ms tick through the ring), so
-# over a run this short one draw can move its count by up to 12%; the time,
-# each sample weighed by its own period, does not move. (Each count scatters
-# by its square root: 4 of those, and 5% for the edges of the run.)
-awk -v a="${time[bpf]}" -v b="${time[ring]}" -v na="${total[bpf]}" -v nb="${total[ring]}" 'BEGIN {
-	d = a - b; if (d < 0) d = -d; m = (a + b) / 2
-	tol = (4 * sqrt(na + nb) / ((na + nb) / 2) + 0.05) * m
-	exit !(a > 0 && b > 0 && d <= tol) }' ||
-	fail "the tree has ${time[bpf]} ns (${total[bpf]} samples) counted in the kernel and ${time[ring]} ns (${total[ring]} samples) through the ring"
-note "the tree: ${time[bpf]} ns (${total[bpf]} samples) counted in the kernel, ${time[ring]} ns (${total[ring]} samples) through the ring"
+# the tree's functions at the shares its processes measured, in both
+# daemons, and the two count about as much of its time: a claim a machine
+# busy enough (a load of 13 on 2 CPUs once put child_fn_2 8 sigma low in
+# one run, and in none of the four after it) can break: tried twice, in
+# a directory of its own each time (its images apart from the last try's)
+tree() {
+	local d="$TMP/tree_${RETRY_TRY:-1}"
+	mkdir "$d"
+	cp "$WORKLOADS/forker" "$WORKLOADS/split_funcs" "$d/"
+	"$d/forker" 3 300 300 >truth.txt
+	ctl --db bpf.db flush
+	ctl --db ring.db flush
+	declare -A total time
+	for db in bpf ring; do
+		report_json $db.fork.json -i $db.db --symbols --image "$d/forker"
+		check_split func $db.fork.json truth.txt child_fn_0 child_fn_1 child_fn_2 grandchild_fn
+		report_json $db.exec.json -i $db.db --symbols --image "$d/split_funcs"
+		check_split func $db.exec.json truth.txt work_a work_b work_c
+		# the exec'd process's share of the tree
+		ex=$(tjson $db.exec.json total)
+		kids=$(tjson $db.fork.json total)
+		pct=$(awk -v e="$ex" -v k="$kids" 'BEGIN { printf "%.2f", (e + k) ? 100 * e / (e + k) : 0 }')
+		share_near "$pct" $((ex + kids)) "$(truth exec_split_funcs truth.txt)" "$db: exec'd split_funcs's share ($ex samples vs $kids in forker)"
+		total[$db]=$((ex + kids))
+		# and the time they stand for (each sample weighs its period)
+		tex=$(TJSON_VALUE=1 tjson $db.exec.json total)
+		tkids=$(TJSON_VALUE=1 tjson $db.fork.json total)
+		time[$db]=$((tex + tkids))
+		ep=$db.db/$(ls $db.db | grep -E '^[0-9]{12}' | head -1)
+		[[ $(session_key "$ep" sample-mechanism) == "$db" ]] || fail "$db.db: the epoch's session does not say sample-mechanism: $db"
+		if [[ $db == bpf ]]; then
+			[[ $(session_key "$ep" sample-map-full) =~ ^[0-9]+$ ]] || fail "the bpf epoch's session has no count of samples the map had no room for"
+		fi
+	done
+	# the same CPU time: about as much time. Not as many samples: each daemon
+	# draws its period (mean +/- 1/8) once a round, and a round of the daemon
+	# counting in the kernel is seconds long (a 200 ms tick through the ring), so
+	# over a run this short one draw can move its count by up to 12%; the time,
+	# each sample weighed by its own period, does not move. (Each count scatters
+	# by its square root: 4 of those, and 5% for the edges of the run.)
+	awk -v a="${time[bpf]}" -v b="${time[ring]}" -v na="${total[bpf]}" -v nb="${total[ring]}" 'BEGIN {
+		d = a - b; if (d < 0) d = -d; m = (a + b) / 2
+		tol = (4 * sqrt(na + nb) / ((na + nb) / 2) + 0.05) * m
+		exit !(a > 0 && b > 0 && d <= tol) }' ||
+		fail "the tree has ${time[bpf]} ns (${total[bpf]} samples) counted in the kernel and ${time[ring]} ns (${total[ring]} samples) through the ring"
+	note "the tree: ${time[bpf]} ns (${total[bpf]} samples) counted in the kernel, ${time[ring]} ns (${total[ring]} samples) through the ring"
+}
+retry_busy "the process tree's split" tree
 
 # programs of 10 ms, each gone long before the next read of the counts
 cp "$WORKLOADS/split_funcs" "$dir/brief"
@@ -108,14 +119,14 @@ note "30 programs of 10 ms: $b samples in their image counted in the kernel, $r 
 
 # stopped: nothing counted, the program's map included
 ctl --db bpf.db stop
-before=$(db_total bpf.db --image "$dir/split_funcs")
-"$dir/split_funcs" 300 >/dev/null
+before=$(db_total bpf.db --image "$dir/brief")
+"$dir/brief" 300 >/dev/null
 ctl --db bpf.db flush
-after=$(db_total bpf.db --image "$dir/split_funcs")
+after=$(db_total bpf.db --image "$dir/brief")
 ((after == before)) || fail "a stopped daemon counted $((after - before)) samples of a program run meanwhile"
 stop_daemon "$bpf_pid"
 stop_daemon "$ring_pid"
-note "stopped: $before samples of split_funcs before and after a run"
+note "stopped: $before samples of brief before and after a run"
 
 # auto on the whole system: counted in the kernel, nothing to explain
 "$TALLY" record -a --sample-mechanism auto --duration 0.2 -o autoa.db >/dev/null 2>autoa.err ||

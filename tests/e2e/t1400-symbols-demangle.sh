@@ -32,10 +32,10 @@ if missing:
     print("no rows %s among %s" % (missing, sorted(f))); sys.exit(1)
 tot = sum(f[n] for n in want)
 for n, t in want.items():
-    print(t, "%.2f" % (100.0 * f[n] / tot), f[n])
+    print(t, "%.2f" % (100.0 * f[n] / tot), f[n], tot)
 PY
-	while read -r fn share n; do
-		near "$share" "$(truth "$fn" truth.txt)" 6 "--symbols: $fn ($n samples)"
+	while read -r fn share n tot; do
+		share_near "$share" "$tot" "$(truth "$fn" truth.txt)" "--symbols: $fn ($n samples)"
 	done <shares.txt
 }
 subtest "C++ names demangled in --symbols JSON, in the measured split; inlined compare twice, qualified" cxx_json
@@ -105,10 +105,10 @@ if any(n not in f for n in want):
     print("no %s among %s" % (list(want), sorted(f)[:20])); sys.exit(1)
 tot = sum(f[n] for n in want)
 for n, t in want.items():
-    print(t, "%.2f" % (100.0 * f[n] / tot), f[n])
+    print(t, "%.2f" % (100.0 * f[n] / tot), f[n], tot)
 PY
-	while read -r fn share n; do
-		near "$share" "$(truth "$fn" rtruth.txt)" 6 "Rust --symbols --no-inline: $fn ($n samples)"
+	while read -r fn share n tot; do
+		share_near "$share" "$tot" "$(truth "$fn" rtruth.txt)" "Rust --symbols --no-inline: $fn ($n samples)"
 	done <rshares.txt
 	report_text r.txt -i rdb --symbols --image rsplit --no-inline
 	grep -Eq '  rsplit::grid::Grid::sweep$' r.txt || fail "Rust text: no short 'rsplit::grid::Grid::sweep': $(head -c 1000 r.txt)"

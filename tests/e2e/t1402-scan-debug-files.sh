@@ -25,7 +25,7 @@ grep -Fq "$dbgf" m.map || fail "the scan did not list the debug file: $(cat m.ma
 named() {
 	local what=$1
 	report_json "$what.json" -i db --symbols --mapfile m.map
-	check_shares func "$what.json" truth.txt 6 work_a work_b work_c
+	check_split func "$what.json" truth.txt work_a work_b work_c
 	[[ $(tjson "$what.json" func '[unknown]') == 0 ]] || fail "$what: samples left [unknown]: $(head -c 1500 "$what.json")"
 	report_text "$what.ex" -i db --explain sf --mapfile m.map
 	grep -Fq "image file '$dbgf' (--mapfile): build-id $bid matches, but it is a separate debug file (its code sections are empty): not the image" "$what.ex" ||

@@ -67,10 +67,10 @@ for r in rows:
 top = {"split_images": by.get("split_images", 0), "libtallywork.so": by.get("libtallywork.so", 0), "libc.so.6": by.get("libc.so.6", 0)}
 tot = sum(top.values())
 for k, v in top.items():
-    print(k, "%.2f" % (100.0 * v / tot if tot else 0), truth[k])
+    print(k, "%.2f" % (100.0 * v / tot if tot else 0), truth[k], tot)
 PY
-	while read -r img share t; do
-		near "$share" "$t" 8 "--flat: the hottest function of $img"
+	while read -r img share t tot; do
+		share_near "$share" "$tot" "$t" "--flat: the hottest function of $img"
 	done <flat.out
 	report_text flat.txt -i si.db --flat --top 3
 	(($(grep -Ec '^ +[0-9.]+ +[0-9.]+% +[0-9.]+%  .*  \[[^]]+\]$' flat.txt) == 3)) || fail "--flat --top 3 text is not 3 'samples % cum% function [image]' rows: $(cat flat.txt)"

@@ -17,6 +17,7 @@
 #include "tally/agg.h"
 #include "tally/daemon.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/epoch.h"
 #include "tally/sampling.h"
 #include "lib/daemon/internal.h"

@@ -13,6 +13,7 @@
 
 #include "tally/agg.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/elfinfo.h"
 #include "tally/jitdump.h"
 #include "tally/symbols.h"

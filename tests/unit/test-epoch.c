@@ -15,6 +15,7 @@
 #include "tally/agg.h"
 #include "tally/ctl.h"
 #include "tally/db.h"
+#include "tally/snapshot.h"
 #include "tally/epoch.h"
 
 /* ---- times and sizes ---- */

@@ -144,6 +144,11 @@ static void test_util__strbuf_json(void **state)
 	/* 4-byte UTF-8 kept; a C1 control (valid UTF-8) escaped */
 	strbuf_add_json_str(&sb, "\xf0\x9f\x94\xa5\xc2\x85");
 	assert_string_equal(sb.buf, "\"\xf0\x9f\x94\xa5\\u0085\"");
+	strbuf_reset(&sb);
+	/* runs of plain bytes (copied whole) around every kind of escape */
+	strbuf_add_json_str(&sb, "run one\"run two\\run three\x01run four\xc3\xa9run five\x80run six\nend");
+	assert_string_equal(sb.buf, "\"run one\\\"run two\\\\run three\\u0001run four\xc3\xa9run five\xef\xbf\xbd"
+				    "run six\\nend\"");
 	strbuf_release(&sb);
 }
 
@@ -583,6 +588,26 @@ static void test_util__grow_try_overflow(void **state)
 }
 
 /* ---- quoting damaged input ---- */
+
+/* the one UTF-8 validator: every ill-formed kind refused, C1 on request */
+static void test_util__utf8_seq(void **state)
+{
+	(void)state;
+	const unsigned char *u;
+#define SEQ(str, n, c1) (u = (const unsigned char *)(str), tally_utf8_seq(u, n, c1))
+	assert_int_equal(SEQ("\xc3\xa9", 2, false), 2);           /* e acute */
+	assert_int_equal(SEQ("\xe2\x82\xac", 3, false), 3);       /* the euro sign */
+	assert_int_equal(SEQ("\xf0\x9f\x98\x80", 4, false), 4);   /* U+1F600 */
+	assert_int_equal(SEQ("\xe2\x82\xac", 2, false), 0);       /* cut short */
+	assert_int_equal(SEQ("\xc0\xaf", 2, true), 0);             /* overlong '/' */
+	assert_int_equal(SEQ("\xe0\x80\xaf", 3, true), 0);         /* overlong, 3 bytes */
+	assert_int_equal(SEQ("\xed\xa0\x80", 3, true), 0);         /* a surrogate */
+	assert_int_equal(SEQ("\xf4\x90\x80\x80", 4, true), 0);     /* past U+10FFFF */
+	assert_int_equal(SEQ("\xc3\x28", 2, true), 0);             /* no continuation */
+	assert_int_equal(SEQ("\xc2\x9b", 2, false), 0);            /* C1 CSI: refused */
+	assert_int_equal(SEQ("\xc2\x9b", 2, true), 2);             /* ... unless asked */
+#undef SEQ
+}
 
 static void test_util__excerpt(void **state)
 {
@@ -1529,6 +1554,7 @@ int main(void)
 		cmocka_unit_test(test_util__format_utc),
 		cmocka_unit_test(test_util__format_utc_out_of_range),
 		cmocka_unit_test(test_util__run_parallel),
+		cmocka_unit_test(test_util__utf8_seq),
 		cmocka_unit_test(test_util__open_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,14 +55,13 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	spin_fn jit = (spin_fn)(uintptr_t)mem;
 	double jit_ms = 0, nat_ms = 0;
+	/* the JIT code or native_spin, as likely each (wl_pick: no round for
+	 * a sampling period to fall into step with) */
 	while (jit_ms + nat_ms < total_ms) {
+		int j = wl_pick(2) == 0;
 		double t0 = wl_clock_ms(CLOCK_THREAD_CPUTIME_ID);
-		wl_sink += jit(400000);
-		double t1 = wl_clock_ms(CLOCK_THREAD_CPUTIME_ID);
-		wl_sink += native_spin(WL_UNIT);
-		double t2 = wl_clock_ms(CLOCK_THREAD_CPUTIME_ID);
-		jit_ms += t1 - t0;
-		nat_ms += t2 - t1;
+		wl_sink += j ? jit(400000) : native_spin(WL_UNIT);
+		*(j ? &jit_ms : &nat_ms) += wl_clock_ms(CLOCK_THREAD_CPUTIME_ID) - t0;
 	}
 	printf("truth jit_spin %.2f\n", 100.0 * jit_ms / (jit_ms + nat_ms));
 	printf("truth native_spin %.2f\n", 100.0 * nat_ms / (jit_ms + nat_ms));

@@ -7,7 +7,8 @@
  *             waits 1:3 (a profile that counts waits instead of timing them
  *             gets the split the wrong way round). Prints `truth block_a P`,
  *             `truth block_b P` (of the time both waited) and
- *             `info blocked_ns N` (their total).
+ *             `info blocked_ns N` (their total) and `info rounds N` (of
+ *             block_a once and block_b once each).
  *   short     block_a as above; block_b waits 40 x 50 us: with
  *             --off-cpu-min 1ms only block_a is left. Prints
  *             `info short_waits N` (block_b's waits), and
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 	}
 	double start = wl_wall_ms();
 	double cpu0 = wl_process_ms();
+	long rounds = 0;
 	while ((!strcmp(mode, "pid") && seconds <= 0) || wl_wall_ms() - start < seconds * 1e3) {
 		block_a();
 		if (!strcmp(mode, "short")) {
@@ -148,6 +150,7 @@ int main(int argc, char **argv)
 		} else {
 			block_b(pfd[0], 3, 1000);
 		}
+		rounds++;
 	}
 	double both = measured_a + measured_b;
 	wl_truth("block_a", measured_a, both);
@@ -159,6 +162,7 @@ int main(int argc, char **argv)
 	printf("info short_long_ns %.0f\n", short_long_ms * 1e6);
 	/* the loop's wall time and the CPU time in it: wall = on + off the CPU */
 	printf("info loop_ns %.0f\n", (wl_wall_ms() - start) * 1e6);
+	printf("info rounds %ld\n", rounds);
 	printf("info loop_cpu_ns %.0f\n", (wl_process_ms() - cpu0) * 1e6);
 	return 0;
 }

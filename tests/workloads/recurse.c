@@ -1,14 +1,14 @@
 /*
  * recurse [DEPTH] [MS]: about MS milliseconds of CPU time (default 1000) with
- * the hot work at the bottom of deep recursion, for call-graph tests.  Rounds
- * of three phases, about 2:2:1 in time:
+ * the hot work at the bottom of deep recursion, for call-graph tests.  Calls
+ * of three kinds, about 2:2:1 in time, the next one at random (wl_pick):
  *   - self_rec(DEPTH): calls itself DEPTH levels deep (default 300), then spins;
  *   - ping(DEPTH): ping and pong call each other DEPTH levels deep, the one at
  *     the bottom spins;
  *   - flat_work: spins, no recursion (called from main).
  * Every level keeps six words on the stack (64 bytes a frame with the return
  * address and the saved frame pointer), so 300 levels need more than a 16 KiB
- * stack copy.  Each phase is timed with the thread CPU clock:
+ * stack copy.  Each call is timed with the thread CPU clock:
  * `truth self_rec|ping|flat_work PERCENT` (percent of the three together).
  */
 #include "workload.h"
@@ -98,19 +98,20 @@ int main(int argc, char **argv)
 	start = wl_thread_ms();
 	t1 = start;
 	do {
+		/* self_rec, ping or flat_work, 2:2:1 in number and so in time
+		 * (wl_pick: no round for a sampling period to fall into step
+		 * with) */
+		unsigned k = wl_pick(5);
+
 		t0 = t1;
-		for (int i = 0; i < 16; i++)
+		if (k < 2)
 			acc += self_rec(depth, acc);
-		t1 = wl_thread_ms();
-		ts += t1 - t0;
-		for (int i = 0; i < 16; i++)
+		else if (k < 4)
 			acc += ping(depth, acc);
-		t0 = wl_thread_ms();
-		tp += t0 - t1;
-		for (int i = 0; i < 8; i++)
+		else
 			acc += flat_work(acc);
 		t1 = wl_thread_ms();
-		tf += t1 - t0;
+		*(k < 2 ? &ts : k < 4 ? &tp : &tf) += t1 - t0;
 	} while (t1 - start < target);
 	wl_sink = acc;
 

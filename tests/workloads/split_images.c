@@ -47,16 +47,19 @@ int main(int argc, char **argv)
 	start = wl_thread_ms();
 	t1 = start;
 	do {
+		/* own_work, lib_work or libc_work, as likely each (wl_pick: no
+		 * round for a sampling period to fall into step with) */
+		unsigned k = wl_pick(3);
+
 		t0 = t1;
-		wl_sink += own_work(5);
+		if (k == 0)
+			wl_sink += own_work(5);
+		else if (k == 1)
+			wl_sink += lib_work(3);
+		else
+			libc_work(reps);
 		t1 = wl_thread_ms();
-		t_own += t1 - t0;
-		wl_sink += lib_work(3);
-		t0 = wl_thread_ms();
-		t_lib += t0 - t1;
-		libc_work(reps);
-		t1 = wl_thread_ms();
-		t_libc += t1 - t0;
+		*(k == 0 ? &t_own : k == 1 ? &t_lib : &t_libc) += t1 - t0;
 		/* aim libc at about 2/3 of lib_work's time: ~20% of the total */
 		if (t_libc < t_lib * 0.6 && reps < 100000)
 			reps++;

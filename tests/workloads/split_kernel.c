@@ -59,14 +59,17 @@ int main(int argc, char **argv)
 	start = wl_thread_ms();
 	t1 = start;
 	do {
+		/* user_spin or kernel_read, as likely each (wl_pick: no round
+		 * for a sampling period to fall into step with) */
+		int user = wl_pick(2) == 0;
+
 		t0 = t1;
-		wl_sink += user_spin(10);
+		if (user)
+			wl_sink += user_spin(10);
+		else
+			kernel_read(fd, reads);
 		t1 = wl_thread_ms();
-		t_user += t1 - t0;
-		kernel_read(fd, reads);
-		t0 = wl_thread_ms();
-		t_kern += t0 - t1;
-		t1 = t0;
+		*(user ? &t_user : &t_kern) += t1 - t0;
 		/* aim the kernel phase at the user phase's length */
 		if (t_kern < t_user * 0.95)
 			reads++;

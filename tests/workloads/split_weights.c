@@ -7,8 +7,9 @@
  * About MS milliseconds of CPU time (default 1000) split W_A:W_B:W_C between
  * work_a, work_b and work_c, and W_OLD / W_NEW units to old_work / new_work,
  * functions that exist only when their weight is given (one side of a diff
- * has them, the other does not). Rounds of a few milliseconds interleave
- * them; each call is timed and the measured shares are printed as
+ * has them, the other does not). The next call is one of them at random
+ * (wl_pick: no round for a sampling period to fall into step with); each
+ * call is timed and the measured shares are printed as
  * `truth NAME PERCENT` (percent of all the work functions together).
  */
 #include "workload.h"
@@ -88,24 +89,29 @@ int main(int argc, char **argv)
 	double target = wl_arg(argc, argv, 1, 1000);
 	double ta = 0, tb = 0, tc = 0, told = 0, tnew = 0;
 	double start = wl_thread_ms();
-	long rounds = 0;
+	long calls = 0;
 
 	wl_print_pid();
 	do {
-		timed(work_a, W_A, &ta);
-		timed(work_b, W_B, &tb);
-		timed(work_c, W_C, &tc);
+		/* one of the work functions, as likely each (wl_pick: no round
+		 * for a sampling period to fall into step with) */
+		switch (wl_pick(5)) {
+		case 0: timed(work_a, W_A, &ta); break;
+		case 1: timed(work_b, W_B, &tb); break;
+		case 2: timed(work_c, W_C, &tc); break;
 #ifdef W_OLD
-		timed(old_work, W_OLD, &told);
+		case 3: timed(old_work, W_OLD, &told); break;
 #endif
 #ifdef W_NEW
-		timed(new_work, W_NEW, &tnew);
+		case 4: timed(new_work, W_NEW, &tnew); break;
 #endif
-		rounds++;
+		default: continue;
+		}
+		calls++;
 	} while (wl_thread_ms() - start < target);
 
 	double all = ta + tb + tc + told + tnew;
-	printf("info rounds %ld cpu_ms %.1f\n", rounds, wl_thread_ms() - start);
+	printf("info calls %ld cpu_ms %.1f\n", calls, wl_thread_ms() - start);
 	wl_truth("work_a", ta, all);
 	wl_truth("work_b", tb, all);
 	wl_truth("work_c", tc, all);
