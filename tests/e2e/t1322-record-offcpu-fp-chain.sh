@@ -5,10 +5,9 @@
 # neither with a frame pointer, both called through one function pointer (the
 # chain from rbp is the same for both and names neither). `record --off-cpu
 # -g` gives each one's share of the off-CPU time within 3 points of the
-# truth (every wait is recorded: no sampling error), with each mechanism
-# (the sched_switch tracepoint and its stack copy; the BPF program, which
-# walks the frames in the kernel with the rules tally gives it), and the
-# unwind line counts the repaired stacks.
+# truth (every wait is recorded: no sampling error), with the sched_switch
+# tracepoint and its stack copy (the BPF mechanism walks frame pointers only,
+# docs/offcpu.md), and the unwind line counts the repaired stacks.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 W=$WORKLOADS/fpchain
