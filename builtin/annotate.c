@@ -22,33 +22,29 @@ struct annopts {
 	size_t nsrc, asrc;
 };
 
-enum { OPT_INPUT = 1, OPT_ASM, OPT_IMAGE, OPT_EVENT, OPT_SRCDIR, OPT_JSON, OPT_SAMPLES };
+/* --source-dir is a list: the handler's; the rest are one row each */
+enum { OPT_SRCDIR = 1 };
 
 static int annotate_handle(void *ctx, int code, const char *arg)
 {
 	struct annopts *o = ctx;
-	switch (code) {
-	case OPT_INPUT: o->input = arg; break;
-	case OPT_ASM: o->want_asm = true; break;
-	case OPT_IMAGE: o->image = arg; break;
-	case OPT_EVENT: o->event = arg; break;
-	case OPT_SRCDIR: STRLIST_PUSH(o->srcdirs, o->nsrc, o->asrc, arg); break;
-	case OPT_JSON: o->json = true; break;
-	case OPT_SAMPLES: o->samples = true; break;
-	}
+	if (code == OPT_SRCDIR)
+		STRLIST_PUSH(o->srcdirs, o->nsrc, o->asrc, arg);
 	return 0;
 }
 
 static const struct tally_option annotate_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
-	{ 0, "asm", TALLY_ARG_NONE, NULL, "interleave the disassembly: samples per instruction", OPT_ASM },
-	{ 0, "image", TALLY_ARG_REQUIRED, "NAME", "the image (file name or path) when SYMBOL is in several", OPT_IMAGE },
-	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "this event (default: the database's first)", OPT_EVENT },
-	{ 0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
-	  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW", OPT_SRCDIR },
-	{ 0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/cli.md)", OPT_JSON },
-	{ 0, "samples", TALLY_ARG_NONE, NULL,
-	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", OPT_SAMPLES },
+	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct annopts, input),
+	TALLY_OPT_FLAG(0, "asm", "interleave the disassembly: samples per instruction", struct annopts, want_asm),
+	TALLY_OPT_STRING(0, "image", "NAME", "the image (file name or path) when SYMBOL is in several", struct annopts, image),
+	TALLY_OPT_STRING(0, "event", "NAME", "this event (default: the database's first)", struct annopts, event),
+	TALLY_OPT(0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
+		  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW",
+		  OPT_SRCDIR),
+	TALLY_OPT_FLAG(0, "json", "JSON output (docs/cli.md)", struct annopts, json),
+	TALLY_OPT_FLAG(0, "samples",
+		       "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)",
+		       struct annopts, samples),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup annotate_group = { NULL, annotate_options, annotate_handle };

@@ -41,15 +41,15 @@ static int archive_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option archive_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
-	{ 'o', "output", TALLY_ARG_REQUIRED, "OUT",
-	  "the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist", OPT_OUTPUT },
-	{ 'l', "list", TALLY_ARG_NONE, NULL, "list what would go in, with sizes, and write nothing", OPT_LIST },
-	{ 0, "no-debug", TALLY_ARG_NONE, NULL,
-	  "leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)", OPT_NO_DEBUG },
-	{ 0, "strip-debug-to-sampled", TALLY_ARG_NONE, NULL,
-	  "keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)", OPT_STRIP },
-	{ 'x', "exclude-dependent", TALLY_ARG_NONE, NULL, "only the programs' own executables: no libraries, no kernel files", OPT_EXCLUDE_DEP },
+	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "OUT",
+	  "the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist", OPT_OUTPUT),
+	TALLY_OPT('l', "list", TALLY_ARG_NONE, NULL, "list what would go in, with sizes, and write nothing", OPT_LIST),
+	TALLY_OPT(0, "no-debug", TALLY_ARG_NONE, NULL,
+	  "leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)", OPT_NO_DEBUG),
+	TALLY_OPT(0, "strip-debug-to-sampled", TALLY_ARG_NONE, NULL,
+	  "keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)", OPT_STRIP),
+	TALLY_OPT('x', "exclude-dependent", TALLY_ARG_NONE, NULL, "only the programs' own executables: no libraries, no kernel files", OPT_EXCLUDE_DEP),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup archive_group = { NULL, archive_options, archive_handle };

@@ -31,9 +31,9 @@ static int ctl_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option ctl_options[] = {
-	{ 'd', "db", TALLY_ARG_REQUIRED, "DIR", "the daemon's database (its socket is DIR/ctl.sock; default tally.db)", OPT_DB },
-	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's socket", OPT_SOCKET },
-	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "give up after D without an answer (default 60s)", OPT_TIMEOUT },
+	TALLY_OPT('d', "db", TALLY_ARG_REQUIRED, "DIR", "the daemon's database (its socket is DIR/ctl.sock; default tally.db)", OPT_DB),
+	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's socket", OPT_SOCKET),
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up after D without an answer (default 60s)", OPT_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup ctl_group = { NULL, ctl_options, ctl_handle };

@@ -52,19 +52,19 @@ static int daemon_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option daemon_options[] = {
-	{ 'd', "db", TALLY_ARG_REQUIRED, "DIR", "the database directory (default tally.db): epochs, socket, pid file, log", OPT_DB },
-	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the control socket (default DIR/ctl.sock)", OPT_SOCKET },
-	{ 0, "pid-file", TALLY_ARG_REQUIRED, "PATH", "also write the daemon's pid there (DIR/daemon.pid always)", OPT_PIDFILE },
-	{ 0, "foreground", TALLY_ARG_NONE, NULL, "stay attached and log to stderr (default: detach, log to DIR/daemon.log)", OPT_FOREGROUND },
-	{ 0, "flush-interval", TALLY_ARG_REQUIRED, "D", "merge what is in memory into the database every D (default 60s)", OPT_FLUSH },
-	{ 0, "epoch-every", TALLY_ARG_REQUIRED, "D", "start a new epoch every D (default: only on 'tally ctl epoch')", OPT_EPOCH_EVERY },
-	{ 0, "keep", TALLY_ARG_REQUIRED, "D", "delete epochs whose last flush is older than D (the newest 3 stay)", OPT_KEEP },
-	{ 0, "max-memory", TALLY_ARG_REQUIRED, "SIZE", "flush early before the daemon's memory reaches SIZE (default 128M)", OPT_MAXMEM },
-	{ 0, "max-db-size", TALLY_ARG_REQUIRED, "SIZE", "stop writing (and say so) rather than grow the directory past SIZE", OPT_MAXDB },
-	{ 0, "min-free", TALLY_ARG_REQUIRED, "SIZE", "stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
-	  OPT_MINFREE },
-	{ 0, "ctl-timeout", TALLY_ARG_REQUIRED, "D", "drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)", OPT_CTL_TIMEOUT },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE },
+	TALLY_OPT('d', "db", TALLY_ARG_REQUIRED, "DIR", "the database directory (default tally.db): epochs, socket, pid file, log", OPT_DB),
+	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the control socket (default DIR/ctl.sock)", OPT_SOCKET),
+	TALLY_OPT(0, "pid-file", TALLY_ARG_REQUIRED, "PATH", "also write the daemon's pid there (DIR/daemon.pid always)", OPT_PIDFILE),
+	TALLY_OPT(0, "foreground", TALLY_ARG_NONE, NULL, "stay attached and log to stderr (default: detach, log to DIR/daemon.log)", OPT_FOREGROUND),
+	TALLY_OPT(0, "flush-interval", TALLY_ARG_REQUIRED, "D", "merge what is in memory into the database every D (default 60s)", OPT_FLUSH),
+	TALLY_OPT(0, "epoch-every", TALLY_ARG_REQUIRED, "D", "start a new epoch every D (default: only on 'tally ctl epoch')", OPT_EPOCH_EVERY),
+	TALLY_OPT(0, "keep", TALLY_ARG_REQUIRED, "D", "delete epochs whose last flush is older than D (the newest 3 stay)", OPT_KEEP),
+	TALLY_OPT(0, "max-memory", TALLY_ARG_REQUIRED, "SIZE", "flush early before the daemon's memory reaches SIZE (default 128M)", OPT_MAXMEM),
+	TALLY_OPT(0, "max-db-size", TALLY_ARG_REQUIRED, "SIZE", "stop writing (and say so) rather than grow the directory past SIZE", OPT_MAXDB),
+	TALLY_OPT(0, "min-free", TALLY_ARG_REQUIRED, "SIZE", "stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
+	  OPT_MINFREE),
+	TALLY_OPT(0, "ctl-timeout", TALLY_ARG_REQUIRED, "D", "drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)", OPT_CTL_TIMEOUT),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup daemon_group = { NULL, daemon_options, daemon_handle };

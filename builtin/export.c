@@ -83,13 +83,13 @@ static int export_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option export_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT },
-	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT },
-	{ 0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT },
-	{ 0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT },
-	{ 0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL },
-	{ 0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT },
-	{ 0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS },
+	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT),
+	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT),
+	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT),
+	TALLY_OPT(0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL),
+	TALLY_OPT(0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT),
+	TALLY_OPT(0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup export_group = { NULL, export_options, export_handle };
@@ -126,21 +126,6 @@ static void tmp_name(struct strbuf *sb, const struct sink *k, const struct tally
 	strbuf_addf(sb, "%s%s.tmp.%d", k->output, out->files[i].suffix, (int)getpid());
 }
 
-static int put_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 {
 	struct sink *k = ctx;
@@ -175,7 +160,7 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 			strbuf_release(&real);
 		}
 	}
-	int r = k->fd[file] < 0 ? -errno : put_all(k->fd[file], data, len);
+	int r = k->fd[file] < 0 ? -errno : tally_write_all(k->fd[file], data, len);
 	if (r)
 		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
 	strbuf_release(&path);
@@ -203,7 +188,7 @@ static int write_outputs(const char *output, const struct tally_export_out *out,
 		if (i < k->nfd && k->fd[i] >= 0) {
 			/* written as it went: the rest, then in place */
 			tmp_name(&tmp, k, out, i);
-			r = put_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
+			r = tally_write_all(k->fd[i], f->data.buf ? f->data.buf : "", f->data.len);
 			if (!r && !k->stream[i] && fsync(k->fd[i]) < 0)
 				r = -errno;
 			if (close(k->fd[i]) < 0 && !r && !k->stream[i])

@@ -40,9 +40,9 @@ static int remote_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option remote_options[] = {
-	{ 0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST },
-	{ 0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
-	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT ",\nunder the ssh user's home there; one directory per version under\nit, private to the user)", OPT_ROOT },
+	TALLY_OPT(0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST),
+	TALLY_OPT(0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
+	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT ",\nunder the ssh user's home there; one directory per version under\nit, private to the user)", OPT_ROOT),
 	TALLY_OPTION_END,
 };
 const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options, remote_handle };
@@ -63,7 +63,7 @@ static int hosts_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option hosts_options[] = {
-	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT },
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup hosts_group = { NULL, hosts_options, hosts_handle };

@@ -34,16 +34,16 @@ static int job_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option job_options[] = {
-	{ 'r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS },
-	{ 0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
+	TALLY_OPT('r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS),
+	TALLY_OPT(0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
 	  "colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
-	  OPT_PATH },
-	{ 0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
+	  OPT_PATH),
+	TALLY_OPT(0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
 	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
-	  OPT_STATE },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
-	{ 0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
-	  OPT_HOST_TIMEOUT },
+	  OPT_STATE),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
+	TALLY_OPT(0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
+	  OPT_HOST_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup job_group = { NULL, job_options, job_handle };

@@ -72,12 +72,12 @@ static int merge_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option merge_options[] = {
-	{ 'o', "output", TALLY_ARG_REQUIRED, "DIR", "the merged database (required)", OPT_OUTPUT },
-	{ 'f', "force", TALLY_ARG_NONE, NULL, "replace DIR if it is a database", OPT_FORCE },
-	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
-	  "label the samples of the inputs that follow (default: host=the\nrecording's host, run=the input's name; KEY= drops KEY)", OPT_LABEL },
-	{ 0, "text-stacks", TALLY_ARG_NONE, NULL,
-	  "write the stacks file as text lines (to read or edit), not binary;\nevery tally command reads either", OPT_TEXT_STACKS },
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "DIR", "the merged database (required)", OPT_OUTPUT),
+	TALLY_OPT('f', "force", TALLY_ARG_NONE, NULL, "replace DIR if it is a database", OPT_FORCE),
+	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
+	  "label the samples of the inputs that follow (default: host=the\nrecording's host, run=the input's name; KEY= drops KEY)", OPT_LABEL),
+	TALLY_OPT(0, "text-stacks", TALLY_ARG_NONE, NULL,
+	  "write the stacks file as text lines (to read or edit), not binary;\nevery tally command reads either", OPT_TEXT_STACKS),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup merge_group = { NULL, merge_options, merge_handle };

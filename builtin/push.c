@@ -30,7 +30,7 @@ static int push_cmd_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option push_cmd_options[] = {
-	{ 'i', "input", TALLY_ARG_REQUIRED, "DB", "what to send: a database, a daemon's (each epoch as one profile),\na bundle or an archive (default tally.db)", OPT_INPUT },
+	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DB", "what to send: a database, a daemon's (each epoch as one profile),\na bundle or an archive (default tally.db)", OPT_INPUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup push_cmd_group = { NULL, push_cmd_options, push_cmd_handle };

@@ -39,12 +39,12 @@ static int record_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option record_options[] = {
-	{ 'o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT },
-	{ 0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE },
-	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL },
-	{ 'p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID },
-	{ 0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE },
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT),
+	TALLY_OPT(0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE),
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL),
+	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
+	TALLY_OPT(0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup record_group = { NULL, record_options, record_handle };

@@ -30,9 +30,9 @@ static int scan_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option scan_options[] = {
-	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "write the map to FILE (default: standard output)", 'o' },
-	{ 'q', "quiet", TALLY_ARG_NONE, NULL, "no note per skipped file or directory loop", 'q' },
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "end with the counts of files, images, loops and skips", 'v' },
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "write the map to FILE (default: standard output)", 'o'),
+	TALLY_OPT('q', "quiet", TALLY_ARG_NONE, NULL, "no note per skipped file or directory loop", 'q'),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "end with the counts of files, images, loops and skips", 'v'),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup scan_group = { NULL, scan_options, scan_handle };

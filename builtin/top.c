@@ -68,18 +68,18 @@ static int top_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option top_options[] = {
-	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (the default without -p or COMMAND)", OPT_ALL },
-	{ 'p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID },
-	{ 0, "db", TALLY_ARG_REQUIRED, "DIR", "show what the tally daemon of DIR samples (its control socket):\nno perf events of its own", OPT_DB },
-	{ 0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's control socket (default DIR/ctl.sock; implies --db)", OPT_SOCKET },
-	{ 0, "once", TALLY_ARG_NONE, NULL, "print one text snapshot after one interval, then exit", OPT_ONCE },
-	{ 'd', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY },
-	{ 'n', "iterations", TALLY_ARG_REQUIRED, "N", "exit after N refreshes", OPT_ITER },
-	{ 0, "rows", TALLY_ARG_REQUIRED, "N", "rows of each text snapshot (default 25; 0: all)", OPT_ROWS },
-	{ 0, "view", TALLY_ARG_REQUIRED, "VIEW", "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW },
-	{ 0, "sort", TALLY_ARG_REQUIRED, "KEY", "share (default), self, name, image or command (key s)", OPT_SORT },
-	{ 0, "comm", TALLY_ARG_REQUIRED, "TEXT", "only commands whose name contains TEXT (key c)", OPT_COMM },
-	{ 0, "image", TALLY_ARG_REQUIRED, "TEXT", "only images whose name contains TEXT (key i)", OPT_IMAGE },
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (the default without -p or COMMAND)", OPT_ALL),
+	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
+	TALLY_OPT(0, "db", TALLY_ARG_REQUIRED, "DIR", "show what the tally daemon of DIR samples (its control socket):\nno perf events of its own", OPT_DB),
+	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's control socket (default DIR/ctl.sock; implies --db)", OPT_SOCKET),
+	TALLY_OPT(0, "once", TALLY_ARG_NONE, NULL, "print one text snapshot after one interval, then exit", OPT_ONCE),
+	TALLY_OPT('d', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY),
+	TALLY_OPT('n', "iterations", TALLY_ARG_REQUIRED, "N", "exit after N refreshes", OPT_ITER),
+	TALLY_OPT(0, "rows", TALLY_ARG_REQUIRED, "N", "rows of each text snapshot (default 25; 0: all)", OPT_ROWS),
+	TALLY_OPT(0, "view", TALLY_ARG_REQUIRED, "VIEW", "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW),
+	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEY", "share (default), self, name, image or command (key s)", OPT_SORT),
+	TALLY_OPT(0, "comm", TALLY_ARG_REQUIRED, "TEXT", "only commands whose name contains TEXT (key c)", OPT_COMM),
+	TALLY_OPT(0, "image", TALLY_ARG_REQUIRED, "TEXT", "only images whose name contains TEXT (key i)", OPT_IMAGE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup top_group = { NULL, top_options, top_handle };

@@ -10,6 +10,7 @@
 #define TALLY_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tally/util.h"
 
@@ -19,22 +20,48 @@ enum tally_opt_arg {
 	TALLY_ARG_OPTIONAL, /* --explain[=IMAGE]: the value only with '=' */
 };
 
+/* Where an option goes: to the group's handler by its code, or straight
+ * into a member of the group's context (the option is then one row of the
+ * table: nothing in the handler, no code). */
+enum tally_opt_bind {
+	TALLY_BIND_NONE,   /* the handler takes it (code) */
+	TALLY_BIND_FLAG,   /* a bool member set to true */
+	TALLY_BIND_STRING, /* a const char * member set to the value (the last given wins) */
+};
+
 struct tally_option {
 	int short_name;        /* 'F', or 0 */
 	const char *long_name; /* "freq", or NULL */
 	enum tally_opt_arg arg;
 	const char *argname;   /* the value's name in the help ("HZ"), NULL without a value */
 	const char *help;      /* the help text; '\n' starts a continuation line */
-	int code;              /* handed to the group's handler */
+	int code;              /* handed to the group's handler (TALLY_BIND_NONE) */
+	enum tally_opt_bind bind;
+	size_t offset;         /* the member's offset in the context, when bound */
 };
 
-#define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0 }
+#define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0, TALLY_BIND_NONE, 0 }
+
+/* An option handed to the group's handler with code. */
+#define TALLY_OPT(s, l, arg, argname, help, code) { s, l, arg, argname, help, code, TALLY_BIND_NONE, 0 }
+
+/* An option bound to a member of the context struct TYPE, as git's OPT_*
+ * rows are: the member's type is checked where the table is compiled. */
+#define TALLY_OPT_CHECK_(type, field, want) \
+	(offsetof(type, field) + 0 * sizeof(char[__builtin_types_compatible_p(__typeof__(((type *)0)->field), want) ? 1 : -1]))
+/* -s/--long sets the bool TYPE.FIELD */
+#define TALLY_OPT_FLAG(s, l, help, type, field) \
+	{ s, l, TALLY_ARG_NONE, NULL, help, 0, TALLY_BIND_FLAG, TALLY_OPT_CHECK_(type, field, bool) }
+/* -s/--long VALUE sets the const char * TYPE.FIELD */
+#define TALLY_OPT_STRING(s, l, argname, help, type, field) \
+	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_STRING, TALLY_OPT_CHECK_(type, field, const char *) }
 
 struct tally_optgroup {
 	const char *title; /* a heading in the help, NULL for the command's own options */
 	const struct tally_option *opts; /* ends with TALLY_OPTION_END */
-	/* Takes one option of the group: 0 taken, a negative errno with tally_seterr
-	 * naming the option and the expected value when the value is bad. */
+	/* Takes one option of the group (those not bound to a member): 0 taken, a
+	 * negative errno with tally_seterr naming the option and the expected
+	 * value when the value is bad. NULL when every option is bound. */
 	int (*handle)(void *ctx, int code, const char *arg);
 };
 

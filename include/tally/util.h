@@ -74,6 +74,10 @@ int strbuf_grow(struct strbuf *sb, size_t extra) __attribute__((warn_unused_resu
 void strbuf_add(struct strbuf *sb, const void *data, size_t n);
 void strbuf_addstr(struct strbuf *sb, const char *s);
 void strbuf_addch(struct strbuf *sb, char c);
+/* v in decimal, as "%" PRIu64 / PRId64 write it, without printf's cost (the
+ * exports write millions of numbers). */
+void strbuf_add_u64(struct strbuf *sb, uint64_t v);
+void strbuf_add_i64(struct strbuf *sb, int64_t v);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* JSON string literal with quotes and escapes. */

@@ -448,29 +448,29 @@ static int sampling_handle(void *ctx, int code, const char *arg)
 #define FP_STACK_SAID SAID(TALLY_FP_STACK)
 
 static const struct tally_option sampling_options[] = {
-	{ 'F', "freq", TALLY_ARG_REQUIRED, "HZ", "samples per second (default 999)", 'F' },
-	{ 'c', "period", TALLY_ARG_REQUIRED, "N", "one sample every N events (instead of -F)", 'c' },
-	{ 0, "no-randomize", TALLY_ARG_NONE, NULL, "keep the sampling period fixed", TALLY_OPT_NORAND },
-	{ 'e', "event", TALLY_ARG_REQUIRED, "LIST", "events, comma-separated (default cpu-clock; see 'tally events')", 'e' },
-	{ 'C', "cpu", TALLY_ARG_REQUIRED, "LIST", "only these CPUs (e.g. 0,2-3)", 'C' },
-	{ 0, "per-pid", TALLY_ARG_NONE, NULL, "a separate profile per process", TALLY_OPT_PERPID },
-	{ 'g', NULL, TALLY_ARG_NONE, NULL, "record call chains (same as --call-graph fp)", 'g' },
-	{ 0, "call-graph", TALLY_ARG_REQUIRED, "MODE",
+	TALLY_OPT('F', "freq", TALLY_ARG_REQUIRED, "HZ", "samples per second (default 999)", 'F'),
+	TALLY_OPT('c', "period", TALLY_ARG_REQUIRED, "N", "one sample every N events (instead of -F)", 'c'),
+	TALLY_OPT(0, "no-randomize", TALLY_ARG_NONE, NULL, "keep the sampling period fixed", TALLY_OPT_NORAND),
+	TALLY_OPT('e', "event", TALLY_ARG_REQUIRED, "LIST", "events, comma-separated (default cpu-clock; see 'tally events')", 'e'),
+	TALLY_OPT('C', "cpu", TALLY_ARG_REQUIRED, "LIST", "only these CPUs (e.g. 0,2-3)", 'C'),
+	TALLY_OPT(0, "per-pid", TALLY_ARG_NONE, NULL, "a separate profile per process", TALLY_OPT_PERPID),
+	TALLY_OPT('g', NULL, TALLY_ARG_NONE, NULL, "record call chains (same as --call-graph fp)", 'g'),
+	TALLY_OPT(0, "call-graph", TALLY_ARG_REQUIRED, "MODE",
 	  "fp[,SIZE]: frame pointers and kernel chains, the functions without\n"
 	  "one at the top of the stack unwound with CFI over a SIZE-byte copy\n"
 	  "(default " FP_STACK_SAID "; 0: none);\n"
 	  "dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
 	  "the binaries' CFI while recording",
-	  TALLY_OPT_CALLGRAPH },
-	{ 0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
-	  TALLY_OPT_BUILDID_MMAP },
-	{ 0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
+	  TALLY_OPT_CALLGRAPH),
+	TALLY_OPT(0, "build-id-mmap", TALLY_ARG_NONE, NULL, "take build-ids from the kernel at mmap time (see docs/sampling.md)",
+	  TALLY_OPT_BUILDID_MMAP),
+	TALLY_OPT(0, "sample-mechanism", TALLY_ARG_REQUIRED, "HOW",
 	  "ring (record's and top's default): every sample through the ring\n"
 	  "buffers; bpf: samples counted in the kernel per place by a BPF\n"
 	  "program, read every 4 s or when processes start, map or end\n"
 	  "(whole system, no call graph, at most 4 events; docs/sampling.md);\n"
 	  "auto (the daemon's default): bpf where it can, else ring",
-	  TALLY_OPT_SAMPLE_MECH },
+	  TALLY_OPT_SAMPLE_MECH),
 	TALLY_OPTION_END,
 };
 
@@ -478,17 +478,17 @@ const struct tally_optgroup tally_sampling_group = { "sampling", sampling_option
 
 /* apart: tally top shows on-CPU time only and does not take them */
 static const struct tally_option offcpu_options[] = {
-	{ 0, "off-cpu", TALLY_ARG_NONE, NULL,
+	TALLY_OPT(0, "off-cpu", TALLY_ARG_NONE, NULL,
 	  "also the time off the CPU per stack: events off-cpu (blocked) and\n"
 	  "off-cpu-preempted, in ns, from sched_switch (docs/offcpu.md)",
-	  TALLY_OPT_OFFCPU },
-	{ 0, "off-cpu-min", TALLY_ARG_REQUIRED, "TIME", "drop waits shorter than TIME (e.g. 1ms; counted in the session)",
-	  TALLY_OPT_OFFCPU_MIN },
-	{ 0, "off-cpu-mechanism", TALLY_ARG_REQUIRED, "HOW",
+	  TALLY_OPT_OFFCPU),
+	TALLY_OPT(0, "off-cpu-min", TALLY_ARG_REQUIRED, "TIME", "drop waits shorter than TIME (e.g. 1ms; counted in the session)",
+	  TALLY_OPT_OFFCPU_MIN),
+	TALLY_OPT(0, "off-cpu-mechanism", TALLY_ARG_REQUIRED, "HOW",
 	  "bpf: waits summed in the kernel by a BPF program (cheapest);\n"
 	  "tracepoint: a sched_switch record per switch; auto (default): bpf\n"
 	  "when it loads and no call graph is asked, else tracepoint",
-	  TALLY_OPT_OFFCPU_MECH },
+	  TALLY_OPT_OFFCPU_MECH),
 	TALLY_OPTION_END,
 };
 

@@ -176,7 +176,7 @@ void tally_db_builder_free(struct tally_db_builder *b)
 	free(b->ccounts);
 	tally_hidx_release(&b->cell_idx);
 	tally_stackset_release(&b->ss);
-	tally_lazy_free(b->lazy);
+	lazy_free(b->lazy);
 	tally_ksyms_free(b->ksyms, b->nksyms);
 	tally_hidx_release(&b->ksym_idx);
 	for (size_t i = 0; i < b->ntasks; i++) {
@@ -384,7 +384,7 @@ void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t 
 	pid = b->per_pid && pid > 0 ? pid : 0;
 	if (b->lazy) {
 		/* after the stacks left unread, in order */
-		tally_lazy_stack(&b->lazy, pid, label, frames, n, counts, b->nevents);
+		lazy_stack(&b->lazy, pid, label, frames, n, counts, b->nevents);
 		if (cw != cwbuf)
 			free(cw);
 		return;
@@ -843,7 +843,7 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		 * tally_db_builder_load_stacks), every label set of src mapped */
 		for (uint32_t l = 0; l <= src->nlabels; l++)
 			(void)source_label(b, src, lab, l);
-		tally_lazy_take(&b->lazy, src, img, lab, col, b->nevents, b->per_pid);
+		lazy_take(&b->lazy, src, img, lab, col, b->nevents, b->per_pid);
 	} else if (b->stacks && src->has_stacks && !b->lazy) {
 		/* each distinct frame of src numbered once in ours, its stacks then
 		 * added as they are held: runs of frame numbers */
@@ -1151,7 +1151,7 @@ static int cmp_ksym(const void *x, const void *y)
 
 int tally_db_builder_load_stacks(struct tally_db_builder *b)
 {
-	return tally_lazy_read(&b->ss, &b->lazy);
+	return lazy_read(&b->ss, &b->lazy);
 }
 
 void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)

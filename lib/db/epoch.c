@@ -859,10 +859,10 @@ static int db_select_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option db_select_options[] = {
-	{ 0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH },
-	{ 0, "since", TALLY_ARG_REQUIRED, "WHEN",
-	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE },
-	{ 0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL },
+	TALLY_OPT(0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH),
+	TALLY_OPT(0, "since", TALLY_ARG_REQUIRED, "WHEN",
+	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE),
+	TALLY_OPT(0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL),
 	TALLY_OPTION_END,
 };
 

@@ -1223,7 +1223,7 @@ void tally_db_release(struct tally_db *db)
 	free(db->stacks);
 	free(db->stack_counts);
 	free(db->stack_weights);
-	tally_lazy_free(db->lazy);
+	lazy_free(db->lazy);
 	tally_ksyms_free(db->ksyms, db->nksyms);
 	for (size_t i = 0; i < db->ntasks; i++) {
 		free(db->tasks[i].comm);

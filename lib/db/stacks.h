@@ -137,18 +137,43 @@ int tally_stacks_open(struct tally_db *db, unsigned flags);
 /* build.c: a merge takes src's unread stacks along, its images, label sets
  * (0..src->nlabels) and events mapped by img, lab and col into the merge's
  * nevents events. */
-void tally_lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
+void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
 		     const int *col, int nevents, bool per_pid);
 /* build.c: a stack for a merge that has unread parts, to come after them
  * (frames in the merge's images, label set, and counts then weights of its
  * nevents events). */
-void tally_lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
+void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
 		      uint32_t n, const uint64_t *counts, int nevents);
 /* Reads the parts of *lp into s (stacks of s->nevents counts, after those s
  * has): 0, and *lp is freed (NULL); or the error of the first part that
  * failed, which *lp keeps (its parts dropped) to give again at every call,
  * and s holds what was read before it. */
-int tally_lazy_read(struct stackset *s, struct tally_db_lazy **lp);
-void tally_lazy_free(struct tally_db_lazy *l);
+int lazy_read(struct stackset *s, struct tally_db_lazy **lp);
+void lazy_free(struct tally_db_lazy *l);
+
+/* ---- what stacks.c and stacks-bin.c share ---- */
+
+#define DAMAGED "the database is damaged: record it again"
+/* the binary file's magic and header size (docs/format.md, "stacks") */
+#define BIN_MAGIC "TALLYSTK"
+#define BIN_HEAD 40
+/* the longest line of a text stacks file */
+#define LONGEST (64u << 20)
+
+/* Where the binary file comes from: an open file, or memory. */
+struct bsrc {
+	int fd;                   /* -1: mem */
+	const unsigned char *mem;
+	size_t len, pos;          /* mem: its length; what is read (the file's offset: pread) */
+	int err;                  /* a read that failed: -errno */
+};
+
+/* The counts of a stack in the file's events, as the database's events */
+void stacks_map_counts(const struct stacks_map *m, size_t sne, const uint64_t *c, uint64_t *mc);
+/* The stacks' counts and weights against the session's: 0 or -EINVAL naming what. */
+int stacks_check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum, const uint64_t *wsum);
+/* The binary stacks file from b, its header h (nh bytes) read: into s. */
+int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *h, size_t nh, const char *what,
+		       const struct stacks_map *m, uint64_t size);
 
 #endif

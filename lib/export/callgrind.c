@@ -203,8 +203,10 @@ static void release_names(struct names *t)
 
 static void add_costs(struct strbuf *o, const uint64_t *v, int ne)
 {
-	for (int e = 0; e < ne; e++)
-		strbuf_addf(o, " %" PRIu64, v[e]);
+	for (int e = 0; e < ne; e++) {
+		strbuf_addch(o, ' ');
+		strbuf_add_u64(o, v[e]);
+	}
 	strbuf_addch(o, '\n');
 }
 

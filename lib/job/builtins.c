@@ -61,7 +61,7 @@ static int tally_prof_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option tally_prof_options[] = {
-	{ 'a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (default: the test's processes)", TOPT_ALL },
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (default: the test's processes)", TOPT_ALL),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup tally_prof_group = { NULL, tally_prof_options, tally_prof_handle };

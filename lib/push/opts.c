@@ -170,26 +170,26 @@ static int push_handle_going(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option push_options[] = {
-	{ 0, "to", TALLY_ARG_REQUIRED, "URL", "the server: its base URL (http://host:4040) or the endpoint itself", PO_URL },
-	{ 0, "format", TALLY_ARG_REQUIRED, "F", "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)", PO_FORMAT },
-	{ 0, "app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP },
-	{ 0, "label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample (repeatable)", PO_LABEL },
-	{ 0, "header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every request (repeatable; seen in ps: no secrets)", PO_HEADER },
-	{ 0, "header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)", PO_HEADER_FILE },
-	{ 0, "timeout", TALLY_ARG_REQUIRED, "D", "at most D for one request (default 30s)", PO_TIMEOUT },
+	TALLY_OPT(0, "to", TALLY_ARG_REQUIRED, "URL", "the server: its base URL (http://host:4040) or the endpoint itself", PO_URL),
+	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "F", "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)", PO_FORMAT),
+	TALLY_OPT(0, "app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
+	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample (repeatable)", PO_LABEL),
+	TALLY_OPT(0, "header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every request (repeatable; seen in ps: no secrets)", PO_HEADER),
+	TALLY_OPT(0, "header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)", PO_HEADER_FILE),
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "at most D for one request (default 30s)", PO_TIMEOUT),
 	TALLY_OPTION_END,
 };
 const struct tally_optgroup tally_push_group = { NULL, push_options, push_handle_once };
 
 static const struct tally_option push_going_options[] = {
-	{ 0, "push", TALLY_ARG_REQUIRED, "URL", "send what each flush adds to a profiling service (docs/push.md)", PO_URL },
-	{ 0, "push-format", TALLY_ARG_REQUIRED, "F", "pyroscope, parca or otlp", PO_FORMAT },
-	{ 0, "push-app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP },
-	{ 0, "push-label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample pushed (repeatable)", PO_LABEL },
-	{ 0, "push-header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every push (repeatable; seen in ps: no secrets)", PO_HEADER },
-	{ 0, "push-header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line, read at every push", PO_HEADER_FILE },
-	{ 0, "push-timeout", TALLY_ARG_REQUIRED, "D", "at most D for one push (default 30s)", PO_TIMEOUT },
-	{ 0, "push-retry-max", TALLY_ARG_REQUIRED, "D", "the longest wait between tries while the server fails (default 5m)", PO_RETRY_MAX },
+	TALLY_OPT(0, "push", TALLY_ARG_REQUIRED, "URL", "send what each flush adds to a profiling service (docs/push.md)", PO_URL),
+	TALLY_OPT(0, "push-format", TALLY_ARG_REQUIRED, "F", "pyroscope, parca or otlp", PO_FORMAT),
+	TALLY_OPT(0, "push-app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
+	TALLY_OPT(0, "push-label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample pushed (repeatable)", PO_LABEL),
+	TALLY_OPT(0, "push-header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every push (repeatable; seen in ps: no secrets)", PO_HEADER),
+	TALLY_OPT(0, "push-header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line, read at every push", PO_HEADER_FILE),
+	TALLY_OPT(0, "push-timeout", TALLY_ARG_REQUIRED, "D", "at most D for one push (default 30s)", PO_TIMEOUT),
+	TALLY_OPT(0, "push-retry-max", TALLY_ARG_REQUIRED, "D", "the longest wait between tries while the server fails (default 5m)", PO_RETRY_MAX),
 	TALLY_OPTION_END,
 };
 const struct tally_optgroup tally_push_as_you_go_group = { "pushing to a profiling service", push_going_options,

@@ -321,6 +321,19 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* What tally_pusher_start made before its thread ran, undone (and at the
+ * end, after what the thread made). */
+static void unmake(struct tally_pusher *p)
+{
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	tally_push_opts_release(&p->o);
+	free(p->endpoint);
+	free(p->dir);
+	strbuf_release(&p->logs);
+	free(p);
+}
+
 int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct tally_push_opts *o)
 {
 	struct tally_pusher *p = xcalloc(1, sizeof(*p));
@@ -345,13 +358,7 @@ int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct 
 	if (r) {
 		char keep[512];
 		snprintf(keep, sizeof(keep), "%s", tally_errmsg());
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
-		tally_push_opts_release(&p->o);
-		free(p->endpoint);
-		free(p->dir);
-		strbuf_release(&p->logs);
-		free(p);
+		unmake(p);
 		return tally_seterr(r, "cannot open the push cursor of '%s': %s", dir, keep);
 	}
 	if (fresh)
@@ -360,13 +367,7 @@ int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct 
 	r = pthread_create(&p->th, NULL, run, p);
 	if (r) {
 		tally_push_cursor_free(p->cursor);
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->cv);
-		tally_push_opts_release(&p->o);
-		free(p->endpoint);
-		free(p->dir);
-		strbuf_release(&p->logs);
-		free(p);
+		unmake(p);
 		return tally_seterr(-r, "cannot start the pusher's thread: %s", strerror(r));
 	}
 	*out = p;
@@ -468,15 +469,9 @@ void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *c
 		return;
 	}
 	tally_pusher_logs(p, log, ctx);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
-	strbuf_release(&p->logs);
 	tally_push_cursor_free(p->cursor);
 	tally_push_payload_release(&p->again);
 	free(p->again_epoch);
 	free(p->error);
-	free(p->endpoint);
-	free(p->dir);
-	tally_push_opts_release(&p->o);
-	free(p);
+	unmake(p);
 }

@@ -300,15 +300,15 @@ static int select_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option select_options[] = {
-	{ 0, "exclude-dependent", TALLY_ARG_NONE, NULL, "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL },
-	{ 0, "image", TALLY_ARG_REQUIRED, "NAME", "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE },
-	{ 0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID },
-	{ 0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this command name (comm)", TALLY_OPT_SEL_COMM },
-	{ 0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT },
-	{ 0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
-	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL },
-	{ 0, "samples", TALLY_ARG_NONE, NULL,
-	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", TALLY_OPT_SEL_SAMPLES },
+	TALLY_OPT(0, "exclude-dependent", TALLY_ARG_NONE, NULL, "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL),
+	TALLY_OPT(0, "image", TALLY_ARG_REQUIRED, "NAME", "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE),
+	TALLY_OPT(0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID),
+	TALLY_OPT(0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this command name (comm)", TALLY_OPT_SEL_COMM),
+	TALLY_OPT(0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT),
+	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
+	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL),
+	TALLY_OPT(0, "samples", TALLY_ARG_NONE, NULL,
+	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", TALLY_OPT_SEL_SAMPLES),
 	TALLY_OPTION_END,
 };
 

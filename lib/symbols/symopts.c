@@ -48,14 +48,14 @@ static int symopts_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option symopts_options[] = {
-	{ 0, "image-path", TALLY_ARG_REQUIRED, "DIR", "look for images and modules' .ko files under DIR too (repeatable)", SO_IMGPATH },
-	{ 0, "debug-dir", TALLY_ARG_REQUIRED, "DIR", "look for debug files under DIR first (repeatable; DIR/.build-id/..)", SO_DEBUGDIR },
-	{ 0, "mapfile", TALLY_ARG_REQUIRED, "FILE", "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE },
-	{ 0, "vmlinux", TALLY_ARG_REQUIRED, "FILE", "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX },
-	{ 0, "debuginfod", TALLY_ARG_NONE, NULL, "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD },
-	{ 0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT },
-	{ 0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE },
-	{ 0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE },
+	TALLY_OPT(0, "image-path", TALLY_ARG_REQUIRED, "DIR", "look for images and modules' .ko files under DIR too (repeatable)", SO_IMGPATH),
+	TALLY_OPT(0, "debug-dir", TALLY_ARG_REQUIRED, "DIR", "look for debug files under DIR first (repeatable; DIR/.build-id/..)", SO_DEBUGDIR),
+	TALLY_OPT(0, "mapfile", TALLY_ARG_REQUIRED, "FILE", "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE),
+	TALLY_OPT(0, "vmlinux", TALLY_ARG_REQUIRED, "FILE", "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX),
+	TALLY_OPT(0, "debuginfod", TALLY_ARG_NONE, NULL, "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD),
+	TALLY_OPT(0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT),
+	TALLY_OPT(0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE),
+	TALLY_OPT(0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE),
 	TALLY_OPTION_END,
 };
 

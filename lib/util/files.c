@@ -15,11 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	return tally_write_all(fd, data, len);
-}
-
 /* Whether path is by its name one of this process's descriptors:
  * /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (links the system
  * keeps in directories of its own, the only links an output follows). */
@@ -75,7 +70,7 @@ static int write_stream(const char *path, const void *data, size_t len)
 	int fd = tally_open_stream(path);
 	if (fd < 0)
 		return fd;
-	int e = -write_all(fd, data, len);
+	int e = -tally_write_all(fd, data, len);
 	if (close(fd) < 0 && !e && errno != EINTR)
 		e = errno;
 	if (e)
@@ -125,7 +120,7 @@ static int write_atomic(const char *path, const void *data, size_t len, mode_t m
 		free(dir);
 		return r;
 	}
-	int e = -write_all(fd, data, len);
+	int e = -tally_write_all(fd, data, len);
 	if (!e && mode != 0600 && fchmod(fd, mode) < 0)
 		e = errno;
 	if (!e && fsync(fd) < 0)

@@ -101,13 +101,13 @@ void tally_json_strf(struct tally_json *j, const char *fmt, ...)
 void tally_json_u64(struct tally_json *j, uint64_t v)
 {
 	sep(j);
-	strbuf_addf(j->out, "%" PRIu64, v);
+	strbuf_add_u64(j->out, v);
 }
 
 void tally_json_i64(struct tally_json *j, int64_t v)
 {
 	sep(j);
-	strbuf_addf(j->out, "%" PRId64, v);
+	strbuf_add_i64(j->out, v);
 }
 
 void tally_json_num(struct tally_json *j, double v, int prec)

@@ -30,7 +30,7 @@ static size_t flatten(const struct tally_cmdopts *cmd, struct flat **out)
 	return n;
 }
 
-static const struct tally_option help_opt = { 'h', "help", TALLY_ARG_NONE, NULL, "show this help", 0 };
+static const struct tally_option help_opt = TALLY_OPT('h', "help", TALLY_ARG_NONE, NULL, "show this help", 0);
 
 /* The long option a token such as "--fo=1" names, by getopt's rules: an exact
  * name, else the one name it is a prefix of. Names the candidates of an
@@ -125,7 +125,15 @@ int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int arg
 			break;
 		}
 		const struct tally_optgroup *g = cmd->groups[f[i].group];
-		int r = g->handle(ctxs ? ctxs[f[i].group] : NULL, f[i].o->code, optarg);
+		const struct tally_option *o = f[i].o;
+		void *ctx = ctxs ? ctxs[f[i].group] : NULL;
+		int r = 0;
+		if (o->bind == TALLY_BIND_FLAG)
+			*(bool *)((char *)ctx + o->offset) = true;
+		else if (o->bind == TALLY_BIND_STRING)
+			*(const char **)((char *)ctx + o->offset) = optarg;
+		else
+			r = g->handle(ctx, o->code, optarg);
 		if (r < 0) {
 			ret = r;
 			break;
@@ -309,6 +317,10 @@ int tally_opts_check(const struct tally_cmdopts *cmd)
 			ret = tally_seterr(-EINVAL, "%s: option '%s' has no help", cmd->name, nm);
 		else if ((o->arg != TALLY_ARG_NONE) != (o->argname != NULL))
 			ret = tally_seterr(-EINVAL, "%s: option '%s': a value name goes with a value", cmd->name, nm);
+		else if (o->bind == TALLY_BIND_NONE && !cmd->groups[f[i].group]->handle)
+			ret = tally_seterr(-EINVAL, "%s: option '%s' has no handler and is bound to nothing", cmd->name, nm);
+		else if ((o->bind == TALLY_BIND_FLAG) != (o->arg == TALLY_ARG_NONE && o->bind != TALLY_BIND_NONE))
+			ret = tally_seterr(-EINVAL, "%s: option '%s': a flag takes no value", cmd->name, nm);
 		else if (o->short_name == 'h' || (o->long_name && !strcmp(o->long_name, "help")))
 			ret = tally_seterr(-EINVAL, "%s: '-h/--help' is every command's own", cmd->name);
 		for (size_t j = i + 1; j < n && !ret; j++) {
@@ -317,7 +329,8 @@ int tally_opts_check(const struct tally_cmdopts *cmd)
 				ret = tally_seterr(-EINVAL, "%s: '-%c' is given twice", cmd->name, o->short_name);
 			else if (o->long_name && p->long_name && !strcmp(o->long_name, p->long_name))
 				ret = tally_seterr(-EINVAL, "%s: '--%s' is given twice", cmd->name, o->long_name);
-			else if (f[i].group == f[j].group && o->code == p->code)
+			else if (f[i].group == f[j].group && o->bind == TALLY_BIND_NONE && p->bind == TALLY_BIND_NONE &&
+				 o->code == p->code)
 				ret = tally_seterr(-EINVAL, "%s: option '%s' shares its code with another of its group", cmd->name, nm);
 		}
 	}

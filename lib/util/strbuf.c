@@ -73,6 +73,26 @@ void strbuf_addstr(struct strbuf *sb, const char *s)
 	strbuf_add(sb, s, strlen(s));
 }
 
+void strbuf_add_u64(struct strbuf *sb, uint64_t v)
+{
+	char t[20];
+	size_t n = sizeof(t);
+	do
+		t[--n] = (char)('0' + v % 10);
+	while ((v /= 10));
+	strbuf_add(sb, t + n, sizeof(t) - n);
+}
+
+void strbuf_add_i64(struct strbuf *sb, int64_t v)
+{
+	if (v < 0) {
+		strbuf_addch(sb, '-');
+		strbuf_add_u64(sb, -(uint64_t)v);
+	} else {
+		strbuf_add_u64(sb, (uint64_t)v);
+	}
+}
+
 void strbuf_addch(struct strbuf *sb, char c)
 {
 	strbuf_add(sb, &c, 1);

@@ -26,15 +26,15 @@ static int take(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option own[] = {
-	{ 'o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write", 1 },
-	{ 0, "force", TALLY_ARG_NONE, NULL, "replace", 2 },
-	{ 0, "format", TALLY_ARG_REQUIRED, "FMT", "which format", 3 },
-	{ 0, "explain", TALLY_ARG_OPTIONAL, "IMAGE", "why\nand a second line", 4 },
-	{ 0, "bad", TALLY_ARG_REQUIRED, "X", "always refused", 99 },
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write", 1),
+	TALLY_OPT(0, "force", TALLY_ARG_NONE, NULL, "replace", 2),
+	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "FMT", "which format", 3),
+	TALLY_OPT(0, "explain", TALLY_ARG_OPTIONAL, "IMAGE", "why\nand a second line", 4),
+	TALLY_OPT(0, "bad", TALLY_ARG_REQUIRED, "X", "always refused", 99),
 	TALLY_OPTION_END,
 };
 static const struct tally_option other[] = {
-	{ 'v', "verbose", TALLY_ARG_NONE, NULL, "more", 1 },
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "more", 1),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup g_own = { NULL, own, take };
@@ -156,7 +156,7 @@ static void test_options__check_finds_bad_tables(void **state)
 	(void)state;
 	assert_int_equal(tally_opts_check(&cmd), 0);
 	static const struct tally_option dup[] = {
-		{ 'o', "out", TALLY_ARG_REQUIRED, "F", "x", 1 },
+		TALLY_OPT('o', "out", TALLY_ARG_REQUIRED, "F", "x", 1),
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_dup = { NULL, dup, take };
@@ -164,7 +164,7 @@ static void test_options__check_finds_bad_tables(void **state)
 	assert_int_equal(tally_opts_check(&c1), -EINVAL);
 	assert_errmsg_has("'-o' is given twice");
 	static const struct tally_option nohelp[] = {
-		{ 0, "quiet", TALLY_ARG_NONE, NULL, "", 1 },
+		TALLY_OPT(0, "quiet", TALLY_ARG_NONE, NULL, "", 1),
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_nohelp = { NULL, nohelp, take };
@@ -172,13 +172,71 @@ static void test_options__check_finds_bad_tables(void **state)
 	assert_int_equal(tally_opts_check(&c2), -EINVAL);
 	assert_errmsg_has("has no help");
 	static const struct tally_option noval[] = {
-		{ 0, "size", TALLY_ARG_REQUIRED, NULL, "a size", 1 },
+		TALLY_OPT(0, "size", TALLY_ARG_REQUIRED, NULL, "a size", 1),
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_noval = { NULL, noval, take };
 	static const struct tally_cmdopts c3 = { .name = "d", .summary = "s", .usage = "u", .groups = { &g_noval } };
 	assert_int_equal(tally_opts_check(&c3), -EINVAL);
 	assert_errmsg_has("a value name goes with a value");
+}
+
+/* Options bound to members take their values with no handler; a bound
+ * option mixes with handled ones in a group; a table that binds nothing and
+ * has no handler is refused. */
+struct bound {
+	const char *out, *fmt;
+	bool force, quiet;
+	int listed;
+};
+
+static int take_list(void *ctx, int code, const char *arg)
+{
+	(void)arg;
+	struct bound *b = ctx;
+	if (code == 7)
+		b->listed++;
+	return 0;
+}
+
+static void test_options__bound_members(void **state)
+{
+	(void)state;
+	static const struct tally_option opts[] = {
+		TALLY_OPT_STRING('o', "output", "FILE", "where", struct bound, out),
+		TALLY_OPT_STRING(0, "format", "F", "which", struct bound, fmt),
+		TALLY_OPT_FLAG('f', "force", "replace", struct bound, force),
+		TALLY_OPT_FLAG(0, "quiet", "say less", struct bound, quiet),
+		TALLY_OPT(0, "list", TALLY_ARG_REQUIRED, "X", "one more (repeatable)", 7),
+		TALLY_OPTION_END,
+	};
+	static const struct tally_optgroup g = { NULL, opts, take_list };
+	static const struct tally_cmdopts c = { .name = "b", .summary = "s", .usage = "u", .groups = { &g } };
+	assert_int_equal(tally_opts_check(&c), 0);
+	struct bound b = { .out = "default" };
+	void *ctx[] = { &b };
+	char *argv[] = { "b", "-f", "--format", "json", "--list", "a", "-o", "x", "-o", "y", "--list", "b", "rest", NULL };
+	int first;
+	assert_int_equal(tally_opts_parse(&c, ctx, 13, argv, &first), 0);
+	assert_string_equal(b.out, "y"); /* the last given */
+	assert_string_equal(b.fmt, "json");
+	assert_true(b.force);
+	assert_false(b.quiet);
+	assert_int_equal(b.listed, 2);
+	assert_int_equal(first, 12);
+	/* a bound option still needs its value */
+	char *novalue[] = { "b", "--format", NULL };
+	assert_int_equal(tally_opts_parse(&c, ctx, 2, novalue, &first), -EINVAL);
+	assert_errmsg_has("--format");
+	/* no handler and an option bound to nothing */
+	static const struct tally_option loose[] = {
+		TALLY_OPT(0, "what", TALLY_ARG_NONE, NULL, "goes nowhere", 1),
+		TALLY_OPTION_END,
+	};
+	static const struct tally_optgroup g_loose = { NULL, loose, NULL };
+	static const struct tally_cmdopts c2 = { .name = "l", .summary = "s", .usage = "u", .groups = { &g_loose } };
+	assert_int_equal(tally_opts_check(&c2), -EINVAL);
+	assert_errmsg_has("bound to nothing");
 }
 
 /* The shared groups are well formed, and together (as a command would use
@@ -229,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_options__help_text),
 		cmocka_unit_test(test_options__check_finds_bad_tables),
 		cmocka_unit_test(test_options__shared_groups),
+		cmocka_unit_test(test_options__bound_members),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include <inttypes.h>
+
 #include <pthread.h>
 #include <time.h>
 
@@ -588,6 +590,27 @@ static void test_util__grow_try_overflow(void **state)
 }
 
 /* ---- quoting damaged input ---- */
+
+/* numbers in decimal without printf: the same text as printf's, at the ends of the ranges */
+static void test_util__add_numbers(void **state)
+{
+	(void)state;
+	const uint64_t u[] = { 0, 7, 10, 99, 1000000007, UINT64_MAX - 1, UINT64_MAX };
+	const int64_t i[] = { 0, -1, 1, -10, INT64_MAX, INT64_MIN, INT64_MIN + 1 };
+	char want[32];
+	for (size_t k = 0; k < ARRAY_SIZE(u); k++) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addstr(&sb, "x");
+		strbuf_add_u64(&sb, u[k]);
+		snprintf(want, sizeof(want), "x%" PRIu64, u[k]);
+		assert_string_equal(sb.buf, want);
+		strbuf_release(&sb);
+		strbuf_add_i64(&sb, i[k]);
+		snprintf(want, sizeof(want), "%" PRId64, i[k]);
+		assert_string_equal(sb.buf, want);
+		strbuf_release(&sb);
+	}
+}
 
 /* the one UTF-8 validator: every ill-formed kind refused, C1 on request */
 static void test_util__utf8_seq(void **state)
@@ -1555,6 +1578,7 @@ int main(void)
 		cmocka_unit_test(test_util__format_utc_out_of_range),
 		cmocka_unit_test(test_util__run_parallel),
 		cmocka_unit_test(test_util__utf8_seq),
+		cmocka_unit_test(test_util__add_numbers),
 		cmocka_unit_test(test_util__open_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
