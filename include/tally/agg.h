@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "tally/collect.h"
+#include "tally/fprepair.h"
 #include "tally/jitdump.h"
 #include "tally/util.h"
 
@@ -43,7 +44,7 @@ struct tally_image {
 	uint8_t early_id[20];
 	uint8_t early_id_len;  /* 0: early_hash is the id */
 	uint64_t early_hash;
-	void *leaf_cfi;        /* the file's CFI for the frame-pointer leaf check (unwind.h), or NULL */
+	void *leaf_cfi;        /* the file's CFI for the frame-pointer repair (unwind.h), or NULL */
 };
 
 struct tally_map {
@@ -141,11 +142,14 @@ struct tally_agg {
 	 * chain then costs one hash lookup, not two) */
 	uint32_t *frame_stack1;
 	size_t aframe_stack1;
-	/* per frame, with frame-pointer chains: the CFI rule at that code address
-	 * (tally_unwind_leaf_rule), 0 until asked, then 1 + enum tally_leaf, and for
-	 * TALLY_LEAF_RA the return address's offset from sp: asked once per address */
-	struct tally_leaf_rule { uint32_t kind, ra_off; } *leaf_rule;
-	size_t aleaf_rule;
+	/* with frame-pointer chains, per frame and kind (2 * frame + 1 for a
+	 * return address, 2 * frame for a sampled ip): the CFI rule there
+	 * (tally_unwind_fp_rule), asked once per code address */
+	struct tally_agg_fp_rule {
+		uint8_t known;
+		struct tally_fp_rule r;
+	} *fp_rules;
+	size_t afp_rules;
 
 	uint32_t *stack_frames;
 	size_t nstack_frames, astack_frames;
@@ -201,14 +205,17 @@ struct tally_agg {
 	size_t jit_budget;   /* what one process's JIT sources may cost (TALLY_JIT_BUDGET) */
 	uint64_t uw_samples, uw_short, uw_joined;
 	uint64_t uw_why_stack, uw_why_cfi, uw_why_depth;
-	/* frame-pointer chains: samples whose first user frame was checked against
-	 * its CFI, those whose missing caller was put back from the stack copy, and
-	 * those that could not be checked (no CFI, or the return address outside the
-	 * copy): a caller may be missing there */
-	uint64_t fp_leaf_checked, fp_leaf_repaired, fp_leaf_unchecked; /* why DWARF unwinds stopped short */ /* DWARF unwinds, those that stopped early, those the fp chain extended */
+	/* frame-pointer chains (docs/callgraph.md): samples whose top of the stack
+	 * was unwound with CFI until the chain rejoined, those where frames were
+	 * put back (and how many frames in all), those where it could not finish
+	 * (a caller may be missing there) and why (enum tally_fp_stop) */
+	uint64_t fp_leaf_checked, fp_leaf_repaired, fp_leaf_unchecked, fp_repair_frames;
+	uint64_t fp_repair_stops[TALLY_FP_NSTOPS];
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];
+	uint32_t scratch_user[512];            /* the frame-pointer repair's copy of the chain's frames */
+	struct tally_fp_repair scratch_repair; /* ... and its result */
 };
 
 /* What one process's JIT sources may cost by default (docs/symbols.md): the copy
@@ -283,6 +290,14 @@ void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const ch
 uint32_t tally_agg_comm(struct tally_agg *a, const char *comm);
 /* The same with a weight of n (a period of 1). */
 void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n);
+/* The frame-pointer repair's rule at code address pc of process pid (ra: a
+ * return address), as the aggregate's repair uses it (docs/callgraph.md):
+ * false when there is none (no such process or mapping, no CFI). For a
+ * collector that unwinds in the kernel (the BPF off-CPU program). */
+bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra, struct tally_fp_rule *out);
+/* Counts n samples of a repair done elsewhere (the collector's) as the
+ * aggregate's own: frames put back, and why it stopped. */
+void tally_agg_fp_count(struct tally_agg *a, size_t frames, enum tally_fp_stop stop, uint64_t n);
 /* Adds a mapping to a process, replacing what it overlaps. */
 void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image);
 /* The map containing addr, or NULL. */

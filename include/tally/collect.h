@@ -105,8 +105,9 @@ struct tally_rec {
 	uint64_t count;   /* samples this record stands for (off-CPU waits summed in the kernel); 0: one */
 	uint64_t nr;      /* callchain length */
 	const uint64_t *chain;
-	const uint64_t *regs; /* user registers (tally_unwind_regs_mask order), or NULL */
+	const uint64_t *regs; /* user registers (in the order of regs_mask's bits), or NULL */
 	uint64_t nregs;
+	uint64_t regs_mask;   /* which registers (perf's bits); 0: tally_unwind_regs_mask() */
 	const uint8_t *stack; /* user stack copy from the sampled SP */
 	uint64_t stack_len;
 };

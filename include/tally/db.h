@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 
 #include "tally/agg.h" /* struct tally_frame */
@@ -39,6 +40,15 @@ void tally_meta_set(struct tally_meta *m, const char *key, const char *fmt, ...)
 /* The value, or NULL. The string belongs to m. */
 const char *tally_meta_get(const struct tally_meta *m, const char *key);
 void tally_meta_release(struct tally_meta *m);
+
+/* The session's fp-repair-stops (docs/format.md): why the frame-pointer repair
+ * could not finish, by cause, in the order of enum tally_fp_stop from
+ * TALLY_FP_NOCFI on. Written with TALLY_FP_STOPS_FMT, read by
+ * tally_fp_stops_parse (false: not that form). */
+#define TALLY_FP_NSTOPS_SAID 4
+#define TALLY_FP_STOPS_FMT                                                                                       \
+	"no CFI %" PRIu64 ", stack copy too small %" PRIu64 ", chain not rejoined %" PRIu64 ", depth limit %" PRIu64
+bool tally_fp_stops_parse(const char *v, uint64_t n[TALLY_FP_NSTOPS_SAID]);
 
 /* ---- the temporaries next to a database, and their recovery ----
  * While lib/db writes or removes the database DIR/NAME it keeps, next to it:

@@ -28,9 +28,10 @@ enum {
 };
 
 #define TALLY_SAMPLING_MAX_EVENTS 16
-/* Bytes of user stack copied per sample with frame-pointer call graphs, to find
- * the return address of a function that set up no frame (docs/callgraph.md). */
-#define TALLY_LEAF_STACK 128
+/* Bytes of user stack copied per sample with frame-pointer call graphs, to
+ * unwind the functions without a frame pointer at the top of the stack with
+ * their CFI (docs/callgraph.md). */
+#define TALLY_FP_STACK 2048
 
 struct tally_sampling {
 	/* as given on the command line */
@@ -39,6 +40,8 @@ struct tally_sampling {
 	uint64_t freq, period;  /* 0 when not given */
 	bool randomize, callchain, per_pid, build_id_mmap;
 	uint32_t stack_user;    /* --call-graph dwarf: bytes of user stack per sample */
+	uint32_t fp_stack;      /* -g, --call-graph fp[,SIZE]: bytes of user stack per sample for the
+				 * repair (docs/callgraph.md), TALLY_FP_STACK unless given */
 	bool offcpu;            /* --off-cpu: off-cpu and off-cpu-preempted added to the events */
 	uint64_t offcpu_min;    /* --off-cpu-min, ns (0: every wait) */
 	int offcpu_mech;        /* --off-cpu-mechanism: enum tally_offcpu_mech (offcpu.h) */

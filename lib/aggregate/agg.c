@@ -72,7 +72,7 @@ void tally_agg_release(struct tally_agg *a)
 	free(a->jit_programs);
 	free(a->frames);
 	free(a->frame_stack1);
-	free(a->leaf_rule);
+	free(a->fp_rules);
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	free(a->stacks);
@@ -368,48 +368,108 @@ void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, ui
 	tally_agg_count_w(a, stack, pid, event, n, n);
 }
 
-/* A frame-pointer chain reads each caller from the frame of its callee: a
- * sampled function that set up no frame (a leaf at -O2, or one in its prologue
- * or epilogue) leaves its own caller out. Its CFI says where its return address
- * is in the copied stack: put that frame back after the leaf. */
-static void fp_leaf_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r, size_t user_at,
-			   const uint64_t *user_raw, size_t nuser, uint32_t *n)
+/* The rule at code address pc of process p (rule of tally_unwind_fp_repair),
+ * asked of the image's CFI once per (frame, kind) and kept. */
+struct fp_ctx {
+	struct tally_agg *a;
+	struct tally_proc *p;
+	const uint32_t *chain_frames; /* the chain's frames, or NULL */
+	size_t nchain;
+};
+
+static void fp_rule_frame(struct tally_agg *a, struct tally_proc *p, uint32_t frame, bool ra,
+			  struct tally_fp_rule *out)
 {
-	uint64_t ra = 0;
-	uint32_t leaf = a->scratch_frames[user_at];
-	if (leaf >= a->aleaf_rule) {
-		size_t old = a->aleaf_rule;
-		GROW(a->leaf_rule, a->aleaf_rule, (size_t)leaf + 1);
-		memset(a->leaf_rule + old, 0, (a->aleaf_rule - old) * sizeof(*a->leaf_rule));
+	size_t at = 2 * (size_t)frame + ra;
+	if (at >= a->afp_rules) {
+		size_t old = a->afp_rules;
+		GROW(a->fp_rules, a->afp_rules, at + 1);
+		memset(a->fp_rules + old, 0, (a->afp_rules - old) * sizeof(*a->fp_rules));
 	}
-	struct tally_leaf_rule *lr = &a->leaf_rule[leaf];
-	if (!lr->kind) {
+	struct tally_agg_fp_rule *k = &a->fp_rules[at];
+	if (!k->known) {
 		/* once per code address: the CFI lookup allocates */
-		uint64_t off = 0;
-		const struct tally_frame *f = &a->frames[leaf];
-		enum tally_leaf k = tally_unwind_leaf_rule(a, p, f->image, f->offset, &off);
-		lr->kind = 1 + (uint32_t)k;
-		lr->ra_off = (uint32_t)off;
+		const struct tally_frame *f = &a->frames[frame];
+		tally_unwind_fp_rule(a, p, f->image, f->offset, ra, &k->r);
+		k->known = 1;
 	}
-	enum tally_leaf l = (enum tally_leaf)(lr->kind - 1);
-	if (l == TALLY_LEAF_RA && !tally_unwind_leaf_read(r->regs, r->nregs, r->stack, r->stack_len, user_raw[0], lr->ra_off, &ra))
-		l = TALLY_LEAF_UNKNOWN;
-	a->fp_leaf_checked++;
-	if (l == TALLY_LEAF_UNKNOWN) {
-		a->fp_leaf_unchecked++;
+	*out = k->r;
+}
+
+/* False where pc is in no executable mapping of the process (a chain read
+ * from an rbp that was no frame pointer); true with TALLY_FP_CFA_NONE in
+ * code without CFI (anonymous: JIT code). */
+static bool fp_rule(void *ctx, uint64_t pc, bool ra, size_t chain_at, struct tally_fp_rule *out)
+{
+	struct fp_ctx *c = ctx;
+	memset(out, 0, sizeof(*out));
+	const struct tally_map *m = pc < KERNEL_START ? tally_proc_find_map(c->p, pc) : NULL;
+	if (!m)
+		return false;
+	if (m->image == TALLY_MAP_ANON)
+		return true;
+	if (c->chain_frames && chain_at < c->nchain)
+		fp_rule_frame(c->a, c->p, c->chain_frames[chain_at], ra, out);
+	else
+		fp_rule_frame(c->a, c->p, tally_agg_frame(c->a, m->image, pc - m->start + m->pgoff), ra, out);
+	return true;
+}
+
+bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra, struct tally_fp_rule *out)
+{
+	struct fp_ctx c = { a, agg_proc_lookup(a, (int)pid), NULL, 0 };
+	memset(out, 0, sizeof(*out));
+	return c.p && fp_rule(&c, pc, ra, SIZE_MAX, out);
+}
+
+void tally_agg_fp_count(struct tally_agg *a, size_t frames, enum tally_fp_stop stop, uint64_t n)
+{
+	a->fp_leaf_checked += n;
+	if (frames) {
+		a->fp_leaf_repaired += n;
+		a->fp_repair_frames += frames * n;
+	}
+	if (stop != TALLY_FP_JOINED && stop < TALLY_FP_NSTOPS) {
+		a->fp_leaf_unchecked += n;
+		a->fp_repair_stops[stop] += n;
+	}
+}
+
+/* A frame-pointer chain reads each caller from the frame of its callee: the
+ * functions between the sampled one and the first with its frame on the
+ * chain (a leaf at -O2, a prologue or an epilogue, a chain of libc functions
+ * without frame pointers), and the callers of those in the chain that had no
+ * frame, are not on it. Their CFI unwinds them over the stack copy, the
+ * chain's entries checked against it (unwind.h): the stack is rebuilt from
+ * the sampled ip on. raw: the chain's user addresses; fr[user_at..*n) their
+ * frames. */
+static void fp_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r, size_t user_at,
+		      const uint64_t *raw, size_t nuser, uint32_t *n, uint64_t n1)
+{
+	uint64_t ip = 0, sp = 0, bp = 0;
+	if (!tally_unwind_regs_ipspbp(r->regs, r->nregs, r->regs_mask ? r->regs_mask : tally_unwind_regs_mask(), &ip, &sp,
+				      &bp)) {
+		tally_agg_fp_count(a, 0, TALLY_FP_LOST, n1);
 		return;
 	}
-	if (l != TALLY_LEAF_RA || (nuser >= 2 && user_raw[1] == ra) || !ra)
-		return; /* the chain holds the caller already */
-	if (*n >= ARRAY_SIZE(a->scratch_frames))
-		return;
-	uint64_t off;
-	uint32_t img = resolve(a, p, ra, false, &off);
 	uint32_t *fr = a->scratch_frames;
-	memmove(fr + user_at + 2, fr + user_at + 1, (*n - user_at - 1) * sizeof(*fr));
-	fr[user_at + 1] = tally_agg_frame(a, img, off);
-	(*n)++;
-	a->fp_leaf_repaired++;
+	uint32_t *user = a->scratch_user;
+	memcpy(user, fr + user_at, nuser * sizeof(*fr));
+	struct fp_ctx c = { a, p, user, nuser };
+	struct tally_fp_repair *rp = &a->scratch_repair;
+	tally_unwind_fp_repair(ip, sp, bp, r->stack, r->stack ? r->stack_len : 0, raw, nuser, fp_rule, &c, rp);
+	tally_agg_fp_count(a, rp->walked, rp->stop, n1);
+	size_t k = user_at + 1; /* after the sampled ip */
+	for (size_t i = 0; i < rp->n && k < ARRAY_SIZE(a->scratch_frames); i++) {
+		if (rp->from[i] >= 0) {
+			fr[k++] = user[rp->from[i]];
+		} else {
+			uint64_t off;
+			uint32_t img = resolve(a, p, rp->pcs[i], false, &off);
+			fr[k++] = tally_agg_frame(a, img, off);
+		}
+	}
+	*n = (uint32_t)k;
 }
 
 /* The sample memo: a whole-system daemon's samples mostly fall on places seen
@@ -484,7 +544,7 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else {
 		bool in_kernel = kernel;
 		size_t user_at = SIZE_MAX; /* index in fr where user frames begin */
-		uint64_t user_raw[2] = { 0, 0 }; /* the first two user addresses of the chain */
+		uint64_t *user_raw = a->scratch_pcs; /* the chain's user addresses (unused by DWARF until below) */
 		size_t nuser = 0;
 		for (uint64_t i = 0; i < r->nr; i++) {
 			uint64_t ip = r->chain[i];
@@ -499,10 +559,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				break; /* kept as far as it goes: reports count it as stopped early */
 			if (!in_kernel && user_at == SIZE_MAX)
 				user_at = n;
-			if (!in_kernel && nuser < 2)
-				user_raw[nuser] = ip;
 			if (!in_kernel)
-				nuser++;
+				user_raw[nuser++] = ip;
 			uint32_t img = resolve(a, in_kernel ? NULL : p, ip, in_kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
 		}
@@ -558,8 +616,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				}
 			}
 		}
-		if (!a->dwarf && r->regs && p && user_at != SIZE_MAX)
-			fp_leaf_repair(a, p, r, user_at, user_raw, nuser, &n);
+		if (!a->dwarf && r->regs && p && user_at != SIZE_MAX && user_at + nuser == n)
+			fp_repair(a, p, r, user_at, user_raw, nuser, &n, n1);
 		if (!n) {
 			uint32_t img = resolve(a, p, r->ip, kernel, &off);
 			fr[n++] = tally_agg_frame(a, img, off);
@@ -814,9 +872,9 @@ void tally_agg_reset(struct tally_agg *a)
 	free(a->frame_stack1);
 	a->frame_stack1 = NULL;
 	a->aframe_stack1 = 0;
-	free(a->leaf_rule);
-	a->leaf_rule = NULL;
-	a->aleaf_rule = 0;
+	free(a->fp_rules);
+	a->fp_rules = NULL;
+	a->afp_rules = 0;
 	tally_hidx_release(&a->frame_idx);
 	free(a->stack_frames);
 	a->stack_frames = NULL;
@@ -849,7 +907,8 @@ void tally_agg_reset(struct tally_agg *a)
 	a->jit_warnings_more = 0;
 	a->uw_samples = a->uw_short = a->uw_joined = 0;
 	a->uw_why_stack = a->uw_why_cfi = a->uw_why_depth = 0;
-	a->fp_leaf_checked = a->fp_leaf_repaired = a->fp_leaf_unchecked = 0;
+	a->fp_leaf_checked = a->fp_leaf_repaired = a->fp_leaf_unchecked = a->fp_repair_frames = 0;
+	memset(a->fp_repair_stops, 0, sizeof(a->fp_repair_stops));
 	for (size_t i = 0; i < a->nprocs; i++)
 		a->procs[i]->sampled = false;
 
@@ -929,7 +988,7 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->aleaf_rule * sizeof(*a->leaf_rule) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) + a->acomms * sizeof(*a->comms);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->afp_rules * sizeof(*a->fp_rules) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) + a->acomms * sizeof(*a->comms);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs) + (a->memo ? MEMO_SIZE * sizeof(*a->memo) : 0);

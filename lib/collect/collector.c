@@ -107,8 +107,12 @@ int tally_collector_open(struct tally_collector **out, const struct tally_collec
 		else if (opts->events[ev]->offcpu == TALLY_OFFCPU_PREEMPTED)
 			c->pre_ev = ev;
 	}
-	/* a record per context switch: room for a burst of them between two polls */
+	/* a record per context switch: room for a burst of them between two polls;
+	 * a stack copy per sample: room for as many samples as a plain one has
+	 * with 512 bytes of it, up to the DWARF mode's 2 MiB */
 	size_t pages = opts->stack_user ? 512 : c->off_ev >= 0 ? 512 : 128;
+	if (opts->leaf_stack > 512 && pages < 512)
+		pages = opts->leaf_stack >= 2048 ? 512 : 256;
 	size_t pagesz = (size_t)sysconf(_SC_PAGESIZE);
 	/* the trailer of non-sample records: pid/tid, time, cpu, identifier */
 	rings_init(&c->rings, pagesz, (opts->ring_pages ? opts->ring_pages : pages) * pagesz, 32);

@@ -65,7 +65,7 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	if ((c->o.stack_user || c->o.leaf_stack) && ev >= 0) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a->sample_regs_user = tally_unwind_regs_mask();
+		a->sample_regs_user = collect_regs_mask(c);
 		a->sample_stack_user = c->o.stack_user ? c->o.stack_user : c->o.leaf_stack;
 	}
 	a->sample_id_all = 1;

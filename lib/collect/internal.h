@@ -203,8 +203,11 @@ struct mech *mech_ring_new(void);
  * some of them): its call chain, registers, stack and weight, to rd->fn. */
 void mech_ring_sample(struct tally_collector *c, struct mech *m, struct round *rd, struct evfd *f,
 		      struct tally_rec *r, const uint64_t *p, const uint64_t *end);
-/* The user registers and stack copy of a sample at p..end into r. */
-void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, struct tally_rec *r);
+/* The user registers the samples carry: every one the CFI may use for DWARF
+ * unwinding, ip, sp and bp for the frame-pointer repair (unwind.h). */
+uint64_t collect_regs_mask(const struct tally_collector *c);
+/* The user registers (of mask) and stack copy of a sample at p..end into r. */
+void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask, struct tally_rec *r);
 
 /* mech_counted.c (mech_nobpf.c without BPF): samples counted in the kernel.
  * 0 with *out set, or (not asked: auto) with *out NULL and c->sample_why

@@ -94,7 +94,7 @@ static void tp_sample(struct tally_collector *c, struct mech *m, struct round *r
 		return;
 	if (sw.prev_pid > 0) {
 		if (c->o.stack_user || c->o.leaf_stack)
-			mech_user_regs_stack(p, end, r);
+			mech_user_regs_stack(p, end, collect_regs_mask(c), r);
 		/* the place that waited is the first user frame (the chain holds no
 		 * kernel part); a kernel thread has only the tracepoint's own ip */
 		uint64_t user_ip = 0;

@@ -10,7 +10,12 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 
-void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, struct tally_rec *r)
+uint64_t collect_regs_mask(const struct tally_collector *c)
+{
+	return c->o.stack_user ? tally_unwind_regs_mask() : tally_unwind_fp_regs_mask();
+}
+
+void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask, struct tally_rec *r)
 {
 	/* PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER: the ABI and the
 	 * registers, then the copy and the size the kernel actually filled
@@ -19,10 +24,11 @@ void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, struct tally_r
 		return;
 	uint64_t abi = *p++;
 	if (abi) {
-		uint64_t n = (uint64_t)__builtin_popcountll(tally_unwind_regs_mask());
+		uint64_t n = (uint64_t)__builtin_popcountll(mask);
 		if (n <= (uint64_t)(end - p)) {
 			r->regs = p;
 			r->nregs = n;
+			r->regs_mask = mask;
 			p += n;
 		} else {
 			p = end;
@@ -51,7 +57,7 @@ void mech_ring_sample(struct tally_collector *c, struct mech *m, struct round *r
 		p += nr;
 	}
 	if (c->o.stack_user || c->o.leaf_stack)
-		mech_user_regs_stack(p, end, r);
+		mech_user_regs_stack(p, end, collect_regs_mask(c), r);
 	/* an inherited event reports its parent's id: a sample of another task came
 	 * through a copy made at that task's creation, whose period tally cannot redraw */
 	bool reached = f->task < 0 || (uint32_t)f->task == r->tid;

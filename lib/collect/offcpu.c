@@ -141,7 +141,7 @@ struct pend {
 	uint16_t misc;
 	uint32_t cpu;
 	uint64_t time, ip;
-	uint64_t nr, nregs, stack_len;
+	uint64_t nr, nregs, stack_len, regs_mask;
 	uint64_t *chain;
 	size_t achain;
 	uint64_t *regs;
@@ -280,6 +280,7 @@ void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t
 		memcpy(p->chain, s->chain, s->nr * sizeof(uint64_t));
 	}
 	p->nregs = s->regs ? s->nregs : 0;
+	p->regs_mask = s->regs_mask;
 	if (p->nregs) {
 		GROW(p->regs, p->aregs, p->nregs);
 		memcpy(p->regs, s->regs, p->nregs * sizeof(uint64_t));
@@ -320,6 +321,7 @@ static void deliver(struct tally_offcpu *o, struct pend *p, uint64_t time, uint3
 	r.chain = p->nr ? p->chain : NULL;
 	r.regs = p->nregs ? p->regs : NULL;
 	r.nregs = p->nregs;
+	r.regs_mask = p->regs_mask;
 	r.stack = p->stack_len ? p->stack : NULL;
 	r.stack_len = p->stack_len;
 	fn(ctx, &r);

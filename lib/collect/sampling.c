@@ -16,6 +16,7 @@ void tally_sampling_init(struct tally_sampling *s)
 	memset(s, 0, sizeof(*s));
 	s->events_arg = "cpu-clock";
 	s->randomize = true;
+	s->fp_stack = TALLY_FP_STACK;
 	strbuf_init(&s->evnames);
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 	s->ncpus = n > 0 ? (int)n : 1;
@@ -51,9 +52,16 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 		s->callchain = true;
 		return 1;
 	case TALLY_OPT_CALLGRAPH:
-		if (!strcmp(arg, "fp")) {
+		if (!strncmp(arg, "fp", 2) && (!arg[2] || arg[2] == ',')) {
 			s->callchain = true;
 			s->stack_user = 0;
+			s->fp_stack = TALLY_FP_STACK;
+			if (arg[2] == ',') {
+				uint64_t sz;
+				if (tally_parse_u64(arg + 3, "frame-pointer stack size", 0, 65528, &sz))
+					return -EINVAL;
+				s->fp_stack = (uint32_t)(sz & ~7ULL);
+			}
 		} else if (!strncmp(arg, "dwarf", 5) && (!arg[5] || arg[5] == ',')) {
 			s->callchain = true;
 			s->stack_user = 16384;
@@ -64,7 +72,7 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 				s->stack_user = (uint32_t)(sz & ~7ULL);
 			}
 		} else {
-			return tally_seterr(-EINVAL, "unknown call-graph mode '%s' (known: fp, dwarf[,SIZE])", arg);
+			return tally_seterr(-EINVAL, "unknown call-graph mode '%s' (known: fp[,SIZE], dwarf[,SIZE])", arg);
 		}
 		return 1;
 	case TALLY_OPT_BUILDID_MMAP:
@@ -264,9 +272,9 @@ void tally_sampling_collect_opts(const struct tally_sampling *s, struct tally_co
 	co->randomize = s->randomize;
 	co->callchain = s->callchain;
 	co->stack_user = s->stack_user;
-	/* frame-pointer chains: a few words of stack find the caller of a function
-	 * that set up no frame (docs/callgraph.md) */
-	co->leaf_stack = s->callchain && !s->stack_user ? TALLY_LEAF_STACK : 0;
+	/* frame-pointer chains: the top of the stack, to unwind the functions
+	 * without a frame pointer there with their CFI (docs/callgraph.md) */
+	co->leaf_stack = s->callchain && !s->stack_user ? s->fp_stack : 0;
 	co->build_id_mmap = s->build_id_mmap;
 	co->cpus = s->cpus;
 	co->ncpus = s->ncpus;
@@ -384,11 +392,17 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 		tally_meta_set(m, "max-stack", "%zu", ARRAY_SIZE(a->scratch_pcs));
 	} else {
 		tally_meta_set(m, "call-graph", "%s", s->callchain ? "fp" : "none");
-		if (s->callchain) {
-			tally_meta_set(m, "fp-leaf-stack", "%u", TALLY_LEAF_STACK);
+		if (s->callchain && s->fp_stack) {
+			tally_meta_set(m, "fp-leaf-stack", "%u", s->fp_stack);
 			tally_meta_set(m, "fp-leaf-checked", "%" PRIu64, a->fp_leaf_checked);
 			tally_meta_set(m, "fp-leaf-repaired", "%" PRIu64, a->fp_leaf_repaired);
 			tally_meta_set(m, "fp-leaf-unchecked", "%" PRIu64, a->fp_leaf_unchecked);
+			tally_meta_set(m, "fp-repair-frames", "%" PRIu64, a->fp_repair_frames);
+			tally_meta_set(m, "fp-repair-stops", TALLY_FP_STOPS_FMT, a->fp_repair_stops[TALLY_FP_NOCFI],
+				       a->fp_repair_stops[TALLY_FP_SHORT], a->fp_repair_stops[TALLY_FP_LOST],
+				       a->fp_repair_stops[TALLY_FP_DEPTH]);
+		}
+		if (s->callchain) {
 			struct strbuf ms = STRBUF_INIT;
 			if (strbuf_read_file(&ms, "/proc/sys/kernel/perf_event_max_stack", 64) == 0)
 				tally_meta_set(m, "max-stack", "%d", atoi(ms.buf));
@@ -429,6 +443,10 @@ static int sampling_handle(void *ctx, int code, const char *arg)
 	return r < 0 ? r : 0;
 }
 
+#define SAID_(x) #x
+#define SAID(x) SAID_(x)
+#define FP_STACK_SAID SAID(TALLY_FP_STACK)
+
 static const struct tally_option sampling_options[] = {
 	TALLY_OPT('F', "freq", TALLY_ARG_REQUIRED, "HZ", "samples per second (default 999)", 'F'),
 	TALLY_OPT('c', "period", TALLY_ARG_REQUIRED, "N", "one sample every N events (instead of -F)", 'c'),
@@ -438,7 +456,9 @@ static const struct tally_option sampling_options[] = {
 	TALLY_OPT(0, "per-pid", TALLY_ARG_NONE, NULL, "a separate profile per process", TALLY_OPT_PERPID),
 	TALLY_OPT('g', NULL, TALLY_ARG_NONE, NULL, "record call chains (same as --call-graph fp)", 'g'),
 	TALLY_OPT(0, "call-graph", TALLY_ARG_REQUIRED, "MODE",
-	  "fp: frame pointers and kernel chains;\n"
+	  "fp[,SIZE]: frame pointers and kernel chains, the functions without\n"
+	  "one at the top of the stack unwound with CFI over a SIZE-byte copy\n"
+	  "(default " FP_STACK_SAID "; 0: none);\n"
 	  "dwarf[,SIZE]: unwind a SIZE-byte user stack copy (default 16384) with\n"
 	  "the binaries' CFI while recording",
 	  TALLY_OPT_CALLGRAPH),

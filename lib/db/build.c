@@ -15,8 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#define NSUMMED 7          /* summed_keys */
-#define NSUMS (NSUMMED + 3) /* and the three stop reasons */
+#define NSUMMED 8          /* summed_keys */
+#define NFPSTOPS (NSUMMED + 3) /* after the three DWARF stop reasons: fp-repair-stops */
+#define NSUMS (NFPSTOPS + TALLY_FP_NSTOPS_SAID)
 
 struct bcell {
 	uint32_t image;
@@ -40,7 +41,7 @@ struct tally_db_builder {
 	bool sources; /* a database was added: its session is merged, not copied */
 	double start, stop, duration;
 	bool have_start, have_stop;
-	uint64_t sums[NSUMS]; /* session counters that add up: summed_keys, then the three stop reasons */
+	uint64_t sums[NSUMS]; /* session counters that add up: summed_keys, the three DWARF stop reasons, fp-repair-stops */
 	/* weights were given (a database added, or tally_db_builder_entry_w):
 	 * the result has them; else they are dropped at finish */
 	bool weighted;
@@ -93,7 +94,7 @@ struct tally_db_builder {
 
 /* Counters of the session that a merge adds up (the stop reasons are three more). */
 static const char *const summed_keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
-					   "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked" };
+					   "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked", "fp-repair-frames" };
 
 struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid, bool stacks)
 {
@@ -559,7 +560,7 @@ static bool computed_key(const char *k)
 {
 	static const char *const keys[] = { "format-version", "events", "samples", "lost", "throttled", "images",
 					    "per-pid", "call-graph", "start-time", "stop-time", "duration",
-					    "dwarf-stop-reasons", "varies", "weight-unit", "weight-total",
+					    "dwarf-stop-reasons", "fp-repair-stops", "varies", "weight-unit", "weight-total",
 					    "randomized-samples" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(k, keys[i]))
@@ -647,6 +648,11 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		b->sums[NSUMMED + 1] += w2;
 		b->sums[NSUMMED + 2] += w3;
 	}
+	const char *fps = tally_meta_get(m, "fp-repair-stops");
+	uint64_t fp[TALLY_FP_NSTOPS_SAID];
+	if (fps && tally_fp_stops_parse(fps, fp))
+		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++)
+			b->sums[NFPSTOPS + i] += fp[i];
 	if (b->have_start) {
 		char ts[32];
 		tally_format_utc(b->start, ts, sizeof(ts));
@@ -669,6 +675,11 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		tally_meta_set(&b->session, "dwarf-stop-reasons",
 			       "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
 			       b->sums[NSUMMED], b->sums[NSUMMED + 1], b->sums[NSUMMED + 2]);
+	/* a merge with a database recorded before the repair said its causes
+	 * sums those that did */
+	if (fps || tally_meta_get(&b->session, "fp-repair-stops"))
+		tally_meta_set(&b->session, "fp-repair-stops", TALLY_FP_STOPS_FMT, b->sums[NFPSTOPS],
+			       b->sums[NFPSTOPS + 1], b->sums[NFPSTOPS + 2], b->sums[NFPSTOPS + 3]);
 }
 
 static bool add_fits(uint64_t sum, uint64_t v)
@@ -716,11 +727,16 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 			     &w[2]);
 	for (int i = 0; i < 3; i++)
 		v[NSUMMED + i] = w[i];
+	const char *fps = tally_meta_get(&src->session, "fp-repair-stops");
+	uint64_t fp[TALLY_FP_NSTOPS_SAID];
+	if (fps && tally_fp_stops_parse(fps, fp))
+		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++)
+			v[NFPSTOPS + i] = fp[i];
 	bool fits = add_fits(b->lost, src->lost) && add_fits(b->throttled, src->throttled);
 	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
 		fits = fits && add_fits(b->sums[k], v[k]);
 	if (!fits)
-		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, fp-leaf-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
+		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
 				    what, UINT64_MAX);
 	uint64_t d = duration_ms(tally_meta_get(&src->session, "duration"));
 	if (!add_fits(b->duration_ms, d) || b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))

@@ -597,7 +597,7 @@ struct merge_sums {
 	size_t nev;
 	uint64_t *samples; /* per event of events */
 	uint64_t *weights; /* ... their weights */
-	uint64_t other[12]; /* lost, throttled, the summed session keys, the stop reasons */
+	uint64_t other[2 + 8 + 3 + TALLY_FP_NSTOPS_SAID]; /* lost, throttled, the summed session keys, the stop reasons */
 };
 
 static void merge_sums_release(struct merge_sums *m)
@@ -622,7 +622,7 @@ static bool add_fits(uint64_t *sum, uint64_t v)
 static int merge_fits(struct merge_sums *m, const struct tally_db *one, const char *path)
 {
 	static const char *const keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
-					    "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked" };
+					    "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked", "fp-repair-frames" };
 	const char *what = NULL, *wwhat = NULL;
 	for (int e = 0; e < one->nevents && !what; e++)
 		for (size_t k = 0; k < m->nev; k++)
@@ -641,7 +641,7 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 	if (wwhat)
 		return tally_seterr(-EINVAL, "'%s': its epochs together weigh more than %" PRIu64 " of '%s' (an epoch is damaged: read them one by one with --epoch)",
 				    path, UINT64_MAX, wwhat);
-	uint64_t v[12] = { one->lost, one->throttled, 0 };
+	uint64_t v[ARRAY_SIZE(m->other)] = { one->lost, one->throttled, 0 };
 	for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
 		const char *s = tally_meta_get(&one->session, keys[k]);
 		v[2 + k] = s ? strtoull(s, NULL, 10) : 0; /* checked by the reader */
@@ -653,12 +653,17 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 			     &w[2]);
 	for (int i = 0; i < 3; i++)
 		v[2 + ARRAY_SIZE(keys) + i] = w[i];
+	const char *fps = tally_meta_get(&one->session, "fp-repair-stops");
+	uint64_t fp[TALLY_FP_NSTOPS_SAID];
+	if (fps && tally_fp_stops_parse(fps, fp))
+		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++)
+			v[2 + ARRAY_SIZE(keys) + 3 + i] = fp[i];
 	if (what)
 		return tally_seterr(-EINVAL, "'%s': its epochs together hold more than %" PRIu64 " '%s' samples (an epoch is damaged: read them one by one with --epoch)",
 				    path, UINT64_MAX, what);
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
 		if (!add_fits(&m->other[i], v[i]))
-			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, fp-leaf-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
+			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
 					    path, UINT64_MAX);
 	return 0;
 }

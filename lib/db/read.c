@@ -372,7 +372,8 @@ static bool item_event(const char *s, size_t n)
 static bool session_value_ok(const char *k, const char *v, const char **want)
 {
 	static const char *const counters[] = { "lost", "throttled", "dwarf-unwinds", "dwarf-stopped-early",
-						"dwarf-joined-fp", "jit-untrusted", "max-stack", "stack-size", "images" };
+						"dwarf-joined-fp", "jit-untrusted", "max-stack", "stack-size", "images",
+						"fp-repair-frames" };
 	uint64_t u;
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
 		if (!strcmp(k, counters[i])) {
@@ -424,12 +425,32 @@ static bool session_value_ok(const char *k, const char *v, const char **want)
 			      &n) == 3 &&
 		       n == (int)strlen(v) && !strchr(v, '-');
 	}
+	if (!strcmp(k, "fp-repair-stops")) {
+		uint64_t n[TALLY_FP_NSTOPS_SAID];
+		*want = "'no CFI N, stack copy too small N, chain not rejoined N, depth limit N'";
+		return tally_fp_stops_parse(v, n);
+	}
 	if (!strcmp(k, "daemon-pid")) {
 		int pid;
 		*want = "a process id";
 		return parse_pid(v, &pid) && pid > 0;
 	}
 	return true;
+}
+
+bool tally_fp_stops_parse(const char *v, uint64_t n[TALLY_FP_NSTOPS_SAID])
+{
+	static const char *const words[TALLY_FP_NSTOPS_SAID] = { "no CFI ", ", stack copy too small ",
+								 ", chain not rejoined ", ", depth limit " };
+	for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++) {
+		size_t l = strlen(words[i]);
+		if (strncmp(v, words[i], l))
+			return false;
+		v += l;
+		if (!parse_dec(&v, &n[i]))
+			return false;
+	}
+	return !*v;
 }
 
 /* ---- session ---- */

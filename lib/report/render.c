@@ -409,24 +409,42 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
 	strbuf_addf(out, "%s  [%s]", fn->inlined ? " (inlined)" : "", db->images[fn->image].name);
 }
 
-/* Frame-pointer chains and the caller of a function without a frame
- * (docs/callgraph.md): what the recording checked and put back. */
+/* Frame-pointer chains and the functions without a frame pointer at the top
+ * of the stack (docs/callgraph.md): what the recording unwound with CFI and
+ * put back, and where it could not finish. A recording from before the
+ * repair went past the first frame says only the leaf's part. */
 static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct tally_json *j)
 {
+	static const char *const stop_keys[TALLY_FP_NSTOPS_SAID] = { "no_cfi", "stack_copy_too_small",
+								     "chain_not_rejoined", "depth_limit" };
+	static const char *const stop_says[TALLY_FP_NSTOPS_SAID] = { "no CFI", "stack copy too small",
+								     "chain not rejoined", "depth limit" };
 	const char *cgm = tally_meta_get(&db->session, "call-graph");
 	if (!cgm || strcmp(cgm, "fp"))
 		return;
 	const char *ck = tally_meta_get(&db->session, "fp-leaf-checked");
 	const char *rp = tally_meta_get(&db->session, "fp-leaf-repaired");
 	const char *un = tally_meta_get(&db->session, "fp-leaf-unchecked");
-	unsigned long long c = 0, r = 0, u = 0;
+	const char *fs = tally_meta_get(&db->session, "fp-repair-stops");
+	const char *fr = tally_meta_get(&db->session, "fp-repair-frames");
+	const char *copy = tally_meta_get(&db->session, "fp-leaf-stack");
+	unsigned long long c = 0, r = 0, u = 0, nf = 0;
+	uint64_t stops[TALLY_FP_NSTOPS_SAID];
 	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 && sscanf(un, "%llu", &u) == 1;
+	bool deep = known && fs && fr && tally_fp_stops_parse(fs, stops) && sscanf(fr, "%llu", &nf) == 1;
 	if (j) {
 		if (known) {
 			tally_json_kobj(j, "fp_leaf");
 			tally_json_ku64(j, "checked", c);
 			tally_json_ku64(j, "repaired", r);
 			tally_json_ku64(j, "unchecked", u);
+			if (deep) {
+				tally_json_ku64(j, "frames", nf);
+				tally_json_kobj(j, "stops");
+				for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++)
+					tally_json_ku64(j, stop_keys[i], stops[i]);
+				tally_json_end(j);
+			}
 			tally_json_end(j);
 		} else {
 			tally_json_knull(j, "fp_leaf");
@@ -437,11 +455,29 @@ static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct t
 		strbuf_addstr(out, "; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
 		return;
 	}
-	strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
-		    c ? 100.0 * (double)r / (double)c : 0.0);
-	if (u)
-		strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
-			    c ? 100.0 * (double)u / (double)c : 0.0, tally_meta_get(&db->session, "fp-leaf-stack") ? tally_meta_get(&db->session, "fp-leaf-stack") : "?");
+	if (!deep) {
+		strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
+			    c ? 100.0 * (double)r / (double)c : 0.0);
+		if (u)
+			strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
+				    c ? 100.0 * (double)u / (double)c : 0.0, copy ? copy : "?");
+		return;
+	}
+	strbuf_addf(out, "; frame pointers: functions without a frame pointer at the top of the stack were unwound with CFI in %.2f%% of the stacks (%.1f frames put back in each)",
+		    c ? 100.0 * (double)r / (double)c : 0.0, r ? (double)nf / (double)r : 0.0);
+	if (u) {
+		strbuf_addf(out, ", and the chain could not be rejoined in %.2f%% (", c ? 100.0 * (double)u / (double)c : 0.0);
+		bool first = true;
+		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++) {
+			if (!stops[i])
+				continue;
+			strbuf_addf(out, "%s%s %.2f%%", first ? "" : ", ", stop_says[i], 100.0 * (double)stops[i] / (double)c);
+			if (i == 1)
+				strbuf_addf(out, " of %s bytes", copy ? copy : "?");
+			first = false;
+		}
+		strbuf_addstr(out, "): a caller may be missing there");
+	}
 }
 
 /* the same as keys of the JSON object at hand */

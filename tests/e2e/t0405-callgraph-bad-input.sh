@@ -1,7 +1,8 @@
 #!/bin/bash
 # call-graph input errors are one line on stderr and a non-zero exit: unknown
 # --call-graph modes and DWARF stack sizes that are not numbers or out of
-# range (64..65528; the bounds themselves are accepted); call-graph reports of
+# range (64..65528; the bounds themselves are accepted), and frame-pointer
+# stack copy sizes (fp,SIZE: 0..65528); call-graph reports of
 # a database recorded without -g (telling to record with -g); a `stacks` file
 # with a garbage line or an image index out of range (naming the file and the
 # line); --callers/--callees of a function that is not in the stacks is a
@@ -13,7 +14,7 @@ W=$WORKLOADS/callsplit_fp
 
 modes() {
 	local mode size
-	for mode in nope "" fp,123 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
+	for mode in nope "" fp,abc fp, fp,-8 fp,65529 fp2 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
 		expect_fail_with "^tally: .*(call-graph|stack size|dwarf)" "$TALLY" record --call-graph "$mode" -o "bad.db" -- "$W" 10
 		[[ ! -e bad.db ]] || fail "--call-graph '$mode' was refused but left a database behind"
 	done
@@ -24,6 +25,12 @@ modes() {
 		[[ $(session_key "ok$size" stack-size) == "$size" ]] || fail "--call-graph dwarf,$size: session stack-size is '$(session_key "ok$size" stack-size)'"
 	done
 	note "dwarf,64 and dwarf,65528 accepted"
+	for size in 0 65528; do
+		tally_ok record --call-graph "fp,$size" -F 500 -o "fp$size" -- "$W" 50
+	done
+	[[ $(session_key fp65528 fp-leaf-stack) == 65528 ]] || fail "--call-graph fp,65528: session fp-leaf-stack is '$(session_key fp65528 fp-leaf-stack)'"
+	[[ -z $(session_key fp0 fp-leaf-stack) ]] || fail "--call-graph fp,0 copies no stack, yet the session says fp-leaf-stack '$(session_key fp0 fp-leaf-stack)'"
+	note "fp,0 and fp,65528 accepted"
 }
 
 # call-graph reports need stacks

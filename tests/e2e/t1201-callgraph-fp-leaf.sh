@@ -3,12 +3,12 @@
 # in work(), a true leaf that GCC -O2 gives no frame, called from hot_a, hot_b
 # and hot_c 6:3:1 by the workload's own clock. A plain frame-pointer chain (perf
 # -g, and tally before) shows driver as work's caller and loses the three; tally
-# -g puts the caller back from the CFI and a 128-byte stack copy, so the
-# inclusive shares of hot_a/hot_b/hot_c match the truth and perf's DWARF mode
-# on the same run (perf attached to the process tally records), within the
-# binomial error of their samples, and the unwind line counts the repaired
-# stacks. Where the copy cannot tell
-# (the return address beyond it), the line says a caller may be missing.
+# -g puts the caller back from the CFI and the stack copy, so the inclusive
+# shares of hot_a/hot_b/hot_c match the truth and perf's DWARF mode on the same
+# run (perf attached to the process tally records), within the binomial error
+# of their samples, and the unwind line counts the repaired stacks. Where the
+# copy cannot tell (a return address beyond a 128-byte copy), the line says a
+# caller may be missing, and why.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 W="$WORKLOADS/leafsplit"
@@ -44,7 +44,7 @@ print("ok: fp_leaf", f, "of", u["samples"], "samples")
 sys.exit(0 if ok else 1)
 PY
 	report_text fp.txt -i fp.db --children
-	grep -Eq '^unwind: .*frame pointers: the caller of a function without a frame was put back from the stack in (9[0-9]|100)\.[0-9]+% of the stacks' fp.txt ||
+	grep -Eq '^unwind: .*frame pointers: functions without a frame pointer at the top of the stack were unwound with CFI in (9[0-9]|100)\.[0-9]+% of the stacks' fp.txt ||
 		fail "the unwind line does not count the repaired stacks: $(grep '^unwind:' fp.txt)"
 }
 
@@ -75,9 +75,9 @@ against_perf() {
 }
 
 short_copy_said() {
-	# a leaf with a big local frame and no frame pointer: its return address is beyond the 128-byte
+	# a leaf with a big local frame and no frame pointer: its return address is beyond a 128-byte
 	# copy, so it cannot be checked, and the unwind line says a caller may be
-	# missing (instead of a clean 100% rooted)
+	# missing, and why (instead of a clean 100% rooted)
 	cat >big.c <<'C'
 #include <stdio.h>
 #include <stdint.h>
@@ -103,9 +103,9 @@ int main(void)
 C
 	need_tool cc gcc
 	cc -O2 -fno-omit-frame-pointer -o big big.c
-	tally_ok record -g -o big.db -- ./big
+	tally_ok record --call-graph fp,128 -o big.db -- ./big
 	report_text big.txt -i big.db --children
-	grep -Eq '^unwind: .*could not be checked .*beyond the 128-byte stack copy\): a caller may be missing there' big.txt ||
+	grep -Eq '^unwind: .*the chain could not be rejoined in (9[0-9]|100)\.[0-9]+% \((.*, )?stack copy too small [0-9.]+% of 128 bytes.*\): a caller may be missing there' big.txt ||
 		fail "the unwind line does not say the stacks it could not check: $(grep '^unwind:' big.txt)"
 	note "$(grep '^unwind:' big.txt)"
 }

@@ -1915,6 +1915,10 @@ static void test_db__open_session_values(void **state)
 		"period-mean: 1e400", big, "period-min: 12,-3", "duration: inf", "duration: 1e9", "duration: 4000000000",
 		"dwarf-unwinds: -1", "jit-untrusted: 18446744073709551616", "call-graph: sometimes", "per-pid: maybe",
 		"interval-p10-p50-p90: 1/2", "dwarf-stop-reasons: stack copy too small 1, no CFI or unreadable frame 2",
+		"fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3",
+		"fp-repair-stops: no CFI 1, stack copy too small -2, chain not rejoined 3, depth limit 0",
+		"fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 0, more 1",
+		"fp-repair-frames: 1.5",
 		"lost: 3", /* given twice: the session has one */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
@@ -1932,7 +1936,8 @@ static void test_db__open_session_values(void **state)
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%sstart-time: 2026-11-21T13:07:00Z\nstop-time: 2026-11-21T13:07:02Z\nduration: 2.004\n"
 		    "period-mean: 1001123\nperiod-min: 876002\nperiod-max: 1126120\ninterval-p10-p50-p90: 911040/983481/1104164\n"
-		    "dwarf-stop-reasons: stack copy too small 0, no CFI or unreadable frame 1, depth limit 0\n",
+		    "dwarf-stop-reasons: stack copy too small 0, no CFI or unreadable frame 1, depth limit 0\n"
+		    "fp-repair-frames: 12\nfp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 18446744073709551615\n",
 		    text);
 	unit_write(session, sb.buf, sb.len);
 	struct tally_db db;

@@ -606,6 +606,54 @@ static void test_epoch__merge_overflow(void **state)
 	free(tmp);
 }
 
+/* Appends line to the session of epoch name. */
+static void epoch_session_add(const char *dir, const char *name, const char *line)
+{
+	char *p = unit_path(dir, name);
+	char *sp = unit_path(p, "session");
+	char *text = unit_read(sp, NULL);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s%s\n", text, line);
+	unit_write(sp, sb.buf, sb.len);
+	strbuf_release(&sb);
+	free(text);
+	free(sp);
+	free(p);
+}
+
+/* The frame-pointer repair's stop reasons add up over epochs, as the DWARF
+ * ones do; an epoch from before the repair said them adds nothing; sums that
+ * would wrap are refused. */
+static void test_epoch__fp_repair_sums(void **state)
+{
+	(void)state;
+	char *tmp = unit_tmpdir();
+	char *dir = daemon_dir(tmp);
+	add_epoch(dir, "202611211300", 0x10, 1, "2026-11-21T13:00:00Z", "2026-11-21T13:59:00Z");
+	add_epoch(dir, "202611211400", 0x10, 10, "2026-11-21T14:00:00Z", "2026-11-21T14:59:00Z");
+	add_epoch(dir, "202611211500", 0x10, 100, "2026-11-21T15:00:00Z", "2026-11-21T15:30:00Z");
+	epoch_session_add(dir, "202611211300", "fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 4");
+	epoch_session_add(dir, "202611211300", "fp-repair-frames: 7");
+	epoch_session_add(dir, "202611211400", "fp-repair-stops: no CFI 10, stack copy too small 20, chain not rejoined 30, depth limit 40");
+	epoch_session_add(dir, "202611211400", "fp-repair-frames: 70");
+	struct tally_db db;
+	if (tally_db_open(&db, dir))
+		fail_msg("%s", tally_errmsg());
+	assert_string_equal(tally_meta_get(&db.session, "fp-repair-stops"),
+			    "no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
+	assert_string_equal(tally_meta_get(&db.session, "fp-repair-frames"), "77");
+	tally_db_release(&db);
+	/* two halves of 2^64 in one cause */
+	epoch_session_add(dir, "202611211500",
+			  "fp-repair-stops: no CFI 0, stack copy too small 18446744073709551615, chain not rejoined 0, depth limit 0");
+	memset(&db, 0xab, sizeof(db));
+	assert_int_equal(tally_db_open(&db, dir), -EINVAL);
+	assert_errmsg_has("fp-repair-*");
+	tally_remove_tree(tmp);
+	free(dir);
+	free(tmp);
+}
+
 static void test_epoch__select(void **state)
 {
 	(void)state;
@@ -888,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_epoch__bundle_damaged_header),
 		cmocka_unit_test(test_epoch__merge_overflow),
 		cmocka_unit_test(test_epoch__select),
+		cmocka_unit_test(test_epoch__fp_repair_sums),
 		cmocka_unit_test(test_epoch__ctl_parse),
 		cmocka_unit_test(test_epoch__ctl_reply_bounded),
 	};

@@ -563,7 +563,7 @@ static void test_merge__scale_counts(void **state)
  * frames too; weights (NULL: none, as format 1) beside them; the session's
  * period-mean and counters. */
 static void weighed_db(struct tally_db *out, uint64_t c10, const uint64_t *w10, const char *period_mean,
-		       const char *fp_checked, const char *rs)
+		       const char *fp_checked, const char *rs, const char *fp_stops)
 {
 	char *ev[] = { (char *)"cpu-clock" };
 	struct tally_db_builder *b = tally_db_builder_new(1, ev, false, true);
@@ -572,6 +572,10 @@ static void weighed_db(struct tally_db *out, uint64_t c10, const uint64_t *w10, 
 	tally_meta_set(&m, "call-graph", "fp");
 	tally_meta_set(&m, "fp-leaf-checked", "%s", fp_checked);
 	tally_meta_set(&m, "randomized-samples", "%s", rs);
+	if (fp_stops) {
+		tally_meta_set(&m, "fp-repair-stops", "%s", fp_stops);
+		tally_meta_set(&m, "fp-repair-frames", "3");
+	}
 	tally_db_builder_session(b, &m);
 	tally_meta_release(&m);
 	struct tally_db_image x = image("liba.so", "aaaaaaaaaaaaaaaa");
@@ -592,9 +596,12 @@ static void test_merge__weights(void **state)
 	(void)state;
 	struct tally_db a, b, c, m;
 	uint64_t wc = 7777;
-	weighed_db(&a, 10, NULL, "1000", "5", "10/10");  /* format 1: each sample 1000 */
-	weighed_db(&b, 4, NULL, "3000", "2", "3/4");     /* format 1 at another period: 3000 */
-	weighed_db(&c, 2, &wc, "1", "1", "2/2");         /* its own weights */
+	/* (a recorded before the repair said why it stopped: no fp-repair-*) */
+	weighed_db(&a, 10, NULL, "1000", "5", "10/10", NULL); /* format 1: each sample 1000 */
+	weighed_db(&b, 4, NULL, "3000", "2", "3/4",         /* format 1 at another period: 3000 */
+		   "no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 4");
+	weighed_db(&c, 2, &wc, "1", "1", "2/2",             /* its own weights */
+		   "no CFI 10, stack copy too small 20, chain not rejoined 30, depth limit 40");
 	assert_false(a.has_weights);
 	assert_null(a.weights);
 	assert_true(c.has_weights);
@@ -620,6 +627,9 @@ static void test_merge__weights(void **state)
 	assert_string_equal(tally_meta_get(&m.session, "weight-unit"), "ns");
 	/* the counters add up */
 	assert_string_equal(tally_meta_get(&m.session, "fp-leaf-checked"), "8");
+	assert_string_equal(tally_meta_get(&m.session, "fp-repair-frames"), "6");
+	assert_string_equal(tally_meta_get(&m.session, "fp-repair-stops"),
+			    "no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
 	assert_string_equal(tally_meta_get(&m.session, "randomized-samples"), "15/16");
 	/* written and read back: the same weights */
 	char *tmp = unit_tmpdir();

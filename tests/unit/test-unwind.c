@@ -1,6 +1,8 @@
-/* Unit tests for lib/unwind: the frame-pointer leaf check (tally_unwind_leaf)
- * on this test program's own code and CFI, and the repair it drives in the
- * aggregate (a frame put back after a leaf that set up no frame). */
+/* Unit tests for lib/unwind's frame-pointer repair: the walk over a stack copy
+ * (tally_unwind_fp_repair) with rules made up for each case, the rules this
+ * test program's own CFI gives (tally_unwind_fp_rule), and the repair the
+ * aggregate makes of a real stack taken in a chain of two functions without
+ * frame pointers below one with its frame. */
 #define _GNU_SOURCE
 #include "unit.h"
 
@@ -10,31 +12,273 @@
 #include "tally/agg.h"
 #include "tally/unwind.h"
 
-/* A function whose entry has CFA = rsp + 8: the return address at [sp]. */
-__attribute__((noinline, used)) uint64_t leaf_fn(uint64_t x);
-__attribute__((noinline, used)) uint64_t leaf_fn(uint64_t x)
+/* ---- the walk, with made-up rules ---- */
+
+/* code addresses of the made-up program, each function 0x1000 long */
+enum { PC_LEAF = 0x1000, PC_MID = 0x2000, PC_TOP = 0x3000, PC_OUT = 0x4000, PC_JIT = 0x5000, PC_END = 0x6000,
+       PC_MAIN = 0x7000, PC_CODE_END = 0x8000 };
+
+struct fake {
+	uint64_t pc[8];
+	struct tally_fp_rule r[8];
+	size_t n;
+};
+
+static void fake_add(struct fake *f, uint64_t pc, uint8_t cfa, int32_t cfa_off, uint8_t bp, int32_t bp_off)
 {
-	return x * 2654435761u + 1;
-}
-__attribute__((noinline, used)) uint64_t caller_fn(uint64_t x);
-__attribute__((noinline, used)) uint64_t caller_fn(uint64_t x)
-{
-	return leaf_fn(x) + leaf_fn(x + 1);
+	f->pc[f->n] = pc;
+	f->r[f->n] = (struct tally_fp_rule){ cfa, bp, cfa_off, bp_off };
+	f->n++;
 }
 
-/* registers as the kernel packs them for tally_unwind_regs_mask() */
-static size_t pack_regs(uint64_t *out, uint64_t ip, uint64_t sp, uint64_t bp)
+/* code is [0x1000, 0x8000): a function without a rule there has no CFI */
+static bool fake_rule(void *ctx, uint64_t pc, bool ra, size_t chain_at, struct tally_fp_rule *out)
 {
-	uint64_t full[PERF_REG_X86_64_MAX] = { 0 };
-	full[PERF_REG_X86_IP] = ip;
-	full[PERF_REG_X86_SP] = sp;
-	full[PERF_REG_X86_BP] = bp;
-	uint64_t mask = tally_unwind_regs_mask();
-	size_t n = 0;
-	for (int b = 0; b < PERF_REG_X86_64_MAX; b++)
-		if (mask & (1ULL << b))
-			out[n++] = full[b];
-	return n;
+	(void)chain_at;
+	struct fake *f = ctx;
+	memset(out, 0, sizeof(*out));
+	uint64_t at = ra ? pc - 1 : pc; /* a return address: the call before it */
+	if (at < PC_LEAF || at >= PC_CODE_END)
+		return false;
+	for (size_t i = 0; i < f->n; i++)
+		if (at >= f->pc[i] && at < f->pc[i] + 0x1000)
+			*out = f->r[i];
+	return true;
+}
+
+#define SP 0x7ffc0000ULL
+
+/* out's addresses after the ip, and where each came from (-1: the walk) */
+static void expect(const struct tally_fp_repair *rp, size_t n, const uint64_t *pcs, const int32_t *from)
+{
+	assert_int_equal(rp->n, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(rp->pcs[i] == pcs[i]);
+		assert_int_equal(rp->from[i], from[i]);
+	}
+}
+
+/* clock_nanosleep (no frame, 0x28 of locals) called by nanosleep (no frame,
+ * 8 bytes) called by wait_long (its frame at bp, on the chain): the chain
+ * from bp has wait_long's caller, and the walk puts the two return
+ * addresses back before it. */
+static void test_unwind__chain_of_two(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x30, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x10, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_MAIN, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[32] = { 0 };
+	stack[0x28 / 8] = PC_MID + 5;          /* clock_nanosleep's return address */
+	stack[(0x30 + 0x8) / 8] = PC_TOP + 7;  /* nanosleep's */
+	uint64_t bp = SP + 0x60;
+	stack[0x60 / 8] = SP + 0x80;           /* wait_long's frame: main's rbp ... */
+	stack[0x68 / 8] = PC_MAIN + 3;         /* ... and its return address */
+	uint64_t chain[] = { PC_LEAF + 1, PC_MAIN + 3, PC_MAIN + 9 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	assert_int_equal(rp.walked, 2);
+	expect(&rp, 4, (uint64_t[]){ PC_MID + 5, PC_TOP + 7, PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ -1, -1, 1, 2 });
+
+	/* the copy ends before nanosleep's return address: one frame found, the
+	 * chain still follows (rbp untouched), the stop said */
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, 0x38, chain, 3, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_SHORT);
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 5, PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ -1, 1, 2 });
+
+	/* registers that are not the chain's sample: the chain as it is */
+	tally_unwind_fp_repair(PC_LEAF + 2, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3, fake_rule, &f, &rp);
+	assert_int_equal(rp.walked, 0);
+	assert_int_not_equal(rp.stop, TALLY_FP_JOINED);
+	expect(&rp, 2, (uint64_t[]){ PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ 1, 2 });
+}
+
+/* A sampled function with its frame: nothing to put back. Without CFI (JIT
+ * code): the chain kept, the stop said. */
+static void test_unwind__framed_leaf(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_MAIN, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[4] = { 0 };
+	uint64_t chain[] = { PC_TOP + 1, PC_MAIN + 3 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_TOP + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	assert_int_equal(rp.walked, 0);
+	expect(&rp, 1, (uint64_t[]){ PC_MAIN + 3 }, (int32_t[]){ 1 });
+	uint64_t jchain[] = { PC_JIT + 1, PC_MAIN + 3 };
+	tally_unwind_fp_repair(PC_JIT + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack), jchain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_NOCFI);
+	expect(&rp, 1, (uint64_t[]){ PC_MAIN + 3 }, (int32_t[]){ 1 });
+}
+
+/* A function without a frame pointer that saved rbp and uses it as a general
+ * register: the sampled rbp (where the chain began) is junk. The rbp it saved
+ * leads to a framed caller whose return address the chain has after its junk
+ * entry: the chain goes on from there. */
+static void test_unwind__rbp_reused(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x18, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_OUT, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[32] = { 0 };
+	uint64_t frame = SP + 0x40; /* PC_TOP's frame: saved rbp, then its return address */
+	stack[0x08 / 8] = frame;        /* the leaf saved rbp at CFA - 0x10 */
+	stack[0x10 / 8] = PC_TOP + 7;   /* its return address at CFA - 8 */
+	stack[0x40 / 8] = SP + 0x80;    /* PC_TOP's caller's rbp */
+	stack[0x48 / 8] = PC_OUT + 9;   /* PC_TOP's return address */
+	uint64_t chain[] = { PC_LEAF + 1, 0x5555, PC_OUT + 9, PC_OUT + 20 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234 /* junk */, (const uint8_t *)stack, sizeof(stack), chain, 4,
+			       fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	assert_int_equal(rp.walked, 2);
+	expect(&rp, 3, (uint64_t[]){ PC_TOP + 7, PC_OUT + 9, PC_OUT + 20 }, (int32_t[]){ -1, -1, 3 });
+	/* the chain has no such return address: its junk is not followed, the
+	 * walk goes on with the framed callers' CFI to the copy's end */
+	chain[2] = PC_OUT + 10;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234, (const uint8_t *)stack, sizeof(stack), chain, 4, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+	assert_true(rp.walked >= 2);
+	for (size_t i = 0; i < rp.n; i++)
+		assert_int_equal(rp.from[i], -1);
+}
+
+/* The chain meets a function that had no frame at its call (libc's
+ * vsnprintf, between vfprintf's frame and the user's): the entry after it
+ * skips its caller. Its frame in the copy is walked, and the chain rejoins
+ * where the walk meets its frame pointer; beyond the copy, the stop says a
+ * caller is missing. */
+static void test_unwind__chain_leaves_and_rejoins(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);  /* vfprintf, sampled */
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x20, TALLY_FP_BP_SAME, 0);    /* vsnprintf: no frame */
+	fake_add(&f, PC_OUT, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);  /* use_printf */
+	fake_add(&f, PC_MAIN, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10); /* main */
+	uint64_t stack[64] = { 0 };
+	uint64_t bp = SP + 0x40;          /* vfprintf's frame */
+	stack[0x40 / 8] = SP + 0x80;      /* the rbp it saved: use_printf's frame */
+	stack[0x48 / 8] = PC_MID + 4;     /* its return address, into vsnprintf */
+	/* vsnprintf's frame: from vfprintf's CFA (SP + 0x50) up 0x20 */
+	stack[0x68 / 8] = PC_OUT + 6;     /* vsnprintf's return address into use_printf */
+	stack[0x80 / 8] = SP + 0xc0;      /* use_printf's frame */
+	stack[0x88 / 8] = PC_MAIN + 2;
+	/* the kernel's chain: vfprintf's return address, then from the rbp it
+	 * saved (use_printf's frame) use_printf's return address: vsnprintf's
+	 * caller use_printf is not in it */
+	uint64_t chain[] = { PC_TOP + 1, PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 4, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	assert_int_equal(rp.walked, 1);
+	expect(&rp, 4, (uint64_t[]){ PC_MID + 4, PC_OUT + 6, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, -1, 2, 3 });
+	/* a copy without vsnprintf's frame: use_printf is missing, and said to be */
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, chain, 4, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_SHORT);
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, 2, 3 });
+	/* the same from the BPF program's walk (no copy): the chain followed */
+	rp.n = rp.walked = 0;
+	rp.stop = TALLY_FP_JOINED;
+	tally_unwind_fp_follow(chain, 4, true, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_SHORT);
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, 2, 3 });
+	/* a chain entry in no code: read from an rbp that was no frame pointer,
+	 * it and what follows are dropped */
+	uint64_t junk[] = { PC_TOP + 1, PC_MID + 4, 0x12, 0x8 };
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, junk, 4, fake_rule, &f, &rp);
+	expect(&rp, 1, (uint64_t[]){ PC_MID + 4 }, (int32_t[]){ 1 });
+}
+
+/* The outermost frame ends the walk; a run of frames without frame pointers
+ * longer than TALLY_FP_MAX stops at the depth limit. */
+static void test_unwind__end_and_depth(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x8, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_END, TALLY_FP_CFA_END, 0, 0, 0);
+	uint64_t stack[TALLY_FP_MAX + 8] = { PC_END + 4 };
+	uint64_t chain[] = { PC_LEAF + 1, 0x9999 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	expect(&rp, 1, (uint64_t[]){ PC_END + 4 }, (int32_t[]){ -1 });
+	/* each frame returns into PC_LEAF's code again: a recursion with no frame */
+	for (size_t i = 0; i < ARRAY_SIZE(stack); i++)
+		stack[i] = PC_LEAF + 4;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_DEPTH);
+	assert_int_equal(rp.walked, TALLY_FP_MAX);
+}
+
+/* An epilogue after `pop rbp`: GCC's CFI still says rbp is saved at its old
+ * place, now below the stack pointer; rbp holds the caller's value again. */
+static void test_unwind__epilogue(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x8, TALLY_FP_BP_AT, -0x30);
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[4] = { PC_TOP + 3 };
+	uint64_t chain[] = { PC_LEAF + 1, PC_MAIN + 3 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f,
+			       &rp);
+	assert_int_equal(rp.stop, TALLY_FP_JOINED);
+	expect(&rp, 2, (uint64_t[]){ PC_TOP + 3, PC_MAIN + 3 }, (int32_t[]){ -1, 1 });
+}
+
+/* ---- the rules of this program's own CFI, and the aggregate's repair ---- */
+
+static uint64_t cap_ip, cap_sp, cap_bp, ra_leaf, ra_mid;
+static uint8_t cap_stack[1024];
+
+/* copies the live stack above sp (not an object: ASan must not check it) */
+__attribute__((noinline, no_sanitize_address)) static void copy_stack(uint64_t sp)
+{
+	const volatile uint8_t *s = (const volatile uint8_t *)(uintptr_t)sp;
+	for (size_t i = 0; i < sizeof(cap_stack); i++)
+		cap_stack[i] = s[i];
+}
+
+/* no frame pointer: the chain from rbp skips it and its caller */
+__attribute__((noinline, used, optimize("omit-frame-pointer"))) void leaf_fn(void);
+__attribute__((noinline, used, optimize("omit-frame-pointer"))) void leaf_fn(void)
+{
+	uint64_t ip, sp, bp;
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+	cap_ip = ip;
+	cap_sp = sp;
+	cap_bp = bp;
+	ra_leaf = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	copy_stack(sp);
+}
+
+__attribute__((noinline, used, optimize("omit-frame-pointer"))) void mid_fn(void);
+__attribute__((noinline, used, optimize("omit-frame-pointer"))) void mid_fn(void)
+{
+	volatile char pad[40]; /* a frame of its own size */
+	pad[0] = 1;
+	leaf_fn();
+	ra_mid = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	pad[1] = pad[0];
+}
+
+/* with its frame on the chain */
+__attribute__((noinline, used, optimize("no-omit-frame-pointer"))) void top_fn(void);
+__attribute__((noinline, used, optimize("no-omit-frame-pointer"))) void top_fn(void)
+{
+	mid_fn();
+	__asm__ volatile("" ::: "memory");
 }
 
 struct self {
@@ -50,91 +294,143 @@ static void self_open(struct self *s)
 	assert_non_null(s->p);
 }
 
-static void test_unwind__leaf_entry_ra(void **state)
+/* The rules of this program's own code: a function's first instruction has
+ * the return address at [sp] (CFA = rsp + 8) whether it keeps a frame or not,
+ * and top_fn's return address into it is in code with its frame. */
+static void test_unwind__own_cfi(void **state)
 {
 	(void)state;
 	struct self s;
 	self_open(&s);
-	uint64_t regs[PERF_REG_X86_64_MAX], stack[16] = { 0 };
-	uint64_t ip = (uint64_t)(uintptr_t)&leaf_fn;
-	uint64_t want = (uint64_t)(uintptr_t)&caller_fn + 9; /* any address: it is read from [sp] */
-	stack[0] = want;
-	size_t n = pack_regs(regs, ip, 0x7ffc0000, 0x7ffd0000);
-	uint64_t ra = 0;
-	assert_int_equal(tally_unwind_leaf(&s.a, s.p, regs, n, (const uint8_t *)stack, sizeof(stack), ip, &ra), TALLY_LEAF_RA);
-	assert_true(ra == want);
-	/* the chain's first address is another one: not this sample's registers */
-	assert_int_equal(tally_unwind_leaf(&s.a, s.p, regs, n, (const uint8_t *)stack, sizeof(stack), ip + 1, &ra),
-			 TALLY_LEAF_UNKNOWN);
-	/* the return address beyond the copy */
-	assert_int_equal(tally_unwind_leaf(&s.a, s.p, regs, n, (const uint8_t *)stack, 4, ip, &ra), TALLY_LEAF_UNKNOWN);
-	/* no module there */
-	n = pack_regs(regs, 0x1000, 0x7ffc0000, 0);
-	assert_int_equal(tally_unwind_leaf(&s.a, s.p, regs, n, (const uint8_t *)stack, sizeof(stack), 0x1000, &ra),
-			 TALLY_LEAF_UNKNOWN);
-	/* too few registers */
-	assert_int_equal(tally_unwind_leaf(&s.a, s.p, regs, 3, (const uint8_t *)stack, sizeof(stack), 0x1000, &ra),
-			 TALLY_LEAF_UNKNOWN);
+	top_fn();
+	struct tally_fp_rule r;
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn, false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	assert_int_equal(r.cfa_off, 8);
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), ra_mid, true, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_BP);
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), ra_leaf, true, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	assert_true(r.cfa_off > 8); /* mid_fn's locals */
+	/* no mapping there, and no process */
+	assert_false(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), 0x1000, false, &r));
+	assert_false(tally_agg_fp_rule(&s.a, 0x7ffffff0, (uint64_t)(uintptr_t)&leaf_fn, false, &r));
 	tally_agg_release(&s.a);
 }
 
-/* A frame-pointer sample in leaf_fn whose chain skips its caller: the
- * aggregate puts caller_fn's return address back as the second frame. */
-static void test_unwind__agg_repairs_chain(void **state)
+/* registers as the kernel packs them for mask */
+static size_t pack_regs(uint64_t *out, uint64_t mask, uint64_t ip, uint64_t sp, uint64_t bp)
+{
+	uint64_t full[PERF_REG_X86_64_MAX] = { 0 };
+	full[PERF_REG_X86_IP] = ip;
+	full[PERF_REG_X86_SP] = sp;
+	full[PERF_REG_X86_BP] = bp;
+	size_t n = 0;
+	for (int b = 0; b < PERF_REG_X86_64_MAX; b++)
+		if (mask & (1ULL << b))
+			out[n++] = full[b];
+	return n;
+}
+
+/* The frame of address pc in the aggregate's terms. */
+static uint32_t frame_of(struct self *s, uint64_t pc)
+{
+	const struct tally_map *m = tally_proc_find_map(s->p, pc);
+	assert_non_null(m);
+	return tally_agg_frame(&s->a, m->image, pc - m->start + m->pgoff);
+}
+
+/* A real stack taken in leaf_fn, called by mid_fn, called by top_fn: the
+ * kernel's chain (made here from the copy as it would walk it from rbp) has
+ * leaf_fn then top_fn's caller; the aggregate puts mid_fn and top_fn back,
+ * in order, then the chain goes on. */
+static void test_unwind__agg_repairs_real_stack(void **state)
 {
 	(void)state;
 	struct self s;
 	self_open(&s);
-	uint64_t ip = (uint64_t)(uintptr_t)&leaf_fn;
-	uint64_t in_caller = (uint64_t)(uintptr_t)&caller_fn + 5;
-	uint64_t outer = (uint64_t)(uintptr_t)&test_unwind__leaf_entry_ra + 7;
-	uint64_t regs[PERF_REG_X86_64_MAX], stack[16] = { in_caller };
-	size_t n = pack_regs(regs, ip, 0x7ffc0000, 0x7ffd0000);
-	uint64_t chain[3] = { PERF_CONTEXT_USER, ip, outer };
+	top_fn();
+	/* the chain as the kernel walks it: ip, then [bp + 8], [[bp] + 8], ...
+	 * (as far as the copy goes) */
+	uint64_t chain[16] = { PERF_CONTEXT_USER, cap_ip };
+	size_t nr = 2;
+	for (uint64_t fp = cap_bp; nr < ARRAY_SIZE(chain) && fp >= cap_sp && fp + 16 <= cap_sp + sizeof(cap_stack);) {
+		uint64_t next, ra;
+		memcpy(&next, cap_stack + (fp - cap_sp), 8);
+		memcpy(&ra, cap_stack + (fp + 8 - cap_sp), 8);
+		chain[nr++] = ra;
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	assert_true(nr >= 3);
+	assert_true(chain[2] != ra_leaf && chain[2] != ra_mid); /* the chain skips both */
+	uint64_t regs[8];
 	struct tally_rec r;
 	memset(&r, 0, sizeof(r));
 	r.type = PERF_RECORD_SAMPLE;
 	r.misc = PERF_RECORD_MISC_USER;
 	r.event = 0;
 	r.pid = r.tid = (uint32_t)getpid();
-	r.ip = ip;
-	r.nr = 3;
+	r.ip = cap_ip;
+	r.nr = nr;
 	r.chain = chain;
+	r.regs_mask = tally_unwind_fp_regs_mask();
+	r.nregs = pack_regs(regs, r.regs_mask, cap_ip, cap_sp, cap_bp);
 	r.regs = regs;
-	r.nregs = n;
-	r.stack = (const uint8_t *)stack;
-	r.stack_len = sizeof(stack);
+	r.stack = cap_stack;
+	r.stack_len = sizeof(cap_stack);
 	tally_agg_record(&s.a, &r);
 	assert_int_equal(s.a.fp_leaf_checked, 1);
 	assert_int_equal(s.a.fp_leaf_repaired, 1);
+	/* (this test program has no frame pointers: above top_fn the walk goes
+	 * on with the CFI as far as the copy holds frames) */
+	uint64_t frames = s.a.fp_repair_frames;
+	assert_true(frames >= 2);
 	assert_int_equal(s.a.nstacks, 1);
-	assert_int_equal(s.a.stacks[0].len, 3);
-	/* frames: leaf, the repaired caller, then the chain's own next address */
-	const struct tally_map *m = tally_proc_find_map(s.p, in_caller);
-	assert_non_null(m);
-	const struct tally_frame *f1 = &s.a.frames[s.a.stack_frames[s.a.stacks[0].first + 1]];
-	assert_int_equal(f1->image, m->image);
-	assert_true(f1->offset == in_caller - m->start + m->pgoff);
+	const struct tally_stack *st = &s.a.stacks[0];
+	assert_true(st->len >= 4);
+	const uint32_t *fr = &s.a.stack_frames[st->first];
+	assert_int_equal(fr[0], frame_of(&s, cap_ip));
+	assert_int_equal(fr[1], frame_of(&s, ra_leaf));
+	assert_int_equal(fr[2], frame_of(&s, ra_mid));
+	assert_int_equal(fr[3], frame_of(&s, chain[2]));
 
-	/* the chain already has the caller: nothing inserted */
-	chain[2] = in_caller;
+	/* the full register set of a DWARF recording's mask reads the same */
+	uint64_t full[PERF_REG_X86_64_MAX];
+	r.regs_mask = 0;
+	r.nregs = pack_regs(full, tally_unwind_regs_mask(), cap_ip, cap_sp, cap_bp);
+	r.regs = full;
 	tally_agg_record(&s.a, &r);
-	assert_int_equal(s.a.fp_leaf_checked, 2);
-	assert_int_equal(s.a.fp_leaf_repaired, 1);
-	/* the copy too short to tell: counted as unchecked, the chain kept */
+	assert_int_equal(s.a.fp_repair_frames, 2 * frames);
+	assert_int_equal(s.a.nstacks, 1);
+
+	/* a copy too short for mid_fn's return address: the stop said */
+	uint64_t short_before = s.a.fp_repair_stops[TALLY_FP_SHORT], unchecked = s.a.fp_leaf_unchecked;
+	r.stack_len = 16;
+	tally_agg_record(&s.a, &r);
+	assert_int_equal(s.a.fp_leaf_unchecked, unchecked + 1);
+	assert_int_equal(s.a.fp_repair_stops[TALLY_FP_SHORT], short_before + 1);
+	/* no copy at all: the chain kept as it is, the stop said */
+	r.stack = NULL;
 	r.stack_len = 0;
-	chain[2] = outer;
 	tally_agg_record(&s.a, &r);
-	assert_int_equal(s.a.fp_leaf_unchecked, 1);
-	assert_int_equal(s.a.fp_leaf_repaired, 1);
+	assert_int_equal(s.a.fp_repair_stops[TALLY_FP_SHORT], short_before + 2);
+	assert_int_equal(s.a.fp_leaf_checked, 4);
 	tally_agg_release(&s.a);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unwind__leaf_entry_ra),
-		cmocka_unit_test(test_unwind__agg_repairs_chain),
+		cmocka_unit_test(test_unwind__chain_of_two),
+		cmocka_unit_test(test_unwind__framed_leaf),
+		cmocka_unit_test(test_unwind__rbp_reused),
+		cmocka_unit_test(test_unwind__chain_leaves_and_rejoins),
+		cmocka_unit_test(test_unwind__end_and_depth),
+		cmocka_unit_test(test_unwind__epilogue),
+		cmocka_unit_test(test_unwind__own_cfi),
+		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
