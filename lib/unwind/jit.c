@@ -595,9 +595,7 @@ static int look_module(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr
 		t.has_rows = !t.cfi && derive_rows(t.code, t.len, t.rows);
 		if (!t.cfi && !t.has_rows)
 			continue;
-		j->tmpls = realloc(j->tmpls, (j->ntmpls + 1) * sizeof(*j->tmpls));
-		if (!j->tmpls)
-			abort();
+		j->tmpls = xrealloc(j->tmpls, (j->ntmpls + 1) * sizeof(*j->tmpls));
 		j->tmpls[j->ntmpls++] = t;
 	}
 	return DWARF_CB_OK;
