@@ -374,7 +374,15 @@ expect_fail_with() {
 
 # fcmp A OP B: floating-point comparison (OP is < <= > >= ==).
 fcmp() {
+	# both sides numbers, compared as numbers: awk compares anything else
+	# (an expression such as "80 - 5", an empty string) as text, silently
 	awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+		num = "^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$"
+		if (a !~ num || b !~ num) {
+			printf "fcmp: not a number: %s %s %s\n", a, op, b > "/dev/stderr"
+			exit 2
+		}
+		a += 0; b += 0
 		if (op == "<") r = a < b; else if (op == "<=") r = a <= b
 		else if (op == ">") r = a > b; else if (op == ">=") r = a >= b
 		else if (op == "==") r = a == b; else r = 0
