@@ -593,8 +593,9 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 		if (rsize > file_len - cur->off)
 			return 0; /* being written: whole next time */
 		size_t need = id == JIT_CODE_LOAD ? LOAD_FIXED : id == JIT_CODE_MOVE ? MOVE_FIXED : 0;
-		if (id == JIT_CODE_UNWINDING_INFO && rsize <= UNWIND_FIXED + TALLY_JIT_UNWIND_MAX + 8)
-			need = rsize;
+		if (id == JIT_CODE_UNWINDING_INFO && rsize >= UNWIND_FIXED &&
+		    rsize <= UNWIND_FIXED + TALLY_JIT_UNWIND_MAX + 8)
+			need = rsize; /* shorter than its fixed part: skipped */
 		if (need > rsize)
 			need = 0; /* too short to be one: skipped */
 		if (len < need)
