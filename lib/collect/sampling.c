@@ -424,6 +424,7 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 			if (s->callchain) {
 				tally_meta_set(m, "off-cpu-no-stack", "%" PRIu64 " waits", os.nostack);
 				tally_meta_set(m, "off-cpu-stack-turnovers", "%" PRIu64, os.turnovers);
+				tally_meta_set(m, "off-cpu-no-slice", "%" PRIu64 " waits", os.noslice);
 			}
 		}
 	}
