@@ -223,6 +223,42 @@ static int entry_dir(const struct tally_cache *c, const char *key)
 	return 0;
 }
 
+/* ---- the cache's own files, beside the entries ---- */
+
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max)
+{
+	struct stat st;
+	int fd = tally_open_regular(c->fd, name, 0, max, &st);
+	if (fd < 0)
+		return fd;
+	if (st.st_uid != geteuid()) {
+		close(fd);
+		return tally_seterr(-EPERM, "'%s/%s' is not the user's own", c->path, name);
+	}
+	int r = tally_read_fd(sb, fd, name, max);
+	close(fd);
+	return r;
+}
+
+int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len)
+{
+	char tmp[64];
+	tmp_name(tmp, sizeof(tmp));
+	int fd = openat(c->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot write '%s/%s': %s", c->path, name, strerror(errno));
+	int r = tally_write_all(fd, data, len);
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && renameat(c->fd, tmp, c->fd, name) < 0)
+		r = -errno;
+	if (r) {
+		unlinkat(c->fd, tmp, 0);
+		return tally_seterr(r, "cannot write '%s/%s': %s", c->path, name, strerror(-r));
+	}
+	return 0;
+}
+
 /* Whether the file open at fd has the id. */
 static int check_id(int fd, const char *what, const char *id_kind, const char *id)
 {

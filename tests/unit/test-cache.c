@@ -12,6 +12,7 @@
 
 #include "tally/cache.h"
 #include "tally/elfinfo.h"
+#include "tally/snapshot.h"
 
 static char *dir;
 
@@ -269,6 +270,113 @@ static void test_cache__refuses_shared_dir(void **state)
 	use_dir();
 }
 
+/* A core kernel text address from /proc/kallsyms, or 0 when they are hidden. */
+static uint64_t kernel_text_addr(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512];
+	uint64_t a = 0;
+	while (f && !a && fgets(line, sizeof(line), f)) {
+		unsigned long long x;
+		char t;
+		if (sscanf(line, "%llx %c", &x, &t) == 2 && t == 'T' && !strchr(line, '['))
+			a = x + 1;
+	}
+	if (f)
+		fclose(f);
+	return a;
+}
+
+static void same_symbol(const struct tally_kallsyms *x, const struct tally_kallsyms *y, uint64_t a)
+{
+	struct tally_ksym p, q;
+	assert_true(tally_kallsyms_lookup(x, a, &p));
+	assert_true(tally_kallsyms_lookup(y, a, &q));
+	assert_true(p.addr == q.addr && p.size == q.size && p.type == q.type);
+	assert_string_equal(p.name, q.name);
+	free(p.name);
+	free(p.module);
+	free(q.name);
+	free(q.module);
+}
+
+/* The kernel's symbols of a short recording: /proc/kallsyms read once per boot
+ * and set of modules, the copy in the cache serving the next recordings for the
+ * addresses it covers; a copy of another boot, other modules, or damaged, is
+ * read again from /proc/kallsyms (and made again). */
+static void test_cache__kernel_symbols(void **state)
+{
+	(void)state;
+	uint64_t a = kernel_text_addr();
+	if (!a) {
+		fprintf(stderr, "skipped: kernel symbol addresses are hidden here (kernel.kptr_restrict, not root)\n");
+		skip();
+	}
+	const char *mods = "# name size address build-id\n";
+	struct tally_kallsyms *t1, *t2, *t3;
+	bool hit;
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t1, &hit), 0);
+	assert_false(hit); /* an empty cache */
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_true(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+
+	/* an address outside the core kernel and every module (a BPF program made
+	 * since): read from /proc/kallsyms, the copy kept */
+	uint64_t two[2] = { a, 0x1000 };
+	assert_int_equal(tally_kernel_symbols_for(two, 2, mods, &t2, &hit), 0);
+	assert_false(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+	/* ... unless a module holds it */
+	char m2[256];
+	snprintf(m2, sizeof(m2), "%s%s", mods, "fake 8192 0x0000000000001000 -\n");
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_false(hit); /* other modules: another tag, the copy made again */
+	tally_kallsyms_free(t2);
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_true(hit);
+	tally_kallsyms_free(t2);
+
+	/* the copy, damaged at every length: never taken */
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, false), 0);
+	struct strbuf full = STRBUF_INIT;
+	assert_int_equal(tally_cache_read_file(&c, "kernel-symbols", &full, 0), 0);
+	struct strbuf tag = STRBUF_INIT, boot = STRBUF_INIT;
+	char kid[160];
+	tally_kernel_build_id(kid, sizeof(kid));
+	assert_int_equal(strbuf_read_file(&boot, "/proc/sys/kernel/random/boot_id", 128), 0);
+	strbuf_addf(&tag, "boot %skernel %s\n%s", boot.buf, kid[0] ? kid : "-", m2);
+	assert_int_equal(tally_kallsyms_load(full.buf, full.len, tag.buf, &t3), 0); /* whole: taken */
+	same_symbol(t1, t3, a);
+	tally_kallsyms_free(t3);
+	for (size_t cut = 0; cut < full.len; cut += 1 + cut / 3)
+		assert_int_equal(tally_kallsyms_load(full.buf, cut, tag.buf, &t3), -EINVAL);
+	strbuf_release(&tag);
+	strbuf_release(&boot);
+	full.buf[full.len - 1] = 'x'; /* the names no longer end */
+	assert_int_equal(tally_cache_write_file(&c, "kernel-symbols", full.buf, full.len), 0);
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_false(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+	/* a copy of another boot */
+	strbuf_reset(&full);
+	tally_kallsyms_save(t1, "boot 00000000-0000-0000-0000-000000000000\nkernel -\n", &full);
+	assert_int_equal(tally_cache_write_file(&c, "kernel-symbols", full.buf, full.len), 0);
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_false(hit);
+	tally_kallsyms_free(t2);
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_true(hit);
+	tally_kallsyms_free(t2);
+	strbuf_release(&full);
+	tally_cache_close(&c);
+	tally_kallsyms_free(t1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +387,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__kernel_symbols, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
