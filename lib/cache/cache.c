@@ -64,29 +64,12 @@ int tally_cache_path(struct strbuf *out)
 	return 0;
 }
 
-/* Creates the directories above path that are missing (0700), as mkdir -p. */
-static void make_parents(const char *path)
-{
-	char *d = xstrdup(path);
-	for (char *s = strchr(d + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			break;
-		*s = '/';
-	}
-	free(d);
-}
-
 static int open_at(struct tally_cache *c, const char *path, bool create)
 {
 	char *resolved = NULL;
-	if (create) {
-		/* tally_dir_check makes only the last directory: the ones above
-		 * (~/.cache, ~/.cache/tally) as mkdir -p would, then all of it checked */
-		struct stat st;
-		if (stat(path, &st) < 0)
-			make_parents(path);
-	}
+	/* the directories missing on the way (~/.cache, ~/.cache/tally) are made
+	 * as the walk reaches them, each only below one that passed the check:
+	 * never in a directory another user owns, never through their link */
 	int r = tally_dir_check(path, create ? 0700 : 0, TALLY_DIR_PRIVATE, &resolved);
 	if (r) {
 		char *why = xstrdup(tally_errmsg());

@@ -267,6 +267,29 @@ static void test_cache__refuses_shared_dir(void **state)
 	assert_int_equal(c.fd, -1);
 	free(c_path);
 	free(open_dir);
+	/* another user's home (root given a user's XDG_CACHE_HOME by sudo -E):
+	 * refused before anything is made in it, or through its links */
+	if (geteuid() == 0) {
+		char *home = unit_path(dir, "u"), *victim = unit_path(dir, "victim"), *lnk = unit_path(home, "lnk");
+		assert_int_equal(mkdir(home, 0755), 0);
+		assert_int_equal(mkdir(victim, 0755), 0);
+		assert_int_equal(symlink(victim, lnk), 0);
+		assert_int_equal(lchown(lnk, 65534, 65534), 0);
+		assert_int_equal(chown(home, 65534, 65534), 0);
+		const char *under[] = { "/.cache/tally/buildid", "/lnk/.cache/tally/buildid" };
+		for (size_t i = 0; i < 2; i++) {
+			char *p = unit_path(home, under[i] + 1);
+			setenv("TALLY_BUILDID_CACHE", p, 1);
+			assert_int_not_equal(tally_cache_open(&c, true), 0);
+			assert_int_equal(c.fd, -1);
+			free(p);
+		}
+		assert_int_equal(unit_dir_entries(home), 1); /* the link alone */
+		assert_int_equal(unit_dir_entries(victim), 0);
+		free(home);
+		free(victim);
+		free(lnk);
+	}
 	use_dir();
 }
 
