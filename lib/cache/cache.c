@@ -262,23 +262,17 @@ static int check_id(int fd, const char *what, const char *id_kind, const char *i
 	return 0;
 }
 
-static int copy_fd(int from, int to, const char *what)
+/* The whole of from (size bytes when it was checked) into to: by offset, as
+ * the filler's thread and the process it hands its work to may copy from one
+ * descriptor at once; a file that is not size bytes long at the end (cut or
+ * grown while it was read) is not copied. */
+static int copy_fd(int from, int to, uint64_t size, const char *what)
 {
-	if (lseek(from, 0, SEEK_SET) < 0)
-		return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
-	static __thread char buf[1 << 16];
-	for (;;) {
-		ssize_t k = read(from, buf, sizeof(buf));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
-		if (!k)
-			return 0;
-		int r = tally_write_all(to, buf, (size_t)k);
-		if (r)
-			return tally_seterr(r, "cannot write into the build-id cache: %s", strerror(-r));
-	}
+	int r = tally_cache_copy_range(from, to, 0, size, what);
+	struct stat st;
+	if (!r && (fstat(from, &st) < 0 || (uint64_t)st.st_size != size))
+		r = tally_seterr(-ESTALE, "'%s' changed while it was copied: not cached", what);
+	return r;
 }
 
 int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
@@ -306,7 +300,7 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 	if (f == TALLY_CACHE_DEBUG)
 		r = tally_cache_decompress_elf(src_fd, out, src);
 	if (r == 1) /* nothing to decompress (or not a file it can rewrite): byte for byte */
-		r = copy_fd(src_fd, out, src);
+		r = copy_fd(src_fd, out, (uint64_t)st.st_size, src);
 	/* and the copy itself: the source may have changed while it was read */
 	if (!r)
 		r = check_id(out, src, id_kind, id);
