@@ -208,7 +208,7 @@ static int entry_dir(const struct tally_cache *c, const char *key)
 
 /* ---- the cache's own files, beside the entries ---- */
 
-int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max)
+int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_t max)
 {
 	struct stat st;
 	int fd = tally_open_regular(c->fd, name, 0, max, &st);
@@ -218,6 +218,14 @@ int tally_cache_read_file(const struct tally_cache *c, const char *name, struct 
 		close(fd);
 		return tally_seterr(-EPERM, "'%s/%s' is not the user's own", c->path, name);
 	}
+	return fd;
+}
+
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max)
+{
+	int fd = tally_cache_open_file(c, name, max);
+	if (fd < 0)
+		return fd;
 	int r = tally_read_fd(sb, fd, name, max);
 	close(fd);
 	return r;
