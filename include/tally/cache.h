@@ -74,6 +74,8 @@ void tally_cache_touch(const struct tally_cache *c, const char *key);
  * into place (not synced: a cache, whose reader checks what it reads).
  * 0 or -errno with tally_seterr. */
 int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max);
+/* The same file opened (read-only): the fd, or -errno with tally_seterr. */
+int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_t max);
 int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len);
 
 /* Adds the file open at src_fd (its name src, for errors) as the entry's

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define KCACHE_FILE "kernel-symbols"
 #define KCACHE_MAX (UINT64_C(64) << 20)
@@ -64,9 +65,11 @@ int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *module
 	if (usable) {
 		strbuf_addf(&tag, "boot %s", boot.buf);
 		strbuf_addf(&tag, "kernel %s\n%s", kid[0] ? kid : "-", modules ? modules : "");
-		if (!tally_cache_read_file(&c, KCACHE_FILE, &bytes, KCACHE_MAX) &&
-		    !tally_kallsyms_load(bytes.buf, bytes.len, tag.buf, out) && covered(*out, modules, addrs, n))
+		int fd = tally_cache_open_file(&c, KCACHE_FILE, KCACHE_MAX);
+		if (fd >= 0 && !tally_kallsyms_load_fd(fd, tag.buf, out) && covered(*out, modules, addrs, n))
 			*from_cache = true;
+		if (fd >= 0)
+			close(fd);
 		}
 	if (!*from_cache) {
 		bool had = *out != NULL; /* the copy fits this boot but not these addresses: kept */

@@ -13,6 +13,11 @@
 #include "tally/cache.h"
 #include "tally/elfinfo.h"
 #include "tally/snapshot.h"
+#include "lib/cache/internal.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 
 static char *dir;
 
@@ -267,6 +272,29 @@ static void test_cache__refuses_shared_dir(void **state)
 	assert_int_equal(c.fd, -1);
 	free(c_path);
 	free(open_dir);
+	/* another user's home (root given a user's XDG_CACHE_HOME by sudo -E):
+	 * refused before anything is made in it, or through its links */
+	if (geteuid() == 0) {
+		char *home = unit_path(dir, "u"), *victim = unit_path(dir, "victim"), *lnk = unit_path(home, "lnk");
+		assert_int_equal(mkdir(home, 0755), 0);
+		assert_int_equal(mkdir(victim, 0755), 0);
+		assert_int_equal(symlink(victim, lnk), 0);
+		assert_int_equal(lchown(lnk, 65534, 65534), 0);
+		assert_int_equal(chown(home, 65534, 65534), 0);
+		const char *under[] = { "/.cache/tally/buildid", "/lnk/.cache/tally/buildid" };
+		for (size_t i = 0; i < 2; i++) {
+			char *p = unit_path(home, under[i] + 1);
+			setenv("TALLY_BUILDID_CACHE", p, 1);
+			assert_int_not_equal(tally_cache_open(&c, true), 0);
+			assert_int_equal(c.fd, -1);
+			free(p);
+		}
+		assert_int_equal(unit_dir_entries(home), 1); /* the link alone */
+		assert_int_equal(unit_dir_entries(victim), 0);
+		free(home);
+		free(victim);
+		free(lnk);
+	}
 	use_dir();
 }
 
@@ -377,6 +405,86 @@ static void test_cache__kernel_symbols(void **state)
 	tally_kallsyms_free(t1);
 }
 
+/* A copy made while another process moves the descriptor's position (the
+ * filler hands its work to a process of its own, with the same descriptors):
+ * the image kept is the file, byte for byte. */
+static void test_cache__copy_ignores_shared_position(void **state)
+{
+	(void)state;
+	char id[160], key[TALLY_CACHE_KEY_MAX];
+	self_id(id);
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		for (unsigned x = 1;; x = x * 1103515245u + 12345u)
+			lseek(fd, (off_t)(x % (unsigned)st.st_size), SEEK_SET);
+	}
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	int r = tally_cache_add_fd(&c, "build-id", id, fd, "/proc/self/exe", TALLY_CACHE_IMAGE, NULL);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	assert_int_equal(r, 1);
+	assert_true(tally_cache_key("build-id", id, key));
+	char *p = tally_cache_find(&c, key, TALLY_CACHE_IMAGE);
+	assert_non_null(p);
+	size_t n1, n2;
+	char *a = unit_read("/proc/self/exe", &n1), *b = unit_read(p, &n2);
+	assert_true(n1 == n2 && n1 == (size_t)st.st_size);
+	assert_memory_equal(a, b, n1);
+	free(a);
+	free(b);
+	free(p);
+	close(fd);
+	tally_cache_close(&c);
+}
+
+/* A debug file whose compressed section claims far more than DWARF deflates
+ * to (a bomb beside a program root records) is refused before libelf
+ * allocates what it claims. */
+static void test_cache__inflate_bounded(void **state)
+{
+	(void)state;
+	char *src = unit_path(dir, "t.c"), *obj = unit_path(dir, "t.o"), *out = unit_path(dir, "t.out");
+	unit_write_str(src, "int f(int x) { return x * 3; }\nint g(int y) { return f(y) + 1; }\n");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cc -g -c -o %s %s && objcopy --compress-debug-sections=zlib %s", obj, src, obj);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "skipped: cannot make a compressed debug file (cc, objcopy): %s\n", cmd);
+		skip();
+	}
+	/* the object as it is: decompressed */
+	int fd = open(obj, O_RDWR | O_CLOEXEC), o = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0 && o >= 0);
+	assert_int_equal(tally_cache_decompress_elf(fd, o, obj), 0);
+	/* its first compressed section made to claim 1 GiB */
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(e);
+	uint64_t at = 0;
+	for (Elf_Scn *scn = NULL; !at && (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED))
+			at = sh.sh_offset;
+	}
+	elf_end(e);
+	assert_true(at != 0);
+	uint64_t huge = UINT64_C(1) << 30;
+	assert_int_equal(pwrite(fd, &huge, 8, (off_t)(at + offsetof(Elf64_Chdr, ch_size))), 8);
+	assert_int_equal(ftruncate(o, 0), 0);
+	assert_int_equal(tally_cache_decompress_elf(fd, o, obj), -EFBIG);
+	assert_non_null(strstr(tally_errmsg(), "not cached"));
+	close(fd);
+	close(o);
+	free(src);
+	free(obj);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +496,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__kernel_symbols, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__copy_ignores_shared_position, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__inflate_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
