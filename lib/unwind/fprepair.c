@@ -447,6 +447,20 @@ void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t
 	/* a frame pointer below the stack pointer is none: the chain from it is
 	 * not the stack's */
 	walk_from(&w, ip, false, sp, bp, 1, bp, bp >= sp);
+	if (out->stop != TALLY_FP_LOST || nchain < 2)
+		return;
+	for (size_t i = 0; i < out->n; i++)
+		if (out->from[i] >= 0)
+			return; /* the chain joined */
+	/* lost before meeting the chain (a zero return address, a frame that
+	 * does not go up, a return address into no code): the chain as it is,
+	 * unless the walk found frames and the chain's first entry is no code
+	 * with a rule (rbp may have been no frame pointer: its chain junk) */
+	if (out->n && (!rule(ctx, chain[1], true, 1, &r) || r.cfa == TALLY_FP_CFA_NONE))
+		return;
+	out->n = out->walked = 0;
+	for (size_t j = 1; j < nchain && put(out, chain[j], (int32_t)j); j++)
+		;
 }
 
 void tally_unwind_fp_follow(const uint64_t *chain, size_t nchain, bool bp_same, tally_fp_rule_fn rule, void *ctx,

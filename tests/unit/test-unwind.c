@@ -152,6 +152,52 @@ static void test_unwind__rbp_reused(void **state)
 		assert_int_equal(rp.from[i], -1);
 }
 
+/* The walk from the leaf stops before it meets the chain (its return address
+ * slot 0, a frame that does not go up, a return address into no code): the
+ * kernel's chain is kept whole, the stop said. */
+static void test_unwind__lost_keeps_chain(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x10, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x30, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_MAIN, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[32] = { 0 }; /* the leaf's return address slot, [sp + 8]: 0 */
+	uint64_t chain[] = { PC_LEAF + 1, PC_MAIN + 3, PC_MAIN + 9, PC_MAIN + 15, PC_MAIN + 21 };
+	const uint64_t callers[] = { PC_MAIN + 3, PC_MAIN + 9, PC_MAIN + 15, PC_MAIN + 21 };
+	const int32_t from[] = { 1, 2, 3, 4 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
+			       &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+	assert_int_equal(rp.walked, 0);
+	expect(&rp, 4, callers, from);
+
+	/* a return address into no code */
+	stack[1] = 0x10;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
+			       &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+	expect(&rp, 4, callers, from);
+
+	/* one frame found, then a zero return address: the chain, whose first
+	 * entry is code with a rule, rather than the one frame */
+	stack[1] = PC_MID + 5;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
+			       &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+	assert_int_equal(rp.walked, 0);
+	expect(&rp, 4, callers, from);
+
+	/* a frame that does not go up the stack (its CFA at the leaf's) */
+	f.r[1].cfa_off = 0;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
+			       &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+	assert_int_equal(rp.walked, 0);
+	expect(&rp, 4, callers, from);
+}
+
 /* The chain meets a function that had no frame at its call (libc's
  * vsnprintf, between vfprintf's frame and the user's): the entry after it
  * skips its caller. Its frame in the copy is walked, and the chain rejoins
@@ -387,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_unwind__chain_of_two),
 		cmocka_unit_test(test_unwind__framed_leaf),
 		cmocka_unit_test(test_unwind__rbp_reused),
+		cmocka_unit_test(test_unwind__lost_keeps_chain),
 		cmocka_unit_test(test_unwind__chain_leaves_and_rejoins),
 		cmocka_unit_test(test_unwind__end_and_depth),
 		cmocka_unit_test(test_unwind__epilogue),
