@@ -46,7 +46,7 @@ bool tally_unwind_regs_ipspbp(const uint64_t *regs, size_t nregs, uint64_t mask,
 	return got == 7;
 }
 
-/* What the repair keeps per image: the file, its CFI (.eh_frame, and
+/* What the repair keeps per image: the file's ELF (fd -1 once read), its CFI (.eh_frame, and
  * .debug_frame when that has no FDE for an address), its loadable segments
  * (file offset -> link-time address). */
 struct image_cfi {
@@ -80,7 +80,27 @@ void tally_unwind_image_release(struct tally_image *im)
 
 /* Opens the image's file through the process (its mount namespace), and only
  * if it is still the file that was mapped (device and inode). */
+static void image_cfi_load(struct image_cfi *c, const struct tally_image *im, int pid);
+
+/* The file is open only while its headers are read: libelf then reads what
+ * it needs from its map (or has read the file), and a whole-system recording
+ * does not hold a descriptor per image it has walked a stack in. */
 static void image_cfi_open(struct image_cfi *c, const struct tally_image *im, int pid)
+{
+	image_cfi_load(c, im, pid);
+	if (c->elf && elf_cntl(c->elf, ELF_C_FDREAD) != 0) {
+		if (c->eh)
+			dwarf_cfi_end(c->eh);
+		elf_end(c->elf);
+		c->elf = NULL;
+		c->eh = NULL;
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static void image_cfi_load(struct image_cfi *c, const struct tally_image *im, int pid)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, im->path);

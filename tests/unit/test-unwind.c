@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <asm/perf_regs.h>
+#include <dirent.h>
 #include <linux/perf_event.h>
 
 #include "tally/agg.h"
@@ -325,6 +326,38 @@ static void test_unwind__own_cfi(void **state)
 	tally_agg_release(&s.a);
 }
 
+/* The number of descriptors this process has open. */
+static size_t count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	size_t n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Building an image's CFI leaves no descriptor open (a whole-system
+ * recording walks stacks in hundreds of images), and the rules still read
+ * from it after. */
+static void test_unwind__cfi_holds_no_fd(void **state)
+{
+	(void)state;
+	struct self s;
+	self_open(&s);
+	top_fn();
+	size_t before = count_fds();
+	struct tally_fp_rule r;
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn, false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	assert_int_equal(count_fds(), before);
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), ra_mid, true, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_BP);
+	assert_int_equal(count_fds(), before);
+	tally_agg_release(&s.a);
+}
+
 /* registers as the kernel packs them for mask */
 static size_t pack_regs(uint64_t *out, uint64_t mask, uint64_t ip, uint64_t sp, uint64_t bp)
 {
@@ -438,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_unwind__end_and_depth),
 		cmocka_unit_test(test_unwind__epilogue),
 		cmocka_unit_test(test_unwind__own_cfi),
+		cmocka_unit_test(test_unwind__cfi_holds_no_fd),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
