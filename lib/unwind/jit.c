@@ -383,6 +383,7 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 	struct scan_ctx *s = arg;
 	struct uw_jit *j = s->j;
 	uint32_t blob = NO_BLOB;
+	size_t cost = 0; /* of a blob made here */
 	if (ev->move) {
 		/* the same code elsewhere: its unwinding data moves with it */
 		struct jcode *old = find_code(j, ev->old_addr);
@@ -390,8 +391,8 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 			return;
 		blob = old->blob;
 	} else if (ev->unwind) {
-		size_t cost = sizeof(struct blob) + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) + ev->unwind_len;
-		if (j->bytes + cost > s->budget) {
+		size_t need = sizeof(struct blob) + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) + ev->unwind_len;
+		if (j->bytes + need > s->budget) {
 			j->over_budget = true;
 			return;
 		}
@@ -400,11 +401,16 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 			GROW(j->blobs, j->ablobs, j->nblobs + 1);
 			j->blobs[j->nblobs] = b;
 			blob = (uint32_t)j->nblobs++;
-			j->bytes += cost;
+			j->bytes += cost = need;
 		}
 	}
 	if (j->bytes + sizeof(struct jcode) > s->budget) {
 		j->over_budget = true;
+		if (cost) {
+			/* the code refused: its blob, made for it alone, goes too */
+			free(j->blobs[--j->nblobs].img);
+			j->bytes -= cost;
+		}
 		return;
 	}
 	GROW(j->codes, j->acodes, j->ncodes + 1);

@@ -10,7 +10,9 @@
 #include <dirent.h>
 #include <linux/perf_event.h>
 
+#include "lib/unwind/internal.h"
 #include "tally/agg.h"
+#include "tally/jitdump.h"
 #include "tally/unwind.h"
 #include "unwind-frames.h"
 
@@ -460,6 +462,36 @@ static void test_unwind__agg_repairs_real_stack(void **state)
 	tally_agg_release(&s.a);
 }
 
+/* ---- JIT code ---- */
+
+/* A load whose unwinding data fits the JIT budget but whose code does not is
+ * refused whole: its unwinding data counts no more, and a load without any
+ * that fits is taken. */
+static void test_unwind__jit_refused_code_frees_its_blob(void **state)
+{
+	(void)state;
+	static const unsigned char unwind[48] = { 1 }; /* .eh_frame, then .eh_frame_hdr: never read here */
+	struct tally_jit_code_event with = { .addr = 0x10000, .size = 0x100, .unwind = unwind,
+					     .unwind_len = sizeof(unwind), .eh_frame_hdr_len = 16 };
+	struct tally_jit_code_event plain = { .addr = 0x20000, .size = 0x100 };
+	/* the least budget the load with unwinding data fits in */
+	size_t least = 0;
+	for (size_t b = 1; b < 4096 && !least; b++) {
+		struct uw_jit *j = NULL;
+		uw_jit_feed(&j, &with, b);
+		if (uw_jit_nranges(j) == 1)
+			least = b;
+		uw_jit_free(j);
+	}
+	assert_true(least > 1);
+	struct uw_jit *j = NULL;
+	uw_jit_feed(&j, &with, least - 1);
+	assert_int_equal(uw_jit_nranges(j), 0);
+	uw_jit_feed(&j, &plain, least - 1);
+	assert_int_equal(uw_jit_nranges(j), 1);
+	uw_jit_free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_unwind__own_cfi),
 		cmocka_unit_test(test_unwind__cfi_holds_no_fd),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
+		cmocka_unit_test(test_unwind__jit_refused_code_frees_its_blob),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
