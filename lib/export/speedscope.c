@@ -185,6 +185,11 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 				keys[nkeys++] = fid[cg.funcs_of[st->first + st->len - 1 - d]];
 			counts[s] = st->count;
 		}
+		/* the stacks are keys from here on: their functions' list (four
+		 * bytes a frame, tens of megabytes) goes before the rest is made */
+		free(cg.funcs_of);
+		cg.funcs_of = NULL;
+		cg.nfuncs_of = cg.afuncs_of = 0;
 		uint64_t min = 0, total = cg.total;
 		struct tally_export one = *x;
 		one.nevents = 1;
