@@ -1,13 +1,24 @@
 #!/bin/bash
-# A daemon is never left running behind a test: a test that started a
-# daemon without tracking it (a start cut short, a subshell) has it killed by
-# lib.sh's cleanup all the same.
+# A daemon is never left running behind a test or a removed database: a
+# daemon whose database directory is removed stops by itself (it can write
+# nothing more there and nobody can reach its socket), and a test that
+# started a daemon without tracking it (a start cut short, a subshell) has it
+# killed by lib.sh's cleanup all the same.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 
 ((EUID == 0)) || skip "the daemon samples the whole system: needs root"
 
 gone() { ! alive "$1"; }
+
+db_removed() {
+	start_daemon "$TMP/rm.db" --flush-interval 1h
+	local pid=$DAEMON_PID
+	rm -rf "$TMP/rm.db"
+	wait_state() { echo "pid $pid: $(cat "/proc/$pid/status" 2>/dev/null | grep -E '^(State|Threads)' | tr '\n' ' ')"; }
+	wait_for 30 "the daemon (pid $pid) stops once its database directory is removed" gone "$pid"
+	note "the daemon (pid $pid) stopped once its database directory was removed"
+}
 
 untracked() {
 	# a test of its own, whose daemon's database is outside that test's
@@ -31,4 +42,5 @@ INNER
 	note "the cleanup killed the daemon (pid $pid) the inner test left, and said so"
 }
 
+subtest "a daemon stops when its database directory is removed" db_removed
 subtest "a test's cleanup kills a daemon it never tracked" untracked
