@@ -125,6 +125,8 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 	memcpy(order, v, shnum * sizeof(*v));
 	tally_qsort(order + 1, shnum - 1, sizeof(*order), cmp_off);
 	for (size_t k = 1; !r && k < shnum; k++) {
+		if ((r = tally_cache_copy_stopped(what)))
+			break;
 		struct sec *s = &v[order[k].idx];
 		if (s->old_off < cut)
 			continue;

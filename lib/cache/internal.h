@@ -18,5 +18,13 @@ int tally_cache_decompress_elf(int src, int out, const char *what);
  * in .debug/ and under /usr/lib/debug that has that build-id. Allocated, or
  * NULL. */
 char *tally_cache_debug_file(int fd, const char *src, const char *id);
+/* For the calling thread: while *stop (may be NULL: never) is non-zero, a
+ * copy into the cache gives up between two blocks (-ECANCELED, nothing left
+ * behind). The filler's thread sets it, so that its end need not wait for a
+ * whole file. */
+void tally_cache_copy_stop(const int *stop);
+/* -ECANCELED with tally_seterr (naming what) once the calling thread's copy
+ * is stopped (tally_cache_copy_stop), else 0. */
+int tally_cache_copy_stopped(const char *what);
 
 #endif
