@@ -202,6 +202,94 @@ size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
 	return t ? t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc : 0;
 }
 
+/* ---- the table as bytes (the kernel-symbols cache, lib/record/kcache.c) ----
+ * "tally-ksyms 1\n" and two NULs, then as little-endian u64 the tag's length,
+ * n and the names' length; the tag; n addresses (u64), n name offsets (u32),
+ * n types; the names, NUL-terminated. */
+static const char ksyms_magic[16] = "tally-ksyms 1\n\0";
+
+static void put_u64le(struct strbuf *sb, uint64_t v)
+{
+	unsigned char b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	strbuf_add(sb, b, 8);
+}
+
+static uint64_t get_u64le(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+void tally_kallsyms_save(const struct tally_kallsyms *t, const char *tag, struct strbuf *out)
+{
+	size_t tl = strlen(tag);
+	strbuf_add(out, ksyms_magic, sizeof(ksyms_magic));
+	put_u64le(out, tl);
+	put_u64le(out, t->n);
+	put_u64le(out, t->names.len);
+	strbuf_add(out, tag, tl);
+	for (size_t i = 0; i < t->n; i++)
+		put_u64le(out, t->addr[i]);
+	for (size_t i = 0; i < t->n; i++) {
+		unsigned char b[4] = { (unsigned char)t->name[i], (unsigned char)(t->name[i] >> 8),
+				       (unsigned char)(t->name[i] >> 16), (unsigned char)(t->name[i] >> 24) };
+		strbuf_add(out, b, 4);
+	}
+	strbuf_add(out, t->type, t->n);
+	strbuf_add(out, t->names.buf ? t->names.buf : "", t->names.len);
+}
+
+int tally_kallsyms_load(const void *buf, size_t len, const char *tag, struct tally_kallsyms **out)
+{
+	const unsigned char *p = buf;
+	*out = NULL;
+	size_t head = sizeof(ksyms_magic) + 24, tl = strlen(tag);
+	if (len < head || memcmp(p, ksyms_magic, sizeof(ksyms_magic)))
+		return -EINVAL;
+	uint64_t ftl = get_u64le(p + 16), n = get_u64le(p + 24), nl = get_u64le(p + 32);
+	/* every size within the bytes there are, before any is multiplied */
+	if (ftl != tl || n > len / 13 || nl > len || nl > UINT32_MAX || head + tl + n * 13 + nl != len ||
+	    memcmp(p + head, tag, tl) || (nl && p[len - 1]) || (n && !nl))
+		return -EINVAL;
+	const unsigned char *a = p + head + tl, *o = a + 8 * n, *ty = o + 4 * n, *names = ty + n;
+	struct tally_kallsyms *t = xcalloc(1, sizeof(*t));
+	t->addr = xmalloc((n + 1) * sizeof(uint64_t));
+	t->name = xmalloc((n + 1) * sizeof(uint32_t));
+	t->type = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		t->addr[i] = get_u64le(a + 8 * i);
+		t->name[i] = (uint32_t)o[4 * i] | (uint32_t)o[4 * i + 1] << 8 | (uint32_t)o[4 * i + 2] << 16 |
+			     (uint32_t)o[4 * i + 3] << 24;
+		t->type[i] = (char)ty[i];
+		if (t->name[i] >= nl || (i && t->addr[i] <= t->addr[i - 1])) {
+			tally_kallsyms_free(t);
+			return -EINVAL;
+		}
+	}
+	t->n = n;
+	strbuf_add(&t->names, names, nl);
+	*out = t;
+	return 0;
+}
+
+bool tally_kallsyms_core_range(const struct tally_kallsyms *t, uint64_t *lo, uint64_t *hi)
+{
+	bool any = false;
+	for (size_t i = 0; t && i < t->n; i++) {
+		if (strchr(t->names.buf + t->name[i], '\t'))
+			continue;
+		if (!any)
+			*lo = t->addr[i];
+		*hi = t->addr[i];
+		any = true;
+	}
+	return any;
+}
+
 bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out)
 {
 	size_t lo = tally_upper_u64(t->addr, t->n, sizeof(*t->addr), 0, addr);
