@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Counters of the session that a merge adds up (the stop reasons are three more). */
 static const char *const summed_keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
@@ -446,19 +445,6 @@ void tally_db_builder_counters(struct tally_db_builder *b, uint64_t lost, uint64
 
 /* ---- sessions ---- */
 
-/* "2026-11-21T13:07:00Z" to seconds since 1970, or -1. */
-static double parse_utc(const char *s)
-{
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	if (!s)
-		return -1;
-	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!end || *end)
-		return -1;
-	return (double)timegm(&tm);
-}
-
 /* A duration in seconds ("2.004") as whole milliseconds: sums of them do not
  * depend on the order they are added in. */
 static uint64_t duration_ms(const char *d)
@@ -532,13 +518,13 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 	else
 		for (size_t i = 0; i < m->n; i++)
 			tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
-	double st = parse_utc(tally_meta_get(m, "start-time"));
-	double sp = parse_utc(tally_meta_get(m, "stop-time"));
-	if (st >= 0 && (!b->have_start || st < b->start)) {
+	/* the span of the times (the reader checked them; none before 1970) */
+	double st, sp;
+	if (tally_db_utc_time(tally_meta_get(m, "start-time"), &st) && st >= 0 && (!b->have_start || st < b->start)) {
 		b->start = st;
 		b->have_start = true;
 	}
-	if (sp >= 0 && (!b->have_stop || sp > b->stop)) {
+	if (tally_db_utc_time(tally_meta_get(m, "stop-time"), &sp) && sp >= 0 && (!b->have_stop || sp > b->stop)) {
 		b->stop = sp;
 		b->have_stop = true;
 	}

@@ -73,6 +73,9 @@ typedef int (*tally_db_parse_fn)(struct tally_db *db, char *text, const char *wh
 int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what, tally_db_parse_fn fn);
 /* fn over a copy of buf (any bytes, read-only), checked first. */
 int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, tally_db_parse_fn fn);
+/* lib/db/session.c: s, a UTC time in strftime's fmt, to seconds since 1970:
+ * false unless the time gives the text back (strptime takes 2026-02-30). */
+bool tally_db_utc_format(const char *s, const char *fmt, double *out);
 /* lib/db/session.c: the session file of db->path, read and checked. */
 int tally_db_load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path);
 

@@ -38,25 +38,27 @@ static bool plain_decimal(const char *s, size_t n, double *out)
 	return true;
 }
 
-bool tally_db_utc_time(const char *s, double *out)
+bool tally_db_utc_format(const char *s, const char *fmt, double *out)
 {
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
-	if (!s || strlen(s) != 20)
-		return false;
-	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	const char *end = strptime(s, fmt, &tm);
 	if (!end || *end)
 		return false;
 	/* strptime takes 2026-02-30 and 24:00:61: the time must give the text back */
 	time_t t = timegm(&tm);
 	struct tm chk;
 	char back[32];
-	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &chk) ||
-	    strcmp(back, s))
+	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), fmt, &chk) || strcmp(back, s))
 		return false;
 	if (out)
 		*out = (double)t;
 	return true;
+}
+
+bool tally_db_utc_time(const char *s, double *out)
+{
+	return s && strlen(s) == 20 && tally_db_utc_format(s, "%Y-%m-%dT%H:%M:%SZ", out);
 }
 
 /* Items of a comma-separated list, each checked by ok (a pointer and length). */
