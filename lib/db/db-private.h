@@ -79,4 +79,8 @@ bool tally_db_utc_format(const char *s, const char *fmt, double *out);
 /* lib/db/session.c: the session file of db->path, read and checked. */
 int tally_db_load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path);
 
+/* lib/db/labels.c: the KEY=VALUE fields of line ln of what (s: tab-separated,
+ * split in place; NULL: none) into set, keys sorted: 0, or an error. */
+int tally_db_parse_label_fields(char *s, const char *what, size_t ln, struct tally_labelset *set);
+
 #endif
