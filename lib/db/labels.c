@@ -189,10 +189,11 @@ int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, cons
 			continue;
 		/* ID<TAB>KEY=VALUE<TAB>KEY=VALUE..., ids from 1 in order, keys sorted */
 		char *save = NULL, *f = strtok_r(line, "\t", &save);
-		char *idend;
+		char *idend = NULL;
 		errno = 0;
-		unsigned long long id = strtoull(f, &idend, 10);
-		if (!isdigit((unsigned char)*f) || *idend || errno || id != db->nlabels + 1) {
+		/* a line of tabs alone has no id */
+		unsigned long long id = f ? strtoull(f, &idend, 10) : 0;
+		if (!f || !isdigit((unsigned char)*f) || *idend || errno || id != db->nlabels + 1) {
 			r = tally_lines_err(&L, -EINVAL, "expected label set %zu first ('ID<tab>KEY=VALUE...') (%s)",
 					    db->nlabels + 1, DAMAGED);
 			break;
