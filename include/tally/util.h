@@ -118,6 +118,8 @@ struct tally_lines {
 };
 void tally_lines_init(struct tally_lines *L, char *text, const char *what);
 char *tally_lines_next(struct tally_lines *L);
+/* The next line that is not empty and not a comment ('#' first), or NULL. */
+char *tally_lines_next_data(struct tally_lines *L);
 int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
 void tally_unescape(char *s);

@@ -184,9 +184,7 @@ int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, cons
 	struct tally_hidx seen = { 0 };
 	for (size_t i = 0; i < db->nlabels; i++)
 		tally_hidx_put(&seen, tally_labelset_hash(&db->labels[i]), (uint32_t)i);
-	while (!r && (line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while (!r && (line = tally_lines_next_data(&L))) {
 		/* ID<TAB>KEY=VALUE<TAB>KEY=VALUE..., ids from 1 in order, keys sorted */
 		char *save = NULL, *f = strtok_r(line, "\t", &save);
 		char *idend = NULL;

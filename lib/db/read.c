@@ -340,9 +340,7 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char *f[7];
 		int nf = 0;
 		/* the path (last field) may itself contain tabs: split six times only */
@@ -626,9 +624,7 @@ static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		const char *p = line;
 		uint64_t addr, size;
 		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
@@ -662,9 +658,7 @@ static int parse_tasks(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char *t1 = strchr(line, '\t');
 		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
 		int pid = 0;
@@ -693,9 +687,7 @@ static int parse_mntns(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		uint64_t i;
 		if (!tally_db_whole_u64(line, &i) || i >= db->nimages)
 			return tally_lines_err(&L, -EINVAL, "expected an image index below %zu (%s)",
@@ -725,9 +717,7 @@ static int parse_modules(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char name[128], addr[32], id[160], extra[2];
 		unsigned long long size;
 		char *end;

@@ -210,9 +210,7 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	tally_lines_init(&L, text, what);
 	int r;
 	char q[TALLY_EXCERPT_SIZE];
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char *k, *v;
 		if ((r = tally_parse_header_line(line, L.what, L.ln, &k, &v)))
 			return r;

@@ -148,9 +148,7 @@ int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, con
 	char *text = xstrndup(buf, len), *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while (!r && (line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while (!r && (line = tally_lines_next_data(&L))) {
 		/* ID START STOP DURATION COMMAND KEY=VALUE... (tab-separated) */
 		char *f[5], *s = line;
 		int nf = 0;
