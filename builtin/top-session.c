@@ -93,6 +93,18 @@ static bool done(struct top *t)
 	return top_got_quit || t->ui.quit || (t->o.iterations && t->ticks >= t->o.iterations) || (t->o.once && t->ticks >= 1);
 }
 
+/* The keys typed and a resize since the last look: the screen drawn again
+ * when either asks for it. */
+static void keys_and_resize(struct top *t)
+{
+	top_drain_wakeups();
+	int redraw = read_keys(t);
+	if (top_got_winch)
+		redraw = 1;
+	if (redraw && t->interactive && !done(t))
+		show(t);
+}
+
 /* Waits until deadline (monotonic) or a key or a signal: the screen is drawn
  * again after a key or a resize. */
 static void wait_until(struct top *t, int epfd, double deadline)
@@ -103,12 +115,7 @@ static void wait_until(struct top *t, int epfd, double deadline)
 			return;
 		struct epoll_event ev;
 		int n = epoll_wait(epfd, &ev, 1, (int)(left * 1000) + 1);
-		top_drain_wakeups();
-		int redraw = read_keys(t);
-		if (top_got_winch)
-			redraw = 1;
-		if (redraw && t->interactive && !done(t))
-			show(t);
+		keys_and_resize(t);
 		if (n < 0 && errno != EINTR)
 			return;
 	}
@@ -145,12 +152,7 @@ int top_run_recording(struct top *t, struct tally_recording *rec, const struct t
 			if (left <= 0)
 				break;
 			int n = tally_recording_step(rec, left > 0.05 ? 50 : (int)(left * 1000) + 1);
-			top_drain_wakeups();
-			int redraw = read_keys(t);
-			if (top_got_winch)
-				redraw = 1;
-			if (redraw && t->interactive && !done(t))
-				show(t);
+			keys_and_resize(t);
 			ended = step_ended(t, n, &ret);
 		}
 		double now = tally_now_mono();

@@ -68,6 +68,16 @@ bool tally_cache_has(const struct tally_cache *c, const char *key, enum tally_ca
 /* Marks the entry as used now (least recently used goes first). */
 void tally_cache_touch(const struct tally_cache *c, const char *key);
 
+/* A file of the cache's own beside its entries, by name (the kernel's symbols,
+ * lib/record/kcache.c): read whole into sb when it is a regular file of the
+ * user's of at most max bytes, or written under a temporary name and renamed
+ * into place (not synced: a cache, whose reader checks what it reads).
+ * 0 or -errno with tally_seterr. */
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max);
+/* The same file opened (read-only): the fd, or -errno with tally_seterr. */
+int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_t max);
+int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len);
+
 /* Adds the file open at src_fd (its name src, for errors) as the entry's
  * image or debug file, once it is verified to have the id (a build-id: the
  * same; xxh64: the same content hash); a debug file's compressed DWARF

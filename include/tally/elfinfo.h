@@ -49,6 +49,18 @@ void tally_kallsyms_free(struct tally_kallsyms *t);
 bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out);
 /* Bytes the table holds. */
 size_t tally_kallsyms_bytes(const struct tally_kallsyms *t);
+struct strbuf;
+/* The table as bytes appended to out, tagged (what it was read under: the boot
+ * and the modules; in this machine's byte order), and read back: -EINVAL
+ * unless the bytes are such a table, whole, with this tag. */
+void tally_kallsyms_save(const struct tally_kallsyms *t, const char *tag, struct strbuf *out);
+int tally_kallsyms_load(const void *buf, size_t len, const char *tag, struct tally_kallsyms **out);
+/* The same from a file of such bytes, used where it is mapped (nothing is
+ * copied; the file must be replaced by rename, never cut in place). */
+int tally_kallsyms_load_fd(int fd, const char *tag, struct tally_kallsyms **out);
+/* The lowest and highest addresses of the core kernel's symbols (no module's):
+ * false when there are none. */
+bool tally_kallsyms_core_range(const struct tally_kallsyms *t, uint64_t *lo, uint64_t *hi);
 /* The symbol containing addr in a sorted table, or NULL. */
 const struct tally_ksym *tally_ksym_find(const struct tally_ksym *s, size_t n, uint64_t addr);
 /* The running kernel's build-id from /sys/kernel/notes (hex), or "" when unknown. */

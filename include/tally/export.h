@@ -69,6 +69,7 @@ struct tally_export_sink {
 	int *fd;      /* per file: its temporary, or -1 */
 	bool *stream; /* per file: fd is the output itself (a device, a pipe) */
 	size_t nfd;
+	uint64_t token; /* random: the temporaries' names */
 };
 void tally_export_sink_attach(struct tally_export_sink *k, const char *output, struct tally_export_out *out);
 /* Writes what the files still hold and puts each in place; on a failure

@@ -56,6 +56,7 @@ struct tally_offcpu_stats {
 	uint64_t lost_ns;
 	uint64_t nostack;    /* BPF with call graphs: waits whose stack found no room in the kernel's stack map (one frame kept) */
 	uint64_t turnovers;  /* BPF with call graphs: times the stack maps turned over (the full one emptied) */
+	uint64_t noslice;    /* BPF with -g: waits whose top of the stack was not kept (no repair) */
 };
 
 struct tally_offcpu;
@@ -96,6 +97,12 @@ struct tally_offcpu_entry {
 	uint64_t ns, count;
 	const uint64_t *ips;
 	size_t nips;
+	/* with a chain, the top of the user stack at the switch-out (the BPF
+	 * program's slice), for the repair of frame pointers with CFI:
+	 * registers bp, sp, ip (tally_unwind_fp_regs_mask), NULL: none */
+	const uint64_t *regs;
+	const uint8_t *stack;
+	size_t stack_len;
 };
 /* Delivers e to fn as one sample of the off-cpu (or off-cpu-preempted) event
  * that stands for e->count waits and weighs e->ns, at time (a time the
@@ -117,6 +124,7 @@ struct tally_offcpu_bpf_opts {
 	size_t ntgids;
 	uint64_t min_ns;
 	bool callchain;
+	uint32_t slice_len; /* with callchain: bytes of user stack per place for the repair (0: none) */
 };
 /* Loads and attaches the program (disabled until tally_offcpu_bpf_enable).
  * The caller owns *out (tally_offcpu_bpf_free). 0, or -errno with tally_seterr

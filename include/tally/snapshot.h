@@ -19,6 +19,14 @@ struct tally_ksym_cache {
 };
 void tally_ksym_cache_release(struct tally_ksym_cache *kc);
 
+/* The kernel's text symbols for one write that needs addrs (lib/record/kcache.c):
+ * the copy kept in the build-id cache when it was read on this boot with these
+ * modules (read_modules' list) and covers every address (*from_cache), else
+ * /proc/kallsyms read now (and the copy made again). *out is the caller's
+ * (tally_kallsyms_free). 0 or -errno with tally_seterr. */
+int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *modules, struct tally_kallsyms **out,
+			     bool *from_cache);
+
 /* The database an aggregate makes, in memory: images identified, self counts per
  * (image, pid, offset), stacks, the kernel symbols the samples need (through kc
  * when not NULL), the module list, tasks, JIT maps and the vDSO copied, and the

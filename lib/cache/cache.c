@@ -64,29 +64,12 @@ int tally_cache_path(struct strbuf *out)
 	return 0;
 }
 
-/* Creates the directories above path that are missing (0700), as mkdir -p. */
-static void make_parents(const char *path)
-{
-	char *d = xstrdup(path);
-	for (char *s = strchr(d + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(d, 0700) < 0 && errno != EEXIST)
-			break;
-		*s = '/';
-	}
-	free(d);
-}
-
 static int open_at(struct tally_cache *c, const char *path, bool create)
 {
 	char *resolved = NULL;
-	if (create) {
-		/* tally_dir_check makes only the last directory: the ones above
-		 * (~/.cache, ~/.cache/tally) as mkdir -p would, then all of it checked */
-		struct stat st;
-		if (stat(path, &st) < 0)
-			make_parents(path);
-	}
+	/* the directories missing on the way (~/.cache, ~/.cache/tally) are made
+	 * as the walk reaches them, each only below one that passed the check:
+	 * never in a directory another user owns, never through their link */
 	int r = tally_dir_check(path, create ? 0700 : 0, TALLY_DIR_PRIVATE, &resolved);
 	if (r) {
 		char *why = xstrdup(tally_errmsg());
@@ -223,6 +206,50 @@ static int entry_dir(const struct tally_cache *c, const char *key)
 	return 0;
 }
 
+/* ---- the cache's own files, beside the entries ---- */
+
+int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_t max)
+{
+	struct stat st;
+	int fd = tally_open_regular(c->fd, name, 0, max, &st);
+	if (fd < 0)
+		return fd;
+	if (st.st_uid != geteuid()) {
+		close(fd);
+		return tally_seterr(-EPERM, "'%s/%s' is not the user's own", c->path, name);
+	}
+	return fd;
+}
+
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max)
+{
+	int fd = tally_cache_open_file(c, name, max);
+	if (fd < 0)
+		return fd;
+	int r = tally_read_fd(sb, fd, name, max);
+	close(fd);
+	return r;
+}
+
+int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len)
+{
+	char tmp[64];
+	tmp_name(tmp, sizeof(tmp));
+	int fd = openat(c->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tally_seterr(-errno, "cannot write '%s/%s': %s", c->path, name, strerror(errno));
+	int r = tally_write_all(fd, data, len);
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && renameat(c->fd, tmp, c->fd, name) < 0)
+		r = -errno;
+	if (r) {
+		unlinkat(c->fd, tmp, 0);
+		return tally_seterr(r, "cannot write '%s/%s': %s", c->path, name, strerror(-r));
+	}
+	return 0;
+}
+
 /* Whether the file open at fd has the id. */
 static int check_id(int fd, const char *what, const char *id_kind, const char *id)
 {
@@ -243,23 +270,17 @@ static int check_id(int fd, const char *what, const char *id_kind, const char *i
 	return 0;
 }
 
-static int copy_fd(int from, int to, const char *what)
+/* The whole of from (size bytes when it was checked) into to: by offset, as
+ * the filler's thread and the process it hands its work to may copy from one
+ * descriptor at once; a file that is not size bytes long at the end (cut or
+ * grown while it was read) is not copied. */
+static int copy_fd(int from, int to, uint64_t size, const char *what)
 {
-	if (lseek(from, 0, SEEK_SET) < 0)
-		return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
-	static __thread char buf[1 << 16];
-	for (;;) {
-		ssize_t k = read(from, buf, sizeof(buf));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
-		if (!k)
-			return 0;
-		int r = tally_write_all(to, buf, (size_t)k);
-		if (r)
-			return tally_seterr(r, "cannot write into the build-id cache: %s", strerror(-r));
-	}
+	int r = tally_cache_copy_range(from, to, 0, size, what);
+	struct stat st;
+	if (!r && (fstat(from, &st) < 0 || (uint64_t)st.st_size != size))
+		r = tally_seterr(-ESTALE, "'%s' changed while it was copied: not cached", what);
+	return r;
 }
 
 int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
@@ -287,7 +308,7 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 	if (f == TALLY_CACHE_DEBUG)
 		r = tally_cache_decompress_elf(src_fd, out, src);
 	if (r == 1) /* nothing to decompress (or not a file it can rewrite): byte for byte */
-		r = copy_fd(src_fd, out, src);
+		r = copy_fd(src_fd, out, (uint64_t)st.st_size, src);
 	/* and the copy itself: the source may have changed while it was read */
 	if (!r)
 		r = check_id(out, src, id_kind, id);

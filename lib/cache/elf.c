@@ -8,6 +8,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tally/cache.h"
 #include "tally/elfinfo.h"
 #include "tally/util.h"
 
@@ -58,8 +60,9 @@ static int pad_to(int out, uint64_t *pos, uint64_t align)
 	return 0;
 }
 
-/* The bytes [off, off + n) of src into out. */
-static int copy_range(int src, int out, uint64_t off, uint64_t n, const char *what)
+/* The bytes [off, off + n) of src into out, by offset: the descriptor's own
+ * position is never used (a copy handed to another process shares it). */
+int tally_cache_copy_range(int src, int out, uint64_t off, uint64_t n, const char *what)
 {
 	static __thread char buf[1 << 16];
 	while (n) {
@@ -119,7 +122,29 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 	for (size_t i = 1; i < shnum; i++)
 		if (v[i].sh.sh_type != SHT_NOBITS && v[i].old_off < cut && v[i].old_off + v[i].sh.sh_size > cut)
 			goto out;
-	r = copy_range(src, out, 0, cut, what);
+	/* what the sections claim they hold decompressed, bounded before libelf
+	 * allocates it: a debug file found beside a program is its author's, and
+	 * DWARF deflates by 3 to 6 times, not 1000 */
+	uint64_t claimed = 0;
+	for (size_t i = 1; i < shnum; i++) {
+		GElf_Chdr ch;
+		Elf_Scn *scn = elf_getscn(e, i);
+		if (!(v[i].sh.sh_flags & SHF_COMPRESSED) || v[i].sh.sh_type == SHT_NOBITS)
+			continue;
+		if (!scn || !gelf_getchdr(scn, &ch)) {
+			r = tally_seterr(-EINVAL, "'%s': section %zu has no compression header: not cached", what, i);
+			goto out;
+		}
+		claimed += ch.ch_size;
+		if (claimed > (uint64_t)st.st_size * TALLY_CACHE_INFLATE_MAX || claimed > TALLY_CACHE_DEFAULT_MAX) {
+			r = tally_seterr(-EFBIG,
+					 "'%s': its compressed sections claim %" PRIu64 " bytes, over %d times the file's %" PRIu64
+					 ": not cached",
+					 what, claimed, TALLY_CACHE_INFLATE_MAX, (uint64_t)st.st_size);
+			goto out;
+		}
+	}
+	r = tally_cache_copy_range(src, out, 0, cut, what);
 	uint64_t pos = cut;
 	struct sec *order = xcalloc(shnum, sizeof(*order));
 	memcpy(order, v, shnum * sizeof(*v));
@@ -156,7 +181,7 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 		}
 		if (!(r = pad_to(out, &pos, s->sh.sh_addralign))) {
 			s->sh.sh_offset = pos;
-			r = copy_range(src, out, s->old_off, s->sh.sh_size, what);
+			r = tally_cache_copy_range(src, out, s->old_off, s->sh.sh_size, what);
 			pos += s->sh.sh_size;
 		}
 	}

@@ -71,7 +71,8 @@ static const struct mech_ops bpf_ops = {
 int mech_offcpu_bpf_open(struct tally_collector *c, bool asked, struct mech **out)
 {
 	*out = NULL;
-	struct tally_offcpu_bpf_opts bo = { .min_ns = c->o.offcpu_min, .callchain = c->o.callchain };
+	struct tally_offcpu_bpf_opts bo = { .min_ns = c->o.offcpu_min, .callchain = c->o.callchain,
+					    .slice_len = c->o.leaf_stack };
 	if (c->o.target == TALLY_TARGET_SYSTEM) {
 		bo.mode = TALLY_OFFCPU_BPF_ALL;
 	} else if (c->o.target == TALLY_TARGET_CHILD && c->o.use_cgroup) {

@@ -18,11 +18,23 @@ struct task_struct {
 	int exit_state;
 } __attribute__((preserve_access_index));
 
+#ifdef __TARGET_ARCH_x86
+/* the user registers a task entered the kernel with */
+struct pt_regs {
+	unsigned long bp;
+	unsigned long sp;
+	unsigned long ip;
+} __attribute__((preserve_access_index));
+#endif
+
 /* set before loading */
 const volatile ob_u32 mode = OB_ALL;
 const volatile ob_u64 cgroup_id = 0;
 const volatile ob_u64 min_ns = 0;
 const volatile ob_u32 callchain = 0;
+/* with frame-pointer call graphs: the bytes of user stack a slice keeps (at
+ * most OB_SLICE; 0: no slices) */
+const volatile ob_u32 slice_len = 0;
 /* set by tally while running: off while paused or stopped */
 volatile ob_u32 enabled = 0;
 /* set by tally: the stack map of the waits that begin now is stacks0 for an
@@ -74,6 +86,99 @@ struct {
 	__type(value, struct ob_stats);
 } stats SEC(".maps");
 
+/* the tops of the stacks the waits left, for tally to read (an LRU map: the
+ * places not waited at for a while make room) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, OB_SLICES);
+	__type(key, struct ob_slice_key);
+	__type(value, struct ob_slice);
+} slices SEC(".maps");
+
+/* where a slice is read, per CPU (too big for the program's stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, ob_u32);
+	__type(value, struct ob_slice);
+} slice_buf SEC(".maps");
+
+/* Reads up to want bytes of user stack from sp into buf (the task is the one
+ * running: its memory is current's): the bytes read. A read that would cross
+ * the stack's end fails whole: shorter ones then. */
+static __always_inline ob_u32 read_stack(ob_u8 *buf, ob_u32 want, ob_u64 sp)
+{
+	if (want > OB_SLICE)
+		want = OB_SLICE;
+	if (want >= 8 && bpf_probe_read_user(buf, want, (const void *)sp) == 0)
+		return want;
+	if (want > 512 && bpf_probe_read_user(buf, 512, (const void *)sp) == 0)
+		return 512;
+	if (want > 64 && bpf_probe_read_user(buf, 64, (const void *)sp) == 0)
+		return 64;
+	return 0;
+}
+
+static __always_inline void count_noslice(void)
+{
+	ob_u32 zero = 0;
+	struct ob_stats *st = bpf_map_lookup_elem(&stats, &zero);
+	if (st)
+		st->noslice++;
+}
+
+/* The top of the user stack of task t going off the CPU, for tally's repair
+ * of the frame-pointer chain (docs/offcpu.md): its registers and the words
+ * from sp up to the frame rbp points at hashed into k->slice, and the slice
+ * kept once per (process, hash) with slice_len bytes. */
+static __always_inline void take_slice(struct ob_key *k, struct task_struct *t)
+{
+#ifdef __TARGET_ARCH_x86
+	ob_u32 zero = 0;
+	struct ob_slice *sl = bpf_map_lookup_elem(&slice_buf, &zero);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (!sl || !regs) {
+		count_noslice();
+		return;
+	}
+	ob_u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
+	/* the frames without a frame pointer lie between sp and the frame at rbp */
+	ob_u32 want = OB_HASHED;
+	if (bp >= sp && bp - sp + 16 <= slice_len)
+		want = (ob_u32)(bp - sp + 16);
+	ob_u32 got = read_stack(sl->stack, want, sp);
+	if (!got) {
+		count_noslice();
+		return;
+	}
+	ob_u64 h = 0xcbf29ce484222325ULL ^ ip;
+	h = (h ^ sp) * 0x100000001b3ULL;
+	h = (h ^ bp) * 0x100000001b3ULL;
+	for (ob_u32 i = 0; i < OB_SLICE / 8; i++) {
+		if (i * 8 + 8 > got)
+			break;
+		ob_u64 w = *(ob_u64 *)&sl->stack[i * 8];
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	if (!h)
+		h = 1;
+	struct ob_slice_key sk = { .tgid = k->tgid, .slice = h };
+	k->slice = h;
+	if (bpf_map_lookup_elem(&slices, &sk))
+		return; /* kept already: the next waits at this place */
+	sl->ip = ip;
+	sl->sp = sp;
+	sl->bp = bp;
+	sl->pad = 0;
+	sl->len = read_stack(sl->stack, slice_len, sp);
+	bpf_map_update_elem(&slices, &sk, sl, BPF_ANY);
+#else
+	(void)k;
+	(void)t;
+#endif
+}
+
 static __always_inline int wanted(struct task_struct *t)
 {
 	if (mode == OB_CGROUP)
@@ -115,6 +220,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, int 
 	}
 	if (callchain && s.key.ustack < 0 && !s.key.kernel)
 		s.key.ustack = -1; /* the stack map had no room (-EEXIST, -ENOMEM): one frame below */
+	if (slice_len && s.key.ustack >= 0)
+		take_slice(&s.key, prev);
 	if (callchain && s.key.ustack < 0 && s.key.kstack < 0) {
 		/* counted: the session says how many waits kept one frame only */
 		ob_u32 zero = 0;

@@ -3,6 +3,7 @@
  * last switch-out until its next switch-in. */
 #define _GNU_SOURCE
 #include "tally/offcpu.h"
+#include "tally/fprepair.h"
 #include "tally/util.h"
 
 #include <errno.h>
@@ -368,6 +369,7 @@ void tally_offcpu_stats(const struct tally_offcpu *o, struct tally_offcpu_stats 
 	st->lost_ns = o->kst.lost_ns;
 	st->nostack = o->kst.nostack;
 	st->turnovers = o->kst.turnovers;
+	st->noslice = o->kst.noslice;
 }
 
 int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out)
@@ -411,6 +413,13 @@ void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e
 		memcpy(o->chain + 1, e->ips, e->nips * sizeof(uint64_t));
 		r.nr = e->nips + 1;
 		r.chain = o->chain;
+		if (e->regs) {
+			r.regs = e->regs;
+			r.nregs = 3;
+			r.regs_mask = tally_unwind_fp_regs_mask();
+			r.stack = e->stack;
+			r.stack_len = e->stack_len;
+		}
 	}
 	fn(ctx, &r);
 }
@@ -423,6 +432,7 @@ void tally_offcpu_kernel_counts(struct tally_offcpu *o, const struct tally_offcp
 	o->kst.lost_ns = k->lost_ns;
 	o->kst.nostack = k->nostack;
 	o->kst.turnovers = k->turnovers;
+	o->kst.noslice = k->noslice;
 }
 
 size_t tally_offcpu_slots(const struct tally_offcpu *o)

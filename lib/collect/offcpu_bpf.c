@@ -42,7 +42,10 @@ struct kept {
 struct tally_offcpu_bpf {
 	struct offcpu_skel *skel;
 	struct tally_offcpu_bpf_opts o;
-	int starts_fd, stacks_fd[2], stats_fd;
+	int starts_fd, stacks_fd[2], stats_fd, slices_fd;
+	struct ob_slice slice; /* the last slice read */
+	uint64_t slice_regs[3];
+	uint64_t noslice;      /* slices named by a wait and gone from the map when read */
 	int ncpus;
 	struct tally_bpf_drain waits;
 	struct ob_stats *stats; /* ncpus: the program's per-CPU counters, read at every drain */
@@ -96,11 +99,14 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	b->skel->rodata->cgroup_id = opts->cgroup_id;
 	b->skel->rodata->min_ns = opts->min_ns;
 	b->skel->rodata->callchain = opts->callchain;
+	b->skel->rodata->slice_len = opts->callchain ? (opts->slice_len < OB_SLICE ? opts->slice_len : OB_SLICE) : 0;
 	if (!opts->callchain) {
 		/* no stack ids without call graphs: keep the stack maps small */
 		bpf_map__set_max_entries(b->skel->maps.stacks0, 1);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, 1);
 	}
+	if (!b->skel->rodata->slice_len)
+		bpf_map__set_max_entries(b->skel->maps.slices, 1);
 	ret = offcpu_skel__load(b->skel);
 	if (ret) {
 		ret = tally_bpf_error(ret, "load", "off-CPU");
@@ -113,6 +119,7 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	b->stacks_fd[1] = bpf_map__fd(b->skel->maps.stacks1);
 	b->seen = xcalloc(OB_STACKS / 8, 1);
 	b->stats_fd = bpf_map__fd(b->skel->maps.stats);
+	b->slices_fd = bpf_map__fd(b->skel->maps.slices);
 	b->ncpus = libbpf_num_possible_cpus();
 	if (b->ncpus <= 0) {
 		ret = tally_bpf_error(b->ncpus, "size the counters of", "off-CPU");
@@ -189,6 +196,20 @@ static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const 
 	int32_t id = k->kernel ? k->kstack : k->ustack;
 	if (id >= 0) {
 		e.nips = stack_frames(b, k->epoch, id, b->ips);
+		struct ob_slice_key sk = { .tgid = k->tgid, .slice = k->slice };
+		if (k->slice && !k->kernel && e.nips) {
+			if (!bpf_map_lookup_elem(b->slices_fd, &sk, &b->slice) && b->slice.ip == b->ips[0]) {
+				/* bp, sp, ip: the order of tally_unwind_fp_regs_mask's bits */
+				b->slice_regs[0] = b->slice.bp;
+				b->slice_regs[1] = b->slice.sp;
+				b->slice_regs[2] = b->slice.ip;
+				e.regs = b->slice_regs;
+				e.stack = b->slice.stack;
+				e.stack_len = b->slice.len < OB_SLICE ? b->slice.len : OB_SLICE;
+			} else {
+				b->noslice += count; /* made room for others before it was read */
+			}
+		}
 	} else {
 		/* one frame (no call graph, or a stack the map had no room for) */
 		b->ips[0] = k->ip;
@@ -343,7 +364,9 @@ int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, u
 			sum.lost += st[i].lost;
 			sum.lost_ns += st[i].lost_ns;
 			sum.nostack += st[i].nostack;
+			sum.noslice += st[i].noslice;
 		}
+		sum.noslice += b->noslice;
 		if (sum.nostack > b->nostack)
 			b->turn_due = true; /* a stack found no room: make room */
 		b->nostack = sum.nostack;

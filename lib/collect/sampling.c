@@ -60,6 +60,12 @@ int tally_sampling_opt(struct tally_sampling *s, int opt, const char *arg)
 				uint64_t sz;
 				if (tally_parse_u64(arg + 3, "frame-pointer stack size", 0, 65528, &sz))
 					return -EINVAL;
+				/* 1 to 7 would round to 0, the repair off, without a word */
+				if (sz && sz < 8)
+					return tally_seterr(-EINVAL,
+							    "frame-pointer stack size %" PRIu64
+							    " is under 8 bytes (0 turns the stack copy off; 2048 is the default)",
+							    sz);
 				s->fp_stack = (uint32_t)(sz & ~7ULL);
 			}
 		} else if (!strncmp(arg, "dwarf", 5) && (!arg[5] || arg[5] == ',')) {
@@ -424,6 +430,7 @@ void tally_sampling_session(const struct tally_sampling *s, struct tally_collect
 			if (s->callchain) {
 				tally_meta_set(m, "off-cpu-no-stack", "%" PRIu64 " waits", os.nostack);
 				tally_meta_set(m, "off-cpu-stack-turnovers", "%" PRIu64, os.turnovers);
+				tally_meta_set(m, "off-cpu-no-slice", "%" PRIu64 " waits", os.noslice);
 			}
 		}
 	}

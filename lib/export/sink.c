@@ -4,9 +4,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "tally/export.h"
@@ -18,7 +20,7 @@
 static void tmp_name(struct strbuf *sb, const struct tally_export_sink *k, const struct tally_export_out *out, size_t i)
 {
 	strbuf_reset(sb);
-	strbuf_addf(sb, "%s%s.tmp.%d", k->output, out->files[i].suffix, (int)getpid());
+	strbuf_addf(sb, "%s%s.tmp.%d.%016" PRIx64, k->output, out->files[i].suffix, (int)getpid(), k->token);
 }
 
 static int sink_put(void *ctx, size_t file, const void *data, size_t len)
@@ -50,7 +52,10 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 			}
 			k->fd[file] = fd;
 		} else {
-			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+			/* an unpredictable name, made here and now (in /tmp another user
+			 * could have made a predictable one first), 0600 as
+			 * tally_write_file_atomic makes the small ones */
+			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			strbuf_release(&real);
 		}
 	}
@@ -141,6 +146,8 @@ void tally_export_sink_release(struct tally_export_sink *k)
 void tally_export_sink_attach(struct tally_export_sink *k, const char *output, struct tally_export_out *out)
 {
 	*k = (struct tally_export_sink){ .output = output, .out = out };
+	if (getrandom(&k->token, sizeof(k->token), GRND_NONBLOCK) != (ssize_t)sizeof(k->token))
+		k->token = (uint64_t)tally_now_mono() * 1000003u ^ (uint64_t)getpid();
 	out->put = sink_put;
 	out->ctx = k;
 }

@@ -3,14 +3,13 @@
  * (http_proxy, https_proxy, no_proxy), a timeout for the whole request, and
  * the answer sorted into taken, worth trying again, or refused for good. */
 #define _GNU_SOURCE
-#include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tally/push.h"
+#include "lib/push/curl.h"
 
 #ifndef TALLY_VERSION
 #define TALLY_VERSION "unknown"
@@ -18,14 +17,6 @@
 
 /* The first bytes of the server's answer: enough for its error message. */
 #define REPLY_KEEP 2048
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 struct reply {
 	struct strbuf body;
@@ -82,9 +73,9 @@ static void answer_line(const struct strbuf *body, struct strbuf *out)
 int tally_push_send(const struct tally_push_opts *o, const struct tally_push_payload *p, double *retry_after)
 {
 	*retry_after = 0;
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return tally_seterr(-EAGAIN, "cannot set up libcurl: %s", curl_easy_strerror(curl_init_rc));
+	const struct tally_curl *cu = tally_curl();
+	if (!cu)
+		return -EAGAIN; /* a setting to fix while the backlog waits */
 	char *endpoint = tally_push_endpoint(o);
 	struct strbuf url = STRBUF_INIT;
 	strbuf_addstr(&url, endpoint);
@@ -98,7 +89,7 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 		strbuf_release(&url);
 		return -EAGAIN; /* the file may be fixed meanwhile; its error is set */
 	}
-	CURL *c = curl_easy_init();
+	CURL *c = cu->easy_init();
 	struct curl_slist *hl = NULL;
 	curl_mime *mime = NULL;
 	struct reply rep = { STRBUF_INIT, 0 };
@@ -110,52 +101,52 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 	if (!p->form && p->content_type) {
 		struct strbuf ct = STRBUF_INIT;
 		strbuf_addf(&ct, "Content-Type: %s", p->content_type);
-		hl = curl_slist_append(hl, ct.buf);
+		hl = cu->slist_append(hl, ct.buf);
 		strbuf_release(&ct);
 	}
 	if (p->gzip)
-		hl = curl_slist_append(hl, "Content-Encoding: gzip");
+		hl = cu->slist_append(hl, "Content-Encoding: gzip");
 	/* no 'Expect: 100-continue' wait before the body */
-	hl = curl_slist_append(hl, "Expect:");
+	hl = cu->slist_append(hl, "Expect:");
 	for (size_t i = 0; i < nh; i++)
-		hl = curl_slist_append(hl, hdrs[i]);
-	curl_easy_setopt(c, CURLOPT_URL, url.buf);
+		hl = cu->slist_append(hl, hdrs[i]);
+	cu->easy_setopt(c, CURLOPT_URL, url.buf);
 #if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	cu->easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for name lookups */
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tally/" TALLY_VERSION);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for name lookups */
+	cu->easy_setopt(c, CURLOPT_USERAGENT, "tally/" TALLY_VERSION);
+	cu->easy_setopt(c, CURLOPT_HTTPHEADER, hl);
 	long ms = (long)((o->timeout > 0 ? o->timeout : 30) * 1000);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &rep);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &rep);
+	cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+	cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms < 10000 ? ms : 10000L);
+	cu->easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	cu->easy_setopt(c, CURLOPT_WRITEDATA, &rep);
+	cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	cu->easy_setopt(c, CURLOPT_HEADERDATA, &rep);
 	if (p->form) {
 		/* Pyroscope's form: the profile as the part named 'profile' */
-		mime = curl_mime_init(c);
-		curl_mimepart *part = curl_mime_addpart(mime);
-		curl_mime_name(part, "profile");
-		curl_mime_filename(part, "profile.pprof");
-		curl_mime_type(part, "application/octet-stream");
-		curl_mime_data(part, p->body.buf ? p->body.buf : "", p->body.len);
-		curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+		mime = cu->mime_init(c);
+		curl_mimepart *part = cu->mime_addpart(mime);
+		cu->mime_name(part, "profile");
+		cu->mime_filename(part, "profile.pprof");
+		cu->mime_type(part, "application/octet-stream");
+		cu->mime_data(part, p->body.buf ? p->body.buf : "", p->body.len);
+		cu->easy_setopt(c, CURLOPT_MIMEPOST, mime);
 	} else {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, p->body.buf ? p->body.buf : "");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->body.len);
+		cu->easy_setopt(c, CURLOPT_POSTFIELDS, p->body.buf ? p->body.buf : "");
+		cu->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)p->body.len);
 	}
-	CURLcode cr = curl_easy_perform(c);
+	CURLcode cr = cu->easy_perform(c);
 	if (cr != CURLE_OK) {
-		r = tally_seterr(-EAGAIN, "cannot push to '%s': %s", endpoint, *errbuf ? errbuf : curl_easy_strerror(cr));
+		r = tally_seterr(-EAGAIN, "cannot push to '%s': %s", endpoint, *errbuf ? errbuf : cu->easy_strerror(cr));
 		goto out;
 	}
 	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 200 && status < 300) {
 		r = 0;
 		goto out;
@@ -172,10 +163,10 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 	*retry_after = rep.retry_after;
 out:
 	if (mime)
-		curl_mime_free(mime);
-	curl_slist_free_all(hl);
+		cu->mime_free(mime);
+	cu->slist_free_all(hl);
 	if (c)
-		curl_easy_cleanup(c);
+		cu->easy_cleanup(c);
 	tally_push_headers_free(hdrs, nh);
 	strbuf_release(&rep.body);
 	strbuf_release(&url);

@@ -9,7 +9,6 @@
  *              POST /v1development/profiles */
 #define _GNU_SOURCE
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -99,6 +98,23 @@ static void add_base64(struct strbuf *sb, const unsigned char *p, size_t n)
 	sb->buf[sb->len] = '\0';
 }
 
+/* s (n bytes) into sb as a URL's query value: every byte but the unreserved
+ * ones (RFC 3986: letters, digits, - . _ ~) as %XX. */
+static void url_escape(struct strbuf *sb, const char *s, size_t n)
+{
+	static const char hx[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("-._~", c))) {
+			strbuf_addch(sb, (char)c);
+		} else {
+			strbuf_addch(sb, '%');
+			strbuf_addch(sb, hx[c >> 4]);
+			strbuf_addch(sb, hx[c & 15]);
+		}
+	}
+}
+
 /* name=APP{host=H,K=V,...}&from=S&until=S&spyName=tally, escaped for a URL:
  * the series' labels (Pyroscope's own parser: no ',', '{', '}' or '=' in a value). */
 static char *pyroscope_query(const char *app, const struct tally_labelset *ls, double from, double until)
@@ -114,10 +130,10 @@ static char *pyroscope_query(const char *app, const struct tally_labelset *ls, d
 			strbuf_addch(&name, strchr(",{}=", *p) ? '_' : *p);
 	}
 	strbuf_addch(&name, '}');
-	char *esc = curl_easy_escape(NULL, name.buf, (int)name.len);
-	strbuf_addf(&q, "name=%s&from=%" PRId64 "&until=%" PRId64 "&spyName=tally", esc ? esc : "", (int64_t)from,
+	strbuf_addstr(&q, "name=");
+	url_escape(&q, name.buf, name.len);
+	strbuf_addf(&q, "&from=%" PRId64 "&until=%" PRId64 "&spyName=tally", (int64_t)from,
 		    (int64_t)(until > from ? until : from + 1));
-	curl_free(esc);
 	strbuf_release(&name);
 	return strbuf_detach(&q);
 }

@@ -123,24 +123,20 @@ void tally_ksym_cache_release(struct tally_ksym_cache *kc)
 	memset(kc, 0, sizeof(*kc));
 }
 
-/* The symbols containing addrs into the builder: from the cached table when
- * there is one (read again when the modules changed), else from /proc/kallsyms. */
+/* The symbols containing addrs into the builder: from kc's table when there is
+ * one (read again when the modules changed), else for this write alone
+ * (tally_kernel_symbols_for: the build-id cache's copy, or /proc/kallsyms).
+ * Loading or unloading a module moves symbols: kc's table is then read again. */
 static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *kc, uint64_t *addrs, size_t n,
 			  const char *modules)
 {
+	struct tally_kallsyms *once = NULL;
 	if (!kc) {
-		struct tally_ksym *ks = NULL;
-		size_t nks = 0;
-		int r = tally_kallsyms_needed(NULL, addrs, n, &ks, &nks);
+		bool cached;
+		int r = tally_kernel_symbols_for(addrs, n, modules, &once, &cached);
 		if (r)
 			return r;
-		for (size_t i = 0; i < nks; i++)
-			tally_db_builder_ksym(b, &ks[i]);
-		tally_ksyms_free(ks, nks);
-		return 0;
-	}
-	/* loading or unloading a module moves symbols: read them again */
-	if (!kc->table || !kc->modules || !modules || strcmp(kc->modules, modules)) {
+	} else if (!kc->table || !kc->modules || !modules || strcmp(kc->modules, modules)) {
 		tally_kallsyms_free(kc->table);
 		kc->table = NULL;
 		free(kc->modules);
@@ -153,12 +149,13 @@ static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *k
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct tally_ksym k;
-		if (tally_kallsyms_lookup(kc->table, addrs[i], &k)) {
+		if (tally_kallsyms_lookup(once ? once : kc->table, addrs[i], &k)) {
 			tally_db_builder_ksym(b, &k);
 			free(k.name);
 			free(k.module);
 		}
 	}
+	tally_kallsyms_free(once);
 	return 0;
 }
 

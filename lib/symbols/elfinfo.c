@@ -107,15 +107,23 @@ struct tally_kallsyms {
 	char *type;
 	size_t n;
 	struct strbuf names;
+	const char *cnames; /* the names: names.buf, or within map */
+	void *map;          /* a table read back from its bytes (mapped): the arrays point into it */
+	size_t maplen;
+	uint64_t core_lo, core_hi; /* the core kernel's symbols' range; core_hi < core_lo: none */
 };
 
 void tally_kallsyms_free(struct tally_kallsyms *t)
 {
 	if (!t)
 		return;
-	free(t->addr);
-	free(t->name);
-	free(t->type);
+	if (t->map) {
+		munmap(t->map, t->maplen);
+	} else {
+		free(t->addr);
+		free(t->name);
+		free(t->type);
+	}
 	strbuf_release(&t->names);
 	free(t);
 }
@@ -193,13 +201,141 @@ int tally_kallsyms_open(const char *path, struct tally_kallsyms **out)
 		t->n++;
 	}
 	free(all);
+	t->cnames = t->names.buf;
+	t->core_lo = 1;
+	t->core_hi = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (strchr(t->cnames + t->name[i], '\t'))
+			continue;
+		if (t->core_hi < t->core_lo)
+			t->core_lo = t->addr[i];
+		t->core_hi = t->addr[i];
+	}
 	*out = t;
 	return 0;
 }
 
 size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
 {
-	return t ? t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc : 0;
+	return !t ? 0 : t->map ? t->maplen : t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc;
+}
+
+/* ---- the table as bytes (the kernel-symbols cache, lib/record/kcache.c) ----
+ * In this machine's byte order (the file never leaves it), laid out to be
+ * used where it is mapped: a header (magic, the tag's length, n, the names'
+ * length, the core range), the tag padded to 8 bytes, n addresses (u64), n
+ * name offsets (u32), n types, the names (each NUL-terminated). */
+static const char ksyms_magic[16] = "tally-ksyms 2\n\0";
+struct ksyms_head {
+	char magic[16];
+	uint64_t taglen, n, nameslen, core_lo, core_hi;
+};
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+void tally_kallsyms_save(const struct tally_kallsyms *t, const char *tag, struct strbuf *out)
+{
+	struct ksyms_head h;
+	memcpy(h.magic, ksyms_magic, sizeof(h.magic));
+	h.taglen = strlen(tag);
+	h.n = t->n;
+	h.nameslen = t->names.len;
+	h.core_lo = t->core_lo;
+	h.core_hi = t->core_hi;
+	static const char zeros[8];
+	strbuf_add(out, &h, sizeof(h));
+	strbuf_add(out, tag, h.taglen);
+	strbuf_add(out, zeros, pad8(h.taglen) - h.taglen);
+	strbuf_add(out, t->addr, t->n * sizeof(uint64_t));
+	strbuf_add(out, t->name, t->n * sizeof(uint32_t));
+	strbuf_add(out, t->type, t->n);
+	strbuf_add(out, t->cnames ? t->cnames : "", t->names.len);
+}
+
+/* Whether len bytes at p are a table saved with this tag: every size within
+ * them, every name offset within the names, the addresses sorted. */
+static bool ksyms_ok(const unsigned char *p, size_t len, const char *tag, struct ksyms_head *h)
+{
+	size_t tl = strlen(tag);
+	if (len < sizeof(*h))
+		return false;
+	memcpy(h, p, sizeof(*h));
+	if (memcmp(h->magic, ksyms_magic, sizeof(h->magic)) || h->taglen != tl || h->n > len / 13 ||
+	    h->nameslen > len || h->nameslen > UINT32_MAX || sizeof(*h) + pad8(tl) + h->n * 13 + h->nameslen != len ||
+	    memcmp(p + sizeof(*h), tag, tl) || (h->nameslen && p[len - 1]) || (h->n && !h->nameslen))
+		return false;
+	const unsigned char *a = p + sizeof(*h) + pad8(tl);
+	const uint64_t *addr = (const uint64_t *)a;
+	const uint32_t *name = (const uint32_t *)(a + 8 * h->n);
+	for (size_t i = 0; i < h->n; i++)
+		if (name[i] >= h->nameslen || (i && addr[i] <= addr[i - 1]))
+			return false;
+	return true;
+}
+
+/* The table whose bytes (checked) are mapped at m: its arrays point there. */
+static struct tally_kallsyms *table_in(void *m, size_t maplen, const struct ksyms_head *h)
+{
+	struct tally_kallsyms *t = xcalloc(1, sizeof(*t));
+	unsigned char *a = (unsigned char *)m + sizeof(*h) + pad8(h->taglen);
+	t->map = m;
+	t->maplen = maplen;
+	t->n = h->n;
+	t->addr = (uint64_t *)a;
+	t->name = (uint32_t *)(a + 8 * h->n);
+	t->type = (char *)(a + 12 * h->n);
+	t->cnames = (const char *)(a + 13 * h->n);
+	t->core_lo = h->core_lo;
+	t->core_hi = h->core_hi;
+	return t;
+}
+
+int tally_kallsyms_load_fd(int fd, const char *tag, struct tally_kallsyms **out)
+{
+	*out = NULL;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct ksyms_head))
+		return -EINVAL;
+	size_t len = (size_t)st.st_size;
+	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	struct ksyms_head h;
+	if (!ksyms_ok(m, len, tag, &h)) {
+		munmap(m, len);
+		return -EINVAL;
+	}
+	*out = table_in(m, len, &h);
+	return 0;
+}
+
+int tally_kallsyms_load(const void *buf, size_t len, const char *tag, struct tally_kallsyms **out)
+{
+	*out = NULL;
+	struct ksyms_head h;
+	/* the arrays are read in place: an aligned copy of the bytes */
+	void *m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	memcpy(m, buf, len);
+	if (!ksyms_ok(m, len, tag, &h)) {
+		munmap(m, len ? len : 1);
+		return -EINVAL;
+	}
+	*out = table_in(m, len ? len : 1, &h);
+	return 0;
+}
+
+bool tally_kallsyms_core_range(const struct tally_kallsyms *t, uint64_t *lo, uint64_t *hi)
+{
+	if (!t || t->core_hi < t->core_lo)
+		return false;
+	*lo = t->core_lo;
+	*hi = t->core_hi;
+	return true;
 }
 
 bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct tally_ksym *out)
@@ -214,7 +350,7 @@ bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct
 	out->addr = t->addr[i];
 	out->size = size;
 	out->type = t->type[i];
-	const char *nm = t->names.buf + t->name[i];
+	const char *nm = t->cnames + t->name[i];
 	const char *mod = strchr(nm, '\t');
 	if (mod) {
 		out->name = xstrndup(nm, (size_t)(mod - nm));

@@ -37,3 +37,39 @@ need_offcpu_bpf() {
 		fail "--off-cpu-mechanism bpf failed for another reason than BPF: $(head -1 probe.err)"
 	skip "the off-CPU BPF program cannot run here: $(head -1 probe.err)"
 }
+
+# fpchain_offcpu_shares JSON: `NAME PERCENT WAITS` of fpchain's wait_long and
+# wait_other's inclusive off-CPU time
+fpchain_offcpu_shares() {
+	python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = [e for e in d["events"] if e["name"] == "off-cpu"][0]
+u = e["unwind"]
+inc = {f["name"]: f["inclusive_value"] for f in e["functions"]}
+tot = sum(f["self_value"] for f in e["functions"])
+for n in ("wait_long", "wait_other"):
+    print(n, "%.2f" % (100.0 * inc.get(n, 0) / tot if tot else 0.0), u["samples"])
+PY
+}
+
+# fpchain_offcpu MECH: `record --off-cpu -g` of fpchain with --off-cpu-mechanism
+# MECH (into MECH.db) gives wait_long and wait_other their shares of the
+# off-CPU time within 3 points of the truth, and the unwind line counts the
+# stacks repaired with CFI (t1322, t1323)
+fpchain_offcpu() {
+	local mech=$1 n share waits
+	tally_ok record --off-cpu --off-cpu-mechanism "$mech" -g -o "$mech.db" -- "$WORKLOADS/fpchain" 3
+	cp "$TMP/out" "$mech.truth"
+	[[ $(session_key "$mech.db" off-cpu-mechanism) == "$mech" ]] ||
+		fail "the session says off-cpu-mechanism '$(session_key "$mech.db" off-cpu-mechanism)', not $mech"
+	report_json "$mech.json" -i "$mech.db" --event off-cpu --children
+	fpchain_offcpu_shares "$mech.json" >"$mech.shares"
+	for n in wait_long wait_other; do
+		read -r _ share waits < <(awk -v n=$n '$1 == n' "$mech.shares")
+		near "$share" "$(truth $n "$mech.truth")" 3 "$mech: $n's share of the off-CPU time ($waits waits)"
+	done
+	report_text "$mech.txt" -i "$mech.db" --event off-cpu --children
+	grep -Eq '^unwind: .*frame pointers: functions without a frame pointer at the top of the stack were unwound with CFI in (9[0-9]|100)\.[0-9]+% of the stacks' "$mech.txt" ||
+		fail "$mech: the unwind line does not count the repaired stacks: $(grep '^unwind:' "$mech.txt")"
+}

@@ -5,7 +5,8 @@
 # ctl drain -o and daemon --pid-file each write OUT and nothing else, the
 # links' target is untouched; profiles are private (0600, databases 0700),
 # a pid file 0644 under umask 022; an output of ours that was chmod'ed keeps
-# its mode when it is written again.
+# its mode when it is written again. An export big enough to be written as
+# it goes does the same past another user's files planted at those names.
 . "$SRCDIR/tests/e2e/lib.sh"
 . "$SRCDIR/tests/e2e/daemon.sh"
 
@@ -31,7 +32,13 @@ run_planted() {
 	) &
 	pid=$!
 	for ((p = pid; p <= pid + 200; p++)); do
-		ln -s "$TMP/victim" "$out.tmp.$p"
+		if [[ ${PLANT:-link} == file ]]; then
+			# another user's empty file: never opened, never renamed into place
+			: >"$out.tmp.$p"
+			chown 65534:65534 "$out.tmp.$p"
+		else
+			ln -s "$TMP/victim" "$out.tmp.$p"
+		fi
 	done
 	echo go >go
 	wait "$pid" || rc=$?
@@ -41,6 +48,11 @@ run_planted() {
 	[[ -f $out && ! -L $out ]] || fail "'$*' did not write '$out' as a regular file"
 	n=$(find "$(dirname "$out")" -maxdepth 1 -name "$(basename "$out").*" | wc -l)
 	((n == 201)) || fail "'$*': $((n - 201)) files beside '$out' besides the planted links: $(find "$(dirname "$out")" -maxdepth 1 -name "$(basename "$out").*" ! -type l)"
+	if [[ ${PLANT:-link} == file ]]; then
+		local bad
+		bad=$(find "$(dirname "$out")" -maxdepth 1 -name "$(basename "$out").tmp.*" \( ! -user 65534 -o -size +0 \))
+		[[ -z $bad ]] || fail "'$*' wrote into another user's planted file: $(ls -l $bad | head -3)"
+	fi
 	rm -f "$out".tmp.*
 }
 
@@ -60,6 +72,15 @@ run_planted out.map "$TALLY" scan -o out.map "$WORKLOADS"
 [[ $(mode out.map) == 600 ]] || fail "scan -o wrote mode $(mode out.map), expected 600"
 grep -q split_funcs out.map || fail "the scan's map does not list split_funcs"
 note "export, pprof, report --html and scan: written past 201 planted links each, mode 600"
+
+# an export big enough to be written as it goes (over 1 MiB: a temporary of
+# its own beside the output) past another user's files at the names it
+# once took (OUT.tmp.PID): they stay theirs and empty, the output is root's
+python3 "$SRCDIR/tests/e2e/gen-bigdb.py" big.db 100000 >gen.out || fail "gen-bigdb.py failed: $(cat gen.out)"
+PLANT=file run_planted big.folded "$TALLY" export -i big.db --format folded -o big.folded
+(($(stat -c %s big.folded) > 1048576)) || fail "big.folded is $(stat -c %s big.folded) bytes: not big enough to be written as it goes"
+[[ $(stat -c '%u %a' big.folded) == "0 600" ]] || fail "big.folded is owner and mode '$(stat -c '%u %a' big.folded)', expected '0 600'"
+note "a folded export of $(stat -c %s big.folded) bytes, written as it went, past 201 planted files of another user: root's own, mode 600"
 
 # the user's own choice of mode stays
 chmod 640 out.folded

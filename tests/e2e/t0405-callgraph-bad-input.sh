@@ -2,7 +2,7 @@
 # call-graph input errors are one line on stderr and a non-zero exit: unknown
 # --call-graph modes and DWARF stack sizes that are not numbers or out of
 # range (64..65528; the bounds themselves are accepted), and frame-pointer
-# stack copy sizes (fp,SIZE: 0..65528); call-graph reports of
+# stack copy sizes (fp,SIZE: 0, or 8..65528); call-graph reports of
 # a database recorded without -g (telling to record with -g); a `stacks` file
 # with a garbage line or an image index out of range (naming the file and the
 # line); --callers/--callees of a function that is not in the stacks is a
@@ -14,7 +14,7 @@ W=$WORKLOADS/callsplit_fp
 
 modes() {
 	local mode size
-	for mode in nope "" fp,abc fp, fp,-8 fp,65529 fp2 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
+	for mode in nope "" fp,abc fp, fp,-8 fp,1 fp,7 fp,65529 fp2 dwarf,abc dwarf, dwarf,0 dwarf,63 dwarf,65529 dwarf,99999999 dwarf,-8 "dwarf,64 "; do
 		expect_fail_with "^tally: .*(call-graph|stack size|dwarf)" "$TALLY" record --call-graph "$mode" -o "bad.db" -- "$W" 10
 		[[ ! -e bad.db ]] || fail "--call-graph '$mode' was refused but left a database behind"
 	done

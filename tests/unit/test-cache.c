@@ -12,6 +12,12 @@
 
 #include "tally/cache.h"
 #include "tally/elfinfo.h"
+#include "tally/snapshot.h"
+#include "lib/cache/internal.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 
 static char *dir;
 
@@ -266,7 +272,217 @@ static void test_cache__refuses_shared_dir(void **state)
 	assert_int_equal(c.fd, -1);
 	free(c_path);
 	free(open_dir);
+	/* another user's home (root given a user's XDG_CACHE_HOME by sudo -E):
+	 * refused before anything is made in it, or through its links */
+	if (geteuid() == 0) {
+		char *home = unit_path(dir, "u"), *victim = unit_path(dir, "victim"), *lnk = unit_path(home, "lnk");
+		assert_int_equal(mkdir(home, 0755), 0);
+		assert_int_equal(mkdir(victim, 0755), 0);
+		assert_int_equal(symlink(victim, lnk), 0);
+		assert_int_equal(lchown(lnk, 65534, 65534), 0);
+		assert_int_equal(chown(home, 65534, 65534), 0);
+		const char *under[] = { "/.cache/tally/buildid", "/lnk/.cache/tally/buildid" };
+		for (size_t i = 0; i < 2; i++) {
+			char *p = unit_path(home, under[i] + 1);
+			setenv("TALLY_BUILDID_CACHE", p, 1);
+			assert_int_not_equal(tally_cache_open(&c, true), 0);
+			assert_int_equal(c.fd, -1);
+			free(p);
+		}
+		assert_int_equal(unit_dir_entries(home), 1); /* the link alone */
+		assert_int_equal(unit_dir_entries(victim), 0);
+		free(home);
+		free(victim);
+		free(lnk);
+	}
 	use_dir();
+}
+
+/* A core kernel text address from /proc/kallsyms, or 0 when they are hidden. */
+static uint64_t kernel_text_addr(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512];
+	uint64_t a = 0;
+	while (f && !a && fgets(line, sizeof(line), f)) {
+		unsigned long long x;
+		char t;
+		if (sscanf(line, "%llx %c", &x, &t) == 2 && t == 'T' && !strchr(line, '['))
+			a = x + 1;
+	}
+	if (f)
+		fclose(f);
+	return a;
+}
+
+static void same_symbol(const struct tally_kallsyms *x, const struct tally_kallsyms *y, uint64_t a)
+{
+	struct tally_ksym p, q;
+	assert_true(tally_kallsyms_lookup(x, a, &p));
+	assert_true(tally_kallsyms_lookup(y, a, &q));
+	assert_true(p.addr == q.addr && p.size == q.size && p.type == q.type);
+	assert_string_equal(p.name, q.name);
+	free(p.name);
+	free(p.module);
+	free(q.name);
+	free(q.module);
+}
+
+/* The kernel's symbols of a short recording: /proc/kallsyms read once per boot
+ * and set of modules, the copy in the cache serving the next recordings for the
+ * addresses it covers; a copy of another boot, other modules, or damaged, is
+ * read again from /proc/kallsyms (and made again). */
+static void test_cache__kernel_symbols(void **state)
+{
+	(void)state;
+	uint64_t a = kernel_text_addr();
+	if (!a) {
+		fprintf(stderr, "skipped: kernel symbol addresses are hidden here (kernel.kptr_restrict, not root)\n");
+		skip();
+	}
+	const char *mods = "# name size address build-id\n";
+	struct tally_kallsyms *t1, *t2, *t3;
+	bool hit;
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t1, &hit), 0);
+	assert_false(hit); /* an empty cache */
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_true(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+
+	/* an address outside the core kernel and every module (a BPF program made
+	 * since): read from /proc/kallsyms, the copy kept */
+	uint64_t two[2] = { a, 0x1000 };
+	assert_int_equal(tally_kernel_symbols_for(two, 2, mods, &t2, &hit), 0);
+	assert_false(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+	/* ... unless a module holds it */
+	char m2[256];
+	snprintf(m2, sizeof(m2), "%s%s", mods, "fake 8192 0x0000000000001000 -\n");
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_false(hit); /* other modules: another tag, the copy made again */
+	tally_kallsyms_free(t2);
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_true(hit);
+	tally_kallsyms_free(t2);
+
+	/* the copy, damaged at every length: never taken */
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, false), 0);
+	struct strbuf full = STRBUF_INIT;
+	assert_int_equal(tally_cache_read_file(&c, "kernel-symbols", &full, 0), 0);
+	struct strbuf tag = STRBUF_INIT, boot = STRBUF_INIT;
+	char kid[160];
+	tally_kernel_build_id(kid, sizeof(kid));
+	assert_int_equal(strbuf_read_file(&boot, "/proc/sys/kernel/random/boot_id", 128), 0);
+	strbuf_addf(&tag, "boot %skernel %s\n%s", boot.buf, kid[0] ? kid : "-", m2);
+	assert_int_equal(tally_kallsyms_load(full.buf, full.len, tag.buf, &t3), 0); /* whole: taken */
+	same_symbol(t1, t3, a);
+	tally_kallsyms_free(t3);
+	for (size_t cut = 0; cut < full.len; cut += 1 + cut / 3)
+		assert_int_equal(tally_kallsyms_load(full.buf, cut, tag.buf, &t3), -EINVAL);
+	strbuf_release(&tag);
+	strbuf_release(&boot);
+	full.buf[full.len - 1] = 'x'; /* the names no longer end */
+	assert_int_equal(tally_cache_write_file(&c, "kernel-symbols", full.buf, full.len), 0);
+	assert_int_equal(tally_kernel_symbols_for(two, 2, m2, &t2, &hit), 0);
+	assert_false(hit);
+	same_symbol(t1, t2, a);
+	tally_kallsyms_free(t2);
+	/* a copy of another boot */
+	strbuf_reset(&full);
+	tally_kallsyms_save(t1, "boot 00000000-0000-0000-0000-000000000000\nkernel -\n", &full);
+	assert_int_equal(tally_cache_write_file(&c, "kernel-symbols", full.buf, full.len), 0);
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_false(hit);
+	tally_kallsyms_free(t2);
+	assert_int_equal(tally_kernel_symbols_for(&a, 1, mods, &t2, &hit), 0);
+	assert_true(hit);
+	tally_kallsyms_free(t2);
+	strbuf_release(&full);
+	tally_cache_close(&c);
+	tally_kallsyms_free(t1);
+}
+
+/* A copy made while another process moves the descriptor's position (the
+ * filler hands its work to a process of its own, with the same descriptors):
+ * the image kept is the file, byte for byte. */
+static void test_cache__copy_ignores_shared_position(void **state)
+{
+	(void)state;
+	char id[160], key[TALLY_CACHE_KEY_MAX];
+	self_id(id);
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		for (unsigned x = 1;; x = x * 1103515245u + 12345u)
+			lseek(fd, (off_t)(x % (unsigned)st.st_size), SEEK_SET);
+	}
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, true), 0);
+	int r = tally_cache_add_fd(&c, "build-id", id, fd, "/proc/self/exe", TALLY_CACHE_IMAGE, NULL);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	assert_int_equal(r, 1);
+	assert_true(tally_cache_key("build-id", id, key));
+	char *p = tally_cache_find(&c, key, TALLY_CACHE_IMAGE);
+	assert_non_null(p);
+	size_t n1, n2;
+	char *a = unit_read("/proc/self/exe", &n1), *b = unit_read(p, &n2);
+	assert_true(n1 == n2 && n1 == (size_t)st.st_size);
+	assert_memory_equal(a, b, n1);
+	free(a);
+	free(b);
+	free(p);
+	close(fd);
+	tally_cache_close(&c);
+}
+
+/* A debug file whose compressed section claims far more than DWARF deflates
+ * to (a bomb beside a program root records) is refused before libelf
+ * allocates what it claims. */
+static void test_cache__inflate_bounded(void **state)
+{
+	(void)state;
+	char *src = unit_path(dir, "t.c"), *obj = unit_path(dir, "t.o"), *out = unit_path(dir, "t.out");
+	unit_write_str(src, "int f(int x) { return x * 3; }\nint g(int y) { return f(y) + 1; }\n");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cc -g -c -o %s %s && objcopy --compress-debug-sections=zlib %s", obj, src, obj);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "skipped: cannot make a compressed debug file (cc, objcopy): %s\n", cmd);
+		skip();
+	}
+	/* the object as it is: decompressed */
+	int fd = open(obj, O_RDWR | O_CLOEXEC), o = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0 && o >= 0);
+	assert_int_equal(tally_cache_decompress_elf(fd, o, obj), 0);
+	/* its first compressed section made to claim 1 GiB */
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(e);
+	uint64_t at = 0;
+	for (Elf_Scn *scn = NULL; !at && (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED))
+			at = sh.sh_offset;
+	}
+	elf_end(e);
+	assert_true(at != 0);
+	uint64_t huge = UINT64_C(1) << 30;
+	assert_int_equal(pwrite(fd, &huge, 8, (off_t)(at + offsetof(Elf64_Chdr, ch_size))), 8);
+	assert_int_equal(ftruncate(o, 0), 0);
+	assert_int_equal(tally_cache_decompress_elf(fd, o, obj), -EFBIG);
+	assert_non_null(strstr(tally_errmsg(), "not cached"));
+	close(fd);
+	close(o);
+	free(src);
+	free(obj);
+	free(out);
 }
 
 int main(void)
@@ -279,6 +495,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__kernel_symbols, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__copy_ignores_shared_position, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__inflate_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

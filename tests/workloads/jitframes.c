@@ -31,6 +31,7 @@
  * architectures: prints `skip: ...`, exits 77.
  */
 #include "workload.h"
+#include "jitdump-write.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -117,47 +118,6 @@ static const unsigned char frame_code[] = { 0x53, 0x55, 0x48, 0x83, 0xec, 0x18, 
 static const unsigned char frame_cfa[] = { 0x41, 0x0e, 0x10, 0x83, 0x02, 0x41, 0x0e, 0x18, 0x86, 0x03, 0x44, 0x0e,
 					   0x30, 0x49, 0x0e, 0x18, 0x41, 0x0e, 0x10, 0xc6, 0x41, 0x0e, 0x08, 0xc3 };
 
-struct buf {
-	unsigned char b[4096];
-	size_t n;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-	memcpy(b->b + b->n, p, n);
-	b->n += n;
-}
-
-static void put8(struct buf *b, uint8_t v) { put(b, &v, 1); }
-static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
-static void put64(struct buf *b, uint64_t v) { put(b, &v, 8); }
-static void set32(struct buf *b, size_t at, uint32_t v) { memcpy(b->b + at, &v, 4); }
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void wr(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n) {
-		perror("write jitdump");
-		exit(1);
-	}
-}
-
-static void record(int fd, uint32_t id, const struct buf *payload)
-{
-	struct buf r = { .n = 0 };
-	put32(&r, id);
-	put32(&r, (uint32_t)(16 + payload->n));
-	put64(&r, now_ns());
-	wr(fd, r.b, r.n);
-	wr(fd, payload->b, payload->n);
-}
-
 /* The .eh_frame (a CIE, the routine's FDE, a terminator) and .eh_frame_hdr
  * of code at addr, as they would lie at addr + size rounded up to 8. */
 static void unwind_data(struct buf *u, uint64_t addr, size_t size, size_t *hdr_len)
@@ -215,7 +175,7 @@ static void dump_load(int fd, const unsigned char *code, size_t size, const char
 	put(&p, u.b, u.n);
 	while (p.n % 8)
 		put8(&p, 0);
-	record(fd, 4, &p);
+	record(fd, 4, &p, 0);
 	p.n = 0;
 	put32(&p, (uint32_t)getpid());
 	put32(&p, (uint32_t)getpid());
@@ -225,7 +185,7 @@ static void dump_load(int fd, const unsigned char *code, size_t size, const char
 	put64(&p, index);
 	put(&p, name, strlen(name) + 1);
 	put(&p, code, size);
-	record(fd, 0, &p);
+	record(fd, 0, &p, 0);
 }
 
 static int dump_open(const char *dir)
@@ -246,7 +206,7 @@ static int dump_open(const char *dir)
 	put32(&h, (uint32_t)getpid());
 	put64(&h, now_ns());
 	put64(&h, 0);
-	wr(fd, h.b, h.n);
+	wr(fd, &h);
 	/* the marker a profiler sees: an executable mapping of the dump */
 	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
 		perror("mmap jitdump");

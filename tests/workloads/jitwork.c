@@ -23,6 +23,7 @@
  * `truth jit_beta P`. Other architectures: prints `skip: ...`, exits 77.
  */
 #include "workload.h"
+#include "jitdump-write.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -41,46 +42,6 @@ static const unsigned char beta_code[] = { 0x48, 0x89, 0xf8, 0x31, 0xd2, 0x48, 0
 					   0xff, 0xc8, 0x75, 0xf8, 0x48, 0x89, 0xd0, 0xc3 };
 /* (offset in beta_code, line) */
 static const struct { uint32_t off, line; } beta_lines[] = { { 0, 10 }, { 5, 11 }, { 8, 12 }, { 13, 13 } };
-
-struct buf {
-	unsigned char b[1024];
-	size_t n;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-	memcpy(b->b + b->n, p, n);
-	b->n += n;
-}
-
-static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
-static void put64(struct buf *b, uint64_t v) { put(b, &v, 8); }
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void wr(int fd, const struct buf *b)
-{
-	if (write(fd, b->b, b->n) != (ssize_t)b->n) {
-		perror("write jitdump");
-		exit(1);
-	}
-}
-
-/* A record: id, total size, timestamp, then the payload. */
-static void record(int fd, uint32_t id, const struct buf *payload, uint32_t claim)
-{
-	struct buf r = { .n = 0 };
-	put32(&r, id);
-	put32(&r, claim ? claim : (uint32_t)(16 + payload->n));
-	put64(&r, now_ns());
-	put(&r, payload->b, payload->n);
-	wr(fd, &r);
-}
 
 /* A function of size bytes of code (int3s) that never runs, at an address no
  * code has, then n JIT_CODE_MOVE records of it, each from where it was loaded
