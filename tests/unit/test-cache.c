@@ -96,6 +96,17 @@ static void self_id(char *hex)
 	tally_hex(info.build_id, info.build_id_len, hex);
 }
 
+/* No writer's temporary (.tmp-...) is left in the cache. */
+static void no_temporaries(const struct tally_cache *c)
+{
+	DIR *d = opendir(c->path);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		assert_false(!strncmp(de->d_name, ".tmp-", 5));
+	closedir(d);
+}
+
 static void test_cache__add_verified(void **state)
 {
 	(void)state;
@@ -135,12 +146,7 @@ static void test_cache__add_verified(void **state)
 	assert_true(l.v[0].image && !l.v[0].debug);
 	assert_true(l.bytes >= (uint64_t)st.st_size);
 	tally_cache_list_release(&l);
-	/* no temporary left */
-	DIR *d = opendir(c.path);
-	struct dirent *de;
-	while ((de = readdir(d)))
-		assert_false(!strncmp(de->d_name, ".tmp-", 5));
-	closedir(d);
+	no_temporaries(&c);
 	tally_cache_close(&c);
 }
 
@@ -177,11 +183,7 @@ static void test_cache__filler_joins(void **state)
 	assert_int_equal(threads(), before);
 	struct tally_cache c;
 	assert_int_equal(tally_cache_open(&c, false), 0);
-	DIR *d = opendir(c.path);
-	struct dirent *de;
-	while ((de = readdir(d)))
-		assert_false(!strncmp(de->d_name, ".tmp-", 5));
-	closedir(d);
+	no_temporaries(&c);
 	tally_cache_close(&c);
 }
 
