@@ -2,8 +2,8 @@
 # Scale: the reports and exports of databases of 100K, 1M and 4M distinct call
 # stacks (tests/e2e/gen-bigdb.py, as a daemon running for weeks collects them):
 # wall time and peak RSS (/usr/bin/time -v) of `report` (per image),
-# `--symbols`, `--children`, `--html`, `export --format pprof`, `folded` and
-# `svg`, the median of RUNS runs each, with their CPU time (user and system: what
+# `--symbols`, `--children`, `--html`, `export --format pprof`, `folded`,
+# `speedscope` and `svg`, the median of RUNS runs each, with their CPU time (user and system: what
 # the load of other processes on the machine changes least); beside them `perf
 # report` on a perf.data
 # of about as many samples, each a distinct stack (bench/stackwork.c recorded
@@ -102,6 +102,7 @@ views() { # views N
 	view "$n" --html report -i @DB@ --html "$tmp/o.html"
 	view "$n" pprof export -i @DB@ --format pprof -o "$tmp/o.pb.gz"
 	view "$n" folded export -i @DB@ --format folded -o "$tmp/o.folded"
+	view "$n" speedscope export -i @DB@ --format speedscope -o "$tmp/o.speedscope.json"
 	view "$n" svg export -i @DB@ --format svg -o "$tmp/o.svg"
 }
 

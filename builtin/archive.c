@@ -24,35 +24,26 @@ struct aropts {
 	struct tally_archive_opts a;
 };
 
-enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_LIST, OPT_NO_DEBUG, OPT_STRIP, OPT_EXCLUDE_DEP };
-
-static int archive_handle(void *ctx, int code, const char *arg)
-{
-	struct aropts *o = ctx;
-	switch (code) {
-	case OPT_INPUT: o->input = arg; break;
-	case OPT_OUTPUT: o->output = arg; break;
-	case OPT_LIST: o->list = true; break;
-	case OPT_NO_DEBUG: o->a.no_debug = true; break;
-	case OPT_STRIP: o->a.strip = true; break;
-	case OPT_EXCLUDE_DEP: o->a.exclude_dependent = true; break;
-	}
-	return 0;
-}
-
 static const struct tally_option archive_options[] = {
-	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "OUT",
-	  "the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist", OPT_OUTPUT),
-	TALLY_OPT('l', "list", TALLY_ARG_NONE, NULL, "list what would go in, with sizes, and write nothing", OPT_LIST),
-	TALLY_OPT(0, "no-debug", TALLY_ARG_NONE, NULL,
-	  "leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)", OPT_NO_DEBUG),
-	TALLY_OPT(0, "strip-debug-to-sampled", TALLY_ARG_NONE, NULL,
-	  "keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)", OPT_STRIP),
-	TALLY_OPT('x', "exclude-dependent", TALLY_ARG_NONE, NULL, "only the programs' own executables: no libraries, no kernel files", OPT_EXCLUDE_DEP),
+	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct aropts, input),
+	TALLY_OPT_STRING('o', "output", "OUT",
+		"the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist",
+		struct aropts, output),
+	TALLY_OPT_FLAG('l', "list",
+		"list what would go in, with sizes, and write nothing",
+		struct aropts, list),
+	TALLY_OPT_FLAG(0, "no-debug",
+		"leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)",
+		struct aropts, a.no_debug),
+	TALLY_OPT_FLAG(0, "strip-debug-to-sampled",
+		"keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)",
+		struct aropts, a.strip),
+	TALLY_OPT_FLAG('x', "exclude-dependent",
+		"only the programs' own executables: no libraries, no kernel files",
+		struct aropts, a.exclude_dependent),
 	TALLY_OPTION_END,
 };
-static const struct tally_optgroup archive_group = { NULL, archive_options, archive_handle };
+static const struct tally_optgroup archive_group = { NULL, archive_options, NULL };
 
 const struct tally_cmdopts archive_cmdopts = {
 	.name = "archive",

@@ -17,26 +17,17 @@ struct ctlopts {
 	double timeout;
 };
 
-enum { OPT_DB = 1, OPT_SOCKET, OPT_TIMEOUT };
-
-static int ctl_handle(void *ctx, int code, const char *arg)
-{
-	struct ctlopts *o = ctx;
-	switch (code) {
-	case OPT_DB: o->db = arg; break;
-	case OPT_SOCKET: o->sock = arg; break;
-	case OPT_TIMEOUT: return tally_parse_duration(arg, "--timeout", &o->timeout);
-	}
-	return 0;
-}
-
 static const struct tally_option ctl_options[] = {
-	TALLY_OPT('d', "db", TALLY_ARG_REQUIRED, "DIR", "the daemon's database (its socket is DIR/ctl.sock; default tally.db)", OPT_DB),
-	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's socket", OPT_SOCKET),
-	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up after D without an answer (default 60s)", OPT_TIMEOUT),
+	TALLY_OPT_STRING('d', "db", "DIR",
+		"the daemon's database (its socket is DIR/ctl.sock; default tally.db)",
+		struct ctlopts, db),
+	TALLY_OPT_STRING(0, "socket", "PATH", "the daemon's socket", struct ctlopts, sock),
+	TALLY_OPT_DURATION(0, "timeout", "D",
+		"give up after D without an answer (default 60s)",
+		struct ctlopts, timeout),
 	TALLY_OPTION_END,
 };
-static const struct tally_optgroup ctl_group = { NULL, ctl_options, ctl_handle };
+static const struct tally_optgroup ctl_group = { NULL, ctl_options, NULL };
 
 const struct tally_cmdopts ctl_cmdopts = {
 	.name = "ctl",

@@ -26,44 +26,52 @@ struct dopts {
 	uint64_t max_memory, max_db_size, min_free;
 };
 
-enum {
-	OPT_DB = 1, OPT_SOCKET, OPT_PIDFILE, OPT_FOREGROUND, OPT_FLUSH, OPT_EPOCH_EVERY, OPT_KEEP, OPT_MAXMEM, OPT_MAXDB,
-	OPT_MINFREE, OPT_CTL_TIMEOUT, OPT_VERBOSE,
-};
+enum { OPT_VERBOSE };
 
+/* -v sets the process's tally_verbose: the handler's; the rest are one row each */
 static int daemon_handle(void *ctx, int code, const char *arg)
 {
-	struct dopts *o = ctx;
-	switch (code) {
-	case OPT_DB: o->db = arg; break;
-	case OPT_SOCKET: o->sock = arg; break;
-	case OPT_PIDFILE: o->pidfile = arg; break;
-	case OPT_FOREGROUND: o->foreground = true; break;
-	case OPT_FLUSH: return tally_parse_duration(arg, "--flush-interval", &o->flush_interval);
-	case OPT_EPOCH_EVERY: return tally_parse_duration(arg, "--epoch-every", &o->epoch_every);
-	case OPT_KEEP: return tally_parse_duration(arg, "--keep", &o->keep);
-	case OPT_CTL_TIMEOUT: return tally_parse_duration(arg, "--ctl-timeout", &o->ctl_timeout);
-	case OPT_MAXMEM: return tally_parse_size(arg, "--max-memory", 16ull << 20, &o->max_memory);
-	case OPT_MAXDB: return tally_parse_size(arg, "--max-db-size", 4096, &o->max_db_size);
-	case OPT_MINFREE: return tally_parse_size(arg, "--min-free", 0, &o->min_free);
-	case OPT_VERBOSE: tally_verbose = 1; break;
-	}
+	(void)ctx;
+	(void)arg;
+	if (code == OPT_VERBOSE)
+		tally_verbose = 1;
 	return 0;
 }
 
 static const struct tally_option daemon_options[] = {
-	TALLY_OPT('d', "db", TALLY_ARG_REQUIRED, "DIR", "the database directory (default tally.db): epochs, socket, pid file, log", OPT_DB),
-	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the control socket (default DIR/ctl.sock)", OPT_SOCKET),
-	TALLY_OPT(0, "pid-file", TALLY_ARG_REQUIRED, "PATH", "also write the daemon's pid there (DIR/daemon.pid always)", OPT_PIDFILE),
-	TALLY_OPT(0, "foreground", TALLY_ARG_NONE, NULL, "stay attached and log to stderr (default: detach, log to DIR/daemon.log)", OPT_FOREGROUND),
-	TALLY_OPT(0, "flush-interval", TALLY_ARG_REQUIRED, "D", "merge what is in memory into the database every D (default 60s)", OPT_FLUSH),
-	TALLY_OPT(0, "epoch-every", TALLY_ARG_REQUIRED, "D", "start a new epoch every D (default: only on 'tally ctl epoch')", OPT_EPOCH_EVERY),
-	TALLY_OPT(0, "keep", TALLY_ARG_REQUIRED, "D", "delete epochs whose last flush is older than D (the newest 3 stay)", OPT_KEEP),
-	TALLY_OPT(0, "max-memory", TALLY_ARG_REQUIRED, "SIZE", "flush early before the daemon's memory reaches SIZE (default 128M)", OPT_MAXMEM),
-	TALLY_OPT(0, "max-db-size", TALLY_ARG_REQUIRED, "SIZE", "stop writing (and say so) rather than grow the directory past SIZE", OPT_MAXDB),
-	TALLY_OPT(0, "min-free", TALLY_ARG_REQUIRED, "SIZE", "stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
-	  OPT_MINFREE),
-	TALLY_OPT(0, "ctl-timeout", TALLY_ARG_REQUIRED, "D", "drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)", OPT_CTL_TIMEOUT),
+	TALLY_OPT_STRING('d', "db", "DIR",
+		"the database directory (default tally.db): epochs, socket, pid file, log",
+		struct dopts, db),
+	TALLY_OPT_STRING(0, "socket", "PATH",
+		"the control socket (default DIR/ctl.sock)",
+		struct dopts, sock),
+	TALLY_OPT_STRING(0, "pid-file", "PATH",
+		"also write the daemon's pid there (DIR/daemon.pid always)",
+		struct dopts, pidfile),
+	TALLY_OPT_FLAG(0, "foreground",
+		"stay attached and log to stderr (default: detach, log to DIR/daemon.log)",
+		struct dopts, foreground),
+	TALLY_OPT_DURATION(0, "flush-interval", "D",
+		"merge what is in memory into the database every D (default 60s)",
+		struct dopts, flush_interval),
+	TALLY_OPT_DURATION(0, "epoch-every", "D",
+		"start a new epoch every D (default: only on 'tally ctl epoch')",
+		struct dopts, epoch_every),
+	TALLY_OPT_DURATION(0, "keep", "D",
+		"delete epochs whose last flush is older than D (the newest 3 stay)",
+		struct dopts, keep),
+	TALLY_OPT_SIZE(0, "max-memory", "SIZE",
+		"flush early before the daemon's memory reaches SIZE (default 128M)",
+		struct dopts, max_memory, 16ull << 20),
+	TALLY_OPT_SIZE(0, "max-db-size", "SIZE",
+		"stop writing (and say so) rather than grow the directory past SIZE",
+		struct dopts, max_db_size, 4096),
+	TALLY_OPT_SIZE(0, "min-free", "SIZE",
+		"stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
+		struct dopts, min_free, 0),
+	TALLY_OPT_DURATION(0, "ctl-timeout", "D",
+		"drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)",
+		struct dopts, ctl_timeout),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };

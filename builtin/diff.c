@@ -39,8 +39,7 @@ struct dopts {
 	bool plimit_set;
 };
 
-enum { OPT_SYMBOLS = 1, OPT_LINES, OPT_CHILDREN, OPT_ABSOLUTE, OPT_JSON, OPT_HTML, OPT_FORMAT, OPT_OUTPUT,
-       OPT_FAIL_ABOVE, OPT_TOP, OPT_PLIMIT };
+enum { OPT_FAIL_ABOVE, OPT_PLIMIT };
 
 static int parse_pct(const char *arg, const char *what, double max, double *out)
 {
@@ -56,18 +55,9 @@ static int diff_handle(void *ctx, int code, const char *arg)
 {
 	struct dopts *o = ctx;
 	switch (code) {
-	case OPT_SYMBOLS: o->symbols = true; break;
-	case OPT_LINES: o->lines = true; break;
-	case OPT_CHILDREN: o->children = true; break;
-	case OPT_ABSOLUTE: o->absolute = true; break;
-	case OPT_JSON: o->json = true; break;
-	case OPT_HTML: o->html = arg; break;
-	case OPT_FORMAT: o->format = arg; break;
-	case OPT_OUTPUT: o->output = arg; break;
 	case OPT_FAIL_ABOVE:
 		o->fail_set = true;
 		return parse_pct(arg, "--fail-above", 100, &o->fail_above);
-	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->top);
 	case OPT_PLIMIT:
 		o->plimit_set = true;
 		return parse_pct(arg, "--percent-limit", 100, &o->percent_limit);
@@ -76,19 +66,29 @@ static int diff_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option diff_options[] = {
-	TALLY_OPT('f', "symbols", TALLY_ARG_NONE, NULL, "per function, self samples (the default)", OPT_SYMBOLS),
-	TALLY_OPT('l', "lines", TALLY_ARG_NONE, NULL, "per source line (file:line, function)", OPT_LINES),
-	TALLY_OPT(0, "children", TALLY_ARG_NONE, NULL, "per function, inclusive samples (needs call stacks)", OPT_CHILDREN),
-	TALLY_OPT(0, "absolute", TALLY_ARG_NONE, NULL,
-	  "compare sample counts, not shares of each side's total (exports:\nthe base is not scaled to the new total)", OPT_ABSOLUTE),
-	TALLY_OPT(0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON),
-	TALLY_OPT(0, "html", TALLY_ARG_REQUIRED, "FILE", "the diff as one HTML page, with a differential flame graph", OPT_HTML),
-	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "FORMAT",
-	  "pprof (FILE and its base for go tool pprof -diff_base), folded\n(STACK BASE NEW lines, difffolded.pl's) or svg (a differential flame graph)", OPT_FORMAT),
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where --format writes (- for stdout: folded)", OPT_OUTPUT),
+	TALLY_OPT_FLAG('f', "symbols",
+		"per function, self samples (the default)",
+		struct dopts, symbols),
+	TALLY_OPT_FLAG('l', "lines", "per source line (file:line, function)", struct dopts, lines),
+	TALLY_OPT_FLAG(0, "children",
+		"per function, inclusive samples (needs call stacks)",
+		struct dopts, children),
+	TALLY_OPT_FLAG(0, "absolute",
+		"compare sample counts, not shares of each side's total (exports:\nthe base is not scaled to the new total)",
+		struct dopts, absolute),
+	TALLY_OPT_FLAG(0, "json", "JSON output (docs/report-json.md)", struct dopts, json),
+	TALLY_OPT_STRING(0, "html", "FILE",
+		"the diff as one HTML page, with a differential flame graph",
+		struct dopts, html),
+	TALLY_OPT_STRING(0, "format", "FORMAT",
+		"pprof (FILE and its base for go tool pprof -diff_base), folded\n(STACK BASE NEW lines, difffolded.pl's) or svg (a differential flame graph)",
+		struct dopts, format),
+	TALLY_OPT_STRING('o', "output", "FILE",
+		"where --format writes (- for stdout: folded)",
+		struct dopts, output),
 	TALLY_OPT(0, "fail-above", TALLY_ARG_REQUIRED, "PCT",
 	  "exit with status 3, naming them, when functions (lines) grew by more\nthan PCT points of the samples; status 2 when a side has code it\ncannot name", OPT_FAIL_ABOVE),
-	TALLY_OPT(0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows", OPT_TOP),
+	TALLY_OPT_U64(0, "top", "N", "at most N rows", struct dopts, top, 1, UINT32_MAX),
 	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
 	  "flame graphs: fold frames under P% of the samples (default 0.1)", OPT_PLIMIT),
 	TALLY_OPTION_END,

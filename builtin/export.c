@@ -59,15 +59,12 @@ struct expopts {
 	struct tally_export x;
 };
 
-enum { OPT_INPUT = 1, OPT_OUTPUT, OPT_FORMAT, OPT_PLIMIT, OPT_COMM_ROOT, OPT_PER_PROCESS, OPT_WALL };
+enum { OPT_PLIMIT };
 
 static int export_handle(void *ctx, int code, const char *arg)
 {
 	struct expopts *o = ctx;
 	switch (code) {
-	case OPT_INPUT: o->input = arg; break;
-	case OPT_OUTPUT: o->output = arg; break;
-	case OPT_FORMAT: o->fmtname = arg; break;
 	case OPT_PLIMIT: {
 		char *end;
 		o->x.percent_limit = strtod(arg, &end);
@@ -75,21 +72,26 @@ static int export_handle(void *ctx, int code, const char *arg)
 			return tally_seterr(-EINVAL, "invalid --percent-limit '%s': expected a percentage from 0 to 100", arg);
 		break;
 	}
-	case OPT_COMM_ROOT: o->x.comm_root = true; break;
-	case OPT_PER_PROCESS: o->x.per_process = true; break;
-	case OPT_WALL: o->wall = true; break;
 	}
 	return 0;
 }
 
 static const struct tally_option export_options[] = {
-	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "where to write (default per format, below; - for stdout: text formats)", OPT_OUTPUT),
-	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "FORMAT", "one of the formats below", OPT_FORMAT),
+	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct expopts, input),
+	TALLY_OPT_STRING('o', "output", "FILE",
+		"where to write (default per format, below; - for stdout: text formats)",
+		struct expopts, output),
+	TALLY_OPT_STRING(0, "format", "FORMAT", "one of the formats below", struct expopts, fmtname),
 	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT),
-	TALLY_OPT(0, "wall", TALLY_ARG_NONE, NULL, "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)", OPT_WALL),
-	TALLY_OPT(0, "comm-root", TALLY_ARG_NONE, NULL, "folded: the process's command name as the root frame", OPT_COMM_ROOT),
-	TALLY_OPT(0, "per-process", TALLY_ARG_NONE, NULL, "callgrind: one file per process, FILE.PID (needs --per-pid)", OPT_PER_PROCESS),
+	TALLY_OPT_FLAG(0, "wall",
+		"on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)",
+		struct expopts, wall),
+	TALLY_OPT_FLAG(0, "comm-root",
+		"folded: the process's command name as the root frame",
+		struct expopts, x.comm_root),
+	TALLY_OPT_FLAG(0, "per-process",
+		"callgrind: one file per process, FILE.PID (needs --per-pid)",
+		struct expopts, x.per_process),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup export_group = { NULL, export_options, export_handle };

@@ -18,32 +18,32 @@ struct jobopts {
 	double host_timeout;
 };
 
-enum { OPT_RESULTS = 1, OPT_PATH, OPT_STATE, OPT_VERBOSE, OPT_HOST_TIMEOUT };
+enum { OPT_VERBOSE };
 
+/* -v sets the process's tally_verbose: the handler's; the rest are one row each */
 static int job_handle(void *ctx, int code, const char *arg)
 {
-	struct jobopts *o = ctx;
-	switch (code) {
-	case OPT_RESULTS: o->results = arg; break;
-	case OPT_PATH: o->path = arg; break;
-	case OPT_STATE: o->state = arg; break;
-	case OPT_VERBOSE: tally_verbose = 1; break;
-	case OPT_HOST_TIMEOUT: return tally_parse_duration(arg, "--host-timeout", &o->host_timeout);
-	}
+	(void)ctx;
+	(void)arg;
+	if (code == OPT_VERBOSE)
+		tally_verbose = 1;
 	return 0;
 }
 
 static const struct tally_option job_options[] = {
-	TALLY_OPT('r', "results", TALLY_ARG_REQUIRED, "DIR", "run: where the results go (default results/JOBNAME; never overwritten)", OPT_RESULTS),
-	TALLY_OPT(0, "profilers-path", TALLY_ARG_REQUIRED, "DIRS",
-	  "colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
-	  OPT_PATH),
-	TALLY_OPT(0, "state-dir", TALLY_ARG_REQUIRED, "DIR",
-	  "where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
-	  OPT_STATE),
+	TALLY_OPT_STRING('r', "results", "DIR",
+		"run: where the results go (default results/JOBNAME; never overwritten)",
+		struct jobopts, results),
+	TALLY_OPT_STRING(0, "profilers-path", "DIRS",
+		"colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
+		struct jobopts, path),
+	TALLY_OPT_STRING(0, "state-dir", "DIR",
+		"where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
+		struct jobopts, state),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
-	TALLY_OPT(0, "host-timeout", TALLY_ARG_REQUIRED, "D", "run: how long a host that went away may take to come back (default 60s)",
-	  OPT_HOST_TIMEOUT),
+	TALLY_OPT_DURATION(0, "host-timeout", "D",
+		"run: how long a host that went away may take to come back (default 60s)",
+		struct jobopts, host_timeout),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup job_group = { NULL, job_options, job_handle };

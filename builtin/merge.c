@@ -52,15 +52,12 @@ struct mopts {
 	size_t nin, ain;
 };
 
-enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_LABEL, OPT_TEXT_STACKS };
+enum { OPT_LABEL };
 
 static int merge_handle(void *ctx, int code, const char *arg)
 {
 	struct mopts *o = ctx;
 	switch (code) {
-	case OPT_OUTPUT: o->output = arg; break;
-	case OPT_FORCE: o->force = true; break;
-	case OPT_TEXT_STACKS: o->text_stacks = true; break;
 	case OPT_LABEL: {
 		char *k, *v;
 		int r = tally_label_parse(arg, "--label", &k, &v);
@@ -82,12 +79,15 @@ static int merge_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option merge_options[] = {
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "DIR", "the merged database (required)", OPT_OUTPUT),
-	TALLY_OPT('f', "force", TALLY_ARG_NONE, NULL, "replace DIR if it is a database", OPT_FORCE),
+	TALLY_OPT_STRING('o', "output", "DIR",
+		"the merged database (required)",
+		struct mopts, output),
+	TALLY_OPT_FLAG('f', "force", "replace DIR if it is a database", struct mopts, force),
 	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
 	  "label the samples of the inputs that follow (default: host=the\nrecording's host, run=the input's name; KEY= drops KEY)", OPT_LABEL),
-	TALLY_OPT(0, "text-stacks", TALLY_ARG_NONE, NULL,
-	  "write the stacks file as text lines (to read or edit), not binary;\nevery tally command reads either", OPT_TEXT_STACKS),
+	TALLY_OPT_FLAG(0, "text-stacks",
+		"write the stacks file as text lines (to read or edit), not binary;\nevery tally command reads either",
+		struct mopts, text_stacks),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup merge_group = { NULL, merge_options, merge_handle };

@@ -22,31 +22,31 @@ struct recopts {
 	double duration;
 };
 
-enum { OPT_OUTPUT = 1, OPT_FORCE, OPT_ALL, OPT_PID, OPT_DURATION, OPT_VERBOSE, OPT_NO_CACHE };
+enum { OPT_VERBOSE };
 
+/* -v sets the process's tally_verbose: the handler's; the rest are one row each */
 static int record_handle(void *ctx, int code, const char *arg)
 {
-	struct recopts *o = ctx;
-	switch (code) {
-	case OPT_OUTPUT: o->out = arg; break;
-	case OPT_FORCE: o->force = true; break;
-	case OPT_ALL: o->all = true; break;
-	case OPT_PID: o->pid_arg = arg; break;
-	case OPT_DURATION: return tally_parse_duration(arg, "--duration", &o->duration);
-	case OPT_VERBOSE: tally_verbose = 1; break;
-	case OPT_NO_CACHE: o->no_cache = true; break;
-	}
+	(void)ctx;
+	(void)arg;
+	if (code == OPT_VERBOSE)
+		tally_verbose = 1;
 	return 0;
 }
 
 static const struct tally_option record_options[] = {
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "DIR", "database directory (default tally.db)", OPT_OUTPUT),
-	TALLY_OPT(0, "force", TALLY_ARG_NONE, NULL, "replace an existing database", OPT_FORCE),
-	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included", OPT_ALL),
-	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
-	TALLY_OPT(0, "duration", TALLY_ARG_REQUIRED, "SECS", "stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM", OPT_DURATION),
-	TALLY_OPT('N', "no-buildid-cache", TALLY_ARG_NONE, NULL,
-	  "do not copy the sampled images into the build-id cache (reports of\nthe database then name code only while its files are unchanged)", OPT_NO_CACHE),
+	TALLY_OPT_STRING('o', "output", "DIR",
+		"database directory (default tally.db)",
+		struct recopts, out),
+	TALLY_OPT_FLAG(0, "force", "replace an existing database", struct recopts, force),
+	TALLY_OPT_FLAG('a', "all-cpus", "the whole system, kernel included", struct recopts, all),
+	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct recopts, pid_arg),
+	TALLY_OPT_DURATION(0, "duration", "SECS",
+		"stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM",
+		struct recopts, duration),
+	TALLY_OPT_FLAG('N', "no-buildid-cache",
+		"do not copy the sampled images into the build-id cache (reports of\nthe database then name code only while its files are unchanged)",
+		struct recopts, no_cache),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
 	TALLY_OPTION_END,
 };

@@ -37,36 +37,20 @@ struct ropts {
 	bool sort_given;
 };
 
-enum { OPT_INPUT = 1, OPT_SYMBOLS, OPT_LINES, OPT_EXPLAIN, OPT_TOP, OPT_JSON, OPT_HTML, OPT_CHILDREN, OPT_CALLGRAPH,
-       OPT_TREE, OPT_CALLERS, OPT_CALLEES, OPT_PLIMIT, OPT_BY_LABEL, OPT_FULLNAMES, OPT_FLAT, OPT_SORT, OPT_WALL };
+enum { OPT_PLIMIT, OPT_BY_LABEL, OPT_SORT };
 
 static int report_handle(void *ctx, int code, const char *arg)
 {
 	struct ropts *o = ctx;
 	switch (code) {
-	case OPT_INPUT: o->input = arg; break;
-	case OPT_SYMBOLS: o->r.symbols = true; break;
-	case OPT_LINES: o->r.lines = true; break;
-	case OPT_FLAT: o->r.flat = true; break;
-	case OPT_WALL: o->wall = true; break;
 	case OPT_SORT:
 		o->sort_given = true;
 		return tally_sort_parse(&o->sort, arg);
-	case OPT_EXPLAIN: o->explain = true; break;
-	case OPT_TOP: return tally_parse_u64(arg, "--top", 1, UINT32_MAX, &o->r.top);
-	case OPT_JSON: o->json = true; break;
-	case OPT_FULLNAMES: o->r.full_names = true; break;
-	case OPT_HTML: o->html = arg; break;
 	case OPT_BY_LABEL:
 		if (!tally_label_key_ok(arg, strlen(arg)))
 			return tally_seterr(-EINVAL, "invalid --by-label '%s': a label KEY is letters, digits, '_', '-' or '.'", arg);
 		o->by_label = arg;
 		break;
-	case OPT_CHILDREN: o->r.children = true; break;
-	case OPT_CALLGRAPH: o->r.callgraph = true; break;
-	case OPT_TREE: o->r.tree = true; break;
-	case OPT_CALLERS: o->r.callers = arg; break;
-	case OPT_CALLEES: o->r.callees = arg; break;
 	case OPT_PLIMIT: {
 		char *end;
 		o->r.percent_limit = strtod(arg, &end);
@@ -80,31 +64,47 @@ static int report_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option report_options[] = {
-	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DIR", "database (default tally.db)", OPT_INPUT),
-	TALLY_OPT('f', "symbols", TALLY_ARG_NONE, NULL, "functions within each image (inlined functions as their own rows)", OPT_SYMBOLS),
-	TALLY_OPT('l', "lines", TALLY_ARG_NONE, NULL, "source lines within each image (file:line, function)", OPT_LINES),
+	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct ropts, input),
+	TALLY_OPT_FLAG('f', "symbols",
+		"functions within each image (inlined functions as their own rows)",
+		struct ropts, r.symbols),
+	TALLY_OPT_FLAG('l', "lines",
+		"source lines within each image (file:line, function)",
+		struct ropts, r.lines),
 	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEYS",
 	  "one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)", OPT_SORT),
-	TALLY_OPT(0, "flat", TALLY_ARG_NONE, NULL, "the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)", OPT_FLAT),
-	TALLY_OPT(0, "explain", TALLY_ARG_NONE, NULL,
-	  "where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named", OPT_EXPLAIN),
-	TALLY_OPT(0, "top", TALLY_ARG_REQUIRED, "N", "at most N rows per table", OPT_TOP),
-	TALLY_OPT(0, "wall", TALLY_ARG_NONE, NULL,
-	  "wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)", OPT_WALL),
-	TALLY_OPT(0, "json", TALLY_ARG_NONE, NULL, "JSON output (docs/report-json.md)", OPT_JSON),
-	TALLY_OPT(0, "full-names", TALLY_ARG_NONE, NULL, "C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)", OPT_FULLNAMES),
-	TALLY_OPT(0, "html", TALLY_ARG_REQUIRED, "FILE", "the whole report as one self-contained HTML page (docs/html.md)", OPT_HTML),
+	TALLY_OPT_FLAG(0, "flat",
+		"the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)",
+		struct ropts, r.flat),
+	TALLY_OPT_FLAG(0, "explain",
+		"where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named",
+		struct ropts, explain),
+	TALLY_OPT_U64(0, "top", "N", "at most N rows per table", struct ropts, r.top, 1, UINT32_MAX),
+	TALLY_OPT_FLAG(0, "wall",
+		"wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)",
+		struct ropts, wall),
+	TALLY_OPT_FLAG(0, "json", "JSON output (docs/report-json.md)", struct ropts, json),
+	TALLY_OPT_FLAG(0, "full-names",
+		"C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)",
+		struct ropts, r.full_names),
+	TALLY_OPT_STRING(0, "html", "FILE",
+		"the whole report as one self-contained HTML page (docs/html.md)",
+		struct ropts, html),
 	TALLY_OPT(0, "by-label", TALLY_ARG_REQUIRED, "KEY",
 	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL),
 	TALLY_OPTION_END,
 };
 
 static const struct tally_option report_cg_options[] = {
-	TALLY_OPT(0, "children", TALLY_ARG_NONE, NULL, "per function: inclusive %, self %, name (sorted by inclusive)", OPT_CHILDREN),
-	TALLY_OPT(0, "callgraph", TALLY_ARG_NONE, NULL, "per function: its callers above, its callees below", OPT_CALLGRAPH),
-	TALLY_OPT(0, "tree", TALLY_ARG_NONE, NULL, "top-down call tree", OPT_TREE),
-	TALLY_OPT(0, "callers", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callers", OPT_CALLERS),
-	TALLY_OPT(0, "callees", TALLY_ARG_REQUIRED, "SYM", "the tree of SYM's callees", OPT_CALLEES),
+	TALLY_OPT_FLAG(0, "children",
+		"per function: inclusive %, self %, name (sorted by inclusive)",
+		struct ropts, r.children),
+	TALLY_OPT_FLAG(0, "callgraph",
+		"per function: its callers above, its callees below",
+		struct ropts, r.callgraph),
+	TALLY_OPT_FLAG(0, "tree", "top-down call tree", struct ropts, r.tree),
+	TALLY_OPT_STRING(0, "callers", "SYM", "the tree of SYM's callers", struct ropts, r.callers),
+	TALLY_OPT_STRING(0, "callees", "SYM", "the tree of SYM's callees", struct ropts, r.callees),
 	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
 	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT),
 	TALLY_OPTION_END,

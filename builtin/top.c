@@ -19,7 +19,7 @@
 #include "tally/symopts.h"
 
 
-enum { OPT_ALL = 1, OPT_PID, OPT_DB, OPT_ONCE, OPT_DELAY, OPT_ITER, OPT_ROWS, OPT_COMM, OPT_IMAGE, OPT_VIEW, OPT_SORT, OPT_SOCKET };
+enum { OPT_DELAY, OPT_VIEW, OPT_SORT };
 
 static int pick(const char *arg, const char *what, const char *const *names, int n, int *out)
 {
@@ -40,21 +40,12 @@ static int top_handle(void *ctx, int code, const char *arg)
 {
 	struct topopts *o = ctx;
 	switch (code) {
-	case OPT_ALL: o->all = true; break;
-	case OPT_PID: o->pid_arg = arg; break;
-	case OPT_DB: o->db = arg; break;
-	case OPT_SOCKET: o->sock = arg; break;
-	case OPT_ONCE: o->once = true; break;
 	case OPT_DELAY: {
 		int r = tally_parse_duration(arg, "--delay", &o->delay);
 		if (!r && (o->delay < 0.05 || o->delay > 3600))
 			r = tally_seterr(-EINVAL, "--delay takes 50ms to 1h, not '%s'", arg);
 		return r;
 	}
-	case OPT_ITER: return tally_parse_u64(arg, "--iterations", 1, UINT32_MAX, &o->iterations);
-	case OPT_ROWS: return tally_parse_u64(arg, "--rows", 0, 1000000, &o->rows);
-	case OPT_COMM: o->comm = arg; break;
-	case OPT_IMAGE: o->image = arg; break;
 	case OPT_VIEW: {
 		static const char *const v[] = { "functions", "images", "commands" };
 		return pick(arg, "--view", v, 3, &o->view);
@@ -68,18 +59,34 @@ static int top_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option top_options[] = {
-	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (the default without -p or COMMAND)", OPT_ALL),
-	TALLY_OPT('p', "pid", TALLY_ARG_REQUIRED, "LIST", "attach to running processes", OPT_PID),
-	TALLY_OPT(0, "db", TALLY_ARG_REQUIRED, "DIR", "show what the tally daemon of DIR samples (its control socket):\nno perf events of its own", OPT_DB),
-	TALLY_OPT(0, "socket", TALLY_ARG_REQUIRED, "PATH", "the daemon's control socket (default DIR/ctl.sock; implies --db)", OPT_SOCKET),
-	TALLY_OPT(0, "once", TALLY_ARG_NONE, NULL, "print one text snapshot after one interval, then exit", OPT_ONCE),
+	TALLY_OPT_FLAG('a', "all-cpus",
+		"the whole system, kernel included (the default without -p or COMMAND)",
+		struct topopts, all),
+	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct topopts, pid_arg),
+	TALLY_OPT_STRING(0, "db", "DIR",
+		"show what the tally daemon of DIR samples (its control socket):\nno perf events of its own",
+		struct topopts, db),
+	TALLY_OPT_STRING(0, "socket", "PATH",
+		"the daemon's control socket (default DIR/ctl.sock; implies --db)",
+		struct topopts, sock),
+	TALLY_OPT_FLAG(0, "once",
+		"print one text snapshot after one interval, then exit",
+		struct topopts, once),
 	TALLY_OPT('d', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY),
-	TALLY_OPT('n', "iterations", TALLY_ARG_REQUIRED, "N", "exit after N refreshes", OPT_ITER),
-	TALLY_OPT(0, "rows", TALLY_ARG_REQUIRED, "N", "rows of each text snapshot (default 25; 0: all)", OPT_ROWS),
+	TALLY_OPT_U64('n', "iterations", "N",
+		"exit after N refreshes",
+		struct topopts, iterations, 1, UINT32_MAX),
+	TALLY_OPT_U64(0, "rows", "N",
+		"rows of each text snapshot (default 25; 0: all)",
+		struct topopts, rows, 0, 1000000),
 	TALLY_OPT(0, "view", TALLY_ARG_REQUIRED, "VIEW", "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW),
 	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEY", "share (default), self, name, image or command (key s)", OPT_SORT),
-	TALLY_OPT(0, "comm", TALLY_ARG_REQUIRED, "TEXT", "only commands whose name contains TEXT (key c)", OPT_COMM),
-	TALLY_OPT(0, "image", TALLY_ARG_REQUIRED, "TEXT", "only images whose name contains TEXT (key i)", OPT_IMAGE),
+	TALLY_OPT_STRING(0, "comm", "TEXT",
+		"only commands whose name contains TEXT (key c)",
+		struct topopts, comm),
+	TALLY_OPT_STRING(0, "image", "TEXT",
+		"only images whose name contains TEXT (key i)",
+		struct topopts, image),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup top_group = { NULL, top_options, top_handle };

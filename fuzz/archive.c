@@ -12,75 +12,29 @@
  * libFuzzer's -timeout (a sparse member's holes, a decompression bomb). */
 #include "fuzz.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include "tally/archive.h"
 #include "tally/db.h"
 
-/* Every entry under dir (rel: its name inside the archive) is a directory
- * of mode 0700 or a regular file of mode 0600 with a member's name. */
-static void walk(const char *dir, const char *rel, size_t *files)
+/* Every entry is a directory of mode 0700 or a regular file of mode 0600
+ * with a member's name. */
+static void visit(const char *path, const char *rel, const struct stat *st, void *ctx)
 {
-	/* the names first, the directory closed before going down */
-	DIR *d = opendir(dir);
-	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
-	char **names = NULL;
-	size_t n = 0, a = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		GROW(names, a, n + 1);
-		names[n++] = xstrdup(e->d_name);
+	(void)path;
+	if (S_ISDIR(st->st_mode)) {
+		FUZZ_CHECK((st->st_mode & 0777) == 0700, "directory '%s' has mode %o", rel, st->st_mode & 0777);
+	} else {
+		FUZZ_CHECK((st->st_mode & 0777) == 0600, "'%s' has mode %o", rel, st->st_mode & 0777);
+		FUZZ_CHECK(tally_archive_name_ok(rel), "'%s' is no member's name", rel);
+		(*(size_t *)ctx)++;
 	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++) {
-		struct strbuf p = STRBUF_INIT, r = STRBUF_INIT;
-		strbuf_addf(&p, "%s/%s", dir, names[i]);
-		strbuf_addf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]);
-		struct stat st;
-		FUZZ_CHECK(lstat(p.buf, &st) == 0, "lstat '%s'", p.buf);
-		FUZZ_CHECK(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode), "'%s' is neither a file nor a directory", r.buf);
-		if (S_ISDIR(st.st_mode)) {
-			FUZZ_CHECK((st.st_mode & 0777) == 0700, "directory '%s' has mode %o", r.buf, st.st_mode & 0777);
-			walk(p.buf, r.buf, files);
-		} else {
-			FUZZ_CHECK((st.st_mode & 0777) == 0600, "'%s' has mode %o", r.buf, st.st_mode & 0777);
-			FUZZ_CHECK(tally_archive_name_ok(r.buf), "'%s' is no member's name", r.buf);
-			(*files)++;
-		}
-		strbuf_release(&p);
-		strbuf_release(&r);
-		free(names[i]);
-	}
-	free(names);
-}
-
-static bool empty_dir(const char *dir, const char **left)
-{
-	static char name[256];
-	DIR *d = opendir(dir);
-	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
-	struct dirent *e;
-	bool empty = true;
-	while (empty && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(name, sizeof(name), "%s", e->d_name);
-			empty = false;
-		}
-	closedir(d);
-	*left = name;
-	return empty;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *base = fuzz_dir();
-	char tmp[512], side[512];
+	char tmp[512];
 	snprintf(tmp, sizeof(tmp), "%s/tmp", base);
-	snprintf(side, sizeof(side), "%s/side", base);
-	mkdir(side, 0700);
+	const char *side = fuzz_side_dir(base);
 	struct tally_db db;
 	int r = tally_archive_open_buf(&db, data, size, "fuzz.tar");
 	if (r) {
@@ -89,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		FUZZ_CHECK(db.archive && db.tmpdir, "an archive opened with no directory");
 		size_t files = 0;
-		walk(db.archive, "", &files);
+		fuzz_walk(db.archive, "", visit, &files);
 		struct strbuf d = STRBUF_INIT;
 		strbuf_addf(&d, "%s/db", db.archive);
 		struct stat st;
@@ -98,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tally_db_release(&db);
 	}
 	const char *left;
-	FUZZ_CHECK(empty_dir(side, &left), "'%s' was written outside TMPDIR", left);
-	FUZZ_CHECK(empty_dir(tmp, &left), "'%s' was left in TMPDIR", left);
+	FUZZ_CHECK(!(left = fuzz_first_entry(side)), "'%s' was written outside TMPDIR", left);
+	FUZZ_CHECK(!(left = fuzz_first_entry(tmp)), "'%s' was left in TMPDIR", left);
 	/* and beside TMPDIR, only it and the sibling */
 	DIR *d = opendir(base);
 	FUZZ_CHECK(d != NULL, "cannot open '%s'", base);

@@ -6,6 +6,7 @@
 #define TALLY_FUZZ_H
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -123,6 +124,70 @@ static inline void fuzz_write(const char *dir, const char *name, const void *dat
 		len -= (size_t)w;
 	}
 	close(fd);
+}
+
+/* base/side, made empty-or-kept: a sibling of what the target writes into,
+ * which must stay empty (nothing written outside the directory given). */
+static inline const char *fuzz_side_dir(const char *base)
+{
+	static char side[512];
+	snprintf(side, sizeof(side), "%s/side", base);
+	mkdir(side, 0700);
+	return side;
+}
+
+/* The name of an entry of dir, or NULL when it is empty. */
+static inline const char *fuzz_first_entry(const char *dir)
+{
+	static char name[256];
+	DIR *d = opendir(dir);
+	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
+	struct dirent *e;
+	const char *found = NULL;
+	while (!found && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(name, sizeof(name), "%s", e->d_name);
+			found = name;
+		}
+	closedir(d);
+	return found;
+}
+
+/* visit(path, rel, st, ctx) for each entry under dir, depth first (rel: its
+ * name below the top; pass "" for the top), each checked to be a regular file
+ * or a directory (no link, no special file). The names are read and the
+ * directory closed before going down: a tree may nest deeper than this
+ * process may hold descriptors. */
+static inline void fuzz_walk(const char *dir, const char *rel,
+			     void (*visit)(const char *path, const char *rel, const struct stat *st, void *ctx), void *ctx)
+{
+	DIR *d = opendir(dir);
+	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
+	char **names = NULL;
+	size_t n = 0, a = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		GROW(names, a, n + 1);
+		names[n++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++) {
+		struct strbuf p = STRBUF_INIT, r = STRBUF_INIT;
+		strbuf_addf(&p, "%s/%s", dir, names[i]);
+		strbuf_addf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]);
+		struct stat st;
+		FUZZ_CHECK(lstat(p.buf, &st) == 0, "lstat '%s'", p.buf);
+		FUZZ_CHECK(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode), "'%s' is neither a file nor a directory", r.buf);
+		visit(p.buf, r.buf, &st, ctx);
+		if (S_ISDIR(st.st_mode))
+			fuzz_walk(p.buf, r.buf, visit, ctx);
+		strbuf_release(&p);
+		strbuf_release(&r);
+		free(names[i]);
+	}
+	free(names);
 }
 
 #endif

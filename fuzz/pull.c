@@ -7,58 +7,33 @@
  * only, each file as large as the listing says and every listed file there. */
 #include "fuzz.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include "tally/remote.h"
 
-/* Regular files and directories under dir (no link, no special file), their
- * count and the sum of the files' sizes. */
-static void walk(const char *dir, size_t *files, uint64_t *bytes)
+struct seen {
+	size_t files;
+	uint64_t bytes;
+};
+
+/* Regular files of mode 0600 (and directories): their count and sizes. */
+static void visit(const char *path, const char *rel, const struct stat *st, void *ctx)
 {
-	/* the names first, the directory closed before going down: a stream may
-	 * nest directories deeper than this process may hold descriptors */
-	DIR *d = opendir(dir);
-	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
-	char **names = NULL;
-	size_t n = 0, a = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		GROW(names, a, n + 1);
-		names[n++] = strdup(e->d_name);
-	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++) {
-		size_t plen = strlen(dir) + strlen(names[i]) + 2;
-		char *p = malloc(plen);
-		snprintf(p, plen, "%s/%s", dir, names[i]);
-		struct stat st;
-		FUZZ_CHECK(lstat(p, &st) == 0, "lstat '%s'", p);
-		FUZZ_CHECK(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode), "'%s' is neither a file nor a directory", p);
-		if (S_ISDIR(st.st_mode)) {
-			walk(p, files, bytes);
-		} else {
-			FUZZ_CHECK((st.st_mode & 0777) == 0600, "'%s' has mode %o", p, st.st_mode & 0777);
-			(*files)++;
-			*bytes += (uint64_t)st.st_size;
-		}
-		free(p);
-		free(names[i]);
-	}
-	free(names);
+	struct seen *s = ctx;
+	(void)rel;
+	if (S_ISDIR(st->st_mode))
+		return;
+	FUZZ_CHECK((st->st_mode & 0777) == 0600, "'%s' has mode %o", path, st->st_mode & 0777);
+	s->files++;
+	s->bytes += (uint64_t)st->st_size;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *base = fuzz_dir();
 	static unsigned run;
-	char dst[512], side[512];
+	char dst[512];
 	/* a directory of its own each run, removed after it */
 	snprintf(dst, sizeof(dst), "%s/h%u", base, ++run);
-	snprintf(side, sizeof(side), "%s/side", base);
-	mkdir(side, 0700);
+	const char *side = fuzz_side_dir(base);
 	const uint8_t *nul = memchr(data, '\0', size);
 	char *listing = nul ? strndup((const char *)data, (size_t)(nul - data)) : NULL;
 	const uint8_t *tar = nul ? nul + 1 : data;
@@ -71,11 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!strncmp(tally_errmsg(), "host 'h1'", 9) || strstr(tally_errmsg(), dst), "the error names neither the host nor the directory: '%s'",
 			   tally_errmsg());
 	} else {
-		size_t f = 0;
-		uint64_t b = 0;
-		walk(dst, &f, &b);
-		FUZZ_CHECK(f == files && b == bytes, "%zu files of %llu bytes written, %zu of %llu said", f, (unsigned long long)b, files,
-			   (unsigned long long)bytes);
+		struct seen w = { 0, 0 };
+		fuzz_walk(dst, "", visit, &w);
+		FUZZ_CHECK(w.files == files && w.bytes == bytes, "%zu files of %llu bytes written, %zu of %llu said", w.files,
+			   (unsigned long long)w.bytes, files, (unsigned long long)bytes);
 		if (listing) {
 			size_t listed = 0;
 			for (const char *p = listing; *p; p++)
@@ -84,12 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	/* never outside dst, whatever the stream asked */
-	DIR *d = opendir(side);
-	FUZZ_CHECK(d != NULL, "the sibling directory is gone");
-	struct dirent *e;
-	while ((e = readdir(d)))
-		FUZZ_CHECK(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."), "'%s' was written beside the directory", e->d_name);
-	closedir(d);
+	const char *left;
+	FUZZ_CHECK(!(left = fuzz_first_entry(side)), "'%s' was written beside the directory", left);
 	FUZZ_CHECK(tally_remove_tree(dst) == 0 || access(dst, F_OK) != 0, "what was pulled into '%s' cannot be removed: %s", dst,
 		   tally_errmsg());
 	free(listing);

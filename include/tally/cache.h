@@ -146,8 +146,9 @@ void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind,
 void tally_cache_filler_handoff(struct tally_cache_filler *f);
 /* Images handed over, found in the cache, and copied into it so far. */
 void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached, size_t *copied);
-/* Stops the thread after the file at hand (never waits for a copy: a busy
- * thread finishes it alone and frees what it holds). Accepts NULL. */
+/* Stops the thread: a copy under way gives up within a block (64 KiB) or a
+ * section, and the thread is joined (a thread stuck in a read for 2 s is left
+ * to end alone), so no thread of the filler outlives it. Accepts NULL. */
 void tally_cache_filler_free(struct tally_cache_filler *f);
 
 #endif

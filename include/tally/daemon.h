@@ -6,8 +6,9 @@
  *
  * The engine never prints, exits or forks: what it has to say goes to the
  * log function its caller gives; detaching (fork, setsid) and signals are the
- * caller's (builtin/daemon.c). One thread drives it; tally_daemon_wake may be
- * called from a signal handler. */
+ * caller's (builtin/daemon.c), but for one: a daemon whose database
+ * directory was removed raises SIGTERM, and so stops as that stops it. One
+ * thread drives it; tally_daemon_wake may be called from a signal handler. */
 #ifndef TALLY_DAEMON_H
 #define TALLY_DAEMON_H
 
@@ -110,7 +111,9 @@ int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tal
 /* One round: waits up to timeout_ms (negative: the daemon's tick, 200 ms, the
  * interval of the randomized period's redraw) for records or control connections, serves the connections that are
  * ready, drops those past their deadline, watches memory, and flushes or begins
- * an epoch when their time has come. */
+ * an epoch when their time has come. Once a second it looks for its database
+ * directory: removed or moved, it raises SIGTERM (and tally_daemon_stop then
+ * writes nothing). */
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms);
 /* Serves the control connections that are ready now, without waiting. */
 void tally_daemon_serve(struct tally_daemon *d);

@@ -138,11 +138,11 @@ int tally_jitdump_read_copy(struct tally_jitdump *jd, const char *text, const ch
 /* Names and file names in the copy: a backslash, newline, tab and CR become
  * \\ \n \t \r, and any other control byte, and every byte that is not part of
  * valid UTF-8 (or that encodes a C1 control), becomes \xHH; the rest, spaces
- * included, is kept. tally_jit_unescape undoes it in place and also reads what
- * older versions wrote (which escaped only the first four); an unknown escape
- * is kept as it is, and \x00 too (a C string cannot hold it). */
+ * included, is kept. tally_unescape_bytes (tally/util.h) undoes it in place
+ * and also reads what older versions wrote (which escaped only the first
+ * four); an unknown escape is kept as it is, and \x00 too (a C string cannot
+ * hold it). */
 void tally_jit_escape(struct strbuf *sb, const char *s);
-void tally_jit_unescape(char *s);
 
 /* ---- perf maps: "START SIZE NAME" lines, START and SIZE hex ---- */
 

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tally/util.h"
 
@@ -27,6 +28,9 @@ enum tally_opt_bind {
 	TALLY_BIND_NONE,   /* the handler takes it (code) */
 	TALLY_BIND_FLAG,   /* a bool member set to true */
 	TALLY_BIND_STRING, /* a const char * member set to the value (the last given wins) */
+	TALLY_BIND_U64,    /* a uint64_t member, a whole number from min to max (tally_parse_u64) */
+	TALLY_BIND_DURATION, /* a double member, seconds (tally_parse_duration) */
+	TALLY_BIND_SIZE,   /* a uint64_t member, bytes from min (tally_parse_size) */
 };
 
 struct tally_option {
@@ -38,12 +42,13 @@ struct tally_option {
 	int code;              /* handed to the group's handler (TALLY_BIND_NONE) */
 	enum tally_opt_bind bind;
 	size_t offset;         /* the member's offset in the context, when bound */
+	uint64_t min, max;     /* the range of a bound number (U64: both; SIZE: min) */
 };
 
-#define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0, TALLY_BIND_NONE, 0 }
+#define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0, TALLY_BIND_NONE, 0, 0, 0 }
 
 /* An option handed to the group's handler with code. */
-#define TALLY_OPT(s, l, arg, argname, help, code) { s, l, arg, argname, help, code, TALLY_BIND_NONE, 0 }
+#define TALLY_OPT(s, l, arg, argname, help, code) { s, l, arg, argname, help, code, TALLY_BIND_NONE, 0, 0, 0 }
 
 /* An option bound to a member of the context struct TYPE, as git's OPT_*
  * rows are: the member's type is checked where the table is compiled. */
@@ -51,10 +56,21 @@ struct tally_option {
 	(offsetof(type, field) + 0 * sizeof(char[__builtin_types_compatible_p(__typeof__(((type *)0)->field), want) ? 1 : -1]))
 /* -s/--long sets the bool TYPE.FIELD */
 #define TALLY_OPT_FLAG(s, l, help, type, field) \
-	{ s, l, TALLY_ARG_NONE, NULL, help, 0, TALLY_BIND_FLAG, TALLY_OPT_CHECK_(type, field, bool) }
+	{ s, l, TALLY_ARG_NONE, NULL, help, 0, TALLY_BIND_FLAG, TALLY_OPT_CHECK_(type, field, bool), 0, 0 }
 /* -s/--long VALUE sets the const char * TYPE.FIELD */
 #define TALLY_OPT_STRING(s, l, argname, help, type, field) \
-	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_STRING, TALLY_OPT_CHECK_(type, field, const char *) }
+	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_STRING, TALLY_OPT_CHECK_(type, field, const char *), 0, 0 }
+/* The bound numbers: the value is read by the parser of include/tally/util.h
+ * named after the kind, with the option's spelling ("--top") in its error. */
+/* -s/--long N sets the uint64_t TYPE.FIELD, a whole number from lo to hi */
+#define TALLY_OPT_U64(s, l, argname, help, type, field, lo, hi) \
+	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_U64, TALLY_OPT_CHECK_(type, field, uint64_t), lo, hi }
+/* -s/--long TIME sets the double TYPE.FIELD to seconds */
+#define TALLY_OPT_DURATION(s, l, argname, help, type, field) \
+	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_DURATION, TALLY_OPT_CHECK_(type, field, double), 0, 0 }
+/* -s/--long SIZE sets the uint64_t TYPE.FIELD to bytes, at least lo */
+#define TALLY_OPT_SIZE(s, l, argname, help, type, field, lo) \
+	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_SIZE, TALLY_OPT_CHECK_(type, field, uint64_t), lo, 0 }
 
 struct tally_optgroup {
 	const char *title; /* a heading in the help, NULL for the command's own options */

@@ -118,9 +118,16 @@ struct tally_lines {
 };
 void tally_lines_init(struct tally_lines *L, char *text, const char *what);
 char *tally_lines_next(struct tally_lines *L);
+/* The next line that is not empty and not a comment ('#' first), or NULL. */
+char *tally_lines_next_data(struct tally_lines *L);
 int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
 void tally_unescape(char *s);
+/* The same, and \xHH too (a byte; \x00 is kept as it is): undoes
+ * tally_jit_escape. */
+void tally_unescape_bytes(char *s);
+/* The value of a hex digit (either case), or -1. */
+int tally_hexval(int c);
 /* Caller owns the returned string; sb is reset. */
 char *strbuf_detach(struct strbuf *sb);
 /* Read a whole file (up to max bytes, 0 = no limit). 0 or -errno (tally_seterr set).

@@ -270,6 +270,20 @@ static int check_id(int fd, const char *what, const char *id_kind, const char *i
 	return 0;
 }
 
+static __thread const int *copy_stop;
+
+void tally_cache_copy_stop(const int *stop)
+{
+	copy_stop = stop;
+}
+
+int tally_cache_copy_stopped(const char *what)
+{
+	if (copy_stop && __atomic_load_n(copy_stop, __ATOMIC_RELAXED))
+		return tally_seterr(-ECANCELED, "'%s': not cached (the copy was stopped)", what);
+	return 0;
+}
+
 /* The whole of from (size bytes when it was checked) into to: by offset, as
  * the filler's thread and the process it hands its work to may copy from one
  * descriptor at once; a file that is not size bytes long at the end (cut or
@@ -293,10 +307,13 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 		return tally_seterr(-EINVAL, "'%s' has no id the build-id cache keeps (%s %s)", src, id_kind, id);
 	if (tally_cache_has(c, key, f))
 		return 0;
+	int r = tally_cache_copy_stopped(src);
+	if (r)
+		return r;
 	struct stat st;
 	if (fstat(src_fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return tally_seterr(-EINVAL, "'%s' is not a regular file: not cached", src);
-	int r = check_id(src_fd, src, id_kind, id);
+	r = check_id(src_fd, src, id_kind, id);
 	if (r)
 		return r == -EIO ? tally_seterr(-EIO, "'%s': %s", src, tally_errmsg()) : r;
 	char tmp[64];

@@ -66,6 +66,9 @@ int tally_cache_copy_range(int src, int out, uint64_t off, uint64_t n, const cha
 {
 	static __thread char buf[1 << 16];
 	while (n) {
+		int s = tally_cache_copy_stopped(what);
+		if (s)
+			return s;
 		size_t want = n < sizeof(buf) ? (size_t)n : sizeof(buf);
 		ssize_t k = pread(src, buf, want, (off_t)off);
 		if (k < 0 && errno == EINTR)
@@ -150,6 +153,8 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 	memcpy(order, v, shnum * sizeof(*v));
 	tally_qsort(order + 1, shnum - 1, sizeof(*order), cmp_off);
 	for (size_t k = 1; !r && k < shnum; k++) {
+		if ((r = tally_cache_copy_stopped(what)))
+			break;
 		struct sec *s = &v[order[k].idx];
 		if (s->old_off < cut)
 			continue;

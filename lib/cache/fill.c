@@ -1,8 +1,10 @@
 /* Filling the build-id cache while recording (tally/cache.h): the recording's
  * thread hands over each sampled image once (a look at the cache, and for one
  * it lacks an open of the file while its process runs); a thread of the
- * filler copies, never the recording's; at the end of tally record whatever
- * is left goes on in a detached process, so the end never waits for a copy. */
+ * filler copies, never the recording's, and ends when nothing is queued; at
+ * the end of tally record whatever is left goes on in a detached process, so
+ * the end never waits for a copy: the thread gives up the file at hand, and
+ * is joined (no thread outlives the filler). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +16,12 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tally/cache.h"
+
+#include "lib/cache/internal.h"
 
 struct item {
 	char *id_kind, *id, *src, *recorded;
@@ -26,10 +31,13 @@ struct item {
 /* What the thread and the owner share; the last of them frees it. */
 struct shared {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct item *q; /* q[head..n): to copy; q[head] is at hand while busy */
 	size_t head, n, alloc;
 	bool stop, busy, running;
+	/* the thread, until joined (it may have ended: running is false) */
+	pthread_t th;
+	bool joinable;
+	int halt; /* atomic: the copy at hand gives up (tally_cache_copy_stop) */
 	int refs;
 	size_t copied;
 	struct tally_cache cache;
@@ -46,6 +54,8 @@ struct tally_cache_filler {
 /* The most files kept open for the queue: past it, a file is opened by name
  * when it is copied. */
 #define MAX_OPEN 256
+/* The longest wait for the thread at the filler's end, seconds. */
+#define FILL_JOIN_S 2
 
 static void item_release(struct item *it)
 {
@@ -71,7 +81,6 @@ static void shared_unref(struct shared *s)
 	free(s->q);
 	tally_cache_close(&s->cache);
 	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
 	free(s);
 }
 
@@ -93,12 +102,11 @@ static void *filler_thread(void *arg)
 	/* copies wait for what the machine runs, the profiled program first
 	 * (Linux: the nice value of this thread alone) */
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+	tally_cache_copy_stop(&s->halt);
 	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		while (!s->stop && s->head == s->n)
-			pthread_cond_wait(&s->cv, &s->mu);
-		if (s->stop)
-			break;
+	/* until the queue is empty: an idle thread is none, so that the end of a
+	 * recording rarely has one to stop */
+	while (!s->stop && s->head < s->n) {
 		struct item it = s->q[s->head];
 		s->busy = true;
 		pthread_mutex_unlock(&s->mu);
@@ -130,7 +138,6 @@ struct tally_cache_filler *tally_cache_filler_new(char **why)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	s->refs = 1;
 	struct tally_cache_filler *f = xcalloc(1, sizeof(*f));
 	f->s = s;
@@ -181,20 +188,23 @@ void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind,
 	pthread_mutex_lock(&s->mu);
 	GROW(s->q, s->alloc, s->n + 1);
 	s->q[s->n++] = (struct item){ xstrdup(id_kind), xstrdup(id), xstrdup(src), recorded ? xstrdup(recorded) : NULL, fd };
+	pthread_t ended;
+	bool reap = false;
 	if (!s->running && !s->stop) {
-		pthread_t th;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		/* the last thread emptied the queue and ended (or is ending: it
+		 * takes the lock once more), joined once this one is unlocked */
+		ended = s->th;
+		reap = s->joinable;
+		s->joinable = false;
 		s->refs++;
-		if (pthread_create(&th, &at, filler_thread, s) == 0)
-			s->running = true;
+		if (pthread_create(&s->th, NULL, filler_thread, s) == 0)
+			s->running = s->joinable = true;
 		else
 			s->refs--; /* copied at the handoff, or not at all */
-		pthread_attr_destroy(&at);
 	}
-	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	if (reap)
+		pthread_join(ended, NULL);
 }
 
 void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached, size_t *copied)
@@ -250,7 +260,8 @@ void tally_cache_filler_handoff(struct tally_cache_filler *f)
 	struct shared *s = f->s;
 	pthread_mutex_lock(&s->mu);
 	s->stop = true;
-	pthread_cond_signal(&s->cv);
+	/* the file at hand goes with the queue: the thread gives it up */
+	__atomic_store_n(&s->halt, 1, __ATOMIC_RELAXED);
 	if (s->head == s->n) {
 		pthread_mutex_unlock(&s->mu);
 		return;
@@ -303,8 +314,21 @@ void tally_cache_filler_free(struct tally_cache_filler *f)
 	struct shared *s = f->s;
 	pthread_mutex_lock(&s->mu);
 	s->stop = true;
-	pthread_cond_signal(&s->cv);
+	__atomic_store_n(&s->halt, 1, __ATOMIC_RELAXED);
+	bool join = s->joinable;
+	s->joinable = false;
+	pthread_t th = s->th;
 	pthread_mutex_unlock(&s->mu);
+	if (join) {
+		/* it gives up its copy within a block (64 KiB) or a section; a
+		 * thread stuck longer than FILL_JOIN_S in a read is left to end
+		 * alone, as it used to be */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += FILL_JOIN_S;
+		if (pthread_timedjoin_np(th, NULL, &until))
+			pthread_detach(th);
+	}
 	shared_unref(s);
 	for (size_t i = 0; i < f->nkeys; i++)
 		free(f->keys[i]);

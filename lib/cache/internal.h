@@ -27,5 +27,13 @@ int tally_cache_copy_range(int src, int out, uint64_t off, uint64_t n, const cha
  * in .debug/ and under /usr/lib/debug that has that build-id. Allocated, or
  * NULL. */
 char *tally_cache_debug_file(int fd, const char *src, const char *id);
+/* For the calling thread: while *stop (may be NULL: never) is non-zero, a
+ * copy into the cache gives up between two blocks (-ECANCELED, nothing left
+ * behind). The filler's thread sets it, so that its end need not wait for a
+ * whole file. */
+void tally_cache_copy_stop(const int *stop);
+/* -ECANCELED with tally_seterr (naming what) once the calling thread's copy
+ * is stopped (tally_cache_copy_stop), else 0. */
+int tally_cache_copy_stopped(const char *what);
 
 #endif

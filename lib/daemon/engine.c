@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,10 @@ static int prepare_db(struct tally_daemon *d, const char *arg)
 	if (!abs)
 		return tally_seterr(-errno, "cannot resolve '%s': %s", arg, strerror(errno));
 	d->db = abs;
+	if (stat(abs, &st) < 0)
+		return tally_seterr(-errno, "cannot use '%s': %s", arg, strerror(errno));
+	d->db_dev = st.st_dev;
+	d->db_ino = st.st_ino;
 	return 0;
 }
 
@@ -405,6 +410,26 @@ void dmn_sync(struct tally_daemon *d)
 		dmn_log(d, "%s", tally_errmsg());
 }
 
+/* Once a second: is the database directory still where it was? Removed
+ * (rm -rf of a test's directory, an uninstall) or moved, nothing the daemon
+ * flushes can land and no client can reach its socket: it stops as SIGTERM
+ * stops it, by raising it (the caller's handler ends its loop), without the
+ * final flush. */
+#define DB_LOOK_S 1.0
+static void watch_db(struct tally_daemon *d)
+{
+	double now = tally_now_mono();
+	if (d->db_gone || now - d->last_db_look < DB_LOOK_S)
+		return;
+	d->last_db_look = now;
+	struct stat st;
+	if (stat(d->db, &st) == 0 ? st.st_dev == d->db_dev && st.st_ino == d->db_ino : errno != ENOENT && errno != ENOTDIR)
+		return;
+	d->db_gone = true;
+	dmn_log(d, "the database directory '%s' was removed or moved: stopping", d->db);
+	raise(SIGTERM);
+}
+
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 {
 	/* the rings wake the wait when half full, the socket, the wake pipe and
@@ -439,6 +464,9 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	if (!d->started)
 		return;
 	tally_pusher_logs(d->pusher, d->log, d->log_ctx);
+	watch_db(d);
+	if (d->db_gone)
+		return;
 	watch_memory(d);
 	double now = tally_now_mono();
 	if (now >= d->next_flush)
@@ -455,6 +483,15 @@ int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
 		return 0;
 	if (d->rec)
 		tally_recording_stop(d->rec);
+	if (d->db_gone) {
+		/* nowhere to write, and no backlog left to push */
+		if (msg)
+			strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: the database directory '%s' is gone",
+				    dmn_agg_samples(d), dmn_agg_samples(d) == 1 ? "" : "s", d->db);
+		tally_pusher_stop(d->pusher, 0, d->log, d->log_ctx);
+		d->pusher = NULL;
+		return tally_seterr(-ENOENT, "the database directory '%s' is gone", d->db);
+	}
 	int r = tally_daemon_flush(d, "exit", msg);
 	if (r && msg)
 		strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: %s", dmn_agg_samples(d),

@@ -93,6 +93,13 @@ struct tally_daemon {
 	 * over (lib/db), and what it takes on disk (counted in db_bytes) */
 	struct tally_db_spare spare;
 	uint64_t spare_bytes;
+	/* the database directory as it was opened: a daemon whose directory is
+	 * removed (or moved) can write nothing more, and nobody can reach its
+	 * socket: it stops (tally_daemon_step) */
+	dev_t db_dev;
+	ino_t db_ino;
+	double last_db_look; /* monotonic */
+	bool db_gone;
 	bool memory_warned;
 	uint64_t nostack_logged; /* off-CPU waits without their stack, said in the log so far */
 };

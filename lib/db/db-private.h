@@ -49,4 +49,38 @@ uint64_t tally_db_mean_period(const struct tally_db *db, int ev);
 void tally_db_unweigh_stacks(struct tally_db *db);
 void tally_db_weigh_loaded_stacks(struct tally_db *db);
 
+/* ---- what the readers share (lib/db/read.c, lib/db/session.c) ---- */
+
+#define TALLY_DB_DAMAGED "the database is damaged: record it again"
+
+/* Digits at *p (at most 2^64 - 1), *p moved past them. */
+bool tally_db_parse_dec(const char **p, uint64_t *out);
+/* A whole decimal number that fits in 64 bits. */
+bool tally_db_whole_u64(const char *s, uint64_t *out);
+/* A process id: 0 (no process) to INT_MAX, the whole string. */
+bool tally_db_parse_pid(const char *s, int *out);
+/* s split at commas, *n items (each to free, and the array). */
+char **tally_db_split_list(const char *s, int *n);
+/* n counts separated by commas into out: 0, or -1. */
+int tally_db_parse_counts(const char *s, int n, uint64_t *out);
+/* The file name of the database dir into sb (its path into path), checked to
+ * be a regular file of lines: 0, 1 when it is not there and optional. */
+int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional);
+
+/* A parser of one file's text (NUL-terminated, split in place). */
+typedef int (*tally_db_parse_fn)(struct tally_db *db, char *text, const char *what);
+/* fn over text checked to be lines first. */
+int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what, tally_db_parse_fn fn);
+/* fn over a copy of buf (any bytes, read-only), checked first. */
+int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, tally_db_parse_fn fn);
+/* lib/db/session.c: s, a UTC time in strftime's fmt, to seconds since 1970:
+ * false unless the time gives the text back (strptime takes 2026-02-30). */
+bool tally_db_utc_format(const char *s, const char *fmt, double *out);
+/* lib/db/session.c: the session file of db->path, read and checked. */
+int tally_db_load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path);
+
+/* lib/db/labels.c: the KEY=VALUE fields of line ln of what (s: tab-separated,
+ * split in place; NULL: none) into set, keys sorted: 0, or an error. */
+int tally_db_parse_label_fields(char *s, const char *what, size_t ln, struct tally_labelset *set);
+
 #endif

@@ -34,21 +34,11 @@ static double minute_name_time(const char *s)
 {
 	if (strlen(s) < 12 || !all_digits(s, 12))
 		return -1;
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
 	char buf[13];
 	memcpy(buf, s, 12);
 	buf[12] = '\0';
-	const char *end = strptime(buf, "%Y%m%d%H%M", &tm);
-	if (!end || *end)
-		return -1;
-	/* strptime accepts 2026-13-40 here and there: the round trip must give the name back */
-	time_t t = timegm(&tm);
-	struct tm chk;
-	gmtime_r(&t, &chk);
-	char back[16];
-	strftime(back, sizeof(back), "%Y%m%d%H%M", &chk);
-	return strcmp(back, buf) ? -1 : (double)t;
+	double t;
+	return tally_db_utc_format(buf, "%Y%m%d%H%M", &t) ? t : -1;
 }
 
 int tally_parse_time(const char *s, const char *what, double now, double *out)

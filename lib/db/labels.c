@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -149,63 +150,60 @@ static bool set_eq(const void *ctx, uint32_t idx, const void *key)
 	return !tally_labelset_cmp(&((const struct tally_db *)ctx)->labels[idx], key);
 }
 
+int tally_db_parse_label_fields(char *s, const char *what, size_t ln, struct tally_labelset *set)
+{
+	char q[TALLY_EXCERPT_SIZE];
+	char *save = NULL;
+	for (char *f = s ? strtok_r(s, "\t", &save) : NULL; f; f = strtok_r(NULL, "\t", &save)) {
+		char *eq = strchr(f, '=');
+		if (eq)
+			tally_unescape(eq + 1);
+		if (!eq || !tally_label_key_ok(f, (size_t)(eq - f)) || !tally_label_value_ok(eq + 1))
+			return tally_seterr(-EINVAL, "'%s' line %zu: '%s' is not a label KEY=VALUE (%s)", what, ln,
+					    tally_excerpt(q, f), DAMAGED);
+		*eq = '\0';
+		if (set->n && strcmp(set->v[set->n - 1].key, f) >= 0)
+			return tally_seterr(-EINVAL, "'%s' line %zu: its keys are not sorted or '%s' is given twice (%s)", what,
+					    ln, tally_excerpt(q, f), DAMAGED);
+		tally_labelset_set(set, f, eq + 1);
+	}
+	return 0;
+}
+
 int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	const char *p = buf, *end = buf + len;
-	size_t ln = 0, cap = db->nlabels;
-	char q[TALLY_EXCERPT_SIZE];
+	size_t cap = db->nlabels;
 	if (memchr(buf, '\0', len))
 		return tally_seterr(-EINVAL, "'%s' contains binary data (%s)", what, DAMAGED);
 	if (len && buf[len - 1] != '\n')
 		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)", what, DAMAGED);
 	int r = 0;
-	char *line = NULL;
+	char *text = xstrndup(buf, len), *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
 	struct tally_hidx seen = { 0 };
 	for (size_t i = 0; i < db->nlabels; i++)
 		tally_hidx_put(&seen, tally_labelset_hash(&db->labels[i]), (uint32_t)i);
-	while (p < end && !r) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		free(line);
-		line = xstrndup(p, (size_t)(nl - p));
-		p = nl + 1;
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
+	while (!r && (line = tally_lines_next_data(&L))) {
 		/* ID<TAB>KEY=VALUE<TAB>KEY=VALUE..., ids from 1 in order, keys sorted */
 		char *save = NULL, *f = strtok_r(line, "\t", &save);
-		char *idend;
+		char *idend = NULL;
 		errno = 0;
-		unsigned long long id = strtoull(f, &idend, 10);
-		if (!isdigit((unsigned char)*f) || *idend || errno || id != db->nlabels + 1) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: expected label set %zu first ('ID<tab>KEY=VALUE...') (%s)", what,
-					 ln, db->nlabels + 1, DAMAGED);
+		/* a line of tabs alone has no id */
+		unsigned long long id = f ? strtoull(f, &idend, 10) : 0;
+		if (!f || !isdigit((unsigned char)*f) || *idend || errno || id != db->nlabels + 1) {
+			r = tally_lines_err(&L, -EINVAL, "expected label set %zu first ('ID<tab>KEY=VALUE...') (%s)",
+					    db->nlabels + 1, DAMAGED);
 			break;
 		}
 		struct tally_labelset set = { 0 };
-		for (f = strtok_r(NULL, "\t", &save); f && !r; f = strtok_r(NULL, "\t", &save)) {
-			char *eq = strchr(f, '=');
-			if (eq)
-				tally_unescape(eq + 1);
-			if (!eq || !tally_label_key_ok(f, (size_t)(eq - f)) || !tally_label_value_ok(eq + 1)) {
-				r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is not a label KEY=VALUE (%s)", what, ln,
-						 tally_excerpt(q, f), DAMAGED);
-				break;
-			}
-			*eq = '\0';
-			if (set.n && strcmp(set.v[set.n - 1].key, f) >= 0) {
-				r = tally_seterr(-EINVAL, "'%s' line %zu: its keys are not sorted or '%s' is given twice (%s)", what,
-						 ln, tally_excerpt(q, f), DAMAGED);
-				break;
-			}
-			tally_labelset_set(&set, f, eq + 1);
-		}
+		r = tally_db_parse_label_fields(save, what, L.ln, &set);
 		if (!r && !set.n)
-			r = tally_seterr(-EINVAL, "'%s' line %zu: label set %llu is empty (%s)", what, ln, id, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "label set %llu is empty (%s)", id, DAMAGED);
 		uint64_t h = tally_labelset_hash(&set);
 		uint32_t twin = r ? TALLY_HIDX_NONE : tally_hidx_get(&seen, h, &set, set_eq, db);
 		if (twin != TALLY_HIDX_NONE)
-			r = tally_seterr(-EINVAL, "'%s' line %zu: label set %llu is label set %u again (%s)", what, ln, id,
-					 twin + 1, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "label set %llu is label set %u again (%s)", id, twin + 1, DAMAGED);
 		if (r) {
 			tally_labelset_release(&set);
 			break;
@@ -214,7 +212,7 @@ int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, cons
 		db->labels[db->nlabels] = set;
 		tally_hidx_put(&seen, h, (uint32_t)db->nlabels++);
 	}
-	free(line);
+	free(text);
 	tally_hidx_release(&seen);
 	return r;
 }

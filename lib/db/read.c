@@ -19,8 +19,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define DAMAGED "the database is damaged: record it again"
-
 int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value)
 {
 	const char *colon = strchr(line, ':');
@@ -66,7 +64,7 @@ static bool parse_hex(const char **p, uint64_t *out)
 	return true;
 }
 
-static bool parse_dec(const char **p, uint64_t *out)
+bool tally_db_parse_dec(const char **p, uint64_t *out)
 {
 	const char *s = *p;
 	uint64_t v = 0;
@@ -103,13 +101,13 @@ int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, i
 		if (*p != ' ')
 			goto bad;
 		p++;
-		if (!parse_dec(&p, &counts[e]))
+		if (!tally_db_parse_dec(&p, &counts[e]))
 			goto bad;
 		if (weights) {
 			if (*p != ' ')
 				goto bad;
 			p++;
-			if (!parse_dec(&p, &weights[e]))
+			if (!tally_db_parse_dec(&p, &weights[e]))
 				goto bad;
 		}
 	}
@@ -129,8 +127,8 @@ bad:
 			    lineno, nevents, nevents == 1 ? "" : "s", tally_excerpt(q, line), DAMAGED);
 }
 
-/* Splits a file's text into lines in place; *next is set past the line. */
-static int read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
+/* A file of the database, read whole and checked to be lines. */
+int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
 {
 	strbuf_reset(path);
 	strbuf_addf(path, "%s/%s", dir, name);
@@ -158,7 +156,7 @@ static int read_text(struct strbuf *sb, const char *dir, const char *name, struc
 	return 0;
 }
 
-static char **split_list(const char *s, int *n)
+char **tally_db_split_list(const char *s, int *n)
 {
 	char **out = NULL;
 	size_t cap = 0;
@@ -175,7 +173,7 @@ static char **split_list(const char *s, int *n)
 	return out;
 }
 
-static int parse_counts_list(const char *s, int n, uint64_t *out)
+int tally_db_parse_counts(const char *s, int n, uint64_t *out)
 {
 	const char *p = s;
 	for (int i = 0; i < n; i++) {
@@ -184,7 +182,7 @@ static int parse_counts_list(const char *s, int n, uint64_t *out)
 				return -1;
 			p++;
 		}
-		if (!parse_dec(&p, &out[i]))
+		if (!tally_db_parse_dec(&p, &out[i]))
 			return -1;
 	}
 	return *p ? -1 : 0;
@@ -208,17 +206,15 @@ static int check_text(const char *buf, size_t len, const char *what)
 	return 0;
 }
 
-typedef int (*parse_fn)(struct tally_db *db, char *text, const char *what);
-
 /* fn over text that is checked first; text (NUL-terminated) is split in place. */
-static int parse_text(struct tally_db *db, char *text, size_t len, const char *what, parse_fn fn)
+int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what, tally_db_parse_fn fn)
 {
 	int r = check_text(text, len, what);
 	return r ? r : fn(db, text, what);
 }
 
 /* fn over a copy of buf: the public entry points take any bytes, read-only. */
-static int parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, parse_fn fn)
+int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, tally_db_parse_fn fn)
 {
 	int r = check_text(buf, len, what);
 	if (r)
@@ -233,19 +229,19 @@ static int parse_copy(struct tally_db *db, const char *buf, size_t len, const ch
 
 /* An optional file of the database, read into sb and parsed by fn: 0 when it
  * is not there. */
-static int load_optional(struct tally_db *db, const char *name, parse_fn fn, struct strbuf *sb, struct strbuf *path)
+static int load_optional(struct tally_db *db, const char *name, tally_db_parse_fn fn, struct strbuf *sb, struct strbuf *path)
 {
-	int r = read_text(sb, db->path, name, path, true);
+	int r = tally_db_read_text(sb, db->path, name, path, true);
 	if (r == 1)
 		return 0;
-	return r ? r : parse_text(db, sb->buf, sb->len, path->buf, fn);
+	return r ? r : tally_db_parse_text(db, sb->buf, sb->len, path->buf, fn);
 }
 
 /* A merge's sources (optional: a recording, or a merge by an older tally,
  * has none). */
 static int load_sources(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
-	int r = read_text(sb, db->path, "sources", path, true);
+	int r = tally_db_read_text(sb, db->path, "sources", path, true);
 	if (r == 1)
 		return 0;
 	return r ? r : tally_db_parse_sources(db, sb->buf ? sb->buf : "", sb->len, path->buf);
@@ -254,332 +250,20 @@ static int load_sources(struct tally_db *db, struct strbuf *sb, struct strbuf *p
 /* ---- values ---- */
 
 /* A whole decimal number that fits in 64 bits. */
-static bool whole_u64(const char *s, uint64_t *out)
+bool tally_db_whole_u64(const char *s, uint64_t *out)
 {
 	const char *p = s;
-	return parse_dec(&p, out) && !*p;
+	return tally_db_parse_dec(&p, out) && !*p;
 }
 
 /* A process id: 0 (no process) to INT_MAX, the whole string. */
-static bool parse_pid(const char *s, int *out)
+bool tally_db_parse_pid(const char *s, int *out)
 {
 	uint64_t v;
-	if (!whole_u64(s, &v) || v > INT32_MAX)
+	if (!tally_db_whole_u64(s, &v) || v > INT32_MAX)
 		return false;
 	*out = (int)v;
 	return true;
-}
-
-/* A plain decimal (digits, optionally a point and digits) with a finite value. */
-static bool plain_decimal(const char *s, size_t n, double *out)
-{
-	size_t d = 0, i = 0;
-	while (i < n && isdigit((unsigned char)s[i]))
-		i++, d++;
-	if (i < n && s[i] == '.')
-		for (i++; i < n && isdigit((unsigned char)s[i]); i++)
-			d++;
-	if (!d || i != n || n > 64)
-		return false;
-	char b[65];
-	memcpy(b, s, n);
-	b[n] = '\0';
-	double v = strtod(b, NULL);
-	if (!isfinite(v))
-		return false;
-	if (out)
-		*out = v;
-	return true;
-}
-
-bool tally_db_utc_time(const char *s, double *out)
-{
-	struct tm tm;
-	memset(&tm, 0, sizeof(tm));
-	if (!s || strlen(s) != 20)
-		return false;
-	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!end || *end)
-		return false;
-	/* strptime takes 2026-02-30 and 24:00:61: the time must give the text back */
-	time_t t = timegm(&tm);
-	struct tm chk;
-	char back[32];
-	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), "%Y-%m-%dT%H:%M:%SZ", &chk) ||
-	    strcmp(back, s))
-		return false;
-	if (out)
-		*out = (double)t;
-	return true;
-}
-
-/* Items of a comma-separated list, each checked by ok (a pointer and length). */
-static bool each_item(const char *v, bool (*ok)(const char *s, size_t n))
-{
-	for (const char *p = v;;) {
-		size_t n = strcspn(p, ",");
-		if (!ok(p, n))
-			return false;
-		if (!p[n])
-			return true;
-		p += n + 1;
-	}
-}
-
-/* A sample period: the kernel's are 64-bit, tally asks for at most 2^62 (-c). */
-static bool item_period(const char *s, size_t n)
-{
-	double v;
-	return plain_decimal(s, n, &v) && v <= (double)(UINT64_MAX >> 2);
-}
-
-static bool item_u64(const char *s, size_t n)
-{
-	char b[24];
-	uint64_t v;
-	if (!n || n >= sizeof(b))
-		return false;
-	memcpy(b, s, n);
-	b[n] = '\0';
-	return whole_u64(b, &v);
-}
-
-static bool item_unit(const char *s, size_t n)
-{
-	return (n == 2 && !strncmp(s, "ns", 2)) || (n == 6 && !strncmp(s, "events", 6));
-}
-
-static bool item_intervals(const char *s, size_t n)
-{
-	const char *a = memchr(s, '/', n);
-	const char *b = a ? memchr(a + 1, '/', (size_t)(s + n - a - 1)) : NULL;
-	return a && b && item_u64(s, (size_t)(a - s)) && item_u64(a + 1, (size_t)(b - a - 1)) &&
-	       item_u64(b + 1, (size_t)(s + n - b - 1));
-}
-
-static bool item_event(const char *s, size_t n)
-{
-	if (!n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-			return false; /* printable ASCII: names are printed and matched as they are */
-	return true;
-}
-
-/* Whether a session value that tally reads as a number, a time or a choice
- * is one; *want says what it should be when it is not. */
-static bool session_value_ok(const char *k, const char *v, const char **want)
-{
-	static const char *const counters[] = { "lost", "throttled", "dwarf-unwinds", "dwarf-stopped-early",
-						"dwarf-joined-fp", "jit-untrusted", "max-stack", "stack-size", "images",
-						"fp-repair-frames" };
-	uint64_t u;
-	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
-		if (!strcmp(k, counters[i])) {
-			*want = "a count (a whole number below 2^64)";
-			return whole_u64(v, &u);
-		}
-	if (!strcmp(k, "start-time") || !strcmp(k, "stop-time")) {
-		*want = "a UTC time such as 2026-11-21T13:07:00Z";
-		return tally_db_utc_time(v, NULL);
-	}
-	if (!strcmp(k, "duration")) {
-		double d;
-		*want = "seconds, a decimal number of at most 100 years";
-		return plain_decimal(v, strlen(v), &d) && d <= TALLY_DURATION_MAX;
-	}
-	if (!strcmp(k, "weight-total")) {
-		*want = "counts (whole numbers below 2^64) separated by commas";
-		return each_item(v, item_u64);
-	}
-	if (!strcmp(k, "weight-unit")) {
-		*want = "'ns' or 'events' per event, separated by commas";
-		return each_item(v, item_unit);
-	}
-	if (!strcmp(k, "period-mean") || !strcmp(k, "period-min") || !strcmp(k, "period-max")) {
-		*want = "decimal numbers up to 2^62 separated by commas";
-		return each_item(v, item_period);
-	}
-	if (!strcmp(k, "interval-p10-p50-p90")) {
-		*want = "A/B/C counts separated by commas";
-		return each_item(v, item_intervals);
-	}
-	if (!strcmp(k, "events")) {
-		*want = "event names separated by commas";
-		return each_item(v, item_event);
-	}
-	if (!strcmp(k, "per-pid")) {
-		*want = "yes or no";
-		return !strcmp(v, "yes") || !strcmp(v, "no");
-	}
-	if (!strcmp(k, "call-graph")) {
-		*want = "none, fp or dwarf";
-		return !strcmp(v, "none") || !strcmp(v, "fp") || !strcmp(v, "dwarf");
-	}
-	if (!strcmp(k, "dwarf-stop-reasons")) {
-		unsigned long long a, b, c;
-		int n = -1;
-		*want = "'stack copy too small N, no CFI or unreadable frame N, depth limit N'";
-		return sscanf(v, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu%n", &a, &b, &c,
-			      &n) == 3 &&
-		       n == (int)strlen(v) && !strchr(v, '-');
-	}
-	if (!strcmp(k, "fp-repair-stops")) {
-		uint64_t n[TALLY_FP_NSTOPS_SAID];
-		*want = "'no CFI N, stack copy too small N, chain not rejoined N, depth limit N'";
-		return tally_fp_stops_parse(v, n);
-	}
-	if (!strcmp(k, "daemon-pid")) {
-		int pid;
-		*want = "a process id";
-		return parse_pid(v, &pid) && pid > 0;
-	}
-	return true;
-}
-
-bool tally_fp_stops_parse(const char *v, uint64_t n[TALLY_FP_NSTOPS_SAID])
-{
-	static const char *const words[TALLY_FP_NSTOPS_SAID] = { "no CFI ", ", stack copy too small ",
-								 ", chain not rejoined ", ", depth limit " };
-	for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++) {
-		size_t l = strlen(words[i]);
-		if (strncmp(v, words[i], l))
-			return false;
-		v += l;
-		if (!parse_dec(&v, &n[i]))
-			return false;
-	}
-	return !*v;
-}
-
-/* ---- session ---- */
-
-static int parse_session(struct tally_db *db, char *text, const char *what)
-{
-	char *line;
-	struct tally_lines L;
-	tally_lines_init(&L, text, what);
-	int r;
-	char q[TALLY_EXCERPT_SIZE];
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
-		char *k, *v;
-		if ((r = tally_parse_header_line(line, L.what, L.ln, &k, &v)))
-			return r;
-		const char *want = NULL;
-		if (tally_meta_get(&db->session, k))
-			r = tally_lines_err(&L, -EINVAL, "'%s' is given twice (%s)", k, DAMAGED);
-		else if (!session_value_ok(k, v, &want))
-			r = tally_lines_err(&L, -EINVAL, "'%s' must be %s, not '%s' (%s)", k, want,
-					 tally_excerpt(q, v), DAMAGED);
-		if (r) {
-			free(k);
-			free(v);
-			return r;
-		}
-		GROW(db->session.kv, db->session.alloc, db->session.n + 1);
-		db->session.kv[db->session.n++] = (struct tally_kv){ k, v };
-	}
-	const char *fv = tally_meta_get(&db->session, "format-version");
-	if (!fv)
-		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
-	if (strcmp(fv, "1") && strcmp(fv, "2") && strcmp(fv, "3") && strcmp(fv, "4"))
-		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d to %d (use a newer tally)",
-				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_BINARY_STACKS);
-	const char *ev = tally_meta_get(&db->session, "events");
-	if (!ev || !*ev)
-		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
-	db->events = split_list(ev, &db->nevents);
-	for (int i = 0; i < db->nevents; i++)
-		for (int j = 0; j < i; j++)
-			if (!strcmp(db->events[i], db->events[j]))
-				return tally_seterr(-EINVAL, "'%s': event '%s' is named twice in 'events' (%s)", what,
-						    tally_excerpt(q, db->events[i]), DAMAGED);
-	db->samples = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	const char *s = tally_meta_get(&db->session, "samples");
-	if (!s || parse_counts_list(s, db->nevents, db->samples))
-		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)", what, DAMAGED);
-	const char *l = tally_meta_get(&db->session, "lost");
-	const char *t = tally_meta_get(&db->session, "throttled");
-	if ((l && parse_counts_list(l, 1, &db->lost)) || (t && parse_counts_list(t, 1, &db->throttled)))
-		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", what, DAMAGED);
-	db->has_weights = tally_db_weighted(db);
-	if (db->has_weights) {
-		/* the weights add up to weight-total, as the counts to samples */
-		uint64_t *wt = xcalloc((size_t)db->nevents + 1, sizeof(uint64_t));
-		int bad = tally_db_weight_totals(db, wt);
-		free(wt);
-		if (bad)
-			return tally_seterr(-EINVAL, "'%s': 'weight-total' must hold one count per event in a database of format 3 or later (%s)",
-					    what, DAMAGED);
-		const char *u = tally_meta_get(&db->session, "weight-unit");
-		int nu = 0;
-		char **units = u ? split_list(u, &nu) : NULL;
-		for (int i = 0; units && i < nu; i++)
-			free(units[i]);
-		free(units);
-		if (nu != db->nevents)
-			return tally_seterr(-EINVAL, "'%s': 'weight-unit' must name one unit per event in a database of format 3 or later (%s)",
-					    what, DAMAGED);
-	}
-	const char *pp = tally_meta_get(&db->session, "per-pid");
-	db->per_pid = pp && !strcmp(pp, "yes");
-	const char *cg = tally_meta_get(&db->session, "call-graph");
-	db->has_stacks = cg && strcmp(cg, "none");
-	return 0;
-}
-
-bool tally_db_labelled(const struct tally_db *db)
-{
-	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && (!strcmp(fv, "2") || !strcmp(fv, "3") || !strcmp(fv, "4"));
-}
-
-bool tally_db_weighted(const struct tally_db *db)
-{
-	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && (!strcmp(fv, "3") || !strcmp(fv, "4"));
-}
-
-bool tally_db_binary_stacks(const struct tally_db *db)
-{
-	const char *fv = tally_meta_get(&db->session, "format-version");
-	return fv && !strcmp(fv, "4");
-}
-
-int tally_db_weight_totals(const struct tally_db *db, uint64_t *out)
-{
-	const char *v = tally_meta_get(&db->session, "weight-total");
-	return v && parse_counts_list(v, db->nevents, out) == 0 ? 0 : -1;
-}
-
-int tally_db_parse_session(struct tally_db *db, const char *buf, size_t len, const char *what)
-{
-	return parse_copy(db, buf, len, what, parse_session);
-}
-
-static int load_session(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
-{
-	struct stat dst;
-	if (stat(db->path, &dst) == 0 && !S_ISDIR(dst.st_mode))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is %s, not a directory", db->path,
-				    S_ISREG(dst.st_mode) ? "a file" : tally_file_kind(dst.st_mode));
-	int r = read_text(sb, db->path, "session", path, true);
-	if (r == 1) {
-		struct stat st;
-		if (stat(db->path, &st) < 0)
-			return tally_seterr(-ENOENT, "no database at '%s' (record one with 'tally record -o %s -- COMMAND')",
-					    db->path, db->path);
-		if (!S_ISDIR(st.st_mode))
-			return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
-		return tally_seterr(-EINVAL, "'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
-				    db->path, db->path);
-	}
-	if (r)
-		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_session);
 }
 
 /* ---- images ---- */
@@ -656,9 +340,7 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char *f[7];
 		int nf = 0;
 		/* the path (last field) may itself contain tabs: split six times only */
@@ -674,7 +356,7 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 		f[nf++] = p;
 		uint64_t idx = 0;
 		int pid = 0;
-		if (nf != 7 || !whole_u64(f[0], &idx) || idx != db->nimages || !parse_pid(f[4], &pid))
+		if (nf != 7 || !tally_db_whole_u64(f[0], &idx) || idx != db->nimages || !tally_db_parse_pid(f[4], &pid))
 			return tally_lines_err(&L, -EINVAL, "expected 'index kind id id-kind pid name path' in order (%s)", DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
 		struct tally_db_image *im = &db->images[db->nimages++];
@@ -740,7 +422,7 @@ void tally_db_names_apart(struct tally_db *db)
 
 int tally_db_parse_images(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_images);
+	return tally_db_parse_copy(db, buf, len, what, parse_images);
 }
 
 /* A version 2 database's label sets (the file is optional: none, then). */
@@ -748,7 +430,7 @@ static int load_labels(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 {
 	if (!tally_db_labelled(db))
 		return 0;
-	int r = read_text(sb, db->path, "labels", path, true);
+	int r = tally_db_read_text(sb, db->path, "labels", path, true);
 	if (r == 1)
 		return 0;
 	if (r)
@@ -758,10 +440,10 @@ static int load_labels(struct tally_db *db, struct strbuf *sb, struct strbuf *pa
 
 static int load_images(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
-	int r = read_text(sb, db->path, "images", path, false);
+	int r = tally_db_read_text(sb, db->path, "images", path, false);
 	if (r)
 		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_images);
+	return tally_db_parse_text(db, sb->buf, sb->len, path->buf, parse_images);
 }
 
 /* ---- profiles ---- */
@@ -785,7 +467,7 @@ static int prof_label(const struct tally_db *db, const struct tally_meta *h, con
 	*label = 0;
 	if (!lv || !tally_db_labelled(db))
 		return 0;
-	if (!whole_u64(lv, &v) || v > db->nlabels) {
+	if (!tally_db_whole_u64(lv, &v) || v > db->nlabels) {
 		char q[TALLY_EXCERPT_SIZE];
 		return tally_seterr(-EINVAL, "'%s': header 'label' names no label set in 'labels': '%s' (%s)", what,
 				    tally_excerpt(q, lv), DAMAGED);
@@ -829,12 +511,12 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	if ((r = prof_label(db, &h, what, &label)))
 		goto out;
 	uint64_t idx = 0;
-	if (!ix || !whole_u64(ix, &idx) || idx >= db->nimages) {
+	if (!ix || !tally_db_whole_u64(ix, &idx) || idx >= db->nimages) {
 		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", what, DAMAGED);
 		goto out;
 	}
 	int pid = 0;
-	if (pidv && !parse_pid(pidv, &pid)) {
+	if (pidv && !tally_db_parse_pid(pidv, &pid)) {
 		r = tally_seterr(-EINVAL, "'%s': header 'pid' is not a process id: '%s' (one from 0 to %d; %s)", what,
 				 tally_excerpt(q, pidv), INT32_MAX, DAMAGED);
 		goto out;
@@ -846,12 +528,12 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	uint64_t *wwant = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *wgot = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *w = xcalloc((size_t)db->nevents, sizeof(uint64_t));
-	if (!smp || parse_counts_list(smp, db->nevents, want)) {
+	if (!smp || tally_db_parse_counts(smp, db->nevents, want)) {
 		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", what, DAMAGED);
 		goto out2;
 	}
 	const char *wv = tally_meta_get(&h, "weights");
-	if (weighted && (!wv || parse_counts_list(wv, db->nevents, wwant))) {
+	if (weighted && (!wv || tally_db_parse_counts(wv, db->nevents, wwant))) {
 		r = tally_seterr(-EINVAL, "'%s': header 'weights' must hold one count per event in a format 3 profile (%s)",
 				 what, DAMAGED);
 		goto out2;
@@ -921,15 +603,15 @@ out:
 
 int tally_db_parse_prof(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_prof);
+	return tally_db_parse_copy(db, buf, len, what, parse_prof);
 }
 
 static int load_prof(struct tally_db *db, const char *name, struct strbuf *sb, struct strbuf *path)
 {
-	int r = read_text(sb, db->path, name, path, false);
+	int r = tally_db_read_text(sb, db->path, name, path, false);
 	if (r)
 		return r;
-	return parse_text(db, sb->buf, sb->len, path->buf, parse_prof);
+	return tally_db_parse_text(db, sb->buf, sb->len, path->buf, parse_prof);
 }
 
 /* ---- stacks: lib/db/stacks.c ---- */
@@ -942,9 +624,7 @@ static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		const char *p = line;
 		uint64_t addr, size;
 		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
@@ -969,7 +649,7 @@ static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 
 int tally_db_parse_ksyms(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_ksyms);
+	return tally_db_parse_copy(db, buf, len, what, parse_ksyms);
 }
 
 static int parse_tasks(struct tally_db *db, char *text, const char *what)
@@ -978,16 +658,14 @@ static int parse_tasks(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char *t1 = strchr(line, '\t');
 		char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
 		int pid = 0;
 		if (t1)
 			*t1 = '\0';
 		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
-		if (!t2 || !parse_pid(line, &pid) || !pid || strchr(t2 + 1, '\t'))
+		if (!t2 || !tally_db_parse_pid(line, &pid) || !pid || strchr(t2 + 1, '\t'))
 			return tally_lines_err(&L, -EINVAL, "expected 'PID<tab>COMM<tab>EXE' (%s)", DAMAGED);
 		*t2 = '\0';
 		tally_unescape(t1 + 1);
@@ -1000,7 +678,7 @@ static int parse_tasks(struct tally_db *db, char *text, const char *what)
 
 int tally_db_parse_tasks(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_tasks);
+	return tally_db_parse_copy(db, buf, len, what, parse_tasks);
 }
 
 /* Optional: the images mapped inside another mount namespace. */
@@ -1009,11 +687,9 @@ static int parse_mntns(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		uint64_t i;
-		if (!whole_u64(line, &i) || i >= db->nimages)
+		if (!tally_db_whole_u64(line, &i) || i >= db->nimages)
 			return tally_lines_err(&L, -EINVAL, "expected an image index below %zu (%s)",
 					    db->nimages, DAMAGED);
 		db->images[i].foreign_ns = true;
@@ -1023,7 +699,7 @@ static int parse_mntns(struct tally_db *db, char *text, const char *what)
 
 int tally_db_parse_mntns(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_mntns);
+	return tally_db_parse_copy(db, buf, len, what, parse_mntns);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -1041,9 +717,7 @@ static int parse_modules(struct tally_db *db, char *text, const char *what)
 	char *line;
 	struct tally_lines L;
 	tally_lines_init(&L, text, what);
-	while ((line = tally_lines_next(&L))) {
-		if (!*line || line[0] == '#')
-			continue;
+	while ((line = tally_lines_next_data(&L))) {
 		char name[128], addr[32], id[160], extra[2];
 		unsigned long long size;
 		char *end;
@@ -1066,12 +740,12 @@ static int parse_modules(struct tally_db *db, char *text, const char *what)
 
 int tally_db_parse_modules(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	return parse_copy(db, buf, len, what, parse_modules);
+	return tally_db_parse_copy(db, buf, len, what, parse_modules);
 }
 
 static int load_modules(struct tally_db *db, struct strbuf *sb, struct strbuf *path)
 {
-	int r = read_text(sb, db->path, "modules", path, true);
+	int r = tally_db_read_text(sb, db->path, "modules", path, true);
 	if (r == 1)
 		return 0;
 	if (r)
@@ -1150,7 +824,7 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	struct strbuf sb = STRBUF_INIT, p = STRBUF_INIT;
 	char **names = NULL;
 	size_t nnames = 0, anames = 0;
-	int r = load_session(db, &sb, &p);
+	int r = tally_db_load_session(db, &sb, &p);
 	if (!r)
 		r = load_images(db, &sb, &p);
 	if (!r)

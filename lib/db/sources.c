@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "tally/db.h"
 #include "tally/util.h"
+#include "db-private.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -137,25 +138,19 @@ static char *field_value(const char *f)
 
 int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, const char *what)
 {
-	const char *p = buf, *end = buf + len;
-	size_t ln = 0, cap = db->nsources;
+	size_t cap = db->nsources;
 	char q[TALLY_EXCERPT_SIZE];
 	if (memchr(buf, '\0', len))
 		return tally_seterr(-EINVAL, "'%s': a NUL byte (%s)", what, DAMAGED);
 	if (len && buf[len - 1] != '\n')
 		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)", what, DAMAGED);
 	int r = 0;
-	char *line = NULL;
-	while (p < end && !r) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		free(line);
-		line = xstrndup(p, (size_t)(nl - p));
-		p = nl + 1;
-		ln++;
-		if (!*line || line[0] == '#')
-			continue;
+	char *text = xstrndup(buf, len), *line;
+	struct tally_lines L;
+	tally_lines_init(&L, text, what);
+	while (!r && (line = tally_lines_next_data(&L))) {
 		/* ID START STOP DURATION COMMAND KEY=VALUE... (tab-separated) */
-		char *f[5], *save = NULL, *s = line;
+		char *f[5], *s = line;
 		int nf = 0;
 		for (; nf < 5 && s; nf++) {
 			f[nf] = s;
@@ -165,8 +160,8 @@ int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, con
 			s = t ? t + 1 : NULL;
 		}
 		if (nf < 5) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ID<tab>START<tab>STOP<tab>DURATION<tab>COMMAND<tab>KEY=VALUE...' (%s)",
-					 what, ln, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "expected 'ID<tab>START<tab>STOP<tab>DURATION<tab>COMMAND<tab>KEY=VALUE...' (%s)",
+					    DAMAGED);
 			break;
 		}
 		struct tally_db_source src = { 0 };
@@ -183,37 +178,20 @@ int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, con
 		for (int k = 1; ok && k <= 2; k++)
 			ok = !strcmp(f[k], "-") || tally_db_utc_time(f[k], NULL);
 		if (!ok) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: expected a 16-digit id, two times (or '-') and seconds (or '-'), got '%s' (%s)",
-					 what, ln, tally_excerpt(q, f[0]), DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "expected a 16-digit id, two times (or '-') and seconds (or '-'), got '%s' (%s)",
+					    tally_excerpt(q, f[0]), DAMAGED);
 			break;
 		}
 		src.start = field_value(f[1]);
 		src.stop = field_value(f[2]);
 		src.command = field_value(f[4]);
-		for (char *l = s ? strtok_r(s, "\t", &save) : NULL; l && !r; l = strtok_r(NULL, "\t", &save)) {
-			char *eq = strchr(l, '=');
-			if (eq)
-				tally_unescape(eq + 1);
-			if (!eq || !tally_label_key_ok(l, (size_t)(eq - l)) || !tally_label_value_ok(eq + 1)) {
-				r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is not a label KEY=VALUE (%s)", what, ln,
-						 tally_excerpt(q, l), DAMAGED);
-				break;
-			}
-			*eq = '\0';
-			if (src.labels.n && strcmp(src.labels.v[src.labels.n - 1].key, l) >= 0) {
-				r = tally_seterr(-EINVAL, "'%s' line %zu: its keys are not sorted or '%s' is given twice (%s)", what, ln,
-						 tally_excerpt(q, l), DAMAGED);
-				break;
-			}
-			tally_labelset_set(&src.labels, l, eq + 1);
-		}
-		if (r) {
+		if ((r = tally_db_parse_label_fields(s, what, L.ln, &src.labels))) {
 			tally_db_source_release(&src);
 			break;
 		}
 		GROW(db->sources, cap, db->nsources + 1);
 		db->sources[db->nsources++] = src;
 	}
-	free(line);
+	free(text);
 	return r;
 }

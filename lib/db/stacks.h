@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tally/db.h"
+#include "db-private.h"
 
 struct strbuf;
 
@@ -153,7 +154,7 @@ void lazy_free(struct tally_db_lazy *l);
 
 /* ---- what stacks.c and stacks-bin.c share ---- */
 
-#define DAMAGED "the database is damaged: record it again"
+#define DAMAGED TALLY_DB_DAMAGED
 /* the binary file's magic and header size (docs/format.md, "stacks") */
 #define BIN_MAGIC "TALLYSTK"
 #define BIN_HEAD 40

@@ -77,22 +77,68 @@ static uint32_t frame_id(struct frames *f, uint32_t image, const char *name)
 	return i;
 }
 
-/* equal kept stacks (same frames, both cut or both whole) */
+/* The distinct kept stacks of one process (same frames, both cut or both
+ * whole), in the order first met: an index made once with room for them all
+ * (a growing tally_hidx rehashes, and calls back on every probe), a slot
+ * holding the low 32 bits of the stack's hash above its number + 1. */
 struct uniq {
 	const uint64_t *keys;
 	const struct tally_trim_stack *ts;
 	const uint32_t *keep;
-	uint32_t key; /* the stack looked up */
+	uint64_t *slot;
+	size_t mask;
+	uint32_t *first; /* per distinct stack: the stack that stands for it */
+	uint64_t *w;     /* ... and its samples */
+	size_t n;
 };
 
-static bool same_stack(const void *ctx, uint32_t i, const void *key)
+static void uniq_init(struct uniq *u, const uint64_t *keys, const struct tally_trim_stack *ts, const uint32_t *keep,
+		      size_t max)
 {
-	const uint32_t *first = ctx;
-	const struct uniq *u = key;
-	uint32_t a = first[i], b = u->key;
-	if (u->keep[a] != u->keep[b] || (u->keep[a] < u->ts[a].len) != (u->keep[b] < u->ts[b].len))
-		return false;
-	return !memcmp(&u->keys[u->ts[a].first], &u->keys[u->ts[b].first], u->keep[a] * sizeof(uint64_t));
+	*u = (struct uniq){ .keys = keys, .ts = ts, .keep = keep, .mask = 1 };
+	while (u->mask < 2 * max)
+		u->mask <<= 1;
+	u->slot = xcalloc(u->mask, sizeof(uint64_t));
+	u->mask--;
+	u->first = xcalloc(max + 1, sizeof(uint32_t));
+	u->w = xcalloc(max + 1, sizeof(uint64_t));
+}
+
+static uint32_t uniq_hash(const struct uniq *u, uint32_t st)
+{
+	return (uint32_t)tally_hash_bytes(&u->keys[u->ts[st].first], u->keep[st] * sizeof(uint64_t),
+					  u->keep[st] < u->ts[st].len);
+}
+
+static void uniq_add(struct uniq *u, uint32_t st, uint32_t h, uint64_t count)
+{
+	uint32_t kb = u->keep[st];
+	bool cb = kb < u->ts[st].len;
+	const uint64_t *kst = &u->keys[u->ts[st].first];
+	size_t at = h & u->mask;
+	for (; u->slot[at]; at = (at + 1) & u->mask) {
+		if ((uint32_t)(u->slot[at] >> 32) != h)
+			continue;
+		uint32_t i = (uint32_t)u->slot[at] - 1, a = u->first[i];
+		if (u->keep[a] == kb && (u->keep[a] < u->ts[a].len) == cb &&
+		    !memcmp(&u->keys[u->ts[a].first], kst, kb * sizeof(uint64_t))) {
+			u->w[i] += count;
+			return;
+		}
+	}
+	u->first[u->n] = st;
+	u->w[u->n] = count;
+	u->slot[at] = (uint64_t)h << 32 | (u->n + 1);
+	u->n++;
+}
+
+/* ",v" (or "v" first in its array), the JSON writer's output for one number
+ * but without its bookkeeping: tens of millions of frame numbers */
+static void put_u64(struct strbuf *sb, bool comma, uint64_t v)
+{
+	if (comma)
+		strbuf_addch(sb, ',');
+	strbuf_add_u64(sb, v);
 }
 
 int tally_export_speedscope(const struct tally_export *x, struct tally_export_out *out)
@@ -128,18 +174,22 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 			fid[f] = frame_id(&fr, fn->image, name.buf);
 		}
 		/* the --percent-limit cut, on the function-level stacks (root first) */
-		uint64_t *keys = NULL;
-		size_t akeys = 0, nkeys = 0;
+		uint64_t *keys = xcalloc(cg.nfuncs_of + 1, sizeof(uint64_t)); /* every stack's functions */
+		size_t nkeys = 0;
 		struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
 		uint64_t *counts = xcalloc(cg.nstacks + 1, sizeof(uint64_t));
 		for (size_t s = 0; s < cg.nstacks; s++) {
 			const struct tally_cg_stack *st = &cg.stacks[s];
-			GROW(keys, akeys, nkeys + st->len);
 			ts[s] = (struct tally_trim_stack){ (uint32_t)nkeys, st->len };
 			for (uint32_t d = 0; d < st->len; d++)
 				keys[nkeys++] = fid[cg.funcs_of[st->first + st->len - 1 - d]];
 			counts[s] = st->count;
 		}
+		/* the stacks are keys from here on: their functions' list (four
+		 * bytes a frame, tens of megabytes) goes before the rest is made */
+		free(cg.funcs_of);
+		cg.funcs_of = NULL;
+		cg.nfuncs_of = cg.afuncs_of = 0;
 		uint64_t min = 0, total = cg.total;
 		struct tally_export one = *x;
 		one.nevents = 1;
@@ -190,47 +240,52 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 			tally_json_ku64(&j, "endValue", p->total);
 			/* database stacks that differ only in offsets are one function
 			 * stack: written once with their samples added up */
-			struct uniq u = { keys, ts, keep, 0 };
-			uint32_t *first = xcalloc(p->n + 1, sizeof(uint32_t));
-			uint64_t *w = xcalloc(p->n + 1, sizeof(uint64_t));
-			size_t nu = 0;
-			struct tally_hidx ux = { 0 };
+			struct uniq u;
+			uniq_init(&u, keys, ts, keep, p->n);
+			/* the hashes first, so that the slot of a stack a few ahead is
+			 * fetched while this one is placed (the index is megabytes) */
+			uint32_t *hs = xcalloc(p->n + 1, sizeof(uint32_t));
+			for (size_t k = 0; k < p->n; k++)
+				hs[k] = uniq_hash(&u, p->stacks[k]);
 			for (size_t k = 0; k < p->n; k++) {
-				uint32_t st = p->stacks[k];
-				uint64_t h = tally_hash_bytes(&keys[ts[st].first], keep[st] * sizeof(uint64_t),
-							      keep[st] < ts[st].len);
-				u.key = st;
-				uint32_t i = tally_hidx_get(&ux, h, &u, same_stack, first);
-				if (i == TALLY_HIDX_NONE) {
-					first[nu] = st;
-					tally_hidx_put(&ux, h, (uint32_t)nu);
-					i = (uint32_t)nu++;
-				}
-				w[i] += cg.stacks[st].count;
+				if (k + 8 < p->n)
+					__builtin_prefetch(&u.slot[hs[k + 8] & u.mask]);
+				uniq_add(&u, p->stacks[k], hs[k], cg.stacks[p->stacks[k]].count);
 			}
-			tally_hidx_release(&ux);
+			free(hs);
+			free(u.slot);
+			uint32_t *first = u.first;
+			uint64_t *w = u.w;
+			size_t nu = u.n;
+			/* written as they go (the sink takes a megabyte at a time):
+			 * the whole profile is tens of megabytes */
 			tally_json_karr(&j, "samples");
-			for (size_t k = 0; k < nu; k++) {
+			for (size_t k = 0; k < nu && !err; k++) {
 				uint32_t st = first[k];
 				tally_json_arr(&j);
 				for (uint32_t d = 0; d < keep[st]; d++)
-					tally_json_u64(&j, keys[ts[st].first + d]);
+					put_u64(sb, d, keys[ts[st].first + d]);
 				if (keep[st] < ts[st].len) {
 					if (other == UINT32_MAX)
 						other = frame_id(&fr, UINT32_MAX, "[other]");
-					tally_json_u64(&j, other);
+					put_u64(sb, keep[st], other);
 				}
 				tally_json_end(&j);
+				err = tally_export_out_flush(out, sb);
 			}
 			tally_json_end(&j);
 			tally_json_karr(&j, "weights");
-			for (size_t k = 0; k < nu; k++)
-				tally_json_u64(&j, w[k]);
+			for (size_t k = 0; k < nu && !err; k++) {
+				put_u64(sb, k, w[k]);
+				if (!(k & 4095))
+					err = tally_export_out_flush(out, sb);
+			}
 			tally_json_end(&j);
 			tally_json_end(&j);
 			free(first);
 			free(w);
-			err = tally_export_out_flush(out, sb);
+			if (!err)
+				err = tally_export_out_flush(out, sb);
 		}
 		for (size_t i = 0; i < nprocs; i++)
 			free(procs[i].stacks);

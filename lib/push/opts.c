@@ -84,48 +84,89 @@ static bool header_ok(const char *h)
 	return true;
 }
 
-enum {
-	PO_URL = 0x3400,
-	PO_FORMAT,
-	PO_APP,
-	PO_LABEL,
-	PO_HEADER,
-	PO_HEADER_FILE,
-	PO_TIMEOUT,
-	PO_RETRY_MAX,
+/* The push options, once: tally push's spelling and help, then the spelling
+ * and help of the commands that push as they go (a NULL spelling: not
+ * theirs). Both groups' tables and the names in the errors come from here. */
+#define PUSH_OPTIONS(X)                                                                                          \
+	X(PO_URL, "to", "push", "URL", "the server: its base URL (http://host:4040) or the endpoint itself",        \
+	  "send what each flush adds to a profiling service (docs/push.md)")                                       \
+	X(PO_FORMAT, "format", "push-format", "F",                                                                  \
+	  "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)",       \
+	  "pyroscope, parca or otlp")                                                                              \
+	X(PO_APP, "app", "push-app", "NAME", "the service's name the server files it under (default tally)",        \
+	  "the service's name the server files it under (default tally)")                                          \
+	X(PO_LABEL, "label", "push-label", "K=V", "a label on every sample (repeatable)",                            \
+	  "a label on every sample pushed (repeatable)")                                                           \
+	X(PO_HEADER, "header", "push-header", "'K: V'",                                                             \
+	  "an HTTP header of every request (repeatable; seen in ps: no secrets)",                                  \
+	  "an HTTP header of every push (repeatable; seen in ps: no secrets)")                                     \
+	X(PO_HEADER_FILE, "header-file", "push-header-file", "FILE",                                                \
+	  "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)",                                      \
+	  "HTTP headers, one 'K: V' a line, read at every push")                                                   \
+	X(PO_TIMEOUT, "timeout", "push-timeout", "D", "at most D for one request (default 30s)",                    \
+	  "at most D for one push (default 30s)")
+/* and one of the commands that push as they go only */
+#define PUSH_GOING_ONLY(X)                                                                                       \
+	X(PO_RETRY_MAX, NULL, "push-retry-max", "D", NULL,                                                          \
+	  "the longest wait between tries while the server fails (default 5m)")
+
+#define PO_CODE(code, once, going, argname, once_help, going_help) code,
+enum { PO_FIRST_ = 0x33ff, PUSH_OPTIONS(PO_CODE) PUSH_GOING_ONLY(PO_CODE) };
+
+#define PO_ONCE_ROW(code, once, going, argname, once_help, going_help) \
+	TALLY_OPT(0, once, TALLY_ARG_REQUIRED, argname, once_help, code),
+#define PO_GOING_ROW(code, once, going, argname, once_help, going_help) \
+	TALLY_OPT(0, going, TALLY_ARG_REQUIRED, argname, going_help, code),
+
+static const struct tally_option push_options[] = { PUSH_OPTIONS(PO_ONCE_ROW) TALLY_OPTION_END };
+static const struct tally_option push_going_options[] = {
+	PUSH_OPTIONS(PO_GOING_ROW) PUSH_GOING_ONLY(PO_GOING_ROW) TALLY_OPTION_END
 };
+
+/* "--format" or "--push-format": the option of code as the command spells it */
+static const char *spelled(int code, bool going)
+{
+#define PO_NAME(c, once_name, going_name, argname, once_help, going_help) \
+	case c:                                                           \
+		return going ? "--" going_name : "--" once_name;
+	switch (code) {
+	PUSH_OPTIONS(PO_NAME)
+	}
+#undef PO_NAME
+	return "--push-retry-max";
+}
 
 static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 {
 	struct tally_push_opts *o = ctx;
 	char q[TALLY_EXCERPT_SIZE];
+	const char *what = spelled(code, daemon);
 	switch (code) {
 	case PO_URL:
 		free(o->url);
 		o->url = xstrdup(arg);
 		return 0;
 	case PO_FORMAT:
-		return parse_format(arg, daemon ? "--push-format" : "--format", &o->format);
+		return parse_format(arg, what, &o->format);
 	case PO_APP:
 		if (!*arg)
-			return tally_seterr(-EINVAL, "%s needs a name", daemon ? "--push-app" : "--app");
+			return tally_seterr(-EINVAL, "%s needs a name", what);
 		for (const char *p = arg; *p; p++)
 			if (!isalnum((unsigned char)*p) && !strchr("-._/", *p))
 				return tally_seterr(-EINVAL, "invalid %s '%s': letters, digits and '-', '.', '_', '/' only (Pyroscope's rule for a service name)",
-						    daemon ? "--push-app" : "--app", tally_excerpt(q, arg));
+						    what, tally_excerpt(q, arg));
 		free(o->app);
 		o->app = xstrdup(arg);
 		return 0;
 	case PO_LABEL: {
 		char *k, *v;
-		int r = tally_label_parse(arg, daemon ? "--push-label" : "--label", &k, &v);
+		int r = tally_label_parse(arg, what, &k, &v);
 		if (r)
 			return r;
 		if (!*v) {
 			free(k);
 			free(v);
-			return tally_seterr(-EINVAL, "%s '%s' has no value (give KEY=VALUE)", daemon ? "--push-label" : "--label",
-					    tally_excerpt(q, arg));
+			return tally_seterr(-EINVAL, "%s '%s' has no value (give KEY=VALUE)", what, tally_excerpt(q, arg));
 		}
 		tally_labelset_set(&o->labels, k, v);
 		free(k);
@@ -134,25 +175,20 @@ static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 	}
 	case PO_HEADER:
 		if (!header_ok(arg))
-			return tally_seterr(-EINVAL, "invalid %s '%s': expected 'Name: value' (secrets go in --%sheader-file, not on the command line)",
-					    daemon ? "--push-header" : "--header", tally_excerpt(q, arg), daemon ? "push-" : "");
+			return tally_seterr(-EINVAL, "invalid %s '%s': expected 'Name: value' (secrets go in %s, not on the command line)",
+					    what, tally_excerpt(q, arg), spelled(PO_HEADER_FILE, daemon));
 		STRLIST_PUSH(o->headers, o->nheaders, o->aheaders, xstrdup(arg));
 		return 0;
 	case PO_HEADER_FILE:
 		free(o->header_file);
 		o->header_file = xstrdup(arg);
 		return 0;
-	case PO_TIMEOUT: {
-		int r = tally_parse_duration(arg, daemon ? "--push-timeout" : "--timeout", &o->timeout);
-		if (!r && o->timeout < 0.1)
-			r = tally_seterr(-EINVAL, "%s '%s' is too short (at least 100ms)", daemon ? "--push-timeout" : "--timeout",
-					 tally_excerpt(q, arg));
-		return r;
-	}
+	case PO_TIMEOUT:
 	case PO_RETRY_MAX: {
-		int r = tally_parse_duration(arg, "--push-retry-max", &o->retry_max);
-		if (!r && o->retry_max < 0.1)
-			r = tally_seterr(-EINVAL, "--push-retry-max '%s' is too short (at least 100ms)", tally_excerpt(q, arg));
+		double *d = code == PO_TIMEOUT ? &o->timeout : &o->retry_max;
+		int r = tally_parse_duration(arg, what, d);
+		if (!r && *d < 0.1)
+			r = tally_seterr(-EINVAL, "%s '%s' is too short (at least 100ms)", what, tally_excerpt(q, arg));
 		return r;
 	}
 	}
@@ -169,29 +205,7 @@ static int push_handle_going(void *ctx, int code, const char *arg)
 	return push_handle(ctx, code, arg, true);
 }
 
-static const struct tally_option push_options[] = {
-	TALLY_OPT(0, "to", TALLY_ARG_REQUIRED, "URL", "the server: its base URL (http://host:4040) or the endpoint itself", PO_URL),
-	TALLY_OPT(0, "format", TALLY_ARG_REQUIRED, "F", "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)", PO_FORMAT),
-	TALLY_OPT(0, "app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
-	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample (repeatable)", PO_LABEL),
-	TALLY_OPT(0, "header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every request (repeatable; seen in ps: no secrets)", PO_HEADER),
-	TALLY_OPT(0, "header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)", PO_HEADER_FILE),
-	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "at most D for one request (default 30s)", PO_TIMEOUT),
-	TALLY_OPTION_END,
-};
 const struct tally_optgroup tally_push_group = { NULL, push_options, push_handle_once };
-
-static const struct tally_option push_going_options[] = {
-	TALLY_OPT(0, "push", TALLY_ARG_REQUIRED, "URL", "send what each flush adds to a profiling service (docs/push.md)", PO_URL),
-	TALLY_OPT(0, "push-format", TALLY_ARG_REQUIRED, "F", "pyroscope, parca or otlp", PO_FORMAT),
-	TALLY_OPT(0, "push-app", TALLY_ARG_REQUIRED, "NAME", "the service's name the server files it under (default tally)", PO_APP),
-	TALLY_OPT(0, "push-label", TALLY_ARG_REQUIRED, "K=V", "a label on every sample pushed (repeatable)", PO_LABEL),
-	TALLY_OPT(0, "push-header", TALLY_ARG_REQUIRED, "'K: V'", "an HTTP header of every push (repeatable; seen in ps: no secrets)", PO_HEADER),
-	TALLY_OPT(0, "push-header-file", TALLY_ARG_REQUIRED, "FILE", "HTTP headers, one 'K: V' a line, read at every push", PO_HEADER_FILE),
-	TALLY_OPT(0, "push-timeout", TALLY_ARG_REQUIRED, "D", "at most D for one push (default 30s)", PO_TIMEOUT),
-	TALLY_OPT(0, "push-retry-max", TALLY_ARG_REQUIRED, "D", "the longest wait between tries while the server fails (default 5m)", PO_RETRY_MAX),
-	TALLY_OPTION_END,
-};
 const struct tally_optgroup tally_push_as_you_go_group = { "pushing to a profiling service", push_going_options,
 							   push_handle_going };
 

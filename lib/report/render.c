@@ -280,56 +280,20 @@ static void json_values(struct tally_json *j, const struct tally_db *db, uint64_
 		tally_json_ku64(j, "value", value);
 }
 
-
+/* The functions (or lines, --lines) of one image (img) with their share of
+ * its samples and of the total, or with img NULL the flat list (--flat) of
+ * every image of t, each naming its image, with their share of the total. */
 static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
-			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
+			   const struct tally_report_opts *o, int ev, const struct tally_view_rows *t,
+			   const struct tally_view_row *img)
 {
+	uint64_t base = img ? img->samples : t->total;
 	struct tally_view_rows fr;
-	tally_view_functions(&fr, db, res, ev, img, 1, o->lines);
-	if (o->lines) {
+	tally_view_functions(&fr, db, res, ev, img ? img : t->v, img ? 1 : t->n, o->lines);
+	if (img && o->lines)
 		tally_json_kbool(j, "debug_info", tally_resolver_has_dwarf(res, img->image));
-		tally_json_karr(j, "lines");
-	} else {
-		tally_json_karr(j, "functions");
-	}
-	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
-		const struct tally_view_row *r = &fr.v[k];
-		tally_json_obj(j);
-		if (o->lines) {
-			tally_json_kstr(j, "file", r->file);
-			if (r->file && r->line)
-				tally_json_ki64(j, "line", r->line);
-			else
-				tally_json_knull(j, "line");
-			tally_json_kstr(j, "function", r->name);
-		} else {
-			tally_json_kstr(j, "name", r->name);
-		}
-		if (r->inlined)
-			tally_json_kbool(j, "inlined", true);
-		if (!o->lines) {
-			tally_json_key(j, "addr");
-			if (r->has_addr)
-				tally_json_strf(j, "0x%" PRIx64, r->addr);
-			else
-				tally_json_null(j);
-		}
-		json_values(j, db, r->nsamples, r->samples);
-		tally_json_knum(j, "percent", pc(r->samples, img->samples), 4);
-		tally_json_knum(j, "percent_of_total", pc(r->samples, total), 4);
-		tally_json_end(j);
-	}
-	tally_json_end(j);
-	tally_view_rows_release(&fr);
-}
-
-static void json_flat(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
-		      const struct tally_report_opts *o, int ev, const struct tally_view_rows *t)
-{
-	struct tally_view_rows fr;
-	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
 	tally_json_karr(j, o->lines ? "lines" : "functions");
-	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
+	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, base); k++) {
 		const struct tally_view_row *r = &fr.v[k];
 		tally_json_obj(j);
 		if (o->lines) {
@@ -342,7 +306,8 @@ static void json_flat(struct tally_json *j, const struct tally_db *db, struct ta
 		} else {
 			tally_json_kstr(j, "name", r->name);
 		}
-		tally_json_kstr(j, "image", db->images[r->image].name);
+		if (!img)
+			tally_json_kstr(j, "image", db->images[r->image].name);
 		if (r->inlined)
 			tally_json_kbool(j, "inlined", true);
 		if (!o->lines) {
@@ -353,7 +318,9 @@ static void json_flat(struct tally_json *j, const struct tally_db *db, struct ta
 				tally_json_null(j);
 		}
 		json_values(j, db, r->nsamples, r->samples);
-		tally_json_knum(j, "percent", pc(r->samples, t->total), 4);
+		tally_json_knum(j, "percent", pc(r->samples, base), 4);
+		if (img)
+			tally_json_knum(j, "percent_of_total", pc(r->samples, t->total), 4);
 		tally_json_end(j);
 	}
 	tally_json_end(j);
@@ -370,7 +337,7 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 	tally_json_kstr(j, "unit", tally_view_unit(db, ev));
 	json_values(j, db, t.ntotal, t.total);
 	if (o->flat) {
-		json_flat(j, db, res, o, ev, &t);
+		json_functions(j, db, res, o, ev, &t, NULL);
 		tally_json_end(j);
 		tally_view_rows_release(&t);
 		return;
@@ -392,7 +359,7 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image)))
 			tally_json_kstr(j, "note", tally_resolver_note(res, r->image));
 		if (fn)
-			json_functions(j, db, res, o, ev, r, t.total);
+			json_functions(j, db, res, o, ev, &t, r);
 		tally_json_end(j);
 	}
 	tally_json_end(j);

@@ -708,36 +708,6 @@ char *tally_jit_display_name(const char *s)
 	return strbuf_detach(&sb);
 }
 
-static int hexval(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-void tally_jit_unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (*r == '\\' && r[1]) {
-			char c = r[1];
-			char o = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == '\\' ? '\\' : 0;
-			if (o) {
-				*w++ = o;
-				r++;
-				continue;
-			}
-			int hi, lo;
-			if (c == 'x' && (hi = hexval((unsigned char)r[2])) >= 0 && (lo = hexval((unsigned char)r[3])) >= 0 &&
-			    (hi | lo)) {
-				*w++ = (char)(hi << 4 | lo);
-				r += 3;
-				continue;
-			}
-		}
-		*w++ = *r;
-	}
-	*w = '\0';
-}
-
 /* ---- the database's text copy ---- */
 
 void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source, struct strbuf *out)
@@ -878,7 +848,7 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 				damaged(&dmg, ln, "size 0x%" PRIx64 " at 0x%" PRIx64 " is over 256 MiB or past the end of the address space: its function is skipped",
 					b, a);
 			} else {
-				tally_jit_unescape(p);
+				tally_unescape_bytes(p);
 				struct tally_jit_func *f = add_func(jd);
 				f->addr = a;
 				f->size = b;
@@ -909,7 +879,7 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			/* as the recorder keeps them: inside the function, with a file name */
 			if (!*p || a < f->addr || a >= func_end(f))
 				continue;
-			tally_jit_unescape(p);
+			tally_unescape_bytes(p);
 			uint32_t file = intern_file(jd, p, strlen(p));
 			GROW(f->lines, lcap, f->nlines + 1);
 			f->lines[f->nlines] = (struct tally_jit_line){ a, (uint32_t)b, (uint32_t)c, file, (uint32_t)f->nlines };
@@ -936,7 +906,7 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			unsigned char *code = xmalloc(f->size + 1);
 			bool ok = true;
 			for (size_t k = 0; k < f->size && ok; k++) {
-				int hi = hexval((unsigned char)p[2 * k]), lo = hexval((unsigned char)p[2 * k + 1]);
+				int hi = tally_hexval((unsigned char)p[2 * k]), lo = tally_hexval((unsigned char)p[2 * k + 1]);
 				ok = hi >= 0 && lo >= 0;
 				if (ok)
 					code[k] = (unsigned char)(hi << 4 | lo);
@@ -980,10 +950,10 @@ static bool map_hex(const char **p, const char *end, uint64_t *v)
 		s += 2;
 	uint64_t x = 0;
 	const char *d = s;
-	for (; s < end && hexval((unsigned char)*s) >= 0; s++) {
+	for (; s < end && tally_hexval((unsigned char)*s) >= 0; s++) {
 		if (x >> 60)
 			return false; /* more than 64 bits */
-		x = x << 4 | (uint64_t)hexval((unsigned char)*s);
+		x = x << 4 | (uint64_t)tally_hexval((unsigned char)*s);
 	}
 	if (s == d)
 		return false;

@@ -29,6 +29,14 @@ char *tally_lines_next(struct tally_lines *L)
 	return s;
 }
 
+char *tally_lines_next_data(struct tally_lines *L)
+{
+	char *s;
+	while ((s = tally_lines_next(L)) && (!*s || *s == '#'))
+		;
+	return s;
+}
+
 int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...)
 {
 	char msg[1024];

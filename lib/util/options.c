@@ -83,6 +83,27 @@ static int parse_error(const struct flat *f, size_t n, int ret, char **argv)
 	return tally_seterr(-EINVAL, "option '%s' is unknown", tok);
 }
 
+/* Sets the member an option is bound to: 0, or the parser's -EINVAL (its
+ * message names the option as it is spelled in the help). */
+static int bound(const struct tally_option *o, void *ctx, const char *arg)
+{
+	char *m = (char *)ctx + o->offset;
+	char what[64];
+	if (o->long_name)
+		snprintf(what, sizeof(what), "--%s", o->long_name);
+	else
+		snprintf(what, sizeof(what), "-%c", o->short_name);
+	switch (o->bind) {
+	case TALLY_BIND_FLAG: *(bool *)m = true; return 0;
+	case TALLY_BIND_STRING: *(const char **)m = arg; return 0;
+	case TALLY_BIND_U64: return tally_parse_u64(arg, what, o->min, o->max, (uint64_t *)m);
+	case TALLY_BIND_DURATION: return tally_parse_duration(arg, what, (double *)m);
+	case TALLY_BIND_SIZE: return tally_parse_size(arg, what, o->min, (uint64_t *)m);
+	case TALLY_BIND_NONE: break;
+	}
+	return tally_seterr(-EINVAL, "option '%s' is bound to nothing", what);
+}
+
 int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv, int *first)
 {
 	struct flat *f;
@@ -127,13 +148,7 @@ int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int arg
 		const struct tally_optgroup *g = cmd->groups[f[i].group];
 		const struct tally_option *o = f[i].o;
 		void *ctx = ctxs ? ctxs[f[i].group] : NULL;
-		int r = 0;
-		if (o->bind == TALLY_BIND_FLAG)
-			*(bool *)((char *)ctx + o->offset) = true;
-		else if (o->bind == TALLY_BIND_STRING)
-			*(const char **)((char *)ctx + o->offset) = optarg;
-		else
-			r = g->handle(ctx, o->code, optarg);
+		int r = o->bind == TALLY_BIND_NONE ? g->handle(ctx, o->code, optarg) : bound(o, ctx, optarg);
 		if (r < 0) {
 			ret = r;
 			break;

@@ -109,6 +109,71 @@ bad:;
 			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
+/* The numbers of a list such as "0,2-3" (no empty item, no comma at either
+ * end), each read by item from *p (a digit there) and *p moved past it: 0,
+ * 1 when the list is not one, or item's error (negative, its message set). */
+static int each_listed(const char *s, int (*item)(const char **p, void *ctx), void *ctx)
+{
+	const char *p = s;
+	if (!*p)
+		return 1;
+	while (*p) {
+		if (!isdigit((unsigned char)*p))
+			return 1;
+		int r = item(&p, ctx);
+		if (r)
+			return r;
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p)
+			return 1;
+	}
+	return 0;
+}
+
+struct cpulist {
+	const char *s;
+	int ncpus;
+	bool *set;
+};
+
+/* A CPU or a range of them, A-B. */
+static int cpu_item(const char **pp, void *ctx)
+{
+	const struct cpulist *c = ctx;
+	const char *p = *pp;
+	char *end;
+	const char *na = p, *nb = p;
+	errno = 0;
+	long a = strtol(p, &end, 10), b = a;
+	bool huge = errno == ERANGE;
+	p = end;
+	if (*p == '-') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return 1;
+		nb = p;
+		errno = 0;
+		b = strtol(p, &end, 10);
+		huge = huge || errno == ERANGE;
+		p = end;
+	}
+	if (a > b && !huge)
+		return 1;
+	if (huge || b >= c->ncpus) {
+		/* the number as written: strtol's LONG_MAX is not what was asked */
+		char q[TALLY_EXCERPT_SIZE];
+		const char *n = a >= c->ncpus ? na : nb;
+		int digits = (int)strspn(n, "0123456789");
+		return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %.*s does not exist (this machine has CPUs 0-%d)",
+				    tally_excerpt(q, c->s), digits > 24 ? 24 : digits, n, c->ncpus - 1);
+	}
+	for (long i = a; i <= b; i++)
+		c->set[i] = true;
+	*pp = p;
+	return 0;
+}
+
 int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 {
 	memset(set, 0, (size_t)ncpus * sizeof(*set));
@@ -117,77 +182,42 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 			set[i] = true;
 		return 0;
 	}
+	struct cpulist c = { s, ncpus, set };
+	int r = each_listed(s, cpu_item, &c);
+	if (r <= 0)
+		return r;
 	char q[TALLY_EXCERPT_SIZE];
-	const char *p = s;
-	if (!*p)
-		goto bad;
-	while (*p) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		const char *na = p, *nb = p;
-		errno = 0;
-		long a = strtol(p, &end, 10), b = a;
-		bool huge = errno == ERANGE;
-		p = end;
-		if (*p == '-') {
-			p++;
-			if (!isdigit((unsigned char)*p))
-				goto bad;
-			nb = p;
-			errno = 0;
-			b = strtol(p, &end, 10);
-			huge = huge || errno == ERANGE;
-			p = end;
-		}
-		if (a > b && !huge)
-			goto bad;
-		if (huge || b >= ncpus) {
-			/* the number as written: strtol's LONG_MAX is not what was asked */
-			const char *n = a >= ncpus ? na : nb;
-			return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %.*s does not exist (this machine has CPUs 0-%d)",
-					    tally_excerpt(q, s), (int)strspn(n, "0123456789") > 24 ? 24 : (int)strspn(n, "0123456789"),
-					    n, ncpus - 1);
-		}
-		for (long i = a; i <= b; i++)
-			set[i] = true;
-		if (*p == ',' && p[1])
-			p++;
-		else if (*p)
-			goto bad;
-	}
-	return 0;
-bad:
 	return tally_seterr(-EINVAL, "invalid CPU list '%s': expected numbers and ranges such as 0,2-3 (CPUs 0-%d)",
 			    tally_excerpt(q, s), ncpus - 1);
 }
 
+struct intlist {
+	int **out;
+	size_t *n, cap;
+};
+
+/* A number from 1 to INT_MAX. */
+static int int_item(const char **p, void *ctx)
+{
+	struct intlist *l = ctx;
+	char *end;
+	errno = 0;
+	long v = strtol(*p, &end, 10);
+	if (errno || v <= 0 || v > INT_MAX)
+		return 1;
+	GROW(*l->out, l->cap, *l->n + 1);
+	(*l->out)[(*l->n)++] = (int)v;
+	*p = end;
+	return 0;
+}
+
 int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n)
 {
-	size_t cap = 0;
 	*out = NULL;
 	*n = 0;
-	const char *p = s;
-	if (!*p)
-		goto bad;
-	while (*p) {
-		char *end;
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		errno = 0;
-		long v = strtol(p, &end, 10);
-		if (errno || v <= 0 || v > INT_MAX)
-			goto bad;
-		GROW(*out, cap, *n + 1);
-		(*out)[(*n)++] = (int)v;
-		p = end;
-		if (*p == ',' && p[1])
-			p++;
-		else if (*p)
-			goto bad;
-	}
-	return 0;
-bad:
+	struct intlist l = { out, n, 0 };
+	if (!each_listed(s, int_item, &l))
+		return 0;
 	free(*out);
 	*out = NULL;
 	*n = 0;
@@ -209,20 +239,24 @@ size_t tally_partition(size_t n, bool (*before)(const void *ctx, size_t i), cons
 	return lo;
 }
 
+struct upper {
+	const unsigned char *base;
+	size_t stride, off;
+	uint64_t key;
+};
+
+static bool at_or_below(const void *ctx, size_t i)
+{
+	const struct upper *u = ctx;
+	uint64_t v;
+	memcpy(&v, u->base + i * u->stride + u->off, sizeof(v));
+	return v <= u->key;
+}
+
 size_t tally_upper_u64(const void *base, size_t n, size_t stride, size_t off, uint64_t key)
 {
-	const unsigned char *b = base;
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t v;
-		memcpy(&v, b + mid * stride + off, sizeof(v));
-		if (v <= key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	struct upper u = { base, stride, off, key };
+	return tally_partition(n, at_or_below, &u);
 }
 
 void tally_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

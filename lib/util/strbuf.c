@@ -281,7 +281,13 @@ const char *tally_excerpt(char *out, const char *s)
 	return out;
 }
 
-void tally_unescape(char *s)
+int tally_hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* \\ \n \t \r, and with hex \xHH (not \x00: a C string cannot hold it). */
+static void unescape(char *s, bool hex)
 {
 	char *w = s;
 	for (char *r = s; *r; r++) {
@@ -293,10 +299,27 @@ void tally_unescape(char *s)
 				r++;
 				continue;
 			}
+			int hi, lo;
+			if (hex && c == 'x' && (hi = tally_hexval((unsigned char)r[2])) >= 0 &&
+			    (lo = tally_hexval((unsigned char)r[3])) >= 0 && (hi | lo)) {
+				*w++ = (char)(hi << 4 | lo);
+				r += 3;
+				continue;
+			}
 		}
 		*w++ = *r;
 	}
 	*w = '\0';
+}
+
+void tally_unescape(char *s)
+{
+	unescape(s, false);
+}
+
+void tally_unescape_bytes(char *s)
+{
+	unescape(s, true);
 }
 
 char *strbuf_detach(struct strbuf *sb)

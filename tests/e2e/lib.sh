@@ -52,12 +52,38 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	kill_strays
 	cd /
 	rm -rf "$TMP"
 	if ((SUBTEST_N > 0)); then
 		subtest_summary "$rc" || rc=$?
 		exit "$rc"
 	fi
+}
+# kill_strays: kills what the test started and did not stop, though it was
+# never tracked (a daemon whose start was cut short, a process started in a
+# subshell): each process whose environment has the test's XDG_CACHE_HOME (set
+# above, so every program the test ran inherits it, detached or not). Each
+# one is named on stderr: a test that leaves a process behind says so.
+kill_strays() {
+	local f pid kv mark="XDG_CACHE_HOME=$TMP/.cache" strays=()
+	for f in /proc/[0-9]*/environ; do
+		pid=${f#/proc/}
+		pid=${pid%/environ}
+		((pid != $$ && pid != BASHPID)) || continue
+		# bash's read: no program started here carries the mark itself
+		while IFS= read -r -d '' kv; do
+			if [[ $kv == "$mark" ]]; then
+				strays+=("$pid")
+				break
+			fi
+		done 2>/dev/null <"$f" || true
+	done
+	((${#strays[@]})) || return 0
+	for pid in "${strays[@]}"; do
+		echo "cleanup: $TEST_NAME left pid $pid running ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | head -c 200)): killed" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	done
 }
 trap cleanup EXIT
 # killed (a meson timeout, ^C): still clean up

@@ -2,11 +2,13 @@
  * off), entry names (only ids it may key by), adding a file (only when it has
  * the id; once), the least recently used going first when it is pruned (and
  * touching an entry keeping it), the temporaries of writers that are gone
- * swept, the size limit, and a cache directory others may write refused. */
+ * swept, the size limit, a cache directory others may write refused, and the
+ * filler's end leaving no thread behind. */
 #define _GNU_SOURCE
 #include "unit.h"
 
 #include <signal.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -94,6 +96,17 @@ static void self_id(char *hex)
 	tally_hex(info.build_id, info.build_id_len, hex);
 }
 
+/* No writer's temporary (.tmp-...) is left in the cache. */
+static void no_temporaries(const struct tally_cache *c)
+{
+	DIR *d = opendir(c->path);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		assert_false(!strncmp(de->d_name, ".tmp-", 5));
+	closedir(d);
+}
+
 static void test_cache__add_verified(void **state)
 {
 	(void)state;
@@ -133,12 +146,44 @@ static void test_cache__add_verified(void **state)
 	assert_true(l.v[0].image && !l.v[0].debug);
 	assert_true(l.bytes >= (uint64_t)st.st_size);
 	tally_cache_list_release(&l);
-	/* no temporary left */
-	DIR *d = opendir(c.path);
+	no_temporaries(&c);
+	tally_cache_close(&c);
+}
+
+/* This process's threads (/proc/self/task). */
+static int threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d)))
-		assert_false(!strncmp(de->d_name, ".tmp-", 5));
+		n += de->d_name[0] != '.';
 	closedir(d);
+	return n;
+}
+
+/* The filler's end leaves no thread of its own behind (valgrind called the
+ * stack of one still copying at exit "possibly lost"), whether the copy at
+ * hand was done or given up, and no temporary in the cache. */
+static void test_cache__filler_joins(void **state)
+{
+	(void)state;
+	char id[160];
+	self_id(id);
+	int before = threads();
+	struct tally_cache_filler *f = tally_cache_filler_new(NULL);
+	assert_non_null(f);
+	struct stat st;
+	assert_int_equal(stat("/proc/self/exe", &st), 0);
+	tally_cache_filler_image(f, "build-id", id, "/proc/self/exe", "/bin/x", major(st.st_dev), minor(st.st_dev),
+				 st.st_ino);
+	/* at once: the thread has just begun its copy, or not even that */
+	tally_cache_filler_free(f);
+	assert_int_equal(threads(), before);
+	struct tally_cache c;
+	assert_int_equal(tally_cache_open(&c, false), 0);
+	no_temporaries(&c);
 	tally_cache_close(&c);
 }
 
@@ -495,6 +540,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__filler_joins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__kernel_symbols, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__copy_ignores_shared_position, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__inflate_bounded, setup, teardown),

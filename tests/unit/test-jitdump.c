@@ -659,12 +659,12 @@ static void test_jitdump__escape(void **state)
 		struct strbuf sb = STRBUF_INIT;
 		tally_jit_escape(&sb, cases[i].in);
 		assert_string_equal(sb.buf ? sb.buf : "", cases[i].out);
-		tally_jit_unescape(sb.buf);
+		tally_unescape_bytes(sb.buf);
 		assert_string_equal(sb.buf, cases[i].in);
 		strbuf_release(&sb);
 	}
 	char s[] = "\\x4G \\x4 \\x41\\X41\\";
-	tally_jit_unescape(s);
+	tally_unescape_bytes(s);
 	assert_string_equal(s, "\\x4G \\x4 A\\X41\\");
 }
 

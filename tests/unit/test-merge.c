@@ -104,6 +104,7 @@ static void test_merge__labels_file(void **state)
 		{ "1\thost=a\n2\thost=a\n", "label set 1 again" },
 		{ "1\thost=a\\tb\n", "is not a label" },
 		{ "1\thost=a", "middle of a line" },
+		{ "\t\t\n", "expected label set 1" },
 		{ "x\thost=a\n", "expected label set 1" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {

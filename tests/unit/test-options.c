@@ -239,6 +239,57 @@ static void test_options__bound_members(void **state)
 	assert_errmsg_has("bound to nothing");
 }
 
+/* The bound numbers: each kind takes a good value into its member and refuses
+ * a bad one with the one line of its parser, naming the option as spelled. */
+struct nums {
+	uint64_t top, size;
+	double every;
+};
+
+static int parse_nums(struct nums *n, char *opt, char *val)
+{
+	static const struct tally_option opts[] = {
+		TALLY_OPT_U64(0, "top", "N", "rows", struct nums, top, 1, 100),
+		TALLY_OPT_DURATION('e', "every", "TIME", "how often", struct nums, every),
+		TALLY_OPT_SIZE(0, "max", "SIZE", "how much", struct nums, size, 4096),
+		TALLY_OPTION_END,
+	};
+	static const struct tally_optgroup g = { NULL, opts, NULL };
+	static const struct tally_cmdopts c = { .name = "n", .summary = "s", .usage = "u", .groups = { &g } };
+	assert_int_equal(tally_opts_check(&c), 0);
+	char *argv[] = { "n", opt, val, NULL };
+	void *ctx[] = { n };
+	int first;
+	return tally_opts_parse(&c, ctx, 3, argv, &first);
+}
+
+static void test_options__bound_numbers(void **state)
+{
+	(void)state;
+	struct nums n = { 0 };
+	assert_int_equal(parse_nums(&n, "--top", "100"), 0);
+	assert_int_equal(n.top, 100);
+	assert_int_equal(parse_nums(&n, "--every", "1.5m"), 0);
+	assert_true(n.every == 90.0);
+	assert_int_equal(parse_nums(&n, "--max", "8k"), 0);
+	assert_int_equal(n.size, 8192);
+
+	/* refused, the member untouched, one line naming the option */
+	assert_int_equal(parse_nums(&n, "--top", "101"), -EINVAL);
+	assert_string_equal(tally_errmsg(), "invalid --top '101': must be between 1 and 100");
+	assert_int_equal(parse_nums(&n, "--top", "x"), -EINVAL);
+	assert_string_equal(tally_errmsg(), "invalid --top 'x': expected a whole number from 1 to 100");
+	assert_int_equal(n.top, 100);
+	assert_int_equal(parse_nums(&n, "-e", "soon"), -EINVAL);
+	assert_errmsg_has("invalid --every 'soon': expected a duration");
+	assert_null(strchr(tally_errmsg(), '\n'));
+	assert_true(n.every == 90.0);
+	assert_int_equal(parse_nums(&n, "--max", "1k"), -EINVAL);
+	assert_errmsg_has("invalid --max '1k'");
+	assert_null(strchr(tally_errmsg(), '\n'));
+	assert_int_equal(n.size, 8192);
+}
+
 /* The shared groups are well formed, and together (as a command would use
  * them) spell no option twice. */
 static void test_options__shared_groups(void **state)
@@ -288,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_options__check_finds_bad_tables),
 		cmocka_unit_test(test_options__shared_groups),
 		cmocka_unit_test(test_options__bound_members),
+		cmocka_unit_test(test_options__bound_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
