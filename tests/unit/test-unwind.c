@@ -389,6 +389,12 @@ static uint32_t frame_of(struct self *s, uint64_t pc)
 static void test_unwind__agg_repairs_real_stack(void **state)
 {
 	(void)state;
+#ifdef __SANITIZE_ADDRESS__
+	/* its frames are the compiler's: under ASan the caller's frame and the
+	 * saved rbp chain above top_fn are not the ones this test reads */
+	fprintf(stderr, "skipped: a real stack's frames as ASan lays them out are not the test's\n");
+	skip();
+#endif
 	struct self s;
 	self_open(&s);
 	top_fn();
