@@ -55,7 +55,8 @@ enum tally_fp_stop {
 			   * copy: a caller may be missing there */
 	TALLY_FP_LOST,    /* the frames found meet no frame of the chain (rbp was
 			   * used as a general register), or the registers are not
-			   * the chain's: the stack ends where the copy did */
+			   * the chain's: the stack ends where the walk did; a walk
+			   * lost before it found a frame keeps the chain instead */
 	TALLY_FP_DEPTH,   /* more than TALLY_FP_MAX frames found by the walk */
 	TALLY_FP_NSTOPS
 };
