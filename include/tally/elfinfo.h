@@ -55,8 +55,8 @@ struct strbuf;
  * unless the bytes are such a table, whole, with this tag. */
 void tally_kallsyms_save(const struct tally_kallsyms *t, const char *tag, struct strbuf *out);
 int tally_kallsyms_load(const void *buf, size_t len, const char *tag, struct tally_kallsyms **out);
-/* The same from a file of such bytes, used where it is mapped (nothing is
- * copied; the file must be replaced by rename, never cut in place). */
+/* The same from a file of such bytes, read once into memory where the
+ * arrays are used as they lie (nothing parsed or copied entry by entry). */
 int tally_kallsyms_load_fd(int fd, const char *tag, struct tally_kallsyms **out);
 /* The lowest and highest addresses of the core kernel's symbols (no module's):
  * false when there are none. */

@@ -300,9 +300,21 @@ int tally_kallsyms_load_fd(int fd, const char *tag, struct tally_kallsyms **out)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct ksyms_head))
 		return -EINVAL;
 	size_t len = (size_t)st.st_size;
-	void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* read, not mapped: a file cut while it is read must not end the process
+	 * (SIGBUS); one read into memory of its own, page-aligned for the arrays */
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -errno;
+	for (size_t got = 0; got < len;) {
+		ssize_t k = pread(fd, (char *)m + got, len - got, (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			munmap(m, len);
+			return -EINVAL;
+		}
+		got += (size_t)k;
+	}
 	struct ksyms_head h;
 	if (!ksyms_ok(m, len, tag, &h)) {
 		munmap(m, len);
