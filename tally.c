@@ -57,8 +57,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tally <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].opts->summary);
-	fprintf(f, "\n'tally help <command>' (or 'tally <command> --help') shows a command's options;\n"
-		   "'man tally-<command>' and docs/cli.md have them all.\n");
+	fprintf(f,
+		"\n'tally help <command>' (or 'tally <command> --help') shows a command's options;\n"
+		"'man tally-<command>' and docs/cli.md have them all.\n");
 }
 
 static int write_out(struct strbuf *sb)
@@ -82,11 +83,14 @@ static void unknown_cmd(const char *name)
 /* tally(1): the commands, each pointing at its own page. */
 static void main_man(struct strbuf *out)
 {
-	strbuf_addf(out, ".TH TALLY 1 \"\" \"tally %s\" \"tally manual\"\n.SH NAME\ntally \\- a whole-system statistical sampling profiler\n"
-			 ".SH SYNOPSIS\n.B tally\n<command> [options]\n.SH COMMANDS\n",
-		    TALLY_VERSION);
+	strbuf_addf(
+		out,
+		".TH TALLY 1 \"\" \"tally %s\" \"tally manual\"\n.SH NAME\ntally \\- a whole-system statistical sampling profiler\n"
+		".SH SYNOPSIS\n.B tally\n<command> [options]\n.SH COMMANDS\n",
+		TALLY_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		strbuf_addf(out, ".TP\n.BR tally\\-%s (1)\n%s\n", commands[i].name, commands[i].opts->summary);
+		strbuf_addf(out, ".TP\n.BR tally\\-%s (1)\n%s\n", commands[i].name,
+			    commands[i].opts->summary);
 	strbuf_addstr(out, ".SH SEE ALSO\n.BR perf (1)\n");
 }
 
@@ -94,31 +98,37 @@ static void main_man(struct strbuf *out)
  * after an option that takes a value and for operands. */
 static void completion(struct strbuf *out)
 {
-	strbuf_addstr(out, "# bash completion for tally (written by 'tally help --completion')\n_tally()\n{\n"
-			   "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts vals\n"
-			   "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\tCOMPREPLY=($(compgen -W \"");
+	strbuf_addstr(
+		out,
+		"# bash completion for tally (written by 'tally help --completion')\n_tally()\n{\n"
+		"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts vals\n"
+		"\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\tCOMPREPLY=($(compgen -W \"");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		strbuf_addf(out, "%s%s", i ? " " : "", commands[i].name);
 	strbuf_addstr(out, " help\" -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase ${COMP_WORDS[1]} in\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
 		struct strbuf w = STRBUF_INIT, v = STRBUF_INIT;
 		tally_opts_words(commands[i].opts, &w);
-		for (char *save = NULL, *t = strtok_r(w.buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		for (char *save = NULL, *t = strtok_r(w.buf, " ", &save); t;
+		     t = strtok_r(NULL, " ", &save))
 			if (tally_opts_takes_value(commands[i].opts, t))
 				strbuf_addf(&v, "%s%s", v.len ? " " : "", t);
 		strbuf_reset(&w);
 		tally_opts_words(commands[i].opts, &w);
-		strbuf_addf(out, "\t%s) opts=\"%s\" vals=\"%s\" ;;\n", commands[i].name, w.buf, v.len ? v.buf : "");
+		strbuf_addf(out, "\t%s) opts=\"%s\" vals=\"%s\" ;;\n", commands[i].name, w.buf,
+			    v.len ? v.buf : "");
 		strbuf_release(&w);
 		strbuf_release(&v);
 	}
 	strbuf_addstr(out, "\thelp) COMPREPLY=($(compgen -W \"");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		strbuf_addf(out, "%s%s", i ? " " : "", commands[i].name);
-	strbuf_addstr(out, "\" -- \"$cur\")); return ;;\n\t*) return ;;\n\tesac\n"
-			   "\tif [[ \" $vals \" == *\" $prev \"* ]]; then\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
-			   "\telif [[ $cur == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-			   "\telse\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\tfi\n}\ncomplete -o filenames -F _tally tally\n");
+	strbuf_addstr(
+		out,
+		"\" -- \"$cur\")); return ;;\n\t*) return ;;\n\tesac\n"
+		"\tif [[ \" $vals \" == *\" $prev \"* ]]; then\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		"\telif [[ $cur == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+		"\telse\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n\tfi\n}\ncomplete -o filenames -F _tally tally\n");
 }
 
 /* tally help [CMD] | --man [CMD] | --completion */
@@ -175,7 +185,8 @@ int tally_usage_error(const char *cmd, const char *fmt, ...)
 		} while (depth && i-- > 0);
 		if (!depth) {
 			msg[n - 1] = '\0';
-			tally_error("%s%s'tally %s --help')", msg, !strncmp(msg + i + 1, "see ", 4) ? ", or " : "; see ", cmd);
+			tally_error("%s%s'tally %s --help')", msg,
+				    !strncmp(msg + i + 1, "see ", 4) ? ", or " : "; see ", cmd);
 			return 2;
 		}
 	}
@@ -183,7 +194,8 @@ int tally_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first)
+int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv,
+		      int *first)
 {
 	int r = tally_opts_parse(c, ctxs, argc, argv, first);
 	if (r == TALLY_OPTS_HELP) {

@@ -56,6 +56,7 @@ int main(int argc, char **argv)
 		s = step(v, 4096, s);
 	sink = s;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-	printf("cpu_ms %.1f\n", (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+	printf("cpu_ms %.1f\n",
+	       (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
 	return 0;
 }

@@ -31,7 +31,8 @@ NOINLINE void use_printf(int n)
 {
 	char buf[128];
 	for (int i = 0; i < n; i++)
-		sink += (uint64_t)snprintf(buf, sizeof(buf), "%d %.3f %s %x", i, i * 0.37, "frame", i * 7);
+		sink += (uint64_t)snprintf(buf, sizeof(buf), "%d %.3f %s %x", i, i * 0.37, "frame",
+					   i * 7);
 }
 
 NOINLINE void use_malloc(int n)
@@ -47,7 +48,8 @@ NOINLINE void use_malloc(int n)
 
 NOINLINE void use_strtod(int n)
 {
-	static const char *s[] = { "3.14159265358979", "1e-300", "123456789.987654321", "0x1.8p3", "2.5e+17" };
+	static const char *s[] = { "3.14159265358979", "1e-300", "123456789.987654321", "0x1.8p3",
+				   "2.5e+17" };
 	for (int i = 0; i < n; i++)
 		sink += (uint64_t)strtod(s[i % 5], NULL);
 }
@@ -74,7 +76,8 @@ NOINLINE void use_regex(int n, regex_t *re)
 {
 	regmatch_t m[2];
 	for (int i = 0; i < n; i++)
-		sink += (uint64_t)regexec(re, "the quick brown fox jumps over the lazy dog 12345 times", 2, m, 0);
+		sink += (uint64_t)regexec(
+			re, "the quick brown fox jumps over the lazy dog 12345 times", 2, m, 0);
 }
 
 NOINLINE void use_stdio(int n, FILE *f)
@@ -89,7 +92,8 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 2;
 	long rounds = argc > 2 ? atol(argv[2]) : 0;
 	double t[6] = { 0 };
-	static const char *names[6] = { "use_printf", "use_malloc", "use_strtod", "use_qsort", "use_regex", "use_stdio" };
+	static const char *names[6] = { "use_printf", "use_malloc", "use_strtod",
+					"use_qsort",  "use_regex",  "use_stdio" };
 	regex_t re;
 	if (regcomp(&re, "([a-z]+) ([0-9]+)", REG_EXTENDED))
 		return 2;

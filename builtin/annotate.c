@@ -35,16 +35,22 @@ static int annotate_handle(void *ctx, int code, const char *arg)
 
 static const struct tally_option annotate_options[] = {
 	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct annopts, input),
-	TALLY_OPT_FLAG(0, "asm", "interleave the disassembly: samples per instruction", struct annopts, want_asm),
-	TALLY_OPT_STRING(0, "image", "NAME", "the image (file name or path) when SYMBOL is in several", struct annopts, image),
-	TALLY_OPT_STRING(0, "event", "NAME", "this event (default: the database's first)", struct annopts, event),
-	TALLY_OPT(0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
-		  "look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW",
-		  OPT_SRCDIR),
+	TALLY_OPT_FLAG(0, "asm", "interleave the disassembly: samples per instruction",
+		       struct annopts, want_asm),
+	TALLY_OPT_STRING(0, "image", "NAME",
+			 "the image (file name or path) when SYMBOL is in several", struct annopts,
+			 image),
+	TALLY_OPT_STRING(0, "event", "NAME", "this event (default: the database's first)",
+			 struct annopts, event),
+	TALLY_OPT(
+		0, "source-dir", TALLY_ARG_REQUIRED, "DIR",
+		"look for source files under DIR too (repeatable); OLD=NEW\nreplaces a leading OLD of the recorded path with NEW",
+		OPT_SRCDIR),
 	TALLY_OPT_FLAG(0, "json", "JSON output (docs/cli.md)", struct annopts, json),
-	TALLY_OPT_FLAG(0, "samples",
-		       "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)",
-		       struct annopts, samples),
+	TALLY_OPT_FLAG(
+		0, "samples",
+		"raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)",
+		struct annopts, samples),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup annotate_group = { NULL, annotate_options, annotate_handle };
@@ -74,9 +80,13 @@ int cmd_annotate(int argc, char **argv)
 	const char **srcdirs = o.srcdirs;
 	if (first >= argc || argc - first > 1) {
 		if (first >= argc)
-			ret = tally_usage_error("annotate", "name a function to annotate, as 'tally report --symbols' lists them");
+			ret = tally_usage_error(
+				"annotate",
+				"name a function to annotate, as 'tally report --symbols' lists them");
 		else
-			ret = tally_usage_error("annotate", "unexpected argument '%s': annotate takes one function", argv[first + 1]);
+			ret = tally_usage_error(
+				"annotate", "unexpected argument '%s': annotate takes one function",
+				argv[first + 1]);
 		goto out;
 	}
 	const char *symbol = argv[first];
@@ -100,7 +110,8 @@ int cmd_annotate(int argc, char **argv)
 			struct strbuf names = STRBUF_INIT;
 			for (int e = 0; e < db.nevents; e++)
 				strbuf_addf(&names, "%s%s", e ? ", " : "", db.events[e]);
-			tally_error("event '%s' is not in '%s' (it has: %s)", event, input, names.buf);
+			tally_error("event '%s' is not in '%s' (it has: %s)", event, input,
+				    names.buf);
 			strbuf_release(&names);
 			ret = 1;
 			goto out;
@@ -118,7 +129,9 @@ int cmd_annotate(int argc, char **argv)
 	}
 	tally_warn_jit(&db);
 	struct strbuf out = STRBUF_INIT;
-	struct tally_annotate_render_opts rop = { .source_dirs = srcdirs, .want_asm = want_asm, .json = json, .input = input };
+	struct tally_annotate_render_opts rop = {
+		.source_dirs = srcdirs, .want_asm = want_asm, .json = json, .input = input
+	};
 	tally_annotate_render(&db, ev, funcs, nf, &rop, &out);
 	/* damaged or changed images the annotation read */
 	struct tally_warnings w = TALLY_WARNINGS_INIT;

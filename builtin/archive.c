@@ -26,28 +26,31 @@ struct aropts {
 
 static const struct tally_option archive_options[] = {
 	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct aropts, input),
-	TALLY_OPT_STRING('o', "output", "OUT",
+	TALLY_OPT_STRING(
+		'o', "output", "OUT",
 		"the archive to create: a directory, or OUT.tar, OUT.tar.gz, OUT.tar.zst\n(by the suffix); it must not exist",
 		struct aropts, output),
-	TALLY_OPT_FLAG('l', "list",
-		"list what would go in, with sizes, and write nothing",
-		struct aropts, list),
-	TALLY_OPT_FLAG(0, "no-debug",
+	TALLY_OPT_FLAG('l', "list", "list what would go in, with sizes, and write nothing",
+		       struct aropts, list),
+	TALLY_OPT_FLAG(
+		0, "no-debug",
 		"leave out separate debug files, vmlinux and modules' .ko files\n(kernel functions still come from kernel.syms)",
 		struct aropts, a.no_debug),
-	TALLY_OPT_FLAG(0, "strip-debug-to-sampled",
+	TALLY_OPT_FLAG(
+		0, "strip-debug-to-sampled",
 		"keep of each debug file (and vmlinux) only the DWARF the sampled\nfunctions need (docs/format.md says what is kept)",
 		struct aropts, a.strip),
 	TALLY_OPT_FLAG('x', "exclude-dependent",
-		"only the programs' own executables: no libraries, no kernel files",
-		struct aropts, a.exclude_dependent),
+		       "only the programs' own executables: no libraries, no kernel files",
+		       struct aropts, a.exclude_dependent),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup archive_group = { NULL, archive_options, NULL };
 
 const struct tally_cmdopts archive_cmdopts = {
 	.name = "archive",
-	.summary = "a profile and the files its reports need, to analyse anywhere (oparchive, perf archive)",
+	.summary =
+		"a profile and the files its reports need, to analyse anywhere (oparchive, perf archive)",
 	.usage = "[options] -o OUT | --list",
 	.footer = "read it with any command: tally report -i archive:OUT (or -i OUT.tar.zst)\n"
 		  "the symbol-search options say where to find the files to put in\n",
@@ -58,12 +61,13 @@ static void list(const struct tally_archive_plan *p, const char *input)
 {
 	char sz[32];
 	tally_format_size(p->total, sz, sizeof(sz));
-	printf("# tally archive of '%s': %zu files, %" PRIu64 " bytes (%s) before compression\n", input, p->n, p->total, sz);
+	printf("# tally archive of '%s': %zu files, %" PRIu64 " bytes (%s) before compression\n",
+	       input, p->n, p->total, sz);
 	printf("%12s  %-7s  %-60s  %s\n", "bytes", "role", "member", "from");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tally_archive_member *m = &p->m[i];
-		printf("%12" PRIu64 "  %-7s  %-60s  %s", m->size, tally_archive_role_name(m->role), m->name,
-		       m->src ? m->src : input);
+		printf("%12" PRIu64 "  %-7s  %-60s  %s", m->size, tally_archive_role_name(m->role),
+		       m->name, m->src ? m->src : input);
 		if (m->role != TALLY_AR_DB)
 			printf(" (%s)", m->note);
 		putchar('\n');
@@ -118,11 +122,15 @@ int cmd_archive(int argc, char **argv)
 		goto out;
 	}
 	if (!o.list == !o.output) {
-		tally_usage_error("archive", o.list ? "--list writes nothing: leave out -o" : "give -o OUT (the archive to create) or --list");
+		tally_usage_error("archive",
+				  o.list ? "--list writes nothing: leave out -o"
+					 : "give -o OUT (the archive to create) or --list");
 		goto out;
 	}
 	if (o.a.no_debug && o.a.strip) {
-		tally_usage_error("archive", "--no-debug leaves debug files out: --strip-debug-to-sampled has nothing to strip");
+		tally_usage_error(
+			"archive",
+			"--no-debug leaves debug files out: --strip-debug-to-sampled has nothing to strip");
 		goto out;
 	}
 	ret = 1;
@@ -165,9 +173,10 @@ int cmd_archive(int argc, char **argv)
 	}
 	char a[32];
 	tally_format_size(plan.total, a, sizeof(a));
-	tally_say("wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')",
-		o.output, plan.n + 1, a, tally_now_mono() - t0, tally_archive_kind_of(o.output) == TALLY_ARCHIVE_DIR ? "archive:" : "",
-		o.output);
+	tally_say(
+		"wrote '%s': %zu files, %s before compression, in %.2f s (read it with 'tally report -i %s%s')",
+		o.output, plan.n + 1, a, tally_now_mono() - t0,
+		tally_archive_kind_of(o.output) == TALLY_ARCHIVE_DIR ? "archive:" : "", o.output);
 	ret = 0;
 out:
 	if (have_plan)

@@ -78,10 +78,12 @@ int tally_usage_error(const char *cmd, const char *fmt, ...) __attribute__((form
 /* Parses a command's options with its table (tally_opts_parse): -1 to go on,
  * else the exit status to return at once (0 after printing --help, 2 after a
  * usage error). *first: the first operand. */
-int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv, int *first);
+int tally_cmd_options(const struct tally_cmdopts *c, void *const *ctxs, int argc, char **argv,
+		      int *first);
 
-extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts, export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts,
-	merge_cmdopts, diff_cmdopts, archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts, cache_cmdopts;
+extern const struct tally_cmdopts record_cmdopts, report_cmdopts, annotate_cmdopts, events_cmdopts,
+	export_cmdopts, scan_cmdopts, daemon_cmdopts, ctl_cmdopts, merge_cmdopts, diff_cmdopts,
+	archive_cmdopts, job_cmdopts, job_hosts_cmdopts, top_cmdopts, cache_cmdopts;
 extern const struct tally_cmdopts push_cmdopts;
 
 #endif

@@ -30,8 +30,9 @@ static int cache_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option cache_options[] = {
-	TALLY_OPT(0, "max-size", TALLY_ARG_REQUIRED, "SIZE", "prune: down to SIZE (e.g. 500M, 2G; 0 empties it; default: the limit)",
-	  OPT_MAX_SIZE),
+	TALLY_OPT(0, "max-size", TALLY_ARG_REQUIRED, "SIZE",
+		  "prune: down to SIZE (e.g. 500M, 2G; 0 empties it; default: the limit)",
+		  OPT_MAX_SIZE),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup cache_group = { NULL, cache_options, cache_handle };
@@ -40,18 +41,19 @@ const struct tally_cmdopts cache_cmdopts = {
 	.name = "cache",
 	.summary = "list, size or prune the build-id cache of sampled images (perf buildid-cache)",
 	.usage = "list | size | prune [--max-size SIZE]",
-	.footer = "commands:\n"
-		  "  list    one line per image kept: when it was last used, its size, its id and\n"
-		  "          the path it was recorded at; '+debug' when its debug file is kept too\n"
-		  "  size    where the cache is, its size and its limit\n"
-		  "  prune   remove the least recently used images until the cache holds at most\n"
-		  "          --max-size (default its limit)\n"
-		  "tally record (and the daemon, at each flush) copies every image it samples, and\n"
-		  "its debug file, into $XDG_CACHE_HOME/tally/buildid (~/.cache/tally/buildid),\n"
-		  "so reports name the code after a rebuild, an upgrade or a removal. Its limit is\n"
-		  "4 GiB or a tenth of its file system, whichever is less (TALLY_BUILDID_CACHE_SIZE\n"
-		  "sets it); past it the least recently used go. TALLY_BUILDID_CACHE=off turns it\n"
-		  "off, TALLY_BUILDID_CACHE=DIR puts it elsewhere.\n",
+	.footer =
+		"commands:\n"
+		"  list    one line per image kept: when it was last used, its size, its id and\n"
+		"          the path it was recorded at; '+debug' when its debug file is kept too\n"
+		"  size    where the cache is, its size and its limit\n"
+		"  prune   remove the least recently used images until the cache holds at most\n"
+		"          --max-size (default its limit)\n"
+		"tally record (and the daemon, at each flush) copies every image it samples, and\n"
+		"its debug file, into $XDG_CACHE_HOME/tally/buildid (~/.cache/tally/buildid),\n"
+		"so reports name the code after a rebuild, an upgrade or a removal. Its limit is\n"
+		"4 GiB or a tenth of its file system, whichever is less (TALLY_BUILDID_CACHE_SIZE\n"
+		"sets it); past it the least recently used go. TALLY_BUILDID_CACHE=off turns it\n"
+		"off, TALLY_BUILDID_CACHE=DIR puts it elsewhere.\n",
 	.groups = { &cache_group },
 };
 
@@ -89,7 +91,8 @@ static int cache_list(void)
 		tally_format_utc(e->used, when, sizeof(when));
 		tally_format_size(e->bytes, size, sizeof(size));
 		struct strbuf path = STRBUF_INIT;
-		strbuf_add_excerpt(&path, e->path ? e->path : "?", e->path ? strlen(e->path) : 1, 4096);
+		strbuf_add_excerpt(&path, e->path ? e->path : "?", e->path ? strlen(e->path) : 1,
+				   4096);
 		printf("%s %10s  %s  %s%s\n", when, size, e->key, path.buf,
 		       e->debug ? (e->image ? " +debug" : " (debug only)") : "");
 		strbuf_release(&path);
@@ -122,8 +125,8 @@ static int cache_size(void)
 	char have[32], max[32];
 	tally_format_size(l.bytes, have, sizeof(have));
 	tally_format_size(limit, max, sizeof(max));
-	printf("%s: %zu image%s, %s (%" PRIu64 " bytes) of %s (%" PRIu64 " bytes)\n", c.path, l.n, l.n == 1 ? "" : "s", have,
-	       l.bytes, max, limit);
+	printf("%s: %zu image%s, %s (%" PRIu64 " bytes) of %s (%" PRIu64 " bytes)\n", c.path, l.n,
+	       l.n == 1 ? "" : "s", have, l.bytes, max, limit);
 	tally_cache_list_release(&l);
 	tally_cache_close(&c);
 	return fflush(stdout) ? 1 : 0;
@@ -154,7 +157,8 @@ static int cache_prune(const struct copts *o)
 		char sz[32], lim[32];
 		tally_format_size(freed, sz, sizeof(sz));
 		tally_format_size(max, lim, sizeof(lim));
-		printf("removed %zu image%s (%s): the cache is within %s\n", removed, removed == 1 ? "" : "s", sz, lim);
+		printf("removed %zu image%s (%s): the cache is within %s\n", removed,
+		       removed == 1 ? "" : "s", sz, lim);
 	}
 	tally_cache_close(&c);
 	return r ? 1 : fflush(stdout) ? 1 : 0;

@@ -31,23 +31,25 @@ static const struct tally_optgroup ctl_group = { NULL, ctl_options, NULL };
 
 const struct tally_cmdopts ctl_cmdopts = {
 	.name = "ctl",
-	.summary = "control a running daemon: collection, flushes, epochs, status, per-CPU timers, drains",
+	.summary =
+		"control a running daemon: collection, flushes, epochs, status, per-CPU timers, drains",
 	.usage = "[--db DIR | --socket PATH] [--timeout D] COMMAND [ARGS]",
 	.stop_at_nonopt = true,
-	.footer = "commands:\n"
-		  "  start                collection on\n"
-		  "  stop                 collection off (the event timers keep their settings)\n"
-		  "  clear                drop what is in memory, not yet flushed\n"
-		  "  startclr             clear, then start\n"
-		  "  flush                write what is in memory into the current epoch now\n"
-		  "  epoch                flush, then begin a new epoch\n"
-		  "  status               state, events and rates, CPUs, samples, memory, database, epoch\n"
-		  "  cpus LIST|all on|off [freq HZ|period N]\n"
-		  "                       sampling on or off on some CPUs, at a new rate\n"
-		  "  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
-		  "                       'tally report -i FILE' reads it\n"
-		  "  peek [-o FILE]       a profile of what is in memory now (not flushed yet), forgetting nothing;\n"
-		  "                       what 'tally top --db' shows\n",
+	.footer =
+		"commands:\n"
+		"  start                collection on\n"
+		"  stop                 collection off (the event timers keep their settings)\n"
+		"  clear                drop what is in memory, not yet flushed\n"
+		"  startclr             clear, then start\n"
+		"  flush                write what is in memory into the current epoch now\n"
+		"  epoch                flush, then begin a new epoch\n"
+		"  status               state, events and rates, CPUs, samples, memory, database, epoch\n"
+		"  cpus LIST|all on|off [freq HZ|period N]\n"
+		"                       sampling on or off on some CPUs, at a new rate\n"
+		"  drain [-o FILE]      a profile of everything since the previous drain (to FILE or stdout);\n"
+		"                       'tally report -i FILE' reads it\n"
+		"  peek [-o FILE]       a profile of what is in memory now (not flushed yet), forgetting nothing;\n"
+		"                       what 'tally top --db' shows\n",
 	.groups = { &ctl_group },
 };
 
@@ -81,7 +83,9 @@ int cmd_ctl(int argc, char **argv)
 	}
 	tally_ctl_req_release(&q);
 	if ((q.op == TALLY_CTL_DRAIN || q.op == TALLY_CTL_PEEK) && !outfile && isatty(1)) {
-		tally_error("%s writes a profile, not text: redirect stdout to a file or give -o FILE", words[0]);
+		tally_error(
+			"%s writes a profile, not text: redirect stdout to a file or give -o FILE",
+			words[0]);
 		return 2;
 	}
 	struct strbuf path = STRBUF_INIT, line = STRBUF_INIT, body = STRBUF_INIT;

@@ -40,36 +40,37 @@ static int daemon_handle(void *ctx, int code, const char *arg)
 
 static const struct tally_option daemon_options[] = {
 	TALLY_OPT_STRING('d', "db", "DIR",
-		"the database directory (default tally.db): epochs, socket, pid file, log",
-		struct dopts, db),
-	TALLY_OPT_STRING(0, "socket", "PATH",
-		"the control socket (default DIR/ctl.sock)",
-		struct dopts, sock),
+			 "the database directory (default tally.db): epochs, socket, pid file, log",
+			 struct dopts, db),
+	TALLY_OPT_STRING(0, "socket", "PATH", "the control socket (default DIR/ctl.sock)",
+			 struct dopts, sock),
 	TALLY_OPT_STRING(0, "pid-file", "PATH",
-		"also write the daemon's pid there (DIR/daemon.pid always)",
-		struct dopts, pidfile),
+			 "also write the daemon's pid there (DIR/daemon.pid always)", struct dopts,
+			 pidfile),
 	TALLY_OPT_FLAG(0, "foreground",
-		"stay attached and log to stderr (default: detach, log to DIR/daemon.log)",
-		struct dopts, foreground),
+		       "stay attached and log to stderr (default: detach, log to DIR/daemon.log)",
+		       struct dopts, foreground),
 	TALLY_OPT_DURATION(0, "flush-interval", "D",
-		"merge what is in memory into the database every D (default 60s)",
-		struct dopts, flush_interval),
+			   "merge what is in memory into the database every D (default 60s)",
+			   struct dopts, flush_interval),
 	TALLY_OPT_DURATION(0, "epoch-every", "D",
-		"start a new epoch every D (default: only on 'tally ctl epoch')",
-		struct dopts, epoch_every),
+			   "start a new epoch every D (default: only on 'tally ctl epoch')",
+			   struct dopts, epoch_every),
 	TALLY_OPT_DURATION(0, "keep", "D",
-		"delete epochs whose last flush is older than D (the newest 3 stay)",
-		struct dopts, keep),
+			   "delete epochs whose last flush is older than D (the newest 3 stay)",
+			   struct dopts, keep),
 	TALLY_OPT_SIZE(0, "max-memory", "SIZE",
-		"flush early before the daemon's memory reaches SIZE (default 128M)",
-		struct dopts, max_memory, 16ull << 20),
+		       "flush early before the daemon's memory reaches SIZE (default 128M)",
+		       struct dopts, max_memory, 16ull << 20),
 	TALLY_OPT_SIZE(0, "max-db-size", "SIZE",
-		"stop writing (and say so) rather than grow the directory past SIZE",
-		struct dopts, max_db_size, 4096),
-	TALLY_OPT_SIZE(0, "min-free", "SIZE",
+		       "stop writing (and say so) rather than grow the directory past SIZE",
+		       struct dopts, max_db_size, 4096),
+	TALLY_OPT_SIZE(
+		0, "min-free", "SIZE",
 		"stop writing rather than leave less than SIZE free on its filesystem (default 64M)",
 		struct dopts, min_free, 0),
-	TALLY_OPT_DURATION(0, "ctl-timeout", "D",
+	TALLY_OPT_DURATION(
+		0, "ctl-timeout", "D",
 		"drop a control connection that has not sent its whole request D after connecting, or whose reply stalls for D (default 5s)",
 		struct dopts, ctl_timeout),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "log more", OPT_VERBOSE),
@@ -82,7 +83,8 @@ const struct tally_cmdopts daemon_cmdopts = {
 	.summary = "profile the whole system without end, into epochs (profd; tally ctl steers it)",
 	.usage = "[options]",
 	.footer = "durations: seconds (decimals allowed) or 200ms, 30s, 5m, 2h, 1d\n",
-	.groups = { &daemon_group, &tally_sampling_group, &tally_offcpu_group, &tally_push_as_you_go_group },
+	.groups = { &daemon_group, &tally_sampling_group, &tally_offcpu_group,
+		    &tally_push_as_you_go_group },
 };
 
 static struct tally_daemon *the_daemon; /* for the signal handler */
@@ -100,7 +102,8 @@ static void on_signal(int sig)
 
 /* The parent of a detaching daemon: waits for the daemon to say over the
  * pipe whether it started, prints that, and exits. */
-static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct tally_daemon *d, const char *logpath)
+static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct tally_daemon *d,
+				     const char *logpath)
 {
 	struct strbuf msg = STRBUF_INIT;
 	char buf[512];
@@ -110,11 +113,14 @@ static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct
 			strbuf_add(&msg, buf, (size_t)n);
 	int code = 1;
 	char *save = NULL;
-	for (char *l = strtok_r(msg.buf ? msg.buf : (char *)"", "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+	for (char *l = strtok_r(msg.buf ? msg.buf : (char *)"", "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
 		if (!strcmp(l, "OK")) {
 			code = 0;
-			tally_say("daemon pid %d samples CPUs %s into '%s' (control: tally ctl --socket %s; log: %s)",
-				(int)pid, cpus, tally_daemon_db(d), tally_daemon_socket(d), logpath);
+			tally_say(
+				"daemon pid %d samples CPUs %s into '%s' (control: tally ctl --socket %s; log: %s)",
+				(int)pid, cpus, tally_daemon_db(d), tally_daemon_socket(d),
+				logpath);
 		} else if (l[0] == 'W') {
 			tally_warn("%s", l + 2);
 		} else {
@@ -122,14 +128,15 @@ static _Noreturn void wait_for_start(pid_t pid, int fd, const char *cpus, struct
 		}
 	}
 	if (code && !msg.len)
-		tally_error("the daemon (pid %d) died while starting (see '%s')", (int)pid, logpath);
+		tally_error("the daemon (pid %d) died while starting (see '%s')", (int)pid,
+			    logpath);
 	_exit(code);
 }
 
 /* Detaches: the parent waits for the child's word; the child gets a new
  * session, its log file and /dev/null, and returns the pipe to report on. */
-static int detach(struct tally_daemon_logfile *lg, const char *logpath, const char *cpus, struct tally_daemon *d,
-		  int *ready)
+static int detach(struct tally_daemon_logfile *lg, const char *logpath, const char *cpus,
+		  struct tally_daemon *d, int *ready)
 {
 	int pp[2];
 	if (tally_daemon_logfile_open(lg, logpath)) {
@@ -184,8 +191,11 @@ int cmd_daemon(int argc, char **argv)
 	struct strbuf cpus = STRBUF_INIT;
 	int ret = 1, ready = -1;
 
-	struct dopts dop = { .db = "tally.db", .flush_interval = o.flush_interval, .ctl_timeout = o.ctl_timeout,
-			     .max_memory = o.max_memory, .min_free = o.min_free };
+	struct dopts dop = { .db = "tally.db",
+			     .flush_interval = o.flush_interval,
+			     .ctl_timeout = o.ctl_timeout,
+			     .max_memory = o.max_memory,
+			     .min_free = o.min_free };
 	struct tally_push_opts push;
 	tally_push_opts_init(&push);
 	void *ctx[] = { &dop, &smp, &smp, &push };
@@ -195,8 +205,10 @@ int cmd_daemon(int argc, char **argv)
 		goto out;
 	ret = 1;
 	if (first < argc) {
-		ret = tally_usage_error("daemon", "unexpected argument '%s' (the daemon profiles the whole system; -C chooses CPUs)",
-					argv[first]);
+		ret = tally_usage_error(
+			"daemon",
+			"unexpected argument '%s' (the daemon profiles the whole system; -C chooses CPUs)",
+			argv[first]);
 		goto out;
 	}
 	bool foreground = dop.foreground;
@@ -278,8 +290,10 @@ int cmd_daemon(int argc, char **argv)
 		close(ready);
 		ready = -1;
 	}
-	tally_daemon_logfile_printf(&lg, "started: events %s, CPUs %s, samples %s, database %s, socket %s", smp.evnames.buf,
-				    cpus.buf, tally_daemon_sample_mech(d), tally_daemon_db(d), tally_daemon_socket(d));
+	tally_daemon_logfile_printf(
+		&lg, "started: events %s, CPUs %s, samples %s, database %s, socket %s",
+		smp.evnames.buf, cpus.buf, tally_daemon_sample_mech(d), tally_daemon_db(d),
+		tally_daemon_socket(d));
 	while (!got_term) {
 		tally_daemon_step(d, -1);
 		if (got_hup) {
@@ -291,7 +305,8 @@ int cmd_daemon(int argc, char **argv)
 	{
 		struct strbuf m = STRBUF_INIT;
 		int r = tally_daemon_stop(d, &m);
-		tally_daemon_logfile_printf(&lg, r ? "stopping with %s" : "stopped (%s)", m.buf ? m.buf : "");
+		tally_daemon_logfile_printf(&lg, r ? "stopping with %s" : "stopped (%s)",
+					    m.buf ? m.buf : "");
 		strbuf_release(&m);
 	}
 	ret = 0;

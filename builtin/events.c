@@ -15,7 +15,8 @@ const struct tally_cmdopts events_cmdopts = {
 	.name = "events",
 	.summary = "list the events this machine can sample (ophelp)",
 	.usage = "",
-	.footer = "Lists every event: name, type, whether this machine can sample it, and what it counts.\n",
+	.footer =
+		"Lists every event: name, type, whether this machine can sample it, and what it counts.\n",
 	.groups = { &events_group },
 };
 
@@ -41,11 +42,16 @@ int cmd_events(int argc, char **argv)
 		if (!ok && e->type == PERF_TYPE_HARDWARE)
 			any_hw_missing = true;
 		char name[64];
-		snprintf(name, sizeof(name), "%s%s%s", e->name, e->alias ? "|" : "", e->alias ? e->alias : "");
-		printf("%-*s  %-10s %-12s %s\n", w, name, e->type == PERF_TYPE_HARDWARE ? "hardware" : e->offcpu ? "tracepoint" : "software",
+		snprintf(name, sizeof(name), "%s%s%s", e->name, e->alias ? "|" : "",
+			 e->alias ? e->alias : "");
+		printf("%-*s  %-10s %-12s %s\n", w, name,
+		       e->type == PERF_TYPE_HARDWARE ? "hardware"
+		       : e->offcpu                   ? "tracepoint"
+						     : "software",
 		       ok ? "available" : "unavailable", e->desc);
 	}
 	if (any_hw_missing)
-		tally_say("hardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock");
+		tally_say(
+			"hardware events are unavailable: this machine exposes no hardware PMU (virtual machines often do not); use cpu-clock");
 	return 0;
 }

@@ -36,16 +36,18 @@ struct format {
 };
 
 /* name, flags, default output, writer, help: the formats table and the help's list */
-#define EXPORT_FORMATS(X)                                                                                              \
-	X("pprof", 0, "tally.pb.gz", tally_export_pprof, "gzipped profile.proto for go tool pprof")                     \
-	X("callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,                                          \
-	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)")                                       \
-	X("gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,                                             \
-	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)")                              \
-	X("folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,                          \
-	  "folded stacks for flamegraph.pl, inferno, speedscope")                                                        \
-	X("svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg, "an interactive flame graph (zoom, search)")   \
-	X("speedscope", FMT_STACKS | FMT_TEXT, "tally.speedscope.json", tally_export_speedscope,                          \
+#define EXPORT_FORMATS(X)                                                                        \
+	X("pprof", 0, "tally.pb.gz", tally_export_pprof,                                         \
+	  "gzipped profile.proto for go tool pprof")                                             \
+	X("callgrind", FMT_TEXT, "callgrind.out.tally", tally_export_callgrind,                  \
+	  "callgrind format for callgrind_annotate and KCachegrind (op2calltree)")               \
+	X("gmon", FMT_ONE_EVENT | FMT_IMAGE, "gmon.out", tally_export_gmon,                      \
+	  "gmon.out of one image (--image, default the main program) for gprof (opgprof)")       \
+	X("folded", FMT_STACKS | FMT_ONE_EVENT | FMT_TEXT, "tally.folded", tally_export_folded,  \
+	  "folded stacks for flamegraph.pl, inferno, speedscope")                                \
+	X("svg", FMT_STACKS | FMT_ONE_EVENT, "tally.svg", tally_export_svg,                      \
+	  "an interactive flame graph (zoom, search)")                                           \
+	X("speedscope", FMT_STACKS | FMT_TEXT, "tally.speedscope.json", tally_export_speedscope, \
 	  "speedscope's JSON: a profile per event and process")
 
 #define FORMAT_ROW(name, flags, out, fn, help) { name, flags, out, fn, help },
@@ -69,7 +71,10 @@ static int export_handle(void *ctx, int code, const char *arg)
 		char *end;
 		o->x.percent_limit = strtod(arg, &end);
 		if (end == arg || *end || !(o->x.percent_limit >= 0 && o->x.percent_limit <= 100))
-			return tally_seterr(-EINVAL, "invalid --percent-limit '%s': expected a percentage from 0 to 100", arg);
+			return tally_seterr(
+				-EINVAL,
+				"invalid --percent-limit '%s': expected a percentage from 0 to 100",
+				arg);
 		break;
 	}
 	}
@@ -79,19 +84,20 @@ static int export_handle(void *ctx, int code, const char *arg)
 static const struct tally_option export_options[] = {
 	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct expopts, input),
 	TALLY_OPT_STRING('o', "output", "FILE",
-		"where to write (default per format, below; - for stdout: text formats)",
-		struct expopts, output),
-	TALLY_OPT_STRING(0, "format", "FORMAT", "one of the formats below", struct expopts, fmtname),
-	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P", "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT),
+			 "where to write (default per format, below; - for stdout: text formats)",
+			 struct expopts, output),
+	TALLY_OPT_STRING(0, "format", "FORMAT", "one of the formats below", struct expopts,
+			 fmtname),
+	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
+		  "cut stacks under P% of the samples to an [other] frame (default 0)", OPT_PLIMIT),
 	TALLY_OPT_FLAG(0, "wall",
-		"on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)",
-		struct expopts, wall),
-	TALLY_OPT_FLAG(0, "comm-root",
-		"folded: the process's command name as the root frame",
-		struct expopts, x.comm_root),
+		       "on-CPU and off-CPU time in one event, 'wall' (a --off-cpu recording)",
+		       struct expopts, wall),
+	TALLY_OPT_FLAG(0, "comm-root", "folded: the process's command name as the root frame",
+		       struct expopts, x.comm_root),
 	TALLY_OPT_FLAG(0, "per-process",
-		"callgrind: one file per process, FILE.PID (needs --per-pid)",
-		struct expopts, x.per_process),
+		       "callgrind: one file per process, FILE.PID (needs --per-pid)",
+		       struct expopts, x.per_process),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup export_group = { NULL, export_options, export_handle };
@@ -101,7 +107,8 @@ const struct tally_cmdopts export_cmdopts = {
 	.summary = "write a profile for pprof, KCachegrind, gprof or flame graphs",
 	.usage = "[options] --format FORMAT",
 	.footer = "formats (default output file):\n" EXPORT_FORMATS(FORMAT_HELP),
-	.groups = { &export_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
+	.groups = { &export_group, &tally_select_group, &tally_symopts_group,
+		    &tally_db_select_group },
 };
 
 static char *format_names(void)
@@ -140,7 +147,8 @@ int cmd_export(int argc, char **argv)
 			fmt = &formats[i];
 	if (!fmt) {
 		if (fmtname)
-			tally_error("unknown export format '%s' (known formats: %s)", fmtname, names);
+			tally_error("unknown export format '%s' (known formats: %s)", fmtname,
+				    names);
 		else
 			tally_error("give --format (known formats: %s)", names);
 		free(names);
@@ -162,7 +170,8 @@ int cmd_export(int argc, char **argv)
 	}
 	if (x.per_process && !strcmp(output, "-")) {
 		tally_symopts_release(&so);
-		tally_error("--per-process writes one file per process: give -o PREFIX, not stdout");
+		tally_error(
+			"--per-process writes one file per process: give -o PREFIX, not stdout");
 		return 2;
 	}
 	if (x.comm_root && strcmp(fmt->name, "folded")) {
@@ -207,8 +216,9 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	if ((fmt->flags & FMT_STACKS) && !db.has_stacks) {
-		tally_error("'%s' has no call stacks, which the %s format needs (record with -g or --call-graph to get them)",
-			    input, fmt->name);
+		tally_error(
+			"'%s' has no call stacks, which the %s format needs (record with -g or --call-graph to get them)",
+			input, fmt->name);
 		ret = 1;
 		goto out;
 	}
@@ -225,7 +235,9 @@ int cmd_export(int argc, char **argv)
 		total += tally_export_total(&db, events[i], (fmt->flags & FMT_STACKS) != 0);
 	if (!total) {
 		tally_error("nothing to export: '%s' has no samples%s", input,
-			    sel.image || sel.pid || sel.comm || sel.event || sel.excl ? " in the selection" : "");
+			    sel.image || sel.pid || sel.comm || sel.event || sel.excl
+				    ? " in the selection"
+				    : "");
 		ret = 1;
 		goto out;
 	}
@@ -262,10 +274,12 @@ int cmd_export(int argc, char **argv)
 		for (size_t i = 0; i < out.n; i++)
 			n += out.files[i].put + out.files[i].data.len;
 		if (out.n == 1)
-			tally_say("wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)", output, out.files[0].suffix, fmt->name, n,
-				out.note ? "; " : "", out.note ? out.note : "");
+			tally_say("wrote '%s%s' (%s, %" PRIu64 " bytes%s%s)", output,
+				  out.files[0].suffix, fmt->name, n, out.note ? "; " : "",
+				  out.note ? out.note : "");
 		else
-			tally_say("wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)", out.n, output, fmt->name, n);
+			tally_say("wrote %zu files '%s.*' (%s, %" PRIu64 " bytes)", out.n, output,
+				  fmt->name, n);
 	}
 	/* the same warnings as report: an image whose file is wrong or damaged */
 	tally_report_image_warnings(&db, res, tally_verbose, &w);

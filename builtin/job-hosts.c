@@ -31,8 +31,10 @@ static int remote_handle(void *ctx, int code, const char *arg)
 		break;
 	case OPT_ROOT:
 		if (arg[0] != '/' && strncmp(arg, "~/", 2))
-			return tally_seterr(-EINVAL, "--remote-root '%s' must be an absolute path on the hosts, or one under '~/' (the user's home there)",
-					    arg);
+			return tally_seterr(
+				-EINVAL,
+				"--remote-root '%s' must be an absolute path on the hosts, or one under '~/' (the user's home there)",
+				arg);
 		o->root = arg;
 		break;
 	}
@@ -40,12 +42,17 @@ static int remote_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option remote_options[] = {
-	TALLY_OPT(0, "host", TALLY_ARG_REQUIRED, "HOST", "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST),
-	TALLY_OPT(0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
-	  "where tally lives on the hosts (default " TALLY_REMOTE_ROOT ",\nunder the ssh user's home there; one directory per version under\nit, private to the user)", OPT_ROOT),
+	TALLY_OPT(0, "host", TALLY_ARG_REQUIRED, "HOST",
+		  "a host, as ssh takes it: NAME, user@NAME, an alias (repeatable)", OPT_HOST),
+	TALLY_OPT(
+		0, "remote-root", TALLY_ARG_REQUIRED, "DIR",
+		"where tally lives on the hosts (default " TALLY_REMOTE_ROOT
+		",\nunder the ssh user's home there; one directory per version under\nit, private to the user)",
+		OPT_ROOT),
 	TALLY_OPTION_END,
 };
-const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options, remote_handle };
+const struct tally_optgroup tally_hosts_group = { "remote hosts (docs/remote.md)", remote_options,
+						  remote_handle };
 
 struct hostsopts {
 	struct tally_hosts_opts h;
@@ -63,7 +70,8 @@ static int hosts_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option hosts_options[] = {
-	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)", OPT_TIMEOUT),
+	TALLY_OPT(0, "timeout", TALLY_ARG_REQUIRED, "D", "give up on a host after D (default 60s)",
+		  OPT_TIMEOUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup hosts_group = { NULL, hosts_options, hosts_handle };
@@ -114,7 +122,10 @@ int cmd_job_hosts(int argc, char **argv)
 		goto out;
 	ret = 2;
 	if (argc - first > 1) {
-		tally_usage_error("job hosts", "unexpected argument '%s' (one control file, or hosts with --host)", argv[first + 1]);
+		tally_usage_error(
+			"job hosts",
+			"unexpected argument '%s' (one control file, or hosts with --host)",
+			argv[first + 1]);
 		goto out;
 	}
 	/* a control file's 'hosts' lines, after the --host ones */
@@ -128,15 +139,19 @@ int cmd_job_hosts(int argc, char **argv)
 			goto out;
 		}
 		for (size_t i = 0; i < ctl.n; i++)
-			for (size_t k = 0; ctl.steps[i].cmd == TALLY_JOB_HOSTS && ctl.steps[i].args[k]; k++) {
+			for (size_t k = 0;
+			     ctl.steps[i].cmd == TALLY_JOB_HOSTS && ctl.steps[i].args[k]; k++) {
 				GROW(o.h.hosts, o.h.ahosts, o.h.nhosts + 1);
 				o.h.hosts[o.h.nhosts++] = ctl.steps[i].args[k];
 			}
 	}
 	if (!o.h.nhosts) {
-		tally_usage_error("job hosts", first < argc ? "'%s' has no 'hosts' line: name the hosts there, or with --host HOST"
-							  : "name at least one host: --host HOST, or a control file with a 'hosts' line",
-				  first < argc ? argv[first] : "");
+		tally_usage_error(
+			"job hosts",
+			first < argc
+				? "'%s' has no 'hosts' line: name the hosts there, or with --host HOST"
+				: "name at least one host: --host HOST, or a control file with a 'hosts' line",
+			first < argc ? argv[first] : "");
 		tally_job_control_release(&ctl);
 		goto out;
 	}
@@ -153,13 +168,17 @@ int cmd_job_hosts(int argc, char **argv)
 	snprintf(mux, sizeof(mux), "/tmp/tally-ssh-%d-XXXXXX", (int)getpid());
 	bool have_mux = mkdtemp(mux) != NULL;
 	for (size_t i = 0; i < nh; i++) {
-		h[i].r = (struct tally_remote){ .host = o.h.hosts[i], .root = o.h.root, .timeout = o.timeout, .mux_dir = have_mux ? mux : NULL };
+		h[i].r = (struct tally_remote){ .host = o.h.hosts[i],
+						.root = o.h.root,
+						.timeout = o.timeout,
+						.mux_dir = have_mux ? mux : NULL };
 		h[i].profilers = profilers;
 	}
 	/* every host at once: the slowest handshake, not their sum */
 	tally_run_parallel(nh, check_host, h);
 	ret = 0;
-	printf("%-20s %-8s %-24s %12s %10s  %s\n", "host", "arch", "tally", "clock offset", "round trip", "boot id");
+	printf("%-20s %-8s %-24s %12s %10s  %s\n", "host", "arch", "tally", "clock offset",
+	       "round trip", "boot id");
 	for (size_t i = 0; i < nh; i++) {
 		if (h[i].ret) {
 			tally_error("%s", h[i].err);
@@ -176,8 +195,9 @@ int cmd_job_hosts(int argc, char **argv)
 		} else {
 			snprintf(inst, sizeof(inst), "%s", "already there");
 		}
-		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s%s\n", o.h.hosts[i], h[i].f.arch, inst, h[i].f.clock_offset, h[i].f.rtt,
-		       h[i].f.boot_id, profilers && profilers[0] ? "  (profilers initialized)" : "");
+		printf("%-20s %-8s %-24s %+11.3fs %9.3fs  %s%s\n", o.h.hosts[i], h[i].f.arch, inst,
+		       h[i].f.clock_offset, h[i].f.rtt, h[i].f.boot_id,
+		       profilers && profilers[0] ? "  (profilers initialized)" : "");
 		tally_remote_facts_release(&h[i].f);
 	}
 	for (size_t i = 0; i < nh && have_mux; i++)

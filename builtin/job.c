@@ -32,16 +32,19 @@ static int job_handle(void *ctx, int code, const char *arg)
 
 static const struct tally_option job_options[] = {
 	TALLY_OPT_STRING('r', "results", "DIR",
-		"run: where the results go (default results/JOBNAME; never overwritten)",
-		struct jobopts, results),
-	TALLY_OPT_STRING(0, "profilers-path", "DIRS",
+			 "run: where the results go (default results/JOBNAME; never overwritten)",
+			 struct jobopts, results),
+	TALLY_OPT_STRING(
+		0, "profilers-path", "DIRS",
 		"colon-separated directories of external profilers, searched before\nTALLY_PROFILERS_PATH and " TALLY_PROFILERS_SYSDIR,
 		struct jobopts, path),
-	TALLY_OPT_STRING(0, "state-dir", "DIR",
+	TALLY_OPT_STRING(
+		0, "state-dir", "DIR",
 		"where profilers keep their set-up state (TALLY_SRCDIR is DIR/NAME;\ndefault TALLY_STATE_DIR, else ~/.local/state/tally/profilers)",
 		struct jobopts, state),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
-	TALLY_OPT_DURATION(0, "host-timeout", "D",
+	TALLY_OPT_DURATION(
+		0, "host-timeout", "D",
 		"run: how long a host that went away may take to come back (default 60s)",
 		struct jobopts, host_timeout),
 	TALLY_OPTION_END,
@@ -50,22 +53,25 @@ static const struct tally_optgroup job_group = { NULL, job_options, job_handle }
 
 const struct tally_cmdopts job_cmdopts = {
 	.name = "job",
-	.summary = "run tests with profilers around them, from a control file (autotest's job profilers)",
-	.usage = "run [-r RESULTS] [--profilers-path DIRS] CONTROL | profilers [--profilers-path DIRS] | hosts --host HOST...",
-	.footer = "commands:\n"
-		  "  run CONTROL          run the control file's tests with its profilers; results in\n"
-		  "                       RESULTS/TAG/ (status, output, profiling/) and RESULTS/status.json\n"
-		  "  profilers            the profilers there are: name, version, set up or not, where\n"
-		  "  hosts --host HOST... check remote hosts over ssh (TALLY_SSH): reachable, tally\n"
-		  "                       installed there, clock offset ('tally job hosts --help')\n"
-		  "control file (one command a line, '#' comments, shell-style quoting, no expansion):\n"
-		  "  profilers add NAME [ARGS...]    e.g. profilers add tally -F 999 -g; profilers add cmd 'vmstat 1'\n"
-		  "  profilers delete NAME\n"
-		  "  profilers only on|off           on: every iteration profiled (off: one extra profiled iteration)\n"
-		  "  run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...]     built-in: sleeptest SECONDS\n"
-		  "  run [--iterations N] [--tag TAG] [--timeout D] -- COMMAND [ARGS...]\n"
-		  "exit status: 0 every test passed, 1 a test failed or the job could not run,\n"
-		  "2 a usage or control-file error, 130 interrupted (the results are whole)\n",
+	.summary =
+		"run tests with profilers around them, from a control file (autotest's job profilers)",
+	.usage =
+		"run [-r RESULTS] [--profilers-path DIRS] CONTROL | profilers [--profilers-path DIRS] | hosts --host HOST...",
+	.footer =
+		"commands:\n"
+		"  run CONTROL          run the control file's tests with its profilers; results in\n"
+		"                       RESULTS/TAG/ (status, output, profiling/) and RESULTS/status.json\n"
+		"  profilers            the profilers there are: name, version, set up or not, where\n"
+		"  hosts --host HOST... check remote hosts over ssh (TALLY_SSH): reachable, tally\n"
+		"                       installed there, clock offset ('tally job hosts --help')\n"
+		"control file (one command a line, '#' comments, shell-style quoting, no expansion):\n"
+		"  profilers add NAME [ARGS...]    e.g. profilers add tally -F 999 -g; profilers add cmd 'vmstat 1'\n"
+		"  profilers delete NAME\n"
+		"  profilers only on|off           on: every iteration profiled (off: one extra profiled iteration)\n"
+		"  run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...]     built-in: sleeptest SECONDS\n"
+		"  run [--iterations N] [--tag TAG] [--timeout D] -- COMMAND [ARGS...]\n"
+		"exit status: 0 every test passed, 1 a test failed or the job could not run,\n"
+		"2 a usage or control-file error, 130 interrupted (the results are whole)\n",
 	.groups = { &job_group, &tally_hosts_group },
 };
 
@@ -127,7 +133,8 @@ static int job_run(const struct jobopts *o, const char *control)
 		ret = 1;
 	} else {
 		unsigned n = tally_job_tests(j), f = tally_job_failed(j);
-		printf("%u test%s, %u failed: results in '%s'\n", n, n == 1 ? "" : "s", f, tally_job_results(j));
+		printf("%u test%s, %u failed: results in '%s'\n", n, n == 1 ? "" : "s", f,
+		       tally_job_results(j));
 		ret = f ? 1 : 0;
 	}
 	signal(SIGINT, SIG_DFL);
@@ -149,7 +156,8 @@ static int job_profilers(const struct jobopts *o)
 	tally_profilers_list(&env, &v, &n);
 	printf("%-16s %-14s %-12s %s\n", "name", "version", "set up", "where");
 	for (size_t i = 0; i < n; i++) {
-		printf("%-16s %-14s %-12s %s\n", v[i].name, v[i].version ? v[i].version : "?", v[i].setup, v[i].where);
+		printf("%-16s %-14s %-12s %s\n", v[i].name, v[i].version ? v[i].version : "?",
+		       v[i].setup, v[i].where);
 		if (v[i].error)
 			printf("%-16s   (%s)\n", "", v[i].error);
 	}
@@ -200,7 +208,9 @@ static int job_agent(int argc, char **argv)
 		strbuf_release(&a);
 		return ok ? 0 : 1;
 	}
-	return tally_usage_error("job", "the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST");
+	return tally_usage_error(
+		"job",
+		"the agent is started by a job: job agent start DIR, or job agent ctl DIR REQUEST");
 }
 
 static int job_main(struct jobopts *op, int argc, char **argv);
@@ -232,13 +242,17 @@ static int job_main(struct jobopts *op, int argc, char **argv)
 		return tally_usage_error("job", "give a command: run CONTROL or profilers");
 	if (!strcmp(ops[0], "run")) {
 		if (nops != 2)
-			return tally_usage_error("job", nops < 2 ? "'job run' needs a control file" : "'job run' takes one control file, got '%s' too",
-						 nops > 2 ? ops[2] : "");
+			return tally_usage_error(
+				"job",
+				nops < 2 ? "'job run' needs a control file"
+					 : "'job run' takes one control file, got '%s' too",
+				nops > 2 ? ops[2] : "");
 		return job_run(op, ops[1]);
 	}
 	if (!strcmp(ops[0], "profilers")) {
 		if (nops != 1)
-			return tally_usage_error("job", "'job profilers' takes no argument, got '%s'", ops[1]);
+			return tally_usage_error(
+				"job", "'job profilers' takes no argument, got '%s'", ops[1]);
 		if (op->results)
 			return tally_usage_error("job", "-r is for 'job run'");
 		return job_profilers(op);

@@ -55,7 +55,9 @@ static void progress_clear(void)
 static void progress_draw(double now)
 {
 	/* the core's words while they are fresh, else the phase */
-	const char *w = progress.what[0] && (!progress.phase[0] || now - progress.said < 1.0) ? progress.what : progress.phase;
+	const char *w = progress.what[0] && (!progress.phase[0] || now - progress.said < 1.0)
+				? progress.what
+				: progress.phase;
 	if (!w[0] || now - progress.start < progress.after)
 		return;
 	progress.last = now;

@@ -30,7 +30,10 @@ static int push_cmd_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option push_cmd_options[] = {
-	TALLY_OPT('i', "input", TALLY_ARG_REQUIRED, "DB", "what to send: a database, a daemon's (each epoch as one profile),\na bundle or an archive (default tally.db)", OPT_INPUT),
+	TALLY_OPT(
+		'i', "input", TALLY_ARG_REQUIRED, "DB",
+		"what to send: a database, a daemon's (each epoch as one profile),\na bundle or an archive (default tally.db)",
+		OPT_INPUT),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup push_cmd_group = { NULL, push_cmd_options, push_cmd_handle };
@@ -39,12 +42,14 @@ const struct tally_cmdopts push_cmdopts = {
 	.name = "push",
 	.summary = "send a profile to Grafana Pyroscope, Parca or an OpenTelemetry collector",
 	.usage = "[options] --to URL --format pyroscope|parca|otlp",
-	.footer = "endpoints (appended to URL unless it ends with one):\n"
-		  "  pyroscope: POST /ingest (pprof in a multipart form; name=APP{host=...,LABELS})\n"
-		  "  parca: POST /profiles/writeraw (WriteRawRequest as JSON, pprof inside)\n"
-		  "  otlp: POST /v1development/profiles (OTLP profiles, opentelemetry-proto v1.11.0)\n"
-		  "durations: seconds (decimals allowed) or 200ms, 30s, 5m\n",
-	.groups = { &push_cmd_group, &tally_push_group, &tally_db_select_group, &tally_symopts_group },
+	.footer =
+		"endpoints (appended to URL unless it ends with one):\n"
+		"  pyroscope: POST /ingest (pprof in a multipart form; name=APP{host=...,LABELS})\n"
+		"  parca: POST /profiles/writeraw (WriteRawRequest as JSON, pprof inside)\n"
+		"  otlp: POST /v1development/profiles (OTLP profiles, opentelemetry-proto v1.11.0)\n"
+		"durations: seconds (decimals allowed) or 200ms, 30s, 5m\n",
+	.groups = { &push_cmd_group, &tally_push_group, &tally_db_select_group,
+		    &tally_symopts_group },
 };
 
 /* One database (or epoch) pushed; its line said. 0 or 1. */
@@ -63,7 +68,8 @@ static int push_one(const struct tally_push_opts *po, struct tally_db *db, const
 	}
 	char *ep = tally_push_endpoint(po);
 	tally_say("pushed %s to '%s' (%s: %" PRIu64 " sample%s, %zu bytes)", what, ep,
-		tally_push_format_name(po->format), sent.samples, sent.samples == 1 ? "" : "s", sent.bytes);
+		  tally_push_format_name(po->format), sent.samples, sent.samples == 1 ? "" : "s",
+		  sent.bytes);
 	free(ep);
 	return 0;
 }

@@ -35,16 +35,18 @@ static int record_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option record_options[] = {
-	TALLY_OPT_STRING('o', "output", "DIR",
-		"database directory (default tally.db)",
-		struct recopts, out),
+	TALLY_OPT_STRING('o', "output", "DIR", "database directory (default tally.db)",
+			 struct recopts, out),
 	TALLY_OPT_FLAG(0, "force", "replace an existing database", struct recopts, force),
 	TALLY_OPT_FLAG('a', "all-cpus", "the whole system, kernel included", struct recopts, all),
-	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct recopts, pid_arg),
-	TALLY_OPT_DURATION(0, "duration", "SECS",
+	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct recopts,
+			 pid_arg),
+	TALLY_OPT_DURATION(
+		0, "duration", "SECS",
 		"stop after this long (also 500ms, 2m, ...); a COMMAND then gets SIGTERM",
 		struct recopts, duration),
-	TALLY_OPT_FLAG('N', "no-buildid-cache",
+	TALLY_OPT_FLAG(
+		'N', "no-buildid-cache",
 		"do not copy the sampled images into the build-id cache (reports of\nthe database then name code only while its files are unchanged)",
 		struct recopts, no_cache),
 	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "say what it is doing", OPT_VERBOSE),
@@ -106,7 +108,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (!ncmd && !all && !pid_arg) {
-		ret = tally_usage_error("record", "nothing to profile: give a COMMAND (after --), -a or -p PID");
+		ret = tally_usage_error(
+			"record", "nothing to profile: give a COMMAND (after --), -a or -p PID");
 		goto out;
 	}
 	{
@@ -175,17 +178,21 @@ int cmd_record(int argc, char **argv)
 		const struct tally_event_desc *ev = smp.evs[e];
 		uint64_t mp = tally_collector_mean_period(col, e);
 		if (mp)
-			tally_info("event %s: period %" PRIu64 "%s%s on CPUs %s", ev->name, mp, ev->time_based ? " ns" : "",
+			tally_info("event %s: period %" PRIu64 "%s%s on CPUs %s", ev->name, mp,
+				   ev->time_based ? " ns" : "",
 				   smp.randomize ? " (randomized +-12.5%)" : "", cpustr.buf);
 		else
-			tally_info("event %s: %" PRIu64 " Hz (kernel-adjusted period) on CPUs %s", ev->name, smp.freq, cpustr.buf);
+			tally_info("event %s: %" PRIu64 " Hz (kernel-adjusted period) on CPUs %s",
+				   ev->name, smp.freq, cpustr.buf);
 	}
 	strbuf_release(&cpustr);
 	{
 		const char *why, *mech = tally_collector_offcpu_mech(col, &why);
 		if (mech)
-			tally_info("off-CPU time from %s%s%s%s", !strcmp(mech, "bpf") ? "the BPF program (summed in the kernel)" :
-				   "the sched_switch tracepoint", why ? " (" : "", why ? why : "", why ? ")" : "");
+			tally_info("off-CPU time from %s%s%s%s",
+				   !strcmp(mech, "bpf") ? "the BPF program (summed in the kernel)"
+							: "the sched_switch tracepoint",
+				   why ? " (" : "", why ? why : "", why ? ")" : "");
 	}
 
 	if (tally_recording_start(rec)) {
@@ -219,17 +226,21 @@ int cmd_record(int argc, char **argv)
 			   tally_recording_cache_warning(rec));
 	if (strcmp(written, out))
 		tally_warn("'%s' appeared while recording; wrote '%s' instead", out, written);
-	tally_say("wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')", written,
-		tally_recording_samples(rec), tally_recording_samples(rec) == 1 ? "" : "s", tally_recording_lost(rec), written);
+	tally_say("wrote '%s': %" PRIu64 " sample%s, %" PRIu64 " lost (see 'tally report -i %s')",
+		  written, tally_recording_samples(rec),
+		  tally_recording_samples(rec) == 1 ? "" : "s", tally_recording_lost(rec), written);
 	if (tally_recording_lost(rec))
-		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy", tally_recording_lost(rec),
+		tally_warn("%" PRIu64 " sample%s lost: lower -F, or the system is too busy",
+			   tally_recording_lost(rec),
 			   tally_recording_lost(rec) == 1 ? " was" : "s were");
 	{
 		struct tally_offcpu_stats os;
 		if (tally_collector_offcpu_stats(col, &os) && os.nostack)
-			tally_warn("%" PRIu64 " off-CPU wait%s kept one frame: the kernel's stack map had no room "
-				   "(off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
-				   os.nostack, os.nostack == 1 ? "" : "s");
+			tally_warn(
+				"%" PRIu64
+				" off-CPU wait%s kept one frame: the kernel's stack map had no room "
+				"(off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
+				os.nostack, os.nostack == 1 ? "" : "s");
 	}
 	free(written);
 	ret = ncmd ? tally_recording_exit_code(rec) : 0;

@@ -30,9 +30,12 @@ static int scan_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option scan_options[] = {
-	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE", "write the map to FILE (default: standard output)", 'o'),
-	TALLY_OPT('q', "quiet", TALLY_ARG_NONE, NULL, "no note per skipped file or directory loop", 'q'),
-	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL, "end with the counts of files, images, loops and skips", 'v'),
+	TALLY_OPT('o', "output", TALLY_ARG_REQUIRED, "FILE",
+		  "write the map to FILE (default: standard output)", 'o'),
+	TALLY_OPT('q', "quiet", TALLY_ARG_NONE, NULL, "no note per skipped file or directory loop",
+		  'q'),
+	TALLY_OPT('v', "verbose", TALLY_ARG_NONE, NULL,
+		  "end with the counts of files, images, loops and skips", 'v'),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup scan_group = { NULL, scan_options, scan_handle };
@@ -41,9 +44,10 @@ const struct tally_cmdopts scan_cmdopts = {
 	.name = "scan",
 	.summary = "map image signatures to files, for reports of stripped systems (iscan)",
 	.usage = "[options] [DIR...]",
-	.footer = "Writes a map from image signature (build-id, else content hash) to the ELF\n"
-		  "files under each DIR (default: /usr/lib/debug /usr/local/lib /usr/local/bin\n"
-		  "/usr/lib /usr/bin /usr/sbin /usr/libexec /lib /bin /sbin /opt, those that exist).\n",
+	.footer =
+		"Writes a map from image signature (build-id, else content hash) to the ELF\n"
+		"files under each DIR (default: /usr/lib/debug /usr/local/lib /usr/local/bin\n"
+		"/usr/lib /usr/bin /usr/sbin /usr/libexec /lib /bin /sbin /opt, those that exist).\n",
 	.groups = { &scan_group },
 };
 
@@ -112,10 +116,11 @@ int cmd_scan(int argc, char **argv)
 		}
 	}
 	strbuf_release(&out);
-	tally_info("scan: %zu files, %zu ELF images mapped, %zu directory loops skipped, %zu unreadable, %zu damaged ELF",
-		   st.files, st.elf, st.loops, st.unreadable, st.bad_elf);
+	tally_info(
+		"scan: %zu files, %zu ELF images mapped, %zu directory loops skipped, %zu unreadable, %zu damaged ELF",
+		st.files, st.elf, st.loops, st.unreadable, st.bad_elf);
 	if (st.loops && !quiet)
-		tally_warn("skipped %zu director%s already walked (symlink loops or bind mounts)", st.loops,
-			   st.loops == 1 ? "y" : "ies");
+		tally_warn("skipped %zu director%s already walked (symlink loops or bind mounts)",
+			   st.loops, st.loops == 1 ? "y" : "ies");
 	return 0;
 }

@@ -70,7 +70,8 @@ static void tick(struct top *t, struct tally_db *db, bool cumulative, double sin
 	strbuf_reset(&t->msg);
 	/* shares by period weight (time, or events), as the report's; the rate
 	 * stays in samples: the weight fed, at the tick's samples per weight */
-	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0, ns = db->nevents > 0 ? db->samples[0] : 0;
+	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0,
+		 ns = db->nevents > 0 ? db->samples[0] : 0;
 	tally_view_weigh(db, false);
 	t->st.unit = db->nevents > 0 ? tally_view_heading(db, 0) : NULL;
 	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, &added))
@@ -90,7 +91,8 @@ static void tick(struct top *t, struct tally_db *db, bool cumulative, double sin
 
 static bool done(struct top *t)
 {
-	return top_got_quit || t->ui.quit || (t->o.iterations && t->ticks >= t->o.iterations) || (t->o.once && t->ticks >= 1);
+	return top_got_quit || t->ui.quit || (t->o.iterations && t->ticks >= t->o.iterations) ||
+	       (t->o.once && t->ticks >= 1);
 }
 
 /* The keys typed and a resize since the last look: the screen drawn again
@@ -151,7 +153,8 @@ int top_run_recording(struct top *t, struct tally_recording *rec, const struct t
 			double left = next - tally_now_mono();
 			if (left <= 0)
 				break;
-			int n = tally_recording_step(rec, left > 0.05 ? 50 : (int)(left * 1000) + 1);
+			int n = tally_recording_step(rec,
+						     left > 0.05 ? 50 : (int)(left * 1000) + 1);
 			keys_and_resize(t);
 			ended = step_ended(t, n, &ret);
 		}
@@ -193,7 +196,8 @@ int top_run_daemon(struct top *t, int epfd)
 		strbuf_addstr(&path, t->o.sock);
 	else
 		strbuf_addf(&path, "%s/%s", t->o.db, TALLY_CTL_SOCKET_NAME);
-	double last = 0, last_since = 0; /* the daemon's clock at its last answer, its memory's start then */
+	/* the daemon's clock at its last answer, its memory's start then */
+	double last = 0, last_since = 0;
 	int ret = 0, r;
 	bool first = true;
 	while (!done(t)) {
@@ -219,7 +223,8 @@ int top_run_daemon(struct top *t, int epfd)
 		if (!ok) {
 			struct strbuf m = STRBUF_INIT;
 			strbuf_add_excerpt(&m, body.buf ? body.buf : "", body.len, 300);
-			tally_error("the daemon at '%s' answered: %s", path.buf, m.buf ? m.buf : "");
+			tally_error("the daemon at '%s' answered: %s", path.buf,
+				    m.buf ? m.buf : "");
 			strbuf_release(&m);
 			ret = 1;
 			break;
@@ -237,7 +242,9 @@ int top_run_daemon(struct top *t, int epfd)
 		const char *since = tally_meta_get(&db.session, "memory-since");
 		if (!since) {
 			tally_db_release(&db);
-			tally_error("the daemon at '%s' answered peek without 'memory-since' (restart it with this tally)", path.buf);
+			tally_error(
+				"the daemon at '%s' answered peek without 'memory-since' (restart it with this tally)",
+				path.buf);
 			ret = 1;
 			break;
 		}

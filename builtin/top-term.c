@@ -119,7 +119,8 @@ void top_drain_wakeups(void)
 int top_wakeups_open(bool keys, bool interactive)
 {
 	int epfd;
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 || (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
 	struct epoll_event ev = { .events = EPOLLIN };
 	epoll_ctl(epfd, EPOLL_CTL_ADD, sig_pipe[0], &ev);

@@ -60,33 +60,33 @@ static int top_handle(void *ctx, int code, const char *arg)
 
 static const struct tally_option top_options[] = {
 	TALLY_OPT_FLAG('a', "all-cpus",
-		"the whole system, kernel included (the default without -p or COMMAND)",
-		struct topopts, all),
-	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct topopts, pid_arg),
-	TALLY_OPT_STRING(0, "db", "DIR",
+		       "the whole system, kernel included (the default without -p or COMMAND)",
+		       struct topopts, all),
+	TALLY_OPT_STRING('p', "pid", "LIST", "attach to running processes", struct topopts,
+			 pid_arg),
+	TALLY_OPT_STRING(
+		0, "db", "DIR",
 		"show what the tally daemon of DIR samples (its control socket):\nno perf events of its own",
 		struct topopts, db),
 	TALLY_OPT_STRING(0, "socket", "PATH",
-		"the daemon's control socket (default DIR/ctl.sock; implies --db)",
-		struct topopts, sock),
-	TALLY_OPT_FLAG(0, "once",
-		"print one text snapshot after one interval, then exit",
-		struct topopts, once),
-	TALLY_OPT('d', "delay", TALLY_ARG_REQUIRED, "SECS", "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY),
-	TALLY_OPT_U64('n', "iterations", "N",
-		"exit after N refreshes",
-		struct topopts, iterations, 1, UINT32_MAX),
-	TALLY_OPT_U64(0, "rows", "N",
-		"rows of each text snapshot (default 25; 0: all)",
-		struct topopts, rows, 0, 1000000),
-	TALLY_OPT(0, "view", TALLY_ARG_REQUIRED, "VIEW", "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW),
-	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEY", "share (default), self, name, image or command (key s)", OPT_SORT),
-	TALLY_OPT_STRING(0, "comm", "TEXT",
-		"only commands whose name contains TEXT (key c)",
-		struct topopts, comm),
-	TALLY_OPT_STRING(0, "image", "TEXT",
-		"only images whose name contains TEXT (key i)",
-		struct topopts, image),
+			 "the daemon's control socket (default DIR/ctl.sock; implies --db)",
+			 struct topopts, sock),
+	TALLY_OPT_FLAG(0, "once", "print one text snapshot after one interval, then exit",
+		       struct topopts, once),
+	TALLY_OPT('d', "delay", TALLY_ARG_REQUIRED, "SECS",
+		  "the interval between refreshes (default 1s; 50ms to 1h)", OPT_DELAY),
+	TALLY_OPT_U64('n', "iterations", "N", "exit after N refreshes", struct topopts, iterations,
+		      1, UINT32_MAX),
+	TALLY_OPT_U64(0, "rows", "N", "rows of each text snapshot (default 25; 0: all)",
+		      struct topopts, rows, 0, 1000000),
+	TALLY_OPT(0, "view", TALLY_ARG_REQUIRED, "VIEW",
+		  "functions (default), images or commands (keys v, 1 2 3)", OPT_VIEW),
+	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEY",
+		  "share (default), self, name, image or command (key s)", OPT_SORT),
+	TALLY_OPT_STRING(0, "comm", "TEXT", "only commands whose name contains TEXT (key c)",
+			 struct topopts, comm),
+	TALLY_OPT_STRING(0, "image", "TEXT", "only images whose name contains TEXT (key i)",
+			 struct topopts, image),
 	TALLY_OPTION_END,
 };
 static const struct tally_optgroup top_group = { NULL, top_options, top_handle };
@@ -95,9 +95,10 @@ const struct tally_cmdopts top_cmdopts = {
 	.name = "top",
 	.summary = "the hottest functions now, refreshed every second, in a terminal or as text",
 	.usage = "[-a | -p PID | --db DIR] [options] [--] [COMMAND [ARGS...]]",
-	.footer = "keys: v (or Tab, 1 2 3) functions, images or commands; s order; c and i filter by command\n"
-		  "or image; = no filters; Space freeze; h help; q quit. Without a terminal on stdout (or\n"
-		  "with --once) a text snapshot is printed every interval (docs/top.md).\n",
+	.footer =
+		"keys: v (or Tab, 1 2 3) functions, images or commands; s order; c and i filter by command\n"
+		"or image; = no filters; Space freeze; h help; q quit. Without a terminal on stdout (or\n"
+		"with --once) a text snapshot is printed every interval (docs/top.md).\n",
 	.stop_at_nonopt = true,
 	.groups = { &top_group, &tally_sampling_group, &tally_symopts_group },
 };
@@ -129,12 +130,16 @@ int cmd_top(int argc, char **argv)
 	int ncmd = argc - first;
 	int given = (ncmd > 0) + (t.o.all) + (t.o.pid_arg != NULL) + (t.o.db != NULL);
 	if (given > 1) {
-		ret = tally_usage_error("top", "give a COMMAND, or -a, or -p, or --db, not several");
+		ret = tally_usage_error("top",
+					"give a COMMAND, or -a, or -p, or --db, not several");
 		goto out;
 	}
-	if (t.o.db && (smp.freq || smp.period || strcmp(smp.events_arg, "cpu-clock") || smp.cpu_arg || smp.stack_user ||
-		       !smp.randomize || smp.per_pid || smp.build_id_mmap)) {
-		ret = tally_usage_error("top", "--db shows what the daemon samples: its rate, events and CPUs are its own (tally ctl cpus)");
+	if (t.o.db &&
+	    (smp.freq || smp.period || strcmp(smp.events_arg, "cpu-clock") || smp.cpu_arg ||
+	     smp.stack_user || !smp.randomize || smp.per_pid || smp.build_id_mmap)) {
+		ret = tally_usage_error(
+			"top",
+			"--db shows what the daemon samples: its rate, events and CPUs are its own (tally ctl cpus)");
 		goto out;
 	}
 	if (smp.freq && smp.period) {
@@ -199,8 +204,9 @@ int cmd_top(int argc, char **argv)
 		 * shown, so they are refused rather than recorded for nothing */
 		for (int i = 0; i < smp.nev; i++)
 			if (smp.evs[i]->offcpu) {
-				tally_error("top shows time on the CPU only, not event '%s' (time off the CPU: 'tally record --off-cpu', then 'tally report --wall' or '--event off-cpu')",
-					    smp.evs[i]->name);
+				tally_error(
+					"top shows time on the CPU only, not event '%s' (time off the CPU: 'tally record --off-cpu', then 'tally report --wall' or '--event off-cpu')",
+					smp.evs[i]->name);
 				ret = 2;
 				goto out;
 			}

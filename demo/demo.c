@@ -17,7 +17,8 @@ __attribute__((noinline)) static void make_lines(unsigned seed)
 {
 	for (int i = 0; i < LINES; i++) {
 		seed = seed * 1103515245u + 12345u;
-		snprintf(lines[i], sizeof(lines[i]), "GET /item/%u?user=%u HTTP/1.1", seed % 100000, (seed >> 8) % 977);
+		snprintf(lines[i], sizeof(lines[i]), "GET /item/%u?user=%u HTTP/1.1", seed % 100000,
+			 (seed >> 8) % 977);
 	}
 }
 
@@ -52,7 +53,8 @@ __attribute__((noinline)) static void write_out(int fd)
 {
 	for (int rep = 0; rep < 40; rep++)
 		for (int i = 0; i < LINES; i += 16)
-			if (write(fd, lines[i], 64 * 16 < (LINES - i) * 64 ? 64 * 16 : (LINES - i) * 64) < 0)
+			if (write(fd, lines[i],
+				  64 * 16 < (LINES - i) * 64 ? 64 * 16 : (LINES - i) * 64) < 0)
 				return;
 }
 
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
 		write_out(fd);
 	}
 	close(fd);
-	printf("indexed %d x %d lines (checksum %016llx)\n", rounds, LINES, (unsigned long long)acc);
+	printf("indexed %d x %d lines (checksum %016llx)\n", rounds, LINES,
+	       (unsigned long long)acc);
 	return 0;
 }

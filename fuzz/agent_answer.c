@@ -15,8 +15,9 @@ static void printable(const char *s, size_t max, const char *what)
 	size_t n = strlen(s);
 	FUZZ_CHECK(n <= max, "%s of %zu bytes", what, n);
 	for (size_t i = 0; i < n; i++)
-		FUZZ_CHECK((unsigned char)s[i] >= 0x20 && s[i] != 0x7f, "a control character (0x%02x) in %s: '%s'",
-			   (unsigned char)s[i], what, s);
+		FUZZ_CHECK((unsigned char)s[i] >= 0x20 && s[i] != 0x7f,
+			   "a control character (0x%02x) in %s: '%s'", (unsigned char)s[i], what,
+			   s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -36,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r) {
 		fuzz_check_errmsg();
 		const char *m = tally_errmsg();
-		FUZZ_CHECK(strstr(m, "host 'fuzz-host'") == m, "the error does not begin with the host: '%s'", m);
+		FUZZ_CHECK(strstr(m, "host 'fuzz-host'") == m,
+			   "the error does not begin with the host: '%s'", m);
 		/* the host's text escaped: at most 4 bytes for each of its 1000, and ours */
 		printable(m, 4 * TALLY_AGENT_ANSWER_MAX + 200, "the error");
 		FUZZ_CHECK(status == 255 ? r == -EHOSTUNREACH

@@ -21,9 +21,12 @@ static void same(const struct tally_agent_req *a, size_t nprof)
 			strbuf_addch(&sb, '-');
 	}
 	struct tally_agent_req b;
-	FUZZ_CHECK(!tally_agent_parse(sb.buf, nprof, &b), "written back, the request is refused: %s", tally_errmsg());
-	FUZZ_CHECK(b.op == a->op && b.iter == a->iter && b.nidx == a->nidx, "the request parsed back differs");
-	FUZZ_CHECK(!a->tag == !b.tag && (!a->tag || !strcmp(a->tag, b.tag)), "the tag parsed back differs");
+	FUZZ_CHECK(!tally_agent_parse(sb.buf, nprof, &b),
+		   "written back, the request is refused: %s", tally_errmsg());
+	FUZZ_CHECK(b.op == a->op && b.iter == a->iter && b.nidx == a->nidx,
+		   "the request parsed back differs");
+	FUZZ_CHECK(!a->tag == !b.tag && (!a->tag || !strcmp(a->tag, b.tag)),
+		   "the tag parsed back differs");
 	for (size_t i = 0; i < a->nidx; i++)
 		FUZZ_CHECK(a->idx[i] == b.idx[i], "profiler %zu parsed back differs", i);
 	tally_agent_req_release(&b);
@@ -42,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!r.idx && !r.nidx, "profilers left after an error");
 	} else {
 		if (r.tag)
-			FUZZ_CHECK(r.tag[0] && r.tag[0] != '.' && !strchr(r.tag, '/') && !strchr(r.tag, '\t'),
+			FUZZ_CHECK(r.tag[0] && r.tag[0] != '.' && !strchr(r.tag, '/') &&
+					   !strchr(r.tag, '\t'),
 				   "tag '%s' is not a safe directory name", r.tag);
 		for (size_t i = 0; i < r.nidx; i++) {
 			FUZZ_CHECK(r.idx[i] < nprof, "profiler %zu of %zu", r.idx[i], nprof);

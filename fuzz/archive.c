@@ -21,9 +21,11 @@ static void visit(const char *path, const char *rel, const struct stat *st, void
 {
 	(void)path;
 	if (S_ISDIR(st->st_mode)) {
-		FUZZ_CHECK((st->st_mode & 0777) == 0700, "directory '%s' has mode %o", rel, st->st_mode & 0777);
+		FUZZ_CHECK((st->st_mode & 0777) == 0700, "directory '%s' has mode %o", rel,
+			   st->st_mode & 0777);
 	} else {
-		FUZZ_CHECK((st->st_mode & 0777) == 0600, "'%s' has mode %o", rel, st->st_mode & 0777);
+		FUZZ_CHECK((st->st_mode & 0777) == 0600, "'%s' has mode %o", rel,
+			   st->st_mode & 0777);
 		FUZZ_CHECK(tally_archive_name_ok(rel), "'%s' is no member's name", rel);
 		(*(size_t *)ctx)++;
 	}
@@ -39,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = tally_archive_open_buf(&db, data, size, "fuzz.tar");
 	if (r) {
 		fuzz_check_errmsg();
-		FUZZ_CHECK(strstr(tally_errmsg(), "fuzz.tar") != NULL, "the error does not name the archive: '%s'", tally_errmsg());
+		FUZZ_CHECK(strstr(tally_errmsg(), "fuzz.tar") != NULL,
+			   "the error does not name the archive: '%s'", tally_errmsg());
 	} else {
 		FUZZ_CHECK(db.archive && db.tmpdir, "an archive opened with no directory");
 		size_t files = 0;
@@ -47,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct strbuf d = STRBUF_INIT;
 		strbuf_addf(&d, "%s/db", db.archive);
 		struct stat st;
-		FUZZ_CHECK(lstat(d.buf, &st) == 0 && S_ISDIR(st.st_mode), "an archive opened with no db/");
+		FUZZ_CHECK(lstat(d.buf, &st) == 0 && S_ISDIR(st.st_mode),
+			   "an archive opened with no db/");
 		strbuf_release(&d);
 		tally_db_release(&db);
 	}
@@ -59,8 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(d != NULL, "cannot open '%s'", base);
 	struct dirent *e;
 	while ((e = readdir(d)))
-		FUZZ_CHECK(!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "tmp") ||
-				   !strcmp(e->d_name, "side"),
+		FUZZ_CHECK(!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+				   !strcmp(e->d_name, "tmp") || !strcmp(e->d_name, "side"),
 			   "'%s' was written beside TMPDIR", e->d_name);
 	closedir(d);
 	return 0;

@@ -21,8 +21,10 @@ static void check_totals(const struct tally_db *db, const char *what)
 		uint64_t sum = 0;
 		bool wrapped = false;
 		for (size_t i = 0; i < db->nentries; i++)
-			wrapped |= __builtin_add_overflow(sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
-		FUZZ_CHECK((fuzz_known("i5") && wrapped) || (!wrapped && sum == db->samples[e]), "%s: event %d: the profiles hold %" PRIu64 "%s, the session %" PRIu64,
+			wrapped |= __builtin_add_overflow(
+				sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
+		FUZZ_CHECK((fuzz_known("i5") && wrapped) || (!wrapped && sum == db->samples[e]),
+			   "%s: event %d: the profiles hold %" PRIu64 "%s, the session %" PRIu64,
 			   what, e, sum, wrapped ? " (wrapped)" : "", db->samples[e]);
 	}
 }
@@ -46,15 +48,16 @@ static char **canon(const struct tally_db *db, size_t *n)
 		if (i < db->nentries) {
 			const struct tally_db_entry *e = &db->entries[i];
 			const struct tally_db_image *im = &db->images[e->image];
-			strbuf_addf(&sb, "entry %s %s %s %d %s pid %" PRId32 " %" PRIx64, im->kind, im->id, im->id_kind, im->pid,
-				    im->path, e->pid, e->offset);
+			strbuf_addf(&sb, "entry %s %s %s %d %s pid %" PRId32 " %" PRIx64, im->kind,
+				    im->id, im->id_kind, im->pid, im->path, e->pid, e->offset);
 			c = &db->counts[i * (size_t)db->nevents];
 		} else {
 			const struct tally_db_stack *st = &db->stacks[i - db->nentries];
 			strbuf_addf(&sb, "stack pid %" PRId32, st->pid);
 			for (uint32_t k = 0; k < st->len; k++) {
 				const struct tally_frame *f = tally_db_frame(db, st, k);
-				strbuf_addf(&sb, " %s:%" PRIx64, db->images[f->image].id, f->offset);
+				strbuf_addf(&sb, " %s:%" PRIx64, db->images[f->image].id,
+					    f->offset);
 			}
 			c = &db->stack_counts[(i - db->nentries) * (size_t)db->nevents];
 		}
@@ -88,27 +91,36 @@ static void round_trip(const struct tally_db *db, const char *what)
 	}
 	struct tally_db back, again;
 	int r = tally_db_open_bundle_buf(&back, b1.buf, b1.len, "written.bundle");
-	FUZZ_CHECK(r == 0, "%s: tally cannot read back the bundle it wrote: %s", what, tally_errmsg());
-	FUZZ_CHECK(back.nevents == db->nevents && back.ntasks == db->ntasks && back.nksyms == db->nksyms &&
-			   back.nimages <= db->nimages && back.lost == db->lost && back.throttled == db->throttled,
-		   "%s: read back, %d events, %zu tasks, %zu kernel symbols, %zu images; written, %d, %zu, %zu, %zu", what,
-		   back.nevents, back.ntasks, back.nksyms, back.nimages, db->nevents, db->ntasks, db->nksyms, db->nimages);
+	FUZZ_CHECK(r == 0, "%s: tally cannot read back the bundle it wrote: %s", what,
+		   tally_errmsg());
+	FUZZ_CHECK(
+		back.nevents == db->nevents && back.ntasks == db->ntasks &&
+			back.nksyms == db->nksyms && back.nimages <= db->nimages &&
+			back.lost == db->lost && back.throttled == db->throttled,
+		"%s: read back, %d events, %zu tasks, %zu kernel symbols, %zu images; written, %d, %zu, %zu, %zu",
+		what, back.nevents, back.ntasks, back.nksyms, back.nimages, db->nevents, db->ntasks,
+		db->nksyms, db->nimages);
 	for (int e = 0; e < db->nevents; e++)
-		FUZZ_CHECK(!strcmp(back.events[e], db->events[e]) && back.samples[e] == db->samples[e],
-			   "%s: event %d reads back as '%s' with %" PRIu64 " samples, written '%s' with %" PRIu64, what, e,
-			   back.events[e], back.samples[e], db->events[e], db->samples[e]);
+		FUZZ_CHECK(!strcmp(back.events[e], db->events[e]) &&
+				   back.samples[e] == db->samples[e],
+			   "%s: event %d reads back as '%s' with %" PRIu64
+			   " samples, written '%s' with %" PRIu64,
+			   what, e, back.events[e], back.samples[e], db->events[e], db->samples[e]);
 	size_t n1, n2;
 	char **c1 = canon(db, &n1), **c2 = canon(&back, &n2);
 	for (size_t i = 0; i < n1 || i < n2; i++)
-		FUZZ_CHECK(i < n1 && i < n2 && !strcmp(c1[i], c2[i]), "%s: written '%s', read back '%s'", what,
-			   i < n1 ? c1[i] : "(nothing)", i < n2 ? c2[i] : "(nothing)");
+		FUZZ_CHECK(i < n1 && i < n2 && !strcmp(c1[i], c2[i]),
+			   "%s: written '%s', read back '%s'", what, i < n1 ? c1[i] : "(nothing)",
+			   i < n2 ? c2[i] : "(nothing)");
 	free_canon(c1, n1);
 	free_canon(c2, n2);
 
 	r = tally_db_bundle(&back, &b2);
-	FUZZ_CHECK(r == 0, "%s: tally cannot bundle again what it read back: %s", what, tally_errmsg());
+	FUZZ_CHECK(r == 0, "%s: tally cannot bundle again what it read back: %s", what,
+		   tally_errmsg());
 	r = tally_db_open_bundle_buf(&again, b2.buf, b2.len, "written-again.bundle");
-	FUZZ_CHECK(r == 0, "%s: tally cannot read back its second bundle: %s", what, tally_errmsg());
+	FUZZ_CHECK(r == 0, "%s: tally cannot read back its second bundle: %s", what,
+		   tally_errmsg());
 	r = tally_db_bundle(&again, &b3);
 	FUZZ_CHECK(r == 0, "%s: tally cannot bundle a third time: %s", what, tally_errmsg());
 	if (b2.len != b3.len || memcmp(b2.buf, b3.buf, b2.len)) {
@@ -116,11 +128,13 @@ static void round_trip(const struct tally_db *db, const char *what)
 		while (i < b2.len && i < b3.len && b2.buf[i] == b3.buf[i])
 			i++;
 		size_t from = i > 200 ? i - 200 : 0;
-		fprintf(stderr, "first difference at byte %zu:\n--- second bundle:\n%.300s\n--- third:\n%.300s\n", i,
-			b2.buf + from, b3.buf + from);
+		fprintf(stderr,
+			"first difference at byte %zu:\n--- second bundle:\n%.300s\n--- third:\n%.300s\n",
+			i, b2.buf + from, b3.buf + from);
 	}
 	FUZZ_CHECK(b2.len == b3.len && !memcmp(b2.buf, b3.buf, b2.len),
-		   "%s: bundled, read back and bundled again, the bytes change (%zu and %zu bytes)", what, b2.len, b3.len);
+		   "%s: bundled, read back and bundled again, the bytes change (%zu and %zu bytes)",
+		   what, b2.len, b3.len);
 	tally_db_release(&again);
 	tally_db_release(&back);
 	strbuf_release(&b1);
@@ -149,7 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_totals(&db, "read");
 	round_trip(&db, "read");
 
-	struct tally_db_builder *b = tally_db_builder_new(db.nevents, db.events, db.per_pid, db.has_stacks);
+	struct tally_db_builder *b =
+		tally_db_builder_new(db.nevents, db.events, db.per_pid, db.has_stacks);
 	tally_db_builder_session(b, &db.session);
 	tally_db_builder_add(b, &db);
 	struct tally_db merged;
@@ -157,7 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_totals(&merged, "merged");
 	if (unique_events(&db))
 		for (int e = 0; e < db.nevents; e++)
-			FUZZ_CHECK(merged.samples[e] == db.samples[e], "merged: event %d: %" PRIu64 " samples, read %" PRIu64, e,
+			FUZZ_CHECK(merged.samples[e] == db.samples[e],
+				   "merged: event %d: %" PRIu64 " samples, read %" PRIu64, e,
 				   merged.samples[e], db.samples[e]);
 	tally_db_release(&merged);
 	tally_db_release(&db);

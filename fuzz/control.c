@@ -14,7 +14,9 @@
 
 static bool safe_name(const char *s)
 {
-	return *s && *s != '.' && !strchr(s, '/') && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+") == strlen(s);
+	return *s && *s != '.' && !strchr(s, '/') &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+") ==
+		       strlen(s);
 }
 
 static void words_round_trip(const char *line)
@@ -37,7 +39,8 @@ static void words_round_trip(const char *line)
 	}
 	char **w2;
 	size_t n2;
-	FUZZ_CHECK(!tally_job_split(q.buf ? q.buf : "", &w2, &n2), "the quoted words do not split again: %s", tally_errmsg());
+	FUZZ_CHECK(!tally_job_split(q.buf ? q.buf : "", &w2, &n2),
+		   "the quoted words do not split again: %s", tally_errmsg());
 	FUZZ_CHECK(n2 == n, "%zu words quoted gave %zu", n, n2);
 	for (size_t i = 0; i < n; i++)
 		FUZZ_CHECK(!strcmp(w[i], w2[i]), "word %zu '%s' came back as '%s'", i, w[i], w2[i]);
@@ -59,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = tally_job_control_parse(&c, "fuzz.ctl", text);
 	if (r) {
 		fuzz_check_errmsg();
-		FUZZ_CHECK(!strncmp(tally_errmsg(), "'fuzz.ctl' ", 11), "the error does not name the file: '%s'", tally_errmsg());
+		FUZZ_CHECK(!strncmp(tally_errmsg(), "'fuzz.ctl' ", 11),
+			   "the error does not name the file: '%s'", tally_errmsg());
 	} else {
 		/* (parsed as a string, the text ends at a NUL: tally_job_control_read
 		 * refuses a file with NUL bytes before parsing) */
@@ -67,14 +71,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool run = false;
 		for (size_t i = 0; i < c.n; i++) {
 			const struct tally_job_step *s = &c.steps[i];
-			FUZZ_CHECK(s->line > last, "step %zu on line %u after line %u", i, s->line, last);
+			FUZZ_CHECK(s->line > last, "step %zu on line %u after line %u", i, s->line,
+				   last);
 			last = s->line;
 			switch (s->cmd) {
 			case TALLY_JOB_ADD:
 				FUZZ_CHECK(s->args != NULL, "add without args");
 				/* fallthrough */
 			case TALLY_JOB_DELETE:
-				FUZZ_CHECK(s->name && safe_name(s->name), "profiler name '%s'", s->name ? s->name : "(null)");
+				FUZZ_CHECK(s->name && safe_name(s->name), "profiler name '%s'",
+					   s->name ? s->name : "(null)");
 				break;
 			case TALLY_JOB_ONLY:
 				break;
@@ -83,18 +89,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(!run, "hosts after a run (line %u)", s->line);
 				FUZZ_CHECK(s->args && s->args[0], "hosts without a host");
 				for (size_t k = 0; s->args && s->args[k]; k++)
-					FUZZ_CHECK(s->args[k][0] && s->args[k][0] != '-', "host '%s'", s->args[k]);
+					FUZZ_CHECK(s->args[k][0] && s->args[k][0] != '-',
+						   "host '%s'", s->args[k]);
 				break;
 			case TALLY_JOB_RUN:
 				run = true;
 				FUZZ_CHECK(s->args && s->args[0], "run without a test");
-				FUZZ_CHECK(s->command || tally_job_builtin_test(s->args[0]), "test '%s'", s->args[0]);
+				FUZZ_CHECK(s->command || tally_job_builtin_test(s->args[0]),
+					   "test '%s'", s->args[0]);
 				FUZZ_CHECK(s->iterations >= 1, "iterations %u", s->iterations);
-				FUZZ_CHECK(isfinite(s->timeout) && s->timeout >= 0, "timeout %g", s->timeout);
-				FUZZ_CHECK(s->tag && safe_name(s->tag) && strcmp(s->tag, "status.json") && strcmp(s->tag, "control"),
+				FUZZ_CHECK(isfinite(s->timeout) && s->timeout >= 0, "timeout %g",
+					   s->timeout);
+				FUZZ_CHECK(s->tag && safe_name(s->tag) &&
+						   strcmp(s->tag, "status.json") &&
+						   strcmp(s->tag, "control"),
 					   "tag '%s'", s->tag ? s->tag : "(null)");
 				for (size_t k = 0; k < i; k++)
-					FUZZ_CHECK(c.steps[k].cmd != TALLY_JOB_RUN || strcmp(c.steps[k].tag, s->tag), "tag '%s' twice", s->tag);
+					FUZZ_CHECK(c.steps[k].cmd != TALLY_JOB_RUN ||
+							   strcmp(c.steps[k].tag, s->tag),
+						   "tag '%s' twice", s->tag);
 				break;
 			}
 		}

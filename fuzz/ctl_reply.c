@@ -62,7 +62,8 @@ static void start_server(void)
 		abort();
 	strcpy(sa.sun_path, sock_path);
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(listen_fd, 4) < 0)
+	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(listen_fd, 4) < 0)
 		abort();
 	sem_init(&served, 0, 0);
 	pthread_t t;
@@ -93,10 +94,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	reply_len = size;
 	bool hok = false;
 	size_t hdr_len = 0, body_len = 0;
-	int h = tally_ctl_reply_header((const char *)data, size, "reply", &hok, &hdr_len, &body_len);
+	int h = tally_ctl_reply_header((const char *)data, size, "reply", &hok, &hdr_len,
+				       &body_len);
 	FUZZ_CHECK(h == 0 || h == 1 || h == -EPROTO, "tally_ctl_reply_header returned %d", h);
 	if (h == 0)
-		FUZZ_CHECK(hdr_len > 0 && hdr_len <= size && data[hdr_len - 1] == '\n', "a header of %zu bytes", hdr_len);
+		FUZZ_CHECK(hdr_len > 0 && hdr_len <= size && data[hdr_len - 1] == '\n',
+			   "a header of %zu bytes", hdr_len);
 	bool ok = false;
 	struct strbuf body = STRBUF_INIT;
 	int r = tally_ctl_call(sock_path, "status", 5, &ok, &body);
@@ -106,18 +109,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(sem_timedwait(&served, &until) == 0, "the fake daemon was never asked");
 	if (r) {
 		fuzz_check_errmsg();
-		FUZZ_CHECK(h != 0 || body_len > size - hdr_len, "a reply whose header parses, with its whole body, failed: %s",
+		FUZZ_CHECK(h != 0 || body_len > size - hdr_len,
+			   "a reply whose header parses, with its whole body, failed: %s",
 			   tally_errmsg());
 		strbuf_release(&body);
 		return 0;
 	}
-	FUZZ_CHECK(h == 0 && hok == ok && body_len == body.len, "the call took a reply the header parser does not (%d)", h);
+	FUZZ_CHECK(h == 0 && hok == ok && body_len == body.len,
+		   "the call took a reply the header parser does not (%d)", h);
 	const uint8_t *nl = memchr(data, '\n', size);
 	FUZZ_CHECK(nl, "a reply without a header line was accepted");
 	size_t hdr = (size_t)(nl - data) + 1;
-	bool isok = size >= 3 && !memcmp(data, "ok ", 3), iserr = size >= 6 && !memcmp(data, "error ", 6);
+	bool isok = size >= 3 && !memcmp(data, "ok ", 3),
+	     iserr = size >= 6 && !memcmp(data, "error ", 6);
 	FUZZ_CHECK(isok || iserr, "a reply that is neither 'ok N' nor 'error N' was accepted");
-	FUZZ_CHECK(ok == isok, "an '%s' reply taken as %s", isok ? "ok" : "error", ok ? "ok" : "error");
+	FUZZ_CHECK(ok == isok, "an '%s' reply taken as %s", isok ? "ok" : "error",
+		   ok ? "ok" : "error");
 	/* the length: digits (leading zeros allowed), a value that fits */
 	const uint8_t *d = data + (isok ? 3 : 6);
 	size_t nd = (size_t)(nl - d);
@@ -125,13 +132,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t want = 0;
 	for (size_t i = 0; i < nd; i++) {
 		FUZZ_CHECK(d[i] >= '0' && d[i] <= '9', "a length with '%c' was accepted", d[i]);
-		FUZZ_CHECK(!__builtin_mul_overflow(want, 10, &want) && !__builtin_add_overflow(want, (uint64_t)(d[i] - '0'), &want),
+		FUZZ_CHECK(!__builtin_mul_overflow(want, 10, &want) &&
+				   !__builtin_add_overflow(want, (uint64_t)(d[i] - '0'), &want),
 			   "a length beyond 2^64 was accepted");
 	}
 	char num[24];
 	snprintf(num, sizeof(num), "%" PRIu64, want);
-	FUZZ_CHECK(body.len == want && want <= size - hdr && !memcmp(body.buf, data + hdr, body.len),
-		   "reply 'LEN %s': a body of %zu bytes, the reply had %zu after its header", num, body.len, size - hdr);
+	FUZZ_CHECK(body.len == want && want <= size - hdr &&
+			   !memcmp(body.buf, data + hdr, body.len),
+		   "reply 'LEN %s': a body of %zu bytes, the reply had %zu after its header", num,
+		   body.len, size - hdr);
 	strbuf_release(&body);
 	return 0;
 }

@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(q.op >= TALLY_CTL_START && q.op <= TALLY_CTL_PEEK, "op %d", (int)q.op);
 	if (q.op == TALLY_CTL_CPUS) {
-		FUZZ_CHECK(q.cpus && q.ncpus == ncpus, "a cpus request for %d CPUs on %d", q.ncpus, ncpus);
+		FUZZ_CHECK(q.cpus && q.ncpus == ncpus, "a cpus request for %d CPUs on %d", q.ncpus,
+			   ncpus);
 		FUZZ_CHECK(!(q.freq && q.period), "both freq and period");
 		FUZZ_CHECK(!q.freq || q.freq <= 1000000, "freq %" PRIu64, q.freq);
 		FUZZ_CHECK(!q.period || q.period <= UINT64_MAX >> 2, "period %" PRIu64, q.period);
@@ -49,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(any, "a cpus request that names no CPU was accepted: '%s'", line);
 		struct tally_ctl_req q2;
 		r = tally_ctl_parse_line(sb.buf, ncpus, &q2);
-		FUZZ_CHECK(r == 0 && q2.op == q.op && q2.on == q.on && q2.freq == q.freq && q2.period == q.period &&
+		FUZZ_CHECK(r == 0 && q2.op == q.op && q2.on == q.on && q2.freq == q.freq &&
+				   q2.period == q.period &&
 				   !memcmp(q2.cpus, q.cpus, (size_t)ncpus * sizeof(bool)),
 			   "'%s' and its plain form '%s' differ", line, sb.buf);
 		tally_ctl_req_release(&q2);

@@ -29,10 +29,11 @@ static int parse_file(struct tally_db *db, const char *name, const void *buf, si
 		const char *name;
 		int (*parse)(struct tally_db *, const char *, size_t, const char *);
 	} kinds[] = {
-		{ "session", tally_db_parse_session },	{ "images", tally_db_parse_images }, { "x.prof", tally_db_parse_prof },
-		{ "stacks", tally_db_parse_stacks },	{ "kernel.syms", tally_db_parse_ksyms },
-		{ "tasks", tally_db_parse_tasks },	{ "modules", tally_db_parse_modules },
-		{ "mntns", tally_db_parse_mntns },	{ "sources", tally_db_parse_sources },
+		{ "session", tally_db_parse_session },   { "images", tally_db_parse_images },
+		{ "x.prof", tally_db_parse_prof },       { "stacks", tally_db_parse_stacks },
+		{ "kernel.syms", tally_db_parse_ksyms }, { "tasks", tally_db_parse_tasks },
+		{ "modules", tally_db_parse_modules },   { "mntns", tally_db_parse_mntns },
+		{ "sources", tally_db_parse_sources },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (!strcmp(kinds[i].name, name))
@@ -46,7 +47,8 @@ static int input_events(const char *s)
 {
 	const char *p = NULL;
 	if (!strcmp(DB_FILE, "x.prof")) {
-		for (const char *l = s; l && *l && *l != '\n'; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		for (const char *l = s; l && *l && *l != '\n';
+		     l = strchr(l, '\n'), l = l ? l + 1 : NULL)
 			if (!strncmp(l, "samples: ", 9)) {
 				p = l + 9;
 				break;
@@ -120,7 +122,8 @@ static void prerequisites(struct tally_db *db, int nevents, int version)
 		return;
 	}
 	for (int i = 0; i < NIMAGES; i++)
-		strbuf_addf(&sb, "%d\texec\t%016x\tbuild-id\t0\timage%d\t/usr/bin/image%d\n", i, i, i, i);
+		strbuf_addf(&sb, "%d\texec\t%016x\tbuild-id\t0\timage%d\t/usr/bin/image%d\n", i, i,
+			    i, i);
 	r = parse_file(db, "images", sb.buf, sb.len);
 	FUZZ_CHECK(r == 0, "the harness's images: %s", tally_errmsg());
 	strbuf_release(&sb);
@@ -130,7 +133,8 @@ static void check_prof(const struct tally_db *db, const char *text)
 {
 	FUZZ_CHECK(db->nprofs == 1, "%zu profiles", db->nprofs);
 	const struct tally_db_prof *p = &db->profs[0];
-	FUZZ_CHECK(p->image < db->nimages && p->pid >= 0, "image %" PRIu32 " pid %" PRId32, p->image, p->pid);
+	FUZZ_CHECK(p->image < db->nimages && p->pid >= 0, "image %" PRIu32 " pid %" PRId32,
+		   p->image, p->pid);
 	/* the header's counts, as the parser read them, are the sums of the lines */
 	const char *h = strstr(text, "samples: ");
 	FUZZ_CHECK(h, "accepted without a samples header");
@@ -138,17 +142,21 @@ static void check_prof(const struct tally_db *db, const char *text)
 		uint64_t sum = 0;
 		bool wrapped = false;
 		for (size_t i = p->first; i < p->end; i++)
-			wrapped |= __builtin_add_overflow(sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
-		FUZZ_CHECK(fuzz_known("i5") || !wrapped, "the counts of event %d wrap around 2^64 and were accepted", e);
+			wrapped |= __builtin_add_overflow(
+				sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
+		FUZZ_CHECK(fuzz_known("i5") || !wrapped,
+			   "the counts of event %d wrap around 2^64 and were accepted", e);
 		if (!db->weights)
 			continue;
 		sum = 0;
 		for (size_t i = p->first; i < p->end; i++) {
 			size_t at = i * (size_t)db->nevents + (size_t)e;
 			wrapped |= __builtin_add_overflow(sum, db->weights[at], &sum);
-			FUZZ_CHECK(db->counts[at] || !db->weights[at], "a weight without a sample was accepted");
+			FUZZ_CHECK(db->counts[at] || !db->weights[at],
+				   "a weight without a sample was accepted");
 		}
-		FUZZ_CHECK(!wrapped, "the weights of event %d wrap around 2^64 and were accepted", e);
+		FUZZ_CHECK(!wrapped, "the weights of event %d wrap around 2^64 and were accepted",
+			   e);
 	}
 }
 
@@ -158,27 +166,34 @@ static void check_stacks(const struct tally_db *db)
 		uint64_t sum = 0;
 		bool wrapped = false;
 		for (size_t i = 0; i < db->nstacks; i++)
-			wrapped |= __builtin_add_overflow(sum, db->stack_counts[i * (size_t)db->nevents + (size_t)e], &sum);
-		FUZZ_CHECK(fuzz_known("i5") || !wrapped, "the stack counts of event %d wrap around 2^64 and were accepted", e);
+			wrapped |= __builtin_add_overflow(
+				sum, db->stack_counts[i * (size_t)db->nevents + (size_t)e], &sum);
+		FUZZ_CHECK(fuzz_known("i5") || !wrapped,
+			   "the stack counts of event %d wrap around 2^64 and were accepted", e);
 		if (!db->stack_weights)
 			continue;
 		sum = 0;
 		for (size_t i = 0; i < db->nstacks; i++) {
 			size_t at = i * (size_t)db->nevents + (size_t)e;
 			wrapped |= __builtin_add_overflow(sum, db->stack_weights[at], &sum);
-			FUZZ_CHECK(db->stack_counts[at] || !db->stack_weights[at], "a stack weight without a sample was accepted");
+			FUZZ_CHECK(db->stack_counts[at] || !db->stack_weights[at],
+				   "a stack weight without a sample was accepted");
 		}
-		FUZZ_CHECK(!wrapped, "the stack weights of event %d wrap around 2^64 and were accepted", e);
+		FUZZ_CHECK(!wrapped,
+			   "the stack weights of event %d wrap around 2^64 and were accepted", e);
 	}
 	for (size_t i = 0; i < db->nstacks; i++) {
 		const struct tally_db_stack *s = &db->stacks[i];
-		FUZZ_CHECK(fuzz_known("i5") || s->pid >= 0, "stack %zu has pid %" PRId32, i, s->pid);
-		FUZZ_CHECK(s->len > 0 && s->first + s->len <= db->nstack_frames, "stack %zu out of the frames", i);
+		FUZZ_CHECK(fuzz_known("i5") || s->pid >= 0, "stack %zu has pid %" PRId32, i,
+			   s->pid);
+		FUZZ_CHECK(s->len > 0 && s->first + s->len <= db->nstack_frames,
+			   "stack %zu out of the frames", i);
 		for (uint32_t k = 0; k < s->len; k++) {
-			FUZZ_CHECK(db->stack_frames[s->first + k] < db->nframe_tab, "stack %zu names frame %" PRIu32, i,
+			FUZZ_CHECK(db->stack_frames[s->first + k] < db->nframe_tab,
+				   "stack %zu names frame %" PRIu32, i,
 				   db->stack_frames[s->first + k]);
-			FUZZ_CHECK(tally_db_frame(db, s, k)->image < db->nimages, "a frame names image %" PRIu32,
-				   tally_db_frame(db, s, k)->image);
+			FUZZ_CHECK(tally_db_frame(db, s, k)->image < db->nimages,
+				   "a frame names image %" PRIu32, tally_db_frame(db, s, k)->image);
 		}
 	}
 }
@@ -228,8 +243,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *text = fuzz_cstr(data, size);
 	struct tally_db db;
 	memset(&db, 0, sizeof(db));
-	bool needs = strcmp(DB_FILE, "session") && strcmp(DB_FILE, "kernel.syms") && strcmp(DB_FILE, "tasks") &&
-		     strcmp(DB_FILE, "modules") && strcmp(DB_FILE, "sources");
+	bool needs = strcmp(DB_FILE, "session") && strcmp(DB_FILE, "kernel.syms") &&
+		     strcmp(DB_FILE, "tasks") && strcmp(DB_FILE, "modules") &&
+		     strcmp(DB_FILE, "sources");
 	int nbin = 0;
 	if (needs && input_binary(data, size, &nbin))
 		start_from(&db, nbin, 4);
@@ -239,10 +255,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r) {
 		fuzz_check_errmsg();
 	} else if (!strcmp(DB_FILE, "session")) {
-		FUZZ_CHECK(db.nevents > 0 && db.events && db.samples, "a session without events was accepted");
+		FUZZ_CHECK(db.nevents > 0 && db.events && db.samples,
+			   "a session without events was accepted");
 	} else if (!strcmp(DB_FILE, "images")) {
 		for (size_t i = 0; i < db.nimages; i++)
-			FUZZ_CHECK(db.images[i].pid >= 0 && db.images[i].kind && db.images[i].id && db.images[i].path,
+			FUZZ_CHECK(db.images[i].pid >= 0 && db.images[i].kind && db.images[i].id &&
+					   db.images[i].path,
 				   "image %zu", i);
 	} else if (!strcmp(DB_FILE, "x.prof")) {
 		check_prof(&db, text);
@@ -250,23 +268,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_stacks(&db);
 	} else if (!strcmp(DB_FILE, "kernel.syms")) {
 		for (size_t i = 1; i < db.nksyms; i++)
-			FUZZ_CHECK(db.ksyms[i - 1].addr <= db.ksyms[i].addr, "kernel symbols out of order");
+			FUZZ_CHECK(db.ksyms[i - 1].addr <= db.ksyms[i].addr,
+				   "kernel symbols out of order");
 		for (size_t i = 0; i < db.nksyms; i++)
 			FUZZ_CHECK(db.ksyms[i].name, "a kernel symbol without a name");
 	} else if (!strcmp(DB_FILE, "tasks")) {
 		for (size_t i = 0; i < db.ntasks; i++)
-			FUZZ_CHECK(db.tasks[i].pid > 0 && db.tasks[i].comm && db.tasks[i].exe, "task %zu", i);
+			FUZZ_CHECK(db.tasks[i].pid > 0 && db.tasks[i].comm && db.tasks[i].exe,
+				   "task %zu", i);
 	} else if (!strcmp(DB_FILE, "modules")) {
 		for (size_t i = 0; i < db.nmods; i++)
 			FUZZ_CHECK(db.mods[i].name && *db.mods[i].name, "module %zu", i);
 	} else if (!strcmp(DB_FILE, "sources")) {
 		for (size_t i = 0; i < db.nsources; i++) {
 			const struct tally_db_source *src = &db.sources[i];
-			FUZZ_CHECK(src->duration == -1 || src->duration >= 0, "source %zu lasted %g s", i, src->duration);
+			FUZZ_CHECK(src->duration == -1 || src->duration >= 0,
+				   "source %zu lasted %g s", i, src->duration);
 			for (size_t k = 0; k < src->labels.n; k++)
-				FUZZ_CHECK(tally_label_key_ok(src->labels.v[k].key, strlen(src->labels.v[k].key)) &&
+				FUZZ_CHECK(tally_label_key_ok(src->labels.v[k].key,
+							      strlen(src->labels.v[k].key)) &&
 						   tally_label_value_ok(src->labels.v[k].value) &&
-						   (!k || strcmp(src->labels.v[k - 1].key, src->labels.v[k].key) < 0),
+						   (!k || strcmp(src->labels.v[k - 1].key,
+								 src->labels.v[k].key) < 0),
 					   "source %zu: a bad label or keys out of order", i);
 		}
 	}

@@ -16,7 +16,8 @@ static int cmp_names(const char *a, const char *b)
 	int c = strncmp(a, b, 12);
 	if (c)
 		return c;
-	unsigned long x = a[12] == '-' ? strtoul(a + 13, NULL, 10) : 1, y = b[12] == '-' ? strtoul(b + 13, NULL, 10) : 1;
+	unsigned long x = a[12] == '-' ? strtoul(a + 13, NULL, 10) : 1,
+		      y = b[12] == '-' ? strtoul(b + 13, NULL, 10) : 1;
 	return x < y ? -1 : x > y;
 }
 
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_write(dir, TALLY_DAEMON_MARKER, "", 0);
 	char *text = fuzz_cstr(data, size);
 	int made = 0;
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && made < 32; l = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && made < 32;
+	     l = strtok_r(NULL, "\n", &save)) {
 		char *start = strchr(l, '\t'), *stop = NULL;
 		if (start) {
 			*start++ = '\0';
@@ -63,10 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(r == 0, "cannot list: %s", tally_errmsg());
 	for (size_t i = 0; i < n; i++) {
 		FUZZ_CHECK(tally_epoch_name_ok(e[i].name), "listed '%s'", e[i].name);
-		FUZZ_CHECK(isfinite(e[i].start) && isfinite(e[i].stop) && e[i].stop >= e[i].start, "'%s' spans %f to %f",
-			   e[i].name, e[i].start, e[i].stop);
+		FUZZ_CHECK(isfinite(e[i].start) && isfinite(e[i].stop) && e[i].stop >= e[i].start,
+			   "'%s' spans %f to %f", e[i].name, e[i].start, e[i].stop);
 		if (i)
-			FUZZ_CHECK(cmp_names(e[i - 1].name, e[i].name) <= 0, "'%s' listed before '%s'", e[i - 1].name, e[i].name);
+			FUZZ_CHECK(cmp_names(e[i - 1].name, e[i].name) <= 0,
+				   "'%s' listed before '%s'", e[i - 1].name, e[i].name);
 	}
 	/* the daemon names a new epoch by the time now: here the minute of the
 	 * newest epoch, to meet the numbering of epochs begun in one minute */
@@ -75,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char minute[13];
 		memcpy(minute, e[n - 1].name, 12);
 		minute[12] = '\0';
-		FUZZ_CHECK(tally_parse_time(minute, "epoch", 0, &when) == 0, "epoch '%s' has no time", e[n - 1].name);
+		FUZZ_CHECK(tally_parse_time(minute, "epoch", 0, &when) == 0,
+			   "epoch '%s' has no time", e[n - 1].name);
 	}
 	char *nn = tally_epoch_new_name(dir, when);
 	FUZZ_CHECK(tally_epoch_name_ok(nn), "new epoch name '%s'", nn);

@@ -159,7 +159,9 @@ static inline const char *fuzz_first_entry(const char *dir)
  * directory closed before going down: a tree may nest deeper than this
  * process may hold descriptors. */
 static inline void fuzz_walk(const char *dir, const char *rel,
-			     void (*visit)(const char *path, const char *rel, const struct stat *st, void *ctx), void *ctx)
+			     void (*visit)(const char *path, const char *rel, const struct stat *st,
+					   void *ctx),
+			     void *ctx)
 {
 	DIR *d = opendir(dir);
 	FUZZ_CHECK(d != NULL, "cannot open '%s'", dir);
@@ -179,7 +181,8 @@ static inline void fuzz_walk(const char *dir, const char *rel,
 		strbuf_addf(&r, "%s%s%s", rel, *rel ? "/" : "", names[i]);
 		struct stat st;
 		FUZZ_CHECK(lstat(p.buf, &st) == 0, "lstat '%s'", p.buf);
-		FUZZ_CHECK(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode), "'%s' is neither a file nor a directory", r.buf);
+		FUZZ_CHECK(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode),
+			   "'%s' is neither a file nor a directory", r.buf);
 		visit(p.buf, r.buf, &st, ctx);
 		if (S_ISDIR(st.st_mode))
 			fuzz_walk(p.buf, r.buf, visit, ctx);

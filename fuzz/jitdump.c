@@ -23,36 +23,45 @@ static void check_sorted(const struct tally_jitdump *jd, const char *what)
 		FUZZ_CHECK(f->name, "%s: a function without a name", what);
 		if (i + 1 < jd->nfuncs)
 			FUZZ_CHECK(end <= jd->funcs[i + 1].addr && f->addr < jd->funcs[i + 1].addr,
-				   "%s: functions at 0x%" PRIx64 " and 0x%" PRIx64 " overlap", what, f->addr, jd->funcs[i + 1].addr);
-		FUZZ_CHECK(tally_jitdump_find(jd, f->addr) == f, "%s: the function at 0x%" PRIx64 " is not found there", what,
-			   f->addr);
+				   "%s: functions at 0x%" PRIx64 " and 0x%" PRIx64 " overlap", what,
+				   f->addr, jd->funcs[i + 1].addr);
+		FUZZ_CHECK(tally_jitdump_find(jd, f->addr) == f,
+			   "%s: the function at 0x%" PRIx64 " is not found there", what, f->addr);
 		for (size_t k = 0; k < f->nlines; k++) {
-			FUZZ_CHECK(f->lines[k].file < jd->nfiles, "%s: a line names file %" PRIu32, what, f->lines[k].file);
+			FUZZ_CHECK(f->lines[k].file < jd->nfiles, "%s: a line names file %" PRIu32,
+				   what, f->lines[k].file);
 			if (k)
-				FUZZ_CHECK(f->lines[k - 1].addr <= f->lines[k].addr, "%s: line table out of order", what);
+				FUZZ_CHECK(f->lines[k - 1].addr <= f->lines[k].addr,
+					   "%s: line table out of order", what);
 		}
 		if (f->nlines)
-			FUZZ_CHECK(tally_jitdump_line(f, f->lines[f->nlines - 1].addr) != NULL, "%s: the last line is not found",
-				   what);
+			FUZZ_CHECK(tally_jitdump_line(f, f->lines[f->nlines - 1].addr) != NULL,
+				   "%s: the last line is not found", what);
 	}
 }
 
 static void check_same(const struct tally_jitdump *a, const struct tally_jitdump *b)
 {
 	FUZZ_CHECK(a->elf_mach == b->elf_mach && a->pid == b->pid, "the copy's header differs");
-	FUZZ_CHECK(a->nfuncs == b->nfuncs, "the dump has %zu functions, its copy reads back %zu", a->nfuncs, b->nfuncs);
+	FUZZ_CHECK(a->nfuncs == b->nfuncs, "the dump has %zu functions, its copy reads back %zu",
+		   a->nfuncs, b->nfuncs);
 	for (size_t i = 0; i < a->nfuncs; i++) {
 		const struct tally_jit_func *x = &a->funcs[i], *y = &b->funcs[i];
 		FUZZ_CHECK(x->addr == y->addr && x->size == y->size && x->index == y->index,
-			   "function %zu: 0x%" PRIx64 "+%" PRIu64 " reads back as 0x%" PRIx64 "+%" PRIu64, i, x->addr, x->size,
-			   y->addr, y->size);
-		FUZZ_CHECK(!strcmp(x->name, y->name), "function %zu: name '%s' reads back as '%s'", i, x->name, y->name);
+			   "function %zu: 0x%" PRIx64 "+%" PRIu64 " reads back as 0x%" PRIx64
+			   "+%" PRIu64,
+			   i, x->addr, x->size, y->addr, y->size);
+		FUZZ_CHECK(!strcmp(x->name, y->name), "function %zu: name '%s' reads back as '%s'",
+			   i, x->name, y->name);
 		bool xc = x->code && x->size, yc = y->code && y->size;
-		FUZZ_CHECK(xc == yc && (!xc || !memcmp(x->code, y->code, x->size)), "function %zu: the code differs", i);
-		FUZZ_CHECK(x->nlines == y->nlines, "function %zu: %zu lines read back as %zu", i, x->nlines, y->nlines);
+		FUZZ_CHECK(xc == yc && (!xc || !memcmp(x->code, y->code, x->size)),
+			   "function %zu: the code differs", i);
+		FUZZ_CHECK(x->nlines == y->nlines, "function %zu: %zu lines read back as %zu", i,
+			   x->nlines, y->nlines);
 		for (size_t k = 0; k < x->nlines; k++) {
 			const struct tally_jit_line *p = &x->lines[k], *q = &y->lines[k];
-			FUZZ_CHECK(p->addr == q->addr && p->line == q->line && p->discrim == q->discrim &&
+			FUZZ_CHECK(p->addr == q->addr && p->line == q->line &&
+					   p->discrim == q->discrim &&
 					   !strcmp(a->files[p->file], b->files[q->file]),
 				   "function %zu line %zu differs", i, k);
 		}
@@ -76,8 +85,10 @@ static void on_scan(void *arg, const struct tally_jit_code_event *ev)
 {
 	struct scan_seen *s = arg;
 	s->n++;
-	FUZZ_CHECK(!ev->unwind || (ev->eh_frame_hdr_len < ev->unwind_len && ev->unwind_len <= TALLY_JIT_UNWIND_MAX),
-		   "unwinding data of %zu bytes with a header of %zu", ev->unwind_len, ev->eh_frame_hdr_len);
+	FUZZ_CHECK(!ev->unwind || (ev->eh_frame_hdr_len < ev->unwind_len &&
+				   ev->unwind_len <= TALLY_JIT_UNWIND_MAX),
+		   "unwinding data of %zu bytes with a header of %zu", ev->unwind_len,
+		   ev->eh_frame_hdr_len);
 	uw_jit_feed(&s->j, ev, 1 << 20);
 	if (s->npcs + 2 <= ARRAY_SIZE(s->pcs)) {
 		s->pcs[s->npcs++] = ev->addr;
@@ -98,7 +109,9 @@ static void scan(const uint8_t *data, size_t size)
 			size_t n = len - cur.off < w ? (size_t)(len - cur.off) : w;
 			uint64_t before = cur.off;
 			size_t need = tally_jitdump_scan(&cur, data + cur.off, n, len, on_scan, &s);
-			FUZZ_CHECK(cur.off >= before, "the cursor went back from %" PRIu64 " to %" PRIu64, before, cur.off);
+			FUZZ_CHECK(cur.off >= before,
+				   "the cursor went back from %" PRIu64 " to %" PRIu64, before,
+				   cur.off);
 			if (cur.off != before)
 				continue;
 			if (need > n && n == w) {
@@ -128,7 +141,8 @@ static void scan(const uint8_t *data, size_t size)
 				continue;
 			struct uw_regs out;
 			if (uw_jit_step(&w, &in, &st, &out) == UW_STEP_OK)
-				FUZZ_CHECK(out.r[UW_RSP] > in.r[UW_RSP], "a caller's rsp 0x%" PRIx64 " is not above 0x%" PRIx64,
+				FUZZ_CHECK(out.r[UW_RSP] > in.r[UW_RSP],
+					   "a caller's rsp 0x%" PRIx64 " is not above 0x%" PRIx64,
 					   out.r[UW_RSP], in.r[UW_RSP]);
 		}
 	}
@@ -168,12 +182,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = tally_jitdump_read_buf(&back, t1.buf, t1.len, "jitdump-1-x.txt");
 	if (r || back.warning)
 		fprintf(stderr, "the copy tally wrote:\n%.4000s\n", t1.buf);
-	FUZZ_CHECK(r == 0 && !back.warning, "tally cannot read back the copy it wrote of a dump it accepted: %s",
+	FUZZ_CHECK(r == 0 && !back.warning,
+		   "tally cannot read back the copy it wrote of a dump it accepted: %s",
 		   r ? tally_errmsg() : back.warning);
 	check_sorted(&back, "copy");
 	check_same(&jd, &back);
 	tally_jitdump_format(&back, true, "/tmp/jit-1.dump", &t2);
-	FUZZ_CHECK(t1.len == t2.len && !memcmp(t1.buf, t2.buf, t1.len), "the copy written again differs");
+	FUZZ_CHECK(t1.len == t2.len && !memcmp(t1.buf, t2.buf, t1.len),
+		   "the copy written again differs");
 	tally_jitdump_release(&back);
 	tally_jitdump_release(&jd);
 	strbuf_release(&t1);

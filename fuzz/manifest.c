@@ -34,9 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (size_t i = 0; i < m.n; i++) {
-		FUZZ_CHECK(tally_archive_name_ok(m.e[i].name), "member name '%s' accepted", m.e[i].name);
+		FUZZ_CHECK(tally_archive_name_ok(m.e[i].name), "member name '%s' accepted",
+			   m.e[i].name);
 		for (size_t k = 0; k < i; k++)
-			FUZZ_CHECK(strcmp(m.e[i].name, m.e[k].name), "member '%s' listed twice", m.e[i].name);
+			FUZZ_CHECK(strcmp(m.e[i].name, m.e[k].name), "member '%s' listed twice",
+				   m.e[i].name);
 	}
 	struct strbuf t1 = STRBUF_INIT, t2 = STRBUF_INIT;
 	format(&m, &t1);
@@ -48,10 +50,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(back.n == m.n, "%zu entries read back as %zu", m.n, back.n);
 	for (size_t i = 0; i < m.n; i++)
 		FUZZ_CHECK(!strcmp(back.e[i].name, m.e[i].name) && back.e[i].role == m.e[i].role &&
-				   back.e[i].size == m.e[i].size && !memcmp(back.e[i].sum, m.e[i].sum, sizeof(m.e[i].sum)),
+				   back.e[i].size == m.e[i].size &&
+				   !memcmp(back.e[i].sum, m.e[i].sum, sizeof(m.e[i].sum)),
 			   "entry '%s' reads back differently", m.e[i].name);
 	format(&back, &t2);
-	FUZZ_CHECK(t1.len == t2.len && !memcmp(t1.buf, t2.buf, t1.len), "the MANIFEST written again differs");
+	FUZZ_CHECK(t1.len == t2.len && !memcmp(t1.buf, t2.buf, t1.len),
+		   "the MANIFEST written again differs");
 	strbuf_release(&t1);
 	strbuf_release(&t2);
 	tally_manifest_release(&back);

@@ -32,16 +32,23 @@ static void got(void *ctx, const struct tally_rec *r)
 	struct seen *s = ctx;
 	FUZZ_CHECK(r->type == PERF_RECORD_SAMPLE, "record type %u", r->type);
 	FUZZ_CHECK(r->event == 0 || r->event == 1, "event %d", r->event);
-	FUZZ_CHECK(r->weight > 0 && r->weight >= s->min_ns && r->weight == r->period, "weight %llu, minimum %llu",
-		   (unsigned long long)r->weight, (unsigned long long)s->min_ns);
-	FUZZ_CHECK(r->time + r->weight <= s->now, "an interval from %llu of %llu ns ends after now %llu",
-		   (unsigned long long)r->time, (unsigned long long)r->weight, (unsigned long long)s->now);
-	FUZZ_CHECK(s->out_tids[r->tid & 0xff], "an interval of task %u, which never switched out", r->tid);
-	FUZZ_CHECK(r->nr <= 4 && (!r->nr || r->chain), "a chain of %llu", (unsigned long long)r->nr);
+	FUZZ_CHECK(r->weight > 0 && r->weight >= s->min_ns && r->weight == r->period,
+		   "weight %llu, minimum %llu", (unsigned long long)r->weight,
+		   (unsigned long long)s->min_ns);
+	FUZZ_CHECK(r->time + r->weight <= s->now,
+		   "an interval from %llu of %llu ns ends after now %llu",
+		   (unsigned long long)r->time, (unsigned long long)r->weight,
+		   (unsigned long long)s->now);
+	FUZZ_CHECK(s->out_tids[r->tid & 0xff], "an interval of task %u, which never switched out",
+		   r->tid);
+	FUZZ_CHECK(r->nr <= 4 && (!r->nr || r->chain), "a chain of %llu",
+		   (unsigned long long)r->nr);
 	for (uint64_t i = 0; i < r->nr; i++)
-		FUZZ_CHECK(r->chain[i] == r->ip + i, "chain[%llu] is not what was given", (unsigned long long)i);
+		FUZZ_CHECK(r->chain[i] == r->ip + i, "chain[%llu] is not what was given",
+			   (unsigned long long)i);
 	for (uint64_t i = 0; i < r->stack_len; i++)
-		FUZZ_CHECK(r->stack[i] == (uint8_t)(r->ip + i), "stack byte %llu is not what was given", (unsigned long long)i);
+		FUZZ_CHECK(r->stack[i] == (uint8_t)(r->ip + i),
+			   "stack byte %llu is not what was given", (unsigned long long)i);
 	s->waits[r->event]++;
 	s->ns[r->event] += r->weight;
 }
@@ -55,12 +62,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (tally_offcpu_parse_format(text, &f)) {
 		fuzz_check_errmsg();
 		/* the layout of this kernel's sched_switch (prev_state a long) */
-		f = (struct tally_offcpu_fmt){ .id = 1, .prev_pid_off = 24, .prev_state_off = 32, .prev_state_size = 8,
-					       .next_pid_off = 56, .min_size = 60 };
+		f = (struct tally_offcpu_fmt){ .id = 1,
+					       .prev_pid_off = 24,
+					       .prev_state_off = 32,
+					       .prev_state_size = 8,
+					       .next_pid_off = 56,
+					       .min_size = 60 };
 	} else {
-		FUZZ_CHECK(f.prev_pid_off <= 4096 && f.prev_state_off <= 4096 && f.next_pid_off <= 4096,
+		FUZZ_CHECK(f.prev_pid_off <= 4096 && f.prev_state_off <= 4096 &&
+				   f.next_pid_off <= 4096,
 			   "offsets %u %u %u", f.prev_pid_off, f.prev_state_off, f.next_pid_off);
-		FUZZ_CHECK(f.prev_state_size == 4 || f.prev_state_size == 8, "prev_state of %u bytes", f.prev_state_size);
+		FUZZ_CHECK(f.prev_state_size == 4 || f.prev_state_size == 8,
+			   "prev_state of %u bytes", f.prev_state_size);
 		FUZZ_CHECK(f.min_size >= f.prev_pid_off + 4 && f.min_size >= f.next_pid_off + 4 &&
 				   f.min_size >= f.prev_state_off + f.prev_state_size,
 			   "minimum size %u does not hold the fields", f.min_size);
@@ -86,12 +99,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 0: {
 			struct tally_switch sw;
 			int r = tally_offcpu_parse_raw(&f, raw, len, &sw);
-			FUZZ_CHECK((r == 0) == (len >= f.min_size), "raw record of %u bytes: %d (minimum %u)", len, r, f.min_size);
+			FUZZ_CHECK((r == 0) == (len >= f.min_size),
+				   "raw record of %u bytes: %d (minimum %u)", len, r, f.min_size);
 			if (r)
 				break;
-			uint32_t out = (uint32_t)sw.prev_pid & 0x3ff, in = (uint32_t)sw.next_pid & 0x3ff;
-			struct tally_rec rec = { .type = PERF_RECORD_SAMPLE, .pid = out >> 2, .tid = out, .time = s.now,
-						 .cpu = op >> 2, .ip = op };
+			uint32_t out = (uint32_t)sw.prev_pid & 0x3ff,
+				 in = (uint32_t)sw.next_pid & 0x3ff;
+			struct tally_rec rec = { .type = PERF_RECORD_SAMPLE,
+						 .pid = out >> 2,
+						 .tid = out,
+						 .time = s.now,
+						 .cpu = op >> 2,
+						 .ip = op };
 			rec.nr = (op >> 2) & 3;
 			for (uint64_t i = 0; i < rec.nr; i++)
 				chain[i] = rec.ip + i;
@@ -123,13 +142,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tally_offcpu_stats st;
 	tally_offcpu_stats(o, &st);
 	for (int k = 0; k < 2; k++) {
-		FUZZ_CHECK(st.waits[k] == s.waits[k], "%s: %llu waits counted, %llu delivered", k ? "preempted" : "blocked",
-			   (unsigned long long)st.waits[k], (unsigned long long)s.waits[k]);
-		FUZZ_CHECK(st.ns[k] == s.ns[k], "%s: %llu ns counted, %llu delivered", k ? "preempted" : "blocked",
-			   (unsigned long long)st.ns[k], (unsigned long long)s.ns[k]);
+		FUZZ_CHECK(st.waits[k] == s.waits[k], "%s: %llu waits counted, %llu delivered",
+			   k ? "preempted" : "blocked", (unsigned long long)st.waits[k],
+			   (unsigned long long)s.waits[k]);
+		FUZZ_CHECK(st.ns[k] == s.ns[k], "%s: %llu ns counted, %llu delivered",
+			   k ? "preempted" : "blocked", (unsigned long long)st.ns[k],
+			   (unsigned long long)s.ns[k]);
 	}
-	FUZZ_CHECK(st.pending == 0, "%llu tasks still pending after a flush", (unsigned long long)st.pending);
-	FUZZ_CHECK(tally_offcpu_slots(o) <= 1024 + 2 * 1024, "%zu slots for at most 1024 tasks", tally_offcpu_slots(o));
+	FUZZ_CHECK(st.pending == 0, "%llu tasks still pending after a flush",
+		   (unsigned long long)st.pending);
+	FUZZ_CHECK(tally_offcpu_slots(o) <= 1024 + 2 * 1024, "%zu slots for at most 1024 tasks",
+		   tally_offcpu_slots(o));
 	tally_offcpu_free(o);
 	return 0;
 }

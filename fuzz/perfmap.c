@@ -22,7 +22,8 @@ static void probe(struct tally_resolver *r, uint64_t addr)
 	const struct tally_sym *y = tally_resolve(r, 0, addr);
 	if (y) {
 		FUZZ_CHECK(addr >= y->addr && addr - y->addr < (y->size ? y->size : 1),
-			   "0x%" PRIx64 " resolved to '%s' at 0x%" PRIx64 " size 0x%" PRIx64, addr, y->name, y->addr, y->size);
+			   "0x%" PRIx64 " resolved to '%s' at 0x%" PRIx64 " size 0x%" PRIx64, addr,
+			   y->name, y->addr, y->size);
 		FUZZ_CHECK(y->name, "a function without a name");
 	}
 	struct tally_leaf leaf;
@@ -38,10 +39,12 @@ static void parse(const uint8_t *data, size_t size)
 	FUZZ_CHECK(r == 0, "tally_perfmap_parse returned %d", r);
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_perfmap_sym *y = &ps[i];
-		FUZZ_CHECK(y->start + y->size >= y->start, "entry %zu wraps: 0x%" PRIx64 "+0x%" PRIx64, i, y->start, y->size);
-		FUZZ_CHECK(y->name_len > 0 && y->name <= size && y->name_len <= size - y->name, "entry %zu: name at %zu+%zu of %zu",
-			   i, y->name, y->name_len, size);
-		FUZZ_CHECK(!memchr(data + y->name, '\n', y->name_len) && !memchr(data + y->name, '\0', y->name_len),
+		FUZZ_CHECK(y->start + y->size >= y->start,
+			   "entry %zu wraps: 0x%" PRIx64 "+0x%" PRIx64, i, y->start, y->size);
+		FUZZ_CHECK(y->name_len > 0 && y->name <= size && y->name_len <= size - y->name,
+			   "entry %zu: name at %zu+%zu of %zu", i, y->name, y->name_len, size);
+		FUZZ_CHECK(!memchr(data + y->name, '\n', y->name_len) &&
+				   !memchr(data + y->name, '\0', y->name_len),
 			   "entry %zu: a name with a newline or NUL", i);
 	}
 	free(ps);
@@ -71,9 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	probe(r, 0);
 	char *text = fuzz_cstr(data, size);
 	int n = 0;
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 64; l = strtok_r(NULL, "\n", &save), n++) {
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 64;
+	     l = strtok_r(NULL, "\n", &save), n++) {
 		char *e;
-		uint64_t a = strtoull(l, &e, 16), s = e && *e == ' ' ? strtoull(e + 1, NULL, 16) : 0;
+		uint64_t a = strtoull(l, &e, 16),
+			 s = e && *e == ' ' ? strtoull(e + 1, NULL, 16) : 0;
 		probe(r, a);
 		probe(r, a - 1);
 		probe(r, a + 1);

@@ -43,25 +43,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = tally_remote_untar(tar, tlen, dst, listing, "host 'h1'", &files, &bytes);
 	if (r) {
 		fuzz_check_errmsg();
-		FUZZ_CHECK(!strncmp(tally_errmsg(), "host 'h1'", 9) || strstr(tally_errmsg(), dst), "the error names neither the host nor the directory: '%s'",
+		FUZZ_CHECK(!strncmp(tally_errmsg(), "host 'h1'", 9) || strstr(tally_errmsg(), dst),
+			   "the error names neither the host nor the directory: '%s'",
 			   tally_errmsg());
 	} else {
 		struct seen w = { 0, 0 };
 		fuzz_walk(dst, "", visit, &w);
-		FUZZ_CHECK(w.files == files && w.bytes == bytes, "%zu files of %llu bytes written, %zu of %llu said", w.files,
+		FUZZ_CHECK(w.files == files && w.bytes == bytes,
+			   "%zu files of %llu bytes written, %zu of %llu said", w.files,
 			   (unsigned long long)w.bytes, files, (unsigned long long)bytes);
 		if (listing) {
 			size_t listed = 0;
 			for (const char *p = listing; *p; p++)
 				listed += *p == '\n';
-			FUZZ_CHECK(listed == files, "%zu files listed, %zu accepted", listed, files);
+			FUZZ_CHECK(listed == files, "%zu files listed, %zu accepted", listed,
+				   files);
 		}
 	}
 	/* never outside dst, whatever the stream asked */
 	const char *left;
 	FUZZ_CHECK(!(left = fuzz_first_entry(side)), "'%s' was written beside the directory", left);
-	FUZZ_CHECK(tally_remove_tree(dst) == 0 || access(dst, F_OK) != 0, "what was pulled into '%s' cannot be removed: %s", dst,
-		   tally_errmsg());
+	FUZZ_CHECK(tally_remove_tree(dst) == 0 || access(dst, F_OK) != 0,
+		   "what was pulled into '%s' cannot be removed: %s", dst, tally_errmsg());
 	free(listing);
 	return 0;
 }

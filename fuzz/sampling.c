@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tally_sampling s;
 	tally_sampling_init(&s);
 	int r = 0;
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && r >= 0; l = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && r >= 0;
+	     l = strtok_r(NULL, "\n", &save)) {
 		int opt;
 		switch (l[0]) {
 		case 'F': case 'c': case 'e': case 'C': case 'g': opt = l[0]; break;
@@ -48,12 +49,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		FUZZ_CHECK(s.nev >= 1 && s.nev <= TALLY_SAMPLING_MAX_EVENTS, "%d events", s.nev);
 		for (int i = 0; i < s.nev; i++) {
-			FUZZ_CHECK(tally_event_find(s.evs[i]->name) == s.evs[i], "event %d is not the table's", i);
+			FUZZ_CHECK(tally_event_find(s.evs[i]->name) == s.evs[i],
+				   "event %d is not the table's", i);
 			for (int k = 0; k < i; k++)
-				FUZZ_CHECK(s.evs[i] != s.evs[k], "event '%s' twice", s.evs[i]->name);
+				FUZZ_CHECK(s.evs[i] != s.evs[k], "event '%s' twice",
+					   s.evs[i]->name);
 		}
-		FUZZ_CHECK(s.evnames.len && !strchr(s.evnames.buf, ' '), "event names '%s'", s.evnames.buf);
-		FUZZ_CHECK(!!s.freq != !!s.period, "freq %" PRIu64 " and period %" PRIu64, s.freq, s.period);
+		FUZZ_CHECK(s.evnames.len && !strchr(s.evnames.buf, ' '), "event names '%s'",
+			   s.evnames.buf);
+		FUZZ_CHECK(!!s.freq != !!s.period, "freq %" PRIu64 " and period %" PRIu64, s.freq,
+			   s.period);
 		FUZZ_CHECK(s.freq <= 1000000 && s.period <= UINT64_MAX >> 2, "rate out of bounds");
 		bool any = false;
 		for (int i = 0; i < s.ncpus; i++)
@@ -63,13 +68,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < s.nev; i++)
 			off = off || s.evs[i]->offcpu == TALLY_OFFCPU_BLOCKED;
 		FUZZ_CHECK(!s.offcpu || off, "--off-cpu without the off-cpu event");
-		FUZZ_CHECK(s.offcpu_min < UINT64_MAX / 2, "--off-cpu-min of %" PRIu64 " ns", s.offcpu_min);
-		FUZZ_CHECK(s.offcpu_mech == TALLY_OFFCPU_AUTO || s.offcpu_mech == TALLY_OFFCPU_BPF ||
+		FUZZ_CHECK(s.offcpu_min < UINT64_MAX / 2, "--off-cpu-min of %" PRIu64 " ns",
+			   s.offcpu_min);
+		FUZZ_CHECK(s.offcpu_mech == TALLY_OFFCPU_AUTO ||
+				   s.offcpu_mech == TALLY_OFFCPU_BPF ||
 				   s.offcpu_mech == TALLY_OFFCPU_TRACEPOINT,
 			   "mechanism %d", s.offcpu_mech);
-		FUZZ_CHECK(s.sample_mech == TALLY_SAMPLE_RING || s.sample_mech == TALLY_SAMPLE_BPF, "sample mechanism %d",
-			   s.sample_mech);
-		FUZZ_CHECK(!s.stack_user || (s.stack_user >= 64 && s.stack_user <= 65528 && s.stack_user % 8 == 0),
+		FUZZ_CHECK(s.sample_mech == TALLY_SAMPLE_RING || s.sample_mech == TALLY_SAMPLE_BPF,
+			   "sample mechanism %d", s.sample_mech);
+		FUZZ_CHECK(!s.stack_user || (s.stack_user >= 64 && s.stack_user <= 65528 &&
+					     s.stack_user % 8 == 0),
 			   "DWARF stack size %" PRIu32, s.stack_user);
 	}
 	tally_sampling_release(&s);

@@ -27,18 +27,22 @@ static void check_read(const struct tally_db *db)
 		uint64_t sum = 0;
 		bool wrapped = false;
 		for (size_t i = 0; i < db->nentries; i++)
-			wrapped |= __builtin_add_overflow(sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
-		FUZZ_CHECK(!wrapped && sum == db->samples[e], "event %d: the profiles hold %" PRIu64 "%s, the session %" PRIu64, e,
+			wrapped |= __builtin_add_overflow(
+				sum, db->counts[i * (size_t)db->nevents + (size_t)e], &sum);
+		FUZZ_CHECK(!wrapped && sum == db->samples[e],
+			   "event %d: the profiles hold %" PRIu64 "%s, the session %" PRIu64, e,
 			   sum, wrapped ? " (wrapped)" : "", db->samples[e]);
 	}
 	for (size_t i = 0; i < db->nentries; i++)
-		FUZZ_CHECK(db->entries[i].image < db->nimages, "entry %zu names image %" PRIu32 " of %zu", i, db->entries[i].image,
+		FUZZ_CHECK(db->entries[i].image < db->nimages,
+			   "entry %zu names image %" PRIu32 " of %zu", i, db->entries[i].image,
 			   db->nimages);
 	for (size_t s = 0; s < db->nstacks; s++)
 		for (uint32_t k = 0; k < db->stacks[s].len; k++) {
 			const struct tally_frame *f = tally_db_frame(db, &db->stacks[s], k);
-			FUZZ_CHECK(f->image < db->nimages, "stack %zu frame %" PRIu32 " names image %" PRIu32 " of %zu", s, k,
-				   f->image, db->nimages);
+			FUZZ_CHECK(f->image < db->nimages,
+				   "stack %zu frame %" PRIu32 " names image %" PRIu32 " of %zu", s,
+				   k, f->image, db->nimages);
 		}
 }
 
@@ -48,16 +52,19 @@ static void check_same_as_report(const struct tally_db *db, const uint8_t *data,
 	struct tally_db o;
 	if (tally_db_open_bundle_buf(&o, (const char *)data, size, "fuzz.bundle"))
 		return; /* it checks more (the JIT and vDSO copies top leaves out) */
-	FUZZ_CHECK(o.nevents == db->nevents && o.nentries == db->nentries && o.nstacks == db->nstacks &&
-			   o.ntasks == db->ntasks && o.nksyms == db->nksyms && o.lost == db->lost,
-		   "top reads %d events, %zu entries, %zu stacks, %zu tasks, %zu kernel symbols, %" PRIu64
-		   " lost; report %d, %zu, %zu, %zu, %zu, %" PRIu64,
-		   db->nevents, db->nentries, db->nstacks, db->ntasks, db->nksyms, db->lost, o.nevents, o.nentries, o.nstacks,
-		   o.ntasks, o.nksyms, o.lost);
+	FUZZ_CHECK(
+		o.nevents == db->nevents && o.nentries == db->nentries &&
+			o.nstacks == db->nstacks && o.ntasks == db->ntasks &&
+			o.nksyms == db->nksyms && o.lost == db->lost,
+		"top reads %d events, %zu entries, %zu stacks, %zu tasks, %zu kernel symbols, %" PRIu64
+		" lost; report %d, %zu, %zu, %zu, %zu, %" PRIu64,
+		db->nevents, db->nentries, db->nstacks, db->ntasks, db->nksyms, db->lost, o.nevents,
+		o.nentries, o.nstacks, o.ntasks, o.nksyms, o.lost);
 	for (int e = 0; e < db->nevents; e++)
 		FUZZ_CHECK(!strcmp(o.events[e], db->events[e]) && o.samples[e] == db->samples[e],
-			   "event %d: top reads '%s' with %" PRIu64 " samples, report '%s' with %" PRIu64, e, db->events[e],
-			   db->samples[e], o.events[e], o.samples[e]);
+			   "event %d: top reads '%s' with %" PRIu64
+			   " samples, report '%s' with %" PRIu64,
+			   e, db->events[e], db->samples[e], o.events[e], o.samples[e]);
 	tally_db_release(&o);
 }
 
@@ -67,18 +74,23 @@ static void check_safe(const struct strbuf *out, bool screen)
 	static const char *const ours[] = { "\033[H", "\033[K", "\033[7m", "\033[0m", "\033[2J" };
 	for (size_t i = 0; i < out->len; i++) {
 		unsigned char c = (unsigned char)out->buf[i];
-		if (c == '\n' || (screen && c == '\r' && i + 1 < out->len && out->buf[i + 1] == '\n'))
+		if (c == '\n' ||
+		    (screen && c == '\r' && i + 1 < out->len && out->buf[i + 1] == '\n'))
 			continue;
 		if (screen && c == 033) {
 			size_t k = 0;
-			while (k < ARRAY_SIZE(ours) && strncmp(out->buf + i, ours[k], strlen(ours[k])))
+			while (k < ARRAY_SIZE(ours) &&
+			       strncmp(out->buf + i, ours[k], strlen(ours[k])))
 				k++;
-			FUZZ_CHECK(k < ARRAY_SIZE(ours), "an escape sequence of the input on the screen at byte %zu: '%.12s'", i,
-				   out->buf + i);
+			FUZZ_CHECK(
+				k < ARRAY_SIZE(ours),
+				"an escape sequence of the input on the screen at byte %zu: '%.12s'",
+				i, out->buf + i);
 			i += strlen(ours[k]) - 1;
 			continue;
 		}
-		FUZZ_CHECK(c >= 0x20 && c != 0x7f, "control byte 0x%02x at byte %zu of the %s", c, i, screen ? "screen" : "snapshot");
+		FUZZ_CHECK(c >= 0x20 && c != 0x7f, "control byte 0x%02x at byte %zu of the %s", c,
+			   i, screen ? "screen" : "snapshot");
 	}
 }
 
@@ -103,16 +115,21 @@ static void feed_and_show(struct tally_db *db, bool callgraph, const struct tall
 	double added = -1;
 	if (tally_top_feed_db(feed, win, db, true, s, &added))
 		fuzz_check_errmsg();
-	FUZZ_CHECK(added >= 0 && added <= most * (1 + 1e-9) + 1, "a feed added %g of an answer of %g", added, most);
+	FUZZ_CHECK(added >= 0 && added <= most * (1 + 1e-9) + 1,
+		   "a feed added %g of an answer of %g", added, most);
 	double total = tally_top_total(win);
-	FUZZ_CHECK(fabs(total - added) <= 1e-9 * added + 1e-6, "the window holds %g, the feed added %g", total, added);
+	FUZZ_CHECK(fabs(total - added) <= 1e-9 * added + 1e-6,
+		   "the window holds %g, the feed added %g", total, added);
 	/* the next tick: the same answer again (only what grew is added) */
 	tally_top_tick(win, TALLY_TOP_DECAY);
 	if (tally_top_feed_db(feed, win, db, true, s, NULL))
 		fuzz_check_errmsg();
 
-	struct tally_top_status st = { .target = "daemon 'fuzz'", .events = db->nevents > 0 ? db->events[0] : "?",
-				       .rate = added, .interval = 1, .unit = tally_view_heading(db, 0) };
+	struct tally_top_status st = { .target = "daemon 'fuzz'",
+				       .events = db->nevents > 0 ? db->events[0] : "?",
+				       .rate = added,
+				       .interval = 1,
+				       .unit = tally_view_heading(db, 0) };
 	struct tally_top_ui ui;
 	tally_top_ui_init(&ui, callgraph);
 	struct strbuf out = STRBUF_INIT;
@@ -150,7 +167,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ro.no_inline = true; /* as tally top asks */
 	}
 	struct tally_db db;
-	int r = tally_top_db_from_bundle(&db, (const char *)data, size, "the answer of 'fuzz/ctl.sock' to peek");
+	int r = tally_top_db_from_bundle(&db, (const char *)data, size,
+					 "the answer of 'fuzz/ctl.sock' to peek");
 	if (r) {
 		fuzz_check_errmsg();
 		return 0;

@@ -19,18 +19,22 @@
 
 static void one_u64(const char *s, unsigned sel)
 {
-	static const uint64_t bounds[][2] = { { 0, UINT64_MAX }, { 1, 1000000 }, { 64, 65528 }, { 1, UINT64_MAX >> 2 } };
+	static const uint64_t bounds[][2] = {
+		{ 0, UINT64_MAX }, { 1, 1000000 }, { 64, 65528 }, { 1, UINT64_MAX >> 2 }
+	};
 	const uint64_t *b = bounds[sel % 4];
 	uint64_t v;
 	if (tally_parse_u64(s, "value", b[0], b[1], &v)) {
 		fuzz_check_errmsg();
 		return;
 	}
-	FUZZ_CHECK(v >= b[0] && v <= b[1], "'%s' gave %" PRIu64 ", outside %" PRIu64 "-%" PRIu64, s, v, b[0], b[1]);
+	FUZZ_CHECK(v >= b[0] && v <= b[1], "'%s' gave %" PRIu64 ", outside %" PRIu64 "-%" PRIu64, s,
+		   v, b[0], b[1]);
 	char back[32];
 	snprintf(back, sizeof(back), "%" PRIu64, v);
 	uint64_t w;
-	FUZZ_CHECK(tally_parse_u64(back, "value", b[0], b[1], &w) == 0 && w == v, "'%s' does not parse back", back);
+	FUZZ_CHECK(tally_parse_u64(back, "value", b[0], b[1], &w) == 0 && w == v,
+		   "'%s' does not parse back", back);
 }
 
 static void one_duration(const char *s)
@@ -40,7 +44,8 @@ static void one_duration(const char *s)
 		fuzz_check_errmsg();
 		return;
 	}
-	FUZZ_CHECK(fuzz_known("i7") || (isfinite(d) && d > 0), "'%s' was accepted as a duration of %g s", s, d);
+	FUZZ_CHECK(fuzz_known("i7") || (isfinite(d) && d > 0),
+		   "'%s' was accepted as a duration of %g s", s, d);
 }
 
 static void one_size(const char *s)
@@ -68,7 +73,8 @@ static void one_cpulist(const char *s, int ncpus)
 	tally_cpus_string(set, ncpus, &sb);
 	if (sb.len) {
 		bool *again = xcalloc((size_t)ncpus + 1, sizeof(bool));
-		FUZZ_CHECK(tally_parse_cpulist(sb.buf, ncpus, again) == 0 && !memcmp(set, again, (size_t)ncpus),
+		FUZZ_CHECK(tally_parse_cpulist(sb.buf, ncpus, again) == 0 &&
+				   !memcmp(set, again, (size_t)ncpus),
 			   "'%s' printed as '%s' parses differently", s, sb.buf);
 		free(again);
 	}
@@ -125,7 +131,8 @@ static void one_epoch(const char *s)
 	memcpy(minute, s, 12);
 	minute[12] = '\0';
 	double t;
-	FUZZ_CHECK(tally_parse_time(minute, "--since", NOW, &t) == 0, "epoch '%s': its minute '%s' is not a time", s, minute);
+	FUZZ_CHECK(tally_parse_time(minute, "--since", NOW, &t) == 0,
+		   "epoch '%s': its minute '%s' is not a time", s, minute);
 }
 
 /* --since and --until together: "SINCE<tab>UNTIL" */
@@ -137,8 +144,9 @@ static void one_range(char *s)
 	struct tally_db_select sel;
 	memset(&sel, 0, sizeof(sel));
 	double t;
-	if (fuzz_known("i7") && ((!tally_parse_time(s, "--since", NOW, &t) && !time_ok(t)) ||
-				 (until && !tally_parse_time(until, "--until", NOW, &t) && !time_ok(t))))
+	if (fuzz_known("i7") &&
+	    ((!tally_parse_time(s, "--since", NOW, &t) && !time_ok(t)) ||
+	     (until && !tally_parse_time(until, "--until", NOW, &t) && !time_ok(t))))
 		return;
 	int r = tally_db_select_opt(&sel, TALLY_OPT_SINCE, s);
 	if (r == 1 && until)
@@ -147,7 +155,8 @@ static void one_range(char *s)
 		fuzz_check_errmsg();
 		return;
 	}
-	FUZZ_CHECK(time_ok(sel.since) && (!sel.has_until || (time_ok(sel.until) && sel.since <= sel.until)),
+	FUZZ_CHECK(time_ok(sel.since) &&
+			   (!sel.has_until || (time_ok(sel.until) && sel.since <= sel.until)),
 		   "--since %g --until %g accepted", sel.since, sel.until);
 }
 

@@ -17,7 +17,8 @@ enum tally_image_kind {
 	TALLY_IMG_FILE,   /* a mapped file: executable or library */
 	TALLY_IMG_KERNEL, /* kernel and modules: offsets are kernel addresses */
 	TALLY_IMG_NOMAP,  /* executable memory backed by no file: offsets are addresses */
-	TALLY_IMG_JIT,    /* anonymous memory named by /tmp/perf-PID.map or a jitdump: offsets are addresses */
+	/* anonymous memory named by /tmp/perf-PID.map or a jitdump: offsets are addresses */
+	TALLY_IMG_JIT,
 	TALLY_IMG_VDSO,   /* the kernel's vDSO */
 };
 
@@ -28,10 +29,12 @@ struct tally_image {
 	uint8_t build_id_len; /* 0 when the kernel did not give one */
 	uint32_t maj, min;
 	uint64_t ino, ino_gen;
-	int pid;           /* JIT: its process; files: a process that mapped it (for /proc/PID/root) */
+	/* JIT: its process; files: a process that mapped it (for /proc/PID/root) */
+	int pid;
 	char *jit_map;     /* JIT: the map's contents, copied while the process lived */
 	size_t jit_map_len;
-	char *id, *id_kind; /* files: identity decided early by tally_agg_identify (NULL: not yet) */
+	/* files: identity decided early by tally_agg_identify (NULL: not yet) */
+	char *id, *id_kind;
 	struct tally_jitdump *jd; /* JIT: the process's jitdump, parsed while it lived */
 	char *jd_source;   /* JIT: the jitdump file as the process named it */
 	char *jd_text;     /* JIT: the database's copy of jd (tally_agg_snapshot_jit) */
@@ -40,7 +43,8 @@ struct tally_image {
 	 * path is the process's own, so the file is identified while the process
 	 * lives, through /proc/PID/root (tally_agg_identify_new) */
 	bool foreign_ns;
-	int8_t early;          /* 1 identified while the process lived, -1 could not be, 0 not tried */
+	/* 1 identified while the process lived, -1 could not be, 0 not tried */
+	int8_t early;
 	uint8_t early_id[20];
 	uint8_t early_id_len;  /* 0: early_hash is the id */
 	uint64_t early_hash;
@@ -67,11 +71,16 @@ struct tally_proc {
 	size_t nmaps, amaps;
 	size_t last;         /* index of the last map hit: samples cluster */
 	int jit;             /* 0 unknown, 1 perf map trusted, -1 none or untrusted */
-	uint32_t jit_wait, jit_tries; /* with jit 0 after a look found no map: anonymous samples until the next look, looks so far */
-	int jit_map_fd;      /* with jit 1: the perf map, opened when it was checked, read from then on */
+	/* with jit 0 after a look found no map: anonymous samples until the next look, looks so
+	 * far */
+	uint32_t jit_wait, jit_tries;
+	/* with jit 1: the perf map, opened when it was checked, read from then on */
+	int jit_map_fd;
 	uint64_t jit_map_dev, jit_map_ino; /* with jit 1: which file that is */
-	char *jitdump;       /* a trusted jit-PID.dump the process mapped, as it named it, or NULL */
-	int jitdump_fd;      /* with jitdump: the file, opened (and checked) while the process lived */
+	/* a trusted jit-PID.dump the process mapped, as it named it, or NULL */
+	char *jitdump;
+	/* with jitdump: the file, opened (and checked) while the process lived */
+	int jitdump_fd;
 	uint32_t jit_image;  /* the JIT image of a trusted perf map or jitdump */
 	uint32_t nomap_image;
 	int dead;            /* 0 alive; counts collection rounds since its exit */
@@ -129,7 +138,8 @@ struct tally_agg {
 	 * a walk to the image and a compare of its path, cold after a wait */
 	uint64_t *image_memo;
 	uint32_t kernel_image;
-	size_t images_checked; /* images before this index were looked at by tally_agg_identify_new */
+	/* images before this index were looked at by tally_agg_identify_new */
+	size_t images_checked;
 	/* tally_agg_reset calls so far: the recording engine then has the
 	 * collector's exec watch forget the programs it told of, whose images
 	 * went with the reset (lib/record) */
@@ -166,7 +176,8 @@ struct tally_agg {
 	struct tally_hidx comm_idx;
 	uint64_t *counts; /* nrows * nevents */
 	size_t acounts;
-	uint64_t *weights; /* nrows * nevents: the summed periods (tally_rec.weight) of the counts */
+	/* nrows * nevents: the summed periods (tally_rec.weight) of the counts */
+	uint64_t *weights;
 	size_t aweights;
 	struct tally_hidx row_idx;
 
@@ -199,7 +210,8 @@ struct tally_agg {
 	uint64_t *samples; /* per event */
 	uint64_t lost, throttled;
 	uint32_t jit_untrusted;
-	char **jit_warnings; /* JIT files that were damaged, unusable or refused: one line each, at most 32 */
+	/* JIT files that were damaged, unusable or refused: one line each, at most 32 */
+	char **jit_warnings;
 	size_t njit_warnings, ajit_warnings;
 	uint64_t jit_warnings_more; /* those past the 32nd line, counted by its last line */
 	size_t jit_budget;   /* what one process's JIT sources may cost (TALLY_JIT_BUDGET) */
@@ -214,7 +226,8 @@ struct tally_agg {
 
 	uint32_t scratch_frames[512];
 	uint64_t scratch_pcs[512];
-	uint32_t scratch_user[512];            /* the frame-pointer repair's copy of the chain's frames */
+	/* the frame-pointer repair's copy of the chain's frames */
+	uint32_t scratch_user[512];
 	struct tally_fp_repair scratch_repair; /* ... and its result */
 };
 
@@ -282,10 +295,11 @@ struct tally_proc *tally_agg_proc(struct tally_agg *a, int pid, bool create);
 uint32_t tally_agg_frame(struct tally_agg *a, uint32_t image, uint64_t offset);
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len);
 /* Adds n to the count of (stack, pid, event) and weight to its weight. */
-void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight);
+void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n,
+		       uint64_t weight);
 /* The same for the processes called comm (a row of its own; NULL or "": none). */
-void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event, uint64_t n,
-			  uint64_t weight);
+void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event,
+			  uint64_t n, uint64_t weight);
 /* The id of a command name (0 for NULL or ""; else 1 + its index in comms). */
 uint32_t tally_agg_comm(struct tally_agg *a, const char *comm);
 /* The same with a weight of n (a period of 1). */
@@ -294,12 +308,14 @@ void tally_agg_count(struct tally_agg *a, uint32_t stack, int pid, int event, ui
  * return address), as the aggregate's repair uses it (docs/callgraph.md):
  * false when there is none (no such process or mapping, no CFI). For a
  * collector that unwinds in the kernel (the BPF off-CPU program). */
-bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra, struct tally_fp_rule *out);
+bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra,
+		       struct tally_fp_rule *out);
 /* Counts n samples of a repair done elsewhere (the collector's) as the
  * aggregate's own: frames put back, and why it stopped. */
 void tally_agg_fp_count(struct tally_agg *a, size_t frames, enum tally_fp_stop stop, uint64_t n);
 /* Adds a mapping to a process, replacing what it overlaps. */
-void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image);
+void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+			uint32_t image);
 /* The map containing addr, or NULL. */
 const struct tally_map *tally_proc_find_map(struct tally_proc *p, uint64_t addr);
 

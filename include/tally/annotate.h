@@ -44,7 +44,8 @@ struct tally_annot_func {
 	struct tally_annot_line *lines; /* lines with samples and lines of its code, sorted */
 	size_t nlines;
 	uint64_t no_line, no_line_raw; /* samples at addresses without line information */
-	uint64_t *pt_addr, *pt_samples, *pt_raw; /* the sampled addresses, sorted, and their samples */
+	/* the sampled addresses, sorted, and their samples */
+	uint64_t *pt_addr, *pt_samples, *pt_raw;
 	size_t npts;
 	struct tally_annot_insn *insns; /* every instruction, sorted (none without code) */
 	size_t ninsns;
@@ -71,8 +72,8 @@ struct tally_annotate_opts {
  * with tally_seterr: -ENOENT when no function has that name and samples, or no
  * image matches o->image; -EINVAL when the name is in several images and
  * o->image does not choose one (the message lists them). */
-int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const struct tally_annotate_opts *o,
-		   struct tally_annot_func **out, size_t *n);
+int tally_annotate(const struct tally_db *db, struct tally_resolver *res,
+		   const struct tally_annotate_opts *o, struct tally_annot_func **out, size_t *n);
 void tally_annotate_free(struct tally_annot_func *f, size_t n);
 
 /* Index of the line entry for (file, line) in f->lines, or TALLY_ANNOT_NONE. */
@@ -84,11 +85,13 @@ uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, 
  * a leading OLD with NEW. 0 with *text (NUL-separated lines, caller frees),
  * *lines (pointers into text, caller frees), *nlines and *found (caller frees);
  * -ENOENT when no candidate exists. */
-int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines, size_t *nlines, char **found);
+int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines,
+		       size_t *nlines, char **found);
 
 /* How tally_annotate_render shows the functions: */
 struct tally_annotate_render_opts {
-	const char **source_dirs; /* where to look for sources first (NULL-terminated; may be NULL) */
+	/* where to look for sources first (NULL-terminated; may be NULL) */
+	const char **source_dirs;
 	bool want_asm;            /* the instructions too, under their source lines */
 	bool json;                /* JSON (docs/report-json.md) instead of text */
 	const char *input;        /* the database's name, for the JSON */
@@ -96,7 +99,8 @@ struct tally_annotate_render_opts {
 struct strbuf;
 /* The annotation of the n functions of funcs (tally_annotate's) in event ev,
  * appended to out: text as 'tally annotate' prints it, or one JSON document. */
-void tally_annotate_render(const struct tally_db *db, int ev, const struct tally_annot_func *funcs, size_t n,
-			   const struct tally_annotate_render_opts *o, struct strbuf *out);
+void tally_annotate_render(const struct tally_db *db, int ev, const struct tally_annot_func *funcs,
+			   size_t n, const struct tally_annotate_render_opts *o,
+			   struct strbuf *out);
 
 #endif

@@ -45,7 +45,8 @@ struct tally_archive_member {
 	char *name;  /* inside the archive */
 	enum tally_archive_role role;
 	char *src;   /* the file copied, or NULL for a database file (data) */
-	int fd;      /* src opened once when planned, verified from it, and copied from it (-1: none) */
+	/* src opened once when planned, verified from it, and copied from it (-1: none) */
+	int fd;
 	int tmpfd;   /* strip: the stripped copy, while writing (-1: none) */
 	const char *data; /* a database file's bytes (into the plan's bundle) */
 	uint64_t size;    /* bytes of the member (for strip: as written) */
@@ -85,12 +86,14 @@ struct tally_archive_plan {
  * can verify, are left out, with a warning in w. With o->strip, the debug files
  * are measured as they will be written. 0 or -errno with tally_seterr; the plan
  * holds a descriptor per file until tally_archive_plan_release. */
-int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, struct tally_resolver *r,
-		       const struct tally_archive_opts *o, struct tally_warnings *w);
+int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db,
+		       struct tally_resolver *r, const struct tally_archive_opts *o,
+		       struct tally_warnings *w);
 void tally_archive_plan_release(struct tally_archive_plan *p);
 
 /* Called now and then while writing: bytes done of total, the member at hand. */
-typedef void (*tally_archive_progress_fn)(void *ctx, uint64_t done, uint64_t total, const char *member);
+typedef void (*tally_archive_progress_fn)(void *ctx, uint64_t done, uint64_t total,
+					  const char *member);
 
 /* Writes the plan as path (kind by suffix, tally_archive_kind_of), atomically:
  * built next to path (as .NAME.tmp-PID-XXXXXX, stripped copies of a tarball
@@ -101,7 +104,8 @@ typedef void (*tally_archive_progress_fn)(void *ctx, uint64_t done, uint64_t tot
  * ours). path must not exist. Every file is copied from the descriptor the
  * plan verified. A source file that changed since the plan is an error. 0 or
  * -errno with tally_seterr. */
-int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_archive_progress_fn fn, void *ctx);
+int tally_archive_write(struct tally_archive_plan *p, const char *path,
+			tally_archive_progress_fn fn, void *ctx);
 
 /* ---- reading ---- */
 
@@ -166,6 +170,7 @@ struct tally_strip_stats {
 	uint64_t size, data;
 	size_t units, kept;
 };
-int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st);
+int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd,
+		      struct tally_strip_stats *st);
 
 #endif

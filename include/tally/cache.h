@@ -73,10 +73,12 @@ void tally_cache_touch(const struct tally_cache *c, const char *key);
  * user's of at most max bytes, or written under a temporary name and renamed
  * into place (not synced: a cache, whose reader checks what it reads).
  * 0 or -errno with tally_seterr. */
-int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max);
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb,
+			  uint64_t max);
 /* The same file opened (read-only): the fd, or -errno with tally_seterr. */
 int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_t max);
-int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len);
+int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data,
+			   size_t len);
 
 /* Adds the file open at src_fd (its name src, for errors) as the entry's
  * image or debug file, once it is verified to have the id (a build-id: the
@@ -84,8 +86,8 @@ int tally_cache_write_file(const struct tally_cache *c, const char *name, const 
  * sections are written decompressed. recorded: the image's recorded path (kept
  * for the listing; NULL: none). 1 when added, 0 when it was there already,
  * -errno with tally_seterr (-ESTALE: the file is not the one of that id). */
-int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
-		       enum tally_cache_file f, const char *recorded);
+int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd,
+		       const char *src, enum tally_cache_file f, const char *recorded);
 /* The same by path (followed: /lib64 is a link). */
 int tally_cache_add(struct tally_cache *c, const char *id_kind, const char *id, const char *src,
 		    enum tally_cache_file f, const char *recorded);
@@ -95,8 +97,8 @@ int tally_cache_add(struct tally_cache *c, const char *id_kind, const char *id, 
  * /usr/lib/debug/.build-id, then by its .gnu_debuglink next to src, in .debug/
  * and under /usr/lib/debug. Either may be there already. 0 or -errno with
  * tally_seterr (what could not be added). */
-int tally_cache_add_image(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
-			  const char *recorded);
+int tally_cache_add_image(struct tally_cache *c, const char *id_kind, const char *id, int src_fd,
+			  const char *src, const char *recorded);
 
 struct tally_cache_entry {
 	char *key;
@@ -138,14 +140,16 @@ struct tally_cache_filler *tally_cache_filler_new(char **why);
  * the profile names it; dev (major << 20 | minor, as struct tally_image's maj
  * and min) and ino: the file that was mapped (ino 0: unknown). Called on the
  * recording's thread: at most an open, an fstat and an fstatat. */
-void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind, const char *id, const char *src,
-			      const char *recorded, uint32_t maj, uint32_t min, uint64_t ino);
+void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind, const char *id,
+			      const char *src, const char *recorded, uint32_t maj, uint32_t min,
+			      uint64_t ino);
 /* What is queued and not yet copied goes on in a process of its own, detached
  * (the caller is about to exit: tally record's end never waits for a copy).
  * Nothing is started when nothing is left. */
 void tally_cache_filler_handoff(struct tally_cache_filler *f);
 /* Images handed over, found in the cache, and copied into it so far. */
-void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached, size_t *copied);
+void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached,
+			       size_t *copied);
 /* Stops the thread: a copy under way gives up within a block (64 KiB) or a
  * section, and the thread is joined (a thread stuck in a read for 2 s is left
  * to end alone), so no thread of the filler outlives it. Accepts NULL. */

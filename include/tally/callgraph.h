@@ -17,8 +17,10 @@ struct tally_cg_func {
 	bool has_addr;
 	uint64_t self, incl;
 	bool root;      /* a process root: _start, thread start, kernel entry */
-	bool inlined;   /* code inlined into its caller (from DWARF); addr is then an id, not an address */
-	uint64_t nself, nincl; /* the same in samples (self and incl are weights once db is weighed) */
+	/* code inlined into its caller (from DWARF); addr is then an id, not an address */
+	bool inlined;
+	/* the same in samples (self and incl are weights once db is weighed) */
+	uint64_t nself, nincl;
 };
 
 struct tally_cg_stack {
@@ -72,22 +74,27 @@ struct tally_cg {
 	size_t nfcache, afcache;
 	uint32_t *fc_funcs;
 	size_t nfc_funcs, afc_funcs;
-	uint32_t *fc_of; /* per database frame, as a leaf and as a caller: its function, or fcache entry (callgraph.c) */
+	/* per database frame, as a leaf and as a caller: its function, or fcache entry
+	 * (callgraph.c) */
+	uint32_t *fc_of;
 	struct tally_cg_name_slot *name_cache; /* while building */
 };
 
 /* Builds the model for one event; keep(db, pid) selects stacks by process (NULL: all).
  * The work is linear in the frames of the database's stacks, with one symbol
  * lookup per distinct frame. */
-void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
-		    bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx);
+void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res,
+		    int event, bool (*keep)(const struct tally_db *db, int pid, const void *ctx),
+		    const void *ctx);
 /* Build flag: no caller/callee arcs (cg->arcs stays empty); what needs no
  * arcs (inclusive counts, trees, flame graphs, folded stacks) is spared the
  * table of every distinct (caller, callee) pair, which can be as large as the
  * stacks themselves. tally_cg_arcs adds them later. */
 #define TALLY_CG_NO_ARCS 1u
-void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
-			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx, unsigned flags);
+void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db,
+			  struct tally_resolver *res, int event,
+			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx),
+			  const void *ctx, unsigned flags);
 /* The caller/callee arcs of cg's stacks (each counted once per stack that has it). */
 void tally_cg_arcs(struct tally_cg *cg);
 void tally_cg_release(struct tally_cg *cg);
@@ -97,12 +104,14 @@ long tally_cg_find(const struct tally_cg *cg, const char *name);
 /* A tree: top-down from the roots (focus < 0), the callees of focus, or (invert)
  * its callers. nodes[0] is a synthetic top whose count is the total considered.
  * The caller frees with tally_cg_tree_free. */
-struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool invert, size_t *nnodes);
+struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool invert,
+				    size_t *nnodes);
 void tally_cg_tree_free(struct tally_cg_node *nodes, size_t n);
 
 /* The points where unwinding stopped short of a root: (function, samples), sorted, at most max. */
 size_t tally_cg_stops(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, size_t max);
 /* The same with each stop's samples into nsamples (when counts are weights). */
-size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, uint64_t *nsamples, size_t max);
+size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts,
+			uint64_t *nsamples, size_t max);
 
 #endif

@@ -44,10 +44,13 @@ struct tally_collect_opts {
 	uint64_t period; /* events per sample, or 0 */
 	bool randomize;
 	bool callchain;  /* PERF_SAMPLE_CALLCHAIN */
-	uint32_t stack_user; /* bytes of user stack to copy per sample (DWARF unwinding), 0 for none */
+	/* bytes of user stack to copy per sample (DWARF unwinding), 0 for none */
+	uint32_t stack_user;
 	uint32_t leaf_stack; /* with callchain and no stack_user: bytes of user stack (and the user
-			      * registers) per sample, to find the caller a frame-pointer chain skips */
-	bool build_id_mmap;  /* ask the kernel for build-ids in MMAP2 records (see docs/sampling.md) */
+			      * registers) per sample, to find the caller a frame-pointer chain
+			      * skips */
+	/* ask the kernel for build-ids in MMAP2 records (see docs/sampling.md) */
+	bool build_id_mmap;
 	enum tally_target target;
 	const pid_t *pids; /* TARGET_CHILD: one pid (not yet exec'd); TARGET_PIDS: processes */
 	size_t npids;
@@ -102,7 +105,8 @@ struct tally_rec {
 	 * period really in effect (period can be stale), an off-CPU interval; 0:
 	 * the period */
 	uint64_t weight;
-	uint64_t count;   /* samples this record stands for (off-CPU waits summed in the kernel); 0: one */
+	/* samples this record stands for (off-CPU waits summed in the kernel); 0: one */
+	uint64_t count;
 	uint64_t nr;      /* callchain length */
 	const uint64_t *chain;
 	const uint64_t *regs; /* user registers (in the order of regs_mask's bits), or NULL */
@@ -138,9 +142,11 @@ struct tally_cpu_state {
 	bool on;       /* tally_collector_cpu_set */
 	bool sampling; /* opened, on, enabled and not paused */
 	uint64_t freq; /* the frequency asked (0 when set by a period) */
-	uint64_t period; /* the mean period of the first event there (0 in kernel-adapted frequency mode) */
+	/* the mean period of the first event there (0 in kernel-adapted frequency mode) */
+	uint64_t period;
 };
-void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct tally_cpu_state *st);
+void tally_collector_cpu_state(const struct tally_collector *c, int cpu,
+			       struct tally_cpu_state *st);
 
 /* Waits up to timeout_ms for data, then reads every ring, sorts the records by
  * time and calls fn for each. Redraws randomized periods. Returns the number of
@@ -154,11 +160,13 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
 /* For time-based events: percentiles (ns) of the intervals between consecutive
  * samples of one thread on one CPU, i.e. the periods the timer really used.
  * Returns how many intervals were kept (0: none measured). */
-size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90);
+size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50,
+				 uint64_t *p90);
 /* Which samples a randomized period reached: *total samples of the event, of
  * which *reached were taken by an event tally opened itself, so redraws (a
  * sample of a thread or child through an event it inherited is not). */
-void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total);
+void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached,
+				    uint64_t *total);
 /* How the events reach the tasks, for the session's "randomized-scope": a short
  * static phrase (docs/sampling.md). */
 const char *tally_collector_scope(const struct tally_collector *c);
@@ -178,16 +186,19 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
  * records waiting there and left them for a later round (bpf; 0 otherwise);
  * *asked (may be NULL): the rounds that a record asking for one, the exec
  * watch or the second after either made (bpf). */
-void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks, uint64_t *asked);
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks,
+			    uint64_t *asked);
 enum tally_sample_mech tally_collector_sample_mech(const struct tally_collector *c);
 /* With bpf, the exec watch (docs/sampling.md, "Rounds"): whether it runs
  * (else *why says why not), how many execs it told of, and (*bursts) how
  * many bursts of execs of known programs (watch-bpf.h). */
-bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts, const char **why);
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts,
+			   const char **why);
 /* Asks the exec watch to tell of every start of the program in that file
  * (device major << 20 | minor, inode, generation): its processes make JIT
  * code, whose perf maps are read while they live. Nothing without a watch. */
-void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino, uint32_t gen);
+void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino,
+				   uint32_t gen);
 /* The programs the exec watch told of are forgotten (the caller forgot their
  * images): each is told of again at its next start. */
 void tally_collector_watch_forget(struct tally_collector *c);

@@ -63,13 +63,15 @@ void tally_ctl_frame(struct strbuf *out, bool ok, const char *body, size_t len);
  * newline included) and *body_len (at most TALLY_CTL_MAX_REPLY, or
  * TALLY_CTL_MAX_ERROR for an error) set; 1 when the line is not whole yet;
  * -EPROTO with tally_seterr naming what when it is not a reply's header. */
-int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr, size_t *body_len);
+int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr,
+			   size_t *body_len);
 
 /* The client side: connects to the socket, sends the request line, reads the
  * whole reply (at most timeout seconds without progress). *ok tells the kind;
  * body gets its bytes. 0 or -errno with tally_seterr saying what to do: a
  * reply that is not one or is longer than its bound is -EPROTO, memory
  * running short -ENOMEM (never an exit). */
-int tally_ctl_call(const char *socket_path, const char *request, double timeout, bool *ok, struct strbuf *body);
+int tally_ctl_call(const char *socket_path, const char *request, double timeout, bool *ok,
+		   struct strbuf *body);
 
 #endif

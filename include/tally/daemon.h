@@ -106,14 +106,14 @@ int tally_daemon_start(struct tally_daemon *d, char **warning);
 /* The same over an aggregate its caller feeds (a harness, a test): no
  * collector of its own; col may be NULL (then start, stop and cpus are
  * refused). agg and col stay the caller's and must outlive the daemon. */
-int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col, char **warning);
+int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col,
+		       char **warning);
 
 /* One round: waits up to timeout_ms (negative: the daemon's tick, 200 ms, the
- * interval of the randomized period's redraw) for records or control connections, serves the connections that are
- * ready, drops those past their deadline, watches memory, and flushes or begins
- * an epoch when their time has come. Once a second it looks for its database
- * directory: removed or moved, it raises SIGTERM (and tally_daemon_stop then
- * writes nothing). */
+ * interval of the randomized period's redraw) for records or control connections, serves the
+ * connections that are ready, drops those past their deadline, watches memory, and flushes or
+ * begins an epoch when their time has come. Once a second it looks for its database directory:
+ * removed or moved, it raises SIGTERM (and tally_daemon_stop then writes nothing). */
 void tally_daemon_step(struct tally_daemon *d, int timeout_ms);
 /* Serves the control connections that are ready now, without waiting. */
 void tally_daemon_serve(struct tally_daemon *d);

@@ -46,8 +46,9 @@ void tally_meta_release(struct tally_meta *m);
  * TALLY_FP_NOCFI on. Written with TALLY_FP_STOPS_FMT, read by
  * tally_fp_stops_parse (false: not that form). */
 #define TALLY_FP_NSTOPS_SAID 4
-#define TALLY_FP_STOPS_FMT                                                                                       \
-	"no CFI %" PRIu64 ", stack copy too small %" PRIu64 ", chain not rejoined %" PRIu64 ", depth limit %" PRIu64
+#define TALLY_FP_STOPS_FMT                                                                  \
+	"no CFI %" PRIu64 ", stack copy too small %" PRIu64 ", chain not rejoined %" PRIu64 \
+	", depth limit %" PRIu64
 bool tally_fp_stops_parse(const char *v, uint64_t n[TALLY_FP_NSTOPS_SAID]);
 
 /* ---- the temporaries next to a database, and their recovery ----
@@ -110,7 +111,8 @@ struct tally_db_image {
 	char *jd_text;
 	size_t jd_text_len;
 	char *dir;
-	bool foreign_ns; /* mapped inside another mount namespace: path is the container's (file mntns) */
+	/* mapped inside another mount namespace: path is the container's (file mntns) */
+	bool foreign_ns;
 };
 
 struct tally_db_entry {
@@ -179,7 +181,8 @@ struct tally_db {
 	uint64_t lost, throttled;
 	bool per_pid;
 	bool has_stacks;
-	bool text_stacks; /* tally_db_save writes the stacks file as text (format 3's lines), not binary */
+	/* tally_db_save writes the stacks file as text (format 3's lines), not binary */
+	bool text_stacks;
 
 	struct tally_db_image *images;
 	size_t nimages;
@@ -230,9 +233,11 @@ struct tally_db {
 	/* label sets: id 0 is the empty set, ids 1..nlabels are labels[id - 1] */
 	struct tally_labelset *labels;
 	size_t nlabels;
-	char *tmpdir;   /* a bundle's files, or an archive, unpacked for this reader (removed on release) */
+	/* a bundle's files, or an archive, unpacked for this reader (removed on release) */
+	char *tmpdir;
 	char *files;    /* where the database's files are when not at path: an archive's db/ */
-	char *archive;  /* read from an archive (archive.h): its root, where the resolver looks (only) */
+	/* read from an archive (archive.h): its root, where the resolver looks (only) */
+	char *archive;
 	size_t nepochs; /* a daemon database: how many epochs were merged (0: not one) */
 	struct tally_db_source *sources; /* a merge: the recordings it holds, sorted (labels, id) */
 	size_t nsources;
@@ -292,8 +297,8 @@ void tally_db_unwall_stacks(struct tally_db *db);
 uint64_t tally_db_weight_total(const struct tally_db *db, int ev);
 
 /* Frame k (0: the leaf) of a stack of db. */
-static inline const struct tally_frame *tally_db_frame(const struct tally_db *db, const struct tally_db_stack *st,
-						       uint32_t k)
+static inline const struct tally_frame *tally_db_frame(const struct tally_db *db,
+						       const struct tally_db_stack *st, uint32_t k)
 {
 	return &db->frame_tab[db->stack_frames[st->first + k]];
 }
@@ -367,7 +372,8 @@ struct tally_db_builder;
 /* A new, empty database in the making with these events (count columns, in
  * this order), per-pid or not, with call stacks or not. The caller owns it:
  * tally_db_builder_finish or _free. */
-struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid, bool stacks);
+struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid,
+					      bool stacks);
 void tally_db_builder_free(struct tally_db_builder *b);
 /* The session keys the result starts from (copied; the counts are set at finish). */
 void tally_db_builder_session(struct tally_db_builder *b, const struct tally_meta *session);
@@ -375,22 +381,24 @@ void tally_db_builder_session(struct tally_db_builder *b, const struct tally_met
  * pid; exec and lib count as one kind), else a copy. */
 uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_db_image *im);
 /* Adds counts (one per event) to (image, pid, offset); pid 0 unless per-pid. */
-void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid, uint64_t offset,
-			    const uint64_t *counts);
+void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid,
+			    uint64_t offset, const uint64_t *counts);
 /* Adds counts to a stack (frames' images are builder indices, leaf first). */
-void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
-			    const uint64_t *counts);
+void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid,
+			    const struct tally_frame *frames, uint32_t n, const uint64_t *counts);
 /* The same under a label set (an id from tally_db_builder_label; 0: none). */
-void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
-				  uint64_t offset, const uint64_t *counts);
+void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid,
+				  uint32_t label, uint64_t offset, const uint64_t *counts);
 void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
-				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts);
+				  const struct tally_frame *frames, uint32_t n,
+				  const uint64_t *counts);
 /* The same with the weights of the counts (one per event, in the event's
  * unit: tally_db_unit); weights NULL: each sample weighs 1. A builder given
  * weights (or a database: tally_db_builder_add) makes a database with weights
  * (format 3); one given none makes one without (format 1 or 2). */
-void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
-			      uint64_t offset, const uint64_t *counts, const uint64_t *weights);
+void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid,
+			      uint32_t label, uint64_t offset, const uint64_t *counts,
+			      const uint64_t *weights);
 void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t label,
 			      const struct tally_frame *frames, uint32_t n, const uint64_t *counts,
 			      const uint64_t *weights);
@@ -412,7 +420,8 @@ void tally_db_builder_canonical(struct tally_db_builder *b);
 /* Whether adding src (tally_db_builder_add) keeps every count the builder sums
  * below 2^64 (and the summed durations under 100 years): 0, or -EOVERFLOW
  * with tally_seterr naming what (src's name). */
-int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what);
+int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src,
+			  const char *what);
 void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *k);
 void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe);
 /* Tasks kept one per program, (comm, exe), with the pid added last, rather
@@ -474,7 +483,8 @@ void tally_db_spare_drop(struct tally_db_spare *sp);
  * and where the old copy is kept after the swap (its path is NULL when it was
  * not: a new database, a filesystem without RENAME_EXCHANGE, an error). */
 int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
-			  int (*check)(void *ctx, const char *staging), void *ctx, struct tally_db_spare *spare);
+			  int (*check)(void *ctx, const char *staging), void *ctx,
+			  struct tally_db_spare *spare);
 /* db as one self-contained file (docs/format.md, "bundle"), appended to out. */
 int tally_db_bundle(const struct tally_db *db, struct strbuf *out);
 /* Bytes the files of db hold (what tally_db_save writes); *files (may be NULL)
@@ -483,14 +493,15 @@ size_t tally_db_bytes(const struct tally_db *db, size_t *files);
 
 /* Parsing helpers, exposed for the unit tests and fuzzers. Each returns 0 or
  * -EINVAL with tally_seterr naming what (file) and line. */
-int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value);
-int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
-			  uint64_t *counts);
+int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key,
+			    char **value);
+int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents,
+			  uint64_t *offset, uint64_t *counts);
 /* The same for a format 3 line, 'OFFSET COUNT WEIGHT ...' (a count and its
  * weight per event; a weight without a sample is refused); weights NULL: a
  * format 1 or 2 line. */
-int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
-			    uint64_t *counts, uint64_t *weights);
+int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents,
+			    uint64_t *offset, uint64_t *counts, uint64_t *weights);
 
 /* The parsers of a database's files, each over one file's bytes (buf, len:
  * anything, read only; a NUL byte or a last line without its newline is

@@ -66,7 +66,8 @@ struct tally_diff {
 	enum tally_diff_view view;
 	bool absolute;       /* sorted by the change in samples, not in points */
 	const char *event;   /* the event's name (base's string) */
-	const struct tally_db *db; /* base's database and event: what the values are (tally/view.h) */
+	/* base's database and event: what the values are (tally/view.h) */
+	const struct tally_db *db;
 	int ev;
 	const char *base_input, *new_input;
 	uint64_t base_total, new_total;
@@ -80,8 +81,8 @@ struct tally_diff {
 
 /* Builds the rows of view from each side's view model. The strings belong to
  * d; d lives no longer than the sides' databases. */
-void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base, const struct tally_diff_side *new_,
-		      enum tally_diff_view view, bool absolute);
+void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base,
+		      const struct tally_diff_side *new_, enum tally_diff_view view, bool absolute);
 void tally_diff_release(struct tally_diff *d);
 
 /* The rows whose share grew by more than pct points (--fail-above), largest

@@ -36,7 +36,8 @@ char *tally_epoch_new_name(const char *dir, double when);
 /* Deletes the epochs whose last flush is more than keep seconds before now, but
  * never the newest keep_min ones nor the one named current. Returns how many
  * were deleted, or -errno. */
-int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min, const char *current);
+int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min,
+		       const char *current);
 
 /* Reads the epoch at path (DIR/NAME) as it is now, retried while the daemon
  * swaps a new copy in, without the recovery every open runs first: for the
@@ -71,7 +72,8 @@ bool tally_db_select_active(const struct tally_db_select *sel);
 int tally_db_open_select(struct tally_db *db, const char *path, const struct tally_db_select *sel);
 /* The same with flags (TALLY_DB_STACKS_LATER: the stacks are read by
  * tally_db_load_stacks; a bundle's are read at once). */
-int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags);
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel,
+			unsigned flags);
 
 /* ---- bundles (docs/format.md) ---- */
 
@@ -80,7 +82,8 @@ int tally_db_open_flags(struct tally_db *db, const char *path, const struct tall
  * returned). what names the bundle in errors. 0, -ENOTDIR when it is not a
  * bundle at all, or -EINVAL with tally_seterr (version, entry, name, count). */
 int tally_bundle_parse(const char *buf, size_t len, const char *what,
-		       int (*file)(void *ctx, const char *name, const char *data, size_t len), void *ctx);
+		       int (*file)(void *ctx, const char *name, const char *data, size_t len),
+		       void *ctx);
 /* Opens the bundle in buf as a database (unpacked into a private temporary
  * directory, removed by tally_db_release); what names it (db->path, errors).
  * tally_db_open reads a bundle file with this. 0 or -errno with tally_seterr. */

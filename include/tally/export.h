@@ -21,10 +21,12 @@ struct tally_export {
 	const char *input;    /* the database path, for messages */
 	const int *events;    /* the events to export (indices); one for one-event formats */
 	int nevents;
-	double percent_limit; /* stacks (or locations) under this % of an event are cut to [other] */
+	/* stacks (or locations) under this % of an event are cut to [other] */
+	double percent_limit;
 	bool comm_root;       /* folded: the command name as the root frame */
 	bool per_process;     /* callgrind: one file per process */
-	const char *image;    /* gmon: the image asked for (--image), or NULL for the main program */
+	/* gmon: the image asked for (--image), or NULL for the main program */
+	const char *image;
 	/* pprof: labels every sample carries besides its own label set (tally
 	 * push: host=, --label); one of these takes the place of a key the
 	 * sample's set has too. NULL: none */
@@ -49,7 +51,8 @@ struct tally_export_out {
 	int (*put)(void *ctx, size_t file, const void *data, size_t len);
 	void *ctx;
 	struct tally_warnings warnings; /* what the writer has to say (the builtin prints it) */
-	char *note; /* what was written, for the closing line (gmon: which image), or NULL; freed by release */
+	/* what was written, for the closing line (gmon: which image), or NULL; freed by release */
+	char *note;
 };
 /* A new output buffer; it belongs to out. */
 struct strbuf *tally_export_out_file(struct tally_export_out *out, const char *suffix);
@@ -71,7 +74,8 @@ struct tally_export_sink {
 	size_t nfd;
 	uint64_t token; /* random: the temporaries' names */
 };
-void tally_export_sink_attach(struct tally_export_sink *k, const char *output, struct tally_export_out *out);
+void tally_export_sink_attach(struct tally_export_sink *k, const char *output,
+			      struct tally_export_out *out);
 /* Writes what the files still hold and puts each in place; on a failure
  * removes those already written. 0 or -errno with tally_seterr. */
 int tally_export_sink_finish(struct tally_export_sink *k);
@@ -88,7 +92,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 int tally_export_pprof_buf(const struct tally_export *x, struct strbuf *out);
 int tally_export_callgrind(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out);
-int tally_export_svg(const struct tally_export *x, struct tally_export_out *out); /* lib/export/flame.c */
+/* lib/export/flame.c */
+int tally_export_svg(const struct tally_export *x, struct tally_export_out *out);
 int tally_export_speedscope(const struct tally_export *x, struct tally_export_out *out);
 
 /* Folded stacks of two profiles (difffolded.pl's format, for flamegraph.pl's
@@ -96,8 +101,9 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
  * frames named as tally_export_folded names them, lines sorted; normalize
  * scales the BASE column to add up to NEW's total (tally_scale_counts). */
 struct tally_cg;
-int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
-		      const struct tally_cg *new_cg, const struct tally_db *new_db, bool normalize);
+int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg,
+		      const struct tally_db *base_db, const struct tally_cg *new_cg,
+		      const struct tally_db *new_db, bool normalize);
 
 /* Applies the selection to db in place: the counts (flat and stack) of
  * unselected profiles, processes and events become zero. A stack is selected
@@ -115,8 +121,8 @@ uint64_t tally_export_total(const struct tally_db *db, int event, bool stacks);
 struct tally_trim_stack {
 	uint32_t first, len; /* into keys */
 };
-void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n, const uint64_t *counts,
-		       int nevents, const uint64_t *min, uint32_t *keep);
+void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n,
+		       const uint64_t *counts, int nevents, const uint64_t *min, uint32_t *keep);
 /* min[] for a percent limit: ceil(total * pct / 100) per event (0 for pct 0). */
 void tally_export_trim_min(const struct tally_export *x, const uint64_t *totals, uint64_t *min);
 

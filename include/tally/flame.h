@@ -57,7 +57,8 @@ struct tally_flame {
  * samples fold into an OTHER frame of their parent. The work is linear in the
  * frames of cg's stacks (after sorting the stacks) and the memory is that of
  * the frames kept. fl is released with tally_flame_release. */
-void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert, double percent_limit);
+void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert,
+		       double percent_limit);
 void tally_flame_release(struct tally_flame *fl);
 
 /* A differential flame graph's other side: per frame of the graph, the
@@ -88,15 +89,17 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 /* For each frame of fl (the flame graph of cg, not inverted; images of db),
  * the inclusive and self samples of the same path in base_cg (images of
  * base_db) into base_incl and base_self (fl->nframes each). */
-void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg, const struct tally_db *db,
-			     const struct tally_cg *base_cg, const struct tally_db *base_db, uint64_t *base_incl,
+void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg,
+			     const struct tally_db *db, const struct tally_cg *base_cg,
+			     const struct tally_db *base_db, uint64_t *base_incl,
 			     uint64_t *base_self);
 /* Appends the differential flame graph of two profiles: the shape of new_cg,
  * each frame coloured by the change of its self share from base_cg (Brendan
  * Gregg's convention), frames under percent_limit % folded; o->diff is set
  * here. */
-void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
-			  const struct tally_cg *new_cg, const struct tally_db *new_db, double percent_limit,
+void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg,
+			  const struct tally_db *base_db, const struct tally_cg *new_cg,
+			  const struct tally_db *new_db, double percent_limit,
 			  const struct tally_flame_svg_opts *o);
 
 /* The script that makes flame graphs interactive (every <svg class="tally-flame">

@@ -25,12 +25,13 @@ uint64_t tally_unwind_fp_regs_mask(void);
 /* ip, sp and bp of a sample's registers packed in the kernel's order for mask
  * (tally_unwind_regs_mask or tally_unwind_fp_regs_mask). False when they are
  * not all there. */
-bool tally_unwind_regs_ipspbp(const uint64_t *regs, size_t nregs, uint64_t mask, uint64_t *ip, uint64_t *sp,
-			      uint64_t *bp);
+bool tally_unwind_regs_ipspbp(const uint64_t *regs, size_t nregs, uint64_t mask, uint64_t *ip,
+			      uint64_t *sp, uint64_t *bp);
 
 /* How to find a frame's caller at one code address, from its CFI. */
 enum tally_fp_cfa {
-	TALLY_FP_CFA_NONE, /* no CFI there (JIT code, no .eh_frame), or a rule the repair does not follow */
+	/* no CFI there (JIT code, no .eh_frame), or a rule the repair does not follow */
+	TALLY_FP_CFA_NONE,
 	TALLY_FP_CFA_SP,   /* CFA = rsp + cfa_off: no frame on the chain */
 	TALLY_FP_CFA_BP,   /* CFA = rbp + cfa_off: the function's frame is on the chain */
 	TALLY_FP_CFA_END,  /* the outermost frame: its return address is undefined */
@@ -69,7 +70,8 @@ enum tally_fp_stop {
  * SIZE_MAX (a hint: the caller may keep rules per chain entry). False: pc is
  * no code of the process (a chain read from an rbp that was no frame
  * pointer); true with TALLY_FP_CFA_NONE: code without a rule to follow. */
-typedef bool (*tally_fp_rule_fn)(void *ctx, uint64_t pc, bool ra, size_t chain_at, struct tally_fp_rule *out);
+typedef bool (*tally_fp_rule_fn)(void *ctx, uint64_t pc, bool ra, size_t chain_at,
+				 struct tally_fp_rule *out);
 
 /* What goes after the sampled ip: return addresses, innermost first, each
  * found by the walk (from -1) or the chain's entry from[i]. */
@@ -89,15 +91,15 @@ struct tally_fp_repair {
  * follows the chain while its functions had their frames at the call, and
  * walks again from a function that had none (when the copy holds its frame),
  * and so on to the chain's end. A pure function of its arguments. */
-void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack, size_t stack_len,
-			    const uint64_t *chain, size_t nchain, tally_fp_rule_fn rule, void *ctx,
-			    struct tally_fp_repair *out);
+void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack,
+			    size_t stack_len, const uint64_t *chain, size_t nchain,
+			    tally_fp_rule_fn rule, void *ctx, struct tally_fp_repair *out);
 /* The same without registers or a copy, for frames the BPF off-CPU program
  * walked in the kernel (lib/collect/offcpu.bpf.c): out already holds them
  * (walked, and stop: TALLY_FP_JOINED when the walk met the chain's first
  * frame, else why it stopped), and the chain is followed from its entry 1
  * where rbp was the chain's (joined, or bp_same), or not at all. */
-void tally_unwind_fp_follow(const uint64_t *chain, size_t nchain, bool bp_same, tally_fp_rule_fn rule, void *ctx,
-			    struct tally_fp_repair *out);
+void tally_unwind_fp_follow(const uint64_t *chain, size_t nchain, bool bp_same,
+			    tally_fp_rule_fn rule, void *ctx, struct tally_fp_repair *out);
 
 #endif

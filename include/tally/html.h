@@ -15,8 +15,10 @@ struct tally_html_opts {
 	const char *input;              /* the database as the user named it */
 	const struct tally_select *sel; /* checked (tally_select_check) against db */
 	double percent_limit;           /* flame frames and table rows under it fold or drop */
-	unsigned annotate;              /* how many of the hottest functions get their source (0: none) */
-	uint64_t max_rows;              /* function table: the top N by inclusive and by self (0: TALLY_HTML_MAX_ROWS) */
+	/* how many of the hottest functions get their source (0: none) */
+	unsigned annotate;
+	/* function table: the top N by inclusive and by self (0: TALLY_HTML_MAX_ROWS) */
+	uint64_t max_rows;
 };
 
 /* The default number of functions whose source the report annotates. */
@@ -53,7 +55,7 @@ struct tally_html_diff_opts {
 	uint64_t max_rows;    /* the table's rows (0: TALLY_HTML_MAX_ROWS) */
 };
 void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struct tally_cg *base_cg,
-		     const struct tally_db *base_db, const struct tally_cg *new_cg, const struct tally_db *new_db,
-		     const struct tally_html_diff_opts *o);
+		     const struct tally_db *base_db, const struct tally_cg *new_cg,
+		     const struct tally_db *new_db, const struct tally_html_diff_opts *o);
 
 #endif

@@ -25,7 +25,8 @@ struct tally_imgmap_entry {
 
 struct tally_imgmap {
 	char *file; /* where it was read from */
-	struct tally_imgmap_entry *e; /* sorted by id, the most useful file (debug, then symtab) first */
+	/* sorted by id, the most useful file (debug, then symtab) first */
+	struct tally_imgmap_entry *e;
 	size_t n, alloc;
 };
 
@@ -46,7 +47,8 @@ extern const char *const tally_scan_default_dirs[];
 struct tally_scan_stats {
 	size_t files;      /* regular files looked at */
 	size_t elf;        /* ELF files mapped */
-	size_t loops;      /* directories skipped because they were already walked (loops, bind mounts) */
+	/* directories skipped because they were already walked (loops, bind mounts) */
+	size_t loops;
 	size_t unreadable; /* files or directories that could not be read */
 	size_t bad_elf;    /* files with an ELF magic that libelf refused */
 };
@@ -55,7 +57,7 @@ struct tally_scan_stats {
  * device and inode) for ELF files and appends their map lines to out. warn,
  * when not NULL, gets a one-line note for each thing skipped. 0 or -errno
  * (only for a top-level directory that cannot be opened). */
-int tally_scan(const char *const *dirs, size_t ndirs, struct strbuf *out, struct tally_scan_stats *st,
-	       void (*warn)(const char *msg, void *ctx), void *ctx);
+int tally_scan(const char *const *dirs, size_t ndirs, struct strbuf *out,
+	       struct tally_scan_stats *st, void (*warn)(const char *msg, void *ctx), void *ctx);
 
 #endif

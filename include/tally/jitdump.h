@@ -69,7 +69,8 @@ size_t tally_jitdump_budget(size_t len);
  * name are not kept. Release with tally_jitdump_release in every case. */
 int tally_jitdump_parse(struct tally_jitdump *jd, const void *buf, size_t len);
 /* The same with another budget (bytes; 0 means none). */
-int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t len, size_t budget);
+int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t len,
+			       size_t budget);
 void tally_jitdump_release(struct tally_jitdump *jd);
 
 /* ---- record time: a dump still being written, record by record ---- */
@@ -85,7 +86,8 @@ struct tally_jit_code_event {
 	uint64_t addr, size;   /* the code (a move: where it is now) */
 	uint64_t old_addr;
 	uint64_t index;
-	const unsigned char *unwind; /* a load's unwinding data, or NULL: eh_frame then eh_frame_hdr */
+	/* a load's unwinding data, or NULL: eh_frame then eh_frame_hdr */
+	const unsigned char *unwind;
 	size_t unwind_len, eh_frame_hdr_len; /* hdr_len < unwind_len */
 };
 typedef void (*tally_jit_code_fn)(void *ctx, const struct tally_jit_code_event *ev);
@@ -94,7 +96,8 @@ typedef void (*tally_jit_code_fn)(void *ctx, const struct tally_jit_code_event *
  * beginning; tally_jitdump_cursor_release frees the pending unwinding data. */
 struct tally_jitdump_cursor {
 	uint64_t off;       /* the file offset of the next record (0: the header) */
-	bool swap, done;    /* done: a bad header, a damaged record or JIT_CODE_CLOSE: nothing more is read */
+	/* done: a bad header, a damaged record or JIT_CODE_CLOSE: nothing more is read */
+	bool swap, done;
 	uint32_t elf_mach;
 	unsigned char *unwind; /* the last JIT_CODE_UNWINDING_INFO's data, for the next load */
 	size_t unwind_len, unwind_hdr_len;
@@ -111,8 +114,8 @@ struct tally_jitdump_cursor {
  * need not be in buf. Returns how many bytes buf should have held to go on
  * (0 when cur->done, or when the file has no more whole records): read
  * again from cur->off with at least that many. */
-size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len, uint64_t file_len,
-			  tally_jit_code_fn fn, void *ctx);
+size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len,
+			  uint64_t file_len, tally_jit_code_fn fn, void *ctx);
 void tally_jitdump_cursor_release(struct tally_jitdump_cursor *cur);
 
 /* The function containing addr, or NULL. */
@@ -124,14 +127,16 @@ const struct tally_jit_line *tally_jitdump_line(const struct tally_jit_func *f, 
  * when all is true), each with its lines and code. source names the dump file.
  * Names and file names are escaped (tally_jit_escape), so whatever a parsed
  * dump holds reads back the same through tally_jitdump_read_buf. */
-void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source, struct strbuf *out);
+void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source,
+			  struct strbuf *out);
 /* Reads a text copy of len bytes (NUL bytes allowed: a line holding one is
  * damaged) into *jd (zeroed first). A damaged line costs what depends on it
  * only: a bad 'func' line its function, a bad 'line' line its function's line
  * table, a bad 'code' line its code, any other bad line itself; jd->warning
  * then says where the first was and what was wrong with it, naming the copy by
  * what. Returns 0 (release jd in any case). */
-int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t len, const char *what);
+int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t len,
+			   const char *what);
 /* tally_jitdump_read_buf over a NUL-terminated text. */
 int tally_jitdump_read_copy(struct tally_jitdump *jd, const char *text, const char *what);
 
@@ -156,12 +161,13 @@ struct tally_perfmap_sym {
  * malformed lines (not 'START SIZE NAME': hex numbers of at most 16 digits,
  * an optional 0x, separated by spaces or tabs, a name that is not empty, a
  * range that does not wrap, no NUL byte). Empty lines are ignored. Returns 0. */
-int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad);
+int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms,
+			size_t *bad);
 /* The same, and when there are malformed lines, what was wrong with the first
  * appended to why (may be NULL): "line N: WHAT, in 'EXCERPT' (expected ...)",
  * the excerpt escaped (strbuf_add_excerpt). */
-int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad,
-			    struct strbuf *why);
+int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms,
+			    size_t *nsyms, size_t *bad, struct strbuf *why);
 
 /* A JIT name (perf map, jitdump) fit to print: NULL when s has no control
  * byte and is valid UTF-8 (print it as it is), else s escaped as

@@ -38,15 +38,19 @@ enum tally_job_cmd {
 	TALLY_JOB_ADD,    /* profilers add NAME [ARGS...] */
 	TALLY_JOB_DELETE, /* profilers delete NAME */
 	TALLY_JOB_ONLY,   /* profilers only on|off */
-	TALLY_JOB_RUN,    /* run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...] | -- COMMAND [ARGS...] */
-	TALLY_JOB_HOSTS,  /* hosts HOST... (before the first run: the job's remote hosts, as --host) */
+	/* run [--iterations N] [--tag TAG] [--timeout D] TEST [ARGS...] | -- COMMAND [ARGS...] */
+	TALLY_JOB_RUN,
+	/* hosts HOST... (before the first run: the job's remote hosts, as --host) */
+	TALLY_JOB_HOSTS,
 };
 
 struct tally_job_step {
 	enum tally_job_cmd cmd;
 	unsigned line;      /* 1-based line in the control file */
 	char *name;         /* ADD, DELETE: the profiler */
-	char **args;        /* ADD: its arguments; RUN: the test and its arguments; HOSTS: the hosts (NULL-terminated) */
+	/* ADD: its arguments; RUN: the test and its arguments; HOSTS: the hosts (NULL-
+	 * terminated) */
+	char **args;
 	bool only;          /* ONLY */
 	bool command;       /* RUN: a command (after --), not a built-in test */
 	unsigned iterations; /* RUN: unprofiled iterations (default 1) */
@@ -129,8 +133,10 @@ const char *tally_profiler_label(const struct tally_profiler *p);
 /* setup: runs `setup` when the version differs from the one recorded after the
  * last successful setup in TALLY_SRCDIR, holding a lock there so that two jobs
  * starting together set up once. *ran (may be NULL): whether it ran. */
-int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd, bool *ran);
-int tally_profiler_initialize(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd);
+int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env,
+			 int intr_fd, bool *ran);
+int tally_profiler_initialize(struct tally_profiler *p, const struct tally_profiler_env *env,
+			      int intr_fd);
 int tally_profiler_start(struct tally_profiler *p, const struct tally_profiler_run *r);
 int tally_profiler_stop(struct tally_profiler *p, const struct tally_profiler_run *r);
 int tally_profiler_report(struct tally_profiler *p, const struct tally_profiler_run *r);
@@ -139,11 +145,13 @@ int tally_profiler_report(struct tally_profiler *p, const struct tally_profiler_
 struct tally_profiler_info {
 	char *name, *where, *version; /* version NULL when it could not be had (error: why) */
 	char *error;
-	char *setup;                  /* "built-in", "yes" (version set up), "no", "old (VERSION)" */
+	/* "built-in", "yes" (version set up), "no", "old (VERSION)" */
+	char *setup;
 };
 /* Every built-in and every profiler on the path (the first of a name wins;
  * later ones are listed as shadowed). *out the caller's (tally_profiler_infos_free). */
-int tally_profilers_list(const struct tally_profiler_env *env, struct tally_profiler_info **out, size_t *n);
+int tally_profilers_list(const struct tally_profiler_env *env, struct tally_profiler_info **out,
+			 size_t *n);
 void tally_profiler_infos_free(struct tally_profiler_info *v, size_t n);
 
 /* ---- jobs ---- */
@@ -155,8 +163,10 @@ struct tally_job_opts {
 	char *const *hosts;
 	size_t nhosts;
 	const char *remote_root;  /* NULL: TALLY_REMOTE_ROOT */
-	double host_timeout;      /* how long a host that went away may take to come back (0: 60 s) */
-	const char *results;      /* NULL: ./results/JOBNAME (the control file's name without extension) */
+	/* how long a host that went away may take to come back (0: 60 s) */
+	double host_timeout;
+	/* NULL: ./results/JOBNAME (the control file's name without extension) */
+	const char *results;
 	const char *profilers_path; /* --profilers-path (colon-separated), may be NULL */
 	const char *state_dir;    /* NULL: tally_profilers_state_dir() */
 	/* Progress, one line at a time (a test started, its result); may be NULL. */
@@ -220,14 +230,20 @@ int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answ
  * its stderr, else of its stdout, "tally: " taken off), -EPROTO (exit 0 with
  * anything but such a line). */
 #define TALLY_AGENT_ANSWER_MAX 1000
-int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status, const char *err,
-		       struct strbuf *rest);
+int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status,
+		       const char *err, struct strbuf *rest);
 
 /* ---- a request to a host's agent (lib/job/agent.c, docs/remote.md) ----
  * One line of tab-separated words: status | quit | stop | clean TAG |
  * start TAG ITERATION PROFILERS, PROFILERS the indices of the agent's
  * profilers to start, comma-separated, or '-'. */
-enum tally_agent_op { TALLY_AGENT_STATUS, TALLY_AGENT_QUIT, TALLY_AGENT_START, TALLY_AGENT_STOP, TALLY_AGENT_CLEAN };
+enum tally_agent_op {
+	TALLY_AGENT_STATUS,
+	TALLY_AGENT_QUIT,
+	TALLY_AGENT_START,
+	TALLY_AGENT_STOP,
+	TALLY_AGENT_CLEAN
+};
 struct tally_agent_req {
 	enum tally_agent_op op;
 	const char *tag; /* start, clean: a safe directory name (points into the line) */

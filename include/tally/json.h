@@ -51,7 +51,8 @@ void tally_json_num(struct tally_json *j, double v, int prec);
 void tally_json_bool(struct tally_json *j, bool v);
 void tally_json_null(struct tally_json *j);
 /* printf-formatted text as a JSON string */
-void tally_json_strf(struct tally_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tally_json_strf(struct tally_json *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* key and value in one call */
 void tally_json_kobj(struct tally_json *j, const char *key);

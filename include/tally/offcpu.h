@@ -38,7 +38,8 @@ struct tally_switch {
 	int64_t prev_state;
 };
 /* 0, or -EINVAL when raw (len bytes) is too short for f. */
-int tally_offcpu_parse_raw(const struct tally_offcpu_fmt *f, const void *raw, size_t len, struct tally_switch *sw);
+int tally_offcpu_parse_raw(const struct tally_offcpu_fmt *f, const void *raw, size_t len,
+			   struct tally_switch *sw);
 
 /* The kind of wait a switch-out's prev_state says (the tracepoint's report
  * bits: 0x100 preempted, 0x10/0x20 the task is dying). */
@@ -50,13 +51,18 @@ struct tally_offcpu_stats {
 	uint64_t ns[2];      /* their summed time */
 	uint64_t dropped;    /* shorter than the minimum */
 	uint64_t dropped_ns;
-	uint64_t unmatched;  /* switch-ins of a task whose switch-out was not seen (it went off before the recording) */
+	/* switch-ins of a task whose switch-out was not seen (it went off before the recording) */
+	uint64_t unmatched;
 	uint64_t pending;    /* tasks off the CPU right now */
 	uint64_t lost;       /* BPF: waits that found no room in the kernel's map */
 	uint64_t lost_ns;
-	uint64_t nostack;    /* BPF with call graphs: waits whose stack found no room in the kernel's stack map (one frame kept) */
-	uint64_t turnovers;  /* BPF with call graphs: times the stack maps turned over (the full one emptied) */
-	uint64_t noslice;    /* BPF with -g: waits whose top of the stack was not kept (no repair) */
+	/* BPF with call graphs: waits whose stack found no room in the kernel's stack map (one
+	 * frame kept) */
+	uint64_t nostack;
+	/* BPF with call graphs: times the stack maps turned over (the full one emptied) */
+	uint64_t turnovers;
+	/* BPF with -g: waits whose top of the stack was not kept (no repair) */
+	uint64_t noslice;
 };
 
 struct tally_offcpu;
@@ -72,7 +78,8 @@ void tally_offcpu_free(struct tally_offcpu *o);
 void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t prev_state);
 /* Task tid is switched in at time on cpu: delivers its interval to fn when its
  * switch-out was seen. */
-void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32_t cpu, tally_rec_fn fn, void *ctx);
+void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32_t cpu,
+		     tally_rec_fn fn, void *ctx);
 /* Task tid ended: whatever it had pending is forgotten. */
 void tally_offcpu_exit(struct tally_offcpu *o, uint32_t tid);
 /* Every task still off the CPU is counted up to time (the end of the
@@ -108,7 +115,8 @@ struct tally_offcpu_entry {
  * that stands for e->count waits and weighs e->ns, at time (a time the
  * task's maps are still known), and counts it as tally_offcpu_in would. An
  * entry with no waits or no ip is counted as dropped. */
-void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time, tally_rec_fn fn, void *ctx);
+void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time,
+		      tally_rec_fn fn, void *ctx);
 /* The kernel's own counters (cumulative; dropped, lost and nostack of k):
  * waits under the minimum, waits lost for lack of room, stacks the stack map
  * had no room for. */
@@ -118,13 +126,15 @@ void tally_offcpu_kernel_counts(struct tally_offcpu *o, const struct tally_offcp
 struct tally_offcpu_bpf;
 enum { TALLY_OFFCPU_BPF_ALL, TALLY_OFFCPU_BPF_CGROUP, TALLY_OFFCPU_BPF_TGIDS };
 struct tally_offcpu_bpf_opts {
-	int mode;            /* which tasks: every one, a cgroup's, processes (and what they start) */
+	/* which tasks: every one, a cgroup's, processes (and what they start) */
+	int mode;
 	uint64_t cgroup_id;  /* TALLY_OFFCPU_BPF_CGROUP */
 	const int *tgids;    /* TALLY_OFFCPU_BPF_TGIDS */
 	size_t ntgids;
 	uint64_t min_ns;
 	bool callchain;
-	uint32_t slice_len; /* with callchain: bytes of user stack per place for the repair (0: none) */
+	/* with callchain: bytes of user stack per place for the repair (0: none) */
+	uint32_t slice_len;
 };
 /* Loads and attaches the program (disabled until tally_offcpu_bpf_enable).
  * The caller owns *out (tally_offcpu_bpf_free). 0, or -errno with tally_seterr
@@ -134,8 +144,8 @@ void tally_offcpu_bpf_enable(struct tally_offcpu_bpf *b, bool on);
 /* Reads and clears the map of waits, each entry through tally_offcpu_add at
  * time; flush: the tasks still off the CPU are counted up to end and
  * forgotten too. Returns the number of entries or -errno. */
-int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, bool flush, uint64_t end,
-			   tally_rec_fn fn, void *ctx);
+int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time,
+			   bool flush, uint64_t end, tally_rec_fn fn, void *ctx);
 void tally_offcpu_bpf_free(struct tally_offcpu_bpf *b);
 
 #endif

@@ -48,29 +48,50 @@ struct tally_option {
 #define TALLY_OPTION_END { 0, NULL, TALLY_ARG_NONE, NULL, NULL, 0, TALLY_BIND_NONE, 0, 0, 0 }
 
 /* An option handed to the group's handler with code. */
-#define TALLY_OPT(s, l, arg, argname, help, code) { s, l, arg, argname, help, code, TALLY_BIND_NONE, 0, 0, 0 }
+#define TALLY_OPT(s, l, arg, argname, help, code)                        \
+	{                                                                \
+		s, l, arg, argname, help, code, TALLY_BIND_NONE, 0, 0, 0 \
+	}
 
 /* An option bound to a member of the context struct TYPE, as git's OPT_*
  * rows are: the member's type is checked where the table is compiled. */
-#define TALLY_OPT_CHECK_(type, field, want) \
-	(offsetof(type, field) + 0 * sizeof(char[__builtin_types_compatible_p(__typeof__(((type *)0)->field), want) ? 1 : -1]))
+#define TALLY_OPT_CHECK_(type, field, want)                                                 \
+	(offsetof(type, field) +                                                            \
+	 0 * sizeof(char[__builtin_types_compatible_p(__typeof__(((type *)0)->field), want) \
+				 ? 1                                                        \
+				 : -1]))
 /* -s/--long sets the bool TYPE.FIELD */
-#define TALLY_OPT_FLAG(s, l, help, type, field) \
-	{ s, l, TALLY_ARG_NONE, NULL, help, 0, TALLY_BIND_FLAG, TALLY_OPT_CHECK_(type, field, bool), 0, 0 }
+#define TALLY_OPT_FLAG(s, l, help, type, field)                       \
+	{                                                             \
+		s, l, TALLY_ARG_NONE, NULL, help, 0, TALLY_BIND_FLAG, \
+			TALLY_OPT_CHECK_(type, field, bool), 0, 0     \
+	}
 /* -s/--long VALUE sets the const char * TYPE.FIELD */
-#define TALLY_OPT_STRING(s, l, argname, help, type, field) \
-	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_STRING, TALLY_OPT_CHECK_(type, field, const char *), 0, 0 }
+#define TALLY_OPT_STRING(s, l, argname, help, type, field)                     \
+	{                                                                      \
+		s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_STRING, \
+			TALLY_OPT_CHECK_(type, field, const char *), 0, 0      \
+	}
 /* The bound numbers: the value is read by the parser of include/tally/util.h
  * named after the kind, with the option's spelling ("--top") in its error. */
 /* -s/--long N sets the uint64_t TYPE.FIELD, a whole number from lo to hi */
-#define TALLY_OPT_U64(s, l, argname, help, type, field, lo, hi) \
-	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_U64, TALLY_OPT_CHECK_(type, field, uint64_t), lo, hi }
+#define TALLY_OPT_U64(s, l, argname, help, type, field, lo, hi)             \
+	{                                                                   \
+		s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_U64, \
+			TALLY_OPT_CHECK_(type, field, uint64_t), lo, hi     \
+	}
 /* -s/--long TIME sets the double TYPE.FIELD to seconds */
-#define TALLY_OPT_DURATION(s, l, argname, help, type, field) \
-	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_DURATION, TALLY_OPT_CHECK_(type, field, double), 0, 0 }
+#define TALLY_OPT_DURATION(s, l, argname, help, type, field)                     \
+	{                                                                        \
+		s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_DURATION, \
+			TALLY_OPT_CHECK_(type, field, double), 0, 0              \
+	}
 /* -s/--long SIZE sets the uint64_t TYPE.FIELD to bytes, at least lo */
-#define TALLY_OPT_SIZE(s, l, argname, help, type, field, lo) \
-	{ s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_SIZE, TALLY_OPT_CHECK_(type, field, uint64_t), lo, 0 }
+#define TALLY_OPT_SIZE(s, l, argname, help, type, field, lo)                 \
+	{                                                                    \
+		s, l, TALLY_ARG_REQUIRED, argname, help, 0, TALLY_BIND_SIZE, \
+			TALLY_OPT_CHECK_(type, field, uint64_t), lo, 0       \
+	}
 
 struct tally_optgroup {
 	const char *title; /* a heading in the help, NULL for the command's own options */
@@ -98,7 +119,8 @@ struct tally_cmdopts {
  * -h/--help was given (print tally_opts_help, exit 0), or a negative errno with
  * tally_seterr saying which option was unknown, lacks its value or had a bad one. */
 #define TALLY_OPTS_HELP 1
-int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv, int *first);
+int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv,
+		     int *first);
 
 /* The --help text of a command (usage, options by group, footer). */
 void tally_opts_help(const struct tally_cmdopts *cmd, struct strbuf *out);

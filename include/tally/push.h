@@ -49,7 +49,8 @@ bool tally_push_opts_given(const struct tally_push_opts *o);
  * format, the header file readable and well formed. url_opt and fmt_opt name
  * the options in the message ("--to", "--format"; "--push", "--push-format").
  * 0 or -EINVAL with tally_seterr (one line, naming the option and the fix). */
-int tally_push_opts_check(const struct tally_push_opts *o, const char *url_opt, const char *fmt_opt);
+int tally_push_opts_check(const struct tally_push_opts *o, const char *url_opt,
+			  const char *fmt_opt);
 /* "pyroscope", "parca", "otlp". */
 const char *tally_push_format_name(enum tally_push_format f);
 /* The URL requests go to: the URL as given when its path already ends with
@@ -87,8 +88,8 @@ void tally_push_payload_release(struct tally_push_payload *p);
  * 1970): pprof labels host= (the recording's host, unless its label sets
  * name one) and the user's; for OTLP the same as resource attributes. 0 or
  * -errno with tally_seterr. */
-int tally_push_payload_build(const struct tally_push_opts *o, const struct tally_export *x, double from, double until,
-			     struct tally_push_payload *out);
+int tally_push_payload_build(const struct tally_push_opts *o, const struct tally_export *x,
+			     double from, double until, struct tally_push_payload *out);
 
 /* Sends one request and waits for the answer (at most the timeout). 0 on a
  * 2xx answer; -EAGAIN when it is worth trying again later (no connection,
@@ -97,7 +98,8 @@ int tally_push_payload_build(const struct tally_push_opts *o, const struct tally
  * none); -EBADMSG when the server refused these data for good (400, 413, 415,
  * 422: sending them again would not help). tally_seterr names the endpoint,
  * the status and the first line of the server's answer. */
-int tally_push_send(const struct tally_push_opts *o, const struct tally_push_payload *p, double *retry_after);
+int tally_push_send(const struct tally_push_opts *o, const struct tally_push_payload *p,
+		    double *retry_after);
 
 /* What a push sent. */
 struct tally_push_sent {
@@ -111,8 +113,8 @@ struct tally_resolver_opts;
  * symbolized through ro (may be NULL: the defaults). 0 (*sent, may be NULL,
  * says what), -ENODATA when db holds no sample (nothing is sent), or the
  * error of tally_push_payload_build or tally_push_send. */
-int tally_push_db(const struct tally_push_opts *o, struct tally_db *db, const struct tally_resolver_opts *ro,
-		  struct tally_push_sent *sent);
+int tally_push_db(const struct tally_push_opts *o, struct tally_db *db,
+		  const struct tally_resolver_opts *ro, struct tally_push_sent *sent);
 
 /* The OTLP request of a pprof profile (gzipped, as tally_export_pprof_buf
  * makes it): one Profile per sample type sharing one dictionary; the labels
@@ -120,8 +122,8 @@ int tally_push_db(const struct tally_push_opts *o, struct tally_db *db, const st
  * pid: process.pid, host: host.name), the build-ids the mappings'
  * process.executable.build_id.gnu; resource (may be NULL) becomes the
  * resource's attributes, with service.name = app. 0 or -errno with tally_seterr. */
-int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, const struct tally_labelset *resource,
-			       struct strbuf *out);
+int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app,
+			       const struct tally_labelset *resource, struct strbuf *out);
 
 /* ---- the backlog of a daemon's database: what each flush added ---- */
 
@@ -136,7 +138,8 @@ struct tally_push_cursor;
  * damaged or kept for another target starts from the epochs as they are now
  * (what they hold counts as pushed: the backlog is what comes after), and
  * *fresh says so (may be NULL). The caller frees it. 0 or -errno. */
-int tally_push_cursor_open(struct tally_push_cursor **out, const char *dir, const char *target, bool *fresh);
+int tally_push_cursor_open(struct tally_push_cursor **out, const char *dir, const char *target,
+			   bool *fresh);
 void tally_push_cursor_free(struct tally_push_cursor *c);
 /* Writes it (DIR/push.cursor, atomically). 0 or -errno with tally_seterr. */
 int tally_push_cursor_save(struct tally_push_cursor *c);
@@ -162,8 +165,8 @@ int tally_push_cursor_scan(struct tally_push_cursor *c, struct tally_push_backlo
  * delta covers. An epoch that is not the newest and holds nothing new is
  * marked done (and its counts forgotten). 1 when there is something to push,
  * 0 when nothing is left, -errno with tally_seterr. */
-int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, const char **epoch, double *from,
-			   double *until);
+int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, const char **epoch,
+			   double *from, double *until);
 /* The delta the last tally_push_cursor_next made was taken by the server
  * (or refused for good: rejected, counted): the epoch's counts as they were
  * then count as pushed. Call tally_push_cursor_save after. */
@@ -190,6 +193,7 @@ void tally_pusher_status(struct tally_pusher *p, struct strbuf *out);
  * send stays in the backlog); its last log lines to log (may be NULL); frees.
  * A thread still building a push a second past the grace is left running
  * (and p with it) for the process's end to stop. Accepts NULL. */
-void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *ctx, const char *line), void *ctx);
+void tally_pusher_stop(struct tally_pusher *p, double grace,
+		       void (*log)(void *ctx, const char *line), void *ctx);
 
 #endif

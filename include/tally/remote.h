@@ -23,7 +23,8 @@
 struct tally_remote {
 	const char *host;    /* as ssh takes it: NAME, user@NAME, an alias */
 	const char *ssh;     /* the ssh command line: TALLY_SSH, else "ssh -o BatchMode=yes" */
-	const char *root;    /* TALLY_REMOTE_ROOT unless set: absolute, or "~/..." (the user's home there) */
+	/* TALLY_REMOTE_ROOT unless set: absolute, or "~/..." (the user's home there) */
+	const char *root;
 	double timeout;      /* seconds a command may take (0: 60) */
 	/* A private directory (0700) for ssh's connection sharing: set, every
 	 * command after the first reuses one connection to the host (ssh -o
@@ -89,7 +90,8 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
  * line when there is one (printable, at most 200 bytes), "end". t0 is our wall
  * clock when the probe was sent, rtt what it took. 0, or -EPROTO with
  * tally_seterr naming the host and quoting the answer. */
-int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f);
+int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt,
+			     struct tally_remote_facts *f);
 
 /* The host's clock against ours, timed on a session already open: the host
  * says it is there, then reads its clock when told to, and the offset is its
@@ -114,14 +116,16 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 /* Sends the local directories dirs (plugins' directories: regular files, links
  * to them followed, and directories; at most 64 MiB in all) to the host, each
  * as rdir/NAME (names[i]), rdir made 0700. 0, or -errno with tally_seterr. */
-int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir);
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names,
+			   size_t n, const char *rdir);
 
 /* Copies the host's directory rdir (absolute) into the local directory ldir
  * (made, mode 0700): regular files and directories only, every name checked
  * (no '..', no absolute path, no link, device or FIFO), sizes checked against
  * the host's own listing before anything is trusted. 0, or -errno with
  * tally_seterr naming the host and the member. files and bytes: what came. */
-int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes);
+int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir,
+		      size_t *files, uint64_t *bytes);
 
 /* The extraction of a tar stream (a pull) into ldir, with the checks above;
  * sizes (NULL: none) is the listing "SIZE NAME\n" each file must match: at
@@ -130,7 +134,7 @@ int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char
  * is not its listed one is refused before anything is written for it; a
  * member refused while it is written is removed. Exposed for the unit tests. */
 #define TALLY_PULL_MAX_FILES 100000
-int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
-		       size_t *files, uint64_t *bytes);
+int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes,
+		       const char *what, size_t *files, uint64_t *bytes);
 
 #endif

@@ -23,8 +23,10 @@ struct tally_report_opts {
 	bool children, callgraph, tree;
 	const char *callers, *callees;
 	double percent_limit;           /* rows under it (of their % column) are left out */
-	uint64_t top;                   /* at most this many rows per table, and images with --symbols/--lines (0: all) */
-	bool full_names;                /* text: names with their template arguments and parameters */
+	/* at most this many rows per table, and images with --symbols/--lines (0: all) */
+	uint64_t top;
+	/* text: names with their template arguments and parameters */
+	bool full_names;
 	const char *explain_image;      /* --explain IMAGE, or NULL for every image with samples */
 };
 
@@ -53,8 +55,8 @@ void tally_report_image_warnings(const struct tally_db *db, struct tally_resolve
 				 struct tally_warnings *w);
 /* The same, but not for the images skip[i] says (skip NULL: none): those an
  * error names already (diff --fail-above). */
-void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res, bool all,
-				      const bool *skip, struct tally_warnings *w);
+void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res,
+				      bool all, const bool *skip, struct tally_warnings *w);
 /* The recording's warnings about JIT maps and jitdumps (untrusted, damaged). */
 void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings *w);
 

@@ -46,7 +46,8 @@ struct tally_sampling {
 	uint64_t offcpu_min;    /* --off-cpu-min, ns (0: every wait) */
 	int offcpu_mech;        /* --off-cpu-mechanism: enum tally_offcpu_mech (offcpu.h) */
 	bool offcpu_mech_set;
-	int sample_mech;        /* --sample-mechanism: enum tally_sample_mech (collect.h), default ring */
+	/* --sample-mechanism: enum tally_sample_mech (collect.h), default ring */
+	int sample_mech;
 
 	/* filled by tally_sampling_resolve */
 	const struct tally_event_desc *evs[TALLY_SAMPLING_MAX_EVENTS];

@@ -51,7 +51,8 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg);
  * time or events, docs/sampling.md "weights"). -EINVAL with
  * tally_seterr naming the database and the fix; warnings (a pid with no
  * samples) are added to w (may be NULL). */
-int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w);
+int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input,
+		       struct tally_warnings *w);
 
 /* Whether the filters (--image, --pid, --comm, --label, --exclude-dependent)
  * select any sample of the selected events (after tally_select_check): 0 when
@@ -59,11 +60,13 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
  * "'INPUT' has no samples in the selection: " and which filter matched
  * nothing and what there is instead (the images, processes, commands or
  * label values with samples). */
-int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db, const char *input);
+int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db,
+			  const char *input);
 
 bool tally_select_image_matches(const struct tally_db_image *im, const char *want);
 /* Whether one profile (image, pid) is selected. */
-bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf);
+bool tally_select_prof(const struct tally_select *s, const struct tally_db *db,
+		       const struct tally_db_prof *pf);
 /* Whether a process is selected (--pid, --comm): for stack-based views. */
 bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, int pid);
 /* Whether a label set (db->labels id) is selected (--label). */

@@ -24,8 +24,8 @@ void tally_ksym_cache_release(struct tally_ksym_cache *kc);
  * modules (read_modules' list) and covers every address (*from_cache), else
  * /proc/kallsyms read now (and the copy made again). *out is the caller's
  * (tally_kallsyms_free). 0 or -errno with tally_seterr. */
-int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *modules, struct tally_kallsyms **out,
-			     bool *from_cache);
+int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *modules,
+			     struct tally_kallsyms **out, bool *from_cache);
 
 /* The database an aggregate makes, in memory: images identified, self counts per
  * (image, pid, offset), stacks, the kernel symbols the samples need (through kc
@@ -37,8 +37,8 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 /* The same as a live view needs it (tally top, the daemon's peek): with every
  * live process that has samples in the task list too (so that it has a
  * command name), not only those that exited. 0 or -errno. */
-int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-			   struct tally_ksym_cache *kc);
+int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a,
+			   const struct tally_meta *session, struct tally_ksym_cache *kc);
 
 /* Writes the aggregate and the session metadata (the caller's keys; counts are
  * added here) as a database at path, atomically. */

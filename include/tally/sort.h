@@ -13,7 +13,13 @@
 #include "tally/symbols.h"
 #include "tally/util.h"
 
-enum tally_sort_key { TALLY_SORT_COMM, TALLY_SORT_PID, TALLY_SORT_IMAGE, TALLY_SORT_FUNCTION, TALLY_SORT_LINE };
+enum tally_sort_key {
+	TALLY_SORT_COMM,
+	TALLY_SORT_PID,
+	TALLY_SORT_IMAGE,
+	TALLY_SORT_FUNCTION,
+	TALLY_SORT_LINE
+};
 #define TALLY_SORT_MAX 5
 
 struct tally_sort {
@@ -33,6 +39,7 @@ int tally_sort_check(const struct tally_sort *s, const struct tally_db *db, cons
 /* The table of event ev (o->sel selects; o->percent_limit and o->top apply),
  * text or JSON, appended to out. */
 void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-		       const struct tally_report_opts *o, const struct tally_sort *s, int ev, bool json);
+		       const struct tally_report_opts *o, const struct tally_sort *s, int ev,
+		       bool json);
 
 #endif

@@ -29,16 +29,21 @@ struct tally_imgmap;
 
 struct tally_resolver_opts {
 	const char **image_path; /* extra directories to look for images in (NULL-terminated) */
-	const char **debug_dirs; /* --debug-dir: debug-file directories, searched first (NULL-terminated) */
+	/* --debug-dir: debug-file directories, searched first (NULL-terminated) */
+	const char **debug_dirs;
 	const struct tally_imgmap *map; /* --mapfile: image signature to paths (may be NULL) */
 	const char *vmlinux;     /* --vmlinux: the kernel image with symbols and DWARF */
-	const char *modules_dir; /* kernel modules (default /lib/modules/RELEASE of the recording) */
+	/* kernel modules (default /lib/modules/RELEASE of the recording) */
+	const char *modules_dir;
 	bool debuginfod;         /* --debuginfod: ask DEBUGINFOD_URLS for missing debug info */
-	double debuginfod_timeout; /* seconds for all the downloads of the resolver (0: the default, 10) */
+	/* seconds for all the downloads of the resolver (0: the default, 10) */
+	double debuginfod_timeout;
 	bool no_inline;          /* frames are functions only, inlined code counts for its caller */
 	bool lines;              /* source lines wanted: with no_inline, DWARF is read only then */
-	bool no_demangle;        /* --no-demangle: C++ and Rust names as the symbol table has them */
-	bool no_cache;           /* --no-buildid-cache: never look in the build-id cache (tally/cache.h) */
+	/* --no-demangle: C++ and Rust names as the symbol table has them */
+	bool no_demangle;
+	/* --no-buildid-cache: never look in the build-id cache (tally/cache.h) */
+	bool no_cache;
 	/* slow work under way (loading an image's symbols, a debuginfod download):
 	 * a short text for a progress line, NULL when it is over; may be NULL */
 	void (*progress)(void *ctx, const char *what);
@@ -52,13 +57,15 @@ struct tally_srcframe {
 	const char *file; /* source file of the location within this frame, or NULL */
 	int line;         /* 0 when unknown */
 	bool inlined;
-	uint64_t addr;    /* the function's symbol address; inlined: an id of the inlined function */
+	/* the function's symbol address; inlined: an id of the inlined function */
+	uint64_t addr;
 };
 
 struct tally_resolver;
 
 /* *out is owned by the caller (tally_resolver_free). */
-int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, const struct tally_resolver_opts *o);
+int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db,
+		       const struct tally_resolver_opts *o);
 void tally_resolver_free(struct tally_resolver *r);
 
 /* The function containing offset in db image `image`, or NULL (no symbol, or the
@@ -84,7 +91,8 @@ struct tally_leaf {
 	int line;
 	char buf[40];
 };
-void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset, struct tally_leaf *out);
+void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset,
+			struct tally_leaf *out);
 /* Why an image has no symbols (a one-line note), or NULL when it has them. */
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image);
 /* True when the report has opened (or tried to open) the image's symbols. */
@@ -115,11 +123,12 @@ struct tally_jit_func;
 /* JIT images: the jitdump function (name, code bytes, line table; jitdump.h)
  * containing addr, or NULL (no jitdump, or a perf map named it). *elf_mach (may
  * be NULL) gets the ELF machine of its code. It belongs to the resolver. */
-const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
-						     uint32_t *elf_mach);
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image,
+						     uint64_t addr, uint32_t *elf_mach);
 /* JIT images: the source line of addr from the jitdump's debug info records.
  * 0, or -1 when the dump gave no line for it. *file belongs to the resolver. */
-int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line);
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr,
+			    const char **file, unsigned *line);
 
 /* Whether DWARF (lines, inlines) was found for the image (loads it). */
 bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image);
@@ -134,13 +143,20 @@ void tally_resolver_explain(struct tally_resolver *r, uint32_t image, struct str
  * its image (vmlinux) and each module's .ko and debug file. At most max into
  * out; the paths belong to the resolver. None for JIT, nomap and the vDSO
  * (the database holds copies of them) nor for an image whose file differs. */
-enum tally_rfile_role { TALLY_RFILE_IMAGE, TALLY_RFILE_DEBUG, TALLY_RFILE_VMLINUX, TALLY_RFILE_MODULE, TALLY_RFILE_MODULE_DEBUG };
+enum tally_rfile_role {
+	TALLY_RFILE_IMAGE,
+	TALLY_RFILE_DEBUG,
+	TALLY_RFILE_VMLINUX,
+	TALLY_RFILE_MODULE,
+	TALLY_RFILE_MODULE_DEBUG
+};
 struct tally_resolver_file {
 	const char *path;
 	enum tally_rfile_role role;
 	const char *module;        /* modules: the name */
 	const char *id_kind, *id;  /* what it was verified against (a module's own build-id) */
 };
-size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tally_resolver_file *out, size_t max);
+size_t tally_resolver_files(struct tally_resolver *r, uint32_t image,
+			    struct tally_resolver_file *out, size_t max);
 
 #endif

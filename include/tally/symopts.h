@@ -35,6 +35,7 @@ extern const struct tally_optgroup tally_symopts_group;
  * searched anyway, with a warning in w. 0, or a negative errno with
  * tally_seterr naming the file. The resolver options point into s: keep s
  * until the resolver is freed. */
-int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro, struct tally_warnings *w);
+int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro,
+			  struct tally_warnings *w);
 
 #endif

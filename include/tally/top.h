@@ -58,8 +58,8 @@ bool tally_top_callgraph(const struct tally_top *t);
 void tally_top_tick(struct tally_top *t, double decay);
 /* count samples of command comm (NULL or "": "?") at a stack (n frames, the
  * leaf first; n >= 1; only the leaf without call graphs). */
-void tally_top_add(struct tally_top *t, const char *comm, const struct tally_top_frame *frames, size_t n,
-		   double count);
+void tally_top_add(struct tally_top *t, const char *comm, const struct tally_top_frame *frames,
+		   size_t n, double count);
 /* The samples in the window (decayed), of every command, unfiltered. */
 double tally_top_total(const struct tally_top *t);
 
@@ -85,7 +85,8 @@ struct tally_top_row {
 
 /* The rows of a view in its order (ties: by name), into *rows (the caller
  * frees the array, not the strings); how many. */
-size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q, struct tally_top_row **rows);
+size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q,
+		      struct tally_top_row **rows);
 
 /* ---- the feed ---- */
 
@@ -103,8 +104,8 @@ void tally_top_feed_free(struct tally_top_feed *f);
  * again. Otherwise db holds the tick's samples only. Commands are named by
  * db's task list (per-pid databases; else "?"). The samples added go to
  * *added (may be NULL). 0, or -errno with tally_seterr (the resolver's). */
-int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struct tally_db *db, bool cumulative,
-		      double since, double *added);
+int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struct tally_db *db,
+		      bool cumulative, double since, double *added);
 
 /* A daemon's peek (a bundle: docs/format.md) read in memory: the files a
  * database directory holds, parsed as tally_db_open_dir parses them, with no
@@ -152,12 +153,12 @@ struct tally_top_status {
  * screen has them (functions: image, command, function; images: command,
  * image; commands: command), the name last (it may hold blanks).
  * At most max rows (0: all). Appended to out. */
-void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
-		    size_t max, struct strbuf *out);
+void tally_top_text(struct tally_top *t, const struct tally_top_query *q,
+		    const struct tally_top_status *st, size_t max, struct strbuf *out);
 /* The whole terminal screen, width x height, in ANSI escapes (home, each line
  * cleared, reverse video for the column names): the status, the rows that fit
  * (names cut to the width), the prompt or the keys' line at the bottom. */
-void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const struct tally_top_status *st, int width,
-		      int height, struct strbuf *out);
+void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui,
+		      const struct tally_top_status *st, int width, int height, struct strbuf *out);
 
 #endif

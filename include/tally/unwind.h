@@ -20,8 +20,9 @@ uint64_t tally_unwind_regs_mask(void);
  * mask above (nregs values), stack is the copy starting at the sampled SP.
  * Fills pcs (leaf first: the sampled IP, then return addresses) and returns how
  * many; *why is set to a static reason when the unwind stopped short, else NULL. */
-size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
-			   const uint8_t *stack, size_t stack_len, uint64_t *pcs, size_t max, const char **why);
+size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs,
+			   size_t nregs, const uint8_t *stack, size_t stack_len, uint64_t *pcs,
+			   size_t max, const char **why);
 
 /* The rule at a file offset of a file image: at that instruction (ra false: a
  * sampled ip) or for the call before it (ra true: a return address; the rule
@@ -29,8 +30,8 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
  * through process p (which maps it now; NULL: the image's own pid) once per
  * image and kept in the image until tally_unwind_image_release. *out is
  * TALLY_FP_CFA_NONE where there is no usable rule. */
-void tally_unwind_fp_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image, uint64_t offset, bool ra,
-			  struct tally_fp_rule *out);
+void tally_unwind_fp_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image,
+			  uint64_t offset, bool ra, struct tally_fp_rule *out);
 /* Frees what tally_unwind_fp_rule keeps in an image (nothing kept: a no-op). */
 void tally_unwind_image_release(struct tally_image *im);
 

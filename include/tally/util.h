@@ -27,7 +27,8 @@ void tally_grow(void **p, size_t *alloc, size_t want, size_t sz);
 /* The same without exiting: 0, -EOVERFLOW when want elements of sz bytes are
  * more than an object may hold, -ENOMEM when memory is short; *p and *alloc
  * are unchanged on failure. */
-int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz) __attribute__((warn_unused_result));
+int tally_grow_try(void **p, size_t *alloc, size_t want, size_t sz)
+	__attribute__((warn_unused_result));
 #define GROW(p, alloc, want) tally_grow((void **)&(p), &(alloc), (want), sizeof(*(p)))
 /* Appends s to a NULL-terminated list of n strings (repeatable options). */
 #define STRLIST_PUSH(list, n, alloc, s)                                        \
@@ -52,7 +53,8 @@ struct tally_warnings {
 	size_t n, alloc;
 };
 #define TALLY_WARNINGS_INIT { NULL, 0, 0 }
-void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tally_warnings_add(struct tally_warnings *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void tally_warnings_release(struct tally_warnings *w);
 
 /* Growable string buffer (git's strbuf): buf is always NUL-terminated. The
@@ -120,7 +122,8 @@ void tally_lines_init(struct tally_lines *L, char *text, const char *what);
 char *tally_lines_next(struct tally_lines *L);
 /* The next line that is not empty and not a comment ('#' first), or NULL. */
 char *tally_lines_next_data(struct tally_lines *L);
-int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int tally_lines_err(const struct tally_lines *L, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Undoes strbuf_add_escaped in place; unknown escapes are kept as they are. */
 void tally_unescape(char *s);
 /* The same, and \xHH too (a byte; \x00 is kept as it is): undoes
@@ -213,8 +216,9 @@ size_t tally_partition(size_t n, bool (*before)(const void *ctx, size_t i), cons
  * in a sorted table of start addresses is the one before it, when it is not 0.
  * TALLY_UPPER_U64(arr, n, field, key) names the field. */
 size_t tally_upper_u64(const void *base, size_t n, size_t stride, size_t off, uint64_t key);
-#define TALLY_UPPER_U64(arr, n, field, key)                                                          \
-	((void)sizeof(char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]), /* a 64-bit field */ \
+#define TALLY_UPPER_U64(arr, n, field, key)                                                     \
+	((void)sizeof(                                                                          \
+		 char[sizeof((arr)->field) == sizeof(uint64_t) ? 1 : -1]), /* a 64-bit field */ \
 	 tally_upper_u64((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key)))
 
 /* qsort that accepts an empty (NULL) array, which qsort itself does not. */
@@ -266,7 +270,8 @@ int tally_open_regular(int dirfd, const char *path, int flags, uint64_t max_size
  * "a regular file", "a symbolic link", "a character device", ... */
 const char *tally_file_kind(unsigned mode);
 /* The whole of such a file appended to sb (NUL-terminated). 0 or -errno as above. */
-int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags, uint64_t max_size);
+int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags,
+		       uint64_t max_size);
 /* The rest of fd into sb, up to max bytes (0: no bound); what names it in errors. */
 int tally_read_fd(struct strbuf *sb, int fd, const char *what, uint64_t max);
 /* How far tally_dir_check trusts the directories of a path. */
@@ -286,7 +291,8 @@ enum tally_dir_trust {
  * then on: nobody but us and root can change what it names. 0, or -EPERM
  * (-errno) with tally_seterr giving the reason; the caller says what the
  * directory was for and the fix. */
-int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust trust, char **resolved);
+int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust trust,
+		    char **resolved);
 /* The file path (links resolved) and the directories above it, as
  * tally_dir_check checks them, and the file not writable by others. 0, or
  * -EPERM (-errno) with tally_seterr giving the reason. */

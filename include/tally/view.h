@@ -30,9 +30,11 @@ struct tally_view_row {
 	const size_t *profs; /* image rows: every selected profile of the row (its image and
 			      * pid, one per label set of a merge); nprofs of them */
 	size_t nprofs;
-	const char *name; /* image rows: the image's name, with " [PID]" per process; else the function */
+	/* image rows: the image's name, with " [PID]" per process; else the function */
+	const char *name;
 	uint64_t addr;    /* the function's link-time address when has_addr */
-	bool has_addr;    /* false for [unknown], raw offsets and inlined functions (their addr is an id) */
+	/* false for [unknown], raw offsets and inlined functions (their addr is an id) */
+	bool has_addr;
 	bool inlined;     /* an inlined function (from DWARF) */
 	const char *file; /* line rows: the source file, NULL where the code has no line */
 	int line;
@@ -61,15 +63,17 @@ void tally_view_rows_release(struct tally_view_rows *t);
  * profiles sel selects and have samples of ev (the profiles of a merge's
  * label sets summed), by samples (then name, then pid). t->total gets the
  * event's selected samples. */
-void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev);
+void tally_view_images(struct tally_view_rows *t, const struct tally_db *db,
+		       const struct tally_select *sel, int ev);
 
 /* Function rows (lines: file:line rows) of event ev in the profiles of the
  * image rows images[0..nimages): one per (image, function, address, inlined
  * [, file, line]) summed over those profiles, by samples (then function,
  * file, line, image, address). `tally report --symbols` takes one image row
  * at a time, the HTML report's table without stacks all of them at once. */
-void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db, struct tally_resolver *res, int ev,
-			  const struct tally_view_row *images, size_t nimages, bool lines);
+void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db,
+			  struct tally_resolver *res, int ev, const struct tally_view_row *images,
+			  size_t nimages, bool lines);
 
 /* Applies the selection to db in place for the call-graph views: a stack
  * counts when its process is selected and the function it was sampled in
@@ -87,20 +91,23 @@ struct tally_view_cg {
 	 * in[in_first[f] .. in_first[f + 1]), callees at out[out_first[f] ..) */
 	uint32_t *in, *in_first, *out, *out_first;
 };
-void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
-			 const struct tally_select *sel, int ev);
+void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db,
+			 struct tally_resolver *res, const struct tally_select *sel, int ev);
 /* The same with tally_cg_build_flags' flags (TALLY_CG_NO_ARCS: no arcs, for
  * the views that show none). */
-void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
-			       const struct tally_select *sel, int ev, unsigned flags);
+void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db,
+			       struct tally_resolver *res, const struct tally_select *sel, int ev,
+			       unsigned flags);
 void tally_view_cg_release(struct tally_view_cg *v);
 /* The arcs (indices into v->cg.arcs) that call function f (callees: that f
  * calls), in the order the model found them; *n gets how many. */
-const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees, size_t *n);
+const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees,
+				   size_t *n);
 
 /* The children of tree node `at` (tally_cg_tree) that hold at least limit
  * percent of base, by count: a new array the caller frees; *n gets its length. */
-uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base, double limit, size_t *n);
+uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base,
+			       double limit, size_t *n);
 
 /* A percentage, 0 of nothing. */
 static inline double tally_view_pct(uint64_t n, uint64_t d)
@@ -146,17 +153,19 @@ struct tally_view_labelspan {
 	bool active;        /* the selection has labels (else nothing below is set) */
 	struct strbuf what; /* "host=h1", the labels selected */
 	uint64_t samples;   /* event ev's samples in it (counts, not weights) */
-	size_t nsources;    /* the recordings its samples came from (0: the database has no sources) */
+	/* the recordings its samples came from (0: the database has no sources) */
+	size_t nsources;
 	double duration;    /* their durations summed, seconds (-1: unknown) */
 	const char *start, *stop; /* the earliest start, the latest stop (db's strings), or NULL */
 	const char *command;      /* their command when they share one, else NULL */
 };
-void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db, const struct tally_select *sel,
-			  int ev);
+void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db,
+			  const struct tally_select *sel, int ev);
 void tally_view_labelspan_release(struct tally_view_labelspan *s);
 /* tally_view_values_desc with the samples of a selection: "N samples in
  * WHAT, of M in all" (what NULL: the plain description). */
-void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t n, const char *what);
+void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t n,
+				const char *what);
 /* How event ev was taken, for an "# event:" line: "off-cpu, every wait off
  * the CPU (blocked)", "wall: cpu-clock at ..., and every wait off the CPU",
  * or "cpu-clock, " and sampling (the session's "sampling" value). */

@@ -108,8 +108,11 @@ static uint64_t image_hash(const struct tally_image *k)
 	if (k->build_id_len)
 		h = tally_hash_bytes(k->build_id, k->build_id_len, h);
 	else
-		h = tally_hash_u64(h ^ k->ino ^ ((uint64_t)k->maj << 40) ^ ((uint64_t)k->min << 20) ^ k->ino_gen);
-	return tally_hash_u64(h ^ (uint64_t)(k->kind == TALLY_IMG_JIT || k->kind == TALLY_IMG_NOMAP ? k->pid : 0));
+		h = tally_hash_u64(h ^ k->ino ^ ((uint64_t)k->maj << 40) ^
+				   ((uint64_t)k->min << 20) ^ k->ino_gen);
+	return tally_hash_u64(
+		h ^
+		(uint64_t)(k->kind == TALLY_IMG_JIT || k->kind == TALLY_IMG_NOMAP ? k->pid : 0));
 }
 
 static bool image_eq(const void *ctx, uint32_t idx, const void *key)
@@ -183,8 +186,8 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 /* *mapped (may be NULL): true when the answer is the kernel's or a file
  * mapping's, which only a side-band record can change (anonymous memory asks
  * the JIT sources, which count such samples: see agg_check_jit) */
-static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off,
-			       bool *mapped)
+static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel,
+			       uint64_t *off, bool *mapped)
 {
 	if (mapped)
 		*mapped = true;
@@ -222,7 +225,8 @@ static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64
 	return tally_agg_image(a, &k);
 }
 
-static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel, uint64_t *off)
+static uint32_t resolve(struct tally_agg *a, struct tally_proc *p, uint64_t ip, bool kernel,
+			uint64_t *off)
 {
 	return resolve_mapped(a, p, ip, kernel, off, NULL);
 }
@@ -261,7 +265,8 @@ static bool stack_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_agg *a = ctx;
 	const struct stack_key *k = key;
 	const struct tally_stack *s = &a->stacks[idx];
-	return s->len == k->len && !memcmp(&a->stack_frames[s->first], k->f, k->len * sizeof(uint32_t));
+	return s->len == k->len &&
+	       !memcmp(&a->stack_frames[s->first], k->f, k->len * sizeof(uint32_t));
 }
 
 uint32_t tally_agg_stack(struct tally_agg *a, const uint32_t *frames, uint32_t len)
@@ -290,7 +295,8 @@ static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_agg *a = ctx;
 	const struct row_key *k = key;
-	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid && a->rows[idx].comm == k->comm;
+	return a->rows[idx].stack == k->stack && a->rows[idx].pid == k->pid &&
+	       a->rows[idx].comm == k->comm;
 }
 
 static bool comm_eq(const void *ctx, uint32_t idx, const void *key)
@@ -321,15 +327,17 @@ static void add_count(struct tally_agg *a, uint32_t row, int event, uint64_t n, 
 	size_t at = (size_t)row * (size_t)a->nevents + (size_t)event;
 	a->counts[at] += n;
 	/* a weight that would pass 2^64 stays at the top (the writer refuses such sums) */
-	a->weights[at] = a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
+	a->weights[at] =
+		a->weights[at] + weight < a->weights[at] ? UINT64_MAX : a->weights[at] + weight;
 }
 
 /* The row of (stack, pid, comm), made if new, and n samples of weight added to it. */
-static uint32_t count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t comm, int event, uint64_t n,
-			  uint64_t weight)
+static uint32_t count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t comm, int event,
+			  uint64_t n, uint64_t weight)
 {
 	struct row_key k = { stack, pid, comm };
-	uint64_t h = tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid ^ ((uint64_t)comm << 44));
+	uint64_t h =
+		tally_hash_u64(((uint64_t)stack << 32) ^ (uint32_t)pid ^ ((uint64_t)comm << 44));
 	uint32_t i = tally_hidx_get(&a->row_idx, h, &k, row_eq, a);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(a->rows, a->arows, a->nrows + 1);
@@ -352,13 +360,14 @@ static uint32_t count_row(struct tally_agg *a, uint32_t stack, int pid, uint32_t
 	return i;
 }
 
-void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n, uint64_t weight)
+void tally_agg_count_w(struct tally_agg *a, uint32_t stack, int pid, int event, uint64_t n,
+		       uint64_t weight)
 {
 	count_row(a, stack, pid, 0, event, n, weight);
 }
 
-void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event, uint64_t n,
-			  uint64_t weight)
+void tally_agg_count_comm(struct tally_agg *a, uint32_t stack, int pid, const char *comm, int event,
+			  uint64_t n, uint64_t weight)
 {
 	count_row(a, stack, pid, tally_agg_comm(a, comm), event, n, weight);
 }
@@ -411,11 +420,13 @@ static bool fp_rule(void *ctx, uint64_t pc, bool ra, size_t chain_at, struct tal
 	if (c->chain_frames && chain_at < c->nchain)
 		fp_rule_frame(c->a, c->p, c->chain_frames[chain_at], ra, out);
 	else
-		fp_rule_frame(c->a, c->p, tally_agg_frame(c->a, m->image, pc - m->start + m->pgoff), ra, out);
+		fp_rule_frame(c->a, c->p, tally_agg_frame(c->a, m->image, pc - m->start + m->pgoff),
+			      ra, out);
 	return true;
 }
 
-bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra, struct tally_fp_rule *out)
+bool tally_agg_fp_rule(struct tally_agg *a, uint32_t pid, uint64_t pc, bool ra,
+		       struct tally_fp_rule *out)
 {
 	struct fp_ctx c = { a, agg_proc_lookup(a, (int)pid), NULL, 0 };
 	memset(out, 0, sizeof(*out));
@@ -443,12 +454,13 @@ void tally_agg_fp_count(struct tally_agg *a, size_t frames, enum tally_fp_stop s
  * chain's entries checked against it (unwind.h): the stack is rebuilt from
  * the sampled ip on. raw: the chain's user addresses; fr[user_at..*n) their
  * frames. */
-static void fp_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r, size_t user_at,
-		      const uint64_t *raw, size_t nuser, uint32_t *n, uint64_t n1)
+static void fp_repair(struct tally_agg *a, struct tally_proc *p, const struct tally_rec *r,
+		      size_t user_at, const uint64_t *raw, size_t nuser, uint32_t *n, uint64_t n1)
 {
 	uint64_t ip = 0, sp = 0, bp = 0;
-	if (!tally_unwind_regs_ipspbp(r->regs, r->nregs, r->regs_mask ? r->regs_mask : tally_unwind_regs_mask(), &ip, &sp,
-				      &bp)) {
+	if (!tally_unwind_regs_ipspbp(r->regs, r->nregs,
+				      r->regs_mask ? r->regs_mask : tally_unwind_regs_mask(), &ip,
+				      &sp, &bp)) {
 		tally_agg_fp_count(a, 0, TALLY_FP_LOST, n1);
 		return;
 	}
@@ -457,7 +469,8 @@ static void fp_repair(struct tally_agg *a, struct tally_proc *p, const struct ta
 	memcpy(user, fr + user_at, nuser * sizeof(*fr));
 	struct fp_ctx c = { a, p, user, nuser };
 	struct tally_fp_repair *rp = &a->scratch_repair;
-	tally_unwind_fp_repair(ip, sp, bp, r->stack, r->stack ? r->stack_len : 0, raw, nuser, fp_rule, &c, rp);
+	tally_unwind_fp_repair(ip, sp, bp, r->stack, r->stack ? r->stack_len : 0, raw, nuser,
+			       fp_rule, &c, rp);
 	tally_agg_fp_count(a, rp->walked, rp->stop, n1);
 	size_t k = user_at + 1; /* after the sampled ip */
 	for (size_t i = 0; i < rp->n && k < ARRAY_SIZE(a->scratch_frames); i++) {
@@ -484,11 +497,13 @@ struct tally_sample_memo {
 };
 #define MEMO_SIZE 4096 /* a power of two: room for a busy machine's places of a second */
 
-static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tally_rec *r, bool kernel)
+static struct tally_sample_memo *memo_slot(struct tally_agg *a, const struct tally_rec *r,
+					   bool kernel)
 {
 	if (!a->memo)
 		a->memo = xcalloc(MEMO_SIZE, sizeof(*a->memo));
-	uint64_t h = tally_hash_u64(r->ip ^ ((uint64_t)r->pid << 32) ^ ((uint64_t)(uint32_t)r->event << 20) ^ kernel);
+	uint64_t h = tally_hash_u64(r->ip ^ ((uint64_t)r->pid << 32) ^
+				    ((uint64_t)(uint32_t)r->event << 20) ^ kernel);
 	return &a->memo[h & (MEMO_SIZE - 1)];
 }
 
@@ -512,12 +527,14 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 	uint64_t weight = r->weight ? r->weight : r->period;
-	uint64_t n1 = r->count ? r->count : 1; /* the samples it stands for (a BPF map entry: its waits) */
+	/* the samples it stands for (a BPF map entry: its waits) */
+	uint64_t n1 = r->count ? r->count : 1;
 	struct tally_sample_memo *memo = NULL;
 	if (!r->nr) {
 		memo = memo_slot(a, r, kernel);
-		if (memo->gen == a->memo_gen && memo->ip == r->ip && memo->pid == r->pid && memo->event == r->event &&
-		    memo->kernel == kernel && (!memo->p || memo->p->memo_gen == memo->pgen)) {
+		if (memo->gen == a->memo_gen && memo->ip == r->ip && memo->pid == r->pid &&
+		    memo->event == r->event && memo->kernel == kernel &&
+		    (!memo->p || memo->p->memo_gen == memo->pgen)) {
 			if (memo->p)
 				memo->p->sampled = true;
 			add_count(a, memo->row, r->event, n1, weight);
@@ -544,7 +561,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else {
 		bool in_kernel = kernel;
 		size_t user_at = SIZE_MAX; /* index in fr where user frames begin */
-		uint64_t *user_raw = a->scratch_pcs; /* the chain's user addresses (unused by DWARF until below) */
+		/* the chain's user addresses (unused by DWARF until below) */
+		uint64_t *user_raw = a->scratch_pcs;
 		size_t nuser = 0;
 		for (uint64_t i = 0; i < r->nr; i++) {
 			uint64_t ip = r->chain[i];
@@ -556,7 +574,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 				continue;
 			}
 			if (n == ARRAY_SIZE(a->scratch_frames))
-				break; /* kept as far as it goes: reports count it as stopped early */
+				/* kept as far as it goes: reports count it as stopped early */
+				break;
 			if (!in_kernel && user_at == SIZE_MAX)
 				user_at = n;
 			if (!in_kernel)
@@ -568,7 +587,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 			/* the user part from DWARF CFI; the frame-pointer chain only extends it */
 			const char *why;
 			size_t room = ARRAY_SIZE(a->scratch_pcs);
-			size_t nu = tally_unwind_sample(a, p, r->regs, r->nregs, r->stack, r->stack_len, a->scratch_pcs, room, &why);
+			size_t nu = tally_unwind_sample(a, p, r->regs, r->nregs, r->stack,
+							r->stack_len, a->scratch_pcs, room, &why);
 			a->uw_samples++;
 			size_t kn = user_at == SIZE_MAX ? n : user_at;
 			uint32_t fpu[ARRAY_SIZE(a->scratch_frames)];
@@ -587,10 +607,10 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 					a->uw_why_depth++;
 				else
 					a->uw_why_cfi++;
-				/* join: the fp chain starts at the same sampled ip, so where it agrees
-				 * with the last DWARF frame at the same depth it can continue it; a
-				 * match elsewhere counts only if the address is unique in the chain
-				 * (recursion repeats return addresses) */
+				/* join: the fp chain starts at the same sampled ip, so where it
+				 * agrees with the last DWARF frame at the same depth it can
+				 * continue it; a match elsewhere counts only if the address is
+				 * unique in the chain (recursion repeats return addresses) */
 				size_t j = SIZE_MAX;
 				if (nu && nu - 1 < nfp && fpu[nu - 1] == fr[n - 1]) {
 					j = nu - 1;
@@ -605,7 +625,8 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 						j = SIZE_MAX;
 				}
 				if (j != SIZE_MAX && j + 1 < nfp) {
-					for (size_t k = j + 1; k < nfp && n < ARRAY_SIZE(a->scratch_frames); k++)
+					for (size_t k = j + 1;
+					     k < nfp && n < ARRAY_SIZE(a->scratch_frames); k++)
 						fr[n++] = fpu[k];
 					a->uw_joined++;
 				} else if (nu <= 1 && nfp > 1) {
@@ -643,10 +664,12 @@ static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 	} else if (r->pid == 0 && kernel) {
 		comm = tally_agg_comm(a, "swapper"); /* the idle task, as perf names it */
 	}
-	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm, r->event, n1, weight);
+	uint32_t row = count_row(a, st, a->per_pid && r->pid != UINT32_MAX ? (int)r->pid : 0, comm,
+				 r->event, n1, weight);
 	a->samples[r->event] += n1;
 	if (memo && mapped)
-		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen, p, r->pid, row, p ? p->memo_gen : 0, r->event, kernel };
+		*memo = (struct tally_sample_memo){ r->ip, a->memo_gen,         p,        r->pid,
+						    row,   p ? p->memo_gen : 0, r->event, kernel };
 }
 
 void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
@@ -715,7 +738,8 @@ static struct tally_id_memo *id_memo_slot(struct tally_agg *a, const struct stat
 {
 	if (!a->id_memo)
 		a->id_memo = xcalloc(ID_MEMO_SIZE, sizeof(*a->id_memo));
-	return &a->id_memo[tally_hash_u64((uint64_t)st->st_ino ^ ((uint64_t)st->st_dev << 40)) & (ID_MEMO_SIZE - 1)];
+	return &a->id_memo[tally_hash_u64((uint64_t)st->st_ino ^ ((uint64_t)st->st_dev << 40)) &
+			   (ID_MEMO_SIZE - 1)];
 }
 
 static bool same_stat(const struct stat *x, const struct stat *y)
@@ -732,11 +756,13 @@ static bool id_memo_same(const struct tally_id_memo *m, const struct stat *st)
 	       m->ctim.tv_sec == st->st_ctim.tv_sec && m->ctim.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-static void id_memo_put(struct tally_id_memo *m, const struct stat *st, const char *id, const char *kind)
+static void id_memo_put(struct tally_id_memo *m, const struct stat *st, const char *id,
+			const char *kind)
 {
 	free(m->id);
 	free(m->kind);
-	*m = (struct tally_id_memo){ st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, xstrdup(id), xstrdup(kind) };
+	*m = (struct tally_id_memo){ st->st_dev,  st->st_ino,  st->st_size,  st->st_mtim,
+				     st->st_ctim, xstrdup(id), xstrdup(kind) };
 }
 
 static void identify_image(struct tally_agg *a, struct tally_image *im)
@@ -787,7 +813,8 @@ static void identify_image(struct tally_agg *a, struct tally_image *im)
 	struct stat st;
 	bool have_st = stat(path, &st) == 0;
 	bool replaced = have_st && im->ino &&
-			(st.st_ino != im->ino || major(st.st_dev) != im->maj || minor(st.st_dev) != im->min);
+			(st.st_ino != im->ino || major(st.st_dev) != im->maj ||
+			 minor(st.st_dev) != im->min);
 	struct tally_id_memo *memo = a && have_st && !replaced ? id_memo_slot(a, &st) : NULL;
 	if (memo && id_memo_same(memo, &st) && !(im->foreign_ns && !via_root)) {
 		im->id = xstrdup(memo->id);
@@ -803,7 +830,8 @@ static void identify_image(struct tally_agg *a, struct tally_image *im)
 	struct stat after;
 	bool have_after = stat(path, &after) == 0;
 	if (have_after && im->ino &&
-	    (after.st_ino != im->ino || major(after.st_dev) != im->maj || minor(after.st_dev) != im->min))
+	    (after.st_ino != im->ino || major(after.st_dev) != im->maj ||
+	     minor(after.st_dev) != im->min))
 		replaced = true;
 	if (im->ino && r != 0)
 		replaced = true;
@@ -828,7 +856,8 @@ static void identify_image(struct tally_agg *a, struct tally_image *im)
 		im->id_kind = xstrdup("none");
 	}
 	/* what the file said of itself, if it is still what stat saw before the read */
-	if (memo && r == 0 && !replaced && (info.build_id_len || info.have_hash) && have_after && same_stat(&st, &after))
+	if (memo && r == 0 && !replaced && (info.build_id_len || info.have_hash) && have_after &&
+	    same_stat(&st, &after))
 		id_memo_put(memo, &st, im->id, im->id_kind);
 	free(clean);
 	strbuf_release(&p);
@@ -988,7 +1017,10 @@ size_t tally_agg_memory(const struct tally_agg *a)
 			m += strlen(im->id) + strlen(im->id_kind) + 2;
 	}
 	m += a->aframes * sizeof(*a->frames) + a->astack_frames * sizeof(*a->stack_frames) +
-	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->afp_rules * sizeof(*a->fp_rules) + a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) + a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) + a->acomms * sizeof(*a->comms);
+	     a->aframe_stack1 * sizeof(*a->frame_stack1) + a->afp_rules * sizeof(*a->fp_rules) +
+	     a->astacks * sizeof(*a->stacks) + a->arows * sizeof(*a->rows) +
+	     a->acounts * sizeof(*a->counts) + a->aweights * sizeof(*a->weights) +
+	     a->acomms * sizeof(*a->comms);
 	m += hidx_bytes(&a->image_idx) + hidx_bytes(&a->frame_idx) + hidx_bytes(&a->stack_idx) +
 	     hidx_bytes(&a->row_idx) + hidx_bytes(&a->proc_idx);
 	m += a->aprocs * sizeof(*a->procs) + (a->memo ? MEMO_SIZE * sizeof(*a->memo) : 0);

@@ -23,7 +23,8 @@
 
 #define JIT_WARN_MAX 32
 
-static void jit_warn(struct tally_agg *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jit_warn(struct tally_agg *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void jit_warn(struct tally_agg *a, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -45,8 +46,8 @@ static void jit_warn(struct tally_agg *a, const char *fmt, ...)
 	/* many processes (a hostile user's, perhaps): the session stays small */
 	strbuf_reset(&sb);
 	a->jit_warnings_more++;
-	strbuf_addf(&sb, "%" PRIu64 " more JIT warning%s not listed (only the first %d are)", a->jit_warnings_more,
-		    a->jit_warnings_more == 1 ? "" : "s", JIT_WARN_MAX - 1);
+	strbuf_addf(&sb, "%" PRIu64 " more JIT warning%s not listed (only the first %d are)",
+		    a->jit_warnings_more, a->jit_warnings_more == 1 ? "" : "s", JIT_WARN_MAX - 1);
 	if (a->njit_warnings == JIT_WARN_MAX) {
 		free(a->jit_warnings[JIT_WARN_MAX - 1]);
 	} else {
@@ -126,39 +127,53 @@ void agg_snapshot_jit(struct tally_agg *a, struct tally_proc *p)
 				char *nl = sb.len ? memrchr(sb.buf, '\n', sb.len) : NULL;
 				sb.len = nl ? (size_t)(nl - sb.buf) + 1 : 0;
 				sb.buf[sb.len] = '\0';
-				jit_warn(a, "perf map '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are used",
-					 mp, p->pid, bs, sb.len);
+				jit_warn(
+					a,
+					"perf map '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are used",
+					mp, p->pid, bs, sb.len);
 			}
 			used = sb.len;
 			free(im->jit_map);
 			im->jit_map_len = sb.len;
 			im->jit_map = strbuf_detach(&sb);
 		} else {
-			jit_warn(a, "perf map '%s' of pid %d: cannot read it: %s", mp, p->pid, strerror(errno));
+			jit_warn(a, "perf map '%s' of pid %d: cannot read it: %s", mp, p->pid,
+				 strerror(errno));
 		}
 		struct stat st;
-		if (lstat(mp, &st) == 0 && ((uint64_t)st.st_dev != p->jit_map_dev || (uint64_t)st.st_ino != p->jit_map_ino))
-			jit_warn(a, "perf map '%s' of pid %d was replaced by %s after tally opened it: the copy is of the file tally opened (docs/symbols.md)",
-				 mp, p->pid, file_kind(&st));
+		if (lstat(mp, &st) == 0 && ((uint64_t)st.st_dev != p->jit_map_dev ||
+					    (uint64_t)st.st_ino != p->jit_map_ino))
+			jit_warn(
+				a,
+				"perf map '%s' of pid %d was replaced by %s after tally opened it: the copy is of the file tally opened (docs/symbols.md)",
+				mp, p->pid, file_kind(&st));
 		strbuf_reset(&sb);
 	}
 	if (p->jitdump) {
 		size_t room = budget - used;
 		if (read_fd(&sb, p->jitdump_fd, room, &more) == 0) {
 			if (more)
-				jit_warn(a, "jitdump '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are read",
-					 p->jitdump, p->pid, bs, sb.len);
+				jit_warn(
+					a,
+					"jitdump '%s' of pid %d is larger than the per-process JIT budget of %s: only its first %zu bytes are read",
+					p->jitdump, p->pid, bs, sb.len);
 			/* what parsing may cost: in proportion to the dump, within the budget */
 			size_t pb = tally_jitdump_budget(sb.len), left = room - sb.len;
 			struct tally_jitdump *jd = xcalloc(1, sizeof(*jd));
-			if (tally_jitdump_parse_budget(jd, sb.buf, sb.len, pb < left ? pb : left ? left : 1)) {
-				jit_warn(a, "jitdump '%s' of pid %d: %s: not used (its code counts as nomap)", p->jitdump, p->pid,
-					 tally_errmsg());
+			if (tally_jitdump_parse_budget(jd, sb.buf, sb.len,
+						       pb < left ? pb
+						       : left    ? left
+								 : 1)) {
+				jit_warn(
+					a,
+					"jitdump '%s' of pid %d: %s: not used (its code counts as nomap)",
+					p->jitdump, p->pid, tally_errmsg());
 				tally_jitdump_release(jd);
 				free(jd);
 			} else {
 				if (jd->warning)
-					jit_warn(a, "jitdump '%s' of pid %d: %s", p->jitdump, p->pid, jd->warning);
+					jit_warn(a, "jitdump '%s' of pid %d: %s", p->jitdump,
+						 p->pid, jd->warning);
 				tally_jitdump_release(im->jd);
 				free(im->jd);
 				im->jd = jd;
@@ -166,8 +181,10 @@ void agg_snapshot_jit(struct tally_agg *a, struct tally_proc *p)
 				im->jd_source = xstrdup(p->jitdump);
 			}
 		} else {
-			jit_warn(a, "jitdump '%s' of pid %d: cannot read it: %s (its code counts as nomap)", p->jitdump, p->pid,
-				 strerror(errno));
+			jit_warn(
+				a,
+				"jitdump '%s' of pid %d: cannot read it: %s (its code counts as nomap)",
+				p->jitdump, p->pid, strerror(errno));
 		}
 	}
 	strbuf_release(&sb);
@@ -191,7 +208,8 @@ static struct jrange *map_ranges(const char *map, size_t len, size_t *n)
 	tally_perfmap_parse(map, len, &syms, n, &bad);
 	struct jrange *r = *n ? xmalloc(*n * sizeof(*r)) : NULL;
 	for (size_t i = 0; i < *n; i++)
-		r[i] = (struct jrange){ syms[i].start, syms[i].start + (syms[i].size ? syms[i].size : 1) };
+		r[i] = (struct jrange){ syms[i].start,
+					syms[i].start + (syms[i].size ? syms[i].size : 1) };
 	free(syms);
 	tally_qsort(r, *n, sizeof(*r), cmp_jrange);
 	return r;
@@ -217,7 +235,8 @@ static void settle_jit(struct tally_agg *a)
 		if (im->kind != TALLY_IMG_JIT)
 			continue;
 		size_t nr = 0;
-		struct jrange *r = im->jit_map ? map_ranges(im->jit_map, im->jit_map_len, &nr) : NULL;
+		struct jrange *r =
+			im->jit_map ? map_ranges(im->jit_map, im->jit_map_len, &nr) : NULL;
 		uint32_t nomap = TALLY_HIDX_NONE;
 		if (im->jd)
 			for (size_t k = 0; k < im->jd->nfuncs; k++)
@@ -226,7 +245,8 @@ static void settle_jit(struct tally_agg *a)
 			if (a->frames[f].image != i)
 				continue;
 			uint64_t addr = a->frames[f].offset;
-			struct tally_jit_func *jf = im->jd ? tally_jitdump_find(im->jd, addr) : NULL;
+			struct tally_jit_func *jf =
+				im->jd ? tally_jitdump_find(im->jd, addr) : NULL;
 			if (jf)
 				jf->keep = true;
 			if (jf || in_ranges(r, nr, addr))
@@ -249,7 +269,8 @@ static void settle_jit(struct tally_agg *a)
 		im->jd_text_len = 0;
 		if (im->jd) {
 			struct strbuf sb = STRBUF_INIT;
-			tally_jitdump_format(im->jd, false, im->jd_source ? im->jd_source : im->path, &sb);
+			tally_jitdump_format(im->jd, false,
+					     im->jd_source ? im->jd_source : im->path, &sb);
 			im->jd_text_len = sb.len;
 			im->jd_text = strbuf_detach(&sb);
 		}
@@ -259,7 +280,8 @@ static void settle_jit(struct tally_agg *a)
 		tally_hidx_release(&a->frame_idx);
 		for (size_t f = 0; f < a->nframes; f++) {
 			const struct tally_frame *fr = &a->frames[f];
-			uint64_t h = tally_hash_u64(fr->offset ^ ((uint64_t)fr->image << 48) ^ fr->image);
+			uint64_t h = tally_hash_u64(fr->offset ^ ((uint64_t)fr->image << 48) ^
+						    fr->image);
 			tally_hidx_put(&a->frame_idx, h, (uint32_t)f);
 		}
 	}
@@ -295,27 +317,33 @@ bool agg_is_jitdump_name(const char *path, int pid)
  * own user (another user could otherwise name its code, and the recorder may be
  * root). The descriptor, or -1 with a warning or the untrusted count saying why
  * (nothing when there is no such file). */
-static int open_jit_file(struct tally_agg *a, struct tally_proc *p, const char *path, const char *what, const char *name,
-			 struct stat *st)
+static int open_jit_file(struct tally_agg *a, struct tally_proc *p, const char *path,
+			 const char *what, const char *name, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			jit_warn(a, "%s '%s' of pid %d is a symbolic link: not used (its code counts as nomap)", what, name, p->pid);
+			jit_warn(
+				a,
+				"%s '%s' of pid %d is a symbolic link: not used (its code counts as nomap)",
+				what, name, p->pid);
 		else if (errno != ENOENT && errno != ENOTDIR)
-			jit_warn(a, "%s '%s' of pid %d: cannot open it: %s (its code counts as nomap)", what, name, p->pid,
-				 strerror(errno));
+			jit_warn(a,
+				 "%s '%s' of pid %d: cannot open it: %s (its code counts as nomap)",
+				 what, name, p->pid, strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, st) < 0) {
-		jit_warn(a, "%s '%s' of pid %d: cannot stat it: %s (its code counts as nomap)", what, name, p->pid,
-			 strerror(errno));
+		jit_warn(a, "%s '%s' of pid %d: cannot stat it: %s (its code counts as nomap)",
+			 what, name, p->pid, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		jit_warn(a, "%s '%s' of pid %d is %s, not a regular file: not used (its code counts as nomap)", what, name, p->pid,
-			 file_kind(st));
+		jit_warn(
+			a,
+			"%s '%s' of pid %d is %s, not a regular file: not used (its code counts as nomap)",
+			what, name, p->pid, file_kind(st));
 		close(fd);
 		return -1;
 	}

@@ -62,7 +62,8 @@ static void rebuild_proc_idx(struct tally_agg *a)
 {
 	tally_hidx_release(&a->proc_idx);
 	for (size_t i = 0; i < a->nprocs; i++)
-		tally_hidx_put(&a->proc_idx, tally_hash_u64((uint64_t)a->procs[i]->pid), (uint32_t)i);
+		tally_hidx_put(&a->proc_idx, tally_hash_u64((uint64_t)a->procs[i]->pid),
+			       (uint32_t)i);
 	a->last_proc = NULL;
 }
 
@@ -122,7 +123,8 @@ void tally_agg_tasks(struct tally_agg *a)
 
 /* ---- maps ---- */
 
-void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image)
+void tally_proc_add_map(struct tally_proc *p, uint64_t start, uint64_t end, uint64_t pgoff,
+			uint32_t image)
 {
 	if (end <= start)
 		return;
@@ -200,8 +202,8 @@ static bool is_anon_name(const char *name)
 
 /* The key of the image of a file mapping (its build-id from the record, else
  * its device and inode); name stays the caller's. */
-static void file_key(struct tally_image *k, int pid, const char *name, const uint8_t *bid, uint8_t bid_len, uint32_t maj,
-		     uint32_t min, uint64_t ino, uint64_t ino_gen)
+static void file_key(struct tally_image *k, int pid, const char *name, const uint8_t *bid,
+		     uint8_t bid_len, uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen)
 {
 	memset(k, 0, sizeof(*k));
 	k->kind = !strcmp(name, "[vdso]") ? TALLY_IMG_VDSO : TALLY_IMG_FILE;
@@ -220,8 +222,9 @@ static void file_key(struct tally_image *k, int pid, const char *name, const uin
 	k->pid = pid;
 }
 
-static uint32_t file_image(struct tally_agg *a, int pid, const char *name, const uint8_t *bid, uint8_t bid_len,
-			   uint32_t maj, uint32_t min, uint64_t ino, uint64_t ino_gen)
+static uint32_t file_image(struct tally_agg *a, int pid, const char *name, const uint8_t *bid,
+			   uint8_t bid_len, uint32_t maj, uint32_t min, uint64_t ino,
+			   uint64_t ino_gen)
 {
 	struct tally_image k;
 	file_key(&k, pid, name, bid, bid_len, maj, min, ino, ino_gen);
@@ -246,7 +249,8 @@ struct perf_record_mmap2 {
 
 /* An executable mapping's record, its name copied into name (NUL-terminated);
  * NULL for a record too short or of memory that cannot run. */
-static const struct perf_record_mmap2 *exec_mmap2(const struct perf_event_header *h, char name[4096])
+static const struct perf_record_mmap2 *exec_mmap2(const struct perf_event_header *h,
+						  char name[4096])
 {
 	const struct perf_record_mmap2 *m = (const void *)h;
 	if (h->size < sizeof(*m) + 1 || !(m->prot & 4 /* PROT_EXEC */))
@@ -274,7 +278,8 @@ bool tally_agg_record_prompt(struct tally_agg *a, const struct perf_event_header
 	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
 		file_key(&k, (int)m->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
 	else
-		file_key(&k, (int)m->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
+		file_key(&k, (int)m->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino,
+			 m->u.f.ino_generation);
 	return !tally_agg_image_known(a, &k);
 }
 
@@ -297,8 +302,8 @@ static void exe_from_proc(struct tally_proc *p)
 	if (fd < 0)
 		return;
 	struct stat st, named;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(p->exe, &named) == 0 && named.st_dev == st.st_dev &&
-	    named.st_ino == st.st_ino) {
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && stat(p->exe, &named) == 0 &&
+	    named.st_dev == st.st_dev && named.st_ino == st.st_ino) {
 		int gen = 0;
 		if (ioctl(fd, FS_IOC_GETVERSION, &gen) < 0)
 			gen = 0;
@@ -321,7 +326,8 @@ static void jit_program(struct tally_agg *a, struct tally_proc *p)
 	if (!p->exe_ino)
 		return;
 	GROW(a->jit_programs, a->ajit_programs, a->njit_programs + 1);
-	a->jit_programs[a->njit_programs++] = (struct tally_file_id){ p->exe_dev, p->exe_gen, p->exe_ino };
+	a->jit_programs[a->njit_programs++] =
+		(struct tally_file_id){ p->exe_dev, p->exe_gen, p->exe_ino };
 }
 
 void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
@@ -344,7 +350,8 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	else if (r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
 		img = file_image(a, p->pid, name, m->u.b.id, m->u.b.size, 0, 0, 0, 0);
 	else
-		img = file_image(a, p->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino, m->u.f.ino_generation);
+		img = file_image(a, p->pid, name, NULL, 0, m->u.f.maj, m->u.f.min, m->u.f.ino,
+				 m->u.f.ino_generation);
 	if (img != TALLY_MAP_ANON && !p->exe && name[0] == '/') {
 		p->exe = xstrdup(name);
 		if (!(r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
@@ -471,8 +478,8 @@ int tally_agg_load_procfs(struct tally_agg *a, int pid)
 		unsigned maj, min;
 		char perms[8];
 		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
-			   &pos) < 7)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &maj, &min, &ino, &pos) < 7)
 			continue;
 		if (perms[2] != 'x')
 			continue;
@@ -552,8 +559,9 @@ void tally_agg_identify_new(struct tally_agg *a)
 		struct tally_elf_info info;
 		im->early = -1;
 		/* the file the process mapped, not whatever has its name now */
-		if (stat(p.buf, &st) == 0 && (!im->ino || (st.st_ino == im->ino && major(st.st_dev) == im->maj &&
-							   minor(st.st_dev) == im->min)) &&
+		if (stat(p.buf, &st) == 0 &&
+		    (!im->ino || (st.st_ino == im->ino && major(st.st_dev) == im->maj &&
+				  minor(st.st_dev) == im->min)) &&
 		    tally_elf_info(p.buf, 1, &info) == 0) {
 			if (info.build_id_len) {
 				size_t n = info.build_id_len > 20 ? 20 : info.build_id_len;

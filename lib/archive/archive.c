@@ -1,8 +1,8 @@
 /* Writing archives (archive.h, docs/format.md "Archives"): what goes in comes
  * from the resolver (the files it verified against the recorded ids), each
  * opened once, verified again from that descriptor and copied from it (what is
- * at a path can change between two opens), the MANIFEST holds each member's size and XXH3-128, and the archive is built
- * next to its target under an unpredictable name and renamed into place, so a
+ * at a path can change between two opens), the MANIFEST holds each member's size and XXH3-128, and
+ * the archive is built next to its target under an unpredictable name and renamed into place, so a
  * failure leaves nothing. What it creates is the user's alone, as a
  * database's files are: files 0600, directories 0700, each created
  * exclusively (nothing planted there is ever opened or followed). */
@@ -29,7 +29,8 @@
 
 #include "lib/archive/internal.h"
 
-static const char *const role_names[TALLY_AR_NROLES] = { "db", "image", "debug", "vmlinux", "module" };
+static const char *const role_names[TALLY_AR_NROLES] = { "db", "image", "debug", "vmlinux",
+							 "module" };
 
 const char *tally_archive_role_name(enum tally_archive_role role)
 {
@@ -74,7 +75,9 @@ static void add_safe_name(struct strbuf *out, const char *name)
 		if (!strncmp(c, " (deleted)", 10))
 			break;
 		unsigned char ch = (unsigned char)*c;
-		strbuf_addch(out, isalnum(ch) || ch == '.' || ch == '_' || ch == '+' || ch == '-' ? (char)ch : '_');
+		strbuf_addch(out, isalnum(ch) || ch == '.' || ch == '_' || ch == '+' || ch == '-'
+					  ? (char)ch
+					  : '_');
 	}
 	if (out->len == start)
 		strbuf_addch(out, '_');
@@ -115,7 +118,8 @@ void tally_ar_sum_final(struct tally_ar_sum *h, unsigned char out[16])
 	memcpy(out, c.digest, 16);
 }
 
-_Static_assert(sizeof(((struct tally_ar_sum *)0)->state) >= sizeof(XXH3_state_t), "tally_ar_sum too small");
+_Static_assert(sizeof(((struct tally_ar_sum *)0)->state) >= sizeof(XXH3_state_t),
+	       "tally_ar_sum too small");
 
 /* ---- the MANIFEST ---- */
 
@@ -125,7 +129,8 @@ void tally_manifest_format(const struct tally_archive_member *m, size_t n, struc
 	for (size_t i = 0; i < n; i++) {
 		char hex[40];
 		tally_ar_hex16(m[i].sum, hex);
-		strbuf_addf(out, "%s %" PRIu64 " %s ", tally_archive_role_name(m[i].role), m[i].size, hex);
+		strbuf_addf(out, "%s %" PRIu64 " %s ", tally_archive_role_name(m[i].role),
+			    m[i].size, hex);
 		strbuf_add_escaped(out, m[i].name);
 		strbuf_addch(out, '\n');
 	}
@@ -158,30 +163,39 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 	while (p < end && !r) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: no newline at the end (%s)", what, lineno + 1, DAMAGED_ARCHIVE);
+			r = tally_seterr(-EINVAL, "'%s' line %zu: no newline at the end (%s)", what,
+					 lineno + 1, DAMAGED_ARCHIVE);
 			break;
 		}
 		free(line);
 		line = NULL;
 		lineno++;
 		if (memchr(p, '\0', (size_t)(nl - p))) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: a NUL byte (%s)", what, lineno, DAMAGED_ARCHIVE);
+			r = tally_seterr(-EINVAL, "'%s' line %zu: a NUL byte (%s)", what, lineno,
+					 DAMAGED_ARCHIVE);
 			break;
 		}
 		line = xstrndup(p, (size_t)(nl - p));
 		p = nl + 1;
 		if (lineno == 1) {
 			if (strncmp(line, "tally-archive: ", 15)) {
-				r = tally_seterr(-EINVAL, "'%s' is not a tally archive's MANIFEST: it does not begin with 'tally-archive:'", what);
+				r = tally_seterr(
+					-EINVAL,
+					"'%s' is not a tally archive's MANIFEST: it does not begin with 'tally-archive:'",
+					what);
 			} else if (strcmp(line + 15, "1")) {
 				char q[TALLY_EXCERPT_SIZE];
-				r = tally_seterr(-EINVAL, "'%s' is of archive format-version '%s', and this tally reads version %d (use a newer tally)",
-						 what, tally_excerpt(q, line + 15), TALLY_ARCHIVE_VERSION);
+				r = tally_seterr(
+					-EINVAL,
+					"'%s' is of archive format-version '%s', and this tally reads version %d (use a newer tally)",
+					what, tally_excerpt(q, line + 15), TALLY_ARCHIVE_VERSION);
 			}
 			continue;
 		}
 		if (want != SIZE_MAX) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: something follows the 'end:' line (%s)", what, lineno, DAMAGED_ARCHIVE);
+			r = tally_seterr(-EINVAL,
+					 "'%s' line %zu: something follows the 'end:' line (%s)",
+					 what, lineno, DAMAGED_ARCHIVE);
 			break;
 		}
 		if (line[0] == '#' || !line[0])
@@ -190,10 +204,14 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 			char *e;
 			errno = 0;
 			unsigned long long v = strtoull(line + 5, &e, 10);
-			if (errno || e == line + 5 || !isdigit((unsigned char)line[5]) || strcmp(e, " files") || v != m->n) {
+			if (errno || e == line + 5 || !isdigit((unsigned char)line[5]) ||
+			    strcmp(e, " files") || v != m->n) {
 				char q[TALLY_EXCERPT_SIZE];
-				r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'end: %zu files', got '%s' (%s)", what, lineno, m->n,
-						 tally_excerpt(q, line), DAMAGED_ARCHIVE);
+				r = tally_seterr(
+					-EINVAL,
+					"'%s' line %zu: expected 'end: %zu files', got '%s' (%s)",
+					what, lineno, m->n, tally_excerpt(q, line),
+					DAMAGED_ARCHIVE);
 				break;
 			}
 			want = m->n;
@@ -229,7 +247,9 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 				e.sum[k] = (unsigned char)(a << 4 | b);
 		}
 		if (!ok) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ROLE SIZE XXH3-128 NAME' (%s)", what, lineno, DAMAGED_ARCHIVE);
+			r = tally_seterr(-EINVAL,
+					 "'%s' line %zu: expected 'ROLE SIZE XXH3-128 NAME' (%s)",
+					 what, lineno, DAMAGED_ARCHIVE);
 			break;
 		}
 		e.role = (enum tally_archive_role)role;
@@ -237,16 +257,18 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 		tally_unescape(e.name);
 		char q[TALLY_EXCERPT_SIZE];
 		if (!tally_archive_name_ok(e.name) || !strcmp(e.name, TALLY_ARCHIVE_MANIFEST)) {
-			/* quoted as an excerpt: an escaped newline in the name is one once unescaped (found by fuzz-manifest) */
-			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is not a name a member may have (%s)", what, lineno,
-					 tally_excerpt(q, e.name), DAMAGED_ARCHIVE);
+			/* quoted as an excerpt: an escaped newline in the name is one once
+			 * unescaped (found by fuzz-manifest) */
+			r = tally_seterr(-EINVAL,
+					 "'%s' line %zu: '%s' is not a name a member may have (%s)",
+					 what, lineno, tally_excerpt(q, e.name), DAMAGED_ARCHIVE);
 			free(e.name);
 			break;
 		}
 		uint64_t h = tally_hash_bytes(e.name, strlen(e.name), 0);
 		if (tally_hidx_get(&idx, h, e.name, tally_ar_entry_eq, m) != TALLY_HIDX_NONE) {
-			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is listed twice (%s)", what, lineno, tally_excerpt(q, e.name),
-					 DAMAGED_ARCHIVE);
+			r = tally_seterr(-EINVAL, "'%s' line %zu: '%s' is listed twice (%s)", what,
+					 lineno, tally_excerpt(q, e.name), DAMAGED_ARCHIVE);
 			free(e.name);
 			break;
 		}
@@ -259,7 +281,8 @@ int tally_manifest_parse(struct tally_manifest *m, const char *text, size_t len,
 	if (!r && lineno == 0)
 		r = tally_seterr(-EINVAL, "'%s' is empty (%s)", what, DAMAGED_ARCHIVE);
 	if (!r && want == SIZE_MAX)
-		r = tally_seterr(-EINVAL, "'%s' has no 'end:' line (cut short: %s)", what, DAMAGED_ARCHIVE);
+		r = tally_seterr(-EINVAL, "'%s' has no 'end:' line (cut short: %s)", what,
+				 DAMAGED_ARCHIVE);
 	if (r)
 		tally_manifest_release(m);
 	return r;
@@ -323,7 +346,9 @@ static int plan_db(struct tally_archive_plan *p, const struct tally_db *db)
 		strbuf_add(&name, e + 1, (size_t)(nl - e - 1));
 		struct tally_archive_member *m = add_member(p, name.buf, TALLY_AR_DB);
 		if (!m || !tally_archive_name_ok(name.buf)) {
-			r = tally_seterr(-EINVAL, "the database's file '%s' cannot be archived (its name)", name.buf + 3);
+			r = tally_seterr(-EINVAL,
+					 "the database's file '%s' cannot be archived (its name)",
+					 name.buf + 3);
 			strbuf_release(&name);
 			return r;
 		}
@@ -337,13 +362,16 @@ static int plan_db(struct tally_archive_plan *p, const struct tally_db *db)
 }
 
 /* The link-time addresses of image's sampled offsets and stack frames. */
-static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r, uint32_t image, size_t *n)
+static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r, uint32_t image,
+			     size_t *n)
 {
 	uint64_t *a = NULL;
 	size_t na = 0, cap = 0;
 	for (size_t i = 0; i < db->nentries + db->nframe_tab; i++) {
-		uint32_t im = i < db->nentries ? db->entries[i].image : db->frame_tab[i - db->nentries].image;
-		uint64_t off = i < db->nentries ? db->entries[i].offset : db->frame_tab[i - db->nentries].offset;
+		uint32_t im = i < db->nentries ? db->entries[i].image
+					       : db->frame_tab[i - db->nentries].image;
+		uint64_t off = i < db->nentries ? db->entries[i].offset
+						: db->frame_tab[i - db->nentries].offset;
 		uint64_t addr;
 		if (im != image || tally_resolver_addr(r, image, off, &addr))
 			continue;
@@ -367,7 +395,8 @@ static uint64_t *image_addrs(const struct tally_db *db, struct tally_resolver *r
 static char *debuginfod_cached(const char *build_id)
 {
 	struct strbuf p = STRBUF_INIT;
-	const char *c = getenv("DEBUGINFOD_CACHE_PATH"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	const char *c = getenv("DEBUGINFOD_CACHE_PATH"), *x = getenv("XDG_CACHE_HOME"),
+		   *h = getenv("HOME");
 	if (c && *c)
 		strbuf_addf(&p, "%s/%s/debuginfo", c, build_id);
 	else if (x && *x)
@@ -384,9 +413,12 @@ static char *debuginfod_cached(const char *build_id)
  * descriptor, and how it is opened. */
 struct want {
 	const char *id_kind, *id; /* "build-id" or "xxh64" and its hex; anything else: no id */
-	int crc_fd;               /* a debug file found by .gnu_debuglink: the image it belongs to (else -1) */
-	bool nofollow;            /* a link at its path is not followed (an image at its recorded path) */
-	bool unverified_ok;       /* with no id, copied as found (the kernel's files, from system directories) */
+	/* a debug file found by .gnu_debuglink: the image it belongs to (else -1) */
+	int crc_fd;
+	/* a link at its path is not followed (an image at its recorded path) */
+	bool nofollow;
+	/* with no id, copied as found (the kernel's files, from system directories) */
+	bool unverified_ok;
 	bool quiet;               /* another file there is no error, only not taken (a cache) */
 };
 
@@ -403,8 +435,8 @@ static bool debuglink_crc(int fd, uint32_t *crc)
 	while (!ok && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *nm;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !(nm = elf_strptr(e, shstrndx, sh.sh_name)) ||
-		    strcmp(nm, ".gnu_debuglink"))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(nm = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(nm, ".gnu_debuglink"))
 			continue;
 		Elf_Data *d = elf_rawdata(scn, NULL);
 		const unsigned char *b = d ? d->d_buf : NULL;
@@ -413,8 +445,10 @@ static bool debuglink_crc(int fd, uint32_t *crc)
 		if (!b || nl == d->d_size || at + 4 > d->d_size)
 			break;
 		bool le = elf_getident(e, NULL)[EI_DATA] == ELFDATA2LSB;
-		*crc = le ? (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24
-			  : (uint32_t)b[at + 3] | (uint32_t)b[at + 2] << 8 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at] << 24;
+		*crc = le ? (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
+				       (uint32_t)b[at + 3] << 24
+			  : (uint32_t)b[at + 3] | (uint32_t)b[at + 2] << 8 |
+				       (uint32_t)b[at + 1] << 16 | (uint32_t)b[at] << 24;
 		ok = true;
 	}
 out:
@@ -460,7 +494,8 @@ static int verify(int fd, const char *src, const struct want *wt, struct strbuf 
 		if (k)
 			return tally_seterr(k, "cannot read '%s': %s", src, strerror(-k));
 		if (got != want) {
-			strbuf_addf(why, "its CRC is %08x, the image's .gnu_debuglink says %08x", got, want);
+			strbuf_addf(why, "its CRC is %08x, the image's .gnu_debuglink says %08x",
+				    got, want);
 			return 0;
 		}
 		return 1;
@@ -484,8 +519,8 @@ static int verify(int fd, const char *src, const struct want *wt, struct strbuf 
 	else if (hash)
 		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
 	if (strcmp(hex, wt->id)) {
-		strbuf_addf(why, "it has %s %s, the profile recorded %s", bid ? "build-id" : "content hash", *hex ? hex : "(none)",
-			    wt->id);
+		strbuf_addf(why, "it has %s %s, the profile recorded %s",
+			    bid ? "build-id" : "content hash", *hex ? hex : "(none)", wt->id);
 		return 0;
 	}
 	return 1;
@@ -497,9 +532,10 @@ static int verify(int fd, const char *src, const struct want *wt, struct strbuf 
  * error ("changed"); one that cannot be verified, or a link where none may be,
  * is left out with a warning. *fd_out (may be NULL) gets the descriptor kept
  * (or -1 when the file is not taken). */
-static int add_file(struct tally_archive_plan *p, const char *name, enum tally_archive_role role, const char *src,
-		    const char *note, bool strip, const struct tally_db *db, struct tally_resolver *r, uint32_t image,
-		    const struct want *wt, struct tally_warnings *w, int *fd_out)
+static int add_file(struct tally_archive_plan *p, const char *name, enum tally_archive_role role,
+		    const char *src, const char *note, bool strip, const struct tally_db *db,
+		    struct tally_resolver *r, uint32_t image, const struct want *wt,
+		    struct tally_warnings *w, int *fd_out)
 {
 	if (fd_out)
 		*fd_out = -1;
@@ -510,8 +546,10 @@ static int add_file(struct tally_archive_plan *p, const char *name, enum tally_a
 	/* a regular file only (a FIFO put there meanwhile never hangs the archive) */
 	int fd = tally_open_regular(AT_FDCWD, src, wt->nofollow ? 0 : TALLY_OPEN_FOLLOW, 0, &st);
 	if (fd == -ELOOP && wt->nofollow) {
-		tally_warnings_add(w, "'%s' (%s) is not archived: it is a symbolic link now, not the file the kernel recorded (not followed)",
-				   src, note);
+		tally_warnings_add(
+			w,
+			"'%s' (%s) is not archived: it is a symbolic link now, not the file the kernel recorded (not followed)",
+			src, note);
 		return 0;
 	}
 	if (fd < 0 && wt->quiet)
@@ -529,7 +567,9 @@ static int add_file(struct tally_archive_plan *p, const char *name, enum tally_a
 		tally_warnings_add(w, "'%s' (%s) is not archived: %s", src, note, why.buf);
 		v = 0;
 	} else if (v == 0 && !wt->quiet) {
-		int e = tally_seterr(-EAGAIN, "'%s' (%s) changed while it was archived: %s (archive again)", src, note, why.buf);
+		int e = tally_seterr(-EAGAIN,
+				     "'%s' (%s) changed while it was archived: %s (archive again)",
+				     src, note, why.buf);
 		close(fd);
 		strbuf_release(&why);
 		return e;
@@ -562,7 +602,8 @@ static int add_file(struct tally_archive_plan *p, const char *name, enum tally_a
 			char a[32], b[32];
 			tally_format_size(ss.size, a, sizeof(a));
 			tally_format_size(m->src_size, b, sizeof(b));
-			strbuf_addf(&n, "%s; %zu of %zu compile units kept: %s instead of %s", note, ss.kept, ss.units, a, b);
+			strbuf_addf(&n, "%s; %zu of %zu compile units kept: %s instead of %s", note,
+				    ss.kept, ss.units, a, b);
 			m->note = strbuf_detach(&n);
 		} else if (k != -ENOTSUP) {
 			return k;
@@ -571,8 +612,9 @@ static int add_file(struct tally_archive_plan *p, const char *name, enum tally_a
 	return 0;
 }
 
-int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, struct tally_resolver *r,
-		       const struct tally_archive_opts *o, struct tally_warnings *w)
+int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db,
+		       struct tally_resolver *r, const struct tally_archive_opts *o,
+		       struct tally_warnings *w)
 {
 	memset(p, 0, sizeof(*p));
 	int ret = plan_db(p, db);
@@ -586,7 +628,9 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 		if (o->exclude_dependent && strcmp(di->kind, "exec"))
 			continue;
 		if (kernel && o->no_debug)
-			continue; /* vmlinux and modules give only kernel lines; functions come from kernel.syms */
+			/* vmlinux and modules give only kernel lines; functions come from
+			 * kernel.syms */
+			continue;
 		size_t nf = tally_resolver_files(r, i, f, ARRAY_SIZE(f));
 		bool bid = !strcmp(di->id_kind, "build-id");
 		bool have_debug = false;
@@ -602,14 +646,18 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 			strbuf_reset(&note);
 			enum tally_archive_role role;
 			bool strip = false;
-			struct want wt = { .id_kind = x->id_kind, .id = x->id, .crc_fd = -1, .unverified_ok = kernel };
+			struct want wt = { .id_kind = x->id_kind,
+					   .id = x->id,
+					   .crc_fd = -1,
+					   .unverified_ok = kernel };
 			switch (x->role) {
 			case TALLY_RFILE_IMAGE:
 				tally_archive_image_member(di, &name);
 				role = TALLY_AR_IMAGE;
 				strbuf_addf(&note, "image %s", di->name);
 				strip = o->strip && bid;
-				/* the kernel gave the file's own name: a link there now is not it */
+				/* the kernel gave the file's own name: a link there now is not it
+				 */
 				wt.nofollow = !strcmp(x->path, recorded);
 				break;
 			case TALLY_RFILE_DEBUG:
@@ -620,18 +668,22 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 				strbuf_addf(&note, "debug file of %s", di->name);
 				wt.crc_fd = image_fd;
 				if (xbid) {
-					strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", x->id, x->id + 2);
+					strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", x->id,
+						    x->id + 2);
 					strip = o->strip;
 				} else {
-					/* found by its .gnu_debuglink (and CRC): next to the archive's copy of the image */
+					/* found by its .gnu_debuglink (and CRC): next to the
+					 * archive's copy of the image */
 					tally_archive_image_member(di, &name);
 					char *sl = strrchr(name.buf, '/');
 					name.len = (size_t)(sl + 1 - name.buf);
 					name.buf[name.len] = '\0';
 					strbuf_addstr(&name, tally_basename(x->path));
 					if (!tally_archive_name_ok(name.buf)) {
-						tally_warnings_add(w, "the debug file '%s' of %s is not archived: its name cannot be an archive member's",
-								   x->path, di->name);
+						tally_warnings_add(
+							w,
+							"the debug file '%s' of %s is not archived: its name cannot be an archive member's",
+							x->path, di->name);
 						continue;
 					}
 				}
@@ -651,17 +703,21 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 			case TALLY_RFILE_MODULE_DEBUG:
 			default:
 				if (!xbid) {
-					tally_warnings_add(w, "the debug file '%s' of module %s is not archived: the module has no build-id to find it by",
-							   x->path, x->module);
+					tally_warnings_add(
+						w,
+						"the debug file '%s' of module %s is not archived: the module has no build-id to find it by",
+						x->path, x->module);
 					continue;
 				}
 				role = TALLY_AR_DEBUG;
-				strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", x->id, x->id + 2);
+				strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", x->id,
+					    x->id + 2);
 				strbuf_addf(&note, "debug file of module %s", x->module);
 				break;
 			}
 			int fd;
-			ret = add_file(p, name.buf, role, x->path, note.buf, strip, db, r, i, &wt, w, &fd);
+			ret = add_file(p, name.buf, role, x->path, note.buf, strip, db, r, i, &wt,
+				       w, &fd);
 			if (x->role == TALLY_RFILE_IMAGE)
 				image_fd = fd;
 		}
@@ -670,20 +726,27 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db, 
 			break;
 		if (!nf && !kernel) {
 			const char *why = tally_resolver_note(r, i);
-			tally_warnings_add(w, "%s '%s' is not archived: %s", di->kind, di->path, why ? why : "its file was not found");
+			tally_warnings_add(w, "%s '%s' is not archived: %s", di->kind, di->path,
+					   why ? why : "its file was not found");
 			continue;
 		}
 		/* a debuginfod download already in its cache serves without the network */
-		if (!kernel && bid && !have_debug && !o->no_debug && !tally_resolver_has_dwarf(r, i)) {
+		if (!kernel && bid && !have_debug && !o->no_debug &&
+		    !tally_resolver_has_dwarf(r, i)) {
 			char *c = debuginfod_cached(di->id);
 			if (c) {
 				strbuf_reset(&name);
 				strbuf_reset(&note);
-				strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", di->id, di->id + 2);
+				strbuf_addf(&name, "debug/.build-id/%.2s/%s.debug", di->id,
+					    di->id + 2);
 				strbuf_addf(&note, "debug file of %s (debuginfod cache)", di->name);
 				/* the cache may hold anything: only that build's is taken */
-				struct want wt = { .id_kind = "build-id", .id = di->id, .crc_fd = -1, .quiet = true };
-				ret = add_file(p, name.buf, TALLY_AR_DEBUG, c, note.buf, o->strip, db, r, i, &wt, w, NULL);
+				struct want wt = { .id_kind = "build-id",
+						   .id = di->id,
+						   .crc_fd = -1,
+						   .quiet = true };
+				ret = add_file(p, name.buf, TALLY_AR_DEBUG, c, note.buf, o->strip,
+					       db, r, i, &wt, w, NULL);
 				free(c);
 			}
 		}
@@ -724,8 +787,10 @@ static void progress(struct writer *w, const char *member, uint64_t add)
 static int write_err(const char *path, int e)
 {
 	if (e == ENOSPC || e == EDQUOT)
-		return tally_seterr(-e, "cannot write '%s': %s (free some space, or write the archive elsewhere)", path,
-				    strerror(e));
+		return tally_seterr(
+			-e,
+			"cannot write '%s': %s (free some space, or write the archive elsewhere)",
+			path, strerror(e));
 	return tally_seterr(-e, "cannot write '%s': %s", path, strerror(e));
 }
 
@@ -751,13 +816,14 @@ int tally_ar_mkparents(int dirfd, const char *name)
 
 static int changed(const struct tally_archive_member *m)
 {
-	return tally_seterr(-EAGAIN, "'%s' (%s) changed while it was archived (archive again)", m->src, m->note);
+	return tally_seterr(-EAGAIN, "'%s' (%s) changed while it was archived (archive again)",
+			    m->src, m->note);
 }
 
 /* Reads a member's source (its file, its stripped copy or its bytes) in
  * pieces, hashing them; out(ctx, data, n) gets each piece (NULL: hash only). */
-static int read_member(struct writer *w, struct tally_archive_member *m, int (*out)(void *, const void *, size_t),
-		       void *octx, unsigned char sum[16])
+static int read_member(struct writer *w, struct tally_archive_member *m,
+		       int (*out)(void *, const void *, size_t), void *octx, unsigned char sum[16])
 {
 	struct tally_ar_sum h;
 	tally_ar_sum_init(&h);
@@ -783,7 +849,8 @@ static int read_member(struct writer *w, struct tally_archive_member *m, int (*o
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			r = tally_seterr(-errno, "cannot read '%s' (%s): %s", src, m->note, strerror(errno));
+			r = tally_seterr(-errno, "cannot read '%s' (%s): %s", src, m->note,
+					 strerror(errno));
 			break;
 		}
 		if (!k)
@@ -819,7 +886,9 @@ static int make_stripped(struct writer *w, int dirfd, const char *dir, bool by_n
 		else
 			strbuf_addf(&rel, "strip-%zu", i);
 		int r = tally_ar_mkparents(dirfd, rel.buf);
-		int fd = r ? -1 : openat(dirfd, rel.buf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = r ? -1
+			   : openat(dirfd, rel.buf,
+				    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			r = write_err(dir, r ? -r : errno);
 			strbuf_release(&rel);
@@ -871,7 +940,9 @@ static int write_dir(struct writer *w, const char *staging)
 			continue;
 		}
 		r = tally_ar_mkparents(dirfd, m->name);
-		int fd = r ? -1 : openat(dirfd, m->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = r ? -1
+			   : openat(dirfd, m->name,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			r = write_err(w->path, r ? -r : errno);
 			break;
@@ -885,7 +956,8 @@ static int write_dir(struct writer *w, const char *staging)
 	if (!r) {
 		struct strbuf man = STRBUF_INIT;
 		tally_manifest_format(w->p->m, w->p->n, &man);
-		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = openat(dirfd, TALLY_ARCHIVE_MANIFEST,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || tally_write_all(fd, man.buf, man.len) || close(fd) < 0)
 			r = write_err(w->path, errno ? errno : EIO);
 		strbuf_release(&man);
@@ -906,7 +978,8 @@ static int tar_err(struct tarout *t)
 	int e = archive_errno(t->a);
 	if (e == ENOSPC || e == EDQUOT)
 		return write_err(t->path, e);
-	return tally_seterr(-(e > 0 ? e : EIO), "cannot write '%s': %s", t->path, archive_error_string(t->a));
+	return tally_seterr(-(e > 0 ? e : EIO), "cannot write '%s': %s", t->path,
+			    archive_error_string(t->a));
 }
 
 static int tar_out(void *ctx, const void *p, size_t n)
@@ -933,8 +1006,8 @@ static int tar_entry(struct tarout *t, const char *name, uint64_t size, time_t m
  * directory (scratch: its template, made unique; removed by the caller), every
  * member hashed for the MANIFEST, which goes first; then each member, hashed
  * again as it is written (a file that changed meanwhile is an error). */
-static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch, bool *made_scratch,
-		     int *scratch_slot)
+static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, char *scratch,
+		     bool *made_scratch, int *scratch_slot)
 {
 	int r = 0;
 	bool any_strip = false;
@@ -975,7 +1048,8 @@ static int write_tar(struct writer *w, int fd, enum tally_archive_kind kind, cha
 	if (ok == ARCHIVE_OK)
 		ok = archive_write_open_fd(t.a, fd);
 	if (ok != ARCHIVE_OK) {
-		r = tally_seterr(-EINVAL, "cannot write '%s': libarchive: %s", w->path, archive_error_string(t.a));
+		r = tally_seterr(-EINVAL, "cannot write '%s': libarchive: %s", w->path,
+				 archive_error_string(t.a));
 		archive_write_free(t.a);
 		return r;
 	}
@@ -1018,17 +1092,22 @@ static int rename_noreplace(const char *from, const char *to)
 	return rename(from, to) < 0 ? -errno : 0;
 }
 
-int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_archive_progress_fn fn, void *ctx)
+int tally_archive_write(struct tally_archive_plan *p, const char *path,
+			tally_archive_progress_fn fn, void *ctx)
 {
 	enum tally_archive_kind kind = tally_archive_kind_of(path);
 	struct stat st;
 	if (lstat(path, &st) == 0)
-		return tally_seterr(-EEXIST, "'%s' already exists (remove it, or choose another name)", path);
+		return tally_seterr(
+			-EEXIST, "'%s' already exists (remove it, or choose another name)", path);
 	const char *base = tally_basename(path);
 	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
-		return tally_seterr(-EINVAL, "'%s' cannot be an archive's name (name a file or directory to create)", path);
-	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT, pre1 = STRBUF_INIT,
-		      pre2 = STRBUF_INIT;
+		return tally_seterr(
+			-EINVAL,
+			"'%s' cannot be an archive's name (name a file or directory to create)",
+			path);
+	struct strbuf dir = STRBUF_INIT, staging = STRBUF_INIT, scratch = STRBUF_INIT,
+		      pre1 = STRBUF_INIT, pre2 = STRBUF_INIT;
 	strbuf_add(&dir, path, (size_t)(base - path));
 	if (!dir.len)
 		strbuf_addstr(&dir, "./");
@@ -1048,7 +1127,8 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	int slot = -1, scratch_slot = -1;
 	if (kind == TALLY_ARCHIVE_DIR) {
 		if (!mkdtemp(staging.buf)) {
-			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
+			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path,
+					 strerror(errno), dir.buf);
 		} else {
 			made = true;
 			slot = tally_ar_hold_path(staging.buf);
@@ -1057,7 +1137,8 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	} else {
 		int fd = mkostemp(staging.buf, O_CLOEXEC);
 		if (fd < 0) {
-			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path, strerror(errno), dir.buf);
+			r = tally_seterr(-errno, "cannot create '%s': %s in '%s'", path,
+					 strerror(errno), dir.buf);
 		} else {
 			made = true;
 			slot = tally_ar_hold_path(staging.buf);
@@ -1069,9 +1150,13 @@ int tally_archive_write(struct tally_archive_plan *p, const char *path, tally_ar
 	if (!r) {
 		int k = rename_noreplace(staging.buf, path);
 		if (k == -EEXIST || k == -ENOTEMPTY)
-			r = tally_seterr(k, "'%s' appeared while the archive was written (remove it, or choose another name)", path);
+			r = tally_seterr(
+				k,
+				"'%s' appeared while the archive was written (remove it, or choose another name)",
+				path);
 		else if (k)
-			r = tally_seterr(k, "cannot rename the archive into '%s': %s", path, strerror(-k));
+			r = tally_seterr(k, "cannot rename the archive into '%s': %s", path,
+					 strerror(-k));
 		else {
 			int dfd = open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {

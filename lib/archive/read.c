@@ -78,7 +78,8 @@ static const char *shown(const char *name, char *buf, size_t n)
 	return buf;
 }
 
-static int refuse(const char *apath, const char *member, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(const char *apath, const char *member, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int refuse(const char *apath, const char *member, const char *fmt, ...)
 {
 	char nb[240];
@@ -87,7 +88,8 @@ static int refuse(const char *apath, const char *member, const char *fmt, ...)
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	int r = tally_seterr(-EINVAL, "'%s': member '%s' %s", apath, shown(member, nb, sizeof(nb)), sb.buf);
+	int r = tally_seterr(-EINVAL, "'%s': member '%s' %s", apath, shown(member, nb, sizeof(nb)),
+			     sb.buf);
 	strbuf_release(&sb);
 	return r;
 }
@@ -169,7 +171,8 @@ struct found {
 
 /* A member's holes, counted before they are read: more than HOLES_MAX in the
  * archive are refused. */
-static int add_holes(const char *apath, const char *name, struct found *f, uint64_t size, uint64_t holes)
+static int add_holes(const char *apath, const char *name, struct found *f, uint64_t size,
+		     uint64_t holes)
 {
 	if (holes <= HOLES_MAX && f->holes <= HOLES_MAX - holes) {
 		f->holes += holes;
@@ -179,8 +182,10 @@ static int add_holes(const char *apath, const char *name, struct found *f, uint6
 	tally_format_size(size, a, sizeof(a));
 	tally_format_size(holes, b, sizeof(b));
 	tally_format_size(HOLES_MAX, c, sizeof(c));
-	return refuse(apath, name, "is %s with %s of holes (sparse): more than the %s an archive may have in all (refused unread: %s)",
-		      a, b, c, ALTERED);
+	return refuse(
+		apath, name,
+		"is %s with %s of holes (sparse): more than the %s an archive may have in all (refused unread: %s)",
+		a, b, c, ALTERED);
 }
 
 static void found_release(struct found *f)
@@ -193,7 +198,8 @@ static void found_release(struct found *f)
 
 static const struct tally_manifest_entry *man_find(const struct found *f, const char *name)
 {
-	uint32_t i = tally_hidx_get(&f->man_idx, tally_hash_bytes(name, strlen(name), 0), name, tally_ar_entry_eq, &f->man);
+	uint32_t i = tally_hidx_get(&f->man_idx, tally_hash_bytes(name, strlen(name), 0), name,
+				    tally_ar_entry_eq, &f->man);
 	return i == TALLY_HIDX_NONE ? NULL : &f->man.e[i];
 }
 
@@ -203,13 +209,15 @@ static int check_one(const char *apath, const struct found *f, const struct tall
 	if (!e)
 		return refuse(apath, g->name, "is not in the MANIFEST (%s)", ALTERED);
 	if (e->size != g->size)
-		return refuse(apath, g->name, "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64 " (%s)", g->size, e->size,
-			      ALTERED);
+		return refuse(apath, g->name,
+			      "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64 " (%s)",
+			      g->size, e->size, ALTERED);
 	if (memcmp(e->sum, g->sum, 16)) {
 		char a[40], b[40];
 		tally_ar_hex16(g->sum, a);
 		tally_ar_hex16(e->sum, b);
-		return refuse(apath, g->name, "has checksum %s but the MANIFEST says %s (%s)", a, b, ALTERED);
+		return refuse(apath, g->name, "has checksum %s but the MANIFEST says %s (%s)", a, b,
+			      ALTERED);
 	}
 	return 0;
 }
@@ -223,7 +231,9 @@ static int load_manifest(const char *apath, struct found *f, const char *text, s
 	if (r)
 		return r;
 	for (size_t i = 0; i < f->man.n; i++)
-		tally_hidx_put(&f->man_idx, tally_hash_bytes(f->man.e[i].name, strlen(f->man.e[i].name), 0), (uint32_t)i);
+		tally_hidx_put(&f->man_idx,
+			       tally_hash_bytes(f->man.e[i].name, strlen(f->man.e[i].name), 0),
+			       (uint32_t)i);
 	f->have_man = true;
 	return 0;
 }
@@ -232,8 +242,10 @@ static int load_manifest(const char *apath, struct found *f, const char *text, s
 static int check_all(const char *apath, struct found *f)
 {
 	if (!f->have_man)
-		return tally_seterr(-EINVAL, "'%s' is not a tally archive: it has no %s (make one with 'tally archive')", apath,
-				    TALLY_ARCHIVE_MANIFEST);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' is not a tally archive: it has no %s (make one with 'tally archive')",
+			apath, TALLY_ARCHIVE_MANIFEST);
 	for (size_t i = 0; i < f->got.n; i++) {
 		int r = check_one(apath, f, &f->got.e[i]);
 		if (r)
@@ -241,10 +253,13 @@ static int check_all(const char *apath, struct found *f)
 	}
 	for (size_t i = 0; i < f->man.n; i++) {
 		const char *n = f->man.e[i].name;
-		if (tally_hidx_get(&f->idx, tally_hash_bytes(n, strlen(n), 0), n, tally_ar_entry_eq, &f->got) == TALLY_HIDX_NONE) {
+		if (tally_hidx_get(&f->idx, tally_hash_bytes(n, strlen(n), 0), n, tally_ar_entry_eq,
+				   &f->got) == TALLY_HIDX_NONE) {
 			char nb[240];
-			return tally_seterr(-EINVAL, "'%s': the MANIFEST lists '%s', which the archive lacks (%s)", apath,
-					    shown(n, nb, sizeof(nb)), ALTERED);
+			return tally_seterr(
+				-EINVAL,
+				"'%s': the MANIFEST lists '%s', which the archive lacks (%s)",
+				apath, shown(n, nb, sizeof(nb)), ALTERED);
 		}
 	}
 	return 0;
@@ -253,7 +268,8 @@ static int check_all(const char *apath, struct found *f)
 static void add_found(struct found *f, const char *name, uint64_t size, const unsigned char *sum)
 {
 	GROW(f->got.e, f->got.alloc, f->got.n + 1);
-	f->got.e[f->got.n] = (struct tally_manifest_entry){ xstrdup(name), TALLY_AR_DB, size, { 0 } };
+	f->got.e[f->got.n] =
+		(struct tally_manifest_entry){ xstrdup(name), TALLY_AR_DB, size, { 0 } };
 	memcpy(f->got.e[f->got.n].sum, sum, 16);
 	tally_hidx_put(&f->idx, tally_hash_bytes(name, strlen(name), 0), (uint32_t)f->got.n++);
 }
@@ -280,18 +296,22 @@ static bool all_zero(const unsigned char *p, size_t n)
 /* One regular member into rootfd/name, hashed (holes of sparse members as
  * zeros, holes counted with f's: reserved of them were counted from its
  * header already); blocks of zeros are left as holes in the file written. */
-static int extract_file(struct archive *a, const char *apath, int rootfd, const char *name, uint64_t size,
-			uint64_t reserved, unsigned char sum[16], struct found *f)
+static int extract_file(struct archive *a, const char *apath, int rootfd, const char *name,
+			uint64_t size, uint64_t reserved, unsigned char sum[16], struct found *f)
 {
 	int r = tally_ar_mkparents(rootfd, name);
 	if (r == -ENOTDIR)
 		return refuse(apath, name, "lies under a name that is a file (%s)", ALTERED);
-	int fd = r ? -1 : openat(rootfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = r ? -1
+		   : openat(rootfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    0600);
 	if (fd < 0) {
 		int e = r ? -r : errno;
 		if (e == EEXIST || e == EISDIR)
 			return refuse(apath, name, "appears twice (%s)", ALTERED);
-		return tally_seterr(-e, "cannot unpack '%s': %s (set TMPDIR to a directory with room)", apath, strerror(e));
+		return tally_seterr(-e,
+				    "cannot unpack '%s': %s (set TMPDIR to a directory with room)",
+				    apath, strerror(e));
 	}
 	struct tally_ar_sum h;
 	tally_ar_sum_init(&h);
@@ -304,12 +324,15 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 		if (k == ARCHIVE_EOF)
 			break;
 		if (k != ARCHIVE_OK) {
-			r = tally_seterr(-EINVAL, "'%s': member '%s' cannot be read: %s (%s)", apath, name, archive_error_string(a),
-					 ALTERED);
+			r = tally_seterr(-EINVAL, "'%s': member '%s' cannot be read: %s (%s)",
+					 apath, name, archive_error_string(a), ALTERED);
 			break;
 		}
-		if (off < 0 || (uint64_t)off < pos || (uint64_t)off > size || n > size - (uint64_t)off) {
-			r = refuse(apath, name, "holds more bytes than its header's %" PRIu64 " (%s)", size, ALTERED);
+		if (off < 0 || (uint64_t)off < pos || (uint64_t)off > size ||
+		    n > size - (uint64_t)off) {
+			r = refuse(apath, name,
+				   "holds more bytes than its header's %" PRIu64 " (%s)", size,
+				   ALTERED);
 			break;
 		}
 		/* a gap its header did not announce counts as holes too, before it is hashed */
@@ -320,19 +343,23 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 		/* and what a compressed stream gives beyond any ratio a real archive has */
 		f->unpacked += n;
 		la_int64_t raw = archive_filter_bytes(a, -1);
-		if (f->unpacked > UNPACK_FREE && f->unpacked / UNPACK_RATIO > (uint64_t)(raw > 0 ? raw : 0)) {
+		if (f->unpacked > UNPACK_FREE &&
+		    f->unpacked / UNPACK_RATIO > (uint64_t)(raw > 0 ? raw : 0)) {
 			char x[32], y[32];
 			tally_format_size(f->unpacked, x, sizeof(x));
 			tally_format_size((uint64_t)(raw > 0 ? raw : 0), y, sizeof(y));
-			r = refuse(apath, name, "unpacks past %s from %s of the archive, more than %d times as much (refused: %s)", x, y,
-				   UNPACK_RATIO, ALTERED);
+			r = refuse(
+				apath, name,
+				"unpacks past %s from %s of the archive, more than %d times as much (refused: %s)",
+				x, y, UNPACK_RATIO, ALTERED);
 			break;
 		}
 		hash_zeros(&h, gap);
 		pos = (uint64_t)off;
 		tally_ar_sum_update(&h, buf, n);
 		const char *c = buf;
-		size_t left = all_zero(buf, n) ? 0 : n; /* zeros: a hole (ftruncate below sets the size) */
+		/* zeros: a hole (ftruncate below sets the size) */
+		size_t left = all_zero(buf, n) ? 0 : n;
 		if (!left)
 			pos += n;
 		while (left && !r) {
@@ -340,8 +367,10 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 			if (w < 0 && errno == EINTR)
 				continue;
 			if (w <= 0)
-				r = tally_seterr(w < 0 ? -errno : -EIO, "cannot unpack '%s': %s (set TMPDIR to a directory with room)",
-						 apath, strerror(w < 0 ? errno : EIO));
+				r = tally_seterr(
+					w < 0 ? -errno : -EIO,
+					"cannot unpack '%s': %s (set TMPDIR to a directory with room)",
+					apath, strerror(w < 0 ? errno : EIO));
 			else {
 				c += w;
 				left -= (size_t)w;
@@ -366,7 +395,8 @@ static int extract_file(struct archive *a, const char *apath, int rootfd, const 
 
 static bool known_top(const char *name, size_t l)
 {
-	static const char *const tops[] = { TALLY_ARCHIVE_MANIFEST, "db", "images", "debug", "kernel" };
+	static const char *const tops[] = { TALLY_ARCHIVE_MANIFEST, "db", "images", "debug",
+					    "kernel" };
 	for (size_t i = 0; i < ARRAY_SIZE(tops); i++)
 		if (strlen(tops[i]) == l && !strncmp(name, tops[i], l))
 			return true;
@@ -375,7 +405,8 @@ static bool known_top(const char *name, size_t l)
 
 /* The tarball apath (or, data not NULL, its len bytes in memory) unpacked
  * into root, every member checked. */
-static int extract(const char *apath, const void *data, size_t len, const char *root, struct found *f)
+static int extract(const char *apath, const void *data, size_t len, const char *root,
+		   struct found *f)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
@@ -393,8 +424,10 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 		return tally_seterr(afd, "cannot read archive %s", tally_errmsg());
 	}
 	int r = 0;
-	if ((data ? archive_read_open_memory(a, data, len) : archive_read_open_fd(a, afd, 1 << 16)) != ARCHIVE_OK) {
-		r = tally_seterr(-EINVAL, "'%s' is not a tally archive nor a database: %s", apath, archive_error_string(a));
+	if ((data ? archive_read_open_memory(a, data, len)
+		  : archive_read_open_fd(a, afd, 1 << 16)) != ARCHIVE_OK) {
+		r = tally_seterr(-EINVAL, "'%s' is not a tally archive nor a database: %s", apath,
+				 archive_error_string(a));
 		archive_read_free(a);
 		if (afd >= 0)
 			close(afd);
@@ -402,13 +435,15 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 	}
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
-		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", apath, root, strerror(errno));
+		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", apath, root,
+				 strerror(errno));
 		archive_read_free(a);
 		if (afd >= 0)
 			close(afd);
 		return r;
 	}
-	char *prefix = NULL; /* a directory all members are in (a tarball of the archive's directory) */
+	/* a directory all members are in (a tarball of the archive's directory) */
+	char *prefix = NULL;
 	bool first = true;
 	struct archive_entry *e;
 	int k;
@@ -416,15 +451,21 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 	while (!r && (k = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		const char *raw = archive_entry_pathname(e);
 		if (!raw || !*raw) {
-			r = tally_seterr(-EINVAL, "'%s': a member has no name or an unreadable one (%s)", apath, ALTERED);
+			r = tally_seterr(-EINVAL,
+					 "'%s': a member has no name or an unreadable one (%s)",
+					 apath, ALTERED);
 			break;
 		}
 		if (raw[0] == '/') {
-			r = refuse(apath, raw, "is an absolute path (refused: an archive names files inside itself only)");
+			r = refuse(
+				apath, raw,
+				"is an absolute path (refused: an archive names files inside itself only)");
 			break;
 		}
 		if (has_dotdot(raw)) {
-			r = refuse(apath, raw, "has '..' in its name (refused: an archive names files inside itself only)");
+			r = refuse(
+				apath, raw,
+				"has '..' in its name (refused: an archive names files inside itself only)");
 			break;
 		}
 		const char *name = raw;
@@ -443,7 +484,9 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 			else if (!strncmp(name, prefix, pl - 1) && !name[pl - 1])
 				name += pl - 1; /* the directory itself */
 			else {
-				r = refuse(apath, raw, "is not under '%s' like the members before it (%s)", prefix, ALTERED);
+				r = refuse(apath, raw,
+					   "is not under '%s' like the members before it (%s)",
+					   prefix, ALTERED);
 				break;
 			}
 		}
@@ -452,40 +495,56 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 		if (hl) {
 			char tb[240];
 			if (link_outside(raw, hl, true))
-				r = refuse(apath, raw, "is a hard link to '%s', outside the archive (refused)", shown(hl, tb, sizeof(tb)));
-			else
-				r = refuse(apath, raw, "is a hard link to '%s' (refused: a tally archive holds regular files only)",
+				r = refuse(apath, raw,
+					   "is a hard link to '%s', outside the archive (refused)",
 					   shown(hl, tb, sizeof(tb)));
+			else
+				r = refuse(
+					apath, raw,
+					"is a hard link to '%s' (refused: a tally archive holds regular files only)",
+					shown(hl, tb, sizeof(tb)));
 			break;
 		}
 		if (type == AE_IFLNK) {
 			char tb[240];
 			const char *t = archive_entry_symlink(e);
 			if (link_outside(raw, t, false))
-				r = refuse(apath, raw, "is a symbolic link to '%s', outside the archive (refused)", shown(t, tb, sizeof(tb)));
+				r = refuse(
+					apath, raw,
+					"is a symbolic link to '%s', outside the archive (refused)",
+					shown(t, tb, sizeof(tb)));
 			else
-				r = refuse(apath, raw, "is a symbolic link to '%s' (refused: a tally archive holds regular files only)",
-					   shown(t, tb, sizeof(tb)));
+				r = refuse(
+					apath, raw,
+					"is a symbolic link to '%s' (refused: a tally archive holds regular files only)",
+					shown(t, tb, sizeof(tb)));
 			break;
 		}
 		if (type == AE_IFCHR || type == AE_IFBLK) {
-			r = refuse(apath, raw, "is a device file (refused: a tally archive holds regular files only)");
+			r = refuse(
+				apath, raw,
+				"is a device file (refused: a tally archive holds regular files only)");
 			break;
 		}
 		if (type == AE_IFDIR) {
 			if (*name && !dir_ok(name)) {
-				r = refuse(apath, raw, "is a directory no tally archive has (%s)", ALTERED);
+				r = refuse(apath, raw, "is a directory no tally archive has (%s)",
+					   ALTERED);
 				break;
 			}
 			continue; /* made as the files under it need */
 		}
 		if (type != AE_IFREG) {
-			r = refuse(apath, raw, "is a %s (refused: a tally archive holds regular files only)",
-				   type == AE_IFIFO ? "named pipe" : type == AE_IFSOCK ? "socket" : "file of an unknown type");
+			r = refuse(apath, raw,
+				   "is a %s (refused: a tally archive holds regular files only)",
+				   type == AE_IFIFO    ? "named pipe"
+				   : type == AE_IFSOCK ? "socket"
+						       : "file of an unknown type");
 			break;
 		}
 		if (!tally_archive_name_ok(name)) {
-			r = refuse(apath, raw, "has a name no tally archive member has (%s)", ALTERED);
+			r = refuse(apath, raw, "has a name no tally archive member has (%s)",
+				   ALTERED);
 			break;
 		}
 		if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0) {
@@ -499,7 +558,9 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 				break;
 			}
 			if (size > MANIFEST_MAX) {
-				r = refuse(apath, raw, "is %" PRIu64 " bytes, too large for a MANIFEST (%s)", size, ALTERED);
+				r = refuse(apath, raw,
+					   "is %" PRIu64 " bytes, too large for a MANIFEST (%s)",
+					   size, ALTERED);
 				break;
 			}
 			strbuf_reset(&text);
@@ -507,20 +568,27 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 				char buf[65536];
 				la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
 				if (n < 0) {
-					r = tally_seterr(-EINVAL, "'%s': its MANIFEST cannot be read: %s (%s)", apath, archive_error_string(a),
-							 ALTERED);
+					r = tally_seterr(
+						-EINVAL,
+						"'%s': its MANIFEST cannot be read: %s (%s)", apath,
+						archive_error_string(a), ALTERED);
 					break;
 				}
 				if (!n)
 					break;
 				if (text.len + (size_t)n > size) {
-					r = refuse(apath, raw, "holds more bytes than its header's %" PRIu64 " (%s)", size, ALTERED);
+					r = refuse(apath, raw,
+						   "holds more bytes than its header's %" PRIu64
+						   " (%s)",
+						   size, ALTERED);
 					break;
 				}
 				strbuf_add(&text, buf, (size_t)n);
 			}
 			if (!r && text.len != size)
-				r = refuse(apath, raw, "is %zu bytes but its header says %" PRIu64 " (%s)", text.len, size, ALTERED);
+				r = refuse(apath, raw,
+					   "is %zu bytes but its header says %" PRIu64 " (%s)",
+					   text.len, size, ALTERED);
 			if (!r)
 				r = load_manifest(apath, f, text.buf ? text.buf : "", text.len);
 			/* the members before it are checked now, those after it as they come */
@@ -535,8 +603,10 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 				break;
 			}
 			if (me->size != size) {
-				r = refuse(apath, name, "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64 " (%s)", size, me->size,
-					   ALTERED);
+				r = refuse(apath, name,
+					   "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64
+					   " (%s)",
+					   size, me->size, ALTERED);
 				break;
 			}
 		}
@@ -559,7 +629,8 @@ static int extract(const char *apath, const void *data, size_t len, const char *
 			r = check_one(apath, f, &f->got.e[f->got.n - 1]);
 	}
 	if (!r && k != ARCHIVE_EOF)
-		r = tally_seterr(-EINVAL, "'%s' is damaged: %s (%s)", apath, archive_error_string(a), ALTERED);
+		r = tally_seterr(-EINVAL, "'%s' is damaged: %s (%s)", apath,
+				 archive_error_string(a), ALTERED);
 	strbuf_release(&text);
 	free(prefix);
 	close(rootfd);
@@ -594,31 +665,43 @@ static int walk_dir(const char *apath, int walkfd, const char *rel, struct found
 		strbuf_addstr(&name, de->d_name);
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name.buf, strerror(errno));
+			r = tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath,
+					 name.buf, strerror(errno));
 			break;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			char t[4096], tb[240];
 			ssize_t n = readlinkat(dirfd(d), de->d_name, t, sizeof(t) - 1);
 			t[n < 0 ? 0 : n] = '\0';
-			r = refuse(apath, name.buf, "is a symbolic link to '%s'%s (refused: a tally archive holds regular files only)",
-				   shown(t, tb, sizeof(tb)), link_outside(name.buf, t, false) ? ", outside the archive" : "");
+			r = refuse(
+				apath, name.buf,
+				"is a symbolic link to '%s'%s (refused: a tally archive holds regular files only)",
+				shown(t, tb, sizeof(tb)),
+				link_outside(name.buf, t, false) ? ", outside the archive" : "");
 		} else if (S_ISDIR(st.st_mode)) {
 			if (depth > 32 || !dir_ok(name.buf)) {
-				r = refuse(apath, name.buf, "is a directory no tally archive has (%s)", ALTERED);
+				r = refuse(apath, name.buf,
+					   "is a directory no tally archive has (%s)", ALTERED);
 				break;
 			}
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = sub < 0 ? tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name.buf, strerror(errno))
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = sub < 0 ? tally_seterr(-errno, "cannot read archive '%s': '%s': %s",
+						   apath, name.buf, strerror(errno))
 				    : walk_dir(apath, sub, name.buf, f, depth + 1);
 		} else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
-			r = refuse(apath, name.buf, "is a device file (refused: a tally archive holds regular files only)");
+			r = refuse(
+				apath, name.buf,
+				"is a device file (refused: a tally archive holds regular files only)");
 		} else if (!S_ISREG(st.st_mode)) {
-			r = refuse(apath, name.buf, "is not a regular file (refused: a tally archive holds regular files only)");
+			r = refuse(
+				apath, name.buf,
+				"is not a regular file (refused: a tally archive holds regular files only)");
 		} else if (!strcmp(name.buf, TALLY_ARCHIVE_MANIFEST)) {
 			continue;
 		} else if (!tally_archive_name_ok(name.buf)) {
-			r = refuse(apath, name.buf, "has a name no tally archive member has (%s)", ALTERED);
+			r = refuse(apath, name.buf, "has a name no tally archive member has (%s)",
+				   ALTERED);
 		} else {
 			unsigned char zero[16] = { 0 };
 			add_found(f, name.buf, (uint64_t)st.st_size, zero);
@@ -654,11 +737,13 @@ static uint64_t file_holes(int fd, uint64_t size)
 
 /* A file's checksum, read without following a link; its holes counted with
  * f's before it is read. */
-static int sum_file(const char *apath, int rootfd, const char *name, uint64_t size, unsigned char sum[16], struct found *f)
+static int sum_file(const char *apath, int rootfd, const char *name, uint64_t size,
+		    unsigned char sum[16], struct found *f)
 {
 	int fd = openat(rootfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name, strerror(errno));
+		return tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name,
+				    strerror(errno));
 	int hr = add_holes(apath, name, f, size, file_holes(fd, size));
 	if (hr) {
 		close(fd);
@@ -674,7 +759,8 @@ static int sum_file(const char *apath, int rootfd, const char *name, uint64_t si
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			r = tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name, strerror(errno));
+			r = tally_seterr(-errno, "cannot read archive '%s': '%s': %s", apath, name,
+					 strerror(errno));
 			break;
 		}
 		if (!k)
@@ -702,22 +788,30 @@ static int verify_dir(const char *apath, const char *root, struct found *f)
 	int r = 0;
 	int mfd = openat(rootfd, TALLY_ARCHIVE_MANIFEST, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (mfd < 0) {
-		r = errno == ENOENT ? tally_seterr(-ENOENT, "'%s' is not a tally archive: it has no %s (make one with 'tally archive')",
-						   apath, TALLY_ARCHIVE_MANIFEST)
-				    : refuse(apath, TALLY_ARCHIVE_MANIFEST, "cannot be read: %s", strerror(errno));
+		r = errno == ENOENT
+			    ? tally_seterr(
+				      -ENOENT,
+				      "'%s' is not a tally archive: it has no %s (make one with 'tally archive')",
+				      apath, TALLY_ARCHIVE_MANIFEST)
+			    : refuse(apath, TALLY_ARCHIVE_MANIFEST, "cannot be read: %s",
+				     strerror(errno));
 	} else {
 		struct stat st;
-		int k = fstat(mfd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : read_all_fd(mfd, &text, MANIFEST_MAX);
+		int k = fstat(mfd, &st) < 0    ? -errno
+			: !S_ISREG(st.st_mode) ? -EINVAL
+					       : read_all_fd(mfd, &text, MANIFEST_MAX);
 		close(mfd);
 		if (k)
-			r = refuse(apath, TALLY_ARCHIVE_MANIFEST, "cannot be read: %s", k == -EINVAL ? "not a regular file" : strerror(-k));
+			r = refuse(apath, TALLY_ARCHIVE_MANIFEST, "cannot be read: %s",
+				   k == -EINVAL ? "not a regular file" : strerror(-k));
 		else
 			r = load_manifest(apath, f, text.buf ? text.buf : "", text.len);
 	}
 	strbuf_release(&text);
 	int dfd = r ? -1 : dup(rootfd);
 	if (!r)
-		r = dfd < 0 ? tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno))
+		r = dfd < 0 ? tally_seterr(-errno, "cannot read archive '%s': %s", apath,
+					   strerror(errno))
 			    : walk_dir(apath, dfd, "", f, 0);
 	/* sizes first (cheap), then the checksums */
 	for (size_t i = 0; !r && i < f->got.n; i++) {
@@ -725,7 +819,8 @@ static int verify_dir(const char *apath, const char *root, struct found *f)
 		if (!e)
 			r = refuse(apath, f->got.e[i].name, "is not in the MANIFEST (%s)", ALTERED);
 		else if (e->size != f->got.e[i].size)
-			r = refuse(apath, f->got.e[i].name, "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64 " (%s)",
+			r = refuse(apath, f->got.e[i].name,
+				   "is %" PRIu64 " bytes but the MANIFEST says %" PRIu64 " (%s)",
 				   f->got.e[i].size, e->size, ALTERED);
 	}
 	for (size_t i = 0; !r && i < f->got.n; i++)
@@ -759,8 +854,8 @@ static void rename_in_error(int r, const char *root, const char *apath)
 /* Opens the database of the archive apath (path as the user named it): a
  * directory (is_dir) in place, else a tarball (the file apath, or data, len
  * bytes) unpacked into a private temporary directory. */
-static int open_archive(struct tally_db *db, const char *path, const char *apath, bool is_dir, const void *data,
-			size_t len)
+static int open_archive(struct tally_db *db, const char *path, const char *apath, bool is_dir,
+			const void *data, size_t len)
 {
 	memset(db, 0, sizeof(*db));
 	struct found f = { 0 };
@@ -769,7 +864,8 @@ static int open_archive(struct tally_db *db, const char *path, const char *apath
 	if (is_dir) {
 		root = realpath(apath, NULL);
 		if (!root)
-			r = tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno));
+			r = tally_seterr(-errno, "cannot read archive '%s': %s", apath,
+					 strerror(errno));
 		else
 			r = verify_dir(apath, root, &f);
 	} else {
@@ -782,8 +878,10 @@ static int open_archive(struct tally_db *db, const char *path, const char *apath
 		struct strbuf tmpl = STRBUF_INIT;
 		strbuf_addf(&tmpl, "%s/tally-archive.%d-XXXXXX", td, (int)getpid());
 		if (!mkdtemp(tmpl.buf)) {
-			r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)", apath, td,
-					 strerror(errno));
+			r = tally_seterr(
+				-errno,
+				"cannot unpack '%s': cannot create a directory in '%s': %s (set TMPDIR)",
+				apath, td, strerror(errno));
 			strbuf_release(&tmpl);
 		} else {
 			/* removed if a signal ends us while it exists */
@@ -791,7 +889,8 @@ static int open_archive(struct tally_db *db, const char *path, const char *apath
 			tmp = strbuf_detach(&tmpl);
 			root = realpath(tmp, NULL);
 			r = root ? extract(apath, data, len, root, &f)
-				 : tally_seterr(-errno, "cannot unpack '%s': %s", apath, strerror(errno));
+				 : tally_seterr(-errno, "cannot unpack '%s': %s", apath,
+						strerror(errno));
 		}
 	}
 	found_release(&f);
@@ -827,7 +926,9 @@ int tally_archive_open(struct tally_db *db, const char *path)
 	if (stat(apath, &st) < 0)
 		return tally_seterr(-errno, "cannot read archive '%s': %s", apath, strerror(errno));
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		return tally_seterr(-EINVAL, "'%s' is not a tally archive: neither a directory nor a file", apath);
+		return tally_seterr(-EINVAL,
+				    "'%s' is not a tally archive: neither a directory nor a file",
+				    apath);
 	return open_archive(db, path, apath, S_ISDIR(st.st_mode), NULL, 0);
 }
 

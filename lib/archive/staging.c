@@ -48,7 +48,8 @@ static void remove_tree_at(int dfd, const char *name)
 	_Alignas(8) char buf[4096];
 	/* each step goes down one directory or removes one: bounded */
 	for (unsigned steps = 0; steps < (1u << 22); steps++) {
-		int fd = openat(top, len ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(top, len ? rel : ".",
+				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			break;
 		bool down = false, removed = false;
@@ -120,8 +121,9 @@ static void on_signal(int sig)
 	for (int i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
 		struct stat st;
-		if (s->used && s->pid == me && fstatat(s->dirfd, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == s->dev &&
-		    st.st_ino == s->ino)
+		if (s->used && s->pid == me &&
+		    fstatat(s->dirfd, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_dev == s->dev && st.st_ino == s->ino)
 			remove_tree_at(s->dirfd, s->name);
 	}
 	/* then the signal does what it did: it ends the process (blocked here, it
@@ -149,7 +151,8 @@ static void install_handlers(void)
 		sigaddset(&sa.sa_mask, sigs[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
 		struct sigaction old;
-		if (sigaction(sigs[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+		if (sigaction(sigs[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL)
 			sigaction(sigs[i], &sa, NULL);
 	}
 }
@@ -169,7 +172,8 @@ int tally_ar_hold(int dirfd, const char *name)
 	/* the lock says "in use" to a later run; where locks are not supported,
 	 * the process id in the name still does */
 	flock(fd, LOCK_EX | LOCK_NB);
-	int pfd = dirfd == AT_FDCWD ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	int pfd = dirfd == AT_FDCWD ? open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				    : fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
 	if (pfd < 0) {
 		int e = errno;
 		close(fd);
@@ -185,8 +189,9 @@ int tally_ar_hold(int dirfd, const char *name)
 	 * no longer held: its slot is free again */
 	for (int i = 0; i < SLOTS; i++) {
 		struct stat cur;
-		if (slots[i].used && (fstatat(slots[i].dirfd, slots[i].name, &cur, AT_SYMLINK_NOFOLLOW) < 0 ||
-				      cur.st_dev != slots[i].dev || cur.st_ino != slots[i].ino))
+		if (slots[i].used &&
+		    (fstatat(slots[i].dirfd, slots[i].name, &cur, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     cur.st_dev != slots[i].dev || cur.st_ino != slots[i].ino))
 			tally_ar_release(i);
 	}
 	int slot = -1;
@@ -256,7 +261,8 @@ static bool our_name(const char *name, const char *prefix, pid_t *pid)
 		return false;
 	p++;
 	for (int i = 0; i < 6; i++, p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9')))
 			return false;
 	if (*p)
 		return false;
@@ -299,16 +305,17 @@ int tally_ar_tidy(const char *dir, const char *const *prefixes, size_t nprefixes
 		if (!match || pid == getpid())
 			continue;
 		struct stat st, fst;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != me ||
-		    !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_uid != me || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 			continue;
 		int fd = openat(dirfd(d), de->d_name,
-				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+					(S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
 		if (fd < 0)
 			continue;
 		/* the one looked at, still ours, and no process holds it */
-		if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino && fst.st_uid == me &&
-		    flock(fd, LOCK_EX | LOCK_NB) == 0 && !alive(pid)) {
+		if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
+		    fst.st_uid == me && flock(fd, LOCK_EX | LOCK_NB) == 0 && !alive(pid)) {
 			remove_tree_at(dirfd(d), de->d_name);
 			removed++;
 		}

@@ -5,10 +5,10 @@
  * its place and length and becomes an empty compile unit (its header and one
  * DIE whose abbreviation is appended to .debug_abbrev, then zeros), and the
  * new .debug_info and .debug_abbrev are written zlib-compressed
- * (SHF_COMPRESSED), so the zeros take no room. Allocated sections and the program headers keep their file
- * offsets (the recorded offsets are file offsets); the other sections are
- * copied as they are (compressed or not) after them, the section headers
- * last. Sections reports never read become SHT_NOBITS. */
+ * (SHF_COMPRESSED), so the zeros take no room. Allocated sections and the program headers keep
+ * their file offsets (the recorded offsets are file offsets); the other sections are copied as they
+ * are (compressed or not) after them, the section headers last. Sections reports never read become
+ * SHT_NOBITS. */
 #define _GNU_SOURCE
 #include "tally/archive.h"
 #include "tally/util.h"
@@ -25,10 +25,11 @@
 #include <zlib.h>
 
 /* Sections no report reads: variable locations, macros, name indexes. */
-static const char *const dropped[] = { ".debug_loc",         ".debug_loclists",    ".debug_macro",
-				       ".debug_macinfo",     ".debug_pubnames",    ".debug_pubtypes",
-				       ".debug_gnu_pubnames", ".debug_gnu_pubtypes", ".debug_names",
-				       ".gdb_index" };
+static const char *const dropped[] = { ".debug_loc",          ".debug_loclists",
+				       ".debug_macro",        ".debug_macinfo",
+				       ".debug_pubnames",     ".debug_pubtypes",
+				       ".debug_gnu_pubnames", ".debug_gnu_pubtypes",
+				       ".debug_names",        ".gdb_index" };
 
 /* The abbreviation table of an empty unit: code 1, DW_TAG_compile_unit, no
  * children, no attributes; then the table's end. */
@@ -188,7 +189,8 @@ struct outsec {
 };
 
 /* The empty unit's header and DIE that replace unit u (h: at least 32 bytes). */
-static size_t empty_unit(const struct unit *u, const unsigned char *d, uint64_t abbrev_off, unsigned char *h)
+static size_t empty_unit(const struct unit *u, const unsigned char *d, uint64_t abbrev_off,
+			 unsigned char *h)
 {
 	size_t hl = u->offset_size == 8 ? 12 : 4;
 	memcpy(h, d + u->off, hl); /* the same unit_length */
@@ -234,8 +236,8 @@ static bool deflate_some(z_stream *z, const void *p, size_t n, struct strbuf *ou
 
 /* The new .debug_info: kept units as they are, the others emptied; an
  * Elf64_Chdr and the zlib stream into out. */
-static bool build_info(const unsigned char *d, uint64_t size, const struct unit *u, size_t n, uint64_t abbrev_off,
-		       uint64_t align, struct strbuf *out)
+static bool build_info(const unsigned char *d, uint64_t size, const struct unit *u, size_t n,
+		       uint64_t abbrev_off, uint64_t align, struct strbuf *out)
 {
 	Elf64_Chdr ch = { ELFCOMPRESS_ZLIB, 0, size, align ? align : 1 };
 	strbuf_add(out, &ch, sizeof(ch));
@@ -248,7 +250,10 @@ static bool build_info(const unsigned char *d, uint64_t size, const struct unit 
 		if (u[k].keep) {
 			/* in pieces: avail_in is 32 bits */
 			for (uint64_t o = u[k].off; o < u[k].end && ok; o += 1u << 30)
-				ok = deflate_some(&z, d + o, (size_t)(u[k].end - o < (1u << 30) ? u[k].end - o : (1u << 30)), out, Z_NO_FLUSH);
+				ok = deflate_some(&z, d + o,
+						  (size_t)(u[k].end - o < (1u << 30) ? u[k].end - o
+										     : (1u << 30)),
+						  out, Z_NO_FLUSH);
 			continue;
 		}
 		unsigned char h[32];
@@ -276,13 +281,15 @@ static bool build_abbrev(const void *d, size_t size, uint64_t align, struct strb
 		return false;
 	bool ok = true;
 	for (size_t o = 0; o < size && ok; o += 1u << 30)
-		ok = deflate_some(&z, (const char *)d + o, size - o < (1u << 30) ? size - o : (1u << 30), out, Z_NO_FLUSH);
+		ok = deflate_some(&z, (const char *)d + o,
+				  size - o < (1u << 30) ? size - o : (1u << 30), out, Z_NO_FLUSH);
 	ok = ok && deflate_some(&z, empty_abbrev, sizeof(empty_abbrev), out, Z_FINISH);
 	deflateEnd(&z);
 	return ok;
 }
 
-static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, const char *src, bool *named)
+static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, const char *src,
+		      bool *named)
 {
 	char *buf = xmalloc(1 << 20);
 	int ret = 0;
@@ -290,7 +297,8 @@ static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, co
 		size_t k = n - o < (1 << 20) ? (size_t)(n - o) : (1 << 20);
 		ssize_t got = pread(in, buf, k, (off_t)(from + o));
 		if (got <= 0) {
-			ret = tally_seterr(got < 0 ? -errno : -EIO, "cannot read '%s': %s", src, got < 0 ? strerror(errno) : "cut short");
+			ret = tally_seterr(got < 0 ? -errno : -EIO, "cannot read '%s': %s", src,
+					   got < 0 ? strerror(errno) : "cut short");
 			*named = true;
 			break;
 		}
@@ -301,7 +309,8 @@ static int copy_range(int in, int fd, uint64_t from, uint64_t n, uint64_t to, co
 	return ret;
 }
 
-int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd, struct tally_strip_stats *st)
+int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t naddrs, int fd,
+		      struct tally_strip_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	elf_version(EV_CURRENT);
@@ -320,8 +329,9 @@ int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t nad
 	size_t shnum, shstrndx;
 	static const uint16_t one = 1;
 	bool le = *(const uint8_t *)&one == 1;
-	if (!eh || eh->e_ident[EI_DATA] != (le ? ELFDATA2LSB : ELFDATA2MSB) || eh->e_type == ET_REL ||
-	    elf_getshdrnum(elf, &shnum) || elf_getshdrstrndx(elf, &shstrndx) || !shnum || eh->e_shentsize != sizeof(Elf64_Shdr))
+	if (!eh || eh->e_ident[EI_DATA] != (le ? ELFDATA2LSB : ELFDATA2MSB) ||
+	    eh->e_type == ET_REL || elf_getshdrnum(elf, &shnum) ||
+	    elf_getshdrstrndx(elf, &shstrndx) || !shnum || eh->e_shentsize != sizeof(Elf64_Shdr))
 		goto out;
 	Elf64_Ehdr ehdr = *eh;
 	/* the section headers as in the file, before libdw decompresses (in this private copy) */
@@ -367,7 +377,8 @@ int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t nad
 		}
 		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".debug_abbrev"))) {
 			Elf_Data *d = elf_getdata(elf_getscn(elf, i), NULL);
-			if (!d || !d->d_buf || (elf64_getshdr(elf_getscn(elf, i))->sh_flags & SHF_COMPRESSED))
+			if (!d || !d->d_buf ||
+			    (elf64_getshdr(elf_getscn(elf, i))->sh_flags & SHF_COMPRESSED))
 				goto out;
 			if (name[7] == 'i') {
 				info = d;
@@ -406,12 +417,14 @@ int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t nad
 	GElf_Shdr ish;
 	uint64_t ialign = gelf_getshdr(elf_getscn(elf, iinfo), &ish) ? ish.sh_addralign : 1;
 	if (!build_info(info->d_buf, info->d_size, units, nunits, abbrev->d_size, ialign, &zinfo)) {
-		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_info of '%s'", src);
+		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_info of '%s'",
+				   src);
 		goto out;
 	}
 	uint64_t aalign = gelf_getshdr(elf_getscn(elf, iabbrev), &ish) ? ish.sh_addralign : 1;
 	if (!build_abbrev(abbrev->d_buf, abbrev->d_size, aalign, &zabbrev)) {
-		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_abbrev of '%s'", src);
+		ret = tally_seterr(-ENOMEM, "cannot compress the stripped .debug_abbrev of '%s'",
+				   src);
 		goto out;
 	}
 	os[iinfo].sh.sh_flags |= SHF_COMPRESSED;
@@ -447,14 +460,16 @@ int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t nad
 		ret = pwrite_all(fd, &ehdr, sizeof(ehdr), 0);
 	for (size_t i = 1; i < shnum && !ret; i++) {
 		const struct outsec *s = &os[i];
-		if ((s->sh.sh_flags & SHF_ALLOC) || s->sh.sh_type == SHT_NOBITS || s->sh.sh_type == SHT_NULL)
+		if ((s->sh.sh_flags & SHF_ALLOC) || s->sh.sh_type == SHT_NOBITS ||
+		    s->sh.sh_type == SHT_NULL)
 			continue;
 		if (s->special == 2) {
 			ret = pwrite_all(fd, zabbrev.buf, zabbrev.len, s->sh.sh_offset);
 		} else if (s->special == 1) {
 			ret = pwrite_all(fd, zinfo.buf, zinfo.len, s->sh.sh_offset);
 		} else {
-			ret = copy_range(in, fd, s->from, s->sh.sh_size, s->sh.sh_offset, src, &named);
+			ret = copy_range(in, fd, s->from, s->sh.sh_size, s->sh.sh_offset, src,
+					 &named);
 		}
 	}
 	for (size_t i = 0; i < shnum && !ret; i++)
@@ -462,7 +477,8 @@ int tally_strip_debug(int in, const char *src, const uint64_t *addrs, size_t nad
 	if (!ret && ftruncate(fd, (off_t)st->size) < 0)
 		ret = -errno;
 	if (ret && ret != -ENOTSUP && !named)
-		ret = tally_seterr(ret, "cannot write the stripped copy of '%s': %s", src, strerror(-ret));
+		ret = tally_seterr(ret, "cannot write the stripped copy of '%s': %s", src,
+				   strerror(-ret));
 out:
 	strbuf_release(&zinfo);
 	strbuf_release(&zabbrev);

@@ -46,7 +46,8 @@ int tally_cache_path(struct strbuf *out)
 {
 	const char *v = getenv("TALLY_BUILDID_CACHE");
 	if (is_off(v))
-		return tally_seterr(-ENOENT, "the build-id cache is off (TALLY_BUILDID_CACHE=%s)", v);
+		return tally_seterr(-ENOENT, "the build-id cache is off (TALLY_BUILDID_CACHE=%s)",
+				    v);
 	if (v && v[0] == '/') {
 		strbuf_reset(out);
 		strbuf_addstr(out, v);
@@ -60,7 +61,9 @@ int tally_cache_path(struct strbuf *out)
 	else if (h && h[0] == '/')
 		under(out, h, "/.cache");
 	else
-		return tally_seterr(-ENOENT, "no home directory for the build-id cache (set HOME or XDG_CACHE_HOME)");
+		return tally_seterr(
+			-ENOENT,
+			"no home directory for the build-id cache (set HOME or XDG_CACHE_HOME)");
 	return 0;
 }
 
@@ -80,7 +83,8 @@ static int open_at(struct tally_cache *c, const char *path, bool create)
 	int fd = open(resolved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
-		r = tally_seterr(fd < 0 ? -errno : -EPERM, "the build-id cache '%s' is not used: %s", resolved,
+		r = tally_seterr(fd < 0 ? -errno : -EPERM,
+				 "the build-id cache '%s' is not used: %s", resolved,
 				 fd < 0 ? strerror(errno) : "it changed while it was checked");
 		if (fd >= 0)
 			close(fd);
@@ -159,7 +163,8 @@ bool tally_cache_has(const struct tally_cache *c, const char *key, enum tally_ca
 	char rel[TALLY_CACHE_KEY_MAX + 16];
 	struct stat st;
 	snprintf(rel, sizeof(rel), "%s/%s", key, file_names[f]);
-	return c->fd >= 0 && key_ok(key) && fstatat(c->fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	return c->fd >= 0 && key_ok(key) && fstatat(c->fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode);
 }
 
 char *tally_cache_find(const struct tally_cache *c, const char *key, enum tally_cache_file f)
@@ -178,7 +183,8 @@ void tally_cache_touch(const struct tally_cache *c, const char *key)
 	char rel[TALLY_CACHE_KEY_MAX + 16];
 	snprintf(rel, sizeof(rel), "%s/used", key);
 	if (utimensat(c->fd, rel, NULL, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-		int fd = openat(c->fd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = openat(c->fd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0600);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -199,10 +205,13 @@ static void tmp_name(char *buf, size_t n)
 static int entry_dir(const struct tally_cache *c, const char *key)
 {
 	if (mkdirat(c->fd, key, 0700) < 0 && errno != EEXIST)
-		return tally_seterr(-errno, "cannot make '%s/%s': %s", c->path, key, strerror(errno));
+		return tally_seterr(-errno, "cannot make '%s/%s': %s", c->path, key,
+				    strerror(errno));
 	struct stat st;
-	if (fstatat(c->fd, key, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return tally_seterr(-EPERM, "'%s/%s' is not a directory of the build-id cache", c->path, key);
+	if (fstatat(c->fd, key, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid())
+		return tally_seterr(-EPERM, "'%s/%s' is not a directory of the build-id cache",
+				    c->path, key);
 	return 0;
 }
 
@@ -221,7 +230,8 @@ int tally_cache_open_file(const struct tally_cache *c, const char *name, uint64_
 	return fd;
 }
 
-int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb, uint64_t max)
+int tally_cache_read_file(const struct tally_cache *c, const char *name, struct strbuf *sb,
+			  uint64_t max)
 {
 	int fd = tally_cache_open_file(c, name, max);
 	if (fd < 0)
@@ -231,13 +241,15 @@ int tally_cache_read_file(const struct tally_cache *c, const char *name, struct 
 	return r;
 }
 
-int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data, size_t len)
+int tally_cache_write_file(const struct tally_cache *c, const char *name, const void *data,
+			   size_t len)
 {
 	char tmp[64];
 	tmp_name(tmp, sizeof(tmp));
 	int fd = openat(c->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return tally_seterr(-errno, "cannot write '%s/%s': %s", c->path, name, strerror(errno));
+		return tally_seterr(-errno, "cannot write '%s/%s': %s", c->path, name,
+				    strerror(errno));
 	int r = tally_write_all(fd, data, len);
 	if (close(fd) < 0 && !r)
 		r = -errno;
@@ -265,8 +277,9 @@ static int check_id(int fd, const char *what, const char *id_kind, const char *i
 	else
 		hex[0] = '\0';
 	if (!info.is_elf || strcmp(hex, id))
-		return tally_seterr(-ESTALE, "'%s' is not the file of %s %s (it has %s): not cached", what, id_kind, id,
-				    hex[0] ? hex : "none");
+		return tally_seterr(-ESTALE,
+				    "'%s' is not the file of %s %s (it has %s): not cached", what,
+				    id_kind, id, hex[0] ? hex : "none");
 	return 0;
 }
 
@@ -297,14 +310,16 @@ static int copy_fd(int from, int to, uint64_t size, const char *what)
 	return r;
 }
 
-int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
-		       enum tally_cache_file f, const char *recorded)
+int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *id, int src_fd,
+		       const char *src, enum tally_cache_file f, const char *recorded)
 {
 	char key[TALLY_CACHE_KEY_MAX];
 	if (c->fd < 0)
 		return tally_seterr(-EBADF, "the build-id cache is not open");
-	if (!tally_cache_key(id_kind, id, key) || (f == TALLY_CACHE_DEBUG && strcmp(id_kind, "build-id")))
-		return tally_seterr(-EINVAL, "'%s' has no id the build-id cache keeps (%s %s)", src, id_kind, id);
+	if (!tally_cache_key(id_kind, id, key) ||
+	    (f == TALLY_CACHE_DEBUG && strcmp(id_kind, "build-id")))
+		return tally_seterr(-EINVAL, "'%s' has no id the build-id cache keeps (%s %s)", src,
+				    id_kind, id);
 	if (tally_cache_has(c, key, f))
 		return 0;
 	int r = tally_cache_copy_stopped(src);
@@ -320,7 +335,8 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 	tmp_name(tmp, sizeof(tmp));
 	int out = openat(c->fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
-		return tally_seterr(-errno, "cannot write into the build-id cache '%s': %s", c->path, strerror(errno));
+		return tally_seterr(-errno, "cannot write into the build-id cache '%s': %s",
+				    c->path, strerror(errno));
 	r = 1;
 	if (f == TALLY_CACHE_DEBUG)
 		r = tally_cache_decompress_elf(src_fd, out, src);
@@ -333,7 +349,9 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 		char rel[TALLY_CACHE_KEY_MAX + 16];
 		snprintf(rel, sizeof(rel), "%s/%s", key, file_names[f]);
 		if (renameat2(c->fd, tmp, c->fd, rel, RENAME_NOREPLACE) < 0)
-			r = errno == EEXIST ? 0 : tally_seterr(-errno, "cannot write '%s/%s': %s", c->path, rel, strerror(errno));
+			r = errno == EEXIST ? 0
+					    : tally_seterr(-errno, "cannot write '%s/%s': %s",
+							   c->path, rel, strerror(errno));
 		else
 			r = 1;
 		if (r == 1 && recorded) {
@@ -341,7 +359,8 @@ int tally_cache_add_fd(struct tally_cache *c, const char *id_kind, const char *i
 			struct strbuf line = STRBUF_INIT;
 			strbuf_add_escaped(&line, recorded);
 			strbuf_addch(&line, '\n');
-			int pf = openat(c->fd, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			int pf = openat(c->fd, rel,
+					O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (pf >= 0) {
 				(void)tally_write_all(pf, line.buf, line.len);
 				close(pf);
@@ -368,19 +387,22 @@ int tally_cache_add(struct tally_cache *c, const char *id_kind, const char *id, 
 	return r;
 }
 
-int tally_cache_add_image(struct tally_cache *c, const char *id_kind, const char *id, int src_fd, const char *src,
-			  const char *recorded)
+int tally_cache_add_image(struct tally_cache *c, const char *id_kind, const char *id, int src_fd,
+			  const char *src, const char *recorded)
 {
-	int fd = src_fd >= 0 ? src_fd : tally_open_regular(AT_FDCWD, src, TALLY_OPEN_FOLLOW, 0, NULL);
+	int fd = src_fd >= 0 ? src_fd
+			     : tally_open_regular(AT_FDCWD, src, TALLY_OPEN_FOLLOW, 0, NULL);
 	if (fd < 0)
 		return fd;
 	int r = tally_cache_add_fd(c, id_kind, id, fd, src, TALLY_CACHE_IMAGE, recorded);
 	if (r >= 0 && !strcmp(id_kind, "build-id")) {
 		char key[TALLY_CACHE_KEY_MAX];
-		if (tally_cache_key(id_kind, id, key) && !tally_cache_has(c, key, TALLY_CACHE_DEBUG)) {
+		if (tally_cache_key(id_kind, id, key) &&
+		    !tally_cache_has(c, key, TALLY_CACHE_DEBUG)) {
 			char *dbg = tally_cache_debug_file(fd, src, id);
 			if (dbg) {
-				int k = tally_cache_add(c, id_kind, id, dbg, TALLY_CACHE_DEBUG, NULL);
+				int k = tally_cache_add(c, id_kind, id, dbg, TALLY_CACHE_DEBUG,
+							NULL);
 				if (k < 0 && r >= 0)
 					r = k;
 				free(dbg);
@@ -437,13 +459,15 @@ int tally_cache_list(const struct tally_cache *c, struct tally_cache_list *out)
 	if (!d) {
 		if (dfd >= 0)
 			close(dfd);
-		return tally_seterr(-errno, "cannot read the build-id cache '%s': %s", c->path, strerror(errno));
+		return tally_seterr(-errno, "cannot read the build-id cache '%s': %s", c->path,
+				    strerror(errno));
 	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || !key_ok(de->d_name))
 			continue;
-		int efd = openat(c->fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int efd =
+			openat(c->fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (efd < 0)
 			continue;
 		GROW(out->v, out->alloc, out->n + 1);
@@ -495,7 +519,9 @@ int tally_cache_remove(const struct tally_cache *c, const char *key)
 	tmp_name(tmp, sizeof(tmp));
 	snprintf(gone, sizeof(gone), ".gone%s", tmp + 4);
 	if (renameat(c->fd, key, c->fd, gone) < 0)
-		return errno == ENOENT ? -ENOENT : tally_seterr(-errno, "cannot remove '%s/%s': %s", c->path, key, strerror(errno));
+		return errno == ENOENT ? -ENOENT
+				       : tally_seterr(-errno, "cannot remove '%s/%s': %s", c->path,
+						      key, strerror(errno));
 	struct strbuf p = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", c->path, gone);
 	int r = tally_remove_tree(p.buf);
@@ -516,7 +542,9 @@ static void sweep_tmp(const struct tally_cache *c)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		int pid;
-		if ((sscanf(de->d_name, ".tmp-%d-", &pid) != 1 && sscanf(de->d_name, ".gone-%d-", &pid) != 1) || pid <= 0)
+		if ((sscanf(de->d_name, ".tmp-%d-", &pid) != 1 &&
+		     sscanf(de->d_name, ".gone-%d-", &pid) != 1) ||
+		    pid <= 0)
 			continue;
 		/* this process's own may be being written (the filler's thread) */
 		if (pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)

@@ -74,7 +74,8 @@ int tally_cache_copy_range(int src, int out, uint64_t off, uint64_t n, const cha
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
-			return tally_seterr(k < 0 ? -errno : -EIO, "cannot read '%s': %s", what, k < 0 ? strerror(errno) : "cut short");
+			return tally_seterr(k < 0 ? -errno : -EIO, "cannot read '%s': %s", what,
+					    k < 0 ? strerror(errno) : "cut short");
 		int r = wr(out, buf, (size_t)k);
 		if (r)
 			return r;
@@ -95,10 +96,12 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 	size_t shnum = 0, phnum = 0;
 	struct sec *v = NULL;
 	int r = 1;
-	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != (BYTE_ORDER == LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB) || !eh.e_shnum ||
-	    eh.e_shstrndx == SHN_XINDEX || elf_getshdrnum(e, &shnum) || shnum != eh.e_shnum ||
-	    elf_getphdrnum(e, &phnum) || eh.e_shentsize != sizeof(Elf64_Shdr))
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != (BYTE_ORDER == LITTLE_ENDIAN ? ELFDATA2LSB : ELFDATA2MSB) ||
+	    !eh.e_shnum || eh.e_shstrndx == SHN_XINDEX || elf_getshdrnum(e, &shnum) ||
+	    shnum != eh.e_shnum || elf_getphdrnum(e, &phnum) ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr))
 		goto out;
 	v = xcalloc(shnum, sizeof(*v));
 	uint64_t cut = UINT64_MAX;
@@ -108,7 +111,8 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 			goto out;
 		v[i].idx = i;
 		v[i].old_off = v[i].sh.sh_offset;
-		if ((v[i].sh.sh_flags & SHF_COMPRESSED) && v[i].sh.sh_type != SHT_NOBITS && v[i].sh.sh_offset < cut)
+		if ((v[i].sh.sh_flags & SHF_COMPRESSED) && v[i].sh.sh_type != SHT_NOBITS &&
+		    v[i].sh.sh_offset < cut)
 			cut = v[i].sh.sh_offset;
 	}
 	if (cut == UINT64_MAX || cut > (uint64_t)st.st_size)
@@ -119,11 +123,13 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 		goto out;
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(e, (int)i, &ph) || (ph.p_filesz && ph.p_offset + ph.p_filesz > cut))
+		if (!gelf_getphdr(e, (int)i, &ph) ||
+		    (ph.p_filesz && ph.p_offset + ph.p_filesz > cut))
 			goto out;
 	}
 	for (size_t i = 1; i < shnum; i++)
-		if (v[i].sh.sh_type != SHT_NOBITS && v[i].old_off < cut && v[i].old_off + v[i].sh.sh_size > cut)
+		if (v[i].sh.sh_type != SHT_NOBITS && v[i].old_off < cut &&
+		    v[i].old_off + v[i].sh.sh_size > cut)
 			goto out;
 	/* what the sections claim they hold decompressed, bounded before libelf
 	 * allocates it: a debug file found beside a program is its author's, and
@@ -135,15 +141,19 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 		if (!(v[i].sh.sh_flags & SHF_COMPRESSED) || v[i].sh.sh_type == SHT_NOBITS)
 			continue;
 		if (!scn || !gelf_getchdr(scn, &ch)) {
-			r = tally_seterr(-EINVAL, "'%s': section %zu has no compression header: not cached", what, i);
+			r = tally_seterr(-EINVAL,
+					 "'%s': section %zu has no compression header: not cached",
+					 what, i);
 			goto out;
 		}
 		claimed += ch.ch_size;
-		if (claimed > (uint64_t)st.st_size * TALLY_CACHE_INFLATE_MAX || claimed > TALLY_CACHE_DEFAULT_MAX) {
+		if (claimed > (uint64_t)st.st_size * TALLY_CACHE_INFLATE_MAX ||
+		    claimed > TALLY_CACHE_DEFAULT_MAX) {
 			r = tally_seterr(-EFBIG,
-					 "'%s': its compressed sections claim %" PRIu64 " bytes, over %d times the file's %" PRIu64
-					 ": not cached",
-					 what, claimed, TALLY_CACHE_INFLATE_MAX, (uint64_t)st.st_size);
+					 "'%s': its compressed sections claim %" PRIu64
+					 " bytes, over %d times the file's %" PRIu64 ": not cached",
+					 what, claimed, TALLY_CACHE_INFLATE_MAX,
+					 (uint64_t)st.st_size);
 			goto out;
 		}
 	}
@@ -166,9 +176,10 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 		Elf_Scn *scn = elf_getscn(e, s->idx);
 		if (s->sh.sh_flags & SHF_COMPRESSED) {
 			Elf_Data *d;
-			if (elf_compress(scn, 0, 0) < 0 || !gelf_getshdr(scn, &s->sh) || !(d = elf_getdata(scn, NULL)) ||
-			    (d->d_size && !d->d_buf)) {
-				r = tally_seterr(-EINVAL, "'%s': cannot decompress section %zu: %s", what, s->idx, elf_errmsg(-1));
+			if (elf_compress(scn, 0, 0) < 0 || !gelf_getshdr(scn, &s->sh) ||
+			    !(d = elf_getdata(scn, NULL)) || (d->d_size && !d->d_buf)) {
+				r = tally_seterr(-EINVAL, "'%s': cannot decompress section %zu: %s",
+						 what, s->idx, elf_errmsg(-1));
 				break;
 			}
 			if (!(r = pad_to(out, &pos, s->sh.sh_addralign))) {
@@ -181,7 +192,8 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 			continue;
 		}
 		if (s->old_off + s->sh.sh_size > (uint64_t)st.st_size) {
-			r = tally_seterr(-EINVAL, "'%s': section %zu ends past the file's end", what, s->idx);
+			r = tally_seterr(-EINVAL, "'%s': section %zu ends past the file's end",
+					 what, s->idx);
 			break;
 		}
 		if (!(r = pad_to(out, &pos, s->sh.sh_addralign))) {
@@ -195,9 +207,16 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 		r = pad_to(out, &pos, 8);
 	uint64_t shoff = pos;
 	for (size_t i = 0; !r && i < shnum; i++) {
-		Elf64_Shdr sh = { (Elf64_Word)v[i].sh.sh_name, (Elf64_Word)v[i].sh.sh_type, v[i].sh.sh_flags,
-				  v[i].sh.sh_addr, v[i].sh.sh_offset, v[i].sh.sh_size, (Elf64_Word)v[i].sh.sh_link,
-				  (Elf64_Word)v[i].sh.sh_info, v[i].sh.sh_addralign, v[i].sh.sh_entsize };
+		Elf64_Shdr sh = { (Elf64_Word)v[i].sh.sh_name,
+				  (Elf64_Word)v[i].sh.sh_type,
+				  v[i].sh.sh_flags,
+				  v[i].sh.sh_addr,
+				  v[i].sh.sh_offset,
+				  v[i].sh.sh_size,
+				  (Elf64_Word)v[i].sh.sh_link,
+				  (Elf64_Word)v[i].sh.sh_info,
+				  v[i].sh.sh_addralign,
+				  v[i].sh.sh_entsize };
 		r = wr(out, &sh, sizeof(sh));
 	}
 	if (!r) {
@@ -207,7 +226,8 @@ int tally_cache_decompress_elf(int src, int out, const char *what)
 			r = tally_seterr(-EIO, "cannot read '%s': cut short", what);
 		h.e_shoff = shoff;
 		if (!r && pwrite(out, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-			r = tally_seterr(-errno, "cannot write into the build-id cache: %s", strerror(errno));
+			r = tally_seterr(-errno, "cannot write into the build-id cache: %s",
+					 strerror(errno));
 	}
 out:
 	free(v);
@@ -227,8 +247,8 @@ static bool has_section(Elf *e, const char *name, Elf_Data **data)
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *nm;
-		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && (nm = elf_strptr(e, shstrndx, sh.sh_name)) &&
-		    !strcmp(nm, name)) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (nm = elf_strptr(e, shstrndx, sh.sh_name)) && !strcmp(nm, name)) {
 			if (data)
 				*data = elf_getdata(scn, NULL);
 			return true;

@@ -150,8 +150,9 @@ static bool key_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(f->keys[idx], key);
 }
 
-void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind, const char *id, const char *src,
-			      const char *recorded, uint32_t maj, uint32_t min, uint64_t ino)
+void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind, const char *id,
+			      const char *src, const char *recorded, uint32_t maj, uint32_t min,
+			      uint64_t ino)
 {
 	char key[TALLY_CACHE_KEY_MAX];
 	if (!f || !tally_cache_key(id_kind, id, key))
@@ -178,7 +179,8 @@ void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind,
 	if (queued < MAX_OPEN) {
 		struct stat st;
 		fd = tally_open_regular(AT_FDCWD, src, TALLY_OPEN_FOLLOW, 0, &st);
-		if (fd >= 0 && ino && (st.st_ino != ino || major(st.st_dev) != maj || minor(st.st_dev) != min)) {
+		if (fd >= 0 && ino &&
+		    (st.st_ino != ino || major(st.st_dev) != maj || minor(st.st_dev) != min)) {
 			close(fd); /* replaced since it was mapped */
 			return;
 		}
@@ -187,7 +189,8 @@ void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind,
 	}
 	pthread_mutex_lock(&s->mu);
 	GROW(s->q, s->alloc, s->n + 1);
-	s->q[s->n++] = (struct item){ xstrdup(id_kind), xstrdup(id), xstrdup(src), recorded ? xstrdup(recorded) : NULL, fd };
+	s->q[s->n++] = (struct item){ xstrdup(id_kind), xstrdup(id), xstrdup(src),
+				      recorded ? xstrdup(recorded) : NULL, fd };
 	pthread_t ended;
 	bool reap = false;
 	if (!s->running && !s->stop) {
@@ -207,7 +210,8 @@ void tally_cache_filler_image(struct tally_cache_filler *f, const char *id_kind,
 		pthread_join(ended, NULL);
 }
 
-void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached, size_t *copied)
+void tally_cache_filler_counts(const struct tally_cache_filler *f, size_t *seen, size_t *cached,
+			       size_t *copied)
 {
 	*seen = f ? f->seen : 0;
 	*cached = f ? f->cached : 0;

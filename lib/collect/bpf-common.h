@@ -24,9 +24,11 @@ struct tally_bpf_drain {
 	const char *what;
 	void *keys, *vals;
 };
-void tally_bpf_drain_init(struct tally_bpf_drain *d, int fd, size_t ksz, size_t vsz, size_t batch, const char *what);
+void tally_bpf_drain_init(struct tally_bpf_drain *d, int fd, size_t ksz, size_t vsz, size_t batch,
+			  const char *what);
 void tally_bpf_drain_release(struct tally_bpf_drain *d);
-long tally_bpf_drain_all(struct tally_bpf_drain *d, void (*each)(void *ctx, const void *keys, const void *vals, size_t n),
+long tally_bpf_drain_all(struct tally_bpf_drain *d,
+			 void (*each)(void *ctx, const void *keys, const void *vals, size_t n),
 			 void *ctx);
 
 #endif

@@ -36,13 +36,16 @@ void tally_bpf_log_begin(void)
 
 int tally_bpf_error(int e, const char *what, const char *prog)
 {
-	return tally_seterr(e < 0 ? e : -EINVAL, "cannot %s the %s BPF program: %s%s%s", what, prog, strerror(e < 0 ? -e : e),
-			    last_msg[0] ? ": " : "", last_msg);
+	return tally_seterr(e < 0 ? e : -EINVAL, "cannot %s the %s BPF program: %s%s%s", what, prog,
+			    strerror(e < 0 ? -e : e), last_msg[0] ? ": " : "", last_msg);
 }
 
-void tally_bpf_drain_init(struct tally_bpf_drain *d, int fd, size_t ksz, size_t vsz, size_t batch, const char *what)
+void tally_bpf_drain_init(struct tally_bpf_drain *d, int fd, size_t ksz, size_t vsz, size_t batch,
+			  const char *what)
 {
-	*d = (struct tally_bpf_drain){ .fd = fd, .ksz = ksz, .vsz = vsz, .batch = batch, .batch_ok = true, .what = what };
+	*d = (struct tally_bpf_drain){
+		.fd = fd, .ksz = ksz, .vsz = vsz, .batch = batch, .batch_ok = true, .what = what
+	};
 	d->keys = xcalloc(batch, ksz);
 	d->vals = xcalloc(batch, vsz);
 }
@@ -55,20 +58,24 @@ void tally_bpf_drain_release(struct tally_bpf_drain *d)
 }
 
 /* One entry at a time: a kernel without batch operations on hash maps. */
-static long drain_slow(struct tally_bpf_drain *d, void (*each)(void *, const void *, const void *, size_t), void *ctx)
+static long drain_slow(struct tally_bpf_drain *d,
+		       void (*each)(void *, const void *, const void *, size_t), void *ctx)
 {
 	long n = 0;
 	while (!bpf_map_get_next_key(d->fd, NULL, d->keys)) {
 		if (bpf_map_lookup_and_delete_elem(d->fd, d->keys, d->vals) &&
-		    (bpf_map_lookup_elem(d->fd, d->keys, d->vals) || bpf_map_delete_elem(d->fd, d->keys)))
-			return tally_seterr(-errno, "cannot read the %s: %s", d->what, strerror(errno));
+		    (bpf_map_lookup_elem(d->fd, d->keys, d->vals) ||
+		     bpf_map_delete_elem(d->fd, d->keys)))
+			return tally_seterr(-errno, "cannot read the %s: %s", d->what,
+					    strerror(errno));
 		each(ctx, d->keys, d->vals, 1);
 		n++;
 	}
 	return n;
 }
 
-long tally_bpf_drain_all(struct tally_bpf_drain *d, void (*each)(void *ctx, const void *keys, const void *vals, size_t n),
+long tally_bpf_drain_all(struct tally_bpf_drain *d,
+			 void (*each)(void *ctx, const void *keys, const void *vals, size_t n),
 			 void *ctx)
 {
 	if (!d->batch_ok)
@@ -78,7 +85,8 @@ long tally_bpf_drain_all(struct tally_bpf_drain *d, void (*each)(void *ctx, cons
 	bool first = true;
 	for (;;) {
 		__u32 count = (__u32)d->batch;
-		int r = bpf_map_lookup_and_delete_batch(d->fd, first ? NULL : &token, &token, d->keys, d->vals, &count, NULL);
+		int r = bpf_map_lookup_and_delete_batch(d->fd, first ? NULL : &token, &token,
+							d->keys, d->vals, &count, NULL);
 		int e = r ? -errno : 0;
 		if (r && e != -ENOENT && !count) {
 			if (first && (e == -EINVAL || e == -ENOTSUP || e == -EOPNOTSUPP)) {

@@ -51,7 +51,10 @@ static const char *counted_unfit(const struct tally_collect_opts *o)
 int tally_sample_bpf_fits(const struct tally_collect_opts *o)
 {
 	const char *why = counted_unfit(o);
-	return why ? tally_seterr(-EINVAL, "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)", why)
+	return why ? tally_seterr(
+			     -EINVAL,
+			     "--sample-mechanism bpf cannot count these samples: %s (use --sample-mechanism ring)",
+			     why)
 		   : 0;
 }
 
@@ -233,11 +236,15 @@ int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, 
 		if (d->time_based || d->offcpu)
 			continue; /* off-cpu: one sample per switch, whatever the rate */
 		if (c->per.mean[ev] && freq)
-			return tally_seterr(-EINVAL, "event '%s' samples every %" PRIu64 " events here: give a period, not a frequency",
+			return tally_seterr(-EINVAL,
+					    "event '%s' samples every %" PRIu64
+					    " events here: give a period, not a frequency",
 					    d->name, c->per.mean[ev]);
 		if (!c->per.mean[ev] && period)
-			return tally_seterr(-EINVAL, "event '%s' samples at a frequency here (the kernel adapts its period): give a frequency, not a period",
-					    d->name);
+			return tally_seterr(
+				-EINVAL,
+				"event '%s' samples at a frequency here (the kernel adapts its period): give a frequency, not a period",
+				d->name);
 	}
 	for (int ev = 0; ev < ne; ev++) {
 		uint64_t *mean = periods_cpu(&c->per, cpu, ev);
@@ -252,18 +259,21 @@ int tally_collector_cpu_rate(struct tally_collector *c, int cpu, uint64_t freq, 
 			if (f->cpu != cpu || f->event != ev)
 				continue;
 			/* for a freq-mode event the kernel takes the value as the new frequency */
-			uint64_t v = *mean ? (c->o.randomize ? periods_draw(&c->per, *mean) : *mean) : freq;
+			uint64_t v = *mean ? (c->o.randomize ? periods_draw(&c->per, *mean) : *mean)
+					   : freq;
 			int e = 0;
 			if (*mean)
 				e = evfds_set_period(c, f, v);
 			else if (ioctl(f->fd, PERF_EVENT_IOC_PERIOD, &v) < 0)
 				e = -errno;
 			if (e && e != -ESRCH)
-				return tally_seterr(e, "cannot change the rate of event '%s' on CPU %d: %s",
-						    c->o.events[ev]->name, cpu, strerror(-e));
+				return tally_seterr(
+					e, "cannot change the rate of event '%s' on CPU %d: %s",
+					c->o.events[ev]->name, cpu, strerror(-e));
 		}
 		if (c->o.events[ev]->time_based || c->per.mean[ev])
-			periods_restart(&c->per, cpu, ev); /* the interval statistics restart at the new period */
+			/* the interval statistics restart at the new period */
+			periods_restart(&c->per, cpu, ev);
 	}
 	c->per.freq_cpu[cpu] = freq; /* 0: given as a period */
 	return 0;
@@ -281,7 +291,8 @@ void tally_collector_cpu_state(const struct tally_collector *c, int cpu, struct 
 	st->period = c->o.nevents ? *periods_cpu(&c->per, cpu, 0) : 0;
 }
 
-void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min, uint64_t *max, double *mean)
+void tally_collector_periods(const struct tally_collector *c, int event, uint64_t *min,
+			     uint64_t *max, double *mean)
 {
 	*min = *max = 0;
 	*mean = 0;
@@ -289,13 +300,15 @@ void tally_collector_periods(const struct tally_collector *c, int event, uint64_
 		periods_summary(&c->per, event, min, max, mean);
 }
 
-size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50, uint64_t *p90)
+size_t tally_collector_intervals(struct tally_collector *c, int event, uint64_t *p10, uint64_t *p50,
+				 uint64_t *p90)
 {
 	*p10 = *p50 = *p90 = 0;
 	return c ? periods_percentiles(&c->per, event, p10, p50, p90) : 0;
 }
 
-void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached, uint64_t *total)
+void tally_collector_random_samples(const struct tally_collector *c, int event, uint64_t *reached,
+				    uint64_t *total)
 {
 	*reached = *total = 0;
 	if (c)
@@ -340,7 +353,8 @@ const char *tally_collector_offcpu_mech(const struct tally_collector *c, const c
 	return c && c->offcpu ? c->offcpu->ops->name : NULL;
 }
 
-void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks, uint64_t *asked)
+void tally_collector_rounds(const struct tally_collector *c, uint64_t *rounds, uint64_t *looks,
+			    uint64_t *asked)
 {
 	*rounds = c->rounds.rounds;
 	*looks = c->rounds.nlooks;
@@ -358,7 +372,8 @@ const char *tally_collector_sample_mech_why(const struct tally_collector *c)
 	return c && c->sample_why[0] ? c->sample_why : NULL;
 }
 
-bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts, const char **why)
+bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint64_t *bursts,
+			   const char **why)
 {
 	struct mech_stats ms;
 	mech_stats(c, c ? c->samples : NULL, &ms);
@@ -368,7 +383,8 @@ bool tally_collector_watch(const struct tally_collector *c, uint64_t *told, uint
 	return ms.watch;
 }
 
-void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino, uint32_t gen)
+void tally_collector_watch_program(struct tally_collector *c, uint32_t dev, uint64_t ino,
+				   uint32_t gen)
 {
 	if (c && c->samples->ops->watch_program)
 		c->samples->ops->watch_program(c->samples, dev, ino, gen);

@@ -52,15 +52,17 @@ static void setup_attr(struct tally_collector *c, struct perf_event_attr *a, int
 		a->type = d->type;
 		a->config = d->config;
 		if (c->per.mean[ev]) {
-			a->sample_period = c->o.randomize ? periods_draw(&c->per, c->per.mean[ev]) : c->per.mean[ev];
+			a->sample_period = c->o.randomize ? periods_draw(&c->per, c->per.mean[ev])
+							  : c->per.mean[ev];
 		} else {
 			a->freq = 1;
 			a->sample_freq = c->o.freq;
 		}
 	}
-	/* the same layout for every event of a ring: the records' sample_id trailer is parsed blind */
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	/* the same layout for every event of a ring: the records' sample_id trailer is parsed blind
+	 */
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (c->o.callchain && ev >= 0)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	if ((c->o.stack_user || c->o.leaf_stack) && ev >= 0) {
@@ -145,7 +147,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 		if (ioctl(f->fd, PERF_EVENT_IOC_ID, &f->id) < 0) {
 			int e = errno;
 			close(f->fd);
-			return tally_seterr(-e, "cannot read the id of event '%s': %s", d->name, strerror(e));
+			return tally_seterr(-e, "cannot read the id of event '%s': %s", d->name,
+					    strerror(e));
 		}
 		c->nfds++;
 		tally_hidx_put(&c->ids, tally_hash_u64(f->id), (uint32_t)(c->nfds - 1));
@@ -155,7 +158,8 @@ static int open_one(struct tally_collector *c, pid_t pid, int cpu, int *ring_fd_
 				return r;
 			*ring_fd_for_cpu = f->fd;
 		} else if (ioctl(f->fd, PERF_EVENT_IOC_SET_OUTPUT, *ring_fd_for_cpu) < 0) {
-			return tally_seterr(-errno, "cannot share a ring buffer: %s", strerror(errno));
+			return tally_seterr(-errno, "cannot share a ring buffer: %s",
+					    strerror(errno));
 		}
 	}
 	return 0;
@@ -244,7 +248,8 @@ static int control(const struct tally_collector *c, const struct evfd *f, unsign
 {
 	/* a task that exited leaves its fd behind: ESRCH is harmless */
 	if (ioctl(f->fd, req, 0) < 0 && errno != ESRCH)
-		return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, f), strerror(errno));
+		return tally_seterr(-errno, "cannot control event '%s': %s", fd_event_name(c, f),
+				    strerror(errno));
 	return 0;
 }
 
@@ -254,7 +259,8 @@ int evfds_apply(struct tally_collector *c, int cpu)
 		struct evfd *f = &c->fds[i];
 		if (cpu >= 0 && f->cpu != cpu)
 			continue;
-		int r = control(c, f, fd_wanted(c, f) ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE);
+		int r = control(c, f,
+				fd_wanted(c, f) ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE);
 		if (r)
 			return r;
 	}

@@ -207,7 +207,8 @@ void mech_ring_sample(struct tally_collector *c, struct mech *m, struct round *r
  * unwinding, ip, sp and bp for the frame-pointer repair (unwind.h). */
 uint64_t collect_regs_mask(const struct tally_collector *c);
 /* The user registers (of mask) and stack copy of a sample at p..end into r. */
-void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask, struct tally_rec *r);
+void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask,
+			  struct tally_rec *r);
 
 /* mech_counted.c (mech_nobpf.c without BPF): samples counted in the kernel.
  * 0 with *out set, or (not asked: auto) with *out NULL and c->sample_why

@@ -60,7 +60,8 @@ static int sample_bpf_error(int r)
 
 /* The slot through which the program weighs the samples of a per-CPU timer
  * event with the period tally set (NULL: none, the ring's samples). */
-static struct sb_slot *slot_of(const struct tally_collector *c, const struct counted *k, const struct evfd *f)
+static struct sb_slot *slot_of(const struct tally_collector *c, const struct counted *k,
+			       const struct evfd *f)
 {
 	if (f->task < 0 && f->event >= 0 && c->o.events[f->event]->time_based)
 		return tally_sample_bpf_slot(k->sbpf, f->cpu, f->event);
@@ -86,7 +87,10 @@ static int load_watch(struct tally_collector *c, struct counted *k)
 {
 	const char *env = getenv("TALLY_EXEC_WATCH");
 	if (env && strcmp(env, "on") && strcmp(env, "off"))
-		return tally_seterr(-EINVAL, "TALLY_EXEC_WATCH is '%s': it takes on or off (unset: on where it loads)", env);
+		return tally_seterr(
+			-EINVAL,
+			"TALLY_EXEC_WATCH is '%s': it takes on or off (unset: on where it loads)",
+			env);
 	if (env && !strcmp(env, "off")) {
 		snprintf(k->watch_why, sizeof(k->watch_why), "TALLY_EXEC_WATCH=off");
 		return 0;
@@ -129,7 +133,8 @@ static int counted_attach(struct tally_collector *c, struct mech *m)
  * old one the change cut, the time since the last sample there (a per-CPU
  * clock counts all of it), without a read of the count (each one an
  * interrupt of that CPU). */
-static void counted_period(struct tally_collector *c, struct mech *m, const struct evfd *f, uint64_t p)
+static void counted_period(struct tally_collector *c, struct mech *m, const struct evfd *f,
+			   uint64_t p)
 {
 	struct sb_slot *slot = slot_of(c, (struct counted *)m, f);
 	if (!slot)
@@ -181,15 +186,17 @@ static bool *taken_now(struct tally_collector *c, struct counted *k, bool full)
 	k->npids = 0;
 	for (size_t i = 0; i < c->rings.nrefs; i++) {
 		const struct perf_event_header *h = rings_rec(&c->rings, i);
-		if (h->type != PERF_RECORD_FORK && h->type != PERF_RECORD_EXIT && h->type != PERF_RECORD_COMM &&
-		    h->type != PERF_RECORD_MMAP && h->type != PERF_RECORD_MMAP2)
+		if (h->type != PERF_RECORD_FORK && h->type != PERF_RECORD_EXIT &&
+		    h->type != PERF_RECORD_COMM && h->type != PERF_RECORD_MMAP &&
+		    h->type != PERF_RECORD_MMAP2)
 			continue;
 		if (h->size < sizeof(*h) + sizeof(uint32_t))
 			continue;
 		uint32_t pid = ((const uint32_t *)(h + 1))[0];
 		/* a process's records come together (an exec's mmaps, its threads'
 		 * exits): each pid once in a row, not once per record */
-		if (h->type == PERF_RECORD_EXIT && (!k->nexited || k->exited[k->nexited - 1] != pid)) {
+		if (h->type == PERF_RECORD_EXIT &&
+		    (!k->nexited || k->exited[k->nexited - 1] != pid)) {
 			GROW(k->exited, k->aexited, k->nexited + 1);
 			k->exited[k->nexited++] = pid;
 		}
@@ -244,7 +251,8 @@ static void counted_stage(struct tally_collector *c, struct mech *m, struct roun
 }
 
 /* A count from the tables as a record of count samples of summed weight. */
-static void counted_own(struct tally_collector *c, struct mech *m, struct round *rd, const struct perf_event_header *h)
+static void counted_own(struct tally_collector *c, struct mech *m, struct round *rd,
+			const struct perf_event_header *h)
 {
 	(void)m;
 	const struct counted_rec *cr = (const struct counted_rec *)h;
@@ -281,7 +289,9 @@ static void counted_finish(struct tally_collector *c, struct mech *m, struct rou
 				continue;
 			uint64_t from = n - *seen > SB_IVALS ? n - SB_IVALS : *seen;
 			for (uint64_t i = from; i < n; i++)
-				periods_interval(&c->per, ev, __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)], __ATOMIC_RELAXED));
+				periods_interval(&c->per, ev,
+						 __atomic_load_n(&slot->ivals[i & (SB_IVALS - 1)],
+								 __ATOMIC_RELAXED));
 			*seen = n;
 		}
 	}
@@ -311,7 +321,8 @@ static void counted_watch_program(struct mech *m, uint32_t dev, uint64_t ino, ui
 	struct counted *k = (struct counted *)m;
 	if (k->watch) {
 		struct wb_file f = { .ino = ino, .dev = dev, .gen = gen };
-		tally_watch_bpf_close(k->watch, &f); /* a full table: such a program's starts are looked at later */
+		/* a full table: such a program's starts are looked at later */
+		tally_watch_bpf_close(k->watch, &f);
 	}
 }
 
@@ -322,12 +333,14 @@ static void counted_watch_forget(struct mech *m)
 		tally_watch_bpf_forget(k->watch);
 }
 
-static void counted_stats(const struct tally_collector *c, const struct mech *m, struct mech_stats *st)
+static void counted_stats(const struct tally_collector *c, const struct mech *m,
+			  struct mech_stats *st)
 {
 	const struct counted *k = (const struct counted *)m;
 	for (int cpu = 0; cpu < c->o.ncpus; cpu++)
 		for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
-			st->overflow += __atomic_load_n(&tally_sample_bpf_slot(k->sbpf, cpu, ev)->ring, __ATOMIC_RELAXED);
+			st->overflow += __atomic_load_n(
+				&tally_sample_bpf_slot(k->sbpf, cpu, ev)->ring, __ATOMIC_RELAXED);
 	st->tables_emptied = tally_sample_bpf_emptied(k->sbpf);
 	st->watch = k->watch != NULL;
 	st->watch_why = !k->watch && k->watch_why[0] ? k->watch_why : NULL;
@@ -374,11 +387,13 @@ int mech_counted_open(struct tally_collector *c, bool asked, struct mech **out)
 	for (int ev = 0; ev < c->o.nevents && ev < SB_MAX_EVENTS; ev++)
 		tb[ev] = c->o.events[ev]->time_based && !c->o.events[ev]->offcpu;
 	struct tally_sample_bpf *sbpf;
-	int r = tally_sample_bpf_open(&sbpf, tb, c->o.nevents < SB_MAX_EVENTS ? c->o.nevents : SB_MAX_EVENTS);
+	int r = tally_sample_bpf_open(&sbpf, tb,
+				      c->o.nevents < SB_MAX_EVENTS ? c->o.nevents : SB_MAX_EVENTS);
 	if (r) {
 		if (asked)
 			return sample_bpf_error(r);
-		snprintf(c->sample_why, sizeof(c->sample_why), "the BPF program did not load: %s", tally_errmsg());
+		snprintf(c->sample_why, sizeof(c->sample_why), "the BPF program did not load: %s",
+			 tally_errmsg());
 		return 0;
 	}
 	struct counted *k = xcalloc(1, sizeof(*k));

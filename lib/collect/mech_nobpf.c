@@ -11,7 +11,9 @@ int mech_counted_open(struct tally_collector *c, bool asked, struct mech **out)
 {
 	*out = NULL;
 	if (asked)
-		return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
+		return tally_seterr(
+			-ENOTSUP,
+			"this tally was built without BPF (libbpf-dev, bpftool and clang; use --sample-mechanism ring)");
 	snprintf(c->sample_why, sizeof(c->sample_why), "built without BPF");
 	return 0;
 }
@@ -20,7 +22,9 @@ int mech_offcpu_bpf_open(struct tally_collector *c, bool asked, struct mech **ou
 {
 	*out = NULL;
 	if (asked)
-		return tally_seterr(-ENOTSUP, "this tally was built without BPF (libbpf-dev, bpftool and clang; use --off-cpu-mechanism tracepoint)");
+		return tally_seterr(
+			-ENOTSUP,
+			"this tally was built without BPF (libbpf-dev, bpftool and clang; use --off-cpu-mechanism tracepoint)");
 	c->off_why = "built without BPF";
 	return 0;
 }

@@ -31,10 +31,12 @@ static void drain(struct tally_collector *c, struct offcpu_bpf *b, bool flush, s
 	uint64_t now = collect_mono_ns();
 	uint64_t t = c->max_time ? c->max_time : now;
 	/* a failed read leaves the waits in the map for the next round */
-	tally_offcpu_bpf_drain(b->bpf, b->om.off, t, flush, b->om.stop ? b->om.stop : now, rd->fn, rd->ctx);
+	tally_offcpu_bpf_drain(b->bpf, b->om.off, t, flush, b->om.stop ? b->om.stop : now, rd->fn,
+			       rd->ctx);
 }
 
-static void bpf_sideband(struct tally_collector *c, struct mech *m, struct round *rd, const struct tally_rec *r)
+static void bpf_sideband(struct tally_collector *c, struct mech *m, struct round *rd,
+			 const struct tally_rec *r)
 {
 	/* a process ends: its waits before its maps are forgotten */
 	const uint32_t *pt = (const uint32_t *)(r->raw + 1);
@@ -78,7 +80,8 @@ int mech_offcpu_bpf_open(struct tally_collector *c, bool asked, struct mech **ou
 	} else if (c->o.target == TALLY_TARGET_CHILD && c->o.use_cgroup) {
 		struct stat st;
 		if (fstat(c->o.cgroup_fd, &st) < 0)
-			return tally_seterr(-errno, "cannot read the command's cgroup: %s", strerror(errno));
+			return tally_seterr(-errno, "cannot read the command's cgroup: %s",
+					    strerror(errno));
 		bo.mode = TALLY_OFFCPU_BPF_CGROUP;
 		bo.cgroup_id = (uint64_t)st.st_ino; /* a cgroup2 directory's inode is its id */
 	} else {
@@ -92,8 +95,10 @@ int mech_offcpu_bpf_open(struct tally_collector *c, bool asked, struct mech **ou
 		if (asked) {
 			char why[512];
 			snprintf(why, sizeof(why), "%s", tally_errmsg());
-			return tally_seterr(r, "%s (%suse --off-cpu-mechanism tracepoint)", why,
-					    r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or " : "");
+			return tally_seterr(
+				r, "%s (%suse --off-cpu-mechanism tracepoint)", why,
+				r == -EPERM ? "run as root or grant CAP_BPF and CAP_PERFMON, or "
+					    : "");
 		}
 		c->off_why = "the BPF program did not load (see --off-cpu-mechanism bpf)";
 		return 0;

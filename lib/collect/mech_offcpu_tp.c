@@ -46,7 +46,8 @@ struct offcpu_tp {
  * task going off (the kernel part is always schedule(): left out, see
  * docs/offcpu.md); its switch-ins come as PERF_RECORD_SWITCH records of the
  * same event (context_switch), written when the task is back on a CPU. */
-static void tp_attr(const struct tally_collector *c, const struct mech *m, struct perf_event_attr *a)
+static void tp_attr(const struct tally_collector *c, const struct mech *m,
+		    struct perf_event_attr *a)
 {
 	const struct offcpu_tp *t = (const struct offcpu_tp *)m;
 	a->type = PERF_TYPE_TRACEPOINT;
@@ -66,8 +67,8 @@ static void tp_attr(const struct tally_collector *c, const struct mech *m, struc
 
 /* A sched_switch sample (after its period field, p..end): the switch-out of
  * the task that ran. */
-static void tp_sample(struct tally_collector *c, struct mech *m, struct round *rd, struct evfd *f, struct tally_rec *r,
-		      const uint64_t *p, const uint64_t *end)
+static void tp_sample(struct tally_collector *c, struct mech *m, struct round *rd, struct evfd *f,
+		      struct tally_rec *r, const uint64_t *p, const uint64_t *end)
 {
 	(void)rd, (void)f;
 	struct offcpu_tp *t = (struct offcpu_tp *)m;
@@ -111,7 +112,8 @@ static void tp_sample(struct tally_collector *c, struct mech *m, struct round *r
 	}
 }
 
-static void tp_sideband(struct tally_collector *c, struct mech *m, struct round *rd, const struct tally_rec *r)
+static void tp_sideband(struct tally_collector *c, struct mech *m, struct round *rd,
+			const struct tally_rec *r)
 {
 	(void)c;
 	struct offcpu_tp *t = (struct offcpu_tp *)m;

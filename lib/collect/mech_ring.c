@@ -15,7 +15,8 @@ uint64_t collect_regs_mask(const struct tally_collector *c)
 	return c->o.stack_user ? tally_unwind_regs_mask() : tally_unwind_fp_regs_mask();
 }
 
-void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask, struct tally_rec *r)
+void mech_user_regs_stack(const uint64_t *p, const uint64_t *end, uint64_t mask,
+			  struct tally_rec *r)
 {
 	/* PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER: the ABI and the
 	 * registers, then the copy and the size the kernel actually filled

@@ -72,8 +72,10 @@ struct ob_start {
 struct ob_stats {
 	ob_u64 dropped, dropped_ns; /* shorter than min_ns */
 	ob_u64 lost, lost_ns;       /* no room in the map of waits */
-	ob_u64 nostack;             /* call graphs: waits whose stack the stack map had no room for (one frame kept) */
-	ob_u64 noslice;             /* frame-pointer call graphs: waits whose top of the stack could not be read */
+	/* call graphs: waits whose stack the stack map had no room for (one frame kept) */
+	ob_u64 nostack;
+	/* frame-pointer call graphs: waits whose top of the stack could not be read */
+	ob_u64 noslice;
 };
 
 /* how tasks are chosen */

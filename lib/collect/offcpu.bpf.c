@@ -69,7 +69,8 @@ STACK_MAP stacks1 SEC(".maps");
 /* the id of the stack now in the epoch's map, or a negative error */
 static __always_inline ob_s32 stack_id(void *ctx, ob_u32 ep, ob_u64 flags)
 {
-	return (ep & 1) ? bpf_get_stackid(ctx, &stacks1, flags) : bpf_get_stackid(ctx, &stacks0, flags);
+	return (ep & 1) ? bpf_get_stackid(ctx, &stacks1, flags)
+			: bpf_get_stackid(ctx, &stacks0, flags);
 }
 
 struct {
@@ -141,7 +142,8 @@ static __always_inline void take_slice(struct ob_key *k, struct task_struct *t)
 		count_noslice();
 		return;
 	}
-	ob_u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
+	ob_u64 ip = BPF_CORE_READ(regs, ip), sp = BPF_CORE_READ(regs, sp),
+	       bp = BPF_CORE_READ(regs, bp);
 	/* the frames without a frame pointer lie between sp and the frame at rbp */
 	ob_u32 want = OB_HASHED;
 	if (bp >= sp && bp - sp + 16 <= slice_len)
@@ -190,7 +192,8 @@ static __always_inline int wanted(struct task_struct *t)
 	return 1;
 }
 
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, int preempt, ob_u32 state, ob_u64 now)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, int preempt,
+				       ob_u32 state, ob_u64 now)
 {
 	ob_u32 tid = BPF_CORE_READ(prev, pid);
 	if (!tid)
@@ -219,7 +222,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, int 
 			s.key.ustack = s.key.kstack = -1;
 	}
 	if (callchain && s.key.ustack < 0 && !s.key.kernel)
-		s.key.ustack = -1; /* the stack map had no room (-EEXIST, -ENOMEM): one frame below */
+		/* the stack map had no room (-EEXIST, -ENOMEM): one frame below */
+		s.key.ustack = -1;
 	if (slice_len && s.key.ustack >= 0)
 		take_slice(&s.key, prev);
 	if (callchain && s.key.ustack < 0 && s.key.kstack < 0) {
@@ -297,7 +301,8 @@ int tally_fork(unsigned long long *ctx)
 {
 	if (mode != OB_TGIDS)
 		return 0;
-	struct task_struct *parent = (struct task_struct *)ctx[0], *child = (struct task_struct *)ctx[1];
+	struct task_struct *parent = (struct task_struct *)ctx[0],
+			   *child = (struct task_struct *)ctx[1];
 	ob_u32 pt = BPF_CORE_READ(parent, tgid), ct = BPF_CORE_READ(child, tgid);
 	if (pt == ct || !bpf_map_lookup_elem(&tgids, &pt))
 		return 0;

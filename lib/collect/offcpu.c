@@ -60,8 +60,11 @@ int tally_offcpu_parse_format(const char *text, struct tally_offcpu_fmt *f)
 		}
 		line = nl ? nl + 1 : NULL;
 	}
-	if (id < 0 || pp < 0 || ps < 0 || np < 0 || (pss != 4 && pss != 8) || pp > 4096 || ps > 4096 || np > 4096)
-		return tally_seterr(-EINVAL, "the format of tracepoint 'sched:sched_switch' lacks prev_pid, prev_state or next_pid");
+	if (id < 0 || pp < 0 || ps < 0 || np < 0 || (pss != 4 && pss != 8) || pp > 4096 ||
+	    ps > 4096 || np > 4096)
+		return tally_seterr(
+			-EINVAL,
+			"the format of tracepoint 'sched:sched_switch' lacks prev_pid, prev_state or next_pid");
 	f->id = (uint64_t)id;
 	f->prev_pid_off = (uint32_t)pp;
 	f->prev_state_off = (uint32_t)ps;
@@ -83,7 +86,8 @@ int tally_offcpu_format(struct tally_offcpu_fmt *f, bool may_mount)
 	int ret = -ENOENT;
 	for (int attempt = 0; attempt < 2 && ret; attempt++) {
 		for (size_t i = 0; i < ARRAY_SIZE(tracefs_dirs) && ret; i++) {
-			snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format", tracefs_dirs[i]);
+			snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format",
+				 tracefs_dirs[i]);
 			if (access(path, F_OK) == 0)
 				ret = strbuf_read_file(&sb, path, 1 << 16);
 		}
@@ -94,18 +98,23 @@ int tally_offcpu_format(struct tally_offcpu_fmt *f, bool may_mount)
 	}
 	if (ret == -ENOENT) {
 		strbuf_release(&sb);
-		return tally_seterr(-ENOENT, "cannot record off-CPU time: tracefs is not mounted (as root: 'mount -t tracefs nodev /sys/kernel/tracing')");
+		return tally_seterr(
+			-ENOENT,
+			"cannot record off-CPU time: tracefs is not mounted (as root: 'mount -t tracefs nodev /sys/kernel/tracing')");
 	}
 	if (ret) {
 		strbuf_release(&sb);
-		return tally_seterr(ret, "cannot record off-CPU time: cannot read '%s': %s (run as root)", path, strerror(-ret));
+		return tally_seterr(
+			ret, "cannot record off-CPU time: cannot read '%s': %s (run as root)", path,
+			strerror(-ret));
 	}
 	ret = tally_offcpu_parse_format(sb.buf, f);
 	strbuf_release(&sb);
 	return ret;
 }
 
-int tally_offcpu_parse_raw(const struct tally_offcpu_fmt *f, const void *raw, size_t len, struct tally_switch *sw)
+int tally_offcpu_parse_raw(const struct tally_offcpu_fmt *f, const void *raw, size_t len,
+			   struct tally_switch *sw)
 {
 	if (len < f->min_size)
 		return -EINVAL;
@@ -260,7 +269,8 @@ static void forget(struct tally_offcpu *o, uint32_t tid)
 void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t prev_state)
 {
 	if (!s->tid)
-		return; /* the idle task: never delivered (tally_offcpu_in), and tid 0 marks a free slot */
+		/* the idle task: never delivered (tally_offcpu_in), and tid 0 marks a free slot */
+		return;
 	enum tally_wait k = tally_offcpu_wait_kind(prev_state);
 	if (k == TALLY_WAIT_EXIT) {
 		/* its last switch: it will not come back */
@@ -293,7 +303,8 @@ void tally_offcpu_out(struct tally_offcpu *o, const struct tally_rec *s, int64_t
 	}
 }
 
-static void deliver(struct tally_offcpu *o, struct pend *p, uint64_t time, uint32_t cpu, tally_rec_fn fn, void *ctx)
+static void deliver(struct tally_offcpu *o, struct pend *p, uint64_t time, uint32_t cpu,
+		    tally_rec_fn fn, void *ctx)
 {
 	set_pending(o, p, false);
 	uint64_t d = time > p->time ? time - p->time : 0;
@@ -328,7 +339,8 @@ static void deliver(struct tally_offcpu *o, struct pend *p, uint64_t time, uint3
 	fn(ctx, &r);
 }
 
-void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32_t cpu, tally_rec_fn fn, void *ctx)
+void tally_offcpu_in(struct tally_offcpu *o, uint32_t tid, uint64_t time, uint32_t cpu,
+		     tally_rec_fn fn, void *ctx)
 {
 	if (!tid)
 		return; /* the idle task */
@@ -380,10 +392,12 @@ int tally_offcpu_parse_mech(const char *s, enum tally_offcpu_mech *out)
 			*out = (enum tally_offcpu_mech)i;
 			return 0;
 		}
-	return tally_seterr(-EINVAL, "unknown off-CPU mechanism '%s' (known: auto, bpf, tracepoint)", s);
+	return tally_seterr(-EINVAL,
+			    "unknown off-CPU mechanism '%s' (known: auto, bpf, tracepoint)", s);
 }
 
-void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time, tally_rec_fn fn, void *ctx)
+void tally_offcpu_add(struct tally_offcpu *o, const struct tally_offcpu_entry *e, uint64_t time,
+		      tally_rec_fn fn, void *ctx)
 {
 	if (!e->count || !e->ns || !e->nips || !e->ips[0] || !e->tid) {
 		/* nothing to put anywhere: counted, never silently lost */

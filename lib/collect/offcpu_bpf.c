@@ -99,7 +99,8 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 	b->skel->rodata->cgroup_id = opts->cgroup_id;
 	b->skel->rodata->min_ns = opts->min_ns;
 	b->skel->rodata->callchain = opts->callchain;
-	b->skel->rodata->slice_len = opts->callchain ? (opts->slice_len < OB_SLICE ? opts->slice_len : OB_SLICE) : 0;
+	b->skel->rodata->slice_len =
+		opts->callchain ? (opts->slice_len < OB_SLICE ? opts->slice_len : OB_SLICE) : 0;
 	if (!opts->callchain) {
 		/* no stack ids without call graphs: keep the stack maps small */
 		bpf_map__set_max_entries(b->skel->maps.stacks0, 1);
@@ -112,8 +113,8 @@ int tally_offcpu_bpf_open(struct tally_offcpu_bpf **out, const struct tally_offc
 		ret = tally_bpf_error(ret, "load", "off-CPU");
 		goto fail;
 	}
-	tally_bpf_drain_init(&b->waits, bpf_map__fd(b->skel->maps.waits), sizeof(struct ob_key), sizeof(struct ob_val), BATCH,
-			     "off-CPU BPF map");
+	tally_bpf_drain_init(&b->waits, bpf_map__fd(b->skel->maps.waits), sizeof(struct ob_key),
+			     sizeof(struct ob_val), BATCH, "off-CPU BPF map");
 	b->starts_fd = bpf_map__fd(b->skel->maps.starts);
 	b->stacks_fd[0] = bpf_map__fd(b->skel->maps.stacks0);
 	b->stacks_fd[1] = bpf_map__fd(b->skel->maps.stacks1);
@@ -172,7 +173,8 @@ static uint32_t stack_frames(struct tally_offcpu_bpf *b, uint32_t epoch, int32_t
 			return 0;
 		while (n < OB_MAX_STACK && ips[n])
 			n++;
-		if (epoch == b->epoch && !(b->seen[(uint32_t)id / 8 % (OB_STACKS / 8)] & 1u << (id % 8))) {
+		if (epoch == b->epoch &&
+		    !(b->seen[(uint32_t)id / 8 % (OB_STACKS / 8)] & 1u << (id % 8))) {
 			b->seen[(uint32_t)id / 8 % (OB_STACKS / 8)] |= (uint8_t)(1u << (id % 8));
 			if (++b->nseen >= OB_STACKS / 8)
 				b->turn_due = true;
@@ -186,19 +188,27 @@ static uint32_t stack_frames(struct tally_offcpu_bpf *b, uint32_t epoch, int32_t
 	return ks->nips;
 }
 
-static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const struct ob_key *k, uint64_t ns,
-		      uint64_t count, uint64_t time, tally_rec_fn fn, void *ctx)
+static void add_entry(struct tally_offcpu_bpf *b, struct tally_offcpu *o, const struct ob_key *k,
+		      uint64_t ns, uint64_t count, uint64_t time, tally_rec_fn fn, void *ctx)
 {
 	struct tally_offcpu_entry e = {
-		.tgid = k->tgid, .tid = k->tid, .preempted = k->preempted != 0, .kernel = k->kernel != 0,
-		.chain = b->o.callchain, .ns = ns, .count = count, .ips = b->ips, .nips = 0,
+		.tgid = k->tgid,
+		.tid = k->tid,
+		.preempted = k->preempted != 0,
+		.kernel = k->kernel != 0,
+		.chain = b->o.callchain,
+		.ns = ns,
+		.count = count,
+		.ips = b->ips,
+		.nips = 0,
 	};
 	int32_t id = k->kernel ? k->kstack : k->ustack;
 	if (id >= 0) {
 		e.nips = stack_frames(b, k->epoch, id, b->ips);
 		struct ob_slice_key sk = { .tgid = k->tgid, .slice = k->slice };
 		if (k->slice && !k->kernel && e.nips) {
-			if (!bpf_map_lookup_elem(b->slices_fd, &sk, &b->slice) && b->slice.ip == b->ips[0]) {
+			if (!bpf_map_lookup_elem(b->slices_fd, &sk, &b->slice) &&
+			    b->slice.ip == b->ips[0]) {
 				/* bp, sp, ip: the order of tally_unwind_fp_regs_mask's bits */
 				b->slice_regs[0] = b->slice.bp;
 				b->slice_regs[1] = b->slice.sp;
@@ -237,8 +247,8 @@ static void take_waits(void *ctx, const void *keys, const void *vals, size_t n)
 }
 
 /* The tasks still off the CPU: each counted up to end, then forgotten. */
-static int drain_starts(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, uint64_t end, tally_rec_fn fn,
-			void *ctx)
+static int drain_starts(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time,
+			uint64_t end, tally_rec_fn fn, void *ctx)
 {
 	int n = 0;
 	ob_u32 tid;
@@ -290,7 +300,9 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 	ob_u32 tid, at;
 	struct ob_start st;
 	bool first = true;
-	for (size_t guard = 0; guard < most && !bpf_map_get_next_key(b->starts_fd, first ? NULL : &at, &tid); guard++) {
+	for (size_t guard = 0;
+	     guard < most && !bpf_map_get_next_key(b->starts_fd, first ? NULL : &at, &tid);
+	     guard++) {
 		first = false;
 		at = tid;
 		if (bpf_map_lookup_elem(b->starts_fd, &tid, &st) || st.key.epoch == b->epoch)
@@ -305,7 +317,8 @@ static void turn_begin(struct tally_offcpu_bpf *b, struct kept *next)
 	for (size_t i = 0; i < nkeys; i++) {
 		if (i && keys[i] == keys[i - 1])
 			continue;
-		uint32_t n = stack_frames(b, (uint32_t)(keys[i] >> 32), (int32_t)(uint32_t)keys[i], b->ips);
+		uint32_t n = stack_frames(b, (uint32_t)(keys[i] >> 32), (int32_t)(uint32_t)keys[i],
+					  b->ips);
 		if (!n)
 			continue;
 		GROW(next->v, next->alloc, next->n + 1);
@@ -339,8 +352,8 @@ static void turn_end(struct tally_offcpu_bpf *b, struct kept *next)
 	b->turnovers++;
 }
 
-int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time, bool flush, uint64_t end,
-			   tally_rec_fn fn, void *ctx)
+int tally_offcpu_bpf_drain(struct tally_offcpu_bpf *b, struct tally_offcpu *o, uint64_t time,
+			   bool flush, uint64_t end, tally_rec_fn fn, void *ctx)
 {
 	struct waits_ctx w = { b, o, time, fn, ctx };
 	if (b->o.callchain && b->turn_due && !b->old_live)

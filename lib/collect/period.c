@@ -82,7 +82,8 @@ void period_hist_open(struct period_hist *h, uint64_t period)
 	}
 }
 
-void period_hist_set(struct period_hist *h, uint64_t since, uint64_t p, uint64_t count, bool carried)
+void period_hist_set(struct period_hist *h, uint64_t since, uint64_t p, uint64_t count,
+		     bool carried)
 {
 	/* the time after the change: a sample before it had the old period, and
 	 * the new one cannot fire sooner than one period after the change */
@@ -162,8 +163,8 @@ static void keep_interval(struct periods *p, struct period_stats *s, uint64_t d)
 	}
 }
 
-uint64_t periods_weigh(struct periods *p, struct period_hist *h, const struct tally_rec *r, bool reached,
-		       bool time_based)
+uint64_t periods_weigh(struct periods *p, struct period_hist *h, const struct tally_rec *r,
+		       bool reached, bool time_based)
 {
 	struct period_stats *s = &p->ps[r->event];
 	/* what the sample stands for: a timer event (cpu-clock, task-clock) keeps
@@ -181,7 +182,8 @@ uint64_t periods_weigh(struct periods *p, struct period_hist *h, const struct ta
 	stats_add(s, weight, 1, reached);
 	uint64_t mean = r->cpu < (uint32_t)p->ncpus ? *periods_cpu(p, (int)r->cpu, r->event) : 0;
 	if (mean && time_based) {
-		struct last_sample *l = &p->last[(size_t)r->cpu * (size_t)p->nevents + (size_t)r->event];
+		struct last_sample *l =
+			&p->last[(size_t)r->cpu * (size_t)p->nevents + (size_t)r->event];
 		uint64_t d = r->time - l->time;
 		/* only back-to-back samples of a running thread: no sleeps, no migrations */
 		if (l->time && l->tid == r->tid && r->time > l->time && d < mean * 3 / 2)

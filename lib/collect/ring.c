@@ -37,7 +37,9 @@ void rings_release(struct rings *rs)
 void rings_add(struct rings *rs, int fd, int cpu, void *base)
 {
 	GROW(rs->v, rs->alloc, rs->n + 1);
-	rs->v[rs->n++] = (struct ring){ .fd = fd, .base = base, .size = rs->pagesz + rs->data_size, .cpu = cpu };
+	rs->v[rs->n++] = (struct ring){
+		.fd = fd, .base = base, .size = rs->pagesz + rs->data_size, .cpu = cpu
+	};
 }
 
 int rings_map(struct rings *rs, int fd, int cpu)
@@ -47,8 +49,10 @@ int rings_map(struct rings *rs, int fd, int cpu)
 	if (m == MAP_FAILED) {
 		int e = errno;
 		if (e == EPERM || e == ENOMEM)
-			return tally_seterr(-e, "cannot map a %zu KiB ring buffer: %s (raise kernel.perf_event_mlock_kb or 'ulimit -l')",
-					    len / 1024, strerror(e));
+			return tally_seterr(
+				-e,
+				"cannot map a %zu KiB ring buffer: %s (raise kernel.perf_event_mlock_kb or 'ulimit -l')",
+				len / 1024, strerror(e));
 		return tally_seterr(-e, "cannot map a ring buffer: %s", strerror(e));
 	}
 	rings_add(rs, fd, cpu, m);
@@ -67,7 +71,8 @@ bool rings_pending(const struct rings *rs)
 
 /* Copies len bytes of ring r from position pos to dst (across the end of
  * the ring's data, back to its start). */
-static void ring_copy(const struct rings *rs, const struct ring *r, uint64_t pos, size_t len, char *dst)
+static void ring_copy(const struct rings *rs, const struct ring *r, uint64_t pos, size_t len,
+		      char *dst)
 {
 	const char *data = (const char *)r->base + rs->pagesz;
 	size_t start = (size_t)(pos % rs->data_size);
@@ -133,7 +138,8 @@ bool rings_read(struct rings *rs, rings_ask_fn ask, void *ctx)
 			rs->runs[run++] = rs->nrefs; /* now an index into refs */
 		const struct perf_event_header *h = (const void *)(rs->stage + off);
 		if (h->size < sizeof(*h) || off + h->size > rs->stage_len)
-			break; /* cannot happen with a sane kernel; never read past what we copied */
+			/* cannot happen with a sane kernel; never read past what we copied */
+			break;
 		uint64_t t = 0;
 		if (h->type == PERF_RECORD_SAMPLE && h->size >= sizeof(*h) + 32)
 			t = ((const uint64_t *)(h + 1))[3];
@@ -192,10 +198,13 @@ static void merge_runs(struct rings *rs)
 	while (k > 1) {
 		size_t nk = 0;
 		for (size_t r = 0; r < k; r += 2) {
-			size_t a = rs->runs[r], mid = rs->runs[r + 1 <= k ? r + 1 : k], end = r + 2 <= k ? rs->runs[r + 2] : mid;
+			size_t a = rs->runs[r], mid = rs->runs[r + 1 <= k ? r + 1 : k],
+			       end = r + 2 <= k ? rs->runs[r + 2] : mid;
 			size_t i = a, j = mid, o = a;
 			while (i < mid && j < end)
-				rs->tmp[o++] = cmp_ref(&rs->refs[j], &rs->refs[i]) < 0 ? rs->refs[j++] : rs->refs[i++];
+				rs->tmp[o++] = cmp_ref(&rs->refs[j], &rs->refs[i]) < 0
+						       ? rs->refs[j++]
+						       : rs->refs[i++];
 			while (i < mid)
 				rs->tmp[o++] = rs->refs[i++];
 			while (j < end)
@@ -242,18 +251,21 @@ static const void *ring_at(struct rings *rs, const struct ring *r, uint64_t pos,
 	return rs->peek_buf;
 }
 
-bool rings_look(struct rings *rs, double since, rings_ask_fn ask, void *ctx, bool *asked, double *fill_s)
+bool rings_look(struct rings *rs, double since, rings_ask_fn ask, void *ctx, bool *asked,
+		double *fill_s)
 {
 	*fill_s = HUGE_VAL;
 	for (size_t i = 0; i < rs->n; i++) {
 		struct ring *r = &rs->v[i];
 		const struct perf_event_mmap_page *meta = r->base;
-		uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE), tail = meta->data_tail;
+		uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE),
+			 tail = meta->data_tail;
 		if (head - tail >= rs->data_size / 4)
 			return true;
 		uint64_t pos = r->peeked > tail ? r->peeked : tail;
 		if (head > pos && since > 0) {
-			double t = (double)(rs->data_size - (head - tail)) * since / (double)(head - pos);
+			double t = (double)(rs->data_size - (head - tail)) * since /
+				   (double)(head - pos);
 			if (t < *fill_s)
 				*fill_s = t;
 		}
@@ -262,7 +274,8 @@ bool rings_look(struct rings *rs, double since, rings_ask_fn ask, void *ctx, boo
 			memcpy(&h, ring_at(rs, r, pos, sizeof(h)), sizeof(h));
 			if (h.size < sizeof(h) || h.size > head - pos)
 				return true; /* cannot be: the round reads it as it can */
-			if (h.type != PERF_RECORD_SAMPLE && ask(ctx, ring_at(rs, r, pos, h.size))) { /* no copy for a sample */
+			/* no copy for a sample */
+			if (h.type != PERF_RECORD_SAMPLE && ask(ctx, ring_at(rs, r, pos, h.size))) {
 				*asked = true;
 				return true;
 			}

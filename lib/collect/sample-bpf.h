@@ -80,7 +80,8 @@ struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int e
  * place whose count grew, by how much. Reads the tables in tally's memory,
  * without a system call. 0, or -errno with tally_seterr (the entries read so
  * far are in *n). */
-int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n);
+int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys,
+			   const struct sb_val **vals, size_t *n);
 /* Ends a drain: the entries taken[k] (all when taken is NULL) are taken, the
  * others left in the tables for a later drain (their counts grow on there).
  * A table about to be emptied is taken whole: its entries are set in taken.

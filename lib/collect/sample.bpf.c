@@ -41,8 +41,8 @@ struct {
 
 static __always_inline int holds(const struct sb_place *p, const struct sb_key *k)
 {
-	return p->ready && p->key.ip == k->ip && p->key.tgid == k->tgid && p->key.event == k->event &&
-	       p->key.kernel == k->kernel;
+	return p->ready && p->key.ip == k->ip && p->key.tgid == k->tgid &&
+	       p->key.event == k->event && p->key.kernel == k->kernel;
 }
 
 /* the place of k in the active table, claimed if new there; NULL when it is full */

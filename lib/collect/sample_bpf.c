@@ -69,7 +69,8 @@ int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based,
 {
 	*out = NULL;
 	if (nevents > SB_MAX_EVENTS)
-		return tally_seterr(-EINVAL, "the sampling BPF program counts at most %d events", SB_MAX_EVENTS);
+		return tally_seterr(-EINVAL, "the sampling BPF program counts at most %d events",
+				    SB_MAX_EVENTS);
 	tally_bpf_log_begin();
 	struct tally_sample_bpf *b = xcalloc(1, sizeof(*b));
 	int ret;
@@ -87,8 +88,8 @@ int tally_sample_bpf_open(struct tally_sample_bpf **out, const bool *time_based,
 	}
 	b->seen = xcalloc(2 * SB_PLACES, sizeof(*b->seen));
 	b->retire = -1;
-	struct bpf_program *progs[SB_MAX_EVENTS] = { b->skel->progs.count0, b->skel->progs.count1, b->skel->progs.count2,
-						     b->skel->progs.count3 };
+	struct bpf_program *progs[SB_MAX_EVENTS] = { b->skel->progs.count0, b->skel->progs.count1,
+						     b->skel->progs.count2, b->skel->progs.count3 };
 	for (int i = 0; i < SB_MAX_EVENTS; i++)
 		b->prog_fd[i] = bpf_program__fd(progs[i]);
 	*out = b;
@@ -101,9 +102,12 @@ fail:
 int tally_sample_bpf_attach(struct tally_sample_bpf *b, int perf_fd, int ev)
 {
 	if (ev < 0 || ev >= SB_MAX_EVENTS)
-		return tally_seterr(-EINVAL, "the sampling BPF program counts at most %d events", SB_MAX_EVENTS);
+		return tally_seterr(-EINVAL, "the sampling BPF program counts at most %d events",
+				    SB_MAX_EVENTS);
 	if (ioctl(perf_fd, PERF_EVENT_IOC_SET_BPF, b->prog_fd[ev]) < 0)
-		return tally_seterr(-errno, "cannot attach the sampling BPF program to a perf event: %s", strerror(errno));
+		return tally_seterr(-errno,
+				    "cannot attach the sampling BPF program to a perf event: %s",
+				    strerror(errno));
 	return 0;
 }
 
@@ -114,8 +118,8 @@ struct sb_slot *tally_sample_bpf_slot(struct tally_sample_bpf *b, int cpu, int e
 	return &b->skel->bss->slots[cpu * SB_MAX_EVENTS + ev];
 }
 
-static void take(struct tally_sample_bpf *b, const struct sb_place *p, const struct seen *was, struct seen now,
-		 uint32_t slot)
+static void take(struct tally_sample_bpf *b, const struct sb_place *p, const struct seen *was,
+		 struct seen now, uint32_t slot)
 {
 	if (b->n == b->alloc) {
 		b->alloc = b->alloc ? 2 * b->alloc : 1024;
@@ -174,7 +178,8 @@ uint64_t tally_sample_bpf_emptied(const struct tally_sample_bpf *b)
 	return b->emptied;
 }
 
-int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys, const struct sb_val **vals, size_t *n)
+int tally_sample_bpf_drain(struct tally_sample_bpf *b, const struct sb_key **keys,
+			   const struct sb_val **vals, size_t *n)
 {
 	b->n = 0;
 	scan(b, 0);

@@ -91,8 +91,10 @@ void tally_watch_bpf_forget(struct tally_watch_bpf *w)
 int tally_watch_bpf_close(struct tally_watch_bpf *w, const struct wb_file *f)
 {
 	wb_u32 one = 1;
-	if (bpf_map__update_elem(w->skel->maps.close_watch, f, sizeof(*f), &one, sizeof(one), BPF_ANY) < 0)
-		return tally_seterr(-errno, "cannot ask the exec watch to tell of a program: %s", strerror(errno));
+	if (bpf_map__update_elem(w->skel->maps.close_watch, f, sizeof(*f), &one, sizeof(one),
+				 BPF_ANY) < 0)
+		return tally_seterr(-errno, "cannot ask the exec watch to tell of a program: %s",
+				    strerror(errno));
 	return 0;
 }
 

@@ -21,10 +21,11 @@ static const struct {
 	const char *name;
 	enum tally_ctl_op op;
 } commands[] = {
-	{ "start", TALLY_CTL_START },	  { "stop", TALLY_CTL_STOP },   { "clear", TALLY_CTL_CLEAR },
-	{ "startclr", TALLY_CTL_STARTCLR }, { "flush", TALLY_CTL_FLUSH }, { "epoch", TALLY_CTL_EPOCH },
-	{ "status", TALLY_CTL_STATUS },   { "cpus", TALLY_CTL_CPUS },   { "drain", TALLY_CTL_DRAIN },
-	{ "peek", TALLY_CTL_PEEK },
+	{ "start", TALLY_CTL_START },   { "stop", TALLY_CTL_STOP },
+	{ "clear", TALLY_CTL_CLEAR },   { "startclr", TALLY_CTL_STARTCLR },
+	{ "flush", TALLY_CTL_FLUSH },   { "epoch", TALLY_CTL_EPOCH },
+	{ "status", TALLY_CTL_STATUS }, { "cpus", TALLY_CTL_CPUS },
+	{ "drain", TALLY_CTL_DRAIN },   { "peek", TALLY_CTL_PEEK },
 };
 
 void tally_ctl_req_release(struct tally_ctl_req *req)
@@ -52,7 +53,8 @@ int tally_ctl_parse(int argc, char *const *argv, int ncpus, struct tally_ctl_req
 	req->op = commands[i].op;
 	if (req->op != TALLY_CTL_CPUS) {
 		if (argc > 1)
-			return tally_seterr(-EINVAL, "usage: %s (it takes no arguments)", commands[i].name);
+			return tally_seterr(-EINVAL, "usage: %s (it takes no arguments)",
+					    commands[i].name);
 		return 0;
 	}
 	/* cpus LIST|all on|off [freq HZ|period N] */
@@ -125,22 +127,31 @@ void tally_ctl_frame(struct strbuf *out, bool ok, const char *body, size_t len)
 	strbuf_add(out, body, len);
 }
 
-int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr, size_t *body_len)
+int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *ok, size_t *hdr,
+			   size_t *body_len)
 {
 	const char *nl = memchr(buf, '\n', len > 64 ? 64 : len);
 	if (!nl)
-		return len > 64 ? tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what)
-				: 1;
+		return len > 64
+			       ? tally_seterr(
+					 -EPROTO,
+					 "'%s' answered something that is not a tally daemon's reply",
+					 what)
+			       : 1;
 	bool isok = (size_t)(nl - buf) > 3 && !memcmp(buf, "ok ", 3);
 	bool iserr = (size_t)(nl - buf) > 6 && !memcmp(buf, "error ", 6);
 	const char *num = isok ? buf + 3 : buf + 6;
 	if (!isok && !iserr)
-		return tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what);
+		return tally_seterr(-EPROTO,
+				    "'%s' answered something that is not a tally daemon's reply",
+				    what);
 	uint64_t l = 0;
 	bool huge = false;
 	for (const char *d = num; d < nl; d++) {
 		if (!isdigit((unsigned char)*d))
-			return tally_seterr(-EPROTO, "'%s' answered something that is not a tally daemon's reply", what);
+			return tally_seterr(
+				-EPROTO,
+				"'%s' answered something that is not a tally daemon's reply", what);
 		if (l > (UINT64_MAX - 9) / 10)
 			huge = true;
 		else
@@ -150,8 +161,10 @@ int tally_ctl_reply_header(const char *buf, size_t len, const char *what, bool *
 	if (huge || l > max) {
 		/* the number as sent (digits only, checked above) */
 		int nd = (int)(nl - num) > 40 ? 40 : (int)(nl - num);
-		return tally_seterr(-EPROTO, "'%s' announced a reply of %.*s%s bytes, more than the %llu a%s reply may hold: it is not a tally daemon's reply",
-				    what, nd, num, nl - num > 40 ? "..." : "", max, isok ? "" : "n error");
+		return tally_seterr(
+			-EPROTO,
+			"'%s' announced a reply of %.*s%s bytes, more than the %llu a%s reply may hold: it is not a tally daemon's reply",
+			what, nd, num, nl - num > 40 ? "..." : "", max, isok ? "" : "n error");
 	}
 	*ok = isok;
 	*hdr = (size_t)(nl - buf) + 1;
@@ -182,26 +195,36 @@ static int wait_fd(int fd, short events, double timeout)
 	}
 }
 
-int tally_ctl_call(const char *path, const char *request, double timeout, bool *ok, struct strbuf *body)
+int tally_ctl_call(const char *path, const char *request, double timeout, bool *ok,
+		   struct strbuf *body)
 {
 	struct sockaddr_un sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return tally_seterr(-ENAMETOOLONG, "socket path '%s' is longer than %zu bytes (use a shorter --socket)", path,
-				    sizeof(sa.sun_path) - 1);
+		return tally_seterr(
+			-ENAMETOOLONG,
+			"socket path '%s' is longer than %zu bytes (use a shorter --socket)", path,
+			sizeof(sa.sun_path) - 1);
 	memcpy(sa.sun_path, path, strlen(path));
 	struct stat st;
 	if (stat(path, &st) < 0) {
 		if (errno == ENOENT)
-			return tally_seterr(-ENOENT, "no daemon socket at '%s' (start one with 'tally daemon --db DIR', or name it with --db or --socket)",
-					    path);
+			return tally_seterr(
+				-ENOENT,
+				"no daemon socket at '%s' (start one with 'tally daemon --db DIR', or name it with --db or --socket)",
+				path);
 		if (errno == EACCES)
-			return tally_seterr(-EACCES, "permission denied on '%s': the daemon belongs to another user", path);
+			return tally_seterr(
+				-EACCES,
+				"permission denied on '%s': the daemon belongs to another user",
+				path);
 		return tally_seterr(-errno, "cannot reach '%s': %s", path, strerror(errno));
 	}
 	if (!S_ISSOCK(st.st_mode))
-		return tally_seterr(-ENOTSOCK, "'%s' is not a socket (name the daemon's socket with --socket)", path);
+		return tally_seterr(-ENOTSOCK,
+				    "'%s' is not a socket (name the daemon's socket with --socket)",
+				    path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return tally_seterr(-errno, "cannot create a socket: %s", strerror(errno));
@@ -217,16 +240,24 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			/* the daemon's backlog is full (a Unix socket says so at once and
 			 * never tells when there is room): try again, at uneven intervals */
 			if (tally_now_mono() >= give_up) {
-				ret = tally_seterr(-ETIMEDOUT, "the daemon at '%s' did not accept the connection within %.0f s", path, timeout);
+				ret = tally_seterr(
+					-ETIMEDOUT,
+					"the daemon at '%s' did not accept the connection within %.0f s",
+					path, timeout);
 				goto out;
 			}
 			usleep(1000 * (2 + attempt % 7));
 			continue;
 		}
 		if (e == ECONNREFUSED)
-			ret = tally_seterr(-e, "no daemon listens on '%s' (it is not running: start it with 'tally daemon')", path);
+			ret = tally_seterr(
+				-e,
+				"no daemon listens on '%s' (it is not running: start it with 'tally daemon')",
+				path);
 		else if (e == EACCES || e == EPERM)
-			ret = tally_seterr(-e, "permission denied on '%s': the daemon belongs to another user", path);
+			ret = tally_seterr(
+				-e, "permission denied on '%s': the daemon belongs to another user",
+				path);
 		else if (e)
 			ret = tally_seterr(-e, "cannot connect to '%s': %s", path, strerror(e));
 		if (ret)
@@ -241,7 +272,10 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 		ssize_t n = send(fd, req.buf + off, req.len - off, MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 			if (errno == EAGAIN && wait_fd(fd, POLLOUT, timeout) <= 0) {
-				ret = tally_seterr(-ETIMEDOUT, "the daemon at '%s' did not take the request within %.0f s", path, timeout);
+				ret = tally_seterr(
+					-ETIMEDOUT,
+					"the daemon at '%s' did not take the request within %.0f s",
+					path, timeout);
 				break;
 			}
 			continue;
@@ -263,7 +297,9 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 	while (!closed && (want == SIZE_MAX || in.len < hdr + want)) {
 		int w = wait_fd(fd, POLLIN, timeout);
 		if (w <= 0) {
-			ret = tally_seterr(-ETIMEDOUT, "the daemon at '%s' did not answer within %.0f s", path, timeout);
+			ret = tally_seterr(-ETIMEDOUT,
+					   "the daemon at '%s' did not answer within %.0f s", path,
+					   timeout);
 			break;
 		}
 		/* no more than the rest of the reply, so that a reply never grows past its bound */
@@ -272,14 +308,16 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 			room = 65536;
 		int g = strbuf_grow(&in, room);
 		if (g) {
-			ret = tally_seterr(g, "cannot read the answer of '%s': %s", path, strerror(-g));
+			ret = tally_seterr(g, "cannot read the answer of '%s': %s", path,
+					   strerror(-g));
 			break;
 		}
 		ssize_t n = recv(fd, in.buf + in.len, room, 0);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (n < 0) {
-			ret = tally_seterr(-errno, "cannot read from '%s': %s", path, strerror(errno));
+			ret = tally_seterr(-errno, "cannot read from '%s': %s", path,
+					   strerror(errno));
 			break;
 		}
 		if (n == 0)
@@ -298,9 +336,13 @@ int tally_ctl_call(const char *path, const char *request, double timeout, bool *
 	}
 	if (!ret && (want == SIZE_MAX || in.len < hdr + want)) {
 		if (send_err)
-			ret = tally_seterr(-send_err, "cannot send to '%s': %s", path, strerror(send_err));
+			ret = tally_seterr(-send_err, "cannot send to '%s': %s", path,
+					   strerror(send_err));
 		else
-			ret = tally_seterr(-EPROTO, "the daemon at '%s' closed the connection before its whole answer (see its log)", path);
+			ret = tally_seterr(
+				-EPROTO,
+				"the daemon at '%s' closed the connection before its whole answer (see its log)",
+				path);
 	}
 	if (!ret)
 		strbuf_add(body, in.buf + hdr, want);

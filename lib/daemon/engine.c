@@ -107,7 +107,8 @@ static void watch_memory(struct tally_daemon *d)
 		d->last_early = now;
 		if (!d->write_error && tally_daemon_flush(d, "memory", NULL) == 0) {
 			d->early_flushes++;
-			dmn_log(d, "flushed early: memory reached %.0f%% of --max-memory", 100.0 * (double)used / (double)d->max_memory);
+			dmn_log(d, "flushed early: memory reached %.0f%% of --max-memory",
+				100.0 * (double)used / (double)d->max_memory);
 		} else if (used >= d->max_memory / 10 * 9) {
 			uint64_t n = dmn_agg_samples(d);
 			d->samples_total += n;
@@ -115,8 +116,10 @@ static void watch_memory(struct tally_daemon *d)
 			d->dropped += n;
 			tally_agg_reset(d->agg);
 			d->delta_start = tally_now_wall();
-			dmn_log(d, "dropped %" PRIu64 " sample%s: writing is stopped and memory is at --max-memory", n,
-				      n == 1 ? "" : "s");
+			dmn_log(d,
+				"dropped %" PRIu64
+				" sample%s: writing is stopped and memory is at --max-memory",
+				n, n == 1 ? "" : "s");
 		}
 		tally_agg_release_unwind(d->agg);
 		used = dmn_memory_used(d);
@@ -126,8 +129,9 @@ static void watch_memory(struct tally_daemon *d)
 		char a[32], b[32];
 		tally_format_size(used, a, sizeof(a));
 		tally_format_size(d->max_memory, b, sizeof(b));
-		dmn_log(d, "memory is %s even after a flush, above --max-memory %s: the processes it follows need more (raise the limit)",
-			      a, b);
+		dmn_log(d,
+			"memory is %s even after a flush, above --max-memory %s: the processes it follows need more (raise the limit)",
+			a, b);
 		d->memory_warned = true;
 	}
 }
@@ -148,9 +152,13 @@ static int prepare_db(struct tally_daemon *d, const char *arg)
 		d->created_db = true;
 	} else {
 		if (!S_ISDIR(st.st_mode))
-			return tally_seterr(-ENOTDIR, "'%s' exists and is not a directory (choose another --db)", arg);
+			return tally_seterr(
+				-ENOTDIR,
+				"'%s' exists and is not a directory (choose another --db)", arg);
 		if (st.st_uid != geteuid())
-			return tally_seterr(-EPERM, "'%s' belongs to uid %d, not to you (choose another --db)", arg, (int)st.st_uid);
+			return tally_seterr(
+				-EPERM, "'%s' belongs to uid %d, not to you (choose another --db)",
+				arg, (int)st.st_uid);
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/session", arg);
 		bool recorded = access(p.buf, F_OK) == 0;
@@ -159,7 +167,10 @@ static int prepare_db(struct tally_daemon *d, const char *arg)
 		bool ours = access(p.buf, F_OK) == 0;
 		strbuf_release(&p);
 		if (recorded)
-			return tally_seterr(-EEXIST, "'%s' is a database written by 'tally record' (choose another --db)", arg);
+			return tally_seterr(
+				-EEXIST,
+				"'%s' is a database written by 'tally record' (choose another --db)",
+				arg);
 		if (!ours) {
 			DIR *dir = opendir(arg);
 			bool empty = true;
@@ -170,7 +181,10 @@ static int prepare_db(struct tally_daemon *d, const char *arg)
 			if (dir)
 				closedir(dir);
 			if (!empty)
-				return tally_seterr(-EEXIST, "'%s' is not empty and not a daemon database (choose another --db)", arg);
+				return tally_seterr(
+					-EEXIST,
+					"'%s' is not empty and not a daemon database (choose another --db)",
+					arg);
 		}
 	}
 	/* other users may not read the profiles */
@@ -202,8 +216,10 @@ static int take_lock(struct tally_daemon *d)
 		buf[strcspn(buf, "\n")] = '\0';
 		close(fd);
 		if (e == EWOULDBLOCK)
-			return tally_seterr(-EBUSY, "database '%s' is in use by tally daemon pid %s (one daemon per database: stop it with 'kill %s', or use another --db)",
-					    d->db, *buf ? buf : "?", *buf ? buf : "PID");
+			return tally_seterr(
+				-EBUSY,
+				"database '%s' is in use by tally daemon pid %s (one daemon per database: stop it with 'kill %s', or use another --db)",
+				d->db, *buf ? buf : "?", *buf ? buf : "PID");
 		return tally_seterr(-e, "cannot lock '%s': %s", d->pidfile, strerror(e));
 	}
 	d->lockfd = fd;
@@ -217,7 +233,8 @@ static void write_pid(struct tally_daemon *d, pid_t pid)
 	if (ftruncate(d->lockfd, 0) < 0 || pwrite(d->lockfd, buf, (size_t)n, 0) != n)
 		dmn_log(d, "cannot write '%s': %s", d->pidfile, strerror(errno));
 	/* a pid is no profile: readable by others, as pid files are */
-	if (d->pidfile_extra && tally_write_file_atomic_mode(d->pidfile_extra, buf, (size_t)n, 0644))
+	if (d->pidfile_extra &&
+	    tally_write_file_atomic_mode(d->pidfile_extra, buf, (size_t)n, 0644))
 		dmn_log(d, "%s", tally_errmsg());
 }
 
@@ -244,7 +261,8 @@ static int event_loop(struct tally_daemon *d)
 		return tally_seterr(-errno, "cannot set up the event loop: %s", strerror(errno));
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->listenfd };
 	struct epoll_event wv = { .events = EPOLLIN, .data.ptr = &d->wake[0] };
-	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listenfd, &ev) < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wake[0], &wv) < 0)
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listenfd, &ev) < 0 ||
+	    epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wake[0], &wv) < 0)
 		return tally_seterr(-errno, "cannot set up the event loop: %s", strerror(errno));
 	return 0;
 }
@@ -253,7 +271,8 @@ int tally_daemon_new(struct tally_daemon **out, const struct tally_daemon_opts *
 {
 	*out = NULL;
 	if (!o->smp || !o->smp->nev)
-		return tally_seterr(-EINVAL, "no sampling settings for the daemon (resolve them first)");
+		return tally_seterr(-EINVAL,
+				    "no sampling settings for the daemon (resolve them first)");
 	struct tally_daemon *d = xcalloc(1, sizeof(*d));
 	d->lockfd = d->listenfd = d->epfd = -1;
 	d->wake[0] = d->wake[1] = -1;
@@ -324,7 +343,9 @@ const char *tally_daemon_db(const struct tally_daemon *d)
 
 const char *tally_daemon_sample_mech(const struct tally_daemon *d)
 {
-	return tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF ? "counted in the kernel (bpf)" : "through the ring buffers";
+	return tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF
+		       ? "counted in the kernel (bpf)"
+		       : "through the ring buffers";
 }
 
 const char *tally_daemon_socket(const struct tally_daemon *d)
@@ -332,14 +353,17 @@ const char *tally_daemon_socket(const struct tally_daemon *d)
 	return d->sock;
 }
 
-int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col, char **warning)
+int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tally_collector *col,
+		       char **warning)
 {
 	if (warning)
 		*warning = NULL;
 	if (d->started || d->agg)
 		return tally_seterr(-EINVAL, "the daemon was started already");
 	if (agg->nevents != d->smp->nev)
-		return tally_seterr(-EINVAL, "the aggregate counts %d events, the sampling settings %d", agg->nevents, d->smp->nev);
+		return tally_seterr(-EINVAL,
+				    "the aggregate counts %d events, the sampling settings %d",
+				    agg->nevents, d->smp->nev);
 	d->agg = agg;
 	d->col = col;
 	/* one process's JIT sources may take at most a quarter of --max-memory (of
@@ -351,7 +375,8 @@ int tally_daemon_begin(struct tally_daemon *d, struct tally_agg *agg, struct tal
 	d->db_bytes = dmn_db_bytes(d);
 	if (dmn_begin_epoch(d, d->wall_start) && warning) {
 		struct strbuf w = STRBUF_INIT;
-		strbuf_addf(&w, "%s (collecting all the same; writing is retried every flush)", tally_errmsg());
+		strbuf_addf(&w, "%s (collecting all the same; writing is retried every flush)",
+			    tally_errmsg());
 		*warning = strbuf_detach(&w);
 	}
 	dmn_prune(d, d->wall_start);
@@ -389,7 +414,8 @@ int tally_daemon_start(struct tally_daemon *d, char **warning)
 		d->rec = NULL;
 		return r;
 	}
-	return tally_daemon_begin(d, tally_recording_agg(d->rec), tally_recording_collector(d->rec), warning);
+	return tally_daemon_begin(d, tally_recording_agg(d->rec), tally_recording_collector(d->rec),
+				  warning);
 }
 
 void tally_daemon_wake(struct tally_daemon *d)
@@ -423,7 +449,8 @@ static void watch_db(struct tally_daemon *d)
 		return;
 	d->last_db_look = now;
 	struct stat st;
-	if (stat(d->db, &st) == 0 ? st.st_dev == d->db_dev && st.st_ino == d->db_ino : errno != ENOENT && errno != ENOTDIR)
+	if (stat(d->db, &st) == 0 ? st.st_dev == d->db_dev && st.st_ino == d->db_ino
+				  : errno != ENOENT && errno != ENOTDIR)
 		return;
 	d->db_gone = true;
 	dmn_log(d, "the database directory '%s' was removed or moved: stopping", d->db);
@@ -439,7 +466,9 @@ void tally_daemon_step(struct tally_daemon *d, int timeout_ms)
 	if (timeout_ms < 0) {
 		/* --sample-mechanism bpf: the tables are read, and the period
 		 * redrawn, once a round (every 4 s when nothing else asks sooner) */
-		timeout_ms = tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF ? TALLY_COUNTED_ROUND_MS : DAEMON_TICK_MS;
+		timeout_ms = tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF
+				     ? TALLY_COUNTED_ROUND_MS
+				     : DAEMON_TICK_MS;
 		if (d->started) {
 			/* a flush or an epoch due sooner than the tick ends the wait */
 			double next = d->next_flush;
@@ -486,7 +515,9 @@ int tally_daemon_stop(struct tally_daemon *d, struct strbuf *msg)
 	if (d->db_gone) {
 		/* nowhere to write, and no backlog left to push */
 		if (msg)
-			strbuf_addf(msg, "%" PRIu64 " sample%s unwritten: the database directory '%s' is gone",
+			strbuf_addf(msg,
+				    "%" PRIu64
+				    " sample%s unwritten: the database directory '%s' is gone",
 				    dmn_agg_samples(d), dmn_agg_samples(d) == 1 ? "" : "s", d->db);
 		tally_pusher_stop(d->pusher, 0, d->log, d->log_ctx);
 		d->pusher = NULL;

@@ -116,7 +116,8 @@ void dmn_cpu_state(const struct tally_daemon *d, int cpu, struct tally_cpu_state
 /* store.c: the database side */
 char *dmn_path(const struct tally_daemon *d, const char *name);
 uint64_t dmn_db_bytes(const struct tally_daemon *d);
-void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now);
+void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s,
+		 double now);
 int dmn_begin_epoch(struct tally_daemon *d, double now);
 void dmn_prune(struct tally_daemon *d, double now);
 void dmn_recover(struct tally_daemon *d);

@@ -56,31 +56,45 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	strbuf_addf(o, "uptime: %.1f s\n", up);
 	strbuf_addf(o, "events: %s\n", d->smp->evnames.buf);
 	if (d->smp->period)
-		strbuf_addf(o, "sampling: period %" PRIu64 "%s\n", d->smp->period, d->smp->randomize ? ", randomized" : "");
+		strbuf_addf(o, "sampling: period %" PRIu64 "%s\n", d->smp->period,
+			    d->smp->randomize ? ", randomized" : "");
 	else
-		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq, d->smp->randomize ? ", randomized" : "");
+		strbuf_addf(o, "sampling: frequency %" PRIu64 " Hz%s\n", d->smp->freq,
+			    d->smp->randomize ? ", randomized" : "");
 	if (d->col) {
-		add_mech(o, "sample-mechanism", tally_sample_mech_name(tally_collector_sample_mech(d->col)),
+		add_mech(o, "sample-mechanism",
+			 tally_sample_mech_name(tally_collector_sample_mech(d->col)),
 			 tally_collector_sample_mech_why(d->col));
 		strbuf_addch(o, '\n');
 		uint64_t rounds, looks, asked;
 		tally_collector_rounds(d->col, &rounds, &looks, &asked);
 		if (tally_collector_sample_mech(d->col) == TALLY_SAMPLE_BPF) {
-			strbuf_addf(o, "rounds: %" PRIu64 " (%" PRIu64 " asked for: a program, file or JIT code new to the daemon, or a burst of starts), and %" PRIu64
-				       " look%s that left the records for a later one\n",
-				    rounds, asked, looks, looks == 1 ? "" : "s");
+			strbuf_addf(
+				o,
+				"rounds: %" PRIu64 " (%" PRIu64
+				" asked for: a program, file or JIT code new to the daemon, or a burst of starts), and %" PRIu64
+				" look%s that left the records for a later one\n",
+				rounds, asked, looks, looks == 1 ? "" : "s");
 			uint64_t told, bursts;
 			const char *why;
 			if (tally_collector_watch(d->col, &told, &bursts, &why))
-				strbuf_addf(o, "exec-watch: on (%" PRIu64 " start%s told of: programs new to the daemon or making JIT code; %" PRIu64
-					       " burst%s of starts)\n",
-					    told, told == 1 ? "" : "s", bursts, bursts == 1 ? "" : "s");
+				strbuf_addf(
+					o,
+					"exec-watch: on (%" PRIu64
+					" start%s told of: programs new to the daemon or making JIT code; %" PRIu64
+					" burst%s of starts)\n",
+					told, told == 1 ? "" : "s", bursts, bursts == 1 ? "" : "s");
 			else
-				strbuf_addf(o, "exec-watch: off (%s; side-band records looked at every 200 ms)\n",
-					    why ? why : "not loaded");
+				strbuf_addf(
+					o,
+					"exec-watch: off (%s; side-band records looked at every 200 ms)\n",
+					why ? why : "not loaded");
 		}
 	}
-	strbuf_addf(o, "call-graph: %s\n", d->smp->stack_user ? "dwarf" : d->smp->callchain ? "fp" : "none");
+	strbuf_addf(o, "call-graph: %s\n",
+		    d->smp->stack_user  ? "dwarf"
+		    : d->smp->callchain ? "fp"
+					: "none");
 	strbuf_addf(o, "per-pid: %s\n", d->smp->per_pid ? "yes" : "no");
 	struct tally_offcpu_stats os;
 	if (d->col && tally_collector_offcpu_stats(d->col, &os)) {
@@ -88,13 +102,17 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 		const char *why = NULL, *mech = tally_collector_offcpu_mech(d->col, &why);
 		bool bpf = mech && !strcmp(mech, "bpf");
 		add_mech(o, "off-cpu", mech ? mech : "?", why);
-		strbuf_addf(o, ", %" PRIu64 " waits blocked, %" PRIu64 " preempted, %" PRIu64 " dropped", os.waits[0],
-			    os.waits[1], os.dropped);
+		strbuf_addf(o,
+			    ", %" PRIu64 " waits blocked, %" PRIu64 " preempted, %" PRIu64
+			    " dropped",
+			    os.waits[0], os.waits[1], os.dropped);
 		if (bpf)
 			strbuf_addf(o, ", %" PRIu64 " lost", os.lost);
 		if (bpf && d->smp->callchain)
-			strbuf_addf(o, ", %" PRIu64 " without their stack, %" PRIu64 " stack map turnovers", os.nostack,
-				    os.turnovers);
+			strbuf_addf(o,
+				    ", %" PRIu64 " without their stack, %" PRIu64
+				    " stack map turnovers",
+				    os.nostack, os.turnovers);
 		strbuf_addch(o, '\n');
 	}
 	for (int cpu = 0; cpu < d->smp->ncpus; cpu++) {
@@ -104,7 +122,10 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 			strbuf_addf(o, "cpu %d: not sampled\n", cpu);
 			continue;
 		}
-		strbuf_addf(o, "cpu %d: %s, ", cpu, st.sampling ? "on" : st.on ? "on (collection stopped)" : "off");
+		strbuf_addf(o, "cpu %d: %s, ", cpu,
+			    st.sampling ? "on"
+			    : st.on     ? "on (collection stopped)"
+					: "off");
 		if (st.freq)
 			strbuf_addf(o, "%" PRIu64 " Hz\n", st.freq);
 		else
@@ -113,9 +134,12 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	uint64_t inmem = dmn_agg_samples(d);
 	strbuf_addf(o, "samples: %" PRIu64 "\n", d->samples_total + inmem);
 	strbuf_addf(o, "lost: %" PRIu64 "\n", d->lost_total + d->agg->lost);
-	strbuf_addf(o, "in-memory: %" PRIu64 " sample%s not yet flushed\n", inmem, inmem == 1 ? "" : "s");
+	strbuf_addf(o, "in-memory: %" PRIu64 " sample%s not yet flushed\n", inmem,
+		    inmem == 1 ? "" : "s");
 	if (d->cleared || d->dropped)
-		strbuf_addf(o, "discarded: %" PRIu64 " sample%s cleared, %" PRIu64 " dropped while writing was stopped\n",
+		strbuf_addf(o,
+			    "discarded: %" PRIu64 " sample%s cleared, %" PRIu64
+			    " dropped while writing was stopped\n",
 			    d->cleared, d->cleared == 1 ? "" : "s", d->dropped);
 	tally_format_size(dmn_memory_used(d), a, sizeof(a));
 	tally_format_size(tally_agg_memory(d->agg), b, sizeof(b));
@@ -143,42 +167,56 @@ void tally_daemon_status(struct tally_daemon *d, struct strbuf *o)
 	strbuf_addf(o, "epoch: %s (began %s; %zu on disk)\n", d->epoch, a, nep);
 	char dur[48];
 	strbuf_addf(o, "flush: every %s; %" PRIu64 " flush%s (%" PRIu64 " early for memory)",
-		    tally_format_duration(d->flush_interval, dur, sizeof(dur)), d->flushes, d->flushes == 1 ? "" : "es",
-		    d->early_flushes);
+		    tally_format_duration(d->flush_interval, dur, sizeof(dur)), d->flushes,
+		    d->flushes == 1 ? "" : "es", d->early_flushes);
 	if (d->flushes) {
 		tally_format_utc(d->last_flush_wall, a, sizeof(a));
 		strbuf_addf(o, ", last %s taking %.0f ms", a, d->last_flush_ms);
 	}
-	strbuf_addf(o, ", next in %.1f s\n", d->next_flush - tally_now_mono() > 0 ? d->next_flush - tally_now_mono() : 0.0);
+	strbuf_addf(o, ", next in %.1f s\n",
+		    d->next_flush - tally_now_mono() > 0 ? d->next_flush - tally_now_mono() : 0.0);
 	if (d->epoch_every > 0)
-		strbuf_addf(o, "epoch-every: %s\n", tally_format_duration(d->epoch_every, dur, sizeof(dur)));
+		strbuf_addf(o, "epoch-every: %s\n",
+			    tally_format_duration(d->epoch_every, dur, sizeof(dur)));
 	if (d->keep > 0)
-		strbuf_addf(o, "keep: %s (the newest %d epochs always)\n", tally_format_duration(d->keep, dur, sizeof(dur)),
+		strbuf_addf(o, "keep: %s (the newest %d epochs always)\n",
+			    tally_format_duration(d->keep, dur, sizeof(dur)),
 			    TALLY_DAEMON_KEEP_NEWEST);
-	strbuf_addf(o, "writing: %s%s\n", d->write_error ? "stopped: " : "ok", d->write_error ? d->write_error : "");
+	strbuf_addf(o, "writing: %s%s\n", d->write_error ? "stopped: " : "ok",
+		    d->write_error ? d->write_error : "");
 	strbuf_addf(o, "drains: %" PRIu64 "\n", d->drains);
 	tally_pusher_status(d->pusher, o);
-	strbuf_addf(o, "control: %d of %d connections; %" PRIu64 " served, %" PRIu64 " evicted, %" PRIu64 " busy, %" PRIu64
-		    " refused (not the owner), %" PRIu64 " timed out\n",
-		    tally_daemon_clients(d), TALLY_DAEMON_MAX_CLIENTS, d->ctl_served, d->ctl_evicted, d->ctl_busy, d->ctl_refused,
-		    d->ctl_dropped);
+	strbuf_addf(o,
+		    "control: %d of %d connections; %" PRIu64 " served, %" PRIu64
+		    " evicted, %" PRIu64 " busy, %" PRIu64 " refused (not the owner), %" PRIu64
+		    " timed out\n",
+		    tally_daemon_clients(d), TALLY_DAEMON_MAX_CLIENTS, d->ctl_served,
+		    d->ctl_evicted, d->ctl_busy, d->ctl_refused, d->ctl_dropped);
 }
 
 static int do_cpus(struct tally_daemon *d, const struct tally_ctl_req *q, struct strbuf *out)
 {
 	if (!d->col)
-		return tally_seterr(-ENOTSUP, "this daemon has no collector of its own: its caller samples");
+		return tally_seterr(-ENOTSUP,
+				    "this daemon has no collector of its own: its caller samples");
 	uint64_t maxrate = tally_max_sample_rate();
-	uint64_t eff = q->freq ? q->freq : q->period && d->smp->evs[0]->time_based ? 1000000000ULL / q->period : 0;
+	uint64_t eff = q->freq                                   ? q->freq
+		       : q->period && d->smp->evs[0]->time_based ? 1000000000ULL / q->period
+								 : 0;
 	if (maxrate && eff > maxrate)
-		return tally_seterr(-EINVAL, "%s (%" PRIu64 " samples per second is above kernel.perf_event_max_sample_rate %" PRIu64 ")",
-				    TALLY_CTL_CPUS_USAGE, eff, maxrate);
+		return tally_seterr(
+			-EINVAL,
+			"%s (%" PRIu64
+			" samples per second is above kernel.perf_event_max_sample_rate %" PRIu64
+			")",
+			TALLY_CTL_CPUS_USAGE, eff, maxrate);
 	for (int c = 0; c < q->ncpus; c++)
 		if (q->cpus[c] && (c >= d->smp->ncpus || !d->smp->cpus[c])) {
 			struct strbuf have = STRBUF_INIT;
 			tally_cpus_string(d->smp->cpus, d->smp->ncpus, &have);
-			int r = tally_seterr(-EINVAL, "%s (CPU %d is not sampled by this daemon: it samples %s)", TALLY_CTL_CPUS_USAGE,
-					     c, have.buf);
+			int r = tally_seterr(
+				-EINVAL, "%s (CPU %d is not sampled by this daemon: it samples %s)",
+				TALLY_CTL_CPUS_USAGE, c, have.buf);
 			strbuf_release(&have);
 			return r;
 		}
@@ -186,7 +224,8 @@ static int do_cpus(struct tally_daemon *d, const struct tally_ctl_req *q, struct
 		if (!q->cpus[c] || !(q->freq || q->period))
 			continue;
 		if (tally_collector_cpu_rate(d->col, c, q->freq, q->period))
-			return tally_seterr(-EINVAL, "%s (%s)", TALLY_CTL_CPUS_USAGE, tally_errmsg());
+			return tally_seterr(-EINVAL, "%s (%s)", TALLY_CTL_CPUS_USAGE,
+					    tally_errmsg());
 	}
 	for (int c = 0; c < q->ncpus; c++) {
 		if (!q->cpus[c])
@@ -206,14 +245,16 @@ static int do_cpus(struct tally_daemon *d, const struct tally_ctl_req *q, struct
 
 static const char *op_name(enum tally_ctl_op op)
 {
-	static const char *const names[] = { "start", "stop", "clear", "startclr", "flush", "epoch", "status", "cpus", "drain", "peek" };
+	static const char *const names[] = { "start", "stop",   "clear", "startclr", "flush",
+					     "epoch", "status", "cpus",  "drain",    "peek" };
 	return (size_t)op < ARRAY_SIZE(names) ? names[op] : "?";
 }
 
 static int pause_collector(struct tally_daemon *d, bool paused)
 {
 	if (!d->col)
-		return tally_seterr(-ENOTSUP, "this daemon has no collector of its own: its caller samples");
+		return tally_seterr(-ENOTSUP,
+				    "this daemon has no collector of its own: its caller samples");
 	return tally_collector_pause(d->col, paused);
 }
 
@@ -228,7 +269,8 @@ static int peek(struct tally_daemon *d, struct strbuf *out)
 	struct tally_meta s;
 	dmn_session(d, d->agg, &s, now);
 	tally_meta_set(&s, "memory-since", "%.6f", d->delta_start);
-	tally_meta_set(&s, "target", "system (in the memory of tally daemon pid %d)", (int)getpid());
+	tally_meta_set(&s, "target", "system (in the memory of tally daemon pid %d)",
+		       (int)getpid());
 	struct tally_db db;
 	int r = tally_db_from_agg_live(&db, d->agg, &s, &d->kc);
 	tally_meta_release(&s);
@@ -237,8 +279,10 @@ static int peek(struct tally_daemon *d, struct strbuf *out)
 	r = tally_db_bundle(&db, out);
 	tally_db_release(&db);
 	if (!r && out->len > TALLY_CTL_MAX_REPLY)
-		r = tally_seterr(-EMSGSIZE, "cannot peek: the samples in memory take %zu bytes, more than a reply may hold (flush them: 'tally ctl flush')",
-				 out->len);
+		r = tally_seterr(
+			-EMSGSIZE,
+			"cannot peek: the samples in memory take %zu bytes, more than a reply may hold (flush them: 'tally ctl flush')",
+			out->len);
 	return r;
 }
 
@@ -262,7 +306,9 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 	case TALLY_CTL_STOP:
 		r = pause_collector(d, true);
 		if (!r)
-			strbuf_addstr(&body, "collection off (what is in memory stays: 'tally ctl flush' writes it)\n");
+			strbuf_addstr(
+				&body,
+				"collection off (what is in memory stays: 'tally ctl flush' writes it)\n");
 		break;
 	case TALLY_CTL_CLEAR:
 	case TALLY_CTL_STARTCLR: {
@@ -275,7 +321,8 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		d->cleared += n;
 		tally_agg_reset(d->agg);
 		d->delta_start = tally_now_wall();
-		strbuf_addf(&body, "cleared %" PRIu64 " sample%s from memory\n", n, n == 1 ? "" : "s");
+		strbuf_addf(&body, "cleared %" PRIu64 " sample%s from memory\n", n,
+			    n == 1 ? "" : "s");
 		if (q.op == TALLY_CTL_STARTCLR) {
 			r = pause_collector(d, false);
 			if (!r)
@@ -313,7 +360,8 @@ void tally_daemon_control(struct tally_daemon *d, const char *line, uid_t uid, s
 		dmn_log(d, "ctl (uid %d): %s failed: %s", (int)uid, op_name(q.op), m);
 	} else {
 		tally_ctl_frame(out, true, body.buf ? body.buf : "", body.len);
-		if (d->verbose || (q.op != TALLY_CTL_STATUS && q.op != TALLY_CTL_PEEK)) /* asked every second by tally top */
+		/* asked every second by tally top */
+		if (d->verbose || (q.op != TALLY_CTL_STATUS && q.op != TALLY_CTL_PEEK))
 			dmn_log(d, "ctl (uid %d): %s", (int)uid, op_name(q.op));
 	}
 	strbuf_release(&body);
@@ -380,7 +428,8 @@ static void answer_and_close(int fd, const char *msg)
 static void client_write(struct tally_daemon *d, struct client *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n = send(c->fd, c->out.buf + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(c->fd, c->out.buf + c->out_off, c->out.len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -412,8 +461,10 @@ static void client_reply(struct tally_daemon *d, struct client *c, bool ok, cons
 static void too_long(struct tally_daemon *d, struct client *c)
 {
 	char m[128];
-	snprintf(m, sizeof(m), "request longer than %d bytes: %s", TALLY_CTL_MAX_REQUEST, TALLY_CTL_USAGE);
-	dmn_log(d, "ctl (uid %d): refused a request of over %d bytes", (int)c->uid, TALLY_CTL_MAX_REQUEST);
+	snprintf(m, sizeof(m), "request longer than %d bytes: %s", TALLY_CTL_MAX_REQUEST,
+		 TALLY_CTL_USAGE);
+	dmn_log(d, "ctl (uid %d): refused a request of over %d bytes", (int)c->uid,
+		TALLY_CTL_MAX_REQUEST);
 	client_reply(d, c, false, m);
 }
 
@@ -477,10 +528,13 @@ static void refuse(struct tally_daemon *d, int fd, uid_t uid)
 	double now = tally_now_mono();
 	if (now - d->refused_logged >= 1.0) {
 		if (d->refused_quiet)
-			dmn_log(d, "ctl: refused a connection from uid %d (not the owner; %" PRIu64 " more refused since the last line)",
-				      (int)uid, d->refused_quiet);
+			dmn_log(d,
+				"ctl: refused a connection from uid %d (not the owner; %" PRIu64
+				" more refused since the last line)",
+				(int)uid, d->refused_quiet);
 		else
-			dmn_log(d, "ctl: refused a connection from uid %d (not the owner)", (int)uid);
+			dmn_log(d, "ctl: refused a connection from uid %d (not the owner)",
+				(int)uid);
 		d->refused_logged = now;
 		d->refused_quiet = 0;
 	} else {
@@ -619,8 +673,11 @@ void tally_daemon_serve(struct tally_daemon *d)
 	for (int i = 0; i < TALLY_DAEMON_MAX_CLIENTS; i++) {
 		struct client *c = &d->clients[i];
 		if (c->fd >= 0 && now > c->deadline) {
-			dmn_log(d, "ctl (uid %d): dropped a connection %s within %.3g s", (int)c->uid,
-				      c->replying ? "that took no part of its reply" : "that did not complete its request", d->ctl_timeout);
+			dmn_log(d, "ctl (uid %d): dropped a connection %s within %.3g s",
+				(int)c->uid,
+				c->replying ? "that took no part of its reply"
+					    : "that did not complete its request",
+				d->ctl_timeout);
 			d->ctl_dropped++;
 			client_close(d, c);
 		}
@@ -642,18 +699,27 @@ int dmn_listen(struct tally_daemon *d)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	if (strlen(d->sock) >= sizeof(sa.sun_path))
-		return tally_seterr(-ENAMETOOLONG, "socket path '%s' is longer than %zu bytes (use a shorter --socket or --db)", d->sock,
-				    sizeof(sa.sun_path) - 1);
+		return tally_seterr(
+			-ENAMETOOLONG,
+			"socket path '%s' is longer than %zu bytes (use a shorter --socket or --db)",
+			d->sock, sizeof(sa.sun_path) - 1);
 	memcpy(sa.sun_path, d->sock, strlen(d->sock));
 	struct stat st;
 	if (lstat(d->sock, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return tally_seterr(-EEXIST, "'%s' exists and is not a socket (remove it, or choose another --socket)", d->sock);
-		/* a socket someone answers on belongs to another daemon; a dead one is ours to replace */
+			return tally_seterr(
+				-EEXIST,
+				"'%s' exists and is not a socket (remove it, or choose another --socket)",
+				d->sock);
+		/* a socket someone answers on belongs to another daemon; a dead one is ours to
+		 * replace */
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			close(probe);
-			return tally_seterr(-EADDRINUSE, "'%s' is the socket of another running daemon (choose another --socket)", d->sock);
+			return tally_seterr(
+				-EADDRINUSE,
+				"'%s' is the socket of another running daemon (choose another --socket)",
+				d->sock);
 		}
 		if (probe >= 0)
 			close(probe);

@@ -78,7 +78,8 @@ char *dmn_path(const struct tally_daemon *d, const char *name)
 
 /* The session of a database made from a (the daemon's aggregate, or an empty
  * one: its counters are summed when epochs merge). */
-void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s, double now)
+void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally_meta *s,
+		 double now)
 {
 	memset(s, 0, sizeof(*s));
 	tally_sampling_session(d->smp, d->col, a, "system", NULL, s);
@@ -106,7 +107,8 @@ void dmn_session(struct tally_daemon *d, const struct tally_agg *a, struct tally
 		dmn_cpu_state(d, c, &st);
 		if (!st.opened)
 			continue;
-		if (!st.on || (st.freq && st.freq != d->smp->freq) || (!st.freq && st.period != d->smp->period))
+		if (!st.on || (st.freq && st.freq != d->smp->freq) ||
+		    (!st.freq && st.period != d->smp->period))
 			differ = true;
 		strbuf_addf(&rates, "%s%d=", rates.len ? "," : "", c);
 		if (!st.on)
@@ -138,14 +140,17 @@ static uint64_t db_bytes_less(const struct tally_daemon *d, uint64_t old)
 	return d->db_bytes - (old < d->db_bytes ? old : d->db_bytes);
 }
 
-static int room_for(struct tally_daemon *d, const char *what, uint64_t bytes, uint64_t old, bool after)
+static int room_for(struct tally_daemon *d, const char *what, uint64_t bytes, uint64_t old,
+		    bool after)
 {
 	if (d->max_db_size && db_bytes_less(d, old) + bytes > d->max_db_size) {
 		char a[32], b[32];
 		tally_format_size(db_bytes_less(d, old) + bytes, a, sizeof(a));
 		tally_format_size(d->max_db_size, b, sizeof(b));
-		return tally_seterr(-EFBIG, "writing %s would make '%s' %s, over --max-db-size %s (delete epochs, or raise the limit)",
-				    what, d->db, a, b);
+		return tally_seterr(
+			-EFBIG,
+			"writing %s would make '%s' %s, over --max-db-size %s (delete epochs, or raise the limit)",
+			what, d->db, a, b);
 	}
 	struct statvfs vs;
 	if (statvfs(d->db, &vs) == 0) {
@@ -156,8 +161,10 @@ static int room_for(struct tally_daemon *d, const char *what, uint64_t bytes, ui
 			tally_format_size(avail, a, sizeof(a));
 			tally_format_size(bytes, b, sizeof(b));
 			tally_format_size(d->min_free, c, sizeof(c));
-			return tally_seterr(-ENOSPC, "only %s free on the filesystem of '%s': writing %s (%s) would leave less than --min-free %s (free some space)",
-					    a, d->db, what, b, c);
+			return tally_seterr(
+				-ENOSPC,
+				"only %s free on the filesystem of '%s': writing %s (%s) would leave less than --min-free %s (free some space)",
+				a, d->db, what, b, c);
 		}
 	}
 	return 0;
@@ -184,8 +191,8 @@ static int check_room(void *ctx, const char *staging)
  * week, thousands of files). With spare (the current epoch's), the copy the
  * save swaps out is kept for the next flush to write over (lib/db,
  * struct tally_db_spare), as long as --max-db-size leaves room for it. */
-static int merge_into(struct tally_daemon *d, const char *path, const char *what, const struct tally_db *delta,
-		      size_t delta_bytes, bool spare)
+static int merge_into(struct tally_daemon *d, const char *path, const char *what,
+		      const struct tally_db *delta, size_t delta_bytes, bool spare)
 {
 	struct tally_db old, merged;
 	struct stat st;
@@ -194,8 +201,10 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	if (have) {
 		r = tally_db_open_dir(&old, path);
 		if (r) {
-			/* never written by a daemon that lived: it cannot happen, but do not lose new data over it */
-			dmn_log(d, "cannot read %s '%s' (%s): starting it again", what, path, tally_errmsg());
+			/* never written by a daemon that lived: it cannot happen, but do not lose
+			 * new data over it */
+			dmn_log(d, "cannot read %s '%s' (%s): starting it again", what, path,
+				tally_errmsg());
 			struct strbuf bad = STRBUF_INIT;
 			strbuf_addf(&bad, "%s.damaged-%ld", path, (long)time(NULL));
 			rename(path, bad.buf);
@@ -203,7 +212,8 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 			have = false;
 		}
 	}
-	struct tally_db_builder *b = tally_db_builder_new(delta->nevents, delta->events, delta->per_pid, delta->has_stacks);
+	struct tally_db_builder *b = tally_db_builder_new(delta->nevents, delta->events,
+							  delta->per_pid, delta->has_stacks);
 	/* without --per-pid an epoch lists the programs that had samples, not every process */
 	if (!delta->per_pid)
 		tally_db_builder_tasks_by_program(b);
@@ -218,7 +228,8 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	 * stays: kept only while the limit leaves room for both copies */
 	uint64_t spare_bytes = spare && d->spare.path ? d->spare_bytes : 0;
 	bool keep = spare && have &&
-		    (!d->max_db_size || db_bytes_less(d, spare_bytes) + old_bytes + delta_bytes <= d->max_db_size);
+		    (!d->max_db_size ||
+		     db_bytes_less(d, spare_bytes) + old_bytes + delta_bytes <= d->max_db_size);
 	if (spare && !keep && d->spare.path) {
 		tally_db_spare_drop(&d->spare);
 		d->db_bytes = db_bytes_less(d, spare_bytes);
@@ -229,7 +240,8 @@ static int merge_into(struct tally_daemon *d, const char *path, const char *what
 	r = room_for(d, what, old_bytes + delta_bytes, replaced, false);
 	bool saved = !r;
 	if (saved)
-		r = tally_db_save_checked(&merged, path, true, check_room, &rc, keep ? &d->spare : NULL);
+		r = tally_db_save_checked(&merged, path, true, check_room, &rc,
+					  keep ? &d->spare : NULL);
 	if (keep && saved) {
 		/* the spare was written over (or, on an error after it was taken,
 		 * removed; an error before leaves it as it was); the old copy is the
@@ -312,12 +324,15 @@ void dmn_prune(struct tally_daemon *d, double now)
 static void log_nostack(struct tally_daemon *d)
 {
 	struct tally_offcpu_stats os;
-	if (!d->col || !tally_collector_offcpu_stats(d->col, &os) || os.nostack <= d->nostack_logged)
+	if (!d->col || !tally_collector_offcpu_stats(d->col, &os) ||
+	    os.nostack <= d->nostack_logged)
 		return;
 	uint64_t k = os.nostack - d->nostack_logged;
-	dmn_log(d, "%" PRIu64 " off-CPU wait%s kept one frame since the last flush: the kernel's stack map had no room "
-			 "for %s stack (off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
-		      k, k == 1 ? "" : "s", k == 1 ? "its" : "their");
+	dmn_log(d,
+		"%" PRIu64
+		" off-CPU wait%s kept one frame since the last flush: the kernel's stack map had no room "
+		"for %s stack (off-cpu-no-stack in the session; --off-cpu-mechanism tracepoint keeps every stack)",
+		k, k == 1 ? "" : "s", k == 1 ? "its" : "their");
 	d->nostack_logged = os.nostack;
 }
 
@@ -333,7 +348,8 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 		if (msg)
 			strbuf_addf(msg, "nothing to flush into epoch %s", d->epoch);
 		d->next_flush = t0 + d->flush_interval;
-		d->delta_start = now; /* time without samples (collection stopped) counts for nothing */
+		/* time without samples (collection stopped) counts for nothing */
+		d->delta_start = now;
 		return 0;
 	}
 	tally_agg_snapshot_jit(d->agg);
@@ -356,7 +372,8 @@ int tally_daemon_flush(struct tally_daemon *d, const char *why, struct strbuf *m
 	r = merge_into(d, ep, what.buf, &delta, delta_bytes, true);
 	if (!r && d->draining) {
 		if (merge_into(d, dr, "the drain's samples", &delta, delta_bytes, false))
-			dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n, n == 1 ? "" : "s", tally_errmsg());
+			dmn_log(d, "the drain stream misses %" PRIu64 " sample%s: %s", n,
+				n == 1 ? "" : "s", tally_errmsg());
 	}
 	strbuf_release(&what);
 	free(ep);
@@ -384,11 +401,11 @@ out:
 	d->last_flush_ms = (tally_now_mono() - t0) * 1000;
 	d->last_flush_wall = now;
 	if (msg)
-		strbuf_addf(msg, "flushed %" PRIu64 " sample%s into epoch %s (%.0f ms)", n, n == 1 ? "" : "s", d->epoch,
-			    d->last_flush_ms);
+		strbuf_addf(msg, "flushed %" PRIu64 " sample%s into epoch %s (%.0f ms)", n,
+			    n == 1 ? "" : "s", d->epoch, d->last_flush_ms);
 	if (d->verbose)
-		dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n, n == 1 ? "" : "s", d->epoch,
-			      d->last_flush_ms);
+		dmn_log(d, "flush (%s): %" PRIu64 " sample%s into epoch %s in %.0f ms", why, n,
+			n == 1 ? "" : "s", d->epoch, d->last_flush_ms);
 	log_nostack(d);
 	dmn_prune(d, now);
 	return 0;
@@ -454,7 +471,8 @@ int tally_daemon_new_epoch(struct tally_daemon *d, struct strbuf *msg)
 	if (r)
 		dmn_set_write_error(d, tally_errmsg());
 	else if (msg)
-		strbuf_addf(msg, "epoch %s begins (%s; epoch %s is complete)", d->epoch, f.buf, prev);
+		strbuf_addf(msg, "epoch %s begins (%s; epoch %s is complete)", d->epoch, f.buf,
+			    prev);
 	free(prev);
 	strbuf_release(&f);
 	return r;
@@ -475,7 +493,8 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 {
 	int r = tally_daemon_flush(d, "drain", NULL);
 	if (r)
-		return tally_seterr(r, "cannot drain: writing is stopped (%s)", d->write_error ? d->write_error : tally_errmsg());
+		return tally_seterr(r, "cannot drain: writing is stopped (%s)",
+				    d->write_error ? d->write_error : tally_errmsg());
 	char *dr = dmn_path(d, DRAIN_DIR);
 	struct tally_db db;
 	struct stat st;
@@ -485,8 +504,8 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 		const char *names[TALLY_SAMPLING_MAX_EVENTS];
 		for (int e = 0; e < d->smp->nev; e++)
 			names[e] = d->smp->evs[e]->name;
-		struct tally_db_builder *b =
-			tally_db_builder_new(d->smp->nev, (char *const *)names, d->smp->per_pid, d->smp->callchain);
+		struct tally_db_builder *b = tally_db_builder_new(
+			d->smp->nev, (char *const *)names, d->smp->per_pid, d->smp->callchain);
 		r = 0;
 		for (size_t i = 0; i < d->nmy_epochs && !r; i++) {
 			char *p = dmn_path(d, d->my_epochs[i]);
@@ -522,13 +541,16 @@ int tally_daemon_drain(struct tally_daemon *d, struct strbuf *out)
 		tally_agg_release(&empty);
 	}
 	if (!r) {
-		tally_meta_set(&db.session, "target", "system (drained from tally daemon pid %d)", (int)getpid());
+		tally_meta_set(&db.session, "target", "system (drained from tally daemon pid %d)",
+			       (int)getpid());
 		r = tally_db_bundle(&db, out);
 		tally_db_release(&db);
 		/* more than a client takes: refused, and kept for the next drain */
 		if (!r && out->len > TALLY_CTL_MAX_REPLY)
-			r = tally_seterr(-EMSGSIZE, "cannot drain: the profile takes %zu bytes, more than the %llu a reply may hold (read the epochs with 'tally report -i %s')",
-					 out->len, TALLY_CTL_MAX_REPLY, d->db);
+			r = tally_seterr(
+				-EMSGSIZE,
+				"cannot drain: the profile takes %zu bytes, more than the %llu a reply may hold (read the epochs with 'tally report -i %s')",
+				out->len, TALLY_CTL_MAX_REPLY, d->db);
 	}
 	if (!r) {
 		/* forgotten by the drain stream: the next drain starts after this one */

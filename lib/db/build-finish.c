@@ -40,7 +40,8 @@ static const struct tally_db_builder *sort_ctx;
 
 static int cmp_cell(const void *x, const void *y)
 {
-	const struct bcell *a = &sort_ctx->cells[*(const uint32_t *)x], *b = &sort_ctx->cells[*(const uint32_t *)y];
+	const struct bcell *a = &sort_ctx->cells[*(const uint32_t *)x],
+			   *b = &sort_ctx->cells[*(const uint32_t *)y];
 	if (a->image != b->image)
 		return a->image < b->image ? -1 : 1;
 	if (a->pid != b->pid)
@@ -70,7 +71,8 @@ static int cmp_image(const void *x, const void *y)
 
 static int cmp_label(const void *x, const void *y)
 {
-	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x], &sort_ctx->labels[*(const uint32_t *)y]);
+	return tally_labelset_cmp(&sort_ctx->labels[*(const uint32_t *)x],
+				  &sort_ctx->labels[*(const uint32_t *)y]);
 }
 
 /* A stack's place in the canonical order: its pid, label set, then its
@@ -134,13 +136,49 @@ static int cmp_task(const void *x, const void *y)
 static int key_rank(const char *k)
 {
 	static const char *const order[] = {
-		"format-version", "tool", "host", "kernel-release", "arch", "target", "command", "cpus", "events",
-		"sampling", "randomized", "period-kind", "randomized-scope", "randomized-samples", "period-mean",
-		"period-min", "period-max",
-		"interval-p10-p50-p90", "per-pid", "call-graph", "max-stack", "stack-size", "dwarf-unwinds",
-		"dwarf-stopped-early", "dwarf-joined-fp", "dwarf-stop-reasons", "start-time", "stop-time", "duration",
-		"exit-status", "samples", "weight-unit", "weight-total", "lost", "throttled", "images", "kernel-symbols", "jit-untrusted", "epoch",
-		"epochs", "daemon-pid", "cpu-sampling", "varies",
+		"format-version",
+		"tool",
+		"host",
+		"kernel-release",
+		"arch",
+		"target",
+		"command",
+		"cpus",
+		"events",
+		"sampling",
+		"randomized",
+		"period-kind",
+		"randomized-scope",
+		"randomized-samples",
+		"period-mean",
+		"period-min",
+		"period-max",
+		"interval-p10-p50-p90",
+		"per-pid",
+		"call-graph",
+		"max-stack",
+		"stack-size",
+		"dwarf-unwinds",
+		"dwarf-stopped-early",
+		"dwarf-joined-fp",
+		"dwarf-stop-reasons",
+		"start-time",
+		"stop-time",
+		"duration",
+		"exit-status",
+		"samples",
+		"weight-unit",
+		"weight-total",
+		"lost",
+		"throttled",
+		"images",
+		"kernel-symbols",
+		"jit-untrusted",
+		"epoch",
+		"epochs",
+		"daemon-pid",
+		"cpu-sampling",
+		"varies",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
 		if (!strcmp(k, order[i]))
@@ -218,13 +256,16 @@ static void canonicalize(struct tally_db_builder *b)
 	/* the stacks (their frames stay where they are; the stacks' index goes stale) */
 	uint64_t *fh = xmalloc((ss->nframe_tab + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < ss->nframe_tab; i++)
-		fh[i] = tally_hash_u64(ss->frame_tab[i].offset ^ ((uint64_t)ss->frame_tab[i].image << 48));
+		fh[i] = tally_hash_u64(ss->frame_tab[i].offset ^
+				       ((uint64_t)ss->frame_tab[i].image << 48));
 	sort_fh = fh;
 	struct stack_order *so = xmalloc((ss->nstacks + 1) * sizeof(*so));
 	for (size_t i = 0; i < ss->nstacks; i++) {
 		const struct tally_db_stack *st = &ss->stacks[i];
-		so[i] = (struct stack_order){ (uint32_t)i, st->pid, st->label,
-					      st->len ? fh[ss->stack_frames[st->first + st->len - 1]] : 0 };
+		so[i] = (struct stack_order){
+			(uint32_t)i, st->pid, st->label,
+			st->len ? fh[ss->stack_frames[st->first + st->len - 1]] : 0
+		};
 	}
 	tally_qsort(so, ss->nstacks, sizeof(*so), cmp_stack);
 	sort_fh = NULL;
@@ -234,7 +275,8 @@ static void canonicalize(struct tally_db_builder *b)
 	uint64_t *counts = xmalloc((ss->nstacks * ne + 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < ss->nstacks; i++) {
 		stacks[i] = ss->stacks[so[i].stack];
-		memcpy(&counts[i * ne], &ss->counts[(size_t)so[i].stack * ne], ne * sizeof(uint64_t));
+		memcpy(&counts[i * ne], &ss->counts[(size_t)so[i].stack * ne],
+		       ne * sizeof(uint64_t));
 	}
 	free(so);
 	free(ss->stacks);
@@ -315,14 +357,18 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	for (size_t i = 0; i < b->ncells; i++) {
 		const struct bcell *c = &b->cells[order[i]];
 		out->entries[i] = (struct tally_db_entry){ c->image, c->pid, c->offset };
-		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne], ne * sizeof(uint64_t));
-		memcpy(&out->weights[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne + ne], ne * sizeof(uint64_t));
+		memcpy(&out->counts[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne],
+		       ne * sizeof(uint64_t));
+		memcpy(&out->weights[i * ne], &b->ccounts[(size_t)order[i] * 2 * ne + ne],
+		       ne * sizeof(uint64_t));
 		for (size_t e = 0; e < ne; e++)
 			out->samples[e] += out->counts[i * ne + e];
-		if (!i || c->image != out->entries[i - 1].image || c->pid != out->entries[i - 1].pid ||
+		if (!i || c->image != out->entries[i - 1].image ||
+		    c->pid != out->entries[i - 1].pid ||
 		    c->label != out->profs[out->nprofs - 1].label) {
 			GROW(out->profs, out->aprofs, out->nprofs + 1);
-			out->profs[out->nprofs++] = (struct tally_db_prof){ c->image, c->pid, i, i, c->label };
+			out->profs[out->nprofs++] =
+				(struct tally_db_prof){ c->image, c->pid, i, i, c->label };
 		}
 		out->profs[out->nprofs - 1].end = i + 1;
 	}
@@ -371,8 +417,9 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	memset(&b->session, 0, sizeof(b->session));
 	struct tally_meta *m = &out->session;
 	tally_meta_set(m, "format-version", "%d",
-		       b->weighted ? TALLY_FORMAT_VERSION_BINARY_STACKS
-				   : out->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION);
+		       b->weighted    ? TALLY_FORMAT_VERSION_BINARY_STACKS
+		       : out->nlabels ? TALLY_FORMAT_VERSION_LABELS
+				      : TALLY_FORMAT_VERSION);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t e = 0; e < ne; e++)
 		strbuf_addf(&sb, "%s%s", e ? "," : "", out->events[e]);
@@ -402,7 +449,8 @@ void tally_db_builder_finish(struct tally_db_builder *b, struct tally_db *out)
 	if (b->rs_any) {
 		strbuf_reset(&sb);
 		for (size_t e = 0; e < ne; e++)
-			strbuf_addf(&sb, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", b->rs_reached[e], b->rs_total[e]);
+			strbuf_addf(&sb, "%s%" PRIu64 "/%" PRIu64, e ? "," : "", b->rs_reached[e],
+				    b->rs_total[e]);
 		tally_meta_set(m, "randomized-samples", "%s", sb.buf ? sb.buf : "");
 	}
 	strbuf_release(&sb);

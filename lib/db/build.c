@@ -16,10 +16,13 @@
 #include <string.h>
 
 /* Counters of the session that a merge adds up (the stop reasons are three more). */
-static const char *const summed_keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
-					   "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked", "fp-repair-frames" };
+static const char *const summed_keys[] = { "dwarf-unwinds",     "dwarf-stopped-early",
+					   "dwarf-joined-fp",   "jit-untrusted",
+					   "fp-leaf-checked",   "fp-leaf-repaired",
+					   "fp-leaf-unchecked", "fp-repair-frames" };
 
-struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid, bool stacks)
+struct tally_db_builder *tally_db_builder_new(int nevents, char *const *events, bool per_pid,
+					      bool stacks)
 {
 	struct tally_db_builder *b = xcalloc(1, sizeof(*b));
 	b->nevents = nevents;
@@ -49,7 +52,8 @@ static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 
 static bool strs_has(const struct bstrs *t, const char *s)
 {
-	return tally_hidx_get(&t->idx, tally_hash_bytes(s, strlen(s), 3), s, str_eq, t) != TALLY_HIDX_NONE;
+	return tally_hidx_get(&t->idx, tally_hash_bytes(s, strlen(s), 3), s, str_eq, t) !=
+	       TALLY_HIDX_NONE;
 }
 
 static void strs_add(struct bstrs *t, const char *s)
@@ -152,8 +156,9 @@ static bool image_key_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_db_builder *b = ctx;
 	const struct tally_db_image *x = &b->images[idx], *k = key;
-	return x->pid == k->pid && !strcmp(tally_db_kind_class(x->kind), tally_db_kind_class(k->kind)) && !strcmp(x->id, k->id) &&
-	       !strcmp(x->path, k->path);
+	return x->pid == k->pid &&
+	       !strcmp(tally_db_kind_class(x->kind), tally_db_kind_class(k->kind)) &&
+	       !strcmp(x->id, k->id) && !strcmp(x->path, k->path);
 }
 
 uint32_t tally_db_builder_image(struct tally_db_builder *b, const struct tally_db_image *im)
@@ -242,7 +247,8 @@ static void add_sources(struct tally_db_builder *b, const struct tally_db *src)
 		tally_db_source_copy(s, &src->sources[i]);
 		for (size_t k = 0; k < b->source.n; k++)
 			if (!tally_labelset_get(&s->labels, b->source.v[k].key))
-				tally_labelset_set(&s->labels, b->source.v[k].key, b->source.v[k].value);
+				tally_labelset_set(&s->labels, b->source.v[k].key,
+						   b->source.v[k].value);
 	}
 }
 
@@ -252,27 +258,29 @@ static bool cell_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_db_builder *b = ctx;
 	const struct bcell *c = &b->cells[idx], *k = key;
-	return c->image == k->image && c->pid == k->pid && c->offset == k->offset && c->label == k->label;
+	return c->image == k->image && c->pid == k->pid && c->offset == k->offset &&
+	       c->label == k->label;
 }
 
-void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid, uint64_t offset,
-			    const uint64_t *counts)
+void tally_db_builder_entry(struct tally_db_builder *b, uint32_t image, int32_t pid,
+			    uint64_t offset, const uint64_t *counts)
 {
 	tally_db_builder_entry_label(b, image, pid, 0, offset, counts);
 }
 
-void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
-				  uint64_t offset, const uint64_t *counts)
+void tally_db_builder_entry_label(struct tally_db_builder *b, uint32_t image, int32_t pid,
+				  uint32_t label, uint64_t offset, const uint64_t *counts)
 {
 	tally_db_builder_entry_w(b, image, pid, label, offset, counts, NULL);
 }
 
-void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid, uint32_t label,
-			      uint64_t offset, const uint64_t *counts, const uint64_t *weights)
+void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_t pid,
+			      uint32_t label, uint64_t offset, const uint64_t *counts,
+			      const uint64_t *weights)
 {
 	struct bcell k = { image, b->per_pid && pid > 0 ? pid : 0, offset, label };
-	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^ ((uint64_t)(uint32_t)k.pid << 8) ^
-				    ((uint64_t)label << 20));
+	uint64_t h = tally_hash_u64(offset ^ ((uint64_t)image << 40) ^
+				    ((uint64_t)(uint32_t)k.pid << 8) ^ ((uint64_t)label << 20));
 	uint32_t i = tally_hidx_get(&b->cell_idx, h, &k, cell_eq, b);
 	size_t ne = (size_t)b->nevents;
 	if (i == TALLY_HIDX_NONE) {
@@ -297,14 +305,15 @@ void tally_db_builder_entry_w(struct tally_db_builder *b, uint32_t image, int32_
 	}
 }
 
-void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid, const struct tally_frame *frames, uint32_t n,
-			    const uint64_t *counts)
+void tally_db_builder_stack(struct tally_db_builder *b, int32_t pid,
+			    const struct tally_frame *frames, uint32_t n, const uint64_t *counts)
 {
 	tally_db_builder_stack_label(b, pid, 0, frames, n, counts);
 }
 
 void tally_db_builder_stack_label(struct tally_db_builder *b, int32_t pid, uint32_t label,
-				  const struct tally_frame *frames, uint32_t n, const uint64_t *counts)
+				  const struct tally_frame *frames, uint32_t n,
+				  const uint64_t *counts)
 {
 	tally_db_builder_stack_w(b, pid, label, frames, n, counts, NULL);
 }
@@ -319,7 +328,8 @@ void tally_db_builder_stack_w(struct tally_db_builder *b, int32_t pid, uint32_t 
 		b->weighted = true;
 	/* the stack sets hold the counts, then the weights */
 	size_t ne = (size_t)b->nevents;
-	uint64_t cwbuf[2 * 8], *cw = 2 * ne <= ARRAY_SIZE(cwbuf) ? cwbuf : xmalloc(2 * ne * sizeof(uint64_t));
+	uint64_t cwbuf[2 * 8],
+		*cw = 2 * ne <= ARRAY_SIZE(cwbuf) ? cwbuf : xmalloc(2 * ne * sizeof(uint64_t));
 	memcpy(cw, counts, ne * sizeof(uint64_t));
 	memcpy(cw + ne, weights ? weights : counts, ne * sizeof(uint64_t));
 	counts = cw;
@@ -362,7 +372,8 @@ void tally_db_builder_ksym(struct tally_db_builder *b, const struct tally_ksym *
 	uint64_t h = tally_hash_u64(k->addr);
 	uint32_t i = tally_hidx_get(&b->ksym_idx, h, &k->addr, ksym_eq, b);
 	if (i != TALLY_HIDX_NONE) {
-		/* two kernels may name one address differently: the same one wins whatever the order */
+		/* two kernels may name one address differently: the same one wins whatever the
+		 * order */
 		struct tally_ksym *x = &b->ksyms[i];
 		if (b->canonical && ksym_before(k, x)) {
 			free(x->name);
@@ -391,7 +402,8 @@ static bool task_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_db_builder *b = ctx;
 	const struct tally_db_task *t = &b->tasks[idx];
 	const struct task_key *k = key;
-	return (b->by_program || t->pid == k->pid) && !strcmp(t->comm, k->comm) && !strcmp(t->exe, k->exe);
+	return (b->by_program || t->pid == k->pid) && !strcmp(t->comm, k->comm) &&
+	       !strcmp(t->exe, k->exe);
 }
 
 void tally_db_builder_tasks_by_program(struct tally_db_builder *b)
@@ -402,7 +414,8 @@ void tally_db_builder_tasks_by_program(struct tally_db_builder *b)
 void tally_db_builder_task(struct tally_db_builder *b, int pid, const char *comm, const char *exe)
 {
 	struct task_key k = { pid, comm ? comm : "", exe ? exe : "" };
-	uint64_t h = tally_hash_bytes(k.comm, strlen(k.comm), b->by_program ? 0 : (uint64_t)(uint32_t)pid);
+	uint64_t h = tally_hash_bytes(k.comm, strlen(k.comm),
+				      b->by_program ? 0 : (uint64_t)(uint32_t)pid);
 	h = tally_hash_bytes(k.exe, strlen(k.exe), h);
 	uint32_t at = tally_hidx_get(&b->task_idx, h, &k, task_eq, b);
 	if (at != TALLY_HIDX_NONE) {
@@ -456,10 +469,13 @@ static uint64_t duration_ms(const char *d)
 /* The session keys the result computes, spans or sums rather than copies. */
 static bool computed_key(const char *k)
 {
-	static const char *const keys[] = { "format-version", "events", "samples", "lost", "throttled", "images",
-					    "per-pid", "call-graph", "start-time", "stop-time", "duration",
-					    "dwarf-stop-reasons", "fp-repair-stops", "varies", "weight-unit", "weight-total",
-					    "randomized-samples" };
+	static const char *const keys[] = {
+		"format-version",    "events",    "samples",     "lost",
+		"throttled",         "images",    "per-pid",     "call-graph",
+		"start-time",        "stop-time", "duration",    "dwarf-stop-reasons",
+		"fp-repair-stops",   "varies",    "weight-unit", "weight-total",
+		"randomized-samples"
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(k, keys[i]))
 			return true;
@@ -499,7 +515,8 @@ static void canonical_keys(struct tally_db_builder *b, const struct tally_meta *
 	/* the keys that vary leave the session */
 	size_t w = 0;
 	for (size_t i = 0; i < b->session.n; i++) {
-		if (!computed_key(b->session.kv[i].key) && strs_has(&b->varies, b->session.kv[i].key)) {
+		if (!computed_key(b->session.kv[i].key) &&
+		    strs_has(&b->varies, b->session.kv[i].key)) {
 			free(b->session.kv[i].key);
 			free(b->session.kv[i].value);
 			continue;
@@ -520,11 +537,13 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 			tally_meta_set(&b->session, m->kv[i].key, "%s", m->kv[i].value);
 	/* the span of the times (the reader checked them; none before 1970) */
 	double st, sp;
-	if (tally_db_utc_time(tally_meta_get(m, "start-time"), &st) && st >= 0 && (!b->have_start || st < b->start)) {
+	if (tally_db_utc_time(tally_meta_get(m, "start-time"), &st) && st >= 0 &&
+	    (!b->have_start || st < b->start)) {
 		b->start = st;
 		b->have_start = true;
 	}
-	if (tally_db_utc_time(tally_meta_get(m, "stop-time"), &sp) && sp >= 0 && (!b->have_stop || sp > b->stop)) {
+	if (tally_db_utc_time(tally_meta_get(m, "stop-time"), &sp) && sp >= 0 &&
+	    (!b->have_stop || sp > b->stop)) {
 		b->stop = sp;
 		b->have_stop = true;
 	}
@@ -540,8 +559,10 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 	}
 	const char *why = tally_meta_get(m, "dwarf-stop-reasons");
 	unsigned long long w1, w2, w3;
-	if (why && sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w1, &w2,
-			  &w3) == 3) {
+	if (why &&
+	    sscanf(why,
+		   "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu",
+		   &w1, &w2, &w3) == 3) {
 		b->sums[NSUMMED] += w1;
 		b->sums[NSUMMED + 1] += w2;
 		b->sums[NSUMMED + 2] += w3;
@@ -562,22 +583,25 @@ static void merge_session(struct tally_db_builder *b, const struct tally_meta *m
 		tally_meta_set(&b->session, "stop-time", "%s", ts);
 	}
 	if (d && b->canonical)
-		tally_meta_set(&b->session, "duration", "%" PRIu64 ".%03" PRIu64, b->duration_ms / 1000,
-			       b->duration_ms % 1000);
+		tally_meta_set(&b->session, "duration", "%" PRIu64 ".%03" PRIu64,
+			       b->duration_ms / 1000, b->duration_ms % 1000);
 	else if (d)
 		tally_meta_set(&b->session, "duration", "%.3f", b->duration);
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++)
-		if (tally_meta_get(m, summed_keys[k]) || tally_meta_get(&b->session, summed_keys[k]))
+		if (tally_meta_get(m, summed_keys[k]) ||
+		    tally_meta_get(&b->session, summed_keys[k]))
 			tally_meta_set(&b->session, summed_keys[k], "%" PRIu64, b->sums[k]);
 	if (why || tally_meta_get(&b->session, "dwarf-stop-reasons"))
 		tally_meta_set(&b->session, "dwarf-stop-reasons",
-			       "stack copy too small %" PRIu64 ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
+			       "stack copy too small %" PRIu64
+			       ", no CFI or unreadable frame %" PRIu64 ", depth limit %" PRIu64,
 			       b->sums[NSUMMED], b->sums[NSUMMED + 1], b->sums[NSUMMED + 2]);
 	/* a merge with a database recorded before the repair said its causes
 	 * sums those that did */
 	if (fps || tally_meta_get(&b->session, "fp-repair-stops"))
-		tally_meta_set(&b->session, "fp-repair-stops", TALLY_FP_STOPS_FMT, b->sums[NFPSTOPS],
-			       b->sums[NFPSTOPS + 1], b->sums[NFPSTOPS + 2], b->sums[NFPSTOPS + 3]);
+		tally_meta_set(&b->session, "fp-repair-stops", TALLY_FP_STOPS_FMT,
+			       b->sums[NFPSTOPS], b->sums[NFPSTOPS + 1], b->sums[NFPSTOPS + 2],
+			       b->sums[NFPSTOPS + 3]);
 }
 
 static bool add_fits(uint64_t sum, uint64_t v)
@@ -585,20 +609,26 @@ static bool add_fits(uint64_t sum, uint64_t v)
 	return v <= UINT64_MAX - sum;
 }
 
-int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src, const char *what)
+int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_db *src,
+			  const char *what)
 {
 	for (int e = 0; e < src->nevents; e++)
 		for (int k = 0; k < b->nevents; k++)
-			if (!strcmp(src->events[e], b->events[k]) && !add_fits(b->totals[k], src->samples[e]))
-				return tally_seterr(-EOVERFLOW, "'%s': its '%s' samples and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
-						    what, src->events[e], UINT64_MAX);
+			if (!strcmp(src->events[e], b->events[k]) &&
+			    !add_fits(b->totals[k], src->samples[e]))
+				return tally_seterr(
+					-EOVERFLOW,
+					"'%s': its '%s' samples and those merged before it add up past %" PRIu64
+					" (merge fewer databases at once)",
+					what, src->events[e], UINT64_MAX);
 	/* the weights too (a database without them weighs count x period-mean) */
 	for (int e = 0; e < src->nevents; e++)
 		for (int k = 0; k < b->nevents; k++) {
 			if (strcmp(src->events[e], b->events[k]))
 				continue;
 			uint64_t w = 0;
-			const uint64_t *sw = tally_db_raw_weights(src), *sc = tally_db_raw_counts(src);
+			const uint64_t *sw = tally_db_raw_weights(src),
+				       *sc = tally_db_raw_counts(src);
 			uint64_t mean = sw ? 1 : tally_db_mean_period(src, e);
 			bool over = false;
 			for (size_t i = 0; i < src->nentries && !over; i++) {
@@ -610,8 +640,11 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 				over = over || __builtin_add_overflow(w, x, &w);
 			}
 			if (over || !add_fits(b->wtotals[k], w))
-				return tally_seterr(-EOVERFLOW, "'%s': its '%s' weights and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
-						    what, src->events[e], UINT64_MAX);
+				return tally_seterr(
+					-EOVERFLOW,
+					"'%s': its '%s' weights and those merged before it add up past %" PRIu64
+					" (merge fewer databases at once)",
+					what, src->events[e], UINT64_MAX);
 		}
 	uint64_t v[ARRAY_SIZE(b->sums)] = { 0 };
 	for (size_t k = 0; k < ARRAY_SIZE(summed_keys); k++) {
@@ -621,8 +654,10 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 	const char *why = tally_meta_get(&src->session, "dwarf-stop-reasons");
 	unsigned long long w[3] = { 0, 0, 0 };
 	if (why)
-		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
-			     &w[2]);
+		(void)sscanf(
+			why,
+			"stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu",
+			&w[0], &w[1], &w[2]);
 	for (int i = 0; i < 3; i++)
 		v[NSUMMED + i] = w[i];
 	const char *fps = tally_meta_get(&src->session, "fp-repair-stops");
@@ -634,18 +669,25 @@ int tally_db_builder_fits(const struct tally_db_builder *b, const struct tally_d
 	for (size_t k = 0; k < ARRAY_SIZE(v); k++)
 		fits = fits && add_fits(b->sums[k], v[k]);
 	if (!fits)
-		return tally_seterr(-EOVERFLOW, "'%s': its counters (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) and those merged before it add up past %" PRIu64 " (merge fewer databases at once)",
-				    what, UINT64_MAX);
+		return tally_seterr(
+			-EOVERFLOW,
+			"'%s': its counters (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) and those merged before it add up past %" PRIu64
+			" (merge fewer databases at once)",
+			what, UINT64_MAX);
 	uint64_t d = duration_ms(tally_meta_get(&src->session, "duration"));
-	if (!add_fits(b->duration_ms, d) || b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))
-		return tally_seterr(-EOVERFLOW, "'%s': its duration and those merged before it add up past %.0f days, more than a database may hold (merge fewer databases at once)",
-				    what, TALLY_DURATION_MAX / 86400);
+	if (!add_fits(b->duration_ms, d) ||
+	    b->duration_ms + d > (uint64_t)(TALLY_DURATION_MAX * 1000))
+		return tally_seterr(
+			-EOVERFLOW,
+			"'%s': its duration and those merged before it add up past %.0f days, more than a database may hold (merge fewer databases at once)",
+			what, TALLY_DURATION_MAX / 86400);
 	return 0;
 }
 
 /* The builder's id of src's label set l (with the source's labels), made
  * the first time it is asked for; lab caches them. */
-static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *src, uint32_t *lab, uint32_t l)
+static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *src, uint32_t *lab,
+			     uint32_t l)
 {
 	if (l > src->nlabels)
 		l = 0;
@@ -662,8 +704,8 @@ static uint32_t source_label(struct tally_db_builder *b, const struct tally_db *
 }
 
 /* c (2 * ne: counts, then weights) = stack s of src in the builder's events. */
-static void stack_cw(uint64_t *c, size_t ne, const struct tally_db *src, const int *col, const uint64_t *mean,
-		     const uint64_t *sc, const uint64_t *sw, size_t s)
+static void stack_cw(uint64_t *c, size_t ne, const struct tally_db *src, const int *col,
+		     const uint64_t *mean, const uint64_t *sc, const uint64_t *sw, size_t s)
 {
 	memset(c, 0, 2 * ne * sizeof(uint64_t));
 	for (int e = 0; e < src->nevents; e++) {
@@ -718,7 +760,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	for (size_t i = 0; i < src->nimages; i++) {
 		struct tally_db_image im = src->images[i];
 		/* its copied files stay where they are until written again */
-		if (!im.aux && !im.jd_text && !im.dir && (!strcmp(im.kind, "jit") || !strcmp(im.kind, "vdso")))
+		if (!im.aux && !im.jd_text && !im.dir &&
+		    (!strcmp(im.kind, "jit") || !strcmp(im.kind, "vdso")))
 			im.dir = (char *)tally_db_image_dir(src, (uint32_t)i);
 		img[i] = tally_db_builder_image(b, &im);
 	}
@@ -732,7 +775,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	for (size_t i = 0; i < src->nentries; i++)
 		elab[i] = TALLY_HIDX_NONE;
 	for (size_t p = 0; p < src->nprofs; p++)
-		for (size_t i = src->profs[p].first; i < src->profs[p].end && i < src->nentries; i++)
+		for (size_t i = src->profs[p].first; i < src->profs[p].end && i < src->nentries;
+		     i++)
 			elab[i] = source_label(b, src, lab, src->profs[p].label);
 	for (size_t i = 0; i < src->nentries; i++)
 		if (elab[i] == TALLY_HIDX_NONE)
@@ -741,7 +785,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 	 * weighs each sample by its own period-mean, so that a merge of databases
 	 * sampled at different periods is right for each of them */
 	const uint64_t *scounts = tally_db_raw_counts(src), *sweights = tally_db_raw_weights(src);
-	const uint64_t *sscounts = tally_db_raw_stack_counts(src), *ssweights = tally_db_raw_stack_weights(src);
+	const uint64_t *sscounts = tally_db_raw_stack_counts(src),
+		       *ssweights = tally_db_raw_stack_weights(src);
 	uint64_t *mean = xcalloc((size_t)src->nevents + 1, sizeof(uint64_t));
 	for (int e = 0; e < src->nevents; e++)
 		mean[e] = tally_db_mean_period(src, e);
@@ -778,7 +823,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 		 * added as they are held: runs of frame numbers */
 		uint32_t *fid = xmalloc((src->nframe_tab + 1) * sizeof(uint32_t));
 		for (size_t f = 0; f < src->nframe_tab; f++)
-			fid[f] = tally_stackset_frame(&b->ss, img[src->frame_tab[f].image], src->frame_tab[f].offset);
+			fid[f] = tally_stackset_frame(&b->ss, img[src->frame_tab[f].image],
+						      src->frame_tab[f].offset);
 		uint32_t *ids = NULL;
 		size_t aids = 0;
 		for (size_t s = 0; s < src->nstacks; s++) {
@@ -789,8 +835,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			for (uint32_t k = 0; k < st->len; k++)
 				ids[k] = fid[src->stack_frames[st->first + k]];
 			stack_cw(c, ne, src, col, mean, sscounts, ssweights, s);
-			tally_stackset_add(&b->ss, b->per_pid && st->pid > 0 ? st->pid : 0, source_label(b, src, lab, st->label),
-					   ids, st->len, c);
+			tally_stackset_add(&b->ss, b->per_pid && st->pid > 0 ? st->pid : 0,
+					   source_label(b, src, lab, st->label), ids, st->len, c);
 		}
 		free(ids);
 		free(fid);
@@ -801,9 +847,13 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 			const struct tally_db_stack *st = &src->stacks[s];
 			GROW(fr, afr, st->len);
 			for (uint32_t k = 0; k < st->len; k++)
-				fr[k] = (struct tally_frame){ img[tally_db_frame(src, st, k)->image], tally_db_frame(src, st, k)->offset };
+				fr[k] = (struct tally_frame){
+					img[tally_db_frame(src, st, k)->image],
+					tally_db_frame(src, st, k)->offset
+				};
 			stack_cw(c, ne, src, col, mean, sscounts, ssweights, s);
-			tally_db_builder_stack_w(b, st->pid, source_label(b, src, lab, st->label), fr, st->len, c, w);
+			tally_db_builder_stack_w(b, st->pid, source_label(b, src, lab, st->label),
+						 fr, st->len, c, w);
 		}
 		free(fr);
 	}
@@ -829,7 +879,8 @@ void tally_db_builder_add(struct tally_db_builder *b, const struct tally_db *src
 
 /* ---- a database's copied files, in memory ---- */
 
-static void read_copy(const struct tally_db *db, uint32_t i, const char *rel, char **data, size_t *len)
+static void read_copy(const struct tally_db *db, uint32_t i, const char *rel, char **data,
+		      size_t *len)
 {
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT;
 	strbuf_addf(&p, "%s/%s", tally_db_image_dir(db, i), rel);

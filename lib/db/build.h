@@ -33,7 +33,9 @@ struct tally_db_builder {
 	bool sources; /* a database was added: its session is merged, not copied */
 	double start, stop, duration;
 	bool have_start, have_stop;
-	uint64_t sums[NSUMS]; /* session counters that add up: summed_keys, the three DWARF stop reasons, fp-repair-stops */
+	/* session counters that add up: summed_keys, the three DWARF stop reasons, fp-repair-
+	 * stops */
+	uint64_t sums[NSUMS];
 	/* weights were given (a database added, or tally_db_builder_entry_w):
 	 * the result has them; else they are dropped at finish */
 	bool weighted;

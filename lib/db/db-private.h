@@ -65,14 +65,17 @@ char **tally_db_split_list(const char *s, int *n);
 int tally_db_parse_counts(const char *s, int n, uint64_t *out);
 /* The file name of the database dir into sb (its path into path), checked to
  * be a regular file of lines: 0, 1 when it is not there and optional. */
-int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional);
+int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path,
+		       bool optional);
 
 /* A parser of one file's text (NUL-terminated, split in place). */
 typedef int (*tally_db_parse_fn)(struct tally_db *db, char *text, const char *what);
 /* fn over text checked to be lines first. */
-int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what, tally_db_parse_fn fn);
+int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what,
+			tally_db_parse_fn fn);
 /* fn over a copy of buf (any bytes, read-only), checked first. */
-int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, tally_db_parse_fn fn);
+int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what,
+			tally_db_parse_fn fn);
 /* lib/db/session.c: s, a UTC time in strftime's fmt, to seconds since 1970:
  * false unless the time gives the text back (strptime takes 2026-02-30). */
 bool tally_db_utc_format(const char *s, const char *fmt, double *out);

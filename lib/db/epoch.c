@@ -54,7 +54,8 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 		return 0;
 	}
 	static const char *const fmts[] = {
-		"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d",
+		"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M",
+		"%Y-%m-%d %H:%M",    "%Y-%m-%d",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
 		struct tm tm;
@@ -68,7 +69,8 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 			continue;
 		struct tm asked = tm;
 		time_t t = timegm(&tm); /* normalizes tm: 2026-02-30 becomes March 2 */
-		if (asked.tm_mday != tm.tm_mday || asked.tm_mon != tm.tm_mon || asked.tm_hour != tm.tm_hour)
+		if (asked.tm_mday != tm.tm_mday || asked.tm_mon != tm.tm_mon ||
+		    asked.tm_hour != tm.tm_hour)
 			goto bad;
 		*out = (double)t;
 		return 0;
@@ -80,8 +82,10 @@ int tally_parse_time(const char *s, const char *what, double now, double *out)
 	}
 bad:;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration before now (30m, 2h, 1d; at most %.0fd) or a UTC time (2026-11-21T13:07, 202611211307)",
-			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
+	return tally_seterr(
+		-EINVAL,
+		"invalid %s '%s': expected a duration before now (30m, 2h, 1d; at most %.0fd) or a UTC time (2026-11-21T13:07, 202611211307)",
+		what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
 static void format_when(double t, char *buf, size_t n)
@@ -140,7 +144,9 @@ static void session_times(const char *dbdir, double *start, double *stop)
 	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, 1 << 20) == 0) {
 		char *save = NULL;
 		for (char *l = strtok_r(sb.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			double *into = !strncmp(l, "start-time: ", 12) ? start : !strncmp(l, "stop-time: ", 11) ? stop : NULL;
+			double *into = !strncmp(l, "start-time: ", 12)  ? start
+				       : !strncmp(l, "stop-time: ", 11) ? stop
+									: NULL;
 			double t;
 			if (into && tally_db_utc_time(strchr(l, ' ') + 1, &t))
 				*into = t; /* a damaged time is refused when the epoch is read */
@@ -165,7 +171,8 @@ int tally_epochs_list(const char *dir, struct tally_epoch **out, size_t *n)
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/%s", dir, de->d_name);
 		struct stat st;
-		/* a link is not an epoch (the daemon makes none): it would lead out of the database */
+		/* a link is not an epoch (the daemon makes none): it would lead out of the database
+		 */
 		if (lstat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			strbuf_release(&p);
 			continue;
@@ -217,7 +224,8 @@ char *tally_epoch_new_name(const char *dir, double when)
 	return strbuf_detach(&sb);
 }
 
-int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min, const char *current)
+int tally_epochs_prune(const char *dir, double keep, double now, size_t keep_min,
+		       const char *current)
 {
 	struct tally_epoch *e;
 	size_t n;
@@ -246,8 +254,10 @@ int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg)
 	case TALLY_OPT_EPOCH:
 		if (!tally_epoch_name_ok(arg)) {
 			char q[TALLY_EXCERPT_SIZE];
-			return tally_seterr(-EINVAL, "invalid --epoch '%s': an epoch is named YYYYMMDDHHMM[-N] (see 'tally ctl status' or the database directory)",
-					    tally_excerpt(q, arg));
+			return tally_seterr(
+				-EINVAL,
+				"invalid --epoch '%s': an epoch is named YYYYMMDDHHMM[-N] (see 'tally ctl status' or the database directory)",
+				tally_excerpt(q, arg));
 		}
 		sel->epoch = arg;
 		break;
@@ -265,7 +275,9 @@ int tally_db_select_opt(struct tally_db_select *sel, int opt, const char *arg)
 		return 0;
 	}
 	if (sel->epoch && (sel->has_since || sel->has_until))
-		return tally_seterr(-EINVAL, "--epoch names one epoch: it cannot be combined with --since or --until");
+		return tally_seterr(
+			-EINVAL,
+			"--epoch names one epoch: it cannot be combined with --since or --until");
 	if (sel->has_since && sel->has_until && sel->since > sel->until) {
 		char a[32], b[32];
 		format_when(sel->since, a, sizeof(a));
@@ -327,13 +339,16 @@ static bool name_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 int tally_bundle_parse(const char *buf, size_t len, const char *what,
-		       int (*file)(void *ctx, const char *name, const char *data, size_t len), void *ctx)
+		       int (*file)(void *ctx, const char *name, const char *data, size_t len),
+		       void *ctx)
 {
 	const char *p = buf, *end = buf + len;
 	char q[TALLY_EXCERPT_SIZE];
 	if (len < 13 || strncmp(buf, "tally-bundle:", 13))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain', nor an archive from 'tally archive')",
-				    what);
+		return tally_seterr(
+			-ENOTDIR,
+			"'%s' is not a tally database: it is a file, not a directory (nor a bundle from 'tally ctl drain', nor an archive from 'tally archive')",
+			what);
 	const char *nl = memchr(p, '\n', len);
 	if (!nl || strncmp(buf, "tally-bundle: 1\n", 16)) {
 		/* the version as written, never more than its line (which may be all there is) */
@@ -341,12 +356,16 @@ int tally_bundle_parse(const char *buf, size_t len, const char *what,
 		while (v < ve && *v == ' ')
 			v++;
 		if (v == ve)
-			return tally_seterr(-EINVAL, "'%s' is a damaged bundle: its first line names no format-version (drain it again)",
-					    what);
+			return tally_seterr(
+				-EINVAL,
+				"'%s' is a damaged bundle: its first line names no format-version (drain it again)",
+				what);
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_add_excerpt(&sb, v, (size_t)(ve - v), TALLY_EXCERPT_MAX);
-		tally_seterr(-EINVAL, "'%s' is a bundle of format-version %s, and this tally reads version %d (use a newer tally)",
-			     what, sb.buf, TALLY_FORMAT_VERSION);
+		tally_seterr(
+			-EINVAL,
+			"'%s' is a bundle of format-version %s, and this tally reads version %d (use a newer tally)",
+			what, sb.buf, TALLY_FORMAT_VERSION);
 		strbuf_release(&sb);
 		return -EINVAL;
 	}
@@ -362,13 +381,17 @@ int tally_bundle_parse(const char *buf, size_t len, const char *what,
 			const char *d = p + 5;
 			uint64_t want = 0;
 			bool digits = d < nl && isdigit((unsigned char)*d);
-			for (; d < nl && isdigit((unsigned char)*d) && want <= (UINT64_MAX - 9) / 10; d++)
+			for (;
+			     d < nl && isdigit((unsigned char)*d) && want <= (UINT64_MAX - 9) / 10;
+			     d++)
 				want = want * 10 + (uint64_t)(*d - '0');
-			if (!digits || (size_t)(end - d) != 7 || strncmp(d, " files\n", 7) || want != files)
+			if (!digits || (size_t)(end - d) != 7 || strncmp(d, " files\n", 7) ||
+			    want != files)
 				goto damaged;
 			goto out;
 		}
-		if ((size_t)(nl - p) < 8 || strncmp(p, "file: ", 6) || !isdigit((unsigned char)p[6]))
+		if ((size_t)(nl - p) < 8 || strncmp(p, "file: ", 6) ||
+		    !isdigit((unsigned char)p[6]))
 			goto damaged;
 		const char *d = p + 6;
 		uint64_t flen = 0;
@@ -381,15 +404,17 @@ int tally_bundle_parse(const char *buf, size_t len, const char *what,
 			goto damaged;
 		char *name = xstrndup(d + 1, (size_t)(nl - d - 1));
 		const char *data = nl + 1;
-		if (!bundle_name_ok(name) || flen > (uint64_t)(end - data) || (uint64_t)(end - data) - flen < 1 ||
-		    data[flen] != '\n') {
+		if (!bundle_name_ok(name) || flen > (uint64_t)(end - data) ||
+		    (uint64_t)(end - data) - flen < 1 || data[flen] != '\n') {
 			free(name);
 			goto damaged;
 		}
 		uint64_t h = tally_hash_bytes(name, strlen(name), 0);
 		if (tally_hidx_get(&seen.idx, h, name, name_eq, &seen) != TALLY_HIDX_NONE) {
-			r = tally_seterr(-EINVAL, "'%s' holds the file '%s' twice (the bundle is damaged: drain it again)", what,
-					 tally_excerpt(q, name));
+			r = tally_seterr(
+				-EINVAL,
+				"'%s' holds the file '%s' twice (the bundle is damaged: drain it again)",
+				what, tally_excerpt(q, name));
 			free(name);
 			goto out;
 		}
@@ -402,8 +427,10 @@ int tally_bundle_parse(const char *buf, size_t len, const char *what,
 		p = data + flen + 1;
 	}
 damaged:
-	r = tally_seterr(-EINVAL, "'%s' is a damaged bundle: bad or missing entry at byte %zu (drain it again)", what,
-			 (size_t)(p - buf));
+	r = tally_seterr(
+		-EINVAL,
+		"'%s' is a damaged bundle: bad or missing entry at byte %zu (drain it again)", what,
+		(size_t)(p - buf));
 out:
 	for (size_t i = 0; i < seen.n; i++)
 		free(seen.v[i]);
@@ -432,11 +459,13 @@ static int unpack_file(void *ctx, const char *name, const char *data, size_t len
 	int fd = open(fp.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	int r = 0;
 	if (fd < 0) {
-		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(errno));
+		r = tally_seterr(-errno, "cannot unpack '%s' into '%s': %s", u->what, u->dir,
+				 strerror(errno));
 	} else {
 		int w = tally_write_all(fd, data, len);
 		if (w)
-			r = tally_seterr(w, "cannot unpack '%s' into '%s': %s", u->what, u->dir, strerror(-w));
+			r = tally_seterr(w, "cannot unpack '%s' into '%s': %s", u->what, u->dir,
+					 strerror(-w));
 		close(fd);
 	}
 	strbuf_release(&fp);
@@ -476,7 +505,8 @@ int tally_db_open_bundle_buf(struct tally_db *db, const char *buf, size_t len, c
 	struct strbuf tmpl = STRBUF_INIT;
 	strbuf_addf(&tmpl, "%s/tally-bundle.XXXXXX", td && *td ? td : "/tmp");
 	if (!mkdtemp(tmpl.buf)) {
-		r = tally_seterr(-errno, "cannot unpack '%s': cannot create a directory in '%s': %s", what,
+		r = tally_seterr(-errno,
+				 "cannot unpack '%s': cannot create a directory in '%s': %s", what,
 				 td && *td ? td : "/tmp", strerror(errno));
 		strbuf_release(&tmpl);
 		return r;
@@ -519,8 +549,8 @@ static int open_bundle(struct tally_db *db, const char *path)
 
 static bool same_dir(const struct stat *a, const struct stat *b)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
-	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 /* An epoch the daemon may be replacing while we read: read it again when the
@@ -531,7 +561,9 @@ static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 		struct stat a, b;
 		if (stat(path, &a) < 0) {
 			memset(db, 0, sizeof(*db));
-			return errno == ENOENT ? 1 : tally_seterr(-errno, "cannot read '%s': %s", path, strerror(errno));
+			return errno == ENOENT ? 1
+					       : tally_seterr(-errno, "cannot read '%s': %s", path,
+							      strerror(errno));
 		}
 		int r = tally_db_read_dir_flags(db, path, flags);
 		bool moved = stat(path, &b) < 0 || !same_dir(&a, &b);
@@ -540,7 +572,8 @@ static int open_epoch(struct tally_db *db, const char *path, unsigned flags)
 		if (!r)
 			tally_db_release(db);
 		if (attempt == 100)
-			return tally_seterr(-EAGAIN, "'%s' keeps changing while it is read (try again)", path);
+			return tally_seterr(
+				-EAGAIN, "'%s' keeps changing while it is read (try again)", path);
 		usleep(2000);
 	}
 }
@@ -556,8 +589,10 @@ int tally_epoch_read(struct tally_db *db, const char *path)
 /* What the daemon's first flush would make: for a database with no epoch yet. */
 static int no_epochs(const char *path)
 {
-	return tally_seterr(-ENOENT, "'%s' is a daemon database with no epoch yet (wait for the daemon's first flush, or 'tally ctl flush')",
-			    path);
+	return tally_seterr(
+		-ENOENT,
+		"'%s' is a daemon database with no epoch yet (wait for the daemon's first flush, or 'tally ctl flush')",
+		path);
 }
 
 /* Reads the session file's keys of one epoch (for events, per-pid, stacks). */
@@ -587,7 +622,8 @@ struct merge_sums {
 	size_t nev;
 	uint64_t *samples; /* per event of events */
 	uint64_t *weights; /* ... their weights */
-	uint64_t other[2 + 8 + 3 + TALLY_FP_NSTOPS_SAID]; /* lost, throttled, the summed session keys, the stop reasons */
+	/* lost, throttled, the summed session keys, the stop reasons */
+	uint64_t other[2 + 8 + 3 + TALLY_FP_NSTOPS_SAID];
 };
 
 static void merge_sums_release(struct merge_sums *m)
@@ -611,12 +647,15 @@ static bool add_fits(uint64_t *sum, uint64_t v)
  * merge would pass 2^64 (each epoch adds up; together they would wrap). */
 static int merge_fits(struct merge_sums *m, const struct tally_db *one, const char *path)
 {
-	static const char *const keys[] = { "dwarf-unwinds",   "dwarf-stopped-early", "dwarf-joined-fp",  "jit-untrusted",
-					    "fp-leaf-checked", "fp-leaf-repaired",    "fp-leaf-unchecked", "fp-repair-frames" };
+	static const char *const keys[] = { "dwarf-unwinds",     "dwarf-stopped-early",
+					    "dwarf-joined-fp",   "jit-untrusted",
+					    "fp-leaf-checked",   "fp-leaf-repaired",
+					    "fp-leaf-unchecked", "fp-repair-frames" };
 	const char *what = NULL, *wwhat = NULL;
 	for (int e = 0; e < one->nevents && !what; e++)
 		for (size_t k = 0; k < m->nev; k++)
-			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->samples[k], one->samples[e]))
+			if (!strcmp(one->events[e], m->events[k]) &&
+			    !add_fits(&m->samples[k], one->samples[e]))
 				what = one->events[e];
 	/* the weights too: an epoch's weight-total (format 3), or its samples x period-mean */
 	uint64_t *wt = xcalloc((size_t)one->nevents + 1, sizeof(uint64_t));
@@ -625,12 +664,16 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 			wt[e] = tally_mul_sat(one->samples[e], tally_db_mean_period(one, e));
 	for (int e = 0; e < one->nevents && !what && !wwhat; e++)
 		for (size_t k = 0; k < m->nev; k++)
-			if (!strcmp(one->events[e], m->events[k]) && !add_fits(&m->weights[k], wt[e]))
+			if (!strcmp(one->events[e], m->events[k]) &&
+			    !add_fits(&m->weights[k], wt[e]))
 				wwhat = one->events[e];
 	free(wt);
 	if (wwhat)
-		return tally_seterr(-EINVAL, "'%s': its epochs together weigh more than %" PRIu64 " of '%s' (an epoch is damaged: read them one by one with --epoch)",
-				    path, UINT64_MAX, wwhat);
+		return tally_seterr(
+			-EINVAL,
+			"'%s': its epochs together weigh more than %" PRIu64
+			" of '%s' (an epoch is damaged: read them one by one with --epoch)",
+			path, UINT64_MAX, wwhat);
 	uint64_t v[ARRAY_SIZE(m->other)] = { one->lost, one->throttled, 0 };
 	for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
 		const char *s = tally_meta_get(&one->session, keys[k]);
@@ -639,8 +682,10 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 	const char *why = tally_meta_get(&one->session, "dwarf-stop-reasons");
 	unsigned long long w[3] = { 0, 0, 0 };
 	if (why)
-		(void)sscanf(why, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu", &w[0], &w[1],
-			     &w[2]);
+		(void)sscanf(
+			why,
+			"stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu",
+			&w[0], &w[1], &w[2]);
 	for (int i = 0; i < 3; i++)
 		v[2 + ARRAY_SIZE(keys) + i] = w[i];
 	const char *fps = tally_meta_get(&one->session, "fp-repair-stops");
@@ -649,16 +694,23 @@ static int merge_fits(struct merge_sums *m, const struct tally_db *one, const ch
 		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++)
 			v[2 + ARRAY_SIZE(keys) + 3 + i] = fp[i];
 	if (what)
-		return tally_seterr(-EINVAL, "'%s': its epochs together hold more than %" PRIu64 " '%s' samples (an epoch is damaged: read them one by one with --epoch)",
-				    path, UINT64_MAX, what);
+		return tally_seterr(
+			-EINVAL,
+			"'%s': its epochs together hold more than %" PRIu64
+			" '%s' samples (an epoch is damaged: read them one by one with --epoch)",
+			path, UINT64_MAX, what);
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++)
 		if (!add_fits(&m->other[i], v[i]))
-			return tally_seterr(-EINVAL, "'%s': the counters of its epochs (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) add up past %" PRIu64 " (an epoch is damaged: read them one by one with --epoch)",
-					    path, UINT64_MAX);
+			return tally_seterr(
+				-EINVAL,
+				"'%s': the counters of its epochs (lost, throttled, dwarf-*, fp-leaf-*, fp-repair-*, jit-untrusted) add up past %" PRIu64
+				" (an epoch is damaged: read them one by one with --epoch)",
+				path, UINT64_MAX);
 	return 0;
 }
 
-static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
+static int open_daemon(struct tally_db *db, const char *path, const struct tally_db_select *sel,
+		       unsigned flags)
 {
 	struct tally_epoch *ep;
 	size_t n;
@@ -690,15 +742,18 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 			strbuf_addf(&what, "%s%s", i ? ", " : "", ep[i].name);
 		}
 		if (sel->epoch) {
-			r = tally_seterr(-ENOENT, "no epoch '%s' in '%s' (it has: %s)", sel->epoch, path, what.buf);
+			r = tally_seterr(-ENOENT, "no epoch '%s' in '%s' (it has: %s)", sel->epoch,
+					 path, what.buf);
 		} else {
 			struct strbuf rg = STRBUF_INIT;
 			char a[32], b[32];
 			range_text(sel, &rg);
 			format_when(ep[0].start, a, sizeof(a));
 			format_when(ep[n - 1].stop, b, sizeof(b));
-			r = tally_seterr(-ENOENT, "no epoch of '%s' lies in the range asked (%s): its epochs span %s to %s (%s)",
-					 path, rg.buf, a, b, what.buf);
+			r = tally_seterr(
+				-ENOENT,
+				"no epoch of '%s' lies in the range asked (%s): its epochs span %s to %s (%s)",
+				path, rg.buf, a, b, what.buf);
 			strbuf_release(&rg);
 		}
 		strbuf_release(&what);
@@ -709,8 +764,10 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 			r = open_epoch(db, ep[pick[0]].path, flags);
 			if (r != 1)
 				break;
-			r = tally_seterr(-ENOENT, "epoch '%s' of '%s' was deleted while it was read (--keep): run again",
-					 ep[pick[0]].name, path);
+			r = tally_seterr(
+				-ENOENT,
+				"epoch '%s' of '%s' was deleted while it was read (--keep): run again",
+				ep[pick[0]].name, path);
 			break;
 		}
 		if (!r) {
@@ -753,7 +810,9 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 		events[nev++] = xstrdup("cpu-clock");
 	}
 	struct tally_db_builder *b = tally_db_builder_new((int)nev, events, per_pid, stacks);
-	struct merge_sums sums = { events, nev, xcalloc(nev, sizeof(uint64_t)), xcalloc(nev, sizeof(uint64_t)), { 0 } };
+	struct merge_sums sums = {
+		events, nev, xcalloc(nev, sizeof(uint64_t)), xcalloc(nev, sizeof(uint64_t)), { 0 }
+	};
 	size_t used = 0;
 	for (size_t k = 0; k < np; k++) {
 		struct tally_db one;
@@ -778,7 +837,8 @@ static int open_daemon(struct tally_db *db, const char *path, const struct tally
 	free(db->path);
 	db->path = xstrdup(path);
 	db->nepochs = used;
-	tally_meta_set(&db->session, "epochs", "%s to %s (%zu)", ep[pick[0]].name, ep[pick[np - 1]].name, used);
+	tally_meta_set(&db->session, "epochs", "%s to %s (%zu)", ep[pick[0]].name,
+		       ep[pick[np - 1]].name, used);
 out:
 	free(pick);
 	tally_epochs_free(ep, n);
@@ -790,7 +850,8 @@ int tally_db_open_select(struct tally_db *db, const char *path, const struct tal
 	return tally_db_open_flags(db, path, sel, 0);
 }
 
-int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel, unsigned flags)
+int tally_db_open_flags(struct tally_db *db, const char *path, const struct tally_db_select *sel,
+			unsigned flags)
 {
 	struct stat st;
 	if (!tally_db_select_active(sel))
@@ -802,7 +863,10 @@ int tally_db_open_flags(struct tally_db *db, const char *path, const struct tall
 		return open_daemon(db, path, sel, flags);
 	if (sel && sel->epoch) {
 		memset(db, 0, sizeof(*db));
-		return tally_seterr(-EINVAL, "--epoch: '%s' is not a daemon database, it has no epochs (written by 'tally daemon')", path);
+		return tally_seterr(
+			-EINVAL,
+			"--epoch: '%s' is not a daemon database, it has no epochs (written by 'tally daemon')",
+			path);
 	}
 	int r;
 	if (archive)
@@ -829,9 +893,13 @@ int tally_db_open_flags(struct tally_db *db, const char *path, const struct tall
 	format_when(start, a, sizeof(a));
 	format_when(stop, b, sizeof(b));
 	if (start < 0)
-		r = tally_seterr(-ENOENT, "'%s' has no start-time, so no time range selects it (%s)", path, rg.buf);
+		r = tally_seterr(-ENOENT,
+				 "'%s' has no start-time, so no time range selects it (%s)", path,
+				 rg.buf);
 	else
-		r = tally_seterr(-ENOENT, "'%s' was recorded from %s to %s, outside the range asked (%s)", path, a, b, rg.buf);
+		r = tally_seterr(-ENOENT,
+				 "'%s' was recorded from %s to %s, outside the range asked (%s)",
+				 path, a, b, rg.buf);
 	strbuf_release(&rg);
 	tally_db_release(db);
 	return r;
@@ -849,12 +917,18 @@ static int db_select_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option db_select_options[] = {
-	TALLY_OPT(0, "epoch", TALLY_ARG_REQUIRED, "NAME", "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH),
-	TALLY_OPT(0, "since", TALLY_ARG_REQUIRED, "WHEN",
-	  "epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)", TALLY_OPT_SINCE),
-	TALLY_OPT(0, "until", TALLY_ARG_REQUIRED, "WHEN", "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL),
+	TALLY_OPT(0, "epoch", TALLY_ARG_REQUIRED, "NAME",
+		  "only this epoch (a name such as 202611211307)", TALLY_OPT_EPOCH),
+	TALLY_OPT(
+		0, "since", TALLY_ARG_REQUIRED, "WHEN",
+		"epochs with samples after WHEN: a duration ago (2h, 30m)\nor a UTC time (2026-11-21T13:07, 202611211307)",
+		TALLY_OPT_SINCE),
+	TALLY_OPT(0, "until", TALLY_ARG_REQUIRED, "WHEN",
+		  "epochs that began before WHEN (same forms)", TALLY_OPT_UNTIL),
 	TALLY_OPTION_END,
 };
 
-const struct tally_optgroup tally_db_select_group = { "daemon databases (all epochs merged unless one of these selects)",
-						      db_select_options, db_select_handle };
+const struct tally_optgroup tally_db_select_group = {
+	"daemon databases (all epochs merged unless one of these selects)", db_select_options,
+	db_select_handle
+};

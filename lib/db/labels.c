@@ -20,7 +20,8 @@ bool tally_label_key_ok(const char *key, size_t n)
 	if (!n || n > TALLY_LABEL_KEY_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!(isalnum((unsigned char)key[i]) || key[i] == '_' || key[i] == '-' || key[i] == '.'))
+		if (!(isalnum((unsigned char)key[i]) || key[i] == '_' || key[i] == '-' ||
+		      key[i] == '.'))
 			return false;
 	return true;
 }
@@ -41,11 +42,15 @@ int tally_label_parse(const char *s, const char *what, char **key, char **value)
 	const char *eq = strchr(s, '=');
 	char q[TALLY_EXCERPT_SIZE];
 	if (!eq || !tally_label_key_ok(s, (size_t)(eq - s)))
-		return tally_seterr(-EINVAL, "invalid %s '%s': expected KEY=VALUE with a KEY of letters, digits, '_', '-' or '.' (at most %d)",
-				    what, tally_excerpt(q, s), TALLY_LABEL_KEY_MAX);
+		return tally_seterr(
+			-EINVAL,
+			"invalid %s '%s': expected KEY=VALUE with a KEY of letters, digits, '_', '-' or '.' (at most %d)",
+			what, tally_excerpt(q, s), TALLY_LABEL_KEY_MAX);
 	if (eq[1] && !tally_label_value_ok(eq + 1))
-		return tally_seterr(-EINVAL, "invalid %s '%s': the value holds a control character or is longer than %d bytes",
-				    what, tally_excerpt(q, s), TALLY_LABEL_VALUE_MAX);
+		return tally_seterr(
+			-EINVAL,
+			"invalid %s '%s': the value holds a control character or is longer than %d bytes",
+			what, tally_excerpt(q, s), TALLY_LABEL_VALUE_MAX);
 	*key = xstrndup(s, (size_t)(eq - s));
 	*value = xstrdup(eq + 1);
 	return 0;
@@ -90,7 +95,8 @@ void tally_labelset_copy(struct tally_labelset *dst, const struct tally_labelset
 	dst->n = src ? src->n : 0;
 	dst->v = dst->n ? xmalloc(dst->n * sizeof(*dst->v)) : NULL;
 	for (size_t i = 0; i < dst->n; i++)
-		dst->v[i] = (struct tally_label){ xstrdup(src->v[i].key), xstrdup(src->v[i].value) };
+		dst->v[i] =
+			(struct tally_label){ xstrdup(src->v[i].key), xstrdup(src->v[i].value) };
 }
 
 void tally_labelset_release(struct tally_labelset *set)
@@ -158,13 +164,17 @@ int tally_db_parse_label_fields(char *s, const char *what, size_t ln, struct tal
 		char *eq = strchr(f, '=');
 		if (eq)
 			tally_unescape(eq + 1);
-		if (!eq || !tally_label_key_ok(f, (size_t)(eq - f)) || !tally_label_value_ok(eq + 1))
-			return tally_seterr(-EINVAL, "'%s' line %zu: '%s' is not a label KEY=VALUE (%s)", what, ln,
-					    tally_excerpt(q, f), DAMAGED);
+		if (!eq || !tally_label_key_ok(f, (size_t)(eq - f)) ||
+		    !tally_label_value_ok(eq + 1))
+			return tally_seterr(-EINVAL,
+					    "'%s' line %zu: '%s' is not a label KEY=VALUE (%s)",
+					    what, ln, tally_excerpt(q, f), DAMAGED);
 		*eq = '\0';
 		if (set->n && strcmp(set->v[set->n - 1].key, f) >= 0)
-			return tally_seterr(-EINVAL, "'%s' line %zu: its keys are not sorted or '%s' is given twice (%s)", what,
-					    ln, tally_excerpt(q, f), DAMAGED);
+			return tally_seterr(
+				-EINVAL,
+				"'%s' line %zu: its keys are not sorted or '%s' is given twice (%s)",
+				what, ln, tally_excerpt(q, f), DAMAGED);
 		tally_labelset_set(set, f, eq + 1);
 	}
 	return 0;
@@ -176,7 +186,8 @@ int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, cons
 	if (memchr(buf, '\0', len))
 		return tally_seterr(-EINVAL, "'%s' contains binary data (%s)", what, DAMAGED);
 	if (len && buf[len - 1] != '\n')
-		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)", what, DAMAGED);
+		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)",
+				    what, DAMAGED);
 	int r = 0;
 	char *text = xstrndup(buf, len), *line;
 	struct tally_lines L;
@@ -192,18 +203,23 @@ int tally_db_parse_labels(struct tally_db *db, const char *buf, size_t len, cons
 		/* a line of tabs alone has no id */
 		unsigned long long id = f ? strtoull(f, &idend, 10) : 0;
 		if (!f || !isdigit((unsigned char)*f) || *idend || errno || id != db->nlabels + 1) {
-			r = tally_lines_err(&L, -EINVAL, "expected label set %zu first ('ID<tab>KEY=VALUE...') (%s)",
-					    db->nlabels + 1, DAMAGED);
+			r = tally_lines_err(
+				&L, -EINVAL,
+				"expected label set %zu first ('ID<tab>KEY=VALUE...') (%s)",
+				db->nlabels + 1, DAMAGED);
 			break;
 		}
 		struct tally_labelset set = { 0 };
 		r = tally_db_parse_label_fields(save, what, L.ln, &set);
 		if (!r && !set.n)
-			r = tally_lines_err(&L, -EINVAL, "label set %llu is empty (%s)", id, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "label set %llu is empty (%s)", id,
+					    DAMAGED);
 		uint64_t h = tally_labelset_hash(&set);
 		uint32_t twin = r ? TALLY_HIDX_NONE : tally_hidx_get(&seen, h, &set, set_eq, db);
 		if (twin != TALLY_HIDX_NONE)
-			r = tally_lines_err(&L, -EINVAL, "label set %llu is label set %u again (%s)", id, twin + 1, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL,
+					    "label set %llu is label set %u again (%s)", id,
+					    twin + 1, DAMAGED);
 		if (r) {
 			tally_labelset_release(&set);
 			break;

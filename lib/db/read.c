@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key, char **value)
+int tally_parse_header_line(const char *line, const char *what, size_t lineno, char **key,
+			    char **value)
 {
 	const char *colon = strchr(line, ':');
 	const char *k = line;
@@ -39,8 +40,8 @@ int tally_parse_header_line(const char *line, const char *what, size_t lineno, c
 	return 0;
 bad:;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%s' (%s)", what, lineno,
-			    tally_excerpt(q, line), DAMAGED);
+	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'key: value', got '%s' (%s)", what,
+			    lineno, tally_excerpt(q, line), DAMAGED);
 }
 
 static bool parse_hex(const char **p, uint64_t *out)
@@ -84,14 +85,14 @@ bool tally_db_parse_dec(const char **p, uint64_t *out)
 	return true;
 }
 
-int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
-			  uint64_t *counts)
+int tally_parse_prof_line(const char *line, const char *what, size_t lineno, int nevents,
+			  uint64_t *offset, uint64_t *counts)
 {
 	return tally_parse_prof_line_w(line, what, lineno, nevents, offset, counts, NULL);
 }
 
-int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents, uint64_t *offset,
-			    uint64_t *counts, uint64_t *weights)
+int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, int nevents,
+			    uint64_t *offset, uint64_t *counts, uint64_t *weights)
 {
 	const char *p = line;
 	char q[TALLY_EXCERPT_SIZE];
@@ -115,20 +116,27 @@ int tally_parse_prof_line_w(const char *line, const char *what, size_t lineno, i
 		goto bad;
 	for (int e = 0; weights && e < nevents; e++)
 		if (!counts[e] && weights[e])
-			return tally_seterr(-EINVAL, "'%s' line %zu: a weight of %" PRIu64 " for no sample, in '%s' (%s)", what,
-					    lineno, weights[e], tally_excerpt(q, line), DAMAGED);
+			return tally_seterr(-EINVAL,
+					    "'%s' line %zu: a weight of %" PRIu64
+					    " for no sample, in '%s' (%s)",
+					    what, lineno, weights[e], tally_excerpt(q, line),
+					    DAMAGED);
 	return 0;
 bad:
 	if (weights)
-		return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT WEIGHT' with %d count%s and weight%s, got '%s' (%s)",
-				    what, lineno, nevents, nevents == 1 ? "" : "s", nevents == 1 ? "" : "s",
-				    tally_excerpt(q, line), DAMAGED);
-	return tally_seterr(-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%s' (%s)", what,
-			    lineno, nevents, nevents == 1 ? "" : "s", tally_excerpt(q, line), DAMAGED);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' line %zu: expected 'OFFSET COUNT WEIGHT' with %d count%s and weight%s, got '%s' (%s)",
+			what, lineno, nevents, nevents == 1 ? "" : "s", nevents == 1 ? "" : "s",
+			tally_excerpt(q, line), DAMAGED);
+	return tally_seterr(
+		-EINVAL, "'%s' line %zu: expected 'OFFSET COUNT' with %d count%s, got '%s' (%s)",
+		what, lineno, nevents, nevents == 1 ? "" : "s", tally_excerpt(q, line), DAMAGED);
 }
 
 /* A file of the database, read whole and checked to be lines. */
-int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path, bool optional)
+int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, struct strbuf *path,
+		       bool optional)
 {
 	strbuf_reset(path);
 	strbuf_addf(path, "%s/%s", dir, name);
@@ -138,8 +146,10 @@ int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, str
 	if (r == -ENOENT && optional)
 		return 1;
 	if (r == -ELOOP || r == -EINVAL || r == -EISDIR)
-		return tally_seterr(r, "%s (a database holds only the regular files tally wrote: record it again)",
-				    tally_errmsg());
+		return tally_seterr(
+			r,
+			"%s (a database holds only the regular files tally wrote: record it again)",
+			tally_errmsg());
 	if (r == -EFBIG)
 		return tally_seterr(r, "%s (%s)", tally_errmsg(), DAMAGED);
 	if (r)
@@ -148,8 +158,9 @@ int tally_db_read_text(struct strbuf *sb, const char *dir, const char *name, str
 		size_t lines = 1;
 		for (size_t i = 0; i < sb->len; i++)
 			lines += sb->buf[i] == '\n';
-		return tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", path->buf, lines,
-				    DAMAGED);
+		return tally_seterr(-EINVAL,
+				    "'%s' line %zu: the file ends in the middle of the line (%s)",
+				    path->buf, lines, DAMAGED);
 	}
 	if (memchr(sb->buf, '\0', sb->len))
 		return tally_seterr(-EINVAL, "'%s' contains binary data (%s)", path->buf, DAMAGED);
@@ -199,22 +210,27 @@ static int check_text(const char *buf, size_t len, const char *what)
 	for (const char *c = buf; (c = memchr(c, '\n', (size_t)(upto - c))); c++)
 		lines++;
 	if (nul)
-		return tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (%s)", what, lines, DAMAGED);
+		return tally_seterr(-EINVAL,
+				    "'%s' line %zu: binary data (a NUL byte) in a text file (%s)",
+				    what, lines, DAMAGED);
 	if (len && buf[len - 1] != '\n')
-		return tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", what, lines,
-				    DAMAGED);
+		return tally_seterr(-EINVAL,
+				    "'%s' line %zu: the file ends in the middle of the line (%s)",
+				    what, lines, DAMAGED);
 	return 0;
 }
 
 /* fn over text that is checked first; text (NUL-terminated) is split in place. */
-int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what, tally_db_parse_fn fn)
+int tally_db_parse_text(struct tally_db *db, char *text, size_t len, const char *what,
+			tally_db_parse_fn fn)
 {
 	int r = check_text(text, len, what);
 	return r ? r : fn(db, text, what);
 }
 
 /* fn over a copy of buf: the public entry points take any bytes, read-only. */
-int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what, tally_db_parse_fn fn)
+int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const char *what,
+			tally_db_parse_fn fn)
 {
 	int r = check_text(buf, len, what);
 	if (r)
@@ -229,7 +245,8 @@ int tally_db_parse_copy(struct tally_db *db, const char *buf, size_t len, const 
 
 /* An optional file of the database, read into sb and parsed by fn: 0 when it
  * is not there. */
-static int load_optional(struct tally_db *db, const char *name, tally_db_parse_fn fn, struct strbuf *sb, struct strbuf *path)
+static int load_optional(struct tally_db *db, const char *name, tally_db_parse_fn fn,
+			 struct strbuf *sb, struct strbuf *path)
 {
 	int r = tally_db_read_text(sb, db->path, name, path, true);
 	if (r == 1)
@@ -319,15 +336,19 @@ static const char *image_problem(const struct tally_db_image *im)
 	bool per_process = !strcmp(im->kind, "jit") || !strcmp(im->kind, "nomap");
 	if (!per_process && im->pid)
 		return "only jit and nomap images belong to a process (pid 0 otherwise)";
-	if (!strcmp(im->kind, "jit") && (!im->pid || strcmp(im->name, "jit") || strcmp(ik, "xxh64")))
+	if (!strcmp(im->kind, "jit") &&
+	    (!im->pid || strcmp(im->name, "jit") || strcmp(ik, "xxh64")))
 		return "a jit image is named 'jit', has an xxh64 id and its process's pid";
 	if (!strcmp(im->kind, "kernel") &&
-	    (strcmp(im->name, "kernel") || strcmp(im->path, "[kernel]") || (strcmp(ik, "build-id") && strcmp(ik, "none"))))
+	    (strcmp(im->name, "kernel") || strcmp(im->path, "[kernel]") ||
+	     (strcmp(ik, "build-id") && strcmp(ik, "none"))))
 		return "the kernel image is named 'kernel', with path '[kernel]' and a build-id or none";
-	if (!strcmp(im->kind, "nomap") && (strcmp(im->name, "nomap") || *im->path || strcmp(ik, "none")))
+	if (!strcmp(im->kind, "nomap") &&
+	    (strcmp(im->name, "nomap") || *im->path || strcmp(ik, "none")))
 		return "a nomap image is named 'nomap', with no path and no id";
 	if (!strcmp(im->kind, "vdso") &&
-	    (strcmp(im->name, "[vdso]") || strcmp(im->path, "[vdso]") || (strcmp(ik, "xxh64") && strcmp(ik, "none"))))
+	    (strcmp(im->name, "[vdso]") || strcmp(im->path, "[vdso]") ||
+	     (strcmp(ik, "xxh64") && strcmp(ik, "none"))))
 		return "the vdso image is named '[vdso]', with path '[vdso]' and an xxh64 id or none";
 	if (file && (!strcmp(im->name, "kernel") && !strcmp(im->path, "[kernel]")))
 		return "the kernel is an image of kind 'kernel'";
@@ -356,8 +377,12 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 		f[nf++] = p;
 		uint64_t idx = 0;
 		int pid = 0;
-		if (nf != 7 || !tally_db_whole_u64(f[0], &idx) || idx != db->nimages || !tally_db_parse_pid(f[4], &pid))
-			return tally_lines_err(&L, -EINVAL, "expected 'index kind id id-kind pid name path' in order (%s)", DAMAGED);
+		if (nf != 7 || !tally_db_whole_u64(f[0], &idx) || idx != db->nimages ||
+		    !tally_db_parse_pid(f[4], &pid))
+			return tally_lines_err(
+				&L, -EINVAL,
+				"expected 'index kind id id-kind pid name path' in order (%s)",
+				DAMAGED);
 		GROW(db->images, cap, db->nimages + 1);
 		struct tally_db_image *im = &db->images[db->nimages++];
 		memset(im, 0, sizeof(*im));
@@ -371,7 +396,8 @@ static int parse_images(struct tally_db *db, char *text, const char *what)
 		im->path = xstrdup(f[6]);
 		const char *why = image_problem(im);
 		if (why)
-			return tally_lines_err(&L, -EINVAL, "image %zu: %s (%s)", db->nimages - 1, why, DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "image %zu: %s (%s)", db->nimages - 1,
+					       why, DAMAGED);
 	}
 	return 0;
 }
@@ -380,7 +406,8 @@ static const struct tally_db_image *apart_images;
 
 static int cmp_apart(const void *x, const void *y)
 {
-	const struct tally_db_image *a = &apart_images[*(const uint32_t *)x], *b = &apart_images[*(const uint32_t *)y];
+	const struct tally_db_image *a = &apart_images[*(const uint32_t *)x],
+				    *b = &apart_images[*(const uint32_t *)y];
 	int c = strcmp(a->name, b->name);
 	return c ? c : *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
 }
@@ -394,7 +421,8 @@ void tally_db_names_apart(struct tally_db *db)
 	apart_images = db->images;
 	qsort(ix, n, sizeof(*ix), cmp_apart);
 	for (uint32_t a = 0, b; a < n; a = b) {
-		for (b = a + 1; b < n && !strcmp(db->images[ix[a]].name, db->images[ix[b]].name); b++)
+		for (b = a + 1; b < n && !strcmp(db->images[ix[a]].name, db->images[ix[b]].name);
+		     b++)
 			;
 		if (b - a < 2)
 			continue;
@@ -460,7 +488,8 @@ static bool add_counts(uint64_t *sum, const uint64_t *c, int n)
 }
 
 /* A version 2 profile's label set ('label: N', absent for none). */
-static int prof_label(const struct tally_db *db, const struct tally_meta *h, const char *what, uint32_t *label)
+static int prof_label(const struct tally_db *db, const struct tally_meta *h, const char *what,
+		      uint32_t *label)
 {
 	const char *lv = tally_meta_get(h, "label");
 	uint64_t v = 0;
@@ -469,8 +498,9 @@ static int prof_label(const struct tally_db *db, const struct tally_meta *h, con
 		return 0;
 	if (!tally_db_whole_u64(lv, &v) || v > db->nlabels) {
 		char q[TALLY_EXCERPT_SIZE];
-		return tally_seterr(-EINVAL, "'%s': header 'label' names no label set in 'labels': '%s' (%s)", what,
-				    tally_excerpt(q, lv), DAMAGED);
+		return tally_seterr(
+			-EINVAL, "'%s': header 'label' names no label set in 'labels': '%s' (%s)",
+			what, tally_excerpt(q, lv), DAMAGED);
 	}
 	*label = (uint32_t)v;
 	return 0;
@@ -485,7 +515,8 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	struct tally_meta h = { 0 };
 	char q[TALLY_EXCERPT_SIZE];
 	if (!db->nevents) {
-		r = tally_seterr(-EINVAL, "'%s': a profile read before the session (%s)", what, DAMAGED);
+		r = tally_seterr(-EINVAL, "'%s': a profile read before the session (%s)", what,
+				 DAMAGED);
 		goto out;
 	}
 	while ((line = tally_lines_next(&L))) {
@@ -503,8 +534,10 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	const char *smp = tally_meta_get(&h, "samples");
 	const char *sfv = tally_meta_get(&db->session, "format-version");
 	if (!fv || !sfv || strcmp(fv, sfv)) {
-		r = tally_seterr(-EINVAL, "'%s' has format-version %s, and its session version %s (use a newer tally, or record again)",
-				 what, fv ? tally_excerpt(q, fv) : "(none)", sfv ? sfv : "(none)");
+		r = tally_seterr(
+			-EINVAL,
+			"'%s' has format-version %s, and its session version %s (use a newer tally, or record again)",
+			what, fv ? tally_excerpt(q, fv) : "(none)", sfv ? sfv : "(none)");
 		goto out;
 	}
 	uint32_t label = 0;
@@ -512,13 +545,18 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 		goto out;
 	uint64_t idx = 0;
 	if (!ix || !tally_db_whole_u64(ix, &idx) || idx >= db->nimages) {
-		r = tally_seterr(-EINVAL, "'%s': header 'index' is missing or names no image in 'images' (%s)", what, DAMAGED);
+		r = tally_seterr(
+			-EINVAL,
+			"'%s': header 'index' is missing or names no image in 'images' (%s)", what,
+			DAMAGED);
 		goto out;
 	}
 	int pid = 0;
 	if (pidv && !tally_db_parse_pid(pidv, &pid)) {
-		r = tally_seterr(-EINVAL, "'%s': header 'pid' is not a process id: '%s' (one from 0 to %d; %s)", what,
-				 tally_excerpt(q, pidv), INT32_MAX, DAMAGED);
+		r = tally_seterr(
+			-EINVAL,
+			"'%s': header 'pid' is not a process id: '%s' (one from 0 to %d; %s)", what,
+			tally_excerpt(q, pidv), INT32_MAX, DAMAGED);
 		goto out;
 	}
 	bool weighted = tally_db_weighted(db);
@@ -529,58 +567,75 @@ static int parse_prof(struct tally_db *db, char *text, const char *what)
 	uint64_t *wgot = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	uint64_t *w = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	if (!smp || tally_db_parse_counts(smp, db->nevents, want)) {
-		r = tally_seterr(-EINVAL, "'%s': header 'samples' must hold one count per event (%s)", what, DAMAGED);
+		r = tally_seterr(-EINVAL,
+				 "'%s': header 'samples' must hold one count per event (%s)", what,
+				 DAMAGED);
 		goto out2;
 	}
 	const char *wv = tally_meta_get(&h, "weights");
 	if (weighted && (!wv || tally_db_parse_counts(wv, db->nevents, wwant))) {
-		r = tally_seterr(-EINVAL, "'%s': header 'weights' must hold one count per event in a format 3 profile (%s)",
-				 what, DAMAGED);
+		r = tally_seterr(
+			-EINVAL,
+			"'%s': header 'weights' must hold one count per event in a format 3 profile (%s)",
+			what, DAMAGED);
 		goto out2;
 	}
 	GROW(db->profs, db->aprofs, db->nprofs + 1);
-	db->profs[db->nprofs] = (struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries, label };
+	db->profs[db->nprofs] =
+		(struct tally_db_prof){ (uint32_t)idx, pid, db->nentries, db->nentries, label };
 	while ((line = tally_lines_next(&L))) {
 		uint64_t off;
-		if ((r = tally_parse_prof_line_w(line, L.what, L.ln, db->nevents, &off, c, weighted ? w : NULL)))
+		if ((r = tally_parse_prof_line_w(line, L.what, L.ln, db->nevents, &off, c,
+						 weighted ? w : NULL)))
 			goto undo;
 		/* counts that wrap would add up to anything: refused where the sum passes 2^64 */
 		if (!add_counts(got, c, db->nevents)) {
-			r = tally_lines_err(&L, -EINVAL, "the counts add up past %" PRIu64 " (%s)", UINT64_MAX, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "the counts add up past %" PRIu64 " (%s)",
+					    UINT64_MAX, DAMAGED);
 			goto undo;
 		}
 		if (weighted && !add_counts(wgot, w, db->nevents)) {
-			r = tally_lines_err(&L, -EINVAL, "the weights add up past %" PRIu64 " (%s)", UINT64_MAX, DAMAGED);
+			r = tally_lines_err(&L, -EINVAL, "the weights add up past %" PRIu64 " (%s)",
+					    UINT64_MAX, DAMAGED);
 			goto undo;
 		}
 		GROW(db->entries, db->aentries, db->nentries + 1);
 		db->entries[db->nentries] = (struct tally_db_entry){ (uint32_t)idx, pid, off };
 		GROW(db->counts, db->acounts, (db->nentries + 1) * (size_t)db->nevents);
-		memcpy(&db->counts[db->nentries * (size_t)db->nevents], c, (size_t)db->nevents * sizeof(uint64_t));
+		memcpy(&db->counts[db->nentries * (size_t)db->nevents], c,
+		       (size_t)db->nevents * sizeof(uint64_t));
 		if (weighted) {
 			GROW(db->weights, db->aweights, (db->nentries + 1) * (size_t)db->nevents);
-			memcpy(&db->weights[db->nentries * (size_t)db->nevents], w, (size_t)db->nevents * sizeof(uint64_t));
+			memcpy(&db->weights[db->nentries * (size_t)db->nevents], w,
+			       (size_t)db->nevents * sizeof(uint64_t));
 		}
 		db->nentries++;
 	}
 	db->profs[db->nprofs].end = db->nentries;
 	for (size_t k = 0; k < db->nprofs && !r; k++)
-		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid && db->profs[k].label == label)
-			r = tally_seterr(-EINVAL, "'%s' profiles image %" PRIu64 "%s again: another .prof file already does (%s)",
+		if (db->profs[k].image == (uint32_t)idx && db->profs[k].pid == pid &&
+		    db->profs[k].label == label)
+			r = tally_seterr(-EINVAL,
+					 "'%s' profiles image %" PRIu64
+					 "%s again: another .prof file already does (%s)",
 					 what, idx, pid ? " for the same pid" : "", DAMAGED);
 	if (r)
 		goto undo;
 	for (int e = 0; e < db->nevents; e++)
 		if (got[e] != want[e]) {
-			r = tally_seterr(-EINVAL, "'%s': its lines add up to %" PRIu64 " samples but its header says %" PRIu64
-						  " (the file is truncated or damaged: record again)",
+			r = tally_seterr(-EINVAL,
+					 "'%s': its lines add up to %" PRIu64
+					 " samples but its header says %" PRIu64
+					 " (the file is truncated or damaged: record again)",
 					 what, got[e], want[e]);
 			goto undo;
 		}
 	for (int e = 0; weighted && e < db->nevents; e++)
 		if (wgot[e] != wwant[e]) {
-			r = tally_seterr(-EINVAL, "'%s': its lines weigh %" PRIu64 " but its header says %" PRIu64
-						  " (the file is truncated or damaged: record again)",
+			r = tally_seterr(-EINVAL,
+					 "'%s': its lines weigh %" PRIu64
+					 " but its header says %" PRIu64
+					 " (the file is truncated or damaged: record again)",
 					 what, wgot[e], wwant[e]);
 			goto undo;
 		}
@@ -627,9 +682,11 @@ static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 	while ((line = tally_lines_next_data(&L))) {
 		const char *p = line;
 		uint64_t addr, size;
-		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' || !*p || p[1] != ' ' ||
-		    !p[2])
-			return tally_lines_err(&L, -EINVAL, "expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)", DAMAGED);
+		if (!parse_hex(&p, &addr) || *p++ != ' ' || !parse_hex(&p, &size) || *p++ != ' ' ||
+		    !*p || p[1] != ' ' || !p[2])
+			return tally_lines_err(&L, -EINVAL,
+					       "expected 'ADDRESS SIZE TYPE NAME [MODULE]' (%s)",
+					       DAMAGED);
 		char type = *p;
 		const char *name = p + 2;
 		const char *mod = strstr(name, " [");
@@ -643,7 +700,8 @@ static int parse_ksyms(struct tally_db *db, char *text, const char *what)
 	}
 	for (size_t i = 1; i < db->nksyms; i++)
 		if (db->ksyms[i].addr < db->ksyms[i - 1].addr)
-			return tally_seterr(-EINVAL, "'%s': symbols are not sorted by address (%s)", what, DAMAGED);
+			return tally_seterr(-EINVAL, "'%s': symbols are not sorted by address (%s)",
+					    what, DAMAGED);
 	return 0;
 }
 
@@ -666,12 +724,14 @@ static int parse_tasks(struct tally_db *db, char *text, const char *what)
 			*t1 = '\0';
 		/* a damaged task list would name processes wrongly (--comm, per-pid reports) */
 		if (!t2 || !tally_db_parse_pid(line, &pid) || !pid || strchr(t2 + 1, '\t'))
-			return tally_lines_err(&L, -EINVAL, "expected 'PID<tab>COMM<tab>EXE' (%s)", DAMAGED);
+			return tally_lines_err(&L, -EINVAL, "expected 'PID<tab>COMM<tab>EXE' (%s)",
+					       DAMAGED);
 		*t2 = '\0';
 		tally_unescape(t1 + 1);
 		tally_unescape(t2 + 1);
 		GROW(db->tasks, cap, db->ntasks + 1);
-		db->tasks[db->ntasks++] = (struct tally_db_task){ pid, xstrdup(t1 + 1), xstrdup(t2 + 1) };
+		db->tasks[db->ntasks++] =
+			(struct tally_db_task){ pid, xstrdup(t1 + 1), xstrdup(t2 + 1) };
 	}
 	return 0;
 }
@@ -690,8 +750,9 @@ static int parse_mntns(struct tally_db *db, char *text, const char *what)
 	while ((line = tally_lines_next_data(&L))) {
 		uint64_t i;
 		if (!tally_db_whole_u64(line, &i) || i >= db->nimages)
-			return tally_lines_err(&L, -EINVAL, "expected an image index below %zu (%s)",
-					    db->nimages, DAMAGED);
+			return tally_lines_err(&L, -EINVAL,
+					       "expected an image index below %zu (%s)",
+					       db->nimages, DAMAGED);
 		db->images[i].foreign_ns = true;
 	}
 	return 0;
@@ -729,11 +790,13 @@ static int parse_modules(struct tally_db *db, char *text, const char *what)
 		for (const char *c = n == 4 && strcmp(id, "-") ? id : ""; ok && *c; c++)
 			ok = strchr("0123456789abcdef", *c) != NULL;
 		if (!ok)
-			return tally_lines_err(&L, -EINVAL, "expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)",
-					    DAMAGED);
+			return tally_lines_err(&L, -EINVAL,
+					       "expected 'NAME SIZE ADDRESS [BUILD-ID]' (%s)",
+					       DAMAGED);
 		GROW(db->mods, cap, db->nmods + 1);
-		db->mods[db->nmods++] = (struct tally_db_module){ xstrdup(name), size, a,
-								  n == 4 && strcmp(id, "-") ? xstrdup(id) : NULL };
+		db->mods[db->nmods++] =
+			(struct tally_db_module){ xstrdup(name), size, a,
+						  n == 4 && strcmp(id, "-") ? xstrdup(id) : NULL };
 	}
 	return 0;
 }
@@ -765,13 +828,18 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 		for (size_t i = 0; i < db->nentries; i++) {
 			uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)e];
 			if (c > UINT64_MAX - sum)
-				return tally_seterr(-EINVAL, "'%s': the .prof files hold more than %" PRIu64 " '%s' samples together (a profile file is damaged: record again)",
-						    what, UINT64_MAX, db->events[e]);
+				return tally_seterr(
+					-EINVAL,
+					"'%s': the .prof files hold more than %" PRIu64
+					" '%s' samples together (a profile file is damaged: record again)",
+					what, UINT64_MAX, db->events[e]);
 			sum += c;
 		}
 		if (sum != db->samples[e])
-			return tally_seterr(-EINVAL, "'%s': the .prof files hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						     " (a profile file is missing or damaged: record again)",
+			return tally_seterr(-EINVAL,
+					    "'%s': the .prof files hold %" PRIu64
+					    " '%s' samples but the session counted %" PRIu64
+					    " (a profile file is missing or damaged: record again)",
 					    what, sum, db->events[e], db->samples[e]);
 	}
 	const uint64_t *wts = tally_db_raw_weights(db);
@@ -787,13 +855,19 @@ int tally_db_check_totals(const struct tally_db *db, const char *what)
 		uint64_t sum = 0;
 		bool over = false;
 		for (size_t i = 0; i < db->nentries && !over; i++)
-			over = __builtin_add_overflow(sum, wts[i * (size_t)db->nevents + (size_t)e], &sum);
+			over = __builtin_add_overflow(sum, wts[i * (size_t)db->nevents + (size_t)e],
+						      &sum);
 		if (over)
-			r = tally_seterr(-EINVAL, "'%s': the .prof files weigh more than %" PRIu64 " of '%s' together (a profile file is damaged: record again)",
-					 what, UINT64_MAX, db->events[e]);
+			r = tally_seterr(
+				-EINVAL,
+				"'%s': the .prof files weigh more than %" PRIu64
+				" of '%s' together (a profile file is damaged: record again)",
+				what, UINT64_MAX, db->events[e]);
 		else if (sum != wt[e])
-			r = tally_seterr(-EINVAL, "'%s': the .prof files weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
-						  " (a profile file is missing or damaged: record again)",
+			r = tally_seterr(-EINVAL,
+					 "'%s': the .prof files weigh %" PRIu64
+					 " of '%s' but the session's weight-total is %" PRIu64
+					 " (a profile file is missing or damaged: record again)",
 					 what, sum, db->events[e], wt[e]);
 	}
 	free(wt);
@@ -832,12 +906,14 @@ int tally_db_read_dir_flags(struct tally_db *db, const char *path, unsigned flag
 	if (!r) {
 		DIR *d = opendir(path);
 		if (!d) {
-			r = tally_seterr(-errno, "cannot read database '%s': %s", path, strerror(errno));
+			r = tally_seterr(-errno, "cannot read database '%s': %s", path,
+					 strerror(errno));
 		} else {
 			struct dirent *de;
 			while ((de = readdir(d))) {
 				size_t l = strlen(de->d_name);
-				if (l > 5 && !strcmp(de->d_name + l - 5, ".prof") && de->d_name[0] != '.') {
+				if (l > 5 && !strcmp(de->d_name + l - 5, ".prof") &&
+				    de->d_name[0] != '.') {
 					GROW(names, anames, nnames + 1);
 					names[nnames++] = xstrdup(de->d_name);
 				}

@@ -158,7 +158,8 @@ static int recover_dir(const char *dir, const char *only, struct tally_db_recove
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		/* only directories this user made: never another user's files */
-		if (fstatat(dfd, t[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != me)
+		if (fstatat(dfd, t[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != me)
 			continue;
 		bool live = owner_alive(t[i].pid);
 		if (!live && t[i].kind == TALLY_DB_STAGE)
@@ -166,7 +167,8 @@ static int recover_dir(const char *dir, const char *only, struct tally_db_recove
 		if (!live && t[i].kind == TALLY_DB_OLD) {
 			/* cut between its two renames, or at work between them: its stage tells */
 			struct strbuf s = STRBUF_INIT;
-			strbuf_addf(&s, ".%s.%s-%d", t[i].target, temp_tag[TALLY_DB_STAGE], t[i].pid);
+			strbuf_addf(&s, ".%s.%s-%d", t[i].target, temp_tag[TALLY_DB_STAGE],
+				    t[i].pid);
 			live = stage_locked(dfd, s.buf);
 			strbuf_release(&s);
 		}
@@ -174,7 +176,8 @@ static int recover_dir(const char *dir, const char *only, struct tally_db_recove
 			rv->kept++;
 			continue;
 		}
-		if (t[i].kind == TALLY_DB_OLD && fstatat(dfd, t[i].target, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+		if (t[i].kind == TALLY_DB_OLD &&
+		    fstatat(dfd, t[i].target, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
 			/* the database was moved aside and its successor never came: put it back */
 			int r = renameat2(dfd, t[i].name, dfd, t[i].target, RENAME_NOREPLACE);
 			if (r < 0 && errno == EINVAL)

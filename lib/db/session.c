@@ -49,7 +49,8 @@ bool tally_db_utc_format(const char *s, const char *fmt, double *out)
 	time_t t = timegm(&tm);
 	struct tm chk;
 	char back[32];
-	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), fmt, &chk) || strcmp(back, s))
+	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || !strftime(back, sizeof(back), fmt, &chk) ||
+	    strcmp(back, s))
 		return false;
 	if (out)
 		*out = (double)t;
@@ -111,7 +112,8 @@ static bool item_event(const char *s, size_t n)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-			return false; /* printable ASCII: names are printed and matched as they are */
+			/* printable ASCII: names are printed and matched as they are */
+			return false;
 	return true;
 }
 
@@ -119,8 +121,15 @@ static bool item_event(const char *s, size_t n)
  * is one; *want says what it should be when it is not. */
 static bool session_value_ok(const char *k, const char *v, const char **want)
 {
-	static const char *const counters[] = { "lost", "throttled", "dwarf-unwinds", "dwarf-stopped-early",
-						"dwarf-joined-fp", "jit-untrusted", "max-stack", "stack-size", "images",
+	static const char *const counters[] = { "lost",
+						"throttled",
+						"dwarf-unwinds",
+						"dwarf-stopped-early",
+						"dwarf-joined-fp",
+						"jit-untrusted",
+						"max-stack",
+						"stack-size",
+						"images",
 						"fp-repair-frames" };
 	uint64_t u;
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
@@ -169,8 +178,9 @@ static bool session_value_ok(const char *k, const char *v, const char **want)
 		unsigned long long a, b, c;
 		int n = -1;
 		*want = "'stack copy too small N, no CFI or unreadable frame N, depth limit N'";
-		return sscanf(v, "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu%n", &a, &b, &c,
-			      &n) == 3 &&
+		return sscanf(v,
+			      "stack copy too small %llu, no CFI or unreadable frame %llu, depth limit %llu%n",
+			      &a, &b, &c, &n) == 3 &&
 		       n == (int)strlen(v) && !strchr(v, '-');
 	}
 	if (!strcmp(k, "fp-repair-stops")) {
@@ -188,8 +198,9 @@ static bool session_value_ok(const char *k, const char *v, const char **want)
 
 bool tally_fp_stops_parse(const char *v, uint64_t n[TALLY_FP_NSTOPS_SAID])
 {
-	static const char *const words[TALLY_FP_NSTOPS_SAID] = { "no CFI ", ", stack copy too small ",
-								 ", chain not rejoined ", ", depth limit " };
+	static const char *const words[TALLY_FP_NSTOPS_SAID] = {
+		"no CFI ", ", stack copy too small ", ", chain not rejoined ", ", depth limit "
+	};
 	for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++) {
 		size_t l = strlen(words[i]);
 		if (strncmp(v, words[i], l))
@@ -232,8 +243,11 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	if (!fv)
 		return tally_seterr(-EINVAL, "'%s' has no format-version (%s)", what, DAMAGED);
 	if (strcmp(fv, "1") && strcmp(fv, "2") && strcmp(fv, "3") && strcmp(fv, "4"))
-		return tally_seterr(-EINVAL, "'%s' has format-version %s, and this tally reads versions %d to %d (use a newer tally)",
-				    what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION, TALLY_FORMAT_VERSION_BINARY_STACKS);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' has format-version %s, and this tally reads versions %d to %d (use a newer tally)",
+			what, tally_excerpt(q, fv), TALLY_FORMAT_VERSION,
+			TALLY_FORMAT_VERSION_BINARY_STACKS);
 	const char *ev = tally_meta_get(&db->session, "events");
 	if (!ev || !*ev)
 		return tally_seterr(-EINVAL, "'%s' names no events (%s)", what, DAMAGED);
@@ -241,16 +255,20 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 	for (int i = 0; i < db->nevents; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(db->events[i], db->events[j]))
-				return tally_seterr(-EINVAL, "'%s': event '%s' is named twice in 'events' (%s)", what,
-						    tally_excerpt(q, db->events[i]), DAMAGED);
+				return tally_seterr(
+					-EINVAL, "'%s': event '%s' is named twice in 'events' (%s)",
+					what, tally_excerpt(q, db->events[i]), DAMAGED);
 	db->samples = xcalloc((size_t)db->nevents, sizeof(uint64_t));
 	const char *s = tally_meta_get(&db->session, "samples");
 	if (!s || tally_db_parse_counts(s, db->nevents, db->samples))
-		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)", what, DAMAGED);
+		return tally_seterr(-EINVAL, "'%s': 'samples' must hold one count per event (%s)",
+				    what, DAMAGED);
 	const char *l = tally_meta_get(&db->session, "lost");
 	const char *t = tally_meta_get(&db->session, "throttled");
-	if ((l && tally_db_parse_counts(l, 1, &db->lost)) || (t && tally_db_parse_counts(t, 1, &db->throttled)))
-		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)", what, DAMAGED);
+	if ((l && tally_db_parse_counts(l, 1, &db->lost)) ||
+	    (t && tally_db_parse_counts(t, 1, &db->throttled)))
+		return tally_seterr(-EINVAL, "'%s': 'lost' and 'throttled' must be counts (%s)",
+				    what, DAMAGED);
 	db->has_weights = tally_db_weighted(db);
 	if (db->has_weights) {
 		/* the weights add up to weight-total, as the counts to samples */
@@ -258,8 +276,10 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 		int bad = tally_db_weight_totals(db, wt);
 		free(wt);
 		if (bad)
-			return tally_seterr(-EINVAL, "'%s': 'weight-total' must hold one count per event in a database of format 3 or later (%s)",
-					    what, DAMAGED);
+			return tally_seterr(
+				-EINVAL,
+				"'%s': 'weight-total' must hold one count per event in a database of format 3 or later (%s)",
+				what, DAMAGED);
 		const char *u = tally_meta_get(&db->session, "weight-unit");
 		int nu = 0;
 		char **units = u ? tally_db_split_list(u, &nu) : NULL;
@@ -267,8 +287,10 @@ static int parse_session(struct tally_db *db, char *text, const char *what)
 			free(units[i]);
 		free(units);
 		if (nu != db->nevents)
-			return tally_seterr(-EINVAL, "'%s': 'weight-unit' must name one unit per event in a database of format 3 or later (%s)",
-					    what, DAMAGED);
+			return tally_seterr(
+				-EINVAL,
+				"'%s': 'weight-unit' must name one unit per event in a database of format 3 or later (%s)",
+				what, DAMAGED);
 	}
 	const char *pp = tally_meta_get(&db->session, "per-pid");
 	db->per_pid = pp && !strcmp(pp, "yes");
@@ -310,18 +332,26 @@ int tally_db_load_session(struct tally_db *db, struct strbuf *sb, struct strbuf 
 {
 	struct stat dst;
 	if (stat(db->path, &dst) == 0 && !S_ISDIR(dst.st_mode))
-		return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is %s, not a directory", db->path,
-				    S_ISREG(dst.st_mode) ? "a file" : tally_file_kind(dst.st_mode));
+		return tally_seterr(
+			-ENOTDIR, "'%s' is not a tally database: it is %s, not a directory",
+			db->path, S_ISREG(dst.st_mode) ? "a file" : tally_file_kind(dst.st_mode));
 	int r = tally_db_read_text(sb, db->path, "session", path, true);
 	if (r == 1) {
 		struct stat st;
 		if (stat(db->path, &st) < 0)
-			return tally_seterr(-ENOENT, "no database at '%s' (record one with 'tally record -o %s -- COMMAND')",
-					    db->path, db->path);
+			return tally_seterr(
+				-ENOENT,
+				"no database at '%s' (record one with 'tally record -o %s -- COMMAND')",
+				db->path, db->path);
 		if (!S_ISDIR(st.st_mode))
-			return tally_seterr(-ENOTDIR, "'%s' is not a tally database: it is a file, not a directory", db->path);
-		return tally_seterr(-EINVAL, "'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
-				    db->path, db->path);
+			return tally_seterr(
+				-ENOTDIR,
+				"'%s' is not a tally database: it is a file, not a directory",
+				db->path);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' is not a tally database: it has no 'session' file (record one with 'tally record -o %s')",
+			db->path, db->path);
 	}
 	if (r)
 		return r;

@@ -90,7 +90,8 @@ int tally_db_source_cmp(const struct tally_db_source *a, const struct tally_db_s
 		return c;
 	if (a->id != b->id)
 		return a->id < b->id ? -1 : 1;
-	if ((c = cmp_str(a->start, b->start)) || (c = cmp_str(a->stop, b->stop)) || (c = cmp_str(a->command, b->command)))
+	if ((c = cmp_str(a->start, b->start)) || (c = cmp_str(a->stop, b->stop)) ||
+	    (c = cmp_str(a->command, b->command)))
 		return c;
 	return a->duration < b->duration ? -1 : a->duration > b->duration;
 }
@@ -107,7 +108,8 @@ static void add_field(struct strbuf *sb, const char *s)
 
 void tally_db_format_sources(const struct tally_db *db, struct strbuf *sb)
 {
-	strbuf_addstr(sb, "# id\tstart-time\tstop-time\tduration\tcommand\tlabels (KEY=VALUE, by key)\n");
+	strbuf_addstr(
+		sb, "# id\tstart-time\tstop-time\tduration\tcommand\tlabels (KEY=VALUE, by key)\n");
 	for (size_t i = 0; i < db->nsources; i++) {
 		const struct tally_db_source *s = &db->sources[i];
 		strbuf_addf(sb, "%016" PRIx64, s->id);
@@ -143,7 +145,8 @@ int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, con
 	if (memchr(buf, '\0', len))
 		return tally_seterr(-EINVAL, "'%s': a NUL byte (%s)", what, DAMAGED);
 	if (len && buf[len - 1] != '\n')
-		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)", what, DAMAGED);
+		return tally_seterr(-EINVAL, "'%s': the file ends in the middle of a line (%s)",
+				    what, DAMAGED);
 	int r = 0;
 	char *text = xstrndup(buf, len), *line;
 	struct tally_lines L;
@@ -160,26 +163,32 @@ int tally_db_parse_sources(struct tally_db *db, const char *buf, size_t len, con
 			s = t ? t + 1 : NULL;
 		}
 		if (nf < 5) {
-			r = tally_lines_err(&L, -EINVAL, "expected 'ID<tab>START<tab>STOP<tab>DURATION<tab>COMMAND<tab>KEY=VALUE...' (%s)",
-					    DAMAGED);
+			r = tally_lines_err(
+				&L, -EINVAL,
+				"expected 'ID<tab>START<tab>STOP<tab>DURATION<tab>COMMAND<tab>KEY=VALUE...' (%s)",
+				DAMAGED);
 			break;
 		}
 		struct tally_db_source src = { 0 };
 		char *e;
 		errno = 0;
 		src.id = strtoull(f[0], &e, 16);
-		bool ok = strlen(f[0]) == 16 && strspn(f[0], "0123456789abcdef") == 16 && !*e && !errno;
+		bool ok = strlen(f[0]) == 16 && strspn(f[0], "0123456789abcdef") == 16 && !*e &&
+			  !errno;
 		if (ok && strcmp(f[3], "-")) {
 			src.duration = strtod(f[3], &e);
-			ok = e != f[3] && !*e && src.duration >= 0 && isfinite(src.duration) && isdigit((unsigned char)f[3][0]);
+			ok = e != f[3] && !*e && src.duration >= 0 && isfinite(src.duration) &&
+			     isdigit((unsigned char)f[3][0]);
 		} else {
 			src.duration = -1;
 		}
 		for (int k = 1; ok && k <= 2; k++)
 			ok = !strcmp(f[k], "-") || tally_db_utc_time(f[k], NULL);
 		if (!ok) {
-			r = tally_lines_err(&L, -EINVAL, "expected a 16-digit id, two times (or '-') and seconds (or '-'), got '%s' (%s)",
-					    tally_excerpt(q, f[0]), DAMAGED);
+			r = tally_lines_err(
+				&L, -EINVAL,
+				"expected a 16-digit id, two times (or '-') and seconds (or '-'), got '%s' (%s)",
+				tally_excerpt(q, f[0]), DAMAGED);
 			break;
 		}
 		src.start = field_value(f[1]);

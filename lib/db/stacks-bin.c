@@ -29,8 +29,10 @@ struct bin_stack {
 };
 _Static_assert(sizeof(struct tally_frame) == 16 && offsetof(struct tally_frame, offset) == 8,
 	       "a frame record is struct tally_frame");
-_Static_assert(sizeof(struct bin_stack) == sizeof(struct tally_db_stack), "a stack record is read in place");
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the binary stacks file is read and written in place: little-endian hosts");
+_Static_assert(sizeof(struct bin_stack) == sizeof(struct tally_db_stack),
+	       "a stack record is read in place");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the binary stacks file is read and written in place: little-endian hosts");
 
 static uint32_t get32(const unsigned char *p)
 {
@@ -46,8 +48,8 @@ static uint64_t get64(const unsigned char *p)
 	return v;
 }
 
-int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts, const uint64_t *sweights,
-			      const uint64_t *mean, struct strbuf *out)
+int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts,
+			      const uint64_t *sweights, const uint64_t *mean, struct strbuf *out)
 {
 	/* the frames numbered anew in the order the stacks meet them (each
 	 * root first): what a reader does stack after stack then goes through
@@ -92,7 +94,8 @@ int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts
 	}
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
-		struct bin_stack b = { (uint32_t)(st->pid > 0 ? st->pid : 0), st->label, st->len, 0 };
+		struct bin_stack b = { (uint32_t)(st->pid > 0 ? st->pid : 0), st->label, st->len,
+				       0 };
 		memcpy(p, &b, sizeof(b));
 		p += sizeof(b);
 	}
@@ -101,7 +104,8 @@ int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts
 		p += ne * sizeof(uint64_t);
 		for (size_t e = 0; e < ne; e++) {
 			/* a database given weights without stack weights: count x period-mean */
-			uint64_t w = sweights ? sweights[s * ne + e] : tally_mul_sat(scounts[s * ne + e], mean[e]);
+			uint64_t w = sweights ? sweights[s * ne + e]
+					      : tally_mul_sat(scounts[s * ne + e], mean[e]);
 			memcpy(p, &w, sizeof(w));
 			p += sizeof(w);
 		}
@@ -152,44 +156,62 @@ static int bin_short(const struct bsrc *b, const char *what, const char *section
 {
 	if (b->err)
 		return tally_seterr(b->err, "cannot read '%s': %s", what, strerror(-b->err));
-	return tally_seterr(-EINVAL, "'%s' ends in its %s (the file is truncated or damaged: record again)", what, section);
+	return tally_seterr(-EINVAL,
+			    "'%s' ends in its %s (the file is truncated or damaged: record again)",
+			    what, section);
 }
 
 /* The binary stacks file into s (its header in h, read), checked as the
  * text is: 0, or the error (s then holds none of it). */
-int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *h, size_t nh, const char *what,
-		       const struct stacks_map *m, uint64_t size)
+int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *h, size_t nh,
+		       const char *what, const struct stacks_map *m, uint64_t size)
 {
 	if (!m->binary)
-		return tally_seterr(-EINVAL, "'%s' is a binary stacks file, which only format version 4 has, but its session is of an older version (%s)",
-				    what, DAMAGED);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' is a binary stacks file, which only format version 4 has, but its session is of an older version (%s)",
+			what, DAMAGED);
 	if (m->none)
-		return tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
-				    DAMAGED);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' holds call stacks, but the session says 'call-graph: none' (%s)",
+			what, DAMAGED);
 	if (nh < BIN_HEAD)
 		return bin_short(b, what, "header");
 	uint32_t nev = get32(h + 8);
 	uint64_t nf = get64(h + 16), ns = get64(h + 24), nr = get64(h + 32);
 	if (get32(h + 12))
-		return tally_seterr(-EINVAL, "'%s': its header's reserved bytes are not zero (%s)", what, DAMAGED);
+		return tally_seterr(-EINVAL, "'%s': its header's reserved bytes are not zero (%s)",
+				    what, DAMAGED);
 	if (nev != (uint32_t)m->nevents)
-		return tally_seterr(-EINVAL, "'%s' holds the counts of %" PRIu32 " events, and its session names %d (%s)", what,
-				    nev, m->nevents, DAMAGED);
+		return tally_seterr(-EINVAL,
+				    "'%s' holds the counts of %" PRIu32
+				    " events, and its session names %d (%s)",
+				    what, nev, m->nevents, DAMAGED);
 	/* the size the header gives: the file's own, within what a file may be */
 	uint64_t want = BIN_HEAD, vals_n;
 	bool over = nf >= UINT32_MAX || ns >= UINT32_MAX || nr > UINT32_MAX ||
-		    __builtin_mul_overflow(ns, 2 * (uint64_t)nev, &vals_n) || vals_n > UINT64_MAX / 8 ||
-		    __builtin_add_overflow(want, 16 * nf, &want) || __builtin_add_overflow(want, 16 * ns, &want) ||
-		    __builtin_add_overflow(want, 8 * vals_n, &want) || __builtin_add_overflow(want, 4 * nr, &want);
+		    __builtin_mul_overflow(ns, 2 * (uint64_t)nev, &vals_n) ||
+		    vals_n > UINT64_MAX / 8 || __builtin_add_overflow(want, 16 * nf, &want) ||
+		    __builtin_add_overflow(want, 16 * ns, &want) ||
+		    __builtin_add_overflow(want, 8 * vals_n, &want) ||
+		    __builtin_add_overflow(want, 4 * nr, &want);
 	if (over || want > TALLY_DB_FILE_MAX)
-		return tally_seterr(-EINVAL, "'%s': its header gives %" PRIu64 " frames, %" PRIu64 " stacks and %" PRIu64
-					     " frame numbers, more than a stacks file holds (%s)",
+		return tally_seterr(-EINVAL,
+				    "'%s': its header gives %" PRIu64 " frames, %" PRIu64
+				    " stacks and %" PRIu64
+				    " frame numbers, more than a stacks file holds (%s)",
 				    what, nf, ns, nr, DAMAGED);
 	if (nr > UINT32_MAX - s->nstack_frames)
-		return tally_seterr(-E2BIG, "'%s': its %" PRIu64 " frames and the %zu of the stacks read before it pass 2^32 (merge fewer databases at once)",
-				    what, nr, s->nstack_frames);
+		return tally_seterr(
+			-E2BIG,
+			"'%s': its %" PRIu64
+			" frames and the %zu of the stacks read before it pass 2^32 (merge fewer databases at once)",
+			what, nr, s->nstack_frames);
 	if (size != want)
-		return tally_seterr(-EINVAL, "'%s' is %" PRIu64 " bytes, and its header says %" PRIu64 " (the file is %s: record again)",
+		return tally_seterr(-EINVAL,
+				    "'%s' is %" PRIu64 " bytes, and its header says %" PRIu64
+				    " (the file is %s: record again)",
 				    what, size, want, size < want ? "truncated" : "damaged");
 	size_t ne = (size_t)m->nevents, sne = (size_t)s->nevents;
 	/* straight into the set when it is empty and takes the file as it is;
@@ -198,7 +220,8 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 	int r = 0;
 	struct tally_frame *fr = NULL;
 	struct tally_db_stack *st = NULL;
-	uint64_t *vals = NULL, *sum = xcalloc(ne + 1, sizeof(uint64_t)), *wsum = xcalloc(ne + 1, sizeof(uint64_t));
+	uint64_t *vals = NULL, *sum = xcalloc(ne + 1, sizeof(uint64_t)),
+		 *wsum = xcalloc(ne + 1, sizeof(uint64_t));
 	uint32_t *refs = NULL, *map = NULL;
 	if (direct) {
 		GROW(s->frame_tab, s->aframe_tab, nf + 1);
@@ -223,12 +246,16 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 	}
 	for (size_t i = 0; i < nf; i++) {
 		if (get32((const unsigned char *)&fr[i] + 4)) {
-			r = tally_seterr(-EINVAL, "'%s' frame %zu: its reserved bytes are not zero (%s)", what, i + 1, DAMAGED);
+			r = tally_seterr(-EINVAL,
+					 "'%s' frame %zu: its reserved bytes are not zero (%s)",
+					 what, i + 1, DAMAGED);
 			goto out;
 		}
 		if (fr[i].image >= m->nimages) {
-			r = tally_seterr(-EINVAL, "'%s' frame %zu: image %" PRIu32 " is not in 'images' (%s)", what, i + 1,
-					 fr[i].image, DAMAGED);
+			r = tally_seterr(-EINVAL,
+					 "'%s' frame %zu: image %" PRIu32
+					 " is not in 'images' (%s)",
+					 what, i + 1, fr[i].image, DAMAGED);
 			goto out;
 		}
 	}
@@ -244,13 +271,17 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		struct bin_stack bs;
 		memcpy(&bs, &st[k], sizeof(bs));
 		if (bs.pid > INT32_MAX) {
-			r = tally_seterr(-EINVAL, "'%s' stack %zu: pid %" PRIu32 " is not a process id (0 to %d) (%s)", what, k + 1,
-					 bs.pid, INT32_MAX, DAMAGED);
+			r = tally_seterr(-EINVAL,
+					 "'%s' stack %zu: pid %" PRIu32
+					 " is not a process id (0 to %d) (%s)",
+					 what, k + 1, bs.pid, INT32_MAX, DAMAGED);
 			goto out;
 		}
 		if (bs.label > m->nlabels) {
-			r = tally_seterr(-EINVAL, "'%s' stack %zu: label set %" PRIu32 " is not in 'labels' (%s)", what, k + 1,
-					 bs.label, DAMAGED);
+			r = tally_seterr(-EINVAL,
+					 "'%s' stack %zu: label set %" PRIu32
+					 " is not in 'labels' (%s)",
+					 what, k + 1, bs.label, DAMAGED);
 			goto out;
 		}
 		if (bs.zero || !bs.len || bs.len > nr - at) {
@@ -264,11 +295,14 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		int32_t pid = (int32_t)bs.pid;
 		if (m->merged)
 			pid = m->per_pid && pid > 0 ? pid : 0;
-		st[k] = (struct tally_db_stack){ (uint32_t)at, bs.len, pid, m->lab ? m->lab[bs.label] : bs.label };
+		st[k] = (struct tally_db_stack){ (uint32_t)at, bs.len, pid,
+						 m->lab ? m->lab[bs.label] : bs.label };
 		at += bs.len;
 	}
 	if (at != nr) {
-		r = tally_seterr(-EINVAL, "'%s': its stacks have %" PRIu64 " frames in all, and its header says %" PRIu64 " (%s)",
+		r = tally_seterr(-EINVAL,
+				 "'%s': its stacks have %" PRIu64
+				 " frames in all, and its header says %" PRIu64 " (%s)",
 				 what, at, nr, DAMAGED);
 		goto out;
 	}
@@ -282,13 +316,19 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		const uint64_t *c = &vals[k * 2 * ne];
 		for (size_t e = 0; e < ne; e++) {
 			if (!c[e] && c[ne + e]) {
-				r = tally_seterr(-EINVAL, "'%s' stack %zu: a weight of %" PRIu64 " for no sample (%s)", what, k + 1,
-						 c[ne + e], DAMAGED);
+				r = tally_seterr(-EINVAL,
+						 "'%s' stack %zu: a weight of %" PRIu64
+						 " for no sample (%s)",
+						 what, k + 1, c[ne + e], DAMAGED);
 				goto out;
 			}
-			if (__builtin_add_overflow(sum[e], c[e], &sum[e]) || __builtin_add_overflow(wsum[e], c[ne + e], &wsum[e])) {
-				r = tally_seterr(-EINVAL, "'%s' stack %zu: the counts or weights add up past %" PRIu64 " (%s)", what,
-						 k + 1, UINT64_MAX, DAMAGED);
+			if (__builtin_add_overflow(sum[e], c[e], &sum[e]) ||
+			    __builtin_add_overflow(wsum[e], c[ne + e], &wsum[e])) {
+				r = tally_seterr(
+					-EINVAL,
+					"'%s' stack %zu: the counts or weights add up past %" PRIu64
+					" (%s)",
+					what, k + 1, UINT64_MAX, DAMAGED);
 				goto out;
 			}
 		}
@@ -308,18 +348,24 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 		}
 		while (st[k].first + st[k].len <= i)
 			k++;
-		r = tally_seterr(-EINVAL, "'%s' stack %zu: frame number %" PRIu32 " is past the %" PRIu64 " frames (numbered from 0) (%s)",
+		r = tally_seterr(-EINVAL,
+				 "'%s' stack %zu: frame number %" PRIu32 " is past the %" PRIu64
+				 " frames (numbered from 0) (%s)",
 				 what, k + 1, refs[i], nf, DAMAGED);
 	}
 	for (size_t i = 0; i < nf && !r; i++)
 		if (!used[i])
-			r = tally_seterr(-EINVAL, "'%s' frame %zu: no stack has it (%s)", what, i + 1, DAMAGED);
+			r = tally_seterr(-EINVAL, "'%s' frame %zu: no stack has it (%s)", what,
+					 i + 1, DAMAGED);
 	free(used);
 	if (r)
 		goto out;
 	unsigned char more;
 	if (bs_read(b, &more, 1)) {
-		r = tally_seterr(-EINVAL, "'%s' goes on past the size its header says (the file is damaged: record again)", what);
+		r = tally_seterr(
+			-EINVAL,
+			"'%s' goes on past the size its header says (the file is damaged: record again)",
+			what);
 		goto out;
 	}
 	if (b->err) {
@@ -347,7 +393,8 @@ int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *
 	 * sets and events: each frame numbered there, each stack added */
 	map = xmalloc((nf + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < nf; i++)
-		map[i] = tally_stackset_frame(s, m->img ? m->img[fr[i].image] : fr[i].image, fr[i].offset);
+		map[i] = tally_stackset_frame(s, m->img ? m->img[fr[i].image] : fr[i].image,
+					      fr[i].offset);
 	uint32_t *ids = NULL;
 	size_t aids = 0;
 	uint64_t *mc = xcalloc(2 * sne + 1, sizeof(uint64_t));

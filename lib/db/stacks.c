@@ -96,7 +96,8 @@ uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offse
 static uint64_t stack_hash(int32_t pid, uint32_t label, const uint32_t *f, uint32_t n)
 {
 	return tally_hash_bytes(f, n * sizeof(*f),
-				(((uint64_t)(uint32_t)pid << 32) | n) ^ ((uint64_t)label * 0x9e3779b97f4a7c15ULL));
+				(((uint64_t)(uint32_t)pid << 32) | n) ^
+					((uint64_t)label * 0x9e3779b97f4a7c15ULL));
 }
 
 /* The stacks' index: a slot is the low 32 bits of the stack's hash (where
@@ -120,7 +121,8 @@ static void stack_rehash(struct stackset *s, size_t cap)
 	} else {
 		for (size_t i = 0; i < s->nstacks; i++) {
 			const struct tally_db_stack *st = &s->stacks[i];
-			uint32_t h = (uint32_t)stack_hash(st->pid, st->label, &s->stack_frames[st->first], st->len);
+			uint32_t h = (uint32_t)stack_hash(st->pid, st->label,
+							  &s->stack_frames[st->first], st->len);
 			size_t k = h & mask;
 			while (ns[k])
 				k = (k + 1) & mask;
@@ -132,8 +134,8 @@ static void stack_rehash(struct stackset *s, size_t cap)
 	s->smask = mask;
 }
 
-void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
-			const uint64_t *counts)
+void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames,
+			uint32_t n, const uint64_t *counts)
 {
 	size_t ne = 2 * (size_t)s->nevents; /* the counts, then the weights */
 	size_t k = 0;
@@ -160,7 +162,8 @@ void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const u
 	memcpy(&s->stack_frames[s->nstack_frames], frames, n * sizeof(*frames));
 	if (s->nstacks == s->astacks)
 		GROW(s->stacks, s->astacks, s->nstacks + 1);
-	s->stacks[s->nstacks] = (struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid, label };
+	s->stacks[s->nstacks] =
+		(struct tally_db_stack){ (uint32_t)s->nstack_frames, n, pid, label };
 	s->nstack_frames += n;
 	if ((s->nstacks + 1) * ne > s->acounts)
 		GROW(s->counts, s->acounts, (s->nstacks + 1) * ne);
@@ -300,9 +303,10 @@ static inline bool dec(const char **p, uint64_t *out)
 
 /* hex digit values + 1; 0 for anything that is not a hex digit */
 static const unsigned char hexval1[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
-	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+	['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+	['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+	['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
 static inline bool hex(const char **p, uint64_t *out)
@@ -357,7 +361,8 @@ struct sparser {
 };
 
 /* The first error of a line, kept until the whole file is known to be text. */
-static bool line_error(struct sparser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool line_error(struct sparser *P, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static bool line_error(struct sparser *P, const char *fmt, ...)
 {
 	va_list ap;
@@ -370,8 +375,9 @@ static bool line_error(struct sparser *P, const char *fmt, ...)
 
 static bool not_a_stack(struct sparser *P)
 {
-	return line_error(P, "'%s' line %zu: expected '%s PID %sIMAGE:OFFSET...' (%s)", P->what, P->ln,
-			  P->m->weighted ? "COUNT:WEIGHT" : "COUNT", P->m->labelled ? "LABEL " : "", DAMAGED);
+	return line_error(P, "'%s' line %zu: expected '%s PID %sIMAGE:OFFSET...' (%s)", P->what,
+			  P->ln, P->m->weighted ? "COUNT:WEIGHT" : "COUNT",
+			  P->m->labelled ? "LABEL " : "", DAMAGED);
 }
 
 /* The stack read last into the set, if any: its frames' numbers (the callers
@@ -419,17 +425,22 @@ void stacks_map_counts(const struct stacks_map *m, size_t sne, const uint64_t *c
 /* Every sample has a stack: the stacks' counts (sum) must add up to the
  * session's samples, and their weights (wsum; NULL: not weighed) to its
  * weight-total when it has one. 0, or the error. */
-int stacks_check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum, const uint64_t *wsum)
+int stacks_check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum,
+		      const uint64_t *wsum)
 {
 	for (int e = 0; e < m->nevents; e++)
 		if (sum[e] != m->samples[e])
-			return tally_seterr(-EINVAL, "'%s': its stacks hold %" PRIu64 " '%s' samples but the session counted %" PRIu64
-						     " (the file is truncated or damaged: record again)",
+			return tally_seterr(-EINVAL,
+					    "'%s': its stacks hold %" PRIu64
+					    " '%s' samples but the session counted %" PRIu64
+					    " (the file is truncated or damaged: record again)",
 					    what, sum[e], m->events[e], m->samples[e]);
 	for (int e = 0; e < m->nevents && wsum && m->wtotals; e++)
 		if (wsum[e] != m->wtotals[e])
-			return tally_seterr(-EINVAL, "'%s': its stacks weigh %" PRIu64 " of '%s' but the session's weight-total is %" PRIu64
-						     " (the file is truncated or damaged: record again)",
+			return tally_seterr(-EINVAL,
+					    "'%s': its stacks weigh %" PRIu64
+					    " of '%s' but the session's weight-total is %" PRIu64
+					    " (the file is truncated or damaged: record again)",
 					    what, wsum[e], m->events[e], m->wtotals[e]);
 	return 0;
 }
@@ -452,8 +463,10 @@ static bool parse_line(struct sparser *P, const char *line)
 			if (*p++ != ':' || !dec(&p, &P->c[fne + (size_t)e]))
 				return not_a_stack(P);
 			if (!P->c[e] && P->c[fne + (size_t)e])
-				return line_error(P, "'%s' line %zu: a weight of %" PRIu64 " for no sample (%s)", P->what, P->ln,
-						  P->c[fne + (size_t)e], DAMAGED);
+				return line_error(P,
+						  "'%s' line %zu: a weight of %" PRIu64
+						  " for no sample (%s)",
+						  P->what, P->ln, P->c[fne + (size_t)e], DAMAGED);
 		} else {
 			P->c[fne + (size_t)e] = tally_mul_sat(P->c[e], m->mean ? m->mean[e] : 1);
 		}
@@ -464,15 +477,17 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (!dec(&p, &pid))
 		return not_a_stack(P);
 	if (pid > INT32_MAX)
-		return line_error(P, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)", P->what, P->ln,
-				  pid, INT32_MAX, DAMAGED);
+		return line_error(
+			P, "'%s' line %zu: pid %" PRIu64 " is not a process id (0 to %d) (%s)",
+			P->what, P->ln, pid, INT32_MAX, DAMAGED);
 	uint64_t label = 0;
 	if (m->labelled) {
 		if (*p++ != ' ' || !dec(&p, &label))
 			return not_a_stack(P);
 		if (label > m->nlabels)
-			return line_error(P, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)", P->what, P->ln,
-					  label, DAMAGED);
+			return line_error(
+				P, "'%s' line %zu: label set %" PRIu64 " is not in 'labels' (%s)",
+				P->what, P->ln, label, DAMAGED);
 	}
 	if (m->lab) /* a version 1 file's stacks are of set 0, mapped too */
 		label = m->lab[label];
@@ -482,7 +497,8 @@ static bool parse_line(struct sparser *P, const char *line)
 	while (*p == ' ') {
 		p++;
 		uint64_t img, off;
-		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages || n == UINT32_MAX)
+		if (!dec(&p, &img) || *p++ != ':' || !hex(&p, &off) || img >= m->nimages ||
+		    n == UINT32_MAX)
 			return not_a_stack(P);
 		if (n == P->afr)
 			GROW(P->fr, P->afr, (size_t)n + 1);
@@ -492,9 +508,12 @@ static bool parse_line(struct sparser *P, const char *line)
 	if (*p || !n || P->s->nstack_frames + (P->queued ? P->qn : 0) + n > UINT32_MAX)
 		return not_a_stack(P);
 	for (int e = 0; e < m->nevents; e++)
-		if (P->c[e] > UINT64_MAX - P->sum[e] || (m->weighted && P->c[fne + (size_t)e] > UINT64_MAX - P->wsum[e]))
-			return line_error(P, "'%s' line %zu: the %s add up past %" PRIu64 " (%s)", P->what, P->ln,
-					  P->c[e] > UINT64_MAX - P->sum[e] ? "counts" : "weights", UINT64_MAX, DAMAGED);
+		if (P->c[e] > UINT64_MAX - P->sum[e] ||
+		    (m->weighted && P->c[fne + (size_t)e] > UINT64_MAX - P->wsum[e]))
+			return line_error(P, "'%s' line %zu: the %s add up past %" PRIu64 " (%s)",
+					  P->what, P->ln,
+					  P->c[e] > UINT64_MAX - P->sum[e] ? "counts" : "weights",
+					  UINT64_MAX, DAMAGED);
 	int32_t spid = (int32_t)pid;
 	if (m->merged)
 		spid = m->per_pid && spid > 0 ? spid : 0;
@@ -539,7 +558,8 @@ static size_t parse_lines(struct sparser *P, char *buf, size_t len)
 	return (size_t)(p - buf);
 }
 
-static void parser_init(struct sparser *P, struct stackset *s, const struct stacks_map *m, const char *what)
+static void parser_init(struct sparser *P, struct stackset *s, const struct stacks_map *m,
+			const char *what)
 {
 	memset(P, 0, sizeof(*P));
 	P->s = s;
@@ -561,13 +581,18 @@ static int parser_finish(struct sparser *P, size_t partial)
 	int r = 0;
 	const char *what = P->what;
 	if (P->nul)
-		r = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (%s)", what, P->nul, DAMAGED);
+		r = tally_seterr(-EINVAL,
+				 "'%s' line %zu: binary data (a NUL byte) in a text file (%s)",
+				 what, P->nul, DAMAGED);
 	else if (partial)
-		r = tally_seterr(-EINVAL, "'%s' line %zu: the file ends in the middle of the line (%s)", what, P->ln + 1,
-				 DAMAGED);
+		r = tally_seterr(-EINVAL,
+				 "'%s' line %zu: the file ends in the middle of the line (%s)",
+				 what, P->ln + 1, DAMAGED);
 	else if (P->m->none)
-		r = tally_seterr(-EINVAL, "'%s' holds call stacks, but the session says 'call-graph: none' (%s)", what,
-				 DAMAGED);
+		r = tally_seterr(
+			-EINVAL,
+			"'%s' holds call stacks, but the session says 'call-graph: none' (%s)",
+			what, DAMAGED);
 	else if (P->bad)
 		r = tally_seterr(P->bad, "%s", P->msg);
 	if (!r)
@@ -612,7 +637,8 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 				continue;
 			}
 			if (n < 0)
-				return tally_seterr(-errno, "cannot read '%s': %s", what, strerror(errno));
+				return tally_seterr(-errno, "cannot read '%s': %s", what,
+						    strerror(errno));
 			break;
 		}
 	if (nh >= 8 && !memcmp(head, BIN_MAGIC, 8)) {
@@ -646,7 +672,8 @@ int tally_stacks_read_fd(struct stackset *s, int fd, const char *what, const str
 			cap *= 2; /* a line longer than the buffer */
 			buf = xrealloc(buf, cap + 1);
 		}
-		ssize_t n = first ? (ssize_t)first : pread(fd, buf + have, cap - have, (off_t)total);
+		ssize_t n =
+			first ? (ssize_t)first : pread(fd, buf + have, cap - have, (off_t)total);
 		first = 0;
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -704,12 +731,28 @@ int tally_db_parse_stacks(struct tally_db *db, const char *text, size_t len, con
 	struct stackset s = { .nevents = db->nevents };
 	tally_stackset_from_db(&s, db);
 	uint64_t *mean = db_means(db), *wt = db_wtotals(db);
-	struct stacks_map m = { db->nevents, db->events, db->samples, NULL, db->nimages, NULL, false, false, !db->has_stacks,
-				tally_db_labelled(db), db->nlabels, NULL, tally_db_weighted(db), mean, wt,
+	struct stacks_map m = { db->nevents,
+				db->events,
+				db->samples,
+				NULL,
+				db->nimages,
+				NULL,
+				false,
+				false,
+				!db->has_stacks,
+				tally_db_labelled(db),
+				db->nlabels,
+				NULL,
+				tally_db_weighted(db),
+				mean,
+				wt,
 				tally_db_binary_stacks(db) };
 	int r;
 	if (len >= 8 && !memcmp(text, BIN_MAGIC, 8)) {
-		struct bsrc b = { .fd = -1, .mem = (const unsigned char *)text, .len = len, .pos = len < BIN_HEAD ? len : BIN_HEAD };
+		struct bsrc b = { .fd = -1,
+				  .mem = (const unsigned char *)text,
+				  .len = len,
+				  .pos = len < BIN_HEAD ? len : BIN_HEAD };
 		r = stacks_read_binary(&s, &b, (const unsigned char *)text, b.pos, what, &m, len);
 	} else {
 		struct sparser P;
@@ -812,11 +855,15 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	p->what = strbuf_detach(&path);
 	if (fd < 0) {
 		if (fd == -ENOENT)
-			p->err = tally_seterr(-ENOENT, "'%s/stacks' is missing though the session recorded call graphs (%s)",
-					      db->path, DAMAGED);
+			p->err = tally_seterr(
+				-ENOENT,
+				"'%s/stacks' is missing though the session recorded call graphs (%s)",
+				db->path, DAMAGED);
 		else if (fd == -ELOOP || fd == -EINVAL || fd == -EISDIR)
-			p->err = tally_seterr(fd, "%s (a database holds only the regular files tally wrote: record it again)",
-					      tally_errmsg());
+			p->err = tally_seterr(
+				fd,
+				"%s (a database holds only the regular files tally wrote: record it again)",
+				tally_errmsg());
 		else if (fd == -EFBIG)
 			p->err = tally_seterr(fd, "%s (%s)", tally_errmsg(), DAMAGED);
 		else
@@ -840,8 +887,8 @@ int tally_stacks_open(struct tally_db *db, unsigned flags)
 	return r;
 }
 
-void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
-		     const int *col, int nevents, bool per_pid)
+void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img,
+	       const uint32_t *lab, const int *col, int nevents, bool per_pid)
 {
 	size_t ne = (size_t)nevents, sne = (size_t)src->nevents;
 	for (size_t i = 0; src->lazy && i < src->lazy->nparts; i++) {
@@ -855,16 +902,19 @@ void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const ui
 				const struct tally_db_stack *st = &q->mstacks[k];
 				GROW(fr, afr, st->len);
 				for (uint32_t f = 0; f < st->len; f++)
-					fr[f] = (struct tally_frame){ img[q->mframes[st->first + f].image],
-								      q->mframes[st->first + f].offset };
+					fr[f] = (struct tally_frame){
+						img[q->mframes[st->first + f].image],
+						q->mframes[st->first + f].offset
+					};
 				memset(c, 0, 2 * ne * sizeof(uint64_t));
 				for (size_t e = 0; e < sne; e++)
 					if (col[e] >= 0) {
 						c[col[e]] = q->mcounts[k * 2 * sne + e];
-						c[ne + (size_t)col[e]] = q->mcounts[k * 2 * sne + sne + e];
+						c[ne + (size_t)col[e]] =
+							q->mcounts[k * 2 * sne + sne + e];
 					}
-				lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0, lab[st->label], fr, st->len, c,
-						 nevents);
+				lazy_stack(into, per_pid && st->pid > 0 ? st->pid : 0,
+					   lab[st->label], fr, st->len, c, nevents);
 			}
 			free(fr);
 			free(c);
@@ -875,7 +925,8 @@ void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const ui
 		p->err = q->err;
 		p->msg = q->msg ? xstrdup(q->msg) : NULL;
 		if (q->fd >= 0 && (p->fd = fcntl(q->fd, F_DUPFD_CLOEXEC, 0)) < 0 && !p->err) {
-			p->err = tally_seterr(-errno, "cannot read '%s': %s", q->what, strerror(errno));
+			p->err = tally_seterr(-errno, "cannot read '%s': %s", q->what,
+					      strerror(errno));
 			p->msg = xstrdup(tally_errmsg());
 		}
 		p->nevents = q->nevents;
@@ -911,11 +962,13 @@ void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const ui
 	}
 }
 
-void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
-		      uint32_t n, const uint64_t *counts, int nevents)
+void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label,
+		const struct tally_frame *frames, uint32_t n, const uint64_t *counts, int nevents)
 {
 	struct tally_db_lazy *l = *into;
-	struct lazy_part *p = l && l->nparts && !l->parts[l->nparts - 1].what ? &l->parts[l->nparts - 1] : new_part(into);
+	struct lazy_part *p = l && l->nparts && !l->parts[l->nparts - 1].what
+				      ? &l->parts[l->nparts - 1]
+				      : new_part(into);
 	size_t ne = 2 * (size_t)nevents; /* counts, then weights */
 	GROW(p->mframes, p->amframes, p->nmframes + n);
 	memcpy(&p->mframes[p->nmframes], frames, n * sizeof(*frames));
@@ -940,10 +993,10 @@ int lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 		if (p->err) {
 			r = tally_seterr(p->err, "%s", p->msg);
 		} else if (p->what) {
-			struct stacks_map m = { p->nevents, p->events, p->samples, p->col,	   p->nimages,
-						p->img,	    p->merged, p->per_pid, p->none,	   p->labelled,
-						p->nlabels, p->lab,    p->weighted, p->mean,	   p->wtotals,
-						p->binary };
+			struct stacks_map m = { p->nevents,  p->events,   p->samples, p->col,
+						p->nimages,  p->img,      p->merged,  p->per_pid,
+						p->none,     p->labelled, p->nlabels, p->lab,
+						p->weighted, p->mean,     p->wtotals, p->binary };
 			r = tally_stacks_read_fd(s, p->fd, p->what, &m);
 		} else {
 			uint32_t *ids = NULL;
@@ -952,8 +1005,11 @@ int lazy_read(struct stackset *s, struct tally_db_lazy **lp)
 				const struct tally_db_stack *st = &p->mstacks[k];
 				GROW(ids, aids, st->len);
 				for (uint32_t f = 0; f < st->len; f++)
-					ids[f] = tally_stackset_frame(s, p->mframes[st->first + f].image, p->mframes[st->first + f].offset);
-				tally_stackset_add(s, st->pid, st->label, ids, st->len, &p->mcounts[k * 2 * (size_t)s->nevents]);
+					ids[f] = tally_stackset_frame(
+						s, p->mframes[st->first + f].image,
+						p->mframes[st->first + f].offset);
+				tally_stackset_add(s, st->pid, st->label, ids, st->len,
+						   &p->mcounts[k * 2 * (size_t)s->nevents]);
 			}
 			free(ids);
 		}
@@ -980,7 +1036,8 @@ int tally_db_load_stacks(struct tally_db *db)
 		return tally_seterr(l->err, "%s", l->msg);
 	/* the stacks read are sample counts and weights: those already here are
 	 * taken back to theirs first, and the whole set weighed again after */
-	tally_db_unwall_stacks(db); /* (and those already here out of wall-clock time: added again after) */
+	/* (and those already here out of wall-clock time: added again after) */
+	tally_db_unwall_stacks(db);
 	tally_db_unweigh_stacks(db);
 	struct stackset s = { .nevents = db->nevents, .dedup = l->dedup };
 	tally_stackset_from_db(&s, db);

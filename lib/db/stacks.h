@@ -39,7 +39,8 @@ struct stackset {
 	 * weights (docs/format.md, "weights") */
 	uint64_t *counts;
 	size_t acounts;
-	uint64_t *sslot; /* with dedup, the stacks' index: the stack's hash (low 32 bits) << 32 | stack number + 1 */
+	/* with dedup, the stacks' index: the stack's hash (low 32 bits) << 32 | stack number + 1 */
+	uint64_t *sslot;
 	size_t smask;
 };
 
@@ -48,15 +49,15 @@ uint32_t tally_stackset_frame(struct stackset *s, uint32_t image, uint64_t offse
 /* A stack of frame numbers (leaf first, n > 0) of a pid and label set with
  * nevents counts followed by nevents weights; with dedup an equal stack
  * already there gets them added instead. */
-void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames, uint32_t n,
-			const uint64_t *counts);
+void tally_stackset_add(struct stackset *s, int32_t pid, uint32_t label, const uint32_t *frames,
+			uint32_t n, const uint64_t *counts);
 /* Moves the stacks into db (whose own are dropped): stack_counts and
  * stack_weights; s is left empty. */
 void tally_stackset_to_db(struct stackset *s, struct tally_db *db);
 /* The binary stacks file (format version 4, docs/format.md) of db's stacks
  * (counts scounts, weights sweights, or counts x mean when NULL) into out. */
-int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts, const uint64_t *sweights,
-			      const uint64_t *mean, struct strbuf *out);
+int tally_stacks_write_binary(const struct tally_db *db, const uint64_t *scounts,
+			      const uint64_t *sweights, const uint64_t *mean, struct strbuf *out);
 /* Takes db's stacks into s, to add more to them; db is left without (a
  * database without stack_weights gives its counts x period-mean). */
 void tally_stackset_from_db(struct stackset *s, struct tally_db *db);
@@ -80,7 +81,9 @@ struct stacks_map {
 	const uint32_t *lab;
 	bool weighted; /* format version 3: COUNT:WEIGHT per event */
 	const uint64_t *mean; /* not weighted: per column, what a sample weighs (its period-mean) */
-	const uint64_t *wtotals; /* weighted: per column, the session's weight-total the weights must add up to (NULL: unchecked) */
+	/* weighted: per column, the session's weight-total the weights must add up to (NULL:
+	 * unchecked) */
+	const uint64_t *wtotals;
 	bool binary; /* format version 4: the file may be binary (or text, as version 3's) */
 };
 
@@ -138,13 +141,13 @@ int tally_stacks_open(struct tally_db *db, unsigned flags);
 /* build.c: a merge takes src's unread stacks along, its images, label sets
  * (0..src->nlabels) and events mapped by img, lab and col into the merge's
  * nevents events. */
-void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img, const uint32_t *lab,
-		     const int *col, int nevents, bool per_pid);
+void lazy_take(struct tally_db_lazy **into, const struct tally_db *src, const uint32_t *img,
+	       const uint32_t *lab, const int *col, int nevents, bool per_pid);
 /* build.c: a stack for a merge that has unread parts, to come after them
  * (frames in the merge's images, label set, and counts then weights of its
  * nevents events). */
-void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label, const struct tally_frame *frames,
-		      uint32_t n, const uint64_t *counts, int nevents);
+void lazy_stack(struct tally_db_lazy **into, int32_t pid, uint32_t label,
+		const struct tally_frame *frames, uint32_t n, const uint64_t *counts, int nevents);
 /* Reads the parts of *lp into s (stacks of s->nevents counts, after those s
  * has): 0, and *lp is freed (NULL); or the error of the first part that
  * failed, which *lp keeps (its parts dropped) to give again at every call,
@@ -172,9 +175,10 @@ struct bsrc {
 /* The counts of a stack in the file's events, as the database's events */
 void stacks_map_counts(const struct stacks_map *m, size_t sne, const uint64_t *c, uint64_t *mc);
 /* The stacks' counts and weights against the session's: 0 or -EINVAL naming what. */
-int stacks_check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum, const uint64_t *wsum);
+int stacks_check_sums(const struct stacks_map *m, const char *what, const uint64_t *sum,
+		      const uint64_t *wsum);
 /* The binary stacks file from b, its header h (nh bytes) read: into s. */
-int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *h, size_t nh, const char *what,
-		       const struct stacks_map *m, uint64_t size);
+int stacks_read_binary(struct stackset *s, struct bsrc *b, const unsigned char *h, size_t nh,
+		       const char *what, const struct stacks_map *m, uint64_t size);
 
 #endif

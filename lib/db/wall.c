@@ -16,7 +16,8 @@ static void sub_columns(const struct tally_db *db, uint64_t *v, size_t rows)
 	for (size_t i = 0; v && i < rows; i++)
 		for (int k = 1; k < 3; k++)
 			if (db->wall[k] >= 0) {
-				uint64_t *w = &v[i * ne + (size_t)db->wall[0]], o = v[i * ne + (size_t)db->wall[k]];
+				uint64_t *w = &v[i * ne + (size_t)db->wall[0]],
+					 o = v[i * ne + (size_t)db->wall[k]];
 				*w = *w >= o ? *w - o : 0;
 			}
 }
@@ -27,7 +28,9 @@ static void add_columns(const struct tally_db *db, uint64_t *v, size_t rows)
 	for (size_t i = 0; v && i < rows; i++)
 		for (int k = 1; k < 3; k++)
 			if (db->wall[k] >= 0)
-				v[i * ne + (size_t)db->wall[0]] = tally_add_sat(v[i * ne + (size_t)db->wall[0]], v[i * ne + (size_t)db->wall[k]]);
+				v[i * ne + (size_t)db->wall[0]] =
+					tally_add_sat(v[i * ne + (size_t)db->wall[0]],
+						      v[i * ne + (size_t)db->wall[k]]);
 }
 
 int tally_db_wall(struct tally_db *db)
@@ -39,12 +42,17 @@ int tally_db_wall(struct tally_db *db)
 		on = tally_db_event(db, "task-clock");
 	int off = tally_db_event(db, "off-cpu"), pre = tally_db_event(db, "off-cpu-preempted");
 	if (on < 0 || off < 0)
-		return tally_seterr(-EINVAL, "'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
-				    db->path ? db->path : "database", on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
+		return tally_seterr(
+			-EINVAL,
+			"'%s' has no %s time for --wall (record with --off-cpu, which samples cpu-clock too)",
+			db->path ? db->path : "database",
+			on < 0 ? "on-CPU (cpu-clock)" : "off-CPU");
 	/* without stored weights an off-CPU count is a number of waits, not their time */
 	if (!db->has_weights)
-		return tally_seterr(-EINVAL, "'%s' keeps no sample weights, so no off-CPU times for --wall (record it again with this tally)",
-				    db->path ? db->path : "database");
+		return tally_seterr(
+			-EINVAL,
+			"'%s' keeps no sample weights, so no off-CPU times for --wall (record it again with this tally)",
+			db->path ? db->path : "database");
 	tally_db_weigh(db);
 	db->wall[0] = on;
 	db->wall[1] = off;

@@ -59,7 +59,8 @@ uint64_t tally_db_mean_period(const struct tally_db *db, int ev)
 		return 1;
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10); /* the reader checked it: decimal, at most 2^62 */
+	/* the reader checked it: decimal, at most 2^62 */
+	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || *end || v == 0)
 		return 1;
 	return (uint64_t)v;
@@ -120,7 +121,8 @@ void tally_db_weigh_loaded_stacks(struct tally_db *db)
 void tally_db_unweigh_stacks(struct tally_db *db)
 {
 	if (db->weighed)
-		swap(&db->stack_counts, &db->astack_counts, &db->stack_weights, &db->astack_weights);
+		swap(&db->stack_counts, &db->astack_counts, &db->stack_weights,
+		     &db->astack_weights);
 }
 
 uint64_t tally_db_weight_total(const struct tally_db *db, int ev)

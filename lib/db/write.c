@@ -54,23 +54,36 @@ int tally_db_check_target(const char *path, bool force)
 	tally_db_recover(path, NULL);
 	if (stat(path, &st) == 0) {
 		if (!force)
-			return tally_seterr(-EEXIST, "database '%s' already exists (use --force to replace it, or -o to name another)", path);
+			return tally_seterr(
+				-EEXIST,
+				"database '%s' already exists (use --force to replace it, or -o to name another)",
+				path);
 		if (!S_ISDIR(st.st_mode))
-			return tally_seterr(-ENOTDIR, "'%s' exists and is not a database directory (remove it or choose another -o)", path);
+			return tally_seterr(
+				-ENOTDIR,
+				"'%s' exists and is not a database directory (remove it or choose another -o)",
+				path);
 		struct strbuf s = STRBUF_INIT;
 		strbuf_addf(&s, "%s/session", path);
 		bool is_db = access(s.buf, F_OK) == 0;
 		strbuf_release(&s);
 		if (!is_db)
-			return tally_seterr(-EEXIST, "'%s' exists and is not a tally database: --force only replaces databases (choose another -o)", path);
+			return tally_seterr(
+				-EEXIST,
+				"'%s' exists and is not a tally database: --force only replaces databases (choose another -o)",
+				path);
 	}
 	char *parent = tally_dirname(path);
 	int ret = 0;
 	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
-		ret = tally_seterr(-ENOENT, "cannot create database '%s': directory '%s' does not exist", path, parent);
-	else if (access(parent, W_OK | X_OK) < 0)
-		ret = tally_seterr(-EACCES, "cannot create database '%s': directory '%s' is not writable (choose another -o)",
+		ret = tally_seterr(-ENOENT,
+				   "cannot create database '%s': directory '%s' does not exist",
 				   path, parent);
+	else if (access(parent, W_OK | X_OK) < 0)
+		ret = tally_seterr(
+			-EACCES,
+			"cannot create database '%s': directory '%s' is not writable (choose another -o)",
+			path, parent);
 	free(parent);
 	return ret;
 }
@@ -148,8 +161,8 @@ static void sink_release(struct sink *s)
 
 static bool was_put(const struct sink *s, const char *name)
 {
-	return tally_hidx_get(&s->put_idx, tally_hash_bytes(name, strlen(name), 0), name, name_eq, s->put_names) !=
-	       TALLY_HIDX_NONE;
+	return tally_hidx_get(&s->put_idx, tally_hash_bytes(name, strlen(name), 0), name, name_eq,
+			      s->put_names) != TALLY_HIDX_NONE;
 }
 
 /* The regular files at the top of the spare dir, for put_dir to rename. */
@@ -162,7 +175,8 @@ static void fill_pool(struct sink *s, const char *dir)
 	while ((de = readdir(d))) {
 		struct stat st;
 		if (de->d_type != DT_REG &&
-		    (de->d_type != DT_UNKNOWN || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (de->d_type != DT_UNKNOWN ||
+		     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		     !S_ISREG(st.st_mode)))
 			continue;
 		GROW(s->pool, s->apool, s->npool + 1);
@@ -177,7 +191,8 @@ static void fill_pool(struct sink *s, const char *dir)
  * not written, renamed (no new inode, no blocks freed), else a new one. A
  * link, a directory, a device or a shared inode is never opened for writing
  * nor written through. */
-static int open_over(struct sink *s, const char *p, const struct stat *st, bool from_pool, off_t *size)
+static int open_over(struct sink *s, const char *p, const struct stat *st, bool from_pool,
+		     off_t *size)
 {
 	int fd = -1;
 	struct stat now;
@@ -189,8 +204,8 @@ static int open_over(struct sink *s, const char *p, const struct stat *st, bool 
 		if (ok) {
 			struct strbuf f = STRBUF_INIT;
 			strbuf_addf(&f, "%s/%s", s->dir, from);
-			ok = fstatat(AT_FDCWD, f.buf, &now, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(now.st_mode) &&
-			     rename(f.buf, p) == 0;
+			ok = fstatat(AT_FDCWD, f.buf, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+			     S_ISREG(now.st_mode) && rename(f.buf, p) == 0;
 			strbuf_release(&f);
 		}
 		free(from);
@@ -222,8 +237,10 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 			unlink(p.buf);
 		if (mkdir(p.buf, 0700) < 0 && errno != EEXIST) {
 			int e = errno;
-			int r = tally_seterr(-e, "cannot write database '%s' (its directory 'jit'): %s%s", s->db, strerror(e),
-					     e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
+			int r = tally_seterr(
+				-e, "cannot write database '%s' (its directory 'jit'): %s%s", s->db,
+				strerror(e),
+				e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 			strbuf_release(&p);
 			return r;
 		}
@@ -268,11 +285,13 @@ static int put_dir(struct sink *s, const char *name, const void *data, size_t le
 	if (!e && s->overwrite) {
 		GROW(s->put_names, s->aput, s->nput + 1);
 		s->put_names[s->nput] = xstrdup(name);
-		tally_hidx_put(&s->put_idx, tally_hash_bytes(name, strlen(name), 0), (uint32_t)s->nput++);
+		tally_hidx_put(&s->put_idx, tally_hash_bytes(name, strlen(name), 0),
+			       (uint32_t)s->nput++);
 	}
 	int r = 0;
 	if (e)
-		r = tally_seterr(-e, "cannot write database '%s' (its file '%s'): %s%s", s->db, name, strerror(e),
+		r = tally_seterr(-e, "cannot write database '%s' (its file '%s'): %s%s", s->db,
+				 name, strerror(e),
 				 e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 	strbuf_release(&p);
 	s->files++;
@@ -300,8 +319,8 @@ static const char *task_comm(const struct tally_db *db, int pid)
 
 /* A copied file of image i: its content in memory (mem, n), or read from its
  * directory. 1 when there is one. */
-static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, size_t n, const char *rel,
-		     struct strbuf *sb, const char **data, size_t *len)
+static int image_aux(const struct tally_db *db, uint32_t i, const char *mem, size_t n,
+		     const char *rel, struct strbuf *sb, const char **data, size_t *len)
 {
 	const struct tally_db_image *im = &db->images[i];
 	if (mem) {
@@ -348,8 +367,10 @@ static void add_hex(struct strbuf *sb, uint64_t v)
 
 static int save_to(const struct tally_db *db, struct sink *k)
 {
-	if (db->lazy) /* a database opened with TALLY_DB_STACKS_LATER: never write it without them */
-		return tally_seterr(-EINVAL, "'%s': its stacks were not read (tally_db_load_stacks)", db->path);
+	/* a database opened with TALLY_DB_STACKS_LATER: never write it without them */
+	if (db->lazy)
+		return tally_seterr(
+			-EINVAL, "'%s': its stacks were not read (tally_db_load_stacks)", db->path);
 	int ret = 0;
 	size_t ne = (size_t)db->nevents;
 	struct strbuf sb = STRBUF_INIT, name = STRBUF_INIT, aux = STRBUF_INIT;
@@ -360,7 +381,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	 * them, labels (tally merge) need version 2, and everything else stays
 	 * readable by version 1 readers */
 	const uint64_t *counts = tally_db_raw_counts(db), *weights = tally_db_raw_weights(db);
-	const uint64_t *scounts = tally_db_raw_stack_counts(db), *sweights = tally_db_raw_stack_weights(db);
+	const uint64_t *scounts = tally_db_raw_stack_counts(db),
+		       *sweights = tally_db_raw_stack_weights(db);
 	bool weighted = db->has_weights && weights;
 	int version = weighted ? TALLY_FORMAT_VERSION_BINARY_STACKS
 			       : db->nlabels ? TALLY_FORMAT_VERSION_LABELS : TALLY_FORMAT_VERSION;
@@ -370,15 +392,18 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	struct tally_meta session = { 0 };
 	for (size_t i = 0; i < db->session.n; i++)
 		/* a database without weights (format 1 or 2) says nothing of them */
-		if (weighted || (strcmp(db->session.kv[i].key, "weight-total") && strcmp(db->session.kv[i].key, "weight-unit")))
-			tally_meta_set(&session, db->session.kv[i].key, "%s", db->session.kv[i].value);
+		if (weighted || (strcmp(db->session.kv[i].key, "weight-total") &&
+				 strcmp(db->session.kv[i].key, "weight-unit")))
+			tally_meta_set(&session, db->session.kv[i].key, "%s",
+				       db->session.kv[i].value);
 	if (weighted) {
 		/* the weights' sums and unit, from the data written */
 		struct strbuf wt = STRBUF_INIT, wu = STRBUF_INIT;
 		for (size_t e = 0; e < ne; e++) {
 			uint64_t t = 0;
 			for (size_t i = 0; i < db->nentries; i++)
-				t = t + weights[i * ne + e] < t ? UINT64_MAX : t + weights[i * ne + e];
+				t = t + weights[i * ne + e] < t ? UINT64_MAX
+								: t + weights[i * ne + e];
 			strbuf_addf(&wt, "%s%" PRIu64, e ? "," : "", t);
 			strbuf_addf(&wu, "%s%s", e ? "," : "", tally_db_unit(db, (int)e));
 		}
@@ -413,8 +438,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		size_t base = name.len;
 		for (int n = 2;; n++) {
 			strbuf_addstr(&name, ".prof");
-			if (tally_hidx_get(&names, tally_hash_bytes(name.buf, name.len, 0), name.buf, name_eq, used_names) ==
-			    TALLY_HIDX_NONE)
+			if (tally_hidx_get(&names, tally_hash_bytes(name.buf, name.len, 0),
+					   name.buf, name_eq, used_names) == TALLY_HIDX_NONE)
 				break;
 			name.len = base;
 			name.buf[base] = '\0';
@@ -478,9 +503,13 @@ static int save_to(const struct tally_db *db, struct sink *k)
 			goto out;
 	} else if (db->has_stacks) {
 		strbuf_reset(&sb);
-		strbuf_addstr(&sb, version > 2   ? "# count:weight[,count:weight...] pid label frames (image-index:hex-offset, leaf first)\n"
-				   : version > 1 ? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"
-						 : "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
+		strbuf_addstr(
+			&sb,
+			version > 2
+				? "# count:weight[,count:weight...] pid label frames (image-index:hex-offset, leaf first)\n"
+			: version > 1
+				? "# count[,count...] pid label frames (image-index:hex-offset, leaf first)\n"
+				: "# count[,count...] pid frames (image-index:hex-offset, leaf first)\n");
 		for (size_t s = 0; s < db->nstacks; s++) {
 			const struct tally_db_stack *st = &db->stacks[s];
 			for (size_t e = 0; e < ne; e++) {
@@ -488,7 +517,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 					strbuf_addch(&sb, ',');
 				add_dec(&sb, scounts[s * ne + e]);
 				if (weighted) {
-					/* a database given weights without stack weights: count x period-mean */
+					/* a database given weights without stack weights: count x
+					 * period-mean */
 					uint64_t w;
 					if (sweights)
 						w = sweights[s * ne + e];
@@ -526,7 +556,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		strbuf_addstr(&sb, "# address size type name [module]\n");
 		for (size_t i = 0; i < db->nksyms; i++) {
 			const struct tally_ksym *ks = &db->ksyms[i];
-			strbuf_addf(&sb, "%" PRIx64 " %" PRIx64 " %c %s", ks->addr, ks->size, ks->type, ks->name);
+			strbuf_addf(&sb, "%" PRIx64 " %" PRIx64 " %c %s", ks->addr, ks->size,
+				    ks->type, ks->name);
 			if (ks->module)
 				strbuf_addf(&sb, " [%s]", ks->module);
 			strbuf_addch(&sb, '\n');
@@ -537,7 +568,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	if (db->modules && (ret = k->put(k, "modules", db->modules, strlen(db->modules))))
 		goto out;
 
-	/* JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process */
+	/* JIT maps, jitdumps and the vDSO, copied: they do not outlive the machine or the process
+	 */
 	bool vdso_done = false;
 	for (size_t i = 0; i < db->nimages; i++) {
 		const struct tally_db_image *im = &db->images[i];
@@ -546,16 +578,19 @@ static int save_to(const struct tally_db *db, struct sink *k)
 		if (!strcmp(im->kind, "jit")) {
 			strbuf_reset(&name);
 			strbuf_addf(&name, "jit/jitdump-%d-%s.txt", im->pid, im->id);
-			if (image_aux(db, (uint32_t)i, im->jd_text, im->jd_text_len, name.buf, &aux, &data, &len) &&
+			if (image_aux(db, (uint32_t)i, im->jd_text, im->jd_text_len, name.buf, &aux,
+				      &data, &len) &&
 			    (ret = k->put(k, name.buf, data, len)))
 				goto out;
 			strbuf_reset(&name);
 			strbuf_addf(&name, "jit/perf-%d-%s.map", im->pid, im->id);
-			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, name.buf, &aux, &data, &len) &&
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, name.buf, &aux, &data,
+				      &len) &&
 			    (ret = k->put(k, name.buf, data, len)))
 				goto out;
 		} else if (!strcmp(im->kind, "vdso") && !vdso_done) {
-			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, "vdso.so", &aux, &data, &len)) {
+			if (image_aux(db, (uint32_t)i, im->aux, im->aux_len, "vdso.so", &aux, &data,
+				      &len)) {
 				vdso_done = true;
 				if ((ret = k->put(k, "vdso.so", data, len)))
 					goto out;
@@ -568,7 +603,8 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	strbuf_addstr(&sb, "# index\tkind\timage-id\tid-kind\tpid\tname\tpath\n");
 	for (size_t i = 0; i < db->nimages; i++) {
 		const struct tally_db_image *im = &db->images[i];
-		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t", i, im->kind, im->id, im->id_kind, im->pid);
+		strbuf_addf(&sb, "%zu\t%s\t%s\t%s\t%d\t", i, im->kind, im->id, im->id_kind,
+			    im->pid);
 		strbuf_add_escaped(&sb, im->name);
 		strbuf_addch(&sb, '\t');
 		strbuf_add_escaped(&sb, im->path);
@@ -580,7 +616,11 @@ static int save_to(const struct tally_db *db, struct sink *k)
 	strbuf_reset(&sb);
 	for (size_t i = 0; i < db->nimages; i++)
 		if (db->images[i].foreign_ns)
-			strbuf_addf(&sb, "%s%zu\n", sb.len ? "" : "# index of an image mapped in another mount namespace\n", i);
+			strbuf_addf(
+				&sb, "%s%zu\n",
+				sb.len ? ""
+				       : "# index of an image mapped in another mount namespace\n",
+				i);
 	if (sb.len && (ret = k->put(k, "mntns", sb.buf, sb.len)))
 		goto out;
 	strbuf_reset(&sb);
@@ -666,12 +706,15 @@ static int prune_unput(struct sink *s, int dfd, const char *prefix)
 		if (was_put(s, rel.buf))
 			continue;
 		struct stat st;
-		if (!*prefix && !strcmp(de->d_name, "jit") && fstatat(dirfd(d), "jit", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (!*prefix && !strcmp(de->d_name, "jit") &&
+		    fstatat(dirfd(d), "jit", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode)) {
-			int jfd = openat(dirfd(d), "jit", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int jfd = openat(dirfd(d), "jit",
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			ret = jfd < 0 ? -errno : prune_unput(s, jfd, "jit/");
 			/* kept when it still holds what was written */
-			if (!ret && unlinkat(dirfd(d), "jit", AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST)
+			if (!ret && unlinkat(dirfd(d), "jit", AT_REMOVEDIR) < 0 &&
+			    errno != ENOTEMPTY && errno != EEXIST)
 				ret = -errno;
 			continue;
 		}
@@ -682,8 +725,9 @@ static int prune_unput(struct sink *s, int dfd, const char *prefix)
 	strbuf_release(&rel);
 	closedir(d);
 	if (ret)
-		return tally_seterr(ret, "cannot write database '%s' (removing what its older copy held): %s", s->db,
-				    strerror(-ret));
+		return tally_seterr(
+			ret, "cannot write database '%s' (removing what its older copy held): %s",
+			s->db, strerror(-ret));
 	return 0;
 }
 
@@ -721,8 +765,8 @@ static int take_spare(struct tally_db_spare *sp, const char *stage, int *lockfd,
 		ok = rename(from, stage) == 0;
 	}
 	/* still the directory it locked (nobody removed or replaced it) */
-	ok = ok && fstat(fd, &a) == 0 && lstat(stage, &b) == 0 && S_ISDIR(b.st_mode) && a.st_dev == b.st_dev &&
-	     a.st_ino == b.st_ino;
+	ok = ok && fstat(fd, &a) == 0 && lstat(stage, &b) == 0 && S_ISDIR(b.st_mode) &&
+	     a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 	if (!ok) {
 		tally_remove_tree(from); /* when it was not renamed: the caller makes stage anew */
 		close(fd);
@@ -785,7 +829,8 @@ int tally_db_save(const struct tally_db *db, const char *path, bool replace)
 }
 
 int tally_db_save_checked(const struct tally_db *db, const char *path, bool replace,
-			  int (*check)(void *ctx, const char *staging), void *ctx, struct tally_db_spare *spare)
+			  int (*check)(void *ctx, const char *staging), void *ctx,
+			  struct tally_db_spare *spare)
 {
 	int ret = tally_db_check_target(path, replace);
 	if (ret)
@@ -800,10 +845,13 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 	if (!over && mkdir(stage, 0700) < 0) {
 		int e = errno;
 		if (e == ENOENT) /* the directory is there (checked above): /proc, /sys */
-			ret = tally_seterr(-e, "cannot create database '%s': directory '%s' takes no new files (a virtual file system such as /proc: choose another -o)",
-					   path, parent);
+			ret = tally_seterr(
+				-e,
+				"cannot create database '%s': directory '%s' takes no new files (a virtual file system such as /proc: choose another -o)",
+				path, parent);
 		else
-			ret = tally_seterr(-e, "cannot create database '%s': %s%s", path, strerror(e),
+			ret = tally_seterr(-e, "cannot create database '%s': %s%s", path,
+					   strerror(e),
 					   e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
 		goto out;
 	}
@@ -814,7 +862,9 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 		if (lockfd >= 0)
 			flock(lockfd, LOCK_EX | LOCK_NB);
 	}
-	struct sink k = { .put = put_dir, .dir = stage, .db = path, .overwrite = over, .defer = over };
+	struct sink k = {
+		.put = put_dir, .dir = stage, .db = path, .overwrite = over, .defer = over
+	};
 	if (over)
 		fill_pool(&k, stage);
 	ret = save_to(db, &k);
@@ -823,7 +873,8 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 		ret = put_dir(&k, k.deferred[i].name, k.deferred[i].data, k.deferred[i].len);
 	if (!ret && over) {
 		int dfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		ret = dfd < 0 ? tally_seterr(-errno, "cannot write database '%s': %s", path, strerror(errno))
+		ret = dfd < 0 ? tally_seterr(-errno, "cannot write database '%s': %s", path,
+					     strerror(errno))
 			      : prune_unput(&k, dfd, "");
 	}
 	sink_release(&k);
@@ -858,17 +909,20 @@ int tally_db_save_checked(const struct tally_db *db, const char *path, bool repl
 			goto out;
 		}
 		if (errno != EINVAL && errno != ENOSYS) {
-			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
+			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path,
+					   strerror(errno));
 			goto fail;
 		}
 		/* a filesystem without RENAME_EXCHANGE: move the old one aside first */
 		if (rename(path, old) < 0) {
-			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path, strerror(errno));
+			ret = tally_seterr(-errno, "cannot replace database '%s': %s", path,
+					   strerror(errno));
 			goto fail;
 		}
 	}
 	if (rename(stage, path) < 0) {
-		ret = tally_seterr(-errno, "cannot create database '%s': %s", path, strerror(errno));
+		ret = tally_seterr(-errno, "cannot create database '%s': %s", path,
+				   strerror(errno));
 		if (exists)
 			rename(old, path);
 		goto fail;

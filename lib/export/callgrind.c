@@ -30,7 +30,8 @@ struct cframe {
 	int line;
 };
 
-/* self: (func, addr, line) -> costs; calls: (caller, site addr, site line, callee) -> calls, costs */
+/* self: (func, addr, line) -> costs; calls: (caller, site addr, site line, callee) -> calls, costs
+ */
 struct cost {
 	uint32_t func, callee; /* callee UINT32_MAX for self cost */
 	uint64_t addr;
@@ -61,14 +62,16 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 	return a->image == b->image && a->addr == b->addr && !strcmp(a->name, b->name);
 }
 
-static uint32_t func_id(struct cg *g, uint32_t image, const char *name, uint64_t addr, const char *file)
+static uint32_t func_id(struct cg *g, uint32_t image, const char *name, uint64_t addr,
+			const char *file)
 {
 	struct cfunc k = { image, (char *)name, addr, NULL };
 	uint64_t h = tally_hash_bytes(name, strlen(name), addr ^ ((uint64_t)image << 32));
 	uint32_t i = tally_hidx_get(&g->func_idx, h, &k, func_eq, g);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(g->funcs, g->afuncs, g->nfuncs + 1);
-		g->funcs[g->nfuncs] = (struct cfunc){ image, xstrdup(name), addr, file ? xstrdup(file) : NULL };
+		g->funcs[g->nfuncs] =
+			(struct cfunc){ image, xstrdup(name), addr, file ? xstrdup(file) : NULL };
 		tally_hidx_put(&g->func_idx, h, (uint32_t)g->nfuncs);
 		i = (uint32_t)g->nfuncs++;
 	}
@@ -93,7 +96,8 @@ static uint32_t frame_id(struct cg *g, uint32_t image, uint64_t offset)
 	struct tally_resolver *res = g->x->res;
 	const struct tally_db_image *im = &g->x->db->images[image];
 	k.addr = tally_export_addr(res, image, offset);
-	const struct tally_sym *s = tally_resolver_mismatch(res, image) ? NULL : tally_resolve(res, image, offset);
+	const struct tally_sym *s =
+		tally_resolver_mismatch(res, image) ? NULL : tally_resolve(res, image, offset);
 	if (s) {
 		/* the function's own file and line (for inlined code: the line of the
 		 * outermost call site), from the resolver's inline chain */
@@ -118,13 +122,15 @@ static uint32_t frame_id(struct cg *g, uint32_t image, uint64_t offset)
 static bool cost_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct cost *a = &((const struct cg *)ctx)->costs[idx], *b = key;
-	return a->func == b->func && a->callee == b->callee && a->addr == b->addr && a->line == b->line;
+	return a->func == b->func && a->callee == b->callee && a->addr == b->addr &&
+	       a->line == b->line;
 }
 
 static uint32_t cost_id(struct cg *g, uint32_t func, uint32_t callee, uint64_t addr, int line)
 {
 	struct cost k = { func, callee, addr, line, 0, 0 };
-	uint64_t h = tally_hash_u64(((uint64_t)func << 32 | callee) ^ tally_hash_u64(addr) ^ (uint64_t)(unsigned)line);
+	uint64_t h = tally_hash_u64(((uint64_t)func << 32 | callee) ^ tally_hash_u64(addr) ^
+				    (uint64_t)(unsigned)line);
 	uint32_t i = tally_hidx_get(&g->cost_idx, h, &k, cost_eq, g);
 	if (i == TALLY_HIDX_NONE) {
 		size_t ne = (size_t)g->x->nevents;
@@ -148,7 +154,8 @@ static void add_cc(struct cg *g, uint32_t c, const uint64_t *v)
 static int cmp_cost(const void *a, const void *b, void *ctx)
 {
 	const struct cg *g = ctx;
-	const struct cost *x = &g->costs[*(const uint32_t *)a], *y = &g->costs[*(const uint32_t *)b];
+	const struct cost *x = &g->costs[*(const uint32_t *)a],
+			  *y = &g->costs[*(const uint32_t *)b];
 	const struct cfunc *fx = &g->funcs[x->func], *fy = &g->funcs[y->func];
 	if (fx->image != fy->image)
 		return fx->image < fy->image ? -1 : 1;
@@ -296,7 +303,8 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 		uint32_t mark = (uint32_t)k + 1;
 		for (uint32_t j = 0; j < n; j++) {
 			const struct cframe *caller = &g.frames[f[j]];
-			uint32_t callee = j + 1 < n ? g.frames[f[j + 1]].func : (n < st[k].len ? g.other : UINT32_MAX);
+			uint32_t callee = j + 1 < n ? g.frames[f[j + 1]].func
+						    : (n < st[k].len ? g.other : UINT32_MAX);
 			if (callee == UINT32_MAX)
 				break;
 			/* a function's consecutive frames are one (as in tally report) */
@@ -314,7 +322,8 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 	strbuf_addstr(o, "# callgrind format\nversion: 1\ncreator: tally " TALLY_VERSION "\n");
 	if (pid > 0)
 		strbuf_addf(o, "pid: %d\n", pid);
-	const char *cmd = pid > 0 ? tally_db_comm(db, pid) : tally_meta_get(&db->session, "command");
+	const char *cmd =
+		pid > 0 ? tally_db_comm(db, pid) : tally_meta_get(&db->session, "command");
 	if (!cmd)
 		cmd = tally_meta_get(&db->session, "target");
 	if (cmd) {
@@ -328,8 +337,11 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 	/* each event's cost: its time in nanoseconds or its events (each sample
 	 * weighted by its period), or (--samples) its samples */
 	for (size_t e = 0; e < ne; e++) {
-		const char *u = !db->weighed ? "samples" : tally_db_unit_time(db, x->events[e]) ? "nanoseconds" : "events";
-		strbuf_addf(o, "event: %s : %s %s\n", db->events[x->events[e]], db->events[x->events[e]], u);
+		const char *u = !db->weighed                           ? "samples"
+				: tally_db_unit_time(db, x->events[e]) ? "nanoseconds"
+								       : "events";
+		strbuf_addf(o, "event: %s : %s %s\n", db->events[x->events[e]],
+			    db->events[x->events[e]], u);
 	}
 	strbuf_addstr(o, "positions: instr line\nevents:");
 	for (size_t e = 0; e < ne; e++)
@@ -352,7 +364,10 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 			strbuf_addch(o, '\n');
 			if (fn->image != cur_image) {
 				put_name(o, "ob", &obs,
-					 fn->image == UINT32_MAX ? "[other]" : tally_export_image_name(&db->images[fn->image], &sb));
+					 fn->image == UINT32_MAX
+						 ? "[other]"
+						 : tally_export_image_name(&db->images[fn->image],
+									   &sb));
 				cur_image = fn->image;
 			}
 			put_name(o, "fl", &fls, fn->file ? fn->file : "???");
@@ -369,10 +384,13 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 		const struct cfunc *ce = &g.funcs[q->callee];
 		if (ce->image != fn->image)
 			put_name(o, "cob", &obs,
-				 ce->image == UINT32_MAX ? "[other]" : tally_export_image_name(&db->images[ce->image], &sb));
+				 ce->image == UINT32_MAX
+					 ? "[other]"
+					 : tally_export_image_name(&db->images[ce->image], &sb));
 		put_name(o, "cfl", &fls, ce->file ? ce->file : "???");
 		put_name(o, "cfn", &fns, ce->name);
-		strbuf_addf(o, "calls=%" PRIu64 " 0x%" PRIx64 " 0\n0x%" PRIx64 " %d", q->calls, ce->addr, q->addr, q->line);
+		strbuf_addf(o, "calls=%" PRIu64 " 0x%" PRIx64 " 0\n0x%" PRIx64 " %d", q->calls,
+			    ce->addr, q->addr, q->line);
 		add_costs(o, v, (int)ne);
 	}
 	strbuf_addstr(o, "\ntotals:");
@@ -419,8 +437,10 @@ int tally_export_callgrind(const struct tally_export *x, struct tally_export_out
 		return 0;
 	}
 	if (!db->per_pid)
-		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
-				    x->input);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' was recorded without --per-pid, so it has no processes to write one file each for (record again with --per-pid, or leave out --per-process)",
+			x->input);
 	/* the processes with samples of the exported events */
 	size_t dbne = (size_t)db->nevents;
 	size_t nsrc = db->has_stacks ? db->nstacks : db->nentries;
@@ -429,7 +449,8 @@ int tally_export_callgrind(const struct tally_export *x, struct tally_export_out
 	for (size_t k = 0; k < nsrc; k++) {
 		bool any = false;
 		for (int e = 0; e < x->nevents && !any; e++)
-			any = (db->has_stacks ? db->stack_counts : db->counts)[k * dbne + (size_t)x->events[e]] != 0;
+			any = (db->has_stacks ? db->stack_counts
+					      : db->counts)[k * dbne + (size_t)x->events[e]] != 0;
 		if (!any)
 			continue;
 		GROW(pids, apids, npids + 1);

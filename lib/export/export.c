@@ -55,10 +55,12 @@ void tally_export_select(struct tally_db *db, const struct tally_select *sel, bo
 	}
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
-		bool keep = tally_select_pid(sel, db, st->pid) && tally_select_label(sel, db, st->label);
+		bool keep = tally_select_pid(sel, db, st->pid) &&
+			    tally_select_label(sel, db, st->label);
 		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image, db->per_pid ? st->pid : 0, 0, 0, st->label };
+			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image,
+						    db->per_pid ? st->pid : 0, 0, 0, st->label };
 			keep = tally_select_prof(sel, db, &pf);
 		}
 		for (size_t e = 0; e < ne; e++)
@@ -101,8 +103,8 @@ static bool node_eq(const void *ctx, uint32_t idx, const void *key)
 	return t->nodes[idx].parent == k->parent && t->nodes[idx].key == k->key;
 }
 
-void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n, const uint64_t *counts,
-		       int nevents, const uint64_t *min, uint32_t *keep)
+void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n,
+		       const uint64_t *counts, int nevents, const uint64_t *min, uint32_t *keep)
 {
 	size_t ne = (size_t)nevents, nkeys = 0;
 	bool any = false;
@@ -158,7 +160,9 @@ void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stac
 void tally_export_trim_min(const struct tally_export *x, const uint64_t *totals, uint64_t *min)
 {
 	for (int i = 0; i < x->nevents; i++)
-		min[i] = x->percent_limit > 0 ? (uint64_t)ceil((double)totals[i] * x->percent_limit / 100.0) : 0;
+		min[i] = x->percent_limit > 0
+				 ? (uint64_t)ceil((double)totals[i] * x->percent_limit / 100.0)
+				 : 0;
 }
 
 void tally_export_add_name(struct strbuf *sb, const char *name, const char *bad)

@@ -80,7 +80,8 @@ static inline uint32_t level_func(const struct tally_cg *cg, bool inv, uint32_t 
 static int cmp_func_name(const void *a, const void *b, void *ctx)
 {
 	const struct tally_cg *cg = ctx;
-	const struct tally_cg_func *x = &cg->funcs[*(const uint32_t *)a], *y = &cg->funcs[*(const uint32_t *)b];
+	const struct tally_cg_func *x = &cg->funcs[*(const uint32_t *)a],
+				   *y = &cg->funcs[*(const uint32_t *)b];
 	int c = strcmp(x->name, y->name);
 	if (c)
 		return c;
@@ -129,7 +130,8 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		}
 		if (c) {
 			fl->frames[at].self = fl->frames[at].count - c;
-			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, d + 1, x, c, c, deepest });
+			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, d + 1, x, c, c,
+							     deepest });
 		} else {
 			fl->frames[at].self = fl->frames[at].count;
 		}
@@ -141,12 +143,15 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		uint32_t end = st->len < TALLY_FLAME_MAX_DEPTH ? st->len : TALLY_FLAME_MAX_DEPTH;
 		for (uint32_t k = d; k < end; k++) {
 			fl->frames[at].self = 0;
-			at = push(fl, (struct tally_flame_frame){ level_func(cg, inv, B->order[i], k), k + 1, x, st->count, 0, 0 });
+			at = push(fl,
+				  (struct tally_flame_frame){ level_func(cg, inv, B->order[i], k),
+							      k + 1, x, st->count, 0, 0 });
 		}
 		fl->frames[at].self = st->count;
 		if (st->len > end) {
 			fl->frames[at].self = 0;
-			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, end + 1, x, st->count, st->count, st->len - end });
+			push(fl, (struct tally_flame_frame){ TALLY_FLAME_DEEP, end + 1, x,
+							     st->count, st->count, st->len - end });
 		}
 		return;
 	}
@@ -156,7 +161,8 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 	for (size_t k = i; k < j; k++) {
 		if (k + 8 < j) {
 			const struct tally_cg_stack *ahead = &cg->stacks[B->order[k + 8]];
-			__builtin_prefetch(&cg->funcs_of[ahead->first + (inv ? d : ahead->len - 1 - d)]);
+			__builtin_prefetch(
+				&cg->funcs_of[ahead->first + (inv ? d : ahead->len - 1 - d)]);
 		}
 		uint32_t s = B->order[k];
 		uint32_t key = cg->stacks[s].len == d ? 0 : B->rank[level_func(cg, inv, s, d)] + 1;
@@ -164,7 +170,8 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		if (!B->cnt[key]++) {
 			if (ng == ag) {
 				ag *= 2;
-				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf)) : xrealloc(g, ag * sizeof(*g));
+				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf))
+					      : xrealloc(g, ag * sizeof(*g));
 			}
 			g[ng++] = (struct group){ key, 0, 0, 0 };
 		}
@@ -212,7 +219,8 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		}
 	}
 	if (other) {
-		push(fl, (struct tally_flame_frame){ TALLY_FLAME_OTHER, d + 1, x, other, other, nother });
+		push(fl, (struct tally_flame_frame){ TALLY_FLAME_OTHER, d + 1, x, other, other,
+						     nother });
 		fl->folded_samples += other;
 		fl->folded_frames += nother;
 	}
@@ -220,7 +228,8 @@ static void grow_above(struct build *B, size_t at, size_t i, size_t j, uint32_t 
 		free(g);
 }
 
-void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert, double percent_limit)
+void tally_flame_build(struct tally_flame *fl, const struct tally_cg *cg, bool invert,
+		       double percent_limit)
 {
 	memset(fl, 0, sizeof(*fl));
 	fl->inverted = invert;
@@ -373,7 +382,8 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	 * parent's width): the picture is as tall as what can be seen */
 	uint32_t depth = 0, tiny = 0;
 	for (size_t i = 0; i < fl->nframes; i++) {
-		if ((double)fl->frames[i].count * scale >= 1.0 || fl->frames[i].func == TALLY_FLAME_ALL) {
+		if ((double)fl->frames[i].count * scale >= 1.0 ||
+		    fl->frames[i].func == TALLY_FLAME_ALL) {
 			if (fl->frames[i].depth > depth)
 				depth = fl->frames[i].depth;
 		} else {
@@ -382,7 +392,8 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	}
 	unsigned height = TOP + (depth + 1) * FRAME_H + BOTTOM;
 	if (o->standalone)
-		strbuf_addstr(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+		strbuf_addstr(out,
+			      "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
 	strbuf_addf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"tally-flame\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\"",
 		    width, height, width, height);
 	if (o->id) {
@@ -393,46 +404,70 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 	/* what the script's lines say the values are: "msec" (ns shown as ms),
 	 * "events" or "samples" */
 	strbuf_addf(out, " data-unit=\"%s\"", ev >= 0 ? tally_view_heading(db, ev) : "samples");
-	strbuf_addf(out, " data-total=\"%" PRIu64 "\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\" data-fh=\"%d\" data-top=\"%d\" data-bottom=\"%d\">\n",
-		    fl->total, fl->inverted, width, PAD, CHAR_W, FRAME_H, TOP, BOTTOM);
+	strbuf_addf(
+		out,
+		" data-total=\"%" PRIu64
+		"\" data-inverted=\"%d\" data-width=\"%u\" data-pad=\"%d\" data-char=\"%d\" data-fh=\"%d\" data-top=\"%d\" data-bottom=\"%d\">\n",
+		fl->total, fl->inverted, width, PAD, CHAR_W, FRAME_H, TOP, BOTTOM);
 	strbuf_addstr(out, "<style>\n");
 	strbuf_addstr(out, svg_style);
 	strbuf_addstr(out, "</style>\n");
-	strbuf_addf(out, "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%u\" height=\"%u\"/>\n", width, height);
-	strbuf_addf(out, "<text class=\"title\" x=\"%u\" y=\"24\" text-anchor=\"middle\">", width / 2);
+	strbuf_addf(out, "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%u\" height=\"%u\"/>\n", width,
+		    height);
+	strbuf_addf(out, "<text class=\"title\" x=\"%u\" y=\"24\" text-anchor=\"middle\">",
+		    width / 2);
 	tally_strbuf_add_xml(out, o->title ? o->title : "Flame graph");
 	strbuf_addstr(out, "</text>\n");
 	if (o->subtitle) {
-		strbuf_addf(out, "<text class=\"sub\" x=\"%u\" y=\"44\" text-anchor=\"middle\">", width / 2);
+		strbuf_addf(out, "<text class=\"sub\" x=\"%u\" y=\"44\" text-anchor=\"middle\">",
+			    width / 2);
 		tally_strbuf_add_xml(out, o->subtitle);
 		strbuf_addstr(out, "</text>\n");
 	}
 	/* the controls (the script shows the ones that apply) */
-	strbuf_addf(out, "<text class=\"btn reset hide\" x=\"%d\" y=\"24\">Reset view</text>\n", PAD);
-	strbuf_addf(out, "<text class=\"btn search\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n", width - PAD);
-	strbuf_addf(out, "<text class=\"btn clear hide\" x=\"%u\" y=\"44\" text-anchor=\"end\">Clear search</text>\n", width - PAD);
-	strbuf_addf(out, "<text class=\"btn tinies%s\" x=\"%d\" y=\"44\" data-n=\"%u\">Show %u frame%s under a pixel</text>\n",
-		    tiny ? "" : " hide", PAD, tiny, tiny, tiny == 1 ? "" : "s");
-	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"64\"> </text>\n", PAD);
-	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"64\" text-anchor=\"end\"> </text>\n", width - PAD);
-	strbuf_addf(out, "<text class=\"selbar hide\" x=\"%d\" y=\"84\"><tspan class=\"name\"> </tspan>"
-			 "<tspan class=\"btn sandwich\" dx=\"14\">Sandwich</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
-			 "<tspan class=\"btn focus\" dx=\"6\">Focus</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
-			 "<tspan class=\"btn ignore\" dx=\"6\">Ignore</tspan></text>\n",
+	strbuf_addf(out, "<text class=\"btn reset hide\" x=\"%d\" y=\"24\">Reset view</text>\n",
 		    PAD);
-	strbuf_addf(out, "<text class=\"state\" x=\"%u\" y=\"84\" text-anchor=\"end\"> </text>\n", width - PAD);
+	strbuf_addf(
+		out,
+		"<text class=\"btn search\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n",
+		width - PAD);
+	strbuf_addf(
+		out,
+		"<text class=\"btn clear hide\" x=\"%u\" y=\"44\" text-anchor=\"end\">Clear search</text>\n",
+		width - PAD);
+	strbuf_addf(
+		out,
+		"<text class=\"btn tinies%s\" x=\"%d\" y=\"44\" data-n=\"%u\">Show %u frame%s under a pixel</text>\n",
+		tiny ? "" : " hide", PAD, tiny, tiny, tiny == 1 ? "" : "s");
+	strbuf_addf(out, "<text class=\"details\" x=\"%d\" y=\"64\"> </text>\n", PAD);
+	strbuf_addf(out, "<text class=\"matched\" x=\"%u\" y=\"64\" text-anchor=\"end\"> </text>\n",
+		    width - PAD);
+	strbuf_addf(
+		out,
+		"<text class=\"selbar hide\" x=\"%d\" y=\"84\"><tspan class=\"name\"> </tspan>"
+		"<tspan class=\"btn sandwich\" dx=\"14\">Sandwich</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
+		"<tspan class=\"btn focus\" dx=\"6\">Focus</tspan><tspan dx=\"6\">\xc2\xb7</tspan>"
+		"<tspan class=\"btn ignore\" dx=\"6\">Ignore</tspan></text>\n",
+		PAD);
+	strbuf_addf(out, "<text class=\"state\" x=\"%u\" y=\"84\" text-anchor=\"end\"> </text>\n",
+		    width - PAD);
 	const struct tally_flame_diff *df = o->diff;
 	if (o->standalone && df)
-		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">the shape of the new profile; red: grew, blue: shrank, white: unchanged (self share of each profile's samples)</text>\n",
-			    PAD, height - 10);
+		strbuf_addf(
+			out,
+			"<text class=\"sub legend\" x=\"%d\" y=\"%u\">the shape of the new profile; red: grew, blue: shrank, white: unchanged (self share of each profile's samples)</text>\n",
+			PAD, height - 10);
 	else if (o->standalone)
-		strbuf_addf(out, "<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other; click a frame to zoom and select it</text>\n",
-			    PAD, height - 10);
+		strbuf_addf(
+			out,
+			"<text class=\"sub legend\" x=\"%d\" y=\"%u\">red: the program, yellow: libraries, blue: kernel, green: JIT, grey: other; click a frame to zoom and select it</text>\n",
+			PAD, height - 10);
 	/* the largest change of a self share: the deepest colour */
 	double maxd = 0;
 	for (size_t i = 0; df && i < fl->nframes; i++)
 		if (fl->frames[i].func < TALLY_FLAME_OTHER) {
-			double d = pct(fl->frames[i].self, fl->total) - pct(df->base_self[i], df->base_total);
+			double d = pct(fl->frames[i].self, fl->total) -
+				   pct(df->base_self[i], df->base_total);
 			if (d > maxd || -d > maxd)
 				maxd = d < 0 ? -d : d;
 		}
@@ -466,10 +501,13 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		if (df)
 			dself = pct(f->self, fl->total) - pct(df->base_self[i], df->base_total);
 		bool small = w < 1.0 && f->func != TALLY_FLAME_ALL;
-		strbuf_addf(out, "<g class=\"f%s\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64 "\" data-d=\"%u\"", small ? " tiny" : "",
-			    f->x, f->count, f->depth);
+		strbuf_addf(out,
+			    "<g class=\"f%s\" data-x=\"%" PRIu64 "\" data-c=\"%" PRIu64
+			    "\" data-d=\"%u\"",
+			    small ? " tiny" : "", f->x, f->count, f->depth);
 		if (df && f->func < TALLY_FLAME_OTHER)
-			strbuf_addf(out, " data-base=\"%" PRIu64 "\" data-change=\"%.4f\"", df->base_incl[i], dself);
+			strbuf_addf(out, " data-base=\"%" PRIu64 "\" data-change=\"%.4f\"",
+				    df->base_incl[i], dself);
 		strbuf_addstr(out, "><title>");
 		tally_strbuf_add_xml(out, name.buf);
 		if (image) {
@@ -482,17 +520,20 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		if (ev >= 0)
 			tally_view_value_unit(out, db, ev, f->count);
 		else
-			strbuf_addf(out, "%" PRIu64 " sample%s", f->count, f->count == 1 ? "" : "s");
+			strbuf_addf(out, "%" PRIu64 " sample%s", f->count,
+				    f->count == 1 ? "" : "s");
 		strbuf_addf(out, ", %.2f%%", pct(f->count, fl->total));
 		if (f->func == TALLY_FLAME_ALL) {
 			strbuf_addstr(out, " of ");
 			tally_strbuf_add_xml(out, o->event ? o->event : "the event");
 		} else if (f->func == TALLY_FLAME_OTHER) {
-			strbuf_addf(out, "; %u %s under %g%% each, folded", f->folded, f->folded == 1 ? "frame" : "frames",
-				    fl->limit);
+			strbuf_addf(out, "; %u %s under %g%% each, folded", f->folded,
+				    f->folded == 1 ? "frame" : "frames", fl->limit);
 		} else if (f->func == TALLY_FLAME_DEEP) {
-			strbuf_addf(out, "; the stacks' frames past level %d, folded (use the folded export for all of them)",
-				    TALLY_FLAME_MAX_DEPTH);
+			strbuf_addf(
+				out,
+				"; the stacks' frames past level %d, folded (use the folded export for all of them)",
+				TALLY_FLAME_MAX_DEPTH);
 		} else if (f->self) {
 		{
 			strbuf_addstr(out, "; self ");
@@ -504,11 +545,16 @@ void tally_flame_svg(struct strbuf *out, const struct tally_flame *fl, const str
 		}
 		}
 		if (df && f->func != TALLY_FLAME_OTHER)
-			strbuf_addf(out, "\nbase: %" PRIu64 " samples, %.2f%%; self %.2f%% -> %.2f%% (%+.2f points)",
-				    df->base_incl[i], pct(df->base_incl[i], df->base_total), pct(df->base_self[i], df->base_total),
-				    pct(f->self, fl->total), dself);
-		strbuf_addf(out, "</title><rect x=\"%.1f\" y=\"%u\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"", x, y, w,
-			    FRAME_H - 1);
+			strbuf_addf(out,
+				    "\nbase: %" PRIu64
+				    " samples, %.2f%%; self %.2f%% -> %.2f%% (%+.2f points)",
+				    df->base_incl[i], pct(df->base_incl[i], df->base_total),
+				    pct(df->base_self[i], df->base_total), pct(f->self, fl->total),
+				    dself);
+		strbuf_addf(
+			out,
+			"</title><rect x=\"%.1f\" y=\"%u\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"",
+			x, y, w, FRAME_H - 1);
 		if (f->func == TALLY_FLAME_ALL)
 			strbuf_addstr(out, "rgb(215,215,205)");
 		else if (f->func == TALLY_FLAME_OTHER || f->func == TALLY_FLAME_DEEP)
@@ -550,13 +596,16 @@ int tally_export_svg(const struct tally_export *x, struct tally_export_out *out)
 		what = tally_meta_get(&db->session, "target");
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
 	strbuf_addf(&title, "Flame graph: %s", what ? what : x->input);
-	strbuf_addf(&sub, "%s, %" PRIu64 " sample%s", db->events[ev], cg.total, cg.total == 1 ? "" : "s");
+	strbuf_addf(&sub, "%s, %" PRIu64 " sample%s", db->events[ev], cg.total,
+		    cg.total == 1 ? "" : "s");
 	const char *start = tally_meta_get(&db->session, "start-time");
 	if (start)
 		strbuf_addf(&sub, ", %s", start);
 	if (fl.folded_frames)
-		strbuf_addf(&sub, "; %u frames under %.2g%% folded into \"other\"", fl.folded_frames, limit);
-	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true, SVG_WIDTH, NULL };
+		strbuf_addf(&sub, "; %u frames under %.2g%% folded into \"other\"",
+			    fl.folded_frames, limit);
+	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], NULL, true,
+					   SVG_WIDTH, NULL };
 	tally_flame_svg(tally_export_out_file(out, ""), &fl, &cg, db, &so);
 	strbuf_release(&title);
 	strbuf_release(&sub);
@@ -579,7 +628,8 @@ static bool fname_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(((const struct fnames *)ctx)->v[idx], key);
 }
 
-static uint32_t fname_id(struct fnames *t, const struct tally_db *db, const struct tally_cg_func *f, bool add)
+static uint32_t fname_id(struct fnames *t, const struct tally_db *db, const struct tally_cg_func *f,
+			 bool add)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s\001%s", db->images[f->image].name, f->name);
@@ -628,8 +678,9 @@ static uint32_t tnode_get(struct ftrie *t, uint32_t parent, uint32_t name, bool 
 	return i;
 }
 
-void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg, const struct tally_db *db,
-			     const struct tally_cg *base_cg, const struct tally_db *base_db, uint64_t *base_incl,
+void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg *cg,
+			     const struct tally_db *db, const struct tally_cg *base_cg,
+			     const struct tally_db *base_db, uint64_t *base_incl,
 			     uint64_t *base_self)
 {
 	struct fnames names = { 0 };
@@ -662,7 +713,8 @@ void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg
 			base_self[i] = 0;
 		} else {
 			uint32_t parent = level[f->depth - 1];
-			if (f->func != TALLY_FLAME_OTHER && parent != TALLY_HIDX_NONE && nid[f->func] != TALLY_HIDX_NONE)
+			if (f->func != TALLY_FLAME_OTHER && parent != TALLY_HIDX_NONE &&
+			    nid[f->func] != TALLY_HIDX_NONE)
 				node = tnode_get(&trie, parent, nid[f->func], false);
 			base_incl[i] = node != TALLY_HIDX_NONE ? trie.v[node].incl : 0;
 			base_self[i] = node != TALLY_HIDX_NONE ? trie.v[node].self : 0;
@@ -680,8 +732,9 @@ void tally_flame_diff_counts(const struct tally_flame *fl, const struct tally_cg
 	tally_hidx_release(&trie.idx);
 }
 
-void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
-			  const struct tally_cg *new_cg, const struct tally_db *new_db, double percent_limit,
+void tally_flame_diff_svg(struct strbuf *out, const struct tally_cg *base_cg,
+			  const struct tally_db *base_db, const struct tally_cg *new_cg,
+			  const struct tally_db *new_db, double percent_limit,
 			  const struct tally_flame_svg_opts *o)
 {
 	struct tally_flame fl;

@@ -95,7 +95,8 @@ static int cmp_variant(const void *a, const void *b, void *ctx)
 {
 	const struct names *t = ctx;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	const unsigned char *p = (const unsigned char *)t->v[x / 2], *q = (const unsigned char *)t->v[y / 2];
+	const unsigned char *p = (const unsigned char *)t->v[x / 2],
+			    *q = (const unsigned char *)t->v[y / 2];
 	while (*p && *p == *q) {
 		p++;
 		q++;
@@ -145,7 +146,8 @@ static void emit(struct fold *F, uint32_t depth, uint64_t count)
 		n += t->len[F->path[i]] + 1;
 	if (strbuf_grow(F->o, n)) {
 		if (!F->err)
-			F->err = tally_seterr(-ENOMEM, "no memory for a line of folded stacks (%zu bytes)", n);
+			F->err = tally_seterr(
+				-ENOMEM, "no memory for a line of folded stacks (%zu bytes)", n);
 		return;
 	}
 	char *p = F->o->buf + F->o->len;
@@ -208,7 +210,8 @@ static void lines(struct fold *F, size_t i, size_t j, uint32_t d)
 			const struct tally_cg_stack *ahead = &cg->stacks[F->order[k + 8]];
 			uint32_t e = d - (F->label ? 1 : 0);
 			if (e < ahead->len)
-				__builtin_prefetch(&cg->funcs_of[ahead->first + ahead->len - 1 - e]);
+				__builtin_prefetch(
+					&cg->funcs_of[ahead->first + ahead->len - 1 - e]);
 		}
 		uint32_t s = F->order[k];
 		uint32_t name = element(F, s, d);
@@ -218,7 +221,8 @@ static void lines(struct fold *F, size_t i, size_t j, uint32_t d)
 		if (!F->cnt[key]++) {
 			if (ng == ag) {
 				ag *= 2;
-				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf)) : xrealloc(g, ag * sizeof(*g));
+				g = g == gbuf ? memcpy(xmalloc(ag * sizeof(*g)), gbuf, sizeof(gbuf))
+					      : xrealloc(g, ag * sizeof(*g));
 			}
 			g[ng++] = (struct group){ key, name, end, 0, 0, 0 };
 		}
@@ -380,7 +384,8 @@ static bool line_eq(const void *ctx, uint32_t idx, const void *key)
 	return !strcmp(((const struct lines *)ctx)->v[idx].text, key);
 }
 
-static void add_side(struct lines *l, int side, const struct tally_cg *cg, const struct tally_db *db)
+static void add_side(struct lines *l, int side, const struct tally_cg *cg,
+		     const struct tally_db *db)
 {
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t s = 0; s < cg->nstacks; s++) {
@@ -411,11 +416,13 @@ static const struct lines *sort_lines;
 
 static int cmp_line_idx(const void *a, const void *b)
 {
-	return strcmp(sort_lines->v[*(const uint32_t *)a].text, sort_lines->v[*(const uint32_t *)b].text);
+	return strcmp(sort_lines->v[*(const uint32_t *)a].text,
+		      sort_lines->v[*(const uint32_t *)b].text);
 }
 
-int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const struct tally_db *base_db,
-		      const struct tally_cg *new_cg, const struct tally_db *new_db, bool normalize)
+int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg,
+		      const struct tally_db *base_db, const struct tally_cg *new_cg,
+		      const struct tally_db *new_db, bool normalize)
 {
 	struct lines l = { 0 };
 	add_side(&l, 0, base_cg, base_db);
@@ -437,7 +444,8 @@ int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg, const 
 	if (normalize)
 		tally_scale_counts(base, l.n, bt, nt);
 	for (size_t i = 0; i < l.n; i++)
-		strbuf_addf(out, "%s %" PRIu64 " %" PRIu64 "\n", l.v[order[i]].text, base[i], l.v[order[i]].count[1]);
+		strbuf_addf(out, "%s %" PRIu64 " %" PRIu64 "\n", l.v[order[i]].text, base[i],
+			    l.v[order[i]].count[1]);
 	free(base);
 	free(order);
 	for (size_t i = 0; i < l.n; i++)

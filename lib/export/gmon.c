@@ -69,21 +69,28 @@ static int pick_image(const struct tally_export *x, uint32_t *out)
 			strbuf_addf(&names, "%s%s", matches ? ", " : "", db->images[i].path);
 			matches++;
 			best = i;
-		} else if (!strcmp(db->images[i].kind, "exec") && (best == UINT32_MAX || per[i] > per[best])) {
+		} else if (!strcmp(db->images[i].kind, "exec") &&
+			   (best == UINT32_MAX || per[i] > per[best])) {
 			best = i;
 		}
 	}
 	free(per);
 	int r = 0;
 	if (x->image && matches > 1)
-		r = tally_seterr(-EINVAL, "a gmon.out holds one image, and --image '%s' matches %zu with samples: %s (give the full path)",
-				 x->image, matches, names.buf);
+		r = tally_seterr(
+			-EINVAL,
+			"a gmon.out holds one image, and --image '%s' matches %zu with samples: %s (give the full path)",
+			x->image, matches, names.buf);
 	else if (best == UINT32_MAX)
-		r = tally_seterr(-EINVAL, "no executable of '%s' has samples of event '%s' (give --image NAME for a library)", x->input,
-				 db->events[ev]);
+		r = tally_seterr(
+			-EINVAL,
+			"no executable of '%s' has samples of event '%s' (give --image NAME for a library)",
+			x->input, db->events[ev]);
 	else if (!tally_export_is_file(&db->images[best]))
-		r = tally_seterr(-EINVAL, "image '%s' is not a file gprof can read (gmon.out is for an executable or a library)",
-				 db->images[best].name);
+		r = tally_seterr(
+			-EINVAL,
+			"image '%s' is not a file gprof can read (gmon.out is for an executable or a library)",
+			db->images[best].name);
 	strbuf_release(&names);
 	*out = best;
 	return r;
@@ -103,7 +110,8 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		 * with the most samples), and gprof needs that very file */
 		const struct tally_db_image *im = &db->images[image];
 		struct strbuf n = STRBUF_INIT;
-		strbuf_addf(&n, "of image '%s'%s", im->path, x->image ? "" : ", the executable with the most samples");
+		strbuf_addf(&n, "of image '%s'%s", im->path,
+			    x->image ? "" : ", the executable with the most samples");
 		free(out->note);
 		out->note = strbuf_detach(&n);
 	}
@@ -116,8 +124,10 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	}
 	if (!placed) {
 		const char *note = tally_resolver_note(x->res, image);
-		return tally_seterr(-EINVAL, "cannot place the samples of '%s' at its link-time addresses: %s", db->images[image].path,
-				    note ? note : "they are in no loadable segment of the file");
+		return tally_seterr(
+			-EINVAL, "cannot place the samples of '%s' at its link-time addresses: %s",
+			db->images[image].path,
+			note ? note : "they are in no loadable segment of the file");
 	}
 
 	/* the histogram's range: the functions that hold samples */
@@ -152,17 +162,24 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		struct strbuf n = STRBUF_INIT;
 		strbuf_addstr(&n, out->note ? out->note : "");
 		if (timed)
-			strbuf_addf(&n, "; time in ticks of %g s (rate %u Hz), each sample weighted by its period", 1.0 / GMON_RATE, GMON_RATE);
+			strbuf_addf(
+				&n,
+				"; time in ticks of %g s (rate %u Hz), each sample weighted by its period",
+				1.0 / GMON_RATE, GMON_RATE);
 		else
-			strbuf_addf(&n, "; bins count %s", db->weighed ? "events, each sample weighted by its period" : "samples");
+			strbuf_addf(&n, "; bins count %s",
+				    db->weighed ? "events, each sample weighted by its period"
+						: "samples");
 		free(out->note);
 		out->note = strbuf_detach(&n);
 	}
 	if (unplaced) {
 		struct strbuf v = STRBUF_INIT;
 		tally_view_value_unit(&v, db, ev, unplaced);
-		tally_warnings_add(&out->warnings, "%s of '%s' are outside its loadable segments: not in the gmon.out histogram",
-				   v.buf, db->images[image].name);
+		tally_warnings_add(
+			&out->warnings,
+			"%s of '%s' are outside its loadable segments: not in the gmon.out histogram",
+			v.buf, db->images[image].name);
 		strbuf_release(&v);
 	}
 	uint64_t bin = 2;
@@ -176,7 +193,8 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	for (size_t k = 0; k < db->nentries; k++) {
 		const struct tally_db_entry *en = &db->entries[k];
 		uint64_t c = db->counts[k * dbne + (size_t)ev], a;
-		if (en->image != image || !c || tally_resolver_addr(x->res, image, en->offset, &a) < 0)
+		if (en->image != image || !c ||
+		    tally_resolver_addr(x->res, image, en->offset, &a) < 0)
 			continue;
 		size_t b = (size_t)((a - lo) / bin);
 		hist[b] = hist[b] + c < hist[b] ? UINT64_MAX : hist[b] + c;
@@ -202,10 +220,14 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 	uint64_t rec_bytes = 1 + 2 * sizeof(void *) + 4 + 4 + 15 + 1 + (uint64_t)nbins * 2;
 	if (records > HIST_MAX_BYTES / rec_bytes) {
 		free(hist);
-		return tally_seterr(-EINVAL, "a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
-					" bytes (a bin holds %" PRIu64 " %s, 65535 a record), more than %u MiB (use --format pprof or callgrind%s)",
-				    db->images[image].name, records, rec_bytes, maxbin, timed ? "ticks" : dimen_name, HIST_MAX_BYTES >> 20,
-				    db->weighed ? ", or --samples" : "");
+		return tally_seterr(
+			-EINVAL,
+			"a gmon.out histogram of '%s' would take %" PRIu64 " records of %" PRIu64
+			" bytes (a bin holds %" PRIu64
+			" %s, 65535 a record), more than %u MiB (use --format pprof or callgrind%s)",
+			db->images[image].name, records, rec_bytes, maxbin,
+			timed ? "ticks" : dimen_name, HIST_MAX_BYTES >> 20,
+			db->weighed ? ", or --samples" : "");
 	}
 
 	struct strbuf *o = tally_export_out_file(out, "");
@@ -249,7 +271,8 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (!c)
 			continue;
 		for (uint32_t f = 0; f + 1 < st->len; f++) {
-			const struct tally_frame *callee = tally_db_frame(db, st, f), *caller = tally_db_frame(db, st, f + 1);
+			const struct tally_frame *callee = tally_db_frame(db, st, f),
+						 *caller = tally_db_frame(db, st, f + 1);
 			if (callee->image != image || caller->image != image || !caller->offset)
 				continue;
 			uint64_t coff = callee->offset - (f == 0 || !callee->offset ? 0 : 1);
@@ -258,11 +281,13 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 			    tally_resolver_addr(x->res, image, coff, &self) < 0)
 				continue;
 			const struct tally_sym *cs = tally_resolve(x->res, image, coff);
-			const struct tally_sym *fs = tally_resolve(x->res, image, caller->offset - 1);
+			const struct tally_sym *fs =
+				tally_resolve(x->res, image, caller->offset - 1);
 			if (cs)
 				self = cs->addr;
 			if (cs && fs && cs->addr == fs->addr)
-				continue; /* a function's consecutive frames are one (as in tally report) */
+				/* a function's consecutive frames are one (as in tally report) */
+				continue;
 			struct arc key = { from, self, 0, 0 };
 			uint64_t h = tally_hash_u64(from ^ tally_hash_u64(self));
 			uint32_t i = tally_hidx_get(&idx, h, &key, arc_eq, &arcs);
@@ -285,7 +310,8 @@ int tally_export_gmon(const struct tally_export *x, struct tally_export_out *out
 		if (db->entries[k].image == image)
 			image_total += flc[k * dbne + (size_t)ev];
 	for (size_t i = 0; i < narcs; i++) {
-		if (x->percent_limit > 0 && (double)arcs[i].count * 100.0 < x->percent_limit * (double)image_total)
+		if (x->percent_limit > 0 &&
+		    (double)arcs[i].count * 100.0 < x->percent_limit * (double)image_total)
 			continue;
 		strbuf_addch(o, TAG_CG_ARC);
 		put_addr(o, arcs[i].from);

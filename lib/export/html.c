@@ -41,7 +41,8 @@ static void pct_cell(struct strbuf *out, const char *cls, uint64_t v, uint64_t t
 	double p = pc(v, total);
 	strbuf_addf(out, "<td class=\"n %s\" data-v=\"%.4f\">", cls, p);
 	if (bar)
-		strbuf_addf(out, "<span class=\"bar\" style=\"width:%.0fpx\"></span>", p * 0.6 + 0.5);
+		strbuf_addf(out, "<span class=\"bar\" style=\"width:%.0fpx\"></span>",
+			    p * 0.6 + 0.5);
 	strbuf_addf(out, "%.2f%%</td>", p);
 }
 
@@ -71,15 +72,20 @@ static const char *list_item(const char *list, int i, char *buf, size_t n)
 }
 
 /* The image rows of the view model (the report's summary). */
-static void image_table(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_rows *t)
+static void image_table(struct strbuf *out, const struct tally_db *db, int ev,
+			const struct tally_view_rows *t)
 {
 	/* the numbers' heading: what they count (ns, events or samples) */
 	const char *unit = tally_view_unit(db, ev);
-	strbuf_addstr(out, "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
+	strbuf_addstr(out,
+		      "<table class=\"sortable images\"><thead><tr><th data-t=\"s\">image</th>");
 	if (db->per_pid)
-		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
-	strbuf_addf(out, "<th data-t=\"n\" class=\"n\">%s</th><th data-t=\"n\" class=\"n\">%%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n",
-		    unit);
+		strbuf_addstr(out,
+			      "<th data-t=\"n\" class=\"n\">pid</th><th data-t=\"s\">command</th>");
+	strbuf_addf(
+		out,
+		"<th data-t=\"n\" class=\"n\">%s</th><th data-t=\"n\" class=\"n\">%%</th><th data-t=\"s\">kind</th><th data-t=\"s\">path</th><th data-t=\"s\">id</th></tr></thead><tbody>\n",
+		unit);
 	for (size_t k = 0; k < t->n; k++) {
 		const struct tally_view_row *r = &t->v[k];
 		const struct tally_db_image *im = &db->images[r->image];
@@ -104,14 +110,18 @@ static void image_table(struct strbuf *out, const struct tally_db *db, int ev, c
 		esc(out, im->id);
 		strbuf_addstr(out, "</td></tr>\n");
 	}
-	strbuf_addf(out, "</tbody><tfoot><tr><th>total</th>%s<th class=\"n\">%" PRIu64 "</th><th class=\"n\">100.00%%</th><th colspan=\"3\"></th></tr></tfoot></table>\n",
-		    db->per_pid ? "<th></th><th></th>" : "", t->total);
+	strbuf_addf(
+		out,
+		"</tbody><tfoot><tr><th>total</th>%s<th class=\"n\">%" PRIu64
+		"</th><th class=\"n\">100.00%%</th><th colspan=\"3\"></th></tr></tfoot></table>\n",
+		db->per_pid ? "<th></th><th></th>" : "", t->total);
 }
 
 /* By self samples, then name; the table's order among equals. */
 static int cmp_by_self(const void *a, const void *b)
 {
-	const struct tally_view_row *x = *(const struct tally_view_row *const *)a, *y = *(const struct tally_view_row *const *)b;
+	const struct tally_view_row *x = *(const struct tally_view_row *const *)a,
+				    *y = *(const struct tally_view_row *const *)b;
 	if (x->samples != y->samples)
 		return x->samples > y->samples ? -1 : 1;
 	int c = strcmp(x->name, y->name);
@@ -134,8 +144,9 @@ static const struct tally_view_row **by_self(const struct tally_view_rows *t)
  * without stacks): those of the top max_rows by inclusive and the top
  * max_rows by self, among those of at least limit %, so that sorting the
  * page's table either way shows the top. */
-static void function_table(struct strbuf *out, const struct tally_db *db, const struct tally_view_rows *t, bool incl,
-			   double limit, uint64_t max_rows, const char *graph)
+static void function_table(struct strbuf *out, const struct tally_db *db,
+			   const struct tally_view_rows *t, bool incl, double limit,
+			   uint64_t max_rows, const char *graph)
 {
 	const struct tally_view_row *rows = t->v;
 	size_t n = t->n;
@@ -151,10 +162,14 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 		show[byself[i] - rows] = true;
 	free(byself);
 	size_t under = 0;
-	strbuf_addstr(out, "<div class=\"scroll\"><table class=\"sortable functions\"><thead><tr><th data-t=\"s\">function</th><th data-t=\"s\">image</th>"
-			   "<th data-t=\"n\" class=\"n\">self</th><th data-t=\"n\" class=\"n\">self %</th>");
+	strbuf_addstr(
+		out,
+		"<div class=\"scroll\"><table class=\"sortable functions\"><thead><tr><th data-t=\"s\">function</th><th data-t=\"s\">image</th>"
+		"<th data-t=\"n\" class=\"n\">self</th><th data-t=\"n\" class=\"n\">self %</th>");
 	if (incl)
-		strbuf_addstr(out, "<th data-t=\"n\" class=\"n\">inclusive</th><th data-t=\"n\" class=\"n\">inclusive %</th>");
+		strbuf_addstr(
+			out,
+			"<th data-t=\"n\" class=\"n\">inclusive</th><th data-t=\"n\" class=\"n\">inclusive %</th>");
 	strbuf_addstr(out, "</tr></thead><tbody>\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_view_row *r = &rows[i];
@@ -162,13 +177,17 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 			under++;
 			continue;
 		}
-		strbuf_addstr(out, r->inlined ? "<tr><td class=\"fn inlined\"" : "<tr><td class=\"fn\"");
+		strbuf_addstr(out,
+			      r->inlined ? "<tr><td class=\"fn inlined\"" : "<tr><td class=\"fn\"");
 		if (r->has_addr)
 			strbuf_addf(out, " title=\"0x%" PRIx64 "\"", r->addr);
 		strbuf_addstr(out, ">");
 		if (graph) {
 			/* to the function in the flame graph (the script shows its sandwich) */
-			strbuf_addf(out, "<a class=\"tograph\" href=\"#%s\" title=\"show it in the flame graph: its callers and callees\" data-image=\"", graph);
+			strbuf_addf(
+				out,
+				"<a class=\"tograph\" href=\"#%s\" title=\"show it in the flame graph: its callers and callees\" data-image=\"",
+				graph);
 			esc(out, db->images[r->image].name);
 			strbuf_addstr(out, "\">");
 			esc(out, r->name);
@@ -189,26 +208,34 @@ static void function_table(struct strbuf *out, const struct tally_db *db, const 
 	}
 	strbuf_addstr(out, "</tbody></table></div>\n");
 	if (under)
-		strbuf_addf(out, "<p class=\"note\">%zu more function%s not listed: under %g%%, or past the first %" PRIu64 " by %s.</p>\n",
-			    under, under == 1 ? "" : "s", limit, max_rows, incl ? "inclusive and by self samples" : "samples");
+		strbuf_addf(
+			out,
+			"<p class=\"note\">%zu more function%s not listed: under %g%%, or past the first %" PRIu64
+			" by %s.</p>\n",
+			under, under == 1 ? "" : "s", limit, max_rows,
+			incl ? "inclusive and by self samples" : "samples");
 	free(show);
 }
 
-static void flame_section(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, int ev,
-			  const struct tally_html_opts *o, bool invert)
+static void flame_section(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg,
+			  int ev, const struct tally_html_opts *o, bool invert)
 {
 	struct tally_flame fl;
 	tally_flame_build(&fl, cg, invert, o->percent_limit);
 	char id[32];
 	snprintf(id, sizeof(id), "%s-%d", invert ? "callers" : "flame", ev);
-	strbuf_addf(out, "<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n",
-		    id);
+	strbuf_addf(
+		out,
+		"<div class=\"tools\" data-for=\"%s\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n",
+		id);
 	struct strbuf title = STRBUF_INIT, sub = STRBUF_INIT;
-	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph", db->events[ev]);
+	strbuf_addf(&title, "%s: %s", invert ? "Callers (inverted flame graph)" : "Flame graph",
+		    db->events[ev]);
 	tally_view_value_unit(&sub, db, ev, cg->total);
 	strbuf_addstr(&sub, "; click a frame to zoom and select it (sandwich, focus, ignore)");
 	if (fl.folded_frames)
-		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames, fl.limit);
+		strbuf_addf(&sub, "; %u frames under %g%% folded into \"other\"", fl.folded_frames,
+			    fl.limit);
 	struct tally_flame_svg_opts so = { title.buf, sub.buf, db->events[ev], id, false, 0, NULL };
 	strbuf_addstr(out, "<div class=\"graph\">\n");
 	tally_flame_svg(out, &fl, cg, db, &so);
@@ -224,16 +251,22 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 	uint32_t sf[5];
 	uint64_t sc[5], sn[5];
 	size_t ns = tally_cg_stops_n(cg, sf, sc, sn, 5);
-	strbuf_addf(out, "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64 " sample%s reached a process root (_start, thread start, kernel thread)",
+	strbuf_addf(out,
+		    "<p class=\"unwind\">Unwinding: <b>%.2f%%</b> of %" PRIu64
+		    " sample%s reached a process root (_start, thread start, kernel thread)",
 		    pc(cg->nrooted, cg->ntotal), cg->ntotal, cg->ntotal == 1 ? "" : "s");
 	if (cg->nrooted < cg->ntotal) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
+		strbuf_addf(out, "; %.2f%% stopped early",
+			    pc(cg->ntotal - cg->nrooted, cg->ntotal));
 		if (cg->ntruncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
+			strbuf_addf(out, " (%.2f%% at the depth limit)",
+				    pc(cg->ntruncated, cg->ntotal));
 	}
 	strbuf_addstr(out, ".</p>\n");
 	if (ns) {
-		strbuf_addstr(out, "<table class=\"stops\"><thead><tr><th>outermost frame of the stacks that stopped early</th><th>image</th><th class=\"n\">samples</th><th class=\"n\">%</th></tr></thead><tbody>\n");
+		strbuf_addstr(
+			out,
+			"<table class=\"stops\"><thead><tr><th>outermost frame of the stacks that stopped early</th><th>image</th><th class=\"n\">samples</th><th class=\"n\">%</th></tr></thead><tbody>\n");
 		for (size_t i = 0; i < ns; i++) {
 			strbuf_addstr(out, "<tr><td class=\"fn\">");
 			esc(out, cg->funcs[sf[i]].name);
@@ -248,7 +281,9 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
 	}
 	const char *why = meta(db, "dwarf-stop-reasons");
 	if (why) {
-		strbuf_addstr(out, "<p class=\"note\">DWARF unwinds stopped early, by cause (whole recording): ");
+		strbuf_addstr(
+			out,
+			"<p class=\"note\">DWARF unwinds stopped early, by cause (whole recording): ");
 		esc(out, why);
 		strbuf_addstr(out, "</p>\n");
 	}
@@ -260,11 +295,13 @@ static void unwind_figures(struct strbuf *out, const struct tally_db *db, const 
  * (inlined code), or per instruction when there are no lines. */
 enum { WHOLE_SPAN = 120, CONTEXT = 2 };
 
-static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t total, const char *text)
+static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t total,
+		       const char *text)
 {
 	strbuf_addf(out, "<tr%s><td class=\"ln\">%u</td>", n ? " class=\"hot\"" : "", line);
 	if (n)
-		strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>", n, n, pc(n, total));
+		strbuf_addf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td>",
+			    n, n, pc(n, total));
 	else
 		strbuf_addstr(out, "<td class=\"n\"></td>");
 	strbuf_addstr(out, "<td class=\"code\">");
@@ -272,8 +309,8 @@ static void source_row(struct strbuf *out, uint32_t line, uint64_t n, uint64_t t
 	strbuf_addstr(out, "</td></tr>\n");
 }
 
-static void annotated_function(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_annot_func *f,
-			       uint64_t total)
+static void annotated_function(struct strbuf *out, const struct tally_db *db, int ev,
+			       const struct tally_annot_func *f, uint64_t total)
 {
 	const struct tally_db_image *im = &db->images[f->image];
 	strbuf_addstr(out, "<h4 class=\"annotated\">");
@@ -285,8 +322,9 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 	strbuf_addf(out, ", %.2f%%", pc(f->samples, total));
 	char *text = NULL, **lines = NULL, *found = NULL;
 	size_t nl = 0;
-	bool have = f->main_file != TALLY_ANNOT_NONE &&
-		    tally_annot_source(f->files[f->main_file], NULL, &text, &lines, &nl, &found) == 0;
+	bool have =
+		f->main_file != TALLY_ANNOT_NONE &&
+		tally_annot_source(f->files[f->main_file], NULL, &text, &lines, &nl, &found) == 0;
 	if (have) {
 		strbuf_addstr(out, "; ");
 		esc(out, found);
@@ -299,7 +337,9 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 	} else if (!have) {
 		strbuf_addstr(out, "<p class=\"note\">Source file ");
 		esc(out, f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
-		strbuf_addstr(out, " is not readable here: samples per line without the text (<code>tally annotate --source-dir</code> finds moved sources).</p>\n");
+		strbuf_addstr(
+			out,
+			" is not readable here: samples per line without the text (<code>tally annotate --source-dir</code> finds moved sources).</p>\n");
 	}
 	bool *shown = xcalloc(f->nlines + 1, sizeof(bool));
 	if (have) {
@@ -318,18 +358,24 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 		for (uint32_t ln = lo ? lo : 1; ln <= hi; ln++) {
 			bool near = hi - lo <= WHOLE_SPAN;
 			for (uint32_t d = 0; !near && d <= 2 * CONTEXT; d++) {
-				uint32_t k = ln + CONTEXT >= d ? tally_annot_line_find(f, f->main_file, ln + CONTEXT - d) : TALLY_ANNOT_NONE;
+				uint32_t k = ln + CONTEXT >= d
+						     ? tally_annot_line_find(f, f->main_file,
+									     ln + CONTEXT - d)
+						     : TALLY_ANNOT_NONE;
 				near = k != TALLY_ANNOT_NONE && f->lines[k].samples;
 			}
 			if (!near)
 				continue;
 			if (prev && ln > prev + 1)
-				strbuf_addstr(out, "<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
+				strbuf_addstr(
+					out,
+					"<tr><td class=\"ln\">&#8942;</td><td></td><td></td></tr>\n");
 			prev = ln;
 			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
 			if (k != TALLY_ANNOT_NONE)
 				shown[k] = true;
-			source_row(out, ln, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples, lines[ln - 1]);
+			source_row(out, ln, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples,
+				   f->samples, lines[ln - 1]);
 		}
 		strbuf_addstr(out, "</tbody></table>\n");
 	}
@@ -343,8 +389,10 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 		if (!l->samples || shown[k])
 			continue;
 		if (!head) {
-			strbuf_addf(out, "%s<table class=\"src lines\"><tbody>\n",
-				    have ? "<p class=\"note\">Samples at lines of other files (inlined code):</p>\n" : "");
+			strbuf_addf(
+				out, "%s<table class=\"src lines\"><tbody>\n",
+				have ? "<p class=\"note\">Samples at lines of other files (inlined code):</p>\n"
+				     : "");
 			head = true;
 		}
 		if (l->file != file) {
@@ -353,8 +401,11 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 			strbuf_addstr(out, "</td></tr>\n");
 			file = l->file;
 		}
-		strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\"></td></tr>\n",
-			    l->line, l->samples, l->samples, pc(l->samples, f->samples));
+		strbuf_addf(
+			out,
+			"<tr class=\"hot\"><td class=\"ln\">%u</td><td class=\"n\" data-v=\"%" PRIu64
+			"\">%" PRIu64 " (%.1f%%)</td><td class=\"code\"></td></tr>\n",
+			l->line, l->samples, l->samples, pc(l->samples, f->samples));
 	}
 	if (head)
 		strbuf_addstr(out, "</tbody></table>\n");
@@ -366,8 +417,12 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 			const struct tally_annot_insn *in = &f->insns[i];
 			if (!in->samples)
 				continue;
-			strbuf_addf(out, "<tr class=\"hot\"><td class=\"ln\">%" PRIx64 "</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 " (%.1f%%)</td><td class=\"code\">",
-				    in->addr, in->samples, in->samples, pc(in->samples, f->samples));
+			strbuf_addf(out,
+				    "<tr class=\"hot\"><td class=\"ln\">%" PRIx64
+				    "</td><td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64
+				    " (%.1f%%)</td><td class=\"code\">",
+				    in->addr, in->samples, in->samples,
+				    pc(in->samples, f->samples));
 			esc(out, in->text);
 			strbuf_addstr(out, "</td></tr>\n");
 		}
@@ -377,7 +432,8 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 	{
 		strbuf_addstr(out, "<p class=\"note\">");
 		tally_view_value_unit(out, db, ev, f->no_line);
-		strbuf_addf(out, " (%.2f%%) at addresses without line information.</p>\n", pc(f->no_line, f->samples));
+		strbuf_addf(out, " (%.2f%%) at addresses without line information.</p>\n",
+			    pc(f->no_line, f->samples));
 	}
 	free(text);
 	free(lines);
@@ -387,8 +443,9 @@ static void annotated_function(struct strbuf *out, const struct tally_db *db, in
 /* The hottest functions by self samples, through tally annotate's model
  * (lib/report/annotate.c): DWARF lines through the resolver, jitdump lines
  * for JIT code. */
-static void source_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-			   const struct tally_html_opts *o, int ev, const struct tally_view_rows *t)
+static void source_section(struct strbuf *out, const struct tally_db *db,
+			   struct tally_resolver *res, const struct tally_html_opts *o, int ev,
+			   const struct tally_view_rows *t)
 {
 	unsigned done = 0;
 	uint64_t total = t->total;
@@ -407,7 +464,8 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 		if (tally_annotate(db, res, &ao, &fs, &nf))
 			continue;
 		for (size_t k = 0; k < nf; k++)
-			if (fs[k].image == r->image && fs[k].addr == r->addr && (!fs[k].line_note || fs[k].ninsns)) {
+			if (fs[k].image == r->image && fs[k].addr == r->addr &&
+			    (!fs[k].line_note || fs[k].ninsns)) {
 				annotated_function(out, db, ev, &fs[k], total);
 				done++;
 				break;
@@ -416,8 +474,10 @@ static void source_section(struct strbuf *out, const struct tally_db *db, struct
 	}
 	free(hot);
 	if (!done)
-		strbuf_addf(out, "<p class=\"note\">No function with %g%% or more of the samples has source lines or code to show (build with -g, or install the debug package).</p>\n",
-			    TALLY_HTML_ANNOTATE_MIN);
+		strbuf_addf(
+			out,
+			"<p class=\"note\">No function with %g%% or more of the samples has source lines or code to show (build with -g, or install the debug package).</p>\n",
+			TALLY_HTML_ANNOTATE_MIN);
 }
 
 static void event_section(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
@@ -430,12 +490,15 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	esc(out, meta(db, "sampling"));
 	if (list_item(meta(db, "randomized"), ev, buf, sizeof(buf)) && !strcmp(buf, "yes"))
 		strbuf_addstr(out, ", randomized period");
-	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) && !strcmp(buf, "adaptive"))
+	else if (list_item(meta(db, "period-kind"), ev, buf, sizeof(buf)) &&
+		 !strcmp(buf, "adaptive"))
 		strbuf_addstr(out, ", period adapted by the kernel");
 	/* what the numbers are (docs/html.md) */
 	if (db->weighed)
-		strbuf_addf(out, ". Values: %s, each sample weighted by its period (<code>--samples</code> for sample counts)",
-			    tally_db_unit_time(db, ev) ? "nanoseconds" : "events");
+		strbuf_addf(
+			out,
+			". Values: %s, each sample weighted by its period (<code>--samples</code> for sample counts)",
+			tally_db_unit_time(db, ev) ? "nanoseconds" : "events");
 	else
 		strbuf_addstr(out, ". Values: samples");
 	strbuf_addstr(out, "</p>\n");
@@ -444,7 +507,9 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	struct tally_view_rows images;
 	tally_view_images(&images, db, o->sel, ev);
 	if (!images.total)
-		strbuf_addstr(out, "<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
+		strbuf_addstr(
+			out,
+			"<p class=\"warn nosamples\">No samples of this event in the selection.</p>\n");
 
 	struct tally_view_cg v;
 	struct tally_view_rows flat;
@@ -453,7 +518,8 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	memset(&v, 0, sizeof(v));
 	memset(&flat, 0, sizeof(flat));
 	if (stacks) {
-		tally_view_cg_build_flags(&v, db, res, o->sel, ev, TALLY_CG_NO_ARCS); /* the page shows no arcs */
+		/* the page shows no arcs */
+		tally_view_cg_build_flags(&v, db, res, o->sel, ev, TALLY_CG_NO_ARCS);
 		rows = &v.funcs;
 	} else {
 		tally_view_functions(&flat, db, res, ev, images.v, images.n, false);
@@ -467,30 +533,42 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 	/* the flame graph first: where the eye lands on the page */
 	strbuf_addstr(out, "<h3>Flame graph</h3>\n");
 	if (graph) {
-		strbuf_addstr(out, "<p class=\"note\">Each box is a function, as wide as its share of the samples; the functions it called hang under it. Click to zoom and select a function (then <i>Sandwich</i>: its callers above it and callees below it, merged over every place it appears; <i>Focus</i>: only the stacks through it; <i>Ignore</i>: without them), search to highlight, a function's name in the table below shows its sandwich. <span class=\"legend\">"
-				   "<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
-				   "<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
-				   "<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
+		strbuf_addstr(
+			out,
+			"<p class=\"note\">Each box is a function, as wide as its share of the samples; the functions it called hang under it. Click to zoom and select a function (then <i>Sandwich</i>: its callers above it and callees below it, merged over every place it appears; <i>Focus</i>: only the stacks through it; <i>Ignore</i>: without them), search to highlight, a function's name in the table below shows its sandwich. <span class=\"legend\">"
+			"<span style=\"background:rgb(230,125,25)\"></span>the program<span style=\"background:rgb(222,202,62)\"></span>libraries"
+			"<span style=\"background:rgb(120,177,235)\"></span>kernel<span style=\"background:rgb(100,212,92)\"></span>JIT"
+			"<span style=\"background:rgb(200,200,200)\"></span>other</span></p>\n");
 		flame_section(out, db, cg, ev, o, false);
 	} else if (stacks) {
-		strbuf_addstr(out, "<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
+		strbuf_addstr(
+			out,
+			"<p class=\"note nostacks\">No stacks for this event in the selection.</p>\n");
 	} else {
-		strbuf_addstr(out, "<p class=\"note nostacks\">This database has no call stacks, so there is no flame graph and no callers' graph: record with <code>-g</code> or <code>--call-graph dwarf</code> to get them.</p>\n");
+		strbuf_addstr(
+			out,
+			"<p class=\"note nostacks\">This database has no call stacks, so there is no flame graph and no callers' graph: record with <code>-g</code> or <code>--call-graph dwarf</code> to get them.</p>\n");
 	}
 
 	strbuf_addstr(out, "<h3>Functions</h3>\n");
 	if (stacks)
-		strbuf_addstr(out, "<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort, a name to see the function in the flame graph.</p>\n");
+		strbuf_addstr(
+			out,
+			"<p class=\"note\">Self: samples in the function itself; inclusive: samples with the function anywhere on the stack. Percentages of the event's samples. Click a column to sort, a name to see the function in the flame graph.</p>\n");
 	else
-		strbuf_addstr(out, "<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
-	function_table(out, db, rows, stacks, o->percent_limit, o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS,
-		       graph ? gid : NULL);
+		strbuf_addstr(
+			out,
+			"<p class=\"note\">Samples in each function (no call stacks were recorded, so no inclusive figures). Click a column to sort.</p>\n");
+	function_table(out, db, rows, stacks, o->percent_limit,
+		       o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS, graph ? gid : NULL);
 
 	strbuf_addstr(out, "<h3>Images</h3>\n");
 	image_table(out, db, ev, &images);
 
 	if (graph) {
-		strbuf_addstr(out, "<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
+		strbuf_addstr(
+			out,
+			"<h3>Callers</h3>\n<p class=\"note\">The inverted flame graph: the functions where samples landed along the top, their callers below them.</p>\n");
 		flame_section(out, db, cg, ev, o, true);
 		strbuf_addstr(out, "<h3>Unwinding</h3>\n");
 		unwind_figures(out, db, cg);
@@ -508,8 +586,11 @@ static void event_section(struct strbuf *out, const struct tally_db *db, struct 
 static void session_section(struct strbuf *out, const struct tally_db *db)
 {
 	strbuf_addstr(out, "<section id=\"session\">\n<h2>Session</h2>\n");
-	strbuf_addf(out, "<p class=\"lost\">Lost: <b>%" PRIu64 "</b> sample%s (%.2f%%), throttled: <b>%" PRIu64 "</b> time%s.</p>\n",
-		    db->lost, db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled, db->throttled == 1 ? "" : "s");
+	strbuf_addf(out,
+		    "<p class=\"lost\">Lost: <b>%" PRIu64
+		    "</b> sample%s (%.2f%%), throttled: <b>%" PRIu64 "</b> time%s.</p>\n",
+		    db->lost, db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled,
+		    db->throttled == 1 ? "" : "s");
 	strbuf_addstr(out, "<dl class=\"meta\">\n<dt>database</dt><dd>");
 	esc(out, db->path);
 	strbuf_addstr(out, "</dd>\n");
@@ -526,10 +607,13 @@ static void session_section(struct strbuf *out, const struct tally_db *db)
 /* The page up to its header's subtitle: head, style, title. */
 static void page_start(struct strbuf *out, const char *what)
 {
-	strbuf_addstr(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-			   /* nothing may come from anywhere: the page is the whole report */
-			   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
-			   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"tally " TALLY_VERSION "\">\n<title>tally: ");
+	strbuf_addstr(
+		out,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+		/* nothing may come from anywhere: the page is the whole report */
+		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"tally " TALLY_VERSION
+		"\">\n<title>tally: ");
 	esc(out, what);
 	strbuf_addstr(out, "</title>\n<style>\n");
 	strbuf_addstr(out, tally_report_css);
@@ -556,7 +640,8 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		what = meta(db, "target");
 	page_start(out, what);
 	esc(out, o->input ? o->input : db->path);
-	const char *start = meta(db, "start-time"), *dur = meta(db, "duration"), *host = meta(db, "host");
+	const char *start = meta(db, "start-time"), *dur = meta(db, "duration"),
+		   *host = meta(db, "host");
 	if (host) {
 		strbuf_addstr(out, " &middot; ");
 		esc(out, host);
@@ -598,12 +683,16 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
 		if (s->excl)
 			strbuf_addstr(out, " the programs' own executables only");
 		if (db->has_stacks && (s->image || s->excl))
-			strbuf_addstr(out, " (stacks are kept when the function they were sampled in is in the selected images, and show all their callers)");
+			strbuf_addstr(
+				out,
+				" (stacks are kept when the function they were sampled in is in the selected images, and show all their callers)");
 		strbuf_addstr(out, "</p>\n");
 	}
 	if (db->lost)
-		strbuf_addf(out, "<p class=\"warn\">%" PRIu64 " sample%s lost while recording (see the session below).</p>\n", db->lost,
-			    db->lost == 1 ? " was" : "s were");
+		strbuf_addf(out,
+			    "<p class=\"warn\">%" PRIu64
+			    " sample%s lost while recording (see the session below).</p>\n",
+			    db->lost, db->lost == 1 ? " was" : "s were");
 	for (int e = 0; e < db->nevents; e++)
 		if (tally_select_event(o->sel, e))
 			event_section(out, db, res, o, e);
@@ -622,8 +711,8 @@ static void diff_pct_cell(struct strbuf *out, double p, bool none)
 }
 
 void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struct tally_cg *base_cg,
-		     const struct tally_db *base_db, const struct tally_cg *new_cg, const struct tally_db *new_db,
-		     const struct tally_html_diff_opts *o)
+		     const struct tally_db *base_db, const struct tally_cg *new_cg,
+		     const struct tally_db *new_db, const struct tally_html_diff_opts *o)
 {
 	struct strbuf title = STRBUF_INIT;
 	strbuf_addf(&title, "diff %s -> %s", d->base_input, d->new_input);
@@ -638,36 +727,54 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 		    : d->view == TALLY_DIFF_CHILDREN ? "functions, inclusive"
 						     : "functions, self");
 	if (new_cg && base_cg) {
-		strbuf_addstr(out, "<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
-		strbuf_addstr(out, "<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
+		strbuf_addstr(
+			out,
+			"<section id=\"flame\">\n<h2>Differential flame graph</h2>\n<p class=\"note\">The shape of the new profile; each frame red where its self share grew, blue where it shrank, white where it did not change (Brendan Gregg's differential flame graphs). Frames are matched by the names of the functions on their path.</p>\n");
+		strbuf_addstr(
+			out,
+			"<div class=\"tools\" data-for=\"diff-flame\"><input type=\"search\" placeholder=\"search functions (regular expression)\"> <button class=\"clear\">clear search</button><button class=\"reset\">reset view</button><span class=\"matched\"></span></div>\n<div class=\"graph\">\n");
 		struct strbuf sub = STRBUF_INIT;
 		tally_view_value_unit(&sub, d->db, d->ev, new_cg->total);
 		strbuf_addstr(&sub, " (base ");
 		tally_view_value(&sub, d->db, d->ev, base_cg->total, 0);
 		strbuf_addstr(&sub, "); click a frame to zoom and select it");
-		struct tally_flame_svg_opts so = { "Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL };
+		struct tally_flame_svg_opts so = {
+			"Differential flame graph", sub.buf, d->event, "diff-flame", false, 0, NULL
+		};
 		tally_flame_diff_svg(out, base_cg, base_db, new_cg, new_db, o->percent_limit, &so);
 		strbuf_release(&sub);
 		strbuf_addstr(out, "</div>\n</section>\n");
 	}
 	strbuf_addstr(out, "<section id=\"rows\">\n<h2>Changes</h2>\n");
-	strbuf_addf(out, "<p class=\"note\">%s, largest change first; rows are matched by image and function name%s.</p>\n",
-		    d->absolute ? "Samples of each side" : "Share of each side's samples, change in points",
-		    d->view == TALLY_DIFF_LINES ? ", source file and line" : "");
-	strbuf_addstr(out, "<table class=\"sortable diff\"><thead><tr><th data-t=\"n\" class=\"n\">base %</th><th data-t=\"n\" class=\"n\">new %</th><th data-t=\"n\" class=\"n\">change</th><th data-t=\"n\" class=\"n\">base</th><th data-t=\"n\" class=\"n\">new</th>");
+	strbuf_addf(
+		out,
+		"<p class=\"note\">%s, largest change first; rows are matched by image and function name%s.</p>\n",
+		d->absolute ? "Samples of each side"
+			    : "Share of each side's samples, change in points",
+		d->view == TALLY_DIFF_LINES ? ", source file and line" : "");
+	strbuf_addstr(
+		out,
+		"<table class=\"sortable diff\"><thead><tr><th data-t=\"n\" class=\"n\">base %</th><th data-t=\"n\" class=\"n\">new %</th><th data-t=\"n\" class=\"n\">change</th><th data-t=\"n\" class=\"n\">base</th><th data-t=\"n\" class=\"n\">new</th>");
 	if (d->view == TALLY_DIFF_LINES)
 		strbuf_addstr(out, "<th data-t=\"s\">line</th>");
-	strbuf_addstr(out, "<th data-t=\"s\">function</th><th data-t=\"s\">image</th><th data-t=\"s\">only in</th></tr></thead><tbody>\n");
+	strbuf_addstr(
+		out,
+		"<th data-t=\"s\">function</th><th data-t=\"s\">image</th><th data-t=\"s\">only in</th></tr></thead><tbody>\n");
 	uint64_t max = o->max_rows ? o->max_rows : TALLY_HTML_MAX_ROWS;
 	for (size_t i = 0; i < d->n && i < max; i++) {
 		const struct tally_diff_row *r = &d->v[i];
-		strbuf_addf(out, "<tr class=\"%s\">", r->points > 0 ? "grew" : r->points < 0 ? "shrank" : "same");
+		strbuf_addf(out, "<tr class=\"%s\">",
+			    r->points > 0   ? "grew"
+			    : r->points < 0 ? "shrank"
+					    : "same");
 		diff_pct_cell(out, r->base_pct, r->only == TALLY_DIFF_NEW_ONLY);
 		diff_pct_cell(out, r->new_pct, r->only == TALLY_DIFF_BASE_ONLY);
 		if (d->absolute)
-			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.0f\">%+.0f</td>", r->delta, r->delta);
+			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.0f\">%+.0f</td>",
+				    r->delta, r->delta);
 		else
-			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.4f\">%+.2f</td>", r->points, r->points);
+			strbuf_addf(out, "<td class=\"n change\" data-v=\"%.4f\">%+.2f</td>",
+				    r->points, r->points);
 		num_cell(out, "samples", r->base);
 		num_cell(out, "samples", r->new_);
 		if (d->view == TALLY_DIFF_LINES) {
@@ -681,11 +788,16 @@ void tally_html_diff(struct strbuf *out, const struct tally_diff *d, const struc
 		strbuf_addstr(out, "</td><td class=\"img\">");
 		esc(out, r->image);
 		strbuf_addf(out, "</td><td>%s</td></tr>\n",
-			    r->only == TALLY_DIFF_NEW_ONLY ? "new" : r->only == TALLY_DIFF_BASE_ONLY ? "base" : "");
+			    r->only == TALLY_DIFF_NEW_ONLY    ? "new"
+			    : r->only == TALLY_DIFF_BASE_ONLY ? "base"
+							      : "");
 	}
 	strbuf_addstr(out, "</tbody></table>\n");
 	if (d->n > max)
-		strbuf_addf(out, "<p class=\"note\">%zu more rows with smaller changes are left out.</p>\n", d->n - (size_t)max);
+		strbuf_addf(
+			out,
+			"<p class=\"note\">%zu more rows with smaller changes are left out.</p>\n",
+			d->n - (size_t)max);
 	strbuf_addstr(out, "</section>\n");
 	strbuf_release(&title);
 	page_end(out);
@@ -697,14 +809,16 @@ int tally_html_check_target(const char *path)
 	if (!*path)
 		return tally_seterr(-EINVAL, "no file name for the HTML report");
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return tally_seterr(-EISDIR, "cannot write '%s': it is a directory (name a file)", path);
+		return tally_seterr(-EISDIR, "cannot write '%s': it is a directory (name a file)",
+				    path);
 	char *dir = tally_dirname(path);
 	const char *d = dir;
 	int r = 0;
 	if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
 		r = tally_seterr(-ENOENT, "cannot write '%s': no directory '%s'", path, d);
 	else if (access(d, W_OK | X_OK) != 0)
-		r = tally_seterr(-EACCES, "cannot write '%s': directory '%s' is not writable", path, d);
+		r = tally_seterr(-EACCES, "cannot write '%s': directory '%s' is not writable", path,
+				 d);
 	free(dir);
 	return r;
 }

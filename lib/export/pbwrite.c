@@ -15,7 +15,8 @@ void pb_put(struct pbout *pb, const void *p, size_t n)
 	if (!n || pb->err)
 		return;
 	if (strbuf_grow(&pb->msg, n)) {
-		pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
+		pb->err = tally_seterr(
+			-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
 		return;
 	}
 	memcpy(pb->msg.buf + pb->msg.len, p, n);
@@ -47,7 +48,9 @@ void pb_msg(struct pbout *pb, uint32_t field, const ProtobufCMessage *m)
 	}
 	if (pb->err || strbuf_grow(&pb->msg, n)) {
 		if (!pb->err)
-			pb->err = tally_seterr(-ENOMEM, "no memory for the pprof profile (%zu bytes so far)", pb->msg.len);
+			pb->err = tally_seterr(-ENOMEM,
+					       "no memory for the pprof profile (%zu bytes so far)",
+					       pb->msg.len);
 		return;
 	}
 	pb->msg.len += protobuf_c_message_pack(m, (uint8_t *)pb->msg.buf + pb->msg.len);

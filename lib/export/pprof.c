@@ -126,13 +126,14 @@ static int64_t kept_id(struct pp *p, const char *s)
 static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct func *a = &((const struct pp *)ctx)->funcs[idx], *b = key;
-	return a->image == b->image && a->name == b->name && a->addr == b->addr && a->file == b->file;
+	return a->image == b->image && a->name == b->name && a->addr == b->addr &&
+	       a->file == b->file;
 }
 
 static uint32_t func_id(struct pp *p, const struct func *k)
 {
-	uint64_t h = tally_hash_u64(((uint64_t)k->image << 40) ^ (uint64_t)k->name ^ tally_hash_u64(k->addr) ^
-				    ((uint64_t)k->file << 20));
+	uint64_t h = tally_hash_u64(((uint64_t)k->image << 40) ^ (uint64_t)k->name ^
+				    tally_hash_u64(k->addr) ^ ((uint64_t)k->file << 20));
 	uint32_t i = tally_hidx_get(&p->func_idx, h, k, func_eq, p);
 	if (i == TALLY_HIDX_NONE) {
 		GROW(p->funcs, p->afuncs, p->nfuncs + 1);
@@ -172,7 +173,8 @@ static bool loc_eq(const void *ctx, uint32_t idx, const void *key)
 /* The code at (image, offset), innermost frame first: the inline chain with
  * source files and lines when debug info has them, else the function the symbol
  * table names. 0 frames when nothing is known. */
-static size_t location_frames(struct tally_resolver *res, uint32_t image, uint64_t offset, struct frame *out)
+static size_t location_frames(struct tally_resolver *res, uint32_t image, uint64_t offset,
+			      struct frame *out)
 {
 	if (tally_resolver_mismatch(res, image))
 		return 0;
@@ -208,8 +210,8 @@ static uint32_t loc_new(struct pp *p, uint32_t image, uint64_t offset)
 	k.first = (uint32_t)p->nlines;
 	k.n = (uint32_t)nf;
 	for (size_t j = 0; j < nf; j++) {
-		struct func f = { image, kept_id(p, fr[j].name), kept_id(p, fr[j].file ? fr[j].file : ""),
-				  fr[j].addr, 0 };
+		struct func f = { image, kept_id(p, fr[j].name),
+				  kept_id(p, fr[j].file ? fr[j].file : ""), fr[j].addr, 0 };
 		GROW(p->lines, p->alines, p->nlines + 1);
 		p->lines[p->nlines++] = (struct line){ func_id(p, &f), fr[j].line };
 		if (!fr[j].file || !fr[j].line)
@@ -250,7 +252,8 @@ static uint64_t frame_offset(const struct tally_frame *fr, bool leaf)
  * return). Slots are one location each but for a leaf and a caller at the
  * byte after it (or callers at 0 and 1), which share one: found in an index
  * made once with room for all, the slots' places in it fetched ahead. */
-static void number_locs(struct pp *p, const struct tally_db *db, uint32_t *locof, const uint32_t *seen, size_t n)
+static void number_locs(struct pp *p, const struct tally_db *db, uint32_t *locof,
+			const uint32_t *seen, size_t n)
 {
 	size_t cap = 1024;
 	while (cap / 4 * 3 < n + 1)
@@ -262,7 +265,8 @@ static void number_locs(struct pp *p, const struct tally_db *db, uint32_t *locof
 	for (size_t i = 0; i < n + AHEAD; i++) {
 		if (i < n) {
 			const struct tally_frame *fr = &db->frame_tab[seen[i] / 2];
-			uint32_t h = (uint32_t)loc_hash(fr->image, frame_offset(fr, !(seen[i] & 1)));
+			uint32_t h =
+				(uint32_t)loc_hash(fr->image, frame_offset(fr, !(seen[i] & 1)));
 			hs[i % (2 * AHEAD)] = h;
 			__builtin_prefetch(&slot[h & mask]);
 		}
@@ -321,8 +325,8 @@ struct samples {
 	size_t n, alloc, apid, alabel, acounts, araw;
 };
 
-static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, uint32_t label, const uint64_t *counts,
-		       const uint64_t *raw)
+static void add_sample(struct samples *s, int ne, uint32_t src, int32_t pid, uint32_t label,
+		       const uint64_t *counts, const uint64_t *raw)
 {
 	GROW(s->src, s->alloc, s->n + 1);
 	GROW(s->pid, s->apid, s->n + 1);
@@ -380,7 +384,8 @@ struct outs {
 };
 
 /* q's locations: in more, or made into *buf. */
-static const uint32_t *out_locs(const struct outs *o, const struct psample *q, uint32_t **buf, size_t *abuf)
+static const uint32_t *out_locs(const struct outs *o, const struct psample *q, uint32_t **buf,
+				size_t *abuf)
 {
 	if (q->copied)
 		return &o->more[q->from];
@@ -390,14 +395,15 @@ static const uint32_t *out_locs(const struct outs *o, const struct psample *q, u
 
 static uint32_t out_hash(const uint32_t *locs, uint32_t len, int32_t pid, uint32_t label)
 {
-	return (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid | (uint64_t)label << 32);
+	return (uint32_t)tally_hash_bytes(locs, len * sizeof(uint32_t),
+					  (uint64_t)(uint32_t)pid | (uint64_t)label << 32);
 }
 
 /* Adds sample k with locations locs (leaf first; copy: changed by the cut,
  * kept in more) of hash h (out_hash). The table has room for every sample
  * (out_table). */
-static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len, bool copy, int32_t pid,
-		    uint32_t label, const uint64_t *vals, uint32_t h)
+static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len, bool copy,
+		    int32_t pid, uint32_t label, const uint64_t *vals, uint32_t h)
 {
 	size_t at = h & o->mask;
 	for (; o->slot[at]; at = (at + 1) & o->mask) {
@@ -405,9 +411,11 @@ static void add_out(struct outs *o, size_t k, const uint32_t *locs, uint32_t len
 			continue;
 		size_t i = (uint32_t)o->slot[at] - 1;
 		const struct psample *q = &o->v[i];
-		if (q->len == len && q->pid == pid && q->label == label && !memcmp(out_locs(o, q, &o->buf, &o->abuf), locs, len * sizeof(uint32_t))) {
+		if (q->len == len && q->pid == pid && q->label == label &&
+		    !memcmp(out_locs(o, q, &o->buf, &o->abuf), locs, len * sizeof(uint32_t))) {
 			for (int v = 0; v < o->nv; v++)
-				o->vals[i * (size_t)o->nv + (size_t)v] = tally_add_sat(o->vals[i * (size_t)o->nv + (size_t)v], vals[v]);
+				o->vals[i * (size_t)o->nv + (size_t)v] = tally_add_sat(
+					o->vals[i * (size_t)o->nv + (size_t)v], vals[v]);
 			return;
 		}
 	}
@@ -433,7 +441,8 @@ struct lab_ids {
 	int64_t key, value;
 	bool comm; /* the key is comm= (left out beside the pid's own comm) */
 	bool over; /* the key is one of the caller's labels (x->labels), which take its place */
-	bool dflt; /* (the caller's) only on samples whose label set lacks the key (x->label_defaults) */
+	/* (the caller's) only on samples whose label set lacks the key (x->label_defaults) */
+	bool dflt;
 };
 
 /* What every piece reads, made before the first starts and not changed
@@ -521,7 +530,8 @@ static void enc_samples(const struct enc *e, size_t from, size_t to, struct pbou
 				str = ls[j - 2].value;
 			}
 			el_tag(&el, 3, 2);
-			el_varint(&el, (key ? 1 + varint_len((uint64_t)key) : 0) + (str ? 1 + varint_len((uint64_t)str) : 0) +
+			el_varint(&el, (key ? 1 + varint_len((uint64_t)key) : 0) +
+					       (str ? 1 + varint_len((uint64_t)str) : 0) +
 					       (num ? 1 + varint_len((uint64_t)num) : 0));
 			el_int(&el, 1, key);
 			el_int(&el, 2, str);
@@ -549,7 +559,8 @@ static void enc_tail(const struct enc *e, struct pbout *pb)
 		for (uint32_t j = 0; j < l->n; j++) {
 			const struct line *ln = &p->lines[l->first + j];
 			el_tag(&el, 4, 2);
-			el_varint(&el, 1 + varint_len(ln->func + 1) + (ln->line ? 1 + varint_len((uint64_t)ln->line) : 0));
+			el_varint(&el, 1 + varint_len(ln->func + 1) +
+					       (ln->line ? 1 + varint_len((uint64_t)ln->line) : 0));
 			el_int(&el, 1, ln->func + 1);
 			el_int(&el, 2, ln->line);
 		}
@@ -607,7 +618,8 @@ static void run_piece(const struct enc *e, struct piece *pc)
 		pc->err = pb.err;
 	} else {
 		/* the whole message's last piece holds its tail */
-		pc->zr = deflate_piece((const unsigned char *)pb.msg.buf, pb.msg.len, pc->tail, &pc->gz);
+		pc->zr = deflate_piece((const unsigned char *)pb.msg.buf, pb.msg.len, pc->tail,
+				       &pc->gz);
 		pc->crc = crc32_z(0, (const unsigned char *)pb.msg.buf, pb.msg.len);
 	}
 	strbuf_release(&pb.msg);
@@ -703,18 +715,24 @@ static int message_gzip(struct message *m, struct strbuf *out)
 	uLong crc = 0;
 	for (size_t i = 0; i < n && !r; i++) {
 		if (pc[i].err)
-			r = tally_seterr(pc[i].err, "no memory for the pprof profile (a piece of %zu bytes)", pc[i].len);
+			r = tally_seterr(pc[i].err,
+					 "no memory for the pprof profile (a piece of %zu bytes)",
+					 pc[i].len);
 		else if (pc[i].zr != Z_OK)
-			r = tally_seterr(-EIO, "cannot compress the pprof profile (a piece of %zu bytes): zlib error %d",
-					 pc[i].len, pc[i].zr);
+			r = tally_seterr(
+				-EIO,
+				"cannot compress the pprof profile (a piece of %zu bytes): zlib error %d",
+				pc[i].len, pc[i].zr);
 		crc = i ? crc32_combine(crc, pc[i].crc, (z_off_t)pc[i].len) : pc[i].crc;
 		len += pc[i].len;
 		gzlen += pc[i].gz.len;
 	}
 	if (!r && strbuf_grow(out, 10 + gzlen + 8))
-		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)", 10 + gzlen + 8);
+		r = tally_seterr(-ENOMEM, "no memory for the compressed pprof profile (%zu bytes)",
+				 10 + gzlen + 8);
 	if (!r) {
-		/* the gzip header as zlib writes it (no name, no time; 4: the fastest level; 3: Unix) */
+		/* the gzip header as zlib writes it (no name, no time; 4: the fastest level; 3:
+		 * Unix) */
 		static const unsigned char head[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3 };
 		strbuf_add(out, head, sizeof(head));
 		for (size_t i = 0; i < n; i++) {
@@ -748,7 +766,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	const struct tally_db *db = x->db;
 	int ne = x->nevents;
 	size_t dbne = (size_t)db->nevents;
-	struct pp p = { .x = x, .other_loc = UINT32_MAX, .kept = xcalloc(KEPT_SLOTS, sizeof(struct kept_str)) };
+	struct pp p = { .x = x,
+			.other_loc = UINT32_MAX,
+			.kept = xcalloc(KEPT_SLOTS, sizeof(struct kept_str)) };
 	str_id(&p.str, "");
 
 	/* sample types: per event its samples and, when db is period-weighted,
@@ -783,8 +803,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			val_event[nv] = i;
 			vtp[nv] = &vt[nv];
 			if (i == 0) {
-				/* the mean of the periods the samples had (never one drawn period) */
-				uint64_t w = tally_db_weight_total(db, x->events[0]), n = db->samples[x->events[0]];
+				/* the mean of the periods the samples had (never one drawn period)
+				 */
+				uint64_t w = tally_db_weight_total(db, x->events[0]),
+					 n = db->samples[x->events[0]];
 				period_type = vt[nv];
 				period = n ? (int64_t)(((double)w + (double)n / 2) / (double)n) : 0;
 				default_type = vt[nv].type;
@@ -825,7 +847,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 				continue;
 			/* a leaf is seldom met twice: its slot is fetched a few stacks ahead */
 			if (k + 4 < db->nstacks)
-				__builtin_prefetch(&locof[(size_t)db->stack_frames[db->stacks[k + 4].first] * 2]);
+				__builtin_prefetch(
+					&locof[(size_t)db->stack_frames[db->stacks[k + 4].first] *
+					       2]);
 			/* locations are numbered root first, as they are met */
 			for (uint32_t f = st->len; f-- > 0;) {
 				uint32_t slot = db->stack_frames[st->first + f] * 2 + (f != 0);
@@ -843,7 +867,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		/* each entry's label set: that of its .prof */
 		uint32_t *elab = xcalloc(db->nentries + 1, sizeof(uint32_t));
 		for (size_t q = 0; q < db->nprofs; q++)
-			for (size_t k = db->profs[q].first; k < db->profs[q].end && k < db->nentries; k++)
+			for (size_t k = db->profs[q].first;
+			     k < db->profs[q].end && k < db->nentries; k++)
 				elab[k] = db->profs[q].label;
 		for (size_t k = 0; k < db->nentries; k++) {
 			const struct tally_db_entry *en = &db->entries[k];
@@ -856,7 +881,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 			}
 			if (!any)
 				continue;
-			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, elab[k], c, r);
+			add_sample(&s, ne, loc_id(&p, en->image, en->offset), en->pid, elab[k], c,
+				   r);
 		}
 		free(elab);
 	}
@@ -894,7 +920,9 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	const char *dur = tally_meta_get(&db->session, "duration");
 	prof.duration_nanos = dur ? (int64_t)(strtod(dur, NULL) * 1e9) : 0;
 	double start;
-	prof.time_nanos = tally_db_utc_time(tally_meta_get(&db->session, "start-time"), &start) ? (int64_t)start * 1000000000LL : 0;
+	prof.time_nanos = tally_db_utc_time(tally_meta_get(&db->session, "start-time"), &start)
+				  ? (int64_t)start * 1000000000LL
+				  : 0;
 	int64_t comments[3];
 	const char *target = tally_meta_get(&db->session, "command");
 	strbuf_reset(&sb);
@@ -947,7 +975,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	}
 	free(labmade);
 	/* the caller's labels, on every sample (push: host=, --label) */
-	size_t nextra = 0, nl = x->labels ? x->labels->n : 0, nd = x->label_defaults ? x->label_defaults->n : 0;
+	size_t nextra = 0, nl = x->labels ? x->labels->n : 0,
+	       nd = x->label_defaults ? x->label_defaults->n : 0;
 	struct lab_ids *extra = xcalloc(nl + nd + 1, sizeof(*extra));
 	for (size_t j = 0; j < nl; j++) {
 		extra[nextra].key = str_id(&p.str, x->labels->v[j].key);
@@ -1008,7 +1037,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	} else if (!db->has_stacks) {
 		for (size_t k = 0; k < db->nentries; k++)
 			for (int i = 0; i < ne; i++)
-				img_samples[db->entries[k].image] += db->counts[k * dbne + (size_t)x->events[i]];
+				img_samples[db->entries[k].image] +=
+					db->counts[k * dbne + (size_t)x->events[i]];
 	}
 	uint32_t main_image = UINT32_MAX;
 	for (uint32_t i = 0; i < db->nimages; i++)
@@ -1060,11 +1090,23 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	part.n_sample_type = (size_t)nv;
 	part.sample_type = vtp;
 	struct outs o = { .s = &s, .nv = nv }; /* made after the tail starts */
-	struct enc e = { .db = db, .o = &o, .p = &p, .comms = &comms, .comm_sid = comm_sid, .labfirst = labfirst,
-			 .labs = labs, .extra = extra, .nextra = nextra,
+	struct enc e = { .db = db,
+			 .o = &o,
+			 .p = &p,
+			 .comms = &comms,
+			 .comm_sid = comm_sid,
+			 .labfirst = labfirst,
+			 .labs = labs,
+			 .extra = extra,
+			 .nextra = nextra,
 			 .over_pid = x->labels && tally_labelset_get(x->labels, "pid"),
-			 .over_comm = x->labels && tally_labelset_get(x->labels, "comm"), .key_pid = key_pid,
-			 .key_comm = key_comm, .head = &part.base, .pmp = pmp, .mid = mid, .rest = &prof.base };
+			 .over_comm = x->labels && tally_labelset_get(x->labels, "comm"),
+			 .key_pid = key_pid,
+			 .key_comm = key_comm,
+			 .head = &part.base,
+			 .pmp = pmp,
+			 .mid = mid,
+			 .rest = &prof.base };
 	struct message msg;
 	message_start(&msg, &e, s.n >= PIECE_SAMPLES && !cut);
 
@@ -1091,7 +1133,10 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		if (i < s.n) {
 			struct pending *pd = &pend[i % RING];
 			if (s.locof && i + 4 < s.n)
-				__builtin_prefetch(&s.locof[(size_t)db->stack_frames[db->stacks[s.src[i + 4]].first] * 2]);
+				__builtin_prefetch(
+					&s.locof[(size_t)db->stack_frames[db->stacks[s.src[i + 4]]
+										  .first] *
+						 2]);
 			pd->pid = db->per_pid ? s.pid[i] : 0;
 			pd->label = s.label[i] <= db->nlabels ? s.label[i] : 0;
 			uint32_t n = sample_locs(&s, i, &run, &arun);
@@ -1117,7 +1162,8 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 		size_t k = i - AHEAD;
 		const struct pending *pd = &pend[k % RING];
 		for (int v = 0; v < nv; v++)
-			vals[v] = (val_raw[v] ? s.raw : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
+			vals[v] = (val_raw[v] ? s.raw
+					      : s.counts)[k * (size_t)ne + (size_t)val_event[v]];
 		add_out(&o, k, pd->locs, pd->len, pd->copy, pd->pid, pd->label, vals, pd->h);
 	}
 	for (int i = 0; i < RING; i++)

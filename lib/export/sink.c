@@ -17,10 +17,12 @@
 /* Outputs as they are written: big ones go on to their file while the writer
  * works (a temporary beside it, renamed when it is whole), or to stdout. */
 
-static void tmp_name(struct strbuf *sb, const struct tally_export_sink *k, const struct tally_export_out *out, size_t i)
+static void tmp_name(struct strbuf *sb, const struct tally_export_sink *k,
+		     const struct tally_export_out *out, size_t i)
 {
 	strbuf_reset(sb);
-	strbuf_addf(sb, "%s%s.tmp.%d.%016" PRIx64, k->output, out->files[i].suffix, (int)getpid(), k->token);
+	strbuf_addf(sb, "%s%s.tmp.%d.%016" PRIx64, k->output, out->files[i].suffix, (int)getpid(),
+		    k->token);
 }
 
 static int sink_put(void *ctx, size_t file, const void *data, size_t len)
@@ -28,7 +30,8 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 	struct tally_export_sink *k = ctx;
 	if (!strcmp(k->output, "-")) {
 		int r = tally_write_all(STDOUT_FILENO, data, len);
-		return r ? tally_seterr(r, "cannot write the export to stdout: %s", strerror(-r)) : 0;
+		return r ? tally_seterr(r, "cannot write the export to stdout: %s", strerror(-r))
+			 : 0;
 	}
 	while (k->nfd <= file) {
 		k->fd = xrealloc(k->fd, (k->nfd + 1) * sizeof(int));
@@ -55,13 +58,16 @@ static int sink_put(void *ctx, size_t file, const void *data, size_t len)
 			/* an unpredictable name, made here and now (in /tmp another user
 			 * could have made a predictable one first), 0600 as
 			 * tally_write_file_atomic makes the small ones */
-			k->fd[file] = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			k->fd[file] =
+				open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				     0600);
 			strbuf_release(&real);
 		}
 	}
 	int r = k->fd[file] < 0 ? -errno : tally_write_all(k->fd[file], data, len);
 	if (r)
-		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix, strerror(-r));
+		tally_seterr(r, "cannot write '%s%s': %s", k->output, k->out->files[file].suffix,
+			     strerror(-r));
 	strbuf_release(&path);
 	return r;
 }
@@ -74,10 +80,12 @@ int tally_export_sink_finish(struct tally_export_sink *k)
 	const struct tally_export_out *out = k->out;
 	if (!strcmp(output, "-")) {
 		for (size_t i = 0; i < out->n; i++) {
-			int r = tally_write_all(STDOUT_FILENO, out->files[i].data.buf ? out->files[i].data.buf : "",
-						out->files[i].data.len);
+			int r = tally_write_all(
+				STDOUT_FILENO, out->files[i].data.buf ? out->files[i].data.buf : "",
+				out->files[i].data.len);
 			if (r)
-				return tally_seterr(r, "cannot write the export to stdout: %s", strerror(-r));
+				return tally_seterr(r, "cannot write the export to stdout: %s",
+						    strerror(-r));
 		}
 		return 0;
 	}
@@ -105,7 +113,8 @@ int tally_export_sink_finish(struct tally_export_sink *k)
 				tally_seterr(r, "cannot write '%s': %s", path.buf, strerror(-r));
 			}
 		} else {
-			r = tally_write_file_atomic(path.buf, f->data.buf ? f->data.buf : "", f->data.len);
+			r = tally_write_file_atomic(path.buf, f->data.buf ? f->data.buf : "",
+						    f->data.len);
 		}
 	}
 	if (r) {
@@ -143,7 +152,8 @@ void tally_export_sink_release(struct tally_export_sink *k)
 	k->nfd = 0;
 }
 
-void tally_export_sink_attach(struct tally_export_sink *k, const char *output, struct tally_export_out *out)
+void tally_export_sink_attach(struct tally_export_sink *k, const char *output,
+			      struct tally_export_out *out)
 {
 	*k = (struct tally_export_sink){ .output = output, .out = out };
 	if (getrandom(&k->token, sizeof(k->token), GRND_NONBLOCK) != (ssize_t)sizeof(k->token))

@@ -92,8 +92,8 @@ struct uniq {
 	size_t n;
 };
 
-static void uniq_init(struct uniq *u, const uint64_t *keys, const struct tally_trim_stack *ts, const uint32_t *keep,
-		      size_t max)
+static void uniq_init(struct uniq *u, const uint64_t *keys, const struct tally_trim_stack *ts,
+		      const uint32_t *keep, size_t max)
 {
 	*u = (struct uniq){ .keys = keys, .ts = ts, .keep = keep, .mask = 1 };
 	while (u->mask < 2 * max)
@@ -145,8 +145,10 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 {
 	const struct tally_db *db = x->db;
 	if (!db->has_stacks)
-		return tally_seterr(-EINVAL, "'%s' has no call stacks: speedscope needs them (record with -g or --call-graph dwarf)",
-				    x->input);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' has no call stacks: speedscope needs them (record with -g or --call-graph dwarf)",
+			x->input);
 	struct strbuf *sb = tally_export_out_file(out, "");
 	struct tally_json j;
 	tally_json_init(&j, sb);
@@ -170,11 +172,13 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 			if (!strcmp(fn->name, "[unknown]"))
 				strbuf_addf(&name, "[%s]", db->images[fn->image].name);
 			else
-				strbuf_addf(&name, "%s%s", fn->name, fn->inlined ? " (inlined)" : "");
+				strbuf_addf(&name, "%s%s", fn->name,
+					    fn->inlined ? " (inlined)" : "");
 			fid[f] = frame_id(&fr, fn->image, name.buf);
 		}
 		/* the --percent-limit cut, on the function-level stacks (root first) */
-		uint64_t *keys = xcalloc(cg.nfuncs_of + 1, sizeof(uint64_t)); /* every stack's functions */
+		/* every stack's functions */
+		uint64_t *keys = xcalloc(cg.nfuncs_of + 1, sizeof(uint64_t));
 		size_t nkeys = 0;
 		struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
 		uint64_t *counts = xcalloc(cg.nstacks + 1, sizeof(uint64_t));
@@ -228,14 +232,17 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 			strbuf_reset(&name);
 			if (p->pid) {
 				const char *c = tally_export_comm(&comms, p->pid);
-				strbuf_addf(&name, "%s (pid %d) %s", c && *c ? c : "?", p->pid, db->events[ev]);
+				strbuf_addf(&name, "%s (pid %d) %s", c && *c ? c : "?", p->pid,
+					    db->events[ev]);
 			} else {
 				strbuf_addstr(&name, db->events[ev]);
 			}
 			tally_json_kstr(&j, "name", name.buf);
 			/* weights: time in nanoseconds when db is period-weighted, else
 			 * events or (--samples) samples, which speedscope calls "none" */
-			tally_json_kstr(&j, "unit", db->weighed && tally_db_unit_time(db, ev) ? "nanoseconds" : "none");
+			tally_json_kstr(&j, "unit",
+					db->weighed && tally_db_unit_time(db, ev) ? "nanoseconds"
+										  : "none");
 			tally_json_ku64(&j, "startValue", 0);
 			tally_json_ku64(&j, "endValue", p->total);
 			/* database stacks that differ only in offsets are one function
@@ -308,7 +315,9 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 			tally_json_obj(&j);
 			tally_json_kstr(&j, "name", fr.v[f].name);
 			if (fr.v[f].image != UINT32_MAX)
-				tally_json_kstr(&j, "file", tally_export_image_name(&db->images[fr.v[f].image], &img));
+				tally_json_kstr(
+					&j, "file",
+					tally_export_image_name(&db->images[fr.v[f].image], &img));
 			tally_json_end(&j);
 		}
 		strbuf_release(&img);

@@ -43,7 +43,9 @@ static int sock_path(const char *dir, struct sockaddr_un *sa)
 	sa->sun_family = AF_UNIX;
 	int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/agent.sock", dir);
 	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
-		return tally_seterr(-ENAMETOOLONG, "the agent's directory '%s' is too long for a socket path", dir);
+		return tally_seterr(-ENAMETOOLONG,
+				    "the agent's directory '%s' is too long for a socket path",
+				    dir);
 	return 0;
 }
 
@@ -131,15 +133,19 @@ int tally_agent_parse(char *line, size_t nprofilers, struct tally_agent_req *req
 	while (k < ARRAY_SIZE(ops) && strcmp(ops[k].name, w[0]))
 		k++;
 	if (k == ARRAY_SIZE(ops))
-		return bad_word("unknown request", w[0], "(start TAG ITERATION PROFILERS, stop, status, clean TAG, quit)");
+		return bad_word("unknown request", w[0],
+				"(start TAG ITERATION PROFILERS, stop, status, clean TAG, quit)");
 	if (n != ops[k].words)
-		return tally_seterr(-EINVAL, "'%s' takes %d word%s after it, not %d (%s)", ops[k].name, ops[k].words - 1,
-				    ops[k].words == 2 ? "" : "s", n - 1, ops[k].usage);
+		return tally_seterr(-EINVAL, "'%s' takes %d word%s after it, not %d (%s)",
+				    ops[k].name, ops[k].words - 1, ops[k].words == 2 ? "" : "s",
+				    n - 1, ops[k].usage);
 	req->op = ops[k].op;
 	if (n > 1) {
 		/* a tag as a directory name: what the job made of it */
 		if (!w[1][0] || w[1][0] == '.' || strchr(w[1], '/') || strlen(w[1]) >= 200)
-			return bad_word("tag", w[1], "cannot name a directory (1 to 199 bytes, no '/', not starting with '.')");
+			return bad_word(
+				"tag", w[1],
+				"cannot name a directory (1 to 199 bytes, no '/', not starting with '.')");
 		req->tag = w[1];
 	}
 	if (req->op != TALLY_AGENT_START)
@@ -157,9 +163,13 @@ int tally_agent_parse(char *line, size_t nprofilers, struct tally_agent_req *req
 		if (!parse_dec(s, ULONG_MAX, &v) || v >= nprofilers) {
 			tally_agent_req_release(req);
 			char q[TALLY_EXCERPT_SIZE];
-			return nprofilers ? tally_seterr(-EINVAL, "no profiler '%s' (the profilers are 0 to %zu, comma-separated, or '-')",
-							 tally_excerpt(q, s), nprofilers - 1)
-					  : bad_word("profiler", s, "does not exist (this agent has none: '-')");
+			return nprofilers
+				       ? tally_seterr(
+						 -EINVAL,
+						 "no profiler '%s' (the profilers are 0 to %zu, comma-separated, or '-')",
+						 tally_excerpt(q, s), nprofilers - 1)
+				       : bad_word("profiler", s,
+						  "does not exist (this agent has none: '-')");
 		}
 		for (size_t i = 0; i < req->nidx; i++)
 			if (req->idx[i] == v) {
@@ -237,7 +247,9 @@ static bool serve(struct agent *a, char *line, struct strbuf *out)
 	}
 	case TALLY_AGENT_STOP: {
 		if (!a->tag) {
-			strbuf_addstr(out, "error nothing was started (start TAG ITERATION PROFILERS first)");
+			strbuf_addstr(
+				out,
+				"error nothing was started (start TAG ITERATION PROFILERS first)");
 			break;
 		}
 		struct strbuf errs = STRBUF_INIT;
@@ -301,7 +313,8 @@ static void agent_loop(struct agent *a, int ls)
 		}
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
-		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || (cr.uid != geteuid() && cr.uid != 0)) {
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+		    (cr.uid != geteuid() && cr.uid != 0)) {
 			close(c);
 			continue;
 		}
@@ -356,7 +369,10 @@ static void kill_session(pid_t sid)
 				const char *rp = strrchr(st.buf, ')');
 				char state;
 				int ppid, pgrp, sess;
-				if (rp && sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sess) == 4 && sess == sid && state != 'Z') {
+				if (rp &&
+				    sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sess) ==
+					    4 &&
+				    sess == sid && state != 'Z') {
 					kill((pid_t)pid, SIGKILL);
 					killed++;
 				}
@@ -416,9 +432,10 @@ static void clean_abandoned(const char *dir)
 		struct stat st;
 		double secs = 0;
 		int pid = 0;
-		if (strcmp(sub.buf, dir) && lstat(lease.buf, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-		    !strbuf_read_file(&txt, lease.buf, 64) && txt.buf && sscanf(txt.buf, "%lf %d", &secs, &pid) == 2 && pid > 0 &&
-		    kill(pid, 0) < 0 && errno == ESRCH && (double)(time(NULL) - st.st_mtime) > secs)
+		if (strcmp(sub.buf, dir) && lstat(lease.buf, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && !strbuf_read_file(&txt, lease.buf, 64) && txt.buf &&
+		    sscanf(txt.buf, "%lf %d", &secs, &pid) == 2 && pid > 0 && kill(pid, 0) < 0 &&
+		    errno == ESRCH && (double)(time(NULL) - st.st_mtime) > secs)
 			tally_remove_tree(sub.buf);
 		strbuf_release(&sub);
 		strbuf_release(&lease);
@@ -436,7 +453,8 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	if (job_mkdirs(dir, 0700))
 		return -EIO;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return tally_seterr(-EPERM, "the agent's directory '%s' is not the user's own directory", dir);
+		return tally_seterr(
+			-EPERM, "the agent's directory '%s' is not the user's own directory", dir);
 	chmod(dir, 0700);
 	struct sockaddr_un sa;
 	int r = sock_path(dir, &sa);
@@ -493,7 +511,8 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 				bool ran = false;
 				r = tally_profiler_setup(pr, &a.env, -1, &ran);
 				if (!r && ran)
-					strbuf_addf(&setups, "%s%zu", setups.len ? "," : "", a.n - 1);
+					strbuf_addf(&setups, "%s%zu", setups.len ? "," : "",
+						    a.n - 1);
 				if (!r)
 					r = tally_profiler_initialize(pr, &a.env, -1);
 			}
@@ -505,8 +524,10 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 	if (!r) {
 		unlink(sa.sun_path);
 		ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ls, 16) < 0)
-			r = tally_seterr(-errno, "the agent cannot listen on '%s': %s", sa.sun_path, strerror(errno));
+		if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    listen(ls, 16) < 0)
+			r = tally_seterr(-errno, "the agent cannot listen on '%s': %s", sa.sun_path,
+					 strerror(errno));
 	}
 	if (!r) {
 		fflush(NULL);
@@ -538,7 +559,8 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
 		} else {
 			char b[64];
 			boot_id(b, sizeof(b));
-			strbuf_addf(ready, "ready %d %s %s", (int)pid, b, setups.len ? setups.buf : "-");
+			strbuf_addf(ready, "ready %d %s %s", (int)pid, b,
+				    setups.len ? setups.buf : "-");
 		}
 	}
 	if (ls >= 0)
@@ -556,7 +578,8 @@ int tally_job_agent_start(const char *dir, const char *profilers, struct strbuf 
  * host said, as one line that cannot reach a terminal or a status file raw. */
 static void host_line(struct strbuf *sb, const char *text, size_t len, size_t max)
 {
-	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+		       text[len - 1] == '\t'))
 		len--;
 	size_t start = len;
 	while (start && text[start - 1] != '\n')
@@ -564,8 +587,8 @@ static void host_line(struct strbuf *sb, const char *text, size_t len, size_t ma
 	strbuf_add_excerpt(sb, text + start, len - start, max);
 }
 
-int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status, const char *err,
-		       struct strbuf *rest)
+int tally_agent_answer(const char *host, const char *word, const char *out, size_t len, int status,
+		       const char *err, struct strbuf *rest)
 {
 	size_t wl = strlen(word);
 	if (status == 255)
@@ -583,7 +606,8 @@ int tally_agent_answer(const char *host, const char *word, const char *out, size
 		const char *msg = m.buf ? m.buf : "";
 		if (!strncmp(msg, "tally: ", 7))
 			msg += 7;
-		int r = tally_seterr(-EIO, "host '%s': %s", host, msg[0] ? msg : "it failed and said nothing");
+		int r = tally_seterr(-EIO, "host '%s': %s", host,
+				     msg[0] ? msg : "it failed and said nothing");
 		strbuf_release(&m);
 		return r;
 	}
@@ -591,14 +615,17 @@ int tally_agent_answer(const char *host, const char *word, const char *out, size
 	size_t n = len;
 	if (n && out[n - 1] == '\n')
 		n--;
-	bool ok = n >= wl && n <= TALLY_AGENT_ANSWER_MAX && !memcmp(out, word, wl) && (n == wl || out[wl] == ' ');
+	bool ok = n >= wl && n <= TALLY_AGENT_ANSWER_MAX && !memcmp(out, word, wl) &&
+		  (n == wl || out[wl] == ' ');
 	for (size_t i = 0; ok && i < n; i++)
 		ok = out[i] >= 0x20 && out[i] < 0x7f;
 	if (!ok) {
 		struct strbuf q = STRBUF_INIT;
 		strbuf_add_excerpt(&q, out ? out : "", out ? len : 0, 200);
-		int r = tally_seterr(-EPROTO, "host '%s': its agent answered '%s', not '%s ...' (not a tally agent of this version?)", host,
-				     q.buf ? q.buf : "", word);
+		int r = tally_seterr(
+			-EPROTO,
+			"host '%s': its agent answered '%s', not '%s ...' (not a tally agent of this version?)",
+			host, q.buf ? q.buf : "", word);
 		strbuf_release(&q);
 		return r;
 	}
@@ -621,7 +648,8 @@ int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answ
 	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 		close(s);
-		return tally_seterr(-ENOTCONN, "no agent answers at '%s' (%s)", sa.sun_path, strerror(e));
+		return tally_seterr(-ENOTCONN, "no agent answers at '%s' (%s)", sa.sun_path,
+				    strerror(e));
 	}
 	struct strbuf req = STRBUF_INIT;
 	for (size_t i = 0; words[i]; i++) {
@@ -633,14 +661,17 @@ int tally_job_agent_ctl(const char *dir, char *const *words, struct strbuf *answ
 		strbuf_addf(&req, "%s%s", i ? "\t" : "", words[i]);
 	}
 	strbuf_addch(&req, '\n');
-	r = tally_write_all(s, req.buf, req.len) ? tally_seterr(-errno, "cannot ask the agent: %s", strerror(errno)) : 0;
+	r = tally_write_all(s, req.buf, req.len)
+		    ? tally_seterr(-errno, "cannot ask the agent: %s", strerror(errno))
+		    : 0;
 	strbuf_release(&req);
 	if (!r) {
 		r = tally_read_fd(answer, s, "the agent's answer", 1 << 20);
 		while (answer->len && answer->buf[answer->len - 1] == '\n')
 			answer->buf[--answer->len] = '\0';
 		if (!r && !answer->len)
-			r = tally_seterr(-ENOTCONN, "the agent at '%s' closed without an answer", sa.sun_path);
+			r = tally_seterr(-ENOTCONN, "the agent at '%s' closed without an answer",
+					 sa.sun_path);
 	}
 	close(s);
 	return r;

@@ -46,7 +46,8 @@ struct tally_prof {
 	int run_ret;
 	char err[512]; /* the thread's error message */
 	char *db;      /* written by stop */
-	struct tally_push_opts push; /* --push: each run's database is sent there after its report */
+	/* --push: each run's database is sent there after its report */
+	struct tally_push_opts push;
 };
 
 enum { TOPT_ALL = 1 };
@@ -61,15 +62,18 @@ static int tally_prof_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option tally_prof_options[] = {
-	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL, "the whole system, kernel included (default: the test's processes)", TOPT_ALL),
+	TALLY_OPT('a', "all-cpus", TALLY_ARG_NONE, NULL,
+		  "the whole system, kernel included (default: the test's processes)", TOPT_ALL),
 	TALLY_OPTION_END,
 };
-static const struct tally_optgroup tally_prof_group = { NULL, tally_prof_options, tally_prof_handle };
+static const struct tally_optgroup tally_prof_group = { NULL, tally_prof_options,
+							tally_prof_handle };
 static const struct tally_cmdopts tally_prof_cmdopts = {
 	.name = "job profiler tally",
 	.summary = "tally's sampler around a test",
 	.usage = "[options]",
-	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group, &tally_push_as_you_go_group },
+	.groups = { &tally_prof_group, &tally_sampling_group, &tally_offcpu_group,
+		    &tally_push_as_you_go_group },
 };
 
 static void tally_release(struct tally_profiler *p)
@@ -105,11 +109,15 @@ static int tally_parse(struct tally_prof *t, char *const *args)
 	int first = 0;
 	int r = tally_opts_parse(&tally_prof_cmdopts, ctx, (int)n + 1, argv, &first);
 	if (r == TALLY_OPTS_HELP)
-		r = tally_seterr(-EINVAL, "no --help here: its options are tally record's sampling options and -a (docs/job.md)");
+		r = tally_seterr(
+			-EINVAL,
+			"no --help here: its options are tally record's sampling options and -a (docs/job.md)");
 	else if (!r && first < (int)n + 1) {
 		char q[TALLY_EXCERPT_SIZE];
-		r = tally_seterr(-EINVAL, "unexpected argument '%s' (the test is what it profiles; -a for the whole system)",
-				 tally_excerpt(q, argv[first]));
+		r = tally_seterr(
+			-EINVAL,
+			"unexpected argument '%s' (the test is what it profiles; -a for the whole system)",
+			tally_excerpt(q, argv[first]));
 	}
 	free(argv);
 	if (!r && tally_push_opts_given(&t->push))
@@ -174,7 +182,8 @@ static int tally_start(struct tally_profiler *p, const struct tally_profiler_run
 	if (!t)
 		return tally_seterr(-EINVAL, "not initialized");
 	if (!t->all && r->test_pid <= 0)
-		return tally_seterr(-EINVAL, "no test process to profile (use -a for the whole system)");
+		return tally_seterr(-EINVAL,
+				    "no test process to profile (use -a for the whole system)");
 	free(t->db);
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s/%s.db", r->profdir, p->label);
@@ -202,7 +211,8 @@ static int tally_start(struct tally_profiler *p, const struct tally_profiler_run
 		t->run_ret = 0;
 		ret = -pthread_create(&t->thread, NULL, tally_thread, t);
 		if (ret)
-			tally_seterr(ret, "cannot start the recording's thread: %s", strerror(-ret));
+			tally_seterr(ret, "cannot start the recording's thread: %s",
+				     strerror(-ret));
 		else
 			t->thread_running = true;
 	}
@@ -299,7 +309,8 @@ static int tally_report(struct tally_profiler *p, const struct tally_profiler_ru
 		if ((ret = write_text(path.buf, &out)))
 			goto out;
 	}
-	struct tally_html_opts ho = { t->db, &sel, TALLY_FLAME_DEFAULT_LIMIT, TALLY_HTML_ANNOTATE, 0 };
+	struct tally_html_opts ho = { t->db, &sel, TALLY_FLAME_DEFAULT_LIMIT, TALLY_HTML_ANNOTATE,
+				      0 };
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/%s.html", r->profdir, p->label);
 	ret = tally_html_write(path.buf, &db, res, &ho);
@@ -326,7 +337,8 @@ out:
 
 const struct job_builtin job_builtin_tally = {
 	.name = "tally",
-	.summary = "tally's sampler on the test's processes (or -a), database and reports in profiling/",
+	.summary =
+		"tally's sampler on the test's processes (or -a), database and reports in profiling/",
 	.check = tally_check,
 	.initialize = tally_initialize,
 	.start = tally_start,
@@ -403,7 +415,8 @@ static int open_log(const char *profdir, const char *name, char **path)
 
 /* Stops the child: sig, then SIGTERM and SIGKILL after grace each. 0 when it
  * ended by itself after sig (or exited 0). */
-static int child_stop(struct child_prof *c, int sig, double grace, const char *what, bool need_zero, const struct job_intr *intr)
+static int child_stop(struct child_prof *c, int sig, double grace, const char *what, bool need_zero,
+		      const struct job_intr *intr)
 {
 	if (c->pid <= 0)
 		return tally_seterr(-EINVAL, "not started");
@@ -427,7 +440,9 @@ static int child_stop(struct child_prof *c, int sig, double grace, const char *w
 		job_describe_status(st, &how);
 		int ret = died_before && !need_zero && WIFEXITED(st) && WEXITSTATUS(st) == 0
 				  ? 0
-				  : tally_seterr(-EIO, "%s %s (%s; see its log)", what, died_before ? "ended before the test did" : "did not stop cleanly",
+				  : tally_seterr(-EIO, "%s %s (%s; see its log)", what,
+						 died_before ? "ended before the test did"
+							     : "did not stop cleanly",
 						 how.buf);
 		strbuf_release(&how);
 		return ret;
@@ -495,7 +510,9 @@ static int cmd_start(struct tally_profiler *p, const struct tally_profiler_run *
 	strbuf_release(&name);
 	if (fd < 0)
 		return fd;
-	struct job_spawn s = { .argv = c->argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = -1, .fd4 = -1 };
+	struct job_spawn s = {
+		.argv = c->argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = -1, .fd4 = -1
+	};
 	int ret = job_spawn(&s, &c->pid, &c->pidfd, NULL);
 	close(fd);
 	if (ret)
@@ -523,7 +540,8 @@ static int cmd_report(struct tally_profiler *p, const struct tally_profiler_run 
 	struct stat st;
 	if (!c->log || stat(c->log, &st) < 0) {
 		char q[JOB_QPATH_SIZE];
-		return tally_seterr(-ENOENT, "its log '%s' is gone", job_qpath_buf(q, c->log ? c->log : "?"));
+		return tally_seterr(-ENOENT, "its log '%s' is gone",
+				    job_qpath_buf(q, c->log ? c->log : "?"));
 	}
 	return 0;
 }
@@ -561,7 +579,8 @@ static int perf_initialize(struct tally_profiler *p)
 	if (!r && st) {
 		struct strbuf last = STRBUF_INIT;
 		tally_last_line(out.buf, &last);
-		r = tally_seterr(-EPERM, "'perf record -a' cannot run here: %s", last.buf ? last.buf : "?");
+		r = tally_seterr(-EPERM, "'perf record -a' cannot run here: %s",
+				 last.buf ? last.buf : "?");
 		strbuf_release(&last);
 	}
 	strbuf_release(&out);
@@ -573,7 +592,8 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	struct child_prof *c = p->state;
 	free(c->log);
 	c->log = NULL;
-	struct strbuf name = STRBUF_INIT, data = STRBUF_INIT, ctl = STRBUF_INIT, ack = STRBUF_INIT, spec = STRBUF_INIT;
+	struct strbuf name = STRBUF_INIT, data = STRBUF_INIT, ctl = STRBUF_INIT, ack = STRBUF_INIT,
+		      spec = STRBUF_INIT;
 	strbuf_addf(&name, "%s.log", p->label);
 	int fd = open_log(r->profdir, name.buf, &c->log);
 	strbuf_release(&name);
@@ -605,12 +625,15 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 		ret = tally_seterr(-errno, "cannot open a FIFO in '%s': %s", dir, strerror(errno));
 		goto out;
 	}
-	const char *fixed[] = { "perf", "record", "-a", "-D", "-1", "--control", spec.buf, "-o", data.buf };
+	const char *fixed[] = { "perf",      "record", "-a", "-D",    "-1",
+				"--control", spec.buf, "-o", data.buf };
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
 		STRLIST_PUSH(argv, n, alloc, xstrdup(fixed[i]));
 	for (char **a = p->args; *a; a++)
 		STRLIST_PUSH(argv, n, alloc, xstrdup(*a));
-	struct job_spawn s = { .argv = argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = -1, .fd4 = -1 };
+	struct job_spawn s = {
+		.argv = argv, .out_fd = fd, .err_fd = fd, .go_fd = -1, .fd3 = -1, .fd4 = -1
+	};
 	ret = job_spawn(&s, &c->pid, &c->pidfd, NULL);
 	if (ret) {
 		c->pid = -1;
@@ -622,7 +645,9 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	bool acked = false, interrupted = false;
 	struct job_intr in = job_intr_now(p->intr);
 	while (w == 7 && !acked && tally_now_mono() < end) {
-		struct pollfd pf[3] = { { .fd = c->ackfd, .events = POLLIN }, { .fd = in.fd, .events = POLLIN }, { .fd = c->pidfd, .events = POLLIN } };
+		struct pollfd pf[3] = { { .fd = c->ackfd, .events = POLLIN },
+					{ .fd = in.fd, .events = POLLIN },
+					{ .fd = c->pidfd, .events = POLLIN } };
 		if (poll(pf, c->pidfd >= 0 ? 3 : 2, 100) < 0 && errno != EINTR)
 			break;
 		if ((pf[1].revents & POLLIN) && job_intr_came(&in)) {
@@ -640,8 +665,11 @@ static int perf_start(struct tally_profiler *p, const struct tally_profiler_run 
 	if (!acked) {
 		child_stop(c, SIGKILL, 0, "perf", false, NULL);
 		char q[JOB_QPATH_SIZE];
-		ret = interrupted ? tally_seterr(-EINTR, "interrupted (ended by ^C) while perf record started")
-				  : tally_seterr(-EIO, "perf record did not start (see '%s')", job_qpath_buf(q, c->log));
+		ret = interrupted
+			      ? tally_seterr(-EINTR,
+					     "interrupted (ended by ^C) while perf record started")
+			      : tally_seterr(-EIO, "perf record did not start (see '%s')",
+					     job_qpath_buf(q, c->log));
 	}
 out:
 	close(fd);
@@ -676,8 +704,14 @@ static int perf_report(struct tally_profiler *p, const struct tally_profiler_run
 		if (fd < 0) {
 			ret = fd;
 		} else {
-			char *argv[] = { "perf", "report", "--stdio", "-i", data.buf, "--sort", (char *)keys[k], NULL };
-			struct job_spawn s = { .argv = argv, .out_fd = fd, .err_fd = -1, .go_fd = -1, .fd3 = -1, .fd4 = -1 };
+			char *argv[] = { "perf",   "report", "--stdio",       "-i",
+					 data.buf, "--sort", (char *)keys[k], NULL };
+			struct job_spawn s = { .argv = argv,
+					       .out_fd = fd,
+					       .err_fd = -1,
+					       .go_fd = -1,
+					       .fd3 = -1,
+					       .fd4 = -1 };
 			pid_t pid;
 			int pidfd, st = 0;
 			ret = job_spawn(&s, &pid, &pidfd, NULL);
@@ -687,15 +721,24 @@ static int perf_report(struct tally_profiler *p, const struct tally_profiler_run
 				int w = job_wait_in(pid, pidfd, 600, &in, &st);
 				if (w == -EINTR) {
 					struct job_intr next = job_intr_now(p->intr);
-					job_end_in(pid, pidfd, true, SIGTERM, CMD_GRACE, &next, &st);
-					ret = tally_seterr(-EINTR, "perf report --sort %s interrupted (ended by ^C)", keys[k]);
+					job_end_in(pid, pidfd, true, SIGTERM, CMD_GRACE, &next,
+						   &st);
+					ret = tally_seterr(
+						-EINTR,
+						"perf report --sort %s interrupted (ended by ^C)",
+						keys[k]);
 				} else if (w != 1) {
 					job_end(pid, pidfd, true, SIGKILL, 0, &st);
-					ret = tally_seterr(-ETIMEDOUT, "perf report --sort %s took more than 600 s", keys[k]);
+					ret = tally_seterr(
+						-ETIMEDOUT,
+						"perf report --sort %s took more than 600 s",
+						keys[k]);
 				} else if (st) {
 					struct strbuf how = STRBUF_INIT;
 					job_describe_status(st, &how);
-					ret = tally_seterr(-EIO, "perf report --sort %s failed (%s)", keys[k], how.buf);
+					ret = tally_seterr(-EIO,
+							   "perf report --sort %s failed (%s)",
+							   keys[k], how.buf);
 					strbuf_release(&how);
 				}
 				if (pidfd >= 0)

@@ -60,7 +60,9 @@ static bool job_host_listed(const struct tally_job_control *c, char **w, size_t 
 		if (!strcmp(w[i], w[k]))
 			return true;
 	for (size_t i = 0; i < c->n; i++)
-		for (size_t a = 0; c->steps[i].cmd == TALLY_JOB_HOSTS && c->steps[i].args && c->steps[i].args[a]; a++)
+		for (size_t a = 0;
+		     c->steps[i].cmd == TALLY_JOB_HOSTS && c->steps[i].args && c->steps[i].args[a];
+		     a++)
 			if (!strcmp(c->steps[i].args[a], w[k]))
 				return true;
 	return false;
@@ -72,8 +74,8 @@ static bool valid_name(const char *s)
 	if (!*s || *s == '.' || strlen(s) > 64)
 		return false;
 	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-		      *p == '-' || *p == '.'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
 			return false;
 	return true;
 }
@@ -90,8 +92,8 @@ static char *default_tag(const char *word)
 	const char *b = tally_basename(word);
 	char *t = xstrdup(*b ? b : "test");
 	for (char *p = t; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-		      *p == '-' || *p == '.' || *p == '+'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.' || *p == '+'))
 			*p = '_';
 	if (*t == '.')
 		*t = '_';
@@ -136,10 +138,13 @@ static ssize_t added_find(const struct added *a, const char *name)
 	return -1;
 }
 
-static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s, char **w, size_t n, struct added *a)
+static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s, char **w,
+			   size_t n, struct added *a)
 {
 	if (n < 2)
-		return line_error(c, s->line, "'profilers' needs add, delete or only (e.g. 'profilers add tally -g')");
+		return line_error(
+			c, s->line,
+			"'profilers' needs add, delete or only (e.g. 'profilers add tally -g')");
 	const char *sub = w[1];
 	if (!strcmp(sub, "only")) {
 		if (n != 3 || (strcmp(w[2], "on") && strcmp(w[2], "off")))
@@ -150,14 +155,20 @@ static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s
 	}
 	bool add = !strcmp(sub, "add");
 	if (!add && strcmp(sub, "delete"))
-		return line_error(c, s->line, "unknown 'profilers %s' (profilers add NAME [ARGS...], profilers delete NAME, profilers only on|off)",
-				  sub);
+		return line_error(
+			c, s->line,
+			"unknown 'profilers %s' (profilers add NAME [ARGS...], profilers delete NAME, profilers only on|off)",
+			sub);
 	if (n < 3)
-		return line_error(c, s->line, "'profilers %s' needs a profiler's name (see 'tally job profilers')", sub);
+		return line_error(
+			c, s->line,
+			"'profilers %s' needs a profiler's name (see 'tally job profilers')", sub);
 	if (!valid_name(w[2])) {
 		char q[TALLY_EXCERPT_SIZE];
-		return line_error(c, s->line, "'%s' is not a profiler's name (letters, digits, '_', '-' and '.', not first)",
-				  tally_excerpt(q, w[2]));
+		return line_error(
+			c, s->line,
+			"'%s' is not a profiler's name (letters, digits, '_', '-' and '.', not first)",
+			tally_excerpt(q, w[2]));
 	}
 	s->name = xstrdup(w[2]);
 	ssize_t at = added_find(a, w[2]);
@@ -165,8 +176,10 @@ static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s
 		s->cmd = TALLY_JOB_ADD;
 		s->args = tally_job_argv_dup(w + 3);
 		if (at >= 0 && strcmp(w[2], "cmd"))
-			return line_error(c, s->line, "profiler '%s' is already added (line %u): 'profilers delete %s' first", w[2],
-					  a->lines[at], w[2]);
+			return line_error(
+				c, s->line,
+				"profiler '%s' is already added (line %u): 'profilers delete %s' first",
+				w[2], a->lines[at], w[2]);
 		/* a built-in's arguments, with the rest of the file: before
 		 * anything is made or run */
 		if (job_builtin_check(w[2], s->args)) {
@@ -184,7 +197,8 @@ static int parse_profilers(struct tally_job_control *c, struct tally_job_step *s
 	if (n > 3)
 		return line_error(c, s->line, "'profilers delete' takes one name, not arguments");
 	if (at < 0)
-		return line_error(c, s->line, "profiler '%s' is not added here, nothing to delete", w[2]);
+		return line_error(c, s->line, "profiler '%s' is not added here, nothing to delete",
+				  w[2]);
 	/* every instance of the name goes (several cmd) */
 	size_t k = 0;
 	for (size_t i = 0; i < a->n; i++)
@@ -212,8 +226,10 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 				which = k;
 		if (which < 0) {
 			char q[TALLY_EXCERPT_SIZE];
-			return line_error(c, s->line, "unknown run option '%s' (--iterations N, --tag TAG, --timeout D)",
-					  tally_excerpt(q, opt));
+			return line_error(
+				c, s->line,
+				"unknown run option '%s' (--iterations N, --tag TAG, --timeout D)",
+				tally_excerpt(q, opt));
 		}
 		if (eq)
 			val = eq + 1;
@@ -229,9 +245,10 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 		} else if (which == 1) {
 			if (!valid_name(val) || reserved_tag(val)) {
 				char q[TALLY_EXCERPT_SIZE];
-				return line_error(c, s->line,
-						  "'%s' cannot be a tag (letters, digits, '_', '-' and '.', not first; not status.json or control)",
-						  tally_excerpt(q, val));
+				return line_error(
+					c, s->line,
+					"'%s' cannot be a tag (letters, digits, '_', '-' and '.', not first; not status.json or control)",
+					tally_excerpt(q, val));
 			}
 			tag = val;
 		} else if (tally_parse_duration(val, "--timeout", &s->timeout)) {
@@ -246,16 +263,22 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 			return line_error(c, s->line, "'run --' needs a command");
 		s->command = true;
 	} else if (i >= n) {
-		return line_error(c, s->line, "'run' needs a test (built-in: sleeptest) or '-- COMMAND'");
+		return line_error(c, s->line,
+				  "'run' needs a test (built-in: sleeptest) or '-- COMMAND'");
 	} else if (!tally_job_builtin_test(w[i])) {
 		char q[TALLY_EXCERPT_SIZE];
-		return line_error(c, s->line, "unknown test '%s' (built-in tests: sleeptest; a command goes after '--': run -- %s)",
-				  tally_excerpt(q, w[i]), tally_excerpt(q, w[i]));
+		return line_error(
+			c, s->line,
+			"unknown test '%s' (built-in tests: sleeptest; a command goes after '--': run -- %s)",
+			tally_excerpt(q, w[i]), tally_excerpt(q, w[i]));
 	} else {
 		/* sleeptest SECONDS */
 		double d = 0;
-		if (i + 2 != n || (strcmp(w[i + 1], "0") && tally_parse_duration(w[i + 1], "sleeptest", &d)))
-			return line_error(c, s->line, "sleeptest takes one duration in seconds (e.g. 'run sleeptest 1', '500ms')");
+		if (i + 2 != n ||
+		    (strcmp(w[i + 1], "0") && tally_parse_duration(w[i + 1], "sleeptest", &d)))
+			return line_error(
+				c, s->line,
+				"sleeptest takes one duration in seconds (e.g. 'run sleeptest 1', '500ms')");
 	}
 	s->args = tally_job_argv_dup(w + i);
 	if (tag) {
@@ -264,8 +287,10 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
 		 * is refused */
 		for (size_t k = 0; k < c->n; k++)
 			if (c->steps[k].tag && !strcmp(c->steps[k].tag, tag))
-				return line_error(c, s->line, "tag '%s' is already given on line %u (each run's results need a tag of their own)", tag,
-						  c->steps[k].line);
+				return line_error(
+					c, s->line,
+					"tag '%s' is already given on line %u (each run's results need a tag of their own)",
+					tag, c->steps[k].line);
 		s->tag = xstrdup(tag);
 	}
 	return 0;
@@ -275,14 +300,16 @@ static int parse_run(struct tally_job_control *c, struct tally_job_step *s, char
  * job.run_test(...)): the error says what to write here instead. */
 static int python_hint(const struct tally_job_control *c, unsigned line, char **w, size_t n)
 {
-	static const char *const forms[][2] = { { "job.profilers.add(", "profilers add" }, { "job.profilers.delete(", "profilers delete" } };
+	static const char *const forms[][2] = { { "job.profilers.add(", "profilers add" },
+						{ "job.profilers.delete(", "profilers delete" } };
 	struct strbuf all = STRBUF_INIT, q = STRBUF_INIT, fix = STRBUF_INIT;
 	for (size_t i = 0; i < n; i++)
 		strbuf_addf(&all, "%s%s", i ? " " : "", w[i]);
 	strbuf_add_excerpt(&q, all.buf, all.len, 80);
 	for (size_t f = 0; f < ARRAY_SIZE(forms) && !fix.len; f++) {
 		size_t pl = strlen(forms[f][0]);
-		if (strncmp(all.buf, forms[f][0], pl) || all.buf[all.len - 1] != ')' || strchr(all.buf, '='))
+		if (strncmp(all.buf, forms[f][0], pl) || all.buf[all.len - 1] != ')' ||
+		    strchr(all.buf, '='))
 			continue;
 		/* its arguments, the quotes already gone: NAME, ARG, ... */
 		strbuf_addstr(&fix, forms[f][1]);
@@ -300,12 +327,15 @@ static int python_hint(const struct tally_job_control *c, unsigned line, char **
 	if (fix.len) {
 		struct strbuf fq = STRBUF_INIT;
 		strbuf_add_excerpt(&fq, fix.buf, fix.len, 80);
-		ret = line_error(c, line, "unknown command '%s': a control file is not Python, write '%s'", q.buf, fq.buf);
+		ret = line_error(c, line,
+				 "unknown command '%s': a control file is not Python, write '%s'",
+				 q.buf, fq.buf);
 		strbuf_release(&fq);
 	} else {
-		ret = line_error(c, line,
-				 "unknown command '%s': a control file is not Python (profilers add NAME [ARGS...], profilers delete NAME, run TEST [ARGS...]; docs/job.md)",
-				 q.buf);
+		ret = line_error(
+			c, line,
+			"unknown command '%s': a control file is not Python (profilers add NAME [ARGS...], profilers delete NAME, run TEST [ARGS...]; docs/job.md)",
+			q.buf);
 	}
 	strbuf_release(&all);
 	strbuf_release(&q);
@@ -359,16 +389,22 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 		} else if (!strcmp(w[0], "hosts")) {
 			s->cmd = TALLY_JOB_HOSTS;
 			if (n < 2)
-				ret = line_error(c, lineno, "'hosts' needs at least one host (as ssh takes it)");
+				ret = line_error(
+					c, lineno,
+					"'hosts' needs at least one host (as ssh takes it)");
 			else if (any_run)
-				ret = line_error(c, lineno, "'hosts' must come before the first 'run' (the hosts are the whole job's)");
+				ret = line_error(
+					c, lineno,
+					"'hosts' must come before the first 'run' (the hosts are the whole job's)");
 			for (size_t k = 1; !ret && k < n; k++) {
 				char q[TALLY_EXCERPT_SIZE];
 				if (tally_remote_host_ok(w[k]))
 					ret = line_error(c, lineno, "%s", tally_errmsg());
 				else if (job_host_listed(c, w, k))
-					ret = line_error(c, lineno, "host '%s' is named twice (a host is one of the job's hosts once)",
-							 tally_excerpt(q, w[k]));
+					ret = line_error(
+						c, lineno,
+						"host '%s' is named twice (a host is one of the job's hosts once)",
+						tally_excerpt(q, w[k]));
 			}
 			if (!ret)
 				s->args = tally_job_argv_dup(w + 1);
@@ -376,8 +412,10 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 			ret = python_hint(c, lineno, w, n);
 		} else {
 			char q[TALLY_EXCERPT_SIZE];
-			ret = line_error(c, lineno, "unknown command '%s' (commands: profilers add|delete|only, run, hosts)",
-					 tally_excerpt(q, w[0]));
+			ret = line_error(
+				c, lineno,
+				"unknown command '%s' (commands: profilers add|delete|only, run, hosts)",
+				tally_excerpt(q, w[0]));
 		}
 		c->n++; /* kept even when bad: release frees what it holds */
 		tally_job_argv_free(w);
@@ -396,7 +434,8 @@ int tally_job_control_parse(struct tally_job_control *c, const char *path, const
 	}
 	if (!any_run) {
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-EINVAL, "'%s' has no 'run' line: nothing to do (e.g. 'run sleeptest 1')",
+		ret = tally_seterr(-EINVAL,
+				   "'%s' has no 'run' line: nothing to do (e.g. 'run sleeptest 1')",
 				   job_qpath_buf(q, c->path));
 	}
 out:
@@ -422,7 +461,8 @@ int tally_job_control_read(struct tally_job_control *c, const char *path)
 		char q[JOB_QPATH_SIZE];
 		strbuf_release(&sb);
 		c->path = xstrdup(path);
-		return tally_seterr(-EINVAL, "'%s' holds NUL bytes: it is not a control file", job_qpath_buf(q, path));
+		return tally_seterr(-EINVAL, "'%s' holds NUL bytes: it is not a control file",
+				    job_qpath_buf(q, path));
 	}
 	r = tally_job_control_parse(c, path, sb.buf ? sb.buf : "");
 	strbuf_release(&sb);

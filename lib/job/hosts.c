@@ -43,14 +43,16 @@ struct host {
 	char *tally;       /* the installed tally on the host */
 	char *agentdir;    /* the agent's private directory there */
 	char *boot_id;
-	bool agent;        /* its install checked and its agent started: only then is anything under the root run */
+	/* its install checked and its agent started: only then is anything under the root run */
+	bool agent;
 	bool lost;
 	bool running;      /* profilers started and not yet stopped */
 	int (*fn)(struct host *h); /* the work of the round at hand */
 	int ret;
 	char err[2048];
 	struct strbuf note; /* what happened to it in this round (a restart, a gap) */
-	char *setups;      /* the profilers whose setup ran at its agent's last start ("0,2", "-") */
+	/* the profilers whose setup ran at its agent's last start ("0,2", "-") */
+	char *setups;
 	unsigned restarts; /* its agent started again (a reboot, a dead agent) */
 	bool installed;    /* this job copied tally there */
 	/* the profiled iteration at hand, for status.json */
@@ -62,7 +64,8 @@ struct job_hosts {
 	size_t n;
 	char *profilers; /* one a line, for the agents */
 	size_t nprof;    /* how many */
-	char **plugin_dirs, **plugin_names; /* the external profilers, sent to each agent's directory */
+	/* the external profilers, sent to each agent's directory */
+	char **plugin_dirs, **plugin_names;
 	size_t nplugins;
 	char *labels;    /* their names, ", "-separated, for warnings */
 	const char *tag;
@@ -87,7 +90,9 @@ static void host_round(void *ctx, size_t i)
 		 * iteration says that it went without it */
 		if (h->fn == host_start_fn) {
 			h->ret = -EHOSTDOWN;
-			snprintf(h->err, sizeof(h->err), "host '%s' is lost (since an earlier test): not profiled", h->r.host);
+			snprintf(h->err, sizeof(h->err),
+				 "host '%s' is lost (since an earlier test): not profiled",
+				 h->r.host);
 		}
 		if (h->ret)
 			set_str(&h->it.start_err, h->err);
@@ -108,7 +113,8 @@ static void host_round(void *ctx, size_t i)
 	}
 	if (h->note.len) {
 		struct strbuf n = STRBUF_INIT;
-		strbuf_addf(&n, "%s%shost '%s': %s", h->it.note ? h->it.note : "", h->it.note ? "; " : "", h->r.host, h->note.buf);
+		strbuf_addf(&n, "%s%shost '%s': %s", h->it.note ? h->it.note : "",
+			    h->it.note ? "; " : "", h->r.host, h->note.buf);
 		free(h->it.note);
 		h->it.note = strbuf_detach(&n);
 	}
@@ -137,7 +143,8 @@ static void set_str(char **p, const char *s)
 
 /* Runs the installed tally on the host with words after it: its stdout in
  * out, its stderr in err. */
-static int host_tally(struct host *h, char *const *words, const char *in, struct strbuf *out, struct strbuf *err, int *status)
+static int host_tally(struct host *h, char *const *words, const char *in, struct strbuf *out,
+		      struct strbuf *err, int *status)
 {
 	size_t n = 0;
 	while (words[n])
@@ -184,7 +191,8 @@ static int host_begin_steps(struct host *h, bool *installed, size_t *bytesp)
 		 * agent: its profilers path begins there (docs/remote.md) */
 		struct strbuf pd = STRBUF_INIT;
 		strbuf_addf(&pd, "%s/profilers", h->agentdir);
-		r = tally_remote_send_dirs(&h->r, h->hs->plugin_dirs, h->hs->plugin_names, h->hs->nplugins, pd.buf);
+		r = tally_remote_send_dirs(&h->r, h->hs->plugin_dirs, h->hs->plugin_names,
+					   h->hs->nplugins, pd.buf);
 		strbuf_release(&pd);
 		if (r)
 			return r;
@@ -194,11 +202,14 @@ static int host_begin_steps(struct host *h, bool *installed, size_t *bytesp)
 	int st;
 	r = host_tally(h, words, h->hs->profilers, &out, &err, &st);
 	if (!r && st == 255)
-		r = tally_seterr(-EHOSTUNREACH, "host '%s': the connection dropped while its agent started", h->r.host);
+		r = tally_seterr(-EHOSTUNREACH,
+				 "host '%s': the connection dropped while its agent started",
+				 h->r.host);
 	else if (!r && st == 3)
 		st = 1; /* start has no "gone": its error is its message */
 	if (!r)
-		r = tally_agent_answer(h->r.host, "ready", out.buf ? out.buf : "", out.len, st, err.buf, &rest);
+		r = tally_agent_answer(h->r.host, "ready", out.buf ? out.buf : "", out.len, st,
+				       err.buf, &rest);
 	if (!r) {
 		/* ready PID BOOTID SETUPS */
 		char *sp = strchr(rest.buf ? rest.buf : "", ' ');
@@ -239,10 +250,13 @@ static int ask(struct host *h, char *const *req, struct strbuf *answer)
 		/* connected, and no answer within the limit: a hung host is lost
 		 * at once, never waited for again (each request would cost it) */
 		h->lost = true;
-		r = tally_seterr(-EHOSTDOWN, "host '%s' is lost: no answer to '%s' within %.0f s (--host-timeout)", h->r.host, req[0],
-				 h->r.timeout);
+		r = tally_seterr(
+			-EHOSTDOWN,
+			"host '%s' is lost: no answer to '%s' within %.0f s (--host-timeout)",
+			h->r.host, req[0], h->r.timeout);
 	} else if (!r) {
-		r = tally_agent_answer(h->r.host, "ok", out.buf ? out.buf : "", out.len, st, err.buf, answer);
+		r = tally_agent_answer(h->r.host, "ok", out.buf ? out.buf : "", out.len, st,
+				       err.buf, answer);
 	}
 	strbuf_release(&out);
 	strbuf_release(&err);
@@ -277,10 +291,13 @@ static int recover(struct host *h)
 		}
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+		double waited =
+			(double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
 		if (waited >= hs->limit) {
 			h->lost = true;
-			return tally_seterr(-EHOSTDOWN, "host '%s' is lost: it did not come back within %.0f s", h->r.host, hs->limit);
+			return tally_seterr(-EHOSTDOWN,
+					    "host '%s' is lost: it did not come back within %.0f s",
+					    h->r.host, hs->limit);
 		}
 		sleep(1);
 	}
@@ -288,7 +305,9 @@ static int recover(struct host *h)
 	strbuf_addf(&h->note, "%s%s", h->note.len ? "; " : "",
 		    rebooted ? "rebooted (its boot id changed)" : "its agent died");
 	if (h->running)
-		strbuf_addf(&h->note, "; profilers %s did not survive it: what they had not written is lost", hs->labels);
+		strbuf_addf(&h->note,
+			    "; profilers %s did not survive it: what they had not written is lost",
+			    hs->labels);
 	tally_remote_facts_release(&f);
 	r = host_begin(h);
 	if (!r) {
@@ -343,7 +362,9 @@ static int pull(struct host *h)
 	h->it.pull = tally_now_mono() - t0;
 	if (r == -ETIMEDOUT) {
 		h->lost = true;
-		r = tally_seterr(-EHOSTDOWN, "host '%s' is lost: its results did not come within %.0f s", h->r.host, rr.timeout);
+		r = tally_seterr(-EHOSTDOWN,
+				 "host '%s' is lost: its results did not come within %.0f s",
+				 h->r.host, rr.timeout);
 	}
 	h->it.files = files;
 	h->it.bytes = bytes;
@@ -405,7 +426,8 @@ static int host_quit(struct host *h)
 
 /* The external profilers of the lines, found as the job found them: their
  * directories go to the hosts with the agents. */
-static void find_plugins(struct job_hosts *hs, const char *profilers, const struct tally_profiler_env *env)
+static void find_plugins(struct job_hosts *hs, const char *profilers,
+			 const struct tally_profiler_env *env)
 {
 	for (const char *p = profilers; env && p && *p;) {
 		const char *e = strchr(p, '\n');
@@ -414,13 +436,16 @@ static void find_plugins(struct job_hosts *hs, const char *profilers, const stru
 		char **w = NULL;
 		size_t nw = 0;
 		struct tally_profiler *pr = NULL;
-		if (!tally_job_split(line, &w, &nw) && nw && !tally_profiler_find(&pr, w[0], w + 1, env) && !pr->bi && pr->where) {
+		if (!tally_job_split(line, &w, &nw) && nw &&
+		    !tally_profiler_find(&pr, w[0], w + 1, env) && !pr->bi && pr->where) {
 			bool dup = false;
 			for (size_t i = 0; i < hs->nplugins && !dup; i++)
 				dup = !strcmp(hs->plugin_names[i], w[0]);
 			if (!dup) {
-				hs->plugin_dirs = xrealloc(hs->plugin_dirs, (hs->nplugins + 1) * sizeof(char *));
-				hs->plugin_names = xrealloc(hs->plugin_names, (hs->nplugins + 1) * sizeof(char *));
+				hs->plugin_dirs = xrealloc(hs->plugin_dirs,
+							   (hs->nplugins + 1) * sizeof(char *));
+				hs->plugin_names = xrealloc(hs->plugin_names,
+							    (hs->nplugins + 1) * sizeof(char *));
 				hs->plugin_dirs[hs->nplugins] = xstrdup(pr->where);
 				hs->plugin_names[hs->nplugins++] = xstrdup(w[0]);
 			}
@@ -441,12 +466,14 @@ static void clean_dead_mux(void)
 	for (struct dirent *e; d && (e = readdir(d));) {
 		int pid = 0;
 		char rest[32];
-		if (sscanf(e->d_name, "tally-ssh-%d-%31s", &pid, rest) != 2 || pid <= 0 || strlen(rest) != 6)
+		if (sscanf(e->d_name, "tally-ssh-%d-%31s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6)
 			continue;
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "/tmp/%s", e->d_name);
 		struct stat st;
-		if (lstat(p.buf, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && kill(pid, 0) < 0 && errno == ESRCH)
+		if (lstat(p.buf, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+		    kill(pid, 0) < 0 && errno == ESRCH)
 			tally_remove_tree(p.buf);
 		strbuf_release(&p);
 	}
@@ -454,8 +481,9 @@ static void clean_dead_mux(void)
 		closedir(d);
 }
 
-int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
-		  const char *profilers, const char *labels, const struct tally_profiler_env *env)
+int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root,
+		  double limit, const char *jobname, const char *profilers, const char *labels,
+		  const struct tally_profiler_env *env)
 {
 	*out = NULL;
 	int r = tally_remote_hosts_check(hosts, n);
@@ -506,7 +534,9 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 		struct host *h = &hs->h[i];
 		h->hs = hs;
 		/* --host-timeout bounds every request, not only a host's return */
-		h->r = (struct tally_remote){ .host = hosts[i], .root = root, .mux_dir = hs->mux, .timeout = hs->limit };
+		h->r = (struct tally_remote){
+			.host = hosts[i], .root = root, .mux_dir = hs->mux, .timeout = hs->limit
+		};
 		char *dir = tally_remote_dir(&h->r);
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s/tally", dir);
@@ -514,8 +544,8 @@ int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const ch
 		/* one directory per job run and host name, beside the versions (an
 		 * install that replaces a version leaves the agents be): two jobs
 		 * on one host keep apart, and so do two names of one machine */
-		strbuf_addf(&sb, "%s/agents/%s-%d-%ld-%s", root && *root ? root : TALLY_REMOTE_ROOT, jobname, (int)getpid(), (long)time(NULL),
-			    hosts[i]);
+		strbuf_addf(&sb, "%s/agents/%s-%d-%ld-%s", root && *root ? root : TALLY_REMOTE_ROOT,
+			    jobname, (int)getpid(), (long)time(NULL), hosts[i]);
 		h->agentdir = strbuf_detach(&sb);
 		free(dir);
 		strbuf_init(&h->note);
@@ -553,11 +583,14 @@ static void *pinger(void *arg)
 			return NULL;
 		for (size_t i = 0; i < hs->n; i++) {
 			struct host *h = &hs->h[i];
-			if (__atomic_load_n(&h->lost, __ATOMIC_RELAXED) || !__atomic_load_n(&h->agent, __ATOMIC_RELAXED))
+			if (__atomic_load_n(&h->lost, __ATOMIC_RELAXED) ||
+			    !__atomic_load_n(&h->agent, __ATOMIC_RELAXED))
 				continue;
 			struct tally_remote r = h->r;
 			r.timeout = hs->limit;
-			char *w[] = { h->tally, "job", "agent", "ctl", h->agentdir, "status", NULL };
+			char *w[] = {
+				h->tally, "job", "agent", "ctl", h->agentdir, "status", NULL
+			};
 			int st;
 			tally_remote_run(&r, w, NULL, 0, NULL, 0, NULL, &st);
 		}
@@ -579,14 +612,15 @@ static void collect(struct job_hosts *hs, struct strbuf *errs, struct strbuf *no
 	for (size_t i = 0; i < hs->n; i++) {
 		struct host *h = &hs->h[i];
 		if (h->note.len)
-			strbuf_addf(notes, "%shost '%s': %s", notes->len ? "; " : "", h->r.host, h->note.buf);
+			strbuf_addf(notes, "%shost '%s': %s", notes->len ? "; " : "", h->r.host,
+				    h->note.buf);
 		if (h->ret)
 			strbuf_addf(errs, "%s%s", errs->len ? "; " : "", h->err);
 	}
 }
 
-void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const char *indices, struct strbuf *errs,
-		     struct strbuf *notes)
+void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const char *indices,
+		     struct strbuf *errs, struct strbuf *notes)
 {
 	hs->tag = tag;
 	hs->iter = iter;
@@ -601,7 +635,8 @@ void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const
 	collect(hs, errs, notes);
 }
 
-void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs, struct strbuf *notes)
+void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs,
+		    struct strbuf *notes)
 {
 	hs->profdir = profdir;
 	round_all(hs, host_stop_fn);
@@ -699,18 +734,21 @@ void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, str
 				strbuf_addf(&why, "%s", tally_errmsg());
 			else
 				job_describe_status(st, &why);
-			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s%s%s", errs->len ? "; " : "", why.buf,
-				    !r && last.len ? ": " : "", !r && last.len ? last.buf : "");
+			strbuf_addf(errs, "%sthe hosts' databases could not be merged: %s%s%s",
+				    errs->len ? "; " : "", why.buf, !r && last.len ? ": " : "",
+				    !r && last.len ? last.buf : "");
 			strbuf_release(&last);
 			strbuf_release(&why);
 		} else {
-			char *rep[] = { "/proc/self/exe", "report", "-i", db.buf, "--by-label", "host", NULL };
+			char *rep[] = { "/proc/self/exe", "report", "-i", db.buf,
+					"--by-label",     "host",   NULL };
 			strbuf_reset(&out);
 			r = job_run_capture(rep, NULL, 600, -1, &out, &st);
 			struct strbuf txt = STRBUF_INIT;
 			strbuf_addf(&txt, "%s/all-hosts.txt", profdir);
 			if (!r && !st)
-				tally_write_file_atomic_mode(txt.buf, out.buf ? out.buf : "", out.len, 0600);
+				tally_write_file_atomic_mode(txt.buf, out.buf ? out.buf : "",
+							     out.len, 0600);
 			strbuf_release(&txt);
 		}
 		strbuf_release(&out);

@@ -60,19 +60,21 @@ int job_wait_in(pid_t pid, int pidfd, double timeout, const struct job_intr *in,
  * grace seconds, then SIGKILL after grace more; reaps it. *status (may be NULL). */
 void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int *status);
 /* The same, with no grace once in says hurry, or from its next interrupt. */
-void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, const struct job_intr *in, int *status);
+void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace,
+		const struct job_intr *in, int *status);
 /* Runs argv (envp; NULL: as it is) to its end with stdout and stderr captured
  * into out (its first 64 KiB and its last, "[...]" between them when more
  * went: the first line and the last are kept); the child's leftovers may keep the pipe open:
  * the wait is for the child, not for EOF. 0 with *status, -ETIMEDOUT (killed
  * after timeout seconds), -EINTR (intr_fd readable; killed), or -errno when it
  * could not be run (tally_seterr). */
-int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd, struct strbuf *out, int *status);
+int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd,
+		    struct strbuf *out, int *status);
 /* The same, interrupted by in (may be NULL): then SIGTERM to the child's
  * group, SIGKILL after grace seconds or at the next interrupt (grace 0:
  * SIGKILL at once, as after a time out). */
-int job_run_capture_in(char *const *argv, char *const *envp, double timeout, const struct job_intr *in, double grace, struct strbuf *out,
-		       int *status);
+int job_run_capture_in(char *const *argv, char *const *envp, double timeout,
+		       const struct job_intr *in, double grace, struct strbuf *out, int *status);
 /* "exit status N" / "killed by signal N (NAME)" */
 void job_describe_status(int status, struct strbuf *sb);
 /* The exit status as a shell gives it (0-255, 128+N for signal N). */
@@ -160,18 +162,20 @@ struct job_hosts;
  * warnings; limit: seconds a host that went away may take to come back, and
  * a request may take; env: where the job found its external profilers (they
  * are sent to each host with its agent). */
-int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root, double limit, const char *jobname,
-		  const char *profilers, const char *labels, const struct tally_profiler_env *env);
+int job_hosts_new(struct job_hosts **out, char *const *hosts, size_t n, const char *root,
+		  double limit, const char *jobname, const char *profilers, const char *labels,
+		  const struct tally_profiler_env *env);
 /* tally installed where it is missing and an agent started on every host, all
  * at once; an error names every host that failed (no test may run then). */
 int job_hosts_begin(struct job_hosts *hs);
 /* The profilers of indices ("0,2", "-": none) started on every host, all at
  * once, waited for; what failed into errs, what happened (a host rebooted,
  * its agent restarted) into notes. */
-void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const char *indices, struct strbuf *errs,
-		     struct strbuf *notes);
+void job_hosts_start(struct job_hosts *hs, const char *tag, unsigned iter, const char *indices,
+		     struct strbuf *errs, struct strbuf *notes);
 /* Stopped and reported on every host, the results pulled into profdir/HOST/. */
-void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs, struct strbuf *notes);
+void job_hosts_stop(struct job_hosts *hs, const char *profdir, struct strbuf *errs,
+		    struct strbuf *notes);
 /* The hosts' tally.db of the iteration in profdir summed into all-hosts.db
  * (label host=HOST) with its report by host in all-hosts.txt; a failure into errs. */
 void job_hosts_merge(struct job_hosts *hs, const char *profdir, int intr_fd, struct strbuf *errs);

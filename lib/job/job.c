@@ -109,7 +109,8 @@ struct tally_job {
 	struct job_watch watch;  /* what ends the job's leftovers were it killed */
 };
 
-static void progress(struct tally_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct tally_job *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void progress(struct tally_job *j, const char *fmt, ...)
 {
 	if (!j->o.progress)
@@ -201,10 +202,11 @@ static char *base_label(const struct tally_job_step *s)
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, "cmd-");
 	for (const char *p = tally_basename(cmd); *p; p++)
-		strbuf_addch(&sb, (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
-					  *p == '.'
-				  ? *p
-				  : '_');
+		strbuf_addch(&sb, (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+						  (*p >= '0' && *p <= '9') || *p == '-' ||
+						  *p == '_' || *p == '.'
+					  ? *p
+					  : '_');
 	tally_job_argv_free(w);
 	return strbuf_detach(&sb);
 }
@@ -361,7 +363,8 @@ static int mark_dead(const char *dir, const char *why)
 	reserve_release(dir); /* the job is over: its room is for this write */
 	size_t v0, v1;
 	int ret = tally_read_regular(&sb, AT_FDCWD, path.buf, 0, 1ULL << 28);
-	if (!ret && sb.buf && json_top_status(sb.buf, sb.len, &v0, &v1) && v1 - v0 == 9 && !memcmp(sb.buf + v0, "\"RUNNING\"", 9)) {
+	if (!ret && sb.buf && json_top_status(sb.buf, sb.len, &v0, &v1) && v1 - v0 == 9 &&
+	    !memcmp(sb.buf + v0, "\"RUNNING\"", 9)) {
 		strbuf_add(&out, sb.buf, v0);
 		strbuf_addstr(&out, "\"ERROR\",\"error\":");
 		strbuf_add_json_str(&out, why);
@@ -386,7 +389,11 @@ static int results_dead(const char *dir)
 	int ret = 0;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		ret = errno == EWOULDBLOCK ? -1 : 0;
-	else if (mark_dead(dir, "the job died before it finished (killed: kill -9, the OOM killer, or a crash); found by the next run") == 1)
+	else if (
+		mark_dead(
+			dir,
+			"the job died before it finished (killed: kill -9, the OOM killer, or a crash); found by the next run") ==
+		1)
 		ret = 1;
 	close(fd);
 	return ret;
@@ -402,8 +409,10 @@ static void job_died(void *ctx, const char *note)
 		tally_remove_tree(j->absresults);
 		return;
 	}
-	strbuf_addf(&why, "the job (pid %d) died before it finished%s%s (killed: kill -9, the OOM killer, or a crash); what it had started was ended",
-		    (int)j->pid, *note ? " while " : "", note);
+	strbuf_addf(
+		&why,
+		"the job (pid %d) died before it finished%s%s (killed: kill -9, the OOM killer, or a crash); what it had started was ended",
+		(int)j->pid, *note ? " while " : "", note);
 	mark_dead(j->absresults, why.buf);
 	strbuf_release(&why);
 }
@@ -422,31 +431,43 @@ static int make_results(struct tally_job *j)
 	int ret = tally_dir_check(parent, 0755, TALLY_DIR_SHARED, &rparent);
 	if (ret) {
 		strbuf_addstr(&msg, tally_errmsg());
-		ret = tally_seterr(ret, "cannot make the results '%s': %s (give -r DIR in a directory of your own)", job_qpath(&q, j->results),
-				   msg.buf);
+		ret = tally_seterr(
+			ret,
+			"cannot make the results '%s': %s (give -r DIR in a directory of your own)",
+			job_qpath(&q, j->results), msg.buf);
 		goto out;
 	}
-	strbuf_addf(&path, "%s/%s", strcmp(rparent, "/") ? rparent : "", tally_basename(j->results));
+	strbuf_addf(&path, "%s/%s", strcmp(rparent, "/") ? rparent : "",
+		    tally_basename(j->results));
 	if (mkdir(path.buf, 0755) < 0) {
 		int e = errno;
 		int dead = e == EEXIST ? results_dead(path.buf) : 0;
 		if (dead > 0)
-			ret = tally_seterr(-EEXIST, "results '%s' already exist, of a job that died before it finished (its status.json said RUNNING, now ERROR): give another -r DIR or move them away",
-					   job_qpath(&q, j->results));
+			ret = tally_seterr(
+				-EEXIST,
+				"results '%s' already exist, of a job that died before it finished (its status.json said RUNNING, now ERROR): give another -r DIR or move them away",
+				job_qpath(&q, j->results));
 		else if (dead < 0)
-			ret = tally_seterr(-EEXIST, "results '%s' are being written by a job that still runs: give another -r DIR", job_qpath(&q, j->results));
+			ret = tally_seterr(
+				-EEXIST,
+				"results '%s' are being written by a job that still runs: give another -r DIR",
+				job_qpath(&q, j->results));
 		else if (e == EEXIST)
-			ret = tally_seterr(-EEXIST, "results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
-					   job_qpath(&q, j->results));
+			ret = tally_seterr(
+				-EEXIST,
+				"results '%s' already exist: give another -r DIR or move them away (results are never overwritten)",
+				job_qpath(&q, j->results));
 		else
-			ret = tally_seterr(-e, "cannot make the results directory '%s': %s", job_qpath(&q, j->results), strerror(e));
+			ret = tally_seterr(-e, "cannot make the results directory '%s': %s",
+					   job_qpath(&q, j->results), strerror(e));
 		goto out;
 	}
 	/* held while the job runs: a status.json that says RUNNING with the
 	 * lock free is a job that died */
 	j->lockfd = open(path.buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (j->lockfd < 0 || flock(j->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		ret = tally_seterr(-errno, "cannot lock the results directory '%s': %s", job_qpath(&q, j->results), strerror(errno));
+		ret = tally_seterr(-errno, "cannot lock the results directory '%s': %s",
+				   job_qpath(&q, j->results), strerror(errno));
 		goto out;
 	}
 	reserve_make(path.buf);
@@ -539,7 +560,8 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		hosts[nhosts++] = o->hosts[i];
 	}
 	for (size_t i = 0; i < j->ctl.n; i++)
-		for (size_t k = 0; j->ctl.steps[i].cmd == TALLY_JOB_HOSTS && j->ctl.steps[i].args[k]; k++) {
+		for (size_t k = 0;
+		     j->ctl.steps[i].cmd == TALLY_JOB_HOSTS && j->ctl.steps[i].args[k]; k++) {
 			GROW(hosts, ahosts, nhosts + 1);
 			hosts[nhosts++] = j->ctl.steps[i].args[k];
 		}
@@ -550,14 +572,16 @@ int tally_job_new(struct tally_job **out, const struct tally_job_opts *o)
 		char *prof = tally_job_control_profilers(&j->ctl);
 		for (size_t i = 0; i < j->ctl.n; i++)
 			if (j->ctl.steps[i].cmd == TALLY_JOB_ADD)
-				strbuf_addf(&labels, "%s%s", labels.len ? ", " : "", tally_profiler_label(j->profs[i].p));
+				strbuf_addf(&labels, "%s%s", labels.len ? ", " : "",
+					    tally_profiler_label(j->profs[i].p));
 		const char *base = tally_basename(o->control);
 		strbuf_add(&q, base, strcspn(base, "."));
 		for (size_t i = 0; i < q.len; i++)
 			if (!isalnum((unsigned char)q.buf[i]) && q.buf[i] != '-' && q.buf[i] != '_')
 				q.buf[i] = '_';
-		ret = job_hosts_new(&j->hosts, hosts, nhosts, o->remote_root, o->host_timeout, q.len ? q.buf : "job",
-				    prof, labels.buf ? labels.buf : "", &j->env);
+		ret = job_hosts_new(&j->hosts, hosts, nhosts, o->remote_root, o->host_timeout,
+				    q.len ? q.buf : "job", prof, labels.buf ? labels.buf : "",
+				    &j->env);
 		free(hosts);
 		hosts = NULL;
 		free(prof);
@@ -601,15 +625,18 @@ static int write_status_file(const char *path, const char *data, size_t len, boo
 	if (fd < 0 || fchmod(fd, 0644) < 0 || tally_write_all(fd, data, len) < 0) {
 		int e = errno;
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-e, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(e));
+		ret = tally_seterr(-e, "cannot write '%s': %s", job_qpath_buf(q, path),
+				   strerror(e));
 	}
 	if (fd >= 0 && close(fd) < 0 && !ret) {
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(errno));
+		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path),
+				   strerror(errno));
 	}
 	if (!ret && rename(tmp.buf, path) < 0) {
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path), strerror(errno));
+		ret = tally_seterr(-errno, "cannot write '%s': %s", job_qpath_buf(q, path),
+				   strerror(errno));
 	}
 	if (ret && fd >= 0)
 		unlink(tmp.buf);
@@ -741,11 +768,13 @@ static int sleeptest(void *arg)
 	return 0;
 }
 
-static void proferr(struct test_rec *t, const struct tally_profiler *p, const char *step, const char *msg)
+static void proferr(struct test_rec *t, const struct tally_profiler *p, const char *step,
+		    const char *msg)
 {
 	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
 	GROW(t->errs, t->aerrs, t->nerrs + 1);
-	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step), xstrdup(msg), NULL };
+	t->errs[t->nerrs++] = (struct perr){ xstrdup(tally_profiler_label(p)), xstrdup(step),
+					     xstrdup(msg), NULL };
 }
 
 /* What a host (NULL: the hosts together) said of an iteration: its profiling
@@ -754,13 +783,15 @@ static void hosterr(struct test_rec *t, const char *host, const char *step, cons
 {
 	strbuf_addf(&t->errtext, "%s%s", t->errtext.len ? "; " : "", msg);
 	GROW(t->errs, t->aerrs, t->nerrs + 1);
-	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg), host ? xstrdup(host) : NULL };
+	t->errs[t->nerrs++] = (struct perr){ xstrdup("hosts"), xstrdup(step), xstrdup(msg),
+					     host ? xstrdup(host) : NULL };
 }
 
 /* One iteration: the test started (waiting for its go), the profilers started,
  * the test let go and waited for, the profilers stopped and reported. */
-static void run_iteration(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact,
-			  const char *profdir, int outfd, struct iter *it, struct test_rec *pe)
+static void run_iteration(struct tally_job *j, const struct tally_job_step *s,
+			  struct tally_profiler **act, size_t nact, const char *profdir, int outfd,
+			  struct iter *it, struct test_rec *pe)
 {
 	int go[2] = { -1, -1 };
 	double secs = 0;
@@ -771,7 +802,12 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		it->exit_code = -1;
 		return;
 	}
-	struct job_spawn sp = { .argv = s->args, .out_fd = outfd, .err_fd = outfd, .go_fd = go[0], .fd3 = -1, .fd4 = -1 };
+	struct job_spawn sp = { .argv = s->args,
+				.out_fd = outfd,
+				.err_fd = outfd,
+				.go_fd = go[0],
+				.fd3 = -1,
+				.fd4 = -1 };
 	if (!s->command) {
 		sp.fn = sleeptest;
 		sp.arg = &secs;
@@ -804,7 +840,8 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		}
 		double h0 = tally_now_mono();
 		job_hosts_start(j->hosts, s->tag, it->n, idx.len ? idx.buf : "-", &herrs, &hnotes);
-		progress(j, "HOSTS %s: recording on every host after %.3f s", s->tag, tally_now_mono() - h0);
+		progress(j, "HOSTS %s: recording on every host after %.3f s", s->tag,
+			 tally_now_mono() - h0);
 		strbuf_release(&idx);
 	}
 	if (it->profiled && !j->hosts)
@@ -824,7 +861,8 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	if (ee) {
 		struct strbuf sb = STRBUF_INIT;
 		char q[TALLY_EXCERPT_SIZE];
-		strbuf_addf(&sb, "cannot run '%s': %s", tally_excerpt(q, s->args[0]), strerror(-ee));
+		strbuf_addf(&sb, "cannot run '%s': %s", tally_excerpt(q, s->args[0]),
+			    strerror(-ee));
 		it->reason = strbuf_detach(&sb);
 		dprintf(outfd, "tally: %s\n", it->reason);
 	}
@@ -882,8 +920,8 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 		free(hv);
 		strbuf_release(&merr);
 		if (hnotes.len || herrs.len)
-			progress(j, "      %s: %s%s%s", s->tag, hnotes.len ? hnotes.buf : "", hnotes.len && herrs.len ? "; " : "",
-				 herrs.buf ? herrs.buf : "");
+			progress(j, "      %s: %s%s%s", s->tag, hnotes.len ? hnotes.buf : "",
+				 hnotes.len && herrs.len ? "; " : "", herrs.buf ? herrs.buf : "");
 	} else if (it->profiled) {
 		bool *stopped = xcalloc(nact + 1, sizeof(bool));
 		for (size_t i = nact; i-- > 0;)
@@ -911,21 +949,25 @@ static void run_iteration(struct tally_job *j, const struct tally_job_step *s, s
 	job_sweep(job_intr_hurry(&j->jintr) ? 0 : 1.0);
 }
 
-static int run_test(struct tally_job *j, const struct tally_job_step *s, struct tally_profiler **act, size_t nact, bool only)
+static int run_test(struct tally_job *j, const struct tally_job_step *s,
+		    struct tally_profiler **act, size_t nact, bool only)
 {
 	struct strbuf dir = STRBUF_INIT, path = STRBUF_INIT, prof = STRBUF_INIT, st = STRBUF_INIT;
 	int ret = 0, outfd = -1;
 	strbuf_addf(&dir, "%s/%s", j->absresults, s->tag);
 	if (mkdir(dir.buf, 0755) < 0) {
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, dir.buf), strerror(errno));
+		ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, dir.buf),
+				   strerror(errno));
 		goto out;
 	}
 	strbuf_addf(&path, "%s/output", dir.buf);
-	outfd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	outfd = open(path.buf, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+		     0644);
 	if (outfd < 0) {
 		char q[JOB_QPATH_SIZE];
-		ret = tally_seterr(-errno, "cannot create '%s': %s", job_qpath_buf(q, path.buf), strerror(errno));
+		ret = tally_seterr(-errno, "cannot create '%s': %s", job_qpath_buf(q, path.buf),
+				   strerror(errno));
 		goto out;
 	}
 	/* the record status.json tells, kept by the job from here on */
@@ -957,7 +999,8 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 		if (it->profiled) {
 			if (!profiled_any && mkdir(prof.buf, 0755) < 0) {
 				char q[JOB_QPATH_SIZE];
-				ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, prof.buf), strerror(errno));
+				ret = tally_seterr(-errno, "cannot make '%s': %s",
+						   job_qpath_buf(q, prof.buf), strerror(errno));
 				break;
 			}
 			profiled_any = true;
@@ -966,7 +1009,9 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 				strbuf_addf(&pd, "/iteration.%u", k);
 				if (mkdir(pd.buf, 0755) < 0) {
 					char q[JOB_QPATH_SIZE];
-					ret = tally_seterr(-errno, "cannot make '%s': %s", job_qpath_buf(q, pd.buf), strerror(errno));
+					ret = tally_seterr(-errno, "cannot make '%s': %s",
+							   job_qpath_buf(q, pd.buf),
+							   strerror(errno));
 					strbuf_release(&pd);
 					break;
 				}
@@ -994,19 +1039,23 @@ static int run_test(struct tally_job *j, const struct tally_job_step *s, struct 
 	if (t->reason)
 		strbuf_addf(&st, " (%s)", t->reason);
 	strbuf_addch(&st, '\n');
-	t->profiling = !nact ? "none" : !profiled_any ? "not run" : t->errtext.len ? "incomplete" : "complete";
+	t->profiling = !nact            ? "none"
+		       : !profiled_any  ? "not run"
+		       : t->errtext.len ? "incomplete"
+					: "complete";
 	if (nact && !profiled_any)
 		strbuf_addf(&st, "profiling not run: the test %s before its profiled iteration\n",
 			    j->interrupted ? "was interrupted" : "failed");
 	else if (nact)
-		strbuf_addf(&st, "profiling %s%s%s\n", t->profiling, t->errtext.len ? ": " : "", t->errtext.len ? t->errtext.buf : "");
+		strbuf_addf(&st, "profiling %s%s%s\n", t->profiling, t->errtext.len ? ": " : "",
+			    t->errtext.len ? t->errtext.buf : "");
 	strbuf_reset(&path);
 	strbuf_addf(&path, "%s/status", dir.buf);
 	int w = write_status_file(path.buf, st.buf, st.len, false);
 	if (!ret)
 		ret = w;
-	progress(j, "%s %s %.3f s%s%s%s", t->good ? "GOOD " : "FAIL ", s->tag, t->time, t->reason ? " (" : "",
-		 t->reason ? t->reason : "", t->reason ? ")" : "");
+	progress(j, "%s %s %.3f s%s%s%s", t->good ? "GOOD " : "FAIL ", s->tag, t->time,
+		 t->reason ? " (" : "", t->reason ? t->reason : "", t->reason ? ")" : "");
 	if (t->errtext.len)
 		progress(j, "      %s: profiling incomplete: %s", s->tag, t->errtext.buf);
 out:
@@ -1035,8 +1084,11 @@ static int load(struct tally_job *j)
 			j->profs[i].setup = "on the hosts";
 			for (size_t h = 0; h < job_hosts_count(j->hosts); h++)
 				if (job_hosts_setup_ran(j->hosts, h, k))
-					progress(j, "SETUP %s %s (%s) on host '%s'", tally_profiler_name(p),
-						 p->version ? p->version : "?", tally_profiler_where(p), job_hosts_name(j->hosts, h));
+					progress(j, "SETUP %s %s (%s) on host '%s'",
+						 tally_profiler_name(p),
+						 p->version ? p->version : "?",
+						 tally_profiler_where(p),
+						 job_hosts_name(j->hosts, h));
 			k++;
 		}
 		return r;
@@ -1054,13 +1106,16 @@ static int load(struct tally_job *j)
 		if (!tally_profiler_version(p))
 			return at_line(j, line, j->interrupted ? -EINTR : -EIO);
 		for (size_t k = 0; k < i && !ran; k++)
-			if (j->profs[k].p && !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) && j->profs[k].setup)
+			if (j->profs[k].p &&
+			    !strcmp(tally_profiler_name(j->profs[k].p), tally_profiler_name(p)) &&
+			    j->profs[k].setup)
 				j->profs[i].setup = j->profs[k].setup;
 		if (!j->profs[i].setup) {
 			j->profs[i].setup_ran = ran;
 			j->profs[i].setup = p->bi ? "built-in" : ran ? "ran" : "current";
 			if (ran)
-				progress(j, "SETUP %s %s (%s)", tally_profiler_name(p), tally_profiler_version(p), tally_profiler_where(p));
+				progress(j, "SETUP %s %s (%s)", tally_profiler_name(p),
+					 tally_profiler_version(p), tally_profiler_where(p));
 		}
 		r = tally_profiler_initialize(p, &j->env, j->intr[0]);
 		if (r)
@@ -1142,6 +1197,7 @@ out:
 		return ret;
 	}
 	if (j->interrupted)
-		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'", j->results);
+		return tally_seterr(-EINTR, "interrupted: the results so far are in '%s'",
+				    j->results);
 	return 0;
 }

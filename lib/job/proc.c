@@ -128,7 +128,8 @@ int job_spawn(const struct job_spawn *s, pid_t *pid, int *pidfd, int *err_pipe)
 			close(*pidfd);
 		*pidfd = -1;
 		char q[TALLY_EXCERPT_SIZE];
-		return tally_seterr(r, "cannot run '%s': %s", tally_excerpt(q, s->argv ? s->argv[0] : "?"), strerror(-r));
+		return tally_seterr(r, "cannot run '%s': %s",
+				    tally_excerpt(q, s->argv ? s->argv[0] : "?"), strerror(-r));
 	}
 	return 0;
 }
@@ -203,7 +204,8 @@ int job_wait_in(pid_t pid, int pidfd, double timeout, const struct job_intr *in,
 			pf[n++] = (struct pollfd){ .fd = intr_fd, .events = POLLIN };
 		int r = poll(pf, (nfds_t)n, ms);
 		if (r < 0 && errno != EINTR)
-			return tally_seterr(-errno, "cannot wait for process %d: %s", (int)pid, strerror(errno));
+			return tally_seterr(-errno, "cannot wait for process %d: %s", (int)pid,
+					    strerror(errno));
 		pid_t w = waitpid(pid, status, WNOHANG);
 		if (w == pid)
 			return 1;
@@ -222,7 +224,8 @@ int job_wait(pid_t pid, int pidfd, double timeout, int intr_fd, int *status)
 	return job_wait_in(pid, pidfd, timeout, &in, status);
 }
 
-void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, const struct job_intr *in, int *status)
+void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace,
+		const struct job_intr *in, int *status)
 {
 	int st = 0;
 	int sigs[3] = { first_sig, SIGTERM, SIGKILL };
@@ -235,7 +238,8 @@ void job_end_in(pid_t pid, int pidfd, bool group, int first_sig, double grace, c
 			kill(-pid, sigs[i]);
 		kill(pid, sigs[i]);
 		/* another ^C while it is given time: no more time */
-		int r = job_wait_in(pid, pidfd, sigs[i] == SIGKILL ? -1 : grace, sigs[i] == SIGKILL ? NULL : in, &st);
+		int r = job_wait_in(pid, pidfd, sigs[i] == SIGKILL ? -1 : grace,
+				    sigs[i] == SIGKILL ? NULL : in, &st);
 		if (r == 1)
 			break;
 		if (r == -EINTR)
@@ -252,7 +256,8 @@ void job_end(pid_t pid, int pidfd, bool group, int first_sig, double grace, int 
 	job_end_in(pid, pidfd, group, first_sig, grace, NULL, status);
 }
 
-int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd, struct strbuf *out, int *status)
+int job_run_capture(char *const *argv, char *const *envp, double timeout, int intr_fd,
+		    struct strbuf *out, int *status)
 {
 	struct job_intr in = { intr_fd, NULL, 0 };
 	return job_run_capture_in(argv, envp, timeout, &in, 0, out, status);
@@ -262,7 +267,8 @@ int job_run_capture(char *const *argv, char *const *envp, double timeout, int in
  * first line), tail the last CAPTURE_KEEP of the rest (a failure's last
  * line); *dropped when bytes between them went. */
 #define CAPTURE_KEEP 65536
-static void capture(struct strbuf *out, struct strbuf *tail, bool *dropped, const char *buf, size_t k)
+static void capture(struct strbuf *out, struct strbuf *tail, bool *dropped, const char *buf,
+		    size_t k)
 {
 	if (!out)
 		return;
@@ -283,8 +289,8 @@ static void capture(struct strbuf *out, struct strbuf *tail, bool *dropped, cons
 	}
 }
 
-int job_run_capture_in(char *const *argv, char *const *envp, double timeout, const struct job_intr *in, double grace, struct strbuf *out,
-		       int *status)
+int job_run_capture_in(char *const *argv, char *const *envp, double timeout,
+		       const struct job_intr *in, double grace, struct strbuf *out, int *status)
 {
 	struct strbuf tail = STRBUF_INIT;
 	bool dropped = false;
@@ -293,7 +299,13 @@ int job_run_capture_in(char *const *argv, char *const *envp, double timeout, con
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return tally_seterr(-errno, "cannot make a pipe: %s", strerror(errno));
-	struct job_spawn s = { .argv = argv, .envp = envp, .out_fd = p[1], .err_fd = p[1], .go_fd = -1, .fd3 = -1, .fd4 = -1 };
+	struct job_spawn s = { .argv = argv,
+			       .envp = envp,
+			       .out_fd = p[1],
+			       .err_fd = p[1],
+			       .go_fd = -1,
+			       .fd3 = -1,
+			       .fd4 = -1 };
 	pid_t pid;
 	int pidfd, ret;
 	ret = job_spawn(&s, &pid, &pidfd, NULL);
@@ -386,7 +398,8 @@ int job_run_capture_in(char *const *argv, char *const *envp, double timeout, con
 void job_describe_status(int status, struct strbuf *sb)
 {
 	if (WIFSIGNALED(status))
-		strbuf_addf(sb, "killed by signal %d (%s)", WTERMSIG(status), sigabbrev_np(WTERMSIG(status)) ?: "?");
+		strbuf_addf(sb, "killed by signal %d (%s)", WTERMSIG(status),
+			    sigabbrev_np(WTERMSIG(status)) ?: "?");
 	else
 		strbuf_addf(sb, "exit status %d", WEXITSTATUS(status));
 }
@@ -418,7 +431,8 @@ static size_t children(pid_t **out)
 		struct strbuf sb = STRBUF_INIT;
 		if (!strbuf_read_file(&sb, path, 1 << 20) && sb.buf) {
 			char *save = NULL;
-			for (char *t = strtok_r(sb.buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+			for (char *t = strtok_r(sb.buf, " \n", &save); t;
+			     t = strtok_r(NULL, " \n", &save)) {
 				if ((pid_t)atoi(t) == watch_pid)
 					continue;
 				GROW(v, alloc, n + 1);
@@ -510,7 +524,8 @@ int job_mkdirs(const char *path, unsigned mode)
 			if (mkdir(p, mode) < 0 && errno != EEXIST) {
 				int e = errno;
 				char q[JOB_QPATH_SIZE];
-				ret = tally_seterr(-e, "cannot make the directory '%s': %s", job_qpath_buf(q, p), strerror(e));
+				ret = tally_seterr(-e, "cannot make the directory '%s': %s",
+						   job_qpath_buf(q, p), strerror(e));
 				break;
 			}
 			*s = c;
@@ -522,7 +537,8 @@ int job_mkdirs(const char *path, unsigned mode)
 		struct stat st;
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			char q[JOB_QPATH_SIZE];
-			ret = tally_seterr(-ENOTDIR, "'%s' is not a directory", job_qpath_buf(q, path));
+			ret = tally_seterr(-ENOTDIR, "'%s' is not a directory",
+					   job_qpath_buf(q, path));
 		}
 	}
 	free(p);
@@ -605,7 +621,8 @@ static size_t signal_marked(const char *mark, int sig)
 
 /* The watcher's life: notes until the job says "bye"; at EOF without one
  * the job is dead: what carries its mark ends, then died() is told. */
-static void watch_loop(int fd, const char *mark, void (*died)(void *ctx, const char *note), void *ctx)
+static void watch_loop(int fd, const char *mark, void (*died)(void *ctx, const char *note),
+		       void *ctx)
 {
 	struct strbuf in = STRBUF_INIT, note = STRBUF_INIT;
 	bool bye = false;
@@ -633,7 +650,8 @@ static void watch_loop(int fd, const char *mark, void (*died)(void *ctx, const c
 	}
 	if (!bye) {
 		/* SIGTERM, a second to end, then SIGKILL until none is left */
-		for (int round = 0; round < 50 && signal_marked(mark, round ? SIGKILL : SIGTERM); round++) {
+		for (int round = 0; round < 50 && signal_marked(mark, round ? SIGKILL : SIGTERM);
+		     round++) {
 			double end = tally_now_mono() + (round ? 0.2 : 1.0);
 			while (tally_now_mono() < end && signal_marked(mark, 0)) {
 				struct timespec ts = { 0, 20 * 1000 * 1000 };

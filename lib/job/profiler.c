@@ -21,7 +21,8 @@
 
 extern char **environ;
 
-static const struct job_builtin *const builtins[] = { &job_builtin_tally, &job_builtin_cmd, &job_builtin_perf };
+static const struct job_builtin *const builtins[] = { &job_builtin_tally, &job_builtin_cmd,
+						      &job_builtin_perf };
 
 /* Time limits of the external steps (seconds): a plugin that hangs must not
  * hang the job. setup may build things. */
@@ -121,8 +122,10 @@ static int plugin_check(const char *name, const char *exe)
 	if (r) {
 		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;
 		strbuf_addstr(&msg, tally_errmsg());
-		r = tally_seterr(r, "profiler '%s' at '%s' is not run: %s (a profiler must be out of other users' reach)", name,
-				 job_qpath(&q, exe), msg.buf);
+		r = tally_seterr(
+			r,
+			"profiler '%s' at '%s' is not run: %s (a profiler must be out of other users' reach)",
+			name, job_qpath(&q, exe), msg.buf);
 		strbuf_release(&msg);
 		strbuf_release(&q);
 	}
@@ -137,7 +140,8 @@ static void path_string(const struct tally_profiler_env *env, struct strbuf *sb)
 		strbuf_addstr(sb, "(empty)");
 }
 
-int tally_profiler_find(struct tally_profiler **out, const char *name, char *const *args, const struct tally_profiler_env *env)
+int tally_profiler_find(struct tally_profiler **out, const char *name, char *const *args,
+			const struct tally_profiler_env *env)
 {
 	const struct job_builtin *bi = find_builtin(name);
 	char *exe = NULL, *where = NULL;
@@ -150,8 +154,10 @@ int tally_profiler_find(struct tally_profiler **out, const char *name, char *con
 			struct strbuf sb = STRBUF_INIT;
 			path_string(env, &sb);
 			char q[TALLY_EXCERPT_SIZE];
-			tally_seterr(-ENOENT, "unknown profiler '%s': not built in (tally, cmd, perf) and no %s/profiler in %s (--profilers-path, TALLY_PROFILERS_PATH)",
-				     tally_excerpt(q, name), name, sb.buf);
+			tally_seterr(
+				-ENOENT,
+				"unknown profiler '%s': not built in (tally, cmd, perf) and no %s/profiler in %s (--profilers-path, TALLY_PROFILERS_PATH)",
+				tally_excerpt(q, name), name, sb.buf);
 			strbuf_release(&sb);
 			return -ENOENT;
 		}
@@ -216,12 +222,15 @@ const char *tally_profiler_label(const struct tally_profiler *p)
 
 /* The plugin's environment: ours without any TALLY_ variable of the steps,
  * then those the step gets. */
-static char **step_env(const struct tally_profiler *p, const char *step, const struct tally_profiler_run *r)
+static char **step_env(const struct tally_profiler *p, const char *step,
+		       const struct tally_profiler_run *r)
 {
 	char **v = NULL;
 	size_t n = 0, alloc = 0;
-	static const char *const ours[] = { "TALLY_PROFDIR=", "TALLY_SRCDIR=", "TALLY_TEST=", "TALLY_ITERATION=",
-					   "TALLY_TEST_PID=", "TALLY_PROFILER=" };
+	static const char *const ours[] = {
+		"TALLY_PROFDIR=",   "TALLY_SRCDIR=",   "TALLY_TEST=",
+		"TALLY_ITERATION=", "TALLY_TEST_PID=", "TALLY_PROFILER="
+	};
 	for (char **e = environ; e && *e; e++) {
 		bool skip = false;
 		for (size_t i = 0; i < ARRAY_SIZE(ours); i++)
@@ -257,11 +266,14 @@ static char **step_env(const struct tally_profiler *p, const char *step, const s
 /* Runs `profiler STEP ARGS...`: 0 when it exits 0; else an error naming the
  * profiler, the step and the last line it printed. out (may be NULL) gets
  * what it printed. */
-static int run_step(struct tally_profiler *p, const char *step, const struct tally_profiler_run *r, double limit, int intr_fd,
-		    struct strbuf *out)
+static int run_step(struct tally_profiler *p, const char *step, const struct tally_profiler_run *r,
+		    double limit, int intr_fd, struct strbuf *out)
 {
 	if (!p->srcdir_ok && strcmp(step, "version") && strcmp(step, "setup"))
-		return tally_seterr(-EINVAL, "profiler '%s' failed at %s: not set up (its setup step comes first)", p->name, step);
+		return tally_seterr(
+			-EINVAL,
+			"profiler '%s' failed at %s: not set up (its setup step comes first)",
+			p->name, step);
 	char **argv = NULL;
 	size_t n = 0, alloc = 0;
 	STRLIST_PUSH(argv, n, alloc, xstrdup(p->exe));
@@ -274,14 +286,18 @@ static int run_step(struct tally_profiler *p, const char *step, const struct tal
 	int status = 0;
 	/* the job's ^C ends the step (SIGTERM, then SIGKILL after STEP_GRACE
 	 * or at the next ^C); without a job, intr_fd readable does */
-	struct job_intr in = p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
+	struct job_intr in =
+		p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
 	int ret = job_run_capture_in(argv, env, limit, &in, STEP_GRACE, &cap, &status);
 	struct strbuf last = STRBUF_INIT;
 	tally_last_line(cap.buf, &last);
 	if (ret == -ETIMEDOUT)
-		ret = tally_seterr(-ETIMEDOUT, "profiler '%s' failed at %s: no end after %.0f s (killed)", p->name, step, limit);
+		ret = tally_seterr(-ETIMEDOUT,
+				   "profiler '%s' failed at %s: no end after %.0f s (killed)",
+				   p->name, step, limit);
 	else if (ret == -EINTR)
-		ret = tally_seterr(-EINTR, "profiler '%s' failed at %s: interrupted (ended by ^C)", p->name, step);
+		ret = tally_seterr(-EINTR, "profiler '%s' failed at %s: interrupted (ended by ^C)",
+				   p->name, step);
 	else if (ret) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", tally_errmsg());
@@ -289,8 +305,8 @@ static int run_step(struct tally_profiler *p, const char *step, const struct tal
 	} else if (status) {
 		struct strbuf how = STRBUF_INIT;
 		job_describe_status(status, &how);
-		ret = tally_seterr(-EIO, "profiler '%s' failed at %s (%s)%s%s", p->name, step, how.buf, last.len ? ": " : "",
-				   last.buf ? last.buf : "");
+		ret = tally_seterr(-EIO, "profiler '%s' failed at %s (%s)%s%s", p->name, step,
+				   how.buf, last.len ? ": " : "", last.buf ? last.buf : "");
 		strbuf_release(&how);
 	}
 	if (out)
@@ -323,8 +339,10 @@ const char *tally_profiler_version(struct tally_profiler *p)
 		len--;
 	if (!len) {
 		strbuf_release(&out);
-		tally_seterr(-EINVAL, "profiler '%s' failed at version: it printed no version (%s/profiler version must print one line)",
-			     p->name, p->where);
+		tally_seterr(
+			-EINVAL,
+			"profiler '%s' failed at version: it printed no version (%s/profiler version must print one line)",
+			p->name, p->where);
 		return NULL;
 	}
 	/* printed on terminals and kept in .setup-version: escaped, bounded */
@@ -343,11 +361,14 @@ static int own_file(int fd, const char *path)
 	struct strbuf q = STRBUF_INIT;
 	int ret = 0;
 	if (fstat(fd, &st) < 0)
-		ret = tally_seterr(-errno, "cannot stat '%s': %s", job_qpath(&q, path), strerror(errno));
+		ret = tally_seterr(-errno, "cannot stat '%s': %s", job_qpath(&q, path),
+				   strerror(errno));
 	else if (!S_ISREG(st.st_mode))
-		ret = tally_seterr(-EPERM, "'%s' is %s, not a regular file", job_qpath(&q, path), tally_file_kind(st.st_mode));
+		ret = tally_seterr(-EPERM, "'%s' is %s, not a regular file", job_qpath(&q, path),
+				   tally_file_kind(st.st_mode));
 	else if (st.st_uid != geteuid())
-		ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you", job_qpath(&q, path), (unsigned)st.st_uid);
+		ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you",
+				   job_qpath(&q, path), (unsigned)st.st_uid);
 	else if (st.st_mode & 022)
 		ret = tally_seterr(-EPERM, "'%s' is writable by others", job_qpath(&q, path));
 	strbuf_release(&q);
@@ -364,7 +385,8 @@ static char *setup_done(const char *srcdir)
 	strbuf_addf(&path, "%s/.setup-version", srcdir);
 	char *v = NULL;
 	int fd = tally_open_regular(AT_FDCWD, path.buf, 0, 4096, NULL);
-	if (fd >= 0 && !own_file(fd, path.buf) && !tally_read_fd(&sb, fd, path.buf, 4096) && sb.buf) {
+	if (fd >= 0 && !own_file(fd, path.buf) && !tally_read_fd(&sb, fd, path.buf, 4096) &&
+	    sb.buf) {
 		sb.buf[strcspn(sb.buf, "\n")] = 0;
 		v = xstrdup(sb.buf);
 	}
@@ -384,9 +406,10 @@ static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_en
 	if (p->srcdir_ok)
 		return 0;
 	if (!p->srcdir || !env->state_dir)
-		return tally_seterr(-ENOENT,
-				    "profiler '%s' failed at setup: no state directory (HOME is not set and uid %u has no home directory): give --state-dir DIR or TALLY_STATE_DIR",
-				    p->name, (unsigned)geteuid());
+		return tally_seterr(
+			-ENOENT,
+			"profiler '%s' failed at setup: no state directory (HOME is not set and uid %u has no home directory): give --state-dir DIR or TALLY_STATE_DIR",
+			p->name, (unsigned)geteuid());
 	char *res = NULL;
 	const char *bad = env->state_dir;
 	int r = tally_dir_check(env->state_dir, 0700, TALLY_DIR_PRIVATE, NULL);
@@ -397,8 +420,10 @@ static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_en
 	if (r) {
 		struct strbuf msg = STRBUF_INIT, q = STRBUF_INIT;
 		strbuf_addstr(&msg, tally_errmsg());
-		r = tally_seterr(r, "profiler '%s' failed at setup: cannot use the state directory '%s': %s (give --state-dir DIR or TALLY_STATE_DIR: a directory of your own)",
-				 p->name, job_qpath(&q, bad), msg.buf);
+		r = tally_seterr(
+			r,
+			"profiler '%s' failed at setup: cannot use the state directory '%s': %s (give --state-dir DIR or TALLY_STATE_DIR: a directory of your own)",
+			p->name, job_qpath(&q, bad), msg.buf);
 		strbuf_release(&msg);
 		strbuf_release(&q);
 		return r;
@@ -413,7 +438,8 @@ static int srcdir_check(struct tally_profiler *p, const struct tally_profiler_en
  * a setup may take, ended by an interrupt. */
 static int lock_setup(struct tally_profiler *p, int fd, const char *path, int intr_fd)
 {
-	struct job_intr in = p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
+	struct job_intr in =
+		p->intr ? job_intr_now(p->intr) : (struct job_intr){ intr_fd, NULL, 0 };
 	double end = tally_now_mono() + LOCK_LIMIT;
 	struct strbuf q = STRBUF_INIT;
 	int ret = 0;
@@ -421,20 +447,26 @@ static int lock_setup(struct tally_profiler *p, int fd, const char *path, int in
 		if (errno == EINTR)
 			continue;
 		if (errno != EWOULDBLOCK) {
-			ret = tally_seterr(-errno, "profiler '%s' failed at setup: cannot lock '%s': %s", p->name, job_qpath(&q, path),
-					   strerror(errno));
+			ret = tally_seterr(-errno,
+					   "profiler '%s' failed at setup: cannot lock '%s': %s",
+					   p->name, job_qpath(&q, path), strerror(errno));
 			break;
 		}
 		if (tally_now_mono() >= end) {
-			ret = tally_seterr(-ETIMEDOUT, "profiler '%s' failed at setup: another job has held '%s' for %.0f min (a setup takes at most %.0f)",
-					   p->name, job_qpath(&q, path), LOCK_LIMIT / 60, SETUP_LIMIT / 60);
+			ret = tally_seterr(
+				-ETIMEDOUT,
+				"profiler '%s' failed at setup: another job has held '%s' for %.0f min (a setup takes at most %.0f)",
+				p->name, job_qpath(&q, path), LOCK_LIMIT / 60, SETUP_LIMIT / 60);
 			break;
 		}
 		/* no event tells of a released flock: look again every 50 ms */
 		struct pollfd pf = { .fd = in.fd, .events = POLLIN };
-		if (poll(&pf, in.fd >= 0 ? 1 : 0, 50) > 0 && (pf.revents & POLLIN) && job_intr_came(&in)) {
-			ret = tally_seterr(-EINTR, "profiler '%s' failed at setup: interrupted (ended by ^C) while another job held '%s'", p->name,
-					   job_qpath(&q, path));
+		if (poll(&pf, in.fd >= 0 ? 1 : 0, 50) > 0 && (pf.revents & POLLIN) &&
+		    job_intr_came(&in)) {
+			ret = tally_seterr(
+				-EINTR,
+				"profiler '%s' failed at setup: interrupted (ended by ^C) while another job held '%s'",
+				p->name, job_qpath(&q, path));
 			break;
 		}
 	}
@@ -442,14 +474,16 @@ static int lock_setup(struct tally_profiler *p, int fd, const char *path, int in
 	return ret;
 }
 
-int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd, bool *ran)
+int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_env *env,
+			 int intr_fd, bool *ran)
 {
 	if (ran)
 		*ran = false;
 	if (p->bi) {
 		const char *why = p->bi->unavailable ? p->bi->unavailable() : NULL;
 		if (why)
-			return tally_seterr(-ENOENT, "profiler '%s' failed at setup: %s", p->name, why);
+			return tally_seterr(-ENOENT, "profiler '%s' failed at setup: %s", p->name,
+					    why);
 		return 0;
 	}
 	int ret = srcdir_check(p, env);
@@ -464,7 +498,8 @@ int tally_profiler_setup(struct tally_profiler *p, const struct tally_profiler_e
 	int fd = open(lock.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0) {
 		int e = errno;
-		ret = tally_seterr(-e, "profiler '%s' failed at setup: cannot open '%s': %s", p->name, job_qpath(&q, lock.buf), strerror(e));
+		ret = tally_seterr(-e, "profiler '%s' failed at setup: cannot open '%s': %s",
+				   p->name, job_qpath(&q, lock.buf), strerror(e));
 		goto out;
 	}
 	if ((ret = own_file(fd, lock.buf))) {
@@ -499,7 +534,8 @@ out:
 	return ret;
 }
 
-int tally_profiler_initialize(struct tally_profiler *p, const struct tally_profiler_env *env, int intr_fd)
+int tally_profiler_initialize(struct tally_profiler *p, const struct tally_profiler_env *env,
+			      int intr_fd)
 {
 	(void)env;
 	if (p->bi) {
@@ -507,7 +543,8 @@ int tally_profiler_initialize(struct tally_profiler *p, const struct tally_profi
 		if (r) {
 			char msg[512];
 			snprintf(msg, sizeof(msg), "%s", tally_errmsg());
-			return tally_seterr(r, "profiler '%s' failed at initialize: %s", p->name, msg);
+			return tally_seterr(r, "profiler '%s' failed at initialize: %s", p->name,
+					    msg);
 		}
 		return 0;
 	}
@@ -534,7 +571,8 @@ int tally_profiler_start(struct tally_profiler *p, const struct tally_profiler_r
  * stop still runs: it ends its process at once, or its recording). */
 static int hurried(struct tally_profiler *p, const char *step)
 {
-	return tally_seterr(-EINTR, "profiler '%s' failed at %s: not run (a second ^C)", p->label, step);
+	return tally_seterr(-EINTR, "profiler '%s' failed at %s: not run (a second ^C)", p->label,
+			    step);
 }
 
 int tally_profiler_stop(struct tally_profiler *p, const struct tally_profiler_run *r)
@@ -589,7 +627,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int tally_profilers_list(const struct tally_profiler_env *env, struct tally_profiler_info **out, size_t *nout)
+int tally_profilers_list(const struct tally_profiler_env *env, struct tally_profiler_info **out,
+			 size_t *nout)
 {
 	struct tally_profiler_info *v = NULL;
 	size_t n = 0, alloc = 0;

@@ -33,8 +33,10 @@ char **tally_job_argv_dup(char *const *argv)
 static int refuse_expansion(char c)
 {
 	if (c == '$')
-		return tally_seterr(-EINVAL, "'$' is not expanded (no variables here): quote it as '$' or \\$");
-	return tally_seterr(-EINVAL, "'`' is not run (no command substitution here): quote it as '`' or \\`");
+		return tally_seterr(
+			-EINVAL, "'$' is not expanded (no variables here): quote it as '$' or \\$");
+	return tally_seterr(
+		-EINVAL, "'`' is not run (no command substitution here): quote it as '`' or \\`");
 }
 
 int tally_job_split(const char *line, char ***out, size_t *nout)
@@ -93,7 +95,8 @@ int tally_job_split(const char *line, char ***out, size_t *nout)
 			}
 		} else if (c == '\\') {
 			if (!p[1]) {
-				ret = tally_seterr(-EINVAL, "a backslash ends the line (nothing to escape)");
+				ret = tally_seterr(-EINVAL,
+						   "a backslash ends the line (nothing to escape)");
 				goto fail;
 			}
 			strbuf_addch(&w, p[1]);

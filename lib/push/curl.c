@@ -41,13 +41,16 @@ static void load(void)
 	};
 	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		snprintf(why, sizeof(why), "cannot load libcurl (install Debian's libcurl4): %s", dlerror());
+		snprintf(why, sizeof(why), "cannot load libcurl (install Debian's libcurl4): %s",
+			 dlerror());
 		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(syms); i++) {
 		void *f = dlsym(h, syms[i].name);
 		if (!f) {
-			snprintf(why, sizeof(why), "libcurl.so.4 has no %s (libcurl 7.56 or later is needed)", syms[i].name);
+			snprintf(why, sizeof(why),
+				 "libcurl.so.4 has no %s (libcurl 7.56 or later is needed)",
+				 syms[i].name);
 			return;
 		}
 		memcpy((char *)&fns + syms[i].off, &f, sizeof(f));

@@ -179,12 +179,12 @@ static char **split_events(const char *s, int *n)
 int tally_push_cursor_save(struct tally_push_cursor *c)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s\ntarget: %s\ndropped: %" PRIu64 "\nrejected: %" PRIu64 "\n", CURSOR_MAGIC, c->target, c->dropped,
-		    c->rejected);
+	strbuf_addf(&sb, "%s\ntarget: %s\ndropped: %" PRIu64 "\nrejected: %" PRIu64 "\n",
+		    CURSOR_MAGIC, c->target, c->dropped, c->rejected);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct cep *e = &c->ep[i];
-		strbuf_addf(&sb, "epoch %s pushed %" PRIu64 " recorded %" PRIu64 " until %.3f%s\n", e->name, e->pushed,
-			    e->recorded, e->until, e->done ? " done" : "");
+		strbuf_addf(&sb, "epoch %s pushed %" PRIu64 " recorded %" PRIu64 " until %.3f%s\n",
+			    e->name, e->pushed, e->recorded, e->until, e->done ? " done" : "");
 		if (e->done || !e->nev)
 			continue;
 		strbuf_addstr(&sb, "events ");
@@ -230,8 +230,10 @@ static int load(struct tally_push_cursor *c)
 			c->dropped = a;
 		} else if (sscanf(l, "rejected: %" SCNu64, &a) == 1) {
 			c->rejected = a;
-		} else if (sscanf(l, "epoch %63s pushed %" SCNu64 " recorded %" SCNu64 " until %lf %7s", name, &a, &b, &until,
-				  done) >= 4 &&
+		} else if (sscanf(l,
+				  "epoch %63s pushed %" SCNu64 " recorded %" SCNu64
+				  " until %lf %7s",
+				  name, &a, &b, &until, done) >= 4 &&
 			   tally_epoch_name_ok(name) && !find_ep(c, name)) {
 			e = add_ep(c, name);
 			e->pushed = a;
@@ -307,7 +309,8 @@ static void remove_temporaries(const char *dir)
 	closedir(d);
 }
 
-int tally_push_cursor_open(struct tally_push_cursor **out, const char *dir, const char *target, bool *fresh)
+int tally_push_cursor_open(struct tally_push_cursor **out, const char *dir, const char *target,
+			   bool *fresh)
 {
 	struct tally_push_cursor *c = xcalloc(1, sizeof(*c));
 	c->dir = xstrdup(dir);
@@ -439,7 +442,8 @@ static uint64_t image_key(const struct tally_db_image *im)
 	return tally_hash_bytes(&im->pid, sizeof(im->pid), h);
 }
 
-static uint64_t stack_key(const struct tally_db *db, const uint64_t *ik, const uint64_t *lk, size_t k)
+static uint64_t stack_key(const struct tally_db *db, const uint64_t *ik, const uint64_t *lk,
+			  size_t k)
 {
 	const struct tally_db_stack *st = &db->stacks[k];
 	uint64_t h = tally_hash_u64(0x5374616b ^ (uint64_t)(uint32_t)st->pid);
@@ -451,7 +455,8 @@ static uint64_t stack_key(const struct tally_db *db, const uint64_t *ik, const u
 	return h;
 }
 
-static uint64_t entry_key(const struct tally_db *db, const uint64_t *ik, const uint64_t *lk, size_t k, uint32_t label)
+static uint64_t entry_key(const struct tally_db *db, const uint64_t *ik, const uint64_t *lk,
+			  size_t k, uint32_t label)
 {
 	const struct tally_db_entry *en = &db->entries[k];
 	uint64_t h = tally_hash_u64(0x456e7472 ^ (uint64_t)(uint32_t)en->pid);
@@ -462,8 +467,8 @@ static uint64_t entry_key(const struct tally_db *db, const uint64_t *ik, const u
 /* Takes out of counts (and weights, may be NULL) what row (the pushed, in
  * the cursor's event order through map) says was sent; adds the full counts
  * to the new table's row. The samples left, summed over events. */
-static uint64_t subtract(uint64_t *counts, uint64_t *weights, int ne, const uint64_t *pushed, const int *map,
-			 uint64_t *newrow)
+static uint64_t subtract(uint64_t *counts, uint64_t *weights, int ne, const uint64_t *pushed,
+			 const int *map, uint64_t *newrow)
 {
 	uint64_t left = 0;
 	for (int e = 0; e < ne; e++) {
@@ -483,8 +488,8 @@ static uint64_t subtract(uint64_t *counts, uint64_t *weights, int ne, const uint
 	return left;
 }
 
-int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, const char **epoch, double *from,
-			   double *until)
+int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, const char **epoch,
+			   double *from, double *until)
 {
 	pend_release(c);
 	for (size_t i = 0; i < c->n; i++) {
@@ -522,8 +527,9 @@ int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, con
 		for (size_t k = 0; k < db->nstacks; k++) {
 			uint64_t h = stack_key(db, ik, lk, k) ^ 1;
 			const uint64_t *pushed = old ? ctab_find(old, h) : NULL;
-			subtract(&db->stack_counts[k * dne], db->stack_weights ? &db->stack_weights[k * dne] : NULL, ne,
-				 pushed, map, ctab_row(&nt, h));
+			subtract(&db->stack_counts[k * dne],
+				 db->stack_weights ? &db->stack_weights[k * dne] : NULL, ne, pushed,
+				 map, ctab_row(&nt, h));
 		}
 		/* the flat profile: the sample totals and the delta's */
 		uint64_t *samples = xcalloc(dne + 1, sizeof(uint64_t));
@@ -535,8 +541,9 @@ int tally_push_cursor_next(struct tally_push_cursor *c, struct tally_db *db, con
 				uint64_t *row = ctab_row(&nt, h);
 				for (int ev = 0; ev < ne; ev++)
 					recorded += db->counts[k * dne + (size_t)ev];
-				delta += subtract(&db->counts[k * dne], db->weights ? &db->weights[k * dne] : NULL, ne, pushed,
-						  map, row);
+				delta += subtract(&db->counts[k * dne],
+						  db->weights ? &db->weights[k * dne] : NULL, ne,
+						  pushed, map, row);
 				for (int ev = 0; ev < ne; ev++)
 					samples[ev] += db->counts[k * dne + (size_t)ev];
 			}

@@ -70,7 +70,8 @@ static void answer_line(const struct strbuf *body, struct strbuf *out)
 	}
 }
 
-int tally_push_send(const struct tally_push_opts *o, const struct tally_push_payload *p, double *retry_after)
+int tally_push_send(const struct tally_push_opts *o, const struct tally_push_payload *p,
+		    double *retry_after)
 {
 	*retry_after = 0;
 	const struct tally_curl *cu = tally_curl();
@@ -142,7 +143,8 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 	}
 	CURLcode cr = cu->easy_perform(c);
 	if (cr != CURLE_OK) {
-		r = tally_seterr(-EAGAIN, "cannot push to '%s': %s", endpoint, *errbuf ? errbuf : cu->easy_strerror(cr));
+		r = tally_seterr(-EAGAIN, "cannot push to '%s': %s", endpoint,
+				 *errbuf ? errbuf : cu->easy_strerror(cr));
 		goto out;
 	}
 	long status = 0;
@@ -155,10 +157,11 @@ int tally_push_send(const struct tally_push_opts *o, const struct tally_push_pay
 	answer_line(&rep.body, &why);
 	/* refused for good: the data (bad, too large, of a type it does not take) */
 	bool rejected = status == 400 || status == 413 || status == 415 || status == 422;
-	r = tally_seterr(rejected ? -EBADMSG : -EAGAIN, "'%s' answered %ld%s%s", endpoint, status, why.buf ? why.buf : "",
-			 status == 401 || status == 403 ? " (check the credentials in the headers)" :
-			 status == 404				? " (check the URL and --format)" :
-								  "");
+	r = tally_seterr(rejected ? -EBADMSG : -EAGAIN, "'%s' answered %ld%s%s", endpoint, status,
+			 why.buf ? why.buf : "",
+			 status == 401 || status == 403 ? " (check the credentials in the headers)"
+			 : status == 404                ? " (check the URL and --format)"
+							: "");
 	strbuf_release(&why);
 	*retry_after = rep.retry_after;
 out:

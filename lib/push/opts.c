@@ -47,10 +47,12 @@ bool tally_push_opts_given(const struct tally_push_opts *o)
 	return o->url || o->format;
 }
 
-static const char *const format_names[] = { [TALLY_PUSH_PYROSCOPE] = "pyroscope", [TALLY_PUSH_PARCA] = "parca",
+static const char *const format_names[] = { [TALLY_PUSH_PYROSCOPE] = "pyroscope",
+					    [TALLY_PUSH_PARCA] = "parca",
 					    [TALLY_PUSH_OTLP] = "otlp" };
 /* each format's path on its server */
-static const char *const endpoints[] = { [TALLY_PUSH_PYROSCOPE] = "/ingest", [TALLY_PUSH_PARCA] = "/profiles/writeraw",
+static const char *const endpoints[] = { [TALLY_PUSH_PYROSCOPE] = "/ingest",
+					 [TALLY_PUSH_PARCA] = "/profiles/writeraw",
 					 [TALLY_PUSH_OTLP] = "/v1development/profiles" };
 
 const char *tally_push_format_name(enum tally_push_format f)
@@ -66,7 +68,8 @@ static int parse_format(const char *arg, const char *what, enum tally_push_forma
 			return 0;
 		}
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "unknown %s '%s' (expected pyroscope, parca or otlp)", what, tally_excerpt(q, arg));
+	return tally_seterr(-EINVAL, "unknown %s '%s' (expected pyroscope, parca or otlp)", what,
+			    tally_excerpt(q, arg));
 }
 
 /* 'Name: value': a token name (RFC 9110), a value without control characters. */
@@ -87,27 +90,29 @@ static bool header_ok(const char *h)
 /* The push options, once: tally push's spelling and help, then the spelling
  * and help of the commands that push as they go (a NULL spelling: not
  * theirs). Both groups' tables and the names in the errors come from here. */
-#define PUSH_OPTIONS(X)                                                                                          \
-	X(PO_URL, "to", "push", "URL", "the server: its base URL (http://host:4040) or the endpoint itself",        \
-	  "send what each flush adds to a profiling service (docs/push.md)")                                       \
-	X(PO_FORMAT, "format", "push-format", "F",                                                                  \
-	  "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)",       \
-	  "pyroscope, parca or otlp")                                                                              \
-	X(PO_APP, "app", "push-app", "NAME", "the service's name the server files it under (default tally)",        \
-	  "the service's name the server files it under (default tally)")                                          \
-	X(PO_LABEL, "label", "push-label", "K=V", "a label on every sample (repeatable)",                            \
-	  "a label on every sample pushed (repeatable)")                                                           \
-	X(PO_HEADER, "header", "push-header", "'K: V'",                                                             \
-	  "an HTTP header of every request (repeatable; seen in ps: no secrets)",                                  \
-	  "an HTTP header of every push (repeatable; seen in ps: no secrets)")                                     \
-	X(PO_HEADER_FILE, "header-file", "push-header-file", "FILE",                                                \
-	  "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)",                                      \
-	  "HTTP headers, one 'K: V' a line, read at every push")                                                   \
-	X(PO_TIMEOUT, "timeout", "push-timeout", "D", "at most D for one request (default 30s)",                    \
+#define PUSH_OPTIONS(X)                                                                                        \
+	X(PO_URL, "to", "push", "URL",                                                                         \
+	  "the server: its base URL (http://host:4040) or the endpoint itself",                                \
+	  "send what each flush adds to a profiling service (docs/push.md)")                                   \
+	X(PO_FORMAT, "format", "push-format", "F",                                                             \
+	  "pyroscope (POST /ingest), parca (POST /profiles/writeraw) or\notlp (POST /v1development/profiles)", \
+	  "pyroscope, parca or otlp")                                                                          \
+	X(PO_APP, "app", "push-app", "NAME",                                                                   \
+	  "the service's name the server files it under (default tally)",                                      \
+	  "the service's name the server files it under (default tally)")                                      \
+	X(PO_LABEL, "label", "push-label", "K=V", "a label on every sample (repeatable)",                      \
+	  "a label on every sample pushed (repeatable)")                                                       \
+	X(PO_HEADER, "header", "push-header", "'K: V'",                                                        \
+	  "an HTTP header of every request (repeatable; seen in ps: no secrets)",                              \
+	  "an HTTP header of every push (repeatable; seen in ps: no secrets)")                                 \
+	X(PO_HEADER_FILE, "header-file", "push-header-file", "FILE",                                           \
+	  "HTTP headers, one 'K: V' a line (tokens, passwords: never in ps)",                                  \
+	  "HTTP headers, one 'K: V' a line, read at every push")                                               \
+	X(PO_TIMEOUT, "timeout", "push-timeout", "D", "at most D for one request (default 30s)",               \
 	  "at most D for one push (default 30s)")
 /* and one of the commands that push as they go only */
-#define PUSH_GOING_ONLY(X)                                                                                       \
-	X(PO_RETRY_MAX, NULL, "push-retry-max", "D", NULL,                                                          \
+#define PUSH_GOING_ONLY(X)                                 \
+	X(PO_RETRY_MAX, NULL, "push-retry-max", "D", NULL, \
 	  "the longest wait between tries while the server fails (default 5m)")
 
 #define PO_CODE(code, once, going, argname, once_help, going_help) code,
@@ -153,8 +158,10 @@ static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 			return tally_seterr(-EINVAL, "%s needs a name", what);
 		for (const char *p = arg; *p; p++)
 			if (!isalnum((unsigned char)*p) && !strchr("-._/", *p))
-				return tally_seterr(-EINVAL, "invalid %s '%s': letters, digits and '-', '.', '_', '/' only (Pyroscope's rule for a service name)",
-						    what, tally_excerpt(q, arg));
+				return tally_seterr(
+					-EINVAL,
+					"invalid %s '%s': letters, digits and '-', '.', '_', '/' only (Pyroscope's rule for a service name)",
+					what, tally_excerpt(q, arg));
 		free(o->app);
 		o->app = xstrdup(arg);
 		return 0;
@@ -166,7 +173,8 @@ static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 		if (!*v) {
 			free(k);
 			free(v);
-			return tally_seterr(-EINVAL, "%s '%s' has no value (give KEY=VALUE)", what, tally_excerpt(q, arg));
+			return tally_seterr(-EINVAL, "%s '%s' has no value (give KEY=VALUE)", what,
+					    tally_excerpt(q, arg));
 		}
 		tally_labelset_set(&o->labels, k, v);
 		free(k);
@@ -175,8 +183,10 @@ static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 	}
 	case PO_HEADER:
 		if (!header_ok(arg))
-			return tally_seterr(-EINVAL, "invalid %s '%s': expected 'Name: value' (secrets go in %s, not on the command line)",
-					    what, tally_excerpt(q, arg), spelled(PO_HEADER_FILE, daemon));
+			return tally_seterr(
+				-EINVAL,
+				"invalid %s '%s': expected 'Name: value' (secrets go in %s, not on the command line)",
+				what, tally_excerpt(q, arg), spelled(PO_HEADER_FILE, daemon));
 		STRLIST_PUSH(o->headers, o->nheaders, o->aheaders, xstrdup(arg));
 		return 0;
 	case PO_HEADER_FILE:
@@ -188,7 +198,8 @@ static int push_handle(void *ctx, int code, const char *arg, bool daemon)
 		double *d = code == PO_TIMEOUT ? &o->timeout : &o->retry_max;
 		int r = tally_parse_duration(arg, what, d);
 		if (!r && *d < 0.1)
-			r = tally_seterr(-EINVAL, "%s '%s' is too short (at least 100ms)", what, tally_excerpt(q, arg));
+			r = tally_seterr(-EINVAL, "%s '%s' is too short (at least 100ms)", what,
+					 tally_excerpt(q, arg));
 		return r;
 	}
 	}
@@ -206,8 +217,8 @@ static int push_handle_going(void *ctx, int code, const char *arg)
 }
 
 const struct tally_optgroup tally_push_group = { NULL, push_options, push_handle_once };
-const struct tally_optgroup tally_push_as_you_go_group = { "pushing to a profiling service", push_going_options,
-							   push_handle_going };
+const struct tally_optgroup tally_push_as_you_go_group = { "pushing to a profiling service",
+							   push_going_options, push_handle_going };
 
 char *tally_push_endpoint(const struct tally_push_opts *o)
 {
@@ -234,15 +245,18 @@ int tally_push_opts_check(const struct tally_push_opts *o, const char *url_opt, 
 	if (!o->url)
 		return tally_seterr(-EINVAL, "%s names no server: give %s URL", fmt_opt, url_opt);
 	if (!o->format)
-		return tally_seterr(-EINVAL, "%s '%s' needs %s pyroscope, parca or otlp", url_opt, tally_excerpt(q, o->url), fmt_opt);
+		return tally_seterr(-EINVAL, "%s '%s' needs %s pyroscope, parca or otlp", url_opt,
+				    tally_excerpt(q, o->url), fmt_opt);
 	if (strncasecmp(o->url, "http://", 7) && strncasecmp(o->url, "https://", 8))
 		return tally_seterr(-EINVAL, "%s '%s' is not an http:// or https:// URL", url_opt, tally_excerpt(q, o->url));
 	const char *host = strstr(o->url, "//") + 2;
 	if (!*host || *host == '/')
-		return tally_seterr(-EINVAL, "%s '%s' names no host", url_opt, tally_excerpt(q, o->url));
+		return tally_seterr(-EINVAL, "%s '%s' names no host", url_opt,
+				    tally_excerpt(q, o->url));
 	for (const char *p = o->url; *p; p++)
 		if ((unsigned char)*p <= ' ')
-			return tally_seterr(-EINVAL, "%s '%s' has a space or a control character", url_opt, tally_excerpt(q, o->url));
+			return tally_seterr(-EINVAL, "%s '%s' has a space or a control character",
+					    url_opt, tally_excerpt(q, o->url));
 	char **h = NULL;
 	size_t n = 0;
 	int r = tally_push_headers(o, &h, &n);
@@ -278,8 +292,10 @@ int tally_push_headers(const struct tally_push_opts *o, char ***out, size_t *n)
 				if (!len || l[0] == '#')
 					continue;
 				if (!header_ok(l))
-					r = tally_seterr(-EINVAL, "header file '%s' line %zu: expected 'Name: value'",
-							 tally_excerpt(q, o->header_file), ln);
+					r = tally_seterr(
+						-EINVAL,
+						"header file '%s' line %zu: expected 'Name: value'",
+						tally_excerpt(q, o->header_file), ln);
 				else
 					STRLIST_PUSH(h, nh, ah, xstrdup(l));
 			}

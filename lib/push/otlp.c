@@ -104,7 +104,8 @@ static bool attr_eq(const void *ctx, uint32_t i, const void *key)
 	if (a->key_strindex != k->key)
 		return false;
 	if (k->num)
-		return a->value->value_case == TALLY__OTLP__ANY_VALUE__VALUE_INT_VALUE && a->value->int_value == k->v;
+		return a->value->value_case == TALLY__OTLP__ANY_VALUE__VALUE_INT_VALUE &&
+		       a->value->int_value == k->v;
 	return a->value->value_case == TALLY__OTLP__ANY_VALUE__VALUE_STRING_VALUE &&
 	       a->value->string_value == ((const struct dict *)ctx)->str[k->v];
 }
@@ -191,8 +192,8 @@ static Tally__Otlp__KeyValue *keyvalue(const char *k, const char *v)
 	return kv;
 }
 
-int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, const struct tally_labelset *resource,
-			       struct strbuf *out)
+int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app,
+			       const struct tally_labelset *resource, struct strbuf *out)
 {
 	struct strbuf raw = STRBUF_INIT;
 	int r = gunzip(gz, len, &raw);
@@ -203,7 +204,8 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 	PProf *p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *)raw.buf);
 	strbuf_release(&raw);
 	if (!p)
-		return tally_seterr(-EIO, "cannot read the pprof profile back (protobuf-c refused it)");
+		return tally_seterr(-EIO,
+				    "cannot read the pprof profile back (protobuf-c refused it)");
 	for (size_t i = 0; i < p->n_mapping; i++)
 		if (p->mapping[i]->id != i + 1)
 			r = -EINVAL;
@@ -215,14 +217,17 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 			r = -EINVAL;
 	if (r) {
 		perftools__profiles__profile__free_unpacked(p, NULL);
-		return tally_seterr(r, "the pprof profile's ids are not 1, 2, 3... (not one tally made)");
+		return tally_seterr(
+			r, "the pprof profile's ids are not 1, 2, 3... (not one tally made)");
 	}
 	struct dict d = { 0 };
 	for (size_t i = 0; i < p->n_string_table; i++) {
 		GROW(d.str, d.astr, d.nstr + 1);
 		d.str[d.nstr] = p->string_table[i];
 		/* pprof's strings are each once: the index is theirs */
-		tally_hidx_put(&d.str_idx, tally_hash_bytes(p->string_table[i], strlen(p->string_table[i]), 3), (uint32_t)d.nstr);
+		tally_hidx_put(&d.str_idx,
+			       tally_hash_bytes(p->string_table[i], strlen(p->string_table[i]), 3),
+			       (uint32_t)d.nstr);
 		d.nstr++;
 	}
 	if (!d.nstr)
@@ -251,7 +256,8 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 		mp[i].file_offset = m->file_offset;
 		mp[i].filename_strindex = (int32_t)m->filename;
 		if (m->build_id > 0 && (size_t)m->build_id < p->n_string_table) {
-			mattr[i] = attr_of(&d, "process.executable.build_id.gnu", p->string_table[m->build_id], 0);
+			mattr[i] = attr_of(&d, "process.executable.build_id.gnu",
+					   p->string_table[m->build_id], 0);
 			mp[i].n_attribute_indices = 1;
 			mp[i].attribute_indices = &mattr[i];
 		}
@@ -308,11 +314,13 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 		sattr[k] = xcalloc(s->n_label + 1, sizeof(int32_t));
 		for (size_t j = 0; j < s->n_label; j++) {
 			const Perftools__Profiles__Label *lb = s->label[j];
-			if (lb->key <= 0 || (size_t)lb->key >= p->n_string_table || (size_t)lb->str >= p->n_string_table)
+			if (lb->key <= 0 || (size_t)lb->key >= p->n_string_table ||
+			    (size_t)lb->str >= p->n_string_table)
 				continue;
 			const char *key = attr_name(p->string_table[lb->key]);
 			if (lb->str)
-				sattr[k][nsattr[k]++] = attr_of(&d, key, p->string_table[lb->str], 0);
+				sattr[k][nsattr[k]++] =
+					attr_of(&d, key, p->string_table[lb->str], 0);
 			else
 				sattr[k][nsattr[k]++] = attr_of(&d, key, NULL, lb->num);
 		}
@@ -321,7 +329,8 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 	size_t nt = p->n_sample_type;
 	Tally__Otlp__Profile *prof = xcalloc(nt + 1, sizeof(*prof));
 	Tally__Otlp__Profile **profp = xcalloc(nt + 1, sizeof(*profp));
-	Tally__Otlp__ValueType *vt = xcalloc(nt + 1, sizeof(*vt)), period_type = TALLY__OTLP__VALUE_TYPE__INIT;
+	Tally__Otlp__ValueType *vt = xcalloc(nt + 1, sizeof(*vt)),
+			       period_type = TALLY__OTLP__VALUE_TYPE__INIT;
 	Tally__Otlp__Sample *smp = xcalloc(ns * nt + 1, sizeof(*smp));
 	Tally__Otlp__Sample **smpp = xcalloc(ns * nt + 1, sizeof(*smpp));
 	int64_t *vals = xcalloc(ns * nt + 1, sizeof(int64_t));
@@ -402,7 +411,8 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 	dict.attribute_table = d.attr;
 	dict.n_stack_table = d.nstack;
 	dict.stack_table = d.stack;
-	Tally__Otlp__ExportProfilesServiceRequest req = TALLY__OTLP__EXPORT_PROFILES_SERVICE_REQUEST__INIT;
+	Tally__Otlp__ExportProfilesServiceRequest req =
+		TALLY__OTLP__EXPORT_PROFILES_SERVICE_REQUEST__INIT;
 	req.n_resource_profiles = 1;
 	req.resource_profiles = &rpp;
 	req.dictionary = &dict;
@@ -410,7 +420,8 @@ int tally_push_otlp_from_pprof(const void *gz, size_t len, const char *app, cons
 	if (strbuf_grow(out, n)) {
 		r = tally_seterr(-ENOMEM, "no memory for the OTLP request (%zu bytes)", n);
 	} else {
-		out->len += tally__otlp__export_profiles_service_request__pack(&req, (uint8_t *)out->buf + out->len);
+		out->len += tally__otlp__export_profiles_service_request__pack(
+			&req, (uint8_t *)out->buf + out->len);
 		out->buf[out->len] = '\0';
 	}
 

@@ -105,7 +105,8 @@ static void url_escape(struct strbuf *sb, const char *s, size_t n)
 	static const char hx[] = "0123456789ABCDEF";
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("-._~", c))) {
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    (c && strchr("-._~", c))) {
 			strbuf_addch(sb, (char)c);
 		} else {
 			strbuf_addch(sb, '%');
@@ -117,7 +118,8 @@ static void url_escape(struct strbuf *sb, const char *s, size_t n)
 
 /* name=APP{host=H,K=V,...}&from=S&until=S&spyName=tally, escaped for a URL:
  * the series' labels (Pyroscope's own parser: no ',', '{', '}' or '=' in a value). */
-static char *pyroscope_query(const char *app, const struct tally_labelset *ls, double from, double until)
+static char *pyroscope_query(const char *app, const struct tally_labelset *ls, double from,
+			     double until)
 {
 	struct strbuf name = STRBUF_INIT, q = STRBUF_INIT;
 	strbuf_addf(&name, "%s{", app);
@@ -138,10 +140,13 @@ static char *pyroscope_query(const char *app, const struct tally_labelset *ls, d
 	return strbuf_detach(&q);
 }
 
-static void parca_body(const char *app, const struct tally_labelset *ls, const struct strbuf *gz, struct strbuf *out)
+static void parca_body(const char *app, const struct tally_labelset *ls, const struct strbuf *gz,
+		       struct strbuf *out)
 {
-	strbuf_addstr(out, "{\"series\":[{\"labels\":{\"labels\":[{\"name\":\"__name__\",\"value\":\"tally\"},"
-			   "{\"name\":\"service_name\",\"value\":");
+	strbuf_addstr(
+		out,
+		"{\"series\":[{\"labels\":{\"labels\":[{\"name\":\"__name__\",\"value\":\"tally\"},"
+		"{\"name\":\"service_name\",\"value\":");
 	strbuf_add_json_str(out, app);
 	strbuf_addch(out, '}');
 	for (size_t i = 0; i < ls->n; i++) {
@@ -180,11 +185,13 @@ static int gzip_body(const struct strbuf *in, struct strbuf *out)
 		out->buf[out->len] = '\0';
 	}
 	deflateEnd(&z);
-	return zr == Z_STREAM_END ? 0 : tally_seterr(-EIO, "cannot compress the OTLP request: zlib error %d", zr);
+	return zr == Z_STREAM_END
+		       ? 0
+		       : tally_seterr(-EIO, "cannot compress the OTLP request: zlib error %d", zr);
 }
 
-int tally_push_payload_build(const struct tally_push_opts *o, const struct tally_export *x0, double from, double until,
-			     struct tally_push_payload *out)
+int tally_push_payload_build(const struct tally_push_opts *o, const struct tally_export *x0,
+			     double from, double until, struct tally_push_payload *out)
 {
 	memset(out, 0, sizeof(*out));
 	const char *app = o->app ? o->app : "tally";

@@ -9,8 +9,8 @@
 #include "tally/symbols.h"
 #include "tally/view.h"
 
-int tally_push_db(const struct tally_push_opts *o, struct tally_db *db, const struct tally_resolver_opts *ro,
-		  struct tally_push_sent *sent)
+int tally_push_db(const struct tally_push_opts *o, struct tally_db *db,
+		  const struct tally_resolver_opts *ro, struct tally_push_sent *sent)
 {
 	if (sent)
 		memset(sent, 0, sizeof(*sent));
@@ -32,11 +32,16 @@ int tally_push_db(const struct tally_push_opts *o, struct tally_db *db, const st
 	int r = tally_resolver_new(&res, db, ro ? ro : &none);
 	struct tally_push_payload p = { 0 };
 	if (!r) {
-		struct tally_export x = { .db = db, .res = res, .input = db->path, .events = events, .nevents = db->nevents };
+		struct tally_export x = { .db = db,
+					  .res = res,
+					  .input = db->path,
+					  .events = events,
+					  .nevents = db->nevents };
 		r = tally_push_payload_build(o, &x, start, stop, &p);
 	}
 	if (!r && !p.samples)
-		r = tally_seterr(-ENODATA, "'%s' holds no sample to push", db->path ? db->path : "the database");
+		r = tally_seterr(-ENODATA, "'%s' holds no sample to push",
+				 db->path ? db->path : "the database");
 	double ra;
 	if (!r)
 		r = tally_push_send(o, &p, &ra);

@@ -108,7 +108,8 @@ static int send(struct tally_pusher *p, const struct tally_push_payload *pl, dou
 
 /* One epoch's delta made into a request: weighed, symbolized. 0, or -EBADMSG
  * (it cannot be made: refused for good, as the server would). */
-static int build(struct tally_pusher *p, struct tally_db *db, double from, double until, struct tally_push_payload *pl)
+static int build(struct tally_pusher *p, struct tally_db *db, double from, double until,
+		 struct tally_push_payload *pl)
 {
 	tally_view_weigh(db, false);
 	int *events = xcalloc((size_t)db->nevents + 1, sizeof(int));
@@ -121,7 +122,11 @@ static int build(struct tally_pusher *p, struct tally_db *db, double from, doubl
 	struct tally_resolver_opts ro = { .no_inline = true };
 	int r = tally_resolver_new(&res, db, &ro);
 	if (!r) {
-		struct tally_export x = { .db = db, .res = res, .input = db->path, .events = events, .nevents = db->nevents };
+		struct tally_export x = { .db = db,
+					  .res = res,
+					  .input = db->path,
+					  .events = events,
+					  .nevents = db->nevents };
 		r = tally_push_payload_build(&p->o, &x, from, until, pl);
 	}
 	if (r) {
@@ -157,9 +162,11 @@ static void pass(struct tally_pusher *p, struct tally_push_cursor *c)
 	struct tally_push_backlog bl;
 	if (tally_push_cursor_scan(c, &bl) == 0) {
 		if (bl.dropped_now) {
-			say(p, "dropped %" PRIu64 " sample%s never sent: epoch%s %s deleted (--keep) before the server took them",
-			    bl.dropped_now, bl.dropped_now == 1 ? "" : "s", strchr(bl.dropped_epochs, ',') ? "s" : "",
-			    bl.dropped_epochs);
+			say(p,
+			    "dropped %" PRIu64
+			    " sample%s never sent: epoch%s %s deleted (--keep) before the server took them",
+			    bl.dropped_now, bl.dropped_now == 1 ? "" : "s",
+			    strchr(bl.dropped_epochs, ',') ? "s" : "", bl.dropped_epochs);
 			tally_push_cursor_save(c);
 		}
 		free(bl.dropped_epochs);
@@ -193,7 +200,8 @@ static void pass(struct tally_pusher *p, struct tally_push_cursor *c)
 			r = tally_push_cursor_next(c, &db, &epoch, &from, &until);
 			if (r < 0) {
 				char keep[512];
-				snprintf(keep, sizeof(keep), "cannot read the backlog: %s", tally_errmsg());
+				snprintf(keep, sizeof(keep), "cannot read the backlog: %s",
+					 tally_errmsg());
 				pthread_mutex_lock(&p->mu);
 				unsigned n = ++p->failures;
 				pthread_mutex_unlock(&p->mu);
@@ -259,12 +267,17 @@ static void pass(struct tally_pusher *p, struct tally_push_cursor *c)
 			char keep[512];
 			snprintf(keep, sizeof(keep), "%s", tally_errmsg());
 			set_error(p, keep, 0);
-			say(p, "epoch %s: %" PRIu64 " samples refused for good and not sent again: %s", name, sent.samples, keep);
+			say(p,
+			    "epoch %s: %" PRIu64 " samples refused for good and not sent again: %s",
+			    name, sent.samples, keep);
 		} else if (was_failing) {
-			say(p, "the server takes pushes again: epoch %s, %" PRIu64 " samples", name, sent.samples);
+			say(p, "the server takes pushes again: epoch %s, %" PRIu64 " samples", name,
+			    sent.samples);
 		}
 		if (sr)
-			say(p, "cannot write the cursor (what was sent is sent again after a restart): %s", tally_errmsg());
+			say(p,
+			    "cannot write the cursor (what was sent is sent again after a restart): %s",
+			    tally_errmsg());
 		free(name);
 	}
 	if (tally_push_cursor_scan(c, &bl) == 0) {
@@ -362,7 +375,8 @@ int tally_pusher_start(struct tally_pusher **out, const char *dir, const struct 
 		return tally_seterr(r, "cannot open the push cursor of '%s': %s", dir, keep);
 	}
 	if (fresh)
-		say(p, "to %s (%s): a new cursor, from the present on (what the epochs held before is not sent)",
+		say(p,
+		    "to %s (%s): a new cursor, from the present on (what the epochs held before is not sent)",
 		    p->endpoint, tally_push_format_name(o->format));
 	r = pthread_create(&p->th, NULL, run, p);
 	if (r) {
@@ -410,37 +424,46 @@ void tally_pusher_status(struct tally_pusher *p, struct strbuf *o)
 		return;
 	char a[32];
 	pthread_mutex_lock(&p->mu);
-	strbuf_addf(o, "push: %s to %s (app %s)\n", tally_push_format_name(p->o.format), p->endpoint,
-		    p->o.app ? p->o.app : "tally");
+	strbuf_addf(o, "push: %s to %s (app %s)\n", tally_push_format_name(p->o.format),
+		    p->endpoint, p->o.app ? p->o.app : "tally");
 	if (p->last_ok) {
 		tally_format_utc(p->last_ok, a, sizeof(a));
-		strbuf_addf(o, "push-last: %s, %" PRIu64 " sample%s in %zu bytes (profile %zu bytes)\n", a, p->last_samples,
-			    p->last_samples == 1 ? "" : "s", p->last_bytes, p->last_profile_bytes);
+		strbuf_addf(
+			o, "push-last: %s, %" PRIu64 " sample%s in %zu bytes (profile %zu bytes)\n",
+			a, p->last_samples, p->last_samples == 1 ? "" : "s", p->last_bytes,
+			p->last_profile_bytes);
 	} else {
 		strbuf_addstr(o, "push-last: none yet\n");
 	}
 	/* what the last scan found, and what flushes added since */
 	uint64_t backlog = tally_add_sat(p->bl.samples, p->flushed);
 	size_t nep = p->bl.epochs ? p->bl.epochs : p->flushed ? 1 : 0;
-	strbuf_addf(o, "push-backlog: %" PRIu64 " sample%s in %zu epoch%s not sent yet; %" PRIu64
-		       " dropped (epochs deleted by --keep before they were sent), %" PRIu64 " refused by the server\n",
-		    backlog, backlog == 1 ? "" : "s", nep, nep == 1 ? "" : "s", p->bl.dropped, p->bl.rejected);
+	strbuf_addf(o,
+		    "push-backlog: %" PRIu64 " sample%s in %zu epoch%s not sent yet; %" PRIu64
+		    " dropped (epochs deleted by --keep before they were sent), %" PRIu64
+		    " refused by the server\n",
+		    backlog, backlog == 1 ? "" : "s", nep, nep == 1 ? "" : "s", p->bl.dropped,
+		    p->bl.rejected);
 	if (p->error) {
 		tally_format_utc(p->error_at, a, sizeof(a));
 		strbuf_addf(o, "push-error: %s: %s", a, p->error);
 		if (p->next_try)
 			strbuf_addf(o, " (try %u failed; next in %.1f s)", p->failures,
-				    p->next_try > tally_now_mono() ? p->next_try - tally_now_mono() : 0.0);
+				    p->next_try > tally_now_mono() ? p->next_try - tally_now_mono()
+								   : 0.0);
 		strbuf_addch(o, '\n');
 	} else {
 		strbuf_addstr(o, "push-error: none\n");
 	}
-	strbuf_addf(o, "push-sent: %" PRIu64 " push%s, %" PRIu64 " samples, %" PRIu64 " bytes since start\n", p->pushes,
-		    p->pushes == 1 ? "" : "es", p->samples, p->bytes);
+	strbuf_addf(o,
+		    "push-sent: %" PRIu64 " push%s, %" PRIu64 " samples, %" PRIu64
+		    " bytes since start\n",
+		    p->pushes, p->pushes == 1 ? "" : "es", p->samples, p->bytes);
 	pthread_mutex_unlock(&p->mu);
 }
 
-void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *ctx, const char *line), void *ctx)
+void tally_pusher_stop(struct tally_pusher *p, double grace,
+		       void (*log)(void *ctx, const char *line), void *ctx)
 {
 	if (!p)
 		return;
@@ -465,7 +488,8 @@ void tally_pusher_stop(struct tally_pusher *p, double grace, void (*log)(void *c
 	if (pthread_timedjoin_np(p->th, NULL, &ts) == ETIMEDOUT) {
 		tally_pusher_logs(p, log, ctx);
 		if (log)
-			log(ctx, "push: the last push was not done at the end: what it held stays in the backlog for the next start");
+			log(ctx,
+			    "push: the last push was not done at the end: what it held stays in the backlog for the next start");
 		return;
 	}
 	tally_pusher_logs(p, log, ctx);

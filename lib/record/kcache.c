@@ -27,7 +27,8 @@
 
 /* Whether every address lies in the core kernel's symbols or a module's
  * range (modules: the snapshot's list, "name size address build-id"). */
-static bool covered(const struct tally_kallsyms *t, const char *modules, const uint64_t *addrs, size_t n)
+static bool covered(const struct tally_kallsyms *t, const char *modules, const uint64_t *addrs,
+		    size_t n)
 {
 	uint64_t lo = 0, hi = 0;
 	bool core = tally_kallsyms_core_range(t, &lo, &hi);
@@ -38,8 +39,8 @@ static bool covered(const struct tally_kallsyms *t, const char *modules, const u
 		bool in = false;
 		for (const char *l = modules; l && *l && !in;) {
 			unsigned long long size, base;
-			if (*l != '#' && sscanf(l, "%*s %llu %llx", &size, &base) == 2 && base && a >= base &&
-			    a - base < size)
+			if (*l != '#' && sscanf(l, "%*s %llu %llx", &size, &base) == 2 && base &&
+			    a >= base && a - base < size)
 				in = true;
 			l = strchr(l, '\n');
 			l = l ? l + 1 : NULL;
@@ -50,8 +51,8 @@ static bool covered(const struct tally_kallsyms *t, const char *modules, const u
 	return true;
 }
 
-int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *modules, struct tally_kallsyms **out,
-			     bool *from_cache)
+int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *modules,
+			     struct tally_kallsyms **out, bool *from_cache)
 {
 	*out = NULL;
 	*from_cache = false;
@@ -60,13 +61,14 @@ int tally_kernel_symbols_for(const uint64_t *addrs, size_t n, const char *module
 	tally_kernel_build_id(kid, sizeof(kid));
 	struct tally_cache c = { .fd = -1 };
 	/* without a boot id there is nothing to tie the copy to */
-	bool usable = !strbuf_read_file(&boot, "/proc/sys/kernel/random/boot_id", 128) && boot.len &&
-		      !tally_cache_open(&c, true);
+	bool usable = !strbuf_read_file(&boot, "/proc/sys/kernel/random/boot_id", 128) &&
+		      boot.len && !tally_cache_open(&c, true);
 	if (usable) {
 		strbuf_addf(&tag, "boot %s", boot.buf);
 		strbuf_addf(&tag, "kernel %s\n%s", kid[0] ? kid : "-", modules ? modules : "");
 		int fd = tally_cache_open_file(&c, KCACHE_FILE, KCACHE_MAX);
-		if (fd >= 0 && !tally_kallsyms_load_fd(fd, tag.buf, out) && covered(*out, modules, addrs, n))
+		if (fd >= 0 && !tally_kallsyms_load_fd(fd, tag.buf, out) &&
+		    covered(*out, modules, addrs, n))
 			*from_cache = true;
 		if (fd >= 0)
 			close(fd);

@@ -155,7 +155,8 @@ static char *cgroup2_mount(void)
 		if (sscanf(line, "%*s %*s %*s %511s %511s", root, mnt) != 2)
 			continue;
 		const char *dash = strstr(line, " - ");
-		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) || strcmp(root, "/") || strchr(mnt, '\\'))
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) || strcmp(root, "/") ||
+		    strchr(mnt, '\\'))
 			continue;
 		found = xstrdup(mnt);
 	}
@@ -187,7 +188,8 @@ static void sweep_stale_cgroups(const char *dir)
 	while ((de = readdir(d))) {
 		int pid, child;
 		char end;
-		if (sscanf(de->d_name, "tally-%d-%d%c", &pid, &child, &end) != 2 || pid <= 0 || pid == (int)getpid())
+		if (sscanf(de->d_name, "tally-%d-%d%c", &pid, &child, &end) != 2 || pid <= 0 ||
+		    pid == (int)getpid())
 			continue;
 		if (kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
@@ -218,7 +220,8 @@ static bool child_cgroup(struct tally_recording *r)
 		if (l) {
 			l += 3;
 			size_t len = strcspn(l, "\n");
-			strbuf_addf(&dir, "%s%.*s", mnt, (int)len, (len == 1 && *l == '/') ? "" : l);
+			strbuf_addf(&dir, "%s%.*s", mnt, (int)len,
+				    (len == 1 && *l == '/') ? "" : l);
 			sweep_stale_cgroups(dir.buf);
 			strbuf_addf(&dir, "/tally-%d-%d", (int)getpid(), (int)r->child);
 			if (mkdir(dir.buf, 0755) == 0) {
@@ -261,7 +264,8 @@ static void child_cgroup_remove(struct tally_recording *r)
 		if (strbuf_read_file(&procs, path, 1 << 20) != 0)
 			break;
 		char parent[4200];
-		snprintf(parent, sizeof(parent), "%.*s/cgroup.procs", (int)(slash - r->cgroup), r->cgroup);
+		snprintf(parent, sizeof(parent), "%.*s/cgroup.procs", (int)(slash - r->cgroup),
+			 r->cgroup);
 		for (char *l = procs.buf, *nl; l && *l; l = nl) {
 			nl = strchr(l, '\n');
 			if (nl)
@@ -278,14 +282,16 @@ static void child_cgroup_remove(struct tally_recording *r)
 
 static int shell_code(int status)
 {
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status)
+				 : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 int tally_recording_new(struct tally_recording **out, const struct tally_recording_opts *o)
 {
 	*out = NULL;
 	if (!o->smp || !o->smp->nev)
-		return tally_seterr(-EINVAL, "no sampling settings for the recording (resolve them first)");
+		return tally_seterr(-EINVAL,
+				    "no sampling settings for the recording (resolve them first)");
 	if (o->target == TALLY_TARGET_CHILD && (!o->argv || !o->argv[0] || !o->argv[0][0]))
 		return tally_seterr(-EINVAL, "nothing to run: give a command");
 	if (o->target == TALLY_TARGET_PIDS && (!o->pids || !o->npids))
@@ -397,7 +403,8 @@ int tally_recording_start(struct tally_recording *r)
 	if (r->child > 0) {
 		char b = 1;
 		if (write(r->go_fd, &b, 1) != 1) {
-			ret = tally_seterr(-errno, "cannot start '%s': %s", r->argv0, strerror(errno));
+			ret = tally_seterr(-errno, "cannot start '%s': %s", r->argv0,
+					   strerror(errno));
 			r->end = TALLY_RECORDING_FAILED;
 			return ret;
 		}
@@ -437,7 +444,8 @@ static void identify(struct tally_recording *r)
 		tally_agg_identify_new(&r->agg);
 	/* programs whose processes made JIT code: the exec watch tells of their starts */
 	for (size_t i = 0; i < r->agg.njit_programs; i++)
-		tally_collector_watch_program(r->col, r->agg.jit_programs[i].dev, r->agg.jit_programs[i].ino,
+		tally_collector_watch_program(r->col, r->agg.jit_programs[i].dev,
+					      r->agg.jit_programs[i].ino,
 					      r->agg.jit_programs[i].gen);
 	r->agg.njit_programs = 0;
 }
@@ -490,7 +498,8 @@ static void cache_fill(struct tally_recording *r)
 		if (im->foreign_ns && im->pid > 0)
 			strbuf_addf(&src, "/proc/%d/root", im->pid);
 		strbuf_addstr(&src, im->path);
-		tally_cache_filler_image(r->filler, im->id_kind, im->id, src.buf, im->path, im->maj, im->min, im->ino);
+		tally_cache_filler_image(r->filler, im->id_kind, im->id, src.buf, im->path, im->maj,
+					 im->min, im->ino);
 	}
 	strbuf_release(&src);
 }

@@ -33,7 +33,8 @@ static int vdso_bytes(const void **p, size_t *len)
 }
 
 /* The database's description of aggregate image i (strings borrowed or in *own). */
-static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, const char *kernel_id)
+static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d,
+		     const char *kernel_id)
 {
 	struct tally_image *im = &a->images[i];
 	char hex[32];
@@ -75,8 +76,10 @@ static void identify(struct tally_agg *a, uint32_t i, struct tally_db_image *d, 
 		d->path = xstrdup(im->path);
 		/* the copies' contents identify the image: a map alone hashes as it always did */
 		snprintf(hex, sizeof(hex), "%016" PRIx64,
-			 im->jd_text ? XXH64(im->jd_text, im->jd_text_len, XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0))
-				     : XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
+			 im->jd_text
+				 ? XXH64(im->jd_text, im->jd_text_len,
+					 XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0))
+				 : XXH64(im->jit_map ? im->jit_map : "", im->jit_map_len, 0));
 		d->id = xstrdup(hex);
 		d->id_kind = xstrdup("xxh64");
 		d->kind = xstrdup("jit");
@@ -127,8 +130,8 @@ void tally_ksym_cache_release(struct tally_ksym_cache *kc)
  * one (read again when the modules changed), else for this write alone
  * (tally_kernel_symbols_for: the build-id cache's copy, or /proc/kallsyms).
  * Loading or unloading a module moves symbols: kc's table is then read again. */
-static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *kc, uint64_t *addrs, size_t n,
-			  const char *modules)
+static int kernel_symbols(struct tally_db_builder *b, struct tally_ksym_cache *kc, uint64_t *addrs,
+			  size_t n, const char *modules)
 {
 	struct tally_kallsyms *once = NULL;
 	if (!kc) {
@@ -167,7 +170,8 @@ static char *read_modules(void)
 	strbuf_addstr(&out, "# name size address build-id\n");
 	if (strbuf_read_file(&mods, "/proc/modules", 0) == 0) {
 		char *save = NULL;
-		for (char *l = strtok_r(mods.buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		for (char *l = strtok_r(mods.buf, "\n", &save); l;
+		     l = strtok_r(NULL, "\n", &save)) {
 			char name[128], addr[32], id[160];
 			unsigned long size;
 			if (sscanf(l, "%127s %lu %*s %*s %*s %31s", name, &size, addr) != 3)
@@ -224,7 +228,8 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 			continue;
 		struct tally_db_image d;
 		identify(a, (uint32_t)i, &d, kernel_id);
-		/* the same file reached through two keys (kernel build-id, /proc maps) is one image */
+		/* the same file reached through two keys (kernel build-id, /proc maps) is one image
+		 */
 		canon[i] = tally_db_builder_image(b, &d);
 		tally_db_image_release(&d);
 	}
@@ -235,7 +240,9 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 		char v[16];
 		size_t n = strnlen(a->comms[i], sizeof(v) - 1);
 		for (size_t k = 0; k < n; k++) /* a label value holds no control character */
-			v[k] = (unsigned char)a->comms[i][k] < 0x20 || a->comms[i][k] == 0x7f ? '?' : a->comms[i][k];
+			v[k] = (unsigned char)a->comms[i][k] < 0x20 || a->comms[i][k] == 0x7f
+				       ? '?'
+				       : a->comms[i][k];
 		v[n] = '\0';
 		struct tally_label l = { (char *)"comm", v };
 		struct tally_labelset set = { &l, 1 };
@@ -252,11 +259,13 @@ int tally_db_from_agg(struct tally_db *out, struct tally_agg *a, const struct ta
 		uint32_t lab = a->rows[r].comm <= a->ncomms ? comm_label[a->rows[r].comm] : 0;
 		/* what each count weighs: the periods of its samples (tally_rec.weight) */
 		const uint64_t *w = &a->weights[r * (size_t)ne];
-		tally_db_builder_entry_w(b, canon[leaf->image], a->rows[r].pid, lab, leaf->offset, c, w);
+		tally_db_builder_entry_w(b, canon[leaf->image], a->rows[r].pid, lab, leaf->offset,
+					 c, w);
 		if (stacks) {
 			GROW(fr, afr, st->len);
 			for (uint32_t f = 0; f < st->len; f++) {
-				const struct tally_frame *x = &a->frames[a->stack_frames[st->first + f]];
+				const struct tally_frame *x =
+					&a->frames[a->stack_frames[st->first + f]];
 				fr[f] = (struct tally_frame){ canon[x->image], x->offset };
 			}
 			tally_db_builder_stack_w(b, a->rows[r].pid, lab, fr, st->len, c, w);
@@ -319,8 +328,8 @@ static bool live_task_eq(const void *ctx, uint32_t i, const void *key)
 	return db->tasks[i].pid == *(const int *)key;
 }
 
-int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a, const struct tally_meta *session,
-			  struct tally_ksym_cache *kc)
+int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a,
+			   const struct tally_meta *session, struct tally_ksym_cache *kc)
 {
 	int r = tally_db_from_agg(out, a, session, kc);
 	if (r)
@@ -330,7 +339,8 @@ int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a, const stru
 	/* the live processes with samples: the task list has only those that exited */
 	struct tally_hidx have = { 0 };
 	for (size_t i = 0; i < out->ntasks; i++)
-		tally_hidx_put(&have, tally_hash_u64((uint64_t)(uint32_t)out->tasks[i].pid), (uint32_t)i);
+		tally_hidx_put(&have, tally_hash_u64((uint64_t)(uint32_t)out->tasks[i].pid),
+			       (uint32_t)i);
 	size_t cap = out->ntasks;
 	for (size_t i = 0; i < a->nrows; i++) {
 		int pid = a->rows[i].pid;
@@ -341,7 +351,8 @@ int tally_db_from_agg_live(struct tally_db *out, struct tally_agg *a, const stru
 		if (!p)
 			continue;
 		GROW(out->tasks, cap, out->ntasks + 1);
-		out->tasks[out->ntasks] = (struct tally_db_task){ pid, xstrdup(p->comm), xstrdup(p->exe ? p->exe : "") };
+		out->tasks[out->ntasks] = (struct tally_db_task){ pid, xstrdup(p->comm),
+								  xstrdup(p->exe ? p->exe : "") };
 		tally_hidx_put(&have, h, (uint32_t)out->ntasks++);
 	}
 	tally_hidx_release(&have);

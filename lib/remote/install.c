@@ -44,11 +44,13 @@ static char *interp_of_self(void)
 	if (e && elf_getphdrnum(e, &nph) == 0) {
 		for (size_t k = 0; k < nph && !found; k++) {
 			GElf_Phdr ph;
-			if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_INTERP || ph.p_filesz < 2 || ph.p_filesz >= PATH_MAX)
+			if (!gelf_getphdr(e, (int)k, &ph) || ph.p_type != PT_INTERP ||
+			    ph.p_filesz < 2 || ph.p_filesz >= PATH_MAX)
 				continue;
 			size_t n = 0;
 			const char *raw = elf_rawfile(e, &n);
-			if (raw && ph.p_offset <= n && ph.p_filesz <= n - ph.p_offset && raw[ph.p_offset] == '/')
+			if (raw && ph.p_offset <= n && ph.p_filesz <= n - ph.p_offset &&
+			    raw[ph.p_offset] == '/')
 				found = xstrndup(raw + ph.p_offset, ph.p_filesz);
 		}
 	}
@@ -77,7 +79,10 @@ static int tar_add(struct archive *a, const char *name, const void *data, size_t
 	archive_entry_set_size(e, (la_int64_t)n);
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, mode);
-	int r = archive_write_header(a, e) == ARCHIVE_OK && (!n || archive_write_data(a, data, n) == (la_ssize_t)n) ? 0 : -EIO;
+	int r = archive_write_header(a, e) == ARCHIVE_OK &&
+				(!n || archive_write_data(a, data, n) == (la_ssize_t)n)
+			? 0
+			: -EIO;
 	archive_entry_free(e);
 	return r;
 }
@@ -87,7 +92,8 @@ static int tar_add_file(struct archive *a, const char *name, const char *path)
 	struct strbuf sb = STRBUF_INIT;
 	int r = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, (uint64_t)1 << 30);
 	if (!r && tar_add(a, name, sb.buf ? sb.buf : "", sb.len, 0700))
-		r = tally_seterr(-EIO, "cannot pack '%s' for the hosts: %s", path, archive_error_string(a));
+		r = tally_seterr(-EIO, "cannot pack '%s' for the hosts: %s", path,
+				 archive_error_string(a));
 	strbuf_release(&sb);
 	return r;
 }
@@ -104,7 +110,8 @@ static int make_bundle(struct strbuf *out)
 	struct archive *a = archive_write_new();
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
 	    archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
-		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s",
+				 archive_error_string(a));
 	if (!r)
 		r = tar_add_file(a, "tally.bin", "/proc/self/exe");
 	bool have_interp = false;
@@ -129,18 +136,24 @@ static int make_bundle(struct strbuf *out)
 		strbuf_release(&name);
 	}
 	if (!r && !interp)
-		r = tally_seterr(-ENOEXEC, "cannot pack tally for the hosts: the running executable names no ELF interpreter");
+		r = tally_seterr(
+			-ENOEXEC,
+			"cannot pack tally for the hosts: the running executable names no ELF interpreter");
 	if (!r) {
 		struct strbuf sh = STRBUF_INIT;
 		/* the loader and libraries of this machine, whatever the host has */
-		strbuf_addf(&sh, "#!/bin/sh\nd=$(dirname \"$0\")\nexec \"$d/lib/%s\" --library-path \"$d/lib\" \"$d/tally.bin\" \"$@\"\n",
-			    tally_basename(interp));
+		strbuf_addf(
+			&sh,
+			"#!/bin/sh\nd=$(dirname \"$0\")\nexec \"$d/lib/%s\" --library-path \"$d/lib\" \"$d/tally.bin\" \"$@\"\n",
+			tally_basename(interp));
 		if (tar_add(a, "tally", sh.buf, sh.len, 0700))
-			r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+			r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s",
+					 archive_error_string(a));
 		strbuf_release(&sh);
 	}
 	if (archive_write_close(a) != ARCHIVE_OK && !r)
-		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s", archive_error_string(a));
+		r = tally_seterr(-EIO, "cannot pack tally for the hosts: %s",
+				 archive_error_string(a));
 	archive_write_free(a);
 	for (size_t i = 0; i < o.n; i++)
 		free(o.v[i]);
@@ -191,8 +204,10 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 	snprintf(want, sizeof(want), "tally %s", TALLY_VERSION);
 	if (strcmp(f.arch, u.machine)) {
 		char q[TALLY_EXCERPT_SIZE];
-		ret = tally_seterr(-ENOEXEC, "host '%s' is %s, and this tally is built for %s (install a tally built for it)",
-				   r->host, tally_excerpt(q, f.arch), u.machine);
+		ret = tally_seterr(
+			-ENOEXEC,
+			"host '%s' is %s, and this tally is built for %s (install a tally built for it)",
+			r->host, tally_excerpt(q, f.arch), u.machine);
 	} else if (f.tally && !strcmp(f.tally, want)) {
 		ret = 0; /* a working one of this version: it answered */
 	} else {
@@ -200,10 +215,14 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 		ret = make_bundle(&bundle);
 		if (!ret) {
 			char *dir = tally_remote_dir(r);
-			char *words[] = { "sh", "-c", (char *)install_sh, "sh", (char *)rmt_root_of(r), dir, want, NULL };
+			char *words[] = {
+				"sh", "-c", (char *)install_sh, "sh", (char *)rmt_root_of(r), dir,
+				want, NULL
+			};
 			struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 			int status;
-			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err, &status);
+			ret = tally_remote_run(r, words, bundle.buf, bundle.len, &out, 4096, &err,
+					       &status);
 			if (!ret && status == 3) {
 				ret = rmt_root_refused(r, &err);
 			} else if (!ret && status) {
@@ -214,8 +233,10 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 				if (!out.buf || strcmp(out.buf, want)) {
 					char q[LAST_LINE_SIZE];
 					rmt_last_line(&err, q);
-					ret = tally_seterr(-ENOEXEC, "host '%s': the tally installed in '%s' does not run (%s)", r->host, dir,
-							   q[0] ? q : "no version printed");
+					ret = tally_seterr(
+						-ENOEXEC,
+						"host '%s': the tally installed in '%s' does not run (%s)",
+						r->host, dir, q[0] ? q : "no version printed");
 				} else {
 					*installed = true;
 					if (bytes)
@@ -236,7 +257,8 @@ int tally_remote_install(const struct tally_remote *r, bool *installed, size_t *
 
 /* dir (a plugin's directory) into the tar as NAME/...: regular files (links
  * to them followed) and directories, at most 16 deep and max bytes in all. */
-static int tar_add_tree(struct archive *a, const char *name, const char *dir, int depth, size_t *left)
+static int tar_add_tree(struct archive *a, const char *name, const char *dir, int depth,
+			size_t *left)
 {
 	if (depth > 16)
 		return tally_seterr(-ELOOP, "'%s' is more than 16 directories deep", dir);
@@ -244,7 +266,9 @@ static int tar_add_tree(struct archive *a, const char *name, const char *dir, in
 	archive_entry_set_pathname(e, name);
 	archive_entry_set_filetype(e, AE_IFDIR);
 	archive_entry_set_perm(e, 0700);
-	int r = archive_write_header(a, e) == ARCHIVE_OK ? 0 : tally_seterr(-EIO, "cannot pack '%s': %s", dir, archive_error_string(a));
+	int r = archive_write_header(a, e) == ARCHIVE_OK
+			? 0
+			: tally_seterr(-EIO, "cannot pack '%s': %s", dir, archive_error_string(a));
 	archive_entry_free(e);
 	DIR *d = r ? NULL : opendir(dir);
 	if (!r && !d)
@@ -263,8 +287,10 @@ static int tar_add_tree(struct archive *a, const char *name, const char *dir, in
 			r = tally_read_regular(&data, AT_FDCWD, path.buf, TALLY_OPEN_FOLLOW, *left);
 			if (!r) {
 				*left -= data.len;
-				if (tar_add(a, sub.buf, data.buf ? data.buf : "", data.len, st.st_mode & 0100 ? 0700 : 0600))
-					r = tally_seterr(-EIO, "cannot pack '%s': %s", path.buf, archive_error_string(a));
+				if (tar_add(a, sub.buf, data.buf ? data.buf : "", data.len,
+					    st.st_mode & 0100 ? 0700 : 0600))
+					r = tally_seterr(-EIO, "cannot pack '%s': %s", path.buf,
+							 archive_error_string(a));
 			}
 			strbuf_release(&data);
 		}
@@ -276,14 +302,17 @@ static int tar_add_tree(struct archive *a, const char *name, const char *dir, in
 	return r;
 }
 
-static const char unpack_sh[] = "umask 077; mkdir -p -m 700 -- \"$1\" && exec tar -x -f - -C \"$1\"";
+static const char unpack_sh[] =
+	"umask 077; mkdir -p -m 700 -- \"$1\" && exec tar -x -f - -C \"$1\"";
 
-int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names, size_t n, const char *rdir)
+int tally_remote_send_dirs(const struct tally_remote *r, char *const *dirs, char *const *names,
+			   size_t n, const char *rdir)
 {
 	struct tarbuf t = { STRBUF_INIT };
 	struct archive *a = archive_write_new();
 	int ret = 0;
-	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open(a, &t, NULL, tar_write_cb, NULL) != ARCHIVE_OK)
 		ret = tally_seterr(-EIO, "cannot pack the profilers: %s", archive_error_string(a));
 	size_t left = (size_t)64 << 20;
 	for (size_t i = 0; i < n && !ret; i++)

@@ -38,8 +38,10 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 	for (const char *p = sizes; *p; p++)
 		lines += *p == '\n';
 	if (lines > TALLY_PULL_MAX_FILES)
-		return tally_seterr(-EFBIG, "%s: its listing has more than %d files (refused before any is read)", what,
-				    TALLY_PULL_MAX_FILES);
+		return tally_seterr(
+			-EFBIG,
+			"%s: its listing has more than %d files (refused before any is read)", what,
+			TALLY_PULL_MAX_FILES);
 	L->v = xcalloc(lines + 1, sizeof(*L->v));
 	char q[QNAME_SIZE];
 	for (const char *p = sizes; *p;) {
@@ -51,8 +53,9 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 		struct lent *l = &L->v[L->n];
 		if (!num || num > 18 || num + 1 >= len || p[num] != ' ' || !e) {
 			char *line = xstrndup(p, len);
-			int r = tally_seterr(-EPROTO, "%s: its listing has a line that is not 'SIZE NAME': '%s'", what,
-					     rmt_qname(q, line));
+			int r = tally_seterr(
+				-EPROTO, "%s: its listing has a line that is not 'SIZE NAME': '%s'",
+				what, rmt_qname(q, line));
 			free(line);
 			return r;
 		}
@@ -66,7 +69,8 @@ static int listing_parse(struct listing *L, const char *sizes, const char *what)
 	for (size_t i = 1; i < L->n; i++)
 		if (!lent_cmp(&L->v[i - 1], &L->v[i])) {
 			char *name = xstrndup(L->v[i].name, L->v[i].len);
-			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what, rmt_qname(q, name));
+			int r = tally_seterr(-EPROTO, "%s: its listing names '%s' twice", what,
+					     rmt_qname(q, name));
 			free(name);
 			return r;
 		}
@@ -108,8 +112,8 @@ static int mkdirs(const char *base, const char *rel)
 	return dfd;
 }
 
-int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes, const char *what,
-		       size_t *files, uint64_t *bytes)
+int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char *sizes,
+		       const char *what, size_t *files, uint64_t *bytes)
 {
 	*files = 0;
 	*bytes = 0;
@@ -134,7 +138,8 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		if (k == ARCHIVE_EOF)
 			break;
 		if (k != ARCHIVE_OK) {
-			ret = tally_seterr(-EIO, "%s: a damaged tar stream: %s", what, archive_error_string(a));
+			ret = tally_seterr(-EIO, "%s: a damaged tar stream: %s", what,
+					   archive_error_string(a));
 			break;
 		}
 		const char *name = archive_entry_pathname(e);
@@ -152,38 +157,52 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 		/* at most 1 KiB: the pulled tree stays within PATH_MAX under any
 		 * results directory, for every tool that removes or reads it by path */
 		if (!tally_relpath_ok(n, 1024)) {
-			ret = tally_seterr(-EPERM, "%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)", what,
-					   rmt_qname(q, name), ldir);
+			ret = tally_seterr(
+				-EPERM,
+				"%s: refused '%s': a name that leads out of '%s' (absolute, with '..', or over 1 KiB)",
+				what, rmt_qname(q, name), ldir);
 		} else if (type == AE_IFDIR) {
 			int d = mkdirs(ldir, n);
 			if (d < 0)
-				ret = tally_seterr(d, "%s: cannot make '%s' in '%s': %s (a link in the way?)", what, rmt_qname(q, n),
-						   ldir, strerror(-d));
+				ret = tally_seterr(
+					d, "%s: cannot make '%s' in '%s': %s (a link in the way?)",
+					what, rmt_qname(q, n), ldir, strerror(-d));
 			else
 				close(d);
 		} else if (type != AE_IFREG) {
-			ret = tally_seterr(-EPERM, "%s: refused '%s': %s, not a regular file or a directory", what,
-					   rmt_qname(q, n),
-					   type == AE_IFLNK ? "a symbolic link" : archive_entry_hardlink(e) ? "a hard link" : "a special file");
+			ret = tally_seterr(
+				-EPERM, "%s: refused '%s': %s, not a regular file or a directory",
+				what, rmt_qname(q, n),
+				type == AE_IFLNK            ? "a symbolic link"
+				: archive_entry_hardlink(e) ? "a hard link"
+							    : "a special file");
 		} else {
 			/* what the stream declares, checked against the listing before
 			 * anything is created for it: a member is never larger than
 			 * the host said (a sparse one is all holes here) */
 			struct lent *l = sizes ? listing_find(&L, n) : NULL;
-			long long declared = archive_entry_size_is_set(e) ? (long long)archive_entry_size(e) : -1;
+			long long declared = archive_entry_size_is_set(e)
+						     ? (long long)archive_entry_size(e)
+						     : -1;
 			long long want = sizes ? (l ? l->size : -1) : declared;
 			int fd = -1, dfd = -1;
 			const char *base = n;
 			if (sizes && !l) {
-				ret = tally_seterr(-EPROTO, "%s: '%s' came, but the host's listing has no such file", what,
-						   rmt_qname(q, n));
+				ret = tally_seterr(
+					-EPROTO,
+					"%s: '%s' came, but the host's listing has no such file",
+					what, rmt_qname(q, n));
 			} else if (l && l->came) {
-				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what, rmt_qname(q, n));
+				ret = tally_seterr(-EPROTO, "%s: '%s' came twice", what,
+						   rmt_qname(q, n));
 			} else if (want < 0 || declared != want) {
-				ret = tally_seterr(-EFBIG, "%s: refused '%s': the stream declares %lld bytes and the host listed %lld (nothing written)",
-						   what, rmt_qname(q, n), declared, want);
+				ret = tally_seterr(
+					-EFBIG,
+					"%s: refused '%s': the stream declares %lld bytes and the host listed %lld (nothing written)",
+					what, rmt_qname(q, n), declared, want);
 			} else if ((uint64_t)want > PULL_MAX - *bytes) {
-				ret = tally_seterr(-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
+				ret = tally_seterr(
+					-EFBIG, "%s: more than 4 GiB of results (stopped)", what);
 			} else {
 				if (l)
 					l->came = true;
@@ -198,11 +217,16 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 						dfd = -errno;
 				}
 				base = slash ? slash + 1 : n;
-				fd = dfd < 0 ? dfd : openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+				fd = dfd < 0 ? dfd
+					     : openat(dfd, base,
+						      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+							      O_CLOEXEC,
+						      0600);
 				if (dfd >= 0 && fd < 0)
 					fd = -errno;
 				if (fd < 0)
-					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s", what, rmt_qname(q, n), ldir,
+					ret = tally_seterr(fd, "%s: cannot write '%s' in '%s': %s",
+							   what, rmt_qname(q, n), ldir,
 							   strerror(-fd));
 			}
 			if (!ret) {
@@ -213,28 +237,38 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 					if (m == 0)
 						break;
 					if (m < 0) {
-						ret = tally_seterr(-EIO, "%s: '%s' is cut short: %s", what, rmt_qname(q, n),
-								   archive_error_string(a));
+						ret = tally_seterr(
+							-EIO, "%s: '%s' is cut short: %s", what,
+							rmt_qname(q, n), archive_error_string(a));
 						break;
 					}
 					if ((uint64_t)m > (uint64_t)want - got) {
-						ret = tally_seterr(-EFBIG, "%s: refused '%s': more than the %lld bytes the host listed", what,
-								   rmt_qname(q, n), want);
+						ret = tally_seterr(
+							-EFBIG,
+							"%s: refused '%s': more than the %lld bytes the host listed",
+							what, rmt_qname(q, n), want);
 						break;
 					}
 					if (tally_write_all(fd, buf, (size_t)m)) {
-						ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
+						ret = tally_seterr(-errno,
+								   "cannot write '%s/%s': %s", ldir,
+								   n, strerror(errno));
 						break;
 					}
 					got += (uint64_t)m;
 				}
 				if (close(fd) < 0 && !ret)
-					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir, n, strerror(errno));
+					ret = tally_seterr(-errno, "cannot write '%s/%s': %s", ldir,
+							   n, strerror(errno));
 				if (!ret && got != (uint64_t)want)
-					ret = tally_seterr(-EIO, "%s: '%s' has %llu bytes here and %lld on the host", what,
-							   rmt_qname(q, n), (unsigned long long)got, want);
+					ret = tally_seterr(
+						-EIO,
+						"%s: '%s' has %llu bytes here and %lld on the host",
+						what, rmt_qname(q, n), (unsigned long long)got,
+						want);
 				if (ret)
-					unlinkat(dfd, base, 0); /* nothing of a refused member stays */
+					/* nothing of a refused member stays */
+					unlinkat(dfd, base, 0);
 				else {
 					(*files)++;
 					*bytes += got;
@@ -250,8 +284,10 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 	for (size_t i = 0; !ret && i < L.n; i++)
 		if (!L.v[i].came) {
 			char *name = xstrndup(L.v[i].name, L.v[i].len);
-			ret = tally_seterr(-EIO, "%s: %zu files came of the %zu the host listed ('%s' did not)", what, *files, L.n,
-					   rmt_qname(q, name));
+			ret = tally_seterr(
+				-EIO,
+				"%s: %zu files came of the %zu the host listed ('%s' did not)",
+				what, *files, L.n, rmt_qname(q, name));
 			free(name);
 		}
 	free(L.v);
@@ -263,7 +299,8 @@ int tally_remote_untar(const void *tar, size_t len, const char *ldir, const char
 static const char list_sh[] = "cd \"$1\" || exit 3; find . -type f -printf '%s %P\\n'";
 static const char tar_sh[] = "cd \"$1\" || exit 3; exec tar -c -f - --no-xattrs --no-acls .";
 
-int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir, size_t *files, uint64_t *bytes)
+int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char *ldir,
+		      size_t *files, uint64_t *bytes)
 {
 	*files = 0;
 	*bytes = 0;
@@ -283,7 +320,8 @@ int tally_remote_pull(const struct tally_remote *r, const char *rdir, const char
 	if (!ret) {
 		struct strbuf what = STRBUF_INIT;
 		strbuf_addf(&what, "host '%s'", r->host);
-		ret = tally_remote_untar(tar.buf ? tar.buf : "", tar.len, ldir, list.buf ? list.buf : "", what.buf, files, bytes);
+		ret = tally_remote_untar(tar.buf ? tar.buf : "", tar.len, ldir,
+					 list.buf ? list.buf : "", what.buf, files, bytes);
 		strbuf_release(&what);
 	}
 	strbuf_release(&list);

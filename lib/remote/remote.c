@@ -34,17 +34,18 @@ void tally_sh_quote(struct strbuf *out, const char *s)
 int tally_remote_host_ok(const char *host)
 {
 	size_t n = strlen(host);
-	bool ok = n && n <= TALLY_HOST_NAME_MAX && host[0] != '.' && host[0] != '-' && strcmp(host, "all-hosts.db") &&
-		  strcmp(host, "all-hosts.txt");
+	bool ok = n && n <= TALLY_HOST_NAME_MAX && host[0] != '.' && host[0] != '-' &&
+		  strcmp(host, "all-hosts.db") && strcmp(host, "all-hosts.txt");
 	for (size_t i = 0; ok && i < n; i++)
 		ok = (unsigned char)host[i] > 0x20 && host[i] != 0x7f && host[i] != '/';
 	if (ok)
 		return 0;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL,
-			    "host name '%s' cannot name its directory of results (1 to %d bytes, no '/', blank or control character, "
-			    "not beginning with '.' or '-', not all-hosts.db or all-hosts.txt)",
-			    tally_excerpt(q, host), TALLY_HOST_NAME_MAX);
+	return tally_seterr(
+		-EINVAL,
+		"host name '%s' cannot name its directory of results (1 to %d bytes, no '/', blank or control character, "
+		"not beginning with '.' or '-', not all-hosts.db or all-hosts.txt)",
+		tally_excerpt(q, host), TALLY_HOST_NAME_MAX);
 }
 
 int tally_remote_hosts_check(char *const *hosts, size_t n)
@@ -56,8 +57,10 @@ int tally_remote_hosts_check(char *const *hosts, size_t n)
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(hosts[k], hosts[i])) {
 				char q[TALLY_EXCERPT_SIZE];
-				return tally_seterr(-EINVAL, "host '%s' is named twice (--host and 'hosts' lines name each host once)",
-						    tally_excerpt(q, hosts[i]));
+				return tally_seterr(
+					-EINVAL,
+					"host '%s' is named twice (--host and 'hosts' lines name each host once)",
+					tally_excerpt(q, hosts[i]));
 			}
 	}
 	return 0;
@@ -152,7 +155,8 @@ void rmt_last_line(const struct strbuf *err, char q[LAST_LINE_SIZE])
 {
 	const char *t = err->buf ? err->buf : "";
 	size_t len = err->len;
-	while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' || t[len - 1] == '\t'))
+	while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ' ||
+		       t[len - 1] == '\t'))
 		len--;
 	size_t start = len;
 	while (start && t[start - 1] != '\n')
@@ -247,7 +251,9 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
-			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			ret = tally_seterr(-ETIMEDOUT,
+					   "host '%s': no answer within %.0f s (ssh killed)",
+					   r->host, limit);
 			break;
 		}
 		int k = poll(p, (nfds_t)np, (int)(left * 1000) + 1);
@@ -313,7 +319,8 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 	if (!ret && over) {
 		char m[32];
 		tally_format_size(max, m, sizeof(m));
-		ret = tally_seterr(-EFBIG, "host '%s': its answer is larger than %s (stopped)", r->host, m);
+		ret = tally_seterr(-EFBIG, "host '%s': its answer is larger than %s (stopped)",
+				   r->host, m);
 	}
 	if (!ret)
 		*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -322,15 +329,18 @@ int tally_remote_run(const struct tally_remote *r, char *const words[], const vo
 }
 
 /* An error for a command that ran and failed: ssh's 255 is the connection. */
-int rmt_run_failed(const struct tally_remote *r, const char *doing, int status, const struct strbuf *err)
+int rmt_run_failed(const struct tally_remote *r, const char *doing, int status,
+		   const struct strbuf *err)
 {
 	char q[LAST_LINE_SIZE];
 	rmt_last_line(err, q);
 	if (status == 255)
-		return tally_seterr(-EHOSTUNREACH, "host '%s': cannot connect (%s)%s", r->host, q[0] ? q : "ssh exited 255",
-				    getenv("TALLY_SSH") ? "" : "; set TALLY_SSH for another ssh command line");
-	return tally_seterr(-EIO, "host '%s': %s failed (exit %d)%s%s%s", r->host, doing, status, q[0] ? ": '" : "", q,
-			    q[0] ? "'" : "");
+		return tally_seterr(
+			-EHOSTUNREACH, "host '%s': cannot connect (%s)%s", r->host,
+			q[0] ? q : "ssh exited 255",
+			getenv("TALLY_SSH") ? "" : "; set TALLY_SSH for another ssh command line");
+	return tally_seterr(-EIO, "host '%s': %s failed (exit %d)%s%s%s", r->host, doing, status,
+			    q[0] ? ": '" : "", q, q[0] ? "'" : "");
 }
 
 const char *rmt_root_of(const struct tally_remote *r)
@@ -350,8 +360,10 @@ int rmt_root_refused(const struct tally_remote *r, const struct strbuf *err)
 {
 	char q[LAST_LINE_SIZE];
 	rmt_last_line(err, q);
-	return tally_seterr(-EPERM, "host '%s': %s (tally needs a private directory there: choose another root)", r->host,
-			    q[0] ? q : "its root is not private");
+	return tally_seterr(
+		-EPERM,
+		"host '%s': %s (tally needs a private directory there: choose another root)",
+		r->host, q[0] ? q : "its root is not private");
 }
 
 void tally_remote_facts_release(struct tally_remote_facts *f)
@@ -365,12 +377,12 @@ void tally_remote_facts_release(struct tally_remote_facts *f)
 /* The probe's script: its arguments are data ($1 the root, $2 the private
  * directory). tally there is run only once the root is checked. */
 static const char probe_sh[] = ROOT_CHECK_SH
-			       "chk \"$1\" \"$2\"; "
-			       "uname -m; "
-			       "cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
-			       "date +%s.%N; "
-			       "if [ -x \"$2/tally\" ]; then \"$2/tally\" --version 2>/dev/null | head -n 1; fi; "
-			       "echo end";
+	"chk \"$1\" \"$2\"; "
+	"uname -m; "
+	"cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo -; "
+	"date +%s.%N; "
+	"if [ -x \"$2/tally\" ]; then \"$2/tally\" --version 2>/dev/null | head -n 1; fi; "
+	"echo end";
 
 static char *next_line(char **cur)
 {
@@ -390,7 +402,8 @@ static char *next_line(char **cur)
 static bool word_ok(const char *s, size_t max)
 {
 	size_t n = strlen(s);
-	return n && n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+	return n && n <= max &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
 static bool uuid_ok(const char *s)
@@ -398,7 +411,8 @@ static bool uuid_ok(const char *s)
 	if (strlen(s) != 36)
 		return false;
 	for (int i = 0; i < 36; i++)
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
+							    : !isxdigit((unsigned char)s[i]))
 			return false;
 	return true;
 }
@@ -412,7 +426,8 @@ static bool printable(const char *s, size_t max)
 	return n && n <= max;
 }
 
-int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt, struct tally_remote_facts *f)
+int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt,
+			     struct tally_remote_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	char q[TALLY_EXCERPT_SIZE];
@@ -426,7 +441,8 @@ int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt,
 	bool ok = n >= 4 && n <= 5 && !strcmp(l[n - 1], "end") && !*cur && word_ok(l[0], 64) &&
 		  (!strcmp(l[1], "-") || uuid_ok(l[1])) && (n == 4 || printable(l[3], 200));
 	if (ok) {
-		/* seconds, a '.' and nanoseconds; a date without %N (busybox) prints it, or N, after the '.' */
+		/* seconds, a '.' and nanoseconds; a date without %N (busybox) prints it, or N,
+		 * after the '.' */
 		size_t num = strspn(l[2], "0123456789.");
 		const char *rest = l[2] + num;
 		ok = num > 0 && num < 40 && (!*rest || !strcmp(rest, "%N") || !strcmp(rest, "N"));
@@ -440,7 +456,10 @@ int tally_remote_parse_probe(char *out, const char *host, double t0, double rtt,
 		}
 	}
 	if (!ok)
-		return tally_seterr(-EPROTO, "host '%s': the probe's answer is not what a Linux host says: '%s'", host, q);
+		return tally_seterr(
+			-EPROTO,
+			"host '%s': the probe's answer is not what a Linux host says: '%s'", host,
+			q);
 	f->arch = xstrdup(l[0]);
 	f->boot_id = xstrdup(l[1]);
 	f->rtt = rtt;
@@ -465,7 +484,8 @@ int tally_remote_probe(const struct tally_remote *r, struct tally_remote_facts *
 	else if (!ret && status)
 		ret = rmt_run_failed(r, "the probe", status, &err);
 	if (!ret)
-		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0, f);
+		ret = tally_remote_parse_probe(out.buf ? out.buf : (char *)"", r->host, t0, m1 - m0,
+					       f);
 	strbuf_release(&out);
 	strbuf_release(&err);
 	return ret;
@@ -517,14 +537,17 @@ static int clock_once(const struct tally_remote *r, double *remote, double *t0, 
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
-			ret = tally_seterr(-ETIMEDOUT, "host '%s': no answer within %.0f s (ssh killed)", r->host, limit);
+			ret = tally_seterr(-ETIMEDOUT,
+					   "host '%s': no answer within %.0f s (ssh killed)",
+					   r->host, limit);
 			break;
 		}
 		ssize_t n = read(pout[0], buf + len, sizeof(buf) - 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			ret = tally_seterr(-EIO, "host '%s': the clock's answer is cut short", r->host);
+			ret = tally_seterr(-EIO, "host '%s': the clock's answer is cut short",
+					   r->host);
 			break;
 		}
 		len += (size_t)n;
@@ -534,12 +557,17 @@ static int clock_once(const struct tally_remote *r, double *remote, double *t0, 
 			*nl = '\0';
 			if (stage == 0) {
 				if (strcmp(buf, "r")) {
-					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not what a Linux host says", r->host);
+					ret = tally_seterr(
+						-EPROTO,
+						"host '%s': the clock's answer is not what a Linux host says",
+						r->host);
 					break;
 				}
 				*t0 = tally_now_wall();
 				if (write(pin[1], "\n", 1) != 1)
-					ret = tally_seterr(-EIO, "host '%s': cannot send the clock's go", r->host);
+					ret = tally_seterr(-EIO,
+							   "host '%s': cannot send the clock's go",
+							   r->host);
 				stage = 1;
 			} else {
 				*t1 = tally_now_wall();
@@ -547,7 +575,10 @@ static int clock_once(const struct tally_remote *r, double *remote, double *t0, 
 				errno = 0;
 				*remote = strtod(buf, &e);
 				if (errno || *e || !isfinite(*remote) || *remote <= 0)
-					ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is not a time", r->host);
+					ret = tally_seterr(
+						-EPROTO,
+						"host '%s': the clock's answer is not a time",
+						r->host);
 				stage = 2;
 				break;
 			}
@@ -556,7 +587,8 @@ static int clock_once(const struct tally_remote *r, double *remote, double *t0, 
 			len -= used;
 		}
 		if (len >= sizeof(buf) - 1)
-			ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is too long", r->host);
+			ret = tally_seterr(-EPROTO, "host '%s': the clock's answer is too long",
+					   r->host);
 	}
 	close(pin[1]);
 	close(pout[0]);

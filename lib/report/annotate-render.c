@@ -35,7 +35,8 @@ static struct src *source(struct ctx *c, uint32_t file)
 	struct src *s = &c->srcs[file];
 	if (!s->tried) {
 		s->tried = true;
-		tally_annot_source(c->f->files[file], c->source_dirs, &s->text, &s->lines, &s->nlines, &s->found);
+		tally_annot_source(c->f->files[file], c->source_dirs, &s->text, &s->lines,
+				   &s->nlines, &s->found);
 	}
 	return s->found ? s : NULL;
 }
@@ -64,7 +65,8 @@ static void count_cols(const struct ctx *c, struct strbuf *out, uint64_t n, uint
 static void text_asm(struct ctx *c, struct strbuf *out)
 {
 	const struct tally_annot_func *f = c->f;
-	strbuf_addf(out, "%9s %8s  %-16s  %s\n", tally_view_heading(c->db, c->ev), "%", "address", "instruction  (source lines above their code)");
+	strbuf_addf(out, "%9s %8s  %-16s  %s\n", tally_view_heading(c->db, c->ev), "%", "address",
+		    "instruction  (source lines above their code)");
 	uint32_t last = TALLY_ANNOT_NONE - 1;
 	for (size_t i = 0; i < f->ninsns; i++) {
 		const struct tally_annot_insn *in = &f->insns[i];
@@ -73,8 +75,9 @@ static void text_asm(struct ctx *c, struct strbuf *out)
 			if (in->src != TALLY_ANNOT_NONE) {
 				const struct tally_annot_line *l = &f->lines[in->src];
 				const char *t = line_text(c, l->file, l->line);
-				strbuf_addf(out, "%18s  %s:%" PRIu32 "%s%s\n", "", tally_basename(f->files[l->file]), l->line, t ? "  " : "",
-					    t ? t : "");
+				strbuf_addf(out, "%18s  %s:%" PRIu32 "%s%s\n", "",
+					    tally_basename(f->files[l->file]), l->line,
+					    t ? "  " : "", t ? t : "");
 			} else {
 				strbuf_addf(out, "%18s  (no line information)\n", "");
 			}
@@ -84,20 +87,22 @@ static void text_asm(struct ctx *c, struct strbuf *out)
 	}
 }
 
-static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool want_asm, struct strbuf *out)
+static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool want_asm,
+		      struct strbuf *out)
 {
 	const struct tally_annot_func *f = c->f;
 	const struct tally_db_image *im = &db->images[f->image];
 	if (f->inlined) {
-		strbuf_addf(out, "# %s (inlined)  [%s]  %s, inlined into ", f->name, im->name, im->path[0] ? im->path : im->name);
+		strbuf_addf(out, "# %s (inlined)  [%s]  %s, inlined into ", f->name, im->name,
+			    im->path[0] ? im->path : im->name);
 		for (size_t i = 0; i < f->ninlined_into && i < 5; i++)
 			strbuf_addf(out, "%s%s", i ? ", " : "", f->inlined_into[i]);
 		if (f->ninlined_into > 5)
 			strbuf_addf(out, " and %zu more", f->ninlined_into - 5);
 		strbuf_addch(out, '\n');
 	} else {
-		strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n", f->name, im->name,
-			    im->path[0] ? im->path : im->name, f->addr, f->size);
+		strbuf_addf(out, "# %s  [%s]  %s, address 0x%" PRIx64 ", %" PRIu64 " bytes\n",
+			    f->name, im->name, im->path[0] ? im->path : im->name, f->addr, f->size);
 	}
 	strbuf_addf(out, "# %s: ", db->events[ev]);
 	tally_view_value_unit(out, db, ev, f->samples);
@@ -112,20 +117,24 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		strbuf_addf(out, "# no source lines: %s\n", f->line_note);
 		show_asm = true;
 	} else if (!main) {
-		strbuf_addf(out, "# source '%s' not found (point --source-dir at its tree); samples per line, then the disassembly\n",
-			    f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
+		strbuf_addf(
+			out,
+			"# source '%s' not found (point --source-dir at its tree); samples per line, then the disassembly\n",
+			f->main_file != TALLY_ANNOT_NONE ? f->files[f->main_file] : "?");
 		show_asm = true;
 	} else {
 		strbuf_addf(out, "# source: %s\n", main->found);
 	}
 	if (main && !want_asm) {
-		strbuf_addf(out, "%9s %8s  %5s  %s\n", tally_view_heading(db, ev), "%", "line", "source");
+		strbuf_addf(out, "%9s %8s  %5s  %s\n", tally_view_heading(db, ev), "%", "line",
+			    "source");
 		uint32_t lo = f->first_line ? f->first_line : 1, hi = f->last_line;
 		if (hi > main->nlines)
 			hi = (uint32_t)main->nlines;
 		for (uint32_t ln = lo; ln <= hi; ln++) {
 			uint32_t k = tally_annot_line_find(f, f->main_file, ln);
-			count_cols(c, out, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples, f->samples);
+			count_cols(c, out, k == TALLY_ANNOT_NONE ? 0 : f->lines[k].samples,
+				   f->samples);
 			strbuf_addf(out, "  %5" PRIu32 "  %s\n", ln, main->lines[ln - 1]);
 		}
 	}
@@ -138,11 +147,13 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 		const struct tally_annot_line *l = &f->lines[k];
 		if (!l->samples)
 			continue;
-		if (main && !want_asm && l->file == f->main_file && l->line >= f->first_line && l->line <= f->last_line &&
-		    l->line <= main->nlines)
+		if (main && !want_asm && l->file == f->main_file && l->line >= f->first_line &&
+		    l->line <= f->last_line && l->line <= main->nlines)
 			continue;
 		if (!head) {
-			strbuf_addf(out, "%s%9s %8s  %5s\n", main && !want_asm ? "# samples in other files (inlined code):\n" : "",
+			strbuf_addf(out, "%s%9s %8s  %5s\n",
+				    main && !want_asm ? "# samples in other files (inlined code):\n"
+						      : "",
 				    tally_view_heading(db, ev), "%", "line");
 			head = true;
 		}
@@ -157,12 +168,14 @@ static void text_func(struct ctx *c, const struct tally_db *db, int ev, bool wan
 	{
 		strbuf_addstr(out, "# ");
 		tally_view_value_unit(out, db, ev, f->no_line);
-		strbuf_addf(out, " (%.2f%%) at addresses without line information\n", pc(f->no_line, f->samples));
+		strbuf_addf(out, " (%.2f%%) at addresses without line information\n",
+			    pc(f->no_line, f->samples));
 	}
 	if (!show_asm)
 		return;
 	if (f->code_note || !f->ninsns) {
-		strbuf_addf(out, "# no disassembly: %s; samples per address:\n", f->code_note ? f->code_note : "no code");
+		strbuf_addf(out, "# no disassembly: %s; samples per address:\n",
+			    f->code_note ? f->code_note : "no code");
 		strbuf_addf(out, "%9s %8s  %s\n", tally_view_heading(db, ev), "%", "address");
 		for (size_t i = 0; i < f->npts; i++) {
 			count_cols(c, out, f->pt_samples[i], f->samples);
@@ -287,8 +300,8 @@ static void release_srcs(struct ctx *c)
 	c->srcs = NULL;
 }
 
-void tally_annotate_render(const struct tally_db *db, int ev, const struct tally_annot_func *funcs, size_t n,
-			   const struct tally_annotate_render_opts *o, struct strbuf *out)
+void tally_annotate_render(const struct tally_db *db, int ev, const struct tally_annot_func *funcs,
+			   size_t n, const struct tally_annotate_render_opts *o, struct strbuf *out)
 {
 	struct tally_json j;
 	tally_json_init(&j, out);
@@ -302,7 +315,8 @@ void tally_annotate_render(const struct tally_db *db, int ev, const struct tally
 		tally_json_karr(&j, "functions");
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct ctx c = { o->source_dirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)), &funcs[i], db, ev };
+		struct ctx c = { o->source_dirs, xcalloc(funcs[i].nfiles + 1, sizeof(struct src)),
+				 &funcs[i], db, ev };
 		if (o->json) {
 			json_func(&c, db, o->want_asm, &j);
 		} else {

@@ -44,7 +44,8 @@ static uint64_t raw_of(const struct tally_db *db, size_t i, int ev)
 
 static bool image_matches(const struct tally_db_image *im, const char *want)
 {
-	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
+	return !strcmp(im->name, want) || !strcmp(im->path, want) ||
+	       !strcmp(tally_basename(im->path), want);
 }
 
 static int cmp_pt(const void *a, const void *b)
@@ -204,7 +205,8 @@ uint32_t tally_annot_line_find(const struct tally_annot_func *f, uint32_t file, 
 {
 	struct line_find_key k = { f, { file, line, 0, 0 } };
 	size_t lo = tally_partition(f->nlines, line_before, &k);
-	return lo < f->nlines && !cmp_line(&f->lines[lo], &k.line) ? (uint32_t)lo : TALLY_ANNOT_NONE;
+	return lo < f->nlines && !cmp_line(&f->lines[lo], &k.line) ? (uint32_t)lo
+								   : TALLY_ANNOT_NONE;
 }
 
 static void set_note(char **note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -237,7 +239,8 @@ static bool cs_machine(uint32_t mach, cs_arch *arch, cs_mode *mode, bool big)
 
 /* Every instruction of code (loaded at base); bytes capstone cannot decode
  * become one-byte "(bad)" entries and decoding resumes after them. */
-static void disassemble(struct builder *b, const unsigned char *code, size_t len, uint64_t base, uint32_t mach, bool big)
+static void disassemble(struct builder *b, const unsigned char *code, size_t len, uint64_t base,
+			uint32_t mach, bool big)
 {
 	struct tally_annot_func *f = b->f;
 	cs_arch arch;
@@ -252,7 +255,8 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 		return;
 	}
 	if (len > CODE_LIMIT) {
-		set_note(&f->code_note, "only the first %u bytes of %zu are disassembled", CODE_LIMIT, len);
+		set_note(&f->code_note, "only the first %u bytes of %zu are disassembled",
+			 CODE_LIMIT, len);
 		len = CODE_LIMIT;
 	}
 	size_t off = 0;
@@ -265,15 +269,18 @@ static void disassemble(struct builder *b, const unsigned char *code, size_t len
 			strbuf_addstr(&t, ins[i].mnemonic);
 			if (ins[i].op_str[0])
 				strbuf_addf(&t, " %s", ins[i].op_str);
-			f->insns[f->ninsns++] = (struct tally_annot_insn){ ins[i].address, ins[i].size, 0, 0, strbuf_detach(&t),
-									   TALLY_ANNOT_NONE };
+			f->insns[f->ninsns++] =
+				(struct tally_annot_insn){ ins[i].address,    ins[i].size,     0, 0,
+							   strbuf_detach(&t), TALLY_ANNOT_NONE };
 			off += ins[i].size;
 		}
 		if (cnt)
 			cs_free(ins, cnt);
 		if (off < len) {
 			GROW(f->insns, b->ainsns, f->ninsns + 1);
-			f->insns[f->ninsns++] = (struct tally_annot_insn){ base + off, 1, 0, 0, xstrdup("(bad)"), TALLY_ANNOT_NONE };
+			f->insns[f->ninsns++] = (struct tally_annot_insn){
+				base + off, 1, 0, 0, xstrdup("(bad)"), TALLY_ANNOT_NONE
+			};
 			off++;
 		}
 	}
@@ -310,7 +317,8 @@ static size_t plt_names(Elf *elf, struct plt_name **out)
 		else if (!strcmp(n, ".plt.sec") && sh.sh_type == SHT_PROGBITS)
 			pltsec = sh;
 	}
-	if (!rela || !gelf_getshdr(rela, &rsh) || !rsh.sh_entsize || (!plt.sh_size && !pltsec.sh_size))
+	if (!rela || !gelf_getshdr(rela, &rsh) || !rsh.sh_entsize ||
+	    (!plt.sh_size && !pltsec.sh_size))
 		return 0;
 	Elf_Scn *symscn = elf_getscn(elf, rsh.sh_link);
 	GElf_Shdr ssh;
@@ -322,13 +330,15 @@ static size_t plt_names(Elf *elf, struct plt_name **out)
 	for (size_t i = 0; i < n; i++) {
 		GElf_Rela r;
 		GElf_Sym sym;
-		if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+		if (!gelf_getrela(rd, (int)i, &r) ||
+		    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
 			continue;
 		const char *name = elf_strptr(elf, ssh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		uint64_t at = pltsec.sh_size ? pltsec.sh_addr + 16 * i : plt.sh_addr + 16 * (i + 1);
-		uint64_t end = pltsec.sh_size ? pltsec.sh_addr + pltsec.sh_size : plt.sh_addr + plt.sh_size;
+		uint64_t end = pltsec.sh_size ? pltsec.sh_addr + pltsec.sh_size
+					      : plt.sh_addr + plt.sh_size;
 		if (at + 16 > end)
 			continue;
 		struct strbuf sb = STRBUF_INIT;
@@ -341,7 +351,8 @@ static size_t plt_names(Elf *elf, struct plt_name **out)
 /* A direct call's or jump's target named as objdump and perf do: the
  * function's own code as <name+0xOFF>, another function <name>, a PLT entry
  * <name@plt> (x86; operands that are one hex address only). */
-static void name_targets(struct tally_annot_func *f, Dwfl_Module *mod, GElf_Addr bias, Elf *elf, uint32_t mach)
+static void name_targets(struct tally_annot_func *f, Dwfl_Module *mod, GElf_Addr bias, Elf *elf,
+			 uint32_t mach)
 {
 	if (mach != EM_X86_64 && mach != EM_386)
 		return;
@@ -368,7 +379,8 @@ static void name_targets(struct tally_annot_func *f, Dwfl_Module *mod, GElf_Addr
 			GElf_Off off = 0;
 			GElf_Sym sym;
 			if (!name && mod)
-				name = dwfl_module_addrinfo(mod, to + bias, &off, &sym, NULL, NULL, NULL);
+				name = dwfl_module_addrinfo(mod, to + bias, &off, &sym, NULL, NULL,
+							    NULL);
 			if (!name || !*name) {
 				strbuf_release(&sb);
 				continue;
@@ -402,7 +414,8 @@ static const unsigned char *elf_code(Elf *elf, uint64_t addr, uint64_t size, siz
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || sh.sh_type != SHT_PROGBITS)
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+		    sh.sh_type != SHT_PROGBITS)
 			continue;
 		if (addr < sh.sh_addr || addr >= sh.sh_addr + sh.sh_size)
 			continue;
@@ -416,7 +429,8 @@ static const unsigned char *elf_code(Elf *elf, uint64_t addr, uint64_t size, siz
 	return NULL;
 }
 
-static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct tally_resolver *res, struct cand *c)
+static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct tally_resolver *res,
+			   struct cand *c)
 {
 	struct tally_annot_func *f = b->f;
 	const struct tally_db_image *di = &db->images[c->image];
@@ -434,7 +448,10 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 	Dwarf_Addr dbias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, c->addr + bias, &dbias);
 	if (!cu) {
-		set_note(&f->line_note, "'%s' has no DWARF line table for it (build with -g, or install its debug package)", di->path);
+		set_note(
+			&f->line_note,
+			"'%s' has no DWARF line table for it (build with -g, or install its debug package)",
+			di->path);
 	} else {
 		Dwarf_Addr lo = c->addr + bias - dbias, hi = lo + c->size;
 		Dwarf_Attribute at;
@@ -461,7 +478,8 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 				Dwarf_Addr la;
 				int ln;
 				const char *file;
-				if (!l || dwarf_lineaddr(l, &la) || la < lo || la >= hi || dwarf_lineno(l, &ln) || ln <= 0 ||
+				if (!l || dwarf_lineaddr(l, &la) || la < lo || la >= hi ||
+				    dwarf_lineno(l, &ln) || ln <= 0 ||
 				    !(file = dwarf_linesrc(l, NULL, NULL)))
 					continue;
 				if (f->main_file == TALLY_ANNOT_NONE)
@@ -479,9 +497,12 @@ static void annotate_dwarf(struct builder *b, const struct tally_db *db, struct 
 	size_t len = 0;
 	const unsigned char *code = elf ? elf_code(elf, c->addr, c->size, &len) : NULL;
 	if (!code || !len || !gelf_getehdr(elf, &eh))
-		set_note(&f->code_note, "'%s' has no code bytes for it (a damaged or stripped-of-code file)", di->path);
+		set_note(&f->code_note,
+			 "'%s' has no code bytes for it (a damaged or stripped-of-code file)",
+			 di->path);
 	else {
-		disassemble(b, code, len, c->addr, eh.e_machine, eh.e_ident[EI_DATA] == ELFDATA2MSB);
+		disassemble(b, code, len, c->addr, eh.e_machine,
+			    eh.e_ident[EI_DATA] == ELFDATA2MSB);
 		name_targets(f, mod, bias, elf, eh.e_machine);
 	}
 	/* where each sampled address and each instruction comes from */
@@ -514,8 +535,14 @@ static void annotate_jit(struct builder *b, struct tally_resolver *res, struct c
 	const struct tally_jit_func *jf = tally_resolver_jit_func(res, c->image, c->addr, &mach);
 	if (!jf) {
 		const char *why = tally_resolver_note(res, c->image);
-		set_note(&f->line_note, "%s", why ? why : "named by a perf map, which has no line records (a jitdump has them)");
-		set_note(&f->code_note, "%s", why ? why : "named by a perf map, which has no copy of the code (a jitdump has it)");
+		set_note(
+			&f->line_note, "%s",
+			why ? why
+			    : "named by a perf map, which has no line records (a jitdump has them)");
+		set_note(
+			&f->code_note, "%s",
+			why ? why
+			    : "named by a perf map, which has no copy of the code (a jitdump has it)");
 		return;
 	}
 	/* the jitdump's files: resolver strings, looked up through its line API */
@@ -554,8 +581,8 @@ static void annotate_jit(struct builder *b, struct tally_resolver *res, struct c
 	}
 }
 
-static void annotate_one(const struct tally_db *db, struct tally_resolver *res, struct cand *c, uint64_t image_samples,
-			 struct tally_annot_func *f)
+static void annotate_one(const struct tally_db *db, struct tally_resolver *res, struct cand *c,
+			 uint64_t image_samples, struct tally_annot_func *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->image = c->image;
@@ -640,8 +667,8 @@ static uint32_t inline_decl_line(struct tally_resolver *res, uint32_t image, uin
 	return (uint32_t)line;
 }
 
-static void annotate_inline_one(const struct tally_db *db, struct tally_resolver *res, struct icand *c,
-				uint64_t image_samples, struct tally_annot_func *f)
+static void annotate_inline_one(const struct tally_db *db, struct tally_resolver *res,
+				struct icand *c, uint64_t image_samples, struct tally_annot_func *f)
 {
 	(void)db;
 	memset(f, 0, sizeof(*f));
@@ -676,7 +703,8 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	}
 	for (size_t i = 0; i < c->nls; i++) {
 		if (c->ls[i].file && c->ls[i].line)
-			add_line(&b, intern_file(&b, c->ls[i].file), c->ls[i].line, c->ls[i].n, c->ls[i].r);
+			add_line(&b, intern_file(&b, c->ls[i].file), c->ls[i].line, c->ls[i].n,
+				 c->ls[i].r);
 		else
 			f->no_line += c->ls[i].n, f->no_line_raw += c->ls[i].r;
 	}
@@ -694,8 +722,10 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 	}
 	if (c->ninto > 3)
 		strbuf_addf(&sb, " and %zu more", c->ninto - 3);
-	set_note(&f->code_note, "an inlined function has no code of its own: its instructions are in the function%s it was inlined into (%s): annotate %s with --asm",
-		 c->ninto == 1 ? "" : "s", sb.buf, c->ninto == 1 ? "it" : "those");
+	set_note(
+		&f->code_note,
+		"an inlined function has no code of its own: its instructions are in the function%s it was inlined into (%s): annotate %s with --asm",
+		c->ninto == 1 ? "" : "s", sb.buf, c->ninto == 1 ? "it" : "those");
 	strbuf_release(&sb);
 	tally_hidx_release(&b.idx);
 }
@@ -703,8 +733,9 @@ static void annotate_inline_one(const struct tally_db *db, struct tally_resolver
 /* annotate NAME where NAME is an inlined function: the samples whose inline
  * chain has it (its innermost instance), at the line within it. 0 with the
  * functions in *out (maybe none), or -EINVAL (several images). */
-static int annotate_inlined(const struct tally_db *db, struct tally_resolver *res, const struct tally_annotate_opts *o,
-			    const uint64_t *img_samples, struct tally_annot_func **out, size_t *n)
+static int annotate_inlined(const struct tally_db *db, struct tally_resolver *res,
+			    const struct tally_annotate_opts *o, const uint64_t *img_samples,
+			    struct tally_annot_func **out, size_t *n)
 {
 	struct icand *cands = NULL;
 	size_t nc = 0, ac = 0;
@@ -719,9 +750,11 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 			if (!cnt)
 				continue;
 			const struct tally_srcframe *fr;
-			size_t nf = tally_resolve_frames(res, pf->image, db->entries[i].offset, false, &fr);
+			size_t nf = tally_resolve_frames(res, pf->image, db->entries[i].offset,
+							 false, &fr);
 			size_t k = 0;
-			while (k < nf && !(fr[k].inlined && fr[k].name && tally_name_matches(fr[k].name, o->symbol)))
+			while (k < nf && !(fr[k].inlined && fr[k].name &&
+					   tally_name_matches(fr[k].name, o->symbol)))
 				k++;
 			if (k == nf)
 				continue;
@@ -733,7 +766,9 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 				GROW(cands, ac, nc + 1);
 				c = &cands[nc++];
 				memset(c, 0, sizeof(*c));
-				*c = (struct icand){ .image = pf->image, .id = fr[k].addr, .name = fr[k].name };
+				*c = (struct icand){ .image = pf->image,
+						     .id = fr[k].addr,
+						     .name = fr[k].name };
 			}
 			c->samples += cnt;
 			c->raw += raw;
@@ -744,11 +779,16 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 			}
 			size_t q = 0;
 			while (q < c->nls && !(c->ls[q].line == (uint32_t)fr[k].line &&
-					       (c->ls[q].file == fr[k].file || (c->ls[q].file && fr[k].file && !strcmp(c->ls[q].file, fr[k].file)))))
+					       (c->ls[q].file == fr[k].file ||
+						(c->ls[q].file && fr[k].file &&
+						 !strcmp(c->ls[q].file, fr[k].file)))))
 				q++;
 			if (q == c->nls) {
 				GROW(c->ls, c->als, c->nls + 1);
-				c->ls[c->nls++] = (struct iline){ fr[k].file, (uint32_t)(fr[k].line > 0 ? fr[k].line : 0), 0, 0 };
+				c->ls[c->nls++] =
+					(struct iline){ fr[k].file,
+							(uint32_t)(fr[k].line > 0 ? fr[k].line : 0),
+							0, 0 };
 			}
 			c->ls[q].n += cnt;
 			c->ls[q].r += raw;
@@ -773,10 +813,13 @@ static int annotate_inlined(const struct tally_db *db, struct tally_resolver *re
 				for (size_t q = 0; q < j; q++)
 					dup = dup || cands[q].image == cands[j].image;
 				if (!dup)
-					strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", db->images[cands[j].image].name);
+					strbuf_addf(&sb, "%s%s", sb.len ? ", " : "",
+						    db->images[cands[j].image].name);
 			}
-			ret = tally_seterr(-EINVAL, "inlined function '%s' is in several images: %s (choose one with --image NAME)",
-					   o->symbol, sb.buf);
+			ret = tally_seterr(
+				-EINVAL,
+				"inlined function '%s' is in several images: %s (choose one with --image NAME)",
+				o->symbol, sb.buf);
 			strbuf_release(&sb);
 			goto out;
 		}
@@ -806,8 +849,8 @@ static int cmp_func(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const struct tally_annotate_opts *o,
-		   struct tally_annot_func **out, size_t *n)
+int tally_annotate(const struct tally_db *db, struct tally_resolver *res,
+		   const struct tally_annotate_opts *o, struct tally_annot_func **out, size_t *n)
 {
 	struct cand *cands = NULL;
 	size_t nc = 0, ac = 0;
@@ -830,7 +873,8 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 			if (!cnt)
 				continue;
 			img_samples[pf->image] += cnt;
-			const struct tally_sym *sym = tally_resolve(res, pf->image, db->entries[i].offset);
+			const struct tally_sym *sym =
+				tally_resolve(res, pf->image, db->entries[i].offset);
 			/* a function's entries come one after another: its name is
 			 * compared once, not once per address */
 			if (sym && (sym != last || sym->name != last_name)) {
@@ -850,7 +894,8 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 			if (!c) {
 				GROW(cands, ac, nc + 1);
 				c = &cands[nc++];
-				*c = (struct cand){ pf->image, sym->name, sym->addr, sym->size, 0, 0, NULL, 0, 0 };
+				*c = (struct cand){ pf->image, sym->name, sym->addr, sym->size, 0,
+						    0,         NULL,      0,         0 };
 			}
 			c->samples += cnt;
 			c->raw += raw;
@@ -859,8 +904,9 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 		}
 	}
 	if (o->image && !image_seen) {
-		ret = tally_seterr(-ENOENT, "no image '%s' with samples in '%s' (see 'tally report -i %s')", o->image, db->path,
-				   db->path);
+		ret = tally_seterr(-ENOENT,
+				   "no image '%s' with samples in '%s' (see 'tally report -i %s')",
+				   o->image, db->path, db->path);
 		goto out;
 	}
 	if (!nc) {
@@ -874,13 +920,19 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 				why = tally_resolver_note(res, db->profs[p].image);
 		if (why)
 			/* the image could not be read: that is the answer, not the name */
-			ret = tally_seterr(-ENOENT, "no function '%s' in image '%s' of '%s': %s", o->symbol, o->image, db->path, why);
+			ret = tally_seterr(-ENOENT, "no function '%s' in image '%s' of '%s': %s",
+					   o->symbol, o->image, db->path, why);
 		else if (o->image)
-			ret = tally_seterr(-ENOENT, "no function '%s' with %s samples in image '%s' of '%s' (see 'tally report -i %s --symbols --image %s')",
-					   o->symbol, db->events[o->event], o->image, db->path, db->path, o->image);
+			ret = tally_seterr(
+				-ENOENT,
+				"no function '%s' with %s samples in image '%s' of '%s' (see 'tally report -i %s --symbols --image %s')",
+				o->symbol, db->events[o->event], o->image, db->path, db->path,
+				o->image);
 		else
-			ret = tally_seterr(-ENOENT, "no function '%s' with %s samples in '%s' (see 'tally report -i %s --symbols')",
-					   o->symbol, db->events[o->event], db->path, db->path);
+			ret = tally_seterr(
+				-ENOENT,
+				"no function '%s' with %s samples in '%s' (see 'tally report -i %s --symbols')",
+				o->symbol, db->events[o->event], db->path, db->path);
 		goto out;
 	}
 	bool several = false;
@@ -901,11 +953,17 @@ int tally_annotate(const struct tally_db *db, struct tally_resolver *res, const 
 			const struct tally_db_image *im = &db->images[cands[k].image];
 			bool clash = false;
 			for (size_t j = 0; j < nc; j++)
-				clash = clash || (cands[j].image != cands[k].image && !strcmp(db->images[cands[j].image].name, im->name));
-			strbuf_addf(&sb, "%s%s", ns > 1 ? ", " : "", clash && im->path[0] ? im->path : im->name);
+				clash = clash ||
+					(cands[j].image != cands[k].image &&
+					 !strcmp(db->images[cands[j].image].name, im->name));
+			strbuf_addf(&sb, "%s%s", ns > 1 ? ", " : "",
+				    clash && im->path[0] ? im->path : im->name);
 		}
 		free(seen);
-		ret = tally_seterr(-EINVAL, "function '%s' is in several images: %s (choose one with --image NAME)", o->symbol, sb.buf);
+		ret = tally_seterr(
+			-EINVAL,
+			"function '%s' is in several images: %s (choose one with --image NAME)",
+			o->symbol, sb.buf);
 		strbuf_release(&sb);
 		goto out;
 	}
@@ -978,7 +1036,8 @@ static int try_source(const char *path, char **text, char ***lines, size_t *nlin
 	return 0;
 }
 
-int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines, size_t *nlines, char **found)
+int tally_annot_source(const char *file, const char **dirs, char **text, char ***lines,
+		       size_t *nlines, char **found)
 {
 	if (try_source(file, text, lines, nlines, found) == 0)
 		return 0;

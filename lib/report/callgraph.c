@@ -11,11 +11,25 @@
 
 static const char *const root_names[] = {
 	/* user space: the main thread and thread starts */
-	"_start", "__libc_start_main", "__libc_start_call_main", "start_thread", "__clone", "__clone3", "clone",
-	"clone3", "thread_start",
+	"_start",
+	"__libc_start_main",
+	"__libc_start_call_main",
+	"start_thread",
+	"__clone",
+	"__clone3",
+	"clone",
+	"clone3",
+	"thread_start",
 	/* the kernel's own threads and idle loops */
-	"ret_from_fork", "ret_from_fork_asm", "secondary_startup_64", "secondary_startup_64_no_verify",
-	"common_startup_64", "x86_64_start_kernel", "start_kernel", "rest_init", "kthread",
+	"ret_from_fork",
+	"ret_from_fork_asm",
+	"secondary_startup_64",
+	"secondary_startup_64_no_verify",
+	"common_startup_64",
+	"x86_64_start_kernel",
+	"start_kernel",
+	"rest_init",
+	"kthread",
 };
 
 static bool is_root_name(const char *n)
@@ -38,18 +52,28 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct tally_cg *cg = ctx;
 	const struct fkey *k = key;
 	const struct tally_cg_func *f = &cg->funcs[idx];
-	return f->image == k->image && f->addr == k->addr && f->inlined == k->inlined && !strcmp(f->name, k->name);
+	return f->image == k->image && f->addr == k->addr && f->inlined == k->inlined &&
+	       !strcmp(f->name, k->name);
 }
 
 static uint32_t intern_key(struct tally_cg *cg, const struct fkey *k, bool has_addr)
 {
-	uint64_t h = tally_hash_bytes(k->name, strlen(k->name), k->addr ^ ((uint64_t)k->image << 32) ^ (uint64_t)k->inlined);
+	uint64_t h = tally_hash_bytes(k->name, strlen(k->name),
+				      k->addr ^ ((uint64_t)k->image << 32) ^ (uint64_t)k->inlined);
 	uint32_t i = tally_hidx_get(&cg->func_idx, h, k, func_eq, cg);
 	if (i != TALLY_HIDX_NONE)
 		return i;
 	GROW(cg->funcs, cg->afuncs, cg->nfuncs + 1);
-	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k->image, xstrdup(k->name), k->addr, has_addr, 0, 0,
-							!k->inlined && is_root_name(k->name), k->inlined, 0, 0 };
+	cg->funcs[cg->nfuncs] = (struct tally_cg_func){ k->image,
+							xstrdup(k->name),
+							k->addr,
+							has_addr,
+							0,
+							0,
+							!k->inlined && is_root_name(k->name),
+							k->inlined,
+							0,
+							0 };
 	tally_hidx_put(&cg->func_idx, h, (uint32_t)cg->nfuncs);
 	return (uint32_t)cg->nfuncs++;
 }
@@ -67,9 +91,11 @@ struct tally_cg_name_slot {
 
 static uint32_t intern_resolved(struct tally_cg *cg, const struct fkey *k, bool has_addr)
 {
-	uint64_t h = tally_hash_u64((uintptr_t)k->name ^ k->addr ^ ((uint64_t)k->image << 40) ^ k->inlined);
+	uint64_t h = tally_hash_u64((uintptr_t)k->name ^ k->addr ^ ((uint64_t)k->image << 40) ^
+				    k->inlined);
 	struct tally_cg_name_slot *sl = &cg->name_cache[h & (NAME_SLOTS - 1)];
-	if (sl->name == k->name && sl->addr == k->addr && sl->image == k->image && sl->inlined == k->inlined)
+	if (sl->name == k->name && sl->addr == k->addr && sl->image == k->image &&
+	    sl->inlined == k->inlined)
 		return sl->fn;
 	uint32_t fn = intern_key(cg, k, has_addr);
 	*sl = (struct tally_cg_name_slot){ k->name, k->addr, k->image, fn, k->inlined };
@@ -78,8 +104,8 @@ static uint32_t intern_resolved(struct tally_cg *cg, const struct fkey *k, bool 
 
 /* The functions of one frame, innermost first: its inlined functions (when
  * DWARF has them), then the function itself. Returns how many (at most max). */
-static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, const struct tally_frame *fr, bool leaf,
-			   uint32_t *out, size_t max)
+static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res,
+			   const struct tally_frame *fr, bool leaf, uint32_t *out, size_t max)
 {
 	/* callers' frames are return addresses: the resolver looks up the call instruction */
 	bool raw = tally_resolver_mismatch(res, fr->image);
@@ -96,7 +122,8 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
 	for (size_t i = 0; i < n && k < max; i++) {
 		if (!sf[i].name && sf[i].inlined)
 			continue;
-		struct fkey key = { fr->image, sf[i].name ? sf[i].name : "[unknown]", sf[i].name ? sf[i].addr : 0, sf[i].inlined };
+		struct fkey key = { fr->image, sf[i].name ? sf[i].name : "[unknown]",
+				    sf[i].name ? sf[i].addr : 0, sf[i].inlined };
 		out[k++] = intern_resolved(cg, &key, sf[i].name && !sf[i].inlined);
 		if (!sf[i].inlined)
 			break;
@@ -112,8 +139,9 @@ static size_t intern_frame(struct tally_cg *cg, struct tally_resolver *res, cons
  * caller's return address): frames repeat across stacks, and a frame's number
  * indexes what it gave. fc_of holds a single function as (fn << 1 | 1) (the
  * rule), several as (fcache entry + 1) << 1, nothing yet as 0. */
-static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res, const struct tally_db *db, uint32_t id,
-			  bool leaf, const uint32_t **out, uint32_t *one)
+static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res,
+			  const struct tally_db *db, uint32_t id, bool leaf, const uint32_t **out,
+			  uint32_t *one)
 {
 	uint32_t *slot = &cg->fc_of[(size_t)id * 2 + !leaf];
 	if (*slot & 1) {
@@ -134,7 +162,9 @@ static size_t frame_funcs(struct tally_cg *cg, struct tally_resolver *res, const
 		GROW(cg->fc_funcs, cg->afc_funcs, cg->nfc_funcs + n);
 		memcpy(cg->fc_funcs + cg->nfc_funcs, fns, n * sizeof(*fns));
 		GROW(cg->fcache, cg->afcache, cg->nfcache + 1);
-		cg->fcache[cg->nfcache] = (struct tally_cg_frame){ fr->image, leaf, fr->offset, (uint32_t)cg->nfc_funcs, (uint32_t)n };
+		cg->fcache[cg->nfcache] =
+			(struct tally_cg_frame){ fr->image, leaf, fr->offset,
+						 (uint32_t)cg->nfc_funcs, (uint32_t)n };
 		cg->nfc_funcs += n;
 		*slot = (uint32_t)++cg->nfcache << 1;
 	}
@@ -164,14 +194,17 @@ static uint32_t arc_id(struct tally_cg *cg, uint32_t caller, uint32_t callee)
 	return i;
 }
 
-void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
-		    bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx)
+void tally_cg_build(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res,
+		    int event, bool (*keep)(const struct tally_db *db, int pid, const void *ctx),
+		    const void *ctx)
 {
 	tally_cg_build_flags(cg, db, res, event, keep, ctx, 0);
 }
 
-void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct tally_resolver *res, int event,
-			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx), const void *ctx, unsigned flags)
+void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db,
+			  struct tally_resolver *res, int event,
+			  bool (*keep)(const struct tally_db *db, int pid, const void *ctx),
+			  const void *ctx, unsigned flags)
 {
 	memset(cg, 0, sizeof(*cg));
 	/* per function, in arrays of their own (the functions' records are larger
@@ -200,7 +233,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 		const uint32_t *ids = &db->stack_frames[st->first];
 		/* a leaf is seldom met twice: its entry is fetched a few stacks ahead */
 		if (s + 4 < db->nstacks)
-			__builtin_prefetch(&cg->fc_of[(size_t)db->stack_frames[db->stacks[s + 4].first] * 2]);
+			__builtin_prefetch(
+				&cg->fc_of[(size_t)db->stack_frames[db->stacks[s + 4].first] * 2]);
 		for (uint32_t f = 0; f < st->len; f++) {
 			const uint32_t *fns;
 			uint32_t one;
@@ -210,7 +244,8 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db, struct
 			for (size_t j = 0; j < nfn; j++) {
 				uint32_t fn = fns[j];
 				/* consecutive frames in one function (inlined-away recursion, or a
-				 * kernel sample whose user part starts in the same function) are one */
+				 * kernel sample whose user part starts in the same function) are
+				 * one */
 				if (cs.len && cg->funcs_of[cg->nfuncs_of - 1] == fn)
 					continue;
 				cg->funcs_of[cg->nfuncs_of++] = fn;
@@ -310,12 +345,14 @@ long tally_cg_find(const struct tally_cg *cg, const char *name)
 {
 	long best = -1;
 	for (size_t i = 0; i < cg->nfuncs; i++)
-		if (tally_name_matches(cg->funcs[i].name, name) && (best < 0 || cg->funcs[i].incl > cg->funcs[best].incl))
+		if (tally_name_matches(cg->funcs[i].name, name) &&
+		    (best < 0 || cg->funcs[i].incl > cg->funcs[best].incl))
 			best = (long)i;
 	return best;
 }
 
-static uint32_t child_of(struct tally_cg_node **nodes, size_t *n, size_t *alloc, uint32_t parent, uint32_t func)
+static uint32_t child_of(struct tally_cg_node **nodes, size_t *n, size_t *alloc, uint32_t parent,
+			 uint32_t func)
 {
 	struct tally_cg_node *p = &(*nodes)[parent];
 	for (size_t i = 0; i < p->nkids; i++)
@@ -331,7 +368,8 @@ static uint32_t child_of(struct tally_cg_node **nodes, size_t *n, size_t *alloc,
 	return id;
 }
 
-struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool invert, size_t *nnodes)
+struct tally_cg_node *tally_cg_tree(const struct tally_cg *cg, long focus, bool invert,
+				    size_t *nnodes)
 {
 	struct tally_cg_node *nodes = NULL;
 	size_t n = 0, alloc = 0;
@@ -388,7 +426,8 @@ size_t tally_cg_stops(const struct tally_cg *cg, uint32_t *funcs, uint64_t *coun
 	return tally_cg_stops_n(cg, funcs, counts, NULL, max);
 }
 
-size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts, uint64_t *nsamples, size_t max)
+size_t tally_cg_stops_n(const struct tally_cg *cg, uint32_t *funcs, uint64_t *counts,
+			uint64_t *nsamples, size_t max)
 {
 	uint64_t *per = xcalloc(cg->nfuncs + 1, sizeof(uint64_t));
 	uint64_t *nper = xcalloc(cg->nfuncs + 1, sizeof(uint64_t));

@@ -26,7 +26,8 @@ static bool row_eq(const void *ctx, uint32_t idx, const void *k)
 {
 	const struct tally_diff_row *r = &((const struct tally_diff *)ctx)->v[idx];
 	const struct key *key = k;
-	return r->line == key->line && !strcmp(r->name, key->name) && !strcmp(r->image, key->image) &&
+	return r->line == key->line && !strcmp(r->name, key->name) &&
+	       !strcmp(r->image, key->image) &&
 	       (r->file == key->file || (r->file && key->file && !strcmp(r->file, key->file)));
 }
 
@@ -38,8 +39,8 @@ static uint64_t key_hash(const struct key *k)
 }
 
 /* Adds n samples of one side to the row of key (made when new). */
-static void add(struct tally_diff *d, struct tally_hidx *idx, const struct key *k, bool inlined, bool is_new,
-		uint64_t n)
+static void add(struct tally_diff *d, struct tally_hidx *idx, const struct key *k, bool inlined,
+		bool is_new, uint64_t n)
 {
 	uint64_t h = key_hash(k);
 	uint32_t i = tally_hidx_get(idx, h, k, row_eq, d);
@@ -62,11 +63,12 @@ static void add(struct tally_diff *d, struct tally_hidx *idx, const struct key *
 }
 
 /* Counts a row of an image the side could not name (tally_diff_unnamed). */
-static void note_unnamed(struct tally_diff *d, const struct tally_diff_side *s, bool is_new, uint32_t image,
-			 uint64_t value)
+static void note_unnamed(struct tally_diff *d, const struct tally_diff_side *s, bool is_new,
+			 uint32_t image, uint64_t value)
 {
 	const struct tally_db_image *di = &s->db->images[image];
-	if (!value || (strcmp(di->kind, "exec") && strcmp(di->kind, "lib")) || tally_resolver_module(s->res, image, NULL))
+	if (!value || (strcmp(di->kind, "exec") && strcmp(di->kind, "lib")) ||
+	    tally_resolver_module(s->res, image, NULL))
 		return;
 	for (size_t i = 0; i < d->nunnamed; i++)
 		if (d->unnamed[i].new_side == is_new && d->unnamed[i].image == image) {
@@ -74,12 +76,14 @@ static void note_unnamed(struct tally_diff *d, const struct tally_diff_side *s, 
 			return;
 		}
 	GROW(d->unnamed, d->aunnamed, d->nunnamed + 1);
-	d->unnamed[d->nunnamed++] = (struct tally_diff_unnamed){ is_new, image, di->name, di->path,
-								 tally_resolver_note(s->res, image), value };
+	d->unnamed[d->nunnamed++] = (struct tally_diff_unnamed){
+		is_new, image, di->name, di->path, tally_resolver_note(s->res, image), value
+	};
 }
 
 /* One side's rows into d; its total. */
-static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx, const struct tally_diff_side *s, bool is_new)
+static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx,
+			 const struct tally_diff_side *s, bool is_new)
 {
 	const struct tally_db *db = s->db;
 	if (d->view == TALLY_DIFF_CHILDREN) {
@@ -99,10 +103,12 @@ static uint64_t add_side(struct tally_diff *d, struct tally_hidx *idx, const str
 	}
 	struct tally_view_rows images, funcs;
 	tally_view_images(&images, db, s->sel, s->ev);
-	tally_view_functions(&funcs, db, s->res, s->ev, images.v, images.n, d->view == TALLY_DIFF_LINES);
+	tally_view_functions(&funcs, db, s->res, s->ev, images.v, images.n,
+			     d->view == TALLY_DIFF_LINES);
 	for (size_t i = 0; i < funcs.n; i++) {
 		const struct tally_view_row *r = &funcs.v[i];
-		struct key k = { db->images[r->image].name, r->name, r->file, r->file ? r->line : 0 };
+		struct key k = { db->images[r->image].name, r->name, r->file,
+				 r->file ? r->line : 0 };
 		add(d, idx, &k, r->inlined, is_new, r->samples);
 		note_unnamed(d, s, is_new, r->image, r->samples);
 	}
@@ -127,7 +133,8 @@ static int cmp_row(const void *a, const void *b)
 	double mx = mag(sort_diff, x), my = mag(sort_diff, y);
 	if (mx != my)
 		return mx > my ? -1 : 1;
-	double sx = sort_diff->absolute ? x->delta : x->points, sy = sort_diff->absolute ? y->delta : y->points;
+	double sx = sort_diff->absolute ? x->delta : x->points,
+	       sy = sort_diff->absolute ? y->delta : y->points;
 	if (sx != sy)
 		return sx > sy ? -1 : 1;
 	int c = strcmp(x->name, y->name);
@@ -140,8 +147,8 @@ static int cmp_row(const void *a, const void *b)
 	return c;
 }
 
-void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base, const struct tally_diff_side *new_,
-		      enum tally_diff_view view, bool absolute)
+void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base,
+		      const struct tally_diff_side *new_, enum tally_diff_view view, bool absolute)
 {
 	memset(d, 0, sizeof(*d));
 	d->view = view;
@@ -164,7 +171,9 @@ void tally_diff_build(struct tally_diff *d, const struct tally_diff_side *base, 
 		r->new_pct = tally_view_pct(r->new_, d->new_total);
 		r->points = r->new_pct - r->base_pct;
 		r->delta = (double)r->new_ - (double)r->base;
-		r->only = !r->base ? TALLY_DIFF_NEW_ONLY : !r->new_ ? TALLY_DIFF_BASE_ONLY : TALLY_DIFF_BOTH;
+		r->only = !r->base   ? TALLY_DIFF_NEW_ONLY
+			  : !r->new_ ? TALLY_DIFF_BASE_ONLY
+				     : TALLY_DIFF_BOTH;
 		d->v[w++] = *r;
 	}
 	d->n = w;
@@ -259,9 +268,11 @@ void tally_diff_normalize(struct tally_db *base, int ev, const struct tally_db *
 	 * new's totals, so that every value compares shares; a weighted base
 	 * keeps its sample counts beside them, as sampled */
 	bool stacks = base->has_stacks && new_->has_stacks;
-	scale_column(base->counts, base->nentries, base->nevents, ev, tally_export_total(new_, new_ev, false));
+	scale_column(base->counts, base->nentries, base->nevents, ev,
+		     tally_export_total(new_, new_ev, false));
 	if (stacks)
-		scale_column(base->stack_counts, base->nstacks, base->nevents, ev, tally_export_total(new_, new_ev, true));
+		scale_column(base->stack_counts, base->nstacks, base->nevents, ev,
+			     tally_export_total(new_, new_ev, true));
 	if (!base->weighed)
 		base->samples[ev] = tally_export_total(base, ev, false);
 }

@@ -64,17 +64,20 @@ static bool list_item_is(const char *list, int i, const char *want)
 /* What the numbers are: time or events weighted by each sample's period,
  * off-CPU waits weighed by their time, or (--samples) their counts; of a
  * label selection, its samples. */
-static void values_line(const struct tally_db *db, int ev, const struct tally_view_labelspan *span, struct strbuf *out)
+static void values_line(const struct tally_db *db, int ev, const struct tally_view_labelspan *span,
+			struct strbuf *out)
 {
 	strbuf_addstr(out, "# values: ");
-	tally_view_values_desc_sel(out, db, ev, span->samples, span->active ? span->what.buf : NULL);
+	tally_view_values_desc_sel(out, db, ev, span->samples,
+				   span->active ? span->what.buf : NULL);
 	strbuf_addch(out, '\n');
 }
 
 /* The header: what ran, when and for how long, the event, the values. Of a
  * label selection (--label, a --by-label group): the recordings its samples
  * came from (the merge's sources), not the whole merge. */
-static void text_header(const struct tally_db *db, const struct tally_select *sel, int ev, struct strbuf *out)
+static void text_header(const struct tally_db *db, const struct tally_select *sel, int ev,
+			struct strbuf *out)
 {
 	struct tally_view_labelspan span;
 	tally_view_labelspan(&span, db, sel, ev);
@@ -130,8 +133,10 @@ static void text_header(const struct tally_db *db, const struct tally_select *se
 		}
 		unsigned long long reached, total;
 		if (rt && sscanf(rt, "%llu/%llu", &reached, &total) == 2 && reached < total)
-			strbuf_addf(out, " (randomized for %.2f%% of the samples; the threads and children started later kept one period each)",
-				    100.0 * (double)reached / (double)total);
+			strbuf_addf(
+				out,
+				" (randomized for %.2f%% of the samples; the threads and children started later kept one period each)",
+				100.0 * (double)reached / (double)total);
 		else
 			strbuf_addstr(out, " (randomized)");
 	}
@@ -144,8 +149,9 @@ static void text_header(const struct tally_db *db, const struct tally_select *se
 
 static void lost_line(const struct tally_db *db, struct strbuf *out)
 {
-	strbuf_addf(out, "lost: %" PRIu64 " sample%s (%.2f%%), throttled: %" PRIu64 " time%s\n", db->lost,
-		    db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled, db->throttled == 1 ? "" : "s");
+	strbuf_addf(out, "lost: %" PRIu64 " sample%s (%.2f%%), throttled: %" PRIu64 " time%s\n",
+		    db->lost, db->lost == 1 ? "" : "s", tally_view_lost_pct(db), db->throttled,
+		    db->throttled == 1 ? "" : "s");
 }
 
 /* A function's name in a text column: short (demangle.h) unless full. */
@@ -159,8 +165,9 @@ static void add_name(struct strbuf *out, const char *name, bool full)
 
 /* ---- the flat views: images, functions, lines ---- */
 
-static void text_functions(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-			   const struct tally_report_opts *o, int ev, const struct tally_view_row *img, uint64_t total)
+static void text_functions(struct strbuf *out, const struct tally_db *db,
+			   struct tally_resolver *res, const struct tally_report_opts *o, int ev,
+			   const struct tally_view_row *img, uint64_t total)
 {
 	const struct tally_db_image *im = &db->images[img->image];
 	struct tally_view_rows fr;
@@ -169,21 +176,26 @@ static void text_functions(struct strbuf *out, const struct tally_db *db, struct
 	tally_view_value_unit(out, db, ev, img->samples);
 	strbuf_addf(out, ", %.2f%% of total)\n", pc(img->samples, total));
 	if (img->pid && db->per_pid)
-		strbuf_addf(out, "pid %d (%s)\n", img->pid, tally_db_comm(db, img->pid) ? tally_db_comm(db, img->pid) : "?");
+		strbuf_addf(out, "pid %d (%s)\n", img->pid,
+			    tally_db_comm(db, img->pid) ? tally_db_comm(db, img->pid) : "?");
 	bool any_line = false;
 	for (size_t k = 0; k < fr.n && !any_line; k++)
 		any_line = fr.v[k].file != NULL;
 	if (o->lines && !any_line && !tally_resolver_has_dwarf(res, img->image))
-		strbuf_addstr(out, "(no source lines: no debug info found for this image; see --explain)\n");
+		strbuf_addstr(
+			out,
+			"(no source lines: no debug info found for this image; see --explain)\n");
 	int w = 18;
 	if (o->lines)
 		for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++)
 			if (fr.v[k].file) {
-				int len = (int)strlen(tally_basename(fr.v[k].file)) + 1 + snprintf(NULL, 0, "%d", fr.v[k].line);
+				int len = (int)strlen(tally_basename(fr.v[k].file)) + 1 +
+					  snprintf(NULL, 0, "%d", fr.v[k].line);
 				if (len > w)
 					w = len > 48 ? 48 : len;
 			}
-	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", tally_view_heading(db, ev), "%", "cum%", w, o->lines ? "line" : "addr", "function");
+	strbuf_addf(out, "%9s %8s %8s  %-*s  %s\n", tally_view_heading(db, ev), "%", "cum%", w,
+		    o->lines ? "line" : "addr", "function");
 	struct strbuf loc = STRBUF_INIT;
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, img->samples); k++) {
@@ -220,7 +232,8 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 {
 	struct tally_view_rows fr;
 	tally_view_functions(&fr, db, res, ev, t->v, t->n, o->lines);
-	strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", o->lines ? "line  function  [image]" : "function  [image]");
+	strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%",
+		    o->lines ? "line  function  [image]" : "function  [image]");
 	uint64_t cum = 0;
 	for (size_t k = 0; k < fr.n && shown_flat(o, k, fr.v[k].samples, t->total); k++) {
 		const struct tally_view_row *r = &fr.v[k];
@@ -232,9 +245,11 @@ static void text_flat(struct strbuf *out, const struct tally_db *db, struct tall
 		pct(out, cum, t->total);
 		strbuf_addstr(out, "  ");
 		if (o->lines)
-			strbuf_addf(out, r->file ? "%s:%d  " : "-  ", r->file ? tally_basename(r->file) : "", r->line);
+			strbuf_addf(out, r->file ? "%s:%d  " : "-  ",
+				    r->file ? tally_basename(r->file) : "", r->line);
 		add_name(out, r->name, o->full_names);
-		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "", db->images[r->image].name);
+		strbuf_addf(out, "%s  [%s]\n", r->inlined ? " (inlined)" : "",
+			    db->images[r->image].name);
 	}
 	tally_view_value(out, db, ev, t->total, 9);
 	strbuf_addf(out, " %17s  Total\n", "");
@@ -248,7 +263,8 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_view_images(&t, db, o->sel, ev);
 	text_header(db, o->sel, ev, out);
 	if (!o->symbols && !o->lines) {
-		strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%", "image");
+		strbuf_addf(out, "%9s %8s %8s  %s\n", tally_view_heading(db, ev), "%", "cum%",
+			    "image");
 		uint64_t cum = 0;
 		for (size_t i = 0; i < t.n && shown_flat(o, i, t.v[i].samples, t.total); i++) {
 			cum += t.v[i].samples;
@@ -273,7 +289,8 @@ static void text_event(struct strbuf *out, const struct tally_db *db, struct tal
 
 /* A flat row's numbers: its samples, and its value (in the event's unit)
  * when db is period-weighted. */
-static void json_values(struct tally_json *j, const struct tally_db *db, uint64_t samples, uint64_t value)
+static void json_values(struct tally_json *j, const struct tally_db *db, uint64_t samples,
+			uint64_t value)
 {
 	tally_json_ku64(j, "samples", samples);
 	if (db->weighed)
@@ -283,9 +300,9 @@ static void json_values(struct tally_json *j, const struct tally_db *db, uint64_
 /* The functions (or lines, --lines) of one image (img) with their share of
  * its samples and of the total, or with img NULL the flat list (--flat) of
  * every image of t, each naming its image, with their share of the total. */
-static void json_functions(struct tally_json *j, const struct tally_db *db, struct tally_resolver *res,
-			   const struct tally_report_opts *o, int ev, const struct tally_view_rows *t,
-			   const struct tally_view_row *img)
+static void json_functions(struct tally_json *j, const struct tally_db *db,
+			   struct tally_resolver *res, const struct tally_report_opts *o, int ev,
+			   const struct tally_view_rows *t, const struct tally_view_row *img)
 {
 	uint64_t base = img ? img->samples : t->total;
 	struct tally_view_rows fr;
@@ -356,7 +373,8 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 			tally_json_knull(j, "pid");
 		json_values(j, db, r->nsamples, r->samples);
 		tally_json_knum(j, "percent", pc(r->samples, t.total), 4);
-		if (tally_resolver_mismatch(res, r->image) || (fn && tally_resolver_note(res, r->image)))
+		if (tally_resolver_mismatch(res, r->image) ||
+		    (fn && tally_resolver_note(res, r->image)))
 			tally_json_kstr(j, "note", tally_resolver_note(res, r->image));
 		if (fn)
 			json_functions(j, db, res, o, ev, &t, r);
@@ -369,7 +387,8 @@ static void json_event(struct tally_json *j, const struct tally_db *db, struct t
 
 /* ---- call graphs ---- */
 
-static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg, uint32_t f, bool full)
+static void fname(struct strbuf *out, const struct tally_db *db, const struct tally_cg *cg,
+		  uint32_t f, bool full)
 {
 	const struct tally_cg_func *fn = &cg->funcs[f];
 	add_name(out, fn->name, full);
@@ -382,10 +401,12 @@ static void fname(struct strbuf *out, const struct tally_db *db, const struct ta
  * repair went past the first frame says only the leaf's part. */
 static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct tally_json *j)
 {
-	static const char *const stop_keys[TALLY_FP_NSTOPS_SAID] = { "no_cfi", "stack_copy_too_small",
-								     "chain_not_rejoined", "depth_limit" };
-	static const char *const stop_says[TALLY_FP_NSTOPS_SAID] = { "no CFI", "stack copy too small",
-								     "chain not rejoined", "depth limit" };
+	static const char *const stop_keys[TALLY_FP_NSTOPS_SAID] = {
+		"no_cfi", "stack_copy_too_small", "chain_not_rejoined", "depth_limit"
+	};
+	static const char *const stop_says[TALLY_FP_NSTOPS_SAID] = {
+		"no CFI", "stack copy too small", "chain not rejoined", "depth limit"
+	};
 	const char *cgm = tally_meta_get(&db->session, "call-graph");
 	if (!cgm || strcmp(cgm, "fp"))
 		return;
@@ -397,8 +418,10 @@ static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct t
 	const char *copy = tally_meta_get(&db->session, "fp-leaf-stack");
 	unsigned long long c = 0, r = 0, u = 0, nf = 0;
 	uint64_t stops[TALLY_FP_NSTOPS_SAID];
-	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 && sscanf(un, "%llu", &u) == 1;
-	bool deep = known && fs && fr && tally_fp_stops_parse(fs, stops) && sscanf(fr, "%llu", &nf) == 1;
+	bool known = ck && rp && un && sscanf(ck, "%llu", &c) == 1 && sscanf(rp, "%llu", &r) == 1 &&
+		     sscanf(un, "%llu", &u) == 1;
+	bool deep = known && fs && fr && tally_fp_stops_parse(fs, stops) &&
+		    sscanf(fr, "%llu", &nf) == 1;
 	if (j) {
 		if (known) {
 			tally_json_kobj(j, "fp_leaf");
@@ -419,26 +442,36 @@ static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct t
 		return;
 	}
 	if (!known) {
-		strbuf_addstr(out, "; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
+		strbuf_addstr(
+			out,
+			"; frame-pointer chains skip the caller of a function that set up no frame (a leaf at -O2), and this recording did not check for it");
 		return;
 	}
 	if (!deep) {
-		strbuf_addf(out, "; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
-			    c ? 100.0 * (double)r / (double)c : 0.0);
+		strbuf_addf(
+			out,
+			"; frame pointers: the caller of a function without a frame was put back from the stack in %.2f%% of the stacks",
+			c ? 100.0 * (double)r / (double)c : 0.0);
 		if (u)
-			strbuf_addf(out, ", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
-				    c ? 100.0 * (double)u / (double)c : 0.0, copy ? copy : "?");
+			strbuf_addf(
+				out,
+				", and %.2f%% could not be checked (no CFI, or the return address beyond the %s-byte stack copy): a caller may be missing there",
+				c ? 100.0 * (double)u / (double)c : 0.0, copy ? copy : "?");
 		return;
 	}
-	strbuf_addf(out, "; frame pointers: functions without a frame pointer at the top of the stack were unwound with CFI in %.2f%% of the stacks (%.1f frames put back in each)",
-		    c ? 100.0 * (double)r / (double)c : 0.0, r ? (double)nf / (double)r : 0.0);
+	strbuf_addf(
+		out,
+		"; frame pointers: functions without a frame pointer at the top of the stack were unwound with CFI in %.2f%% of the stacks (%.1f frames put back in each)",
+		c ? 100.0 * (double)r / (double)c : 0.0, r ? (double)nf / (double)r : 0.0);
 	if (u) {
-		strbuf_addf(out, ", and the chain could not be rejoined in %.2f%% (", c ? 100.0 * (double)u / (double)c : 0.0);
+		strbuf_addf(out, ", and the chain could not be rejoined in %.2f%% (",
+			    c ? 100.0 * (double)u / (double)c : 0.0);
 		bool first = true;
 		for (size_t i = 0; i < TALLY_FP_NSTOPS_SAID; i++) {
 			if (!stops[i])
 				continue;
-			strbuf_addf(out, "%s%s %.2f%%", first ? "" : ", ", stop_says[i], 100.0 * (double)stops[i] / (double)c);
+			strbuf_addf(out, "%s%s %.2f%%", first ? "" : ", ", stop_says[i],
+				    100.0 * (double)stops[i] / (double)c);
 			if (i == 1)
 				strbuf_addf(out, " of %s bytes", copy ? copy : "?");
 			first = false;
@@ -448,7 +481,8 @@ static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct t
 }
 
 /* the same as keys of the JSON object at hand */
-static void json_fname(struct tally_json *j, const struct tally_db *db, const struct tally_cg *cg, uint32_t f)
+static void json_fname(struct tally_json *j, const struct tally_db *db, const struct tally_cg *cg,
+		       uint32_t f)
 {
 	const struct tally_cg_func *fn = &cg->funcs[f];
 	tally_json_kstr(j, "name", fn->name);
@@ -457,8 +491,8 @@ static void json_fname(struct tally_json *j, const struct tally_db *db, const st
 		tally_json_kbool(j, "inlined", true);
 }
 
-static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out, struct tally_json *j,
-			bool full)
+static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, struct strbuf *out,
+			struct tally_json *j, bool full)
 {
 	uint32_t sf[5];
 	uint64_t sc[5], sn[5];
@@ -490,12 +524,16 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		return;
 	}
 	/* how well stacks were unwound: a matter of samples, whatever they weigh */
-	strbuf_addf(out, "unwind: %.2f%% of %" PRIu64 " samples reached a process root (_start, thread start, kernel thread)",
+	strbuf_addf(out,
+		    "unwind: %.2f%% of %" PRIu64
+		    " samples reached a process root (_start, thread start, kernel thread)",
 		    pc(cg->nrooted, cg->ntotal), cg->ntotal);
 	if (cg->nrooted < cg->ntotal) {
-		strbuf_addf(out, "; %.2f%% stopped early", pc(cg->ntotal - cg->nrooted, cg->ntotal));
+		strbuf_addf(out, "; %.2f%% stopped early",
+			    pc(cg->ntotal - cg->nrooted, cg->ntotal));
 		if (cg->truncated)
-			strbuf_addf(out, " (%.2f%% at the depth limit)", pc(cg->ntruncated, cg->ntotal));
+			strbuf_addf(out, " (%.2f%% at the depth limit)",
+				    pc(cg->ntruncated, cg->ntotal));
 		strbuf_addstr(out, ", outermost frame:");
 		for (size_t i = 0; i < ns; i++) {
 			strbuf_addf(out, "%s %.2f%% ", i ? "," : "", pc(sn[i], cg->ntotal));
@@ -503,7 +541,10 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
 		}
 		const char *why = tally_meta_get(&db->session, "dwarf-stop-reasons");
 		if (why)
-			strbuf_addf(out, "; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)", why);
+			strbuf_addf(
+				out,
+				"; DWARF unwinds stopped early by cause: %s (recording-wide, before the fp chain was joined)",
+				why);
 	}
 	fp_leaf_part(db, out, NULL);
 	strbuf_addch(out, '\n');
@@ -514,8 +555,9 @@ static void unwind_line(const struct tally_db *db, const struct tally_cg *cg, st
  * so the output grows with the number of nodes, not with its square. */
 #define TREE_INDENT_MAX 40
 
-static void tree_line(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nd, int depth,
-		      uint64_t base, struct strbuf *out, bool full)
+static void tree_line(const struct tally_db *db, int ev, const struct tally_cg *cg,
+		      const struct tally_cg_node *nd, int depth, uint64_t base, struct strbuf *out,
+		      bool full)
 {
 	int ind = depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX;
 	strbuf_addf(out, "%*s", ind * 2, "");
@@ -531,8 +573,9 @@ static void tree_line(const struct tally_db *db, int ev, const struct tally_cg *
 /* The tree under node 0 (not printed itself), depth first, children by count:
  * text (j NULL) or nested JSON objects. A loop with its own stack, not a
  * recursion: a stack can be 500,000 frames deep. */
-static void tree_print(const struct tally_db *db, int ev, const struct tally_cg *cg, const struct tally_cg_node *nodes,
-		       uint64_t base, double limit, struct strbuf *out, struct tally_json *j, bool full)
+static void tree_print(const struct tally_db *db, int ev, const struct tally_cg *cg,
+		       const struct tally_cg_node *nodes, uint64_t base, double limit,
+		       struct strbuf *out, struct tally_json *j, bool full)
 {
 	struct level {
 		uint32_t *kids;
@@ -584,11 +627,14 @@ static int cmp_arc_count(const void *a, const void *b, void *ctx)
 }
 
 /* --callgraph, one function: callers above, callees below, each by count. */
-static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, int ev, const struct tally_view_cg *v,
-				 const struct tally_view_row *f, bool full)
+static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, int ev,
+				 const struct tally_view_cg *v, const struct tally_view_row *f,
+				 bool full)
 {
 	const struct tally_cg *cg = &v->cg;
-	strbuf_addstr(out, "--------------------------------------------------------------------------\n");
+	strbuf_addstr(
+		out,
+		"--------------------------------------------------------------------------\n");
 	for (int dir = 0; dir < 2; dir++) {
 		if (dir == 1) {
 			tally_view_value(out, db, ev, f->incl, 9);
@@ -606,7 +652,8 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 		for (size_t i = 0; i < na; i++) {
 			const struct tally_cg_arc *arc = &cg->arcs[arcs[i]];
 			tally_view_value(out, db, ev, arc->count, 20);
-			strbuf_addf(out, " %7.2f%%  %s ", pc(arc->count, f->incl), dir ? "->" : "<-");
+			strbuf_addf(out, " %7.2f%%  %s ", pc(arc->count, f->incl),
+				    dir ? "->" : "<-");
 			fname(out, db, cg, dir ? arc->callee : arc->caller, full);
 			strbuf_addch(out, '\n');
 		}
@@ -614,8 +661,8 @@ static void text_callgraph_entry(struct strbuf *out, const struct tally_db *db, 
 	}
 }
 
-static void json_cg_function(struct tally_json *j, const struct tally_db *db, const struct tally_view_cg *v,
-			     const struct tally_view_row *f)
+static void json_cg_function(struct tally_json *j, const struct tally_db *db,
+			     const struct tally_view_cg *v, const struct tally_view_row *f)
 {
 	const struct tally_cg *cg = &v->cg;
 	json_fname(j, db, cg, f->func);
@@ -645,19 +692,22 @@ static void json_cg_function(struct tally_json *j, const struct tally_db *db, co
 }
 
 static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-		     const struct tally_report_opts *o, int ev, struct tally_json *j, struct tally_warnings *w)
+		     const struct tally_report_opts *o, int ev, struct tally_json *j,
+		     struct tally_warnings *w)
 {
 	bool json = j != NULL, full = o->full_names;
 	struct tally_view_cg v;
 	/* arcs only for the views that show them */
-	tally_view_cg_build_flags(&v, db, res, o->sel, ev, o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
+	tally_view_cg_build_flags(&v, db, res, o->sel, ev,
+				  o->callgraph || json ? 0 : TALLY_CG_NO_ARCS);
 	const struct tally_cg *cg = &v.cg;
 	const char *focus_name = o->callers ? o->callers : o->callees;
 	long focus = -1;
 	if (focus_name) {
 		focus = tally_cg_find(cg, focus_name);
 		if (focus < 0)
-			tally_warnings_add(w, "no function '%s' in the stacks of event '%s'", focus_name, db->events[ev]);
+			tally_warnings_add(w, "no function '%s' in the stacks of event '%s'",
+					   focus_name, db->events[ev]);
 	}
 	if (json) {
 		tally_json_obj(j);
@@ -670,7 +720,8 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 	}
 	if (o->children || o->callgraph || json) {
 		if (!json && o->children)
-			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self", tally_view_heading(db, ev), "function  [image]");
+			strbuf_addf(out, "%9s %9s %9s  %s\n", "children", "self",
+				    tally_view_heading(db, ev), "function  [image]");
 		for (size_t k = 0; k < v.funcs.n; k++) {
 			const struct tally_view_row *f = &v.funcs.v[k];
 			if (!shown(o, k) || pc(f->incl, cg->total) < o->percent_limit)
@@ -680,7 +731,8 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 				json_cg_function(j, db, &v, f);
 				tally_json_end(j);
 			} else if (o->children) {
-				strbuf_addf(out, "%8.2f%% %8.2f%% ", pc(f->incl, cg->total), pc(f->samples, cg->total));
+				strbuf_addf(out, "%8.2f%% %8.2f%% ", pc(f->incl, cg->total),
+					    pc(f->samples, cg->total));
 				tally_view_value(out, db, ev, f->incl, 9);
 				strbuf_addstr(out, "  ");
 				fname(out, db, cg, f->func, full);
@@ -694,7 +746,9 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 	}
 	if (o->tree || focus_name) {
 		size_t nn = 0;
-		struct tally_cg_node *nodes = focus_name && focus < 0 ? NULL : tally_cg_tree(cg, focus, o->callers != NULL, &nn);
+		struct tally_cg_node *nodes =
+			focus_name && focus < 0 ? NULL
+						: tally_cg_tree(cg, focus, o->callers != NULL, &nn);
 		uint64_t base = nodes ? nodes[0].count : 0;
 		if (json) {
 			tally_json_karr(j, "tree");
@@ -703,7 +757,8 @@ static void cg_event(struct strbuf *out, const struct tally_db *db, struct tally
 			tally_json_end(j);
 		} else if (nodes) {
 			if (focus_name) {
-				strbuf_addf(out, "# %s of %s: percentages of its ", o->callers ? "callers" : "callees", focus_name);
+				strbuf_addf(out, "# %s of %s: percentages of its ",
+					    o->callers ? "callers" : "callees", focus_name);
 				tally_view_value(out, db, ev, base, 0);
 				strbuf_addf(out, " inclusive %s\n", tally_view_heading(db, ev));
 			}
@@ -753,7 +808,8 @@ void tally_report_json(struct strbuf *out, const struct tally_db *db, struct tal
 	tally_json_ku64(&j, "lost", db->lost);
 	tally_json_ku64(&j, "throttled", db->throttled);
 	struct tally_view_labelspan span;
-	tally_view_labelspan(&span, db, o->sel, o->sel && o->sel->ev_only >= 0 ? o->sel->ev_only : 0);
+	tally_view_labelspan(&span, db, o->sel,
+			     o->sel && o->sel->ev_only >= 0 ? o->sel->ev_only : 0);
 	if (span.active) {
 		/* a label selection's own times: the session above is the whole merge's */
 		tally_json_kobj(&j, "selection");
@@ -813,11 +869,19 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 					continue;
 				total += c;
 				const struct tally_srcframe *fr;
-				size_t n = tally_resolver_mismatch(res, i) ? 0 : tally_resolve_frames(res, i, db->entries[e].offset, false, &fr);
+				size_t n = tally_resolver_mismatch(res, i)
+						   ? 0
+						   : tally_resolve_frames(res, i,
+									  db->entries[e].offset,
+									  false, &fr);
 				if (n && fr[n - 1].name) {
-					/* a function named by its address (.eh_frame bounds, no symbol) is
-					 * found, not named; code in no function ([.plt]) is in a section */
-					const struct tally_sym *sy = fr[0].file ? NULL : tally_resolve(res, i, db->entries[e].offset);
+					/* a function named by its address (.eh_frame bounds, no
+					 * symbol) is found, not named; code in no function ([.plt])
+					 * is in a section */
+					const struct tally_sym *sy =
+						fr[0].file ? NULL
+							   : tally_resolve(res, i,
+									   db->entries[e].offset);
 					if (sy && sy->prio == TALLY_SYM_FDE)
 						by_addr += c;
 					else if (sy && sy->prio == TALLY_SYM_SECTION)
@@ -833,23 +897,36 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 			continue;
 		struct strbuf tx = STRBUF_INIT;
 		tally_resolver_explain(res, i, &tx);
-		strbuf_addf(&tx, "  samples (%s): %" PRIu64 ", in a named function %" PRIu64 " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)",
-			    db->events[ev], total, named, pc(named, total), lined, pc(lined, total));
+		strbuf_addf(&tx,
+			    "  samples (%s): %" PRIu64 ", in a named function %" PRIu64
+			    " (%.2f%%), with a source line %" PRIu64 " (%.2f%%)",
+			    db->events[ev], total, named, pc(named, total), lined,
+			    pc(lined, total));
 		if (by_addr)
-			strbuf_addf(&tx, ", in a function known only by its address (.eh_frame) %" PRIu64 " (%.2f%%)", by_addr,
-				    pc(by_addr, total));
+			strbuf_addf(&tx,
+				    ", in a function known only by its address (.eh_frame) %" PRIu64
+				    " (%.2f%%)",
+				    by_addr, pc(by_addr, total));
 		if (in_sec)
-			strbuf_addf(&tx, ", in code of no function, named by its section ([.plt]) %" PRIu64 " (%.2f%%)", in_sec,
-				    pc(in_sec, total));
+			strbuf_addf(
+				&tx,
+				", in code of no function, named by its section ([.plt]) %" PRIu64
+				" (%.2f%%)",
+				in_sec, pc(in_sec, total));
 		strbuf_addch(&tx, '\n');
 		/* a file was used, and yet it names nothing: say so, not only "used" and 0% */
 		struct tally_resolver_file used[8];
 		size_t nused = total && !named ? tally_resolver_files(res, i, used, 8) : 0;
 		for (size_t k = 0; k < nused; k++)
-			strbuf_addf(&tx, "  used but nothing named: %s '%s' was used, and none of the %" PRIu64 " samples is in a function it names (%s)\n",
-				    used[k].role == TALLY_RFILE_DEBUG ? "debug file" : "file", used[k].path, total,
-				    used[k].role == TALLY_RFILE_DEBUG ? "its symbols do not cover the sampled code"
-								      : "a stripped file without debug info, or not the code that ran: find the unstripped file or its debug file with --debug-dir or --mapfile");
+			strbuf_addf(
+				&tx,
+				"  used but nothing named: %s '%s' was used, and none of the %" PRIu64
+				" samples is in a function it names (%s)\n",
+				used[k].role == TALLY_RFILE_DEBUG ? "debug file" : "file",
+				used[k].path, total,
+				used[k].role == TALLY_RFILE_DEBUG
+					? "its symbols do not cover the sampled code"
+					: "a stripped file without debug info, or not the code that ran: find the unstripped file or its debug file with --debug-dir or --mapfile");
 		if (json) {
 			tally_json_obj(&j);
 			json_image_id(&j, im);
@@ -885,8 +962,11 @@ int tally_report_explain(struct strbuf *out, const struct tally_db *db, struct t
 		struct strbuf names = STRBUF_INIT;
 		for (size_t i = 0; i < db->nimages && i < 20; i++)
 			strbuf_addf(&names, "%s%s", i ? ", " : "", db->images[i].name);
-		int r = db->nimages ? tally_seterr(-ENOENT, "no image '%s' in '%s' (it has: %s)", o->explain_image, db->path, names.buf)
-				    : tally_seterr(-ENOENT, "no image '%s' in '%s' (it has no samples)", o->explain_image, db->path);
+		int r = db->nimages
+				? tally_seterr(-ENOENT, "no image '%s' in '%s' (it has: %s)",
+					       o->explain_image, db->path, names.buf)
+				: tally_seterr(-ENOENT, "no image '%s' in '%s' (it has no samples)",
+					       o->explain_image, db->path);
 		strbuf_release(&names);
 		return r;
 	}
@@ -899,8 +979,8 @@ void tally_report_image_warnings(const struct tally_db *db, struct tally_resolve
 	tally_report_image_warnings_skip(db, res, all, NULL, w);
 }
 
-void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res, bool all,
-				      const bool *skip, struct tally_warnings *w)
+void tally_report_image_warnings_skip(const struct tally_db *db, struct tally_resolver *res,
+				      bool all, const bool *skip, struct tally_warnings *w)
 {
 	for (uint32_t i = 0; i < db->nimages; i++) {
 		if (!tally_resolver_loaded(res, i) || (skip && skip[i]))
@@ -915,8 +995,10 @@ void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings 
 {
 	const char *u = tally_meta_get(&db->session, "jit-untrusted");
 	if (u)
-		tally_warnings_add(w, "%s JIT map(s) or jitdump(s) belonged to another user than their process's: not trusted, that code counts as nomap",
-				   u);
+		tally_warnings_add(
+			w,
+			"%s JIT map(s) or jitdump(s) belonged to another user than their process's: not trusted, that code counts as nomap",
+			u);
 	for (size_t i = 0; i < db->session.n; i++)
 		if (!strncmp(db->session.kv[i].key, "jit-warning-", 12))
 			tally_warnings_add(w, "%s", db->session.kv[i].value);
@@ -926,7 +1008,9 @@ void tally_report_jit_warnings(const struct tally_db *db, struct tally_warnings 
 
 static const char *diff_view_name(const struct tally_diff *d)
 {
-	return d->view == TALLY_DIFF_LINES ? "lines" : d->view == TALLY_DIFF_CHILDREN ? "children" : "functions";
+	return d->view == TALLY_DIFF_LINES      ? "lines"
+	       : d->view == TALLY_DIFF_CHILDREN ? "children"
+						: "functions";
 }
 
 void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t top)
@@ -956,7 +1040,8 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 		if (l > wname)
 			wname = l > 48 ? 48 : l;
 		if (d->view == TALLY_DIFF_LINES && r->file) {
-			l = (int)strlen(tally_basename(r->file)) + 1 + snprintf(NULL, 0, "%d", r->line);
+			l = (int)strlen(tally_basename(r->file)) + 1 +
+			    snprintf(NULL, 0, "%d", r->line);
 			if (l > wloc)
 				wloc = l > 48 ? 48 : l;
 		}
@@ -1017,7 +1102,8 @@ void tally_diff_text(struct strbuf *out, const struct tally_diff *d, uint64_t to
 	}
 	strbuf_release(&cell);
 	if (top && d->n > top)
-		strbuf_addf(out, "(%zu more rows: leave out --top to see them)\n", d->n - (size_t)top);
+		strbuf_addf(out, "(%zu more rows: leave out --top to see them)\n",
+			    d->n - (size_t)top);
 }
 
 void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t top)
@@ -1027,7 +1113,8 @@ void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t to
 	strbuf_addstr(out, "{\"event\":");
 	strbuf_add_json_str(out, d->event);
 	strbuf_addf(out, ",\"unit\":\"%s\"", tally_view_unit(d->db, d->ev));
-	strbuf_addf(out, ",\"view\":\"%s\",\"normalized\":%s,\"base\":{\"input\":", diff_view_name(d),
+	strbuf_addf(out,
+		    ",\"view\":\"%s\",\"normalized\":%s,\"base\":{\"input\":", diff_view_name(d),
 		    d->absolute ? "false" : "true");
 	strbuf_add_json_str(out, d->base_input);
 	strbuf_addf(out, ",\"%s\":%" PRIu64 "},\"new\":{\"input\":", k, d->base_total);
@@ -1047,12 +1134,15 @@ void tally_diff_json(struct strbuf *out, const struct tally_diff *d, uint64_t to
 				strbuf_addstr(out, "null");
 			strbuf_addf(out, ",\"line\":%d", r->line);
 		}
-		strbuf_addf(out, ",\"inlined\":%s,\"base_%s\":%" PRIu64 ",\"new_%s\":%" PRIu64
-				 ",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_%s\":%.0f,\"only\":%s}",
-			    r->inlined ? "true" : "false", k, r->base, k, r->new_, r->base_pct, r->new_pct, r->points, k, r->delta,
-			    r->only == TALLY_DIFF_NEW_ONLY    ? "\"new\""
-			    : r->only == TALLY_DIFF_BASE_ONLY ? "\"base\""
-							      : "null");
+		strbuf_addf(
+			out,
+			",\"inlined\":%s,\"base_%s\":%" PRIu64 ",\"new_%s\":%" PRIu64
+			",\"base_pct\":%.4f,\"new_pct\":%.4f,\"change_points\":%.4f,\"change_%s\":%.0f,\"only\":%s}",
+			r->inlined ? "true" : "false", k, r->base, k, r->new_, r->base_pct,
+			r->new_pct, r->points, k, r->delta,
+			r->only == TALLY_DIFF_NEW_ONLY    ? "\"new\""
+			: r->only == TALLY_DIFF_BASE_ONLY ? "\"base\""
+							  : "null");
 	}
 	strbuf_addstr(out, "]}\n");
 }

@@ -36,7 +36,8 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 		free(k);
 		free(v);
 		if (s->nlabels == TALLY_SELECT_LABELS) {
-			tally_seterr(-EINVAL, "too many --label options (at most %d)", TALLY_SELECT_LABELS);
+			tally_seterr(-EINVAL, "too many --label options (at most %d)",
+				     TALLY_SELECT_LABELS);
 			return -1;
 		}
 		s->labels[s->nlabels++] = arg;
@@ -46,18 +47,23 @@ int tally_select_getopt(struct tally_select *s, int opt, const char *arg)
 	}
 }
 
-int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input, struct tally_warnings *w)
+int tally_select_check(struct tally_select *s, struct tally_db *db, const char *input,
+		       struct tally_warnings *w)
 {
 	/* the command name is a label of every sample since it was kept in the key */
 	s->comm_by_label = false;
 	for (size_t l = 0; s->comm && l < db->nlabels && !s->comm_by_label; l++)
 		s->comm_by_label = tally_labelset_get(&db->labels[l], "comm") != NULL;
 	if (s->pid && !db->per_pid)
-		return tally_seterr(-EINVAL, "'%s' was recorded without --per-pid, so it cannot be filtered by --pid (record again with --per-pid)",
-				    input);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' was recorded without --per-pid, so it cannot be filtered by --pid (record again with --per-pid)",
+			input);
 	if (s->comm && !s->comm_by_label && !db->per_pid)
-		return tally_seterr(-EINVAL, "'%s' keeps no command names (recorded by an older tally without --per-pid), so it cannot be filtered by --comm (record again)",
-				    input);
+		return tally_seterr(
+			-EINVAL,
+			"'%s' keeps no command names (recorded by an older tally without --per-pid), so it cannot be filtered by --comm (record again)",
+			input);
 	s->ev_only = -1;
 	if (s->event) {
 		s->ev_only = tally_db_event(db, s->event);
@@ -65,7 +71,8 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 			struct strbuf names = STRBUF_INIT;
 			for (int e = 0; e < db->nevents; e++)
 				strbuf_addf(&names, "%s%s", e ? ", " : "", db->events[e]);
-			tally_seterr(-EINVAL, "event '%s' is not in '%s' (it has: %s)", s->event, input, names.buf);
+			tally_seterr(-EINVAL, "event '%s' is not in '%s' (it has: %s)", s->event,
+				     input, names.buf);
 			strbuf_release(&names);
 			return -EINVAL;
 		}
@@ -77,12 +84,17 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 			bool known = false;
 			for (size_t l = 0; l < db->nlabels && !known; l++)
 				for (size_t k = 0; k < db->labels[l].n && !known; k++)
-					known = strlen(db->labels[l].v[k].key) == kl && !strncmp(db->labels[l].v[k].key, s->labels[i], kl);
+					known = strlen(db->labels[l].v[k].key) == kl &&
+						!strncmp(db->labels[l].v[k].key, s->labels[i], kl);
 			if (!known) {
 				struct strbuf keys = STRBUF_INIT;
 				tally_db_label_keys(db, &keys);
-				tally_seterr(-1, "--label %.*s: '%s' has no label '%.*s' (%s)", (int)kl, s->labels[i], input, (int)kl,
-					     s->labels[i], keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
+				tally_seterr(
+					-1, "--label %.*s: '%s' has no label '%.*s' (%s)", (int)kl,
+					s->labels[i], input, (int)kl, s->labels[i],
+					keys.len
+						? keys.buf
+						: "it has no labels: 'tally merge' adds host and run, a recording comm");
 				strbuf_release(&keys);
 				return -1;
 			}
@@ -91,7 +103,8 @@ int tally_select_check(struct tally_select *s, struct tally_db *db, const char *
 		for (size_t p = 0; p < db->nprofs && !any; p++)
 			any = tally_select_label(s, db, db->profs[p].label);
 		if (!any)
-			tally_warnings_add(w, "no samples in '%s' have the labels asked (--label)", input);
+			tally_warnings_add(w, "no samples in '%s' have the labels asked (--label)",
+					   input);
 	}
 	if (s->pid) {
 		bool found = false;
@@ -155,15 +168,18 @@ static void names_join(struct names *l, struct strbuf *sb)
 	memset(l, 0, sizeof(*l));
 }
 
-int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db, const char *input)
+int tally_select_nonempty(const struct tally_select *s, const struct tally_db *db,
+			  const char *input)
 {
 	if (!s->image && !s->pid && !s->comm && !s->excl && !s->nlabels)
 		return 0; /* no filter: an empty database is reported as such */
-	bool all = false, image = !s->image, pid = !s->pid, comm = !s->comm, excl = !s->excl, label = !s->nlabels;
+	bool all = false, image = !s->image, pid = !s->pid, comm = !s->comm, excl = !s->excl,
+	     label = !s->nlabels;
 	struct tally_select labels_only = *s; /* --label alone (not the comm label) */
 	labels_only.comm_by_label = false;
 	struct names nimages = { 0 }, npids = { 0 }, ncomms = { 0 }, nlabels = { 0 };
-	struct strbuf images = STRBUF_INIT, pids = STRBUF_INIT, comms = STRBUF_INIT, labels = STRBUF_INIT, t = STRBUF_INIT;
+	struct strbuf images = STRBUF_INIT, pids = STRBUF_INIT, comms = STRBUF_INIT,
+		      labels = STRBUF_INIT, t = STRBUF_INIT;
 	for (size_t p = 0; p < db->nprofs; p++) {
 		const struct tally_db_prof *pf = &db->profs[p];
 		if (!prof_samples(s, db, p))
@@ -173,7 +189,8 @@ int tally_select_nonempty(const struct tally_select *s, const struct tally_db *d
 		image = image || tally_select_image_matches(im, s->image);
 		pid = pid || pf->pid == s->pid;
 		/* the command name: the comm label the recording kept, else the process's */
-		const char *c = s->comm_by_label ? tally_db_label(db, pf->label, "comm") : tally_db_comm(db, pf->pid);
+		const char *c = s->comm_by_label ? tally_db_label(db, pf->label, "comm")
+						 : tally_db_comm(db, pf->pid);
 		comm = comm || (c && !strcmp(c, s->comm));
 		excl = excl || !strcmp(im->kind, "exec");
 		label = label || tally_select_label(&labels_only, db, pf->label);
@@ -207,23 +224,35 @@ int tally_select_nonempty(const struct tally_select *s, const struct tally_db *d
 		if (none)
 			r = tally_seterr(-ENOENT, "'%s' has no samples%s at all", input, what);
 		else if (!image)
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --image '%s' matches no image with samples%s (images with samples: %s)",
-					 input, s->image, what, images.buf);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: --image '%s' matches no image with samples%s (images with samples: %s)",
+				input, s->image, what, images.buf);
 		else if (!pid)
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --pid %d has no samples%s (processes with samples: %s)",
-					 input, s->pid, what, pids.buf);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: --pid %d has no samples%s (processes with samples: %s)",
+				input, s->pid, what, pids.buf);
 		else if (!comm)
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --comm '%s' matches no process with samples%s (commands with samples: %s)",
-					 input, s->comm, what, comms.buf);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: --comm '%s' matches no process with samples%s (commands with samples: %s)",
+				input, s->comm, what, comms.buf);
 		else if (!label)
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: no samples%s have the --label values asked (the values with samples: %s)",
-					 input, what, labels.buf);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: no samples%s have the --label values asked (the values with samples: %s)",
+				input, what, labels.buf);
 		else if (!excl)
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: --exclude-dependent keeps no image (no samples%s in the programs' own executables)",
-					 input, what);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: --exclude-dependent keeps no image (no samples%s in the programs' own executables)",
+				input, what);
 		else
-			r = tally_seterr(-ENOENT, "'%s' has no samples in the selection: each filter matches samples, but not together (drop one of them)",
-					 input);
+			r = tally_seterr(
+				-ENOENT,
+				"'%s' has no samples in the selection: each filter matches samples, but not together (drop one of them)",
+				input);
 	}
 	strbuf_release(&images);
 	strbuf_release(&pids);
@@ -235,7 +264,8 @@ int tally_select_nonempty(const struct tally_select *s, const struct tally_db *d
 
 bool tally_select_image_matches(const struct tally_db_image *im, const char *want)
 {
-	return !strcmp(im->name, want) || !strcmp(im->path, want) || !strcmp(tally_basename(im->path), want);
+	return !strcmp(im->name, want) || !strcmp(im->path, want) ||
+	       !strcmp(tally_basename(im->path), want);
 }
 
 bool tally_select_pid(const struct tally_select *s, const struct tally_db *db, int pid)
@@ -262,7 +292,8 @@ bool tally_select_label(const struct tally_select *s, const struct tally_db *db,
 		/* each key once: its values are the choices */
 		bool seen = false;
 		for (int j = 0; j < i && !seen; j++)
-			seen = strcspn(s->labels[j], "=") == kl && !strncmp(s->labels[j], s->labels[i], kl);
+			seen = strcspn(s->labels[j], "=") == kl &&
+			       !strncmp(s->labels[j], s->labels[i], kl);
 		if (seen)
 			continue;
 		char *key = xstrndup(s->labels[i], kl);
@@ -270,7 +301,8 @@ bool tally_select_label(const struct tally_select *s, const struct tally_db *db,
 		free(key);
 		bool ok = false;
 		for (int j = i; j < s->nlabels && !ok; j++) {
-			if (strcspn(s->labels[j], "=") != kl || strncmp(s->labels[j], s->labels[i], kl))
+			if (strcspn(s->labels[j], "=") != kl ||
+			    strncmp(s->labels[j], s->labels[i], kl))
 				continue;
 			const char *want = s->labels[j] + kl + 1;
 			ok = *want ? have && !strcmp(have, want) : !have;
@@ -281,7 +313,8 @@ bool tally_select_label(const struct tally_select *s, const struct tally_db *db,
 	return true;
 }
 
-bool tally_select_prof(const struct tally_select *s, const struct tally_db *db, const struct tally_db_prof *pf)
+bool tally_select_prof(const struct tally_select *s, const struct tally_db *db,
+		       const struct tally_db_prof *pf)
 {
 	const struct tally_db_image *im = &db->images[pf->image];
 	if ((s->nlabels || s->comm_by_label) && !tally_select_label(s, db, pf->label))
@@ -300,15 +333,23 @@ static int select_handle(void *ctx, int code, const char *arg)
 }
 
 static const struct tally_option select_options[] = {
-	TALLY_OPT(0, "exclude-dependent", TALLY_ARG_NONE, NULL, "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL),
-	TALLY_OPT(0, "image", TALLY_ARG_REQUIRED, "NAME", "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE),
-	TALLY_OPT(0, "pid", TALLY_ARG_REQUIRED, "PID", "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID),
-	TALLY_OPT(0, "comm", TALLY_ARG_REQUIRED, "NAME", "only processes with this command name (comm)", TALLY_OPT_SEL_COMM),
+	TALLY_OPT(0, "exclude-dependent", TALLY_ARG_NONE, NULL,
+		  "only the profiled programs' own executables", TALLY_OPT_SEL_EXCL),
+	TALLY_OPT(0, "image", TALLY_ARG_REQUIRED, "NAME",
+		  "only this image (file name or full path)", TALLY_OPT_SEL_IMAGE),
+	TALLY_OPT(0, "pid", TALLY_ARG_REQUIRED, "PID",
+		  "only this process (needs a --per-pid database)", TALLY_OPT_SEL_PID),
+	TALLY_OPT(0, "comm", TALLY_ARG_REQUIRED, "NAME",
+		  "only processes with this command name (comm)", TALLY_OPT_SEL_COMM),
 	TALLY_OPT(0, "event", TALLY_ARG_REQUIRED, "NAME", "only this event", TALLY_OPT_SEL_EVENT),
-	TALLY_OPT(0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
-	  "only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs", TALLY_OPT_SEL_LABEL),
-	TALLY_OPT(0, "samples", TALLY_ARG_NONE, NULL,
-	  "raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)", TALLY_OPT_SEL_SAMPLES),
+	TALLY_OPT(
+		0, "label", TALLY_ARG_REQUIRED, "KEY=VALUE",
+		"only samples with this label (tally merge keeps host and run);\nrepeated: each KEY must match one of its VALUEs",
+		TALLY_OPT_SEL_LABEL),
+	TALLY_OPT(
+		0, "samples", TALLY_ARG_NONE, NULL,
+		"raw sample counts instead of the default, time or events with each\nsample weighted by its period (as perf's)",
+		TALLY_OPT_SEL_SAMPLES),
 	TALLY_OPTION_END,
 };
 

@@ -32,14 +32,17 @@ int tally_sort_parse(struct tally_sort *s, const char *spec)
 		if (k < 0) {
 			char q[TALLY_EXCERPT_SIZE];
 			char *w = xstrndup(p, n);
-			tally_seterr(-EINVAL, "--sort: unknown key '%s' (keys: comm, pid, image, function, line; comma-separated)",
-				     tally_excerpt(q, w));
+			tally_seterr(
+				-EINVAL,
+				"--sort: unknown key '%s' (keys: comm, pid, image, function, line; comma-separated)",
+				tally_excerpt(q, w));
 			free(w);
 			return -EINVAL;
 		}
 		for (int i = 0; i < s->n; i++)
 			if (s->keys[i] == (enum tally_sort_key)k)
-				return tally_seterr(-EINVAL, "--sort: key '%s' given twice", key_names[k]);
+				return tally_seterr(-EINVAL, "--sort: key '%s' given twice",
+						    key_names[k]);
 		s->keys[s->n++] = (enum tally_sort_key)k;
 		if (!p[n])
 			return 0;
@@ -74,11 +77,15 @@ static bool db_has_comm(const struct tally_db *db)
 int tally_sort_check(const struct tally_sort *s, const struct tally_db *db, const char *input)
 {
 	if (has_key(s, TALLY_SORT_PID) && !db->per_pid)
-		return tally_seterr(-EINVAL, "--sort pid: '%s' was recorded without --per-pid (sort by comm, or record again with --per-pid)",
-				    input);
+		return tally_seterr(
+			-EINVAL,
+			"--sort pid: '%s' was recorded without --per-pid (sort by comm, or record again with --per-pid)",
+			input);
 	if (has_key(s, TALLY_SORT_COMM) && !db->per_pid && !db_has_comm(db))
-		return tally_seterr(-EINVAL, "--sort comm: '%s' keeps no command names (recorded by an older tally without --per-pid: record again)",
-				    input);
+		return tally_seterr(
+			-EINVAL,
+			"--sort comm: '%s' keeps no command names (recorded by an older tally without --per-pid: record again)",
+			input);
 	return 0;
 }
 
@@ -138,8 +145,8 @@ static const char *prof_comm(const struct tally_db *db, const struct tally_db_pr
 	return c ? c : "-";
 }
 
-static void build(struct stab *t, const struct tally_db *db, struct tally_resolver *res, const struct tally_select *sel,
-		  int ev, uint64_t *total, uint64_t *ntotal)
+static void build(struct stab *t, const struct tally_db *db, struct tally_resolver *res,
+		  const struct tally_select *sel, int ev, uint64_t *total, uint64_t *ntotal)
 {
 	/* the samples beside the values once db is weighed */
 	const uint64_t *raw = db->weighed ? db->weights : db->counts;
@@ -153,7 +160,8 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 		const struct tally_db_image *im = &db->images[pf->image];
 		/* what is the same for every entry of the profile */
 		const char *comm = prof_comm(db, pf);
-		int32_t pid = has_key(s, TALLY_SORT_PID) ? pf->pid : 0; /* processes apart only when pid is a key */
+		/* processes apart only when pid is a key */
+		int32_t pid = has_key(s, TALLY_SORT_PID) ? pf->pid : 0;
 		for (size_t i = pf->first; i < pf->end; i++) {
 			uint64_t c = db->counts[i * ne + (size_t)ev];
 			if (!c)
@@ -173,16 +181,19 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 				case TALLY_SORT_FUNCTION:
 				case TALLY_SORT_LINE:
 					if (!resolved) {
-						tally_resolve_leaf(res, pf->image, db->entries[i].offset, &lf);
+						tally_resolve_leaf(res, pf->image,
+								   db->entries[i].offset, &lf);
 						resolved = true;
 					}
 					if (s->keys[k] == TALLY_SORT_FUNCTION) {
 						key.val[k] = (char *)lf.name;
 					} else {
 						if (lf.file)
-							snprintf(linebuf, sizeof(linebuf), "%s:%d", lf.file, lf.line);
+							snprintf(linebuf, sizeof(linebuf), "%s:%d",
+								 lf.file, lf.line);
 						else
-							snprintf(linebuf, sizeof(linebuf), "[%s+%#" PRIx64 "]", im->name,
+							snprintf(linebuf, sizeof(linebuf),
+								 "[%s+%#" PRIx64 "]", im->name,
 								 db->entries[i].offset);
 						key.val[k] = linebuf;
 					}
@@ -192,7 +203,8 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 			uint64_t h = tally_hash_u64((uint64_t)(uint32_t)key.pid);
 			for (int k = 0; k < s->n; k++)
 				if (key.val[k])
-					h = tally_hash_bytes(key.val[k], strlen(key.val[k]), h + (uint64_t)k);
+					h = tally_hash_bytes(key.val[k], strlen(key.val[k]),
+							     h + (uint64_t)k);
 			key.h = h;
 			uint32_t j = tally_hidx_get(&idx, h, &key, srow_eq, t);
 			if (j == TALLY_HIDX_NONE) {
@@ -216,7 +228,8 @@ static void build(struct stab *t, const struct tally_db *db, struct tally_resolv
 }
 
 void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
-		       const struct tally_report_opts *o, const struct tally_sort *s, int ev, bool json)
+		       const struct tally_report_opts *o, const struct tally_sort *s, int ev,
+		       bool json)
 {
 	struct stab t = { .s = s };
 	uint64_t total = 0, ntotal = 0;
@@ -247,13 +260,16 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 			width[k] = strlen(key_names[s->keys[k]]);
 		for (size_t i = 0; i < t.n; i++) {
 			double pct = tally_view_pct(t.v[i].n, total);
-			if ((o->percent_limit > 0 && pct < o->percent_limit) || (o->top && shown_w >= o->top))
+			if ((o->percent_limit > 0 && pct < o->percent_limit) ||
+			    (o->top && shown_w >= o->top))
 				continue;
 			shown_w++;
 			for (int k = 0; k < s->n; k++) {
 				char pb[16];
-				size_t w = s->keys[k] == TALLY_SORT_PID ? (size_t)snprintf(pb, sizeof(pb), "%d", t.v[i].pid)
-									 : strlen(t.v[i].val[k]);
+				size_t w =
+					s->keys[k] == TALLY_SORT_PID
+						? (size_t)snprintf(pb, sizeof(pb), "%d", t.v[i].pid)
+						: strlen(t.v[i].val[k]);
 				if (w > width[k])
 					width[k] = w > 40 ? 40 : w;
 			}
@@ -264,7 +280,8 @@ void tally_report_sort(struct strbuf *out, const struct tally_db *db, struct tal
 		}
 		strbuf_addf(out, "\n%9s %8s", tally_view_heading(db, ev), "%");
 		for (int k = 0; k < s->n; k++)
-			strbuf_addf(out, "  %-*s", k + 1 < s->n ? (int)width[k] : 0, key_names[s->keys[k]]);
+			strbuf_addf(out, "  %-*s", k + 1 < s->n ? (int)width[k] : 0,
+				    key_names[s->keys[k]]);
 		strbuf_addch(out, '\n');
 	}
 	for (size_t i = 0; i < t.n; i++) {

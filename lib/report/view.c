@@ -70,7 +70,8 @@ static bool image_row_eq(const void *ctx, uint32_t idx, const void *key)
 	return r->image == k->image && r->pid == k->pid;
 }
 
-void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, const struct tally_select *sel, int ev)
+void tally_view_images(struct tally_view_rows *t, const struct tally_db *db,
+		       const struct tally_select *sel, int ev)
 {
 	memset(t, 0, sizeof(*t));
 	struct tally_hidx idx = { 0 };
@@ -90,7 +91,8 @@ void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, con
 		t->total += c;
 		t->ntotal += raw;
 		/* one row per image and pid: a merge's label sets add up */
-		uint64_t h = tally_hash_u64(((uint64_t)pf->image << 32) ^ (uint64_t)(uint32_t)pf->pid);
+		uint64_t h =
+			tally_hash_u64(((uint64_t)pf->image << 32) ^ (uint64_t)(uint32_t)pf->pid);
 		uint32_t j = tally_hidx_get(&idx, h, pf, image_row_eq, t);
 		if (j == TALLY_HIDX_NONE) {
 			struct tally_view_row *r = add_row(t);
@@ -134,13 +136,15 @@ void tally_view_images(struct tally_view_rows *t, const struct tally_db *db, con
 static bool row_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct tally_view_row *r = &((const struct tally_view_rows *)ctx)->v[idx], *k = key;
-	return r->image == k->image && r->addr == k->addr && r->inlined == k->inlined && r->line == k->line &&
-	       !strcmp(r->name, k->name) && (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
+	return r->image == k->image && r->addr == k->addr && r->inlined == k->inlined &&
+	       r->line == k->line && !strcmp(r->name, k->name) &&
+	       (r->file == k->file || (r->file && k->file && !strcmp(r->file, k->file)));
 }
 
 /* The function rows of one profile's entries, added to t. */
-static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, const struct tally_db *db,
-			   struct tally_resolver *res, int ev, const struct tally_db_prof *pf, bool lines, bool one)
+static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx,
+			   const struct tally_db *db, struct tally_resolver *res, int ev,
+			   const struct tally_db_prof *pf, bool lines, bool one)
 {
 	for (size_t i = pf->first; i < pf->end; i++) {
 		uint64_t c = db->counts[i * (size_t)db->nevents + (size_t)ev];
@@ -159,7 +163,8 @@ static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, co
 		}
 		/* equality on name and address: two local functions may share a name */
 		uint64_t h = tally_hash_bytes(key.name, strlen(key.name),
-					      key.addr ^ ((uint64_t)key.image << 32) ^ (uint64_t)key.line ^
+					      key.addr ^ ((uint64_t)key.image << 32) ^
+						      (uint64_t)key.line ^
 						      ((uint64_t)key.inlined << 62));
 		if (key.file)
 			h = tally_hash_bytes(key.file, strlen(key.file), h);
@@ -181,13 +186,15 @@ static void prof_functions(struct tally_view_rows *t, struct tally_hidx *idx, co
 	}
 }
 
-void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db, struct tally_resolver *res, int ev,
-			  const struct tally_view_row *images, size_t nimages, bool lines)
+void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db,
+			  struct tally_resolver *res, int ev, const struct tally_view_row *images,
+			  size_t nimages, bool lines)
 {
 	memset(t, 0, sizeof(*t));
 	struct tally_hidx idx = { 0 };
 	for (size_t m = 0; m < nimages; m++) {
-		/* an image row stands for its profiles (a row not from tally_view_images: its prof) */
+		/* an image row stands for its profiles (a row not from tally_view_images: its prof)
+		 */
 		size_t n = images[m].profs ? images[m].nprofs : 1;
 		for (size_t q = 0; q < n; q++) {
 			size_t p = images[m].profs ? images[m].profs[q] : images[m].prof;
@@ -241,14 +248,15 @@ static void group_arcs(const struct tally_cg *cg, bool by_caller, uint32_t **lis
 	*first = f;
 }
 
-void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
-			 const struct tally_select *sel, int ev)
+void tally_view_cg_build(struct tally_view_cg *v, const struct tally_db *db,
+			 struct tally_resolver *res, const struct tally_select *sel, int ev)
 {
 	tally_view_cg_build_flags(v, db, res, sel, ev, 0);
 }
 
-void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db, struct tally_resolver *res,
-			       const struct tally_select *sel, int ev, unsigned flags)
+void tally_view_cg_build_flags(struct tally_view_cg *v, const struct tally_db *db,
+			       struct tally_resolver *res, const struct tally_select *sel, int ev,
+			       unsigned flags)
 {
 	memset(v, 0, sizeof(*v));
 	tally_cg_build_flags(&v->cg, db, res, ev, keep_pid, sel, flags);
@@ -283,7 +291,8 @@ void tally_view_cg_release(struct tally_view_cg *v)
 	memset(v, 0, sizeof(*v));
 }
 
-const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees, size_t *n)
+const uint32_t *tally_view_cg_arcs(const struct tally_view_cg *v, uint32_t f, bool callees,
+				   size_t *n)
 {
 	const uint32_t *first = callees ? v->out_first : v->in_first;
 	*n = first[f + 1] - first[f];
@@ -299,7 +308,8 @@ static int cmp_kid(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y; /* the model's order among equals */
 }
 
-uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base, double limit, size_t *n)
+uint32_t *tally_view_tree_kids(const struct tally_cg_node *nodes, uint32_t at, uint64_t base,
+			       double limit, size_t *n)
 {
 	const struct tally_cg_node *nd = &nodes[at];
 	uint32_t *kids = xmalloc((nd->nkids + 1) * sizeof(uint32_t));
@@ -348,7 +358,8 @@ void tally_view_values_desc(struct strbuf *sb, const struct tally_db *db, int ev
 	tally_view_values_desc_sel(sb, db, ev, 0, NULL);
 }
 
-void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev, uint64_t sel_n, const char *sel)
+void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, int ev,
+				uint64_t sel_n, const char *sel)
 {
 	uint64_t all = ev >= 0 && ev < db->nevents && db->samples ? db->samples[ev] : 0;
 	int kind = kind_of(db, ev);
@@ -356,27 +367,38 @@ void tally_view_values_desc_sel(struct strbuf *sb, const struct tally_db *db, in
 	/* "840 samples in all", or a label selection's: "312 samples in host=h1, of 840 in all" */
 	struct strbuf count = STRBUF_INIT;
 	if (sel)
-		strbuf_addf(&count, "%" PRIu64 "%s%s in %s, of %" PRIu64 " in all", sel_n, db->weighed ? " " : "",
-			    db->weighed ? what[kind] : "", sel, all);
+		strbuf_addf(&count, "%" PRIu64 "%s%s in %s, of %" PRIu64 " in all", sel_n,
+			    db->weighed ? " " : "", db->weighed ? what[kind] : "", sel, all);
 	else
-		strbuf_addf(&count, "%" PRIu64 "%s%s in all", all, db->weighed ? " " : "", db->weighed ? what[kind] : "");
+		strbuf_addf(&count, "%" PRIu64 "%s%s in all", all, db->weighed ? " " : "",
+			    db->weighed ? what[kind] : "");
 	if (!db->weighed)
-		strbuf_addf(sb, "%s (%s), not weighted by %s%s", what[kind], count.buf, kind == 1 ? "their time" : "period",
-			    tally_view_can_weigh(db) ? "" : " (the database has no periods to weigh them by)");
+		strbuf_addf(sb, "%s (%s), not weighted by %s%s", what[kind], count.buf,
+			    kind == 1 ? "their time" : "period",
+			    tally_view_can_weigh(db)
+				    ? ""
+				    : " (the database has no periods to weigh them by)");
 	else if (kind == 1)
-		strbuf_addf(sb, "%s, the time of each wait off the CPU (%s): --samples for the number of waits",
-			    tally_view_heading(db, ev), count.buf);
+		strbuf_addf(
+			sb,
+			"%s, the time of each wait off the CPU (%s): --samples for the number of waits",
+			tally_view_heading(db, ev), count.buf);
 	else if (kind == 2)
-		strbuf_addf(sb, "%s, on-CPU samples weighted by period and waits off the CPU by their time (%s): --samples for their number",
-			    tally_view_heading(db, ev), count.buf);
+		strbuf_addf(
+			sb,
+			"%s, on-CPU samples weighted by period and waits off the CPU by their time (%s): --samples for their number",
+			tally_view_heading(db, ev), count.buf);
 	else
-		strbuf_addf(sb, "%s, weighted by period (the %s each sample stands for; %s): --samples for sample counts",
-			    tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events", count.buf);
+		strbuf_addf(
+			sb,
+			"%s, weighted by period (the %s each sample stands for; %s): --samples for sample counts",
+			tally_view_heading(db, ev), tally_db_unit_time(db, ev) ? "time" : "events",
+			count.buf);
 	strbuf_release(&count);
 }
 
-void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db, const struct tally_select *sel,
-			  int ev)
+void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_db *db,
+			  const struct tally_select *sel, int ev)
 {
 	memset(out, 0, sizeof(*out));
 	out->duration = -1;
@@ -418,7 +440,8 @@ void tally_view_labelspan(struct tally_view_labelspan *out, const struct tally_d
 			out->start = s->start;
 		if (s->stop && (!out->stop || strcmp(s->stop, out->stop) > 0))
 			out->stop = s->stop;
-		same_cmd = same_cmd && s->command && out->command && !strcmp(s->command, out->command);
+		same_cmd =
+			same_cmd && s->command && out->command && !strcmp(s->command, out->command);
 	}
 	if (!same_cmd)
 		out->command = NULL;
@@ -454,7 +477,8 @@ void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev)
 	const char *name = ev >= 0 && ev < db->nevents ? db->events[ev] : "?";
 	if (kind == 1)
 		strbuf_addf(sb, "%s, every wait off the CPU (%s)", name,
-			    strstr(name, "preempted") ? "preempted: runnable, waiting for a CPU" : "blocked: sleeping or waiting");
+			    strstr(name, "preempted") ? "preempted: runnable, waiting for a CPU"
+						      : "blocked: sleeping or waiting");
 	else if (kind == 2) {
 		/* the on-CPU event's item of the session's "randomized" list */
 		const char *r = tally_meta_get(&db->session, "randomized");
@@ -462,8 +486,11 @@ void tally_view_event_desc(struct strbuf *sb, const struct tally_db *db, int ev)
 			r = strchr(r, ',');
 			r = r ? r + 1 : NULL;
 		}
-		strbuf_addf(sb, "wall: on the CPU sampled (%s%s), and every wait off the CPU, blocked or preempted",
-			    samp ? samp : "?", r && !strncmp(r, "yes", 3) && (r[3] == ',' || !r[3]) ? ", randomized" : "");
+		strbuf_addf(
+			sb,
+			"wall: on the CPU sampled (%s%s), and every wait off the CPU, blocked or preempted",
+			samp ? samp : "?",
+			r && !strncmp(r, "yes", 3) && (r[3] == ',' || !r[3]) ? ", randomized" : "");
 	}
 	else
 		strbuf_addf(sb, "%s, %s", name, samp ? samp : "?");

@@ -5,7 +5,8 @@
 
 /* ---- where debug files may be (docs/symbols.md) ---- */
 
-void sym_add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt, ...)
+void sym_add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt,
+		  ...)
 {
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
@@ -35,8 +36,8 @@ static char *dirname_of(const char *path)
  * path and its debuglink under it; the system's build-id tree; the debuglink
  * next to the binary, in .debug/ and under /usr/lib/debug; the --mapfile
  * entries with this build-id. */
-static void debug_cands(struct tally_resolver *r, const struct tally_db_image *di, const char *main_path,
-			const char *debuglink, struct cand **c, size_t *n)
+static void debug_cands(struct tally_resolver *r, const struct tally_db_image *di,
+			const char *main_path, const char *debuglink, struct cand **c, size_t *n)
 {
 	size_t a = 0;
 	bool bid = !strcmp(di->id_kind, "build-id") && strlen(di->id) > 2;
@@ -46,27 +47,34 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 	for (size_t i = 0; r->o.debug_dirs && r->o.debug_dirs[i]; i++) {
 		const char *d = r->o.debug_dirs[i];
 		if (bid)
-			sym_add_cand(c, n, &a, "--debug-dir build-id", false, "%s/.build-id/%.2s/%s.debug", d, di->id, di->id + 2);
+			sym_add_cand(c, n, &a, "--debug-dir build-id", false,
+				     "%s/.build-id/%.2s/%s.debug", d, di->id, di->id + 2);
 		if (orig[0] == '/') {
-			sym_add_cand(c, n, &a, "--debug-dir with the binary's path", false, "%s%s", d, orig);
-			sym_add_cand(c, n, &a, "--debug-dir with the binary's path", false, "%s%s.debug", d, orig);
+			sym_add_cand(c, n, &a, "--debug-dir with the binary's path", false, "%s%s",
+				     d, orig);
+			sym_add_cand(c, n, &a, "--debug-dir with the binary's path", false,
+				     "%s%s.debug", d, orig);
 		}
 		if (debuglink && orig[0] == '/')
-			sym_add_cand(c, n, &a, "--debug-dir with the binary's directory and its debuglink", true, "%s%s/%s", d, odir,
-				 debuglink);
+			sym_add_cand(c, n, &a,
+				     "--debug-dir with the binary's directory and its debuglink",
+				     true, "%s%s/%s", d, odir, debuglink);
 	}
 	/* the build-id cache's copy: the same file as the system's, its DWARF
 	 * decompressed (a report reads only what it needs of it) */
 	char key[TALLY_CACHE_KEY_MAX];
-	struct tally_cache *cache = bid && tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
-	if (cache && tally_cache_has(cache, key, TALLY_CACHE_DEBUG)) /* a regular file, never a link */
-		sym_add_cand(c, n, &a, "the build-id cache", false, "%s/%s/debug", cache->path, key);
+	struct tally_cache *cache =
+		bid && tally_cache_key(di->id_kind, di->id, key) ? sym_cache(r) : NULL;
+	/* a regular file, never a link */
+	if (cache && tally_cache_has(cache, key, TALLY_CACHE_DEBUG))
+		sym_add_cand(c, n, &a, "the build-id cache", false, "%s/%s/debug", cache->path,
+			     key);
 	if (bid && r->archive)
-		sym_add_cand(c, n, &a, "the archive's build-id directory", false, "%s/debug/.build-id/%.2s/%s.debug", r->archive,
-			 di->id, di->id + 2);
+		sym_add_cand(c, n, &a, "the archive's build-id directory", false,
+			     "%s/debug/.build-id/%.2s/%s.debug", r->archive, di->id, di->id + 2);
 	else if (bid)
-		sym_add_cand(c, n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
-			 di->id + 2);
+		sym_add_cand(c, n, &a, "system build-id directory", false,
+			     "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id, di->id + 2);
 	if (debuglink) {
 		const char *dirs[2] = { mdir, odir };
 		for (int k = 0; k < 2; k++) {
@@ -76,18 +84,22 @@ static void debug_cands(struct tally_resolver *r, const struct tally_db_image *d
 			 * nothing outside it is looked at */
 			if (r->archive && (k == 1 || !main_path))
 				continue;
-			sym_add_cand(c, n, &a, ".gnu_debuglink next to the binary", true, "%s/%s", dirs[k], debuglink);
-			sym_add_cand(c, n, &a, ".gnu_debuglink in .debug/", true, "%s/.debug/%s", dirs[k], debuglink);
+			sym_add_cand(c, n, &a, ".gnu_debuglink next to the binary", true, "%s/%s",
+				     dirs[k], debuglink);
+			sym_add_cand(c, n, &a, ".gnu_debuglink in .debug/", true, "%s/.debug/%s",
+				     dirs[k], debuglink);
 			if ((dirs[k][0] == '/' || !dirs[k][0]) && !r->archive)
-				sym_add_cand(c, n, &a, ".gnu_debuglink under /usr/lib/debug", true, "/usr/lib/debug%s/%s", dirs[k],
-					 debuglink);
+				sym_add_cand(c, n, &a, ".gnu_debuglink under /usr/lib/debug", true,
+					     "/usr/lib/debug%s/%s", dirs[k], debuglink);
 		}
 	}
 	if (bid && r->o.map) {
 		size_t first, m = tally_imgmap_find(r->o.map, di->id, &first);
 		for (size_t i = 0; i < m; i++)
-			if (r->o.map->e[first + i].flags & (TALLY_IMGMAP_DEBUG | TALLY_IMGMAP_SYMTAB))
-				sym_add_cand(c, n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
+			if (r->o.map->e[first + i].flags &
+			    (TALLY_IMGMAP_DEBUG | TALLY_IMGMAP_SYMTAB))
+				sym_add_cand(c, n, &a, "--mapfile", false, "%s",
+					     r->o.map->e[first + i].path);
 	}
 	free(odir);
 	free(mdir);
@@ -119,7 +131,8 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 		int ok;
 		if (c[i].debuglink && strcmp(di->id_kind, "build-id")) {
 			/* no build-id to compare: the debuglink's CRC says whether it belongs */
-			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
+			int fd =
+				tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			bool rd = fd >= 0;
 			uint32_t got = rd ? sym_crc32_file(fd, &rd) : 0;
 			strbuf_reset(&why);
@@ -129,29 +142,39 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 				close(fd);
 			ok = !rd ? -1 : got == crc ? 1 : 0;
 			if (fd >= 0)
-				strbuf_addf(&why, ok < 0 ? "cannot be read" : ok ? "CRC %08x matches the debuglink" :
-						"CRC %08x, the debuglink says %08x: another file, not used", got, crc);
+				strbuf_addf(
+					&why,
+					ok < 0 ? "cannot be read"
+					: ok   ? "CRC %08x matches the debuglink"
+					     : "CRC %08x, the debuglink says %08x: another file, not used",
+					got, crc);
 		} else {
 			ok = sym_check_file(di, c[i].path, &why);
 		}
 		bool useful = false;
 		if (ok == 1) {
-			int fd = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
+			int fd =
+				tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-			useful = e && (sym_elf_has_section(e, ".debug_info") || sym_elf_has_section(e, ".symtab"));
+			useful = e && (sym_elf_has_section(e, ".debug_info") ||
+				       sym_elf_has_section(e, ".symtab"));
 			if (e)
 				elf_end(e);
 			if (fd >= 0)
 				close(fd);
 		}
-		sym_logf_(s, "debug file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
-		      ok == 1 ? (useful ? ": used" : ", but it has neither .debug_info nor .symtab: not used") : "");
+		sym_logf_(
+			s, "debug file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
+			ok == 1 ? (useful ? ": used"
+					  : ", but it has neither .debug_info nor .symtab: not used")
+				: "");
 		if (ok == 1 && useful) {
 			ret = tally_open_regular(AT_FDCWD, c[i].path, TALLY_OPEN_FOLLOW, 0, NULL);
 			if (ret >= 0)
 				*out_path = xstrdup(c[i].path);
 			char key[TALLY_CACHE_KEY_MAX];
-			if (ret >= 0 && !strcmp(c[i].why, "the build-id cache") && tally_cache_key(di->id_kind, di->id, key))
+			if (ret >= 0 && !strcmp(c[i].why, "the build-id cache") &&
+			    tally_cache_key(di->id_kind, di->id, key))
 				tally_cache_touch(sym_cache(r), key);
 		}
 	}
@@ -160,7 +183,8 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 		ret = sym_try_debuginfod(r, s, di, &p);
 		if (ret >= 0) {
 			int ok = sym_check_file(di, p, &why);
-			sym_logf_(s, "debug file '%s' (debuginfod): %s%s", p, why.buf, ok == 1 ? ": used" : "");
+			sym_logf_(s, "debug file '%s' (debuginfod): %s%s", p, why.buf,
+				  ok == 1 ? ": used" : "");
 			if (ok == 1) {
 				*out_path = p;
 			} else {
@@ -176,8 +200,8 @@ int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tal
 }
 
 int sym_find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	(void)mod, (void)modname, (void)base;
 	struct imgsyms *s = *userdata;
@@ -188,7 +212,8 @@ int sym_find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname
 		return -1; /* vmlinux is given whole */
 	char *p = NULL;
 	if (s->debug_searched)
-		return -1; /* libdwfl asks again for DWARF after the symbol table: the answer is the same */
+		/* libdwfl asks again for DWARF after the symbol table: the answer is the same */
+		return -1;
 	int fd = sym_open_debug(s->r, s, di, file_name, debuglink_file, debuglink_crc, &p);
 	s->debug_searched = fd < 0;
 	if (fd >= 0) {

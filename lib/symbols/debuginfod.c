@@ -19,9 +19,11 @@ static int dfd_progress(debuginfod_client *c, long a, long b)
 		const char *name = r->db->images[r->dfd_image].name;
 		double left = d->until - tally_now_mono();
 		if (b > 0)
-			sym_progress(r, "debuginfod: %s: %ld of %ld KiB (%.0f s left)", name, a / 1024, b / 1024, left > 0 ? left : 0);
+			sym_progress(r, "debuginfod: %s: %ld of %ld KiB (%.0f s left)", name,
+				     a / 1024, b / 1024, left > 0 ? left : 0);
 		else
-			sym_progress(r, "debuginfod: asking for %s's debug info (%.0f s left)", name, left > 0 ? left : 0);
+			sym_progress(r, "debuginfod: asking for %s's debug info (%.0f s left)",
+				     name, left > 0 ? left : 0);
 	}
 	/* non-zero cancels the download: the report never waits longer than the limit */
 	return d && tally_now_mono() > d->until;
@@ -30,7 +32,8 @@ static int dfd_progress(debuginfod_client *c, long a, long b)
 /* libdebuginfod's cache directory, as it chooses it. */
 static void dfd_cache_dir(struct strbuf *out)
 {
-	const char *p = getenv("DEBUGINFOD_CACHE_PATH"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	const char *p = getenv("DEBUGINFOD_CACHE_PATH"), *x = getenv("XDG_CACHE_HOME"),
+		   *h = getenv("HOME");
 	if (p && *p)
 		strbuf_addstr(out, p);
 	else if (x && *x)
@@ -58,7 +61,8 @@ static bool dfd_cached_failure(const char *id, struct strbuf *where, double *age
 }
 
 /* The debug file from DEBUGINFOD_URLS, or -1. Logged. */
-int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, char **path)
+int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		       char **path)
 {
 	if (!r->o.debuginfod)
 		return -1;
@@ -74,7 +78,10 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 	if (!r->dfd_lib) {
 		r->dfd_lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
 		if (!r->dfd_lib) {
-			sym_logf_(s, "debuginfod: cannot sym_load libdebuginfod.so.1: %s (install libdebuginfod1)", dlerror());
+			sym_logf_(
+				s,
+				"debuginfod: cannot sym_load libdebuginfod.so.1: %s (install libdebuginfod1)",
+				dlerror());
 			return -1;
 		}
 		*(void **)&r->dfd_begin = dlsym(r->dfd_lib, "debuginfod_begin");
@@ -83,8 +90,8 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 		*(void **)&r->dfd_set_user_data = dlsym(r->dfd_lib, "debuginfod_set_user_data");
 		*(void **)&r->dfd_get_user_data = dlsym(r->dfd_lib, "debuginfod_get_user_data");
 		*(void **)&r->dfd_end = dlsym(r->dfd_lib, "debuginfod_end");
-		if (!r->dfd_begin || !r->dfd_find || !r->dfd_set_progressfn || !r->dfd_set_user_data ||
-		    !r->dfd_get_user_data || !r->dfd_end) {
+		if (!r->dfd_begin || !r->dfd_find || !r->dfd_set_progressfn ||
+		    !r->dfd_set_user_data || !r->dfd_get_user_data || !r->dfd_end) {
 			sym_logf_(s, "debuginfod: libdebuginfod.so.1 lacks a function tally needs");
 			dlclose(r->dfd_lib);
 			r->dfd_lib = NULL;
@@ -120,8 +127,10 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 	if (!r->dfd_until)
 		r->dfd_until = t0 + r->o.debuginfod_timeout;
 	if (t0 >= r->dfd_until) {
-		sym_logf_(s, "debuginfod (%s): not asked: the report's --debuginfod-timeout of %.1f s was spent on other images", urls,
-			  r->o.debuginfod_timeout);
+		sym_logf_(
+			s,
+			"debuginfod (%s): not asked: the report's --debuginfod-timeout of %.1f s was spent on other images",
+			urls, r->o.debuginfod_timeout);
 		return -1;
 	}
 	struct strbuf cached = STRBUF_INIT;
@@ -139,11 +148,15 @@ int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct
 	if (fd < 0) {
 		double took = tally_now_mono() - t0;
 		if (was_cached && fd == -ENOENT)
-			sym_logf_(s, "debuginfod (%s): a failure cached by libdebuginfod %.0f s ago ('%s'), not asked again until it expires (cache_miss_s in the cache directory, default 600 s; remove that file to ask now)",
-				  urls, age, cached.buf);
+			sym_logf_(
+				s,
+				"debuginfod (%s): a failure cached by libdebuginfod %.0f s ago ('%s'), not asked again until it expires (cache_miss_s in the cache directory, default 600 s; remove that file to ask now)",
+				urls, age, cached.buf);
 		else
 			sym_logf_(s, "debuginfod (%s): %s after %.1f s", urls,
-				  tally_now_mono() >= r->dfd_until ? "gave up at the time limit" : strerror(-fd), took);
+				  tally_now_mono() >= r->dfd_until ? "gave up at the time limit"
+								   : strerror(-fd),
+				  took);
 		strbuf_release(&cached);
 		free(p);
 		return -1;

@@ -54,12 +54,14 @@ static bool ends_with(const struct strbuf *sb, size_t from, const char *p)
 
 void tally_name_short(struct strbuf *out, const char *name)
 {
-	static const char *const ops[] = { "<<=", ">>=", "<=>", "->*", "<<", ">>", "<=", ">=", "->", "()", "[]", "<", ">" };
+	static const char *const ops[] = { "<<=", ">>=", "<=>", "->*", "<<", ">>", "<=",
+					   ">=",  "->",  "()",  "[]",  "<",  ">" };
 	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
 	size_t base = out->len, i = 0;
 	const char *rp = strrchr(name, ')');
-	bool sig = rp && (!rp[1] || starts(rp + 1, " const") || starts(rp + 1, " volatile") || starts(rp + 1, " &") ||
-			  starts(rp + 1, " [clone") || starts(rp + 1, " noexcept"));
+	bool sig = rp && (!rp[1] || starts(rp + 1, " const") || starts(rp + 1, " volatile") ||
+			  starts(rp + 1, " &") || starts(rp + 1, " [clone") ||
+			  starts(rp + 1, " noexcept"));
 	if (!strpbrk(name, "(<") || !(sig || strstr(name, "::"))) {
 		/* C, kernel ("name [module]") and JIT names ("JS:*<anonymous> /a.js:1"):
 		 * a demangled C++ or Rust name has a scope or a parameter list */
@@ -69,7 +71,8 @@ void tally_name_short(struct strbuf *out, const char *name)
 	while (name[i]) {
 		char c = name[i];
 		bool comp_start = out->len == base || ends_with(out, base, "::");
-		if (starts(name + i, "operator") && (i == 0 || !(isalnum((unsigned char)name[i - 1]) || name[i - 1] == '_'))) {
+		if (starts(name + i, "operator") &&
+		    (i == 0 || !(isalnum((unsigned char)name[i - 1]) || name[i - 1] == '_'))) {
 			strbuf_addstr(out, "operator");
 			i += 8;
 			for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)

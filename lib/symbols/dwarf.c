@@ -18,22 +18,28 @@ Dwarf *sym_get_dwarf(struct imgsyms *s)
 		s->dwarf_state = 1;
 		const char *dbg = NULL, *mainf = NULL;
 		dwfl_module_info(s->mod, NULL, NULL, NULL, NULL, NULL, &mainf, &dbg);
-		sym_logf_(s, "DWARF (lines, inlines): from '%s'", dbg ? dbg : mainf ? mainf : s->file);
+		sym_logf_(s, "DWARF (lines, inlines): from '%s'",
+			  dbg     ? dbg
+			  : mainf ? mainf
+				  : s->file);
 	} else {
 		int e = dwfl_errno();
-		sym_logf_(s, "DWARF (lines, inlines): none: %s", e ? dwfl_errmsg(e) : "no debug info found");
+		sym_logf_(s, "DWARF (lines, inlines): none: %s",
+			  e ? dwfl_errmsg(e) : "no debug info found");
 	}
 	return s->dw;
 }
 
 static bool has_pc_attr(Dwarf_Die *d)
 {
-	return dwarf_hasattr(d, DW_AT_low_pc) || dwarf_hasattr(d, DW_AT_ranges) || dwarf_hasattr(d, DW_AT_entry_pc);
+	return dwarf_hasattr(d, DW_AT_low_pc) || dwarf_hasattr(d, DW_AT_ranges) ||
+	       dwarf_hasattr(d, DW_AT_entry_pc);
 }
 
 /* The DIEs of the subprogram containing pc and the inlined subroutines within
  * it that contain pc, outermost first. Returns how many (at most max). */
-static int scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int max, int n, int depth)
+static int scope_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int max, int n,
+		       int depth)
 {
 	Dwarf_Die child;
 	if (depth > 64 || dwarf_child(parent, &child) != 0)
@@ -83,13 +89,14 @@ static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die, int *line)
 		*line = (int)v;
 	Dwarf_Files *files;
 	size_t nfiles;
-	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &v) != 0 || dwarf_getsrcfiles(cu, &files, &nfiles) != 0 ||
-	    v >= nfiles)
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &v) != 0 ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || v >= nfiles)
 		return NULL;
 	return dwarf_filesrc(files, v, NULL, NULL);
 }
 
-static void push_frame(struct tally_resolver *r, const char *name, const char *file, int line, bool inl, uint64_t addr)
+static void push_frame(struct tally_resolver *r, const char *name, const char *file, int line,
+		       bool inl, uint64_t addr)
 {
 	GROW(r->frames, r->aframes, r->nframes + 1);
 	r->frames[r->nframes++] = (struct tally_srcframe){ name, file, line, inl, addr };
@@ -130,7 +137,8 @@ static const char *abs_srcpath(struct tally_resolver *r, Dwarf_Die *cu, const ch
 		return NULL;
 	struct strbuf sb = STRBUF_INIT;
 	Dwarf_Attribute at;
-	const char *dir = file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
+	const char *dir =
+		file[0] == '/' ? NULL : dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &at));
 	size_t dl = dir ? strlen(dir) : 0;
 	if (dir && dir[0] != '/' && !strncmp(file, dir, dl) && file[dl] == '/')
 		dir = NULL;
@@ -223,11 +231,15 @@ static const char *die_name(struct tally_resolver *r, Dwarf_Die *die)
 	/* scopes[0] is decl itself, the last its compile unit */
 	for (int k = n - 1; k >= 1; k--) {
 		int tag = dwarf_tag(&scopes[k]);
-		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
-		    tag != DW_TAG_union_type && tag != DW_TAG_module)
+		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+		    tag != DW_TAG_structure_type && tag != DW_TAG_union_type &&
+		    tag != DW_TAG_module)
 			continue;
 		const char *sn = dwarf_diename(&scopes[k]);
-		strbuf_addf(&sb, "%s::", sn ? sn : tag == DW_TAG_namespace ? "(anonymous namespace)" : "(anonymous)");
+		strbuf_addf(&sb, "%s::",
+			    sn                        ? sn
+			    : tag == DW_TAG_namespace ? "(anonymous namespace)"
+						      : "(anonymous)");
 	}
 	free(scopes);
 	if (!sb.len)
@@ -249,7 +261,8 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 	size_t first = r->nframes;
 	uint64_t addr = 0;
 	Dwarf *dw = NULL;
-	/* where the DWARF is: the image's own file, or for the kernel, --vmlinux or a module's .ko */
+	/* where the DWARF is: the image's own file, or for the kernel, --vmlinux or a module's .ko
+	 */
 	struct imgsyms *d = s;
 	const char *modname = NULL;
 	/* DWARF is for inlines and lines: a --symbols --no-inline report never reads it */
@@ -285,14 +298,17 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 			int n = scope_chain(cu, pc, chain, 32, 0, 0);
 			if (r->o.no_inline)
 				n = n ? 1 : 0;
-			/* innermost first: each inlined frame's location, then its call site in the next */
+			/* innermost first: each inlined frame's location, then its call site in the
+			 * next */
 			for (int i = n - 1; i >= 1; i--) {
 				Dwarf_Attribute a;
 				Dwarf_Die origin;
 				uint64_t key = dwarf_dieoffset(&chain[i]);
-				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) && dwarf_formref_die(&a, &origin))
+				if (dwarf_attr(&chain[i], DW_AT_abstract_origin, &a) &&
+				    dwarf_formref_die(&a, &origin))
 					key = dwarf_dieoffset(&origin);
-				push_frame(r, in_module(r, die_name(r, &chain[i]), modname), file, line, true, key);
+				push_frame(r, in_module(r, die_name(r, &chain[i]), modname), file,
+					   line, true, key);
 				file = abs_srcpath(r, cu, call_file(cu, &chain[i], &line));
 			}
 			if (!outer && n)
@@ -303,10 +319,13 @@ static void compute_frames(struct tally_resolver *r, uint32_t image, uint64_t of
 			/* code the symbol table knows but no compile unit covers: DWARF that is
 			 * damaged, or partial (code built without -g) */
 			int e = dwfl_errno();
-			if (!d->dwarf_missing++ || (e && !strcmp(d->dwarf_err, "no compile unit covers it"))) {
+			if (!d->dwarf_missing++ ||
+			    (e && !strcmp(d->dwarf_err, "no compile unit covers it"))) {
 				free(d->dwarf_err);
 				const char *m = e ? dwfl_errmsg(e) : NULL;
-				d->dwarf_err = xstrdup(m && !strstr(m, "out of range") ? m : "no compile unit covers it");
+				d->dwarf_err = xstrdup(m && !strstr(m, "out of range")
+							       ? m
+							       : "no compile unit covers it");
 			}
 		}
 	}
@@ -342,7 +361,8 @@ static int symbol_frame(struct tally_resolver *r, uint32_t image, uint64_t offse
 	bool want = !r->o.no_inline || r->o.lines; /* as compute_frames asks for DWARF */
 	if (want && ((s->file_kind && s->dwarf_state != -1) || s->kernel))
 		return -1;
-	const struct tally_sym *sym = s->mismatch ? NULL : tally_resolve(r, image, offset - (ret && offset ? 1 : 0));
+	const struct tally_sym *sym =
+		s->mismatch ? NULL : tally_resolve(r, image, offset - (ret && offset ? 1 : 0));
 	if (!sym) {
 		*out = NULL;
 		return 0;
@@ -382,7 +402,8 @@ size_t tally_resolve_frames(struct tally_resolver *r, uint32_t image, uint64_t o
 	return r->fc[i].n;
 }
 
-void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset, struct tally_leaf *out)
+void tally_resolve_leaf(struct tally_resolver *r, uint32_t image, uint64_t offset,
+			struct tally_leaf *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->name = "[unknown]";

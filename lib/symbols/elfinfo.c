@@ -108,7 +108,8 @@ struct tally_kallsyms {
 	size_t n;
 	struct strbuf names;
 	const char *cnames; /* the names: names.buf, or within map */
-	void *map;          /* a table read back from its bytes (mapped): the arrays point into it */
+	/* a table read back from its bytes (mapped): the arrays point into it */
+	void *map;
 	size_t maplen;
 	uint64_t core_lo, core_hi; /* the core kernel's symbols' range; core_hi < core_lo: none */
 };
@@ -185,7 +186,10 @@ int tally_kallsyms_open(const char *path, struct tally_kallsyms **out)
 	if (nall && zero) {
 		free(all);
 		tally_kallsyms_free(t);
-		return tally_seterr(-EPERM, "kernel symbol addresses in '%s' are hidden (kernel.kptr_restrict; record as root)", path);
+		return tally_seterr(
+			-EPERM,
+			"kernel symbol addresses in '%s' are hidden (kernel.kptr_restrict; record as root)",
+			path);
 	}
 	tally_qsort(all, nall, sizeof(*all), cmp_raw_ksym);
 	t->addr = xmalloc((nall + 1) * sizeof(uint64_t));
@@ -217,7 +221,9 @@ int tally_kallsyms_open(const char *path, struct tally_kallsyms **out)
 
 size_t tally_kallsyms_bytes(const struct tally_kallsyms *t)
 {
-	return !t ? 0 : t->map ? t->maplen : t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc;
+	return !t       ? 0
+	       : t->map ? t->maplen
+			: t->n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + t->names.alloc;
 }
 
 /* ---- the table as bytes (the kernel-symbols cache, lib/record/kcache.c) ----
@@ -264,8 +270,10 @@ static bool ksyms_ok(const unsigned char *p, size_t len, const char *tag, struct
 		return false;
 	memcpy(h, p, sizeof(*h));
 	if (memcmp(h->magic, ksyms_magic, sizeof(h->magic)) || h->taglen != tl || h->n > len / 13 ||
-	    h->nameslen > len || h->nameslen > UINT32_MAX || sizeof(*h) + pad8(tl) + h->n * 13 + h->nameslen != len ||
-	    memcmp(p + sizeof(*h), tag, tl) || (h->nameslen && p[len - 1]) || (h->n && !h->nameslen))
+	    h->nameslen > len || h->nameslen > UINT32_MAX ||
+	    sizeof(*h) + pad8(tl) + h->n * 13 + h->nameslen != len ||
+	    memcmp(p + sizeof(*h), tag, tl) || (h->nameslen && p[len - 1]) ||
+	    (h->n && !h->nameslen))
 		return false;
 	const unsigned char *a = p + sizeof(*h) + pad8(tl);
 	const uint64_t *addr = (const uint64_t *)a;
@@ -297,7 +305,8 @@ int tally_kallsyms_load_fd(int fd, const char *tag, struct tally_kallsyms **out)
 {
 	*out = NULL;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct ksyms_head))
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(struct ksyms_head))
 		return -EINVAL;
 	size_t len = (size_t)st.st_size;
 	/* read, not mapped: a file cut while it is read must not end the process
@@ -329,7 +338,8 @@ int tally_kallsyms_load(const void *buf, size_t len, const char *tag, struct tal
 	*out = NULL;
 	struct ksyms_head h;
 	/* the arrays are read in place: an aligned copy of the bytes */
-	void *m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	memcpy(m, buf, len);
@@ -377,7 +387,8 @@ bool tally_kallsyms_lookup(const struct tally_kallsyms *t, uint64_t addr, struct
 	return true;
 }
 
-int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs, struct tally_ksym **out, size_t *n)
+int tally_kallsyms_needed(const char *path, const uint64_t *addrs, size_t naddrs,
+			  struct tally_ksym **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -435,8 +446,8 @@ void tally_notes_build_id(const char *path, char *buf, size_t n)
 		size_t next = desc_off + ((descsz + 3) & ~3u);
 		if (next > len || next <= off)
 			break;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(d + name_off, "GNU", 4) && descsz * 2 + 1 <= n &&
-		    descsz <= 64) {
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(d + name_off, "GNU", 4) &&
+		    descsz * 2 + 1 <= n && descsz <= 64) {
 			tally_hex(d + desc_off, descsz, buf);
 			return;
 		}

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 const char *const tally_scan_default_dirs[] = {
-	"/usr/lib/debug", "/usr/local/lib", "/usr/local/bin", "/usr/lib", "/usr/bin", "/usr/sbin", "/usr/libexec",
-	"/lib", "/bin", "/sbin", "/opt", NULL,
+	"/usr/lib/debug", "/usr/local/lib", "/usr/local/bin", "/usr/lib", "/usr/bin", "/usr/sbin",
+	"/usr/libexec",   "/lib",           "/bin",           "/sbin",    "/opt",     NULL,
 };
 
 #define MAP_HEADER "# tally image map, format 1"
@@ -67,25 +67,33 @@ int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, cons
 	const char *cur = buf, *end = buf + len;
 	struct strbuf line = STRBUF_INIT;
 	if (!len) {
-		ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (it is empty; write one with 'tally scan')", what);
+		ret = tally_seterr(
+			-EINVAL,
+			"'%s' is not a tally image map (it is empty; write one with 'tally scan')",
+			what);
 		goto fail;
 	}
 	while (cur < end) {
 		const char *nl = memchr(cur, '\n', (size_t)(end - cur));
 		size_t n = nl ? (size_t)(nl - cur) : (size_t)(end - cur);
 		ln++;
-		/* a NUL would end the line early and hide the rest: binary data, as the database reader says */
+		/* a NUL would end the line early and hide the rest: binary data, as the database
+		 * reader says */
 		if (memchr(cur, '\0', n)) {
-			ret = tally_seterr(-EINVAL, "'%s' line %zu: binary data (a NUL byte) in a text file (the map is damaged: run 'tally scan' again)",
-					   what, ln);
+			ret = tally_seterr(
+				-EINVAL,
+				"'%s' line %zu: binary data (a NUL byte) in a text file (the map is damaged: run 'tally scan' again)",
+				what, ln);
 			goto fail;
 		}
 		strbuf_reset(&line);
 		strbuf_add(&line, cur, n);
 		cur = nl ? nl + 1 : end;
 		if (ln == 1 && strcmp(line.buf, MAP_HEADER)) {
-			ret = tally_seterr(-EINVAL, "'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
-					   what, MAP_HEADER);
+			ret = tally_seterr(
+				-EINVAL,
+				"'%s' is not a tally image map (its first line should be '%s'; write one with 'tally scan')",
+				what, MAP_HEADER);
 			goto fail;
 		}
 		if (!line.len || line.buf[0] == '#')
@@ -102,14 +110,19 @@ int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, cons
 			p = t + 1;
 		}
 		if (nf != 3) {
-			ret = tally_seterr(-EINVAL, "'%s' line %zu: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH' (the map is damaged: run 'tally scan' again)",
-					   what, ln);
+			ret = tally_seterr(
+				-EINVAL,
+				"'%s' line %zu: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH' (the map is damaged: run 'tally scan' again)",
+				what, ln);
 			goto fail;
 		}
 		f[3] = p;
-		if ((strcmp(f[0], "build-id") && strcmp(f[0], "xxh64")) || !is_hex(f[1]) || !*f[3]) {
-			ret = tally_seterr(-EINVAL, "'%s' line %zu: bad id kind, id or path (the map is damaged: run 'tally scan' again)",
-					   what, ln);
+		if ((strcmp(f[0], "build-id") && strcmp(f[0], "xxh64")) || !is_hex(f[1]) ||
+		    !*f[3]) {
+			ret = tally_seterr(
+				-EINVAL,
+				"'%s' line %zu: bad id kind, id or path (the map is damaged: run 'tally scan' again)",
+				what, ln);
 			goto fail;
 		}
 		unsigned flags = 0;
@@ -119,7 +132,8 @@ int tally_imgmap_parse(struct tally_imgmap *m, const char *buf, size_t len, cons
 			flags |= TALLY_IMGMAP_DEBUG;
 		tally_unescape(f[3]);
 		GROW(m->e, m->alloc, m->n + 1);
-		m->e[m->n++] = (struct tally_imgmap_entry){ xstrdup(f[0]), xstrdup(f[1]), flags, xstrdup(f[3]) };
+		m->e[m->n++] = (struct tally_imgmap_entry){ xstrdup(f[0]), xstrdup(f[1]), flags,
+							    xstrdup(f[3]) };
 	}
 	strbuf_release(&line);
 	tally_qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
@@ -138,12 +152,15 @@ int tally_imgmap_load(struct tally_imgmap *m, const char *path)
 	int ret = tally_read_regular(&sb, AT_FDCWD, path, TALLY_OPEN_FOLLOW, 1u << 30);
 	if (ret == -ENOENT || ret == -EACCES || ret == -EPERM) {
 		strbuf_release(&sb);
-		return tally_seterr(ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')", path,
-				    strerror(-ret), path);
+		return tally_seterr(
+			ret, "cannot read map file '%s': %s (write one with 'tally scan -o %s')",
+			path, strerror(-ret), path);
 	}
 	if (ret) {
 		strbuf_release(&sb);
-		return tally_seterr(ret, "cannot read map file: %s (write one with 'tally scan -o %s')", tally_errmsg(), path);
+		return tally_seterr(ret,
+				    "cannot read map file: %s (write one with 'tally scan -o %s')",
+				    tally_errmsg(), path);
 	}
 	ret = tally_imgmap_parse(m, sb.buf ? sb.buf : "", sb.len, path);
 	strbuf_release(&sb);
@@ -244,7 +261,8 @@ static void scan_file(struct scan *s, const char *path, int fd)
 		while ((scn = elf_nextscn(e, scn))) {
 			GElf_Shdr sh;
 			const char *nm;
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !(nm = elf_strptr(e, shstrndx, sh.sh_name)))
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+			    !(nm = elf_strptr(e, shstrndx, sh.sh_name)))
 				continue;
 			if (!strcmp(nm, ".symtab"))
 				flags |= TALLY_IMGMAP_SYMTAB;
@@ -323,7 +341,9 @@ static void scan_dir(struct scan *s, const char *dir, int depth)
 		if (S_ISDIR(st.st_mode)) {
 			if (!first_visit(s, &st)) {
 				s->st->loops++;
-				warnf(s, "'%s': a directory already walked (a symlink loop or a bind mount): skipped", p.buf);
+				warnf(s,
+				      "'%s': a directory already walked (a symlink loop or a bind mount): skipped",
+				      p.buf);
 				continue;
 			}
 			scan_dir(s, p.buf, depth + 1);
@@ -334,7 +354,8 @@ static void scan_dir(struct scan *s, const char *dir, int depth)
 			if (lstat(p.buf, &lst) == 0 && S_ISLNK(lst.st_mode))
 				continue;
 			s->st->files++;
-			/* the file looked at, opened without blocking: swapped for a FIFO, it is skipped */
+			/* the file looked at, opened without blocking: swapped for a FIFO, it is
+			 * skipped */
 			int fd = tally_open_regular(AT_FDCWD, p.buf, 0, 0, NULL);
 			if (fd < 0) {
 				s->st->unreadable++;
@@ -351,19 +372,21 @@ static void scan_dir(struct scan *s, const char *dir, int depth)
 	free(names);
 }
 
-int tally_scan(const char *const *dirs, size_t ndirs, struct strbuf *out, struct tally_scan_stats *st,
-	       void (*warn)(const char *msg, void *ctx), void *ctx)
+int tally_scan(const char *const *dirs, size_t ndirs, struct strbuf *out,
+	       struct tally_scan_stats *st, void (*warn)(const char *msg, void *ctx), void *ctx)
 {
 	struct scan s = { out, st, warn, ctx, NULL, 0, 0, { 0 }, STRBUF_INIT };
 	memset(st, 0, sizeof(*st));
 	elf_version(EV_CURRENT);
 	if (!out->len)
-		strbuf_addstr(out, MAP_HEADER "\n# id-kind\tid\tflags (s .symtab, d .debug_info)\tpath\n");
+		strbuf_addstr(out, MAP_HEADER
+			      "\n# id-kind\tid\tflags (s .symtab, d .debug_info)\tpath\n");
 	int ret = 0;
 	for (size_t i = 0; i < ndirs; i++) {
 		struct stat sst;
 		if (stat(dirs[i], &sst) != 0) {
-			ret = tally_seterr(-errno, "cannot scan '%s': %s", dirs[i], strerror(errno));
+			ret = tally_seterr(-errno, "cannot scan '%s': %s", dirs[i],
+					   strerror(errno));
 			break;
 		}
 		if (!S_ISDIR(sst.st_mode)) {

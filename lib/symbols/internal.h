@@ -41,7 +41,8 @@ struct section {
 
 struct imgsyms {
 	int state; /* 0 not loaded, 1 loaded */
-	bool file_kind, kernel; /* its image's kind (sym_is_file_kind, "kernel"), said at load: asked per lookup */
+	/* its image's kind (sym_is_file_kind, "kernel"), said at load: asked per lookup */
+	bool file_kind, kernel;
 	struct section *secs; /* executable sections, for code outside any symbol */
 	size_t nsecs;
 	struct tally_sym secsym;
@@ -71,13 +72,15 @@ struct imgsyms {
 	bool from_cache;   /* the image file is the build-id cache's copy */
 	Dwarf *dw;
 	bool have_symtab;  /* the names come from a .symtab (not only .dynsym) */
-	size_t nfde;       /* of syms: functions no symbol names, from .eh_frame FDEs (IMAGE+0xADDR) */
+	/* of syms: functions no symbol names, from .eh_frame FDEs (IMAGE+0xADDR) */
+	size_t nfde;
 	uint64_t kdelta;   /* --vmlinux: running kernel address - vmlinux address */
 	size_t dwarf_missing; /* addresses in no compile unit (damaged or partial DWARF) */
 	char *dwarf_err;
 	uint32_t image;
 	struct tally_resolver *r;
-	const struct tally_db_image *di; /* a kernel module's own identity; NULL: r->db->images[image] */
+	/* a kernel module's own identity; NULL: r->db->images[image] */
+	const struct tally_db_image *di;
 	/* the kernel: its modules, and where each kernel.syms symbol of a module is in its .ko */
 	struct kmod *kmods;
 	size_t nkmods;
@@ -90,8 +93,10 @@ struct imgsyms {
  * /lib/modules/RELEASE, verified and placed by the recorded symbols. */
 struct kmod {
 	char *name;               /* as kernel.syms names it */
-	struct tally_db_image img; /* what the debug search needs: the .ko's path, the recorded build-id */
-	struct imgsyms sub;        /* the .ko's Dwfl and DWARF; its log is the module's for --explain */
+	/* what the debug search needs: the .ko's path, the recorded build-id */
+	struct tally_db_image img;
+	/* the .ko's Dwfl and DWARF; its log is the module's for --explain */
+	struct imgsyms sub;
 	void *mem;                 /* a .ko.zst, decompressed: libdwfl reads it in place */
 	int state;                 /* 0 not looked for, 1 placed, -1 not usable */
 };
@@ -131,9 +136,11 @@ struct tally_resolver {
 	bool ko_walked;
 	struct strbuf ko_note; /* a search that stopped early, for --explain */
 	char *modules_dir;
-	const char *archive; /* reading an archive: its root, the only place files come from (besides the options) */
+	/* reading an archive: its root, the only place files come from (besides the options) */
+	const char *archive;
 	struct tally_cache cache; /* the build-id cache, opened at its first use (sym_cache) */
-	int cache_state;          /* 0 not opened yet, 1 open, -1 none (off, missing, not the user's) */
+	/* 0 not opened yet, 1 open, -1 none (off, missing, not the user's) */
+	int cache_state;
 	debuginfod_client *dfd;
 	/* libdebuginfod, loaded only when --debuginfod is used (it brings libcurl) */
 	void *dfd_lib;
@@ -143,7 +150,8 @@ struct tally_resolver {
 	void (*dfd_set_user_data)(debuginfod_client *, void *);
 	void *(*dfd_get_user_data)(debuginfod_client *);
 	void (*dfd_end)(debuginfod_client *);
-	double dfd_until; /* --debuginfod-timeout bounds the whole report: when it ends (0: not started) */
+	/* --debuginfod-timeout bounds the whole report: when it ends (0: not started) */
+	double dfd_until;
 	uint32_t dfd_image; /* the image being downloaded, for progress */
 };
 
@@ -163,7 +171,8 @@ struct fsym {
 
 void sym_set_note(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A progress line for slow work (tally_resolver_opts.progress), if asked for. */
-void sym_progress(struct tally_resolver *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sym_progress(struct tally_resolver *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void sym_logf_(struct imgsyms *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sym_finish_syms(struct imgsyms *s);
 void sym_load(struct tally_resolver *r, uint32_t image);
@@ -175,29 +184,32 @@ int sym_check_file(const struct tally_db_image *di, const char *path, struct str
 uint32_t sym_crc32_file(int fd, bool *ok);
 void sym_describe_sections(Elf *elf, struct strbuf *out);
 bool sym_elf_has_section(Elf *elf, const char *name);
-void sym_add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
+void sym_add_cand(struct cand **c, size_t *n, size_t *a, const char *why, bool dl, const char *fmt,
+		  ...) __attribute__((format(printf, 6, 7)));
 void sym_free_cands(struct cand *c, size_t n);
 int sym_open_debug(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
 		   const char *main_path, const char *debuglink, GElf_Word crc, char **out_path);
 int sym_find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name);
-int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, char **path);
-Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
-				   const char *path, void *mem, size_t len);
-Dwfl_Module *sym_report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
-			       const char *path);
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name);
+int sym_try_debuginfod(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		       char **path);
+Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s,
+				   const struct tally_db_image *di, const char *path, void *mem,
+				   size_t len);
+Dwfl_Module *sym_report_module(struct tally_resolver *r, struct imgsyms *s,
+			       const struct tally_db_image *di, const char *path);
 bool sym_func_sym(Dwfl_Module *mod, int i, struct fsym *f);
-void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path,
-		   bool verify);
+void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		   const char *path, bool verify);
 void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di);
 void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di);
 void sym_load_kernel(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di);
 void sym_kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k);
 void sym_kmods_init(struct tally_resolver *r, struct imgsyms *s);
-struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *sym, uint64_t addr,
-			    uint64_t *koaddr, const char **modname);
+struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s,
+			    const struct tally_sym *sym, uint64_t addr, uint64_t *koaddr,
+			    const char **modname);
 Dwarf *sym_get_dwarf(struct imgsyms *s);
 /* The build-id cache, when the report may use it (not an archive's, not
  * --no-buildid-cache) and it is there: opened at the first call, or NULL. */

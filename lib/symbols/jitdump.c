@@ -21,7 +21,13 @@
 #define CODE_MAX (256u << 20)
 #define MIB ((size_t)1 << 20)
 
-enum { JIT_CODE_LOAD = 0, JIT_CODE_MOVE = 1, JIT_CODE_DEBUG_INFO = 2, JIT_CODE_CLOSE = 3, JIT_CODE_UNWINDING_INFO = 4 };
+enum {
+	JIT_CODE_LOAD = 0,
+	JIT_CODE_MOVE = 1,
+	JIT_CODE_DEBUG_INFO = 2,
+	JIT_CODE_CLOSE = 3,
+	JIT_CODE_UNWINDING_INFO = 4
+};
 
 static uint32_t get32(const unsigned char *p, bool swap)
 {
@@ -47,7 +53,8 @@ static uint64_t func_end(const struct tally_jit_func *f)
 
 static size_t func_cost(size_t name_len, uint64_t code_size, size_t nlines)
 {
-	return sizeof(struct tally_jit_func) + name_len + 1 + (size_t)code_size + nlines * sizeof(struct tally_jit_line);
+	return sizeof(struct tally_jit_func) + name_len + 1 + (size_t)code_size +
+	       nlines * sizeof(struct tally_jit_line);
 }
 
 static size_t func_bytes(const struct tally_jit_func *f)
@@ -233,7 +240,8 @@ static void finish(struct tally_jitdump *jd)
 			func_free(&jd->funcs[i]);
 			continue;
 		}
-		tally_qsort(jd->funcs[i].lines, jd->funcs[i].nlines, sizeof(*jd->funcs[i].lines), cmp_line);
+		tally_qsort(jd->funcs[i].lines, jd->funcs[i].nlines, sizeof(*jd->funcs[i].lines),
+			    cmp_line);
 		jd->funcs[u++] = jd->funcs[i];
 	}
 	jd->nfuncs = u;
@@ -247,7 +255,8 @@ struct pending_debug {
 	bool valid;
 };
 
-static void warn_once(struct tally_jitdump *jd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_once(struct tally_jitdump *jd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void warn_once(struct tally_jitdump *jd, const char *fmt, ...)
 {
 	if (jd->warning)
@@ -264,7 +273,8 @@ static void warn_once(struct tally_jitdump *jd, const char *fmt, ...)
  * and a NUL-terminated file name. 0 when parsed, -1 when the entries overrun the
  * record, -2 when their file names would pass the budget. Entries with an empty
  * file name are not kept (a runtime wrote garbage there). */
-static int parse_debug(struct tally_jitdump *jd, const unsigned char *p, size_t len, bool swap, struct pending_debug *pd)
+static int parse_debug(struct tally_jitdump *jd, const unsigned char *p, size_t len, bool swap,
+		       struct pending_debug *pd)
 {
 	if (len < 16)
 		return -1;
@@ -398,13 +408,18 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 	if (magic == JITDUMP_MAGIC_SWAPPED)
 		swap = true;
 	else if (magic != JITDUMP_MAGIC)
-		return tally_seterr(-EINVAL, "bad magic 0x%08" PRIx32 " (a jitdump starts with 'JiTD')", magic);
+		return tally_seterr(
+			-EINVAL, "bad magic 0x%08" PRIx32 " (a jitdump starts with 'JiTD')", magic);
 	uint32_t version = get32(p + 4, swap), hsize = get32(p + 8, swap);
 	if (version != JITDUMP_VERSION)
-		return tally_seterr(-EINVAL, "jitdump version %" PRIu32 ", and tally reads version %d", version, JITDUMP_VERSION);
+		return tally_seterr(-EINVAL,
+				    "jitdump version %" PRIu32 ", and tally reads version %d",
+				    version, JITDUMP_VERSION);
 	if (hsize < JITDUMP_HEADER || hsize > len)
-		return tally_seterr(-EINVAL, "header size %" PRIu32 " is not between %d and the file's %zu bytes", hsize,
-				    JITDUMP_HEADER, len);
+		return tally_seterr(-EINVAL,
+				    "header size %" PRIu32
+				    " is not between %d and the file's %zu bytes",
+				    hsize, JITDUMP_HEADER, len);
 	jd->elf_mach = get32(p + 12, swap);
 	jd->pid = get32(p + 20, swap);
 	struct pending_debug pd = { 0, NULL, 0, false };
@@ -413,17 +428,24 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 	size_t off = hsize, damaged = 0, first_bad = 0;
 	while (off < len) {
 		if (len - off < JITREC_HEADER) {
-			warn_once(jd, "truncated record at byte %zu: %zu bytes left, a record header needs %d (the rest is ignored)", off,
-				  len - off, JITREC_HEADER);
+			warn_once(
+				jd,
+				"truncated record at byte %zu: %zu bytes left, a record header needs %d (the rest is ignored)",
+				off, len - off, JITREC_HEADER);
 			break;
 		}
 		uint32_t id = get32(p + off, swap), rsize = get32(p + off + 4, swap);
 		if (rsize < JITREC_HEADER) {
-			warn_once(jd, "record at byte %zu has size %" PRIu32 ", less than its own header (the rest is ignored)", off, rsize);
+			warn_once(jd,
+				  "record at byte %zu has size %" PRIu32
+				  ", less than its own header (the rest is ignored)",
+				  off, rsize);
 			break;
 		}
 		if (rsize > len - off) {
-			warn_once(jd, "truncated record at byte %zu: it claims %" PRIu32 " bytes, the file has %zu left (the rest is ignored)",
+			warn_once(jd,
+				  "truncated record at byte %zu: it claims %" PRIu32
+				  " bytes, the file has %zu left (the rest is ignored)",
 				  off, rsize, len - off);
 			break;
 		}
@@ -434,23 +456,28 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 			if (rl < 40) {
 				ok = false;
 			} else {
-				uint64_t code_addr = get64(r + 16, swap), code_size = get64(r + 24, swap), index = get64(r + 32, swap);
+				uint64_t code_addr = get64(r + 16, swap),
+					 code_size = get64(r + 24, swap),
+					 index = get64(r + 32, swap);
 				const char *name = (const char *)r + 40;
 				size_t nl = strnlen(name, rl - 40);
-				if (!nl || nl == rl - 40 || code_size > rl - 40 - nl - 1 || code_size > CODE_MAX ||
-				    !range_ok(code_addr, code_size)) {
+				if (!nl || nl == rl - 40 || code_size > rl - 40 - nl - 1 ||
+				    code_size > CODE_MAX || !range_ok(code_addr, code_size)) {
 					ok = false;
 				} else {
-					struct tally_jit_func tmp = { .addr = code_addr, .size = code_size };
+					struct tally_jit_func tmp = { .addr = code_addr,
+								      .size = code_size };
 					size_t nlines = 0;
 					if (pd.valid && pd.code_addr == code_addr)
 						for (size_t i = 0; i < pd.n; i++)
-							nlines += pd.lines[i].addr >= code_addr && pd.lines[i].addr < func_end(&tmp);
+							nlines += pd.lines[i].addr >= code_addr &&
+								  pd.lines[i].addr < func_end(&tmp);
 					if (!charge(jd, func_cost(nl, code_size, nlines))) {
 						jd->dropped++;
 						if (pd.valid && pd.code_addr == code_addr) {
 							free(pd.lines);
-							pd = (struct pending_debug){ 0, NULL, 0, false };
+							pd = (struct pending_debug){ 0, NULL, 0,
+										     false };
 						}
 					} else {
 						struct tally_jit_func *f = add_func(jd);
@@ -471,7 +498,9 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 			if (rl < 48) {
 				ok = false;
 			} else {
-				uint64_t old_addr = get64(r + 16, swap), new_addr = get64(r + 24, swap), index = get64(r + 40, swap);
+				uint64_t old_addr = get64(r + 16, swap),
+					 new_addr = get64(r + 24, swap),
+					 index = get64(r + 40, swap);
 				size_t si = move_find(&mi, old_addr, index);
 				if (si != SIZE_MAX) {
 					const struct tally_jit_func *src = &jd->funcs[si];
@@ -481,7 +510,8 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 						jd->dropped++;
 						jd->dropped_moves++;
 					} else {
-						/* the code may have run at both places: keep both */
+						/* the code may have run at both places: keep both
+						 */
 						struct tally_jit_func *f = add_func(jd);
 						src = &jd->funcs[si];
 						f->addr = new_addr;
@@ -493,11 +523,14 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 							memcpy(f->code, src->code, src->size);
 						}
 						if (src->nlines) {
-							f->lines = xmalloc(src->nlines * sizeof(*f->lines));
+							f->lines = xmalloc(src->nlines *
+									   sizeof(*f->lines));
 							f->nlines = src->nlines;
 							for (size_t k = 0; k < src->nlines; k++) {
 								f->lines[k] = src->lines[k];
-								f->lines[k].addr = src->lines[k].addr - old_addr + new_addr;
+								f->lines[k].addr =
+									src->lines[k].addr -
+									old_addr + new_addr;
 							}
 						}
 						move_note(&mi, new_addr, index, jd->nfuncs - 1);
@@ -522,13 +555,17 @@ int tally_jitdump_parse_budget(struct tally_jitdump *jd, const void *buf, size_t
 	if (damaged || jd->dropped) {
 		struct strbuf sb = STRBUF_INIT;
 		if (damaged)
-			strbuf_addf(&sb, "%zu damaged record%s skipped (the first at byte %zu)", damaged, damaged == 1 ? "" : "s",
-				    first_bad);
+			strbuf_addf(&sb, "%zu damaged record%s skipped (the first at byte %zu)",
+				    damaged, damaged == 1 ? "" : "s", first_bad);
 		if (jd->dropped) {
 			char b[32];
 			tally_format_size(jd->budget, b, sizeof(b));
-			strbuf_addf(&sb, "%s%" PRIu64 " record%s dropped (%" PRIu64 " JIT_CODE_MOVE): they would have taken the dump past its memory budget of %s (docs/symbols.md)",
-				    sb.len ? "; " : "", jd->dropped, jd->dropped == 1 ? "" : "s", jd->dropped_moves, b);
+			strbuf_addf(
+				&sb,
+				"%s%" PRIu64 " record%s dropped (%" PRIu64
+				" JIT_CODE_MOVE): they would have taken the dump past its memory budget of %s (docs/symbols.md)",
+				sb.len ? "; " : "", jd->dropped, jd->dropped == 1 ? "" : "s",
+				jd->dropped_moves, b);
 		}
 		if (jd->warning)
 			strbuf_addf(&sb, "; %s", jd->warning);
@@ -554,8 +591,8 @@ void tally_jitdump_cursor_release(struct tally_jitdump_cursor *cur)
 #define MOVE_FIXED (JITREC_HEADER + 48)
 #define UNWIND_FIXED (JITREC_HEADER + 24)
 
-size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len, uint64_t file_len,
-			  tally_jit_code_fn fn, void *ctx)
+size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, size_t len,
+			  uint64_t file_len, tally_jit_code_fn fn, void *ctx)
 {
 	const unsigned char *p = buf;
 	if (cur->done)
@@ -569,8 +606,8 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 		memcpy(&magic, p, 4);
 		cur->swap = magic == JITDUMP_MAGIC_SWAPPED;
 		uint32_t hsize = get32(p + 8, cur->swap);
-		if ((magic != JITDUMP_MAGIC && !cur->swap) || get32(p + 4, cur->swap) != JITDUMP_VERSION ||
-		    hsize < JITDUMP_HEADER) {
+		if ((magic != JITDUMP_MAGIC && !cur->swap) ||
+		    get32(p + 4, cur->swap) != JITDUMP_VERSION || hsize < JITDUMP_HEADER) {
 			cur->done = true;
 			return 0;
 		}
@@ -592,7 +629,9 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 		}
 		if (rsize > file_len - cur->off)
 			return 0; /* being written: whole next time */
-		size_t need = id == JIT_CODE_LOAD ? LOAD_FIXED : id == JIT_CODE_MOVE ? MOVE_FIXED : 0;
+		size_t need = id == JIT_CODE_LOAD   ? LOAD_FIXED
+			      : id == JIT_CODE_MOVE ? MOVE_FIXED
+						    : 0;
 		if (id == JIT_CODE_UNWINDING_INFO && rsize >= UNWIND_FIXED &&
 		    rsize <= UNWIND_FIXED + TALLY_JIT_UNWIND_MAX + 8)
 			need = rsize; /* shorter than its fixed part: skipped */
@@ -604,7 +643,8 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 		if (id == JIT_CODE_LOAD) {
 			struct tally_jit_code_event ev = { .addr = need ? get64(r + 16, swap) : 0,
 							   .size = need ? get64(r + 24, swap) : 0,
-							   .index = need ? get64(r + 32, swap) : 0 };
+							   .index =
+								   need ? get64(r + 32, swap) : 0 };
 			if (need && ev.size <= CODE_MAX && range_ok(ev.addr, ev.size)) {
 				ev.unwind = cur->unwind;
 				ev.unwind_len = cur->unwind_len;
@@ -613,8 +653,10 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 			}
 			tally_jitdump_cursor_release(cur); /* it was this load's */
 		} else if (id == JIT_CODE_MOVE && need) {
-			struct tally_jit_code_event ev = { .move = true, .old_addr = get64(r + 16, swap),
-							   .addr = get64(r + 24, swap), .size = get64(r + 32, swap),
+			struct tally_jit_code_event ev = { .move = true,
+							   .old_addr = get64(r + 16, swap),
+							   .addr = get64(r + 24, swap),
+							   .size = get64(r + 32, swap),
 							   .index = get64(r + 40, swap) };
 			if (ev.size <= CODE_MAX && range_ok(ev.addr, ev.size))
 				fn(ctx, &ev);
@@ -622,7 +664,8 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 			tally_jitdump_cursor_release(cur);
 			uint64_t us = need ? get64(r, swap) : 0, hs = need ? get64(r + 8, swap) : 0;
 			/* an .eh_frame (possibly empty) and its header, within the record */
-			if (need && hs && hs < us && us <= rsize - UNWIND_FIXED && us <= TALLY_JIT_UNWIND_MAX) {
+			if (need && hs && hs < us && us <= rsize - UNWIND_FIXED &&
+			    us <= TALLY_JIT_UNWIND_MAX) {
 				cur->unwind = xmalloc((size_t)us);
 				memcpy(cur->unwind, r + 24, (size_t)us);
 				cur->unwind_len = (size_t)us;
@@ -634,7 +677,8 @@ size_t tally_jitdump_scan(struct tally_jitdump_cursor *cur, const void *buf, siz
 		}
 		cur->off += rsize;
 		if (rsize >= len)
-			return 0; /* the rest of the record (code) was not read: read from the next */
+			/* the rest of the record (code) was not read: read from the next */
+			return 0;
 		p += rsize;
 		len -= rsize;
 	}
@@ -673,7 +717,10 @@ void tally_jit_escape(struct strbuf *sb, const char *s)
 		unsigned c = *p;
 		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
 			strbuf_addch(sb, '\\');
-			strbuf_addch(sb, c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+			strbuf_addch(sb, c == '\\'   ? '\\'
+					 : c == '\n' ? 'n'
+					 : c == '\t' ? 't'
+						     : 'r');
 			p++;
 		} else if (c >= 0x20 && c < 0x7f) {
 			strbuf_addch(sb, (char)c);
@@ -710,9 +757,12 @@ char *tally_jit_display_name(const char *s)
 
 /* ---- the database's text copy ---- */
 
-void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source, struct strbuf *out)
+void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *source,
+			  struct strbuf *out)
 {
-	strbuf_addstr(out, "# tally's copy of a jitdump: func ADDR SIZE INDEX NAME, then its line and code lines (docs/format.md)\n");
+	strbuf_addstr(
+		out,
+		"# tally's copy of a jitdump: func ADDR SIZE INDEX NAME, then its line and code lines (docs/format.md)\n");
 	strbuf_addstr(out, "source: ");
 	tally_jit_escape(out, source);
 	strbuf_addf(out, "\nelf-mach: %" PRIu32 "\npid: %" PRIu32 "\n\n", jd->elf_mach, jd->pid);
@@ -721,12 +771,13 @@ void tally_jitdump_format(const struct tally_jitdump *jd, bool all, const char *
 		const struct tally_jit_func *f = &jd->funcs[i];
 		if (!all && !f->keep)
 			continue;
-		strbuf_addf(out, "func %" PRIx64 " %" PRIx64 " %" PRIu64 " ", f->addr, f->size, f->index);
+		strbuf_addf(out, "func %" PRIx64 " %" PRIx64 " %" PRIu64 " ", f->addr, f->size,
+			    f->index);
 		tally_jit_escape(out, f->name);
 		strbuf_addch(out, '\n');
 		for (size_t k = 0; k < f->nlines; k++) {
-			strbuf_addf(out, "line %" PRIx64 " %" PRIu32 " %" PRIu32 " ", f->lines[k].addr, f->lines[k].line,
-				    f->lines[k].discrim);
+			strbuf_addf(out, "line %" PRIx64 " %" PRIu32 " %" PRIu32 " ",
+				    f->lines[k].addr, f->lines[k].line, f->lines[k].discrim);
 			tally_jit_escape(out, jd->files[f->lines[k].file]);
 			strbuf_addch(out, '\n');
 		}
@@ -780,7 +831,8 @@ struct damage {
 	char *why;
 };
 
-static void damaged(struct damage *d, size_t ln, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void damaged(struct damage *d, size_t ln, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void damaged(struct damage *d, size_t ln, const char *fmt, ...)
 {
 	if (!d->n++) {
@@ -824,12 +876,15 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			char *c;
 			if (nul)
 				damaged(&dmg, ln, "a header line holds a NUL byte");
-			else if (!strncmp(l, "elf-mach: ", 10) && (c = l + 10, dec_field(&c, &v, UINT32_MAX)))
+			else if (!strncmp(l, "elf-mach: ", 10) &&
+				 (c = l + 10, dec_field(&c, &v, UINT32_MAX)))
 				jd->elf_mach = (uint32_t)v;
-			else if (!strncmp(l, "pid: ", 5) && (c = l + 5, dec_field(&c, &v, UINT32_MAX)))
+			else if (!strncmp(l, "pid: ", 5) &&
+				 (c = l + 5, dec_field(&c, &v, UINT32_MAX)))
 				jd->pid = (uint32_t)v;
 			else if (strncmp(l, "source: ", 8))
-				damaged(&dmg, ln, "expected a header line 'source: FILE', 'elf-mach: N' or 'pid: N' before the first 'func' line");
+				damaged(&dmg, ln,
+					"expected a header line 'source: FILE', 'elf-mach: N' or 'pid: N' before the first 'func' line");
 			continue;
 		}
 		header = false;
@@ -841,11 +896,16 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			lines_bad = false;
 			lcap = 0;
 			if (nul) {
-				damaged(&dmg, ln, "a 'func' line holds a NUL byte: its function is skipped");
-			} else if (!hex_field(&p, &a) || !hex_field(&p, &b) || !dec_field(&p, &c, UINT64_MAX) || !*p) {
-				damaged(&dmg, ln, "expected 'func ADDR SIZE INDEX NAME' (hex, hex, decimal, a name): its function is skipped");
+				damaged(&dmg, ln,
+					"a 'func' line holds a NUL byte: its function is skipped");
+			} else if (!hex_field(&p, &a) || !hex_field(&p, &b) ||
+				   !dec_field(&p, &c, UINT64_MAX) || !*p) {
+				damaged(&dmg, ln,
+					"expected 'func ADDR SIZE INDEX NAME' (hex, hex, decimal, a name): its function is skipped");
 			} else if (b > CODE_MAX || !range_ok(a, b)) {
-				damaged(&dmg, ln, "size 0x%" PRIx64 " at 0x%" PRIx64 " is over 256 MiB or past the end of the address space: its function is skipped",
+				damaged(&dmg, ln,
+					"size 0x%" PRIx64 " at 0x%" PRIx64
+					" is over 256 MiB or past the end of the address space: its function is skipped",
 					b, a);
 			} else {
 				tally_unescape_bytes(p);
@@ -866,8 +926,11 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 				continue;
 			}
 			struct tally_jit_func *f = &jd->funcs[cur];
-			if (nul || !hex_field(&p, &a) || !dec_field(&p, &b, UINT32_MAX) || !dec_field(&p, &c, UINT32_MAX)) {
-				damaged(&dmg, ln, "expected 'line ADDR LINE DISCRIM FILE' (hex, decimal, decimal, a file name): the line table of the function at 0x%" PRIx64 " is dropped",
+			if (nul || !hex_field(&p, &a) || !dec_field(&p, &b, UINT32_MAX) ||
+			    !dec_field(&p, &c, UINT32_MAX)) {
+				damaged(&dmg, ln,
+					"expected 'line ADDR LINE DISCRIM FILE' (hex, decimal, decimal, a file name): the line table of the function at 0x%" PRIx64
+					" is dropped",
 					f->addr);
 				jd->bytes -= f->nlines * sizeof(*f->lines);
 				free(f->lines);
@@ -882,7 +945,8 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			tally_unescape_bytes(p);
 			uint32_t file = intern_file(jd, p, strlen(p));
 			GROW(f->lines, lcap, f->nlines + 1);
-			f->lines[f->nlines] = (struct tally_jit_line){ a, (uint32_t)b, (uint32_t)c, file, (uint32_t)f->nlines };
+			f->lines[f->nlines] = (struct tally_jit_line){ a, (uint32_t)b, (uint32_t)c,
+								       file, (uint32_t)f->nlines };
 			f->nlines++;
 			jd->bytes += sizeof(*f->lines);
 		} else if (!strncmp(l, "code ", 5)) {
@@ -895,31 +959,42 @@ int tally_jitdump_read_buf(struct tally_jitdump *jd, const char *text, size_t le
 			struct tally_jit_func *f = &jd->funcs[cur];
 			size_t nd = n - 5;
 			if (f->code) {
-				damaged(&dmg, ln, "a second 'code' line for the function at 0x%" PRIx64 " (the first is kept)", f->addr);
+				damaged(&dmg, ln,
+					"a second 'code' line for the function at 0x%" PRIx64
+					" (the first is kept)",
+					f->addr);
 				continue;
 			}
 			if (nul || nd != f->size * 2) {
-				damaged(&dmg, ln, "the code of the function at 0x%" PRIx64 " has %zu hex digits, its size 0x%" PRIx64 " needs %" PRIu64 ": its code is dropped",
+				damaged(&dmg, ln,
+					"the code of the function at 0x%" PRIx64
+					" has %zu hex digits, its size 0x%" PRIx64 " needs %" PRIu64
+					": its code is dropped",
 					f->addr, nd, f->size, f->size * 2);
 				continue;
 			}
 			unsigned char *code = xmalloc(f->size + 1);
 			bool ok = true;
 			for (size_t k = 0; k < f->size && ok; k++) {
-				int hi = tally_hexval((unsigned char)p[2 * k]), lo = tally_hexval((unsigned char)p[2 * k + 1]);
+				int hi = tally_hexval((unsigned char)p[2 * k]),
+				    lo = tally_hexval((unsigned char)p[2 * k + 1]);
 				ok = hi >= 0 && lo >= 0;
 				if (ok)
 					code[k] = (unsigned char)(hi << 4 | lo);
 			}
 			if (!ok) {
 				free(code);
-				damaged(&dmg, ln, "the code of the function at 0x%" PRIx64 " is not hex digits: its code is dropped", f->addr);
+				damaged(&dmg, ln,
+					"the code of the function at 0x%" PRIx64
+					" is not hex digits: its code is dropped",
+					f->addr);
 				continue;
 			}
 			f->code = code;
 			jd->bytes += f->size;
 		} else {
-			damaged(&dmg, ln, "expected 'func ADDR SIZE INDEX NAME', 'line ADDR LINE DISCRIM FILE' or 'code HEX'");
+			damaged(&dmg, ln,
+				"expected 'func ADDR SIZE INDEX NAME', 'line ADDR LINE DISCRIM FILE' or 'code HEX'");
 		}
 	}
 	strbuf_release(&lb);
@@ -975,7 +1050,8 @@ static bool map_sep(const char **p, const char *end)
 
 /* What is wrong with the map line [s, end), or NULL when it is good; *name
  * gets where its name starts. */
-static const char *map_line_bad(const char *s, const char *end, uint64_t *start, uint64_t *size, const char **name)
+static const char *map_line_bad(const char *s, const char *end, uint64_t *start, uint64_t *size,
+				const char **name)
 {
 	const char *p = s;
 	if (memchr(s, '\0', (size_t)(end - s)))
@@ -994,13 +1070,14 @@ static const char *map_line_bad(const char *s, const char *end, uint64_t *start,
 	return NULL;
 }
 
-int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad)
+int tally_perfmap_parse(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms,
+			size_t *bad)
 {
 	return tally_perfmap_parse_why(buf, len, syms, nsyms, bad, NULL);
 }
 
-int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms, size_t *nsyms, size_t *bad,
-			    struct strbuf *why)
+int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sym **syms,
+			    size_t *nsyms, size_t *bad, struct strbuf *why)
 {
 	struct tally_perfmap_sym *r = NULL;
 	size_t n = 0, cap = 0, nbad = 0, at = 0, ln = 0;
@@ -1022,7 +1099,8 @@ int tally_perfmap_parse_why(const char *buf, size_t len, struct tally_perfmap_sy
 			continue;
 		}
 		GROW(r, cap, n + 1);
-		r[n++] = (struct tally_perfmap_sym){ start, size, (size_t)(p - buf), (size_t)(end - p) };
+		r[n++] = (struct tally_perfmap_sym){ start, size, (size_t)(p - buf),
+						     (size_t)(end - p) };
 	}
 	*syms = r;
 	*nsyms = n;

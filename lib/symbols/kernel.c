@@ -16,12 +16,14 @@ static int cmp_delta(const void *a, const void *b)
 
 /* --vmlinux: verified against the recorded kernel build-id, then placed where
  * the recorded kernel.syms say the running kernel was (KASLR). */
-static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path)
+static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s,
+			 const struct tally_db_image *di, const char *path)
 {
 	if (path == r->o.vmlinux) {
 		struct strbuf why = STRBUF_INIT;
 		int ok = sym_check_file(di, path, &why);
-		sym_logf_(s, "--vmlinux '%s': %s%s", path, why.buf, ok == 1 ? "" : " (kernel functions still come from kernel.syms)");
+		sym_logf_(s, "--vmlinux '%s': %s%s", path, why.buf,
+			  ok == 1 ? "" : " (kernel functions still come from kernel.syms)");
 		if (ok != 1) {
 			sym_set_note(s, "--vmlinux '%s' %s", path, why.buf);
 			s->loud = true;
@@ -45,7 +47,8 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	for (size_t i = 0; i < db->nksyms; i++) {
 		const char *nm = db->ksyms[i].name;
 		uint64_t h = tally_hash_bytes(nm, strlen(nm), 0);
-		if (!db->ksyms[i].module && tally_hidx_get(&idx, h, nm, ksym_eq, db) == TALLY_HIDX_NONE)
+		if (!db->ksyms[i].module &&
+		    tally_hidx_get(&idx, h, nm, ksym_eq, db) == TALLY_HIDX_NONE)
 			tally_hidx_put(&idx, h, (uint32_t)i);
 	}
 	uint64_t *ds = NULL;
@@ -54,7 +57,8 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 		struct fsym f;
 		if (!sym_func_sym(mod, i, &f) || !f.sym.st_value)
 			continue;
-		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(f.name, strlen(f.name), 0), f.name, ksym_eq, db);
+		uint32_t k = tally_hidx_get(&idx, tally_hash_bytes(f.name, strlen(f.name), 0),
+					    f.name, ksym_eq, db);
 		if (k == TALLY_HIDX_NONE)
 			continue;
 		GROW(ds, ad, nd + 1);
@@ -77,9 +81,13 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	}
 	free(ds);
 	if (!agree || runner_up >= agree) {
-		sym_logf_(s, "vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
-		sym_set_note(s, "--vmlinux '%s': its symbols are at no consistent offset from the recorded kernel.syms: no kernel source lines",
-			 path);
+		sym_logf_(
+			s,
+			"vmlinux: no symbol of it is at a consistent offset from the recorded kernel.syms: lines not used");
+		sym_set_note(
+			s,
+			"--vmlinux '%s': its symbols are at no consistent offset from the recorded kernel.syms: no kernel source lines",
+			path);
 		s->loud = true;
 		dwfl_end(s->dwfl);
 		s->dwfl = NULL;
@@ -89,32 +97,40 @@ static void load_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	s->mod = mod;
 	s->bias = bias;
 	s->file = xstrdup(path);
-	sym_logf_(s, "vmlinux: placed at +0x%" PRIx64 " (kernel address layout randomization), from %zu symbols", delta, agree);
+	sym_logf_(s,
+		  "vmlinux: placed at +0x%" PRIx64
+		  " (kernel address layout randomization), from %zu symbols",
+		  delta, agree);
 	if (nd > agree)
-		sym_logf_(s, "vmlinux: %zu other symbol%s of the same names (static functions that another file names alike) at other offsets: not used",
-		      nd - agree, nd - agree == 1 ? "" : "s");
+		sym_logf_(
+			s,
+			"vmlinux: %zu other symbol%s of the same names (static functions that another file names alike) at other offsets: not used",
+			nd - agree, nd - agree == 1 ? "" : "s");
 }
 
 /* No --vmlinux: the places where distributions and kernel builds leave the
  * running kernel's image (perf looks in the same ones), used only when its
  * build-id is the recorded kernel's. */
-static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di)
+static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s,
+			 const struct tally_db_image *di)
 {
 	const char *rel = tally_meta_get(&r->db->session, "kernel-release");
 	struct cand *c = NULL;
 	size_t n = 0, a = 0;
 	bool bid = !strcmp(di->id_kind, "build-id") && strlen(di->id) > 2;
 	for (size_t i = 0; bid && r->o.debug_dirs && r->o.debug_dirs[i]; i++)
-		sym_add_cand(&c, &n, &a, "--debug-dir build-id", false, "%s/.build-id/%.2s/%s.debug", r->o.debug_dirs[i], di->id,
-			 di->id + 2);
+		sym_add_cand(&c, &n, &a, "--debug-dir build-id", false,
+			     "%s/.build-id/%.2s/%s.debug", r->o.debug_dirs[i], di->id, di->id + 2);
 	if (r->archive)
 		sym_add_cand(&c, &n, &a, "in the archive", false, "%s/kernel/vmlinux", r->archive);
 	else if (bid)
-		sym_add_cand(&c, &n, &a, "system build-id directory", false, "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id,
-			 di->id + 2);
+		sym_add_cand(&c, &n, &a, "system build-id directory", false,
+			     "/usr/lib/debug/.build-id/%.2s/%s.debug", di->id, di->id + 2);
 	if (rel && *rel && !strchr(rel, '/') && !r->archive) {
-		static const char *const fmts[] = { "/usr/lib/debug/boot/vmlinux-%s", "/usr/lib/debug/lib/modules/%s/vmlinux",
-						    "/boot/vmlinux-%s", "/lib/modules/%s/build/vmlinux",
+		static const char *const fmts[] = { "/usr/lib/debug/boot/vmlinux-%s",
+						    "/usr/lib/debug/lib/modules/%s/vmlinux",
+						    "/boot/vmlinux-%s",
+						    "/lib/modules/%s/build/vmlinux",
 						    "/usr/lib/debug/boot/vmlinux-%s.debug" };
 		for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
 			struct strbuf p = STRBUF_INIT;
@@ -127,9 +143,11 @@ static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	const char *found = NULL;
 	for (size_t i = 0; i < n && !found; i++) {
 		if (access(c[i].path, F_OK) != 0)
-			continue; /* the usual places are usually empty: only files there are logged */
+			/* the usual places are usually empty: only files there are logged */
+			continue;
 		int ok = sym_check_file(di, c[i].path, &why);
-		sym_logf_(s, "vmlinux '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		sym_logf_(s, "vmlinux '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
+			  ok == 1 ? ": used" : "");
 		if (ok == 1)
 			found = c[i].path;
 	}
@@ -137,8 +155,10 @@ static void find_vmlinux(struct tally_resolver *r, struct imgsyms *s, const stru
 	if (found)
 		load_vmlinux(r, s, di, found);
 	else
-		sym_logf_(s, "no --vmlinux, and no image of the recorded kernel in %zu usual places (/usr/lib/debug/boot/vmlinux-RELEASE, /boot/vmlinux-RELEASE, ...): kernel functions from kernel.syms, no kernel source lines",
-		      n);
+		sym_logf_(
+			s,
+			"no --vmlinux, and no image of the recorded kernel in %zu usual places (/usr/lib/debug/boot/vmlinux-RELEASE, /boot/vmlinux-RELEASE, ...): kernel functions from kernel.syms, no kernel source lines",
+			n);
 	sym_free_cands(c, n);
 }
 
@@ -157,15 +177,19 @@ void sym_load_kernel(struct tally_resolver *r, struct imgsyms *s, const struct t
 	}
 	s->names = strbuf_detach(&names);
 	for (size_t i = 0; i < db->nksyms; i++)
-		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size, s->names + offs[i], 0 };
+		s->syms[i] = (struct tally_sym){ db->ksyms[i].addr, db->ksyms[i].size,
+						 s->names + offs[i], 0 };
 	s->nsyms = db->nksyms;
 	free(offs);
 	sym_kmods_init(r, s);
-	sym_logf_(s, "kernel.syms in the database: %zu symbols (those the samples needed, read from /proc/kallsyms while recording)",
-	      db->nksyms);
+	sym_logf_(
+		s,
+		"kernel.syms in the database: %zu symbols (those the samples needed, read from /proc/kallsyms while recording)",
+		db->nksyms);
 	if (!s->nsyms) {
 		const char *why = tally_meta_get(&db->session, "kernel-symbols");
-		sym_set_note(s, "the database has no kernel symbols%s%s", why ? ": " : "", why ? why : "");
+		sym_set_note(s, "the database has no kernel symbols%s%s", why ? ": " : "",
+			     why ? why : "");
 	}
 	if (r->o.vmlinux)
 		load_vmlinux(r, s, di, r->o.vmlinux);

@@ -93,7 +93,8 @@ static void ko_index(struct tally_resolver *r)
 		size_t left = KO_WALK_MAX;
 		ko_walk(r, roots[i], 0, &cap, &left);
 		if (!left)
-			strbuf_addf(&r->ko_note, "the search under '%s' stopped after %d entries; ", roots[i], KO_WALK_MAX);
+			strbuf_addf(&r->ko_note, "the search under '%s' stopped after %d entries; ",
+				    roots[i], KO_WALK_MAX);
 	}
 	free(own);
 }
@@ -159,7 +160,8 @@ static char *ko_vermagic(Elf *elf)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *nm;
-		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(nm, ".modinfo"))
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strcmp(nm, ".modinfo"))
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf)
@@ -222,7 +224,8 @@ static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t 
 		if (ks->ksym_kmod[i] != k)
 			continue;
 		const struct tally_ksym *y = &db->ksyms[i];
-		uint32_t j = tally_hidx_get(&idx, tally_hash_bytes(y->name, strlen(y->name), 0), y->name, kosym_eq, t);
+		uint32_t j = tally_hidx_get(&idx, tally_hash_bytes(y->name, strlen(y->name), 0),
+					    y->name, kosym_eq, t);
 		if (j == TALLY_HIDX_NONE) {
 			unknown++;
 			continue;
@@ -232,8 +235,9 @@ static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t 
 			continue;
 		}
 		if (y->size && t[j].size > y->size) {
-			strbuf_addf(why, "'%s' is %" PRIu64 " bytes in it but %" PRIu64 " when recorded", y->name, t[j].size,
-				    y->size);
+			strbuf_addf(why,
+				    "'%s' is %" PRIu64 " bytes in it but %" PRIu64 " when recorded",
+				    y->name, t[j].size, y->size);
 			ok = false;
 			break;
 		}
@@ -247,7 +251,10 @@ static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t 
 			sec[nsec] = t[j].shndx;
 			sec_delta[nsec++] = d;
 		} else if (sec_delta[s] != d) {
-			strbuf_addf(why, "'%s' is not where the other recorded functions of its section put it", y->name);
+			strbuf_addf(
+				why,
+				"'%s' is not where the other recorded functions of its section put it",
+				y->name);
 			ok = false;
 			break;
 		}
@@ -256,13 +263,15 @@ static size_t kmod_place(struct tally_resolver *r, struct imgsyms *ks, uint32_t 
 		placed++;
 	}
 	if (ok && !placed)
-		strbuf_addf(why, "none of the %zu recorded function%s of the module is in it", unknown + ambiguous,
-			    unknown + ambiguous == 1 ? "" : "s");
+		strbuf_addf(why, "none of the %zu recorded function%s of the module is in it",
+			    unknown + ambiguous, unknown + ambiguous == 1 ? "" : "s");
 	else if (ok && (unknown || ambiguous))
-		strbuf_addf(why, "%zu recorded function%s placed (%zu not in it, %zu named twice in it)", placed,
-			    placed == 1 ? "" : "s", unknown, ambiguous);
+		strbuf_addf(why,
+			    "%zu recorded function%s placed (%zu not in it, %zu named twice in it)",
+			    placed, placed == 1 ? "" : "s", unknown, ambiguous);
 	else if (ok)
-		strbuf_addf(why, "all %zu recorded function%s placed", placed, placed == 1 ? "" : "s");
+		strbuf_addf(why, "all %zu recorded function%s placed", placed,
+			    placed == 1 ? "" : "s");
 	if (!ok || !placed) {
 		for (size_t i = 0; i < db->nksyms; i++)
 			if (ks->ksym_kmod[i] == k)
@@ -291,17 +300,21 @@ void sym_kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 	size_t nroots = ko_roots(r, roots, &own, 64);
 	struct strbuf rs = STRBUF_INIT;
 	for (size_t i = 0; i < nroots; i++)
-		strbuf_addf(&rs, "%s'%s'%s", i ? ", " : "", roots[i], access(roots[i], F_OK) ? " (not there)" : "");
+		strbuf_addf(&rs, "%s'%s'%s", i ? ", " : "", roots[i],
+			    access(roots[i], F_OK) ? " (not there)" : "");
 	free(own);
-	sym_logf_(s, "looked for %s.ko (.xz, .gz, .zst, .bz2; '-' or '_') under %s", km->name, nroots ? rs.buf : "nothing (the recording names no kernel release)");
+	sym_logf_(s, "looked for %s.ko (.xz, .gz, .zst, .bz2; '-' or '_') under %s", km->name,
+		  nroots ? rs.buf : "nothing (the recording names no kernel release)");
 	if (r->ko_note.len)
 		sym_logf_(s, "%s(give the directory that holds the modules)", r->ko_note.buf);
 	strbuf_release(&rs);
 	const char *rel = tally_meta_get(&db->session, "kernel-release");
 	const char *want = !strcmp(km->img.id_kind, "build-id") ? km->img.id : NULL;
 	if (!want)
-		sym_logf_(s, "no build-id was recorded for it: a file is used when it was built for kernel %s and its functions fit the recorded ones",
-		      rel ? rel : "(unknown)");
+		sym_logf_(
+			s,
+			"no build-id was recorded for it: a file is used when it was built for kernel %s and its functions fit the recorded ones",
+			rel ? rel : "(unknown)");
 	size_t tried = 0;
 	for (size_t f = 0; f < r->nko && km->state < 0; f++) {
 		if (strcmp(r->ko[f].norm, km->name))
@@ -320,7 +333,8 @@ void sym_kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 			continue;
 		}
 		if (plain && sym_elf_damaged(path, &why)) {
-			sym_logf_(s, "'%s': %s: not used", path, why.buf + (strncmp(why.buf, ", but ", 6) ? 0 : 6));
+			sym_logf_(s, "'%s': %s: not used", path,
+				  why.buf + (strncmp(why.buf, ", but ", 6) ? 0 : 6));
 			strbuf_release(&why);
 			continue;
 		}
@@ -344,15 +358,19 @@ void sym_kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 		char *vm = ko_vermagic(dwfl_module_getelf(mod, &bias));
 		bool fits = false;
 		if (want && strcmp(hex, want)) {
-			strbuf_addf(&why, "has build-id %s, the recording has %s: another build, not used", hex[0] ? hex : "(none)",
-				    want);
+			strbuf_addf(
+				&why,
+				"has build-id %s, the recording has %s: another build, not used",
+				hex[0] ? hex : "(none)", want);
 		} else if (!want && vm && rel && strcmp(vm, rel)) {
-			strbuf_addf(&why, "built for kernel %s, the recording ran %s: not used", vm, rel);
+			strbuf_addf(&why, "built for kernel %s, the recording ran %s: not used", vm,
+				    rel);
 		} else {
 			if (want)
 				strbuf_addf(&why, "build-id %s matches; ", hex);
 			else
-				strbuf_addf(&why, "built for kernel %s; ", vm ? vm : "(not said: no vermagic)");
+				strbuf_addf(&why, "built for kernel %s; ",
+					    vm ? vm : "(not said: no vermagic)");
 			struct strbuf pw = STRBUF_INIT;
 			fits = kmod_place(r, ks, k, mod, &pw) > 0;
 			strbuf_addf(&why, "%s%s", pw.buf, fits ? ": used" : ": not used");
@@ -379,8 +397,10 @@ void sym_kmod_load(struct tally_resolver *r, struct imgsyms *ks, uint32_t k)
 	else if (km->state < 0) {
 		/* a file was there but is not the module that ran: say so in every report */
 		struct strbuf n = STRBUF_INIT;
-		strbuf_addf(&n, "%s%smodule %s: no file found fits the recording (%zu tried): its functions are named from kernel.syms, without source lines (see --explain kernel)",
-			    ks->note ? ks->note : "", ks->note ? "; " : "", km->name, tried);
+		strbuf_addf(
+			&n,
+			"%s%smodule %s: no file found fits the recording (%zu tried): its functions are named from kernel.syms, without source lines (see --explain kernel)",
+			ks->note ? ks->note : "", ks->note ? "; " : "", km->name, tried);
 		free(ks->note);
 		ks->note = strbuf_detach(&n);
 		ks->loud = true;
@@ -412,10 +432,14 @@ void sym_kmods_init(struct tally_resolver *r, struct imgsyms *s)
 			for (size_t j = 0; j < db->nmods && !rec; j++)
 				if (!strcmp(db->mods[j].name, m))
 					rec = &db->mods[j];
-			km->img = (struct tally_db_image){ .name = km->name, .path = xstrdup(m),
-							   .id = rec && rec->build_id ? rec->build_id : (char *)"",
-							   .id_kind = rec && rec->build_id ? (char *)"build-id" : (char *)"none",
-							   .kind = (char *)"kmod" };
+			km->img = (struct tally_db_image){
+				.name = km->name,
+				.path = xstrdup(m),
+				.id = rec && rec->build_id ? rec->build_id : (char *)"",
+				.id_kind =
+					rec && rec->build_id ? (char *)"build-id" : (char *)"none",
+				.kind = (char *)"kmod"
+			};
 		}
 		s->ksym_kmod[i] = k;
 	}
@@ -430,8 +454,9 @@ void sym_kmods_init(struct tally_resolver *r, struct imgsyms *s)
 
 /* For a kernel address in a module's function: the module's .ko (loaded on
  * first use) and the address in it; NULL when there is none to use. */
-struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *sym, uint64_t addr,
-			    uint64_t *koaddr, const char **modname)
+struct imgsyms *sym_kmod_at(struct tally_resolver *r, struct imgsyms *s,
+			    const struct tally_sym *sym, uint64_t addr, uint64_t *koaddr,
+			    const char **modname)
 {
 	if (!sym || !s->ksym_kmod || sym < s->syms || sym >= s->syms + s->nsyms)
 		return NULL;

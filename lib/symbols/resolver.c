@@ -4,14 +4,15 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
-static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base, char **file_name,
-		       Elf **elfp)
+static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
 {
 	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
 	return -1;
 }
 
-int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db, const struct tally_resolver_opts *o)
+int tally_resolver_new(struct tally_resolver **out, const struct tally_db *db,
+		       const struct tally_resolver_opts *o)
 {
 	struct tally_resolver *r = xcalloc(1, sizeof(*r));
 	elf_version(EV_CURRENT);
@@ -117,7 +118,8 @@ void tally_resolver_free(struct tally_resolver *r)
 struct tally_cache *sym_cache(struct tally_resolver *r)
 {
 	if (!r->cache_state)
-		r->cache_state = r->archive || r->o.no_cache || tally_cache_open(&r->cache, false) ? -1 : 1;
+		r->cache_state =
+			r->archive || r->o.no_cache || tally_cache_open(&r->cache, false) ? -1 : 1;
 	return r->cache_state == 1 ? &r->cache : NULL;
 }
 
@@ -180,8 +182,8 @@ void sym_finish_syms(struct imgsyms *s)
 		if (!s->syms[i].size) {
 			uint64_t end = s->syms[i + 1].addr;
 			for (size_t k = 0; k < s->nsecs; k++)
-				if (s->syms[i].addr >= s->secs[k].start && s->syms[i].addr < s->secs[k].end &&
-				    s->secs[k].end < end)
+				if (s->syms[i].addr >= s->secs[k].start &&
+				    s->syms[i].addr < s->secs[k].end && s->secs[k].end < end)
 					end = s->secs[k].end;
 			s->syms[i].size = end - s->syms[i].addr;
 		}
@@ -200,7 +202,9 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 		sym_load_jit(r, s, di);
 	} else if (!strcmp(di->kind, "nomap")) {
 		sym_set_note(s, "code outside any file, and no JIT map named it");
-		sym_logf_(s, "executable memory backed by no file (and no JIT map named it): nothing to look up");
+		sym_logf_(
+			s,
+			"executable memory backed by no file (and no JIT map named it): nothing to look up");
 	} else if (!strcmp(di->kind, "vdso")) {
 		struct strbuf p = STRBUF_INIT;
 		strbuf_addf(&p, "%s/vdso.so", tally_db_image_dir(r->db, image));
@@ -219,14 +223,23 @@ void sym_load(struct tally_resolver *r, uint32_t image)
 		strbuf_release(&p);
 	} else if (!strcmp(di->id_kind, "unreachable")) {
 		s->mismatch = true;
-		sym_logf_(s, "mapped inside another mount namespace by a process that exited before its file could be read through /proc/PID/root: which file ran is unknown");
-		sym_set_note(s, "'%s' was mapped inside a container by a process that exited before tally could read it: not symbolized",
-			 di->path);
+		sym_logf_(
+			s,
+			"mapped inside another mount namespace by a process that exited before its file could be read through /proc/PID/root: which file ran is unknown");
+		sym_set_note(
+			s,
+			"'%s' was mapped inside a container by a process that exited before tally could read it: not symbolized",
+			di->path);
 	} else if (!strcmp(di->id_kind, "replaced")) {
 		s->mismatch = true;
-		sym_logf_(s, "the file at '%s' was replaced or deleted while it was mapped, so which file ran is unknown", di->path);
-		sym_set_note(s, "'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
-			 di->path);
+		sym_logf_(
+			s,
+			"the file at '%s' was replaced or deleted while it was mapped, so which file ran is unknown",
+			di->path);
+		sym_set_note(
+			s,
+			"'%s' was replaced or deleted while it was mapped, so the file that ran is unknown: not symbolized (record with --build-id-mmap to keep build-ids)",
+			di->path);
 	} else {
 		sym_progress(r, "reading the symbols of %s", di->name);
 		sym_load_file(r, s, di);
@@ -239,7 +252,8 @@ static const struct tally_sym *lookup(struct imgsyms *s, uint64_t addr)
 	 * and the next one's: addresses often come in order (a flat profile's, a
 	 * function's), and then no binary search is needed */
 	size_t lo = s->last_sym;
-	if (!(lo && lo <= s->nsyms && s->syms[lo - 1].addr <= addr && (lo == s->nsyms || addr < s->syms[lo].addr)))
+	if (!(lo && lo <= s->nsyms && s->syms[lo - 1].addr <= addr &&
+	      (lo == s->nsyms || addr < s->syms[lo].addr)))
 		lo = s->last_sym = TALLY_UPPER_U64(s->syms, s->nsyms, addr, addr);
 	if (!lo)
 		return NULL;
@@ -275,7 +289,8 @@ struct imgsyms *sym_get(struct tally_resolver *r, uint32_t image)
 
 /* y with its name demangled, once, when it is first looked up: a C++ library
  * has many more symbols than a profile has functions */
-static const struct tally_sym *demangled(struct tally_resolver *r, struct imgsyms *s, const struct tally_sym *y)
+static const struct tally_sym *demangled(struct tally_resolver *r, struct imgsyms *s,
+					 const struct tally_sym *y)
 {
 	if (r->o.no_demangle || s->kernel)
 		return y;
@@ -308,8 +323,9 @@ const struct tally_sym *tally_resolve(struct tally_resolver *r, uint32_t image, 
 	for (size_t i = 0; i < s->nsecs; i++)
 		if (addr >= s->secs[i].start && addr < s->secs[i].end) {
 			/* e.g. [.plt]: honest about where, without inventing a function */
-			s->secsym = (struct tally_sym){ s->secs[i].start, s->secs[i].end - s->secs[i].start, s->secs[i].label,
-							TALLY_SYM_SECTION };
+			s->secsym = (struct tally_sym){ s->secs[i].start,
+							s->secs[i].end - s->secs[i].start,
+							s->secs[i].label, TALLY_SYM_SECTION };
 			return &s->secsym;
 		}
 	return NULL;
@@ -330,10 +346,13 @@ bool tally_resolver_has_dwarf(struct tally_resolver *r, uint32_t image)
 const char *tally_resolver_note(struct tally_resolver *r, uint32_t image)
 {
 	struct imgsyms *s = sym_get(r, image);
-	if (s && !s->note && s->dwarf_missing && s->dwarf_err && strcmp(s->dwarf_err, "no compile unit covers it")) {
+	if (s && !s->note && s->dwarf_missing && s->dwarf_err &&
+	    strcmp(s->dwarf_err, "no compile unit covers it")) {
 		/* damaged DWARF is worth a warning; code built without -g is not */
-		sym_set_note(s, "its DWARF is damaged (%s): source lines and inlines skipped for %zu address%s", s->dwarf_err,
-			 s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es");
+		sym_set_note(
+			s,
+			"its DWARF is damaged (%s): source lines and inlines skipped for %zu address%s",
+			s->dwarf_err, s->dwarf_missing, s->dwarf_missing == 1 ? "" : "es");
 		s->loud = true;
 	}
 	return s ? s->note : NULL;
@@ -382,8 +401,8 @@ int tally_resolver_addr(struct tally_resolver *r, uint32_t image, uint64_t offse
 	return sym_offset_to_addr(s, offset, addr) ? 0 : -1;
 }
 
-const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image, uint64_t addr,
-						     uint32_t *elf_mach)
+const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, uint32_t image,
+						     uint64_t addr, uint32_t *elf_mach)
 {
 	if (image >= r->db->nimages || strcmp(r->db->images[image].kind, "jit"))
 		return NULL;
@@ -397,7 +416,8 @@ const struct tally_jit_func *tally_resolver_jit_func(struct tally_resolver *r, u
 	return tally_jitdump_find(s->jd, addr);
 }
 
-int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr, const char **file, unsigned *line)
+int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t addr,
+			    const char **file, unsigned *line)
 {
 	const struct tally_jit_func *f = tally_resolver_jit_func(r, image, addr, NULL);
 	const struct tally_jit_line *l = f ? tally_jitdump_line(f, addr) : NULL;
@@ -409,7 +429,8 @@ int tally_resolver_jit_line(struct tally_resolver *r, uint32_t image, uint64_t a
 }
 
 static size_t add_rfile(struct tally_resolver_file *out, size_t n, size_t max, const char *path,
-			enum tally_rfile_role role, const char *module, const struct tally_db_image *di)
+			enum tally_rfile_role role, const char *module,
+			const struct tally_db_image *di)
 {
 	if (!path || n >= max)
 		return n;
@@ -420,7 +441,8 @@ static size_t add_rfile(struct tally_resolver_file *out, size_t n, size_t max, c
 	return n + 1;
 }
 
-size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tally_resolver_file *out, size_t max)
+size_t tally_resolver_files(struct tally_resolver *r, uint32_t image,
+			    struct tally_resolver_file *out, size_t max)
 {
 	struct imgsyms *s = sym_get(r, image);
 	if (!s || s->mismatch)
@@ -437,8 +459,10 @@ size_t tally_resolver_files(struct tally_resolver *r, uint32_t image, struct tal
 			if (km->state != 1)
 				continue;
 			sym_get_dwarf(&km->sub);
-			n = add_rfile(out, n, max, km->sub.file, TALLY_RFILE_MODULE, km->name, &km->img);
-			n = add_rfile(out, n, max, km->sub.debug_file, TALLY_RFILE_MODULE_DEBUG, km->name, &km->img);
+			n = add_rfile(out, n, max, km->sub.file, TALLY_RFILE_MODULE, km->name,
+				      &km->img);
+			n = add_rfile(out, n, max, km->sub.debug_file, TALLY_RFILE_MODULE_DEBUG,
+				      km->name, &km->img);
 		}
 		return n;
 	}

@@ -7,7 +7,17 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SO_IMGPATH = 1, SO_DEBUGDIR, SO_MAPFILE, SO_VMLINUX, SO_DEBUGINFOD, SO_DFDTIMEOUT, SO_NOINLINE, SO_NODEMANGLE, SO_NOCACHE };
+enum {
+	SO_IMGPATH = 1,
+	SO_DEBUGDIR,
+	SO_MAPFILE,
+	SO_VMLINUX,
+	SO_DEBUGINFOD,
+	SO_DFDTIMEOUT,
+	SO_NOINLINE,
+	SO_NODEMANGLE,
+	SO_NOCACHE
+};
 
 void tally_symopts_init(struct tally_symopts *s)
 {
@@ -40,30 +50,46 @@ static int symopts_handle(void *ctx, int code, const char *arg)
 	case SO_NODEMANGLE: s->no_demangle = true; return 0;
 	case SO_NOCACHE: s->no_cache = true; return 0;
 	case SO_DFDTIMEOUT:
-		if (tally_parse_duration(arg, "--debuginfod-timeout", &s->debuginfod_timeout) || !(s->debuginfod_timeout > 0) ||
-		    s->debuginfod_timeout > 3600)
-			return tally_seterr(-EINVAL, "invalid --debuginfod-timeout '%s': expected seconds from 0.1 to 3600", arg);
+		if (tally_parse_duration(arg, "--debuginfod-timeout", &s->debuginfod_timeout) ||
+		    !(s->debuginfod_timeout > 0) || s->debuginfod_timeout > 3600)
+			return tally_seterr(
+				-EINVAL,
+				"invalid --debuginfod-timeout '%s': expected seconds from 0.1 to 3600",
+				arg);
 		return 0;
 	}
 	return -EINVAL;
 }
 
 static const struct tally_option symopts_options[] = {
-	TALLY_OPT(0, "image-path", TALLY_ARG_REQUIRED, "DIR", "look for images and modules' .ko files under DIR too (repeatable)", SO_IMGPATH),
-	TALLY_OPT(0, "debug-dir", TALLY_ARG_REQUIRED, "DIR", "look for debug files under DIR first (repeatable; DIR/.build-id/..)", SO_DEBUGDIR),
-	TALLY_OPT(0, "mapfile", TALLY_ARG_REQUIRED, "FILE", "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE),
-	TALLY_OPT(0, "vmlinux", TALLY_ARG_REQUIRED, "FILE", "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX),
-	TALLY_OPT(0, "debuginfod", TALLY_ARG_NONE, NULL, "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD),
-	TALLY_OPT(0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS", "at most this long for all the downloads of one command (default 10)", SO_DFDTIMEOUT),
-	TALLY_OPT(0, "no-inline", TALLY_ARG_NONE, NULL, "count inlined code for the function it was inlined into", SO_NOINLINE),
-	TALLY_OPT(0, "no-demangle", TALLY_ARG_NONE, NULL, "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE),
-	TALLY_OPT(0, "no-buildid-cache", TALLY_ARG_NONE, NULL, "never name code from the copies kept in the build-id cache", SO_NOCACHE),
+	TALLY_OPT(0, "image-path", TALLY_ARG_REQUIRED, "DIR",
+		  "look for images and modules' .ko files under DIR too (repeatable)", SO_IMGPATH),
+	TALLY_OPT(0, "debug-dir", TALLY_ARG_REQUIRED, "DIR",
+		  "look for debug files under DIR first (repeatable; DIR/.build-id/..)",
+		  SO_DEBUGDIR),
+	TALLY_OPT(0, "mapfile", TALLY_ARG_REQUIRED, "FILE",
+		  "find images and debug files by signature ('tally scan -o FILE')", SO_MAPFILE),
+	TALLY_OPT(0, "vmlinux", TALLY_ARG_REQUIRED, "FILE",
+		  "the kernel image, for kernel source lines (build-id checked)", SO_VMLINUX),
+	TALLY_OPT(0, "debuginfod", TALLY_ARG_NONE, NULL,
+		  "fetch missing debug info from DEBUGINFOD_URLS (opt-in)", SO_DEBUGINFOD),
+	TALLY_OPT(0, "debuginfod-timeout", TALLY_ARG_REQUIRED, "SECS",
+		  "at most this long for all the downloads of one command (default 10)",
+		  SO_DFDTIMEOUT),
+	TALLY_OPT(0, "no-inline", TALLY_ARG_NONE, NULL,
+		  "count inlined code for the function it was inlined into", SO_NOINLINE),
+	TALLY_OPT(0, "no-demangle", TALLY_ARG_NONE, NULL,
+		  "C++ and Rust names as the symbol table has them (mangled)", SO_NODEMANGLE),
+	TALLY_OPT(0, "no-buildid-cache", TALLY_ARG_NONE, NULL,
+		  "never name code from the copies kept in the build-id cache", SO_NOCACHE),
 	TALLY_OPTION_END,
 };
 
-const struct tally_optgroup tally_symopts_group = { "symbol search", symopts_options, symopts_handle };
+const struct tally_optgroup tally_symopts_group = { "symbol search", symopts_options,
+						    symopts_handle };
 
-int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro, struct tally_warnings *w)
+int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *ro,
+			  struct tally_warnings *w)
 {
 	if (s->mapfile && !s->have_map) {
 		if (tally_imgmap_load(&s->map, s->mapfile))
@@ -71,10 +97,12 @@ int tally_symopts_prepare(struct tally_symopts *s, struct tally_resolver_opts *r
 		s->have_map = true;
 	}
 	if (s->vmlinux && access(s->vmlinux, R_OK) != 0)
-		return tally_seterr(-errno, "cannot read --vmlinux '%s': %s", s->vmlinux, strerror(errno));
+		return tally_seterr(-errno, "cannot read --vmlinux '%s': %s", s->vmlinux,
+				    strerror(errno));
 	for (size_t i = 0; i < s->ndebug_dirs; i++)
 		if (access(s->debug_dirs[i], X_OK) != 0)
-			tally_warnings_add(w, "--debug-dir '%s': %s (searched anyway)", s->debug_dirs[i], strerror(errno));
+			tally_warnings_add(w, "--debug-dir '%s': %s (searched anyway)",
+					   s->debug_dirs[i], strerror(errno));
 	ro->image_path = s->image_path;
 	ro->debug_dirs = s->debug_dirs;
 	ro->map = s->have_map ? &s->map : NULL;

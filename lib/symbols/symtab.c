@@ -24,7 +24,8 @@ static bool debug_only(const char *path)
 	Elf_Scn *scn = NULL;
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR))
 			continue;
 		code++;
 		empty += sh.sh_type == SHT_NOBITS;
@@ -39,22 +40,26 @@ static bool debug_only(const char *path)
  * the build-id cache's copy; the first that is the recorded file. *mismatch
  * when one was found but was another file (and changed says the first such).
  * Logged. */
-static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, bool *mismatch,
-		       struct strbuf *damaged, struct strbuf *changed)
+static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		       bool *mismatch, struct strbuf *damaged, struct strbuf *changed)
 {
 	struct cand *c = NULL;
 	size_t n = 0, a = 0;
 	char *p = strip_deleted(di->path);
 	for (size_t i = 0; r->o.image_path && r->o.image_path[i]; i++) {
-		/* opreport's --image-path: the file by name under each directory, then by its whole path */
-		sym_add_cand(&c, &n, &a, "--image-path", false, "%s/%s", r->o.image_path[i], tally_basename(p));
+		/* opreport's --image-path: the file by name under each directory, then by its whole
+		 * path */
+		sym_add_cand(&c, &n, &a, "--image-path", false, "%s/%s", r->o.image_path[i],
+			     tally_basename(p));
 		if (p[0] == '/')
-			sym_add_cand(&c, &n, &a, "--image-path with the recorded path", false, "%s%s", r->o.image_path[i], p);
+			sym_add_cand(&c, &n, &a, "--image-path with the recorded path", false,
+				     "%s%s", r->o.image_path[i], p);
 	}
 	if (r->o.map && strcmp(di->id_kind, "none")) {
 		size_t first, m = tally_imgmap_find(r->o.map, di->id, &first);
 		for (size_t i = 0; i < m; i++)
-			sym_add_cand(&c, &n, &a, "--mapfile", false, "%s", r->o.map->e[first + i].path);
+			sym_add_cand(&c, &n, &a, "--mapfile", false, "%s",
+				     r->o.map->e[first + i].path);
 	}
 	if (r->archive) {
 		/* never the file that has the recorded path on this machine */
@@ -73,7 +78,8 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 	/* a regular file only: never a link, even in the user's own cache */
 	if (cache && tally_cache_has(cache, key, TALLY_CACHE_IMAGE)) {
 		ncache = n;
-		sym_add_cand(&c, &n, &a, "the build-id cache", false, "%s/%s/image", cache->path, key);
+		sym_add_cand(&c, &n, &a, "the build-id cache", false, "%s/%s/image", cache->path,
+			     key);
 	}
 	char *found = NULL;
 	struct strbuf why = STRBUF_INIT;
@@ -84,12 +90,16 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 		}
 		int ok = sym_check_file(di, c[i].path, &why);
 		if (ok == 1 && debug_only(c[i].path)) {
-			/* the right id, but no code: the debug search may use it, the image is elsewhere */
-			sym_logf_(s, "image file '%s' (%s): %s, but it is a separate debug file (its code sections are empty): not the image",
-				  c[i].path, c[i].why, why.buf);
+			/* the right id, but no code: the debug search may use it, the image is
+			 * elsewhere */
+			sym_logf_(
+				s,
+				"image file '%s' (%s): %s, but it is a separate debug file (its code sections are empty): not the image",
+				c[i].path, c[i].why, why.buf);
 			continue;
 		}
-		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf, ok == 1 ? ": used" : "");
+		sym_logf_(s, "image file '%s' (%s): %s%s", c[i].path, c[i].why, why.buf,
+			  ok == 1 ? ": used" : "");
 		if (ok == 0 && !*mismatch && changed)
 			strbuf_addstr(changed, c[i].path);
 		if (ok == 0)
@@ -113,8 +123,9 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 }
 
 /* Reports path to a fresh Dwfl as the image's module; NULL with a note on failure. */
-Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
-				   const char *path, void *mem, size_t len)
+Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s,
+				   const struct tally_db_image *di, const char *path, void *mem,
+				   size_t len)
 {
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
@@ -142,7 +153,8 @@ Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, 
 		close(fd); /* libdwfl keeps it only on success */
 	if (!mod) {
 		sym_logf_(s, "'%s' cannot be read as ELF: %s", path, dwfl_errmsg(-1));
-		sym_set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path, dwfl_errmsg(-1));
+		sym_set_note(s, "'%s' is not a readable ELF file: %s (skipped)", path,
+			     dwfl_errmsg(-1));
 		s->loud = true;
 		dwfl_end(s->dwfl);
 		s->dwfl = NULL;
@@ -154,8 +166,8 @@ Dwfl_Module *sym_report_module_mem(struct tally_resolver *r, struct imgsyms *s, 
 	return mod;
 }
 
-Dwfl_Module *sym_report_module(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
-			       const char *path)
+Dwfl_Module *sym_report_module(struct tally_resolver *r, struct imgsyms *s,
+			       const struct tally_db_image *di, const char *path)
 {
 	return sym_report_module_mem(r, s, di, path, NULL, 0);
 }
@@ -168,7 +180,8 @@ bool sym_func_sym(Dwfl_Module *mod, int i, struct fsym *f)
 	Dwarf_Addr sbias;
 	f->name = dwfl_module_getsym_info(mod, i, &f->sym, &f->addr, &f->shndx, &f->elf, &sbias);
 	int t = f->name ? GELF_ST_TYPE(f->sym.st_info) : STT_NOTYPE;
-	return f->name && *f->name && f->sym.st_shndx != SHN_UNDEF && (t == STT_FUNC || t == STT_GNU_IFUNC);
+	return f->name && *f->name && f->sym.st_shndx != SHN_UNDEF &&
+	       (t == STT_FUNC || t == STT_GNU_IFUNC);
 }
 
 /* ---- functions without symbols: .eh_frame FDE boundaries ---- */
@@ -213,8 +226,8 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *nm;
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && (nm = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-		    !strcmp(nm, ".eh_frame_hdr")) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
+		    (nm = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(nm, ".eh_frame_hdr")) {
 			hdr = scn;
 			hsh = sh;
 			break;
@@ -223,18 +236,23 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 	Elf_Data *d = hdr ? elf_getdata(hdr, NULL) : NULL;
 	if (!d || !d->d_buf || d->d_size < 8) {
 		if (hdr)
-			sym_logf_(s, ".eh_frame_hdr is empty or unreadable: functions without symbols keep the section's name");
+			sym_logf_(
+				s,
+				".eh_frame_hdr is empty or unreadable: functions without symbols keep the section's name");
 		return 0;
 	}
 	const uint8_t *p = d->d_buf, *end = p + d->d_size;
 	/* version, eh_frame_ptr encoding, fde_count encoding, table encoding */
 	uint8_t ver = p[0], ptr_enc = p[1], cnt_enc = p[2], tab_enc = p[3];
 	int64_t ptr, count;
-	if (ver != 1 || ptr_enc == 0xff || cnt_enc == 0xff || tab_enc != 0x3b /* datarel sdata4 */ ||
-	    !read_enc4(p + 4, end, ptr_enc, &ptr) || !read_enc4(p + 8, end, cnt_enc, &count) || count < 0 ||
+	if (ver != 1 || ptr_enc == 0xff || cnt_enc == 0xff ||
+	    tab_enc != 0x3b /* datarel sdata4 */ || !read_enc4(p + 4, end, ptr_enc, &ptr) ||
+	    !read_enc4(p + 8, end, cnt_enc, &count) || count < 0 ||
 	    (uint64_t)count > (uint64_t)(end - (p + 12)) / 8) {
-		sym_logf_(s, ".eh_frame_hdr has no search table tally reads (version %u, table encoding 0x%x): functions without symbols keep the section's name",
-			  ver, tab_enc);
+		sym_logf_(
+			s,
+			".eh_frame_hdr has no search table tally reads (version %u, table encoding 0x%x): functions without symbols keep the section's name",
+			ver, tab_enc);
 		return 0;
 	}
 	Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
@@ -251,7 +269,8 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 		if (i + 1 < count && !read_enc4(t + 8, end, 0x0b, &next_loc))
 			next_loc = INT64_MAX;
 		/* datarel: from the start of .eh_frame_hdr */
-		uint64_t start = hsh.sh_addr + (uint64_t)loc, limit = hsh.sh_addr + (uint64_t)next_loc, fend = start;
+		uint64_t start = hsh.sh_addr + (uint64_t)loc,
+			 limit = hsh.sh_addr + (uint64_t)next_loc, fend = start;
 		/* a function a symbol names already: its FDE's extent is not needed
 		 * (walking the CFI rows of every FDE of a libc with symbols was most
 		 * of what loading them cost) */
@@ -279,7 +298,8 @@ static size_t add_fde_syms(struct imgsyms *s, Elf *elf, const char *label)
 		GROW(s->owned, s->aowned, s->nowned + 1);
 		s->owned[s->nowned++] = strbuf_detach(&nm);
 		GROW(s->syms, cap, s->nsyms + 1);
-		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start, s->owned[s->nowned - 1], TALLY_SYM_FDE };
+		s->syms[s->nsyms++] = (struct tally_sym){ start, fend - start,
+							  s->owned[s->nowned - 1], TALLY_SYM_FDE };
 		added++;
 	}
 	dwarf_cfi_end(cfi); /* made here by dwarf_getcfi_elf: ours to free */
@@ -299,7 +319,8 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 		uint64_t base = UINT64_MAX;
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < base)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_vaddr < base)
 				base = ph.p_vaddr;
 		}
 		for (size_t i = 0; i < nph; i++) {
@@ -307,16 +328,20 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 				continue;
 			if (!debug_only)
-				s->ph[s->nph++] = (struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+				s->ph[s->nph++] =
+					(struct phdr){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
 			else if (ph.p_flags & PF_X)
 				/* a debug file keeps the addresses, not the binary's file offsets:
 				 * code segments sit at their address from the first sym_load (the
 				 * linkers' usual layout) */
-				s->ph[s->nph++] = (struct phdr){ ph.p_vaddr - base, ph.p_memsz, ph.p_vaddr };
+				s->ph[s->nph++] =
+					(struct phdr){ ph.p_vaddr - base, ph.p_memsz, ph.p_vaddr };
 		}
 		if (debug_only)
-			sym_logf_(s, "file offsets of code taken as address - 0x%" PRIx64 " (the debug file has no file offsets of the binary)",
-			      base == UINT64_MAX ? 0 : base);
+			sym_logf_(s,
+				  "file offsets of code taken as address - 0x%" PRIx64
+				  " (the debug file has no file offsets of the binary)",
+				  base == UINT64_MAX ? 0 : base);
 	}
 	/* executable sections: a zero-size symbol ends with its section, and code in
 	 * no symbol (PLT stubs) is named after its section */
@@ -332,7 +357,8 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 			struct strbuf lb = STRBUF_INIT;
 			strbuf_addf(&lb, "[%s]", nm ? nm : "?");
 			GROW(s->secs, scap, s->nsecs + 1);
-			s->secs[s->nsecs++] = (struct section){ sh.sh_addr, sh.sh_addr + sh.sh_size, strbuf_detach(&lb) };
+			s->secs[s->nsecs++] = (struct section){ sh.sh_addr, sh.sh_addr + sh.sh_size,
+								strbuf_detach(&lb) };
 		}
 	}
 	/* libdwfl takes .symtab from the file, else from its debug file (the search
@@ -365,7 +391,9 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 			name = s->owned[s->nowned - 1];
 		}
 		s->syms[s->nsyms++] = (struct tally_sym){ addr - bias, sym.st_size, name,
-							  b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2 };
+							  b == STB_GLOBAL ? 0
+							  : b == STB_WEAK ? 1
+									  : 2 };
 	}
 	if (n < 0)
 		sym_logf_(s, "symbol table: %s", dwfl_errmsg(-1));
@@ -373,21 +401,30 @@ static void load_tables(struct imgsyms *s, const char *path, bool debug_only)
 	sym_finish_syms(s);
 	if (!debug_only) {
 		/* a debug file's .eh_frame is empty: only the binary's is read */
-		const struct tally_db_image *di = s->di ? s->di : s->r ? &s->r->db->images[s->image] : NULL;
-		size_t nf = add_fde_syms(s, elf, di && di->name && *di->name ? di->name : tally_basename(path));
+		const struct tally_db_image *di = s->di  ? s->di
+						  : s->r ? &s->r->db->images[s->image]
+							 : NULL;
+		size_t nf = add_fde_syms(
+			s, elf, di && di->name && *di->name ? di->name : tally_basename(path));
 		s->nfde = nf;
 		if (nf) {
-			sym_logf_(s, "%zu function%s without a symbol, from .eh_frame: named IMAGE+0xADDRESS", nf, nf == 1 ? "" : "s");
+			sym_logf_(
+				s,
+				"%zu function%s without a symbol, from .eh_frame: named IMAGE+0xADDRESS",
+				nf, nf == 1 ? "" : "s");
 			sym_finish_syms(s);
 		}
 	}
 	if (!named)
-		sym_set_note(s, "'%s' has no function symbols%s (install its debug package, give --debug-dir, or see --explain)",
-			 path, s->nsyms ? ": its functions are named by address, from .eh_frame" : "");
+		sym_set_note(
+			s,
+			"'%s' has no function symbols%s (install its debug package, give --debug-dir, or see --explain)",
+			path,
+			s->nsyms ? ": its functions are named by address, from .eh_frame" : "");
 }
 
-void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di, const char *path,
-		   bool verify)
+void sym_load_dwfl(struct tally_resolver *r, struct imgsyms *s, const struct tally_db_image *di,
+		   const char *path, bool verify)
 {
 	struct strbuf why = STRBUF_INIT;
 	if (verify) {
@@ -420,16 +457,23 @@ void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tal
 		if (s->from_cache && !s->note && changed.len) {
 			/* named right, from the file that ran; but its source may have
 			 * changed too, which annotate and --lines would show */
-			sym_set_note(s, "'%s' is not the file that was recorded (%s %s%s): named from its copy in the build-id cache ('%s')%s",
-				     changed.buf, di->id_kind, di->id, di->foreign_ns ? "; it was mapped inside a container" : "",
-				     path, di->foreign_ns ? "" : ", though its source files may have changed too");
+			sym_set_note(
+				s,
+				"'%s' is not the file that was recorded (%s %s%s): named from its copy in the build-id cache ('%s')%s",
+				changed.buf, di->id_kind, di->id,
+				di->foreign_ns ? "; it was mapped inside a container" : "", path,
+				di->foreign_ns ? ""
+					       : ", though its source files may have changed too");
 			s->loud = true;
 		} else if (s->from_cache && !s->note && damaged.len) {
-			sym_set_note(s, "%s: named from its copy in the build-id cache ('%s')", damaged.buf, path);
+			sym_set_note(s, "%s: named from its copy in the build-id cache ('%s')",
+				     damaged.buf, path);
 			s->loud = true;
 		} else if (s->from_cache && !s->note) {
-			sym_set_note(s, "'%s' is not on this machine: named from its copy in the build-id cache ('%s')", di->path,
-				     path);
+			sym_set_note(
+				s,
+				"'%s' is not on this machine: named from its copy in the build-id cache ('%s')",
+				di->path, path);
 		}
 		free(path);
 		strbuf_release(&damaged);
@@ -467,14 +511,23 @@ void sym_load_file(struct tally_resolver *r, struct imgsyms *s, const struct tal
 	} else if (mismatch) {
 		s->mismatch = true;
 		s->loud = true;
-		sym_set_note(s, "'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
-			 di->path, di->id_kind, di->id);
+		sym_set_note(
+			s,
+			"'%s' is not the file that was recorded (%s %s): not symbolized (find the original with --image-path or --mapfile; --explain says where tally looked)",
+			di->path, di->id_kind, di->id);
 	} else if (r->archive) {
-		sym_set_note(s, "'%s' is not in the archive (it was archived with --exclude-dependent, or its file was not found when archiving)",
-			 di->path);
+		sym_set_note(
+			s,
+			"'%s' is not in the archive (it was archived with --exclude-dependent, or its file was not found when archiving)",
+			di->path);
 	} else {
-		sym_set_note(s, "'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)", di->path,
-			 di->foreign_ns ? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)" : "");
+		sym_set_note(
+			s,
+			"'%s' is not on this machine%s (copy it here, or point --image-path or --mapfile at it)",
+			di->path,
+			di->foreign_ns
+				? " (it was mapped inside a container: --image-path ROOT finds ROOT/path)"
+				: "");
 	}
 	strbuf_release(&damaged);
 }
@@ -484,7 +537,8 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 	struct strbuf p = STRBUF_INIT, sb = STRBUF_INIT, why = STRBUF_INIT;
 	size_t cap = 0, bad = 0;
 	bool have_map = false, have_dump = false;
-	strbuf_addf(&p, "%s/jit/perf-%d-%s.map", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	strbuf_addf(&p, "%s/jit/perf-%d-%s.map",
+		    tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
 	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		sym_logf_(s, "JIT map copied at record time: '%s'", p.buf);
 		have_map = true;
@@ -495,13 +549,15 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		GROW(s->syms, cap, s->nsyms + nms);
 		for (size_t i = 0; i < nms; i++) {
 			s->names[ms[i].name + ms[i].name_len] = '\0'; /* its newline, or the end */
-			s->syms[s->nsyms++] = (struct tally_sym){ ms[i].start, ms[i].size, s->names + ms[i].name, 0 };
+			s->syms[s->nsyms++] = (struct tally_sym){ ms[i].start, ms[i].size,
+								  s->names + ms[i].name, 0 };
 		}
 		free(ms);
 	}
 	strbuf_reset(&p);
 	strbuf_reset(&sb);
-	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt", tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
+	strbuf_addf(&p, "%s/jit/jitdump-%d-%s.txt",
+		    tally_db_image_dir(r->db, (uint32_t)(di - r->db->images)), di->pid, di->id);
 	if (tally_read_regular(&sb, AT_FDCWD, p.buf, 0, TALLY_DB_FILE_MAX) == 0) {
 		sym_logf_(s, "jitdump copied at record time: '%s'", p.buf);
 		have_dump = true;
@@ -519,7 +575,9 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 			for (size_t i = 0; i < s->jd->nfuncs; i++) {
 				/* a perf map entry at the same address (listed first) wins */
 				GROW(s->syms, cap, s->nsyms + 1);
-				s->syms[s->nsyms++] = (struct tally_sym){ s->jd->funcs[i].addr, s->jd->funcs[i].size, s->jd->funcs[i].name, 1 };
+				s->syms[s->nsyms++] = (struct tally_sym){ s->jd->funcs[i].addr,
+									  s->jd->funcs[i].size,
+									  s->jd->funcs[i].name, 1 };
 			}
 		}
 	}
@@ -527,8 +585,11 @@ void sym_load_jit(struct tally_resolver *r, struct imgsyms *s, const struct tall
 		sym_set_note(s, "no copy of the JIT map or jitdump '%s' in the database", di->path);
 	if (bad) {
 		/* after the jitdump copy's own note, if it has one */
-		sym_set_note(s, "%s%sthe JIT map of pid %d had %zu malformed line%s (skipped; the first: %s)", s->note ? s->note : "",
-			 s->note ? "; " : "", di->pid, bad, bad == 1 ? "" : "s", why.buf);
+		sym_set_note(
+			s,
+			"%s%sthe JIT map of pid %d had %zu malformed line%s (skipped; the first: %s)",
+			s->note ? s->note : "", s->note ? "; " : "", di->pid, bad,
+			bad == 1 ? "" : "s", why.buf);
 		s->loud = true;
 	}
 	/* names written by the profiled program: control bytes and bytes that are

@@ -24,8 +24,11 @@ bool sym_elf_damaged(const char *path, struct strbuf *why)
 		bad = true;
 		goto out;
 	}
-	if (eh.e_shoff && (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)) {
-		strbuf_addf(why, ", but truncated: its section headers end past its %" PRIu64 " bytes", size);
+	if (eh.e_shoff &&
+	    (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff)) {
+		strbuf_addf(why,
+			    ", but truncated: its section headers end past its %" PRIu64 " bytes",
+			    size);
 		bad = true;
 		goto out;
 	}
@@ -35,7 +38,10 @@ bool sym_elf_damaged(const char *path, struct strbuf *why)
 			GElf_Phdr ph;
 			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
 			    (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)) {
-				strbuf_addf(why, ", but truncated: segment %zu ends past its %" PRIu64 " bytes", i, size);
+				strbuf_addf(why,
+					    ", but truncated: segment %zu ends past its %" PRIu64
+					    " bytes",
+					    i, size);
 				bad = true;
 			}
 		}
@@ -45,8 +51,11 @@ bool sym_elf_damaged(const char *path, struct strbuf *why)
 		if (!gelf_getshdr(scn, &sh)) {
 			strbuf_addf(why, ", but damaged section header (%s)", elf_errmsg(-1));
 			bad = true;
-		} else if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
-			strbuf_addf(why, ", but truncated: section %zu ends past its %" PRIu64 " bytes", elf_ndxscn(scn), size);
+		} else if (sh.sh_type != SHT_NOBITS &&
+			   (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)) {
+			strbuf_addf(why,
+				    ", but truncated: section %zu ends past its %" PRIu64 " bytes",
+				    elf_ndxscn(scn), size);
 			bad = true;
 		}
 	}
@@ -76,12 +85,16 @@ int sym_check_file(const struct tally_db_image *di, const char *path, struct str
 	char hex[160];
 	if (!strcmp(di->id_kind, "build-id")) {
 		if (!info.build_id_len) {
-			strbuf_addf(why, "has no build-id, the profile recorded %s: not used", di->id);
+			strbuf_addf(why, "has no build-id, the profile recorded %s: not used",
+				    di->id);
 			return 0;
 		}
 		tally_hex(info.build_id, info.build_id_len, hex);
 		if (strcmp(hex, di->id)) {
-			strbuf_addf(why, "has build-id %s, the profile recorded %s: another file, not used", hex, di->id);
+			strbuf_addf(
+				why,
+				"has build-id %s, the profile recorded %s: another file, not used",
+				hex, di->id);
 			return 0;
 		}
 		strbuf_addf(why, "build-id %s matches", hex);
@@ -94,7 +107,10 @@ int sym_check_file(const struct tally_db_image *di, const char *path, struct str
 	if (hash) {
 		snprintf(hex, sizeof(hex), "%016" PRIx64, info.hash);
 		if (!info.have_hash || strcmp(hex, di->id)) {
-			strbuf_addf(why, "content hash %s, the profile recorded %s: another file, not used", hex, di->id);
+			strbuf_addf(
+				why,
+				"content hash %s, the profile recorded %s: another file, not used",
+				hex, di->id);
 			return 0;
 		}
 		strbuf_addf(why, "content hash %s matches", hex);
@@ -139,8 +155,9 @@ uint32_t sym_crc32_file(int fd, bool *ok)
 /* Which of the sections that matter an ELF file has, as text. */
 void sym_describe_sections(Elf *elf, struct strbuf *out)
 {
-	static const char *const want[] = { ".symtab", ".dynsym", ".debug_info", ".debug_line", ".eh_frame",
-					    ".debug_frame", ".gnu_debuglink", ".gnu_debugdata" };
+	static const char *const want[] = { ".symtab",        ".dynsym",       ".debug_info",
+					    ".debug_line",    ".eh_frame",     ".debug_frame",
+					    ".gnu_debuglink", ".gnu_debugdata" };
 	bool have[ARRAY_SIZE(want)] = { false };
 	bool nobits_text = false;
 	size_t shstrndx;
@@ -159,13 +176,18 @@ void sym_describe_sections(Elf *elf, struct strbuf *out)
 		if (!strcmp(nm, ".text") && sh.sh_type == SHT_NOBITS)
 			nobits_text = true;
 		for (size_t i = 0; i < ARRAY_SIZE(want); i++)
-			if (!strcmp(nm, want[i]) || (!strncmp(want[i], ".debug_", 7) && !strncmp(nm, ".zdebug_", 8) &&
-						     !strcmp(nm + 8, want[i] + 7)))
+			if (!strcmp(nm, want[i]) ||
+			    (!strncmp(want[i], ".debug_", 7) && !strncmp(nm, ".zdebug_", 8) &&
+			     !strcmp(nm + 8, want[i] + 7)))
 				have[i] = have[i] || sh.sh_type != SHT_NOBITS;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
 		strbuf_addf(out, "%s%s %s", i ? ", " : "", want[i], have[i] ? "yes" : "no");
-	strbuf_addf(out, "; CFI %s", have[4] && have[5] ? ".eh_frame and .debug_frame" : have[4] ? ".eh_frame" : have[5] ? ".debug_frame" : "none");
+	strbuf_addf(out, "; CFI %s",
+		    have[4] && have[5] ? ".eh_frame and .debug_frame"
+		    : have[4]          ? ".eh_frame"
+		    : have[5]          ? ".debug_frame"
+				       : "none");
 	if (nobits_text)
 		strbuf_addstr(out, "; code sections are empty (a separate debug file)");
 }
@@ -179,8 +201,8 @@ bool sym_elf_has_section(Elf *elf, const char *name)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *nm;
-		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && (nm = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-		    !strcmp(nm, name))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (nm = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(nm, name))
 			return true;
 	}
 	return false;

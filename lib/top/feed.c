@@ -22,7 +22,8 @@ struct fimage {
 	bool jit; /* JIT code moves: never cached */
 	bool file; /* an executable or library: symbolized through the lasting resolver */
 	struct tally_db_image copy; /* file: what the lasting resolvers' databases say of it */
-	uint32_t gen, sym; /* file: its resolver and its index there; sym UINT32_MAX while it has none */
+	/* file: its resolver and its index there; sym UINT32_MAX while it has none */
+	uint32_t gen, sym;
 	struct range *r; /* sorted by start, disjoint */
 	size_t nr, ar;
 };
@@ -206,8 +207,9 @@ static uint32_t name_id(struct tally_top_feed *f, const char *s)
 static uint32_t image_id(struct tally_top_feed *f, const struct tally_db_image *di)
 {
 	struct strbuf k = STRBUF_INIT;
-	strbuf_addf(&k, "%s\t%s:%s\t%s\t%d", di->kind ? di->kind : "", di->id_kind ? di->id_kind : "",
-		    di->id ? di->id : "", di->path ? di->path : "", di->pid);
+	strbuf_addf(&k, "%s\t%s:%s\t%s\t%d", di->kind ? di->kind : "",
+		    di->id_kind ? di->id_kind : "", di->id ? di->id : "", di->path ? di->path : "",
+		    di->pid);
 	uint64_t h = tally_hash_bytes(k.buf, k.len, 0x1a);
 	uint32_t i = tally_hidx_get(&f->im_idx, h, k.buf, im_eq, f->im);
 	if (i != TALLY_HIDX_NONE) {
@@ -306,8 +308,8 @@ static uint32_t locate(struct tick *k, uint32_t dbimage, uint64_t off)
 	const struct tally_sym *s = res ? tally_resolve(res, ri, off) : NULL;
 	key.name = name_id(f, s && s->name ? s->name : "[unknown]");
 	uint64_t a;
-	if (s && s->size && !im->jit && tally_resolver_addr(res, ri, off, &a) == 0 && a >= s->addr &&
-	    a - s->addr < s->size && off >= a - s->addr)
+	if (s && s->size && !im->jit && tally_resolver_addr(res, ri, off, &a) == 0 &&
+	    a >= s->addr && a - s->addr < s->size && off >= a - s->addr)
 		range_add(im, off - (a - s->addr), off - (a - s->addr) + s->size, key.name);
 	if (im->jit)
 		return key.name;
@@ -330,7 +332,8 @@ static bool prev_eq(const void *ctx, uint32_t i, const void *key)
 }
 
 /* For a cumulative database: how much of count is new since the last tick. */
-static uint64_t grown(struct tally_top_feed *f, int32_t pid, const uint32_t *ids, uint32_t len, uint64_t count)
+static uint64_t grown(struct tally_top_feed *f, int32_t pid, const uint32_t *ids, uint32_t len,
+		      uint64_t count)
 {
 	uint64_t h = tally_hash_bytes(ids, len * sizeof(uint32_t), (uint64_t)(uint32_t)pid);
 	struct prev key = { .pid = pid, .len = len, .count = (uint64_t)(uintptr_t)ids };
@@ -365,12 +368,13 @@ static bool task_eq(const void *ctx, uint32_t i, const void *key)
 
 static const char *comm_of(struct comms *c, int pid)
 {
-	uint32_t i = tally_hidx_get(&c->idx, tally_hash_u64((uint64_t)(uint32_t)pid), &pid, task_eq, c->db);
+	uint32_t i = tally_hidx_get(&c->idx, tally_hash_u64((uint64_t)(uint32_t)pid), &pid, task_eq,
+				    c->db);
 	return i == TALLY_HIDX_NONE ? NULL : c->db->tasks[i].comm;
 }
 
-int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struct tally_db *db, bool cumulative,
-		      double since, double *added)
+int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struct tally_db *db,
+		      bool cumulative, double since, double *added)
 {
 	double sum = 0;
 	if (cumulative && (!f->have_since || since != f->since)) {
@@ -415,7 +419,8 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 				uint64_t off = j && x->offset ? x->offset - 1 : x->offset;
 				ids[j] = locate(&k, x->image, off);
 				fr[j].func = f->names[ids[j]];
-				fr[j].image = x->image < db->nimages ? db->images[x->image].name : "?";
+				fr[j].image =
+					x->image < db->nimages ? db->images[x->image].name : "?";
 			}
 			if (cumulative) {
 				/* the stack's identity: its images and names */
@@ -424,7 +429,8 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 				GROW(key, akey, 2 * (size_t)st->len + 2);
 				for (uint32_t j = 0; j < st->len; j++) {
 					const struct tally_frame *x = tally_db_frame(db, st, j);
-					key[2 * j] = x->image < db->nimages ? k.sid[x->image] : UINT32_MAX;
+					key[2 * j] = x->image < db->nimages ? k.sid[x->image]
+									    : UINT32_MAX;
 					key[2 * j + 1] = ids[j];
 				}
 				/* and its command name: two programs' equal stacks are two */
@@ -438,7 +444,8 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 			if (!c)
 				continue;
 			const char *lcomm = tally_db_label(db, st->label, "comm");
-			tally_top_add(t, lcomm ? lcomm : comm_of(&cm, st->pid), fr, st->len, (double)c);
+			tally_top_add(t, lcomm ? lcomm : comm_of(&cm, st->pid), fr, st->len,
+				      (double)c);
 			sum += (double)c;
 		}
 	} else {
@@ -457,14 +464,18 @@ int tally_top_feed_db(struct tally_top_feed *f, struct tally_top *t, const struc
 				if (cumulative) {
 					/* one row per (image, offset, pid, command name): two
 					 * programs at one place are two rows to follow */
-					uint32_t key[5] = { e->image < db->nimages ? k.sid[e->image] : UINT32_MAX,
-							    (uint32_t)(e->offset >> 32), (uint32_t)e->offset, (uint32_t)(ch >> 32),
-							    (uint32_t)ch };
+					uint32_t key[5] = { e->image < db->nimages ? k.sid[e->image]
+										   : UINT32_MAX,
+							    (uint32_t)(e->offset >> 32),
+							    (uint32_t)e->offset,
+							    (uint32_t)(ch >> 32), (uint32_t)ch };
 					c = grown(f, e->pid, key, 5, c);
 					if (!c)
 						continue;
 				}
-				struct tally_top_frame one = { e->image < db->nimages ? db->images[e->image].name : "?",
+				struct tally_top_frame one = { e->image < db->nimages
+								       ? db->images[e->image].name
+								       : "?",
 							       f->names[id] };
 				tally_top_add(t, comm, &one, 1, (double)c);
 				sum += (double)c;
@@ -520,22 +531,26 @@ int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, c
 	struct bfiles b = { 0 };
 	int r = tally_bundle_parse(buf, len, what, take_file, &b);
 	if (r == -ENOTDIR)
-		r = tally_seterr(-EPROTO, "%s is not a profile (is the socket a tally daemon's?)", what);
+		r = tally_seterr(-EPROTO, "%s is not a profile (is the socket a tally daemon's?)",
+				 what);
 	if (r)
 		goto out;
 	tally_qsort(b.v, b.n, sizeof(*b.v), cmp_bfile);
 	db->path = xstrdup(what);
 	const struct bfile *f = bundle_file(&b, "session");
 	if (!f) {
-		r = tally_seterr(-EINVAL, "'%s' has no session file (is it a tally daemon's reply?)", what);
+		r = tally_seterr(-EINVAL,
+				 "'%s' has no session file (is it a tally daemon's reply?)", what);
 		goto out;
 	}
 	if ((r = tally_db_parse_session(db, f->data, f->len, "session")))
 		goto out;
-	if ((f = bundle_file(&b, "images")) && (r = tally_db_parse_images(db, f->data, f->len, "images")))
+	if ((f = bundle_file(&b, "images")) &&
+	    (r = tally_db_parse_images(db, f->data, f->len, "images")))
 		goto out;
 	/* the command names (comm=NAME) the profiles name by label set */
-	if ((f = bundle_file(&b, "labels")) && (r = tally_db_parse_labels(db, f->data, f->len, "labels")))
+	if ((f = bundle_file(&b, "labels")) &&
+	    (r = tally_db_parse_labels(db, f->data, f->len, "labels")))
 		goto out;
 	for (size_t i = 0; i < b.n; i++) {
 		size_t l = strlen(b.v[i].name);
@@ -543,18 +558,22 @@ int tally_top_db_from_bundle(struct tally_db *db, const char *buf, size_t len, c
 		    (r = tally_db_parse_prof(db, b.v[i].data, b.v[i].len, b.v[i].name)))
 			goto out;
 	}
-	if ((f = bundle_file(&b, "stacks")) && (r = tally_db_parse_stacks(db, f->data, f->len, "stacks")))
+	if ((f = bundle_file(&b, "stacks")) &&
+	    (r = tally_db_parse_stacks(db, f->data, f->len, "stacks")))
 		goto out;
-	if ((f = bundle_file(&b, "kernel.syms")) && (r = tally_db_parse_ksyms(db, f->data, f->len, "kernel.syms")))
+	if ((f = bundle_file(&b, "kernel.syms")) &&
+	    (r = tally_db_parse_ksyms(db, f->data, f->len, "kernel.syms")))
 		goto out;
-	if ((f = bundle_file(&b, "tasks")) && (r = tally_db_parse_tasks(db, f->data, f->len, "tasks")))
+	if ((f = bundle_file(&b, "tasks")) &&
+	    (r = tally_db_parse_tasks(db, f->data, f->len, "tasks")))
 		goto out;
 	if ((f = bundle_file(&b, "modules"))) {
 		if ((r = tally_db_parse_modules(db, f->data, f->len, "modules")))
 			goto out;
 		db->modules = xstrndup(f->data, f->len);
 	}
-	if ((f = bundle_file(&b, "mntns")) && (r = tally_db_parse_mntns(db, f->data, f->len, "mntns")))
+	if ((f = bundle_file(&b, "mntns")) &&
+	    (r = tally_db_parse_mntns(db, f->data, f->len, "mntns")))
 		goto out;
 	r = tally_db_check_totals(db, what);
 out:

@@ -133,7 +133,10 @@ static void add_safe(struct strbuf *out, const char *s, size_t width, bool pad)
 			continue;
 		}
 		/* a multi-byte sequence, whole; a stray byte is '?' */
-		size_t n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+		size_t n = (*p & 0xe0) == 0xc0   ? 2
+			   : (*p & 0xf0) == 0xe0 ? 3
+			   : (*p & 0xf8) == 0xf0 ? 4
+						 : 0;
 		size_t k = 1;
 		while (n && k < n && (p[k] & 0xc0) == 0x80)
 			k++;
@@ -167,8 +170,8 @@ static void comm_label(const struct tally_top_row *r, char *buf, size_t n)
 		snprintf(buf, n, "%s", r->comm ? r->comm : "?");
 }
 
-static void status_line(const struct tally_top_status *st, const struct tally_top_query *q, bool frozen,
-			struct strbuf *out)
+static void status_line(const struct tally_top_status *st, const struct tally_top_query *q,
+			bool frozen, struct strbuf *out)
 {
 	/* what the view is first: a narrow terminal cuts the end */
 	strbuf_addf(out, "%s by %s", view_names[q->view], sort_names[q->sort]);
@@ -184,12 +187,13 @@ static void status_line(const struct tally_top_status *st, const struct tally_to
 	}
 	if (frozen)
 		strbuf_addstr(out, " [frozen]");
-	strbuf_addf(out, ", %s, %s, %.0f samples/s, %llu samples, %llu lost", st->target ? st->target : "?",
-		    st->events ? st->events : "?", st->rate, (unsigned long long)st->samples, (unsigned long long)st->lost);
+	strbuf_addf(out, ", %s, %s, %.0f samples/s, %llu samples, %llu lost",
+		    st->target ? st->target : "?", st->events ? st->events : "?", st->rate,
+		    (unsigned long long)st->samples, (unsigned long long)st->lost);
 }
 
-void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const struct tally_top_status *st,
-		    size_t max, struct strbuf *out)
+void tally_top_text(struct tally_top *t, const struct tally_top_query *q,
+		    const struct tally_top_status *st, size_t max, struct strbuf *out)
 {
 	struct tally_top_row *rows;
 	size_t n = tally_top_rows(t, q, &rows);
@@ -224,7 +228,10 @@ void tally_top_text(struct tally_top *t, const struct tally_top_query *q, const 
 		add_safe(out, "command", wc, true);
 		strbuf_addstr(out, "  ");
 	}
-	strbuf_addf(out, "%s\n", q->view == TALLY_TOP_FUNCTIONS ? "function" : q->view == TALLY_TOP_IMAGES ? "image" : "command");
+	strbuf_addf(out, "%s\n",
+		    q->view == TALLY_TOP_FUNCTIONS ? "function"
+		    : q->view == TALLY_TOP_IMAGES  ? "image"
+						   : "command");
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_top_row *r = &rows[i];
 		strbuf_addf(out, "%7.2f%%", all > 0 ? 100 * r->total / all : 0.0);
@@ -265,8 +272,8 @@ static const char *const help_text[] = {
 	"  q, ^C    quit",
 };
 
-void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const struct tally_top_status *st, int width,
-		      int height, struct strbuf *out)
+void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui,
+		      const struct tally_top_status *st, int width, int height, struct strbuf *out)
 {
 	if (width < 20)
 		width = 20;
@@ -319,7 +326,9 @@ void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const 
 			add_safe(&line, "command", wc, true);
 			strbuf_addstr(&line, "  ");
 		}
-		strbuf_addstr(&line, ui->q.view == TALLY_TOP_FUNCTIONS ? "function" : ui->q.view == TALLY_TOP_IMAGES ? "image" : "command");
+		strbuf_addstr(&line, ui->q.view == TALLY_TOP_FUNCTIONS ? "function"
+				     : ui->q.view == TALLY_TOP_IMAGES  ? "image"
+								       : "command");
 		strbuf_addstr(out, "\033[7m");
 		add_safe(out, line.buf, w, true);
 		strbuf_addstr(out, "\033[0m");
@@ -359,7 +368,10 @@ void tally_top_screen(struct tally_top *t, const struct tally_top_ui *ui, const 
 		strbuf_addstr(out, "\033[K");
 	} else {
 		strbuf_addstr(out, "\033[7m");
-		add_safe(out, "q quit  v view  s sort  c command  i image  = no filter  space freeze  h help", w, true);
+		add_safe(
+			out,
+			"q quit  v view  s sort  c command  i image  = no filter  space freeze  h help",
+			w, true);
 		strbuf_addstr(out, "\033[0m\033[K");
 	}
 	strbuf_release(&line);

@@ -54,7 +54,8 @@ static uint32_t intern(struct names *n, const char *s)
 
 static uint64_t ent_hash(uint32_t comm, uint32_t image, uint32_t func)
 {
-	return tally_hash_u64(((uint64_t)comm << 40) ^ ((uint64_t)image << 20) ^ func ^ ((uint64_t)func << 50));
+	return tally_hash_u64(((uint64_t)comm << 40) ^ ((uint64_t)image << 20) ^ func ^
+			      ((uint64_t)func << 50));
 }
 
 static bool ent_eq(const void *ctx, uint32_t i, const void *key)
@@ -131,7 +132,8 @@ static void table_decay(struct table *t, double decay)
 	t->n = k;
 	tally_hidx_release(&t->idx);
 	for (size_t i = 0; i < t->n; i++)
-		tally_hidx_put(&t->idx, ent_hash(t->e[i].comm, t->e[i].image, t->e[i].func), (uint32_t)i);
+		tally_hidx_put(&t->idx, ent_hash(t->e[i].comm, t->e[i].image, t->e[i].func),
+			       (uint32_t)i);
 }
 
 void tally_top_tick(struct tally_top *t, double decay)
@@ -147,8 +149,8 @@ void tally_top_tick(struct tally_top *t, double decay)
 	/* names no entry uses any more are kept: they are few (functions seen) */
 }
 
-void tally_top_add(struct tally_top *t, const char *comm, const struct tally_top_frame *frames, size_t n,
-		   double count)
+void tally_top_add(struct tally_top *t, const char *comm, const struct tally_top_frame *frames,
+		   size_t n, double count)
 {
 	if (!n || !(count > 0))
 		return;
@@ -257,7 +259,8 @@ static bool matches(const char *s, const char *filter)
 	return !filter || !*filter || strstr(s, filter);
 }
 
-size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q, struct tally_top_row **rows)
+size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q,
+		      struct tally_top_row **rows)
 {
 	const struct table *src = q->view == TALLY_TOP_FUNCTIONS ? &t->funcs : &t->images;
 	struct gtable g = { 0 };
@@ -265,7 +268,8 @@ size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q, stru
 	struct gtable pairs = { 0 };
 	for (size_t i = 0; i < src->n; i++) {
 		const struct ent *e = &src->e[i];
-		if (!matches(t->names.s[e->comm], q->comm_filter) || !matches(t->names.s[e->image], q->image_filter))
+		if (!matches(t->names.s[e->comm], q->comm_filter) ||
+		    !matches(t->names.s[e->image], q->image_filter))
 			continue;
 		uint32_t key[2];
 		switch (q->view) {
@@ -284,7 +288,9 @@ size_t tally_top_rows(struct tally_top *t, const struct tally_top_query *q, stru
 		if (gi == TALLY_HIDX_NONE) {
 			GROW(g.g, g.a, g.n + 1);
 			gi = (uint32_t)g.n++;
-			g.g[gi] = (struct group){ .key1 = key[0], .key2 = key[1], .best_comm = e->comm, .best = -1 };
+			g.g[gi] = (struct group){
+				.key1 = key[0], .key2 = key[1], .best_comm = e->comm, .best = -1
+			};
 			tally_hidx_put(&g.idx, h, gi);
 		}
 		struct group *gr = &g.g[gi];

@@ -86,7 +86,8 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	(void)dwfl;
 	struct proc_uw *u = arg;
 	struct sample_ctx *c = u->cur;
-	if (addr < c->sp || addr + sizeof(Dwarf_Word) > c->sp + c->stack_len || addr + sizeof(Dwarf_Word) < addr) {
+	if (addr < c->sp || addr + sizeof(Dwarf_Word) > c->sp + c->stack_len ||
+	    addr + sizeof(Dwarf_Word) < addr) {
 		if (!c->stack_miss)
 			c->miss_addr = addr;
 		c->stack_miss = true;
@@ -104,7 +105,8 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 		return dwfl_thread_state_registers(thread, 0, UW_NREGS, r->r);
 	/* a JIT frame's caller: what its CFI restored (the others stay undefined) */
 	for (unsigned i = 0; i < UW_NREGS; i++)
-		if ((r->valid & (1u << i)) && !dwfl_thread_state_registers(thread, (int)i, 1, &r->r[i]))
+		if ((r->valid & (1u << i)) &&
+		    !dwfl_thread_state_registers(thread, (int)i, 1, &r->r[i]))
 			return false;
 	return true;
 }
@@ -114,9 +116,11 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 static void regs_to_dwarf(const uint64_t *r, struct uw_regs *d)
 {
 	static const int perf[UW_NREGS] = {
-		PERF_REG_X86_AX, PERF_REG_X86_DX, PERF_REG_X86_CX, PERF_REG_X86_BX, PERF_REG_X86_SI, PERF_REG_X86_DI,
-		PERF_REG_X86_BP, PERF_REG_X86_SP, PERF_REG_X86_R8, PERF_REG_X86_R9, PERF_REG_X86_R10, PERF_REG_X86_R11,
-		PERF_REG_X86_R12, PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15, PERF_REG_X86_IP,
+		PERF_REG_X86_AX,  PERF_REG_X86_DX,  PERF_REG_X86_CX,  PERF_REG_X86_BX,
+		PERF_REG_X86_SI,  PERF_REG_X86_DI,  PERF_REG_X86_BP,  PERF_REG_X86_SP,
+		PERF_REG_X86_R8,  PERF_REG_X86_R9,  PERF_REG_X86_R10, PERF_REG_X86_R11,
+		PERF_REG_X86_R12, PERF_REG_X86_R13, PERF_REG_X86_R14, PERF_REG_X86_R15,
+		PERF_REG_X86_IP,
 	};
 	for (int i = 0; i < UW_NREGS; i++)
 		d->r[i] = r[perf[i]];
@@ -162,7 +166,8 @@ static bool map_bias(int fd, const struct tally_map *m, uint64_t *bias)
 			GElf_Phdr ph;
 			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
 				continue;
-			if (m->pgoff >= (ph.p_offset & ~0xfffULL) && m->pgoff < ph.p_offset + ph.p_filesz) {
+			if (m->pgoff >= (ph.p_offset & ~0xfffULL) &&
+			    m->pgoff < ph.p_offset + ph.p_filesz) {
 				*bias = m->start - (ph.p_vaddr - ph.p_offset + m->pgoff);
 				ok = true;
 				break;
@@ -298,8 +303,9 @@ static const char *short_why(struct proc_uw *u, const struct sample_ctx *c)
 	return "unreadable frame";
 }
 
-size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs, size_t nregs,
-			   const uint8_t *stack, size_t stack_len, uint64_t *pcs, size_t max, const char **why)
+size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint64_t *regs,
+			   size_t nregs, const uint8_t *stack, size_t stack_len, uint64_t *pcs,
+			   size_t max, const char **why)
 {
 	*why = NULL;
 	if (!p || nregs < 20) {

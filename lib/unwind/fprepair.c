@@ -26,8 +26,8 @@ uint64_t tally_unwind_fp_regs_mask(void)
 	return (1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP);
 }
 
-bool tally_unwind_regs_ipspbp(const uint64_t *regs, size_t nregs, uint64_t mask, uint64_t *ip, uint64_t *sp,
-			      uint64_t *bp)
+bool tally_unwind_regs_ipspbp(const uint64_t *regs, size_t nregs, uint64_t mask, uint64_t *ip,
+			      uint64_t *sp, uint64_t *bp)
 {
 	unsigned got = 0;
 	size_t k = 0;
@@ -166,7 +166,8 @@ static bool at_cfa(const Dwarf_Op *ops, size_t nops, int64_t *off)
 		*off = (int64_t)ops[1].number;
 		return true;
 	}
-	if (nops == 3 && (ops[1].atom == DW_OP_consts || ops[1].atom == DW_OP_constu) && ops[2].atom == DW_OP_plus) {
+	if (nops == 3 && (ops[1].atom == DW_OP_consts || ops[1].atom == DW_OP_constu) &&
+	    ops[2].atom == DW_OP_plus) {
 		*off = (int64_t)ops[1].number;
 		return true;
 	}
@@ -209,8 +210,8 @@ static void frame_rule(Dwarf_Frame *fr, struct tally_fp_rule *out)
 	out->cfa_off = (int32_t)cfa_off;
 }
 
-void tally_unwind_fp_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image, uint64_t offset, bool ra,
-			  struct tally_fp_rule *out)
+void tally_unwind_fp_rule(struct tally_agg *a, struct tally_proc *p, uint32_t image,
+			  uint64_t offset, bool ra, struct tally_fp_rule *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (image >= a->nimages || a->images[image].kind != TALLY_IMG_FILE || (ra && !offset))
@@ -295,8 +296,8 @@ static size_t chain_find(const struct walk *w, uint64_t ra)
 	return hits == 1 ? at : 0;
 }
 
-static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, uint64_t bp, size_t kc, uint64_t fpc,
-		      bool fpc_known);
+static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, uint64_t bp,
+		      size_t kc, uint64_t fpc, bool fpc_known);
 
 /* The chain from its entry k on (put already), fp the frame the kernel read
  * it from (when known: in the copy). An entry is right when the function it
@@ -318,7 +319,8 @@ static void follow(struct walk *w, size_t k, uint64_t fp, bool fp_known)
 		if (r.cfa == TALLY_FP_CFA_NONE) {
 			/* no CFI to check it by (JIT code with frame pointers, code
 			 * without unwind tables): the chain as the kernel read it */
-			for (size_t j = k + 1; j < w->nchain && put(o, w->chain[j], (int32_t)j); j++)
+			for (size_t j = k + 1; j < w->nchain && put(o, w->chain[j], (int32_t)j);
+			     j++)
 				;
 			return;
 		}
@@ -358,8 +360,8 @@ static void follow(struct walk *w, size_t k, uint64_t fp, bool fp_known)
  * stack pointer cfa_base and rbp bp, until a frame is the chain's entry kc
  * (fpc the frame the kernel read it from, while known), then follows the
  * chain. */
-static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, uint64_t bp, size_t kc, uint64_t fpc,
-		      bool fpc_known)
+static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, uint64_t bp,
+		      size_t kc, uint64_t fpc, bool fpc_known)
 {
 	struct tally_fp_repair *o = w->out;
 	bool bp_known = true;
@@ -404,13 +406,15 @@ static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, u
 			fail(o, TALLY_FP_DEPTH);
 			break;
 		}
-		uint64_t cfa = (r.cfa == TALLY_FP_CFA_SP ? cfa_base : bp) + (uint64_t)(int64_t)r.cfa_off;
+		uint64_t cfa =
+			(r.cfa == TALLY_FP_CFA_SP ? cfa_base : bp) + (uint64_t)(int64_t)r.cfa_off;
 		uint64_t ret, nbp = bp, at = cfa + (uint64_t)(int64_t)r.bp_off;
 		/* a saved rbp below the stack pointer: an epilogue popped it already
 		 * (GCC's CFI does not say so at each pop) and rbp is the caller's */
 		bool saved = r.bp == TALLY_FP_BP_AT && at >= cfa_base;
 		if (!read_word(w, cfa - 8, &ret) || (saved && !read_word(w, at, &nbp))) {
-			fail(o, bp_known && fpc_known && bp == fpc ? TALLY_FP_SHORT : TALLY_FP_LOST);
+			fail(o,
+			     bp_known && fpc_known && bp == fpc ? TALLY_FP_SHORT : TALLY_FP_LOST);
 			break;
 		}
 		if (!ret || cfa <= cfa_base) {
@@ -442,13 +446,14 @@ static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, u
 	}
 	/* stopped: while rbp is still the chain's, the chain goes on from there
 	 * (the frames between, if any, are missing) */
-	if (bp_known && fpc_known && bp == fpc && kc < w->nchain && put(o, w->chain[kc], (int32_t)kc))
+	if (bp_known && fpc_known && bp == fpc && kc < w->nchain &&
+	    put(o, w->chain[kc], (int32_t)kc))
 		follow(w, kc, fpc, true);
 }
 
-void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack, size_t stack_len,
-			    const uint64_t *chain, size_t nchain, tally_fp_rule_fn rule, void *ctx,
-			    struct tally_fp_repair *out)
+void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t *stack,
+			    size_t stack_len, const uint64_t *chain, size_t nchain,
+			    tally_fp_rule_fn rule, void *ctx, struct tally_fp_repair *out)
 {
 	struct walk w = { stack, stack ? stack_len : 0, sp, chain, nchain, rule, ctx, out };
 	out->n = out->walked = 0;
@@ -483,8 +488,8 @@ void tally_unwind_fp_repair(uint64_t ip, uint64_t sp, uint64_t bp, const uint8_t
 		;
 }
 
-void tally_unwind_fp_follow(const uint64_t *chain, size_t nchain, bool bp_same, tally_fp_rule_fn rule, void *ctx,
-			    struct tally_fp_repair *out)
+void tally_unwind_fp_follow(const uint64_t *chain, size_t nchain, bool bp_same,
+			    tally_fp_rule_fn rule, void *ctx, struct tally_fp_repair *out)
 {
 	struct walk w = { NULL, 0, 0, chain, nchain, rule, ctx, out };
 	if (nchain < 2 || (out->stop != TALLY_FP_JOINED && !bp_same))

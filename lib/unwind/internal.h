@@ -35,7 +35,8 @@ enum uw_step {
 	UW_STEP_END,   /* the CFI says there is no caller (undefined return address) */
 	UW_STEP_NOCFI, /* no rule for the address, or one tally does not evaluate */
 	UW_STEP_STACK, /* a read above the copy's end: the copy was too small */
-	UW_STEP_BAD,   /* a read below the copy, or a caller that is no caller (the stack does not grow up) */
+	/* a read below the copy, or a caller that is no caller (the stack does not grow up) */
+	UW_STEP_BAD,
 };
 
 /* Reads 8 bytes at addr from the copy: UW_STEP_OK, UW_STEP_STACK above its
@@ -65,19 +66,19 @@ struct uw_jit_where {
  * process's jitdump as far as it was written, or a few bytes of its memory
  * (process_vm_readv), when pc is new: both are rare and bounded. *j is made
  * on first need. */
-bool uw_jit_find(struct uw_jit **j, struct tally_agg *a, struct tally_proc *p, Dwfl *dwfl, uint64_t pc,
-		 bool activation, struct uw_jit_where *w);
+bool uw_jit_find(struct uw_jit **j, struct tally_agg *a, struct tally_proc *p, Dwfl *dwfl,
+		 uint64_t pc, bool activation, struct uw_jit_where *w);
 
 /* One step from a frame (its registers in) to its caller (out: rsp the CFA,
  * rip the return address, the callee-saved registers the CFI restores or
  * keeps; the others unknown). */
-enum uw_step uw_jit_step(const struct uw_jit_where *w, const struct uw_regs *in, const struct uw_stack *st,
-			 struct uw_regs *out);
+enum uw_step uw_jit_step(const struct uw_jit_where *w, const struct uw_regs *in,
+			 const struct uw_stack *st, struct uw_regs *out);
 
 /* The same step with a libdw frame rule (also used for the binaries' own
  * CFI of a template). */
-enum uw_step uw_cfi_step(Dwarf_CFI *cfi, uint64_t addr, const struct uw_regs *in, const struct uw_stack *st,
-			 struct uw_regs *out);
+enum uw_step uw_cfi_step(Dwarf_CFI *cfi, uint64_t addr, const struct uw_regs *in,
+			 const struct uw_stack *st, struct uw_regs *out);
 
 /* What jit.c does with each load and move its dump reader finds, for
  * tests: the code joins *j's table (within budget bytes, 0: no limit). */

@@ -38,8 +38,9 @@ enum uw_step uw_stack_read(const struct uw_stack *st, uint64_t addr, uint64_t *v
 /* The few DWARF operations CFI uses on x86-64 (libdw hands back a rule as
  * such an expression). *is_value: the result is a value (DW_OP_stack_value,
  * or a register), else the address where the value is. */
-static enum uw_step eval_ops(const Dwarf_Op *ops, size_t nops, const struct uw_regs *in, bool have_cfa, uint64_t cfa,
-			     const struct uw_stack *st, uint64_t *res, bool *is_value)
+static enum uw_step eval_ops(const Dwarf_Op *ops, size_t nops, const struct uw_regs *in,
+			     bool have_cfa, uint64_t cfa, const struct uw_stack *st, uint64_t *res,
+			     bool *is_value)
 {
 	uint64_t s[8];
 	size_t n = 0;
@@ -71,9 +72,10 @@ static enum uw_step eval_ops(const Dwarf_Op *ops, size_t nops, const struct uw_r
 			if (!have_cfa)
 				return UW_STEP_NOCFI;
 			v = cfa;
-		} else if (op == DW_OP_const1u || op == DW_OP_const1s || op == DW_OP_const2u || op == DW_OP_const2s ||
-			   op == DW_OP_const4u || op == DW_OP_const4s || op == DW_OP_const8u || op == DW_OP_const8s ||
-			   op == DW_OP_constu || op == DW_OP_consts) {
+		} else if (op == DW_OP_const1u || op == DW_OP_const1s || op == DW_OP_const2u ||
+			   op == DW_OP_const2s || op == DW_OP_const4u || op == DW_OP_const4s ||
+			   op == DW_OP_const8u || op == DW_OP_const8s || op == DW_OP_constu ||
+			   op == DW_OP_consts) {
 			v = ops[i].number;
 		} else {
 			push = false;
@@ -98,14 +100,18 @@ static enum uw_step eval_ops(const Dwarf_Op *ops, size_t nops, const struct uw_r
 					return UW_STEP_NOCFI;
 				s[n] = s[n - 1];
 				n++;
-			} else if (op == DW_OP_plus || op == DW_OP_minus || op == DW_OP_and || op == DW_OP_mul) {
+			} else if (op == DW_OP_plus || op == DW_OP_minus || op == DW_OP_and ||
+				   op == DW_OP_mul) {
 				if (n < 2)
 					return UW_STEP_NOCFI;
 				uint64_t b = s[--n];
-				s[n - 1] = op == DW_OP_plus ? s[n - 1] + b : op == DW_OP_minus ? s[n - 1] - b :
-					   op == DW_OP_and ? s[n - 1] & b : s[n - 1] * b;
+				s[n - 1] = op == DW_OP_plus    ? s[n - 1] + b
+					   : op == DW_OP_minus ? s[n - 1] - b
+					   : op == DW_OP_and   ? s[n - 1] & b
+							       : s[n - 1] * b;
 			} else {
-				return UW_STEP_NOCFI; /* nothing CFI of JIT code or a template needs */
+				/* nothing CFI of JIT code or a template needs */
+				return UW_STEP_NOCFI;
 			}
 		}
 		if (push) {
@@ -136,8 +142,8 @@ static enum uw_step finish_step(const struct uw_regs *in, uint64_t cfa, struct u
 	return out->r[UW_RIP] ? UW_STEP_OK : UW_STEP_END;
 }
 
-enum uw_step uw_cfi_step(Dwarf_CFI *cfi, uint64_t addr, const struct uw_regs *in, const struct uw_stack *st,
-			 struct uw_regs *out)
+enum uw_step uw_cfi_step(Dwarf_CFI *cfi, uint64_t addr, const struct uw_regs *in,
+			 const struct uw_stack *st, struct uw_regs *out)
 {
 	Dwarf_Frame *fr = NULL;
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr, &fr) != 0)
@@ -212,7 +218,8 @@ struct jcode {
 struct tmpl {
 	unsigned char code[TMPL_MAX];
 	size_t len;
-	Dwarf_CFI *cfi;     /* the binary's own CFI for it, when it has an FDE there (libdwfl owns it) */
+	/* the binary's own CFI for it, when it has an FDE there (libdwfl owns it) */
+	Dwarf_CFI *cfi;
 	uint64_t cfi_addr;  /* the template's link-time address in that CFI */
 	uint8_t rows[TMPL_MAX]; /* without: CFA = rsp + rows[off] at each byte */
 	bool has_rows;
@@ -282,9 +289,12 @@ size_t uw_jit_nranges(const struct uw_jit *j)
  * header, one program header, the .eh_frame, the .eh_frame_hdr. */
 static bool make_blob(struct blob *b, const struct tally_jit_code_event *ev)
 {
-	size_t eh_len = ev->unwind_len - ev->eh_frame_hdr_len, hoff = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
-	if (!eh_len || ev->size > UINT64_MAX / 2 || ev->addr > UINT64_MAX - ALIGN8(ev->size) - ev->unwind_len)
-		return false; /* an empty .eh_frame (V8's code without unwinding info) says nothing */
+	size_t eh_len = ev->unwind_len - ev->eh_frame_hdr_len,
+	       hoff = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
+	if (!eh_len || ev->size > UINT64_MAX / 2 ||
+	    ev->addr > UINT64_MAX - ALIGN8(ev->size) - ev->unwind_len)
+		/* an empty .eh_frame (V8's code without unwinding info) says nothing */
+		return false;
 	uint64_t eh_vaddr = ev->addr + ALIGN8(ev->size);
 	b->len = hoff + ev->unwind_len;
 	b->img = xcalloc(1, b->len);
@@ -391,7 +401,8 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 			return;
 		blob = old->blob;
 	} else if (ev->unwind) {
-		size_t need = sizeof(struct blob) + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) + ev->unwind_len;
+		size_t need = sizeof(struct blob) + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) +
+			      ev->unwind_len;
 		if (j->bytes + need > s->budget) {
 			j->over_budget = true;
 			return;
@@ -414,7 +425,8 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 		return;
 	}
 	GROW(j->codes, j->acodes, j->ncodes + 1);
-	j->codes[j->ncodes++] = (struct jcode){ ev->addr, ev->addr + (ev->size ? ev->size : 1), j->order++, blob };
+	j->codes[j->ncodes++] =
+		(struct jcode){ ev->addr, ev->addr + (ev->size ? ev->size : 1), j->order++, blob };
 	j->bytes += sizeof(struct jcode);
 	j->sorted = false;
 	s->added++;
@@ -426,8 +438,8 @@ static void on_code(void *arg, const struct tally_jit_code_event *ev)
 static size_t refresh_dump(struct uw_jit *j, struct tally_agg *a, struct tally_proc *p)
 {
 	struct stat st;
-	if (!p->jitdump || p->jitdump_fd < 0 || j->cur.done || j->over_budget || fstat(p->jitdump_fd, &st) != 0 ||
-	    (uint64_t)st.st_size <= j->cur.off)
+	if (!p->jitdump || p->jitdump_fd < 0 || j->cur.done || j->over_budget ||
+	    fstat(p->jitdump_fd, &st) != 0 || (uint64_t)st.st_size <= j->cur.off)
 		return 0;
 	struct scan_ctx s = { j, a->jit_budget ? a->jit_budget : SIZE_MAX, 0 };
 	size_t want = 65536;
@@ -439,12 +451,14 @@ static size_t refresh_dump(struct uw_jit *j, struct tally_agg *a, struct tally_p
 			j->abuf = want;
 		}
 		ssize_t n;
-		while ((n = pread(p->jitdump_fd, j->buf, want, (off_t)j->cur.off)) < 0 && errno == EINTR)
+		while ((n = pread(p->jitdump_fd, j->buf, want, (off_t)j->cur.off)) < 0 &&
+		       errno == EINTR)
 			;
 		if (n <= 0)
 			break;
 		uint64_t before = j->cur.off;
-		size_t need = tally_jitdump_scan(&j->cur, j->buf, (size_t)n, (uint64_t)st.st_size, on_code, &s);
+		size_t need = tally_jitdump_scan(&j->cur, j->buf, (size_t)n, (uint64_t)st.st_size,
+						 on_code, &s);
 		if (j->cur.off != before)
 			continue;
 		if (need > (size_t)n && (size_t)n == want) {
@@ -484,13 +498,15 @@ static bool derive_rows(const unsigned char *c, size_t len, uint8_t *rows)
 		size_t left = len - o;
 		if (left >= 4 && !memcmp(c + o, "\xf3\x0f\x1e\xfa", 4)) {
 			il = 4; /* endbr64 */
-		} else if (left >= 4 && c[o] == 0x48 && c[o + 1] == 0x83 && (c[o + 2] == 0xec || c[o + 2] == 0xc4) &&
-			   c[o + 3] < 0x80 && !(c[o + 3] & 7)) {
+		} else if (left >= 4 && c[o] == 0x48 && c[o + 1] == 0x83 &&
+			   (c[o + 2] == 0xec || c[o + 2] == 0xc4) && c[o + 3] < 0x80 &&
+			   !(c[o + 3] & 7)) {
 			il = 4; /* sub/add $imm8,%rsp */
 			dh = c[o + 2] == 0xec ? c[o + 3] : -(int)c[o + 3];
 		} else if (left >= 2 && c[o] == 0xff && (c[o + 1] & 0xf8) == 0xd0) {
 			il = 2; /* call *%reg */
-		} else if (left >= 3 && c[o] == 0x41 && c[o + 1] == 0xff && (c[o + 2] & 0xf8) == 0xd0) {
+		} else if (left >= 3 && c[o] == 0x41 && c[o + 1] == 0xff &&
+			   (c[o + 2] & 0xf8) == 0xd0) {
 			il = 3; /* call *%r8..%r15 */
 		} else if (c[o] == 0x90) {
 			il = 1; /* nop */
@@ -523,7 +539,8 @@ static bool elf_bytes(Elf *elf, uint64_t addr, unsigned char *out, size_t len)
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || addr < ph.p_vaddr ||
 		    addr - ph.p_vaddr > ph.p_filesz || ph.p_filesz - (addr - ph.p_vaddr) < len)
 			continue;
-		Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)(ph.p_offset + (addr - ph.p_vaddr)), len, ELF_T_BYTE);
+		Elf_Data *d = elf_getdata_rawchunk(
+			elf, (int64_t)(ph.p_offset + (addr - ph.p_vaddr)), len, ELF_T_BYTE);
 		if (!d || !d->d_buf || d->d_size < len)
 			return false;
 		memcpy(out, d->d_buf, len);
@@ -535,7 +552,8 @@ static bool elf_bytes(Elf *elf, uint64_t addr, unsigned char *out, size_t len)
 /* A template's two symbols in a module's dynamic symbol table (the
  * interpreter exports them: libpython, or a python built with
  * -export-dynamic). */
-static bool find_template(Elf *elf, const char *sname, const char *ename, uint64_t *start, uint64_t *end)
+static bool find_template(Elf *elf, const char *sname, const char *ename, uint64_t *start,
+			  uint64_t *end)
 {
 	Elf_Scn *scn = NULL;
 	bool hs = false, he = false;
@@ -618,14 +636,16 @@ static bool read_proc(int pid, uint64_t addr, void *out, size_t len)
 static bool call_ends_at(const unsigned char *code, size_t o)
 {
 	return (o >= 2 && code[o - 2] == 0xff && (code[o - 1] & 0xf8) == 0xd0) ||
-	       (o >= 3 && code[o - 3] == 0x41 && code[o - 2] == 0xff && (code[o - 1] & 0xf8) == 0xd0);
+	       (o >= 3 && code[o - 3] == 0x41 && code[o - 2] == 0xff &&
+		(code[o - 1] & 0xf8) == 0xd0);
 }
 
 /* Whether pc lies in a copy of one of the templates: a return address just
  * after one of its calls, or, for the sampled pc, at any of its bytes. The
  * candidate copy is read from the process's memory (once per address: the
  * answer is kept) and compared byte for byte with the template. */
-static bool find_copy(struct uw_jit *j, int pid, uint64_t pc, bool act, uint64_t *start, uint32_t *ti)
+static bool find_copy(struct uw_jit *j, int pid, uint64_t pc, bool act, uint64_t *start,
+		      uint32_t *ti)
 {
 	if (!j->copies)
 		j->copies = xcalloc(COPY_CACHE, sizeof(*j->copies));
@@ -656,8 +676,8 @@ static bool find_copy(struct uw_jit *j, int pid, uint64_t pc, bool act, uint64_t
 
 /* ---- the entry points ---- */
 
-bool uw_jit_find(struct uw_jit **jp, struct tally_agg *a, struct tally_proc *p, Dwfl *dwfl, uint64_t pc,
-		 bool activation, struct uw_jit_where *w)
+bool uw_jit_find(struct uw_jit **jp, struct tally_agg *a, struct tally_proc *p, Dwfl *dwfl,
+		 uint64_t pc, bool activation, struct uw_jit_where *w)
 {
 	const struct tally_map *m = tally_proc_find_map(p, pc);
 	if (m && m->image != TALLY_MAP_ANON)
@@ -677,7 +697,8 @@ bool uw_jit_find(struct uw_jit **jp, struct tally_agg *a, struct tally_proc *p, 
 				j->miss_wait = 0;
 				c = find_code(j, look);
 			} else {
-				/* not described (yet): look again after 1, 3, 7, ... 63 such addresses */
+				/* not described (yet): look again after 1, 3, 7, ... 63 such
+				 * addresses */
 				j->miss_wait = j->miss_wait >= 63 ? 63 : 2 * j->miss_wait + 1;
 				j->miss_left = j->miss_wait;
 			}
@@ -712,8 +733,8 @@ bool uw_jit_find(struct uw_jit **jp, struct tally_agg *a, struct tally_proc *p, 
 	return true;
 }
 
-enum uw_step uw_jit_step(const struct uw_jit_where *w, const struct uw_regs *in, const struct uw_stack *st,
-			 struct uw_regs *out)
+enum uw_step uw_jit_step(const struct uw_jit_where *w, const struct uw_regs *in,
+			 const struct uw_stack *st, struct uw_regs *out)
 {
 	if (w->cfi)
 		return uw_cfi_step(w->cfi, w->addr, in, st, out);

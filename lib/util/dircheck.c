@@ -26,8 +26,8 @@ static const char *qpath(struct strbuf *sb, const char *path)
 /* Whether the entry st (at path) of the directory pst (at ppath; NULL for
  * '/') is out of other users' reach, for tally_dir_check: 0, or -EPERM with
  * the reason. leaf: the directory asked for itself. */
-static int dir_entry_ok(const struct stat *pst, const char *ppath, const struct stat *st, const char *path, enum tally_dir_trust trust,
-			bool leaf)
+static int dir_entry_ok(const struct stat *pst, const char *ppath, const struct stat *st,
+			const char *path, enum tally_dir_trust trust, bool leaf)
 {
 	uid_t me = geteuid();
 	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
@@ -37,18 +37,25 @@ static int dir_entry_ok(const struct stat *pst, const char *ppath, const struct 
 		/* a shared directory (/tmp): a sticky one only, and in it only what
 		 * is ours or root's, which nobody else may rename or remove there */
 		if (!(pst->st_mode & S_ISVTX))
-			ret = tally_seterr(-EPERM, "'%s' is writable by others, who could replace what is in it", qpath(&a, ppath));
+			ret = tally_seterr(
+				-EPERM,
+				"'%s' is writable by others, who could replace what is in it",
+				qpath(&a, ppath));
 		else if (st->st_uid != me && st->st_uid != 0)
-			ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you, in the shared directory '%s'", qpath(&a, path),
-					   (unsigned)st->st_uid, qpath(&b, ppath));
+			ret = tally_seterr(
+				-EPERM,
+				"'%s' belongs to uid %u, not to you, in the shared directory '%s'",
+				qpath(&a, path), (unsigned)st->st_uid, qpath(&b, ppath));
 	}
 	if (!ret && trust == TALLY_DIR_PRIVATE) {
 		/* every directory on the way ours or root's and written by its
 		 * owner alone (sticky ones excepted, checked above); the last ours */
 		if (st->st_uid != me && (st->st_uid != 0 || (leaf && !link)))
-			ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you", qpath(&a, path), (unsigned)st->st_uid);
+			ret = tally_seterr(-EPERM, "'%s' belongs to uid %u, not to you",
+					   qpath(&a, path), (unsigned)st->st_uid);
 		else if (!link && (st->st_mode & 022) && (leaf || !(st->st_mode & S_ISVTX)))
-			ret = tally_seterr(-EPERM, "'%s' is writable by others (chmod go-w '%s')", qpath(&a, path), qpath(&b, path));
+			ret = tally_seterr(-EPERM, "'%s' is writable by others (chmod go-w '%s')",
+					   qpath(&a, path), qpath(&b, path));
 	}
 	strbuf_release(&a);
 	strbuf_release(&b);
@@ -71,7 +78,8 @@ static int dir_walk_root(int *fd, struct stat *pst)
 	return 0;
 }
 
-int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust trust, char **resolved)
+int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust trust,
+		    char **resolved)
 {
 	/* todo: what is left to walk; done: the part walked, without links,
 	 * "." or ".." (so its ".." is its lexical parent) */
@@ -82,7 +90,8 @@ int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust
 	if (path[0] != '/') {
 		char *cwd = getcwd(NULL, 0);
 		if (!cwd)
-			return tally_seterr(-errno, "cannot find the working directory: %s", strerror(errno));
+			return tally_seterr(-errno, "cannot find the working directory: %s",
+					    strerror(errno));
 		strbuf_addf(&todo, "%s/", cwd);
 		free(cwd);
 	}
@@ -110,7 +119,9 @@ int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust
 			}
 			int nfd = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (nfd < 0 || fstat(nfd, &pst) < 0) {
-				ret = tally_seterr(-errno, "cannot open '%s/..': %s", qpath(&q, done.len ? done.buf : ""), strerror(errno));
+				ret = tally_seterr(-errno, "cannot open '%s/..': %s",
+						   qpath(&q, done.len ? done.buf : ""),
+						   strerror(errno));
 				if (nfd >= 0)
 					close(nfd);
 				goto out;
@@ -127,15 +138,18 @@ int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust
 		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			int e = errno;
 			if (e != ENOENT || !create_mode) {
-				ret = tally_seterr(-e, "cannot reach '%s': %s", qpath(&q, here), strerror(e));
+				ret = tally_seterr(-e, "cannot reach '%s': %s", qpath(&q, here),
+						   strerror(e));
 				goto out;
 			}
 			if (mkdirat(fd, name, create_mode) < 0 && errno != EEXIST) {
-				ret = tally_seterr(-errno, "cannot make the directory '%s': %s", qpath(&q, here), strerror(errno));
+				ret = tally_seterr(-errno, "cannot make the directory '%s': %s",
+						   qpath(&q, here), strerror(errno));
 				goto out;
 			}
 			if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				ret = tally_seterr(-errno, "cannot reach '%s': %s", qpath(&q, here), strerror(errno));
+				ret = tally_seterr(-errno, "cannot reach '%s': %s", qpath(&q, here),
+						   strerror(errno));
 				goto out;
 			}
 		}
@@ -146,7 +160,8 @@ int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust
 			char target[PATH_MAX];
 			ssize_t k = readlinkat(fd, name, target, sizeof(target) - 1);
 			if (k <= 0 || ++links > 40) {
-				ret = tally_seterr(k <= 0 ? -EINVAL : -ELOOP, "cannot follow the link '%s'%s", qpath(&q, here),
+				ret = tally_seterr(k <= 0 ? -EINVAL : -ELOOP,
+						   "cannot follow the link '%s'%s", qpath(&q, here),
 						   k <= 0 ? "" : ": too many links");
 				goto out;
 			}
@@ -164,15 +179,18 @@ int tally_dir_check(const char *path, unsigned create_mode, enum tally_dir_trust
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			ret = tally_seterr(-ENOTDIR, "'%s' is %s, not a directory", qpath(&q, here), tally_file_kind(st.st_mode));
+			ret = tally_seterr(-ENOTDIR, "'%s' is %s, not a directory", qpath(&q, here),
+					   tally_file_kind(st.st_mode));
 			goto out;
 		}
 		int nfd = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat nst;
-		if (nfd < 0 || fstat(nfd, &nst) < 0 || nst.st_dev != st.st_dev || nst.st_ino != st.st_ino) {
+		if (nfd < 0 || fstat(nfd, &nst) < 0 || nst.st_dev != st.st_dev ||
+		    nst.st_ino != st.st_ino) {
 			if (nfd >= 0)
 				close(nfd);
-			ret = tally_seterr(-EAGAIN, "'%s' changed while it was checked (try again)", qpath(&q, here));
+			ret = tally_seterr(-EAGAIN, "'%s' changed while it was checked (try again)",
+					   qpath(&q, here));
 			goto out;
 		}
 		close(fd);
@@ -209,12 +227,14 @@ int tally_file_check(const char *path, enum tally_dir_trust trust)
 	int ret = tally_dir_check(dir, 0, trust, NULL);
 	struct stat pst, st;
 	if (!ret && (stat(dir, &pst) < 0 || lstat(real, &st) < 0))
-		ret = tally_seterr(-errno, "cannot reach '%s': %s", qpath(&q, real), strerror(errno));
+		ret = tally_seterr(-errno, "cannot reach '%s': %s", qpath(&q, real),
+				   strerror(errno));
 	/* as a directory on the way would be, and never writable by others */
 	if (!ret)
 		ret = dir_entry_ok(&pst, dir, &st, real, TALLY_DIR_SHARED, true);
 	if (!ret && (st.st_mode & 022))
-		ret = tally_seterr(-EPERM, "'%s' is writable by others (chmod go-w '%s')", qpath(&q, real), real);
+		ret = tally_seterr(-EPERM, "'%s' is writable by others (chmod go-w '%s')",
+				   qpath(&q, real), real);
 	free(dir);
 	free(real);
 	strbuf_release(&q);

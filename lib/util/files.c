@@ -25,7 +25,8 @@ static bool fd_name(const char *path)
 	static const char *const dirs[] = { "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		size_t n = strlen(dirs[i]);
-		if (!strncmp(path, dirs[i], n) && path[n] && strspn(path + n, "0123456789") == strlen(path + n))
+		if (!strncmp(path, dirs[i], n) && path[n] &&
+		    strspn(path + n, "0123456789") == strlen(path + n))
 			return true;
 	}
 	return false;
@@ -58,7 +59,9 @@ int tally_open_stream(const char *path)
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !(stream_mode(st.st_mode) || (fdn && S_ISREG(st.st_mode)))) {
 		close(fd);
-		return tally_seterr(-EAGAIN, "cannot write '%s': it changed while it was opened (write it again)", path);
+		return tally_seterr(
+			-EAGAIN,
+			"cannot write '%s': it changed while it was opened (write it again)", path);
 	}
 	return fd;
 }
@@ -112,8 +115,10 @@ static int write_atomic(const char *path, const void *data, size_t len, mode_t m
 		int r;
 		if (e == ENOENT && stat(dir, &ds) == 0 && S_ISDIR(ds.st_mode))
 			/* no such file, in a directory that is there: /proc, /sys */
-			r = tally_seterr(-e, "cannot write '%s': directory '%s' takes no new files (a virtual file system such as /proc: write elsewhere)",
-					 path, dir);
+			r = tally_seterr(
+				-e,
+				"cannot write '%s': directory '%s' takes no new files (a virtual file system such as /proc: write elsewhere)",
+				path, dir);
 		else
 			r = tally_seterr(-e, "cannot write '%s': %s%s", path, strerror(e),
 					 e == ENOSPC || e == EDQUOT ? " (free some space)" : "");
@@ -188,15 +193,22 @@ int tally_remove_tree(const char *path)
 const char *tally_file_kind(unsigned mode)
 {
 	mode_t m = (mode_t)mode;
-	return S_ISREG(m) ? "a regular file" : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" :
-	       S_ISLNK(m) ? "a symbolic link" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device" :
-	       S_ISBLK(m) ? "a block device" : "of an unknown type";
+	return S_ISREG(m)    ? "a regular file"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISLNK(m)  ? "a symbolic link"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+			     : "of an unknown type";
 }
 
 static int not_regular(const char *path, mode_t m)
 {
-	return tally_seterr(S_ISDIR(m) ? -EISDIR : S_ISLNK(m) ? -ELOOP : -EINVAL, "'%s' is %s, not a regular file", path,
-			    tally_file_kind(m));
+	return tally_seterr(S_ISDIR(m)   ? -EISDIR
+			    : S_ISLNK(m) ? -ELOOP
+					 : -EINVAL,
+			    "'%s' is %s, not a regular file", path, tally_file_kind(m));
 }
 
 int tally_open_regular(int dirfd, const char *path, int flags, uint64_t max_size, struct stat *out)
@@ -209,7 +221,8 @@ int tally_open_regular(int dirfd, const char *path, int flags, uint64_t max_size
 		return tally_seterr(-errno, "cannot open '%s': %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return not_regular(path, st.st_mode);
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (follow ? 0 : O_NOFOLLOW));
+	int fd = openat(dirfd, path,
+			O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (follow ? 0 : O_NOFOLLOW));
 	if (fd < 0) {
 		if (errno == ELOOP && !follow)
 			return not_regular(path, S_IFLNK);
@@ -278,8 +291,9 @@ int tally_read_regular(struct strbuf *sb, int dirfd, const char *path, int flags
 	/* one allocation for the whole file (it may still grow: the bound holds) */
 	if ((uint64_t)st.st_size >= SIZE_MAX || strbuf_grow(sb, (size_t)st.st_size + 1)) {
 		close(fd);
-		return tally_seterr(-ENOMEM, "cannot read '%s': out of memory for its %" PRIu64 " bytes", path,
-				    (uint64_t)st.st_size);
+		return tally_seterr(-ENOMEM,
+				    "cannot read '%s': out of memory for its %" PRIu64 " bytes",
+				    path, (uint64_t)st.st_size);
 	}
 	int r = tally_read_fd(sb, fd, path, max_size);
 	close(fd);
@@ -389,12 +403,14 @@ int tally_parse_size(const char *s, const char *what, uint64_t min, uint64_t *ou
 		char m[32], x[32];
 		tally_format_size(min, m, sizeof(m));
 		tally_format_size(TALLY_SIZE_MAX, x, sizeof(x));
-		return tally_seterr(-EINVAL, "invalid %s '%s': must be at least %s and at most %s", what, tally_excerpt(q, s), m, x);
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be at least %s and at most %s",
+				    what, tally_excerpt(q, s), m, x);
 	}
 	*out = v;
 	return 0;
 bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a size such as 512k, 64M or 2G", what, tally_excerpt(q, s));
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a size such as 512k, 64M or 2G",
+			    what, tally_excerpt(q, s));
 }
 
 void tally_format_size(uint64_t bytes, char *buf, size_t n)

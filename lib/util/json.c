@@ -60,7 +60,9 @@ void tally_json_arr(struct tally_json *j)
 void tally_json_end(struct tally_json *j)
 {
 	if (!j->depth)
-		return; /* nothing open: a caller's mistake, never a crash (no assert: the core never aborts) */
+		/* nothing open: a caller's mistake, never a crash (no assert: the core never
+		 * aborts) */
+		return;
 	strbuf_addch(j->out, *level(j, j->depth) & OBJ ? '}' : ']');
 	j->depth--;
 	if (!j->depth) { /* the document is whole */

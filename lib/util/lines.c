@@ -69,7 +69,8 @@ bool tally_relpath_ok(const char *name, size_t max)
 void tally_last_line(const char *text, struct strbuf *sb)
 {
 	size_t len = text ? strlen(text) : 0;
-	while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r' || text[len - 1] == '\t'))
+	while (len && (text[len - 1] == '\n' || text[len - 1] == ' ' || text[len - 1] == '\r' ||
+		       text[len - 1] == '\t'))
 		len--;
 	size_t start = len;
 	while (start && text[start - 1] != '\n')

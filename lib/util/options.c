@@ -22,7 +22,8 @@ static size_t flatten(const struct tally_cmdopts *cmd, struct flat **out)
 	size_t n = 0, cap = 0;
 	struct flat *f = NULL;
 	for (int g = 0; g < TALLY_MAX_OPTGROUPS && cmd->groups[g]; g++)
-		for (const struct tally_option *o = cmd->groups[g]->opts; o->short_name || o->long_name; o++) {
+		for (const struct tally_option *o = cmd->groups[g]->opts;
+		     o->short_name || o->long_name; o++) {
 			GROW(f, cap, n + 1);
 			f[n++] = (struct flat){ o, g };
 		}
@@ -30,12 +31,14 @@ static size_t flatten(const struct tally_cmdopts *cmd, struct flat **out)
 	return n;
 }
 
-static const struct tally_option help_opt = TALLY_OPT('h', "help", TALLY_ARG_NONE, NULL, "show this help", 0);
+static const struct tally_option help_opt =
+	TALLY_OPT('h', "help", TALLY_ARG_NONE, NULL, "show this help", 0);
 
 /* The long option a token such as "--fo=1" names, by getopt's rules: an exact
  * name, else the one name it is a prefix of. Names the candidates of an
  * ambiguous prefix in *ambig. */
-static const struct tally_option *find_long(const struct flat *f, size_t n, const char *tok, struct strbuf *ambig)
+static const struct tally_option *find_long(const struct flat *f, size_t n, const char *tok,
+					    struct strbuf *ambig)
 {
 	const char *name = tok + 2;
 	size_t len = strcspn(name, "=");
@@ -74,9 +77,11 @@ static int parse_error(const struct flat *f, size_t n, int ret, char **argv)
 		find_long(f, n, tok, &amb);
 		int r;
 		if (amb.len && strchr(amb.buf, ','))
-			r = tally_seterr(-EINVAL, "option '%.*s' is ambiguous (%s)", (int)strcspn(tok, "="), tok, amb.buf);
+			r = tally_seterr(-EINVAL, "option '%.*s' is ambiguous (%s)",
+					 (int)strcspn(tok, "="), tok, amb.buf);
 		else
-			r = tally_seterr(-EINVAL, "option '%.*s' is unknown", (int)strcspn(tok, "="), tok);
+			r = tally_seterr(-EINVAL, "option '%.*s' is unknown",
+					 (int)strcspn(tok, "="), tok);
 		strbuf_release(&amb);
 		return r;
 	}
@@ -104,7 +109,8 @@ static int bound(const struct tally_option *o, void *ctx, const char *arg)
 	return tally_seterr(-EINVAL, "option '%s' is bound to nothing", what);
 }
 
-int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv, int *first)
+int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int argc, char **argv,
+		     int *first)
 {
 	struct flat *f;
 	size_t n = flatten(cmd, &f);
@@ -115,9 +121,14 @@ int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int arg
 	strbuf_addstr(&so, cmd->stop_at_nonopt ? "+:h" : ":h");
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_option *o = f[i].o;
-		int has = o->arg == TALLY_ARG_REQUIRED ? required_argument : o->arg == TALLY_ARG_OPTIONAL ? optional_argument : no_argument;
+		int has = o->arg == TALLY_ARG_REQUIRED   ? required_argument
+			  : o->arg == TALLY_ARG_OPTIONAL ? optional_argument
+							 : no_argument;
 		if (o->short_name)
-			strbuf_addf(&so, "%c%s", o->short_name, has == required_argument ? ":" : has == optional_argument ? "::" : "");
+			strbuf_addf(&so, "%c%s", o->short_name,
+				    has == required_argument   ? ":"
+				    : has == optional_argument ? "::"
+							       : "");
 		if (o->long_name)
 			lo[nl++] = (struct option){ o->long_name, has, NULL, LONG_BASE + (int)i };
 	}
@@ -148,7 +159,8 @@ int tally_opts_parse(const struct tally_cmdopts *cmd, void *const *ctxs, int arg
 		const struct tally_optgroup *g = cmd->groups[f[i].group];
 		const struct tally_option *o = f[i].o;
 		void *ctx = ctxs ? ctxs[f[i].group] : NULL;
-		int r = o->bind == TALLY_BIND_NONE ? g->handle(ctx, o->code, optarg) : bound(o, ctx, optarg);
+		int r = o->bind == TALLY_BIND_NONE ? g->handle(ctx, o->code, optarg)
+						   : bound(o, ctx, optarg);
 		if (r < 0) {
 			ret = r;
 			break;
@@ -293,7 +305,8 @@ void tally_opts_man(const struct tally_cmdopts *cmd, const char *version, struct
 void tally_opts_words(const struct tally_cmdopts *cmd, struct strbuf *out)
 {
 	for (int g = 0; g < TALLY_MAX_OPTGROUPS && cmd->groups[g]; g++)
-		for (const struct tally_option *o = cmd->groups[g]->opts; o->short_name || o->long_name; o++) {
+		for (const struct tally_option *o = cmd->groups[g]->opts;
+		     o->short_name || o->long_name; o++) {
 			if (o->short_name)
 				strbuf_addf(out, "%s-%c", out->len ? " " : "", o->short_name);
 			if (o->long_name)
@@ -305,9 +318,12 @@ void tally_opts_words(const struct tally_cmdopts *cmd, struct strbuf *out)
 bool tally_opts_takes_value(const struct tally_cmdopts *cmd, const char *word)
 {
 	for (int g = 0; g < TALLY_MAX_OPTGROUPS && cmd->groups[g]; g++)
-		for (const struct tally_option *o = cmd->groups[g]->opts; o->short_name || o->long_name; o++) {
-			bool hit = (word[0] == '-' && word[1] == o->short_name && o->short_name && !word[2]) ||
-				   (o->long_name && !strncmp(word, "--", 2) && !strcmp(word + 2, o->long_name));
+		for (const struct tally_option *o = cmd->groups[g]->opts;
+		     o->short_name || o->long_name; o++) {
+			bool hit = (word[0] == '-' && word[1] == o->short_name && o->short_name &&
+				    !word[2]) ||
+				   (o->long_name && !strncmp(word, "--", 2) &&
+				    !strcmp(word + 2, o->long_name));
 			if (hit)
 				return o->arg == TALLY_ARG_REQUIRED;
 		}
@@ -320,7 +336,8 @@ int tally_opts_check(const struct tally_cmdopts *cmd)
 	size_t n = flatten(cmd, &f);
 	int ret = 0;
 	if (!cmd->name || !cmd->summary || !cmd->usage)
-		ret = tally_seterr(-EINVAL, "command '%s': name, summary or usage missing", cmd->name ? cmd->name : "?");
+		ret = tally_seterr(-EINVAL, "command '%s': name, summary or usage missing",
+				   cmd->name ? cmd->name : "?");
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct tally_option *o = f[i].o;
 		char nm[64];
@@ -331,22 +348,35 @@ int tally_opts_check(const struct tally_cmdopts *cmd)
 		if (!o->help || !*o->help)
 			ret = tally_seterr(-EINVAL, "%s: option '%s' has no help", cmd->name, nm);
 		else if ((o->arg != TALLY_ARG_NONE) != (o->argname != NULL))
-			ret = tally_seterr(-EINVAL, "%s: option '%s': a value name goes with a value", cmd->name, nm);
+			ret = tally_seterr(-EINVAL,
+					   "%s: option '%s': a value name goes with a value",
+					   cmd->name, nm);
 		else if (o->bind == TALLY_BIND_NONE && !cmd->groups[f[i].group]->handle)
-			ret = tally_seterr(-EINVAL, "%s: option '%s' has no handler and is bound to nothing", cmd->name, nm);
-		else if ((o->bind == TALLY_BIND_FLAG) != (o->arg == TALLY_ARG_NONE && o->bind != TALLY_BIND_NONE))
-			ret = tally_seterr(-EINVAL, "%s: option '%s': a flag takes no value", cmd->name, nm);
+			ret = tally_seterr(-EINVAL,
+					   "%s: option '%s' has no handler and is bound to nothing",
+					   cmd->name, nm);
+		else if ((o->bind == TALLY_BIND_FLAG) !=
+			 (o->arg == TALLY_ARG_NONE && o->bind != TALLY_BIND_NONE))
+			ret = tally_seterr(-EINVAL, "%s: option '%s': a flag takes no value",
+					   cmd->name, nm);
 		else if (o->short_name == 'h' || (o->long_name && !strcmp(o->long_name, "help")))
-			ret = tally_seterr(-EINVAL, "%s: '-h/--help' is every command's own", cmd->name);
+			ret = tally_seterr(-EINVAL, "%s: '-h/--help' is every command's own",
+					   cmd->name);
 		for (size_t j = i + 1; j < n && !ret; j++) {
 			const struct tally_option *p = f[j].o;
 			if (o->short_name && o->short_name == p->short_name)
-				ret = tally_seterr(-EINVAL, "%s: '-%c' is given twice", cmd->name, o->short_name);
-			else if (o->long_name && p->long_name && !strcmp(o->long_name, p->long_name))
-				ret = tally_seterr(-EINVAL, "%s: '--%s' is given twice", cmd->name, o->long_name);
-			else if (f[i].group == f[j].group && o->bind == TALLY_BIND_NONE && p->bind == TALLY_BIND_NONE &&
-				 o->code == p->code)
-				ret = tally_seterr(-EINVAL, "%s: option '%s' shares its code with another of its group", cmd->name, nm);
+				ret = tally_seterr(-EINVAL, "%s: '-%c' is given twice", cmd->name,
+						   o->short_name);
+			else if (o->long_name && p->long_name &&
+				 !strcmp(o->long_name, p->long_name))
+				ret = tally_seterr(-EINVAL, "%s: '--%s' is given twice", cmd->name,
+						   o->long_name);
+			else if (f[i].group == f[j].group && o->bind == TALLY_BIND_NONE &&
+				 p->bind == TALLY_BIND_NONE && o->code == p->code)
+				ret = tally_seterr(
+					-EINVAL,
+					"%s: option '%s' shares its code with another of its group",
+					cmd->name, nm);
 		}
 	}
 	free(f);

@@ -23,13 +23,15 @@ int tally_parse_u64(const char *s, const char *what, uint64_t min, uint64_t max,
 	if (*end)
 		goto bad;
 	if (errno || v < min || v > max)
-		return tally_seterr(-EINVAL, "invalid %s '%s': must be between %llu and %llu", what, tally_excerpt(q, s),
-				    (unsigned long long)min, (unsigned long long)max);
+		return tally_seterr(-EINVAL, "invalid %s '%s': must be between %llu and %llu", what,
+				    tally_excerpt(q, s), (unsigned long long)min,
+				    (unsigned long long)max);
 	*out = v;
 	return 0;
 bad:
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a whole number from %llu to %llu", what,
-			    tally_excerpt(q, s), (unsigned long long)min, (unsigned long long)max);
+	return tally_seterr(-EINVAL, "invalid %s '%s': expected a whole number from %llu to %llu",
+			    what, tally_excerpt(q, s), (unsigned long long)min,
+			    (unsigned long long)max);
 }
 
 /* v with at most three decimals, no trailing zeros and no exponent (as
@@ -105,8 +107,10 @@ int tally_parse_duration(const char *s, const char *what, double *seconds)
 	return 0;
 bad:;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected a duration such as 1.5, 30s, 5m or 2h, more than 0 and at most %.0fd (100 years)",
-			    what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
+	return tally_seterr(
+		-EINVAL,
+		"invalid %s '%s': expected a duration such as 1.5, 30s, 5m or 2h, more than 0 and at most %.0fd (100 years)",
+		what, tally_excerpt(q, s), TALLY_DURATION_MAX / 86400);
 }
 
 /* The numbers of a list such as "0,2-3" (no empty item, no comma at either
@@ -165,8 +169,10 @@ static int cpu_item(const char **pp, void *ctx)
 		char q[TALLY_EXCERPT_SIZE];
 		const char *n = a >= c->ncpus ? na : nb;
 		int digits = (int)strspn(n, "0123456789");
-		return tally_seterr(-EINVAL, "invalid CPU list '%s': CPU %.*s does not exist (this machine has CPUs 0-%d)",
-				    tally_excerpt(q, c->s), digits > 24 ? 24 : digits, n, c->ncpus - 1);
+		return tally_seterr(
+			-EINVAL,
+			"invalid CPU list '%s': CPU %.*s does not exist (this machine has CPUs 0-%d)",
+			tally_excerpt(q, c->s), digits > 24 ? 24 : digits, n, c->ncpus - 1);
 	}
 	for (long i = a; i <= b; i++)
 		c->set[i] = true;
@@ -187,8 +193,10 @@ int tally_parse_cpulist(const char *s, int ncpus, bool *set)
 	if (r <= 0)
 		return r;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "invalid CPU list '%s': expected numbers and ranges such as 0,2-3 (CPUs 0-%d)",
-			    tally_excerpt(q, s), ncpus - 1);
+	return tally_seterr(
+		-EINVAL,
+		"invalid CPU list '%s': expected numbers and ranges such as 0,2-3 (CPUs 0-%d)",
+		tally_excerpt(q, s), ncpus - 1);
 }
 
 struct intlist {
@@ -222,8 +230,9 @@ int tally_parse_intlist(const char *s, const char *what, int **out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	char q[TALLY_EXCERPT_SIZE];
-	return tally_seterr(-EINVAL, "invalid %s '%s': expected numbers from 1 to %d separated by commas", what,
-			    tally_excerpt(q, s), INT_MAX);
+	return tally_seterr(-EINVAL,
+			    "invalid %s '%s': expected numbers from 1 to %d separated by commas",
+			    what, tally_excerpt(q, s), INT_MAX);
 }
 
 size_t tally_partition(size_t n, bool (*before)(const void *ctx, size_t i), const void *ctx)

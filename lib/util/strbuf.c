@@ -184,7 +184,8 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 		/* a run of bytes printed as they are, in one copy: a byte at a time
 		 * made a report that repeats a 10 MB name 20 times take 2.7 s */
 		size_t run = i;
-		while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+		while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' &&
+		       p[run] != '\\')
 			run++;
 		if (run > i) {
 			strbuf_add(sb, p + i, run - i);
@@ -283,7 +284,10 @@ const char *tally_excerpt(char *out, const char *s)
 
 int tally_hexval(int c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /* \\ \n \t \r, and with hex \xHH (not \x00: a C string cannot hold it). */
@@ -293,7 +297,11 @@ static void unescape(char *s, bool hex)
 	for (char *r = s; *r; r++) {
 		if (*r == '\\' && r[1]) {
 			char c = r[1];
-			char o = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == '\\' ? '\\' : 0;
+			char o = c == 'n'    ? '\n'
+				 : c == 't'  ? '\t'
+				 : c == 'r'  ? '\r'
+				 : c == '\\' ? '\\'
+					     : 0;
 			if (o) {
 				*w++ = o;
 				r++;

@@ -42,9 +42,9 @@ struct mmap2_body {
 	char filename[];
 };
 
-static const struct tally_rec *mk_mmap2(struct recbuf *b, uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
-				       uint32_t prot, const char *name, const uint8_t *build_id, uint8_t bid_len,
-				       uint64_t ino)
+static const struct tally_rec *mk_mmap2(struct recbuf *b, uint32_t pid, uint64_t addr, uint64_t len,
+					uint64_t pgoff, uint32_t prot, const char *name,
+					const uint8_t *build_id, uint8_t bid_len, uint64_t ino)
 {
 	memset(b, 0, sizeof(*b));
 	struct mmap2_body *m = (struct mmap2_body *)(&b->u.h + 1);
@@ -71,12 +71,17 @@ static const struct tally_rec *mk_mmap2(struct recbuf *b, uint32_t pid, uint64_t
 	b->u.h.type = PERF_RECORD_MMAP2;
 	b->u.h.misc = misc;
 	b->u.h.size = (uint16_t)size;
-	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_MMAP2, .misc = misc, .event = -1,
-				     .pid = pid, .tid = pid };
+	b->rec = (struct tally_rec){ .raw = &b->u.h,
+				     .type = PERF_RECORD_MMAP2,
+				     .misc = misc,
+				     .event = -1,
+				     .pid = pid,
+				     .tid = pid };
 	return &b->rec;
 }
 
-static const struct tally_rec *mk_comm(struct recbuf *b, uint32_t pid, uint32_t tid, const char *comm, bool exec)
+static const struct tally_rec *mk_comm(struct recbuf *b, uint32_t pid, uint32_t tid,
+				       const char *comm, bool exec)
 {
 	memset(b, 0, sizeof(*b));
 	uint32_t *ids = (uint32_t *)(&b->u.h + 1);
@@ -89,14 +94,18 @@ static const struct tally_rec *mk_comm(struct recbuf *b, uint32_t pid, uint32_t 
 	b->u.h.type = PERF_RECORD_COMM;
 	b->u.h.misc = misc;
 	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 8 + ((nl + 7) & ~(size_t)7));
-	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_COMM, .misc = misc, .event = -1, .pid = pid,
+	b->rec = (struct tally_rec){ .raw = &b->u.h,
+				     .type = PERF_RECORD_COMM,
+				     .misc = misc,
+				     .event = -1,
+				     .pid = pid,
 				     .tid = tid };
 	return &b->rec;
 }
 
 /* FORK and EXIT share a layout: pid, ppid, tid, ptid, time. */
-static const struct tally_rec *mk_task(struct recbuf *b, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid,
-				      uint32_t ptid)
+static const struct tally_rec *mk_task(struct recbuf *b, uint32_t type, uint32_t pid, uint32_t ppid,
+				       uint32_t tid, uint32_t ptid)
 {
 	memset(b, 0, sizeof(*b));
 	uint32_t *f = (uint32_t *)(&b->u.h + 1);
@@ -106,7 +115,9 @@ static const struct tally_rec *mk_task(struct recbuf *b, uint32_t type, uint32_t
 	f[3] = ptid;
 	b->u.h.type = type;
 	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 16 + 8);
-	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = type, .event = -1, .pid = pid, .tid = tid };
+	b->rec = (struct tally_rec){
+		.raw = &b->u.h, .type = type, .event = -1, .pid = pid, .tid = tid
+	};
 	return &b->rec;
 }
 
@@ -129,21 +140,31 @@ static const struct tally_rec *mk_lost_samples(struct recbuf *b, uint64_t n)
 	p[0] = n;
 	b->u.h.type = PERF_RECORD_LOST_SAMPLES;
 	b->u.h.size = (uint16_t)(sizeof(b->u.h) + 8);
-	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_LOST_SAMPLES, .event = -1 };
+	b->rec =
+		(struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_LOST_SAMPLES, .event = -1 };
 	return &b->rec;
 }
 
-static const struct tally_rec *mk_sample(struct recbuf *b, uint32_t pid, uint64_t ip, bool kernel, int event,
-					const uint64_t *chain, uint64_t nr)
+static const struct tally_rec *mk_sample(struct recbuf *b, uint32_t pid, uint64_t ip, bool kernel,
+					 int event, const uint64_t *chain, uint64_t nr)
 {
 	memset(b, 0, sizeof(*b));
 	uint16_t misc = kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER;
 	b->u.h.type = PERF_RECORD_SAMPLE;
 	b->u.h.misc = misc;
 	b->u.h.size = sizeof(b->u.h);
-	b->rec = (struct tally_rec){ .raw = &b->u.h, .type = PERF_RECORD_SAMPLE, .misc = misc, .event = event,
-				     .pid = pid, .tid = pid, .cpu = 0, .time = 1, .ip = ip, .period = 1,
-				     .nr = nr, .chain = chain };
+	b->rec = (struct tally_rec){ .raw = &b->u.h,
+				     .type = PERF_RECORD_SAMPLE,
+				     .misc = misc,
+				     .event = event,
+				     .pid = pid,
+				     .tid = pid,
+				     .cpu = 0,
+				     .time = 1,
+				     .ip = ip,
+				     .period = 1,
+				     .nr = nr,
+				     .chain = chain };
 	return &b->rec;
 }
 
@@ -160,13 +181,15 @@ static const struct tally_frame *row_leaf(const struct tally_agg *a, size_t r)
 }
 
 /* The count of the row whose stack is exactly [image:offset], pid, event. */
-static uint64_t count_of(const struct tally_agg *a, uint32_t image, uint64_t offset, int pid, int event)
+static uint64_t count_of(const struct tally_agg *a, uint32_t image, uint64_t offset, int pid,
+			 int event)
 {
 	uint64_t sum = 0;
 	for (size_t r = 0; r < a->nrows; r++) {
 		const struct tally_stack *st = &a->stacks[a->rows[r].stack];
 		const struct tally_frame *f = &a->frames[a->stack_frames[st->first]];
-		if (st->len == 1 && f->image == image && f->offset == offset && a->rows[r].pid == pid)
+		if (st->len == 1 && f->image == image && f->offset == offset &&
+		    a->rows[r].pid == pid)
 			sum += a->counts[r * (size_t)a->nevents + (size_t)event];
 	}
 	return sum;
@@ -174,12 +197,15 @@ static uint64_t count_of(const struct tally_agg *a, uint32_t image, uint64_t off
 
 /* ---- maps ---- */
 
-static void check_map(const struct tally_map *m, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t image)
+static void check_map(const struct tally_map *m, uint64_t start, uint64_t end, uint64_t pgoff,
+		      uint32_t image)
 {
 	if (m->start != start || m->end != end || m->pgoff != pgoff || m->image != image)
-		fail_msg("map [%#llx,%#llx) pgoff %#llx image %u, want [%#llx,%#llx) pgoff %#llx image %u",
-			 (unsigned long long)m->start, (unsigned long long)m->end, (unsigned long long)m->pgoff,
-			 m->image, (unsigned long long)start, (unsigned long long)end, (unsigned long long)pgoff, image);
+		fail_msg(
+			"map [%#llx,%#llx) pgoff %#llx image %u, want [%#llx,%#llx) pgoff %#llx image %u",
+			(unsigned long long)m->start, (unsigned long long)m->end,
+			(unsigned long long)m->pgoff, m->image, (unsigned long long)start,
+			(unsigned long long)end, (unsigned long long)pgoff, image);
 }
 
 static void check_sorted(const struct tally_proc *p)
@@ -298,7 +324,8 @@ static void test_agg__map_find(void **state)
 	/* 100 maps with gaps, inserted in a scrambled order */
 	for (uint64_t k = 0; k < 100; k++) {
 		uint64_t i = (k * 37) % 100;
-		tally_proc_add_map(p, 0x100000 + i * 0x2000, 0x100000 + i * 0x2000 + 0x1000, i, (uint32_t)i);
+		tally_proc_add_map(p, 0x100000 + i * 0x2000, 0x100000 + i * 0x2000 + 0x1000, i,
+				   (uint32_t)i);
 	}
 	assert_int_equal(p->nmaps, 100);
 	check_sorted(p);
@@ -392,7 +419,9 @@ static void test_agg__image_no_build_id(void **state)
 	(void)state;
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
-	struct tally_image k = { .kind = TALLY_IMG_FILE, .path = (char *)"/lib/x.so", .maj = 8, .min = 1, .ino = 42 };
+	struct tally_image k = {
+		.kind = TALLY_IMG_FILE, .path = (char *)"/lib/x.so", .maj = 8, .min = 1, .ino = 42
+	};
 	uint32_t i1 = tally_agg_image(&a, &k);
 	assert_int_equal(tally_agg_image(&a, &k), i1);
 	k.ino = 43; /* the file was replaced */
@@ -561,7 +590,8 @@ static void test_agg__record_mmap2_sample(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	struct tally_proc *p = tally_agg_proc(&a, 100, false);
 	assert_non_null(p);
 	assert_int_equal(p->nmaps, 1);
@@ -600,7 +630,8 @@ static void test_agg__record_weights(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	struct tally_rec *r = (struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
 	r->period = 1000000;
 	r->weight = 1090000;
@@ -625,11 +656,13 @@ static void test_agg__comm_in_key(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	for (uint32_t pid = 100; pid <= 102; pid++) {
-		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0x1000, PROT_RX,
+					      "/bin/true", NULL, 0, 77));
 		tally_agg_record(&a, mk_comm(&b, pid, pid, pid == 102 ? "beta" : "alpha", false));
 	}
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
-	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0)); /* another alpha: the same row */
+	/* another alpha: the same row */
+	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 102, 0x400010, false, 0, NULL, 0));
 	assert_int_equal(a.nrows, 2);
 	assert_int_equal(a.ncomms, 2);
@@ -641,7 +674,8 @@ static void test_agg__comm_in_key(void **state)
 	}
 	/* a new name (prctl, exec): later samples go to it */
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "gamma", true));
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	assert_int_equal(a.nrows, 3);
 	assert_int_equal(tally_agg_comm(&a, "gamma"), a.rows[2].comm);
@@ -661,12 +695,14 @@ static void test_agg__record_mmap2_ignored(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	/* not executable: not a code mapping */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x600000, 0x1000, 0, PROT_READ | PROT_WRITE, "/bin/true", NULL, 0, 1));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x600000, 0x1000, 0, PROT_READ | PROT_WRITE,
+				      "/bin/true", NULL, 0, 1));
 	struct tally_proc *p = tally_agg_proc(&a, 100, false);
 	assert_true(!p || p->nmaps == 0);
 	assert_int_equal(a.nimages, 1);
 	/* a record too short to hold a file name is ignored, not read past */
-	const struct tally_rec *r = mk_mmap2(&b, 101, 0x400000, 0x1000, 0, PROT_RX, "/bin/true", NULL, 0, 1);
+	const struct tally_rec *r =
+		mk_mmap2(&b, 101, 0x400000, 0x1000, 0, PROT_RX, "/bin/true", NULL, 0, 1);
 	b.u.h.size = (uint16_t)(sizeof(b.u.h) + sizeof(struct mmap2_body));
 	tally_agg_record(&a, r);
 	p = tally_agg_proc(&a, 101, false);
@@ -683,9 +719,11 @@ static void test_agg__record_mmap2_build_id(void **state)
 	uint8_t id[20];
 	for (int i = 0; i < 20; i++)
 		id[i] = (uint8_t)(0xa0 + i);
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x7f0000000000, 0x10000, 0x2000, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 100, 0x7f0000000000, 0x10000, 0x2000, PROT_RX,
+				      "/usr/lib/libz.so.1", id, 20, 0));
 	/* the same file in another process: one image */
-	tally_agg_record(&a, mk_mmap2(&b, 200, 0x7f1000000000, 0x10000, 0x2000, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 200, 0x7f1000000000, 0x10000, 0x2000, PROT_RX,
+				      "/usr/lib/libz.so.1", id, 20, 0));
 	assert_int_equal(a.nimages, 2);
 	const struct tally_image *im = &a.images[1];
 	assert_int_equal(im->kind, TALLY_IMG_FILE);
@@ -695,7 +733,8 @@ static void test_agg__record_mmap2_build_id(void **state)
 	assert_int_equal(count_of(&a, 1, 0x2100, 0, 0), 1);
 	/* a rebuilt library with the same path: another image */
 	id[0] ^= 0xff;
-	tally_agg_record(&a, mk_mmap2(&b, 300, 0x7f2000000000, 0x10000, 0, PROT_RX, "/usr/lib/libz.so.1", id, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 300, 0x7f2000000000, 0x10000, 0, PROT_RX,
+				      "/usr/lib/libz.so.1", id, 20, 0));
 	assert_int_equal(a.nimages, 3);
 	tally_agg_release(&a);
 }
@@ -725,7 +764,8 @@ static void test_agg__record_fork_copies_maps(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "parent", false));
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 101, 100, 101, 100));
 	struct tally_proc *c = tally_agg_proc(&a, 101, false);
 	assert_non_null(c);
@@ -738,7 +778,8 @@ static void test_agg__record_fork_copies_maps(void **state)
 	assert_int_equal(f->offset, 0x1010);
 
 	/* the child's maps are its own: a change in the parent does not leak into it */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
 	struct tally_proc *p = tally_agg_proc(&a, 100, false);
 	assert_string_equal(a.images[p->maps[0].image].path, "/bin/false");
 	c = tally_agg_proc(&a, 101, false);
@@ -777,7 +818,8 @@ static void test_agg__record_comm_exec_clears_maps(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	/* a plain comm change (prctl) keeps the maps */
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "renamed", false));
 	struct tally_proc *p = tally_agg_proc(&a, 100, false);
@@ -797,7 +839,8 @@ static void test_agg__record_comm_exec_clears_maps(void **state)
 	assert_int_equal(a.images[f->image].kind, TALLY_IMG_NOMAP);
 	assert_int_equal(f->offset, 0x400010);
 	/* the new program's mapping is used from then on */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x1000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x1000, 0, PROT_RX, "/bin/false", NULL, 0, 78));
 	assert_string_equal(p->exe, "/bin/false");
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	assert_int_equal(a.nrows, 2);
@@ -813,7 +856,8 @@ static void test_agg__record_kernel_sample(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 100, KADDR, true, 0, NULL, 0));
 	const struct tally_frame *f = row_leaf(&a, 0);
 	assert_int_equal(f->image, a.kernel_image);
@@ -834,7 +878,8 @@ static void test_agg__record_nomap_sample(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x900000, false, 0, NULL, 0));
 	const struct tally_frame *f = row_leaf(&a, 0);
 	const uint32_t nomap = f->image;
@@ -857,7 +902,8 @@ static void test_agg__record_per_pid(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 2, true, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 101, 100, 101, 100));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 101, 0x400010, false, 0, NULL, 0));
@@ -874,7 +920,8 @@ static void test_agg__record_per_pid(void **state)
 	/* per-pid nomap images are per process */
 	tally_agg_record(&a, mk_sample(&b, 100, 0x900000, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 101, 0x900000, false, 0, NULL, 0));
-	struct tally_proc *p100 = tally_agg_proc(&a, 100, false), *p101 = tally_agg_proc(&a, 101, false);
+	struct tally_proc *p100 = tally_agg_proc(&a, 100, false),
+			  *p101 = tally_agg_proc(&a, 101, false);
 	assert_int_not_equal(p100->nomap_image, p101->nomap_image);
 	assert_int_equal(a.images[p100->nomap_image].pid, 100);
 	assert_int_equal(a.images[p101->nomap_image].pid, 101);
@@ -891,8 +938,10 @@ static void test_agg__record_callchain(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
-	uint64_t chain[] = { PERF_CONTEXT_KERNEL, KADDR, KADDR + 0x100, PERF_CONTEXT_USER, 0x400010, 0x400200 };
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	uint64_t chain[] = { PERF_CONTEXT_KERNEL, KADDR,    KADDR + 0x100,
+			     PERF_CONTEXT_USER,   0x400010, 0x400200 };
 	tally_agg_record(&a, mk_sample(&b, 100, KADDR, true, 0, chain, ARRAY_SIZE(chain)));
 	assert_int_equal(a.nrows, 1);
 	const struct tally_stack *st = &a.stacks[a.rows[0].stack];
@@ -927,7 +976,8 @@ static void test_agg__record_deep_callchain(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x100000, 0, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x100000, 0, PROT_RX, "/bin/true", NULL, 0, 77));
 	enum { DEPTH = 600 };
 	uint64_t *chain = calloc(DEPTH + 1, sizeof(uint64_t));
 	chain[0] = PERF_CONTEXT_USER;
@@ -957,7 +1007,9 @@ static void test_agg__record_lost_throttle(void **state)
 	b.u.h.size = sizeof(b.u.h) + 8;
 	tally_agg_record(&a, r);
 	assert_int_equal(a.lost, 25);
-	struct perf_event_header h = { .type = PERF_RECORD_THROTTLE, .misc = 0, .size = sizeof(h) + 24 };
+	struct perf_event_header h = { .type = PERF_RECORD_THROTTLE,
+				       .misc = 0,
+				       .size = sizeof(h) + 24 };
 	struct tally_rec t = { .raw = &h, .type = PERF_RECORD_THROTTLE, .event = -1 };
 	tally_agg_record(&a, &t);
 	tally_agg_record(&a, &t);
@@ -977,7 +1029,8 @@ static void test_agg__record_exit_and_tasks(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "worker", true));
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_comm(&b, 200, 200, "idle", true)); /* never sampled */
 	tally_agg_record(&a, mk_comm(&b, 300, 300, "alive", true));
@@ -1018,8 +1071,10 @@ static void test_agg__reset_after_flush(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	/* 100 maps /bin/true and lives; 200 maps /bin/sh and exits */
-	tally_agg_record(&a, mk_mmap2(&b, 200, 0x500000, 0x1000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(&a,
+			 mk_mmap2(&b, 200, 0x500000, 0x1000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 200, 0x500010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 0, KADDR, true, 0, NULL, 0));
@@ -1057,7 +1112,8 @@ static void test_agg__reset_after_flush(void **state)
 	assert_int_equal(f->offset, 0x1010);
 	assert_int_equal(a.counts[0], 1);
 	/* the same file mapped again is found, not added */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x600000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x600000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	assert_int_equal(a.nimages, 2);
 	tally_agg_release(&a);
 }
@@ -1081,13 +1137,15 @@ static void test_agg__collected_freed_in_batches(void **state)
 	tally_agg_init(&a, 1, true, false);
 	struct recbuf b;
 	tally_agg_record(&a, mk_comm(&b, 300, 300, "alive", true));
-	tally_agg_record(&a, mk_mmap2(&b, 300, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 5));
+	tally_agg_record(&a,
+			 mk_mmap2(&b, 300, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 5));
 	uint32_t n = TALLY_AGG_GRAVE * 2 + 3, most = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t pid = 1000 + i % 4; /* pids reused, as on a busy machine */
 		tally_agg_record(&a, mk_comm(&b, pid, pid, "short", true));
-		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0, PROT_RX, i % 2 ? "/bin/true" : "/bin/ls",
-					      NULL, 0, i % 2 ? 77 : 78));
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x400000, 0x2000, 0, PROT_RX,
+					      i % 2 ? "/bin/true" : "/bin/ls", NULL, 0,
+					      i % 2 ? 77 : 78));
 		tally_agg_record(&a, mk_sample(&b, pid, 0x400010, false, 0, NULL, 0));
 		tally_agg_record(&a, mk_sample(&b, pid, 0x400010, false, 0, NULL, 0));
 		tally_agg_record(&a, mk_sample(&b, 300, 0x400020, false, 0, NULL, 0));
@@ -1101,7 +1159,8 @@ static void test_agg__collected_freed_in_batches(void **state)
 	}
 	assert_true(most > 1); /* they did wait, to be freed together */
 	assert_int_equal(a.ntasks, n);
-	uint32_t ls = image_named(&a, "/bin/ls"), tr = image_named(&a, "/bin/true"), sh = image_named(&a, "/bin/sh");
+	uint32_t ls = image_named(&a, "/bin/ls"), tr = image_named(&a, "/bin/true"),
+		 sh = image_named(&a, "/bin/sh");
 	uint64_t in_ls = 0, in_true = 0;
 	for (uint32_t p = 1000; p < 1004; p++) {
 		in_ls += count_of(&a, ls, 0x10, (int)p, 0);
@@ -1122,10 +1181,12 @@ static void test_agg__sample_memo_follows_changes(void **state)
 	struct tally_agg a;
 	tally_agg_init(&a, 2, false, false);
 	struct recbuf b;
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_comm(&b, 100, 100, "alpha", false));
 	for (int i = 0; i < 3; i++) {
-		struct tally_rec *r = (struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
+		struct tally_rec *r =
+			(struct tally_rec *)mk_sample(&b, 100, 0x400010, false, 0, NULL, 0);
 		r->weight = 10;
 		tally_agg_record(&a, r);
 	}
@@ -1144,14 +1205,16 @@ static void test_agg__sample_memo_follows_changes(void **state)
 	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
 
 	/* a new mapping over the address: the next sample is in the new file */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
+	tally_agg_record(&a,
+			 mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 99));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_sample(&b, 100, 0x400010, false, 0, NULL, 0));
 	uint32_t sh = image_named(&a, "/bin/sh");
 	assert_int_equal(count_of(&a, sh, 0x10, 0, 0), 2);
 	assert_int_equal(count_of(&a, tru, 0x1010, 0, 0), 3);
 	/* a pid taken again by a fork of 100: the parent's maps and name */
-	tally_agg_record(&a, mk_mmap2(&b, 300, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 300, 0x400000, 0x2000, 0x1000, PROT_RX, "/bin/true", NULL, 0, 77));
 	tally_agg_record(&a, mk_sample(&b, 300, 0x400010, false, 0, NULL, 0));
 	tally_agg_record(&a, mk_task(&b, PERF_RECORD_FORK, 300, 100, 300, 100));
 	tally_agg_record(&a, mk_sample(&b, 300, 0x400010, false, 0, NULL, 0));
@@ -1172,7 +1235,8 @@ static void test_agg__sample_memo_follows_changes(void **state)
 	assert_int_equal(a.counts[0], 2);
 	assert_int_equal(a.samples[0], 2);
 	assert_true(tally_agg_proc(&a, 100, false)->sampled);
-	assert_int_equal(a.rows[0].stack, a.frame_stack1[a.stack_frames[a.stacks[a.rows[0].stack].first]] - 1);
+	assert_int_equal(a.rows[0].stack,
+			 a.frame_stack1[a.stack_frames[a.stacks[a.rows[0].stack].first]] - 1);
 	assert_int_equal(count_of(&a, image_named(&a, "/bin/sh"), 0x10, 0, 0), 2);
 
 	/* the process ends and is collected; a new one takes its pid, without maps */
@@ -1201,13 +1265,15 @@ static void test_agg__identify_early(void **state)
 	assert_int_equal(stat("/bin/true", &st), 0);
 	/* the real device and inode: the file is the one mapped */
 	struct mmap2_body *m;
-	const struct tally_rec *r = mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/true", NULL, 0, st.st_ino);
+	const struct tally_rec *r =
+		mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/bin/true", NULL, 0, st.st_ino);
 	m = (struct mmap2_body *)(&b.u.h + 1);
 	m->u.f.maj = major(st.st_dev);
 	m->u.f.min = minor(st.st_dev);
 	tally_agg_record(&a, r);
 	/* and one whose inode does not match: replaced since it was mapped */
-	tally_agg_record(&a, mk_mmap2(&b, 100, 0x800000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 1));
+	tally_agg_record(&a,
+			 mk_mmap2(&b, 100, 0x800000, 0x2000, 0, PROT_RX, "/bin/sh", NULL, 0, 1));
 	tally_agg_identify(&a);
 	assert_int_equal(a.nidentified, a.nimages);
 	for (size_t i = 0; i < a.nimages; i++) {
@@ -1230,7 +1296,8 @@ static void map_file(struct tally_agg *a, struct recbuf *b, uint32_t pid, const 
 {
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
-	const struct tally_rec *r = mk_mmap2(b, pid, 0x400000, 0x2000, 0, PROT_RX, path, NULL, 0, st.st_ino);
+	const struct tally_rec *r =
+		mk_mmap2(b, pid, 0x400000, 0x2000, 0, PROT_RX, path, NULL, 0, st.st_ino);
 	struct mmap2_body *m = (struct mmap2_body *)(&b->u.h + 1);
 	m->u.f.maj = major(st.st_dev);
 	m->u.f.min = minor(st.st_dev);
@@ -1311,7 +1378,8 @@ static void test_agg__load_procfs_self(void **state)
 	assert_str_has(p->exe, "test-agg");
 	assert_str_has(p->comm, "test-agg");
 	/* this very function's code is in a mapping of our executable */
-	const struct tally_map *m = tally_proc_find_map(p, (uint64_t)(uintptr_t)&test_agg__load_procfs_self);
+	const struct tally_map *m =
+		tally_proc_find_map(p, (uint64_t)(uintptr_t)&test_agg__load_procfs_self);
 	assert_non_null(m);
 	assert_int_not_equal(m->image, TALLY_MAP_ANON);
 	assert_str_has(a.images[m->image].path, "test-agg");
@@ -1346,11 +1414,12 @@ static const char *jit_warning(const struct tally_agg *a, const char *needle)
 	return NULL;
 }
 
-#define assert_jit_warning(a, needle)                                                                     \
-	do {                                                                                              \
-		if (!jit_warning((a), (needle)))                                                          \
-			fail_msg("no JIT warning says '%s' (%zu warnings, the first: %s)", (needle),      \
-				 (a)->njit_warnings, (a)->njit_warnings ? (a)->jit_warnings[0] : "none"); \
+#define assert_jit_warning(a, needle)                                                      \
+	do {                                                                               \
+		if (!jit_warning((a), (needle)))                                           \
+			fail_msg("no JIT warning says '%s' (%zu warnings, the first: %s)", \
+				 (needle), (a)->njit_warnings,                             \
+				 (a)->njit_warnings ? (a)->jit_warnings[0] : "none");      \
 	} while (0)
 
 /* The owner of a JIT process points its perf map's name at another file (a
@@ -1388,9 +1457,10 @@ static void test_agg__jit_map_swapped_after_check(void **state)
 		const struct tally_image *im = &a.images[p->jit_image];
 		assert_non_null(im->jit_map);
 		assert_string_equal(im->jit_map, "7f0000001000 40 good_name\n");
-		assert_jit_warning(&a, mode == 0 ? "was replaced by a symbolic link after tally opened it"
-					   : mode == 1 ? "was replaced by a FIFO after tally opened it"
-						       : "was replaced by another file after tally opened it");
+		assert_jit_warning(
+			&a, mode == 0   ? "was replaced by a symbolic link after tally opened it"
+			    : mode == 1 ? "was replaced by a FIFO after tally opened it"
+					: "was replaced by another file after tally opened it");
 		assert_str_has(a.jit_warnings[0], map);
 		tally_agg_release(&a);
 	}
@@ -1403,7 +1473,8 @@ static void test_agg__jit_map_swapped_after_check(void **state)
 	jit_sample(&a, &b, pid);
 	unlink(map);
 	tally_agg_snapshot_jit(&a);
-	assert_string_equal(a.images[tally_agg_proc(&a, pid, false)->jit_image].jit_map, "7f0000001000 40 good_name\n");
+	assert_string_equal(a.images[tally_agg_proc(&a, pid, false)->jit_image].jit_map,
+			    "7f0000001000 40 good_name\n");
 	assert_int_equal(a.njit_warnings, 0);
 	tally_agg_release(&a);
 	unlink(secret);
@@ -1440,7 +1511,8 @@ static void test_agg__jit_map_not_regular(void **state)
 		assert_int_equal(p->jit_image, TALLY_HIDX_NONE);
 		char want[192];
 		snprintf(want, sizeof(want), "perf map '%s' of pid %d is %s", map, pid,
-			 mode == 0 ? "a symbolic link: not used" : "a FIFO, not a regular file: not used");
+			 mode == 0 ? "a symbolic link: not used"
+				   : "a FIFO, not a regular file: not used");
 		assert_jit_warning(&a, want);
 		for (size_t i = 0; i < a.nimages; i++)
 			assert_null(a.images[i].jit_map);
@@ -1500,7 +1572,8 @@ static void test_agg__jit_dump_checked_once(void **state)
 		struct recbuf b;
 		jit_setup(&a, &b, pid);
 		alarm(20);
-		tally_agg_record(&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX, dump, NULL, 0, 1));
+		tally_agg_record(&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX,
+					      dump, NULL, 0, 1));
 		jit_sample(&a, &b, pid);
 		if (mode == 2) {
 			/* its name now leads to the other file */
@@ -1514,7 +1587,8 @@ static void test_agg__jit_dump_checked_once(void **state)
 			assert_null(p->jitdump);
 			char want[160];
 			snprintf(want, sizeof(want), "jitdump '%s' of pid %d is %s", dump, pid,
-				 mode == 0 ? "a symbolic link: not used" : "a FIFO, not a regular file: not used");
+				 mode == 0 ? "a symbolic link: not used"
+					   : "a FIFO, not a regular file: not used");
 			assert_jit_warning(&a, want);
 			for (size_t i = 0; i < a.nimages; i++)
 				assert_null(a.images[i].jd);
@@ -1546,16 +1620,19 @@ static void test_agg__jitdump_marker_name(void **state)
 		const char *name;
 		bool marker;
 	} cases[] = {
-		{ "/tmp/d/jit-4321.dump", true },  { "jit-4321.dump", true },        { "/tmp/d/jit-432.dump", false },
-		{ "/tmp/d/jit-43210.dump", false }, { "/tmp/d/jit-04321.dump", false }, { "/tmp/d/jit-4321.dumps", false },
-		{ "/tmp/d/jit-4321.dum", false },   { "/tmp/d/jit-.dump", false },     { "/tmp/jit-4321.dump/lib.so", false },
-		{ "/tmp/d/xjit-4321.dump", false }, { "/tmp/d/jit-4321x.dump", false },
+		{ "/tmp/d/jit-4321.dump", true },       { "jit-4321.dump", true },
+		{ "/tmp/d/jit-432.dump", false },       { "/tmp/d/jit-43210.dump", false },
+		{ "/tmp/d/jit-04321.dump", false },     { "/tmp/d/jit-4321.dumps", false },
+		{ "/tmp/d/jit-4321.dum", false },       { "/tmp/d/jit-.dump", false },
+		{ "/tmp/jit-4321.dump/lib.so", false }, { "/tmp/d/xjit-4321.dump", false },
+		{ "/tmp/d/jit-4321x.dump", false },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct tally_agg a;
 		tally_agg_init(&a, 1, true, false);
 		struct recbuf b;
-		tally_agg_record(&a, mk_mmap2(&b, pid, 0x10000000, 0x1000, 0, PROT_RX, cases[i].name, NULL, 0, 9));
+		tally_agg_record(&a, mk_mmap2(&b, pid, 0x10000000, 0x1000, 0, PROT_RX,
+					      cases[i].name, NULL, 0, 9));
 		const struct tally_proc *p = tally_agg_proc(&a, pid, false);
 		assert_non_null(p);
 		if (p->nmaps != (cases[i].marker ? 0u : 1u))
@@ -1576,32 +1653,47 @@ static void test_agg__record_prompt(void **state)
 	tally_agg_init(&a, 1, true, false);
 	struct recbuf b;
 	const uint8_t bid[20] = { 0xab, 0xcd, 1, 2, 3 };
-	const struct tally_rec *r = mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42);
+	const struct tally_rec *r =
+		mk_mmap2(&b, 100, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42);
 	assert_true(tally_agg_record_prompt(&a, r->raw));
 	tally_agg_record(&a, r);
 	/* another process, the same file */
-	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)
+			    ->raw));
 	/* the same path, another file (replaced since) */
-	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 43)->raw));
+	assert_true(tally_agg_record_prompt(
+		&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 43)
+			    ->raw));
 	/* data, not code */
-	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x600000, 0x2000, 0, PROT_READ, "/usr/lib/data", NULL, 0, 44)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a, mk_mmap2(&b, 200, 0x600000, 0x2000, 0, PROT_READ, "/usr/lib/data", NULL, 0, 44)
+			    ->raw));
 	/* a build-id from the record: known once fed */
 	r = mk_mmap2(&b, 300, 0x400000, 0x2000, 0, PROT_RX, "/opt/lib.so", bid, 20, 0);
 	assert_true(tally_agg_record_prompt(&a, r->raw));
 	tally_agg_record(&a, r);
-	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 301, 0x700000, 0x2000, 0, PROT_RX, "/opt/lib.so", bid, 20, 0)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a,
+		mk_mmap2(&b, 301, 0x700000, 0x2000, 0, PROT_RX, "/opt/lib.so", bid, 20, 0)->raw));
 	/* a JIT's code, each time */
 	r = mk_mmap2(&b, 300, 0x7f0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0);
 	assert_true(tally_agg_record_prompt(&a, r->raw));
 	tally_agg_record(&a, r);
 	assert_true(tally_agg_record_prompt(&a, r->raw));
-	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 300, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-300.dump", NULL, 0, 9)->raw));
+	assert_true(tally_agg_record_prompt(
+		&a, mk_mmap2(&b, 300, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-300.dump", NULL, 0, 9)
+			    ->raw));
 	/* the others */
 	assert_false(tally_agg_record_prompt(&a, mk_comm(&b, 400, 400, "prog", true)->raw));
-	assert_false(tally_agg_record_prompt(&a, mk_task(&b, PERF_RECORD_FORK, 401, 400, 401, 400)->raw));
-	assert_false(tally_agg_record_prompt(&a, mk_task(&b, PERF_RECORD_EXIT, 401, 400, 401, 400)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a, mk_task(&b, PERF_RECORD_FORK, 401, 400, 401, 400)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a, mk_task(&b, PERF_RECORD_EXIT, 401, 400, 401, 400)->raw));
 	/* an old-style MMAP (not asked for): looked at soon, whatever it is */
-	struct perf_event_header old = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_USER, .size = sizeof(old) };
+	struct perf_event_header old = { .type = PERF_RECORD_MMAP,
+					 .misc = PERF_RECORD_MISC_USER,
+					 .size = sizeof(old) };
 	assert_true(tally_agg_record_prompt(&a, &old));
 
 	/* more files than the memo of key hashes has slots: every one known, exactly */
@@ -1609,26 +1701,33 @@ static void test_agg__record_prompt(void **state)
 	char path[64];
 	for (int i = 0; i < NFILES; i++) {
 		snprintf(path, sizeof(path), "/usr/lib/many/lib%d.so", i);
-		tally_agg_record(&a, mk_mmap2(&b, 500, 0x10000000 + 0x10000 * (uint64_t)i, 0x1000, 0, PROT_RX, path, NULL,
-					      0, 1000 + (uint64_t)i));
+		tally_agg_record(&a, mk_mmap2(&b, 500, 0x10000000 + 0x10000 * (uint64_t)i, 0x1000,
+					      0, PROT_RX, path, NULL, 0, 1000 + (uint64_t)i));
 	}
 	for (int i = 0; i < NFILES; i++) {
 		snprintf(path, sizeof(path), "/usr/lib/many/lib%d.so", i);
-		assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, path, NULL, 0,
-								   1000 + (uint64_t)i)->raw));
+		assert_false(
+			tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX,
+							     path, NULL, 0, 1000 + (uint64_t)i)
+							    ->raw));
 		/* the same path, another inode: not known, whatever the memo holds */
-		assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, path, NULL, 0,
-								  90000 + (uint64_t)i)->raw));
+		assert_true(
+			tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX,
+							     path, NULL, 0, 90000 + (uint64_t)i)
+							    ->raw));
 	}
 	/* the files of a process gone are forgotten at a reset: asked for again */
 	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 500, 1, 500, 1));
 	for (int i = 0; i < 3; i++)
 		tally_agg_collect_dead(&a);
 	tally_agg_reset(&a);
-	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX, "/usr/lib/many/lib7.so", NULL,
-							  0, 1007)->raw));
+	assert_true(tally_agg_record_prompt(&a, mk_mmap2(&b, 501, 0x10000, 0x1000, 0, PROT_RX,
+							 "/usr/lib/many/lib7.so", NULL, 0, 1007)
+							->raw));
 	/* while a file a live process maps is still known */
-	assert_false(tally_agg_record_prompt(&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)->raw));
+	assert_false(tally_agg_record_prompt(
+		&a, mk_mmap2(&b, 200, 0x500000, 0x2000, 0, PROT_RX, "/usr/bin/prog", NULL, 0, 42)
+			    ->raw));
 	tally_agg_release(&a);
 }
 
@@ -1642,8 +1741,10 @@ static void test_agg__jit_programs(void **state)
 	tally_agg_init(&a, 1, false, false);
 	struct recbuf b;
 	tally_agg_record(&a, mk_comm(&b, 700, 700, "node", true));
-	tally_agg_record(&a, mk_mmap2(&b, 700, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/node", NULL, 0, 77));
-	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7f0000000000, 0x1000, 0, PROT_RX, "/usr/lib/libc.so.6", NULL, 0, 78));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 700, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/node", NULL, 0, 77));
+	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7f0000000000, 0x1000, 0, PROT_RX,
+				      "/usr/lib/libc.so.6", NULL, 0, 78));
 	assert_int_equal(a.njit_programs, 0);
 	tally_agg_record(&a, mk_mmap2(&b, 700, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
 	assert_int_equal(a.njit_programs, 1);
@@ -1656,8 +1757,10 @@ static void test_agg__jit_programs(void **state)
 	assert_int_equal(a.njit_programs, 1);
 	/* the child execs another program, which maps a jitdump: said too */
 	tally_agg_record(&a, mk_comm(&b, 701, 701, "java", true));
-	tally_agg_record(&a, mk_mmap2(&b, 701, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/java", NULL, 0, 79));
-	tally_agg_record(&a, mk_mmap2(&b, 701, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-701.dump", NULL, 0, 80));
+	tally_agg_record(
+		&a, mk_mmap2(&b, 701, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/java", NULL, 0, 79));
+	tally_agg_record(&a, mk_mmap2(&b, 701, 0x10000, 0x1000, 0, PROT_RX, "/tmp/jit-701.dump",
+				      NULL, 0, 80));
 	assert_int_equal(a.njit_programs, 2);
 	assert_int_equal(a.jit_programs[1].ino, 79);
 	/* a program named by a build-id, not an inode (--build-id-mmap): its
@@ -1677,7 +1780,8 @@ static void test_agg__jit_programs(void **state)
 	assert_int_equal(a.jit_programs[2].dev, (major(st.st_dev) << 20) | minor(st.st_dev));
 	/* ... and nothing when it is not (another file, or the process gone) */
 	tally_agg_record(&a, mk_comm(&b, 999999999, 999999999, "x", true));
-	tally_agg_record(&a, mk_mmap2(&b, 999999999, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/x", bid, 20, 0));
+	tally_agg_record(&a, mk_mmap2(&b, 999999999, 0x400000, 0x2000, 0, PROT_RX, "/usr/bin/x",
+				      bid, 20, 0));
 	tally_agg_record(&a, mk_mmap2(&b, 999999999, 0x7e0000000000, 0x1000, 0, PROT_RX, "//anon", NULL, 0, 0));
 	assert_int_equal(a.njit_programs, 3);
 	free(exe);
@@ -1697,7 +1801,8 @@ static void test_agg__jit_budget(void **state)
 	char *dump = unit_path(dir, name);
 	struct strbuf m = STRBUF_INIT;
 	for (int i = 0; i < 100; i++)
-		strbuf_addf(&m, "%llx 10 function_number_%03d\n", (unsigned long long)(ANON + 0x100 * (unsigned)i), i);
+		strbuf_addf(&m, "%llx 10 function_number_%03d\n",
+			    (unsigned long long)(ANON + 0x100 * (unsigned)i), i);
 	unlink(map);
 	unit_write_str(map, m.buf);
 	unsigned char buf[256];
@@ -1706,7 +1811,8 @@ static void test_agg__jit_budget(void **state)
 	struct recbuf b;
 	jit_setup(&a, &b, pid);
 	a.jit_budget = 1000;
-	tally_agg_record(&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX, dump, NULL, 0, 1));
+	tally_agg_record(
+		&a, mk_mmap2(&b, (uint32_t)pid, 0x10000000, 0x1000, 0, PROT_RX, dump, NULL, 0, 1));
 	jit_sample(&a, &b, pid);
 	tally_agg_snapshot_jit(&a);
 	const struct tally_image *im = &a.images[tally_agg_proc(&a, pid, false)->jit_image];
@@ -1714,12 +1820,15 @@ static void test_agg__jit_budget(void **state)
 	assert_int_equal(im->jit_map_len, 1000 / line * line);
 	assert_memory_equal(im->jit_map, m.buf, im->jit_map_len);
 	char want[192];
-	snprintf(want, sizeof(want), "perf map '%s' of pid %d is larger than the per-process JIT budget of", map, pid);
+	snprintf(want, sizeof(want),
+		 "perf map '%s' of pid %d is larger than the per-process JIT budget of", map, pid);
 	assert_jit_warning(&a, want);
 	assert_jit_warning(&a, "only its first 972 bytes are used");
 	/* nothing left for the dump: 28 bytes of it, not even its header */
 	assert_null(im->jd);
-	assert_jit_warning(&a, "is larger than the per-process JIT budget of 1000 B: only its first 28 bytes are read");
+	assert_jit_warning(
+		&a,
+		"is larger than the per-process JIT budget of 1000 B: only its first 28 bytes are read");
 	assert_jit_warning(&a, "28 bytes, too short for a jitdump header: not used");
 	tally_agg_release(&a);
 	unlink(map);
@@ -1751,7 +1860,8 @@ static void test_agg__jit_warnings_bounded(void **state)
 	}
 	assert_int_equal(a.njit_warnings, 32);
 	assert_str_has(a.jit_warnings[30], "perf-2000000030.map");
-	assert_string_equal(a.jit_warnings[31], "9 more JIT warnings not listed (only the first 31 are)");
+	assert_string_equal(a.jit_warnings[31],
+			    "9 more JIT warnings not listed (only the first 31 are)");
 	tally_agg_release(&a);
 	unlink(target);
 	rmdir(dir);

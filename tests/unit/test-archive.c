@@ -12,9 +12,14 @@ static void test_archive__manifest_roundtrip(void **state)
 	(void)state;
 	struct tally_archive_member m[3];
 	memset(m, 0, sizeof(m));
-	m[0] = (struct tally_archive_member){ .name = "db/session", .role = TALLY_AR_DB, .size = 12 };
-	m[1] = (struct tally_archive_member){ .name = "images/abcd/with\\back", .role = TALLY_AR_IMAGE, .size = 0 };
-	m[2] = (struct tally_archive_member){ .name = "debug/.build-id/ab/cd.debug", .role = TALLY_AR_DEBUG,
+	m[0] = (struct tally_archive_member){ .name = "db/session",
+					      .role = TALLY_AR_DB,
+					      .size = 12 };
+	m[1] = (struct tally_archive_member){ .name = "images/abcd/with\\back",
+					      .role = TALLY_AR_IMAGE,
+					      .size = 0 };
+	m[2] = (struct tally_archive_member){ .name = "debug/.build-id/ab/cd.debug",
+					      .role = TALLY_AR_DEBUG,
 					      .size = UINT64_MAX };
 	for (int i = 0; i < 16; i++)
 		m[2].sum[i] = (unsigned char)(0xf0 + i);
@@ -48,31 +53,40 @@ static void test_archive__manifest_damaged(void **state)
 		{ "tally-archive: 1\n", "has no 'end:' line" },
 		{ "tally-archive: 1\nend: 0 files", "line 2: no newline" },
 		{ "tally-archive: 1\nend: 1 files\n", "line 2: expected 'end: 0 files'" },
-		{ "tally-archive: 1\nend: 0 files\n# more\n", "line 3: something follows the 'end:' line" },
-		{ "tally-archive: 1\nlibrary 1 %s db/x\nend: 1 files\n", "line 2: expected 'ROLE SIZE XXH3-128 NAME'" },
+		{ "tally-archive: 1\nend: 0 files\n# more\n",
+		  "line 3: something follows the 'end:' line" },
+		{ "tally-archive: 1\nlibrary 1 %s db/x\nend: 1 files\n",
+		  "line 2: expected 'ROLE SIZE XXH3-128 NAME'" },
 		{ "tally-archive: 1\ndb -1 %s db/x\nend: 1 files\n", "line 2: expected" },
-		{ "tally-archive: 1\ndb 99999999999999999999999 %s db/x\nend: 1 files\n", "line 2: expected" },
+		{ "tally-archive: 1\ndb 99999999999999999999999 %s db/x\nend: 1 files\n",
+		  "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 0011 db/x\nend: 1 files\n", "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 %s\nend: 1 files\n", "line 2: expected" },
-		{ "tally-archive: 1\ndb 1 %s ../x\nend: 1 files\n", "line 2: '../x' is not a name" },
-		{ "tally-archive: 1\ndb 1 %s /etc/passwd\nend: 1 files\n", "line 2: '/etc/passwd' is not a name" },
+		{ "tally-archive: 1\ndb 1 %s ../x\nend: 1 files\n",
+		  "line 2: '../x' is not a name" },
+		{ "tally-archive: 1\ndb 1 %s /etc/passwd\nend: 1 files\n",
+		  "line 2: '/etc/passwd' is not a name" },
 		{ "tally-archive: 1\ndb 1 %s db/../../x\nend: 1 files\n", "is not a name" },
 		{ "tally-archive: 1\ndb 1 %s etc/x\nend: 1 files\n", "'etc/x' is not a name" },
-		{ "tally-archive: 1\ndb 1 %s MANIFEST\nend: 1 files\n", "'MANIFEST' is not a name" },
+		{ "tally-archive: 1\ndb 1 %s MANIFEST\nend: 1 files\n",
+		  "'MANIFEST' is not a name" },
 		{ "tally-archive: 1\ndb 1 %s db/a\\nb\nend: 1 files\n", "is not a name" },
-		{ "tally-archive: 1\ndb 1 %s db/x\ndb 2 %s db/x\nend: 2 files\n", "line 3: 'db/x' is listed twice" },
+		{ "tally-archive: 1\ndb 1 %s db/x\ndb 2 %s db/x\nend: 2 files\n",
+		  "line 3: 'db/x' is listed twice" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char text[512];
 		snprintf(text, sizeof(text), cases[i].text, sum, sum);
 		struct tally_manifest man;
-		assert_int_equal(tally_manifest_parse(&man, text, strlen(text), "A:MANIFEST"), -EINVAL);
+		assert_int_equal(tally_manifest_parse(&man, text, strlen(text), "A:MANIFEST"),
+				 -EINVAL);
 		assert_errmsg_has(cases[i].err);
 		assert_errmsg_has("'A:MANIFEST");
 		assert_null(man.e);
 	}
 	/* a NUL byte inside a line */
-	static const char nul[] = "tally-archive: 1\ndb 1 00112233445566778899aabbccddeeff db/x\0y\nend: 1 files\n";
+	static const char nul[] =
+		"tally-archive: 1\ndb 1 00112233445566778899aabbccddeeff db/x\0y\nend: 1 files\n";
 	struct tally_manifest man;
 	assert_int_equal(tally_manifest_parse(&man, nul, sizeof(nul) - 1, "M"), -EINVAL);
 	assert_errmsg_has("line 2: a NUL byte");
@@ -81,10 +95,17 @@ static void test_archive__manifest_damaged(void **state)
 static void test_archive__names(void **state)
 {
 	(void)state;
-	static const char *const ok[] = { "MANIFEST", "db/session", "db/jit/perf-1-ab.map", "images/ab/libc.so.6",
-					  "debug/.build-id/ab/cd.debug", "kernel/vmlinux", "kernel/modules/ext4.ko.xz" };
-	static const char *const bad[] = { "", "/db/x", "db", "db/", "db//x", "db/./x", "db/../x", "../db/x", "db/x/..",
-					   "x/db", "manifest", "MANIFEST/x", "db/a\tb", "db/a\x7f", "images/ab/" };
+	static const char *const ok[] = { "MANIFEST",
+					  "db/session",
+					  "db/jit/perf-1-ab.map",
+					  "images/ab/libc.so.6",
+					  "debug/.build-id/ab/cd.debug",
+					  "kernel/vmlinux",
+					  "kernel/modules/ext4.ko.xz" };
+	static const char *const bad[] = { "",        "/db/x",    "db",        "db/",
+					   "db//x",   "db/./x",   "db/../x",   "../db/x",
+					   "db/x/..", "x/db",     "manifest",  "MANIFEST/x",
+					   "db/a\tb", "db/a\x7f", "images/ab/" };
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
 		assert_true(tally_archive_name_ok(ok[i]));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {

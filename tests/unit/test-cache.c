@@ -120,13 +120,19 @@ static void test_cache__add_verified(void **state)
 	char other[160];
 	strcpy(other, id);
 	other[0] = other[0] == '0' ? '1' : '0';
-	assert_int_equal(tally_cache_add(&c, "build-id", other, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), -ESTALE);
+	assert_int_equal(tally_cache_add(&c, "build-id", other, "/proc/self/exe", TALLY_CACHE_IMAGE,
+					 "/bin/x"),
+			 -ESTALE);
 	char okey[TALLY_CACHE_KEY_MAX];
 	assert_true(tally_cache_key("build-id", other, okey));
 	assert_false(tally_cache_has(&c, okey, TALLY_CACHE_IMAGE));
 	/* its own id: added once, then there already */
-	assert_int_equal(tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), 1);
-	assert_int_equal(tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"), 0);
+	assert_int_equal(
+		tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"),
+		1);
+	assert_int_equal(
+		tally_cache_add(&c, "build-id", id, "/proc/self/exe", TALLY_CACHE_IMAGE, "/bin/x"),
+		0);
 	char *p = tally_cache_find(&c, key, TALLY_CACHE_IMAGE);
 	assert_non_null(p);
 	struct tally_elf_info info;
@@ -176,8 +182,8 @@ static void test_cache__filler_joins(void **state)
 	assert_non_null(f);
 	struct stat st;
 	assert_int_equal(stat("/proc/self/exe", &st), 0);
-	tally_cache_filler_image(f, "build-id", id, "/proc/self/exe", "/bin/x", major(st.st_dev), minor(st.st_dev),
-				 st.st_ino);
+	tally_cache_filler_image(f, "build-id", id, "/proc/self/exe", "/bin/x", major(st.st_dev),
+				 minor(st.st_dev), st.st_ino);
 	/* at once: the thread has just begun its copy, or not even that */
 	tally_cache_filler_free(f);
 	assert_int_equal(threads(), before);
@@ -320,7 +326,8 @@ static void test_cache__refuses_shared_dir(void **state)
 	/* another user's home (root given a user's XDG_CACHE_HOME by sudo -E):
 	 * refused before anything is made in it, or through its links */
 	if (geteuid() == 0) {
-		char *home = unit_path(dir, "u"), *victim = unit_path(dir, "victim"), *lnk = unit_path(home, "lnk");
+		char *home = unit_path(dir, "u"), *victim = unit_path(dir, "victim"),
+		     *lnk = unit_path(home, "lnk");
 		assert_int_equal(mkdir(home, 0755), 0);
 		assert_int_equal(mkdir(victim, 0755), 0);
 		assert_int_equal(symlink(victim, lnk), 0);
@@ -382,7 +389,8 @@ static void test_cache__kernel_symbols(void **state)
 	(void)state;
 	uint64_t a = kernel_text_addr();
 	if (!a) {
-		fprintf(stderr, "skipped: kernel symbol addresses are hidden here (kernel.kptr_restrict, not root)\n");
+		fprintf(stderr,
+			"skipped: kernel symbol addresses are hidden here (kernel.kptr_restrict, not root)\n");
 		skip();
 	}
 	const char *mods = "# name size address build-id\n";
@@ -422,7 +430,8 @@ static void test_cache__kernel_symbols(void **state)
 	tally_kernel_build_id(kid, sizeof(kid));
 	assert_int_equal(strbuf_read_file(&boot, "/proc/sys/kernel/random/boot_id", 128), 0);
 	strbuf_addf(&tag, "boot %skernel %s\n%s", boot.buf, kid[0] ? kid : "-", m2);
-	assert_int_equal(tally_kallsyms_load(full.buf, full.len, tag.buf, &t3), 0); /* whole: taken */
+	/* whole: taken */
+	assert_int_equal(tally_kallsyms_load(full.buf, full.len, tag.buf, &t3), 0);
 	same_symbol(t1, t3, a);
 	tally_kallsyms_free(t3);
 	for (size_t cut = 0; cut < full.len; cut += 1 + cut / 3)
@@ -470,7 +479,8 @@ static void test_cache__copy_ignores_shared_position(void **state)
 	}
 	struct tally_cache c;
 	assert_int_equal(tally_cache_open(&c, true), 0);
-	int r = tally_cache_add_fd(&c, "build-id", id, fd, "/proc/self/exe", TALLY_CACHE_IMAGE, NULL);
+	int r = tally_cache_add_fd(&c, "build-id", id, fd, "/proc/self/exe", TALLY_CACHE_IMAGE,
+				   NULL);
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	assert_int_equal(r, 1);
@@ -494,16 +504,20 @@ static void test_cache__copy_ignores_shared_position(void **state)
 static void test_cache__inflate_bounded(void **state)
 {
 	(void)state;
-	char *src = unit_path(dir, "t.c"), *obj = unit_path(dir, "t.o"), *out = unit_path(dir, "t.out");
+	char *src = unit_path(dir, "t.c"), *obj = unit_path(dir, "t.o"),
+	     *out = unit_path(dir, "t.out");
 	unit_write_str(src, "int f(int x) { return x * 3; }\nint g(int y) { return f(y) + 1; }\n");
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "cc -g -c -o %s %s && objcopy --compress-debug-sections=zlib %s", obj, src, obj);
+	snprintf(cmd, sizeof(cmd), "cc -g -c -o %s %s && objcopy --compress-debug-sections=zlib %s",
+		 obj, src, obj);
 	if (system(cmd) != 0) {
-		fprintf(stderr, "skipped: cannot make a compressed debug file (cc, objcopy): %s\n", cmd);
+		fprintf(stderr, "skipped: cannot make a compressed debug file (cc, objcopy): %s\n",
+			cmd);
 		skip();
 	}
 	/* the object as it is: decompressed */
-	int fd = open(obj, O_RDWR | O_CLOEXEC), o = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(obj, O_RDWR | O_CLOEXEC),
+	    o = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd >= 0 && o >= 0);
 	assert_int_equal(tally_cache_decompress_elf(fd, o, obj), 0);
 	/* its first compressed section made to claim 1 GiB */
@@ -537,12 +551,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache__path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__add_verified, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__prune_lru, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__prune_sweeps_temporaries, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_cache__limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__refuses_shared_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__filler_joins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache__kernel_symbols, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cache__copy_ignores_shared_position, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache__copy_ignores_shared_position, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_cache__inflate_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

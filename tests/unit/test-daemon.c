@@ -382,8 +382,10 @@ static void test_daemon__epoch_lists_programs_not_processes(void **state)
 		add_task(&fx->agg, 102, "ls", "/usr/bin/ls");
 		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
 		char *t = epoch_tasks(epath);
-		assert_string_equal(t, per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
-					       : "101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n");
+		assert_string_equal(
+			t,
+			per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
+				: "101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n");
 		free(t);
 		/* the next flush: a later ls, and a program of the same name elsewhere */
 		add_samples(&fx->agg, 0x1010, 1);
@@ -391,9 +393,11 @@ static void test_daemon__epoch_lists_programs_not_processes(void **state)
 		add_task(&fx->agg, 201, "ls", "/opt/ls");
 		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
 		t = epoch_tasks(epath);
-		assert_string_equal(t, per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
-						 "200 ls /usr/bin/ls\n201 ls /opt/ls\n"
-					       : "101 sleep /usr/bin/sleep\n200 ls /usr/bin/ls\n201 ls /opt/ls\n");
+		assert_string_equal(
+			t,
+			per_pid ? "100 ls /usr/bin/ls\n101 sleep /usr/bin/sleep\n102 ls /usr/bin/ls\n"
+				  "200 ls /usr/bin/ls\n201 ls /opt/ls\n"
+				: "101 sleep /usr/bin/sleep\n200 ls /usr/bin/ls\n201 ls /opt/ls\n");
 		free(t);
 		assert_int_equal(db_samples(epath, 0x1010), 4);
 		free(epath);
@@ -549,7 +553,8 @@ static uint64_t du_bytes(const char *path, bool top)
 	struct dirent *de;
 	while (dir && (de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    (top && (!strcmp(de->d_name, "daemon.log") || !strcmp(de->d_name, "daemon.log.1"))))
+		    (top &&
+		     (!strcmp(de->d_name, "daemon.log") || !strcmp(de->d_name, "daemon.log.1"))))
 			continue;
 		char *p = unit_path(path, de->d_name);
 		sum += du_bytes(p, false);
@@ -571,11 +576,13 @@ static void test_daemon__db_size_counted_by_flush(void **state)
 	assert_int_equal(fx->d->db_bytes, du_bytes(fx->db, true));
 	for (int i = 0; i < 20; i++) {
 		for (int k = 0; k <= i; k++)
-			add_samples(&fx->agg, 0x1000 + 16 * (uint64_t)(i * 64 + k), 1 + (uint64_t)k);
+			add_samples(&fx->agg, 0x1000 + 16 * (uint64_t)(i * 64 + k),
+				    1 + (uint64_t)k);
 		assert_int_equal(tally_daemon_flush(fx->d, "test", NULL), 0);
 		uint64_t du = du_bytes(fx->db, true);
 		if (fx->d->db_bytes != du)
-			fail_msg("after flush %d: db_bytes %" PRIu64 ", du %" PRIu64, i + 1, fx->d->db_bytes, du);
+			fail_msg("after flush %d: db_bytes %" PRIu64 ", du %" PRIu64, i + 1,
+				 fx->d->db_bytes, du);
 	}
 }
 
@@ -719,7 +726,8 @@ static void test_daemon__keep_prunes_old_epochs(void **state)
 		first = xstrdup(e[0].name);
 		tally_epochs_free(e, n);
 	}
-	const char *names[] = { "202001010000", "202001010001", "202001010002", "202001010003", "202001010004" };
+	const char *names[] = { "202001010000", "202001010001", "202001010002", "202001010003",
+				"202001010004" };
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		old_epoch(fx, names[i], 1577836800.0 + 60.0 * (double)i);
 	assert_int_equal(count_epochs(fx->db), 6);
@@ -821,7 +829,8 @@ static void test_daemon__status_text(void **state)
 	struct strbuf st = STRBUF_INIT;
 	tally_daemon_status(fx->d, &st);
 	char *want = NULL;
-	assert_true(asprintf(&want, "state: running\npid: %d\ndatabase: %s\n", (int)getpid(), tally_daemon_db(fx->d)) > 0);
+	assert_true(asprintf(&want, "state: running\npid: %d\ndatabase: %s\n", (int)getpid(),
+			     tally_daemon_db(fx->d)) > 0);
 	if (strncmp(st.buf, want, strlen(want)))
 		fail_msg("status begins '%.200s', expected '%s'", st.buf, want);
 	free(want);
@@ -838,7 +847,9 @@ static void test_daemon__status_text(void **state)
 	assert_str_has(st.buf, "\nflush: every 1h; 1 flush (0 early for memory), last ");
 	assert_str_has(st.buf, "\nepoch-every: 1h\n");
 	assert_str_has(st.buf, "\nkeep: 7d (the newest 3 epochs always)\n");
-	assert_str_has(st.buf, "\ncontrol: 0 of 16 connections; 0 served, 0 evicted, 0 busy, 0 refused (not the owner), 0 timed out\n");
+	assert_str_has(
+		st.buf,
+		"\ncontrol: 0 of 16 connections; 0 served, 0 evicted, 0 busy, 0 refused (not the owner), 0 timed out\n");
 	/* every line is `key: value` */
 	for (char *l = st.buf; *l;) {
 		char *nl = strchr(l, '\n');
@@ -945,7 +956,8 @@ static void test_daemon__ctl_bad_requests(void **state)
 		const char *req;
 		const char *want;
 	} cases[] = {
-		{ "bogus\n", "error 67\nusage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek" },
+		{ "bogus\n",
+		  "error 67\nusage: start|stop|clear|startclr|flush|epoch|status|cpus|drain|peek" },
 		{ "status\0status\n", "error 67\nusage: " },
 		{ "cpus 0\n", "error " },
 		{ "start\n", "this daemon has no collector of its own" },
@@ -1131,7 +1143,8 @@ static void test_daemon__ctl_deadline_whole_request(void **state)
 	free(got);
 	close(sv[1]);
 	assert_int_equal(tally_daemon_clients(fx->d), 0);
-	assert_str_has(fx->log.buf, "dropped a connection that did not complete its request within 0.3 s");
+	assert_str_has(fx->log.buf,
+		       "dropped a connection that did not complete its request within 0.3 s");
 	struct strbuf st = STRBUF_INIT;
 	tally_daemon_status(fx->d, &st);
 	assert_str_has(st.buf, " 1 timed out\n");
@@ -1142,27 +1155,39 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_daemon__new_private_locked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__new_refuses_other_dirs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__new_refuses_other_dirs, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__recovers_leftovers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__epoch_lists_programs_not_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__flush_writes_over_the_spare, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__db_size_counted_by_flush, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__spare_follows_epochs_and_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__flush_merges_into_epoch, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__epoch_lists_programs_not_processes,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__flush_writes_over_the_spare, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_within_max_memory, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__jit_budget_kept_when_memory_is_large,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__db_size_counted_by_flush, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__spare_follows_epochs_and_quota, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__quota_stops_writing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__min_free_stops_writing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__keep_prunes_old_epochs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__min_free_stops_writing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__keep_prunes_old_epochs, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__new_epoch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__drain_disjoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__status_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_request_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_bad_requests, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__ctl_not_owner_refused_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__ctl_not_owner_refused_at_once, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_stallers_evicted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon__ctl_grace_for_new, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon__ctl_deadline_whole_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon__ctl_deadline_whole_request, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

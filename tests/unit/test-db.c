@@ -32,7 +32,8 @@ static void test_db__header_line_good(void **state)
 		{ "key:", "key", "" },
 		{ "key: ", "key", "" },
 		{ "a.b-c_D9: x: y", "a.b-c_D9", "x: y" },
-		{ "path: /usr/lib/x86_64-linux-gnu/libc.so.6", "path", "/usr/lib/x86_64-linux-gnu/libc.so.6" },
+		{ "path: /usr/lib/x86_64-linux-gnu/libc.so.6", "path",
+		  "/usr/lib/x86_64-linux-gnu/libc.so.6" },
 		{ "k:  two spaces", "k", " two spaces" },
 		{ "samples: 1,2,3", "samples", "1,2,3" },
 	};
@@ -51,7 +52,8 @@ static void test_db__header_line_good(void **state)
 static void test_db__header_line_bad(void **state)
 {
 	(void)state;
-	const char *bad[] = { "", "novalue", ": value", "key:value", "bad key: v", "key\t: v", "k=v: x", "\xc3\xa9: v", NULL };
+	const char *bad[] = { "",         "novalue", ": value",     "key:value", "bad key: v",
+			      "key\t: v", "k=v: x",  "\xc3\xa9: v", NULL };
 	for (int i = 0; bad[i]; i++) {
 		char *k = (char *)"unset", *v = (char *)"unset";
 		int r = tally_parse_header_line(bad[i], "/db/x.prof", 12, &k, &v);
@@ -77,7 +79,9 @@ static void test_db__prof_line_good(void **state)
 	assert_int_equal(tally_parse_prof_line("0 0", "f", 1, 1, &off, c), 0);
 	assert_int_equal(off, 0);
 	assert_int_equal(c[0], 0);
-	assert_int_equal(tally_parse_prof_line("ffffffffffffffff 18446744073709551615", "f", 1, 1, &off, c), 0);
+	assert_int_equal(
+		tally_parse_prof_line("ffffffffffffffff 18446744073709551615", "f", 1, 1, &off, c),
+		0);
 	assert_int_equal(off, UINT64_MAX);
 	assert_int_equal(c[0], UINT64_MAX);
 	assert_int_equal(tally_parse_prof_line("ABCdef 7", "f", 1, 1, &off, c), 0);
@@ -122,9 +126,11 @@ static void test_db__prof_line_bad(void **state)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		uint64_t off = 0, c[3] = { 0, 0, 0 };
-		int r = tally_parse_prof_line(bad[i].line, "/db/libc.so.6-abc.prof", 42, bad[i].nevents, &off, c);
+		int r = tally_parse_prof_line(bad[i].line, "/db/libc.so.6-abc.prof", 42,
+					      bad[i].nevents, &off, c);
 		if (r != -EINVAL)
-			fail_msg("prof line '%s' (%d events) returned %d, want -EINVAL", bad[i].line, bad[i].nevents, r);
+			fail_msg("prof line '%s' (%d events) returned %d, want -EINVAL",
+				 bad[i].line, bad[i].nevents, r);
 		assert_errmsg_has("'/db/libc.so.6-abc.prof'");
 		assert_errmsg_has("line 42");
 	}
@@ -199,7 +205,8 @@ static uint32_t nomap_image(struct tally_agg *a, int pid)
 
 /* Counts n for event e on a stack, keeping a->samples consistent the way
  * on_sample does (tally_agg_count alone does not count samples). */
-static void add(struct tally_agg *a, const uint32_t *frames, uint32_t len, int pid, int e, uint64_t n)
+static void add(struct tally_agg *a, const uint32_t *frames, uint32_t len, int pid, int e,
+		uint64_t n)
 {
 	uint32_t st = tally_agg_stack(a, frames, len);
 	/* each sample weighs 1000 (the format 3 tests tell weights from counts) */
@@ -251,7 +258,8 @@ static uint64_t db_count(const struct tally_db *db, int image, int pid, uint64_t
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < db->nentries; i++)
-		if ((int)db->entries[i].image == image && db->entries[i].pid == pid && db->entries[i].offset == offset)
+		if ((int)db->entries[i].image == image && db->entries[i].pid == pid &&
+		    db->entries[i].offset == offset)
 			sum += db->counts[i * (size_t)db->nevents + (size_t)e];
 	return sum;
 }
@@ -424,7 +432,8 @@ static void test_db__roundtrip_two_events_stacks(void **state)
 		for (uint32_t i = 0; i < st->len; i++)
 			assert_true(tally_db_frame(&db, st, i)->image < db.nimages);
 		if (st->len == 2) {
-			const struct tally_frame *leaf = tally_db_frame(&db, st, 0), *caller = tally_db_frame(&db, st, 1);
+			const struct tally_frame *leaf = tally_db_frame(&db, st, 0),
+						 *caller = tally_db_frame(&db, st, 1);
 			assert_int_equal(leaf->image, t);
 			assert_int_equal(leaf->offset, 0x1010);
 			assert_int_equal(caller->image, t);
@@ -526,8 +535,8 @@ static uint64_t some_kernel_text(void)
 	while (!found && fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type;
-		if (sscanf(line, "%llx %c", &addr, &type) == 2 && addr && (type == 'T' || type == 't') &&
-		    !strchr(line, '\t'))
+		if (sscanf(line, "%llx %c", &addr, &type) == 2 && addr &&
+		    (type == 'T' || type == 't') && !strchr(line, '\t'))
 			found = addr;
 	}
 	fclose(f);
@@ -702,9 +711,10 @@ static void test_db__jit_settle(void **state)
 	static const char jit_map[] = "7f0000001000 40 from_map\n";
 	a.images[jit].jit_map = xstrdup(jit_map);
 	a.images[jit].jit_map_len = strlen(jit_map);
-	char *dump = xstrdup("source: /tmp/jit-4242.dump\nelf-mach: 62\npid: 4242\n\n"
-			     "func 7f0000002000 4 7 from_dump\nline 7f0000002000 3 0 f.js\nline 7f0000002002 4 0 f.js\ncode 4889f8c3\n"
-			     "func 7f0000003000 4 8 never_ran\ncode 4889f8c3\n");
+	char *dump = xstrdup(
+		"source: /tmp/jit-4242.dump\nelf-mach: 62\npid: 4242\n\n"
+		"func 7f0000002000 4 7 from_dump\nline 7f0000002000 3 0 f.js\nline 7f0000002002 4 0 f.js\ncode 4889f8c3\n"
+		"func 7f0000003000 4 8 never_ran\ncode 4889f8c3\n");
 	a.images[jit].jd = xcalloc(1, sizeof(struct tally_jitdump));
 	assert_int_equal(tally_jitdump_read_copy(a.images[jit].jd, dump, "dump"), 0);
 	free(dump);
@@ -762,12 +772,15 @@ static void test_db__jit_settle(void **state)
 	assert_string_equal(tally_resolve(res, (uint32_t)j, 0x7f0000002003)->name, "from_dump");
 	const char *file;
 	unsigned line;
-	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000002003, &file, &line), 0);
+	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000002003, &file, &line),
+			 0);
 	assert_string_equal(file, "f.js");
 	assert_int_equal(line, 4);
-	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000001010, &file, &line), -1);
+	assert_int_equal(tally_resolver_jit_line(res, (uint32_t)j, 0x7f0000001010, &file, &line),
+			 -1);
 	uint32_t mach = 0;
-	const struct tally_jit_func *jf = tally_resolver_jit_func(res, (uint32_t)j, 0x7f0000002001, &mach);
+	const struct tally_jit_func *jf =
+		tally_resolver_jit_func(res, (uint32_t)j, 0x7f0000002001, &mach);
 	assert_non_null(jf);
 	assert_int_equal(mach, 62);
 	assert_int_equal(jf->code[3], 0xc3);
@@ -883,7 +896,8 @@ static void test_db__roundtrip_path_with_newline(void **state)
 	struct tally_db db;
 	int r = tally_db_open(&db, fx->db);
 	if (r)
-		fail_msg("database with a newline in an image path is unreadable: %s", tally_errmsg());
+		fail_msg("database with a newline in an image path is unreadable: %s",
+			 tally_errmsg());
 	assert_int_equal(db.nimages, 1);
 	assert_int_equal(db.samples[0], 5);
 	assert_int_equal(db_count(&db, 0, 0, 0x1010, 0), 5);
@@ -936,7 +950,8 @@ static void expect_open_fails(const char *path, const char *what)
 	int r = tally_db_open(&db, path);
 	if (r >= 0) {
 		tally_db_release(&db);
-		fail_msg("tally_db_open('%s') succeeded, expected an error naming '%s'", path, what);
+		fail_msg("tally_db_open('%s') succeeded, expected an error naming '%s'", path,
+			 what);
 	}
 	assert_errmsg_has(what);
 	assert_null(db.path);
@@ -971,7 +986,9 @@ static void test_db__open_future_version(void **state)
 	struct fixture *fx = *state;
 	write_std(fx, 1, "none");
 	char *session = unit_path(fx->db, "session");
-	unit_write_str(session, "format-version: 999\nevents: cpu-clock\ncall-graph: none\nper-pid: no\nsamples: 14\n");
+	unit_write_str(
+		session,
+		"format-version: 999\nevents: cpu-clock\ncall-graph: none\nper-pid: no\nsamples: 14\n");
 	expect_open_fails(fx->db, session);
 	assert_errmsg_has("999");
 	/* no version at all */
@@ -1002,7 +1019,8 @@ static char *std_prof(struct fixture *fx, char **text)
 /* Writes the standard .prof with the line starting at `from` (a header line such
  * as "\nsamples: ") replaced by `line`, and expects the database to be refused
  * naming that file and each of the words; then puts the original back. */
-static void spoil_std_prof(struct fixture *fx, const char *from, const char *line, const char *w1, const char *w2)
+static void spoil_std_prof(struct fixture *fx, const char *from, const char *line, const char *w1,
+			   const char *w2)
 {
 	char *text;
 	char *prof = std_prof(fx, &text);
@@ -1180,8 +1198,10 @@ static void assert_same_stacks(const struct tally_db *a, const struct tally_db *
 		assert_int_equal(x->len, y->len);
 		assert_int_equal(x->pid, y->pid);
 		for (uint32_t f = 0; f < x->len; f++) {
-			assert_int_equal(tally_db_frame(a, x, f)->image, tally_db_frame(b, y, f)->image);
-			assert_int_equal(tally_db_frame(a, x, f)->offset, tally_db_frame(b, y, f)->offset);
+			assert_int_equal(tally_db_frame(a, x, f)->image,
+					 tally_db_frame(b, y, f)->image);
+			assert_int_equal(tally_db_frame(a, x, f)->offset,
+					 tally_db_frame(b, y, f)->offset);
 		}
 		for (int e = 0; e < a->nevents; e++)
 			assert_int_equal(a->stack_counts[s * (size_t)a->nevents + (size_t)e],
@@ -1316,7 +1336,8 @@ static void test_db__parse_stacks(void **state)
 	(void)state;
 	struct tally_db db;
 	parse_db(&db, 7, 1);
-	static const char good[] = "# count[,count...] pid frames\n3,1 0 0:10 1:20\n\n2,0 7 1:FF 1:20\n2,0 0 0:10\n";
+	static const char good[] =
+		"# count[,count...] pid frames\n3,1 0 0:10 1:20\n\n2,0 7 1:FF 1:20\n2,0 0 0:10\n";
 	assert_int_equal(tally_db_parse_stacks(&db, good, strlen(good), "st"), 0);
 	assert_int_equal(db.nstacks, 3);
 	assert_int_equal(db.nstack_frames, 5);
@@ -1324,7 +1345,8 @@ static void test_db__parse_stacks(void **state)
 	assert_int_equal(db.stacks[1].pid, 7);
 	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 0)->offset, 0xff);
 	assert_int_equal(tally_db_frame(&db, &db.stacks[1], 1)->image, 1);
-	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0), tally_db_frame(&db, &db.stacks[2], 0));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0),
+			 tally_db_frame(&db, &db.stacks[2], 0));
 	assert_int_equal(db.stack_counts[0], 3);
 	assert_int_equal(db.stack_counts[1], 1);
 	tally_db_release(&db);
@@ -1338,8 +1360,10 @@ static void test_db__parse_stacks(void **state)
 	tally_db_release(&db);
 
 	expect_stacks_bad("3,1 0 0:10", 10, "'st' line 1: the file ends in the middle of the line");
-	expect_stacks_bad("3,1 0 0:10\n\0\n", 13, "'st' line 2: binary data (a NUL byte) in a text file");
-	expect_stacks_bad("3,1 0 0:10\n3,1 0 0:1x\n", 22, "'st' line 2: expected 'COUNT PID IMAGE:OFFSET");
+	expect_stacks_bad("3,1 0 0:10\n\0\n", 13,
+			  "'st' line 2: binary data (a NUL byte) in a text file");
+	expect_stacks_bad("3,1 0 0:10\n3,1 0 0:1x\n", 22,
+			  "'st' line 2: expected 'COUNT PID IMAGE:OFFSET");
 	static const char *const bad[] = {
 		"3,1 0 2:10\n",                     /* no image 2 */
 		"3 0 0:10\n",                       /* one count for two events */
@@ -1352,8 +1376,10 @@ static void test_db__parse_stacks(void **state)
 		"3,1 x 0:10\n",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
-		expect_stacks_bad(bad[i], strlen(bad[i]), "'st' line 1: expected 'COUNT PID IMAGE:OFFSET");
-	expect_stacks_bad("2,1 0 0:10\n", 11, "'st': its stacks hold 2 'cpu-clock' samples but the session counted 3");
+		expect_stacks_bad(bad[i], strlen(bad[i]),
+				  "'st' line 1: expected 'COUNT PID IMAGE:OFFSET");
+	expect_stacks_bad("2,1 0 0:10\n", 11,
+			  "'st': its stacks hold 2 'cpu-clock' samples but the session counted 3");
 }
 
 /* The callers a stack shares with the line before it (from the root) are
@@ -1389,15 +1415,19 @@ static void test_db__parse_stacks_shared_callers(void **state)
 		for (uint32_t f = 0; f < want[k].n; f++) {
 			const struct tally_frame *fr = tally_db_frame(&db, &db.stacks[k], f);
 			if (fr->image != want[k].image[f] || fr->offset != want[k].offset[f])
-				fail_msg("stack %zu frame %u: %u:%" PRIx64 ", not %u:%" PRIx64, k, f, fr->image, fr->offset,
-					 want[k].image[f], want[k].offset[f]);
+				fail_msg("stack %zu frame %u: %u:%" PRIx64 ", not %u:%" PRIx64, k,
+					 f, fr->image, fr->offset, want[k].image[f],
+					 want[k].offset[f]);
 		}
 	}
 	/* each distinct frame once: 0:10 0:11 0:12 0:20 0:30 1:10 1:20 */
 	assert_int_equal(db.nframe_tab, 7);
-	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 2), tally_db_frame(&db, &db.stacks[4], 3));
-	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0), tally_db_frame(&db, &db.stacks[4], 1));
-	assert_ptr_equal(tally_db_frame(&db, &db.stacks[5], 1), tally_db_frame(&db, &db.stacks[5], 2));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 2),
+			 tally_db_frame(&db, &db.stacks[4], 3));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[0], 0),
+			 tally_db_frame(&db, &db.stacks[4], 1));
+	assert_ptr_equal(tally_db_frame(&db, &db.stacks[5], 1),
+			 tally_db_frame(&db, &db.stacks[5], 2));
 	tally_db_release(&db);
 }
 
@@ -1590,10 +1620,13 @@ static void test_db__v3_weights(void **state)
 	char *st = unit_read(stacks, &stlen);
 	char buf[256];
 	/* (text stacks, as version 3's, in a version 4 database: read as text) */
-	snprintf(buf, sizeof(buf), "# damaged\n14:18446744073709551615,10:10000 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n", t, t);
+	snprintf(buf, sizeof(buf),
+		 "# damaged\n14:18446744073709551615,10:10000 0 0 %d:1010\n1:1,0:0 0 0 %d:2000\n",
+		 t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: the weights add up past");
-	snprintf(buf, sizeof(buf), "# damaged\n14:14000,10:10000 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
+	snprintf(buf, sizeof(buf),
+		 "# damaged\n14:14000,10:10000 0 0 %d:1010\n0:1,0:0 0 0 %d:2000\n", t, t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, "stacks' line 3: a weight of 1 for no sample");
 	unit_write(stacks, st, stlen);
@@ -1641,7 +1674,8 @@ static void test_db__v3_weights(void **state)
 /* ---- format 4: binary stacks ---- */
 
 /* bin with the n bytes at off replaced by v's, written to path */
-static void bin_put(const char *path, const char *bin, size_t len, size_t off, const void *v, size_t n)
+static void bin_put(const char *path, const char *bin, size_t len, size_t off, const void *v,
+		    size_t n)
 {
 	char *c = xmalloc(len);
 	memcpy(c, bin, len);
@@ -1683,7 +1717,8 @@ static void test_db__binary_stacks(void **state)
 	tally_db_release(&later);
 
 	/* damage: each named, with the file */
-	size_t frames = 40, stk = frames + 16 * nf, vals = stk + 16 * ns, refs = vals + 16 * nev * ns;
+	size_t frames = 40, stk = frames + 16 * nf, vals = stk + 16 * ns,
+	       refs = vals + 16 * nev * ns;
 	unit_write(stacks, bin, len - 1);
 	expect_open_fails(fx->db, "stacks' is ");
 	assert_errmsg_has("truncated");
@@ -1703,7 +1738,8 @@ static void test_db__binary_stacks(void **state)
 	bin_put32(stacks, bin, len, stk + 8, 0);
 	expect_open_fails(fx->db, "stacks' stack 1: it has no frames");
 	bin_put32(stacks, bin, len, stk, 0x80000000u);
-	expect_open_fails(fx->db, "stacks' stack 1: pid 2147483648 is not a process id (0 to 2147483647)");
+	expect_open_fails(fx->db,
+			  "stacks' stack 1: pid 2147483648 is not a process id (0 to 2147483647)");
 	bin_put32(stacks, bin, len, stk + 4, 7);
 	expect_open_fails(fx->db, "stacks' stack 1: label set 7 is not in 'labels'");
 	uint64_t c0;
@@ -1721,7 +1757,8 @@ static void test_db__binary_stacks(void **state)
 	/* a frame record no stack has (one more, after the others) */
 	char *extra = xmalloc(len + 16);
 	memcpy(extra, bin, stk);
-	memcpy(extra + stk, bin + frames, 16); /* the first frame's bytes again: no frame number names it */
+	/* the first frame's bytes again: no frame number names it */
+	memcpy(extra + stk, bin + frames, 16);
 	memcpy(extra + stk + 16, bin + stk, len - stk);
 	uint64_t nf1 = nf + 1;
 	memcpy(extra + 16, &nf1, 8);
@@ -1748,7 +1785,8 @@ static void test_db__binary_stacks(void **state)
 	uint32_t l;
 	memcpy(&l, bin + stk + 16 * longer + 8, 4);
 	bin_put32(stacks, bin, len, stk + 16 * longer + 8, l - 1);
-	snprintf(want, sizeof(want), "stacks': its stacks have %" PRIu64 " frames in all, and its header says %" PRIu64,
+	snprintf(want, sizeof(want),
+		 "stacks': its stacks have %" PRIu64 " frames in all, and its header says %" PRIu64,
 		 nr - 1, nr);
 	expect_open_fails(fx->db, want);
 	/* a file that ends in its header */
@@ -1772,7 +1810,8 @@ static void test_db__binary_stacks(void **state)
 	tally_db_release(&v1);
 	/* ... where a binary file does not belong */
 	unit_write(stacks, bin, len);
-	expect_open_fails(fx->db, "stacks' is a binary stacks file, which only format version 4 has");
+	expect_open_fails(fx->db,
+			  "stacks' is a binary stacks file, which only format version 4 has");
 	tally_db_release(&db);
 	free(text);
 	free(bin);
@@ -1787,7 +1826,8 @@ static void test_db__open_stacks_damage(void **state)
 	char *stacks = unit_path(fx->db, "stacks");
 	char buf[256];
 	/* counts that wrap to the session's 14 */
-	snprintf(buf, sizeof(buf), "# damaged\n18446744073709551615 0 %d:1010\n15 0 %d:2000\n", t, t);
+	snprintf(buf, sizeof(buf), "# damaged\n18446744073709551615 0 %d:1010\n15 0 %d:2000\n", t,
+		 t);
 	unit_write_str(stacks, buf);
 	expect_open_fails(fx->db, stacks);
 	assert_errmsg_has("add up past");
@@ -1817,7 +1857,11 @@ static void test_db__binary_stacks_past_2_32(void **state)
 	assert_true(fd >= 0);
 	char *names[] = { (char *)"cpu-clock", (char *)"page-faults" };
 	uint64_t samples[2] = { 0, 0 };
-	struct stacks_map m = { .nevents = 2, .events = names, .samples = samples, .nimages = 64, .weighted = true,
+	struct stacks_map m = { .nevents = 2,
+				.events = names,
+				.samples = samples,
+				.nimages = 64,
+				.weighted = true,
 				.binary = true };
 	struct stackset set = { .nevents = 2, .dedup = true };
 	set.nstack_frames = UINT32_MAX - 1;
@@ -1837,7 +1881,8 @@ static void test_db__open_stacks_without_call_graph(void **state)
 	struct fixture *fx = *state;
 	write_std(fx, 1, "none");
 	int t = true_index(fx);
-	/* a stacks file the session does not announce: it was read, then dropped at the next write */
+	/* a stacks file the session does not announce: it was read, then dropped at the next write
+	 */
 	char *stacks = unit_path(fx->db, "stacks");
 	char buf[128];
 	snprintf(buf, sizeof(buf), "14 0 %d:1010\n", t);
@@ -1911,10 +1956,21 @@ static void test_db__open_session_values(void **state)
 	memset(big + 14, '0', 400);
 	big[414] = '\0';
 	const char *lines[] = {
-		"start-time: 9999-99-99T99:99:99Z", "stop-time: 2026-02-30T12:00:00Z", "start-time: 2026-11-21 13:07:00",
-		"period-mean: 1e400", big, "period-min: 12,-3", "duration: inf", "duration: 1e9", "duration: 4000000000",
-		"dwarf-unwinds: -1", "jit-untrusted: 18446744073709551616", "call-graph: sometimes", "per-pid: maybe",
-		"interval-p10-p50-p90: 1/2", "dwarf-stop-reasons: stack copy too small 1, no CFI or unreadable frame 2",
+		"start-time: 9999-99-99T99:99:99Z",
+		"stop-time: 2026-02-30T12:00:00Z",
+		"start-time: 2026-11-21 13:07:00",
+		"period-mean: 1e400",
+		big,
+		"period-min: 12,-3",
+		"duration: inf",
+		"duration: 1e9",
+		"duration: 4000000000",
+		"dwarf-unwinds: -1",
+		"jit-untrusted: 18446744073709551616",
+		"call-graph: sometimes",
+		"per-pid: maybe",
+		"interval-p10-p50-p90: 1/2",
+		"dwarf-stop-reasons: stack copy too small 1, no CFI or unreadable frame 2",
 		"fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3",
 		"fp-repair-stops: no CFI 1, stack copy too small -2, chain not rejoined 3, depth limit 0",
 		"fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 0, more 1",
@@ -1934,11 +1990,13 @@ static void test_db__open_session_values(void **state)
 	}
 	/* what tally writes is accepted */
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%sstart-time: 2026-11-21T13:07:00Z\nstop-time: 2026-11-21T13:07:02Z\nduration: 2.004\n"
-		    "period-mean: 1001123\nperiod-min: 876002\nperiod-max: 1126120\ninterval-p10-p50-p90: 911040/983481/1104164\n"
-		    "dwarf-stop-reasons: stack copy too small 0, no CFI or unreadable frame 1, depth limit 0\n"
-		    "fp-repair-frames: 12\nfp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 18446744073709551615\n",
-		    text);
+	strbuf_addf(
+		&sb,
+		"%sstart-time: 2026-11-21T13:07:00Z\nstop-time: 2026-11-21T13:07:02Z\nduration: 2.004\n"
+		"period-mean: 1001123\nperiod-min: 876002\nperiod-max: 1126120\ninterval-p10-p50-p90: 911040/983481/1104164\n"
+		"dwarf-stop-reasons: stack copy too small 0, no CFI or unreadable frame 1, depth limit 0\n"
+		"fp-repair-frames: 12\nfp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 18446744073709551615\n",
+		text);
 	unit_write(session, sb.buf, sb.len);
 	struct tally_db db;
 	if (tally_db_open(&db, fx->db))
@@ -2044,8 +2102,9 @@ static void test_db__parse_buffers(void **state)
 
 	/* binary data and an unfinished last line, with their line, from every entry point */
 	int (*const parsers[])(struct tally_db *, const char *, size_t, const char *) = {
-		tally_db_parse_session, tally_db_parse_images, tally_db_parse_prof,  tally_db_parse_stacks,
-		tally_db_parse_ksyms,   tally_db_parse_tasks,  tally_db_parse_modules, tally_db_parse_mntns,
+		tally_db_parse_session, tally_db_parse_images, tally_db_parse_prof,
+		tally_db_parse_stacks,  tally_db_parse_ksyms,  tally_db_parse_tasks,
+		tally_db_parse_modules, tally_db_parse_mntns,
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(parsers); i++) {
 		memset(&db, 0, sizeof(db));
@@ -2189,8 +2248,10 @@ static void test_db__temp_names(void **state)
 		assert_int_equal(pid, good[i].pid);
 		free(target);
 	}
-	const char *bad[] = { "db", ".db", ".db.tmp-", ".db.tmp-0", ".db.tmp-12x", "..tmp-1", "db.tmp-12", ".db.tmp.12",
-			      ".db.new-12", ".tmp-12", ".db.tmp-1234567890", ".db.damaged-12", NULL };
+	const char *bad[] = { "db",          ".db",     ".db.tmp-",           ".db.tmp-0",
+			      ".db.tmp-12x", "..tmp-1", "db.tmp-12",          ".db.tmp.12",
+			      ".db.new-12",  ".tmp-12", ".db.tmp-1234567890", ".db.damaged-12",
+			      NULL };
 	for (int i = 0; bad[i]; i++) {
 		enum tally_db_temp k;
 		int pid;
@@ -2537,50 +2598,76 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_db__roundtrip, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__v3_weights, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__binary_stacks, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__binary_stacks_past_2_32, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__binary_stacks_past_2_32, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_two_events_stacks, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_per_pid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_empty, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__roundtrip_kernel, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__roundtrip_caller_only_image, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__roundtrip_special_images, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_caller_only_image, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_special_images, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__jit_settle, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__write_refuses_existing, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__stacks_later_not_written_over, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__write_refuses_existing, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__write_target_checks, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_path_with_newline, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__roundtrip_comm_with_newline, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later_not_written_over, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__stacks_later, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__parse_stacks),
 		cmocka_unit_test(test_db__parse_stacks_shared_callers),
-		cmocka_unit_test_setup_teardown(test_db__stacks_later_long_file, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__stacks_later_long_file, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_not_a_db, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_future_version, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_prof_garbage_line, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_prof_truncated, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_prof_sum_mismatch, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_prof_bad_header, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_future_version, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_garbage_line, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_truncated, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_sum_mismatch, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_prof_bad_header, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_duplicate_prof, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_missing_prof, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_damaged_images_stacks, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_counts_wrap, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_stacks_damage, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_stacks_without_call_graph, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_stacks_without_call_graph, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_images_damage, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__open_session_values, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__error_quotes_escaped, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__open_session_values, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__error_quotes_escaped, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__parse_buffers, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__open_not_regular, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__temp_names),
-		cmocka_unit_test_setup_teardown(test_db__recover_stale_stage, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__recover_zombie_writer, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_stale_stage, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_zombie_writer, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__recover_live_stage, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__recover_old_without_db, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__recover_old_with_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_without_db, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_old_with_db, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__recover_daemon_dir, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__recover_other_owner, fx_setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_db__save_error_names_db, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__recover_other_owner, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_db__save_error_names_db, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_db__save_modes, fx_setup, fx_teardown),
 		cmocka_unit_test(test_db__meta),
 	};

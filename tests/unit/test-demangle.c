@@ -24,7 +24,8 @@ static void test_demangle__cxx_rust(void **state)
 	check_demangle("_Znwm", "operator new(unsigned long)");
 	check_demangle("_ZN2v84base7ieee7543sinEd", "v8::base::ieee754::sin(double)");
 	/* Rust, legacy (the hash dropped) and v0 */
-	check_demangle("_ZN4core3ptr13drop_in_place17h1234567890abcdefE", "core::ptr::drop_in_place");
+	check_demangle("_ZN4core3ptr13drop_in_place17h1234567890abcdefE",
+		       "core::ptr::drop_in_place");
 	check_demangle("_RNvCs1234_7mycrate3foo", "mycrate::foo");
 	/* C names and garbage are left alone */
 	check_demangle("main", NULL);
@@ -48,22 +49,26 @@ static void test_demangle__short(void **state)
 {
 	(void)state;
 	check_short("ns_a::Grid<int>::sweep(int)", "ns_a::Grid::sweep");
-	check_short("void std::__introsort_loop<__gnu_cxx::__normal_iterator<int*, std::vector<int, std::allocator<int> > >, "
-		    "long, __gnu_cxx::__ops::_Iter_less_iter>(__gnu_cxx::__normal_iterator<int*, std::vector<int, "
-		    "std::allocator<int> > >, __gnu_cxx::__normal_iterator<int*, std::vector<int, std::allocator<int> > >, "
-		    "long, __gnu_cxx::__ops::_Iter_less_iter)",
-		    "std::__introsort_loop");
+	check_short(
+		"void std::__introsort_loop<__gnu_cxx::__normal_iterator<int*, std::vector<int, std::allocator<int> > >, "
+		"long, __gnu_cxx::__ops::_Iter_less_iter>(__gnu_cxx::__normal_iterator<int*, std::vector<int, "
+		"std::allocator<int> > >, __gnu_cxx::__normal_iterator<int*, std::vector<int, std::allocator<int> > >, "
+		"long, __gnu_cxx::__ops::_Iter_less_iter)",
+		"std::__introsort_loop");
 	check_short("std::vector<int, std::allocator<int> >::size() const", "std::vector::size");
 	check_short("operator new(unsigned long)", "operator new");
 	check_short("void sort<int>(int*)", "sort");
-	check_short("std::allocator<int>::operator new(unsigned long)", "std::allocator::operator new");
+	check_short("std::allocator<int>::operator new(unsigned long)",
+		    "std::allocator::operator new");
 	check_short("std::ostream::operator<<(int)", "std::ostream::operator<<");
 	check_short("bool operator< <int>(Foo<int> const&, Foo<int> const&)", "operator<");
-	check_short("main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()");
+	check_short("main::{lambda(int)#1}::operator()(int) const",
+		    "main::{lambda(int)#1}::operator()");
 	check_short("(anonymous namespace)::helper(char const*)", "(anonymous namespace)::helper");
 	check_short("std::__cxx11::basic_string<char>::_M_create[abi:cxx11](unsigned long&)",
 		    "std::__cxx11::basic_string::_M_create");
-	check_short("<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop", "<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop");
+	check_short("<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop",
+		    "<alloc::vec::Vec<u8> as core::ops::drop::Drop>::drop");
 	check_short("core::ptr::drop_in_place<alloc::string::String>", "core::ptr::drop_in_place");
 	/* C names, kernel names and JIT names pass unchanged */
 	check_short("hot_loop", "hot_loop");

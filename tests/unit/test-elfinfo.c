@@ -219,14 +219,15 @@ static char *write_kallsyms(char **dir, const char *text)
 	return p;
 }
 
-static void check_ksym(const struct tally_ksym *k, uint64_t addr, uint64_t size, char type, const char *name,
-		       const char *module)
+static void check_ksym(const struct tally_ksym *k, uint64_t addr, uint64_t size, char type,
+		       const char *name, const char *module)
 {
 	if (k->addr != addr || k->size != size || k->type != type || strcmp(k->name, name) ||
 	    (module ? !k->module || strcmp(k->module, module) : k->module != NULL))
-		fail_msg("ksym %#llx+%#llx %c '%s' [%s], want %#llx+%#llx %c '%s' [%s]", (unsigned long long)k->addr,
-			 (unsigned long long)k->size, k->type, k->name, k->module ? k->module : "-",
-			 (unsigned long long)addr, (unsigned long long)size, type, name, module ? module : "-");
+		fail_msg("ksym %#llx+%#llx %c '%s' [%s], want %#llx+%#llx %c '%s' [%s]",
+			 (unsigned long long)k->addr, (unsigned long long)k->size, k->type, k->name,
+			 k->module ? k->module : "-", (unsigned long long)addr,
+			 (unsigned long long)size, type, name, module ? module : "-");
 }
 
 static void test_elfinfo__kallsyms_needed(void **state)
@@ -332,8 +333,8 @@ static void test_elfinfo__kallsyms_real(void **state)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
 		char type, nm[256];
-		if (sscanf(line, "%llx %c %255s", &a, &type, nm) == 3 && a && type == 'T' && !strchr(line, '\t') &&
-		    !strcmp(nm, "schedule")) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, nm) == 3 && a && type == 'T' &&
+		    !strchr(line, '\t') && !strcmp(nm, "schedule")) {
 			addr = a;
 			snprintf(name, sizeof(name), "%s", nm);
 			break;
@@ -406,7 +407,8 @@ static void test_elfinfo__kernel_build_id(void **state)
 }
 
 /* one ELF note: namesz, descsz, type, name and desc padded to 4 */
-static size_t put_note(unsigned char *p, const char *name, uint32_t type, const unsigned char *desc, uint32_t descsz)
+static size_t put_note(unsigned char *p, const char *name, uint32_t type, const unsigned char *desc,
+		       uint32_t descsz)
 {
 	uint32_t namesz = (uint32_t)strlen(name) + 1;
 	memcpy(p, &namesz, 4);

@@ -36,7 +36,10 @@ static void test_epoch__parse_time(void **state)
 	assert_true(t == 1795266450.0);
 	assert_int_equal(tally_parse_time("2026-11-21", "--until", now, &t), 0);
 	assert_true(t == 1795219200.0);
-	const char *bad[] = { "", "x", "-2h", "2026-02-30", "202613011200", "2026-11-21T25:00", "1e3", "2h30", NULL };
+	const char *bad[] = {
+		"",    "x",    "-2h", "2026-02-30", "202613011200", "2026-11-21T25:00",
+		"1e3", "2h30", NULL
+	};
 	for (int i = 0; bad[i]; i++) {
 		if (tally_parse_time(bad[i], "--until", now, &t) != -EINVAL)
 			fail_msg("'%s' was accepted as a time", bad[i]);
@@ -56,7 +59,8 @@ static void test_epoch__parse_size(void **state)
 	assert_int_equal(v, 2ull << 30);
 	assert_int_equal(tally_parse_size("512k", "--max-db-size", 0, &v), 0);
 	assert_int_equal(v, 512ull << 10);
-	const char *bad[] = { "", "M", "-1", "1.5M", "10X", "99999999999999999999", "20000000T", NULL };
+	const char *bad[] = { "",          "M", "-1", "1.5M", "10X", "99999999999999999999",
+			      "20000000T", NULL };
 	for (int i = 0; bad[i]; i++) {
 		if (tally_parse_size(bad[i], "--max-memory", 0, &v) != -EINVAL)
 			fail_msg("'%s' was accepted as a size", bad[i]);
@@ -71,11 +75,15 @@ static void test_epoch__parse_size(void **state)
 static void test_epoch__names(void **state)
 {
 	(void)state;
-	const char *ok[] = { "202611211307", "202611211307-2", "202611211307-10", "199901010000", NULL };
-	const char *bad[] = { "", "2026112113", "202611211307-", "202611211307-1x", "202611211307-0", "202613211307",
-			      /* the first epoch of a minute has no number: "-1" would sort equal to it */
-			      "202611211307-1",
-			      "x02611211307", "202611211307-2-3", "202611211307 ", ".202611211307", NULL };
+	const char *ok[] = { "202611211307", "202611211307-2", "202611211307-10", "199901010000",
+			     NULL };
+	const char *bad[] = {
+		"", "2026112113", "202611211307-", "202611211307-1x", "202611211307-0",
+		"202613211307",
+		/* the first epoch of a minute has no number: "-1" would sort equal to it */
+		"202611211307-1", "x02611211307", "202611211307-2-3", "202611211307 ",
+		".202611211307", NULL
+	};
 	for (int i = 0; ok[i]; i++)
 		if (!tally_epoch_name_ok(ok[i]))
 			fail_msg("'%s' refused as an epoch name", ok[i]);
@@ -122,7 +130,8 @@ static char *daemon_dir(const char *tmp)
 	return dir;
 }
 
-static void add_epoch(const char *dir, const char *name, uint64_t off, uint64_t n, const char *start, const char *stop)
+static void add_epoch(const char *dir, const char *name, uint64_t off, uint64_t n,
+		      const char *start, const char *stop)
 {
 	char *p = unit_path(dir, name);
 	make_db(p, off, n, start, stop);
@@ -211,7 +220,8 @@ static uint64_t count_at(const struct tally_db *db, const char *kind, uint64_t o
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < db->nentries; i++)
-		if (!strcmp(db->images[db->entries[i].image].kind, kind) && db->entries[i].offset == off)
+		if (!strcmp(db->images[db->entries[i].image].kind, kind) &&
+		    db->entries[i].offset == off)
 			sum += db->counts[i * (size_t)db->nevents + (size_t)e];
 	return sum;
 }
@@ -324,8 +334,8 @@ static void test_epoch__merge(void **state)
 }
 
 /* An epoch with call stacks of /bin/true: stack i is frames offs[i][0..2) with n[i] samples. */
-static void make_cg_epoch(const char *dir, const char *name, const uint64_t (*offs)[2], const uint64_t *n, size_t k,
-			  const char *start)
+static void make_cg_epoch(const char *dir, const char *name, const uint64_t (*offs)[2],
+			  const uint64_t *n, size_t k, const char *start)
 {
 	struct tally_agg a;
 	tally_agg_init(&a, 1, false, false);
@@ -335,7 +345,8 @@ static void make_cg_epoch(const char *dir, const char *name, const uint64_t (*of
 	img.path = (char *)"/bin/true";
 	uint32_t im = tally_agg_image(&a, &img);
 	for (size_t i = 0; i < k; i++) {
-		uint32_t fr[2] = { tally_agg_frame(&a, im, offs[i][0]), tally_agg_frame(&a, im, offs[i][1]) };
+		uint32_t fr[2] = { tally_agg_frame(&a, im, offs[i][0]),
+				   tally_agg_frame(&a, im, offs[i][1]) };
 		tally_agg_count(&a, tally_agg_stack(&a, fr, 2), 0, 0, n[i]);
 		a.samples[0] += n[i];
 	}
@@ -364,7 +375,8 @@ static void test_epoch__merge_stacks_later(void **state)
 	(void)state;
 	char *tmp = unit_tmpdir();
 	char *dir = daemon_dir(tmp);
-	static const uint64_t s1[][2] = { { 0x10, 0x100 }, { 0x20, 0x100 } }, s3[][2] = { { 0x30, 0x200 }, { 0x10, 0x100 } };
+	static const uint64_t s1[][2] = { { 0x10, 0x100 }, { 0x20, 0x100 } },
+			      s3[][2] = { { 0x30, 0x200 }, { 0x10, 0x100 } };
 	static const uint64_t n1[] = { 4, 5 }, n3[] = { 6, 7 };
 	make_cg_epoch(dir, "202611211300", s1, n1, 2, "2026-11-21T13:00:00Z");
 	add_epoch(dir, "202611211301", 0x40, 3, "2026-11-21T13:01:00Z", "2026-11-21T13:02:00Z");
@@ -386,8 +398,10 @@ static void test_epoch__merge_stacks_later(void **state)
 		const struct tally_db_stack *a = &now.stacks[i], *b = &later.stacks[i];
 		assert_int_equal(a->len, b->len);
 		for (uint32_t f = 0; f < a->len; f++) {
-			assert_int_equal(tally_db_frame(&now, a, f)->offset, tally_db_frame(&later, b, f)->offset);
-			assert_int_equal(tally_db_frame(&now, a, f)->image, tally_db_frame(&later, b, f)->image);
+			assert_int_equal(tally_db_frame(&now, a, f)->offset,
+					 tally_db_frame(&later, b, f)->offset);
+			assert_int_equal(tally_db_frame(&now, a, f)->image,
+					 tally_db_frame(&later, b, f)->image);
 		}
 		assert_int_equal(tally_db_frame(&later, b, 0)->offset, leaf[i]);
 		assert_int_equal(now.stack_counts[i], count[i]);
@@ -466,7 +480,8 @@ static void test_epoch__bundle(void **state)
 	bad[nb].what = "escaping name";
 	bad[nb++].text = xstrdup("tally-bundle: 1\nfile: 1 ../evil\nx\nend: 1 files\n");
 	bad[nb].what = "duplicate";
-	bad[nb++].text = xstrdup("tally-bundle: 1\nfile: 1 session\nx\nfile: 1 session\nx\nend: 2 files\n");
+	bad[nb++].text =
+		xstrdup("tally-bundle: 1\nfile: 1 session\nx\nfile: 1 session\nx\nend: 2 files\n");
 	bad[nb].what = "wrong count";
 	bad[nb++].text = xstrdup("tally-bundle: 1\nfile: 1 tasks\nx\nend: 3 files\n");
 	bad[nb].what = "bad length";
@@ -480,7 +495,8 @@ static void test_epoch__bundle(void **state)
 			fail_msg("%s bundle accepted", bad[i].what);
 		assert_errmsg_has("bad.bundle");
 		if (strstr(tally_errmsg(), "/tmp/tally-bundle."))
-			fail_msg("%s: the error names the unpacked directory: %s", bad[i].what, tally_errmsg());
+			fail_msg("%s: the error names the unpacked directory: %s", bad[i].what,
+				 tally_errmsg());
 		free(p);
 		free(bad[i].text);
 	}
@@ -526,7 +542,10 @@ static void test_epoch__bundle_damaged_header(void **state)
 	memset(&d, 0xab, sizeof(d));
 	assert_true(tally_db_open(&d, p) < 0);
 	char want[512];
-	snprintf(want, sizeof(want), "'%s' is a damaged bundle: its first line names no format-version (drain it again)", p);
+	snprintf(
+		want, sizeof(want),
+		"'%s' is a damaged bundle: its first line names no format-version (drain it again)",
+		p);
 	assert_string_equal(tally_errmsg(), want);
 	assert_null(d.path);
 	free(p);
@@ -567,7 +586,8 @@ static void test_epoch__bundle_damaged_header(void **state)
 	assert_errmsg_has("holds the file 'tasks' twice");
 	const char nul[] = "tally-bundle: 1\nfile: 1 ta\0ks\nx\nend: 1 files\n";
 	assert_int_equal(tally_bundle_parse(nul, sizeof(nul) - 1, "mem", NULL, NULL), -EINVAL);
-	const char huge[] = "tally-bundle: 1\nfile: 99999999999999999999999 tasks\nx\nend: 1 files\n";
+	const char huge[] =
+		"tally-bundle: 1\nfile: 99999999999999999999999 tasks\nx\nend: 1 files\n";
 	assert_int_equal(tally_bundle_parse(huge, sizeof(huge) - 1, "mem", NULL, NULL), -EINVAL);
 	/* the database from memory */
 	struct tally_db m;
@@ -588,12 +608,15 @@ static void test_epoch__merge_overflow(void **state)
 	char *tmp = unit_tmpdir();
 	char *dir = daemon_dir(tmp);
 	/* each epoch adds up; merged, 2^63 + 2^63 wrapped to 0 */
-	add_epoch(dir, "202611211300", 0x10, 1ull << 63, "2026-11-21T13:00:00Z", "2026-11-21T13:59:00Z");
-	add_epoch(dir, "202611211400", 0x10, 1ull << 63, "2026-11-21T14:00:00Z", "2026-11-21T14:59:00Z");
+	add_epoch(dir, "202611211300", 0x10, 1ull << 63, "2026-11-21T13:00:00Z",
+		  "2026-11-21T13:59:00Z");
+	add_epoch(dir, "202611211400", 0x10, 1ull << 63, "2026-11-21T14:00:00Z",
+		  "2026-11-21T14:59:00Z");
 	struct tally_db db;
 	memset(&db, 0xab, sizeof(db));
 	assert_int_equal(tally_db_open(&db, dir), -EINVAL);
-	assert_errmsg_has("its epochs together hold more than 18446744073709551615 'cpu-clock' samples");
+	assert_errmsg_has(
+		"its epochs together hold more than 18446744073709551615 'cpu-clock' samples");
 	assert_errmsg_has(dir);
 	/* one at a time they read */
 	struct tally_db_select sel = { 0 };
@@ -632,20 +655,26 @@ static void test_epoch__fp_repair_sums(void **state)
 	add_epoch(dir, "202611211300", 0x10, 1, "2026-11-21T13:00:00Z", "2026-11-21T13:59:00Z");
 	add_epoch(dir, "202611211400", 0x10, 10, "2026-11-21T14:00:00Z", "2026-11-21T14:59:00Z");
 	add_epoch(dir, "202611211500", 0x10, 100, "2026-11-21T15:00:00Z", "2026-11-21T15:30:00Z");
-	epoch_session_add(dir, "202611211300", "fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 4");
+	epoch_session_add(
+		dir, "202611211300",
+		"fp-repair-stops: no CFI 1, stack copy too small 2, chain not rejoined 3, depth limit 4");
 	epoch_session_add(dir, "202611211300", "fp-repair-frames: 7");
-	epoch_session_add(dir, "202611211400", "fp-repair-stops: no CFI 10, stack copy too small 20, chain not rejoined 30, depth limit 40");
+	epoch_session_add(
+		dir, "202611211400",
+		"fp-repair-stops: no CFI 10, stack copy too small 20, chain not rejoined 30, depth limit 40");
 	epoch_session_add(dir, "202611211400", "fp-repair-frames: 70");
 	struct tally_db db;
 	if (tally_db_open(&db, dir))
 		fail_msg("%s", tally_errmsg());
-	assert_string_equal(tally_meta_get(&db.session, "fp-repair-stops"),
-			    "no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
+	assert_string_equal(
+		tally_meta_get(&db.session, "fp-repair-stops"),
+		"no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
 	assert_string_equal(tally_meta_get(&db.session, "fp-repair-frames"), "77");
 	tally_db_release(&db);
 	/* two halves of 2^64 in one cause */
-	epoch_session_add(dir, "202611211500",
-			  "fp-repair-stops: no CFI 0, stack copy too small 18446744073709551615, chain not rejoined 0, depth limit 0");
+	epoch_session_add(
+		dir, "202611211500",
+		"fp-repair-stops: no CFI 0, stack copy too small 18446744073709551615, chain not rejoined 0, depth limit 0");
 	memset(&db, 0xab, sizeof(db));
 	assert_int_equal(tally_db_open(&db, dir), -EINVAL);
 	assert_errmsg_has("fp-repair-*");
@@ -750,8 +779,20 @@ static void test_epoch__ctl_parse(void **state)
 {
 	(void)state;
 	struct tally_ctl_req q;
-	const char *ok[] = { "start", "stop", "clear", "startclr", "flush", "epoch", "status", "drain", " status ",
-			     "cpus all on", "cpus 0 off", "cpus 0-1 on freq 99", "cpus 1 on period 250000", NULL };
+	const char *ok[] = { "start",
+			     "stop",
+			     "clear",
+			     "startclr",
+			     "flush",
+			     "epoch",
+			     "status",
+			     "drain",
+			     " status ",
+			     "cpus all on",
+			     "cpus 0 off",
+			     "cpus 0-1 on freq 99",
+			     "cpus 1 on period 250000",
+			     NULL };
 	for (int i = 0; ok[i]; i++) {
 		if (tally_ctl_parse_line(ok[i], 2, &q))
 			fail_msg("'%s' refused: %s", ok[i], tally_errmsg());
@@ -766,7 +807,8 @@ static void test_epoch__ctl_parse(void **state)
 	tally_ctl_req_release(&q);
 
 	/* anything that is not a command gets the command list */
-	const char *garbage[] = { "", "   ", "bogus", "STATUS", "status\x01", "\xff\xfe", "start;stop", "statusx", NULL };
+	const char *garbage[] = { "",         "   ",        "bogus",   "STATUS", "status\x01",
+				  "\xff\xfe", "start;stop", "statusx", NULL };
 	for (int i = 0; garbage[i]; i++) {
 		if (tally_ctl_parse_line(garbage[i], 2, &q) != -EINVAL)
 			fail_msg("'%s' accepted", garbage[i]);
@@ -777,15 +819,25 @@ static void test_epoch__ctl_parse(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(badargs); i++) {
 		assert_int_equal(tally_ctl_parse_line(badargs[i], 2, &q), -EINVAL);
 		char want[32];
-		snprintf(want, sizeof(want), "usage: %.*s", (int)strcspn(badargs[i], " "), badargs[i]);
+		snprintf(want, sizeof(want), "usage: %.*s", (int)strcspn(badargs[i], " "),
+			 badargs[i]);
 		assert_true(!strncmp(tally_errmsg(), want, strlen(want)));
 	}
-	const char *badcpus[] = { "cpus", "cpus 0", "cpus 9 on", "cpus 0 maybe", "cpus 0 on freq", "cpus 0 on freq 0",
-				  "cpus 0 on speed 9", "cpus 0 on freq x", "cpus 0 on period 1 2", "cpus a b c d e f g h i j" };
+	const char *badcpus[] = { "cpus",
+				  "cpus 0",
+				  "cpus 9 on",
+				  "cpus 0 maybe",
+				  "cpus 0 on freq",
+				  "cpus 0 on freq 0",
+				  "cpus 0 on speed 9",
+				  "cpus 0 on freq x",
+				  "cpus 0 on period 1 2",
+				  "cpus a b c d e f g h i j" };
 	for (size_t i = 0; i < ARRAY_SIZE(badcpus); i++) {
 		if (tally_ctl_parse_line(badcpus[i], 2, &q) != -EINVAL)
 			fail_msg("'%s' accepted", badcpus[i]);
-		assert_true(!strncmp(tally_errmsg(), TALLY_CTL_CPUS_USAGE, strlen(TALLY_CTL_CPUS_USAGE)));
+		assert_true(!strncmp(tally_errmsg(), TALLY_CTL_CPUS_USAGE,
+				     strlen(TALLY_CTL_CPUS_USAGE)));
 	}
 	/* the reply frame */
 	struct strbuf sb = STRBUF_INIT;
@@ -840,7 +892,8 @@ static void test_epoch__ctl_reply_bounded(void **state)
 		const char *msg;
 	} cases[] = {
 		/* a length near 2^64 wrapped hdr + want, and the buffer's doubling spun forever */
-		{ "ok 18446744073709551615\n", -EPROTO, "announced a reply of 18446744073709551615 bytes" },
+		{ "ok 18446744073709551615\n", -EPROTO,
+		  "announced a reply of 18446744073709551615 bytes" },
 		{ "ok 18446744073709551000\nabc", -EPROTO, "more than the 4294967296" },
 		{ "ok 99999999999999999999999\n", -EPROTO, "announced a reply" },
 		{ "ok 4294967297\n", -EPROTO, "announced a reply" },
@@ -858,7 +911,8 @@ static void test_epoch__ctl_reply_bounded(void **state)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		if (r != cases[i].want)
-			fail_msg("reply '%s': %d (%s), want %d", cases[i].reply, r, r ? tally_errmsg() : "ok", cases[i].want);
+			fail_msg("reply '%s': %d (%s), want %d", cases[i].reply, r,
+				 r ? tally_errmsg() : "ok", cases[i].want);
 		assert_errmsg_has(cases[i].msg);
 		assert_errmsg_has(sock);
 		assert_true(took < 2); /* refused at the header, not after the timeout */
@@ -875,7 +929,7 @@ static void test_epoch__ctl_reply_bounded(void **state)
 		{ "ok 5\nhello", 0, true, 5, 5 },
 		{ "error 0\n", 0, false, 8, 0 },
 		{ "ok 4294967296\n", 0, true, 14, 4294967296ull },
-		{ "ok 12", 1, false, 0, 0 },      /* not whole yet */
+		{ "ok 12", 1, false, 0, 0 }, /* not whole yet */
 		{ "", 1, false, 0, 0 },
 		{ "ok \n", -EPROTO, false, 0, 0 },
 		{ "ok -1\n", -EPROTO, false, 0, 0 },
@@ -884,7 +938,8 @@ static void test_epoch__ctl_reply_bounded(void **state)
 		{ "ok 4294967297\n", -EPROTO, false, 0, 0 },
 		{ "error 65537\n", -EPROTO, false, 0, 0 },
 		{ "ok 18446744073709551616\n", -EPROTO, false, 0, 0 },
-		{ "ok 00000000000000000000000000000000000000000000000000000000000001\n", -EPROTO, false, 0, 0 },
+		{ "ok 00000000000000000000000000000000000000000000000000000000000001\n", -EPROTO,
+		  false, 0, 0 },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(hs); i++) {
 		size_t n = strlen(hs[i].in);

@@ -95,9 +95,12 @@ static void memdb_init(struct tally_db *db)
 	db->has_stacks = true;
 	db->nimages = 1;
 	db->images = xcalloc(1, sizeof(*db->images));
-	db->images[0] = (struct tally_db_image){ .name = xstrdup("prog"), .path = xstrdup("/nonexistent/tally-unit/prog"),
-						 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
-						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
+	db->images[0] =
+		(struct tally_db_image){ .name = xstrdup("prog"),
+					 .path = xstrdup("/nonexistent/tally-unit/prog"),
+					 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
+					 .id_kind = xstrdup("build-id"),
+					 .kind = xstrdup("exec") };
 	/* frames: 0 work+0x10, 1 main ret 0x101, 2 inner 0x20, 3 work ret 0x15, 4 other 0x30 */
 	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1015, 0x1030 };
 	db->nframe_tab = 5;
@@ -133,8 +136,10 @@ static void memdb_init(struct tally_db *db)
 	db->profs[1] = (struct tally_db_prof){ 0, 20, 2, 3, 0 };
 	db->ntasks = 2;
 	db->tasks = xcalloc(2, sizeof(*db->tasks));
-	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"), xstrdup("/nonexistent/tally-unit/prog") };
-	db->tasks[1] = (struct tally_db_task){ 20, xstrdup("twenty"), xstrdup("/nonexistent/tally-unit/prog") };
+	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"),
+					       xstrdup("/nonexistent/tally-unit/prog") };
+	db->tasks[1] = (struct tally_db_task){ 20, xstrdup("twenty"),
+					       xstrdup("/nonexistent/tally-unit/prog") };
 }
 
 static void test_export__select_zeroes(void **state)
@@ -198,7 +203,9 @@ static PProfile_t *pprof_of(struct pprof_run *r, struct tally_db *db)
 	assert_int_equal(tally_select_check(&sel, db, "mem.db", NULL), 0);
 	memset(r, 0, sizeof(*r));
 	tally_resolver_new(&r->res, db, NULL);
-	r->x = (struct tally_export){ .db = db, .res = r->res, .input = "mem.db", .events = &r->ev, .nevents = 1 };
+	r->x = (struct tally_export){
+		.db = db, .res = r->res, .input = "mem.db", .events = &r->ev, .nevents = 1
+	};
 	assert_int_equal(tally_export_pprof(&r->x, &r->out), 0);
 	r->p = unpack(&r->out.files[0].data);
 	return r->p;
@@ -226,7 +233,9 @@ static void test_export__pprof_roundtrip(void **state)
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, NULL);
 	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export x = {
+		.db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1
+	};
 	struct tally_export_out out = { 0 };
 	assert_int_equal(tally_export_pprof(&x, &out), 0);
 	assert_int_equal(out.n, 1);
@@ -252,12 +261,15 @@ static void test_export__pprof_roundtrip(void **state)
 		assert_int_equal(s->n_label, 2);
 		assert_string_equal(pstr(p, s->label[0]->key), "pid");
 		assert_string_equal(pstr(p, s->label[1]->key), "comm");
-		assert_string_equal(pstr(p, s->label[1]->str), s->label[0]->num == 10 ? "ten" : "twenty");
-		/* leaf first: the leaf's address is its offset (no file here), callers' are return address - 1 */
+		assert_string_equal(pstr(p, s->label[1]->str),
+				    s->label[0]->num == 10 ? "ten" : "twenty");
+		/* leaf first: the leaf's address is its offset (no file here), callers' are return
+		 * address - 1 */
 		assert_true(s->n_location_id >= 2);
 		Perftools__Profiles__Location *leaf = p->location[s->location_id[0] - 1];
 		assert_int_equal(leaf->id, s->location_id[0]);
-		Perftools__Profiles__Location *root = p->location[s->location_id[s->n_location_id - 1] - 1];
+		Perftools__Profiles__Location *root =
+			p->location[s->location_id[s->n_location_id - 1] - 1];
 		assert_int_equal(root->address, 0x1100);
 		if (s->value[0] == 60)
 			assert_int_equal(leaf->address, 0x1010);
@@ -267,13 +279,15 @@ static void test_export__pprof_roundtrip(void **state)
 	/* one mapping, the program, with its build-id, holding every address */
 	assert_int_equal(p->n_mapping, 1);
 	assert_string_equal(pstr(p, p->mapping[0]->filename), "/nonexistent/tally-unit/prog");
-	assert_string_equal(pstr(p, p->mapping[0]->build_id), "00112233445566778899aabbccddeeff00112233");
+	assert_string_equal(pstr(p, p->mapping[0]->build_id),
+			    "00112233445566778899aabbccddeeff00112233");
 	for (size_t i = 0; i < p->n_location; i++) {
 		assert_int_equal(p->location[i]->mapping_id, 1);
 		assert_true(p->location[i]->address >= p->mapping[0]->memory_start);
 		assert_true(p->location[i]->address < p->mapping[0]->memory_limit);
 		/* the file offset of an address, by the mapping, is the recorded offset */
-		assert_int_equal(p->location[i]->address - p->mapping[0]->memory_start + p->mapping[0]->file_offset,
+		assert_int_equal(p->location[i]->address - p->mapping[0]->memory_start +
+					 p->mapping[0]->file_offset,
 				 p->location[i]->address);
 	}
 	perftools__profiles__profile__free_unpacked(p, NULL);
@@ -288,7 +302,9 @@ static void test_export__pprof_roundtrip(void **state)
 	for (size_t i = 0; i < p->n_sample; i++) {
 		sum += p->sample[i]->value[0];
 		Perftools__Profiles__Location *leaf = p->location[p->sample[i]->location_id[0] - 1];
-		if (leaf->n_line && !strcmp(pstr(p, p->function[leaf->line[0]->function_id - 1]->name), "[other]")) {
+		if (leaf->n_line &&
+		    !strcmp(pstr(p, p->function[leaf->line[0]->function_id - 1]->name),
+			    "[other]")) {
 			other = true;
 			assert_int_equal(p->sample[i]->value[0], 10);
 			assert_int_equal(p->sample[i]->n_location_id, 2); /* [other] under main */
@@ -464,7 +480,9 @@ static void test_export__pprof_own_weights(void **state)
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, NULL);
 	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1 };
+	struct tally_export x = {
+		.db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1
+	};
 	struct tally_export_out out = { 0 };
 	assert_int_equal(tally_export_pprof(&x, &out), 0);
 	PProfile_t *p = unpack(&out.files[0].data);
@@ -519,7 +537,12 @@ static void test_export__folded_lines(void **state)
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, NULL);
 	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1, .comm_root = true };
+	struct tally_export x = { .db = &db,
+				  .res = res,
+				  .input = "mem.db",
+				  .events = &ev,
+				  .nevents = 1,
+				  .comm_root = true };
 	struct tally_export_out out = { 0 };
 	assert_int_equal(tally_export_folded(&x, &out), 0);
 	/* no symbols for a file that is not here: [prog] frames, one function per
@@ -542,7 +565,12 @@ static void test_export__folded_empty_comm(void **state)
 	struct tally_resolver *res;
 	tally_resolver_new(&res, &db, NULL);
 	int ev = 0;
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1, .comm_root = true };
+	struct tally_export x = { .db = &db,
+				  .res = res,
+				  .input = "mem.db",
+				  .events = &ev,
+				  .nevents = 1,
+				  .comm_root = true };
 	struct tally_export_out out = { 0 };
 	assert_int_equal(tally_export_folded(&x, &out), 0);
 	/* named as a process missing from the task list is */

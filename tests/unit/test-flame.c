@@ -17,19 +17,25 @@ static const char *const names[] = { "main", "a", "b", "leaf", "tiny" };
 
 static void make_cg(struct tally_cg *cg)
 {
-	static const uint32_t stacks[][4] = { { LEAF, A, MAIN }, { LEAF, B, MAIN }, { TINY, A, MAIN }, { MAIN } };
+	static const uint32_t stacks[][4] = {
+		{ LEAF, A, MAIN }, { LEAF, B, MAIN }, { TINY, A, MAIN }, { MAIN }
+	};
 	static const uint32_t lens[] = { 3, 3, 3, 1 };
 	static const uint64_t counts[] = { 60, 30, 1, 9 };
 	memset(cg, 0, sizeof(*cg));
 	cg->nfuncs = ARRAY_SIZE(names);
 	cg->funcs = xcalloc(cg->nfuncs, sizeof(*cg->funcs));
 	for (size_t i = 0; i < cg->nfuncs; i++)
-		cg->funcs[i] = (struct tally_cg_func){ .image = 0, .name = xstrdup(names[i]), .addr = 0x1000 * (i + 1),
+		cg->funcs[i] = (struct tally_cg_func){ .image = 0,
+						       .name = xstrdup(names[i]),
+						       .addr = 0x1000 * (i + 1),
 						       .has_addr = true };
 	cg->funcs_of = xcalloc(16, sizeof(uint32_t));
 	cg->stacks = xcalloc(ARRAY_SIZE(lens), sizeof(*cg->stacks));
 	for (size_t s = 0; s < ARRAY_SIZE(lens); s++) {
-		cg->stacks[s] = (struct tally_cg_stack){ .first = (uint32_t)cg->nfuncs_of, .len = lens[s], .count = counts[s] };
+		cg->stacks[s] = (struct tally_cg_stack){ .first = (uint32_t)cg->nfuncs_of,
+							 .len = lens[s],
+							 .count = counts[s] };
 		for (uint32_t k = 0; k < lens[s]; k++)
 			cg->funcs_of[cg->nfuncs_of++] = stacks[s][k];
 		cg->total += counts[s];
@@ -48,12 +54,14 @@ static void assert_frames(const struct tally_flame *fl, const struct want *w, si
 		fail_msg("%zu frames, expected %zu", fl->nframes, n);
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_flame_frame *f = &fl->frames[i];
-		if (f->func != w[i].func || f->depth != w[i].depth || f->x != w[i].x || f->count != w[i].count ||
-		    f->self != w[i].self)
-			fail_msg("frame %zu: func %u depth %u x %llu count %llu self %llu; expected %u %u %llu %llu %llu", i, f->func,
-				 f->depth, (unsigned long long)f->x, (unsigned long long)f->count, (unsigned long long)f->self,
-				 w[i].func, w[i].depth, (unsigned long long)w[i].x, (unsigned long long)w[i].count,
-				 (unsigned long long)w[i].self);
+		if (f->func != w[i].func || f->depth != w[i].depth || f->x != w[i].x ||
+		    f->count != w[i].count || f->self != w[i].self)
+			fail_msg(
+				"frame %zu: func %u depth %u x %llu count %llu self %llu; expected %u %u %llu %llu %llu",
+				i, f->func, f->depth, (unsigned long long)f->x,
+				(unsigned long long)f->count, (unsigned long long)f->self,
+				w[i].func, w[i].depth, (unsigned long long)w[i].x,
+				(unsigned long long)w[i].count, (unsigned long long)w[i].self);
 	}
 }
 
@@ -67,8 +75,13 @@ static void test_flame__tree_in_preorder_by_name(void **state)
 	/* siblings by name (a before b; leaf before tiny), each frame's callees
 	 * right after it, laid side by side from its left edge */
 	static const struct want w[] = {
-		{ TALLY_FLAME_ALL, 0, 0, 100, 0 }, { MAIN, 1, 0, 100, 9 }, { A, 2, 0, 61, 0 }, { LEAF, 3, 0, 60, 60 },
-		{ TINY, 3, 60, 1, 1 },             { B, 2, 61, 30, 0 },    { LEAF, 3, 61, 30, 30 },
+		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },
+		{ MAIN, 1, 0, 100, 9 },
+		{ A, 2, 0, 61, 0 },
+		{ LEAF, 3, 0, 60, 60 },
+		{ TINY, 3, 60, 1, 1 },
+		{ B, 2, 61, 30, 0 },
+		{ LEAF, 3, 61, 30, 30 },
 	};
 	assert_frames(&fl, w, ARRAY_SIZE(w));
 	assert_int_equal(fl.total, 100);
@@ -89,8 +102,10 @@ static void test_flame__levels_past_the_deepest_fold(void **state)
 	memset(&cg, 0, sizeof(cg));
 	cg.nfuncs = 2;
 	cg.funcs = xcalloc(2, sizeof(*cg.funcs));
-	cg.funcs[0] = (struct tally_cg_func){ .name = xstrdup("rec"), .addr = 0x1000, .has_addr = true };
-	cg.funcs[1] = (struct tally_cg_func){ .name = xstrdup("top"), .addr = 0x2000, .has_addr = true };
+	cg.funcs[0] =
+		(struct tally_cg_func){ .name = xstrdup("rec"), .addr = 0x1000, .has_addr = true };
+	cg.funcs[1] =
+		(struct tally_cg_func){ .name = xstrdup("top"), .addr = 0x2000, .has_addr = true };
 	/* two stacks D+10 and D+500 deep sharing every level but the last (grouped
 	 * down to level D), and one D+3 deep alone under another root */
 	uint32_t lens[] = { D + 10, D + 500, D + 3 };
@@ -98,7 +113,9 @@ static void test_flame__levels_past_the_deepest_fold(void **state)
 	cg.funcs_of = xcalloc(3 * (D + 500), sizeof(uint32_t));
 	cg.stacks = xcalloc(3, sizeof(*cg.stacks));
 	for (size_t s = 0; s < 3; s++) {
-		cg.stacks[s] = (struct tally_cg_stack){ .first = (uint32_t)cg.nfuncs_of, .len = lens[s], .count = counts[s] };
+		cg.stacks[s] = (struct tally_cg_stack){ .first = (uint32_t)cg.nfuncs_of,
+							.len = lens[s],
+							.count = counts[s] };
 		for (uint32_t k = 0; k < lens[s]; k++) /* leaf first; the root is the last */
 			cg.funcs_of[cg.nfuncs_of++] = s == 2 && k == lens[s] - 1 ? 1 : 0;
 		cg.total += counts[s];
@@ -145,8 +162,13 @@ static void test_flame__small_frames_fold_into_other(void **state)
 	/* tiny holds 1% (folds); leaf under b holds 30% (stays) */
 	tally_flame_build(&fl, &cg, false, 2.0);
 	static const struct want w[] = {
-		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },  { MAIN, 1, 0, 100, 9 }, { A, 2, 0, 61, 0 }, { LEAF, 3, 0, 60, 60 },
-		{ TALLY_FLAME_OTHER, 3, 60, 1, 1 }, { B, 2, 61, 30, 0 },    { LEAF, 3, 61, 30, 30 },
+		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },
+		{ MAIN, 1, 0, 100, 9 },
+		{ A, 2, 0, 61, 0 },
+		{ LEAF, 3, 0, 60, 60 },
+		{ TALLY_FLAME_OTHER, 3, 60, 1, 1 },
+		{ B, 2, 61, 30, 0 },
+		{ LEAF, 3, 61, 30, 30 },
 	};
 	assert_frames(&fl, w, ARRAY_SIZE(w));
 	assert_int_equal(fl.frames[4].folded, 1);
@@ -157,8 +179,12 @@ static void test_flame__small_frames_fold_into_other(void **state)
 	/* at 50%: everything under main but a folds, and what folds is not lost */
 	tally_flame_build(&fl, &cg, false, 50.0);
 	static const struct want w2[] = {
-		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },   { MAIN, 1, 0, 100, 9 },           { A, 2, 0, 61, 0 },
-		{ LEAF, 3, 0, 60, 60 },              { TALLY_FLAME_OTHER, 3, 60, 1, 1 }, { TALLY_FLAME_OTHER, 2, 61, 30, 30 },
+		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },
+		{ MAIN, 1, 0, 100, 9 },
+		{ A, 2, 0, 61, 0 },
+		{ LEAF, 3, 0, 60, 60 },
+		{ TALLY_FLAME_OTHER, 3, 60, 1, 1 },
+		{ TALLY_FLAME_OTHER, 2, 61, 30, 30 },
 	};
 	assert_frames(&fl, w2, ARRAY_SIZE(w2));
 	assert_int_equal(fl.folded_samples, 31);
@@ -175,9 +201,16 @@ static void test_flame__inverted_starts_at_the_leaves(void **state)
 	tally_flame_build(&fl, &cg, true, 0);
 	/* level 1: where samples landed (leaf, main, tiny); above them their callers */
 	static const struct want w[] = {
-		{ TALLY_FLAME_ALL, 0, 0, 100, 0 }, { LEAF, 1, 0, 90, 0 }, { A, 2, 0, 60, 0 },  { MAIN, 3, 0, 60, 60 },
-		{ B, 2, 60, 30, 0 },               { MAIN, 3, 60, 30, 30 }, { MAIN, 1, 90, 9, 9 }, { TINY, 1, 99, 1, 0 },
-		{ A, 2, 99, 1, 0 },                { MAIN, 3, 99, 1, 1 },
+		{ TALLY_FLAME_ALL, 0, 0, 100, 0 },
+		{ LEAF, 1, 0, 90, 0 },
+		{ A, 2, 0, 60, 0 },
+		{ MAIN, 3, 0, 60, 60 },
+		{ B, 2, 60, 30, 0 },
+		{ MAIN, 3, 60, 30, 30 },
+		{ MAIN, 1, 90, 9, 9 },
+		{ TINY, 1, 99, 1, 0 },
+		{ A, 2, 99, 1, 0 },
+		{ MAIN, 3, 99, 1, 1 },
 	};
 	assert_frames(&fl, w, ARRAY_SIZE(w));
 	assert_true(fl.inverted);
@@ -224,7 +257,9 @@ static void test_flame__svg(void **state)
 	struct tally_db_image im = { .name = "prog", .kind = "exec" };
 	struct tally_db db = { .images = &im, .nimages = 1 };
 	struct strbuf sb = STRBUF_INIT;
-	struct tally_flame_svg_opts o = { "Flame <graph>", "sub", "cpu-clock", "fg", true, 1200, NULL };
+	struct tally_flame_svg_opts o = {
+		"Flame <graph>", "sub", "cpu-clock", "fg", true, 1200, NULL
+	};
 	tally_flame_svg(&sb, &fl, &cg, &db, &o);
 	assert_true(!strncmp(sb.buf, "<?xml", 5));
 	char *script = strstr(sb.buf, "<script");
@@ -270,7 +305,8 @@ static void test_flame__xml_escaping(void **state)
 	xml_is("plain", "plain");
 	xml_is("a<b&c>\"'", "a&lt;b&amp;c&gt;&quot;&#39;");
 	xml_is("\x01x\ty\nz\x7f", "x\ty\nz\x7f");
-	xml_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
+	xml_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
+	       "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
 	xml_is("\xff", "\xef\xbf\xbd");
 	xml_is("\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd");          /* overlong '/' */
 	xml_is("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* a surrogate */

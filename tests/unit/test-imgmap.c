@@ -50,10 +50,12 @@ static void test_imgmap__damaged(void **state)
 	} cases[] = {
 		{ "", "is not a tally image map" },
 		{ "# tally image map, format 2\n", "is not a tally image map" },
-		{ "# tally image map, format 1\nbuild-id\taa\ts\n", "line 2: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH'" },
+		{ "# tally image map, format 1\nbuild-id\taa\ts\n",
+		  "line 2: expected 'ID-KIND<TAB>ID<TAB>FLAGS<TAB>PATH'" },
 		{ "# tally image map, format 1\nsha1\taa\ts\t/x\n", "line 2: bad id kind" },
 		{ "# tally image map, format 1\nbuild-id\tAA\ts\t/x\n", "line 2: bad id kind" },
-		{ "# tally image map, format 1\n\nbuild-id\taa\ts\t\n", "line 3: bad id kind, id or path" },
+		{ "# tally image map, format 1\n\nbuild-id\taa\ts\t\n",
+		  "line 3: bad id kind, id or path" },
 	};
 	char *d = unit_tmpdir(), *p = unit_path(d, "map");
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -91,7 +93,8 @@ static void test_imgmap__binary(void **state)
 	assert_null(m.e);
 	assert_int_equal(m.n, 0);
 	/* the (buffer, length) parser, over bytes with no NUL after them */
-	static const char good[] = "# tally image map, format 1\nbuild-id\taa\td\t/a\nxxh64\t0011223344556677\t-\t/b";
+	static const char good[] =
+		"# tally image map, format 1\nbuild-id\taa\td\t/a\nxxh64\t0011223344556677\t-\t/b";
 	char *exact = malloc(sizeof(good) - 1);
 	assert_non_null(exact);
 	memcpy(exact, good, sizeof(good) - 1);
@@ -125,7 +128,8 @@ static void warn_count(const char *msg, void *ctx)
 static void test_imgmap__scan_loop(void **state)
 {
 	(void)state;
-	char *d = unit_tmpdir(), *sub = unit_path(d, "sub"), *loop = unit_path(d, "sub/loop"), *elf = unit_path(d, "sub/true");
+	char *d = unit_tmpdir(), *sub = unit_path(d, "sub"), *loop = unit_path(d, "sub/loop"),
+	     *elf = unit_path(d, "sub/true");
 	assert_int_equal(mkdir(sub, 0755), 0);
 	assert_int_equal(symlink("..", loop), 0);
 	/* a real ELF file: /bin/true's bytes */

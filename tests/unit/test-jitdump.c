@@ -65,7 +65,8 @@ static void rec_head(struct dump *d, uint32_t id, uint32_t size)
 	put64(d, 2);
 }
 
-static void load(struct dump *d, uint64_t addr, uint64_t index, const char *name, const unsigned char *code, size_t ncode)
+static void load(struct dump *d, uint64_t addr, uint64_t index, const char *name,
+		 const unsigned char *code, size_t ncode)
 {
 	rec_head(d, 0, (uint32_t)(16 + 40 + strlen(name) + 1 + ncode));
 	put32(d, 4242);
@@ -79,7 +80,8 @@ static void load(struct dump *d, uint64_t addr, uint64_t index, const char *name
 }
 
 /* Debug info for the function at addr: lines[i] applies from addr + offs[i]. */
-static void debug(struct dump *d, uint64_t addr, const uint32_t *offs, const uint32_t *lines, size_t n, const char *file)
+static void debug(struct dump *d, uint64_t addr, const uint32_t *offs, const uint32_t *lines,
+		  size_t n, const char *file)
 {
 	rec_head(d, 2, (uint32_t)(16 + 16 + n * (16 + strlen(file) + 1)));
 	put64(d, addr);
@@ -384,7 +386,8 @@ static void test_jitdump__copy_round_trip(void **state)
 	assert_memory_equal(f->code, code16, 16);
 	assert_int_equal(f->nlines, 3);
 	assert_int_equal(tally_jitdump_line(f, 0x1006)->line, 11);
-	assert_string_equal(back.files[tally_jitdump_line(f, 0x1006)->file], "dir with space/a\tb.js");
+	assert_string_equal(back.files[tally_jitdump_line(f, 0x1006)->file],
+			    "dir with space/a\tb.js");
 	assert_null(tally_jitdump_find(&back, 0x2000)->code);
 	tally_jitdump_release(&back);
 	tally_jitdump_release(&jd);
@@ -404,10 +407,12 @@ static void test_jitdump__copy_damaged(void **state)
 		bool f_code;     /* and its code */
 	} cases[] = {
 		{ "source: x\n\nfunc 1000 2 1 f\nline 1000 3 0 a.js\ncode 0000\nfunc 2000 2 2 g\ncode 00\n",
-		  "line 7: the code of the function at 0x2000 has 2 hex digits, its size 0x2 needs 4: its code is dropped", 2, true, true },
+		  "line 7: the code of the function at 0x2000 has 2 hex digits, its size 0x2 needs 4: its code is dropped",
+		  2, true, true },
 		{ "source: x\n\nfunc 1000 2 1 f\ncode zz00\nfunc 2000 2 2 g\n",
 		  "line 4: the code of the function at 0x1000 is not hex digits", 2, false, false },
-		{ "source: x\n\nline 1000 3 0 a.js\nfunc 1000 2 1 f\n", "line 3: a 'line' line before any 'func' line", 1, false, false },
+		{ "source: x\n\nline 1000 3 0 a.js\nfunc 1000 2 1 f\n",
+		  "line 3: a 'line' line before any 'func' line", 1, false, false },
 		{ "source: x\n\nfunc 1000 2 1\nline 1000 3 0 a.js\ncode 0000\nfunc 2000 2 2 g\n",
 		  "line 3: expected 'func ADDR SIZE INDEX NAME'", 1, false, false },
 		{ "source: x\n\nfunc 1000 2 1 f\nline 1000 x 0 a\nline 1001 4 0 a\ncode 0000\n",
@@ -416,15 +421,19 @@ static void test_jitdump__copy_damaged(void **state)
 		{ "source: x\nwhat: is this\n\nfunc 1000 2 1 f\nline 1000 3 0 a.js\ncode 0000\n",
 		  "line 2: expected a header line", 1, true, true },
 		{ "source: x\n\nfunc 1000 2 1 f\nline 1000 3 0 a.js\ncode 0000\nfunc ffffffffffffffff 10 2 g\n",
-		  "line 6: size 0x10 at 0xffffffffffffffff is over 256 MiB or past the end", 1, true, true },
+		  "line 6: size 0x10 at 0xffffffffffffffff is over 256 MiB or past the end", 1,
+		  true, true },
 		{ "source: x\n\nfunc 1000 2 1 f\nline 1000 3 0 a.js\ncode 0000\ncode 0000\nwhat 1\n",
-		  "line 6: a second 'code' line for the function at 0x1000 (the first is kept) (2 damaged lines in all;", 1, true, true },
+		  "line 6: a second 'code' line for the function at 0x1000 (the first is kept) (2 damaged lines in all;",
+		  1, true, true },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct tally_jitdump jd;
-		assert_int_equal(tally_jitdump_read_copy(&jd, cases[i].text, "jit/jitdump-1-x.txt"), 0);
+		assert_int_equal(tally_jitdump_read_copy(&jd, cases[i].text, "jit/jitdump-1-x.txt"),
+				 0);
 		if (jd.nfuncs != cases[i].nfuncs)
-			fail_msg("case %zu: %zu functions read, expected %zu", i, jd.nfuncs, cases[i].nfuncs);
+			fail_msg("case %zu: %zu functions read, expected %zu", i, jd.nfuncs,
+				 cases[i].nfuncs);
 		assert_non_null(jd.warning);
 		assert_str_has(jd.warning, "'jit/jitdump-1-x.txt' ");
 		assert_str_has(jd.warning, cases[i].why);
@@ -440,7 +449,8 @@ static void test_jitdump__copy_damaged(void **state)
 		tally_jitdump_release(&jd);
 	}
 	/* a NUL byte costs its line only: the reader is given the length */
-	static const char nul[] = "source: x\n\nfunc 1000 2 1 f\ncode 0000\nfunc 2000 2 2 g\0h\nfunc 3000 2 3 k\n";
+	static const char nul[] =
+		"source: x\n\nfunc 1000 2 1 f\ncode 0000\nfunc 2000 2 2 g\0h\nfunc 3000 2 3 k\n";
 	struct tally_jitdump jd;
 	assert_int_equal(tally_jitdump_read_buf(&jd, nul, sizeof(nul) - 1, "c"), 0);
 	assert_int_equal(jd.nfuncs, 2);
@@ -449,7 +459,8 @@ static void test_jitdump__copy_damaged(void **state)
 	assert_str_has(jd.warning, "'c' line 5: a 'func' line holds a NUL byte");
 	tally_jitdump_release(&jd);
 	/* a whole copy without damage: no warning */
-	assert_int_equal(tally_jitdump_read_copy(&jd, "source: x\n\nfunc 1000 2 1 f\ncode 0000\n", "c"), 0);
+	assert_int_equal(
+		tally_jitdump_read_copy(&jd, "source: x\n\nfunc 1000 2 1 f\ncode 0000\n", "c"), 0);
 	assert_null(jd.warning);
 	tally_jitdump_release(&jd);
 }
@@ -530,9 +541,11 @@ static void test_jitdump__copy_hostile_names(void **state)
 	}
 	assert_int_equal(nlines, 4 + 1 + ARRAY_SIZE(names) * (1 + 3 + 1) + 2);
 	/* valid UTF-8 stays as it is, the rest is escaped */
-	assert_non_null(strstr(sb.buf, "good utf8 f\xc3\xa9t\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"));
+	assert_non_null(
+		strstr(sb.buf, "good utf8 f\xc3\xa9t\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"));
 	assert_non_null(strstr(sb.buf, "bad utf8 \\xc5z \\x9c\\x1e\\x7f \\xff"));
-	assert_non_null(strstr(sb.buf, "c1 \\xc2\\x9b31m and overlong \\xc0\\xaf and surrogate \\xed\\xa0\\x80"));
+	assert_non_null(strstr(
+		sb.buf, "c1 \\xc2\\x9b31m and overlong \\xc0\\xaf and surrogate \\xed\\xa0\\x80"));
 	assert_non_null(strstr(sb.buf, "new\\nline\\r\\tand \\\\x41 \\\\ back\\\\slash"));
 	struct tally_jitdump back;
 	assert_int_equal(tally_jitdump_read_buf(&back, sb.buf, sb.len, "copy"), 0);
@@ -549,7 +562,8 @@ static void test_jitdump__copy_hostile_names(void **state)
 	}
 	tally_jitdump_release(&back);
 	/* what older versions wrote (only \\ \n \t \r escaped) reads the same */
-	const char *old = "source: x\n\nfunc 1000 2 1 a\\\\x41\\n\\tb\nline 1000 3 0 d\\\\x\\q.js\nline 1001 4 0 \n";
+	const char *old =
+		"source: x\n\nfunc 1000 2 1 a\\\\x41\\n\\tb\nline 1000 3 0 d\\\\x\\q.js\nline 1001 4 0 \n";
 	assert_int_equal(tally_jitdump_read_copy(&back, old, "old"), 0);
 	assert_null(back.warning);
 	assert_string_equal(back.funcs[0].name, "a\\x41\n\tb");
@@ -564,20 +578,24 @@ static void test_jitdump__copy_hostile_names(void **state)
 /* What parsing keeps, the copy keeps: parse, write the copy, read it back,
  * over thousands of damaged variants of a dump (bytes flipped, cut short),
  * and the two agree field by field, with no warning. */
-static void check_same(const struct tally_jitdump *a, const struct tally_jitdump *b, const char *ctx)
+static void check_same(const struct tally_jitdump *a, const struct tally_jitdump *b,
+		       const char *ctx)
 {
 	if (b->warning)
 		fail_msg("%s: the copy tally wrote does not read back: %s", ctx, b->warning);
 	if (a->nfuncs != b->nfuncs || a->elf_mach != b->elf_mach || a->pid != b->pid)
-		fail_msg("%s: %zu functions (mach %u, pid %u) became %zu (%u, %u)", ctx, a->nfuncs, a->elf_mach, a->pid,
-			 b->nfuncs, b->elf_mach, b->pid);
+		fail_msg("%s: %zu functions (mach %u, pid %u) became %zu (%u, %u)", ctx, a->nfuncs,
+			 a->elf_mach, a->pid, b->nfuncs, b->elf_mach, b->pid);
 	for (size_t i = 0; i < a->nfuncs; i++) {
 		const struct tally_jit_func *x = &a->funcs[i], *y = &b->funcs[i];
-		if (x->addr != y->addr || x->size != y->size || x->index != y->index || strcmp(x->name, y->name) ||
-		    x->nlines != y->nlines || !x->code != !y->code || (x->code && memcmp(x->code, y->code, x->size)))
-			fail_msg("%s: function %zu differs: %#llx+%llu '%s' (%zu lines) became %#llx+%llu '%s' (%zu lines)", ctx, i,
-				 (unsigned long long)x->addr, (unsigned long long)x->size, x->name, x->nlines,
-				 (unsigned long long)y->addr, (unsigned long long)y->size, y->name, y->nlines);
+		if (x->addr != y->addr || x->size != y->size || x->index != y->index ||
+		    strcmp(x->name, y->name) || x->nlines != y->nlines || !x->code != !y->code ||
+		    (x->code && memcmp(x->code, y->code, x->size)))
+			fail_msg(
+				"%s: function %zu differs: %#llx+%llu '%s' (%zu lines) became %#llx+%llu '%s' (%zu lines)",
+				ctx, i, (unsigned long long)x->addr, (unsigned long long)x->size,
+				x->name, x->nlines, (unsigned long long)y->addr,
+				(unsigned long long)y->size, y->name, y->nlines);
 		for (size_t k = 0; k < x->nlines; k++) {
 			const struct tally_jit_line *l = &x->lines[k], *m = &y->lines[k];
 			if (l->addr != m->addr || l->line != m->line || l->discrim != m->discrim ||
@@ -692,12 +710,15 @@ static void test_jitdump__move_budget(void **state)
 	assert_int_equal(jd.dropped, MOVES - kept);
 	assert_int_equal(jd.dropped_moves, MOVES - kept);
 	char want[120];
-	snprintf(want, sizeof(want), "%zu records dropped (%zu JIT_CODE_MOVE): they would have taken the dump past its memory budget of",
-		 MOVES - kept, MOVES - kept);
+	snprintf(
+		want, sizeof(want),
+		"%zu records dropped (%zu JIT_CODE_MOVE): they would have taken the dump past its memory budget of",
+		MOVES - kept, MOVES - kept);
 	assert_str_has(jd.warning, want);
 	/* the moves that were kept are the first ones, with the code */
 	for (size_t i = 0; i < kept; i++) {
-		const struct tally_jit_func *f = tally_jitdump_find(&jd, 0x20000000 + (uint64_t)i * BIG + 5);
+		const struct tally_jit_func *f =
+			tally_jitdump_find(&jd, 0x20000000 + (uint64_t)i * BIG + 5);
 		assert_non_null(f);
 		assert_string_equal(f->name, "big");
 		assert_non_null(f->code);
@@ -724,7 +745,8 @@ static void reference_finish(const uint64_t *addr, const uint64_t *size, size_t 
 		for (size_t j = 0; j < n; j++) {
 			if (i == j)
 				continue;
-			uint64_t ei = addr[i] + (size[i] ? size[i] : 1), ej = addr[j] + (size[j] ? size[j] : 1);
+			uint64_t ei = addr[i] + (size[i] ? size[i] : 1),
+				 ej = addr[j] + (size[j] ? size[j] : 1);
 			if (addr[i] < ej && addr[j] < ei)
 				keep[i < j ? i : j] = false; /* load order is index order */
 		}
@@ -756,7 +778,8 @@ static void test_jitdump__overlaps_like_reference(void **state)
 		for (size_t i = 0; i < n; i++)
 			want += keep[i];
 		if (jd.nfuncs != want)
-			fail_msg("round %d: %zu functions kept, the pairwise rule keeps %zu", round, jd.nfuncs, want);
+			fail_msg("round %d: %zu functions kept, the pairwise rule keeps %zu", round,
+				 jd.nfuncs, want);
 		for (size_t k = 0; k < jd.nfuncs; k++) {
 			size_t i = (size_t)atoi(jd.funcs[k].name + 1);
 			assert_true(keep[i]);
@@ -816,7 +839,8 @@ static void test_jitdump__scales(void **state)
 				/* each function covers all that follow: the last one is kept */
 				strbuf_addstr(&text[k], "source: x\n\n");
 				for (size_t i = 0; i < n; i++)
-					strbuf_addf(&text[k], "func %zx %zx %zu f%zu\n", 0x100000 + i, n, i, i);
+					strbuf_addf(&text[k], "func %zx %zx %zu f%zu\n",
+						    0x100000 + i, n, i, i);
 			} else {
 				header(&d[k], 0x4A695444u, 1);
 				load(&d[k], 0x100000, 1, "moved", code16, 16);
@@ -828,7 +852,8 @@ static void test_jitdump__scales(void **state)
 		for (int rep = 0; rep < 7; rep++)
 			for (int k = 0; k < 2; k++) {
 				size_t n = (size_t)N << (2 * k);
-				double s = parse_time(&d[k], kind == 0 ? &text[k] : NULL, kind == 0 ? 1 : n + 1);
+				double s = parse_time(&d[k], kind == 0 ? &text[k] : NULL,
+						      kind == 0 ? 1 : n + 1);
 				t[kind][k] = s < t[kind][k] ? s : t[kind][k];
 			}
 		for (int k = 0; k < 2; k++) {
@@ -838,10 +863,12 @@ static void test_jitdump__scales(void **state)
 	}
 	for (int kind = 0; kind < 2; kind++) {
 		double r = t[kind][1] / (t[kind][0] > 1e-6 ? t[kind][0] : 1e-6);
-		printf("# %s: %d entries %.4f s, %d entries %.4f s: x%.2f\n", kind ? "moves" : "overlaps", N, t[kind][0], 4 * N,
-		       t[kind][1], r);
+		printf("# %s: %d entries %.4f s, %d entries %.4f s: x%.2f\n",
+		       kind ? "moves" : "overlaps", N, t[kind][0], 4 * N, t[kind][1], r);
 		if (r >= 10.0)
-			fail_msg("%s: four times the entries took %.2f times the time (n^2 gives 16)", kind ? "moves" : "overlaps", r);
+			fail_msg(
+				"%s: four times the entries took %.2f times the time (n^2 gives 16)",
+				kind ? "moves" : "overlaps", r);
 	}
 }
 
@@ -895,18 +922,23 @@ static void test_jitdump__perfmap_why(void **state)
 {
 	(void)state;
 	static const char *const cases[][2] = {
-		{ "7f00 10 ok\nnext.js:1:10\n7f10 10 ok2\n", "line 2: START is not a hex number of at most 16 digits, in 'next.js:1:10' (expected 'START SIZE NAME')" },
-		{ "\n7f00 zz name\n", "line 2: SIZE is not a hex number of at most 16 digits, in '7f00 zz name'" },
+		{ "7f00 10 ok\nnext.js:1:10\n7f10 10 ok2\n",
+		  "line 2: START is not a hex number of at most 16 digits, in 'next.js:1:10' (expected 'START SIZE NAME')" },
+		{ "\n7f00 zz name\n",
+		  "line 2: SIZE is not a hex number of at most 16 digits, in '7f00 zz name'" },
 		{ "7f00 10\n", "line 1: no NAME after SIZE" },
 		{ "7f00\tname\n", "line 1: SIZE is not a hex number" },
 		{ "7f00 10 \x1b[31m\n7f00\n", "line 2: no space or tab after START, in '7f00'" },
-		{ "ffffffffffffffff 2 wraps\n", "line 1: START + SIZE is past the end of the address space" },
+		{ "ffffffffffffffff 2 wraps\n",
+		  "line 1: START + SIZE is past the end of the address space" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct tally_perfmap_sym *s;
 		size_t n, bad;
 		struct strbuf why = STRBUF_INIT;
-		assert_int_equal(tally_perfmap_parse_why(cases[i][0], strlen(cases[i][0]), &s, &n, &bad, &why), 0);
+		assert_int_equal(tally_perfmap_parse_why(cases[i][0], strlen(cases[i][0]), &s, &n,
+							 &bad, &why),
+				 0);
 		assert_true(bad >= 1);
 		assert_str_has(why.buf, cases[i][1]);
 		free(s);
@@ -975,7 +1007,8 @@ static void on_ev(void *arg, const struct tally_jit_code_event *ev)
 
 /* Reads the first file_len bytes of d as the recorder does: from the
  * cursor, want bytes at a time (more when the scan asks for more). */
-static void scan_prefix(struct tally_jitdump_cursor *cur, const struct dump *d, size_t file_len, size_t want, struct seen *s)
+static void scan_prefix(struct tally_jitdump_cursor *cur, const struct dump *d, size_t file_len,
+			size_t want, struct seen *s)
 {
 	while (!cur->done && cur->off < file_len) {
 		size_t n = file_len - cur->off < want ? file_len - cur->off : want;
@@ -991,7 +1024,8 @@ static void scan_prefix(struct tally_jitdump_cursor *cur, const struct dump *d, 
 	}
 }
 
-static const unsigned char eh[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24 };
+static const unsigned char eh[] = { 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+				    13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24 };
 
 static void scan_dump(struct dump *d)
 {

@@ -132,31 +132,39 @@ static void test_job__control_parse(void **state)
 
 	/* a tag given is never renamed: automatic ones step aside for it,
 	 * wherever it is given */
-	assert_int_equal(tally_job_control_parse(&c, "t.ctl",
-						 "run sleeptest 0\nrun sleeptest 0\nrun --tag sleeptest.2 sleeptest 0\nrun --tag x sleeptest 0\n"
-						 "run sleeptest 0\n"),
-			 0);
+	assert_int_equal(
+		tally_job_control_parse(
+			&c, "t.ctl",
+			"run sleeptest 0\nrun sleeptest 0\nrun --tag sleeptest.2 sleeptest 0\nrun --tag x sleeptest 0\n"
+			"run sleeptest 0\n"),
+		0);
 	assert_string_equal(c.steps[0].tag, "sleeptest");
 	assert_string_equal(c.steps[1].tag, "sleeptest.3");
 	assert_string_equal(c.steps[2].tag, "sleeptest.2");
 	assert_string_equal(c.steps[3].tag, "x");
 	assert_string_equal(c.steps[4].tag, "sleeptest.4");
 	tally_job_control_release(&c);
-	assert_int_equal(tally_job_control_parse(&c, "t.ctl", "run sleeptest 0\nrun --tag sleeptest sleeptest 1\n"), 0);
+	assert_int_equal(tally_job_control_parse(
+				 &c, "t.ctl", "run sleeptest 0\nrun --tag sleeptest sleeptest 1\n"),
+			 0);
 	assert_string_equal(c.steps[0].tag, "sleeptest.2");
 	assert_string_equal(c.steps[1].tag, "sleeptest");
 	tally_job_control_release(&c);
 
 	/* a default tag is a safe directory name; reserved names get a suffix */
-	assert_int_equal(tally_job_control_parse(&c, "t.ctl", "run -- '/bin/odd name;$x'\nrun -- ./control\n"), 0);
+	assert_int_equal(tally_job_control_parse(&c, "t.ctl",
+						 "run -- '/bin/odd name;$x'\nrun -- ./control\n"),
+			 0);
 	assert_string_equal(c.steps[0].tag, "odd_name__x");
 	assert_string_equal(c.steps[1].tag, "control.2");
 	tally_job_control_release(&c);
 
 	/* several cmd profilers may be added; delete removes them all */
-	assert_int_equal(tally_job_control_parse(&c, "t.ctl",
-						 "profilers add cmd a\nprofilers add cmd b\nprofilers delete cmd\nprofilers add tally\nrun sleeptest 0\n"),
-			 0);
+	assert_int_equal(
+		tally_job_control_parse(
+			&c, "t.ctl",
+			"profilers add cmd a\nprofilers add cmd b\nprofilers delete cmd\nprofilers add tally\nrun sleeptest 0\n"),
+		0);
 	tally_job_control_release(&c);
 }
 
@@ -164,12 +172,16 @@ static void test_job__control_errors(void **state)
 {
 	(void)state;
 	control_refused("run sleeptest 0\nfrob\n", "'t.ctl' line 2: unknown command 'frob'");
-	control_refused("run sleeptest 0\n\n\nrun -- echo 'x\n", "'t.ctl' line 4: unterminated ' quote");
-	control_refused("profilers add tally\nprofilers add tally\nrun sleeptest 0\n", "'t.ctl' line 2: profiler 'tally' is already added (line 1)");
-	control_refused("profilers add tally\nprofilers delete tally\nprofilers delete tally\nrun sleeptest 0\n",
-			"'t.ctl' line 3: profiler 'tally' is not added here");
+	control_refused("run sleeptest 0\n\n\nrun -- echo 'x\n",
+			"'t.ctl' line 4: unterminated ' quote");
+	control_refused("profilers add tally\nprofilers add tally\nrun sleeptest 0\n",
+			"'t.ctl' line 2: profiler 'tally' is already added (line 1)");
+	control_refused(
+		"profilers add tally\nprofilers delete tally\nprofilers delete tally\nrun sleeptest 0\n",
+		"'t.ctl' line 3: profiler 'tally' is not added here");
 	control_refused("profilers add a/b\nrun sleeptest 0\n", "'a/b' is not a profiler's name");
-	control_refused("profilers add .hidden\nrun sleeptest 0\n", "'.hidden' is not a profiler's name");
+	control_refused("profilers add .hidden\nrun sleeptest 0\n",
+			"'.hidden' is not a profiler's name");
 	control_refused("run --tag .. sleeptest 0\n", "'..' cannot be a tag");
 	control_refused("run --tag a/b sleeptest 0\n", "'a/b' cannot be a tag");
 	control_refused("run --iterations 1x sleeptest 0\n", "invalid --iterations '1x'");
@@ -179,17 +191,25 @@ static void test_job__control_errors(void **state)
 	control_refused("profilers only\nrun sleeptest 0\n", "'profilers only' takes on or off");
 	control_refused("# nothing\n", "'t.ctl' has no 'run' line");
 	control_refused("", "'t.ctl' has no 'run' line");
-	control_refused("run --tag b sleeptest 0\nrun --tag=b -- true\n", "'t.ctl' line 2: tag 'b' is already given on line 1");
+	control_refused("run --tag b sleeptest 0\nrun --tag=b -- true\n",
+			"'t.ctl' line 2: tag 'b' is already given on line 1");
 	/* autotest's Python: what to write here */
-	control_refused("job.profilers.add(\"tally\")\nrun sleeptest 0\n",
-			"'t.ctl' line 1: unknown command 'job.profilers.add(tally)': a control file is not Python, write 'profilers add tally'");
-	control_refused("job.profilers.add('tally', '-F', '99')\nrun sleeptest 0\n", "write 'profilers add tally -F 99'");
-	control_refused("run sleeptest 0\njob.profilers.delete('cmd')\n", "write 'profilers delete cmd'");
-	control_refused("job.run_test('sleeptest', seconds=1)\n", "a control file is not Python (profilers add NAME [ARGS...]");
+	control_refused(
+		"job.profilers.add(\"tally\")\nrun sleeptest 0\n",
+		"'t.ctl' line 1: unknown command 'job.profilers.add(tally)': a control file is not Python, write 'profilers add tally'");
+	control_refused("job.profilers.add('tally', '-F', '99')\nrun sleeptest 0\n",
+			"write 'profilers add tally -F 99'");
+	control_refused("run sleeptest 0\njob.profilers.delete('cmd')\n",
+			"write 'profilers delete cmd'");
+	control_refused("job.run_test('sleeptest', seconds=1)\n",
+			"a control file is not Python (profilers add NAME [ARGS...]");
 	/* the built-in profilers' arguments, with the rest of the file */
-	control_refused("run sleeptest 0\nprofilers add tally -F abc\n", "'t.ctl' line 2: profiler 'tally': invalid frequency -F 'abc'");
-	control_refused("profilers add tally --bogus\nrun sleeptest 0\n", "'t.ctl' line 1: profiler 'tally': option '--bogus' is unknown");
-	control_refused("profilers add cmd\nrun sleeptest 0\n", "'t.ctl' line 1: profiler 'cmd': no command");
+	control_refused("run sleeptest 0\nprofilers add tally -F abc\n",
+			"'t.ctl' line 2: profiler 'tally': invalid frequency -F 'abc'");
+	control_refused("profilers add tally --bogus\nrun sleeptest 0\n",
+			"'t.ctl' line 1: profiler 'tally': option '--bogus' is unknown");
+	control_refused("profilers add cmd\nrun sleeptest 0\n",
+			"'t.ctl' line 1: profiler 'cmd': no command");
 }
 
 static void test_job__profilers_path(void **state)
@@ -254,11 +274,15 @@ static void test_job__run_api(void **state)
 	assert_int_equal(mkdir(plugins, 0755), 0);
 	assert_int_equal(mkdir(pdir, 0755), 0);
 	char script[2048];
-	snprintf(script, sizeof(script),
-		 "#!/bin/sh\ncase $1 in version) echo 3 ;; *) echo \"$1 $TALLY_TEST $TALLY_ITERATION $2\" >>'%s' ;; esac\nexit 0\n", log);
+	snprintf(
+		script, sizeof(script),
+		"#!/bin/sh\ncase $1 in version) echo 3 ;; *) echo \"$1 $TALLY_TEST $TALLY_ITERATION $2\" >>'%s' ;; esac\nexit 0\n",
+		log);
 	unit_write_str(exe, script);
 	assert_int_equal(chmod(exe, 0755), 0);
-	unit_write_str(ctl, "profilers add logger arg\nrun --iterations 2 --tag t -- sh -c 'echo out'\nrun -- false\n");
+	unit_write_str(
+		ctl,
+		"profilers add logger arg\nrun --iterations 2 --tag t -- sh -c 'echo out'\nrun -- false\n");
 
 	struct tally_job_opts o = { 0 };
 	o.control = ctl;
@@ -275,7 +299,9 @@ static void test_job__run_api(void **state)
 	tally_job_free(j);
 
 	char *got = unit_read(log, NULL);
-	assert_string_equal(got, "setup   arg\ninitialize   arg\nstart t 3 arg\nstop t 3 arg\nreport t 3 arg\n");
+	assert_string_equal(
+		got,
+		"setup   arg\ninitialize   arg\nstart t 3 arg\nstop t 3 arg\nreport t 3 arg\n");
 	free(got);
 	char *out = unit_path(results, "t/output");
 	got = unit_read(out, NULL);

@@ -28,7 +28,8 @@ static void test_merge__label_parse(void **state)
 	assert_string_equal(v, "");
 	free(k);
 	free(v);
-	static const char *const bad[] = { "host", "=x", "ho st=x", "h/x=y", "host=a\tb", "host=\x1b[2J" };
+	static const char *const bad[] = { "host",  "=x",        "ho st=x",
+					   "h/x=y", "host=a\tb", "host=\x1b[2J" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		assert_int_equal(tally_label_parse(bad[i], "--label", &k, &v), -EINVAL);
 		assert_errmsg_has("invalid --label");
@@ -109,7 +110,9 @@ static void test_merge__labels_file(void **state)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		memset(&db, 0, sizeof(db));
-		assert_int_equal(tally_db_parse_labels(&db, bad[i].text, strlen(bad[i].text), "labels"), -EINVAL);
+		assert_int_equal(
+			tally_db_parse_labels(&db, bad[i].text, strlen(bad[i].text), "labels"),
+			-EINVAL);
 		assert_errmsg_has(bad[i].why);
 		assert_errmsg_has("'labels'");
 		tally_db_release(&db);
@@ -151,7 +154,8 @@ static void small_db(struct tally_db *out, unsigned seed, const char *host)
 	tally_meta_set(&m, "stop-time", "2026-11-2%uT10:00:0%uZ", seed % 10, seed % 10);
 	tally_db_builder_session(b, &m);
 	tally_meta_release(&m);
-	struct tally_db_image x = image(seed % 2 ? "libb.so" : "liba.so", seed % 2 ? "bbbbbbbbbbbbbbbb" : "aaaaaaaaaaaaaaaa");
+	struct tally_db_image x = image(seed % 2 ? "libb.so" : "liba.so",
+					seed % 2 ? "bbbbbbbbbbbbbbbb" : "aaaaaaaaaaaaaaaa");
 	struct tally_db_image y = image("libc.so.6", "cccccccccccccccc");
 	uint32_t ix = tally_db_builder_image(b, &x), iy = tally_db_builder_image(b, &y);
 	for (unsigned k = 0; k < 4; k++) {
@@ -161,14 +165,16 @@ static void small_db(struct tally_db *out, unsigned seed, const char *host)
 		struct tally_frame fr[2] = { { ix, off }, { iy, 0x500 + k } };
 		tally_db_builder_stack(b, 0, fr, 2, &c);
 	}
-	struct tally_ksym ks = { 0xffffffff81000000ull, 0x100, 'T', (char *)(seed % 2 ? "b_sym" : "a_sym"), NULL };
+	struct tally_ksym ks = { 0xffffffff81000000ull, 0x100, 'T',
+				 (char *)(seed % 2 ? "b_sym" : "a_sym"), NULL };
 	tally_db_builder_ksym(b, &ks);
 	tally_db_builder_task(b, (int)(100 + seed), "prog", "/bin/prog");
 	tally_db_builder_finish(b, out);
 }
 
 /* The bytes of a merge of dbs[order[0..n)] (canonical unless told). */
-static char *merged(struct tally_db *const *dbs, const int *order, size_t n, bool canonical, struct tally_db *keep)
+static char *merged(struct tally_db *const *dbs, const int *order, size_t n, bool canonical,
+		    struct tally_db *keep)
 {
 	char *ev[] = { (char *)"cpu-clock" };
 	struct tally_db_builder *b = tally_db_builder_new(1, ev, false, true);
@@ -451,9 +457,11 @@ static void test_merge__lazy_shared_file(void **state)
 		if (merge_first)
 			assert_int_equal(tally_db_builder_load_stacks(bl), 0);
 		if (tally_db_load_stacks(&src))
-			fail_msg("the database after the merge took its stacks: %s", tally_errmsg());
+			fail_msg("the database after the merge took its stacks: %s",
+				 tally_errmsg());
 		if (!merge_first && tally_db_builder_load_stacks(bl))
-			fail_msg("the merge after the database read its stacks: %s", tally_errmsg());
+			fail_msg("the merge after the database read its stacks: %s",
+				 tally_errmsg());
 		tally_db_builder_finish(bl, &out);
 		uint64_t got = 0, want = 0;
 		for (size_t s = 0; s < out.nstacks; s++)
@@ -517,7 +525,8 @@ static void test_merge__lazy_labels(void **state)
 	assert_int_equal(nnow, nlater);
 	assert_memory_equal(now, later, nnow);
 	/* c's stacks took its source's labels, m's kept theirs and got zone=z1 */
-	static const char *const want[] = { "1\thost=h1\trun=r1\tzone=z1\n", "2\thost=h2\trun=r2\tzone=z1\n",
+	static const char *const want[] = { "1\thost=h1\trun=r1\tzone=z1\n",
+					    "2\thost=h2\trun=r2\tzone=z1\n",
 					    "3\thost=h3\trun=r3\tzone=z0\n" };
 	for (size_t i = 0; i < 3; i++)
 		if (!memmem(later, nlater, want[i], strlen(want[i])))
@@ -563,8 +572,9 @@ static void test_merge__scale_counts(void **state)
 /* A database of one event made by hand: 0x10 gets c10 samples, a stack of two
  * frames too; weights (NULL: none, as format 1) beside them; the session's
  * period-mean and counters. */
-static void weighed_db(struct tally_db *out, uint64_t c10, const uint64_t *w10, const char *period_mean,
-		       const char *fp_checked, const char *rs, const char *fp_stops)
+static void weighed_db(struct tally_db *out, uint64_t c10, const uint64_t *w10,
+		       const char *period_mean, const char *fp_checked, const char *rs,
+		       const char *fp_stops)
 {
 	char *ev[] = { (char *)"cpu-clock" };
 	struct tally_db_builder *b = tally_db_builder_new(1, ev, false, true);
@@ -629,8 +639,9 @@ static void test_merge__weights(void **state)
 	/* the counters add up */
 	assert_string_equal(tally_meta_get(&m.session, "fp-leaf-checked"), "8");
 	assert_string_equal(tally_meta_get(&m.session, "fp-repair-frames"), "6");
-	assert_string_equal(tally_meta_get(&m.session, "fp-repair-stops"),
-			    "no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
+	assert_string_equal(
+		tally_meta_get(&m.session, "fp-repair-stops"),
+		"no CFI 11, stack copy too small 22, chain not rejoined 33, depth limit 44");
 	assert_string_equal(tally_meta_get(&m.session, "randomized-samples"), "15/16");
 	/* written and read back: the same weights */
 	char *tmp = unit_tmpdir();

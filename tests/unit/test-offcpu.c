@@ -301,9 +301,27 @@ static void test_offcpu__bpf_entry(void **state)
 	struct tally_offcpu *o = tally_offcpu_new(1, 2, 0);
 	uint64_t ips_a[2] = { 0x7000, 0x7100 }, ips_b[2] = { 0x8000, 0x7100 };
 	/* block_a: 2 waits, 12 ms; block_b: 6 waits, 6 ms; preempted: 3, 1 ms */
-	struct tally_offcpu_entry ea = { .tgid = 100, .tid = 7, .chain = true, .ns = 12000000, .count = 2, .ips = ips_a, .nips = 2 };
-	struct tally_offcpu_entry eb = { .tgid = 100, .tid = 7, .chain = true, .ns = 6000000, .count = 6, .ips = ips_b, .nips = 2 };
-	struct tally_offcpu_entry ep = { .tgid = 100, .tid = 8, .preempted = true, .ns = 1000000, .count = 3, .ips = ips_a, .nips = 1 };
+	struct tally_offcpu_entry ea = { .tgid = 100,
+					 .tid = 7,
+					 .chain = true,
+					 .ns = 12000000,
+					 .count = 2,
+					 .ips = ips_a,
+					 .nips = 2 };
+	struct tally_offcpu_entry eb = { .tgid = 100,
+					 .tid = 7,
+					 .chain = true,
+					 .ns = 6000000,
+					 .count = 6,
+					 .ips = ips_b,
+					 .nips = 2 };
+	struct tally_offcpu_entry ep = { .tgid = 100,
+					 .tid = 8,
+					 .preempted = true,
+					 .ns = 1000000,
+					 .count = 3,
+					 .ips = ips_a,
+					 .nips = 1 };
 	tally_offcpu_add(o, &ea, 5000, to_agg, &a);
 	tally_offcpu_add(o, &eb, 5000, to_agg, &a);
 	tally_offcpu_add(o, &ep, 5000, to_agg, &a);
@@ -335,7 +353,9 @@ static void test_offcpu__bpf_entry_rec(void **state)
 	struct tally_offcpu *o = tally_offcpu_new(0, 1, 0);
 	struct got g = { .n = 0 };
 	uint64_t ips[3] = { 0x1000, 0x2000, 0x3000 };
-	struct tally_offcpu_entry e = { .tgid = 10, .tid = 11, .chain = true, .ns = 500, .count = 4, .ips = ips, .nips = 3 };
+	struct tally_offcpu_entry e = {
+		.tgid = 10, .tid = 11, .chain = true, .ns = 500, .count = 4, .ips = ips, .nips = 3
+	};
 	tally_offcpu_add(o, &e, 77, collect, &g);
 	assert_int_equal(g.n, 1);
 	assert_int_equal(g.r[0].event, 0);
@@ -369,11 +389,17 @@ static void test_offcpu__bpf_entry_rec(void **state)
 	assert_int_equal(g.r[2].misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_KERNEL);
 	assert_int_equal(g.r[2].nr, 0);
 	/* nothing to put it at: dropped, counted */
-	struct tally_offcpu_entry none = { .tgid = 10, .tid = 11, .ns = 900, .count = 2, .ips = ips, .nips = 0 };
+	struct tally_offcpu_entry none = {
+		.tgid = 10, .tid = 11, .ns = 900, .count = 2, .ips = ips, .nips = 0
+	};
 	tally_offcpu_add(o, &none, 80, collect, &g);
 	assert_int_equal(g.n, 3);
-	struct tally_offcpu_stats k1 = { .dropped = 5, .dropped_ns = 50, .lost = 1, .lost_ns = 10, .nostack = 3 };
-	struct tally_offcpu_stats k2 = { .dropped = 6, .dropped_ns = 60, .lost = 1, .lost_ns = 10, .nostack = 4 };
+	struct tally_offcpu_stats k1 = {
+		.dropped = 5, .dropped_ns = 50, .lost = 1, .lost_ns = 10, .nostack = 3
+	};
+	struct tally_offcpu_stats k2 = {
+		.dropped = 6, .dropped_ns = 60, .lost = 1, .lost_ns = 10, .nostack = 4
+	};
 	tally_offcpu_kernel_counts(o, &k1);
 	tally_offcpu_kernel_counts(o, &k2); /* cumulative: replaces */
 	struct tally_offcpu_stats st;

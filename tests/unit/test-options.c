@@ -39,9 +39,14 @@ static const struct tally_option other[] = {
 };
 static const struct tally_optgroup g_own = { NULL, own, take };
 static const struct tally_optgroup g_other = { "more", other, take };
-static const struct tally_cmdopts cmd = { .name = "t", .summary = "a test command", .usage = "[options] ARG",
+static const struct tally_cmdopts cmd = { .name = "t",
+					  .summary = "a test command",
+					  .usage = "[options] ARG",
 					  .groups = { &g_own, &g_other } };
-static const struct tally_cmdopts cmd_stop = { .name = "t", .summary = "s", .usage = "[--] CMD", .stop_at_nonopt = true,
+static const struct tally_cmdopts cmd_stop = { .name = "t",
+					       .summary = "s",
+					       .usage = "[--] CMD",
+					       .stop_at_nonopt = true,
 					       .groups = { &g_own, &g_other } };
 
 static int parse(const struct tally_cmdopts *c, struct seen *a, struct seen *b, int *first, ...)
@@ -63,7 +68,9 @@ static void test_options__groups_get_their_codes(void **state)
 	(void)state;
 	struct seen a = { 0 }, b = { 0 };
 	int first;
-	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "-o", "x", "--force", "-v", "--format=pprof", "arg", NULL), 0);
+	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "-o", "x", "--force", "-v",
+			       "--format=pprof", "arg", NULL),
+			 0);
 	assert_int_equal(a.n, 3);
 	assert_int_equal(a.codes[0], 1);
 	assert_string_equal(a.args[0], "x");
@@ -111,7 +118,8 @@ static void test_options__optional_value_and_help(void **state)
 	a.n = 0;
 	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "--explain=img", NULL), 0);
 	assert_string_equal(a.args[0], "img");
-	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "--force", "--help", NULL), TALLY_OPTS_HELP);
+	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "--force", "--help", NULL),
+			 TALLY_OPTS_HELP);
 	assert_int_equal(parse(&cmd, &a, &b, &first, "t", "-h", NULL), TALLY_OPTS_HELP);
 }
 
@@ -120,7 +128,8 @@ static void test_options__stop_at_operand(void **state)
 	(void)state;
 	struct seen a = { 0 }, b = { 0 };
 	int first;
-	assert_int_equal(parse(&cmd_stop, &a, &b, &first, "t", "--force", "prog", "-v", "--nope", NULL), 0);
+	assert_int_equal(
+		parse(&cmd_stop, &a, &b, &first, "t", "--force", "prog", "-v", "--nope", NULL), 0);
 	assert_int_equal(first, 2);
 	assert_int_equal(b.n, 0); /* -v belongs to prog */
 }
@@ -132,7 +141,9 @@ static void test_options__help_text(void **state)
 	tally_opts_help(&cmd, &sb);
 	assert_str_has(sb.buf, "usage: tally t [options] ARG\n");
 	assert_str_has(sb.buf, "  -o, --output FILE        where to write\n");
-	assert_str_has(sb.buf, "      --explain[=IMAGE]    why\n                           and a second line\n");
+	assert_str_has(
+		sb.buf,
+		"      --explain[=IMAGE]    why\n                           and a second line\n");
 	assert_str_has(sb.buf, "\nmore:\n  -v, --verbose ");
 	assert_str_has(sb.buf, "  -h, --help ");
 	assert_null(strstr(sb.buf, "%%"));
@@ -143,7 +154,8 @@ static void test_options__help_text(void **state)
 	assert_str_has(sb.buf, ".SS more\n");
 	strbuf_reset(&sb);
 	tally_opts_words(&cmd, &sb);
-	assert_string_equal(sb.buf, "-o --output --force --format --explain --bad -v --verbose --help");
+	assert_string_equal(sb.buf,
+			    "-o --output --force --format --explain --bad -v --verbose --help");
 	assert_true(tally_opts_takes_value(&cmd, "--format"));
 	assert_true(tally_opts_takes_value(&cmd, "-o"));
 	assert_false(tally_opts_takes_value(&cmd, "--force"));
@@ -160,7 +172,9 @@ static void test_options__check_finds_bad_tables(void **state)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_dup = { NULL, dup, take };
-	static const struct tally_cmdopts c1 = { .name = "d", .summary = "s", .usage = "u", .groups = { &g_own, &g_dup } };
+	static const struct tally_cmdopts c1 = {
+		.name = "d", .summary = "s", .usage = "u", .groups = { &g_own, &g_dup }
+	};
 	assert_int_equal(tally_opts_check(&c1), -EINVAL);
 	assert_errmsg_has("'-o' is given twice");
 	static const struct tally_option nohelp[] = {
@@ -168,7 +182,9 @@ static void test_options__check_finds_bad_tables(void **state)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_nohelp = { NULL, nohelp, take };
-	static const struct tally_cmdopts c2 = { .name = "d", .summary = "s", .usage = "u", .groups = { &g_nohelp } };
+	static const struct tally_cmdopts c2 = {
+		.name = "d", .summary = "s", .usage = "u", .groups = { &g_nohelp }
+	};
 	assert_int_equal(tally_opts_check(&c2), -EINVAL);
 	assert_errmsg_has("has no help");
 	static const struct tally_option noval[] = {
@@ -176,7 +192,9 @@ static void test_options__check_finds_bad_tables(void **state)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_noval = { NULL, noval, take };
-	static const struct tally_cmdopts c3 = { .name = "d", .summary = "s", .usage = "u", .groups = { &g_noval } };
+	static const struct tally_cmdopts c3 = {
+		.name = "d", .summary = "s", .usage = "u", .groups = { &g_noval }
+	};
 	assert_int_equal(tally_opts_check(&c3), -EINVAL);
 	assert_errmsg_has("a value name goes with a value");
 }
@@ -211,11 +229,14 @@ static void test_options__bound_members(void **state)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g = { NULL, opts, take_list };
-	static const struct tally_cmdopts c = { .name = "b", .summary = "s", .usage = "u", .groups = { &g } };
+	static const struct tally_cmdopts c = {
+		.name = "b", .summary = "s", .usage = "u", .groups = { &g }
+	};
 	assert_int_equal(tally_opts_check(&c), 0);
 	struct bound b = { .out = "default" };
 	void *ctx[] = { &b };
-	char *argv[] = { "b", "-f", "--format", "json", "--list", "a", "-o", "x", "-o", "y", "--list", "b", "rest", NULL };
+	char *argv[] = { "b", "-f", "--format", "json",   "--list", "a",    "-o",
+			 "x", "-o", "y",        "--list", "b",      "rest", NULL };
 	int first;
 	assert_int_equal(tally_opts_parse(&c, ctx, 13, argv, &first), 0);
 	assert_string_equal(b.out, "y"); /* the last given */
@@ -234,7 +255,9 @@ static void test_options__bound_members(void **state)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g_loose = { NULL, loose, NULL };
-	static const struct tally_cmdopts c2 = { .name = "l", .summary = "s", .usage = "u", .groups = { &g_loose } };
+	static const struct tally_cmdopts c2 = {
+		.name = "l", .summary = "s", .usage = "u", .groups = { &g_loose }
+	};
 	assert_int_equal(tally_opts_check(&c2), -EINVAL);
 	assert_errmsg_has("bound to nothing");
 }
@@ -255,7 +278,9 @@ static int parse_nums(struct nums *n, char *opt, char *val)
 		TALLY_OPTION_END,
 	};
 	static const struct tally_optgroup g = { NULL, opts, NULL };
-	static const struct tally_cmdopts c = { .name = "n", .summary = "s", .usage = "u", .groups = { &g } };
+	static const struct tally_cmdopts c = {
+		.name = "n", .summary = "s", .usage = "u", .groups = { &g }
+	};
 	assert_int_equal(tally_opts_check(&c), 0);
 	char *argv[] = { "n", opt, val, NULL };
 	void *ctx[] = { n };
@@ -278,7 +303,8 @@ static void test_options__bound_numbers(void **state)
 	assert_int_equal(parse_nums(&n, "--top", "101"), -EINVAL);
 	assert_string_equal(tally_errmsg(), "invalid --top '101': must be between 1 and 100");
 	assert_int_equal(parse_nums(&n, "--top", "x"), -EINVAL);
-	assert_string_equal(tally_errmsg(), "invalid --top 'x': expected a whole number from 1 to 100");
+	assert_string_equal(tally_errmsg(),
+			    "invalid --top 'x': expected a whole number from 1 to 100");
 	assert_int_equal(n.top, 100);
 	assert_int_equal(parse_nums(&n, "-e", "soon"), -EINVAL);
 	assert_errmsg_has("invalid --every 'soon': expected a duration");
@@ -295,17 +321,35 @@ static void test_options__bound_numbers(void **state)
 static void test_options__shared_groups(void **state)
 {
 	(void)state;
-	static const struct tally_cmdopts all = { .name = "all", .summary = "s", .usage = "u",
-						  .groups = { &tally_sampling_group, &tally_symopts_group, &tally_db_select_group } };
+	static const struct tally_cmdopts all = {
+		.name = "all",
+		.summary = "s",
+		.usage = "u",
+		.groups = { &tally_sampling_group, &tally_symopts_group, &tally_db_select_group }
+	};
 	assert_int_equal(tally_opts_check(&all), 0);
-	static const struct tally_cmdopts rep = { .name = "rep", .summary = "s", .usage = "u",
-						  .groups = { &tally_select_group, &tally_symopts_group, &tally_db_select_group } };
+	static const struct tally_cmdopts rep = {
+		.name = "rep",
+		.summary = "s",
+		.usage = "u",
+		.groups = { &tally_select_group, &tally_symopts_group, &tally_db_select_group }
+	};
 	assert_int_equal(tally_opts_check(&rep), 0);
 	/* the symbol group fills the resolver's options */
 	struct tally_symopts so;
 	tally_symopts_init(&so);
-	char *argv[] = { "x", "--image-path", "/a", "--image-path", "/b", "--debug-dir", "/nonexistent-dbg", "--no-inline", NULL };
-	static const struct tally_cmdopts sym = { .name = "sym", .summary = "s", .usage = "u", .groups = { &tally_symopts_group } };
+	char *argv[] = { "x",
+			 "--image-path",
+			 "/a",
+			 "--image-path",
+			 "/b",
+			 "--debug-dir",
+			 "/nonexistent-dbg",
+			 "--no-inline",
+			 NULL };
+	static const struct tally_cmdopts sym = {
+		.name = "sym", .summary = "s", .usage = "u", .groups = { &tally_symopts_group }
+	};
 	void *ctx[] = { &so };
 	int first;
 	assert_int_equal(tally_opts_parse(&sym, ctx, 8, argv, &first), 0);

@@ -40,9 +40,12 @@ static void memdb_init(struct tally_db *db)
 	db->has_stacks = true;
 	db->nimages = 1;
 	db->images = xcalloc(1, sizeof(*db->images));
-	db->images[0] = (struct tally_db_image){ .name = xstrdup("prog"), .path = xstrdup("/nonexistent/tally-unit/prog"),
-						 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
-						 .id_kind = xstrdup("build-id"), .kind = xstrdup("exec") };
+	db->images[0] =
+		(struct tally_db_image){ .name = xstrdup("prog"),
+					 .path = xstrdup("/nonexistent/tally-unit/prog"),
+					 .id = xstrdup("00112233445566778899aabbccddeeff00112233"),
+					 .id_kind = xstrdup("build-id"),
+					 .kind = xstrdup("exec") };
 	static const uint64_t offs[] = { 0x1010, 0x1101, 0x1020, 0x1030 };
 	db->nframe_tab = 4;
 	db->frame_tab = xcalloc(4, sizeof(*db->frame_tab));
@@ -106,7 +109,8 @@ static PProfile_t *unpack(const struct strbuf *gz)
 }
 
 /* The value of label key of sample s ("" when none; fails when twice). */
-static const char *label_of(const PProfile_t *p, const Perftools__Profiles__Sample *s, const char *key)
+static const char *label_of(const PProfile_t *p, const Perftools__Profiles__Sample *s,
+			    const char *key)
 {
 	const char *v = "";
 	int seen = 0;
@@ -141,14 +145,20 @@ static void test_push__pprof_caller_labels(void **state)
 	struct tally_labelset labels = { 0 }, dflt = { 0 };
 	tally_labelset_set(&labels, "team", "blue");
 	tally_labelset_set(&dflt, "host", "here");
-	struct tally_export x = { .db = &db, .res = res, .input = "mem.db", .events = &ev, .nevents = 1,
-				  .labels = &labels, .label_defaults = &dflt };
+	struct tally_export x = { .db = &db,
+				  .res = res,
+				  .input = "mem.db",
+				  .events = &ev,
+				  .nevents = 1,
+				  .labels = &labels,
+				  .label_defaults = &dflt };
 	struct strbuf gz = STRBUF_INIT;
 	assert_int_equal(tally_export_pprof_buf(&x, &gz), 0);
 	PProfile_t *p = unpack(&gz);
 	assert_int_equal(p->n_sample, 3);
 	/* a set with its own host keeps it; the others get the default */
-	const Perftools__Profiles__Sample *s0 = sample_at(p, 0x1010), *s1 = sample_at(p, 0x1020), *s2 = sample_at(p, 0x1030);
+	const Perftools__Profiles__Sample *s0 = sample_at(p, 0x1010), *s1 = sample_at(p, 0x1020),
+					  *s2 = sample_at(p, 0x1030);
 	assert_string_equal(label_of(p, s0, "host"), "web1");
 	assert_string_equal(label_of(p, s1, "host"), "here");
 	assert_string_equal(label_of(p, s2, "host"), "here");
@@ -225,7 +235,8 @@ static void test_push__options(void **state)
 	(void)state;
 	char *dir = unit_tmpdir();
 	char *hf = unit_path(dir, "headers");
-	unit_write_str(hf, "# tokens\r\nAuthorization: Bearer s3cret\r\n\r\nX-Scope-OrgID: tenant-1\n");
+	unit_write_str(hf,
+		       "# tokens\r\nAuthorization: Bearer s3cret\r\n\r\nX-Scope-OrgID: tenant-1\n");
 	struct tally_push_opts o;
 	tally_push_opts_init(&o);
 	const char *argv[] = { "test", "--to", "http://127.0.0.1:1", "--format", "otlp", "--label", "team=blue",
@@ -303,7 +314,8 @@ static uint64_t stack_total(const struct tally_db *db)
 static void save_epoch(const char *dir, const char *name, struct tally_db *db)
 {
 	char *p = unit_path(dir, name);
-	struct tally_db_builder *b = tally_db_builder_new(db->nevents, db->events, db->per_pid, true);
+	struct tally_db_builder *b =
+		tally_db_builder_new(db->nevents, db->events, db->per_pid, true);
 	tally_meta_set(&db->session, "call-graph", "fp");
 	tally_meta_set(&db->session, "stop-time", "2026-01-02T03:05:05Z");
 	tally_db_builder_session(b, &db->session);

@@ -309,7 +309,11 @@ static void test_record__bpf_fits_what_it_has_room_for(void **state)
 	for (int i = 0; i < 5; i++)
 		ev[i] = tally_event_find("cpu-clock");
 	assert_non_null(ev[0]);
-	struct tally_collect_opts o = { .events = ev, .nevents = 1, .target = TALLY_TARGET_SYSTEM, .ncpus = 512, .wake_fd = -1 };
+	struct tally_collect_opts o = { .events = ev,
+					.nevents = 1,
+					.target = TALLY_TARGET_SYSTEM,
+					.ncpus = 512,
+					.wake_fd = -1 };
 	assert_int_equal(tally_sample_bpf_fits(&o), 0);
 	o.ncpus = 513;
 	assert_int_equal(tally_sample_bpf_fits(&o), -EINVAL);
@@ -337,10 +341,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record__bad_options, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record__command_exit_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record__command_cannot_run, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_record__stop_from_another_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record__stop_from_another_thread, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_record__stop_command, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record__duration, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_record__attached_processes_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record__attached_processes_exit, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_record__path_taken_meanwhile, setup, teardown),
 		cmocka_unit_test(test_record__bpf_fits_what_it_has_room_for),
 	};

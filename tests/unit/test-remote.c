@@ -14,8 +14,9 @@
 static void test_remote__quote_round_trip(void **state)
 {
 	(void)state;
-	const char *words[] = { "plain", "with space", "it's", "'", "''", "$(touch /tmp/x)", "`id`", "a;b|c&d", "\\n\"q\"",
-				"*", "~", "-x", "", "new\nline", NULL };
+	const char *words[] = { "plain", "with space", "it's",     "'", "''", "$(touch /tmp/x)",
+				"`id`",  "a;b|c&d",    "\\n\"q\"", "*", "~",  "-x",
+				"",      "new\nline",  NULL };
 	for (int i = 0; words[i]; i++) {
 		struct strbuf q = STRBUF_INIT, cmd = STRBUF_INIT;
 		tally_sh_quote(&q, words[i]);
@@ -99,7 +100,10 @@ static void test_remote__untar_good(void **state)
 	make_tar(&t, m, 4);
 	size_t files;
 	uint64_t bytes;
-	assert_int_equal(tally_remote_untar(t.buf, t.len, dst, "18 tally.db/session\n6 report.txt\n", "host 'h1'", &files, &bytes), 0);
+	assert_int_equal(tally_remote_untar(t.buf, t.len, dst,
+					    "18 tally.db/session\n6 report.txt\n", "host 'h1'",
+					    &files, &bytes),
+			 0);
 	assert_int_equal(files, 2);
 	assert_int_equal(bytes, 24);
 	char *p = unit_path(dst, "tally.db/session");
@@ -126,18 +130,40 @@ static void test_remote__untar_refuses(void **state)
 		struct member m;
 		const char *listing, *why;
 	} cases[] = {
-		{ { "../escape", AE_IFREG, "x", NULL }, "1 ../escape\n", "refused '../escape': a name that leads out" },
-		{ { "a/../../escape", AE_IFREG, "x", NULL }, "1 a/../../escape\n", "a name that leads out" },
-		{ { "/tmp/abs", AE_IFREG, "x", NULL }, "1 /tmp/abs\n", "refused '/tmp/abs': a name that leads out" },
-		{ { "link", AE_IFLNK, NULL, "/etc/passwd" }, "", "refused 'link': a symbolic link" },
+		{ { "../escape", AE_IFREG, "x", NULL },
+		  "1 ../escape\n",
+		  "refused '../escape': a name that leads out" },
+		{ { "a/../../escape", AE_IFREG, "x", NULL },
+		  "1 a/../../escape\n",
+		  "a name that leads out" },
+		{ { "/tmp/abs", AE_IFREG, "x", NULL },
+		  "1 /tmp/abs\n",
+		  "refused '/tmp/abs': a name that leads out" },
+		{ { "link", AE_IFLNK, NULL, "/etc/passwd" },
+		  "",
+		  "refused 'link': a symbolic link" },
 		{ { "fifo", AE_IFIFO, NULL, NULL }, "", "refused 'fifo': a special file" },
-		{ { "short", AE_IFREG, "abc", NULL }, "4 short\n", "refused 'short': the stream declares 3 bytes and the host listed 4 (nothing written)" },
-		{ { "big", AE_IFREG, "abc", NULL }, "1 big\n", "refused 'big': the stream declares 3 bytes and the host listed 1 (nothing written)" },
-		{ { "one", AE_IFREG, "abc", NULL }, "3 one\n3 one\n", "its listing names 'one' twice" },
-		{ { "one", AE_IFREG, "abc", NULL }, "3one\n", "its listing has a line that is not 'SIZE NAME': '3one'" },
-		{ { "one", AE_IFREG, "abc", NULL }, "x one\n", "its listing has a line that is not 'SIZE NAME'" },
-		{ { "extra", AE_IFREG, "abc", NULL }, "3 other\n", "'extra' came, but the host's listing has no such file" },
-		{ { "one", AE_IFREG, "abc", NULL }, "3 one\n3 two\n", "1 files came of the 2 the host listed" },
+		{ { "short", AE_IFREG, "abc", NULL },
+		  "4 short\n",
+		  "refused 'short': the stream declares 3 bytes and the host listed 4 (nothing written)" },
+		{ { "big", AE_IFREG, "abc", NULL },
+		  "1 big\n",
+		  "refused 'big': the stream declares 3 bytes and the host listed 1 (nothing written)" },
+		{ { "one", AE_IFREG, "abc", NULL },
+		  "3 one\n3 one\n",
+		  "its listing names 'one' twice" },
+		{ { "one", AE_IFREG, "abc", NULL },
+		  "3one\n",
+		  "its listing has a line that is not 'SIZE NAME': '3one'" },
+		{ { "one", AE_IFREG, "abc", NULL },
+		  "x one\n",
+		  "its listing has a line that is not 'SIZE NAME'" },
+		{ { "extra", AE_IFREG, "abc", NULL },
+		  "3 other\n",
+		  "'extra' came, but the host's listing has no such file" },
+		{ { "one", AE_IFREG, "abc", NULL },
+		  "3 one\n3 two\n",
+		  "1 files came of the 2 the host listed" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *tmp = unit_tmpdir();
@@ -146,7 +172,8 @@ static void test_remote__untar_refuses(void **state)
 		make_tar(&t, &cases[i].m, 1);
 		size_t files;
 		uint64_t bytes;
-		int r = tally_remote_untar(t.buf, t.len, dst, cases[i].listing, "host 'h1'", &files, &bytes);
+		int r = tally_remote_untar(t.buf, t.len, dst, cases[i].listing, "host 'h1'", &files,
+					   &bytes);
 		if (!r)
 			fail_msg("case %zu (%s) accepted", i, cases[i].m.name);
 		assert_errmsg_has("host 'h1'");
@@ -155,7 +182,8 @@ static void test_remote__untar_refuses(void **state)
 		assert_true(unit_dir_entries(tmp) <= 1);
 		/* a file the listing does not have is refused before it is made (it was
 		 * made empty, and its descriptor kept, until fuzz-pull found it) */
-		if (strstr(cases[i].why, "has no such file") || strstr(cases[i].why, "nothing written")) {
+		if (strstr(cases[i].why, "has no such file") ||
+		    strstr(cases[i].why, "nothing written")) {
 			char *x = unit_path(dst, cases[i].m.name);
 			assert_false(unit_exists(x));
 			free(x);
@@ -194,8 +222,10 @@ static void test_remote__untar_sparse_member(void **state)
 	assert_true(used < 16384);
 	size_t files;
 	uint64_t bytes;
-	assert_int_not_equal(tally_remote_untar(buf, used, dst, "1 big\n", "host 'h1'", &files, &bytes), 0);
-	assert_errmsg_has("refused 'big': the stream declares 67108864 bytes and the host listed 1 (nothing written)");
+	assert_int_not_equal(
+		tally_remote_untar(buf, used, dst, "1 big\n", "host 'h1'", &files, &bytes), 0);
+	assert_errmsg_has(
+		"refused 'big': the stream declares 67108864 bytes and the host listed 1 (nothing written)");
 	assert_int_equal(unit_dir_entries(dst), 0);
 	assert_int_equal(bytes, 0);
 	free(buf);
@@ -220,8 +250,10 @@ static void test_remote__untar_listing_bounds(void **state)
 	make_tar(&t, m, 1);
 	size_t files;
 	uint64_t bytes;
-	assert_int_not_equal(tally_remote_untar(t.buf, t.len, dst, list.buf, "host 'h1'", &files, &bytes), 0);
-	assert_errmsg_has("host 'h1': its listing has more than 100000 files (refused before any is read)");
+	assert_int_not_equal(
+		tally_remote_untar(t.buf, t.len, dst, list.buf, "host 'h1'", &files, &bytes), 0);
+	assert_errmsg_has(
+		"host 'h1': its listing has more than 100000 files (refused before any is read)");
 	assert_false(unit_exists(dst));
 	strbuf_release(&list);
 	strbuf_release(&t);
@@ -236,13 +268,15 @@ static void test_remote__untar_long_name(void **state)
 	(void)state;
 	char *tmp = unit_tmpdir();
 	char *dst = unit_path(tmp, "in");
-	const char *name = "tally.db/a-directory-with-a-long-name/another-directory-with-a-long-name/and-one-more-directory/the-link-at-the-end";
+	const char *name =
+		"tally.db/a-directory-with-a-long-name/another-directory-with-a-long-name/and-one-more-directory/the-link-at-the-end";
 	const struct member m[] = { { name, AE_IFLNK, NULL, "/etc/passwd" } };
 	struct strbuf t = STRBUF_INIT;
 	make_tar(&t, m, 1);
 	size_t files;
 	uint64_t bytes;
-	assert_int_not_equal(tally_remote_untar(t.buf, t.len, dst, "", "host 'h1'", &files, &bytes), 0);
+	assert_int_not_equal(tally_remote_untar(t.buf, t.len, dst, "", "host 'h1'", &files, &bytes),
+			     0);
 	char want[512];
 	snprintf(want, sizeof(want), "refused '%s': a symbolic link", name);
 	assert_errmsg_has(want);
@@ -268,7 +302,9 @@ static void test_remote__untar_planted_link(void **state)
 	make_tar(&t, m, 1);
 	size_t files;
 	uint64_t bytes;
-	assert_int_not_equal(tally_remote_untar(t.buf, t.len, dst, "1 sub/file\n", "host 'h1'", &files, &bytes), 0);
+	assert_int_not_equal(
+		tally_remote_untar(t.buf, t.len, dst, "1 sub/file\n", "host 'h1'", &files, &bytes),
+		0);
 	assert_int_equal(unit_dir_entries(out), 0);
 	strbuf_release(&t);
 	tally_remove_tree(tmp);
@@ -292,7 +328,10 @@ static void test_remote__probe_good(void **state)
 {
 	(void)state;
 	struct tally_remote_facts f;
-	assert_int_equal(probe("x86_64\n0f3c2b1a-1111-2222-3333-444455556666\n1001.25\ntally 0.1.0\nend\n", &f), 0);
+	assert_int_equal(
+		probe("x86_64\n0f3c2b1a-1111-2222-3333-444455556666\n1001.25\ntally 0.1.0\nend\n",
+		      &f),
+		0);
 	assert_string_equal(f.arch, "x86_64");
 	assert_string_equal(f.boot_id, "0f3c2b1a-1111-2222-3333-444455556666");
 	assert_string_equal(f.tally, "tally 0.1.0");

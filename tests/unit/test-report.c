@@ -11,13 +11,13 @@
 #include "tally/select.h"
 #include "tally/view.h"
 
-
-static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32_t *images, const uint64_t *offs,
-		      uint32_t len)
+static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32_t *images,
+		      const uint64_t *offs, uint32_t len)
 {
 	GROW(db->stacks, db->astacks, db->nstacks + 1);
 	GROW(db->stack_counts, db->astack_counts, db->nstacks + 1);
-	db->stacks[db->nstacks] = (struct tally_db_stack){ (uint32_t)db->nstack_frames, len, pid, 0 };
+	db->stacks[db->nstacks] =
+		(struct tally_db_stack){ (uint32_t)db->nstack_frames, len, pid, 0 };
 	db->stack_counts[db->nstacks++] = count;
 	for (uint32_t i = 0; i < len; i++) {
 		GROW(db->frame_tab, db->aframe_tab, db->nframe_tab + 1);
@@ -33,7 +33,9 @@ static void add_stack(struct tally_db *db, int pid, uint64_t count, const uint32
 static int setup(void **state)
 {
 	struct fixture *f = unit_resolver_fixture();
-	unit_write_jit_map(f->dir, 10, "a1", "1000 100 main_a\n2000 100 work\n3000 100 leaf\n4000 10 dup\n5000 10 dup\n");
+	unit_write_jit_map(
+		f->dir, 10, "a1",
+		"1000 100 main_a\n2000 100 work\n3000 100 leaf\n4000 10 dup\n5000 10 dup\n");
 	unit_write_jit_map(f->dir, 20, "b2", "1000 100 main_b\n2000 100 work\n");
 	struct tally_db *db = &f->db;
 	db->samples[0] = 100;
@@ -41,12 +43,21 @@ static int setup(void **state)
 	db->has_stacks = true;
 	db->nimages = 2;
 	db->images = xcalloc(2, sizeof(*db->images));
-	db->images[0] = (struct tally_db_image){ .name = xstrdup("jitA"), .path = xstrdup(""), .id = xstrdup("a1"),
-						 .id_kind = xstrdup("none"), .kind = xstrdup("jit"), .pid = 10 };
-	db->images[1] = (struct tally_db_image){ .name = xstrdup("jitB"), .path = xstrdup(""), .id = xstrdup("b2"),
-						 .id_kind = xstrdup("none"), .kind = xstrdup("jit"), .pid = 20 };
+	db->images[0] = (struct tally_db_image){ .name = xstrdup("jitA"),
+						 .path = xstrdup(""),
+						 .id = xstrdup("a1"),
+						 .id_kind = xstrdup("none"),
+						 .kind = xstrdup("jit"),
+						 .pid = 10 };
+	db->images[1] = (struct tally_db_image){ .name = xstrdup("jitB"),
+						 .path = xstrdup(""),
+						 .id = xstrdup("b2"),
+						 .id_kind = xstrdup("none"),
+						 .kind = xstrdup("jit"),
+						 .pid = 20 };
 	static const struct tally_db_entry entries[] = {
-		{ 0, 10, 0x3010 }, { 0, 10, 0x2010 }, { 0, 10, 0x4001 }, { 0, 10, 0x5001 }, { 1, 20, 0x2010 },
+		{ 0, 10, 0x3010 }, { 0, 10, 0x2010 }, { 0, 10, 0x4001 },
+		{ 0, 10, 0x5001 }, { 1, 20, 0x2010 },
 	};
 	static const uint64_t counts[] = { 50, 10, 5, 5, 30 };
 	db->nentries = 5;
@@ -61,9 +72,11 @@ static int setup(void **state)
 	db->ntasks = 2;
 	db->tasks = xcalloc(2, sizeof(*db->tasks));
 	db->tasks[0] = (struct tally_db_task){ 10, xstrdup("ten"), xstrdup("/nonexistent/ten") };
-	db->tasks[1] = (struct tally_db_task){ 20, xstrdup("twenty"), xstrdup("/nonexistent/twenty") };
+	db->tasks[1] =
+		(struct tally_db_task){ 20, xstrdup("twenty"), xstrdup("/nonexistent/twenty") };
 	/* leaf first; callers' frames are return addresses */
-	add_stack(db, 10, 50, (const uint32_t[]){ 0, 0, 0 }, (const uint64_t[]){ 0x3010, 0x2020, 0x1020 }, 3);
+	add_stack(db, 10, 50, (const uint32_t[]){ 0, 0, 0 },
+		  (const uint64_t[]){ 0x3010, 0x2020, 0x1020 }, 3);
 	add_stack(db, 10, 10, (const uint32_t[]){ 0, 0 }, (const uint64_t[]){ 0x2010, 0x1030 }, 2);
 	add_stack(db, 10, 5, (const uint32_t[]){ 0, 0 }, (const uint64_t[]){ 0x4001, 0x1040 }, 2);
 	add_stack(db, 10, 5, (const uint32_t[]){ 0, 0 }, (const uint64_t[]){ 0x5001, 0x1050 }, 2);
@@ -73,8 +86,8 @@ static int setup(void **state)
 	return 0;
 }
 
-
-static const struct tally_view_row *find_row(const struct tally_view_rows *t, const char *name, uint32_t image)
+static const struct tally_view_row *find_row(const struct tally_view_rows *t, const char *name,
+					     uint32_t image)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (!strcmp(t->v[i].name, name) && t->v[i].image == image)
@@ -128,7 +141,8 @@ static void test_report__function_rows(void **state)
 	assert_string_equal(fn.v[3].name, "dup");
 	assert_int_equal(fn.v[3].addr, 0x5000);
 	tally_view_rows_release(&fn);
-	/* every image row at once, as the HTML table takes them: work in each image is its own row */
+	/* every image row at once, as the HTML table takes them: work in each image is its own row
+	 */
 	tally_view_functions(&fn, &f->db, f->res, 0, img.v, img.n, false);
 	assert_int_equal(fn.total, img.total);
 	assert_int_equal(fn.n, 5);
@@ -153,8 +167,10 @@ static void test_report__cg_rows_and_arcs(void **state)
 	tally_view_cg_build(&v, &f->db, f->res, &sel, 0);
 	assert_int_equal(v.cg.total, 100);
 	const struct tally_view_rows *t = &v.funcs;
-	static const char *const order[] = { "main_a", "work", "leaf", "work", "main_b", "dup", "dup" };
-	static const uint64_t incl[] = { 70, 60, 50, 30, 30, 5, 5 }, self[] = { 0, 10, 50, 30, 0, 5, 5 };
+	static const char *const order[] = { "main_a", "work", "leaf", "work",
+					     "main_b", "dup",  "dup" };
+	static const uint64_t incl[] = { 70, 60, 50, 30, 30, 5, 5 },
+			      self[] = { 0, 10, 50, 30, 0, 5, 5 };
 	assert_int_equal(t->n, 7);
 	for (size_t i = 0; i < 7; i++) {
 		assert_string_equal(t->v[i].name, order[i]);
@@ -336,19 +352,26 @@ static void test_report__empty_selection_named(void **state)
 	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), 0);
 	sel.pid = 20;
 	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
-	assert_str_has(tally_errmsg(), "'mem.db' has no samples in the selection: each filter matches samples, but not together");
+	assert_str_has(
+		tally_errmsg(),
+		"'mem.db' has no samples in the selection: each filter matches samples, but not together");
 	tally_select_init(&sel);
 	sel.image = "nosuch";
 	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
-	assert_str_has(tally_errmsg(), "--image 'nosuch' matches no image with samples (images with samples: jitA, jitB)");
+	assert_str_has(
+		tally_errmsg(),
+		"--image 'nosuch' matches no image with samples (images with samples: jitA, jitB)");
 	tally_select_init(&sel);
 	sel.pid = 99;
 	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
-	assert_str_has(tally_errmsg(), "--pid 99 has no samples (processes with samples: 10 (ten), 20 (twenty))");
+	assert_str_has(tally_errmsg(),
+		       "--pid 99 has no samples (processes with samples: 10 (ten), 20 (twenty))");
 	tally_select_init(&sel);
 	sel.comm = "eleven";
 	assert_int_equal(tally_select_nonempty(&sel, &f->db, "mem.db"), -ENOENT);
-	assert_str_has(tally_errmsg(), "--comm 'eleven' matches no process with samples (commands with samples: ten, twenty)");
+	assert_str_has(
+		tally_errmsg(),
+		"--comm 'eleven' matches no process with samples (commands with samples: ten, twenty)");
 }
 
 /* The core hands warnings back; nothing is printed. */
@@ -366,7 +389,9 @@ static void test_report__warnings_handed_back(void **state)
 
 	tally_select_init(&sel);
 	assert_int_equal(tally_select_check(&sel, &f->db, "mem.db", &w), 0);
-	struct tally_report_opts o = { .input = "mem.db", .sel = &sel, .callers = "nosuch", .percent_limit = 0.5 };
+	struct tally_report_opts o = {
+		.input = "mem.db", .sel = &sel, .callers = "nosuch", .percent_limit = 0.5
+	};
 	struct strbuf out = STRBUF_INIT;
 	tally_report_text(&out, &f->db, f->res, &o, &w);
 	assert_int_equal(w.n, 1);
@@ -393,15 +418,22 @@ static void test_report__text_and_json_rows(void **state)
 	tally_report_json(&json, &f->db, f->res, &o, NULL);
 	assert_str_has(text.buf, "       50   71.43%   71.43%  0x0000000000003000  leaf\n");
 	assert_str_has(text.buf, "       30  100.00%  100.00");
-	assert_str_has(json.buf, "{\"name\":\"leaf\",\"addr\":\"0x3000\",\"samples\":50,\"percent\":71.4286,\"percent_of_total\":50.0000}");
-	assert_str_has(json.buf, "\"name\":\"jitB\",\"path\":\"\",\"id\":\"b2\",\"id_kind\":\"none\",\"kind\":\"jit\",\"pid\":20,\"samples\":30");
+	assert_str_has(
+		json.buf,
+		"{\"name\":\"leaf\",\"addr\":\"0x3000\",\"samples\":50,\"percent\":71.4286,\"percent_of_total\":50.0000}");
+	assert_str_has(
+		json.buf,
+		"\"name\":\"jitB\",\"path\":\"\",\"id\":\"b2\",\"id_kind\":\"none\",\"kind\":\"jit\",\"pid\":20,\"samples\":30");
 	strbuf_release(&text);
 	strbuf_release(&json);
 	o.symbols = false;
 	o.children = true;
 	tally_report_json(&json, &f->db, f->res, &o, NULL);
-	assert_str_has(json.buf, "{\"name\":\"work\",\"image\":\"jitA\",\"self\":10,\"inclusive\":60,");
-	assert_str_has(json.buf, "\"callers\":[{\"name\":\"main_a\",\"image\":\"jitA\",\"samples\":60,\"percent\":100.0000}],\"callees\":[{\"name\":\"leaf\"");
+	assert_str_has(json.buf,
+		       "{\"name\":\"work\",\"image\":\"jitA\",\"self\":10,\"inclusive\":60,");
+	assert_str_has(
+		json.buf,
+		"\"callers\":[{\"name\":\"main_a\",\"image\":\"jitA\",\"samples\":60,\"percent\":100.0000}],\"callees\":[{\"name\":\"leaf\"");
 	strbuf_release(&json);
 }
 
@@ -454,24 +486,36 @@ static void test_report__sort_keys(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(tally_sort_parse(&st, bad[i].spec), -EINVAL);
 		if (!strstr(tally_errmsg(), bad[i].msg))
-			fail_msg("--sort '%s': '%s', expected '%s'", bad[i].spec, tally_errmsg(), bad[i].msg);
+			fail_msg("--sort '%s': '%s', expected '%s'", bad[i].spec, tally_errmsg(),
+				 bad[i].msg);
 	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_report__image_rows, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__function_rows, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__cg_rows_and_arcs, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__weighted_rows, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__no_periods_no_weights, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__empty_selection_named, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__image_rows, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__function_rows, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__cg_rows_and_arcs, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__weighted_rows, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__no_periods_no_weights, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__tree_kids, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__cg_selection_by_image, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__warnings_handed_back, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__empty_selection_named, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__text_and_json_rows, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_report__explain_no_image, setup,
+						unit_resolver_teardown),
 		cmocka_unit_test(test_report__sort_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

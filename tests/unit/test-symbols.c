@@ -14,8 +14,12 @@ static int setup(void **state)
 	struct tally_db *db = &f->db;
 	db->nimages = 1;
 	db->images = xcalloc(1, sizeof(*db->images));
-	db->images[0] = (struct tally_db_image){ .name = xstrdup("jitA"), .path = xstrdup(""), .id = xstrdup("a1"),
-						 .id_kind = xstrdup("none"), .kind = xstrdup("jit"), .pid = 10 };
+	db->images[0] = (struct tally_db_image){ .name = xstrdup("jitA"),
+						 .path = xstrdup(""),
+						 .id = xstrdup("a1"),
+						 .id_kind = xstrdup("none"),
+						 .kind = xstrdup("jit"),
+						 .pid = 10 };
 	assert_int_equal(tally_resolver_new(&f->res, db, NULL), 0);
 	*state = f;
 	return 0;
@@ -28,9 +32,10 @@ static const struct {
 	const char *name;
 	uint64_t addr;
 } at[] = {
-	{ 0x500, NULL, 0 },	  { 0x1000, "main_a", 0x1000 }, { 0x1050, "main_a", 0x1000 }, { 0x10ff, "main_a", 0x1000 },
-	{ 0x1100, NULL, 0 },	  { 0x1fff, NULL, 0 },	       { 0x2000, "work", 0x2000 },     { 0x2080, "work", 0x2000 },
-	{ 0x2100, NULL, 0 },	  { 0x3000, "leaf", 0x3000 },   { 0x30ff, "leaf", 0x3000 },     { 0x3100, NULL, 0 },
+	{ 0x500, NULL, 0 },           { 0x1000, "main_a", 0x1000 }, { 0x1050, "main_a", 0x1000 },
+	{ 0x10ff, "main_a", 0x1000 }, { 0x1100, NULL, 0 },          { 0x1fff, NULL, 0 },
+	{ 0x2000, "work", 0x2000 },   { 0x2080, "work", 0x2000 },   { 0x2100, NULL, 0 },
+	{ 0x3000, "leaf", 0x3000 },   { 0x30ff, "leaf", 0x3000 },   { 0x3100, NULL, 0 },
 	{ 0x100000, NULL, 0 },
 };
 
@@ -97,8 +102,10 @@ static void test_symbols__frames_of_symbol_only_code(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_symbols__lookup_in_any_order, setup, unit_resolver_teardown),
-		cmocka_unit_test_setup_teardown(test_symbols__frames_of_symbol_only_code, setup, unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_symbols__lookup_in_any_order, setup,
+						unit_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_symbols__frames_of_symbol_only_code, setup,
+						unit_resolver_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

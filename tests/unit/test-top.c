@@ -7,13 +7,15 @@
 
 #include "tally/top.h"
 
-static void add1(struct tally_top *t, const char *comm, const char *image, const char *func, double n)
+static void add1(struct tally_top *t, const char *comm, const char *image, const char *func,
+		 double n)
 {
 	struct tally_top_frame f = { image, func };
 	tally_top_add(t, comm, &f, 1, n);
 }
 
-static const struct tally_top_row *find(const struct tally_top_row *rows, size_t n, const char *name)
+static const struct tally_top_row *find(const struct tally_top_row *rows, size_t n,
+					const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(rows[i].name, name))
@@ -118,7 +120,9 @@ static void test_top__inclusive_counts_a_stack_once(void **state)
 	(void)state;
 	struct tally_top *t = tally_top_new(true);
 	/* leaf first: rec calls rec calls leaf */
-	struct tally_top_frame s1[] = { { "x", "leaf" }, { "x", "rec" }, { "x", "rec" }, { "x", "main" } };
+	struct tally_top_frame s1[] = {
+		{ "x", "leaf" }, { "x", "rec" }, { "x", "rec" }, { "x", "main" }
+	};
 	struct tally_top_frame s2[] = { { "libc.so.6", "write" }, { "x", "main" } };
 	tally_top_add(t, "x", s1, 4, 3);
 	tally_top_add(t, "x", s2, 2, 1);
@@ -150,7 +154,11 @@ static void small_db(struct tally_db *db, uint64_t c1, uint64_t c2)
 {
 	char *ev[] = { "cpu-clock" };
 	struct tally_db_builder *b = tally_db_builder_new(1, ev, true, false);
-	struct tally_db_image im = { .name = "prog", .path = "/nonexistent/prog", .id = "0123456789abcdef0123456789abcdef01234567", .id_kind = "build-id", .kind = "exec" };
+	struct tally_db_image im = { .name = "prog",
+				     .path = "/nonexistent/prog",
+				     .id = "0123456789abcdef0123456789abcdef01234567",
+				     .id_kind = "build-id",
+				     .kind = "exec" };
 	uint32_t i = tally_db_builder_image(b, &im);
 	if (c1)
 		tally_db_builder_entry(b, i, 7, 0x100, &c1);
@@ -312,7 +320,8 @@ static void test_top__screen_fits_and_is_safe(void **state)
 	size_t lines = 0, col = 0, maxcol = 0;
 	for (size_t i = 0; i < out.len; i++) {
 		if (out.buf[i] == '\033') {
-			while (i < out.len && !(out.buf[i] >= 0x40 && out.buf[i] <= 0x7e && out.buf[i] != '['))
+			while (i < out.len &&
+			       !(out.buf[i] >= 0x40 && out.buf[i] <= 0x7e && out.buf[i] != '['))
 				i++;
 			continue;
 		}

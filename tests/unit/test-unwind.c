@@ -19,8 +19,15 @@
 /* ---- the walk, with made-up rules ---- */
 
 /* code addresses of the made-up program, each function 0x1000 long */
-enum { PC_LEAF = 0x1000, PC_MID = 0x2000, PC_TOP = 0x3000, PC_OUT = 0x4000, PC_JIT = 0x5000, PC_END = 0x6000,
-       PC_MAIN = 0x7000, PC_CODE_END = 0x8000 };
+enum {
+	PC_LEAF = 0x1000,
+	PC_MID = 0x2000,
+	PC_TOP = 0x3000,
+	PC_OUT = 0x4000,
+	PC_JIT = 0x5000,
+	PC_END = 0x6000,
+	PC_MAIN = 0x7000,
+	PC_CODE_END = 0x8000 };
 
 struct fake {
 	uint64_t pc[8];
@@ -28,7 +35,8 @@ struct fake {
 	size_t n;
 };
 
-static void fake_add(struct fake *f, uint64_t pc, uint8_t cfa, int32_t cfa_off, uint8_t bp, int32_t bp_off)
+static void fake_add(struct fake *f, uint64_t pc, uint8_t cfa, int32_t cfa_off, uint8_t bp,
+		     int32_t bp_off)
 {
 	f->pc[f->n] = pc;
 	f->r[f->n] = (struct tally_fp_rule){ cfa, bp, cfa_off, bp_off };
@@ -53,7 +61,8 @@ static bool fake_rule(void *ctx, uint64_t pc, bool ra, size_t chain_at, struct t
 #define SP 0x7ffc0000ULL
 
 /* out's addresses after the ip, and where each came from (-1: the walk) */
-static void expect(const struct tally_fp_repair *rp, size_t n, const uint64_t *pcs, const int32_t *from)
+static void expect(const struct tally_fp_repair *rp, size_t n, const uint64_t *pcs,
+		   const int32_t *from)
 {
 	assert_int_equal(rp->n, n);
 	for (size_t i = 0; i < n; i++) {
@@ -82,19 +91,24 @@ static void test_unwind__chain_of_two(void **state)
 	stack[0x68 / 8] = PC_MAIN + 3;         /* ... and its return address */
 	uint64_t chain[] = { PC_LEAF + 1, PC_MAIN + 3, PC_MAIN + 9 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	assert_int_equal(rp.walked, 2);
-	expect(&rp, 4, (uint64_t[]){ PC_MID + 5, PC_TOP + 7, PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ -1, -1, 1, 2 });
+	expect(&rp, 4, (uint64_t[]){ PC_MID + 5, PC_TOP + 7, PC_MAIN + 3, PC_MAIN + 9 },
+	       (int32_t[]){ -1, -1, 1, 2 });
 
 	/* the copy ends before nanosleep's return address: one frame found, the
 	 * chain still follows (rbp untouched), the stop said */
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, 0x38, chain, 3, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, bp, (const uint8_t *)stack, 0x38, chain, 3,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_SHORT);
-	expect(&rp, 3, (uint64_t[]){ PC_MID + 5, PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ -1, 1, 2 });
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 5, PC_MAIN + 3, PC_MAIN + 9 },
+	       (int32_t[]){ -1, 1, 2 });
 
 	/* registers that are not the chain's sample: the chain as it is */
-	tally_unwind_fp_repair(PC_LEAF + 2, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 2, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 3,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.walked, 0);
 	assert_int_not_equal(rp.stop, TALLY_FP_JOINED);
 	expect(&rp, 2, (uint64_t[]){ PC_MAIN + 3, PC_MAIN + 9 }, (int32_t[]){ 1, 2 });
@@ -111,12 +125,14 @@ static void test_unwind__framed_leaf(void **state)
 	uint64_t stack[4] = { 0 };
 	uint64_t chain[] = { PC_TOP + 1, PC_MAIN + 3 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_TOP + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_TOP + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack),
+			       chain, 2, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	assert_int_equal(rp.walked, 0);
 	expect(&rp, 1, (uint64_t[]){ PC_MAIN + 3 }, (int32_t[]){ 1 });
 	uint64_t jchain[] = { PC_JIT + 1, PC_MAIN + 3 };
-	tally_unwind_fp_repair(PC_JIT + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack), jchain, 2, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_JIT + 1, SP, SP + 0x40, (const uint8_t *)stack, sizeof(stack),
+			       jchain, 2, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_NOCFI);
 	expect(&rp, 1, (uint64_t[]){ PC_MAIN + 3 }, (int32_t[]){ 1 });
 }
@@ -144,11 +160,13 @@ static void test_unwind__rbp_reused(void **state)
 			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	assert_int_equal(rp.walked, 2);
-	expect(&rp, 3, (uint64_t[]){ PC_TOP + 7, PC_OUT + 9, PC_OUT + 20 }, (int32_t[]){ -1, -1, 3 });
+	expect(&rp, 3, (uint64_t[]){ PC_TOP + 7, PC_OUT + 9, PC_OUT + 20 },
+	       (int32_t[]){ -1, -1, 3 });
 	/* the chain has no such return address: its junk is not followed, the
 	 * walk goes on with the framed callers' CFI to the copy's end */
 	chain[2] = PC_OUT + 10;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234, (const uint8_t *)stack, sizeof(stack), chain, 4, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234, (const uint8_t *)stack, sizeof(stack),
+			       chain, 4, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_LOST);
 	assert_true(rp.walked >= 2);
 	for (size_t i = 0; i < rp.n; i++)
@@ -170,32 +188,32 @@ static void test_unwind__lost_keeps_chain(void **state)
 	const uint64_t callers[] = { PC_MAIN + 3, PC_MAIN + 9, PC_MAIN + 15, PC_MAIN + 21 };
 	const int32_t from[] = { 1, 2, 3, 4 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
-			       &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack),
+			       chain, 5, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_LOST);
 	assert_int_equal(rp.walked, 0);
 	expect(&rp, 4, callers, from);
 
 	/* a return address into no code */
 	stack[1] = 0x10;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
-			       &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack),
+			       chain, 5, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_LOST);
 	expect(&rp, 4, callers, from);
 
 	/* one frame found, then a zero return address: the chain, whose first
 	 * entry is code with a rule, rather than the one frame */
 	stack[1] = PC_MID + 5;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
-			       &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack),
+			       chain, 5, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_LOST);
 	assert_int_equal(rp.walked, 0);
 	expect(&rp, 4, callers, from);
 
 	/* a frame that does not go up the stack (its CFA at the leaf's) */
 	f.r[1].cfa_off = 0;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 5, fake_rule,
-			       &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack),
+			       chain, 5, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_LOST);
 	assert_int_equal(rp.walked, 0);
 	expect(&rp, 4, callers, from);
@@ -211,7 +229,8 @@ static void test_unwind__chain_leaves_and_rejoins(void **state)
 	(void)state;
 	struct fake f = { 0 };
 	fake_add(&f, PC_TOP, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);  /* vfprintf, sampled */
-	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x20, TALLY_FP_BP_SAME, 0);    /* vsnprintf: no frame */
+	/* vsnprintf: no frame */
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x20, TALLY_FP_BP_SAME, 0);
 	fake_add(&f, PC_OUT, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10);  /* use_printf */
 	fake_add(&f, PC_MAIN, TALLY_FP_CFA_BP, 0x10, TALLY_FP_BP_AT, -0x10); /* main */
 	uint64_t stack[64] = { 0 };
@@ -227,24 +246,30 @@ static void test_unwind__chain_leaves_and_rejoins(void **state)
 	 * caller use_printf is not in it */
 	uint64_t chain[] = { PC_TOP + 1, PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 4, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, sizeof(stack), chain, 4,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	assert_int_equal(rp.walked, 1);
-	expect(&rp, 4, (uint64_t[]){ PC_MID + 4, PC_OUT + 6, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, -1, 2, 3 });
+	expect(&rp, 4, (uint64_t[]){ PC_MID + 4, PC_OUT + 6, PC_MAIN + 2, PC_MAIN + 8 },
+	       (int32_t[]){ 1, -1, 2, 3 });
 	/* a copy without vsnprintf's frame: use_printf is missing, and said to be */
-	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, chain, 4, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, chain, 4,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_SHORT);
-	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, 2, 3 });
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 },
+	       (int32_t[]){ 1, 2, 3 });
 	/* the same from the BPF program's walk (no copy): the chain followed */
 	rp.n = rp.walked = 0;
 	rp.stop = TALLY_FP_JOINED;
 	tally_unwind_fp_follow(chain, 4, true, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_SHORT);
-	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 }, (int32_t[]){ 1, 2, 3 });
+	expect(&rp, 3, (uint64_t[]){ PC_MID + 4, PC_MAIN + 2, PC_MAIN + 8 },
+	       (int32_t[]){ 1, 2, 3 });
 	/* a chain entry in no code: read from an rbp that was no frame pointer,
 	 * it and what follows are dropped */
 	uint64_t junk[] = { PC_TOP + 1, PC_MID + 4, 0x12, 0x8 };
-	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, junk, 4, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_TOP + 1, SP, bp, (const uint8_t *)stack, 0x20, junk, 4, fake_rule,
+			       &f, &rp);
 	expect(&rp, 1, (uint64_t[]){ PC_MID + 4 }, (int32_t[]){ 1 });
 }
 
@@ -259,13 +284,15 @@ static void test_unwind__end_and_depth(void **state)
 	uint64_t stack[TALLY_FP_MAX + 8] = { PC_END + 4 };
 	uint64_t chain[] = { PC_LEAF + 1, 0x9999 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	expect(&rp, 1, (uint64_t[]){ PC_END + 4 }, (int32_t[]){ -1 });
 	/* each frame returns into PC_LEAF's code again: a recursion with no frame */
 	for (size_t i = 0; i < ARRAY_SIZE(stack); i++)
 		stack[i] = PC_LEAF + 4;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0, (const uint8_t *)stack, sizeof(stack), chain, 2,
+			       fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_DEPTH);
 	assert_int_equal(rp.walked, TALLY_FP_MAX);
 }
@@ -281,8 +308,8 @@ static void test_unwind__epilogue(void **state)
 	uint64_t stack[4] = { PC_TOP + 3 };
 	uint64_t chain[] = { PC_LEAF + 1, PC_MAIN + 3 };
 	struct tally_fp_repair rp;
-	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack), chain, 2, fake_rule, &f,
-			       &rp);
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, SP + 0x100, (const uint8_t *)stack, sizeof(stack),
+			       chain, 2, fake_rule, &f, &rp);
 	assert_int_equal(rp.stop, TALLY_FP_JOINED);
 	expect(&rp, 2, (uint64_t[]){ PC_TOP + 3, PC_MAIN + 3 }, (int32_t[]){ -1, 1 });
 }
@@ -314,7 +341,8 @@ static void test_unwind__own_cfi(void **state)
 	self_open(&s);
 	top_fn();
 	struct tally_fp_rule r;
-	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn, false, &r));
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn,
+				      false, &r));
 	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
 	assert_int_equal(r.cfa_off, 8);
 	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), ra_mid, true, &r));
@@ -351,7 +379,8 @@ static void test_unwind__cfi_holds_no_fd(void **state)
 	top_fn();
 	size_t before = count_fds();
 	struct tally_fp_rule r;
-	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn, false, &r));
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn,
+				      false, &r));
 	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
 	assert_int_equal(count_fds(), before);
 	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), ra_mid, true, &r));
@@ -392,7 +421,8 @@ static void test_unwind__agg_repairs_real_stack(void **state)
 #ifdef __SANITIZE_ADDRESS__
 	/* its frames are the compiler's: under ASan the caller's frame and the
 	 * saved rbp chain above top_fn are not the ones this test reads */
-	fprintf(stderr, "skipped: a real stack's frames as ASan lays them out are not the test's\n");
+	fprintf(stderr,
+		"skipped: a real stack's frames as ASan lays them out are not the test's\n");
 	skip();
 #endif
 	struct self s;
@@ -402,7 +432,8 @@ static void test_unwind__agg_repairs_real_stack(void **state)
 	 * (as far as the copy goes) */
 	uint64_t chain[16] = { PERF_CONTEXT_USER, cap_ip };
 	size_t nr = 2;
-	for (uint64_t fp = cap_bp; nr < ARRAY_SIZE(chain) && fp >= cap_sp && fp + 16 <= cap_sp + sizeof(cap_stack);) {
+	for (uint64_t fp = cap_bp;
+	     nr < ARRAY_SIZE(chain) && fp >= cap_sp && fp + 16 <= cap_sp + sizeof(cap_stack);) {
 		uint64_t next, ra;
 		memcpy(&next, cap_stack + (fp - cap_sp), 8);
 		memcpy(&ra, cap_stack + (fp + 8 - cap_sp), 8);
@@ -454,7 +485,8 @@ static void test_unwind__agg_repairs_real_stack(void **state)
 	assert_int_equal(s.a.nstacks, 1);
 
 	/* a copy too short for mid_fn's return address: the stop said */
-	uint64_t short_before = s.a.fp_repair_stops[TALLY_FP_SHORT], unchecked = s.a.fp_leaf_unchecked;
+	uint64_t short_before = s.a.fp_repair_stops[TALLY_FP_SHORT],
+		 unchecked = s.a.fp_leaf_unchecked;
 	r.stack_len = 16;
 	tally_agg_record(&s.a, &r);
 	assert_int_equal(s.a.fp_leaf_unchecked, unchecked + 1);
@@ -476,7 +508,8 @@ static void test_unwind__agg_repairs_real_stack(void **state)
 static void test_unwind__jit_refused_code_frees_its_blob(void **state)
 {
 	(void)state;
-	static const unsigned char unwind[48] = { 1 }; /* .eh_frame, then .eh_frame_hdr: never read here */
+	/* .eh_frame, then .eh_frame_hdr: never read here */
+	static const unsigned char unwind[48] = { 1 };
 	struct tally_jit_code_event with = { .addr = 0x10000, .size = 0x100, .unwind = unwind,
 					     .unwind_len = sizeof(unwind), .eh_frame_hdr_len = 16 };
 	struct tally_jit_code_event plain = { .addr = 0x20000, .size = 0x100 };

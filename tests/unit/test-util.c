@@ -137,7 +137,12 @@ static void test_util__strbuf_json(void **state)
 	strbuf_reset(&sb);
 	/* every byte that is not UTF-8 is one U+FFFD: a stray continuation, a
 	 * lone lead, an overlong '/', a surrogate, past U+10FFFF, a cut sequence */
-	strbuf_add_json_str(&sb, "a\x80" "b\xff" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\xe2\x82");
+	strbuf_add_json_str(&sb, "a\x80"
+				 "b\xff"
+				 "c\xc0\xaf"
+				 "d\xed\xa0\x80"
+				 "e\xf4\x90\x80\x80"
+				 "f\xe2\x82");
 	assert_string_equal(sb.buf, "\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
 				    "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
 				    "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
@@ -148,9 +153,12 @@ static void test_util__strbuf_json(void **state)
 	assert_string_equal(sb.buf, "\"\xf0\x9f\x94\xa5\\u0085\"");
 	strbuf_reset(&sb);
 	/* runs of plain bytes (copied whole) around every kind of escape */
-	strbuf_add_json_str(&sb, "run one\"run two\\run three\x01run four\xc3\xa9run five\x80run six\nend");
-	assert_string_equal(sb.buf, "\"run one\\\"run two\\\\run three\\u0001run four\xc3\xa9run five\xef\xbf\xbd"
-				    "run six\\nend\"");
+	strbuf_add_json_str(
+		&sb, "run one\"run two\\run three\x01run four\xc3\xa9run five\x80run six\nend");
+	assert_string_equal(
+		sb.buf,
+		"\"run one\\\"run two\\\\run three\\u0001run four\xc3\xa9run five\xef\xbf\xbd"
+		"run six\\nend\"");
 	strbuf_release(&sb);
 }
 
@@ -207,8 +215,10 @@ static void test_util__json_writer(void **state)
 	tally_json_end(&j);
 	tally_json_ku64(&j, "last", 18446744073709551615ULL);
 	tally_json_end(&j);
-	assert_string_equal(sb.buf, "{\"a\":\"x\\\"y\",\"list\":[1,-2,{},[],0.50,null,null],"
-				    "\"o\":{\"t\":true,\"n\":null,\"f\":\"0xff\"},\"last\":18446744073709551615}");
+	assert_string_equal(
+		sb.buf,
+		"{\"a\":\"x\\\"y\",\"list\":[1,-2,{},[],0.50,null,null],"
+		"\"o\":{\"t\":true,\"n\":null,\"f\":\"0xff\"},\"last\":18446744073709551615}");
 	assert_int_equal(j.depth, 0);
 	/* two documents in one buffer: the writer starts over */
 	strbuf_reset(&sb);
@@ -392,10 +402,12 @@ static void test_util__hidx_many(void **state)
 	for (uint64_t key = 1; key < 3000; key += 7919) {
 		/* not of the form i*7919+3 */
 		uint64_t k = key + 1;
-		assert_int_equal(tally_hidx_get(&h, tally_hash_u64(k), &k, items_eq, &it), TALLY_HIDX_NONE);
+		assert_int_equal(tally_hidx_get(&h, tally_hash_u64(k), &k, items_eq, &it),
+				 TALLY_HIDX_NONE);
 	}
 	uint64_t absent = 5;
-	assert_int_equal(tally_hidx_get(&h, tally_hash_u64(absent), &absent, items_eq, &it), TALLY_HIDX_NONE);
+	assert_int_equal(tally_hidx_get(&h, tally_hash_u64(absent), &absent, items_eq, &it),
+			 TALLY_HIDX_NONE);
 	tally_hidx_release(&h);
 	assert_int_equal(h.mask, 0);
 	assert_int_equal(h.count, 0);
@@ -506,7 +518,8 @@ static void test_util__parse_u64_bounds(void **state)
 static void test_util__parse_u64_garbage(void **state)
 {
 	(void)state;
-	const char *bad[] = { "", "abc", "-1", "+1", " 1", "1 ", "1x", "0x10", "1.5", "1e3", "--", NULL };
+	const char *bad[] = { "",   "abc",  "-1",  "+1",  " 1", "1 ",
+			      "1x", "0x10", "1.5", "1e3", "--", NULL };
 	for (int i = 0; bad[i]; i++) {
 		uint64_t v = 77;
 		int r = tally_parse_u64(bad[i], "--count", 0, UINT64_MAX, &v);
@@ -524,7 +537,8 @@ static void test_util__parse_u64_overflow(void **state)
 	(void)state;
 	uint64_t v = 77;
 	assert_int_equal(tally_parse_u64("18446744073709551616", "n", 0, UINT64_MAX, &v), -EINVAL);
-	assert_int_equal(tally_parse_u64("99999999999999999999999", "n", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tally_parse_u64("99999999999999999999999", "n", 0, UINT64_MAX, &v),
+			 -EINVAL);
 	assert_int_equal(v, 77);
 	assert_errmsg_has("99999999999999999999999");
 }
@@ -536,7 +550,8 @@ static void test_util__parse_u64_says_range(void **state)
 	/* whatever is wrong, the error says what is allowed */
 	assert_int_equal(tally_parse_u64("12x", "--freq", 1, 1000000, &v), -EINVAL);
 	assert_errmsg_has("from 1 to 1000000");
-	assert_int_equal(tally_parse_u64("99999999999999999999999", "--freq", 1, 1000000, &v), -EINVAL);
+	assert_int_equal(tally_parse_u64("99999999999999999999999", "--freq", 1, 1000000, &v),
+			 -EINVAL);
 	assert_errmsg_has("between 1 and 1000000");
 	assert_int_equal(v, 77);
 }
@@ -553,9 +568,12 @@ static void test_util__strbuf_grow_overflow(void **state)
 	strbuf_addstr(&sb, "abc");
 	size_t alloc = sb.alloc;
 	char *buf = sb.buf;
-	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 10), -EOVERFLOW); /* len + extra + 1 near SIZE_MAX */
-	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 3), -EOVERFLOW);   /* len + extra + 1 wraps to 0 */
-	assert_int_equal(strbuf_grow(&sb, (size_t)PTRDIFF_MAX), -EOVERFLOW); /* more than an object may hold */
+	/* len + extra + 1 near SIZE_MAX */
+	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 10), -EOVERFLOW);
+	/* len + extra + 1 wraps to 0 */
+	assert_int_equal(strbuf_grow(&sb, SIZE_MAX - 3), -EOVERFLOW);
+	/* more than an object may hold */
+	assert_int_equal(strbuf_grow(&sb, (size_t)PTRDIFF_MAX), -EOVERFLOW);
 	/* untouched on failure */
 	assert_ptr_equal(sb.buf, buf);
 	assert_int_equal(sb.alloc, alloc);
@@ -639,10 +657,12 @@ static void test_util__excerpt(void **state)
 	assert_string_equal(tally_excerpt(q, "plain text: 1,2"), "plain text: 1,2");
 	assert_string_equal(tally_excerpt(q, NULL), "");
 	/* a terminal escape sequence and other controls are written out, never sent raw */
-	assert_string_equal(tally_excerpt(q, "\x1b]0;owned\x07\x1b[2J"), "\\x1b]0;owned\\x07\\x1b[2J");
+	assert_string_equal(tally_excerpt(q, "\x1b]0;owned\x07\x1b[2J"),
+			    "\\x1b]0;owned\\x07\\x1b[2J");
 	assert_string_equal(tally_excerpt(q, "a\tb\nc\rd\\e\x7f"), "a\\tb\\nc\\rd\\\\e\\x7f");
 	/* UTF-8 stays readable; bytes that are not UTF-8 are escaped, and so are C1 controls */
-	assert_string_equal(tally_excerpt(q, "caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+	assert_string_equal(tally_excerpt(q, "caf\xc3\xa9 \xe2\x82\xac"),
+			    "caf\xc3\xa9 \xe2\x82\xac");
 	assert_string_equal(tally_excerpt(q, "\xff\xc3(\xc0\xaf"), "\\xff\\xc3(\\xc0\\xaf");
 	assert_string_equal(tally_excerpt(q, "\xc2\x9b" "31m"), "\\xc2\\x9b31m"); /* CSI as U+009B */
 	assert_string_equal(tally_excerpt(q, "\xed\xa0\x80"), "\\xed\\xa0\\x80");    /* a surrogate */
@@ -692,7 +712,8 @@ static void test_util__parse_duration_good(void **state)
 		if (r != 0)
 			fail_msg("tally_parse_duration('%s') failed: %s", ok[i].s, tally_errmsg());
 		if (fabs(d - ok[i].want) > 1e-9 * ok[i].want)
-			fail_msg("tally_parse_duration('%s') = %g, want %g", ok[i].s, d, ok[i].want);
+			fail_msg("tally_parse_duration('%s') = %g, want %g", ok[i].s, d,
+				 ok[i].want);
 	}
 }
 
@@ -704,10 +725,20 @@ static void test_util__format_duration(void **state)
 		double s;
 		const char *want;
 	} v[] = {
-		{ 3600, "1h" }, { 5400, "90m" }, { 86400, "1d" }, { 90, "90s" }, { 60, "1m" }, { 1, "1s" },
-		{ 0.25, "250ms" }, { 1.5, "1.5s" }, { 7 * 86400, "7d" }, { 3601, "3601s" },
+		{ 3600, "1h" },
+		{ 5400, "90m" },
+		{ 86400, "1d" },
+		{ 90, "90s" },
+		{ 60, "1m" },
+		{ 1, "1s" },
+		{ 0.25, "250ms" },
+		{ 1.5, "1.5s" },
+		{ 7 * 86400, "7d" },
+		{ 3601, "3601s" },
 		/* never an exponent, which the parser would not read back */
-		{ 1234.5, "1234.5s" }, { 0.0125, "12.5ms" }, { 86400.25, "86400.25s" },
+		{ 1234.5, "1234.5s" },
+		{ 0.0125, "12.5ms" },
+		{ 86400.25, "86400.25s" },
 	};
 	char buf[48];
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
@@ -721,13 +752,14 @@ static void test_util__format_duration(void **state)
 static void test_util__parse_duration_bad(void **state)
 {
 	(void)state;
-	const char *bad[] = { "-1", "0", "0s", "0ms", "abc", "5x", "", "5 s", "5ss", "5sm", "s", "ms", "inf", "nan",
-			      "1e400", ".", "-0.5", " 5", NULL };
+	const char *bad[] = { "-1", "0",  "0s",  "0ms", "abc",   "5x", "",     "5 s", "5ss", "5sm",
+			      "s",  "ms", "inf", "nan", "1e400", ".",  "-0.5", " 5",  NULL };
 	for (int i = 0; bad[i]; i++) {
 		double d = 42;
 		int r = tally_parse_duration(bad[i], "--duration", &d);
 		if (r != -EINVAL)
-			fail_msg("tally_parse_duration('%s') returned %d (%g), want -EINVAL", bad[i], r, d);
+			fail_msg("tally_parse_duration('%s') returned %d (%g), want -EINVAL",
+				 bad[i], r, d);
 		if (d != 42)
 			fail_msg("tally_parse_duration('%s') wrote %g on failure", bad[i], d);
 		assert_errmsg_has("--duration");
@@ -773,7 +805,8 @@ static void test_util__parse_size_range(void **state)
 	assert_int_equal(v, 1ull << 50);
 	assert_int_equal(tally_parse_size("1048576T", "--max-db-size", 0, &v), 0);
 	assert_int_equal(v, TALLY_SIZE_MAX);
-	const char *big[] = { "1048577T", "99999999999999999999", "18446744073709551615", "16777216TiB", NULL };
+	const char *big[] = { "1048577T", "99999999999999999999", "18446744073709551615",
+			      "16777216TiB", NULL };
 	for (int i = 0; big[i]; i++) {
 		v = 77;
 		if (tally_parse_size(big[i], "--max-db-size", 4096, &v) != -EINVAL)
@@ -836,7 +869,8 @@ static void test_util__parse_cpulist_out_of_range(void **state)
 static void test_util__parse_cpulist_bad(void **state)
 {
 	(void)state;
-	const char *bad[] = { "3-1", "a", "", "1-", "-1", "1,,2", "1;2", "1-2-3", " 1", "1 ", "all,1", "ALL", NULL };
+	const char *bad[] = { "3-1",   "a",  "",   "1-",    "-1",  "1,,2", "1;2",
+			      "1-2-3", " 1", "1 ", "all,1", "ALL", NULL };
 	for (int i = 0; bad[i]; i++) {
 		bool set[8];
 		int r = tally_parse_cpulist(bad[i], 8, set);
@@ -880,8 +914,10 @@ static void test_util__parse_intlist_good(void **state)
 static void test_util__parse_intlist_bad(void **state)
 {
 	(void)state;
-	const char *bad[] = { "", "0", "-1", "1,0", "a", "1,a", "1,,2", "2147483648", "99999999999999999999", "1 2",
-			      " 1", "1.5", NULL };
+	const char *bad[] = {
+		"",    "0",  "-1",  "1,0", "a", "1,a", "1,,2", "2147483648", "99999999999999999999",
+		"1 2", " 1", "1.5", NULL
+	};
 	for (int i = 0; bad[i]; i++) {
 		int dummy = 0;
 		int *v = &dummy; /* must be reset to NULL */
@@ -1156,7 +1192,8 @@ static void test_util__open_regular(void **state)
 	assert_int_equal(sb.len, 14);
 	strbuf_reset(&sb);
 	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, file, 0, 5), -EFBIG);
-	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 1 << 20), -EINVAL);
+	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, zero, TALLY_OPEN_FOLLOW, 1 << 20),
+			 -EINVAL);
 	assert_int_equal(tally_read_regular(&sb, AT_FDCWD, fifo, 0, 0), -EINVAL);
 	strbuf_release(&sb);
 
@@ -1285,7 +1322,8 @@ static void test_util__format_utc_out_of_range(void **state)
 	(void)state;
 	/* no time_t cast of what time_t cannot hold (undefined), no garbage */
 	char buf[32];
-	const double bad[] = { INFINITY, -INFINITY, NAN, 1e300, -1e300, 253402300800.0, -62167219201.0 };
+	const double bad[] = { INFINITY, -INFINITY,      NAN,           1e300,
+			       -1e300,   253402300800.0, -62167219201.0 };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		memset(buf, 'z', sizeof(buf));
 		tally_format_utc(bad[i], buf, sizeof(buf));
@@ -1444,7 +1482,9 @@ struct addr_item {
 static void test_util__upper_u64(void **state)
 {
 	(void)state;
-	struct addr_item v[] = { { 'a', 0x10, 1 }, { 'b', 0x20, 1 }, { 'c', 0x20, 1 }, { 'd', UINT64_MAX - 1, 1 } };
+	struct addr_item v[] = {
+		{ 'a', 0x10, 1 }, { 'b', 0x20, 1 }, { 'c', 0x20, 1 }, { 'd', UINT64_MAX - 1, 1 }
+	};
 	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0), 0);
 	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0xf), 0);
 	assert_int_equal(TALLY_UPPER_U64(v, 4, addr, 0x10), 1);
@@ -1489,7 +1529,9 @@ static void par_fn(void *ctx, size_t i)
 static void test_util__run_parallel(void **state)
 {
 	(void)state;
-	struct par_ctx c = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .n = 8 };
+	struct par_ctx c = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			     .cv = PTHREAD_COND_INITIALIZER,
+			     .n = 8 };
 	tally_run_parallel(8, par_fn, &c);
 	for (size_t i = 0; i < 8; i++) {
 		assert_int_equal(c.calls[i], 1);

@@ -17,7 +17,9 @@ static void build(struct tally_db *db, bool off, bool weights)
 	tally_meta_set(&m, "period-mean", "1000000,1,0,0");
 	tally_db_builder_session(b, &m);
 	tally_meta_release(&m);
-	struct tally_db_image im = { .name = "nomap", .path = "", .id = "00000000", .id_kind = "none", .kind = "nomap" };
+	struct tally_db_image im = {
+		.name = "nomap", .path = "", .id = "00000000", .id_kind = "none", .kind = "nomap"
+	};
 	uint32_t i = tally_db_builder_image(b, &im);
 	/* 0x10 computes 3 samples and waits twice; 0x20 waits once, preempted once */
 	uint64_t c1[] = { 3, 4, 2, 0 }, c2[] = { 0, 0, 1, 1 };
@@ -38,12 +40,14 @@ static void build(struct tally_db *db, bool off, bool weights)
 	db->stack_weights = xcalloc(db->nstacks * n, sizeof *db->stack_weights);
 	for (size_t r = 0; r < db->nentries; r++) {
 		bool a = db->entries[r].offset == 0x10;
-		uint64_t w[] = { a ? 3000000 : 0, a ? 4 : 0, a ? 50000000 : 20000000, a ? 0 : 7000000 };
+		uint64_t w[] = { a ? 3000000 : 0, a ? 4 : 0, a ? 50000000 : 20000000,
+				 a ? 0 : 7000000 };
 		memcpy(db->weights + r * n, w, n * sizeof *w);
 	}
 	for (size_t s = 0; s < db->nstacks; s++) {
 		bool a = db->frame_tab[db->stack_frames[db->stacks[s].first]].offset == 0x10;
-		uint64_t w[] = { a ? 3000000 : 0, a ? 4 : 0, a ? 50000000 : 20000000, a ? 0 : 7000000 };
+		uint64_t w[] = { a ? 3000000 : 0, a ? 4 : 0, a ? 50000000 : 20000000,
+				 a ? 0 : 7000000 };
 		memcpy(db->stack_weights + s * n, w, n * sizeof *w);
 	}
 }

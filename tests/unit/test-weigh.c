@@ -14,7 +14,9 @@ static void build(struct tally_db *db, const char *period_mean)
 	tally_meta_set(&m, "period-mean", "%s", period_mean);
 	tally_db_builder_session(b, &m);
 	tally_meta_release(&m);
-	struct tally_db_image im = { .name = "nomap", .path = "", .id = "00000000", .id_kind = "none", .kind = "nomap" };
+	struct tally_db_image im = {
+		.name = "nomap", .path = "", .id = "00000000", .id_kind = "none", .kind = "nomap"
+	};
 	uint32_t i = tally_db_builder_image(b, &im);
 	uint64_t c1[] = { 3, 1 }, c2[] = { 5, 0 };
 	tally_db_builder_entry(b, i, 0, 0x10, c1);

@@ -23,19 +23,19 @@
 #include "tally/util.h"
 
 /* The core's last error message must contain s. */
-#define assert_errmsg_has(s)                                                                              \
-	do {                                                                                              \
-		const char *em_ = tally_errmsg();                                                         \
-		if (!strstr(em_, (s)))                                                                    \
-			fail_msg("error message '%s' does not contain '%s'", em_, (s));                  \
+#define assert_errmsg_has(s)                                                            \
+	do {                                                                            \
+		const char *em_ = tally_errmsg();                                       \
+		if (!strstr(em_, (s)))                                                  \
+			fail_msg("error message '%s' does not contain '%s'", em_, (s)); \
 	} while (0)
 
 /* haystack must contain needle (both strings). */
-#define assert_str_has(haystack, needle)                                                                  \
-	do {                                                                                              \
-		const char *h_ = (haystack), *n_ = (needle);                                              \
-		if (!h_ || !strstr(h_, n_))                                                               \
-			fail_msg("'%s' does not contain '%s'", h_ ? h_ : "(null)", n_);                  \
+#define assert_str_has(haystack, needle)                                                \
+	do {                                                                            \
+		const char *h_ = (haystack), *n_ = (needle);                            \
+		if (!h_ || !strstr(h_, n_))                                             \
+			fail_msg("'%s' does not contain '%s'", h_ ? h_ : "(null)", n_); \
 	} while (0)
 
 /* A fresh empty directory; the caller frees the string and removes the tree. */

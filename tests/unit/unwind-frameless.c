@@ -18,7 +18,8 @@ __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint64_t s
 __attribute__((noinline, used)) void leaf_fn(void)
 {
 	uint64_t ip, sp, bp;
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
 	cap_ip = ip;
 	cap_sp = sp;
 	cap_bp = bp;

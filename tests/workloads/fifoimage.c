@@ -2,9 +2,9 @@
  * fifoimage LIB DIR [MS [stay]]: copies the shared library LIB to DIR/lib.so,
  * loads it, then puts a FIFO where that file was (the mapping stays), prints
  * `ready`, and spends about MS milliseconds (default 300) of CPU time in the
- * library's lib_work; then prints `done`, and with `stay` waits for a signal.  A profiler that opens the image by its path when the
- * first sample lands in it meets a FIFO: opened without O_NONBLOCK it waits
- * forever for a writer.
+ * library's lib_work; then prints `done`, and with `stay` waits for a signal.  A profiler that
+ * opens the image by its path when the first sample lands in it meets a FIFO: opened without
+ * O_NONBLOCK it waits forever for a writer.
  */
 #define _GNU_SOURCE
 #include "workload.h"

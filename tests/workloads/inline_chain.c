@@ -20,7 +20,8 @@ static inline __attribute__((always_inline)) uint64_t leaf_mix(uint64_t x, uint6
 	return x;
 }
 
-static inline __attribute__((always_inline)) uint64_t mid_mix(uint64_t x, uint64_t units, double *tm, double *tl)
+static inline __attribute__((always_inline)) uint64_t mid_mix(uint64_t x, uint64_t units,
+							      double *tm, double *tl)
 {
 	double t0 = wl_thread_ms();
 	WL_SPIN(x, units * WL_UNIT, 9); line_mid = __LINE__;

@@ -115,8 +115,9 @@ static const unsigned char frame_code[] = { 0x53, 0x55, 0x48, 0x83, 0xec, 0x18, 
 /* its CFI rows, as DW_CFA instructions: at 1 the CFA is rsp+16 and rbx is
  * saved at CFA-16; at 2 rsp+24, rbp at CFA-24; at 6 rsp+48; at 15 rsp+24; at
  * 16 rsp+16, rbp restored; at 17 rsp+8, rbx restored */
-static const unsigned char frame_cfa[] = { 0x41, 0x0e, 0x10, 0x83, 0x02, 0x41, 0x0e, 0x18, 0x86, 0x03, 0x44, 0x0e,
-					   0x30, 0x49, 0x0e, 0x18, 0x41, 0x0e, 0x10, 0xc6, 0x41, 0x0e, 0x08, 0xc3 };
+static const unsigned char frame_cfa[] = { 0x41, 0x0e, 0x10, 0x83, 0x02, 0x41, 0x0e, 0x18,
+					   0x86, 0x03, 0x44, 0x0e, 0x30, 0x49, 0x0e, 0x18,
+					   0x41, 0x0e, 0x10, 0xc6, 0x41, 0x0e, 0x08, 0xc3 };
 
 /* The .eh_frame (a CIE, the routine's FDE, a terminator) and .eh_frame_hdr
  * of code at addr, as they would lie at addr + size rounded up to 8. */
@@ -164,7 +165,8 @@ static void unwind_data(struct buf *u, uint64_t addr, size_t size, size_t *hdr_l
 	*hdr_len = u->n - at;
 }
 
-static void dump_load(int fd, const unsigned char *code, size_t size, const char *name, uint64_t index)
+static void dump_load(int fd, const unsigned char *code, size_t size, const char *name,
+		      uint64_t index)
 {
 	struct buf u, p = { .n = 0 };
 	size_t hdr_len;
@@ -208,7 +210,8 @@ static int dump_open(const char *dir)
 	put64(&h, 0);
 	wr(fd, &h);
 	/* the marker a profiler sees: an executable mapping of the dump */
-	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
+	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) ==
+	    MAP_FAILED) {
 		perror("mmap jitdump");
 		exit(1);
 	}
@@ -247,7 +250,8 @@ int main(int argc, char **argv)
 	const char *dir = argc > 3 ? argv[3] : ".";
 	wl_print_pid();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	unsigned char *mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *mem =
+		mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		perror("mmap");
 		return 1;
@@ -261,7 +265,8 @@ int main(int argc, char **argv)
 		memcpy(mem, _Py_trampoline_func_start, len);
 		memcpy(mem + ((len + 15) & ~(size_t)15), _Py_trampoline_func_start, len);
 	} else if (strcmp(mode, "nojit")) {
-		fprintf(stderr, "jitframes: unknown mode '%s' (dump, tramp, mapped or nojit)\n", mode);
+		fprintf(stderr, "jitframes: unknown mode '%s' (dump, tramp, mapped or nojit)\n",
+			mode);
 		return 2;
 	}
 	if (mprotect(mem, page, PROT_READ | PROT_EXEC) != 0) {
@@ -277,7 +282,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "nojit")) {
 		/* tramp: the copies as python3.12 -X perf names them; mapped: the routine */
 		bool tramp = !strcmp(mode, "tramp");
-		size_t len = tramp ? (size_t)(_Py_trampoline_func_end - _Py_trampoline_func_start) : sizeof(frame_code);
+		size_t len = tramp ? (size_t)(_Py_trampoline_func_end - _Py_trampoline_func_start)
+				   : sizeof(frame_code);
 		outer_code = mem;
 		inner_code = mem + (tramp ? ((len + 15) & ~(size_t)15) : 256);
 		char mp[64];
@@ -288,7 +294,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		fprintf(f, "%lx %zx %s\n%lx %zx %s\n", (unsigned long)(uintptr_t)outer_code, len,
-			tramp ? "py::outer:jitframes.py" : "jit_outer", (unsigned long)(uintptr_t)inner_code, len,
+			tramp ? "py::outer:jitframes.py" : "jit_outer",
+			(unsigned long)(uintptr_t)inner_code, len,
 			tramp ? "py::inner:jitframes.py" : "jit_inner");
 		fclose(f);
 	}

@@ -26,8 +26,11 @@ int main(int argc, char **argv)
 	double total_ms = wl_arg(argc, argv, 1, 600);
 	int foreign = argc > 2 && !strcmp(argv[2], "foreign");
 	/* mov rax,rdi; 1: dec rax; jnz 1b; ret */
-	static const unsigned char code[] = { 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3 };
-	unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static const unsigned char code[] = {
+		0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3
+	};
+	unsigned char *mem =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		perror("mmap");
 		return 1;

@@ -41,7 +41,9 @@ static const unsigned char alpha_code[] = { 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 
 static const unsigned char beta_code[] = { 0x48, 0x89, 0xf8, 0x31, 0xd2, 0x48, 0x01, 0xc2, 0x48,
 					   0xff, 0xc8, 0x75, 0xf8, 0x48, 0x89, 0xd0, 0xc3 };
 /* (offset in beta_code, line) */
-static const struct { uint32_t off, line; } beta_lines[] = { { 0, 10 }, { 5, 11 }, { 8, 12 }, { 13, 13 } };
+static const struct {
+	uint32_t off, line;
+} beta_lines[] = { { 0, 10 }, { 5, 11 }, { 8, 12 }, { 13, 13 } };
 
 /* A function of size bytes of code (int3s) that never runs, at an address no
  * code has, then n JIT_CODE_MOVE records of it, each from where it was loaded
@@ -89,7 +91,8 @@ static void write_bigmove(int fd, uint64_t size, uint64_t n)
 
 static uint64_t big_size, big_moves;
 
-static void write_jitdump(const char *dir, const char *mode, unsigned char *beta, unsigned char *unused)
+static void write_jitdump(const char *dir, const char *mode, unsigned char *beta,
+			  unsigned char *unused)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, (int)getpid());
@@ -114,7 +117,8 @@ static void write_jitdump(const char *dir, const char *mode, unsigned char *beta
 	put64(&h, 0);
 	wr(fd, &h);
 	/* the marker a profiler sees: an executable mapping of the dump */
-	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
+	if (mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) ==
+	    MAP_FAILED) {
 		perror("mmap jitdump");
 		exit(1);
 	}
@@ -170,14 +174,16 @@ int main(int argc, char **argv)
 	double total_ms = wl_arg(argc, argv, 1, 600);
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
 	const char *mode = argc > 3 ? argv[3] : "ok";
-	if (strcmp(mode, "ok") && strcmp(mode, "badmagic") && strcmp(mode, "badversion") && strcmp(mode, "truncated") &&
-	    strcmp(mode, "foreign") && strcmp(mode, "bigmove") && strcmp(mode, "swaplink") && strcmp(mode, "swapfifo")) {
+	if (strcmp(mode, "ok") && strcmp(mode, "badmagic") && strcmp(mode, "badversion") &&
+	    strcmp(mode, "truncated") && strcmp(mode, "foreign") && strcmp(mode, "bigmove") &&
+	    strcmp(mode, "swaplink") && strcmp(mode, "swapfifo")) {
 		fprintf(stderr, "jitwork: unknown mode '%s'\n", mode);
 		return 2;
 	}
 	bool swap = !strncmp(mode, "swap", 4);
 	if ((!strcmp(mode, "bigmove") && argc != 6) || (!strcmp(mode, "swaplink") && argc != 5)) {
-		fprintf(stderr, "jitwork: mode '%s' needs %s\n", mode, argc < 5 ? "its arguments" : "fewer arguments");
+		fprintf(stderr, "jitwork: mode '%s' needs %s\n", mode,
+			argc < 5 ? "its arguments" : "fewer arguments");
 		return 2;
 	}
 	if (!strcmp(mode, "bigmove")) {
@@ -191,7 +197,8 @@ int main(int argc, char **argv)
 		sigprocmask(SIG_BLOCK, &usr1, NULL); /* taken by sigwait below */
 	long pg = sysconf(_SC_PAGESIZE);
 	/* written while writable, then executable: never both at once */
-	unsigned char *mem = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *mem =
+		mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		perror("mmap");
 		return 1;
@@ -220,7 +227,8 @@ int main(int argc, char **argv)
 	if (!swap)
 		write_jitdump(dir, mode, beta, unused);
 	wl_print_pid();
-	printf("info alpha 0x%lx beta 0x%lx\n", (unsigned long)(uintptr_t)alpha, (unsigned long)(uintptr_t)beta);
+	printf("info alpha 0x%lx beta 0x%lx\n", (unsigned long)(uintptr_t)alpha,
+	       (unsigned long)(uintptr_t)beta);
 	fflush(stdout);
 	spin_fn fa = (spin_fn)(uintptr_t)alpha, fb = (spin_fn)(uintptr_t)beta;
 	double a_ms = 0, b_ms = 0;
@@ -245,7 +253,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		int sig;
 		sigwait(&usr1, &sig);
-		if (unlink(path) < 0 || (!strcmp(mode, "swaplink") ? symlink(argv[4], path) : mkfifo(path, 0600)) < 0) {
+		if (unlink(path) < 0 ||
+		    (!strcmp(mode, "swaplink") ? symlink(argv[4], path) : mkfifo(path, 0600)) < 0) {
 			perror(path);
 			return 1;
 		}

@@ -1,4 +1,5 @@
-/* libtallywork.so: a shared library of the tests' own, so a workload can split its time between images. */
+/* libtallywork.so: a shared library of the tests' own, so a workload can split its time between
+ * images. */
 #ifndef TALLY_LIBTALLYWORK_H
 #define TALLY_LIBTALLYWORK_H
 

@@ -34,7 +34,8 @@ uint64_t spin_a(double ms);
 
 static double measured_a, measured_b;
 static long short_waits, short_long;
-static double short_long_ms; /* short waits that lasted 1 ms or more all the same (a loaded machine) */
+/* short waits that lasted 1 ms or more all the same (a loaded machine) */
+static double short_long_ms;
 
 WL_NOINLINE void block_a(void)
 {
@@ -127,7 +128,8 @@ int main(int argc, char **argv)
 	const char *mode = argc > 2 ? argv[2] : "split";
 	int pfd[2];
 
-	if (strcmp(mode, "split") && strcmp(mode, "short") && strcmp(mode, "preempt") && strcmp(mode, "pid")) {
+	if (strcmp(mode, "split") && strcmp(mode, "short") && strcmp(mode, "preempt") &&
+	    strcmp(mode, "pid")) {
 		fprintf(stderr, "usage: %s [SECONDS] [split|short|preempt|pid]\n", argv[0]);
 		return 2;
 	}

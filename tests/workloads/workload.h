@@ -6,8 +6,8 @@
  * `truth <name> <percent>` so the end-to-end tests compare tally's report with
  * a measurement instead of a guess.  Clocks are read around whole chunks of
  * work, never inside the hot loops, and the chunks come in a random order
- * (wl_pick), never in a round a sampling period could fall into step with.  Other lines (`pid N`, `info ...`) are for
- * the tests and for humans.
+ * (wl_pick), never in a round a sampling period could fall into step with.  Other lines (`pid N`,
+ * `info ...`) are for the tests and for humans.
  */
 #ifndef TALLY_WORKLOAD_H
 #define TALLY_WORKLOAD_H
