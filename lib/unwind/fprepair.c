@@ -413,8 +413,15 @@ static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, u
 		 * (GCC's CFI does not say so at each pop) and rbp is the caller's */
 		bool saved = r.bp == TALLY_FP_BP_AT && at >= cfa_base;
 		if (!read_word(w, cfa - 8, &ret) || (saved && !read_word(w, at, &nbp))) {
-			fail(o,
-			     bp_known && fpc_known && bp == fpc ? TALLY_FP_SHORT : TALLY_FP_LOST);
+			/* the copy ended: its size is what stopped the walk when the
+			 * frame came from rsp (a stack address, beyond the copy) or
+			 * rbp was still the chain's; a CFA from an rbp reused for
+			 * something else may point anywhere */
+			bool beyond =
+				cfa - 8 >= w->sp0 + w->len || (saved && at >= w->sp0 + w->len);
+			bool copy = beyond && (r.cfa == TALLY_FP_CFA_SP ||
+					       (bp_known && fpc_known && bp == fpc));
+			fail(o, copy ? TALLY_FP_SHORT : TALLY_FP_LOST);
 			break;
 		}
 		if (!ret || cfa <= cfa_base) {

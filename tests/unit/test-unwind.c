@@ -297,6 +297,37 @@ static void test_unwind__end_and_depth(void **state)
 	assert_int_equal(rp.walked, TALLY_FP_MAX);
 }
 
+/* A program without frame pointers (sqlite3's shell: its main and its input
+ * loop have frames of 5.5 and 2.2 KiB): rbp is a general register, and the
+ * walk with the CFI finds frame after frame until the next one's return
+ * address is beyond the copy. The copy's size stopped it, and the stop says
+ * so; the chain, read from a junk rbp, is not kept. */
+static void test_unwind__frameless_to_copy_end(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x10, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x20, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_SP, 0x8b0, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[64] = { 0 };
+	stack[0x08 / 8] = PC_MID + 5; /* the leaf's return address */
+	stack[0x20 / 8] = 0x4242;     /* PC_MID saved the caller's rbp (a general value) */
+	stack[0x28 / 8] = PC_TOP + 7; /* PC_MID's return address; PC_TOP's at 0x8d8 */
+	uint64_t chain[] = { PC_LEAF + 1, PC_OUT + 9 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234 /* junk */, (const uint8_t *)stack,
+			       sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_SHORT);
+	assert_int_equal(rp.walked, 2);
+	expect(&rp, 2, (uint64_t[]){ PC_MID + 5, PC_TOP + 7 }, (int32_t[]){ -1, -1 });
+	/* the same frames ending in a zero return address inside the copy: not
+	 * the copy's size, the walk was lost */
+	f.r[2].cfa_off = 0x40;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234, (const uint8_t *)stack, sizeof(stack),
+			       chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+}
+
 /* An epilogue after `pop rbp`: GCC's CFI still says rbp is saved at its old
  * place, now below the stack pointer; rbp holds the caller's value again. */
 static void test_unwind__epilogue(void **state)
@@ -541,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_unwind__chain_leaves_and_rejoins),
 		cmocka_unit_test(test_unwind__end_and_depth),
 		cmocka_unit_test(test_unwind__epilogue),
+		cmocka_unit_test(test_unwind__frameless_to_copy_end),
 		cmocka_unit_test(test_unwind__own_cfi),
 		cmocka_unit_test(test_unwind__cfi_holds_no_fd),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
