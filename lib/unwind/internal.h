@@ -87,6 +87,10 @@ void uw_jit_feed(struct uw_jit **j, const struct tally_jit_code_event *ev, size_
 /* The rule the dump's unwinding data gives for pc (as uw_jit_find). */
 bool uw_jit_lookup_dump(struct uw_jit *j, uint64_t pc, bool activation, struct uw_jit_where *w);
 
+/* Whether the frame-pointer repair read the DWARF of image im (its
+ * .debug_frame: only when the image's CFI is set up), for tests. */
+bool uw_image_dwarf_read(const struct tally_image *im);
+
 /* How many JIT code ranges and templates j knows, for tests and the session. */
 size_t uw_jit_nranges(const struct uw_jit *j);
 

@@ -8,7 +8,9 @@
 
 #include <asm/perf_regs.h>
 #include <dirent.h>
+#include <gelf.h>
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 
 #include "lib/unwind/internal.h"
 #include "tally/agg.h"
@@ -420,6 +422,123 @@ static void test_unwind__cfi_holds_no_fd(void **state)
 	tally_agg_release(&s.a);
 }
 
+/* The image of this process that maps code address pc. */
+static const struct tally_image *image_at(struct self *s, uint64_t pc)
+{
+	const struct tally_map *m = tally_proc_find_map(s->p, pc);
+	assert_non_null(m);
+	assert_true(m->image != TALLY_MAP_ANON && m->image < s->a.nimages);
+	return &s->a.images[m->image];
+}
+
+/* An image with a .debug_frame (this program: nounwind_fn's CFI is there
+ * only) has it read when its CFI is set up, at the first rule asked of it,
+ * not in the middle of a later walk: a rule at an address .eh_frame lacks
+ * then reads nothing, and finds it. */
+static void test_unwind__debug_frame_read_with_image(void **state)
+{
+	(void)state;
+	struct self s;
+	self_open(&s);
+	nounwind_fn();
+	struct tally_fp_rule r;
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	const struct tally_image *im = image_at(&s, (uint64_t)(uintptr_t)&leaf_fn);
+	assert_true(uw_image_dwarf_read(im));
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&nounwind_fn,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	assert_int_equal(r.cfa_off, 8);
+	tally_agg_release(&s.a);
+}
+
+/* Whether the ELF file at path has a compressed section and a
+ * .debug_frame. */
+static void elf_sections(const char *path, bool *compressed, bool *frame)
+{
+	*compressed = *frame = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t shstrndx;
+	assert_non_null(e);
+	assert_int_equal(elf_getshdrstrndx(e, &shstrndx), 0);
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		assert_non_null(gelf_getshdr(scn, &sh));
+		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+		*compressed |= (sh.sh_flags & SHF_COMPRESSED) != 0;
+		*frame |= name && !strcmp(name, ".debug_frame");
+	}
+	elf_end(e);
+	close(fd);
+}
+
+/* An image without a .debug_frame whose DWARF is compressed (a copy of this
+ * program by objcopy --compress-debug-sections, its .debug_frame removed):
+ * a rule at an address no .eh_frame FDE covers never reads its DWARF, which
+ * would inflate every compressed section on the recording's path. */
+static void test_unwind__no_debug_frame_no_inflate(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir(), *copy = unit_path(dir, "copy"), *cmd = NULL;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	assert_true(
+		asprintf(
+			&cmd,
+			"objcopy --compress-debug-sections=zlib-gabi --remove-section=.debug_frame "
+			"'%s' '%s' 2>/dev/null",
+			exe, copy) > 0);
+	int rc = system(cmd);
+	bool compressed = false, frame = false;
+	if (rc == 0)
+		elf_sections(copy, &compressed, &frame);
+	void *base = MAP_FAILED;
+	size_t len = 0;
+	if (compressed && !frame) {
+		struct stat st;
+		int fd = open(copy, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0 && fstat(fd, &st) == 0);
+		len = (size_t)st.st_size;
+		base = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+	}
+	if (base == MAP_FAILED) {
+		fprintf(stderr, "skipped: %s\n",
+			rc != 0 ? "objcopy (binutils) could not compress a copy of this program"
+			: !compressed || frame
+				? "objcopy's copy has no compressed section"
+				: "cannot map the copy executable (a noexec TMPDIR?)");
+		unlink(copy);
+		rmdir(dir);
+		free(cmd);
+		free(copy);
+		free(dir);
+		skip();
+	}
+	struct self s;
+	self_open(&s);
+	struct tally_fp_rule r;
+	/* the ELF header: in the first loadable segment, in no FDE */
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)base + 0x10,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_NONE);
+	assert_false(uw_image_dwarf_read(image_at(&s, (uint64_t)(uintptr_t)base)));
+	tally_agg_release(&s.a);
+	munmap(base, len);
+	unlink(copy);
+	rmdir(dir);
+	free(cmd);
+	free(copy);
+	free(dir);
+}
+
 /* registers as the kernel packs them for mask */
 static size_t pack_regs(uint64_t *out, uint64_t mask, uint64_t ip, uint64_t sp, uint64_t bp)
 {
@@ -575,6 +694,8 @@ int main(void)
 		cmocka_unit_test(test_unwind__frameless_to_copy_end),
 		cmocka_unit_test(test_unwind__own_cfi),
 		cmocka_unit_test(test_unwind__cfi_holds_no_fd),
+		cmocka_unit_test(test_unwind__debug_frame_read_with_image),
+		cmocka_unit_test(test_unwind__no_debug_frame_no_inflate),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
 		cmocka_unit_test(test_unwind__jit_refused_code_frees_its_blob),
 	};
