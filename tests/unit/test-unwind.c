@@ -681,6 +681,96 @@ static void test_unwind__jit_refused_code_frees_its_blob(void **state)
 	uw_jit_free(j);
 }
 
+/* A PERF_RECORD_MMAP2 of anonymous executable memory of this process, as
+ * the kernel reports an mmap or an mprotect to executable. */
+struct anon_mmap_rec {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	char filename[8];
+};
+
+static void agg_mapped(struct tally_agg *a, void *addr, size_t len)
+{
+	struct anon_mmap_rec m = { .h = { PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, sizeof(m) },
+				   .pid = (uint32_t)getpid(),
+				   .tid = (uint32_t)getpid(),
+				   .addr = (uint64_t)(uintptr_t)addr,
+				   .len = len,
+				   .prot = PROT_READ | PROT_EXEC,
+				   .flags = MAP_PRIVATE | MAP_ANONYMOUS,
+				   .filename = "//anon" };
+	struct tally_rec r = { .raw = &m.h,
+			       .type = PERF_RECORD_MMAP2,
+			       .misc = PERF_RECORD_MISC_USER,
+			       .event = -1,
+			       .pid = (uint32_t)getpid(),
+			       .tid = (uint32_t)getpid() };
+	tally_agg_record(a, &r);
+}
+
+/* A page of anonymous code at want (NULL: anywhere), holding code at
+ * offset 64 (NULL: int3 all through). */
+static uint8_t *code_page(void *want, const uint8_t *code, size_t len)
+{
+	uint8_t *pg = mmap(want, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED : 0), -1, 0);
+	assert_true(pg != MAP_FAILED);
+	memset(pg, 0xcc, 4096);
+	if (code)
+		memcpy(pg + 64, code, len);
+	assert_int_equal(mprotect(pg, 4096, PROT_READ | PROT_EXEC), 0);
+	return pg;
+}
+
+/* A JIT return address found in a copy of a template is kept (the process's
+ * memory is read once per address): when the process maps new code there
+ * (the old unmapped, new code put at the same address), the answer is
+ * looked for again, both ways. */
+static void test_unwind__jit_copy_forgotten_on_mmap(void **state)
+{
+	(void)state;
+	/* CPython's trampoline: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
+	static const uint8_t tramp[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+					 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+	uint8_t *pg = code_page(NULL, tramp, sizeof(tramp));
+	uint64_t ra = (uint64_t)(uintptr_t)(pg + 64 + 6); /* after the call */
+	struct self s;
+	self_open(&s);
+	struct uw_jit **j = uw_proc_jit(s.p);
+	assert_true(uw_jit_add_template(j, tramp, sizeof(tramp)));
+	struct uw_jit_where w;
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	assert_non_null(w.rows);
+	assert_int_equal(w.off, 5);
+
+	/* other code in its place: no copy there any more */
+	assert_int_equal(munmap(pg, 4096), 0);
+	assert_ptr_equal(code_page(pg, NULL, 0), pg);
+	agg_mapped(&s.a, pg, 4096);
+	assert_false(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+
+	/* and a copy again where there was none */
+	assert_int_equal(munmap(pg, 4096), 0);
+	assert_ptr_equal(code_page(pg, tramp, sizeof(tramp)), pg);
+	agg_mapped(&s.a, pg, 4096);
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	assert_int_equal(w.off, 5);
+
+	/* code mapped elsewhere leaves the answer for ra kept (no read of the
+	 * process's memory: it was changed here unannounced, and still counts
+	 * as the copy it was) */
+	assert_int_equal(mprotect(pg, 4096, PROT_READ | PROT_WRITE), 0);
+	memset(pg + 64, 0xcc, sizeof(tramp));
+	agg_mapped(&s.a, pg + 8192, 4096);
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	tally_agg_release(&s.a);
+	munmap(pg, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +788,7 @@ int main(void)
 		cmocka_unit_test(test_unwind__no_debug_frame_no_inflate),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
 		cmocka_unit_test(test_unwind__jit_refused_code_frees_its_blob),
+		cmocka_unit_test(test_unwind__jit_copy_forgotten_on_mmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
