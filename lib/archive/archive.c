@@ -145,6 +145,9 @@ void tally_manifest_release(struct tally_manifest *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Not tally_hexval: a MANIFEST's checksums are lowercase, as
+ * tally_manifest_format writes them, and an uppercase one is refused, so
+ * that an archive has one MANIFEST for its members. */
 static int hexval(int c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;

@@ -61,6 +61,9 @@ static void test_archive__manifest_damaged(void **state)
 		{ "tally-archive: 1\ndb 99999999999999999999999 %s db/x\nend: 1 files\n",
 		  "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 0011 db/x\nend: 1 files\n", "line 2: expected" },
+		/* checksums are lowercase, as tally_manifest_format writes them */
+		{ "tally-archive: 1\ndb 1 00112233445566778899AABBCCDDEEFF db/x\nend: 1 files\n",
+		  "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 %s\nend: 1 files\n", "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 %s ../x\nend: 1 files\n",
 		  "line 2: '../x' is not a name" },
