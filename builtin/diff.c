@@ -245,7 +245,7 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < 2; i++) {
-		tally_export_select(&sides[i].db, &sides[i].sel, true);
+		tally_select_apply(&sides[i].db, &sides[i].sel, true);
 		tally_warn_jit(&sides[i].db);
 		tally_resolver_new(&sides[i].res, &sides[i].db, &ro);
 	}
