@@ -20,7 +20,7 @@ size_t tally_archive_keep(struct tally_cache *c, const struct tally_db *db, size
 		    !tally_cache_key(di->id_kind, di->id, key))
 			continue;
 		strbuf_reset(&m);
-		tally_archive_image_member(di, &m);
+		tally_db_image_member(di, &m);
 		strbuf_reset(&p);
 		strbuf_addf(&p, "%s/%s", db->archive, m.buf);
 		/* what the archive does not hold (--exclude-dependent) is left alone */
