@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 
-#include "tally/agg.h" /* struct tally_frame */
+#include "tally/frame.h"
 #include "tally/elfinfo.h"
 
 /* The format a database is written in: version 4 when it holds weights

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/collect.h"
 #include "tally/view.h"
 
 void tally_view_rows_release(struct tally_view_rows *t)
