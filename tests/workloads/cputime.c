@@ -2,7 +2,9 @@
  * cputime CMD [ARG...]: runs CMD and prints the CPU time the kernel accounted
  * to it and its descendants (getrusage RUSAGE_CHILDREN, user + system) as
  * `info cpu_ns N`, so that a profile of the whole run can be compared with
- * what the kernel measured. Exits with CMD's status.
+ * what the kernel measured, and how often the kernel took the CPU from it
+ * (involuntary context switches) as `info preempted N`. Exits with CMD's
+ * status.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -31,5 +33,6 @@ int main(int argc, char **argv)
 	long long ns = ((long long)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
 		       ((long long)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 	printf("info cpu_ns %lld\n", ns);
+	printf("info preempted %ld\n", ru.ru_nivcsw);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
