@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/roots.sh [BUILD_DIR] [--hz HZ] [--only NAME]
+# bench/roots.sh [BUILD_DIR] [--hz HZ] [--only NAME] [--fp-size SIZE]
 #
 # The share of stacks that reached a root, tally beside perf, on real
 # programs (docs/performance.md, "Stacks that reach a root"): python3 (a
@@ -7,7 +7,9 @@
 # and gzip, each recorded four times: `tally record -g`, `tally record
 # --call-graph dwarf`, `perf record -g`, `perf record --call-graph dwarf`
 # (at --hz, default 499). A programme that is not installed is skipped and
-# said so.
+# said so. --fp-size SIZE: tally's frame-pointer column with `--call-graph
+# fp,SIZE` (a stack copy of SIZE bytes) instead of -g's default; perf's -g
+# stays as it is.
 #
 # A stack reached a root when its outermost frame is one of: _start,
 # __libc_start_main, __libc_start_call_main, main (the program's own, when
@@ -21,11 +23,12 @@
 # Needs: perf, root. Prints one Markdown table.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
-build=build hz=499 only=
+build=build hz=499 only= fpsize=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--hz) hz=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
+	--fp-size) fpsize=$2; shift 2 ;;
 	-h|--help) bench_help; exit 0 ;;
 	-*) echo "bench: unknown option '$1'" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -154,7 +157,9 @@ print("%.1f %d" % (100.0 * r / n if n else 0, n))
 PY
 }
 
-echo "| program | tally -g | perf -g | tally dwarf | perf dwarf |"
+fpcol=-g
+[ -n "$fpsize" ] && fpcol=fp,$fpsize
+echo "| program | tally $fpcol | perf -g | tally dwarf | perf dwarf |"
 echo "|---|---|---|---|---|"
 for w in "${work[@]}"; do
 	IFS='|' read -r name prog cmd <<<"$w"
@@ -167,6 +172,7 @@ for w in "${work[@]}"; do
 	row="| $name"
 	for cg in fp dwarf; do
 		tcg=-g pcg=-g
+		[ -n "$fpsize" ] && tcg="--call-graph fp,$fpsize"
 		[ $cg = dwarf ] && tcg="--call-graph dwarf" pcg="--call-graph dwarf"
 		(cd "$tmp" && rm -rf t.db && "$tally" record -F "$hz" $tcg -o t.db -- sh run.sh >/dev/null 2>"$tmp/t.err") ||
 			{ echo "bench: tally record $tcg of $name failed: $(head -c 300 "$tmp/t.err")" >&2; }

@@ -69,7 +69,7 @@ static int open_cache(struct tally_cache *c)
 		return -1;
 	}
 	strbuf_release(&p);
-	tally_error("%s", tally_errmsg());
+	tally_error_last();
 	return 1;
 }
 
@@ -81,7 +81,7 @@ static int cache_list(void)
 		return o > 0 ? 1 : 0;
 	struct tally_cache_list l;
 	if (tally_cache_list(&c, &l)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		tally_cache_close(&c);
 		return 1;
 	}
@@ -118,7 +118,7 @@ static int cache_size(void)
 	struct tally_cache_list l;
 	uint64_t limit;
 	if (tally_cache_list(&c, &l) || tally_cache_limit(&c, &limit)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		tally_cache_close(&c);
 		return 1;
 	}
@@ -144,7 +144,7 @@ static int cache_prune(const struct copts *o)
 		return 1;
 	uint64_t max = o->max_size;
 	if (!o->max_set && tally_cache_limit(&c, &max)) {
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 		tally_cache_close(&c);
 		return 1;
 	}
@@ -152,7 +152,7 @@ static int cache_prune(const struct copts *o)
 	uint64_t freed;
 	int r = tally_cache_prune(&c, max, &removed, &freed);
 	if (r)
-		tally_error("%s", tally_errmsg());
+		tally_error_last();
 	else {
 		char sz[32], lim[32];
 		tally_format_size(freed, sz, sizeof(sz));

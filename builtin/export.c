@@ -222,7 +222,7 @@ int cmd_export(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	tally_export_select(&db, &sel, !(fmt->flags & FMT_IMAGE));
+	tally_select_apply(&db, &sel, !(fmt->flags & FMT_IMAGE));
 	for (int e = 0; e < db.nevents; e++) {
 		if (!tally_select_event(&sel, e))
 			continue;
@@ -232,7 +232,7 @@ int cmd_export(int argc, char **argv)
 	}
 	uint64_t total = 0;
 	for (int i = 0; i < x.nevents; i++)
-		total += tally_export_total(&db, events[i], (fmt->flags & FMT_STACKS) != 0);
+		total += tally_select_total(&db, events[i], (fmt->flags & FMT_STACKS) != 0);
 	if (!total) {
 		tally_error("nothing to export: '%s' has no samples%s", input,
 			    sel.image || sel.pid || sel.comm || sel.event || sel.excl

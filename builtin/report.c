@@ -48,14 +48,20 @@ static int report_handle(void *ctx, int code, const char *arg)
 		return tally_sort_parse(&o->sort, arg);
 	case OPT_BY_LABEL:
 		if (!tally_label_key_ok(arg, strlen(arg)))
-			return tally_seterr(-EINVAL, "invalid --by-label '%s': a label KEY is letters, digits, '_', '-' or '.'", arg);
+			return tally_seterr(
+				-EINVAL,
+				"invalid --by-label '%s': a label KEY is letters, digits, '_', '-' or '.'",
+				arg);
 		o->by_label = arg;
 		break;
 	case OPT_PLIMIT: {
 		char *end;
 		o->r.percent_limit = strtod(arg, &end);
 		if (end == arg || *end || !(o->r.percent_limit >= 0 && o->r.percent_limit <= 100))
-			return tally_seterr(-EINVAL, "invalid --percent-limit '%s': expected a percentage from 0 to 100", arg);
+			return tally_seterr(
+				-EINVAL,
+				"invalid --percent-limit '%s': expected a percentage from 0 to 100",
+				arg);
 		o->plimit_set = true;
 		break;
 	}
@@ -66,62 +72,74 @@ static int report_handle(void *ctx, int code, const char *arg)
 static const struct tally_option report_options[] = {
 	TALLY_OPT_STRING('i', "input", "DIR", "database (default tally.db)", struct ropts, input),
 	TALLY_OPT_FLAG('f', "symbols",
-		"functions within each image (inlined functions as their own rows)",
-		struct ropts, r.symbols),
-	TALLY_OPT_FLAG('l', "lines",
-		"source lines within each image (file:line, function)",
-		struct ropts, r.lines),
-	TALLY_OPT(0, "sort", TALLY_ARG_REQUIRED, "KEYS",
-	  "one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)", OPT_SORT),
-	TALLY_OPT_FLAG(0, "flat",
+		       "functions within each image (inlined functions as their own rows)",
+		       struct ropts, r.symbols),
+	TALLY_OPT_FLAG('l', "lines", "source lines within each image (file:line, function)",
+		       struct ropts, r.lines),
+	TALLY_OPT(
+		0, "sort", TALLY_ARG_REQUIRED, "KEYS",
+		"one table grouped by KEYS, comma-separated: comm, pid, image,\nfunction, line (perf report --sort; comm needs no --per-pid)",
+		OPT_SORT),
+	TALLY_OPT_FLAG(
+		0, "flat",
 		"the hottest functions (with --lines: lines) of all images in one table\n(perf report's default view, pprof -top)",
 		struct ropts, r.flat),
-	TALLY_OPT_FLAG(0, "explain",
+	TALLY_OPT_FLAG(
+		0, "explain",
 		"where tally looked for each image (or the IMAGE operand) and its debug\ninfo, and why its functions and lines are or are not named",
 		struct ropts, explain),
-	TALLY_OPT_U64(0, "top", "N", "at most N rows per table", struct ropts, r.top, 1, UINT32_MAX),
-	TALLY_OPT_FLAG(0, "wall",
+	TALLY_OPT_U64(0, "top", "N", "at most N rows per table", struct ropts, r.top, 1,
+		      UINT32_MAX),
+	TALLY_OPT_FLAG(
+		0, "wall",
 		"wall-clock time: on-CPU (cpu-clock) and off-CPU time in one event,\n'wall', in ns (a --off-cpu recording; docs/offcpu.md)",
 		struct ropts, wall),
 	TALLY_OPT_FLAG(0, "json", "JSON output (docs/report-json.md)", struct ropts, json),
-	TALLY_OPT_FLAG(0, "full-names",
+	TALLY_OPT_FLAG(
+		0, "full-names",
 		"C++ and Rust names with their template arguments and parameters\n(text; JSON, HTML and exports always have them)",
 		struct ropts, r.full_names),
 	TALLY_OPT_STRING(0, "html", "FILE",
-		"the whole report as one self-contained HTML page (docs/html.md)",
-		struct ropts, html),
+			 "the whole report as one self-contained HTML page (docs/html.md)",
+			 struct ropts, html),
 	TALLY_OPT(0, "by-label", TALLY_ARG_REQUIRED, "KEY",
-	  "one report per value of the label KEY (a merge's host, run: tally merge)", OPT_BY_LABEL),
+		  "one report per value of the label KEY (a merge's host, run: tally merge)",
+		  OPT_BY_LABEL),
 	TALLY_OPTION_END,
 };
 
 static const struct tally_option report_cg_options[] = {
 	TALLY_OPT_FLAG(0, "children",
-		"per function: inclusive %, self %, name (sorted by inclusive)",
-		struct ropts, r.children),
-	TALLY_OPT_FLAG(0, "callgraph",
-		"per function: its callers above, its callees below",
-		struct ropts, r.callgraph),
+		       "per function: inclusive %, self %, name (sorted by inclusive)",
+		       struct ropts, r.children),
+	TALLY_OPT_FLAG(0, "callgraph", "per function: its callers above, its callees below",
+		       struct ropts, r.callgraph),
 	TALLY_OPT_FLAG(0, "tree", "top-down call tree", struct ropts, r.tree),
 	TALLY_OPT_STRING(0, "callers", "SYM", "the tree of SYM's callers", struct ropts, r.callers),
 	TALLY_OPT_STRING(0, "callees", "SYM", "the tree of SYM's callees", struct ropts, r.callees),
-	TALLY_OPT(0, "percent-limit", TALLY_ARG_REQUIRED, "P",
-	  "leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)", OPT_PLIMIT),
+	TALLY_OPT(
+		0, "percent-limit", TALLY_ARG_REQUIRED, "P",
+		"leave out tree nodes and rows under P% (trees: default 0.5); with\n--html, fold flame-graph frames and drop table rows under P% (default 0.1)",
+		OPT_PLIMIT),
 	TALLY_OPTION_END,
 };
 
 static const struct tally_optgroup report_group = { NULL, report_options, report_handle };
-static const struct tally_optgroup report_cg_group = { "call graphs (databases recorded with -g)", report_cg_options, report_handle };
+static const struct tally_optgroup report_cg_group = { "call graphs (databases recorded with -g)",
+						       report_cg_options, report_handle };
 
 const struct tally_cmdopts report_cmdopts = {
 	.name = "report",
-	.summary = "where the time went: per image, per function, per line, call graphs (iprof, opreport)",
+	.summary =
+		"where the time went: per image, per function, per line, call graphs (iprof, opreport)",
 	.usage = "[options] [IMAGE]",
-	.groups = { &report_group, &report_cg_group, &tally_select_group, &tally_symopts_group, &tally_db_select_group },
+	.groups = { &report_group, &report_cg_group, &tally_select_group, &tally_symopts_group,
+		    &tally_db_select_group },
 };
 
 /* The options into o: -1 to go on, else the exit status (0 after --help). */
-static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally_db_select *dbsel, int argc, char **argv)
+static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally_db_select *dbsel,
+			 int argc, char **argv)
 {
 	void *ctx[] = { o, o, &o->sel, so, dbsel };
 	int first, r = tally_cmd_options(&report_cmdopts, ctx, argc, argv, &first);
@@ -136,13 +154,33 @@ static int parse_options(struct ropts *o, struct tally_symopts *so, struct tally
 	/* --explain counts the samples each image's names and lines cover */
 	if (o->explain)
 		o->sel.samples = true;
-	if (o->sort_given && (o->html || o->r.symbols || o->r.lines || o->r.flat || o->explain || o->by_label || tally_report_is_cg(&o->r)))
-		return tally_usage_error("report", "--sort makes a table of its own: leave out --html, --symbols, --lines, --flat, --explain, --by-label and the call-graph views");
-	if (o->html && (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
-		return tally_usage_error("report", "--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
+	if (o->sort_given && (o->html || o->r.symbols || o->r.lines || o->r.flat || o->explain ||
+			      o->by_label || tally_report_is_cg(&o->r)))
+		return tally_usage_error(
+			"report",
+			"--sort makes a table of its own: leave out --html, --symbols, --lines, --flat, --explain, --by-label and the call-graph views");
+	if (o->html &&
+	    (o->json || o->r.symbols || o->r.lines || o->explain || tally_report_is_cg(&o->r)))
+		return tally_usage_error(
+			"report",
+			"--html makes the whole report: leave out --json, --symbols, --lines, --explain and the call-graph views");
 	if (o->by_label && (o->html || o->explain))
-		return tally_usage_error("report", "--by-label groups the text and JSON reports: leave out --html and --explain");
+		return tally_usage_error(
+			"report",
+			"--by-label groups the text and JSON reports: leave out --html and --explain");
 	return -1;
+}
+
+/* The report to stdout: 0, or 1 when it could not be written. */
+static int write_report(const struct strbuf *out)
+{
+	if (out->len)
+		fwrite(out->buf, 1, out->len, stdout);
+	if (fflush(stdout) != 0) {
+		tally_error("cannot write the report: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 /* Writes the page, or the report (text, JSON or --explain) to stdout: 0 or 1. */
@@ -151,7 +189,9 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
 	int ret = 0;
 	if (o->html) {
-		struct tally_html_opts ho = { o->input, &o->sel, o->plimit_set ? o->r.percent_limit : TALLY_FLAME_DEFAULT_LIMIT,
+		struct tally_html_opts ho = { o->input, &o->sel,
+					      o->plimit_set ? o->r.percent_limit
+							    : TALLY_FLAME_DEFAULT_LIMIT,
 					      TALLY_HTML_ANNOTATE, o->r.top };
 		tally_progress_say("writing the HTML report");
 		int hr = tally_html_write(o->html, db, res, &ho);
@@ -163,7 +203,8 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 			/* as export says what it wrote */
 			struct stat st;
 			if (stat(o->html, &st) == 0)
-				tally_say("wrote '%s' (HTML report, %lld bytes)", o->html, (long long)st.st_size);
+				tally_say("wrote '%s' (HTML report, %lld bytes)", o->html,
+					  (long long)st.st_size);
 			else
 				tally_say("wrote '%s' (HTML report)", o->html);
 		}
@@ -173,9 +214,11 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 	}
 	struct strbuf out = STRBUF_INIT;
 	if (o->sort_given) {
-		tally_report_sort(&out, db, res, &o->r, &o->sort, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json);
+		tally_report_sort(&out, db, res, &o->r, &o->sort,
+				  o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json);
 	} else if (o->explain) {
-		if (tally_report_explain(&out, db, res, &o->r, o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json)) {
+		if (tally_report_explain(&out, db, res, &o->r,
+					 o->sel.ev_only >= 0 ? o->sel.ev_only : 0, o->json)) {
 			tally_error_last();
 			ret = 1;
 		}
@@ -187,140 +230,28 @@ static int render(struct ropts *o, struct tally_db *db, struct tally_resolver *r
 	tally_report_image_warnings(db, res, tally_verbose, &w);
 	tally_progress_done();
 	tally_print_warnings(&w);
-	if (out.len)
-		fwrite(out.buf, 1, out.len, stdout);
-	if (fflush(stdout) != 0) {
-		tally_error("cannot write the report: %s", strerror(errno));
+	if (write_report(&out))
 		ret = 1;
-	}
 	strbuf_release(&out);
 	return ret;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The values of label key on the profiles of db, sorted, and whether some
- * profile has no such label (*none). A new array; the strings are db's. */
-static const char **label_values(const struct tally_db *db, const char *key, size_t *n, bool *none)
-{
-	const char **v = NULL;
-	size_t cap = 0;
-	*n = 0;
-	*none = false;
-	bool *seen = xcalloc(db->nlabels + 1, sizeof(bool));
-	for (size_t p = 0; p < db->nprofs; p++) {
-		uint32_t l = db->profs[p].label;
-		if (seen[l])
-			continue;
-		seen[l] = true;
-		const char *val = tally_db_label(db, l, key);
-		if (!val) {
-			*none = true;
-			continue;
-		}
-		bool have = false;
-		for (size_t i = 0; i < *n && !have; i++)
-			have = !strcmp(v[i], val);
-		if (!have) {
-			GROW(v, cap, *n + 1);
-			v[(*n)++] = val;
-		}
-	}
-	free(seen);
-	tally_qsort(v, *n, sizeof(*v), cmp_str);
-	return v;
-}
-
-/* --by-label KEY: the report once per value of the label (and once for the
- * samples without it), each under a heading; JSON: one object of them all. */
+/* --by-label KEY: the report once per value of the label (lib/report/bylabel.c). */
 static int render_by_label(struct ropts *o, struct tally_db *db, struct tally_resolver *res)
 {
-	size_t n;
-	bool none;
-	const char **vals = label_values(db, o->by_label, &n, &none);
-	if (!n) {
-		struct strbuf keys = STRBUF_INIT;
-		tally_db_label_keys(db, &keys);
-		tally_error("--by-label %s: '%s' has no label '%s' (%s)", o->by_label, o->input, o->by_label,
-			    keys.len ? keys.buf : "it has no labels: 'tally merge' adds host and run, a recording comm");
-		strbuf_release(&keys);
-		free(vals);
-		return 1;
-	}
-	if (o->sel.nlabels == TALLY_SELECT_LABELS) {
-		tally_error("too many --label options with --by-label (at most %d)", TALLY_SELECT_LABELS - 1);
-		free(vals);
-		return 1;
-	}
-	/* the call-graph views zero what they do not select: each group starts from the whole */
-	size_t ne = (size_t)db->nevents;
-	uint64_t *counts = xmalloc((db->nentries * ne + 1) * sizeof(uint64_t));
-	uint64_t *scounts = xmalloc((db->nstacks * ne + 1) * sizeof(uint64_t));
-	if (db->nentries)
-		memcpy(counts, db->counts, db->nentries * ne * sizeof(uint64_t));
-	if (db->nstacks)
-		memcpy(scounts, db->stack_counts, db->nstacks * ne * sizeof(uint64_t));
-	bool cg = tally_report_is_cg(&o->r);
-	struct strbuf out = STRBUF_INIT, one = STRBUF_INIT, filter = STRBUF_INIT;
+	struct strbuf out = STRBUF_INIT;
 	struct tally_warnings w = TALLY_WARNINGS_INIT;
-	if (o->json) {
-		strbuf_addstr(&out, "{\"by_label\":");
-		strbuf_add_json_str(&out, o->by_label);
-		strbuf_addstr(&out, ",\"groups\":[");
-	}
-	for (size_t g = 0; g < n + none; g++) {
-		const char *val = g < n ? vals[g] : NULL;
-		strbuf_reset(&filter);
-		strbuf_addf(&filter, "%s=%s", o->by_label, val ? val : "");
-		struct tally_select sel = o->sel;
-		sel.labels[sel.nlabels++] = filter.buf;
-		struct tally_report_opts r = o->r;
-		r.sel = &sel;
-		if (db->nentries)
-			memcpy(db->counts, counts, db->nentries * ne * sizeof(uint64_t));
-		if (db->nstacks)
-			memcpy(db->stack_counts, scounts, db->nstacks * ne * sizeof(uint64_t));
-		if (cg)
-			tally_view_select(db, &sel);
-		strbuf_reset(&one);
-		if (o->json) {
-			tally_report_json(&one, db, res, &r, &w);
-			if (one.len && one.buf[one.len - 1] == '\n')
-				one.buf[--one.len] = '\0';
-			strbuf_addstr(&out, g ? ",{\"value\":" : "{\"value\":");
-			if (val)
-				strbuf_add_json_str(&out, val);
-			else
-				strbuf_addstr(&out, "null");
-			strbuf_addf(&out, ",\"report\":%s}", one.buf ? one.buf : "{}");
-		} else {
-			if (val)
-				strbuf_addf(&out, "%s## %s=%s\n", g ? "\n" : "", o->by_label, val);
-			else
-				strbuf_addf(&out, "%s## no label '%s'\n", g ? "\n" : "", o->by_label);
-			tally_report_text(&out, db, res, &r, &w);
-		}
-	}
-	if (o->json)
-		strbuf_addstr(&out, "]}\n");
-	tally_report_image_warnings(db, res, tally_verbose, &w);
-	tally_print_warnings(&w);
 	int ret = 0;
-	if (out.len)
-		fwrite(out.buf, 1, out.len, stdout);
-	if (fflush(stdout) != 0) {
-		tally_error("cannot write the report: %s", strerror(errno));
+	if (tally_report_by_label(&out, db, res, &o->r, o->by_label, o->json, &w)) {
+		tally_warnings_release(&w);
+		tally_error_last();
 		ret = 1;
+	} else {
+		tally_report_image_warnings(db, res, tally_verbose, &w);
+		tally_print_warnings(&w);
+		ret = write_report(&out);
 	}
 	strbuf_release(&out);
-	strbuf_release(&one);
-	strbuf_release(&filter);
-	free(counts);
-	free(scounts);
-	free(vals);
 	return ret;
 }
 
@@ -380,14 +311,17 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	bool cgmode = tally_report_is_cg(&o.r);
-	if ((int)o.r.symbols + (int)o.r.lines + (int)o.explain + (int)o.r.children + (int)o.r.callgraph + (int)o.r.tree +
-		    !!o.r.callers + !!o.r.callees > 1) {
-		tally_error("give one of --symbols, --lines, --explain, --children, --callgraph, --tree, --callers, --callees");
+	if ((int)o.r.symbols + (int)o.r.lines + (int)o.explain + (int)o.r.children +
+		    (int)o.r.callgraph + (int)o.r.tree + !!o.r.callers + !!o.r.callees >
+	    1) {
+		tally_error(
+			"give one of --symbols, --lines, --explain, --children, --callgraph, --tree, --callers, --callees");
 		ret = 2;
 		goto out;
 	}
 	if (cgmode && !db.has_stacks) {
-		tally_error("'%s' has no call stacks (record with -g or --call-graph to get them)", o.input);
+		tally_error("'%s' has no call stacks (record with -g or --call-graph to get them)",
+			    o.input);
 		goto out;
 	}
 	if ((cgmode || o.html) && tally_db_load_stacks(&db)) {

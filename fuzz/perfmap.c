@@ -10,6 +10,7 @@
 #include "fuzz.h"
 
 #include "tally/db.h"
+#include "tally/jitdump.h"
 #include "tally/symbols.h"
 
 #include <inttypes.h>

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "tally/collect.h"
+#include "tally/frame.h"
 #include "tally/fprepair.h"
 #include "tally/jitdump.h"
 #include "tally/util.h"
@@ -96,11 +97,6 @@ struct tally_task {
 	int pid;
 	char comm[16];
 	char *exe;
-};
-
-struct tally_frame {
-	uint32_t image;
-	uint64_t offset;
 };
 
 struct tally_stack {

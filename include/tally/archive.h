@@ -148,9 +148,14 @@ void tally_manifest_format(const struct tally_archive_member *m, size_t n, struc
 /* Whether name may be a member: relative, no empty, '.' or '..' component, no
  * control characters, under MANIFEST, db/, images/, debug/ or kernel/. */
 bool tally_archive_name_ok(const char *name);
-/* The member name of an image's file: images/ID/NAME (NAME its file name,
- * characters other than letters, digits and ._+- as '_'). */
-void tally_archive_image_member(const struct tally_db_image *di, struct strbuf *out);
+
+/* Copies the image and debug files an opened archive's database (db->archive
+ * set) holds into the open cache c, each checked against its id as it is
+ * copied (lib/archive/keep.c), so that a database merged from it names its
+ * code once the archive is gone. Returns how many images were kept; *failed
+ * is how many files could not be, the last one's error in tally_errmsg(). */
+struct tally_cache;
+size_t tally_archive_keep(struct tally_cache *c, const struct tally_db *db, size_t *failed);
 
 /* ---- --strip-debug-to-sampled (lib/archive/strip.c) ---- */
 

@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 
-#include "tally/agg.h" /* struct tally_frame */
+#include "tally/frame.h"
 #include "tally/elfinfo.h"
 
 /* The format a database is written in: version 4 when it holds weights
@@ -527,5 +527,13 @@ int tally_db_check_totals(const struct tally_db *db, const char *what);
 /* A session time, "2026-11-21T13:07:00Z" exactly (a real date and time), as
  * seconds since 1970 into *out (may be NULL). */
 bool tally_db_utc_time(const char *s, double *out);
+
+/* The member name of an image's file in an archive (lib/db/member.c):
+ * images/ID/NAME, NAME its file name, each part made safe. */
+void tally_db_image_member(const struct tally_db_image *di, struct strbuf *out);
+/* name appended to out safe in any archive and shell: letters, digits and
+ * ._+- kept, anything else '_', never '.', '..' or a hidden name, cut at a
+ * " (deleted)" suffix. */
+void tally_db_add_safe_name(struct strbuf *out, const char *name);
 
 #endif

@@ -24,7 +24,7 @@ enum tally_diff_view {
 };
 
 /* One side of a diff: a database with the selection applied
- * (tally_export_select), its resolver, and the event compared. */
+ * (tally_select_apply), its resolver, and the event compared. */
 struct tally_diff_side {
 	const struct tally_db *db;
 	struct tally_resolver *res;

@@ -14,7 +14,7 @@
 #include "tally/util.h"
 
 /* What a writer exports. The database has the selection applied already
- * (tally_export_select): unselected samples count zero. */
+ * (tally_select_apply): unselected samples count zero. */
 struct tally_export {
 	const struct tally_db *db;
 	struct tally_resolver *res;
@@ -104,14 +104,6 @@ struct tally_cg;
 int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg,
 		      const struct tally_db *base_db, const struct tally_cg *new_cg,
 		      const struct tally_db *new_db, bool normalize);
-
-/* Applies the selection to db in place: the counts (flat and stack) of
- * unselected profiles, processes and events become zero. A stack is selected
- * when its process is (--pid, --comm) and, with stacks_by_image, its leaf's
- * image is (--image, --exclude-dependent), as a flat profile is. */
-void tally_export_select(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image);
-/* Samples of one event after the selection: flat, and in stacks. */
-uint64_t tally_export_total(const struct tally_db *db, int event, bool stacks);
 
 /* The --percent-limit cut, shared by the writers: stacks are given as keys
  * (root first) with counts (nevents per stack); in the prefix tree of all the

@@ -38,7 +38,7 @@ void tally_html_report(struct strbuf *out, const struct tally_db *db, struct tal
  * checking before the work. */
 int tally_html_check_target(const char *path);
 
-/* Applies the selection to db (tally_export_select: a stack is kept when its
+/* Applies the selection to db (tally_select_apply: a stack is kept when its
  * process and its leaf's image are selected), builds the page and writes it
  * to path atomically (never a partial file). 0, or -errno with tally_seterr
  * naming the file. */

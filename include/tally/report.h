@@ -42,6 +42,16 @@ void tally_report_text(struct strbuf *out, const struct tally_db *db, struct tal
 void tally_report_json(struct strbuf *out, const struct tally_db *db, struct tally_resolver *res,
 		       const struct tally_report_opts *o, struct tally_warnings *w);
 
+/* --by-label KEY: the report (text, or JSON with json) once per value of
+ * label key on db's profiles, sorted, and once for the samples without it,
+ * appended to out. db's counts are changed for each value's view and put
+ * back after the last. -EINVAL with tally_seterr when no profile has the
+ * label (the error lists those there are) or o->sel has no room for one
+ * more label. */
+int tally_report_by_label(struct strbuf *out, struct tally_db *db, struct tally_resolver *res,
+			  const struct tally_report_opts *o, const char *key, bool json,
+			  struct tally_warnings *w);
+
 /* --explain: per image with samples of event ev (or the image o->explain_image
  * names), where tally looked for it and its debug info, what it found and how
  * many samples got names; text or JSON. -ENOENT with tally_seterr (listing the

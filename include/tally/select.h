@@ -81,4 +81,12 @@ static inline bool tally_select_event(const struct tally_select *s, int ev)
  * (options.h), for a struct tally_select context. */
 extern const struct tally_optgroup tally_select_group;
 
+/* Applies the selection to db in place: the counts (flat and stack) of
+ * unselected profiles, processes and events become zero. A stack is selected
+ * when its process is (--pid, --comm) and, with stacks_by_image, its leaf's
+ * image is (--image, --exclude-dependent), as a flat profile is. */
+void tally_select_apply(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image);
+/* Samples of one event after the selection: flat, and in stacks. */
+uint64_t tally_select_total(const struct tally_db *db, int event, bool stacks);
+
 #endif

@@ -37,5 +37,9 @@ void tally_unwind_image_release(struct tally_image *im);
 
 /* Frees the per-process unwinding state (called when the process goes, or execs). */
 void tally_unwind_proc_release(struct tally_proc *p);
+/* Tells the unwinder that process p mapped code at [start, end): what it
+ * kept of the code there before (JIT code it matched to a template) is
+ * forgotten. */
+void tally_unwind_proc_mapped(struct tally_proc *p, uint64_t start, uint64_t end);
 
 #endif

@@ -78,7 +78,7 @@ void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db,
 /* Applies the selection to db in place for the call-graph views: a stack
  * counts when its process is selected and the function it was sampled in
  * is in a selected image (as `tally export` selects stacks); flat counts
- * and events outside the selection become zero (tally_export_select). */
+ * and events outside the selection become zero (tally_select_apply). */
 void tally_view_select(struct tally_db *db, const struct tally_select *sel);
 
 /* The call-graph view of one event: the model of tally/callgraph.h over the

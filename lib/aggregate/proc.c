@@ -363,6 +363,7 @@ void agg_on_mmap2(struct tally_agg *a, const struct tally_rec *r)
 	if (img == TALLY_MAP_ANON)
 		jit_program(a, p);
 	tally_proc_add_map(p, m->addr, m->addr + m->len, m->pgoff, img);
+	tally_unwind_proc_mapped(p, m->addr, m->addr + m->len);
 }
 
 void agg_on_comm(struct tally_agg *a, const struct tally_rec *r)

@@ -67,32 +67,6 @@ bool tally_archive_name_ok(const char *name)
 	return false;
 }
 
-/* A file name safe in any archive and shell: letters, digits and ._+- kept. */
-static void add_safe_name(struct strbuf *out, const char *name)
-{
-	size_t start = out->len;
-	for (const char *c = name; *c; c++) {
-		if (!strncmp(c, " (deleted)", 10))
-			break;
-		unsigned char ch = (unsigned char)*c;
-		strbuf_addch(out, isalnum(ch) || ch == '.' || ch == '_' || ch == '+' || ch == '-'
-					  ? (char)ch
-					  : '_');
-	}
-	if (out->len == start)
-		strbuf_addch(out, '_');
-	if (out->buf[start] == '.')
-		out->buf[start] = '_'; /* never '.', '..' or a hidden name */
-}
-
-void tally_archive_image_member(const struct tally_db_image *di, struct strbuf *out)
-{
-	strbuf_addstr(out, "images/");
-	add_safe_name(out, di->id);
-	strbuf_addch(out, '/');
-	add_safe_name(out, tally_basename(di->path));
-}
-
 /* ---- checksums ---- */
 
 void tally_ar_hex16(const unsigned char *sum, char *hex)
@@ -145,6 +119,9 @@ void tally_manifest_release(struct tally_manifest *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Not tally_hexval: a MANIFEST's checksums are lowercase, as
+ * tally_manifest_format writes them, and an uppercase one is refused, so
+ * that an archive has one MANIFEST for its members. */
 static int hexval(int c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
@@ -652,7 +629,7 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db,
 					   .unverified_ok = kernel };
 			switch (x->role) {
 			case TALLY_RFILE_IMAGE:
-				tally_archive_image_member(di, &name);
+				tally_db_image_member(di, &name);
 				role = TALLY_AR_IMAGE;
 				strbuf_addf(&note, "image %s", di->name);
 				strip = o->strip && bid;
@@ -674,7 +651,7 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db,
 				} else {
 					/* found by its .gnu_debuglink (and CRC): next to the
 					 * archive's copy of the image */
-					tally_archive_image_member(di, &name);
+					tally_db_image_member(di, &name);
 					char *sl = strrchr(name.buf, '/');
 					name.len = (size_t)(sl + 1 - name.buf);
 					name.buf[name.len] = '\0';
@@ -697,7 +674,7 @@ int tally_archive_plan(struct tally_archive_plan *p, const struct tally_db *db,
 			case TALLY_RFILE_MODULE:
 				role = TALLY_AR_MODULE;
 				strbuf_addstr(&name, "kernel/modules/");
-				add_safe_name(&name, tally_basename(x->path));
+				tally_db_add_safe_name(&name, tally_basename(x->path));
 				strbuf_addf(&note, "module %s", x->module);
 				break;
 			case TALLY_RFILE_MODULE_DEBUG:

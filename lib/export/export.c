@@ -42,51 +42,6 @@ void tally_export_out_release(struct tally_export_out *out)
 	memset(out, 0, sizeof(*out));
 }
 
-void tally_export_select(struct tally_db *db, const struct tally_select *sel, bool stacks_by_image)
-{
-	size_t ne = (size_t)db->nevents;
-	for (size_t p = 0; p < db->nprofs; p++) {
-		const struct tally_db_prof *pf = &db->profs[p];
-		bool keep = tally_select_prof(sel, db, pf);
-		for (size_t i = pf->first; i < pf->end; i++)
-			for (size_t e = 0; e < ne; e++)
-				if (!keep || !tally_select_event(sel, (int)e))
-					db->counts[i * ne + e] = 0;
-	}
-	/* a stack's leaf is a frame read from all over memory, a cache miss a
-	 * stack: only looked at when its image can change the choice */
-	bool leaf_image = sel->image || sel->excl;
-	for (size_t s = 0; s < db->nstacks; s++) {
-		const struct tally_db_stack *st = &db->stacks[s];
-		bool keep = tally_select_pid(sel, db, st->pid) &&
-			    tally_select_label(sel, db, st->label);
-		if (keep && st->len && stacks_by_image) {
-			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { leaf_image ? tally_db_frame(db, st, 0)->image
-							       : 0,
-						    db->per_pid ? st->pid : 0, 0, 0, st->label };
-			keep = tally_select_prof(sel, db, &pf);
-		}
-		for (size_t e = 0; e < ne; e++)
-			if (!keep || !tally_select_event(sel, (int)e))
-				db->stack_counts[s * ne + e] = 0;
-	}
-}
-
-uint64_t tally_export_total(const struct tally_db *db, int event, bool stacks)
-{
-	uint64_t t = 0;
-	size_t ne = (size_t)db->nevents;
-	if (stacks) {
-		for (size_t s = 0; s < db->nstacks; s++)
-			t += db->stack_counts[s * ne + (size_t)event];
-	} else {
-		for (size_t i = 0; i < db->nentries; i++)
-			t += db->counts[i * ne + (size_t)event];
-	}
-	return t;
-}
-
 struct trie_node {
 	uint32_t parent;
 	uint32_t key;

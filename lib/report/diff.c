@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "tally/diff.h"
-#include "tally/export.h"
 #include "tally/view.h"
 
 static const char *own(struct tally_diff *d, const char *s)
@@ -269,10 +268,10 @@ void tally_diff_normalize(struct tally_db *base, int ev, const struct tally_db *
 	 * keeps its sample counts beside them, as sampled */
 	bool stacks = base->has_stacks && new_->has_stacks;
 	scale_column(base->counts, base->nentries, base->nevents, ev,
-		     tally_export_total(new_, new_ev, false));
+		     tally_select_total(new_, new_ev, false));
 	if (stacks)
 		scale_column(base->stack_counts, base->nstacks, base->nevents, ev,
-			     tally_export_total(new_, new_ev, true));
+			     tally_select_total(new_, new_ev, true));
 	if (!base->weighed)
-		base->samples[ev] = tally_export_total(base, ev, false);
+		base->samples[ev] = tally_select_total(base, ev, false);
 }

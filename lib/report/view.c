@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tally/export.h"
+#include "tally/collect.h"
 #include "tally/view.h"
 
 void tally_view_rows_release(struct tally_view_rows *t)
@@ -207,7 +207,7 @@ void tally_view_functions(struct tally_view_rows *t, const struct tally_db *db,
 
 void tally_view_select(struct tally_db *db, const struct tally_select *sel)
 {
-	tally_export_select(db, sel, true);
+	tally_select_apply(db, sel, true);
 }
 
 static bool keep_pid(const struct tally_db *db, int pid, const void *ctx)

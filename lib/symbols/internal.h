@@ -4,7 +4,6 @@
 #ifndef TALLY_SYMBOLS_INTERNAL_H
 #define TALLY_SYMBOLS_INTERNAL_H
 
-#include "tally/archive.h"
 #include "tally/cache.h"
 #include "tally/demangle.h"
 #include "tally/jitdump.h"

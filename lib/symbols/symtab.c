@@ -64,7 +64,7 @@ static char *find_file(struct tally_resolver *r, struct imgsyms *s, const struct
 	if (r->archive) {
 		/* never the file that has the recorded path on this machine */
 		struct strbuf m = STRBUF_INIT;
-		tally_archive_image_member(di, &m);
+		tally_db_image_member(di, &m);
 		sym_add_cand(&c, &n, &a, "in the archive", false, "%s/%s", r->archive, m.buf);
 		strbuf_release(&m);
 	} else {

@@ -154,6 +154,31 @@ void tally_unwind_proc_release(struct tally_proc *p)
 	p->uw = NULL;
 }
 
+/* The process's unwinding state, made on first need (its Dwfl NULL when
+ * libdwfl could not make one). */
+static struct proc_uw *proc_uw(struct tally_proc *p)
+{
+	struct proc_uw *u = p->uw;
+	if (!u) {
+		u = xcalloc(1, sizeof(*u));
+		u->dwfl = dwfl_begin(&dwfl_cbs);
+		p->uw = u;
+	}
+	return u;
+}
+
+struct uw_jit **uw_proc_jit(struct tally_proc *p)
+{
+	return &proc_uw(p)->jit;
+}
+
+void tally_unwind_proc_mapped(struct tally_proc *p, uint64_t start, uint64_t end)
+{
+	struct proc_uw *u = p->uw;
+	if (u)
+		uw_jit_forget(u->jit, start, end);
+}
+
 /* The load bias of the image open at fd and mapped by m: start minus the
  * link-time address of pgoff. */
 static bool map_bias(int fd, const struct tally_map *m, uint64_t *bias)
@@ -312,12 +337,7 @@ size_t tally_unwind_sample(struct tally_agg *a, struct tally_proc *p, const uint
 		*why = "no registers";
 		return 0;
 	}
-	struct proc_uw *u = p->uw;
-	if (!u) {
-		u = xcalloc(1, sizeof(*u));
-		u->dwfl = dwfl_begin(&dwfl_cbs);
-		p->uw = u;
-	}
+	struct proc_uw *u = proc_uw(p);
 	if (!u->dwfl) {
 		*why = "libdwfl unavailable";
 		return 0;

@@ -3,6 +3,7 @@
  * per image, and the walk over a sample's stack copy that puts back the
  * frames a frame-pointer chain skips until it rejoins the chain. */
 #define _GNU_SOURCE
+#include "internal.h"
 #include "tally/unwind.h"
 #include "tally/util.h"
 
@@ -53,9 +54,8 @@ struct image_cfi {
 	int fd;
 	Elf *elf;
 	Dwarf_CFI *eh;
-	Dwarf *dw;         /* for .debug_frame, opened at the first address .eh_frame lacks */
-	Dwarf_CFI *debug;  /* NULL: none (or not looked for yet: debug_tried) */
-	bool debug_tried;
+	Dwarf *dw;        /* for .debug_frame: opened with the image, or never */
+	Dwarf_CFI *debug; /* NULL: none, or not worth its DWARF's inflating */
 	struct seg { uint64_t off, filesz, vaddr; } ph[16];
 	size_t nph;
 	bool failed;
@@ -78,9 +78,70 @@ void tally_unwind_image_release(struct tally_image *im)
 	im->leaf_cfi = NULL;
 }
 
+bool uw_image_dwarf_read(const struct tally_image *im)
+{
+	const struct image_cfi *c = im->leaf_cfi;
+	return c && c->dw;
+}
+
 /* Opens the image's file through the process (its mount namespace), and only
  * if it is still the file that was mapped (device and inode). */
 static void image_cfi_load(struct image_cfi *c, const struct tally_image *im, int pid);
+
+/* The most bytes of compressed DWARF an image's .debug_frame may cost:
+ * dwarf_begin_elf inflates every compressed debug section (.debug_info
+ * too, often tens of MiB), not only the frames. */
+#define DEBUG_INFLATE_MAX (16u << 20)
+
+/* Whether elf has a .debug_frame, and the bytes dwarf_begin_elf would
+ * inflate reading it (*inflate: the compressed debug sections' sizes, each
+ * counted up to just over the bound, an unknown one as over it). */
+static bool debug_frame_cost(Elf *elf, uint64_t *inflate)
+{
+	size_t shstrndx;
+	bool frame = false;
+	*inflate = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		const char *name =
+			gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (!name || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (!strcmp(name, ".debug_frame") || !strcmp(name, ".zdebug_frame"))
+			frame = true;
+		if (!strncmp(name, ".debug_", 7) && (sh.sh_flags & SHF_COMPRESSED)) {
+			GElf_Chdr ch;
+			uint64_t n = gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
+			*inflate += n < DEBUG_INFLATE_MAX ? n : DEBUG_INFLATE_MAX + 1ULL;
+		} else if (!strncmp(name, ".zdebug_", 8)) {
+			/* GNU's: "ZLIB", then the size big-endian */
+			Elf_Data *d = elf_rawdata(scn, NULL);
+			const unsigned char *b = d ? d->d_buf : NULL;
+			uint64_t n = UINT64_MAX;
+			if (b && d->d_size >= 12 && !memcmp(b, "ZLIB", 4)) {
+				n = 0;
+				for (int i = 0; i < 8; i++)
+					n = n << 8 | b[4 + i];
+			}
+			*inflate += n < DEBUG_INFLATE_MAX ? n : DEBUG_INFLATE_MAX + 1ULL;
+		}
+	}
+	return frame;
+}
+
+/* The image's .debug_frame, read when its CFI is set up rather than at the
+ * first address .eh_frame lacks (in the middle of a recording's walks):
+ * only where there is one, and its DWARF's inflating is bounded. */
+static void image_debug_open(struct image_cfi *c)
+{
+	uint64_t inflate;
+	if (!c->elf || !debug_frame_cost(c->elf, &inflate) || inflate > DEBUG_INFLATE_MAX)
+		return;
+	c->dw = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
+	c->debug = c->dw ? dwarf_getcfi(c->dw) : NULL;
+}
 
 /* The file is open only while its headers are read: libelf then reads what
  * it needs from its map (or has read the file), and a whole-system recording
@@ -98,6 +159,7 @@ static void image_cfi_open(struct image_cfi *c, const struct tally_image *im, in
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	image_debug_open(c);
 }
 
 static void image_cfi_load(struct image_cfi *c, const struct tally_image *im, int pid)
@@ -125,17 +187,13 @@ static void image_cfi_load(struct image_cfi *c, const struct tally_image *im, in
 	c->eh = dwarf_getcfi_elf(c->elf);
 }
 
-/* The frame at a link-time address: .eh_frame's, else .debug_frame's. */
+/* The frame at a link-time address: .eh_frame's, else .debug_frame's (no
+ * reading of the file here: on the recording's path). */
 static Dwarf_Frame *image_frame(struct image_cfi *c, uint64_t addr)
 {
 	Dwarf_Frame *fr = NULL;
 	if (c->eh && dwarf_cfi_addrframe(c->eh, addr, &fr) == 0)
 		return fr;
-	if (!c->debug_tried) {
-		c->debug_tried = true;
-		c->dw = dwarf_begin_elf(c->elf, DWARF_C_READ, NULL);
-		c->debug = c->dw ? dwarf_getcfi(c->dw) : NULL;
-	}
 	fr = NULL;
 	if (c->debug && dwarf_cfi_addrframe(c->debug, addr, &fr) == 0)
 		return fr;
@@ -413,8 +471,15 @@ static void walk_from(struct walk *w, uint64_t pc, bool ra, uint64_t cfa_base, u
 		 * (GCC's CFI does not say so at each pop) and rbp is the caller's */
 		bool saved = r.bp == TALLY_FP_BP_AT && at >= cfa_base;
 		if (!read_word(w, cfa - 8, &ret) || (saved && !read_word(w, at, &nbp))) {
-			fail(o,
-			     bp_known && fpc_known && bp == fpc ? TALLY_FP_SHORT : TALLY_FP_LOST);
+			/* the copy ended: its size is what stopped the walk when the
+			 * frame came from rsp (a stack address, beyond the copy) or
+			 * rbp was still the chain's; a CFA from an rbp reused for
+			 * something else may point anywhere */
+			bool beyond =
+				cfa - 8 >= w->sp0 + w->len || (saved && at >= w->sp0 + w->len);
+			bool copy = beyond && (r.cfa == TALLY_FP_CFA_SP ||
+					       (bp_known && fpc_known && bp == fpc));
+			fail(o, copy ? TALLY_FP_SHORT : TALLY_FP_LOST);
 			break;
 		}
 		if (!ret || cfa <= cfa_base) {

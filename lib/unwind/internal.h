@@ -87,6 +87,23 @@ void uw_jit_feed(struct uw_jit **j, const struct tally_jit_code_event *ev, size_
 /* The rule the dump's unwinding data gives for pc (as uw_jit_find). */
 bool uw_jit_lookup_dump(struct uw_jit *j, uint64_t pc, bool activation, struct uw_jit_where *w);
 
+/* Forgets what j found of template copies at addresses whose bytes lie in
+ * [start, end): new code was mapped there (exec, mmap, mprotect to
+ * executable; the kernel reports no munmap, but code put again where some
+ * was freed comes with a mapping). */
+void uw_jit_forget(struct uw_jit *j, uint64_t start, uint64_t end);
+/* For tests: a template of len bytes, known without looking in the
+ * process's binaries (its rows derived from its code; false: it has
+ * instructions derive_rows does not follow). *j is made on first need. */
+bool uw_jit_add_template(struct uw_jit **j, const unsigned char *code, size_t len);
+/* For tests: where process p's JIT state lives (its unwinding state made if
+ * it has none yet). */
+struct uw_jit **uw_proc_jit(struct tally_proc *p);
+
+/* Whether the frame-pointer repair read the DWARF of image im (its
+ * .debug_frame: only when the image's CFI is set up), for tests. */
+bool uw_image_dwarf_read(const struct tally_image *im);
+
 /* How many JIT code ranges and templates j knows, for tests and the session. */
 size_t uw_jit_nranges(const struct uw_jit *j);
 

@@ -674,6 +674,37 @@ static bool find_copy(struct uw_jit *j, int pid, uint64_t pc, bool act, uint64_t
 	return false;
 }
 
+void uw_jit_forget(struct uw_jit *j, uint64_t start, uint64_t end)
+{
+	if (!j || !j->copies || end <= start)
+		return;
+	for (size_t i = 0; i < COPY_CACHE; i++) {
+		/* an answer for pc compared the bytes within TMPL_MAX of it */
+		uint64_t pc = j->copies[i].pc;
+		if (pc &&
+		    (pc >= start ? pc - start < end - start + TMPL_MAX : start - pc < TMPL_MAX))
+			j->copies[i] = (struct copy_seen){ 0 };
+	}
+}
+
+bool uw_jit_add_template(struct uw_jit **jp, const unsigned char *code, size_t len)
+{
+	if (!*jp)
+		*jp = xcalloc(1, sizeof(**jp));
+	struct uw_jit *j = *jp;
+	struct tmpl t = { .len = len };
+	if (len > TMPL_MAX)
+		return false;
+	memcpy(t.code, code, len);
+	if (!derive_rows(t.code, t.len, t.rows))
+		return false;
+	t.has_rows = true;
+	j->tmpls = xrealloc(j->tmpls, (j->ntmpls + 1) * sizeof(*j->tmpls));
+	j->tmpls[j->ntmpls++] = t;
+	j->tmpl_looked = true;
+	return true;
+}
+
 /* ---- the entry points ---- */
 
 bool uw_jit_find(struct uw_jit **jp, struct tally_agg *a, struct tally_proc *p, Dwfl *dwfl,

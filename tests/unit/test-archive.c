@@ -61,6 +61,9 @@ static void test_archive__manifest_damaged(void **state)
 		{ "tally-archive: 1\ndb 99999999999999999999999 %s db/x\nend: 1 files\n",
 		  "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 0011 db/x\nend: 1 files\n", "line 2: expected" },
+		/* checksums are lowercase, as tally_manifest_format writes them */
+		{ "tally-archive: 1\ndb 1 00112233445566778899AABBCCDDEEFF db/x\nend: 1 files\n",
+		  "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 %s\nend: 1 files\n", "line 2: expected" },
 		{ "tally-archive: 1\ndb 1 %s ../x\nend: 1 files\n",
 		  "line 2: '../x' is not a name" },
@@ -124,17 +127,17 @@ static void test_archive__image_member(void **state)
 	(void)state;
 	struct tally_db_image di = { .path = "/opt/my prog/a$b (deleted)", .id = "5160f4" };
 	struct strbuf sb = STRBUF_INIT;
-	tally_archive_image_member(&di, &sb);
+	tally_db_image_member(&di, &sb);
 	assert_string_equal(sb.buf, "images/5160f4/a_b");
 	assert_true(tally_archive_name_ok(sb.buf));
 	strbuf_reset(&sb);
 	di.path = "/x/..";
-	tally_archive_image_member(&di, &sb);
+	tally_db_image_member(&di, &sb);
 	assert_string_equal(sb.buf, "images/5160f4/_.");
 	assert_true(tally_archive_name_ok(sb.buf));
 	strbuf_reset(&sb);
 	di.path = "/x/.hidden";
-	tally_archive_image_member(&di, &sb);
+	tally_db_image_member(&di, &sb);
 	assert_string_equal(sb.buf, "images/5160f4/_hidden");
 	strbuf_release(&sb);
 }

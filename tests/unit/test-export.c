@@ -153,9 +153,9 @@ static void test_export__select_zeroes(void **state)
 	sel.samples = true; /* the counts as sampled: what is selected, not weighed */
 	assert_int_equal(tally_select_check(&sel, &db, "mem.db", NULL), 0);
 	assert_false(db.weighed);
-	tally_export_select(&db, &sel, true);
-	assert_int_equal(tally_export_total(&db, 0, false), 10);
-	assert_int_equal(tally_export_total(&db, 0, true), 10);
+	tally_select_apply(&db, &sel, true);
+	assert_int_equal(tally_select_total(&db, 0, false), 10);
+	assert_int_equal(tally_select_total(&db, 0, true), 10);
 	assert_int_equal(db.stack_counts[2], 10);
 	tally_db_release(&db);
 }

@@ -8,7 +8,9 @@
 
 #include <asm/perf_regs.h>
 #include <dirent.h>
+#include <gelf.h>
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 
 #include "lib/unwind/internal.h"
 #include "tally/agg.h"
@@ -297,6 +299,37 @@ static void test_unwind__end_and_depth(void **state)
 	assert_int_equal(rp.walked, TALLY_FP_MAX);
 }
 
+/* A program without frame pointers (sqlite3's shell: its main and its input
+ * loop have frames of 5.5 and 2.2 KiB): rbp is a general register, and the
+ * walk with the CFI finds frame after frame until the next one's return
+ * address is beyond the copy. The copy's size stopped it, and the stop says
+ * so; the chain, read from a junk rbp, is not kept. */
+static void test_unwind__frameless_to_copy_end(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	fake_add(&f, PC_LEAF, TALLY_FP_CFA_SP, 0x10, TALLY_FP_BP_SAME, 0);
+	fake_add(&f, PC_MID, TALLY_FP_CFA_SP, 0x20, TALLY_FP_BP_AT, -0x10);
+	fake_add(&f, PC_TOP, TALLY_FP_CFA_SP, 0x8b0, TALLY_FP_BP_AT, -0x10);
+	uint64_t stack[64] = { 0 };
+	stack[0x08 / 8] = PC_MID + 5; /* the leaf's return address */
+	stack[0x20 / 8] = 0x4242;     /* PC_MID saved the caller's rbp (a general value) */
+	stack[0x28 / 8] = PC_TOP + 7; /* PC_MID's return address; PC_TOP's at 0x8d8 */
+	uint64_t chain[] = { PC_LEAF + 1, PC_OUT + 9 };
+	struct tally_fp_repair rp;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234 /* junk */, (const uint8_t *)stack,
+			       sizeof(stack), chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_SHORT);
+	assert_int_equal(rp.walked, 2);
+	expect(&rp, 2, (uint64_t[]){ PC_MID + 5, PC_TOP + 7 }, (int32_t[]){ -1, -1 });
+	/* the same frames ending in a zero return address inside the copy: not
+	 * the copy's size, the walk was lost */
+	f.r[2].cfa_off = 0x40;
+	tally_unwind_fp_repair(PC_LEAF + 1, SP, 0x1234, (const uint8_t *)stack, sizeof(stack),
+			       chain, 2, fake_rule, &f, &rp);
+	assert_int_equal(rp.stop, TALLY_FP_LOST);
+}
+
 /* An epilogue after `pop rbp`: GCC's CFI still says rbp is saved at its old
  * place, now below the stack pointer; rbp holds the caller's value again. */
 static void test_unwind__epilogue(void **state)
@@ -387,6 +420,123 @@ static void test_unwind__cfi_holds_no_fd(void **state)
 	assert_int_equal(r.cfa, TALLY_FP_CFA_BP);
 	assert_int_equal(count_fds(), before);
 	tally_agg_release(&s.a);
+}
+
+/* The image of this process that maps code address pc. */
+static const struct tally_image *image_at(struct self *s, uint64_t pc)
+{
+	const struct tally_map *m = tally_proc_find_map(s->p, pc);
+	assert_non_null(m);
+	assert_true(m->image != TALLY_MAP_ANON && m->image < s->a.nimages);
+	return &s->a.images[m->image];
+}
+
+/* An image with a .debug_frame (this program: nounwind_fn's CFI is there
+ * only) has it read when its CFI is set up, at the first rule asked of it,
+ * not in the middle of a later walk: a rule at an address .eh_frame lacks
+ * then reads nothing, and finds it. */
+static void test_unwind__debug_frame_read_with_image(void **state)
+{
+	(void)state;
+	struct self s;
+	self_open(&s);
+	nounwind_fn();
+	struct tally_fp_rule r;
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&leaf_fn,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	const struct tally_image *im = image_at(&s, (uint64_t)(uintptr_t)&leaf_fn);
+	assert_true(uw_image_dwarf_read(im));
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)&nounwind_fn,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_SP);
+	assert_int_equal(r.cfa_off, 8);
+	tally_agg_release(&s.a);
+}
+
+/* Whether the ELF file at path has a compressed section and a
+ * .debug_frame. */
+static void elf_sections(const char *path, bool *compressed, bool *frame)
+{
+	*compressed = *frame = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t shstrndx;
+	assert_non_null(e);
+	assert_int_equal(elf_getshdrstrndx(e, &shstrndx), 0);
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		assert_non_null(gelf_getshdr(scn, &sh));
+		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+		*compressed |= (sh.sh_flags & SHF_COMPRESSED) != 0;
+		*frame |= name && !strcmp(name, ".debug_frame");
+	}
+	elf_end(e);
+	close(fd);
+}
+
+/* An image without a .debug_frame whose DWARF is compressed (a copy of this
+ * program by objcopy --compress-debug-sections, its .debug_frame removed):
+ * a rule at an address no .eh_frame FDE covers never reads its DWARF, which
+ * would inflate every compressed section on the recording's path. */
+static void test_unwind__no_debug_frame_no_inflate(void **state)
+{
+	(void)state;
+	char *dir = unit_tmpdir(), *copy = unit_path(dir, "copy"), *cmd = NULL;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	assert_true(
+		asprintf(
+			&cmd,
+			"objcopy --compress-debug-sections=zlib-gabi --remove-section=.debug_frame "
+			"'%s' '%s' 2>/dev/null",
+			exe, copy) > 0);
+	int rc = system(cmd);
+	bool compressed = false, frame = false;
+	if (rc == 0)
+		elf_sections(copy, &compressed, &frame);
+	void *base = MAP_FAILED;
+	size_t len = 0;
+	if (compressed && !frame) {
+		struct stat st;
+		int fd = open(copy, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0 && fstat(fd, &st) == 0);
+		len = (size_t)st.st_size;
+		base = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		close(fd);
+	}
+	if (base == MAP_FAILED) {
+		fprintf(stderr, "skipped: %s\n",
+			rc != 0 ? "objcopy (binutils) could not compress a copy of this program"
+			: !compressed || frame
+				? "objcopy's copy has no compressed section"
+				: "cannot map the copy executable (a noexec TMPDIR?)");
+		unlink(copy);
+		rmdir(dir);
+		free(cmd);
+		free(copy);
+		free(dir);
+		skip();
+	}
+	struct self s;
+	self_open(&s);
+	struct tally_fp_rule r;
+	/* the ELF header: in the first loadable segment, in no FDE */
+	assert_true(tally_agg_fp_rule(&s.a, (uint32_t)getpid(), (uint64_t)(uintptr_t)base + 0x10,
+				      false, &r));
+	assert_int_equal(r.cfa, TALLY_FP_CFA_NONE);
+	assert_false(uw_image_dwarf_read(image_at(&s, (uint64_t)(uintptr_t)base)));
+	tally_agg_release(&s.a);
+	munmap(base, len);
+	unlink(copy);
+	rmdir(dir);
+	free(cmd);
+	free(copy);
+	free(dir);
 }
 
 /* registers as the kernel packs them for mask */
@@ -531,6 +681,96 @@ static void test_unwind__jit_refused_code_frees_its_blob(void **state)
 	uw_jit_free(j);
 }
 
+/* A PERF_RECORD_MMAP2 of anonymous executable memory of this process, as
+ * the kernel reports an mmap or an mprotect to executable. */
+struct anon_mmap_rec {
+	struct perf_event_header h;
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	char filename[8];
+};
+
+static void agg_mapped(struct tally_agg *a, void *addr, size_t len)
+{
+	struct anon_mmap_rec m = { .h = { PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, sizeof(m) },
+				   .pid = (uint32_t)getpid(),
+				   .tid = (uint32_t)getpid(),
+				   .addr = (uint64_t)(uintptr_t)addr,
+				   .len = len,
+				   .prot = PROT_READ | PROT_EXEC,
+				   .flags = MAP_PRIVATE | MAP_ANONYMOUS,
+				   .filename = "//anon" };
+	struct tally_rec r = { .raw = &m.h,
+			       .type = PERF_RECORD_MMAP2,
+			       .misc = PERF_RECORD_MISC_USER,
+			       .event = -1,
+			       .pid = (uint32_t)getpid(),
+			       .tid = (uint32_t)getpid() };
+	tally_agg_record(a, &r);
+}
+
+/* A page of anonymous code at want (NULL: anywhere), holding code at
+ * offset 64 (NULL: int3 all through). */
+static uint8_t *code_page(void *want, const uint8_t *code, size_t len)
+{
+	uint8_t *pg = mmap(want, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED : 0), -1, 0);
+	assert_true(pg != MAP_FAILED);
+	memset(pg, 0xcc, 4096);
+	if (code)
+		memcpy(pg + 64, code, len);
+	assert_int_equal(mprotect(pg, 4096, PROT_READ | PROT_EXEC), 0);
+	return pg;
+}
+
+/* A JIT return address found in a copy of a template is kept (the process's
+ * memory is read once per address): when the process maps new code there
+ * (the old unmapped, new code put at the same address), the answer is
+ * looked for again, both ways. */
+static void test_unwind__jit_copy_forgotten_on_mmap(void **state)
+{
+	(void)state;
+	/* CPython's trampoline: sub $8,%rsp; call *%rcx; add $8,%rsp; ret */
+	static const uint8_t tramp[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+					 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+	uint8_t *pg = code_page(NULL, tramp, sizeof(tramp));
+	uint64_t ra = (uint64_t)(uintptr_t)(pg + 64 + 6); /* after the call */
+	struct self s;
+	self_open(&s);
+	struct uw_jit **j = uw_proc_jit(s.p);
+	assert_true(uw_jit_add_template(j, tramp, sizeof(tramp)));
+	struct uw_jit_where w;
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	assert_non_null(w.rows);
+	assert_int_equal(w.off, 5);
+
+	/* other code in its place: no copy there any more */
+	assert_int_equal(munmap(pg, 4096), 0);
+	assert_ptr_equal(code_page(pg, NULL, 0), pg);
+	agg_mapped(&s.a, pg, 4096);
+	assert_false(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+
+	/* and a copy again where there was none */
+	assert_int_equal(munmap(pg, 4096), 0);
+	assert_ptr_equal(code_page(pg, tramp, sizeof(tramp)), pg);
+	agg_mapped(&s.a, pg, 4096);
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	assert_int_equal(w.off, 5);
+
+	/* code mapped elsewhere leaves the answer for ra kept (no read of the
+	 * process's memory: it was changed here unannounced, and still counts
+	 * as the copy it was) */
+	assert_int_equal(mprotect(pg, 4096, PROT_READ | PROT_WRITE), 0);
+	memset(pg + 64, 0xcc, sizeof(tramp));
+	agg_mapped(&s.a, pg + 8192, 4096);
+	assert_true(uw_jit_find(j, &s.a, s.p, NULL, ra, false, &w));
+	tally_agg_release(&s.a);
+	munmap(pg, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,10 +781,14 @@ int main(void)
 		cmocka_unit_test(test_unwind__chain_leaves_and_rejoins),
 		cmocka_unit_test(test_unwind__end_and_depth),
 		cmocka_unit_test(test_unwind__epilogue),
+		cmocka_unit_test(test_unwind__frameless_to_copy_end),
 		cmocka_unit_test(test_unwind__own_cfi),
 		cmocka_unit_test(test_unwind__cfi_holds_no_fd),
+		cmocka_unit_test(test_unwind__debug_frame_read_with_image),
+		cmocka_unit_test(test_unwind__no_debug_frame_no_inflate),
 		cmocka_unit_test(test_unwind__agg_repairs_real_stack),
 		cmocka_unit_test(test_unwind__jit_refused_code_frees_its_blob),
+		cmocka_unit_test(test_unwind__jit_copy_forgotten_on_mmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,4 +18,7 @@ void mid_fn(void);
 /* with its frame on the chain; calls mid_fn, which calls leaf_fn */
 void top_fn(void);
 
+/* CFI in .debug_frame only, none in .eh_frame (unwind-nounwind.c) */
+void nounwind_fn(void);
+
 #endif
