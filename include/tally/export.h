@@ -109,11 +109,13 @@ int tally_diff_folded(struct strbuf *out, const struct tally_cg *base_cg,
  * (root first) with counts (nevents per stack); in the prefix tree of all the
  * stacks a node is kept when, for some event, it holds at least min[event]
  * samples. keep[i] gets the length of stack i's kept prefix (== its length
- * when nothing is cut). */
+ * when nothing is cut). Keys are four bytes (functions, locations: a key
+ * each per frame of millions of stacks), and compared only with the keys of
+ * the same depth under the same parent. */
 struct tally_trim_stack {
 	uint32_t first, len; /* into keys */
 };
-void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n,
+void tally_export_trim(const uint32_t *keys, const struct tally_trim_stack *stacks, size_t n,
 		       const uint64_t *counts, int nevents, const uint64_t *min, uint32_t *keep);
 /* min[] for a percent limit: ceil(total * pct / 100) per event (0 for pct 0). */
 void tally_export_trim_min(const struct tally_export *x, const uint64_t *totals, uint64_t *min);

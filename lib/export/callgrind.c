@@ -273,12 +273,8 @@ static void write_one(const struct tally_export *x, int pid, struct strbuf *o)
 	}
 	uint64_t *min = xcalloc(ne + 1, sizeof(uint64_t));
 	tally_export_trim_min(x, totals, min);
-	uint64_t *keys = xcalloc(nfr + 1, sizeof(uint64_t));
-	for (size_t i = 0; i < nfr; i++)
-		keys[i] = fr[i];
 	uint32_t *keep = xcalloc(nst + 1, sizeof(uint32_t));
-	tally_export_trim(keys, st, nst, counts, (int)ne, min, keep);
-	free(keys);
+	tally_export_trim(fr, st, nst, counts, (int)ne, min, keep);
 
 	/* self cost at the leaf; each call (caller frame -> callee function) with the
 	 * inclusive cost of the stacks that hold it, once per stack */

@@ -44,7 +44,7 @@ void tally_export_out_release(struct tally_export_out *out)
 
 struct trie_node {
 	uint32_t parent;
-	uint64_t key;
+	uint32_t key;
 };
 
 struct trie {
@@ -62,7 +62,7 @@ static bool node_eq(const void *ctx, uint32_t idx, const void *key)
 	return t->nodes[idx].parent == k->parent && t->nodes[idx].key == k->key;
 }
 
-void tally_export_trim(const uint64_t *keys, const struct tally_trim_stack *stacks, size_t n,
+void tally_export_trim(const uint32_t *keys, const struct tally_trim_stack *stacks, size_t n,
 		       const uint64_t *counts, int nevents, const uint64_t *min, uint32_t *keep)
 {
 	size_t ne = (size_t)nevents, nkeys = 0;

@@ -292,14 +292,16 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 		tally_export_comms_release(&comms);
 	}
 
-	/* --percent-limit: each stack's kept prefix (keys: the label, then functions) */
+	/* --percent-limit: each stack's kept prefix (keys: the label's name, then
+	 * functions; a label is only ever the first key, so the two never meet) */
 	uint32_t cr = x->comm_root ? 1 : 0;
 	F.keep = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
 	F.nel = xmalloc((cg.nstacks + 1) * sizeof(uint32_t));
 	uint64_t min;
 	tally_export_trim_min(x, &cg.total, &min);
 	if (min) {
-		uint64_t *keys = NULL, *counts = xmalloc((cg.nstacks + 1) * sizeof(uint64_t));
+		uint32_t *keys = NULL;
+		uint64_t *counts = xmalloc((cg.nstacks + 1) * sizeof(uint64_t));
 		size_t nkeys = 0, akeys = 0;
 		struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
 		for (size_t s = 0; s < cg.nstacks; s++) {
@@ -308,7 +310,7 @@ int tally_export_folded(const struct tally_export *x, struct tally_export_out *o
 			counts[s] = cs->count;
 			GROW(keys, akeys, nkeys + cs->len + 1);
 			if (cr)
-				keys[nkeys++] = (1ULL << 40) + F.label[s];
+				keys[nkeys++] = F.label[s];
 			for (uint32_t i = cs->len; i-- > 0;)
 				keys[nkeys++] = cg.funcs_of[cs->first + i];
 			ts[s].len = (uint32_t)nkeys - ts[s].first;

@@ -896,7 +896,7 @@ int tally_export_pprof(const struct tally_export *x, struct tally_export_out *ou
 	for (int i = 0; i < ne; i++)
 		cut |= min[i] > 0;
 	if (cut) {
-		uint64_t *keys = NULL;
+		uint32_t *keys = NULL;
 		size_t nkeys = 0, akeys = 0;
 		struct tally_trim_stack *ts = xcalloc(s.n + 1, sizeof(*ts));
 		for (size_t k = 0; k < s.n; k++) {

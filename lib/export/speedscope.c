@@ -82,7 +82,7 @@ static uint32_t frame_id(struct frames *f, uint32_t image, const char *name)
  * (a growing tally_hidx rehashes, and calls back on every probe), a slot
  * holding the low 32 bits of the stack's hash above its number + 1. */
 struct uniq {
-	const uint64_t *keys;
+	const uint32_t *keys;
 	const struct tally_trim_stack *ts;
 	const uint32_t *keep;
 	uint64_t *slot;
@@ -92,7 +92,7 @@ struct uniq {
 	size_t n;
 };
 
-static void uniq_init(struct uniq *u, const uint64_t *keys, const struct tally_trim_stack *ts,
+static void uniq_init(struct uniq *u, const uint32_t *keys, const struct tally_trim_stack *ts,
 		      const uint32_t *keep, size_t max)
 {
 	*u = (struct uniq){ .keys = keys, .ts = ts, .keep = keep, .mask = 1 };
@@ -106,7 +106,7 @@ static void uniq_init(struct uniq *u, const uint64_t *keys, const struct tally_t
 
 static uint32_t uniq_hash(const struct uniq *u, uint32_t st)
 {
-	return (uint32_t)tally_hash_bytes(&u->keys[u->ts[st].first], u->keep[st] * sizeof(uint64_t),
+	return (uint32_t)tally_hash_bytes(&u->keys[u->ts[st].first], u->keep[st] * sizeof(uint32_t),
 					  u->keep[st] < u->ts[st].len);
 }
 
@@ -114,14 +114,14 @@ static void uniq_add(struct uniq *u, uint32_t st, uint32_t h, uint64_t count)
 {
 	uint32_t kb = u->keep[st];
 	bool cb = kb < u->ts[st].len;
-	const uint64_t *kst = &u->keys[u->ts[st].first];
+	const uint32_t *kst = &u->keys[u->ts[st].first];
 	size_t at = h & u->mask;
 	for (; u->slot[at]; at = (at + 1) & u->mask) {
 		if ((uint32_t)(u->slot[at] >> 32) != h)
 			continue;
 		uint32_t i = (uint32_t)u->slot[at] - 1, a = u->first[i];
 		if (u->keep[a] == kb && (u->keep[a] < u->ts[a].len) == cb &&
-		    !memcmp(&u->keys[u->ts[a].first], kst, kb * sizeof(uint64_t))) {
+		    !memcmp(&u->keys[u->ts[a].first], kst, kb * sizeof(uint32_t))) {
 			u->w[i] += count;
 			return;
 		}
@@ -178,7 +178,7 @@ int tally_export_speedscope(const struct tally_export *x, struct tally_export_ou
 		}
 		/* the --percent-limit cut, on the function-level stacks (root first) */
 		/* every stack's functions */
-		uint64_t *keys = xcalloc(cg.nfuncs_of + 1, sizeof(uint64_t));
+		uint32_t *keys = xcalloc(cg.nfuncs_of + 1, sizeof(uint32_t));
 		size_t nkeys = 0;
 		struct tally_trim_stack *ts = xcalloc(cg.nstacks + 1, sizeof(*ts));
 		uint64_t *counts = xcalloc(cg.nstacks + 1, sizeof(uint64_t));

@@ -207,12 +207,15 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db,
 			  const void *ctx, unsigned flags)
 {
 	memset(cg, 0, sizeof(*cg));
-	/* per function, in arrays of their own (the functions' records are larger
-	 * than the cache these sums run in): the stack (1-based) that last counted
-	 * it, and its inclusive samples */
-	uint32_t *seen = NULL;
-	uint64_t *incl = NULL, *nincl = NULL;
-	size_t aseen = 0, aincl = 0, anincl = 0;
+	/* per function, its sums in an array of their own (the functions' records
+	 * are larger than the cache these sums run in), each function's in one
+	 * cache line: the stack (1-based) that last counted it, its inclusive
+	 * and self samples */
+	struct fsum {
+		uint64_t incl, nincl, self, nself;
+		uint32_t seen;
+	} *sum = NULL;
+	size_t asum = 0;
 	/* the sample counts: beside the weights once db is weighed */
 	const uint64_t *raw = db->weighed ? db->stack_weights : db->stack_counts;
 	uint64_t depth_limit = 127;
@@ -258,8 +261,6 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db,
 		cg->total += c;
 		cg->ntotal += nc;
 		const uint32_t *fs = &cg->funcs_of[cs.first];
-		cg->funcs[fs[0]].self += c;
-		cg->funcs[fs[0]].nself += nc;
 		if (cg->funcs[fs[cs.len - 1]].root) {
 			cg->rooted += c;
 			cg->nrooted += nc;
@@ -267,33 +268,29 @@ void tally_cg_build_flags(struct tally_cg *cg, const struct tally_db *db,
 			cg->truncated += c;
 			cg->ntruncated += nc;
 		}
-		/* marks per function: recursion counts once per stack, in linear time */
-		if (aseen < cg->nfuncs) {
-			size_t old = aseen;
-			GROW(seen, aseen, cg->nfuncs);
-			memset(seen + old, 0, (aseen - old) * sizeof(*seen));
-			old = aincl;
-			GROW(incl, aincl, cg->nfuncs);
-			memset(incl + old, 0, (aincl - old) * sizeof(*incl));
-			old = anincl;
-			GROW(nincl, anincl, cg->nfuncs);
-			memset(nincl + old, 0, (anincl - old) * sizeof(*nincl));
+		if (asum < cg->nfuncs) {
+			size_t old = asum;
+			GROW(sum, asum, cg->nfuncs);
+			memset(sum + old, 0, (asum - old) * sizeof(*sum));
 		}
+		sum[fs[0]].self += c;
+		sum[fs[0]].nself += nc;
+		/* marks per function: recursion counts once per stack, in linear time */
 		uint32_t mark = (uint32_t)cg->nstacks;
 		for (uint32_t i = 0; i < cs.len; i++)
-			if (seen[fs[i]] != mark) {
-				seen[fs[i]] = mark;
-				incl[fs[i]] += c;
-				nincl[fs[i]] += nc;
+			if (sum[fs[i]].seen != mark) {
+				sum[fs[i]].seen = mark;
+				sum[fs[i]].incl += c;
+				sum[fs[i]].nincl += nc;
 			}
 	}
-	for (size_t f = 0; f < cg->nfuncs && incl; f++) {
-		cg->funcs[f].incl = incl[f];
-		cg->funcs[f].nincl = nincl[f];
+	for (size_t f = 0; f < cg->nfuncs && sum; f++) {
+		cg->funcs[f].self = sum[f].self;
+		cg->funcs[f].nself = sum[f].nself;
+		cg->funcs[f].incl = sum[f].incl;
+		cg->funcs[f].nincl = sum[f].nincl;
 	}
-	free(incl);
-	free(nincl);
-	free(seen);
+	free(sum);
 	free(cg->name_cache);
 	cg->name_cache = NULL;
 	if (!(flags & TALLY_CG_NO_ARCS))

@@ -366,13 +366,17 @@ void tally_select_apply(struct tally_db *db, const struct tally_select *sel, boo
 				if (!keep || !tally_select_event(sel, (int)e))
 					db->counts[i * ne + e] = 0;
 	}
+	/* a stack's leaf is a frame read from all over memory, a cache miss a
+	 * stack: only looked at when its image can change the choice */
+	bool leaf_image = sel->image || sel->excl;
 	for (size_t s = 0; s < db->nstacks; s++) {
 		const struct tally_db_stack *st = &db->stacks[s];
 		bool keep = tally_select_pid(sel, db, st->pid) &&
 			    tally_select_label(sel, db, st->label);
 		if (keep && st->len && stacks_by_image) {
 			/* the leaf's profile decides, as for the flat profile */
-			struct tally_db_prof pf = { tally_db_frame(db, st, 0)->image,
+			struct tally_db_prof pf = { leaf_image ? tally_db_frame(db, st, 0)->image
+							       : 0,
 						    db->per_pid ? st->pid : 0, 0, 0, st->label };
 			keep = tally_select_prof(sel, db, &pf);
 		}

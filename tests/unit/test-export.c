@@ -17,7 +17,7 @@ static void test_export__trim_cuts_small_paths(void **state)
 {
 	(void)state;
 	/* A;B;C 90, A;B;D 5, A;E 5 */
-	const uint64_t keys[] = { 1, 2, 3, 1, 2, 4, 1, 5 };
+	const uint32_t keys[] = { 1, 2, 3, 1, 2, 4, 1, 5 };
 	const struct tally_trim_stack st[] = { { 0, 3 }, { 3, 3 }, { 6, 2 } };
 	const uint64_t counts[] = { 90, 5, 5 };
 	uint32_t keep[3];
@@ -41,7 +41,7 @@ static void test_export__trim_any_event_keeps(void **state)
 {
 	(void)state;
 	/* two events: A;B big in event 0, A;C big only in event 1 */
-	const uint64_t keys[] = { 1, 2, 1, 3 };
+	const uint32_t keys[] = { 1, 2, 1, 3 };
 	const struct tally_trim_stack st[] = { { 0, 2 }, { 2, 2 } };
 	const uint64_t counts[] = { 100, 0, 1, 50 };
 	const uint64_t min[] = { 10, 10 };
