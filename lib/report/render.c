@@ -477,6 +477,13 @@ static void fp_leaf_part(const struct tally_db *db, struct strbuf *out, struct t
 			first = false;
 		}
 		strbuf_addstr(out, "): a caller may be missing there");
+		/* a copy too small for the program's frames (sqlite3's shell has
+		 * frames of 2 and 5 KiB) is the user's to raise: say how */
+		unsigned long long have = copy ? strtoull(copy, NULL, 10) : 0;
+		if (stops[1] * 100 >= c && have && have < 65528)
+			strbuf_addf(out,
+				    "; a larger stack copy reaches further (--call-graph fp,%llu, or dwarf)",
+				    have < 16384 ? 16384ULL : 65528ULL);
 	}
 }
 

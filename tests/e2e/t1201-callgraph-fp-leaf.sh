@@ -107,6 +107,8 @@ C
 	report_text big.txt -i big.db --children
 	grep -Eq '^unwind: .*the chain could not be rejoined in (9[0-9]|100)\.[0-9]+% \((.*, )?stack copy too small [0-9.]+% of 128 bytes.*\): a caller may be missing there' big.txt ||
 		fail "the unwind line does not say the stacks it could not check: $(grep '^unwind:' big.txt)"
+	grep -Eq '^unwind: .*a caller may be missing there; a larger stack copy reaches further \(--call-graph fp,16384, or dwarf\)' big.txt ||
+		fail "the unwind line does not say how to reach further: $(grep '^unwind:' big.txt)"
 	note "$(grep '^unwind:' big.txt)"
 }
 
