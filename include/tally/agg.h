@@ -90,6 +90,7 @@ struct tally_proc {
 	char comm_seen[16];  /* comm when comm_id was found (tally_agg_comm) */
 	uint32_t comm_id;
 	uint32_t memo_gen;   /* moves when a record changes its maps or name (the sample memo) */
+	uint32_t reread_gen; /* the tally_agg.lost_gen its maps were last read again for */
 };
 
 /* A process that had samples: kept for the database's task list after it exits. */
@@ -205,6 +206,12 @@ struct tally_agg {
 
 	uint64_t *samples; /* per event */
 	uint64_t lost, throttled;
+	/* moves when a ring lost records (at most once a second): a lost mapping
+	 * record leaves a live process's code unmapped, so an address outside its
+	 * maps reads /proc/PID/maps again, once per move */
+	uint32_t lost_gen;
+	double lost_gen_at;
+	uint64_t maps_reread; /* processes whose maps were read again so */
 	uint32_t jit_untrusted;
 	/* JIT files that were damaged, unusable or refused: one line each, at most 32 */
 	char **jit_warnings;

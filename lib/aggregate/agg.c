@@ -183,6 +183,18 @@ uint32_t tally_agg_image(struct tally_agg *a, const struct tally_image *key)
 	return (uint32_t)a->nimages++;
 }
 
+/* A ring lost records: the processes' maps may lack a mapping (a second
+ * between moves bounds the reading of /proc under a flood of losses). */
+static void agg_note_lost(struct tally_agg *a)
+{
+	double now = tally_now_mono();
+	if (a->lost_gen && now - a->lost_gen_at < 1.0)
+		return;
+	a->lost_gen++;
+	a->lost_gen_at = now;
+	a->memo_gen++; /* the memo's unmapped answers are asked again */
+}
+
 /* *mapped (may be NULL): true when the answer is the kernel's or a file
  * mapping's, which only a side-band record can change (anonymous memory asks
  * the JIT sources, which count such samples: see agg_check_jit) */
@@ -196,6 +208,15 @@ static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64
 		return a->kernel_image;
 	}
 	const struct tally_map *m = p ? tally_proc_find_map(p, ip) : NULL;
+	if (!m && p && a->lost_gen != p->reread_gen && !p->dead) {
+		/* records were lost since its maps were last read: perhaps the
+		 * one that mapped this address */
+		p->reread_gen = a->lost_gen;
+		if (!tally_agg_load_procfs(a, p->pid)) {
+			a->maps_reread++;
+			m = tally_proc_find_map(p, ip);
+		}
+	}
 	if (m && m->image != TALLY_MAP_ANON) {
 		*off = ip - m->start + m->pgoff;
 		return m->image;
@@ -694,6 +715,7 @@ void tally_agg_record(struct tally_agg *a, const struct tally_rec *r)
 	case PERF_RECORD_LOST:
 		if (r->raw->size >= sizeof(*r->raw) + 16)
 			a->lost += ((const uint64_t *)(r->raw + 1))[1];
+		agg_note_lost(a);
 		break;
 	case PERF_RECORD_LOST_SAMPLES:
 		if (r->raw->size >= sizeof(*r->raw) + 8)

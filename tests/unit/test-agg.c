@@ -622,6 +622,55 @@ static void test_agg__record_mmap2_sample(void **state)
 	tally_agg_release(&a);
 }
 
+/* A ring that lost records may have lost a mapping's: an address outside a
+ * live process's maps reads /proc/PID/maps again, once for each loss, so its
+ * code is named (here this test's own libc, which no record mapped). */
+static void test_agg__lost_rereads_maps(void **state)
+{
+	(void)state;
+	uint64_t ip = 0;
+	char line[4608];
+	FILE *f = fopen("/proc/self/maps", "re");
+	assert_non_null(f);
+	while (!ip && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end;
+		char perms[8];
+		if (sscanf(line, "%llx-%llx %7s", &start, &end, perms) == 3 && perms[2] == 'x' &&
+		    strstr(line, "/libc.so"))
+			ip = start + 0x10;
+	}
+	fclose(f);
+	if (!ip)
+		skip(); /* no libc.so mapped: a static build */
+	uint32_t pid = (uint32_t)getpid();
+	struct tally_agg a;
+	tally_agg_init(&a, 1, false, false);
+	struct recbuf b;
+	tally_agg_record(&a, mk_comm(&b, pid, pid, "unit", false));
+	tally_agg_record(&a, mk_sample(&b, pid, ip, false, 0, NULL, 0));
+	assert_int_equal(a.images[row_leaf(&a, 0)->image].kind, TALLY_IMG_NOMAP);
+	assert_int_equal(a.maps_reread, 0); /* nothing lost: the records are the truth */
+
+	tally_agg_record(&a, mk_lost(&b, 3));
+	tally_agg_record(&a, mk_sample(&b, pid, ip, false, 0, NULL, 0));
+	assert_int_equal(a.maps_reread, 1);
+	assert_int_equal(a.nrows, 2);
+	const struct tally_image *im = &a.images[row_leaf(&a, 1)->image];
+	assert_int_equal(im->kind, TALLY_IMG_FILE);
+	assert_non_null(strstr(im->path, "/libc.so"));
+	/* an address no mapping holds, after the same loss: not read again */
+	tally_agg_record(&a, mk_sample(&b, pid, 0x1000, false, 0, NULL, 0));
+	assert_int_equal(a.maps_reread, 1);
+	/* nor for a process that exited */
+	tally_agg_record(&a, mk_comm(&b, 999999, 999999, "gone", false));
+	tally_agg_record(&a, mk_task(&b, PERF_RECORD_EXIT, 999999, 1, 999999, 1));
+	a.lost_gen_at -= 2; /* the next loss a second later */
+	tally_agg_record(&a, mk_lost(&b, 1));
+	tally_agg_record(&a, mk_sample(&b, 999999, ip, false, 0, NULL, 0));
+	assert_int_equal(a.maps_reread, 1);
+	tally_agg_release(&a);
+}
+
 /* Each count keeps the sum of its samples' weights: tally_rec.weight where the
  * collector set one (the period really in effect), else the reported period. */
 static void test_agg__record_weights(void **state)
@@ -1886,6 +1935,7 @@ int main(void)
 		cmocka_unit_test(test_agg__count),
 		cmocka_unit_test(test_agg__proc_lookup),
 		cmocka_unit_test(test_agg__record_mmap2_sample),
+		cmocka_unit_test(test_agg__lost_rereads_maps),
 		cmocka_unit_test(test_agg__record_weights),
 		cmocka_unit_test(test_agg__comm_in_key),
 		cmocka_unit_test(test_agg__record_mmap2_ignored),
