@@ -5,9 +5,10 @@
 # period-mean of one draw would have said.  A redraw of the period cuts the
 # one running; the next sample carries the cut (lib/collect/period.c), which
 # holds while the workload runs on. Taken off its CPU more than once every
-# four periods (a machine at a load of 8 to 16 on 2 CPUs: 560 to 630 times
-# in its second of CPU), the carry no longer holds to 1%: the test says so
-# with the count, and runs once more before it skips.
+# eight periods, the carry no longer holds to 1%: measured, +1.75% with 206
+# preemptions in 992 samples and +1.57% with 137 in 1047 (the ASan build, a
+# load of 3.4), 560 to 630 in a second of CPU at a load of 8 to 16. The test
+# says so with the count, and runs once more before it skips.
 . "$SRCDIR/tests/e2e/lib.sh"
 
 one() {
@@ -28,7 +29,7 @@ one() {
 	preempted=$(info_val preempted)
 	if ! awk -v a="$total" -v b="$cpu" 'BEGIN { d = (a - b) / b; exit !(b > 0 && d <= 0.01 && d >= -0.01) }'; then
 		local why="$w: the weights sum to $total ns, the kernel accounted $cpu ns of CPU time (more than 1% apart; $samples samples, the workload taken off its CPU $preempted times)"
-		((preempted * 4 <= samples)) || busy "$why"
+		((preempted * 8 <= samples)) || busy "$why"
 		fail "$why"
 	fi
 	note "$w: weights $total ns, getrusage $cpu ns ($(awk -v a="$total" -v b="$cpu" 'BEGIN { printf "%+.2f%%", 100 * (a - b) / b }')), $samples samples, preempted $preempted times"
