@@ -41,10 +41,16 @@ for f in fns:
 def incl(name):
     x = [f for f in fns if f.get("name") == name and f.get("image") == "recurse"]
     return x[0].get("inclusive_percent") if x else None
+# a share is off by chance by its binomial error (4 sigmas of its samples),
+# and by at most the samples the ring lost (the ASan build on a busy machine
+# lost 8 to 136 of 500 here; a loss comes in bursts, so in one function)
+lost = json.load(open(path)).get("lost", 0)
 for name, t in (("self_rec", "self_rec"), ("ping", "ping"), ("pong", "ping"), ("flat_work", "flat_work")):
     got = incl(name)
-    if got is None or abs(got - truth[t]) > 5:
-        errs.append("%s inclusive is %s%%, the workload measured %.2f%% (%s)" % (name, got, truth[t], t))
+    p = truth[t] / 100
+    tol = 400 * (p * (1 - p) / max(total, 1)) ** 0.5 + 100.0 * lost / max(total + lost, 1)
+    if got is None or abs(got - truth[t]) > tol:
+        errs.append("%s inclusive is %s%%, the workload measured %.2f%% (%s); %d samples, %d lost: %.2f points allowed" % (name, got, truth[t], t, total, lost, tol))
     else:
         notes.append("%s inclusive %.2f%% (truth %s %.2f)" % (name, got, t, truth[t]))
 u = ev.get("unwind") or {}
