@@ -65,25 +65,29 @@ static int read_keys(struct top *t)
 /* One tick's database into the window; then the screen or a snapshot. */
 static void tick(struct top *t, struct tally_db *db, bool cumulative, double since, double elapsed)
 {
-	double added = 0;
 	tally_top_tick(t->win, TALLY_TOP_DECAY);
 	strbuf_reset(&t->msg);
 	/* shares by period weight (time, or events), as the report's; the rate
-	 * stays in samples: the weight fed, at the tick's samples per weight */
-	uint64_t wt = db->nevents > 0 ? tally_db_weight_total(db, 0) : 0,
-		 ns = db->nevents > 0 ? db->samples[0] : 0;
+	 * and the count stay in samples, counted: a recording's tick holds what
+	 * is new, a peek the daemon's whole memory, of which the last peek saw
+	 * part while the memory began at the same time */
+	uint64_t ns = db->nevents > 0 ? db->samples[0] : 0, got = ns;
+	if (cumulative) {
+		if (t->ticks && since == t->peek_since && ns >= t->peek_samples)
+			got = ns - t->peek_samples;
+		t->peek_since = since;
+		t->peek_samples = ns;
+	}
 	tally_view_weigh(db, false);
 	t->st.unit = db->nevents > 0 ? tally_view_heading(db, 0) : NULL;
-	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, &added))
+	if (tally_top_feed_db(t->feed, t->win, db, cumulative, since, NULL))
 		strbuf_addf(&t->msg, "symbols: %s", tally_errmsg());
-	if (wt)
-		added = added * (double)ns / (double)wt;
 	if (tally_top_callgraph(t->win) && !db->has_stacks) {
 		strbuf_reset(&t->msg);
 		strbuf_addstr(&t->msg, "no call graphs in these samples: the shares are self only");
 	}
-	t->st.rate = elapsed > 0 ? added / elapsed : 0;
-	t->st.samples += (uint64_t)(added + 0.5);
+	t->st.rate = elapsed > 0 ? (double)got / elapsed : 0;
+	t->st.samples += got;
 	t->ticks++;
 	if (!t->ui.frozen)
 		show(t);

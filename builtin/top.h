@@ -29,6 +29,10 @@ struct top {
 	uint64_t ticks;
 	int width, height;
 	bool target_ended; /* the target ended by itself (not stopped by top) */
+	/* a daemon's memory at the last peek: since when, and its samples (what a
+	 * tick adds is the difference while the memory began at the same time) */
+	double peek_since;
+	uint64_t peek_samples;
 };
 
 /* ---- the terminal and signals (top-term.c) ---- */

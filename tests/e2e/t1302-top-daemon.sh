@@ -21,6 +21,7 @@ wait_for_line wl.out '^pid '
 # busy machine, starting the workload and top takes seconds of the daemon's)
 ctl --db db status
 daemon_before=$(status_val samples | awk '{ print $1 }')
+inmem_before=$(status_val in-memory | awk '{ print $1 }')
 
 "$TALLY" top --db db -d 0.5 -n 10 --rows 0 --image "$name" >top.out 2>top.err &
 tpid=$!
@@ -47,15 +48,17 @@ top_check top.out wl.out 5 work_a work_b work_c
 # the command column: the copy's comm (15 characters at most)
 grep -Eq "  ${name:0:15}  +work_a\$" top.out || fail "the command column does not name '${name:0:15}': $(grep work_a top.out | tail -1)"
 # nothing counted twice across the flushes: tally top's samples are at most
-# what the daemon took from top's start to its end (a flush, which
-# empties the daemon's memory, between two peeks would otherwise add what
-# the first peek saw again), and the count only grows
+# what the daemon took from its start to top's end, less what it had
+# flushed before top started (top's first peek counts the daemon's whole
+# memory; a flush between two peeks would otherwise add what the peeks
+# before it saw again)
 top_total=$(awk '/^# tally top:/ { s = $0 } END { print s }' top.out | sed -E 's/.* ([0-9]+) samples,.*/\1/')
-note "samples: tally top $top_total, the daemon $daemon_total from its start to top's end, $daemon_before of them before top"
-[[ $top_total =~ ^[0-9]+$ && $daemon_total =~ ^[0-9]+$ && $daemon_before =~ ^[0-9]+$ ]] ||
-	fail "cannot read the totals: top '$top_total', daemon '$daemon_total', before top '$daemon_before'"
-((top_total <= daemon_total - daemon_before)) ||
-	fail "tally top counted $top_total samples, the daemon took $((daemon_total - daemon_before)) since top started: counted twice"
+note "samples: tally top $top_total, the daemon $daemon_total from its start to top's end, $daemon_before of them before top ($inmem_before of those in memory)"
+[[ $top_total =~ ^[0-9]+$ && $daemon_total =~ ^[0-9]+$ && $daemon_before =~ ^[0-9]+$ && $inmem_before =~ ^[0-9]+$ ]] ||
+	fail "cannot read the totals: top '$top_total', daemon '$daemon_total', before top '$daemon_before' ('$inmem_before' in memory)"
+flushed_before=$((daemon_before - inmem_before))
+((top_total <= daemon_total - flushed_before)) ||
+	fail "tally top counted $top_total samples, the daemon took $daemon_total to top's end, $flushed_before of them flushed before top: counted twice"
 ((top_total * 4 >= daemon_total - daemon_before)) ||
 	fail "tally top counted $top_total samples of the daemon's $((daemon_total - daemon_before)) since top started"
 awk '/^# tally top:/ { if (!match($0, /, [0-9]+ samples,/)) { print "no count in: " $0; exit 1 }
