@@ -138,6 +138,21 @@ char *strbuf_detach(struct strbuf *sb);
  * there is read with tally_read_regular. */
 int strbuf_read_file(struct strbuf *sb, const char *path, size_t max);
 
+/* A process as /proc/PID/stat has it: the fields after its command name
+ * (which may hold blanks and parentheses). start_ticks is 0 when the line
+ * stops before it. */
+struct tally_pstat {
+	char state;
+	int ppid, pgrp, session;
+	uint64_t start_ticks; /* the process's start, clock ticks after boot */
+};
+/* 0, or -errno: -ENOENT no such process, -EINVAL a line it cannot read (no
+ * error message is set: callers decide what a missing process means). */
+int tally_pstat_read(int pid, struct tally_pstat *st);
+/* The process's start in ns after boot (CLOCK_BOOTTIME, which is never
+ * behind CLOCK_MONOTONIC), or 0 when unknown. */
+uint64_t tally_pstat_start_ns(const struct tally_pstat *st);
+
 /* Hash index: maps 64-bit hashes to item indices kept in the caller's own array;
  * the caller supplies equality. One type serves every table in tally. */
 struct tally_hidx {

@@ -93,19 +93,10 @@ static bool owner_alive(int pid)
 		return false;
 	if (kill(pid, 0) < 0 && errno != EPERM)
 		return false;
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true; /* no /proc: the pid alone says */
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	/* "pid (comm) S ...": the state follows the last ')' (a comm may hold one) */
-	const char *rp = strrchr(buf, ')');
-	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+	struct tally_pstat st;
+	if (tally_pstat_read(pid, &st))
+		return true; /* no /proc, or a line it cannot read: the pid alone says */
+	return st.state != 'Z' && st.state != 'X';
 }
 
 /* Whether a staging directory is locked by its writer (tally_db_save holds

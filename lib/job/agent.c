@@ -362,22 +362,12 @@ static void kill_session(pid_t sid)
 			long pid = strtol(e->d_name, &end, 10);
 			if (*end || pid <= 0 || pid == getpid())
 				continue;
-			char path[64];
-			snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-			struct strbuf st = STRBUF_INIT;
-			if (!strbuf_read_file(&st, path, 4096) && st.buf) {
-				const char *rp = strrchr(st.buf, ')');
-				char state;
-				int ppid, pgrp, sess;
-				if (rp &&
-				    sscanf(rp + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sess) ==
-					    4 &&
-				    sess == sid && state != 'Z') {
-					kill((pid_t)pid, SIGKILL);
-					killed++;
-				}
+			struct tally_pstat st;
+			if (!tally_pstat_read((int)pid, &st) && st.session == sid &&
+			    st.state != 'Z') {
+				kill((pid_t)pid, SIGKILL);
+				killed++;
 			}
-			strbuf_release(&st);
 		}
 		closedir(d);
 		if (!killed)

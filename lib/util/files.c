@@ -427,3 +427,41 @@ void tally_format_size(uint64_t bytes, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%.1f %s", v, unit[u]);
 }
+
+int tally_pstat_read(int pid, struct tally_pstat *st)
+{
+	char path[64], buf[1024];
+	memset(st, 0, sizeof(*st));
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	/* "pid (comm) S ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime cutime cstime priority nice threads itreal start" */
+	const char *rp = strrchr(buf, ')');
+	unsigned long long start = 0;
+	int got = rp ? sscanf(rp + 1,
+			      " %c %d %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+			      " %llu",
+			      &st->state, &st->ppid, &st->pgrp, &st->session, &start)
+		     : 0;
+	if (got < 4)
+		return -EINVAL;
+	if (got == 5)
+		st->start_ticks = start;
+	return 0;
+}
+
+uint64_t tally_pstat_start_ns(const struct tally_pstat *st)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!st->start_ticks || hz <= 0)
+		return 0;
+	return st->start_ticks * (1000000000ull / (uint64_t)hz);
+}

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1563,6 +1564,59 @@ static void test_util__open_stream(void **state)
 	unlink(path);
 }
 
+/* /proc/PID/stat: this process's own fields, a command name with blanks and
+ * parentheses in it, and a pid no process has. */
+static void test_util__pstat(void **state)
+{
+	(void)state;
+	struct tally_pstat st;
+	assert_int_equal(tally_pstat_read((int)getpid(), &st), 0);
+	assert_int_equal(st.state, 'R'); /* reading its own stat, it runs */
+	assert_int_equal(st.ppid, (int)getppid());
+	assert_int_equal(st.pgrp, (int)getpgrp());
+	assert_int_equal(st.session, (int)getsid(0));
+	assert_true(st.start_ticks > 0);
+	struct timespec boot;
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	uint64_t start = tally_pstat_start_ns(&st);
+	assert_true(start > 0);
+	assert_true(start <= (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec);
+
+	/* a child named ") x (y) Z 1 2 3": the fields follow the last ')' */
+	int named[2], done[2];
+	assert_int_equal(pipe(named), 0);
+	assert_int_equal(pipe(done), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		/* named, it says so, then waits until the parent closes done */
+		close(named[0]);
+		close(done[1]);
+		prctl(PR_SET_NAME, ") x (y) Z 1 2 3");
+		char c;
+		if (write(named[1], "r", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(named[1]);
+	close(done[0]);
+	char c;
+	assert_int_equal(read(named[0], &c, 1), 1);
+	assert_int_equal(tally_pstat_read((int)child, &st), 0);
+	assert_int_equal(st.ppid, (int)getpid());
+	assert_int_equal(st.session, (int)getsid(0));
+	assert_true(st.state == 'S' || st.state == 'R');
+	assert_true(st.start_ticks > 0);
+	close(done[1]);
+	close(named[0]);
+	int ws;
+	assert_int_equal(waitpid(child, &ws, 0), child);
+
+	/* past the kernel's largest pid (4194304) */
+	assert_int_equal(tally_pstat_read(0x3fffffff, &st), -ENOENT);
+	assert_int_equal(tally_pstat_start_ns(&st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1622,6 +1676,7 @@ int main(void)
 		cmocka_unit_test(test_util__utf8_seq),
 		cmocka_unit_test(test_util__add_numbers),
 		cmocka_unit_test(test_util__open_stream),
+		cmocka_unit_test(test_util__pstat),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
