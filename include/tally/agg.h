@@ -212,6 +212,7 @@ struct tally_agg {
 	uint32_t lost_gen;
 	double lost_gen_at;
 	uint64_t maps_reread; /* processes whose maps were read again so */
+	uint64_t sample_time; /* the time of the sample being aggregated (monotonic ns) */
 	uint32_t jit_untrusted;
 	/* JIT files that were damaged, unusable or refused: one line each, at most 32 */
 	char **jit_warnings;

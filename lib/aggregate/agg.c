@@ -192,7 +192,27 @@ static void agg_note_lost(struct tally_agg *a)
 		return;
 	a->lost_gen++;
 	a->lost_gen_at = now;
-	a->memo_gen++; /* the memo's unmapped answers are asked again */
+	/* the whole memo forgotten: a sample it answers never reaches
+	 * resolve_mapped, so its unmapped answers would never be asked again */
+	a->memo_gen++;
+}
+
+/* p's maps read again, if p is still the process that was sampled: a pid
+ * reused since is another program, whose maps would name the sample's code
+ * wrongly (a lost record may be the old one's exit), so it stays nomap. Its
+ * start is in boot time, never behind the samples' monotonic clock: when
+ * unsure, it is not read. */
+static bool reread_maps(struct tally_agg *a, struct tally_proc *p)
+{
+	struct tally_pstat st;
+	uint64_t start;
+	if (!a->sample_time || tally_pstat_read(p->pid, &st) ||
+	    !(start = tally_pstat_start_ns(&st)) || start > a->sample_time)
+		return false;
+	if (tally_agg_load_procfs(a, p->pid))
+		return false;
+	a->maps_reread++;
+	return true;
 }
 
 /* *mapped (may be NULL): true when the answer is the kernel's or a file
@@ -212,10 +232,8 @@ static uint32_t resolve_mapped(struct tally_agg *a, struct tally_proc *p, uint64
 		/* records were lost since its maps were last read: perhaps the
 		 * one that mapped this address */
 		p->reread_gen = a->lost_gen;
-		if (!tally_agg_load_procfs(a, p->pid)) {
-			a->maps_reread++;
+		if (reread_maps(a, p))
 			m = tally_proc_find_map(p, ip);
-		}
 	}
 	if (m && m->image != TALLY_MAP_ANON) {
 		*off = ip - m->start + m->pgoff;
@@ -546,6 +564,7 @@ void agg_free_grave(struct tally_agg *a)
 
 static void on_sample(struct tally_agg *a, const struct tally_rec *r)
 {
+	a->sample_time = r->time;
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 	uint64_t weight = r->weight ? r->weight : r->period;
 	/* the samples it stands for (a BPF map entry: its waits) */

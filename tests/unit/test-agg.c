@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 #include "tally/agg.h"
 
@@ -624,7 +625,8 @@ static void test_agg__record_mmap2_sample(void **state)
 
 /* A ring that lost records may have lost a mapping's: an address outside a
  * live process's maps reads /proc/PID/maps again, once for each loss, so its
- * code is named (here this test's own libc, which no record mapped). */
+ * code is named (here this test's own libc, which no record mapped), unless
+ * the process there now started after the sample (a reused pid). */
 static void test_agg__lost_rereads_maps(void **state)
 {
 	(void)state;
@@ -652,14 +654,31 @@ static void test_agg__lost_rereads_maps(void **state)
 	assert_int_equal(a.maps_reread, 0); /* nothing lost: the records are the truth */
 
 	tally_agg_record(&a, mk_lost(&b, 3));
+	/* a sample from before this process started (mk_sample's time is 1 ns
+	 * after boot): the pid's process now is another one, a reused pid,
+	 * whose maps are not this sample's; its code stays nomap */
 	tally_agg_record(&a, mk_sample(&b, pid, ip, false, 0, NULL, 0));
+	assert_int_equal(a.maps_reread, 0);
+	assert_int_equal(a.images[row_leaf(&a, 0)->image].kind, TALLY_IMG_NOMAP);
+	assert_int_equal(a.nrows, 1);
+
+	/* the next loss, a second later, and a sample of this process's life */
+	a.lost_gen_at -= 2;
+	tally_agg_record(&a, mk_lost(&b, 3));
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	mk_sample(&b, pid, ip, false, 0, NULL, 0);
+	b.rec.time = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	tally_agg_record(&a, &b.rec);
 	assert_int_equal(a.maps_reread, 1);
 	assert_int_equal(a.nrows, 2);
 	const struct tally_image *im = &a.images[row_leaf(&a, 1)->image];
 	assert_int_equal(im->kind, TALLY_IMG_FILE);
 	assert_non_null(strstr(im->path, "/libc.so"));
 	/* an address no mapping holds, after the same loss: not read again */
-	tally_agg_record(&a, mk_sample(&b, pid, 0x1000, false, 0, NULL, 0));
+	mk_sample(&b, pid, 0x1000, false, 0, NULL, 0);
+	b.rec.time = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	tally_agg_record(&a, &b.rec);
 	assert_int_equal(a.maps_reread, 1);
 	/* nor for a process that exited */
 	tally_agg_record(&a, mk_comm(&b, 999999, 999999, "gone", false));
