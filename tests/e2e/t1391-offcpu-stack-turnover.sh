@@ -28,6 +28,13 @@ whole_paths() {
 		print k }' "$1" | sort -u | wc -l
 }
 
+# named_lines FOLDED: the lines through all 15 path_ frames with every frame
+# named (no [nomap]): one a path, as many as the distinct paths, or a stack
+# is on two lines for another reason than a frame tally could not name
+named_lines() {
+	awk '!/\[nomap\]/ { n = gsub(/path_[01]/, "&") } !/\[nomap\]/ && n == 15' "$1" | wc -l
+}
+
 # stacks_right FOLDED NOSTACK WHAT: the waits from waitpaths in the folded
 # off-CPU stacks: each line through path_ frames has all 15 of them (none
 # resolved from a stack map emptied under it), and the distinct paths with
@@ -38,6 +45,9 @@ stacks_right() {
 	bad=$(awk '{ n = gsub(/path_[01]/, "&") } n && n != 15' "$folded" | head -c 600)
 	[[ -z $bad ]] || fail "$what: a stack with a part of the path: $bad"
 	full=$(whole_paths "$folded")
+	local named
+	named=$(named_lines "$folded")
+	((named <= full)) || fail "$what: $named named lines through the paths, for $full distinct paths"
 	((full <= N && full + nostack >= N - N / 100)) ||
 		fail "$what: $full waits kept their whole path and $nostack kept one frame, of the workload's $N"
 	((nostack * 100 <= N * 12)) || fail "$what: $nostack of $N waits kept one frame (more than 12%)"
@@ -104,6 +114,9 @@ case_daemon() {
 	bad=$(awk '{ n = gsub(/path_[01]/, "&") } n && n != 15' dd.folded | head -c 600)
 	[[ -z $bad ]] || fail "daemon: a stack with a part of the path: $bad"
 	whole=$(whole_paths dd.folded)
+	local named
+	named=$(named_lines dd.folded)
+	((named <= whole)) || fail "daemon: $named named lines through the paths, for $whole distinct paths"
 	((whole <= N && whole * 100 >= N * 88)) ||
 		fail "daemon: $whole of the $N distinct paths kept their whole stack (expected 88% or more)"
 	local lines
